@@ -1,0 +1,3 @@
+from absorb.cli import main
+
+raise SystemExit(main())

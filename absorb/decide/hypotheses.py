@@ -1,0 +1,91 @@
+"""Hypotheses of the results, checked on the actual weights, each with its numbers.
+
+Exact where the hypothesis is exact (a stored float is an exact dyadic rational: an entry
+is zero or it is not). Where floating point decides (collinearity, invertibility), the
+check is conservative: it reports ``holds=True`` only when the computed quantity clears
+the tolerance by far more than its rounding error, so the exact hypothesis then holds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from absorb.decide._collinear import max_abs_cosine, near_collinear_pairs
+from absorb.decide.verdict import Hypothesis
+from absorb.model.block import Block
+
+COLLINEAR_TAU = 1e-6
+"""Rows with |cos| ≥ 1 − COLLINEAR_TAU count as collinear (conservatively degenerate)."""
+
+_EPS = np.finfo(float).eps
+_EXACT_COSINE_MAX_N = 4096
+
+
+def skip_nonzero(block: Block) -> Hypothesis:
+    M = block.M
+    nz = int(np.count_nonzero(M))
+    return Hypothesis("skip_nonzero", nz > 0, "the skip matrix M is nonzero" if nz else "the skip matrix M is zero",
+                      {"nonzero_entries": nz, "fro_norm": float(np.linalg.norm(M))})
+
+
+def bias_free(block: Block) -> Hypothesis:
+    present = [k for k in ("b_up", "b_gate", "b_down") if getattr(block, k) is not None and np.any(getattr(block, k))]
+    return Hypothesis("bias_free", not present,
+                      "the block has no (nonzero) biases" if not present else f"the block has nonzero biases: {', '.join(present)}",
+                      {"nonzero_biases": present})
+
+
+def dimension(block: Block) -> Hypothesis:
+    return Hypothesis("d_at_least_2", block.d >= 2, f"d = {block.d} {'≥' if block.d >= 2 else '<'} 2", {"d": block.d})
+
+
+def skip_invertible(block: Block) -> Hypothesis:
+    """M invertible, proved by σ_min(M) > 10·d·ε·σ_max(M) (SVD is backward stable)."""
+    if block.skip is None:
+        return Hypothesis("skip_invertible", True, "M = I (identity skip)", {"cond": 1.0})
+    if block.hc is not None:
+        H = block.hc.H_res  # M = H_res ⊗ I: invertible iff H_res is; the small matrix decides it
+        s = np.linalg.svd(H, compute_uv=False)
+        k = H.shape[0]
+    else:
+        s = np.linalg.svd(block.skip, compute_uv=False)
+        k = block.d
+    smax, smin = float(s[0]), float(s[-1])
+    cond = smax / smin if smin > 0 else float("inf")
+    ok = smax > 0 and smin > 10 * k * _EPS * smax
+    what = "H_res" if block.hc is not None else "M"
+    return Hypothesis("skip_invertible", bool(ok),
+                      f"{what} is invertible (condition number {cond:.3g})" if ok else
+                      f"{what} is singular or too close to singular to prove invertible (σ_min = {smin:.3g}, σ_max = {smax:.3g})",
+                      {"sigma_min": smin, "sigma_max": smax, "cond": cond})
+
+
+def nondegenerate(block: Block, *, tau: float = COLLINEAR_TAU) -> tuple[Hypothesis, ...]:
+    """Result 5's nondegeneracy: nonzero rows of W_up, nonzero columns of W_down, rows of
+    W_up pairwise non-collinear (|cos| < 1 − tau)."""
+    U, D = block.W_up, block.W_down
+    zero_rows = np.flatnonzero(~np.any(U != 0, axis=1))
+    zero_cols = np.flatnonzero(~np.any(D != 0, axis=0))
+    rows = Hypothesis("rows_nonzero", zero_rows.size == 0,
+                      "every row of W_up is nonzero" if zero_rows.size == 0 else f"rows {_few(zero_rows)} of W_up are zero",
+                      {"zero_rows": zero_rows.tolist()[:20], "min_row_norm": float(np.linalg.norm(U, axis=1).min(initial=np.inf))})
+    cols = Hypothesis("columns_nonzero", zero_cols.size == 0,
+                      "every column of W_down is nonzero" if zero_cols.size == 0 else f"columns {_few(zero_cols)} of W_down are zero",
+                      {"zero_columns": zero_cols.tolist()[:20], "min_column_norm": float(np.linalg.norm(D, axis=0).min(initial=np.inf))})
+    pairs = near_collinear_pairs(U, tau=tau)
+    value: dict[str, object] = {"tau": tau, "collinear_pairs": [[i, j] for i, j, _ in pairs[:20]]}
+    if block.n <= _EXACT_COSINE_MAX_N:
+        value["max_abs_cos"] = max_abs_cosine(U)
+    if pairs:
+        i, j, c = pairs[0]
+        stmt = f"rows {i} and {j} of W_up are collinear (|cos| = {c:.12g} ≥ 1 − {tau:g})" + (f" and {len(pairs) - 1} more pairs" if len(pairs) > 1 else "")
+    else:
+        mc = value.get("max_abs_cos")
+        stmt = f"rows of W_up pairwise non-collinear (max |cos| = {mc:.6g} < 1 − {tau:g})" if mc is not None else f"rows of W_up pairwise non-collinear (no pair with |cos| ≥ 1 − {tau:g})"
+    coll = Hypothesis("rows_noncollinear", not pairs, stmt, value)
+    return rows, cols, coll
+
+
+def _few(idx: np.ndarray) -> str:
+    s = ", ".join(str(int(i)) for i in idx[:5])
+    return s + (f" (and {idx.size - 5} more)" if idx.size > 5 else "")

@@ -1,0 +1,159 @@
+"""Three-valued verdicts and the records a decision is made of.
+
+A :class:`BlockDecision` keeps everything a report or a certificate needs: the hypotheses
+checked on the weights (with their numbers), the symbolic properties (with their proof
+steps), the search result, and the checked witness.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from absorb.model.block import Block
+from absorb.search._types import SearchResult
+from absorb.symbolic.properties import Property
+
+
+class Verdict(str, enum.Enum):
+    ABSORBABLE = "absorbable"
+    NOT_ABSORBABLE = "not_absorbable"
+    UNKNOWN = "unknown"
+
+    def __bool__(self) -> bool:  # a tri-state is never a boolean
+        raise TypeError("a Verdict is three-valued; compare it with Verdict.ABSORBABLE etc.")
+
+
+class Theorem(str, enum.Enum):
+    """Short ids of the results a verdict rests on (the contract's ``theorem`` field)."""
+
+    TRIVIAL = "trivial"  # M = 0: the block is already residual-free
+    DEGREE = "degree"  # result 2
+    LINEARIZATION = "linearization"  # result 3
+    BOUNDED = "bounded"  # beyond: bounded σ cannot produce an unbounded M x
+    LINEAR = "linear"  # beyond: identity activation, a rank condition
+    INDEX_SET = "index-set"  # result 5 (+ result 1's reduction)
+    DEPTH = "depth"  # result 4
+    COMPOSITION = "composition"  # every block of a stack absorbable
+    NONE = "none"  # no result applies
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """One hypothesis checked on the actual weights: ``holds`` is True, False or None."""
+
+    name: str
+    holds: bool | None
+    statement: str
+    value: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "holds": self.holds, "statement": self.statement, "value": _plain(self.value)}
+
+
+@dataclass(frozen=True, eq=False)
+class Witness:
+    """A residual-free block equal to ``f`` (within ``tolerance``), and how it was checked."""
+
+    S: tuple[int, ...] | None
+    block: Block
+    residual: float | None  # ‖D_S U_S − T‖_F / ‖T‖_F, float64 recomputation
+    eval_error: float  # max relative |f(x) − B'(x)| on the random inputs
+    n_inputs: int
+    exact: bool | None = None  # D_S U_S = T exactly (rational arithmetic), when sizes allow
+    description: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.S is not None:
+            out["S"] = [int(i) for i in self.S]
+        out.update(residual=self.residual, eval_error=self.eval_error, n_inputs=self.n_inputs, exact=self.exact)
+        if self.description:
+            out["construction"] = self.description
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class BlockDecision:
+    block: Block
+    verdict: Verdict
+    theorem: Theorem
+    reason: str
+    tolerance: float
+    hypotheses: tuple[Hypothesis, ...] = ()
+    properties: tuple[Property, ...] = ()
+    witness: Witness | None = None
+    search: SearchResult | None = None
+    flat_at_zero: bool = False
+    """B'(x) = o(|x|) at 0 for every residual-free block of this kind (used by the depth result)."""
+
+    def to_json(self) -> dict[str, Any]:
+        b = self.block
+        out: dict[str, Any] = {
+            "name": b.name,
+            "activation": b.activation_name,
+            "kind": b.kind,
+            "d": b.d,
+            "n": b.n,
+            "verdict": self.verdict.value,
+            "theorem": self.theorem.value,
+            "reason": self.reason,
+        }
+        if self.witness is not None:
+            out["witness"] = self.witness.to_json()
+        out["tolerance"] = self.tolerance
+        out["hypotheses"] = [h.to_json() for h in self.hypotheses]
+        out["properties"] = [p.to_json() for p in self.properties]
+        if self.search is not None:
+            s = self.search
+            out["search"] = {"method": s.method, "status": s.status.value, "reason": s.reason,
+                             "residual": s.residual, "bound": s.bound, "elapsed": round(s.elapsed, 6)}
+        if b.hc is not None:
+            out["hyper_connection"] = {"streams": b.hc.s, "H_res": b.hc.H_res.tolist()}
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class Decision:
+    """The answer for a whole input: one block, a stack, or a collection of blocks."""
+
+    path: str
+    verdict: Verdict
+    theorem: Theorem
+    reason: str
+    blocks: tuple[BlockDecision, ...]
+    tolerance: float
+    structure: str = "block"  # "block" | "stack" | "collection"
+    witness: Witness | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "path": self.path,
+            "verdict": self.verdict.value,
+            "structure": self.structure,
+            "theorem": self.theorem.value,
+            "reason": self.reason,
+            "tolerance": self.tolerance,
+            "blocks": [b.to_json() for b in self.blocks],
+        }
+        if self.witness is not None:
+            out["witness"] = self.witness.to_json()
+        out.update(_plain(self.extra))
+        return out
+
+
+def _plain(obj: Any) -> Any:
+    """Make numpy scalars/arrays JSON-friendly."""
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj

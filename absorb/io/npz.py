@@ -1,0 +1,153 @@
+"""Load and save the contract's ``.npz`` format: one block, or a stack ``blocks.{i}.*``.
+
+Arrays are read with ``allow_pickle=False``. Before any array is read, every member's
+``.npy`` header is parsed so that a shape that would not fit in memory, or a header that
+promises more data than the member holds (a truncated file), is refused with one line.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import zipfile
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from absorb._errors import InvalidInput
+from absorb.io._validate import BLOCK_KEYS, build_block, resolve_activation
+from absorb.model.block import Block, Stack
+
+_STACK_KEY = re.compile(r"^blocks\.(\d+)\.(.+)$")
+MAX_BYTES_DEFAULT = None  # None: half of physical memory
+
+
+def _memory_cap() -> int:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 8 << 30
+
+
+def _check_headers(path: Path, zf: zipfile.ZipFile, max_bytes: int) -> None:
+    total = 0
+    for info in zf.infolist():
+        if not info.filename.endswith(".npy"):
+            continue
+        key = info.filename[:-4]
+        try:
+            with zf.open(info) as fh:
+                version = np.lib.format.read_magic(fh)
+                reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                shape, _fortran, dtype = reader(fh)
+                header_len = fh.tell()
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+            raise InvalidInput(f"{path}: member {key!r} is not a valid .npy array ({exc}); re-save the file with numpy.savez") from None
+        if dtype.hasobject:
+            raise InvalidInput(f"{path}: key {key!r} is an object array; store plain numeric arrays (objects are never unpickled)")
+        count = int(np.prod(shape, dtype=object))
+        need = count * dtype.itemsize
+        if header_len + need > info.file_size:
+            raise InvalidInput(f"{path}: key {key!r} promises shape {shape} ({need} bytes) but holds only {info.file_size - header_len}; the file is truncated or corrupt")
+        total += count * 8  # held as float64 once loaded
+    if total > max_bytes:
+        raise InvalidInput(f"{path}: the arrays need {total / 2**30:.1f} GiB as float64, more than the {max_bytes / 2**30:.1f} GiB allowed; "
+                           "check the shapes or analyse the model layer by layer from a checkpoint")
+
+
+def _read_all(path: Path, *, max_bytes: int | None) -> dict[str, np.ndarray]:
+    if not path.exists():
+        raise InvalidInput(f"{path}: no such file")
+    if path.is_dir():
+        raise InvalidInput(f"{path}: is a directory; give a .npz file (checkpoint directories are read by the safetensors loader)")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            bad = zf.testzip()
+            if bad is not None:
+                raise InvalidInput(f"{path}: member {bad!r} fails its CRC check; the file is corrupt")
+            _check_headers(path, zf, max_bytes or _memory_cap())
+    except zipfile.BadZipFile:
+        raise InvalidInput(f"{path}: not an .npz file (not a zip archive); save the weights with numpy.savez(path, W_up=..., W_down=...)") from None
+    except (OSError, EOFError) as exc:
+        raise InvalidInput(f"{path}: cannot be read ({exc})") from None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except ValueError as exc:
+        raise InvalidInput(f"{path}: {exc}; store plain numeric arrays") from None
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise InvalidInput(f"{path}: not a readable .npz file ({exc})") from None
+
+
+def _unknown_key(path: Path, key: str, valid: tuple[str, ...]) -> InvalidInput:
+    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return InvalidInput(f"{path}: unknown key {key!r}{hint}; expected {', '.join(valid)} or blocks.<i>.<key> for a stack")
+
+
+def blocks_from_arrays(data: Mapping[str, np.ndarray], *, source: str, activation: str | None = None) -> Block | Stack:
+    """Build a block or stack from a flat mapping of the contract's keys."""
+    path = Path(source)
+    stacked: dict[int, dict[str, np.ndarray]] = {}
+    top: dict[str, np.ndarray] = {}
+    for key, arr in data.items():
+        m = _STACK_KEY.match(key)
+        if m:
+            sub = m.group(2)
+            if sub not in BLOCK_KEYS:
+                raise _unknown_key(path, key, BLOCK_KEYS)
+            stacked.setdefault(int(m.group(1)), {})[sub] = arr
+        elif key in BLOCK_KEYS:
+            top[key] = arr
+        else:
+            raise _unknown_key(path, key, BLOCK_KEYS)
+    if not stacked:
+        if not top:
+            raise InvalidInput(f"{source}: the file holds no arrays; a block needs W_up (n, d) and W_down (d, n)")
+        act = resolve_activation(top.get("activation"), activation, source=source)
+        return build_block(top, source=source, name="block", activation=act)
+    stray = sorted(set(top) - {"activation"})
+    if stray:
+        raise InvalidInput(f"{source}: key {stray[0]!r} sits beside blocks.<i>.* keys; put it under each block (blocks.<i>.{stray[0]}) or drop the blocks.* keys")
+    idx = sorted(stacked)
+    if idx != list(range(len(idx))):
+        missing = sorted(set(range(idx[-1] + 1)) - set(idx))
+        raise InvalidInput(f"{source}: stack indices must run 0..L-1 without gaps; missing blocks.{missing[0]}.*")
+    blocks = []
+    for i in idx:
+        arrs = stacked[i]
+        act = resolve_activation(arrs.get("activation", top.get("activation")), activation, source=source,
+                                 key=f"blocks.{i}.activation" if "activation" in arrs else "activation")
+        blocks.append(build_block(arrs, source=source, name=f"blocks.{i}", activation=act, prefix=f"blocks.{i}."))
+    d0 = blocks[0].d
+    for b in blocks[1:]:
+        if b.d != d0:
+            raise InvalidInput(f"{source}: {b.name} has model dimension d = {b.d} but blocks.0 has d = {d0}; a stack needs one d throughout")
+    return Stack(tuple(blocks))
+
+
+def load_npz(path: str | os.PathLike[str], *, activation: str | None = None, max_bytes: int | None = MAX_BYTES_DEFAULT) -> Block | Stack:
+    """Load one block or a stack from an ``.npz`` file (see ``shared/contract.md``).
+
+    ``activation`` overrides the file's ``activation`` key. Raises
+    :class:`~absorb._errors.InvalidInput` with a one-line message on any bad input.
+    """
+    p = Path(path)
+    data = _read_all(p, max_bytes=max_bytes)
+    if not data:
+        raise InvalidInput(f"{p}: the file holds no arrays; a block needs W_up (n, d) and W_down (d, n)")
+    return blocks_from_arrays(data, source=str(p), activation=activation)
+
+
+def save_npz(path: str | os.PathLike[str], model: Block | Stack, *, activation: str | None = None) -> None:
+    """Write a block or stack in the contract's format (HC-lifted blocks are written lifted)."""
+    blocks = model.blocks if isinstance(model, Stack) else (model,)
+    out: dict[str, np.ndarray] = {}
+    for i, b in enumerate(blocks):
+        pre = "" if isinstance(model, Block) else f"blocks.{i}."
+        for key, arr in b.arrays().items():
+            out[pre + key] = arr
+        out[pre + "activation"] = np.array(activation or (b.activation.gated_name or b.activation.name))
+    np.savez(path, **out)

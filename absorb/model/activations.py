@@ -1,0 +1,212 @@
+"""Activation functions: one registry, each entry with a numpy form and a sympy form.
+
+The numpy form evaluates blocks on batches of inputs; the sympy form is what the symbolic
+engine (:mod:`absorb.symbolic`) reasons about. Gated names (``swiglu``, ``geglu``, …) map to
+their *gate* function g; whether a block is gated is decided by the presence of ``W_gate``.
+
+User-defined activations are sympy expressions in ``x``: ``"expr:x*(1+erf(x/sqrt(2)))/2"``.
+The expression is tokenised against a whitelist before sympy parses it, because activation
+strings can come from files and sympy's parser evaluates Python.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import sympy as sp
+from scipy import special
+
+from absorb._errors import InvalidInput
+
+X = sp.Symbol("x", real=True)
+"""The variable every sympy form is written in."""
+
+_HALF = sp.Rational(1, 2)
+
+
+@dataclass(frozen=True, eq=False)
+class Activation:
+    """A scalar activation σ (or gate g), in numpy and in sympy.
+
+    ``name`` is canonical (``gelu_tanh`` for ``gelu_new``); ``gated_name`` is set when the
+    user asked for a GLU variant by its gated name (``swiglu``), which requires ``W_gate``.
+    """
+
+    name: str
+    expr: sp.Expr
+    np_fn: Callable[[np.ndarray], np.ndarray]
+    gated_name: str | None = None
+
+    def __call__(self, z: np.ndarray) -> np.ndarray:
+        return self.np_fn(z)
+
+    @property
+    def latex(self) -> str:
+        return sp.latex(self.expr)
+
+    @property
+    def key(self) -> str:
+        """A string that identifies the function (used for caching proofs)."""
+        return sp.srepr(self.expr)
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Activation({self.name!r})"
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return special.expit(z)
+
+
+def _gelu_tanh(z: np.ndarray) -> np.ndarray:
+    return 0.5 * z * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (z + 0.044715 * z**3)))
+
+
+_LEAKY_SLOPE = sp.Rational(1, 100)  # PyTorch's default negative_slope
+
+_BUILTIN: dict[str, tuple[sp.Expr, Callable[[np.ndarray], np.ndarray]]] = {
+    "relu": (sp.Max(0, X), lambda z: np.maximum(z, 0.0)),
+    "relu2": (sp.Max(0, X) ** 2, lambda z: np.maximum(z, 0.0) ** 2),
+    "gelu": (X * (1 + sp.erf(X / sp.sqrt(2))) / 2, lambda z: 0.5 * z * (1.0 + special.erf(z / np.sqrt(2.0)))),
+    "gelu_tanh": (
+        X * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (X + sp.Rational(44715, 10**6) * X**3))) / 2,
+        _gelu_tanh,
+    ),
+    "silu": (X / (1 + sp.exp(-X)), lambda z: z * _sigmoid(z)),
+    "quick_gelu": (X / (1 + sp.exp(-sp.Rational(1702, 1000) * X)), lambda z: z * _sigmoid(1.702 * z)),
+    "leaky_relu": (
+        sp.Piecewise((X, X >= 0), (_LEAKY_SLOPE * X, True)),
+        lambda z: np.where(z >= 0, z, 0.01 * z),
+    ),
+    "sigmoid": (1 / (1 + sp.exp(-X)), _sigmoid),
+    "tanh": (sp.tanh(X), np.tanh),
+    "softplus": (sp.log(1 + sp.exp(X)), lambda z: np.logaddexp(0.0, z)),
+    "identity": (X, lambda z: np.asarray(z, dtype=float).copy()),
+}
+
+ALIASES: dict[str, str] = {
+    "gelu_new": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "gelu_fast": "gelu_tanh",
+    "gelu_erf": "gelu",
+    "swish": "silu",
+    "squared_relu": "relu2",
+    "relu_squared": "relu2",
+    "linear": "identity",
+    "none": "identity",
+}
+
+GATED: dict[str, str] = {
+    "reglu": "relu",
+    "swiglu": "silu",
+    "geglu": "gelu",
+    "geglu_tanh": "gelu_tanh",
+    "glu": "sigmoid",
+    "bilinear": "identity",
+}
+"""Gated (GLU-family) names and their gate function."""
+
+NAMES: tuple[str, ...] = tuple(sorted({*_BUILTIN, *ALIASES, *GATED}))
+
+_EXPR_TOKENS = re.compile(r"\s*(?:(\d+\.?\d*(?:[eE][-+]?\d+)?)|([A-Za-z_][A-Za-z_0-9]*)|(\*\*|[-+*/(),]))")
+_EXPR_FUNCS: dict[str, object] = {
+    "x": X,
+    "exp": sp.exp,
+    "log": sp.log,
+    "sqrt": sp.sqrt,
+    "erf": sp.erf,
+    "erfc": sp.erfc,
+    "tanh": sp.tanh,
+    "sinh": sp.sinh,
+    "cosh": sp.cosh,
+    "atan": sp.atan,
+    "sin": sp.sin,
+    "cos": sp.cos,
+    "Abs": sp.Abs,
+    "abs": sp.Abs,
+    "Max": sp.Max,
+    "max": sp.Max,
+    "Min": sp.Min,
+    "min": sp.Min,
+    "pi": sp.pi,
+    "E": sp.E,
+}
+
+
+def _parse_expr(text: str) -> sp.Expr:
+    """Parse a user expression in ``x`` after checking every token against a whitelist."""
+    pos = 0
+    while pos < len(text):
+        m = _EXPR_TOKENS.match(text, pos)
+        if not m or m.end() == pos:
+            rest = text[pos:].strip()
+            if not rest:
+                break
+            raise InvalidInput(
+                f"activation expression {text!r}: unexpected text {rest[:20]!r}; "
+                "use x, numbers, + - * / ** ( ) and the functions " + ", ".join(sorted(k for k in _EXPR_FUNCS if k != "x"))
+            )
+        ident = m.group(2)
+        if ident is not None and ident not in _EXPR_FUNCS:
+            raise InvalidInput(
+                f"activation expression {text!r}: unknown name {ident!r}; the variable is x and the "
+                "functions are " + ", ".join(sorted(k for k in _EXPR_FUNCS if k != "x"))
+            )
+        pos = m.end()
+    try:
+        expr = sp.parse_expr(text, local_dict=dict(_EXPR_FUNCS), global_dict={"Integer": sp.Integer, "Float": sp.Float, "Rational": sp.Rational, "Symbol": sp.Symbol})
+    except Exception as exc:  # sympy raises many types on malformed input
+        raise InvalidInput(f"activation expression {text!r} does not parse: {exc}") from None
+    expr = sp.nsimplify(expr, rational=True) if expr.has(sp.Float) else expr
+    if not isinstance(expr, sp.Expr) or expr.free_symbols - {X}:
+        raise InvalidInput(f"activation expression {text!r} must be an expression in x alone")
+    return expr
+
+
+@functools.lru_cache(maxsize=None)
+def get_activation(spec: str) -> Activation:
+    """Return the activation named ``spec`` (a name, an alias, a gated name, or ``expr:…``).
+
+    >>> get_activation("gelu_new").name
+    'gelu_tanh'
+    >>> get_activation("swiglu").gated_name
+    'swiglu'
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise InvalidInput(f"activation {spec!r} is not a name; try one of: {', '.join(NAMES)} or 'expr:<sympy expression in x>'")
+    raw = spec.strip()
+    if raw.lower().startswith("expr:"):
+        expr = _parse_expr(raw[5:])
+        fn = sp.lambdify(X, expr, modules=[{"erf": special.erf, "erfc": special.erfc, "Max": np.maximum, "Min": np.minimum}, "numpy"])
+
+        def np_fn(z: np.ndarray, _fn=fn) -> np.ndarray:
+            return np.broadcast_to(np.asarray(_fn(np.asarray(z, dtype=float)), dtype=float), np.shape(z)).copy()
+
+        return Activation(name=f"expr:{expr}", expr=expr, np_fn=np_fn)
+    name = raw.lower().replace("-", "_")
+    gated_name = None
+    if name in GATED:
+        gated_name, name = name, GATED[name]
+    name = ALIASES.get(name, name)
+    if name not in _BUILTIN:
+        raise InvalidInput(
+            f"unknown activation {spec!r}; known names: {', '.join(NAMES)}, or 'expr:<sympy expression in x>' "
+            "such as 'expr:x*(1+erf(x/sqrt(2)))/2'"
+        )
+    expr, fn = _BUILTIN[name]
+    return Activation(name=name, expr=expr, np_fn=fn, gated_name=gated_name)
+
+
+def display_name(act: Activation, *, gated: bool) -> str:
+    """The name a report shows: the GLU name for gated blocks (``swiglu``), else σ's name."""
+    if not gated:
+        return act.name
+    if act.gated_name:
+        return act.gated_name
+    for glu, gate in GATED.items():
+        if gate == act.name:
+            return glu
+    return f"glu[{act.name}]"
