@@ -263,3 +263,32 @@ def decide(model: Block | Stack, *, path: str = "", tol: float = DEFAULT_TOL, ti
     """Decide a block or a stack. ``tol`` is the relative tolerance every verdict names."""
     stack = model if isinstance(model, Stack) else Stack((model,))
     return decide_stack(stack, path=path, tol=tol, timeout=timeout, seed=seed, method=method, progress=progress)
+
+
+def decide_collection(blocks: Iterable[Block], *, path: str = "", tol: float = DEFAULT_TOL, timeout: float = 60.0,
+                      seed: int = 0, method: str = "auto", progress: Progress | None = None) -> Decision:
+    """Decide independent blocks (the MLP blocks of a checkpoint, each with its own skip).
+
+    The whole is absorbable when every block is; it is not when at least one block is
+    proved not absorbable; otherwise unknown.
+    """
+    decisions = []
+    for blk in blocks:
+        if progress:
+            progress(blk.name)
+        decisions.append(decide_block(blk, tol=tol, timeout=timeout, seed=seed, method=method))
+    if not decisions:
+        raise ValueError("decide_collection needs at least one block")
+    verdicts = [d.verdict for d in decisions]
+    n_not = sum(v is Verdict.NOT_ABSORBABLE for v in verdicts)
+    n_abs = sum(v is Verdict.ABSORBABLE for v in verdicts)
+    L = len(decisions)
+    if n_abs == L:
+        verdict, reason = Verdict.ABSORBABLE, f"Every one of the {L} blocks is absorbable."
+    elif n_not:
+        verdict, reason = Verdict.NOT_ABSORBABLE, f"{n_not} of the {L} blocks are proved not absorbable, so not every skip can be absorbed."
+    else:
+        verdict, reason = Verdict.UNKNOWN, f"Unknown: {L - n_abs} of the {L} blocks are undecided and none is proved not absorbable."
+    return Decision(path=path, verdict=verdict, theorem=Theorem.NONE if verdict is Verdict.UNKNOWN else decisions[0].theorem if L == 1 else Theorem.NONE,
+                    reason=reason, blocks=tuple(decisions), tolerance=tol, structure="collection",
+                    extra={"summary": {v.value: sum(x is v for x in verdicts) for v in Verdict}})
