@@ -2,7 +2,7 @@
 
 The flow mirrors the mathematics (arXiv 2604.23705): blocks (:mod:`absorb.model`) →
 activation properties proved with sympy (:mod:`absorb.symbolic`) → which result applies
-and its hypotheses on the weights (:mod:`absorb.decide`) → index-set search
+and its hypotheses on the weights (:mod:`absorb.engine`) → index-set search
 (:mod:`absorb.search`) → report (:mod:`absorb.report`).
 
 >>> import numpy as np
@@ -13,7 +13,7 @@ and its hypotheses on the weights (:mod:`absorb.decide`) → index-set search
 """
 
 from absorb._errors import AbsorbError, InvalidInput
-from absorb.decide import BlockDecision, Decision, Theorem, Verdict, decide, decide_block, decide_stack
+from absorb.engine import BlockDecision, Decision, Theorem, Verdict, decide, decide_block, decide_stack
 from absorb.io import load, load_npz, save_npz
 from absorb.model import Activation, Block, HyperConnection, Stack, get_activation, lift_hyper_connection, sinkhorn
 from absorb.search import find_index_set

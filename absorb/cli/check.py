@@ -7,7 +7,7 @@ import json
 import sys
 
 from absorb.cli import EXIT_OK, EXIT_UNKNOWN
-from absorb.decide import DEFAULT_TOL, Verdict, decide
+from absorb.engine import DEFAULT_TOL, Verdict, decide
 from absorb.io import load
 from absorb.report import render_text
 from absorb.search import METHODS

@@ -3,7 +3,7 @@ their numbers, symbolic properties, search, witness; then the overall verdict.""
 
 from __future__ import annotations
 
-from absorb.decide.verdict import BlockDecision, Decision
+from absorb.engine.verdict import BlockDecision, Decision
 
 _MARK = {True: "✓", False: "✗", None: "·"}
 _PMARK = {"proved": "✓", "refuted": "✗", "unknown": "?"}

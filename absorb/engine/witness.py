@@ -19,7 +19,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from absorb.decide.verdict import Witness
+from absorb.engine.verdict import Witness
 from absorb.model.block import Block
 
 _SCALES = (1e-2, 1.0, 1e2)

@@ -28,9 +28,9 @@ from typing import Callable, Iterable
 import numpy as np
 import sympy as sp
 
-from absorb.decide import hypotheses as hyp
-from absorb.decide.verdict import BlockDecision, Decision, Hypothesis, Theorem, Verdict, Witness
-from absorb.decide.witness import check_flip_witness, evaluation_error, eval_threshold
+from absorb.engine import hypotheses as hyp
+from absorb.engine.verdict import BlockDecision, Decision, Hypothesis, Theorem, Verdict, Witness
+from absorb.engine.witness import check_flip_witness, evaluation_error, eval_threshold
 from absorb.model.activations import X, get_activation
 from absorb.model.block import Block, Stack
 from absorb.search import find_index_set

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from absorb.decide._collinear import max_abs_cosine, near_collinear_pairs
-from absorb.decide.verdict import Hypothesis
+from absorb.engine._collinear import max_abs_cosine, near_collinear_pairs
+from absorb.engine.verdict import Hypothesis
 from absorb.model.block import Block
 
 COLLINEAR_TAU = 1e-6
