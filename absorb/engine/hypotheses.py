@@ -14,8 +14,12 @@ from absorb.engine._collinear import max_abs_cosine, near_collinear_pairs
 from absorb.engine.verdict import Hypothesis
 from absorb.model.block import Block
 
-COLLINEAR_TAU = 1e-6
-"""Rows with |cos| ≥ 1 − COLLINEAR_TAU count as collinear (conservatively degenerate)."""
+COLLINEAR_TAU = 1e-10
+"""Rows with |cos| ≥ 1 − τ count as collinear (conservatively degenerate).
+
+Result 5 needs *exact* non-collinearity. A cosine computed in float64 from d-vectors is
+off by at most about (d + 2)·ε, so any computed |cos| < 1 − τ with τ ≥ 8(d + 2)ε proves
+|cos| < 1 exactly; :func:`nondegenerate` uses τ = max(COLLINEAR_TAU, 8(d + 2)ε)."""
 
 _EPS = np.finfo(float).eps
 _EXACT_COSINE_MAX_N = 4096
@@ -64,6 +68,7 @@ def nondegenerate(block: Block, *, tau: float = COLLINEAR_TAU) -> tuple[Hypothes
     """Result 5's nondegeneracy: nonzero rows of W_up, nonzero columns of W_down, rows of
     W_up pairwise non-collinear (|cos| < 1 − tau)."""
     U, D = block.W_up, block.W_down
+    tau = max(tau, 8 * (block.d + 2) * _EPS)
     zero_rows = np.flatnonzero(~np.any(U != 0, axis=1))
     zero_cols = np.flatnonzero(~np.any(D != 0, axis=0))
     rows = Hypothesis("rows_nonzero", zero_rows.size == 0,

@@ -1,0 +1,155 @@
+"""The command line through a subprocess: verdicts, the JSON contract, exit codes, and
+one clear line for every kind of bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from absorb import InvalidInput, load_npz
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def absorb(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "absorb", *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+
+
+@pytest.mark.parametrize(("name", "verdict", "theorem", "code"), [
+    ("planted_relu.npz", "absorbable", "index-set", 0),
+    ("generic_gelu.npz", "not_absorbable", "index-set", 0),
+    ("swiglu.npz", "not_absorbable", "linearization", 0),
+    ("relu2_stack.npz", "not_absorbable", "depth", 0),
+])
+def test_examples_json(name: str, verdict: str, theorem: str, code: int) -> None:
+    r = absorb("check", str(EXAMPLES / name), "--json")
+    assert r.returncode == code, r.stderr
+    out = json.loads(r.stdout)
+    assert out["verdict"] == verdict and out["theorem"] == theorem
+    assert out["path"].endswith(name)
+    for b in out["blocks"]:
+        for key in ("name", "activation", "d", "n", "verdict", "theorem", "reason", "tolerance"):
+            assert key in b
+        assert b["verdict"] in ("absorbable", "not_absorbable", "unknown")
+        if b["verdict"] == "absorbable" and b["theorem"] == "index-set":
+            assert isinstance(b["witness"]["S"], list) and all(isinstance(i, int) for i in b["witness"]["S"])
+
+
+def test_text_report_and_unknown_exit_code(tmp_path: Path) -> None:
+    r = absorb("check", str(EXAMPLES / "planted_relu.npz"))
+    assert r.returncode == 0 and "verdict: absorbable" in r.stdout and "S = [" in r.stdout
+    rng = np.random.default_rng(0)
+    p = tmp_path / "leaky.npz"
+    np.savez(p, W_up=rng.standard_normal((6, 3)), W_down=rng.standard_normal((3, 6)), activation=np.array("leaky_relu"))
+    r = absorb("check", str(p), "--json")
+    assert r.returncode == 3 and json.loads(r.stdout)["verdict"] == "unknown"
+
+
+def test_activation_override_and_options(tmp_path: Path) -> None:
+    r = absorb("check", str(EXAMPLES / "generic_gelu.npz"), "--activation", "relu2", "--json", "--tol", "1e-6", "--seed", "3")
+    out = json.loads(r.stdout)
+    assert r.returncode == 0 and out["theorem"] == "degree" and out["blocks"][0]["tolerance"] == 1e-6
+
+
+def test_help() -> None:
+    r = absorb("--help")
+    assert r.returncode == 0 and "check" in r.stdout
+    r = absorb("check", "--help")
+    assert r.returncode == 0 and "--json" in r.stdout and "Exit 0" in r.stdout
+
+
+def _good(rng: np.random.Generator, d: int = 3, n: int = 5) -> dict[str, np.ndarray]:
+    return {"W_up": rng.standard_normal((n, d)), "W_down": rng.standard_normal((d, n)), "activation": np.array("relu")}
+
+
+def _write(path: Path, **arrays: object) -> Path:
+    np.savez(path, **arrays)
+    return path
+
+
+def _bad_cases(tmp: Path) -> list[tuple[str, list[str], str]]:
+    rng = np.random.default_rng(0)
+    g = _good(rng)
+    cases: list[tuple[str, list[str], str]] = []
+
+    def add(name: str, expect: str, extra: list[str] | None = None, **arrays: object) -> None:
+        cases.append((name, [str(_write(tmp / f"{name}.npz", **arrays))] + (extra or []), expect))
+
+    add("missing_down", "missing key 'W_down'", W_up=g["W_up"], activation=g["activation"])
+    add("misnamed", "did you mean 'W_up'", W_Up=g["W_up"], W_down=g["W_down"], activation=g["activation"])
+    add("wrong_shape", "expected (3, 5)", W_up=g["W_up"], W_down=rng.standard_normal((3, 6)), activation=g["activation"])
+    add("transposed", "looks transposed", W_up=g["W_up"], W_down=g["W_down"].T, activation=g["activation"])
+    nan = g["W_up"].copy(); nan[2, 1] = np.nan
+    add("nan", "contains NaN at index (2, 1)", W_up=nan, W_down=g["W_down"], activation=g["activation"])
+    inf = g["W_down"].copy(); inf[0, 0] = np.inf
+    add("inf", "contains Inf", W_up=g["W_up"], W_down=inf, activation=g["activation"])
+    add("unknown_act", "unknown activation 'rleu'", W_up=g["W_up"], W_down=g["W_down"], activation=np.array("rleu"))
+    add("no_act", "no activation given", W_up=g["W_up"], W_down=g["W_down"])
+    add("gated_no_gate", "is gated but there is no key 'W_gate'", W_up=g["W_up"], W_down=g["W_down"], activation=np.array("swiglu"))
+    add("complex", "dtype complex128", W_up=g["W_up"] + 1j, W_down=g["W_down"], activation=g["activation"])
+    add("bad_bias", "key 'b_up' has shape (4,)", W_up=g["W_up"], W_down=g["W_down"], b_up=np.ones(4), activation=g["activation"])
+    add("hc_incomplete", "missing H_post", W_up=g["W_up"], W_down=g["W_down"], H_res=np.eye(2), H_pre=np.ones(2), activation=g["activation"])
+    add("skip_and_hc", "drop one", W_up=g["W_up"], W_down=g["W_down"], skip=np.eye(3), H_res=np.eye(2), H_pre=np.ones(2), H_post=np.ones(2), activation=g["activation"])
+    add("stack_gap", "missing blocks.1", **{"blocks.0.W_up": g["W_up"], "blocks.0.W_down": g["W_down"], "blocks.2.W_up": g["W_up"], "blocks.2.W_down": g["W_down"], "activation": g["activation"]})
+    add("stack_d_mismatch", "one d throughout", **{"blocks.0.W_up": g["W_up"], "blocks.0.W_down": g["W_down"], "blocks.1.W_up": rng.standard_normal((5, 4)), "blocks.1.W_down": rng.standard_normal((4, 5)), "activation": g["activation"]})
+    add("empty", "holds no arrays")
+    add("zero_width", "non-empty 2-D", W_up=np.zeros((0, 3)), W_down=np.zeros((3, 0)), activation=g["activation"])
+    add("bad_override", "unknown activation", ["--activation", "nope"], **g)
+    add("injection", "unknown name", ["--activation", "expr:__import__('os').system('echo hi')"], **g)
+    np.savez(tmp / "objects.npz", W_up=np.array([1, "a"], dtype=object), W_down=g["W_down"], activation=g["activation"])
+    cases.append(("objects", [str(tmp / "objects.npz")], "object array"))
+    (tmp / "text.npz").write_text("not a zip\n")
+    cases.append(("not_npz", [str(tmp / "text.npz")], "not an .npz file"))
+    full = (tmp / "missing_down.npz").read_bytes()
+    good = _write(tmp / "good.npz", **g).read_bytes()
+    (tmp / "truncated.npz").write_bytes(good[: len(good) // 2])
+    cases.append(("truncated", [str(tmp / "truncated.npz")], "npz"))
+    assert full
+    cases.append(("no_file", [str(tmp / "nope.npz")], "no such file"))
+    cases.append(("directory", [str(tmp)], str(tmp)))
+    cases.append(("bad_tol", [str(tmp / "good.npz"), "--tol", "-1"], "must be positive"))
+    cases.append(("bad_method", [str(tmp / "good.npz"), "--method", "magic"], "invalid choice"))
+    # a header promising far more data than the member holds
+    with zipfile.ZipFile(tmp / "huge.npz", "w") as zf:
+        with zf.open("W_up.npy", "w") as fh:
+            np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": (10**6, 10**6)})
+            fh.write(b"\0" * 64)
+    cases.append(("huge_header", [str(tmp / "huge.npz")], "truncated or corrupt"))
+    return cases
+
+
+def test_bad_inputs_give_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from absorb.cli import main
+
+    failures = []
+    for name, args, expect in _bad_cases(tmp_path):
+        try:
+            code = main(["check", *args])
+        except SystemExit as exc:  # argparse usage errors
+            code = exc.code
+        out, err = capsys.readouterr()
+        lines = err.strip().splitlines()
+        if not (code == 2 and len(lines) == 1 and expect in lines[0] and not out):
+            failures.append(f"{name}: rc={code} stderr={err!r}")
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("name", ["nan", "not_npz", "huge_header", "injection", "bad_tol"])
+def test_bad_inputs_through_a_subprocess_have_no_traceback(tmp_path: Path, name: str) -> None:
+    (case,) = [c for c in _bad_cases(tmp_path) if c[0] == name]
+    r = absorb("check", *case[1])
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1 and case[2] in r.stderr
+    assert "hi" not in r.stdout
+
+
+def test_memory_cap_refuses_absurd_sizes(tmp_path: Path) -> None:
+    p = _write(tmp_path / "big.npz", W_up=np.zeros((400, 300)), W_down=np.zeros((300, 400)), activation=np.array("relu"))
+    with pytest.raises(InvalidInput, match="GiB as float64, more than"):
+        load_npz(p, max_bytes=100_000)
