@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if progress:
         sys.stderr.write("\r\x1b[K")
     if args.json:
-        sys.stdout.write(json.dumps(dec.to_json(), indent=2, default=str) + "\n")
+        sys.stdout.write(json.dumps(dec.to_json(), indent=2, default=str, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(render_text(dec))
     return EXIT_UNKNOWN if dec.verdict is Verdict.UNKNOWN else EXIT_OK
