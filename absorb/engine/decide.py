@@ -130,7 +130,7 @@ def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.
         if ok:
             sz = f"|S| = {len(res.S)}"
             return done(Verdict.ABSORBABLE, Theorem.INDEX_SET,
-                        f"Index set found ({sz}) with W_down[:,S] W_up[S,:] = {'-M' if c == 1 else f'-M/{c}'} "
+                        f"Index set found ({sz}) with W_down[:,S] W_up[S,:] = {'-M' if c == 1 else f'-M/c (c = {c})'} "
                         f"(relative residual {w.residual:.2e}); flipping those units gives a residual-free block equal to f "
                         f"(checked on {w.n_inputs} random inputs, max relative error {w.eval_error:.2e}).",
                         witness=w, search=res)

@@ -1,0 +1,75 @@
+"""Blocks evaluate as the formulas say: numpy batch evaluation, the exact symbolic form,
+Hyper-Connection lifting, mHC's Sinkhorn, and the npz round trip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from absorb import Block, HyperConnection, Stack, get_activation, lift_hyper_connection, load_npz, save_npz, sinkhorn
+
+
+def _block(act: str, *, gated: bool = False, bias: bool = False, d: int = 3, n: int = 4, seed: int = 0) -> Block:
+    rng = np.random.default_rng(seed)
+    r = lambda *s: np.round(rng.standard_normal(s), 3)  # noqa: E731 - short dyadic-ish values
+    return Block(r(n, d), r(d, n), get_activation(act), W_gate=r(n, d) if gated else None,
+                 b_up=r(n) if bias else None, b_gate=r(n) if bias and gated else None, b_down=r(d) if bias else None,
+                 skip=r(d, d) if bias else None)
+
+
+@pytest.mark.parametrize(("act", "gated", "bias"), [("relu", False, False), ("gelu", False, True), ("relu2", False, True),
+                                                    ("swiglu", True, False), ("glu", True, True), ("tanh", False, False)])
+def test_symbolic_form_matches_numpy(act: str, gated: bool, bias: bool) -> None:
+    blk = _block(act, gated=gated, bias=bias)
+    xs = sp.symbols("x0:3", real=True)
+    f = blk.symbolic(xs)
+    point = [sp.Rational(1, 3), sp.Rational(-5, 4), sp.Rational(2, 1)]
+    exact = [float(sp.N(v.subs(dict(zip(xs, point))), 30)) for v in f]
+    np.testing.assert_allclose(blk(np.array([[float(p) for p in point]]))[0], exact, rtol=1e-12, atol=1e-12)
+
+
+def test_batch_evaluation_is_rowwise() -> None:
+    blk = _block("gelu", bias=True)
+    X = np.random.default_rng(1).standard_normal((7, 3))
+    np.testing.assert_allclose(blk(X), np.vstack([blk(x[None])[0] for x in X]), rtol=1e-14)
+    np.testing.assert_allclose(blk(X) - blk.mlp(X), X @ blk.M.T, atol=1e-12)
+
+
+def test_stack_applies_blocks_in_order() -> None:
+    a, b = _block("relu", seed=1), _block("relu2", seed=2)
+    X = np.random.default_rng(3).standard_normal((5, 3))
+    np.testing.assert_allclose(Stack((a, b))(X), b(a(X)))
+
+
+def test_hyper_connection_lift_matches_the_stream_formula() -> None:
+    rng = np.random.default_rng(4)
+    s, blk = 3, _block("gelu", seed=5)
+    hc = HyperConnection(H_res=rng.standard_normal((s, s)), H_pre=rng.standard_normal(s), H_post=rng.standard_normal(s))
+    lifted = lift_hyper_connection(blk, hc)
+    Xs = rng.standard_normal((s, blk.d))  # state: s streams of dimension d
+    direct = hc.H_res @ Xs + np.outer(hc.H_post, blk.mlp((hc.H_pre @ Xs)[None])[0])
+    np.testing.assert_allclose(lifted(Xs.reshape(1, -1))[0], direct.reshape(-1), rtol=1e-12, atol=1e-12)
+    assert lifted.d == s * blk.d and lifted.n == blk.n
+
+
+def test_sinkhorn_is_doubly_stochastic_and_can_be_singular() -> None:
+    H = sinkhorn(np.random.default_rng(0).standard_normal((4, 4)))
+    np.testing.assert_allclose(H.sum(axis=0), 1, atol=1e-9)
+    np.testing.assert_allclose(H.sum(axis=1), 1, atol=1e-9)
+    assert np.linalg.matrix_rank(sinkhorn(np.zeros((3, 3)))) == 1
+
+
+def test_npz_round_trip(tmp_path: Path) -> None:
+    blk = _block("glu", gated=True, bias=True)
+    save_npz(tmp_path / "b.npz", blk)
+    back = load_npz(tmp_path / "b.npz")
+    assert back.activation.name == "sigmoid" and back.gated
+    for k, v in blk.arrays().items():
+        np.testing.assert_array_equal(back.arrays()[k], v)
+    st = Stack((_block("relu", seed=1).replace(name="blocks.0"), _block("relu", seed=2).replace(name="blocks.1")))
+    save_npz(tmp_path / "s.npz", st)
+    back = load_npz(tmp_path / "s.npz")
+    assert isinstance(back, Stack) and [b.name for b in back.blocks] == ["blocks.0", "blocks.1"]
