@@ -1,41 +1,406 @@
-"""Index-set search (temporary core dispatcher: exhaustive enumeration for small n).
+"""Exact index-set search: is there S with ‖D[:,S] U[S,:] − T‖_F ≤ tol·‖T‖_F?
 
-Replaced by the portfolio dispatcher of the search work; same signature.
+This package answers the combinatorial core of theory.md §4: with ``a_i = vec(w_i u_i^T)``
+and ``K = [a_1 … a_n]`` (d²×n), find ``b ∈ {0,1}^n`` with ``K b ≈ vec(T)``, or prove that
+none exists, or say "unknown".  One dispatcher, :func:`find_index_set`, sits in front of
+small backends (one module each); every backend returns a
+:class:`~absorb.search._types.SearchResult`.
+
+Soundness is the contract (theory.md §5):
+
+* ``found`` is only ever returned after :func:`relative_residual` — a plain float64
+  recomputation of ``‖D[:,S]U[S,:] − T‖_F / ‖T‖_F`` — is ≤ ``tol``; the dispatcher
+  recomputes it again itself, whatever backend produced ``S``.
+* ``infeasible`` needs a rigorous proof (exhaustive search with explicit floating-point
+  error bounds, Z3 ``unsat`` over exact rationals, or a dual matrix ``Y`` checked with
+  rounding bounds) and a rigorous lower bound ``bound > tol``.  A floating-point solver
+  claim alone (HiGHS "infeasible") never gives this status.
+* everything else, including a spent budget, is ``unknown`` with a reason.
+
+The helpers below (rigorous norms, the exact residual, the dual bound of theory.md §4) are
+shared by the backends; they do no work at import time and the backends are imported
+lazily by the dispatcher.
+
+Example::
+
+    >>> import numpy as np
+    >>> from absorb.search import find_index_set
+    >>> U = np.array([[1.0, 0.0], [0.0, 1.0], [3.0, 5.0]])
+    >>> D = np.array([[-1.0, 0.0, 7.0], [0.0, -1.0, 2.0]])
+    >>> find_index_set(U, D, -np.eye(2)).S
+    (0, 1)
 """
 
 from __future__ import annotations
 
-import itertools
+import math
 import time
+from fractions import Fraction
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from absorb.search._types import SearchResult, SearchStatus
+from ._types import SearchResult, SearchStatus
 
-METHODS = ("auto", "enumerate")
-_EPS = np.finfo(float).eps
+__all__ = [
+    "METHODS",
+    "SearchResult",
+    "SearchStatus",
+    "dual_bound",
+    "exact_relative_residual_bounds",
+    "find_index_set",
+    "relative_residual",
+    "relaxation_bound",
+]
+
+METHODS: tuple[str, ...] = ("auto", "linalg", "enumerate", "mitm", "milp", "z3", "z3-pb")
+
+#: unit roundoff of IEEE binary64 (round to nearest)
+UNIT_ROUNDOFF = 2.0**-53
 
 
-def find_index_set(U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e-9, timeout: float = 60.0,
-                   method: str = "auto", seed: int = 0) -> SearchResult:
-    n, d = U.shape
+def gamma(k: int) -> float:
+    """Higham's γ_k = k·u/(1 − k·u), inflated by 1 % to absorb its own rounding.
+
+    Any sum of k+1 floats computed in any order (and any product of k+1 floats) differs
+    from the exact value by at most γ_k times the sum of the absolute values of its terms
+    (Higham, *Accuracy and Stability of Numerical Algorithms*, §3.1 and §4.2).
+    """
+    ku = k * UNIT_ROUNDOFF
+    assert ku < 0.01
+    return 1.01 * ku / (1.0 - ku)
+
+
+# ---------------------------------------------------------------------------------------
+# exact and rigorous arithmetic shared by the backends
+
+
+def khatri_rao(U: np.ndarray, D: np.ndarray) -> np.ndarray:
+    """``K`` (d_out·d_in × n) with column i = vec(w_i u_i^T) (row-major vec), in float64.
+
+    Each entry is one rounded product ``D[j,i]·U[i,k]``, so ``|K̂ − K| ≤ u·|K̂|·(1+2u)``.
+    Only for the narrow regime (small d): never call it at real model sizes.
+    """
+    n = U.shape[0]
+    return np.einsum("ji,ik->jki", D, U).reshape(-1, n)
+
+
+def relative_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray, S: Iterable[int]) -> float:
+    """The float64 relative residual ``‖D[:,S]U[S,:] − T‖_F / ‖T‖_F`` that ``found`` means."""
+    idx = np.asarray(sorted(S), dtype=np.intp)
+    R = D[:, idx] @ U[idx, :] - T
+    return float(np.linalg.norm(R) / np.linalg.norm(T))
+
+
+def _fractions(A: np.ndarray) -> list[list[Fraction]]:
+    return [[Fraction(float(x)) for x in row] for row in np.atleast_2d(A)]
+
+
+def sqrt_down(q: Fraction) -> float:
+    """Largest convenient float ``x ≥ 0`` with ``x² ≤ q`` (a rigorous lower bound of √q)."""
+    if q <= 0:
+        return 0.0
+    x = math.sqrt(float(q))
+    while x > 0 and Fraction(x) ** 2 > q:
+        x = math.nextafter(x, 0.0)
+    return x
+
+
+def sqrt_up(q: Fraction) -> float:
+    """Smallest convenient float ``x`` with ``x² ≥ q`` (a rigorous upper bound of √q)."""
+    if q <= 0:
+        return 0.0
+    x = math.sqrt(float(q))
+    while Fraction(x) ** 2 < q:
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def frobenius_bounds(T: np.ndarray) -> tuple[float, float]:
+    """Rigorous floats ``lo ≤ ‖T‖_F ≤ hi``, computed over exact rationals."""
+    q = sum((Fraction(float(x)) ** 2 for x in np.ravel(T)), Fraction(0))
+    return sqrt_down(q), sqrt_up(q)
+
+
+def exact_residual_sq(U: np.ndarray, D: np.ndarray, T: np.ndarray, S: Iterable[int]) -> Fraction:
+    """``‖D[:,S]U[S,:] − T‖_F²`` over exact rationals (floats are dyadic rationals)."""
+    idx = sorted(S)
+    d_out, d_in = T.shape
+    Df = _fractions(D[:, idx]) if idx else [[] for _ in range(d_out)]
+    Uf = _fractions(U[idx, :]) if idx else []
+    Tf = _fractions(T)
+    total = Fraction(0)
+    for j in range(d_out):
+        for k in range(d_in):
+            acc = -Tf[j][k]
+            for s in range(len(idx)):
+                acc += Df[j][s] * Uf[s][k]
+            total += acc * acc
+    return total
+
+
+def exact_relative_residual_bounds(
+    U: np.ndarray, D: np.ndarray, T: np.ndarray, S: Iterable[int]
+) -> tuple[float, float]:
+    """Rigorous floats ``lo ≤ ‖D[:,S]U[S,:] − T‖_F / ‖T‖_F ≤ hi`` (exact rationals)."""
+    r2 = exact_residual_sq(U, D, T, S)
+    t2 = sum((Fraction(float(x)) ** 2 for x in np.ravel(T)), Fraction(0))
+    q = r2 / t2
+    return sqrt_down(q), sqrt_up(q)
+
+
+def classify_candidates(
+    U: np.ndarray, D: np.ndarray, T: np.ndarray, candidates: Iterable[Sequence[int]], tol: float
+) -> tuple[tuple[int, ...] | None, float, float]:
+    """Check candidate sets: ``(S_found or None, its float residual, lower bound of the rest)``.
+
+    A candidate is *found* when its float64 :func:`relative_residual` is ≤ ``tol``.  The
+    others get an exact-rational lower bound on their relative residual; the minimum of
+    those is returned (``inf`` when there were no other candidates).  A candidate whose
+    exact residual is ≤ tol but whose float residual is not gives a lower bound ≤ tol,
+    which stops the caller from claiming ``infeasible`` (it then answers ``unknown``).
+    """
+    lowest = math.inf
+    for S in candidates:
+        S = tuple(sorted(int(i) for i in S))
+        res = relative_residual(U, D, T, S)
+        if res <= tol:
+            return S, res, lowest
+        lo, _ = exact_relative_residual_bounds(U, D, T, S)
+        lowest = min(lowest, lo)
+    return None, math.nan, lowest
+
+
+# ---------------------------------------------------------------------------------------
+# the dual bound of theory.md §4
+
+
+def dual_bound(
+    U: np.ndarray, D: np.ndarray, T: np.ndarray, Y: np.ndarray, *, fixed_one: np.ndarray | None = None,
+    free: np.ndarray | None = None,
+) -> float:
+    """Rigorous lower bound on ``‖D diag(b) U − T‖_F / ‖T‖_F`` over all ``b ∈ [0,1]^n``.
+
+    For any ``Y``, with ``c_i = w_i^T Y u_i = ⟨Y, w_i u_i^T⟩`` and ``τ = ⟨Y, T⟩``,
+    ``⟨Y, D diag(b) U − T⟩ = Σ b_i c_i − τ`` lies in ``[Σ min(0,c_i) − τ, Σ max(0,c_i) − τ]``,
+    and ``‖·‖_F ≥ |⟨Y, ·⟩| / ‖Y‖_F`` (Cauchy–Schwarz).  This is the one-sided (sharper) form
+    of theory.md §4's ``(|⟨T,Y⟩| − Σ|c_i|)/‖Y‖_F``.  Optional ``fixed_one`` (indices with
+    b_i = 1) and ``free`` (the indices still in [0,1]; the rest are 0) restrict to a node
+    of a search tree.
+
+    Every float operation is covered by an explicit error term (Higham's γ_k): the products
+    ``D_ji Y_jk U_ik`` and their sum over m = d_out·d_in terms err by ≤ γ_{m+2}·Σ|·|, the
+    sums over i by ≤ γ_n·Σ|·|, the norms by ≤ γ_{m+2}; each is added in the safe direction,
+    and the final division is shrunk by 8u.  The result is 0.0 when nothing is proved.
+    """
+    n = U.shape[0]
+    m = T.size
+    Y = np.asarray(Y, dtype=np.float64)
+    c = np.einsum("ji,jk,ik->i", D, Y, U)
+    A = np.einsum("ji,jk,ik->i", np.abs(D), np.abs(Y), np.abs(U))
+    err = 2.0 * gamma(m + 3) * A
+    tau = float(np.sum(Y * T))
+    err_tau = 2.0 * gamma(m + 3) * float(np.sum(np.abs(Y) * np.abs(T)))
+    g_n = 2.0 * gamma(n + 2)
+    if fixed_one is None:
+        fixed_one = np.zeros(0, dtype=np.intp)
+    if free is None:
+        free = np.setdiff1d(np.arange(n), fixed_one)
+    base_hi = float(np.sum(c[fixed_one] + err[fixed_one]))
+    base_lo = float(np.sum(c[fixed_one] - err[fixed_one]))
+    abs_base = float(np.sum(np.abs(c[fixed_one]) + err[fixed_one]))
+    pos = float(np.sum(np.maximum(0.0, c[free] + err[free])))
+    neg = float(np.sum(np.minimum(0.0, c[free] - err[free])))
+    # every partial sum error: ≤ γ_n (Σ|terms|); the terms' absolute sum is ≤ scale
+    scale = abs_base + pos - neg + abs(tau) + err_tau
+    slack = g_n * scale + 4 * UNIT_ROUNDOFF * scale
+    hi = base_hi + pos  # ≥ Σ b_i c_i for all b in the node, up to slack
+    lo = base_lo + neg
+    gap = max(tau - err_tau - hi - slack, lo - tau - err_tau - slack, 0.0)
+    if gap <= 0.0:
+        return 0.0
+    y_norm = math.sqrt(float(np.sum(Y * Y))) * (1.0 + 2.0 * gamma(m + 2))
+    _, t_norm = frobenius_bounds(T)
+    if y_norm == 0.0 or t_norm == 0.0:
+        return 0.0
+    return gap / y_norm / t_norm * (1.0 - 8.0 * UNIT_ROUNDOFF)
+
+
+def relaxation_bound(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple[float, np.ndarray]:
+    """Box-relaxation bound: ``(bound, Y)`` with ``Y = T − D diag(x*) U`` for the bounded
+    least-squares optimum ``x* = argmin_{x∈[0,1]^n} ‖D diag(x) U − T‖_F``.
+
+    By the optimality conditions of ``x*``, this ``Y`` makes the dual bound equal to the
+    relaxation's distance, which covers the rank bound (``T`` outside the span of the
+    ``w_i u_i^T``) and, for generic ``n ≤ d²``, the unique real solution leaving the box.
+    ``bound`` is then re-derived rigorously by :func:`dual_bound`, whatever ``x*`` is.
+    """
+    from scipy.optimize import lsq_linear
+
+    K = khatri_rao(U, D)
+    t = T.ravel()
+    sol = lsq_linear(K, t, bounds=(0.0, 1.0), method="bvls" if K.shape[1] <= 200 else "trf",
+                     tol=1e-14, max_iter=10_000)
+    x = np.clip(sol.x, 0.0, 1.0)
+    Y = (t - K @ x).reshape(T.shape)
+    return dual_bound(U, D, T, Y), Y
+
+
+# ---------------------------------------------------------------------------------------
+# the dispatcher
+
+
+def _backend(method: str) -> Callable[..., SearchResult] | None:
+    """The backend function for ``method``, imported lazily; ``None`` if not installed."""
+    if method == "linalg":
+        try:
+            from .linalg import solve_linalg  # owned elsewhere; may not exist yet
+        except ImportError:
+            return None
+        return solve_linalg
+    if method == "enumerate":
+        from .enumerate import solve_enumerate
+
+        return solve_enumerate
+    if method == "mitm":
+        from .mitm import solve_mitm
+
+        return solve_mitm
+    if method == "milp":
+        from .milp import solve_milp
+
+        return solve_milp
+    if method == "z3":
+        from .smt import solve_z3
+
+        return solve_z3
+    if method == "z3-pb":
+        from .smt import solve_z3_pb
+
+        return solve_z3_pb
+    raise AssertionError(f"unknown method {method!r}")
+
+
+def _checked(result: SearchResult, U: np.ndarray, D: np.ndarray, T: np.ndarray, tol: float) -> SearchResult:
+    """Independent re-check of a backend's verdict (style habit 6)."""
+    if result.status is SearchStatus.FOUND:
+        assert result.S is not None
+        res = relative_residual(U, D, T, result.S)
+        if not res <= tol:
+            return SearchResult(
+                SearchStatus.UNKNOWN, result.method,
+                f"{result.method} returned S={result.S} but its recomputed residual {res:.3e} "
+                f"exceeds tol={tol:g}; rejected", elapsed=result.elapsed,
+            )
+    if result.status is SearchStatus.INFEASIBLE:
+        if not (result.bound is not None and result.bound > tol):
+            return SearchResult(
+                SearchStatus.UNKNOWN, result.method,
+                f"{result.method} claimed infeasible with bound {result.bound!r} ≤ tol={tol:g}; "
+                "rejected", elapsed=result.elapsed,
+            )
+    return result
+
+
+def _relaxation_result(U: np.ndarray, D: np.ndarray, T: np.ndarray, tol: float, t0: float) -> SearchResult:
+    bound, Y = relaxation_bound(U, D, T)
+    elapsed = time.perf_counter() - t0
+    if bound > tol:
+        return SearchResult(
+            SearchStatus.INFEASIBLE, "dual-bound",
+            "the box relaxation is already infeasible: dual matrix Y certifies the bound",
+            bound=bound, elapsed=elapsed,
+            certificate={"kind": "dual", "Y": Y.tolist(), "check": "dual_bound(U, D, T, Y)"},
+        )
+    return SearchResult(SearchStatus.UNKNOWN, "dual-bound",
+                        f"box relaxation feasible (dual bound {bound:.3e} ≤ tol)", elapsed=elapsed)
+
+
+def find_index_set(
+    U: np.ndarray,
+    D: np.ndarray,
+    T: np.ndarray,
+    *,
+    tol: float = 1e-9,
+    timeout: float = 60.0,
+    method: str = "auto",
+    seed: int = 0,
+) -> SearchResult:
+    """Find ``S`` with ``‖D[:,S]U[S,:] − T‖_F ≤ tol·‖T‖_F``, prove none exists, or give up.
+
+    ``U`` is W_up (n×d_in), ``D`` is W_down (d_out×n), ``T`` the target (d_out×d_in, e.g.
+    ``-I``). ``method`` is one of :data:`METHODS`; ``"auto"`` runs a portfolio, cheapest
+    proofs first, within ``timeout`` seconds of wall clock:
+
+    1. the box-relaxation dual bound (rank bound included);
+    2. exact linear algebra (``linalg``, when installed and n ≤ d²);
+    3. exhaustive enumeration for n ≤ 20;
+    4. meet-in-the-middle over pivoted partial sums (the workhorse for n > d²);
+    5. Z3 pseudo-Boolean, then HiGHS, with what is left (these mostly *find* sets).
+
+    It stops at the first ``found`` or ``infeasible``.  Every verdict is re-checked here:
+    a found ``S`` by recomputing its residual, an infeasibility by ``bound > tol``.
+    """
+    U = np.asarray(U, dtype=np.float64)
+    D = np.asarray(D, dtype=np.float64)
+    T = np.asarray(T, dtype=np.float64)
+    assert U.ndim == 2 and D.ndim == 2 and T.ndim == 2, (U.shape, D.shape, T.shape)
+    assert D.shape[1] == U.shape[0], (U.shape, D.shape)
+    assert T.shape == (D.shape[0], U.shape[1]), (U.shape, D.shape, T.shape)
+    assert np.all(np.isfinite(U)) and np.all(np.isfinite(D)) and np.all(np.isfinite(T))
+    assert np.any(T != 0), "target T must be nonzero (the tolerance is relative to ‖T‖_F)"
+    assert method in METHODS, method
+    assert tol >= 0 and timeout > 0
     t0 = time.perf_counter()
-    if n > 18:
-        return SearchResult(SearchStatus.UNKNOWN, "enumerate", f"n = {n} is too large for enumeration", elapsed=0.0)
-    K = np.einsum("ji,ik->ijk", D, U).reshape(n, d * d)
-    t = T.reshape(-1)
-    tn = float(np.linalg.norm(t))
-    best, bestS = np.inf, None
-    for r in range(n + 1):
-        for S in itertools.combinations(range(n), r):
-            v = K[list(S)].sum(axis=0) - t if S else -t
-            e = float(np.linalg.norm(v)) / tn
-            if e < best:
-                best, bestS = e, S
-    err = (n + d + 2) * _EPS * (float(np.abs(K).sum(axis=0).max()) + float(np.abs(t).max())) * d / tn
-    el = time.perf_counter() - t0
-    if best <= tol:
-        return SearchResult(SearchStatus.FOUND, "enumerate", "exhaustive", S=tuple(bestS), residual=best, elapsed=el)
-    if best - err > tol:
-        return SearchResult(SearchStatus.INFEASIBLE, "enumerate", "all subsets enumerated", bound=best - err, elapsed=el)
-    return SearchResult(SearchStatus.UNKNOWN, "enumerate", "minimum within rounding of tol", elapsed=el)
+    kw: dict[str, Any] = {"tol": tol, "seed": seed}
+    if method != "auto":
+        fn = _backend(method)
+        if fn is None:
+            return SearchResult(SearchStatus.UNKNOWN, method, f"backend {method!r} is not installed",
+                                elapsed=time.perf_counter() - t0)
+        return _checked(fn(U, D, T, timeout=timeout, **kw), U, D, T, tol)
+
+    n = U.shape[0]
+    m = T.size
+    trail: list[dict[str, Any]] = []
+
+    def left() -> float:
+        return timeout - (time.perf_counter() - t0)
+
+    def finish(res: SearchResult) -> SearchResult:
+        cert = dict(res.certificate or {})
+        cert["portfolio"] = trail
+        return SearchResult(res.status, res.method, res.reason, S=res.S, residual=res.residual,
+                            bound=res.bound, elapsed=time.perf_counter() - t0, certificate=cert)
+
+    def attempt(name: str, run: Callable[[], SearchResult]) -> SearchResult | None:
+        res = _checked(run(), U, D, T, tol)
+        trail.append({"method": res.method, "status": res.status.value,
+                      "elapsed": round(res.elapsed, 4), "reason": res.reason})
+        if res.status is not SearchStatus.UNKNOWN:
+            return finish(res)
+        return None
+
+    steps: list[tuple[str, Callable[[], SearchResult]]] = [
+        ("dual-bound", lambda: _relaxation_result(U, D, T, tol, time.perf_counter())),
+    ]
+    if n <= m and _backend("linalg") is not None:
+        steps.append(("linalg", lambda: _backend("linalg")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
+    if n <= 20:
+        steps.append(("enumerate", lambda: _backend("enumerate")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
+    steps.append(("mitm", lambda: _backend("mitm")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
+    # Finders for what MITM could not cover: Z3-PB is quick on planted sets; HiGHS last.
+    steps.append(("z3-pb", lambda: _backend("z3-pb")(U, D, T, timeout=max(0.5 * left(), 0.01), **kw)))  # type: ignore[misc]
+    steps.append(("milp", lambda: _backend("milp")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
+
+    reasons = []
+    for name, run in steps:
+        if left() <= 0:
+            reasons.append(f"time budget {timeout:g}s spent before {name}")
+            break
+        out = attempt(name, run)
+        if out is not None:
+            return out
+        reasons.append(f"{trail[-1]['method']}: {trail[-1]['reason']}")
+    return finish(SearchResult(SearchStatus.UNKNOWN, "auto", "; ".join(reasons),
+                               elapsed=time.perf_counter() - t0))

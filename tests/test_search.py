@@ -1,0 +1,324 @@
+"""Tests of the exact index-set search (absorb.search): soundness first.
+
+* planted sets (Gaussian with D_S = −pinv(U_S), and integer instances with D_S U_S = −I
+  exactly) are always found, by every method;
+* generic Gaussian instances are never ``found``;
+* methods never disagree (found vs infeasible) on the same instance;
+* ``infeasible`` always carries a bound > tol that is a true lower bound (checked against
+  brute force on small n);
+* timeouts and caps give ``unknown``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from absorb.search import (
+    METHODS,
+    SearchResult,
+    SearchStatus,
+    dual_bound,
+    exact_relative_residual_bounds,
+    find_index_set,
+    relative_residual,
+)
+from absorb.search import _checked  # the dispatcher's independent re-check
+
+
+
+@pytest.fixture(autouse=True)
+def _slow_only_on_request(request):
+    """Tests marked ``slow`` run only when selected explicitly (``-m slow``)."""
+    if request.node.get_closest_marker("slow") and "slow" not in (request.config.option.markexpr or ""):
+        pytest.skip("slow: run with -m slow")
+
+
+FOUND, INFEASIBLE, UNKNOWN = SearchStatus.FOUND, SearchStatus.INFEASIBLE, SearchStatus.UNKNOWN
+BACKENDS = ("enumerate", "mitm", "milp", "z3", "z3-pb", "auto")
+CI = settings(derandomize=True, deadline=None, max_examples=15)
+
+
+# ---------------------------------------------------------------------------------------
+# instance generators (seeded)
+
+
+def planted(d: int, n: int, *, k: int | None = None, seed: int = 0):
+    """Gaussian U, D with D[:, S] = −pinv(U[S]) for a random S with |S| = k ≥ d."""
+    rng = np.random.default_rng(seed)
+    U = rng.standard_normal((n, d))
+    D = rng.standard_normal((d, n))
+    k = max(d, n // 2) if k is None else k
+    S = np.sort(rng.choice(n, size=k, replace=False))
+    D[:, S] = -np.linalg.pinv(U[S])
+    return U, D, -np.eye(d), tuple(int(i) for i in S)
+
+
+def planted_integer(d: int, n: int, *, extra: int = 2, seed: int = 0):
+    """Integer U, D with D[:, S] U[S, :] = −I exactly (|S| = d + extra).
+
+    U_S has rows e_1..e_d and ``extra`` integer rows V; D_S has columns C (for the e_j) and
+    integer X (for V) with C = −I − X V, so D_S U_S = C + X V = −I over the integers.
+    """
+    rng = np.random.default_rng(seed)
+    U = rng.integers(-3, 4, size=(n, d)).astype(float)
+    D = rng.integers(-3, 4, size=(d, n)).astype(float)
+    S = np.sort(rng.choice(n, size=d + extra, replace=False))
+    V = rng.integers(-2, 3, size=(extra, d))
+    X = rng.integers(-2, 3, size=(d, extra))
+    C = -np.eye(d, dtype=np.int64) - X @ V
+    U[S[:d]] = np.eye(d)
+    U[S[d:]] = V
+    D[:, S[:d]] = C
+    D[:, S[d:]] = X
+    assert np.array_equal(D[:, S] @ U[S], -np.eye(d))
+    return U, D, -np.eye(d), tuple(int(i) for i in S)
+
+
+def generic(d: int, n: int, *, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, d)), rng.standard_normal((d, n)), -np.eye(d)
+
+
+def brute_min(U, D, T) -> float:
+    """min over all S of the relative residual (small n only), as a rigorous upper bound.
+
+    The argmin is taken in float64; its residual is then recomputed over exact rationals
+    (float64 loses ~1e-10 relative accuracy on residuals of size 1e-6 by cancellation).
+    """
+    n = U.shape[0]
+    best = min((relative_residual(U, D, T, S), S) for k in range(n + 1)
+               for S in itertools.combinations(range(n), k))
+    return exact_relative_residual_bounds(U, D, T, best[1])[1]
+
+
+def assert_sound(res: SearchResult, U, D, T, tol: float = 1e-9) -> None:
+    if res.status is FOUND:
+        assert relative_residual(U, D, T, res.S) <= tol
+        assert res.residual is not None and res.residual <= tol
+    if res.status is INFEASIBLE:
+        assert res.bound is not None and res.bound > tol
+
+
+# ---------------------------------------------------------------------------------------
+# planted instances are found by every method
+
+
+@pytest.mark.parametrize("method", BACKENDS)
+@pytest.mark.parametrize("d,n", [(2, 10), (3, 12)])
+def test_planted_gaussian_found_by_every_method(method, d, n):
+    U, D, T, S = planted(d, n, seed=d * 100 + n)
+    res = find_index_set(U, D, T, method=method, timeout=20)
+    assert res.status is FOUND, res.reason
+    assert_sound(res, U, D, T)
+
+
+@pytest.mark.parametrize("method", BACKENDS)
+def test_planted_integer_found_by_every_method(method):
+    U, D, T, S = planted_integer(2, 12, seed=3)
+    res = find_index_set(U, D, T, method=method, timeout=20)
+    assert res.status is FOUND, res.reason
+    assert_sound(res, U, D, T)
+    lo, hi = exact_relative_residual_bounds(U, D, T, res.S)
+    assert hi == 0.0  # integer instances: the found set is exact
+
+
+@pytest.mark.parametrize("method", ["mitm", "z3-pb", "milp", "auto"])
+@pytest.mark.parametrize("d,n", [(2, 32), (3, 36), (4, 40)])
+def test_planted_wider_found(method, d, n):
+    U, D, T, S = planted(d, n, seed=7 * n + d)
+    res = find_index_set(U, D, T, method=method, timeout=20)
+    assert res.status is FOUND, res.reason
+    assert_sound(res, U, D, T)
+
+
+@CI
+@given(d=st.integers(2, 3), n=st.integers(4, 22), seed=st.integers(0, 2**32 - 1),
+       frac=st.floats(0.0, 1.0))
+def test_planted_property_mitm_and_auto(d, n, seed, frac):
+    k = d + int(frac * (n - d))
+    U, D, T, S = planted(d, n, k=k, seed=seed)
+    for method in ("mitm", "auto"):
+        res = find_index_set(U, D, T, method=method, timeout=10)
+        assert res.status is FOUND, (method, res.reason)
+        assert_sound(res, U, D, T)
+
+
+@CI
+@given(d=st.integers(2, 3), n=st.integers(5, 24), seed=st.integers(0, 2**32 - 1),
+       extra=st.integers(0, 3))
+def test_planted_integer_property(d, n, seed, extra):
+    extra = min(extra, n - d)
+    U, D, T, S = planted_integer(d, n, extra=extra, seed=seed)
+    for method in ("mitm", "auto"):
+        res = find_index_set(U, D, T, method=method, timeout=10)
+        # rank-deficient integer K can make the pivoted windows too wide: unknown is allowed
+        # for mitm alone, never a wrong verdict; auto must decide.
+        assert res.status is not INFEASIBLE, (method, res.reason)
+        assert_sound(res, U, D, T)
+        if method == "auto":
+            assert res.status is FOUND, res.reason
+
+
+# ---------------------------------------------------------------------------------------
+# generic instances: never found; every infeasible is a true bound
+
+
+@pytest.mark.parametrize("method", BACKENDS)
+@pytest.mark.parametrize("d,n", [(2, 10), (3, 11)])
+def test_generic_never_found_and_bound_is_true(method, d, n):
+    U, D, T = generic(d, n, seed=d + n)
+    res = find_index_set(U, D, T, method=method, timeout=20)
+    assert res.status is not FOUND
+    assert_sound(res, U, D, T)
+    if method != "milp":
+        assert res.status is INFEASIBLE, res.reason
+    if res.status is INFEASIBLE:
+        assert res.bound <= brute_min(U, D, T) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("d,n", [(2, 40), (3, 44), (4, 48)])
+def test_generic_mitm_proves_infeasible(d, n):
+    U, D, T = generic(d, n, seed=11 * n + d)
+    res = find_index_set(U, D, T, method="mitm", timeout=30)
+    assert res.status is INFEASIBLE, res.reason
+    assert res.bound > 1e-9
+    assert res.certificate["kind"] == "meet-in-the-middle"
+
+
+@CI
+@given(d=st.integers(2, 3), n=st.integers(2, 12), seed=st.integers(0, 2**32 - 1))
+def test_methods_never_disagree(d, n, seed):
+    rng = np.random.default_rng(seed)
+    if rng.random() < 0.5:
+        U, D, T, _ = planted(d, max(n, d), seed=seed)
+    else:
+        U, D, T = generic(d, n, seed=seed)
+    verdicts = {}
+    for method in ("enumerate", "mitm", "z3-pb", "auto", "milp"):
+        res = find_index_set(U, D, T, method=method, timeout=10)
+        assert_sound(res, U, D, T)
+        verdicts[method] = res.status
+    decided = {v for v in verdicts.values() if v is not UNKNOWN}
+    assert len(decided) <= 1, verdicts
+    assert verdicts["enumerate"] is not UNKNOWN
+
+
+@pytest.mark.parametrize("gap", [1e-6, 1e-3])
+def test_bounds_are_lower_bounds_near_tolerance(gap):
+    """A planted set perturbed by ``gap``; tol just below / above the best residual."""
+    U, D, T, S = planted(2, 10, seed=5)
+    D = D + gap * np.random.default_rng(1).standard_normal(D.shape)
+    best = brute_min(U, D, T)
+    methods = ("enumerate", "mitm", "z3-pb", "z3") if gap < 1e-4 else ("enumerate", "z3-pb", "z3")
+    for method in methods:
+        res = find_index_set(U, D, T, method=method, tol=best * 0.999, timeout=20)
+        assert res.status is INFEASIBLE, (method, res.reason)
+        assert best * 0.999 < res.bound <= best * (1 + 1e-12)
+        res = find_index_set(U, D, T, method=method, tol=best * 1.001, timeout=20)
+        assert res.status is FOUND, (method, res.reason)
+    # at large tolerances the pivoted windows exceed 1/4: mitm says unknown, never wrong
+    res = find_index_set(U, D, T, method="mitm", tol=best * 0.999, timeout=20)
+    assert res.status is not FOUND
+
+
+def test_theory_section3_collinear_example_has_no_set():
+    """theory.md §3: rows e1, −e1, e2 and columns (2,3), (5,7), (0,−1): no S exists."""
+    U = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0]])
+    D = np.array([[2.0, 5.0, 0.0], [3.0, 7.0, -1.0]])
+    T = -np.eye(2)
+    for method in ("enumerate", "mitm", "z3", "z3-pb", "auto"):
+        res = find_index_set(U, D, T, method=method, timeout=10)
+        assert res.status is not FOUND
+        assert_sound(res, U, D, T)
+    assert find_index_set(U, D, T, method="enumerate").status is INFEASIBLE
+
+
+def test_general_target_and_rectangular_blocks():
+    """T need not be −I, nor square in (d_out, d_in)."""
+    rng = np.random.default_rng(4)
+    U = rng.standard_normal((12, 3))
+    D = rng.standard_normal((2, 12))
+    S = (1, 4, 5, 9)
+    T = D[:, S] @ U[S, :]
+    for method in ("enumerate", "mitm", "z3-pb", "auto"):
+        res = find_index_set(U, D, T, method=method, timeout=10)
+        assert res.status is FOUND, (method, res.reason)
+        assert_sound(res, U, D, T)
+
+
+# ---------------------------------------------------------------------------------------
+# the dual bound and the dispatcher's re-check
+
+
+@CI
+@given(d=st.integers(1, 3), n=st.integers(1, 8), seed=st.integers(0, 2**32 - 1))
+def test_dual_bound_is_a_lower_bound(d, n, seed):
+    rng = np.random.default_rng(seed)
+    U, D, T = generic(d, n, seed=seed)
+    Y = rng.standard_normal((d, d))
+    bound = dual_bound(U, D, T, Y)
+    assert bound >= 0.0
+    for _ in range(20):  # points of the box, vertices included
+        b = rng.random(n) if rng.random() < 0.5 else rng.integers(0, 2, n).astype(float)
+        r = np.linalg.norm(D @ np.diag(b) @ U - T) / np.linalg.norm(T)
+        assert bound <= r * (1 + 1e-12)
+
+
+def test_dual_bound_proves_rank_deficient_case():
+    """n < d²: T outside span{w_i u_i^T} is proved by the relaxation bound in auto."""
+    U, D, T = generic(3, 5, seed=1)
+    res = find_index_set(U, D, T)
+    assert res.status is INFEASIBLE
+    assert res.bound <= brute_min(U, D, T) * (1 + 1e-12)
+
+
+def test_dispatcher_rejects_wrong_found_and_weak_infeasible():
+    U, D, T = generic(2, 6, seed=0)
+    fake = SearchResult(FOUND, "fake", "made up", S=(0, 1), residual=0.0)
+    assert _checked(fake, U, D, T, 1e-9).status is UNKNOWN
+    weak = SearchResult(INFEASIBLE, "fake", "made up", bound=1e-10)
+    assert _checked(weak, U, D, T, 1e-9).status is UNKNOWN
+
+
+# ---------------------------------------------------------------------------------------
+# budgets
+
+
+@pytest.mark.parametrize("method", ["mitm", "z3", "z3-pb", "milp", "auto"])
+def test_timeouts_give_unknown(method):
+    U, D, T = generic(2, 60, seed=2)
+    res = find_index_set(U, D, T, method=method, timeout=0.05)
+    assert res.status is UNKNOWN
+    assert res.reason
+
+
+def test_enumerate_refuses_large_n_and_mitm_respects_memory_cap():
+    from absorb.search.mitm import solve_mitm
+
+    U, D, T = generic(2, 40, seed=2)
+    assert find_index_set(U, D, T, method="enumerate").status is UNKNOWN
+    res = solve_mitm(U, D, T, memory_cap=1 << 12)
+    assert res.status is UNKNOWN and "memory" in res.reason
+
+
+def test_methods_listed():
+    assert set(METHODS) == {"auto", "linalg", "enumerate", "mitm", "milp", "z3", "z3-pb"}
+    U, D, T, _ = planted(2, 6)
+    res = find_index_set(U, D, T, method="linalg")
+    assert res.status in (FOUND, UNKNOWN)  # linalg may not be installed yet
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("d,n", [(2, 48), (3, 48), (4, 64)])
+def test_slow_wide_instances(d, n):
+    U, D, T, _ = planted(d, n, seed=n)
+    assert find_index_set(U, D, T, timeout=60).status is FOUND
+    U, D, T = generic(d, n, seed=n)
+    res = find_index_set(U, D, T, timeout=60)
+    assert res.status is INFEASIBLE, res.reason
