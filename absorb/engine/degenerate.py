@@ -535,7 +535,7 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
         return DegenerateDecision(Verdict.UNKNOWN, f"Unknown: the constructed block failed its check (exact {exact}, error {err:.2e}).", N,
                                   witness=None, canonical=cf, outcome=out, details=det)
     issues = _robustness(cf, out, tol=tol, scale=scale)
-    need = (f"the best choice with at most {N} units needs {out.best.value}" if out.best is not None
+    need = (f"the cheapest of these choices needs {out.best.value} units" if out.best is not None
             else "no choice fits")
     if issues:
         return DegenerateDecision(Verdict.UNKNOWN,
