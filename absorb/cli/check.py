@@ -38,6 +38,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed for the random inputs and randomised solvers (default 0)")
     p.add_argument("--timeout", type=_positive(float), default=60.0, metavar="SEC", help="time budget of the index-set search (default 60)")
     p.add_argument("--method", choices=METHODS, default="auto", help="index-set search backend (default auto: a portfolio)")
+    # extra width (docs/min-width.md): per-block JSON fields "width", "min_width", "min_width_detail"
+    p.add_argument("--width", type=_positive(int), metavar="N", help="also decide whether a residual-free block of N hidden units "
+                   "equals f; the exit code then follows this answer (0 decided for every block, 3 otherwise)")
+    p.add_argument("--min-width", action="store_true", help="also report the smallest width of a residual-free block equal to f")
     p.set_defaults(func=run)
 
 
@@ -49,8 +53,19 @@ def run(args: argparse.Namespace) -> int:
     dec = decide(model, path=args.path, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method, progress=progress)
     if progress:
         sys.stderr.write("\r\x1b[K")
+    fields = []
+    if args.width is not None or args.min_width:
+        from absorb.engine.width import width_fields, width_text
+        fields = [width_fields(bd.block, width=args.width, min_width=args.min_width, tol=args.tol, seed=args.seed) for bd in dec.blocks]
     if args.json:
-        sys.stdout.write(json.dumps(dec.to_json(), indent=2, default=str, ensure_ascii=False) + "\n")
+        out = dec.to_json()
+        for b, extra in zip(out["blocks"], fields):
+            b.update(extra)
+        sys.stdout.write(json.dumps(out, indent=2, default=str, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(render_text(dec))
+        for bd, extra in zip(dec.blocks, fields):
+            sys.stdout.write("".join(line + "\n" for line in width_text(bd.block.name, extra)))
+    if args.width is not None:
+        return EXIT_UNKNOWN if any(f["width"]["verdict"] == Verdict.UNKNOWN.value for f in fields) else EXIT_OK
     return EXIT_UNKNOWN if dec.verdict is Verdict.UNKNOWN else EXIT_OK

@@ -29,6 +29,7 @@ import numpy as np
 import sympy as sp
 
 from absorb.engine import hypotheses as hyp
+from absorb.engine.degenerate import decide_degenerate, family_of
 from absorb.engine.verdict import BlockDecision, Decision, Hypothesis, Theorem, Verdict, Witness
 from absorb.engine.witness import check_flip_witness, evaluation_error, eval_threshold
 from absorb.model.activations import X, get_activation
@@ -123,6 +124,16 @@ def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.
         failing.append(f"σ = {block.activation_name} is not ReLU or GELU (necessity is proved for those only)")
     failing += [h.statement for h in (bf, d2, inv, *nd) if not h.holds]
 
+    def degenerate_or(fallback: BlockDecision) -> BlockDecision:
+        # beyond (docs/degenerate.md): result 5's hypotheses fail, but for bias-free ungated
+        # ReLU/GELU/SiLU the canonical-form procedure decides any weights, exactly.
+        if gated or not bf.holds or not failing or family_of(block) is None:
+            return fallback
+        dd = decide_degenerate(block, tol=tol, seed=seed)
+        if dd.verdict is Verdict.UNKNOWN:
+            return fallback
+        return done(dd.verdict, Theorem.DEGENERATE, dd.reason, witness=dd.witness, search=fallback.search)
+
     T = -block.M / float(c)
     res = find_index_set(block.W_up, block.W_down, T, tol=tol, timeout=timeout, method=method, seed=seed)
     if res.status is SearchStatus.FOUND:
@@ -143,10 +154,10 @@ def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.
                         f"No index set S has W_down[:,S] W_up[S,:] = -M (proved by {res.method}: every S is at relative distance "
                         f"≥ {res.bound:.3g} > tolerance); by result 5 (with result 1's reduction of the invertible skip), "
                         "for nondegenerate ReLU/GELU weights absorption holds only with such an S.", search=res)
-        return done(Verdict.UNKNOWN, Theorem.INDEX_SET,
+        return degenerate_or(done(Verdict.UNKNOWN, Theorem.INDEX_SET,
                     f"Unknown: no index set exists (proved by {res.method}, relative distance ≥ {res.bound:.3g}), but result 5's "
-                    f"necessity does not apply: {'; '.join(failing)}.", search=res)
-    return done(Verdict.UNKNOWN, Theorem.INDEX_SET, f"Unknown: the index-set search did not decide: {res.reason}", search=res)
+                    f"necessity does not apply: {'; '.join(failing)}.", search=res))
+    return degenerate_or(done(Verdict.UNKNOWN, Theorem.INDEX_SET, f"Unknown: the index-set search did not decide: {res.reason}", search=res))
 
 
 def _trivial_witness(block: Block, *, seed: int, tol: float) -> Witness:

@@ -1,0 +1,71 @@
+"""``absorb explore-depth``: numerical evidence on the open problem (deep stacks of ReLU/GELU
+residual blocks). Prints best fitting errors against depth and width; never a verdict.
+Exit 0 when the exploration ran, 2 on bad options."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from absorb.cli import EXIT_OK
+
+
+def _widths(text: str) -> list[int]:
+    try:
+        vals = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give comma-separated positive integers, e.g. 3,4,5") from None
+    if not vals or min(vals) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give comma-separated positive integers, e.g. 3,4,5")
+    return vals
+
+
+def _pos(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive integer")
+    return v
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("explore-depth", help="numerical evidence on the open problem: fit residual-free stacks to residual stacks",
+                       description="Fit L residual-free blocks of width w to L random residual blocks of width n (seeded L-BFGS "
+                       "from constructed and random starts) and report the best relative error against depth and width. "
+                       "Numerical evidence, not a verdict. See docs/open-problem.md.",
+                       epilog="example: absorb explore-depth --d 2 --n 3 --depth 3 --seed 0 --json")
+    p.add_argument("--d", type=_pos, default=2, help="model dimension (default 2)")
+    p.add_argument("--n", type=_pos, default=3, help="hidden width of the residual blocks (default 3)")
+    p.add_argument("--depth", type=_pos, default=3, help="largest depth L (default 3)")
+    p.add_argument("--widths", type=_widths, default=None, help="widths w of the residual-free blocks (default n, n+1, n+d)")
+    p.add_argument("--activation", choices=("relu", "gelu"), default="relu")
+    p.add_argument("--restarts", type=_pos, default=3, help="random starts per fit, besides the constructed one (default 3)")
+    p.add_argument("--samples", type=_pos, default=256, help="training inputs (default 256; as many held out)")
+    p.add_argument("--maxiter", type=_pos, default=300, help="L-BFGS iterations per start (default 300)")
+    p.add_argument("--seed", type=int, default=0, help="seed of targets, inputs and starts (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from absorb.explore import explore_depth
+
+    rep = explore_depth(d=args.d, n=args.n, depth=args.depth, widths=args.widths, activation=args.activation, seed=args.seed,
+                        restarts=args.restarts, samples=args.samples, maxiter=args.maxiter)
+    if args.json:
+        sys.stdout.write(json.dumps(rep.to_json(), indent=2) + "\n")
+        return EXIT_OK
+    out = [f"absorb explore-depth — {rep.label}",
+           f"{rep.activation}, d = {rep.d}, n = {rep.n}, seed {rep.seed}; per-block minimal widths {rep.per_block_min_width}",
+           "", f"{'depth':>5} {'width':>5} {'train err':>10} {'test err':>10}  {'kinks F/G':>9}  best start"]
+    for r in rep.results:
+        k = f"{r.kink_rays_F}/{r.kink_rays_G}" if r.kink_rays_F is not None else "-"
+        out.append(f"{r.depth:>5} {r.width:>5} {r.train_error:>10.3e} {r.test_error:>10.3e}  {k:>9}  {r.start}")
+    for key, val in rep.structure.items():
+        out.append(f"{key}: {val}")
+    out.append(f"({rep.label})")
+    sys.stdout.write("\n".join(out) + "\n")
+    return EXIT_OK

@@ -1,0 +1,548 @@
+"""A complete decision for bias-free ungated ReLU blocks of any weights, and the analogue
+for GELU / SiLU (theory.md §3; proof in ``docs/degenerate.md``) **(beyond)**.
+
+Result 5 of the paper needs nondegenerate weights and ``d ≥ 2``. This module drops those
+hypotheses. Write ``f(x) = M x + W_down σ(W_up x)`` in its *canonical form*
+
+* ReLU (``family = "relu"``): group the live units (``u_i ≠ 0``, ``w_i ≠ 0``) by line, ``u_i = s_i e_ℓ``
+  with ``e_ℓ`` the row scaled so that its first nonzero entry is 1. Since
+  ``ReLU(−z) = ReLU(z) − z``, ``f(x) = L₀ x + Σ_ℓ a_ℓ ReLU(e_ℓ·x)`` with
+  ``a_ℓ = Σ_{i∈ℓ} |s_i| w_i`` and ``L₀ = M + Σ_{s_i<0} w_i u_iᵀ``.
+* GELU, GELU-tanh, SiLU, quick-GELU (``family = "even"``): ``σ(z) = z/2 + h(z)`` with ``h``
+  even, so units pair by ``±u`` *exactly* (no scaling symmetry): ``f(x) = L x + Σ_c a_c h(e_c·x)``
+  with ``L = M + ½ W_down W_up`` and ``a_c = Σ_{i∈c} w_i``; we use ``L₀ = L − ½ Σ_c a_c e_cᵀ``.
+
+Active lines are those with ``a_ℓ ≠ 0``; there are ``m`` of them. The canonical form of a
+function is unique (kink hyperplanes for ReLU; linear independence of the even parts
+for the others), so a residual-free block of width ``N`` equals ``f`` iff it has the same
+canonical form. Counting its units line by line gives the criterion (Theorem D):
+
+    f is a residual-free block of width N  ⇔  min over (B, δ) of  m + |B| + 2·rank(C_δ P_B) ≤ N,
+
+where ``B`` is a set of active lines with linearly independent ``e_ℓ`` (each taking two units),
+``δ ∈ {0,1}`` on the other active lines (one unit each, pointing along ``e_ℓ`` or ``−e_ℓ``),
+``C_δ = L₀ + Σ_{ℓ∉B} δ_ℓ a_ℓ e_ℓᵀ`` and ``P_B`` the projector onto ``span(e_ℓ : ℓ ∈ B)^⊥``; the
+remaining units form antipodal pairs ``y ReLU(z·x) − y ReLU(−z·x) = y zᵀx`` that realise the
+rank. With ``N = n`` and nothing degenerate (``m = n``) the only choice is ``B = ∅`` and
+``rank = 0``: result 5's index-set condition again.
+
+Everything is exact: stored floats are dyadic rationals, the canonical form is computed in
+``fractions.Fraction``, each candidate's rank is bounded below in floating point with a
+rigorous rounding bound (Weyl's inequality), and the ranks that decide the answer are
+recomputed exactly. ``absorbable`` comes with the constructed block (width ``N``), checked
+by evaluation against ``f`` and, exactly, by comparing canonical forms. ``not_absorbable``
+comes with the exact minimum (or the proof that it exceeds ``N``). Past the size or
+enumeration budget the answer is ``unknown``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+
+from absorb.engine.hypotheses import COLLINEAR_TAU
+from absorb.engine.verdict import Verdict, Witness
+from absorb.engine.witness import eval_threshold, evaluation_error
+from absorb.model.activations import get_activation
+from absorb.model.block import Block
+
+Family = Literal["relu", "even"]
+
+_EPS = float(np.finfo(float).eps)
+_RELU = ("relu",)
+_EVEN = ("gelu", "gelu_tanh", "silu", "quick_gelu")
+"""σ = z/2 + h(z), h even, real-analytic and not a polynomial: the uniqueness lemma of
+docs/degenerate.md (§2) holds for these; other σ are not decided here."""
+
+DEFAULT_BUDGET = 1 << 17
+"""Most (B, δ) candidates enumerated (each a small batched SVD)."""
+MAX_EXACT_WORK = 400_000
+"""Largest n·d (and d²·m) handled in exact rational arithmetic."""
+MAX_EXACT_CHECKS = 2000
+"""Most candidates whose rank is recomputed exactly."""
+
+
+# ---- exact rational linear algebra -------------------------------------------------------
+Q = Fraction
+Mat = list[list[Fraction]]
+
+
+def _fr(a: np.ndarray) -> Mat:
+    """A float array as exact rationals (every float is a dyadic rational)."""
+    a = np.atleast_2d(np.asarray(a, dtype=float))
+    return [[Q(float(v)) for v in row] for row in a]
+
+
+def _mm(A: Mat, B: Mat) -> Mat:
+    Bt = list(zip(*B)) if B else []
+    return [[sum((x * y for x, y in zip(row, col)), Q(0)) for col in Bt] for row in A]
+
+
+def _add(A: Mat, B: Mat) -> Mat:
+    return [[x + y for x, y in zip(r, s)] for r, s in zip(A, B)]
+
+
+def _outer(w: list[Fraction], u: list[Fraction]) -> Mat:
+    return [[x * y for y in u] for x in w]
+
+
+def _scale(A: Mat, c: Fraction) -> Mat:
+    return [[c * x for x in r] for r in A]
+
+
+def _zeros(r: int, c: int) -> Mat:
+    return [[Q(0)] * c for _ in range(r)]
+
+
+def _T(A: Mat, ncols: int | None = None) -> Mat:
+    if not A:
+        return [[] for _ in range(ncols or 0)]
+    return [list(c) for c in zip(*A)]
+
+
+def _rref(A: Mat) -> tuple[Mat, list[int]]:
+    """Reduced row echelon form and pivot columns, exactly."""
+    R = [row[:] for row in A]
+    pivots: list[int] = []
+    r = 0
+    ncols = len(R[0]) if R else 0
+    for c in range(ncols):
+        if r == len(R):
+            break
+        piv = next((i for i in range(r, len(R)) if R[i][c] != 0), None)
+        if piv is None:
+            continue
+        R[r], R[piv] = R[piv], R[r]
+        pv = R[r][c]
+        R[r] = [x / pv for x in R[r]]
+        for i in range(len(R)):
+            if i != r and R[i][c] != 0:
+                f = R[i][c]
+                R[i] = [x - f * y for x, y in zip(R[i], R[r])]
+        pivots.append(c)
+        r += 1
+    return R[:r], pivots
+
+
+def _rank(A: Mat) -> int:
+    return len(_rref(A)[1]) if A and A[0] else 0
+
+
+def _nullspace(A: Mat, ncols: int) -> Mat:
+    """A basis of {x : A x = 0} as the *columns* of a ncols×k matrix."""
+    if not A:
+        return [[Q(int(i == j)) for j in range(ncols)] for i in range(ncols)]
+    R, piv = _rref(A)
+    free = [c for c in range(ncols) if c not in piv]
+    cols = []
+    for f in free:
+        v = [Q(0)] * ncols
+        v[f] = Q(1)
+        for r, p in enumerate(piv):
+            v[p] = -R[r][f]
+        cols.append(v)
+    return _T(cols, ncols) if cols else [[] for _ in range(ncols)]
+
+
+def _inverse(A: Mat) -> Mat:
+    k = len(A)
+    aug = [row + [Q(int(i == j)) for j in range(k)] for i, row in enumerate(A)]
+    R, piv = _rref(aug)
+    assert piv[:k] == list(range(k)), "singular matrix"
+    return [row[k:] for row in R]
+
+
+def _to_float(A: Mat, shape: tuple[int, int]) -> np.ndarray:
+    out = np.zeros(shape)
+    for i, row in enumerate(A):
+        for j, v in enumerate(row):
+            out[i, j] = float(v)
+    return out
+
+
+# ---- canonical form --------------------------------------------------------------------
+@dataclass(frozen=True)
+class Line:
+    """One active line: ``e`` (first nonzero entry 1 for ReLU; ±u oriented likewise for the
+    even family), its coefficient ``a ≠ 0``, and the hidden units on it with their scales."""
+
+    e: tuple[Fraction, ...]
+    a: tuple[Fraction, ...]
+    units: tuple[int, ...]
+    scales: tuple[Fraction, ...]
+
+
+@dataclass(frozen=True)
+class CanonicalForm:
+    """``f(x) = L₀ x + Σ_ℓ a_ℓ φ(e_ℓ·x)`` with φ = ReLU (family relu) or φ = σ (family even:
+    then ``a σ(e·x) = a h(e·x) + ½ a eᵀx`` and ``L₀`` excludes that ½ term)."""
+
+    family: Family
+    d: int
+    n: int
+    L0: Mat
+    lines: tuple[Line, ...]
+    inactive: tuple[tuple[int, ...], ...]  # units on lines whose coefficients cancel (a = 0)
+    dead: tuple[int, ...]  # u_i = 0 or w_i = 0
+
+    @property
+    def m(self) -> int:
+        return len(self.lines)
+
+    def key(self) -> tuple[Any, ...]:
+        """Equal keys ⇔ equal functions (uniqueness lemma, docs/degenerate.md §2)."""
+        return (self.family, tuple(map(tuple, self.L0)), frozenset((ln.e, ln.a) for ln in self.lines))
+
+    def summary(self) -> dict[str, Any]:
+        return {"family": self.family, "active_lines": self.m, "dead_units": list(self.dead),
+                "inactive_lines": [list(g) for g in self.inactive],
+                "lines": [{"units": list(ln.units), "direction": [float(v) for v in ln.e]} for ln in self.lines]}
+
+
+def family_of(block: Block) -> Family | None:
+    """``relu`` or ``even`` when σ is one of the activations the uniqueness lemma covers."""
+    if block.gated:
+        return None
+    e = block.activation.expr
+    if any(e == get_activation(n).expr for n in _RELU):
+        return "relu"
+    if any(e == get_activation(n).expr for n in _EVEN):
+        return "even"
+    return None
+
+
+def _canonical(U: Mat, D: Mat, M: Mat, family: Family) -> CanonicalForm:
+    """Canonical form from exact weights (U: n×d rows u_i, D: d×n, M: d×d)."""
+    n, d = len(U), len(M)
+    half = Q(1, 2)
+    groups: dict[tuple[Fraction, ...], list[tuple[int, Fraction]]] = {}
+    dead = []
+    L0 = [row[:] for row in M]
+    for i in range(n):
+        u = U[i]
+        w = [D[r][i] for r in range(d)]
+        if not any(u) or not any(w):
+            dead.append(i)
+            continue
+        j0 = next(j for j, v in enumerate(u) if v != 0)
+        if family == "relu":
+            s = u[j0]
+            e = tuple(v / s for v in u)
+            if s < 0:
+                L0 = _add(L0, _outer(w, u))
+        else:
+            s = Q(1) if u[j0] > 0 else Q(-1)
+            e = tuple(v * s for v in u)
+            L0 = _add(L0, _scale(_outer(w, u), half))
+        groups.setdefault(e, []).append((i, s))
+    lines, inactive = [], []
+    for e, members in groups.items():
+        a = [Q(0)] * d
+        for i, s in members:
+            c = abs(s) if family == "relu" else Q(1)
+            a = [x + c * D[r][i] for r, x in enumerate(a)]
+        if not any(a):
+            inactive.append(tuple(i for i, _ in members))
+            continue
+        lines.append(Line(e=e, a=tuple(a), units=tuple(i for i, _ in members), scales=tuple(s for _, s in members)))
+        if family == "even":
+            L0 = _add(L0, _scale(_outer(a, list(e)), -half))
+    return CanonicalForm(family, d, n, L0, tuple(lines), tuple(inactive), tuple(dead))
+
+
+def canonical_form(block: Block) -> CanonicalForm:
+    """The exact canonical form of a bias-free ungated block with a supported σ."""
+    fam = family_of(block)
+    if fam is None or block.has_bias:
+        raise ValueError("canonical_form needs a bias-free ungated block with σ = ReLU, GELU, GELU-tanh, SiLU or quick-GELU")
+    return _canonical(_fr(block.W_up), _fr(block.W_down), _fr(block.M), fam)
+
+
+# ---- the search over (B, δ) -------------------------------------------------------------
+@dataclass(frozen=True)
+class Choice:
+    """Lines ``B`` with two units, ``delta`` (0/1 per active line; 0 on B), exact rank."""
+
+    B: tuple[int, ...]
+    delta: tuple[int, ...]
+    rank: int
+    value: int  # m + |B| + 2·rank: the width this choice needs
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    status: Literal["found", "none", "budget"]
+    cap: int
+    best: Choice | None = None  # the minimum-width choice (status found)
+    candidates: int = 0
+    exact_checks: int = 0
+    min_distance: float | None = None  # float distance of the linear parts to feasibility at cap
+    reason: str = ""
+
+
+def _count(m: int, bmax: int) -> int:
+    return sum(math.comb(m, b) * 2 ** (m - b) for b in range(bmax + 1))
+
+
+def search(cf: CanonicalForm, *, cap: int, budget: int = DEFAULT_BUDGET, scale: float = 1.0) -> SearchOutcome:
+    """Minimise ``m + |B| + 2·rank(C_δ P_B)`` over the choices with ``m + |B| ≤ cap``.
+
+    Returns ``found`` with the exact minimiser when the minimum is ≤ cap, ``none`` when it
+    is proved > cap, ``budget`` when the enumeration or the exact checks would exceed the
+    budget. ``min_distance`` is the smallest Frobenius distance (relative to ``scale``)
+    from ``C_δ P_B`` to the matrices of rank ≤ ⌊(cap − m − |B|)/2⌋: how far the linear parts
+    are from feasibility (used to flag ill-conditioned ``none`` answers)."""
+    m, d = cf.m, cf.d
+    if cap < m:
+        return SearchOutcome("none", cap, reason=f"f has {m} active lines, each needing its own hidden unit, but the width is {cap}")
+    bmax = min(d, m, cap - m)
+    total = _count(m, bmax)
+    if total > budget:
+        return SearchOutcome("budget", cap, candidates=total, reason=f"{total} choices (B, δ) exceed the budget of {budget}")
+    if d * d * max(m, 1) > MAX_EXACT_WORK:
+        return SearchOutcome("budget", cap, reason=f"d²·m = {d * d * m} is too large for exact arithmetic")
+    E = [list(ln.e) for ln in cf.lines]
+    A = [list(ln.a) for ln in cf.lines]
+    L0 = cf.L0
+    records = []  # per B: (B, rel, base_exact, terms_exact, bits, value_lo)
+    min_dist = math.inf
+    n_cand = 0
+    for b in range(bmax + 1):
+        for B in itertools.combinations(range(m), b):
+            EB = [E[l] for l in B]
+            if b and _rank(EB) < b:
+                continue  # dominated by an independent subset with the same span
+            N = _nullspace(EB, d)  # d×k
+            k = len(N[0]) if N and N[0] else 0
+            p = (cap - m - b) // 2
+            if k == 0:
+                records.append((B, (), None, [], np.zeros((1, 0), dtype=int), np.array([m + b]), np.array([0])))
+                min_dist = 0.0
+                n_cand += 1
+                continue
+            g = {l: _mm([E[l]], N)[0] for l in range(m) if l not in B}
+            rel = tuple(l for l, gl in g.items() if any(gl))
+            base = _mm(L0, N)
+            terms = [_outer(A[l], g[l]) for l in rel]
+            bf = _to_float(base, (d, k))
+            tf = np.array([_to_float(t, (d, k)) for t in terms]).reshape(len(rel), d, k)
+            R = len(rel)
+            bits = ((np.arange(2 ** R)[:, None] >> np.arange(R)) & 1).astype(float)
+            X = bf[None] + np.tensordot(bits, tf, axes=1)
+            sv = np.linalg.svd(X, compute_uv=False)
+            S = np.abs(bf) + np.abs(tf).sum(axis=0)
+            dn = 1.01 * (R + 2) * _EPS * float(np.linalg.norm(S))
+            thr = dn + 10 * max(d, k) * _EPS * sv[:, 0]
+            rho_lo = (sv > thr[:, None]).sum(axis=1)
+            records.append((B, rel, base, terms, bits.astype(int), m + b + 2 * rho_lo, rho_lo))
+            n_cand += len(bits)
+            # distance to feasibility at cap, with an orthonormal basis of the same subspace
+            Qb, _ = np.linalg.qr(_to_float(N, (d, k)))
+            L0f = _to_float(L0, (d, d))
+            Xq = L0f @ Qb + np.tensordot(bits, np.array([np.outer(np.array([float(v) for v in A[l]]), np.array([float(v) for v in E[l]]) @ Qb) for l in rel]).reshape(R, d, k), axes=1)
+            svq = np.linalg.svd(Xq, compute_uv=False)
+            if p >= 0:
+                tail = np.sqrt((svq[:, p:] ** 2).sum(axis=1)) if p < svq.shape[1] else np.zeros(len(svq))
+                min_dist = min(min_dist, float(tail.min()) / scale)
+    # exact resolution, in increasing order of the rigorous lower bound
+    order = sorted(((int(v), ri, ci) for ri, rec in enumerate(records) for ci, v in enumerate(rec[5])), key=lambda t: t[0])
+    best: Choice | None = None
+    checks = 0
+    for v_lo, ri, ci in order:
+        if best is not None and v_lo >= best.value:
+            break
+        B, rel, base, terms, bits, _, rho_lo = records[ri]
+        delta_full = [0] * m
+        for j, l in enumerate(rel):
+            delta_full[l] = int(bits[ci, j])
+        if base is None:
+            rho = 0
+        else:
+            X = base
+            for j in range(len(rel)):
+                if bits[ci, j]:
+                    X = _add(X, terms[j])
+            checks += 1
+            if checks > MAX_EXACT_CHECKS:
+                return SearchOutcome("budget", cap, candidates=n_cand, exact_checks=checks, reason=f"more than {MAX_EXACT_CHECKS} ranks needed exact recomputation")
+            rho = _rank(X)
+            assert rho >= int(rho_lo[ci]), "rigorous float lower bound exceeded the exact rank"
+        ch = Choice(B=tuple(B), delta=tuple(delta_full), rank=rho, value=m + len(B) + 2 * rho)
+        if best is None or ch.value < best.value:
+            best = ch
+    dist = None if min_dist == math.inf else min_dist
+    if best is not None and best.value <= cap:
+        return SearchOutcome("found", cap, best=best, candidates=n_cand, exact_checks=checks, min_distance=dist)
+    return SearchOutcome("none", cap, best=best, candidates=n_cand, exact_checks=checks, min_distance=dist,
+                         reason=f"every one of the {n_cand} choices (B, δ) needs width > {cap}")
+
+
+# ---- the constructed block ----------------------------------------------------------------
+def construct(cf: CanonicalForm, choice: Choice, width: int) -> tuple[Mat, Mat]:
+    """Exact weights ``(W_up, W_down)`` of a residual-free block of ``width`` units equal to f.
+
+    One unit ``(±e_ℓ, a_ℓ)`` per line outside B; ``(e_ℓ, a_ℓ + v_ℓ)`` and ``(−e_ℓ, −v_ℓ)`` on
+    each line of B; antipodal pairs ``(z, y), (−z, −y)`` for a rank factorisation
+    ``R = Σ y zᵀ`` of ``C_δ P_B``'s part; zero units to pad (docs/degenerate.md §3)."""
+    d, m = cf.d, cf.m
+    E = [list(ln.e) for ln in cf.lines]
+    A = [list(ln.a) for ln in cf.lines]
+    C = [row[:] for row in cf.L0]
+    for l in range(m):
+        if l not in choice.B and choice.delta[l]:
+            C = _add(C, _outer(A[l], E[l]))
+    b = len(choice.B)
+    V: Mat | None = None
+    if b:
+        Eb = _T([E[l] for l in choice.B])  # d×b
+        N = _nullspace([E[l] for l in choice.B], d)  # d×k
+        k = d - b
+        T = [Eb[i] + (N[i] if k else []) for i in range(d)]
+        CN = _mm(C, N) if k else _zeros(d, 0)
+        R = _mm([[Q(0)] * b + CN[i] for i in range(d)], _inverse(T))
+        G = _mm(_T(Eb), Eb)
+        V = _mm(_mm([[x - y for x, y in zip(r1, r2)] for r1, r2 in zip(C, R)], Eb), _inverse(G))  # d×b
+    else:
+        R = C
+    Rr, piv = _rref(R)
+    Y = [[R[i][j] for j in piv] for i in range(d)]  # d×ρ, R = Y · Rr
+    assert len(piv) == choice.rank, (len(piv), choice.rank)
+    ups: list[list[Fraction]] = []
+    downs: list[list[Fraction]] = []
+
+    def unit(u: list[Fraction], w: list[Fraction]) -> None:
+        ups.append(u)
+        downs.append(w)
+
+    for l in range(m):
+        if l in choice.B:
+            v = [V[i][choice.B.index(l)] for i in range(d)]
+            unit(E[l], [x + y for x, y in zip(A[l], v)])
+            unit([-x for x in E[l]], [-x for x in v])
+        else:
+            unit([-x for x in E[l]] if choice.delta[l] else E[l], A[l])
+    for j in range(len(piv)):
+        z, y = Rr[j], [Y[i][j] for i in range(d)]
+        unit(z, y)
+        unit([-x for x in z], [-x for x in y])
+    assert len(ups) <= width, (len(ups), width)
+    while len(ups) < width:
+        unit([Q(0)] * d, [Q(0)] * d)
+    return ups, _T(downs)
+
+
+# ---- the decision -------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class DegenerateDecision:
+    """Verdict of the canonical-form procedure at one width, with its evidence."""
+
+    verdict: Verdict
+    reason: str
+    width: int
+    witness: Witness | None = None
+    canonical: CanonicalForm | None = None
+    outcome: SearchOutcome | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"verdict": self.verdict.value, "width": self.width, "reason": self.reason}
+        if self.canonical is not None:
+            out["canonical_form"] = self.canonical.summary()
+        if self.outcome is not None:
+            o = self.outcome
+            out["search"] = {"status": o.status, "candidates": o.candidates, "exact_checks": o.exact_checks,
+                             "min_distance": o.min_distance}
+            if o.best is not None:
+                out["search"]["best"] = {"B": list(o.best.B), "delta": list(o.best.delta), "rank": o.best.rank, "width": o.best.value}
+        if self.witness is not None:
+            out["witness"] = self.witness.to_json()
+        return out
+
+
+def _unsupported(block: Block) -> str | None:
+    if block.gated:
+        return "the block is gated"
+    if block.has_bias:
+        return "the block has biases"
+    if family_of(block) is None:
+        return f"σ = {block.activation_name} is not ReLU, GELU, GELU-tanh, SiLU or quick-GELU"
+    if block.n * block.d > MAX_EXACT_WORK or block.d * block.d > MAX_EXACT_WORK:
+        return f"n·d = {block.n * block.d} is too large for exact arithmetic (limit {MAX_EXACT_WORK})"
+    return None
+
+
+def _robustness(cf: CanonicalForm, outcome: SearchOutcome, *, tol: float, scale: float) -> list[str]:
+    """Why an exact 'none' might not survive a perturbation within the tolerance."""
+    issues = []
+    if outcome.min_distance is not None and outcome.min_distance <= tol:
+        issues.append(f"the linear parts are within relative distance {outcome.min_distance:.2e} ≤ tol of a feasible choice")
+    es = [np.array([float(v) for v in ln.e]) for ln in cf.lines]
+    for l, ln in enumerate(cf.lines):
+        if np.linalg.norm([float(v) for v in ln.a]) * np.linalg.norm(es[l]) <= tol * scale:
+            issues.append(f"line {l} (units {list(ln.units)}) has a coefficient within tolerance of zero")
+    for i, j in itertools.combinations(range(len(es)), 2):
+        if cf.family == "relu":
+            c = abs(es[i] @ es[j]) / (np.linalg.norm(es[i]) * np.linalg.norm(es[j]))
+            if c >= 1 - COLLINEAR_TAU:
+                issues.append(f"lines {i} and {j} are distinct but nearly collinear (|cos| = {c:.12g})")
+        elif np.linalg.norm(es[i] - es[j]) <= COLLINEAR_TAU * np.linalg.norm(es[i]):
+            issues.append(f"lines {i} and {j} are distinct but nearly equal")
+    return issues
+
+
+def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e-9, seed: int = 0,
+                      budget: int = DEFAULT_BUDGET) -> DegenerateDecision:
+    """Decide whether ``f(x) = M x + W_down σ(W_up x)`` is a residual-free block of ``width``
+    units (default: the block's own width n), for any weights (Theorem D, docs/degenerate.md).
+
+    Covers d = 1, zero rows or columns, collinear and antipodal rows, duplicated units and any
+    skip M (singular too). ``absorbable`` carries a checked witness of exactly ``width`` units;
+    ``not_absorbable`` carries the exact minimum width or the proof that it exceeds ``width``."""
+    N = block.n if width is None else int(width)
+    why = _unsupported(block)
+    if why is not None:
+        return DegenerateDecision(Verdict.UNKNOWN, f"Unknown: the canonical-form procedure does not apply: {why}.", N)
+    cf = canonical_form(block)
+    scale = max(float(np.linalg.norm(block.M)), np.finfo(float).tiny)
+    name = "ReLU" if cf.family == "relu" else block.activation_name
+    shape = (f"f = L₀x + Σ a_ℓ·{'ReLU' if cf.family == 'relu' else 'σ'}(e_ℓ·x) over m = {cf.m} active lines "
+             f"({len(cf.dead)} dead units, {len(cf.inactive)} lines whose units cancel)")
+    out = search(cf, cap=N, budget=budget, scale=scale)
+    det = {"active_lines": cf.m, "dead_units": len(cf.dead), "spare_units": N - cf.m}
+    if out.status == "budget":
+        return DegenerateDecision(Verdict.UNKNOWN, f"Unknown: {shape}; the exact search stopped: {out.reason}.", N, canonical=cf, outcome=out, details=det)
+    if out.status == "found":
+        ch = out.best
+        assert ch is not None
+        up, down = construct(cf, ch, N)
+        exact = _canonical(up, down, _zeros(cf.d, cf.d), cf.family).key() == cf.key()
+        wb = block.replace(W_up=_to_float(up, (N, cf.d)), W_down=_to_float(down, (cf.d, N)), skip=np.zeros((cf.d, cf.d)),
+                           name=block.name + "'")
+        err, m_in = evaluation_error(block, wb, cf.d, seed=seed)
+        how = (f"{cf.m - len(ch.B)} lines with one unit ({sum(ch.delta)} flipped), {len(ch.B)} lines with two units, "
+               f"{ch.rank} antipodal pairs for the remaining rank-{ch.rank} linear part, {N - ch.value} zero units")
+        w = Witness(S=None, block=wb, residual=None, eval_error=err, n_inputs=m_in, exact=exact, description=how)
+        if exact and err <= eval_threshold(tol, N):
+            return DegenerateDecision(Verdict.ABSORBABLE,
+                                      f"Canonical form ({name}): {shape}; a residual-free block of width {N} needs only {ch.value} units here: "
+                                      f"{how}. The constructed block has the same canonical form exactly and matches f on {m_in} random inputs "
+                                      f"(max relative error {err:.2e}).", N, witness=w, canonical=cf, outcome=out, details=det)
+        return DegenerateDecision(Verdict.UNKNOWN, f"Unknown: the constructed block failed its check (exact {exact}, error {err:.2e}).", N,
+                                  witness=None, canonical=cf, outcome=out, details=det)
+    issues = _robustness(cf, out, tol=tol, scale=scale)
+    need = (f"the cheapest of these choices needs {out.best.value} units" if out.best is not None
+            else "no choice fits")
+    if issues:
+        return DegenerateDecision(Verdict.UNKNOWN,
+                                  f"Unknown: exactly, f is not a residual-free block of width {N} ({out.reason}; {need}), but the answer is "
+                                  f"ill-conditioned at tolerance {tol:g}: {'; '.join(issues)}.", N, canonical=cf, outcome=out, details=det)
+    return DegenerateDecision(Verdict.NOT_ABSORBABLE,
+                              f"Canonical form ({name}): {shape}. A residual-free block equals f only if it has the same canonical form "
+                              f"(uniqueness of kinks / even parts), which needs m + |B| + 2·rank(C_δ P_B) ≤ {N} units for some choice of "
+                              f"lines B with two units and flips δ; {out.reason} (proved in exact arithmetic; {need}).",
+                              N, canonical=cf, outcome=out, details=det)

@@ -1,0 +1,105 @@
+"""Extra width and minimal width (absorb.engine.width; docs/min-width.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from absorb import Block, get_activation
+from absorb._errors import InvalidInput
+from absorb.cli import main
+from absorb.engine.verdict import Verdict
+from absorb.engine.width import decide_width, minimal_width
+from absorb.engine.witness import eval_threshold, evaluation_error
+
+sys.path.insert(0, "tests")
+from test_degenerate import _brute  # noqa: E402  (independent brute force)
+
+
+def _generic(n: int, d: int, act: str, seed: int) -> Block:
+    rng = np.random.default_rng(seed)
+    return Block(rng.standard_normal((n, d)), rng.standard_normal((d, n)), get_activation(act))
+
+
+def _checked(block: Block, w) -> None:
+    assert w is not None and w.exact
+    err, _ = evaluation_error(block, w.block, block.d, seed=11)
+    assert err <= eval_threshold(1e-9, w.block.n)
+    assert not np.any(w.block.M)
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu", "silu"])
+@pytest.mark.parametrize("n,d", [(2, 2), (3, 2), (5, 3), (4, 4), (6, 2), (2, 3), (1, 3)])
+def test_generic_minimal_width_is_max_n_d_plus_d(act: str, n: int, d: int) -> None:
+    """Theorem W: generic weights need max(n, d) + d units (n + d when n ≥ d)."""
+    b = _generic(n, d, act, seed=100 * n + d)
+    mw = minimal_width(b)
+    assert mw.value == max(n, d) + d
+    _checked(b, mw.witness)
+    assert mw.witness.block.n == mw.value
+    below = decide_width(b, mw.value - 1)
+    assert below.verdict is Verdict.NOT_ABSORBABLE
+    assert _brute(b, mw.value - 1, family="relu" if act == "relu" else "even") > 1e-6
+
+
+def test_relu_d1_needs_two_units() -> None:
+    assert minimal_width(_generic(5, 1, "relu", 0)).value == 2
+
+
+@pytest.mark.parametrize("n,d", [(3, 2), (4, 3), (6, 3)])
+def test_planted_minimal_width_is_n(n: int, d: int) -> None:
+    """Planted instances (an index set S with D_S U_S = −I) need exactly n: every unit is its own active line."""
+    rng = np.random.default_rng(n + d)
+    U = rng.standard_normal((n, d))
+    D = rng.standard_normal((d, n))
+    U[:d], D[:, :d] = np.eye(d), -np.eye(d)  # S = {0..d-1}: D_S U_S = −I exactly
+    b = Block(U, D, get_activation("relu"))
+    mw = minimal_width(b)
+    assert mw.value == n
+    _checked(b, mw.witness)
+
+
+@settings(derandomize=True, deadline=None, max_examples=30)
+@given(st.integers(1, 3), st.integers(1, 4), st.integers(0, 10_000))
+def test_min_width_matches_brute_force_on_small_integers(d: int, n: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    U = rng.integers(-2, 3, (n, d)).astype(float)
+    D = rng.integers(-2, 3, (d, n)).astype(float)
+    b = Block(U, D, get_activation("relu"))
+    mw = minimal_width(b)
+    assert mw.value is not None
+    assert _brute(b, mw.value, family="relu") < 1e-7
+    if mw.value > 1:
+        assert _brute(b, mw.value - 1, family="relu") > 1e-6
+
+
+def test_every_width_theorems() -> None:
+    b = _generic(3, 2, "relu2", 0)
+    assert decide_width(b, 50).verdict is Verdict.NOT_ABSORBABLE
+    assert minimal_width(b).exists is False
+    t = _generic(3, 2, "tanh", 0)
+    assert decide_width(t, 9).verdict is Verdict.NOT_ABSORBABLE  # bounded σ
+    sp = Block(np.ones((2, 2)), np.ones((2, 2)), get_activation("softplus"))
+    assert decide_width(sp, 9).verdict is Verdict.UNKNOWN
+
+
+def test_bad_width() -> None:
+    with pytest.raises(InvalidInput):
+        decide_width(_generic(2, 2, "relu", 0), 0)
+
+
+def test_cli_fields(tmp_path, capsys) -> None:
+    rng = np.random.default_rng(0)
+    p = tmp_path / "g.npz"
+    np.savez(p, W_up=rng.standard_normal((5, 3)), W_down=rng.standard_normal((3, 5)), activation=np.array("relu"))
+    assert main(["check", str(p), "--json", "--width", "8", "--min-width"]) == 0
+    blk = json.loads(capsys.readouterr().out)["blocks"][0]
+    assert blk["verdict"] == "not_absorbable"
+    assert blk["width"]["asked"] == 8 and blk["width"]["verdict"] == "absorbable" and blk["width"]["witness_width"] == 8
+    assert blk["min_width"] == 8
+    assert main(["check", str(p), "--width", "7"]) == 0
+    assert "width 7: NOT_ABSORBABLE" in capsys.readouterr().out
