@@ -26,7 +26,7 @@ a wrong guess would decide a different function.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Mapping
 
 from absorb._errors import InvalidInput
@@ -260,11 +260,14 @@ def config_section(config: Mapping[str, object] | None, tensor: str) -> Mapping[
     """
     if config is None:
         return None
-    sub_key = "vision_config" if re.search(r"(^|\.)(vision|visual)", tensor) else "text_config"
-    sub = config.get(sub_key)
+    sub = config.get(_section_key(tensor))
     if isinstance(sub, Mapping):
         return {**config, **sub}
     return config
+
+
+def _section_key(tensor: str) -> str:
+    return "vision_config" if re.search(r"(^|\.)(vision|visual)", tensor) else "text_config"
 
 
 def _model_type(cfg: Mapping[str, object] | None) -> str | None:
@@ -422,7 +425,7 @@ def _dims(spec: BlockSpec, names: Shapes, *, source: str, hidden: int | None, fa
                 transposed = False
         elif fam is None:
             transposed = d_conv == hidden and d_linear != hidden
-        if (shp[0] if transposed else shp[1]) != hidden and spec.gate_up is None:
+        if (shp[0] if transposed else shp[1]) != hidden:
             raise InvalidInput(f"{source}: tensor {up_t!r} has shape {list(shp)} but config.json gives hidden size {hidden}; "
                                "the weights do not match the config (or are stored transposed)")
     rows, cols = (shp[1], shp[0]) if transposed else shp
@@ -447,7 +450,6 @@ def _dims(spec: BlockSpec, names: Shapes, *, source: str, hidden: int | None, fa
         for t in (spec.norm.weight, spec.norm.bias):
             if t is not None and tuple(names[t]) != (d,):
                 raise _shape_error(source, t, names[t], f"[{d}] (one gain per model dimension, d = {d})")
-    from dataclasses import replace
     return replace(spec, transposed=transposed, d=d, n=n)
 
 
@@ -484,7 +486,7 @@ def unknown_layout(names: Shapes, *, source: str) -> InvalidInput:
     mlp = _mlp_looking(names)
     if mlp:
         shown = ", ".join(f"{n} {list(names[n])}" for n in mlp[:4]) + (f" (and {len(mlp) - 4} more)" if len(mlp) > 4 else "")
-        ex = [re.sub(r"\.(\d+)\.", ".{i}.", n, count=1) for n in mlp[:2]]
+        ex = [re.sub(r"\d+", "{i}", n, count=1) for n in mlp[:2]]
         recipe = f"--up '{ex[0]}' --down '{ex[-1]}' [--gate PATTERN] --activation NAME"
         return InvalidInput(f"{source}: no known MLP layout; MLP-looking tensors: {shown}; name the roles by hand, e.g. {recipe} "
                             "({i} stands for the layer number)")
@@ -574,7 +576,7 @@ def _by_family(names: Shapes, config: Mapping[str, object] | None, *, source: st
         if mt in _EXPECTED and fam.key not in _EXPECTED[mt]:
             raise InvalidInput(f"{source}: config.json says model_type {mt!r} but {container} has the {fam.label} layout; "
                                "the config does not match the weights (or a tensor is missing)")
-        ck = (fam.key, id(cfg))
+        ck = (fam.key, _section_key(container))
         if ck not in act_cache:
             act_cache[ck] = _activation(fam, cfg, override=activation, source=source, has_config=config is not None,
                                         example=roles["down"])
@@ -614,9 +616,11 @@ def _manual(names: Shapes, config: Mapping[str, object] | None, manual: ManualRo
             if m:
                 gd = m.groupdict()
                 groups.setdefault((gd.get("i"), gd.get("e")), {})[role] = name
-    if not groups:
-        raise InvalidInput(f"{source}: --up {manual.up!r} matches no tensor; patterns are full tensor names with {{i}} for the layer, "
-                           f"e.g. {next(iter(sorted(names, key=_natural_key)), 'model.layers.{i}.mlp.up_proj.weight')!r}")
+    for role, r in rx.items():
+        if not any(r.fullmatch(nm) for nm in names):
+            example = next(iter(sorted(names, key=_natural_key)), "model.layers.0.mlp.up_proj.weight")
+            raise InvalidInput(f"{source}: --{role} {getattr(manual, role)!r} matches no tensor; patterns are full tensor names "
+                               f"with {{i}} for the layer number (this checkpoint has e.g. {example!r})")
     cfg = config
     if activation is not None:
         get_activation(activation)
@@ -642,7 +646,7 @@ def _manual(names: Shapes, config: Mapping[str, object] | None, manual: ManualRo
         specs.append(_dims(spec, names, source=source, hidden=_hidden_size(config_section(config, name)), fam=None))
     names_seen = [s.name for s in specs]
     if len(set(names_seen)) != len(names_seen):
-        specs = [s.__class__(**{**s.__dict__, "name": f"{s.name}[{s.layer}]"}) for s in specs]
+        specs = [replace(s, name=f"{s.name}[{s.layer}]") for s in specs]
     return specs
 
 
