@@ -206,15 +206,19 @@ class Checkpoint:
         return self.blocks()
 
     # ---- reading --------------------------------------------------------------------
-    def read(self, name: str) -> np.ndarray:
-        """One tensor as a finite float64 array (a one-line error naming it otherwise)."""
+    def read(self, name: str, *, transpose: bool = False) -> np.ndarray:
+        """One tensor as a finite, C-ordered float64 array (a one-line error naming it otherwise).
+
+        ``transpose`` returns the transpose (GPT-2's Conv1D ``[in, out]`` → ``[out, in]``)
+        with a single float64 allocation.
+        """
         info = self.tensors[name]
         if info.dtype not in FLOAT_DTYPES:
             raise InvalidInput(f"{info.file}: tensor {name!r} is {info.dtype}, not a plain float (F32, F16, BF16); "
                                "quantised or integer weights are not analysed — use the unquantised checkpoint")
         if info.dtype == "BF16" and not _ml_dtypes_available():  # pragma: no cover - ml_dtypes is a dependency
-            raw = self._raw(info, np.dtype("<u2"))
-            arr = _bf16_bits_to_f32(raw).astype(np.float64)
+            raw = _bf16_bits_to_f32(self._raw(info, np.dtype("<u2")))
+            arr = np.array(raw.T if transpose else raw, dtype=np.float64, order="C")
         else:
             from safetensors import SafetensorError, safe_open
 
@@ -225,9 +229,9 @@ class Checkpoint:
                 raise InvalidInput(f"{info.file}: tensor {name!r} cannot be read ({exc}); the file is corrupt") from None
             except OSError as exc:
                 raise InvalidInput(f"{info.file}: cannot be read ({exc.strerror or exc})") from None
-            arr = raw.astype(np.float64)
+            arr = np.array(raw.T if transpose else raw, dtype=np.float64, order="C")
             del raw
-        if tuple(arr.shape) != info.shape:  # pragma: no cover - guarded by the header check
+        if tuple(arr.shape[::-1] if transpose else arr.shape) != info.shape:  # pragma: no cover - guarded by the header check
             raise InvalidInput(f"{info.file}: tensor {name!r} has shape {arr.shape}, but the header says {list(info.shape)}")
         bad = ~np.isfinite(arr)
         if bad.any():
@@ -243,13 +247,12 @@ class Checkpoint:
     def arrays(self, spec: BlockSpec) -> dict[str, np.ndarray]:
         """The contract's keys (W_up, W_down, W_gate, b_*) for one block, oriented [out, in]."""
         def mat(name: str) -> np.ndarray:
-            a = self.read(name)
-            return np.ascontiguousarray(a.T) if spec.transposed else a
+            return self.read(name, transpose=spec.transposed)
 
         out: dict[str, np.ndarray] = {}
         if spec.gate_up is not None:
             fused = mat(spec.gate_up)
-            out["W_gate"], out["W_up"] = fused[: spec.n].copy(), fused[spec.n:].copy()
+            out["W_gate"], out["W_up"] = fused[: spec.n], fused[spec.n:]  # row blocks: C-contiguous views
             del fused
             if spec.b_up is not None:
                 b = self.read(spec.b_up)
@@ -271,7 +274,9 @@ class Checkpoint:
         """Read, validate (shared :func:`~absorb.io._validate.build_block`) and fold one block."""
         arrays = self.arrays(spec)
         act = get_activation(spec.activation)
-        blk = build_block(arrays, source=str(self.tensors[spec.down].file), name=spec.name, activation=act, prefix=spec.name + ".")
+        # copy=False: these float64 arrays are ours, freshly read; one copy per layer is enough
+        blk = build_block(arrays, source=str(self.tensors[spec.down].file), name=spec.name, activation=act,
+                          prefix=spec.name + ".", copy=False)
         del arrays
         if self.fold_norm and spec.norm is not None:
             blk = self._fold(blk, spec)
@@ -297,8 +302,8 @@ class Checkpoint:
                 b = getattr(blk, b_key)
                 shift = W @ beta
                 changes[b_key] = shift if b is None else b + shift
-            changes[W_key] = W * g[None, :]
-        return blk.replace(**changes)
+            W *= g[None, :]  # in place: the loader owns this array (no second copy of the layer)
+        return blk.replace(**changes) if changes else blk
 
     def blocks(self, *, release: bool = False) -> Iterator[Block]:
         """Yield each block in turn, reading only its tensors.
