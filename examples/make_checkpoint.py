@@ -1,6 +1,7 @@
 """Write a small synthetic Hugging Face style checkpoint to try ``absorb check`` on.
 
-Usage: ``python examples/make_checkpoint.py OUT_DIR [--family llama|bert] [--dtype F32|F16|BF16] [--shards K]``
+Usage: ``python examples/make_checkpoint.py OUT_DIR [--family llama|bert] [--dtype F32|F16|BF16] [--shards K]
+[--d D --n N --layers L]`` (the sizes for ``llama`` only; e.g. ``--d 4096 --n 11008`` is LLaMA-7B's MLP).
 
 * ``llama``: 4 layers of ``model.layers.{i}.mlp.{gate,up,down}_proj`` (SwiGLU, no bias), an
   RMSNorm ``post_attention_layernorm`` per layer, ``config.json`` with ``hidden_act: silu``.
@@ -78,6 +79,7 @@ def write(out: Path, tensors: dict[str, np.ndarray], config: dict, *, dtype: str
     """Write ``tensors`` (float64 arrays, [out, in]) as a (sharded) safetensors checkpoint."""
     out.mkdir(parents=True, exist_ok=True)
     cast = {k: _cast(v, dtype) for k, v in tensors.items()}
+    tensors.clear()  # keep one copy in memory
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     if shards <= 1:
         save_file(cast, str(out / "model.safetensors"), metadata={"format": "np"})
@@ -100,11 +102,18 @@ def main() -> None:
     ap.add_argument("--dtype", choices=("F32", "F16", "BF16"), default="F32")
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--d", type=int, default=16, help="llama: model dimension")
+    ap.add_argument("--n", type=int, default=48, help="llama: MLP width")
+    ap.add_argument("--layers", type=int, default=4, help="llama: number of layers")
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
-    tensors, cfg = (llama if args.family == "llama" else bert)(rng)
+    if args.family == "llama":
+        tensors, cfg = llama(rng, d=args.d, n=args.n, layers=args.layers)
+    else:
+        tensors, cfg = bert(rng)
+    count = len(tensors)
     write(args.out, tensors, cfg, dtype=args.dtype, shards=args.shards)
-    print(f"wrote {args.out} ({args.family}, {args.dtype}, {max(1, args.shards)} shard(s), {len(tensors)} tensors)")
+    print(f"wrote {args.out} ({args.family}, {args.dtype}, {max(1, args.shards)} shard(s), {count} tensors)")
 
 
 if __name__ == "__main__":

@@ -338,6 +338,8 @@ class Checkpoint:
                     "as in the paper (z ranges over all of R^d, not only the sphere the norm outputs)")
         else:
             what = "the isolated MLP block f(x) = x + B(x) with its own identity skip, as in the paper"
+        if spec.family == "manual":
+            return f"{what}; the roles were named by hand, so how the model wires this block's residual is not known"
         return f"{what}; {spec.residual}, which is not the paper's setting end to end"
 
     def describe(self) -> list[str]:
