@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     ckpt_opts = any(getattr(args, k, None) for k in ("layers", "up", "down", "gate", "fold_norm"))
-    if is_checkpoint(args.path) and not str(args.path).endswith(".npz"):
+    if not str(args.path).endswith(".npz") and (is_checkpoint(args.path) or ckpt_opts):
         return _run_checkpoint(args)
     if ckpt_opts:
         raise InvalidInput(f"{args.path}: --layers, --up/--down/--gate and --fold-norm apply to checkpoints (.safetensors), not .npz files")
@@ -87,10 +87,10 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
         started = [0]
 
         def progress(name: str) -> None:  # called before each block: the previous one is done
+            bar.set_postfix_str(name, refresh=not started[0])
             if started[0]:
                 bar.update(1)
             started[0] += 1
-            bar.set_postfix_str(name, refresh=False)
 
         dec = decide_checkpoint(ckpt, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method, progress=progress)
         bar.update(len(ckpt) - bar.n)
