@@ -6,9 +6,10 @@ import argparse
 import json
 import sys
 
+from absorb._errors import InvalidInput
 from absorb.cli import EXIT_OK, EXIT_UNKNOWN
 from absorb.engine import DEFAULT_TOL, Verdict, decide
-from absorb.io import load
+from absorb.io import is_checkpoint, load
 from absorb.report import render_text
 from absorb.search import METHODS
 
@@ -30,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Decide whether f(x) = M x + B(x) equals a residual-free MLP block of the same width, "
                        "and say which result proves it. Exit 0: verdict reached; 2: bad input; 3: unknown.",
                        epilog="example: absorb check examples/planted_relu.npz --json")
-    p.add_argument("path", help=".npz file with W_up, W_down, ... (or blocks.<i>.* for a stack)")
+    p.add_argument("path", help=".npz file with W_up, W_down, ... (or blocks.<i>.* for a stack), or a checkpoint: "
+                   ".safetensors file, model.safetensors.index.json, or a directory holding them and config.json")
     p.add_argument("--activation", metavar="NAME", help="override the file's activation (a name, or 'expr:<sympy expression in x>')")
     p.add_argument("--json", action="store_true", help="print one JSON object (see docs/user-guide.md) instead of the text report")
     p.add_argument("--tol", type=_positive(float), default=DEFAULT_TOL, metavar="T",
@@ -42,10 +44,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--width", type=_positive(int), metavar="N", help="also decide whether a residual-free block of N hidden units "
                    "equals f; the exit code then follows this answer (0 decided for every block, 3 otherwise)")
     p.add_argument("--min-width", action="store_true", help="also report the smallest width of a residual-free block equal to f")
+    # --- checkpoints (absorb/io/safetensors.py, absorb/io/families.py) ---
+    g = p.add_argument_group("checkpoints", "options for .safetensors checkpoints (each MLP block decided on its own, "
+                             "with its own identity skip; --timeout is then per block)")
+    g.add_argument("--layers", metavar="SPEC", help="only these layer numbers, e.g. 0-3,7")
+    g.add_argument("--up", metavar="PATTERN", help="name the roles by hand: the up (value) projection's tensor name with {i} for "
+                   "the layer, e.g. 'model.layers.{i}.mlp.fc_in.weight' (stored nn.Linear [out, in])")
+    g.add_argument("--down", metavar="PATTERN", help="the down projection's tensor name pattern (with --up)")
+    g.add_argument("--gate", metavar="PATTERN", help="the gate projection's tensor name pattern (gated blocks; with --up, --down)")
+    g.add_argument("--fold-norm", action="store_true", help="fold the gain (and bias) of the norm before each MLP into its up/gate "
+                   "projections: analyse the block on normalised inputs")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    ckpt_opts = any(getattr(args, k, None) for k in ("layers", "up", "down", "gate", "fold_norm"))
+    if not str(args.path).endswith(".npz") and (is_checkpoint(args.path) or ckpt_opts):
+        return _run_checkpoint(args)
+    if ckpt_opts:
+        raise InvalidInput(f"{args.path}: --layers, --up/--down/--gate and --fold-norm apply to checkpoints (.safetensors), not .npz files")
     model = load(args.path, activation=args.activation)
     progress = None
     if sys.stderr.isatty() and not args.json:
@@ -68,4 +85,42 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write("".join(line + "\n" for line in width_text(bd.block.name, extra)))
     if args.width is not None:
         return EXIT_UNKNOWN if any(f["width"]["verdict"] == Verdict.UNKNOWN.value for f in fields) else EXIT_OK
+    return EXIT_UNKNOWN if dec.verdict is Verdict.UNKNOWN else EXIT_OK
+
+
+def _run_checkpoint(args: argparse.Namespace) -> int:
+    """A checkpoint: one block at a time, a progress bar on stderr, a per-layer table (or JSON)."""
+    from tqdm import tqdm
+
+    from absorb.io.safetensors import decide_checkpoint, open_checkpoint
+    from absorb.report.table import checkpoint_json, render_table
+
+    if args.width is not None or args.min_width:
+        raise InvalidInput(f"{args.path}: --width and --min-width apply to .npz blocks; export the layer with absorb.io.save_npz to ask them")
+    ckpt = open_checkpoint(args.path, activation=args.activation, layers=args.layers, up=args.up, down=args.down,
+                           gate=args.gate, fold_norm=args.fold_norm)
+    # disable=None: the bar shows on a terminal only, never in pipes or tests
+    with tqdm(total=len(ckpt), unit="block", file=sys.stderr, disable=None, leave=False, dynamic_ncols=True) as bar:
+        started = [0]
+
+        def progress(name: str) -> None:  # called before each block: the previous one is done
+            bar.set_postfix_str(name, refresh=not started[0])
+            if started[0]:
+                bar.update(1)
+            started[0] += 1
+
+        dec = decide_checkpoint(ckpt, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method, progress=progress)
+        bar.update(len(ckpt) - bar.n)
+    by_name = {s.name: s for s in ckpt.specs}
+    if args.json:
+        extra = {"files": [str(f) for f in ckpt.files], "families": list(ckpt.detection.families),
+                 "model_type": ckpt.detection.model_type, "fold_norm": bool(args.fold_norm), "notes": list(ckpt.detection.notes)}
+        out = checkpoint_json(dec, analysed=lambda n: ckpt.analysed(by_name[n]), extra=extra)
+        for entry in out["blocks"]:
+            spec = by_name[entry["name"]]
+            entry["layer"] = spec.layer
+            entry["activation_source"] = spec.activation_source
+        sys.stdout.write(json.dumps(out, indent=2, default=str, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(render_table(dec, header=ckpt.describe()))
     return EXIT_UNKNOWN if dec.verdict is Verdict.UNKNOWN else EXIT_OK

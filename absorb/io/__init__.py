@@ -7,12 +7,21 @@ from pathlib import Path
 
 from absorb._errors import InvalidInput
 from absorb.io.npz import blocks_from_arrays, load_npz, save_npz
+from absorb.io.safetensors import Checkpoint, is_checkpoint, open_checkpoint
 from absorb.model.block import Block, Stack
 
 
-def load(path: str | os.PathLike[str], *, activation: str | None = None) -> Block | Stack:
-    """Load whatever ``path`` is: an ``.npz`` block or stack (checkpoints: see the loaders)."""
+def load(path: str | os.PathLike[str], *, activation: str | None = None) -> "Block | Stack | Checkpoint":
+    """Load whatever ``path`` is: an ``.npz`` block or stack, or a checkpoint.
+
+    Checkpoints (``.safetensors``, ``model.safetensors.index.json``, a directory) come back
+    as a lazy :class:`~absorb.io.safetensors.Checkpoint` (headers checked, blocks read one
+    at a time when iterated), never as the whole model in memory.
+    """
     p = Path(path)
+    # --- checkpoints (absorb/io/safetensors.py) ---
+    if p.suffix != ".npz" and is_checkpoint(p):
+        return open_checkpoint(p, activation=activation)
     if p.suffix == ".npz" or (p.is_file() and p.read_bytes()[:2] == b"PK"):
         return load_npz(p, activation=activation)
     if not p.exists():
@@ -20,4 +29,4 @@ def load(path: str | os.PathLike[str], *, activation: str | None = None) -> Bloc
     raise InvalidInput(f"{p}: unsupported input; give an .npz file with W_up and W_down (see docs/user-guide.md)")
 
 
-__all__ = ["blocks_from_arrays", "load", "load_npz", "save_npz"]
+__all__ = ["Checkpoint", "blocks_from_arrays", "is_checkpoint", "load", "load_npz", "open_checkpoint", "save_npz"]

@@ -18,14 +18,17 @@ from absorb.model.block import Block, HyperConnection, lift_hyper_connection
 BLOCK_KEYS = ("W_up", "W_down", "W_gate", "b_up", "b_gate", "b_down", "skip", "activation", "H_res", "H_pre", "H_post")
 
 
-def as_float_array(value: object, *, source: str, key: str) -> np.ndarray:
-    """A finite float64 copy of ``value``, or a one-line error naming ``source`` and ``key``."""
+def as_float_array(value: object, *, source: str, key: str, copy: bool = True) -> np.ndarray:
+    """A finite float64 copy of ``value``, or a one-line error naming ``source`` and ``key``.
+
+    ``copy=False`` reuses a float64 input as is (a loader handing over arrays it owns).
+    """
     arr = np.asarray(value)
     if arr.dtype == object:
         raise InvalidInput(f"{source}: key {key!r} is an object array; store plain numeric arrays (objects are never unpickled)")
     if arr.dtype.kind not in "fiub":
         raise InvalidInput(f"{source}: key {key!r} has dtype {arr.dtype}; expected a real floating-point or integer array")
-    out = arr.astype(np.float64)
+    out = arr.astype(np.float64, copy=copy)
     bad = ~np.isfinite(out)
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -58,14 +61,15 @@ def resolve_activation(stored: object, override: str | None, *, source: str, key
 
 
 def build_block(arrays: Mapping[str, object], *, source: str, name: str = "block", activation: Activation,
-                prefix: str = "") -> Block:
+                prefix: str = "", copy: bool = True) -> Block:
     """Check shapes and values of one block's arrays and build it (lifting HC if present).
 
     ``arrays`` maps the contract's keys (without prefix) to array-likes; ``prefix`` is only
-    used in messages (``blocks.3.``).
+    used in messages (``blocks.3.``). ``copy=False`` keeps float64 inputs without copying
+    (the checkpoint loader: arrays it has just read and owns, one layer at a time).
     """
     def get(key: str) -> np.ndarray | None:
-        return None if key not in arrays else as_float_array(arrays[key], source=source, key=prefix + key)
+        return None if key not in arrays else as_float_array(arrays[key], source=source, key=prefix + key, copy=copy)
 
     for req in ("W_up", "W_down"):
         if req not in arrays:

@@ -1,0 +1,474 @@
+"""Hugging Face style checkpoints (``.safetensors``), read lazily, one MLP block at a time.
+
+Accepted inputs: a single ``.safetensors`` file, a sharded checkpoint's
+``model.safetensors.index.json`` (its ``weight_map`` names the shard of every tensor; one
+layer's tensors may sit in different shards), or a directory holding either, normally with
+the model's ``config.json``.
+
+Nothing is read but headers until the blocks are iterated: :func:`open_checkpoint` parses
+and checks every shard's header (length, JSON, dtype, shape, byte range inside the file),
+refuses quantised checkpoints, finds the MLP blocks from the tensor names
+(:mod:`absorb.io.families`) and checks their shapes. :meth:`Checkpoint.blocks` then yields
+one validated :class:`~absorb.model.block.Block` at a time through
+``safetensors.safe_open(path, framework="np")``, so at most one block's tensors (as float64,
+plus one transient copy) are in memory — never the whole model.
+
+Floats: F64, F32, F16 and BF16 are converted to float64 exactly (every such value is a
+float64). BF16 goes through ``ml_dtypes``; without it, by the exact bit identity
+``float32 bits = bf16 bits << 16``. FP8, integer and packed tensors (GPTQ/AWQ ``qweight``,
+``qzeros``, ``scales``; FP8 ``weight_scale_inv``; MXFP4 ``_blocks``/``_scales``;
+bitsandbytes) are refused: their weights are not plain floats, and result 5's "probability
+one" needs continuous weights (theory.md §3).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import struct
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import numpy as np
+
+from absorb._errors import InvalidInput
+from absorb.io._validate import build_block
+from absorb.io.families import BlockSpec, Detection, ManualRoles, detect, parse_layers
+from absorb.model.activations import get_activation
+from absorb.model.block import Block
+
+INDEX_NAME = "model.safetensors.index.json"
+_MAX_HEADER = 100 * 1024 * 1024  # the safetensors format's own limit
+
+_ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E4M3FN": 1, "F8_E8M0": 1, "I16": 2, "U16": 2,
+             "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "F64": 8, "I64": 8, "U64": 8, "C64": 8}
+FLOAT_DTYPES = ("F64", "F32", "F16", "BF16")
+_NP_DTYPE = {"F64": "<f8", "F32": "<f4", "F16": "<f2"}
+
+# Tensor-name marks of quantised checkpoints (GPTQ/AWQ, FP8 block scales, MXFP4, bitsandbytes).
+_QUANT = re.compile(r"(\.qweight|\.qzeros|\.g_idx|\.weight_scale_inv|\.weight_scale|\.input_scale|_blocks|\.absmax|"
+                    r"\.quant_map|\.quant_state[.\w]*|\.SCB|\.weight_format)$")
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """Where one tensor lives: its shard, dtype, shape and byte range after the header."""
+
+    name: str
+    file: Path
+    dtype: str
+    shape: tuple[int, ...]
+    begin: int
+    end: int
+    data_start: int  # 8 + header length: absolute offset of byte 0 of the data section
+
+
+def read_header(path: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
+    """Parse and check one ``.safetensors`` header without reading any tensor.
+
+    Checks: the 8-byte length, the header fits in the file and the format's 100 MiB
+    limit, JSON object, each entry's dtype, shape and ``data_offsets`` (inside the file,
+    and exactly ``prod(shape) · itemsize`` bytes long). Returns (tensors, metadata).
+    """
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            head = fh.read(8)
+            if len(head) < 8:
+                raise InvalidInput(f"{path}: truncated safetensors file ({size} bytes; the header length alone takes 8)")
+            (hlen,) = struct.unpack("<Q", head)
+            if hlen > _MAX_HEADER or 8 + hlen > size:
+                raise InvalidInput(f"{path}: the header claims {hlen} bytes but the file has {size}; the file is truncated or not safetensors")
+            raw = fh.read(hlen)
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInput(f"{path}: the safetensors header is not valid JSON ({exc}); the file is truncated or corrupt") from None
+    if not isinstance(header, dict):
+        raise InvalidInput(f"{path}: the safetensors header is not a JSON object; the file is corrupt")
+    meta = header.pop("__metadata__", None) or {}
+    if not isinstance(meta, dict):
+        raise InvalidInput(f"{path}: __metadata__ in the header is not an object; the file is corrupt")
+    data_len = size - 8 - hlen
+    out: dict[str, TensorInfo] = {}
+    for name, ent in header.items():
+        if not isinstance(ent, dict) or not {"dtype", "shape", "data_offsets"} <= set(ent):
+            raise InvalidInput(f"{path}: header entry {name!r} lacks dtype, shape or data_offsets; the file is corrupt")
+        dtype, shape, offs = ent["dtype"], ent["shape"], ent["data_offsets"]
+        if dtype not in _ITEMSIZE:
+            raise InvalidInput(f"{path}: tensor {name!r} has dtype {dtype!r}, which absorb cannot read; give F32, F16 or BF16 weights")
+        if (not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape)
+                or not isinstance(offs, list) or len(offs) != 2 or not all(isinstance(o, int) and not isinstance(o, bool) for o in offs)):
+            raise InvalidInput(f"{path}: tensor {name!r} has a malformed shape {shape!r} or data_offsets {offs!r}; the file is corrupt")
+        b, e = offs
+        need = int(np.prod(shape, dtype=object)) * _ITEMSIZE[dtype]
+        if not 0 <= b <= e <= data_len:
+            raise InvalidInput(f"{path}: tensor {name!r} has data_offsets [{b}, {e}] outside the {data_len} data bytes; the file is truncated or corrupt")
+        if e - b != need:
+            raise InvalidInput(f"{path}: tensor {name!r} of shape {shape} {dtype} needs {need} bytes but data_offsets [{b}, {e}] give {e - b}; the file is corrupt")
+        out[name] = TensorInfo(name, path, dtype, tuple(shape), b, e, 8 + hlen)
+    return out, {str(k): str(v) for k, v in meta.items()}
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInput(f"{path}: the {what} is not valid JSON ({exc})") from None
+
+
+def _resolve(path: Path) -> tuple[list[Path], Path | None, Path]:
+    """(safetensors files, index file or None, directory that should hold config.json)."""
+    if not path.exists():
+        raise InvalidInput(f"{path}: no such file or directory")
+    if path.is_dir():
+        idx = path / INDEX_NAME
+        if idx.is_file():
+            return [], idx, path
+        files = sorted(path.glob("*.safetensors"))
+        if files:
+            return files, None, path
+        torch_files = sorted(p.name for p in path.iterdir() if p.suffix in (".bin", ".pt", ".pth"))
+        if torch_files:
+            raise torch_refusal(path / torch_files[0])
+        raise InvalidInput(f"{path}: the directory holds no .safetensors file and no {INDEX_NAME}; give a checkpoint directory or file")
+    if path.name.endswith(".index.json"):
+        return [], path, path.parent
+    if path.suffix == ".safetensors":
+        return [path], None, path.parent
+    if path.suffix in (".bin", ".pt", ".pth"):
+        raise torch_refusal(path)
+    raise InvalidInput(f"{path}: not a checkpoint; give a .safetensors file, a {INDEX_NAME} or a directory holding them")
+
+
+def torch_refusal(path: Path) -> InvalidInput:
+    """PyTorch pickles are not read (unpickling runs code, and absorb does not need torch)."""
+    return InvalidInput(f"{path}: PyTorch state_dict files are not read; convert the checkpoint to safetensors "
+                        "(e.g. safetensors.torch.save_file(torch.load(path, weights_only=True), 'model.safetensors'))")
+
+
+def _shard_map(index: Path) -> dict[str, Path]:
+    data = _read_json(index, "checkpoint index")
+    wm = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(wm, dict) or not wm:
+        raise InvalidInput(f"{index}: no weight_map (tensor name → shard file) in the index; the index is corrupt")
+    out: dict[str, Path] = {}
+    for name, shard in wm.items():
+        if not isinstance(shard, str) or not shard or Path(shard).is_absolute() or ".." in Path(shard).parts:
+            raise InvalidInput(f"{index}: weight_map entry {name!r} → {shard!r} is not a shard file name beside the index")
+        out[str(name)] = index.parent / shard
+    return out
+
+
+def _bf16_bits_to_f32(u16: np.ndarray) -> np.ndarray:
+    """BF16 → float32, exactly: a bfloat16 is the top 16 bits of a float32."""
+    return (u16.astype(np.uint32) << 16).view(np.float32)
+
+
+def _ml_dtypes_available() -> bool:
+    try:
+        import ml_dtypes  # noqa: F401  (registers 'bfloat16' with numpy, which safetensors needs)
+    except ImportError:  # pragma: no cover - ml_dtypes is a dependency
+        return False
+    return True
+
+
+class Checkpoint:
+    """A checkpoint opened for analysis: headers checked, MLP blocks found, nothing read yet.
+
+    Iterate :meth:`blocks` (or the object itself) for validated blocks, one at a time, in
+    the order of their names (``model.layers.2.mlp`` before ``model.layers.10.mlp``).
+    """
+
+    def __init__(self, path: Path, tensors: Mapping[str, TensorInfo], files: tuple[Path, ...], config: Mapping[str, Any] | None,
+                 detection: Detection, *, fold_norm: bool) -> None:
+        self.path = path
+        self.tensors = dict(tensors)
+        self.files = files
+        self.config = config
+        self.detection = detection
+        self.fold_norm = fold_norm
+
+    @property
+    def specs(self) -> tuple[BlockSpec, ...]:
+        return self.detection.blocks
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    def __iter__(self) -> Iterator[Block]:
+        return self.blocks()
+
+    # ---- reading --------------------------------------------------------------------
+    def read(self, name: str, *, transpose: bool = False) -> np.ndarray:
+        """One tensor as a finite, C-ordered float64 array (a one-line error naming it otherwise).
+
+        ``transpose`` returns the transpose (GPT-2's Conv1D ``[in, out]`` → ``[out, in]``)
+        with a single float64 allocation.
+        """
+        info = self.tensors[name]
+        if info.dtype not in FLOAT_DTYPES:
+            raise InvalidInput(f"{info.file}: tensor {name!r} is {info.dtype}, not a plain float (F32, F16, BF16); "
+                               "quantised or integer weights are not analysed — use the unquantised checkpoint")
+        if info.dtype == "BF16" and not _ml_dtypes_available():  # pragma: no cover - ml_dtypes is a dependency
+            raw = _bf16_bits_to_f32(self._raw(info, np.dtype("<u2")))
+            arr = np.array(raw.T if transpose else raw, dtype=np.float64, order="C")
+        else:
+            from safetensors import SafetensorError, safe_open
+
+            try:
+                with safe_open(str(info.file), framework="np") as fh:
+                    raw = fh.get_tensor(name)
+            except SafetensorError as exc:
+                raise InvalidInput(f"{info.file}: tensor {name!r} cannot be read ({exc}); the file is corrupt") from None
+            except OSError as exc:
+                raise InvalidInput(f"{info.file}: cannot be read ({exc.strerror or exc})") from None
+            arr = np.array(raw.T if transpose else raw, dtype=np.float64, order="C")
+            del raw
+        if tuple(arr.shape[::-1] if transpose else arr.shape) != info.shape:  # pragma: no cover - guarded by the header check
+            raise InvalidInput(f"{info.file}: tensor {name!r} has shape {arr.shape}, but the header says {list(info.shape)}")
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise InvalidInput(f"{info.file}: tensor {name!r} contains {'NaN' if np.isnan(arr[where]) else 'Inf'} at index {where} "
+                               f"({int(bad.sum())} non-finite entries); the weights must be finite")
+        return arr
+
+    def _raw(self, info: TensorInfo, dtype: np.dtype) -> np.ndarray:  # pragma: no cover - fallback without ml_dtypes
+        count = (info.end - info.begin) // dtype.itemsize
+        return np.fromfile(info.file, dtype=dtype, count=count, offset=info.data_start + info.begin).reshape(info.shape)
+
+    def arrays(self, spec: BlockSpec) -> dict[str, np.ndarray]:
+        """The contract's keys (W_up, W_down, W_gate, b_*) for one block, oriented [out, in]."""
+        def mat(name: str) -> np.ndarray:
+            return self.read(name, transpose=spec.transposed)
+
+        out: dict[str, np.ndarray] = {}
+        if spec.gate_up is not None:
+            fused = mat(spec.gate_up)
+            out["W_gate"], out["W_up"] = fused[: spec.n], fused[spec.n:]  # row blocks: C-contiguous views
+            del fused
+            if spec.b_up is not None:
+                b = self.read(spec.b_up)
+                out["b_gate"], out["b_up"] = b[: spec.n], b[spec.n:]
+        else:
+            out["W_up"] = mat(spec.up)
+            if spec.gate is not None:
+                out["W_gate"] = mat(spec.gate)
+            if spec.b_up is not None:
+                out["b_up"] = self.read(spec.b_up)
+            if spec.b_gate is not None:
+                out["b_gate"] = self.read(spec.b_gate)
+        out["W_down"] = mat(spec.down)
+        if spec.b_down is not None:
+            out["b_down"] = self.read(spec.b_down)
+        return out
+
+    def block(self, spec: BlockSpec) -> Block:
+        """Read, validate (shared :func:`~absorb.io._validate.build_block`) and fold one block."""
+        arrays = self.arrays(spec)
+        act = get_activation(spec.activation)
+        # copy=False: these float64 arrays are ours, freshly read; one copy per layer is enough
+        blk = build_block(arrays, source=str(self.tensors[spec.down].file), name=spec.name, activation=act,
+                          prefix=spec.name + ".", copy=False)
+        del arrays
+        if self.fold_norm and spec.norm is not None:
+            blk = self._fold(blk, spec)
+        return blk
+
+    def _fold(self, blk: Block, spec: BlockSpec) -> Block:
+        """Fold the preceding norm ``y = g ⊙ z + β`` into the up/gate projections.
+
+        ``W (g ⊙ z + β) + b = (W diag g) z + (W β + b)``: the gain scales the columns, the
+        norm's bias moves into ``b_up``/``b_gate``. In float64, products of an fp32 (or
+        narrower) weight and gain are exact (24 + 24 ≤ 53 significant bits).
+        """
+        norm = spec.norm
+        assert norm is not None
+        g = self.read(norm.weight) + norm.offset
+        beta = self.read(norm.bias) if norm.bias is not None else None
+        changes: dict[str, np.ndarray] = {}
+        for W_key, b_key in (("W_up", "b_up"), ("W_gate", "b_gate")):
+            W = getattr(blk, W_key)
+            if W is None:
+                continue
+            if beta is not None:
+                b = getattr(blk, b_key)
+                shift = W @ beta
+                changes[b_key] = shift if b is None else b + shift
+            W *= g[None, :]  # in place: the loader owns this array (no second copy of the layer)
+        return blk.replace(**changes) if changes else blk
+
+    def blocks(self, *, release: bool = False) -> Iterator[Block]:
+        """Yield each block in turn, reading only its tensors.
+
+        With ``release=True`` the previous block's weight matrices are replaced, when the
+        next block is requested, by zero-stride placeholders of the same shape: the decision
+        records (which keep their Block for names and shapes) then no longer hold the
+        model's weights, and memory stays at one block. Use it only when the yielded blocks
+        are decided before the next one is requested (as :func:`decide_checkpoint` does).
+        """
+        prev: Block | None = None
+        for spec in self.specs:
+            if release and prev is not None:
+                _release(prev)
+            prev = self.block(spec)
+            yield prev
+        if release and prev is not None:
+            _release(prev)
+
+    # ---- descriptions ---------------------------------------------------------------
+    def analysed(self, spec: BlockSpec, *, generic: bool = False) -> str:
+        """What map is analysed for ``spec``, in one sentence (the JSON's ``analysed``).
+
+        ``generic`` writes the norm's layer number as ``{i}`` (one line for all layers).
+        """
+        if self.fold_norm and spec.norm is not None:
+            norm = spec.norm.describe()
+            if generic:
+                norm = norm.replace(f".{spec.layer}.", ".{i}.", 1)
+            what = (f"the isolated MLP block on normalised inputs with the gain folded in: f(z) = z + B(g ⊙ z"
+                    f"{' + β' if spec.norm.bias else ''}), g the gain of the {norm}, with its own identity skip, "
+                    "as in the paper (z ranges over all of R^d, not only the sphere the norm outputs)")
+        else:
+            what = "the isolated MLP block f(x) = x + B(x) with its own identity skip, as in the paper"
+        if spec.family == "manual":
+            return f"{what}; the roles were named by hand, so how the model wires this block's residual is not known"
+        return f"{what}; {spec.residual}, which is not the paper's setting end to end"
+
+    def describe(self) -> list[str]:
+        """Header lines for reports: files, families, activation sources, analysed map."""
+        det = self.detection
+        lines = [f"checkpoint: {len(self.files)} file{'s' if len(self.files) != 1 else ''}, {len(self.tensors)} tensors"
+                 + (f", model_type {det.model_type!r}" if det.model_type else "")
+                 + ("" if self.config is not None else ", no config.json")]
+        from absorb.io.families import FAMILY_BY_KEY
+        for fk in det.families:
+            label = FAMILY_BY_KEY[fk].label if fk in FAMILY_BY_KEY else "roles named by hand"
+            specs = [s for s in self.specs if s.family == fk]
+            acts = sorted({f"{s.activation} ({s.activation_source})" for s in specs})
+            lines.append(f"family: {label}: {len(specs)} block{'s' if len(specs) != 1 else ''}; activation {'; '.join(acts)}")
+        for s in sorted({self.analysed(s, generic=True) for s in self.specs}):
+            lines.append(f"analysed: {s}")
+        lines += [f"note: {n}" for n in det.notes]
+        return lines
+
+
+def _release(block: Block) -> None:
+    """Drop a decided block's weight matrices, keeping their shapes (see :meth:`Checkpoint.blocks`)."""
+    for key in ("W_up", "W_down", "W_gate"):
+        arr = getattr(block, key)
+        if arr is not None:
+            # Block is frozen for users; this is the loader's own object, replaced after use.
+            object.__setattr__(block, key, np.broadcast_to(np.float64(0.0), arr.shape))
+
+
+def is_checkpoint(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names a checkpoint this module reads (or refuses with a message)."""
+    p = Path(path)
+    return p.suffix in (".safetensors", ".bin", ".pt", ".pth") or p.name.endswith(".index.json") or p.is_dir()
+
+
+def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = None, layers: str | frozenset[int] | None = None,
+                    up: str | None = None, down: str | None = None, gate: str | None = None,
+                    fold_norm: bool = False) -> Checkpoint:
+    """Open a checkpoint: check every header, refuse quantised weights, find the MLP blocks.
+
+    ``activation`` overrides config.json; ``layers`` (``"0-3,7"`` or a set) keeps those
+    layer numbers; ``up``/``down``/``gate`` name the roles by hand (patterns with ``{i}``);
+    ``fold_norm`` folds the preceding norm's gain into the up/gate projections.
+    Raises :class:`~absorb._errors.InvalidInput` (one line) before any weight is read.
+    """
+    p = Path(path)
+    files, index, cfg_dir = _resolve(p)
+    tensors: dict[str, TensorInfo] = {}
+    metas: list[dict[str, str]] = []
+    if index is not None:
+        wm = _shard_map(index)
+        shards = sorted(set(wm.values()))
+        for shard in shards:
+            if not shard.is_file():
+                names = [n for n, s in wm.items() if s == shard]
+                raise InvalidInput(f"{index}: shard {shard.name!r} (holding {names[0]!r}"
+                                   f"{f' and {len(names) - 1} more' if len(names) > 1 else ''}) is missing; download every shard")
+        headers = {}
+        for shard in shards:
+            headers[shard], meta = read_header(shard)
+            metas.append(meta)
+        for name, shard in wm.items():
+            info = headers[shard].get(name)
+            if info is None:
+                raise InvalidInput(f"{index}: weight_map puts {name!r} in {shard.name!r}, but that shard holds no such tensor; the index does not match the shards")
+            tensors[name] = info
+        files = shards
+    else:
+        for f in files:
+            hdr, meta = read_header(f)
+            metas.append(meta)
+            for name, info in hdr.items():
+                if name in tensors:
+                    raise InvalidInput(f"{f}: tensor {name!r} is also in {tensors[name].file.name}; the directory mixes checkpoints")
+                tensors[name] = info
+    if not tensors:
+        raise InvalidInput(f"{p}: the checkpoint holds no tensors")
+    cfg_path = cfg_dir / "config.json"
+    config = _read_json(cfg_path, "model config") if cfg_path.is_file() else None
+    if config is not None and not isinstance(config, dict):
+        raise InvalidInput(f"{cfg_path}: config.json is not a JSON object")
+    _refuse_quantised(tensors, config, source=str(p), cfg_path=cfg_path)
+    if (up is None) != (down is None) or (gate is not None and up is None):
+        raise InvalidInput("--up and --down name the roles by hand together (--gate optional); give both or neither")
+    manual = ManualRoles(up=up, down=down, gate=gate) if up is not None and down is not None else None
+    layer_set = parse_layers(layers) if isinstance(layers, str) else layers
+    det = detect({n: t.shape for n, t in tensors.items()}, config, source=str(p), activation=activation, manual=manual,
+                 layers=layer_set, fold_norm=fold_norm)
+    for spec in det.blocks:
+        for t in spec.tensors() + ((spec.norm.weight,) + ((spec.norm.bias,) if spec.norm.bias else ()) if fold_norm and spec.norm else ()):
+            info = tensors[t]
+            if info.dtype not in FLOAT_DTYPES:
+                raise InvalidInput(f"{info.file}: tensor {t!r} is {info.dtype}, not a plain float (F32, F16, BF16); "
+                                   "quantised or integer weights are not analysed — use the unquantised checkpoint")
+        if activation is not None and get_activation(activation).gated_name and not spec.gated:
+            raise InvalidInput(f"{p}: --activation {activation} is gated but {spec.name} has no gate projection; "
+                               f"give the ungated name (e.g. {get_activation(activation).name})")
+    return Checkpoint(p, tensors, tuple(files), config, det, fold_norm=fold_norm)
+
+
+def _refuse_quantised(tensors: Mapping[str, TensorInfo], config: Mapping[str, Any] | None, *, source: str, cfg_path: Path) -> None:
+    qc = None if config is None else config.get("quantization_config")
+    if qc:
+        method = qc.get("quant_method", "?") if isinstance(qc, dict) else "?"
+        raise InvalidInput(f"{cfg_path}: the model is quantised (quantization_config, quant_method {method!r}); "
+                           "its weights are not plain floats — analyse the unquantised checkpoint")
+    names = set(tensors)
+    for name in sorted(names):
+        q = _QUANT.search(name)
+        packed_scales = name.endswith(("_scales", ".scales")) and any(n.endswith((".qweight", "_blocks")) for n in names)
+        if q or packed_scales:
+            kind = ("GPTQ/AWQ" if re.search(r"qweight|qzeros|g_idx|scales$", name) else
+                    "FP8" if "scale" in name else "MXFP4" if name.endswith("_blocks") else "bitsandbytes")
+            raise InvalidInput(f"{tensors[name].file}: tensor {name!r} marks a quantised ({kind}) checkpoint; its weights are "
+                               "not plain floats — analyse the unquantised checkpoint")
+
+
+def decide_checkpoint(ckpt: Checkpoint, *, tol: float, timeout: float, seed: int, method: str = "auto",
+                      progress: Any = None) -> Any:
+    """Decide every block of ``ckpt`` with :func:`absorb.engine.decide_collection`, a block at a time.
+
+    Each block is the isolated MLP with its own identity skip (see :meth:`Checkpoint.analysed`);
+    ``timeout`` is the search budget of each block. ``progress`` (optional) is called with
+    each block's name before it is decided.
+    """
+    from absorb.engine import decide_collection
+
+    return decide_collection(ckpt.blocks(release=True), path=str(ckpt.path), tol=tol, timeout=timeout, seed=seed,
+                             method=method, progress=progress)
+
+
+__all__ = ["Checkpoint", "TensorInfo", "decide_checkpoint", "is_checkpoint", "open_checkpoint", "read_header", "torch_refusal"]
