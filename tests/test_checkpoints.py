@@ -522,16 +522,14 @@ def test_bad_other_inputs(tmp_path: Path) -> None:
     _assert_one_line_exit2(run_cli(str(npz), "--layers", "0"), "apply to checkpoints")
 
 
-def test_load_dispatch_and_release(tmp_path: Path) -> None:
+def test_load_dispatch_and_decisions_drop_weights(tmp_path: Path) -> None:
     p = _small(tmp_path)
     ck = load(p / "model.safetensors")
     assert isinstance(ck, Checkpoint) and len(ck) == L
-    blocks = []
-    for b in ck.blocks(release=True):
-        assert b.W_up.strides != (0, 0)
-        blocks.append(b)
+    assert all(b.W_up.strides != (0, 0) for b in ck.blocks())
+    dec = decide_checkpoint(ck, tol=1e-9, timeout=10, seed=0)
     # decided blocks keep names and shapes, not the weights
-    assert all(b.W_up.strides == (0, 0) and b.W_up.shape == (N, D) for b in blocks)
+    assert all(bd.block.W_up.strides == (0, 0) and bd.block.W_up.shape == (N, D) for bd in dec.blocks)
 
 
 # ----------------------------------------------------------------------------------------

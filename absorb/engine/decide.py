@@ -22,6 +22,7 @@ else unknown (deep ReLU/GELU stacks are the paper's open problem).
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 from typing import Callable, Iterable
 
@@ -277,17 +278,26 @@ def decide(model: Block | Stack, *, path: str = "", tol: float = DEFAULT_TOL, ti
 
 
 def decide_collection(blocks: Iterable[Block], *, path: str = "", tol: float = DEFAULT_TOL, timeout: float = 60.0,
-                      seed: int = 0, method: str = "auto", progress: Progress | None = None) -> Decision:
+                      seed: int = 0, method: str = "auto", progress: Progress | None = None,
+                      keep_weights: bool = True) -> Decision:
     """Decide independent blocks (the MLP blocks of a checkpoint, each with its own skip).
 
     The whole is absorbable when every block is; it is not when at least one block is
-    proved not absorbable; otherwise unknown.
+    proved not absorbable; otherwise unknown. With ``keep_weights=False`` each decided
+    block (and its witness) is kept without its weight matrices, so that deciding a lazy
+    stream of layers holds one layer in memory at a time.
     """
     decisions = []
     for blk in blocks:
         if progress:
             progress(blk.name)
-        decisions.append(decide_block(blk, tol=tol, timeout=timeout, seed=seed, method=method))
+        bd = decide_block(blk, tol=tol, timeout=timeout, seed=seed, method=method)
+        if not keep_weights:
+            w = bd.witness
+            bd = dataclasses.replace(bd, block=blk.without_weights(),
+                                     witness=None if w is None else dataclasses.replace(w, block=w.block.without_weights()))
+        del blk
+        decisions.append(bd)
     if not decisions:
         raise ValueError("decide_collection needs at least one block")
     verdicts = [d.verdict for d in decisions]

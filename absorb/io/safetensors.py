@@ -305,23 +305,11 @@ class Checkpoint:
             W *= g[None, :]  # in place: the loader owns this array (no second copy of the layer)
         return blk.replace(**changes) if changes else blk
 
-    def blocks(self, *, release: bool = False) -> Iterator[Block]:
-        """Yield each block in turn, reading only its tensors.
-
-        With ``release=True`` the previous block's weight matrices are replaced, when the
-        next block is requested, by zero-stride placeholders of the same shape: the decision
-        records (which keep their Block for names and shapes) then no longer hold the
-        model's weights, and memory stays at one block. Use it only when the yielded blocks
-        are decided before the next one is requested (as :func:`decide_checkpoint` does).
-        """
-        prev: Block | None = None
+    def blocks(self) -> Iterator[Block]:
+        """Yield each block in turn, reading only its tensors (one layer in memory at a time
+        when the consumer drops each block before asking for the next)."""
         for spec in self.specs:
-            if release and prev is not None:
-                _release(prev)
-            prev = self.block(spec)
-            yield prev
-        if release and prev is not None:
-            _release(prev)
+            yield self.block(spec)
 
     # ---- descriptions ---------------------------------------------------------------
     def analysed(self, spec: BlockSpec, *, generic: bool = False) -> str:
@@ -358,15 +346,6 @@ class Checkpoint:
             lines.append(f"analysed: {s}")
         lines += [f"note: {n}" for n in det.notes]
         return lines
-
-
-def _release(block: Block) -> None:
-    """Drop a decided block's weight matrices, keeping their shapes (see :meth:`Checkpoint.blocks`)."""
-    for key in ("W_up", "W_down", "W_gate"):
-        arr = getattr(block, key)
-        if arr is not None:
-            # Block is frozen for users; this is the loader's own object, replaced after use.
-            object.__setattr__(block, key, np.broadcast_to(np.float64(0.0), arr.shape))
 
 
 def is_checkpoint(path: str | os.PathLike[str]) -> bool:
@@ -467,8 +446,8 @@ def decide_checkpoint(ckpt: Checkpoint, *, tol: float, timeout: float, seed: int
     """
     from absorb.engine import decide_collection
 
-    return decide_collection(ckpt.blocks(release=True), path=str(ckpt.path), tol=tol, timeout=timeout, seed=seed,
-                             method=method, progress=progress)
+    return decide_collection(ckpt.blocks(), path=str(ckpt.path), tol=tol, timeout=timeout, seed=seed,
+                             method=method, progress=progress, keep_weights=False)
 
 
 __all__ = ["Checkpoint", "TensorInfo", "decide_checkpoint", "is_checkpoint", "open_checkpoint", "read_header", "torch_refusal"]

@@ -141,6 +141,17 @@ class Block:
     def replace(self, **changes: object) -> "Block":
         return replace(self, **changes)
 
+    def without_weights(self) -> "Block":
+        """A copy whose matrices are zero-stride placeholders of the same shapes (no memory).
+
+        For records that outlive the weights, such as the per-layer decisions of a large
+        checkpoint: names, kinds and shapes stay, the weights are gone.
+        """
+        def ph(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else np.broadcast_to(np.float64(0.0), a.shape)
+
+        return replace(self, W_up=ph(self.W_up), W_down=ph(self.W_down), W_gate=ph(self.W_gate))
+
     def as_residual_free(self) -> "Block":
         return replace(self, skip=np.zeros((self.d, self.d)))
 
