@@ -38,6 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed for the random inputs and randomised solvers (default 0)")
     p.add_argument("--timeout", type=_positive(float), default=60.0, metavar="SEC", help="time budget of the index-set search (default 60)")
     p.add_argument("--method", choices=METHODS, default="auto", help="index-set search backend (default auto: a portfolio)")
+    from absorb.certificate.write import certificate_path  # certificates work: --certificate OUT
+    p.add_argument("--certificate", type=certificate_path, metavar="OUT",
+                   help="also write a proof certificate: OUT.json (checkable by 'absorb verify'), OUT.tex or OUT.pdf")
     p.set_defaults(func=run)
 
 
@@ -49,6 +52,9 @@ def run(args: argparse.Namespace) -> int:
     dec = decide(model, path=args.path, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method, progress=progress)
     if progress:
         sys.stderr.write("\r\x1b[K")
+    if args.certificate:  # certificates work: written atomically before any output
+        from absorb.certificate import write_certificate
+        write_certificate(dec, model, args.certificate, seed=args.seed, activation=args.activation, method=args.method, timeout=args.timeout)
     if args.json:
         sys.stdout.write(json.dumps(dec.to_json(), indent=2, default=str) + "\n")
     else:
