@@ -14,7 +14,7 @@ from typing import Sequence
 
 from absorb._errors import AbsorbError
 
-SUBCOMMANDS: tuple[str, ...] = ("check", "verify")  # verify, prove: certificates work
+SUBCOMMANDS: tuple[str, ...] = ("check", "verify", "prove")  # verify, prove: certificates work
 """Module names under ``absorb.cli``; each defines ``register(subparsers)``."""
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
