@@ -325,9 +325,11 @@ def _where(b: dict[str, Any]) -> str:
     return str(b.get("name", "?"))
 
 
-def _require(ctx: _Ctx, cond: bool, where: str, claim: str, detail: str = "") -> None:
+def _require(ctx: _Ctx, cond: bool, where: str, claim: str, detail: str = "", *, fail_only: bool = False) -> None:
+    """Record ``claim`` as ok when ``cond`` holds, else as failed and stop this block.
+    ``detail`` (the numbers) is kept on success too unless ``fail_only``."""
     if cond:
-        ctx.report.ok(where, claim, detail)
+        ctx.report.ok(where, claim, "" if fail_only else detail)
     else:
         ctx.report.fail(where, claim, detail)
         raise _Reject(claim)
@@ -357,13 +359,13 @@ def _check_identity(ctx: _Ctx, b: dict[str, Any], block: Block) -> None:
                  f"model {k} {a.shape} hashes to {h[:16]}…, certificate says {str(rec.get('sha256'))[:16]}…")
         if "values" in rec:
             same = np.array_equal(np.asarray(rec["values"], dtype=float).reshape(a.shape), a)
-            _require(ctx, same, w, f"the printed values of {k} are the model's", "embedded values differ from the weights")
+            _require(ctx, same, w, f"the printed values of {k} are the model's", "embedded values differ from the weights", fail_only=True)
     act = b.get("activation_function", {})
     model_expr = block.activation.expr
     # Compared as strings: a certificate is untrusted input and is never parsed by sympy.
-    same = act.get("srepr") == sp.srepr(model_expr) or act.get("text") == str(model_expr)
+    same = act.get("srepr") == sp.srepr(model_expr) and act.get("text") == str(model_expr)
     _require(ctx, same, w, f"the activation is the model's ({block.activation_name})",
-             f"certificate has {act.get('text')!r}, model has {model_expr}")
+             f"certificate has {act.get('text')!r} ({act.get('srepr')!r}), model has {model_expr}", fail_only=True)
 
 
 def _skip_nonzero(block: Block) -> bool:
