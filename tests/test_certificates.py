@@ -46,6 +46,12 @@ def _instances(rng: np.random.Generator) -> dict[str, dict[str, np.ndarray]]:
     out["relu2_stack"]["activation"] = np.array("relu2")
     out["hc_relu"] = dict(W_up=rng.standard_normal((n, 2)), W_down=rng.standard_normal((2, n)), H_res=np.array([[1.0, 0.25], [0.125, 0.75]]),
                           H_pre=np.array([0.5, 0.5]), H_post=np.array([1.0, 0.25]), activation=np.array("relu"))
+    stack: dict[str, np.ndarray] = {"activation": np.array("gelu")}
+    for i in range(2):
+        Ui, Di = rng.standard_normal((6, 2)), rng.standard_normal((2, 6))
+        Di[:, [0, 3]] = -np.linalg.inv(Ui[[0, 3]])
+        stack[f"blocks.{i}.W_up"], stack[f"blocks.{i}.W_down"] = Ui, Di
+    out["planted_gelu_stack"] = stack
     out["unknown_softplus"] = dict(W_up=rng.standard_normal((n, d)), W_down=rng.standard_normal((d, n)), activation=np.array("softplus"))
     return out
 
@@ -59,6 +65,7 @@ EXPECTED = {  # name: (verdict, theorem)
     "identity": ("not_absorbable", "linear"),
     "relu2_stack": ("not_absorbable", "depth"),
     "hc_relu": ("not_absorbable", "index-set"),
+    "planted_gelu_stack": ("absorbable", "composition"),
     "unknown_softplus": ("unknown", "index-set"),
 }
 
@@ -180,6 +187,7 @@ TAMPERINGS = [
     ("bounded claimed for ReLU", "generic_relu", lambda d: (d["blocks"][0]["theorem"].update(id="bounded"), d["blocks"][0].update(verdict="not_absorbable")), "bounded"),
     ("overstated singular value", "identity", _set(["blocks", 0, "argument", "sigma_lower_bound"], 100.0), "not overstated"),
     ("stack claimed absorbable", "relu2_stack", lambda d: (d.update(verdict="absorbable"), d["theorem"].update(id="composition")), "composition"),
+    ("composition claimed as depth", "planted_gelu_stack", lambda d: (d.update(verdict="not_absorbable"), d["theorem"].update(id="depth")), "o(|x|) at 0"),
     ("changed H_res hash", "hc_relu", _set(["blocks", 0, "weights", "H_res", "sha256"], "f" * 64), "SHA-256 of H_res"),
     ("unknown made not_absorbable", "unknown_softplus", _set(["blocks", 0, "verdict"], "not_absorbable"), "result 5's hypotheses"),
     ("printed values changed", "relu2", lambda d: d["blocks"][0]["weights"]["W_up"]["values"][0].__setitem__(0, 0.5), "printed values"),

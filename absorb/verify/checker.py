@@ -911,11 +911,11 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         return None, None
 
 
-def verify_certificate(cert: dict[str, Any], model: Block | Stack, *, seed: int = DEFAULT_SEED) -> Report:
+def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Block], *, seed: int = DEFAULT_SEED) -> Report:
     """Re-derive every claim of ``cert`` (a parsed certificate) on ``model``; see the module doc."""
     report = Report()
     tol = cert.get("parameters", {}).get("tolerance")
-    blocks = list(model.blocks) if isinstance(model, Stack) else [model]
+    blocks = list(model.blocks) if isinstance(model, Stack) else [model] if isinstance(model, Block) else list(model)
     entries = cert["blocks"]
     if not isinstance(tol, (int, float)) or not tol > 0:
         report.fail("certificate", "the tolerance is a positive number", f"got {tol!r}")
