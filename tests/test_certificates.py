@@ -425,3 +425,23 @@ def test_large_matrices_are_summarised_not_printed(tmp_path: Path) -> None:
     tex = render_latex(cert)
     assert "identified by shape, norm and hash only" in tex
     assert cert.blocks[0]["weights"]["W_up"]["sha256"] in tex
+
+
+def test_evaluation_bound_is_not_vacuous() -> None:
+    """The checker's evaluation accepts the true flip and rejects B' = B (off by exactly x)."""
+    from absorb import Block, get_activation
+
+    rng = np.random.default_rng(11)
+    U = rng.standard_normal((5, 3))
+    D = rng.standard_normal((3, 5))
+    D[:, [0, 2, 3]] = -np.linalg.inv(U[[0, 2, 3]])
+    blk = Block(U, D, get_activation("gelu"))
+    _, upper, _, _ = checker._residual(U, D, blk.M, checker.Fraction(1), [0, 2, 3])
+    good = checker._flip_block(blk, [0, 2, 3], 1.0)
+    ok, worst, _ = checker._evaluate(blk, good, [blk], [good], 3, seed=1, allowed_lin=upper * np.sqrt(3))
+    assert ok and worst < 1e-13
+    bad = blk.as_residual_free()
+    ok, worst, _ = checker._evaluate(blk, bad, [blk], [bad], 3, seed=1, allowed_lin=upper * np.sqrt(3))
+    assert not ok
+    near = checker._flip_block(blk, [0, 2], 1.0)  # one unit short
+    assert not checker._evaluate(blk, near, [blk], [near], 3, seed=1, allowed_lin=upper * np.sqrt(3))[0]

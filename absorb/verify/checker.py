@@ -804,7 +804,8 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
         _require(ctx, all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < block.n for i in S) and len(set(S)) == len(S), w,
                  f"S is a set of distinct hidden units in 0..{block.n - 1}")
         rel, upper, zero, slack = _residual(block.W_up, block.W_down, block.M, cq, S)
-        how = "exactly 0 (rationals)" if zero else f"{rel:.3g} ≤ {upper:.3g}" + (" (exact rationals)" if zero is False else " (float64 with rounding bound)")
+        how = ("exactly 0 (rationals)" if zero else f"{rel:.3g}, exact rationals" if zero is False
+               else f"{rel:.3g}, rigorous upper bound {upper:.3g} (float64)")
         _require(ctx, upper <= ctx.tol, w, f"‖W_down[:,S] W_up[S,:] + M/c‖_F / ‖M/c‖_F ≤ τ = {ctx.tol:g}", f"relative residual {how}")
         claimed = wit.get("residual")
         _require(ctx, isinstance(claimed, (int, float)) and abs(claimed - rel) <= 1e-6 * rel + 2 * slack + 2 * (upper - rel), w,
