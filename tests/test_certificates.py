@@ -445,3 +445,20 @@ def test_evaluation_bound_is_not_vacuous() -> None:
     assert not ok
     near = checker._flip_block(blk, [0, 2], 1.0)  # one unit short
     assert not checker._evaluate(blk, near, [blk], [near], 3, seed=1, allowed_lin=upper * np.sqrt(3))[0]
+
+
+@pytest.mark.parametrize("mutate", [
+    _set(["blocks", 0, "weights", "W_up", "values"], [[1.0, 2.0]]),
+    _set(["blocks", 0], "not a block"),
+    _set(["blocks", 0, "argument"], None),
+    _set(["blocks", 0, "hypotheses"], [None]),
+], ids=["bad values shape", "block not an object", "argument null", "hypothesis null"])
+def test_malformed_certificate_is_rejected_not_crashed(mutate, certs: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model, cert = certs["relu2"]
+    doc = _doc(cert)
+    mutate(doc)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["verify", str(bad), str(model)]) == 1
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("rejected")

@@ -37,7 +37,7 @@ import numpy as np
 from absorb._errors import InvalidInput
 from absorb.certificate._theorems import PAPER, theorem_info
 from absorb.certificate._util import HASH_CONVENTION, array_sha256, file_sha256, plain
-from absorb.engine.verdict import BlockDecision, Decision, Theorem, Verdict
+from absorb.engine.verdict import BlockDecision, Decision, Theorem
 from absorb.model.block import Block, Stack
 
 SCHEMA = "absorb-certificate"

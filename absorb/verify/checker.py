@@ -322,7 +322,7 @@ class _Ctx:
 
 
 def _where(b: dict[str, Any]) -> str:
-    return str(b.get("name", "?"))
+    return str(b.get("name", "?")) if isinstance(b, dict) else "?"
 
 
 def _require(ctx: _Ctx, cond: bool, where: str, claim: str, detail: str = "", *, fail_only: bool = False) -> None:
@@ -910,6 +910,9 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         return verdict, witness
     except _Reject:
         return None, None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a malformed (or forged) document
+        ctx.report.fail(w, "the certificate is well-formed", f"{type(exc).__name__}: {exc}")
+        return None, None
 
 
 def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Block], *, seed: int = DEFAULT_SEED) -> Report:
@@ -944,6 +947,8 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
             _check_stack(ctx, cert, blocks, entries, verdicts, [wb for _, wb in results])
     except _Reject:
         pass
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        report.fail("certificate", "the certificate is well-formed", f"{type(exc).__name__}: {exc}")
     return report
 
 
