@@ -54,6 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--gate", metavar="PATTERN", help="the gate projection's tensor name pattern (gated blocks; with --up, --down)")
     g.add_argument("--fold-norm", action="store_true", help="fold the gain (and bias) of the norm before each MLP into its up/gate "
                    "projections: analyse the block on normalised inputs")
+    from absorb.certificate.write import certificate_path  # certificates work: --certificate OUT
+    p.add_argument("--certificate", type=certificate_path, metavar="OUT",
+                   help="also write a proof certificate: OUT.json (checkable by 'absorb verify'), OUT.tex or OUT.pdf")
     p.set_defaults(func=run)
 
 
@@ -74,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
     if args.width is not None or args.min_width:
         from absorb.engine.width import width_fields, width_text
         fields = [width_fields(bd.block, width=args.width, min_width=args.min_width, tol=args.tol, seed=args.seed) for bd in dec.blocks]
+    if args.certificate:  # certificates work: written atomically before any output
+        from absorb.certificate import write_certificate
+        write_certificate(dec, model, args.certificate, seed=args.seed, activation=args.activation, method=args.method, timeout=args.timeout)
     if args.json:
         out = dec.to_json()
         for b, extra in zip(out["blocks"], fields):
@@ -95,8 +101,9 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
     from absorb.io.safetensors import decide_checkpoint, open_checkpoint
     from absorb.report.table import checkpoint_json, render_table
 
-    if args.width is not None or args.min_width:
-        raise InvalidInput(f"{args.path}: --width and --min-width apply to .npz blocks; export the layer with absorb.io.save_npz to ask them")
+    if args.width is not None or args.min_width or args.certificate:
+        raise InvalidInput(f"{args.path}: --width, --min-width and --certificate apply to .npz blocks; "
+                           "export the layer with absorb.io.save_npz to ask them")
     ckpt = open_checkpoint(args.path, activation=args.activation, layers=args.layers, up=args.up, down=args.down,
                            gate=args.gate, fold_norm=args.fold_norm)
     # disable=None: the bar shows on a terminal only, never in pipes or tests

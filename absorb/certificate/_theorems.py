@@ -1,0 +1,100 @@
+"""The statements a certificate cites, keyed by the contract's theorem ids.
+
+Numbering follows ``shared/theory.md`` §2 (results 1–5 of Mijoski & Karbevski, arXiv
+2604.23705); ids marked *beyond* are this project's extensions, proved in ``proofs/``.
+Each entry: a title, where it comes from, the statement in LaTeX, and the names of the
+hypotheses (as :mod:`absorb.engine.hypotheses` and :mod:`absorb.symbolic` call them) that
+the statement needs, so a reader sees which checked facts the argument consumes.
+"""
+
+from __future__ import annotations
+
+PAPER = {
+    "arxiv": "2604.23705",
+    "authors": "Mijoski and Karbevski",
+    "year": 2026,
+    "title": "Can an MLP Absorb Its Own Skip Connection?",
+    "url": "https://arxiv.org/abs/2604.23705",
+}
+
+THEOREMS: dict[str, dict[str, object]] = {
+    "trivial": {
+        "title": "Zero skip",
+        "source": "definition",
+        "statement": r"If $M = 0$ then $f = B$ is itself residual-free, so $B' = B$ absorbs it.",
+        "needs": ["skip_nonzero (fails)"],
+    },
+    "degree": {
+        "title": "Degree argument",
+        "source": "result 2 of arXiv 2604.23705",
+        "statement": (r"Let $\sigma$ be positively homogeneous of degree $k>0$, $k\ne 1$ (for a gated block: the gate "
+                      r"$g$ of degree $k_g$, so that $g(W_{\mathrm{gate}}x)\odot(W_{\mathrm{up}}x)$ has degree $k=k_g+1$), "
+                      r"and let the block be bias-free. Then every residual-free block $B'$ of the same kind satisfies "
+                      r"$B'(tx)=t^kB'(x)$ for $t>0$, and $Mx+B(x)=B'(x)$ for all $x$ forces $M=0$. "
+                      r"Hence if $M\ne 0$ the skip cannot be absorbed, at any width."),
+        "needs": ["skip_nonzero", "bias_free", "homogeneous"],
+    },
+    "linearization": {
+        "title": "Linearization argument",
+        "source": "result 3 of arXiv 2604.23705",
+        "statement": (r"Let the block be gated and bias-free, with gate $g$ differentiable at $0$ and $g(0)=0$. "
+                      r"Every residual-free gated block has $J_{B'}(0)=W'_{\mathrm{down}}\big(\mathrm{diag}(g(0))W'_{\mathrm{up}}"
+                      r"+\mathrm{diag}(W'_{\mathrm{up}}0)\,g'(0)\,W'_{\mathrm{gate}}\big)=0$, while $J_f(0)=M+J_B(0)=M$. "
+                      r"Hence if $M\ne0$ the skip cannot be absorbed, at any width."),
+        "needs": ["skip_nonzero", "bias_free", "vanishing_gate"],
+    },
+    "bounded": {
+        "title": "Boundedness argument",
+        "source": "beyond the paper (theory.md, decision step 4; proofs/boundedness.py)",
+        "statement": (r"Let the block be ungated with $\sigma$ continuous and with finite limits at $\pm\infty$, hence bounded. "
+                      r"Every residual-free block $B'(x)=W'_{\mathrm{down}}\sigma(W'_{\mathrm{up}}x+b')+b'_{\mathrm{down}}$ is bounded, "
+                      r"and so is $B$, while $x\mapsto Mx$ is unbounded when $M\ne0$. Hence $Mx+B(x)\ne B'(x)$ for some $x$."),
+        "needs": ["skip_nonzero", "bounded"],
+    },
+    "linear": {
+        "title": "Linear blocks (rank condition)",
+        "source": "beyond the paper (theory.md, decision step 5)",
+        "statement": (r"With $\sigma(z)=z$ the map $f(x)=(M+W_{\mathrm{down}}W_{\mathrm{up}})x+b$ is affine, and a residual-free "
+                      r"block of width $n$ realises exactly the affine maps whose linear part has rank $\le n$. "
+                      r"Hence $f$ is absorbable if and only if $\mathrm{rank}(M+W_{\mathrm{down}}W_{\mathrm{up}})\le n$."),
+        "needs": ["rank"],
+    },
+    "index-set": {
+        "title": "Index-set criterion",
+        "source": "result 5 of arXiv 2604.23705, with result 1 (invertible skip) and the flip identity",
+        "statement": (r"Sufficiency (any $\sigma$ with $\sigma(z)-\sigma(-z)=cz$, $c\ne0$): if "
+                      r"$W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]=-M/c$ for an index set $S$, negating the rows $u_i$, "
+                      r"$i\in S$, gives a residual-free block $B'$ with $B'=f$. "
+                      r"Necessity (result 5, $\sigma\in\{\mathrm{ReLU},\mathrm{GELU}\}$, ungated, bias-free, $d\ge2$, "
+                      r"$M$ invertible, rows of $W_{\mathrm{up}}$ nonzero and pairwise non-collinear, columns of "
+                      r"$W_{\mathrm{down}}$ nonzero): if $f$ is absorbable then such an $S$ exists."),
+        "needs": ["skip_nonzero", "bias_free", "d_at_least_2", "skip_invertible", "rows_nonzero", "columns_nonzero",
+                  "rows_noncollinear", "flip_identity"],
+    },
+    "depth": {
+        "title": "Depth argument",
+        "source": "result 4 of arXiv 2604.23705",
+        "statement": (r"If every residual-free block of each layer is $o(|x|)$ at $0$ (homogeneous of degree $k>1$, or "
+                      r"gated with $g(0)=0$ differentiable at $0$) then $G=B'_L\circ\cdots\circ B'_1$ has $G(tx)/t\to0$ "
+                      r"as $t\to0^+$, while $F=f_L\circ\cdots\circ f_1$ has $F(tx)/t\to M_L\cdots M_1x$. "
+                      r"Hence if $M_L\cdots M_1\ne0$ no $L$ residual-free blocks compose to $F$."),
+        "needs": ["flat_at_zero (every block)", "skip product nonzero"],
+    },
+    "composition": {
+        "title": "Composition of absorbed blocks",
+        "source": "definition",
+        "statement": r"If $f_\ell=B'_\ell$ for every $\ell$ then $F=f_L\circ\cdots\circ f_1=B'_L\circ\cdots\circ B'_1$.",
+        "needs": ["every block absorbable"],
+    },
+    "none": {
+        "title": "No applicable result",
+        "source": "--",
+        "statement": r"No result of the paper or beyond it applies to this instance with its checked hypotheses.",
+        "needs": [],
+    },
+}
+
+
+def theorem_info(theorem_id: str) -> dict[str, object]:
+    """The statement record for ``theorem_id`` (a :class:`~absorb.engine.Theorem` value)."""
+    return {"id": theorem_id, **THEOREMS.get(theorem_id, THEOREMS["none"])}

@@ -1,0 +1,149 @@
+"""Small shared pieces of the certificate package: array hashing, JSON plainness, LaTeX
+escaping and number formatting.
+
+Hash convention (documented in ``docs/certificates.md``): the SHA-256 of an array is the
+digest of its values as IEEE-754 binary64, little-endian, C (row-major) order — exactly
+``np.ascontiguousarray(a, dtype="<f8").tobytes()``. The shape is recorded next to the
+digest (the bytes alone do not fix it). Loaders store weights as float64, so the digest is
+that of the values the engine reasoned about; a float32 or bfloat16 file hashes to the
+digest of its exact float64 widening.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+HASH_CONVENTION = "sha256 of the float64 little-endian C-contiguous bytes (np.ascontiguousarray(a, dtype='<f8').tobytes())"
+
+
+def array_sha256(a: np.ndarray) -> str:
+    """Hex SHA-256 of ``a`` as float64 little-endian C-contiguous bytes (see module doc)."""
+    return hashlib.sha256(np.ascontiguousarray(a, dtype="<f8").tobytes()).hexdigest()
+
+
+def file_sha256(path: str) -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def plain(obj: Any) -> Any:
+    """A JSON-friendly copy: numpy arrays/scalars to lists/numbers, sympy to str/number,
+    tuples to lists, non-finite floats to strings (JSON has no NaN/Infinity)."""
+    if isinstance(obj, dict):
+        return {str(k): plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return plain(obj.tolist())
+    if isinstance(obj, np.generic):
+        return plain(obj.item())
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else repr(obj)
+    if isinstance(obj, (bool, int, str)) or obj is None:
+        return obj
+    try:  # sympy numbers and expressions, enums, anything else printable
+        import sympy as sp
+
+        if isinstance(obj, sp.Basic):
+            if obj.is_Integer:
+                return int(obj)
+            if obj.is_Rational:
+                return str(obj)
+            return str(obj)
+    except ImportError:  # pragma: no cover - sympy is a dependency
+        pass
+    value = getattr(obj, "value", None)
+    return value if isinstance(value, str) else str(obj)
+
+
+# ---------------------------------------------------------------------------- LaTeX --
+
+_TEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
+    "%": r"\%", "_": r"\_", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}",
+    "<": r"\ensuremath{<}", ">": r"\ensuremath{>}", "|": r"\ensuremath{|}",
+}
+# Unicode the engine writes in its sentences (σ, ≥, ‖, ⊙, …) → LaTeX that pdflatex knows
+# without extra packages. Anything else non-ASCII becomes ``?`` rather than a compile error.
+_TEX_UNICODE = {
+    "σ": r"\ensuremath{\sigma}", "τ": r"\ensuremath{\tau}", "γ": r"\ensuremath{\gamma}", "ε": r"\ensuremath{\varepsilon}",
+    "η": r"\ensuremath{\eta}", "λ": r"\ensuremath{\lambda}", "δ": r"\ensuremath{\delta}", "Σ": r"\ensuremath{\Sigma}",
+    "≥": r"\ensuremath{\ge}", "≤": r"\ensuremath{\le}", "≠": r"\ensuremath{\ne}", "≈": r"\ensuremath{\approx}",
+    "‖": r"\ensuremath{\|}", "⊙": r"\ensuremath{\odot}", "⊗": r"\ensuremath{\otimes}", "→": r"\ensuremath{\to}",
+    "⇒": r"\ensuremath{\Rightarrow}", "⇔": r"\ensuremath{\Leftrightarrow}", "∘": r"\ensuremath{\circ}",
+    "⋯": r"\ensuremath{\cdots}", "…": r"\ldots{}", "·": r"\ensuremath{\cdot}", "×": r"\ensuremath{\times}",
+    "−": r"\ensuremath{-}", "–": "--", "—": "---", "∞": r"\ensuremath{\infty}", "±": r"\ensuremath{\pm}",
+    "∈": r"\ensuremath{\in}", "⊆": r"\ensuremath{\subseteq}", "ᵀ": r"\ensuremath{^{\top}}", "√": r"\ensuremath{\surd}",
+    "²": r"\ensuremath{^2}", "³": r"\ensuremath{^3}", "¹": r"\ensuremath{^1}", "⁻": r"\ensuremath{^-}",
+    "₀": r"\ensuremath{_0}", "₁": r"\ensuremath{_1}", "₂": r"\ensuremath{_2}", "ℓ": r"\ensuremath{\ell}",
+    "’": "'", "‘": "`", "“": "``", "”": "''", "✓": "yes", "✗": "no", "′": "'",
+}
+
+
+def tex_escape(text: object) -> str:
+    """Escape a user- or engine-provided string for LaTeX text mode.
+
+    Every character special to TeX is escaped, known Unicode symbols become math, and any
+    other non-ASCII character becomes ``?`` so a file name can never break compilation or
+    inject TeX commands.
+    """
+    out = []
+    for ch in str(text):
+        if ch in _TEX_SPECIAL:
+            out.append(_TEX_SPECIAL[ch])
+        elif ch in _TEX_UNICODE:
+            out.append(_TEX_UNICODE[ch])
+        elif ord(ch) < 128:
+            out.append(ch if ch.isprintable() else " ")
+        else:
+            out.append("?")
+    return "".join(out)
+
+
+def tex_tt(text: object) -> str:
+    """Escape for ``\\texttt{}`` and allow line breaks after separators (long hashes, paths)."""
+    s = tex_escape(text)
+    return re.sub(r"([/._-]|\\_)", lambda m: m.group(1) + r"\allowbreak{}", s)
+
+
+def tex_num(x: object, digits: int = 4) -> str:
+    """A float for math mode: ``1.23 \\cdot 10^{-5}``; ints and strings pass through."""
+    if x is None:
+        return r"\text{--}"
+    if isinstance(x, bool):
+        return r"\text{" + ("true" if x else "false") + "}"
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, str):
+        try:
+            x = float(x)
+        except ValueError:
+            return r"\text{" + tex_escape(x) + "}"
+    v = float(x)
+    if math.isnan(v):
+        return r"\mathrm{NaN}"
+    if math.isinf(v):
+        return r"\infty" if v > 0 else r"-\infty"
+    if v == 0:
+        return "0"
+    if 1e-3 <= abs(v) < 1e4:
+        s = f"{v:.{digits}g}"
+        return s
+    mant, exp = f"{v:.{max(digits - 1, 0)}e}".split("e")
+    mant = mant.rstrip("0").rstrip(".") if "." in mant else mant
+    return rf"{mant} \cdot 10^{{{int(exp)}}}"
+
+
+def tex_matrix(rows: list[list[float]], digits: int = 4) -> str:
+    """A small matrix as ``\\begin{pmatrix}…\\end{pmatrix}`` (entries via :func:`tex_num`)."""
+    body = r" \\ ".join(" & ".join(tex_num(v, digits) for v in row) for row in rows)
+    return r"\begin{pmatrix}" + body + r"\end{pmatrix}"

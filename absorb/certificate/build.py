@@ -1,0 +1,362 @@
+"""Build a proof certificate from a :class:`~absorb.engine.Decision` and the loaded weights.
+
+A certificate is one JSON document (schema ``absorb-certificate``, integer
+``schema_version``) that holds everything a reader — or the independent checker
+``absorb verify`` (:mod:`absorb.verify.checker`) — needs to re-derive the verdict:
+
+* the verdict, the result used (theorem id and statement, theory.md §2) and its hypotheses,
+  each with the numbers that confirmed it on these weights;
+* the symbolic activation properties with their sympy proof steps (LaTeX strings);
+* for ``absorbable``: the witness (index set ``S``, residual, evaluation error, exactness)
+  and how to build the residual-free block, with the SHA-256 of each of its arrays;
+* for ``not_absorbable``: the argument instantiated on this instance (a nonzero entry of
+  ``M``, the degree ``k``, ``g(0)`` and ``g'(0)`` with the Jacobians at 0, the limits of a
+  bounded σ, the singular values of a linear block, the index-set search certificate —
+  enumeration, dual matrix ``Y = A Bᵀ``, …);
+* the SHA-256 of every weight array (convention in :mod:`absorb.certificate._util`), the
+  tool and library versions, the seed and the tolerance.
+
+Nothing here decides anything: the builder only records what the engine proved, plus a few
+exact small quantities (a nonzero entry of ``M``, exact Jacobians at 0 for small blocks).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import json
+import platform
+import sys
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from absorb._errors import InvalidInput
+from absorb.certificate._theorems import PAPER, theorem_info
+from absorb.certificate._util import HASH_CONVENTION, array_sha256, file_sha256, plain
+from absorb.engine.verdict import BlockDecision, Decision, Theorem
+from absorb.model.block import Block, Stack
+
+SCHEMA = "absorb-certificate"
+SCHEMA_VERSION = 1
+"""Bumped whenever a field changes meaning; readers refuse versions they do not know."""
+
+EMBED_MAX_DIM = 8
+"""Arrays whose every dimension is ≤ 8 are embedded verbatim (exact floats) for printing."""
+
+MAX_SEARCH_ARRAY = 1_000_000
+"""Search-certificate arrays larger than this are recorded by shape and hash only."""
+
+_SYMBOLIC_JACOBIAN_MAX = 48
+"""Exact sympy Jacobians at 0 are recorded for blocks with d·n ≤ this (they cost seconds)."""
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """A versioned proof certificate: a JSON document plus accessors.
+
+    >>> import numpy as np
+    >>> from absorb import Block, decide, get_activation
+    >>> blk = Block(np.eye(2), -np.eye(2), get_activation("relu"))
+    >>> cert = build_certificate(decide(blk), blk, seed=0)
+    >>> cert.verdict, cert.schema_version
+    ('absorbable', 1)
+    """
+
+    document: dict[str, Any] = field(repr=False)
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.document["schema_version"])
+
+    @property
+    def verdict(self) -> str:
+        return str(self.document["verdict"])
+
+    @property
+    def theorem(self) -> str:
+        return str(self.document["theorem"]["id"])
+
+    @property
+    def blocks(self) -> list[dict[str, Any]]:
+        return list(self.document["blocks"])
+
+    def to_json(self) -> dict[str, Any]:
+        """A deep copy of the document (safe to mutate)."""
+        return copy.deepcopy(self.document)
+
+    def dumps(self) -> str:
+        """The document as JSON text; floats are written with ``repr`` and read back exactly."""
+        return json.dumps(self.document, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_json(cls, obj: object, *, source: str = "certificate") -> "Certificate":
+        """Wrap a parsed document after checking its schema and version (InvalidInput if not)."""
+        if not isinstance(obj, dict):
+            raise InvalidInput(f"{source}: a certificate is a JSON object, got {type(obj).__name__}")
+        if obj.get("schema") != SCHEMA:
+            raise InvalidInput(f"{source}: not an absorb certificate (schema {obj.get('schema')!r}, expected {SCHEMA!r}); "
+                               "make one with 'absorb check MODEL --certificate OUT.json'")
+        ver = obj.get("schema_version")
+        if not isinstance(ver, int) or ver < 1 or ver > SCHEMA_VERSION:
+            raise InvalidInput(f"{source}: schema_version {ver!r} is not supported (this absorb reads 1..{SCHEMA_VERSION}); "
+                               "upgrade absorb or regenerate the certificate")
+        for key in ("verdict", "theorem", "blocks", "parameters", "input"):
+            if key not in obj:
+                raise InvalidInput(f"{source}: certificate lacks the key {key!r}; regenerate it with 'absorb check --certificate'")
+        return cls(obj)
+
+    @classmethod
+    def loads(cls, text: str, *, source: str = "certificate") -> "Certificate":
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        return cls.from_json(obj, source=source)
+
+
+# ------------------------------------------------------------------------ building --
+
+
+def _versions() -> dict[str, str]:
+    from absorb import __version__
+
+    out = {"absorb": __version__, "python": platform.python_version(), "platform": platform.platform()}
+    for lib in ("numpy", "scipy", "sympy", "z3-solver", "jinja2"):
+        try:
+            out[lib] = metadata.version(lib)
+        except metadata.PackageNotFoundError:
+            out[lib] = "not installed"
+    return out
+
+
+def weight_record(a: np.ndarray) -> dict[str, Any]:
+    """Shape, SHA-256, norms of one array; its exact values too when it is small (≤ 8 per dim)."""
+    a = np.asarray(a, dtype=np.float64)
+    rec: dict[str, Any] = {"shape": list(a.shape), "sha256": array_sha256(a),
+                           "fro_norm": float(np.linalg.norm(a)) if a.size else 0.0,
+                           "max_abs": float(np.abs(a).max()) if a.size else 0.0}
+    if a.ndim <= 2 and all(s <= EMBED_MAX_DIM for s in a.shape):
+        rec["values"] = a.tolist()
+    return rec
+
+
+def block_weights(block: Block) -> dict[str, dict[str, Any]]:
+    """Records of every array the engine reasoned about (HC blocks: lifted arrays and H_*)."""
+    out = {k: weight_record(v) for k, v in block.arrays().items()}
+    if block.hc is not None:
+        for k in ("H_res", "H_pre", "H_post"):
+            out[k] = weight_record(getattr(block.hc, k))
+    return out
+
+
+def _nonzero_entry(M: np.ndarray) -> dict[str, Any] | None:
+    idx = np.argwhere(M != 0)
+    if idx.size == 0:
+        return None
+    i, j = (int(v) for v in idx[0])
+    return {"row": i, "col": j, "value": float(M[i, j])}
+
+
+def _prop(bd: BlockDecision, name: str) -> dict[str, Any] | None:
+    for p in bd.properties:
+        if p.name == name:
+            return p.to_json()
+    return None
+
+
+def _hyp(bd: BlockDecision, name: str) -> dict[str, Any] | None:
+    for h in bd.hypotheses:
+        if h.name == name:
+            return h.to_json()
+    return None
+
+
+def _trim_search_certificate(cert: dict[str, Any] | None) -> dict[str, Any] | None:
+    if cert is None:
+        return None
+    out: dict[str, Any] = {}
+    for k, v in cert.items():
+        if isinstance(v, np.ndarray) and v.size > MAX_SEARCH_ARRAY:
+            out[k] = {"omitted": True, "shape": list(v.shape), "sha256": array_sha256(v)}
+        elif isinstance(v, list) and len(v) and isinstance(v[0], list) and len(v) * len(v[0]) > MAX_SEARCH_ARRAY:
+            arr = np.asarray(v, dtype=float)
+            out[k] = {"omitted": True, "shape": list(arr.shape), "sha256": array_sha256(arr)}
+        else:
+            out[k] = plain(v)
+    return out
+
+
+def _symbolic_jacobian_at_zero(block: Block) -> list[list[str]] | None:
+    """Exact J_f(0) computed by sympy from the block's symbolic form (small blocks only)."""
+    if block.d * block.n > _SYMBOLIC_JACOBIAN_MAX:
+        return None
+    import sympy as sp
+
+    xs = sp.symbols(f"x0:{block.d}", real=True)
+    f = block.symbolic(xs)
+    J = f.jacobian(sp.Matrix(xs)).subs({x: 0 for x in xs})
+    J = J.applyfunc(sp.simplify)
+    return [[str(J[i, j]) for j in range(block.d)] for i in range(block.d)]
+
+
+def _witness(bd: BlockDecision) -> dict[str, Any] | None:
+    w = bd.witness
+    if w is None:
+        return None
+    out = w.to_json()
+    flip = _prop(bd, "flip_identity")
+    if w.S is not None and flip is not None:
+        out["c"] = flip["value"].get("c")
+        if bd.block.gated:
+            out["formula"] = (r"W'_{\mathrm{gate}}[i,:]=-W_{\mathrm{gate}}[i,:],\ W'_{\mathrm{down}}[:,i]=-W_{\mathrm{down}}[:,i]\ (i\in S);"
+                              r"\ b'_{\mathrm{down}}=b_{\mathrm{down}}+c\,W_{\mathrm{down}}[:,S]\,b_{\mathrm{up}}[S];\ M'=0")
+        else:
+            out["formula"] = (r"W'_{\mathrm{up}}[i,:]=-W_{\mathrm{up}}[i,:]\ (i\in S),\ W'_{\mathrm{down}}=W_{\mathrm{down}};"
+                              r"\ b'_{\mathrm{down}}=b_{\mathrm{down}}+c\,W_{\mathrm{down}}[:,S]\,b_{\mathrm{up}}[S];\ M'=0")
+    out["block"] = {"weights": block_weights(w.block)}
+    return out
+
+
+def _argument(bd: BlockDecision) -> dict[str, Any]:
+    """The result used, instantiated on this block: the numbers a proof reads off."""
+    b = bd.block
+    th = bd.theorem.value
+    arg: dict[str, Any] = {"M_nonzero_entry": _nonzero_entry(b.M)}
+    if th == Theorem.DEGREE.value:
+        hom = _prop(bd, "homogeneous") or {}
+        kg = hom.get("value", {}).get("k")
+        arg["k_activation"] = kg
+        arg["k"] = plain(bd.properties[[p.name for p in bd.properties].index("homogeneous")].value["k"] + (1 if b.gated else 0))
+        arg["steps"] = [
+            rf"B'(tx) = t^{{k}} B'(x)\ \text{{and}}\ B(tx) = t^{{k}} B(x)\ \text{{for all}}\ t>0\ (k = {arg['k']})",
+            r"B'(x) = Mx + B(x)\ \forall x \;\Rightarrow\; t^{k}\big(Mx + B(x)\big) = B'(tx) = tMx + t^{k}B(x)",
+            r"\Rightarrow\ (t^{k} - t)\,Mx = 0\ \ \forall t>0,\ \forall x \;\Rightarrow\; Mx = 0\ (t = 2,\ 2^{k}\ne 2) \;\Rightarrow\; M = 0",
+        ]
+    elif th == Theorem.LINEARIZATION.value:
+        vg = _prop(bd, "vanishing_gate") or {}
+        arg["g0"] = vg.get("value", {}).get("g0")
+        arg["dg0"] = vg.get("value", {}).get("dg0")
+        arg["steps"] = [
+            r"J_{B'}(0) = W'_{\mathrm{down}}\big(\mathrm{diag}(g(W'_{\mathrm{gate}}0))\,W'_{\mathrm{up}} + \mathrm{diag}(W'_{\mathrm{up}}0)\,g'(0)\,W'_{\mathrm{gate}}\big) = W'_{\mathrm{down}}\,\mathrm{diag}(g(0))\,W'_{\mathrm{up}} = 0",
+            r"J_f(0) = M + W_{\mathrm{down}}\,\mathrm{diag}(g(0))\,W_{\mathrm{up}} = M",
+            r"B' = f \;\Rightarrow\; M = J_f(0) = J_{B'}(0) = 0",
+        ]
+        arg["jacobian_f_at_0"] = _symbolic_jacobian_at_zero(b)
+    elif th == Theorem.BOUNDED.value:
+        bd_ = _prop(bd, "bounded") or {}
+        arg["limits"] = bd_.get("value", {})
+        e = arg["M_nonzero_entry"]
+        if e is not None:
+            arg["steps"] = [
+                r"|B'(x)| \le \|W'_{\mathrm{down}}\|\,\sqrt{n}\,\sup|\sigma| + |b'_{\mathrm{down}}| < \infty\ \text{for every residual-free } B'",
+                rf"x = t\,e_{{{e['col']}}}:\ |f(x)_{{{e['row']}}}| \ge t\,|M_{{{e['row']},{e['col']}}}| - \sup|B| \to \infty\ (t\to\infty)",
+            ]
+    elif th == Theorem.LINEAR.value:
+        rank = _hyp(bd, "rank")
+        if rank is not None:
+            arg["singular_values"] = rank["value"].get("singular_values")
+            arg["sigma_lower_bound"] = rank["value"].get("lower_bound")
+        arg["rank_limit"] = b.n
+    elif th == Theorem.INDEX_SET.value:
+        flip = _prop(bd, "flip_identity") or {}
+        arg["c"] = flip.get("value", {}).get("c")
+        arg["target"] = "-M/c"
+        arg["necessity_hypotheses"] = ["bias_free", "d_at_least_2", "skip_invertible", "rows_nonzero", "columns_nonzero",
+                                       "rows_noncollinear"]
+    return arg
+
+
+def _block_entry(bd: BlockDecision) -> dict[str, Any]:
+    b = bd.block
+    act = b.activation
+    entry: dict[str, Any] = {
+        "name": b.name,
+        "kind": b.kind,
+        "activation": b.activation_name,
+        "activation_function": {"name": act.name, "text": str(act.expr), "latex": act.latex, "srepr": act.key},
+        "d": b.d,
+        "n": b.n,
+        "skip": ({"kind": "hyper_connection", "streams": b.hc.s} if b.hc is not None else
+                 {"kind": "identity"} if b.skip is None else {"kind": "matrix"}),
+        "verdict": bd.verdict.value,
+        "theorem": theorem_info(bd.theorem.value),
+        "reason": bd.reason,
+        "tolerance": bd.tolerance,
+        "flat_at_zero": bd.flat_at_zero,
+        "weights": block_weights(b),
+        "hypotheses": [h.to_json() for h in bd.hypotheses],
+        "properties": [p.to_json() for p in bd.properties],
+        "argument": _argument(bd),
+    }
+    w = _witness(bd)
+    if w is not None:
+        entry["witness"] = w
+    if bd.search is not None:
+        s = bd.search
+        entry["search"] = {"method": s.method, "status": s.status.value, "reason": s.reason,
+                           "S": None if s.S is None else [int(i) for i in s.S],
+                           "residual": s.residual, "bound": s.bound, "elapsed": round(float(s.elapsed), 6),
+                           "certificate": _trim_search_certificate(s.certificate)}
+    return plain(entry)
+
+
+def _stack_entry(decision: Decision) -> dict[str, Any] | None:
+    if decision.structure != "stack":
+        return None
+    blocks = [bd.block for bd in decision.blocks]
+    d = blocks[0].d
+    P = np.eye(d)
+    for blk in blocks:
+        P = blk.M @ P
+    out: dict[str, Any] = {"layers": len(blocks), "flat_at_zero": [bd.flat_at_zero for bd in decision.blocks],
+                           "skip_product": weight_record(P), "skip_product_nonzero_entry": _nonzero_entry(P)}
+    if decision.witness is not None:
+        out["composition_witness"] = {"eval_error": decision.witness.eval_error, "n_inputs": decision.witness.n_inputs,
+                                      "construction": decision.witness.description}
+    return plain(out)
+
+
+def build_certificate(decision: Decision, model: Block | Stack | Iterable[Block], *, seed: int,
+                      path: str | None = None, activation: str | None = None, method: str = "auto",
+                      timeout: float | None = None) -> Certificate:
+    """Make the certificate of ``decision`` for the loaded ``model``.
+
+    ``seed``, ``activation`` (the ``--activation`` override, if any), ``method`` and
+    ``timeout`` are the options the decision was made with; ``path`` (default
+    ``decision.path``) names the model file, whose byte hash is recorded when it exists.
+    Raises ``ValueError`` if ``model`` does not hold the blocks the decision is about.
+    """
+    blocks = list(model.blocks) if isinstance(model, Stack) else [model] if isinstance(model, Block) else list(model)
+    if len(blocks) != len(decision.blocks) or any(a is not bd.block and a.name != bd.block.name
+                                                  for a, bd in zip(blocks, decision.blocks)):
+        raise ValueError("build_certificate: the model's blocks are not the ones the decision is about")
+    path = decision.path if path is None else path
+    src: dict[str, Any] = {"path": path, "structure": decision.structure, "blocks": len(blocks),
+                           "hash_convention": HASH_CONVENTION}
+    if path and Path(path).is_file():
+        src["file_sha256"] = file_sha256(path)
+    doc: dict[str, Any] = {
+        "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
+        "created": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        "tool": _versions(),
+        "command": " ".join(sys.argv) if sys.argv and sys.argv[0] else None,
+        "paper": PAPER,
+        "input": src,
+        "parameters": {"tolerance": decision.tolerance, "seed": int(seed), "activation_override": activation,
+                       "method": method, "timeout": timeout},
+        "verdict": decision.verdict.value,
+        "theorem": theorem_info(decision.theorem.value),
+        "reason": decision.reason,
+        "blocks": [_block_entry(bd) for bd in decision.blocks],
+    }
+    st = _stack_entry(decision)
+    if st is not None:
+        doc["stack"] = st
+    if decision.extra:
+        doc["summary"] = plain(decision.extra.get("summary"))
+    return Certificate(plain(doc))

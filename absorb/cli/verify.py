@@ -1,0 +1,67 @@
+"""``absorb verify CERT.json [MODEL]``: re-derive a certificate's claims independently.
+
+The checker (:mod:`absorb.verify.checker`) shares no code with the decision engine or the
+search: it recomputes hashes, hypotheses, witnesses, bounds and the activation facts from
+the weights and sympy. Exit codes: 0 accepted; 1 rejected (a claim failed — the first
+failure is printed), or, with ``--strict``, some claim could not be re-checked; 2 bad input
+(missing or malformed certificate or model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from absorb.cli import EXIT_OK, EXIT_REJECTED
+
+_MARK = {"ok": "✓", "fail": "✗", "unchecked": "?"}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from absorb.verify.checker import DEFAULT_SEED
+
+    p = sub.add_parser("verify", help="check a proof certificate independently of the decision engine",
+                       description="Re-derive every claim of a certificate written by 'absorb check --certificate OUT.json' "
+                       "from the weights: SHA-256 hashes, hypotheses, the activation property the theorem needs (with "
+                       "sympy), witnesses (exact rationals where sizes allow, else fresh random inputs) and bounds. "
+                       "Exit 0: accepted; 1: rejected (or, with --strict, not every claim re-checked); 2: bad input.",
+                       epilog="example: absorb verify cert.json model.npz --strict")
+    p.add_argument("certificate", help="the .json certificate")
+    p.add_argument("model", nargs="?", help="the model file (default: the path recorded in the certificate, "
+                   "then the same file name next to the certificate)")
+    p.add_argument("--strict", action="store_true", help="exit 1 when some claim could not be re-checked "
+                   "(default: accept, listing those claims)")
+    p.add_argument("--json", action="store_true", help="print the findings as one JSON object")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the checker's random inputs (default {DEFAULT_SEED})")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from absorb.io import load
+    from absorb.verify.checker import load_certificate, resolve_model_path, verify_certificate
+
+    cert = load_certificate(args.certificate)
+    path = resolve_model_path(cert, args.certificate, args.model)
+    model = load(path, activation=cert.get("parameters", {}).get("activation_override"))
+    report = verify_certificate(cert, model, seed=args.seed)
+    rejected = not report.accepted or (args.strict and bool(report.not_rechecked))
+    if args.json:
+        out = {"certificate": args.certificate, "model": str(path), **report.to_json(), "strict": args.strict,
+               "result": "rejected" if rejected else "accepted"}
+        sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    else:
+        lines = [f"absorb verify {args.certificate} against {path}"]
+        lines += [f"  {_MARK[f.status]} {f.where}: {f.claim}" + (f" — {f.detail}" if f.detail else "")
+                  for f in report.findings]
+        n_ok = sum(f.status == "ok" for f in report.findings)
+        if report.failures:
+            f = report.failures[0]
+            lines.append(f"rejected: {f.where}: {f.claim}" + (f" — {f.detail}" if f.detail else ""))
+        elif rejected:
+            lines.append(f"rejected (--strict): {len(report.not_rechecked)} claim(s) could not be re-checked")
+        else:
+            extra = f", {len(report.not_rechecked)} not re-checked" if report.not_rechecked else ""
+            lines.append(f"accepted: {n_ok} checks passed{extra}; verdict {cert['verdict']}")
+        sys.stdout.write("\n".join(lines) + "\n")
+    return EXIT_REJECTED if rejected else EXIT_OK
