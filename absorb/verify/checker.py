@@ -559,18 +559,24 @@ def _enumerate_lower_bound(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple
 
 
 def _exact_dual_bound(U: np.ndarray, D: np.ndarray, T: np.ndarray, Yq: list[list[Fraction]]) -> tuple[Fraction, Fraction, Fraction]:
-    """(|⟨T,Y⟩| − Σ|w_iᵀYu_i|, ‖Y‖_F², ‖T‖_F²) in exact rationals (theory.md §4's dual bound)."""
+    """(numerator, ‖Y‖_F², ‖T‖_F²) of theory.md §4's dual bound in exact rationals, in its
+    one-sided (box-aware) form: with c_i = w_iᵀYu_i and τ = ⟨T,Y⟩, ⟨Y, D diag(b) U − T⟩
+    = Σ b_i c_i − τ lies in [Σ min(0,c_i) − τ, Σ max(0,c_i) − τ] for b ∈ [0,1]^n, and its
+    distance from 0 is the numerator (≥ |τ| − Σ|c_i|, the two-sided form)."""
     Tf = _frac_matrix(T)
     d = len(Yq)
-    tr = sum((Tf[i][j] * Yq[i][j] for i in range(d) for j in range(d)), Fraction(0))
-    leak = Fraction(0)
+    tau = sum((Tf[i][j] * Yq[i][j] for i in range(d) for j in range(d)), Fraction(0))
+    lo = hi = -tau
     for i in range(U.shape[0]):
         u, w = _frac_matrix(U[i])[0], _frac_matrix(D[:, i])[0]
         Yu = [sum((Yq[r][k] * u[k] for k in range(d)), Fraction(0)) for r in range(d)]
-        leak += abs(sum((w[r] * Yu[r] for r in range(d)), Fraction(0)))
+        ci = sum((w[r] * Yu[r] for r in range(d)), Fraction(0))
+        lo += min(ci, Fraction(0))
+        hi += max(ci, Fraction(0))
+    num = lo if lo > 0 else (-hi if hi < 0 else Fraction(0))
     ysq = sum((v * v for row in Yq for v in row), Fraction(0))
     tsq = sum((v * v for row in Tf for v in row), Fraction(0))
-    return abs(tr) - leak, ysq, tsq
+    return num, ysq, tsq
 
 
 def _dual_relative(U: np.ndarray, D: np.ndarray, T: np.ndarray, A: np.ndarray, B: np.ndarray) -> tuple[float | None, str]:
