@@ -266,16 +266,24 @@ def check_dual_bound(
         return _refuse("a row of U or a column of D is non-finite or overflows", t_up)
     nU = _sqnorm_up(sqU, d)  # ≥ ‖u_i‖
     nD = _sqnorm_up(sqD, d)  # ≥ ‖w_i‖
-    sd = _slack(d)
-    eP = _up(_up(_up(g_d * nU)[:, None] * nB[None, :]) + sd)  # ≥ |P̂ − P|
-    eQ = _up(_up(_up(g_d * nD)[:, None] * nA[None, :]) + sd)  # ≥ |Q̂ − Q|
-    absP_true = _up(nU[:, None] * nB[None, :])  # ≥ |P| (Cauchy–Schwarz)
-    # |QP − Q̂P̂| ≤ |Q − Q̂||P| + |Q̂||P − P̂|
-    prod_err = _sum_up(_up(_up(eQ * absP_true) + _up(np.abs(Q) * eP)), axis=1)
+    # Per unit i, with |Q̂_ik − Q_ik| ≤ γ_d‖w_i‖‖a_k‖ + dη, |P̂_ik − P_ik| ≤ γ_d‖u_i‖‖b_k‖ + dη
+    # and |P_ik| ≤ ‖u_i‖‖b_k‖:  Σ_k |Q_ik P_ik − Q̂_ik P̂_ik|
+    #   ≤ Σ_k |Q − Q̂||P| + |Q̂||P − P̂|
+    #   ≤ γ_d ‖w_i‖‖u_i‖ Σ_k‖a_k‖‖b_k‖ + dη ‖u_i‖ Σ_k‖b_k‖
+    #     + γ_d ‖u_i‖ Σ_k |Q̂_ik|‖b_k‖ + dη Σ_k |Q̂_ik|.
+    # Only n-vectors need outward rounding; the two sums over k are one product |Q̂| @ [nB, 1].
+    g_d, g_r, sd = _gamma(d), _gamma(r), _slack(d)
+    nb_sum = float(_sum_up(nB))
+    absQ = np.abs(Q)
+    qb = absQ @ np.stack([nB, np.ones(r)], axis=1)  # fl(Σ_k|Q̂_ik| nB_k), fl(Σ_k|Q̂_ik|)
+    qb = _up(_up(qb + _slack(r)) / _one_minus_gamma(r))
+    prod_err = _up(
+        _up(_up(_up(g_d * nD) * nU) * ab)
+        + _up(_up(_up(sd * nU) * nb_sum)
+              + _up(_up(_up(g_d * nU) * qb[:, 0]) + _up(sd * qb[:, 1]))))
     QP = Q * P
-    s_hat = np.abs(QP.sum(axis=1))  # fl(Σ_k Q̂_ik P̂_ik)
-    g_r = _gamma(r)
-    h_i = _up(_up(np.abs(QP).sum(axis=1) + _slack(r)) / _one_minus_gamma(r))  # ≥ Σ|Q̂P̂|
+    s_hat = np.abs(QP.sum(axis=1))  # fl(Σ_k Q̂_ik P̂_ik): a dot product of length r
+    h_i = _up(_up(np.abs(QP).sum(axis=1) + _slack(r)) / _one_minus_gamma(r))  # ≥ Σ_k|Q̂P̂|
     dot_err = _up(_up(g_r * h_i) + _slack(r))
     per_i = _up(_up(s_hat + dot_err) + prod_err)
     leak_upper = float(_sum_up(per_i))
