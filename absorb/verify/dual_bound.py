@@ -4,12 +4,16 @@ impossibility", §5 "Floating point and soundness").
 For ``U = W_up`` (n×d, rows u_i), ``D = W_down`` (d×n, columns w_i), a target ``T`` (d×d)
 and any ``Y ∈ R^{d×d}``, every ``b ∈ [0,1]^n`` satisfies
 
-    ‖D diag(b) U − T‖_F · ‖Y‖_F  ≥  |⟨T − D diag(b) U, Y⟩|
-                                ≥  |⟨T, Y⟩| − Σ_i b_i |w_iᵀ Y u_i|
-                                ≥  |⟨T, Y⟩| − Σ_i |w_iᵀ Y u_i|            (Cauchy–Schwarz),
+    ‖D diag(b) U − T‖_F · ‖Y‖_F  ≥  σ⟨T − D diag(b) U, Y⟩          (Cauchy–Schwarz, σ = ±1)
+                                =  σ⟨T, Y⟩ − Σ_i b_i σ s_i        (s_i = w_iᵀ Y u_i)
+                                ≥  σ⟨T, Y⟩ − Σ_i max(0, σ s_i)     (0 ≤ b_i ≤ 1),
 
-so ``(|⟨T,Y⟩| − Σ_i |w_iᵀ Y u_i|) / ‖Y‖_F`` is a lower bound on the distance from ``T`` of
-every ``D[:,S] U[S,:]`` — whatever produced ``Y``. A certificate is ``Y = A Bᵀ`` (A, B: d×r);
+so ``max_σ (σ⟨T,Y⟩ − Σ_i max(0, σ s_i)) / ‖Y‖_F`` is a lower bound on the distance from
+``T`` of every ``D[:,S] U[S,:]`` — whatever produced ``Y``. It is never smaller than the
+form ``(|⟨T,Y⟩| − Σ_i |s_i|) / ‖Y‖_F`` of theory.md §4, and it is exact for the residual
+of the box-constrained least-squares problem (its KKT conditions make the two terms
+``‖Y‖²`` and 0), so it can also certify when the unconstrained real solution exists but
+leaves the box [0,1]^n. A certificate is ``Y = A Bᵀ`` (A, B: d×r);
 then ``w_iᵀ Y u_i = Σ_k (w_iᵀ a_k)(b_kᵀ u_i)``, ``⟨T, Y⟩ = ⟨T B, A⟩`` and
 ``‖Y‖_F² = ⟨AᵀA, BᵀB⟩``, all computable in O(n·d·r) with two matrix products.
 
@@ -105,8 +109,9 @@ class DualBound:
     """A rigorous lower bound on ``min_{b ∈ [0,1]^n} ‖D diag(b) U − T‖_F``.
 
     ``absolute`` is that bound (0.0 when the certificate proves nothing), ``relative`` is
-    ``absolute / ‖T‖_F`` rounded down. The parts are kept for reports: ``trace_lower`` ≤
-    |⟨T, Y⟩|, ``leak_upper`` ≥ Σ_i |w_iᵀ Y u_i|, ``y_norm_upper`` ≥ ‖Y‖_F,
+    ``absolute / ‖T‖_F`` rounded down. The parts are kept for reports, for the better sign
+    σ: ``trace_lower`` ≤ σ⟨T, Y⟩, ``leak_upper`` ≥ Σ_i max(0, σ w_iᵀ Y u_i),
+    ``y_norm_upper`` ≥ ‖Y‖_F,
     ``t_norm_upper`` ≥ ‖T‖_F. Since the relaxation to b ∈ [0,1]^n contains every 0/1
     vector, ``relative > tol`` proves that no index set S reaches relative residual tol.
     """
@@ -196,7 +201,9 @@ def check_dual_bound(
         >>> import numpy as np
         >>> U = np.eye(2); D = np.eye(2)               # D diag(b) U = diag(b)
         >>> A = np.eye(2); B = np.eye(2)               # Y = I
-        >>> check_dual_bound(U, D, -np.eye(2), A, B).absolute  # |tr Y| − Σ|Y_ii| = 0
+        >>> round(check_dual_bound(U, D, -np.eye(2), A, B).absolute, 12)  # min ‖diag(b)+I‖ = √2
+        1.414213562373
+        >>> check_dual_bound(U, D, np.eye(2), A, B).absolute  # b = 1 reaches T = I exactly
         0.0
     """
     U = _float_array("U", U)
@@ -247,7 +254,8 @@ def check_dual_bound(
                 / _one_minus_gamma(d * r))
         e2 = _up(_up(_gamma(d * r) * h) + _slack(d * r))
         err_t = _up(e1 + e2)
-    trace_lower = float(_dn(abs(t_hat) - err_t))
+    # σ⟨T,Y⟩ ≥ σ t̂ − err_t for both signs σ.
+    trace_lo = {+1: float(_dn(t_hat - err_t)), -1: float(_dn(-t_hat - err_t))}
 
     # ---- ‖Y‖_F² = ⟨AᵀA, BᵀB⟩ from above.
     GA, GB = A.T @ A, B.T @ B
@@ -282,11 +290,14 @@ def check_dual_bound(
         + _up(_up(_up(sd * nU) * nb_sum)
               + _up(_up(_up(g_d * nU) * qb[:, 0]) + _up(sd * qb[:, 1]))))
     QP = Q * P
-    s_hat = np.abs(QP.sum(axis=1))  # fl(Σ_k Q̂_ik P̂_ik): a dot product of length r
+    s_hat = QP.sum(axis=1)  # fl(Σ_k Q̂_ik P̂_ik): a dot product of length r
     h_i = _up(_up(np.abs(QP).sum(axis=1) + _slack(r)) / _one_minus_gamma(r))  # ≥ Σ_k|Q̂P̂|
     dot_err = _up(_up(g_r * h_i) + _slack(r))
-    per_i = _up(_up(s_hat + dot_err) + prod_err)
-    leak_upper = float(_sum_up(per_i))
+    e_i = _up(dot_err + prod_err)  # |s_i − ŝ_i| ≤ e_i
+    # max(0, σ s_i) ≤ max(0, σ ŝ_i + e_i); Σ_i of that from above, for both signs σ.
+    leak_up = {sg: float(_sum_up(np.maximum(0.0, _up(sg * s_hat + e_i)))) for sg in (+1, -1)}
+    sign = max((+1, -1), key=lambda sg: float(_dn(trace_lo[sg] - leak_up[sg])))
+    trace_lower, leak_upper = trace_lo[sign], leak_up[sign]
 
     if not all(math.isfinite(v) for v in (trace_lower, leak_upper, y_up, t_up)):
         return _refuse("a non-finite intermediate (overflow)", t_up)
