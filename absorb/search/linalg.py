@@ -57,6 +57,10 @@ _LEAK_FRACTION = 1e-2
 _ROUND_DISTANCE = 0.1
 #: Recompute the CG residual from scratch this often, to stop recurrence drift.
 _REFRESH_EVERY = 25
+#: Once a rounded nonempty set has been verified and missed tol, give up when the CG
+#: residual has not halved over this many iterations (the rounding floor, e.g. float32
+#: weights whose planted set misses tol=1e-9 by their own rounding).
+_STAGNATION_WINDOW = 50
 
 
 def default_rank(n: int, d: int) -> int:
@@ -192,6 +196,7 @@ def solve_linalg(
     last_check: object = None
     stop = "max_iter"
     it = 0
+    history: list[float] = []
     for it in range(1, max_iter + 1):
         if time.perf_counter() > deadline:
             stop = "timeout"
@@ -256,6 +261,11 @@ def solve_linalg(
         if rnorm <= 1e-15 * r0:
             stop = "converged"
             break
+        history.append(rnorm)
+        if near is not None and near[1] and len(history) > _STAGNATION_WINDOW and \
+                rnorm > 0.5 * min(history[:-_STAGNATION_WINDOW]):
+            stop = "stagnated"
+            break
         z = res * inv_diag
         rz_new = float(res @ z)
         p = z + (rz_new / rz) * p
@@ -264,6 +274,8 @@ def solve_linalg(
     why = {"timeout": f"timeout after {timeout:g} s",
            "max_iter": f"no decision after {max_iter} CG iterations",
            "converged": "CG converged without a 0/1 solution or a certificate",
+           "stagnated": f"CG stagnated near a 0/1 point (residual not halved in "
+                        f"{_STAGNATION_WINDOW} iterations: rounding floor of the weights)",
            "breakdown": "CG broke down (L Lᵀ singular on the search direction: duplicate or "
                         "collinear units?)"}[stop]
     a_norm = float(np.linalg.norm(A))

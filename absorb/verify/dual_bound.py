@@ -42,7 +42,8 @@ all arithmetic is IEEE binary64, round to nearest, unit roundoff ``u = 2⁻⁵³
   (``absolute = 0``). A finite floating sum of squares implies no entry overflowed.
 
 Inputs of dtype float16/float32 are converted to float64 exactly, block by block (at most
-``block_bytes`` of converted copy at a time), so a float32 model is never duplicated in
+``block_bytes``, default 8 MiB, of converted copy at a time, small enough to stay in
+cache between the product and the sum of squares), so a float32 model is never duplicated in
 float64 as a whole. Cost: one ``U @ B``, one ``Dᵀ @ A`` and one sum of squares per row of
 ``U`` and column of ``D``: about two sweeps over the weights.
 """
@@ -161,16 +162,19 @@ def _project_rows(X: np.ndarray, M: np.ndarray, block_bytes: int) -> tuple[np.nd
 
 
 def _project_cols(X: np.ndarray, M: np.ndarray, block_bytes: int) -> tuple[np.ndarray, np.ndarray]:
-    """``fl(Xᵀ @ M)`` and ``fl(Σ_j X_ji²)`` in float64, X (d×m) converted block by block."""
+    """``fl(Xᵀ @ M)`` and ``fl(Σ_j X_ji²)`` in float64, X (d×m) converted block by block.
+
+    Blocks are contiguous row ranges of X; partial results are added across blocks, so
+    each entry is still one sum of d rounded products, in some order (same γ_d bound)."""
     d, m = X.shape
     if X.dtype == np.float64:
         return X.T @ M, np.einsum("ij,ij->j", X, X)
-    out = np.empty((m, M.shape[1]))
-    sq = np.empty(m)
-    for i0, i1 in _blocks(m, max(1, block_bytes // (8 * d))):
-        Xb = X[:, i0:i1].astype(np.float64)  # exact conversion
-        out[i0:i1] = Xb.T @ M
-        sq[i0:i1] = np.einsum("ij,ij->j", Xb, Xb)
+    out = np.zeros((m, M.shape[1]))
+    sq = np.zeros(m)
+    for j0, j1 in _blocks(d, max(1, block_bytes // (8 * m))):
+        Xb = X[j0:j1].astype(np.float64)  # exact conversion
+        out += Xb.T @ M[j0:j1]
+        sq += np.einsum("ij,ij->j", Xb, Xb)
     return out, sq
 
 
@@ -185,7 +189,7 @@ def check_dual_bound(
     A: np.ndarray,
     B: np.ndarray,
     *,
-    block_bytes: int = 64 << 20,
+    block_bytes: int = 8 << 20,
 ) -> DualBound:
     """Recompute, from scratch, the dual lower bound certified by ``Y = A Bᵀ``.
 
