@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable
 
 import numpy as np
 
@@ -167,7 +166,7 @@ def solve_linalg(
     C = -B if T is None else T @ B
     t_norm = math.sqrt(d) if T is None else float(np.linalg.norm(T))
     if t_norm == 0.0:
-        return _unknown("T = 0: S = ∅ is trivially a solution; nothing to search", t0)
+        return _unknown("T = 0: the relative tolerance tol·‖T‖_F is undefined", t0)
 
     Dw = D.dtype
 
