@@ -1,0 +1,289 @@
+"""Linear-algebra backend of the index-set search for real model sizes (theory.md §4, §5).
+
+Question (see :mod:`absorb.search._types`): with ``U = W_up`` (n×d), ``D = W_down`` (d×n)
+and a target ``T`` (d×d, ``−I`` for the plain residual), is there an index set S with
+``‖D[:,S] U[S,:] − T‖_F ≤ tol·‖T‖_F``? In Khatri–Rao form: ``K b = vec(T)`` with
+``b ∈ {0,1}^n`` and ``K = [vec(w_i u_iᵀ)]`` (d²×n), never materialised here.
+
+Method: one sketched least-squares solve serves both answers.
+
+* Fix ``B`` (d×r) with orthonormal columns, drawn from ``numpy.random.default_rng(seed)``,
+  and ``P = U B`` (n×r). The linear map ``L: R^{d×r} → R^n``,
+  ``L(A)_i = (w_iᵀ A)·P_i = w_iᵀ (A Bᵀ) u_i``, has adjoint ``Lᵀ z = D diag(z) U B``.
+  Both cost one product with ``D`` and a d×r or n×r matrix: O(n·d·r), memory bound.
+* The sketched primal ``min_b ‖D diag(b) U B − T B‖_F = min_b ‖Lᵀ b − C‖`` (``C = T B``)
+  has normal equations ``(L Lᵀ) b = L(C)`` with ``L Lᵀ = (DᵀD) ∘ (P Pᵀ)`` — the Gram/Hadamard
+  system of theory.md §4 with ``UUᵀ`` replaced by its rank-r sketch. It is solved by
+  Jacobi-preconditioned conjugate gradients; with ``d·r ≥ n`` the map ``Lᵀ`` is injective
+  for generic weights, so a planted 0/1 solution is *the* solution, and the iterates are
+  rounded to 0/1 once every entry is within 0.1 of 0 or 1.
+* The residual ``A = C − Lᵀ b`` of the same iterates is a dual certificate ``Y = A Bᵀ``:
+  ``L(A)`` is the CG residual, which tends to 0, so ``Σ_i |w_iᵀ Y u_i| → 0`` while
+  ``⟨T, Y⟩ = ⟨C, A⟩ → ‖A‖²``; the dual bound of theory.md §4 tends to ``‖A‖_F``, the
+  sketched least-squares residual (positive for generic weights, 0 for planted ones).
+
+Verdicts are never taken from the solver's own arithmetic: ``infeasible`` only when the
+independent checker :func:`absorb.verify.dual_bound.check_dual_bound` returns a rigorous
+relative bound > tol; ``found`` only when :func:`absorb.verify.dual_bound.check_residual`
+gives a rigorous upper bound ≤ tol on the recomputed relative residual.
+
+Precision and memory: the products with ``U`` and ``D`` run in the weights' own dtype
+(float32 weights stay float32: no float64 copy of a model is ever made); vectors of length
+n and d×r matrices are float64. The checkers convert float32 blocks of at most 64 MiB to
+float64 exactly. Peak memory beyond the weights: a few n×r and d×r arrays, plus a d×d
+float64 accumulator when a candidate set is verified.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from absorb._errors import InvalidInput
+from absorb.search._types import SearchResult, SearchStatus
+from absorb.verify.dual_bound import check_dual_bound, check_residual
+
+__all__ = ["solve_linalg", "default_rank"]
+
+METHOD = "linalg-sketch-pcg"
+
+#: Stop refining the dual once the estimated leak Σ|w_iᵀYu_i| is below this fraction of
+#: |⟨T,Y⟩|: the certified bound is then within ~1% of the sketched optimum ‖A‖_F.
+_LEAK_FRACTION = 1e-2
+#: Round the primal iterate once every entry is within this distance of 0 or 1.
+_ROUND_DISTANCE = 0.1
+#: Recompute the CG residual from scratch this often, to stop recurrence drift.
+_REFRESH_EVERY = 25
+#: Once a rounded nonempty set has been verified and missed tol, give up when the CG
+#: residual has not halved over this many iterations (the rounding floor, e.g. float32
+#: weights whose planted set misses tol=1e-9 by their own rounding).
+_STAGNATION_WINDOW = 50
+
+
+def default_rank(n: int, d: int) -> int:
+    """Sketch rank r: ``d·r ≥ 4n`` keeps ``L Lᵀ`` well conditioned (for Gaussian-like
+    weights its condition number is about ``((1+√(n/dr))/(1−√(n/dr)))²`` ≈ 9), and r ≥ 32
+    costs nothing extra because products with ``D`` are memory bound up to r ≈ 64 on the
+    machines measured (docs/performance-scale.md). Never more than d."""
+    return int(min(d, max(32, math.ceil(4 * n / d))))
+
+
+def _validate(U: object, D: object, T: object) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    U = np.asarray(U)
+    D = np.asarray(D)
+    for name, X in (("W_up (U)", U), ("W_down (D)", D)):
+        if X.ndim != 2:
+            raise InvalidInput(f"{name}: expected a 2-d array, got shape {X.shape}")
+        if X.dtype not in (np.float32, np.float64):
+            raise InvalidInput(f"{name}: dtype {X.dtype} unsupported; cast it to float32 or float64")
+    n, d = U.shape
+    if D.shape != (d, n):
+        raise InvalidInput(f"W_down (D): expected shape {(d, n)} to match W_up {U.shape}, got {D.shape}")
+    if T is not None:
+        T = np.asarray(T, dtype=np.float64)
+        if T.shape != (d, d):
+            raise InvalidInput(f"target T: expected shape {(d, d)}, got {T.shape}")
+        if not np.isfinite(T).all():
+            raise InvalidInput("target T: has non-finite entries; pass a finite matrix")
+    return U, D, T
+
+
+def _unknown(reason: str, t0: float, **cert: object) -> SearchResult:
+    return SearchResult(SearchStatus.UNKNOWN, METHOD, reason,
+                        elapsed=time.perf_counter() - t0, certificate=dict(cert) or None)
+
+
+def _col_sqnorms(D: np.ndarray) -> np.ndarray:
+    """Σ_j D_ji² in float64, reading float32 D in blocks of rows (no full upcast)."""
+    if D.dtype == np.float64:
+        return np.einsum("ij,ij->j", D, D)
+    out = np.zeros(D.shape[1])
+    step = max(1, (32 << 20) // (8 * D.shape[1]))
+    for j0 in range(0, D.shape[0], step):
+        blk = D[j0:j0 + step].astype(np.float64)
+        out += np.einsum("ij,ij->j", blk, blk)
+    return out
+
+
+def solve_linalg(
+    U: np.ndarray,
+    D: np.ndarray,
+    T: np.ndarray | None = None,
+    *,
+    tol: float = 1e-9,
+    timeout: float = 60.0,
+    seed: int = 0,
+    rank: int | None = None,
+    max_iter: int = 2000,
+) -> SearchResult:
+    """Decide the index-set question for ``n ≤ d²`` by a sketched least-squares solve.
+
+    ``U`` is W_up (n×d), ``D`` is W_down (d×n), ``T`` the target (d×d; ``None`` = ``−I_d``).
+    Returns ``found`` (S with rigorously bounded relative residual ≤ ``tol``),
+    ``infeasible`` (certificate ``{"kind": "dual-low-rank", "A", "B", ...}`` whose bound,
+    recomputed by the independent checker, exceeds ``tol``) or ``unknown`` with a reason
+    (``n > d²``, timeout, no convergence, a near-solution above tol). ``rank`` overrides
+    :func:`default_rank`; ``seed`` fixes the sketch.
+
+    Example::
+
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(1)
+        >>> U = rng.standard_normal((40, 8)); D = rng.standard_normal((8, 40))
+        >>> solve_linalg(U, D).status.value
+        'infeasible'
+        >>> D[:, :10] = -np.linalg.pinv(U[:10])     # plant S = {0..9}
+        >>> res = solve_linalg(U, D); res.status.value, res.S
+        ('found', (0, 1, 2, 3, 4, 5, 6, 7, 8, 9))
+    """
+    t0 = time.perf_counter()
+    if not (isinstance(tol, (int, float)) and math.isfinite(tol) and tol >= 0):
+        raise InvalidInput(f"tol: expected a finite number ≥ 0, got {tol!r}")
+    if not (isinstance(timeout, (int, float)) and timeout > 0):
+        raise InvalidInput(f"timeout: expected seconds > 0, got {timeout!r}")
+    U, D, T = _validate(U, D, T)
+    n, d = U.shape
+    if n > d * d:
+        return _unknown(f"n = {n} > d² = {d * d}: K has a null space, the index-set problem is a "
+                        "multi-dimensional subset sum; use an exact backend", t0)
+    if n == 0:
+        return _unknown("n = 0: no hidden units", t0)
+    deadline = t0 + timeout
+    r = default_rank(n, d) if rank is None else int(rank)
+    if not 1 <= r <= d:
+        raise InvalidInput(f"rank: expected 1 ≤ rank ≤ d = {d}, got {rank!r}")
+
+    rng = np.random.default_rng(seed)
+    B, _ = np.linalg.qr(rng.standard_normal((d, r)))
+    P = np.asarray(U @ B.astype(U.dtype), dtype=np.float64)  # n×r, in U's precision
+    if not np.isfinite(P).all():
+        raise InvalidInput("W_up (U): has non-finite entries")
+    wsq = _col_sqnorms(D)
+    if not np.isfinite(wsq).all():
+        raise InvalidInput("W_down (D): has non-finite entries or overflows")
+    C = -B if T is None else T @ B
+    t_norm = math.sqrt(d) if T is None else float(np.linalg.norm(T))
+    if t_norm == 0.0:
+        return _unknown("T = 0: the relative tolerance tol·‖T‖_F is undefined", t0)
+
+    Dw = D.dtype
+
+    def Lt(z: np.ndarray) -> np.ndarray:  # n → d×r:  D diag(z) U B
+        return np.asarray(D @ (z[:, None] * P).astype(Dw), dtype=np.float64)
+
+    def L(A: np.ndarray) -> np.ndarray:  # d×r → n:  (w_iᵀ A B ᵀ u_i)_i
+        return np.einsum("ik,ik->i", np.asarray(D.T @ A.astype(Dw), dtype=np.float64), P)
+
+    diag = wsq * np.einsum("ik,ik->i", P, P)
+    active = diag > 0.0
+    inv_diag = np.zeros(n)
+    inv_diag[active] = 1.0 / diag[active]
+
+    x = np.zeros(n)
+    A = C.copy()
+    res = L(A)
+    res[~active] = 0.0
+    r0 = float(np.linalg.norm(res))
+    z = res * inv_diag
+    p = z.copy()
+    rz = float(res @ z)
+    tried: set[tuple[int, ...]] = set()
+    near: tuple[float, tuple[int, ...]] | None = None
+    leak_fraction = _LEAK_FRACTION
+    last_check: object = None
+    stop = "max_iter"
+    it = 0
+    history: list[float] = []
+    for it in range(1, max_iter + 1):
+        if time.perf_counter() > deadline:
+            stop = "timeout"
+            break
+        if rz <= 0.0 or r0 == 0.0:
+            stop = "converged"
+            break
+        Ltp = Lt(p)
+        q = L(Ltp)
+        q[~active] = 0.0
+        pq = float(p @ q)
+        if not pq > 0.0:
+            stop = "breakdown"
+            break
+        alpha = rz / pq
+        x += alpha * p
+        A -= alpha * Ltp
+        if it % _REFRESH_EVERY == 0:
+            res = L(A)
+            res[~active] = 0.0
+        else:
+            res -= alpha * q
+
+        # Primal: round once the iterate is 0/1 to within _ROUND_DISTANCE, verify exactly.
+        dist01 = float(np.max(np.minimum(np.abs(x), np.abs(1.0 - x))))
+        if dist01 < _ROUND_DISTANCE:
+            S = tuple(int(i) for i in np.flatnonzero(x > 0.5))
+            if S not in tried:
+                tried.add(S)
+                chk = check_residual(U, D, T, S)
+                if chk.relative_upper <= tol:
+                    return SearchResult(
+                        SearchStatus.FOUND, METHOD,
+                        f"sketched least squares (rank {r}) rounded to 0/1 after {it} CG "
+                        "iterations; residual recomputed in float64 with a rigorous bound",
+                        S=S, residual=chk.relative, elapsed=time.perf_counter() - t0,
+                        certificate={"kind": "index-set", "residual_upper": chk.relative_upper,
+                                     "rank": r, "iterations": it})
+                if near is None or chk.relative < near[0]:
+                    near = (chk.relative, S)
+
+        # Dual: certify once the leak is a small fraction of the trace.
+        trace = abs(float(np.einsum("ij,ij->", C, A)))
+        a_norm = float(np.linalg.norm(A))
+        leak = float(np.abs(res).sum())
+        if a_norm > 0 and trace > 0 and leak <= leak_fraction * trace \
+                and (trace - leak) / a_norm > 2.0 * tol * t_norm:
+            chk = check_dual_bound(U, D, T, A, B)
+            last_check = chk
+            if chk.relative > tol:
+                return SearchResult(
+                    SearchStatus.INFEASIBLE, METHOD,
+                    f"dual certificate Y = A Bᵀ of rank {r} after {it} CG iterations; bound "
+                    "recomputed by absorb.verify.dual_bound.check_dual_bound",
+                    bound=chk.relative, elapsed=time.perf_counter() - t0,
+                    certificate={"kind": "dual-low-rank", "A": A.copy(), "B": B,
+                                 "bound_abs": chk.absolute, "bound_rel": chk.relative,
+                                 "rank": r, "iterations": it, "tol": tol})
+            leak_fraction /= 10.0  # the estimate was too optimistic: refine further
+
+        rnorm = float(np.linalg.norm(res))
+        if rnorm <= 1e-15 * r0:
+            stop = "converged"
+            break
+        history.append(rnorm)
+        if near is not None and near[1] and len(history) > _STAGNATION_WINDOW and \
+                rnorm > 0.5 * min(history[:-_STAGNATION_WINDOW]):
+            stop = "stagnated"
+            break
+        z = res * inv_diag
+        rz_new = float(res @ z)
+        p = z + (rz_new / rz) * p
+        rz = rz_new
+
+    why = {"timeout": f"timeout after {timeout:g} s",
+           "max_iter": f"no decision after {max_iter} CG iterations",
+           "converged": "CG converged without a 0/1 solution or a certificate",
+           "stagnated": f"CG stagnated near a 0/1 point (residual not halved in "
+                        f"{_STAGNATION_WINDOW} iterations: rounding floor of the weights)",
+           "breakdown": "CG broke down (L Lᵀ singular on the search direction: duplicate or "
+                        "collinear units?)"}[stop]
+    a_norm = float(np.linalg.norm(A))
+    parts = [why, f"rank {r}, {it} iterations, sketched residual ‖A‖/‖T‖ = {a_norm / t_norm:.3e}"]
+    if near is not None:
+        parts.append(f"nearest rounded set |S| = {len(near[1])} has relative residual "
+                     f"{near[0]:.3e} > tol = {tol:g}")
+    if last_check is not None:
+        parts.append(f"last checked dual bound {getattr(last_check, 'relative'):.3e} ≤ tol")
+    return _unknown("; ".join(parts), t0, rank=r,
+                    nearest_S=None if near is None else near[1],
+                    nearest_residual=None if near is None else near[0])
