@@ -5,7 +5,7 @@
 * ``absorb.verify.dual_bound``: the checker's bound never exceeds the exact dual value
   (exact rationals) nor the true minimum residual (exhaustive over all S, n ≤ 12), for
   honest, tampered and adversarially scaled certificates.
-* ``absorb.decide._collinear``: the projection screen equals the exact route and brute force.
+* ``absorb.engine._collinear``: the projection screen equals the exact route and brute force.
 
 Fast by default; ``@pytest.mark.slow`` ones use bigger sizes.
 """
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from scipy.optimize import lsq_linear
 
 from absorb._errors import InvalidInput
-from absorb.decide._collinear import max_abs_cosine, near_collinear_pairs, zero_rows
+from absorb.engine._collinear import max_abs_cosine, near_collinear_pairs, zero_rows
 from absorb.search._types import SearchStatus
 from absorb.search.linalg import solve_linalg
 from absorb.verify.dual_bound import check_dual_bound, check_residual

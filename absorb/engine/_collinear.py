@@ -1,42 +1,274 @@
-"""Near-collinear rows of ``W_up`` (the nondegeneracy hypothesis of result 5).
+"""Near-collinear rows of W_up: the nondegeneracy hypothesis of result 5 (theory.md §2.5, §3).
 
-Blocked Gram computation: exact enough for the sizes the core handles; the scale work
-replaces it with a screen that avoids the n×d×n product.
+Result 5 needs the rows ``u_i`` of ``W_up`` nonzero and pairwise non-collinear; §3 shows the
+"iff" fails for collinear or antipodal rows. This module lists the pairs with
+``|cos(u_i, u_j)| ≥ 1 − tau`` so a report can name them.
+
+* Zero rows have no direction: they are never part of a pair; :func:`zero_rows` lists them.
+* Exact route (small n): a blocked Gram matrix of the normalised rows, O(n²·d).
+* Screen (large n, the default above ``exact_max_n``): random orthonormal projection to
+  ``m ≪ d`` dimensions, a sort on one projected coordinate, a blocked Gram of the projected
+  points inside the sorted windows (O(n²·m) at worst, far less when tau is small), then the
+  survivors are checked on the original rows.
+
+**Why the screen cannot miss a pair.** Let ``v_i = u_i/‖u_i‖`` and ``z_i = G v_i`` with
+``G`` (m×d) having orthonormal rows, so ``‖G x‖ ≤ ‖x‖`` for every x. For unit vectors
+``min(‖v_i − v_j‖², ‖v_i + v_j‖²) = 2 − 2|cos(u_i,u_j)|``, so a pair with
+``|cos| ≥ 1 − τ`` has ``min(‖z_i − z_j‖², ‖z_i + z_j‖²) ≤ 2τ``, i.e.
+``‖z_i‖² + ‖z_j‖² − 2|z_i·z_j| ≤ 2τ`` (†). Projecting once more onto the first coordinate,
+``| |z_i0| − |z_j0| | ≤ min(|z_i0 − z_j0|, |z_i0 + z_j0|) ≤ √(2τ)`` (‡). The screen keeps
+every pair satisfying (‡) (by sorting on ``|z_i0|`` and scanning windows) and (†), with
+thresholds enlarged by a floating-point margin that dominates every rounding error: all
+quantities are bounded by ``‖Ĝ‖₂² ≤ ν`` (ν computed from ``ĜĜᵀ``, ≈ 1) and each is a dot
+product of length ≤ d+m, so its rounding error is below ``γ_{d+m+8}·ν`` (Higham §3.1); the
+margin used is 16 times that. Hence every pair with ``|cos| ≥ 1 − τ`` survives to the exact
+check. Non-collinear pairs survive only with small probability (their projected squared
+distance is about ``m/d`` times the true one, and m is chosen ≥ 8·d·τ). The sort on
+``|z_i0|`` prunes well when ``τ ≪ 1/d``; for larger τ the screen costs ``n²·m`` flops.
+
+**Deciding a survivor.** The cosine is computed in float64 from the stored values with an
+error below ``margin = 16·γ_{d+8}``; pairs whose computed ``|cos|`` is within ``margin`` of
+``1 − τ`` are decided exactly, in integers: ``(u_i·u_j)² ≥ (1−τ)² ‖u_i‖²‖u_j‖²`` over the
+exact dyadic values (theory.md §5). The returned cosine is the float64 value.
 """
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+from typing import Literal
+
 import numpy as np
 
+from absorb._errors import InvalidInput
 
-def near_collinear_pairs(U: np.ndarray, *, tau: float) -> list[tuple[int, int, float]]:
-    """Pairs (i, j), i < j, of nonzero rows with |cos(u_i, u_j)| ≥ 1 − tau."""
-    norms = np.linalg.norm(U, axis=1)
-    live = np.flatnonzero(norms > 0)
-    V = U[live] / norms[live, None]
+__all__ = ["near_collinear_pairs", "max_abs_cosine", "zero_rows"]
+
+_U = 2.0**-53
+
+
+def _gamma(k: int) -> float:
+    return k * _U / (1.0 - k * _U)
+
+
+def _check_matrix(U: object) -> np.ndarray:
+    U = np.asarray(U)
+    if U.ndim != 2 or U.dtype.kind != "f" or U.dtype.itemsize > 8:
+        raise InvalidInput(f"W_up: expected a 2-d float16/32/64 array, got {U.dtype} of shape {U.shape}")
+    if not np.isfinite(U).all():
+        raise InvalidInput("W_up: has non-finite entries; the direction of such a row is undefined")
+    return U
+
+
+def _row_blocks(n: int, d: int, nbytes: int = 32 << 20) -> list[tuple[int, int]]:
+    step = max(1, nbytes // (8 * max(d, 1)))
+    return [(i, min(n, i + step)) for i in range(0, n, step)]
+
+
+def _normalised_block(U: np.ndarray, i0: int, i1: int) -> np.ndarray:
+    """Rows i0:i1 of U in float64, scaled by their max-abs then by their 2-norm (no
+    overflow or underflow in the sum of squares); zero rows stay zero."""
+    X = U[i0:i1].astype(np.float64)
+    s = np.max(np.abs(X), axis=1)
+    s[s == 0] = 1.0
+    X /= s[:, None]
+    nrm = np.sqrt(np.einsum("ij,ij->i", X, X))
+    nrm[nrm == 0] = 1.0
+    X /= nrm[:, None]
+    return X
+
+
+def zero_rows(U: np.ndarray) -> list[int]:
+    """Indices of the all-zero rows of ``U`` (dead units: they have no direction, so they
+    never appear in :func:`near_collinear_pairs`)."""
+    U = _check_matrix(U)
+    return [int(i) for i in np.flatnonzero(~np.any(U != 0, axis=1))]
+
+
+def _exact_ints(x: np.ndarray) -> list[int]:
+    """Integers X_k with x_k = X_k · 2^e for one common (unreturned) exponent e."""
+    m, e = np.frexp(x.astype(np.float64))
+    mant = (m * 2.0**53).astype(np.int64)  # exact: |m| < 1 has 53 significant bits
+    ex = e.astype(np.int64)
+    nz = mant != 0
+    if not nz.any():
+        return [0] * x.size
+    emin = int(ex[nz].min())
+    return [int(a) << int(b - emin) if a else 0 for a, b in zip(mant.tolist(), ex.tolist())]
+
+
+def _exact_at_least(x: np.ndarray, y: np.ndarray, tau: float) -> bool:
+    """Exactly: (x·y)² ≥ (1 − τ)² ‖x‖²‖y‖² for the stored dyadic values (0 ≤ τ < 1)."""
+    X, Y = _exact_ints(x), _exact_ints(y)
+    dot = sum(a * b for a, b in zip(X, Y))
+    nx = sum(a * a for a in X)
+    ny = sum(b * b for b in Y)
+    f = 1 - Fraction(tau)
+    return dot * dot * f.denominator**2 >= f.numerator**2 * nx * ny
+
+
+def _decide(U: np.ndarray, I: np.ndarray, J: np.ndarray, cos: np.ndarray, tau: float,
+            margin: float) -> list[tuple[int, int, float]]:
+    c = 1.0 - tau  # rounded; ``margin`` ≫ u covers that
     out: list[tuple[int, int, float]] = []
-    step = 2048
-    for a in range(0, len(live), step):
-        C = np.abs(V[a:a + step] @ V.T)
-        ii, jj = np.nonzero(C >= 1.0 - tau)
-        for i, j in zip(ii, jj):
-            gi, gj = a + int(i), int(j)
-            if gi < gj:
-                out.append((int(live[gi]), int(live[gj]), float(C[i, j])))
+    a = np.abs(cos)
+    for i, j, v, av in zip(I.tolist(), J.tolist(), cos.tolist(), a.tolist()):
+        if av - margin >= c:
+            out.append((i, j, v))
+        elif av + margin >= c and _exact_at_least(U[i], U[j], tau):
+            out.append((i, j, v))
     return out
 
 
+def _pair_cosines(U: np.ndarray, I: np.ndarray, J: np.ndarray) -> np.ndarray:
+    """float64 cosines of the listed pairs, computed from normalised copies of the rows."""
+    out = np.empty(I.size)
+    step = max(1, (16 << 20) // (8 * U.shape[1]))
+    for k in range(0, I.size, step):
+        Xi = _normalised_rows(U, I[k:k + step])
+        Xj = _normalised_rows(U, J[k:k + step])
+        out[k:k + step] = np.einsum("ij,ij->i", Xi, Xj)
+    return out
+
+
+def _normalised_rows(U: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    X = U[idx].astype(np.float64)
+    s = np.max(np.abs(X), axis=1)
+    X /= s[:, None]
+    X /= np.sqrt(np.einsum("ij,ij->i", X, X))[:, None]
+    return X
+
+
+def near_collinear_pairs(
+    U: np.ndarray,
+    *,
+    tau: float,
+    method: Literal["auto", "exact", "screen"] = "auto",
+    exact_max_n: int = 4096,
+    seed: int = 0,
+) -> list[tuple[int, int, float]]:
+    """All pairs ``(i, j, cos)``, ``i < j``, of nonzero rows of ``U`` with
+    ``|cos(u_i, u_j)| ≥ 1 − tau``, sorted; ``cos`` is signed (−1: antipodal).
+
+    ``method="exact"`` runs a blocked Gram of all rows (O(n²·d)); ``"screen"`` the
+    projection screen of the module docstring (cannot miss a pair; a few passes over U);
+    ``"auto"`` picks exact for ``n ≤ exact_max_n``. Both routes decide each candidate the
+    same way, exactly at the boundary, so they return the same list. ``tau`` must lie in
+    ``[0, 1)``; ``seed`` fixes the projection.
+
+    Example::
+
+        >>> import numpy as np
+        >>> U = np.array([[1., 0.], [0., 1.], [-2., 0.], [0., 0.]])
+        >>> near_collinear_pairs(U, tau=1e-9)
+        [(0, 2, -1.0)]
+    """
+    U = _check_matrix(U)
+    if not (isinstance(tau, (int, float)) and 0.0 <= tau < 1.0):
+        raise InvalidInput(f"tau: expected a number in [0, 1), got {tau!r}")
+    if method not in ("auto", "exact", "screen"):
+        raise InvalidInput(f"method: expected 'auto', 'exact' or 'screen', got {method!r}")
+    n, d = U.shape
+    c = 1.0 - float(tau)
+    margin = 16.0 * _gamma(d + 8)
+    live = np.flatnonzero(np.any(U != 0, axis=1))
+    if live.size < 2:
+        return []
+    if method == "exact" or (method == "auto" and n <= exact_max_n):
+        I, J = _exact_candidates(U, live, c - margin)
+    else:
+        I, J = _screen_candidates(U, live, float(tau), seed)
+    if I.size == 0:
+        return []
+    cos = _pair_cosines(U, I, J)
+    out = _decide(U, I, J, cos, float(tau), margin)
+    out.sort()
+    return out
+
+
+def _exact_candidates(U: np.ndarray, live: np.ndarray, thr: float) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (i<j) of live rows whose blocked-Gram |cos| ≥ thr."""
+    n, d = U.shape
+    Ul = U[live]
+    blocks = _row_blocks(live.size, d, 16 << 20)
+    norm = [_normalised_block(Ul, a, b) for a, b in blocks]
+    Is, Js = [], []
+    for bi, (a, b) in enumerate(blocks):
+        for bj in range(bi, len(blocks)):
+            c0 = blocks[bj][0]
+            G = np.abs(norm[bi] @ norm[bj].T)
+            ii, jj = np.nonzero(G >= thr)
+            ii = ii + a
+            jj = jj + c0
+            keep = ii < jj
+            Is.append(live[ii[keep]])
+            Js.append(live[jj[keep]])
+    return np.concatenate(Is), np.concatenate(Js)
+
+
+def _screen_candidates(U: np.ndarray, live: np.ndarray, tau: float,
+                       seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (i<j) of live rows passing the projection screen (†), (‡) of the module
+    docstring; a superset of the near-collinear pairs."""
+    n, d = U.shape
+    m = int(min(d, max(16, math.ceil(8 * d * tau))))
+    if m >= d // 2:
+        return _exact_candidates(U, live, 1.0 - tau - 16.0 * _gamma(d + 8))
+    rng = np.random.default_rng(seed)
+    Gt, _ = np.linalg.qr(rng.standard_normal((d, m)))  # d×m, orthonormal columns
+    # ν ≥ ‖G‖₂² ≤ ‖GᵀG‖₂ ≤ 1 + ‖GᵀG − I‖_F (+ its rounding error)
+    nu = 1.0 + float(np.linalg.norm(Gt.T @ Gt - np.eye(m))) + 4 * _gamma(d + m)
+    Z = np.empty((live.size, m))
+    Ul = U[live]
+    for a, b in _row_blocks(live.size, d):
+        Z[a:b] = _normalised_block(Ul, a, b) @ Gt
+    err = 16.0 * _gamma(d + m + 8) * nu
+    thr = 2.0 * tau * nu + err  # (†) with margin
+    win = math.sqrt(thr) + err  # (‡) with margin
+    key = np.abs(Z[:, 0])
+    order = np.argsort(key, kind="stable")
+    Zs, ks = Z[order], key[order]
+    sq = np.einsum("ij,ij->i", Zs, Zs)
+    Is, Js = [], []
+    step = 1024
+    for a in range(0, Zs.shape[0], step):
+        b = min(Zs.shape[0], a + step)
+        hi = int(np.searchsorted(ks, ks[b - 1] + win, side="right"))
+        if hi <= a + 1:
+            continue
+        G = Zs[a:b] @ Zs[a:hi].T
+        dist = sq[a:b, None] + sq[None, a:hi] - 2.0 * np.abs(G)
+        ii, jj = np.nonzero(dist <= thr)
+        jj = jj + a
+        ii = ii + a
+        keep = jj > ii  # each unordered pair once (window reaches forward only)
+        Is.append(ii[keep])
+        Js.append(jj[keep])
+    if not Is:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    I = live[order[np.concatenate(Is)]]
+    J = live[order[np.concatenate(Js)]]
+    lo, hi_ = np.minimum(I, J), np.maximum(I, J)
+    return lo, hi_
+
+
 def max_abs_cosine(U: np.ndarray) -> float:
-    """max over pairs of nonzero rows of |cos(u_i, u_j)| (0 when fewer than two rows)."""
-    norms = np.linalg.norm(U, axis=1)
-    V = U[norms > 0] / norms[norms > 0, None]
-    if len(V) < 2:
-        return 0.0
+    """``max_{i<j} |cos(u_i, u_j)|`` over the nonzero rows of ``U`` (NaN when fewer than two
+    rows are nonzero), by a blocked Gram in float64: O(n²·d), meant for small n and reports
+    (error below ``16·γ_{d+8}``)."""
+    U = _check_matrix(U)
+    n, d = U.shape
+    live = np.flatnonzero(np.any(U != 0, axis=1))
+    if live.size < 2:
+        return math.nan
+    Ul = U[live]
+    blocks = _row_blocks(live.size, d, 16 << 20)
+    norm = [_normalised_block(Ul, a, b) for a, b in blocks]
     best = 0.0
-    step = 2048
-    for a in range(0, len(V), step):
-        C = np.abs(V[a:a + step] @ V.T)
-        idx = np.arange(C.shape[0])
-        C[idx, a + idx] = 0.0
-        best = max(best, float(C.max()))
-    return best
+    for bi in range(len(blocks)):
+        for bj in range(bi, len(blocks)):
+            G = np.abs(norm[bi] @ norm[bj].T)
+            if bi == bj:
+                np.fill_diagonal(G, 0.0)
+            best = max(best, float(G.max()))
+    return min(best, 1.0)

@@ -86,7 +86,11 @@ def nondegenerate(block: Block, *, tau: float = COLLINEAR_TAU) -> tuple[Hypothes
         stmt = f"rows {i} and {j} of W_up are collinear (|cos| = {c:.12g} ≥ 1 − {tau:g})" + (f" and {len(pairs) - 1} more pairs" if len(pairs) > 1 else "")
     else:
         mc = value.get("max_abs_cos")
-        stmt = f"rows of W_up pairwise non-collinear (max |cos| = {mc:.6g} < 1 − {tau:g})" if mc is not None else f"rows of W_up pairwise non-collinear (no pair with |cos| ≥ 1 − {tau:g})"
+        if mc is not None and np.isfinite(mc):
+            stmt = f"rows of W_up pairwise non-collinear (max |cos| = {mc:.6g} < 1 − {tau:g})"
+        else:
+            value.pop("max_abs_cos", None)
+            stmt = f"rows of W_up pairwise non-collinear (no pair with |cos| ≥ 1 − {tau:g})"
     coll = Hypothesis("rows_noncollinear", not pairs, stmt, value)
     return rows, cols, coll
 

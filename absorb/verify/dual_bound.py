@@ -19,7 +19,7 @@ then ``w_iᵀ Y u_i = Σ_k (w_iᵀ a_k)(b_kᵀ u_i)``, ``⟨T, Y⟩ = ⟨T B, A�
 
 This module recomputes that bound from scratch and returns a number that is a true lower
 bound for the real-number quantity, for the exact values stored in the arrays. It imports
-only numpy and the standard library (nothing from ``absorb.search`` / ``absorb.decide``),
+only numpy and the standard library (nothing from ``absorb.search`` / ``absorb.engine``),
 so a bug in a search backend cannot leak into the check of its own output.
 
 Rounding-error account (Higham, *Accuracy and Stability of Numerical Algorithms*, §3.1):
