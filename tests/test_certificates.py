@@ -243,7 +243,12 @@ def test_changed_weight_with_matching_hash_is_still_rejected(certs: dict, tmp_pa
 def test_strict_rejects_what_could_not_be_rechecked(certs: dict, monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     model, cert = certs["generic_relu"]
-    monkeypatch.setattr(checker, "ENUM_MAX_N", 4)  # pretend n = 8 is beyond re-enumeration
+    import sys
+
+    # pretend n = 8 is beyond re-enumeration and the dual certificate beyond re-checking
+    monkeypatch.setattr(checker, "ENUM_MAX_N", 4)
+    monkeypatch.setattr(checker, "EXACT_WORK", 0)
+    monkeypatch.setitem(sys.modules, "absorb.verify.dual_bound", None)
     capsys.readouterr()
     assert main(["verify", str(cert)]) == 0
     assert "not re-checked" in capsys.readouterr().out
@@ -275,8 +280,9 @@ def test_dual_certificate_recheck(have_module: bool, monkeypatch: pytest.MonkeyP
     bad = checker._Ctx(checker.Report(), 1e-9, 0)
     with pytest.raises(checker._Reject):
         checker._check_infeasible(bad, "b", blk, dict(search, bound=1.5), -np.eye(2))
-    low = {"status": "infeasible", "bound": 0.5, "certificate": {"kind": "dual-low-rank", "A": [[1.0], [0.0]], "B": [[1.0], [0.0]]}}
-    weak = checker._Ctx(checker.Report(), 1e-9, 0)  # Y = e1 e1ᵀ: tr 1, leak |w_1ᵀ e1 e1ᵀ u_1| + ... = 1 → proves nothing
+    # Y = e2 e2ᵀ: c = (0, 0, −1), ⟨T,Y⟩ = −1, so Σ b_i c_i + 1 ranges over [0, 1] ∋ 0: proves nothing.
+    low = {"status": "infeasible", "bound": 0.5, "certificate": {"kind": "dual-low-rank", "A": [[0.0], [1.0]], "B": [[0.0], [1.0]]}}
+    weak = checker._Ctx(checker.Report(), 1e-9, 0)
     with pytest.raises(checker._Reject):
         checker._check_infeasible(weak, "b", blk, low, -np.eye(2))
 
