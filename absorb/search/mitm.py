@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -84,11 +86,14 @@ def solve_mitm(
     timeout: float = 60.0,
     seed: int = 0,
     memory_cap: int = MEMORY_CAP,
+    threads: int = 1,
 ) -> SearchResult:
     """Pivoted meet-in-the-middle: ``found``, ``infeasible`` (complete run) or ``unknown``.
 
     ``seed`` shuffles the free variables between the two sides (it changes which solution
-    is met first, never the verdict).  ``memory_cap`` bounds the stored side in bytes.
+    is met first, never the verdict).  ``memory_cap`` bounds the stored side in bytes;
+    ``threads`` chunks of the streamed side run concurrently (numpy's sort and search
+    release the GIL).
     """
     import scipy.linalg
 
@@ -134,9 +139,9 @@ def solve_mitm(
             f"N = n − rank K = {N} free variables: the stored side would need "
             f"2^{N - N // 2}·{_BYTES_PER_ELEMENT} bytes > memory cap {memory_cap} bytes", t0)
     est = (2.0**N2 + 2.0**N1) / _RATE
-    if 2.0**N2 / _RATE > timeout:
-        return _unknown(f"estimated {est:.0f}s for 2×2^{N // 2} partial sums exceeds the time "
-                        f"budget {timeout:g}s", t0)
+    if est > 1.5 * timeout:  # hand the budget to the finders of the portfolio instead
+        return _unknown(f"estimated {est:.0f}s for 2^{N1}+2^{N2} partial sums (n − rank K = {N}) "
+                        f"exceeds the time budget {timeout:g}s", t0)
     F1, F2 = F[:N1], F[N1:]
     GF1, GF2 = G[:, F1], G[:, F2]
     S1 = np.abs(GF1).sum(axis=1)
@@ -171,43 +176,67 @@ def solve_mitm(
     high_tab = _sums_1d(high_cols) if H <= 22 else None
     loc_mask = np.int64((1 << L1) - 1)
     local = np.arange(low_tab.size, dtype=np.int64)
-    n_pairs = 0
-    n_cands = 0
-    best_lower = math.inf
-    for hm in range(1 << H):
-        if time.perf_counter() - t0 > timeout:
-            return _unknown(f"time budget {timeout:g}s spent after {hm}/{1 << H} chunks of 2^{L1} "
-                            f"queries (2^{N1}×2^{N2} pairs, rank {r})", t0)
-        if high_tab is not None:
-            hv = high_tab[hm]
-        else:
-            hv = float(np.sum(high_cols[[b for b in range(H) if (hm >> b) & 1]]))
+    n_rk = Rk.size
+    deadline = t0 + timeout
+
+    def match(hm: int) -> tuple[int, list[tuple[int, ...]] | None, str]:
+        """Chunk ``hm`` of the left side: (pairs matched, candidate sets or None, why)."""
+        if time.perf_counter() > deadline:
+            return 0, None, "timeout"
+        hv = high_tab[hm] if high_tab is not None else float(
+            np.sum(high_cols[[b for b in range(H) if (hm >> b) & 1]]))
         q = np.mod(h[js] - (low_tab + hv), 1.0)
         pk = np.floor(q * scale).astype(np.int64) * (1 << L1) + local
         pk.sort()
         qs = pk >> L1
         lo = np.searchsorted(Rk, (qs - wq) * (1 << N2), side="left")
-        hi = np.searchsorted(Rk, (qs + wq + 1) * (1 << N2), side="left")
-        cnt = hi - lo
-        nz = np.nonzero(cnt)[0]
-        if nz.size == 0:
-            continue
-        c = cnt[nz]
-        n_pairs += int(c.sum())
-        left = np.repeat((np.int64(hm) << L1) | (pk[nz] & loc_mask), c)
-        starts = np.repeat(lo[nz] - np.cumsum(c) + c, c) + np.arange(int(c.sum()))
+        hi_key = (qs + wq + 1) * (1 << N2)
+        # most queries match nothing: test the first key ≥ lo_key before a second search
+        hit = np.nonzero(Rk[np.minimum(lo, n_rk - 1)] < hi_key)[0]
+        hit = hit[lo[hit] < n_rk]
+        if hit.size == 0:
+            return 0, [], ""
+        lo = lo[hit]
+        c = np.searchsorted(Rk, hi_key[hit], side="left") - lo
+        total = int(c.sum())
+        left = np.repeat((np.int64(hm) << L1) | (pk[hit] & loc_mask), c)
+        starts = np.repeat(lo - np.cumsum(c) + c, c) + np.arange(total)
         right = Rk[starts] & mask2
         cands, why = _filter(left, right, N1, N2, GF1, GF2, h, W, usable, P, F1, F2)
-        if cands is None:
-            return _unknown(why, t0)
-        if cands:
-            n_cands += len(cands)
-            S, res, lower = classify_candidates(U, D, T, cands, tol)
-            if S is not None:
-                return SearchResult(
-                    SearchStatus.FOUND, "mitm", f"pivoted meet-in-the-middle (rank {r}, "
-                    f"2^{N1}×2^{N2})", S=S, residual=res, elapsed=time.perf_counter() - t0)
-            best_lower = min(best_lower, lower)
+        return total, cands, why
+
+    n_pairs = 0
+    n_cands = 0
+    best_lower = math.inf
+    n_chunks = 1 << H
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        pending: deque = deque()
+        nxt = 0
+        done = 0
+        while pending or nxt < n_chunks:
+            while nxt < n_chunks and len(pending) < 2 * max(1, threads):
+                pending.append(pool.submit(match, nxt))
+                nxt += 1
+            pairs, cands, why = pending.popleft().result()
+            done += 1
+            if cands is None:
+                for f in pending:
+                    f.cancel()
+                if why == "timeout":
+                    why = (f"time budget {timeout:g}s spent after {done - 1}/{n_chunks} chunks of "
+                           f"2^{L1} queries (2^{N1}×2^{N2} pairs, rank {r})")
+                return _unknown(why, t0)
+            n_pairs += pairs
+            if cands:
+                n_cands += len(cands)
+                S, res, lower = classify_candidates(U, D, T, cands, tol)
+                if S is not None:
+                    for f in pending:
+                        f.cancel()
+                    return SearchResult(
+                        SearchStatus.FOUND, "mitm", f"pivoted meet-in-the-middle (rank {r}, "
+                        f"2^{N1}×2^{N2})", S=S, residual=res, elapsed=time.perf_counter() - t0)
+                best_lower = min(best_lower, lower)
     bound = min(eps_search / t_hi * (1 - 4 * _u), best_lower)
     cert = {"kind": "meet-in-the-middle", "rank": r, "pivots": [int(p) for p in P],
             "sides": [N1, N2], "pairs_matched": n_pairs, "candidates": n_cands,
