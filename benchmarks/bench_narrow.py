@@ -5,6 +5,7 @@ Usage::
     python benchmarks/bench_narrow.py            # d ∈ {2,3,4}, n ∈ {24,32,48}, 3 seeds, 60 s
     python benchmarks/bench_narrow.py --stretch  # also n = 64
     python benchmarks/bench_narrow.py --quick    # about a minute
+    python benchmarks/bench_narrow.py --widths 64 --seeds 1   # one width only
 
 For each seeded instance (planted: Gaussian U, a random S with |S| ≥ d and
 D[:,S] = −pinv(U[S]); generic: Gaussian U, D) it runs, in this process and under the same
@@ -58,13 +59,14 @@ def generic(d: int, n: int, seed: int):
 
 
 def run_one(method: str, U, D, T, budget: float, track: bool) -> dict:
-    if track:
-        tracemalloc.start()
+    """Time one run; with ``track``, a second (untimed) run measures peak traced memory."""
     t0 = time.perf_counter()
     res = find_index_set(U, D, T, tol=1e-9, timeout=budget, method=method, seed=0)
     wall = time.perf_counter() - t0
     peak = 0
     if track:
+        tracemalloc.start()
+        find_index_set(U, D, T, tol=1e-9, timeout=budget, method=method, seed=0)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
     claim = (res.certificate or {}).get("highs") == "infeasible"
@@ -81,16 +83,22 @@ def fmt_time(times: list[float], solved: int, budget: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes, 1 seed, 10 s budget")
+    ap.add_argument("--quick", action="store_true", help="n in {24, 32}, 1 seed, 5 s budget")
     ap.add_argument("--stretch", action="store_true", help="also n = 64")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--budget", type=float, default=60.0)
+    ap.add_argument("--dims", type=int, nargs="+", default=[2, 3, 4])
+    ap.add_argument("--widths", type=int, nargs="+", default=[24, 32, 48])
     args = ap.parse_args(argv)
-    dims, widths, seeds, budget = (2, 3, 4), [24, 32, 48], args.seeds, args.budget
+    dims, widths, seeds, budget = tuple(args.dims), list(args.widths), args.seeds, args.budget
     if args.stretch:
         widths.append(64)
     if args.quick:
         widths, seeds, budget = [24, 32], 1, 5.0
+    # warm-up: first calls pay for imports (scipy.optimize, z3), not for the search
+    U0, D0, T0 = planted(2, 8, 0)
+    for m in (OURS,) + BASELINES:
+        find_index_set(U0, D0, T0, method=m, timeout=5.0)
     methods = (OURS,) + BASELINES
     print(f"# bench_narrow: d in {dims}, n in {widths}, {seeds} seed(s), budget {budget:g}s, tol 1e-9")
     print(f"# python {' '.join(sys.argv)}")
