@@ -72,6 +72,32 @@ def _bits(masks: np.ndarray, k: int) -> np.ndarray:
     return ((masks[:, None] >> np.arange(k, dtype=np.int64)) & 1).astype(np.float64)
 
 
+def _rank_pivots(Kh: np.ndarray) -> tuple[int, np.ndarray]:
+    """Numerical rank of K and its QR column pivots (well-conditioned pivots first)."""
+    import scipy.linalg
+
+    _, R, piv = scipy.linalg.qr(Kh, mode="economic", pivoting=True)
+    diag = np.abs(np.diag(R))
+    return int(np.sum(diag > diag[0] * 1e-8)), piv
+
+
+def _split(N: int, memory_cap: int) -> tuple[int, int]:
+    """Sizes (streamed, stored) of the two sides for N free variables under the cap."""
+    cap_bits = int(math.floor(math.log2(max(memory_cap, 1) / _BYTES_PER_ELEMENT)))
+    N2 = min(N // 2, cap_bits)
+    return N - N2, N2
+
+
+def estimate_seconds(U: np.ndarray, D: np.ndarray, *, memory_cap: int = MEMORY_CAP) -> float:
+    """Rough wall time of a complete :func:`solve_mitm` run (for the portfolio's planning)."""
+    Kh = khatri_rao(U, D)
+    if not np.any(Kh):
+        return 0.0
+    r, _ = _rank_pivots(Kh)
+    N1, N2 = _split(U.shape[0] - r, memory_cap)
+    return (2.0**N1 + 2.0**N2) / _RATE
+
+
 def _unknown(reason: str, t0: float, **cert: object) -> SearchResult:
     return SearchResult(SearchStatus.UNKNOWN, "mitm", reason, elapsed=time.perf_counter() - t0,
                         certificate=dict(cert) or None)
@@ -95,8 +121,6 @@ def solve_mitm(
     ``threads`` chunks of the streamed side run concurrently (numpy's sort and search
     release the GIL).
     """
-    import scipy.linalg
-
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     n = U.shape[0]
@@ -108,9 +132,7 @@ def solve_mitm(
     # ---- pivots and the transformed system g = M K, h = M t -----------------------------
     if not np.any(Kh):
         return _unknown("K = 0: nothing to match (the dual bound decides this case)", t0)
-    _, R, piv = scipy.linalg.qr(Kh, mode="economic", pivoting=True)
-    diag = np.abs(np.diag(R))
-    r = int(np.sum(diag > diag[0] * 1e-8))
+    r, piv = _rank_pivots(Kh)
     P = piv[:r]
     F = piv[r:].copy()
     rng.shuffle(F)
@@ -131,9 +153,7 @@ def solve_mitm(
     rho = (m_row * eps_search + eta) * (1 + 4 * _u)
 
     # ---- split the free variables ------------------------------------------------------
-    cap_bits = int(math.floor(math.log2(max(memory_cap, 1) / _BYTES_PER_ELEMENT)))
-    N2 = min(N // 2, cap_bits)
-    N1 = N - N2
+    N1, N2 = _split(N, memory_cap)
     if N1 > N2 + 8 or N1 > 40:
         return _unknown(
             f"N = n − rank K = {N} free variables: the stored side would need "
