@@ -55,6 +55,9 @@ MEMORY_CAP = 2 * 1024**3
 _BYTES_PER_ELEMENT = 40
 #: left-side queries per chunk (as a power of two)
 _CHUNK_BITS = 20
+#: matched pairs (expected, then actual per chunk) past which the run is refused / batched
+_MAX_PAIRS = 5.0e7
+_FILTER_BATCH = 1 << 17
 #: throughput assumed to refuse hopeless runs early (elements per second, 2 cores)
 _RATE = 4.0e6
 _u = UNIT_ROUNDOFF
@@ -172,7 +175,16 @@ def solve_mitm(
     usable = np.nonzero(W < 0.25)[0]
     if usable.size == 0:
         return _unknown(f"pivoted system too ill-conditioned: smallest window {W.min():.2e}", t0)
-    js = int(usable[np.argmin(W[usable])])
+    # Matching coordinate: the smallest window relative to how far the partial sums spread
+    # modulo 1 (a coordinate on which the free columns barely move matches everything;
+    # structured instances, e.g. rank-deficient planted ones, have such coordinates).
+    spread = np.minimum(1.0, 4.0 * np.sqrt(np.sum(G[:, F] ** 2, axis=1)))
+    score = W[usable] / np.maximum(spread[usable], 1e-300)
+    js = int(usable[np.argmin(score)])
+    expected_pairs = 2.0**N * min(1.0, 2.0 * float(np.min(score)))
+    if expected_pairs > _MAX_PAIRS:
+        return _unknown(f"no selective matching coordinate: ~{expected_pairs:.1e} pairs expected "
+                        f"(cap {_MAX_PAIRS:.0e})", t0)
 
     # ---- the stored (right) side: coordinate js mod 1, quantised, mask in the low bits -
     L1 = min(N1, _CHUNK_BITS)
@@ -222,8 +234,18 @@ def solve_mitm(
         left = np.repeat((np.int64(hm) << L1) | (pk[hit] & loc_mask), c)
         starts = np.repeat(lo - np.cumsum(c) + c, c) + np.arange(total)
         right = Rk[starts] & mask2
-        cands, why = _filter(left, right, N1, N2, GF1, GF2, h, W, usable, P, F1, F2)
-        return total, cands, why
+        out: list[tuple[int, ...]] = []
+        for b0 in range(0, total, _FILTER_BATCH):  # bounded memory for unselective chunks
+            if time.perf_counter() > deadline:
+                return 0, None, "timeout"
+            cands, why = _filter(left[b0:b0 + _FILTER_BATCH], right[b0:b0 + _FILTER_BATCH],
+                                 N1, N2, GF1, GF2, h, W, usable, P, F1, F2)
+            if cands is None:
+                return 0, None, why
+            out.extend(cands)
+            if len(out) > 5_000:
+                return 0, None, "more than 5000 candidate sets in one chunk: windows too wide"
+        return total, out, ""
 
     n_pairs = 0
     n_cands = 0
