@@ -335,7 +335,9 @@ def find_index_set(
     1. the box-relaxation dual bound (rank bound included);
     2. exact linear algebra (``linalg``, when installed and n ≤ d²);
     3. exhaustive enumeration for n ≤ 20;
-    4. meet-in-the-middle over pivoted partial sums (the workhorse for n > d²);
+    4. meet-in-the-middle over pivoted partial sums (the workhorse for n > d²), preceded,
+       when it is expected to take over 0.25 s, by a short HiGHS slice (≤ 10 % of that
+       estimate) that often finds planted sets at once;
     5. Z3 pseudo-Boolean, then HiGHS, with what is left (these mostly *find* sets).
 
     It stops at the first ``found`` or ``infeasible``.  Every verdict is re-checked here:
@@ -388,6 +390,14 @@ def find_index_set(
         steps.append(("linalg", lambda: _backend("linalg")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
     if n <= 20:
         steps.append(("enumerate", lambda: _backend("enumerate")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
+    from .mitm import estimate_seconds
+
+    est = estimate_seconds(U, D)
+    if est > 0.25:
+        # A complete MITM run takes a while; a short HiGHS slice first often finds a planted
+        # set at once (its "infeasible" is no proof and is ignored).  Costs ≤ 10 % of est.
+        steps.append(("milp", lambda: _backend("milp")(
+            U, D, T, timeout=max(0.01, min(0.1 * est, 2.0, 0.1 * left())), **kw)))  # type: ignore[misc]
     steps.append(("mitm", lambda: _backend("mitm")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
     # Finders for what MITM could not cover: Z3-PB is quick on planted sets; HiGHS last.
     steps.append(("z3-pb", lambda: _backend("z3-pb")(U, D, T, timeout=max(0.5 * left(), 0.01), **kw)))  # type: ignore[misc]

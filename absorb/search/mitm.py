@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -53,6 +55,9 @@ MEMORY_CAP = 2 * 1024**3
 _BYTES_PER_ELEMENT = 40
 #: left-side queries per chunk (as a power of two)
 _CHUNK_BITS = 20
+#: matched pairs (expected, then actual per chunk) past which the run is refused / batched
+_MAX_PAIRS = 5.0e7
+_FILTER_BATCH = 1 << 17
 #: throughput assumed to refuse hopeless runs early (elements per second, 2 cores)
 _RATE = 4.0e6
 _u = UNIT_ROUNDOFF
@@ -70,6 +75,32 @@ def _bits(masks: np.ndarray, k: int) -> np.ndarray:
     return ((masks[:, None] >> np.arange(k, dtype=np.int64)) & 1).astype(np.float64)
 
 
+def _rank_pivots(Kh: np.ndarray) -> tuple[int, np.ndarray]:
+    """Numerical rank of K and its QR column pivots (well-conditioned pivots first)."""
+    import scipy.linalg
+
+    _, R, piv = scipy.linalg.qr(Kh, mode="economic", pivoting=True)
+    diag = np.abs(np.diag(R))
+    return int(np.sum(diag > diag[0] * 1e-8)), piv
+
+
+def _split(N: int, memory_cap: int) -> tuple[int, int]:
+    """Sizes (streamed, stored) of the two sides for N free variables under the cap."""
+    cap_bits = int(math.floor(math.log2(max(memory_cap, 1) / _BYTES_PER_ELEMENT)))
+    N2 = min(N // 2, cap_bits)
+    return N - N2, N2
+
+
+def estimate_seconds(U: np.ndarray, D: np.ndarray, *, memory_cap: int = MEMORY_CAP) -> float:
+    """Rough wall time of a complete :func:`solve_mitm` run (for the portfolio's planning)."""
+    Kh = khatri_rao(U, D)
+    if not np.any(Kh):
+        return 0.0
+    r, _ = _rank_pivots(Kh)
+    N1, N2 = _split(U.shape[0] - r, memory_cap)
+    return (2.0**N1 + 2.0**N2) / _RATE
+
+
 def _unknown(reason: str, t0: float, **cert: object) -> SearchResult:
     return SearchResult(SearchStatus.UNKNOWN, "mitm", reason, elapsed=time.perf_counter() - t0,
                         certificate=dict(cert) or None)
@@ -84,14 +115,15 @@ def solve_mitm(
     timeout: float = 60.0,
     seed: int = 0,
     memory_cap: int = MEMORY_CAP,
+    threads: int = 1,
 ) -> SearchResult:
     """Pivoted meet-in-the-middle: ``found``, ``infeasible`` (complete run) or ``unknown``.
 
     ``seed`` shuffles the free variables between the two sides (it changes which solution
-    is met first, never the verdict).  ``memory_cap`` bounds the stored side in bytes.
+    is met first, never the verdict).  ``memory_cap`` bounds the stored side in bytes;
+    ``threads`` chunks of the streamed side run concurrently (numpy's sort and search
+    release the GIL).
     """
-    import scipy.linalg
-
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     n = U.shape[0]
@@ -103,9 +135,7 @@ def solve_mitm(
     # ---- pivots and the transformed system g = M K, h = M t -----------------------------
     if not np.any(Kh):
         return _unknown("K = 0: nothing to match (the dual bound decides this case)", t0)
-    _, R, piv = scipy.linalg.qr(Kh, mode="economic", pivoting=True)
-    diag = np.abs(np.diag(R))
-    r = int(np.sum(diag > diag[0] * 1e-8))
+    r, piv = _rank_pivots(Kh)
     P = piv[:r]
     F = piv[r:].copy()
     rng.shuffle(F)
@@ -126,17 +156,15 @@ def solve_mitm(
     rho = (m_row * eps_search + eta) * (1 + 4 * _u)
 
     # ---- split the free variables ------------------------------------------------------
-    cap_bits = int(math.floor(math.log2(max(memory_cap, 1) / _BYTES_PER_ELEMENT)))
-    N2 = min(N // 2, cap_bits)
-    N1 = N - N2
+    N1, N2 = _split(N, memory_cap)
     if N1 > N2 + 8 or N1 > 40:
         return _unknown(
             f"N = n − rank K = {N} free variables: the stored side would need "
             f"2^{N - N // 2}·{_BYTES_PER_ELEMENT} bytes > memory cap {memory_cap} bytes", t0)
     est = (2.0**N2 + 2.0**N1) / _RATE
-    if 2.0**N2 / _RATE > timeout:
-        return _unknown(f"estimated {est:.0f}s for 2×2^{N // 2} partial sums exceeds the time "
-                        f"budget {timeout:g}s", t0)
+    if est > 1.5 * timeout:  # hand the budget to the finders of the portfolio instead
+        return _unknown(f"estimated {est:.0f}s for 2^{N1}+2^{N2} partial sums (n − rank K = {N}) "
+                        f"exceeds the time budget {timeout:g}s", t0)
     F1, F2 = F[:N1], F[N1:]
     GF1, GF2 = G[:, F1], G[:, F2]
     S1 = np.abs(GF1).sum(axis=1)
@@ -147,7 +175,16 @@ def solve_mitm(
     usable = np.nonzero(W < 0.25)[0]
     if usable.size == 0:
         return _unknown(f"pivoted system too ill-conditioned: smallest window {W.min():.2e}", t0)
-    js = int(usable[np.argmin(W[usable])])
+    # Matching coordinate: the smallest window relative to how far the partial sums spread
+    # modulo 1 (a coordinate on which the free columns barely move matches everything;
+    # structured instances, e.g. rank-deficient planted ones, have such coordinates).
+    spread = np.minimum(1.0, 4.0 * np.sqrt(np.sum(G[:, F] ** 2, axis=1)))
+    score = W[usable] / np.maximum(spread[usable], 1e-300)
+    js = int(usable[np.argmin(score)])
+    expected_pairs = 2.0**N * min(1.0, 2.0 * float(np.min(score)))
+    if expected_pairs > _MAX_PAIRS:
+        return _unknown(f"no selective matching coordinate: ~{expected_pairs:.1e} pairs expected "
+                        f"(cap {_MAX_PAIRS:.0e})", t0)
 
     # ---- the stored (right) side: coordinate js mod 1, quantised, mask in the low bits -
     L1 = min(N1, _CHUNK_BITS)
@@ -171,43 +208,77 @@ def solve_mitm(
     high_tab = _sums_1d(high_cols) if H <= 22 else None
     loc_mask = np.int64((1 << L1) - 1)
     local = np.arange(low_tab.size, dtype=np.int64)
-    n_pairs = 0
-    n_cands = 0
-    best_lower = math.inf
-    for hm in range(1 << H):
-        if time.perf_counter() - t0 > timeout:
-            return _unknown(f"time budget {timeout:g}s spent after {hm}/{1 << H} chunks of 2^{L1} "
-                            f"queries (2^{N1}×2^{N2} pairs, rank {r})", t0)
-        if high_tab is not None:
-            hv = high_tab[hm]
-        else:
-            hv = float(np.sum(high_cols[[b for b in range(H) if (hm >> b) & 1]]))
+    n_rk = Rk.size
+    deadline = t0 + timeout
+
+    def match(hm: int) -> tuple[int, list[tuple[int, ...]] | None, str]:
+        """Chunk ``hm`` of the left side: (pairs matched, candidate sets or None, why)."""
+        if time.perf_counter() > deadline:
+            return 0, None, "timeout"
+        hv = high_tab[hm] if high_tab is not None else float(
+            np.sum(high_cols[[b for b in range(H) if (hm >> b) & 1]]))
         q = np.mod(h[js] - (low_tab + hv), 1.0)
         pk = np.floor(q * scale).astype(np.int64) * (1 << L1) + local
         pk.sort()
         qs = pk >> L1
         lo = np.searchsorted(Rk, (qs - wq) * (1 << N2), side="left")
-        hi = np.searchsorted(Rk, (qs + wq + 1) * (1 << N2), side="left")
-        cnt = hi - lo
-        nz = np.nonzero(cnt)[0]
-        if nz.size == 0:
-            continue
-        c = cnt[nz]
-        n_pairs += int(c.sum())
-        left = np.repeat((np.int64(hm) << L1) | (pk[nz] & loc_mask), c)
-        starts = np.repeat(lo[nz] - np.cumsum(c) + c, c) + np.arange(int(c.sum()))
+        hi_key = (qs + wq + 1) * (1 << N2)
+        # most queries match nothing: test the first key ≥ lo_key before a second search
+        hit = np.nonzero(Rk[np.minimum(lo, n_rk - 1)] < hi_key)[0]
+        hit = hit[lo[hit] < n_rk]
+        if hit.size == 0:
+            return 0, [], ""
+        lo = lo[hit]
+        c = np.searchsorted(Rk, hi_key[hit], side="left") - lo
+        total = int(c.sum())
+        left = np.repeat((np.int64(hm) << L1) | (pk[hit] & loc_mask), c)
+        starts = np.repeat(lo - np.cumsum(c) + c, c) + np.arange(total)
         right = Rk[starts] & mask2
-        cands, why = _filter(left, right, N1, N2, GF1, GF2, h, W, usable, P, F1, F2)
-        if cands is None:
-            return _unknown(why, t0)
-        if cands:
-            n_cands += len(cands)
-            S, res, lower = classify_candidates(U, D, T, cands, tol)
-            if S is not None:
-                return SearchResult(
-                    SearchStatus.FOUND, "mitm", f"pivoted meet-in-the-middle (rank {r}, "
-                    f"2^{N1}×2^{N2})", S=S, residual=res, elapsed=time.perf_counter() - t0)
-            best_lower = min(best_lower, lower)
+        out: list[tuple[int, ...]] = []
+        for b0 in range(0, total, _FILTER_BATCH):  # bounded memory for unselective chunks
+            if time.perf_counter() > deadline:
+                return 0, None, "timeout"
+            cands, why = _filter(left[b0:b0 + _FILTER_BATCH], right[b0:b0 + _FILTER_BATCH],
+                                 N1, N2, GF1, GF2, h, W, usable, P, F1, F2)
+            if cands is None:
+                return 0, None, why
+            out.extend(cands)
+            if len(out) > 5_000:
+                return 0, None, "more than 5000 candidate sets in one chunk: windows too wide"
+        return total, out, ""
+
+    n_pairs = 0
+    n_cands = 0
+    best_lower = math.inf
+    n_chunks = 1 << H
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        pending: deque = deque()
+        nxt = 0
+        done = 0
+        while pending or nxt < n_chunks:
+            while nxt < n_chunks and len(pending) < 2 * max(1, threads):
+                pending.append(pool.submit(match, nxt))
+                nxt += 1
+            pairs, cands, why = pending.popleft().result()
+            done += 1
+            if cands is None:
+                for f in pending:
+                    f.cancel()
+                if why == "timeout":
+                    why = (f"time budget {timeout:g}s spent after {done - 1}/{n_chunks} chunks of "
+                           f"2^{L1} queries (2^{N1}×2^{N2} pairs, rank {r})")
+                return _unknown(why, t0)
+            n_pairs += pairs
+            if cands:
+                n_cands += len(cands)
+                S, res, lower = classify_candidates(U, D, T, cands, tol)
+                if S is not None:
+                    for f in pending:
+                        f.cancel()
+                    return SearchResult(
+                        SearchStatus.FOUND, "mitm", f"pivoted meet-in-the-middle (rank {r}, "
+                        f"2^{N1}×2^{N2})", S=S, residual=res, elapsed=time.perf_counter() - t0)
+                best_lower = min(best_lower, lower)
     bound = min(eps_search / t_hi * (1 - 4 * _u), best_lower)
     cert = {"kind": "meet-in-the-middle", "rank": r, "pivots": [int(p) for p in P],
             "sides": [N1, N2], "pairs_matched": n_pairs, "candidates": n_cands,
