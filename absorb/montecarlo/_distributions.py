@@ -98,8 +98,9 @@ def sample_weights(rng: np.random.Generator, dist: str, B: int, n: int, d: int) 
 
 def plant(rng: np.random.Generator, U: np.ndarray, D: np.ndarray, *, c: float,
           cond_max: float = 1e4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Positive controls: ``D[b][:, S_b] = −pinv(U[b][S_b, :]) / c`` for a random S_b with
-    |S_b| ≥ d, so that ``c·D_S U_S = −I`` up to rounding (≈ cond(U_S)·ε ≪ the tolerance).
+    """Positive controls: ``D[b][:, S_b] = (−pinv(U_S) + Z Nᵀ) / c`` for a random S_b with
+    |S_b| ≥ d (``N`` an orthonormal basis of the null space of ``U_Sᵀ``, ``Z`` Gaussian at the
+    scale of D), so that ``c·D_S U_S = −I`` up to rounding (≈ cond(U_S)·ε ≪ the tolerance).
 
     ``U_S`` must have full column rank: an S whose rows are rank-deficient or ill-conditioned
     (cond > cond_max; discrete weights often are) is redrawn, up to 50 times. Returns the new
@@ -116,7 +117,14 @@ def plant(rng: np.random.Generator, U: np.ndarray, D: np.ndarray, *, c: float,
             US = U[b][S]
             sv = np.linalg.svd(US, compute_uv=False)
             if sv[-1] > 0 and sv[0] / sv[-1] <= cond_max:
-                D[b][:, S] = -np.linalg.pinv(US) / c
+                # −pinv(U_S) alone puts every w_i, i ∈ S, in one d-dimensional family
+                # (w_i = −(U_Sᵀ U_S)^{-1} u_i), which makes K rank-deficient once
+                # |S| > d(d+1)/2. Adding Z Nᵀ (N spans the null space of U_Sᵀ, Z Gaussian)
+                # keeps D_S U_S = −I and makes the planted solution a generic one.
+                q, _ = np.linalg.qr(US, mode="complete")
+                N = q[:, d:]
+                Z = rng.standard_normal((d, k - d)) * (np.linalg.norm(D[b]) / np.sqrt(D[b].size) if D[b].any() else 1.0)
+                D[b][:, S] = (-np.linalg.pinv(US) + Z @ N.T) / c
                 masks[b, S] = True
                 ok[b] = True
                 break
