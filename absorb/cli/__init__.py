@@ -14,7 +14,7 @@ from typing import Sequence
 
 from absorb._errors import AbsorbError
 
-SUBCOMMANDS: tuple[str, ...] = ("check", "verify", "prove", "explore-depth")
+SUBCOMMANDS: tuple[str, ...] = ("check", "verify", "prove", "montecarlo", "explore-depth")
 """Module names under ``absorb.cli``; each defines ``register(subparsers)``."""
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3

@@ -1,0 +1,188 @@
+"""absorb.montecarlo: the vectorised decisions agree with the single-instance engine on every
+instance; exact intervals; dask equals one process; planted controls are always found."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from absorb import Block, Verdict, decide_block, get_activation
+from absorb.montecarlo import (DISTRIBUTIONS, Cell, clopper_pearson, decide_batch, degenerate_batch, dual_batch,
+                               enumerate_batch, grid, plant, run_cell, sample_weights, sweep)
+from absorb.montecarlo import _kernel as K
+from absorb.engine import hypotheses as hyp
+from absorb.search import find_index_set
+from absorb.search._types import SearchStatus
+
+
+# --- Clopper–Pearson against published values ------------------------------------------------
+@pytest.mark.parametrize("k, n, lo, hi, kind", [
+    (5, 100, 0.016431, 0.112835, "two-sided"),  # Clopper & Pearson (1934) / standard tables
+    (1, 10, 0.002529, 0.445016, "two-sided"),
+    (50, 100, 0.398321, 0.601679, "two-sided"),
+    (0, 100, 0.0, 0.029513, "upper"),  # 1 − 0.05^(1/100), the "rule of three" ≈ 3/n
+    (0, 1000, 0.0, 0.002991, "upper"),
+    (10, 10, 0.741134, 1.0, "lower"),  # 0.05^(1/10)
+])
+def test_clopper_pearson_known_values(k, n, lo, hi, kind) -> None:
+    a, b, kd = clopper_pearson(k, n)
+    assert kd == kind
+    assert a == pytest.approx(lo, abs=2e-6) and b == pytest.approx(hi, abs=2e-6)
+
+
+def test_clopper_pearson_closed_forms() -> None:
+    for n in (1, 7, 300):
+        assert clopper_pearson(0, n)[1] == pytest.approx(1 - 0.05 ** (1 / n), rel=1e-12)
+        assert clopper_pearson(n, n)[0] == pytest.approx(0.05 ** (1 / n), rel=1e-12)
+
+
+@pytest.mark.parametrize("k, n", [(-1, 5), (6, 5), (0, 0)])
+def test_clopper_pearson_rejects(k, n) -> None:
+    with pytest.raises(ValueError):
+        clopper_pearson(k, n)
+
+
+# --- the kernel against brute force and against the engine ----------------------------------
+def _brute(U: np.ndarray, D: np.ndarray, c: float = 1.0) -> float:
+    n, d = U.shape
+    return min(np.linalg.norm(c * D[:, list(S)] @ U[list(S)] + np.eye(d)) / np.sqrt(d)
+               for k in range(n + 1) for S in itertools.combinations(range(n), k))
+
+
+@pytest.mark.parametrize("n, d", [(1, 1), (3, 1), (2, 2), (5, 2), (8, 3), (11, 3), (6, 4)])
+def test_enumeration_distance_is_the_brute_force_minimum(n: int, d: int) -> None:
+    rng = np.random.default_rng(n * 10 + d)
+    U, D = sample_weights(rng, "gaussian", 40, n, d)
+    if n >= d:
+        D[:10], _, _ = plant(rng, U[:10], D[:10], c=1.0)
+    r = enumerate_batch(U, D)
+    for b in range(40):
+        best = _brute(U[b], D[b])
+        assert r.distance[b] == pytest.approx(best, abs=1e-9)
+        assert r.lower_bound[b] <= best + 1e-15
+        assert (r.status[b] == K.FOUND) == (best <= 1e-9)
+
+
+@pytest.mark.parametrize("dist", sorted(DISTRIBUTIONS))
+@pytest.mark.parametrize("n, d", [(4, 2), (7, 3)])
+def test_vectorised_agrees_with_engine_on_every_instance(dist: str, n: int, d: int) -> None:
+    """Every instance of a small sweep: the batch status equals the engine's search status,
+    and the classification matches decide_block's verdict."""
+    rng = np.random.default_rng(hash((dist, n, d)) % 2**32)
+    U, D = sample_weights(rng, dist, 24, n, d)
+    D[:6], _, _ = plant(rng, U[:6], D[:6], c=1.0)
+    res = enumerate_batch(U, D)
+    deg = degenerate_batch(U, D)
+    relu = get_activation("relu")
+    for b in range(24):
+        block = Block(U[b], D[b], relu)
+        single = find_index_set(U[b], D[b], -np.eye(d), tol=1e-9)
+        assert K.STATUS_NAMES[res.status[b]] == single.status.value
+        dec = decide_block(block)
+        nondeg = all(h.holds for h in [hyp.dimension(block), *hyp.nondegenerate(block)])
+        assert deg[b] == (not nondeg)
+        if res.status[b] == K.FOUND:
+            assert dec.verdict is Verdict.ABSORBABLE
+        elif res.status[b] == K.INFEASIBLE:
+            assert dec.verdict is (Verdict.UNKNOWN if deg[b] else Verdict.NOT_ABSORBABLE)
+
+
+def test_dual_bound_is_a_lower_bound_and_finds_planted_sets() -> None:
+    rng = np.random.default_rng(3)
+    for n, d in [(6, 3), (9, 3), (12, 4), (16, 4)]:
+        U, D = sample_weights(rng, "gaussian", 30, n, d)
+        D[:10], masks, ok = plant(rng, U[:10], D[:10], c=1.0)
+        exact = enumerate_batch(U, D)
+        dual = dual_batch(U, D)
+        assert np.all(dual.lower_bound <= exact.distance + 1e-12)
+        assert np.all(dual.status[:10] == K.FOUND)  # n ≤ d²: K has full column rank
+        assert not np.any(dual.status[10:] == K.FOUND)
+
+
+def test_leaky_relu_constant() -> None:
+    # σ(z) − σ(−z) = 1.01 z: the target is −I/1.01.
+    rng = np.random.default_rng(5)
+    U, D = sample_weights(rng, "gaussian", 8, 5, 2)
+    D, _, _ = plant(rng, U, D, c=1.01)
+    assert np.all(enumerate_batch(U, D, c=1.01).status == K.FOUND)
+    assert not np.any(enumerate_batch(U, D, c=1.0).status == K.FOUND)
+
+
+def test_degenerate_batch_matches_engine() -> None:
+    U = np.array([[[1.0, 0.0], [-2.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], [[0.0, 0.0], [0.0, 1.0], [1.0, 1.0]]])
+    D = np.ones((3, 2, 3))
+    assert degenerate_batch(U, D).tolist() == [True, False, True]
+    D[1][:, 2] = 0.0
+    assert degenerate_batch(U, D).tolist() == [True, True, True]
+
+
+# --- sweeps ----------------------------------------------------------------------------------
+def test_planted_detection_is_complete_and_generic_never_absorbable() -> None:
+    cells = grid(d=[], shapes=[(2, 5), (3, 9), (8, 24)], distributions=["gaussian", "kaiming", "student_t"],
+                 activations=["relu", "gelu"], samples=300, planted=40)
+    for r in sweep(cells, seed=1):
+        assert r.planted["rate"] == 1.0, r.cell
+        assert r.counts["absorbable"] == 0  # result 5: probability zero for continuous weights
+        assert r.recheck["recheck_failed"] == 0
+        assert sum(r.counts[k] for k in ("absorbable", "not_absorbable", "no_index_set", "undecided")) == r.cell.samples
+        assert r.ci_kind == "upper"
+
+
+def test_ternary_hits_are_rechecked_and_counted() -> None:
+    (r,) = sweep(grid(d=[2], n=[6], distributions=["ternary"], activations=["relu"], samples=400, planted=20), seed=2)
+    assert r.counts["absorbable"] > 0 and r.recheck["confirmed"] == r.recheck["hits"] == r.counts["absorbable"]
+    lo, hi = r.ci
+    assert lo < r.fraction < hi and r.ci_kind == "two-sided"
+
+
+def test_same_seed_same_results_and_cells_independent_of_order() -> None:
+    cells = grid(d=[], shapes=[(2, 4), (3, 6)], distributions=["gaussian", "int8"], activations=["relu"], samples=120, planted=10)
+    a = [r.deterministic() for r in sweep(cells, seed=7)]
+    b = [r.deterministic() for r in sweep(cells, seed=7)]
+    assert a == b
+    # A cell's numbers depend on (seed, index) only, not on which other cells run.
+    alone = run_cell(cells[3], index=3, seed=7).deterministic()
+    assert alone == a[3]
+    assert [r.deterministic() for r in sweep(cells, seed=8)] != a
+
+
+def test_dask_equals_single_process() -> None:
+    pytest.importorskip("dask.distributed")
+    cells = grid(d=[], shapes=[(2, 4), (3, 7)], distributions=["gaussian", "ternary"], activations=["relu"], samples=150, planted=10)
+    single = [r.deterministic() for r in sweep(cells, seed=11)]
+    dist = [r.deterministic() for r in sweep(cells, seed=11, workers=2, processes=False)]
+    assert dist == single
+
+
+def test_cli_json_and_plot(tmp_path) -> None:
+    out = tmp_path / "mc.png"
+    proc = subprocess.run([sys.executable, "-m", "absorb", "montecarlo", "--shapes", "2x4", "--dist", "gaussian,ternary",
+                           "--samples", "100", "--planted", "10", "--json", "--no-progress", "--plot", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [c["distribution"] for c in doc["cells"]] == ["gaussian", "ternary"]
+    assert doc["cells"][0]["planted"]["rate"] == 1.0
+    assert out.stat().st_size > 1000 and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("argv", [
+    ["--shapes", "3y9"], ["--d", "2"], ["--dist", "cauchy"], ["--activation", "relu2"], ["--samples", "0"],
+    ["--d", "2", "--n", "4", "--shapes", "2x4"], ["--workers", "1", "--scheduler", "tcp://x:1"], ["--tol", "-1"],
+    ["--route", "enumerate", "--shapes", "4x32"],
+])
+def test_cli_usage_errors_exit_2(argv, capsys) -> None:
+    from absorb.cli import main
+
+    try:
+        code = main(["montecarlo", "--no-progress", *argv])
+    except SystemExit as exc:  # argparse usage errors
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
