@@ -41,7 +41,8 @@ class Entry:
     engine_why: str
     truth: str  # absorbable | not_absorbable | open
     truth_why: str
-    witness: dict[str, np.ndarray] | None = None  # a residual-free block (W_up, W_down[, b_down]) equal to f
+    witness: dict[str, np.ndarray] | None = None  # a residual-free block (W_up, W_down[, b_up, b_down]) equal to f
+    flip: list[int] | None = None  # or: the units whose flip gives one (built here, in the loaded, lifted space)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -119,7 +120,7 @@ def entries() -> list[Entry]:
                      "Sigmoid-gated GLU (g(0) = 1/2, outside result 3): g(z) + g(−z) = 1, so negating the gate rows and "
                      "down columns in S adds −D_S V_S x = x (beyond the paper).",
                      A, "index-set", "the gated flip identity is proved (c = 1) and S = {0, 1, 3} is found",
-                     A, "theory.md §3: planted sigmoid-gated GLU blocks are absorbable"))
+                     A, "theory.md §3: planted sigmoid-gated GLU blocks are absorbable", flip=[0, 1, 3]))
 
     rng = np.random.default_rng(104)
     Ub, Db = _planted(rng, 3, 2, [0, 1, 2])
@@ -128,7 +129,7 @@ def entries() -> list[Entry]:
                      "mHC with 2 streams and the singular doubly stochastic H_res = [[1/2, 1/2], [1/2, 1/2]]: result 1's "
                      "reduction fails, but H_post H_preᵀ = H_res and a planted base set give D_S U_S = −M in the lifted space.",
                      A, "index-set", "the search with T = −M finds S; the witness check does not need M invertible",
-                     A, "sufficiency holds for any skip M: flipping S adds −D_S U_S x = M x"))
+                     A, "sufficiency holds for any skip M: flipping S adds −D_S U_S x = M x", flip=[0, 1, 2]))
     rng = np.random.default_rng(105)
     out.append(Entry("singular_mhc_generic", dict(W_up=rng.standard_normal((3, 2)), W_down=rng.standard_normal((2, 3)),
                                                   activation=relu, **hc),
@@ -157,7 +158,7 @@ def entries() -> list[Entry]:
                      "Leaky ReLU (slope 0.01): σ(z) − σ(−z) = 1.01·z, so the flip identity holds with c = 101/100 "
                      "(theory.md §2 lists leaky ReLU among the failures of c = 1) and D_S U_S = −I/1.01 is absorbable.",
                      A, "index-set", "flip identity proved with c = 101/100; S = {0, 2, 3} found with target −I/c",
-                     A, "flipping S adds −1.01·D_S U_S x = x"))
+                     A, "flipping S adds −1.01·D_S U_S x = x", flip=[0, 2, 3]))
     rng = np.random.default_rng(108)
     out.append(Entry("leaky_relu_generic", dict(W_up=rng.standard_normal((5, 2)), W_down=rng.standard_normal((2, 5)), activation=leaky),
                      "Generic leaky ReLU: no index set, but necessity is proved for ReLU and GELU only.",
@@ -204,8 +205,19 @@ def _check_witness(e: Entry, path: Path) -> float:
     """max |f(x) − B'(x)| / (|f(x)| + |x|) over seeded inputs: the truth claim, checked."""
     model = load_npz(path)
     assert isinstance(model, Block)
-    w = e.witness
-    wb = model.replace(W_up=w["W_up"], W_down=w["W_down"], b_up=w.get("b_up"), b_down=w.get("b_down"), skip=np.zeros((model.d, model.d)))
+    zero = np.zeros((model.d, model.d))
+    if e.flip is not None:
+        S = e.flip
+        if model.gated:  # g(z) + g(−z) = 1: negate the gate rows and the down columns in S
+            Wg, Wd = model.W_gate.copy(), model.W_down.copy()
+            Wg[S] *= -1
+            Wd[:, S] *= -1
+            wb = model.replace(W_gate=Wg, W_down=Wd, skip=zero)
+        else:
+            wb = model.replace(W_up=_flip(model.W_up, S), skip=zero)
+    else:
+        w = e.witness
+        wb = model.replace(W_up=w["W_up"], W_down=w["W_down"], b_up=w.get("b_up"), b_down=w.get("b_down"), skip=zero)
     rng = np.random.default_rng(0)
     worst = 0.0
     for scale in (1e-2, 1.0, 1e2):
@@ -221,7 +233,8 @@ def main() -> None:
     for e in entries():
         path = HERE / f"{e.name}.npz"
         np.savez(path, **e.arrays)
-        if e.witness is not None:
+        if e.truth == A:
+            assert e.witness is not None or e.flip is not None, f"{e.name}: a true 'absorbable' needs a witness"
             err = _check_witness(e, path)
             assert err < 1e-9, (e.name, err)
         if e.truth == A and e.expected == N or e.truth == N and e.expected == A:
