@@ -133,7 +133,7 @@ def _activation_strategy(activation: ActivationSpec, *, default: str, gated: boo
         except Exception as exc:  # InvalidInput from the registry: re-raise as Hypothesis' error
             raise InvalidArgument(f"activation={activation!r}: {exc}") from None
         return st.just(act)
-    raise InvalidArgument(f"activation={activation!r} must be a name, an absorb Activation, or a strategy of Activations")
+    raise InvalidArgument(f"activation={activation!r} must be a name, an absorb Activation, or a strategy of names or Activations")
 
 
 def _flip_constant(act: Activation, *, gated: bool) -> float | None:
@@ -256,6 +256,13 @@ def _draw_skip(draw, d: int, kind: str, values: Values) -> np.ndarray:
 @st.composite
 def _block(draw, *, d, n, act_st, kind, degeneracies, biases, skip, values, gated, name="block") -> Block:
     act = draw(act_st, label="activation")
+    if isinstance(act, str):  # a strategy of names, e.g. st.sampled_from(["swiglu", "geglu"])
+        try:
+            act = get_activation(act)
+        except Exception as exc:
+            raise InvalidArgument(f"activation strategy drew {act!r}: {exc}") from None
+    if not isinstance(act, Activation):
+        raise InvalidArgument(f"activation strategy drew {act!r}; it must draw names or absorb Activations")
     if gated and act.gated_name is None and act.name not in GATED.values():
         raise InvalidArgument(f"gated_blocks: activation {act.name!r} is not a gate; use a gated name such as 'glu' or 'swiglu'")
     if kind == "degenerate":

@@ -157,6 +157,12 @@ def test_dask_equals_single_process() -> None:
     single = [r.deterministic() for r in sweep(cells, seed=11)]
     dist = [r.deterministic() for r in sweep(cells, seed=11, workers=2, processes=False)]
     assert dist == single
+    # --scheduler ADDRESS: a running scheduler (here an in-process one).
+    from dask.distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        remote = [r.deterministic() for r in sweep(cells[:2], seed=11, scheduler=cluster.scheduler_address)]
+    assert remote == single[:2]
 
 
 def test_cli_json_and_plot(tmp_path) -> None:

@@ -119,9 +119,12 @@ def run(args: argparse.Namespace) -> int:
     cells = grid(d=[], shapes=shapes, distributions=args.dist, activations=args.activation, samples=args.samples, planted=planted)
     bar = None
     if not args.no_progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(cells), unit="cell", file=sys.stderr, desc="montecarlo", leave=False)
+        try:
+            from tqdm import tqdm
+        except ImportError:  # optional dependency (pip install absorb[montecarlo]): run without a bar
+            tqdm = None
+        if tqdm is not None:
+            bar = tqdm(total=len(cells), unit="cell", file=sys.stderr, desc="montecarlo", leave=False)
     try:
         results = sweep(cells, seed=args.seed, tol=args.tol, batch=args.batch, route=args.route, workers=args.workers,
                         scheduler=args.scheduler, progress=(lambda r: bar.update(1)) if bar else None)

@@ -175,15 +175,22 @@ def dual_batch(U: np.ndarray, D: np.ndarray, *, c: float = 1.0, tol: float = 1e-
     Y = c * np.matmul(D * bstar[:, None, :], U) + np.eye(d)
     DtY = np.matmul(D.transpose(0, 2, 1), Y)  # (B, n, d): row i = w_iᵀ Y
     alpha = c * np.einsum("bnk,bnk->bn", DtY, U)  # c·w_iᵀ Y u_i
-    # |fl(α_i) − α_i| ≤ γ_{2d}|c|·|w_i|ᵀ|Y||u_i|; tr Y and ‖Y‖_F to γ_d and γ_{d²} relative.
-    a_err = _gamma(2 * d + 1) * abs(c) * np.einsum("bnk,bnk->bn", np.matmul(np.abs(D).transpose(0, 2, 1), np.abs(Y)), np.abs(U))
+    # |fl(α_i) − α_i| ≤ γ_{2d+1}|c|·|w_i|ᵀ|Y||u_i| ≤ γ_{2d+1}|c|·‖w_i‖‖Y‖_F‖u_i‖ (Cauchy–Schwarz;
+    # cheaper than another n×d×d product and, at γ ≈ 1e-13, no looser in practice);
+    # tr Y and ‖Y‖_F are accounted to γ_d and γ_{d²+1} relative.
+    y_fro = np.sqrt(np.einsum("bij,bij->b", Y, Y))
+    a_err = _gamma(2 * d + 1) * abs(c) * np.linalg.norm(D, axis=1) * np.linalg.norm(U, axis=2) * y_fro[:, None]
     tr = np.einsum("bii->b", Y)
     sign = np.where(tr >= 0, 1.0, -1.0)  # the bound holds for Y and for −Y
     num = sign * tr - _gamma(d) * np.abs(tr) + np.minimum(0.0, sign[:, None] * alpha - a_err).sum(axis=1)
-    fro = np.sqrt(np.einsum("bij,bij->b", Y, Y)) * (1.0 + _gamma(d * d + 1))
+    fro = y_fro * (1.0 + _gamma(d * d + 1))
     lower = np.where(fro > 0, np.maximum(num, 0.0) / np.where(fro > 0, fro, 1.0), 0.0) / np.sqrt(d)
     mask = bstar > 0.5
-    resid = _residuals(U, D, mask.astype(np.float64), c)
+    # A candidate can only succeed where the bound leaves room (its residual is ≥ the bound).
+    resid = lower.copy()
+    room = lower <= tol
+    if room.any():
+        resid[room] = _residuals(U[room], D[room], mask[room].astype(np.float64), c)
     status = np.full(B, UNKNOWN, dtype=np.int8)
     status[lower > tol] = INFEASIBLE
     status[resid <= tol] = FOUND
@@ -191,31 +198,34 @@ def dual_batch(U: np.ndarray, D: np.ndarray, *, c: float = 1.0, tol: float = 1e-
     return BatchResult(status=status, distance=dist, lower_bound=np.minimum(lower, resid), S=mask, route="dual")
 
 
-def _cg(A: np.ndarray, h: np.ndarray, *, rtol: float = 1e-11, maxiter: int = 400) -> np.ndarray:
-    """Batched conjugate gradients for the SPD systems A b = h (B×n×n).
+def _cg(A: np.ndarray, h: np.ndarray, *, rtol: float = 1e-9, maxiter: int = 400) -> np.ndarray:
+    """Batched Jacobi-preconditioned conjugate gradients for the SPD systems A b = h (B×n×n).
 
-    For wide blocks (n ≪ d²) the columns of K are nearly orthogonal, G is well conditioned,
-    and a few dozen products with the already formed G (n² each) replace an O(n³)
-    factorisation. Accuracy only affects the *quality* of the dual bound and of the rounded
-    candidate, never its validity.
+    For wide blocks (n ≪ d²) the columns of K are nearly orthogonal and G is well
+    conditioned (condition number ≈ 2.4 for Gaussian d = 256, n = 1024), so a dozen products
+    with the already formed G (n² each) replace an O(n³) factorisation. Accuracy only affects
+    the *quality* of the dual bound and of the rounded candidate, never its validity.
     """
-    x = h / np.einsum("bii->bi", A)  # Jacobi start
+    dinv = 1.0 / np.einsum("bii->bi", A)
+    x = h * dinv
     r = h - np.matmul(A, x[..., None])[..., 0]
-    p = r.copy()
-    rr = np.einsum("bi,bi->b", r, r)
+    z = r * dinv
+    p = z.copy()
+    rz = np.einsum("bi,bi->b", r, z)
     stop = (rtol * np.linalg.norm(h, axis=1)) ** 2
     for _ in range(maxiter):
-        if np.all(rr <= stop):
+        if np.all(np.einsum("bi,bi->b", r, r) <= stop):
             break
         Ap = np.matmul(A, p[..., None])[..., 0]
         pAp = np.einsum("bi,bi->b", p, Ap)
-        alpha = np.where(pAp > 0, rr / np.where(pAp > 0, pAp, 1.0), 0.0)
+        alpha = np.where(pAp > 0, rz / np.where(pAp > 0, pAp, 1.0), 0.0)
         x += alpha[:, None] * p
         r -= alpha[:, None] * Ap
-        rr_new = np.einsum("bi,bi->b", r, r)
-        beta = np.where(rr > 0, rr_new / np.where(rr > 0, rr, 1.0), 0.0)
-        p = r + beta[:, None] * p
-        rr = rr_new
+        z = r * dinv
+        rz_new = np.einsum("bi,bi->b", r, z)
+        beta = np.where(rz > 0, rz_new / np.where(rz > 0, rz, 1.0), 0.0)
+        p = z + beta[:, None] * p
+        rz = rz_new
     return x
 
 

@@ -78,7 +78,7 @@ def plot(results: Sequence[CellResult], path: str, *, title: str | None = None) 
     m = len(results)
     labels = [f"{r.cell.distribution}{'*' if r.cell.distribution in DISCRETE else ''}\nd={r.cell.d} n={r.cell.n}"
               + (f"\n{r.cell.activation}" if len({x.cell.activation for x in results}) > 1 else "") for r in results]
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(max(6.0, 0.55 * m + 2), 7.0), sharex=True, constrained_layout=True)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(max(6.0, 0.3 * m + 2), 7.0), sharex=True, constrained_layout=True)
     xs = range(m)
     for x, r in zip(xs, results):
         lo, hi = r.ci
