@@ -8,22 +8,11 @@ import sys
 
 from absorb._errors import InvalidInput
 from absorb.cli import EXIT_OK, EXIT_UNKNOWN
+from absorb.cli._args import positive
 from absorb.engine import DEFAULT_TOL, Verdict, decide
 from absorb.io import is_checkpoint, load
 from absorb.report import render_text
 from absorb.search import METHODS
-
-
-def _positive(kind: type) -> object:
-    def conv(text: str) -> object:
-        try:
-            v = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not v > 0:
-            raise argparse.ArgumentTypeError(f"{text!r} must be positive")
-        return v
-    return conv
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,13 +24,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    ".safetensors file, model.safetensors.index.json, or a directory holding them and config.json")
     p.add_argument("--activation", metavar="NAME", help="override the file's activation (a name, or 'expr:<sympy expression in x>')")
     p.add_argument("--json", action="store_true", help="print one JSON object (see docs/user-guide.md) instead of the text report")
-    p.add_argument("--tol", type=_positive(float), default=DEFAULT_TOL, metavar="T",
+    p.add_argument("--tol", type=positive(float), default=DEFAULT_TOL, metavar="T",
                    help=f"relative tolerance on ‖W_down[:,S] W_up[S,:] + M‖_F / ‖M‖_F (default {DEFAULT_TOL:g})")
     p.add_argument("--seed", type=int, default=0, help="seed for the random inputs and randomised solvers (default 0)")
-    p.add_argument("--timeout", type=_positive(float), default=60.0, metavar="SEC", help="time budget of the index-set search (default 60)")
+    p.add_argument("--timeout", type=positive(float), default=60.0, metavar="SEC", help="time budget of the index-set search (default 60)")
     p.add_argument("--method", choices=METHODS, default="auto", help="index-set search backend (default auto: a portfolio)")
     # extra width (docs/min-width.md): per-block JSON fields "width", "min_width", "min_width_detail"
-    p.add_argument("--width", type=_positive(int), metavar="N", help="also decide whether a residual-free block of N hidden units "
+    p.add_argument("--width", type=positive(int), metavar="N", help="also decide whether a residual-free block of N hidden units "
                    "equals f; the exit code then follows this answer (0 decided for every block, 3 otherwise)")
     p.add_argument("--min-width", action="store_true", help="also report the smallest width of a residual-free block equal to f")
     # --- checkpoints (absorb/io/safetensors.py, absorb/io/families.py) ---

@@ -9,26 +9,7 @@ import json
 import sys
 
 from absorb.cli import EXIT_OK
-
-
-def _widths(text: str) -> list[int]:
-    try:
-        vals = [int(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: give comma-separated positive integers, e.g. 3,4,5") from None
-    if not vals or min(vals) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give comma-separated positive integers, e.g. 3,4,5")
-    return vals
-
-
-def _pos(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive integer")
-    return v
+from absorb.cli._args import positive, positive_ints
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,14 +18,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "from constructed and random starts) and report the best relative error against depth and width. "
                        "Numerical evidence, not a verdict. See docs/open-problem.md.",
                        epilog="example: absorb explore-depth --d 2 --n 3 --depth 3 --seed 0 --json")
-    p.add_argument("--d", type=_pos, default=2, help="model dimension (default 2)")
-    p.add_argument("--n", type=_pos, default=3, help="hidden width of the residual blocks (default 3)")
-    p.add_argument("--depth", type=_pos, default=3, help="largest depth L (default 3)")
-    p.add_argument("--widths", type=_widths, default=None, help="widths w of the residual-free blocks (default n, n+1, n+d)")
+    p.add_argument("--d", type=positive(int), default=2, help="model dimension (default 2)")
+    p.add_argument("--n", type=positive(int), default=3, help="hidden width of the residual blocks (default 3)")
+    p.add_argument("--depth", type=positive(int), default=3, help="largest depth L (default 3)")
+    p.add_argument("--widths", type=positive_ints, default=None, help="widths w of the residual-free blocks (default n, n+1, n+d)")
     p.add_argument("--activation", choices=("relu", "gelu"), default="relu")
-    p.add_argument("--restarts", type=_pos, default=3, help="random starts per fit, besides the constructed one (default 3)")
-    p.add_argument("--samples", type=_pos, default=256, help="training inputs (default 256; as many held out)")
-    p.add_argument("--maxiter", type=_pos, default=300, help="L-BFGS iterations per start (default 300)")
+    p.add_argument("--restarts", type=positive(int), default=3, help="random starts per fit, besides the constructed one (default 3)")
+    p.add_argument("--samples", type=positive(int), default=256, help="training inputs (default 256; as many held out)")
+    p.add_argument("--maxiter", type=positive(int), default=300, help="L-BFGS iterations per start (default 300)")
     p.add_argument("--seed", type=int, default=0, help="seed of targets, inputs and starts (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)

@@ -13,17 +13,8 @@ import shlex
 import sys
 
 from absorb.cli import EXIT_OK, EXIT_REJECTED
+from absorb.cli._args import at_least, positive, positive_ints
 from absorb.montecarlo._distributions import DISTRIBUTIONS
-
-
-def _ints(text: str) -> list[int]:
-    try:
-        vals = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-    if not vals or min(vals) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give positive integers, e.g. 2,3,4")
-    return vals
 
 
 def _shapes(text: str) -> list[tuple[int, int]]:
@@ -49,28 +40,6 @@ def _names(choices: list[str]):
     return conv
 
 
-def _count(minimum: int):
-    def conv(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if v < minimum:
-            raise argparse.ArgumentTypeError(f"{text!r} must be ≥ {minimum}")
-        return v
-    return conv
-
-
-def _tol(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
-    return v
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("montecarlo", help="sweep random weights: how often is a block absorbable?",
                        description="Decide N random blocks per cell of a grid (d, n, weight distribution, activation) with "
@@ -79,22 +48,22 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "positive control. Every hit is re-checked by the engine. Exit 0: done; 1: a re-check failed; 2: bad usage.",
                        epilog="example: absorb montecarlo --shapes 2x4,3x9 --dist gaussian,ternary --samples 2000 --plot mc.png")
     g = p.add_argument_group("grid")
-    g.add_argument("--d", type=_ints, default=None, metavar="LIST", help="model dimensions, e.g. 2,3,4 (with --n: their product)")
-    g.add_argument("--n", type=_ints, default=None, metavar="LIST", help="hidden widths, e.g. 4,8,12")
+    g.add_argument("--d", type=positive_ints, default=None, metavar="LIST", help="model dimensions, e.g. 2,3,4 (with --n: their product)")
+    g.add_argument("--n", type=positive_ints, default=None, metavar="LIST", help="hidden widths, e.g. 4,8,12")
     g.add_argument("--shapes", type=_shapes, default=None, metavar="DxN,...", help="explicit (d, n) pairs instead of --d × --n, e.g. 2x4,3x9")
     g.add_argument("--dist", type=_names(list(DISTRIBUTIONS)), default=["gaussian"], metavar="LIST",
                    help=f"weight distributions (default gaussian; 'all'): {', '.join(DISTRIBUTIONS)}")
     g.add_argument("--activation", type=_names(["relu", "gelu", "gelu_tanh", "silu", "quick_gelu", "leaky_relu", "softplus"]),
                    default=["relu"], metavar="LIST", help="activations with σ(z) − σ(−z) = c·z (default relu), e.g. relu,gelu")
-    g.add_argument("--samples", type=_count(1), default=1000, metavar="N", help="random blocks per cell (default 1000)")
-    g.add_argument("--planted", type=_count(0), default=None, metavar="N", help="planted positive controls per cell (default min(N, 100))")
+    g.add_argument("--samples", type=at_least(1), default=1000, metavar="N", help="random blocks per cell (default 1000)")
+    g.add_argument("--planted", type=at_least(0), default=None, metavar="N", help="planted positive controls per cell (default min(N, 100))")
     r = p.add_argument_group("run")
     r.add_argument("--seed", type=int, default=0, help="master seed; cell i uses SeedSequence(seed, spawn_key=(i,)) (default 0)")
-    r.add_argument("--tol", type=_tol, default=1e-9, metavar="T", help="relative tolerance on ‖D_S U_S + I‖_F/√d (default 1e-9)")
-    r.add_argument("--batch", type=_count(1), default=4096, metavar="B", help="instances decided together (default 4096)")
+    r.add_argument("--tol", type=positive(float), default=1e-9, metavar="T", help="relative tolerance on ‖D_S U_S + I‖_F/√d (default 1e-9)")
+    r.add_argument("--batch", type=at_least(1), default=4096, metavar="B", help="instances decided together (default 4096)")
     r.add_argument("--route", choices=("auto", "enumerate", "dual"), default="auto",
                    help="auto: exhaustive for n ≤ 20, else the least-squares dual bound")
-    r.add_argument("--workers", type=_count(1), default=None, metavar="N", help="run cells on a local dask cluster of N worker processes")
+    r.add_argument("--workers", type=at_least(1), default=None, metavar="N", help="run cells on a local dask cluster of N worker processes")
     r.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run cells on a running dask scheduler (e.g. tcp://host:8786)")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
