@@ -3,7 +3,10 @@
 Accepted inputs: a single ``.safetensors`` file, a sharded checkpoint's
 ``model.safetensors.index.json`` (its ``weight_map`` names the shard of every tensor; one
 layer's tensors may sit in different shards), or a directory holding either, normally with
-the model's ``config.json``.
+the model's ``config.json``. PyTorch ``state_dict`` files (``.bin``/``.pt``/``.pth``,
+``pytorch_model.bin.index.json``) are read through :mod:`absorb.io.torch_state` when torch
+is installed; the tensors then come from a :class:`~absorb.io.torch_state.TorchSource`
+instead of :class:`SafetensorsSource`, and everything else below is shared.
 
 Nothing is read but headers until the blocks are iterated: :func:`open_checkpoint` parses
 and checks every shard's header (length, JSON, dtype, shape, byte range inside the file),
@@ -29,13 +32,14 @@ import re
 import struct
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, Protocol
 
 import numpy as np
 
 from absorb._errors import InvalidInput
 from absorb.io._validate import build_block
 from absorb.io.families import BlockSpec, Detection, ManualRoles, detect, parse_layers
+from absorb.io.torch_state import TORCH_INDEX_NAME, TORCH_SUFFIXES, read_torch, torch_files_in, torch_missing
 from absorb.model.activations import get_activation
 from absorb.model.block import Block
 
@@ -123,34 +127,39 @@ def _read_json(path: Path, what: str) -> Any:
         raise InvalidInput(f"{path}: the {what} is not valid JSON ({exc})") from None
 
 
-def _resolve(path: Path) -> tuple[list[Path], Path | None, Path]:
-    """(safetensors files, index file or None, directory that should hold config.json)."""
+def _resolve(path: Path) -> tuple[list[Path], Path | None, Path, bool]:
+    """(checkpoint files, index file or None, directory that should hold config.json, whether
+    they are PyTorch state_dict files). A directory prefers safetensors over PyTorch files."""
     if not path.exists():
         raise InvalidInput(f"{path}: no such file or directory")
     if path.is_dir():
         idx = path / INDEX_NAME
         if idx.is_file():
-            return [], idx, path
+            return [], idx, path, False
         files = sorted(path.glob("*.safetensors"))
         if files:
-            return files, None, path
-        torch_files = sorted(p.name for p in path.iterdir() if p.suffix in (".bin", ".pt", ".pth"))
+            return files, None, path, False
+        if (path / TORCH_INDEX_NAME).is_file():
+            return [], path / TORCH_INDEX_NAME, path, True
+        torch_files = torch_files_in(path)
         if torch_files:
-            raise torch_refusal(path / torch_files[0])
-        raise InvalidInput(f"{path}: the directory holds no .safetensors file and no {INDEX_NAME}; give a checkpoint directory or file")
+            return torch_files, None, path, True
+        raise InvalidInput(f"{path}: the directory holds no .safetensors file, no {INDEX_NAME} and no PyTorch state_dict; "
+                           "give a checkpoint directory or file")
     if path.name.endswith(".index.json"):
-        return [], path, path.parent
+        return [], path, path.parent, path.name.endswith(".bin.index.json")
     if path.suffix == ".safetensors":
-        return [path], None, path.parent
-    if path.suffix in (".bin", ".pt", ".pth"):
-        raise torch_refusal(path)
-    raise InvalidInput(f"{path}: not a checkpoint; give a .safetensors file, a {INDEX_NAME} or a directory holding them")
+        return [path], None, path.parent, False
+    if path.suffix in TORCH_SUFFIXES:
+        return [path], None, path.parent, True
+    raise InvalidInput(f"{path}: not a checkpoint; give a .safetensors file, a {INDEX_NAME}, a PyTorch state_dict "
+                       "(.bin/.pt/.pth) or a directory holding them")
 
 
 def torch_refusal(path: Path) -> InvalidInput:
-    """PyTorch pickles are not read (unpickling runs code, and absorb does not need torch)."""
-    return InvalidInput(f"{path}: PyTorch state_dict files are not read; convert the checkpoint to safetensors "
-                        "(e.g. safetensors.torch.save_file(torch.load(path, weights_only=True), 'model.safetensors'))")
+    """The refusal of a PyTorch file when torch is not installed (kept for callers; see
+    :func:`absorb.io.torch_state.torch_missing`)."""
+    return torch_missing(path)
 
 
 def _shard_map(index: Path) -> dict[str, Path]:
@@ -179,6 +188,35 @@ def _ml_dtypes_available() -> bool:
     return True
 
 
+class SafetensorsSource:
+    """Reads one tensor of a ``.safetensors`` shard, in its stored dtype (F16/F32/F64/BF16)."""
+
+    def load(self, info: TensorInfo) -> np.ndarray:
+        if info.dtype == "BF16" and not _ml_dtypes_available():  # pragma: no cover - ml_dtypes is a dependency
+            return _bf16_bits_to_f32(self._raw(info, np.dtype("<u2")))
+        from safetensors import SafetensorError, safe_open
+
+        try:
+            with safe_open(str(info.file), framework="np") as fh:
+                return fh.get_tensor(info.name)
+        except SafetensorError as exc:
+            raise InvalidInput(f"{info.file}: tensor {info.name!r} cannot be read ({exc}); the file is corrupt") from None
+        except OSError as exc:
+            raise InvalidInput(f"{info.file}: cannot be read ({exc.strerror or exc})") from None
+
+    @staticmethod
+    def _raw(info: TensorInfo, dtype: np.dtype) -> np.ndarray:  # pragma: no cover - fallback without ml_dtypes
+        count = (info.end - info.begin) // dtype.itemsize
+        return np.fromfile(info.file, dtype=dtype, count=count, offset=info.data_start + info.begin).reshape(info.shape)
+
+
+class TensorSource(Protocol):
+    """Where :meth:`Checkpoint.read` gets a tensor's stored values (any float numpy dtype
+    that converts to float64 exactly): safetensors shards, or loaded PyTorch state_dicts."""
+
+    def load(self, info: TensorInfo) -> np.ndarray: ...
+
+
 class Checkpoint:
     """A checkpoint opened for analysis: headers checked, MLP blocks found, nothing read yet.
 
@@ -187,8 +225,9 @@ class Checkpoint:
     """
 
     def __init__(self, path: Path, tensors: Mapping[str, TensorInfo], files: tuple[Path, ...], config: Mapping[str, Any] | None,
-                 detection: Detection, *, fold_norm: bool) -> None:
+                 detection: Detection, *, fold_norm: bool, source: TensorSource | None = None) -> None:
         self.path = path
+        self.source: TensorSource = source if source is not None else SafetensorsSource()
         self.tensors = dict(tensors)
         self.files = files
         self.config = config
@@ -216,21 +255,9 @@ class Checkpoint:
         if info.dtype not in FLOAT_DTYPES:
             raise InvalidInput(f"{info.file}: tensor {name!r} is {info.dtype}, not a plain float (F32, F16, BF16); "
                                "quantised or integer weights are not analysed — use the unquantised checkpoint")
-        if info.dtype == "BF16" and not _ml_dtypes_available():  # pragma: no cover - ml_dtypes is a dependency
-            raw = _bf16_bits_to_f32(self._raw(info, np.dtype("<u2")))
-            arr = np.array(raw.T if transpose else raw, dtype=np.float64, order="C")
-        else:
-            from safetensors import SafetensorError, safe_open
-
-            try:
-                with safe_open(str(info.file), framework="np") as fh:
-                    raw = fh.get_tensor(name)
-            except SafetensorError as exc:
-                raise InvalidInput(f"{info.file}: tensor {name!r} cannot be read ({exc}); the file is corrupt") from None
-            except OSError as exc:
-                raise InvalidInput(f"{info.file}: cannot be read ({exc.strerror or exc})") from None
-            arr = np.array(raw.T if transpose else raw, dtype=np.float64, order="C")
-            del raw
+        raw = self.source.load(info)
+        arr = np.array(raw.T if transpose else raw, dtype=np.float64, order="C")
+        del raw
         if tuple(arr.shape[::-1] if transpose else arr.shape) != info.shape:  # pragma: no cover - guarded by the header check
             raise InvalidInput(f"{info.file}: tensor {name!r} has shape {arr.shape}, but the header says {list(info.shape)}")
         bad = ~np.isfinite(arr)
@@ -239,10 +266,6 @@ class Checkpoint:
             raise InvalidInput(f"{info.file}: tensor {name!r} contains {'NaN' if np.isnan(arr[where]) else 'Inf'} at index {where} "
                                f"({int(bad.sum())} non-finite entries); the weights must be finite")
         return arr
-
-    def _raw(self, info: TensorInfo, dtype: np.dtype) -> np.ndarray:  # pragma: no cover - fallback without ml_dtypes
-        count = (info.end - info.begin) // dtype.itemsize
-        return np.fromfile(info.file, dtype=dtype, count=count, offset=info.data_start + info.begin).reshape(info.shape)
 
     def arrays(self, spec: BlockSpec) -> dict[str, np.ndarray]:
         """The contract's keys (W_up, W_down, W_gate, b_*) for one block, oriented [out, in]."""
@@ -365,17 +388,22 @@ def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = No
     Raises :class:`~absorb._errors.InvalidInput` (one line) before any weight is read.
     """
     p = Path(path)
-    files, index, cfg_dir = _resolve(p)
+    files, index, cfg_dir, is_torch = _resolve(p)
     tensors: dict[str, TensorInfo] = {}
     metas: list[dict[str, str]] = []
-    if index is not None:
-        wm = _shard_map(index)
+    source: TensorSource | None = None
+    wm = _shard_map(index) if index is not None else None
+    if wm is not None:
         shards = sorted(set(wm.values()))
         for shard in shards:
             if not shard.is_file():
                 names = [n for n, s in wm.items() if s == shard]
                 raise InvalidInput(f"{index}: shard {shard.name!r} (holding {names[0]!r}"
                                    f"{f' and {len(names) - 1} more' if len(names) > 1 else ''}) is missing; download every shard")
+    if is_torch:  # the same TensorInfo records; tensors come from the loaded state_dicts
+        tensors, source, files = read_torch(index or p, files, wm)
+    elif wm is not None:
+        assert index is not None
         headers = {}
         for shard in shards:
             headers[shard], meta = read_header(shard)
@@ -416,7 +444,7 @@ def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = No
         if activation is not None and get_activation(activation).gated_name and not spec.gated:
             raise InvalidInput(f"{p}: --activation {activation} is gated but {spec.name} has no gate projection; "
                                f"give the ungated name (e.g. {get_activation(activation).name})")
-    return Checkpoint(p, tensors, tuple(files), config, det, fold_norm=fold_norm)
+    return Checkpoint(p, tensors, tuple(files), config, det, fold_norm=fold_norm, source=source)
 
 
 def _refuse_quantised(tensors: Mapping[str, TensorInfo], config: Mapping[str, Any] | None, *, source: str, cfg_path: Path) -> None:
@@ -450,4 +478,4 @@ def decide_checkpoint(ckpt: Checkpoint, *, tol: float, timeout: float, seed: int
                              method=method, progress=progress, keep_weights=False)
 
 
-__all__ = ["Checkpoint", "TensorInfo", "decide_checkpoint", "is_checkpoint", "open_checkpoint", "read_header", "torch_refusal"]
+__all__ = ["Checkpoint", "SafetensorsSource", "TensorInfo", "TensorSource", "decide_checkpoint", "is_checkpoint", "open_checkpoint", "read_header", "torch_refusal"]
