@@ -34,7 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "equals f; the exit code then follows this answer (0 decided for every block, 3 otherwise)")
     p.add_argument("--min-width", action="store_true", help="also report the smallest width of a residual-free block equal to f")
     # --- checkpoints (absorb/io/safetensors.py, absorb/io/families.py) ---
-    g = p.add_argument_group("checkpoints", "options for .safetensors checkpoints (each MLP block decided on its own, "
+    g = p.add_argument_group("checkpoints", "options for checkpoints: .safetensors, sharded indexes, PyTorch .bin/.pt with torch installed (each MLP block decided on its own, "
                              "with its own identity skip; --timeout is then per block)")
     g.add_argument("--layers", metavar="SPEC", help="only these layer numbers, e.g. 0-3,7")
     g.add_argument("--up", metavar="PATTERN", help="name the roles by hand: the up (value) projection's tensor name with {i} for "
