@@ -55,6 +55,9 @@ __all__ = [
 
 METHODS: tuple[str, ...] = ("auto", "linalg", "enumerate", "mitm", "milp", "z3", "z3-pb")
 
+#: ``auto`` runs the narrow-regime backends (which build K, d²×n) only up to this size
+NARROW_MAX_ENTRIES = 4_000_000
+
 #: unit roundoff of IEEE binary64 (round to nearest)
 UNIT_ROUNDOFF = 2.0**-53
 
@@ -383,11 +386,24 @@ def find_index_set(
             return finish(res)
         return None
 
-    steps: list[tuple[str, Callable[[], SearchResult]]] = [
-        ("dual-bound", lambda: _relaxation_result(U, D, T, tol, time.perf_counter())),
-    ]
+    steps: list[tuple[str, Callable[[], SearchResult]]] = []
+    narrow = m * n <= NARROW_MAX_ENTRIES
+    if narrow:
+        steps.append(("dual-bound", lambda: _relaxation_result(U, D, T, tol, time.perf_counter())))
     if n <= m and _backend("linalg") is not None:
         steps.append(("linalg", lambda: _backend("linalg")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
+    if not narrow:
+        # Real model sizes: K (d²×n) must never be materialised; only linalg applies.
+        for name, run in steps:
+            out = attempt(name, run)
+            if out is not None:
+                return out
+        return finish(SearchResult(
+            SearchStatus.UNKNOWN, "auto",
+            f"d²·n = {m * n} exceeds {NARROW_MAX_ENTRIES}: the narrow-regime backends do not "
+            "apply" + ("" if steps else " and the linalg backend is not installed")
+            + "".join(f"; {t['method']}: {t['reason']}" for t in trail),
+            elapsed=time.perf_counter() - t0))
     if n <= 20:
         steps.append(("enumerate", lambda: _backend("enumerate")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
     from .mitm import estimate_seconds
