@@ -409,7 +409,7 @@ def find_index_set(
     from .mitm import estimate_seconds
 
     est = estimate_seconds(U, D)
-    if est > 0.25:
+    if 0.25 < est <= 1.5 * timeout:  # past 1.5×timeout mitm refuses; z3-pb comes first then
         # A complete MITM run takes a while; a short HiGHS slice first often finds a planted
         # set at once (its "infeasible" is no proof and is ignored).  Costs ≤ 10 % of est.
         steps.append(("milp", lambda: _backend("milp")(
