@@ -333,3 +333,24 @@ def test_regression_planted_almost_all_columns(d, n, k):
         res = find_index_set(U, D, T, method=method, timeout=10)
         assert res.status is FOUND, (method, res.reason)
         assert res.elapsed < 5
+
+
+def test_public_names():
+    import absorb.search as search
+
+    for name in search.__all__:
+        assert hasattr(search, name), name
+
+
+def test_auto_never_builds_K_at_model_sizes(monkeypatch):
+    import absorb.search as search
+
+    def boom(*a, **k):
+        raise AssertionError("khatri_rao called at model size")
+
+    monkeypatch.setattr(search, "khatri_rao", boom)
+    monkeypatch.setattr(search, "NARROW_MAX_ENTRIES", 10)
+    U, D, T = generic(3, 12, seed=0)
+    res = find_index_set(U, D, T)
+    assert res.status in (UNKNOWN, INFEASIBLE, FOUND)
+    assert_sound(res, U, D, T)

@@ -53,10 +53,10 @@ __all__ = [
     "relaxation_bound",
 ]
 
-_MATERIALISE_MAX = 4_000_000
-"""Largest n·d² for which ``auto`` runs backends that materialise K (32 MB of float64)."""
-
 METHODS: tuple[str, ...] = ("auto", "linalg", "enumerate", "mitm", "milp", "z3", "z3-pb")
+
+#: ``auto`` runs the narrow-regime backends (which build K, d²×n) only up to this size
+NARROW_MAX_ENTRIES = 4_000_000
 
 #: unit roundoff of IEEE binary64 (round to nearest)
 UNIT_ROUNDOFF = 2.0**-53
@@ -386,35 +386,40 @@ def find_index_set(
             return finish(res)
         return None
 
-    # Backends other than linalg materialise K (d²×n floats) or an encoding of that size:
-    # past _MATERIALISE_MAX entries they are skipped (real-model layers go to linalg alone).
-    small = n * m <= _MATERIALISE_MAX
     steps: list[tuple[str, Callable[[], SearchResult]]] = []
-    if small:
+    narrow = m * n <= NARROW_MAX_ENTRIES
+    if narrow:
         steps.append(("dual-bound", lambda: _relaxation_result(U, D, T, tol, time.perf_counter())))
     if n <= m and _backend("linalg") is not None:
         steps.append(("linalg", lambda: _backend("linalg")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
+    if not narrow:
+        # Real model sizes: K (d²×n) must never be materialised; only linalg applies.
+        for name, run in steps:
+            out = attempt(name, run)
+            if out is not None:
+                return out
+        return finish(SearchResult(
+            SearchStatus.UNKNOWN, "auto",
+            f"d²·n = {m * n} exceeds {NARROW_MAX_ENTRIES}: the narrow-regime backends do not "
+            "apply" + ("" if steps else " and the linalg backend is not installed")
+            + "".join(f"; {t['method']}: {t['reason']}" for t in trail),
+            elapsed=time.perf_counter() - t0))
     if n <= 20:
         steps.append(("enumerate", lambda: _backend("enumerate")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
-    if small:
-        def milp_slice() -> SearchResult:
-            # A complete MITM run takes a while; a short HiGHS slice first often finds a
-            # planted set at once (its "infeasible" is no proof and is ignored). ≤ 10 % of
-            # MITM's estimate, and only when that estimate exceeds 0.25 s.
-            from .mitm import estimate_seconds
+    from .mitm import estimate_seconds
 
-            est = estimate_seconds(U, D)
-            if est <= 0.25:
-                return SearchResult(SearchStatus.UNKNOWN, "milp", "skipped: meet-in-the-middle is expected to be quick")
-            return _backend("milp")(U, D, T, timeout=max(0.01, min(0.1 * est, 2.0, 0.1 * left())), **kw)  # type: ignore[misc]
+    est = estimate_seconds(U, D)
+    if 0.25 < est <= 1.5 * timeout:  # past 1.5×timeout mitm refuses; z3-pb comes first then
+        # A complete MITM run takes a while; a short HiGHS slice first often finds a planted
+        # set at once (its "infeasible" is no proof and is ignored).  Costs ≤ 10 % of est.
+        steps.append(("milp", lambda: _backend("milp")(
+            U, D, T, timeout=max(0.01, min(0.1 * est, 2.0, 0.1 * left())), **kw)))  # type: ignore[misc]
+    steps.append(("mitm", lambda: _backend("mitm")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
+    # Finders for what MITM could not cover: Z3-PB is quick on planted sets; HiGHS last.
+    steps.append(("z3-pb", lambda: _backend("z3-pb")(U, D, T, timeout=max(0.5 * left(), 0.01), **kw)))  # type: ignore[misc]
+    steps.append(("milp", lambda: _backend("milp")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
 
-        steps.append(("milp", milp_slice))
-        steps.append(("mitm", lambda: _backend("mitm")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
-        # Finders for what MITM could not cover: Z3-PB is quick on planted sets; HiGHS last.
-        steps.append(("z3-pb", lambda: _backend("z3-pb")(U, D, T, timeout=max(0.5 * left(), 0.01), **kw)))  # type: ignore[misc]
-        steps.append(("milp", lambda: _backend("milp")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
-
-    reasons = [] if small else [f"n·d² = {n * m} exceeds {_MATERIALISE_MAX}: only linear algebra runs at this size"]
+    reasons = []
     for name, run in steps:
         if left() <= 0:
             reasons.append(f"time budget {timeout:g}s spent before {name}")
