@@ -84,7 +84,7 @@ def entries() -> list[Entry]:
     out.append(Entry("d1_relu", dict(W_up=U, W_down=D, activation=relu),
                      "d = 1: every ReLU block with n ≥ 2 is absorbable, yet no index set exists here (sums of "
                      "{0.5, 6} never reach −1). Result 5 needs d ≥ 2.",
-                     A, "degenerate", "no S exists and result 5 needs d ≥ 2, but the canonical-form procedure "
+                     A, "canonical-form", "no S exists and result 5 needs d ≥ 2, but the canonical-form procedure "
                      "(docs/degenerate.md) builds a width-2 residual-free block and checks it",
                      A, "f(x) = x + 6.5·ReLU(x) = 7.5·ReLU(x) − ReLU(−x) (theory.md §3)",
                      witness=dict(W_up=np.array([[1.0], [-1.0]]), W_down=np.array([[7.5, -1.0]]))))
@@ -93,7 +93,7 @@ def entries() -> list[Entry]:
     out.append(Entry("collinear_antipodal", dict(W_up=U, W_down=D, activation=relu),
                      "Antipodal rows e1, −e1 (and e2), W_down columns (2,3), (5,7), (0,−1): absorbable, but no index set "
                      "exists — the engine must not answer not_absorbable.",
-                     A, "degenerate", "no S exists and rows 0, 1 are collinear, so result 5 says nothing; the "
+                     A, "canonical-form", "no S exists and rows 0, 1 are collinear, so result 5 says nothing; the "
                      "canonical-form procedure (docs/degenerate.md) finds the three-unit block and checks it",
                      A, "f = (3,3)ReLU(x1) + (4,7)ReLU(−x1) − e2·ReLU(−x2): units e1, −e1, −e2 (theory.md §3)",
                      witness=dict(W_up=np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, -1.0]]),
@@ -103,7 +103,7 @@ def entries() -> list[Entry]:
     out.append(Entry("dead_unit", dict(W_up=U, W_down=D, activation=relu),
                      "A dead unit (zero column of W_down) is a spare unit: result 5's necessity is not proved. Here the "
                      "spare unit does not help.",
-                     N, "degenerate", "no S exists and column 2 of W_down is zero, so result 5 says nothing; the "
+                     N, "canonical-form", "no S exists and column 2 of W_down is zero, so result 5 says nothing; the "
                      "canonical-form procedure (docs/degenerate.md) proves every choice of lines needs more than 3 units",
                      N, "line counting (theory.md §3, beyond the paper): f has kinks on x1 = 0 and x2 = 0 only, so a residual-free "
                      "block has one unit on each line and a third that is dead or shares a line; the linear parts reachable are "
@@ -138,7 +138,7 @@ def entries() -> list[Entry]:
                                                   activation=relu, **hc),
                      "The same singular mHC skip with Gaussian weights: no index set, and result 5 (which needs an "
                      "invertible skip) says nothing.",
-                     N, "degenerate", "result 5 needs an invertible skip, but the canonical-form procedure "
+                     N, "canonical-form", "result 5 needs an invertible skip, but the canonical-form procedure "
                      "(docs/degenerate.md, Theorem D) holds for any M and proves no width-3 block fits",
                      N, "Theorem D (docs/degenerate.md, beyond the paper): a residual-free block equal to f has f's kinks, "
                      "hence exactly one unit on each of its 3 kink lines, and none of the 2³ choices of flips cancels the linear part M "

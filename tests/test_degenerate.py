@@ -130,7 +130,7 @@ def test_theory_example_collinear_antipodal() -> None:
     """theory.md §3: rows e1, −e1, e2 and columns (2,3), (5,7), (0,−1): absorbable, no S."""
     b = _block([[1, 0], [-1, 0], [0, 1]], [[2, 5, 0], [3, 7, -1]], None, RELU)
     dec = decide(b)
-    assert dec.verdict is Verdict.ABSORBABLE and dec.theorem is Theorem.DEGENERATE
+    assert dec.verdict is Verdict.ABSORBABLE and dec.theorem is Theorem.CANONICAL_FORM
     assert dec.blocks[0].witness.exact
 
 

@@ -115,7 +115,7 @@ def test_degenerate_relu_is_never_decided_by_result_5(blk: Block) -> None:
     # Result 5 (index-set) never speaks outside its hypotheses; a verdict on degenerate
     # weights comes only from the complete canonical-form procedure (docs/degenerate.md).
     if dec.verdict is not Verdict.UNKNOWN:
-        assert dec.theorem is Theorem.DEGENERATE or (dec.verdict is Verdict.ABSORBABLE and dec.theorem is Theorem.INDEX_SET)
+        assert dec.theorem is Theorem.CANONICAL_FORM or (dec.verdict is Verdict.ABSORBABLE and dec.theorem is Theorem.INDEX_SET)
     if dec.verdict is Verdict.ABSORBABLE:
         X = np.random.default_rng(0).standard_normal((16, blk.d))
         np.testing.assert_allclose(dec.witness.block(X), blk(X), rtol=1e-7, atol=1e-7)
@@ -167,7 +167,7 @@ def test_singular_mhc_skip() -> None:
     # the reduction (result 1) does not apply, so result 5 must not be used; the
     # canonical-form procedure, which allows any M, decides it.
     assert not any(h.holds for h in relu.hypotheses if h.name == "skip_invertible")
-    assert relu.theorem is Theorem.DEGENERATE
+    assert relu.theorem is Theorem.CANONICAL_FORM
     relu2 = decide_block(lift_hyper_connection(gaussian(0, 2, 6, "relu2"), hc))
     assert relu2.verdict is Verdict.NOT_ABSORBABLE and relu2.theorem is Theorem.DEGREE
 

@@ -133,7 +133,7 @@ def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.
         dd = decide_degenerate(block, tol=tol, seed=seed)
         if dd.verdict is Verdict.UNKNOWN:
             return fallback
-        return done(dd.verdict, Theorem.DEGENERATE, dd.reason, witness=dd.witness, search=fallback.search)
+        return done(dd.verdict, Theorem.CANONICAL_FORM, dd.reason, witness=dd.witness, search=fallback.search)
 
     T = -block.M / float(c)
     res = find_index_set(block.W_up, block.W_down, T, tol=tol, timeout=timeout, method=method, seed=seed)

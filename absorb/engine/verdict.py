@@ -38,7 +38,7 @@ class Theorem(str, enum.Enum):
     INDEX_SET = "index-set"  # result 5 (+ result 1's reduction)
     DEPTH = "depth"  # result 4
     COMPOSITION = "composition"  # every block of a stack absorbable
-    DEGENERATE = "degenerate"  # beyond: canonical-form decision for any ReLU/GELU/SiLU weights (docs/degenerate.md)
+    CANONICAL_FORM = "canonical-form"  # beyond: docs/degenerate.md, Theorem D  # beyond: canonical-form decision for any ReLU/GELU/SiLU weights (docs/degenerate.md)
     NONE = "none"  # no result applies
 
 

@@ -86,7 +86,7 @@ def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: in
     width = _check_width(width)
     if _unsupported(block) is None:
         dd: DegenerateDecision = decide_degenerate(block, width=width, tol=tol, seed=seed, budget=budget)
-        return WidthDecision(width, dd.verdict, dd.reason, Theorem.DEGENERATE.value, dd.witness)
+        return WidthDecision(width, dd.verdict, dd.reason, Theorem.CANONICAL_FORM.value, dd.witness)
     v, why, thm = _other(block, tol=tol, seed=seed)
     return WidthDecision(width, v, why, thm)
 
@@ -102,15 +102,15 @@ def minimal_width(block: Block, *, tol: float = DEFAULT_TOL, seed: int = 0, budg
     cap = cf.m + 2 * cf.d
     out = search(cf, cap=cap, budget=budget)
     if out.status != "found":
-        return MinWidth(None, f"Unknown: {out.reason}.", Theorem.DEGENERATE.value, lower=cf.m)
+        return MinWidth(None, f"Unknown: {out.reason}.", Theorem.CANONICAL_FORM.value, lower=cf.m)
     w = out.best.value
     dd = decide_degenerate(block, width=w, tol=tol, seed=seed, budget=budget)
     if dd.verdict is not Verdict.ABSORBABLE:
-        return MinWidth(None, f"Unknown: the width-{w} witness did not check ({dd.reason})", Theorem.DEGENERATE.value, lower=cf.m)
+        return MinWidth(None, f"Unknown: the width-{w} witness did not check ({dd.reason})", Theorem.CANONICAL_FORM.value, lower=cf.m)
     b = out.best
     return MinWidth(w, f"Minimum over the choices (B, δ) of m + |B| + 2·rank(C_δ P_B) with m = {cf.m} active lines, proved in exact "
                        f"arithmetic over {out.candidates} choices: {w} units (|B| = {len(b.B)}, rank {b.rank}); any fewer cannot "
-                       f"reproduce f's canonical form.", Theorem.DEGENERATE.value, witness=dd.witness, exists=True)
+                       f"reproduce f's canonical form.", Theorem.CANONICAL_FORM.value, witness=dd.witness, exists=True)
 
 
 def width_fields(block: Block, *, width: int | None, min_width: bool, tol: float = DEFAULT_TOL, seed: int = 0) -> dict[str, Any]:
