@@ -32,13 +32,6 @@ from absorb.search import _checked  # the dispatcher's independent re-check
 
 
 
-@pytest.fixture(autouse=True)
-def _slow_only_on_request(request):
-    """Tests marked ``slow`` run only when selected explicitly (``-m slow``)."""
-    if request.node.get_closest_marker("slow") and "slow" not in (request.config.option.markexpr or ""):
-        pytest.skip("slow: run with -m slow")
-
-
 FOUND, INFEASIBLE, UNKNOWN = SearchStatus.FOUND, SearchStatus.INFEASIBLE, SearchStatus.UNKNOWN
 BACKENDS = ("enumerate", "mitm", "milp", "z3", "z3-pb", "auto")
 CI = settings(derandomize=True, deadline=None, max_examples=15)
@@ -309,9 +302,10 @@ def test_enumerate_refuses_large_n_and_mitm_respects_memory_cap():
 
 def test_methods_listed():
     assert set(METHODS) == {"auto", "linalg", "enumerate", "mitm", "milp", "z3", "z3-pb"}
-    U, D, T, _ = planted(2, 6)
-    res = find_index_set(U, D, T, method="linalg")
-    assert res.status in (FOUND, UNKNOWN)  # linalg may not be installed yet
+    U, D, T, _ = planted(3, 6)  # n ≤ d²: linalg's regime
+    assert find_index_set(U, D, T, method="linalg").status is FOUND
+    U, D, T, _ = planted(2, 6)  # n > d²: linalg declines
+    assert find_index_set(U, D, T, method="linalg").status is UNKNOWN
 
 
 @pytest.mark.slow
