@@ -12,11 +12,36 @@ and its hypotheses on the weights (:mod:`absorb.engine`) → index-set search
 'absorbable'
 """
 
+from __future__ import annotations
+
 from absorb._errors import AbsorbError, InvalidInput
-from absorb.engine import BlockDecision, Decision, Theorem, Verdict, decide, decide_block, decide_stack
-from absorb.io import load, load_npz, save_npz
-from absorb.model import Activation, Block, HyperConnection, Stack, get_activation, lift_hyper_connection, sinkhorn
-from absorb.search import find_index_set
+from absorb._lazy import lazy_exports
+
+# The public names and where they live. They are imported on first use (PEP 562), so that
+# `absorb --help`, usage errors and `import absorb` do not pay for sympy and scipy.
+_EXPORTS: dict[str, str] = {
+    "BlockDecision": "absorb.engine",
+    "Decision": "absorb.engine",
+    "Theorem": "absorb.engine",
+    "Verdict": "absorb.engine",
+    "decide": "absorb.engine",
+    "decide_block": "absorb.engine",
+    "decide_stack": "absorb.engine",
+    "load": "absorb.io",
+    "load_npz": "absorb.io",
+    "save_npz": "absorb.io",
+    "Activation": "absorb.model",
+    "Block": "absorb.model",
+    "HyperConnection": "absorb.model",
+    "Stack": "absorb.model",
+    "get_activation": "absorb.model",
+    "lift_hyper_connection": "absorb.model",
+    "sinkhorn": "absorb.model",
+    "find_index_set": "absorb.search",
+}
+
+
+__getattr__, __dir__ = lazy_exports("absorb", _EXPORTS, globals())
 
 __version__ = "0.1.0"
 

@@ -1,16 +1,21 @@
 """Proof certificates: JSON, LaTeX and PDF renderings of a decision, checkable by
 ``absorb verify`` (:mod:`absorb.verify.checker`) without the decision engine."""
 
-from absorb.certificate.build import SCHEMA, SCHEMA_VERSION, Certificate, build_certificate
-from absorb.certificate.write import SUFFIXES, certificate_path, compile_pdf, write_certificate
+from absorb._lazy import lazy_exports
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "SUFFIXES", "Certificate", "build_certificate", "certificate_path", "compile_pdf",
-           "render_latex", "write_certificate"]
+_EXPORTS = {
+    "SCHEMA": "absorb.certificate.build",
+    "SCHEMA_VERSION": "absorb.certificate.build",
+    "Certificate": "absorb.certificate.build",
+    "build_certificate": "absorb.certificate.build",
+    "SUFFIXES": "absorb.certificate.write",
+    "certificate_path": "absorb.certificate.write",
+    "compile_pdf": "absorb.certificate.write",
+    "write_certificate": "absorb.certificate.write",
+    "render_latex": "absorb.certificate.latex",  # jinja2 is imported only when LaTeX is wanted
+}
+
+__all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> object:
-    if name == "render_latex":  # jinja2 is imported only when LaTeX is wanted
-        from absorb.certificate.latex import render_latex
-
-        return render_latex
-    raise AttributeError(name)
+__getattr__, __dir__ = lazy_exports("absorb.certificate", _EXPORTS, globals())

@@ -98,3 +98,8 @@ THEOREMS: dict[str, dict[str, object]] = {
 def theorem_info(theorem_id: str) -> dict[str, object]:
     """The statement record for ``theorem_id`` (a :class:`~absorb.engine.Theorem` value)."""
     return {"id": theorem_id, **THEOREMS.get(theorem_id, THEOREMS["none"])}
+
+
+PROOF_NAMES: tuple[str, ...] = ("invertible_skip", "degree", "linearization", "depth", "boundedness", "flip_identity")
+"""The names of the machine-checked proofs (``absorb prove NAME``, ``proofs/NAME.py``); the
+CLI reads them from here so that its parser does not import sympy."""

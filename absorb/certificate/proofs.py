@@ -25,6 +25,7 @@ from typing import Callable, Sequence
 import sympy as sp
 
 from absorb.certificate._theorems import PAPER
+from absorb.certificate._theorems import PROOF_NAMES
 
 
 class ProofError(AssertionError):
@@ -469,6 +470,7 @@ PROOFS: dict[str, Callable[[], Proof]] = {
     "flip_identity": prove_flip_identity,
 }
 """Every machine-checked proof, by the name ``absorb prove NAME`` and ``proofs/NAME.py`` use."""
+assert tuple(PROOFS) == PROOF_NAMES, "keep _theorems.PROOF_NAMES in step with PROOFS"
 
 
 def run_proof(name: str) -> Proof:

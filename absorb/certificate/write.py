@@ -20,10 +20,14 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
+from typing import TYPE_CHECKING
+
 from absorb._errors import AbsorbError, InvalidInput
-from absorb.certificate.build import Certificate, build_certificate
-from absorb.engine.verdict import Decision
-from absorb.model.block import Block, Stack
+
+if TYPE_CHECKING:  # the CLI imports this module for certificate_path(); keep it light
+    from absorb.certificate.build import Certificate
+    from absorb.engine.verdict import Decision
+    from absorb.model.block import Block, Stack
 
 SUFFIXES = (".json", ".tex", ".pdf")
 PDFLATEX_TIMEOUT = 120.0
@@ -131,6 +135,8 @@ def write_certificate(decision: Decision, model: Block | Stack | Iterable[Block]
     """
     path = Path(out)
     suffix = _check_suffix(str(path))
+    from absorb.certificate.build import build_certificate
+
     cert = build_certificate(decision, model, seed=seed, activation=activation, method=method, timeout=timeout)
     _atomic_write(path, render(cert, suffix))
     return cert

@@ -9,10 +9,8 @@ import sys
 from absorb._errors import InvalidInput
 from absorb.cli import EXIT_OK, EXIT_UNKNOWN
 from absorb.cli._args import positive
-from absorb.engine import DEFAULT_TOL, Verdict, decide
-from absorb.io import is_checkpoint, load
-from absorb.report import render_text
 from absorb.search import METHODS
+from absorb.search._types import DEFAULT_TOL
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,6 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # imported here so that building the parser (--help, usage errors) stays fast
+    from absorb.engine import Verdict, decide
+    from absorb.io import is_checkpoint, load
+    from absorb.report import render_text
+
     ckpt_opts = any(getattr(args, k, None) for k in ("layers", "up", "down", "gate", "fold_norm"))
     if not str(args.path).endswith(".npz") and (is_checkpoint(args.path) or ckpt_opts):
         return _run_checkpoint(args)
@@ -85,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_checkpoint(args: argparse.Namespace) -> int:
     """A checkpoint: one block at a time, a progress bar on stderr, a per-layer table (or JSON)."""
+    from absorb.engine import Verdict
     from tqdm import tqdm
 
     from absorb.io.safetensors import decide_checkpoint, open_checkpoint

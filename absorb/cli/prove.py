@@ -15,7 +15,7 @@ from absorb.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from absorb.certificate.proofs import PROOFS
+    from absorb.certificate._theorems import PROOF_NAMES as PROOFS
 
     p = sub.add_parser("prove", help="prove the paper's results with sympy and write LaTeX proofs",
                        description="Run the machine-checked proofs (" + ", ".join(PROOFS) + ") and write one LaTeX proof "

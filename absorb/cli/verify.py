@@ -19,7 +19,7 @@ _MARK = {"ok": "✓", "fail": "✗", "unchecked": "?"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from absorb.verify.checker import DEFAULT_SEED
+    from absorb.verify import DEFAULT_SEED
 
     p = sub.add_parser("verify", help="check a proof certificate independently of the decision engine",
                        description="Re-derive every claim of a certificate written by 'absorb check --certificate OUT.json' "

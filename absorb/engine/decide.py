@@ -36,10 +36,9 @@ from absorb.engine.witness import check_flip_witness, evaluation_error, eval_thr
 from absorb.model.activations import X, get_activation
 from absorb.model.block import Block, Stack
 from absorb.search import find_index_set
-from absorb.search._types import SearchStatus
+from absorb.search._types import DEFAULT_TOL, SearchStatus
 from absorb.symbolic import properties as props
 
-DEFAULT_TOL = 1e-9
 _NECESSITY = ("relu", "gelu")  # result 5's necessity is the paper's for these σ only
 _EPS = np.finfo(float).eps
 

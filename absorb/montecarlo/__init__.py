@@ -16,10 +16,29 @@ necessity does not apply), and a planted positive control.
 (0, 1.0)
 """
 
-from absorb.montecarlo._distributions import DISCRETE, DISTRIBUTIONS, plant, sample_weights
-from absorb.montecarlo._kernel import ENUM_MAX_N, BatchResult, decide_batch, degenerate_batch, dual_batch, enumerate_batch
-from absorb.montecarlo._stats import clopper_pearson, summarize
-from absorb.montecarlo._sweep import Cell, CellResult, activation_constant, cell_rng, grid, run_cell, sweep
+from absorb._lazy import lazy_exports
+
+_EXPORTS = {
+    "DISCRETE": "absorb.montecarlo._distributions",
+    "DISTRIBUTIONS": "absorb.montecarlo._distributions",
+    "plant": "absorb.montecarlo._distributions",
+    "sample_weights": "absorb.montecarlo._distributions",
+    "ENUM_MAX_N": "absorb.montecarlo._kernel",
+    "BatchResult": "absorb.montecarlo._kernel",
+    "decide_batch": "absorb.montecarlo._kernel",
+    "degenerate_batch": "absorb.montecarlo._kernel",
+    "dual_batch": "absorb.montecarlo._kernel",
+    "enumerate_batch": "absorb.montecarlo._kernel",
+    "clopper_pearson": "absorb.montecarlo._stats",
+    "summarize": "absorb.montecarlo._stats",
+    "Cell": "absorb.montecarlo._sweep",
+    "CellResult": "absorb.montecarlo._sweep",
+    "activation_constant": "absorb.montecarlo._sweep",
+    "cell_rng": "absorb.montecarlo._sweep",
+    "grid": "absorb.montecarlo._sweep",
+    "run_cell": "absorb.montecarlo._sweep",
+    "sweep": "absorb.montecarlo._sweep",
+}
 
 __all__ = [
     "DISCRETE",
@@ -42,3 +61,5 @@ __all__ = [
     "summarize",
     "sweep",
 ]
+
+__getattr__, __dir__ = lazy_exports("absorb.montecarlo", _EXPORTS, globals())

@@ -35,9 +35,9 @@ from absorb._errors import InvalidInput
 from absorb.montecarlo import _kernel as K
 from absorb.montecarlo._distributions import DISCRETE, DISTRIBUTIONS, plant, sample_weights
 from absorb.montecarlo._stats import clopper_pearson, summarize
+from absorb.search._types import DEFAULT_TOL
 
 DEFAULT_BATCH = 4096
-DEFAULT_TOL = 1e-9
 _RECHECK_DECIDE_MAX_N = 9  # up to here the engine re-decides a hit from scratch (its search is a Python loop over 2^n sets)
 
 

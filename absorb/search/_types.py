@@ -23,6 +23,9 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+DEFAULT_TOL = 1e-9
+"""Default relative tolerance of the index-set condition (the ``tol`` above), used everywhere."""
+
 
 class SearchStatus(str, enum.Enum):
     FOUND = "found"

@@ -50,6 +50,7 @@ import sympy as sp
 
 from absorb._errors import InvalidInput
 from absorb.model.block import Block, Stack
+from absorb.verify import DEFAULT_SEED
 
 SCHEMA = "absorb-certificate"
 SUPPORTED_VERSIONS = (1,)
@@ -65,7 +66,6 @@ COLLINEAR_SCREEN = 1e-6
 float64 cosine is below (2d + 8)·2⁻⁵³, far smaller for any d < 10⁸."""
 EVAL_INPUTS = 32
 EVAL_SCALES = (1e-2, 1.0, 1e2)
-DEFAULT_SEED = 20260430
 """Seed of the checker's random inputs: fresh, not the seed the certificate was made with."""
 
 _U = 2.0**-53
