@@ -42,13 +42,19 @@ import numpy as np
 
 from absorb._errors import InvalidInput
 
-__all__ = ["near_collinear_pairs", "max_abs_cosine", "zero_rows"]
+__all__ = ["cosine_error", "near_collinear_pairs", "max_abs_cosine", "zero_rows"]
 
 _U = 2.0**-53
 
 
 def _gamma(k: int) -> float:
     return k * _U / (1.0 - k * _U)
+
+
+def cosine_error(d: int) -> float:
+    """Bound on the float64 error of a cosine between two d-vectors computed here (blocked
+    Gram of normalised rows): every routine of this module decides with this margin."""
+    return 16.0 * _gamma(d + 8)
 
 
 def _check_matrix(U: object) -> np.ndarray:
@@ -170,7 +176,7 @@ def near_collinear_pairs(
         raise InvalidInput(f"method: expected 'auto', 'exact' or 'screen', got {method!r}")
     n, d = U.shape
     c = 1.0 - float(tau)
-    margin = 16.0 * _gamma(d + 8)
+    margin = cosine_error(d)
     live = np.flatnonzero(np.any(U != 0, axis=1))
     if live.size < 2:
         return []
@@ -255,7 +261,7 @@ def _screen_candidates(U: np.ndarray, live: np.ndarray, tau: float,
 def max_abs_cosine(U: np.ndarray) -> float:
     """``max_{i<j} |cos(u_i, u_j)|`` over the nonzero rows of ``U`` (NaN when fewer than two
     rows are nonzero), by a blocked Gram in float64: O(n²·d), meant for small n and reports
-    (error below ``16·γ_{d+8}``)."""
+    (error below :func:`cosine_error`)."""
     U = _check_matrix(U)
     n, d = U.shape
     live = np.flatnonzero(np.any(U != 0, axis=1))

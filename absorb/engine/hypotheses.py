@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from absorb.engine._collinear import max_abs_cosine, near_collinear_pairs
+from absorb.engine._collinear import cosine_error, max_abs_cosine, near_collinear_pairs
 from absorb.engine.verdict import Hypothesis
 from absorb.model.block import Block
 
@@ -77,15 +77,18 @@ def nondegenerate(block: Block, *, tau: float = COLLINEAR_TAU) -> tuple[Hypothes
     cols = Hypothesis("columns_nonzero", zero_cols.size == 0,
                       "every column of W_down is nonzero" if zero_cols.size == 0 else f"columns {_few(zero_cols)} of W_down are zero",
                       {"zero_columns": zero_cols.tolist()[:20], "min_column_norm": float(np.linalg.norm(D, axis=0).min(initial=np.inf))})
-    pairs = near_collinear_pairs(U, tau=tau)
+    mc = max_abs_cosine(U) if block.n <= _EXACT_COSINE_MAX_N else None
+    # A computed max below 1 − τ by more than its rounding bound proves that no pair is
+    # near-collinear: the pair search (a second Gram) is then skipped.
+    clear = mc is not None and np.isfinite(mc) and mc < 1.0 - tau - cosine_error(block.d)
+    pairs = [] if clear else near_collinear_pairs(U, tau=tau)
     value: dict[str, object] = {"tau": tau, "collinear_pairs": [[i, j] for i, j, _ in pairs[:20]]}
-    if block.n <= _EXACT_COSINE_MAX_N:
-        value["max_abs_cos"] = max_abs_cosine(U)
+    if mc is not None:
+        value["max_abs_cos"] = mc
     if pairs:
         i, j, c = pairs[0]
         stmt = f"rows {i} and {j} of W_up are collinear (|cos| = {c:.12g} ≥ 1 − {tau:g})" + (f" and {len(pairs) - 1} more pairs" if len(pairs) > 1 else "")
     else:
-        mc = value.get("max_abs_cos")
         if mc is not None and np.isfinite(mc):
             stmt = f"rows of W_up pairwise non-collinear (max |cos| = {mc:.6g} < 1 − {tau:g})"
         else:
