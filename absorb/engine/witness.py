@@ -21,6 +21,7 @@ import numpy as np
 
 from absorb.engine.verdict import Witness
 from absorb.model.block import Block
+from absorb.search import relative_residual
 
 _SCALES = (1e-2, 1.0, 1e2)
 _EXACT_MAX_WORK = 200_000  # |S|·d² multiply-adds in Fractions
@@ -51,13 +52,6 @@ def flip_block(block: Block, S: tuple[int, ...], c: Fraction) -> Block:
         shift = cf * (D[:, idx] @ block.b_up[idx])
         new["b_down"] = shift if block.b_down is None else block.b_down + shift
     return block.replace(**new, skip=np.zeros((block.d, block.d)), name=block.name + "'")
-
-
-def relative_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray, S: tuple[int, ...]) -> float:
-    """‖D[:,S] U[S,:] − T‖_F / ‖T‖_F in float64."""
-    idx = np.asarray(S, dtype=int)
-    R = D[:, idx] @ U[idx, :] - T
-    return float(np.linalg.norm(R) / np.linalg.norm(T))
 
 
 def exact_match(U: np.ndarray, D: np.ndarray, T_num: np.ndarray, c: Fraction, S: tuple[int, ...]) -> bool | None:
