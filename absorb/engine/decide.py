@@ -295,7 +295,7 @@ def decide_collection(blocks: Iterable[Block], *, path: str = "", tol: float = D
             w = bd.witness
             bd = dataclasses.replace(bd, block=blk.without_weights(),
                                      witness=None if w is None else dataclasses.replace(w, block=w.block.without_weights()))
-        del blk
+        del blk  # drop the layer before the generator reads the next one: one layer in memory
         decisions.append(bd)
     if not decisions:
         raise ValueError("decide_collection needs at least one block")

@@ -11,6 +11,12 @@ from absorb.io.safetensors import Checkpoint, is_checkpoint, open_checkpoint
 from absorb.model.block import Block, Stack
 
 
+def _starts_with(path: Path, magic: bytes) -> bool:
+    """Whether the file begins with ``magic`` (reads only those bytes)."""
+    with path.open("rb") as fh:
+        return fh.read(len(magic)) == magic
+
+
 def load(path: str | os.PathLike[str], *, activation: str | None = None) -> "Block | Stack | Checkpoint":
     """Load whatever ``path`` is: an ``.npz`` block or stack, or a checkpoint.
 
@@ -22,7 +28,7 @@ def load(path: str | os.PathLike[str], *, activation: str | None = None) -> "Blo
     # --- checkpoints (absorb/io/safetensors.py) ---
     if p.suffix != ".npz" and is_checkpoint(p):
         return open_checkpoint(p, activation=activation)
-    if p.suffix == ".npz" or (p.is_file() and p.read_bytes()[:2] == b"PK"):
+    if p.suffix == ".npz" or (p.is_file() and _starts_with(p, b"PK")):
         return load_npz(p, activation=activation)
     if not p.exists():
         raise InvalidInput(f"{p}: no such file")
