@@ -325,16 +325,106 @@ def test_checker_underflow_and_float32() -> None:
     assert check_dual_bound(U32, D32, None, A, B).absolute >= 0.0
 
 
-def test_checker_float32_equals_float64_of_same_values() -> None:
+def _f32(x: np.ndarray) -> np.ndarray:
+    """The float32 rounding of x, as float64 (the certificate the float32 route checks)."""
+    return np.asarray(x).astype(np.float32).astype(np.float64)
+
+
+def test_checker_float32_route_matches_float64_of_rounded_certificate() -> None:
     rng = np.random.default_rng(9)
     U = rng.standard_normal((50, 8)).astype(np.float32)
     D = rng.standard_normal((8, 50)).astype(np.float32)
     res = solve_linalg(U, D, None)
     assert res.status is SearchStatus.INFEASIBLE
     A, B = res.certificate["A"], res.certificate["B"]
+    fast = check_dual_bound(U, D, None, A, B)  # float32 products, float32 certificate
+    wide = check_dual_bound(U.astype(np.float64), D.astype(np.float64), None, _f32(A), _f32(B))
+    assert 0 < fast.absolute <= wide.absolute
+    assert fast.absolute == pytest.approx(wide.absolute, rel=1e-3)  # float32 rounding, d = 8
+    numer, ysq = exact_dual(U, D, -np.eye(8), _f32(A), _f32(B))
+    assert below_exact(fast.absolute, numer, ysq)
+
+
+def test_checker_float32_route_can_be_switched_off(monkeypatch) -> None:
+    """A BLAS that fails the float32 canary sends float32 weights through the exact
+    float64 conversion, block by block — the same number as float64 weights give."""
+    import absorb.verify.dual_bound as db
+
+    rng = np.random.default_rng(9)
+    U = rng.standard_normal((50, 8)).astype(np.float32)
+    D = rng.standard_normal((8, 50)).astype(np.float32)
+    res = solve_linalg(U, D, None)
+    A, B = res.certificate["A"], res.certificate["B"]
+    assert db._sgemm_is_ieee()  # this machine's BLAS accumulates float32 in float32 or wider
+    monkeypatch.setattr(db, "_SGEMM_OK", False)
     small = check_dual_bound(U, D, None, A, B, block_bytes=8 * 8 * 3)  # several blocks
     wide = check_dual_bound(U.astype(np.float64), D.astype(np.float64), None, A, B)
     assert small.absolute == pytest.approx(wide.absolute, rel=1e-12)
+
+
+def test_checker_float32_cancellation_is_accounted() -> None:
+    # In float32, −2²⁴ − 1 + 2²⁴ sums to 0 left to right; the exact value is −1.
+    U = np.array([[-(2.0**24), -1.0, 2.0**24]], dtype=np.float32)
+    D = np.array([[1.0], [0.0], [0.0]], dtype=np.float32)
+    A = np.array([[1.0], [0.0], [0.0]])
+    B = np.ones((3, 1))
+    T = -np.eye(3)
+    numer, ysq = exact_dual(U, D, T, A, B)
+    assert numer == 0
+    chk = check_dual_bound(U, D, T, A, B)
+    assert chk.absolute == 0.0 and below_exact(chk.absolute, numer, ysq)
+
+
+def test_checker_float32_overflow_falls_back_to_float64() -> None:
+    """Entries near 1e20 overflow float32 products and squares (max ≈ 3.4e38) but not
+    float64: the float32 route refuses and the float64 route gives the bound."""
+    rng = np.random.default_rng(3)
+    d, n = 3, 5
+    U = (rng.standard_normal((n, d)) * 1e20).astype(np.float32)
+    D = (rng.standard_normal((d, n)) * 1e-20).astype(np.float32)
+    A, B = rng.standard_normal((d, 2)), rng.standard_normal((d, 2))
+    T = -np.eye(d)
+    chk = check_dual_bound(U, D, T, A, B)
+    ref = check_dual_bound(U.astype(np.float64), D.astype(np.float64), T, A, B)
+    assert chk == ref
+    numer, ysq = exact_dual(U, D, T, A, B)
+    assert below_exact(chk.absolute, numer, ysq)
+
+
+@CI
+@given(
+    d=st.integers(2, 5),
+    n=st.integers(1, 6),
+    r=st.integers(1, 3),
+    seed=st.integers(0, 2**32 - 1),
+    spread=st.integers(0, 60),
+    chunk=st.sampled_from([1, 2, 3, 512]),
+)
+def test_checker_float32_route_below_exact(d, n, r, seed, spread, chunk) -> None:
+    """The float32 route under adversarial scaling (rows of U ×2^k, columns of D ×2^−k,
+    mixed magnitudes down to float32 underflow) and every chunking of the d-sums: the
+    bound stays ≤ the exact dual value of the float32-rounded certificate."""
+    import absorb.verify.dual_bound as db
+
+    rng = np.random.default_rng(seed)
+    k = rng.integers(-spread, spread + 1, size=n)
+    U = rng.standard_normal((n, d)) * np.exp2(k)[:, None] * np.exp2(rng.integers(-40, 41, (n, d)))
+    D = rng.standard_normal((d, n)) * np.exp2(-k)[None, :]
+    U32, D32 = U.astype(np.float32), D.astype(np.float32)
+    A = rng.standard_normal((d, r)) * np.exp2(rng.integers(-30, 31, size=(d, r)))
+    B = rng.standard_normal((d, r))
+    T = -np.eye(d)
+    old = db.F32_CHUNK
+    db.F32_CHUNK = chunk
+    try:
+        chk = check_dual_bound(U32, D32, T, A, B)
+    finally:
+        db.F32_CHUNK = old
+    numer32, ysq32 = exact_dual(U32, D32, T, _f32(A), _f32(B))
+    numer64, ysq64 = exact_dual(U32, D32, T, A, B)
+    # Either route may have answered: the float32 one (rounded Y) or the float64 fallback.
+    assert below_exact(chk.absolute, numer32, ysq32) or below_exact(chk.absolute, numer64, ysq64)
+    assert chk.absolute <= all_residuals(U32.astype(np.float64), D32.astype(np.float64), T).min() * (1 + 1e-9)
 
 
 def test_checker_refuses_nonfinite_and_rejects_bad_shapes() -> None:

@@ -41,11 +41,22 @@ all arithmetic is IEEE binary64, round to nearest, unit roundoff ``u = 2⁻⁵³
 * Overflow is not modelled: any non-finite intermediate makes the checker refuse
   (``absolute = 0``). A finite floating sum of squares implies no entry overflowed.
 
-Inputs of dtype float16/float32 are converted to float64 exactly, block by block (at most
-``block_bytes``, default 8 MiB, of converted copy at a time, small enough to stay in
-cache between the product and the sum of squares), so a float32 model is never duplicated in
-float64 as a whole. Cost: one ``U @ B``, one ``Dᵀ @ A`` and one sum of squares per row of
-``U`` and column of ``D``: about two sweeps over the weights.
+float32 weights (both matrices) take the **float32 route**: the certificate is rounded to
+float32 (``Y' = fl32(A) fl32(B)ᵀ`` is just another dual matrix; the bound is for it), the
+two big products run in float32 BLAS over chunks of ``F32_CHUNK`` = 512 terms whose
+partial sums are added in float64, and the per-row sums of squares run in float32. The
+same account applies with binary32's ``u = 2⁻²⁴``, ``η = 2⁻¹⁴⁹`` (one extra rounding per
+chunk is allowed for libraries that accumulate in float64 and round once). The leading
+error term is charged to ``Σ_k ‖a_k‖|P̂_ik|`` rather than ``‖u_i‖ Σ_k ‖a_k‖‖b_k‖``, so
+float32 rounding costs about 0.3 % of the bound at LLaMA size. A canary product checks
+once per process that float32 ``matmul`` really accumulates in at least 21 bits (not
+bfloat16/TF32); if it does not, or if anything overflows in float32, or if the float32
+bound comes out 0, the check is redone in float64. float16 (and mixed) inputs are
+converted to float64 exactly, block by block (at most ``block_bytes``, default 8 MiB, of
+converted copy at a time), so a low-precision model is never duplicated in float64 as a
+whole. Cost: one ``U @ B``, one ``Dᵀ @ A`` and one sum of squares per row of ``U`` and
+column of ``D``: about 1.4 passes over float32 weights, 3 over float64 ones
+(docs/performance-scale.md).
 """
 
 from __future__ import annotations
@@ -60,14 +71,19 @@ __all__ = ["DualBound", "ResidualBound", "check_dual_bound", "check_residual"]
 
 _U = 2.0**-53  # unit roundoff of binary64 with round-to-nearest
 _ETA = 2.0**-1074  # smallest positive subnormal: absolute slack per underflowing operation
+_U32 = 2.0**-24  # the same two constants for binary32 (the float32 product route)
+_ETA32 = 2.0**-149
+
+#: length of the float32 partial dot products of the float32 route (see ``_project_rows``)
+F32_CHUNK = 512
 
 
 # --------------------------------------------------------------------------- rounding --
 
 
-def _gamma(k: int) -> float:
-    """A float ≥ γ_k = k·u / (1 − k·u); +inf when k·u ≥ 1/2."""
-    ku = float(k) * _U  # exact: integer k < 2⁵³ times a power of two
+def _gamma(k: int, unit: float = _U) -> float:
+    """A float ≥ γ_k = k·u / (1 − k·u) (u = ``unit``); +inf when k·u ≥ 1/2."""
+    ku = float(k) * unit  # exact: integer k < 2⁵³ times a power of two
     if not ku < 0.5:
         return math.inf
     return math.nextafter(ku / math.nextafter(1.0 - ku, 0.0), math.inf)
@@ -78,9 +94,9 @@ def _one_minus_gamma(k: int) -> float:
     return math.nextafter(1.0 - _gamma(k), 0.0)
 
 
-def _slack(k: float) -> float:
+def _slack(k: float, eta: float = _ETA) -> float:
     """A float ≥ k·η: the underflow allowance of a dot product of length k."""
-    return math.nextafter(math.ldexp(float(k), -1074), math.inf)
+    return math.nextafter(float(k) * eta, math.inf)
 
 
 def _up(x: np.ndarray | float) -> np.ndarray:
@@ -97,9 +113,11 @@ def _sum_up(x: np.ndarray, axis: int | None = None) -> np.ndarray:
     return _up(_up(x.sum(axis=axis)) / _one_minus_gamma(max(m, 1)))
 
 
-def _sqnorm_up(sq: np.ndarray, k: int) -> np.ndarray:
-    """Upper bound on ‖x‖₂ from a computed ``fl(xᵀx)`` of length ``k``."""
-    return _up(np.sqrt(_up(_up(sq + _slack(k)) / _one_minus_gamma(k))))
+def _sqnorm_up(sq: np.ndarray, k: int, unit: float = _U, eta: float = _ETA) -> np.ndarray:
+    """Upper bound on ‖x‖₂ from a computed ``fl(xᵀx)`` of length ``k`` (computed with unit
+    roundoff ``unit`` and underflow step ``eta``)."""
+    one_minus = math.nextafter(1.0 - _gamma(k, unit), 0.0)
+    return _up(np.sqrt(_up(_up(sq + _slack(k, eta)) / one_minus)))
 
 
 # ------------------------------------------------------------------------------ result --
@@ -147,35 +165,94 @@ def _blocks(n: int, per_block: int) -> Iterator[tuple[int, int]]:
         yield i0, min(n, i0 + per_block)
 
 
-def _project_rows(X: np.ndarray, M: np.ndarray, block_bytes: int) -> tuple[np.ndarray, np.ndarray]:
-    """``fl(X @ M)`` and ``fl(Σ_j X_ij²)`` in float64, X (m×d) converted block by block."""
+def _sgemm_is_ieee() -> bool:
+    """Canary for the float32 route: a BLAS-sized float32 product whose exact value needs
+    21 significant bits. A library that accumulates float32 products in a narrower format
+    (bfloat16, TF32 "fast math") fails it, and the checker then stays in float64."""
+    global _SGEMM_OK
+    if _SGEMM_OK is None:
+        X = np.full((64, 64), 2.0**-20, dtype=np.float32)
+        X[:, 0] = 1.0
+        got = X @ np.ones((64, 64), dtype=np.float32)
+        _SGEMM_OK = bool(np.all(got == np.float32(1.0 + 63 * 2.0**-20)))
+    return _SGEMM_OK
+
+
+_SGEMM_OK: bool | None = None
+
+
+def _f32_route_error(d: int) -> tuple[float, float]:
+    """``(g, s)`` with ``|P̂_ik − P_ik| ≤ g·|x_i|ᵀ|m_k| + s`` for the float32 route.
+
+    Each entry is a sum, in float64, of ``c = ⌈d/L⌉`` float32 partial dot products of
+    length ≤ L (``L = F32_CHUNK``). A partial ``p_j`` is off by ≤ γ32_{L+1}·Σ|x||m| +
+    (L+1)η32 (one extra rounding allowed, in case the library accumulates in float64 and
+    rounds once at the end; η32 = 2⁻¹⁴⁹ covers underflow), and the float64 sum of the c
+    exact float32 values is off by ≤ γ_c·Σ_j|p̂_j| ≤ γ_c·((1 + γ32)Σ|x||m| + (d+c)η32).
+    """
+    L = min(d, F32_CHUNK)
+    c = -(-d // L)
+    g32 = _gamma(L + 1, _U32)
+    g64 = _gamma(c)
+    g = _up(g32 + _up(g64 * _up(1.0 + g32)))
+    s32 = _slack((d + c) * 2, _ETA32)  # ≥ (d + c)·η32, with room for the γ_c factor
+    return float(g), float(s32)
+
+
+def _project_rows(X: np.ndarray, M: np.ndarray, block_bytes: int
+                  ) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """``fl(X @ M)`` (m×r, float64), upper bounds on the row norms ‖x_i‖ of X (m×d), and
+    ``(g, s)`` with ``|fl(X@M) − X@M|_ik ≤ g‖x_i‖‖m_k‖ + s``.
+
+    float64 X: one product (γ_d, dη). float32 X with a float32 M (the float32 route): the
+    product runs in float32 over column chunks of X, accumulated in float64 (see
+    :func:`_f32_route_error`); the row sums of squares run in float32 (γ32_{d+1}).
+    float16 X: blocks of rows are converted to float64 exactly first."""
     m, d = X.shape
     if X.dtype == np.float64:
-        return X @ M, np.einsum("ij,ij->i", X, X)
+        return (X @ M, _sqnorm_up(np.einsum("ij,ij->i", X, X), d), _gamma(d), _slack(d))
+    if X.dtype == np.float32 and M.dtype == np.float32:
+        out = np.zeros((m, M.shape[1]))
+        for c0, c1 in _blocks(d, min(d, F32_CHUNK)):
+            out += X[:, c0:c1] @ M[c0:c1]
+        sq = np.einsum("ij,ij->i", X, X)
+        return (out, _sqnorm_up(sq.astype(np.float64), d + 1, _U32, _ETA32),
+                *_f32_route_error(d))
     out = np.empty((m, M.shape[1]))
     sq = np.empty(m)
+    Mw = M.astype(np.float64)
     for i0, i1 in _blocks(m, max(1, block_bytes // (8 * d))):
         Xb = X[i0:i1].astype(np.float64)  # exact conversion
-        out[i0:i1] = Xb @ M
+        out[i0:i1] = Xb @ Mw
         sq[i0:i1] = np.einsum("ij,ij->i", Xb, Xb)
-    return out, sq
+    return out, _sqnorm_up(sq, d), _gamma(d), _slack(d)
 
 
-def _project_cols(X: np.ndarray, M: np.ndarray, block_bytes: int) -> tuple[np.ndarray, np.ndarray]:
-    """``fl(Xᵀ @ M)`` and ``fl(Σ_j X_ji²)`` in float64, X (d×m) converted block by block.
+def _project_cols(X: np.ndarray, M: np.ndarray, block_bytes: int
+                  ) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """The same as :func:`_project_rows` for ``Xᵀ @ M`` and the column norms of X (d×m).
 
-    Blocks are contiguous row ranges of X; partial results are added across blocks, so
-    each entry is still one sum of d rounded products, in some order (same γ_d bound)."""
+    Blocks are contiguous row ranges of X; partial results are added across blocks in
+    float64, so each entry of the float64 and float16 routes is still one sum of d rounded
+    products, in some order (same γ_d bound)."""
     d, m = X.shape
     if X.dtype == np.float64:
-        return X.T @ M, np.einsum("ij,ij->j", X, X)
+        return (X.T @ M, _sqnorm_up(np.einsum("ij,ij->j", X, X), d), _gamma(d), _slack(d))
+    if X.dtype == np.float32 and M.dtype == np.float32:
+        out = np.zeros((m, M.shape[1]))
+        for j0, j1 in _blocks(d, min(d, F32_CHUNK)):
+            out += X[j0:j1].T @ M[j0:j1]
+        sq = np.einsum("ij,ij->j", X, X)
+        return (out, _sqnorm_up(sq.astype(np.float64), d + 1, _U32, _ETA32),
+                *_f32_route_error(d))
     out = np.zeros((m, M.shape[1]))
     sq = np.zeros(m)
+    Mw = M.astype(np.float64)
     for j0, j1 in _blocks(d, max(1, block_bytes // (8 * m))):
         Xb = X[j0:j1].astype(np.float64)  # exact conversion
-        out += Xb.T @ M[j0:j1]
+        out += Xb.T @ Mw[j0:j1]
         sq += np.einsum("ij,ij->j", Xb, Xb)
-    return out, sq
+    return out, _sqnorm_up(sq, d), _gamma(d), _slack(d)
 
 
 def _refuse(note: str, t_up: float = math.inf) -> DualBound:
@@ -196,7 +273,8 @@ def check_dual_bound(
     ``U`` is n×d, ``D`` is d×n, ``T`` is d×d (``None`` means ``−I_d``, the plain residual),
     ``A`` and ``B`` are d×r. Returns a :class:`DualBound` whose ``absolute`` is a true lower
     bound on ``min_{b∈[0,1]^n} ‖D diag(b) U − T‖_F`` for the exact stored values, under
-    IEEE binary64 arithmetic and a conventional (non-Strassen) matrix product; see the
+    IEEE arithmetic and a conventional (non-Strassen) matrix product (for float32 weights
+    the bound is certified by ``Y`` rounded to float32, see the module docstring); see the
     module docstring for the rounding account. Raises ``ValueError`` on wrong shapes or
     dtypes; non-finite data gives a refusal (``absolute = 0``), never an exception.
 
@@ -225,11 +303,29 @@ def check_dual_bound(
         T = _float_array("T", T).astype(np.float64)
         if T.shape != (d, d):
             raise ValueError(f"T: expected shape {(d, d)}, got {T.shape}")
-    r = A.shape[1]
     if not (np.isfinite(A).all() and np.isfinite(B).all()):
         return _refuse("A or B has a non-finite entry")
     if T is not None and not np.isfinite(T).all():
         return _refuse("T has a non-finite entry")
+    if U.dtype == D.dtype == np.float32 and _sgemm_is_ieee():
+        # float32 route: Y is rounded to float32 (a slightly different, still valid dual
+        # matrix) so that the two big products run in float32 without a float64 copy.
+        A32, B32 = A.astype(np.float32), B.astype(np.float32)
+        if np.isfinite(A32).all() and np.isfinite(B32).all():
+            res = _bound(U, D, T, A32, B32, block_bytes)
+            if res.absolute > 0.0:
+                return res
+            # Overflow in float32 or a bound eaten by float32 rounding: redo in float64.
+    return _bound(U, D, T, A, B, block_bytes)
+
+
+def _bound(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, A_in: np.ndarray,
+           B_in: np.ndarray, block_bytes: int) -> DualBound:
+    """The bound for validated inputs. ``A_in``/``B_in`` are float64, or float32 for the
+    float32 route (their exact values, converted to float64, are the certificate)."""
+    n, d = U.shape
+    A, B = A_in.astype(np.float64), B_in.astype(np.float64)  # exact
+    r = A.shape[1]
 
     g_d = _gamma(d)
 
@@ -272,27 +368,30 @@ def check_dual_bound(
     y_up = float(_up(np.sqrt(y_sq_up)))
 
     # ---- Σ_i |w_iᵀ Y u_i| from above, with Q = Dᵀ A (n×r) and P = U B (n×r).
-    P, sqU = _project_rows(U, B, block_bytes)
-    Q, sqD = _project_cols(D, A, block_bytes)
-    if not (np.isfinite(sqU).all() and np.isfinite(sqD).all()):
+    P, nU, gP, sP = _project_rows(U, B_in, block_bytes)  # nU ≥ ‖u_i‖
+    Q, nD, gQ, sQ = _project_cols(D, A_in, block_bytes)  # nD ≥ ‖w_i‖
+    if not (np.isfinite(nU).all() and np.isfinite(nD).all()
+            and np.isfinite(P).all() and np.isfinite(Q).all()):
         return _refuse("a row of U or a column of D is non-finite or overflows", t_up)
-    nU = _sqnorm_up(sqU, d)  # ≥ ‖u_i‖
-    nD = _sqnorm_up(sqD, d)  # ≥ ‖w_i‖
-    # Per unit i, with |Q̂_ik − Q_ik| ≤ γ_d‖w_i‖‖a_k‖ + dη, |P̂_ik − P_ik| ≤ γ_d‖u_i‖‖b_k‖ + dη
-    # and |P_ik| ≤ ‖u_i‖‖b_k‖:  Σ_k |Q_ik P_ik − Q̂_ik P̂_ik|
-    #   ≤ Σ_k |Q − Q̂||P| + |Q̂||P − P̂|
-    #   ≤ γ_d ‖w_i‖‖u_i‖ Σ_k‖a_k‖‖b_k‖ + dη ‖u_i‖ Σ_k‖b_k‖
-    #     + γ_d ‖u_i‖ Σ_k |Q̂_ik|‖b_k‖ + dη Σ_k |Q̂_ik|.
-    # Only n-vectors need outward rounding; the two sums over k are one product |Q̂| @ [nB, 1].
-    g_d, g_r, sd = _gamma(d), _gamma(r), _slack(d)
-    nb_sum = float(_sum_up(nB))
-    absQ = np.abs(Q)
-    qb = absQ @ np.stack([nB, np.ones(r)], axis=1)  # fl(Σ_k|Q̂_ik| nB_k), fl(Σ_k|Q̂_ik|)
+    # Per unit i, with |Q̂_ik − Q_ik| ≤ gQ‖w_i‖‖a_k‖ + sQ and |P̂_ik − P_ik| ≤ eP_ik :=
+    # gP‖u_i‖‖b_k‖ + sP (so |P_ik| ≤ |P̂_ik| + eP_ik):
+    #   Σ_k |Q_ik P_ik − Q̂_ik P̂_ik| ≤ Σ_k |Q − Q̂|(|P̂| + eP) + |Q̂| eP
+    #   ≤ gQ‖w_i‖ (Σ_k‖a_k‖|P̂_ik| + gP‖u_i‖ Σ_k‖a_k‖‖b_k‖ + sP Σ_k‖a_k‖)
+    #     + sQ (Σ_k|P̂_ik| + gP‖u_i‖ Σ_k‖b_k‖ + r·sP)
+    #     + gP‖u_i‖ Σ_k|Q̂_ik|‖b_k‖ + sP Σ_k|Q̂_ik|.
+    # Using |P̂_ik| rather than ‖u_i‖‖b_k‖ in the leading term keeps the float32 route's
+    # larger unit roundoff from eating the bound. The sums over k are two n×r×2 products.
+    g_r = _gamma(r)
+    na_sum, nb_sum = float(_sum_up(nA)), float(_sum_up(nB))
+    pa = np.abs(P) @ np.stack([nA, np.ones(r)], axis=1)  # fl(Σ_k‖a_k‖|P̂_ik|), fl(Σ_k|P̂_ik|)
+    pa = _up(_up(pa + _slack(r)) / _one_minus_gamma(r))
+    qb = np.abs(Q) @ np.stack([nB, np.ones(r)], axis=1)  # fl(Σ_k|Q̂_ik|‖b_k‖), fl(Σ_k|Q̂_ik|)
     qb = _up(_up(qb + _slack(r)) / _one_minus_gamma(r))
-    prod_err = _up(
-        _up(_up(_up(g_d * nD) * nU) * ab)
-        + _up(_up(_up(sd * nU) * nb_sum)
-              + _up(_up(_up(g_d * nU) * qb[:, 0]) + _up(sd * qb[:, 1]))))
+    gPab = _up(_up(gP * nU) * ab)  # ≥ gP‖u_i‖ Σ‖a_k‖‖b_k‖
+    t1 = _up(_up(gQ * nD) * _up(_up(pa[:, 0] + gPab) + _up(sP * na_sum)))
+    t2 = _up(sQ * _up(_up(pa[:, 1] + _up(_up(gP * nU) * nb_sum)) + _up(r * sP)))
+    t3 = _up(_up(_up(gP * nU) * qb[:, 0]) + _up(sP * qb[:, 1]))
+    prod_err = _up(_up(t1 + t2) + t3)
     QP = Q * P
     s_hat = QP.sum(axis=1)  # fl(Σ_k Q̂_ik P̂_ik): a dot product of length r
     h_i = _up(_up(np.abs(QP).sum(axis=1) + _slack(r)) / _one_minus_gamma(r))  # ≥ Σ_k|Q̂P̂|
