@@ -40,7 +40,8 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable
 
 import numpy as np
 
@@ -251,12 +252,13 @@ def solve_mitm(
     n_cands = 0
     best_lower = math.inf
     n_chunks = 1 << H
-    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+    workers = max(1, min(threads, n_chunks))  # one chunk: no pool (its start-up is the cost)
+    with ThreadPoolExecutor(max_workers=workers) if workers > 1 else _InlinePool() as pool:
         pending: deque = deque()
         nxt = 0
         done = 0
         while pending or nxt < n_chunks:
-            while nxt < n_chunks and len(pending) < 2 * max(1, threads):
+            while nxt < n_chunks and len(pending) < 2 * workers:
                 pending.append(pool.submit(match, nxt))
                 nxt += 1
             pairs, cands, why = pending.popleft().result()
@@ -291,6 +293,22 @@ def solve_mitm(
             certificate=cert)
     return _unknown(f"a candidate has exact residual ≤ tol but float64 residual > tol "
                     f"(bound {bound:.3e})", t0, **cert)
+
+
+class _InlinePool:
+    """The slice of ``ThreadPoolExecutor`` used above, running each call at once in this
+    thread (for a single chunk, or ``threads=1``)."""
+
+    def __enter__(self) -> "_InlinePool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        fut: Future = Future()
+        fut.set_result(fn(*args))
+        return fut
 
 
 def _filter(
