@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         out = dec.to_json()
         for b, extra in zip(out["blocks"], fields):
             b.update(extra)
-        sys.stdout.write(json.dumps(out, indent=2, default=str, ensure_ascii=False) + "\n")
+        _write_json(out)
     else:
         sys.stdout.write(render_text(dec))
         for bd, extra in zip(dec.blocks, fields):
@@ -84,6 +84,11 @@ def run(args: argparse.Namespace) -> int:
     if args.width is not None:
         return EXIT_UNKNOWN if any(f["width"]["verdict"] == Verdict.UNKNOWN.value for f in fields) else EXIT_OK
     return EXIT_UNKNOWN if dec.verdict is Verdict.UNKNOWN else EXIT_OK
+
+
+def _write_json(out: dict) -> None:
+    """The one JSON writer of ``absorb check`` (contract.md: one object on stdout)."""
+    sys.stdout.write(json.dumps(out, indent=2, default=str, ensure_ascii=False) + "\n")
 
 
 def _run_checkpoint(args: argparse.Namespace) -> int:
@@ -120,7 +125,7 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
             spec = by_name[entry["name"]]
             entry["layer"] = spec.layer
             entry["activation_source"] = spec.activation_source
-        sys.stdout.write(json.dumps(out, indent=2, default=str, ensure_ascii=False) + "\n")
+        _write_json(out)
     else:
         sys.stdout.write(render_table(dec, header=ckpt.describe()))
     return EXIT_UNKNOWN if dec.verdict is Verdict.UNKNOWN else EXIT_OK

@@ -41,15 +41,9 @@ from typing import Literal
 import numpy as np
 
 from absorb._errors import InvalidInput
+from absorb.search import gamma as _gamma  # Higham's γ_k, the one rounding helper
 
 __all__ = ["cosine_error", "near_collinear_pairs", "max_abs_cosine", "zero_rows"]
-
-_U = 2.0**-53
-
-
-def _gamma(k: int) -> float:
-    return k * _U / (1.0 - k * _U)
-
 
 def cosine_error(d: int) -> float:
     """Bound on the float64 error of a cosine between two d-vectors computed here (blocked

@@ -36,6 +36,7 @@ from absorb.engine.witness import check_flip_witness, evaluation_error, eval_thr
 from absorb.model.activations import X, get_activation
 from absorb.model.block import Block, Stack
 from absorb.search import find_index_set
+from absorb.search import gamma as _gamma  # Higham's γ_k, shared with the search backends
 from absorb.search._types import DEFAULT_TOL, SearchStatus
 from absorb.symbolic import properties as props
 
@@ -197,8 +198,7 @@ def _decide_linear(block: Block, H: list[Hypothesis], P: list[props.Property], *
                         "a residual-free linear block of width n realises it.", w)
         return done(Verdict.UNKNOWN, f"Unknown: the linear witness failed its check (error {err:.2e}).")
     # Rigorous lower bound on σ_{n+1}(A): rounding of A (γ_{n+1}|D||U|) plus SVD backward error.
-    gamma = (n + 2) * _EPS / (1 - (n + 2) * _EPS)
-    err_A = gamma * float(np.linalg.norm(np.abs(M) + np.abs(D) @ np.abs(U)))
+    err_A = _gamma(n + 2) * float(np.linalg.norm(np.abs(M) + np.abs(D) @ np.abs(U)))
     err_svd = 10 * d * _EPS * float(s[0])
     tail = float(np.sqrt(np.sum(s[n:] ** 2)))
     lower = max(0.0, float(s[n]) - err_A - err_svd)
@@ -225,8 +225,7 @@ def _skip_product_nonzero(blocks: Iterable[Block]) -> tuple[bool, float]:
     Pm, Pa = np.eye(d), np.eye(d)
     for b in blocks:
         Pm, Pa = b.M @ Pm, np.abs(b.M) @ Pa
-    gamma = len(blocks) * (d + 1) * _EPS / (1 - len(blocks) * (d + 1) * _EPS)
-    margin = np.abs(Pm) - 2 * gamma * Pa
+    margin = np.abs(Pm) - 2 * _gamma(len(blocks) * (d + 1)) * Pa
     return bool(np.any(margin > 0)), float(np.abs(Pm).max())
 
 
