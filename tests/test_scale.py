@@ -325,6 +325,18 @@ def test_checker_underflow_and_float32() -> None:
     assert check_dual_bound(U32, D32, None, A, B).absolute >= 0.0
 
 
+def _scaled_instance(seed: int, d: int, n: int, r: int, spread: int):
+    """U, D, A, B with rows of U ×2^k_i and columns of D ×2^−k_i (|k_i| ≤ spread), which
+    leaves the problem unchanged mathematically, plus mixed magnitudes (×2^±40 in U, ×2^±30
+    in A) for cancellation and underflow."""
+    rng = np.random.default_rng(seed)
+    k = rng.integers(-spread, spread + 1, size=n)
+    U = rng.standard_normal((n, d)) * np.exp2(k)[:, None] * np.exp2(rng.integers(-40, 41, (n, d)))
+    D = rng.standard_normal((d, n)) * np.exp2(-k)[None, :]
+    A = rng.standard_normal((d, r)) * np.exp2(rng.integers(-30, 31, size=(d, r)))
+    return U, D, A, rng.standard_normal((d, r))
+
+
 def _f32(x: np.ndarray) -> np.ndarray:
     """The float32 rounding of x, as float64 (the certificate the float32 route checks)."""
     return np.asarray(x).astype(np.float32).astype(np.float64)
@@ -406,13 +418,8 @@ def test_checker_float32_route_below_exact(d, n, r, seed, spread, chunk) -> None
     bound stays ≤ the exact dual value of the float32-rounded certificate."""
     import absorb.verify.dual_bound as db
 
-    rng = np.random.default_rng(seed)
-    k = rng.integers(-spread, spread + 1, size=n)
-    U = rng.standard_normal((n, d)) * np.exp2(k)[:, None] * np.exp2(rng.integers(-40, 41, (n, d)))
-    D = rng.standard_normal((d, n)) * np.exp2(-k)[None, :]
+    U, D, A, B = _scaled_instance(seed, d, n, r, spread)
     U32, D32 = U.astype(np.float32), D.astype(np.float32)
-    A = rng.standard_normal((d, r)) * np.exp2(rng.integers(-30, 31, size=(d, r)))
-    B = rng.standard_normal((d, r))
     T = -np.eye(d)
     old = db.F32_CHUNK
     db.F32_CHUNK = chunk
@@ -455,14 +462,7 @@ def test_checker_below_exact_under_adversarial_scaling(d, n, r, seed, spread) ->
     """Rows of U scaled by 2^k_i and columns of D by 2^-k_i (|k_i| ≤ spread) leave the
     problem unchanged mathematically but stress every rounding path; mixed-magnitude
     entries add cancellation. The rigorous bound must stay ≤ the exact dual value."""
-    rng = np.random.default_rng(seed)
-    k = rng.integers(-spread, spread + 1, size=n)
-    U = rng.standard_normal((n, d)) * np.exp2(k)[:, None]
-    D = rng.standard_normal((d, n)) * np.exp2(-k)[None, :]
-    mix = rng.integers(-40, 41, size=(n, d))
-    U = U * np.exp2(mix)
-    A = rng.standard_normal((d, r)) * np.exp2(rng.integers(-30, 31, size=(d, r)))
-    B = rng.standard_normal((d, r))
+    U, D, A, B = _scaled_instance(seed, d, n, r, spread)
     T = -np.eye(d)
     chk = check_dual_bound(U, D, T, A, B)
     numer, ysq = exact_dual(U, D, T, A, B)
