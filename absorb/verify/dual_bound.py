@@ -230,29 +230,9 @@ def _project_rows(X: np.ndarray, M: np.ndarray, block_bytes: int
 
 def _project_cols(X: np.ndarray, M: np.ndarray, block_bytes: int
                   ) -> tuple[np.ndarray, np.ndarray, float, float]:
-    """The same as :func:`_project_rows` for ``Xᵀ @ M`` and the column norms of X (d×m).
-
-    Blocks are contiguous row ranges of X; partial results are added across blocks in
-    float64, so each entry of the float64 and float16 routes is still one sum of d rounded
-    products, in some order (same γ_d bound)."""
-    d, m = X.shape
-    if X.dtype == np.float64:
-        return (X.T @ M, _sqnorm_up(np.einsum("ij,ij->j", X, X), d), _gamma(d), _slack(d))
-    if X.dtype == np.float32 and M.dtype == np.float32:
-        out = np.zeros((m, M.shape[1]))
-        for j0, j1 in _blocks(d, min(d, F32_CHUNK)):
-            out += X[j0:j1].T @ M[j0:j1]
-        sq = np.einsum("ij,ij->j", X, X)
-        return (out, _sqnorm_up(sq.astype(np.float64), d + 1, _U32, _ETA32),
-                *_f32_route_error(d))
-    out = np.zeros((m, M.shape[1]))
-    sq = np.zeros(m)
-    Mw = M.astype(np.float64)
-    for j0, j1 in _blocks(d, max(1, block_bytes // (8 * m))):
-        Xb = X[j0:j1].astype(np.float64)  # exact conversion
-        out += Xb.T @ Mw[j0:j1]
-        sq += np.einsum("ij,ij->j", Xb, Xb)
-    return out, _sqnorm_up(sq, d), _gamma(d), _slack(d)
+    """The same as :func:`_project_rows` for ``Xᵀ @ M`` and the column norms of X (d×m):
+    ``Xᵀ`` is a view, and BLAS reads it transposed (the same dot products, same bounds)."""
+    return _project_rows(X.T, M, block_bytes)
 
 
 def _refuse(note: str, t_up: float = math.inf) -> DualBound:
