@@ -89,9 +89,9 @@ def _gamma(k: int, unit: float = _U) -> float:
     return math.nextafter(ku / math.nextafter(1.0 - ku, 0.0), math.inf)
 
 
-def _one_minus_gamma(k: int) -> float:
+def _one_minus_gamma(k: int, unit: float = _U) -> float:
     """A float ≤ 1 − γ_k (used to bound a true non-negative sum by fl(sum) / (1 − γ_k))."""
-    return math.nextafter(1.0 - _gamma(k), 0.0)
+    return math.nextafter(1.0 - _gamma(k, unit), 0.0)
 
 
 def _slack(k: float, eta: float = _ETA) -> float:
@@ -116,8 +116,7 @@ def _sum_up(x: np.ndarray, axis: int | None = None) -> np.ndarray:
 def _sqnorm_up(sq: np.ndarray, k: int, unit: float = _U, eta: float = _ETA) -> np.ndarray:
     """Upper bound on ‖x‖₂ from a computed ``fl(xᵀx)`` of length ``k`` (computed with unit
     roundoff ``unit`` and underflow step ``eta``)."""
-    one_minus = math.nextafter(1.0 - _gamma(k, unit), 0.0)
-    return _up(np.sqrt(_up(_up(sq + _slack(k, eta)) / one_minus)))
+    return _up(np.sqrt(_up(_up(sq + _slack(k, eta)) / _one_minus_gamma(k, unit))))
 
 
 # ------------------------------------------------------------------------------ result --
@@ -220,7 +219,7 @@ def _project_rows(X: np.ndarray, M: np.ndarray, block_bytes: int
                 *_f32_route_error(d))
     out = np.empty((m, M.shape[1]))
     sq = np.empty(m)
-    Mw = M.astype(np.float64)
+    Mw = M.astype(np.float64, copy=False)
     for i0, i1 in _blocks(m, max(1, block_bytes // (8 * d))):
         Xb = X[i0:i1].astype(np.float64)  # exact conversion
         out[i0:i1] = Xb @ Mw
@@ -233,6 +232,14 @@ def _project_cols(X: np.ndarray, M: np.ndarray, block_bytes: int
     """The same as :func:`_project_rows` for ``Xᵀ @ M`` and the column norms of X (d×m):
     ``Xᵀ`` is a view, and BLAS reads it transposed (the same dot products, same bounds)."""
     return _project_rows(X.T, M, block_bytes)
+
+
+def _abs_row_sums(X: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Upper bounds on ``Σ_k |X_ik| w_k`` and ``Σ_k |X_ik|`` (columns 0 and 1), X n×r,
+    w ≥ 0: one n×r×2 product, each entry a non-negative sum of length r."""
+    r = X.shape[1]
+    out = np.abs(X) @ np.stack([w, np.ones(r)], axis=1)
+    return _up(_up(out + _slack(r)) / _one_minus_gamma(r))
 
 
 def _refuse(note: str, t_up: float = math.inf) -> DualBound:
@@ -363,14 +370,12 @@ def _bound(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, A_in: np.ndarray,
     # larger unit roundoff from eating the bound. The sums over k are two n×r×2 products.
     g_r = _gamma(r)
     na_sum, nb_sum = float(_sum_up(nA)), float(_sum_up(nB))
-    pa = np.abs(P) @ np.stack([nA, np.ones(r)], axis=1)  # fl(Σ_k‖a_k‖|P̂_ik|), fl(Σ_k|P̂_ik|)
-    pa = _up(_up(pa + _slack(r)) / _one_minus_gamma(r))
-    qb = np.abs(Q) @ np.stack([nB, np.ones(r)], axis=1)  # fl(Σ_k|Q̂_ik|‖b_k‖), fl(Σ_k|Q̂_ik|)
-    qb = _up(_up(qb + _slack(r)) / _one_minus_gamma(r))
-    gPab = _up(_up(gP * nU) * ab)  # ≥ gP‖u_i‖ Σ‖a_k‖‖b_k‖
-    t1 = _up(_up(gQ * nD) * _up(_up(pa[:, 0] + gPab) + _up(sP * na_sum)))
-    t2 = _up(sQ * _up(_up(pa[:, 1] + _up(_up(gP * nU) * nb_sum)) + _up(r * sP)))
-    t3 = _up(_up(_up(gP * nU) * qb[:, 0]) + _up(sP * qb[:, 1]))
+    pa = _abs_row_sums(P, nA)  # ≥ Σ_k‖a_k‖|P̂_ik|, Σ_k|P̂_ik|
+    qb = _abs_row_sums(Q, nB)  # ≥ Σ_k|Q̂_ik|‖b_k‖, Σ_k|Q̂_ik|
+    gPu = _up(gP * nU)  # ≥ gP‖u_i‖
+    t1 = _up(_up(gQ * nD) * _up(_up(pa[:, 0] + _up(gPu * ab)) + _up(sP * na_sum)))
+    t2 = _up(sQ * _up(_up(pa[:, 1] + _up(gPu * nb_sum)) + _up(r * sP)))
+    t3 = _up(_up(gPu * qb[:, 0]) + _up(sP * qb[:, 1]))
     prod_err = _up(_up(t1 + t2) + t3)
     QP = Q * P
     s_hat = QP.sum(axis=1)  # fl(Σ_k Q̂_ik P̂_ik): a dot product of length r
