@@ -352,8 +352,7 @@ def find_index_set(
     4. meet-in-the-middle over pivoted partial sums (the workhorse for n > d²; one worker
        thread per core), preceded, when it is expected to take over 0.05 s, by a short
        HiGHS slice, and past 0.1 s also a Z3-PB slice (each 5 % of that estimate, at
-       least 20 and 30 ms):
-       these often find planted sets at once;
+       least 30 ms): these often find planted sets at once;
     5. Z3 pseudo-Boolean, then HiGHS, with what is left (these mostly *find* sets).
 
     It stops at the first ``found`` or ``infeasible``.  Every verdict is re-checked here:
@@ -421,21 +420,24 @@ def find_index_set(
         steps.append(("enumerate", lambda: _backend("enumerate")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
     from .mitm import estimate_seconds
 
-    est = estimate_seconds(U, D, threads=_cores())
+    cores = _cores()
+    est = estimate_seconds(U, D, threads=cores)
+
+    def finder_slice() -> float:  # budget of a finder tried before MITM: 5 % of est, ≥ 30 ms
+        return max(0.03, min(0.05 * est, 2.0, 0.05 * left()))
+
     if 0.05 < est <= 1.5 * timeout:  # past 1.5×timeout mitm refuses; z3-pb comes first then
         # A complete MITM run takes a while; a short HiGHS slice first often finds a planted
-        # set at once (its "infeasible" is no proof and is ignored).  Costs ≤ 5 % of est.
+        # set at once (its "infeasible" is no proof and is ignored).
         # (HiGHS finds most planted sets in 1–7 ms; e.g. a rank-deficient planted d = 4,
         # n = 48 instance takes MITM 80 ms and HiGHS 1.5 ms.)
-        steps.append(("milp", lambda: _backend("milp")(
-            U, D, T, timeout=max(0.03, min(0.05 * est, 2.0, 0.05 * left())), **kw)))  # type: ignore[misc]
+        steps.append(("milp", lambda: _backend("milp")(U, D, T, timeout=finder_slice(), **kw)))  # type: ignore[misc]
     if 0.1 < est <= 1.5 * timeout:
         # Z3-PB finds other planted sets fast (d = 3, n = 48: 18 ms where HiGHS needs 3 s);
-        # its encoding costs a few ms, so only in front of longer MITM runs.  ≤ 5 % of est.
-        steps.append(("z3-pb", lambda: _backend("z3-pb")(
-            U, D, T, timeout=max(0.03, min(0.05 * est, 2.0, 0.05 * left())), **kw)))  # type: ignore[misc]
+        # its encoding costs a few ms, so only in front of longer MITM runs.
+        steps.append(("z3-pb", lambda: _backend("z3-pb")(U, D, T, timeout=finder_slice(), **kw)))  # type: ignore[misc]
     steps.append(("mitm", lambda: _backend("mitm")(  # type: ignore[misc]
-        U, D, T, timeout=left(), threads=_cores(), **kw)))
+        U, D, T, timeout=left(), threads=cores, **kw)))
     # Finders for what MITM could not cover: Z3-PB is quick on planted sets; HiGHS last.
     steps.append(("z3-pb", lambda: _backend("z3-pb")(U, D, T, timeout=max(0.5 * left(), 0.01), **kw)))  # type: ignore[misc]
     steps.append(("milp", lambda: _backend("milp")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]

@@ -62,11 +62,11 @@ _FILTER_BATCH = 1 << 17
 #: throughput assumed to refuse hopeless runs early (elements per second per worker
 #: thread, counting at most two: measured 4–5e6 with one thread, 7–9e6 with two, on 2 cores)
 _RATE = 4.0e6
+_u = UNIT_ROUNDOFF
 
 
 def _rate(threads: int) -> float:
     return _RATE * min(max(1, threads), 2)
-_u = UNIT_ROUNDOFF
 
 
 def _sums_1d(c: np.ndarray) -> np.ndarray:
