@@ -175,7 +175,7 @@ def test_generic_never_found_and_bound_is_true(method, d, n):
         assert res.bound <= brute_min(U, D, T) * (1 + 1e-12)
 
 
-@pytest.mark.parametrize("d,n", [(2, 40), (3, 44), (4, 48)])
+@pytest.mark.parametrize("d,n", [(2, 40), (3, 44), (4, 48), (4, 64)])
 def test_generic_mitm_proves_infeasible(d, n):
     U, D, T = generic(d, n, seed=11 * n + d)
     res = find_index_set(U, D, T, method="mitm", timeout=30)
@@ -243,6 +243,40 @@ def test_general_target_and_rectangular_blocks():
         res = find_index_set(U, D, T, method=method, timeout=10)
         assert res.status is FOUND, (method, res.reason)
         assert_sound(res, U, D, T)
+
+
+# ---------------------------------------------------------------------------------------
+# the meet-in-the-middle's exact integer arithmetic
+
+
+@CI
+@given(Q=st.integers(1, 54), q=st.lists(st.integers(0, 2**54 - 1), max_size=7))
+def test_sorted_subset_sums_are_every_sum_in_order(Q, q):
+    from absorb.search.mitm import _sorted_subset_sums, _subset_sums_mod
+
+    k = len(q)
+    arr = np.array([x % (1 << Q) for x in q], dtype=np.int64)
+    sums = [sum(int(arr[i]) for i in range(k) if m >> i & 1) % (1 << Q) for m in range(1 << k)]
+    assert _subset_sums_mod(arr, Q).tolist() == sums  # indexed by mask
+    low = max(k, 1)
+    if Q + low <= 61:
+        assert _sorted_subset_sums(arr, Q, low).tolist() == sorted((s << low) | m for m, s in enumerate(sums))
+
+
+@CI
+@given(x=st.one_of(st.floats(-1e15, 1e15), st.floats(-1e-300, 1e-300), st.sampled_from([-1e-20, -0.5, 0.5, -2.5])),
+       Q=st.integers(1, 61))
+def test_quantise_is_within_half_a_unit_modulo_2_to_the_Q(x, Q):
+    """The whole soundness argument of the integer matching rests on this (incl. tiny x < 0,
+    whose fractional part 1 − |x| is not a float)."""
+    from fractions import Fraction
+
+    from absorb.search.mitm import _quantise
+
+    qi = int(_quantise(np.array([x]), Q)[0])
+    assert 0 <= qi < 2**Q
+    diff = (Fraction(x) * 2**Q - qi) % 2**Q
+    assert min(diff, 2**Q - diff) <= Fraction(1, 2)
 
 
 # ---------------------------------------------------------------------------------------
