@@ -245,6 +245,23 @@ def test_general_target_and_rectangular_blocks():
         assert_sound(res, U, D, T)
 
 
+@CI
+@given(m=st.integers(1, 16), seed=st.integers(0, 2**32 - 1), e=st.integers(-320, 300))
+def test_frobenius_bounds_enclose_the_exact_norm(m, seed, e):
+    """Both routes (float64 with Higham's bound, exact rationals for extreme magnitudes)."""
+    from fractions import Fraction
+
+    from absorb.search import frobenius_bounds
+
+    rng = np.random.default_rng(seed)
+    T = rng.standard_normal(m) * 10.0**e * rng.choice([1.0, 1e-200, 1e200], m, p=[0.8, 0.1, 0.1])
+    T = np.where(np.isfinite(T), T, 1.0).reshape(1, m)
+    lo, hi = frobenius_bounds(T)
+    q = sum((Fraction(float(x)) ** 2 for x in T.ravel()), Fraction(0))
+    assert Fraction(lo) ** 2 <= q <= Fraction(hi) ** 2
+    assert hi <= lo * (1 + 1e-13) or lo == 0.0 or hi < 1e-300
+
+
 # ---------------------------------------------------------------------------------------
 # the meet-in-the-middle's exact integer arithmetic
 
@@ -303,6 +320,24 @@ def test_dual_bound_proves_rank_deficient_case():
     res = find_index_set(U, D, T)
     assert res.status is INFEASIBLE
     assert res.bound <= brute_min(U, D, T) * (1 + 1e-12)
+
+
+def test_quick_mitm_goes_first_but_keeps_the_checkable_dual_certificate():
+    """A quick MITM run comes before the relaxation's least squares; when it proves
+    infeasibility, the dual bound is still tried and preferred (`absorb verify` re-checks
+    its dual matrix), and MITM's own proof is returned only where the dual bound fails."""
+    U, D, T, _ = planted(3, 24, seed=1)
+    res = find_index_set(U, D, T)
+    assert res.status is FOUND and [t["method"] for t in res.certificate["portfolio"]] == ["mitm"]
+    U, D, T = generic(4, 24, seed=0)  # relaxation infeasible
+    res = find_index_set(U, D, T)
+    assert res.status is INFEASIBLE and res.method == "dual-bound" and res.certificate["kind"] == "dual"
+    assert [t["method"] for t in res.certificate["portfolio"]] == ["mitm", "dual-bound"]
+    U, D, T = generic(2, 24, seed=0)  # relaxation feasible: only MITM proves it
+    res = find_index_set(U, D, T)
+    assert res.status is INFEASIBLE and res.method == "mitm"
+    assert [t["status"] for t in res.certificate["portfolio"]] == ["infeasible", "unknown"]
+    assert res.bound > 1e-9
 
 
 def test_dispatcher_rejects_wrong_found_and_weak_infeasible():

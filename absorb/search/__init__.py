@@ -34,6 +34,7 @@ Example::
 from __future__ import annotations
 
 import math
+import sys
 import time
 from fractions import Fraction
 from typing import Any, Callable, Iterable, Sequence
@@ -57,6 +58,11 @@ METHODS: tuple[str, ...] = ("auto", "linalg", "enumerate", "mitm", "milp", "z3",
 
 #: ``auto`` runs the narrow-regime backends (which build K, d²×n) only up to this size
 NARROW_MAX_ENTRIES = 4_000_000
+
+#: ``auto`` runs meet-in-the-middle before the box relaxation when it expects it to take
+#: no longer than this (seconds): then the relaxation's least squares is only paid for
+#: when MITM proves infeasibility (for a re-checkable certificate), not when it finds a set
+QUICK_MITM_SECONDS = 0.005
 
 #: unit roundoff of IEEE binary64 (round to nearest)
 UNIT_ROUNDOFF = 2.0**-53
@@ -99,11 +105,22 @@ def _fractions(A: np.ndarray) -> list[list[Fraction]]:
     return [[Fraction(float(x)) for x in row] for row in np.atleast_2d(A)]
 
 
+def _sqrt_guess(q: Fraction) -> float:
+    """√q to within a few ulps for any positive rational (scaled by 4^e so that neither
+    ``float(q)`` overflows nor the root lands far into the subnormals)."""
+    e = (q.numerator.bit_length() - q.denominator.bit_length()) // 2
+    scaled = q / Fraction(4) ** e if e >= 0 else q * Fraction(4) ** (-e)
+    try:
+        return math.ldexp(math.sqrt(float(scaled)), e)
+    except OverflowError:
+        return math.inf
+
+
 def sqrt_down(q: Fraction) -> float:
     """Largest convenient float ``x ≥ 0`` with ``x² ≤ q`` (a rigorous lower bound of √q)."""
     if q <= 0:
         return 0.0
-    x = math.sqrt(float(q))
+    x = min(_sqrt_guess(q), sys.float_info.max)
     while x > 0 and Fraction(x) ** 2 > q:
         x = math.nextafter(x, 0.0)
     return x
@@ -113,15 +130,29 @@ def sqrt_up(q: Fraction) -> float:
     """Smallest convenient float ``x`` with ``x² ≥ q`` (a rigorous upper bound of √q)."""
     if q <= 0:
         return 0.0
-    x = math.sqrt(float(q))
-    while Fraction(x) ** 2 < q:
+    x = _sqrt_guess(q)
+    while x < math.inf and Fraction(x) ** 2 < q:
         x = math.nextafter(x, math.inf)
     return x
 
 
 def frobenius_bounds(T: np.ndarray) -> tuple[float, float]:
-    """Rigorous floats ``lo ≤ ‖T‖_F ≤ hi``, computed over exact rationals."""
-    q = sum((Fraction(float(x)) ** 2 for x in np.ravel(T)), Fraction(0))
+    """Rigorous floats ``lo ≤ ‖T‖_F ≤ hi``.
+
+    In float64 with Higham's bound when no square can underflow or overflow: the computed
+    ``s = Σ x²`` (m squares, m − 1 additions) is within γ_m·s of the exact sum, and the
+    scaling, the square root and the final factor each round once more (covered by the
+    extra 4u of slack).  Otherwise over exact rationals.
+    """
+    x = np.ravel(np.asarray(T, dtype=np.float64))
+    a = np.abs(x)
+    big = float(a.max(initial=0.0))
+    if 1e-150 < big < 1e150 and not np.any((a > 0) & (a < 1e-150)):
+        s = float(np.dot(x, x))
+        g = gamma(x.size + 4)
+        return (math.sqrt(s * (1.0 - g)) * (1.0 - 4.0 * UNIT_ROUNDOFF),
+                math.sqrt(s * (1.0 + g)) * (1.0 + 4.0 * UNIT_ROUNDOFF))
+    q = sum((Fraction(float(v)) ** 2 for v in x), Fraction(0))
     return sqrt_down(q), sqrt_up(q)
 
 
@@ -350,10 +381,14 @@ def find_index_set(
     2. exact linear algebra (``linalg``, when installed and n ≤ d²);
     3. exhaustive enumeration for n ≤ 20;
     4. meet-in-the-middle over pivoted partial sums (the workhorse for n > d²; one worker
-       thread per core), preceded, when it is expected to take over 0.05 s, by a short
-       HiGHS slice, and past 0.1 s also a Z3-PB slice (each 5 % of that estimate, at
-       least 30 ms): these often find planted sets at once;
+       thread per core), preceded, when it is expected to take over 0.01 s, by a short
+       HiGHS slice (5 % of that estimate, at least 10 ms), and past 0.1 s also a Z3-PB
+       slice (at least 40 ms): these often find planted sets at once;
     5. Z3 pseudo-Boolean, then HiGHS, with what is left (these mostly *find* sets).
+
+    When MITM is expected to finish within :data:`QUICK_MITM_SECONDS`, it runs first; an
+    infeasibility it proves is then returned only if step 1 proves less (step 1's dual
+    matrix is the certificate ``absorb verify`` can re-check).
 
     It stops at the first ``found`` or ``infeasible``.  Every verdict is re-checked here:
     a found ``S`` by recomputing its residual, an infeasibility by ``bound > tol``.
@@ -418,38 +453,57 @@ def find_index_set(
             elapsed=time.perf_counter() - t0))
     if n <= 20:
         steps.append(("enumerate", lambda: _backend("enumerate")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
-    from .mitm import estimate_seconds
+    from .mitm import estimate_seconds, mitm_pivots
 
     cores = _cores()
-    est = estimate_seconds(U, D, threads=cores)
+    pivots = mitm_pivots(U, D)
+    est = estimate_seconds(U, D, threads=cores, pivots=pivots)
 
-    def finder_slice() -> float:  # budget of a finder tried before MITM: 5 % of est, ≥ 30 ms
-        return max(0.03, min(0.05 * est, 2.0, 0.05 * left()))
+    def finder_slice(floor: float) -> float:  # budget of a finder tried before MITM: 5 % of est
+        return max(floor, min(0.05 * est, 2.0, 0.05 * left()))
 
-    if 0.05 < est <= 1.5 * timeout:  # past 1.5×timeout mitm refuses; z3-pb comes first then
-        # A complete MITM run takes a while; a short HiGHS slice first often finds a planted
-        # set at once (its "infeasible" is no proof and is ignored).
-        # (HiGHS finds most planted sets in 1–7 ms; e.g. a rank-deficient planted d = 4,
-        # n = 48 instance takes MITM 80 ms and HiGHS 1.5 ms.)
-        steps.append(("milp", lambda: _backend("milp")(U, D, T, timeout=finder_slice(), **kw)))  # type: ignore[misc]
-    if 0.1 < est <= 1.5 * timeout:
-        # Z3-PB finds other planted sets fast (d = 3, n = 48: 18 ms where HiGHS needs 3 s);
-        # its encoding costs a few ms, so only in front of longer MITM runs.
-        steps.append(("z3-pb", lambda: _backend("z3-pb")(U, D, T, timeout=finder_slice(), **kw)))  # type: ignore[misc]
-    steps.append(("mitm", lambda: _backend("mitm")(  # type: ignore[misc]
-        U, D, T, timeout=left(), threads=cores, **kw)))
+    mitm_step = ("mitm", lambda: _backend("mitm")(  # type: ignore[misc]
+        U, D, T, timeout=left(), threads=cores, pivots=pivots, **kw))
+    # A complete MITM run expected within QUICK_MITM_SECONDS goes first, ahead of the
+    # relaxation's least squares (0.4–4 ms): it decides alone when it finds a set, and an
+    # infeasibility it proves is held back while the dual bound is tried, whose dual matrix
+    # is a certificate `absorb verify` can re-check (a MITM run is not).
+    quick = est <= QUICK_MITM_SECONDS and bool(steps) and steps[0][0] == "dual-bound"
+    if quick:
+        steps.insert(0, mitm_step)
+    else:
+        if 0.01 < est <= 1.5 * timeout:  # past 1.5×timeout mitm refuses; z3-pb comes first then
+            # A complete MITM run takes a while; a short HiGHS slice (≥ 10 ms) first often
+            # finds a planted set at once (its "infeasible" is no proof and is ignored).
+            # (HiGHS finds most planted sets in 1–7 ms; e.g. planted d = 3, n = 48 seed
+            # 3481 takes HiGHS 1.8 ms and MITM 75 ms.)
+            steps.append(("milp", lambda: _backend("milp")(U, D, T, timeout=finder_slice(0.01), **kw)))  # type: ignore[misc]
+        if 0.1 < est <= 1.5 * timeout:
+            # Z3-PB finds other planted sets fast (d = 2, n = 48 seed 2482: 35 ms, where
+            # HiGHS needs 140 ms and MITM 250 ms); its encoding alone costs ~10 ms, so
+            # only in front of longer MITM runs, with at least 40 ms.
+            steps.append(("z3-pb", lambda: _backend("z3-pb")(U, D, T, timeout=finder_slice(0.04), **kw)))  # type: ignore[misc]
+        steps.append(mitm_step)
     # Finders for what MITM could not cover: Z3-PB is quick on planted sets; HiGHS last.
     steps.append(("z3-pb", lambda: _backend("z3-pb")(U, D, T, timeout=max(0.5 * left(), 0.01), **kw)))  # type: ignore[misc]
     steps.append(("milp", lambda: _backend("milp")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
 
     reasons = []
+    held: SearchResult | None = None  # a quick MITM proof, while the dual bound is tried
     for name, run in steps:
         if left() <= 0:
             reasons.append(f"time budget {timeout:g}s spent before {name}")
             break
         out = attempt(name, run)
+        if out is not None and quick and name == "mitm" and out.status is SearchStatus.INFEASIBLE:
+            held = out
+            continue
         if out is not None:
             return out
+        if held is not None:  # the dual bound proved less than MITM did
+            return finish(held)
         reasons.append(f"{trail[-1]['method']}: {trail[-1]['reason']}")
+    if held is not None:
+        return finish(held)
     return finish(SearchResult(SearchStatus.UNKNOWN, "auto", "; ".join(reasons),
                                elapsed=time.perf_counter() - t0))

@@ -114,6 +114,10 @@ def _sorted_subset_sums(q: np.ndarray, Q: int, low_bits: int) -> np.ndarray:
     in linear time.  Needs ``Q + low_bits ≤ 61`` and ``len(q) ≤ low_bits``.
     """
     assert Q + low_bits <= 61 and len(q) <= low_bits
+    if len(q) <= 10:  # small: one sort costs less than the Python loop of merges
+        keys = (_subset_sums_mod(q, Q) << low_bits) | np.arange(1 << len(q), dtype=np.int64)
+        keys.sort()
+        return keys
     keys = np.zeros(1, dtype=np.int64)
     wrap = np.int64(1 << (Q + low_bits))
     for i, x in enumerate(q):
@@ -146,14 +150,20 @@ def _split(N: int, memory_cap: int) -> tuple[int, int]:
     return N - N2, N2
 
 
-def estimate_seconds(U: np.ndarray, D: np.ndarray, *, memory_cap: int = MEMORY_CAP,
-                     threads: int = 1) -> float:
-    """Rough wall time of a complete :func:`solve_mitm` run (for the portfolio's planning)."""
+def mitm_pivots(U: np.ndarray, D: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """``(rank K, QR column pivots of K)``, or ``None`` when K = 0: the plan that
+    :func:`estimate_seconds` and :func:`solve_mitm` share (computed once by the portfolio)."""
     Kh = khatri_rao(U, D)
-    if not np.any(Kh):
+    return _rank_pivots(Kh) if np.any(Kh) else None
+
+
+def estimate_seconds(U: np.ndarray, D: np.ndarray, *, memory_cap: int = MEMORY_CAP,
+                     threads: int = 1, pivots: tuple[int, np.ndarray] | None = None) -> float:
+    """Rough wall time of a complete :func:`solve_mitm` run (for the portfolio's planning)."""
+    pivots = pivots or mitm_pivots(U, D)
+    if pivots is None:
         return 0.0
-    r, _ = _rank_pivots(Kh)
-    N1, N2 = _split(U.shape[0] - r, memory_cap)
+    N1, N2 = _split(U.shape[0] - pivots[0], memory_cap)
     return _seconds(N1, N2, threads)
 
 
@@ -172,13 +182,15 @@ def solve_mitm(
     seed: int = 0,
     memory_cap: int = MEMORY_CAP,
     threads: int = 1,
+    pivots: tuple[int, np.ndarray] | None = None,
 ) -> SearchResult:
     """Pivoted meet-in-the-middle: ``found``, ``infeasible`` (complete run) or ``unknown``.
 
     ``seed`` shuffles the free variables between the two sides (it changes which solution
     is met first, never the verdict).  ``memory_cap`` bounds the stored side in bytes;
-    ``threads`` chunks of the streamed side run concurrently (numpy's sort and search
-    release the GIL).
+    ``threads`` chunks of the streamed side run concurrently (numpy's search releases the
+    GIL).  ``pivots`` is :func:`mitm_pivots`'s result when the caller already has it (any
+    pivots are sound: the windows account for how far ``G[:, P]`` is from the identity).
     """
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
@@ -191,7 +203,7 @@ def solve_mitm(
     # ---- pivots and the transformed system g = M K, h = M t -----------------------------
     if not np.any(Kh):
         return _unknown("K = 0: nothing to match (the dual bound decides this case)", t0)
-    r, piv = _rank_pivots(Kh)
+    r, piv = pivots or _rank_pivots(Kh)
     P = piv[:r]
     F = piv[r:].copy()
     rng.shuffle(F)
