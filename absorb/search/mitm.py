@@ -63,6 +63,9 @@ MEMORY_CAP = 2 * 1024**3
 _BYTES_PER_ELEMENT = 40
 #: left-side queries per chunk (as a power of two)
 _CHUNK_BITS = 20
+#: from 2^_SPLIT_BITS queries on, the streamed side is cut into at least one chunk per
+#: worker thread (below, a thread pool costs more than it saves)
+_SPLIT_BITS = 17
 #: expected pairs past which the run is refused: matched on one coordinate, and left after
 #: the second coordinate's integer test (the rest go through the float filter, in batches)
 _MAX_MATCHED = 4.0e9
@@ -83,7 +86,7 @@ _u = UNIT_ROUNDOFF
 def _seconds(N1: int, N2: int, threads: int) -> float:
     """Estimated wall time of 2^N1 streamed queries against 2^N2 stored sums."""
     slow = math.sqrt(max(1.0, 8.0 * 2.0**N2 / _CACHE_BYTES))
-    workers = min(max(1, threads), 2, 2 ** max(0, N1 - _CHUNK_BITS))
+    workers = min(max(1, threads), 2) if N1 >= _SPLIT_BITS else 1
     return (2.0**N2 * _SEC_PER_STORED + 2.0**N1 * _SEC_PER_QUERY / workers) * slow
 
 
@@ -267,6 +270,8 @@ def solve_mitm(
     # chunks of 2^L1 queries, fewer when queries match often (≤ ~2^22 pairs per chunk)
     per_query = expected_pairs / 2.0**N1
     L1 = min(N1, max(1, min(_CHUNK_BITS, int(math.floor(22 - math.log2(max(per_query, 1e-300)))))))
+    if threads > 1 and N1 >= _SPLIT_BITS:  # at least one chunk per worker (up to 4)
+        L1 = min(L1, N1 - min(2, (threads - 1).bit_length()))
     Q = 61 - max(N2, L1)
     # Each free column and h become integers ≡ round(frac(x)·2^Q) (mod 2^Q); a sum of k of
     # them differs from 2^Q·(the float sum of the x's) by ≤ k/2 units modulo 2^Q, and
