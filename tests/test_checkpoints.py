@@ -14,6 +14,7 @@ import importlib.util
 import zlib
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -395,11 +396,17 @@ def test_planted_gelu_layer_found(tmp_path: Path) -> None:
     assert js["checkpoint"]["families"] == ["bert"]
 
 
-def test_example_script_and_table(tmp_path: Path) -> None:
-    """examples/make_checkpoint.py: the planted dyadic layer survives F32/BF16 storage exactly."""
+def _example_module():
+    """examples/make_checkpoint.py, imported from its file (examples/ is not a package)."""
     spec = importlib.util.spec_from_file_location("make_checkpoint", ROOT / "examples" / "make_checkpoint.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_example_script_and_table(tmp_path: Path) -> None:
+    """examples/make_checkpoint.py: the planted dyadic layer survives F32/BF16 storage exactly."""
+    mod = _example_module()
     tensors, cfg = mod.bert(np.random.default_rng(0))
     mod.write(tmp_path / "b", tensors, cfg, dtype="BF16", shards=2)
     out = run_cli(str(tmp_path / "b"))
@@ -409,6 +416,66 @@ def test_example_script_and_table(tmp_path: Path) -> None:
     assert row.split()[1:8] == ["ungated", "2", "8", "gelu", "absorbable", "index-set", "—"]
     assert lines[-1] == "3 blocks: 1 absorbable, 0 not_absorbable, 2 unknown → verdict: unknown"
     assert any(ln.startswith("analysed: the isolated MLP block f(x) = x + B(x) with its own identity skip, as in the paper") for ln in lines)
+
+
+def run_verify(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "absorb", "verify", *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_checkpoint_certificate_round_trip_and_tampering(tmp_path: Path) -> None:
+    """`absorb check CKPT --certificate` writes one certificate for all the blocks (each entry
+    built while its layer is loaded); `absorb verify` re-opens the checkpoint with the
+    recorded options, re-checks every block, and rejects a changed weight."""
+    mod = _example_module()
+    tensors, cfg = mod.bert(np.random.default_rng(0))
+    mod.write(tmp_path / "b", tensors, cfg, dtype="F32", shards=2)
+    cert = tmp_path / "all.json"
+    out = run_cli(str(tmp_path / "b"), "--certificate", str(cert))
+    assert out.returncode == 3, out.stderr  # as without --certificate: biased random layers are unknown
+    doc = json.loads(cert.read_text())
+    assert doc["input"]["structure"] == "collection" and doc["verdict"] == "unknown"
+    assert [b["name"] for b in doc["blocks"]] == [f"bert.encoder.layer.{i}" for i in range(3)]
+    assert doc["blocks"][1]["verdict"] == "absorbable" and doc["blocks"][1]["witness"]["S"] == [1, 5]
+    assert doc["parameters"]["checkpoint"] == {"layers": None, "up": None, "down": None, "gate": None, "fold_norm": False}
+    ok = run_verify(str(cert), str(tmp_path / "b"), "--json")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert json.loads(ok.stdout)["result"] == "accepted"
+    # only layer 1, with the options recorded: verify reads that layer alone
+    one = tmp_path / "one.json"
+    assert run_cli(str(tmp_path / "b"), "--layers", "1", "--certificate", str(one)).returncode == 0
+    assert json.loads(one.read_text())["parameters"]["checkpoint"]["layers"] == "1"
+    assert run_verify(str(one), str(tmp_path / "b"), "--strict").returncode == 0
+    # a changed weight in layer 1: the hash (and the witness) no longer match
+    shard = next(f for f in sorted((tmp_path / "b").glob("*.safetensors"))
+                 if "bert.encoder.layer.1.output.dense.weight" in open_checkpoint(f).tensors)
+    from safetensors.numpy import load_file
+    t = load_file(str(shard))
+    t["bert.encoder.layer.1.output.dense.weight"][0, 0] += 0.5
+    save_file(t, str(shard))
+    bad = run_verify(str(one), str(tmp_path / "b"))
+    assert bad.returncode == 1 and "rejected: bert.encoder.layer.1" in bad.stdout, bad.stdout
+
+
+def test_checkpoint_certificate_latex(tmp_path: Path) -> None:
+    """The .tex rendering of a checkpoint certificate lists every block; the PDF of an
+    absorbable block with biases compiles (its rebuilt b_up' once gave a double superscript)."""
+    p = _small(tmp_path)
+    tex = tmp_path / "c.tex"
+    out = run_cli(str(p), "--certificate", str(tex))
+    assert out.returncode == 0, out.stderr
+    text = tex.read_text()
+    assert text.count("\\section*{Block") == 2 and "layers.\\allowbreak{}1.\\allowbreak{}mlp" in text
+    if shutil.which("pdflatex") is None or shutil.which("pdftotext") is None:
+        pytest.skip("pdflatex not installed")
+    mod = _example_module()
+    tensors, cfg = mod.bert(np.random.default_rng(0))
+    mod.write(tmp_path / "b", tensors, cfg, dtype="F32", shards=1)
+    pdf = tmp_path / "layer1.pdf"
+    out = run_cli(str(tmp_path / "b"), "--layers", "1", "--certificate", str(pdf))
+    assert out.returncode == 0, out.stderr
+    txt = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True).stdout
+    assert "absorbable" in txt and "2604.23705" in txt
 
 
 # ----------------------------------------------------------------------------------------

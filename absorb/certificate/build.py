@@ -270,7 +270,10 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
     return arg
 
 
-def _block_entry(bd: BlockDecision) -> dict[str, Any]:
+def block_entry(bd: BlockDecision) -> dict[str, Any]:
+    """One block's part of a certificate.  It needs the block's weights (for their hashes):
+    for a checkpoint decided a layer at a time, build it in ``decide_collection``'s
+    ``on_block`` and pass the entries to :func:`build_certificate`."""
     b = bd.block
     act = b.activation
     entry: dict[str, Any] = {
@@ -320,22 +323,32 @@ def _stack_entry(decision: Decision) -> dict[str, Any] | None:
     return plain(out)
 
 
-def build_certificate(decision: Decision, model: Block | Stack | Iterable[Block], *, seed: int,
+def build_certificate(decision: Decision, model: Block | Stack | Iterable[Block] | None, *, seed: int,
                       path: str | None = None, activation: str | None = None, method: str = "auto",
-                      timeout: float | None = None) -> Certificate:
+                      timeout: float | None = None, entries: list[dict[str, Any]] | None = None,
+                      checkpoint: dict[str, Any] | None = None) -> Certificate:
     """Make the certificate of ``decision`` for the loaded ``model``.
 
     ``seed``, ``activation`` (the ``--activation`` override, if any), ``method`` and
     ``timeout`` are the options the decision was made with; ``path`` (default
     ``decision.path``) names the model file, whose byte hash is recorded when it exists.
-    Raises ``ValueError`` if ``model`` does not hold the blocks the decision is about.
+    ``entries`` (from :func:`block_entry`, one per decided block, in order) replaces
+    ``model`` when the weights are no longer in memory; ``checkpoint`` records the options
+    a checkpoint was opened with (``layers``, ``up``, ``down``, ``gate``, ``fold_norm``),
+    so that ``absorb verify`` reads the same blocks.
+    Raises ``ValueError`` if ``model`` (or ``entries``) does not hold the blocks the
+    decision is about.
     """
-    blocks = list(model.blocks) if isinstance(model, Stack) else [model] if isinstance(model, Block) else list(model)
-    if len(blocks) != len(decision.blocks) or any(a is not bd.block and a.name != bd.block.name
-                                                  for a, bd in zip(blocks, decision.blocks)):
-        raise ValueError("build_certificate: the model's blocks are not the ones the decision is about")
+    if entries is None:
+        blocks = list(model.blocks) if isinstance(model, Stack) else [model] if isinstance(model, Block) else list(model or ())
+        if len(blocks) != len(decision.blocks) or any(a is not bd.block and a.name != bd.block.name
+                                                      for a, bd in zip(blocks, decision.blocks)):
+            raise ValueError("build_certificate: the model's blocks are not the ones the decision is about")
+        entries = [block_entry(bd) for bd in decision.blocks]
+    elif [e.get("name") for e in entries] != [bd.block.name for bd in decision.blocks]:
+        raise ValueError("build_certificate: the entries are not the blocks the decision is about")
     path = decision.path if path is None else path
-    src: dict[str, Any] = {"path": path, "structure": decision.structure, "blocks": len(blocks),
+    src: dict[str, Any] = {"path": path, "structure": decision.structure, "blocks": len(entries),
                            "hash_convention": HASH_CONVENTION}
     if path and Path(path).is_file():
         src["file_sha256"] = file_sha256(path)
@@ -348,11 +361,11 @@ def build_certificate(decision: Decision, model: Block | Stack | Iterable[Block]
         "paper": PAPER,
         "input": src,
         "parameters": {"tolerance": decision.tolerance, "seed": int(seed), "activation_override": activation,
-                       "method": method, "timeout": timeout},
+                       "method": method, "timeout": timeout, **({"checkpoint": checkpoint} if checkpoint else {})},
         "verdict": decision.verdict.value,
         "theorem": theorem_info(decision.theorem.value),
         "reason": decision.reason,
-        "blocks": [_block_entry(bd) for bd in decision.blocks],
+        "blocks": entries,
     }
     st = _stack_entry(decision)
     if st is not None:

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from typing import TYPE_CHECKING
 
@@ -127,9 +127,11 @@ def render(cert: Certificate, suffix: str) -> bytes:
     return compile_pdf(tex)
 
 
-def write_certificate(decision: Decision, model: Block | Stack | Iterable[Block], out: str | os.PathLike[str], *,
-                      seed: int, activation: str | None = None, method: str = "auto", timeout: float | None = None) -> Certificate:
-    """Build the certificate of ``decision`` and write it to ``out`` (format from the suffix).
+def write_certificate(decision: Decision, model: Block | Stack | Iterable[Block] | None, out: str | os.PathLike[str], *,
+                      seed: int, activation: str | None = None, method: str = "auto", timeout: float | None = None,
+                      entries: list[dict[str, Any]] | None = None, checkpoint: dict[str, Any] | None = None) -> Certificate:
+    """Build the certificate of ``decision`` and write it to ``out`` (format from the suffix);
+    ``entries`` and ``checkpoint`` as in :func:`~absorb.certificate.build.build_certificate`.
 
     Nothing is written unless the whole file could be produced. Returns the certificate.
     """
@@ -137,6 +139,7 @@ def write_certificate(decision: Decision, model: Block | Stack | Iterable[Block]
     suffix = _check_suffix(str(path))
     from absorb.certificate.build import build_certificate
 
-    cert = build_certificate(decision, model, seed=seed, activation=activation, method=method, timeout=timeout)
+    cert = build_certificate(decision, model, seed=seed, activation=activation, method=method, timeout=timeout,
+                             entries=entries, checkpoint=checkpoint)
     _atomic_write(path, render(cert, suffix))
     return cert

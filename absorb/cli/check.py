@@ -43,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "projections: analyse the block on normalised inputs")
     from absorb.certificate.write import certificate_path  # certificates work: --certificate OUT
     p.add_argument("--certificate", type=certificate_path, metavar="OUT",
-                   help="also write a proof certificate: OUT.json (checkable by 'absorb verify'), OUT.tex or OUT.pdf")
+                   help="also write a proof certificate: OUT.json (checkable by 'absorb verify'), OUT.tex or OUT.pdf "
+                   "(for a checkpoint: one certificate for all its blocks, with the checkpoint options recorded)")
     p.set_defaults(func=run)
 
 
@@ -99,11 +100,18 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
     from absorb.io.safetensors import decide_checkpoint, open_checkpoint
     from absorb.report.table import checkpoint_json, render_table
 
-    if args.width is not None or args.min_width or args.certificate:
-        raise InvalidInput(f"{args.path}: --width, --min-width and --certificate apply to .npz blocks; "
+    if args.width is not None or args.min_width:
+        raise InvalidInput(f"{args.path}: --width and --min-width apply to .npz blocks; "
                            "export the layer with absorb.io.save_npz to ask them")
-    ckpt = open_checkpoint(args.path, activation=args.activation, layers=args.layers, up=args.up, down=args.down,
-                           gate=args.gate, fold_norm=args.fold_norm)
+    opts = {"layers": args.layers, "up": args.up, "down": args.down, "gate": args.gate, "fold_norm": bool(args.fold_norm)}
+    ckpt = open_checkpoint(args.path, activation=args.activation, **opts)
+    entries: list[dict] | None = None
+    on_block = None
+    if args.certificate:  # each block's entry (with its weights' hashes) while its layer is loaded
+        from absorb.certificate.build import block_entry
+
+        entries = []
+        on_block = lambda bd: entries.append(block_entry(bd))  # noqa: E731
     # disable=None: the bar shows on a terminal only, never in pipes or tests
     with tqdm(total=len(ckpt), unit="block", file=sys.stderr, disable=None, leave=False, dynamic_ncols=True) as bar:
         started = [0]
@@ -114,8 +122,14 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
                 bar.update(1)
             started[0] += 1
 
-        dec = decide_checkpoint(ckpt, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method, progress=progress)
+        dec = decide_checkpoint(ckpt, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method, progress=progress,
+                                on_block=on_block)
         bar.update(len(ckpt) - bar.n)
+    if args.certificate:  # written atomically before any output, as for .npz blocks
+        from absorb.certificate import write_certificate
+
+        write_certificate(dec, None, args.certificate, seed=args.seed, activation=args.activation, method=args.method,
+                          timeout=args.timeout, entries=entries, checkpoint=opts)
     by_name = {s.name: s for s in ckpt.specs}
     if args.json:
         extra = {"files": [str(f) for f in ckpt.files], "families": list(ckpt.detection.families),

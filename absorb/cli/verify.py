@@ -28,8 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "Exit 0: accepted; 1: rejected (or, with --strict, not every claim re-checked); 2: bad input.",
                        epilog="example: absorb verify cert.json model.npz --strict")
     p.add_argument("certificate", help="the .json certificate")
-    p.add_argument("model", nargs="?", help="the model file (default: the path recorded in the certificate, "
-                   "then the same file name next to the certificate)")
+    p.add_argument("model", nargs="?", help="the model file or checkpoint (default: the path recorded in the certificate, "
+                   "then the same file name next to the certificate); a checkpoint is opened with the options recorded "
+                   "in the certificate (--layers, --up/--down/--gate, --fold-norm) and read one layer at a time")
     p.add_argument("--strict", action="store_true", help="exit 1 when some claim could not be re-checked "
                    "(default: accept, listing those claims)")
     p.add_argument("--json", action="store_true", help="print the findings as one JSON object")
@@ -38,12 +39,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from absorb.io import load
+    from absorb.io import Checkpoint, load, open_checkpoint
     from absorb.verify.checker import load_certificate, resolve_model_path, verify_certificate
 
     cert = load_certificate(args.certificate)
     path = resolve_model_path(cert, args.certificate, args.model)
-    model = load(path, activation=cert.get("parameters", {}).get("activation_override"))
+    params = cert.get("parameters", {})
+    model = load(path, activation=params.get("activation_override"))
+    if isinstance(model, Checkpoint):  # the blocks the certificate is about: the same options, read lazily
+        opts = params.get("checkpoint") or {}
+        model = open_checkpoint(path, activation=params.get("activation_override"),
+                                **{k: opts.get(k) for k in ("layers", "up", "down", "gate")}, fold_norm=bool(opts.get("fold_norm")))
     report = verify_certificate(cert, model, seed=args.seed)
     rejected = not report.accepted or (args.strict and bool(report.not_rechecked))
     if args.json:

@@ -277,19 +277,23 @@ def decide(model: Block | Stack, *, path: str = "", tol: float = DEFAULT_TOL, ti
 
 def decide_collection(blocks: Iterable[Block], *, path: str = "", tol: float = DEFAULT_TOL, timeout: float = 60.0,
                       seed: int = 0, method: str = "auto", progress: Progress | None = None,
-                      keep_weights: bool = True) -> Decision:
+                      keep_weights: bool = True, on_block: Callable[[BlockDecision], None] | None = None) -> Decision:
     """Decide independent blocks (the MLP blocks of a checkpoint, each with its own skip).
 
     The whole is absorbable when every block is; it is not when at least one block is
     proved not absorbable; otherwise unknown. With ``keep_weights=False`` each decided
     block (and its witness) is kept without its weight matrices, so that deciding a lazy
-    stream of layers holds one layer in memory at a time.
+    stream of layers holds one layer in memory at a time; ``on_block`` is then the place
+    to use the weights (it is called with each block's decision while they are loaded,
+    e.g. to build its certificate entry).
     """
     decisions = []
     for blk in blocks:
         if progress:
             progress(blk.name)
         bd = decide_block(blk, tol=tol, timeout=timeout, seed=seed, method=method)
+        if on_block is not None:
+            on_block(bd)
         if not keep_weights:
             w = bd.witness
             bd = dataclasses.replace(bd, block=blk.without_weights(),

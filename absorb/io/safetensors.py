@@ -465,17 +465,18 @@ def _refuse_quantised(tensors: Mapping[str, TensorInfo], config: Mapping[str, An
 
 
 def decide_checkpoint(ckpt: Checkpoint, *, tol: float, timeout: float, seed: int, method: str = "auto",
-                      progress: Any = None) -> Any:
+                      progress: Any = None, on_block: Any = None) -> Any:
     """Decide every block of ``ckpt`` with :func:`absorb.engine.decide_collection`, a block at a time.
 
     Each block is the isolated MLP with its own identity skip (see :meth:`Checkpoint.analysed`);
     ``timeout`` is the search budget of each block. ``progress`` (optional) is called with
-    each block's name before it is decided.
+    each block's name before it is decided; ``on_block`` with each block's decision while
+    its weights are still loaded.
     """
     from absorb.engine import decide_collection
 
     return decide_collection(ckpt.blocks(), path=str(ckpt.path), tol=tol, timeout=timeout, seed=seed,
-                             method=method, progress=progress, keep_weights=False)
+                             method=method, progress=progress, keep_weights=False, on_block=on_block)
 
 
 __all__ = ["Checkpoint", "SafetensorsSource", "TensorInfo", "TensorSource", "decide_checkpoint", "is_checkpoint", "open_checkpoint", "read_header", "torch_refusal"]

@@ -925,7 +925,15 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
     """Re-derive every claim of ``cert`` (a parsed certificate) on ``model``; see the module doc."""
     report = Report()
     tol = cert.get("parameters", {}).get("tolerance")
-    blocks = list(model.blocks) if isinstance(model, Stack) else [model] if isinstance(model, Block) else list(model)
+    structure = cert.get("input", {}).get("structure", "block")
+    if isinstance(model, Stack):
+        blocks: Any = list(model.blocks)
+    elif isinstance(model, Block):
+        blocks = [model]
+    elif structure == "collection" and hasattr(model, "__len__") and not isinstance(model, Sequence):
+        blocks = model  # a lazy checkpoint: read, checked and dropped one block at a time
+    else:
+        blocks = list(model)
     entries = cert["blocks"]
     if not isinstance(tol, (int, float)) or not tol > 0:
         report.fail("certificate", "the tolerance is a positive number", f"got {tol!r}")
@@ -934,11 +942,14 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
     if len(entries) != len(blocks):
         report.fail("certificate", "the certificate covers the model's blocks", f"{len(entries)} blocks certified, model has {len(blocks)}")
         return report
-    results = [check_block(ctx, b, blk) for b, blk in zip(entries, blocks)]
+    results = []
+    for b, blk in zip(entries, blocks):
+        verdict, witness = check_block(ctx, b, blk)
+        results.append((verdict, None if structure == "collection" else witness))  # (stacks need the witnesses)
+        del blk, witness
     verdicts = [v for v, _ in results]
     if any(v is None for v in verdicts):
         return report
-    structure = cert.get("input", {}).get("structure", "block")
     top, th = cert.get("verdict"), (cert.get("theorem") or {}).get("id")
     try:
         if structure == "block" or len(blocks) == 1 and structure != "collection":
