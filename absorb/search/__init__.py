@@ -472,12 +472,14 @@ def find_index_set(
     if quick:
         steps.insert(0, mitm_step)
     else:
-        if 0.01 < est <= 1.5 * timeout:  # past 1.5×timeout mitm refuses; z3-pb comes first then
+        if 0.01 < est:
             # A complete MITM run takes a while; a short HiGHS slice (≥ 10 ms) first often
             # finds a planted set at once (its "infeasible" is no proof and is ignored).
             # (HiGHS finds most planted sets in 1–7 ms; e.g. planted d = 3, n = 48 seed
-            # 3481 takes HiGHS 1.8 ms and MITM 75 ms.)
-            steps.append(("milp", lambda: _backend("milp")(U, D, T, timeout=finder_slice(0.01), **kw)))  # type: ignore[misc]
+            # 3481 takes HiGHS 1.8 ms and MITM 75 ms.)  Past 1.5×timeout MITM refuses and
+            # Z3-PB gets most of the budget next: then HiGHS only has a 10 ms look.
+            steps.append(("milp", lambda: _backend("milp")(  # type: ignore[misc]
+                U, D, T, timeout=finder_slice(0.01) if est <= 1.5 * timeout else 0.01, **kw)))
         if 0.1 < est <= 1.5 * timeout:
             # Z3-PB finds other planted sets fast (d = 2, n = 48 seed 2482: 35 ms, where
             # HiGHS needs 140 ms and MITM 250 ms); its encoding alone costs ~10 ms, so
