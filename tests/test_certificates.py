@@ -468,3 +468,17 @@ def test_malformed_certificate_is_rejected_not_crashed(mutate, certs: dict, tmp_
     capsys.readouterr()
     assert main(["verify", str(bad), str(model)]) == 1
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("rejected")
+
+
+def test_checker_collinearity_screen_finds_exact_pairs_across_chunks():
+    """The checker's own O(n²d) screen works in 2048-row chunks over the upper triangle:
+    exact pairs inside a chunk, across chunks and with negative ratios are all found,
+    and a pair that is only nearly collinear is not."""
+    rng = np.random.default_rng(0)
+    U = rng.standard_normal((4500, 3))
+    U[4000] = 2.0 * U[10]  # across chunks
+    U[2200] = -0.5 * U[2100]  # inside the second chunk
+    U[7] = U[5] + 1e-9  # nearly, not exactly
+    pairs, worst = checker._collinear_pairs(U)
+    assert sorted(pairs) == [(10, 4000), (2100, 2200)]
+    assert worst == pytest.approx(1.0)

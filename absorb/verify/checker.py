@@ -319,6 +319,14 @@ class _Ctx:
     report: Report
     tol: float
     seed: int
+    #: the current block's expensive re-derivations (collinearity O(n²d), the skip's SVD),
+    #: each computed once per block; emptied when the next block starts
+    once: dict[str, Any] = field(default_factory=dict)
+
+    def memo(self, key: str, fn: Callable[[], Any]) -> Any:
+        if key not in self.once:
+            self.once[key] = fn()
+        return self.once[key]
 
 
 def _where(b: dict[str, Any]) -> str:
@@ -396,12 +404,12 @@ def _collinear_pairs(U: np.ndarray) -> tuple[list[tuple[int, int]], float]:
     pairs: list[tuple[int, int]] = []
     worst = 0.0
     for a in range(0, len(live), 2048):
-        C = np.abs(V[a:a + 2048] @ V.T)
+        C = np.abs(V[a:a + 2048] @ V[a:].T)  # pairs (a + i, a + j) with j > i only
         for i in range(C.shape[0]):
-            C[i, :a + i + 1] = 0.0
+            C[i, :i + 1] = 0.0
         worst = max(worst, float(C.max(initial=0.0)))
         for i, j in zip(*np.nonzero(C >= 1.0 - COLLINEAR_SCREEN)):
-            gi, gj = int(live[a + i]), int(live[j])
+            gi, gj = int(live[a + i]), int(live[a + j])
             ui, uj = _frac_matrix(U[gi])[0], _frac_matrix(U[gj])[0]
             piv = next(k for k, v in enumerate(ui) if v != 0)
             ratio = uj[piv] / ui[piv]
@@ -765,7 +773,7 @@ def _linear_witness(block: Block) -> Block:
                          skip=np.zeros((d, d)), name=block.name + "'")
 
 
-def _necessity_failures(block: Block) -> tuple[list[str], str]:
+def _necessity_failures(ctx: _Ctx, block: Block) -> tuple[list[str], str]:
     """Result 5's hypotheses that fail on these weights (re-derived here), and a note."""
     out = []
     if block.gated:
@@ -776,14 +784,14 @@ def _necessity_failures(block: Block) -> tuple[list[str], str]:
         out.append("the block has biases")
     if block.d < 2:
         out.append("d < 2")
-    inv, inv_how = _invertible(block.hc.H_res if block.hc is not None else block.M)
+    inv, inv_how = ctx.memo("invertible", lambda: _invertible(block.hc.H_res if block.hc is not None else block.M))
     if inv is not True:
         out.append(f"M is not proved invertible ({inv_how})")
     if np.any(~np.any(block.W_up != 0, axis=1)):
         out.append("a row of W_up is zero")
     if np.any(~np.any(block.W_down != 0, axis=0)):
         out.append("a column of W_down is zero")
-    pairs, worst = _collinear_pairs(block.W_up)
+    pairs, worst = ctx.memo("collinear", lambda: _collinear_pairs(block.W_up))
     if pairs:
         out.append(f"rows {pairs[0][0]} and {pairs[0][1]} of W_up are collinear")
     return out, f"{'H_res' if block.hc is not None else 'M'}: {inv_how}; max |cos| between rows of W_up {worst:.6g}"
@@ -828,7 +836,7 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
         allowed = abs(float(cq)) * upper * float(np.linalg.norm(block.M)) / abs(float(cq))
         return "absorbable", wb, allowed
     search = b.get("search") or {}
-    failing, note = _necessity_failures(block)
+    failing, note = _necessity_failures(ctx, block)
     if verdict == "not_absorbable":
         _require(ctx, not failing, w, "result 5's hypotheses hold: ungated ReLU/GELU, bias-free, d ≥ 2, M invertible, "
                  "rows of W_up nonzero and pairwise non-collinear, columns of W_down nonzero", "; ".join(failing) or note)
@@ -850,8 +858,8 @@ def _check_recorded_hypotheses(ctx: _Ctx, w: str, b: dict[str, Any], block: Bloc
         "d_at_least_2": lambda: block.d >= 2,
         "rows_nonzero": lambda: bool(np.all(np.any(block.W_up != 0, axis=1))),
         "columns_nonzero": lambda: bool(np.all(np.any(block.W_down != 0, axis=0))),
-        "skip_invertible": lambda: _invertible(block.hc.H_res if block.hc is not None else block.M)[0],
-        "rows_noncollinear": lambda: not _collinear_pairs(block.W_up)[0],
+        "skip_invertible": lambda: ctx.memo("invertible", lambda: _invertible(block.hc.H_res if block.hc is not None else block.M))[0],
+        "rows_noncollinear": lambda: not ctx.memo("collinear", lambda: _collinear_pairs(block.W_up))[0],
     }
     for h in b.get("hypotheses", []):
         name = h.get("name")
@@ -867,6 +875,7 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
     """Re-derive one block's claims. Returns (the verdict re-derived, or None when a claim
     failed; the witness block rebuilt here for absorbable blocks)."""
     w = _where(b)
+    ctx.once.clear()
     try:
         _check_identity(ctx, b, block)
         _require(ctx, b.get("tolerance") == ctx.tol, w, "the block's tolerance is the certificate's")
