@@ -273,22 +273,30 @@ def solve_mitm(
     if threads > 1 and N1 >= _SPLIT_BITS:  # at least one chunk per worker (up to 4)
         L1 = min(L1, N1 - min(2, (threads - 1).bit_length()))
     Q = 61 - max(N2, L1)
-    # Each free column and h become integers ≡ round(frac(x)·2^Q) (mod 2^Q); a sum of k of
-    # them differs from 2^Q·(the float sum of the x's) by ≤ k/2 units modulo 2^Q, and
+    # Each free column and h become integers ≡ round(x·2^Q) (mod 2^Q); a sum of k of them
+    # differs from 2^Q·(the exact sum of the float x's) by ≤ k/2 units modulo 2^Q, and
     # nothing else is rounded.  The window adds those units (N + 1 terms) and 2 to spare.
-    wq = int(math.ceil(W[js] * 2.0**Q)) + (N + 2) // 2 + 2
-    q2 = _quantise(GF2[js], Q)
-    q1neg = (-_quantise(GF1[js], Q)) & ((1 << Q) - 1)  # left side: h − Σ g ≡ h + Σ(−g)
-    qh = int(_quantise(h[js:js + 1], Q)[0])
     top = np.int64((1 << Q) - 1)
+    H = N1 - L1
+
+    def coordinate(j: int) -> tuple[int, np.ndarray, np.ndarray, int, np.ndarray | None, np.ndarray]:
+        """Coordinate j in integers: (window, stored columns, negated streamed columns
+        (h − Σg ≡ h + Σ(−g)), h, the high chunks' sums by chunk index, the high columns)."""
+        neg = (-_quantise(GF1[j], Q)) & top
+        high = neg[L1:]
+        return (int(math.ceil(W[j] * 2.0**Q)) + (N + 2) // 2 + 2, _quantise(GF2[j], Q), neg,
+                int(_quantise(h[j:j + 1], Q)[0]), _subset_sums_mod(high, Q) if H <= 22 else None, high)
+
+    def chunk_start(j_h: int, j_tab: np.ndarray | None, j_high: np.ndarray, hm: int) -> int:
+        """h + the high columns' part of chunk hm, mod 2^Q, on one coordinate."""
+        hv = int(j_tab[hm]) if j_tab is not None else sum(int(j_high[b]) for b in range(H) if (hm >> b) & 1)
+        return (j_h + hv) & int(top)
+
+    wq, q2, q1neg, qh, high_tab, high_q = coordinate(js)
     if j2 is not None:  # tables indexed by mask (not sorted) for the second coordinate
-        wq2 = int(math.ceil(W[j2] * 2.0**Q)) + (N + 2) // 2 + 2
-        r_tab2 = _subset_sums_mod(_quantise(GF2[j2], Q), Q)
-        q1neg2 = (-_quantise(GF1[j2], Q)) & top
+        wq2, q2_2, q1neg2, qh2, high_tab2, high_q2 = coordinate(j2)
+        r_tab2 = _subset_sums_mod(q2_2, Q)
         low_tab2 = _subset_sums_mod(q1neg2[:L1], Q)
-        high_q2 = q1neg2[L1:]
-        high_tab2 = _subset_sums_mod(high_q2, Q) if N1 - L1 <= 22 else None
-        qh2 = int(_quantise(h[j2:j2 + 1], Q)[0])
 
     # ---- the stored (right) side: sorted keys (value << N2) | mask, built by merging ------
     keys = _sorted_subset_sums(q2, Q, N2)
@@ -300,9 +308,6 @@ def solve_mitm(
 
     # ---- the streamed (left) side: one sorted table, each chunk a rotation of it ---------
     low_tab = _sorted_subset_sums(q1neg[:L1], Q, L1)
-    H = N1 - L1
-    high_q = q1neg[L1:]
-    high_tab = _subset_sums_mod(high_q, Q) if H <= 22 else None
     loc_mask = np.int64((1 << L1) - 1)
     wrap1 = np.int64(1 << (Q + L1))
     n_rk = Rk.size
@@ -312,9 +317,7 @@ def solve_mitm(
         """Chunk ``hm`` of the left side: (pairs matched, candidate sets or None, why)."""
         if time.perf_counter() > deadline:
             return 0, None, "timeout"
-        hv = int(high_tab[hm]) if high_tab is not None else (
-            sum(int(high_q[b]) for b in range(H) if (hm >> b) & 1) & ((1 << Q) - 1))
-        shifted = low_tab + np.int64(((qh + hv) & ((1 << Q) - 1)) << L1)
+        shifted = low_tab + np.int64(chunk_start(qh, high_tab, high_q, hm) << L1)
         cut = int(np.searchsorted(shifted, wrap1))  # values ≥ 2^Q wrap round to the front
         pk = np.concatenate([shifted[cut:] - wrap1, shifted[:cut]])  # sorted
         del shifted
@@ -334,9 +337,8 @@ def solve_mitm(
         right = Rk[starts] & mask2
         del starts
         if j2 is not None:  # circular distance on the second coordinate, exact integers
-            hv2 = int(high_tab2[hm]) if high_tab2 is not None else (
-                sum(int(high_q2[b]) for b in range(H) if (hm >> b) & 1))
-            v2 = (low_tab2[left & loc_mask] - r_tab2[right] + np.int64((qh2 + hv2) & int(top))) & top
+            v2 = (low_tab2[left & loc_mask] - r_tab2[right]
+                  + np.int64(chunk_start(qh2, high_tab2, high_q2, hm))) & top
             keep = np.nonzero(np.minimum(v2, (top + 1) - v2) <= wq2)[0]
             del v2
             left, right = left[keep], right[keep]
