@@ -39,17 +39,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from absorb.io import Checkpoint, load, open_checkpoint
+    from absorb.io import load, open_checkpoint
     from absorb.verify.checker import load_certificate, resolve_model_path, verify_certificate
 
     cert = load_certificate(args.certificate)
     path = resolve_model_path(cert, args.certificate, args.model)
     params = cert.get("parameters", {})
-    model = load(path, activation=params.get("activation_override"))
-    if isinstance(model, Checkpoint):  # the blocks the certificate is about: the same options, read lazily
-        opts = params.get("checkpoint") or {}
-        model = open_checkpoint(path, activation=params.get("activation_override"),
-                                **{k: opts.get(k) for k in ("layers", "up", "down", "gate")}, fold_norm=bool(opts.get("fold_norm")))
+    act, opts = params.get("activation_override"), params.get("checkpoint")
+    if isinstance(opts, dict):  # made from a checkpoint: re-open it with the same options, read lazily
+        model = open_checkpoint(path, activation=act, **{k: opts.get(k) for k in ("layers", "up", "down", "gate")},
+                                fold_norm=bool(opts.get("fold_norm")))
+    else:
+        model = load(path, activation=act)
     report = verify_certificate(cert, model, seed=args.seed)
     rejected = not report.accepted or (args.strict and bool(report.not_rechecked))
     if args.json:

@@ -342,11 +342,8 @@ def solve_mitm(
             keep = np.nonzero(np.minimum(v2, (top + 1) - v2) <= wq2)[0]
             del v2
             left, right = left[keep], right[keep]
-            total_kept = keep.size
-        else:
-            total_kept = total
         out: list[tuple[int, ...]] = []
-        for b0 in range(0, total_kept, _FILTER_BATCH):  # bounded memory for unselective chunks
+        for b0 in range(0, left.size, _FILTER_BATCH):  # bounded memory for unselective chunks
             if time.perf_counter() > deadline:
                 return 0, None, "timeout"
             cands, why = _filter(left[b0:b0 + _FILTER_BATCH], right[b0:b0 + _FILTER_BATCH],
