@@ -2,7 +2,7 @@
 
 Why: for n > d² the problem ``K b = t`` (K is m×n, m = d²) is a multi-dimensional subset
 sum; no polynomial method is known (theory.md §4) and the best exact approach is
-meet-in-the-middle.  Two ideas make it cheaper than the textbook 2^{n/2}:
+meet-in-the-middle.  Three ideas make it cheaper than the textbook 2^{n/2}:
 
 1. **Pivoting removes r = rank K variables.**  Choose r well-conditioned pivot columns P of
    K (QR with column pivoting) and ``M = K_P^+`` (r×m).  Then ``g_i = M a_i`` is ≈ the unit
@@ -18,11 +18,16 @@ meet-in-the-middle.  Two ideas make it cheaper than the textbook 2^{n/2}:
    to a sorted list of sums modulo 2^Q only rotates it, so each side's sorted table is built
    by linear-time merges (:func:`_sorted_subset_sums`), with the side's mask packed into
    the low bits of each int64 key; each chunk of the streamed side is one rotation of a
-   single sorted table.  ``np.searchsorted`` of a sorted chunk finds the matching pairs;
-   a second coordinate, also in exact integers, discards almost all of them before the
-   float filter checks every coordinate, reads off the pivot bits, and the few survivors
-   are checked exactly.  (This is 2.5–3× faster than sorting float keys, and it lets
-   d = 4, n = 64 finish in about 1.4 s and d = 3, n = 64 in about two minutes.)
+   single sorted table.
+3. **Search region by region, in cache.**  A stored side larger than 2^16 keys is cut by
+   value into slices; each unit of work gathers, from a batch of chunks, only the queries
+   that land in one slice (contiguous ranges of the streamed table), and finds each
+   query's keys by two lookups in a prefix count over small cells of the slice.  A binary
+   search into a 256 MiB table costs ~240 ns per query; this costs ~40 ns in all.
+   A second coordinate, also in exact integers, discards almost all matched pairs before
+   the float filter checks every coordinate, reads off the pivot bits, and the few
+   survivors are checked exactly.  (d = 4, n = 64 finishes in about 1 s and d = 3,
+   n = 64 in about 22 s on 2 cores; it took 115 s with one binary search per query.)
 
 Soundness (why a complete run proves infeasibility).  ``M`` is any float matrix; all that is
 used is the identity ``M(K b − t) = Σ_{i∈S} g_i − h`` over exact reals and
@@ -73,21 +78,27 @@ _MAX_PAIRS = 5.0e7
 _FILTER_BATCH = 1 << 17
 #: matched pairs tested on the second coordinate per second and worker thread (measured)
 _PAIR_RATE = 2.0e7
-#: cost model used to refuse hopeless runs early (seconds per element, measured on 2 cores
-#: at c = 8 MiB of stored keys or less; past that, both grow like √(stored bytes / c), as
-#: the stored side falls out of cache): building the sorted stored side (one thread), and
-#: one streamed query (per worker thread, counting at most two)
+#: cost model used to refuse hopeless runs early (seconds per element, measured on 2 cores):
+#: building the sorted stored side (one thread; up to 3× slower once its keys outgrow
+#: c = 8 MiB and fall out of cache), and one streamed query (per worker thread, counting at
+#: most two; stored slices are searched region by region, so in cache at any size)
 _SEC_PER_STORED = 15e-9
 _SEC_PER_QUERY = 40e-9
 _CACHE_BYTES = 8 * 2**20
+#: stored slices of at most 2^_REGION_BITS keys (512 KiB) are searched at a time
+_REGION_BITS = 16
+#: a unit of work gathers about 2^_UNIT_BITS queries (its temporaries then stay in cache)
+_UNIT_BITS = 17
+#: at most 2^_CELL_BITS cells per stored slice in the prefix count that finds each query's keys
+_CELL_BITS = 19
 _u = UNIT_ROUNDOFF
 
 
 def _seconds(N1: int, N2: int, threads: int) -> float:
     """Estimated wall time of 2^N1 streamed queries against 2^N2 stored sums."""
-    slow = math.sqrt(max(1.0, 8.0 * 2.0**N2 / _CACHE_BYTES))
+    slow = min(3.0, math.sqrt(max(1.0, 8.0 * 2.0**N2 / _CACHE_BYTES)))
     workers = min(max(1, threads), 2) if N1 >= _SPLIT_BITS else 1
-    return (2.0**N2 * _SEC_PER_STORED + 2.0**N1 * _SEC_PER_QUERY / workers) * slow
+    return 2.0**N2 * _SEC_PER_STORED * slow + 2.0**N1 * _SEC_PER_QUERY / workers
 
 
 def _quantise(x: np.ndarray, Q: int) -> np.ndarray:
@@ -131,6 +142,11 @@ def _sorted_subset_sums(q: np.ndarray, Q: int, low_bits: int) -> np.ndarray:
         merged.sort(kind="stable")
         keys = merged
     return keys
+
+
+def _ranges(beg: np.ndarray, cnt: np.ndarray) -> np.ndarray:
+    """The concatenated index ranges [beg_i, beg_i + cnt_i), in order (cnt_i ≥ 0)."""
+    return np.repeat(beg - np.cumsum(cnt) + cnt, cnt) + np.arange(int(cnt.sum()), dtype=np.int64)
 
 
 def _bits(masks: np.ndarray, k: int) -> np.ndarray:
@@ -308,40 +324,93 @@ def solve_mitm(
 
     # ---- the streamed (left) side: one sorted table, each chunk a rotation of it ---------
     low_tab = _sorted_subset_sums(q1neg[:L1], Q, L1)
+    low_val = low_tab >> L1  # sorted values in [0, 2^Q)
     loc_mask = np.int64((1 << L1) - 1)
-    wrap1 = np.int64(1 << (Q + L1))
-    n_rk = Rk.size
+    n_low = low_tab.size
+    n_chunks = 1 << H
+    # Regions: a stored side bigger than 2^_REGION_BITS keys is cut into 2^p slices by
+    # value, and each unit of work gathers, from a batch of chunks, only the queries that
+    # land in its slice, so every lookup stays in cache (a binary search into a 256 MiB
+    # table costs ~240 ns per query).  With p = 0 a unit is one chunk: a rotation of low_tab.
+    p = max(0, N2 - _REGION_BITS)
+    batch = min(n_chunks, 1 << max(0, p + _UNIT_BITS - L1))  # ~2^_UNIT_BITS queries a unit
+    # region k's stored slice: every key within the window of a value in [k, k+1)·2^(Q−p)
+    edges = np.arange((1 << p) + 1, dtype=np.int64) << (Q - p)
+    r_lo = np.searchsorted(Rk, (edges[:-1] - wq) << N2) if p else np.zeros(1, dtype=np.intp)
+    r_hi = np.searchsorted(Rk, (edges[1:] + wq + 1) << N2) if p else np.array([Rk.size])
+    units = [(k, c0) for k in range(1 << p) for c0 in range(0, n_chunks, batch)]
     deadline = t0 + timeout
 
-    def match(hm: int) -> tuple[int, list[tuple[int, ...]] | None, str]:
-        """Chunk ``hm`` of the left side: (pairs matched, candidate sets or None, why)."""
+    def starts_of(tab: np.ndarray | None, j_h: int, j_high: np.ndarray, c0: int) -> np.ndarray:
+        """h + the high columns' part of chunks c0 … c0+batch−1, mod 2^Q, on one coordinate."""
+        if tab is not None:
+            return (tab[c0:c0 + batch] + np.int64(j_h)) & top
+        return np.array([chunk_start(j_h, None, j_high, hm) for hm in range(c0, c0 + batch)], dtype=np.int64)
+
+    def match(unit: tuple[int, int]) -> tuple[int, list[tuple[int, ...]] | None, str]:
+        """One region × one batch of chunks: (pairs matched, candidate sets or None, why)."""
         if time.perf_counter() > deadline:
             return 0, None, "timeout"
-        shifted = low_tab + np.int64(chunk_start(qh, high_tab, high_q, hm) << L1)
-        cut = int(np.searchsorted(shifted, wrap1))  # values ≥ 2^Q wrap round to the front
-        pk = np.concatenate([shifted[cut:] - wrap1, shifted[:cut]])  # sorted
-        del shifted
-        qs = pk >> L1
-        lo = np.searchsorted(Rk, (qs - wq) << N2, side="left")
-        hi_key = (qs + wq + 1) << N2
-        # most queries match nothing: test the first key ≥ lo_key before a second search
-        hit = np.nonzero(Rk[np.minimum(lo, n_rk - 1)] < hi_key)[0]
-        hit = hit[lo[hit] < n_rk]
-        if hit.size == 0:
-            return 0, [], ""
-        lo = lo[hit]
-        c = np.searchsorted(Rk, hi_key[hit], side="left") - lo
+        k, c0 = unit
+        Rs = Rk[int(r_lo[k]):int(r_hi[k])]
+        n_rs = Rs.size
+        s = starts_of(high_tab, qh, high_q, c0)
+        # the low values v with v + s in [k, k+1)·2^(Q−p) (mod 2^Q): one circular range per chunk
+        # (p = 0: the whole table from the smallest v + s on), as up to two index ranges
+        a = (np.int64(k << (Q - p)) - s) & top
+        b = (np.int64(((k + 1) << (Q - p)) & ((1 << Q) - 1)) - s) & top
+        ia = np.searchsorted(low_val, a)
+        ib = np.searchsorted(low_val, b)
+        inner = a < b
+        beg = np.stack([ia, np.zeros_like(ia)], axis=1).ravel()
+        end = np.stack([np.where(inner, ib, n_low), np.where(inner, 0, ib)], axis=1).ravel()
+        c = end - beg
         total = int(c.sum())
-        left = np.repeat((np.int64(hm) << L1) | (pk[hit] & loc_mask), c)
-        starts = np.repeat(lo - np.cumsum(c) + c, c) + np.arange(total)
-        right = Rk[starts] & mask2
-        del starts
+        if total == 0:
+            return 0, [], ""
+        chunk = np.repeat(np.arange(batch, dtype=np.int64), 2)  # chunk index within the batch
+        at = _ranges(beg, c)
+        ch = np.repeat(chunk, c)
+        lk = low_tab[at]
+        del at
+        qs = ((lk >> L1) + s[ch]) & top
+        if n_rs == 0:
+            return 0, [], ""
+        # Cells of 2^cs ≥ 2·wq + 1 values, about 4–8 per stored key: the keys within wq of a
+        # query x are among the keys of cell(x − wq) and the next cell, found by two lookups
+        # in a prefix count (a few ns per query, where a binary search costs ~40 even in
+        # cache); most queries find none, and the rest are compared exactly.
+        vals = Rs >> N2
+        base = int(vals[0]) - wq
+        span = int(vals[-1]) + wq + 1 - base
+        cs = max((2 * wq).bit_length(), (span - 1).bit_length() - min(_CELL_BITS, n_rs.bit_length() + 2))
+        first = np.zeros((span >> cs) + 3, dtype=np.int64)
+        np.cumsum(np.bincount((vals - base) >> cs, minlength=first.size - 1), out=first[1:])
+        c1 = (qs - (wq + base)) >> cs  # may fall outside [0, cells): clipped, then empty
+        lo = first.take(c1, mode="clip")
+        cnt = first.take(c1 + 2, mode="clip") - lo
+        del c1
+        near = np.nonzero(cnt)[0]
+        cnt = cnt[near]
+        qi = np.repeat(near, cnt)
+        ki = _ranges(lo[near], cnt)
+        ok = np.nonzero(np.abs(vals[ki] - qs[qi]) <= wq)[0]
+        del vals, lo, cnt, near, qs
+        qi, ki = qi[ok], ki[ok]
+        total = int(qi.size)
+        if total == 0:
+            return 0, [], ""
+        ch = ch[qi]
+        left = ((ch + c0) << L1) | (lk[qi] & loc_mask)
+        right = Rs[ki] & mask2
+        del qi, ki, lk
         if j2 is not None:  # circular distance on the second coordinate, exact integers
-            v2 = (low_tab2[left & loc_mask] - r_tab2[right]
-                  + np.int64(chunk_start(qh2, high_tab2, high_q2, hm))) & top
+            s2 = starts_of(high_tab2, qh2, high_q2, c0)
+            v2 = (low_tab2[left & loc_mask] - r_tab2[right] + s2[ch]) & top
             keep = np.nonzero(np.minimum(v2, (top + 1) - v2) <= wq2)[0]
             del v2
             left, right = left[keep], right[keep]
+        del ch
         out: list[tuple[int, ...]] = []
         for b0 in range(0, left.size, _FILTER_BATCH):  # bounded memory for unselective chunks
             if time.perf_counter() > deadline:
@@ -358,15 +427,15 @@ def solve_mitm(
     n_pairs = 0
     n_cands = 0
     best_lower = math.inf
-    n_chunks = 1 << H
-    workers = max(1, min(threads, n_chunks))  # one chunk: no pool (its start-up is the cost)
+    n_units = len(units)
+    workers = max(1, min(threads, n_units))  # one unit: no pool (its start-up is the cost)
     with ThreadPoolExecutor(max_workers=workers) if workers > 1 else _InlinePool() as pool:
         pending: deque = deque()
         nxt = 0
         done = 0
-        while pending or nxt < n_chunks:
-            while nxt < n_chunks and len(pending) < 2 * workers:
-                pending.append(pool.submit(match, nxt))
+        while pending or nxt < n_units:
+            while nxt < n_units and len(pending) < 2 * workers:
+                pending.append(pool.submit(match, units[nxt]))
                 nxt += 1
             pairs, cands, why = pending.popleft().result()
             done += 1
@@ -374,8 +443,8 @@ def solve_mitm(
                 for f in pending:
                     f.cancel()
                 if why == "timeout":
-                    why = (f"time budget {timeout:g}s spent after {done - 1}/{n_chunks} chunks of "
-                           f"2^{L1} queries (2^{N1}×2^{N2} pairs, rank {r})")
+                    why = (f"time budget {timeout:g}s spent after {done - 1}/{n_units} units of "
+                           f"~2^{L1} queries (2^{N1}×2^{N2} pairs, rank {r})")
                 return _unknown(why, t0)
             n_pairs += pairs
             if cands:
