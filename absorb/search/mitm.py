@@ -19,15 +19,19 @@ meet-in-the-middle.  Three ideas make it cheaper than the textbook 2^{n/2}:
    by linear-time merges (:func:`_sorted_subset_sums`), with the side's mask packed into
    the low bits of each int64 key; each chunk of the streamed side is one rotation of a
    single sorted table.
-3. **Search region by region, in cache.**  A stored side larger than 2^16 keys is cut by
-   value into slices; each unit of work gathers, from a batch of chunks, only the queries
-   that land in one slice (contiguous ranges of the streamed table), and finds each
-   query's keys by two lookups in a prefix count over small cells of the slice.  A binary
-   search into a 256 MiB table costs ~240 ns per query; this costs ~40 ns in all.
-   A second coordinate, also in exact integers, discards almost all matched pairs before
-   the float filter checks every coordinate, reads off the pivot bits, and the few
-   survivors are checked exactly.  (d = 4, n = 64 finishes in about 1 s and d = 3,
-   n = 64 in about 22 s on 2 cores; it took 115 s with one binary search per query.)
+3. **Never hold a side whole; search region by region, in cache.**  Each side is a sorted
+   low table (≤ 2^20 sums) plus the subset sums of its remaining (high) columns, one
+   offset per chunk.  A stored side of more than 2^16 sums is cut by value into 2^p
+   regions; each region's stored sums are gathered from the low table (one circular range
+   per offset) and merged, and the queries that land in the region are gathered the same
+   way, so memory stays at a few tables of ≤ 2^20 sums whatever n is.  Each query's keys
+   are found by two lookups in a prefix count over small cells of the region (a binary
+   search into a 256 MiB table cost ~240 ns per query).  A second coordinate, also in
+   exact integers, discards almost all matched pairs before the float filter checks every
+   coordinate, reads off the pivot bits, and the few survivors are checked exactly.
+   (d = 4, n = 64 finishes in about 1 s and d = 3, n = 64 in about 24 s on 2 cores, in
+   150 MB; with one whole sorted stored side and a binary search per query it took 115 s
+   and 1 GB.)
 
 Soundness (why a complete run proves infeasibility).  ``M`` is any float matrix; all that is
 used is the identity ``M(K b − t) = Σ_{i∈S} g_i − h`` over exact reals and
@@ -39,7 +43,11 @@ used is the identity ``M(K b − t) = Σ_{i∈S} g_i − h`` over exact reals an
 Every float quantity (g, h, and the float partial sums of the filter) is computed with an
 explicit Higham bound δ_j (γ_k · Σ|terms|, see the code), and a pair is kept whenever
 the computed circular distance is ≤ W_j = ρ_j + δ_j (plus, on the two integer
-coordinates, ½ unit per quantised term).  Hence every
+coordinates, ½ unit per quantised term).  Regions, chunks and cells only partition those
+exact integer comparisons: each streamed sum lands in exactly one region, whose stored
+slice holds every stored sum within the window of it, and the cells scanned for a query
+hold every key within the window (a test checks the matched-pair counts against one whole
+sorted table).  Hence every
 set with ‖K b − t‖ ≤ ε' is among the candidates, and every other set has some j with
 ``|M_j(K b − t)| > ‖M_j‖ε'``, i.e. ``‖K b − t‖ > ε'``.  We take ε' = 4·tol·‖T‖_F (upper
 bound), so the reported ``bound`` is ≥ 4·tol unless an exactly-checked candidate comes
@@ -62,12 +70,13 @@ from ._types import SearchResult, SearchStatus
 
 #: the search radius is SEARCH_FACTOR · tol · ‖T‖_F: more candidates, a larger bound
 SEARCH_FACTOR = 4.0
-#: memory cap (bytes) for the stored side; past it the backend answers ``unknown``
+#: memory cap (bytes) for the tables a run builds; past it the backend answers ``unknown``
 MEMORY_CAP = 2 * 1024**3
 #: bytes per stored element of the sorted side while it is built (sums, keys, sort)
 _BYTES_PER_ELEMENT = 40
-#: left-side queries per chunk (as a power of two)
-_CHUNK_BITS = 20
+#: each side's sorted low table holds at most 2^_LOW_BITS sums (the rest of the side's
+#: columns give one offset per chunk or region run)
+_LOW_BITS = 20
 #: from 2^_SPLIT_BITS queries on, the streamed side is cut into at least one chunk per
 #: worker thread (below, a thread pool costs more than it saves)
 _SPLIT_BITS = 17
@@ -76,15 +85,16 @@ _SPLIT_BITS = 17
 _MAX_MATCHED = 4.0e9
 _MAX_PAIRS = 5.0e7
 _FILTER_BATCH = 1 << 17
-#: matched pairs tested on the second coordinate per second and worker thread (measured)
-_PAIR_RATE = 2.0e7
+#: matched pairs handled per second and worker thread (measured: found among the scanned
+#: cells, compared, tested on the second coordinate)
+_PAIR_RATE = 5.0e6
 #: cost model used to refuse hopeless runs early (seconds per element, measured on 2 cores):
-#: building the sorted stored side (one thread; up to 3× slower once its keys outgrow
-#: c = 8 MiB and fall out of cache), and one streamed query (per worker thread, counting at
-#: most two; stored slices are searched region by region, so in cache at any size)
+#: building the stored side (one sorted table, one thread; or region by region, a gather
+#: and a sort of each region, per worker thread) and one streamed query (per worker
+#: thread); at most two workers are counted
 _SEC_PER_STORED = 15e-9
+_SEC_PER_REGION_SUM = 60e-9
 _SEC_PER_QUERY = 40e-9
-_CACHE_BYTES = 8 * 2**20
 #: stored slices of at most 2^_REGION_BITS keys (512 KiB) are searched at a time
 _REGION_BITS = 16
 #: a unit of work gathers about 2^_UNIT_BITS queries (its temporaries then stay in cache)
@@ -96,9 +106,10 @@ _u = UNIT_ROUNDOFF
 
 def _seconds(N1: int, N2: int, threads: int) -> float:
     """Estimated wall time of 2^N1 streamed queries against 2^N2 stored sums."""
-    slow = min(3.0, math.sqrt(max(1.0, 8.0 * 2.0**N2 / _CACHE_BYTES)))
-    workers = min(max(1, threads), 2) if N1 >= _SPLIT_BITS else 1
-    return 2.0**N2 * _SEC_PER_STORED * slow + 2.0**N1 * _SEC_PER_QUERY / workers
+    regions = N2 > _REGION_BITS
+    workers = min(max(1, threads), 2) if N1 >= _SPLIT_BITS or regions else 1
+    stored = 2.0**N2 * (_SEC_PER_REGION_SUM / workers if regions else _SEC_PER_STORED)
+    return stored + 2.0**N1 * _SEC_PER_QUERY / workers
 
 
 def _quantise(x: np.ndarray, Q: int) -> np.ndarray:
@@ -149,6 +160,24 @@ def _ranges(beg: np.ndarray, cnt: np.ndarray) -> np.ndarray:
     return np.repeat(beg - np.cumsum(cnt) + cnt, cnt) + np.arange(int(cnt.sum()), dtype=np.int64)
 
 
+def _circular_gather(vals: np.ndarray, lo: int, hi: int, offsets: np.ndarray,
+                     top: np.int64) -> tuple[np.ndarray, np.ndarray]:
+    """Every (i, g) with ``(vals[i] + offsets[g]) mod 2^Q`` in the circular interval
+    [lo, hi) mod 2^Q (``top`` = 2^Q − 1; lo ≡ hi means all of them, from lo on), as
+    (indices into the sorted ``vals``, offset indices), ordered by g and then by value.
+
+    For each g it is one circular range of ``vals``: up to two index ranges."""
+    a = (np.int64(lo) - offsets) & top
+    b = (np.int64(hi) - offsets) & top
+    ia = np.searchsorted(vals, a)
+    ib = np.searchsorted(vals, b)
+    inner = a < b
+    beg = np.stack([ia, np.zeros_like(ia)], axis=1).ravel()
+    end = np.stack([np.where(inner, ib, vals.size), np.where(inner, 0, ib)], axis=1).ravel()
+    cnt = end - beg
+    return _ranges(beg, cnt), np.repeat(np.arange(2 * offsets.size, dtype=np.int64) >> 1, cnt)
+
+
 def _bits(masks: np.ndarray, k: int) -> np.ndarray:
     return ((masks[:, None] >> np.arange(k, dtype=np.int64)) & 1).astype(np.float64)
 
@@ -162,11 +191,22 @@ def _rank_pivots(Kh: np.ndarray) -> tuple[int, np.ndarray]:
     return int(np.sum(diag > diag[0] * 1e-8)), piv
 
 
-def _split(N: int, memory_cap: int) -> tuple[int, int]:
-    """Sizes (streamed, stored) of the two sides for N free variables under the cap."""
-    cap_bits = int(math.floor(math.log2(max(memory_cap, 1) / _BYTES_PER_ELEMENT)))
-    N2 = min(N // 2, cap_bits)
-    return N - N2, N2
+def _split(N: int) -> tuple[int, int]:
+    """Sizes (streamed, stored) of the two sides for N free variables: balanced, since
+    neither side is ever held whole (only tables of ≤ 2^_LOW_BITS sums are)."""
+    return N - N // 2, N // 2
+
+
+def _low_bits(Nside: int, p: int) -> int:
+    """Bits of a side's sorted low table: small next to the side (2^−4 of it, so building it
+    by merges is cheap), but its runs in each of the 2^p regions ≥ 2^6 long, ≤ 2^_LOW_BITS."""
+    return min(Nside, _LOW_BITS, max(Nside - 4, p + 6))
+
+
+def _table_bytes(N1: int, N2: int) -> int:
+    """Bytes of the tables a run builds: each side's sorted low table (≤ 2^_LOW_BITS keys,
+    with their second-coordinate sums and the merges' scratch)."""
+    return _BYTES_PER_ELEMENT * (2 ** min(N1, _LOW_BITS) + 2 ** min(N2, _LOW_BITS))
 
 
 def mitm_pivots(U: np.ndarray, D: np.ndarray) -> tuple[int, np.ndarray] | None:
@@ -182,7 +222,7 @@ def estimate_seconds(U: np.ndarray, D: np.ndarray, *, memory_cap: int = MEMORY_C
     pivots = pivots or mitm_pivots(U, D)
     if pivots is None:
         return 0.0
-    N1, N2 = _split(U.shape[0] - pivots[0], memory_cap)
+    N1, N2 = _split(U.shape[0] - pivots[0])
     return _seconds(N1, N2, threads)
 
 
@@ -206,7 +246,7 @@ def solve_mitm(
     """Pivoted meet-in-the-middle: ``found``, ``infeasible`` (complete run) or ``unknown``.
 
     ``seed`` shuffles the free variables between the two sides (it changes which solution
-    is met first, never the verdict).  ``memory_cap`` bounds the stored side in bytes;
+    is met first, never the verdict).  ``memory_cap`` bounds the tables it builds, in bytes;
     ``threads`` chunks of the streamed side run concurrently (numpy's search releases the
     GIL).  ``pivots`` is :func:`mitm_pivots`'s result when the caller already has it (any
     pivots are sound: the windows account for how far ``G[:, P]`` is from the identity).
@@ -243,11 +283,12 @@ def solve_mitm(
     rho = (m_row * eps_search + eta) * (1 + 4 * _u)
 
     # ---- split the free variables ------------------------------------------------------
-    N1, N2 = _split(N, memory_cap)
-    if N1 > N2 + 8 or N1 > 40:
-        return _unknown(
-            f"N = n − rank K = {N} free variables: the stored side would need "
-            f"2^{N - N // 2}·{_BYTES_PER_ELEMENT} bytes > memory cap {memory_cap} bytes", t0)
+    N1, N2 = _split(N)
+    if N1 > 40:
+        return _unknown(f"N = n − rank K = {N} free variables: 2^{N1} sums a side is out of reach", t0)
+    if _table_bytes(N1, N2) > memory_cap:
+        return _unknown(f"N = n − rank K = {N} free variables: the tables need {_table_bytes(N1, N2)} "
+                        f"bytes, more than the memory cap of {memory_cap} bytes", t0)
     est = _seconds(N1, N2, threads)
     if est > 1.5 * timeout:  # hand the budget to the finders of the portfolio instead
         return _unknown(f"estimated {est:.0f}s for 2^{N1}+2^{N2} partial sums (n − rank K = {N}) "
@@ -283,145 +324,152 @@ def solve_mitm(
                         f"~{expected_pairs:.1e} matched pairs exceeds the time budget {timeout:g}s", t0)
 
     # ---- quantise the matching coordinate: exact integer arithmetic modulo 2^Q ---------
-    # chunks of 2^L1 queries, fewer when queries match often (≤ ~2^22 pairs per chunk)
+    # The stored side is cut by value into 2^p regions of about 2^_REGION_BITS sums; each
+    # side is a sorted low table (L bits) plus the subset sums of its high columns (one
+    # offset per chunk), so neither side is ever held whole.  With p = 0 the stored side is
+    # one sorted table.  Queries come in chunks of 2^L1, fewer when they match often
+    # (≤ ~2^22 pairs per chunk).
+    p = max(0, N2 - _REGION_BITS)
+    L2 = _low_bits(N2, p) if p else N2
     per_query = expected_pairs / 2.0**N1
-    L1 = min(N1, max(1, min(_CHUNK_BITS, int(math.floor(22 - math.log2(max(per_query, 1e-300)))))))
-    if threads > 1 and N1 >= _SPLIT_BITS:  # at least one chunk per worker (up to 4)
+    L1 = min(_low_bits(N1, p), max(1, int(math.floor(22 - math.log2(max(per_query, 1e-300))))))
+    if p == 0 and threads > 1 and N1 >= _SPLIT_BITS:  # at least one chunk per worker (up to 4)
         L1 = min(L1, N1 - min(2, (threads - 1).bit_length()))
+    H, H2 = N1 - L1, N2 - L2
+    if H > 22:
+        return _unknown(f"2^{H} chunks of 2^{L1} queries: pairs match too often "
+                        f"(~{per_query:.1e} per query)", t0)
     Q = 61 - max(N2, L1)
     # Each free column and h become integers ≡ round(x·2^Q) (mod 2^Q); a sum of k of them
     # differs from 2^Q·(the exact sum of the float x's) by ≤ k/2 units modulo 2^Q, and
     # nothing else is rounded.  The window adds those units (N + 1 terms) and 2 to spare.
     top = np.int64((1 << Q) - 1)
-    H = N1 - L1
 
-    def coordinate(j: int) -> tuple[int, np.ndarray, np.ndarray, int, np.ndarray | None, np.ndarray]:
-        """Coordinate j in integers: (window, stored columns, negated streamed columns
-        (h − Σg ≡ h + Σ(−g)), h, the high chunks' sums by chunk index, the high columns)."""
+    def coordinate(j: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Coordinate j in integers: (window, stored low columns, the stored high columns'
+        subset sums, negated streamed low columns (h − Σg ≡ h + Σ(−g)), h + the streamed
+        high columns' subset sums: each chunk's start)."""
+        q2 = _quantise(GF2[j], Q)
         neg = (-_quantise(GF1[j], Q)) & top
-        high = neg[L1:]
-        return (int(math.ceil(W[j] * 2.0**Q)) + (N + 2) // 2 + 2, _quantise(GF2[j], Q), neg,
-                int(_quantise(h[j:j + 1], Q)[0]), _subset_sums_mod(high, Q) if H <= 22 else None, high)
+        starts = (_subset_sums_mod(neg[L1:], Q) + _quantise(h[j:j + 1], Q)[0]) & top
+        return (int(math.ceil(W[j] * 2.0**Q)) + (N + 2) // 2 + 2, q2[:L2], _subset_sums_mod(q2[L2:], Q),
+                neg[:L1], starts)
 
-    def chunk_start(j_h: int, j_tab: np.ndarray | None, j_high: np.ndarray, hm: int) -> int:
-        """h + the high columns' part of chunk hm, mod 2^Q, on one coordinate."""
-        hv = int(j_tab[hm]) if j_tab is not None else sum(int(j_high[b]) for b in range(H) if (hm >> b) & 1)
-        return (j_h + hv) & int(top)
-
-    wq, q2, q1neg, qh, high_tab, high_q = coordinate(js)
+    wq, q2_low, high2, q1_low, starts = coordinate(js)
     if j2 is not None:  # tables indexed by mask (not sorted) for the second coordinate
-        wq2, q2_2, q1neg2, qh2, high_tab2, high_q2 = coordinate(j2)
-        r_tab2 = _subset_sums_mod(q2_2, Q)
-        low_tab2 = _subset_sums_mod(q1neg2[:L1], Q)
-
-    # ---- the stored (right) side: sorted keys (value << N2) | mask, built by merging ------
-    keys = _sorted_subset_sums(q2, Q, N2)
-    wrap = np.int64(1 << (Q + N2))
-    Rk = np.concatenate([keys[keys >= np.int64(((1 << Q) - wq - 1) << N2)] - wrap, keys,
-                         keys[keys < np.int64((wq + 1) << N2)] + wrap])
-    del keys
+        wq2, q2_low2, high2_2, q1_low2, starts2 = coordinate(j2)
+        r_low2 = _subset_sums_mod(q2_low2, Q)
+        low_tab2 = _subset_sums_mod(q1_low2, Q)
     mask2 = np.int64((1 << N2) - 1)
-
-    # ---- the streamed (left) side: one sorted table, each chunk a rotation of it ---------
-    low_tab = _sorted_subset_sums(q1neg[:L1], Q, L1)
-    low_val = low_tab >> L1  # sorted values in [0, 2^Q)
+    low2_mask = np.int64((1 << L2) - 1)
     loc_mask = np.int64((1 << L1) - 1)
-    n_low = low_tab.size
+    low_tab = _sorted_subset_sums(q1_low, Q, L1)  # streamed side: keys (value << L1) | mask
+    low_val = low_tab >> L1
+    if p == 0:  # the whole stored side, sorted keys (value << N2) | mask, padded by ±wq
+        keys = _sorted_subset_sums(q2_low, Q, N2)
+        wrap = np.int64(1 << (Q + N2))
+        R_all = np.concatenate([keys[keys >= np.int64(((1 << Q) - wq - 1) << N2)] - wrap, keys,
+                                keys[keys < np.int64((wq + 1) << N2)] + wrap])
+        del keys
+    else:
+        low2_tab = _sorted_subset_sums(q2_low, Q, L2)
+        low2_val = low2_tab >> L2
+
     n_chunks = 1 << H
-    # Regions: a stored side bigger than 2^_REGION_BITS keys is cut into 2^p slices by
-    # value, and each unit of work gathers, from a batch of chunks, only the queries that
-    # land in its slice, so every lookup stays in cache (a binary search into a 256 MiB
-    # table costs ~240 ns per query).  With p = 0 a unit is one chunk: a rotation of low_tab.
-    p = max(0, N2 - _REGION_BITS)
-    batch = min(n_chunks, 1 << max(0, p + _UNIT_BITS - L1))  # ~2^_UNIT_BITS queries a unit
-    # region k's stored slice: every key within the window of a value in [k, k+1)·2^(Q−p)
-    edges = np.arange((1 << p) + 1, dtype=np.int64) << (Q - p)
-    r_lo = np.searchsorted(Rk, (edges[:-1] - wq) << N2) if p else np.zeros(1, dtype=np.intp)
-    r_hi = np.searchsorted(Rk, (edges[1:] + wq + 1) << N2) if p else np.array([Rk.size])
-    units = [(k, c0) for k in range(1 << p) for c0 in range(0, n_chunks, batch)]
+    batch = min(n_chunks, 1 << max(0, p + _UNIT_BITS - L1))  # ~2^_UNIT_BITS queries a batch
+    # p > 0: a unit is a region (its stored slice is built once, then met by every chunk's
+    # queries that land in it, a batch at a time); p = 0: a unit is one batch of chunks
+    units = [(k, 0, n_chunks) for k in range(1 << p)] if p else \
+        [(0, c0, min(n_chunks, c0 + batch)) for c0 in range(0, n_chunks, batch)]
     deadline = t0 + timeout
 
-    def starts_of(tab: np.ndarray | None, j_h: int, j_high: np.ndarray, c0: int) -> np.ndarray:
-        """h + the high columns' part of chunks c0 … c0+batch−1, mod 2^Q, on one coordinate."""
-        if tab is not None:
-            return (tab[c0:c0 + batch] + np.int64(j_h)) & top
-        return np.array([chunk_start(j_h, None, j_high, hm) for hm in range(c0, c0 + batch)], dtype=np.int64)
+    def stored_slice(k: int) -> tuple[np.ndarray, np.ndarray, int, int, np.ndarray] | None:
+        """Region k's stored side: (sorted keys (u << N2) | mask of every stored sum u within
+        wq of its values [k, k+1)·2^(Q−p), unwrapped so that u − wq … u + wq compare as
+        plain integers; the values u; the cells' base and bits; the cells' prefix count),
+        or None when it is empty.
 
-    def match(unit: tuple[int, int]) -> tuple[int, list[tuple[int, ...]] | None, str]:
-        """One region × one batch of chunks: (pairs matched, candidate sets or None, why)."""
-        if time.perf_counter() > deadline:
-            return 0, None, "timeout"
-        k, c0 = unit
-        Rs = Rk[int(r_lo[k]):int(r_hi[k])]
-        n_rs = Rs.size
-        s = starts_of(high_tab, qh, high_q, c0)
-        # the low values v with v + s in [k, k+1)·2^(Q−p) (mod 2^Q): one circular range per chunk
-        # (p = 0: the whole table from the smallest v + s on), as up to two index ranges
-        a = (np.int64(k << (Q - p)) - s) & top
-        b = (np.int64(((k + 1) << (Q - p)) & ((1 << Q) - 1)) - s) & top
-        ia = np.searchsorted(low_val, a)
-        ib = np.searchsorted(low_val, b)
-        inner = a < b
-        beg = np.stack([ia, np.zeros_like(ia)], axis=1).ravel()
-        end = np.stack([np.where(inner, ib, n_low), np.where(inner, 0, ib)], axis=1).ravel()
-        c = end - beg
-        total = int(c.sum())
-        if total == 0:
-            return 0, [], ""
-        chunk = np.repeat(np.arange(batch, dtype=np.int64), 2)  # chunk index within the batch
-        at = _ranges(beg, c)
-        ch = np.repeat(chunk, c)
-        lk = low_tab[at]
-        del at
-        qs = ((lk >> L1) + s[ch]) & top
-        if n_rs == 0:
-            return 0, [], ""
-        # Cells of 2^cs ≥ 2·wq + 1 values, about 4–8 per stored key: the keys within wq of a
-        # query x are among the keys of cell(x − wq) and the next cell, found by two lookups
-        # in a prefix count (a few ns per query, where a binary search costs ~40 even in
-        # cache); most queries find none, and the rest are compared exactly.
-        vals = Rs >> N2
+        Cells of 2^cs ≥ 2·wq + 1 values, about 4 per stored key where the window allows:
+        the keys within wq of a query x are among the keys of cell(x − wq) … cell(x + wq)
+        (one or two cells), found by two lookups in the prefix count (a few ns per query,
+        where a binary search costs ~40 even in cache, ~240 into a 256 MiB table)."""
+        if p == 0:
+            keys = R_all
+        else:
+            lo_v = (k << (Q - p)) - wq
+            at, run = _circular_gather(low2_val, lo_v, ((k + 1) << (Q - p)) + wq + 1, high2, top)
+            lk = low2_tab[at]
+            u = (((lk >> L2) + high2[run] - lo_v) & top) + lo_v
+            keys = (u << N2) | (lk & low2_mask) | (run << L2)
+            keys.sort(kind="stable")  # 2^H2 sorted runs: timsort merges them
+        if keys.size == 0:
+            return None
+        vals = keys >> N2
         base = int(vals[0]) - wq
         span = int(vals[-1]) + wq + 1 - base
-        cs = max((2 * wq).bit_length(), (span - 1).bit_length() - min(_CELL_BITS, n_rs.bit_length() + 2))
+        cs = max((2 * wq).bit_length(), (span - 1).bit_length() - min(_CELL_BITS, keys.size.bit_length() + 1))
         first = np.zeros((span >> cs) + 3, dtype=np.int64)
         np.cumsum(np.bincount((vals - base) >> cs, minlength=first.size - 1), out=first[1:])
-        c1 = (qs - (wq + base)) >> cs  # may fall outside [0, cells): clipped, then empty
-        lo = first.take(c1, mode="clip")
-        cnt = first.take(c1 + 2, mode="clip") - lo
-        del c1
-        near = np.nonzero(cnt)[0]
-        cnt = cnt[near]
-        qi = np.repeat(near, cnt)
-        ki = _ranges(lo[near], cnt)
-        ok = np.nonzero(np.abs(vals[ki] - qs[qi]) <= wq)[0]
-        del vals, lo, cnt, near, qs
-        qi, ki = qi[ok], ki[ok]
-        total = int(qi.size)
-        if total == 0:
+        return keys, vals, base, cs, first
+
+    whole = stored_slice(0) if p == 0 else None  # p = 0: one stored side, shared by every unit
+
+    def match(unit: tuple[int, int, int]) -> tuple[int, list[tuple[int, ...]] | None, str]:
+        """Region k against chunks c_lo … c_hi−1: (pairs matched, candidate sets or None, why)."""
+        k, c_lo, c_hi = unit
+        if time.perf_counter() > deadline:
+            return 0, None, "timeout"
+        region = whole if p == 0 else stored_slice(k)
+        if region is None:
             return 0, [], ""
-        ch = ch[qi]
-        left = ((ch + c0) << L1) | (lk[qi] & loc_mask)
-        right = Rs[ki] & mask2
-        del qi, ki, lk
-        if j2 is not None:  # circular distance on the second coordinate, exact integers
-            s2 = starts_of(high_tab2, qh2, high_q2, c0)
-            v2 = (low_tab2[left & loc_mask] - r_tab2[right] + s2[ch]) & top
-            keep = np.nonzero(np.minimum(v2, (top + 1) - v2) <= wq2)[0]
-            del v2
-            left, right = left[keep], right[keep]
-        del ch
+        Rs, vals, base, cs, first = region
+        total = 0
         out: list[tuple[int, ...]] = []
-        for b0 in range(0, left.size, _FILTER_BATCH):  # bounded memory for unselective chunks
+        for c0 in range(c_lo, c_hi, batch):
             if time.perf_counter() > deadline:
                 return 0, None, "timeout"
-            cands, why = _filter(left[b0:b0 + _FILTER_BATCH], right[b0:b0 + _FILTER_BATCH],
-                                 N1, N2, GF1, GF2, h, W, usable, P, F1, F2)
-            if cands is None:
-                return 0, None, why
-            out.extend(cands)
-            if len(out) > 5_000:
-                return 0, None, "more than 5000 candidate sets in one chunk: windows too wide"
+            s = starts[c0:min(c_hi, c0 + batch)]
+            # the queries x = v + s (mod 2^Q) in region k (p = 0: all, from the smallest on)
+            at, ch = _circular_gather(low_val, k << (Q - p), (k + 1) << (Q - p), s, top)
+            lk = low_tab[at]
+            del at
+            qs = ((lk >> L1) + s[ch]) & top
+            x = qs - (wq + base)  # x − wq, from the cells' base; may fall outside: clipped, then empty
+            lo = first.take(x >> cs, mode="clip")
+            x += 2 * wq
+            cnt = first.take((x >> cs) + 1, mode="clip") - lo
+            del x
+            near = np.nonzero(cnt)[0]
+            cnt = cnt[near]
+            qi = np.repeat(near, cnt)
+            ki = _ranges(lo[near], cnt)
+            ok = np.nonzero(np.abs(vals[ki] - qs[qi]) <= wq)[0]
+            del lo, cnt, near, qs
+            qi, ki = qi[ok], ki[ok]
+            total += int(qi.size)
+            if qi.size == 0:
+                continue
+            ch = ch[qi]
+            left = ((ch + c0) << L1) | (lk[qi] & loc_mask)
+            right = Rs[ki] & mask2
+            del qi, ki, lk
+            if j2 is not None:  # circular distance on the second coordinate, exact integers
+                v2 = (low_tab2[left & loc_mask] + starts2[ch + c0] - r_low2[right & low2_mask]
+                      - high2_2[right >> L2]) & top
+                keep = np.nonzero(np.minimum(v2, (top + 1) - v2) <= wq2)[0]
+                del v2
+                left, right = left[keep], right[keep]
+            del ch
+            for b0 in range(0, left.size, _FILTER_BATCH):  # bounded memory for unselective chunks
+                if time.perf_counter() > deadline:
+                    return 0, None, "timeout"
+                cands, why = _filter(left[b0:b0 + _FILTER_BATCH], right[b0:b0 + _FILTER_BATCH],
+                                     N1, N2, GF1, GF2, h, W, usable, P, F1, F2)
+                if cands is None:
+                    return 0, None, why
+                out.extend(cands)
+                if len(out) > 5_000:
+                    return 0, None, "more than 5000 candidate sets in one unit: windows too wide"
         return total, out, ""
 
     n_pairs = 0
