@@ -453,17 +453,17 @@ def find_index_set(
             elapsed=time.perf_counter() - t0))
     if n <= 20:
         steps.append(("enumerate", lambda: _backend("enumerate")(U, D, T, timeout=left(), **kw)))  # type: ignore[misc]
-    from .mitm import estimate_seconds, mitm_pivots
+    from .mitm import mitm_plan
 
     cores = _cores()
-    pivots = mitm_pivots(U, D)
-    est = estimate_seconds(U, D, threads=cores, pivots=pivots)
+    plan = mitm_plan(U, D, T, tol=tol, seed=seed)
+    est = plan.seconds(cores)  # inf when no run can work
 
     def finder_slice(floor: float) -> float:  # budget of a finder tried before MITM: 5 % of est
         return max(floor, min(0.05 * est, 2.0, 0.05 * left()))
 
     mitm_step = ("mitm", lambda: _backend("mitm")(  # type: ignore[misc]
-        U, D, T, timeout=left(), threads=cores, pivots=pivots, **kw))
+        U, D, T, timeout=left(), threads=cores, plan=plan, **kw))
     # A complete MITM run expected within QUICK_MITM_SECONDS goes first, ahead of the
     # relaxation's least squares (0.4–4 ms): it decides alone when it finds a set, and an
     # infeasibility it proves is held back while the dual bound is tried, whose dual matrix

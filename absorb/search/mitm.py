@@ -61,6 +61,7 @@ import math
 import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -77,9 +78,6 @@ _BYTES_PER_ELEMENT = 40
 #: each side's sorted low table holds at most 2^_LOW_BITS sums (the rest of the side's
 #: columns give one offset per chunk or region run)
 _LOW_BITS = 20
-#: from 2^_SPLIT_BITS queries on, the streamed side is cut into at least one chunk per
-#: worker thread (below, a thread pool costs more than it saves)
-_SPLIT_BITS = 17
 #: expected pairs past which the run is refused: matched on one coordinate, and left after
 #: the second coordinate's integer test (the rest go through the float filter, in batches)
 _MAX_MATCHED = 4.0e9
@@ -107,7 +105,7 @@ _u = UNIT_ROUNDOFF
 def _seconds(N1: int, N2: int, threads: int) -> float:
     """Estimated wall time of 2^N1 streamed queries against 2^N2 stored sums."""
     regions = N2 > _REGION_BITS
-    workers = min(max(1, threads), 2) if N1 >= _SPLIT_BITS or regions else 1
+    workers = min(max(1, threads), 2) if regions else 1  # regions run in parallel
     stored = 2.0**N2 * (_SEC_PER_REGION_SUM / workers if regions else _SEC_PER_STORED)
     return stored + 2.0**N1 * _SEC_PER_QUERY / workers
 
@@ -209,21 +207,105 @@ def _table_bytes(N1: int, N2: int) -> int:
     return _BYTES_PER_ELEMENT * (2 ** min(N1, _LOW_BITS) + 2 ** min(N2, _LOW_BITS))
 
 
-def mitm_pivots(U: np.ndarray, D: np.ndarray) -> tuple[int, np.ndarray] | None:
-    """``(rank K, QR column pivots of K)``, or ``None`` when K = 0: the plan that
-    :func:`estimate_seconds` and :func:`solve_mitm` share (computed once by the portfolio)."""
-    Kh = khatri_rao(U, D)
-    return _rank_pivots(Kh) if np.any(Kh) else None
+@dataclass
+class MitmPlan:
+    """What a run will match, computed once by :func:`mitm_plan`: the portfolio estimates a
+    run's time from it (:meth:`seconds`) and hands it to :func:`solve_mitm`.
+
+    ``why_not`` is a reason no run can work (then the other fields are unset); otherwise
+    the pivots ``P`` (r of them), the free columns of the two sides ``F1``/``F2``, the
+    transformed system ``G``, ``h`` with rigorous windows ``W`` (``usable``: the
+    coordinates with ``W < 1/4``), the matching coordinate ``js`` and the second one
+    ``j2``, and the number of pairs expected to match on ``js`` and on both."""
+
+    why_not: str | None = None
+    r: int = 0
+    P: np.ndarray | None = None
+    F1: np.ndarray | None = None
+    F2: np.ndarray | None = None
+    G: np.ndarray | None = None
+    h: np.ndarray | None = None
+    W: np.ndarray | None = None
+    usable: np.ndarray | None = None
+    js: int = 0
+    j2: int | None = None
+    eps_search: float = 0.0
+    t_hi: float = 0.0
+    expected_pairs: float = 0.0
+    expected_left: float = 0.0
+
+    @property
+    def sides(self) -> tuple[int, int]:
+        assert self.F1 is not None and self.F2 is not None
+        return self.F1.size, self.F2.size
+
+    def seconds(self, threads: int = 1) -> float:
+        """Estimated wall time of a complete run (``inf`` when none can be made)."""
+        if self.why_not is not None:
+            return math.inf
+        N1, N2 = self.sides
+        return _seconds(N1, N2, threads) + self.expected_pairs / (_PAIR_RATE * min(max(1, threads), 2))
 
 
-def estimate_seconds(U: np.ndarray, D: np.ndarray, *, memory_cap: int = MEMORY_CAP,
-                     threads: int = 1, pivots: tuple[int, np.ndarray] | None = None) -> float:
-    """Rough wall time of a complete :func:`solve_mitm` run (for the portfolio's planning)."""
-    pivots = pivots or mitm_pivots(U, D)
-    if pivots is None:
-        return 0.0
-    N1, N2 = _split(U.shape[0] - pivots[0])
-    return _seconds(N1, N2, threads)
+def mitm_plan(U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e-9, seed: int = 0) -> MitmPlan:
+    """Pivots, the transformed system ``g = M K``, ``h = M t`` with rigorous windows, the
+    split of the free variables (``seed`` shuffles it) and the matching coordinates.
+
+    ``M`` is any float matrix (here the pseudo-inverse of the pivot columns); everything
+    the windows rely on is bounded below (module docstring, *Soundness*)."""
+    rng = np.random.default_rng(seed)
+    Kh = khatri_rao(U, D)  # m × n floats
+    if not np.any(Kh):
+        return MitmPlan("K = 0: nothing to match (the dual bound decides this case)")
+    t = T.ravel().astype(np.float64)
+    m = t.size
+    r, piv = _rank_pivots(Kh)
+    P = piv[:r]
+    F = piv[r:].copy()
+    rng.shuffle(F)
+    N = F.size
+    N1, N2 = _split(N)
+    if N1 > 40:
+        return MitmPlan(f"N = n − rank K = {N} free variables: 2^{N1} sums a side is out of reach")
+    M = np.linalg.pinv(Kh[:, P])  # r × m
+    absM = np.abs(M)
+    G = M @ Kh  # r × n
+    # |ĝ − g| ≤ γ_{m+2}|M||K| (dot product) + |M|·u|K̂|(1+2u) (the products D_ji U_ik)
+    eG = (2 * gamma(m + 3) + 3 * _u) * (absM @ np.abs(Kh)) * (1 + 2 * gamma(m + 3))
+    h = M @ t
+    eh = 2 * gamma(m + 3) * (absM @ np.abs(t))
+    m_row = np.sqrt(np.sum(M * M, axis=1)) * (1 + 2 * gamma(m + 2))
+    dev = np.abs(G[:, P] - np.eye(r)) + eG[:, P]
+    eta = dev.sum(axis=1) * (1 + 2 * gamma(r + 1))
+
+    _, t_hi = frobenius_bounds(T)
+    eps_search = SEARCH_FACTOR * tol * t_hi
+    rho = (m_row * eps_search + eta) * (1 + 4 * _u)
+    F1, F2 = F[:N1], F[N1:]
+    S1 = np.abs(G[:, F1]).sum(axis=1)
+    S2 = np.abs(G[:, F2]).sum(axis=1)
+    delta = 2 * (gamma(N1 + 1) * (S1 + np.abs(h)) + gamma(N2 + 1) * S2 + eG[:, F].sum(axis=1)
+                 + eh + _u * (np.abs(h) + S1 + S2) + 8 * _u)
+    W = (rho + delta) * (1 + 4 * _u)
+    usable = np.nonzero(W < 0.25)[0]
+    if usable.size == 0:
+        return MitmPlan(f"pivoted system too ill-conditioned: smallest window {W.min():.2e}")
+    # Matching coordinate: the smallest window relative to how far the partial sums spread
+    # modulo 1 (a coordinate on which the free columns barely move matches everything;
+    # structured instances, e.g. rank-deficient planted ones, have such coordinates).
+    spread = np.minimum(1.0, 4.0 * np.sqrt(np.sum(G[:, F] ** 2, axis=1)))
+    score = W[usable] / np.maximum(spread[usable], 1e-300)
+    order = np.argsort(score, kind="stable")
+    # a second coordinate filters the matched pairs in integer arithmetic before _filter
+    j2 = int(usable[order[1]]) if order.size > 1 else None
+    expected_pairs = 2.0**N * min(1.0, 2.0 * float(score[order[0]]))
+    expected_left = expected_pairs * (min(1.0, 2.0 * float(score[order[1]])) if j2 is not None else 1.0)
+    if expected_left > _MAX_PAIRS or expected_pairs > _MAX_MATCHED:
+        return MitmPlan(f"no selective matching coordinates: ~{expected_pairs:.1e} pairs expected, "
+                        f"~{expected_left:.1e} after the second coordinate (caps {_MAX_MATCHED:.0e}, "
+                        f"{_MAX_PAIRS:.0e})")
+    return MitmPlan(None, r, P, F1, F2, G, h, W, usable, int(usable[order[0]]), j2, eps_search, t_hi,
+                    expected_pairs, expected_left)
 
 
 def _unknown(reason: str, t0: float, **cert: object) -> SearchResult:
@@ -241,87 +323,32 @@ def solve_mitm(
     seed: int = 0,
     memory_cap: int = MEMORY_CAP,
     threads: int = 1,
-    pivots: tuple[int, np.ndarray] | None = None,
+    plan: MitmPlan | None = None,
 ) -> SearchResult:
     """Pivoted meet-in-the-middle: ``found``, ``infeasible`` (complete run) or ``unknown``.
 
     ``seed`` shuffles the free variables between the two sides (it changes which solution
     is met first, never the verdict).  ``memory_cap`` bounds the tables it builds, in bytes;
-    ``threads`` chunks of the streamed side run concurrently (numpy's search releases the
-    GIL).  ``pivots`` is :func:`mitm_pivots`'s result when the caller already has it (any
-    pivots are sound: the windows account for how far ``G[:, P]`` is from the identity).
+    ``threads`` regions of the stored side run concurrently (numpy releases the GIL in its
+    gathers, sorts and lookups).  ``plan`` is :func:`mitm_plan`'s result for the same
+    ``U, D, T, tol, seed`` when the caller already has it.
     """
     t0 = time.perf_counter()
-    rng = np.random.default_rng(seed)
-    n = U.shape[0]
-    Kh = khatri_rao(U, D)  # m × n floats
-    t = T.ravel().astype(np.float64)
-    m = t.size
-    absK = np.abs(Kh)
-
-    # ---- pivots and the transformed system g = M K, h = M t -----------------------------
-    if not np.any(Kh):
-        return _unknown("K = 0: nothing to match (the dual bound decides this case)", t0)
-    r, piv = pivots or _rank_pivots(Kh)
-    P = piv[:r]
-    F = piv[r:].copy()
-    rng.shuffle(F)
-    N = F.size
-    M = np.linalg.pinv(Kh[:, P])  # r × m
-    absM = np.abs(M)
-    G = M @ Kh  # r × n
-    # |ĝ − g| ≤ γ_{m+2}|M||K| (dot product) + |M|·u|K̂|(1+2u) (the products D_ji U_ik)
-    eG = (2 * gamma(m + 3) + 3 * _u) * (absM @ absK) * (1 + 2 * gamma(m + 3))
-    h = M @ t
-    eh = 2 * gamma(m + 3) * (absM @ np.abs(t))
-    m_row = np.sqrt(np.sum(M * M, axis=1)) * (1 + 2 * gamma(m + 2))
-    dev = np.abs(G[:, P] - np.eye(r)) + eG[:, P]
-    eta = dev.sum(axis=1) * (1 + 2 * gamma(r + 1))
-
-    _, t_hi = frobenius_bounds(T)
-    eps_search = SEARCH_FACTOR * tol * t_hi
-    rho = (m_row * eps_search + eta) * (1 + 4 * _u)
-
-    # ---- split the free variables ------------------------------------------------------
-    N1, N2 = _split(N)
-    if N1 > 40:
-        return _unknown(f"N = n − rank K = {N} free variables: 2^{N1} sums a side is out of reach", t0)
+    plan = plan or mitm_plan(U, D, T, tol=tol, seed=seed)
+    if plan.why_not is not None:
+        return _unknown(plan.why_not, t0)
+    r, P, F1, F2, G, h, W, usable = plan.r, plan.P, plan.F1, plan.F2, plan.G, plan.h, plan.W, plan.usable
+    js, j2, eps_search, t_hi, expected_pairs = plan.js, plan.j2, plan.eps_search, plan.t_hi, plan.expected_pairs
+    N1, N2 = plan.sides
+    N = N1 + N2
     if _table_bytes(N1, N2) > memory_cap:
         return _unknown(f"N = n − rank K = {N} free variables: the tables need {_table_bytes(N1, N2)} "
                         f"bytes, more than the memory cap of {memory_cap} bytes", t0)
-    est = _seconds(N1, N2, threads)
+    est = plan.seconds(threads)
     if est > 1.5 * timeout:  # hand the budget to the finders of the portfolio instead
-        return _unknown(f"estimated {est:.0f}s for 2^{N1}+2^{N2} partial sums (n − rank K = {N}) "
-                        f"exceeds the time budget {timeout:g}s", t0)
-    F1, F2 = F[:N1], F[N1:]
+        return _unknown(f"estimated {est:.0f}s for 2^{N1}+2^{N2} partial sums and ~{expected_pairs:.1e} "
+                        f"matched pairs (n − rank K = {N}) exceeds the time budget {timeout:g}s", t0)
     GF1, GF2 = G[:, F1], G[:, F2]
-    S1 = np.abs(GF1).sum(axis=1)
-    S2 = np.abs(GF2).sum(axis=1)
-    delta = 2 * (gamma(N1 + 1) * (S1 + np.abs(h)) + gamma(N2 + 1) * S2 + eG[:, F].sum(axis=1)
-                 + eh + _u * (np.abs(h) + S1 + S2) + 8 * _u)
-    W = (rho + delta) * (1 + 4 * _u)
-    usable = np.nonzero(W < 0.25)[0]
-    if usable.size == 0:
-        return _unknown(f"pivoted system too ill-conditioned: smallest window {W.min():.2e}", t0)
-    # Matching coordinate: the smallest window relative to how far the partial sums spread
-    # modulo 1 (a coordinate on which the free columns barely move matches everything;
-    # structured instances, e.g. rank-deficient planted ones, have such coordinates).
-    spread = np.minimum(1.0, 4.0 * np.sqrt(np.sum(G[:, F] ** 2, axis=1)))
-    score = W[usable] / np.maximum(spread[usable], 1e-300)
-    order = np.argsort(score, kind="stable")
-    js = int(usable[order[0]])
-    # a second coordinate filters the matched pairs in integer arithmetic before _filter
-    j2 = int(usable[order[1]]) if order.size > 1 else None
-    expected_pairs = 2.0**N * min(1.0, 2.0 * float(score[order[0]]))
-    expected_left = expected_pairs * (min(1.0, 2.0 * float(score[order[1]])) if j2 is not None else 1.0)
-    if expected_left > _MAX_PAIRS or expected_pairs > _MAX_MATCHED:
-        return _unknown(f"no selective matching coordinates: ~{expected_pairs:.1e} pairs expected, "
-                        f"~{expected_left:.1e} after the second coordinate (caps {_MAX_MATCHED:.0e}, "
-                        f"{_MAX_PAIRS:.0e})", t0)
-    est += expected_pairs / (_PAIR_RATE * min(max(1, threads), 2))
-    if est > 1.5 * timeout:
-        return _unknown(f"estimated {est:.0f}s for 2^{N1}+2^{N2} partial sums and "
-                        f"~{expected_pairs:.1e} matched pairs exceeds the time budget {timeout:g}s", t0)
 
     # ---- quantise the matching coordinate: exact integer arithmetic modulo 2^Q ---------
     # The stored side is cut by value into 2^p regions of about 2^_REGION_BITS sums; each
@@ -333,8 +360,6 @@ def solve_mitm(
     L2 = _low_bits(N2, p) if p else N2
     per_query = expected_pairs / 2.0**N1
     L1 = min(_low_bits(N1, p), max(1, int(math.floor(22 - math.log2(max(per_query, 1e-300))))))
-    if p == 0 and threads > 1 and N1 >= _SPLIT_BITS:  # at least one chunk per worker (up to 4)
-        L1 = min(L1, N1 - min(2, (threads - 1).bit_length()))
     H, H2 = N1 - L1, N2 - L2
     if H > 22:
         return _unknown(f"2^{H} chunks of 2^{L1} queries: pairs match too often "
@@ -491,8 +516,8 @@ def solve_mitm(
                 for f in pending:
                     f.cancel()
                 if why == "timeout":
-                    why = (f"time budget {timeout:g}s spent after {done - 1}/{n_units} units of "
-                           f"~2^{L1} queries (2^{N1}×2^{N2} pairs, rank {r})")
+                    why = (f"time budget {timeout:g}s spent after {done - 1}/{n_units} units "
+                           f"(2^{N1}×2^{N2} partial sums, 2^{p} regions, rank {r})")
                 return _unknown(why, t0)
             n_pairs += pairs
             if cands:
@@ -506,7 +531,7 @@ def solve_mitm(
                         f"2^{N1}×2^{N2})", S=S, residual=res, elapsed=time.perf_counter() - t0)
                 best_lower = min(best_lower, lower)
     bound = min(eps_search / t_hi * (1 - 4 * _u), best_lower)
-    cert = {"kind": "meet-in-the-middle", "rank": r, "pivots": [int(p) for p in P],
+    cert = {"kind": "meet-in-the-middle", "rank": r, "pivots": [int(i) for i in P],
             "sides": [N1, N2], "pairs_matched": n_pairs, "candidates": n_cands,
             "search_radius": eps_search}
     if bound > tol:
@@ -521,7 +546,7 @@ def solve_mitm(
 
 class _InlinePool:
     """The slice of ``ThreadPoolExecutor`` used above, running each call at once in this
-    thread (for a single chunk, or ``threads=1``)."""
+    thread (for a single unit of work, or ``threads=1``)."""
 
     def __enter__(self) -> "_InlinePool":
         return self
