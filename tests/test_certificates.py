@@ -482,3 +482,21 @@ def test_checker_collinearity_screen_finds_exact_pairs_across_chunks():
     pairs, worst = checker._collinear_pairs(U)
     assert sorted(pairs) == [(10, 4000), (2100, 2200)]
     assert worst == pytest.approx(1.0)
+
+
+def test_checker_decides_diagonal_skips_exactly_without_an_svd(monkeypatch: pytest.MonkeyPatch):
+    """The identity skip of a real model (d = 4096) cost the checker a 13 s SVD; a diagonal
+    skip is invertible exactly when no diagonal entry is zero, even a tiny one."""
+    def no_svd(*a, **k):
+        raise AssertionError("an SVD was computed for a diagonal matrix")
+
+    monkeypatch.setattr(checker.np.linalg, "svd", no_svd)
+    d = checker.EXACT_ELIM_MAX_D + 5  # past the exact-rank route
+    assert checker._invertible(np.eye(d))[0] is True
+    tiny = np.diag(np.r_[np.full(d - 1, 2.0), 1e-300])  # the SVD route could not decide this
+    assert checker._invertible(tiny)[0] is True
+    assert checker._invertible(np.diag(np.r_[np.ones(d - 1), 0.0]))[0] is False
+    monkeypatch.undo()
+    full = np.eye(d)
+    full[0, 1] = 1.0  # not diagonal: the SVD route, still invertible
+    assert checker._invertible(full)[0] is True

@@ -385,8 +385,13 @@ def _bias_free(block: Block) -> bool:
 
 
 def _invertible(a: np.ndarray) -> tuple[bool | None, str]:
-    """Exact rank over Q for small matrices, else σ_min > 10·d·ε·σ_max (backward-stable SVD)."""
+    """Exact for diagonal matrices (the identity skip: all diagonal entries nonzero) and by
+    rank over Q for small ones, else σ_min > 10·d·ε·σ_max (backward-stable SVD)."""
     d = a.shape[0]
+    diag = np.diagonal(a)
+    if np.count_nonzero(a) == np.count_nonzero(diag):  # nothing off the diagonal
+        zero = int(d - np.count_nonzero(diag))
+        return zero == 0, "diagonal, every diagonal entry nonzero" if zero == 0 else f"diagonal with {zero} zero entries"
     if d <= EXACT_ELIM_MAX_D:
         r = exact_rank(_frac_matrix(a))
         return r == d, f"exact rank {r} of {d}"
