@@ -77,6 +77,26 @@ def run_one(method: str, U, D, T, budget: float, track: bool) -> dict:
             "peak": peak, "by": res.method}
 
 
+def calibration() -> str:
+    """Two fixed reference timings, so that tables from different runs (or machines) can be
+    compared: the seconds of each method move with the machine, the ratios much less."""
+    rng = np.random.default_rng(0)
+    keys = rng.integers(0, 2**60, size=2**20)
+    A = rng.standard_normal((1000, 1000))
+
+    def best(f) -> float:
+        return min(_timed(f) for _ in range(5))
+
+    return (f"np.sort of 2^20 int64 {best(lambda: np.sort(keys)) * 1e3:.1f} ms, "
+            f"1000x1000 float64 matmul {best(lambda: A @ A) * 1e3:.1f} ms")
+
+
+def _timed(f) -> float:
+    t0 = time.perf_counter()
+    f()
+    return time.perf_counter() - t0
+
+
 def fmt_time(times: list[float], solved: int, budget: float) -> str:
     med = statistics.median(times)
     return f">{budget:g}" if solved * 2 <= len(times) and med >= budget * 0.99 else f"{med:.2f}"
@@ -105,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         find_index_set(U0, D0, T0, method=m, timeout=5.0)
     print(f"# bench_narrow: d in {dims}, n in {widths}, {seeds} seed(s), budget {budget:g}s, tol 1e-9")
     print(f"# python {' '.join(sys.argv)}")
+    print(f"# machine speed: {calibration()}")
     rows = []
     failures: list[str] = []
     warnings: list[str] = []
