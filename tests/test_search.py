@@ -301,13 +301,14 @@ def test_quantise_is_within_half_a_unit_modulo_2_to_the_Q(x, Q):
 @given(d=st.integers(2, 3), n=st.integers(8, 22), seed=st.integers(0, 2**32 - 1),
        kind=st.sampled_from(["planted", "generic", "integer"]), tol=st.sampled_from([1e-9, 1e-4, 2e-3]),
        region_bits=st.integers(0, 4), unit_bits=st.integers(0, 6), cell_bits=st.integers(1, 5),
-       low_bits=st.integers(1, 6))
+       low_bits=st.integers(1, 6), candidates=st.sampled_from([1, 7, 1 << 22]))
 def test_mitm_regions_and_cells_match_every_pair_exactly_once(d, n, seed, kind, tol, region_bits,
-                                                              unit_bits, cell_bits, low_bits):
+                                                              unit_bits, cell_bits, low_bits, candidates):
     """Cutting the stored side into value regions (each built from a low table and the high
-    columns' offsets), the streamed side into chunks and batches, and the search into
-    prefix-count cells must find exactly the pairs one whole sorted table finds: the
-    verdict and the count of matched pairs agree with the run without regions."""
+    columns' offsets), the streamed side into chunks and batches, the search into
+    prefix-count cells and the candidate pairs into groups must find exactly the pairs one
+    whole sorted table finds: the verdict and the count of matched pairs agree with the
+    run without regions."""
     from unittest import mock
 
     from absorb.search import mitm
@@ -321,13 +322,15 @@ def test_mitm_regions_and_cells_match_every_pair_exactly_once(d, n, seed, kind, 
     with mock.patch.multiple(mitm, _REGION_BITS=60):
         whole = mitm.solve_mitm(U, D, T, tol=tol, threads=1)
     with mock.patch.multiple(mitm, _REGION_BITS=region_bits, _UNIT_BITS=unit_bits, _CELL_BITS=cell_bits,
-                             _LOW_BITS=low_bits):
+                             _LOW_BITS=low_bits, _MAX_CANDIDATES=candidates):
         cut = mitm.solve_mitm(U, D, T, tol=tol, threads=2)
+    assert_sound(cut, U, D, T, tol=tol)
+    if "candidate sets" in whole.reason + cut.reason:
+        return  # one run gave up on > 5000 candidate sets in a unit; units differ in size
     assert cut.status is whole.status, (whole.reason, cut.reason)
     if whole.status is INFEASIBLE:
         assert cut.certificate["pairs_matched"] == whole.certificate["pairs_matched"]
         assert cut.bound == whole.bound
-    assert_sound(cut, U, D, T, tol=tol)
 
 
 # ---------------------------------------------------------------------------------------

@@ -83,6 +83,8 @@ _LOW_BITS = 20
 _MAX_MATCHED = 4.0e9
 _MAX_PAIRS = 5.0e7
 _FILTER_BATCH = 1 << 17
+#: candidate pairs (query, stored key in a scanned cell) expanded at a time
+_MAX_CANDIDATES = 1 << 22
 #: matched pairs handled per second and worker thread (measured: found among the scanned
 #: cells, compared, tested on the second coordinate)
 _PAIR_RATE = 5.0e6
@@ -465,36 +467,44 @@ def solve_mitm(
             cnt = first.take((x >> cs) + 1, mode="clip") - lo
             del x
             near = np.nonzero(cnt)[0]
-            cnt = cnt[near]
-            qi = np.repeat(near, cnt)
-            ki = _ranges(lo[near], cnt)
-            ok = np.nonzero(np.abs(vals[ki] - qs[qi]) <= wq)[0]
-            del lo, cnt, near, qs
-            qi, ki = qi[ok], ki[ok]
-            total += int(qi.size)
-            if qi.size == 0:
-                continue
-            ch = ch[qi]
-            left = ((ch + c0) << L1) | (lk[qi] & loc_mask)
-            right = Rs[ki] & mask2
-            del qi, ki, lk
-            if j2 is not None:  # circular distance on the second coordinate, exact integers
-                v2 = (low_tab2[left & loc_mask] + starts2[ch + c0] - r_low2[right & low2_mask]
-                      - high2_2[right >> L2]) & top
-                keep = np.nonzero(np.minimum(v2, (top + 1) - v2) <= wq2)[0]
-                del v2
-                left, right = left[keep], right[keep]
-            del ch
-            for b0 in range(0, left.size, _FILTER_BATCH):  # bounded memory for unselective chunks
+            lo, cnt = lo[near], cnt[near]
+            upto = np.cumsum(cnt)
+            g0 = 0
+            while g0 < near.size:  # ≤ _MAX_CANDIDATES candidate pairs at a time (a query has
+                # at most a region's keys): bounded memory even where sums coincide a lot
                 if time.perf_counter() > deadline:
                     return 0, None, "timeout"
-                cands, why = _filter(left[b0:b0 + _FILTER_BATCH], right[b0:b0 + _FILTER_BATCH],
-                                     N1, N2, GF1, GF2, h, W, usable, P, F1, F2)
-                if cands is None:
-                    return 0, None, why
-                out.extend(cands)
-                if len(out) > 5_000:
-                    return 0, None, "more than 5000 candidate sets in one unit: windows too wide"
+                done_before = int(upto[g0 - 1]) if g0 else 0
+                g1 = max(g0 + 1, int(np.searchsorted(upto, done_before + _MAX_CANDIDATES, side="right")))
+                qi = np.repeat(near[g0:g1], cnt[g0:g1])
+                ki = _ranges(lo[g0:g1], cnt[g0:g1])
+                g0 = g1
+                ok = np.nonzero(np.abs(vals[ki] - qs[qi]) <= wq)[0]
+                qi, ki = qi[ok], ki[ok]
+                total += int(qi.size)
+                if qi.size == 0:
+                    continue
+                cq = ch[qi] + c0
+                left = (cq << L1) | (lk[qi] & loc_mask)
+                right = Rs[ki] & mask2
+                del qi, ki
+                if j2 is not None:  # circular distance on the second coordinate, exact integers
+                    v2 = (low_tab2[left & loc_mask] + starts2[cq] - r_low2[right & low2_mask]
+                          - high2_2[right >> L2]) & top
+                    keep = np.nonzero(np.minimum(v2, (top + 1) - v2) <= wq2)[0]
+                    del v2
+                    left, right = left[keep], right[keep]
+                del cq
+                for b0 in range(0, left.size, _FILTER_BATCH):  # bounded memory for unselective chunks
+                    if time.perf_counter() > deadline:
+                        return 0, None, "timeout"
+                    cands, why = _filter(left[b0:b0 + _FILTER_BATCH], right[b0:b0 + _FILTER_BATCH],
+                                         N1, N2, GF1, GF2, h, W, usable, P, F1, F2)
+                    if cands is None:
+                        return 0, None, why
+                    out.extend(cands)
+                    if len(out) > 5_000:
+                        return 0, None, "more than 5000 candidate sets in one unit: windows too wide"
         return total, out, ""
 
     n_pairs = 0
