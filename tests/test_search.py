@@ -300,10 +300,10 @@ def test_quantise_is_within_half_a_unit_modulo_2_to_the_Q(x, Q):
 @settings(derandomize=True, deadline=None, max_examples=60)
 @given(d=st.integers(2, 3), n=st.integers(8, 22), seed=st.integers(0, 2**32 - 1),
        kind=st.sampled_from(["planted", "generic", "integer"]), tol=st.sampled_from([1e-9, 1e-4, 2e-3]),
-       region_bits=st.integers(0, 4), unit_bits=st.integers(0, 6), cell_bits=st.integers(1, 5),
+       region_bits=st.integers(0, 4), batch_bits=st.integers(0, 6), cell_bits=st.integers(1, 5),
        low_bits=st.integers(1, 6), candidates=st.sampled_from([1, 7, 1 << 22]))
 def test_mitm_regions_and_cells_match_every_pair_exactly_once(d, n, seed, kind, tol, region_bits,
-                                                              unit_bits, cell_bits, low_bits, candidates):
+                                                              batch_bits, cell_bits, low_bits, candidates):
     """Cutting the stored side into value regions (each built from a low table and the high
     columns' offsets), the streamed side into chunks and batches, the search into
     prefix-count cells and the candidate pairs into groups must find exactly the pairs one
@@ -321,7 +321,7 @@ def test_mitm_regions_and_cells_match_every_pair_exactly_once(d, n, seed, kind, 
         U, D, T = generic(d, n, seed=seed)
     with mock.patch.multiple(mitm, _REGION_BITS=60):
         whole = mitm.solve_mitm(U, D, T, tol=tol, threads=1)
-    with mock.patch.multiple(mitm, _REGION_BITS=region_bits, _UNIT_BITS=unit_bits, _CELL_BITS=cell_bits,
+    with mock.patch.multiple(mitm, _REGION_BITS=region_bits, _BATCH_BITS=batch_bits, _CELL_BITS=cell_bits,
                              _LOW_BITS=low_bits, _MAX_CANDIDATES=candidates):
         cut = mitm.solve_mitm(U, D, T, tol=tol, threads=2)
     assert_sound(cut, U, D, T, tol=tol)

@@ -73,7 +73,7 @@ from ._types import SearchResult, SearchStatus
 SEARCH_FACTOR = 4.0
 #: memory cap (bytes) for the tables a run builds; past it the backend answers ``unknown``
 MEMORY_CAP = 2 * 1024**3
-#: bytes per stored element of the sorted side while it is built (sums, keys, sort)
+#: bytes per sum of a sorted low table while it is built (sums, keys, merges' scratch)
 _BYTES_PER_ELEMENT = 40
 #: each side's sorted low table holds at most 2^_LOW_BITS sums (the rest of the side's
 #: columns give one offset per chunk or region run)
@@ -97,8 +97,8 @@ _SEC_PER_REGION_SUM = 60e-9
 _SEC_PER_QUERY = 40e-9
 #: stored slices of at most 2^_REGION_BITS keys (512 KiB) are searched at a time
 _REGION_BITS = 16
-#: a unit of work gathers about 2^_UNIT_BITS queries (its temporaries then stay in cache)
-_UNIT_BITS = 17
+#: a batch of chunks gathers about 2^_BATCH_BITS queries of a region at a time
+_BATCH_BITS = 17
 #: at most 2^_CELL_BITS cells per stored slice in the prefix count that finds each query's keys
 _CELL_BITS = 19
 _u = UNIT_ROUNDOFF
@@ -204,8 +204,8 @@ def _low_bits(Nside: int, p: int) -> int:
 
 
 def _table_bytes(N1: int, N2: int) -> int:
-    """Bytes of the tables a run builds: each side's sorted low table (≤ 2^_LOW_BITS keys,
-    with their second-coordinate sums and the merges' scratch)."""
+    """Bytes of the largest tables a run builds: each side's sorted low table (≤ 2^_LOW_BITS
+    keys, with their second-coordinate sums and the merges' scratch)."""
     return _BYTES_PER_ELEMENT * (2 ** min(N1, _LOW_BITS) + 2 ** min(N2, _LOW_BITS))
 
 
@@ -403,7 +403,7 @@ def solve_mitm(
         low2_val = low2_tab >> L2
 
     n_chunks = 1 << H
-    batch = min(n_chunks, 1 << max(0, p + _UNIT_BITS - L1))  # ~2^_UNIT_BITS queries a batch
+    batch = min(n_chunks, 1 << max(0, p + _BATCH_BITS - L1))  # ~2^_BATCH_BITS queries a batch
     # p > 0: a unit is a region (its stored slice is built once, then met by every chunk's
     # queries that land in it, a batch at a time); p = 0: a unit is one batch of chunks
     units = [(k, 0, n_chunks) for k in range(1 << p)] if p else \
