@@ -454,3 +454,20 @@ def test_auto_never_builds_K_at_model_sizes(monkeypatch):
     res = find_index_set(U, D, T)
     assert res.status in (UNKNOWN, INFEASIBLE, FOUND)
     assert_sound(res, U, D, T)
+
+
+def test_progress_notes_name_the_steps_and_the_regions_done():
+    """``progress`` hears each portfolio step and, in a long MITM run, how many regions are
+    done (here every unit, with the note interval set to 0)."""
+    from unittest import mock
+
+    from absorb.search import mitm
+
+    U, D, T = generic(2, 40, seed=3)  # 2^18 × 2^18 sums: 4 regions
+    notes: list[str] = []
+    with mock.patch.object(mitm, "_NOTE_SECONDS", 0.0):
+        res = find_index_set(U, D, T, method="auto", progress=notes.append)
+    assert res.status is INFEASIBLE
+    assert notes[0] == "dual-bound" and "mitm" in notes
+    regions = [x for x in notes if x.startswith("meet-in-the-middle: ")]
+    assert regions and regions[-1] == "meet-in-the-middle: 4/4 regions"

@@ -63,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
     progress = None
     if sys.stderr.isatty() and not args.json:
         progress = lambda name: sys.stderr.write(f"\rdeciding {name} …\x1b[K")  # noqa: E731
-    dec = decide(model, path=args.path, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method, progress=progress)
+    dec = decide(model, path=args.path, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method,
+                 progress=progress, search_progress=progress)
     if progress:
         sys.stderr.write("\r\x1b[K")
     fields = []

@@ -54,8 +54,12 @@ def _sympy_fraction(v: sp.Expr) -> Fraction | None:
     return Fraction(int(v.p), int(v.q)) if isinstance(v, sp.Rational) else None
 
 
-def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0, method: str = "auto") -> BlockDecision:
-    """Decide whether ``f(x) = M x + B(x)`` equals some residual-free block of width n."""
+def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0, method: str = "auto",
+                 search_progress: Progress | None = None) -> BlockDecision:
+    """Decide whether ``f(x) = M x + B(x)`` equals some residual-free block of width n.
+
+    ``search_progress`` (optional) is called now and then during a long index-set search
+    with a short note, e.g. ``"meet-in-the-middle: 120/2048 regions"``."""
     H: list[Hypothesis] = []
     P: list[props.Property] = []
 
@@ -136,7 +140,8 @@ def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.
         return done(dd.verdict, Theorem.CANONICAL_FORM, dd.reason, witness=dd.witness, search=fallback.search)
 
     T = -block.M / float(c)
-    res = find_index_set(block.W_up, block.W_down, T, tol=tol, timeout=timeout, method=method, seed=seed)
+    res = find_index_set(block.W_up, block.W_down, T, tol=tol, timeout=timeout, method=method, seed=seed,
+                         progress=search_progress)
     if res.status is SearchStatus.FOUND:
         w, ok = check_flip_witness(block, res.S, c, tol=tol, seed=seed)
         if ok:
@@ -230,13 +235,19 @@ def _skip_product_nonzero(blocks: Iterable[Block]) -> tuple[bool, float]:
 
 
 def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0,
-                 method: str = "auto", progress: Progress | None = None) -> Decision:
-    """Decide a stack ``F = f_L ∘ … ∘ f_1`` (a single block is a stack of one)."""
+                 method: str = "auto", progress: Progress | None = None,
+                 search_progress: Progress | None = None) -> Decision:
+    """Decide a stack ``F = f_L ∘ … ∘ f_1`` (a single block is a stack of one).
+
+    ``progress`` is called with each block's name before it is decided;
+    ``search_progress`` with ``"<name>: <note>"`` during a long index-set search."""
     decisions = []
     for blk in stack.blocks:
         if progress:
             progress(blk.name)
-        decisions.append(decide_block(blk, tol=tol, timeout=timeout / max(1, len(stack)), seed=seed, method=method))
+        note = None if search_progress is None else (lambda s, name=blk.name: search_progress(f"{name}: {s}"))
+        decisions.append(decide_block(blk, tol=tol, timeout=timeout / max(1, len(stack)), seed=seed, method=method,
+                                      search_progress=note))
     if len(stack) == 1:
         (bd,) = decisions
         return Decision(path=path, verdict=bd.verdict, theorem=bd.theorem, reason=bd.reason, blocks=(bd,), tolerance=tol,
@@ -269,10 +280,11 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
 
 
 def decide(model: Block | Stack, *, path: str = "", tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0,
-           method: str = "auto", progress: Progress | None = None) -> Decision:
+           method: str = "auto", progress: Progress | None = None, search_progress: Progress | None = None) -> Decision:
     """Decide a block or a stack. ``tol`` is the relative tolerance every verdict names."""
     stack = model if isinstance(model, Stack) else Stack((model,))
-    return decide_stack(stack, path=path, tol=tol, timeout=timeout, seed=seed, method=method, progress=progress)
+    return decide_stack(stack, path=path, tol=tol, timeout=timeout, seed=seed, method=method, progress=progress,
+                        search_progress=search_progress)
 
 
 def decide_collection(blocks: Iterable[Block], *, path: str = "", tol: float = DEFAULT_TOL, timeout: float = 60.0,

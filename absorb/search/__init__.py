@@ -370,6 +370,7 @@ def find_index_set(
     timeout: float = 60.0,
     method: str = "auto",
     seed: int = 0,
+    progress: Callable[[str], None] | None = None,
 ) -> SearchResult:
     """Find ``S`` with ``‖D[:,S]U[S,:] − T‖_F ≤ tol·‖T‖_F``, prove none exists, or give up.
 
@@ -392,6 +393,9 @@ def find_index_set(
 
     It stops at the first ``found`` or ``infeasible``.  Every verdict is re-checked here:
     a found ``S`` by recomputing its residual, an infeasibility by ``bound > tol``.
+    ``progress`` (optional) is called with a short note when a step starts and, during a
+    long meet-in-the-middle run, every quarter second or so (``"meet-in-the-middle: 120/2048
+    regions"``).
     """
     U = np.asarray(U, dtype=np.float64)
     D = np.asarray(D, dtype=np.float64)
@@ -426,6 +430,8 @@ def find_index_set(
                             bound=res.bound, elapsed=time.perf_counter() - t0, certificate=cert)
 
     def attempt(name: str, run: Callable[[], SearchResult]) -> SearchResult | None:
+        if progress is not None:
+            progress(name)
         res = _checked(run(), U, D, T, tol)
         trail.append({"method": res.method, "status": res.status.value,
                       "elapsed": round(res.elapsed, 4), "reason": res.reason})
@@ -463,7 +469,7 @@ def find_index_set(
         return max(floor, min(0.05 * est, 2.0, 0.05 * left()))
 
     mitm_step = ("mitm", lambda: _backend("mitm")(  # type: ignore[misc]
-        U, D, T, timeout=left(), threads=cores, plan=plan, **kw))
+        U, D, T, timeout=left(), threads=cores, plan=plan, progress=progress, **kw))
     # A complete MITM run expected within QUICK_MITM_SECONDS goes first, ahead of the
     # relaxation's least squares (0.4–4 ms): it decides alone when it finds a set, and an
     # infeasibility it proves is held back while the dual bound is tried, whose dual matrix

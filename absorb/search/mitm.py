@@ -99,6 +99,8 @@ _SEC_PER_QUERY = 40e-9
 _REGION_BITS = 16
 #: a batch of chunks gathers about 2^_BATCH_BITS queries of a region at a time
 _BATCH_BITS = 17
+#: seconds between two progress notes
+_NOTE_SECONDS = 0.25
 #: at most 2^_CELL_BITS cells per stored slice in the prefix count that finds each query's keys
 _CELL_BITS = 19
 _u = UNIT_ROUNDOFF
@@ -326,6 +328,7 @@ def solve_mitm(
     memory_cap: int = MEMORY_CAP,
     threads: int = 1,
     plan: MitmPlan | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> SearchResult:
     """Pivoted meet-in-the-middle: ``found``, ``infeasible`` (complete run) or ``unknown``.
 
@@ -333,7 +336,8 @@ def solve_mitm(
     is met first, never the verdict).  ``memory_cap`` bounds the tables it builds, in bytes;
     ``threads`` regions of the stored side run concurrently (numpy releases the GIL in its
     gathers, sorts and lookups).  ``plan`` is :func:`mitm_plan`'s result for the same
-    ``U, D, T, tol, seed`` when the caller already has it.
+    ``U, D, T, tol, seed`` when the caller already has it.  ``progress`` (optional) is
+    called about every quarter second with ``"meet-in-the-middle: <done>/<all> regions"``.
     """
     t0 = time.perf_counter()
     plan = plan or mitm_plan(U, D, T, tol=tol, seed=seed)
@@ -516,6 +520,7 @@ def solve_mitm(
         pending: deque = deque()
         nxt = 0
         done = 0
+        next_note = time.perf_counter() + _NOTE_SECONDS
         while pending or nxt < n_units:
             while nxt < n_units and len(pending) < 2 * workers:
                 pending.append(pool.submit(match, units[nxt]))
@@ -530,6 +535,9 @@ def solve_mitm(
                            f"(2^{N1}×2^{N2} partial sums, 2^{p} regions, rank {r})")
                 return _unknown(why, t0)
             n_pairs += pairs
+            if progress is not None and time.perf_counter() > next_note:
+                next_note = time.perf_counter() + _NOTE_SECONDS
+                progress(f"meet-in-the-middle: {done}/{n_units} {'regions' if p else 'batches'}")
             if cands:
                 n_cands += len(cands)
                 S, res, lower = classify_candidates(U, D, T, cands, tol)
