@@ -401,6 +401,16 @@ def _invertible(a: np.ndarray) -> tuple[bool | None, str]:
     return None, f"σ_min = {s[-1]:.3g} too close to rounding to decide"
 
 
+def _skip_invertible(ctx: _Ctx, block: Block) -> tuple[bool | None, str]:
+    """:func:`_invertible` of the block's skip (H_res for Hyper-Connections), once per block."""
+    return ctx.memo("invertible", lambda: _invertible(block.hc.H_res if block.hc is not None else block.M))
+
+
+def _row_pairs(ctx: _Ctx, block: Block) -> tuple[list[tuple[int, int]], float]:
+    """:func:`_collinear_pairs` of the block's W_up, once per block."""
+    return ctx.memo("collinear", lambda: _collinear_pairs(block.W_up))
+
+
 def _collinear_pairs(U: np.ndarray) -> tuple[list[tuple[int, int]], float]:
     """Exactly collinear pairs of nonzero rows (float screen, exact decision on near pairs)."""
     norms = np.linalg.norm(U, axis=1)
@@ -789,14 +799,14 @@ def _necessity_failures(ctx: _Ctx, block: Block) -> tuple[list[str], str]:
         out.append("the block has biases")
     if block.d < 2:
         out.append("d < 2")
-    inv, inv_how = ctx.memo("invertible", lambda: _invertible(block.hc.H_res if block.hc is not None else block.M))
+    inv, inv_how = _skip_invertible(ctx, block)
     if inv is not True:
         out.append(f"M is not proved invertible ({inv_how})")
     if np.any(~np.any(block.W_up != 0, axis=1)):
         out.append("a row of W_up is zero")
     if np.any(~np.any(block.W_down != 0, axis=0)):
         out.append("a column of W_down is zero")
-    pairs, worst = ctx.memo("collinear", lambda: _collinear_pairs(block.W_up))
+    pairs, worst = _row_pairs(ctx, block)
     if pairs:
         out.append(f"rows {pairs[0][0]} and {pairs[0][1]} of W_up are collinear")
     return out, f"{'H_res' if block.hc is not None else 'M'}: {inv_how}; max |cos| between rows of W_up {worst:.6g}"
@@ -863,8 +873,8 @@ def _check_recorded_hypotheses(ctx: _Ctx, w: str, b: dict[str, Any], block: Bloc
         "d_at_least_2": lambda: block.d >= 2,
         "rows_nonzero": lambda: bool(np.all(np.any(block.W_up != 0, axis=1))),
         "columns_nonzero": lambda: bool(np.all(np.any(block.W_down != 0, axis=0))),
-        "skip_invertible": lambda: ctx.memo("invertible", lambda: _invertible(block.hc.H_res if block.hc is not None else block.M))[0],
-        "rows_noncollinear": lambda: not ctx.memo("collinear", lambda: _collinear_pairs(block.W_up))[0],
+        "skip_invertible": lambda: _skip_invertible(ctx, block)[0],
+        "rows_noncollinear": lambda: not _row_pairs(ctx, block)[0],
     }
     for h in b.get("hypotheses", []):
         name = h.get("name")
