@@ -179,9 +179,13 @@ def write(out: Path, tensors: dict[str, np.ndarray], config: dict | None, *, sha
     return out
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+def run_absorb(command: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "absorb", "check", *args], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run([sys.executable, "-m", "absorb", command, *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_absorb("check", *args)
 
 
 # ----------------------------------------------------------------------------------------
@@ -418,11 +422,6 @@ def test_example_script_and_table(tmp_path: Path) -> None:
     assert any(ln.startswith("analysed: the isolated MLP block f(x) = x + B(x) with its own identity skip, as in the paper") for ln in lines)
 
 
-def run_verify(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "absorb", "verify", *args], capture_output=True, text=True, env=env, timeout=120)
-
-
 def test_checkpoint_certificate_round_trip_and_tampering(tmp_path: Path) -> None:
     """`absorb check CKPT --certificate` writes one certificate for all the blocks (each entry
     built while its layer is loaded); `absorb verify` re-opens the checkpoint with the
@@ -438,14 +437,14 @@ def test_checkpoint_certificate_round_trip_and_tampering(tmp_path: Path) -> None
     assert [b["name"] for b in doc["blocks"]] == [f"bert.encoder.layer.{i}" for i in range(3)]
     assert doc["blocks"][1]["verdict"] == "absorbable" and doc["blocks"][1]["witness"]["S"] == [1, 5]
     assert doc["parameters"]["checkpoint"] == {"layers": None, "up": None, "down": None, "gate": None, "fold_norm": False}
-    ok = run_verify(str(cert), str(tmp_path / "b"), "--json")
+    ok = run_absorb("verify", str(cert), str(tmp_path / "b"), "--json")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert json.loads(ok.stdout)["result"] == "accepted"
     # only layer 1, with the options recorded: verify reads that layer alone
     one = tmp_path / "one.json"
     assert run_cli(str(tmp_path / "b"), "--layers", "1", "--certificate", str(one)).returncode == 0
     assert json.loads(one.read_text())["parameters"]["checkpoint"]["layers"] == "1"
-    assert run_verify(str(one), str(tmp_path / "b"), "--strict").returncode == 0
+    assert run_absorb("verify", str(one), str(tmp_path / "b"), "--strict").returncode == 0
     # a changed weight in layer 1: the hash (and the witness) no longer match
     shard = next(f for f in sorted((tmp_path / "b").glob("*.safetensors"))
                  if "bert.encoder.layer.1.output.dense.weight" in open_checkpoint(f).tensors)
@@ -453,7 +452,7 @@ def test_checkpoint_certificate_round_trip_and_tampering(tmp_path: Path) -> None
     t = load_file(str(shard))
     t["bert.encoder.layer.1.output.dense.weight"][0, 0] += 0.5
     save_file(t, str(shard))
-    bad = run_verify(str(one), str(tmp_path / "b"))
+    bad = run_absorb("verify", str(one), str(tmp_path / "b"))
     assert bad.returncode == 1 and "rejected: bert.encoder.layer.1" in bad.stdout, bad.stdout
 
 
