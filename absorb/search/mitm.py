@@ -208,10 +208,12 @@ def _low_bits(Nside: int, p: int) -> int:
     return min(Nside, _LOW_BITS, max(Nside - 4, p + 6))
 
 
-def _table_bytes(N1: int, N2: int) -> int:
-    """Bytes of the largest tables a run builds: each side's sorted low table (≤ 2^_LOW_BITS
-    keys, with their second-coordinate sums and the merges' scratch)."""
-    return _BYTES_PER_ELEMENT * (2 ** min(N1, _LOW_BITS) + 2 ** min(N2, _LOW_BITS))
+def _table_bytes(L1: int, L2: int, H: int, H2: int) -> int:
+    """Bytes of the tables a run holds throughout: each side's sorted low table (2^L1 and
+    2^L2 keys, with their second-coordinate sums and the merges' scratch) and the offsets of
+    its 2^H (2^H2) high-column subsets, on both coordinates.  (A batch of candidate pairs
+    adds at most _MAX_CANDIDATES of each of a few index arrays.)"""
+    return _BYTES_PER_ELEMENT * ((1 << L1) + (1 << L2)) + 2 * 8 * ((1 << H) + (1 << H2))
 
 
 @dataclass
@@ -349,9 +351,6 @@ def solve_mitm(
     js, j2, eps_search, t_hi, expected_pairs = plan.js, plan.j2, plan.eps_search, plan.t_hi, plan.expected_pairs
     N1, N2 = plan.sides
     N = N1 + N2
-    if _table_bytes(N1, N2) > memory_cap:
-        return _unknown(f"N = n − rank K = {N} free variables: the tables need {_table_bytes(N1, N2)} "
-                        f"bytes, more than the memory cap of {memory_cap} bytes", t0)
     est = plan.seconds(threads)
     if est > 1.5 * timeout:  # hand the budget to the finders of the portfolio instead
         return _unknown(f"estimated {est:.0f}s for 2^{N1}+2^{N2} partial sums and ~{expected_pairs:.1e} "
@@ -372,6 +371,9 @@ def solve_mitm(
     if H > 22:
         return _unknown(f"2^{H} chunks of 2^{L1} queries: pairs match too often "
                         f"(~{per_query:.1e} per query)", t0)
+    if _table_bytes(L1, L2, H, H2) > memory_cap:
+        return _unknown(f"N = n − rank K = {N} free variables: the tables need {_table_bytes(L1, L2, H, H2)} "
+                        f"bytes, more than the memory cap of {memory_cap} bytes", t0)
     Q = 61 - max(N2, L1)
     # Each free column and h become integers ≡ round(x·2^Q) (mod 2^Q); a sum of k of them
     # differs from 2^Q·(the exact sum of the float x's) by ≤ k/2 units modulo 2^Q, and
