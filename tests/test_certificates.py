@@ -7,8 +7,10 @@ from __future__ import annotations
 import ast
 import copy
 import json
+import math
 import shutil
 import subprocess
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -500,3 +502,24 @@ def test_checker_decides_diagonal_skips_exactly_without_an_svd(monkeypatch: pyte
     full = np.eye(d)
     full[0, 1] = 1.0  # not diagonal: the SVD route, still invertible
     assert checker._invertible(full)[0] is True
+
+
+def test_checker_float_bounds_refuse_extreme_magnitudes() -> None:
+    """Weights near 2^-265 (squares of their products are subnormal) or 2^270: the checker's
+    float64 bounds assume no underflow or overflow, so its enumeration proves nothing there
+    and its float residual bound is infinite (it re-checks in range, as before)."""
+    rng = np.random.default_rng(5)
+    U, D = rng.standard_normal((6, 2)), rng.standard_normal((2, 6))
+    T = D[:, [0, 1, 2]] @ U[[0, 1, 2]] + 0.05 * rng.standard_normal((2, 2))
+    assert checker._enumerate_lower_bound(U, D, T) is not None
+    for e in (-265, 270):
+        assert checker._enumerate_lower_bound(np.ldexp(U, e), np.ldexp(D, e), np.ldexp(T, 2 * e)) is None
+    M = -T
+    S = list(range(5))  # |S|·d² = 20: the exact path; check the float path with EXACT_WORK = 0
+    old = checker.EXACT_WORK
+    try:
+        checker.EXACT_WORK = 0
+        assert math.isfinite(checker._residual(U, D, M, Fraction(1), S)[1])
+        assert checker._residual(np.ldexp(U, 270), np.ldexp(D, 270), np.ldexp(M, 540), Fraction(1), S)[1] == math.inf
+    finally:
+        checker.EXACT_WORK = old

@@ -67,6 +67,10 @@ QUICK_MITM_SECONDS = 0.005
 #: unit roundoff of IEEE binary64 (round to nearest)
 UNIT_ROUNDOFF = 2.0**-53
 
+#: the rounding analyses of this package hold for inputs whose nonzero entries lie in
+#: [2^-SAFE_EXPONENT, 2^SAFE_EXPONENT] (:func:`magnitudes_ok`)
+SAFE_EXPONENT = 200
+
 
 def gamma(k: int) -> float:
     """Higham's γ_k = k·u/(1 − k·u), inflated by 1 % to absorb its own rounding.
@@ -82,6 +86,60 @@ def gamma(k: int) -> float:
 
 # ---------------------------------------------------------------------------------------
 # exact and rigorous arithmetic shared by the backends
+
+
+def magnitudes_ok(*arrays: np.ndarray) -> bool:
+    """True when every entry of every array is finite and every nonzero one has
+    ``2^-SAFE_EXPONENT ≤ |x| ≤ 2^SAFE_EXPONENT``: the range in which the rounding analyses
+    here (Higham's γ_k, relative errors only) hold.
+
+    Why: γ_k models every rounding as relative, which underflow and overflow break (a
+    product of weights near 2^-270 squared to 2^-1080 loses all its bits; one near 2^540
+    overflows).  In this range a product of up to three nonzero entries lies in
+    [2^-600, 2^600], and squares of sums of n ≤ 2^20 such products stay below 2^1024, so
+    nothing overflows, and a product or square underflows only after a cancellation, by at
+    most 2^-1074 each.  Every bound that meets such a cancellation also carries a term
+    γ·(sum of the absolute values of the same terms) ≥ 2^-53·2^-600 (the sum is exact when
+    all terms are zero), whose 1 % inflation in :func:`gamma` covers 2^40 such errors.
+    Outside the range a rigorous routine proves nothing; :func:`find_index_set` first
+    rescales by exact powers of two (:func:`_rescaled`)."""
+    lo, hi = 2.0**-SAFE_EXPONENT, 2.0**SAFE_EXPONENT
+    for a in arrays:
+        x = np.abs(np.asarray(a, dtype=np.float64))
+        if x.size == 0:
+            continue
+        if not float(x.max()) <= hi:  # also catches nan and inf
+            return False
+        nz = x[x != 0]
+        if nz.size and float(nz.min()) < lo:
+            return False
+    return True
+
+
+def _rescaled(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``U, D, T`` rescaled by exact powers of two into the range of :func:`magnitudes_ok`
+    when they are outside it and the rescaling loses no bit; else unchanged.
+
+    Unit i's row of U is multiplied by 2^c_i and its column of D by 2^-c_i (so each product
+    D_ji U_ik is unchanged; c_i balances the two), then all of U by 2^-a, all of D by
+    2^-b and T by 2^-(a+b): every ‖D[:,S]U[S,:] − T‖_F / ‖T‖_F is unchanged, exactly.  A dual
+    matrix Y for the rescaled problem is one for the original (⟨Y, ·⟩ scales by 2^-(a+b))."""
+    if magnitudes_ok(U, D, T):
+        return U, D, T
+
+    def exponent(x: np.ndarray) -> np.ndarray:
+        return np.frexp(x)[1].astype(np.int64)  # x = f·2^e with f in [0.5, 1); e = 0 for 0
+
+    mu, mw = np.abs(U).max(axis=1), np.abs(D).max(axis=0)
+    c = np.where((mu > 0) & (mw > 0), (exponent(mw) - exponent(mu)) // 2, 0)
+    a = int(exponent(np.max(np.ldexp(mu, c), initial=0.0)))
+    b = int(exponent(np.max(np.ldexp(mw, -c), initial=0.0)))
+    U2 = np.ldexp(U, (c - a)[:, None])
+    D2 = np.ldexp(D, (-c - b)[None, :])
+    T2 = np.ldexp(T, -(a + b))
+    exact = (np.array_equal(np.ldexp(U2, (a - c)[:, None]), U) and np.array_equal(np.ldexp(D2, (c + b)[None, :]), D)
+             and np.array_equal(np.ldexp(T2, a + b), T))
+    return (U2, D2, T2) if exact else (U, D, T)
 
 
 def khatri_rao(U: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -225,11 +283,14 @@ def dual_bound(
     Every float operation is covered by an explicit error term (Higham's γ_k): the products
     ``D_ji Y_jk U_ik`` and their sum over m = d_out·d_in terms err by ≤ γ_{m+2}·Σ|·|, the
     sums over i by ≤ γ_n·Σ|·|, the norms by ≤ γ_{m+2}; each is added in the safe direction,
-    and the final division is shrunk by 8u.  The result is 0.0 when nothing is proved.
+    and the final division is shrunk by 8u.  The result is 0.0 when nothing is proved,
+    and when an entry of ``U, D, T, Y`` is outside the range of :func:`magnitudes_ok`.
     """
     n = U.shape[0]
     m = T.size
     Y = np.asarray(Y, dtype=np.float64)
+    if not magnitudes_ok(U, D, T, Y):
+        return 0.0
     c = np.einsum("ji,jk,ik->i", D, Y, U)
     A = np.einsum("ji,jk,ik->i", np.abs(D), np.abs(Y), np.abs(U))
     err = 2.0 * gamma(m + 3) * A
@@ -409,12 +470,18 @@ def find_index_set(
     assert tol >= 0 and timeout > 0
     t0 = time.perf_counter()
     kw: dict[str, Any] = {"tol": tol, "seed": seed}
+    # The backends see U, D, T rescaled by exact powers of two into the range where their
+    # rounding analyses hold (unchanged when already inside it); relative residuals, and so
+    # every verdict and bound, are the same for both.  Found sets are re-checked on the
+    # caller's own arrays.
+    U0, D0, T0 = U, D, T
+    U, D, T = _rescaled(U, D, T)
     if method != "auto":
         fn = _backend(method)
         if fn is None:
             return SearchResult(SearchStatus.UNKNOWN, method, f"backend {method!r} is not installed",
                                 elapsed=time.perf_counter() - t0)
-        return _checked(fn(U, D, T, timeout=timeout, **kw), U, D, T, tol)
+        return _checked(fn(U, D, T, timeout=timeout, **kw), U0, D0, T0, tol)
 
     n = U.shape[0]
     m = T.size
@@ -432,7 +499,7 @@ def find_index_set(
     def attempt(name: str, run: Callable[[], SearchResult]) -> SearchResult | None:
         if progress is not None:
             progress(name)
-        res = _checked(run(), U, D, T, tol)
+        res = _checked(run(), U0, D0, T0, tol)
         trail.append({"method": res.method, "status": res.status.value,
                       "elapsed": round(res.elapsed, 4), "reason": res.reason})
         if res.status is not SearchStatus.UNKNOWN:

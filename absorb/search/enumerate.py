@@ -16,6 +16,9 @@ Soundness.  Write ``a_i`` for the exact column ``vec(w_i u_i^T)``, ``â_i`` for 
 
     ‖r_S‖ ≥ fl‖r̂_S‖·(1 − γ_{m+2}) − ‖e‖·(1 + γ_{m+2}).
 
+This holds while nothing underflows or overflows: inputs outside the range of
+:func:`~absorb.search.magnitudes_ok` get ``unknown``.
+
 Every S whose lower bound does not exceed ``tol·‖T‖`` is a *candidate*: it is checked by
 its float64 residual (``found``) or, failing that, bounded over exact rationals.  When all
 2^n sets are covered, ``infeasible`` carries ``bound`` = the minimum of all those lower
@@ -30,10 +33,12 @@ import time
 import numpy as np
 
 from . import (
+    SAFE_EXPONENT,
     classify_candidates,
     frobenius_bounds,
     gamma,
     khatri_rao,
+    magnitudes_ok,
 )
 from ._types import SearchResult, SearchStatus
 
@@ -73,6 +78,11 @@ def solve_enumerate(
     if n > MAX_N:
         return SearchResult(SearchStatus.UNKNOWN, "enumerate",
                             f"n={n} > {MAX_N}: 2^n sets is too many to enumerate",
+                            elapsed=time.perf_counter() - t0)
+    if not magnitudes_ok(U, D, T):
+        return SearchResult(SearchStatus.UNKNOWN, "enumerate",
+                            f"an entry of U, D or T is outside [2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}], where "
+                            "the rounding bound holds (find_index_set rescales by powers of two first)",
                             elapsed=time.perf_counter() - t0)
     K = khatri_rao(U, D).T.copy()  # n × m, row i = â_i
     t = T.ravel()

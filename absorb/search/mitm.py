@@ -41,7 +41,8 @@ used is the identity ``M(K b − t) = Σ_{i∈S} g_i − h`` over exact reals an
     |v_j − [P_j ∈ S]| ≤ ‖M_j‖·ε' + η_j =: ρ_j        for every j.
 
 Every float quantity (g, h, and the float partial sums of the filter) is computed with an
-explicit Higham bound δ_j (γ_k · Σ|terms|, see the code), and a pair is kept whenever
+explicit Higham bound δ_j (valid because U, D, T are in the range of ``magnitudes_ok``,
+which the plan checks) (γ_k · Σ|terms|, see the code), and a pair is kept whenever
 the computed circular distance is ≤ W_j = ρ_j + δ_j (plus, on the two integer
 coordinates, ½ unit per quantised term).  Regions, chunks and cells only partition those
 exact integer comparisons: each streamed sum lands in exactly one region, whose stored
@@ -66,7 +67,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import UNIT_ROUNDOFF, classify_candidates, frobenius_bounds, gamma, khatri_rao
+from . import (SAFE_EXPONENT, UNIT_ROUNDOFF, classify_candidates, frobenius_bounds, gamma, khatri_rao,
+               magnitudes_ok)
 from ._types import SearchResult, SearchStatus
 
 #: the search radius is SEARCH_FACTOR · tol · ‖T‖_F: more candidates, a larger bound
@@ -263,6 +265,9 @@ def mitm_plan(U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e-9,
     ``M`` is any float matrix (here the pseudo-inverse of the pivot columns, from the QR); everything
     the windows rely on is bounded below (module docstring, *Soundness*)."""
     rng = np.random.default_rng(seed)
+    if not magnitudes_ok(U, D, T):
+        return MitmPlan(f"an entry of U, D or T is outside [2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}], where the "
+                        "windows' rounding bounds hold (find_index_set rescales by powers of two first)")
     Kh = khatri_rao(U, D)  # m × n floats
     if not np.any(Kh):
         return MitmPlan("K = 0: nothing to match (the dual bound decides this case)")
@@ -295,6 +300,8 @@ def mitm_plan(U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e-9,
     delta = 2 * (gamma(N1 + 1) * (S1 + np.abs(h)) + gamma(N2 + 1) * S2 + eG[:, F].sum(axis=1)
                  + eh + _u * (np.abs(h) + S1 + S2) + 8 * _u)
     W = (rho + delta) * (1 + 4 * _u)
+    if not (np.all(np.isfinite(W)) and np.all(np.isfinite(G)) and np.all(np.isfinite(h))):
+        return MitmPlan("the pivoted system overflows (K_P nearly singular)")
     usable = np.nonzero(W < 0.25)[0]
     if usable.size == 0:
         return MitmPlan(f"pivoted system too ill-conditioned: smallest window {W.min():.2e}")

@@ -69,6 +69,11 @@ EVAL_SCALES = (1e-2, 1.0, 1e2)
 """Seed of the checker's random inputs: fresh, not the seed the certificate was made with."""
 
 _U = 2.0**-53
+_RANGE_EXPONENT = 200
+"""The checker's float64 rounding bounds (relative errors only, Higham's γ) are trusted only
+when every nonzero entry involved lies in [2^-200, 2^200]: then products of up to three
+entries neither underflow nor overflow, and underflow after a cancellation (≤ 2^-1074 each)
+is covered by the 1 % inflation of γ. Outside that range the float paths prove nothing."""
 _P = sp.Symbol("p", positive=True)
 _T = sp.Symbol("t", positive=True)
 
@@ -433,6 +438,16 @@ def _collinear_pairs(U: np.ndarray) -> tuple[list[tuple[int, int]], float]:
     return pairs, worst
 
 
+def _in_range(*arrays: np.ndarray) -> bool:
+    """Every entry finite, every nonzero one within [2^-_RANGE_EXPONENT, 2^_RANGE_EXPONENT]."""
+    for a in arrays:
+        x = np.abs(np.asarray(a, dtype=np.float64))
+        nz = x[x != 0]
+        if nz.size and not (float(nz.max()) <= 2.0**_RANGE_EXPONENT and float(nz.min()) >= 2.0**-_RANGE_EXPONENT):
+            return False
+    return True
+
+
 def _residual(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Sequence[int]) -> tuple[float, float, bool | None, float]:
     """‖D_S U_S + M/c‖_F / ‖M/c‖_F: (value, rigorous upper bound, exactly zero?, float64 slack).
 
@@ -465,6 +480,8 @@ def _residual(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Seque
     R = D[:, idx] @ U[idx] - T
     rn = float(np.linalg.norm(R))
     rel = rn / tn
+    if not _in_range(D[:, idx], U[idx], T):  # the float bound is not trusted out there
+        return rel, math.inf, None, slack
     return rel, (rn * (1 + _gamma(d * d + 2)) / tn + slack * 1.01) / (1 - _gamma(d * d + 2)), None, slack
 
 
@@ -557,11 +574,12 @@ def _enumerate_lower_bound(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple
     Written from scratch: ``a_i = vec(w_i u_iᵀ)`` (rounded products: |â − a| ≤ u|a|), all
     subset sums by doubling, each entry a float sum of ≤ n + 1 terms so
     |r̂_S − r_S| ≤ e := γ_{n+1}(Σ|â_i| + |t|) + u(1+u)Σ|â_i| entrywise; the computed norm
-    is within γ_{m+2} relatively. None when n > ENUM_MAX_N or the table is too large.
+    is within γ_{m+2} relatively. None when n > ENUM_MAX_N, the table is too large, or an
+    entry is outside the range of ``_in_range``.
     """
     n, d = U.shape
     m = d * d
-    if n > ENUM_MAX_N or (1 << n) * m > ENUM_MAX_ENTRIES:
+    if n > ENUM_MAX_N or (1 << n) * m > ENUM_MAX_ENTRIES or not _in_range(U, D, T):
         return None
     K = (D.T[:, :, None] * U[:, None, :]).reshape(n, m)
     t = T.reshape(-1)
@@ -665,8 +683,9 @@ def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T
     if not done:
         res = _enumerate_lower_bound(U, D, T)
         if res is None:
-            ctx.report.unchecked(w, f"infeasibility proved by {search.get('method')}",
-                                 f"n = {block.n} is beyond the checker's enumeration (n ≤ {ENUM_MAX_N}) and no dual matrix was recorded")
+            why = (f"n = {block.n} is beyond the checker's enumeration (n ≤ {ENUM_MAX_N})" if block.n > ENUM_MAX_N
+                   else f"an entry is outside [2^-{_RANGE_EXPONENT}, 2^{_RANGE_EXPONENT}], where the checker's float64 bounds hold")
+            ctx.report.unchecked(w, f"infeasibility proved by {search.get('method')}", f"{why} and no dual matrix was recorded")
             return
         lower, upper = res
         _require(ctx, lower > ctx.tol, w, f"re-enumerating all 2^{block.n} index sets: every S is farther than the tolerance",
