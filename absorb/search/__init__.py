@@ -105,14 +105,14 @@ def magnitudes_ok(*arrays: np.ndarray) -> bool:
     rescales by exact powers of two (:func:`_rescaled`)."""
     lo, hi = 2.0**-SAFE_EXPONENT, 2.0**SAFE_EXPONENT
     for a in arrays:
-        x = np.abs(np.asarray(a, dtype=np.float64))
-        if x.size == 0:
-            continue
-        if not float(x.max()) <= hi:  # also catches nan and inf
-            return False
-        nz = x[x != 0]
-        if nz.size and float(nz.min()) < lo:
-            return False
+        flat = np.ravel(a)
+        for k in range(0, flat.size, 1 << 20):  # chunks: no full-size temporaries at model size
+            x = np.abs(flat[k:k + (1 << 20)].astype(np.float64, copy=False))
+            if not float(x.max()) <= hi:  # also catches nan and inf
+                return False
+            nz = x[x != 0]
+            if nz.size and float(nz.min()) < lo:
+                return False
     return True
 
 
