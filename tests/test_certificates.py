@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from absorb.certificate import Certificate, build_certificate
 from absorb.certificate._util import array_sha256, tex_escape
@@ -472,15 +474,18 @@ def test_malformed_certificate_is_rejected_not_crashed(mutate, certs: dict, tmp_
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("rejected")
 
 
-def test_checker_collinearity_screen_finds_exact_pairs_across_chunks():
-    """The checker's own O(n²d) screen works in 2048-row chunks over the upper triangle:
+def test_checker_collinearity_screen_finds_exact_pairs_across_chunks(monkeypatch: pytest.MonkeyPatch):
+    """The checker's O(n²d) screen works in 2048-row chunks over the upper triangle:
     exact pairs inside a chunk, across chunks and with negative ratios are all found,
-    and a pair that is only nearly collinear is not."""
+    and a pair that is only nearly collinear is not. The projection screen (the default
+    at this n) finds the same pairs."""
     rng = np.random.default_rng(0)
     U = rng.standard_normal((4500, 3))
     U[4000] = 2.0 * U[10]  # across chunks
     U[2200] = -0.5 * U[2100]  # inside the second chunk
     U[7] = U[5] + 1e-9  # nearly, not exactly
+    assert checker._collinear_pairs(U) == ([(10, 4000), (2100, 2200)], None)
+    monkeypatch.setattr(checker, "FULL_GRAM_MAX", 10_000)
     pairs, worst = checker._collinear_pairs(U)
     assert sorted(pairs) == [(10, 4000), (2100, 2200)]
     assert worst == pytest.approx(1.0)
@@ -523,3 +528,38 @@ def test_checker_float_bounds_refuse_extreme_magnitudes() -> None:
         assert checker._residual(np.ldexp(U, 270), np.ldexp(D, 270), np.ldexp(M, 540), Fraction(1), S)[1] == math.inf
     finally:
         checker.EXACT_WORK = old
+
+
+@settings(derandomize=True, deadline=None, max_examples=40)
+@given(seed=st.integers(0, 10**6), n=st.integers(2, 60), d=st.integers(2, 12), k=st.integers(0, 6),
+       scale=st.sampled_from([0, 300, -300, 540, -540, 1000, -1000]))
+def test_projection_screen_finds_exactly_the_collinear_pairs(seed, n, d, k, scale) -> None:
+    """The checker's projection screen (used above FULL_GRAM_MAX rows) against the full Gram
+    of cosines, on rows with planted collinear, antipodal and duplicate pairs, each row scaled
+    by its own power of two (up to 2^±1000: norms computed naively would underflow or overflow)."""
+    rng = np.random.default_rng(seed)
+    U = rng.standard_normal((n, d))
+    planted = []
+    for _ in range(k):  # row j := ±2^e·row i (exact), or a small-integer row and a multiple
+        i, j = (int(x) for x in rng.choice(n, size=2, replace=False))
+        moved = {j}
+        if rng.random() < 0.5:
+            U[j] = float(rng.choice([-1.0, 1.0])) * 2.0 ** int(rng.integers(-5, 6)) * U[i]
+        else:
+            U[i] = rng.integers(-4, 5, size=d).astype(float)
+            U[j] = float(rng.integers(-3, 4) or 1) * U[i]
+            moved.add(i)
+        planted = [(a, b) for a, b in planted if not moved & {a, b}] + [(min(i, j), max(i, j))]
+    U[rng.random(n) < 0.1] = 0.0  # zero rows are never in a pair
+    U = np.ldexp(U, rng.integers(-abs(scale), abs(scale) + 1, size=n)[:, None])
+    assert np.all(np.isfinite(U))
+    full, worst = checker._collinear_pairs(U)
+    old = checker.FULL_GRAM_MAX
+    try:
+        checker.FULL_GRAM_MAX = -1
+        screened, none = checker._collinear_pairs(U)
+    finally:
+        checker.FULL_GRAM_MAX = old
+    assert none is None and worst is not None
+    assert sorted(full) == screened
+    assert {(a, b) for a, b in planted if U[a].any() and U[b].any()} <= set(screened)

@@ -62,6 +62,9 @@ ENUM_MAX_N = 16
 """Exhaustive re-enumeration of index sets up to this width (2^16 sets)."""
 ENUM_MAX_ENTRIES = 1 << 24
 COLLINEAR_SCREEN = 1e-6
+FULL_GRAM_MAX = 2048
+"""Up to this many nonzero rows the collinearity screen computes every pair's cosine (and
+reports the largest); above, a projection screen finds the candidate pairs in O(n log n)."""
 """Pairs with computed |cos| < 1 − this are non-collinear for sure: the rounding error of a
 float64 cosine is below (2d + 8)·2⁻⁵³, far smaller for any d < 10⁸."""
 EVAL_INPUTS = 32
@@ -411,31 +414,65 @@ def _skip_invertible(ctx: _Ctx, block: Block) -> tuple[bool | None, str]:
     return ctx.memo("invertible", lambda: _invertible(block.hc.H_res if block.hc is not None else block.M))
 
 
-def _row_pairs(ctx: _Ctx, block: Block) -> tuple[list[tuple[int, int]], float]:
+def _row_pairs(ctx: _Ctx, block: Block) -> tuple[list[tuple[int, int]], float | None]:
     """:func:`_collinear_pairs` of the block's W_up, once per block."""
     return ctx.memo("collinear", lambda: _collinear_pairs(block.W_up))
 
 
-def _collinear_pairs(U: np.ndarray) -> tuple[list[tuple[int, int]], float]:
-    """Exactly collinear pairs of nonzero rows (float screen, exact decision on near pairs)."""
-    norms = np.linalg.norm(U, axis=1)
-    live = np.flatnonzero(norms > 0)
-    V = U[live] / norms[live, None]
+def _collinear_pairs(U: np.ndarray) -> tuple[list[tuple[int, int]], float | None]:
+    """Exactly collinear pairs of nonzero rows: a float screen, then an exact decision (in ℚ)
+    on the pairs it keeps; and the largest float |cos| over all pairs (None when the
+    projection screen ran, which looks at only a few pairs).
+
+    Rows are first scaled by exact powers of two (largest entry in [0.5, 1)), so that norms
+    of rows near 2^±540 neither underflow nor overflow; an entry that underflows in the
+    scaling moves its row's direction by under 2^-1000, far below every margin here.
+    Up to ``FULL_GRAM_MAX`` rows every pair's cosine is computed (|cos| ≥ 1 − COLLINEAR_SCREEN
+    goes to the exact test). Above, one projection: for exactly collinear rows the unit
+    vectors are ±each other, so their projections on a unit vector p have equal |·| up to
+    rounding (each computed coordinate is within γ_{d+4} of the exact one, the projection
+    within γ_d more): only pairs whose |projection| differ by at most 16·γ_{d+8} can be
+    collinear, and a sort finds them in O(n log n) instead of O(n²d)."""
+    big = np.abs(U).max(axis=1)
+    live = np.flatnonzero(big > 0)
+    W = np.ldexp(U[live], -np.frexp(big[live])[1][:, None])
+    V = W / np.linalg.norm(W, axis=1)[:, None]
     pairs: list[tuple[int, int]] = []
-    worst = 0.0
-    for a in range(0, len(live), 2048):
-        C = np.abs(V[a:a + 2048] @ V[a:].T)  # pairs (a + i, a + j) with j > i only
-        for i in range(C.shape[0]):
-            C[i, :i + 1] = 0.0
-        worst = max(worst, float(C.max(initial=0.0)))
-        for i, j in zip(*np.nonzero(C >= 1.0 - COLLINEAR_SCREEN)):
-            gi, gj = int(live[a + i]), int(live[a + j])
+
+    def decide(a: np.ndarray, b: np.ndarray) -> None:
+        for i, j in zip(a.tolist(), b.tolist()):
+            gi, gj = int(live[i]), int(live[j])
             ui, uj = _frac_matrix(U[gi])[0], _frac_matrix(U[gj])[0]
             piv = next(k for k, v in enumerate(ui) if v != 0)
             ratio = uj[piv] / ui[piv]
             if all(y == ratio * x for x, y in zip(ui, uj)):
-                pairs.append((gi, gj))
-    return pairs, worst
+                pairs.append((min(gi, gj), max(gi, gj)))
+
+    if len(live) <= FULL_GRAM_MAX:
+        worst = 0.0
+        for a in range(0, len(live), 2048):
+            C = np.abs(V[a:a + 2048] @ V[a:].T)  # pairs (a + i, a + j) with j > i only
+            for i in range(C.shape[0]):
+                C[i, :i + 1] = 0.0
+            worst = max(worst, float(C.max(initial=0.0)))
+            i, j = np.nonzero(C >= 1.0 - COLLINEAR_SCREEN)
+            decide(a + i, a + j)
+        return pairs, worst
+    p = np.random.default_rng(0).standard_normal(U.shape[1])
+    p /= np.linalg.norm(p) * (1 + 4 * _U)  # ‖p‖ ≤ 1
+    key = np.abs(V @ p)
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    width = 16 * _gamma(U.shape[1] + 8)
+    hi = np.searchsorted(ks, ks + width, side="right")  # partners of sorted a: a+1 … hi[a]−1
+    cnt = hi - np.arange(ks.size) - 1
+    a = np.repeat(np.arange(ks.size), cnt)
+    b = a + 1 + (np.arange(a.size) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+    a, b = order[a], order[b]
+    cos = np.abs(np.einsum("ij,ij->i", V[a], V[b]))
+    keep = cos >= 1.0 - COLLINEAR_SCREEN
+    decide(a[keep], b[keep])
+    return sorted(pairs), None
 
 
 def _in_range(*arrays: np.ndarray) -> bool:
@@ -828,7 +865,9 @@ def _necessity_failures(ctx: _Ctx, block: Block) -> tuple[list[str], str]:
     pairs, worst = _row_pairs(ctx, block)
     if pairs:
         out.append(f"rows {pairs[0][0]} and {pairs[0][1]} of W_up are collinear")
-    return out, f"{'H_res' if block.hc is not None else 'M'}: {inv_how}; max |cos| between rows of W_up {worst:.6g}"
+    rows = (f"max |cos| between rows of W_up {worst:.6g}" if worst is not None
+            else "rows of W_up screened by one projection, candidates decided in ℚ")
+    return out, f"{'H_res' if block.hc is not None else 'M'}: {inv_how}; {rows}"
 
 
 def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
