@@ -216,3 +216,17 @@ def test_planted_stack_is_absorbable_and_generic_relu_stack_is_open() -> None:
     g = gaussian(5, 3, 8, "relu")
     dec = decide(Stack((g.replace(name="blocks.0"), g.replace(name="blocks.1"))))
     assert dec.verdict is Verdict.UNKNOWN and "open problem" in dec.reason
+
+
+def test_linear_block_whose_product_underflows_is_not_called_not_absorbable():
+    """M + W_down W_up = 2^-1075·[[1,1],[1,1]] exactly (rank 1 ≤ n = 1: absorbable), but
+    each product 2^-1075 rounds to 0 in float64, so the float rank bound saw M = 2^-1074·I,
+    of rank 2, and said not_absorbable (found by a stress run). Out of range: unknown."""
+    U = np.array([[-1.0, 1.0]]) * 2.0**-537
+    D = np.array([[1.0], [-1.0]]) * 2.0**-538
+    blk = Block(W_up=U, W_down=D, activation=get_activation("identity"), skip=np.eye(2) * 2.0**-1074)
+    dec = decide_block(blk)
+    assert dec.verdict is Verdict.UNKNOWN and "outside" in dec.reason
+    # the same block times 2^1075, in range: M + W_down W_up = [[1,1],[1,1]], absorbable
+    same = Block(W_up=U * 2.0**537, W_down=D * 2.0**538, activation=get_activation("identity"), skip=np.eye(2) * 2.0)
+    assert decide_block(same).verdict is Verdict.ABSORBABLE

@@ -150,3 +150,18 @@ def test_exact_rescaling_changes_no_verdict_and_no_bound(seed, a, b, spread, pla
         else:
             assert res.status is base.status, (method, base, res)
             assert res.bound == base.bound
+
+
+def test_out_of_range_products_give_unknown_not_an_exception():
+    """A change of basis by 2^c_j, |c_j| ≤ 900, makes K's entries overflow and underflow
+    although every weight is finite: the relaxation's least squares raised LinAlgError,
+    the linalg route called the weights 'non-finite', Z3-PB overflowed converting a
+    rational to float. Each now answers unknown."""
+    rng = np.random.default_rng(6)
+    d, n = 16, 34
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    c = np.array([427, -268, 841, 586, 783, -596, -630, 733, 546, 103, -207, 266, 630, -387, -564, -685])
+    U, D = np.ldexp(U, c[None, :]), np.ldexp(D, -c[:, None])
+    with np.errstate(all="ignore"):
+        for method in ("auto", "linalg", "z3-pb"):
+            assert find_index_set(U, D, -np.eye(d), method=method, timeout=5).status is UNKNOWN, method

@@ -35,7 +35,7 @@ from absorb.engine.verdict import BlockDecision, Decision, Hypothesis, Theorem, 
 from absorb.engine.witness import check_flip_witness, evaluation_error, eval_threshold
 from absorb.model.activations import X, get_activation
 from absorb.model.block import Block, Stack
-from absorb.search import find_index_set
+from absorb.search import SAFE_EXPONENT, find_index_set, magnitudes_ok
 from absorb.search import gamma as _gamma  # Higham's γ_k, shared with the search backends
 from absorb.search._types import DEFAULT_TOL, SearchStatus
 from absorb.symbolic import properties as props
@@ -186,6 +186,10 @@ def _decide_linear(block: Block, H: list[Hypothesis], P: list[props.Property], *
         return BlockDecision(block=block, verdict=verdict, theorem=Theorem.LINEAR, reason=reason, tolerance=tol,
                              hypotheses=tuple(H), properties=tuple(P), witness=witness)
 
+    if not magnitudes_ok(U, D, M):  # the rank bound below models relative rounding only
+        return done(Verdict.UNKNOWN, f"Unknown: σ is the identity, but an entry of W_up, W_down or M is outside "
+                    f"[2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}], where the float64 rank bound holds (products there "
+                    "can underflow or overflow); rescale the weights.")
     Ul, s, Vt = np.linalg.svd(A)
     r = min(n, d)
     W_up = np.zeros((n, d))

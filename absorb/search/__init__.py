@@ -409,6 +409,10 @@ def _cores() -> int:
 
 
 def _relaxation_result(U: np.ndarray, D: np.ndarray, T: np.ndarray, tol: float, t0: float) -> SearchResult:
+    if not magnitudes_ok(U, D, T):  # its bound would be 0; K may not even be finite
+        return SearchResult(SearchStatus.UNKNOWN, "dual-bound",
+                            f"an entry of U, D or T is outside [2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}] even after "
+                            "rescaling by powers of two: the rounding bounds do not hold", elapsed=time.perf_counter() - t0)
     bound, Y = relaxation_bound(U, D, T)
     elapsed = time.perf_counter() - t0
     if bound > tol:

@@ -159,10 +159,14 @@ def solve_linalg(
     B, _ = np.linalg.qr(rng.standard_normal((d, r)))
     P = np.asarray(U @ B.astype(U.dtype), dtype=np.float64)  # n×r, in U's precision
     if not np.isfinite(P).all():
-        raise InvalidInput("W_up (U): has non-finite entries")
+        if not np.isfinite(U).all():
+            raise InvalidInput("W_up (U): has non-finite entries")
+        return _unknown("W_up·B overflows in float64 (entries of W_up too large); this route does not apply", t0)
     wsq = _col_sqnorms(D)
     if not np.isfinite(wsq).all():
-        raise InvalidInput("W_down (D): has non-finite entries or overflows")
+        if not np.isfinite(D).all():
+            raise InvalidInput("W_down (D): has non-finite entries")
+        return _unknown("a column norm of W_down overflows in float64; this route does not apply", t0)
     C = -B if T is None else T @ B
     t_norm = math.sqrt(d) if T is None else float(np.linalg.norm(T))
     if t_norm == 0.0:

@@ -59,6 +59,11 @@ def _exact_K(U: np.ndarray, D: np.ndarray) -> list[list[Fraction]]:
     return [[Df[a][i] * Uf[i][b] for i in range(n)] for a in range(d_out) for b in range(d_in)]
 
 
+def _ceil_log2(q: Fraction) -> int:
+    """An integer e with q ≤ 2^e < 4q, for a rational q > 0 (exact, for any magnitude)."""
+    return q.numerator.bit_length() - q.denominator.bit_length() + 1
+
+
 def _run(
     name: str,
     U: np.ndarray,
@@ -150,8 +155,9 @@ def solve_z3_pb(
         solver.set("random_seed", seed)
         # Z3's PbLe/PbGe take C ints: keep Σ|c_ji| + |τ_j| + B below 2^30.
         need = max(sum(abs(x) for x in row) + abs(t[j]) for j, row in enumerate(K)) + eps
-        k_fit = math.floor(math.log2(2**30 / (float(need) + (n + 1) / 2**20)))
-        k = min(math.ceil(math.log2(64 * (n + 1) / float(eps))), k_fit)
+        # exponents from the exact rationals (floats of them overflow for weights near 2^±500)
+        k_fit = 29 - _ceil_log2(need + Fraction(n + 1, 2**20))
+        k = min(_ceil_log2(Fraction(64 * (n + 1)) / eps), k_fit)
         s = Fraction(2) ** k
         bound = math.floor(s * eps + Fraction(n + 1, 2))
         for j, row in enumerate(K):
