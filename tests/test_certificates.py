@@ -5,7 +5,6 @@ atomic writes, and the LaTeX/PDF rendering compiled by a real pdflatex."""
 from __future__ import annotations
 
 import ast
-import copy
 import json
 import math
 import shutil

@@ -30,7 +30,7 @@ import json
 import os
 import re
 import struct
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Protocol
 
