@@ -98,9 +98,11 @@ def magnitudes_ok(*arrays: np.ndarray) -> bool:
     overflows).  In this range a product of up to three nonzero entries lies in
     [2^-600, 2^600], and squares of sums of n ≤ 2^20 such products stay below 2^1024, so
     nothing overflows, and a product or square underflows only after a cancellation, by at
-    most 2^-1074 each.  Every bound that meets such a cancellation also carries a term
-    γ·(sum of the absolute values of the same terms) ≥ 2^-53·2^-600 (the sum is exact when
-    all terms are zero), whose 1 % inflation in :func:`gamma` covers 2^40 such errors.
+    most 2^-1074 each.  Such errors are covered either by an explicit absolute term
+    (the enumeration's norms) or by an error term γ·(sum of the absolute values of the same
+    terms) ≥ 2^-53·2^-600 (that sum is exact when all terms are zero) whose 1 % inflation
+    in :func:`gamma` exceeds 2^40 of them (the dual bound; the MITM windows also carry an
+    absolute 8u).
     Outside the range a rigorous routine proves nothing; :func:`find_index_set` first
     rescales by exact powers of two (:func:`_rescaled`)."""
     lo, hi = 2.0**-SAFE_EXPONENT, 2.0**SAFE_EXPONENT

@@ -16,8 +16,9 @@ Soundness.  Write ``a_i`` for the exact column ``vec(w_i u_i^T)``, ``â_i`` for 
 
     ‖r_S‖ ≥ fl‖r̂_S‖·(1 − γ_{m+2}) − ‖e‖·(1 + γ_{m+2}).
 
-This holds while nothing underflows or overflows: inputs outside the range of
-:func:`~absorb.search.magnitudes_ok` get ``unknown``.
+This needs no overflow and no underflow of products: inputs outside the range of
+:func:`~absorb.search.magnitudes_ok` get ``unknown``. Inside it a square may still underflow
+after a cancellation (by ≤ 2^-1074), which the term √m·2^-537 added to ‖e‖ covers.
 
 Every S whose lower bound does not exceed ``tol·‖T‖`` is a *candidate*: it is checked by
 its float64 residual (``found``) or, failing that, bounded over exact rationals.  When all
@@ -91,7 +92,8 @@ def solve_enumerate(
     eps = tol * t_hi  # every S with ‖r‖ ≤ tol‖T‖ has ‖r‖ ≤ eps
     absK = np.abs(K).sum(axis=0)
     e = gamma(n + 1) * (absK + np.abs(t)) + 1.01 * 2.0**-53 * absK
-    e_norm = math.sqrt(float(np.sum(e * e))) * (1 + gamma(m + 2))
+    # + √(m·2^-1074): the m squares in each norm may underflow, by ≤ 2^-1074 each
+    e_norm = math.sqrt(float(np.sum(e * e))) * (1 + gamma(m + 2)) + math.sqrt(m) * 2.0**-537
     shrink = 1.0 - gamma(m + 2)
 
     low = min(n, LOW_BITS)

@@ -41,8 +41,8 @@ used is the identity ``M(K b − t) = Σ_{i∈S} g_i − h`` over exact reals an
     |v_j − [P_j ∈ S]| ≤ ‖M_j‖·ε' + η_j =: ρ_j        for every j.
 
 Every float quantity (g, h, and the float partial sums of the filter) is computed with an
-explicit Higham bound δ_j (valid because U, D, T are in the range of ``magnitudes_ok``,
-which the plan checks) (γ_k · Σ|terms|, see the code), and a pair is kept whenever
+explicit Higham bound δ_j (γ_k · Σ|terms|, see the code; valid because U, D, T are in the
+range of ``magnitudes_ok``, which the plan checks), and a pair is kept whenever
 the computed circular distance is ≤ W_j = ρ_j + δ_j (plus, on the two integer
 coordinates, ½ unit per quantised term).  Regions, chunks and cells only partition those
 exact integer comparisons: each streamed sum lands in exactly one region, whose stored

@@ -62,21 +62,22 @@ ENUM_MAX_N = 16
 """Exhaustive re-enumeration of index sets up to this width (2^16 sets)."""
 ENUM_MAX_ENTRIES = 1 << 24
 COLLINEAR_SCREEN = 1e-6
+"""Pairs with computed |cos| < 1 − this are non-collinear for sure: the rounding error of a
+float64 cosine is below (2d + 8)·2⁻⁵³, far smaller for any d < 10⁸."""
 FULL_GRAM_MAX = 2048
 """Up to this many nonzero rows the collinearity screen computes every pair's cosine (and
 reports the largest); above, a projection screen finds the candidate pairs in O(n log n)."""
-"""Pairs with computed |cos| < 1 − this are non-collinear for sure: the rounding error of a
-float64 cosine is below (2d + 8)·2⁻⁵³, far smaller for any d < 10⁸."""
 EVAL_INPUTS = 32
 EVAL_SCALES = (1e-2, 1.0, 1e2)
 """Seed of the checker's random inputs: fresh, not the seed the certificate was made with."""
 
 _U = 2.0**-53
 _RANGE_EXPONENT = 200
-"""The checker's float64 rounding bounds (relative errors only, Higham's γ) are trusted only
-when every nonzero entry involved lies in [2^-200, 2^200]: then products of up to three
-entries neither underflow nor overflow, and underflow after a cancellation (≤ 2^-1074 each)
-is covered by the 1 % inflation of γ. Outside that range the float paths prove nothing."""
+"""The checker's float64 rounding bounds (relative errors, Higham's γ) are trusted only when
+every nonzero entry involved lies in [2^-200, 2^200]: then products of up to three entries
+neither underflow nor overflow. What can still underflow, a square after a cancellation
+(≤ 2^-1074 each), gets an explicit absolute term. Outside that range the float paths prove
+nothing."""
 _P = sp.Symbol("p", positive=True)
 _T = sp.Symbol("t", positive=True)
 
@@ -627,7 +628,8 @@ def _enumerate_lower_bound(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple
     absK = np.abs(K).sum(axis=0)
     e = _gamma(n + 1) * (absK + np.abs(t)) + _U * (1 + _U) * absK
     gm = _gamma(m + 2)
-    e_norm = float(np.linalg.norm(e)) * (1 + gm)
+    # + √(m·2^-1074): the squares of the m residual entries may underflow, by ≤ 2^-1074 each
+    e_norm = float(np.linalg.norm(e)) * (1 + gm) + math.sqrt(m) * 2.0**-537
     tn = float(np.linalg.norm(t))
     t_hi, t_lo = tn * (1 + gm), tn * (1 - gm)
     best = float(norms.min())
