@@ -157,8 +157,9 @@ def khatri_rao(U: np.ndarray, D: np.ndarray) -> np.ndarray:
 def relative_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray, S: Iterable[int]) -> float:
     """The float64 relative residual ``‖D[:,S]U[S,:] − T‖_F / ‖T‖_F`` that ``found`` means."""
     idx = np.asarray(sorted(S), dtype=np.intp)
-    R = D[:, idx] @ U[idx, :] - T
-    return float(np.linalg.norm(R) / np.linalg.norm(T))
+    with np.errstate(over="ignore", invalid="ignore"):  # out of float range: nan, never ≤ tol
+        R = D[:, idx] @ U[idx, :] - T
+        return float(np.linalg.norm(R) / np.linalg.norm(T))
 
 
 def _fractions(A: np.ndarray) -> list[list[Fraction]]:

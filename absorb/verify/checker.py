@@ -497,11 +497,12 @@ def _residual(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Seque
     d = U.shape[1]
     idx = list(S)
     T = -M / float(c)
-    tn = float(np.linalg.norm(T))
-    if tn == 0:
-        return math.inf, math.inf, None, 0.0
-    sw = float(np.sum(np.linalg.norm(D[:, idx], axis=0) * np.linalg.norm(U[idx], axis=1))) if idx else 0.0
-    slack = (_gamma(len(idx) + 2) * (sw + tn) + (2 * _U * tn if c != 1 else 0.0)) / tn * (1 + _gamma(d * d + 2)) + _gamma(d * d + 2)
+    with np.errstate(over="ignore", invalid="ignore"):  # past 2^±500 the slack is nan: no match
+        tn = float(np.linalg.norm(T))
+        if tn == 0:
+            return math.inf, math.inf, None, 0.0
+        sw = float(np.sum(np.linalg.norm(D[:, idx], axis=0) * np.linalg.norm(U[idx], axis=1))) if idx else 0.0
+        slack = (_gamma(len(idx) + 2) * (sw + tn) + (2 * _U * tn if c != 1 else 0.0)) / tn * (1 + _gamma(d * d + 2)) + _gamma(d * d + 2)
     if len(idx) * d * d <= EXACT_WORK:
         Uf = _frac_matrix(U[idx]) if idx else []
         Df = _frac_matrix(D[:, idx]) if idx else [[] for _ in range(d)]
@@ -515,8 +516,9 @@ def _residual(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Seque
                 tsq += t * t
         rel = math.sqrt(sq / tsq)
         return rel, math.nextafter(rel, math.inf) * (1 + 4 * _U), sq == 0, slack
-    R = D[:, idx] @ U[idx] - T
-    rn = float(np.linalg.norm(R))
+    with np.errstate(over="ignore", invalid="ignore"):  # out of range: the bound below is inf
+        R = D[:, idx] @ U[idx] - T
+        rn = float(np.linalg.norm(R))
     rel = rn / tn
     if not _in_range(D[:, idx], U[idx], T):  # the float bound is not trusted out there
         return rel, math.inf, None, slack
