@@ -107,9 +107,13 @@ def magnitudes_ok(*arrays: np.ndarray) -> bool:
     rescales by exact powers of two (:func:`_rescaled`)."""
     lo, hi = 2.0**-SAFE_EXPONENT, 2.0**SAFE_EXPONENT
     for a in arrays:
-        flat = np.ravel(a)
-        for k in range(0, flat.size, 1 << 20):  # chunks: no full-size temporaries at model size
-            x = np.abs(flat[k:k + (1 << 20)].astype(np.float64, copy=False))
+        a = np.atleast_2d(np.asarray(a))
+        a = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a
+        step = max(1, (1 << 20) // max(1, a.shape[1]))
+        for k in range(0, a.shape[0], step):  # row blocks (views, also of a transposed array):
+            x = np.abs(a[k:k + step].astype(np.float64, copy=False))  # no full-size temporaries
+            if x.size == 0:
+                continue
             if not float(x.max()) <= hi:  # also catches nan and inf
                 return False
             nz = x[x != 0]
