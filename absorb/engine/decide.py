@@ -178,9 +178,6 @@ def _decide_linear(block: Block, H: list[Hypothesis], P: list[props.Property], *
     the maps of rank ≤ n, so absorbable iff rank A ≤ n (within tolerance)."""
     d, n = block.d, block.n
     U, D, M = block.W_up, block.W_down, block.M
-    A = M + D @ U
-    b = (D @ block.b_up if block.b_up is not None else 0) + (block.b_down if block.b_down is not None else 0)
-    bvec = None if np.isscalar(b) else np.asarray(b, dtype=float)
 
     def done(verdict: Verdict, reason: str, witness: Witness | None = None) -> BlockDecision:
         return BlockDecision(block=block, verdict=verdict, theorem=Theorem.LINEAR, reason=reason, tolerance=tol,
@@ -190,6 +187,9 @@ def _decide_linear(block: Block, H: list[Hypothesis], P: list[props.Property], *
         return done(Verdict.UNKNOWN, f"Unknown: σ is the identity, but an entry of W_up, W_down or M is outside "
                     f"[2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}], where the float64 rank bound holds (products there "
                     "can underflow or overflow); rescale the weights.")
+    A = M + D @ U
+    b = (D @ block.b_up if block.b_up is not None else 0) + (block.b_down if block.b_down is not None else 0)
+    bvec = None if np.isscalar(b) else np.asarray(b, dtype=float)
     Ul, s, Vt = np.linalg.svd(A)
     r = min(n, d)
     W_up = np.zeros((n, d))
