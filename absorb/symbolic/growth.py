@@ -1,0 +1,699 @@
+"""Decide, with sympy, how an activation grows: asymptotic slopes, parity, linear and
+exponential form, boundedness on R.
+
+Same contract as :mod:`absorb.symbolic.properties`: every function returns a
+:class:`~absorb.symbolic.properties.Property` that is ``proved`` only when sympy closed every
+step symbolically (numbers are never evidence for a proof; they may only *withhold* one),
+``refuted`` with a witness (exact values, or 50-digit evaluations whose margin is far above
+their error), or ``unknown``. Values are exact sympy numbers. Steps are LaTeX strings.
+
+Every function relies on the invariant that each :class:`~absorb.model.activations.Activation`
+is real-valued and finite at every real point (expressions that are not are refused when
+the activation is built). Continuity is *not* assumed: step functions such as
+``1 - 0**Max(0, x)`` are valid activations, so the continuity route of
+:func:`bounded_on_reals` checks it.
+
+* :func:`asymptotic_slopes` — L± = lim σ(s)/s at s → ±∞ both finite; then
+  σ(tz + c)/t → a·ReLU(z) + b·z (t → ∞) for every real z, c, with a = L+ − L−, b = L−.
+* :func:`parity` — σ(−z) = σ(z) for every real z.
+* :func:`linear_form` — σ(z) = c·z for every real z.
+* :func:`exponential_form` — σ(z) = A·exp(βz) + C for every real z, A ≠ 0, β ≠ 0.
+* :func:`bounded_on_reals` — sup_R |σ| < ∞, by an interval bound over the expression tree or
+  by continuity with finite limits at ±∞.
+
+As in properties.py the proofs split on the sign of the argument: with ``p > 0`` a positive
+symbol, z ∈ {p, −p, 0} covers the real line and sympy decides ``Max``/``Piecewise`` branches
+from the assumption.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import sympy as sp
+from sympy.calculus.accumulationbounds import AccumulationBounds
+
+from absorb.model.activations import X, Activation
+from absorb.symbolic.properties import _DIGITS, P, Property, Status, _is_zero, _n
+
+_OO = sp.oo
+_TINY = sp.Float(10) ** -25  # a 50-digit value above this is nonzero (as in properties._is_zero)
+_EXP_ARG_CAP = sp.Integer(10) ** 40  # numeric samples skip points where exp(·) would exceed e^(10^40)
+
+
+# ----------------------------------------------------------------------------- helpers --
+
+
+def _side(e: sp.Expr, sign: int) -> sp.Expr:
+    """σ(±p) with p > 0, simplified (Max/Min/Abs/Piecewise resolved from the sign of p)."""
+    return sp.simplify(e.subs(X, sign * P))
+
+
+def _max_min_as_abs(e: sp.Expr) -> sp.Expr:
+    """Rewrite Max(a, b) = (a + b + |a − b|)/2 and Min(a, b) = (a + b − |a − b|)/2 (exact)."""
+
+    def one(q: sp.Expr) -> sp.Expr:
+        sign = 1 if isinstance(q, sp.Max) else -1
+        acc = q.args[0]
+        for b in q.args[1:]:
+            acc = (acc + b + sign * sp.Abs(acc - b)) / 2
+        return acc
+
+    return e.replace(lambda q: isinstance(q, (sp.Max, sp.Min)), one)
+
+
+def _limit_p(expr: sp.Expr) -> sp.Expr | None:
+    """lim_{p→+∞} expr, or None when sympy cannot compute it.
+
+    sympy's ``limit`` has no series for Max/Min (``Min(0, exp(p) − 1)`` raises); on failure
+    the exact rewrite of Max/Min through Abs is tried.
+    """
+    for candidate in (expr, _max_min_as_abs(expr)):
+        try:
+            lim = sp.limit(candidate, P, _OO)
+        except Exception:  # sympy's limit raises assorted errors on hard expressions
+            continue
+        if isinstance(lim, sp.Limit) or lim.has(sp.Limit) or lim.free_symbols:
+            continue
+        return lim
+    return None
+
+
+def _is_finite_real(v: sp.Expr) -> bool:
+    return (not isinstance(v, AccumulationBounds) and v.is_number and v.is_finite is True
+            and v.is_extended_real is True)
+
+
+def _is_infinite(v: sp.Expr) -> bool:
+    return v in (_OO, -_OO)
+
+
+def _oscillates_unboundedly(v: sp.Expr) -> bool:
+    """sympy's answer for a limit that oscillates without bound: AccumBounds with an infinite
+    end, or a product such as ``oo*sign(AccumBounds(-1, 1))`` (its answer for p·sin p)."""
+    if isinstance(v, AccumulationBounds):
+        return _is_infinite(v.min) or _is_infinite(v.max)
+    return v.has(AccumulationBounds) and v.has(_OO)
+
+
+def _value_at(e: sp.Expr, s: sp.Expr) -> sp.Float | None:
+    """σ(s) to 50 digits, or None when it cannot be evaluated safely (non-real, or a nested
+    exponential so large that the evaluation would not finish)."""
+    guarded = (sp.exp, sp.sinh, sp.cosh)
+    # A 60-digit Float, not the exact number: exact substitution would make sympy expand
+    # powers such as 2**(10**32) into integers.
+    s = sp.Float(s, 60)
+    try:
+        for node in sp.postorder_traversal(e):
+            if not node.has(X):
+                continue
+            arg = None
+            if isinstance(node, guarded):
+                arg = node.args[0]
+            elif isinstance(node, sp.Pow) and node.exp.has(X):
+                arg = node.exp * sp.log(sp.Abs(node.base)) if node.base != 0 else None
+            if arg is not None:
+                a = sp.N(arg.subs(X, s), 15)
+                if not a.is_number or not a.is_extended_real or abs(a) > _EXP_ARG_CAP:
+                    return None
+        v = sp.N(e.subs(X, s), _DIGITS)
+    except Exception:  # evalf can raise on exotic expressions
+        return None
+    if not (v.is_number and v.is_extended_real and v.is_finite):
+        return None
+    return sp.Float(v, 50) if not isinstance(v, sp.Float) else v
+
+
+def _exact_nonzero(expr: sp.Expr) -> tuple[bool, sp.Expr | None]:
+    """(True, value) when the number ``expr`` is certainly nonzero: exactly (sympy already
+    reduced it to a nonzero Rational) or by a 50-digit evaluation above 10^-25."""
+    if expr.is_Rational:
+        return (expr != 0, expr if expr != 0 else None)
+    try:
+        v = _n(expr)
+    except Exception:  # evalf can raise on exotic expressions
+        return False, None
+    if v.is_number and v.is_extended_real and abs(v) > _TINY:
+        return True, v
+    return False, None
+
+
+def _fmt(v: sp.Expr) -> str:
+    return sp.latex(v)
+
+
+def _pow10(k: int) -> sp.Integer:
+    return sp.Integer(10) ** k
+
+
+def _grows(values: list[sp.Float | None]) -> bool:
+    """Numeric corroboration of an infinite limit: |values| strictly increasing along the
+    samples and the last at least twice the first (all samples evaluated)."""
+    if any(v is None for v in values):
+        return False
+    mags = [abs(v) for v in values]
+    return all(a < b for a, b in zip(mags, mags[1:])) and mags[-1] >= 2 * mags[0]
+
+
+def _spread(fn: Callable[[sp.Expr], sp.Float | None], centre: sp.Integer) -> tuple[Any, Any, Any, Any] | None:
+    """Two sample points near ``centre`` (step 1/2 over a span of 10) with the largest and
+    smallest values of ``fn``: (s_lo, v_lo, s_hi, v_hi), or None if a sample fails."""
+    pts = [centre + sp.Rational(j, 2) for j in range(21)]
+    vals = [fn(s) for s in pts]
+    if any(v is None for v in vals):
+        return None
+    i_lo = min(range(len(vals)), key=lambda i: vals[i])
+    i_hi = max(range(len(vals)), key=lambda i: vals[i])
+    return pts[i_lo], vals[i_lo], pts[i_hi], vals[i_hi]
+
+
+# ------------------------------------------------------------------ asymptotic slopes --
+
+
+@functools.lru_cache(maxsize=256)
+def _asymptotic_slopes(key: str, act: Activation) -> Property:
+    name = "asymptotic_slopes"
+    e = act.expr
+    pos, neg = _side(e, 1), _side(e, -1)
+    steps = [rf"\sigma(x) = {_fmt(e)}",
+             rf"\sigma(p) = {_fmt(pos)},\quad \sigma(-p) = {_fmt(neg)} \quad (p>0)"]
+    ratios = {"+": sp.simplify(pos / P), "-": sp.simplify(neg / (-P))}
+    lims = {side: _limit_p(r) for side, r in ratios.items()}
+    if all(v is not None for v in lims.values()):
+        steps.append(rf"L_+ = \lim_{{p\to\infty}}\frac{{\sigma(p)}}{{p}} = {_fmt(lims['+'])},\quad "
+                     rf"L_- = \lim_{{p\to\infty}}\frac{{\sigma(-p)}}{{-p}} = {_fmt(lims['-'])}")
+    # Refutation first: a side whose limit sympy computes as infinite or oscillating, with
+    # numeric samples that agree.
+    for side, sign in (("+", 1), ("-", -1)):
+        lim = lims[side]
+        if lim is None or _is_finite_real(lim):
+            continue
+
+        def ratio_at(s: sp.Expr, _sign: int = sign) -> sp.Float | None:
+            v = _value_at(e, _sign * s)
+            return None if v is None else v / (_sign * s)
+
+        where = r"+\infty" if sign > 0 else r"-\infty"
+        if _is_infinite(lim):
+            ks = (4, 8, 16, 32)
+            vals = [ratio_at(_pow10(k)) for k in ks]
+            if _grows(vals):
+                witness: dict[str, Any] = {"side": side, "limit": lim}
+                witness.update({f"sigma(s)/s at s={'-' if sign < 0 else ''}10^{k}": v for k, v in zip(ks, vals)})
+                steps.append(rf"\sigma(s)/s \to {_fmt(lim)} \text{{ as }} s\to{where}")
+                return Property(name, Status.REFUTED,
+                                f"σ(s)/s has no finite limit as s → {'+' if sign > 0 else '−'}∞ (it tends to {lim})",
+                                steps=tuple(steps), witness=witness)
+        elif isinstance(lim, AccumulationBounds) or _oscillates_unboundedly(lim):
+            sp_ = _spread(ratio_at, _pow10(6))
+            need = sp.Integer(1) if _oscillates_unboundedly(lim) else (lim.max - lim.min) / 4
+            if sp_ is not None and sp_[3] - sp_[1] >= need and need > 0:
+                s_lo, v_lo, s_hi, v_hi = sp_
+                steps.append(rf"\sigma(s)/s \text{{ oscillates in }} {_fmt(lim)} \text{{ as }} s\to{where}:\ "
+                             rf"\sigma(s)/s = {float(v_lo):.6g} \text{{ at }} s = {sign * s_lo},\ "
+                             rf"{float(v_hi):.6g} \text{{ at }} s = {sign * s_hi}")
+                return Property(name, Status.REFUTED,
+                                f"σ(s)/s has no limit as s → {'+' if sign > 0 else '−'}∞ (it oscillates in {lim})",
+                                steps=tuple(steps),
+                                witness={"side": side, "limit": lim, "s1": sign * s_lo, "sigma(s1)/s1": v_lo,
+                                         "s2": sign * s_hi, "sigma(s2)/s2": v_hi})
+        return Property(name, Status.UNKNOWN, f"sympy gives lim σ(s)/s = {lim} at s → {side}∞, which is not a finite "
+                        "number, but the samples do not corroborate an infinite or oscillating limit", steps=tuple(steps))
+    if any(v is None for v in lims.values()):
+        return Property(name, Status.UNKNOWN, "sympy could not compute the limits of σ(s)/s at s → ±∞", steps=tuple(steps))
+    lp, lm = lims["+"], lims["-"]
+    # Guard against a wrong symbolic limit: σ(s)/s at the largest evaluable sample must be
+    # near it. (This can only withhold the proof, never make one.)
+    for side, sign, lim in (("+", 1, lp), ("-", -1, lm)):
+        sample = None
+        for k in (20, 12, 6, 4):
+            v = _value_at(e, sign * _pow10(k))
+            if v is not None:
+                sample = (k, v / (sign * _pow10(k)))
+                break
+        if sample is None or abs(sample[1] - _n(lim)) > (1 + abs(_n(lim))) / 10:
+            return Property(name, Status.UNKNOWN,
+                            f"sympy found lim σ(s)/s = {lim} at s → {side}∞, but a 50-digit sample "
+                            + ("could not be evaluated" if sample is None else f"at |s| = 10^{sample[0]} gives {float(sample[1]):.6g}"),
+                            steps=tuple(steps))
+    a, b = sp.simplify(lp - lm), lm
+    steps.append(rf"a = L_+ - L_- = {_fmt(a)},\quad b = L_- = {_fmt(b)}")
+    steps.append(r"z \ne 0:\ \frac{\sigma(tz+c)}{t} = \frac{\sigma(tz+c)}{tz+c}\cdot\frac{tz+c}{t} \to L_{\operatorname{sign} z}\, z"
+                 r" = a\,\mathrm{ReLU}(z) + b\,z;\qquad z = 0:\ \frac{\sigma(c)}{t} \to 0"
+                 r"\ (\sigma(c) \text{ is finite})")
+    return Property(name, Status.PROVED,
+                    f"σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c (a = {a}, b = {b})",
+                    value={"L_plus": lp, "L_minus": lm, "a": a, "b": b}, steps=tuple(steps))
+
+
+def asymptotic_slopes(act: Activation) -> Property:
+    """Decide whether L± = lim_{s→±∞} σ(s)/s both exist and are finite.
+
+    Then, for every real z and c, σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ with a = L+ − L− and
+    b = L−: for z ≠ 0, tz + c → ±∞ and (tz + c)/t → z; for z = 0, σ(c)/t → 0 because σ is
+    finite at every real point (the Activation invariant). value: ``L_plus``, ``L_minus``,
+    ``a``, ``b`` (exact).
+
+    >>> from absorb.model.activations import get_activation
+    >>> asymptotic_slopes(get_activation("leaky_relu")).value["b"]
+    1/100
+    """
+    return _asymptotic_slopes(act.key, act)
+
+
+# ----------------------------------------------------------------------------- parity --
+
+_PROBES = (sp.Integer(1), sp.Integer(2), sp.Rational(1, 2), sp.Integer(3), sp.Rational(1, 3), sp.Integer(5),
+           sp.Rational(7, 10), sp.Integer(10))
+
+
+@functools.lru_cache(maxsize=256)
+def _parity(key: str, act: Activation) -> Property:
+    name = "even"
+    e = act.expr
+    pos, neg = _side(e, 1), _side(e, -1)
+    d = sp.simplify(neg - pos)
+    steps = [rf"\sigma(x) = {_fmt(e)}", rf"\sigma(-p) - \sigma(p) = {_fmt(d)} \quad (p>0)"]
+    if not d.has(sp.Float) and _is_zero(d) is True and d.free_symbols <= {P}:
+        steps.append(r"\text{and at } z = 0 \text{ trivially: } \sigma(-0) = \sigma(0)")
+        return Property(name, Status.PROVED, "σ is even: σ(−z) = σ(z) for every real z", steps=tuple(steps))
+    for z0 in _PROBES:
+        ok, v = _exact_nonzero(e.subs(X, -z0) - e.subs(X, z0))
+        if ok:
+            steps.append(rf"\sigma(-{_fmt(z0)}) - \sigma({_fmt(z0)}) = {_fmt(v) if v.is_Rational else f'{float(v):.12g}'} \ne 0")
+            return Property(name, Status.REFUTED, f"σ is not even: σ(−{z0}) ≠ σ({z0})", steps=tuple(steps),
+                            witness={"z": z0, "sigma(z)": _n(e.subs(X, z0)), "sigma(-z)": _n(e.subs(X, -z0)),
+                                     "sigma(-z)-sigma(z)": v})
+    return Property(name, Status.UNKNOWN, "sympy could not decide whether σ is even", steps=tuple(steps))
+
+
+def parity(act: Activation) -> Property:
+    """Decide whether σ is even, σ(−z) = σ(z) for every real z (split p > 0; z = 0 trivial).
+
+    >>> from absorb.model.activations import get_activation
+    >>> parity(get_activation("expr:Abs(x)")).status.value
+    'proved'
+    """
+    return _parity(act.key, act)
+
+
+# ------------------------------------------------------------------------ linear form --
+
+
+def _constant(expr: sp.Expr) -> bool:
+    return not expr.free_symbols and _is_finite_real(expr)
+
+
+@functools.lru_cache(maxsize=256)
+def _linear_form(key: str, act: Activation) -> Property:
+    name = "linear"
+    e = act.expr
+    pos, neg, zero = _side(e, 1), _side(e, -1), sp.simplify(e.subs(X, 0))
+    c = sp.simplify(pos / P)
+    steps = [rf"\sigma(x) = {_fmt(e)}", rf"\frac{{\sigma(p)}}{{p}} = {_fmt(c)} \quad (p>0)"]
+    if _constant(c) and not c.has(sp.Float):
+        rn, r0 = sp.simplify(neg + c * P), zero
+        if _is_zero(rn) is True and _is_zero(r0) is True:
+            steps.append(rf"\sigma(-p) - c\,(-p) = 0,\quad \sigma(0) = 0 \quad (c = {_fmt(c)})")
+            zero_note = " (σ ≡ 0)" if c == 0 else ""
+            return Property(name, Status.PROVED, f"σ(z) = c·z for every real z with c = {c}{zero_note}",
+                            value={"c": c}, steps=tuple(steps))
+    # Refutation: σ(0) ≠ 0, or σ(z0) ≠ σ(1)·z0 for some z0.
+    ok, v = _exact_nonzero(e.subs(X, 0))
+    if ok:
+        steps.append(rf"\sigma(0) = {_fmt(v) if v.is_Rational else f'{float(v):.12g}'} \ne 0")
+        return Property(name, Status.REFUTED, "σ is not linear: σ(0) ≠ 0", steps=tuple(steps),
+                        witness={"z": 0, "sigma(0)": v})
+    s1 = e.subs(X, 1)
+    for z0 in (-sp.Integer(1),) + _PROBES[1:]:
+        ok, v = _exact_nonzero(e.subs(X, z0) - z0 * s1)
+        if ok:
+            steps.append(rf"\sigma({_fmt(z0)}) - {_fmt(z0)}\,\sigma(1) = {_fmt(v) if v.is_Rational else f'{float(v):.12g}'} \ne 0")
+            return Property(name, Status.REFUTED, f"σ is not linear: σ({z0}) ≠ {z0}·σ(1)", steps=tuple(steps),
+                            witness={"z": z0, "sigma(z)": _n(e.subs(X, z0)), "sigma(1)": _n(s1), "sigma(z)-z*sigma(1)": v})
+    return Property(name, Status.UNKNOWN, "sympy could not decide whether σ is linear", steps=tuple(steps))
+
+
+def linear_form(act: Activation) -> Property:
+    """Decide whether σ(z) = c·z for every real z, with c a constant (c = 0 allowed: σ ≡ 0).
+
+    Any spelling is recognised (``2*x``, ``Max(0,x) - Max(0,-x)``, ``x``). value: ``c``.
+
+    >>> from absorb.model.activations import get_activation
+    >>> linear_form(get_activation("expr:Max(0,x) - Max(0,-x)")).value["c"]
+    1
+    """
+    return _linear_form(act.key, act)
+
+
+# ------------------------------------------------------------------- exponential form --
+
+
+def _exp_refutation(e: sp.Expr) -> tuple[str, str, dict[str, Any]] | None:
+    """(statement, LaTeX step, witness) showing σ is not A·exp(βz) + C with A, β ≠ 0, or None.
+
+    For such σ the differences Δ_k = σ(z0+k+1) − σ(z0+k) are A·e^{βz0}(u − 1)·u^k with
+    u = e^β > 0, u ≠ 1: so Δ0 ≠ 0, Δ1 ≠ Δ0, Δ0·Δ1 > 0 and Δ1² = Δ0·Δ2. Any failure refutes.
+    """
+    for z0 in (sp.Integer(0), sp.Integer(-3), sp.Rational(-3, 2)):
+        vals = [e.subs(X, z0 + k) for k in range(4)]
+        d = [vals[k + 1] - vals[k] for k in range(3)]
+        witness: dict[str, Any] = {f"sigma({z0 + k})": _n(vals[k]) for k in range(4)}
+        where = rf"\Delta_k = \sigma({_fmt(z0)}+k+1) - \sigma({_fmt(z0)}+k):\ "
+        if sp.simplify(d[0]) == 0:
+            return (f"σ({z0 + 1}) = σ({z0}), but A·exp(βz) + C with A, β ≠ 0 is injective",
+                    where + r"\Delta_0 = 0", witness)
+        if sp.simplify(d[1] - d[0]) == 0:
+            return (f"σ({z0 + 2}) − σ({z0 + 1}) = σ({z0 + 1}) − σ({z0}), which forces β = 0",
+                    where + r"\Delta_1 = \Delta_0", witness)
+        ok, v = _exact_nonzero(d[1] ** 2 - d[0] * d[2])
+        if ok:
+            return (f"its differences at {z0}, …, {z0 + 3} are not in geometric progression",
+                    where + rf"\Delta_1^2 - \Delta_0\Delta_2 = {_fmt(v) if v.is_Rational else f'{float(v):.12g}'} \ne 0",
+                    {**witness, "d1^2-d0*d2": v})
+        ok, v = _exact_nonzero(d[0] * d[1])
+        if ok and v < 0:
+            return (f"σ({z0 + 2}) − σ({z0 + 1}) and σ({z0 + 1}) − σ({z0}) differ in sign, which forces e^β < 0",
+                    where + rf"\Delta_0\Delta_1 = {_fmt(v) if v.is_Rational else f'{float(v):.12g}'} < 0", {**witness, "d0*d1": v})
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _exponential_form(key: str, act: Activation) -> Property:
+    name = "exponential"
+    e = act.expr
+    steps = [rf"\sigma(x) = {_fmt(e)}"]
+    # The refutation is cheap (values at four points), the proof is not: refute first.
+    ref = _exp_refutation(e)
+    if ref is not None:
+        statement, step, witness = ref
+        steps.append(step)
+        return Property(name, Status.REFUTED, f"σ is not of the form A·exp(βz) + C: {statement}",
+                        steps=tuple(steps), witness=witness)
+    pos, neg, zero = _side(e, 1), _side(e, -1), sp.simplify(e.subs(X, 0))
+    # Candidates from the p > 0 side: σ' = Aβ e^{βp}, σ''/σ' = β; then every side is checked
+    # exactly against A e^{βz} + C.
+    d1 = sp.simplify(sp.diff(pos, P))
+    if _is_zero(d1) is not True:
+        beta = sp.simplify(sp.diff(d1, P) / d1)
+        if _constant(beta) and _is_zero(beta) is False:
+            A = sp.simplify(d1 / (beta * sp.exp(beta * P)))
+            C = sp.simplify(pos - A * sp.exp(beta * P))
+            if (_constant(A) and _constant(C) and _is_zero(A) is False
+                    and not any(v.has(sp.Float) for v in (A, beta, C))):
+                form = A * sp.exp(beta * X) + C
+                rp = sp.simplify(pos - form.subs(X, P))
+                rn = sp.simplify(neg - form.subs(X, -P))
+                r0 = sp.simplify(zero - form.subs(X, 0))
+                if all(_is_zero(r) is True for r in (rp, rn, r0)):
+                    steps.append(rf"A = {_fmt(A)},\ \beta = {_fmt(beta)},\ C = {_fmt(C)}:\quad "
+                                 r"\sigma(\pm p) - \big(A e^{\pm\beta p} + C\big) = 0,\quad \sigma(0) - (A + C) = 0 \quad (p>0)")
+                    return Property(name, Status.PROVED,
+                                    f"σ(z) = A·exp(βz) + C for every real z (A = {A}, β = {beta}, C = {C})",
+                                    value={"A": A, "beta": beta, "C": C}, steps=tuple(steps))
+    return Property(name, Status.UNKNOWN, "sympy could not decide whether σ(z) = A·exp(βz) + C", steps=tuple(steps))
+
+
+def exponential_form(act: Activation) -> Property:
+    """Decide whether σ(z) = A·exp(βz) + C for every real z, constants A ≠ 0, β ≠ 0.
+
+    value: ``A``, ``beta``, ``C`` (exact).
+
+    >>> from absorb.model.activations import get_activation
+    >>> exponential_form(get_activation("expr:2*exp(3*x)-1")).value["beta"]
+    3
+    """
+    return _exponential_form(act.key, act)
+
+
+# ------------------------------------------------------------------------ boundedness --
+
+_Interval = tuple[sp.Expr, sp.Expr]
+_WHOLE: _Interval = (-_OO, _OO)
+_BIG = sp.Integer(10) ** 60
+
+
+def _round(v: sp.Expr, up: bool) -> sp.Expr:
+    """A Rational (or ±∞) on the safe side of the real number ``v``: ≥ v when ``up``, else ≤ v.
+
+    A 30-digit evaluation is widened by 10^-20 of its size (plus 10^-50): far more than its
+    error. Magnitudes beyond 10^60 become ±∞ (or ±10^60/2 on the inner side).
+    """
+    if v == _OO or v == -_OO:
+        return v
+    if v.is_Rational:
+        return v
+    f = sp.N(v, 30)
+    if not (f.is_number and f.is_extended_real and f.is_finite):
+        return _OO if up else -_OO
+    r = sp.Rational(f)
+    if abs(r) > _BIG:
+        if up:
+            return _OO if r > 0 else -_BIG / 2
+        return -_OO if r < 0 else _BIG / 2
+    margin = abs(r) / sp.Integer(10) ** 20 + sp.Integer(10) ** -50
+    return r + margin if up else r - margin
+
+
+def _mono(fn: Callable[[sp.Expr], sp.Expr], iv: _Interval, increasing: bool = True) -> _Interval:
+    lo, hi = fn(iv[0]), fn(iv[1])
+    if not increasing:
+        lo, hi = hi, lo
+    return _round(lo, False), _round(hi, True)
+
+
+def _mul_end(a: sp.Expr, b: sp.Expr) -> sp.Expr:
+    # 0·(±∞) = 0: the endpoints stand for finite values, so this is the sound convention.
+    if a == 0 or b == 0:
+        return sp.Integer(0)
+    return a * b
+
+
+def _mul(x: _Interval, y: _Interval) -> _Interval:
+    prods = [_mul_end(a, b) for a in x for b in y]
+    return min(prods), max(prods)
+
+
+def _recip(x: _Interval) -> _Interval | None:
+    lo, hi = x
+    if lo > 0 or hi < 0:  # 0 excluded: 1/t is decreasing on each side, 1/(±∞) = 0
+        inv = lambda t: sp.Integer(0) if _is_infinite(t) else 1 / t  # noqa: E731
+        return inv(hi), inv(lo)
+    return None
+
+
+def _int_pow(x: _Interval, n: int) -> _Interval | None:
+    lo, hi = x
+    if n == 0:
+        return sp.Integer(1), sp.Integer(1)
+    if n < 0:
+        base = _int_pow(x, -n)
+        return None if base is None else _recip(base)
+    if n % 2 == 1 or lo >= 0:
+        return lo**n, hi**n
+    if hi <= 0:
+        return hi**n, lo**n
+    return sp.Integer(0), max(-lo, hi) ** n
+
+
+def _range(e: sp.Expr, log: list[str]) -> _Interval:
+    """An interval [lo, hi] (Rational or ±∞ ends) that contains e(x) for every real x.
+
+    Sound by construction: each rule encloses the image of its arguments' intervals; a
+    node with no rule (or whose rule needs what its arguments cannot guarantee, e.g. a
+    denominator bounded away from 0) gets (−∞, ∞). ``log`` collects the nontrivial bounds.
+    """
+    iv = _range_node(e, log)
+    lo, hi = iv
+    if lo != -_OO and hi != _OO and e.has(X) and not e.is_Add and not e.is_Mul:
+        log.append(rf"{_fmt(e)} \in [{_fmt(lo)}, {_fmt(hi)}]")
+    return iv
+
+
+def _range_node(e: sp.Expr, log: list[str]) -> _Interval:
+    if e == X:
+        return _WHOLE
+    if not e.free_symbols:
+        if e.is_number and e.is_extended_real and e.is_finite:
+            return _round(e, False), _round(e, True)
+        return _WHOLE
+    if e.free_symbols - {X}:
+        return _WHOLE
+    if isinstance(e, sp.Add):
+        lo, hi = sp.Integer(0), sp.Integer(0)
+        for a in e.args:
+            alo, ahi = _range(a, log)
+            lo, hi = lo + alo, hi + ahi
+        return lo, hi
+    if isinstance(e, sp.Mul):
+        acc: _Interval = (sp.Integer(1), sp.Integer(1))
+        for a in e.args:
+            acc = _mul(acc, _range(a, log))
+        return acc
+    if isinstance(e, sp.Pow):
+        b, x = e.base, e.exp
+        if not x.has(X):
+            bi = _range(b, log)
+            if x.is_Integer:
+                return _int_pow(bi, int(x)) or _WHOLE
+            if x.is_number and x.is_extended_real and bi[0] >= 0:
+                if x.is_positive:
+                    return _mono(lambda t: t**x if t != _OO else _OO, bi)
+                if x.is_negative and bi[0] > 0:
+                    return _mono(lambda t: t**x if t != _OO else sp.Integer(0), bi, increasing=False)
+            return _WHOLE
+        if not b.has(X):
+            if b == 0:
+                # 0**y is 1 at y = 0 and 0 for y > 0 (undefined for y < 0).
+                xi = _range(x, log)
+                return (sp.Integer(0), sp.Integer(1)) if xi[0] >= 0 else _WHOLE
+            if b.is_number and b.is_positive:
+                return _range(sp.exp(x * sp.log(b), evaluate=False), log)
+        return _WHOLE
+    if isinstance(e, sp.exp):
+        return _mono(sp.exp, _range(e.args[0], log))
+    if isinstance(e, sp.log):
+        ai = _range(e.args[0], log)
+        return _mono(sp.log, ai) if ai[0] > 0 else _WHOLE
+    if isinstance(e, (sp.erf, sp.tanh, sp.atan, sp.sinh)):
+        return _mono(type(e), _range(e.args[0], log))
+    if isinstance(e, sp.erfc):
+        return _mono(sp.erfc, _range(e.args[0], log), increasing=False)
+    if isinstance(e, (sp.sin, sp.cos)):
+        return sp.Integer(-1), sp.Integer(1)
+    if isinstance(e, sp.cosh):
+        ai = _abs(_range(e.args[0], log))
+        return _mono(sp.cosh, ai)
+    if isinstance(e, sp.Abs):
+        return _abs(_range(e.args[0], log))
+    if isinstance(e, (sp.Max, sp.Min)):
+        ivs = [_range(a, log) for a in e.args]
+        pick = max if isinstance(e, sp.Max) else min
+        return pick(i[0] for i in ivs), pick(i[1] for i in ivs)
+    if isinstance(e, sp.sign):
+        return sp.Integer(-1), sp.Integer(1)
+    if isinstance(e, sp.Heaviside):
+        return sp.Integer(0), sp.Integer(1)
+    if isinstance(e, sp.Piecewise):
+        if e.args[-1].cond != sp.true:
+            return _WHOLE  # without a catch-all branch σ could be undefined somewhere
+        ivs = [_range(branch.expr, log) for branch in e.args]
+        return min(i[0] for i in ivs), max(i[1] for i in ivs)
+    return _WHOLE
+
+
+def _abs(iv: _Interval) -> _Interval:
+    lo, hi = iv
+    if lo >= 0:
+        return lo, hi
+    if hi <= 0:
+        return -hi, -lo
+    return sp.Integer(0), max(-lo, hi)
+
+
+_CONTINUOUS_FUNCS = (sp.exp, sp.log, sp.sin, sp.cos, sp.tanh, sp.sinh, sp.cosh, sp.atan, sp.erf, sp.erfc, sp.Abs,
+                     sp.Max, sp.Min)
+
+
+def _continuity_checkable(e: sp.Expr) -> bool:
+    """True when every node of ``e`` is one for which sympy's continuous_domain is reliable:
+    x, numbers, +, ×, powers with a constant exponent or a constant positive base, and
+    functions continuous on their domain. Excluded: Piecewise, sign, and powers such as
+    0**y, which continuous_domain treats as continuous although 0**y jumps at y = 0."""
+    for node in sp.preorder_traversal(e):
+        if node == X or not node.free_symbols:
+            continue
+        if isinstance(node, (sp.Add, sp.Mul)) or isinstance(node, _CONTINUOUS_FUNCS):
+            continue
+        if isinstance(node, sp.Pow) and (not node.exp.has(X) or (not node.base.has(X) and node.base.is_positive)):
+            continue
+        return False
+    return True
+
+
+def _erf_as_tanh(e: sp.Expr) -> sp.Expr:
+    """Replace erf(u), erfc(u) by tanh(u): the same continuity (all three are continuous on R),
+    in a form sympy's continuous_domain understands."""
+    return e.replace(lambda q: isinstance(q, (sp.erf, sp.erfc)), lambda q: sp.tanh(q.args[0]))
+
+
+@functools.lru_cache(maxsize=256)
+def _bounded_on_reals(key: str, act: Activation) -> Property:
+    name = "bounded"
+    e = act.expr
+    steps = [rf"\sigma(x) = {_fmt(e)}"]
+    # Route (a): an interval bound over the expression tree.
+    log: list[str] = []
+    try:
+        lo, hi = _range(e, log)
+    except Exception:  # a comparison sympy cannot decide: no bound from this route
+        lo, hi = _WHOLE
+    if lo != -_OO and hi != _OO:
+        bound = max(abs(lo), abs(hi))
+        steps.extend(log[-6:])
+        steps.append(rf"\text{{interval bound over the expression tree: }} \sigma(x) \in [{_fmt(lo)}, {_fmt(hi)}] "
+                     rf"\text{{ for every real }} x,\ \text{{so }} \sup_{{\mathbb{{R}}}}|\sigma| \le {_fmt(bound)}")
+        return Property(name, Status.PROVED, f"σ is bounded on R: σ(x) ∈ [{lo}, {hi}] for every real x (interval bound)",
+                        value={"lower": lo, "upper": hi, "bound": bound, "route": "interval"}, steps=tuple(steps))
+    # Route (b): σ continuous on R with finite limits at ±∞.
+    pos, neg = _side(e, 1), _side(e, -1)
+    lims = {"+": _limit_p(pos), "-": _limit_p(neg)}
+    if all(v is not None for v in lims.values()):
+        steps.append(rf"\lim_{{x\to+\infty}}\sigma(x) = {_fmt(lims['+'])},\quad \lim_{{x\to-\infty}}\sigma(x) = {_fmt(lims['-'])}")
+    for side, sign in (("+", 1), ("-", -1)):
+        lim = lims[side]
+        if lim is None or not (_is_infinite(lim) or _oscillates_unboundedly(lim)):
+            continue
+        if _is_infinite(lim):
+            ks = (4, 8, 16, 32)
+            vals = [_value_at(e, sign * _pow10(k)) for k in ks]
+            if _grows(vals):
+                witness: dict[str, Any] = {"side": side, "limit": lim}
+                witness.update({f"sigma({'-' if sign < 0 else ''}10^{k})": v for k, v in zip(ks, vals)})
+                return Property(name, Status.REFUTED, f"σ is unbounded: σ(x) → {lim} as x → {side}∞",
+                                steps=tuple(steps), witness=witness)
+        else:
+            sp_ = _spread(lambda s, _sign=sign: _value_at(e, _sign * s), _pow10(6))
+            if sp_ is not None and sp_[3] - sp_[1] >= 10**5:
+                s_lo, v_lo, s_hi, v_hi = sp_
+                steps.append(rf"\sigma({sign * s_lo}) = {float(v_lo):.6g},\quad \sigma({sign * s_hi}) = {float(v_hi):.6g}")
+                return Property(name, Status.REFUTED, f"σ is unbounded: it oscillates in {lim} as x → {side}∞",
+                                steps=tuple(steps), witness={"side": side, "limit": lim, "x1": sign * s_lo, "sigma(x1)": v_lo,
+                                                             "x2": sign * s_hi, "sigma(x2)": v_hi})
+    if not all(v is not None and _is_finite_real(v) for v in lims.values()):
+        return Property(name, Status.UNKNOWN, "no interval bound, and sympy could not show finite limits of σ at ±∞",
+                        steps=tuple(steps))
+    if not _continuity_checkable(e):
+        return Property(name, Status.UNKNOWN, "no interval bound, and σ has a node (Piecewise, 0**y, …) whose continuity "
+                        "sympy cannot be trusted to decide", steps=tuple(steps))
+    try:
+        cont = sp.calculus.util.continuous_domain(_erf_as_tanh(e), X, sp.S.Reals)
+    except Exception:  # continuous_domain raises on functions it does not know
+        cont = None
+    if cont != sp.S.Reals:
+        return Property(name, Status.UNKNOWN, "no interval bound, and sympy could not prove σ continuous on R", steps=tuple(steps))
+    steps.append(r"\sigma \text{ is continuous on } \mathbb{R} \text{ (a continuous function with finite limits at } \pm\infty"
+                 r"\text{ is bounded)}")
+    return Property(name, Status.PROVED, f"σ is bounded on R: continuous, with limits {lims['+']} at +∞ and {lims['-']} at −∞",
+                    value={"limit_plus": lims["+"], "limit_minus": lims["-"], "route": "continuity"}, steps=tuple(steps))
+
+
+def bounded_on_reals(act: Activation) -> Property:
+    """Decide whether sup_R |σ| < ∞.
+
+    Route (a): a sound interval bound over the expression tree (erf, tanh, atan, sin, cos in
+    their ranges; exp of an argument bounded above; sums, products, quotients of bounded parts
+    with denominators bounded away from 0; Max, Min, Abs; the branches of a Piecewise).
+    Route (b): σ continuous on R (sympy's continuous_domain, on expressions whose nodes it
+    handles) with finite limits at ±∞. value: the bound and ``route``. Refuted when sympy
+    finds an infinite limit at ±∞ that samples corroborate.
+
+    >>> from absorb.model.activations import get_activation
+    >>> bounded_on_reals(get_activation("expr:erf(x)")).value["bound"]
+    1
+    """
+    return _bounded_on_reals(act.key, act)
+
+
+__all__ = ["asymptotic_slopes", "parity", "linear_form", "exponential_form", "bounded_on_reals"]
