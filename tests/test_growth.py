@@ -1,0 +1,250 @@
+"""absorb.symbolic.growth: asymptotic slopes, parity, linear and exponential form,
+boundedness. Expected values are exact; refutations carry witnesses; near-misses are never
+proved; the interval bound encloses every sampled value."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import sympy as sp
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from absorb.model.activations import X, get_activation
+from absorb.symbolic import growth
+from absorb.symbolic.growth import asymptotic_slopes, bounded_on_reals, exponential_form, linear_form, parity
+from absorb.symbolic.properties import Status
+
+R = sp.Rational
+ALL = (asymptotic_slopes, parity, linear_form, exponential_form, bounded_on_reals)
+
+
+def act(spec: str):
+    return get_activation(spec if spec in ("relu", "gelu", "gelu_tanh", "silu", "quick_gelu", "softplus", "leaky_relu",
+                                           "identity", "tanh", "sigmoid") else "expr:" + spec)
+
+
+# ------------------------------------------------------------------ asymptotic slopes --
+
+SLOPES = [
+    ("relu", 1, 0), ("gelu", 1, 0), ("gelu_tanh", 1, 0), ("silu", 1, 0), ("quick_gelu", 1, 0), ("softplus", 1, 0),
+    ("Max(0,x)+Min(0,exp(x)-1)", 1, 0),  # ELU
+    ("x*tanh(log(1+exp(x)))", 1, 0),  # Mish
+    ("leaky_relu", 1, R(1, 100)), ("identity", 1, 1),
+    ("tanh", 0, 0), ("sigmoid", 0, 0), ("erf(x)", 0, 0), ("Abs(x)", 1, -1),
+    ("x*(1+erf(x/sqrt(2)))/2", 1, 0),  # GELU spelled as a user expression
+    ("1-0**Max(0,x)", 0, 0),  # a step function: finite everywhere, not continuous
+]
+
+
+@pytest.mark.parametrize("spec,lp,lm", SLOPES)
+def test_asymptotic_slopes_exact(spec: str, lp, lm) -> None:
+    pr = asymptotic_slopes(act(spec))
+    assert pr.status is Status.PROVED, pr.statement
+    v = pr.value
+    assert v["L_plus"] == lp and v["L_minus"] == lm
+    assert v["a"] == sp.Integer(lp) - sp.sympify(lm) and v["b"] == lm
+    for k in ("L_plus", "L_minus", "a", "b"):
+        assert isinstance(v[k], sp.Rational), (k, v[k])  # exact, never a Float
+    assert f"a = {v['a']}, b = {v['b']}" in pr.statement and "ReLU(z)" in pr.statement
+    assert any("finite" in s for s in pr.steps)  # the z = 0 case names the finiteness it uses
+
+
+def test_leaky_slopes_give_a_and_b() -> None:
+    v = asymptotic_slopes(act("leaky_relu")).value
+    assert (v["a"], v["b"]) == (R(99, 100), R(1, 100))
+
+
+@pytest.mark.parametrize("spec,side", [("x*sin(x)", "+"), ("x**2", "+"), ("exp(x)", "+"), ("x*(1+sin(x)/100)", "+"),
+                                       ("x*log(1+x**2)", "+")])
+def test_asymptotic_slopes_refuted_with_witness(spec: str, side: str) -> None:
+    pr = asymptotic_slopes(act(spec))
+    assert pr.status is Status.REFUTED, pr.statement
+    assert pr.witness is not None and pr.witness["side"] == side
+    json.dumps(pr.to_json())
+    if spec in ("x*sin(x)", "x*(1+sin(x)/100)"):  # oscillation: two far-out points with different ratios
+        w = pr.witness
+        assert w["sigma(s2)/s2"] - w["sigma(s1)/s1"] > 0 and min(abs(w["s1"]), abs(w["s2"])) >= 10**6
+
+
+def test_a_wrong_symbolic_limit_is_withheld(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The numeric guard: if sympy's limit were wrong (2 instead of 1 for ReLU), no proof."""
+    real = growth._limit_p
+    monkeypatch.setattr(growth, "_limit_p", lambda e: sp.Integer(2) if e == 1 else real(e))
+    growth._asymptotic_slopes.cache_clear()
+    try:
+        pr = asymptotic_slopes(get_activation("expr:Max(0, x)"))
+        assert pr.status is Status.UNKNOWN and "10^20" in pr.statement
+    finally:
+        growth._asymptotic_slopes.cache_clear()
+
+
+# ----------------------------------------------------------------------------- parity --
+
+@pytest.mark.parametrize("spec", ["Abs(x)", "x*erf(x)", "x*sin(x)", "x**2", "cos(x)", "exp(-x**2)", "0*x"])
+def test_even_proved(spec: str) -> None:
+    pr = parity(act(spec))
+    assert pr.status is Status.PROVED and pr.name == "even", pr.statement
+
+
+@pytest.mark.parametrize("spec,diff", [("relu", -1), ("Abs(x) + x/10**9", R(-2, 10**9)), ("leaky_relu", R(-101, 100)),
+                                       ("1-0**Max(0,x)", -1)])
+def test_not_even_exact_witness(spec: str, diff) -> None:
+    pr = parity(act(spec))
+    assert pr.status is Status.REFUTED
+    assert pr.witness["z"] == 1 and pr.witness["sigma(-z)-sigma(z)"] == diff
+
+
+def test_not_even_numeric_witness() -> None:
+    pr = parity(act("gelu"))
+    assert pr.status is Status.REFUTED
+    assert abs(pr.witness["sigma(-z)-sigma(z)"] + 1) < sp.Float(10) ** -40  # gelu(-1) - gelu(1) = -1 exactly
+
+
+# ------------------------------------------------------------------------ linear form --
+
+@pytest.mark.parametrize("spec,c", [("2*x", 2), ("Max(0,x) - Max(0,-x)", 1), ("identity", 1), ("x/3", R(1, 3)),
+                                    ("0*x", 0), ("Abs(x) - Abs(x) + 5*x", 5)])
+def test_linear_proved(spec: str, c) -> None:
+    pr = linear_form(act(spec))
+    assert pr.status is Status.PROVED and pr.name == "linear"
+    assert pr.value["c"] == c and isinstance(pr.value["c"], sp.Rational)
+    assert ("σ ≡ 0" in pr.statement) == (c == 0)
+
+
+@pytest.mark.parametrize("spec", ["x*(1+erf(x/sqrt(2)))/2 + sin(x)", "relu", "leaky_relu", "x + 1/10**9", "x + x**3/10**9",
+                                  "Abs(x)", "tanh"])
+def test_linear_near_misses_not_proved(spec: str) -> None:
+    pr = linear_form(act(spec))
+    assert pr.status is Status.REFUTED, pr.statement
+    assert pr.witness is not None
+
+
+def test_linear_witness_exact() -> None:
+    pr = linear_form(act("x + 1/10**9"))
+    assert pr.witness == {"z": 0, "sigma(0)": R(1, 10**9)}
+    pr = linear_form(act("relu"))
+    assert pr.witness["z"] == -1 and pr.witness["sigma(z)-z*sigma(1)"] == 1
+
+
+# ------------------------------------------------------------------- exponential form --
+
+@pytest.mark.parametrize("spec,A,beta,C", [("exp(x)", 1, 1, 0), ("2*exp(3*x)-1", 2, 3, -1), ("exp(x/2)", 1, R(1, 2), 0),
+                                           ("5 - exp(-x)", -1, -1, 5), ("2**x", 1, sp.log(2), 0)])
+def test_exponential_proved(spec: str, A, beta, C) -> None:
+    pr = exponential_form(act(spec))
+    assert pr.status is Status.PROVED and pr.name == "exponential", pr.statement
+    assert (pr.value["A"], pr.value["beta"], pr.value["C"]) == (A, beta, C)
+    assert not any(v.has(sp.Float) for v in pr.value.values())
+
+
+@pytest.mark.parametrize("spec", ["exp(x) + x", "identity", "0*x", "cosh(x)", "exp(Abs(x))", "relu", "exp(x) + 10**-9*x**2",
+                                  "Max(exp(x), 1)"])
+def test_exponential_near_misses_not_proved(spec: str) -> None:
+    pr = exponential_form(act(spec))
+    assert pr.status is Status.REFUTED, pr.statement
+    assert pr.witness is not None
+
+
+# ------------------------------------------------------------------------ boundedness --
+
+@pytest.mark.parametrize("spec,lo,hi", [("erf(x)", -1, 1), ("tanh", -1, 1), ("sigmoid", 0, 1), ("exp(-x**2)", 0, 1),
+                                        ("1-0**Max(0,x)", 0, 1), ("sin(x)/(2+cos(x))", -1, 1), ("atan(x)", None, None),
+                                        ("Min(1, Max(-1, x))", -1, 1), ("erfc(x) - 1", -1, 1)])
+def test_bounded_by_interval(spec: str, lo, hi) -> None:
+    pr = bounded_on_reals(act(spec))
+    assert pr.status is Status.PROVED and pr.value["route"] == "interval", pr.statement
+    if lo is not None:
+        assert pr.value["lower"] == lo and pr.value["upper"] == hi and pr.value["bound"] == max(abs(lo), abs(hi))
+    else:  # atan: an outward-rounded rational enclosure of ±π/2
+        assert -sp.pi / 2 - R(1, 10**15) < pr.value["lower"] <= -sp.pi / 2 <= sp.pi / 2 <= pr.value["upper"] < sp.pi / 2 + R(1, 10**15)
+
+
+def test_erf_is_proved_bounded_although_sympy_cannot_show_its_continuity() -> None:
+    with pytest.raises(Exception):
+        sp.calculus.util.continuous_domain(sp.erf(X), X, sp.S.Reals)
+    assert bounded_on_reals(act("erf(x)")).proved
+
+
+@pytest.mark.parametrize("spec", ["x*exp(-x**2)", "x/(1+x**2)", "x*erf(x)*exp(-x**2)"])
+def test_bounded_by_continuity(spec: str) -> None:
+    pr = bounded_on_reals(act(spec))
+    assert pr.status is Status.PROVED and pr.value["route"] == "continuity", pr.statement
+
+
+@pytest.mark.parametrize("spec", ["relu", "x**2", "exp(x)", "identity", "tanh(x) + x/10**9", "softplus", "x*sin(x)", "gelu"])
+def test_unbounded_refuted(spec: str) -> None:
+    pr = bounded_on_reals(act(spec))
+    assert pr.status is Status.REFUTED, pr.statement
+    assert pr.witness is not None
+
+
+def test_a_step_quotient_that_blows_up_is_not_proved_bounded() -> None:
+    """σ = 1/|x| for x > 0 and 0 for x ≤ 0: finite everywhere, limits 0 at ±∞, unbounded near
+    0+. sympy's continuous_domain calls 0**Max(0, x) continuous, so route (b) must refuse it."""
+    spec = "(1-0**Max(0,x))/(Abs(x)+0**Max(0,x))"
+    assert sp.calculus.util.continuous_domain(1 - 0 ** sp.Max(0, X), X, sp.S.Reals) == sp.S.Reals  # the trap
+    assert bounded_on_reals(act(spec)).status is Status.UNKNOWN
+
+
+# -------------------------------------------------------- interval bound is sound --
+
+_LEAVES = st.sampled_from([X, X, sp.Integer(2), R(-1, 3), sp.pi])
+_UNARY = [sp.exp, sp.tanh, sp.erf, sp.atan, sp.sin, sp.cos, sp.Abs, lambda a: -a, lambda a: a**2, lambda a: a**3,
+          lambda a: 1 / a, lambda a: sp.sqrt(a), sp.log, lambda a: 0 ** sp.Max(0, a), sp.cosh, sp.sinh, sp.erfc]
+_BINARY = [lambda a, b: a + b, lambda a, b: a * b, lambda a, b: a - b, sp.Max, sp.Min, lambda a, b: a / b]
+
+
+def _apply(f, *args):
+    try:
+        return f(*args)
+    except (ValueError, TypeError, ZeroDivisionError):  # e.g. Max of a non-real constant
+        return None
+
+
+def _trees(depth: int):
+    if depth == 0:
+        return _LEAVES
+    sub = _trees(depth - 1).filter(lambda e: e is not None)
+    return st.one_of(sub, st.builds(_apply, st.sampled_from(_UNARY), sub),
+                     st.builds(_apply, st.sampled_from(_BINARY), sub, sub))
+
+
+_POINTS = [sp.Integer(0), sp.Integer(1), sp.Integer(-1), R(1, 2), R(-7, 3), sp.Integer(5), sp.Integer(-5), sp.Integer(30)]
+
+
+@given(_trees(3))
+@example(sp.exp(-X**2))
+@example(1 / (1 + sp.exp(-X)))
+@example(sp.sin(X) / (2 + sp.cos(X)))
+@example(1 - 0 ** sp.Max(0, X))
+@example(sp.Max(sp.tanh(X), -sp.Abs(X)) * sp.atan(X))
+def test_interval_encloses_every_sampled_value(e: sp.Expr) -> None:
+    if not isinstance(e, sp.Expr):
+        return
+    lo, hi = growth._range(e, [])
+    assert lo <= hi
+    for z in _POINTS:
+        try:
+            v = sp.N(e.subs(X, z), 40)
+        except Exception:
+            continue
+        if not (v.is_number and v.is_extended_real and v.is_finite):
+            continue
+        err = (1 + abs(v)) * sp.Float(10) ** -35  # the 40-digit value's own error
+        assert lo - err <= v <= hi + err, (e, z, v, lo, hi)
+
+
+# ---------------------------------------------------------------------------- general --
+
+@pytest.mark.parametrize("spec", ["relu", "gelu", "leaky_relu", "tanh", "x*sin(x)", "exp(x)", "1-0**Max(0,x)"])
+def test_results_serialise_and_are_cached(spec: str) -> None:
+    a = act(spec)
+    for fn in ALL:
+        pr = fn(a)
+        json.dumps(pr.to_json())
+        assert all(isinstance(s, str) for s in pr.steps) and pr.steps
+        assert fn(a) is pr
+        if pr.status is Status.REFUTED:
+            assert pr.witness
