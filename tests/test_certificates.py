@@ -55,7 +55,7 @@ def _instances(rng: np.random.Generator) -> dict[str, dict[str, np.ndarray]]:
         Di[:, [0, 3]] = -np.linalg.inv(Ui[[0, 3]])
         stack[f"blocks.{i}.W_up"], stack[f"blocks.{i}.W_down"] = Ui, Di
     out["planted_gelu_stack"] = stack
-    out["unknown_softplus"] = dict(W_up=rng.standard_normal((n, d)), W_down=rng.standard_normal((d, n)), activation=np.array("softplus"))
+    out["unknown_sublinear_gap"] = dict(W_up=rng.standard_normal((n, d)), W_down=rng.standard_normal((d, n)), activation=np.array("expr:x + sin(x)"))
     return out
 
 
@@ -69,7 +69,7 @@ EXPECTED = {  # name: (verdict, theorem)
     "relu2_stack": ("not_absorbable", "depth"),
     "hc_relu": ("not_absorbable", "index-set"),
     "planted_gelu_stack": ("absorbable", "composition"),
-    "unknown_softplus": ("unknown", "index-set"),
+    "unknown_sublinear_gap": ("unknown", "none"),
 }
 
 
@@ -192,7 +192,7 @@ TAMPERINGS = [
     ("stack claimed absorbable", "relu2_stack", lambda d: (d.update(verdict="absorbable"), d["theorem"].update(id="composition")), "composition"),
     ("composition claimed as depth", "planted_gelu_stack", lambda d: (d.update(verdict="not_absorbable"), d["theorem"].update(id="depth")), "o(|x|) at 0"),
     ("changed H_res hash", "hc_relu", _set(["blocks", 0, "weights", "H_res", "sha256"], "f" * 64), "SHA-256 of H_res"),
-    ("unknown made not_absorbable", "unknown_softplus", _set(["blocks", 0, "verdict"], "not_absorbable"), "result 5's hypotheses"),
+    ("unknown made not_absorbable", "unknown_sublinear_gap", _set(["blocks", 0, "verdict"], "not_absorbable"), "the evidence supports 'unknown'"),
     ("printed values changed", "relu2", lambda d: d["blocks"][0]["weights"]["W_up"]["values"][0].__setitem__(0, 0.5), "printed values"),
 ]
 

@@ -69,18 +69,18 @@ CASES: dict[str, Case] = {
                   {"model_type": "gemma", "hidden_act": "gelu", "hidden_activation": "gelu_pytorch_tanh"}, "gelu_tanh",
                   "linearization", norm="post_attention_layernorm"),
     "gpt2": Case(("transformer.h.{i}.mlp",), {"up": "c_fc", "down": "c_proj"},
-                 {"model_type": "gpt2", "activation_function": "gelu_new"}, "gelu_tanh", "index-set", bias=True,
+                 {"model_type": "gpt2", "activation_function": "gelu_new"}, "gelu_tanh", "skeleton", bias=True,
                  transposed=True, norm="ln_2", root="transformer.h.{i}", norm_bias=True,
                  extra={"transformer.h.{i}.attn.bias": (1, 1, 4, 4), "transformer.h.{i}.attn.c_proj.weight": ("d", "d")}),
     "neox": Case(("gpt_neox.layers.{i}.mlp",), {"up": "dense_h_to_4h", "down": "dense_4h_to_h"},
-                 {"model_type": "gpt_neox", "hidden_act": "gelu", "use_parallel_residual": True}, "gelu", "index-set",
+                 {"model_type": "gpt_neox", "hidden_act": "gelu", "use_parallel_residual": True}, "gelu", "skeleton",
                  bias=True, norm="post_attention_layernorm", root="gpt_neox.layers.{i}", norm_bias=True),
     "opt": Case(("model.decoder.layers.{i}",), {"up": "fc1", "down": "fc2"},
-                {"model_type": "opt", "activation_function": "relu", "do_layer_norm_before": True}, "relu", "index-set",
+                {"model_type": "opt", "activation_function": "relu", "do_layer_norm_before": True}, "relu", "skeleton",
                 bias=True, norm="final_layer_norm", root="model.decoder.layers.{i}", norm_bias=True,
                 extra={"model.decoder.layers.{i}.self_attn.out_proj.weight": ("d", "d")}),
     "bert": Case(("bert.encoder.layer.{i}",), {"up": "intermediate.dense", "down": "output.dense"},
-                 {"model_type": "bert", "hidden_act": "gelu"}, "gelu", "index-set", bias=True,
+                 {"model_type": "bert", "hidden_act": "gelu"}, "gelu", "skeleton", bias=True,
                  norm="attention.output.LayerNorm", root="bert.encoder.layer.{i}", norm_bias=True,
                  extra={"bert.encoder.layer.{i}.attention.output.dense.weight": ("d", "d"),
                         "bert.encoder.layer.{i}.output.LayerNorm.weight": ("d",)}),
@@ -94,7 +94,7 @@ CASES: dict[str, Case] = {
                    {"model_type": "falcon", "parallel_attn": True}, "gelu", "index-set", norm="input_layernorm",
                    root="transformer.h.{i}", norm_bias=True),
     "phi2": Case(("model.layers.{i}.mlp",), {"up": "fc1", "down": "fc2"}, {"model_type": "phi", "hidden_act": "gelu_new"},
-                 "gelu_tanh", "index-set", bias=True, norm="input_layernorm", norm_bias=True),
+                 "gelu_tanh", "skeleton", bias=True, norm="input_layernorm", norm_bias=True),
     "phi3": Case(("model.layers.{i}.mlp",), {"gate_up": "gate_up_proj", "down": "down_proj"},
                  {"model_type": "phi3", "hidden_act": "silu"}, "silu", "linearization", norm="post_attention_layernorm"),
     "mixtral": Case(("model.layers.{i}.block_sparse_moe.experts.{e}",), {"gate": "w1", "up": "w3", "down": "w2"},
@@ -391,12 +391,13 @@ def test_planted_gelu_layer_found(tmp_path: Path) -> None:
         t[f"{p}.intermediate.dense.bias"], t[f"{p}.output.dense.bias"] = rng.standard_normal(n), rng.standard_normal(d)
     p = write(tmp_path / "c", t, {"model_type": "bert", "hidden_act": "gelu", "hidden_size": d})
     out = run_cli(str(p), "--json")
-    assert out.returncode == 3, out.stderr  # layer 0 has biases: unknown; so the whole is unknown
+    assert out.returncode == 0, out.stderr  # layer 0 has biases: the skeleton proves it not absorbable
     js = json.loads(out.stdout)
     b0, b1 = js["blocks"]
     assert b1["name"] == "bert.encoder.layer.1" and b1["verdict"] == "absorbable" and b1["witness"]["S"] == S
     assert b1["witness"]["eval_error"] < 1e-8 and "identity skip" in b1["analysed"]
-    assert b0["verdict"] == "unknown" and b0["search"]["status"] == "infeasible"
+    assert b0["verdict"] == "not_absorbable" and b0["theorem"] == "skeleton" and b0["search"]["status"] == "infeasible"
+    assert b0["class"]["biases"] is True
     assert js["checkpoint"]["families"] == ["bert"]
 
 
@@ -414,11 +415,11 @@ def test_example_script_and_table(tmp_path: Path) -> None:
     tensors, cfg = mod.bert(np.random.default_rng(0))
     mod.write(tmp_path / "b", tensors, cfg, dtype="BF16", shards=2)
     out = run_cli(str(tmp_path / "b"))
-    assert out.returncode == 3 and out.stderr == ""
+    assert out.returncode == 0 and out.stderr == ""
     lines = out.stdout.splitlines()
     row = next(ln for ln in lines if ln.startswith("bert.encoder.layer.1 "))
     assert row.split()[1:8] == ["ungated", "2", "8", "gelu", "absorbable", "index-set", "—"]
-    assert lines[-1] == "3 blocks: 1 absorbable, 0 not_absorbable, 2 unknown → verdict: unknown"
+    assert lines[-1] == "3 blocks: 1 absorbable, 2 not_absorbable, 0 unknown → verdict: not_absorbable"
     assert any(ln.startswith("analysed: the isolated MLP block f(x) = x + B(x) with its own identity skip, as in the paper") for ln in lines)
 
 
@@ -431,9 +432,9 @@ def test_checkpoint_certificate_round_trip_and_tampering(tmp_path: Path) -> None
     mod.write(tmp_path / "b", tensors, cfg, dtype="F32", shards=2)
     cert = tmp_path / "all.json"
     out = run_cli(str(tmp_path / "b"), "--certificate", str(cert))
-    assert out.returncode == 3, out.stderr  # as without --certificate: biased random layers are unknown
+    assert out.returncode == 0, out.stderr  # as without --certificate: the skeleton decides the biased random layers
     doc = json.loads(cert.read_text())
-    assert doc["input"]["structure"] == "collection" and doc["verdict"] == "unknown"
+    assert doc["input"]["structure"] == "collection" and doc["verdict"] == "not_absorbable"
     assert [b["name"] for b in doc["blocks"]] == [f"bert.encoder.layer.{i}" for i in range(3)]
     assert doc["blocks"][1]["verdict"] == "absorbable" and doc["blocks"][1]["witness"]["S"] == [1, 5]
     assert doc["parameters"]["checkpoint"] == {"layers": None, "up": None, "down": None, "gate": None, "fold_norm": False}

@@ -46,8 +46,8 @@ def test_text_report_and_unknown_exit_code(tmp_path: Path) -> None:
     r = absorb("check", str(EXAMPLES / "planted_relu.npz"))
     assert r.returncode == 0 and "verdict: absorbable" in r.stdout and "S = [" in r.stdout
     rng = np.random.default_rng(0)
-    p = tmp_path / "leaky.npz"
-    np.savez(p, W_up=rng.standard_normal((6, 3)), W_down=rng.standard_normal((3, 6)), activation=np.array("leaky_relu"))
+    p = tmp_path / "asymptotically_linear.npz"  # σ(s)/s → 1 at ±∞: no kinks in the skeleton, no result applies
+    np.savez(p, W_up=rng.standard_normal((6, 3)), W_down=rng.standard_normal((3, 6)), activation=np.array("expr:x + sin(x)"))
     r = absorb("check", str(p), "--json")
     assert r.returncode == 3 and json.loads(r.stdout)["verdict"] == "unknown"
 

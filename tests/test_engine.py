@@ -144,10 +144,20 @@ def test_biases_move_into_the_output_bias(blk: Block) -> None:
     np.testing.assert_allclose(dec.witness.block(X), blk(X), rtol=1e-7, atol=1e-7)
 
 
-def test_biased_generic_relu_is_unknown_not_not_absorbable() -> None:
+def test_biased_generic_relu_is_decided_by_the_skeleton() -> None:
+    # Once "unknown" (result 5 is bias-free); the asymptotic ReLU skeleton covers biases.
     blk = gaussian(3, 3, 8, "relu", b_up=np.ones(8))
     dec = decide_block(blk)
-    assert dec.verdict is Verdict.UNKNOWN and "bias" in dec.reason
+    assert dec.verdict is Verdict.NOT_ABSORBABLE and dec.theorem is Theorem.SKELETON
+    assert dec.residual_free_class.biases
+
+
+def test_biased_collinear_relu_is_not_claimed_by_result_5() -> None:
+    blk = gaussian(3, 3, 8, "relu", b_up=np.ones(8))
+    U = blk.W_up.copy()
+    U[1] = 2 * U[0]  # collinear rows: result 5 and the nondegenerate skeleton do not apply
+    dec = decide_block(blk.replace(W_up=U))
+    assert dec.theorem is not Theorem.INDEX_SET or dec.verdict is not Verdict.NOT_ABSORBABLE
 
 
 @given(seed=seeds, s=st.integers(2, 3))

@@ -26,6 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"relative tolerance on ‖W_down[:,S] W_up[S,:] + M‖_F / ‖M‖_F (default {DEFAULT_TOL:g})")
     p.add_argument("--seed", type=int, default=0, help="seed for the random inputs and randomised solvers (default 0)")
     p.add_argument("--timeout", type=positive(float), default=60.0, metavar="SEC", help="time budget of the index-set search (default 60)")
+    p.add_argument("--allow-biases", action="store_true", help="ask the wider question: may a residual-free block WITH biases "
+                   "equal f, even when f has none? (default: residual-free blocks with the bias pattern of f; every verdict "
+                   "names the class it is about)")
     p.add_argument("--method", choices=METHODS, default="auto", help="index-set search backend (default auto: a portfolio)")
     # extra width (docs/min-width.md): per-block JSON fields "width", "min_width", "min_width_detail"
     p.add_argument("--width", type=positive(int), metavar="N", help="also decide whether a residual-free block of N hidden units "
@@ -64,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     if sys.stderr.isatty() and not args.json:
         progress = lambda name: sys.stderr.write(f"\rdeciding {name} …\x1b[K")  # noqa: E731
     dec = decide(model, path=args.path, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method,
-                 progress=progress, search_progress=progress)
+                 allow_biases=args.allow_biases, progress=progress, search_progress=progress)
     if progress:
         sys.stderr.write("\r\x1b[K")
     fields = []
@@ -123,8 +126,8 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
                 bar.update(1)
             started[0] += 1
 
-        dec = decide_checkpoint(ckpt, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method, progress=progress,
-                                on_block=on_block)
+        dec = decide_checkpoint(ckpt, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method,
+                                allow_biases=args.allow_biases, progress=progress, on_block=on_block)
         bar.update(len(ckpt) - bar.n)
     if args.certificate:  # written atomically before any output, as for .npz blocks
         from absorb.certificate import write_certificate

@@ -38,7 +38,10 @@ class Theorem(str, enum.Enum):
     INDEX_SET = "index-set"  # result 5 (+ result 1's reduction)
     DEPTH = "depth"  # result 4
     COMPOSITION = "composition"  # every block of a stack absorbable
-    CANONICAL_FORM = "canonical-form"  # beyond: docs/degenerate.md, Theorem D  # beyond: canonical-form decision for any ReLU/GELU/SiLU weights (docs/degenerate.md)
+    CANONICAL_FORM = "canonical-form"  # beyond: canonical-form decision for any ReLU/GELU/SiLU weights (docs/degenerate.md)
+    SKELETON = "skeleton"  # beyond: the asymptotic (ReLU / two-slope) skeleton, biases allowed (docs/results/skeleton.md)
+    PARITY = "parity"  # beyond: even σ, bias-free
+    EXPONENTIAL = "exponential"  # beyond: σ = A·exp(βz) + C
     NONE = "none"  # no result applies
 
 
@@ -53,6 +56,30 @@ class Hypothesis:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "holds": self.holds, "statement": self.statement, "value": _plain(self.value)}
+
+
+@dataclass(frozen=True)
+class ResidualFreeClass:
+    """The residual-free blocks a verdict quantifies over: same kind, σ and width, with or
+    without biases.
+
+    ``not_absorbable`` means no block of this class equals f; ``absorbable`` that one does.
+    The paper's setting is the bias-free class for a bias-free f; a biased f is compared with
+    biased blocks, and ``allow_biases`` asks about biased blocks for a bias-free f too.
+    """
+
+    biases: bool
+    width: int
+    kind: str
+    activation: str
+
+    @property
+    def statement(self) -> str:
+        b = "with any biases (b_up, b_down)" if self.biases else "bias-free"
+        return f"residual-free {self.kind} {self.activation} blocks of width {self.width}, {b}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"biases": self.biases, "width": self.width, "statement": self.statement}
 
 
 @dataclass(frozen=True, eq=False)
@@ -90,6 +117,8 @@ class BlockDecision:
     search: SearchResult | None = None
     flat_at_zero: bool = False
     """B'(x) = o(|x|) at 0 for every residual-free block of this kind (used by the depth result)."""
+    residual_free_class: ResidualFreeClass | None = None
+    """Which residual-free blocks the verdict is about."""
 
     def to_json(self) -> dict[str, Any]:
         b = self.block
@@ -103,6 +132,8 @@ class BlockDecision:
             "theorem": self.theorem.value,
             "reason": self.reason,
         }
+        if self.residual_free_class is not None:
+            out["class"] = self.residual_free_class.to_json()
         if self.witness is not None:
             out["witness"] = self.witness.to_json()
         out["tolerance"] = self.tolerance

@@ -465,7 +465,7 @@ def _refuse_quantised(tensors: Mapping[str, TensorInfo], config: Mapping[str, An
 
 
 def decide_checkpoint(ckpt: Checkpoint, *, tol: float, timeout: float, seed: int, method: str = "auto",
-                      progress: Any = None, on_block: Any = None) -> Any:
+                      allow_biases: bool = False, progress: Any = None, on_block: Any = None) -> Any:
     """Decide every block of ``ckpt`` with :func:`absorb.engine.decide_collection`, a block at a time.
 
     Each block is the isolated MLP with its own identity skip (see :meth:`Checkpoint.analysed`);
@@ -476,7 +476,8 @@ def decide_checkpoint(ckpt: Checkpoint, *, tol: float, timeout: float, seed: int
     from absorb.engine import decide_collection
 
     return decide_collection(ckpt.blocks(), path=str(ckpt.path), tol=tol, timeout=timeout, seed=seed,
-                             method=method, progress=progress, keep_weights=False, on_block=on_block)
+                             method=method, allow_biases=allow_biases, progress=progress, keep_weights=False,
+                             on_block=on_block)
 
 
 __all__ = ["Checkpoint", "SafetensorsSource", "TensorInfo", "TensorSource", "decide_checkpoint", "is_checkpoint", "open_checkpoint", "read_header", "torch_refusal"]

@@ -57,7 +57,10 @@ def render_table(dec: Decision, *, header: Sequence[str] = ()) -> str:
     out.append("")
     reasons: dict[str, list[str]] = {}
     for bd in dec.blocks:
-        reasons.setdefault(bd.reason, []).append(bd.block.name)
+        reason = bd.reason
+        if bd.search is not None and bd.search.bound is not None:  # the δ column holds each block's bound
+            reason = reason.replace(f"≥ {bd.search.bound:.3g} >", "≥ δ >")
+        reasons.setdefault(reason, []).append(bd.block.name)
     for reason, names in reasons.items():
         who = ", ".join(names) if len(names) <= 3 else f"{names[0]}, {names[1]}, … {names[-1]} ({len(names)} blocks)"
         out.append(f"{who}: {reason}")

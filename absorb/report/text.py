@@ -39,6 +39,8 @@ def render_block(bd: BlockDecision) -> list[str]:
     lines = [f"{b.name}: {b.kind} {b.activation_name}, d = {b.d}, n = {b.n}, skip: {_skip_text(bd)}",
              f"  verdict     {bd.verdict.value.upper()}  [{bd.theorem.value}]",
              f"  reason      {bd.reason}"]
+    if bd.residual_free_class is not None:
+        lines.append(f"  about       {bd.residual_free_class.statement}")
     if bd.hypotheses:
         lines.append("  hypotheses")
         lines += [f"    {_MARK[h.holds]} {h.statement}" for h in bd.hypotheses]

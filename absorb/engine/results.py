@@ -1,0 +1,439 @@
+"""The results, in the order the engine tries them — the README's table "Which result applies".
+
+Each handler looks at one block and returns a :class:`BlockDecision` when its result
+settles the question, or ``None`` to pass the block on. A handler checks every hypothesis
+of its result on the weights (recording it in ``ctx.H``) and every property of σ it needs
+(proved with sympy, recorded in ``ctx.P``) before it answers.
+
+Which residual-free blocks a verdict is about (:class:`ResidualFreeClass`): blocks of the
+same kind, σ and width, *bias-free* when f is bias-free (the paper's setting) and *with any
+biases* when f has biases or when the caller asks the wider question (``allow_biases``).
+A result that holds only for bias-free g (degree, linearization, parity, result 5's
+necessity, the canonical form) is used only for the bias-free class; the others (bounded,
+linear, exponential, the asymptotic skeleton, and every witness) hold for both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Callable
+
+import numpy as np
+import sympy as sp
+
+from absorb.engine import hypotheses as hyp
+from absorb.engine.degenerate import decide_degenerate, family_of
+from absorb.engine.verdict import BlockDecision, Hypothesis, ResidualFreeClass, Theorem, Verdict, Witness
+from absorb.engine.witness import check_flip_witness, eval_threshold, evaluation_error
+from absorb.model.activations import get_activation
+from absorb.model.block import Block
+from absorb.search import SAFE_EXPONENT, find_index_set, magnitudes_ok
+from absorb.search import gamma as _gamma  # Higham's γ_k, shared with the search backends
+from absorb.search._types import SearchResult, SearchStatus
+from absorb.symbolic import growth
+from absorb.symbolic import properties as props
+
+NECESSITY = ("relu", "gelu")
+"""σ for which result 5's necessity is the paper's (arXiv 2604.23705)."""
+_EPS = np.finfo(float).eps
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Ctx:
+    """One block being decided: its options and what has been checked so far."""
+
+    block: Block
+    tol: float
+    timeout: float
+    seed: int
+    method: str
+    allow_biases: bool = False
+    search_progress: Progress | None = None
+    H: list[Hypothesis] = field(default_factory=list)
+    P: list[props.Property] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """Arguments that were not used because they do not cover the class asked about."""
+
+    @property
+    def rf_class(self) -> ResidualFreeClass:
+        b = self.block
+        return ResidualFreeClass(biases=self.allow_biases or b.has_bias, width=b.n, kind=b.kind,
+                                 activation=b.activation_name)
+
+    @property
+    def bias_free_class(self) -> bool:
+        """The question is about bias-free residual-free blocks (f is bias-free, no allow_biases)."""
+        return not self.rf_class.biases
+
+    def prop(self, p: props.Property) -> props.Property:
+        self.P.append(p)
+        return p
+
+    def done(self, verdict: Verdict, theorem: Theorem, reason: str, **kw: object) -> BlockDecision:
+        return BlockDecision(block=self.block, verdict=verdict, theorem=theorem, reason=reason, tolerance=self.tol,
+                             hypotheses=tuple(self.H), properties=tuple(self.P), residual_free_class=self.rf_class, **kw)
+
+
+Handler = Callable[[Ctx], "BlockDecision | None"]
+
+
+def _fraction(v: sp.Expr) -> Fraction | None:
+    return Fraction(int(v.p), int(v.q)) if isinstance(v, sp.Rational) else None
+
+
+def _bias_free_only(ctx: Ctx, argument: str) -> bool:
+    """Whether an argument that covers bias-free blocks only may conclude; if not, say why in
+    ``ctx.notes`` (the reason of an eventual unknown names the missing argument)."""
+    if ctx.bias_free_class:
+        return True
+    why = "f has biases" if ctx.block.has_bias else "biases are allowed in the residual-free block (allow_biases)"
+    ctx.notes.append(f"the {argument} would apply, but it covers bias-free f and residual-free blocks only, and {why}")
+    return False
+
+
+# ---------------------------------------------------------------------------- results --
+def trivial(ctx: Ctx) -> BlockDecision | None:
+    """``M = 0``: already residual-free."""
+    nz = hyp.skip_nonzero(ctx.block)
+    ctx.H.append(nz)
+    ctx.H.append(hyp.bias_free(ctx.block))
+    if nz.holds:
+        return None
+    block = ctx.block
+    wb = block.as_residual_free()
+    err, m = evaluation_error(block, wb, block.d, seed=ctx.seed)
+    assert err <= eval_threshold(ctx.tol, block.n), err
+    w = Witness(S=(), block=wb, residual=0.0, eval_error=err, n_inputs=m, exact=True, description="B' = B")
+    return ctx.done(Verdict.ABSORBABLE, Theorem.TRIVIAL, "The skip matrix is zero: the block is already residual-free (B' = B).",
+                    witness=w)
+
+
+def degree(ctx: Ctx) -> BlockDecision | None:
+    """Result 2: σ (or gate × value) positively homogeneous of degree k ≠ 1, bias-free."""
+    hom = ctx.prop(props.homogeneity(ctx.block.activation))
+    if not hom.proved:
+        return None
+    k = hom.value["k"] + (1 if ctx.block.gated else 0)
+    if not (k.is_positive and k != 1) or not _bias_free_only(ctx, f"degree argument (degree {k})"):
+        return None
+    kind = "g(W_gate x) ⊙ (W_up x)" if ctx.block.gated else "σ"
+    return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.DEGREE,
+                    f"Degree argument: {kind} is positively homogeneous of degree {k} ≠ 1, so every bias-free residual-free "
+                    f"block B' is too, and t^{k}·B'(x) = t·M x + t^{k}·B(x) for all t > 0 forces M = 0; but M ≠ 0.",
+                    flat_at_zero=bool(k > 1))
+
+
+def linearization(ctx: Ctx) -> BlockDecision | None:
+    """Result 3: gated, g(0) = 0 and g differentiable at 0, bias-free."""
+    if not ctx.block.gated:
+        return None
+    vg = ctx.prop(props.vanishing_gate(ctx.block.activation))
+    if not vg.proved or not _bias_free_only(ctx, "linearization argument (g(0) = 0)"):
+        return None
+    return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.LINEARIZATION,
+                    f"Linearization: g(0) = 0 and g is differentiable at 0 (g'(0) = {vg.value['dg0']}), so every bias-free "
+                    "residual-free block has Jacobian 0 at the origin, while f has Jacobian M ≠ 0 there.", flat_at_zero=True)
+
+
+def parity(ctx: Ctx) -> BlockDecision | None:
+    """Beyond: σ even, bias-free — f(x) − f(−x) = 2Mx while every residual-free block is even."""
+    if ctx.block.gated:
+        return None
+    ev = ctx.prop(growth.parity(ctx.block.activation))
+    if not ev.proved or not _bias_free_only(ctx, "parity argument (σ even)"):
+        return None
+    return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.PARITY,
+                    "Parity: σ is even, so every bias-free residual-free block B' is an even function, and so is B; "
+                    "f(x) − f(−x) = 2·M x would then vanish for every x, forcing M = 0; but M ≠ 0.")
+
+
+def bounded(ctx: Ctx) -> BlockDecision | None:
+    """Beyond: ungated σ bounded on R — every residual-free block is bounded, f is not."""
+    if ctx.block.gated:
+        return None
+    bd = ctx.prop(growth.bounded_on_reals(ctx.block.activation))
+    if not bd.proved:
+        return None
+    return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.BOUNDED,
+                    "Boundedness: σ is bounded on R, so every residual-free block (with or without biases) is bounded, while "
+                    "M x + B(x) is unbounded because B is bounded and M ≠ 0.")
+
+
+def linear(ctx: Ctx) -> BlockDecision | None:
+    """Beyond: ungated σ(z) = c·z — f is affine; a rank condition decides."""
+    if ctx.block.gated:
+        return None
+    lf = ctx.prop(growth.linear_form(ctx.block.activation))
+    if not lf.proved:
+        return None
+    c = _fraction(lf.value["c"])
+    if c is None or c == 0:  # c = 0 is σ ≡ 0, bounded, decided above
+        return None
+    return decide_linear(ctx, c)
+
+
+def exponential(ctx: Ctx) -> BlockDecision | None:
+    """Beyond: ungated σ(z) = A·e^{βz} + C — exponentials and a nonzero linear map are independent."""
+    if ctx.block.gated:
+        return None
+    ex = ctx.prop(growth.exponential_form(ctx.block.activation))
+    if not ex.proved:
+        return None
+    return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.EXPONENTIAL,
+                    "Exponential σ: f(x) − B'(x) = M x + Σ_j c_j·exp(β v_j·x) + constant for any residual-free block B' (biases "
+                    "only rescale the exponentials); exponentials with distinct exponents, constants and a nonzero linear map "
+                    "are linearly independent, so f = B' forces M = 0; but M ≠ 0.")
+
+
+def index_set(ctx: Ctx) -> BlockDecision:
+    """Result 5 and its extensions: search S with ``W_down[:,S] W_up[S,:] = −M/c``; decide
+    necessity by result 5 (bias-free ReLU/GELU), the canonical form (bias-free, degenerate
+    weights) or the asymptotic skeleton (any biases)."""
+    return _IndexSet(ctx).decide()
+
+
+RESULTS: tuple[Handler, ...] = (trivial, degree, linearization, parity, bounded, linear, exponential, index_set)
+"""The order in which the engine tries the results (the last always answers)."""
+
+
+# ----------------------------------------------------------------------- linear σ --
+def decide_linear(ctx: Ctx, c: Fraction) -> BlockDecision:
+    """σ(z) = c·z: f(x) = A x + b with A = M + c·D U. A residual-free block realises exactly
+    the affine maps whose linear part has rank ≤ n, so absorbable iff rank A ≤ n."""
+    block, tol, seed = ctx.block, ctx.tol, ctx.seed
+    d, n = block.d, block.n
+    U, D, M = block.W_up, block.W_down, block.M
+    cf = float(c)
+
+    def done(verdict: Verdict, reason: str, witness: Witness | None = None) -> BlockDecision:
+        return ctx.done(verdict, Theorem.LINEAR, reason, witness=witness)
+
+    if not magnitudes_ok(U, D, M):  # the rank bound below models relative rounding only
+        return done(Verdict.UNKNOWN, f"Unknown: σ is linear, but an entry of W_up, W_down or M is outside "
+                    f"[2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}], where the float64 rank bound holds (products there "
+                    "can underflow or overflow); rescale the weights.")
+    A = M + cf * (D @ U)
+    b = cf * (D @ block.b_up) if block.b_up is not None else 0
+    b = b + (block.b_down if block.b_down is not None else 0)
+    bvec = None if np.isscalar(b) else np.asarray(b, dtype=float)
+    Ul, s, Vt = np.linalg.svd(A)
+    r = min(n, d)
+    W_up = np.zeros((n, d))
+    W_down = np.zeros((d, n))
+    W_up[:r] = Vt[:r]
+    W_down[:, :r] = Ul[:, :r] * (s[:r] / cf)
+    if n >= d:
+        W_up[:d], W_down[:, :d] = np.eye(d), A / cf
+    wb = block.replace(W_up=W_up, W_down=W_down, b_up=None, b_gate=None, b_down=bvec, skip=np.zeros((d, d)), name=block.name + "'")
+    lin = "f(x) = (M + W_down W_up) x + b" if c == 1 else f"σ(z) = {c}·z, so f(x) = (M + {c}·W_down W_up) x + b"
+    if n >= d:
+        err, m = evaluation_error(block, wb, d, seed=seed)
+        w = Witness(S=None, block=wb, residual=0.0, eval_error=err, n_inputs=m,
+                    description="W'_up = [I; 0], W'_down = [(M + c·W_down W_up)/c, 0]")
+        if err <= eval_threshold(tol, n):
+            return done(Verdict.ABSORBABLE, f"σ is linear: {lin} is affine and n = {n} ≥ d = {d}: "
+                        "a residual-free linear block of width n realises it.", w)
+        return done(Verdict.UNKNOWN, f"Unknown: the linear witness failed its check (error {err:.2e}).")
+    # Rigorous lower bound on σ_{n+1}(A): rounding of A (γ_{n+3}(|M| + |c||D||U|)) plus SVD backward error.
+    err_A = _gamma(n + 3) * float(np.linalg.norm(np.abs(M) + abs(cf) * (np.abs(D) @ np.abs(U))))
+    err_svd = 10 * d * _EPS * float(s[0])
+    tail = float(np.sqrt(np.sum(s[n:] ** 2)))
+    lower = max(0.0, float(s[n]) - err_A - err_svd)
+    scale = float(np.linalg.norm(M))
+    ctx.H.append(Hypothesis("rank", None, f"σ_{n + 1}(M + c·W_down W_up) = {s[n]:.3g} (rigorous lower bound {lower:.3g})",
+                            {"singular_values": s[: n + 2].tolist(), "lower_bound": lower, "c": str(c)}))
+    if lower > tol * scale:
+        return done(Verdict.NOT_ABSORBABLE, f"σ is linear: {lin} is affine with linear part of rank > n = {n}: "
+                    f"σ_{n + 1} ≥ {lower:.3g} > tolerance, while a residual-free block of width n has rank ≤ n.")
+    if tail <= tol * scale:
+        err, m = evaluation_error(block, wb, d, seed=seed)
+        w = Witness(S=None, block=wb, residual=tail / scale, eval_error=err, n_inputs=m, description="truncated SVD of M + c·W_down W_up")
+        if err <= eval_threshold(tol, n):
+            return done(Verdict.ABSORBABLE, f"σ is linear and M + c·W_down W_up has rank ≤ n = {n} (tail {tail:.2e}): its truncated "
+                        "SVD is a residual-free block equal to f.", w)
+    return done(Verdict.UNKNOWN, f"Unknown: σ_{n + 1}(M + c·W_down W_up) = {s[n]:.3g} is within rounding of the tolerance.")
+
+
+# ----------------------------------------------------------------- the index set --
+@dataclass(frozen=True)
+class Skeleton:
+    """σ(tz + c)/t → a·ReLU(z) + b·z (t → ∞): the two-slope limit σ∞ of an asymptotically
+    piecewise-linear σ. The flip constant of σ∞ is ``c = a + 2b`` (= L₊ + L₋)."""
+
+    a: Fraction
+    b: Fraction
+
+    @property
+    def c(self) -> Fraction:
+        return self.a + 2 * self.b
+
+    def describe(self) -> str:
+        if self.a == 0:
+            return "0" if self.b == 0 else f"{self.b}·z"
+        if self.b == 0:
+            return "ReLU(z)" if self.a == 1 else f"{self.a}·ReLU(z)"
+        return f"{self.a}·ReLU(z) + {self.b}·z"
+
+
+class _IndexSet:
+    """The index-set result with its three necessity arguments, for one block."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self.ctx = ctx
+        self.block = ctx.block
+        act, gated = self.block.activation, self.block.gated
+        self.flip = ctx.prop(props.flip_identity(act, gated=gated))
+        self.c_flip = _fraction(self.flip.value["c"]) if self.flip.proved else None
+        self.skeleton: Skeleton | None = None
+        self.slopes = None if gated else ctx.prop(growth.asymptotic_slopes(act))
+        if self.slopes is not None:
+            sl = self.slopes
+            if sl.proved:
+                a, b = _fraction(sl.value["a"]), _fraction(sl.value["b"])
+                if a is not None and b is not None:
+                    self.skeleton = Skeleton(a, b)
+
+    # -- hypotheses ------------------------------------------------------------------
+    def _hypotheses(self) -> None:
+        blk = self.block
+        self.d2 = hyp.dimension(blk)
+        self.inv = hyp.skip_invertible(blk)
+        self.nd = hyp.nondegenerate(blk)
+        self.ctx.H.extend([self.d2, self.inv, *self.nd])
+        self.nondegenerate = all(h.holds for h in (self.d2, *self.nd))
+        failing = []
+        if blk.gated:
+            failing.append("the block is gated (necessity is proved for ungated ReLU and GELU only)")
+        elif not any(blk.activation.expr == get_activation(n).expr for n in NECESSITY):
+            failing.append(f"σ = {blk.activation_name} is not ReLU or GELU (necessity is proved for those only)")
+        if blk.has_bias:
+            failing.append(hyp.bias_free(blk).statement)
+        elif not self.ctx.bias_free_class:
+            failing.append("biases are allowed in the residual-free block (result 5 is about bias-free blocks)")
+        failing += [h.statement for h in (self.d2, self.inv, *self.nd) if not h.holds]
+        self.failing = failing
+
+    # -- the decision ----------------------------------------------------------------
+    def decide(self) -> BlockDecision:
+        ctx, sk = self.ctx, self.skeleton
+        if self.flip.proved and self.c_flip is None:
+            return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: the flip constant c = {self.flip.value['c']} is not rational, "
+                            "so the index-set witness cannot be checked exactly.")
+        if self.c_flip is None and sk is None:
+            return self._nothing_applies()
+        if self.c_flip is not None and sk is not None and sk.c != self.c_flip:
+            # σ(z) − σ(−z) = c z forces L₊ + L₋ = c; a mismatch means one proof is wrong: claim nothing.
+            return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: the flip constant {self.c_flip} and the asymptotic slopes "
+                            f"(L₊ + L₋ = {sk.c}) disagree, which is impossible; no verdict is claimed.")
+        self._hypotheses()
+        if self.c_flip is None and sk is not None and (sk.a == 0 or sk.c == 0):
+            return self._skeleton_without_search(sk)
+        c = self.c_flip if self.c_flip is not None else sk.c  # type: ignore[union-attr]
+        blk = self.block
+        T = -blk.M / float(c)
+        res = find_index_set(blk.W_up, blk.W_down, T, tol=ctx.tol, timeout=ctx.timeout, method=ctx.method, seed=ctx.seed,
+                             progress=ctx.search_progress)
+        if res.status is SearchStatus.FOUND:
+            return self._found(res, c)
+        if res.status is SearchStatus.INFEASIBLE:
+            return self._infeasible(res)
+        return self._necessity(None, f"Unknown: the index-set search did not decide: {res.reason}", res)
+
+    def _nothing_applies(self) -> BlockDecision:
+        ctx = self.ctx
+        why = "no result of the paper (or beyond it) covers this activation"
+        if self.block.gated and self.block.has_bias:
+            why += " with biases (no skeleton argument is known for gated blocks)"
+        elif self.block.gated and not ctx.bias_free_class:
+            why += " when the residual-free block may have biases (no skeleton argument is known for gated blocks)"
+        parts = [p.statement for p in (self.flip, self.slopes) if p is not None and not p.proved] + ctx.notes
+        parts = list(dict.fromkeys(parts))
+        return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {why} ({'; '.join(parts)})." if parts else f"Unknown: {why}.")
+
+    def _found(self, res: SearchResult, c: Fraction) -> BlockDecision:
+        ctx, blk = self.ctx, self.block
+        if self.c_flip is None:  # only the skeleton's condition holds: no flip identity for σ itself
+            return self._necessity(None, f"Unknown: an index set S (|S| = {len(res.S)}) has (a + 2b)·W_down[:,S] W_up[S,:] = −M for "
+                                   f"the skeleton σ∞ = {self.skeleton.describe()}, so the skeleton argument proves nothing, and σ "
+                                   f"has no flip identity to build a residual-free block from S ({self.flip.statement}).", res)
+        w, ok = check_flip_witness(blk, res.S, c, tol=ctx.tol, seed=ctx.seed)
+        if ok:
+            return ctx.done(Verdict.ABSORBABLE, Theorem.INDEX_SET,
+                            f"Index set found (|S| = {len(res.S)}) with W_down[:,S] W_up[S,:] = {'-M' if c == 1 else f'-M/c (c = {c})'} "
+                            f"(relative residual {w.residual:.2e}); flipping those units gives a residual-free block equal to f "
+                            f"(checked on {w.n_inputs} inputs, max relative error {w.eval_error:.2e}).", witness=w, search=res)
+        return ctx.done(Verdict.UNKNOWN, Theorem.INDEX_SET,
+                        f"Unknown: {res.method} proposed an index set but its witness failed the independent check "
+                        f"(residual {w.residual:.2e}, evaluation error {w.eval_error:.2e}).", search=res)
+
+    def _infeasible(self, res: SearchResult) -> BlockDecision:
+        if self.c_flip is not None and not self.failing:
+            return self.ctx.done(Verdict.NOT_ABSORBABLE, Theorem.INDEX_SET,
+                                 f"No index set S has W_down[:,S] W_up[S,:] = -M (proved by {res.method}: every S is at relative "
+                                 f"distance ≥ {res.bound:.3g} > tolerance); by result 5 (with result 1's reduction of the invertible "
+                                 "skip), for nondegenerate ReLU/GELU weights a bias-free block absorbs the skip only with such an S.",
+                                 search=res)
+        return self._necessity(res, f"Unknown: no index set exists (proved by {res.method}, relative distance ≥ {res.bound:.3g}), "
+                               f"but no necessity argument applies: {'; '.join(self._why_not())}.", res)
+
+    # -- necessity when result 5 does not apply ----------------------------------------
+    def _necessity(self, infeasible: SearchResult | None, unknown_reason: str, search: SearchResult) -> BlockDecision:
+        """The canonical form (bias-free class), then the skeleton (any class): nondegenerate
+        with the search's proof that no S exists, or degenerate through its canonical form."""
+        ctx, blk, sk = self.ctx, self.block, self.skeleton
+        if blk.gated:
+            return ctx.done(Verdict.UNKNOWN, Theorem.INDEX_SET, unknown_reason, search=search)
+        if ctx.bias_free_class and self.failing and family_of(blk) is not None:
+            dd = decide_degenerate(blk, tol=ctx.tol, seed=ctx.seed)
+            if dd.verdict is not Verdict.UNKNOWN:
+                return ctx.done(dd.verdict, Theorem.CANONICAL_FORM, dd.reason, witness=dd.witness, search=search)
+        if sk is not None and sk.a != 0 and self.nondegenerate and infeasible is not None:
+            return self._skeleton_verdict(
+                f"none exists ({infeasible.method}: every S is at relative distance ≥ {infeasible.bound:.3g} > tolerance)",
+                search=infeasible)
+        if sk is not None and sk.a == 1 and sk.b == 0 and not self.nondegenerate:
+            skel = blk.replace(activation=get_activation("relu"), b_up=None, b_gate=None, b_down=None, name=blk.name + "∞")
+            dd = decide_degenerate(skel, tol=ctx.tol, seed=ctx.seed)
+            if dd.verdict is Verdict.NOT_ABSORBABLE:
+                return self._skeleton_verdict(f"its canonical form rules out every bias-free ReLU block of width {blk.n}: "
+                                              f"{dd.reason}", search=search, degenerate=True)
+        return ctx.done(Verdict.UNKNOWN, Theorem.INDEX_SET, unknown_reason, search=search)
+
+    def _skeleton_without_search(self, sk: Skeleton) -> BlockDecision:
+        ctx = self.ctx
+        if sk.a == 0 and sk.b == 0:
+            return self._skeleton_verdict("σ∞ ≡ 0, so every residual-free block's limit g(tv)/t is 0 while f(tv)/t → M v ≠ 0",
+                                          degenerate=True)
+        if sk.a != 0 and self.nondegenerate:  # c = a + 2b = 0: the linear parts can only match with M = 0
+            return self._skeleton_verdict("a + 2b = 0 makes that condition M = 0, and M ≠ 0")
+        why = ("σ is asymptotically linear (a = 0): the skeleton is a linear map and no rank argument is implemented for it"
+               if sk.a == 0 else "the skeleton's weights are degenerate: " + "; ".join(self._why_not()))
+        return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: σ has no flip identity ({self.flip.statement}), and {why}.")
+
+    def _condition(self, sk: Skeleton) -> str:
+        return "W_down[:,S] W_up[S,:] = -M" if sk.c == 1 else f"({sk.c})·W_down[:,S] W_up[S,:] = -M"
+
+    def _why_not(self) -> list[str]:
+        out = list(self.failing)
+        sk = self.skeleton
+        if sk is None and not self.block.gated:
+            out.append("σ is not asymptotically piecewise linear (no skeleton argument)")
+        elif sk is not None and not self.nondegenerate:
+            out.append("the skeleton argument needs nondegenerate weights (d ≥ 2, nonzero and pairwise non-collinear rows of W_up, "
+                       "nonzero columns of W_down)")
+        return out + self.ctx.notes
+
+    def _skeleton_verdict(self, why: str, *, search: SearchResult | None = None, degenerate: bool = False) -> BlockDecision:
+        sk = self.skeleton
+        assert sk is not None
+        lead = (f"Asymptotic skeleton: σ(tz + c)/t → σ∞(z) = {sk.describe()} (t → ∞), so f = g for a residual-free g of width n, "
+                "with or without biases, would make the bias-free σ∞-skeleton (M, W_up, W_down) absorbable at width n")
+        if not degenerate:
+            lead += (f"; for these nondegenerate weights the kink lines identify the units, which needs an index set S with "
+                     f"{self._condition(sk)}, and {why}.")
+        else:
+            lead += f"; but {why}."
+        return self.ctx.done(Verdict.NOT_ABSORBABLE, Theorem.SKELETON, lead, search=search)

@@ -1,0 +1,137 @@
+"""The results beyond the paper for biased blocks and other activations: the asymptotic
+skeleton, the leaky reduction, parity, exponential and linear σ, and which class of
+residual-free blocks each verdict is about (docs/results/skeleton.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from absorb import Block, Theorem, Verdict, decide_block, get_activation
+
+ASYMPTOTICALLY_RELU = ["relu", "gelu", "gelu_tanh", "silu", "quick_gelu", "softplus",
+                       "expr:Max(0, x) + Min(0, exp(x) - 1)", "expr:x*tanh(log(1 + exp(x)))"]
+
+
+def _gaussian(seed: int, d: int, n: int, act: str, *, biases: bool = False, **kw: np.ndarray) -> Block:
+    rng = np.random.default_rng(seed)
+    extra = dict(b_up=rng.standard_normal(n), b_down=rng.standard_normal(d)) if biases else {}
+    return Block(rng.standard_normal((n, d)), rng.standard_normal((d, n)), get_activation(act), **extra, **kw)
+
+
+def _planted(seed: int, d: int, n: int, act: str, S: list[int], c: float = 1.0, *, biases: bool = True) -> Block:
+    blk = _gaussian(seed, d, n, act, biases=biases)
+    D = blk.W_down.copy()
+    D[:, S] = -np.linalg.pinv(blk.W_up[S]) / c
+    return blk.replace(W_down=D)
+
+
+@pytest.mark.parametrize("act", ASYMPTOTICALLY_RELU)
+def test_biased_generic_blocks_are_decided_by_the_skeleton(act: str) -> None:
+    dec = decide_block(_gaussian(1, 3, 6, act, biases=True))
+    assert (dec.verdict, dec.theorem) == (Verdict.NOT_ABSORBABLE, Theorem.SKELETON), dec.reason
+    assert dec.residual_free_class.biases
+    assert "with any biases" in dec.to_json()["class"]["statement"]
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu", "silu", "softplus"])
+def test_biased_planted_blocks_stay_absorbable(act: str) -> None:
+    blk = _planted(2, 3, 7, act, [0, 2, 5])
+    dec = decide_block(blk, tol=1e-7)
+    assert (dec.verdict, dec.theorem) == (Verdict.ABSORBABLE, Theorem.INDEX_SET), dec.reason
+    X = np.random.default_rng(0).standard_normal((32, 3)) * 3
+    np.testing.assert_allclose(dec.witness.block(X), blk(X), rtol=1e-6, atol=1e-6)
+
+
+def test_elu_planted_index_set_proves_nothing() -> None:
+    # ELU has the skeleton but no flip identity: an index set of the skeleton builds no witness.
+    dec = decide_block(_planted(3, 3, 7, "expr:Max(0, x) + Min(0, exp(x) - 1)", [1, 3, 4]), tol=1e-7)
+    assert dec.verdict is Verdict.UNKNOWN
+
+
+def test_leaky_relu_reduction_both_ways() -> None:
+    alpha = 0.01
+    generic = decide_block(_gaussian(4, 2, 5, "leaky_relu"))
+    assert (generic.verdict, generic.theorem) == (Verdict.NOT_ABSORBABLE, Theorem.SKELETON), generic.reason
+    planted = decide_block(_planted(4, 2, 5, "leaky_relu", [0, 2, 3], c=1 + alpha, biases=False), tol=1e-7)
+    assert planted.verdict is Verdict.ABSORBABLE
+
+
+def test_even_asymptotic_skeleton_needs_no_search() -> None:
+    # |z| has slopes 1 and −1: σ∞ is even, so a nondegenerate skeleton cannot cancel M ≠ 0.
+    dec = decide_block(_gaussian(5, 3, 6, "expr:Abs(x)", biases=True))
+    assert (dec.verdict, dec.theorem) == (Verdict.NOT_ABSORBABLE, Theorem.SKELETON), dec.reason
+    assert dec.search is None
+
+
+def test_degenerate_biased_relu_skeleton_uses_the_canonical_form() -> None:
+    # d = 1 (every row collinear): the nondegenerate skeleton argument does not apply.
+    blk = Block(np.array([[1.0], [2.0]]), np.array([[0.5, 0.25]]), get_activation("relu"), b_up=np.array([1.0, -1.0]))
+    dec = decide_block(blk)
+    assert dec.verdict is not Verdict.NOT_ABSORBABLE or dec.theorem is Theorem.SKELETON
+    # f(x) = x + 0.5 ReLU(x + 1) + 0.25 ReLU(2x − 1): a residual-free ReLU block with biases of width 2 has
+    # f(tv)/t → v + ReLU(v): only its two units' kinks; the canonical form of the skeleton decides.
+
+
+@pytest.mark.parametrize("act", ["expr:Abs(x)", "expr:x*erf(x)", "expr:x*sin(x)"])
+def test_even_sigma_bias_free_is_parity(act: str) -> None:
+    dec = decide_block(_gaussian(6, 2, 4, act))
+    assert (dec.verdict, dec.theorem) == (Verdict.NOT_ABSORBABLE, Theorem.PARITY), dec.reason
+
+
+@pytest.mark.parametrize("act", ["expr:2*x", "expr:Max(0, x) - Max(0, -x)", "identity"])
+def test_linear_sigma_in_any_spelling(act: str) -> None:
+    wide = decide_block(_gaussian(7, 2, 4, act))
+    assert (wide.verdict, wide.theorem) == (Verdict.ABSORBABLE, Theorem.LINEAR), wide.reason
+    X = np.random.default_rng(1).standard_normal((16, 2))
+    np.testing.assert_allclose(wide.witness.block(X), wide.block(X), rtol=1e-9, atol=1e-9)
+    narrow = decide_block(_gaussian(7, 4, 2, act))
+    assert (narrow.verdict, narrow.theorem) == (Verdict.NOT_ABSORBABLE, Theorem.LINEAR), narrow.reason
+
+
+@pytest.mark.parametrize("biases", [False, True])
+def test_exponential_sigma(biases: bool) -> None:
+    dec = decide_block(_gaussian(8, 2, 4, "expr:exp(x)", biases=biases))
+    assert (dec.verdict, dec.theorem) == (Verdict.NOT_ABSORBABLE, Theorem.EXPONENTIAL), dec.reason
+
+
+def test_erf_is_bounded_for_any_biases() -> None:
+    dec = decide_block(_gaussian(9, 2, 4, "expr:erf(x)", biases=True))
+    assert (dec.verdict, dec.theorem) == (Verdict.NOT_ABSORBABLE, Theorem.BOUNDED), dec.reason
+
+
+def test_relu2_with_biases_allowed_is_never_not_absorbable() -> None:
+    # x + (x1², x2²): bias-free ReLU² blocks cannot equal it, a biased one can.
+    U = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    D = np.array([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]])
+    blk = Block(U, D, get_activation("relu2"))
+    assert decide_block(blk).verdict is Verdict.NOT_ABSORBABLE
+    wide = decide_block(blk, allow_biases=True)
+    assert wide.verdict is Verdict.UNKNOWN and "bias-free" in wide.reason
+    assert wide.residual_free_class.biases and not decide_block(blk).residual_free_class.biases
+    g = blk.replace(b_up=np.array([0.5, -0.5, 0.5, -0.5]), b_down=np.array([-0.25, -0.25]), skip=np.zeros((2, 2)))
+    X = np.random.default_rng(2).standard_normal((32, 2))
+    np.testing.assert_allclose(g(X), blk(X), atol=1e-12)
+
+
+@pytest.mark.parametrize("act", ["swiglu", "geglu", "reglu"])
+def test_gated_with_biases_names_the_missing_argument(act: str) -> None:
+    rng = np.random.default_rng(10)
+    blk = Block(rng.standard_normal((4, 2)), rng.standard_normal((2, 4)), get_activation(act),
+                W_gate=rng.standard_normal((4, 2)), b_gate=rng.standard_normal(4))
+    dec = decide_block(blk)
+    assert dec.verdict is Verdict.UNKNOWN and "bias" in dec.reason
+
+
+@given(seed=st.integers(0, 2**16), biases=st.booleans(), allow=st.booleans())
+def test_bias_free_only_results_are_never_used_for_biased_classes(seed: int, biases: bool, allow: bool) -> None:
+    for act in ("relu2", "expr:Abs(x)", "swiglu"):
+        rng = np.random.default_rng(seed)
+        gate = dict(W_gate=rng.standard_normal((4, 2))) if act == "swiglu" else {}
+        blk = Block(rng.standard_normal((4, 2)), rng.standard_normal((2, 4)), get_activation(act),
+                    b_up=rng.standard_normal(4) if biases else None, **gate)
+        dec = decide_block(blk, allow_biases=allow)
+        if dec.residual_free_class.biases:
+            assert dec.theorem not in (Theorem.DEGREE, Theorem.LINEARIZATION, Theorem.PARITY, Theorem.CANONICAL_FORM)
