@@ -44,6 +44,7 @@ class Entry:
     witness: dict[str, np.ndarray] | None = None  # a residual-free block (W_up, W_down[, b_up, b_down]) equal to f
     flip: list[int] | None = None  # or: the units whose flip gives one (built here, in the loaded, lifted space)
     extra: dict[str, Any] = field(default_factory=dict)
+    options: list[str] = field(default_factory=list)  # extra `absorb check` options, e.g. ["--allow-biases"]
 
 
 def _planted(rng: np.random.Generator, n: int, d: int, S: list[int], *, c: float = 1.0, M: np.ndarray | None = None):
@@ -86,7 +87,7 @@ def entries() -> list[Entry]:
                      "{0.5, 6} never reach −1). Result 5 needs d ≥ 2.",
                      A, "canonical-form", "no S exists and result 5 needs d ≥ 2, but the canonical-form procedure "
                      "(docs/degenerate.md) builds a width-2 residual-free block and checks it",
-                     A, "f(x) = x + 6.5·ReLU(x) = 7.5·ReLU(x) − ReLU(−x) (theory.md §3)",
+                     A, "f(x) = x + 6.5·ReLU(x) = 7.5·ReLU(x) − ReLU(−x) (docs/degenerate.md)",
                      witness=dict(W_up=np.array([[1.0], [-1.0]]), W_down=np.array([[7.5, -1.0]]))))
     U = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0]])
     D = np.array([[2.0, 5.0, 0.0], [3.0, 7.0, -1.0]])
@@ -95,7 +96,7 @@ def entries() -> list[Entry]:
                      "exists — the engine must not answer not_absorbable.",
                      A, "canonical-form", "no S exists and rows 0, 1 are collinear, so result 5 says nothing; the "
                      "canonical-form procedure (docs/degenerate.md) finds the three-unit block and checks it",
-                     A, "f = (3,3)ReLU(x1) + (4,7)ReLU(−x1) − e2·ReLU(−x2): units e1, −e1, −e2 (theory.md §3)",
+                     A, "f = (3,3)ReLU(x1) + (4,7)ReLU(−x1) − e2·ReLU(−x2): units e1, −e1, −e2 (docs/degenerate.md)",
                      witness=dict(W_up=np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, -1.0]]),
                                   W_down=np.array([[3.0, 4.0, 0.0], [3.0, 7.0, -1.0]]))))
     U = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
@@ -105,7 +106,7 @@ def entries() -> list[Entry]:
                      "spare unit does not help.",
                      N, "canonical-form", "no S exists and column 2 of W_down is zero, so result 5 says nothing; the "
                      "canonical-form procedure (docs/degenerate.md) proves every choice of lines needs more than 3 units",
-                     N, "line counting (theory.md §3, beyond the paper): f has kinks on x1 = 0 and x2 = 0 only, so a residual-free "
+                     N, "line counting (docs/degenerate.md, beyond the paper): f has kinks on x1 = 0 and x2 = 0 only, so a residual-free "
                      "block has one unit on each line and a third that is dead or shares a line; the linear parts reachable are "
                      "{0, −w1e1ᵀ} + {0, −w2e2ᵀ} or v·e1ᵀ + {0, −w2e2ᵀ} or v·e2ᵀ + {0, −w1e1ᵀ}, and none is I since "
                      "w1 = (1,2) ≠ −e1 and w2 = (3,−1) ≠ −e2"))
@@ -123,7 +124,7 @@ def entries() -> list[Entry]:
                      "Sigmoid-gated GLU (g(0) = 1/2, outside result 3): g(z) + g(−z) = 1, so negating the gate rows and "
                      "down columns in S adds −D_S V_S x = x (beyond the paper).",
                      A, "index-set", "the gated flip identity is proved (c = 1) and S = {0, 1, 3} is found",
-                     A, "theory.md §3: planted sigmoid-gated GLU blocks are absorbable", flip=[0, 1, 3]))
+                     A, "g(z) + g(−z) = 1 for the sigmoid gate: flip the gate rows and down columns in S (docs/results/index-set.md)", flip=[0, 1, 3]))
 
     rng = np.random.default_rng(104)
     Ub, Db = _planted(rng, 3, 2, [0, 1, 2])
@@ -162,14 +163,62 @@ def entries() -> list[Entry]:
     leaky = np.array("leaky_relu")
     out.append(Entry("leaky_relu_planted", dict(W_up=U, W_down=D, activation=leaky),
                      "Leaky ReLU (slope 0.01): σ(z) − σ(−z) = 1.01·z, so the flip identity holds with c = 101/100 "
-                     "(theory.md §2 lists leaky ReLU among the failures of c = 1) and D_S U_S = −I/1.01 is absorbable.",
+                     "(not c = 1 as for ReLU) and D_S U_S = −I/1.01 is absorbable.",
                      A, "index-set", "flip identity proved with c = 101/100; S = {0, 2, 3} found with target −I/c",
                      A, "flipping S adds −1.01·D_S U_S x = x", flip=[0, 2, 3]))
     rng = np.random.default_rng(108)
     out.append(Entry("leaky_relu_generic", dict(W_up=rng.standard_normal((5, 2)), W_down=rng.standard_normal((2, 5)), activation=leaky),
-                     "Generic leaky ReLU: no index set, but necessity is proved for ReLU and GELU only.",
-                     "unknown", "index-set", "no S exists; σ is not ReLU/GELU, so necessity does not apply",
-                     O, "leaky ReLU = 0.99·ReLU + 0.01·identity; a kink-counting argument as for ReLU is plausible but not done here"))
+                     "Generic leaky ReLU: no index set, and result 5's necessity is the paper's for ReLU and GELU only; "
+                     "the leaky reduction (beyond the paper) decides it.",
+                     N, "skeleton", "the skeleton of a leaky block is itself: for nondegenerate weights it is absorbable iff "
+                     "(1 + α)·D_S U_S = −M for some S, and the search proves no S exists",
+                     N, "leaky = (1 − α)·ReLU + α·id: the kink lines fix every unit up to sign and scale, and matching linear "
+                     "parts needs M + (1 + α)·D_S U_S = 0 (docs/results/skeleton.md)"))
+
+    # --- biases and the class of residual-free blocks (docs/results/skeleton.md) ---------
+    rng = np.random.default_rng(111)
+    U, D = rng.standard_normal((5, 3)), rng.standard_normal((3, 5))
+    out.append(Entry("biased_gelu_generic", dict(W_up=U, W_down=D, b_up=rng.standard_normal(5), b_down=rng.standard_normal(3),
+                                                 activation=np.array("gelu")),
+                     "BERT-like: GELU with biases, Gaussian weights. Result 5 is bias-free; the asymptotic skeleton covers biases "
+                     "in f and in the residual-free block.",
+                     N, "skeleton", "GELU(tz + c)/t → ReLU(z), so the bias-free ReLU skeleton (M, W_up, W_down) would be absorbable; "
+                     "it is nondegenerate and has no index set",
+                     N, "skeleton theorem: f(tv)/t → v + W_down ReLU(W_up v) whatever the biases, and so for any g"))
+    rng = np.random.default_rng(112)
+    U, D = rng.standard_normal((5, 3)), rng.standard_normal((3, 5))
+    elu = np.array("expr:Max(0, x) + Min(0, exp(x) - 1)")
+    out.append(Entry("elu_biased_generic", dict(W_up=U, W_down=D, b_up=rng.standard_normal(5), activation=elu),
+                     "ELU with biases: no flip identity (ELU(z) − ELU(−z) ≠ c·z), so no witness could be built from an index "
+                     "set, but the skeleton still proves necessity.",
+                     N, "skeleton", "ELU has slopes 1 and 0 at ±∞: skeleton ReLU; no index set exists",
+                     N, "skeleton theorem (docs/results/skeleton.md)"))
+    # x + (x1², x2²): not absorbable by bias-free ReLU² blocks, absorbable by a biased one.
+    U2 = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    D2 = np.array([[1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0]])
+    relu2 = np.array("relu2")
+    biased_g = dict(W_up=U2, W_down=D2, b_up=np.array([0.5, -0.5, 0.5, -0.5]), b_down=np.array([-0.25, -0.25]))
+    out.append(Entry("relu2_bias_free_class", dict(W_up=U2, W_down=D2, activation=relu2),
+                     "f(x) = x + (x1², x2²) as a bias-free ReLU² block: no bias-free residual-free ReLU² block equals it.",
+                     N, "degree", "bias-free and σ homogeneous of degree 2: the degree argument, about bias-free blocks",
+                     N, "a bias-free ReLU² block is homogeneous of degree 2, f is not"))
+    out.append(Entry("relu2_biased_g", dict(W_up=U2, W_down=D2, activation=relu2),
+                     "The same f asked with --allow-biases: ReLU(y)² + ReLU(−y)² = y², so rows e1, −e1, e2, −e2 with biases "
+                     "(½, −½, ½, −½) and b_down = −(¼, ¼) equal f. The degree argument must not be reused for this class.",
+                     "unknown", "none", "the degree argument covers bias-free residual-free blocks only; nothing else applies",
+                     A, "(x1 + ½)² − ¼ = x1² + x1: the biased block above", witness=biased_g, options=["--allow-biases"]))
+    # σ(z) = z² has no finite slopes: the skeleton's hypothesis matters. M = 2·D diag(β) U makes
+    # g(x) = D (U x + β)² − D β² equal f, although the ReLU "skeleton" (M, U, D) has no index set.
+    rng = np.random.default_rng(113)
+    U3, D3, beta = rng.standard_normal((3, 2)), rng.standard_normal((2, 3)), rng.standard_normal(3)
+    M3 = 2 * D3 @ np.diag(beta) @ U3
+    out.append(Entry("square_biased_g", dict(W_up=U3, W_down=D3, skip=M3, activation=np.array("expr:x**2")),
+                     "σ(z) = z² is not asymptotically piecewise linear (σ(s)/s → ∞): its would-be ReLU skeleton (M, W_up, W_down) "
+                     "is nondegenerate with no index set, yet a biased residual-free block equals f. The skeleton argument "
+                     "needs finite slopes.",
+                     "unknown", "none", "no finite slopes (no skeleton), and the degree argument is about bias-free blocks",
+                     A, "D (U x + β)² − D β² = D (U x)² + 2 D diag(β) U x = f(x)",
+                     witness=dict(W_up=U3, W_down=D3, b_up=beta, b_down=-D3 @ beta**2), options=["--allow-biases"]))
 
     # Ternary weights with an exact index set, found by a seeded search ("by chance").
     rng = np.random.default_rng(109)
@@ -203,7 +252,7 @@ def entries() -> list[Entry]:
     out.append(Entry("relu_stack_generic", {**stack2, "activation": relu},
                      "Two generic ReLU blocks: each is not absorbable on its own, but whether the composition of two "
                      "residual blocks equals two residual-free blocks is the paper's open problem.",
-                     "unknown", "none", "no depth result covers ReLU stacks", O, "open problem (theory.md §2, result 5)"))
+                     "unknown", "none", "no depth result covers ReLU stacks", O, "the open problem of arXiv 2604.23705 (docs/open-problem.md)"))
     return out
 
 
@@ -246,7 +295,8 @@ def main() -> None:
         if e.truth == A and e.expected == N or e.truth == N and e.expected == A:
             raise AssertionError(f"{e.name}: expected engine verdict {e.expected} contradicts the truth {e.truth}")
         expected[e.name] = {"file": path.name, "verdict": e.expected, "theorem": e.theorem, "engine_why": e.engine_why,
-                            "truth": e.truth, "truth_why": e.truth_why, **e.extra}
+                            "truth": e.truth, "truth_why": e.truth_why, **({"options": e.options} if e.options else {}),
+                            **e.extra}
         rows.append(e)
     (HERE / "expected.json").write_text(json.dumps(expected, indent=2, ensure_ascii=False) + "\n")
     lines = ["# Counterexample catalog", "",
@@ -259,7 +309,8 @@ def main() -> None:
              "wrong `absorbable` or `not_absorbable` never is.", "",
              "| file | what it shows | engine (theorem): why | truth: why |", "|---|---|---|---|"]
     for e in rows:
-        lines.append(f"| `{e.name}.npz` | {e.shows} | **{e.expected}** ({e.theorem}): {e.engine_why} | **{e.truth}**: {e.truth_why} |")
+        opts = f" (with `{' '.join(e.options)}`)" if e.options else ""
+        lines.append(f"| `{e.name}.npz`{opts} | {e.shows} | **{e.expected}** ({e.theorem}): {e.engine_why} | **{e.truth}**: {e.truth_why} |")
     lines += ["", "Reproduce one entry: `python -m absorb check counterexamples/collinear_antipodal.npz`.", ""]
     (HERE / "README.md").write_text("\n".join(lines))
 
