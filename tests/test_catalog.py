@@ -17,8 +17,9 @@ EXPECTED = json.loads((CATALOG / "expected.json").read_text())
 
 
 def _check(path: Path) -> tuple[int, dict, str]:
-    proc = subprocess.run([sys.executable, "-m", "absorb", "check", "--json", str(path)], capture_output=True, text=True,
-                          timeout=300, cwd=ROOT)
+    options = EXPECTED.get(path.stem, {}).get("options", [])
+    proc = subprocess.run([sys.executable, "-m", "absorb", "check", "--json", *options, str(path)], capture_output=True,
+                          text=True, timeout=300, cwd=ROOT)
     try:
         doc = json.loads(proc.stdout) if proc.stdout.strip() else {}
     except json.JSONDecodeError:
