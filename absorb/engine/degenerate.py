@@ -50,6 +50,7 @@ from absorb.engine.verdict import Verdict, Witness
 from absorb.engine.witness import eval_threshold, evaluation_error
 from absorb.model.activations import get_activation
 from absorb.model.block import Block
+from absorb.search import SAFE_EXPONENT, magnitudes_ok
 
 Family = Literal["relu", "even"]
 
@@ -473,6 +474,11 @@ def _unsupported(block: Block) -> str | None:
         return f"σ = {block.activation_name} is not ReLU, GELU, GELU-tanh, SiLU or quick-GELU"
     if block.n * block.d > MAX_EXACT_WORK or block.d * block.d > MAX_EXACT_WORK:
         return f"n·d = {block.n * block.d} is too large for exact arithmetic (limit {MAX_EXACT_WORK})"
+    if not magnitudes_ok(block.W_up, block.W_down, block.M):
+        # the exact canonical form would be fine, but the rank bounds, the float constructed
+        # block and its evaluation overflow or underflow out there
+        return (f"an entry of W_up, W_down or M is outside [2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}], where the float64 rank "
+                "bounds and the witness evaluation hold (products there can overflow or underflow); rescale the weights")
     return None
 
 

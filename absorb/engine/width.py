@@ -78,7 +78,7 @@ def _other(block: Block, *, tol: float, seed: int) -> tuple[Verdict, str, str]:
     if bd.verdict is Verdict.NOT_ABSORBABLE and bd.theorem in _EVERY_WIDTH:
         return Verdict.NOT_ABSORBABLE, f"{bd.reason} The argument never uses the width, so it holds at every width.", bd.theorem.value
     why = _unsupported(block) or "no width result applies"
-    return Verdict.UNKNOWN, f"Unknown: the extra-width question is decided for bias-free ungated ReLU/GELU/SiLU only ({why}).", Theorem.NONE.value
+    return Verdict.UNKNOWN, f"Unknown: the canonical-form procedure that decides the extra-width question does not apply: {why}.", Theorem.NONE.value
 
 
 def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: int = 0, budget: int = DEFAULT_BUDGET) -> WidthDecision:
