@@ -151,3 +151,40 @@ def test_trivial_and_linear_witnesses_still_check() -> None:
     assert decide_block(b0).verdict is Verdict.ABSORBABLE  # M = 0: B' = B
     bl = Block(rng.standard_normal((4, 3)), rng.standard_normal((3, 4)), get_activation("identity"))
     assert decide_block(bl).verdict is Verdict.ABSORBABLE
+
+
+@given(st.integers(1, 5), st.integers(1, 6), st.integers(0, 2**32 - 1), st.booleans(), st.booleans())
+@example(3, 4, 0, True, True)
+def test_points_lie_exactly_on_their_hyperplanes(d: int, n: int, seed: int, bias: bool, gated: bool) -> None:
+    """Every point built for a hyperplane satisfies r·x + β = 0 in exact rational arithmetic
+    (independently recomputed here with Fractions), at every scale; intersection points lie
+    on both of their hyperplanes; and the float pre-activation seen by σ there is exactly 0."""
+    from absorb.engine.witness import _hyperplane_points, _pre_activations
+
+    rng = np.random.default_rng(seed)
+    R = rng.standard_normal((n, d)) * rng.choice([1e-3, 1.0, 1e3], size=(n, 1))
+    R[rng.random((n, d)) < 0.2] = 0.0
+    b = rng.standard_normal(n) if bias else None
+    kw = {"W_gate": R, "b_gate": b} if gated else {"b_up": b}
+    U = rng.standard_normal((n, d)) if gated else R
+    blk = Block(U, rng.standard_normal((d, n)), get_activation(STEP[0.0] if gated else "relu"), **kw)
+    pts = _hyperplane_points(blk, blk, None, seed)
+
+    def exact_point(p: int) -> list[Fraction]:
+        return [pts.extra[p].get(j, Fraction(float(pts.rows[p][j]))) for j in range(d)]
+
+    live = [i for i in range(n) if np.any(R[i] != 0)]
+    hits = {i: 0 for i in live}
+    for p in range(len(pts.rows)):
+        x = exact_point(p)
+        for i in live:
+            z = sum((Fraction(float(R[i, j])) * x[j] for j in range(d)), Fraction(0)) + (Fraction(float(b[i])) if bias else 0)
+            hits[i] += z == 0
+    assert all(hits[i] >= 3 for i in live), hits  # each hyperplane has its own three points, at least
+    Z, skipped = _pre_activations(blk, pts, [10_000])
+    assert not skipped.any()
+    for p in range(len(pts.rows)):
+        x = exact_point(p)
+        for i in live:
+            z = sum((Fraction(float(R[i, j])) * x[j] for j in range(d)), Fraction(0)) + (Fraction(float(b[i])) if bias else 0)
+            assert (Z[p, i] == 0) == (z == 0) and (z == 0 or (Z[p, i] > 0) == (z > 0))
