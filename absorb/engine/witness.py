@@ -32,6 +32,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from absorb.engine.hypotheses import _norms
 from absorb.engine.verdict import Witness
 from absorb.model.block import Block, Stack
 from absorb.search import SAFE_EXPONENT, magnitudes_ok, relative_residual
@@ -89,6 +90,11 @@ _INTERSECTIONS = 8
 _EXACT_ENTRIES = 4096
 """Most pre-activations near zero decided in exact arithmetic per check (others: skipped points)."""
 _HP_SCALES = (2.0**-7, 1.0, 2.0**7)
+_ALL_SCALES = 64
+"""Up to this many hyperplanes get a point at each scale; beyond, one each (scales in turn)."""
+_SMALL_X = 2.0**-9
+"""Points with |x|_∞ below this (0 among them) measure their error against the size of the
+summed terms as well: there |f(x)| + |x| can vanish while rounding does not."""
 
 
 def _blocks_of(obj: object) -> list[Block] | None:
@@ -108,11 +114,18 @@ def _kink_rows(b: Block) -> tuple[np.ndarray, np.ndarray | None]:
     return (b.W_gate, b.b_gate) if b.gated else (b.W_up, b.b_up)
 
 
-def _unit_keys(b: Block) -> list[bytes]:
-    """One byte string per hidden unit: equal keys ⇔ identical units (same rows, biases, column)."""
+def _unit_parts(b: Block) -> list[np.ndarray]:
+    """Per-unit arrays (row i of each): W_up, W_down's column, W_gate, the biases (0 if none)."""
+    z = np.zeros(b.n)
     parts = [b.W_up, b.W_down.T] + ([b.W_gate] if b.gated else [])
-    parts += [v[:, None] for v in (b.b_up, b.b_gate) if v is not None]
-    rows = np.ascontiguousarray(np.hstack([np.asarray(p, dtype=np.float64) + 0.0 for p in parts]))  # + 0.0: −0 → 0
+    return parts + [(z if v is None else v)[:, None] for v in (b.b_up, b.b_gate)]
+
+
+def _unit_keys(b: Block, idx: np.ndarray) -> list[bytes]:
+    """One byte string per listed hidden unit: equal keys ⇔ identical units."""
+    if idx.size == 0:
+        return []
+    rows = np.ascontiguousarray(np.hstack([np.asarray(p[idx], dtype=np.float64) + 0.0 for p in _unit_parts(b)]))  # −0 → 0
     return [r.tobytes() for r in rows]
 
 
@@ -130,11 +143,18 @@ def _difference_units(f: Block, g: Block) -> tuple[list[int], list[int]] | None:
     the same at every input), or None when the blocks are not comparable unit by unit."""
     if f.gated != g.gated or f.activation.expr != g.activation.expr or f.d != g.d:
         return None
+    same = np.zeros(min(f.n, g.n), dtype=bool)  # first the units identical in place (a flip keeps the order)
+    if same.size:
+        same[:] = True
+        for a, c in zip(_unit_parts(f), _unit_parts(g)):
+            same &= np.all(a[: same.size] == c[: same.size], axis=1)
+    rest_f = np.setdiff1d(np.arange(f.n), np.flatnonzero(same))
+    rest_g = np.setdiff1d(np.arange(g.n), np.flatnonzero(same))
     pool: dict[bytes, list[int]] = {}
-    for i, k in enumerate(_unit_keys(g)):
+    for i, k in zip(rest_g.tolist(), _unit_keys(g, rest_g)):
         pool.setdefault(k, []).append(i)
     left_f = []
-    for i, k in enumerate(_unit_keys(f)):
+    for i, k in zip(rest_f.tolist(), _unit_keys(f, rest_f)):
         if pool.get(k):
             pool[k].pop()
         else:
@@ -227,7 +247,7 @@ def _on_hyperplanes(R: np.ndarray, b: np.ndarray | None, keys: list[bytes], pts:
         t = None if beta == 0 else -Fraction(beta) / Fraction(float(r[j]))
         y = Y[i]
         top = float(np.abs(y).max(initial=0.0))
-        for s in _HP_SCALES:
+        for s in (_HP_SCALES if h <= _ALL_SCALES else _HP_SCALES[i % 3: i % 3 + 1]):
             ys = y * 2.0 ** (int(np.round(np.log2(s))) - int(np.frexp(top)[1])) if top > 0 else y
             if t is None:
                 pts.add(ys, source=keys[i])
@@ -301,25 +321,30 @@ def _pre_activations(blk: Block, pts: _Points, budget: list[int]) -> tuple[np.nd
     Z = X @ R.T
     if b is not None:
         Z = Z + b
-    absX = np.abs(X)
-    bound = 2.0 * _gamma(blk.d + 2) * (absX @ np.abs(R).T + (0.0 if b is None else np.abs(b))) + blk.d * 2.0**-1060
+    # |fl(r·x + β) − (r·x + β)| ≤ γ_{d+1} (Σ|r_j||x_j| + |β|) (the rounding of a rational
+    # coordinate in X included), and Σ|r_j||x_j| ≤ ‖r‖‖x‖: a cheap O(k + n) bound
+    nx, nr = _norms(X, 1), _norms(R, 1)
+    bound = 2.0 * _gamma(blk.d + 2) * (np.outer(nx, nr) + (0.0 if b is None else np.abs(b))) + blk.d * 2.0**-1060
     lines = _line_keys(R, b)
     skipped = np.zeros(X.shape[0], dtype=bool)
-    near = np.abs(Z) <= bound
-    if near.any():  # no product of nonzeros: the float value (the bias alone) is exact
-        near &= ((X != 0).astype(np.float32) @ (R != 0).astype(np.float32).T) > 0
-    P, I = np.nonzero(near)
-    for p, i in zip(P.tolist(), I.tolist()):
-        if pts.source[p] is not None and lines[i] == pts.source[p]:
-            Z[p, i] = 0.0  # the point was built on this very hyperplane: exactly zero
-            continue
-        if budget[0] <= 0:
-            skipped[p] = True
-            continue
-        budget[0] -= 1
-        z = _exact_pre(R[i], 0.0 if b is None else float(b[i]), X[p], pts.extra[p])
-        zf = float(z)
-        Z[p, i] = 0.0 if z == 0 else (zf if zf != 0 else math.copysign(5e-324, z))
+    P, I = np.nonzero(np.abs(Z) <= bound)
+    for p in np.unique(P).tolist():
+        rows = I[P == p]
+        src_key = pts.source[p]
+        if src_key is not None:  # built on this very hyperplane: exactly zero
+            on = np.array([lines[i] == src_key for i in rows.tolist()], dtype=bool)
+            Z[p, rows[on]] = 0.0
+            rows = rows[~on]
+        supp = np.flatnonzero(X[p])
+        rows = rows[(R[rows][:, supp] != 0).any(axis=1)] if supp.size else rows[:0]  # else: β alone, exact already
+        for i in rows.tolist():
+            if budget[0] <= 0:
+                skipped[p] = True
+                break
+            budget[0] -= 1
+            z = _exact_pre(R[i], 0.0 if b is None else float(b[i]), X[p], pts.extra[p])
+            zf = float(z)
+            Z[p, i] = 0.0 if z == 0 else (zf if zf != 0 else math.copysign(5e-324, z))
     return Z, skipped
 
 
@@ -336,12 +361,14 @@ def _eval_block_at(blk: Block, pts: _Points, budget: list[int]) -> tuple[np.ndar
     else:
         H = blk.activation(Z)
     out = H @ blk.W_down.T
-    size = np.abs(H) @ np.abs(blk.W_down).T
+    lin = X if blk.skip is None else X @ blk.skip.T
+    size = np.zeros_like(out)
+    small = np.abs(X).max(axis=1, initial=0.0) < _SMALL_X  # elsewhere |x| is the scale, as for random inputs
+    if small.any():
+        size[small] = np.abs(H[small]) @ np.abs(blk.W_down).T + np.abs(lin[small])
     if blk.b_down is not None:
         out = out + blk.b_down
         size = size + np.abs(blk.b_down)
-    lin = X if blk.skip is None else X @ blk.skip.T
-    size = size + np.abs(lin)
     return lin + out, skipped, size
 
 
