@@ -280,6 +280,8 @@ def _intersections(R: np.ndarray, b: np.ndarray | None, pts: _Points, limit: int
                 r2 -= Fraction(float(q[l]))
             extra[j] = (r1 * qk - r2 * rk) / det
             extra[k] = (rj * r2 - qj * r1) / det
+            if max(abs(extra[j]), abs(extra[k])) > 2**64:
+                continue  # nearly parallel: the intersection is far out (its evaluation could overflow)
             pts.add(np.zeros(d), extra)
             break
 
