@@ -126,3 +126,19 @@ def test_cli_extreme_weights(tmp_path: Path, case: str) -> None:
     blk = out["blocks"][0]
     assert blk["width"]["verdict"] == "unknown" and "2^" in blk["width"]["reason"]
     assert blk["min_width"] is None
+
+
+def test_collinearity_projection_screen_extreme_rows() -> None:
+    """d = 64 takes the projection screen (not its exact fallback): rows at 1e±300, subnormal
+    rows and exact power-of-two multiples (2^-2000 overall) are still found, and agree with the
+    exact route."""
+    rng = np.random.default_rng(0)
+    U = rng.standard_normal((60, 64)) * np.where(rng.random((60, 1)) < 0.5, 1e300, 1e-300)
+    U[5] = -U[3] * 2.0**-1000
+    U[7], U[8] = 5e-324, -5e-324
+    U[9] = 0.0
+    U[9, 3] = 1e308
+    U[10] = U[9] * 2.0**-1000 * 2.0**-1000
+    pairs = near_collinear_pairs(U, tau=1e-10, method="screen")
+    assert [(i, j) for i, j, _ in pairs] == [(3, 5), (7, 8), (9, 10)]
+    assert pairs == near_collinear_pairs(U, tau=1e-10, method="exact")
