@@ -10,10 +10,16 @@ the smallest such width? **(beyond)** — proofs in ``docs/min-width.md``.
   when ``n ≥ d`` and ``2d`` when ``n < d`` (Theorem W).
 * Results whose proofs never use the width — degree (result 2), linearization (result 3),
   boundedness — say *not absorbable at every width*.
+* The main decision (``decide_block``, passed as ``decision=`` or made here when needed)
+  answers the widths it covers: absorbable at n ⇒ at every N ≥ n (its witness padded with
+  dead units, checked again), not absorbable at n ⇒ at no N ≤ n. This covers blocks the
+  canonical-form search cannot (budget, gates, biases, other σ) and bounds ``min_width``.
 * Anything else: unknown, with the reason.
 
 Every ``absorbable`` answer carries a constructed block of exactly the asked width, checked
-by evaluation against f (and exactly, via canonical forms).
+by evaluation against f (random inputs and the kink / gate hyperplanes), and exactly via
+canonical forms when ``witness.exact``. "Absorbable" means within the tolerance, as on
+every route (docs/degenerate.md §3).
 """
 
 from __future__ import annotations
