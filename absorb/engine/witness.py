@@ -35,7 +35,7 @@ import numpy as np
 from absorb.engine.hypotheses import _norms
 from absorb.engine.verdict import Witness
 from absorb.model.block import Block, Stack
-from absorb.search import SAFE_EXPONENT, magnitudes_ok, relative_residual
+from absorb.search import magnitudes_ok, relative_residual
 from absorb.search import gamma as _gamma
 
 _SCALES = (1e-2, 1.0, 1e2)
