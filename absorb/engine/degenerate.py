@@ -606,7 +606,7 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
         if err <= eval_threshold(tol, N):
             return DegenerateDecision(Verdict.ABSORBABLE,
                                       f"Canonical form ({name}): {shape}; exactly, the stored weights need more than {N} units ({need}), "
-                                      f"but they are within relative distance {out.min_distance:.2e} ≤ tol = {tol:g} of a residual-free "
+                                      f"but they are within relative distance {out.min_distance:.2e} (float64) ≤ tol = {tol:g} of a residual-free "
                                       f"block of width {N}: {how}. The constructed block matches f on {m_in} inputs (max relative error "
                                       f"{err:.2e}); absorbable within the tolerance, not exactly.", N, witness=w, canonical=cf,
                                       outcome=out, details=det)
