@@ -228,3 +228,37 @@ def test_monte_carlo_against_brute_force() -> None:
             assert dd.verdict is not Verdict.UNKNOWN
             assert (dd.verdict is Verdict.ABSORBABLE) == (e < 1e-7), (U, D, M, W, e)
     print(dict(cnt))
+
+
+# ---- one semantics: absorbable within the tolerance, on this route as on the index-set route --
+ROUNDED = np.array([[1.0, 0], [-1, 0], [0, 3]])  # line e1 needs two units; line e2 needs w = −1/3 exactly
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu", "silu"])
+def test_feasible_up_to_rounding_is_absorbable_within_tolerance(act: str) -> None:
+    """The stored −1/3 is off by 2^-54 relative: exactly not a width-3 block (5 units needed),
+    within the tolerance one. Before: unknown "ill-conditioned"; now absorbable within tol,
+    with the constructed block, its measured error, and exact = False."""
+    b = Block(ROUNDED, np.array([[1.0, 3, 0], [0, 0, -1 / 3]]), get_activation(act))
+    dd = decide_degenerate(b)
+    assert dd.verdict is Verdict.ABSORBABLE, dd.reason
+    assert dd.outcome.status == "none" and dd.outcome.best.value == 5  # the exact answer is still reported
+    w = dd.witness
+    assert w.exact is False and w.block.n == 3 and not np.any(w.block.M) and w.residual <= 1e-9
+    assert w.eval_error <= eval_threshold(1e-9, 3)
+    e2, _ = evaluation_error(b, w.block, b.d, seed=5)
+    assert e2 <= eval_threshold(1e-9, 3)
+    assert "within the tolerance" in dd.reason
+    dec = decide(b)
+    assert dec.verdict is Verdict.ABSORBABLE and dec.theorem is Theorem.CANONICAL_FORM
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu"])
+def test_far_from_feasible_stays_not_absorbable(act: str) -> None:
+    """Off by 1e-6 (≫ tol): the near choice is not within the tolerance: not absorbable."""
+    b = Block(ROUNDED, np.array([[1.0, 3, 0], [0, 0, -1 / 3 + 1e-6]]), get_activation(act))
+    assert decide_degenerate(b).verdict is Verdict.NOT_ABSORBABLE
+    near = Block(ROUNDED, np.array([[1.0, 3, 0], [0, 0, -1 / 3 + 1e-12]]), get_activation(act))
+    dd = decide_degenerate(near)
+    assert dd.verdict is Verdict.ABSORBABLE and dd.witness.exact is False
+    assert decide_degenerate(near, tol=1e-14).verdict is Verdict.NOT_ABSORBABLE

@@ -103,3 +103,91 @@ def test_cli_fields(tmp_path, capsys) -> None:
     assert blk["min_width"] == 8
     assert main(["check", str(p), "--width", "7"]) == 0
     assert "width 7: NOT_ABSORBABLE" in capsys.readouterr().out
+
+
+# ---- the main decision's witness and proofs answer the width questions ------------------------
+def _planted_large(n: int = 20, d: int = 4, seed: int = 3, gated: bool = False) -> Block:
+    """Too many lines for the exact canonical-form search (budget), but an index set exists."""
+    rng = np.random.default_rng(seed)
+    U = rng.standard_normal((n, d))
+    D = rng.standard_normal((d, n))
+    U[:d], D[:, :d] = np.eye(d), -np.eye(d)
+    if gated:
+        return Block(U, D, get_activation("glu"), W_gate=rng.standard_normal((n, d)))  # sigmoid gate: g(z) + g(−z) = 1
+    return Block(U, D, get_activation("relu"))
+
+
+def test_main_witness_answers_width_n_and_above_and_bounds_min_width() -> None:
+    from absorb.engine.decide import decide_block
+
+    b = _planted_large()
+    bd = decide_block(b)
+    assert bd.verdict is Verdict.ABSORBABLE
+    for N in (20, 21, 23):
+        wd = decide_width(b, N, decision=bd)
+        assert wd.verdict is Verdict.ABSORBABLE, wd.reason
+        assert wd.witness.block.n == N and wd.theorem == "index-set"
+        _checked_float(b, wd.witness)
+        assert not np.any(wd.witness.block.W_up[20:]) and not np.any(wd.witness.block.W_down[:, 20:])
+    assert decide_width(b, 19, decision=bd).verdict is Verdict.NOT_ABSORBABLE  # 20 active lines
+    mw = minimal_width(b, decision=bd)
+    assert mw.value == 20 and mw.upper == 20 and mw.lower == 20 and mw.witness is not None
+    # without the decision the main check is run (a short run) and gives the same answers
+    assert decide_width(b, 21).verdict is Verdict.ABSORBABLE
+    assert minimal_width(b).value == 20
+
+
+def _checked_float(block: Block, w) -> None:
+    err, _ = evaluation_error(block, w.block, block.d, seed=11)
+    assert err <= eval_threshold(1e-9, w.block.n)
+    assert not np.any(w.block.M)
+
+
+def test_gated_main_witness_gives_upper_bound_only() -> None:
+    from absorb.engine.decide import decide_block
+
+    b = _planted_large(n=6, d=3, seed=1, gated=True)
+    bd = decide_block(b)
+    assert bd.verdict is Verdict.ABSORBABLE
+    wd = decide_width(b, 9, decision=bd)
+    assert wd.verdict is Verdict.ABSORBABLE and wd.witness.block.n == 9 and wd.witness.block.W_gate.shape == (9, 3)
+    mw = minimal_width(b, decision=bd)
+    assert mw.value is None and mw.upper == 6 and mw.exists is True
+    assert decide_width(b, 5, decision=bd).verdict is Verdict.UNKNOWN
+
+
+def test_padded_witness_is_checked_again() -> None:
+    from absorb.engine.decide import decide_block
+    from absorb.engine.width import pad_witness
+
+    b = _planted_large(n=6, d=3, seed=1, gated=True)
+    w = decide_block(b).witness
+    bad = type(w)(S=w.S, block=w.block.replace(W_down=w.block.W_down * 1.001), residual=w.residual, eval_error=0.0, n_inputs=0)
+    pw, ok = pad_witness(b, bad, 8, tol=1e-9, seed=0)
+    assert not ok and pw.block.n == 8
+
+
+def test_main_proof_answers_smaller_widths() -> None:
+    """Result 5 proves width n impossible; then no width ≤ n works (padding), and the
+    minimal width is > n even when the exact search runs out of budget."""
+    from absorb.engine.decide import decide_block
+
+    b = _generic(20, 4, "relu", 5)
+    bd = decide_block(b)
+    assert bd.verdict is Verdict.NOT_ABSORBABLE and bd.theorem.value == "index-set"
+    assert decide_width(b, 20, decision=bd).verdict is Verdict.NOT_ABSORBABLE
+    assert decide_width(b, 12, decision=bd).verdict is Verdict.NOT_ABSORBABLE
+    mw = minimal_width(b, decision=bd)
+    assert mw.value is None and mw.lower == 21 and mw.upper is None
+
+
+def test_cli_width_uses_main_witness(tmp_path, capsys) -> None:
+    b = _planted_large()
+    p = tmp_path / "planted.npz"
+    np.savez(p, W_up=b.W_up, W_down=b.W_down, activation=np.array("relu"))
+    for N in (20, 21):
+        assert main(["check", str(p), "--json", "--width", str(N), "--min-width"]) == 0
+        blk = json.loads(capsys.readouterr().out)["blocks"][0]
+        assert blk["verdict"] == "absorbable"
+        assert blk["width"]["verdict"] == "absorbable" and blk["width"]["witness_width"] == N
+        assert blk["min_width"] == 20 and blk["min_width_detail"]["upper"] == 20

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     fields = []
     if args.width is not None or args.min_width:
         from absorb.engine.width import width_fields, width_text
-        fields = [width_fields(bd.block, width=args.width, min_width=args.min_width, tol=args.tol, seed=args.seed) for bd in dec.blocks]
+        fields = [width_fields(bd.block, width=args.width, min_width=args.min_width, tol=args.tol, seed=args.seed, decision=bd) for bd in dec.blocks]
     if args.certificate:  # certificates work: written atomically before any output
         from absorb.certificate import write_certificate
         write_certificate(dec, model, args.certificate, seed=args.seed, activation=args.activation, method=args.method, timeout=args.timeout)

@@ -50,6 +50,7 @@ from absorb.engine.verdict import Verdict, Witness
 from absorb.engine.witness import eval_threshold, evaluation_error
 from absorb.model.activations import get_activation
 from absorb.model.block import Block
+from absorb.search import SAFE_EXPONENT, magnitudes_ok
 
 Family = Literal["relu", "even"]
 
@@ -282,6 +283,7 @@ class SearchOutcome:
     candidates: int = 0
     exact_checks: int = 0
     min_distance: float | None = None  # float distance of the linear parts to feasibility at cap
+    near: Choice | None = None  # the choice attaining min_distance (rank: the ⌊(cap − m − |B|)/2⌋ allowed)
     reason: str = ""
 
 
@@ -311,6 +313,7 @@ def search(cf: CanonicalForm, *, cap: int, budget: int = DEFAULT_BUDGET, scale: 
     L0 = cf.L0
     records = []  # per B: (B, rel, base_exact, terms_exact, bits, value_lo)
     min_dist = math.inf
+    near: Choice | None = None
     n_cand = 0
     for b in range(bmax + 1):
         for B in itertools.combinations(range(m), b):
@@ -348,7 +351,13 @@ def search(cf: CanonicalForm, *, cap: int, budget: int = DEFAULT_BUDGET, scale: 
             svq = np.linalg.svd(Xq, compute_uv=False)
             if p >= 0:
                 tail = np.sqrt((svq[:, p:] ** 2).sum(axis=1)) if p < svq.shape[1] else np.zeros(len(svq))
-                min_dist = min(min_dist, float(tail.min()) / scale)
+                i_min = int(tail.argmin())
+                if float(tail[i_min]) / scale < min_dist:
+                    min_dist = float(tail[i_min]) / scale
+                    dl = [0] * m
+                    for j, l in enumerate(rel):
+                        dl[l] = int(bits[i_min, j])
+                    near = Choice(B=tuple(B), delta=tuple(dl), rank=p, value=m + b + 2 * p)
     # exact resolution, in increasing order of the rigorous lower bound
     order = sorted(((int(v), ri, ci) for ri, rec in enumerate(records) for ci, v in enumerate(rec[5])), key=lambda t: t[0])
     best: Choice | None = None
@@ -377,8 +386,8 @@ def search(cf: CanonicalForm, *, cap: int, budget: int = DEFAULT_BUDGET, scale: 
             best = ch
     dist = None if min_dist == math.inf else min_dist
     if best is not None and best.value <= cap:
-        return SearchOutcome("found", cap, best=best, candidates=n_cand, exact_checks=checks, min_distance=dist)
-    return SearchOutcome("none", cap, best=best, candidates=n_cand, exact_checks=checks, min_distance=dist,
+        return SearchOutcome("found", cap, best=best, candidates=n_cand, exact_checks=checks, min_distance=dist, near=near)
+    return SearchOutcome("none", cap, best=best, candidates=n_cand, exact_checks=checks, min_distance=dist, near=near,
                          reason=f"every one of the {n_cand} choices (B, δ) needs width > {cap}")
 
 
@@ -436,6 +445,49 @@ def construct(cf: CanonicalForm, choice: Choice, width: int) -> tuple[Mat, Mat]:
     return ups, _T(downs)
 
 
+def construct_near(cf: CanonicalForm, choice: Choice, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Float weights of a residual-free block of ``width`` units within the tolerance of f, for a
+    choice whose linear part ``R = C_δ P_B`` is only *near* rank ``choice.rank``: the units of
+    :func:`construct`, with ``V = C_δ E_B (E_Bᵀ E_B)⁻¹`` by least squares and the antipodal pairs
+    from the truncated SVD of R (the dropped singular values are f's distance from the block)."""
+    d, m = cf.d, cf.m
+    E = np.array([[float(v) for v in ln.e] for ln in cf.lines]).reshape(m, d)
+    A = np.array([[float(v) for v in ln.a] for ln in cf.lines]).reshape(m, d)
+    C = _to_float(cf.L0, (d, d))
+    for l in range(m):
+        if l not in choice.B and choice.delta[l]:
+            C = C + np.outer(A[l], E[l])
+    V = None
+    if choice.B:
+        Eb = E[list(choice.B)].T  # d×b
+        V = C @ Eb @ np.linalg.inv(Eb.T @ Eb)
+        R = C - V @ Eb.T
+    else:
+        R = C
+    Ul, s, Vt = np.linalg.svd(R)
+    p = choice.rank
+    ups, downs = [], []
+    for l in range(m):
+        if l in choice.B:
+            v = V[:, choice.B.index(l)]
+            ups += [E[l], -E[l]]
+            downs += [A[l] + v, -v]
+        else:
+            ups.append(-E[l] if choice.delta[l] else E[l])
+            downs.append(A[l])
+    for k in range(p):
+        z, y = Vt[k], Ul[:, k] * s[k]
+        ups += [z, -z]
+        downs += [y, -y]
+    assert len(ups) <= width, (len(ups), width)
+    W_up = np.zeros((width, d))
+    W_down = np.zeros((d, width))
+    if ups:
+        W_up[: len(ups)] = np.array(ups)
+        W_down[:, : len(ups)] = np.array(downs).T
+    return W_up, W_down
+
+
 # ---- the decision -------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class DegenerateDecision:
@@ -473,6 +525,11 @@ def _unsupported(block: Block) -> str | None:
         return f"σ = {block.activation_name} is not ReLU, GELU, GELU-tanh, SiLU or quick-GELU"
     if block.n * block.d > MAX_EXACT_WORK or block.d * block.d > MAX_EXACT_WORK:
         return f"n·d = {block.n * block.d} is too large for exact arithmetic (limit {MAX_EXACT_WORK})"
+    if not magnitudes_ok(block.W_up, block.W_down, block.M):
+        # the exact canonical form would be fine, but the rank bounds, the float constructed
+        # block and its evaluation overflow or underflow out there
+        return (f"an entry of W_up, W_down or M is outside [2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}], where the float64 rank "
+                "bounds and the witness evaluation hold (products there can overflow or underflow); rescale the weights")
     return None
 
 
@@ -534,9 +591,26 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
                                       f"(max relative error {err:.2e}).", N, witness=w, canonical=cf, outcome=out, details=det)
         return DegenerateDecision(Verdict.UNKNOWN, f"Unknown: the constructed block failed its check (exact {exact}, error {err:.2e}).", N,
                                   witness=None, canonical=cf, outcome=out, details=det)
-    issues = _robustness(cf, out, tol=tol, scale=scale)
     need = (f"the cheapest of these choices needs {out.best.value} units" if out.best is not None
             else "no choice fits")
+    if out.near is not None and out.min_distance is not None and out.min_distance <= tol:
+        # One semantics on every route: absorbable *within the tolerance*, with a constructed
+        # block and its measured error (``exact`` only when exact) — as the index-set route.
+        ch = out.near
+        W_up, W_down = construct_near(cf, ch, N)
+        wb = block.replace(W_up=W_up, W_down=W_down, skip=np.zeros((cf.d, cf.d)), name=block.name + "'")
+        err, m_in = evaluation_error(block, wb, cf.d, seed=seed)
+        how = (f"{cf.m - len(ch.B)} lines with one unit ({sum(ch.delta)} flipped), {len(ch.B)} lines with two units, "
+               f"{ch.rank} antipodal pairs for the rank-{ch.rank} part of the linear part (truncated SVD), {N - ch.value} zero units")
+        w = Witness(S=None, block=wb, residual=out.min_distance, eval_error=err, n_inputs=m_in, exact=False, description=how)
+        if err <= eval_threshold(tol, N):
+            return DegenerateDecision(Verdict.ABSORBABLE,
+                                      f"Canonical form ({name}): {shape}; exactly, the stored weights need more than {N} units ({need}), "
+                                      f"but they are within relative distance {out.min_distance:.2e} (float64) ≤ tol = {tol:g} of a residual-free "
+                                      f"block of width {N}: {how}. The constructed block matches f on {m_in} inputs (max relative error "
+                                      f"{err:.2e}); absorbable within the tolerance, not exactly.", N, witness=w, canonical=cf,
+                                      outcome=out, details=det)
+    issues = _robustness(cf, out, tol=tol, scale=scale)
     if issues:
         return DegenerateDecision(Verdict.UNKNOWN,
                                   f"Unknown: exactly, f is not a residual-free block of width {N} ({out.reason}; {need}), but the answer is "

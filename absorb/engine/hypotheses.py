@@ -25,11 +25,20 @@ _EPS = np.finfo(float).eps
 _EXACT_COSINE_MAX_N = 4096
 
 
+def _norms(A: np.ndarray, axis: int) -> np.ndarray:
+    """2-norms along ``axis`` without overflow or underflow in the squares (scaled by the
+    max-abs first; a norm past the float range is inf, silently)."""
+    s = np.max(np.abs(A), axis=axis, keepdims=True, initial=0.0)
+    s = np.where(s == 0, 1.0, s)
+    with np.errstate(over="ignore"):
+        return np.linalg.norm(A / s, axis=axis) * np.squeeze(s, axis=axis)
+
+
 def skip_nonzero(block: Block) -> Hypothesis:
     M = block.M
     nz = int(np.count_nonzero(M))
     return Hypothesis("skip_nonzero", nz > 0, "the skip matrix M is nonzero" if nz else "the skip matrix M is zero",
-                      {"nonzero_entries": nz, "fro_norm": float(np.linalg.norm(M))})
+                      {"nonzero_entries": nz, "fro_norm": float(_norms(M.reshape(1, -1), 1)[0])})
 
 
 def bias_free(block: Block) -> Hypothesis:
@@ -73,10 +82,10 @@ def nondegenerate(block: Block, *, tau: float = COLLINEAR_TAU) -> tuple[Hypothes
     zero_cols = np.flatnonzero(~np.any(D != 0, axis=0))
     rows = Hypothesis("rows_nonzero", zero_rows.size == 0,
                       "every row of W_up is nonzero" if zero_rows.size == 0 else f"rows {_few(zero_rows)} of W_up are zero",
-                      {"zero_rows": zero_rows.tolist()[:20], "min_row_norm": float(np.linalg.norm(U, axis=1).min(initial=np.inf))})
+                      {"zero_rows": zero_rows.tolist()[:20], "min_row_norm": float(_norms(U, 1).min(initial=np.inf))})
     cols = Hypothesis("columns_nonzero", zero_cols.size == 0,
                       "every column of W_down is nonzero" if zero_cols.size == 0 else f"columns {_few(zero_cols)} of W_down are zero",
-                      {"zero_columns": zero_cols.tolist()[:20], "min_column_norm": float(np.linalg.norm(D, axis=0).min(initial=np.inf))})
+                      {"zero_columns": zero_cols.tolist()[:20], "min_column_norm": float(_norms(D, 0).min(initial=np.inf))})
     mc = max_abs_cosine(U) if block.n <= _EXACT_COSINE_MAX_N else None
     # A computed max below 1 − τ by more than its rounding bound proves that no pair is
     # near-collinear: the pair search (a second Gram) is then skipped.
@@ -87,7 +96,7 @@ def nondegenerate(block: Block, *, tau: float = COLLINEAR_TAU) -> tuple[Hypothes
         value["max_abs_cos"] = mc
     if pairs:
         i, j, c = pairs[0]
-        stmt = f"rows {i} and {j} of W_up are collinear (|cos| = {c:.12g} ≥ 1 − {tau:g})" + (f" and {len(pairs) - 1} more pairs" if len(pairs) > 1 else "")
+        stmt = f"rows {i} and {j} of W_up are {'antipodal' if c < 0 else 'collinear'} (|cos| = {abs(c):.12g} ≥ 1 − {tau:g})" + (f" and {len(pairs) - 1} more pairs" if len(pairs) > 1 else "")
     else:
         if mc is not None and np.isfinite(mc):
             stmt = f"rows of W_up pairwise non-collinear (max |cos| = {mc:.6g} < 1 − {tau:g})"

@@ -10,10 +10,16 @@ the smallest such width? **(beyond)** — proofs in ``docs/min-width.md``.
   when ``n ≥ d`` and ``2d`` when ``n < d`` (Theorem W).
 * Results whose proofs never use the width — degree (result 2), linearization (result 3),
   boundedness — say *not absorbable at every width*.
+* The main decision (``decide_block``, passed as ``decision=`` or made here when needed)
+  answers the widths it covers: absorbable at n ⇒ at every N ≥ n (its witness padded with
+  dead units, checked again), not absorbable at n ⇒ at no N ≤ n. This covers blocks the
+  canonical-form search cannot (budget, gates, biases, other σ) and bounds ``min_width``.
 * Anything else: unknown, with the reason.
 
 Every ``absorbable`` answer carries a constructed block of exactly the asked width, checked
-by evaluation against f (and exactly, via canonical forms).
+by evaluation against f (random inputs and the kink / gate hyperplanes), and exactly via
+canonical forms when ``witness.exact``. "Absorbable" means within the tolerance, as on
+every route (docs/degenerate.md §3).
 """
 
 from __future__ import annotations
@@ -21,10 +27,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from absorb._errors import InvalidInput
 from absorb.engine.decide import DEFAULT_TOL, decide_block
 from absorb.engine.degenerate import DEFAULT_BUDGET, DegenerateDecision, _unsupported, canonical_form, decide_degenerate, search
-from absorb.engine.verdict import Theorem, Verdict, Witness
+from absorb.engine.verdict import BlockDecision, Theorem, Verdict, Witness
+from absorb.engine.witness import eval_threshold, evaluation_error
 from absorb.model.block import Block
 
 _EVERY_WIDTH = (Theorem.DEGREE, Theorem.LINEARIZATION, Theorem.BOUNDED)
@@ -56,11 +65,13 @@ class MinWidth:
     reason: str
     theorem: str
     witness: Witness | None = None
-    lower: int | None = None  # a proved lower bound when value is unknown
+    lower: int | None = None  # a proved lower bound
     exists: bool | None = None  # False: proved that no width works
+    upper: int | None = None  # a width with a checked witness (``witness``)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"value": self.value, "exists": self.exists, "theorem": self.theorem, "reason": self.reason, "lower": self.lower}
+        out: dict[str, Any] = {"value": self.value, "exists": self.exists, "theorem": self.theorem, "reason": self.reason,
+                               "lower": self.lower, "upper": self.upper}
         if self.witness is not None:
             out["witness"] = self.witness.to_json()
         return out
@@ -72,56 +83,176 @@ def _check_width(width: int) -> int:
     return width
 
 
-def _other(block: Block, *, tol: float, seed: int) -> tuple[Verdict, str, str]:
+def _main(block: Block, decision: BlockDecision | None, *, tol: float, seed: int) -> BlockDecision:
+    """The main decision (width n) for this block: the one given, or a short run of it."""
+    if decision is not None and decision.block is block:
+        return decision
+    return decide_block(block, tol=tol, seed=seed, timeout=10.0)
+
+
+def pad_witness(block: Block, w: Witness, width: int, *, tol: float, seed: int) -> tuple[Witness, bool]:
+    """``w`` (a residual-free block of width n_w ≤ width equal to f) padded with dead units — zero
+    rows of W_up / W_gate, zero columns of W_down, zero biases: a dead unit contributes
+    nothing — and checked again like any witness (evaluation, hyperplanes included)."""
+    wb = w.block
+    extra = width - wb.n
+    assert extra >= 0
+    if extra:
+        def rows(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else np.vstack([a, np.zeros((extra, a.shape[1]))])
+
+        def vec(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else np.concatenate([a, np.zeros(extra)])
+
+        wb = wb.replace(W_up=rows(wb.W_up), W_gate=rows(wb.W_gate), W_down=np.hstack([wb.W_down, np.zeros((wb.d, extra))]),
+                        b_up=vec(wb.b_up), b_gate=vec(wb.b_gate))
+    err, m = evaluation_error(block, wb, block.d, seed=seed)
+    how = w.description + (f"; padded with {extra} dead units (zero rows and columns)" if extra else "")
+    out = Witness(S=w.S, block=wb, residual=w.residual, eval_error=err, n_inputs=m, exact=w.exact, description=how)
+    return out, err <= eval_threshold(tol, width)
+
+
+def _other(bd: BlockDecision) -> tuple[Verdict, str, str]:
     """For blocks outside the canonical-form procedure: a width-independent result, or unknown."""
-    bd = decide_block(block, tol=tol, seed=seed, timeout=10.0)
     if bd.verdict is Verdict.NOT_ABSORBABLE and bd.theorem in _EVERY_WIDTH:
         return Verdict.NOT_ABSORBABLE, f"{bd.reason} The argument never uses the width, so it holds at every width.", bd.theorem.value
-    why = _unsupported(block) or "no width result applies"
-    return Verdict.UNKNOWN, f"Unknown: the extra-width question is decided for bias-free ungated ReLU/GELU/SiLU only ({why}).", Theorem.NONE.value
+    why = _unsupported(bd.block) or "no width result applies"
+    return Verdict.UNKNOWN, f"Unknown: the canonical-form procedure that decides the extra-width question does not apply: {why}.", Theorem.NONE.value
 
 
-def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: int = 0, budget: int = DEFAULT_BUDGET) -> WidthDecision:
-    """Is ``f`` a residual-free block of ``width`` hidden units (same kind and σ)?"""
+def _from_main(block: Block, bd: BlockDecision, width: int, *, tol: float, seed: int) -> WidthDecision | None:
+    """What the main decision (about width n) says at ``width``: absorbable at n ⇒ at every
+    N ≥ n (its witness, padded); not absorbable at n ⇒ at no N ≤ n (padding a width-N block
+    would give one of width n); width-independent results at every width."""
+    n = block.n
+    if bd.verdict is Verdict.ABSORBABLE and bd.witness is not None and bd.witness.block.n <= width:
+        w, ok = pad_witness(block, bd.witness, width, tol=tol, seed=seed)
+        if ok:
+            k = width - bd.witness.block.n
+            pad = f"; padded with {k} dead unit{'s' if k > 1 else ''} (zero rows and columns) it has width {width}" if k else ""
+            return WidthDecision(width, Verdict.ABSORBABLE,
+                                 f"The main decision ({bd.theorem.value}) found a residual-free block of width {bd.witness.block.n} equal "
+                                 f"to f{pad} (checked on {w.n_inputs} inputs, max relative error {w.eval_error:.2e}).", bd.theorem.value, w)
+        return None
+    if bd.verdict is Verdict.NOT_ABSORBABLE:
+        if bd.theorem in _EVERY_WIDTH:
+            return WidthDecision(width, Verdict.NOT_ABSORBABLE, f"{bd.reason} The argument never uses the width, so it holds at every width.",
+                                 bd.theorem.value)
+        if width <= n:
+            return WidthDecision(width, Verdict.NOT_ABSORBABLE,
+                                 f"{bd.reason} So f is no residual-free block of width {n}, hence of no width {width} ≤ {n} either "
+                                 "(dead units would pad it to width n).", bd.theorem.value)
+    return None
+
+
+def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: int = 0, budget: int = DEFAULT_BUDGET,
+                 decision: BlockDecision | None = None) -> WidthDecision:
+    """Is ``f`` a residual-free block of ``width`` hidden units (same kind and σ)?
+
+    ``decision``: the main decision of this block (``decide_block``), when already made; its
+    witness or proof answers the widths it covers. Without it the main decision is made (a
+    short run) only when the canonical-form procedure does not decide."""
     width = _check_width(width)
+    dd: DegenerateDecision | None = None
+    given = decision if decision is not None and decision.block is block else None
     if _unsupported(block) is None:
-        dd: DegenerateDecision = decide_degenerate(block, width=width, tol=tol, seed=seed, budget=budget)
-        return WidthDecision(width, dd.verdict, dd.reason, Theorem.CANONICAL_FORM.value, dd.witness)
-    v, why, thm = _other(block, tol=tol, seed=seed)
+        dd = decide_degenerate(block, width=width, tol=tol, seed=seed, budget=budget)
+        if dd.verdict is Verdict.ABSORBABLE:
+            return WidthDecision(width, dd.verdict, dd.reason, Theorem.CANONICAL_FORM.value, dd.witness)
+        if dd.verdict is Verdict.NOT_ABSORBABLE:
+            main = None if given is None else _from_main(block, given, width, tol=tol, seed=seed)
+            if main is not None and main.verdict is Verdict.ABSORBABLE:  # not expected: both routes use the same tolerance
+                return WidthDecision(width, Verdict.UNKNOWN, f"Unknown: the canonical-form procedure says not absorbable ({dd.reason}) "
+                                     f"but the main decision's witness checks at width {width} ({main.reason}).", Theorem.NONE.value)
+            return WidthDecision(width, dd.verdict, dd.reason, Theorem.CANONICAL_FORM.value)
+    bd = _main(block, decision, tol=tol, seed=seed)
+    main = _from_main(block, bd, width, tol=tol, seed=seed)
+    if main is not None:
+        return main
+    if dd is not None:
+        return WidthDecision(width, dd.verdict, dd.reason, Theorem.CANONICAL_FORM.value)
+    v, why, thm = _other(bd)
     return WidthDecision(width, v, why, thm)
 
 
-def minimal_width(block: Block, *, tol: float = DEFAULT_TOL, seed: int = 0, budget: int = DEFAULT_BUDGET) -> MinWidth:
-    """The smallest N' such that f is a residual-free block of width N' (Theorem D / W)."""
+def minimal_width(block: Block, *, tol: float = DEFAULT_TOL, seed: int = 0, budget: int = DEFAULT_BUDGET,
+                  decision: BlockDecision | None = None) -> MinWidth:
+    """The smallest N' such that f is a residual-free block of width N' (Theorem D / W), or
+    the bounds that are proved: ``upper`` (a checked witness of that width — the main
+    decision's, when it found one) and ``lower``."""
+    n = block.n
     if _unsupported(block) is not None:
-        v, why, thm = _other(block, tol=tol, seed=seed)
+        bd = _main(block, decision, tol=tol, seed=seed)
+        v, why, thm = _other(bd)
         if v is Verdict.NOT_ABSORBABLE:
             return MinWidth(None, f"No width works: {why}", thm, exists=False)
-        return MinWidth(None, why, thm)
+        return _bounds_from_main(block, bd, why, thm)
     cf = canonical_form(block)
     cap = cf.m + 2 * cf.d
     out = search(cf, cap=cap, budget=budget)
     if out.status != "found":
-        return MinWidth(None, f"Unknown: {out.reason}.", Theorem.CANONICAL_FORM.value, lower=cf.m)
+        bd = _main(block, decision, tol=tol, seed=seed)
+        below = decide_width(block, cf.m - 1, tol=tol, seed=seed, budget=budget, decision=bd) if cf.m > 1 else None
+        lower = cf.m if below is None or below.verdict is Verdict.NOT_ABSORBABLE else None
+        mw = _bounds_from_main(block, bd, f"The exact search stopped: {out.reason}.", Theorem.CANONICAL_FORM.value, lower=lower)
+        if mw.upper is not None and mw.upper == mw.lower:
+            return MinWidth(mw.upper, f"{mw.reason} It is also at least {lower}: f has {cf.m} active lines, each needing its own "
+                                      f"unit (width {cf.m - 1} is proved impossible).", mw.theorem, witness=mw.witness,
+                            lower=lower, upper=lower, exists=True)
+        return mw
     w = out.best.value
-    dd = decide_degenerate(block, width=w, tol=tol, seed=seed, budget=budget)
-    if dd.verdict is not Verdict.ABSORBABLE:
-        return MinWidth(None, f"Unknown: the width-{w} witness did not check ({dd.reason})", Theorem.CANONICAL_FORM.value, lower=cf.m)
+    bd = decision if decision is not None and decision.block is block else None
+    if bd is not None and bd.verdict is Verdict.ABSORBABLE and bd.witness is not None:
+        w = min(w, bd.witness.block.n)
+    # w is a width with a witness; walk down while the width below is absorbable (within the
+    # tolerance a smaller width can work than the exact minimum of the stored floats)
+    best = decide_width(block, w, tol=tol, seed=seed, budget=budget, decision=decision)
+    if best.verdict is not Verdict.ABSORBABLE:
+        return MinWidth(None, f"Unknown: the width-{w} witness did not check ({best.reason})", Theorem.CANONICAL_FORM.value, lower=cf.m)
+    while True:
+        below = decide_width(block, w - 1, tol=tol, seed=seed, budget=budget, decision=decision) if w > 1 else None
+        if below is None or below.verdict is Verdict.NOT_ABSORBABLE:
+            break
+        if below.verdict is Verdict.UNKNOWN:
+            return MinWidth(None, f"Unknown: width {w} works (witness checked), width {w - 1} is undecided: {below.reason}",
+                            best.theorem, witness=best.witness, lower=cf.m, upper=w, exists=True)
+        w, best = w - 1, below
     b = out.best
-    return MinWidth(w, f"Minimum over the choices (B, δ) of m + |B| + 2·rank(C_δ P_B) with m = {cf.m} active lines, proved in exact "
-                       f"arithmetic over {out.candidates} choices: {w} units (|B| = {len(b.B)}, rank {b.rank}); any fewer cannot "
-                       f"reproduce f's canonical form.", Theorem.CANONICAL_FORM.value, witness=dd.witness, exists=True)
+    if w == b.value:
+        why = (f"Minimum over the choices (B, δ) of m + |B| + 2·rank(C_δ P_B) with m = {cf.m} active lines, proved in exact "
+               f"arithmetic over {out.candidates} choices: {w} units (|B| = {len(b.B)}, rank {b.rank}); any fewer cannot "
+               "reproduce f's canonical form.")
+    else:
+        why = (f"{w} units: a residual-free block of width {w} equals f within the tolerance ({best.reason}), and width {w - 1} "
+               f"is proved impossible ({below.reason if below is not None else 'no width below 1'}).")
+    return MinWidth(w, why, Theorem.CANONICAL_FORM.value, witness=best.witness, exists=True, lower=w, upper=w)
 
 
-def width_fields(block: Block, *, width: int | None, min_width: bool, tol: float = DEFAULT_TOL, seed: int = 0) -> dict[str, Any]:
+def _bounds_from_main(block: Block, bd: BlockDecision, why: str, thm: str, lower: int | None = None) -> MinWidth:
+    """Unknown minimum: the main decision still bounds it (absorbable at n ⇒ ≤ n; not at n ⇒ > n)."""
+    if bd.verdict is Verdict.ABSORBABLE and bd.witness is not None:
+        up = bd.witness.block.n
+        return MinWidth(None, f"{why} The main decision ({bd.theorem.value}) found a residual-free block of width {up} equal to f, "
+                              f"so the minimal width is at most {up}.", thm, witness=bd.witness, lower=lower, upper=up, exists=True)
+    if bd.verdict is Verdict.NOT_ABSORBABLE and bd.theorem in _EVERY_WIDTH:
+        return MinWidth(None, f"No width works: {bd.reason}", bd.theorem.value, exists=False)
+    if bd.verdict is Verdict.NOT_ABSORBABLE:
+        lo = max(lower or 0, block.n + 1)
+        return MinWidth(None, f"{why} The main decision proves width {block.n} impossible ({bd.theorem.value}), so the minimal "
+                              f"width, if any, is at least {lo}.", thm, lower=lo)
+    return MinWidth(None, why, thm, lower=lower)
+
+
+def width_fields(block: Block, *, width: int | None, min_width: bool, tol: float = DEFAULT_TOL, seed: int = 0,
+                 decision: BlockDecision | None = None) -> dict[str, Any]:
     """The per-block JSON fields of ``absorb check --width N --min-width`` (contract extension):
     ``"width": {"asked", "verdict", "theorem", "reason", "witness_width", "witness"}``,
     ``"min_width": int | null`` and ``"min_width_detail": {...}``."""
     out: dict[str, Any] = {}
     if width is not None:
-        out["width"] = decide_width(block, width, tol=tol, seed=seed).to_json()
+        out["width"] = decide_width(block, width, tol=tol, seed=seed, decision=decision).to_json()
     if min_width:
-        mw = minimal_width(block, tol=tol, seed=seed)
+        mw = minimal_width(block, tol=tol, seed=seed, decision=decision)
         out["min_width"] = mw.value
         out["min_width_detail"] = mw.to_json()
     return out
@@ -137,6 +268,8 @@ def width_text(name: str, fields: dict[str, Any]) -> list[str]:
     if "min_width" in fields:
         mw = fields["min_width_detail"]
         val = mw["value"] if mw["value"] is not None else ("none (no width works)" if mw["exists"] is False else "unknown")
+        if mw["value"] is None and mw["exists"] is not False and (mw.get("lower") is not None or mw.get("upper") is not None):
+            val = f"unknown ({mw.get('lower') or 1} ≤ min width ≤ {mw['upper'] if mw.get('upper') is not None else '?'})"
         lines.append(f"{name}: minimal width: {val}")
         lines.append(f"  {mw['reason']}")
     return lines

@@ -9,19 +9,34 @@ The construction (theory.md §2, result 5, and its extensions):
   and the down columns w_i for i ∈ S; then B'(x) = B(x) − c·D_S(V_S x + b_S) with V the
   value projection, and the same condition and bias fix.
 
-The check evaluates ``f`` and ``B'`` on seeded random inputs at several scales, and — when
-the sizes allow — confirms ``D_S U_S = T`` in exact rational arithmetic.
+The check evaluates ``f`` and ``B'`` on seeded random inputs at several scales **and on the
+kink / gate hyperplanes** (:func:`evaluation_error`), and — when the sizes allow — confirms
+``D_S U_S = T`` in exact rational arithmetic.
+
+Why the hyperplanes: random inputs never lie on a set of measure zero, but a gate with a
+jump at 0 (a step, H(0) ∈ {0, ½, 1}) makes ``f`` and a wrong witness differ exactly there.
+So every check also evaluates both blocks at points lying *exactly* on the hyperplanes
+``{x : r·x + β = 0}`` of the rows r of W_gate (gated) or W_up (ungated), with their biases, of
+both blocks (the units that do not cancel in ``f − B'``; at most ``_HYPERPLANES`` of them, a
+seeded sample beyond), on a few pairwise intersections, and at 0. A point is built exactly
+(dyadic coordinates, or a rational coordinate kept in exact form), and every pre-activation
+that float rounding could move across 0 is replaced by its exact value (integer arithmetic
+on the dyadic weights), so σ sees 0 exactly where the exact pre-activation is 0.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from fractions import Fraction
 
 import numpy as np
 
+from absorb.engine.hypotheses import _norms
 from absorb.engine.verdict import Witness
-from absorb.model.block import Block
-from absorb.search import relative_residual
+from absorb.model.block import Block, Stack
+from absorb.search import magnitudes_ok, relative_residual
+from absorb.search import gamma as _gamma
 
 _SCALES = (1e-2, 1.0, 1e2)
 _EXACT_MAX_WORK = 200_000  # |S|·d² multiply-adds in Fractions
@@ -69,16 +84,352 @@ def exact_match(U: np.ndarray, D: np.ndarray, T_num: np.ndarray, c: Fraction, S:
     return True
 
 
+_HYPERPLANES = 256
+"""Most kink / gate hyperplanes given points of their own (a seeded sample beyond)."""
+_INTERSECTIONS = 8
+_EXACT_ENTRIES = 4096
+"""Most pre-activations near zero decided in exact arithmetic per check (others: skipped points)."""
+_HP_SCALES = (2.0**-7, 1.0, 2.0**7)
+_ALL_SCALES = 64
+"""Up to this many hyperplanes get a point at each scale; beyond, one each (scales in turn)."""
+_SMALL_X = 2.0**-9
+"""Points with |x|_∞ below this (0 among them) measure their error against the size of the
+summed terms as well: there |f(x)| + |x| can vanish while rounding does not."""
+
+
+def _blocks_of(obj: object) -> list[Block] | None:
+    if isinstance(obj, Block):
+        return [obj]
+    if isinstance(obj, Stack):
+        return list(obj.blocks)
+    return None
+
+
+def _arrays(b: Block) -> list[np.ndarray]:
+    return [a for a in (b.W_up, b.W_down, b.W_gate, b.b_up, b.b_gate, b.b_down, b.skip) if a is not None]
+
+
+def _kink_rows(b: Block) -> tuple[np.ndarray, np.ndarray | None]:
+    """Rows (and biases) whose zero sets carry σ's kinks or jumps: W_gate when gated, else W_up."""
+    return (b.W_gate, b.b_gate) if b.gated else (b.W_up, b.b_up)
+
+
+def _unit_parts(b: Block) -> list[np.ndarray]:
+    """Per-unit arrays (row i of each): W_up, W_down's column, W_gate, the biases (0 if none)."""
+    z = np.zeros(b.n)
+    parts = [b.W_up, b.W_down.T] + ([b.W_gate] if b.gated else [])
+    return parts + [(z if v is None else v)[:, None] for v in (b.b_up, b.b_gate)]
+
+
+def _unit_keys(b: Block, idx: np.ndarray) -> list[bytes]:
+    """One byte string per listed hidden unit: equal keys ⇔ identical units."""
+    if idx.size == 0:
+        return []
+    rows = np.ascontiguousarray(np.hstack([np.asarray(p[idx], dtype=np.float64) + 0.0 for p in _unit_parts(b)]))  # −0 → 0
+    return [r.tobytes() for r in rows]
+
+
+def _line_keys(R: np.ndarray, b: np.ndarray | None) -> list[bytes]:
+    """Hyperplane ``{x : r·x + β = 0}`` up to sign: (r, β) with the first nonzero of r positive."""
+    Rb = np.hstack([R, np.zeros((R.shape[0], 1)) if b is None else b[:, None]]).astype(np.float64)
+    first = np.argmax(R != 0, axis=1)
+    sign = np.where(R[np.arange(R.shape[0]), first] < 0, -1.0, 1.0)
+    Rb = np.ascontiguousarray(Rb * sign[:, None] + 0.0)
+    return [r.tobytes() for r in Rb]
+
+
+def _difference_units(f: Block, g: Block) -> tuple[list[int], list[int]] | None:
+    """Units of f and of g that do not cancel in f − g (a unit identical in both contributes
+    the same at every input), or None when the blocks are not comparable unit by unit."""
+    if f.gated != g.gated or f.activation.expr != g.activation.expr or f.d != g.d:
+        return None
+    same = np.zeros(min(f.n, g.n), dtype=bool)  # first the units identical in place (a flip keeps the order)
+    if same.size:
+        same[:] = True
+        for a, c in zip(_unit_parts(f), _unit_parts(g)):
+            same &= np.all(a[: same.size] == c[: same.size], axis=1)
+    rest_f = np.setdiff1d(np.arange(f.n), np.flatnonzero(same))
+    rest_g = np.setdiff1d(np.arange(g.n), np.flatnonzero(same))
+    pool: dict[bytes, list[int]] = {}
+    for i, k in zip(rest_g.tolist(), _unit_keys(g, rest_g)):
+        pool.setdefault(k, []).append(i)
+    left_f = []
+    for i, k in zip(rest_f.tolist(), _unit_keys(f, rest_f)):
+        if pool.get(k):
+            pool[k].pop()
+        else:
+            left_f.append(i)
+    left_g = sorted(i for v in pool.values() for i in v)
+    return left_f, left_g
+
+
+def _same_function(f: Block, g: Block) -> bool:
+    """Every unit cancels and the skip and output bias agree: f − g is identically zero."""
+    du = _difference_units(f, g)
+    if du is None or du[0] or du[1]:
+        return False
+    zero = np.zeros(f.d)
+    return bool(np.array_equal(f.M, g.M) and np.array_equal(zero if f.b_down is None else f.b_down + 0.0,
+                                                             zero if g.b_down is None else g.b_down + 0.0))
+
+
+def _dyadic_exact(v: np.ndarray, x: np.ndarray) -> Fraction:
+    """v·x exactly, for float vectors (every float is a dyadic rational)."""
+    nz = (v != 0) & (x != 0)
+    if not nz.any():
+        return Fraction(0)
+    mv, ev = np.frexp(v[nz])
+    mx, ex = np.frexp(x[nz])
+    a = (mv * 2.0**53).astype(np.int64).tolist()  # exact: |m| < 1 has 53 significant bits
+    b = (mx * 2.0**53).astype(np.int64).tolist()
+    e = (ev.astype(np.int64) + ex.astype(np.int64) - 106).tolist()
+    emin = min(e)
+    total = sum((p * q) << (k - emin) for p, q, k in zip(a, b, e))
+    return Fraction(total) * Fraction(2) ** emin
+
+
+def _exact_pre(v: np.ndarray, beta: float, x: np.ndarray, extra: dict[int, Fraction]) -> Fraction:
+    """v·x + β exactly at the exact point: x, except at the coordinates in ``extra``."""
+    if extra:
+        xs = x.copy()
+        idx = list(extra)
+        xs[idx] = 0.0
+        acc = _dyadic_exact(v, xs) + sum((Fraction(float(v[j])) * t for j, t in extra.items()), Fraction(0))
+    else:
+        acc = _dyadic_exact(v, x)
+    return acc + Fraction(float(beta))
+
+
+class _Points:
+    """Points on hyperplanes: float coordinates ``X`` (k×d); point p is exactly ``X[p]``
+    except at the coordinates of ``extra[p]`` (exact rationals, rounded in ``X``);
+    ``source[p]`` is the line key of a hyperplane p lies on (None: none known)."""
+
+    def __init__(self, d: int) -> None:
+        self.d = d
+        self.rows: list[np.ndarray] = []
+        self.extra: list[dict[int, Fraction]] = []
+        self.source: list[bytes | None] = []
+
+    def add(self, x: np.ndarray, extra: dict[int, Fraction] | None = None, source: bytes | None = None) -> None:
+        x = np.array(x, dtype=np.float64)
+        extra = dict(extra or {})
+        for j, t in extra.items():
+            x[j] = float(t)
+        self.rows.append(x)
+        self.extra.append(extra)
+        self.source.append(source)
+
+    @property
+    def X(self) -> np.ndarray:
+        return np.array(self.rows).reshape(len(self.rows), self.d)
+
+
+def _on_hyperplanes(R: np.ndarray, b: np.ndarray | None, keys: list[bytes], pts: _Points, rng: np.random.Generator) -> None:
+    """Points exactly on each hyperplane ``r·x + β = 0`` (rows of R), at three scales.
+
+    The homogeneous part pairs the coordinates, y_j = c·r_k, y_k = −c·r_j (c = ±1, ±2, ±½),
+    and fills the coordinates where r_j = 0 freely: r·y = 0 exactly and y is dyadic. A bias
+    adds t·e_j with the rational t = −β/r_j (exact in ``extra``)."""
+    h, d = R.shape
+    perm = rng.permutation(d)
+    J, K = perm[0:d - 1:2], perm[1:d:2]
+    coef = rng.choice(np.array([1.0, -1.0, 2.0, -2.0, 0.5, -0.5]), size=(h, J.size))
+    Y = np.zeros((h, d))
+    Y[:, J] = coef * R[:, K]
+    Y[:, K] = -coef * R[:, J]
+    free = rng.choice(np.array([1.0, -1.0, 0.5, -0.75, 1.5]), size=(h, d))
+    Y = np.where(R == 0, free, Y)
+    for i in range(h):
+        r = R[i]
+        j = int(np.argmax(np.abs(r)))
+        beta = 0.0 if b is None else float(b[i])
+        t = None if beta == 0 else -Fraction(beta) / Fraction(float(r[j]))
+        y = Y[i]
+        top = float(np.abs(y).max(initial=0.0))
+        for s in (_HP_SCALES if h <= _ALL_SCALES else _HP_SCALES[i % 3: i % 3 + 1]):
+            ys = y * 2.0 ** (int(np.round(np.log2(s))) - int(np.frexp(top)[1])) if top > 0 else y
+            if t is None:
+                pts.add(ys, source=keys[i])
+            else:
+                pts.add(ys, {j: Fraction(float(ys[j])) + t}, source=keys[i])
+
+
+def _intersections(R: np.ndarray, b: np.ndarray | None, pts: _Points, limit: int) -> None:
+    """Exact rational points on two hyperplanes at once (consecutive pairs of rows)."""
+    h, d = R.shape
+    if d < 2:
+        return
+    for i in range(min(limit, h - 1)):
+        r, q = R[i], R[i + 1]
+        beta = Fraction(0) if b is None else Fraction(float(b[i]))
+        gam = Fraction(0) if b is None else Fraction(float(b[i + 1]))
+        cand = np.argsort(-(np.abs(r) + np.abs(q)))[: min(d, 4)]
+        for j, k in itertools.combinations(cand.tolist(), 2):
+            rj, rk, qj, qk = (Fraction(float(v)) for v in (r[j], r[k], q[j], q[k]))
+            det = rj * qk - rk * qj
+            if det == 0:
+                continue
+            extra: dict[int, Fraction] = {}
+            r1, r2 = -beta, -gam
+            rest = [l for l in range(d) if l not in (j, k)]
+            if rest:
+                l = rest[0]
+                extra[l] = Fraction(1)
+                r1 -= Fraction(float(r[l]))
+                r2 -= Fraction(float(q[l]))
+            extra[j] = (r1 * qk - r2 * rk) / det
+            extra[k] = (rj * r2 - qj * r1) / det
+            if max(abs(extra[j]), abs(extra[k])) > 2**64:
+                continue  # nearly parallel: the intersection is far out (its evaluation could overflow)
+            pts.add(np.zeros(d), extra)
+            break
+
+
+def _hyperplane_points(fb: Block, gb: Block, units: tuple[list[int], list[int]] | None, seed: int) -> _Points:
+    """Points on the kink/gate hyperplanes of f and of g (those of the units that do not
+    cancel in f − g when the blocks compare unit by unit), a few intersections, and 0."""
+    rng = np.random.default_rng(seed + 7919)
+    pts = _Points(fb.d)
+    rows: dict[bytes, tuple[np.ndarray, float]] = {}
+    for blk, keep in ((fb, None if units is None else units[0]), (gb, None if units is None else units[1])):
+        R, b = _kink_rows(blk)
+        idx = np.arange(blk.n) if keep is None else np.asarray(keep, dtype=int)
+        idx = idx[np.any(R[idx] != 0, axis=1)] if idx.size else idx
+        if idx.size == 0:
+            continue
+        keys = _line_keys(R[idx], None if b is None else b[idx])
+        for i, k in zip(idx.tolist(), keys):
+            rows.setdefault(k, (R[i], 0.0 if b is None else float(b[i])))
+    pts.add(np.zeros(fb.d))
+    if rows:
+        keys = list(rows)
+        if len(keys) > _HYPERPLANES:
+            keys = [keys[i] for i in sorted(rng.choice(len(keys), _HYPERPLANES, replace=False).tolist())]
+        R = np.array([rows[k][0] for k in keys])
+        bv = np.array([rows[k][1] for k in keys])
+        bias = None if not np.any(bv) else bv
+        _on_hyperplanes(R, bias, keys, pts, rng)
+        _intersections(R, bias, pts, _INTERSECTIONS)
+    return pts
+
+
+def _pre_activations(blk: Block, pts: _Points, budget: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The kink rows' pre-activations at the points, with every entry that rounding could
+    move across 0 replaced by its exact value's sign-faithful float; and a mask of points
+    skipped because the exact budget ran out."""
+    R, b = _kink_rows(blk)
+    X = pts.X
+    Z = X @ R.T
+    if b is not None:
+        Z = Z + b
+    # |fl(r·x + β) − (r·x + β)| ≤ γ_{d+1} (Σ|r_j||x_j| + |β|) (the rounding of a rational
+    # coordinate in X included), and Σ|r_j||x_j| ≤ ‖r‖‖x‖: a cheap O(k + n) bound
+    nx, nr = _norms(X, 1), _norms(R, 1)
+    bound = 2.0 * _gamma(blk.d + 2) * (np.outer(nx, nr) + (0.0 if b is None else np.abs(b))) + blk.d * 2.0**-1060
+    lines = _line_keys(R, b)
+    skipped = np.zeros(X.shape[0], dtype=bool)
+    P, I = np.nonzero(np.abs(Z) <= bound)
+    for p in np.unique(P).tolist():
+        rows = I[P == p]
+        src_key = pts.source[p]
+        if src_key is not None:  # built on this very hyperplane: exactly zero
+            on = np.array([lines[i] == src_key for i in rows.tolist()], dtype=bool)
+            Z[p, rows[on]] = 0.0
+            rows = rows[~on]
+        supp = np.flatnonzero(X[p])
+        rows = rows[(R[rows][:, supp] != 0).any(axis=1)] if supp.size else rows[:0]  # else: β alone, exact already
+        for i in rows.tolist():
+            if budget[0] <= 0:
+                skipped[p] = True
+                break
+            budget[0] -= 1
+            z = _exact_pre(R[i], 0.0 if b is None else float(b[i]), X[p], pts.extra[p])
+            zf = float(z)
+            Z[p, i] = 0.0 if z == 0 else (zf if zf != 0 else math.copysign(5e-324, z))
+    return Z, skipped
+
+
+def _eval_block_at(blk: Block, pts: _Points, budget: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``f(x)`` at the exact points: σ (or the gate) sees each pre-activation on the right
+    side of 0, exactly 0 on its hyperplane; the rest is evaluated in float64 at ``X``."""
+    X = pts.X
+    Z, skipped = _pre_activations(blk, pts, budget)
+    if blk.gated:
+        V = X @ blk.W_up.T
+        if blk.b_up is not None:
+            V = V + blk.b_up
+        H = blk.activation(Z) * V
+    else:
+        H = blk.activation(Z)
+    out = H @ blk.W_down.T
+    lin = X if blk.skip is None else X @ blk.skip.T
+    size = np.zeros_like(out)
+    small = np.abs(X).max(axis=1, initial=0.0) < _SMALL_X  # elsewhere |x| is the scale, as for random inputs
+    if small.any():
+        size[small] = np.abs(H[small]) @ np.abs(blk.W_down).T + np.abs(lin[small])
+    if blk.b_down is not None:
+        out = out + blk.b_down
+        size = size + np.abs(blk.b_down)
+    return lin + out, skipped, size
+
+
+def _eval_at(obj: object, pts: _Points, budget: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """f at the points, the skipped-point mask, and the size of the summed terms (|M x| +
+    |W_down|·|hidden| + |b_down| of the first block: the scale of the rounding of f (and of
+    g), which at x = 0 is the only scale there is)."""
+    blocks = _blocks_of(obj)
+    assert blocks is not None
+    Y, skipped, size = _eval_block_at(blocks[0], pts, budget)
+    for blk in blocks[1:]:
+        Y = blk(Y)
+    return Y, skipped, size
+
+
+def _rel_errors(X: np.ndarray, fx: np.ndarray, gx: np.ndarray, size: np.ndarray | None = None) -> np.ndarray:
+    denom = np.abs(fx).max(axis=1, initial=0.0) + np.abs(X).max(axis=1, initial=0.0) + 1e-300
+    if size is not None:
+        denom = denom + size.max(axis=1, initial=0.0)
+    e = np.abs(fx - gx).max(axis=1, initial=0.0) / denom
+    return np.where(np.isfinite(e), e, np.inf)  # overflow or nan: the check fails, never passes
+
+
 def evaluation_error(f: "Block | object", g: "Block | object", d: int, *, seed: int, m: int = 48) -> tuple[float, int]:
-    """max over seeded random inputs x of |f(x) − g(x)|_∞ / (|f(x)|_∞ + |x|_∞ + tiny)."""
+    """max over the check inputs x of |f(x) − g(x)|_∞ / (|f(x)|_∞ + |x|_∞ + tiny), and their number.
+
+    The inputs: ``m`` seeded Gaussian inputs at each of three scales, and (for blocks and
+    stacks) the points on the kink / gate hyperplanes of the module docstring. ``inf`` — the
+    check fails — when a weight is outside [2^-SAFE_EXPONENT, 2^SAFE_EXPONENT] (float64
+    evaluation there can overflow or underflow, so agreement would prove nothing), or
+    when an evaluation overflows; a block compared with an identical one is 0 without
+    evaluation when out of that range (f − g is identically zero)."""
+    fb, gb = _blocks_of(f), _blocks_of(g)
+    if fb is not None and gb is not None:
+        if not magnitudes_ok(*(a for b in fb + gb for a in _arrays(b))):
+            same = len(fb) == len(gb) and all(_same_function(x, y) for x, y in zip(fb, gb))
+            return (0.0, 0) if same else (math.inf, 0)
     rng = np.random.default_rng(seed)
-    worst = 0.0
-    for scale in _SCALES:
-        X = rng.standard_normal((m, d)) * scale
-        fx, gx = f(X), g(X)
-        denom = np.abs(fx).max(axis=1) + np.abs(X).max(axis=1) + 1e-300
-        worst = max(worst, float((np.abs(fx - gx).max(axis=1) / denom).max()))
-    return worst, m * len(_SCALES)
+    worst, count = 0.0, 0
+    with np.errstate(all="ignore"):
+        for scale in _SCALES:
+            X = rng.standard_normal((m, d)) * scale
+            e = _rel_errors(X, f(X), g(X))
+            worst, count = max(worst, float(e.max())), count + m
+        if fb is not None and gb is not None and fb[0].d == gb[0].d == d:
+            units = _difference_units(fb[0], gb[0]) if len(fb) == len(gb) == 1 else None
+            pts = _hyperplane_points(fb[0], gb[0], units, seed)
+            budget = [_EXACT_ENTRIES]
+            step = max(1, (1 << 22) // max(1, max(b.n for b in fb + gb)))
+            for a in range(0, len(pts.rows), step):
+                sub = _Points(d)
+                sub.rows, sub.extra, sub.source = pts.rows[a:a + step], pts.extra[a:a + step], pts.source[a:a + step]
+                fx, s1, size = _eval_at(f, sub, budget)
+                gx, s2, gsize = _eval_at(g, sub, budget)
+                keep = ~(s1 | s2)
+                if keep.any():
+                    e = _rel_errors(sub.X[keep], fx[keep], gx[keep], np.maximum(size, gsize)[keep])
+                    worst, count = max(worst, float(e.max())), count + int(keep.sum())
+    return worst, count
 
 
 def eval_threshold(tol: float, n: int) -> float:
