@@ -60,6 +60,7 @@ def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.
 
     ``search_progress`` (optional) is called now and then during a long index-set search
     with a short note, e.g. ``"meet-in-the-middle: 120/2048 regions"``."""
+    props.prepare(block.activation, timeout=timeout)  # σ's properties, within the time budget (InvalidInput past it)
     H: list[Hypothesis] = []
     P: list[props.Property] = []
 

@@ -1,5 +1,6 @@
 """The symbolic engine: activation properties proved with sympy, steps kept for certificates."""
 
-from absorb.symbolic.properties import Property, Status, bounded, flip_identity, homogeneity, vanishing_gate
+from absorb.symbolic.properties import (ANALYSES, Property, Status, analyse, bounded, flip_identity, homogeneity, prepare,
+                                        vanishing_gate)
 
-__all__ = ["Property", "Status", "bounded", "flip_identity", "homogeneity", "vanishing_gate"]
+__all__ = ["ANALYSES", "Property", "Status", "analyse", "bounded", "flip_identity", "homogeneity", "prepare", "vanishing_gate"]
