@@ -437,8 +437,9 @@ def _interval(e: sp.Expr) -> tuple[float, float]:
             return (down(v), up(v)) if math.isfinite(v) else full
         args = [go(a) for a in e.args]
         if isinstance(e, sp.Add):
-            lo = sum(a[0] for a in args) if not any(a[0] == -inf for a in args) else -inf
-            hi = sum(a[1] for a in args) if not any(a[1] == inf for a in args) else inf
+            # fsum is correctly rounded, so two ulps outwards enclose the exact sum
+            lo = math.fsum(a[0] for a in args) if not any(a[0] == -inf for a in args) else -inf
+            hi = math.fsum(a[1] for a in args) if not any(a[1] == inf for a in args) else inf
             return down(lo), up(hi)
         if isinstance(e, sp.Mul):
             lo, hi = 1.0, 1.0
@@ -455,6 +456,8 @@ def _interval(e: sp.Expr) -> tuple[float, float]:
             return mono(lambda v: math.exp(v) if v < 700 else inf, *args[0])
         if isinstance(e, sp.tanh):
             return mono(math.tanh, *args[0])
+        if isinstance(e, sp.sinh):
+            return mono(lambda v: math.sinh(v) if abs(v) < 700 else math.copysign(inf, v), *args[0])
         if isinstance(e, sp.atan):
             return mono(math.atan, *args[0])
         if isinstance(e, sp.erf):
