@@ -9,8 +9,9 @@ process with ``RLIMIT_AS`` set, and is killed when its time is up.
 6
 
 The function's return value (and an exception it raises) must be picklable. With the
-``fork`` start method (the default where the platform has it) the function itself need
-not be; with ``spawn`` it must be importable.
+``fork`` start method (the default where the platform has it and this process runs one
+thread) the function itself need not be; with ``spawn`` (the default otherwise) it and its
+arguments must be picklable, i.e. the function importable by name.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import multiprocessing as mp
 import os
 import pickle
 import signal
+import threading
 import time
 from typing import Any, Callable
 
@@ -76,7 +78,10 @@ def _child(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict, memory:
 
 def _context(start_method: str | None) -> Any:
     if start_method is None:
-        start_method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+        # fork is fast, but a child forked while another thread holds a lock (the import
+        # lock, say) can hang: then spawn (slower: the child imports the function's module)
+        fork_ok = "fork" in mp.get_all_start_methods() and threading.active_count() == 1
+        start_method = "fork" if fork_ok else "spawn"
     return mp.get_context(start_method)
 
 

@@ -146,6 +146,7 @@ def test_prepare_seeds_every_analysis_once() -> None:
 
 def test_sandbox_budgets() -> None:
     assert run_limited(sum, [1, 2, 3], timeout=30) == 6
+    assert run_limited(sum, [1, 2], timeout=60, start_method="spawn") == 3  # the default when threads run
     with pytest.raises(BudgetExceeded) as exc:
         run_limited(time.sleep, 30, timeout=0.5)
     assert exc.value.kind == "time"
