@@ -112,7 +112,8 @@ def test_steps_follow_sympy_and_numpy_at_zero() -> None:
 @pytest.mark.parametrize(("text", "why"), [("x" + "+x" * 200, "characters"), ("+".join(["x*x"] * 45), "operations"),
                                            ("(" * 30 + "x" + ")" * 30, "nested"), ("x**65", "exponent"),
                                            ("Abs(x)**(1/100)", "denominator"), ("x**(1/100)", "denominator"), ("exp(300)*x", "constant"), ("1e7*x", "larger than"),
-                                           ("123456789012345678901*x", "characters")])
+                                           ("123456789012345678901*x", "characters"),
+                                           ("1e-99999999*x", "exponent beyond")])
 def test_limits_are_checked_before_sympy(text: str, why: str) -> None:
     with pytest.raises(InvalidInput, match=why):
         get_activation("expr:" + text)
@@ -176,6 +177,7 @@ _text = st.one_of(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=25).map
 @example("x**x")
 @example("0**x")
 @example("9**9**9")
+@example("1e-99999999*x")
 @example("Max(0,x)/Max(0,x)")
 @example("(1-0**Max(0,x))")
 def test_generated_expressions_keep_the_contract(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:

@@ -260,6 +260,9 @@ class _Parser:
         if kind == "num":
             if len(s) > 20:
                 raise self.fail(f"number {s[:24]!r} has more than 20 characters; write it shorter")
+            mant, _, ex = s.lower().partition("e")
+            if ex and abs(int(ex)) > 30:  # checked before Rational builds 10**|ex|
+                raise self.fail(f"number {s!r} has a decimal exponent beyond ±30; write it as a product of smaller numbers")
             v = sp.Rational(s)
             if abs(v) > MAX_LITERAL:
                 raise self.fail(f"number {s!r} is larger than {MAX_LITERAL:g}; write large constants as products")
