@@ -196,3 +196,10 @@ def test_generated_expressions_keep_the_contract(tmp_path_factory: pytest.TempPa
     if rc == 2:
         assert err.getvalue().count("\n") == 1 and "Traceback" not in err.getvalue(), (text, err.getvalue())
     assert time.monotonic() - t < 30, text
+
+
+def test_nesting_counts_parentheses_not_grammar_levels() -> None:
+    get_activation("expr:" + "(" * 20 + "x" + ")" * 20)  # was refused at 7 parentheses
+    get_activation("expr:x*(1+tanh(sqrt(2/pi)*(x+0.044715*x**3)))/2")
+    with pytest.raises(InvalidInput, match="nested"):
+        get_activation("expr:" + "-" * 30 + "x")

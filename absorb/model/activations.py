@@ -130,7 +130,7 @@ MAX_TEXT = 400
 MAX_NODES = 120
 """Most nodes (numbers, x, operators, calls) an expression may have."""
 MAX_DEPTH = 24
-"""Deepest nesting of operators and calls."""
+"""Deepest nesting of parentheses, calls, signs and powers (``-(-x)``, ``a**b**c``)."""
 MAX_EXPONENT = 64
 """Largest |exponent| (and exponent denominator) of a constant power."""
 MAX_VARIABLE_POWERS = 2
@@ -219,23 +219,22 @@ class _Parser:
 
     def expr(self, depth: int) -> tuple:
         self.check_depth(depth)
-        tree = self.term(depth + 1)
+        tree = self.term(depth)
         while True:
             if self.take("+"):
-                tree = self.node(depth, "add", tree, self.term(depth + 1))
+                tree = self.node(depth, "add", tree, self.term(depth))
             elif self.take("-"):
-                tree = self.node(depth, "sub", tree, self.term(depth + 1))
+                tree = self.node(depth, "sub", tree, self.term(depth))
             else:
                 return tree
 
     def term(self, depth: int) -> tuple:
-        self.check_depth(depth)
-        tree = self.unary(depth + 1)
+        tree = self.unary(depth)
         while True:
             if self.take("*"):
-                tree = self.node(depth, "mul", tree, self.unary(depth + 1))
+                tree = self.node(depth, "mul", tree, self.unary(depth))
             elif self.take("/"):
-                tree = self.node(depth, "div", tree, self.unary(depth + 1))
+                tree = self.node(depth, "div", tree, self.unary(depth))
             else:
                 return tree
 
@@ -245,13 +244,12 @@ class _Parser:
             return self.node(depth, "neg", self.unary(depth + 1))
         if self.take("+"):
             return self.unary(depth + 1)
-        base = self.atom(depth + 1)
+        base = self.atom(depth)
         if self.take("**"):
             return self.node(depth, "pow", base, self.unary(depth + 1))
         return base
 
     def atom(self, depth: int) -> tuple:
-        self.check_depth(depth)
         tok = self.peek()
         if tok is None:
             raise self.fail(f"ends too early; {_GRAMMAR_HINT}")
