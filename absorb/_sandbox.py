@@ -63,7 +63,7 @@ def _child(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict, memory:
     except MemoryError:
         out = ("memory", None)
     except RecursionError:
-        out = ("memory", None)
+        out = ("recursion", None)
     except BaseException as exc:  # handed to the parent, which re-raises it
         out = ("raise", exc)
     try:
@@ -136,5 +136,7 @@ def run_limited(fn: Callable[..., Any], /, *args: Any, timeout: float, memory: i
         return value
     if status == "memory":
         raise BudgetExceeded("memory", f"needed more than {memory / 2**30:g} GiB of memory", timeout=timeout, memory=memory)
+    if status == "recursion":
+        raise BudgetExceeded("memory", "ran out of stack (recursion too deep)", timeout=timeout, memory=memory)
     raise value
 

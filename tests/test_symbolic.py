@@ -129,3 +129,14 @@ def test_properties_refuse_to_claim_outside_the_invariant() -> None:
 def test_bounded_refutes_only_on_an_infinite_limit() -> None:
     assert bounded(get_activation("expr:x*sin(x)")).status is U  # sympy gives AccumBounds(-oo, oo)
     assert bounded(get_activation("expr:1/(2-cos(x))")).status is P
+
+
+def test_a_failing_analysis_is_unknown_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    from absorb.symbolic import properties as props
+
+    def boom(e: sp.Expr) -> None:
+        raise NotImplementedError("sympy cannot")
+
+    monkeypatch.setattr(props, "ANALYSES", (("bounded", boom), *props.ANALYSES[1:]))
+    out = props.analyse(get_activation("tanh").expr)
+    assert out["bounded"].status is U and out["homogeneity"].status is R

@@ -600,6 +600,16 @@ def continuity_issue(e: sp.Expr) -> str | None:
 
 def _validate(text: str, tree: tuple) -> sp.Expr:
     """Build the expression and prove it real and finite on R (run in a child process)."""
+    try:
+        return _validate_unguarded(text, tree)
+    except (InvalidInput, MemoryError, RecursionError):
+        raise
+    except Exception as exc:  # sympy raises assorted errors on odd input: refuse it, in one line
+        raise InvalidInput(f"activation expression {text!r} could not be analysed (sympy: {type(exc).__name__}); "
+                           "write it more simply") from None
+
+
+def _validate_unguarded(text: str, tree: tuple) -> sp.Expr:
     expr = _build(tree)
     if not isinstance(expr, sp.Expr) or expr.free_symbols - {X}:
         raise InvalidInput(f"activation expression {text!r} must be an expression in x alone")

@@ -316,7 +316,15 @@ def analyse(expr: sp.Expr) -> dict[str, Property]:
     issue = real_finite_issue(expr)
     if issue is not None:  # the Activation invariant, checked again: nothing is claimed outside it
         return _unknown_all(f"σ is not proved real and finite on R ({issue[0]}), so no property is claimed")
-    return {k: fn(expr) for k, fn in ANALYSES}
+    out = {}
+    for k, fn in ANALYSES:
+        try:
+            out[k] = fn(expr)
+        except (MemoryError, RecursionError):
+            raise
+        except Exception as exc:  # sympy raises assorted errors on hard input: no claim, and no crash
+            out[k] = _unknown_all(f"sympy failed on σ ({type(exc).__name__}), so nothing is claimed")[k]
+    return out
 
 
 def prepare(act: Activation, *, timeout: float = 60.0) -> None:
