@@ -27,7 +27,8 @@ Cost: sympy's work on a user's expression is unbounded, so :func:`prepare` compu
 analysis of :data:`ANALYSES` for an ``expr:`` activation in one child process with a time
 and memory budget (:func:`absorb._sandbox.run_limited`) and caches the results; the
 property functions then answer from the cache (calling :func:`prepare` with the default
-budget first when nobody did). Built-in activations are analysed in-process.
+budget first when nobody did). Built-in activations are analysed in-process, each
+analysis when first asked for.
 """
 
 from __future__ import annotations
@@ -311,13 +312,16 @@ def _unknown_all(why: str) -> dict[str, Property]:
     return {k: Property(names.get(k, k), Status.UNKNOWN, why) for k, _ in ANALYSES}
 
 
-def analyse(expr: sp.Expr) -> dict[str, Property]:
-    """Every analysis of :data:`ANALYSES` on ``expr``, in this process (no budget)."""
+def analyse(expr: sp.Expr, only: str | None = None) -> dict[str, Property]:
+    """Every analysis of :data:`ANALYSES` (or the one named ``only``) on ``expr``, in this
+    process (no budget)."""
     issue = real_finite_issue(expr)
     if issue is not None:  # the Activation invariant, checked again: nothing is claimed outside it
         return _unknown_all(f"σ is not proved real and finite on R ({issue[0]}), so no property is claimed")
     out = {}
     for k, fn in ANALYSES:
+        if only is not None and k != only:
+            continue
         try:
             out[k] = fn(expr)
         except (MemoryError, RecursionError):
@@ -328,18 +332,20 @@ def analyse(expr: sp.Expr) -> dict[str, Property]:
 
 
 def prepare(act: Activation, *, timeout: float = 60.0) -> None:
-    """Compute (once) every property of ``act`` and cache it for the functions below.
+    """Make every property of ``act`` available to the functions below, within a budget.
 
-    For a user's (``expr:``) activation the work runs in one child process limited to
-    ``timeout`` seconds and :data:`PREPARE_MEMORY` bytes; past either, InvalidInput. For
-    the built-ins it runs in-process."""
+    For a user's (``expr:``) activation every analysis of :data:`ANALYSES` runs now, in
+    one child process limited to ``timeout`` seconds and :data:`PREPARE_MEMORY` bytes, and
+    the results are cached; past either limit, InvalidInput. A built-in is analysed
+    in-process, each analysis the first time it is asked for (their cost is known and
+    small), and cached likewise."""
     key = act.key
     with _lock:
         if key in _cache:
             _cache.move_to_end(key)
             return
     if is_builtin(act):
-        results = analyse(act.expr)
+        results: dict[str, Property] = {}
     else:
         from absorb._sandbox import BudgetExceeded, run_limited
 
@@ -350,7 +356,7 @@ def prepare(act: Activation, *, timeout: float = 60.0) -> None:
                                f"to analyse within {timeout:g} s / {PREPARE_MEMORY / 2**30:g} GiB ({exc}); write a simpler "
                                "expression or raise --timeout") from None
     with _lock:
-        _cache[key] = results
+        _cache.setdefault(key, results)
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
 
@@ -362,8 +368,10 @@ def _get(act: Activation, analysis: str) -> Property:
         prepare(act)
         with _lock:
             hit = _cache.get(act.key)
-        if hit is None:  # evicted meanwhile by other threads: compute once more, uncached
-            hit = analyse(act.expr) if is_builtin(act) else {}
+        if hit is None:  # evicted meanwhile by other threads
+            hit = {}
+    if analysis not in hit and is_builtin(act):
+        hit[analysis] = analyse(act.expr, only=analysis)[analysis]
     return hit[analysis] if analysis in hit else _unknown_all("not analysed")[analysis]
 
 
