@@ -211,7 +211,7 @@ class _Parser:
 
     def parse(self) -> tuple:
         if not self.toks:
-            raise self.fail(f"is empty; write a function of x such as 'x*(1+erf(x/sqrt(2)))/2'")
+            raise self.fail("is empty; write a function of x such as 'x*(1+erf(x/sqrt(2)))/2'")
         tree = self.expr(0)
         if self.i != len(self.toks):
             raise self.fail(f"unexpected {self.toks[self.i][1]!r} after a complete expression; {_GRAMMAR_HINT}")
@@ -288,17 +288,6 @@ class _Parser:
                 raise self.fail(f"a '(' is not closed; {_GRAMMAR_HINT}")
             return tree
         raise self.fail(f"unexpected {s!r}; {_GRAMMAR_HINT}")
-
-
-def _has_x(tree: tuple) -> bool:
-    kind = tree[0]
-    if kind == "x":
-        return True
-    if kind in ("num", "const"):
-        return False
-    if kind == "call":
-        return any(_has_x(a) for a in tree[2])
-    return any(_has_x(a) for a in tree[1:])
 
 
 def _check_limits(text: str, tree: tuple) -> None:
