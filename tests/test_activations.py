@@ -47,3 +47,28 @@ def test_bad_activation_is_one_line_error(text: str) -> None:
     with pytest.raises(InvalidInput) as exc:
         get_activation(text)
     assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("name", sorted(set(NAMES)))
+def test_builtins_satisfy_the_invariant(name: str) -> None:
+    # every Activation is real and finite at every real x; the built-ins by construction
+    from absorb.model.activations import continuity_issue, is_builtin, real_finite_issue
+
+    act = get_activation(name)
+    assert is_builtin(act) and real_finite_issue(act.expr) is None
+    assert continuity_issue(act.expr) is None or act.name == "leaky_relu"  # a Piecewise is not analysed
+
+
+def test_expression_equal_to_a_builtin_is_still_a_user_expression() -> None:
+    from absorb.model.activations import is_builtin
+
+    assert not is_builtin(get_activation("expr:Max(0,x)"))
+    assert get_activation("expr:Max(0,x)").expr == get_activation("relu").expr
+
+
+@pytest.mark.parametrize("text", ["1-0**Max(0,x)", "x/(1+exp(-x))", "log(1+exp(x))", "Abs(x)**(1/3)", "1/(2-cos(x))"])
+def test_expression_numpy_matches_sympy(text: str) -> None:
+    act = get_activation("expr:" + text)
+    z = [-2.0, -0.3, 0.0, 0.25, 3.0]
+    want = [float(act.expr.subs(X, sp.Rational(v))) for v in z]
+    np.testing.assert_allclose(act(np.array(z)), want, rtol=1e-12, atol=1e-14)

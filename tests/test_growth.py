@@ -11,6 +11,7 @@ import sympy as sp
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from absorb._errors import InvalidInput
 from absorb.model.activations import X, get_activation
 from absorb.symbolic import growth
 from absorb.symbolic.growth import asymptotic_slopes, bounded_on_reals, exponential_form, linear_form, parity
@@ -71,13 +72,15 @@ def test_asymptotic_slopes_refuted_with_witness(spec: str, side: str) -> None:
 def test_a_wrong_symbolic_limit_is_withheld(monkeypatch: pytest.MonkeyPatch) -> None:
     """The numeric guard: if sympy's limit were wrong (2 instead of 1 for ReLU), no proof."""
     real = growth._limit_p
+    from absorb.symbolic import properties as props
+
     monkeypatch.setattr(growth, "_limit_p", lambda e: sp.Integer(2) if e == 1 else real(e))
-    growth._asymptotic_slopes.cache_clear()
+    props.clear_cache()
     try:
-        pr = asymptotic_slopes(get_activation("expr:Max(0, x)"))
+        pr = growth._asymptotic_slopes(get_activation("expr:Max(0, x)").expr)  # the analysis itself, patched
         assert pr.status is Status.UNKNOWN and "10^20" in pr.statement
     finally:
-        growth._asymptotic_slopes.cache_clear()
+        props.clear_cache()
 
 
 # ----------------------------------------------------------------------------- parity --
@@ -185,7 +188,10 @@ def test_a_step_quotient_that_blows_up_is_not_proved_bounded() -> None:
     0+. sympy's continuous_domain calls 0**Max(0, x) continuous, so route (b) must refuse it."""
     spec = "(1-0**Max(0,x))/(Abs(x)+0**Max(0,x))"
     assert sp.calculus.util.continuous_domain(1 - 0 ** sp.Max(0, X), X, sp.S.Reals) == sp.S.Reals  # the trap
-    assert bounded_on_reals(act(spec)).status is Status.UNKNOWN
+    e = (1 - 0 ** sp.Max(0, X)) / (sp.Abs(X) + 0 ** sp.Max(0, X))
+    assert growth._bounded_on_reals(e).status is Status.UNKNOWN  # the analysis itself
+    with pytest.raises(InvalidInput):  # and the parser refuses the expression as not provably finite
+        act(spec)
 
 
 # -------------------------------------------------------- interval bound is sound --

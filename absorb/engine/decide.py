@@ -36,6 +36,7 @@ from absorb.model.activations import get_activation
 from absorb.model.block import Block, Stack
 from absorb.search import gamma as _gamma  # Higham's γ_k, shared with the search backends
 from absorb.search._types import DEFAULT_TOL
+from absorb.symbolic import properties as props
 
 
 def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0, method: str = "auto",
@@ -47,6 +48,7 @@ def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.
     wider question; results that cover bias-free blocks only are then not used).
     ``search_progress`` (optional) is called now and then during a long index-set search
     with a short note, e.g. ``"meet-in-the-middle: 120/2048 regions"``."""
+    props.prepare(block.activation, timeout=timeout)  # σ's properties, within the time budget (InvalidInput past it)
     ctx = Ctx(block=block, tol=tol, timeout=timeout, seed=seed, method=method, allow_biases=allow_biases,
               search_progress=search_progress)
     for result in RESULTS:

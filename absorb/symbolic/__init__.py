@@ -1,5 +1,7 @@
 """The symbolic engine: activation properties proved with sympy, steps kept for certificates."""
 
-from absorb.symbolic.properties import Property, Status, bounded, flip_identity, homogeneity, vanishing_gate
+from absorb.symbolic import growth  # registers the growth properties with prepare()
+from absorb.symbolic.properties import (ANALYSES, Property, Status, analyse, bounded, flip_identity, homogeneity, prepare,
+                                        vanishing_gate)
 
-__all__ = ["Property", "Status", "bounded", "flip_identity", "homogeneity", "vanishing_gate"]
+__all__ = ["ANALYSES", "Property", "Status", "analyse", "bounded", "flip_identity", "homogeneity", "prepare", "vanishing_gate"]

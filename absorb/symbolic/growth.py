@@ -28,14 +28,13 @@ from the assumption.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable
 
 import sympy as sp
 from sympy.calculus.accumulationbounds import AccumulationBounds
 
-from absorb.model.activations import X, Activation
-from absorb.symbolic.properties import _DIGITS, P, Property, Status, _is_zero, _n
+from absorb.model.activations import X, Activation, continuity_issue
+from absorb.symbolic.properties import _DIGITS, P, Property, Status, _get, _is_zero, _n, register_analyses
 
 _OO = sp.oo
 _TINY = sp.Float(10) ** -25  # a 50-digit value above this is nonzero (as in properties._is_zero)
@@ -171,10 +170,8 @@ def _spread(fn: Callable[[sp.Expr], sp.Float | None], centre: sp.Integer) -> tup
 # ------------------------------------------------------------------ asymptotic slopes --
 
 
-@functools.lru_cache(maxsize=256)
-def _asymptotic_slopes(key: str, act: Activation) -> Property:
+def _asymptotic_slopes(e: sp.Expr) -> Property:
     name = "asymptotic_slopes"
-    e = act.expr
     pos, neg = _side(e, 1), _side(e, -1)
     steps = [rf"\sigma(x) = {_fmt(e)}",
              rf"\sigma(p) = {_fmt(pos)},\quad \sigma(-p) = {_fmt(neg)} \quad (p>0)"]
@@ -259,7 +256,7 @@ def asymptotic_slopes(act: Activation) -> Property:
     >>> asymptotic_slopes(get_activation("leaky_relu")).value["b"]
     1/100
     """
-    return _asymptotic_slopes(act.key, act)
+    return _get(act, "asymptotic_slopes")
 
 
 # ----------------------------------------------------------------------------- parity --
@@ -268,10 +265,8 @@ _PROBES = (sp.Integer(1), sp.Integer(2), sp.Rational(1, 2), sp.Integer(3), sp.Ra
            sp.Rational(7, 10), sp.Integer(10))
 
 
-@functools.lru_cache(maxsize=256)
-def _parity(key: str, act: Activation) -> Property:
+def _parity(e: sp.Expr) -> Property:
     name = "even"
-    e = act.expr
     pos, neg = _side(e, 1), _side(e, -1)
     d = sp.simplify(neg - pos)
     steps = [rf"\sigma(x) = {_fmt(e)}", rf"\sigma(-p) - \sigma(p) = {_fmt(d)} \quad (p>0)"]
@@ -295,7 +290,7 @@ def parity(act: Activation) -> Property:
     >>> parity(get_activation("expr:Abs(x)")).status.value
     'proved'
     """
-    return _parity(act.key, act)
+    return _get(act, "parity")
 
 
 # ------------------------------------------------------------------------ linear form --
@@ -305,10 +300,8 @@ def _constant(expr: sp.Expr) -> bool:
     return not expr.free_symbols and _is_finite_real(expr)
 
 
-@functools.lru_cache(maxsize=256)
-def _linear_form(key: str, act: Activation) -> Property:
+def _linear_form(e: sp.Expr) -> Property:
     name = "linear"
-    e = act.expr
     pos, neg, zero = _side(e, 1), _side(e, -1), sp.simplify(e.subs(X, 0))
     c = sp.simplify(pos / P)
     steps = [rf"\sigma(x) = {_fmt(e)}", rf"\frac{{\sigma(p)}}{{p}} = {_fmt(c)} \quad (p>0)"]
@@ -344,7 +337,7 @@ def linear_form(act: Activation) -> Property:
     >>> linear_form(get_activation("expr:Max(0,x) - Max(0,-x)")).value["c"]
     1
     """
-    return _linear_form(act.key, act)
+    return _get(act, "linear_form")
 
 
 # ------------------------------------------------------------------- exponential form --
@@ -379,10 +372,8 @@ def _exp_refutation(e: sp.Expr) -> tuple[str, str, dict[str, Any]] | None:
     return None
 
 
-@functools.lru_cache(maxsize=256)
-def _exponential_form(key: str, act: Activation) -> Property:
+def _exponential_form(e: sp.Expr) -> Property:
     name = "exponential"
-    e = act.expr
     steps = [rf"\sigma(x) = {_fmt(e)}"]
     # The refutation is cheap (values at four points), the proof is not: refute first.
     ref = _exp_refutation(e)
@@ -424,7 +415,7 @@ def exponential_form(act: Activation) -> Property:
     >>> exponential_form(get_activation("expr:2*exp(3*x)-1")).value["beta"]
     3
     """
-    return _exponential_form(act.key, act)
+    return _get(act, "exponential_form")
 
 
 # ------------------------------------------------------------------------ boundedness --
@@ -592,36 +583,8 @@ def _abs(iv: _Interval) -> _Interval:
     return sp.Integer(0), max(-lo, hi)
 
 
-_CONTINUOUS_FUNCS = (sp.exp, sp.log, sp.sin, sp.cos, sp.tanh, sp.sinh, sp.cosh, sp.atan, sp.erf, sp.erfc, sp.Abs,
-                     sp.Max, sp.Min)
-
-
-def _continuity_checkable(e: sp.Expr) -> bool:
-    """True when every node of ``e`` is one for which sympy's continuous_domain is reliable:
-    x, numbers, +, ×, powers with a constant exponent or a constant positive base, and
-    functions continuous on their domain. Excluded: Piecewise, sign, and powers such as
-    0**y, which continuous_domain treats as continuous although 0**y jumps at y = 0."""
-    for node in sp.preorder_traversal(e):
-        if node == X or not node.free_symbols:
-            continue
-        if isinstance(node, (sp.Add, sp.Mul)) or isinstance(node, _CONTINUOUS_FUNCS):
-            continue
-        if isinstance(node, sp.Pow) and (not node.exp.has(X) or (not node.base.has(X) and node.base.is_positive)):
-            continue
-        return False
-    return True
-
-
-def _erf_as_tanh(e: sp.Expr) -> sp.Expr:
-    """Replace erf(u), erfc(u) by tanh(u): the same continuity (all three are continuous on R),
-    in a form sympy's continuous_domain understands."""
-    return e.replace(lambda q: isinstance(q, (sp.erf, sp.erfc)), lambda q: sp.tanh(q.args[0]))
-
-
-@functools.lru_cache(maxsize=256)
-def _bounded_on_reals(key: str, act: Activation) -> Property:
+def _bounded_on_reals(e: sp.Expr) -> Property:
     name = "bounded"
-    e = act.expr
     steps = [rf"\sigma(x) = {_fmt(e)}"]
     # Route (a): an interval bound over the expression tree.
     log: list[str] = []
@@ -664,15 +627,10 @@ def _bounded_on_reals(key: str, act: Activation) -> Property:
     if not all(v is not None and _is_finite_real(v) for v in lims.values()):
         return Property(name, Status.UNKNOWN, "no interval bound, and sympy could not show finite limits of σ at ±∞",
                         steps=tuple(steps))
-    if not _continuity_checkable(e):
-        return Property(name, Status.UNKNOWN, "no interval bound, and σ has a node (Piecewise, 0**y, …) whose continuity "
-                        "sympy cannot be trusted to decide", steps=tuple(steps))
-    try:
-        cont = sp.calculus.util.continuous_domain(_erf_as_tanh(e), X, sp.S.Reals)
-    except Exception:  # continuous_domain raises on functions it does not know
-        cont = None
-    if cont != sp.S.Reals:
-        return Property(name, Status.UNKNOWN, "no interval bound, and sympy could not prove σ continuous on R", steps=tuple(steps))
+    jump = continuity_issue(e)
+    if jump is not None:
+        return Property(name, Status.UNKNOWN, f"no interval bound, and σ could not be proved continuous on R (it may jump at {jump})",
+                        steps=tuple(steps))
     steps.append(r"\sigma \text{ is continuous on } \mathbb{R} \text{ (a continuous function with finite limits at } \pm\infty"
                  r"\text{ is bounded)}")
     return Property(name, Status.PROVED, f"σ is bounded on R: continuous, with limits {lims['+']} at +∞ and {lims['-']} at −∞",
@@ -685,15 +643,23 @@ def bounded_on_reals(act: Activation) -> Property:
     Route (a): a sound interval bound over the expression tree (erf, tanh, atan, sin, cos in
     their ranges; exp of an argument bounded above; sums, products, quotients of bounded parts
     with denominators bounded away from 0; Max, Min, Abs; the branches of a Piecewise).
-    Route (b): σ continuous on R (sympy's continuous_domain, on expressions whose nodes it
-    handles) with finite limits at ±∞. value: the bound and ``route``. Refuted when sympy
+    Route (b): σ continuous on R (proved structurally by
+    :func:`absorb.model.activations.continuity_issue`) with finite limits at ±∞. value: the bound and ``route``. Refuted when sympy
     finds an infinite limit at ±∞ that samples corroborate.
 
     >>> from absorb.model.activations import get_activation
     >>> bounded_on_reals(get_activation("expr:erf(x)")).value["bound"]
     1
     """
-    return _bounded_on_reals(act.key, act)
+    return _get(act, "bounded_on_reals")
 
+
+register_analyses(
+    ("asymptotic_slopes", "asymptotic_slopes", _asymptotic_slopes),
+    ("parity", "even", _parity),
+    ("linear_form", "linear", _linear_form),
+    ("exponential_form", "exponential", _exponential_form),
+    ("bounded_on_reals", "bounded", _bounded_on_reals),
+)
 
 __all__ = ["asymptotic_slopes", "parity", "linear_form", "exponential_form", "bounded_on_reals"]

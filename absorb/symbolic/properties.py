@@ -5,32 +5,52 @@ symbolically), ``refuted`` (with a witness: exact values, or a 50-digit evaluati
 margin is far above its error) or ``unknown``. Nothing is ever *proved* on numeric
 evidence. The steps are kept as LaTeX strings so certificates can print them.
 
-Properties (theory.md §2):
+A property is claimed for every real z or not at all. Every :class:`Activation` is real
+and finite at every real point (its documented invariant; checked again here), but need
+not be continuous: ``0**Max(0, x)`` is a step. So each proof covers z = 0 on its own, and
+continuity is proved structurally (:func:`absorb.model.activations.continuity_issue`)
+where an argument needs it, never taken from sympy's limits.
+
+Properties:
 
 * :func:`homogeneity` — σ(t x) = t^k σ(x) for all t > 0 and all x (degree argument).
 * :func:`vanishing_gate` — g(0) = 0 and g differentiable at 0 (linearization argument).
 * :func:`flip_identity` — ungated: σ(z) − σ(−z) = c z; gated: g(z) + g(−z) = c; with c ≠ 0
-  constant. This is what lets the index-set construction absorb the skip.
+  constant, for every real z (z = 0 included: 2·g(0) = c). This is what lets the
+  index-set construction absorb the skip.
 * :func:`bounded` — σ continuous with finite limits at ±∞ (boundedness argument).
 
 The proofs split on the sign of x: with ``p > 0`` a positive symbol, x ∈ {p, −p, 0} covers
 the real line, and sympy decides ``Max``/``Piecewise`` branches from the assumptions.
+
+Cost: sympy's work on a user's expression is unbounded, so :func:`prepare` computes every
+analysis of :data:`ANALYSES` for an ``expr:`` activation in one child process with a time
+and memory budget (:func:`absorb._sandbox.run_limited`) and caches the results; the
+property functions then answer from the cache (calling :func:`prepare` with the default
+budget first when nobody did). Built-in activations are analysed in-process, each
+analysis when first asked for.
 """
 
 from __future__ import annotations
 
+import collections
 import enum
 import functools
+import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import sympy as sp
 
-from absorb.model.activations import X, Activation
+from absorb._errors import InvalidInput
+from absorb.model.activations import X, Activation, continuity_issue, is_builtin, real_finite_issue
 
 P = sp.Symbol("p", positive=True)
 T = sp.Symbol("t", positive=True)
 _DIGITS = 50
+_MARGIN = sp.Float(10) ** -20  # a 50-digit evaluation differs from the true value by far less
+PREPARE_MEMORY = 2 << 30
+"""Memory budget (bytes of address space) of :func:`prepare`'s child process."""
 
 
 class Status(str, enum.Enum):
@@ -78,10 +98,13 @@ def _jsonable(v: Any) -> Any:
 
 
 def _is_zero(expr: sp.Expr) -> bool | None:
-    """True / False when sympy decides ``expr == 0`` symbolically, None when it cannot."""
+    """True / False when sympy decides ``expr == 0`` symbolically, None when it cannot.
+    (False may also come from a 50-digit evaluation far from 0.)"""
     e = sp.simplify(expr)
     if e == 0:
         return True
+    if e.has(sp.nan, sp.zoo, sp.oo, -sp.oo, sp.AccumBounds):
+        return None
     z = e.is_zero
     if z is not None:
         return bool(z)
@@ -92,21 +115,24 @@ def _is_zero(expr: sp.Expr) -> bool | None:
     return None
 
 
-def _n(expr: sp.Expr) -> sp.Float:
+def _n(expr: sp.Expr) -> sp.Expr:
     return sp.N(expr, _DIGITS)
 
 
-def _sides(act: Activation) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
-    e = act.expr
+def _real_number(v: sp.Expr) -> bool:
+    """v is a finite real number (not nan, ±oo, zoo, an AccumBounds or a complex value)."""
+    return bool(v.is_number and v.is_real is True and v.is_finite is True and not v.has(sp.AccumBounds))
+
+
+def _sides(e: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
     return sp.simplify(e.subs(X, P)), sp.simplify(e.subs(X, -P)), sp.simplify(e.subs(X, 0))
 
 
 # ---------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=256)
-def _homogeneity(key: str, act: Activation) -> Property:
+def _homogeneity(e: sp.Expr) -> Property:
     name = "homogeneous"
-    s = sp.latex(act.expr)
-    pos, neg, zero = _sides(act)
+    s = sp.latex(e)
+    pos, neg, zero = _sides(e)
     steps = [rf"\sigma(x) = {s}", rf"\sigma(p) = {sp.latex(pos)},\quad \sigma(-p) = {sp.latex(neg)},\quad \sigma(0) = {sp.latex(zero)} \quad (p>0)"]
     z0 = _is_zero(zero)
     if z0 is False:
@@ -117,7 +143,7 @@ def _homogeneity(key: str, act: Activation) -> Property:
         if _is_zero(expr) is True:
             continue
         k = sp.simplify(P * sp.diff(expr, P) / expr)
-        if k.free_symbols:
+        if k.free_symbols or not _real_number(k):
             break
         degrees.append((side, k))
     else:
@@ -127,6 +153,7 @@ def _homogeneity(key: str, act: Activation) -> Property:
         else:
             k = degrees[0][1]
         if all(kk == k for _, kk in degrees) and z0 is True:
+            # σ(t·0) = σ(0) = 0 = t^k σ(0) covers x = 0; the two sides cover x ≠ 0.
             checks = [sp.simplify(expr.subs(P, T * P) - T**k * expr) for expr in (pos, neg)]
             if all(c == 0 for c in checks):
                 steps.append(rf"\sigma(tp) - t^{{{sp.latex(k)}}}\sigma(p) = 0,\quad \sigma(-tp) - t^{{{sp.latex(k)}}}\sigma(-p) = 0,\quad \sigma(0)=0 \quad (t, p > 0)")
@@ -135,36 +162,26 @@ def _homogeneity(key: str, act: Activation) -> Property:
     # Refutation: at a point x0 where σ(x0) ≠ 0, homogeneity forces σ(t x0) = t^k σ(x0);
     # the degrees implied by t = 2 and t = 3 must agree.
     for x0 in (1, -1, sp.Rational(1, 2), -sp.Rational(1, 2)):
-        v1 = _n(act.expr.subs(X, x0))
-        if v1 == 0:
+        v1 = _n(e.subs(X, x0))
+        v2, v3 = _n(e.subs(X, 2 * x0)), _n(e.subs(X, 3 * x0))
+        if not all(_real_number(v) for v in (v1, v2, v3)) or abs(v1) <= _MARGIN:
             continue
-        v2, v3 = _n(act.expr.subs(X, 2 * x0)), _n(act.expr.subs(X, 3 * x0))
         if v2 / v1 <= 0 or v3 / v1 <= 0:
+            if min(abs(v2), abs(v3)) <= _MARGIN and not (_is_zero(e.subs(X, 2 * x0)) or _is_zero(e.subs(X, 3 * x0))):
+                continue  # a sign from an evaluation too close to 0 to trust
             return Property(name, Status.REFUTED, "σ(t x) and σ(x) differ in sign for some t > 0: not positively homogeneous",
                             steps=tuple(steps), witness={"x": x0, "sigma(x)": v1, "sigma(2x)": v2, "sigma(3x)": v3})
         k2, k3 = sp.log(v2 / v1) / sp.log(2), sp.log(v3 / v1) / sp.log(3)
-        if abs(_n(k2 - k3)) > sp.Float(10) ** -20:
+        if abs(_n(k2 - k3)) > _MARGIN:
             steps.append(rf"\text{{at }} x={x0}: \log_2\frac{{\sigma(2x)}}{{\sigma(x)}} = {float(k2):.12g} \ne {float(k3):.12g} = \log_3\frac{{\sigma(3x)}}{{\sigma(x)}}")
             return Property(name, Status.REFUTED, "σ is not positively homogeneous of any degree",
                             steps=tuple(steps), witness={"x": x0, "implied_k_t2": k2, "implied_k_t3": k3})
     return Property(name, Status.UNKNOWN, "sympy could not decide positive homogeneity", steps=tuple(steps))
 
 
-def homogeneity(act: Activation) -> Property:
-    """Decide whether σ(t x) = t^k σ(x) for all t > 0, x ∈ R, and find k.
-
-    >>> from absorb.model.activations import get_activation
-    >>> homogeneity(get_activation("relu2")).value["k"]
-    2
-    """
-    return _homogeneity(act.key, act)
-
-
 # ---------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=256)
-def _vanishing_gate(key: str, act: Activation) -> Property:
+def _vanishing_gate(e: sp.Expr) -> Property:
     name = "vanishing_gate"
-    e = act.expr
     g0 = sp.simplify(e.subs(X, 0))
     steps = [rf"g(x) = {sp.latex(e)}", rf"g(0) = {sp.latex(g0)}"]
     z = _is_zero(g0)
@@ -180,11 +197,17 @@ def _vanishing_gate(key: str, act: Activation) -> Property:
     except Exception:  # sympy's limit can raise NotImplementedError and friends
         return Property(name, Status.UNKNOWN, "sympy could not compute the one-sided derivatives of g at 0", steps=tuple(steps))
     steps.append(rf"\lim_{{h\to 0^+}} \frac{{g(h)-g(0)}}{{h}} = {sp.latex(right)},\quad \lim_{{h\to 0^-}} \frac{{g(h)-g(0)}}{{h}} = {sp.latex(left)}")
-    if not (right.is_finite and left.is_finite):
+    if any(v in (sp.oo, -sp.oo) for v in (right, left)):
         return Property(name, Status.REFUTED, "g is not differentiable at 0 (infinite one-sided derivative)",
                         value={"g0": g0}, steps=tuple(steps), witness={"right": right, "left": left})
+    if not (_real_number(right) and _real_number(left)):
+        return Property(name, Status.UNKNOWN, "sympy found no finite one-sided derivatives of g at 0", steps=tuple(steps))
+    jump = continuity_issue(e)
     diff = _is_zero(right - left)
     if diff is True:
+        if jump is not None:  # sympy's limits are trusted only for functions proved continuous
+            return Property(name, Status.UNKNOWN, f"g may be discontinuous (at {jump}), so its derivative at 0 is not proved",
+                            steps=tuple(steps))
         return Property(name, Status.PROVED, f"g(0) = 0 and g is differentiable at 0 with g'(0) = {right}",
                         value={"g0": g0, "dg0": right}, steps=tuple(steps))
     if diff is False:
@@ -193,16 +216,9 @@ def _vanishing_gate(key: str, act: Activation) -> Property:
     return Property(name, Status.UNKNOWN, "sympy could not compare the one-sided derivatives of g at 0", steps=tuple(steps))
 
 
-def vanishing_gate(act: Activation) -> Property:
-    """Decide ``g(0) = 0`` and differentiability of g at 0 (linearization argument)."""
-    return _vanishing_gate(act.key, act)
-
-
 # ---------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=256)
-def _flip_identity(key: str, act: Activation, gated: bool) -> Property:
+def _flip_identity(e: sp.Expr, gated: bool) -> Property:
     name = "flip_identity"
-    e = act.expr
     if gated:
         lhs = sp.simplify(e.subs(X, P) + e.subs(X, -P))
         steps = [rf"g(x) = {sp.latex(e)}", rf"g(p) + g(-p) = {sp.latex(lhs)} \quad (p>0)"]
@@ -213,57 +229,194 @@ def _flip_identity(key: str, act: Activation, gated: bool) -> Property:
         steps = [rf"\sigma(x) = {sp.latex(e)}", rf"\sigma(p) - \sigma(-p) = {sp.latex(lhs)} \quad (p>0)"]
         c = sp.simplify(lhs / P)
         what = "σ(z) − σ(−z) = c·z"
-    if not c.free_symbols and _is_zero(c) is False:
-        steps.append(rf"\text{{the same at }} -p \text{{ by symmetry, and trivially at }} 0:\ c = {sp.latex(c)}")
-        return Property(name, Status.PROVED, f"{what} holds for all z with c = {c}", value={"c": c}, steps=tuple(steps))
-    # Refute with two points where the would-be constant differs (or vanishes).
+    if not c.free_symbols and _real_number(c) and _is_zero(c) is False:
+        if not gated:  # at z = 0 both sides are 0 since σ(0) is finite
+            steps.append(rf"\text{{the same at }} -p \text{{ by symmetry, and trivially at }} 0:\ c = {sp.latex(c)}")
+            return Property(name, Status.PROVED, f"{what} holds for all z with c = {c}", value={"c": c}, steps=tuple(steps))
+        # gated, at z = 0 the identity reads 2·g(0) = c: a gate with a jump at 0 can fail it
+        g0 = sp.simplify(e.subs(X, 0))
+        at0 = _is_zero(2 * g0 - c)
+        steps.append(rf"2\,g(0) = {sp.latex(sp.simplify(2 * g0))}")
+        if at0 is True:
+            steps.append(rf"\text{{the same at }} -p \text{{ by symmetry, and at }} 0:\ c = {sp.latex(c)}")
+            return Property(name, Status.PROVED, f"{what} holds for all z with c = {c}", value={"c": c}, steps=tuple(steps))
+        if at0 is False:
+            return Property(name, Status.REFUTED, f"{what} holds for z ≠ 0 with c = {c} but fails at z = 0, where 2·g(0) = {2 * g0}",
+                            steps=tuple(steps), witness={"z": 0, "2*g(0)": 2 * g0, "c": c})
+        return Property(name, Status.UNKNOWN, f"sympy could not decide whether {what} holds at z = 0", steps=tuple(steps))
+    # Refute with two points where the would-be constant differs (or is exactly 0).
     f = (lambda z: e.subs(X, z) + e.subs(X, -z)) if gated else (lambda z: (e.subs(X, z) - e.subs(X, -z)) / z)
     v1, v2 = _n(f(1)), _n(f(2))
-    if abs(v1 - v2) > sp.Float(10) ** -20 or abs(v1) < sp.Float(10) ** -30:
-        return Property(name, Status.REFUTED, f"{what} fails for every constant c ≠ 0",
+    if _real_number(v1) and _real_number(v2) and abs(v1 - v2) > _MARGIN:
+        return Property(name, Status.REFUTED, f"{what} fails for every constant c",
                         steps=tuple(steps), witness={"z=1": v1, "z=2": v2})
+    if _is_zero(f(1)) is True:
+        return Property(name, Status.REFUTED, f"{what} fails for every constant c ≠ 0 (at z = 1 it forces c = 0)",
+                        steps=tuple(steps), witness={"z=1": 0})
+    if gated:
+        v0 = _n(2 * e.subs(X, 0))
+        if _real_number(v0) and _real_number(v1) and abs(v0 - v1) > _MARGIN:
+            return Property(name, Status.REFUTED, f"{what} fails for every constant c (2·g(0) ≠ g(1) + g(−1))",
+                            steps=tuple(steps), witness={"2*g(0)": v0, "z=1": v1})
     return Property(name, Status.UNKNOWN, f"sympy could not decide whether {what}", steps=tuple(steps))
 
 
-def flip_identity(act: Activation, *, gated: bool) -> Property:
-    """Decide the identity that lets flipping hidden units add a linear map (theory.md §2.5).
-
-    Ungated: σ(z) − σ(−z) = c z (c = 1 for ReLU, GELU, GELU-tanh, SiLU, quick-GELU).
-    Gated: g(z) + g(−z) = c (c = 1 for the sigmoid gate of GLU).
-    """
-    return _flip_identity(act.key, act, gated)
-
-
 # ---------------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=256)
-def _bounded(key: str, act: Activation) -> Property:
+def _bounded(e: sp.Expr) -> Property:
     name = "bounded"
-    e = act.expr
     steps = [rf"\sigma(x) = {sp.latex(e)}"]
-    pos, neg, _ = _sides(act)
+    pos, neg, _ = _sides(e)
     try:
         hi = sp.limit(pos, P, sp.oo)
         lo = sp.limit(neg, P, sp.oo)
     except Exception:  # sympy's limit raises assorted errors on hard expressions
         return Property(name, Status.UNKNOWN, "sympy could not compute the limits of σ at ±∞", steps=tuple(steps))
-    try:
-        cont = sp.calculus.util.continuous_domain(e, X, sp.S.Reals)
-    except Exception:
-        cont = None
     steps.append(rf"\lim_{{x\to+\infty}}\sigma(x) = {sp.latex(hi)},\quad \lim_{{x\to-\infty}}\sigma(x) = {sp.latex(lo)}")
-    if not (hi.is_finite and lo.is_finite):
+    if any(v in (sp.oo, -sp.oo) for v in (hi, lo)):
         return Property(name, Status.REFUTED, "σ is unbounded (infinite limit at ±∞)", steps=tuple(steps),
                         witness={"limit_+inf": hi, "limit_-inf": lo})
-    if cont != sp.S.Reals:
-        return Property(name, Status.UNKNOWN, "sympy could not prove σ continuous on all of R", steps=tuple(steps))
+
+    def finite(v: sp.Expr) -> bool:  # a finite limit, or finite bounds on the limit points
+        if isinstance(v, sp.AccumBounds):
+            return _real_number(v.min) and _real_number(v.max)
+        return _real_number(v)
+
+    if not (finite(hi) and finite(lo)):
+        return Property(name, Status.UNKNOWN, "sympy found no finite limits of σ at ±∞", steps=tuple(steps))
+    jump = continuity_issue(e)
+    if jump is not None:
+        return Property(name, Status.UNKNOWN, f"σ could not be proved continuous on R (it may jump at {jump})", steps=tuple(steps))
     steps.append(r"\sigma \text{ is continuous on } \mathbb{R}")
-    if hi.is_finite and lo.is_finite:
-        return Property(name, Status.PROVED, f"σ is bounded (continuous, limits {hi} and {lo} at ±∞)",
-                        value={"sup_limit": hi, "inf_limit": lo}, steps=tuple(steps))
-    return Property(name, Status.REFUTED, "σ is unbounded (infinite limit at ±∞)", steps=tuple(steps),
-                    witness={"limit_+inf": hi, "limit_-inf": lo})
+    return Property(name, Status.PROVED, f"σ is bounded (continuous, limits {hi} and {lo} at ±∞)",
+                    value={"sup_limit": hi, "inf_limit": lo}, steps=tuple(steps))
+
+
+# ---------------------------------------------------------------------------------------
+ANALYSES: tuple[tuple[str, Callable[[sp.Expr], Property]], ...] = (
+    ("homogeneity", _homogeneity),
+    ("vanishing_gate", _vanishing_gate),
+    ("flip_identity[ungated]", functools.partial(_flip_identity, gated=False)),
+    ("flip_identity[gated]", functools.partial(_flip_identity, gated=True)),
+    ("bounded", _bounded),
+)
+"""Every analysis :func:`prepare` runs, by cache name; each maps σ's sympy form to a Property."""
+
+_CACHE_SIZE = 256
+_cache: collections.OrderedDict[str, dict[str, Property]] = collections.OrderedDict()
+_lock = threading.Lock()
+
+
+_NAMES = {"homogeneity": "homogeneous", "vanishing_gate": "vanishing_gate", "flip_identity[ungated]": "flip_identity",
+          "flip_identity[gated]": "flip_identity", "bounded": "bounded"}
+
+
+def register_analyses(*analyses: tuple[str, str, Callable[[sp.Expr], Property]]) -> None:
+    """Add analyses (cache name, property name, function of σ's sympy form) to
+    :data:`ANALYSES`, so that :func:`prepare` computes them within its budget too (the
+    growth properties of :mod:`absorb.symbolic.growth` register themselves)."""
+    global ANALYSES
+    known = {k for k, _ in ANALYSES}
+    ANALYSES = ANALYSES + tuple((k, fn) for k, _, fn in analyses if k not in known)
+    _NAMES.update({k: name for k, name, _ in analyses})
+
+
+def _unknown_all(why: str) -> dict[str, Property]:
+    return {k: Property(_NAMES.get(k, k), Status.UNKNOWN, why) for k, _ in ANALYSES}
+
+
+def analyse(expr: sp.Expr, only: str | None = None) -> dict[str, Property]:
+    """Every analysis of :data:`ANALYSES` (or the one named ``only``) on ``expr``, in this
+    process (no budget)."""
+    issue = real_finite_issue(expr)
+    if issue is not None:  # the Activation invariant, checked again: nothing is claimed outside it
+        return _unknown_all(f"σ is not proved real and finite on R ({issue[0]}), so no property is claimed")
+    out = {}
+    for k, fn in ANALYSES:
+        if only is not None and k != only:
+            continue
+        try:
+            out[k] = fn(expr)
+        except (MemoryError, RecursionError):
+            raise
+        except Exception as exc:  # sympy raises assorted errors on hard input: no claim, and no crash
+            out[k] = _unknown_all(f"sympy failed on σ ({type(exc).__name__}), so nothing is claimed")[k]
+    return out
+
+
+def prepare(act: Activation, *, timeout: float = 60.0) -> None:
+    """Make every property of ``act`` available to the functions below, within a budget.
+
+    For a user's (``expr:``) activation every analysis of :data:`ANALYSES` runs now, in
+    one child process limited to ``timeout`` seconds and :data:`PREPARE_MEMORY` bytes, and
+    the results are cached; past either limit, InvalidInput. A built-in is analysed
+    in-process, each analysis the first time it is asked for (their cost is known and
+    small), and cached likewise."""
+    key = act.key
+    with _lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return
+    if is_builtin(act):
+        results: dict[str, Property] = {}
+    else:
+        from absorb._sandbox import BudgetExceeded, run_limited
+
+        try:
+            results = run_limited(analyse, act.expr, timeout=timeout, memory=PREPARE_MEMORY)
+        except BudgetExceeded as exc:
+            raise InvalidInput(f"activation expression {act.name[5:] if act.name.startswith('expr:') else act.name!r}: too large "
+                               f"to analyse within {timeout:g} s / {PREPARE_MEMORY / 2**30:g} GiB ({exc}); write a simpler "
+                               "expression or raise --timeout") from None
+    with _lock:
+        _cache.setdefault(key, results)
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+
+
+def _get(act: Activation, analysis: str) -> Property:
+    with _lock:
+        hit = _cache.get(act.key)
+    if hit is None:
+        prepare(act)
+        with _lock:
+            hit = _cache.get(act.key)
+        if hit is None:  # evicted meanwhile by other threads
+            hit = {}
+    if analysis not in hit and is_builtin(act):
+        hit[analysis] = analyse(act.expr, only=analysis)[analysis]
+    return hit[analysis] if analysis in hit else _unknown_all("not analysed")[analysis]
+
+
+def clear_cache() -> None:
+    """Forget every cached analysis (tests)."""
+    with _lock:
+        _cache.clear()
+
+
+def homogeneity(act: Activation) -> Property:
+    """Decide whether σ(t x) = t^k σ(x) for all t > 0, x ∈ R, and find k.
+
+    >>> from absorb.model.activations import get_activation
+    >>> homogeneity(get_activation("relu2")).value["k"]
+    2
+    """
+    return _get(act, "homogeneity")
+
+
+def vanishing_gate(act: Activation) -> Property:
+    """Decide ``g(0) = 0`` and differentiability of g at 0 (linearization argument)."""
+    return _get(act, "vanishing_gate")
+
+
+def flip_identity(act: Activation, *, gated: bool) -> Property:
+    """Decide the identity that lets flipping hidden units add a linear map, for every real z.
+
+    Ungated: σ(z) − σ(−z) = c z (c = 1 for ReLU, GELU, GELU-tanh, SiLU, quick-GELU).
+    Gated: g(z) + g(−z) = c, z = 0 included (2·g(0) = c) (c = 1 for the sigmoid gate of GLU).
+    """
+    return _get(act, "flip_identity[gated]" if gated else "flip_identity[ungated]")
 
 
 def bounded(act: Activation) -> Property:
     """Decide whether σ is bounded on R: continuous with finite limits at ±∞."""
-    return _bounded(act.key, act)
+    return _get(act, "bounded")

@@ -1,0 +1,205 @@
+"""A custom activation (``expr:…``) is untrusted input: refused in one line (exit 2), never a
+crash, a hang or a memory blow-up; accepted only when real and finite at every real x."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from absorb import InvalidInput, get_activation
+from absorb._sandbox import BudgetExceeded, run_limited
+from absorb.cli import main
+from absorb.symbolic import ANALYSES, prepare
+from absorb.symbolic import properties as props
+
+MEMORY = 3 << 30  # address space of each CLI run
+SECONDS = 20  # wall clock of each CLI run (they take about 1 s alone, and two run at once)
+
+REFUSED = [
+    # removable singularities and worse at 0: undefined there as written
+    "sin(x)/x", "erf(x)/x", "x*log(Abs(x))", "x*sin(log(Abs(x)))", "sin(1/x)", "tanh(1/x)", "x*exp(1/x)", "Max()",
+    # not real, or not finite, somewhere on R
+    "log(x)", "1/x", "Abs(x)**(-1)", "(1+x)**(1/2)", "x/0", "log(0)", "sqrt(x)", "x**(1/3)",
+    # too large to analyse
+    "x**x**x**x**x**x**x**x**x", "9**9**9",
+]
+
+
+@pytest.fixture(scope="module")
+def npz(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("untrusted") / "block.npz"
+    U = np.array([[1.0, 0], [0, 1], [1, 1]])
+    D = np.array([[-1.0, 0, 1], [0, -1, 2]])
+    np.savez(path, W_up=U, W_down=D, W_gate=np.array([[1.0, 2], [3, -1], [0.5, 1]]), activation=np.array("relu"))
+    return path
+
+
+def _limits() -> None:  # in the child, before exec
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+
+
+def _run(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120,
+                          preexec_fn=_limits, env={**os.environ, "PYTHONWARNINGS": "default"})
+
+
+# The whole list in one process under the memory limit (the CLI's main, as `absorb` calls it),
+# one second of start-up instead of eighteen.
+_DRIVER = """
+import contextlib, io, json, sys, time
+from absorb.cli import main
+out = []
+for spec in json.loads(sys.argv[2]):
+    err, t = io.StringIO(), time.monotonic()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        rc = main(["check", sys.argv[1], "--activation", spec, "--timeout", "5"])
+    out.append([spec, rc, err.getvalue(), time.monotonic() - t])
+print(json.dumps(out))
+"""
+
+
+def test_every_known_bad_expression_is_one_line_exit_2(npz: Path) -> None:
+    import json
+
+    r = _run(["-c", _DRIVER, str(npz), json.dumps(["expr:" + s for s in REFUSED])])
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    for spec, rc, err, secs in json.loads(r.stdout):
+        assert rc == 2, (spec, rc, err)
+        assert err.count("\n") == 1 and err.startswith("absorb: error: activation expression"), (spec, err)
+        assert secs < SECONDS, (spec, secs)
+
+
+@pytest.mark.parametrize("text", ["sin(x)/x", "x**x**x**x**x**x**x**x**x", "9**9**9"])
+def test_the_cli_itself_exits_2_in_one_line(npz: Path, text: str) -> None:
+    t = time.monotonic()
+    r = _run(["-m", "absorb", "check", str(npz), "--activation", "expr:" + text, "--timeout", "5"])
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert time.monotonic() - t < SECONDS
+
+
+@pytest.mark.parametrize("text", REFUSED)
+def test_refused_in_process_too(text: str) -> None:
+    with pytest.raises(InvalidInput) as exc:
+        get_activation("expr:" + text)
+    assert "\n" not in str(exc.value) and text in str(exc.value)
+
+
+@pytest.mark.parametrize("text", ["1-0**Max(0,x)", "0**Max(0,-x)", "(1-0**Max(0,x)+0**Max(0,-x))/2", "log(1+exp(x))",
+                                  "1/(2-cos(x))", "sqrt(x**2+1)", "Abs(x)**(1/3)", "Max(0,x)**(3/2)", "x/(1+exp(-x))",
+                                  "exp(exp(exp(x)))", "Abs(x)**Abs(x)", "x*0.044715e0"])
+def test_defined_everywhere_is_accepted(text: str) -> None:
+    act = get_activation("expr:" + text)
+    z = np.array([-3.0, -1.0, 0.0, 0.5, 1.0])
+    assert np.all(np.isfinite(act(z)))
+
+
+def test_steps_follow_sympy_and_numpy_at_zero() -> None:
+    h0, h1 = get_activation("expr:1-0**Max(0,x)"), get_activation("expr:0**Max(0,-x)")  # 0**0 = 1
+    np.testing.assert_array_equal(h0(np.array([-1.0, 0.0, 1.0])), [0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(h1(np.array([-1.0, 0.0, 1.0])), [0.0, 1.0, 1.0])
+
+
+@pytest.mark.parametrize(("text", "why"), [("x" + "+x" * 200, "characters"), ("+".join(["x*x"] * 45), "operations"),
+                                           ("(" * 30 + "x" + ")" * 30, "nested"), ("x**65", "exponent"),
+                                           ("Abs(x)**(1/100)", "denominator"), ("x**(1/100)", "denominator"), ("exp(300)*x", "constant"), ("1e7*x", "larger than"),
+                                           ("123456789012345678901*x", "characters"),
+                                           ("1e-99999999*x", "exponent beyond")])
+def test_limits_are_checked_before_sympy(text: str, why: str) -> None:
+    with pytest.raises(InvalidInput, match=why):
+        get_activation("expr:" + text)
+
+
+def test_overflow_gives_inf_without_warnings() -> None:
+    act = get_activation("expr:exp(exp(x))")
+    with np.errstate(all="raise"):
+        v = act(np.array([0.0, 10.0, 1e300]))
+    assert np.isfinite(v[0]) and np.isinf(v[2])
+
+
+def test_prepare_over_budget_is_invalid_input() -> None:
+    act = get_activation("expr:exp(exp(exp(exp(exp(x)))))*sin(exp(exp(x)))")
+    props.clear_cache()
+    t = time.monotonic()
+    with pytest.raises(InvalidInput, match=r"too large to analyse within 1 s"):
+        prepare(act, timeout=1)
+    assert time.monotonic() - t < 10
+
+
+def test_prepare_seeds_every_analysis_once() -> None:
+    act = get_activation("expr:x*(1+erf(x/sqrt(2)))/2")
+    props.clear_cache()
+    prepare(act, timeout=60)
+    assert set(props._cache[act.key]) == {name for name, _ in ANALYSES}
+    assert props.flip_identity(act, gated=False).value["c"] == 1
+    prepare(get_activation("gelu"))  # built-in: in-process
+    assert props.homogeneity(get_activation("gelu")).status.value == "refuted"
+
+
+def test_sandbox_budgets() -> None:
+    assert run_limited(sum, [1, 2, 3], timeout=30) == 6
+    assert run_limited(sum, [1, 2], timeout=60, start_method="spawn") == 3  # the default when threads run
+    with pytest.raises(BudgetExceeded) as exc:
+        run_limited(time.sleep, 30, timeout=0.5)
+    assert exc.value.kind == "time"
+    with pytest.raises(BudgetExceeded) as exc:
+        run_limited(bytearray, 4 << 30, timeout=30, memory=256 << 20)
+    assert exc.value.kind == "memory"
+    with pytest.raises(ZeroDivisionError):
+        run_limited(divmod, 1, 0, timeout=30)
+    with pytest.raises(BudgetExceeded) as exc:
+        run_limited(os._exit, 3, timeout=30)
+    assert exc.value.kind == "crash"
+
+
+# ---- generated inputs: random token sequences of the grammar, and well-formed expressions
+TOKENS = ["x", "0", "1", "2", "3", "0.5", "1e-3", "pi", "E", "+", "-", "*", "/", "**", "(", ")", ",", "exp(", "log(",
+          "sqrt(", "erf(", "tanh(", "sin(", "cos(", "Abs(", "Max(", "Min(", "atan(", "cosh("]
+_leaf = st.sampled_from(["x", "0", "1", "2", "0.5", "pi", "9"])
+_expr = st.recursive(_leaf, lambda e: st.one_of(
+    st.tuples(e, st.sampled_from(["+", "-", "*", "/", "**"]), e).map(lambda t: f"({t[0]}{t[1]}{t[2]})"),
+    st.tuples(st.sampled_from(["exp", "log", "sqrt", "erf", "tanh", "sin", "Abs"]), e).map(lambda t: f"{t[0]}({t[1]})"),
+    st.tuples(st.sampled_from(["Max", "Min"]), e, e).map(lambda t: f"{t[0]}({t[1]},{t[2]})")), max_leaves=12)
+_text = st.one_of(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=25).map("".join), _expr)
+
+
+@settings(max_examples=30, deadline=None)
+@given(_text)
+@example("x**x")
+@example("0**x")
+@example("9**9**9")
+@example("1e-99999999*x")
+@example("Max(0,x)/Max(0,x)")
+@example("(1-0**Max(0,x))")
+def test_generated_expressions_keep_the_contract(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
+    path = tmp_path_factory.getbasetemp() / "generated.npz"
+    if not path.exists():
+        np.savez(path, W_up=np.array([[1.0, 0], [0, 1], [-1, -1]]), W_down=np.array([[-1.0, 0, 1], [0, -1, 1]]),
+                 activation=np.array("relu"))
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    t = time.monotonic()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        rc = main(["check", str(path), "--activation", "expr:" + text, "--timeout", "5"])
+    assert rc in (0, 2, 3), (text, rc)
+    if rc == 2:
+        assert err.getvalue().count("\n") == 1 and "Traceback" not in err.getvalue(), (text, err.getvalue())
+    assert time.monotonic() - t < 30, text
+
+
+def test_nesting_counts_parentheses_not_grammar_levels() -> None:
+    get_activation("expr:" + "(" * 20 + "x" + ")" * 20)  # was refused at 7 parentheses
+    get_activation("expr:x*(1+tanh(sqrt(2/pi)*(x+0.044715*x**3)))/2")
+    with pytest.raises(InvalidInput, match="nested"):
+        get_activation("expr:" + "-" * 30 + "x")
