@@ -78,6 +78,8 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
 
     ``progress`` is called with each block's name before it is decided;
     ``search_progress`` with ``"<name>: <note>"`` during a long index-set search."""
+    for act in {id(b.activation): b.activation for b in stack.blocks}.values():
+        props.prepare(act, timeout=timeout)  # once, with the whole budget (each block's search gets a share)
     decisions = []
     for blk in stack.blocks:
         if progress:
