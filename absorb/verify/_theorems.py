@@ -45,7 +45,7 @@ def _check_degree(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> None:
     _require(ctx, k_act is not None and k is not None and k == k_act + (1 if block.gated else 0), w,
              "the recorded degrees are consistent (k = k_σ, or k_g + 1 gated)", f"k_σ = {arg.get('k_activation')}, k = {arg.get('k')}")
     _require(ctx, homogeneous_of_degree(_act(block), k_act), w,
-             f"σ is positively homogeneous of degree {k_act} (sympy, cases x = tp, −tp, 0)")
+             f"σ is positively homogeneous of degree {k_act} (exact at 0, by pieces on x > 0 and x < 0)")
     _require(ctx, bool(k > 0) and k != 1, w, f"k = {k} > 0 and k ≠ 1")
 
 
@@ -55,7 +55,7 @@ def _check_linearization(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
     _require(ctx, _bias_free(block), w, "the block is bias-free (exact)")
     _check_nonzero_entry(ctx, w, arg, block.M)
     dg0 = _gate_derivative_at_zero(_act(block))
-    _require(ctx, dg0 is not None, w, "g(0) = 0 and g is differentiable at 0 (sympy one-sided limits)")
+    _require(ctx, dg0 is not None, w, "g(0) = 0 and g is differentiable at 0 (exact at 0, one-sided limits of the pieces next to 0)")
     rec = _parse_number(arg.get("dg0"))
     _require(ctx, rec is None or _zero(rec - dg0) is True, w, f"g'(0) = {dg0} as recorded", f"recorded {arg.get('dg0')}")
     jac = arg.get("jacobian_f_at_0")
@@ -71,12 +71,12 @@ def _check_linearization(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
 def _check_bounded(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> None:
     _require(ctx, not block.gated, w, "the block is ungated")
     _check_nonzero_entry(ctx, w, b.get("argument", {}), block.M)
-    _require(ctx, is_bounded(_act(block)), w, "σ is continuous with finite limits at ±∞ (sympy), hence bounded")
+    _require(ctx, is_bounded(_act(block)), w, "σ is continuous with finite limits at ±∞ (exact at every break point, by pieces), hence bounded")
 
 
 def _check_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> str:
     """Returns the verdict the rank supports ('absorbable' / 'not_absorbable' / 'unknown')."""
-    _require(ctx, not block.gated and is_identity(_act(block)), w, "σ is the identity (sympy)")
+    _require(ctx, not block.gated and is_identity(_act(block)), w, "σ is the identity (exact at every break point, by pieces)")
     d, n = block.d, block.n
     U, D, M = block.W_up, block.W_down, block.M
     if n >= d:
@@ -158,7 +158,7 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
     """Returns (the verdict the evidence supports, the witness rebuilt here or None, the
     allowed linear error ‖c·(D_S U_S + M/c)‖ for the evaluation check)."""
     c = flip_constant(_act(block), block.gated)
-    _require(ctx, c is not None, w, ("g(z) + g(−z) = c" if block.gated else "σ(z) − σ(−z) = c·z") + " for all z, with a constant c ≠ 0 (sympy)")
+    _require(ctx, c is not None, w, ("g(z) + g(−z) = c" if block.gated else "σ(z) − σ(−z) = c·z") + " for all z, with a constant c ≠ 0 (exact at 0 and every break point, by pieces)")
     rec_c = _parse_number(b.get("argument", {}).get("c"))
     _require(ctx, rec_c is not None and _zero(rec_c - c) is True, w, f"the flip constant is c = {c} as recorded",
              f"recorded {b.get('argument', {}).get('c')!r}")

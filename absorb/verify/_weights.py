@@ -246,18 +246,92 @@ def _round_bound(block: Block, X: np.ndarray) -> np.ndarray:
     return 4.0 * out.max(axis=1)
 
 
+KINK_WORK = 200_000_000
+"""Budget (multiply-adds) of the checker's own evaluation on points of the kink hyperplanes."""
+
+
+def _dot_rows(W: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """W x by elementwise products, then sums (no fused multiply-add): when x makes exactly
+    two products p and −p nonzero in a row, that row's result is exactly 0."""
+    step = max(1, (1 << 22) // max(1, W.shape[1]))
+    return np.concatenate([(W[i:i + step] * x).sum(axis=1) for i in range(0, W.shape[0], step)]) if W.shape[0] else np.zeros(0)
+
+
+def _own_eval(block: Block, X: np.ndarray) -> np.ndarray:
+    """f at the rows of X, by the checker's own arithmetic (``_dot_rows``); σ is the model's."""
+    out = []
+    for x in X:
+        h = _dot_rows(block.W_up, x) + (0 if block.b_up is None else block.b_up)
+        if block.gated:
+            g = _dot_rows(block.W_gate, x) + (0 if block.b_gate is None else block.b_gate)
+            hid = np.asarray(block.activation(g), dtype=float) * h
+        else:
+            hid = np.asarray(block.activation(h), dtype=float)
+        y = _dot_rows(block.M, x) + _dot_rows(block.W_down, hid) + (0 if block.b_down is None else block.b_down)
+        out.append(y)
+    return np.array(out).reshape(len(X), block.d)
+
+
+def _kink_points(blocks: Sequence[Block], d: int) -> np.ndarray:
+    """Inputs lying exactly on the hyperplanes u·x = 0 of bias-free rows u of W_up and W_gate
+    of ``blocks``: x_j = u_k, x_k = −u_j (j, k the two largest |u| entries) makes
+    fl(u·x) = fl(u_j u_k) − fl(u_j u_k) = 0 exactly; also x = 0. At most KINK_WORK
+    multiply-adds of evaluation in all (rows spread evenly over each matrix)."""
+    pts = [np.zeros(d)]
+    mats = []
+    for b in blocks:
+        for W, bias in ((b.W_up, b.b_up), (b.W_gate, b.b_gate)):
+            if W is not None:
+                mats.append((W, bias))
+    cost = sum(b.n * b.d * 3 + b.d * b.d for b in blocks) or 1
+    per = max(1, int(KINK_WORK // cost) // max(1, len(mats)))
+    for W, bias in mats:
+        rows = [i for i in np.unique(np.linspace(0, W.shape[0] - 1, num=min(per, W.shape[0])).astype(int))
+                if (bias is None or bias[i] == 0) and np.any(W[i] != 0)]
+        for i in rows:
+            u = W[i]
+            order = np.argsort(-np.abs(u), kind="stable")
+            x = np.zeros(d)
+            if d >= 2:
+                j, k = int(order[0]), int(order[1])
+                x[j], x[k] = u[k], -u[j]
+                if u[k] == 0:  # a single nonzero entry: any x with x_j = 0
+                    x[k] = 1.0
+            pts.append(x)
+            if d >= 2:
+                pts.append(np.ldexp(x, -20))  # the same point scaled exactly
+    return np.array(pts)
+
+
 def _evaluate(f: Callable[[np.ndarray], np.ndarray], g: Callable[[np.ndarray], np.ndarray], blocks_f: Sequence[Block],
               blocks_g: Sequence[Block], d: int, *, seed: int, allowed_lin: float) -> tuple[bool, float, int]:
-    """Compare f and g on fresh seeded inputs; allowed error per input: ``allowed_lin·‖x‖₂``
-    (the exact difference, from the residual) plus the rounding bounds of both sides
-    (single blocks; for stacks, per-layer bounds at each layer's input, summed)."""
+    """Compare f and g on fresh seeded inputs, and (by the checker's own evaluation) on inputs
+    lying exactly on the kink/gate hyperplanes of the first layer of both; allowed error per
+    input: ``allowed_lin·‖x‖₂`` (the exact difference, from the residual) plus the rounding
+    bounds of both sides (single blocks; for stacks, per-layer bounds at each layer's input,
+    summed)."""
     rng = np.random.default_rng(seed)
     worst = 0.0
     ok = True
-    for scale in EVAL_SCALES:
-        X = rng.standard_normal((EVAL_INPUTS, d)) * scale
-        fx, gx = f(X), g(X)
-        diff = np.abs(fx - gx).max(axis=1)
+    m = 0
+    kinks = _kink_points([blocks_f[0], blocks_g[0]], d)
+    for scale in EVAL_SCALES + ("kinks",):
+        if scale == "kinks":
+            if not len(kinks):
+                continue
+            X = kinks
+
+            def run(blocks: Sequence[Block], X: np.ndarray) -> np.ndarray:
+                for b in blocks:
+                    X = _own_eval(b, X)
+                return X
+            fx, gx = run(blocks_f, X), run(blocks_g, X)
+        else:
+            X = rng.standard_normal((EVAL_INPUTS, d)) * float(scale)
+            fx, gx = f(X), g(X)
+        m += len(X)
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(fx - gx).max(axis=1)
         bound = allowed_lin * np.linalg.norm(X, axis=1)
         Xf, Xg = X, X
         for bf, bg in zip(blocks_f, blocks_g):
@@ -267,5 +341,4 @@ def _evaluate(f: Callable[[np.ndarray], np.ndarray], g: Callable[[np.ndarray], n
             bound = bound * 10.0 ** len(blocks_f)
         ok = ok and bool(np.all(diff <= bound))
         worst = max(worst, float((diff / (np.abs(fx).max(axis=1) + np.abs(X).max(axis=1) + 1e-300)).max()))
-    return ok, worst, EVAL_INPUTS * len(EVAL_SCALES)
-
+    return ok, worst, m

@@ -119,7 +119,7 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
                      f"the evidence supports {supported!r}")
         if verdict == "absorbable" and witness is not None:
             ok, worst, m = _evaluate(block, witness, [block], [witness], block.d, seed=ctx.seed, allowed_lin=allowed)
-            _require(ctx, ok, w, f"the residual-free block rebuilt here equals f on {m} fresh random inputs",
+            _require(ctx, ok, w, f"the residual-free block rebuilt here equals f on {m} inputs: fresh random ones and points exactly on the kink/gate hyperplanes",
                      f"max relative difference {worst:.3g}")
         return verdict, witness
     except _Reject:
@@ -188,7 +188,7 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
         G = Stack(tuple(witnesses))  # type: ignore[arg-type]
         allowed = ctx.tol * sum(float(np.linalg.norm(b.M)) for b in blocks) * 10
         ok, worst, m = _evaluate(st, G, blocks, list(witnesses), blocks[0].d, seed=ctx.seed, allowed_lin=allowed)  # type: ignore[arg-type]
-        _require(ctx, ok, w, f"the composed witnesses equal F on {m} fresh random inputs", f"max relative difference {worst:.3g}")
+        _require(ctx, ok, w, f"the composed witnesses equal F on {m} inputs: fresh random ones and points exactly on the first layer's kink/gate hyperplanes", f"max relative difference {worst:.3g}")
     elif top == "not_absorbable":
         _require(ctx, th == "depth", w, "a stack is proved not absorbable by the depth result", f"theorem {th!r}")
         for b, blk in zip(entries, blocks):
@@ -200,11 +200,11 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
             k_rec = _parse_number((b.get("argument") or {}).get("k_activation"))
             for k in ([k_rec] if k_rec is not None else []) + [sp.Integer(2), sp.Integer(1), sp.Integer(3)]:
                 if homogeneous_of_degree(act, k) and (k + (1 if blk.gated else 0)) > 1:
-                    ctx.report.ok(bw, f"flat at 0: homogeneous of total degree {k + (1 if blk.gated else 0)} > 1 (sympy)")
+                    ctx.report.ok(bw, f"flat at 0: homogeneous of total degree {k + (1 if blk.gated else 0)} > 1 (by pieces)")
                     flat = True
                     break
             if not flat and blk.gated and _gate_derivative_at_zero(act) is not None:
-                ctx.report.ok(bw, "flat at 0: gated with g(0) = 0 and g differentiable at 0 (sympy)")
+                ctx.report.ok(bw, "flat at 0: gated with g(0) = 0 and g differentiable at 0 (by pieces)")
                 flat = True
             _require(ctx, flat, bw, "every residual-free block of this layer is o(|x|) at 0", f"activation {x}↦{act}")
         d = blocks[0].d
