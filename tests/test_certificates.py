@@ -243,7 +243,7 @@ def test_changed_weight_with_matching_hash_is_still_rejected(certs: dict, tmp_pa
 # ------------------------------------------------------------- checker components --
 
 
-def test_strict_rejects_what_could_not_be_rechecked(certs: dict, monkeypatch: pytest.MonkeyPatch,
+def test_what_could_not_be_rechecked_is_not_accepted(certs: dict, monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     model, cert = certs["generic_relu"]
     import sys
@@ -253,9 +253,9 @@ def test_strict_rejects_what_could_not_be_rechecked(certs: dict, monkeypatch: py
     monkeypatch.setattr(_numerics, "EXACT_WORK", 0)
     monkeypatch.setitem(sys.modules, "absorb.verify.dual_bound", None)
     capsys.readouterr()
-    assert main(["verify", str(cert)]) == 0
-    assert "not re-checked" in capsys.readouterr().out
-    assert main(["verify", str(cert), "--strict"]) == 1
+    assert main(["verify", str(cert)]) == 4  # not fully checked is not accepted
+    assert "not fully checked" in capsys.readouterr().out
+    assert main(["verify", str(cert), "--strict"]) == 4  # --strict: a synonym of the default
     assert "could not be re-checked" in capsys.readouterr().out
 
 

@@ -184,11 +184,7 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
         _require(ctx, wit.get("exact") is None or zero is None or wit.get("exact") == zero, w, "the recorded exactness matches",
                  f"recorded {wit.get('exact')!r}, re-derived {zero!r}")
         wb = _flip_block(block, S, float(cq))
-        recs = (wit.get("block") or {}).get("weights", {})
-        for key in ("W_up", "W_gate", "W_down"):
-            a = getattr(wb, key)
-            if a is not None and key in recs:
-                _require(ctx, recs[key].get("sha256") == sha256_f64(a), w, f"the witness's {key}' is the flip of S (SHA-256)")
+        check_witness_block(ctx, w, wit, wb, "the flip of S")
         # B'(x) − f(x) = −c (D_S U_S + M/c) x exactly, so |B' − f| ≤ |c| ‖R‖_F ‖x‖₂.
         allowed = abs(float(cq)) * upper * float(np.linalg.norm(block.M)) / abs(float(cq))
         return "absorbable", wb, allowed
@@ -205,6 +201,37 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
     if search.get("status") == "infeasible" and not failing and recorded_all_hold:
         return "not_absorbable", None, 0.0  # the certificate's own evidence proves more than it claims
     return "unknown", None, 0.0
+
+
+def check_witness_block(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, what: str) -> None:
+    """The recorded witness block (if any) is exactly ``wb``, rebuilt here: the same arrays,
+    each with the same SHA-256."""
+    recs = (wit.get("block") or {}).get("weights")
+    if recs is None:
+        return
+    mine = {k: v for k, v in wb.arrays().items()}
+    _require(ctx, isinstance(recs, dict) and set(recs) == set(mine), w, f"the witness block lists the arrays of {what}",
+             f"recorded {sorted(recs) if isinstance(recs, dict) else recs!r}, rebuilt {sorted(mine)}")
+    for key, a in mine.items():
+        _require(ctx, isinstance(recs[key], dict) and recs[key].get("sha256") == sha256_f64(a), w,
+                 f"the witness's {key}' is {what} (SHA-256)")
+
+
+def check_trivial_witness(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> Block:
+    """M = 0: the witness is B itself. Every recorded witness field must say so."""
+    wb = block.as_residual_free()
+    wit = b.get("witness")
+    if wit is None:
+        return wb
+    _require(ctx, isinstance(wit, dict), w, "the witness record is an object")
+    _require(ctx, wit.get("S") in (None, []), w, "the trivial witness flips no unit (S empty)", f"recorded S = {wit.get('S')!r}")
+    for key in ("residual", "eval_error"):
+        if key in wit:
+            _require(ctx, wit[key] == 0 and not isinstance(wit[key], bool), w, f"the recorded {key} is 0 (B' = B = f exactly)",
+                     f"recorded {wit[key]!r}")
+    _require(ctx, wit.get("exact") in (None, True), w, "the recorded exactness is 'exact'", f"recorded {wit.get('exact')!r}")
+    check_witness_block(ctx, w, wit, wb, "B with M = 0")
+    return wb
 
 
 def _check_recorded_hypotheses(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> None:

@@ -61,7 +61,8 @@ from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _whe
 from absorb.verify._symbolic import (_gate_derivative_at_zero, _variable, _zero, flip_constant, homogeneous_of_degree,  # noqa: F401
                                      is_bounded, is_identity, is_relu_or_gelu)
 from absorb.verify._theorems import (_act, _check_bounded, _check_degree, _check_index_set, _check_linear,  # noqa: F401
-                                     _check_linearization, _check_recorded_hypotheses, _linear_witness)
+                                     _check_linearization, _check_recorded_hypotheses, _linear_witness,
+                                     check_trivial_witness)
 from absorb.verify._weights import (COLLINEAR_SCREEN, EVAL_INPUTS, EVAL_SCALES, FULL_GRAM_MAX, _bias_free, _block_arrays,  # noqa: F401
                                     _check_identity, _collinear_pairs, _evaluate, _flip_block, _invertible, _residual,
                                     _round_bound)
@@ -87,7 +88,7 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         allowed = 0.0
         if th == "trivial":
             _require(ctx, block.skip is not None and not np.any(block.skip), w, "every entry of M is zero: f = B is residual-free")
-            supported, witness = "absorbable", block.as_residual_free()
+            supported, witness = "absorbable", check_trivial_witness(ctx, w, b, block)
         elif th == "degree":
             _check_degree(ctx, w, b, block)
             supported = "not_absorbable"
