@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from fractions import Fraction
 from typing import Any
 
@@ -133,9 +134,11 @@ def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T
                 done = True
     if not done:
         res = _enumerate_lower_bound(U, D, T)
+        if res is None and block.n > ENUM_MAX_N:
+            _check_by_mitm(ctx, w, block, search, T, float(claimed))
+            return
         if res is None:
-            why = (f"n = {block.n} is beyond the checker's enumeration (n ≤ {ENUM_MAX_N})" if block.n > ENUM_MAX_N
-                   else f"an entry is outside [2^-{_RANGE_EXPONENT}, 2^{_RANGE_EXPONENT}], where the checker's float64 bounds hold")
+            why = f"an entry is outside [2^-{_RANGE_EXPONENT}, 2^{_RANGE_EXPONENT}], where the checker's float64 bounds hold"
             ctx.report.unchecked(w, f"infeasibility proved by {search.get('method')}", f"{why} and no dual matrix was recorded")
             return
         lower, upper = res
@@ -144,3 +147,38 @@ def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T
         _require(ctx, claimed <= upper, w, "the recorded bound is not overstated",
                  f"recorded {claimed:.17g}, true minimum ≤ {upper:.17g}")
 
+
+
+def _check_by_mitm(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T: np.ndarray, claimed: float) -> None:
+    """The checker's own meet-in-the-middle (``_mitm``): no S closer than the recorded bound
+    (which proves both claims); if that radius is too wide, no S within the tolerance (and
+    the bound itself is left not re-checked)."""
+    from absorb.verify._mitm import mitm_no_set_closer
+
+    t0 = time.perf_counter()
+    res = mitm_no_set_closer(block.W_up, block.W_down, T, claimed)
+    radius_is_bound = True
+    if isinstance(res, str):
+        first = res
+        radius_is_bound = False
+        res = mitm_no_set_closer(block.W_up, block.W_down, T, ctx.tol * (1 + 2.0**-40))
+        if isinstance(res, str):
+            ctx.report.unchecked(w, f"infeasibility proved by {search.get('method')}",
+                                 f"n = {block.n} > {ENUM_MAX_N}, no dual matrix recorded, and the checker's meet-in-the-middle "
+                                 f"declined: {first}; at the tolerance: {res}")
+            return
+    el = time.perf_counter() - t0
+    rec = search.get("elapsed")
+    how = (f"the checker's meet-in-the-middle: rank {res.rank} eliminated, 2^{res.free} free assignments, "
+           f"{res.pairs} pairs in the windows, {res.survivors} checked in ℚ; {el:.2f} s"
+           + (f" (the search took {rec:.2f} s)" if isinstance(rec, (int, float)) else ""))
+    within = [(S, rel) for S, rel in res.closer if rel <= ctx.tol]
+    _require(ctx, not within, w, f"no index set is within the tolerance: all 2^{block.n} sets are farther than τ = {ctx.tol:g}",
+             f"{how}; S = {within[0][0]} has relative distance {within[0][1]:.3g}" if within else how)
+    if radius_is_bound:
+        best = min((rel for _, rel in res.closer), default=None)
+        _require(ctx, best is None, w, "the recorded bound is not overstated: no index set is closer than it",
+                 f"recorded {claimed:.17g}; S = {res.closer[0][0]} is at {best!r}" if res.closer else f"recorded {claimed:.17g}; {how}")
+    else:
+        ctx.report.unchecked(w, "the recorded bound is not overstated",
+                             f"recorded {claimed:.6g}; only the tolerance was re-checked ({first})")
