@@ -14,7 +14,7 @@ from absorb.verify._numerics import EXACT_ELIM_MAX_D, _U, _frac_matrix, _gamma, 
 from absorb.verify import _numerics
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _gate_derivative_at_zero, _zero, flip_constant, homogeneous_of_degree, is_bounded, is_identity, is_relu_or_gelu
-from absorb.verify._weights import _bias_free, _flip_block, _residual, _row_pairs, _skip_invertible, _skip_nonzero
+from absorb.verify._weights import _bias_free, _block_arrays, _flip_block, _residual, _row_pairs, _skip_invertible, _skip_nonzero
 from absorb.verify._infeasible import _check_infeasible
 
 
@@ -209,7 +209,7 @@ def check_witness_block(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, what:
     recs = (wit.get("block") or {}).get("weights")
     if recs is None:
         return
-    mine = {k: v for k, v in wb.arrays().items()}
+    mine = _block_arrays(wb)
     _require(ctx, isinstance(recs, dict) and set(recs) == set(mine), w, f"the witness block lists the arrays of {what}",
              f"recorded {sorted(recs) if isinstance(recs, dict) else recs!r}, rebuilt {sorted(mine)}")
     for key, a in mine.items():

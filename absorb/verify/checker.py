@@ -53,6 +53,7 @@ import sympy as sp
 
 from absorb.model.block import Block, Stack
 from absorb.verify import DEFAULT_SEED
+from absorb.verify._canonical import check_canonical_form
 from absorb.verify._infeasible import ENUM_MAX_ENTRIES, ENUM_MAX_N, _array, _check_infeasible, _dual_relative, _enumerate_lower_bound, _exact_dual_bound  # noqa: F401
 from absorb.verify._load import SCHEMA, SUPPORTED_VERSIONS, load_certificate, resolve_model_path  # noqa: F401
 from absorb.verify._numerics import (EXACT_ELIM_MAX_D, EXACT_WORK, _RANGE_EXPONENT, _U, _frac_matrix, _gamma, _in_range,  # noqa: F401
@@ -68,7 +69,7 @@ from absorb.verify._weights import (COLLINEAR_SCREEN, EVAL_INPUTS, EVAL_SCALES, 
                                     _round_bound)
 
 
-_BLOCK_THEOREMS = {"trivial", "degree", "linearization", "bounded", "linear", "index-set", "none"}
+_BLOCK_THEOREMS = {"trivial", "degree", "linearization", "bounded", "linear", "index-set", "canonical-form", "none"}
 
 
 def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None, Block | None]:
@@ -109,6 +110,8 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
                            + (ctx.tol * float(np.linalg.norm(block.M)) if block.n < block.d else 0.0))
         elif th == "index-set":
             supported, witness, allowed = _check_index_set(ctx, w, b, block)
+        elif th == "canonical-form":
+            supported, witness, allowed = check_canonical_form(ctx, w, b, block)
         else:
             supported = "unknown"
         if verdict == "unknown":
