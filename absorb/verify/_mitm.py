@@ -114,19 +114,22 @@ def mitm_no_set_closer(U: np.ndarray, D: np.ndarray, T: np.ndarray, R: float) ->
     G = Mx @ K  # r×n
     h = Mx @ t
     gm = _gamma(m + 2)
-    errG = gm * (np.abs(Mx) @ absK) * (1 + 8 * _U)  # |Ĝ − M K| (K exact), entrywise
-    errh = gm * (np.abs(Mx) @ np.abs(t)) * (1 + 8 * _U)
+    # every computed sum of non-negative terms (k ≤ max(m, n) + 8 of them) is ≥ (1 − γ_k)·exact:
+    # multiplying by `up` makes it an upper bound
+    up = 1 + 4 * _gamma(max(m, n) + 8)
+    errG = gm * (np.abs(Mx) @ absK) * up  # |Ĝ − M K| (K exact: |K̂ − K| ≤ u|K|), entrywise
+    errh = gm * (np.abs(Mx) @ np.abs(t)) * up
     eye = np.eye(r)
-    eta = (np.abs(G[:, P] - eye) + errG[:, P]).sum(axis=1) * (1 + _gamma(r + 2))
-    tn_up = float(np.linalg.norm(t)) * (1 + _gamma(m + 2))
+    eta = (np.abs(G[:, P] - eye) + errG[:, P]).sum(axis=1) * up
+    tn_up = float(np.linalg.norm(t)) * up
     rho = R * tn_up * (1 + 2 * _U)
-    Mn_up = np.linalg.norm(Mx, axis=1) * (1 + _gamma(m + 2))
+    Mn_up = np.linalg.norm(Mx, axis=1) * up
     A_cols, B_cols = F[:nA], F[nA:]
-    sumA = np.abs(G[:, A_cols]).sum(axis=1)
-    sumB = np.abs(G[:, B_cols]).sum(axis=1)
-    eA = _gamma(len(A_cols) + 1) * sumA * (1 + 4 * _U)
-    eB = _gamma(len(B_cols) + 1) * sumB * (1 + 4 * _U)
-    W = (Mn_up * rho + eta + errh + errG[:, F].sum(axis=1) * (1 + _gamma(N + 2)) + eA + eB) * (1 + 16 * _U)
+    sumA = np.abs(G[:, A_cols]).sum(axis=1) * up
+    sumB = np.abs(G[:, B_cols]).sum(axis=1) * up
+    eA = _gamma(len(A_cols) + 1) * sumA  # the doubling sums: ≤ |A| terms each
+    eB = _gamma(len(B_cols) + 1) * sumB
+    W = (Mn_up * rho + eta + errh + errG[:, F].sum(axis=1) * up + eA + eB) * (1 + 16 * _U)
     W = W + 8 * _U * (np.abs(h) + 1 + sumA + sumB + W)  # the window arithmetic below: ≤ 4 roundings
     if not np.all(np.isfinite(W)) or float(W.max()) >= 0.25:
         return f"the windows are too wide to read the pivot bits (max {float(W.max()):.3g} ≥ 1/4)"
