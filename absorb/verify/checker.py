@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from fractions import Fraction
 
@@ -69,7 +69,61 @@ from absorb.verify._weights import (COLLINEAR_SCREEN, EVAL_INPUTS, EVAL_SCALES, 
                                     _round_bound)
 
 
-_BLOCK_THEOREMS = {"trivial", "degree", "linearization", "bounded", "linear", "index-set", "canonical-form", "none"}
+_Outcome = tuple[str, "Block | None", float]
+"""What a per-theorem check returns: the verdict its evidence supports, the witness rebuilt
+here (absorbable) and the allowed linear error ``‖x‖₂·allowed`` of its evaluation against f."""
+
+
+def _th_trivial(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> _Outcome:
+    _require(ctx, block.skip is not None and not np.any(block.skip), w, "every entry of M is zero: f = B is residual-free")
+    return "absorbable", check_trivial_witness(ctx, w, b, block), 0.0
+
+
+def _th_degree(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> _Outcome:
+    _check_degree(ctx, w, b, block)
+    return "not_absorbable", None, 0.0
+
+
+def _th_linearization(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> _Outcome:
+    _check_linearization(ctx, w, b, block)
+    return "not_absorbable", None, 0.0
+
+
+def _th_bounded(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> _Outcome:
+    _check_bounded(ctx, w, b, block)
+    return "not_absorbable", None, 0.0
+
+
+def _th_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> _Outcome:
+    supported = _check_linear(ctx, w, b, block)
+    if supported != "absorbable":
+        return supported, None, 0.0
+    A = block.M + block.W_down @ block.W_up
+    # rounding of A itself (γ_{n+2}(|M| + |D||U|)), the SVD, and the tolerated tail
+    allowed = (_gamma(block.n + 2) * float(np.linalg.norm(np.abs(block.M) + np.abs(block.W_down) @ np.abs(block.W_up)))
+               + 20 * block.d * _U * float(np.linalg.norm(A))
+               + (ctx.tol * float(np.linalg.norm(block.M)) if block.n < block.d else 0.0))
+    return "absorbable", _linear_witness(block), allowed
+
+
+def _th_none(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> _Outcome:
+    return "unknown", None, 0.0
+
+
+THEOREM_CHECKS: dict[str, Callable[[_Ctx, str, dict[str, Any], Block], _Outcome]] = {
+    "trivial": _th_trivial,
+    "degree": _th_degree,
+    "linearization": _th_linearization,
+    "bounded": _th_bounded,
+    "linear": _th_linear,
+    "index-set": _check_index_set,
+    "canonical-form": check_canonical_form,
+    "none": _th_none,
+}
+"""The per-theorem checks, keyed by the certificate's theorem id. A new theorem is one entry:
+a function that re-derives its claims (``_require`` each, raising on the first failure) and
+returns what its evidence supports."""
+_BLOCK_THEOREMS = set(THEOREM_CHECKS)
 
 
 def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None, Block | None]:
@@ -85,35 +139,7 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         _require(ctx, th in _BLOCK_THEOREMS, w, f"the theorem id {th!r} is known")
         _require(ctx, verdict in ("absorbable", "not_absorbable", "unknown"), w, f"the verdict {verdict!r} is one of three")
         _check_recorded_hypotheses(ctx, w, b, block)
-        witness: Block | None = None
-        allowed = 0.0
-        if th == "trivial":
-            _require(ctx, block.skip is not None and not np.any(block.skip), w, "every entry of M is zero: f = B is residual-free")
-            supported, witness = "absorbable", check_trivial_witness(ctx, w, b, block)
-        elif th == "degree":
-            _check_degree(ctx, w, b, block)
-            supported = "not_absorbable"
-        elif th == "linearization":
-            _check_linearization(ctx, w, b, block)
-            supported = "not_absorbable"
-        elif th == "bounded":
-            _check_bounded(ctx, w, b, block)
-            supported = "not_absorbable"
-        elif th == "linear":
-            supported = _check_linear(ctx, w, b, block)
-            if supported == "absorbable":
-                witness = _linear_witness(block)
-                A = block.M + block.W_down @ block.W_up
-                # rounding of A itself (γ_{n+2}(|M| + |D||U|)), the SVD, and the tolerated tail
-                allowed = (_gamma(block.n + 2) * float(np.linalg.norm(np.abs(block.M) + np.abs(block.W_down) @ np.abs(block.W_up)))
-                           + 20 * block.d * _U * float(np.linalg.norm(A))
-                           + (ctx.tol * float(np.linalg.norm(block.M)) if block.n < block.d else 0.0))
-        elif th == "index-set":
-            supported, witness, allowed = _check_index_set(ctx, w, b, block)
-        elif th == "canonical-form":
-            supported, witness, allowed = check_canonical_form(ctx, w, b, block)
-        else:
-            supported = "unknown"
+        supported, witness, allowed = THEOREM_CHECKS[th](ctx, w, b, block)
         if verdict == "unknown":
             _require(ctx, supported != "not_absorbable" and th != "trivial" and (supported == "unknown" or th == "linear"), w,
                      "the verdict 'unknown' is what the evidence supports",
