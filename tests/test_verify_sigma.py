@@ -60,7 +60,7 @@ def test_kink_points_catch_the_step_gate_without_the_flip_check(tmp_path: Path, 
     assert not rep.accepted
     assert "kink/gate hyperplanes" in rep.failures[0].claim
     # and random inputs alone pass: the kink points are what finds it
-    monkeypatch.setattr(_weights, "_kink_points", lambda blocks, d: np.zeros((0, d)))
+    monkeypatch.setattr(_weights, "_kink_points", lambda blocks, d, evaluated=None: np.zeros((0, d)))
     rep = checker.verify_certificate(json.loads(cert.read_text()), load(model))
     assert rep.accepted
 
@@ -99,3 +99,23 @@ def test_other_facts_by_pieces() -> None:
     assert _symbolic.is_relu_or_gelu(act("relu")) and _symbolic.is_relu_or_gelu(act("expr:(x+Abs(x))/2"))
     assert not _symbolic.is_relu_or_gelu(act("expr:Max(0,x)+0**Abs(x)"))  # differs from ReLU at 0 only
     assert _symbolic.is_identity(act("identity")) and not _symbolic.is_identity(act("expr:x+0**Abs(x)-1"))
+
+
+def test_kink_points_stay_within_their_budget() -> None:
+    """At model scale the checker's own evaluation would cost seconds per point: the budget
+    (multiply-adds through every evaluated block) caps the number of points, down to none."""
+    from absorb import Block
+
+    rng = np.random.default_rng(2)
+    small = Block(rng.standard_normal((40, 8)), rng.standard_normal((8, 40)), get_activation("relu"))
+    X = _weights._kink_points([small, small], 8)
+    assert 3 <= len(X) <= 1 + 2 * 2 * 40
+    cost = 2 * (40 * 8 * 3 + 64)
+    old = _weights.KINK_WORK
+    try:
+        _weights.KINK_WORK = 5 * cost
+        assert len(_weights._kink_points([small, small], 8)) <= 5
+        _weights.KINK_WORK = cost - 1
+        assert len(_weights._kink_points([small, small], 8)) == 0
+    finally:
+        _weights.KINK_WORK = old

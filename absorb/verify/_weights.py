@@ -272,20 +272,26 @@ def _own_eval(block: Block, X: np.ndarray) -> np.ndarray:
     return np.array(out).reshape(len(X), block.d)
 
 
-def _kink_points(blocks: Sequence[Block], d: int) -> np.ndarray:
+def _kink_points(blocks: Sequence[Block], d: int, evaluated: Sequence[Block] | None = None) -> np.ndarray:
     """Inputs lying exactly on the hyperplanes u·x = 0 of bias-free rows u of W_up and W_gate
     of ``blocks``: x_j = u_k, x_k = −u_j (j, k the two largest |u| entries) makes
     fl(u·x) = fl(u_j u_k) − fl(u_j u_k) = 0 exactly; also x = 0. At most KINK_WORK
-    multiply-adds of evaluation in all (rows spread evenly over each matrix)."""
-    pts = [np.zeros(d)]
+    multiply-adds of evaluation in all, through every block of ``evaluated`` (default
+    ``blocks``; rows spread evenly over each matrix)."""
     mats = []
     for b in blocks:
         for W, bias in ((b.W_up, b.b_up), (b.W_gate, b.b_gate)):
             if W is not None:
                 mats.append((W, bias))
-    cost = sum(b.n * b.d * 3 + b.d * b.d for b in blocks) or 1
-    per = max(1, int(KINK_WORK // cost) // max(1, len(mats)))
+    cost = sum(b.n * b.d * 3 + b.d * b.d for b in (evaluated or blocks)) or 1  # per input, both sides
+    budget = int(KINK_WORK // cost)
+    if budget < 1:
+        return np.zeros((0, d))
+    pts = [np.zeros(d)]
+    per = (budget - 1) // (2 * max(1, len(mats)))  # two points per row
     for W, bias in mats:
+        if per < 1:
+            break
         rows = [i for i in np.unique(np.linspace(0, W.shape[0] - 1, num=min(per, W.shape[0])).astype(int))
                 if (bias is None or bias[i] == 0) and np.any(W[i] != 0)]
         for i in rows:
@@ -314,7 +320,7 @@ def _evaluate(f: Callable[[np.ndarray], np.ndarray], g: Callable[[np.ndarray], n
     worst = 0.0
     ok = True
     m = 0
-    kinks = _kink_points([blocks_f[0], blocks_g[0]], d)
+    kinks = _kink_points([blocks_f[0], blocks_g[0]], d, [*blocks_f, *blocks_g])
     for scale in EVAL_SCALES + ("kinks",):
         if scale == "kinks":
             if not len(kinks):
