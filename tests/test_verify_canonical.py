@@ -90,3 +90,27 @@ def test_degenerate_instances_verify_completely(act: str, seed: int) -> None:
     assert rep.accepted, [f.claim + " — " + f.detail for f in rep.failures]
     if dec.theorem.value == "canonical-form" and dec.verdict.value != "unknown":
         assert not rep.not_rechecked, [f.claim for f in rep.not_rechecked]
+
+
+def test_softplus_dead_unit_is_not_dropped() -> None:
+    """softplus has σ(z) − σ(−z) = z but σ(0) = log 2: f(x) = x + σ(x) + 5σ(0·x) and
+    B'(x) = 2σ(x) − σ(−x) have the same canonical form once the unit with u = 0 is dropped,
+    yet differ by 5·log 2. The checker must refuse the argument for such σ."""
+    from fractions import Fraction as Fr
+
+    from absorb.verify import _canonical, _report
+
+    U, D = np.array([[1.0], [0.0], [0.0]]), np.array([[1.0, 5.0, 0.0]])
+    blk = Block(U, D, get_activation("softplus"))
+    Up, Dp = [[Fr(1)], [Fr(-1)], [Fr(0)]], [[Fr(2), Fr(-1), Fr(0)]]
+    assert _canonical.canonical(_canonical._q(U), _canonical._q(D), [[Fr(1)]], "even") == \
+        _canonical.canonical(Up, Dp, [[Fr(0)]], "even")  # the hole: equal forms, different functions
+    L0, lines = _canonical.canonical(_canonical._q(U), _canonical._q(D), [[Fr(1)]], "even")
+    rec = {"family": "even", "width": 3, "L0": [[str(v) for v in r] for r in L0],
+           "lines": [{"e": [str(v) for v in e], "a": [str(v) for v in a], "units": [0]} for e, a in lines.items()],
+           "choice": {"B": [0], "delta": [0], "rank": 0, "width": 2},
+           "witness_exact": {"W_up": [[str(v) for v in r] for r in Up], "W_down": [[str(v) for v in r] for r in Dp]}}
+    ctx = checker._Ctx(_report.Report(), 1e-9, 0)
+    with pytest.raises(checker._Reject):
+        _canonical.check_canonical_form(ctx, "b", {"verdict": "absorbable", "canonical_form": rec}, blk)
+    assert ctx.report.failures[0].claim.startswith("σ(0) = 0 exactly")

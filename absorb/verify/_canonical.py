@@ -28,7 +28,8 @@ import sympy as sp
 from absorb.model.block import Block
 from absorb.verify._numerics import _U, exact_rank
 from absorb.verify._report import _Ctx, _require
-from absorb.verify._symbolic import _same_function, flip_constant, homogeneous_of_degree
+from absorb.verify._pieces import decide_zero, exact_value
+from absorb.verify._symbolic import _same_function, _variable, flip_constant, homogeneous_of_degree
 from absorb.verify._weights import _bias_free
 
 Mat = list[list[Fraction]]
@@ -137,6 +138,8 @@ def check_canonical_form(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
     c = flip_constant(act, False)
     _require(ctx, c is not None and c == 1, w, "σ(z) − σ(−z) = z for all z (exact at 0 and every break point, by pieces)",
              f"flip constant {c}")
+    x = _variable(act)
+    _require(ctx, decide_zero(exact_value(act, x, sp.Integer(0))) is True, w, "σ(0) = 0 exactly (dead units contribute nothing)")
     family = "relu" if homogeneous_of_degree(act, sp.Integer(1)) else "even"
     _require(ctx, rec.get("family") == family, w, f"the grouping is '{family}' "
              + ("(σ positively homogeneous of degree 1)" if family == "relu" else "(units pair by ±u exactly)"),
