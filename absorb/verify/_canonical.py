@@ -40,9 +40,8 @@ MAX_WORK = 400_000
 _Y = sp.Symbol("y", real=True)
 _UNIQUE = {  # σ for which the canonical form is unique (docs/degenerate.md, Lemma U)
     "relu": (sp.Max(0, _Y),),
-    "even": (_Y * (1 + sp.erf(_Y / sp.sqrt(2))) / 2,
-             _Y * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (_Y + sp.Rational(44715, 10**6) * _Y**3))) / 2,
-             _Y / (1 + sp.exp(-_Y)), _Y / (1 + sp.exp(-sp.Rational(1702, 1000) * _Y))),
+    "even": (_Y * (1 + sp.erf(_Y / sp.sqrt(2))) / 2, _Y / (1 + sp.exp(-_Y)), _Y / (1 + sp.exp(-sp.Rational(1702, 1000) * _Y)),
+             _Y * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (_Y + sp.Rational(44715, 10**6) * _Y**3))) / 2),  # cheapest comparisons first
 }
 
 

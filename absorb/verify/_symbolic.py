@@ -169,6 +169,7 @@ def is_bounded(expr: sp.Expr) -> bool:
     return bool(top.is_finite and bottom.is_finite and top.is_real and bottom.is_real)
 
 
+@functools.lru_cache(maxsize=256)
 def _same_function(a: sp.Expr, b: sp.Expr) -> bool:
     """a ≡ b on R: the difference is 0 at every break point (exact) and on every piece."""
     xa, xb = _variable(a), _variable(b)
