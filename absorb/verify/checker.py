@@ -12,35 +12,39 @@ What is re-derived, per block:
 
 * **identity** — the SHA-256 of every weight array (float64 little-endian C order) and the
   embedded small arrays; shapes, kind, the activation's sympy expression.
-* **the theorem fits the activation** — homogeneity degree by substituting ``t·p`` on the
-  sign cases ``x = p, −p, 0`` (``p, t > 0``); ``g(0) = 0`` and the one-sided difference
-  quotients at 0; the flip identity ``σ(z) − σ(−z) = c z`` (``g(z) + g(−z) = c`` gated);
-  finite limits at ±∞ and continuity; ReLU/GELU identity for result 5's necessity.
+* **the theorem fits the activation** — by pieces (``_pieces``, ``_symbolic``): exact
+  evaluation of σ at 0 and at every break point of Max/Min/Abs/Piecewise/0**…, and exact
+  simplification of the switch-free formula on each open piece: homogeneity degree, ``g(0)``
+  and the one-sided difference quotients at 0, the flip identity ``σ(z) − σ(−z) = c z``
+  (``g(z) + g(−z) = c`` gated), continuity and finite limits at ±∞, and which σ it is.
 * **hypotheses on the weights** — ``M ≠ 0`` and bias-freeness exactly; invertibility of
   ``M`` (``H_res`` for Hyper-Connections) by exact rational elimination when d ≤ 24, else an
   SVD with a rounding margin; nonzero rows/columns exactly; non-collinearity by a float
   cosine screen whose margin (1e-6) dwarfs its rounding error, with near pairs decided
   exactly in rationals.
 * **witnesses** — ``‖D_S U_S + M/c‖_F`` exactly in rationals when ``|S|·d² ≤ 2·10⁵``,
-  else in float64 with a rigorous rounding bound; the residual-free block rebuilt here from
-  ``S`` and evaluated against ``f`` on fresh random inputs with a derived error bound.
+  else in float64 with a rigorous rounding bound; the residual-free block rebuilt here
+  (from ``S``, or the exact canonical-form construction) and evaluated against ``f`` on
+  fresh random inputs and on inputs exactly on the kink/gate hyperplanes, with a derived
+  error bound; trivial (M = 0) witnesses field by field.
 * **impossibility** — dual certificates ``Y = A Bᵀ`` through
-  ``absorb.verify.dual_bound.check_dual_bound`` when that module exists, else exactly in
-  rationals for small sizes; exhaustive enumeration re-done here for n ≤ 16; rank bounds
-  of linear blocks (exact rank in rationals for small d); the skip product of a stack.
+  ``absorb.verify.dual_bound.check_dual_bound``, else exactly in rationals for small sizes;
+  exhaustive enumeration re-done here for n ≤ 16, the checker's own meet-in-the-middle
+  beyond (``_mitm``); the canonical form and every choice (B, δ) in exact rationals
+  (``_canonical``); rank bounds of linear blocks (exact rank in rationals for small d); the
+  skip product of a stack.
 
 Anything that cannot be re-derived (too large, a search certificate of an unknown kind) is
-reported as *not re-checked*; ``verify`` accepts such a certificate by default (exit 0,
-with the list) and rejects it under ``--strict`` (exit 1).
+reported as *not re-checked*, and such a certificate is not accepted: ``verify`` exits 4
+("not fully checked"), 1 when a claim failed.
 
-Layout: this module holds the per-block dispatch and the certificate-level checks; the
-pieces live in ``_report`` (findings), ``_load`` (reading the file), ``_numerics`` (γ,
-rationals, hashes), ``_symbolic`` (facts about σ), ``_weights`` (hashes, hypotheses,
-residuals, evaluation), ``_infeasible`` (impossibility re-checks) and ``_theorems`` (the
-per-theorem checks). The names used by callers are re-exported here.
+Layout: this module holds the per-block dispatch (``THEOREM_CHECKS``, keyed by theorem id)
+and the certificate-level checks; the pieces live in ``_report`` (findings), ``_load``
+(reading the file), ``_numerics`` (γ, rationals, hashes), ``_pieces`` and ``_symbolic``
+(facts about σ), ``_weights`` (hashes, hypotheses, residuals, evaluation), ``_infeasible``
+and ``_mitm`` (impossibility re-checks), ``_theorems`` and ``_canonical`` (the per-theorem
+checks). The names used by callers are re-exported here.
 """
-
-from __future__ import annotations
 
 from __future__ import annotations
 
