@@ -119,3 +119,49 @@ def test_kink_points_stay_within_their_budget() -> None:
         assert len(_weights._kink_points([small, small], 8)) == 0
     finally:
         _weights.KINK_WORK = old
+
+
+def _random_sigma(data) -> sp.Expr:
+    """A random piecewise-linear-ish σ: ramps, absolute values and indicators 0**|x − b|
+    (1 at b, 0 elsewhere), with small integer coefficients and break points."""
+    from hypothesis import strategies as st
+
+    x = sp.Symbol("x", real=True)
+    terms = []
+    for _ in range(data.draw(st.integers(1, 4))):
+        kind = data.draw(st.sampled_from(["ramp", "abs", "dot", "lin"]))
+        c = sp.Integer(data.draw(st.integers(-3, 3)))
+        b = sp.Rational(data.draw(st.integers(-4, 4)), data.draw(st.integers(1, 2)))
+        terms.append(c * {"ramp": sp.Max(0, x - b), "abs": sp.Abs(x - b), "dot": 0 ** sp.Abs(x - b), "lin": x}[kind])
+    return sp.Add(*terms)
+
+
+from hypothesis import example, given, strategies as st  # noqa: E402
+
+
+@given(st.data())
+def test_flip_constant_claims_hold_exactly_at_break_points_and_between(data) -> None:
+    """Whenever the checker claims σ(z) − σ(−z) = cz (or g(z) + g(−z) = c), the identity holds
+    exactly (sympy's own evaluation) at every ±break point, 0 and rational points between."""
+    e = _random_sigma(data)
+    x = sp.Symbol("x", real=True)
+    pts = {sp.Integer(0)} | {s * sp.Rational(k, 4) for k in range(0, 21) for s in (1, -1)}
+    for gated in (False, True):
+        c = _symbolic.flip_constant(e, gated)
+        if c is None:
+            continue
+        for z in pts:
+            lhs = e.subs(x, z) + e.subs(x, -z) if gated else e.subs(x, z) - e.subs(x, -z)
+            assert sp.simplify(lhs - (c if gated else c * z)) == 0, (e, gated, c, z)
+
+
+@example(k=0)
+@given(st.integers(0, 3))
+def test_indicator_at_zero_breaks_the_flip_identity(k: int) -> None:
+    """σ = relu + k'·0**|x| (k' = k + 1): σ(z) − σ(−z) = z except at z = 0 — which is
+    harmless there (both sides 0), so the ungated identity holds; the gated one for a step
+    with a dot at 0 does not."""
+    x = sp.Symbol("x", real=True)
+    kk = k + 1
+    assert _symbolic.flip_constant(sp.Max(0, x) + kk * 0 ** sp.Abs(x), False) == 1
+    assert _symbolic.flip_constant(1 - 0 ** sp.Max(0, x) + kk * 0 ** sp.Abs(x), True) is None
