@@ -23,7 +23,7 @@ from absorb.certificate.write import CertificateError, compile_pdf
 from absorb.cli import main
 from absorb.engine import decide
 from absorb.io import load
-from absorb.verify import checker
+from absorb.verify import _infeasible, _numerics, _weights, checker
 
 HAVE_PDFLATEX = shutil.which("pdflatex") is not None and shutil.which("pdftotext") is not None
 
@@ -243,19 +243,19 @@ def test_changed_weight_with_matching_hash_is_still_rejected(certs: dict, tmp_pa
 # ------------------------------------------------------------- checker components --
 
 
-def test_strict_rejects_what_could_not_be_rechecked(certs: dict, monkeypatch: pytest.MonkeyPatch,
+def test_what_could_not_be_rechecked_is_not_accepted(certs: dict, monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     model, cert = certs["generic_relu"]
     import sys
 
     # pretend n = 8 is beyond re-enumeration and the dual certificate beyond re-checking
-    monkeypatch.setattr(checker, "ENUM_MAX_N", 4)
-    monkeypatch.setattr(checker, "EXACT_WORK", 0)
+    monkeypatch.setattr(_infeasible, "ENUM_MAX_N", 4)
+    monkeypatch.setattr(_numerics, "EXACT_WORK", 0)
     monkeypatch.setitem(sys.modules, "absorb.verify.dual_bound", None)
     capsys.readouterr()
-    assert main(["verify", str(cert)]) == 0
-    assert "not re-checked" in capsys.readouterr().out
-    assert main(["verify", str(cert), "--strict"]) == 1
+    assert main(["verify", str(cert)]) == 4  # not fully checked is not accepted
+    assert "not fully checked" in capsys.readouterr().out
+    assert main(["verify", str(cert), "--strict"]) == 4  # --strict: a synonym of the default
     assert "could not be re-checked" in capsys.readouterr().out
 
 
@@ -484,7 +484,7 @@ def test_checker_collinearity_screen_finds_exact_pairs_across_chunks(monkeypatch
     U[2200] = -0.5 * U[2100]  # inside the second chunk
     U[7] = U[5] + 1e-9  # nearly, not exactly
     assert checker._collinear_pairs(U) == ([(10, 4000), (2100, 2200)], None)
-    monkeypatch.setattr(checker, "FULL_GRAM_MAX", 10_000)
+    monkeypatch.setattr(_weights, "FULL_GRAM_MAX", 10_000)
     pairs, worst = checker._collinear_pairs(U)
     assert sorted(pairs) == [(10, 4000), (2100, 2200)]
     assert worst == pytest.approx(1.0)
@@ -520,13 +520,13 @@ def test_checker_float_bounds_refuse_extreme_magnitudes() -> None:
         assert checker._enumerate_lower_bound(np.ldexp(U, e), np.ldexp(D, e), np.ldexp(T, 2 * e)) is None
     M = -T
     S = list(range(5))  # |S|·d² = 20: the exact path; check the float path with EXACT_WORK = 0
-    old = checker.EXACT_WORK
+    old = _numerics.EXACT_WORK
     try:
-        checker.EXACT_WORK = 0
+        _numerics.EXACT_WORK = 0
         assert math.isfinite(checker._residual(U, D, M, Fraction(1), S)[1])
         assert checker._residual(np.ldexp(U, 270), np.ldexp(D, 270), np.ldexp(M, 540), Fraction(1), S)[1] == math.inf
     finally:
-        checker.EXACT_WORK = old
+        _numerics.EXACT_WORK = old
 
 
 @settings(derandomize=True, deadline=None, max_examples=40)
@@ -553,12 +553,12 @@ def test_projection_screen_finds_exactly_the_collinear_pairs(seed, n, d, k, scal
     U = np.ldexp(U, rng.integers(-abs(scale), abs(scale) + 1, size=n)[:, None])
     assert np.all(np.isfinite(U))
     full, worst = checker._collinear_pairs(U)
-    old = checker.FULL_GRAM_MAX
+    old = _weights.FULL_GRAM_MAX
     try:
-        checker.FULL_GRAM_MAX = -1
+        _weights.FULL_GRAM_MAX = -1
         screened, none = checker._collinear_pairs(U)
     finally:
-        checker.FULL_GRAM_MAX = old
+        _weights.FULL_GRAM_MAX = old
     assert none is None and worst is not None
     assert sorted(full) == screened
     assert {(a, b) for a, b in planted if U[a].any() and U[b].any()} <= set(screened)

@@ -86,6 +86,17 @@ THEOREMS: dict[str, dict[str, object]] = {
         "statement": r"If $f_\ell=B'_\ell$ for every $\ell$ then $F=f_L\circ\cdots\circ f_1=B'_L\circ\cdots\circ B'_1$.",
         "needs": ["every block absorbable"],
     },
+    "canonical-form": {
+        "title": "Canonical form (Theorem D)",
+        "source": "beyond the paper (docs/degenerate.md)",
+        "statement": (r"For a bias-free ungated block with $\sigma$ = ReLU (resp. GELU, GELU-tanh, SiLU, quick-GELU) write "
+                      r"$f(x)=L_0x+\sum_\ell a_\ell\,\sigma(e_\ell\cdot x)$ over its active lines (units grouped by line, "
+                      r"$\sigma(-z)=\sigma(z)-z$). This form is unique, and $f$ equals a residual-free block of width $N$ iff "
+                      r"$m+|B|+2\,\mathrm{rank}(C_\delta P_B)\le N$ for some independent lines $B$ and flips $\delta$, "
+                      r"$C_\delta=L_0+\sum_{\ell\notin B}\delta_\ell a_\ell e_\ell^{\mathsf T}$, $P_B$ the projector onto "
+                      r"$\mathrm{span}(e_\ell:\ell\in B)^\perp$; the witness block is built from the minimising $(B,\delta)$."),
+        "needs": ["bias_free", "ungated", "flip_identity", "canonical_form"],
+    },
     "none": {
         "title": "No applicable result",
         "source": "--",

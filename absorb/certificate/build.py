@@ -270,6 +270,36 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
     return arg
 
 
+def _canonical_record(bd: BlockDecision) -> dict[str, Any] | None:
+    """What the checker needs for a canonical-form verdict (docs/degenerate.md): the exact
+    canonical form, the chosen (B, δ) with its width, and for ``absorbable`` the constructed
+    block in exact rationals (its float64 rounding is the recorded witness block)."""
+    from absorb.engine.degenerate import construct, decide_degenerate
+
+    dd = decide_degenerate(bd.block, tol=bd.tolerance)
+    cf, out = dd.canonical, dd.outcome
+    if cf is None or out is None or dd.verdict != bd.verdict:
+        return None
+    q = lambda v: str(v)  # noqa: E731  (Fraction → "p/q", read back exactly with Fraction(str))
+    rec: dict[str, Any] = {
+        "family": cf.family,
+        "width": dd.width,
+        "L0": [[q(v) for v in row] for row in cf.L0],
+        "lines": [{"e": [q(v) for v in ln.e], "a": [q(v) for v in ln.a], "units": list(ln.units)} for ln in cf.lines],
+        "dead_units": list(cf.dead),
+        "inactive_lines": [list(g) for g in cf.inactive],
+        "candidates": out.candidates,
+        "min_width": None if out.best is None else out.best.value,
+    }
+    if out.best is not None:
+        ch = out.best
+        rec["choice"] = {"B": list(ch.B), "delta": list(ch.delta), "rank": ch.rank, "width": ch.value}
+        if out.status == "found":
+            up, down = construct(cf, ch, dd.width)
+            rec["witness_exact"] = {"W_up": [[q(v) for v in row] for row in up], "W_down": [[q(v) for v in row] for row in down]}
+    return rec
+
+
 def block_entry(bd: BlockDecision) -> dict[str, Any]:
     """One block's part of a certificate.  It needs the block's weights (for their hashes):
     for a checkpoint decided a layer at a time, build it in ``decide_collection``'s
@@ -298,6 +328,10 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
     w = _witness(bd)
     if w is not None:
         entry["witness"] = w
+    if bd.theorem.value == "canonical-form":
+        cf = _canonical_record(bd)
+        if cf is not None:
+            entry["canonical_form"] = cf
     if bd.search is not None:
         s = bd.search
         entry["search"] = {"method": s.method, "status": s.status.value, "reason": s.reason,

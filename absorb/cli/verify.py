@@ -2,9 +2,11 @@
 
 The checker (:mod:`absorb.verify.checker`) shares no code with the decision engine or the
 search: it recomputes hashes, hypotheses, witnesses, bounds and the activation facts from
-the weights and sympy. Exit codes: 0 accepted; 1 rejected (a claim failed — the first
-failure is printed), or, with ``--strict``, some claim could not be re-checked; 2 bad input
-(missing or malformed certificate or model).
+the weights and sympy. Exit codes: 0 accepted (every claim re-checked); 1 rejected (a claim
+failed — the first failure is printed); 2 bad input (missing or malformed certificate or
+model); 4 not fully checked (nothing failed, but some claim could not be re-checked — a
+certificate is only accepted when every claim was). ``--strict`` is kept as a synonym of the
+default.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import json
 import sys
 
 from absorb.cli import EXIT_OK, EXIT_REJECTED
+
+EXIT_INCOMPLETE = 4
+"""``verify``: nothing failed, but some claim could not be re-checked (not accepted)."""
 
 _MARK = {"ok": "✓", "fail": "✗", "unchecked": "?"}
 
@@ -25,14 +30,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Re-derive every claim of a certificate written by 'absorb check --certificate OUT.json' "
                        "from the weights: SHA-256 hashes, hypotheses, the activation property the theorem needs (with "
                        "sympy), witnesses (exact rationals where sizes allow, else fresh random inputs) and bounds. "
-                       "Exit 0: accepted; 1: rejected (or, with --strict, not every claim re-checked); 2: bad input.",
-                       epilog="example: absorb verify cert.json model.npz --strict")
+                       "Exit 0: accepted (every claim re-checked); 1: rejected; 2: bad input; 4: not fully checked (some claim "
+                       "could not be re-checked, nothing failed).",
+                       epilog="example: absorb verify cert.json model.npz")
     p.add_argument("certificate", help="the .json certificate")
     p.add_argument("model", nargs="?", help="the model file or checkpoint (default: the path recorded in the certificate, "
                    "then the same file name next to the certificate); a checkpoint is opened with the options recorded "
                    "in the certificate (--layers, --up/--down/--gate, --fold-norm) and read one layer at a time")
-    p.add_argument("--strict", action="store_true", help="exit 1 when some claim could not be re-checked "
-                   "(default: accept, listing those claims)")
+    p.add_argument("--strict", action="store_true", help="kept for old scripts: the default already refuses to accept "
+                   "a certificate with a claim that could not be re-checked (exit 4)")
     p.add_argument("--json", action="store_true", help="print the findings as one JSON object")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the checker's random inputs (default {DEFAULT_SEED})")
     p.set_defaults(func=run)
@@ -52,10 +58,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         model = load(path, activation=act)
     report = verify_certificate(cert, model, seed=args.seed)
-    rejected = not report.accepted or (args.strict and bool(report.not_rechecked))
+    rejected = not report.accepted
+    incomplete = not rejected and bool(report.not_rechecked)
     if args.json:
         out = {"certificate": args.certificate, "model": str(path), **report.to_json(), "strict": args.strict,
-               "result": "rejected" if rejected else "accepted"}
+               "result": "rejected" if rejected else "not fully checked" if incomplete else "accepted"}
         sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     else:
         lines = [f"absorb verify {args.certificate} against {path}"]
@@ -65,10 +72,11 @@ def run(args: argparse.Namespace) -> int:
         if report.failures:
             f = report.failures[0]
             lines.append(f"rejected: {f.where}: {f.claim}" + (f" — {f.detail}" if f.detail else ""))
-        elif rejected:
-            lines.append(f"rejected (--strict): {len(report.not_rechecked)} claim(s) could not be re-checked")
+        elif incomplete:
+            f = report.not_rechecked[0]
+            lines.append(f"not fully checked: {n_ok} checks passed, {len(report.not_rechecked)} claim(s) could not be "
+                         f"re-checked, first: {f.where}: {f.claim}" + (f" — {f.detail}" if f.detail else ""))
         else:
-            extra = f", {len(report.not_rechecked)} not re-checked" if report.not_rechecked else ""
-            lines.append(f"accepted: {n_ok} checks passed{extra}; verdict {cert['verdict']}")
+            lines.append(f"accepted: {n_ok} checks passed; verdict {cert['verdict']}")
         sys.stdout.write("\n".join(lines) + "\n")
-    return EXIT_REJECTED if rejected else EXIT_OK
+    return EXIT_REJECTED if rejected else EXIT_INCOMPLETE if incomplete else EXIT_OK

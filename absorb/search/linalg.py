@@ -23,8 +23,8 @@ Method: one sketched least-squares solve serves both answers.
   sketched least-squares residual (positive for generic weights, 0 for planted ones).
 
 Verdicts are never taken from the solver's own arithmetic: ``infeasible`` only when the
-independent checker :func:`absorb.verify.dual_bound.check_dual_bound` returns a rigorous
-relative bound > tol; ``found`` only when :func:`absorb.verify.dual_bound.check_residual`
+search's own rigorous bound :func:`absorb.search._scale_bounds.check_dual_bound` returns a
+relative bound > tol; ``found`` only when :func:`absorb.search._scale_bounds.check_residual`
 gives a rigorous upper bound ≤ tol on the recomputed relative residual.
 
 Precision and memory: the products with ``U`` and ``D`` run in the weights' own dtype
@@ -43,7 +43,7 @@ import numpy as np
 
 from absorb._errors import InvalidInput
 from absorb.search._types import SearchResult, SearchStatus
-from absorb.verify.dual_bound import check_dual_bound, check_residual
+from absorb.search._scale_bounds import check_dual_bound, check_residual
 
 __all__ = ["solve_linalg", "default_rank"]
 
@@ -253,7 +253,7 @@ def solve_linalg(
                 return SearchResult(
                     SearchStatus.INFEASIBLE, METHOD,
                     f"dual certificate Y = A Bᵀ of rank {r} after {it} CG iterations; bound "
-                    "recomputed by absorb.verify.dual_bound.check_dual_bound",
+                    "recomputed by absorb.search._scale_bounds.check_dual_bound",
                     bound=chk.relative, elapsed=time.perf_counter() - t0,
                     certificate={"kind": "dual-low-rank", "A": A.copy(), "B": B,
                                  "bound_abs": chk.absolute, "bound_rel": chk.relative,

@@ -1,0 +1,53 @@
+"""Reading a certificate file and finding the model it names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from absorb._errors import InvalidInput
+
+SCHEMA = "absorb-certificate"
+SUPPORTED_VERSIONS = (1,)
+
+
+def load_certificate(path: str | Path) -> dict[str, Any]:
+    """Read and validate a certificate file (schema, version, required keys) — InvalidInput if bad."""
+    p = Path(path)
+    if not p.is_file():
+        raise InvalidInput(f"{p}: no such certificate file; make one with 'absorb check MODEL --certificate {p.name}'")
+    try:
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{p}: not a text file; give the .json certificate (not the .pdf or .tex rendering)") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno}); give the .json certificate") from None
+    if not isinstance(obj, dict) or obj.get("schema") != SCHEMA:
+        raise InvalidInput(f"{p}: not an absorb certificate (no \"schema\": \"{SCHEMA}\"); make one with 'absorb check MODEL --certificate OUT.json'")
+    if obj.get("schema_version") not in SUPPORTED_VERSIONS:
+        raise InvalidInput(f"{p}: schema_version {obj.get('schema_version')!r} is not supported (this checker reads {SUPPORTED_VERSIONS}); upgrade absorb")
+    for key in ("verdict", "theorem", "blocks", "parameters", "input"):
+        if key not in obj:
+            raise InvalidInput(f"{p}: certificate lacks the key {key!r}; regenerate it with 'absorb check --certificate'")
+    if not isinstance(obj["blocks"], list) or not obj["blocks"]:
+        raise InvalidInput(f"{p}: key 'blocks' must be a non-empty list")
+    return obj
+
+
+def resolve_model_path(cert: dict[str, Any], cert_path: str | Path, model: str | Path | None) -> Path:
+    """The model file: ``model`` if given, else the certificate's path (as given, then
+    relative to the certificate's folder)."""
+    if model is not None:
+        return Path(model)
+    recorded = cert.get("input", {}).get("path")
+    if not recorded:
+        raise InvalidInput(f"{cert_path}: the certificate names no model file; pass it: absorb verify {cert_path} MODEL")
+    p = Path(recorded)
+    if p.exists():
+        return p
+    alt = Path(cert_path).parent / p.name
+    if alt.exists():
+        return alt
+    raise InvalidInput(f"{cert_path}: the model file {recorded} named in the certificate does not exist; pass it: absorb verify {cert_path} MODEL")
+

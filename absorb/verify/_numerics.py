@@ -1,0 +1,76 @@
+"""The checker's own numerics: hashes, Higham's γ, exact rationals, the trusted float range."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from fractions import Fraction
+
+import numpy as np
+import sympy as sp
+
+EXACT_WORK = 200_000
+"""Largest |S|·d² (or d³ for eliminations) done in exact rational arithmetic."""
+EXACT_ELIM_MAX_D = 24
+_U = 2.0**-53
+_RANGE_EXPONENT = 200
+"""The checker's float64 rounding bounds (relative errors, Higham's γ) are trusted only when
+every nonzero entry involved lies in [2^-200, 2^200]: then products of up to three entries
+neither underflow nor overflow. What can still underflow, a square after a cancellation
+(≤ 2^-1074 each), gets an explicit absolute term. Outside that range the float paths prove
+nothing."""
+
+
+def sha256_f64(a: np.ndarray) -> str:
+    """SHA-256 of the float64 little-endian C-contiguous bytes (the certificate convention)."""
+    return hashlib.sha256(np.ascontiguousarray(a, dtype="<f8").tobytes()).hexdigest()
+
+
+def _gamma(k: int) -> float:
+    ku = k * _U
+    return ku / (1 - ku) if ku < 0.5 else math.inf
+
+
+def _frac_matrix(a: np.ndarray) -> list[list[Fraction]]:
+    return [[Fraction(float(v)) for v in row] for row in np.atleast_2d(a)]
+
+
+def exact_rank(rows: list[list[Fraction]]) -> int:
+    """Rank over Q by Gaussian elimination (exact)."""
+    A = [r[:] for r in rows]
+    rank, ncols = 0, len(A[0]) if A else 0
+    for col in range(ncols):
+        piv = next((i for i in range(rank, len(A)) if A[i][col] != 0), None)
+        if piv is None:
+            continue
+        A[rank], A[piv] = A[piv], A[rank]
+        for i in range(rank + 1, len(A)):
+            if A[i][col] != 0:
+                f = A[i][col] / A[rank][col]
+                A[i] = [a - f * b for a, b in zip(A[i], A[rank])]
+        rank += 1
+    return rank
+
+
+def _parse_number(v: object) -> sp.Rational | None:
+    """A certificate number (int, float or a rational string such as '1/2') as a sympy
+    Rational, parsed with :class:`fractions.Fraction` (never by sympy: untrusted input)."""
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        q = Fraction(v) if isinstance(v, (int, float)) else Fraction(str(v).strip())
+    except (TypeError, ValueError, ZeroDivisionError):
+        return None
+    return sp.Rational(q.numerator, q.denominator)
+
+
+
+def _in_range(*arrays: np.ndarray) -> bool:
+    """Every entry finite, every nonzero one within [2^-_RANGE_EXPONENT, 2^_RANGE_EXPONENT]."""
+    for a in arrays:
+        x = np.abs(np.asarray(a, dtype=np.float64))
+        nz = x[x != 0]
+        if nz.size and not (float(nz.max()) <= 2.0**_RANGE_EXPONENT and float(nz.min()) >= 2.0**-_RANGE_EXPONENT):
+            return False
+    return True
+

@@ -1,0 +1,258 @@
+"""σ by pieces: the checker's own decomposition of an activation into analytic branches.
+
+An activation is a sympy expression in one real variable built from the whitelisted heads
+(``+ · ^``, exp, log, sqrt, erf, erfc, tanh, sinh, cosh, atan, sin, cos, Abs, Max, Min,
+Piecewise). Only a few heads can switch between formulas: ``Max``/``Min`` (where two
+arguments cross), ``Abs`` (where its argument vanishes), ``Piecewise`` (where a condition
+changes), ``0**a`` (where ``a`` changes sign), and ``b**r`` for a non-integer or negative
+``r`` and ``log b`` (where ``b`` vanishes). The **break points** are the real points where
+such a switching function changes sign, found piece by piece: on each interval between the
+break points of the switching function itself, its branch is analytic, so it is either
+identically 0 there (exact simplification) or has finitely many zeros (``solveset`` must
+return a finite set, else the decomposition is refused).
+
+Between consecutive break points every switching head keeps one branch, chosen by the sign
+of its switching function at one exact rational point of the interval; substituting those
+branches gives an expression with no switching head, equal to σ on the whole open interval.
+A fact about σ ("for all z") is then proved as: exact evaluation at every break point, plus
+an exact simplification on every piece. Nothing here is shared with the producer.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import sympy as sp
+
+_SMOOTH = (sp.Add, sp.Mul, sp.exp, sp.erf, sp.erfc, sp.tanh, sp.sinh, sp.cosh, sp.atan, sp.sin, sp.cos)
+_PREC = 60
+_TINY = sp.Float(10) ** -40
+
+
+class Refused(Exception):
+    """The expression is outside what the decomposition can handle soundly."""
+
+
+@dataclass(frozen=True)
+class Piece:
+    """σ on the open interval (lo, hi) (±oo allowed) equals ``expr``, a switch-free formula."""
+
+    lo: sp.Expr
+    hi: sp.Expr
+    expr: sp.Expr
+    sample: sp.Rational
+
+
+def _num(e: sp.Expr, x: sp.Symbol, at: sp.Expr) -> sp.Expr:
+    return sp.N(e.subs(x, at), _PREC)
+
+
+def _sign_at(e: sp.Expr, x: sp.Symbol, at: sp.Rational, zero_on_piece: bool) -> int:
+    """Sign of the switch-free ``e`` at ``at`` (a point that is no zero of it, unless it is 0 on
+    the whole piece, which the caller decided exactly)."""
+    if zero_on_piece:
+        return 0
+    v = _num(e, x, at)
+    if not v.is_real or v.is_zero or abs(v) < _TINY:  # a non-real or undecidable sign: refuse
+        raise Refused(f"cannot decide the sign of {e} at {at}")
+    return 1 if v > 0 else -1
+
+
+def _identically_zero(e: sp.Expr) -> bool:
+    return sp.simplify(e) == 0
+
+
+def _sample(lo: sp.Expr, hi: sp.Expr) -> sp.Rational:
+    """An exact rational point of (lo, hi)."""
+    if lo == -sp.oo and hi == sp.oo:
+        return sp.Rational(1, 3)
+    if lo == -sp.oo:
+        return sp.floor(sp.N(hi, _PREC)) - 1
+    if hi == sp.oo:
+        return sp.ceiling(sp.N(lo, _PREC)) + 1
+    a, b = sp.N(lo, _PREC), sp.N(hi, _PREC)
+    q = sp.nsimplify((a + b) / 2, rational=True, tolerance=(b - a) / 8)
+    if not (a < q < b):
+        raise Refused(f"no rational sample in ({lo}, {hi})")
+    return sp.Rational(q)
+
+
+def _real_point(r: sp.Expr) -> sp.Expr:
+    v = sp.N(r, _PREC)
+    if not (v.is_real and v.is_finite):
+        raise Refused(f"break point {r} is not a real number")
+    return r
+
+
+def _intervals(points: list[sp.Expr]) -> list[tuple[sp.Expr, sp.Expr]]:
+    edges = [-sp.oo] + points + [sp.oo]
+    return list(zip(edges[:-1], edges[1:]))
+
+
+def _sorted_points(points: set[sp.Expr]) -> list[sp.Expr]:
+    out: list[tuple[sp.Float, sp.Expr]] = []
+    for p in points:
+        v = sp.N(p, _PREC)
+        if any(abs(v - w) < _TINY for w, _ in out):
+            # two exact expressions for (numerically) one point: they must be equal exactly
+            twin = next(q for w, q in out if abs(v - w) < _TINY)
+            if not _identically_zero(p - twin):
+                raise Refused(f"break points {p} and {twin} are too close to order")
+            continue
+        out.append((v, p))
+    return [p for _, p in sorted(out, key=lambda t: t[0])]
+
+
+def _switches(e: sp.Expr) -> list[sp.Expr]:
+    """The switching functions of the head of ``e`` (empty for a smooth head)."""
+    if isinstance(e, (sp.Max, sp.Min)):
+        a = list(e.args)
+        return [a[i] - a[j] for i in range(len(a)) for j in range(i + 1, len(a))]
+    if isinstance(e, sp.Abs):
+        return [e.args[0]]
+    if isinstance(e, sp.Piecewise):
+        out = []
+        for _, cond in e.args:
+            for rel in (cond.atoms(sp.core.relational.Relational) if cond not in (sp.true, sp.false) else ()):
+                out.append(rel.lhs - rel.rhs)
+        return out
+    if isinstance(e, sp.Pow):
+        b, ex = e.args
+        if b == 0:
+            return [ex]
+        if not (ex.is_Integer and ex >= 0):
+            return [b] if not b.is_number else []
+        return []
+    if isinstance(e, sp.log):
+        return [e.args[0]]
+    return []
+
+
+def _check_heads(e: sp.Expr, x: sp.Symbol) -> None:
+    for node in sp.preorder_traversal(e):
+        if node.is_Atom:
+            if node.is_Symbol and node != x:
+                raise Refused(f"unexpected symbol {node}")
+            continue
+        if isinstance(node, (sp.Max, sp.Min, sp.Abs, sp.Piecewise, sp.Pow, sp.log) + _SMOOTH):
+            continue
+        if isinstance(node, (sp.core.relational.Relational, sp.logic.boolalg.BooleanFunction, sp.logic.boolalg.BooleanAtom,
+                             sp.core.containers.Tuple)) or type(node).__name__ == "ExprCondPair":
+            continue
+        raise Refused(f"the head {type(node).__name__} is not handled by the checker's decomposition")
+
+
+@functools.lru_cache(maxsize=512)
+def break_points(e: sp.Expr, x: sp.Symbol) -> tuple[sp.Expr, ...]:
+    """All break points of ``e`` (sorted, exact)."""
+    _check_heads(e, x)
+    pts: set[sp.Expr] = set()
+    for node in sp.preorder_traversal(e):
+        if node.is_Atom or not node.has(x):
+            continue
+        for s in _switches(node):
+            if not s.has(x):
+                continue
+            inner = list(break_points(s, x))
+            pts.update(inner)
+            for lo, hi in _intervals(inner):
+                sb = branch(s, x, _sample(lo, hi))
+                if _identically_zero(sb):
+                    continue
+                dom = sp.Interval.open(lo, hi)
+                roots = sp.solveset(sb, x, dom)
+                if not isinstance(roots, (sp.FiniteSet, type(sp.S.EmptySet))):
+                    raise Refused(f"the zeros of {sb} on {dom} are not a finite set ({roots})")
+                pts.update(_real_point(r) for r in roots)
+    return tuple(_sorted_points(pts))
+
+
+def branch(e: sp.Expr, x: sp.Symbol, at: sp.Rational) -> sp.Expr:
+    """``e`` with every switching head replaced by its branch at the point ``at`` (which lies
+    in an open interval free of ``e``'s break points, so the branch holds on all of it)."""
+    if e.is_Atom or not e.has(x):
+        return e
+    args = [branch(a, x, at) if isinstance(a, sp.Expr) else a for a in e.args] if not isinstance(e, sp.Piecewise) else None
+    if isinstance(e, (sp.Max, sp.Min)):
+        vals = [_num(a, x, at) for a in args]
+        if not all(v.is_real for v in vals):
+            raise Refused(f"non-real argument of {e} at {at}")
+        pick = max if isinstance(e, sp.Max) else min
+        best = pick(range(len(args)), key=lambda i: vals[i])
+        for i, v in enumerate(vals):  # a tie at a non-break point means the two agree on the piece
+            if i != best and abs(v - vals[best]) < _TINY and not _identically_zero(args[i] - args[best]):
+                raise Refused(f"cannot order the arguments of {e} at {at}")
+        return args[best]
+    if isinstance(e, sp.Abs):
+        a = args[0]
+        s = _sign_at(a, x, at, _identically_zero(a))
+        return a if s >= 0 else -a
+    if isinstance(e, sp.Piecewise):
+        for val, cond in e.args:
+            if cond == sp.true:
+                return branch(val, x, at)
+            holds = _condition_at(cond, x, at)
+            if holds:
+                return branch(val, x, at)
+        raise Refused(f"no branch of {e} holds at {at}")
+    if isinstance(e, sp.Pow) and e.args[0] == 0:
+        ex = args[1]
+        s = _sign_at(ex, x, at, _identically_zero(ex))
+        if s < 0:
+            raise Refused(f"{e} is infinite near {at}")
+        return sp.Integer(0) if s > 0 else sp.Integer(1)
+    return e.func(*args)
+
+
+def _condition_at(cond: sp.Basic, x: sp.Symbol, at: sp.Rational) -> bool:
+    """Truth of a Piecewise condition at ``at``, decided from the signs of lhs − rhs there."""
+    if cond in (sp.true, sp.false):
+        return bool(cond)
+    if isinstance(cond, sp.core.relational.Relational):
+        d = branch(cond.lhs - cond.rhs, x, at)
+        s = _sign_at(d, x, at, _identically_zero(d))
+        ops = {sp.core.relational.GreaterThan: s >= 0, sp.core.relational.StrictGreaterThan: s > 0,
+               sp.core.relational.LessThan: s <= 0, sp.core.relational.StrictLessThan: s < 0,
+               sp.core.relational.Equality: s == 0, sp.core.relational.Unequality: s != 0}
+        for typ, val in ops.items():
+            if isinstance(cond, typ):
+                return bool(val)
+        raise Refused(f"relation {cond} not handled")
+    if isinstance(cond, sp.And):
+        return all(_condition_at(c, x, at) for c in cond.args)
+    if isinstance(cond, sp.Or):
+        return any(_condition_at(c, x, at) for c in cond.args)
+    if isinstance(cond, sp.Not):
+        return not _condition_at(cond.args[0], x, at)
+    raise Refused(f"condition {cond} not handled")
+
+
+@functools.lru_cache(maxsize=256)
+def pieces(e: sp.Expr, x: sp.Symbol, extra: tuple[sp.Expr, ...] = ()) -> tuple[tuple[sp.Expr, ...], tuple[Piece, ...]]:
+    """(break points, pieces) of ``e``; ``extra`` points are added to the break points."""
+    pts = _sorted_points(set(break_points(e, x)) | set(extra))
+    out = []
+    for lo, hi in _intervals(pts):
+        at = _sample(lo, hi)
+        out.append(Piece(lo, hi, branch(e, x, at), at))
+    return tuple(pts), tuple(out)
+
+
+def exact_value(e: sp.Expr, x: sp.Symbol, at: sp.Expr) -> sp.Expr:
+    """``e`` at the exact point ``at`` (sympy's own evaluation: Max(0, 0) = 0, 0**0 = 1)."""
+    return e.subs(x, at)
+
+
+def decide_zero(e: sp.Expr) -> bool | None:
+    """True/False when ``e`` (a closed-form number or a switch-free formula) is decided to be 0."""
+    s = sp.simplify(e)
+    if s == 0:
+        return True
+    if s.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
+        return False
+    if s.is_number:
+        v = sp.N(s, _PREC)
+        if v.is_number and (not v.is_real or abs(v) > _TINY):
+            return False
+    return None

@@ -1,0 +1,198 @@
+"""Facts about the activation σ, re-derived by the checker's own route: exact evaluation at
+every break point and an exact simplification on every analytic piece (``_pieces``).
+
+Each "for all z" fact is split as: the points where σ switches formula (and 0), where the
+fact is checked by sympy's exact evaluation of σ itself (``Max(0, 0) = 0``, ``0**0 = 1``);
+and the open intervals between them, where σ is one switch-free formula and the fact is an
+identity of that formula (exact simplification, with the sign of the variable known on
+half-lines). Anything the decomposition cannot handle is *not* proved (the claim fails).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import sympy as sp
+
+from absorb.verify._pieces import Piece, Refused, branch, decide_zero, exact_value, pieces
+
+_P = sp.Symbol("p", positive=True)
+_T = sp.Symbol("t", positive=True)
+
+
+def _variable(expr: sp.Expr) -> sp.Symbol:
+    syms = sorted(expr.free_symbols, key=str)
+    return syms[0] if syms else sp.Symbol("x", real=True)
+
+
+def _zero(e: sp.Expr) -> bool | None:
+    """True/False when sympy decides e = 0; None when it cannot."""
+    return decide_zero(e)
+
+
+def _on_piece(e: sp.Expr, x: sp.Symbol, pc: Piece) -> sp.Expr:
+    """``e`` (switch-free on ``pc``) with the variable's sign made known on a half-line."""
+    if pc.lo == 0 and pc.hi == sp.oo:
+        return e.subs(x, _P)
+    if pc.lo == -sp.oo and pc.hi == 0:
+        return e.subs(x, -_P)
+    return e
+
+
+def _identity_on_piece(e: sp.Expr, x: sp.Symbol, pc: Piece) -> bool:
+    """e ≡ 0 on the open interval of ``pc`` (e switch-free there): exact simplification."""
+    if decide_zero(e) is True:
+        return True
+    q = _on_piece(e, x, pc)
+    return bool(decide_zero(q) is True or decide_zero(sp.expand_log(q, force=False)) is True)
+
+
+def _constant_on_piece(e: sp.Expr, x: sp.Symbol, pc: Piece) -> sp.Expr | None:
+    """The constant value of switch-free ``e`` on ``pc``, or None if not proved constant."""
+    for q in (sp.simplify(e), sp.simplify(_on_piece(e, x, pc))):
+        q2 = q if not q.free_symbols else sp.simplify(sp.expand_log(q))
+        if not q2.free_symbols:
+            return q2
+    return None
+
+
+def _real_on_piece(e: sp.Expr, x: sp.Symbol, pc: Piece) -> bool:
+    """Every non-integer power has a positive base and every log a positive argument on the
+    piece (their zeros are break points, so the sign at the sample is the sign throughout):
+    then the formula is real and continuous on the open interval."""
+    for node in sp.preorder_traversal(e):
+        if isinstance(node, sp.Pow) and not node.args[1].is_Integer:
+            base = node.args[0]
+        elif isinstance(node, sp.log):
+            base = node.args[0]
+        else:
+            continue
+        v = sp.N(base.subs(x, pc.sample), 40)
+        if not (v.is_real and v > 0):
+            return False
+    return True
+
+
+def homogeneous_of_degree(expr: sp.Expr, k: sp.Rational) -> bool:
+    """σ(tx) = t^k σ(x) for all t > 0, x ∈ R: σ(0) = 0 exactly, no break point but 0, and on
+    each half-line the piece's identity ``σ(t·s·p) = t^k σ(s·p)`` by exact simplification."""
+    x = _variable(expr)
+    try:
+        if decide_zero(exact_value(expr, x, sp.Integer(0))) is not True:
+            return False
+        pts, pcs = pieces(expr, x, (sp.Integer(0),))
+        if list(pts) != [0]:
+            return False
+        for pc, s in zip(pcs, (-1, 1)):
+            if decide_zero(pc.expr.subs(x, s * _T * _P) - _T**k * pc.expr.subs(x, s * _P)) is not True:
+                return False
+    except Refused:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=128)
+def _gate_derivative_at_zero(expr: sp.Expr) -> sp.Expr | None:
+    """g'(0) when g(0) = 0 exactly and the difference quotients of the two pieces next to 0
+    have equal finite limits."""
+    x = _variable(expr)
+    try:
+        if decide_zero(exact_value(expr, x, sp.Integer(0))) is not True:
+            return None
+        pts, pcs = pieces(expr, x, (sp.Integer(0),))
+        i = list(pts).index(0)
+        left, right = pcs[i], pcs[i + 1]
+        r = sp.limit(sp.simplify(right.expr.subs(x, _P) / _P), _P, 0, "+")
+        lft = sp.limit(sp.simplify(left.expr.subs(x, -_P) / (-_P)), _P, 0, "+")
+    except Refused:
+        return None
+    except Exception:  # sympy's limit raises assorted errors on hard input
+        return None
+    if not (r.is_finite and lft.is_finite) or decide_zero(r - lft) is not True:
+        return None
+    return sp.simplify(r)
+
+
+@functools.lru_cache(maxsize=128)
+def flip_constant(expr: sp.Expr, gated: bool) -> sp.Expr | None:
+    """c with σ(z) − σ(−z) = c z for all z (ungated) or g(z) + g(−z) = c (gated); None if none.
+
+    With h(z) = g(z) + g(−z) (resp. σ(z) − σ(−z)): h (resp. h/z) simplifies to one constant
+    c ≠ 0 on every piece between the break points of h, and h(b) = c (resp. c·b) holds by
+    exact evaluation at every break point b and at 0 — the point where g(z) + g(−z) = 2g(0).
+    """
+    x = _variable(expr)
+    h = expr + expr.subs(x, -x) if gated else expr - expr.subs(x, -x)
+    try:
+        pts, pcs = pieces(h, x, (sp.Integer(0),))
+        c = None
+        for pc in pcs:
+            ci = _constant_on_piece(pc.expr if gated else pc.expr / x, x, pc)
+            if ci is None or (c is not None and decide_zero(ci - c) is not True):
+                return None
+            c = ci if c is None else c
+        if c is None or decide_zero(c) is not False:
+            return None
+        for b in pts:
+            want = c if gated else c * b
+            if decide_zero(exact_value(h, x, b) - want) is not True:
+                return None
+    except Refused:
+        return None
+    return sp.nsimplify(c) if c.is_Float else c
+
+
+@functools.lru_cache(maxsize=128)
+def is_bounded(expr: sp.Expr) -> bool:
+    """σ continuous on R with finite limits at ±∞ (hence bounded): every piece real and
+    continuous on its interval, at every break point both one-sided limits equal the exact
+    value, and the outer pieces have finite limits at ±∞."""
+    x = _variable(expr)
+    try:
+        pts, pcs = pieces(expr, x)
+        if not all(_real_on_piece(pc.expr, x, pc) for pc in pcs):
+            return False
+        for i, b in enumerate(pts):
+            v = exact_value(expr, x, b)
+            if not (v.is_real and v.is_finite) and not sp.N(v).is_real:
+                return False
+            lo = sp.limit(pcs[i].expr, x, b, "-")
+            hi = sp.limit(pcs[i + 1].expr, x, b, "+")
+            if decide_zero(lo - v) is not True or decide_zero(hi - v) is not True:
+                return False
+        top = sp.limit(pcs[-1].expr, x, sp.oo)
+        bottom = sp.limit(pcs[0].expr, x, -sp.oo)
+    except Refused:
+        return False
+    except Exception:  # sympy raises assorted errors on hard input
+        return False
+    return bool(top.is_finite and bottom.is_finite and top.is_real and bottom.is_real)
+
+
+@functools.lru_cache(maxsize=256)
+def _same_function(a: sp.Expr, b: sp.Expr) -> bool:
+    """a ≡ b on R: the difference is 0 at every break point (exact) and on every piece."""
+    xa, xb = _variable(a), _variable(b)
+    diff = a - b.subs(xb, xa)
+    try:
+        pts, pcs = pieces(diff, xa)
+        return (all(decide_zero(exact_value(diff, xa, p)) is True for p in pts)
+                and all(_identity_on_piece(pc.expr, xa, pc) for pc in pcs))
+    except Refused:
+        return False
+
+
+@functools.lru_cache(maxsize=128)
+def is_relu_or_gelu(expr: sp.Expr) -> bool:
+    """σ is ReLU or GELU (erf form): result 5's necessity is the paper's for these only."""
+    y = sp.Symbol("y", real=True)
+    refs = (sp.Max(0, y), y * (1 + sp.erf(y / sp.sqrt(2))) / 2)
+    return any(_same_function(expr, r) for r in refs)
+
+
+def is_identity(expr: sp.Expr) -> bool:
+    y = sp.Symbol("y", real=True)
+    return _same_function(expr, y)
+
+
+__all__ = ["branch", "flip_constant", "homogeneous_of_degree", "is_bounded", "is_identity", "is_relu_or_gelu"]

@@ -1,0 +1,253 @@
+"""Per-theorem checks of one block."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any, Callable
+
+import numpy as np
+import sympy as sp
+
+from absorb.model.block import Block
+from absorb.verify._numerics import EXACT_ELIM_MAX_D, _U, _frac_matrix, _gamma, _parse_number, exact_rank, sha256_f64
+from absorb.verify import _numerics
+from absorb.verify._report import _Ctx, _require
+from absorb.verify._symbolic import _gate_derivative_at_zero, _zero, flip_constant, homogeneous_of_degree, is_bounded, is_identity, is_relu_or_gelu
+from absorb.verify._weights import _bias_free, _block_arrays, _flip_block, _residual, _row_pairs, _skip_invertible, _skip_nonzero
+from absorb.verify._infeasible import _check_infeasible
+
+
+def _act(block: Block) -> sp.Expr:
+    return block.activation.expr
+
+
+def _check_nonzero_entry(ctx: _Ctx, w: str, arg: dict[str, Any], M: np.ndarray) -> None:
+    e = arg.get("M_nonzero_entry")
+    _require(ctx, _skip_nonzero_arr(M), w, "the skip M is nonzero (exact)")
+    if e is not None:
+        i, j = int(e.get("row", -1)), int(e.get("col", -1))
+        okidx = 0 <= i < M.shape[0] and 0 <= j < M.shape[1]
+        _require(ctx, okidx and float(M[i, j]) == float(e.get("value", math.nan)) and M[i, j] != 0, w,
+                 f"the recorded entry M[{i},{j}] = {e.get('value')} is M's and nonzero")
+
+
+def _skip_nonzero_arr(M: np.ndarray) -> bool:
+    return bool(np.any(M != 0))
+
+
+def _check_degree(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> None:
+    arg = b.get("argument", {})
+    _require(ctx, _bias_free(block), w, "the block is bias-free (exact)")
+    _check_nonzero_entry(ctx, w, arg, block.M)
+    k_act = _parse_number(arg.get("k_activation"))
+    k = _parse_number(arg.get("k"))
+    _require(ctx, k_act is not None and k is not None and k == k_act + (1 if block.gated else 0), w,
+             "the recorded degrees are consistent (k = k_σ, or k_g + 1 gated)", f"k_σ = {arg.get('k_activation')}, k = {arg.get('k')}")
+    _require(ctx, homogeneous_of_degree(_act(block), k_act), w,
+             f"σ is positively homogeneous of degree {k_act} (exact at 0, by pieces on x > 0 and x < 0)")
+    _require(ctx, bool(k > 0) and k != 1, w, f"k = {k} > 0 and k ≠ 1")
+
+
+def _check_linearization(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> None:
+    arg = b.get("argument", {})
+    _require(ctx, block.gated, w, "the block is gated")
+    _require(ctx, _bias_free(block), w, "the block is bias-free (exact)")
+    _check_nonzero_entry(ctx, w, arg, block.M)
+    dg0 = _gate_derivative_at_zero(_act(block))
+    _require(ctx, dg0 is not None, w, "g(0) = 0 and g is differentiable at 0 (exact at 0, one-sided limits of the pieces next to 0)")
+    rec = _parse_number(arg.get("dg0"))
+    _require(ctx, rec is None or _zero(rec - dg0) is True, w, f"g'(0) = {dg0} as recorded", f"recorded {arg.get('dg0')}")
+    jac = arg.get("jacobian_f_at_0")
+    if jac is not None:
+        Mf = _frac_matrix(block.M)
+        try:
+            J = [[Fraction(str(v)) for v in row] for row in jac]
+        except (ValueError, ZeroDivisionError):
+            J = None
+        _require(ctx, J == Mf, w, "the recorded exact Jacobian J_f(0) equals M (= M + W_down diag(g(0)) W_up)")
+
+
+def _check_bounded(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> None:
+    _require(ctx, not block.gated, w, "the block is ungated")
+    _check_nonzero_entry(ctx, w, b.get("argument", {}), block.M)
+    _require(ctx, is_bounded(_act(block)), w, "σ is continuous with finite limits at ±∞ (exact at every break point, by pieces), hence bounded")
+
+
+def _check_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> str:
+    """Returns the verdict the rank supports ('absorbable' / 'not_absorbable' / 'unknown')."""
+    _require(ctx, not block.gated and is_identity(_act(block)), w, "σ is the identity (exact at every break point, by pieces)")
+    d, n = block.d, block.n
+    U, D, M = block.W_up, block.W_down, block.M
+    if n >= d:
+        ctx.report.ok(w, f"n = {n} ≥ d = {d}: every linear map of R^{d} has rank ≤ n")
+        return "absorbable"
+    A = M + D @ U
+    s = np.linalg.svd(A, compute_uv=False)
+    err_A = _gamma(n + 2) * float(np.linalg.norm(np.abs(M) + np.abs(D) @ np.abs(U)))
+    err_svd = 10 * d * 2 * _U * float(s[0])
+    lower = float(s[n]) - err_A - err_svd
+    scale = float(np.linalg.norm(M))
+    exact = None
+    if d <= EXACT_ELIM_MAX_D and n * d * d <= _numerics.EXACT_WORK:
+        Uf, Df, Mf = _frac_matrix(U), _frac_matrix(D), _frac_matrix(M)
+        Aq = [[Mf[i][j] + sum((Df[i][k] * Uf[k][j] for k in range(n)), Fraction(0)) for j in range(d)] for i in range(d)]
+        exact = exact_rank(Aq)
+    if b.get("verdict") == "not_absorbable":
+        arg = b.get("argument", {})
+        claimed = arg.get("sigma_lower_bound")
+        _require(ctx, lower > ctx.tol * scale, w, f"σ_{n + 1}(M + W_down W_up) > τ‖M‖_F: rank > n",
+                 f"rigorous lower bound {lower:.6g} (computed {s[n]:.6g}); exact rank {exact}" if exact is not None else f"rigorous lower bound {lower:.6g}")
+        _require(ctx, isinstance(claimed, (int, float)) and claimed <= float(s[n]) + err_A + err_svd, w,
+                 "the recorded lower bound on σ_{n+1} is not overstated", f"recorded {claimed!r}, computed {s[n]:.17g}")
+        if exact is not None:
+            _require(ctx, exact > n, w, f"exact rank of M + W_down W_up is {exact} > n = {n}")
+        return "not_absorbable"
+    tail = float(np.sqrt(np.sum(s[n:] ** 2)))
+    if exact is not None and exact <= n:
+        ctx.report.ok(w, f"exact rank {exact} ≤ n = {n}")
+        return "absorbable"
+    if tail + err_A + err_svd <= ctx.tol * scale:
+        ctx.report.ok(w, f"M + W_down W_up is within τ of rank ≤ n (tail {tail:.3g})")
+        return "absorbable"
+    return "unknown"
+
+
+def _linear_witness(block: Block) -> Block:
+    """A residual-free linear block equal to f (n ≥ d: W'_up = [I; 0]; else truncated SVD)."""
+    d, n = block.d, block.n
+    A = block.M + block.W_down @ block.W_up
+    Wu, Wd = np.zeros((n, d)), np.zeros((d, n))
+    if n >= d:
+        Wu[:d], Wd[:, :d] = np.eye(d), A
+    else:
+        Ul, s, Vt = np.linalg.svd(A)
+        Wu[:n], Wd[:, :n] = Vt[:n], Ul[:, :n] * s[:n]
+    b = (0 if block.b_up is None else block.W_down @ block.b_up) + (0 if block.b_down is None else block.b_down)
+    return block.replace(W_up=Wu, W_down=Wd, b_up=None, b_gate=None, b_down=None if np.isscalar(b) else np.asarray(b, dtype=float),
+                         skip=np.zeros((d, d)), name=block.name + "'")
+
+
+def _necessity_failures(ctx: _Ctx, block: Block) -> tuple[list[str], str]:
+    """Result 5's hypotheses that fail on these weights (re-derived here), and a note."""
+    out = []
+    if block.gated:
+        out.append("the block is gated")
+    elif not is_relu_or_gelu(_act(block)):
+        out.append("σ is not ReLU or GELU")
+    if not _bias_free(block):
+        out.append("the block has biases")
+    if block.d < 2:
+        out.append("d < 2")
+    inv, inv_how = _skip_invertible(ctx, block)
+    if inv is not True:
+        out.append(f"M is not proved invertible ({inv_how})")
+    if np.any(~np.any(block.W_up != 0, axis=1)):
+        out.append("a row of W_up is zero")
+    if np.any(~np.any(block.W_down != 0, axis=0)):
+        out.append("a column of W_down is zero")
+    pairs, worst = _row_pairs(ctx, block)
+    if pairs:
+        out.append(f"rows {pairs[0][0]} and {pairs[0][1]} of W_up are collinear")
+    rows = (f"max |cos| between rows of W_up {worst:.6g}" if worst is not None
+            else "rows of W_up screened by one projection, candidates decided in ℚ")
+    return out, f"{'H_res' if block.hc is not None else 'M'}: {inv_how}; {rows}"
+
+
+def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
+    """Returns (the verdict the evidence supports, the witness rebuilt here or None, the
+    allowed linear error ‖c·(D_S U_S + M/c)‖ for the evaluation check)."""
+    c = flip_constant(_act(block), block.gated)
+    _require(ctx, c is not None, w, ("g(z) + g(−z) = c" if block.gated else "σ(z) − σ(−z) = c·z") + " for all z, with a constant c ≠ 0 (exact at 0 and every break point, by pieces)")
+    rec_c = _parse_number(b.get("argument", {}).get("c"))
+    _require(ctx, rec_c is not None and _zero(rec_c - c) is True, w, f"the flip constant is c = {c} as recorded",
+             f"recorded {b.get('argument', {}).get('c')!r}")
+    _require(ctx, isinstance(c, sp.Rational), w, "c is rational (the target −M/c is exact)")
+    cq = Fraction(int(c.p), int(c.q))
+    if block.hc is not None:
+        s = block.hc.s
+        _require(ctx, np.array_equal(block.M, np.kron(block.hc.H_res, np.eye(block.d // s))), w, "M = H_res ⊗ I_d (the lifted skip)")
+    verdict = b.get("verdict")
+    wit = b.get("witness")
+    if verdict == "absorbable" or (wit is not None and wit.get("S") is not None):
+        _require(ctx, wit is not None and isinstance(wit.get("S"), list), w, "an absorbable verdict comes with an index set S")
+        S = wit["S"]
+        _require(ctx, all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < block.n for i in S) and len(set(S)) == len(S), w,
+                 f"S is a set of distinct hidden units in 0..{block.n - 1}")
+        rel, upper, zero, slack = _residual(block.W_up, block.W_down, block.M, cq, S)
+        how = ("exactly 0 (rationals)" if zero else f"{rel:.3g}, exact rationals" if zero is False
+               else f"{rel:.3g}, rigorous upper bound {upper:.3g} (float64)")
+        _require(ctx, upper <= ctx.tol, w, f"‖W_down[:,S] W_up[S,:] + M/c‖_F / ‖M/c‖_F ≤ τ = {ctx.tol:g}", f"relative residual {how}")
+        claimed = wit.get("residual")
+        _require(ctx, isinstance(claimed, (int, float)) and abs(claimed - rel) <= 1e-6 * rel + 2 * slack + 2 * (upper - rel), w,
+                 "the recorded residual matches", f"recorded {claimed!r}, re-computed {rel:.6g}")
+        _require(ctx, wit.get("exact") is None or zero is None or wit.get("exact") == zero, w, "the recorded exactness matches",
+                 f"recorded {wit.get('exact')!r}, re-derived {zero!r}")
+        wb = _flip_block(block, S, float(cq))
+        check_witness_block(ctx, w, wit, wb, "the flip of S")
+        # B'(x) − f(x) = −c (D_S U_S + M/c) x exactly, so |B' − f| ≤ |c| ‖R‖_F ‖x‖₂.
+        allowed = abs(float(cq)) * upper * float(np.linalg.norm(block.M)) / abs(float(cq))
+        return "absorbable", wb, allowed
+    search = b.get("search") or {}
+    failing, note = _necessity_failures(ctx, block)
+    if verdict == "not_absorbable":
+        _require(ctx, not failing, w, "result 5's hypotheses hold: ungated ReLU/GELU, bias-free, d ≥ 2, M invertible, "
+                 "rows of W_up nonzero and pairwise non-collinear, columns of W_down nonzero", "; ".join(failing) or note)
+        _require(ctx, search.get("status") == "infeasible", w, "the index-set search proved infeasibility",
+                 f"search status {search.get('status')!r}")
+        _check_infeasible(ctx, w, block, search, -block.M / float(cq))
+        return "not_absorbable", None, 0.0
+    recorded_all_hold = all(h.get("holds") is not False for h in b.get("hypotheses", []))
+    if search.get("status") == "infeasible" and not failing and recorded_all_hold:
+        return "not_absorbable", None, 0.0  # the certificate's own evidence proves more than it claims
+    return "unknown", None, 0.0
+
+
+def check_witness_block(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, what: str) -> None:
+    """The recorded witness block (if any) is exactly ``wb``, rebuilt here: the same arrays,
+    each with the same SHA-256."""
+    recs = (wit.get("block") or {}).get("weights")
+    if recs is None:
+        return
+    mine = _block_arrays(wb)
+    _require(ctx, isinstance(recs, dict) and set(recs) == set(mine), w, f"the witness block lists the arrays of {what}",
+             f"recorded {sorted(recs) if isinstance(recs, dict) else recs!r}, rebuilt {sorted(mine)}")
+    for key, a in mine.items():
+        _require(ctx, isinstance(recs[key], dict) and recs[key].get("sha256") == sha256_f64(a), w,
+                 f"the witness's {key}' is {what} (SHA-256)")
+
+
+def check_trivial_witness(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> Block:
+    """M = 0: the witness is B itself. Every recorded witness field must say so."""
+    wb = block.as_residual_free()
+    wit = b.get("witness")
+    if wit is None:
+        return wb
+    _require(ctx, isinstance(wit, dict), w, "the witness record is an object")
+    _require(ctx, wit.get("S") in (None, []), w, "the trivial witness flips no unit (S empty)", f"recorded S = {wit.get('S')!r}")
+    for key in ("residual", "eval_error"):
+        if key in wit:
+            _require(ctx, wit[key] == 0 and not isinstance(wit[key], bool), w, f"the recorded {key} is 0 (B' = B = f exactly)",
+                     f"recorded {wit[key]!r}")
+    _require(ctx, wit.get("exact") in (None, True), w, "the recorded exactness is 'exact'", f"recorded {wit.get('exact')!r}")
+    check_witness_block(ctx, w, wit, wb, "B with M = 0")
+    return wb
+
+
+def _check_recorded_hypotheses(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> None:
+    """A hypothesis recorded as holding must hold when re-derived (the dangerous direction)."""
+    redo: dict[str, Callable[[], bool | None]] = {
+        "skip_nonzero": lambda: _skip_nonzero(block),
+        "bias_free": lambda: _bias_free(block),
+        "d_at_least_2": lambda: block.d >= 2,
+        "rows_nonzero": lambda: bool(np.all(np.any(block.W_up != 0, axis=1))),
+        "columns_nonzero": lambda: bool(np.all(np.any(block.W_down != 0, axis=0))),
+        "skip_invertible": lambda: _skip_invertible(ctx, block)[0],
+        "rows_noncollinear": lambda: not _row_pairs(ctx, block)[0],
+    }
+    for h in b.get("hypotheses", []):
+        name = h.get("name")
+        if h.get("holds") is True and name in redo:
+            mine = redo[name]()
+            _require(ctx, mine is True, w, f"hypothesis {name} holds", f"certificate: {h.get('statement')}; re-derived: {mine}")
+

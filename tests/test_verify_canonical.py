@@ -1,0 +1,116 @@
+"""Canonical-form certificates (docs/degenerate.md) are re-checked exactly by the checker:
+honest ones accepted with nothing left unchecked, edited ones rejected."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from absorb import Block, get_activation
+from absorb.certificate import build_certificate
+from absorb.cli import main
+from absorb.engine import decide
+from absorb.verify import checker
+
+CATALOG = Path(__file__).resolve().parent.parent / "counterexamples"
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Path]]:
+    root = tmp_path_factory.mktemp("canon")
+    out = {}
+    for name in ("d1_relu", "collinear_antipodal", "dead_unit", "singular_mhc_generic"):
+        cert = root / f"{name}.json"
+        assert main(["check", str(CATALOG / f"{name}.npz"), "--certificate", str(cert)]) == 0
+        out[name] = (CATALOG / f"{name}.npz", cert)
+    return out
+
+
+@pytest.mark.parametrize("name", ["d1_relu", "collinear_antipodal", "dead_unit", "singular_mhc_generic"])
+def test_catalog_canonical_form_certificates_verify(name: str, certs, capsys: pytest.CaptureFixture[str]) -> None:
+    model, cert = certs[name]
+    assert json.loads(cert.read_text())["theorem"]["id"] == "canonical-form"
+    capsys.readouterr()
+    assert main(["verify", str(cert), str(model)]) == 0
+    assert "accepted" in capsys.readouterr().out
+
+
+def _set(path: list, value):
+    def edit(doc: dict) -> None:
+        obj = doc["blocks"][0]
+        for k in path[:-1]:
+            obj = obj[k]
+        obj[path[-1]] = value
+    return edit
+
+
+@pytest.mark.parametrize("name, edit, reason", [
+    ("collinear_antipodal", _set(["canonical_form", "witness_exact", "W_down", 0, 0], "5/2"), "the exact residual-free witness has f's canonical form"),
+    ("collinear_antipodal", _set(["canonical_form", "L0", 0, 0], "-3"), "the recorded canonical form is f's"),
+    ("collinear_antipodal", _set(["canonical_form", "choice", "width"], 2), "the recorded choice"),
+    ("collinear_antipodal", _set(["canonical_form", "family"], "even"), "the grouping is 'relu'"),
+    ("d1_relu", _set(["canonical_form", "witness_exact", "W_up", 1, 0], "-2"), "the exact residual-free witness has f's canonical form"),
+    ("dead_unit", _set(["canonical_form", "min_width"], 3), "the recorded minimum width is the true one"),
+    ("dead_unit", _set(["canonical_form", "width"], 4), "the width is the block's own"),
+    ("dead_unit", _set(["verdict"], "absorbable"), "the recorded choice fits"),
+])
+def test_edited_canonical_form_certificate_is_rejected(name, edit, reason, certs, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    model, cert = certs[name]
+    doc = json.loads(cert.read_text())
+    edit(doc)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["verify", str(bad), str(model)]) == 1
+    out = capsys.readouterr().out
+    assert f"rejected: block: {reason}" in out, out.splitlines()[-1]
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu", "silu"])
+@pytest.mark.parametrize("seed", range(8))
+def test_degenerate_instances_verify_completely(act: str, seed: int) -> None:
+    """Small-integer weights with copied (scaled / negated) and zeroed rows: every
+    canonical-form verdict the engine reaches is confirmed, nothing left unchecked."""
+    rng = np.random.default_rng(seed)
+    d, n = int(rng.integers(1, 4)), int(rng.integers(2, 5))
+    U = rng.integers(-2, 3, size=(n, d)).astype(float)
+    for i in range(1, n):
+        if rng.random() < 0.5:
+            U[i] = U[rng.integers(0, i)] * (rng.choice([1.0, -1.0, 2.0, -0.5]) if act == "relu" else rng.choice([1.0, -1.0]))
+    D = rng.integers(-2, 3, size=(d, n)).astype(float)
+    M = np.eye(d) if rng.random() < 0.5 else rng.integers(-2, 3, size=(d, d)).astype(float)
+    blk = Block(U, D, get_activation(act), skip=M)
+    dec = decide(blk)
+    cert = build_certificate(dec, blk, seed=0).to_json()
+    rep = checker.verify_certificate(json.loads(json.dumps(cert)), blk)
+    assert rep.accepted, [f.claim + " — " + f.detail for f in rep.failures]
+    if dec.theorem.value == "canonical-form" and dec.verdict.value != "unknown":
+        assert not rep.not_rechecked, [f.claim for f in rep.not_rechecked]
+
+
+def test_softplus_dead_unit_is_not_dropped() -> None:
+    """softplus has σ(z) − σ(−z) = z but σ(0) = log 2: f(x) = x + σ(x) + 5σ(0·x) and
+    B'(x) = 2σ(x) − σ(−x) have the same canonical form once the unit with u = 0 is dropped,
+    yet differ by 5·log 2. The checker must refuse the argument for such σ."""
+    from fractions import Fraction as Fr
+
+    from absorb.verify import _canonical, _report
+
+    U, D = np.array([[1.0], [0.0], [0.0]]), np.array([[1.0, 5.0, 0.0]])
+    blk = Block(U, D, get_activation("softplus"))
+    Up, Dp = [[Fr(1)], [Fr(-1)], [Fr(0)]], [[Fr(2), Fr(-1), Fr(0)]]
+    assert _canonical.canonical(_canonical._q(U), _canonical._q(D), [[Fr(1)]], "even") == \
+        _canonical.canonical(Up, Dp, [[Fr(0)]], "even")  # the hole: equal forms, different functions
+    L0, lines = _canonical.canonical(_canonical._q(U), _canonical._q(D), [[Fr(1)]], "even")
+    rec = {"family": "even", "width": 3, "L0": [[str(v) for v in r] for r in L0],
+           "lines": [{"e": [str(v) for v in e], "a": [str(v) for v in a], "units": [0]} for e, a in lines.items()],
+           "choice": {"B": [0], "delta": [0], "rank": 0, "width": 2},
+           "witness_exact": {"W_up": [[str(v) for v in r] for r in Up], "W_down": [[str(v) for v in r] for r in Dp]}}
+    ctx = checker._Ctx(_report.Report(), 1e-9, 0)
+    with pytest.raises(checker._Reject):
+        _canonical.check_canonical_form(ctx, "b", {"verdict": "absorbable", "canonical_form": rec}, blk)
+    assert ctx.report.failures[0].claim.startswith("σ(0) = 0 exactly")
