@@ -104,7 +104,7 @@ FAMILIES: tuple[Family, ...] = (
            rf"(?P<root>{_LAYERS})\.mlp", (("up", "dense_h_to_4h"), ("down", "dense_4h_to_h")),
            ("hidden_act",), "gelu (Persimmon: relu2)", ("post_attention_layernorm",),
            config_default={"gpt_neox": "gelu", "persimmon": "relu2"}),
-    Family("falcon", "Falcon (h.{i}.mlp.dense_h_to_4h, dense_4h_to_h)",
+    Family("falcon", "Falcon / BLOOM (h.{i}.mlp.dense_h_to_4h, dense_4h_to_h)",
            rf"(?P<root>{_PRE}h\.(?P<i>\d+))\.mlp", (("up", "dense_h_to_4h"), ("down", "dense_4h_to_h")),
            ("activation", "hidden_act"), "gelu", ("ln_mlp", "post_attention_layernorm", "input_layernorm"),
            config_default={"falcon": "gelu"}),
@@ -140,7 +140,7 @@ for _keys, _types in (
     ({"nemotron"}, ("nemotron",)),
     ({"gpt2"}, ("gpt2", "gpt_bigcode")),
     ({"neox"}, ("gpt_neox", "persimmon")),
-    ({"falcon"}, ("falcon",)),
+    ({"falcon"}, ("falcon", "bloom")),
     ({"opt"}, ("opt",)),
     ({"phi"}, ("phi",)),
     ({"bert"}, ("bert", "roberta", "xlm-roberta", "vit")),
@@ -311,6 +311,9 @@ def _activation(fam: Family, cfg: Mapping[str, object] | None, *, override: str 
                 return _check_activation_name(v, source=source, where="config.json hidden_activation"), f"config.json hidden_activation = {v!r}"
             # transformers' Gemma ignores the legacy hidden_act and uses the tanh GELU
             return "gelu_tanh", "Gemma: transformers uses gelu_pytorch_tanh when hidden_activation is absent"
+        if fam.key == "falcon" and mt == "bloom":
+            # BloomConfig has no activation field: BloomMLP always calls the tanh GELU
+            return "gelu_tanh", "BLOOM: transformers hard-codes the tanh GELU (bloom_gelu_forward)"
         for key in fam.act_keys + tuple(k for k in _ACT_KEYS_ANY if k not in fam.act_keys):
             v = cfg.get(key)
             if isinstance(v, str):
@@ -351,6 +354,10 @@ def _residual(fam: Family, cfg: Mapping[str, object] | None, root: str, names: S
             return "pre-norm: the layer computes h + B(norm(h))"
         par = True if cfg is None else bool(cfg.get("use_parallel_residual", True))
         return ("parallel residual: the layer computes h + attn(norm₁(h)) + B(norm₂(h))" + nocfg) if par else "pre-norm: the layer computes h + B(norm(h))"
+    if fam.key == "falcon" and _model_type(cfg) == "bloom":
+        if cfg is not None and cfg.get("apply_residual_connection_post_layernorm", False):
+            return "pre-norm with the residual taken after the norm: the layer computes norm(h) + B(norm(h))"
+        return "pre-norm: the layer computes h + B(norm(h))"
     if fam.key == "falcon":
         if has("ln_mlp"):
             return "parallel attention/MLP: the layer computes h + attn(ln_attn(h)) + B(ln_mlp(h))"
