@@ -1,0 +1,195 @@
+"""examples/make_checkpoint.py writes every family the loader knows, and `absorb check` detects each.
+
+The expectations below are typed from the transformers modeling/configuration files, not
+read back from the script: which absorb family the names select, how many MLP blocks the
+layout has, d and n of each, gated or not, and the activation config.json implies.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from absorb.cli import main as absorb_main
+from absorb.io import open_checkpoint
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("make_checkpoint", ROOT / "examples" / "make_checkpoint.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+MC = _module()
+E = MC.EXPERTS
+
+# key: (absorb family, blocks at the default sizes, d, {block n}, kind, activation as reported)
+EXPECT: dict[str, tuple[str, int, int, set[int], str, str]] = {
+    "llama": ("llama", 4, 16, {48}, "gated", "swiglu"),
+    "meta": ("meta", 2, 8, {32}, "gated", "swiglu"),
+    "gemma": ("llama", 2, 8, {32}, "gated", "geglu_tanh"),  # hidden_activation wins over the legacy hidden_act gelu
+    "gemma2": ("llama", 2, 8, {32}, "gated", "geglu_tanh"),
+    "phi3": ("phi3", 2, 8, {32}, "gated", "swiglu"),
+    "mixtral": ("mixtral", 2 * E, 8, {32}, "gated", "swiglu"),
+    "qwen_moe": ("moe", 2 * (E + 1), 8, {32, 128}, "gated", "swiglu"),
+    "nemotron": ("nemotron", 2, 8, {32}, "ungated", "relu2"),
+    "persimmon": ("neox", 2, 8, {32}, "ungated", "relu2"),
+    "gpt2": ("gpt2", 2, 8, {32}, "ungated", "gelu_tanh"),
+    "gpt_bigcode": ("gpt2", 2, 8, {32}, "ungated", "gelu_tanh"),
+    "opt": ("opt", 2, 8, {32}, "ungated", "relu"),
+    "neox": ("neox", 2, 8, {32}, "ungated", "gelu"),
+    "falcon": ("falcon", 2, 8, {32}, "ungated", "gelu"),
+    "bloom": ("falcon", 2, 8, {32}, "ungated", "gelu_tanh"),
+    "phi": ("phi", 2, 8, {32}, "ungated", "gelu_tanh"),
+    "bert": ("bert", 3, 2, {8}, "ungated", "gelu"),
+    "vit": ("bert", 2, 8, {32}, "ungated", "gelu"),
+    "t5": ("t5", 4, 8, {32}, "ungated", "relu"),
+    "t5_gated": ("t5_gated", 4, 8, {32}, "gated", "geglu_tanh"),
+    "clip": ("phi", 4, 8, {32}, "ungated", "quick_gelu"),
+    "whisper": ("opt", 4, 8, {32}, "ungated", "gelu"),
+}
+
+# the residual wiring the report names (transformers' decoder-layer forward)
+RESIDUAL = {
+    "bloom": "pre-norm: the layer computes h + B(norm(h))",
+    "falcon": "parallel attention/MLP",
+    "neox": "parallel residual",
+    "phi": "parallel residual",
+    "bert": "post-norm",
+    "vit": "pre-norm",
+    "clip": "pre-norm",
+    "whisper": "pre-norm",
+    "gemma2": "post-MLP norm",
+}
+
+
+def _check_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]:
+    """`absorb check ARGS --json`, in process (the CLI's own entry point)."""
+    capsys.readouterr()
+    rc = absorb_main(["check", *args, "--json"])
+    out = capsys.readouterr()
+    assert out.err == "", out.err
+    return rc, json.loads(out.out)
+
+
+def _write(tmp_path: Path, family: str, **kw: object) -> Path:
+    dtype, shards = kw.pop("dtype", "F32"), kw.pop("shards", 1)
+    tensors, cfg, extra = MC.make(family, **kw)
+    out = tmp_path / family
+    MC.write(out, tensors, cfg, dtype=dtype, shards=shards, extra=extra)
+    return out
+
+
+def test_every_loader_family_is_written() -> None:
+    """Every layout in absorb's family table has a synthetic checkpoint here."""
+    from absorb.io.families import FAMILIES
+
+    assert {f.key for f in FAMILIES} <= {v[0] for v in EXPECT.values()}
+    assert set(EXPECT) == set(MC.SYNTHETIC)
+
+
+@pytest.mark.parametrize("family", sorted(EXPECT))
+def test_family_detected(tmp_path: Path, capsys: pytest.CaptureFixture[str], family: str) -> None:
+    fam, blocks, d, ns, kind, act = EXPECT[family]
+    ckpt = _write(tmp_path, family)
+    rc, js = _check_json(capsys, str(ckpt))
+    assert rc in (0, 3), js
+    assert js["checkpoint"]["families"] == [fam]
+    assert len(js["blocks"]) == blocks
+    assert {b["d"] for b in js["blocks"]} == {d}
+    assert {b["n"] for b in js["blocks"]} == ns
+    assert {b["kind"] for b in js["blocks"]} == {kind}
+    assert {b["activation"] for b in js["blocks"]} == {act}
+    assert all(b["verdict"] in ("absorbable", "not_absorbable", "unknown") for b in js["blocks"])
+    if family in RESIDUAL:
+        assert all(RESIDUAL[family] in b["analysed"] for b in js["blocks"]), js["blocks"][0]["analysed"]
+
+
+def test_bloom_activation_and_residual() -> None:
+    """BLOOM's config.json names no activation (BloomMLP hard-codes the tanh GELU) and its layer is
+    sequential pre-LN; the Falcon names it shares were refused for want of an activation, and a
+    parallel-attention wiring would have been reported."""
+    tensors, cfg, _ = MC.make("bloom")
+    shapes = {k: v.shape for k, v in tensors.items()}
+    from absorb.io.families import detect
+
+    det = detect(shapes, cfg, source="bloom")
+    assert [b.name for b in det.blocks] == ["h.0.mlp", "h.1.mlp"]
+    assert {b.activation for b in det.blocks} == {"gelu_tanh"}
+    assert all("hard-codes" in b.activation_source for b in det.blocks)
+    assert all(b.residual == "pre-norm: the layer computes h + B(norm(h))" for b in det.blocks)
+    post = detect(shapes, {**cfg, "apply_residual_connection_post_layernorm": True}, source="bloom")
+    assert post.blocks[0].residual.endswith("norm(h) + B(norm(h))")
+    assert all(b.b_up and b.b_down for b in det.blocks)
+
+
+FLIP = sorted(k for k, s in MC.SYNTHETIC.items() if s.flip)
+
+
+@pytest.mark.parametrize("family", FLIP)
+def test_planted_layer_is_absorbable(tmp_path: Path, capsys: pytest.CaptureFixture[str], family: str) -> None:
+    """--planted 1 makes layer 1 (of the first tower) absorbable with exactly the planted S, after
+    BF16 storage over 2 shards (GPT-2's Conv1D transposed back)."""
+    ckpt = _write(tmp_path, family, planted=1, dtype="BF16", shards=2)
+    rc, js = _check_json(capsys, str(ckpt), "--layers", "1")
+    tower = {"t5": "encoder.", "whisper": "model.encoder.", "clip": "text_model."}.get(family, "")
+    first = [b for b in js["blocks"] if b["name"].startswith(tower)]
+    assert len(first) == 1, [b["name"] for b in js["blocks"]]
+    b = first[0]
+    assert b["verdict"] == "absorbable", b["reason"]
+    assert b["witness"]["S"] == MC.planted_units(b["n"], b["d"])
+    assert b["witness"]["residual"] == 0.0
+    others = [x for x in js["blocks"] if x is not b]
+    assert all(x["verdict"] != "absorbable" for x in others)  # the second tower's layer 1 is not planted
+
+
+def test_sizes_dtype_and_shards(tmp_path: Path) -> None:
+    """--d --n --layers apply to every family; --shards writes an index; shapes are as stored."""
+    for family in ("gpt2", "t5_gated", "mixtral", "clip"):
+        ckpt = _write(tmp_path, family, d=4, n=12, layers=3, dtype="F16", shards=3)
+        assert (ckpt / "model.safetensors.index.json").is_file()
+        specs = open_checkpoint(ckpt).specs
+        per_layer = {"mixtral": E, "clip": 2, "t5_gated": 2}.get(family, 1)
+        assert len(specs) == 3 * per_layer
+        assert {(s.d, s.n) for s in specs} == {(4, 12)}
+    gpt2 = open_checkpoint(tmp_path / "gpt2")
+    assert gpt2.tensors["h.0.mlp.c_fc.weight"].shape == (4, 12)  # Conv1D [in, out]
+    assert all(s.transposed for s in gpt2.specs)
+
+
+def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    MC.main(["--list"])
+    listed = capsys.readouterr().out.split("\n")
+    assert {ln.split()[0] for ln in listed if ln} == set(MC.SYNTHETIC)
+    # the old command lines keep working
+    MC.main([str(tmp_path / "b"), "--shards", "2"])
+    MC.main([str(tmp_path / "l"), "--family", "llama", "--dtype", "BF16", "--d", "4", "--n", "8", "--layers", "1"])
+    assert "wrote" in capsys.readouterr().out
+    assert [s.name for s in open_checkpoint(tmp_path / "l").specs] == ["model.layers.0.mlp"]
+    assert [s.layer for s in open_checkpoint(tmp_path / "b").specs] == [0, 1, 2]
+    MC.main([str(tmp_path / "m"), "--family", "meta"])
+    assert not (tmp_path / "m" / "config.json").exists() and (tmp_path / "m" / "params.json").is_file()
+    MC.main([str(tmp_path / "nb"), "--family", "nemotron", "--mlp-bias"])
+    assert all(s.b_up and s.b_down for s in open_checkpoint(tmp_path / "nb").specs)
+    assert json.loads((tmp_path / "nb" / "config.json").read_text())["mlp_bias"] is True
+    for bad in (["--family", "llama", "--planted", "0"], ["--family", "gpt2", "--mlp-bias"],
+                ["--family", "opt", "--planted", "x"], ["--family", "opt", "--d", "0"],
+                ["--family", "opt", "--d", "8", "--n", "4", "--planted", "0"]):
+        with pytest.raises(SystemExit) as exc:
+            MC.main([str(tmp_path / "x"), *bad])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err.startswith("make_checkpoint.py: error:") or "error:" in err, err
+
+
+def test_bert_planted_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """bert plants layer 1 by default (the documented demo); --planted none leaves every layer random."""
+    MC.main([str(tmp_path / "b"), "--planted", "none"])
+    rc, js = _check_json(capsys, str(tmp_path / "b"))
+    assert rc == 3 and all(b["verdict"] != "absorbable" for b in js["blocks"])
