@@ -193,3 +193,39 @@ def test_bert_planted_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     MC.main([str(tmp_path / "b"), "--planted", "none"])
     rc, js = _check_json(capsys, str(tmp_path / "b"))
     assert rc == 3 and all(b["verdict"] != "absorbable" for b in js["blocks"])
+
+
+def _table_module():
+    spec = importlib.util.spec_from_file_location("family_table", ROOT / "examples" / "family_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_family_table_verdict_cells() -> None:
+    ft = _table_module()
+    blocks = [{"name": f"model.{t}.layers.{i}", "layer": i, "verdict": v}
+              for t, vs in (("decoder", ("unknown", "unknown")), ("encoder", ("unknown", "absorbable"))) for i, v in enumerate(vs)]
+    assert ft.verdicts_by_layer(blocks) == "decoder: L0 unknown · L1 unknown; encoder: L0 unknown · L1 absorbable"
+    experts = [{"name": f"model.layers.0.mlp.experts.{e}", "layer": 0, "verdict": "not_absorbable"} for e in range(3)]
+    experts.append({"name": "model.layers.0.mlp.shared_expert", "layer": 0, "verdict": "unknown"})
+    assert ft.verdicts_by_layer(experts) == "L0 not_absorbable ×3, unknown"
+    t5 = [{"name": f"{t}.block.{i}.layer.{k}.DenseReluDense", "layer": i, "verdict": "absorbable"}
+          for t, k in (("encoder", 1), ("decoder", 2)) for i in range(2)]
+    assert ft.verdicts_by_layer(t5) == "encoder: L0 absorbable · L1 absorbable; decoder: L0 absorbable · L1 absorbable"
+    assert ft.verdicts_by_layer([{"name": "h.1.mlp", "layer": 1, "verdict": "unknown"}]) == "L1 unknown"
+
+
+def test_family_table_runs_check_and_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The table is computed from `absorb check --json` (and `absorb verify` with --certificate)."""
+    ft = _table_module()
+    assert ft.main(["--families", "falcon,t5_gated", "--certificate", "--dir", str(tmp_path), "--out", str(tmp_path / "t.md")]) == 0
+    out = capsys.readouterr().out
+    assert out == (tmp_path / "t.md").read_text()
+    rows = [ln for ln in out.splitlines() if ln.startswith("| `")]
+    assert len(rows) == 2
+    falcon, t5g = (r.split(" | ") for r in rows)
+    assert falcon[0] == "| `falcon` (falcon)" and falcon[3] == "none" and "L1 absorbable" in falcon[4]
+    assert t5g[4] == "decoder: L0 not_absorbable · L1 not_absorbable; encoder: L0 not_absorbable · L1 not_absorbable"
+    assert t5g[5] == "linearization" and all(r.rstrip(" |").split(" | ")[-1].startswith("accepted (") for r in rows)
+    assert "`falcon`: `--family falcon --planted 1`" in out
