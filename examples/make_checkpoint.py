@@ -216,6 +216,34 @@ def gemma2(rng: np.random.Generator, *, d: int = 8, n: int = 32, layers: int = 2
     return t, cfg
 
 
+def gemma3(rng: np.random.Generator, *, d: int = 8, n: int = 32, layers: int = 2, planted: int | None = None) -> tuple[Tensors, dict]:
+    """Gemma 3 (Gemma3ForConditionalGeneration): the language model ``language_model.model.layers.{i}.mlp`` (GeGLU)
+    and a SigLIP vision tower ``vision_tower.vision_model.encoder.layers.{i}.mlp.fc1``/``fc2`` of its own width
+    (hidden 3d/2, MLP 3n/2), each with its own ``text_config``/``vision_config``."""
+    del planted
+    dv, nv = d + d // 2, n + n // 2
+    lm = _llama_like(rng, d=d, n=n, layers=layers, post_ffn_norm=True)
+    t: Tensors = {f"language_model.{k}": v for k, v in lm.items()}
+    t["vision_tower.vision_model.embeddings.patch_embedding.weight"] = rng.standard_normal((dv, 3, 2, 2))
+    t["vision_tower.vision_model.embeddings.position_embedding.weight"] = 0.1 * rng.standard_normal((4, dv))
+    for i in range(layers):
+        p = f"vision_tower.vision_model.encoder.layers.{i}"
+        _attn(t, rng, f"{p}.self_attn", dv, ("k_proj", "v_proj", "q_proj", "out_proj"), bias=True)
+        _norm(t, rng, f"{p}.layer_norm1", dv)
+        _mlp(t, rng, d=dv, n=nv, up=f"{p}.mlp.fc1", down=f"{p}.mlp.fc2", bias=True)
+        _norm(t, rng, f"{p}.layer_norm2", dv)
+    _norm(t, rng, "vision_tower.vision_model.post_layernorm", dv)
+    t["multi_modal_projector.mm_input_projection_weight"] = _w(rng, dv, d)  # no ".weight" suffix, as stored
+    t["multi_modal_projector.mm_soft_emb_norm.weight"] = 0.1 * rng.standard_normal(dv)
+    cfg = {"model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"], "mm_tokens_per_image": 4,
+           "text_config": {"model_type": "gemma3_text", "hidden_size": d, "intermediate_size": n, "num_hidden_layers": layers,
+                           "num_attention_heads": 2, "head_dim": d // 2, "hidden_activation": "gelu_pytorch_tanh"},
+           "vision_config": {"model_type": "siglip_vision_model", "hidden_size": dv, "intermediate_size": nv,
+                             "num_hidden_layers": layers, "num_attention_heads": 2, "hidden_act": "gelu_pytorch_tanh",
+                             "image_size": 4, "patch_size": 2}}
+    return t, cfg
+
+
 def phi3(rng: np.random.Generator, *, d: int = 8, n: int = 32, layers: int = 2, planted: int | None = None) -> tuple[Tensors, dict]:
     """Phi-3: fused ``gate_up_proj`` [2I, H] (rows 0:I the gate, I:2I the up projection), fused ``qkv_proj``."""
     del planted
@@ -584,6 +612,7 @@ SYNTHETIC: dict[str, Synthetic] = {s.key: s for s in (
     Synthetic("meta", meta, "LLaMA, Meta's original release (consolidated weights, params.json)"),
     Synthetic("gemma", gemma, "Gemma"),
     Synthetic("gemma2", gemma2, "Gemma 2, Gemma 3 (text)"),
+    Synthetic("gemma3", gemma3, "Gemma 3 multimodal (language model and SigLIP vision tower)"),
     Synthetic("phi3", phi3, "Phi-3, Phi-3.5, Phi-4"),
     Synthetic("mixtral", mixtral, "Mixtral 8x7B, 8x22B"),
     Synthetic("qwen_moe", qwen_moe, "Qwen1.5-MoE, Qwen2-MoE"),

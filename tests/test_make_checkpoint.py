@@ -29,7 +29,8 @@ def _module():
 MC = _module()
 E = MC.EXPERTS
 
-# key: (absorb family, blocks at the default sizes, d, {block n}, kind, activation as reported)
+# key: (absorb family, blocks at the default sizes, d, {block n}, kind, activation as reported);
+# two-tower checkpoints whose towers differ are in EXPECT_MIXED
 EXPECT: dict[str, tuple[str, int, int, set[int], str, str]] = {
     "llama": ("llama", 4, 16, {48}, "gated", "swiglu"),
     "meta": ("meta", 2, 8, {32}, "gated", "swiglu"),
@@ -53,6 +54,11 @@ EXPECT: dict[str, tuple[str, int, int, set[int], str, str]] = {
     "t5_gated": ("t5_gated", 4, 8, {32}, "gated", "geglu_tanh"),
     "clip": ("phi", 4, 8, {32}, "ungated", "quick_gelu"),
     "whisper": ("opt", 4, 8, {32}, "ungated", "gelu"),
+}
+# (families, blocks, {d}, {n}, {kind}, {activation}): Gemma 3's GeGLU language model (text_config) and
+# its SigLIP vision tower (vision_config, hidden 12, MLP 48, gelu_pytorch_tanh)
+EXPECT_MIXED: dict[str, tuple[list[str], int, set[int], set[int], set[str], set[str]]] = {
+    "gemma3": (["llama", "phi"], 4, {8, 12}, {32, 48}, {"gated", "ungated"}, {"geglu_tanh", "gelu_tanh"}),
 }
 
 # the residual wiring the report names (transformers' decoder-layer forward)
@@ -91,22 +97,32 @@ def test_every_loader_family_is_written() -> None:
     from absorb.io.families import FAMILIES
 
     assert {f.key for f in FAMILIES} <= {v[0] for v in EXPECT.values()}
-    assert set(EXPECT) == set(MC.SYNTHETIC)
+    assert set(EXPECT) | set(EXPECT_MIXED) == set(MC.SYNTHETIC)
 
 
-@pytest.mark.parametrize("family", sorted(EXPECT))
-def test_family_detected(tmp_path: Path, capsys: pytest.CaptureFixture[str], family: str) -> None:
+def _expected(family: str) -> tuple[list[str], int, set[int], set[int], set[str], set[str]]:
+    if family in EXPECT_MIXED:
+        return EXPECT_MIXED[family]
     fam, blocks, d, ns, kind, act = EXPECT[family]
+    return [fam], blocks, {d}, ns, {kind}, {act}
+
+
+@pytest.mark.parametrize("family", sorted(MC.SYNTHETIC))
+def test_family_detected(tmp_path: Path, capsys: pytest.CaptureFixture[str], family: str) -> None:
+    fams, blocks, ds, ns, kinds, acts = _expected(family)
     ckpt = _write(tmp_path, family)
     rc, js = _check_json(capsys, str(ckpt))
     assert rc in (0, 3), js
-    assert js["checkpoint"]["families"] == [fam]
+    assert js["checkpoint"]["families"] == fams
     assert len(js["blocks"]) == blocks
-    assert {b["d"] for b in js["blocks"]} == {d}
+    assert {b["d"] for b in js["blocks"]} == ds
     assert {b["n"] for b in js["blocks"]} == ns
-    assert {b["kind"] for b in js["blocks"]} == {kind}
-    assert {b["activation"] for b in js["blocks"]} == {act}
+    assert {b["kind"] for b in js["blocks"]} == kinds
+    assert {b["activation"] for b in js["blocks"]} == acts
     assert all(b["verdict"] in ("absorbable", "not_absorbable", "unknown") for b in js["blocks"])
+    if family == "gemma3":  # each tower reads its own config section (width and activation)
+        by_tower = {(b["name"].split(".")[0], b["d"], b["n"], b["kind"], b["activation"]) for b in js["blocks"]}
+        assert by_tower == {("language_model", 8, 32, "gated", "geglu_tanh"), ("vision_tower", 12, 48, "ungated", "gelu_tanh")}
     if family in RESIDUAL:
         assert all(RESIDUAL[family] in b["analysed"] for b in js["blocks"]), js["blocks"][0]["analysed"]
 
