@@ -34,6 +34,7 @@ maps each tensor to its shard.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 from pathlib import Path
 from typing import Callable, NamedTuple
@@ -649,6 +650,9 @@ def make(family: str, *, seed: int = 0, d: int | None = None, n: int | None = No
             raise ValueError(f"--planted: the {family} layout is gated or its activation has no flip identity "
                              "σ(z) − σ(−z) = z, so an index set cannot be planted; families that take it: "
                              + ", ".join(k for k, s in SYNTHETIC.items() if s.flip))
+        n_layers = layers if layers is not None else inspect.signature(syn.make).parameters["layers"].default
+        if planted is not None and not 0 <= planted < n_layers:
+            raise ValueError(f"--planted {planted}: the checkpoint has layers 0-{n_layers - 1}")
         kw["planted"] = planted
     if mlp_bias:
         if not syn.optional_bias:
@@ -712,7 +716,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--n", type=int, help="MLP width, of each expert for MoE (default: 32; llama 48, bert 8)")
     ap.add_argument("--layers", type=int, help="number of layers, per tower (default: 2; llama 4, bert 3)")
     ap.add_argument("--planted", type=_planted_arg, default=argparse.SUPPRESS, metavar="LAYER|none",
-                    help="plant an exact index set in this layer (ungated ReLU/GELU families; bert: 1 unless 'none')")
+                    help="plant an exact index set in this layer (ungated ReLU/GELU families; bert: 1, when there is one, unless 'none')")
     ap.add_argument("--mlp-bias", action="store_true", help="give the MLP biases (falcon: bias, nemotron: mlp_bias)")
     args = ap.parse_args(argv)
     if args.list:

@@ -196,7 +196,7 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads((tmp_path / "nb" / "config.json").read_text())["mlp_bias"] is True
     for bad in (["--family", "llama", "--planted", "0"], ["--family", "gpt2", "--mlp-bias"],
                 ["--family", "opt", "--planted", "x"], ["--family", "opt", "--d", "0"],
-                ["--family", "opt", "--d", "8", "--n", "4", "--planted", "0"]):
+                ["--family", "opt", "--d", "8", "--n", "4", "--planted", "0"], ["--family", "opt", "--planted", "2"]):
         with pytest.raises(SystemExit) as exc:
             MC.main([str(tmp_path / "x"), *bad])
         assert exc.value.code == 2
