@@ -156,6 +156,11 @@ _PLAIN_GAIN_LLAMA = frozenset({"llama", "mistral", "qwen2", "qwen3", "mixtral", 
                                "deepseek_v2", "deepseek_v3", "phi3"})
 _NEEDS_MODEL_TYPE = frozenset({"llama", "nemotron", "moe", "phi3", "mixtral"})
 
+# fc1/fc2 encoder-decoders whose layers are post-LN, as in BART: the MLP reads the output of the
+# attention's norm (the cross-attention's in a decoder layer) and final_layer_norm follows the MLP.
+# (mBART, Pegasus, M2M100/NLLB, Blenderbot, Whisper and OPT by default are pre-LN.)
+_POST_LN_FC = frozenset({"bart", "marian", "blenderbot-small", "plbart", "mvp", "led"})
+
 _HIDDEN_KEYS = ("hidden_size", "n_embd", "d_model", "dim")
 _ACT_KEYS_ANY = ("hidden_act", "hidden_activation", "activation_function", "activation")
 
@@ -369,6 +374,8 @@ def _residual(fam: Family, cfg: Mapping[str, object] | None, root: str, names: S
         return "pre-norm: the layer computes h + B(norm(h))"
     if fam.key == "bert":
         return "pre-norm: the layer computes h + B(norm(h))" if has("layernorm_after") else "post-norm: the layer computes norm(h + B(h)), h itself the output of a norm"
+    if fam.key == "opt" and _model_type(cfg) in _POST_LN_FC:
+        return "post-norm: the layer computes norm(h + B(h)), h itself the output of a norm"
     if fam.key == "opt":
         pre = True if cfg is None else bool(cfg.get("do_layer_norm_before", True))
         return "pre-norm: the layer computes h + B(norm(h))" if pre else "post-norm: the layer computes norm(h + B(h))"
@@ -383,6 +390,8 @@ def _norm(fam: Family, cfg: Mapping[str, object] | None, root: str, names: Shape
     cands = list(fam.norms)
     if fam.key == "opt" and cfg is not None and not cfg.get("do_layer_norm_before", True):
         cands = ["self_attn_layer_norm"]  # post-LN OPT (350m): the attention's norm feeds the MLP
+    if fam.key == "opt" and _model_type(cfg) in _POST_LN_FC:
+        cands = ["encoder_attn_layer_norm", "self_attn_layer_norm"]  # BART: a decoder layer's cross-attention norm feeds its MLP
     found = next((c for c in cands if f"{root}.{c}.weight" in names), None)
     if not fold:
         return None
