@@ -565,6 +565,37 @@ def clip(rng: np.random.Generator, *, d: int = 8, n: int = 32, layers: int = 2, 
     return t, cfg
 
 
+def _fc_encoder_decoder(t: Tensors, rng: np.random.Generator, *, d: int, n: int, layers: int, planted: int | None,
+                        k_bias: bool) -> None:
+    """BART-style layers ``model.{encoder,decoder}.layers.{i}``: attention(s), their norms, ``fc1``/``fc2``, ``final_layer_norm``."""
+    for tower in ("encoder", "decoder"):
+        for i in range(layers):
+            p = f"model.{tower}.layers.{i}"
+            for a in ("self_attn", "encoder_attn") if tower == "decoder" else ("self_attn",):
+                _linear(t, rng, f"{p}.{a}.k_proj", d, d, bias=k_bias)
+                _attn(t, rng, f"{p}.{a}", d, ("v_proj", "q_proj", "out_proj"), bias=True)
+                _norm(t, rng, f"{p}.{a}_layer_norm", d)
+            _mlp(t, rng, d=d, n=n, up=f"{p}.fc1", down=f"{p}.fc2", bias=True, planted=tower == "encoder" and i == planted)
+            _norm(t, rng, f"{p}.final_layer_norm", d)
+
+
+def bart(rng: np.random.Generator, *, d: int = 8, n: int = 32, layers: int = 2, planted: int | None = None) -> tuple[Tensors, dict]:
+    """BART: Whisper's layer names (``model.{encoder,decoder}.layers.{i}.fc1``/``fc2``, biases, GELU) but post-LN:
+    the MLP reads ``self_attn_layer_norm``'s output (a decoder layer's ``encoder_attn_layer_norm``) and
+    ``final_layer_norm`` follows it."""
+    t: Tensors = {"model.shared.weight": rng.standard_normal((32, d)), "final_logits_bias": np.zeros((1, 32))}
+    for tower in ("encoder", "decoder"):
+        t[f"model.{tower}.embed_positions.weight"] = 0.1 * rng.standard_normal((18, d))
+        _norm(t, rng, f"model.{tower}.layernorm_embedding", d)
+    _fc_encoder_decoder(t, rng, d=d, n=n, layers=layers, planted=planted, k_bias=True)
+    t["lm_head.weight"] = _w(rng, 32, d)
+    cfg = {"model_type": "bart", "architectures": ["BartForConditionalGeneration"], "d_model": d,
+           "encoder_layers": layers, "decoder_layers": layers, "encoder_ffn_dim": n, "decoder_ffn_dim": n,
+           "encoder_attention_heads": 2, "decoder_attention_heads": 2, "max_position_embeddings": 16,
+           "activation_function": "gelu", "normalize_before": False, "add_final_layer_norm": False}
+    return t, cfg
+
+
 def whisper(rng: np.random.Generator, *, d: int = 8, n: int = 32, layers: int = 2, planted: int | None = None) -> tuple[Tensors, dict]:
     """Whisper: ``model.{encoder,decoder}.layers.{i}.fc1``/``fc2`` with biases, GELU, pre-LN ``final_layer_norm``."""
     mels, frames = 4, 8
@@ -573,16 +604,8 @@ def whisper(rng: np.random.Generator, *, d: int = 8, n: int = 32, layers: int = 
                   "model.encoder.embed_positions.weight": 0.1 * rng.standard_normal((frames, d)),
                   "model.decoder.embed_tokens.weight": rng.standard_normal((32, d)),
                   "model.decoder.embed_positions.weight": 0.1 * rng.standard_normal((frames, d))}
+    _fc_encoder_decoder(t, rng, d=d, n=n, layers=layers, planted=planted, k_bias=False)  # Whisper's k_proj has no bias
     for tower in ("encoder", "decoder"):
-        for i in range(layers):
-            p = f"model.{tower}.layers.{i}"
-            attns = ("self_attn", "encoder_attn") if tower == "decoder" else ("self_attn",)
-            for a in attns:
-                t[f"{p}.{a}.k_proj.weight"] = _w(rng, d, d)  # Whisper's k_proj has no bias
-                _attn(t, rng, f"{p}.{a}", d, ("v_proj", "q_proj", "out_proj"), bias=True)
-                _norm(t, rng, f"{p}.{a}_layer_norm", d)
-            _mlp(t, rng, d=d, n=n, up=f"{p}.fc1", down=f"{p}.fc2", bias=True, planted=tower == "encoder" and i == planted)
-            _norm(t, rng, f"{p}.final_layer_norm", d)
         _norm(t, rng, f"model.{tower}.layer_norm", d)
     cfg = {"model_type": "whisper", "architectures": ["WhisperForConditionalGeneration"], "d_model": d,
            "encoder_layers": layers, "decoder_layers": layers, "encoder_ffn_dim": n, "decoder_ffn_dim": n,
@@ -631,6 +654,7 @@ SYNTHETIC: dict[str, Synthetic] = {s.key: s for s in (
     Synthetic("t5", t5, "T5 v1.0", flip=True),
     Synthetic("t5_gated", t5_gated, "T5 v1.1, Flan-T5, mT5"),
     Synthetic("clip", clip, "CLIP (text and vision towers)", flip=True),
+    Synthetic("bart", bart, "BART, Marian (post-LN encoder-decoder)", flip=True),
     Synthetic("whisper", whisper, "Whisper (encoder and decoder)", flip=True),
 )}
 

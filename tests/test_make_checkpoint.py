@@ -54,6 +54,7 @@ EXPECT: dict[str, tuple[str, int, int, set[int], str, str]] = {
     "t5_gated": ("t5_gated", 4, 8, {32}, "gated", "geglu_tanh"),
     "clip": ("phi", 4, 8, {32}, "ungated", "quick_gelu"),
     "whisper": ("opt", 4, 8, {32}, "ungated", "gelu"),
+    "bart": ("opt", 4, 8, {32}, "ungated", "gelu"),
 }
 # (families, blocks, {d}, {n}, {kind}, {activation}): Gemma 3's GeGLU language model (text_config) and
 # its SigLIP vision tower (vision_config, hidden 12, MLP 48, gelu_pytorch_tanh)
@@ -71,6 +72,7 @@ RESIDUAL = {
     "vit": "pre-norm",
     "clip": "pre-norm",
     "whisper": "pre-norm",
+    "bart": "post-norm: the layer computes norm(h + B(h))",
     "gemma2": "post-MLP norm",
 }
 
@@ -154,7 +156,7 @@ def test_planted_layer_is_absorbable(tmp_path: Path, capsys: pytest.CaptureFixtu
     BF16 storage over 2 shards (GPT-2's Conv1D transposed back)."""
     ckpt = _write(tmp_path, family, planted=1, dtype="BF16", shards=2)
     rc, js = _check_json(capsys, str(ckpt), "--layers", "1")
-    tower = {"t5": "encoder.", "whisper": "model.encoder.", "clip": "text_model."}.get(family, "")
+    tower = {"t5": "encoder.", "whisper": "model.encoder.", "bart": "model.encoder.", "clip": "text_model."}.get(family, "")
     first = [b for b in js["blocks"] if b["name"].startswith(tower)]
     assert len(first) == 1, [b["name"] for b in js["blocks"]]
     b = first[0]
@@ -245,3 +247,18 @@ def test_family_table_runs_check_and_verify(tmp_path: Path, capsys: pytest.Captu
     assert t5g[4] == "decoder: L0 not_absorbable · L1 not_absorbable; encoder: L0 not_absorbable · L1 not_absorbable"
     assert t5g[5] == "linearization" and all(r.rstrip(" |").split(" | ")[-1].startswith("accepted (") for r in rows)
     assert "`falcon`: `--family falcon --planted 1`" in out
+
+
+@pytest.mark.parametrize("family, norms", [
+    ("bart", {"model.encoder.layers.0": "model.encoder.layers.0.self_attn_layer_norm",
+              "model.decoder.layers.0": "model.decoder.layers.0.encoder_attn_layer_norm"}),
+    ("whisper", {"model.encoder.layers.0": "model.encoder.layers.0.final_layer_norm",
+                 "model.decoder.layers.0": "model.decoder.layers.0.final_layer_norm"}),
+])
+def test_fold_norm_takes_the_norm_that_feeds_the_mlp(tmp_path: Path, family: str, norms: dict[str, str]) -> None:
+    """BART is post-LN: its MLP reads the attention's norm (the cross-attention's in the decoder) and
+    final_layer_norm comes after the MLP; Whisper, with the same names, is pre-LN. Folding BART's
+    final_layer_norm (as was done) analysed a map the model does not compute."""
+    ckpt = _write(tmp_path, family)
+    specs = {s.name: s for s in open_checkpoint(ckpt, fold_norm=True, layers="0").specs}
+    assert {name: specs[name].norm.weight.rsplit(".", 1)[0] for name in norms} == norms
