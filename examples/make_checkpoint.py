@@ -646,7 +646,7 @@ SYNTHETIC: dict[str, Synthetic] = {s.key: s for s in (
     Synthetic("gpt_bigcode", gpt_bigcode, "StarCoder, SantaCoder (GPT-BigCode)", flip=True),
     Synthetic("opt", opt, "OPT", flip=True),
     Synthetic("neox", neox, "GPT-NeoX, Pythia", flip=True),
-    Synthetic("falcon", falcon, "Falcon-7B/40B (bias-free)", flip=True, optional_bias=True),
+    Synthetic("falcon", falcon, "Falcon-7B (bias-free)", flip=True, optional_bias=True),
     Synthetic("bloom", bloom, "BLOOM, BLOOMZ", flip=True),
     Synthetic("phi", phi, "Phi-1, Phi-1.5, Phi-2", flip=True),
     Synthetic("bert", bert, "BERT, RoBERTa, MiniLM", flip=True),
