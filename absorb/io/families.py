@@ -469,6 +469,16 @@ def _dims(spec: BlockSpec, names: Shapes, *, source: str, hidden: int | None, fa
     return replace(spec, transposed=transposed, d=d, n=n)
 
 
+def _gpt2_hidden_from_norm(names: Shapes, root: str, up: str) -> int | None:
+    """Without config.json, ``ln_2``'s length tells GPT-2's Conv1D ``c_fc`` [H, I] from GPT-BigCode's
+    ``nn.Linear`` [I, H] (same names); None unless it matches exactly one side of ``c_fc``."""
+    ln = names.get(f"{root}.ln_2.weight")
+    shp = names[up]
+    if ln is None or len(ln) != 1 or len(shp) != 2 or (ln[0] == shp[0]) == (ln[0] == shp[1]):
+        return None
+    return int(ln[0])
+
+
 def _bias(names: Shapes, weight: str | None) -> str | None:
     if weight is None:
         return None
@@ -605,7 +615,10 @@ def _by_family(names: Shapes, config: Mapping[str, object] | None, *, source: st
             b_down=_bias(names, roles["down"]), transposed=fam.transposed, activation=act, activation_source=act_src,
             norm=_norm(fam, cfg, root, names, source=source, fold=fold_norm, block=container),
             residual=_residual(fam, cfg, root, names))
-        specs.append(_dims(spec, names, source=source, hidden=_hidden_size(cfg), fam=fam))
+        hidden = _hidden_size(cfg)
+        if hidden is None and fam.key == "gpt2":
+            hidden = _gpt2_hidden_from_norm(names, root, roles["up"])
+        specs.append(_dims(spec, names, source=source, hidden=hidden, fam=fam))
     fams = tuple(sorted({s.family for s in specs}, key=lambda k: [f.key for f in FAMILIES].index(k)))
     return specs, fams
 
