@@ -262,3 +262,13 @@ def test_fold_norm_takes_the_norm_that_feeds_the_mlp(tmp_path: Path, family: str
     ckpt = _write(tmp_path, family)
     specs = {s.name: s for s in open_checkpoint(ckpt, fold_norm=True, layers="0").specs}
     assert {name: specs[name].norm.weight.rsplit(".", 1)[0] for name in norms} == norms
+
+
+@pytest.mark.parametrize("family, transposed", [("gpt2", True), ("gpt_bigcode", False)])
+def test_gpt2_orientation_without_config(tmp_path: Path, family: str, transposed: bool) -> None:
+    """GPT-2 (Conv1D [in, out]) and GPT-BigCode (nn.Linear [out, in]) share every name; without config.json
+    ln_2's length gives the hidden size. GPT-BigCode was read as Conv1D and refused over its c_fc bias."""
+    ckpt = _write(tmp_path, family)
+    (ckpt / "config.json").unlink()
+    specs = open_checkpoint(ckpt, activation="gelu_tanh").specs
+    assert {(s.d, s.n, s.transposed) for s in specs} == {(8, 32, transposed)}
