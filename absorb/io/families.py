@@ -378,7 +378,8 @@ def _residual(fam: Family, cfg: Mapping[str, object] | None, root: str, names: S
         return "post-norm: the layer computes norm(h + B(h)), h itself the output of a norm"
     if fam.key == "opt":
         pre = True if cfg is None else bool(cfg.get("do_layer_norm_before", True))
-        return "pre-norm: the layer computes h + B(norm(h))" if pre else "post-norm: the layer computes norm(h + B(h))"
+        # without config.json a BART-style post-LN model cannot be told from OPT/Whisper: say it is assumed
+        return ("pre-norm: the layer computes h + B(norm(h))" + nocfg) if pre else "post-norm: the layer computes norm(h + B(h))"
     if has("post_feedforward_layernorm"):
         return "pre-norm with a post-MLP norm: the layer computes h + norm_post(B(norm_pre(h)))"
     return "pre-norm: the layer computes h + B(norm(h))"
