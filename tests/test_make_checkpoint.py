@@ -272,3 +272,12 @@ def test_gpt2_orientation_without_config(tmp_path: Path, family: str, transposed
     (ckpt / "config.json").unlink()
     specs = open_checkpoint(ckpt, activation="gelu_tanh").specs
     assert {(s.d, s.n, s.transposed) for s in specs} == {(8, 32, transposed)}
+
+
+def test_fc_layout_without_config_says_its_wiring_is_assumed(tmp_path: Path) -> None:
+    """fc1/fc2 names are shared by pre-LN (OPT, Whisper, mBART) and post-LN (BART, Marian) models, so
+    without config.json the report says the pre-LN wiring is assumed, as it does for NeoX and Falcon."""
+    ckpt = _write(tmp_path, "bart")
+    (ckpt / "config.json").unlink()
+    specs = open_checkpoint(ckpt, activation="gelu").specs
+    assert all(s.residual.endswith("(no config.json: transformers' default assumed)") for s in specs)
