@@ -52,17 +52,17 @@ def _tower(name: str, layer: int) -> str:
 
 
 def _short_towers(towers: list[str]) -> dict[str, str]:
-    """Label each tower by the path components that tell them apart (``encoder``, ``text_model``)."""
+    """Label each tower by the first path component that tells them apart (``encoder``, ``text_model``)."""
     if len(set(towers)) <= 1:
         return {t: "" for t in towers}
     parts = {t: t.split(".") for t in towers}
     lead = 0
     while all(len(p) > lead for p in parts.values()) and len({p[lead] for p in parts.values()}) == 1:
         lead += 1
-    trail = 0
-    while all(len(p) > lead + trail for p in parts.values()) and len({p[-1 - trail] for p in parts.values()}) == 1:
-        trail += 1
-    return {t: ".".join(p[lead: len(p) - trail]) or t for t, p in parts.items()}
+    first = {t: p[lead] if len(p) > lead else t for t, p in parts.items()}  # the first component that differs
+    if len(set(first.values())) == len(first):
+        return first
+    return {t: ".".join(p[lead:]) or t for t, p in parts.items()}
 
 
 def verdicts_by_layer(blocks: list[dict]) -> str:
