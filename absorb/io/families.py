@@ -104,7 +104,7 @@ FAMILIES: tuple[Family, ...] = (
            rf"(?P<root>{_LAYERS})\.mlp", (("up", "dense_h_to_4h"), ("down", "dense_4h_to_h")),
            ("hidden_act",), "gelu (Persimmon: relu2)", ("post_attention_layernorm",),
            config_default={"gpt_neox": "gelu", "persimmon": "relu2"}),
-    Family("falcon", "Falcon (h.{i}.mlp.dense_h_to_4h, dense_4h_to_h)",
+    Family("falcon", "Falcon / BLOOM (h.{i}.mlp.dense_h_to_4h, dense_4h_to_h)",
            rf"(?P<root>{_PRE}h\.(?P<i>\d+))\.mlp", (("up", "dense_h_to_4h"), ("down", "dense_4h_to_h")),
            ("activation", "hidden_act"), "gelu", ("ln_mlp", "post_attention_layernorm", "input_layernorm"),
            config_default={"falcon": "gelu"}),
@@ -140,7 +140,7 @@ for _keys, _types in (
     ({"nemotron"}, ("nemotron",)),
     ({"gpt2"}, ("gpt2", "gpt_bigcode")),
     ({"neox"}, ("gpt_neox", "persimmon")),
-    ({"falcon"}, ("falcon",)),
+    ({"falcon"}, ("falcon", "bloom")),
     ({"opt"}, ("opt",)),
     ({"phi"}, ("phi",)),
     ({"bert"}, ("bert", "roberta", "xlm-roberta", "vit")),
@@ -155,6 +155,11 @@ _ONE_PLUS = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text", "nemotron"})
 _PLAIN_GAIN_LLAMA = frozenset({"llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe",
                                "deepseek_v2", "deepseek_v3", "phi3"})
 _NEEDS_MODEL_TYPE = frozenset({"llama", "nemotron", "moe", "phi3", "mixtral"})
+
+# fc1/fc2 encoder-decoders whose layers are post-LN, as in BART: the MLP reads the output of the
+# attention's norm (the cross-attention's in a decoder layer) and final_layer_norm follows the MLP.
+# (mBART, Pegasus, M2M100/NLLB, Blenderbot, Whisper and OPT by default are pre-LN.)
+_POST_LN_FC = frozenset({"bart", "marian", "blenderbot-small", "plbart", "mvp", "led"})
 
 _HIDDEN_KEYS = ("hidden_size", "n_embd", "d_model", "dim")
 _ACT_KEYS_ANY = ("hidden_act", "hidden_activation", "activation_function", "activation")
@@ -311,6 +316,9 @@ def _activation(fam: Family, cfg: Mapping[str, object] | None, *, override: str 
                 return _check_activation_name(v, source=source, where="config.json hidden_activation"), f"config.json hidden_activation = {v!r}"
             # transformers' Gemma ignores the legacy hidden_act and uses the tanh GELU
             return "gelu_tanh", "Gemma: transformers uses gelu_pytorch_tanh when hidden_activation is absent"
+        if fam.key == "falcon" and mt == "bloom":
+            # BloomConfig has no activation field: BloomMLP always calls the tanh GELU
+            return "gelu_tanh", "BLOOM: transformers hard-codes the tanh GELU (bloom_gelu_forward)"
         for key in fam.act_keys + tuple(k for k in _ACT_KEYS_ANY if k not in fam.act_keys):
             v = cfg.get(key)
             if isinstance(v, str):
@@ -351,6 +359,10 @@ def _residual(fam: Family, cfg: Mapping[str, object] | None, root: str, names: S
             return "pre-norm: the layer computes h + B(norm(h))"
         par = True if cfg is None else bool(cfg.get("use_parallel_residual", True))
         return ("parallel residual: the layer computes h + attn(norm₁(h)) + B(norm₂(h))" + nocfg) if par else "pre-norm: the layer computes h + B(norm(h))"
+    if fam.key == "falcon" and _model_type(cfg) == "bloom":
+        if cfg is not None and cfg.get("apply_residual_connection_post_layernorm", False):
+            return "pre-norm with the residual taken after the norm: the layer computes norm(h) + B(norm(h))"
+        return "pre-norm: the layer computes h + B(norm(h))"
     if fam.key == "falcon":
         if has("ln_mlp"):
             return "parallel attention/MLP: the layer computes h + attn(ln_attn(h)) + B(ln_mlp(h))"
@@ -362,9 +374,12 @@ def _residual(fam: Family, cfg: Mapping[str, object] | None, root: str, names: S
         return "pre-norm: the layer computes h + B(norm(h))"
     if fam.key == "bert":
         return "pre-norm: the layer computes h + B(norm(h))" if has("layernorm_after") else "post-norm: the layer computes norm(h + B(h)), h itself the output of a norm"
+    if fam.key == "opt" and _model_type(cfg) in _POST_LN_FC:
+        return "post-norm: the layer computes norm(h + B(h)), h itself the output of a norm"
     if fam.key == "opt":
         pre = True if cfg is None else bool(cfg.get("do_layer_norm_before", True))
-        return "pre-norm: the layer computes h + B(norm(h))" if pre else "post-norm: the layer computes norm(h + B(h))"
+        # without config.json a BART-style post-LN model cannot be told from OPT/Whisper: say it is assumed
+        return ("pre-norm: the layer computes h + B(norm(h))" + nocfg) if pre else "post-norm: the layer computes norm(h + B(h))"
     if has("post_feedforward_layernorm"):
         return "pre-norm with a post-MLP norm: the layer computes h + norm_post(B(norm_pre(h)))"
     return "pre-norm: the layer computes h + B(norm(h))"
@@ -376,6 +391,8 @@ def _norm(fam: Family, cfg: Mapping[str, object] | None, root: str, names: Shape
     cands = list(fam.norms)
     if fam.key == "opt" and cfg is not None and not cfg.get("do_layer_norm_before", True):
         cands = ["self_attn_layer_norm"]  # post-LN OPT (350m): the attention's norm feeds the MLP
+    if fam.key == "opt" and _model_type(cfg) in _POST_LN_FC:
+        cands = ["encoder_attn_layer_norm", "self_attn_layer_norm"]  # BART: a decoder layer's cross-attention norm feeds its MLP
     found = next((c for c in cands if f"{root}.{c}.weight" in names), None)
     if not fold:
         return None
@@ -451,6 +468,16 @@ def _dims(spec: BlockSpec, names: Shapes, *, source: str, hidden: int | None, fa
             if t is not None and tuple(names[t]) != (d,):
                 raise _shape_error(source, t, names[t], f"[{d}] (one gain per model dimension, d = {d})")
     return replace(spec, transposed=transposed, d=d, n=n)
+
+
+def _gpt2_hidden_from_norm(names: Shapes, root: str, up: str) -> int | None:
+    """Without config.json, ``ln_2``'s length tells GPT-2's Conv1D ``c_fc`` [H, I] from GPT-BigCode's
+    ``nn.Linear`` [I, H] (same names); None unless it matches exactly one side of ``c_fc``."""
+    ln = names.get(f"{root}.ln_2.weight")
+    shp = names[up]
+    if ln is None or len(ln) != 1 or len(shp) != 2 or (ln[0] == shp[0]) == (ln[0] == shp[1]):
+        return None
+    return int(ln[0])
 
 
 def _bias(names: Shapes, weight: str | None) -> str | None:
@@ -589,7 +616,10 @@ def _by_family(names: Shapes, config: Mapping[str, object] | None, *, source: st
             b_down=_bias(names, roles["down"]), transposed=fam.transposed, activation=act, activation_source=act_src,
             norm=_norm(fam, cfg, root, names, source=source, fold=fold_norm, block=container),
             residual=_residual(fam, cfg, root, names))
-        specs.append(_dims(spec, names, source=source, hidden=_hidden_size(cfg), fam=fam))
+        hidden = _hidden_size(cfg)
+        if hidden is None and fam.key == "gpt2":
+            hidden = _gpt2_hidden_from_norm(names, root, roles["up"])
+        specs.append(_dims(spec, names, source=source, hidden=hidden, fam=fam))
     fams = tuple(sorted({s.family for s in specs}, key=lambda k: [f.key for f in FAMILIES].index(k)))
     return specs, fams
 
