@@ -34,7 +34,7 @@ from absorb.engine.degenerate import decide_degenerate, family_of
 from absorb.engine.verdict import BlockDecision, Decision, Hypothesis, Theorem, Verdict, Witness
 from absorb.engine.witness import check_flip_witness, evaluation_error, eval_threshold
 from absorb.model.activations import X, get_activation
-from absorb.model.block import Block, Stack
+from absorb.model.block import Block, Stack, check_decide_inputs
 from absorb.search import SAFE_EXPONENT, find_index_set, magnitudes_ok
 from absorb.search import gamma as _gamma  # Higham's γ_k, shared with the search backends
 from absorb.search._types import DEFAULT_TOL, SearchStatus
@@ -60,6 +60,7 @@ def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.
 
     ``search_progress`` (optional) is called now and then during a long index-set search
     with a short note, e.g. ``"meet-in-the-middle: 120/2048 regions"``."""
+    check_decide_inputs(block, tol=tol, timeout=timeout, seed=seed, method=method)
     H: list[Hypothesis] = []
     P: list[props.Property] = []
 
@@ -245,6 +246,7 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
 
     ``progress`` is called with each block's name before it is decided;
     ``search_progress`` with ``"<name>: <note>"`` during a long index-set search."""
+    check_decide_inputs(stack, tol=tol, timeout=timeout, seed=seed, method=method)
     decisions = []
     for blk in stack.blocks:
         if progress:
@@ -286,6 +288,7 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
 def decide(model: Block | Stack, *, path: str = "", tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0,
            method: str = "auto", progress: Progress | None = None, search_progress: Progress | None = None) -> Decision:
     """Decide a block or a stack. ``tol`` is the relative tolerance every verdict names."""
+    check_decide_inputs(model, tol=tol, timeout=timeout, seed=seed, method=method)
     stack = model if isinstance(model, Stack) else Stack((model,))
     return decide_stack(stack, path=path, tol=tol, timeout=timeout, seed=seed, method=method, progress=progress,
                         search_progress=search_progress)
@@ -303,6 +306,7 @@ def decide_collection(blocks: Iterable[Block], *, path: str = "", tol: float = D
     to use the weights (it is called with each block's decision while they are loaded,
     e.g. to build its certificate entry).
     """
+    check_decide_inputs(None, tol=tol, timeout=timeout, seed=seed, method=method)
     decisions = []
     for blk in blocks:
         if progress:
