@@ -222,9 +222,19 @@ def sweep(cells: Sequence[Cell], *, seed: int = 0, tol: float = DEFAULT_TOL, bat
     (``processes=False`` keeps them as threads, for tests); ``scheduler``: connect to a running
     dask scheduler at that address. ``progress`` is called once per finished cell.
     """
+    from absorb._validate import check_seed, check_tolerance
+
+    check_tolerance(tol)
+    check_seed(seed)
     if workers is not None and scheduler is not None:
         raise InvalidInput("give either workers or a scheduler address, not both")
-    if batch < 1:
+    if workers is not None or scheduler is not None:
+        try:
+            import dask.distributed  # noqa: F401
+        except ImportError:
+            raise InvalidInput("running cells on dask (workers, scheduler) needs dask.distributed; "
+                               "pip install 'absorb[montecarlo]'") from None
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise InvalidInput(f"batch = {batch} must be ≥ 1")
     if route not in ("auto", "enumerate", "dual"):
         raise InvalidInput(f"route {route!r}: choose auto, enumerate or dual")
