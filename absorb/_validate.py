@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Iterable
+from typing import Iterable, Literal
 
 from absorb._errors import InvalidInput
+
+#: the index-set search backends, as a type for public signatures (absorb.search.METHODS)
+Method = Literal["auto", "linalg", "enumerate", "mitm", "milp", "z3", "z3-pb"]
 
 #: seeds reach numpy's SeedSequence (non-negative) and Z3's ``random_seed`` (unsigned 32-bit)
 SEED_MAX = 2**32 - 1
@@ -104,4 +107,4 @@ def check_search_inputs(U: object, D: object, T: object, *, tol: object, timeout
     return U, D, T
 
 
-__all__ = ["SEED_MAX", "check_choice", "check_decide_args", "check_search_inputs", "check_seed", "check_timeout", "check_tolerance"]
+__all__ = ["Method", "SEED_MAX", "check_choice", "check_decide_args", "check_search_inputs", "check_seed", "check_timeout", "check_tolerance"]
