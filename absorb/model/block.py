@@ -87,6 +87,9 @@ def as_float_array(value: object, *, source: str, key: str, prefix: str = "", co
         kind = arr.dtype.kind
         if kind not in "fiub" and arr.dtype.name != "bfloat16":
             what = {"c": "complex", "U": "a string", "S": "a byte string", "V": "raw bytes", "M": "a date", "m": "a time delta"}
+            if kind == "V" and arr.dtype.itemsize == 2:  # what numpy.savez makes of a bfloat16 array
+                raise InvalidInput(f"{lab} has dtype {arr.dtype} (raw 2-byte values: numpy.savez stores bfloat16 arrays so, "
+                                   "without their type); convert them with .astype(numpy.float32) before saving")
             raise InvalidInput(f"{lab} has dtype {arr.dtype} ({what.get(kind, 'not numeric')}); expected a real floating-point "
                                "or integer array (convert it with .astype(numpy.float64))")
         try:
