@@ -70,6 +70,19 @@ def check_choice(value: object, choices: Iterable[str], *, name: str) -> str:
     return value
 
 
+def check_path(path: object, *, name: str = "path") -> "os.PathLike[str] | str":
+    """A file-system path: a ``str`` or an ``os.PathLike`` (not bytes, not a number, not empty)."""
+    import os
+
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str) or not path:
+        raise InvalidInput(f"{name} = {path!r} is not a path; give a file or folder name as a str or pathlib.Path")
+    if "\0" in path:
+        raise InvalidInput(f"{name} = {path!r} contains a NUL character; give a valid path")
+    return path
+
+
 def check_decide_args(*, tol: object, timeout: object, seed: object, method: object) -> None:
     """The arguments every ``decide*`` function shares."""
     from absorb.search import METHODS
@@ -107,4 +120,4 @@ def check_search_inputs(U: object, D: object, T: object, *, tol: object, timeout
     return U, D, T
 
 
-__all__ = ["Method", "SEED_MAX", "check_choice", "check_decide_args", "check_search_inputs", "check_seed", "check_timeout", "check_tolerance"]
+__all__ = ["Method", "SEED_MAX", "check_choice", "check_decide_args", "check_path", "check_search_inputs", "check_seed", "check_timeout", "check_tolerance"]

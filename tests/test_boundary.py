@@ -351,3 +351,46 @@ def test_method_literal_matches_the_backends() -> None:
     import inspect
 
     assert inspect.signature(absorb.decide).parameters["tol"].default == DEFAULT_TOL
+
+
+def test_loaders_refuse_non_paths() -> None:
+    from absorb.io import load_npz, open_checkpoint, save_npz
+
+    for fn in (absorb.load, load_npz, open_checkpoint):
+        for bad in (123, b"x.npz", "", None):
+            with pytest.raises(InvalidInput, match="is not a path"):
+                fn(bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="needs an absorb.Block"):
+        save_npz("x.npz", "model")  # type: ignore[arg-type]
+
+
+def test_every_seed_option_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["verify", "cert.json", "--seed", "-1"])
+    assert exc.value.code == 2 and "from 0 to 4294967295" in capsys.readouterr().err
+
+
+def test_montecarlo_batch_entry_points_validate() -> None:
+    from absorb.montecarlo import decide_batch, dual_batch, enumerate_batch
+
+    U, D = np.ones((2, 3, 2)), np.ones((2, 2, 3))
+    assert decide_batch(U, D).status.shape == (2,)
+    for fn in (decide_batch, dual_batch, enumerate_batch):
+        with pytest.raises(InvalidInput, match="expected non-empty"):
+            fn(U, np.ones((2, 3, 2)))
+        with pytest.raises(InvalidInput, match="strictly between 0 and 1"):
+            fn(U, D, tol=1.0)
+        with pytest.raises(InvalidInput, match="finite nonzero"):
+            fn(U, D, c=0.0)
+    with pytest.raises(InvalidInput, match="'x' is not one of"):
+        decide_batch(U, D, route="x")
+    with pytest.raises(InvalidInput, match="contains NaN"):
+        decide_batch(U * np.nan, D)
+
+
+def test_bfloat16_saved_by_numpy_gets_a_fix(tmp_path: Path) -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    p = tmp_path / "bf.npz"
+    np.savez(p, W_up=np.eye(2).astype(ml_dtypes.bfloat16), W_down=-np.eye(2), activation=np.array("relu"))
+    with pytest.raises(InvalidInput, match=r"astype\(numpy.float32\)"):
+        absorb.load(p)

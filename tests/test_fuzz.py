@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -283,44 +283,87 @@ except ImportError:  # pragma: no cover - ml_dtypes is a dependency
     _BF16 = []
 
 DTYPES = [np.float64, np.float32, np.float16, np.int8, np.int64, np.uint8, np.bool_, np.complex128, *_BF16, "U3", object]
-KEYS = ["W_up", "W_down", "W_gate", "b_up", "b_gate", "b_down", "skip", "H_res", "H_pre", "H_post"]
 ODD_KEYS = ["W_UP", "w_up", "blocks.0.W_up", "blocks.0.W_down", "blocks.1.W_up", "blocks.x.W_up", "blocks.0.foo", "extra",
             "blocks.00.W_up"]
 MAGNITUDES = [1.0, 1e-300, 1e-30, 1e30, 1e100, 5e-324]  # 1e155 / 1e308 overflow is handled in the engine (another area)
 SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0]
 
 
+VALID_ACTS = ["relu", "gelu", "silu", "relu2", "identity", "softplus", "tanh", "leaky_relu", "expr:x**3", "swiglu", "geglu"]
+ODD_ACTS: list[Any] = ["nope", 0, 1.5, ["relu"], b"relu", "expr:Abs(x)", "", "expr:"]
+MUTATIONS = ["dtype", "shape", "special", "magnitude", "odd_key", "drop", "activation", "stack", "hc"]
+
+
+def _cast(a: np.ndarray, dt: Any) -> np.ndarray:
+    if a.dtype.kind not in "fiubc":  # strings, objects, raw bytes: start again from numbers
+        a = np.ones(a.shape)
+    if dt is object:
+        return np.array(a.tolist() if a.ndim else float(a), dtype=object)
+    if dt == "U3":
+        return a.astype("U3")
+    with np.errstate(all="ignore"):
+        return a.astype(dt)
+
+
 @st.composite
 def npz_contents(draw: st.DrawFn) -> dict[str, Any]:
-    d = draw(st.integers(1, 4))
-    n = draw(st.integers(1, 6))
-    shapes = {"W_up": (n, d), "W_down": (d, n), "W_gate": (n, d), "b_up": (n,), "b_gate": (n,), "b_down": (d,),
-              "skip": (d, d), "H_res": (2, 2), "H_pre": (2,), "H_post": (2,)}
-    keys = ["W_up", "W_down"] if draw(st.booleans()) else []
-    keys += draw(st.lists(st.sampled_from(KEYS + ODD_KEYS), max_size=3, unique=True))
-    out: dict[str, Any] = {}
+    """A valid block (often with a gate, biases, a skip), then up to two mutations."""
+    d, n = draw(st.integers(1, 4)), draw(st.integers(1, 6))
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-    for k in dict.fromkeys(keys):
-        shape = shapes.get(k.rsplit(".", 1)[-1], (n, d))
-        mangle = draw(st.sampled_from(["keep"] * 6 + ["transpose", "0d", "3d", "empty", "wrong"]))
-        shape = {"keep": shape, "transpose": shape[::-1], "0d": (), "3d": (*shape, 2)[:3] if len(shape) < 3 else shape,
-                 "empty": (0, *shape[1:]) if shape else (0,), "wrong": tuple(s + 1 for s in shape)}[mangle]
-        a = rng.standard_normal(shape) * draw(st.sampled_from(MAGNITUDES))
-        if a.size and draw(st.integers(0, 5)) == 0:
-            a.flat[draw(st.integers(0, a.size - 1))] = draw(st.sampled_from(SPECIALS))
-        dt = draw(st.sampled_from(DTYPES[:1] * 6 + DTYPES))
-        if dt is object:
-            a = np.array(a.tolist() if a.ndim else float(a), dtype=object)
-        elif dt == "U3":
-            a = a.astype("U3")
-        else:
+    scale = draw(st.sampled_from([1.0] * 4 + MAGNITUDES))
+    act = draw(st.sampled_from(VALID_ACTS))
+    out: dict[str, Any] = {"W_up": rng.standard_normal((n, d)) * scale, "W_down": rng.standard_normal((d, n))}
+    if act in ("swiglu", "geglu") or draw(st.integers(0, 4)) == 0:
+        out["W_gate"] = rng.standard_normal((n, d))
+    for key, shape in (("b_up", (n,)), ("b_down", (d,)), ("skip", (d, d))):
+        if draw(st.integers(0, 5)) == 0:
+            out[key] = rng.standard_normal(shape) if key != "skip" or draw(st.booleans()) else np.zeros(shape)
+    if draw(st.integers(0, 3)) == 0:  # planted: an index set exists (absorbable for ReLU-like σ)
+        out["W_up"][:d] = np.eye(d)[: min(d, n)] if n >= d else out["W_up"][:d]
+        if n >= d:
+            out["W_down"][:, :d] = -np.eye(d)
+            out["W_down"][:, d:] = 0.0
+    out["activation"] = np.array(act)
+    for m in draw(st.lists(st.sampled_from(MUTATIONS), max_size=2)):
+        keys = [k for k in out if k != "activation"]
+        if m == "dtype" and keys:
+            k = draw(st.sampled_from(keys))
+            out[k] = _cast(np.asarray(out[k]), draw(st.sampled_from(DTYPES)))
+        elif m == "shape" and keys:
+            k = draw(st.sampled_from(keys))
+            a = np.asarray(out[k])
+            a = a.astype(float) if a.dtype.kind in "fiub" else np.ones(a.shape)
+            how = draw(st.sampled_from(["transpose", "0d", "3d", "empty", "wrong"]))
+            out[k] = (a.T if how == "transpose" else np.float64(1.0) if how == "0d" else np.ones((*a.shape[:2], 2)) if how == "3d"
+                      else np.zeros((0, *a.shape[1:])) if how == "empty" else np.ones(tuple(x + 1 for x in a.shape)))
+        elif m == "special" and keys:
+            k = draw(st.sampled_from(keys))
+            a = np.array(out[k]).astype(float) if np.asarray(out[k]).dtype.kind in "fiub" else np.ones(np.shape(out[k]))
+            if a.size:
+                a.flat[draw(st.integers(0, a.size - 1))] = draw(st.sampled_from(SPECIALS))
+            out[k] = a
+        elif m == "magnitude" and keys:
+            k = draw(st.sampled_from(keys))
             with np.errstate(all="ignore"):
-                a = a.astype(dt)
-        out[k] = a
-    act = draw(st.sampled_from(["relu", "gelu", "silu", "swiglu", "relu2", "identity", "softplus", "expr:x**3", "nope",
-                                 None, 0, 1.5, ["relu"], b"relu", "expr:Abs(x)"]))
-    if act is not None:
-        out["activation"] = np.array(act)
+                a = np.asarray(out[k])
+                out[k] = (a.astype(float) if a.dtype.kind in "fiub" else np.ones(a.shape)) * draw(st.sampled_from(MAGNITUDES))
+        elif m == "odd_key":
+            out[draw(st.sampled_from(ODD_KEYS))] = np.ones((n, d))
+        elif m == "drop" and keys:
+            out.pop(draw(st.sampled_from(keys)))
+        elif m == "activation":
+            v = draw(st.sampled_from(ODD_ACTS + [None]))
+            if v is None:
+                out.pop("activation", None)
+            else:
+                out["activation"] = np.array(v)
+        elif m == "stack":
+            depth = draw(st.integers(1, 3))
+            out = {**{f"blocks.{i}.{k}": v for i in range(depth) for k, v in out.items() if k != "activation"},
+                   **({"activation": out["activation"]} if "activation" in out else {})}
+        elif m == "hc":
+            s_ = draw(st.integers(1, 3))
+            out.update(H_res=np.eye(s_), H_pre=np.ones(s_) / s_, H_post=np.ones(s_ + draw(st.integers(0, 1))))
     return out
 
 
@@ -394,15 +437,25 @@ def activation_strings(draw: st.DrawFn) -> str:
     return "expr:" + "".join(draw(st.lists(st.sampled_from(_TOKENS), min_size=1, max_size=7)))
 
 
+_PARSER_ISSUES = ["expr:exp", "expr:sqrt", "expr:1/2,E"]
+
+
+@pytest.mark.parametrize("act", [pytest.param(a, marks=pytest.mark.skip(reason=f"{a!r}: {known_parser_issue(a)}"))
+                                 for a in _PARSER_ISSUES])
+def test_known_parser_issues(server: Server, files: dict[str, str], act: str) -> None:
+    """Found by the fuzzer; custom-activation parsing is hardened in another area. Drop the
+    skip when ``absorb check FILE --activation ACT`` answers them with one line, exit 2."""
+    argv = ["check", files["small"], "--activation", act]
+    assert_contract(server.run(argv), argv)
+
+
 @settings(max_examples=20)
 @given(act=activation_strings())
 @example(act="expr:__import__('os').system('echo absorb_injected')")
 @example(act="expr:x**x")
 @example(act="\x00")
 def test_activation_strings_keep_the_contract(server: Server, files: dict[str, str], act: str) -> None:
-    why = known_parser_issue(act)
-    if why:
-        pytest.skip(why)
+    assume(not known_parser_issue(act))  # listed in test_known_parser_issues
     argv = ["check", files["small"], "--activation", act, "--timeout", "5"]
     res = server.run(argv)
     assert_contract(res, argv)
@@ -432,8 +485,6 @@ def test_npz_contents_deep(server: Server, tmp_path_factory: pytest.TempPathFact
 @settings(max_examples=200)
 @given(act=activation_strings())
 def test_activation_strings_deep(server: Server, files: dict[str, str], act: str) -> None:
-    why = known_parser_issue(act)
-    if why:
-        pytest.skip(why)
+    assume(not known_parser_issue(act))  # listed in test_known_parser_issues
     argv = ["check", files["small"], "--activation", act, "--timeout", "5"]
     assert_contract(server.run(argv), argv)

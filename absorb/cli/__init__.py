@@ -113,8 +113,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in SUBCOMMANDS:
         importlib.import_module(f"absorb.cli.{name.replace('-', '_')}").register(sub)
+    from absorb.cli._args import seed
+
     for p in sub.choices.values():
         _add_verbosity(p)
+        for action in p._actions:  # one convention for every --seed: an integer in [0, 2^32 - 1]
+            if action.dest == "seed" and action.type is int:
+                action.type = seed
     return parser
 
 

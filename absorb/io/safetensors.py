@@ -389,7 +389,9 @@ def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = No
     ``fold_norm`` folds the preceding norm's gain into the up/gate projections.
     Raises :class:`~absorb._errors.InvalidInput` (one line) before any weight is read.
     """
-    p = Path(path)
+    from absorb._validate import check_path
+
+    p = Path(check_path(path))
     files, index, cfg_dir, is_torch = _resolve(p)
     tensors: dict[str, TensorInfo] = {}
     metas: list[dict[str, str]] = []
