@@ -12,7 +12,7 @@ import json
 import shlex
 import sys
 
-from absorb.cli import EXIT_OK, EXIT_REJECTED, show_progress
+from absorb.cli import EXIT_OK, EXIT_REJECTED, show_progress, verbosity
 from absorb.cli._args import at_least, positive_ints, seed, tolerance
 from absorb.montecarlo._distributions import DISTRIBUTIONS
 
@@ -133,9 +133,14 @@ def run(args: argparse.Namespace) -> int:
             tqdm = None
         if tqdm is not None:
             bar = tqdm(total=len(cells), unit="cell", file=sys.stderr, desc="montecarlo", leave=False)
+    progress = None
+    if bar is not None:
+        progress = lambda r: bar.update(1)  # noqa: E731
+    elif verbosity(args) >= 2:  # -v: a line per finished cell, also into a log file
+        progress = lambda r: sys.stderr.write(f"absorb montecarlo: {r.cell.label()}: {r.counts['absorbable']}/{r.cell.samples} absorbable\n")  # noqa: E731
     try:
         results = sweep(cells, seed=args.seed, tol=args.tol, batch=args.batch, route=args.route, workers=args.workers,
-                        scheduler=args.scheduler, progress=(lambda r: bar.update(1)) if bar else None)
+                        scheduler=args.scheduler, progress=progress)
     finally:
         if bar is not None:
             bar.close()

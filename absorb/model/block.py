@@ -402,12 +402,12 @@ def lift_hyper_connection(block: Block, hc: HyperConnection) -> Block:
     the state ``X ∈ R^{s×d}`` is flattened row by row (stream-major). Biases: ``b_down``
     is spread like ``W_down``; ``b_up``/``b_gate`` stay as they are.
     """
+    if not isinstance(block, Block) or not isinstance(hc, HyperConnection):
+        raise InvalidInput("lift_hyper_connection(block, hc) needs an absorb.Block and an absorb.HyperConnection")
     d = block.d
     eye = np.eye(d)
     pre = np.kron(hc.H_pre.reshape(1, -1), eye)  # (d, s d)
     post = np.kron(hc.H_post.reshape(-1, 1), eye)  # (s d, d)
-    if not isinstance(block, Block) or not isinstance(hc, HyperConnection):
-        raise InvalidInput("lift_hyper_connection(block, hc) needs an absorb.Block and an absorb.HyperConnection")
     return replace(
         block,
         W_up=block.W_up @ pre,

@@ -35,12 +35,16 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
 from absorb.engine.hypotheses import COLLINEAR_TAU
 
 ENUM_MAX_N = 20
+
+Route = Literal["auto", "enumerate", "dual"]
+"""How a batch is decided: ``enumerate`` (exact, n ≤ ENUM_MAX_N), ``dual`` (lower bounds), ``auto``."""
 """Largest width decided by exhaustive enumeration (2^20 subsets per instance)."""
 
 _EPS = np.finfo(float).eps
@@ -252,7 +256,7 @@ def _cg(A: np.ndarray, h: np.ndarray, *, rtol: float = 1e-9, maxiter: int = 400)
     return x
 
 
-def decide_batch(U: np.ndarray, D: np.ndarray, *, c: float = 1.0, tol: float = 1e-9, route: str = "auto") -> BatchResult:
+def decide_batch(U: np.ndarray, D: np.ndarray, *, c: float = 1.0, tol: float = 1e-9, route: Route = "auto") -> BatchResult:
     """Enumerate when n ≤ ENUM_MAX_N (exact), else the dual lower bound."""
     from absorb._validate import check_choice
 

@@ -33,6 +33,7 @@ import numpy as np
 
 from absorb._errors import InvalidInput
 from absorb.montecarlo import _kernel as K
+from absorb.montecarlo._kernel import Route
 from absorb.montecarlo._distributions import DISCRETE, DISTRIBUTIONS, plant, sample_weights
 from absorb.montecarlo._stats import clopper_pearson, summarize
 from absorb.search._types import DEFAULT_TOL
@@ -127,7 +128,7 @@ def _recheck(U: np.ndarray, D: np.ndarray, S: np.ndarray, activation: str, c: fl
 
 
 def run_cell(cell: Cell, *, index: int, seed: int, tol: float = DEFAULT_TOL, batch: int = DEFAULT_BATCH,
-             route: str = "auto") -> CellResult:
+             route: Route = "auto") -> CellResult:
     """Sample, decide (vectorised), re-check every hit, and summarise one cell."""
     c, necessity = activation_constant(cell.activation)
     rng = cell_rng(seed, index)
@@ -213,7 +214,7 @@ def _task(cell: Cell, index: int, seed: int, tol: float, batch: int, route: str)
     return run_cell(cell, index=index, seed=seed, tol=tol, batch=batch, route=route)
 
 
-def sweep(cells: Sequence[Cell], *, seed: int = 0, tol: float = DEFAULT_TOL, batch: int = DEFAULT_BATCH, route: str = "auto",
+def sweep(cells: Sequence[Cell], *, seed: int = 0, tol: float = DEFAULT_TOL, batch: int = DEFAULT_BATCH, route: Route = "auto",
           workers: int | None = None, scheduler: str | None = None, processes: bool = True,
           progress: Callable[[CellResult], None] | None = None) -> list[CellResult]:
     """Run every cell (in this process, or as dask tasks) and return results in grid order.
