@@ -138,6 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     _ascii_streams()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if verbosity(args) == 0:  # -q: standard error carries errors only, not numerical warnings
+        import warnings
+
+        warnings.simplefilter("ignore")
     try:
         code = int(args.func(args))
         sys.stdout.flush()
