@@ -10,12 +10,26 @@ and its hypotheses on the weights (:mod:`absorb.engine`) → index-set search
 >>> U = np.array([[1.0, 0.0], [0.0, 1.0]]); D = -np.eye(2)
 >>> decide(Block(U, D, get_activation("relu"))).verdict.value
 'absorbable'
+
+:func:`decide` takes whatever :func:`load` returns: a block, a stack, or a checkpoint.
 """
 
-from __future__ import annotations
+from importlib import metadata as _metadata
+from typing import TYPE_CHECKING as _TYPE_CHECKING, Callable as _Callable
 
 from absorb._errors import AbsorbError, InvalidInput
-from absorb._lazy import lazy_exports
+from absorb._lazy import lazy_exports as _lazy_exports
+
+if _TYPE_CHECKING:  # pragma: no cover
+    from absorb._validate import Method as _Method
+    from absorb.engine import Decision
+    from absorb.io.safetensors import Checkpoint
+    from absorb.model import Block, Stack
+
+try:  # one source of truth: the version in pyproject.toml, as installed
+    __version__: str = _metadata.version("absorb")
+except _metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree that was never installed
+    __version__ = "0+unknown"
 
 # The public names and where they live. They are imported on first use (PEP 562), so that
 # `absorb --help`, usage errors and `import absorb` do not pay for sympy and scipy.
@@ -24,12 +38,14 @@ _EXPORTS: dict[str, str] = {
     "Decision": "absorb.engine",
     "Theorem": "absorb.engine",
     "Verdict": "absorb.engine",
-    "decide": "absorb.engine",
     "decide_block": "absorb.engine",
     "decide_stack": "absorb.engine",
+    "Checkpoint": "absorb.io",
     "load": "absorb.io",
     "load_npz": "absorb.io",
+    "open_checkpoint": "absorb.io",
     "save_npz": "absorb.io",
+    "decide_checkpoint": "absorb.io.safetensors",
     "Activation": "absorb.model",
     "Block": "absorb.model",
     "HyperConnection": "absorb.model",
@@ -41,15 +57,44 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-__getattr__, __dir__ = lazy_exports("absorb", _EXPORTS, globals())
+def decide(model: "Block | Stack | Checkpoint", *, path: str = "", tol: float = 1e-9, timeout: float = 60.0, seed: int = 0,
+           method: "_Method" = "auto", progress: "_Callable[[str], None] | None" = None,
+           search_progress: "_Callable[[str], None] | None" = None) -> "Decision":
+    """Decide a block, a stack or a checkpoint (whatever :func:`load` returns).
 
-__version__ = "0.1.0"
+    ``tol`` is the relative tolerance every verdict names (strictly between 0 and 1),
+    ``timeout`` the index-set search budget in seconds (for a checkpoint: per block),
+    ``seed`` (0 to 2^32 − 1) fixes the random inputs and randomised solvers, ``method`` the
+    search backend (``"auto"``: a portfolio). ``progress`` is called with each block's name
+    before it is decided; ``search_progress`` (blocks and stacks) with notes during a long
+    search. A checkpoint is decided a block at a time, each block with its own identity
+    skip, holding one layer in memory; ``path`` defaults to the checkpoint's own path.
+    Bad arguments raise :class:`InvalidInput`.
+    """
+    from absorb.io.safetensors import Checkpoint, decide_checkpoint
+
+    if isinstance(model, Checkpoint):
+        from absorb._validate import check_decide_args
+
+        check_decide_args(tol=tol, timeout=timeout, seed=seed, method=method)
+        dec = decide_checkpoint(model, tol=tol, timeout=timeout, seed=seed, method=method, progress=progress)
+        if path:
+            import dataclasses
+
+            dec = dataclasses.replace(dec, path=path)
+        return dec
+    from absorb.engine import decide as _decide
+
+    return _decide(model, path=path, tol=tol, timeout=timeout, seed=seed, method=method, progress=progress,
+                   search_progress=search_progress)
+
 
 __all__ = [
     "AbsorbError",
     "Activation",
     "Block",
     "BlockDecision",
+    "Checkpoint",
     "Decision",
     "HyperConnection",
     "InvalidInput",
@@ -59,12 +104,21 @@ __all__ = [
     "__version__",
     "decide",
     "decide_block",
+    "decide_checkpoint",
     "decide_stack",
     "find_index_set",
     "get_activation",
     "lift_hyper_connection",
     "load",
     "load_npz",
+    "open_checkpoint",
     "save_npz",
     "sinkhorn",
 ]
+
+__getattr__, _lazy_dir = _lazy_exports("absorb", _EXPORTS, globals())
+
+
+def __dir__() -> list[str]:
+    """The public names only (no import machinery, no private helpers)."""
+    return sorted(__all__)

@@ -114,7 +114,13 @@ def _bad_cases(tmp: Path) -> list[tuple[str, list[str], str]]:
     assert full
     cases.append(("no_file", [str(tmp / "nope.npz")], "no such file"))
     cases.append(("directory", [str(tmp)], str(tmp)))
-    cases.append(("bad_tol", [str(tmp / "good.npz"), "--tol", "-1"], "must be positive"))
+    cases.append(("bad_tol", [str(tmp / "good.npz"), "--tol", "-1"], "strictly between 0 and 1"))
+    # tolerances >= 1 let S = {} (drop the skip) pass as absorption
+    cases.append(("tol_one", [str(tmp / "good.npz"), "--tol", "1"], "strictly between 0 and 1"))
+    cases.append(("tol_two", [str(tmp / "good.npz"), "--tol", "2"], "strictly between 0 and 1"))
+    cases.append(("negative_seed", [str(tmp / "good.npz"), "--seed", "-1"], "from 0 to 4294967295"))
+    cases.append(("huge_seed", [str(tmp / "good.npz"), "--seed", str(2**32)], "from 0 to 4294967295"))
+    cases.append(("infinite_timeout", [str(tmp / "good.npz"), "--timeout", "inf"], "finite number of seconds"))
     cases.append(("bad_method", [str(tmp / "good.npz"), "--method", "magic"], "invalid choice"))
     # a header promising far more data than the member holds
     with zipfile.ZipFile(tmp / "huge.npz", "w") as zf:
@@ -141,7 +147,7 @@ def test_bad_inputs_give_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capt
     assert not failures, "\n".join(failures)
 
 
-@pytest.mark.parametrize("name", ["nan", "not_npz", "huge_header", "injection", "bad_tol"])
+@pytest.mark.parametrize("name", ["nan", "not_npz", "huge_header", "injection", "bad_tol", "negative_seed"])
 def test_bad_inputs_through_a_subprocess_have_no_traceback(tmp_path: Path, name: str) -> None:
     (case,) = [c for c in _bad_cases(tmp_path) if c[0] == name]
     r = absorb("check", *case[1])

@@ -210,7 +210,8 @@ def test_bert_planted_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     """bert plants layer 1 by default (the documented demo); --planted none leaves every layer random."""
     MC.main([str(tmp_path / "b"), "--planted", "none"])
     rc, js = _check_json(capsys, str(tmp_path / "b"))
-    assert rc == 3 and all(b["verdict"] != "absorbable" for b in js["blocks"])
+    assert all(b["verdict"] != "absorbable" for b in js["blocks"])
+    assert rc == (3 if any(b["verdict"] == "unknown" for b in js["blocks"]) else 0)
 
 
 def _table_module():

@@ -73,3 +73,18 @@ def test_npz_round_trip(tmp_path: Path) -> None:
     save_npz(tmp_path / "s.npz", st)
     back = load_npz(tmp_path / "s.npz")
     assert isinstance(back, Stack) and [b.name for b in back.blocks] == ["blocks.0", "blocks.1"]
+
+
+def test_hyper_connection_validates_its_matrices() -> None:
+    from absorb import InvalidInput
+
+    with pytest.raises(InvalidInput, match="H_res has shape"):
+        HyperConnection(H_res=np.ones((2, 3)), H_pre=np.ones(2), H_post=np.ones(2))
+    with pytest.raises(InvalidInput, match="H_post has shape"):
+        HyperConnection(H_res=np.eye(2), H_pre=np.ones(2), H_post=np.ones(3))
+    with pytest.raises(InvalidInput, match="contains NaN"):
+        HyperConnection(H_res=np.eye(2), H_pre=np.array([1.0, np.nan]), H_post=np.ones(2))
+    hc = HyperConnection(H_res=[[1, 0], [0, 1]], H_pre=[0.5, 0.5], H_post=[1, 1])
+    assert hc.H_res.dtype == np.float64 and hc.s == 2
+    with pytest.raises(InvalidInput, match="lift_hyper_connection"):
+        lift_hyper_connection("block", hc)  # type: ignore[arg-type]

@@ -2,14 +2,24 @@
 
 Exit codes (contract): 0 verdict reached, 2 bad input or usage (one line on stderr, no
 traceback), 3 no verdict (unknown). Subcommands that are not verdicts define their own
-codes in their help (``verify`` uses 1 for a rejected certificate).
+codes in their help (``verify`` uses 1 for a rejected certificate). An unexpected internal
+error is reported in one line as a bug (exit 3: no verdict was reached); ``-v`` adds its
+traceback.
+
+Every subcommand takes ``-q/--quiet`` (nothing on standard error but errors) and
+``-v/--verbose`` (progress notes on standard error, also when it is not a terminal).
+Output that the terminal's encoding cannot show (✓, σ, ≥ on a cp1252 console) falls back
+to ASCII (v, sigma, >=) instead of failing.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import importlib
+import os
 import sys
+import unicodedata
 from typing import Sequence
 
 from absorb._errors import AbsorbError
@@ -19,13 +29,78 @@ SUBCOMMANDS: tuple[str, ...] = ("check", "verify", "prove", "montecarlo", "explo
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
 
+#: ASCII spellings of the symbols the reports use, for terminals that cannot show them
+ASCII_FALLBACK: dict[str, str] = {
+    "✓": "v", "✗": "x", "·": "*", "σ": "sigma", "δ": "delta", "γ": "gamma", "ε": "eps", "λ": "lambda", "μ": "mu",
+    "π": "pi", "θ": "theta", "α": "alpha", "β": "beta", "Σ": "Sum", "≥": ">=", "≤": "<=", "≠": "!=", "≈": "~", "±": "+-",
+    "‖": "||", "→": "->", "←": "<-", "⇒": "=>", "…": "...", "—": "-", "–": "-", "−": "-", "×": "x", "⊙": "(.)",
+    "⊗": "(x)", "∘": "o", "∅": "{}", "√": "sqrt", "∞": "inf", "∈": "in", "∉": "not in", "ᵀ": "^T", "²": "^2", "³": "^3",
+    "′": "'", "‘": "'", "’": "'", "“": '"', "”": '"', "⁻": "^-", "¹": "^1", "₁": "_1", "₂": "_2", "ₖ": "_k", "ℝ": "R",
+    "\u2009": " ", "\xa0": " ",
+}
+_SAMPLE = "✓✗σ≥‖→…"
+
+
+def _ascii_fallback(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    out = []
+    for ch in exc.object[exc.start:exc.end]:
+        rep = ASCII_FALLBACK.get(ch)
+        if rep is None:
+            rep = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode("ascii") or "?"
+        out.append(rep)
+    return "".join(out), exc.end
+
+
+codecs.register_error("absorb-ascii", _ascii_fallback)
+
+
+def can_encode(stream: object, text: str = _SAMPLE) -> bool:
+    """Whether ``stream``'s encoding can show ``text`` as it is."""
+    enc = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(enc)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def _ascii_streams() -> None:
+    """Let stdout and stderr fall back to ASCII spellings where their encoding cannot encode."""
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None and not can_encode(stream) and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="absorb-ascii")
+            except (ValueError, OSError):  # pragma: no cover - a closed or exotic stream
+                pass
+
+
+def verbosity(args: argparse.Namespace) -> int:
+    """0 with ``-q``, 2 with ``-v``, else 1."""
+    return int(getattr(args, "verbosity", 1))
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """Progress bars: on a terminal only, never with ``--json`` or ``-q``."""
+    return verbosity(args) >= 1 and not getattr(args, "json", False) and bool(sys.stderr and sys.stderr.isatty())
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors are one line and exit 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        message = " ".join(message.split())
         sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
         raise SystemExit(EXIT_USAGE)
+
+
+def _add_verbosity(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=0, default=1,
+                   help="nothing on standard error but errors (no progress)")
+    g.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=2,
+                   help="progress notes on standard error, also when it is not a terminal")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,14 +113,39 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in SUBCOMMANDS:
         importlib.import_module(f"absorb.cli.{name.replace('-', '_')}").register(sub)
+    from absorb.cli._args import seed
+
+    for p in sub.choices.values():
+        _add_verbosity(p)
+        for action in p._actions:  # one convention for every --seed: an integer in [0, 2^32 - 1]
+            if action.dest == "seed" and action.type is int:
+                action.type = seed
     return parser
 
 
+def _silence_stdout() -> None:
+    """After a failed write, point stdout at /dev/null so the exit-time flush cannot fail again."""
+    try:
+        fd = sys.stdout.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except (AttributeError, OSError, ValueError):  # not a real file (tests capture stdout)
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _ascii_streams()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if verbosity(args) == 0:  # -q: standard error carries errors only, not numerical warnings
+        import warnings
+
+        warnings.simplefilter("ignore")
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()
+        return code
     except AbsorbError as exc:
         sys.stderr.write(f"absorb: error: {exc}\n")
         return EXIT_USAGE
@@ -55,6 +155,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError:
         sys.stderr.write("absorb: error: out of memory; the input is too large for this machine\n")
         return EXIT_USAGE
+    except OSError as exc:  # a full disk, a closed pipe, an unwritable output
+        why = exc.strerror or " ".join(str(exc).split())
+        if getattr(exc, "filename", None):
+            sys.stderr.write(f"absorb: error: {exc.filename}: {why}; check the path and its permissions\n")
+        else:
+            _silence_stdout()
+            sys.stderr.write(f"absorb: error: cannot write the output ({why}); free space or redirect it elsewhere\n")
+        return EXIT_USAGE
+    except Exception as exc:  # noqa: BLE001 - the last resort: one line, never a traceback by default
+        if verbosity(args) >= 2:
+            import traceback
+
+            traceback.print_exc()
+        msg = " ".join(str(exc).split())[:300]
+        sys.stderr.write(f"absorb: internal error: {type(exc).__name__}: {msg}; this is a bug, please report it "
+                         "(rerun with -v for the traceback)\n")
+        return EXIT_UNKNOWN
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -42,3 +42,37 @@ def positive_ints(text: str) -> list[int]:
     if not vals or min(vals) < 1:
         raise argparse.ArgumentTypeError(f"{text!r}: give positive integers, e.g. 2,3,4")
     return vals
+
+
+def _from_validator(check: Callable[[object], object], kind: type) -> Callable[[str], object]:
+    from absorb._errors import InvalidInput
+
+    def conv(text: str) -> object:
+        try:
+            v = kind(text)
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+        try:
+            return check(v)
+        except InvalidInput as exc:  # "tol = 2 is out of range; ..." → "'2' is out of range; ..."
+            msg = str(exc)
+            raise argparse.ArgumentTypeError(f"{text!r}{msg[msg.index(' is '):] if ' is ' in msg else ': ' + msg}") from None
+    return conv
+
+
+def tolerance(text: str) -> float:
+    """A relative tolerance strictly between 0 and 1 (:func:`absorb._validate.check_tolerance`)."""
+    from absorb._validate import check_tolerance
+    return _from_validator(check_tolerance, float)(text)  # type: ignore[return-value]
+
+
+def seconds(text: str) -> float:
+    """A finite number of seconds > 0 (:func:`absorb._validate.check_timeout`)."""
+    from absorb._validate import check_timeout
+    return _from_validator(check_timeout, float)(text)  # type: ignore[return-value]
+
+
+def seed(text: str) -> int:
+    """A seed, an integer in [0, 2^32 − 1] (:func:`absorb._validate.check_seed`)."""
+    from absorb._validate import check_seed
+    return _from_validator(check_seed, int)(text)  # type: ignore[return-value]

@@ -7,8 +7,8 @@ import json
 import sys
 
 from absorb._errors import InvalidInput
-from absorb.cli import EXIT_OK, EXIT_UNKNOWN
-from absorb.cli._args import positive
+from absorb.cli import EXIT_OK, EXIT_UNKNOWN, can_encode, show_progress, verbosity
+from absorb.cli._args import positive, seconds, seed, tolerance
 from absorb.search import METHODS
 from absorb.search._types import DEFAULT_TOL
 
@@ -22,10 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    ".safetensors file, model.safetensors.index.json, or a directory holding them and config.json")
     p.add_argument("--activation", metavar="NAME", help="override the file's activation (a name, or 'expr:<sympy expression in x>')")
     p.add_argument("--json", action="store_true", help="print one JSON object (see docs/user-guide.md) instead of the text report")
-    p.add_argument("--tol", type=positive(float), default=DEFAULT_TOL, metavar="T",
-                   help=f"relative tolerance on ‖W_down[:,S] W_up[S,:] + M‖_F / ‖M‖_F (default {DEFAULT_TOL:g})")
-    p.add_argument("--seed", type=int, default=0, help="seed for the random inputs and randomised solvers (default 0)")
-    p.add_argument("--timeout", type=positive(float), default=60.0, metavar="SEC", help="time budget of the index-set search (default 60)")
+    p.add_argument("--tol", type=tolerance, default=DEFAULT_TOL, metavar="T",
+                   help=f"relative tolerance on ‖W_down[:,S] W_up[S,:] + M‖_F / ‖M‖_F, strictly between 0 and 1 (default {DEFAULT_TOL:g})")
+    p.add_argument("--seed", type=seed, default=0, metavar="S", help="seed for the random inputs and randomised solvers, 0 to 2^32-1 (default 0)")
+    p.add_argument("--timeout", type=seconds, default=60.0, metavar="SEC", help="time budget in seconds of the index-set search and of the symbolic analysis of an expr: activation (default 60)")
     p.add_argument("--allow-biases", action="store_true", help="ask the wider question: may a residual-free block WITH biases "
                    "equal f, even when f has none? (default: residual-free blocks with the bias pattern of f; every verdict "
                    "names the class it is about)")
@@ -64,11 +64,13 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInput(f"{args.path}: --layers, --up/--down/--gate and --fold-norm apply to checkpoints (.safetensors), not .npz files")
     model = load(args.path, activation=args.activation)
     progress = None
-    if sys.stderr.isatty() and not args.json:
+    if show_progress(args):  # one self-erasing status line on a terminal
         progress = lambda name: sys.stderr.write(f"\rdeciding {name} …\x1b[K")  # noqa: E731
+    elif verbosity(args) >= 2:  # -v: one note per line, also into a log file
+        progress = lambda name: sys.stderr.write(f"absorb check: {name}\n")  # noqa: E731
     dec = decide(model, path=args.path, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method,
                  allow_biases=args.allow_biases, progress=progress, search_progress=progress)
-    if progress:
+    if progress and show_progress(args):
         sys.stderr.write("\r\x1b[K")
     fields = []
     if args.width is not None or args.min_width:
@@ -93,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _write_json(out: dict) -> None:
     """The one JSON writer of ``absorb check`` (contract.md: one object on stdout)."""
-    sys.stdout.write(json.dumps(out, indent=2, default=str, ensure_ascii=False) + "\n")
+    # \u escapes where the terminal's encoding cannot show the text: the same JSON, losslessly
+    sys.stdout.write(json.dumps(out, indent=2, default=str, ensure_ascii=not can_encode(sys.stdout)) + "\n")
 
 
 def _run_checkpoint(args: argparse.Namespace) -> int:
@@ -116,11 +119,14 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
 
         entries = []
         on_block = lambda bd: entries.append(block_entry(bd))  # noqa: E731
-    # disable=None: the bar shows on a terminal only, never in pipes or tests
-    with tqdm(total=len(ckpt), unit="block", file=sys.stderr, disable=None, leave=False, dynamic_ncols=True) as bar:
+    # the bar shows on a terminal only, never in pipes, with --json or -q
+    with tqdm(total=len(ckpt), unit="block", file=sys.stderr, disable=not show_progress(args), leave=False,
+              dynamic_ncols=True) as bar:
         started = [0]
 
         def progress(name: str) -> None:  # called before each block: the previous one is done
+            if verbosity(args) >= 2 and bar.disable:
+                sys.stderr.write(f"absorb check: {name}\n")
             bar.set_postfix_str(name, refresh=not started[0])
             if started[0]:
                 bar.update(1)

@@ -9,7 +9,7 @@ import json
 import sys
 
 from absorb.cli import EXIT_OK
-from absorb.cli._args import positive, positive_ints
+from absorb.cli._args import positive, positive_ints, seed
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,13 +22,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n", type=positive(int), default=3, help="hidden width of the residual blocks (default 3)")
     p.add_argument("--depth", type=positive(int), default=3, help="largest depth L (default 3)")
     p.add_argument("--widths", type=positive_ints, default=None, help="widths w of the residual-free blocks (default n, n+1, n+d)")
-    p.add_argument("--activation", choices=("relu", "gelu"), default="relu")
+    p.add_argument("--activation", choices=("relu", "gelu"), default="relu", help="activation of every block (default relu)")
     p.add_argument("--restarts", type=positive(int), default=3, help="random starts per fit, besides the constructed one (default 3)")
     p.add_argument("--samples", type=positive(int), default=256, help="training inputs (default 256; as many held out)")
     p.add_argument("--maxiter", type=positive(int), default=300, help="L-BFGS iterations per start (default 300)")
-    p.add_argument("--seed", type=int, default=0, help="seed of targets, inputs and starts (default 0)")
+    p.add_argument("--seed", type=seed, default=0, metavar="S", help="seed of targets, inputs and starts, 0 to 2^32-1 (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
+
+
+_STRUCTURE_NAMES = {"kink_rays_F": "kink rays of F", "angles_F": "their angles (rad)"}
+
+
+def _structure_text(val: object) -> str:
+    """A structure record as prose: ``kink rays of F: 6; their angles (rad): 0.7607, 0.977, …``."""
+    if not isinstance(val, dict):
+        return str(val)
+    parts = []
+    for k, v in val.items():
+        name = _STRUCTURE_NAMES.get(k, k.replace("_", " "))
+        if isinstance(v, (list, tuple)):
+            v = ", ".join(f"{x:.4g}" if isinstance(x, float) else str(x) for x in v) or "none"
+        parts.append(f"{name}: {v}")
+    return "; ".join(parts)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         k = f"{r.kink_rays_F}/{r.kink_rays_G}" if r.kink_rays_F is not None else "-"
         out.append(f"{r.depth:>5} {r.width:>5} {r.train_error:>10.3e} {r.test_error:>10.3e}  {k:>9}  {r.start}")
     for key, val in rep.structure.items():
-        out.append(f"{key}: {val}")
+        out.append(f"{key}: {_structure_text(val)}")
     out.append(f"({rep.label})")
     sys.stdout.write("\n".join(out) + "\n")
     return EXIT_OK

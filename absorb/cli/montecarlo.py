@@ -12,8 +12,8 @@ import json
 import shlex
 import sys
 
-from absorb.cli import EXIT_OK, EXIT_REJECTED
-from absorb.cli._args import at_least, positive, positive_ints
+from absorb.cli import EXIT_OK, EXIT_REJECTED, show_progress, verbosity
+from absorb.cli._args import at_least, positive_ints, seed, tolerance
 from absorb.montecarlo._distributions import DISTRIBUTIONS
 
 
@@ -43,7 +43,7 @@ def _names(choices: list[str]):
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("montecarlo", help="sweep random weights: how often is a block absorbable?",
                        description="Decide N random blocks per cell of a grid (d, n, weight distribution, activation) with "
-                       "vectorised index-set searches; report the fraction absorbable with an exact 95%% Clopper-Pearson interval, "
+                       "vectorised index-set searches; report the fraction absorbable with an exact 95% Clopper-Pearson interval, "
                        "the distance to absorbability min_S ||D_S U_S + I||_F/sqrt(d), the degenerate fraction and a planted "
                        "positive control. Every hit is re-checked by the engine. Exit 0: done; 1: a re-check failed; 2: bad usage.",
                        epilog="example: absorb montecarlo --shapes 2x4,3x9 --dist gaussian,ternary --samples 2000 --plot mc.png")
@@ -58,18 +58,56 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--samples", type=at_least(1), default=1000, metavar="N", help="random blocks per cell (default 1000)")
     g.add_argument("--planted", type=at_least(0), default=None, metavar="N", help="planted positive controls per cell (default min(N, 100))")
     r = p.add_argument_group("run")
-    r.add_argument("--seed", type=int, default=0, help="master seed; cell i uses SeedSequence(seed, spawn_key=(i,)) (default 0)")
-    r.add_argument("--tol", type=positive(float), default=1e-9, metavar="T", help="relative tolerance on ‖D_S U_S + I‖_F/√d (default 1e-9)")
+    r.add_argument("--seed", type=seed, default=0, metavar="S", help="master seed, 0 to 2^32-1; cell i uses SeedSequence(seed, spawn_key=(i,)) (default 0)")
+    r.add_argument("--tol", type=tolerance, default=1e-9, metavar="T", help="relative tolerance on ‖D_S U_S + I‖_F/√d, strictly between 0 and 1 (default 1e-9)")
     r.add_argument("--batch", type=at_least(1), default=4096, metavar="B", help="instances decided together (default 4096)")
     r.add_argument("--route", choices=("auto", "enumerate", "dual"), default="auto",
                    help="auto: exhaustive for n ≤ 20, else the least-squares dual bound")
-    r.add_argument("--workers", type=at_least(1), default=None, metavar="N", help="run cells on a local dask cluster of N worker processes")
-    r.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run cells on a running dask scheduler (e.g. tcp://host:8786)")
+    r.add_argument("--workers", type=at_least(1), default=None, metavar="N", help="run cells on a local dask cluster of N worker processes "
+                   "(needs the montecarlo extra: pip install 'absorb[montecarlo]')")
+    r.add_argument("--scheduler", default=None, metavar="ADDRESS", help="run cells on a running dask scheduler (e.g. tcp://host:8786; "
+                   "needs the montecarlo extra)")
     o = p.add_argument_group("output")
     o.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
-    o.add_argument("--plot", default=None, metavar="OUT.png", help="write a plot of fraction absorbable and distance per cell")
-    o.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
+    o.add_argument("--plot", default=None, metavar="OUT.png", help="write a plot of fraction absorbable and distance per cell "
+                   "(needs the montecarlo extra: pip install 'absorb[montecarlo]')")
+    o.add_argument("--no-progress", action="store_true", help="no progress bar on standard error (the bar shows on a terminal "
+                   "only, never with --json or -q)")
     p.set_defaults(func=run)
+
+
+def _missing(module: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):
+        return True
+
+
+def _check_extras(args: argparse.Namespace) -> None:
+    """Refuse, before any cell runs, what would fail after the sweep: a missing optional
+    package (dask for --workers/--scheduler, matplotlib for --plot) or an unwritable plot."""
+    import os
+    from pathlib import Path
+
+    from absorb._errors import InvalidInput
+
+    extra = "pip install 'absorb[montecarlo]'"
+    if (args.workers is not None or args.scheduler is not None) and (_missing("dask") or _missing("distributed")):
+        opt = "--workers" if args.workers is not None else "--scheduler"
+        raise InvalidInput(f"{opt} needs dask.distributed, which is not installed; {extra} (or drop {opt})")
+    if args.plot is None:
+        return
+    if _missing("matplotlib"):
+        raise InvalidInput(f"--plot needs matplotlib, which is not installed; {extra} (or drop --plot)")
+    out = Path(args.plot)
+    formats = ("png", "pdf", "svg", "svgz", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp", "pgf")
+    if out.suffix.lower().lstrip(".") not in formats:
+        raise InvalidInput(f"--plot {args.plot}: unknown image format {out.suffix or '(no suffix)'!r}; end the name in .png, .pdf or .svg")
+    parent = out.parent if str(out.parent) else Path(".")
+    if out.is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise InvalidInput(f"--plot {args.plot}: cannot write there (missing folder, a folder of that name, or no permission); choose another path")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,20 +121,26 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInput("--d and --n go together (their product is the grid); or use --shapes DxN,...")
     if args.workers is not None and args.scheduler is not None:
         raise InvalidInput("give either --workers N or --scheduler ADDRESS, not both")
+    _check_extras(args)  # up front: never run the whole sweep and then fail on a missing package or path
     shapes = args.shapes or ([(d, n) for d in args.d for n in args.n] if args.d else [(2, 4), (3, 9)])
     planted = min(args.samples, 100) if args.planted is None else args.planted
     cells = grid(d=[], shapes=shapes, distributions=args.dist, activations=args.activation, samples=args.samples, planted=planted)
     bar = None
-    if not args.no_progress:
+    if not args.no_progress and show_progress(args):
         try:
             from tqdm import tqdm
         except ImportError:  # optional dependency (pip install absorb[montecarlo]): run without a bar
             tqdm = None
         if tqdm is not None:
             bar = tqdm(total=len(cells), unit="cell", file=sys.stderr, desc="montecarlo", leave=False)
+    progress = None
+    if bar is not None:
+        progress = lambda r: bar.update(1)  # noqa: E731
+    elif verbosity(args) >= 2:  # -v: a line per finished cell, also into a log file
+        progress = lambda r: sys.stderr.write(f"absorb montecarlo: {r.cell.label()}: {r.counts['absorbable']}/{r.cell.samples} absorbable\n")  # noqa: E731
     try:
         results = sweep(cells, seed=args.seed, tol=args.tol, batch=args.batch, route=args.route, workers=args.workers,
-                        scheduler=args.scheduler, progress=(lambda r: bar.update(1)) if bar else None)
+                        scheduler=args.scheduler, progress=progress)
     finally:
         if bar is not None:
             bar.close()

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from absorb.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE
+from absorb._errors import InvalidInput
+from absorb.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, verbosity
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +41,18 @@ def run(args: argparse.Namespace) -> int:
     if not names:
         sys.stderr.write(f"absorb prove: error: name a proof ({', '.join(PROOFS)}) or pass --all\n")
         return EXIT_USAGE
+    if args.pdf:  # up front: no .tex files written before the first PDF fails
+        import shutil
+
+        if shutil.which("pdflatex") is None:
+            raise InvalidInput("--pdf needs pdflatex on PATH (e.g. TeX Live or MiKTeX); install it or drop --pdf")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise InvalidInput(f"--out {args.out}: exists and is not a folder; give a folder (created if missing)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInput(f"--out {args.out}: cannot create the folder ({exc.strerror or exc}); choose a writable place") from None
     failed = 0
     for name in names:
         try:
@@ -47,5 +61,6 @@ def run(args: argparse.Namespace) -> int:
             sys.stderr.write(f"absorb prove: {name}: not closed: {exc}\n")
             failed += 1
             continue
-        sys.stdout.write(f"{name}: proved ({', '.join(str(p) for p in paths)})\n")
+        if verbosity(args) >= 1:
+            sys.stdout.write(f"{name}: proved ({', '.join(str(p) for p in paths)})\n")
     return EXIT_REJECTED if failed else EXIT_OK

@@ -33,7 +33,7 @@ from absorb.engine.results import NECESSITY, RESULTS, Ctx, Progress
 from absorb.engine.verdict import BlockDecision, Decision, Theorem, Verdict, Witness
 from absorb.engine.witness import eval_threshold, evaluation_error
 from absorb.model.activations import get_activation
-from absorb.model.block import Block, Stack
+from absorb.model.block import Block, Stack, check_decide_inputs
 from absorb.search import gamma as _gamma  # Higham's γ_k, shared with the search backends
 from absorb.search._types import DEFAULT_TOL
 from absorb.symbolic import properties as props
@@ -48,6 +48,7 @@ def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.
     wider question; results that cover bias-free blocks only are then not used).
     ``search_progress`` (optional) is called now and then during a long index-set search
     with a short note, e.g. ``"meet-in-the-middle: 120/2048 regions"``."""
+    check_decide_inputs(block, tol=tol, timeout=timeout, seed=seed, method=method)
     props.prepare(block.activation, timeout=timeout)  # σ's properties, within the time budget (InvalidInput past it)
     ctx = Ctx(block=block, tol=tol, timeout=timeout, seed=seed, method=method, allow_biases=allow_biases,
               search_progress=search_progress)
@@ -78,6 +79,7 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
 
     ``progress`` is called with each block's name before it is decided;
     ``search_progress`` with ``"<name>: <note>"`` during a long index-set search."""
+    check_decide_inputs(stack, tol=tol, timeout=timeout, seed=seed, method=method)
     for act in {id(b.activation): b.activation for b in stack.blocks}.values():
         props.prepare(act, timeout=timeout)  # once, with the whole budget (each block's search gets a share)
     decisions = []
@@ -123,6 +125,7 @@ def decide(model: Block | Stack, *, path: str = "", tol: float = DEFAULT_TOL, ti
            search_progress: Progress | None = None) -> Decision:
     """Decide a block or a stack. ``tol`` is the relative tolerance every verdict names;
     ``allow_biases`` lets the residual-free blocks have biases even when f has none."""
+    check_decide_inputs(model, tol=tol, timeout=timeout, seed=seed, method=method)
     stack = model if isinstance(model, Stack) else Stack((model,))
     return decide_stack(stack, path=path, tol=tol, timeout=timeout, seed=seed, method=method, allow_biases=allow_biases,
                         progress=progress, search_progress=search_progress)
@@ -140,6 +143,7 @@ def decide_collection(blocks: Iterable[Block], *, path: str = "", tol: float = D
     to use the weights (it is called with each block's decision while they are loaded,
     e.g. to build its certificate entry).
     """
+    check_decide_inputs(None, tol=tol, timeout=timeout, seed=seed, method=method)
     decisions = []
     for blk in blocks:
         if progress:

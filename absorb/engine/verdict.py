@@ -19,6 +19,14 @@ from absorb.symbolic.properties import Property
 
 
 class Verdict(str, enum.Enum):
+    """The three-valued answer (the contract's ``verdict`` field; compare, never test for truth).
+
+    ``ABSORBABLE``: a residual-free block of the same width equals ``f``, and a witness
+    block was checked independently. ``NOT_ABSORBABLE``: a result proves no such block
+    exists, with every hypothesis it needs checked on these weights. ``UNKNOWN``: neither
+    (the reason says why: hypotheses not met, budget spent, open problem).
+    """
+
     ABSORBABLE = "absorbable"
     NOT_ABSORBABLE = "not_absorbable"
     UNKNOWN = "unknown"
@@ -84,7 +92,13 @@ class ResidualFreeClass:
 
 @dataclass(frozen=True, eq=False)
 class Witness:
-    """A residual-free block equal to ``f`` (within ``tolerance``), and how it was checked."""
+    """A residual-free block equal to ``f`` (within ``tolerance``), and how it was checked.
+
+    ``S`` is the index set of flipped units (when the index-set result built it), ``block``
+    the residual-free block, ``residual`` its relative residual, ``eval_error`` the largest
+    relative error on ``n_inputs`` random inputs, ``exact`` whether the identity was also
+    checked in rational arithmetic.
+    """
 
     S: tuple[int, ...] | None
     block: Block
@@ -106,6 +120,15 @@ class Witness:
 
 @dataclass(frozen=True, eq=False)
 class BlockDecision:
+    """The decision for one block: verdict, the result it rests on, and the evidence.
+
+    ``reason`` is one sentence for people; ``hypotheses`` are the conditions checked on the
+    weights (with their numbers), ``properties`` the facts about the activation proved or
+    refuted with sympy, ``search`` the index-set search (when one ran), ``witness`` the
+    checked residual-free block (when absorbable) and ``tolerance`` the relative tolerance
+    the verdict names. ``to_json()`` gives the contract's per-block JSON.
+    """
+
     block: Block
     verdict: Verdict
     theorem: Theorem
@@ -150,7 +173,13 @@ class BlockDecision:
 
 @dataclass(frozen=True, eq=False)
 class Decision:
-    """The answer for a whole input: one block, a stack, or a collection of blocks."""
+    """The answer for a whole input: one block, a stack, or a collection of blocks.
+
+    ``verdict``, ``theorem`` and ``reason`` are for the whole (a stack's composition, or
+    every block of a checkpoint); ``blocks`` holds each block's :class:`BlockDecision`;
+    ``structure`` is ``"block"``, ``"stack"`` or ``"collection"``. ``to_json()`` gives the
+    contract's JSON document (what ``absorb check --json`` prints).
+    """
 
     path: str
     verdict: Verdict

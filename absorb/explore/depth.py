@@ -180,8 +180,17 @@ def explore_depth(*, d: int = 2, n: int = 3, depth: int = 3, widths: list[int] |
                   seed: int = 0, restarts: int = 3, samples: int = 256, maxiter: int = 300) -> DepthReport:
     """Best relative error of ``L`` residual-free blocks of width ``w`` fitted to ``L`` random
     residual blocks of width n, for each depth 1..``depth`` and each width — numerical evidence."""
-    if activation not in ("relu", "gelu"):
-        raise ValueError("activation must be 'relu' or 'gelu'")
+    from absorb._errors import InvalidInput
+    from absorb._validate import check_choice, check_seed
+
+    check_choice(activation, ("relu", "gelu"), name="activation")
+    check_seed(seed)
+    for name, v, lo in (("d", d, 1), ("n", n, 1), ("depth", depth, 1), ("restarts", restarts, 0), ("samples", samples, 1),
+                        ("maxiter", maxiter, 1)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise InvalidInput(f"explore_depth: {name} = {v!r} must be an integer ≥ {lo}")
+    if widths is not None and (not widths or any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in widths)):
+        raise InvalidInput(f"explore_depth: widths = {widths!r} must be a non-empty list of positive integers")
     widths = sorted(set(widths or [n, n + 1, n + d]))
     rng = np.random.default_rng(seed)
     blocks = _targets(d, n, depth, activation, rng)

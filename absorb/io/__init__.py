@@ -24,7 +24,9 @@ def load(path: str | os.PathLike[str], *, activation: str | None = None) -> "Blo
     as a lazy :class:`~absorb.io.safetensors.Checkpoint` (headers checked, blocks read one
     at a time when iterated), never as the whole model in memory.
     """
-    p = Path(path)
+    from absorb._validate import check_path
+
+    p = Path(check_path(path))
     # --- checkpoints (absorb/io/safetensors.py) ---
     if p.suffix != ".npz" and is_checkpoint(p):
         return open_checkpoint(p, activation=activation)

@@ -134,7 +134,9 @@ def load_npz(path: str | os.PathLike[str], *, activation: str | None = None, max
     ``activation`` overrides the file's ``activation`` key. Raises
     :class:`~absorb._errors.InvalidInput` with a one-line message on any bad input.
     """
-    p = Path(path)
+    from absorb._validate import check_path
+
+    p = Path(check_path(path))
     data = _read_all(p, max_bytes=max_bytes)
     if not data:
         raise InvalidInput(f"{p}: the file holds no arrays; a block needs W_up (n, d) and W_down (d, n)")
@@ -143,6 +145,11 @@ def load_npz(path: str | os.PathLike[str], *, activation: str | None = None, max
 
 def save_npz(path: str | os.PathLike[str], model: Block | Stack, *, activation: str | None = None) -> None:
     """Write a block or stack in the contract's format (HC-lifted blocks are written lifted)."""
+    from absorb._validate import check_path
+
+    check_path(path)
+    if not isinstance(model, (Block, Stack)):
+        raise InvalidInput(f"save_npz needs an absorb.Block or absorb.Stack, got a {type(model).__name__}")
     blocks = model.blocks if isinstance(model, Stack) else (model,)
     out: dict[str, np.ndarray] = {}
     for i, b in enumerate(blocks):

@@ -37,7 +37,9 @@ from typing import Any, Iterator, Mapping, Protocol
 import numpy as np
 
 from absorb._errors import InvalidInput
+from absorb._validate import Method
 from absorb.io._validate import build_block
+from absorb.search._types import DEFAULT_TOL
 from absorb.io.families import BlockSpec, Detection, ManualRoles, detect, parse_layers
 from absorb.io.torch_state import TORCH_INDEX_NAME, TORCH_SUFFIXES, read_torch, torch_files_in, torch_missing
 from absorb.model.activations import get_activation
@@ -387,7 +389,9 @@ def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = No
     ``fold_norm`` folds the preceding norm's gain into the up/gate projections.
     Raises :class:`~absorb._errors.InvalidInput` (one line) before any weight is read.
     """
-    p = Path(path)
+    from absorb._validate import check_path
+
+    p = Path(check_path(path))
     files, index, cfg_dir, is_torch = _resolve(p)
     tensors: dict[str, TensorInfo] = {}
     metas: list[dict[str, str]] = []
@@ -464,8 +468,8 @@ def _refuse_quantised(tensors: Mapping[str, TensorInfo], config: Mapping[str, An
                                "not plain floats — analyse the unquantised checkpoint")
 
 
-def decide_checkpoint(ckpt: Checkpoint, *, tol: float, timeout: float, seed: int, method: str = "auto",
-                      allow_biases: bool = False, progress: Any = None, on_block: Any = None) -> Any:
+def decide_checkpoint(ckpt: Checkpoint, *, tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0,
+                      method: Method = "auto", allow_biases: bool = False, progress: Any = None, on_block: Any = None) -> Any:
     """Decide every block of ``ckpt`` with :func:`absorb.engine.decide_collection`, a block at a time.
 
     Each block is the isolated MLP with its own identity skip (see :meth:`Checkpoint.analysed`);
@@ -473,8 +477,12 @@ def decide_checkpoint(ckpt: Checkpoint, *, tol: float, timeout: float, seed: int
     each block's name before it is decided; ``on_block`` with each block's decision while
     its weights are still loaded.
     """
+    from absorb._validate import check_decide_args
     from absorb.engine import decide_collection
 
+    if not isinstance(ckpt, Checkpoint):
+        raise InvalidInput(f"decide_checkpoint needs a Checkpoint (absorb.load or open_checkpoint), got a {type(ckpt).__name__}")
+    check_decide_args(tol=tol, timeout=timeout, seed=seed, method=method)
     return decide_collection(ckpt.blocks(), path=str(ckpt.path), tol=tol, timeout=timeout, seed=seed,
                              method=method, allow_biases=allow_biases, progress=progress, keep_weights=False,
                              on_block=on_block)

@@ -12,13 +12,173 @@ and the skip-connected block is ``f(x) = M x + B(x)`` with ``M = skip`` (identit
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Sequence
+import contextlib
+import contextvars
+from dataclasses import dataclass, field, replace as _dc_replace
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 import sympy as sp
 
+from absorb._errors import InvalidInput
 from absorb.model.activations import Activation, display_name
+
+# ---- validation at the public boundary --------------------------------------------------
+# A Block built by a caller is checked (array-likes → float64, shapes, finiteness, gate and
+# bias shapes); a Block derived from a checked one inside the package (replace, lifting,
+# weight-free placeholders, witnesses) is not: its arrays are internal results, and an
+# overflow there is a numerical outcome for the engine to report, not bad user input.
+_DERIVING: contextvars.ContextVar[bool] = contextvars.ContextVar("absorb_block_deriving", default=False)
+
+_ARRAY_FIELDS = ("W_up", "W_down", "W_gate", "b_up", "b_gate", "b_down", "skip")
+
+
+@contextlib.contextmanager
+def _deriving() -> Iterator[None]:
+    token = _DERIVING.set(True)
+    try:
+        yield
+    finally:
+        _DERIVING.reset(token)
+
+
+def replace(obj, /, **changes):  # noqa: ANN001, ANN201 - dataclasses.replace, unchecked for blocks
+    """``dataclasses.replace`` that builds a derived :class:`Block` without re-validating it."""
+    with _deriving():
+        return _dc_replace(obj, **changes)
+
+
+def _label(source: str, prefix: str, key: str) -> str:
+    return f"{source}: key {prefix + key!r}" if prefix or source != "Block" else f"Block: {key}"
+
+
+def all_finite(a: np.ndarray) -> bool:
+    """Whether every entry of the float64 array ``a`` is finite, in one pass and no
+    full-size temporary when it is (a finite sum proves it; inf − inf and NaN propagate)."""
+    if a.size == 0:
+        return True
+    if all(s == 0 for s in a.strides):  # a broadcast placeholder: one value
+        return bool(np.isfinite(a.flat[0]))
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.add.reduce(a, axis=None)):
+            return True
+    step = max(1, (1 << 22) // max(1, a.shape[-1] if a.ndim else 1))
+    flat = a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(1, -1)
+    return all(bool(np.isfinite(flat[k:k + step]).all()) for k in range(0, flat.shape[0], step))
+
+
+def as_float_array(value: object, *, source: str, key: str, prefix: str = "", copy: bool = True) -> np.ndarray:
+    """A finite float64 array from ``value``, or a one-line error naming ``source`` and ``key``.
+
+    ``copy=False`` reuses a float64 input as is (a loader handing over arrays it owns).
+    Real floating-point, integer and boolean dtypes are converted; complex, object, string
+    and opaque (e.g. bfloat16 seen as raw bytes) dtypes are refused.
+    """
+    lab = _label(source, prefix, key)
+    if isinstance(value, np.ndarray) and value.dtype == np.float64:
+        out = value.copy() if copy else value
+    else:
+        try:
+            arr = np.asarray(value)
+        except (ValueError, TypeError) as exc:  # ragged nested lists and the like
+            raise InvalidInput(f"{lab} is not an array ({' '.join(str(exc).split())[:120]}); give a numeric array") from None
+        if arr.dtype == object:
+            raise InvalidInput(f"{lab} is an object array; store plain numeric arrays (objects are never unpickled)")
+        kind = arr.dtype.kind
+        if kind not in "fiub" and arr.dtype.name != "bfloat16":
+            what = {"c": "complex", "U": "a string", "S": "a byte string", "V": "raw bytes", "M": "a date", "m": "a time delta"}
+            if kind == "V" and arr.dtype.itemsize == 2:  # what numpy.savez makes of a bfloat16 array
+                raise InvalidInput(f"{lab} has dtype {arr.dtype} (raw 2-byte values: numpy.savez stores bfloat16 arrays so, "
+                                   "without their type); convert them with .astype(numpy.float32) before saving")
+            raise InvalidInput(f"{lab} has dtype {arr.dtype} ({what.get(kind, 'not numeric')}); expected a real floating-point "
+                               "or integer array (convert it with .astype(numpy.float64))")
+        try:
+            out = arr.astype(np.float64, copy=copy)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise InvalidInput(f"{lab} cannot be converted to float64 ({exc}); give a real numeric array") from None
+    if not all_finite(out):
+        bad = ~np.isfinite(out)
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        what = "NaN" if np.isnan(out[where]) else "Inf"
+        raise InvalidInput(f"{lab} contains {what} at index {where} ({int(bad.sum())} non-finite entries); the weights must be finite")
+    return out
+
+
+def _shape(arr: np.ndarray, want: tuple[int | None, ...], *, lab: str, hint: str) -> None:
+    ok = arr.ndim == len(want) and all(w is None or w == s for w, s in zip(want, arr.shape))
+    if not ok:
+        spec = "(" + ", ".join("?" if w is None else str(w) for w in want) + ("," if len(want) == 1 else "") + ")"
+        raise InvalidInput(f"{lab} has shape {arr.shape}, expected {spec} {hint}")
+
+
+def check_arrays(arrays: Mapping[str, object], *, activation: object, source: str = "Block", prefix: str = "",
+                 copy: bool = True) -> dict[str, np.ndarray | None]:
+    """The checked float64 arrays of one block (``W_up``, ``W_down``, optional gate, biases,
+    skip), or one-line :class:`InvalidInput` naming the array and the fix.
+
+    Shared by :class:`Block` and every loader (``source`` is then the file, ``prefix`` the
+    stack prefix ``blocks.3.``)."""
+    if not isinstance(activation, Activation):
+        raise InvalidInput(f"{source}: activation {activation!r} is not an Activation; "
+                           "build one with absorb.get_activation('relu') (or 'expr:<sympy expression in x>')")
+    for req in ("W_up", "W_down"):
+        if arrays.get(req) is None:
+            raise InvalidInput(f"{source}: missing {'key ' + repr(prefix + req) if prefix or source != 'Block' else req}; "
+                               "a block needs W_up (n, d) and W_down (d, n)")
+
+    def get(key: str) -> np.ndarray | None:
+        v = arrays.get(key)
+        return None if v is None else as_float_array(v, source=source, key=key, prefix=prefix, copy=copy)
+
+    lab = lambda key: _label(source, prefix, key)  # noqa: E731
+    W_up = get("W_up")
+    if W_up.ndim != 2 or min(W_up.shape) < 1:
+        raise InvalidInput(f"{lab('W_up')} has shape {W_up.shape}, expected a non-empty 2-D array (n, d)")
+    n, d = W_up.shape
+    W_down = get("W_down")
+    if W_down.ndim == 2 and W_down.shape == (n, d) and n != d:
+        raise InvalidInput(f"{lab('W_down')} has shape {W_down.shape}, expected ({d}, {n}); it looks transposed "
+                           "(store nn.Linear weights [out, in])")
+    _shape(W_down, (d, n), lab=lab("W_down"), hint=f"to match W_up of shape ({n}, {d})")
+    out: dict[str, np.ndarray | None] = {"W_up": W_up, "W_down": W_down}
+    out["W_gate"] = W_gate = get("W_gate")
+    if W_gate is not None:
+        _shape(W_gate, (n, d), lab=lab("W_gate"), hint="(same shape as W_up)")
+    for key, k, hint in (("b_up", n, "(one entry per hidden unit)"), ("b_gate", n, "(one entry per hidden unit)"),
+                         ("b_down", d, "(one entry per model dimension)")):
+        out[key] = b = get(key)
+        if b is None:
+            continue
+        if key == "b_gate" and W_gate is None:
+            raise InvalidInput(f"{lab('b_gate')} is given but there is no {prefix + 'W_gate'!r}; drop b_gate or add the gate projection")
+        _shape(b, (k,), lab=lab(key), hint=hint)
+    out["skip"] = skip = get("skip")
+    if skip is not None:
+        _shape(skip, (d, d), lab=lab("skip"), hint=f"(the skip matrix M is d×d with d = {d})")
+    if activation.gated_name and W_gate is None:
+        raise InvalidInput(f"{source}: activation {activation.gated_name!r} is gated but there is no "
+                           f"{'key ' + repr(prefix + 'W_gate') if prefix or source != 'Block' else 'W_gate'}; add the gate "
+                           f"projection or use an ungated activation such as {activation.name!r}")
+    return out
+
+
+def check_decide_inputs(model: object, *, tol: object, timeout: object, seed: object, method: object) -> None:
+    """The public boundary of ``decide*``: the scalar arguments, and the model's type and
+    arrays (a block's arrays are re-checked here, since numpy arrays can change after the
+    block was built, and derived blocks were never checked)."""
+    from absorb._validate import check_decide_args
+
+    check_decide_args(tol=tol, timeout=timeout, seed=seed, method=method)
+    if model is None or isinstance(model, Stack):
+        return  # decide_block checks each block
+    if isinstance(model, Block):
+        model.check()
+        return
+    cls = type(model).__name__
+    if cls == "Checkpoint":
+        raise InvalidInput("a Checkpoint holds many independent blocks: decide it with absorb.decide(checkpoint) "
+                           "or absorb.io.safetensors.decide_checkpoint(checkpoint)")
+    raise InvalidInput(f"cannot decide a {cls}; give an absorb.Block or absorb.Stack (absorb.load reads them from files)")
 
 
 @dataclass(frozen=True)
@@ -28,6 +188,21 @@ class HyperConnection:
     H_res: np.ndarray  # (s, s)
     H_pre: np.ndarray  # (s,)
     H_post: np.ndarray  # (s,)
+
+    def __post_init__(self) -> None:
+        if _DERIVING.get():
+            return
+        src = "HyperConnection"
+        H_res = as_float_array(self.H_res, source=src, key="H_res")
+        if H_res.ndim != 2 or H_res.shape[0] != H_res.shape[1] or H_res.shape[0] < 1:
+            raise InvalidInput(f"HyperConnection: H_res has shape {H_res.shape}, expected a square (s, s) matrix")
+        s = H_res.shape[0]
+        out = {"H_res": H_res}
+        for key in ("H_pre", "H_post"):
+            out[key] = a = as_float_array(getattr(self, key), source=src, key=key)
+            _shape(a, (s,), lab=f"HyperConnection: {key}", hint=f"(s = {s} streams, from H_res)")
+        for key, val in out.items():
+            object.__setattr__(self, key, val)
 
     @property
     def s(self) -> int:
@@ -49,6 +224,33 @@ class Block:
     name: str = "block"
     hc: HyperConnection | None = field(default=None, compare=False)
     """Set when this block was lifted from a Hyper-Connection block (for reports)."""
+
+    def __post_init__(self) -> None:
+        if _DERIVING.get():
+            return
+        checked = check_arrays({k: getattr(self, k) for k in _ARRAY_FIELDS}, activation=self.activation, copy=False)
+        for key, val in checked.items():
+            if val is not getattr(self, key):
+                object.__setattr__(self, key, val)
+        self._check_meta()
+
+    def _check_meta(self) -> None:
+        if not isinstance(self.name, str):
+            raise InvalidInput(f"Block: name = {self.name!r} is not a string")
+        if self.hc is not None and not isinstance(self.hc, HyperConnection):
+            raise InvalidInput(f"Block: hc = {self.hc!r} is not a HyperConnection (build the block with lift_hyper_connection)")
+
+    def check(self) -> None:
+        """Raise :class:`InvalidInput` unless the arrays are float64, finite and of matching
+        shapes (the state every :class:`Block` built by a caller starts in)."""
+        for key in _ARRAY_FIELDS:
+            val = getattr(self, key)
+            if val is not None and not (isinstance(val, np.ndarray) and val.dtype == np.float64):
+                got = f"dtype {val.dtype}" if isinstance(val, np.ndarray) else type(val).__name__
+                raise InvalidInput(f"Block: {key} is {got}, expected a float64 array; build blocks with Block(...), "
+                                   "which converts array-likes")
+        check_arrays({k: getattr(self, k) for k in _ARRAY_FIELDS}, activation=self.activation, copy=False)
+        self._check_meta()
 
     # ---- shape and kind -------------------------------------------------------------
     @property
@@ -172,7 +374,17 @@ class Stack:
     blocks: tuple[Block, ...]
 
     def __post_init__(self) -> None:
-        assert len(self.blocks) >= 1
+        blocks = tuple(self.blocks) if isinstance(self.blocks, (list, tuple)) else self.blocks
+        if not isinstance(blocks, tuple) or not blocks:
+            raise InvalidInput(f"Stack: blocks must be a non-empty tuple of absorb.Block, got {type(self.blocks).__name__}"
+                               f"{' (empty)' if isinstance(blocks, tuple) else ''}")
+        for i, b in enumerate(blocks):
+            if not isinstance(b, Block):
+                raise InvalidInput(f"Stack: blocks[{i}] is a {type(b).__name__}, not an absorb.Block")
+            if b.d != blocks[0].d:
+                raise InvalidInput(f"Stack: blocks[{i}] has model dimension d = {b.d} but blocks[0] has d = {blocks[0].d}; "
+                                   "a stack needs one d throughout")
+        object.__setattr__(self, "blocks", blocks)
 
     def __len__(self) -> int:
         return len(self.blocks)
@@ -190,6 +402,8 @@ def lift_hyper_connection(block: Block, hc: HyperConnection) -> Block:
     the state ``X ∈ R^{s×d}`` is flattened row by row (stream-major). Biases: ``b_down``
     is spread like ``W_down``; ``b_up``/``b_gate`` stay as they are.
     """
+    if not isinstance(block, Block) or not isinstance(hc, HyperConnection):
+        raise InvalidInput("lift_hyper_connection(block, hc) needs an absorb.Block and an absorb.HyperConnection")
     d = block.d
     eye = np.eye(d)
     pre = np.kron(hc.H_pre.reshape(1, -1), eye)  # (d, s d)

@@ -35,12 +35,16 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
 from absorb.engine.hypotheses import COLLINEAR_TAU
 
 ENUM_MAX_N = 20
+
+Route = Literal["auto", "enumerate", "dual"]
+"""How a batch is decided: ``enumerate`` (exact, n ≤ ENUM_MAX_N), ``dual`` (lower bounds), ``auto``."""
 """Largest width decided by exhaustive enumeration (2^20 subsets per instance)."""
 
 _EPS = np.finfo(float).eps
@@ -109,6 +113,27 @@ def _half_sums(L: np.ndarray, G: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return coef @ _monomials(k, 0, 1 << k).T
 
 
+def check_batch(U: object, D: object, *, c: object, tol: object, enumerate_: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The batch entry points' arguments: ``U`` (B, n, d) and ``D`` (B, d, n), finite
+    float64; ``c`` a finite nonzero number; ``tol`` in (0, 1); enumeration needs n ≤ ENUM_MAX_N."""
+    import math
+
+    from absorb._errors import InvalidInput
+    from absorb._validate import check_tolerance
+    from absorb.model.block import as_float_array
+
+    U = as_float_array(U, source="decide_batch", key="U", copy=False)
+    D = as_float_array(D, source="decide_batch", key="D", copy=False)
+    if U.ndim != 3 or D.ndim != 3 or U.size == 0 or D.shape != (U.shape[0], U.shape[2], U.shape[1]):
+        raise InvalidInput(f"decide_batch: U has shape {U.shape} and D {D.shape}; expected non-empty (B, n, d) and (B, d, n)")
+    if isinstance(c, bool) or not isinstance(c, (int, float, np.floating, np.integer)) or not math.isfinite(c) or c == 0:
+        raise InvalidInput(f"decide_batch: c = {c!r} must be a finite nonzero number (the flip constant)")
+    check_tolerance(tol)
+    if enumerate_ and U.shape[1] > ENUM_MAX_N:
+        raise InvalidInput(f"decide_batch: enumeration needs n ≤ {ENUM_MAX_N}, got n = {U.shape[1]}; use route 'dual'")
+    return U, D
+
+
 def enumerate_batch(U: np.ndarray, D: np.ndarray, *, c: float = 1.0, tol: float = 1e-9) -> BatchResult:
     """Decide every instance exactly by enumerating all 2^n subsets (n ≤ ENUM_MAX_N).
 
@@ -117,6 +142,7 @@ def enumerate_batch(U: np.ndarray, D: np.ndarray, *, c: float = 1.0, tol: float 
     matrix products and the cross terms one more, so the cost per instance is
     O(2^n + 2^{n/2}·n²) instead of O(2^n·n²).
     """
+    U, D = check_batch(U, D, c=c, tol=tol, enumerate_=True)
     B, n, d = U.shape
     if n > ENUM_MAX_N:
         raise ValueError(f"enumerate_batch: n = {n} > {ENUM_MAX_N}; use dual_batch")
@@ -165,6 +191,7 @@ def enumerate_batch(U: np.ndarray, D: np.ndarray, *, c: float = 1.0, tol: float 
 
 def dual_batch(U: np.ndarray, D: np.ndarray, *, c: float = 1.0, tol: float = 1e-9) -> BatchResult:
     """Rigorous lower bounds from the least-squares residual as a dual certificate (any n)."""
+    U, D = check_batch(U, D, c=c, tol=tol)
     B, n, d = U.shape
     G, h, _ = _gram(U, D, c)
     # Any b* gives a valid certificate; a tiny ridge keeps the solve defined when K is
@@ -229,8 +256,12 @@ def _cg(A: np.ndarray, h: np.ndarray, *, rtol: float = 1e-9, maxiter: int = 400)
     return x
 
 
-def decide_batch(U: np.ndarray, D: np.ndarray, *, c: float = 1.0, tol: float = 1e-9, route: str = "auto") -> BatchResult:
+def decide_batch(U: np.ndarray, D: np.ndarray, *, c: float = 1.0, tol: float = 1e-9, route: Route = "auto") -> BatchResult:
     """Enumerate when n ≤ ENUM_MAX_N (exact), else the dual lower bound."""
+    from absorb._validate import check_choice
+
+    check_choice(route, ("auto", "enumerate", "dual"), name="route")
+    U, D = check_batch(U, D, c=c, tol=tol, enumerate_=route == "enumerate")
     if route == "auto":
         route = "enumerate" if U.shape[1] <= ENUM_MAX_N else "dual"
     if route == "enumerate":

@@ -33,6 +33,7 @@ import numpy as np
 
 from absorb._errors import InvalidInput
 from absorb.montecarlo import _kernel as K
+from absorb.montecarlo._kernel import Route
 from absorb.montecarlo._distributions import DISCRETE, DISTRIBUTIONS, plant, sample_weights
 from absorb.montecarlo._stats import clopper_pearson, summarize
 from absorb.search._types import DEFAULT_TOL
@@ -127,7 +128,7 @@ def _recheck(U: np.ndarray, D: np.ndarray, S: np.ndarray, activation: str, c: fl
 
 
 def run_cell(cell: Cell, *, index: int, seed: int, tol: float = DEFAULT_TOL, batch: int = DEFAULT_BATCH,
-             route: str = "auto") -> CellResult:
+             route: Route = "auto") -> CellResult:
     """Sample, decide (vectorised), re-check every hit, and summarise one cell."""
     c, necessity = activation_constant(cell.activation)
     rng = cell_rng(seed, index)
@@ -213,7 +214,7 @@ def _task(cell: Cell, index: int, seed: int, tol: float, batch: int, route: str)
     return run_cell(cell, index=index, seed=seed, tol=tol, batch=batch, route=route)
 
 
-def sweep(cells: Sequence[Cell], *, seed: int = 0, tol: float = DEFAULT_TOL, batch: int = DEFAULT_BATCH, route: str = "auto",
+def sweep(cells: Sequence[Cell], *, seed: int = 0, tol: float = DEFAULT_TOL, batch: int = DEFAULT_BATCH, route: Route = "auto",
           workers: int | None = None, scheduler: str | None = None, processes: bool = True,
           progress: Callable[[CellResult], None] | None = None) -> list[CellResult]:
     """Run every cell (in this process, or as dask tasks) and return results in grid order.
@@ -222,9 +223,19 @@ def sweep(cells: Sequence[Cell], *, seed: int = 0, tol: float = DEFAULT_TOL, bat
     (``processes=False`` keeps them as threads, for tests); ``scheduler``: connect to a running
     dask scheduler at that address. ``progress`` is called once per finished cell.
     """
+    from absorb._validate import check_seed, check_tolerance
+
+    check_tolerance(tol)
+    check_seed(seed)
     if workers is not None and scheduler is not None:
         raise InvalidInput("give either workers or a scheduler address, not both")
-    if batch < 1:
+    if workers is not None or scheduler is not None:
+        try:
+            import dask.distributed  # noqa: F401
+        except ImportError:
+            raise InvalidInput("running cells on dask (workers, scheduler) needs dask.distributed; "
+                               "pip install 'absorb[montecarlo]'") from None
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise InvalidInput(f"batch = {batch} must be ≥ 1")
     if route not in ("auto", "enumerate", "dual"):
         raise InvalidInput(f"route {route!r}: choose auto, enumerate or dual")

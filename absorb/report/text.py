@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from absorb.engine.verdict import BlockDecision, Decision
 
-_MARK = {True: "✓", False: "✗", None: "·"}
-_PMARK = {"proved": "✓", "refuted": "✗", "unknown": "?"}
+# Each statement says what is true of these weights (a failed hypothesis reads "the skip
+# matrix M is zero", a refuted property "σ is unbounded"), so only a met hypothesis or a
+# proved property gets ✓; the others get a neutral mark, never ✗ (which would read as a
+# double negative: "✗ σ is unbounded"); "?" when it could not be decided.
+_MARK = {True: "✓", False: "–", None: "?"}
+_PMARK = {"proved": "✓", "refuted": "–", "unknown": "?"}
 
 
 def _skip_text(bd: BlockDecision) -> str:
@@ -42,7 +46,8 @@ def render_block(bd: BlockDecision) -> list[str]:
     if bd.residual_free_class is not None:
         lines.append(f"  about       {bd.residual_free_class.statement}")
     if bd.hypotheses:
-        lines.append("  hypotheses")
+        lines.append("  hypotheses  (✓ met; – not met, the line states what holds)" if any(h.holds is False for h in bd.hypotheses)
+                     else "  hypotheses")
         lines += [f"    {_MARK[h.holds]} {h.statement}" for h in bd.hypotheses]
     if bd.properties:
         lines.append("  activation")

@@ -469,16 +469,9 @@ def find_index_set(
     long meet-in-the-middle run, every quarter second or so (``"meet-in-the-middle: 120/2048
     regions"``).
     """
-    U = np.asarray(U, dtype=np.float64)
-    D = np.asarray(D, dtype=np.float64)
-    T = np.asarray(T, dtype=np.float64)
-    assert U.ndim == 2 and D.ndim == 2 and T.ndim == 2, (U.shape, D.shape, T.shape)
-    assert D.shape[1] == U.shape[0], (U.shape, D.shape)
-    assert T.shape == (D.shape[0], U.shape[1]), (U.shape, D.shape, T.shape)
-    assert np.all(np.isfinite(U)) and np.all(np.isfinite(D)) and np.all(np.isfinite(T))
-    assert np.any(T != 0), "target T must be nonzero (the tolerance is relative to ‖T‖_F)"
-    assert method in METHODS, method
-    assert tol >= 0 and timeout > 0
+    from absorb._validate import check_search_inputs  # bad arguments: one-line InvalidInput, also under python -O
+
+    U, D, T = check_search_inputs(U, D, T, tol=tol, timeout=timeout, seed=seed, method=method)
     t0 = time.perf_counter()
     kw: dict[str, Any] = {"tol": tol, "seed": seed}
     # The backends see U, D, T rescaled by exact powers of two into the range where their

@@ -1,0 +1,123 @@
+"""Checks of the public API's scalar arguments: one place, one message per mistake.
+
+Every public entry point (``decide*``, ``find_index_set``, the Monte Carlo and certificate
+entry points, the CLI's converters) calls these before doing any work, so a bad value is an
+:class:`~absorb._errors.InvalidInput` naming the argument, the value and what would fix it,
+never an ``AssertionError`` or a numpy error from deep inside. ``assert`` is kept for
+internal invariants only.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Iterable, Literal
+
+from absorb._errors import InvalidInput
+
+#: the index-set search backends, as a type for public signatures (absorb.search.METHODS)
+Method = Literal["auto", "linalg", "enumerate", "mitm", "milp", "z3", "z3-pb"]
+
+#: seeds reach numpy's SeedSequence (non-negative) and Z3's ``random_seed`` (unsigned 32-bit)
+SEED_MAX = 2**32 - 1
+
+
+def _real(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidInput(f"{name} = {value!r} is not a number; give a float such as 1e-9")
+    out = float(value)
+    if math.isnan(out):
+        raise InvalidInput(f"{name} is NaN; give a number")
+    return out
+
+
+def check_tolerance(tol: object, *, name: str = "tol") -> float:
+    """A relative tolerance: a number strictly between 0 and 1.
+
+    At 1 or more the empty index set S = ∅ (residual ‖M‖_F / ‖M‖_F = 1) would already be
+    within tolerance, so any block would count as absorbable by dropping its skip.
+    """
+    v = _real(tol, name)
+    if not 0.0 < v < 1.0:
+        raise InvalidInput(f"{name} = {tol!r} is out of range; a relative tolerance lies strictly between 0 and 1 "
+                           "(e.g. 1e-9): at 1 or more dropping the skip would pass as absorption")
+    return v
+
+
+def check_timeout(timeout: object, *, name: str = "timeout") -> float:
+    """A time budget in seconds: a finite number > 0."""
+    v = _real(timeout, name)
+    if not (v > 0 and math.isfinite(v)):
+        raise InvalidInput(f"{name} = {timeout!r} is out of range; give a finite number of seconds > 0 (e.g. 60)")
+    return v
+
+
+def check_seed(seed: object, *, name: str = "seed") -> int:
+    """A seed: an integer in [0, 2^32 − 1]."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise InvalidInput(f"{name} = {seed!r} is not an integer; give an integer from 0 to {SEED_MAX}")
+    v = int(seed)
+    if not 0 <= v <= SEED_MAX:
+        raise InvalidInput(f"{name} = {v} is out of range; give an integer from 0 to {SEED_MAX}")
+    return v
+
+
+def check_choice(value: object, choices: Iterable[str], *, name: str) -> str:
+    """One of ``choices`` (a string)."""
+    choices = tuple(choices)
+    if not isinstance(value, str) or value not in choices:
+        raise InvalidInput(f"{name} = {value!r} is not one of {', '.join(repr(c) for c in choices)}")
+    return value
+
+
+def check_path(path: object, *, name: str = "path") -> "os.PathLike[str] | str":
+    """A file-system path: a ``str`` or an ``os.PathLike`` (not bytes, not a number, not empty)."""
+    import os
+
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str) or not path:
+        raise InvalidInput(f"{name} = {path!r} is not a path; give a file or folder name as a str or pathlib.Path")
+    if "\0" in path:
+        raise InvalidInput(f"{name} = {path!r} contains a NUL character; give a valid path")
+    return path
+
+
+def check_decide_args(*, tol: object, timeout: object, seed: object, method: object) -> None:
+    """The arguments every ``decide*`` function shares."""
+    from absorb.search import METHODS
+
+    check_tolerance(tol)
+    check_timeout(timeout)
+    check_seed(seed)
+    check_choice(method, METHODS, name="method")
+
+
+def check_search_inputs(U: object, D: object, T: object, *, tol: object, timeout: object, seed: object,
+                        method: object) -> tuple["np.ndarray", "np.ndarray", "np.ndarray"]:
+    """The arguments of :func:`absorb.search.find_index_set`: ``U`` (n×d_in), ``D``
+    (d_out×n) and a nonzero target ``T`` (d_out×d_in), finite, as float64 arrays."""
+    import numpy as np
+
+    from absorb.model.block import as_float_array
+    from absorb.search import METHODS
+
+    src = "find_index_set"
+    U, D, T = (as_float_array(a, source=src, key=k, prefix="", copy=False) for a, k in ((U, "U"), (D, "D"), (T, "T")))
+    for a, k, want in ((U, "U", "(n, d_in)"), (D, "D", "(d_out, n)"), (T, "T", "(d_out, d_in)")):
+        if a.ndim != 2 or a.size == 0:
+            raise InvalidInput(f"find_index_set: {k} has shape {a.shape}, expected a non-empty 2-D array {want}")
+    if D.shape[1] != U.shape[0]:
+        raise InvalidInput(f"find_index_set: D has shape {D.shape} but U has shape {U.shape}; D must have one column per row of U")
+    if T.shape != (D.shape[0], U.shape[1]):
+        raise InvalidInput(f"find_index_set: T has shape {T.shape}, expected ({D.shape[0]}, {U.shape[1]}) (rows of D, columns of U)")
+    if not np.any(T != 0):
+        raise InvalidInput("find_index_set: the target T is zero; the tolerance is relative to ‖T‖_F, so give a nonzero T")
+    check_tolerance(tol)
+    check_timeout(timeout)
+    check_seed(seed)
+    check_choice(method, METHODS, name="method")
+    return U, D, T
+
+
+__all__ = ["Method", "SEED_MAX", "check_choice", "check_decide_args", "check_path", "check_search_inputs", "check_seed", "check_timeout", "check_tolerance"]
