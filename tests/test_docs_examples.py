@@ -218,3 +218,12 @@ def test_jq_subset_values() -> None:
     assert dx.jq_subset(".nope.deeper", SAMPLE) == [None]
     with pytest.raises(ValueError, match="without jq"):
         dx.jq_subset(".blocks[] | .name", SAMPLE)
+
+
+def test_a_jq_pipeline_runs_without_jq(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_which = shutil.which
+    monkeypatch.setattr(dx.shutil, "which", lambda name, *a, **k: None if name == "jq" else real_which(name, *a, **k))
+    doc = tmp_path / "jq.md"
+    doc.write_text("""```text\n$ echo '{"verdict": "absorbable", "blocks": [{"d": 4}]}' | jq '.verdict, .blocks[0].d'\n"""
+                   """"absorbable"\n4\n$ echo '{"a": "b"}' | jq -r .a\nb\n```\n""", encoding="utf-8")
+    assert dx.process(doc, write=False, log=io.StringIO())[:3] == (1, 0, [])

@@ -379,7 +379,12 @@ def _jq_main(argv: list[str]) -> int:
     if len(args) != 1:
         sys.stderr.write("jq subset: one FILTER expected (reading JSON from stdin)\n")
         return 2
-    for value in jq_subset(args[0], json.load(sys.stdin)):
+    try:
+        values = jq_subset(args[0], json.load(sys.stdin))
+    except ValueError as e:  # json.JSONDecodeError included
+        sys.stderr.write(f"jq subset: {e}\n")
+        return 2
+    for value in values:
         if raw and isinstance(value, str):
             print(value)
         elif compact:
