@@ -1,0 +1,229 @@
+"""The shell examples in README.md and docs/*.md show what the commands print now.
+
+The runner is tools/docs_examples.py (its docstring has the rules: masks, ``...``, directives);
+on a failure, ``python tools/docs_examples.py --write`` rewrites the outputs, then review the diff.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("docs_examples", ROOT / "tools" / "docs_examples.py")
+dx = importlib.util.module_from_spec(_spec)
+sys.modules["docs_examples"] = dx
+_spec.loader.exec_module(dx)
+
+DOCS = [p for p in dx.default_files() if "\n$ " in p.read_text(encoding="utf-8")]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=[str(p.relative_to(ROOT)) for p in DOCS])
+def test_doc_examples_print_what_they_show(doc: Path) -> None:
+    log = io.StringIO()
+    ran, _skipped, failures = dx.process(doc, write=False, log=log)
+    assert ran > 0
+    assert not failures, ("\n".join(failures) + f"\n{log.getvalue()}"
+                          f"refresh with: python tools/docs_examples.py --write {doc.relative_to(ROOT)}")
+
+
+def test_the_docs_have_examples_to_check() -> None:
+    names = {p.name for p in DOCS}
+    assert {"README.md", "certificates.md", "checkpoints.md"} <= names
+
+
+# --- the comparison rules ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("shown", "printed"), [
+    ("  search      mitm: found in 0.013 s", "  search      mitm: found in 0.137 s"),
+    ("took 4.8 s and 212 MB peak", "took 13 s and 1.2 GB peak"),
+    ("3 ms, 12 385 bytes, 25 MiB", "250 ms, 9 bytes, 3 KiB"),
+    ("absorb 0.1.0 — schema 1", "absorb 0.2.3 — schema 1"),
+    ("with torch 2.13.0+cpu", "with torch 2.14.1"),
+    ('"created": "2026-04-30T10:00:00Z", "elapsed": 0.25', '"created": "2026-12-01T09:01:40+00:00", "elapsed": 1.5e-3'),
+    ("written to /tmp/pytest-7/x.json", "written to /tmp/tmpab12/x.json"),
+])
+def test_volatile_parts_are_masked(shown: str, printed: str) -> None:
+    assert dx.matches([shown], [printed])
+
+
+@pytest.mark.parametrize(("shown", "printed"), [
+    ("  search      linalg-sketch-pcg: found in 0.013 s", "  search      mitm: found in 0.137 s"),
+    ("proved by enumerate, relative distance ≥ 1", "proved by dual-bound, relative distance ≥ 0.895"),
+    ("bound 0.503", "bound 0.379"),
+    ("relative residual 8.20e-17", "relative residual 2.01e-16"),
+    ("wrote /tmp/w/demo_bert", "wrote /tmp/w/demo_bert2"),
+])
+def test_what_matters_is_compared(shown: str, printed: str) -> None:
+    assert not dx.matches([shown], [printed])
+
+
+def test_ellipsis_rule() -> None:
+    out = ["head", "a", "b", "c", "d", "tail"]
+    assert dx.matches(["head", "...", "tail"], out)
+    assert dx.matches(["head", "...", "b", "c", "...", "tail"], out)
+    assert dx.matches(["...", "c", "..."], out)
+    assert dx.matches(["head", "a", "...", "  ..."], out)  # indentation of the ellipsis is free
+    assert dx.matches(["head", "…", "a", "b", "c", "d", "tail"], out)  # zero lines
+    assert not dx.matches(["head", "...", "c", "b", "...", "tail"], out)  # order
+    assert not dx.matches(["head", "...", "b", "d", "...", "tail"], out)  # adjacency without "..."
+    assert not dx.matches(["a", "...", "tail"], out)  # anchored at the start
+    assert not dx.matches(["head", "...", "d"], out)  # anchored at the end
+    assert not dx.matches(["head", "...", "x", "...", "tail"], out)
+    assert dx.matches(["x", "", ""], ["x  ", ""])  # trailing blanks and whitespace
+    assert not dx.matches([], ["something printed"])
+
+
+def test_a_traceback_fails_even_under_an_ellipsis() -> None:
+    out = ["Traceback (most recent call last):", '  File "x.py", line 1', "ValueError: boom"]
+    assert not dx.matches(["..."], out)
+    assert dx.matches(["Traceback (most recent call last):", "...", "ValueError: boom"], out)
+
+
+def test_render_keeps_the_abridgement_and_takes_the_new_lines() -> None:
+    shown = ["absorb verify x.json against x.npz", "  ...", "  ✓ bound 0.503", "  ✓ old check", "accepted: 29 checks"]
+    printed = ["absorb verify x.json against x.npz", "  ✓ a", "  ✓ b", "  ✓ bound 0.379", "  ✓ new check",
+               "  ✓ old check", "accepted: 31 checks"]
+    new, dropped = dx.render(shown, printed)
+    assert new == ["absorb verify x.json against x.npz", "  ...", "  ✓ bound 0.379", "  ✓ new check", "  ✓ old check",
+                   "accepted: 31 checks"]
+    assert dropped == []
+    assert dx.matches(new, printed)
+    new, dropped = dx.render(["head", "...", "gone for good", "tail"], ["head", "x", "y", "tail"])
+    assert new == ["head", "...", "tail"] and dropped == ["gone for good"]
+    assert dx.render(["old"], ["new", "lines"]) == (["new", "lines"], [])  # not abridged: all of it
+
+
+# --- the runner, on a small document -----------------------------------------------------------
+
+STALE = """# demo
+
+```python
+# make_thing.py
+print("made")
+```
+
+```text
+$ python make_thing.py
+made
+$ python -c "print('a'); print('b 0.5 s')"
+a
+c 0.1 s
+$ python -c "import sys; print('bad'); sys.exit(3)"   # exit 3
+bad
+$ echo $?
+3
+```
+
+<!-- docs-example: skip (pretend this needs a package) -->
+```text
+$ python -c "print('x')"
+not x
+```
+
+<!-- docs-example: needs no-such-program-here -->
+```text
+$ no-such-program-here
+```
+
+```console
+$ mkdir sub && cd sub && python -c "import os; print(os.getcwd())"
+/tmp/w/sub
+$ python -c "import os; print(os.getcwd())"
+/tmp/w/sub
+$ ls /tmp/w/sub
+$ python -c "print('\\n'.join(map(str, range(20))))"
+0
+...
+17
+18
+19
+```
+
+```text
+$ python -c "import os; print(os.getcwd())"
+/tmp/w
+$ ls examples/planted_relu.npz
+examples/planted_relu.npz
+```
+"""
+
+
+def test_a_stale_example_fails_and_write_fixes_it(tmp_path: Path) -> None:
+    doc = tmp_path / "demo.md"
+    doc.write_text(STALE, encoding="utf-8")
+    ran, skipped, failures = dx.process(doc, write=False, log=io.StringIO())
+    assert (ran, skipped) == (3, 2)
+    assert len(failures) == 1, failures
+    assert "-c 0.1 s\n+b 0.5 s" in failures[0] and f"{doc}:11" in failures[0]
+
+    ran, skipped, failures = dx.process(doc, write=True, log=io.StringIO())
+    assert not failures
+    fixed = doc.read_text(encoding="utf-8")
+    assert fixed == STALE.replace("c 0.1 s", "b 0.5 s")  # only the mismatched output is rewritten
+    assert dx.process(doc, write=False, log=io.StringIO())[2] == []
+    dx.process(doc, write=True, log=io.StringIO())
+    assert doc.read_text(encoding="utf-8") == fixed  # a passing document is left byte for byte
+
+    _, skipped, failures = dx.process(doc, write=False, include_skipped=True, log=io.StringIO())
+    assert skipped == 1 and len(failures) == 1 and "+x" in failures[0]
+
+
+def test_a_wrong_exit_status_fails(tmp_path: Path) -> None:
+    doc = tmp_path / "exit.md"
+    doc.write_text('```text\n$ python -c "print(1)"   # exit 2\n1\n```\n', encoding="utf-8")
+    failures = dx.process(doc, write=True, log=io.StringIO())[2]
+    assert len(failures) == 1 and "exit status 0, the command's comment says 2" in failures[0]
+
+
+def test_cli_exit_codes(tmp_path: Path) -> None:
+    good, bad = tmp_path / "good.md", tmp_path / "bad.md"
+    good.write_text("```text\n$ echo hi\nhi\n```\n", encoding="utf-8")
+    bad.write_text("```text\n$ echo hi\nho\n```\n", encoding="utf-8")
+    tool = [sys.executable, str(ROOT / "tools" / "docs_examples.py")]
+    assert subprocess.run(tool + ["--check", str(good)], capture_output=True).returncode == 0
+    r = subprocess.run(tool + ["--check", str(bad)], capture_output=True, text=True)
+    assert r.returncode == 1 and "-ho\n+hi" in r.stdout
+    assert subprocess.run(tool + [str(tmp_path / "missing.md")], capture_output=True).returncode == 2
+
+
+# --- the jq subset used where jq is not installed ----------------------------------------------
+
+SAMPLE = {"verdict": "not_absorbable", "theorem": "index-set", "blocks": [{"name": "b", "d": 4, "delta": 0.25}],
+          "odd key": [1, 2], "none": None}
+FILTERS = [".verdict, .theorem", ".blocks[0].name", ".blocks[0]", '."odd key"', ".blocks[-1].d, .missing", "."]
+
+
+@pytest.mark.parametrize("filt", FILTERS)
+def test_jq_subset(filt: str) -> None:
+    got = subprocess.run([sys.executable, str(ROOT / "tools" / "docs_examples.py"), "--jq", filt],
+                         input=json.dumps(SAMPLE), capture_output=True, text=True, check=True).stdout
+    if shutil.which("jq"):
+        want = subprocess.run(["jq", filt], input=json.dumps(SAMPLE), capture_output=True, text=True, check=True).stdout
+        assert got == want
+    assert got.splitlines()[0] in (json.dumps(dx.jq_subset(filt, SAMPLE)[0]), "{", "[")
+
+
+def test_jq_subset_values() -> None:
+    assert dx.jq_subset(".verdict, .theorem", SAMPLE) == ["not_absorbable", "index-set"]
+    assert dx.jq_subset(".blocks[0].delta", SAMPLE) == [0.25]
+    assert dx.jq_subset(".nope.deeper", SAMPLE) == [None]
+    with pytest.raises(ValueError, match="without jq"):
+        dx.jq_subset(".blocks[] | .name", SAMPLE)
+
+
+def test_a_jq_pipeline_runs_without_jq(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_which = shutil.which
+    monkeypatch.setattr(dx.shutil, "which", lambda name, *a, **k: None if name == "jq" else real_which(name, *a, **k))
+    doc = tmp_path / "jq.md"
+    doc.write_text("""```text\n$ echo '{"verdict": "absorbable", "blocks": [{"d": 4}]}' | jq '.verdict, .blocks[0].d'\n"""
+                   """"absorbable"\n4\n$ echo '{"a": "b"}' | jq -r .a\nb\n```\n""", encoding="utf-8")
+    assert dx.process(doc, write=False, log=io.StringIO())[:3] == (1, 0, [])
