@@ -254,6 +254,18 @@ def test_interval_encloses_every_sampled_value(e: sp.Expr) -> None:
 
 # ---------------------------------------------------------------------------- general --
 
+def test_sympy_errors_are_unknown_not_exceptions() -> None:
+    """Max(x, log x) is not real for x ≤ 0 (activations like it are refused upstream); sympy
+    raises 'not comparable' on it, which must come back as unknown (it used to propagate)."""
+    from absorb.model.activations import Activation
+
+    a = Activation(name="t", expr=sp.Max(X, sp.log(X)), np_fn=lambda z: z)
+    for fn in ALL:
+        pr = fn(a)
+        assert pr.status is Status.UNKNOWN and "could not decide" in pr.statement
+
+
+
 @pytest.mark.parametrize("spec", ["relu", "gelu", "leaky_relu", "tanh", "x*sin(x)", "exp(x)", "1-0**Max(0,x)"])
 def test_results_serialise_and_are_cached(spec: str) -> None:
     a = act(spec)

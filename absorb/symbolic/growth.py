@@ -190,10 +190,29 @@ def _limit_disagrees(fn: Callable[[sp.Expr], sp.Float | None], lim: sp.Expr) -> 
     return "no sample at |s| = 10^4 … 10^20 could be evaluated"
 
 
+def _never_raises(name: str) -> Callable[[Callable[..., Property]], Callable[..., Property]]:
+    """sympy raises on some expressions (a Max of a non-real branch, say); that is an
+    undecided property, never an error of the caller."""
+
+    def wrap(fn: Callable[..., Property]) -> Callable[..., Property]:
+        @functools.wraps(fn)
+        def inner(key: str, act: Activation) -> Property:
+            try:
+                return fn(key, act)
+            except Exception as exc:  # any sympy failure is "unknown", by design
+                return Property(name, Status.UNKNOWN, f"sympy could not decide it ({type(exc).__name__}: {str(exc)[:80]})",
+                                steps=(rf"\sigma(x) = {_fmt(act.expr)}",))
+
+        return inner
+
+    return wrap
+
+
 # ------------------------------------------------------------------ asymptotic slopes --
 
 
 @functools.lru_cache(maxsize=256)
+@_never_raises("asymptotic_slopes")
 def _asymptotic_slopes(key: str, act: Activation) -> Property:
     name = "asymptotic_slopes"
     e = act.expr
@@ -283,6 +302,7 @@ _PROBES = (sp.Integer(1), sp.Integer(2), sp.Rational(1, 2), sp.Integer(3), sp.Ra
 
 
 @functools.lru_cache(maxsize=256)
+@_never_raises("even")
 def _parity(key: str, act: Activation) -> Property:
     name = "even"
     e = act.expr
@@ -320,6 +340,7 @@ def _constant(expr: sp.Expr) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
+@_never_raises("linear")
 def _linear_form(key: str, act: Activation) -> Property:
     name = "linear"
     e = act.expr
@@ -394,6 +415,7 @@ def _exp_refutation(e: sp.Expr) -> tuple[str, str, dict[str, Any]] | None:
 
 
 @functools.lru_cache(maxsize=256)
+@_never_raises("exponential")
 def _exponential_form(key: str, act: Activation) -> Property:
     name = "exponential"
     e = act.expr
@@ -633,6 +655,7 @@ def _erf_as_tanh(e: sp.Expr) -> sp.Expr:
 
 
 @functools.lru_cache(maxsize=256)
+@_never_raises("bounded")
 def _bounded_on_reals(key: str, act: Activation) -> Property:
     name = "bounded"
     e = act.expr
