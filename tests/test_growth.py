@@ -252,6 +252,38 @@ def test_interval_encloses_every_sampled_value(e: sp.Expr) -> None:
         assert lo - err <= v <= hi + err, (e, z, v, lo, hi)
 
 
+@given(_trees(2))
+@example(sp.Abs(X) + X / 10**9)
+@example(sp.exp(X) + X)
+@example(sp.Max(0, X) - sp.Max(0, -X))
+def test_nothing_false_is_proved(e: sp.Expr) -> None:
+    """Whatever parity, linear_form, exponential_form and bounded_on_reals prove about a random
+    expression holds at every sample point where it is real and finite."""
+    from absorb.model.activations import Activation
+
+    if not isinstance(e, sp.Expr) or not e.has(X):
+        return
+    a = Activation(name="random", expr=e, np_fn=lambda z: z)
+    checks = {
+        parity: lambda pr, z, v: v - sp.N(e.subs(X, -z), 40),
+        linear_form: lambda pr, z, v: v - pr.value["c"] * z,
+        exponential_form: lambda pr, z, v: v - (pr.value["A"] * sp.exp(pr.value["beta"] * z) + pr.value["C"]),
+    }
+    for fn in (parity, linear_form, exponential_form, bounded_on_reals):
+        pr = fn(a)
+        if not pr.proved:
+            continue
+        for z in _POINTS:
+            v = sp.N(e.subs(X, z), 40)
+            if not (v.is_number and v.is_extended_real and v.is_finite):
+                continue
+            err = (1 + abs(v)) * sp.Float(10) ** -30
+            if fn is bounded_on_reals:
+                assert pr.value["route"] != "interval" or pr.value["lower"] - err <= v <= pr.value["upper"] + err, (e, z)
+            else:
+                assert abs(sp.N(checks[fn](pr, z, v), 40)) <= err, (fn.__name__, e, z)
+
+
 # ---------------------------------------------------------------------------- general --
 
 def test_sympy_errors_are_unknown_not_exceptions() -> None:
