@@ -77,3 +77,41 @@ def test_homogeneity_rule_refuses_a_wrong_degree() -> None:
     Bt = rule(D * (U * (proofs.T * x)).applyfunc(s))
     with pytest.raises(proofs.ProofError):
         proofs._zero(Bt - proofs.T**3 * D * (U * x).applyfunc(s), "wrong degree")
+
+
+BEYOND = ("asymptotic_skeleton", "leaky_reduction", "parity", "exponential")
+
+
+@pytest.mark.parametrize("name", BEYOND)
+def test_beyond_the_paper_proofs_are_marked(name: str, proved: Path) -> None:
+    text = (proved / f"{name}.tex").read_text()
+    assert "beyond the paper" in text
+    if name in ("asymptotic_skeleton", "leaky_reduction"):  # the kink-line necessity is cited, not checked: it says so
+        assert "not machine-checked here" in text
+
+
+def test_an_odd_function_is_not_proved_even(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(proofs.EVEN_ACTIVATIONS, "ReLU", sp.Max(0, proofs.Z))
+    with pytest.raises(proofs.ProofError):
+        proofs.run_proof("parity")
+
+
+def test_a_wrong_slope_is_not_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SiLU has slopes (1, 0); claiming (1, 1/100) must fail the skeleton proof."""
+    monkeypatch.setitem(proofs.SKELETON_ACTIVATIONS, "SiLU", ("silu", sp.Integer(1), sp.Rational(1, 100)))
+    with pytest.raises(proofs.ProofError):
+        proofs.run_proof("asymptotic_skeleton")
+
+
+def test_an_unbounded_activation_has_no_finite_slopes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(proofs.SKELETON_ACTIVATIONS, "x^2", ("expr:x**2", sp.Integer(0), sp.Integer(0)))
+    with pytest.raises(proofs.ProofError):
+        proofs.run_proof("asymptotic_skeleton")
+
+
+def test_the_flip_check_refuses_a_wrong_constant() -> None:
+    """Flipping leaky units shifts the linear part by (1+α), not by 1 (the ReLU constant)."""
+    alpha = sp.Symbol("alpha", positive=True)
+    assert proofs._flip_block_check(1 + alpha, "leaky flip")
+    with pytest.raises(proofs.ProofError):
+        proofs._flip_block_check(1 + alpha, "leaky flip with c = 1", claimed=sp.Integer(1))

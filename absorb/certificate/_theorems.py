@@ -111,6 +111,7 @@ def theorem_info(theorem_id: str) -> dict[str, object]:
     return {"id": theorem_id, **THEOREMS.get(theorem_id, THEOREMS["none"])}
 
 
-PROOF_NAMES: tuple[str, ...] = ("invertible_skip", "degree", "linearization", "depth", "boundedness", "flip_identity")
+PROOF_NAMES: tuple[str, ...] = ("invertible_skip", "degree", "linearization", "depth", "boundedness", "flip_identity",
+                                "asymptotic_skeleton", "leaky_reduction", "parity", "exponential")
 """The names of the machine-checked proofs (``absorb prove NAME``, ``proofs/NAME.py``); the
 CLI reads them from here so that its parser does not import sympy."""
