@@ -67,8 +67,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import (SAFE_EXPONENT, UNIT_ROUNDOFF, classify_candidates, frobenius_bounds, gamma, khatri_rao,
-               magnitudes_ok)
+from absorb.rigorous import SAFE_EXPONENT, UNIT_ROUNDOFF, frobenius_bounds, gamma, magnitudes_ok
+
+from ._common import classify_candidates, khatri_rao
 from ._types import SearchResult, SearchStatus
 
 #: the search radius is SEARCH_FACTOR · tol · ‖T‖_F: more candidates, a larger bound
