@@ -1,7 +1,9 @@
 """The producer has one dual bound: :func:`absorb.search.bounds.dual_bound` (full ``Y``,
 narrow regime) is :func:`absorb.search._scale_bounds.check_dual_bound` with ``Y = A Bᵀ``,
-``A = Y``, ``B = I``.  Both are checked here against the exact value of the dual objective
-over rationals, for square and rectangular blocks: never above it, and within 1e-9 of it."""
+``A = Y``, ``B = I``.  It is checked here against the exact value of the dual objective
+over rationals, for square and rectangular blocks: never above it, and within 1e-9 of it.
+(Before the full-``Y`` implementation was replaced by that call, the two agreed on these
+instances: the same verdict at seven tolerances, within 1e-9, the kept one never smaller.)"""
 
 from __future__ import annotations
 
@@ -50,20 +52,7 @@ def _exact_dual(U, D, T, Y) -> tuple[float, float]:
 def test_the_one_dual_bound_is_rigorous_and_tight(k):
     U, D, T, Y = INSTANCES[k]
     lo, hi = _exact_dual(U, D, T, Y)
-    for bound in (dual_bound(U, D, T, Y), check_dual_bound(U, D, T, Y, np.eye(U.shape[1])).relative):
-        assert bound <= hi
-        assert bound >= lo * (1 - 1e-9)
-
-
-@pytest.mark.parametrize("k", range(len(INSTANCES)))
-def test_dual_bound_equals_the_low_rank_check_with_B_identity(k):
-    """Before the full-``Y`` dual bound became a call of the low-rank one, the two were
-    compared here: the same verdict at every tolerance, within 1e-9 relative, and the
-    low-rank check never the smaller (it is the one kept)."""
-    U, D, T, Y = INSTANCES[k]
-    full = dual_bound(U, D, T, Y)
-    low_rank = check_dual_bound(U, D, T, Y, np.eye(U.shape[1])).relative
-    assert low_rank >= full
-    assert low_rank - full <= 1e-9 * low_rank
-    for tol in (1e-12, 1e-9, 1e-6, 1e-3, 0.1, 0.5, 0.9):
-        assert (full > tol) == (low_rank > tol), tol
+    bound = dual_bound(U, D, T, Y)
+    assert bound == check_dual_bound(U, D, T, Y, np.eye(U.shape[1])).relative
+    assert bound <= hi
+    assert bound >= lo * (1 - 1e-9)

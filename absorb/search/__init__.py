@@ -57,7 +57,8 @@ from absorb.rigorous import (
 from ._common import classify_candidates, khatri_rao
 from ._types import DEFAULT_TOL, SearchResult, SearchStatus
 from .bounds import dual_bound, relaxation_bound
-from .portfolio import METHODS, NARROW_MAX_ENTRIES, QUICK_MITM_SECONDS, Method, _checked, find_index_set
+from .portfolio import METHODS, NARROW_MAX_ENTRIES, QUICK_MITM_SECONDS, Method, find_index_set
+from .portfolio import _checked  # noqa: F401  (the dispatcher's re-check, for the tests)
 
 _rescaled = rescaled  # the name the tests and older callers use
 
@@ -65,6 +66,8 @@ __all__ = [
     "DEFAULT_TOL",
     "METHODS",
     "Method",
+    "NARROW_MAX_ENTRIES",
+    "QUICK_MITM_SECONDS",
     "SAFE_EXPONENT",
     "SearchResult",
     "SearchStatus",
@@ -83,5 +86,5 @@ __all__ = [
     "sqrt_down",
     "sqrt_up",
 ]
-# NARROW_MAX_ENTRIES, QUICK_MITM_SECONDS and _checked are re-exported for reference only:
-# the portfolio reads its own module (patch absorb.search.portfolio to change them).
+# NARROW_MAX_ENTRIES and QUICK_MITM_SECONDS are read by the portfolio from its own module:
+# patch absorb.search.portfolio, not this face, to change them.
