@@ -2,7 +2,8 @@
 certificate (theory.md §4 "Certificate of impossibility", §5 "Floating point and soundness")
 and the residual of a candidate index set.
 
-This is the producer's copy: the search backends (``absorb.search.linalg``) decide with it.
+This is the producer's copy and its one dual bound: ``absorb.search.linalg`` decides with it,
+and ``absorb.search.bounds.dual_bound`` (the narrow regime's full ``Y``) is it with ``B = I``.
 The independent checker keeps its own module (``absorb.verify.dual_bound``), which the
 search never imports; the two started as the same text and evolve separately.
 
@@ -14,7 +15,8 @@ and any ``Y ∈ R^{d×d}``, every ``b ∈ [0,1]^n`` satisfies
                                 ≥  σ⟨T, Y⟩ − Σ_i max(0, σ s_i)     (0 ≤ b_i ≤ 1),
 
 so ``max_σ (σ⟨T,Y⟩ − Σ_i max(0, σ s_i)) / ‖Y‖_F`` is a lower bound on the distance from
-``T`` of every ``D[:,S] U[S,:]`` — whatever produced ``Y``. It is never smaller than the
+``T`` of every ``D[:,S] U[S,:]`` — whatever produced ``Y``. (:func:`check_dual_bound` also
+takes rectangular blocks: D d_out×n, U n×d_in, T and Y d_out×d_in.) It is never smaller than the
 form ``(|⟨T,Y⟩| − Σ_i |s_i|) / ‖Y‖_F`` of theory.md §4, and it is exact for the residual
 of the box-constrained least-squares problem (its KKT conditions make the two terms
 ``‖Y‖²`` and 0), so it can also certify when the unconstrained real solution exists but
@@ -262,12 +264,13 @@ def check_dual_bound(
     """Recompute, from scratch, the dual lower bound certified by ``Y = A Bᵀ``.
 
     ``U`` is n×d_in, ``D`` is d_out×n, ``T`` is d_out×d_in (``None`` means ``−I_d``, the
-    plain residual, for d_out = d_in = d), ``A`` is d_out×r and ``B`` d_in×r. Returns a :class:`DualBound` whose ``absolute`` is a true lower
-    bound on ``min_{b∈[0,1]^n} ‖D diag(b) U − T‖_F`` for the exact stored values, under
-    IEEE arithmetic and a conventional (non-Strassen) matrix product (for float32 weights
-    the bound is certified by ``Y`` rounded to float32, see the module docstring); see the
-    module docstring for the rounding account. Raises ``ValueError`` on wrong shapes or
-    dtypes; non-finite data gives a refusal (``absolute = 0``), never an exception.
+    plain residual, for d_out = d_in = d), ``A`` is d_out×r and ``B`` d_in×r. Returns a
+    :class:`DualBound` whose ``absolute`` is a true lower bound on ``min_{b∈[0,1]^n} ‖D
+    diag(b) U − T‖_F`` for the exact stored values, under IEEE arithmetic and a conventional
+    (non-Strassen) matrix product (for float32 weights the bound is certified by ``Y``
+    rounded to float32, see the module docstring); see the module docstring for the rounding
+    account. Raises ``ValueError`` on wrong shapes or dtypes; non-finite data gives a
+    refusal (``absolute = 0``), never an exception.
 
     Example::
 
@@ -343,7 +346,8 @@ def _bound(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, A_in: np.ndarray,
         C = T @ B  # |Ĉ − TB| ≤ γ_{d_in} ‖T_j,:‖‖b_k‖ + d_in·η
         t_hat = float(np.einsum("ij,ij->", A, C))
         abs_a = float(_sum_up(np.abs(A)))
-        # Σ_jk |A_jk| γ_{d_in} ‖T_j‖ ‖b_k‖ ≤ γ_{d_in} ‖T‖_F Σ_k ‖a_k‖‖b_k‖ (Cauchy–Schwarz over j).
+        # Σ_jk |A_jk| γ_{d_in} ‖T_j‖ ‖b_k‖ ≤ γ_{d_in} ‖T‖_F Σ_k ‖a_k‖‖b_k‖
+        # (Cauchy–Schwarz over j).
         e1 = _up(_up(_up(g_in * t_up) * ab) + _up(_slack(d_in) * abs_a))
         h = _up(_up(_up(np.einsum("ij,ij->", np.abs(A), np.abs(C))) + _slack(m_a))
                 / _one_minus_gamma(m_a))

@@ -352,7 +352,8 @@ class _Iteration:
                             "collinear units?)"}[stop]
         a_norm = float(np.linalg.norm(self.A))
         near = self.near
-        parts = [why, f"rank {self.sk.r}, {it} iterations, sketched residual ‖A‖/‖T‖ = {a_norm / self.sk.t_norm:.3e}"]
+        parts = [why, f"rank {self.sk.r}, {it} iterations, sketched residual ‖A‖/‖T‖ = "
+                      f"{a_norm / self.sk.t_norm:.3e}"]
         if near is not None:
             parts.append(f"nearest rounded set |S| = {len(near[1])} has relative residual "
                          f"{near[0]:.3e} > tol = {self.tol:g}")

@@ -64,7 +64,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Generator
 
 import numpy as np
 
@@ -262,7 +262,7 @@ Matched = tuple[int, "list[tuple[int, ...]] | None", str]
 
 
 def _completed(match: Callable[[Unit], Matched], units: list[Unit], threads: int,
-               progress: Callable[[str], None] | None, label: str) -> Iterator[tuple[int, Matched]]:
+               progress: Callable[[str], None] | None, label: str) -> Generator[tuple[int, Matched], None, None]:
     """``(units done, match(unit))`` for each unit in order, ``threads`` at a time (at most
     two queued per worker; one unit: no pool, its start-up is the cost), with a progress
     note about every _NOTE_SECONDS.  Closing the iterator early cancels the queued units."""
