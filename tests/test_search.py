@@ -442,13 +442,13 @@ def test_public_names():
 
 
 def test_auto_never_builds_K_at_model_sizes(monkeypatch):
-    import absorb.search as search
+    from absorb.search import bounds, portfolio
 
     def boom(*a, **k):
         raise AssertionError("khatri_rao called at model size")
 
-    monkeypatch.setattr(search, "khatri_rao", boom)
-    monkeypatch.setattr(search, "NARROW_MAX_ENTRIES", 10)
+    monkeypatch.setattr(bounds, "khatri_rao", boom)
+    monkeypatch.setattr(portfolio, "NARROW_MAX_ENTRIES", 10)
     U, D, T = generic(3, 12, seed=0)
     res = find_index_set(U, D, T)
     assert res.status in (UNKNOWN, INFEASIBLE, FOUND)

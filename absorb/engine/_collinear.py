@@ -41,7 +41,7 @@ from typing import Literal
 import numpy as np
 
 from absorb._errors import InvalidInput
-from absorb.search import gamma as _gamma  # Higham's γ_k, the one rounding helper
+from absorb.rigorous import gamma as _gamma  # Higham's γ_k, the one rounding helper
 
 __all__ = ["cosine_error", "near_collinear_pairs", "max_abs_cosine", "zero_rows"]
 

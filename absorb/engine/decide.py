@@ -34,7 +34,7 @@ from absorb.engine.verdict import BlockDecision, Decision, Theorem, Verdict, Wit
 from absorb.engine.witness import eval_threshold, evaluation_error
 from absorb.model.activations import get_activation
 from absorb.model.block import Block, Stack, check_decide_inputs
-from absorb.search import gamma as _gamma  # Higham's γ_k, shared with the search backends
+from absorb.rigorous import gamma as _gamma  # Higham's γ_k, shared with the search backends
 from absorb.search._types import DEFAULT_TOL
 from absorb.symbolic import properties as props
 

@@ -50,7 +50,7 @@ from absorb.engine.verdict import Verdict, Witness
 from absorb.engine.witness import eval_threshold, evaluation_error
 from absorb.model.activations import get_activation
 from absorb.model.block import Block
-from absorb.search import SAFE_EXPONENT, magnitudes_ok
+from absorb.rigorous import SAFE_EXPONENT, magnitudes_ok
 
 Family = Literal["relu", "even"]
 

@@ -28,8 +28,9 @@ from absorb.engine.verdict import BlockDecision, Hypothesis, ResidualFreeClass, 
 from absorb.engine.witness import check_flip_witness, eval_threshold, evaluation_error
 from absorb.model.activations import get_activation
 from absorb.model.block import Block
-from absorb.search import SAFE_EXPONENT, find_index_set, magnitudes_ok
-from absorb.search import gamma as _gamma  # Higham's γ_k, shared with the search backends
+from absorb.rigorous import SAFE_EXPONENT, magnitudes_ok
+from absorb.rigorous import gamma as _gamma  # Higham's γ_k, shared with the search backends
+from absorb.search import find_index_set
 from absorb.search._types import SearchResult, SearchStatus
 from absorb.symbolic import growth
 from absorb.symbolic import properties as props

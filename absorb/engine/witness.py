@@ -35,8 +35,8 @@ import numpy as np
 from absorb.engine.hypotheses import _norms
 from absorb.engine.verdict import Witness
 from absorb.model.block import Block, Stack
-from absorb.search import magnitudes_ok, relative_residual
-from absorb.search import gamma as _gamma
+from absorb.rigorous import magnitudes_ok, relative_residual
+from absorb.rigorous import gamma as _gamma
 
 _SCALES = (1e-2, 1.0, 1e2)
 _EXACT_MAX_WORK = 200_000  # |S|·d² multiply-adds in Fractions

@@ -40,6 +40,7 @@ from typing import Literal
 import numpy as np
 
 from absorb.engine.hypotheses import COLLINEAR_TAU
+from absorb.rigorous import gamma
 
 ENUM_MAX_N = 20
 
@@ -55,8 +56,10 @@ STATUS_NAMES = ("found", "infeasible", "unknown")
 
 
 def _gamma(k: int) -> float:
-    """γ_k = kε/(1 − kε): the classical bound on the relative rounding of a k-term sum."""
-    return k * _EPS / (1.0 - k * _EPS)
+    """Higham's γ_k (:func:`absorb.rigorous.gamma`, the producer's one copy) with the unit
+    roundoff taken as ε = 2u: the classical bound on the relative rounding of a k-term
+    sum, with a factor 2 to spare."""
+    return gamma(k, unit=_EPS)
 
 
 @dataclass(frozen=True)

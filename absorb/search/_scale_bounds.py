@@ -2,7 +2,8 @@
 certificate (theory.md §4 "Certificate of impossibility", §5 "Floating point and soundness")
 and the residual of a candidate index set.
 
-This is the producer's copy: the search backends (``absorb.search.linalg``) decide with it.
+This is the producer's copy and its one dual bound: ``absorb.search.linalg`` decides with it,
+and ``absorb.search.bounds.dual_bound`` (the narrow regime's full ``Y``) is it with ``B = I``.
 The independent checker keeps its own module (``absorb.verify.dual_bound``), which the
 search never imports; the two started as the same text and evolve separately.
 
@@ -14,7 +15,8 @@ and any ``Y ∈ R^{d×d}``, every ``b ∈ [0,1]^n`` satisfies
                                 ≥  σ⟨T, Y⟩ − Σ_i max(0, σ s_i)     (0 ≤ b_i ≤ 1),
 
 so ``max_σ (σ⟨T,Y⟩ − Σ_i max(0, σ s_i)) / ‖Y‖_F`` is a lower bound on the distance from
-``T`` of every ``D[:,S] U[S,:]`` — whatever produced ``Y``. It is never smaller than the
+``T`` of every ``D[:,S] U[S,:]`` — whatever produced ``Y``. (:func:`check_dual_bound` also
+takes rectangular blocks: D d_out×n, U n×d_in, T and Y d_out×d_in.) It is never smaller than the
 form ``(|⟨T,Y⟩| − Σ_i |s_i|) / ‖Y‖_F`` of theory.md §4, and it is exact for the residual
 of the box-constrained least-squares problem (its KKT conditions make the two terms
 ``‖Y‖²`` and 0), so it can also certify when the unconstrained real solution exists but
@@ -261,13 +263,14 @@ def check_dual_bound(
 ) -> DualBound:
     """Recompute, from scratch, the dual lower bound certified by ``Y = A Bᵀ``.
 
-    ``U`` is n×d, ``D`` is d×n, ``T`` is d×d (``None`` means ``−I_d``, the plain residual),
-    ``A`` and ``B`` are d×r. Returns a :class:`DualBound` whose ``absolute`` is a true lower
-    bound on ``min_{b∈[0,1]^n} ‖D diag(b) U − T‖_F`` for the exact stored values, under
-    IEEE arithmetic and a conventional (non-Strassen) matrix product (for float32 weights
-    the bound is certified by ``Y`` rounded to float32, see the module docstring); see the
-    module docstring for the rounding account. Raises ``ValueError`` on wrong shapes or
-    dtypes; non-finite data gives a refusal (``absolute = 0``), never an exception.
+    ``U`` is n×d_in, ``D`` is d_out×n, ``T`` is d_out×d_in (``None`` means ``−I_d``, the
+    plain residual, for d_out = d_in = d), ``A`` is d_out×r and ``B`` d_in×r. Returns a
+    :class:`DualBound` whose ``absolute`` is a true lower bound on ``min_{b∈[0,1]^n} ‖D
+    diag(b) U − T‖_F`` for the exact stored values, under IEEE arithmetic and a conventional
+    (non-Strassen) matrix product (for float32 weights the bound is certified by ``Y``
+    rounded to float32, see the module docstring); see the module docstring for the rounding
+    account. Raises ``ValueError`` on wrong shapes or dtypes; non-finite data gives a
+    refusal (``absolute = 0``), never an exception.
 
     Example::
 
@@ -285,15 +288,18 @@ def check_dual_bound(
     B = _float_array("B", B).astype(np.float64)
     if U.ndim != 2:
         raise ValueError(f"U: expected a 2-d array (n×d), got shape {U.shape}")
-    n, d = U.shape
-    if D.shape != (d, n):
-        raise ValueError(f"D: expected shape {(d, n)} to match U {U.shape}, got {D.shape}")
-    if A.ndim != 2 or A.shape[0] != d or A.shape[1] < 1 or B.shape != A.shape:
-        raise ValueError(f"A, B: expected equal shapes (d={d}, r≥1), got {A.shape}, {B.shape}")
+    n, d_in = U.shape
+    if D.ndim != 2 or D.shape[1] != n:
+        raise ValueError(f"D: expected shape (d_out, {n}) to match U {U.shape}, got {D.shape}")
+    d_out = D.shape[0]
+    if A.ndim != 2 or A.shape[0] != d_out or A.shape[1] < 1 or B.shape != (d_in, A.shape[1]):
+        raise ValueError(f"A, B: expected shapes (d_out={d_out}, r≥1), (d_in={d_in}, r), got {A.shape}, {B.shape}")
+    if T is None and d_out != d_in:
+        raise ValueError(f"T: None means −I, which needs d_out = d_in, got {d_out} and {d_in}")
     if T is not None:
         T = _float_array("T", T).astype(np.float64)
-        if T.shape != (d, d):
-            raise ValueError(f"T: expected shape {(d, d)}, got {T.shape}")
+        if T.shape != (d_out, d_in):
+            raise ValueError(f"T: expected shape {(d_out, d_in)}, got {T.shape}")
     if not (np.isfinite(A).all() and np.isfinite(B).all()):
         return _refuse("A or B has a non-finite entry")
     if T is not None and not np.isfinite(T).all():
@@ -314,44 +320,46 @@ def _bound(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, A_in: np.ndarray,
            B_in: np.ndarray, block_bytes: int) -> DualBound:
     """The bound for validated inputs. ``A_in``/``B_in`` are float64, or float32 for the
     float32 route (their exact values, converted to float64, are the certificate)."""
-    n, d = U.shape
+    d_in, d_out = U.shape[1], D.shape[0]  # (d_out = d_in = d for a block's residual)
     A, B = A_in.astype(np.float64), B_in.astype(np.float64)  # exact
     r = A.shape[1]
+    m_a = d_out * r  # terms of ⟨A, ·⟩
 
-    g_d = _gamma(d)
+    g_in, g_out = _gamma(d_in), _gamma(d_out)
 
     # ‖T‖_F from above.
     if T is None:
-        t_up = float(_up(math.sqrt(d)))
+        t_up = float(_up(math.sqrt(d_in)))
     else:
-        t_up = float(_sqnorm_up(np.einsum("ij,ij->", T, T), d * d))
+        t_up = float(_sqnorm_up(np.einsum("ij,ij->", T, T), d_out * d_in))
 
     # Column norms of A and B from above.
-    nA = _sqnorm_up(np.einsum("ij,ij->j", A, A), d)
-    nB = _sqnorm_up(np.einsum("ij,ij->j", B, B), d)
+    nA = _sqnorm_up(np.einsum("ij,ij->j", A, A), d_out)
+    nB = _sqnorm_up(np.einsum("ij,ij->j", B, B), d_in)
     ab = float(_sum_up(_up(nA * nB)))  # ≥ Σ_k ‖a_k‖‖b_k‖
 
     # ---- |⟨T, Y⟩| from below: t = Σ_{jk} A_jk (T B)_jk.
     if T is None:
         t_hat = -float(np.einsum("ij,ij->", A, B))
-        err_t = _up(_up(_gamma(d * r) * ab) + _slack(d * r))  # |A|ᵀ|B| ≤ Σ‖a_k‖‖b_k‖
+        err_t = _up(_up(_gamma(m_a) * ab) + _slack(m_a))  # |A|ᵀ|B| ≤ Σ‖a_k‖‖b_k‖
     else:
-        C = T @ B  # |Ĉ − TB| ≤ γ_d ‖T_j,:‖‖b_k‖ + dη
+        C = T @ B  # |Ĉ − TB| ≤ γ_{d_in} ‖T_j,:‖‖b_k‖ + d_in·η
         t_hat = float(np.einsum("ij,ij->", A, C))
         abs_a = float(_sum_up(np.abs(A)))
-        # Σ_jk |A_jk| γ_d ‖T_j‖ ‖b_k‖ ≤ γ_d ‖T‖_F Σ_k ‖a_k‖‖b_k‖ (Cauchy–Schwarz over j).
-        e1 = _up(_up(_up(g_d * t_up) * ab) + _up(_slack(d) * abs_a))
-        h = _up(_up(_up(np.einsum("ij,ij->", np.abs(A), np.abs(C))) + _slack(d * r))
-                / _one_minus_gamma(d * r))
-        e2 = _up(_up(_gamma(d * r) * h) + _slack(d * r))
+        # Σ_jk |A_jk| γ_{d_in} ‖T_j‖ ‖b_k‖ ≤ γ_{d_in} ‖T‖_F Σ_k ‖a_k‖‖b_k‖
+        # (Cauchy–Schwarz over j).
+        e1 = _up(_up(_up(g_in * t_up) * ab) + _up(_slack(d_in) * abs_a))
+        h = _up(_up(_up(np.einsum("ij,ij->", np.abs(A), np.abs(C))) + _slack(m_a))
+                / _one_minus_gamma(m_a))
+        e2 = _up(_up(_gamma(m_a) * h) + _slack(m_a))
         err_t = _up(e1 + e2)
     # σ⟨T,Y⟩ ≥ σ t̂ − err_t for both signs σ.
     trace_lo = {+1: float(_dn(t_hat - err_t)), -1: float(_dn(-t_hat - err_t))}
 
     # ---- ‖Y‖_F² = ⟨AᵀA, BᵀB⟩ from above.
     GA, GB = A.T @ A, B.T @ B
-    eA = _up(_up(g_d * _up(np.outer(nA, nA))) + _slack(d))
-    eB = _up(_up(g_d * _up(np.outer(nB, nB))) + _slack(d))
+    eA = _up(_up(g_out * _up(np.outer(nA, nA))) + _slack(d_out))  # AᵀA: dot products of length d_out
+    eB = _up(_up(g_in * _up(np.outer(nB, nB))) + _slack(d_in))
     core = abs(float(np.einsum("ij,ij->", GA, GB)))
     core_err = _up(_gamma(r * r) * _sum_up(_up(np.abs(GA) * np.abs(GB))))
     cross = _up(_sum_up(_up(eA * _up(np.outer(nB, nB)))) + _sum_up(_up(np.abs(GA) * eB)))

@@ -17,7 +17,7 @@ Soundness.  Write ``a_i`` for the exact column ``vec(w_i u_i^T)``, ``â_i`` for 
     ‖r_S‖ ≥ fl‖r̂_S‖·(1 − γ_{m+2}) − ‖e‖·(1 + γ_{m+2}).
 
 This needs no overflow and no underflow of products: inputs outside the range of
-:func:`~absorb.search.magnitudes_ok` get ``unknown``. Inside it a square may still underflow
+:func:`~absorb.rigorous.magnitudes_ok` get ``unknown``. Inside it a square may still underflow
 after a cancellation (by ≤ 2^-1074), which the term √m·2^-537 added to ‖e‖ covers.
 
 Every S whose lower bound does not exceed ``tol·‖T‖`` is a *candidate*: it is checked by
@@ -33,14 +33,9 @@ import time
 
 import numpy as np
 
-from . import (
-    SAFE_EXPONENT,
-    classify_candidates,
-    frobenius_bounds,
-    gamma,
-    khatri_rao,
-    magnitudes_ok,
-)
+from absorb.rigorous import SAFE_EXPONENT, frobenius_bounds, gamma, magnitudes_ok
+
+from ._common import classify_candidates, khatri_rao
 from ._types import SearchResult, SearchStatus
 
 #: largest n this backend accepts (2^26 sets of d² floats is seconds of work)

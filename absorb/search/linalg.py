@@ -38,12 +38,13 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from absorb._errors import InvalidInput
-from absorb.search._types import SearchResult, SearchStatus
-from absorb.search._scale_bounds import check_dual_bound, check_residual
+from ._scale_bounds import check_dual_bound, check_residual
+from ._types import SearchResult, SearchStatus
 
 __all__ = ["solve_linalg", "default_rank"]
 
@@ -139,18 +140,53 @@ def solve_linalg(
         ('found', (0, 1, 2, 3, 4, 5, 6, 7, 8, 9))
     """
     t0 = time.perf_counter()
+    _check_budget(tol, timeout)
+    U, D, T = _validate(U, D, T)
+    sk = _sketch(U, D, T, seed=seed, rank=rank, t0=t0)
+    if isinstance(sk, SearchResult):
+        return sk
+    return _Iteration(sk, tol, t0).run(max_iter, timeout)
+
+
+def _check_budget(tol: object, timeout: object) -> None:
     if not (isinstance(tol, (int, float)) and math.isfinite(tol) and tol >= 0):
         raise InvalidInput(f"tol: expected a finite number ≥ 0, got {tol!r}")
     if not (isinstance(timeout, (int, float)) and timeout > 0):
         raise InvalidInput(f"timeout: expected seconds > 0, got {timeout!r}")
-    U, D, T = _validate(U, D, T)
+
+
+@dataclass
+class _Sketch:
+    """The sketched problem: ``B`` (d×r, orthonormal), ``P = U B``, ``C = T B`` and the
+    Jacobi preconditioner of ``L Lᵀ`` (``active``: units with a nonzero diagonal)."""
+
+    U: np.ndarray
+    D: np.ndarray
+    T: np.ndarray | None
+    r: int
+    B: np.ndarray
+    P: np.ndarray
+    C: np.ndarray
+    t_norm: float
+    active: np.ndarray
+    inv_diag: np.ndarray
+
+    def Lt(self, z: np.ndarray) -> np.ndarray:  # n → d×r:  D diag(z) U B
+        return np.asarray(self.D @ (z[:, None] * self.P).astype(self.D.dtype), dtype=np.float64)
+
+    def L(self, A: np.ndarray) -> np.ndarray:  # d×r → n:  (w_iᵀ A B ᵀ u_i)_i
+        return np.einsum("ik,ik->i", np.asarray(self.D.T @ A.astype(self.D.dtype), dtype=np.float64), self.P)
+
+
+def _sketch(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, *, seed: int, rank: int | None,
+            t0: float) -> _Sketch | SearchResult:
+    """The sketch for validated inputs, or ``unknown`` where this route does not apply."""
     n, d = U.shape
     if n > d * d:
         return _unknown(f"n = {n} > d² = {d * d}: K has a null space, the index-set problem is a "
                         "multi-dimensional subset sum; use an exact backend", t0)
     if n == 0:
         return _unknown("n = 0: no hidden units", t0)
-    deadline = t0 + timeout
     r = default_rank(n, d) if rank is None else int(rank)
     if not 1 <= r <= d:
         raise InvalidInput(f"rank: expected 1 ≤ rank ≤ d = {d}, got {rank!r}")
@@ -171,123 +207,158 @@ def solve_linalg(
     t_norm = math.sqrt(d) if T is None else float(np.linalg.norm(T))
     if t_norm == 0.0:
         return _unknown("T = 0: the relative tolerance tol·‖T‖_F is undefined", t0)
-
-    Dw = D.dtype
-
-    def Lt(z: np.ndarray) -> np.ndarray:  # n → d×r:  D diag(z) U B
-        return np.asarray(D @ (z[:, None] * P).astype(Dw), dtype=np.float64)
-
-    def L(A: np.ndarray) -> np.ndarray:  # d×r → n:  (w_iᵀ A B ᵀ u_i)_i
-        return np.einsum("ik,ik->i", np.asarray(D.T @ A.astype(Dw), dtype=np.float64), P)
-
     diag = wsq * np.einsum("ik,ik->i", P, P)
     active = diag > 0.0
     inv_diag = np.zeros(n)
     inv_diag[active] = 1.0 / diag[active]
+    return _Sketch(U, D, T, r, B, P, C, t_norm, active, inv_diag)
 
-    x = np.zeros(n)
-    A = C.copy()
-    res = L(A)
-    res[~active] = 0.0
-    r0 = float(np.linalg.norm(res))
-    z = res * inv_diag
-    p = z.copy()
-    rz = float(res @ z)
-    tried: set[tuple[int, ...]] = set()
-    near: tuple[float, tuple[int, ...]] | None = None
-    leak_fraction = _LEAK_FRACTION
-    last_check: object = None
-    stop = "max_iter"
-    it = 0
-    history: list[float] = []
-    for it in range(1, max_iter + 1):
-        if time.perf_counter() > deadline:
-            stop = "timeout"
-            break
-        if rz <= 0.0 or r0 == 0.0:
-            stop = "converged"
-            break
-        Ltp = Lt(p)
-        q = L(Ltp)
-        q[~active] = 0.0
-        pq = float(p @ q)
+
+class _Iteration:
+    """Jacobi-preconditioned CG on ``(L Lᵀ) x = L(C)``, with the primal rounding and the
+    dual certificate tried after every step."""
+
+    def __init__(self, sk: _Sketch, tol: float, t0: float) -> None:
+        self.sk, self.tol, self.t0 = sk, tol, t0
+        self.x = np.zeros(sk.P.shape[0])
+        self.A = sk.C.copy()
+        res = sk.L(self.A)
+        res[~sk.active] = 0.0
+        self.res = res
+        self.r0 = float(np.linalg.norm(res))
+        z = res * sk.inv_diag
+        self.p = z.copy()
+        self.rz = float(res @ z)
+        self.tried: set[tuple[int, ...]] = set()
+        self.near: tuple[float, tuple[int, ...]] | None = None
+        self.leak_fraction = _LEAK_FRACTION
+        self.last_check: object = None
+        self.history: list[float] = []
+
+    def run(self, max_iter: int, timeout: float) -> SearchResult:
+        deadline = self.t0 + timeout
+        stop = "max_iter"
+        it = 0
+        for it in range(1, max_iter + 1):
+            if time.perf_counter() > deadline:
+                stop = "timeout"
+                break
+            if self.rz <= 0.0 or self.r0 == 0.0:
+                stop = "converged"
+                break
+            if not self.step(it):
+                stop = "breakdown"
+                break
+            out = self.rounded(it)
+            if out is None:
+                out = self.certified(it)
+            if out is not None:
+                return out
+            why = self.advance()
+            if why is not None:
+                stop = why
+                break
+        return self.give_up(stop, it, max_iter, timeout)
+
+    def step(self, it: int) -> bool:
+        """One CG step on x, A and the residual; False on a breakdown."""
+        sk = self.sk
+        Ltp = sk.Lt(self.p)
+        q = sk.L(Ltp)
+        q[~sk.active] = 0.0
+        pq = float(self.p @ q)
         if not pq > 0.0:
-            stop = "breakdown"
-            break
-        alpha = rz / pq
-        x += alpha * p
-        A -= alpha * Ltp
+            return False
+        alpha = self.rz / pq
+        self.x += alpha * self.p
+        self.A -= alpha * Ltp
         if it % _REFRESH_EVERY == 0:
-            res = L(A)
-            res[~active] = 0.0
+            self.res = sk.L(self.A)
+            self.res[~sk.active] = 0.0
         else:
-            res -= alpha * q
+            self.res -= alpha * q
+        return True
 
-        # Primal: round once the iterate is 0/1 to within _ROUND_DISTANCE, verify exactly.
+    def rounded(self, it: int) -> SearchResult | None:
+        """Primal: round once the iterate is 0/1 to within _ROUND_DISTANCE, verify exactly."""
+        x, sk = self.x, self.sk
         dist01 = float(np.max(np.minimum(np.abs(x), np.abs(1.0 - x))))
-        if dist01 < _ROUND_DISTANCE:
-            S = tuple(int(i) for i in np.flatnonzero(x > 0.5))
-            if S not in tried:
-                tried.add(S)
-                chk = check_residual(U, D, T, S)
-                if chk.relative_upper <= tol:
-                    return SearchResult(
-                        SearchStatus.FOUND, METHOD,
-                        f"sketched least squares (rank {r}) rounded to 0/1 after {it} CG "
-                        "iterations; residual recomputed in float64 with a rigorous bound",
-                        S=S, residual=chk.relative, elapsed=time.perf_counter() - t0,
-                        certificate={"kind": "index-set", "residual_upper": chk.relative_upper,
-                                     "rank": r, "iterations": it})
-                if near is None or chk.relative < near[0]:
-                    near = (chk.relative, S)
+        if not dist01 < _ROUND_DISTANCE:
+            return None
+        S = tuple(int(i) for i in np.flatnonzero(x > 0.5))
+        if S in self.tried:
+            return None
+        self.tried.add(S)
+        chk = check_residual(sk.U, sk.D, sk.T, S)
+        if chk.relative_upper <= self.tol:
+            return SearchResult(
+                SearchStatus.FOUND, METHOD,
+                f"sketched least squares (rank {sk.r}) rounded to 0/1 after {it} CG "
+                "iterations; residual recomputed in float64 with a rigorous bound",
+                S=S, residual=chk.relative, elapsed=time.perf_counter() - self.t0,
+                certificate={"kind": "index-set", "residual_upper": chk.relative_upper,
+                             "rank": sk.r, "iterations": it})
+        if self.near is None or chk.relative < self.near[0]:
+            self.near = (chk.relative, S)
+        return None
 
-        # Dual: certify once the leak is a small fraction of the trace.
-        trace = abs(float(np.einsum("ij,ij->", C, A)))
+    def certified(self, it: int) -> SearchResult | None:
+        """Dual: certify once the leak is a small fraction of the trace."""
+        sk, A, tol = self.sk, self.A, self.tol
+        trace = abs(float(np.einsum("ij,ij->", sk.C, A)))
         a_norm = float(np.linalg.norm(A))
-        leak = float(np.abs(res).sum())
-        if a_norm > 0 and trace > 0 and leak <= leak_fraction * trace \
-                and (trace - leak) / a_norm > 2.0 * tol * t_norm:
-            chk = check_dual_bound(U, D, T, A, B)
-            last_check = chk
-            if chk.relative > tol:
-                return SearchResult(
-                    SearchStatus.INFEASIBLE, METHOD,
-                    f"dual certificate Y = A Bᵀ of rank {r} after {it} CG iterations; bound "
-                    "recomputed by absorb.search._scale_bounds.check_dual_bound",
-                    bound=chk.relative, elapsed=time.perf_counter() - t0,
-                    certificate={"kind": "dual-low-rank", "A": A.copy(), "B": B,
-                                 "bound_abs": chk.absolute, "bound_rel": chk.relative,
-                                 "rank": r, "iterations": it, "tol": tol})
-            leak_fraction /= 10.0  # the estimate was too optimistic: refine further
+        leak = float(np.abs(self.res).sum())
+        if not (a_norm > 0 and trace > 0 and leak <= self.leak_fraction * trace
+                and (trace - leak) / a_norm > 2.0 * tol * sk.t_norm):
+            return None
+        chk = check_dual_bound(sk.U, sk.D, sk.T, A, sk.B)
+        self.last_check = chk
+        if chk.relative > tol:
+            return SearchResult(
+                SearchStatus.INFEASIBLE, METHOD,
+                f"dual certificate Y = A Bᵀ of rank {sk.r} after {it} CG iterations; bound "
+                "recomputed by absorb.search._scale_bounds.check_dual_bound",
+                bound=chk.relative, elapsed=time.perf_counter() - self.t0,
+                certificate={"kind": "dual-low-rank", "A": A.copy(), "B": sk.B,
+                             "bound_abs": chk.absolute, "bound_rel": chk.relative,
+                             "rank": sk.r, "iterations": it, "tol": tol})
+        self.leak_fraction /= 10.0  # the estimate was too optimistic: refine further
+        return None
 
+    def advance(self) -> str | None:
+        """The next search direction; a reason to stop (converged, stagnated) or None."""
+        res = self.res
         rnorm = float(np.linalg.norm(res))
-        if rnorm <= 1e-15 * r0:
-            stop = "converged"
-            break
+        if rnorm <= 1e-15 * self.r0:
+            return "converged"
+        history = self.history
         history.append(rnorm)
-        if near is not None and near[1] and len(history) > _STAGNATION_WINDOW and \
+        if self.near is not None and self.near[1] and len(history) > _STAGNATION_WINDOW and \
                 rnorm > 0.5 * min(history[:-_STAGNATION_WINDOW]):
-            stop = "stagnated"
-            break
-        z = res * inv_diag
+            return "stagnated"
+        z = res * self.sk.inv_diag
         rz_new = float(res @ z)
-        p = z + (rz_new / rz) * p
-        rz = rz_new
+        self.p = z + (rz_new / self.rz) * self.p
+        self.rz = rz_new
+        return None
 
-    why = {"timeout": f"timeout after {timeout:g} s",
-           "max_iter": f"no decision after {max_iter} CG iterations",
-           "converged": "CG converged without a 0/1 solution or a certificate",
-           "stagnated": f"CG stagnated near a 0/1 point (residual not halved in "
-                        f"{_STAGNATION_WINDOW} iterations: rounding floor of the weights)",
-           "breakdown": "CG broke down (L Lᵀ singular on the search direction: duplicate or "
-                        "collinear units?)"}[stop]
-    a_norm = float(np.linalg.norm(A))
-    parts = [why, f"rank {r}, {it} iterations, sketched residual ‖A‖/‖T‖ = {a_norm / t_norm:.3e}"]
-    if near is not None:
-        parts.append(f"nearest rounded set |S| = {len(near[1])} has relative residual "
-                     f"{near[0]:.3e} > tol = {tol:g}")
-    if last_check is not None:
-        parts.append(f"last checked dual bound {getattr(last_check, 'relative'):.3e} ≤ tol")
-    return _unknown("; ".join(parts), t0, rank=r,
-                    nearest_S=None if near is None else near[1],
-                    nearest_residual=None if near is None else near[0])
+    def give_up(self, stop: str, it: int, max_iter: int, timeout: float) -> SearchResult:
+        why = {"timeout": f"timeout after {timeout:g} s",
+               "max_iter": f"no decision after {max_iter} CG iterations",
+               "converged": "CG converged without a 0/1 solution or a certificate",
+               "stagnated": f"CG stagnated near a 0/1 point (residual not halved in "
+                            f"{_STAGNATION_WINDOW} iterations: rounding floor of the weights)",
+               "breakdown": "CG broke down (L Lᵀ singular on the search direction: duplicate or "
+                            "collinear units?)"}[stop]
+        a_norm = float(np.linalg.norm(self.A))
+        near = self.near
+        parts = [why, f"rank {self.sk.r}, {it} iterations, sketched residual ‖A‖/‖T‖ = "
+                      f"{a_norm / self.sk.t_norm:.3e}"]
+        if near is not None:
+            parts.append(f"nearest rounded set |S| = {len(near[1])} has relative residual "
+                         f"{near[0]:.3e} > tol = {self.tol:g}")
+        if self.last_check is not None:
+            parts.append(f"last checked dual bound {getattr(self.last_check, 'relative'):.3e} ≤ tol")
+        return _unknown("; ".join(parts), self.t0, rank=self.sk.r,
+                        nearest_S=None if near is None else near[1],
+                        nearest_residual=None if near is None else near[0])

@@ -21,7 +21,9 @@ import time
 
 import numpy as np
 
-from . import frobenius_bounds, khatri_rao, relative_residual
+from absorb.rigorous import frobenius_bounds, relative_residual
+
+from ._common import khatri_rao
 from ._types import SearchResult, SearchStatus
 
 

@@ -61,14 +61,18 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable, Generator
 
 import numpy as np
 
-from . import (SAFE_EXPONENT, UNIT_ROUNDOFF, classify_candidates, frobenius_bounds, gamma, khatri_rao,
-               magnitudes_ok)
+from absorb.rigorous import SAFE_EXPONENT, UNIT_ROUNDOFF, frobenius_bounds, gamma, magnitudes_ok
+
+from ._common import classify_candidates, khatri_rao
+from ._mitm_tables import (_circular_gather, _filter, _InlinePool, _quantise, _ranges, _sorted_subset_sums,
+                           _subset_sums_mod)
 from ._types import SearchResult, SearchStatus
 
 #: the search radius is SEARCH_FACTOR · tol · ‖T‖_F: more candidates, a larger bound
@@ -114,76 +118,6 @@ def _seconds(N1: int, N2: int, threads: int) -> float:
     workers = min(max(1, threads), 2) if regions else 1  # regions run in parallel
     stored = 2.0**N2 * (_SEC_PER_REGION_SUM / workers if regions else _SEC_PER_STORED)
     return stored + 2.0**N1 * _SEC_PER_QUERY / workers
-
-
-def _quantise(x: np.ndarray, Q: int) -> np.ndarray:
-    """Integers ≡ round(x·2^Q) (mod 2^Q), in [0, 2^Q): at most ½ unit from x·2^Q mod 2^Q.
-
-    ``x·2^Q`` and ``fmod`` are exact in binary floating point and ``rint`` rounds once, so
-    the only error is the rounding to the nearest integer (no ``frac(x)``, which rounds for
-    tiny negative x)."""
-    r = np.fmod(np.rint(np.asarray(x, dtype=np.float64) * 2.0**Q), 2.0**Q)
-    return r.astype(np.int64) & np.int64((1 << Q) - 1)
-
-
-def _subset_sums_mod(q: np.ndarray, Q: int) -> np.ndarray:
-    """All 2^k subset sums of the integers ``q`` modulo 2^Q (index = mask), by doubling."""
-    out = np.zeros(1, dtype=np.int64)
-    top = np.int64((1 << Q) - 1)
-    for x in q:
-        out = np.concatenate([out, (out + x) & top])
-    return out
-
-
-def _sorted_subset_sums(q: np.ndarray, Q: int, low_bits: int) -> np.ndarray:
-    """Sorted keys ``(s << low_bits) | mask`` of all 2^k subset sums s = Σ_{i∈mask} q_i mod 2^Q.
-
-    Built without a full sort: adding q_i to a sorted list and reducing modulo 2^Q rotates
-    it into two sorted runs, and a stable sort (timsort, for int64) merges the three runs
-    in linear time.  Needs ``Q + low_bits ≤ 61`` and ``len(q) ≤ low_bits``.
-    """
-    assert Q + low_bits <= 61 and len(q) <= low_bits
-    if len(q) <= 10:  # small: one sort costs less than the Python loop of merges
-        keys = (_subset_sums_mod(q, Q) << low_bits) | np.arange(1 << len(q), dtype=np.int64)
-        keys.sort()
-        return keys
-    keys = np.zeros(1, dtype=np.int64)
-    wrap = np.int64(1 << (Q + low_bits))
-    for i, x in enumerate(q):
-        shifted = keys + np.int64((int(x) << low_bits) | (1 << i))  # bit i is free: | is +
-        cut = int(np.searchsorted(shifted, wrap))
-        merged = np.concatenate([keys, shifted[cut:] - wrap, shifted[:cut]])
-        del shifted
-        merged.sort(kind="stable")
-        keys = merged
-    return keys
-
-
-def _ranges(beg: np.ndarray, cnt: np.ndarray) -> np.ndarray:
-    """The concatenated index ranges [beg_i, beg_i + cnt_i), in order (cnt_i ≥ 0)."""
-    return np.repeat(beg - np.cumsum(cnt) + cnt, cnt) + np.arange(int(cnt.sum()), dtype=np.int64)
-
-
-def _circular_gather(vals: np.ndarray, lo: int, hi: int, offsets: np.ndarray,
-                     top: np.int64) -> tuple[np.ndarray, np.ndarray]:
-    """Every (i, g) with ``(vals[i] + offsets[g]) mod 2^Q`` in the circular interval
-    [lo, hi) mod 2^Q (``top`` = 2^Q − 1; lo ≡ hi means all of them, from lo on), as
-    (indices into the sorted ``vals``, offset indices), ordered by g and then by value.
-
-    For each g it is one circular range of ``vals``: up to two index ranges."""
-    a = (np.int64(lo) - offsets) & top
-    b = (np.int64(hi) - offsets) & top
-    ia = np.searchsorted(vals, a)
-    ib = np.searchsorted(vals, b)
-    inner = a < b
-    beg = np.stack([ia, np.zeros_like(ia)], axis=1).ravel()
-    end = np.stack([np.where(inner, ib, vals.size), np.where(inner, 0, ib)], axis=1).ravel()
-    cnt = end - beg
-    return _ranges(beg, cnt), np.repeat(np.arange(2 * offsets.size, dtype=np.int64) >> 1, cnt)
-
-
-def _bits(masks: np.ndarray, k: int) -> np.ndarray:
-    return ((masks[:, None] >> np.arange(k, dtype=np.int64)) & 1).astype(np.float64)
 
 
 def _rank_pivots(Kh: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
@@ -321,6 +255,38 @@ def mitm_plan(U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e-9,
                         f"{_MAX_PAIRS:.0e})")
     return MitmPlan(None, r, P, F1, F2, G, h, W, usable, int(usable[order[0]]), j2, eps_search, t_hi,
                     expected_pairs, expected_left)
+
+
+Unit = tuple[int, int, int]
+Matched = tuple[int, "list[tuple[int, ...]] | None", str]
+
+
+def _completed(match: Callable[[Unit], Matched], units: list[Unit], threads: int,
+               progress: Callable[[str], None] | None, label: str) -> Generator[tuple[int, Matched], None, None]:
+    """``(units done, match(unit))`` for each unit in order, ``threads`` at a time (at most
+    two queued per worker; one unit: no pool, its start-up is the cost), with a progress
+    note about every _NOTE_SECONDS.  Closing the iterator early cancels the queued units."""
+    n_units = len(units)
+    workers = max(1, min(threads, n_units))
+    with ThreadPoolExecutor(max_workers=workers) if workers > 1 else _InlinePool() as pool:
+        pending: deque = deque()
+        nxt = 0
+        done = 0
+        next_note = time.perf_counter() + _NOTE_SECONDS
+        try:
+            while pending or nxt < n_units:
+                while nxt < n_units and len(pending) < 2 * workers:
+                    pending.append(pool.submit(match, units[nxt]))
+                    nxt += 1
+                result = pending.popleft().result()
+                done += 1
+                if result[1] is not None and progress is not None and time.perf_counter() > next_note:
+                    next_note = time.perf_counter() + _NOTE_SECONDS
+                    progress(f"meet-in-the-middle: {done}/{n_units} {label}")
+                yield done, result
+        finally:
+            for f in pending:
+                f.cancel()
 
 
 def _unknown(reason: str, t0: float, **cert: object) -> SearchResult:
@@ -525,36 +491,19 @@ def solve_mitm(
     n_pairs = 0
     n_cands = 0
     best_lower = math.inf
-    n_units = len(units)
-    workers = max(1, min(threads, n_units))  # one unit: no pool (its start-up is the cost)
-    with ThreadPoolExecutor(max_workers=workers) if workers > 1 else _InlinePool() as pool:
-        pending: deque = deque()
-        nxt = 0
-        done = 0
-        next_note = time.perf_counter() + _NOTE_SECONDS
-        while pending or nxt < n_units:
-            while nxt < n_units and len(pending) < 2 * workers:
-                pending.append(pool.submit(match, units[nxt]))
-                nxt += 1
-            pairs, cands, why = pending.popleft().result()
-            done += 1
+    label = "regions" if p else "batches"
+    with closing(_completed(match, units, threads, progress, label)) as results:
+        for done, (pairs, cands, why) in results:
             if cands is None:
-                for f in pending:
-                    f.cancel()
                 if why == "timeout":
-                    why = (f"time budget {timeout:g}s spent after {done - 1}/{n_units} units "
+                    why = (f"time budget {timeout:g}s spent after {done - 1}/{len(units)} units "
                            f"(2^{N1}×2^{N2} partial sums, 2^{p} regions, rank {r})")
                 return _unknown(why, t0)
             n_pairs += pairs
-            if progress is not None and time.perf_counter() > next_note:
-                next_note = time.perf_counter() + _NOTE_SECONDS
-                progress(f"meet-in-the-middle: {done}/{n_units} {'regions' if p else 'batches'}")
             if cands:
                 n_cands += len(cands)
                 S, res, lower = classify_candidates(U, D, T, cands, tol)
                 if S is not None:
-                    for f in pending:
-                        f.cancel()
                     return SearchResult(
                         SearchStatus.FOUND, "mitm", f"pivoted meet-in-the-middle (rank {r}, "
                         f"2^{N1}×2^{N2})", S=S, residual=res, elapsed=time.perf_counter() - t0)
@@ -571,49 +520,3 @@ def solve_mitm(
             certificate=cert)
     return _unknown(f"a candidate has exact residual ≤ tol but float64 residual > tol "
                     f"(bound {bound:.3e})", t0, **cert)
-
-
-class _InlinePool:
-    """The slice of ``ThreadPoolExecutor`` used above, running each call at once in this
-    thread (for a single unit of work, or ``threads=1``)."""
-
-    def __enter__(self) -> "_InlinePool":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
-        fut: Future = Future()
-        fut.set_result(fn(*args))
-        return fut
-
-
-def _filter(
-    left: np.ndarray, right: np.ndarray, N1: int, N2: int, GF1: np.ndarray, GF2: np.ndarray,
-    h: np.ndarray, W: np.ndarray, usable: np.ndarray, P: np.ndarray, F1: np.ndarray,
-    F2: np.ndarray,
-) -> tuple[list[tuple[int, ...]] | None, str]:
-    """Filter matched pairs on every usable coordinate and read off the pivot bits.
-
-    Each test is a necessary condition with its own rigorous window W_j, so dropping a pair
-    here never drops a set within the search radius.
-    """
-    bl = _bits(left, N1)
-    br = _bits(right, N2)
-    v = (h[None, :] - bl @ GF1.T) - br @ GF2.T  # c × r, error ≤ δ_j per coordinate
-    frac = np.abs(v - np.round(v))
-    ok = np.all(frac[:, usable] <= W[usable], axis=1)
-    out: list[tuple[int, ...]] = []
-    for a in np.nonzero(ok)[0]:
-        opts = [[k for k in (0, 1) if abs(v[a, j] - k) <= W[j]] for j in range(v.shape[1])]
-        if any(not o for o in opts):
-            continue
-        combos = math.prod(len(o) for o in opts)
-        if combos > 4096:
-            return None, f"{combos} pivot-bit combinations for one pair: windows too wide"
-        base = [int(i) for i in F1[bl[a] > 0]] + [int(i) for i in F2[br[a] > 0]]
-        for choice in np.ndindex(*[len(o) for o in opts]):
-            piv = [int(P[j]) for j, c in enumerate(choice) if opts[j][c] == 1]
-            out.append(tuple(sorted(base + piv)))
-    return out, ""

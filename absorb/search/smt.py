@@ -43,7 +43,9 @@ from typing import Callable
 
 import numpy as np
 
-from . import classify_candidates, frobenius_bounds, relative_residual
+from absorb.rigorous import frobenius_bounds, relative_residual
+
+from ._common import classify_candidates
 from ._types import SearchResult, SearchStatus
 
 #: the box half-width is BOX_FACTOR · tol · ‖T‖_F

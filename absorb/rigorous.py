@@ -1,0 +1,202 @@
+"""Rigorous floating-point helpers shared by the producer side (the index-set search and
+the engine): Higham's γ_k, the input range in which those rounding analyses hold, exact
+power-of-two rescaling into it, directed square roots of rationals, rigorous Frobenius
+norms and exact residuals of an index set.
+
+The independent checker (``absorb.verify``) keeps its own copies and never imports this
+module.  Nothing here does work at import time; it imports only numpy and the standard
+library.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from fractions import Fraction
+from typing import Iterable
+
+import numpy as np
+
+__all__ = [
+    "SAFE_EXPONENT",
+    "UNIT_ROUNDOFF",
+    "exact_relative_residual_bounds",
+    "exact_residual_sq",
+    "frobenius_bounds",
+    "gamma",
+    "magnitudes_ok",
+    "relative_residual",
+    "rescaled",
+    "sqrt_down",
+    "sqrt_up",
+]
+
+#: unit roundoff of IEEE binary64 (round to nearest)
+UNIT_ROUNDOFF = 2.0**-53
+
+#: the rounding analyses of this package hold for inputs whose nonzero entries lie in
+#: [2^-SAFE_EXPONENT, 2^SAFE_EXPONENT] (:func:`magnitudes_ok`)
+SAFE_EXPONENT = 200
+
+
+def gamma(k: int, unit: float = UNIT_ROUNDOFF) -> float:
+    """Higham's γ_k = k·u/(1 − k·u), inflated by 1 % to absorb its own rounding.
+
+    Any sum of k+1 floats computed in any order (and any product of k+1 floats) differs
+    from the exact value by at most γ_k times the sum of the absolute values of its terms
+    (Higham, *Accuracy and Stability of Numerical Algorithms*, §3.1 and §4.2).  ``unit`` is
+    the unit roundoff u (binary64 round to nearest unless told otherwise).
+    """
+    ku = k * unit
+    assert ku < 0.01
+    return 1.01 * ku / (1.0 - ku)
+
+
+def magnitudes_ok(*arrays: np.ndarray) -> bool:
+    """True when every entry of every array is finite and every nonzero one has
+    ``2^-SAFE_EXPONENT ≤ |x| ≤ 2^SAFE_EXPONENT``: the range in which the rounding analyses
+    here (Higham's γ_k, relative errors only) hold.
+
+    Why: γ_k models every rounding as relative, which underflow and overflow break (a
+    product of weights near 2^-270 squared to 2^-1080 loses all its bits; one near 2^540
+    overflows).  In this range a product of up to three nonzero entries lies in
+    [2^-600, 2^600], and squares of sums of n ≤ 2^20 such products stay below 2^1024, so
+    nothing overflows, and a product or square underflows only after a cancellation, by at
+    most 2^-1074 each.  Such errors are covered either by an explicit absolute term
+    (the enumeration's norms) or by an error term γ·(sum of the absolute values of the same
+    terms) ≥ 2^-53·2^-600 (that sum is exact when all terms are zero) whose 1 % inflation
+    in :func:`gamma` exceeds 2^40 of them (the dual bound; the MITM windows also carry an
+    absolute 8u).
+    Outside the range a rigorous routine proves nothing; the index-set search first
+    rescales by exact powers of two (:func:`rescaled`)."""
+    lo, hi = 2.0**-SAFE_EXPONENT, 2.0**SAFE_EXPONENT
+    for a in arrays:
+        a = np.atleast_2d(np.asarray(a))
+        a = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a
+        step = max(1, (1 << 20) // max(1, a.shape[1]))
+        for k in range(0, a.shape[0], step):  # row blocks (views, also of a transposed array):
+            x = np.abs(a[k:k + step].astype(np.float64, copy=False))  # no full-size temporaries
+            if x.size == 0:
+                continue
+            if not float(x.max()) <= hi:  # also catches nan and inf
+                return False
+            nz = x[x != 0]
+            if nz.size and float(nz.min()) < lo:
+                return False
+    return True
+
+
+def rescaled(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``U, D, T`` rescaled by exact powers of two into the range of :func:`magnitudes_ok`
+    when they are outside it and the rescaling loses no bit; else unchanged.
+
+    Unit i's row of U is multiplied by 2^c_i and its column of D by 2^-c_i (so each product
+    D_ji U_ik is unchanged; c_i balances the two), then all of U by 2^-a, all of D by
+    2^-b and T by 2^-(a+b): every ‖D[:,S]U[S,:] − T‖_F / ‖T‖_F is unchanged, exactly.  A dual
+    matrix Y for the rescaled problem is one for the original (⟨Y, ·⟩ scales by 2^-(a+b))."""
+    if magnitudes_ok(U, D, T):
+        return U, D, T
+
+    def exponent(x: np.ndarray) -> np.ndarray:
+        return np.frexp(x)[1].astype(np.int64)  # x = f·2^e with f in [0.5, 1); e = 0 for 0
+
+    mu, mw = np.abs(U).max(axis=1), np.abs(D).max(axis=0)
+    c = np.where((mu > 0) & (mw > 0), (exponent(mw) - exponent(mu)) // 2, 0)
+    a = int(exponent(np.max(np.ldexp(mu, c), initial=0.0)))
+    b = int(exponent(np.max(np.ldexp(mw, -c), initial=0.0)))
+    U2 = np.ldexp(U, (c - a)[:, None])
+    D2 = np.ldexp(D, (-c - b)[None, :])
+    T2 = np.ldexp(T, -(a + b))
+    exact = (np.array_equal(np.ldexp(U2, (a - c)[:, None]), U) and np.array_equal(np.ldexp(D2, (c + b)[None, :]), D)
+             and np.array_equal(np.ldexp(T2, a + b), T))
+    return (U2, D2, T2) if exact else (U, D, T)
+
+
+def relative_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray, S: Iterable[int]) -> float:
+    """The float64 relative residual ``‖D[:,S]U[S,:] − T‖_F / ‖T‖_F`` that ``found`` means."""
+    idx = np.asarray(sorted(S), dtype=np.intp)
+    with np.errstate(over="ignore", invalid="ignore"):  # out of float range: nan, never ≤ tol
+        R = D[:, idx] @ U[idx, :] - T
+        return float(np.linalg.norm(R) / np.linalg.norm(T))
+
+
+def _fractions(A: np.ndarray) -> list[list[Fraction]]:
+    return [[Fraction(float(x)) for x in row] for row in np.atleast_2d(A)]
+
+
+def _sqrt_guess(q: Fraction) -> float:
+    """√q to within a few ulps for any positive rational (scaled by 4^e so that neither
+    ``float(q)`` overflows nor the root lands far into the subnormals)."""
+    e = (q.numerator.bit_length() - q.denominator.bit_length()) // 2
+    scaled = q / Fraction(4) ** e if e >= 0 else q * Fraction(4) ** (-e)
+    try:
+        return math.ldexp(math.sqrt(float(scaled)), e)
+    except OverflowError:
+        return math.inf
+
+
+def sqrt_down(q: Fraction) -> float:
+    """Largest convenient float ``x ≥ 0`` with ``x² ≤ q`` (a rigorous lower bound of √q)."""
+    if q <= 0:
+        return 0.0
+    x = min(_sqrt_guess(q), sys.float_info.max)
+    while x > 0 and Fraction(x) ** 2 > q:
+        x = math.nextafter(x, 0.0)
+    return x
+
+
+def sqrt_up(q: Fraction) -> float:
+    """Smallest convenient float ``x`` with ``x² ≥ q`` (a rigorous upper bound of √q)."""
+    if q <= 0:
+        return 0.0
+    x = _sqrt_guess(q)
+    while x < math.inf and Fraction(x) ** 2 < q:
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def frobenius_bounds(T: np.ndarray) -> tuple[float, float]:
+    """Rigorous floats ``lo ≤ ‖T‖_F ≤ hi``.
+
+    In float64 with Higham's bound when no square can underflow or overflow: the computed
+    ``s = Σ x²`` (m squares, m − 1 additions) is within γ_m·s of the exact sum, and the
+    scaling, the square root and the final factor each round once more (covered by the
+    extra 4u of slack).  Otherwise over exact rationals.
+    """
+    x = np.ravel(np.asarray(T, dtype=np.float64))
+    a = np.abs(x)
+    big = float(a.max(initial=0.0))
+    if 1e-150 < big < 1e150 and not np.any((a > 0) & (a < 1e-150)):
+        s = float(np.dot(x, x))
+        g = gamma(x.size + 4)
+        return (math.sqrt(s * (1.0 - g)) * (1.0 - 4.0 * UNIT_ROUNDOFF),
+                math.sqrt(s * (1.0 + g)) * (1.0 + 4.0 * UNIT_ROUNDOFF))
+    q = sum((Fraction(float(v)) ** 2 for v in x), Fraction(0))
+    return sqrt_down(q), sqrt_up(q)
+
+
+def exact_residual_sq(U: np.ndarray, D: np.ndarray, T: np.ndarray, S: Iterable[int]) -> Fraction:
+    """``‖D[:,S]U[S,:] − T‖_F²`` over exact rationals (floats are dyadic rationals)."""
+    idx = sorted(S)
+    d_out, d_in = T.shape
+    Df = _fractions(D[:, idx]) if idx else [[] for _ in range(d_out)]
+    Uf = _fractions(U[idx, :]) if idx else []
+    Tf = _fractions(T)
+    total = Fraction(0)
+    for j in range(d_out):
+        for k in range(d_in):
+            acc = -Tf[j][k]
+            for s in range(len(idx)):
+                acc += Df[j][s] * Uf[s][k]
+            total += acc * acc
+    return total
+
+
+def exact_relative_residual_bounds(
+    U: np.ndarray, D: np.ndarray, T: np.ndarray, S: Iterable[int]
+) -> tuple[float, float]:
+    """Rigorous floats ``lo ≤ ‖D[:,S]U[S,:] − T‖_F / ‖T‖_F ≤ hi`` (exact rationals)."""
+    r2 = exact_residual_sq(U, D, T, S)
+    t2 = sum((Fraction(float(x)) ** 2 for x in np.ravel(T)), Fraction(0))
+    q = r2 / t2
+    return sqrt_down(q), sqrt_up(q)

@@ -1,0 +1,303 @@
+"""The dispatcher :func:`find_index_set`: one backend by name, or the ``auto`` portfolio.
+
+Backends are looked up in :data:`_BACKENDS`, a table keyed by the method names of
+:data:`Method`, and imported only when first used.  Every verdict a backend returns is
+re-checked here (:func:`_checked`) on the caller's own arrays.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, get_args
+
+import numpy as np
+
+from absorb.rigorous import relative_residual, rescaled
+
+from .bounds import relaxation_result
+from ._types import SearchResult, SearchStatus
+
+__all__ = ["METHODS", "Method", "find_index_set"]
+
+#: a backend by name; ``auto`` is the portfolio below
+Backend = Literal["linalg", "enumerate", "mitm", "milp", "z3", "z3-pb"]
+Method = Literal["auto", Backend]
+METHODS: tuple[Method, ...] = get_args(Method)
+
+Solver = Callable[..., SearchResult]
+
+#: the module and function of each backend (imported lazily: z3, scipy and the tables of
+#: the exact engines cost nothing until a method needs them)
+_BACKENDS: dict[Backend, tuple[str, str]] = {
+    "linalg": ("linalg", "solve_linalg"),
+    "enumerate": ("enumerate", "solve_enumerate"),
+    "mitm": ("mitm", "solve_mitm"),
+    "milp": ("milp", "solve_milp"),
+    "z3": ("smt", "solve_z3"),
+    "z3-pb": ("smt", "solve_z3_pb"),
+}
+
+#: ``auto`` runs the narrow-regime backends (which build K, d²×n) only up to this size
+NARROW_MAX_ENTRIES = 4_000_000
+
+#: ``auto`` runs meet-in-the-middle before the box relaxation when it expects it to take
+#: no longer than this (seconds): then the relaxation's least squares is only paid for
+#: when MITM proves infeasibility (for a re-checkable certificate), not when it finds a set
+QUICK_MITM_SECONDS = 0.005
+
+#: ``auto`` tries exhaustive enumeration up to this many units
+ENUMERATE_MAX_N = 20
+
+
+def _backend(method: Backend) -> Solver | None:
+    """The backend function for ``method``, imported lazily; ``None`` if not installed."""
+    module, name = _BACKENDS[method]
+    try:
+        mod = importlib.import_module(f"{__package__}.{module}")
+    except ImportError:
+        return None
+    fn: Solver = getattr(mod, name)
+    return fn
+
+
+def _checked(result: SearchResult, U: np.ndarray, D: np.ndarray, T: np.ndarray, tol: float) -> SearchResult:
+    """Independent re-check of a backend's verdict (style habit 6)."""
+    if result.status is SearchStatus.FOUND:
+        assert result.S is not None
+        res = relative_residual(U, D, T, result.S)
+        if not res <= tol:
+            return SearchResult(
+                SearchStatus.UNKNOWN, result.method,
+                f"{result.method} returned S={result.S} but its recomputed residual {res:.3e} "
+                f"exceeds tol={tol:g}; rejected", elapsed=result.elapsed,
+            )
+    if result.status is SearchStatus.INFEASIBLE:
+        if not (result.bound is not None and result.bound > tol):
+            return SearchResult(
+                SearchStatus.UNKNOWN, result.method,
+                f"{result.method} claimed infeasible with bound {result.bound!r} ≤ tol={tol:g}; "
+                "rejected", elapsed=result.elapsed,
+            )
+    return result
+
+
+def _cores() -> int:
+    """CPU cores this process may use (capped at 8): the MITM backend's worker threads."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        n = os.cpu_count() or 1
+    return max(1, min(n, 8))
+
+
+def _validate(U: Any, D: Any, T: Any, tol: float, timeout: float, method: str, seed: int
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The one place where :func:`find_index_set` checks its arguments; ``U, D, T`` as
+    float64 arrays."""
+    from absorb._validate import check_search_inputs  # bad arguments: one-line InvalidInput, also under python -O
+
+    return check_search_inputs(U, D, T, tol=tol, timeout=timeout, seed=seed, method=method)
+
+
+Step = tuple[str, Callable[[], SearchResult]]
+
+
+@dataclass
+class _Portfolio:
+    """One ``auto`` run: the (rescaled) problem, the caller's arrays for the re-check, the
+    clock and the trail of steps tried."""
+
+    U: np.ndarray
+    D: np.ndarray
+    T: np.ndarray
+    original: tuple[np.ndarray, np.ndarray, np.ndarray]
+    tol: float
+    timeout: float
+    seed: int
+    progress: Callable[[str], None] | None
+    t0: float
+    trail: list[dict[str, Any]] = field(default_factory=list)
+
+    def left(self) -> float:
+        return self.timeout - (time.perf_counter() - self.t0)
+
+    def call(self, method: Backend, timeout: Callable[[], float], **extra: Any) -> Step:
+        """A step running backend ``method`` with the budget ``timeout()`` at its start."""
+        def run() -> SearchResult:
+            fn = _backend(method)
+            assert fn is not None
+            return fn(self.U, self.D, self.T, timeout=timeout(), tol=self.tol, seed=self.seed, **extra)
+        return method, run
+
+    def finish(self, res: SearchResult) -> SearchResult:
+        cert = dict(res.certificate or {})
+        cert["portfolio"] = self.trail
+        return SearchResult(res.status, res.method, res.reason, S=res.S, residual=res.residual,
+                            bound=res.bound, elapsed=time.perf_counter() - self.t0, certificate=cert)
+
+    def attempt(self, step: Step) -> SearchResult | None:
+        """Run one step; its re-checked verdict (finished), or ``None`` when unknown."""
+        name, run = step
+        if self.progress is not None:
+            self.progress(name)
+        res = _checked(run(), *self.original, self.tol)
+        self.trail.append({"method": res.method, "status": res.status.value,
+                           "elapsed": round(res.elapsed, 4), "reason": res.reason})
+        if res.status is not SearchStatus.UNKNOWN:
+            return self.finish(res)
+        return None
+
+    def unknown(self, reason: str) -> SearchResult:
+        return self.finish(SearchResult(SearchStatus.UNKNOWN, "auto", reason,
+                                        elapsed=time.perf_counter() - self.t0))
+
+
+def _first_steps(run: _Portfolio, narrow: bool) -> list[Step]:
+    """The relaxation's dual bound (narrow regime) and exact linear algebra (n ≤ d²)."""
+    U, D, T, tol = run.U, run.D, run.T, run.tol
+    steps: list[Step] = []
+    if narrow:
+        steps.append(("dual-bound", lambda: relaxation_result(U, D, T, tol, time.perf_counter())))
+    if U.shape[0] <= T.size and _backend("linalg") is not None:
+        steps.append(run.call("linalg", run.left))
+    return steps
+
+
+def _wide(run: _Portfolio, steps: list[Step]) -> SearchResult:
+    """Real model sizes: K (d²×n) must never be materialised; only linalg applies."""
+    for step in steps:
+        out = run.attempt(step)
+        if out is not None:
+            return out
+    entries = run.T.size * run.U.shape[0]
+    return run.unknown(
+        f"d²·n = {entries} exceeds {NARROW_MAX_ENTRIES}: the narrow-regime backends do not "
+        "apply" + ("" if steps else " and the linalg backend is not installed")
+        + "".join(f"; {t['method']}: {t['reason']}" for t in run.trail))
+
+
+def _narrow_steps(run: _Portfolio, steps: list[Step], quick: bool, est: float, mitm_step: Step) -> list[Step]:
+    """The rest of the narrow portfolio after the first steps: enumeration, MITM with its
+    short finder slices in front, then Z3-PB and HiGHS with what is left."""
+    if run.U.shape[0] <= ENUMERATE_MAX_N:
+        steps.append(run.call("enumerate", run.left))
+
+    def finder_slice(floor: float) -> float:  # budget of a finder tried before MITM: 5 % of est
+        return max(floor, min(0.05 * est, 2.0, 0.05 * run.left()))
+
+    # A complete MITM run expected within QUICK_MITM_SECONDS goes first, ahead of the
+    # relaxation's least squares (0.4–4 ms): it decides alone when it finds a set, and an
+    # infeasibility it proves is held back while the dual bound is tried, whose dual matrix
+    # is a certificate `absorb verify` can re-check (a MITM run is not).
+    if quick:
+        steps.insert(0, mitm_step)
+    else:
+        affordable = est <= 1.5 * run.timeout
+        if 0.01 < est:
+            # A complete MITM run takes a while; a short HiGHS slice (≥ 10 ms) first often
+            # finds a planted set at once (its "infeasible" is no proof and is ignored).
+            # (HiGHS finds most planted sets in 1–7 ms; e.g. planted d = 3, n = 48 seed
+            # 3481 takes HiGHS 1.8 ms and MITM 75 ms.)  Past 1.5×timeout MITM refuses and
+            # Z3-PB gets most of the budget next: then HiGHS only has a 10 ms look.
+            steps.append(run.call("milp", lambda: finder_slice(0.01) if affordable else 0.01))
+        if 0.1 < est and affordable:
+            # Z3-PB finds other planted sets fast (d = 2, n = 48 seed 2482: 35 ms, where
+            # HiGHS needs 140 ms and MITM 250 ms); its encoding alone costs ~10 ms, so
+            # only in front of longer MITM runs, with at least 40 ms.
+            steps.append(run.call("z3-pb", lambda: finder_slice(0.04)))
+        steps.append(mitm_step)
+    # Finders for what MITM could not cover: Z3-PB is quick on planted sets; HiGHS last.
+    steps.append(run.call("z3-pb", lambda: max(0.5 * run.left(), 0.01)))
+    steps.append(run.call("milp", run.left))
+    return steps
+
+
+def _narrow(run: _Portfolio, steps: list[Step]) -> SearchResult:
+    from .mitm import mitm_plan
+
+    cores = _cores()
+    plan = mitm_plan(run.U, run.D, run.T, tol=run.tol, seed=run.seed)
+    est = plan.seconds(cores)  # inf when no run can work
+    mitm_step = run.call("mitm", run.left, threads=cores, plan=plan, progress=run.progress)
+    quick = est <= QUICK_MITM_SECONDS  # (steps[0] is the dual bound: MITM goes before it)
+    steps = _narrow_steps(run, steps, quick, est, mitm_step)
+
+    reasons = []
+    held: SearchResult | None = None  # a quick MITM proof, while the dual bound is tried
+    for step in steps:
+        name = step[0]
+        if run.left() <= 0:
+            reasons.append(f"time budget {run.timeout:g}s spent before {name}")
+            break
+        out = run.attempt(step)
+        if out is not None and quick and name == "mitm" and out.status is SearchStatus.INFEASIBLE:
+            held = out
+            continue
+        if out is not None:
+            return out
+        if held is not None:  # the dual bound proved less than MITM did
+            return run.finish(held)
+        reasons.append(f"{run.trail[-1]['method']}: {run.trail[-1]['reason']}")
+    if held is not None:
+        return run.finish(held)
+    return run.unknown("; ".join(reasons))
+
+
+def find_index_set(
+    U: np.ndarray,
+    D: np.ndarray,
+    T: np.ndarray,
+    *,
+    tol: float = 1e-9,
+    timeout: float = 60.0,
+    method: Method = "auto",
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> SearchResult:
+    """Find ``S`` with ``‖D[:,S]U[S,:] − T‖_F ≤ tol·‖T‖_F``, prove none exists, or give up.
+
+    ``U`` is W_up (n×d_in), ``D`` is W_down (d_out×n), ``T`` the target (d_out×d_in, e.g.
+    ``-I``). ``method`` is one of :data:`METHODS`; ``"auto"`` runs a portfolio, cheapest
+    proofs first, within ``timeout`` seconds of wall clock:
+
+    1. the box-relaxation dual bound (rank bound included);
+    2. exact linear algebra (``linalg``, when installed and n ≤ d²);
+    3. exhaustive enumeration for n ≤ 20;
+    4. meet-in-the-middle over pivoted partial sums (the workhorse for n > d²; one worker
+       thread per core), preceded, when it is expected to take over 0.01 s, by a short
+       HiGHS slice (5 % of that estimate, at least 10 ms), and past 0.1 s also a Z3-PB
+       slice (at least 40 ms): these often find planted sets at once;
+    5. Z3 pseudo-Boolean, then HiGHS, with what is left (these mostly *find* sets).
+
+    When MITM is expected to finish within :data:`QUICK_MITM_SECONDS`, it runs first; an
+    infeasibility it proves is then returned only if step 1 proves less (step 1's dual
+    matrix is the certificate ``absorb verify`` can re-check).
+
+    It stops at the first ``found`` or ``infeasible``.  Every verdict is re-checked here:
+    a found ``S`` by recomputing its residual, an infeasibility by ``bound > tol``.
+    ``progress`` (optional) is called with a short note when a step starts and, during a
+    long meet-in-the-middle run, every quarter second or so (``"meet-in-the-middle: 120/2048
+    regions"``).
+    """
+    U, D, T = _validate(U, D, T, tol, timeout, method, seed)
+    t0 = time.perf_counter()
+    # The backends see U, D, T rescaled by exact powers of two into the range where their
+    # rounding analyses hold (unchanged when already inside it); relative residuals, and so
+    # every verdict and bound, are the same for both.  Found sets are re-checked on the
+    # caller's own arrays.
+    U0, D0, T0 = U, D, T
+    U, D, T = rescaled(U, D, T)
+    if method != "auto":
+        fn = _backend(method)
+        if fn is None:
+            return SearchResult(SearchStatus.UNKNOWN, method, f"backend {method!r} is not installed",
+                                elapsed=time.perf_counter() - t0)
+        return _checked(fn(U, D, T, timeout=timeout, tol=tol, seed=seed), U0, D0, T0, tol)
+
+    run = _Portfolio(U, D, T, (U0, D0, T0), tol, timeout, seed, progress, t0)
+    narrow = T.size * U.shape[0] <= NARROW_MAX_ENTRIES
+    steps = _first_steps(run, narrow)
+    return _narrow(run, steps) if narrow else _wide(run, steps)
