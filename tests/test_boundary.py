@@ -394,3 +394,18 @@ def test_bfloat16_saved_by_numpy_gets_a_fix(tmp_path: Path) -> None:
     np.savez(p, W_up=np.eye(2).astype(ml_dtypes.bfloat16), W_down=-np.eye(2), activation=np.array("relu"))
     with pytest.raises(InvalidInput, match=r"astype\(numpy.float32\)"):
         absorb.load(p)
+
+
+def test_unexpected_errors_are_one_line_and_traceback_only_with_v(monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import absorb.cli.check as check
+
+    def boom(args: object) -> int:
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setattr(check, "run", boom)
+    assert main(["check", str(EXAMPLE)]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error: RuntimeError: boom second line" in err and "Traceback" not in err
+    assert main(["check", str(EXAMPLE), "-v"]) == 3
+    assert "Traceback" in capsys.readouterr().err
