@@ -262,7 +262,7 @@ def test_montecarlo_refuses_missing_extras_before_the_sweep(tmp_path: Path) -> N
         one_line_exit_2(r, needle)
         assert "absorb[montecarlo]" in r.stderr and not r.stdout
     one_line_exit_2(run("montecarlo", "--shapes", "2x4", "--samples", "5", "--plot", str(tmp_path / "no" / "p.png")),
-                    "cannot write there")
+                    "does not exist")
     one_line_exit_2(run("montecarlo", "--shapes", "2x4", "--samples", "5", "--plot", str(tmp_path / "p.txt")),
                     "unknown image format")
 
@@ -409,3 +409,13 @@ def test_unexpected_errors_are_one_line_and_traceback_only_with_v(monkeypatch: p
     assert err.count("\n") == 1 and "internal error: RuntimeError: boom second line" in err and "Traceback" not in err
     assert main(["check", str(EXAMPLE), "-v"]) == 3
     assert "Traceback" in capsys.readouterr().err
+
+
+def test_check_refuses_unwritable_certificates_before_deciding(tmp_path: Path) -> None:
+    one_line_exit_2(run("check", str(EXAMPLE), "--certificate", str(tmp_path / "no" / "c.json")), "does not exist")
+    one_line_exit_2(run("check", str(EXAMPLE), "--certificate", str(tmp_path)+"/"), "unknown format")
+    r = run("check", str(EXAMPLE), "--certificate", str(tmp_path / "c.pdf"), env={"PATH": ""})
+    one_line_exit_2(r, "needs pdflatex")
+    r = run("prove", "degree", "--pdf", "--out", str(tmp_path / "p"), env={"PATH": ""})
+    one_line_exit_2(r, "needs pdflatex")
+    assert list(tmp_path.iterdir()) == []
