@@ -419,3 +419,14 @@ def test_check_refuses_unwritable_certificates_before_deciding(tmp_path: Path) -
     r = run("prove", "degree", "--pdf", "--out", str(tmp_path / "p"), env={"PATH": ""})
     one_line_exit_2(r, "needs pdflatex")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not Path("/dev/zero").exists(), reason="needs FIFOs and /dev/zero")
+def test_devices_and_fifos_are_refused_not_read_forever(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for target in (fifo, Path("/dev/zero")):
+        for suffix in (".npz", ".safetensors", ".pt"):
+            link = tmp_path / f"{target.name}{suffix}"
+            link.symlink_to(target)
+            one_line_exit_2(run("check", str(link)), "not a regular file")

@@ -163,6 +163,15 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         with zf.open("W_up.npy", "w") as fh:
             np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": (10**7, 10**7)})
             fh.write(b"\0" * 64)
+    specials = {}
+    if hasattr(os, "mkfifo"):  # reading these must be refused, not block or run forever
+        os.mkfifo(t / "fifo")
+        (t / "fifo.npz").symlink_to(t / "fifo")
+        (t / "fifo.safetensors").symlink_to(t / "fifo")
+        specials["fifo"], specials["fifo_st"] = str(t / "fifo.npz"), str(t / "fifo.safetensors")
+    if Path("/dev/zero").exists():
+        (t / "zero.npz").symlink_to("/dev/zero")
+        specials["zero"] = str(t / "zero.npz")
     from absorb.cli import main
 
     cert = t / "cert.json"
@@ -171,7 +180,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "swiglu": str(EXAMPLES / "swiglu.npz"), "stack": str(EXAMPLES / "relu2_stack.npz"), "small": str(t / "small.npz"),
             "text": str(t / "text.txt"), "dir": str(t / "dir"), "missing": str(t / "missing.npz"), "huge": str(t / "huge.npz"),
             "garbage": str(t / "garbage.json"), "empty": str(t / "empty.json"), "cert": str(cert),
-            "out_file": str(t / "text.txt"), "out_new": str(t / "new" / "out")}
+            "out_file": str(t / "text.txt"), "out_new": str(t / "new" / "out"),
+            **{k: specials.get(k, str(t / "text.txt")) for k in ("fifo", "fifo_st", "zero")}}
 
 
 # ---------------------------------------------------------------------------------------
@@ -211,7 +221,7 @@ BOUNDS = {"montecarlo": ["--shapes", "2x4", "--samples", "5", "--planted", "1"],
           "explore-depth": ["--depth", "1", "--samples", "8", "--maxiter", "3", "--restarts", "1"],
           "check": ["--timeout", "5"], "verify": [], "prove": []}
 POSITIONALS = {"check": ["{planted}", "{gelu}", "{swiglu}", "{stack}", "{small}", "{text}", "{dir}", "{missing}", "{huge}",
-                         "{garbage}", ""],
+                         "{garbage}", "", "{fifo}", "{fifo_st}", "{zero}"],
                "verify": ["{cert}", "{garbage}", "{empty}", "{missing}", "{planted}"],
                "prove": ["degree", "linearization", "nope", ""], "montecarlo": [], "explore-depth": []}
 OPTS = {"check": CHECK_OPTS, "verify": VERIFY_OPTS, "prove": PROVE_OPTS, "montecarlo": MC_OPTS, "explore-depth": EXPLORE_OPTS}
@@ -260,6 +270,9 @@ def _cli_case(server: Server, files: dict[str, str], argv: list[str]) -> None:
 @example(argv=["check", "{planted}", "--certificate", "{missing}/x.json"])
 @example(argv=["check", "{huge}"])
 @example(argv=["check", "{dir}"])
+@example(argv=["check", "{fifo}"])
+@example(argv=["check", "{fifo_st}"])
+@example(argv=["check", "{zero}"])
 @example(argv=["explore-depth", "--depth", "1", "--samples", "8", "--maxiter", "3", "--restarts", "1", "--widths", "0"])
 def test_cli_arguments_keep_the_contract(server: Server, files: dict[str, str], argv: list[str]) -> None:
     _cli_case(server, files, argv)
