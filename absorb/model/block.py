@@ -79,8 +79,8 @@ def as_float_array(value: object, *, source: str, key: str, prefix: str = "", co
     and opaque (e.g. bfloat16 seen as raw bytes) dtypes are refused.
     """
     lab = _label(source, prefix, key)
-    if isinstance(value, np.ndarray) and value.dtype == np.float64:
-        out = value.copy() if copy else value
+    if isinstance(value, np.ndarray) and value.dtype == np.float64:  # np.asarray: a plain ndarray (no np.matrix semantics)
+        out = np.array(value) if copy else np.asarray(value)
     else:
         try:
             arr = np.asarray(value)
