@@ -415,9 +415,9 @@ def test_check_refuses_unwritable_certificates_before_deciding(tmp_path: Path) -
     one_line_exit_2(run("check", str(EXAMPLE), "--certificate", str(tmp_path / "no" / "c.json")), "does not exist")
     one_line_exit_2(run("check", str(EXAMPLE), "--certificate", str(tmp_path)+"/"), "unknown format")
     r = run("check", str(EXAMPLE), "--certificate", str(tmp_path / "c.pdf"), env={"PATH": ""})
-    one_line_exit_2(r, "needs pdflatex")
+    one_line_exit_2(r, "pdflatex not found on PATH")
     r = run("prove", "degree", "--pdf", "--out", str(tmp_path / "p"), env={"PATH": ""})
-    one_line_exit_2(r, "needs pdflatex")
+    one_line_exit_2(r, "pdflatex not found on PATH")
     assert list(tmp_path.iterdir()) == []
 
 

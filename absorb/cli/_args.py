@@ -94,3 +94,15 @@ def check_writable(option: str, path: str) -> None:
         raise InvalidInput(f"{option} {path}: the folder {str(parent)!r} does not exist; create it or choose another path")
     if not os.access(parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
         raise InvalidInput(f"{option} {path}: no permission to write there; choose another path")
+
+
+def require_pdflatex(option: str) -> None:
+    """Refuse a PDF output up front when pdflatex is not on PATH (same advice as the
+    certificate writer gives when it finds none)."""
+    import shutil
+
+    from absorb._errors import InvalidInput
+
+    if shutil.which("pdflatex") is None:
+        raise InvalidInput(f"{option}: pdflatex not found on PATH; install it (Debian/Ubuntu: apt-get install "
+                           "texlive-latex-base) or write a .tex or .json file instead")
