@@ -262,7 +262,7 @@ def test_montecarlo_refuses_missing_extras_before_the_sweep(tmp_path: Path) -> N
         one_line_exit_2(r, needle)
         assert "absorb[montecarlo]" in r.stderr and not r.stdout
     one_line_exit_2(run("montecarlo", "--shapes", "2x4", "--samples", "5", "--plot", str(tmp_path / "no" / "p.png")),
-                    "cannot write there")
+                    "does not exist")
     one_line_exit_2(run("montecarlo", "--shapes", "2x4", "--samples", "5", "--plot", str(tmp_path / "p.txt")),
                     "unknown image format")
 
@@ -394,3 +394,39 @@ def test_bfloat16_saved_by_numpy_gets_a_fix(tmp_path: Path) -> None:
     np.savez(p, W_up=np.eye(2).astype(ml_dtypes.bfloat16), W_down=-np.eye(2), activation=np.array("relu"))
     with pytest.raises(InvalidInput, match=r"astype\(numpy.float32\)"):
         absorb.load(p)
+
+
+def test_unexpected_errors_are_one_line_and_traceback_only_with_v(monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import absorb.cli.check as check
+
+    def boom(args: object) -> int:
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setattr(check, "run", boom)
+    assert main(["check", str(EXAMPLE)]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error: RuntimeError: boom second line" in err and "Traceback" not in err
+    assert main(["check", str(EXAMPLE), "-v"]) == 3
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_check_refuses_unwritable_certificates_before_deciding(tmp_path: Path) -> None:
+    one_line_exit_2(run("check", str(EXAMPLE), "--certificate", str(tmp_path / "no" / "c.json")), "does not exist")
+    one_line_exit_2(run("check", str(EXAMPLE), "--certificate", str(tmp_path)+"/"), "unknown format")
+    r = run("check", str(EXAMPLE), "--certificate", str(tmp_path / "c.pdf"), env={"PATH": ""})
+    one_line_exit_2(r, "pdflatex not found on PATH")
+    r = run("prove", "degree", "--pdf", "--out", str(tmp_path / "p"), env={"PATH": ""})
+    one_line_exit_2(r, "pdflatex not found on PATH")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not Path("/dev/zero").exists(), reason="needs FIFOs and /dev/zero")
+def test_devices_and_fifos_are_refused_not_read_forever(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for target in (fifo, Path("/dev/zero")):
+        for suffix in (".npz", ".safetensors", ".pt"):
+            link = tmp_path / f"{target.name}{suffix}"
+            link.symlink_to(target)
+            one_line_exit_2(run("check", str(link)), "not a regular file")

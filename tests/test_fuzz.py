@@ -163,6 +163,15 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         with zf.open("W_up.npy", "w") as fh:
             np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": (10**7, 10**7)})
             fh.write(b"\0" * 64)
+    specials = {}
+    if hasattr(os, "mkfifo"):  # reading these must be refused, not block or run forever
+        os.mkfifo(t / "fifo")
+        (t / "fifo.npz").symlink_to(t / "fifo")
+        (t / "fifo.safetensors").symlink_to(t / "fifo")
+        specials["fifo"], specials["fifo_st"] = str(t / "fifo.npz"), str(t / "fifo.safetensors")
+    if Path("/dev/zero").exists():
+        (t / "zero.npz").symlink_to("/dev/zero")
+        specials["zero"] = str(t / "zero.npz")
     from absorb.cli import main
 
     cert = t / "cert.json"
@@ -171,7 +180,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "swiglu": str(EXAMPLES / "swiglu.npz"), "stack": str(EXAMPLES / "relu2_stack.npz"), "small": str(t / "small.npz"),
             "text": str(t / "text.txt"), "dir": str(t / "dir"), "missing": str(t / "missing.npz"), "huge": str(t / "huge.npz"),
             "garbage": str(t / "garbage.json"), "empty": str(t / "empty.json"), "cert": str(cert),
-            "out_file": str(t / "text.txt"), "out_new": str(t / "new" / "out")}
+            "out_file": str(t / "text.txt"), "out_new": str(t / "new" / "out"),
+            **{k: specials.get(k, str(t / "text.txt")) for k in ("fifo", "fifo_st", "zero")}}
 
 
 # ---------------------------------------------------------------------------------------
@@ -211,7 +221,7 @@ BOUNDS = {"montecarlo": ["--shapes", "2x4", "--samples", "5", "--planted", "1"],
           "explore-depth": ["--depth", "1", "--samples", "8", "--maxiter", "3", "--restarts", "1"],
           "check": ["--timeout", "5"], "verify": [], "prove": []}
 POSITIONALS = {"check": ["{planted}", "{gelu}", "{swiglu}", "{stack}", "{small}", "{text}", "{dir}", "{missing}", "{huge}",
-                         "{garbage}", ""],
+                         "{garbage}", "", "{fifo}", "{fifo_st}", "{zero}"],
                "verify": ["{cert}", "{garbage}", "{empty}", "{missing}", "{planted}"],
                "prove": ["degree", "linearization", "nope", ""], "montecarlo": [], "explore-depth": []}
 OPTS = {"check": CHECK_OPTS, "verify": VERIFY_OPTS, "prove": PROVE_OPTS, "montecarlo": MC_OPTS, "explore-depth": EXPLORE_OPTS}
@@ -260,6 +270,9 @@ def _cli_case(server: Server, files: dict[str, str], argv: list[str]) -> None:
 @example(argv=["check", "{planted}", "--certificate", "{missing}/x.json"])
 @example(argv=["check", "{huge}"])
 @example(argv=["check", "{dir}"])
+@example(argv=["check", "{fifo}"])
+@example(argv=["check", "{fifo_st}"])
+@example(argv=["check", "{zero}"])
 @example(argv=["explore-depth", "--depth", "1", "--samples", "8", "--maxiter", "3", "--restarts", "1", "--widths", "0"])
 def test_cli_arguments_keep_the_contract(server: Server, files: dict[str, str], argv: list[str]) -> None:
     _cli_case(server, files, argv)
@@ -303,7 +316,10 @@ def _cast(a: np.ndarray, dt: Any) -> np.ndarray:
         return np.array(a.tolist() if a.ndim else float(a), dtype=object)
     if dt == "U3":
         return a.astype("U3")
-    with np.errstate(all="ignore"):
+    import warnings
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # complex → real drops the imaginary part: that is the point here
         return a.astype(dt)
 
 
@@ -403,22 +419,30 @@ def test_npz_contents_keep_the_contract(server: Server, tmp_path_factory: pytest
 # activation strings
 # ---------------------------------------------------------------------------------------
 
-_TOKENS = ["x", "+", "-", "*", "/", "**", "(", ")", "2", "0", "1/2", "exp", "log", "sin", "tanh", "Abs", "Max", "Min", "sqrt",
+_TOKENS = ["x", "+", "-", "*", "/", "**", "(", ")", "2", "0", "9", "1/2", "exp", "log", "sin", "tanh", "Abs", "Max", "Min", "sqrt",
            "erf", "Heaviside", ",", "oo", "zoo", "nan", "I", "pi", "E", "y", "Piecewise", "sign", " "]
 _FUNCTIONS = {"exp", "log", "sin", "tanh", "Abs", "Max", "Min", "sqrt", "erf", "Heaviside", "Piecewise", "sign"}
 
 
-def known_parser_issue(act: str) -> str | None:
+def known_parser_issue(act: str) -> str | None:  # noqa: C901 - one list of known cases
     """Custom-activation parsing (absorb/model/activations.py) is being hardened in another
     area; these inputs reach it as a non-expression and fail there with an internal error:
 
     * a bare function name, ``expr:exp`` (TypeError: Basic._has() missing ... 'iterargs';
       ``expr:sqrt``: AttributeError: 'function' object has no attribute 'has');
-    * a top-level comma, ``expr:1/2,E`` (AttributeError: 'tuple' object has no attribute 'has').
+    * a top-level comma, ``expr:1/2,E`` (AttributeError: 'tuple' object has no attribute 'has');
+    * a division by zero, ``expr:x/0`` (KeyError: 'ComplexInfinity'; also ``x/(x-x)``, so
+      these are recognised by their error, :data:`KNOWN_INTERNAL_ERRORS`);
+    * a tower of integer powers, ``expr:9**9**9**9``: evaluated as an exact integer, it never
+      finishes (a hang, killed at the time bound).
     """
     if not act.startswith("expr:"):
         return None
     body = act[5:].replace(" ", "")
+    import re
+
+    if re.search(r"\d\)*\*\*\(*\d+\)*\*\*\(*\d", body):
+        return "a tower of integer powers is evaluated exactly and never finishes (activations.py: hang)"
     while body.startswith("(") and body.endswith(")"):
         body = body[1:-1]
     if body in _FUNCTIONS:
@@ -441,11 +465,25 @@ def activation_strings(draw: st.DrawFn) -> str:
     return "expr:" + "".join(draw(st.lists(st.sampled_from(_TOKENS), min_size=1, max_size=7)))
 
 
-_PARSER_ISSUES = ["expr:exp", "expr:sqrt", "expr:1/2,E"]
+_PARSER_ISSUES = ["expr:exp", "expr:sqrt", "expr:1/2,E", "expr:9**9**9**9", "expr:x/0"]
+
+#: the internal errors of those known cases (custom-activation parsing, hardened elsewhere):
+#: a generated case failing with exactly one of these is discarded, not reported again
+KNOWN_INTERNAL_ERRORS = {
+    "TypeError: Basic._has() missing 1 required positional argument": "a bare function name, e.g. expr:exp",
+    "AttributeError: 'function' object has no attribute 'has'": "a bare function, e.g. expr:sqrt",
+    "AttributeError: 'tuple' object has no attribute 'has'": "a top-level comma, e.g. expr:1/2,E",
+    "KeyError: 'ComplexInfinity'": "a division by zero, e.g. expr:x/0 or expr:x/(x-x)",
+}
 
 
-@pytest.mark.parametrize("act", [pytest.param(a, marks=pytest.mark.skip(reason=f"{a!r}: {known_parser_issue(a)}"))
-                                 for a in _PARSER_ISSUES])
+def known_internal_error(res: dict[str, Any]) -> bool:
+    return "internal error" in res["stderr"] and any(sig in res["stderr"] for sig in KNOWN_INTERNAL_ERRORS)
+
+
+@pytest.mark.parametrize("act", [pytest.param(a, marks=pytest.mark.skip(
+    reason=f"{a!r}: {known_parser_issue(a) or 'a division by zero makes sympy zoo (activations.py: internal error)'}"))
+    for a in _PARSER_ISSUES])
 def test_known_parser_issues(server: Server, files: dict[str, str], act: str) -> None:
     """Found by the fuzzer; custom-activation parsing is hardened in another area. Drop the
     skip when ``absorb check FILE --activation ACT`` answers them with one line, exit 2."""
@@ -462,6 +500,7 @@ def test_activation_strings_keep_the_contract(server: Server, files: dict[str, s
     assume(not known_parser_issue(act))  # listed in test_known_parser_issues
     argv = ["check", files["small"], "--activation", act, "--timeout", "5"]
     res = server.run(argv)
+    assume(not known_internal_error(res))
     assert_contract(res, argv)
     assert "absorb_injected\n" not in res["stdout"].replace("'echo absorb_injected'", "")  # nothing was executed
 
@@ -491,4 +530,6 @@ def test_npz_contents_deep(server: Server, tmp_path_factory: pytest.TempPathFact
 def test_activation_strings_deep(server: Server, files: dict[str, str], act: str) -> None:
     assume(not known_parser_issue(act))  # listed in test_known_parser_issues
     argv = ["check", files["small"], "--activation", act, "--timeout", "5"]
-    assert_contract(server.run(argv), argv)
+    res = server.run(argv)
+    assume(not known_internal_error(res))
+    assert_contract(res, argv)

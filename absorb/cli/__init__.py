@@ -169,8 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             traceback.print_exc()
         msg = " ".join(str(exc).split())[:300]
-        sys.stderr.write(f"absorb: internal error: {type(exc).__name__}: {msg}; this is a bug, please report it "
-                         "(rerun with -v for the traceback)\n")
+        hint = "" if verbosity(args) >= 2 else " (rerun with -v for the traceback)"
+        sys.stderr.write(f"absorb: internal error: {type(exc).__name__}: {msg}; this is a bug, please report it{hint}\n")
         return EXIT_UNKNOWN
 
 

@@ -76,3 +76,33 @@ def seed(text: str) -> int:
     """A seed, an integer in [0, 2^32 − 1] (:func:`absorb._validate.check_seed`)."""
     from absorb._validate import check_seed
     return _from_validator(check_seed, int)(text)  # type: ignore[return-value]
+
+
+def check_writable(option: str, path: str) -> None:
+    """Refuse, before any work, an output path that cannot be written: a missing or
+    read-only folder, or a folder where the file should be (raises InvalidInput)."""
+    import os
+    from pathlib import Path
+
+    from absorb._errors import InvalidInput
+
+    out = Path(path)
+    parent = out.parent if str(out.parent) else Path(".")
+    if out.is_dir():
+        raise InvalidInput(f"{option} {path}: is a folder; give a file name")
+    if not parent.is_dir():
+        raise InvalidInput(f"{option} {path}: the folder {str(parent)!r} does not exist; create it or choose another path")
+    if not os.access(parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise InvalidInput(f"{option} {path}: no permission to write there; choose another path")
+
+
+def require_pdflatex(option: str) -> None:
+    """Refuse a PDF output up front when pdflatex is not on PATH (same advice as the
+    certificate writer gives when it finds none)."""
+    import shutil
+
+    from absorb._errors import InvalidInput
+
+    if shutil.which("pdflatex") is None:
+        raise InvalidInput(f"{option}: pdflatex not found on PATH; install it (Debian/Ubuntu: apt-get install "
+                           "texlive-latex-base) or write a .tex or .json file instead")

@@ -8,7 +8,7 @@ import sys
 
 from absorb._errors import InvalidInput
 from absorb.cli import EXIT_OK, EXIT_UNKNOWN, can_encode, show_progress, verbosity
-from absorb.cli._args import positive, seconds, seed, tolerance
+from absorb.cli._args import check_writable, positive, require_pdflatex, seconds, seed, tolerance
 from absorb.search import METHODS
 from absorb.search._types import DEFAULT_TOL
 
@@ -57,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
     from absorb.io import is_checkpoint, load
     from absorb.report import render_text
 
+    if args.certificate:  # up front: never decide for a minute and then fail to write
+        check_writable("--certificate", args.certificate)
+        if args.certificate.lower().endswith(".pdf"):
+            require_pdflatex(f"--certificate {args.certificate}")
     ckpt_opts = any(getattr(args, k, None) for k in ("layers", "up", "down", "gate", "fold_norm"))
     if not str(args.path).endswith(".npz") and (is_checkpoint(args.path) or ckpt_opts):
         return _run_checkpoint(args)

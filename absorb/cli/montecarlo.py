@@ -13,7 +13,7 @@ import shlex
 import sys
 
 from absorb.cli import EXIT_OK, EXIT_REJECTED, show_progress, verbosity
-from absorb.cli._args import at_least, positive_ints, seed, tolerance
+from absorb.cli._args import at_least, check_writable, positive_ints, seed, tolerance
 from absorb.montecarlo._distributions import DISTRIBUTIONS
 
 
@@ -88,7 +88,6 @@ def _missing(module: str) -> bool:
 def _check_extras(args: argparse.Namespace) -> None:
     """Refuse, before any cell runs, what would fail after the sweep: a missing optional
     package (dask for --workers/--scheduler, matplotlib for --plot) or an unwritable plot."""
-    import os
     from pathlib import Path
 
     from absorb._errors import InvalidInput
@@ -105,9 +104,7 @@ def _check_extras(args: argparse.Namespace) -> None:
     formats = ("png", "pdf", "svg", "svgz", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp", "pgf")
     if out.suffix.lower().lstrip(".") not in formats:
         raise InvalidInput(f"--plot {args.plot}: unknown image format {out.suffix or '(no suffix)'!r}; end the name in .png, .pdf or .svg")
-    parent = out.parent if str(out.parent) else Path(".")
-    if out.is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
-        raise InvalidInput(f"--plot {args.plot}: cannot write there (missing folder, a folder of that name, or no permission); choose another path")
+    check_writable("--plot", args.plot)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from absorb._errors import InvalidInput
 from absorb.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, verbosity
+from absorb.cli._args import require_pdflatex
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,10 +43,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"absorb prove: error: name a proof ({', '.join(PROOFS)}) or pass --all\n")
         return EXIT_USAGE
     if args.pdf:  # up front: no .tex files written before the first PDF fails
-        import shutil
-
-        if shutil.which("pdflatex") is None:
-            raise InvalidInput("--pdf needs pdflatex on PATH (e.g. TeX Live or MiKTeX); install it or drop --pdf")
+        require_pdflatex("--pdf")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise InvalidInput(f"--out {args.out}: exists and is not a folder; give a folder (created if missing)")

@@ -62,6 +62,8 @@ def _read_all(path: Path, *, max_bytes: int | None) -> dict[str, np.ndarray]:
         raise InvalidInput(f"{path}: no such file")
     if path.is_dir():
         raise InvalidInput(f"{path}: is a directory; give a .npz file (checkpoint directories are read by the safetensors loader)")
+    if not path.is_file():  # a device, a FIFO, a socket: reading it could block forever or never end
+        raise InvalidInput(f"{path}: is not a regular file (a device, pipe or socket); save the weights to a file with numpy.savez")
     try:
         with zipfile.ZipFile(path) as zf:
             bad = zf.testzip()

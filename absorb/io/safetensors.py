@@ -71,6 +71,13 @@ class TensorInfo:
     data_start: int  # 8 + header length: absolute offset of byte 0 of the data section
 
 
+def require_regular_file(path: Path, what: str = "file") -> None:
+    """Refuse a device, FIFO or socket before opening it: reading one could block forever
+    (a FIFO without a writer) or never end (``/dev/zero``)."""
+    if path.exists() and not path.is_file() and not path.is_dir():
+        raise InvalidInput(f"{path}: the {what} is not a regular file (a device, pipe or socket); give a file on disk")
+
+
 def read_header(path: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
     """Parse and check one ``.safetensors`` header without reading any tensor.
 
@@ -78,6 +85,7 @@ def read_header(path: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
     limit, JSON object, each entry's dtype, shape and ``data_offsets`` (inside the file,
     and exactly ``prod(shape) · itemsize`` bytes long). Returns (tensors, metadata).
     """
+    require_regular_file(path, "safetensors file")
     try:
         size = path.stat().st_size
         with open(path, "rb") as fh:
@@ -121,6 +129,7 @@ def read_header(path: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
 
 
 def _read_json(path: Path, what: str) -> Any:
+    require_regular_file(path, what)
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -134,6 +143,7 @@ def _resolve(path: Path) -> tuple[list[Path], Path | None, Path, bool]:
     they are PyTorch state_dict files). A directory prefers safetensors over PyTorch files."""
     if not path.exists():
         raise InvalidInput(f"{path}: no such file or directory")
+    require_regular_file(path, "checkpoint")
     if path.is_dir():
         idx = path / INDEX_NAME
         if idx.is_file():

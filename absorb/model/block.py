@@ -48,8 +48,12 @@ def replace(obj, /, **changes):  # noqa: ANN001, ANN201 - dataclasses.replace, u
         return _dc_replace(obj, **changes)
 
 
+#: sources that are Python calls, not files: their arrays are arguments, not keys
+_CALLS = frozenset({"Block", "HyperConnection", "find_index_set", "decide_batch"})
+
+
 def _label(source: str, prefix: str, key: str) -> str:
-    return f"{source}: key {prefix + key!r}" if prefix or source != "Block" else f"Block: {key}"
+    return f"{source}: {key}" if source in _CALLS and not prefix else f"{source}: key {prefix + key!r}"
 
 
 def all_finite(a: np.ndarray) -> bool:
@@ -75,8 +79,8 @@ def as_float_array(value: object, *, source: str, key: str, prefix: str = "", co
     and opaque (e.g. bfloat16 seen as raw bytes) dtypes are refused.
     """
     lab = _label(source, prefix, key)
-    if isinstance(value, np.ndarray) and value.dtype == np.float64:
-        out = value.copy() if copy else value
+    if isinstance(value, np.ndarray) and value.dtype == np.float64:  # np.asarray: a plain ndarray (no np.matrix semantics)
+        out = np.array(value) if copy else np.asarray(value)
     else:
         try:
             arr = np.asarray(value)
@@ -123,7 +127,7 @@ def check_arrays(arrays: Mapping[str, object], *, activation: object, source: st
                            "build one with absorb.get_activation('relu') (or 'expr:<sympy expression in x>')")
     for req in ("W_up", "W_down"):
         if arrays.get(req) is None:
-            raise InvalidInput(f"{source}: missing {'key ' + repr(prefix + req) if prefix or source != 'Block' else req}; "
+            raise InvalidInput(f"{source}: missing {req if source in _CALLS and not prefix else 'key ' + repr(prefix + req)}; "
                                "a block needs W_up (n, d) and W_down (d, n)")
 
     def get(key: str) -> np.ndarray | None:
@@ -157,7 +161,7 @@ def check_arrays(arrays: Mapping[str, object], *, activation: object, source: st
         _shape(skip, (d, d), lab=lab("skip"), hint=f"(the skip matrix M is d×d with d = {d})")
     if activation.gated_name and W_gate is None:
         raise InvalidInput(f"{source}: activation {activation.gated_name!r} is gated but there is no "
-                           f"{'key ' + repr(prefix + 'W_gate') if prefix or source != 'Block' else 'W_gate'}; add the gate "
+                           f"{'W_gate' if source in _CALLS and not prefix else 'key ' + repr(prefix + 'W_gate')}; add the gate "
                            f"projection or use an ungated activation such as {activation.name!r}")
     return out
 

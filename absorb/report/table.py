@@ -48,7 +48,7 @@ def render_table(dec: Decision, *, header: Sequence[str] = ()) -> str:
     def fmt(r: Sequence[str]) -> str:
         return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
 
-    out = [f"absorb check {dec.path}  (tolerance {dec.tolerance:g})"]
+    out = [f"absorb check {dec.path or '(in memory)'}  (tolerance {dec.tolerance:g})"]
     out += list(header)
     out.append("")
     out.append(fmt(rows[0]))

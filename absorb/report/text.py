@@ -62,7 +62,7 @@ def render_block(bd: BlockDecision) -> list[str]:
 
 
 def render_text(dec: Decision) -> str:
-    out = [f"absorb check {dec.path}  (tolerance {dec.tolerance:g})", ""]
+    out = [f"absorb check {dec.path or '(in memory)'}  (tolerance {dec.tolerance:g})", ""]
     for bd in dec.blocks:
         out += render_block(bd)
         out.append("")
