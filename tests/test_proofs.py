@@ -115,3 +115,9 @@ def test_the_flip_check_refuses_a_wrong_constant() -> None:
     assert proofs._flip_block_check(1 + alpha, "leaky flip")
     with pytest.raises(proofs.ProofError):
         proofs._flip_block_check(1 + alpha, "leaky flip with c = 1", claimed=sp.Integer(1))
+
+
+def test_an_unbounded_activation_is_not_bounded_by_intervals(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(proofs.BOUNDED_BY_INTERVAL, "z", "expr:x*erf(x)")
+    with pytest.raises(proofs.ProofError):
+        proofs.run_proof("boundedness")

@@ -331,13 +331,16 @@ def _fail(what: str) -> str:
 
 # ---------------------------------------------------------------------- boundedness --
 
+BOUNDED_BY_INTERVAL: dict[str, str] = {r"\mathrm{erf}(z)": "expr:erf(x)", r"e^{-z^2}": "expr:exp(-x**2)"}
+"""Bounded activations that sympy cannot show continuous (erf) or that need no limits."""
+
 
 def prove_boundedness() -> Proof:
     pf = Proof("boundedness", "Boundedness argument", "beyond the paper (theory.md, decision step 4)",
-               r"If $\sigma$ is continuous with finite limits at $\pm\infty$ (tanh, sigmoid), every residual-free ungated "
-               r"block is bounded, while $Mx+B(x)$ is unbounded for $M\ne0$: the skip cannot be absorbed, at any width, "
-               r"with or without biases.",
-               r"The activations $\tanh$ and the logistic sigmoid; symbolic $a=|Me_j|>0$ and $K=\sup|B|$.")
+               r"If $\sigma$ is bounded on $\mathbb{R}$ (continuous with finite limits at $\pm\infty$, as tanh and sigmoid; "
+               r"or by an interval bound over its expression, as erf), every residual-free ungated block is bounded, while "
+               r"$Mx+B(x)$ is unbounded for $M\ne0$: the skip cannot be absorbed, at any width, with or without biases.",
+               r"The activations $\tanh$, the logistic sigmoid, $\mathrm{erf}$ and $e^{-z^2}$; symbolic $a=|Me_j|>0$ and $K=\sup|B|$.")
     for name, expr in (("tanh", sp.tanh(Z)), ("sigmoid", 1 / (1 + sp.exp(-Z)))):
         hi, lo = sp.limit(expr, Z, sp.oo), sp.limit(expr, Z, -sp.oo)
         cont = sp.calculus.util.continuous_domain(expr, Z, sp.S.Reals)
@@ -346,7 +349,18 @@ def prove_boundedness() -> Proof:
         pf.add(rf"$\sigma={name}$ is continuous on $\mathbb{{R}}$ with finite limits:",
                rf"\lim_{{z\to+\infty}}\sigma(z) = {sp.latex(hi)},\quad \lim_{{z\to-\infty}}\sigma(z) = {sp.latex(lo)}",
                "limit and continuous_domain")
-    pf.add(r"A continuous function with finite limits at $\pm\infty$ is bounded, say $|\sigma|\le c$; then for every "
+    from absorb.model.activations import get_activation
+    from absorb.symbolic.growth import bounded_on_reals
+
+    for name, spec in BOUNDED_BY_INTERVAL.items():
+        pr = bounded_on_reals(get_activation(spec))
+        if not pr.proved or pr.value.get("route") != "interval":
+            raise ProofError(f"sympy could not bound {name} by intervals: {pr.statement}")
+        pf.add(rf"$\sigma(z)={name}$ is bounded by an interval bound over its expression (each node's range enclosed, "
+               r"ends rounded outward):",
+               rf"\sigma(z) \in [{sp.latex(pr.value['lower'])}, {sp.latex(pr.value['upper'])}]\quad\text{{for every real }} z",
+               "interval enclosure of the expression tree")
+    pf.add(r"A continuous function with finite limits at $\pm\infty$ is bounded; so, in either case, $|\sigma|\le c$; then for every "
            r"residual-free block", r"|B'(x)| \le \sum_i |w'_i|\,c + |b'_{\mathrm{down}}| =: K' < \infty",
            "triangle inequality (stated)")
     a, K = sp.Symbol("a", positive=True), sp.Symbol("K", nonnegative=True)
