@@ -35,11 +35,12 @@ from absorb.engine.witness import eval_threshold, evaluation_error
 from absorb.model.activations import get_activation
 from absorb.model.block import Block, Stack, check_decide_inputs
 from absorb.rigorous import gamma as _gamma  # Higham's γ_k, shared with the search backends
+from absorb.search import Method
 from absorb.search._types import DEFAULT_TOL
 from absorb.symbolic import properties as props
 
 
-def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0, method: str = "auto",
+def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0, method: Method = "auto",
                  allow_biases: bool = False, search_progress: Progress | None = None) -> BlockDecision:
     """Decide whether ``f(x) = M x + B(x)`` equals some residual-free block of width n.
 
@@ -73,7 +74,7 @@ def _skip_product_nonzero(blocks: Iterable[Block]) -> tuple[bool, float]:
 
 
 def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0,
-                 method: str = "auto", allow_biases: bool = False, progress: Progress | None = None,
+                 method: Method = "auto", allow_biases: bool = False, progress: Progress | None = None,
                  search_progress: Progress | None = None) -> Decision:
     """Decide a stack ``F = f_L ∘ … ∘ f_1`` (a single block is a stack of one).
 
@@ -121,7 +122,7 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
 
 
 def decide(model: Block | Stack, *, path: str = "", tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0,
-           method: str = "auto", allow_biases: bool = False, progress: Progress | None = None,
+           method: Method = "auto", allow_biases: bool = False, progress: Progress | None = None,
            search_progress: Progress | None = None) -> Decision:
     """Decide a block or a stack. ``tol`` is the relative tolerance every verdict names;
     ``allow_biases`` lets the residual-free blocks have biases even when f has none."""
@@ -132,7 +133,7 @@ def decide(model: Block | Stack, *, path: str = "", tol: float = DEFAULT_TOL, ti
 
 
 def decide_collection(blocks: Iterable[Block], *, path: str = "", tol: float = DEFAULT_TOL, timeout: float = 60.0,
-                      seed: int = 0, method: str = "auto", allow_biases: bool = False, progress: Progress | None = None,
+                      seed: int = 0, method: Method = "auto", allow_biases: bool = False, progress: Progress | None = None,
                       keep_weights: bool = True, on_block: Callable[[BlockDecision], None] | None = None) -> Decision:
     """Decide independent blocks (the MLP blocks of a checkpoint, each with its own skip).
 

@@ -30,7 +30,7 @@ from absorb.model.activations import get_activation
 from absorb.model.block import Block
 from absorb.rigorous import SAFE_EXPONENT, magnitudes_ok
 from absorb.rigorous import gamma as _gamma  # Higham's γ_k, shared with the search backends
-from absorb.search import find_index_set
+from absorb.search import Method, find_index_set
 from absorb.search._types import SearchResult, SearchStatus
 from absorb.symbolic import growth
 from absorb.symbolic import properties as props
@@ -50,7 +50,7 @@ class Ctx:
     tol: float
     timeout: float
     seed: int
-    method: str
+    method: Method
     allow_biases: bool = False
     search_progress: Progress | None = None
     H: list[Hypothesis] = field(default_factory=list)
