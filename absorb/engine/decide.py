@@ -103,7 +103,7 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
         if err <= eval_threshold(tol, max(b.n for b in stack.blocks)) * L:
             return Decision(path=path, verdict=Verdict.ABSORBABLE, theorem=Theorem.COMPOSITION,
                             reason=f"Every one of the {L} blocks is absorbable; composing their residual-free witnesses gives "
-                                   f"{L} residual-free blocks equal to F (checked on {m} random inputs, max relative error {err:.2e}).",
+                                   f"{L} residual-free blocks equal to F (checked on {m} inputs, random and on the kink hyperplanes, max relative error {err:.2e}).",
                             blocks=tuple(decisions), tolerance=tol, structure="stack", witness=w)
     if all(d.flat_at_zero for d in decisions):
         nonzero, _ = _skip_product_nonzero(stack.blocks)

@@ -587,7 +587,7 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
         if exact and err <= eval_threshold(tol, N):
             return DegenerateDecision(Verdict.ABSORBABLE,
                                       f"Canonical form ({name}): {shape}; a residual-free block of width {N} needs only {ch.value} units here: "
-                                      f"{how}. The constructed block has the same canonical form exactly and matches f on {m_in} random inputs "
+                                      f"{how}. The constructed block has the same canonical form exactly and matches f on {m_in} inputs (random, and on the kink hyperplanes) "
                                       f"(max relative error {err:.2e}).", N, witness=w, canonical=cf, outcome=out, details=det)
         return DegenerateDecision(Verdict.UNKNOWN, f"Unknown: the constructed block failed its check (exact {exact}, error {err:.2e}).", N,
                                   witness=None, canonical=cf, outcome=out, details=det)

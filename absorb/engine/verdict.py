@@ -96,14 +96,14 @@ class Witness:
 
     ``S`` is the index set of flipped units (when the index-set result built it), ``block``
     the residual-free block, ``residual`` its relative residual, ``eval_error`` the largest
-    relative error on ``n_inputs`` random inputs, ``exact`` whether the identity was also
+    relative error on ``n_inputs`` inputs (random, and on the kink hyperplanes), ``exact`` whether the identity was also
     checked in rational arithmetic.
     """
 
     S: tuple[int, ...] | None
     block: Block
     residual: float | None  # ‖D_S U_S − T‖_F / ‖T‖_F, float64 recomputation
-    eval_error: float  # max relative |f(x) − B'(x)| on the random inputs
+    eval_error: float  # max relative |f(x) − B'(x)| on the inputs (random, and on the kink hyperplanes)
     n_inputs: int
     exact: bool | None = None  # D_S U_S = T exactly (rational arithmetic), when sizes allow
     description: str = ""

@@ -32,7 +32,7 @@ def _witness_text(bd: BlockDecision) -> str:
         parts.append(w.description)
     if w.residual is not None:
         parts.append(f"residual {w.residual:.2e}")
-    parts.append(f"max relative error {w.eval_error:.2e} on {w.n_inputs} random inputs")
+    parts.append(f"max relative error {w.eval_error:.2e} on {w.n_inputs} inputs (random, and on the kink hyperplanes)")
     if w.exact:
         parts.append("exact in rational arithmetic")
     return "; ".join(parts)
