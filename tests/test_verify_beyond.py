@@ -246,3 +246,18 @@ def test_catalog_entries_with_options_verify(entry: str, tmp_path: Path, capsys:
     rc = main(["verify", str(cert), str(model), "--json"])
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and out["result"] == "accepted", [f for f in out["findings"] if f["status"] != "ok"]
+
+
+@pytest.mark.parametrize("name", ["gelu-biased-skeleton", "abs-biased-skeleton-flip-even", "sublinear-biased-skeleton-zero",
+                                  "gelu-biased-degenerate-skeleton", "abs-parity", "exp-biased", "step-biased-bounded",
+                                  "tanh-biased-bounded", "linear-2x-wide", "linear-2x-narrow"])
+def test_latex_certificate_renders_each_new_theorem(name: str) -> None:
+    """The LaTeX view states the theorem, its class and the argument (a wide linear block and a
+    bounded σ once crashed the template: it read fields those certificates do not have)."""
+    from absorb.certificate import Certificate
+    from absorb.certificate.latex import render_latex
+
+    blk = HONEST[name][0]()
+    tex = render_latex(Certificate(_cert(blk)))
+    assert r"\section*{Block" in tex and "The verdict is about residual-free" in tex
+    assert HONEST[name][2] in tex

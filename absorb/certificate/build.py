@@ -333,15 +333,14 @@ def _skeleton_argument(bd: BlockDecision) -> dict[str, Any]:
     out["target"] = None if c == 0 else "-M/c_inf"
     out["nondegeneracy_hypotheses"] = list(_NONDEGENERACY) if case in ("nondegenerate", "flip-even") else []
     out["steps"] = [
-        r"\frac{\sigma(tz+c)}{t} \to \sigma_\infty(z) = a\,\mathrm{ReLU}(z) + b\,z\ (t\to\infty):\quad "
-        r"\frac{f(tv)}{t} \to Mv + W_{\mathrm{down}}\sigma_\infty(W_{\mathrm{up}}v),\ "
+        r"\frac{\sigma(tz+c)}{t} \to \sigma_\infty(z) = a\,\mathrm{ReLU}(z) + b\,z\quad (t\to\infty,\ z, c \in \mathbb{R})",
+        r"\frac{f(tv)}{t} \to Mv + W_{\mathrm{down}}\sigma_\infty(W_{\mathrm{up}}v),\qquad "
         r"\frac{g(tv)}{t} \to W'_{\mathrm{down}}\sigma_\infty(W'_{\mathrm{up}}v)",
-        {"nondegenerate": r"\text{kinks identify the units:}\ M + c_\infty W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:] = 0"
-                          r"\ \text{for some } S,\ \text{and the search proves none exists}",
+        {"nondegenerate": r"\text{kinks identify the units} \;\Rightarrow\; M + c_\infty W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:] = 0"
+                          r"\ \text{for some } S",
          "flip-even": r"c_\infty = a + 2b = 0:\ \text{the linear parts match only if } M = 0",
          "zero": r"\sigma_\infty \equiv 0:\ Mv = 0\ \forall v \;\Rightarrow\; M = 0",
-         "degenerate-relu": r"\sigma_\infty = \mathrm{ReLU}:\ \text{the canonical form of the bias-free ReLU skeleton "
-                            r"rules out every residual-free block of width } n"}[case],
+         "degenerate-relu": r"\sigma_\infty = \mathrm{ReLU}:\ \text{the canonical form decides the bias-free ReLU skeleton}"}[case],
     ]
     return out
 
