@@ -261,3 +261,21 @@ def test_latex_certificate_renders_each_new_theorem(name: str) -> None:
     tex = render_latex(Certificate(_cert(blk)))
     assert r"\section*{Block" in tex and "The verdict is about residual-free" in tex
     assert HONEST[name][2] in tex
+
+
+def test_header_class_must_be_the_blocks() -> None:
+    blk = _block("gelu", bias=True)
+    doc = _cert(blk)
+    assert doc["class"]["biases"] is True
+    doc["class"]["biases"] = False
+    ok, bad = _accepted(doc, blk)
+    assert not ok and any("the certificate's class is its blocks'" in f for f in bad), bad
+
+
+def test_cli_summary_names_the_class(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model, cert = tmp_path / "m.npz", tmp_path / "c.json"
+    save_npz(model, _block("gelu", bias=True))
+    assert main(["check", str(model), "--certificate", str(cert)]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(cert), str(model)]) == 0
+    assert "(about residual-free blocks with any biases)" in capsys.readouterr().out

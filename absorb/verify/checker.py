@@ -27,6 +27,17 @@ What is re-derived, per block:
   (from ``S``, or the exact canonical-form construction) and evaluated against ``f`` on
   fresh random inputs and on inputs exactly on the kink/gate hyperplanes, with a derived
   error bound; trivial (M = 0) witnesses field by field.
+* **results beyond the paper** (``_beyond``) — the asymptotic skeleton: σ finite on R and
+  its slopes L± re-derived on the outermost pieces (s = ±1/h, h → 0+), a, b, c∞ = a + 2b
+  compared with the record, then the recorded case: nondegenerate weights re-derived plus the
+  infeasibility of the target −M/c∞; c∞ = 0; a = b = 0; or the canonical form of the bias-free
+  ReLU skeleton. Parity (σ even, bias-free), exponential σ (A, β, C derived here and the
+  identity by pieces), bounded σ (continuity not needed: an interval enclosure or finite
+  one-sided limits on every piece), linear σ = c·z (c = σ(1), rank and witness with c).
+* **the class** — every verdict is about bias-free residual-free blocks or blocks with any
+  biases (the entry's ``class``); a bias-free-only argument (degree, linearization, parity,
+  result 5's necessity, the canonical form) proving ``not_absorbable`` for the class with
+  biases is rejected.
 * **impossibility** — dual certificates ``Y = A Bᵀ`` through
   ``absorb.verify.dual_bound.check_dual_bound``, else exactly in rationals for small sizes;
   exhaustive enumeration re-done here for n ≤ 16, the checker's own meet-in-the-middle
@@ -42,8 +53,8 @@ Layout: this module holds the per-block dispatch (``THEOREM_CHECKS``, keyed by t
 and the certificate-level checks; the pieces live in ``_report`` (findings), ``_load``
 (reading the file), ``_numerics`` (γ, rationals, hashes), ``_pieces`` and ``_symbolic``
 (facts about σ), ``_weights`` (hashes, hypotheses, residuals, evaluation), ``_infeasible``
-and ``_mitm`` (impossibility re-checks), ``_theorems`` and ``_canonical`` (the per-theorem
-checks). The names used by callers are re-exported here.
+and ``_mitm`` (impossibility re-checks), ``_theorems``, ``_beyond`` and ``_canonical`` (the
+per-theorem checks). The names used by callers are re-exported here.
 """
 
 from __future__ import annotations
@@ -187,6 +198,12 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
         return report
     top, th = cert.get("verdict"), (cert.get("theorem") or {}).get("id")
     try:
+        cls = cert.get("class")
+        if cls is not None:
+            blocks_biased = any(bool((b.get("class") or {}).get("biases")) for b in entries)
+            _require(ctx, isinstance(cls, dict) and cls.get("biases") is blocks_biased, "certificate",
+                     "the certificate's class is its blocks' (biases allowed when any block's class allows them)",
+                     f"header {cls!r}, blocks {'with' if blocks_biased else 'without'} biases")
         if structure == "block" or len(blocks) == 1 and structure != "collection":
             _require(ctx, top == verdicts[0] and th == (entries[0].get("theorem") or {}).get("id"), "certificate",
                      "the overall verdict and theorem are the block's", f"overall {top!r}/{th!r}, block {verdicts[0]!r}")
