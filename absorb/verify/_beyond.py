@@ -264,7 +264,7 @@ def claimed_biases(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> bool:
     _require(ctx, cls.get("width") in (None, block.n), w, f"the class is about width n = {block.n}", f"recorded {cls.get('width')!r}")
     biases = bool(cls["biases"])
     _require(ctx, biases or _bias_free(block), w, "a block with biases is compared with residual-free blocks with biases",
-             "the class says bias-free, but f has a nonzero bias")
+             f"class {'with' if biases else 'without'} biases; f {'is bias-free' if _bias_free(block) else 'has a nonzero bias'}")
     ctx.report.ok(w, f"the verdict is about residual-free blocks of width {block.n}, {'with any biases' if biases else 'bias-free'}")
     return biases
 

@@ -238,6 +238,8 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
         for b, blk in zip(entries, blocks):
             bw = _where(b)
             _require(ctx, _bias_free(blk), bw, "bias-free (needed for flatness at 0)")
+            _require(ctx, not (b.get("class") or {}).get("biases"), bw,
+                     "the depth result covers bias-free residual-free blocks only, and the verdict is about those")
             act = _act(blk)
             flat = False
             x = _variable(act)
