@@ -279,3 +279,31 @@ def test_cli_summary_names_the_class(tmp_path: Path, capsys: pytest.CaptureFixtu
     capsys.readouterr()
     assert main(["verify", str(cert), str(model)]) == 0
     assert "(about residual-free blocks with any biases)" in capsys.readouterr().out
+
+
+_X = __import__("sympy").Symbol("x", real=True)
+
+
+@pytest.mark.parametrize("text, bounded, finite, slopes", [
+    ("sin(x)", True, True, (0, 0)),
+    ("0**Max(0,x)", True, True, (0, 0)),          # a jump at 0: bounded without continuity
+    ("x/(1+x**2)", True, True, (0, 0)),
+    ("exp(x)", False, True, None),
+    ("log(1+x**2)", False, True, (0, 0)),
+    ("x + tanh(x)", False, True, (1, 1)),
+    ("Max(0,x) + x/100", False, True, ("101/100", "1/100")),
+    ("1/x", False, False, None),                  # infinite at 0
+    ("sqrt(x)", False, False, None),              # not real for x < 0
+    ("x**2", False, True, None),
+])
+def test_sigma_facts_by_pieces(text: str, bounded: bool, finite: bool, slopes: tuple[object, object] | None) -> None:
+    import sympy as sp
+
+    from absorb.verify._beyond import bounded_by_pieces, finite_on_reals
+    from absorb.verify._beyond import slopes as slopes_of
+
+    e = sp.sympify(text, locals={"x": _X})  # (1/x and sqrt(x) are refused as activations: the checker must refuse them too)
+    assert bounded_by_pieces(e) is bounded
+    assert finite_on_reals(e) is finite
+    got = slopes_of(e) if finite else None
+    assert got == (None if slopes is None else tuple(sp.Rational(str(v)) for v in slopes))

@@ -21,6 +21,7 @@ plus an exact simplification (or a limit, or an interval enclosure) on every ope
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import mpmath
@@ -71,6 +72,7 @@ def _formula_finite(e: sp.Expr, x: sp.Symbol, pc: Piece) -> bool:
     return bool(v.is_number and v.is_real and v.is_finite)
 
 
+@functools.lru_cache(maxsize=128)
 def finite_on_reals(expr: sp.Expr) -> bool:
     """σ(z) is a finite real number for every real z (see the module doc)."""
     x = _variable(expr)
@@ -92,6 +94,7 @@ def _limit_0plus(e: sp.Expr) -> sp.Expr | None:
     return v if _finite_number(v) else None
 
 
+@functools.lru_cache(maxsize=128)
 def slopes(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
     """(L₊, L₋) with L± = lim_{s→±∞} σ(s)/s, or None when not both proved finite."""
     x = _variable(expr)
@@ -111,10 +114,13 @@ def slopes(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
         v = sp.N(g.subs(_H, h0), _PREC)
         if not (v.is_number and v.is_real and abs(v - sp.N(L, _PREC)) <= (1 + abs(sp.N(L, _PREC))) / 10):
             return None
-        out.append(sp.nsimplify(L) if L.is_Float else L)
+        if L.has(sp.Float):  # an inexact limit proves nothing exact
+            return None
+        out.append(L)
     return out[0], out[1]
 
 
+@functools.lru_cache(maxsize=128)
 def is_even(expr: sp.Expr) -> bool:
     """σ(−z) = σ(z) for every real z: h = σ(z) − σ(−z) is 0 exactly at 0 and at every break
     point of h, and simplifies to 0 on every piece."""
@@ -130,6 +136,7 @@ def is_even(expr: sp.Expr) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=128)
 def exponential_constants(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr] | None:
     """(A, β, C) with σ(z) = A·e^{βz} + C for every real z and A, β ≠ 0 real, derived here
     (β = σ''/σ', A = σ'/(β e^{βz}), C = σ − A e^{βz} on the piece right of the last break
@@ -159,10 +166,10 @@ def exponential_constants(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr] | N
 
 def _iv(v: sp.Expr) -> Any:
     """A rigorous mpmath interval around the real number ``v``."""
-    f = sp.N(v, 40)
-    m = mpmath.mpf(str(f))
-    r = abs(m) * mpmath.mpf(10) ** -30 + mpmath.mpf(10) ** -60
-    return mpmath.iv.mpf([str(m - r), str(m + r)])
+    iv = mpmath.iv
+    centre = iv.mpf(str(sp.N(v, 40)))  # the 40-digit decimal, enclosed with outward rounding
+    rad = (max(abs(centre.a), abs(centre.b)) * iv.mpf(10) ** -30 + iv.mpf(10) ** -60).b  # ≫ evalf's error
+    return centre + iv.mpf([-rad, rad])
 
 
 def _enclose(e: sp.Expr, x: sp.Symbol, X: Any) -> Any | None:
@@ -222,6 +229,7 @@ def _piece_bounded(e: sp.Expr, x: sp.Symbol, pc: Piece) -> bool:
     return all(_finite_number(v) for v in ends)
 
 
+@functools.lru_cache(maxsize=128)
 def bounded_by_pieces(expr: sp.Expr) -> bool:
     """σ bounded on R, continuity not needed: finite at every break point, and on every piece
     finite with a finite enclosure or finite one-sided limits at both ends."""
@@ -237,6 +245,7 @@ def bounded_by_pieces(expr: sp.Expr) -> bool:
         return False
 
 
+@functools.lru_cache(maxsize=128)
 def linear_constant(expr: sp.Expr) -> sp.Expr | None:
     """c with σ(z) = c·z for every real z (c = σ(1), exact; the identity by pieces)."""
     x = _variable(expr)
@@ -319,7 +328,7 @@ def check_skeleton(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[
     Lp, Lm = sl  # type: ignore[misc]
     _require(ctx, _same_number(arg.get("L_plus"), Lp) and _same_number(arg.get("L_minus"), Lm), w,
              f"the recorded slopes are σ's: L₊ = {Lp}, L₋ = {Lm}", f"recorded L₊ = {arg.get('L_plus')!r}, L₋ = {arg.get('L_minus')!r}")
-    a, bb = sp.nsimplify(Lp - Lm), Lm
+    a, bb = sp.simplify(Lp - Lm), Lm
     _require(ctx, isinstance(a, sp.Rational) and isinstance(bb, sp.Rational), w, "a = L₊ − L₋ and b = L₋ are rational",
              f"a = {a}, b = {bb}")
     c = a + 2 * bb
