@@ -2,9 +2,11 @@
 
 Numbering follows ``shared/theory.md`` §2 (results 1–5 of Mijoski & Karbevski, arXiv
 2604.23705); ids marked *beyond* are this project's extensions, proved in ``proofs/``.
-Each entry: a title, where it comes from, the statement in LaTeX, and the names of the
+Each entry: a title, where it comes from, the statement in LaTeX, the names of the
 hypotheses (as :mod:`absorb.engine.hypotheses` and :mod:`absorb.symbolic` call them) that
-the statement needs, so a reader sees which checked facts the argument consumes.
+the statement needs, so a reader sees which checked facts the argument consumes, and (where
+it matters) ``classes``: which residual-free blocks its impossibility covers — ``bias-free``
+only, or ``any`` biases.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ THEOREMS: dict[str, dict[str, object]] = {
                       r"$B'(tx)=t^kB'(x)$ for $t>0$, and $Mx+B(x)=B'(x)$ for all $x$ forces $M=0$. "
                       r"Hence if $M\ne 0$ the skip cannot be absorbed, at any width."),
         "needs": ["skip_nonzero", "bias_free", "homogeneous"],
+        "classes": "bias-free",
     },
     "linearization": {
         "title": "Linearization argument",
@@ -42,22 +45,27 @@ THEOREMS: dict[str, dict[str, object]] = {
                       r"+\mathrm{diag}(W'_{\mathrm{up}}0)\,g'(0)\,W'_{\mathrm{gate}}\big)=0$, while $J_f(0)=M+J_B(0)=M$. "
                       r"Hence if $M\ne0$ the skip cannot be absorbed, at any width."),
         "needs": ["skip_nonzero", "bias_free", "vanishing_gate"],
+        "classes": "bias-free",
     },
     "bounded": {
         "title": "Boundedness argument",
-        "source": "beyond the paper (theory.md, decision step 4; proofs/boundedness.py)",
-        "statement": (r"Let the block be ungated with $\sigma$ continuous and with finite limits at $\pm\infty$, hence bounded. "
-                      r"Every residual-free block $B'(x)=W'_{\mathrm{down}}\sigma(W'_{\mathrm{up}}x+b')+b'_{\mathrm{down}}$ is bounded, "
-                      r"and so is $B$, while $x\mapsto Mx$ is unbounded when $M\ne0$. Hence $Mx+B(x)\ne B'(x)$ for some $x$."),
+        "source": "beyond the paper (docs/results/bounded.md; proofs/boundedness.py)",
+        "statement": (r"Let the block be ungated with $\sigma$ bounded on $\mathbb{R}$ (continuity is not needed), biases allowed. "
+                      r"Every residual-free block $B'(x)=W'_{\mathrm{down}}\sigma(W'_{\mathrm{up}}x+b'_{\mathrm{up}})+b'_{\mathrm{down}}$ "
+                      r"is bounded, and so is $B$, while $x\mapsto Mx$ is unbounded when $M\ne0$. Hence $Mx+B(x)\ne B'(x)$ for some "
+                      r"$x$: the skip cannot be absorbed, with or without biases, at any width."),
         "needs": ["skip_nonzero", "bounded"],
+        "classes": "any",
     },
     "linear": {
         "title": "Linear blocks (rank condition)",
-        "source": "beyond the paper (theory.md, decision step 5)",
-        "statement": (r"With $\sigma(z)=z$ the map $f(x)=(M+W_{\mathrm{down}}W_{\mathrm{up}})x+b$ is affine, and a residual-free "
-                      r"block of width $n$ realises exactly the affine maps whose linear part has rank $\le n$. "
-                      r"Hence $f$ is absorbable if and only if $\mathrm{rank}(M+W_{\mathrm{down}}W_{\mathrm{up}})\le n$."),
-        "needs": ["rank"],
+        "source": "beyond the paper (docs/results/linear.md)",
+        "statement": (r"With $\sigma(z)=cz$ ($c\ne0$ a constant) the map $f(x)=(M+c\,W_{\mathrm{down}}W_{\mathrm{up}})x+b$ is affine, "
+                      r"and a residual-free block of width $n$ realises exactly the affine maps whose linear part has rank $\le n$ "
+                      r"(a witness divides its $W'_{\mathrm{down}}$ by $c$). Hence $f$ is absorbable if and only if "
+                      r"$\mathrm{rank}(M+c\,W_{\mathrm{down}}W_{\mathrm{up}})\le n$, with or without biases."),
+        "needs": ["linear", "rank"],
+        "classes": "any",
     },
     "index-set": {
         "title": "Index-set criterion",
@@ -70,6 +78,46 @@ THEOREMS: dict[str, dict[str, object]] = {
                       r"$W_{\mathrm{down}}$ nonzero): if $f$ is absorbable then such an $S$ exists."),
         "needs": ["skip_nonzero", "bias_free", "d_at_least_2", "skip_invertible", "rows_nonzero", "columns_nonzero",
                   "rows_noncollinear", "flip_identity"],
+        "classes": "bias-free (necessity); any (sufficiency: the witness)",
+    },
+    "parity": {
+        "title": "Parity argument",
+        "source": "beyond the paper (docs/results/parity.md)",
+        "statement": (r"Let the block be ungated and bias-free with $\sigma$ even: $\sigma(-z)=\sigma(z)$ for every real $z$. "
+                      r"Then $B$ and every bias-free residual-free block $B'$ are even functions, while "
+                      r"$f(x)-f(-x)=2Mx$. Hence $f=B'$ forces $M=0$: if $M\ne0$ the skip cannot be absorbed by a bias-free "
+                      r"block, at any width. (With biases $B'$ need not be even: the argument covers the bias-free class only.)"),
+        "needs": ["skip_nonzero", "bias_free", "even"],
+        "classes": "bias-free",
+    },
+    "exponential": {
+        "title": "Exponential activations",
+        "source": "beyond the paper (docs/results/exponential.md)",
+        "statement": (r"Let the block be ungated with $\sigma(z)=A e^{\beta z}+C$, $A,\beta\ne0$ real. For any residual-free block "
+                      r"$g$ (biases allowed: $e^{\beta(u\cdot x+b)}=e^{\beta b}e^{\beta u\cdot x}$), "
+                      r"$f(x)-g(x)=Mx+\sum_k c_k e^{\beta v_k\cdot x}+c_0$ with distinct $v_k$; on every line $x=te$ "
+                      r"the exponentials with distinct exponents, the constant and $(Me)\,t$ are linearly independent, so "
+                      r"$f=g$ forces $Me=0$ for every $e$, i.e.\ $M=0$. Hence if $M\ne0$ the skip cannot be absorbed, at any width."),
+        "needs": ["skip_nonzero", "exponential"],
+        "classes": "any",
+    },
+    "skeleton": {
+        "title": "Asymptotic skeleton",
+        "source": "beyond the paper (docs/results/skeleton.md)",
+        "statement": (r"Let the block be ungated, biases allowed, with $\sigma$ real and finite at every real point and finite slopes "
+                      r"$L_\pm=\lim_{s\to\pm\infty}\sigma(s)/s$. Then $\sigma(tz+c)/t\to\sigma_\infty(z)=a\,\mathrm{ReLU}(z)+bz$ "
+                      r"($a=L_+-L_-$, $b=L_-$) for all real $z,c$, so $f(tv)/t\to Mv+W_{\mathrm{down}}\sigma_\infty(W_{\mathrm{up}}v)$ "
+                      r"and $g(tv)/t\to W'_{\mathrm{down}}\sigma_\infty(W'_{\mathrm{up}}v)$ for every residual-free $g$ of width $n$, "
+                      r"with or without biases: $f=g$ makes the bias-free $\sigma_\infty$-skeleton $(M,W_{\mathrm{up}},W_{\mathrm{down}})$ "
+                      r"absorbable at width $n$. If $a\ne0$ and the weights are nondegenerate ($d\ge2$, rows of $W_{\mathrm{up}}$ "
+                      r"nonzero and pairwise non-collinear, columns of $W_{\mathrm{down}}$ nonzero), the kink hyperplanes identify the "
+                      r"units up to a nonzero scale, and matching the linear parts needs "
+                      r"$M+c_\infty\,W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]=0$ for some $S$, $c_\infty=a+2b$; so $f$ is not "
+                      r"absorbable when no such $S$ exists or when $c_\infty=0$. If $a=b=0$ the skeleton is $Mv$ against $0$, "
+                      r"impossible for $M\ne0$. If $\sigma_\infty=\mathrm{ReLU}$ and the weights are degenerate, the canonical form "
+                      r"of the bias-free ReLU skeleton decides it."),
+        "needs": ["skip_nonzero", "asymptotic_slopes", "d_at_least_2", "rows_nonzero", "columns_nonzero", "rows_noncollinear"],
+        "classes": "any",
     },
     "depth": {
         "title": "Depth argument",
@@ -96,6 +144,7 @@ THEOREMS: dict[str, dict[str, object]] = {
                       r"$C_\delta=L_0+\sum_{\ell\notin B}\delta_\ell a_\ell e_\ell^{\mathsf T}$, $P_B$ the projector onto "
                       r"$\mathrm{span}(e_\ell:\ell\in B)^\perp$; the witness block is built from the minimising $(B,\delta)$."),
         "needs": ["bias_free", "ungated", "flip_identity", "canonical_form"],
+        "classes": "bias-free (not absorbable); any (absorbable: the witness)",
     },
     "none": {
         "title": "No applicable result",

@@ -37,7 +37,7 @@ import numpy as np
 from absorb._errors import InvalidInput
 from absorb.certificate._theorems import PAPER, theorem_info
 from absorb.certificate._util import HASH_CONVENTION, array_sha256, file_sha256, plain
-from absorb.engine.verdict import BlockDecision, Decision, Theorem
+from absorb.engine.verdict import BlockDecision, Decision, ResidualFreeClass, Theorem
 from absorb.model.block import Block, Stack
 
 SCHEMA = "absorb-certificate"
@@ -255,12 +255,33 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
                 r"|B'(x)| \le \|W'_{\mathrm{down}}\|\,\sqrt{n}\,\sup|\sigma| + |b'_{\mathrm{down}}| < \infty\ \text{for every residual-free } B'",
                 rf"x = t\,e_{{{e['col']}}}:\ |f(x)_{{{e['row']}}}| \ge t\,|M_{{{e['row']},{e['col']}}}| - \sup|B| \to \infty\ (t\to\infty)",
             ]
+        if "bound" in arg["limits"]:
+            arg["bound"] = arg["limits"]["bound"]
     elif th == Theorem.LINEAR.value:
+        lf = _prop(bd, "linear") or {}
+        arg["c"] = lf.get("value", {}).get("c")
         rank = _hyp(bd, "rank")
         if rank is not None:
             arg["singular_values"] = rank["value"].get("singular_values")
             arg["sigma_lower_bound"] = rank["value"].get("lower_bound")
         arg["rank_limit"] = b.n
+    elif th == Theorem.PARITY.value:
+        arg["even"] = True
+        arg["steps"] = [
+            r"\sigma(-z) = \sigma(z)\ \forall z \;\Rightarrow\; B'(-x) = B'(x)\ \text{and}\ B(-x) = B(x)\ \text{(bias-free)}",
+            r"B' = f \;\Rightarrow\; 0 = B'(x) - B'(-x) = f(x) - f(-x) = 2Mx\ \ \forall x \;\Rightarrow\; M = 0",
+        ]
+    elif th == Theorem.EXPONENTIAL.value:
+        ex = _prop(bd, "exponential") or {}
+        for k in ("A", "beta", "C"):
+            arg[k] = ex.get("value", {}).get(k)
+        arg["steps"] = [
+            r"g(x) = \sum_j w'_j\,(A e^{\beta b'_j} e^{\beta u'_j\cdot x} + C) + b'_{\mathrm{down}}:\ "
+            r"f(x) - g(x) = Mx + \sum_k c_k e^{\beta v_k\cdot x} + c_0",
+            r"x = te:\ (Me)\,t + \sum_k c_k e^{\beta (v_k\cdot e) t} + c_0 \equiv 0 \;\Rightarrow\; Me = 0\ \ \forall e \;\Rightarrow\; M = 0",
+        ]
+    elif th == Theorem.SKELETON.value:
+        arg.update(_skeleton_argument(bd))
     elif th == Theorem.INDEX_SET.value:
         flip = _prop(bd, "flip_identity") or {}
         arg["c"] = flip.get("value", {}).get("c")
@@ -270,13 +291,69 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
     return arg
 
 
-def _canonical_record(bd: BlockDecision) -> dict[str, Any] | None:
+SKELETON_CASES = ("nondegenerate", "flip-even", "zero", "degenerate-relu")
+"""How a skeleton verdict was reached: nondegenerate weights and no index set for −M/c∞;
+c∞ = a + 2b = 0 with nondegenerate weights; σ∞ ≡ 0 (a = b = 0); the degenerate ReLU
+skeleton ruled out by its canonical form."""
+
+_NONDEGENERACY = ("d_at_least_2", "rows_nonzero", "columns_nonzero", "rows_noncollinear")
+
+
+def skeleton_block(block: Block) -> Block:
+    """The bias-free ReLU skeleton (M, W_up, W_down) of an asymptotically ReLU-like block."""
+    from absorb.model.activations import get_activation
+
+    return block.replace(activation=get_activation("relu"), b_up=None, b_gate=None, b_down=None, name=block.name + "∞")
+
+
+def _skeleton_argument(bd: BlockDecision) -> dict[str, Any]:
+    """The skeleton's numbers: L±, a, b, c∞ = a + 2b, the target −M/c∞, the case, and the
+    nondegeneracy hypotheses the case used (docs/results/skeleton.md)."""
+    val = (_prop(bd, "asymptotic_slopes") or {}).get("value", {})
+    a, b_ = val.get("a"), val.get("b")
+    out: dict[str, Any] = {k: val.get(k) for k in ("L_plus", "L_minus", "a", "b")}
+    from fractions import Fraction
+
+    try:
+        fa, fb = Fraction(str(a)), Fraction(str(b_))
+    except (TypeError, ValueError, ZeroDivisionError):
+        return out
+    c = fa + 2 * fb
+    out["c_inf"] = str(c) if c.denominator != 1 else int(c)
+    nondeg = all((_hyp(bd, h) or {}).get("holds") is True for h in _NONDEGENERACY)
+    if fa == 0 and fb == 0:
+        case = "zero"
+    elif c == 0:
+        case = "flip-even"
+    elif nondeg:
+        case = "nondegenerate"
+    else:
+        case = "degenerate-relu"
+    out["case"] = case
+    out["target"] = None if c == 0 else "-M/c_inf"
+    out["nondegeneracy_hypotheses"] = list(_NONDEGENERACY) if case in ("nondegenerate", "flip-even") else []
+    out["steps"] = [
+        r"\frac{\sigma(tz+c)}{t} \to \sigma_\infty(z) = a\,\mathrm{ReLU}(z) + b\,z\quad (t\to\infty,\ z, c \in \mathbb{R})",
+        r"\frac{f(tv)}{t} \to Mv + W_{\mathrm{down}}\sigma_\infty(W_{\mathrm{up}}v),\qquad "
+        r"\frac{g(tv)}{t} \to W'_{\mathrm{down}}\sigma_\infty(W'_{\mathrm{up}}v)",
+        {"nondegenerate": r"\text{kinks identify the units} \;\Rightarrow\; M + c_\infty W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:] = 0"
+                          r"\ \text{for some } S",
+         "flip-even": r"c_\infty = a + 2b = 0:\ \text{the linear parts match only if } M = 0",
+         "zero": r"\sigma_\infty \equiv 0:\ Mv = 0\ \forall v \;\Rightarrow\; M = 0",
+         "degenerate-relu": r"\sigma_\infty = \mathrm{ReLU}:\ \text{the canonical form decides the bias-free ReLU skeleton}"}[case],
+    ]
+    return out
+
+
+def _canonical_record(bd: BlockDecision, block: Block | None = None) -> dict[str, Any] | None:
     """What the checker needs for a canonical-form verdict (docs/degenerate.md): the exact
     canonical form, the chosen (B, δ) with its width, and for ``absorbable`` the constructed
-    block in exact rationals (its float64 rounding is the recorded witness block)."""
+    block in exact rationals (its float64 rounding is the recorded witness block). ``block``
+    (default the decided block) is the one whose canonical form decides: for a skeleton
+    verdict, the bias-free ReLU skeleton."""
     from absorb.engine.degenerate import construct, decide_degenerate
 
-    dd = decide_degenerate(bd.block, tol=bd.tolerance)
+    dd = decide_degenerate(bd.block if block is None else block, tol=bd.tolerance)
     cf, out = dd.canonical, dd.outcome
     if cf is None or out is None or dd.verdict != bd.verdict:
         return None
@@ -300,6 +377,25 @@ def _canonical_record(bd: BlockDecision) -> dict[str, Any] | None:
     return rec
 
 
+def _class(bd: BlockDecision) -> dict[str, Any]:
+    """Which residual-free blocks the verdict is about (bias-free, or with any biases)."""
+    rf = bd.residual_free_class
+    if rf is not None:
+        return rf.to_json()
+    b = bd.block
+    return ResidualFreeClass(biases=b.has_bias, width=b.n, kind=b.kind, activation=b.activation_name).to_json()
+
+
+def header_class(entries: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The certificate's class: the blocks' when they agree (``biases`` true when any block's is)."""
+    classes = [e.get("class") for e in entries if isinstance(e.get("class"), dict)]
+    if not classes:
+        return None
+    biases = any(c.get("biases") for c in classes)
+    word = "with any biases (b_up, b_down)" if biases else "bias-free"
+    return {"biases": biases, "statement": f"residual-free blocks of each block's kind, activation and width, {word}"}
+
+
 def block_entry(bd: BlockDecision) -> dict[str, Any]:
     """One block's part of a certificate.  It needs the block's weights (for their hashes):
     for a checkpoint decided a layer at a time, build it in ``decide_collection``'s
@@ -318,6 +414,7 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
         "verdict": bd.verdict.value,
         "theorem": theorem_info(bd.theorem.value),
         "reason": bd.reason,
+        "class": _class(bd),
         "tolerance": bd.tolerance,
         "flat_at_zero": bd.flat_at_zero,
         "weights": block_weights(b),
@@ -330,6 +427,10 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
         entry["witness"] = w
     if bd.theorem.value == "canonical-form":
         cf = _canonical_record(bd)
+        if cf is not None:
+            entry["canonical_form"] = cf
+    if bd.theorem.value == "skeleton" and entry["argument"].get("case") == "degenerate-relu":
+        cf = _canonical_record(bd, skeleton_block(b))
         if cf is not None:
             entry["canonical_form"] = cf
     if bd.search is not None:
@@ -399,6 +500,7 @@ def build_certificate(decision: Decision, model: Block | Stack | Iterable[Block]
         "verdict": decision.verdict.value,
         "theorem": theorem_info(decision.theorem.value),
         "reason": decision.reason,
+        "class": header_class(entries),
         "blocks": entries,
     }
     st = _stack_entry(decision)

@@ -136,6 +136,13 @@ def _block_view(b: dict[str, Any]) -> dict[str, Any]:
             rank = c.get("rank") or (len(A[0]) if isinstance(A, list) and A and isinstance(A[0], list) else b["d"])
             dual = {"rank": rank}
     weights = _weights_view(b["weights"])
+    lim = arg.get("limits") or {}
+    bounded_words = (rf"$\sigma(x)\in[{tex_escape(lim['lower'])}, {tex_escape(lim['upper'])}]$ for every real $x$ (interval bound)"
+                     if "lower" in lim and "upper" in lim else
+                     rf"continuous with limits ${tex_escape(lim['limit_minus'])}$ at $-\infty$ and ${tex_escape(lim['limit_plus'])}$ "
+                     r"at $+\infty$" if "limit_plus" in lim and "limit_minus" in lim else None)
+    arg.setdefault("c", 1)
+    arg.setdefault("singular_values", None)  # a wide linear block (n ≥ d) records none
     return {
         "name": b["name"], "kind": b["kind"], "activation": b["activation"], "d": b["d"], "n": b["n"],
         "gated": b["kind"] == "gated", "act_latex": b["activation_function"]["latex"],
@@ -143,7 +150,8 @@ def _block_view(b: dict[str, Any]) -> dict[str, Any]:
         "weights": weights, "hidden_matrices": any(x["matrix"] is None for x in weights),
         "hypotheses": hyps, "properties": props, "arg": arg, "jacobian": jac_tex, "witness": wview,
         "search": search, "search_cert_lines": _search_cert_lines(search.get("certificate") if search else None),
-        "dual": dual,
+        "dual": dual, "rf_class": b.get("class"), "bounded_words": bounded_words,
+        "canonical_lines": len((b.get("canonical_form") or {}).get("lines", [])),
     }
 
 
@@ -163,6 +171,6 @@ def render_latex(cert: Certificate) -> str:
         "structure_words": {"stack": "stack of MLP blocks", "collection": "MLP blocks"}.get(structure, "MLP block"),
         "path": doc["input"].get("path") or "(in memory)", "file_sha256": doc["input"].get("file_sha256"),
         "blocks": [_block_view(b) for b in doc["blocks"]], "stack": doc.get("stack"),
-        "versions": versions, "paper": doc["paper"],
+        "versions": versions, "paper": doc["paper"], "rf_class": doc.get("class"),
     }
     return environment().get_template("certificate.tex.j2").render(**ctx)

@@ -77,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
             lines.append(f"not fully checked: {n_ok} checks passed, {len(report.not_rechecked)} claim(s) could not be "
                          f"re-checked, first: {f.where}: {f.claim}" + (f" — {f.detail}" if f.detail else ""))
         else:
-            lines.append(f"accepted: {n_ok} checks passed; verdict {cert['verdict']}")
+            cls = cert.get("class") if isinstance(cert.get("class"), dict) else {}
+            about = {True: " (about residual-free blocks with any biases)", False: " (about bias-free residual-free blocks)"}
+            lines.append(f"accepted: {n_ok} checks passed; verdict {cert['verdict']}{about.get(cls.get('biases'), '')}")
         sys.stdout.write("\n".join(lines) + "\n")
     return EXIT_REJECTED if rejected else EXIT_INCOMPLETE if incomplete else EXIT_OK

@@ -10,10 +10,9 @@ import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
-from absorb.verify._numerics import EXACT_ELIM_MAX_D, _U, _frac_matrix, _gamma, _parse_number, exact_rank, sha256_f64
-from absorb.verify import _numerics
+from absorb.verify._numerics import _frac_matrix, _parse_number, sha256_f64
 from absorb.verify._report import _Ctx, _require
-from absorb.verify._symbolic import _gate_derivative_at_zero, _zero, flip_constant, homogeneous_of_degree, is_bounded, is_identity, is_relu_or_gelu
+from absorb.verify._symbolic import _gate_derivative_at_zero, _zero, flip_constant, homogeneous_of_degree, is_relu_or_gelu
 from absorb.verify._weights import _bias_free, _block_arrays, _flip_block, _residual, _row_pairs, _skip_invertible, _skip_nonzero
 from absorb.verify._infeasible import _check_infeasible
 
@@ -66,66 +65,6 @@ def _check_linearization(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
         except (ValueError, ZeroDivisionError):
             J = None
         _require(ctx, J == Mf, w, "the recorded exact Jacobian J_f(0) equals M (= M + W_down diag(g(0)) W_up)")
-
-
-def _check_bounded(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> None:
-    _require(ctx, not block.gated, w, "the block is ungated")
-    _check_nonzero_entry(ctx, w, b.get("argument", {}), block.M)
-    _require(ctx, is_bounded(_act(block)), w, "σ is continuous with finite limits at ±∞ (exact at every break point, by pieces), hence bounded")
-
-
-def _check_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> str:
-    """Returns the verdict the rank supports ('absorbable' / 'not_absorbable' / 'unknown')."""
-    _require(ctx, not block.gated and is_identity(_act(block)), w, "σ is the identity (exact at every break point, by pieces)")
-    d, n = block.d, block.n
-    U, D, M = block.W_up, block.W_down, block.M
-    if n >= d:
-        ctx.report.ok(w, f"n = {n} ≥ d = {d}: every linear map of R^{d} has rank ≤ n")
-        return "absorbable"
-    A = M + D @ U
-    s = np.linalg.svd(A, compute_uv=False)
-    err_A = _gamma(n + 2) * float(np.linalg.norm(np.abs(M) + np.abs(D) @ np.abs(U)))
-    err_svd = 10 * d * 2 * _U * float(s[0])
-    lower = float(s[n]) - err_A - err_svd
-    scale = float(np.linalg.norm(M))
-    exact = None
-    if d <= EXACT_ELIM_MAX_D and n * d * d <= _numerics.EXACT_WORK:
-        Uf, Df, Mf = _frac_matrix(U), _frac_matrix(D), _frac_matrix(M)
-        Aq = [[Mf[i][j] + sum((Df[i][k] * Uf[k][j] for k in range(n)), Fraction(0)) for j in range(d)] for i in range(d)]
-        exact = exact_rank(Aq)
-    if b.get("verdict") == "not_absorbable":
-        arg = b.get("argument", {})
-        claimed = arg.get("sigma_lower_bound")
-        _require(ctx, lower > ctx.tol * scale, w, f"σ_{n + 1}(M + W_down W_up) > τ‖M‖_F: rank > n",
-                 f"rigorous lower bound {lower:.6g} (computed {s[n]:.6g}); exact rank {exact}" if exact is not None else f"rigorous lower bound {lower:.6g}")
-        _require(ctx, isinstance(claimed, (int, float)) and claimed <= float(s[n]) + err_A + err_svd, w,
-                 "the recorded lower bound on σ_{n+1} is not overstated", f"recorded {claimed!r}, computed {s[n]:.17g}")
-        if exact is not None:
-            _require(ctx, exact > n, w, f"exact rank of M + W_down W_up is {exact} > n = {n}")
-        return "not_absorbable"
-    tail = float(np.sqrt(np.sum(s[n:] ** 2)))
-    if exact is not None and exact <= n:
-        ctx.report.ok(w, f"exact rank {exact} ≤ n = {n}")
-        return "absorbable"
-    if tail + err_A + err_svd <= ctx.tol * scale:
-        ctx.report.ok(w, f"M + W_down W_up is within τ of rank ≤ n (tail {tail:.3g})")
-        return "absorbable"
-    return "unknown"
-
-
-def _linear_witness(block: Block) -> Block:
-    """A residual-free linear block equal to f (n ≥ d: W'_up = [I; 0]; else truncated SVD)."""
-    d, n = block.d, block.n
-    A = block.M + block.W_down @ block.W_up
-    Wu, Wd = np.zeros((n, d)), np.zeros((d, n))
-    if n >= d:
-        Wu[:d], Wd[:, :d] = np.eye(d), A
-    else:
-        Ul, s, Vt = np.linalg.svd(A)
-        Wu[:n], Wd[:, :n] = Vt[:n], Ul[:, :n] * s[:n]
-    b = (0 if block.b_up is None else block.W_down @ block.b_up) + (0 if block.b_down is None else block.b_down)
-    return block.replace(W_up=Wu, W_down=Wd, b_up=None, b_gate=None, b_down=None if np.isscalar(b) else np.asarray(b, dtype=float),
-                         skip=np.zeros((d, d)), name=block.name + "'")
 
 
 def _necessity_failures(ctx: _Ctx, block: Block) -> tuple[list[str], str]:
@@ -198,7 +137,7 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
         _check_infeasible(ctx, w, block, search, -block.M / float(cq))
         return "not_absorbable", None, 0.0
     recorded_all_hold = all(h.get("holds") is not False for h in b.get("hypotheses", []))
-    if search.get("status") == "infeasible" and not failing and recorded_all_hold:
+    if search.get("status") == "infeasible" and not failing and recorded_all_hold and not ctx.once.get("class_biases"):
         return "not_absorbable", None, 0.0  # the certificate's own evidence proves more than it claims
     return "unknown", None, 0.0
 

@@ -27,6 +27,17 @@ What is re-derived, per block:
   (from ``S``, or the exact canonical-form construction) and evaluated against ``f`` on
   fresh random inputs and on inputs exactly on the kink/gate hyperplanes, with a derived
   error bound; trivial (M = 0) witnesses field by field.
+* **results beyond the paper** (``_beyond``) — the asymptotic skeleton: σ finite on R and
+  its slopes L± re-derived on the outermost pieces (s = ±1/h, h → 0+), a, b, c∞ = a + 2b
+  compared with the record, then the recorded case: nondegenerate weights re-derived plus the
+  infeasibility of the target −M/c∞; c∞ = 0; a = b = 0; or the canonical form of the bias-free
+  ReLU skeleton. Parity (σ even, bias-free), exponential σ (A, β, C derived here and the
+  identity by pieces), bounded σ (continuity not needed: an interval enclosure or finite
+  one-sided limits on every piece), linear σ = c·z (c = σ(1), rank and witness with c).
+* **the class** — every verdict is about bias-free residual-free blocks or blocks with any
+  biases (the entry's ``class``); a bias-free-only argument (degree, linearization, parity,
+  result 5's necessity, the canonical form) proving ``not_absorbable`` for the class with
+  biases is rejected.
 * **impossibility** — dual certificates ``Y = A Bᵀ`` through
   ``absorb.verify.dual_bound.check_dual_bound``, else exactly in rationals for small sizes;
   exhaustive enumeration re-done here for n ≤ 16, the checker's own meet-in-the-middle
@@ -42,8 +53,8 @@ Layout: this module holds the per-block dispatch (``THEOREM_CHECKS``, keyed by t
 and the certificate-level checks; the pieces live in ``_report`` (findings), ``_load``
 (reading the file), ``_numerics`` (γ, rationals, hashes), ``_pieces`` and ``_symbolic``
 (facts about σ), ``_weights`` (hashes, hypotheses, residuals, evaluation), ``_infeasible``
-and ``_mitm`` (impossibility re-checks), ``_theorems`` and ``_canonical`` (the per-theorem
-checks). The names used by callers are re-exported here.
+and ``_mitm`` (impossibility re-checks), ``_theorems``, ``_beyond`` and ``_canonical`` (the
+per-theorem checks). The names used by callers are re-exported here.
 """
 
 from __future__ import annotations
@@ -57,6 +68,8 @@ import sympy as sp
 
 from absorb.model.block import Block, Stack
 from absorb.verify import DEFAULT_SEED
+from absorb.verify._beyond import (BIAS_FREE_ONLY, check_bounded, check_exponential, check_linear, check_parity, check_skeleton,
+                                   claimed_biases)
 from absorb.verify._canonical import check_canonical_form
 from absorb.verify._infeasible import ENUM_MAX_ENTRIES, ENUM_MAX_N, _array, _check_infeasible, _dual_relative, _enumerate_lower_bound, _exact_dual_bound  # noqa: F401
 from absorb.verify._load import SCHEMA, SUPPORTED_VERSIONS, load_certificate, resolve_model_path  # noqa: F401
@@ -65,8 +78,8 @@ from absorb.verify._numerics import (EXACT_ELIM_MAX_D, EXACT_WORK, _RANGE_EXPONE
 from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _where  # noqa: F401
 from absorb.verify._symbolic import (_gate_derivative_at_zero, _variable, _zero, flip_constant, homogeneous_of_degree,  # noqa: F401
                                      is_bounded, is_identity, is_relu_or_gelu)
-from absorb.verify._theorems import (_act, _check_bounded, _check_degree, _check_index_set, _check_linear,  # noqa: F401
-                                     _check_linearization, _check_recorded_hypotheses, _linear_witness,
+from absorb.verify._theorems import (_act, _check_degree, _check_index_set,  # noqa: F401
+                                     _check_linearization, _check_recorded_hypotheses,
                                      check_trivial_witness)
 from absorb.verify._weights import (COLLINEAR_SCREEN, EVAL_INPUTS, EVAL_SCALES, FULL_GRAM_MAX, _bias_free, _block_arrays,  # noqa: F401
                                     _check_identity, _collinear_pairs, _evaluate, _flip_block, _invertible, _residual,
@@ -93,23 +106,6 @@ def _th_linearization(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> _Ou
     return "not_absorbable", None, 0.0
 
 
-def _th_bounded(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> _Outcome:
-    _check_bounded(ctx, w, b, block)
-    return "not_absorbable", None, 0.0
-
-
-def _th_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> _Outcome:
-    supported = _check_linear(ctx, w, b, block)
-    if supported != "absorbable":
-        return supported, None, 0.0
-    A = block.M + block.W_down @ block.W_up
-    # rounding of A itself (γ_{n+2}(|M| + |D||U|)), the SVD, and the tolerated tail
-    allowed = (_gamma(block.n + 2) * float(np.linalg.norm(np.abs(block.M) + np.abs(block.W_down) @ np.abs(block.W_up)))
-               + 20 * block.d * _U * float(np.linalg.norm(A))
-               + (ctx.tol * float(np.linalg.norm(block.M)) if block.n < block.d else 0.0))
-    return "absorbable", _linear_witness(block), allowed
-
-
 def _th_none(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> _Outcome:
     return "unknown", None, 0.0
 
@@ -118,8 +114,11 @@ THEOREM_CHECKS: dict[str, Callable[[_Ctx, str, dict[str, Any], Block], _Outcome]
     "trivial": _th_trivial,
     "degree": _th_degree,
     "linearization": _th_linearization,
-    "bounded": _th_bounded,
-    "linear": _th_linear,
+    "bounded": check_bounded,
+    "linear": check_linear,
+    "parity": check_parity,
+    "exponential": check_exponential,
+    "skeleton": check_skeleton,
     "index-set": _check_index_set,
     "canonical-form": check_canonical_form,
     "none": _th_none,
@@ -143,7 +142,12 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         _require(ctx, th in _BLOCK_THEOREMS, w, f"the theorem id {th!r} is known")
         _require(ctx, verdict in ("absorbable", "not_absorbable", "unknown"), w, f"the verdict {verdict!r} is one of three")
         _check_recorded_hypotheses(ctx, w, b, block)
+        biases = claimed_biases(ctx, w, b, block)
+        ctx.once["class_biases"] = biases
         supported, witness, allowed = THEOREM_CHECKS[th](ctx, w, b, block)
+        if supported == "not_absorbable" and th in BIAS_FREE_ONLY:
+            _require(ctx, not biases, w, f"result {th!r} covers bias-free residual-free blocks only, and the verdict is about those",
+                     "the certificate's class allows biases")
         if verdict == "unknown":
             _require(ctx, supported != "not_absorbable" and th != "trivial" and (supported == "unknown" or th == "linear"), w,
                      "the verdict 'unknown' is what the evidence supports",
@@ -194,6 +198,12 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
         return report
     top, th = cert.get("verdict"), (cert.get("theorem") or {}).get("id")
     try:
+        cls = cert.get("class")
+        if cls is not None:
+            blocks_biased = any(bool((b.get("class") or {}).get("biases")) for b in entries)
+            _require(ctx, isinstance(cls, dict) and cls.get("biases") is blocks_biased, "certificate",
+                     "the certificate's class is its blocks' (biases allowed when any block's class allows them)",
+                     f"header {cls!r}, blocks {'with' if blocks_biased else 'without'} biases")
         if structure == "block" or len(blocks) == 1 and structure != "collection":
             _require(ctx, top == verdicts[0] and th == (entries[0].get("theorem") or {}).get("id"), "certificate",
                      "the overall verdict and theorem are the block's", f"overall {top!r}/{th!r}, block {verdicts[0]!r}")
@@ -228,6 +238,8 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
         for b, blk in zip(entries, blocks):
             bw = _where(b)
             _require(ctx, _bias_free(blk), bw, "bias-free (needed for flatness at 0)")
+            _require(ctx, not (b.get("class") or {}).get("biases"), bw,
+                     "the depth result covers bias-free residual-free blocks only, and the verdict is about those")
             act = _act(blk)
             flat = False
             x = _variable(act)

@@ -1,0 +1,487 @@
+"""Checks of the results beyond the paper that rest on facts about σ on the whole real line:
+the asymptotic skeleton, parity, exponential σ, bounded σ (continuity not needed) and
+linear σ = c·z — and of the residual-free class a verdict is about.
+
+Every fact is re-derived by the checker's own route (``_pieces``): σ is split at its break
+points into switch-free formulas; a "for all z" fact is exact evaluation at every break point
+plus an exact simplification (or a limit, or an interval enclosure) on every open piece.
+
+* **finite on R** — the exact value at every break point is a finite real number, and on
+  every piece each power with a non-natural exponent has a base that is positive (or, for a
+  negative integer exponent, nonzero) and each log a positive argument; the zeros of those
+  bases are break points, so the sign at the piece's sample is the sign on the whole piece.
+  The other heads (exp, erf, tanh, sin, …) are finite for real arguments.
+* **slopes** — on the outermost pieces σ is one analytic formula; ``L₊ = lim_{h→0+} h·σ(1/h)``
+  and ``L₋ = lim_{h→0+} −h·σ(−1/h)`` (the substitution s = ±1/h, not a limit at infinity),
+  corroborated by a 50-digit evaluation at h = 10⁻³⁰ (which can only withhold).
+* **bounded** — every piece bounded: an interval enclosure of its formula over its interval
+  (mpmath's outward-rounded interval arithmetic), else finite one-sided limits at both ends
+  of the interval (the formula is continuous inside it); plus finite values at break points.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from absorb.model.block import Block
+from absorb.verify._numerics import EXACT_ELIM_MAX_D, _U, _frac_matrix, _gamma, _parse_number, exact_rank
+from absorb.verify import _numerics
+from absorb.verify._pieces import Piece, Refused, decide_zero, exact_value, pieces
+from absorb.verify._report import _Ctx, _require
+from absorb.verify._symbolic import _identity_on_piece, _same_function, _variable, is_bounded
+from absorb.verify._weights import _bias_free, _row_pairs, _skip_nonzero
+
+_H = sp.Symbol("h", positive=True)
+_Y = sp.Symbol("y", real=True)
+_PREC = 50
+
+BIAS_FREE_ONLY = frozenset({"degree", "linearization", "parity", "index-set", "canonical-form"})
+"""Theorems whose impossibility argument covers bias-free residual-free blocks only."""
+
+SKELETON_CASES = ("nondegenerate", "flip-even", "zero", "degenerate-relu")
+
+
+# ------------------------------------------------------------------------- σ on R --
+def _finite_number(v: sp.Expr) -> bool:
+    if not isinstance(v, sp.Expr) or v.free_symbols or v.has(sp.nan, sp.zoo, sp.oo, -sp.oo) or isinstance(v, sp.Piecewise):
+        return False
+    n = sp.N(v, _PREC)
+    return bool(n.is_number and n.is_real and n.is_finite)
+
+
+def _formula_finite(e: sp.Expr, x: sp.Symbol, pc: Piece) -> bool:
+    """The switch-free ``e`` is real and finite on the whole open interval of ``pc``."""
+    for node in sp.preorder_traversal(e):
+        if isinstance(node, sp.Pow) and not (node.exp.is_Integer and node.exp >= 0):
+            base, strict_positive = node.base, not node.exp.is_Integer
+        elif isinstance(node, sp.log):
+            base, strict_positive = node.args[0], True
+        else:
+            continue
+        v = sp.N(base.subs(x, pc.sample), _PREC)
+        if not (v.is_number and v.is_real and v.is_finite):
+            return False
+        if (v <= 0) if strict_positive else (abs(v) < sp.Float(10) ** -40):
+            return False
+    v = sp.N(e.subs(x, pc.sample), _PREC)
+    return bool(v.is_number and v.is_real and v.is_finite)
+
+
+@functools.lru_cache(maxsize=128)
+def finite_on_reals(expr: sp.Expr) -> bool:
+    """σ(z) is a finite real number for every real z (see the module doc)."""
+    x = _variable(expr)
+    try:
+        pts, pcs = pieces(expr, x)
+        return (all(_finite_number(exact_value(expr, x, b)) for b in pts)
+                and all(_formula_finite(pc.expr, x, pc) for pc in pcs))
+    except Refused:
+        return False
+    except Exception:  # sympy raises assorted errors on hard input: not proved
+        return False
+
+
+def _limit_0plus(e: sp.Expr) -> sp.Expr | None:
+    try:
+        v = sp.limit(e, _H, 0, "+")
+    except Exception:  # sympy raises assorted errors on hard input
+        return None
+    return v if _finite_number(v) else None
+
+
+@functools.lru_cache(maxsize=128)
+def slopes(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
+    """(L₊, L₋) with L± = lim_{s→±∞} σ(s)/s, or None when not both proved finite."""
+    x = _variable(expr)
+    try:
+        _, pcs = pieces(expr, x)
+    except Refused:
+        return None
+    except Exception:
+        return None
+    out = []
+    for pc, sign in ((pcs[-1], 1), (pcs[0], -1)):
+        g = sign * _H * pc.expr.subs(x, sign / _H)  # σ(s)/s at s = ±1/h
+        L = _limit_0plus(g)
+        if L is None:
+            return None
+        h0 = sp.Integer(10) ** -30
+        v = sp.N(g.subs(_H, h0), _PREC)
+        if not (v.is_number and v.is_real and abs(v - sp.N(L, _PREC)) <= (1 + abs(sp.N(L, _PREC))) / 10):
+            return None
+        if L.has(sp.Float):  # an inexact limit proves nothing exact
+            return None
+        out.append(L)
+    return out[0], out[1]
+
+
+@functools.lru_cache(maxsize=128)
+def is_even(expr: sp.Expr) -> bool:
+    """σ(−z) = σ(z) for every real z: h = σ(z) − σ(−z) is 0 exactly at 0 and at every break
+    point of h, and simplifies to 0 on every piece."""
+    x = _variable(expr)
+    h = expr - expr.subs(x, -x)
+    try:
+        pts, pcs = pieces(h, x, (sp.Integer(0),))
+        return (all(decide_zero(exact_value(h, x, b)) is True for b in pts)
+                and all(_identity_on_piece(pc.expr, x, pc) for pc in pcs))
+    except Refused:
+        return False
+    except Exception:
+        return False
+
+
+@functools.lru_cache(maxsize=128)
+def exponential_constants(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr] | None:
+    """(A, β, C) with σ(z) = A·e^{βz} + C for every real z and A, β ≠ 0 real, derived here
+    (β = σ''/σ', A = σ'/(β e^{βz}), C = σ − A e^{βz} on the piece right of the last break
+    point), then the identity proved on every piece and at every break point."""
+    x = _variable(expr)
+    try:
+        _, pcs = pieces(expr, x)
+        e = pcs[-1].expr
+        d1 = sp.simplify(sp.diff(e, x))
+        if decide_zero(d1) is True:
+            return None
+        beta = sp.simplify(sp.diff(d1, x) / d1)
+        A = sp.simplify(d1 / (beta * sp.exp(beta * x)))
+        C = sp.simplify(e - A * sp.exp(beta * x))
+        if any(v.free_symbols or not _finite_number(v) for v in (A, beta, C)):
+            return None
+        if decide_zero(A) is not False or decide_zero(beta) is not False:
+            return None
+        if not _same_function(expr, A * sp.exp(beta * _Y) + C):
+            return None
+    except Refused:
+        return None
+    except Exception:
+        return None
+    return A, beta, C
+
+
+def _iv(v: sp.Expr) -> Any:
+    """A rigorous mpmath interval around the real number ``v``."""
+    iv = mpmath.iv
+    centre = iv.mpf(str(sp.N(v, 40)))  # the 40-digit decimal, enclosed with outward rounding
+    rad = (max(abs(centre.a), abs(centre.b)) * iv.mpf(10) ** -30 + iv.mpf(10) ** -60).b  # ≫ evalf's error
+    return centre + iv.mpf([-rad, rad])
+
+
+def _enclose(e: sp.Expr, x: sp.Symbol, X: Any) -> Any | None:
+    """An interval that contains the switch-free ``e`` for every x in the interval ``X``
+    (None when no finite enclosure is found)."""
+    iv = mpmath.iv
+    if e == x:
+        return X
+    if not e.has(x):
+        return _iv(e) if _finite_number(e) else None
+    if isinstance(e, (sp.Add, sp.Mul)):
+        parts = [_enclose(a, x, X) for a in e.args]
+        if any(p is None for p in parts):
+            return None
+        acc = parts[0]
+        for p in parts[1:]:
+            acc = acc + p if isinstance(e, sp.Add) else acc * p
+        return acc
+    if isinstance(e, sp.Pow) and e.exp.is_Integer:
+        B = _enclose(e.base, x, X)
+        if B is None:
+            return None
+        k = int(e.exp)
+        if k >= 0:
+            return B**k
+        P = B ** (-k)
+        return None if P.a <= 0 <= P.b else 1 / P
+    if isinstance(e, sp.exp):
+        A = _enclose(e.args[0], x, X)
+        return None if A is None else iv.exp(A)
+    if isinstance(e, (sp.erf, sp.tanh, sp.sin, sp.cos)):
+        return iv.mpf([-1, 1])
+    if isinstance(e, sp.erfc):
+        return iv.mpf([0, 2])
+    if isinstance(e, sp.atan):
+        return iv.mpf([-2, 2])
+    return None
+
+
+def _bounded_interval(iv: Any) -> bool:
+    return iv is not None and mpmath.isfinite(iv.a) and mpmath.isfinite(iv.b)
+
+
+def _piece_bounded(e: sp.Expr, x: sp.Symbol, pc: Piece) -> bool:
+    lo = "-inf" if pc.lo == -sp.oo else str(sp.N(pc.lo, 40) - sp.Float(10) ** -30)
+    hi = "inf" if pc.hi == sp.oo else str(sp.N(pc.hi, 40) + sp.Float(10) ** -30)
+    try:
+        if _bounded_interval(_enclose(e, x, mpmath.iv.mpf([lo, hi]))):
+            return True
+    except (ValueError, TypeError, ZeroDivisionError, ArithmeticError):
+        pass
+    try:
+        ends = [sp.limit(e, x, pc.lo, "+") if pc.lo != -sp.oo else sp.limit(e, x, -sp.oo),
+                sp.limit(e, x, pc.hi, "-") if pc.hi != sp.oo else sp.limit(e, x, sp.oo)]
+    except Exception:  # sympy raises assorted errors on hard input
+        return False
+    return all(_finite_number(v) for v in ends)
+
+
+@functools.lru_cache(maxsize=128)
+def bounded_by_pieces(expr: sp.Expr) -> bool:
+    """σ bounded on R, continuity not needed: finite at every break point, and on every piece
+    finite with a finite enclosure or finite one-sided limits at both ends."""
+    x = _variable(expr)
+    try:
+        pts, pcs = pieces(expr, x)
+        if not all(_finite_number(exact_value(expr, x, b)) for b in pts):
+            return False
+        return all(_formula_finite(pc.expr, x, pc) and _piece_bounded(pc.expr, x, pc) for pc in pcs)
+    except Refused:
+        return False
+    except Exception:
+        return False
+
+
+@functools.lru_cache(maxsize=128)
+def linear_constant(expr: sp.Expr) -> sp.Expr | None:
+    """c with σ(z) = c·z for every real z (c = σ(1), exact; the identity by pieces)."""
+    x = _variable(expr)
+    try:
+        c = sp.simplify(exact_value(expr, x, sp.Integer(1)))
+    except Exception:
+        return None
+    if not _finite_number(c) or not _same_function(expr, c * _Y):
+        return None
+    return c
+
+
+# ---------------------------------------------------------------------- the class --
+def claimed_biases(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> bool:
+    """Whether the verdict is about residual-free blocks with biases (the entry's ``class``).
+    An entry without a class (older certificates) is about the class of f itself."""
+    cls = b.get("class")
+    if cls is None:
+        biases = not _bias_free(block)
+        ctx.report.ok(w, f"no class recorded: the verdict is about {'biased' if biases else 'bias-free'} residual-free blocks, "
+                      "as f is")
+        return biases
+    _require(ctx, isinstance(cls, dict) and isinstance(cls.get("biases"), bool), w, "the class records whether biases are allowed",
+             f"recorded {cls!r}")
+    _require(ctx, cls.get("width") in (None, block.n), w, f"the class is about width n = {block.n}", f"recorded {cls.get('width')!r}")
+    biases = bool(cls["biases"])
+    _require(ctx, biases or _bias_free(block), w, "a block with biases is compared with residual-free blocks with biases",
+             f"class {'with' if biases else 'without'} biases; f {'is bias-free' if _bias_free(block) else 'has a nonzero bias'}")
+    ctx.report.ok(w, f"the verdict is about residual-free blocks of width {block.n}, {'with any biases' if biases else 'bias-free'}")
+    return biases
+
+
+# ------------------------------------------------------------------- the theorems --
+def _act(block: Block) -> sp.Expr:
+    return block.activation.expr
+
+
+def _nondegenerate(ctx: _Ctx, w: str, block: Block) -> None:
+    """Re-derive the skeleton's nondegeneracy: d ≥ 2, rows of W_up nonzero and pairwise
+    non-collinear, columns of W_down nonzero."""
+    _require(ctx, block.d >= 2, w, "d ≥ 2", f"d = {block.d}")
+    _require(ctx, bool(np.all(np.any(block.W_up != 0, axis=1))), w, "every row of W_up is nonzero (exact)")
+    _require(ctx, bool(np.all(np.any(block.W_down != 0, axis=0))), w, "every column of W_down is nonzero (exact)")
+    pairs, worst = _row_pairs(ctx, block)
+    _require(ctx, not pairs, w, "the rows of W_up are pairwise non-collinear",
+             f"rows {pairs[0][0]} and {pairs[0][1]} are collinear" if pairs else "")
+
+
+def _nonzero_skip(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> None:
+    from absorb.verify._theorems import _check_nonzero_entry
+
+    _check_nonzero_entry(ctx, w, b.get("argument", {}) or {}, block.M)
+
+
+def _same_number(rec: object, mine: sp.Expr) -> bool:
+    q = _parse_number(rec)
+    return q is not None and decide_zero(q - mine) is True
+
+
+def skeleton_block(block: Block) -> Block:
+    from absorb.model.activations import get_activation
+
+    return block.replace(activation=get_activation("relu"), b_up=None, b_gate=None, b_down=None, name=block.name + "∞")
+
+
+def check_skeleton(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
+    """The asymptotic skeleton (docs/results/skeleton.md): σ finite on R with slopes L±
+    (re-derived), then the recorded case's own argument."""
+    if b.get("verdict") == "unknown":
+        return "unknown", None, 0.0  # claims nothing
+    arg = b.get("argument") or {}
+    _require(ctx, not block.gated, w, "the block is ungated (the skeleton argument is about ungated blocks)")
+    _nonzero_skip(ctx, w, b, block)
+    act = _act(block)
+    _require(ctx, finite_on_reals(act), w, "σ is real and finite at every real point (exact at every break point; on every piece "
+             "no power or log can fail)")
+    sl = slopes(act)
+    _require(ctx, sl is not None, w, "the slopes L± = lim σ(s)/s at s → ±∞ exist and are finite (s = ±1/h, h → 0+, on the "
+             "outermost pieces)")
+    Lp, Lm = sl  # type: ignore[misc]
+    _require(ctx, _same_number(arg.get("L_plus"), Lp) and _same_number(arg.get("L_minus"), Lm), w,
+             f"the recorded slopes are σ's: L₊ = {Lp}, L₋ = {Lm}", f"recorded L₊ = {arg.get('L_plus')!r}, L₋ = {arg.get('L_minus')!r}")
+    a, bb = sp.simplify(Lp - Lm), Lm
+    _require(ctx, isinstance(a, sp.Rational) and isinstance(bb, sp.Rational), w, "a = L₊ − L₋ and b = L₋ are rational",
+             f"a = {a}, b = {bb}")
+    c = a + 2 * bb
+    _require(ctx, _same_number(arg.get("a"), a) and _same_number(arg.get("b"), bb)
+             and (arg.get("c_inf") is None or _same_number(arg.get("c_inf"), c)), w,
+             f"the recorded skeleton σ∞ = a·ReLU + b·id has a = {a}, b = {bb}, c∞ = a + 2b = {c}",
+             f"recorded a = {arg.get('a')!r}, b = {arg.get('b')!r}, c∞ = {arg.get('c_inf')!r}")
+    case = arg.get("case")
+    _require(ctx, case in SKELETON_CASES, w, f"the case is one of {', '.join(SKELETON_CASES)}", f"recorded {case!r}")
+    if case == "zero":
+        _require(ctx, a == 0 and bb == 0, w, "σ∞ ≡ 0 (a = b = 0): every residual-free block's g(tv)/t → 0, f(tv)/t → Mv ≠ 0")
+    elif case == "flip-even":
+        _require(ctx, a != 0 and c == 0, w, "a ≠ 0 and c∞ = a + 2b = 0", f"a = {a}, c∞ = {c}")
+        _nondegenerate(ctx, w, block)
+        ctx.report.ok(w, "the kinks identify the units, and M + c∞·W_down[:,S] W_up[S,:] = M ≠ 0 for every S")
+    elif case == "nondegenerate":
+        _require(ctx, a != 0 and c != 0, w, "a ≠ 0 and c∞ ≠ 0", f"a = {a}, c∞ = {c}")
+        _nondegenerate(ctx, w, block)
+        search = b.get("search") or {}
+        _require(ctx, search.get("status") == "infeasible", w, "the index-set search proved that no S exists",
+                 f"search status {search.get('status')!r}")
+        from absorb.verify._infeasible import _check_infeasible
+
+        _check_infeasible(ctx, w, block, search, -block.M / float(c))
+    else:  # degenerate-relu
+        _require(ctx, a == 1 and bb == 0, w, "σ∞ = ReLU (a = 1, b = 0)", f"a = {a}, b = {bb}")
+        from absorb.verify._canonical import check_canonical_form
+
+        skel = skeleton_block(block)
+        got, _, _ = check_canonical_form(ctx, w, {"verdict": "not_absorbable", "canonical_form": b.get("canonical_form")}, skel)
+        _require(ctx, got == "not_absorbable", w, "the canonical form rules out every bias-free ReLU block for the skeleton")
+    return "not_absorbable", None, 0.0
+
+
+def check_parity(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
+    """σ even and f bias-free: B and every bias-free B' are even, f(x) − f(−x) = 2Mx."""
+    if b.get("verdict") == "unknown":
+        return "unknown", None, 0.0
+    _require(ctx, not block.gated, w, "the block is ungated")
+    _require(ctx, _bias_free(block), w, "the block is bias-free (exact)")
+    _nonzero_skip(ctx, w, b, block)
+    _require(ctx, is_even(_act(block)), w, "σ(−z) = σ(z) for every real z (exact at 0 and every break point, by pieces)")
+    return "not_absorbable", None, 0.0
+
+
+def check_exponential(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
+    """σ = A·e^{βz} + C with A, β ≠ 0: exponentials and a nonzero linear map are independent."""
+    if b.get("verdict") == "unknown":
+        return "unknown", None, 0.0
+    arg = b.get("argument") or {}
+    _require(ctx, not block.gated, w, "the block is ungated")
+    _nonzero_skip(ctx, w, b, block)
+    abc = exponential_constants(_act(block))
+    _require(ctx, abc is not None, w, "σ(z) − A·e^{βz} − C ≡ 0 with real constants A ≠ 0, β ≠ 0 (derived here; exact at every "
+             "break point, by pieces)")
+    A, beta, C = abc  # type: ignore[misc]
+    for key, mine in (("A", A), ("beta", beta), ("C", C)):
+        rec = arg.get(key)
+        if rec is None:
+            continue
+        q = _parse_number(rec)
+        _require(ctx, (decide_zero(q - mine) is True) if q is not None else str(rec) == str(mine), w,
+                 f"the recorded {key} = {mine} is σ's", f"recorded {rec!r}")
+    return "not_absorbable", None, 0.0
+
+
+def check_bounded(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
+    """σ bounded on R (continuity not needed), biases allowed: every residual-free block is
+    bounded, f is not."""
+    if b.get("verdict") == "unknown":
+        return "unknown", None, 0.0
+    _require(ctx, not block.gated, w, "the block is ungated")
+    _nonzero_skip(ctx, w, b, block)
+    act = _act(block)
+    if is_bounded(act):
+        ctx.report.ok(w, "σ is continuous with finite limits at ±∞ (exact at every break point, by pieces), hence bounded")
+    else:
+        _require(ctx, bounded_by_pieces(act), w, "σ is bounded on R: finite at every break point, and on every piece an interval "
+                 "enclosure or finite one-sided limits at both ends")
+    return "not_absorbable", None, 0.0
+
+
+def check_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
+    """σ(z) = c·z (c ≠ 0 rational): f is affine with linear part A = M + c·W_down W_up; a
+    residual-free block of width n realises it iff rank A ≤ n."""
+    _require(ctx, not block.gated, w, "the block is ungated")
+    c = linear_constant(_act(block))
+    _require(ctx, c is not None, w, "σ(z) = c·z for every real z, c = σ(1) (exact at every break point, by pieces)")
+    _require(ctx, isinstance(c, sp.Rational) and c != 0, w, "c is a nonzero rational", f"c = {c}")
+    rec = (b.get("argument") or {}).get("c")
+    _require(ctx, rec is None or _same_number(rec, c), w, f"the recorded c = {c} is σ's", f"recorded {rec!r}")
+    cf = float(c)
+    d, n = block.d, block.n
+    U, D, M = block.W_up, block.W_down, block.M
+    A = M + cf * (D @ U)
+    absA = np.abs(M) + abs(cf) * (np.abs(D) @ np.abs(U))
+    err_A = _gamma(n + 3) * float(np.linalg.norm(absA))
+    if n >= d:
+        ctx.report.ok(w, f"n = {n} ≥ d = {d}: every linear map of R^{d} has rank ≤ n")
+        supported = "absorbable"
+    else:
+        s = np.linalg.svd(A, compute_uv=False)
+        err_svd = 10 * d * 2 * _U * float(s[0])
+        lower = float(s[n]) - err_A - err_svd
+        scale = float(np.linalg.norm(M))
+        exact = None
+        if d <= EXACT_ELIM_MAX_D and n * d * d <= _numerics.EXACT_WORK:
+            from fractions import Fraction
+
+            cq = Fraction(int(c.p), int(c.q))
+            Uf, Df, Mf = _frac_matrix(U), _frac_matrix(D), _frac_matrix(M)
+            Aq = [[Mf[i][j] + cq * sum((Df[i][k] * Uf[k][j] for k in range(n)), Fraction(0)) for j in range(d)] for i in range(d)]
+            exact = exact_rank(Aq)
+        if b.get("verdict") == "not_absorbable":
+            claimed = (b.get("argument") or {}).get("sigma_lower_bound")
+            _require(ctx, lower > ctx.tol * scale, w, f"σ_{n + 1}(M + c·W_down W_up) > τ‖M‖_F: rank > n",
+                     f"rigorous lower bound {lower:.6g} (computed {s[n]:.6g})" + (f"; exact rank {exact}" if exact is not None else ""))
+            _require(ctx, isinstance(claimed, (int, float)) and claimed <= float(s[n]) + err_A + err_svd, w,
+                     "the recorded lower bound on σ_{n+1} is not overstated", f"recorded {claimed!r}, computed {s[n]:.17g}")
+            if exact is not None:
+                _require(ctx, exact > n, w, f"exact rank of M + c·W_down W_up is {exact} > n = {n}")
+            return "not_absorbable", None, 0.0
+        tail = float(np.sqrt(np.sum(s[n:] ** 2)))
+        if exact is not None and exact <= n:
+            ctx.report.ok(w, f"exact rank {exact} ≤ n = {n}")
+            supported = "absorbable"
+        elif tail + err_A + err_svd <= ctx.tol * scale:
+            ctx.report.ok(w, f"M + c·W_down W_up is within τ of rank ≤ n (tail {tail:.3g})")
+            supported = "absorbable"
+        else:
+            return "unknown", None, 0.0
+    wb = linear_witness(block, cf)
+    allowed = (err_A + 40 * d * _U * float(np.linalg.norm(A)) + (ctx.tol * float(np.linalg.norm(M)) if n < d else 0.0))
+    return supported, wb, allowed
+
+
+def linear_witness(block: Block, c: float) -> Block:
+    """A residual-free block with σ(z) = c·z equal to f: W'_up = [I; 0], W'_down = [A/c, 0]
+    (n ≥ d), else the truncated SVD of A with W'_down divided by c; b'_down = c·W_down b_up + b_down."""
+    d, n = block.d, block.n
+    A = block.M + c * (block.W_down @ block.W_up)
+    Wu, Wd = np.zeros((n, d)), np.zeros((d, n))
+    if n >= d:
+        Wu[:d], Wd[:, :d] = np.eye(d), A / c
+    else:
+        Ul, s, Vt = np.linalg.svd(A)
+        Wu[:n], Wd[:, :n] = Vt[:n], Ul[:, :n] * (s[:n] / c)
+    bias = (0 if block.b_up is None else c * (block.W_down @ block.b_up)) + (0 if block.b_down is None else block.b_down)
+    return block.replace(W_up=Wu, W_down=Wd, b_up=None, b_gate=None,
+                         b_down=None if np.isscalar(bias) else np.asarray(bias, dtype=float), skip=np.zeros((d, d)),
+                         name=block.name + "'")
+
+
+__all__ = ["BIAS_FREE_ONLY", "bounded_by_pieces", "check_bounded", "check_exponential", "check_linear", "check_parity",
+           "check_skeleton", "claimed_biases", "exponential_constants", "finite_on_reals", "is_even", "linear_constant",
+           "linear_witness", "slopes"]
