@@ -58,14 +58,15 @@ _EXPORTS: dict[str, str] = {
 
 
 def decide(model: "Block | Stack | Checkpoint", *, path: str = "", tol: float = 1e-9, timeout: float = 60.0, seed: int = 0,
-           method: "_Method" = "auto", progress: "_Callable[[str], None] | None" = None,
+           method: "_Method" = "auto", allow_biases: bool = False, progress: "_Callable[[str], None] | None" = None,
            search_progress: "_Callable[[str], None] | None" = None) -> "Decision":
     """Decide a block, a stack or a checkpoint (whatever :func:`load` returns).
 
     ``tol`` is the relative tolerance every verdict names (strictly between 0 and 1),
     ``timeout`` the index-set search budget in seconds (for a checkpoint: per block),
     ``seed`` (0 to 2^32 − 1) fixes the random inputs and randomised solvers, ``method`` the
-    search backend (``"auto"``: a portfolio). ``progress`` is called with each block's name
+    search backend (``"auto"``: a portfolio). ``allow_biases`` asks about residual-free
+    blocks with biases even when f has none (every verdict names its class). ``progress`` is called with each block's name
     before it is decided; ``search_progress`` (blocks and stacks) with notes during a long
     search. A checkpoint is decided a block at a time, each block with its own identity
     skip, holding one layer in memory; ``path`` defaults to the checkpoint's own path.
@@ -77,7 +78,8 @@ def decide(model: "Block | Stack | Checkpoint", *, path: str = "", tol: float = 
         from absorb._validate import check_decide_args
 
         check_decide_args(tol=tol, timeout=timeout, seed=seed, method=method)
-        dec = decide_checkpoint(model, tol=tol, timeout=timeout, seed=seed, method=method, progress=progress)
+        dec = decide_checkpoint(model, tol=tol, timeout=timeout, seed=seed, method=method, allow_biases=allow_biases,
+                                progress=progress)
         if path:
             import dataclasses
 
@@ -85,8 +87,8 @@ def decide(model: "Block | Stack | Checkpoint", *, path: str = "", tol: float = 
         return dec
     from absorb.engine import decide as _decide
 
-    return _decide(model, path=path, tol=tol, timeout=timeout, seed=seed, method=method, progress=progress,
-                   search_progress=search_progress)
+    return _decide(model, path=path, tol=tol, timeout=timeout, seed=seed, method=method, allow_biases=allow_biases,
+                   progress=progress, search_progress=search_progress)
 
 
 __all__ = [
