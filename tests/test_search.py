@@ -449,9 +449,17 @@ def test_auto_never_builds_K_at_model_sizes(monkeypatch):
 
     monkeypatch.setattr(search, "khatri_rao", boom)
     monkeypatch.setattr(search, "NARROW_MAX_ENTRIES", 10)
-    U, D, T = generic(3, 12, seed=0)
+    U, D, T = generic(3, 12, seed=0)  # n > d²: no backend applies at model size
     res = find_index_set(U, D, T)
-    assert res.status in (UNKNOWN, INFEASIBLE, FOUND)
+    assert res.status is UNKNOWN and "exceeds 10" in res.reason, res.reason
+    U, D, T = generic(4, 12, seed=0)  # n ≤ d²: linalg decides, a true lower bound
+    res = find_index_set(U, D, T)
+    assert res.status is INFEASIBLE and res.method == "linalg-sketch-pcg", res.reason
+    assert_sound(res, U, D, T)
+    assert res.bound <= brute_min(U, D, T) * (1 + 1e-12)
+    U, D, T, S = planted(4, 12, seed=0)
+    res = find_index_set(U, D, T)
+    assert res.status is FOUND and res.S == S, res.reason
     assert_sound(res, U, D, T)
 
 
