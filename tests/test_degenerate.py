@@ -106,7 +106,7 @@ def _agree(block: Block, width: int, family: str) -> None:
         assert err > 1e-6, f"procedure says not absorbable, brute force fits with error {err:.3g}"
 
 
-@settings(derandomize=True, deadline=None, max_examples=60)
+@settings(max_examples=3 * settings.default.max_examples)  # the main relu property: three times the profile's count
 @given(degenerate_blocks("relu"))
 def test_relu_matches_brute_force(block: Block) -> None:
     if not np.any(block.M) and block.skip is not None:
@@ -114,13 +114,12 @@ def test_relu_matches_brute_force(block: Block) -> None:
     _agree(block, block.n, "relu")
 
 
-@settings(derandomize=True, deadline=None, max_examples=40)
+@settings(max_examples=2 * settings.default.max_examples)  # twice the profile's count
 @given(degenerate_blocks("gelu"))
 def test_gelu_matches_brute_force(block: Block) -> None:
     _agree(block, block.n, "even")
 
 
-@settings(derandomize=True, deadline=None, max_examples=25)
 @given(degenerate_blocks("relu"), st.integers(0, 3))
 def test_relu_wider_matches_brute_force(block: Block, extra: int) -> None:
     _agree(block, block.n + extra, "relu")

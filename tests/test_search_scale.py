@@ -120,9 +120,18 @@ def test_magnitudes_ok():
     assert not magnitudes_ok(np.array([1.0]), np.array([np.inf]))
 
 
-@settings(derandomize=True, deadline=None, max_examples=30)
+from hypothesis import example  # noqa: E402  (kept out of the import block above)
+
+
+@settings(max_examples=3 * settings.default.max_examples // 2)  # cheap: 1.5 times the profile's count
 @given(seed=st.integers(0, 10**6), a=st.integers(-500, 500), b=st.integers(-500, 500),
        spread=st.integers(0, 250), planted_set=st.booleans())
+# Each failed before find_index_set rescaled by exact powers of two: with U, D at 2^500,
+# enumerate called the planted set infeasible (bound inf); at 2^270 its bound was inf (0.887
+# unscaled); at 2^-265 it overstated the bound (0.984313 > 0.984306) and mitm gave unknown.
+@example(seed=0, a=500, b=500, spread=0, planted_set=True)
+@example(seed=1, a=270, b=270, spread=250, planted_set=False)
+@example(seed=0, a=-265, b=-265, spread=0, planted_set=False)
 def test_exact_rescaling_changes_no_verdict_and_no_bound(seed, a, b, spread, planted_set):
     """The same instance with U, D scaled by 2^a, 2^b (T by 2^(a+b)) and each unit's u_i,
     w_i by 2^c_i, 2^-c_i (|c_i| ≤ spread): enumerate and mitm give the same verdict and the

@@ -17,7 +17,8 @@ from absorb.io._validate import build_block
 from absorb.model.block import Block, Stack
 from absorb.symbolic import properties as props
 
-FAST = settings(derandomize=True, deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow])
+# The registered profile (tests/conftest.py); drawing blocks can be slow to generate.
+FAST = settings(suppress_health_check=[HealthCheck.too_slow])
 
 
 def test_all_is_exact() -> None:
@@ -118,7 +119,7 @@ def test_each_degeneracy_is_what_it_says(how: str) -> None:
     expect = {"zero_row": "rows_nonzero", "dead_unit": "columns_nonzero", "collinear": "rows_noncollinear",
               "antipodal": "rows_noncollinear", "d1": "d_at_least_2"}[how]
 
-    @settings(derandomize=True, deadline=None, max_examples=10)
+    @settings(max_examples=10)  # run once per degeneracy (5 of them): half the profile's count each
     @given(S.blocks(kind="degenerate", degeneracy=how))
     def check(block: Block) -> None:
         failed = {h.name for h in [hyp.dimension(block), *hyp.nondegenerate(block)] if not h.holds}
@@ -127,7 +128,7 @@ def test_each_degeneracy_is_what_it_says(how: str) -> None:
     check()
 
 
-@settings(derandomize=True, deadline=None, max_examples=8)
+@settings(max_examples=8)  # each example decides a whole stack: fewer than the profile's count
 @given(S.stacks(kind="planted", depth=(2, 3), d=(2, 3), n=(3, 6)))
 def test_planted_stacks_are_absorbable(stack: Stack) -> None:
     assert len({b.d for b in stack.blocks}) == 1
@@ -137,7 +138,7 @@ def test_planted_stacks_are_absorbable(stack: Stack) -> None:
 
 @pytest.mark.parametrize("kind", S.SKIP_KINDS)
 def test_skip_matrices_kinds(kind: str) -> None:
-    @settings(derandomize=True, deadline=None, max_examples=15)
+    @settings(max_examples=15)  # run once per skip kind: fewer than the profile's count each
     @given(S.skip_matrices(d=(2, 6), kind=kind))
     def check(M: np.ndarray) -> None:
         d = M.shape[0]
@@ -162,7 +163,7 @@ def test_checkpoint_dicts_load(data: dict) -> None:
     np.testing.assert_array_equal(blocks[0].W_up, data[prefix + "W_up"])
 
 
-@settings(derandomize=True, deadline=None, max_examples=10)
+@settings(max_examples=10)  # a narrow space (d = 2, n ≤ 5, planted): fewer than the profile's count
 @given(S.checkpoints_as_dicts(models=S.blocks(kind="planted", d=2, n=(2, 5)), hyper_connection=True))
 def test_hc_checkpoint_dicts_lift(data: dict) -> None:
     blk = blocks_from_arrays(data, source="<dict>")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from absorb import InvalidInput, get_activation
@@ -172,7 +172,6 @@ _expr = st.recursive(_leaf, lambda e: st.one_of(
 _text = st.one_of(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=25).map("".join), _expr)
 
 
-@settings(max_examples=30, deadline=None)
 @given(_text)
 @example("x**x")
 @example("0**x")

@@ -1,0 +1,46 @@
+"""The Hypothesis profile registered in tests/conftest.py governs every property test.
+
+A test's own ``settings(derandomize=..., deadline=...)`` would silently override it (a
+random run under the CI profile, or a fixed seed under HYPOTHESIS_PROFILE=dev); a
+``max_examples`` below the profile's needs a reason in a comment on the same line.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+TESTS = Path(__file__).parent
+FILES = sorted(p for p in TESTS.glob("test_*.py"))
+
+
+def _settings_calls(path: Path):
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "settings":
+            yield node, lines[node.lineno - 1]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_no_test_overrides_the_profile(path: Path) -> None:
+    bad = []
+    for node, line in _settings_calls(path):
+        keys = {k.arg for k in node.keywords}
+        if keys & {"derandomize", "deadline"} and "find(" not in line and "settings=settings(" not in line:
+            bad.append(f"{path.name}:{node.lineno}: sets {sorted(keys & {'derandomize', 'deadline'})}")
+        for k in node.keywords:
+            if k.arg == "max_examples" and isinstance(k.value, ast.Constant) \
+                    and k.value.value < settings.default.max_examples and "#" not in line:
+                bad.append(f"{path.name}:{node.lineno}: max_examples={k.value.value} without a reason")
+    assert not bad, bad
+
+
+def test_the_ci_profile_is_loaded_by_default() -> None:
+    import os
+
+    if os.environ.get("HYPOTHESIS_PROFILE", "ci") == "ci":
+        assert settings.default.derandomize and settings.default.deadline is None
