@@ -16,6 +16,8 @@ from absorb._errors import InvalidInput
 
 EXTRA = "absorb[montecarlo]"
 _BLAS_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+# as the user set them: a dask nanny writes its own values into os.environ when it spawns a worker
+_USER_BLAS = {k: os.environ[k] for k in _BLAS_THREADS if k in os.environ}
 
 
 def require_distributed() -> Any:
@@ -30,14 +32,15 @@ def require_distributed() -> Any:
 
 @contextlib.contextmanager
 def dask_client(*, workers: int | None = None, scheduler: str | None = None, processes: bool = True,
-                blas_threads: int | None = None) -> Iterator[Any]:
+                share_cores: bool = False) -> Iterator[Any]:
     """A ``dask.distributed.Client``: on a new ``LocalCluster`` of ``workers`` processes with one
     thread each (``processes=False``: threads, for tests), or on the scheduler at ``scheduler``.
 
     dask starts worker processes with one BLAS thread each (``OMP_NUM_THREADS=1`` etc.);
-    ``blas_threads`` gives a local cluster's workers that many instead (a variable already
-    set in the environment wins, as dask's own configuration has it). The cluster is closed
-    on leaving the block.
+    ``share_cores`` gives each of a local cluster's workers its share of this machine's
+    cores instead, for tasks that are one large BLAS-bound job each (a variable already set
+    in the environment wins, as in dask's own configuration). The cluster is closed on
+    leaving the block.
     """
     if workers is not None and scheduler is not None:
         raise InvalidInput("give either --workers N or --scheduler ADDRESS, not both")
@@ -55,10 +58,8 @@ def dask_client(*, workers: int | None = None, scheduler: str | None = None, pro
         assert workers is not None
         if workers < 1:
             raise InvalidInput(f"workers = {workers} must be ≥ 1")
-        import dask
-
-        env = {} if blas_threads is None or not processes else {k: str(max(1, int(blas_threads))) for k in _BLAS_THREADS}
-        with dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in env.items()}):
+        share = str(max(1, cores() // workers))
+        with _environ({k: _USER_BLAS.get(k, share) for k in _BLAS_THREADS} if share_cores and processes else {}):
             cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
                                                dashboard_address=None)
         client = distributed.Client(cluster)
@@ -68,6 +69,22 @@ def dask_client(*, workers: int | None = None, scheduler: str | None = None, pro
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+@contextlib.contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    """os.environ with ``values`` while the block runs (a nanny's environment variables in
+    dask's configuration give way to the process's own), as before afterwards."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def cores() -> int:

@@ -69,10 +69,10 @@ def decide_checkpoint_dask(ckpt: Checkpoint, options: Mapping[str, Any], *, tol:
     if client is not None:
         got = _gather(client, args, specs, progress)
     else:
-        from absorb._dask import cores, dask_client
+        from absorb._dask import dask_client
 
-        blas = max(1, cores() // workers) if workers else None  # a layer's BLAS keeps its share of the cores
-        with dask_client(workers=workers, scheduler=scheduler, processes=processes, blas_threads=blas) as c:
+        # share_cores: a layer's BLAS keeps its share of the cores (dask's default is one thread)
+        with dask_client(workers=workers, scheduler=scheduler, processes=processes, share_cores=True) as c:
             got = _gather(c, args, specs, progress)
     decisions = [bd for bd, _ in got]
     return collection_decision(decisions, path=str(ckpt.path), tol=tol), ([v for _, v in got] if on_block else None)
