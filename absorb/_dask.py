@@ -9,6 +9,7 @@ are refused with one line that names the extra.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from typing import Any, Iterator
 
@@ -60,8 +61,9 @@ def dask_client(*, workers: int | None = None, scheduler: str | None = None, pro
             raise InvalidInput(f"workers = {workers} must be ≥ 1")
         share = str(max(1, cores() // workers))
         with _environ({k: _USER_BLAS.get(k, share) for k in _BLAS_THREADS} if share_cores and processes else {}):
+            # silence_logs: a worker holding a whole layer is no reason to warn on the user's terminal
             cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
-                                               dashboard_address=None)
+                                               dashboard_address=None, silence_logs=logging.ERROR)
         client = distributed.Client(cluster)
     try:
         yield client

@@ -144,6 +144,7 @@ def _gather(client: Any, args: list[tuple[Any, ...]], specs: Sequence[BlockSpec]
     """Submit one task per block, collect them as they finish, return them in block order."""
     from dask.distributed import as_completed
     from distributed import KilledWorker
+    from distributed.utils import CancelledError
 
     futures = {client.submit(_decide_layer, *a, pure=False, priority=-i): i for i, a in enumerate(args)}
     done: dict[int, tuple[Any, Any]] = {}
@@ -154,6 +155,8 @@ def _gather(client: Any, args: list[tuple[Any, ...]], specs: Sequence[BlockSpec]
             continue
         try:
             wire, value, seconds = fut.result()
+        except CancelledError:  # cancelled after a failing block: it has nothing to report
+            continue
         except KilledWorker:
             errors[i] = InvalidInput(f"{specs[i].name}: the dask worker deciding it died (out of memory? each worker needs "
                                      "memory for one layer, about 2.5 times its float64 size; see docs/checkpoints.md)")
