@@ -25,7 +25,7 @@ timed in this process between the two runs, because the machine is shared and ab
 seconds are noise. Peak memory is the growth of the peak resident set (Linux: ``VmHWM``,
 reset through ``/proc/self/clear_refs`` before each run) over the resident set when the
 run started: of this process for the serial run, of each worker process for the workers
-(after they imported absorb), given in MiB and as a multiple of one layer's stored bytes.
+(both after importing absorb), given in MiB and as a multiple of one layer's stored bytes.
 ``--shrink K`` divides d and n by K for a quick try.
 """
 
@@ -162,6 +162,7 @@ def run_model(model: str, where: Path, *, layers: int, workers: int, seed: int, 
     kw = dict(tol=1e-9, timeout=60.0, seed=seed, method="auto")
 
     # serial, in this process: absorb check CKPT
+    _warm()
     base = reset_peak()
     marks = [time.perf_counter()]
     serial = decide_checkpoint(ckpt, on_block=lambda bd: marks.append(time.perf_counter()), **kw)
