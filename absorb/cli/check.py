@@ -8,7 +8,7 @@ import sys
 
 from absorb._errors import InvalidInput
 from absorb.cli import EXIT_OK, EXIT_UNKNOWN, can_encode, show_progress, verbosity
-from absorb.cli._args import check_writable, positive, require_pdflatex, seconds, seed, tolerance
+from absorb.cli._args import at_least, check_writable, positive, require_pdflatex, seconds, seed, tolerance
 from absorb.search import METHODS
 from absorb.search._types import DEFAULT_TOL
 
@@ -44,6 +44,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--gate", metavar="PATTERN", help="the gate projection's tensor name pattern (gated blocks; with --up, --down)")
     g.add_argument("--fold-norm", action="store_true", help="fold the gain (and bias) of the norm before each MLP into its up/gate "
                    "projections: analyse the block on normalised inputs")
+    m = g.add_mutually_exclusive_group()  # many machines: absorb/io/distributed.py, docs/checkpoints.md
+    m.add_argument("--workers", type=at_least(1), metavar="N", help="decide the layers in parallel on a local dask cluster "
+                   "of N worker processes, one layer each at a time (needs absorb[montecarlo])")
+    m.add_argument("--scheduler", metavar="ADDRESS", help="decide the layers on the workers of a running dask scheduler, "
+                   "e.g. tcp://host:8786; every worker needs the checkpoint at the same path")
     from absorb.certificate.write import certificate_path  # certificates work: --certificate OUT
     p.add_argument("--certificate", type=certificate_path, metavar="OUT",
                    help="also write a proof certificate: OUT.json (checkable by 'absorb verify'), OUT.tex or OUT.pdf "
@@ -66,6 +71,9 @@ def run(args: argparse.Namespace) -> int:
         return _run_checkpoint(args)
     if ckpt_opts:
         raise InvalidInput(f"{args.path}: --layers, --up/--down/--gate and --fold-norm apply to checkpoints (.safetensors), not .npz files")
+    if args.workers is not None or args.scheduler is not None:
+        raise InvalidInput(f"{args.path}: --workers and --scheduler spread a checkpoint's layers over dask workers; "
+                           "an .npz file is decided in this process (drop the option)")
     model = load(args.path, activation=args.activation)
     progress = None
     if show_progress(args):  # one self-erasing status line on a terminal
@@ -124,6 +132,7 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
         entries = []
         on_block = lambda bd: entries.append(block_entry(bd))  # noqa: E731
     # the bar shows on a terminal only, never in pipes, with --json or -q
+    spread = args.workers is not None or args.scheduler is not None  # one layer per dask task, in the serial order
     with tqdm(total=len(ckpt), unit="block", file=sys.stderr, disable=not show_progress(args), leave=False,
               dynamic_ncols=True) as bar:
         started = [0]
@@ -136,8 +145,18 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
                 bar.update(1)
             started[0] += 1
 
-        dec = decide_checkpoint(ckpt, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method,
-                                allow_biases=args.allow_biases, progress=progress, on_block=on_block)
+        if spread:
+            from absorb.io.distributed import decide_checkpoint_dask
+
+            dec, values = decide_checkpoint_dask(ckpt, {"activation": args.activation, **opts}, tol=args.tol, timeout=args.timeout,
+                                                 seed=args.seed, method=args.method, allow_biases=args.allow_biases,
+                                                 workers=args.workers, scheduler=args.scheduler,
+                                                 progress=lambda name, s: (bar.set_postfix_str(name, refresh=False), bar.update(1)),
+                                                 on_block=block_entry if args.certificate else None)
+            entries = values
+        else:
+            dec = decide_checkpoint(ckpt, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method,
+                                    allow_biases=args.allow_biases, progress=progress, on_block=on_block)
         bar.update(len(ckpt) - bar.n)
     if args.certificate:  # written atomically before any output, as for .npz blocks
         from absorb.certificate import write_certificate

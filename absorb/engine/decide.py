@@ -25,10 +25,11 @@ else unknown (deep ReLU/GELU stacks are the paper's open problem).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from absorb._errors import InvalidInput
 from absorb.engine.results import NECESSITY, RESULTS, Ctx, Progress
 from absorb.engine.verdict import BlockDecision, Decision, Theorem, Verdict, Witness
 from absorb.engine.witness import eval_threshold, evaluation_error
@@ -158,8 +159,15 @@ def decide_collection(blocks: Iterable[Block], *, path: str = "", tol: float = D
                                      witness=None if w is None else dataclasses.replace(w, block=w.block.without_weights()))
         del blk  # drop the layer before the generator reads the next one: one layer in memory
         decisions.append(bd)
+    return collection_decision(decisions, path=path, tol=tol)
+
+
+def collection_decision(decisions: Sequence[BlockDecision], *, path: str, tol: float) -> Decision:
+    """The whole of independent blocks: absorbable when every block is, not absorbable when
+    at least one is proved not absorbable, otherwise unknown (also for blocks decided
+    elsewhere, e.g. on dask workers)."""
     if not decisions:
-        raise ValueError("decide_collection needs at least one block")
+        raise InvalidInput("deciding a collection of blocks needs at least one block")
     verdicts = [d.verdict for d in decisions]
     n_not = sum(v is Verdict.NOT_ABSORBABLE for v in verdicts)
     n_abs = sum(v is Verdict.ABSORBABLE for v in verdicts)
@@ -170,6 +178,6 @@ def decide_collection(blocks: Iterable[Block], *, path: str = "", tol: float = D
         verdict, reason = Verdict.NOT_ABSORBABLE, f"{n_not} of the {L} blocks are proved not absorbable, so not every skip can be absorbed."
     else:
         verdict, reason = Verdict.UNKNOWN, f"Unknown: {L - n_abs} of the {L} blocks are undecided and none is proved not absorbable."
-    return Decision(path=path, verdict=verdict, theorem=Theorem.NONE if verdict is Verdict.UNKNOWN else decisions[0].theorem if L == 1 else Theorem.NONE,
-                    reason=reason, blocks=tuple(decisions), tolerance=tol, structure="collection",
-                    extra={"summary": {v.value: sum(x is v for x in verdicts) for v in Verdict}})
+    theorem = decisions[0].theorem if L == 1 and verdict is not Verdict.UNKNOWN else Theorem.NONE
+    return Decision(path=path, verdict=verdict, theorem=theorem, reason=reason, blocks=tuple(decisions), tolerance=tol,
+                    structure="collection", extra={"summary": {v.value: sum(x is v for x in verdicts) for v in Verdict}})

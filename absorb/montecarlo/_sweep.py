@@ -256,20 +256,11 @@ def sweep(cells: Sequence[Cell], *, seed: int = 0, tol: float = DEFAULT_TOL, bat
 
 
 def _sweep_dask(cells, *, seed, tol, batch, route, workers, scheduler, processes, progress) -> list[CellResult]:
-    from dask.distributed import Client, LocalCluster, as_completed
+    from absorb._dask import dask_client
 
-    if scheduler is not None:
-        try:
-            client = Client(scheduler, timeout="10s")
-        except (OSError, TimeoutError) as exc:
-            raise InvalidInput(f"--scheduler {scheduler}: cannot connect ({exc}); start one with 'dask scheduler' or use --workers N") from None
-        cluster = None
-    else:
-        if workers < 1:
-            raise InvalidInput(f"workers = {workers} must be ≥ 1")
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes, dashboard_address=None)
-        client = Client(cluster)
-    try:
+    with dask_client(workers=workers, scheduler=scheduler, processes=processes) as client:
+        from dask.distributed import as_completed
+
         futures = [client.submit(_task, cell, i, seed, tol, batch, route, pure=False) for i, cell in enumerate(cells)]
         results: dict[int, CellResult] = {}
         for fut in as_completed(futures):
@@ -278,10 +269,6 @@ def _sweep_dask(cells, *, seed, tol, batch, route, workers, scheduler, processes
             if progress:
                 progress(r)
         return [results[i] for i in range(len(cells))]
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
 
 
 def is_discrete(distribution: str) -> bool:

@@ -1,0 +1,100 @@
+"""The dask cluster of the commands that spread their work over processes or machines
+(``absorb montecarlo``, ``absorb check CKPT``): ``--workers N`` starts a local cluster of N
+single-threaded worker processes, ``--scheduler ADDRESS`` connects to a running scheduler.
+
+dask is an optional dependency (the ``absorb[montecarlo]`` extra); without it both options
+are refused with one line that names the extra.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from typing import Any, Iterator
+
+from absorb._errors import InvalidInput
+
+EXTRA = "absorb[montecarlo]"
+_BLAS_THREADS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+# as the user set them: a dask nanny writes its own values into os.environ when it spawns a worker
+_USER_BLAS = {k: os.environ[k] for k in _BLAS_THREADS if k in os.environ}
+
+
+def require_distributed() -> Any:
+    """``dask.distributed``, or the one-line refusal naming the extra that installs it."""
+    try:
+        import dask.distributed
+    except ImportError:
+        raise InvalidInput(f"--workers and --scheduler need dask.distributed, which is not installed; "
+                           f"install it with pip install '{EXTRA}'") from None
+    return dask.distributed
+
+
+@contextlib.contextmanager
+def dask_client(*, workers: int | None = None, scheduler: str | None = None, processes: bool = True,
+                share_cores: bool = False) -> Iterator[Any]:
+    """A ``dask.distributed.Client``: on a new ``LocalCluster`` of ``workers`` processes with one
+    thread each (``processes=False``: threads, for tests), or on the scheduler at ``scheduler``.
+
+    dask starts worker processes with one BLAS thread each (``OMP_NUM_THREADS=1`` etc.);
+    ``share_cores`` gives each of a local cluster's workers its share of this machine's
+    cores instead, for tasks that are one large BLAS-bound job each (a variable already set
+    in the environment wins, as in dask's own configuration). The cluster is closed on
+    leaving the block.
+    """
+    if workers is not None and scheduler is not None:
+        raise InvalidInput("give either --workers N or --scheduler ADDRESS, not both")
+    if workers is None and scheduler is None:
+        raise InvalidInput("give --workers N or --scheduler ADDRESS")
+    distributed = require_distributed()
+    cluster = None
+    if scheduler is not None:
+        try:
+            client = distributed.Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise InvalidInput(f"--scheduler {scheduler}: cannot connect ({exc}); start one with 'dask scheduler' "
+                               "or use --workers N") from None
+    else:
+        assert workers is not None
+        if workers < 1:
+            raise InvalidInput(f"workers = {workers} must be ≥ 1")
+        share = str(max(1, cores() // workers))
+        with _environ({k: _USER_BLAS.get(k, share) for k in _BLAS_THREADS} if share_cores and processes else {}):
+            # silence_logs: a worker holding a whole layer is no reason to warn on the user's terminal
+            cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
+                                               dashboard_address=None, silence_logs=logging.ERROR)
+        client = distributed.Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+@contextlib.contextmanager
+def _environ(values: dict[str, str]) -> Iterator[None]:
+    """os.environ with ``values`` while the block runs (a nanny's environment variables in
+    dask's configuration give way to the process's own), as before afterwards."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def cores() -> int:
+    """CPU cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+__all__ = ["EXTRA", "cores", "dask_client", "require_distributed"]
