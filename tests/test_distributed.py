@@ -63,19 +63,19 @@ def test_workers_give_the_serial_json_and_a_certificate_that_verifies(checkpoint
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     """`absorb check CKPT --workers 2` (worker processes: everything crosses a pickle) prints
     the serial run's JSON, blocks in the serial order, for a checkpoint whose layers are
-    unknown, absorbable (a witness travels back) and unknown; the certificate, its entries
-    built on the workers, verifies."""
+    not absorbable (the skeleton), absorbable (a witness travels back) and not absorbable;
+    the certificate, its entries built on the workers, verifies."""
     from absorb.cli import main
 
     ckpt = str(checkpoints["bert"])
-    assert main(["check", ckpt, "--json"]) == 3
+    assert main(["check", ckpt, "--json"]) == 0
     serial = json.loads(capsys.readouterr().out)
     cert = tmp_path / "C.json"
     spread = run_absorb("check", ckpt, "--json", "--workers", "2", "--certificate", str(cert))
-    assert spread.returncode == 3, spread.stderr
+    assert spread.returncode == 0, spread.stderr
     got = json.loads(spread.stdout)
     assert [x["name"] for x in got["blocks"]] == [x["name"] for x in serial["blocks"]]
-    assert [x["verdict"] for x in got["blocks"]] == ["unknown", "absorbable", "unknown"]
+    assert [x["verdict"] for x in got["blocks"]] == ["not_absorbable", "absorbable", "not_absorbable"]
     assert _timeless(got) == _timeless(serial)
     entries = json.loads(cert.read_text())["blocks"]
     assert [e["name"] for e in entries] == [x["name"] for x in serial["blocks"]]

@@ -188,7 +188,7 @@ def _swap(block: Any, to_wire: bool) -> Any:
         c = _Const.of(v) if to_wire else (v.array() if isinstance(v, _Const) else None)
         if c is not None:
             changes[f.name] = c
-    return dataclasses.replace(block, **changes) if changes else block
+    return block.replace(**changes) if changes else block  # Block.replace: a derived block, not re-validated
 
 
 class _Wire:
