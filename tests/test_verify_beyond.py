@@ -261,6 +261,10 @@ def test_latex_certificate_renders_each_new_theorem(name: str) -> None:
     tex = render_latex(Certificate(_cert(blk)))
     assert r"\section*{Block" in tex and "The verdict is about residual-free" in tex
     assert HONEST[name][2] in tex
+    if name == "exp-biased":  # the property's sentence "σ(z) = A·exp(βz) + C" once lost its β
+        assert r"\ensuremath{\beta}" in tex
+    if "skeleton" in name:
+        assert r"L\ensuremath{_+}" in tex or "L_+" in tex
 
 
 def test_header_class_must_be_the_blocks() -> None:

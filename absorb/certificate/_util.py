@@ -86,6 +86,8 @@ _TEX_UNICODE = {
     "²": r"\ensuremath{^2}", "³": r"\ensuremath{^3}", "¹": r"\ensuremath{^1}", "⁻": r"\ensuremath{^-}",
     "₀": r"\ensuremath{_0}", "₁": r"\ensuremath{_1}", "₂": r"\ensuremath{_2}", "ℓ": r"\ensuremath{\ell}",
     "’": "'", "‘": "`", "“": "``", "”": "''", "✓": "yes", "✗": "no", "′": "'",
+    "α": r"\ensuremath{\alpha}", "β": r"\ensuremath{\beta}", "≡": r"\ensuremath{\equiv}", "₊": r"\ensuremath{_+}",
+    "₋": r"\ensuremath{_-}", "∀": r"\ensuremath{\forall}",
 }
 
 
