@@ -34,13 +34,15 @@ def test_no_test_overrides_the_profile(path: Path) -> None:
             bad.append(f"{path.name}:{node.lineno}: sets {sorted(keys & {'derandomize', 'deadline'})}")
         for k in node.keywords:
             if k.arg == "max_examples" and isinstance(k.value, ast.Constant) \
-                    and k.value.value < settings.default.max_examples and "#" not in line:
+                    and k.value.value < settings.get_profile("ci").max_examples and "#" not in line:
                 bad.append(f"{path.name}:{node.lineno}: max_examples={k.value.value} without a reason")
     assert not bad, bad
 
 
-def test_the_ci_profile_is_loaded_by_default() -> None:
+def test_the_profile_named_by_the_environment_is_loaded() -> None:
     import os
 
-    if os.environ.get("HYPOTHESIS_PROFILE", "ci") == "ci":
-        assert settings.default.derandomize and settings.default.deadline is None
+    profile = settings.get_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+    for key in ("derandomize", "deadline", "max_examples"):
+        assert getattr(settings.default, key) == getattr(profile, key), key
+    assert settings.get_profile("ci").derandomize and settings.get_profile("ci").deadline is None
