@@ -45,7 +45,7 @@ _EXPORTS: dict[str, str] = {
     "load_npz": "absorb.io",
     "open_checkpoint": "absorb.io",
     "save_npz": "absorb.io",
-    "decide_checkpoint": "absorb.io.safetensors",
+    "decide_checkpoint": "absorb.engine",
     "Activation": "absorb.model",
     "Block": "absorb.model",
     "HyperConnection": "absorb.model",
@@ -71,7 +71,8 @@ def decide(model: "Block | Stack | Checkpoint", *, path: str = "", tol: float = 
     skip, holding one layer in memory; ``path`` defaults to the checkpoint's own path.
     Bad arguments raise :class:`InvalidInput`.
     """
-    from absorb.io.safetensors import Checkpoint, decide_checkpoint
+    from absorb.engine.checkpoint import decide_checkpoint
+    from absorb.io.safetensors import Checkpoint
 
     if isinstance(model, Checkpoint):
         from absorb._validate import check_decide_args

@@ -104,7 +104,8 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
     from absorb.engine import Verdict
     from tqdm import tqdm
 
-    from absorb.io.safetensors import decide_checkpoint, open_checkpoint
+    from absorb.engine.checkpoint import decide_checkpoint
+    from absorb.io.safetensors import open_checkpoint
     from absorb.report.table import checkpoint_json, render_table
 
     if args.width is not None or args.min_width:

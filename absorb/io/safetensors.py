@@ -30,17 +30,15 @@ import json
 import os
 import re
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Protocol
 
 import numpy as np
 
 from absorb._errors import InvalidInput
-from absorb._validate import Method
 from absorb.io._validate import build_block
-from absorb.search._types import DEFAULT_TOL
 from absorb.io.families import BlockSpec, Detection, ManualRoles, detect, parse_layers
+from absorb.io.tensor_info import TensorInfo
 from absorb.io.torch_state import TORCH_INDEX_NAME, TORCH_SUFFIXES, read_torch, torch_files_in, torch_missing
 from absorb.model.activations import get_activation
 from absorb.model.block import Block
@@ -56,19 +54,6 @@ _NP_DTYPE = {"F64": "<f8", "F32": "<f4", "F16": "<f2"}
 # Tensor-name marks of quantised checkpoints (GPTQ/AWQ, FP8 block scales, MXFP4, bitsandbytes).
 _QUANT = re.compile(r"(\.qweight|\.qzeros|\.g_idx|\.weight_scale_inv|\.weight_scale|\.input_scale|_blocks|\.absmax|"
                     r"\.quant_map|\.quant_state[.\w]*|\.SCB|\.weight_format)$")
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    """Where one tensor lives: its shard, dtype, shape and byte range after the header."""
-
-    name: str
-    file: Path
-    dtype: str
-    shape: tuple[int, ...]
-    begin: int
-    end: int
-    data_start: int  # 8 + header length: absolute offset of byte 0 of the data section
 
 
 def read_header(path: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
@@ -468,24 +453,4 @@ def _refuse_quantised(tensors: Mapping[str, TensorInfo], config: Mapping[str, An
                                "not plain floats — analyse the unquantised checkpoint")
 
 
-def decide_checkpoint(ckpt: Checkpoint, *, tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0,
-                      method: Method = "auto", allow_biases: bool = False, progress: Any = None, on_block: Any = None) -> Any:
-    """Decide every block of ``ckpt`` with :func:`absorb.engine.decide_collection`, a block at a time.
-
-    Each block is the isolated MLP with its own identity skip (see :meth:`Checkpoint.analysed`);
-    ``timeout`` is the search budget of each block. ``progress`` (optional) is called with
-    each block's name before it is decided; ``on_block`` with each block's decision while
-    its weights are still loaded.
-    """
-    from absorb._validate import check_decide_args
-    from absorb.engine import decide_collection
-
-    if not isinstance(ckpt, Checkpoint):
-        raise InvalidInput(f"decide_checkpoint needs a Checkpoint (absorb.load or open_checkpoint), got a {type(ckpt).__name__}")
-    check_decide_args(tol=tol, timeout=timeout, seed=seed, method=method)
-    return decide_collection(ckpt.blocks(), path=str(ckpt.path), tol=tol, timeout=timeout, seed=seed,
-                             method=method, allow_biases=allow_biases, progress=progress, keep_weights=False,
-                             on_block=on_block)
-
-
-__all__ = ["Checkpoint", "SafetensorsSource", "TensorInfo", "TensorSource", "decide_checkpoint", "is_checkpoint", "open_checkpoint", "read_header", "torch_refusal"]
+__all__ = ["Checkpoint", "SafetensorsSource", "TensorInfo", "TensorSource", "is_checkpoint", "open_checkpoint", "read_header", "torch_refusal"]
