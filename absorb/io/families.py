@@ -112,7 +112,8 @@ def _check_vectors(spec: BlockSpec, names: Shapes, *, source: str, up_t: str, n:
     shp = names[up_t]
     if spec.gate is not None and tuple(names[spec.gate]) != tuple(shp):
         raise _shape_error(source, spec.gate, names[spec.gate], f"{list(shp)} (the shape of {up_t!r})")
-    for t, k in ((spec.b_up, n), (spec.b_gate, n), (spec.b_down, d)):
+    b_up = spec.b_up if spec.gate_up is None else None  # a fused bias has 2·n entries (checked below)
+    for t, k in ((b_up, n), (spec.b_gate, n), (spec.b_down, d)):
         if t is not None and tuple(names[t]) != (k,):
             raise _shape_error(source, t, names[t], f"[{k}]")
     if spec.gate_up is not None and spec.b_up is not None and tuple(names[spec.b_up]) != (2 * n,):
