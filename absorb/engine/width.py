@@ -193,7 +193,7 @@ def minimal_width(block: Block, *, tol: float = DEFAULT_TOL, seed: int = 0, budg
     if out.status != "found":
         return _min_width_search_stopped(block, cf, out, tol=tol, seed=seed, budget=budget, decision=decision)
     assert out.best is not None
-    w = out.best.value
+    w = max(out.best.value, 1)  # f ≡ 0 needs no unit, but widths start at 1 (one zero unit)
     bd = decision if decision is not None and decision.block is block else None
     if bd is not None and bd.verdict is Verdict.ABSORBABLE and bd.witness is not None:
         w = min(w, bd.witness.block.n)
@@ -218,6 +218,9 @@ def _min_width_why(cf: CanonicalForm, out: SearchOutcome, w: int, best: WidthDec
     """Why ``w`` is the minimal width: the exact minimum itself, or a tolerance witness with the width below refuted."""
     b = out.best
     assert b is not None
+    if b.value == 0 and w == 1:
+        return ("f is identically zero (no active line and no linear part in its canonical form): one unit with zero "
+                "weights reproduces it, and no block has fewer than one unit.")
     if w == b.value:
         return (f"Minimum over the choices (B, δ) of m + |B| + 2·rank(C_δ P_B) with m = {cf.m} active lines, proved in exact "
                 f"arithmetic over {out.candidates} choices: {w} units (|B| = {len(b.B)}, rank {b.rank}); any fewer cannot "
