@@ -1,5 +1,5 @@
 """A complete decision for bias-free ungated ReLU blocks of any weights, and the analogue
-for GELU / SiLU (theory.md §3; proof in ``docs/degenerate.md``) **(beyond)**.
+for GELU / SiLU (proof in ``docs/degenerate.md``) **(beyond)**.
 
 Result 5 of the paper needs nondegenerate weights and ``d ≥ 2``. This module drops those
 hypotheses. Write ``f(x) = M x + W_down σ(W_up x)`` in its *canonical form*

@@ -1,8 +1,8 @@
 """Which tensors of a checkpoint form which MLP block: family detection by tensor names.
 
 A checkpoint is a flat map from tensor names to arrays. Each model family names its MLP
-projections in its own way (``/work/shared/checkpoints.md`` is the table this module
-implements): LLaMA's ``layers.{i}.mlp.gate_proj``, GPT-2's ``h.{i}.mlp.c_fc`` stored
+projections in its own way (the table "Families" of docs/checkpoints.md lists what this
+module implements): LLaMA's ``layers.{i}.mlp.gate_proj``, GPT-2's ``h.{i}.mlp.c_fc`` stored
 transposed (``Conv1D`` is ``[in, out]``), T5's ``DenseReluDense.wi_0``/``wi_1``, Phi-3's
 fused ``gate_up_proj``, Mixtral's ``block_sparse_moe.experts.{e}.w1``… Prefixes vary
 (``model.``, ``transformer.``, ``bert.``, ``language_model.``, none), so every rule matches

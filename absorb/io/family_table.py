@@ -1,6 +1,6 @@
 """The family table: how each model family names its MLP, and how its layers differ, as data.
 
-One :class:`Family` per naming scheme of MLP projections (``/work/shared/checkpoints.md``).
+One :class:`Family` per naming scheme of MLP projections (the table "Families" of docs/checkpoints.md).
 Everything that differs between families — which config.json keys name the activation,
 model types whose code hard-codes one, where the norm before the MLP sits and which formula
 it has, how the layer wires its residual, the orientation of the stored weights — is a field
@@ -87,7 +87,7 @@ _POST_LN_FC_TYPES = "|".join(re.escape(t) for t in sorted(_POST_LN_FC))
 
 @dataclass(frozen=True)
 class Family:
-    """One naming scheme of MLP projections (a row of checkpoints.md)."""
+    """One naming scheme of MLP projections (a row of the table "Families" in docs/checkpoints.md)."""
 
     key: str
     label: str

@@ -21,7 +21,7 @@ float64). BF16 goes through ``ml_dtypes``; without it, by the exact bit identity
 ``float32 bits = bf16 bits << 16``. FP8, integer and packed tensors (GPTQ/AWQ ``qweight``,
 ``qzeros``, ``scales``; FP8 ``weight_scale_inv``; MXFP4 ``_blocks``/``_scales``;
 bitsandbytes) are refused: their weights are not plain floats, and result 5's "probability
-one" needs continuous weights (theory.md §3).
+one" needs continuous weights.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ norm folding and layer selection are the very code that reads safetensors; only
 :meth:`TorchSource.load` differs. Floats convert to numpy exactly: F64/F32 as they are,
 F16/BF16 through ``.to(torch.float32)`` (every fp16/bf16 value is a float32). FP8 and
 quantised (``qint8``…) tensors keep a non-float dtype name and are refused with one line by
-the shared dtype check, as in safetensors (theory.md §3: result 5 needs continuous weights).
+the shared dtype check, as in safetensors (result 5 needs continuous weights).
 """
 
 from __future__ import annotations
