@@ -15,16 +15,9 @@ and its hypotheses on the weights (:mod:`absorb.engine`) → index-set search
 """
 
 from importlib import metadata as _metadata
-from typing import TYPE_CHECKING as _TYPE_CHECKING, Callable as _Callable
 
 from absorb._errors import AbsorbError, InvalidInput
 from absorb._lazy import lazy_exports as _lazy_exports
-
-if _TYPE_CHECKING:  # pragma: no cover
-    from absorb._validate import Method as _Method
-    from absorb.engine import Decision
-    from absorb.io.safetensors import Checkpoint
-    from absorb.model import Block, Stack
 
 try:  # one source of truth: the version in pyproject.toml, as installed
     __version__: str = _metadata.version("absorb")
@@ -38,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "Decision": "absorb.engine",
     "Theorem": "absorb.engine",
     "Verdict": "absorb.engine",
+    "decide": "absorb.engine",
     "decide_block": "absorb.engine",
     "decide_stack": "absorb.engine",
     "Checkpoint": "absorb.io",
@@ -45,7 +39,7 @@ _EXPORTS: dict[str, str] = {
     "load_npz": "absorb.io",
     "open_checkpoint": "absorb.io",
     "save_npz": "absorb.io",
-    "decide_checkpoint": "absorb.io.safetensors",
+    "decide_checkpoint": "absorb.engine",
     "Activation": "absorb.model",
     "Block": "absorb.model",
     "HyperConnection": "absorb.model",
@@ -55,40 +49,6 @@ _EXPORTS: dict[str, str] = {
     "sinkhorn": "absorb.model",
     "find_index_set": "absorb.search",
 }
-
-
-def decide(model: "Block | Stack | Checkpoint", *, path: str = "", tol: float = 1e-9, timeout: float = 60.0, seed: int = 0,
-           method: "_Method" = "auto", allow_biases: bool = False, progress: "_Callable[[str], None] | None" = None,
-           search_progress: "_Callable[[str], None] | None" = None) -> "Decision":
-    """Decide a block, a stack or a checkpoint (whatever :func:`load` returns).
-
-    ``tol`` is the relative tolerance every verdict names (strictly between 0 and 1),
-    ``timeout`` the index-set search budget in seconds (for a checkpoint: per block),
-    ``seed`` (0 to 2^32 − 1) fixes the random inputs and randomised solvers, ``method`` the
-    search backend (``"auto"``: a portfolio). ``allow_biases`` asks about residual-free
-    blocks with biases even when f has none (every verdict names its class). ``progress`` is called with each block's name
-    before it is decided; ``search_progress`` (blocks and stacks) with notes during a long
-    search. A checkpoint is decided a block at a time, each block with its own identity
-    skip, holding one layer in memory; ``path`` defaults to the checkpoint's own path.
-    Bad arguments raise :class:`InvalidInput`.
-    """
-    from absorb.io.safetensors import Checkpoint, decide_checkpoint
-
-    if isinstance(model, Checkpoint):
-        from absorb._validate import check_decide_args
-
-        check_decide_args(tol=tol, timeout=timeout, seed=seed, method=method)
-        dec = decide_checkpoint(model, tol=tol, timeout=timeout, seed=seed, method=method, allow_biases=allow_biases,
-                                progress=progress)
-        if path:
-            import dataclasses
-
-            dec = dataclasses.replace(dec, path=path)
-        return dec
-    from absorb.engine import decide as _decide
-
-    return _decide(model, path=path, tol=tol, timeout=timeout, seed=seed, method=method, allow_biases=allow_biases,
-                   progress=progress, search_progress=search_progress)
 
 
 __all__ = [

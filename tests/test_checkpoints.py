@@ -31,7 +31,8 @@ from absorb.cli import main as cli_main
 from absorb.engine import Verdict, decide
 from absorb.io import load, load_npz, save_npz
 from absorb.io.families import _natural_key, parse_layers
-from absorb.io.safetensors import Checkpoint, _bf16_bits_to_f32, decide_checkpoint, open_checkpoint
+from absorb.engine import decide_checkpoint
+from absorb.io.safetensors import Checkpoint, _bf16_bits_to_f32, open_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 TOL = 1e-9

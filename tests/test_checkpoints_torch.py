@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 from absorb._errors import InvalidInput
-from absorb.io.safetensors import decide_checkpoint, open_checkpoint
+from absorb.engine import decide_checkpoint
+from absorb.io.safetensors import open_checkpoint
 from tests.test_checkpoints import CASES, D, _assert_one_line_exit2, build, run_cli, write
 
 TOL = 1e-9

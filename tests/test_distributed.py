@@ -1,4 +1,4 @@
-"""``absorb check CKPT --workers N`` / ``--scheduler ADDR`` (absorb/io/distributed.py): one
+"""``absorb check CKPT --workers N`` / ``--scheduler ADDR`` (absorb/engine/distributed.py): one
 layer per dask task, the same decisions as the serial run, certificates built on the workers."""
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from safetensors.numpy import save_file
 from absorb._errors import InvalidInput
 from absorb.engine import decide_collection
 from absorb.engine.decide import collection_decision
-from absorb.io.distributed import _decide_layer, _Wire, decide_checkpoint_dask, layout
-from absorb.io.safetensors import decide_checkpoint, open_checkpoint
+from absorb.engine.distributed import _decide_layer, _Wire, decide_checkpoint_dask, layout
+from absorb.engine import decide_checkpoint
+from absorb.io.safetensors import open_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 distributed = pytest.importorskip("dask.distributed")

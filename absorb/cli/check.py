@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--gate", metavar="PATTERN", help="the gate projection's tensor name pattern (gated blocks; with --up, --down)")
     g.add_argument("--fold-norm", action="store_true", help="fold the gain (and bias) of the norm before each MLP into its up/gate "
                    "projections: analyse the block on normalised inputs")
-    m = g.add_mutually_exclusive_group()  # many machines: absorb/io/distributed.py, docs/checkpoints.md
+    m = g.add_mutually_exclusive_group()  # many machines: absorb/engine/distributed.py, docs/checkpoints.md
     m.add_argument("--workers", type=at_least(1), metavar="N", help="decide the layers in parallel on a local dask cluster "
                    "of N worker processes, one layer each at a time (needs absorb[montecarlo])")
     m.add_argument("--scheduler", metavar="ADDRESS", help="decide the layers on the workers of a running dask scheduler, "
@@ -116,7 +116,8 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
     from absorb.engine import Verdict
     from tqdm import tqdm
 
-    from absorb.io.safetensors import decide_checkpoint, open_checkpoint
+    from absorb.engine import decide_checkpoint
+    from absorb.io.safetensors import open_checkpoint
     from absorb.report.table import checkpoint_json, render_table
 
     if args.width is not None or args.min_width:
@@ -146,7 +147,7 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
             started[0] += 1
 
         if spread:
-            from absorb.io.distributed import decide_checkpoint_dask
+            from absorb.engine.distributed import decide_checkpoint_dask
 
             dec, values = decide_checkpoint_dask(ckpt, {"activation": args.activation, **opts}, tol=args.tol, timeout=args.timeout,
                                                  seed=args.seed, method=args.method, allow_biases=args.allow_biases,

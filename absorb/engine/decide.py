@@ -25,7 +25,7 @@ else unknown (deep ReLU/GELU stacks are the paper's open problem).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from absorb.rigorous import gamma as _gamma  # Higham's γ_k, shared with the se
 from absorb.search import Method
 from absorb.search._types import DEFAULT_TOL
 from absorb.symbolic import properties as props
+
+if TYPE_CHECKING:
+    from absorb.io.safetensors import Checkpoint
 
 
 def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0, method: Method = "auto",
@@ -122,11 +125,27 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
                     blocks=tuple(decisions), tolerance=tol, structure="stack")
 
 
-def decide(model: Block | Stack, *, path: str = "", tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0,
-           method: Method = "auto", allow_biases: bool = False, progress: Progress | None = None,
+def decide(model: "Block | Stack | Checkpoint", *, path: str = "", tol: float = DEFAULT_TOL, timeout: float = 60.0,
+           seed: int = 0, method: Method = "auto", allow_biases: bool = False, progress: Progress | None = None,
            search_progress: Progress | None = None) -> Decision:
-    """Decide a block or a stack. ``tol`` is the relative tolerance every verdict names;
-    ``allow_biases`` lets the residual-free blocks have biases even when f has none."""
+    """Decide a block, a stack or a checkpoint (whatever :func:`absorb.load` returns).
+
+    ``tol`` is the relative tolerance every verdict names (strictly between 0 and 1),
+    ``timeout`` the time budget in seconds (for a checkpoint: per block), ``seed`` (0 to
+    2^32 − 1) fixes the random inputs and randomised solvers, ``method`` the search backend
+    (``"auto"``: a portfolio). ``allow_biases`` asks about residual-free blocks with biases
+    even when f has none (every verdict names its class). ``progress`` is called with each
+    block's name before it is decided; ``search_progress`` (blocks and stacks) with notes
+    during a long search. A checkpoint is decided a block at a time, each block with its
+    own identity skip, holding one layer in memory; ``path`` defaults to its own path. Bad
+    arguments raise :class:`~absorb.InvalidInput`.
+    """
+    from absorb.io.safetensors import Checkpoint
+
+    if isinstance(model, Checkpoint):
+        dec = decide_checkpoint(model, tol=tol, timeout=timeout, seed=seed, method=method, allow_biases=allow_biases,
+                                progress=progress)
+        return dataclasses.replace(dec, path=path) if path else dec
     check_decide_inputs(model, tol=tol, timeout=timeout, seed=seed, method=method)
     stack = model if isinstance(model, Stack) else Stack((model,))
     return decide_stack(stack, path=path, tol=tol, timeout=timeout, seed=seed, method=method, allow_biases=allow_biases,
@@ -181,3 +200,22 @@ def collection_decision(decisions: Sequence[BlockDecision], *, path: str, tol: f
     theorem = decisions[0].theorem if L == 1 and verdict is not Verdict.UNKNOWN else Theorem.NONE
     return Decision(path=path, verdict=verdict, theorem=theorem, reason=reason, blocks=tuple(decisions), tolerance=tol,
                     structure="collection", extra={"summary": {v.value: sum(x is v for x in verdicts) for v in Verdict}})
+
+
+def decide_checkpoint(ckpt: "Checkpoint", *, tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0,
+                      method: Method = "auto", allow_biases: bool = False, progress: Progress | None = None,
+                      on_block: Callable[[BlockDecision], None] | None = None) -> Decision:
+    """Decide every MLP block of an opened checkpoint with :func:`decide_collection`, one layer
+    at a time (the loaders only read and validate: deciding is the engine's job).
+
+    Each block is the isolated MLP with its own identity skip (see
+    :meth:`absorb.io.Checkpoint.analysed`); ``timeout`` is the budget of each block.
+    ``progress`` (optional) is called with each block's name before it is decided;
+    ``on_block`` with each block's decision while its weights are still loaded.
+    """
+    from absorb.io.safetensors import Checkpoint
+
+    if not isinstance(ckpt, Checkpoint):
+        raise InvalidInput(f"decide_checkpoint needs a Checkpoint (absorb.load or open_checkpoint), got a {type(ckpt).__name__}")
+    return decide_collection(ckpt.blocks(), path=str(ckpt.path), tol=tol, timeout=timeout, seed=seed, method=method,
+                             allow_biases=allow_biases, progress=progress, keep_weights=False, on_block=on_block)

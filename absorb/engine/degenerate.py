@@ -1,5 +1,5 @@
 """A complete decision for bias-free ungated ReLU blocks of any weights, and the analogue
-for GELU / SiLU (theory.md §3; proof in ``docs/degenerate.md``) **(beyond)**.
+for GELU / SiLU (proof in ``docs/degenerate.md``) **(beyond)**.
 
 Result 5 of the paper needs nondegenerate weights and ``d ≥ 2``. This module drops those
 hypotheses. Write ``f(x) = M x + W_down σ(W_up x)`` in its *canonical form*
@@ -45,6 +45,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from absorb.engine._exact import (Q, Mat, _add, _fr, _inverse, _mm, _nullspace, _outer, _rank, _rref, _scale, _T, _to_float,
+                                  _zeros)
 from absorb.engine.hypotheses import COLLINEAR_TAU
 from absorb.engine.verdict import Verdict, Witness
 from absorb.engine.witness import eval_threshold, evaluation_error
@@ -66,104 +68,6 @@ MAX_EXACT_WORK = 400_000
 """Largest n·d (and d²·m) handled in exact rational arithmetic."""
 MAX_EXACT_CHECKS = 2000
 """Most candidates whose rank is recomputed exactly."""
-
-
-# ---- exact rational linear algebra -------------------------------------------------------
-Q = Fraction
-Mat = list[list[Fraction]]
-
-
-def _fr(a: np.ndarray) -> Mat:
-    """A float array as exact rationals (every float is a dyadic rational)."""
-    a = np.atleast_2d(np.asarray(a, dtype=float))
-    return [[Q(float(v)) for v in row] for row in a]
-
-
-def _mm(A: Mat, B: Mat) -> Mat:
-    Bt = list(zip(*B)) if B else []
-    return [[sum((x * y for x, y in zip(row, col)), Q(0)) for col in Bt] for row in A]
-
-
-def _add(A: Mat, B: Mat) -> Mat:
-    return [[x + y for x, y in zip(r, s)] for r, s in zip(A, B)]
-
-
-def _outer(w: list[Fraction], u: list[Fraction]) -> Mat:
-    return [[x * y for y in u] for x in w]
-
-
-def _scale(A: Mat, c: Fraction) -> Mat:
-    return [[c * x for x in r] for r in A]
-
-
-def _zeros(r: int, c: int) -> Mat:
-    return [[Q(0)] * c for _ in range(r)]
-
-
-def _T(A: Mat, ncols: int | None = None) -> Mat:
-    if not A:
-        return [[] for _ in range(ncols or 0)]
-    return [list(c) for c in zip(*A)]
-
-
-def _rref(A: Mat) -> tuple[Mat, list[int]]:
-    """Reduced row echelon form and pivot columns, exactly."""
-    R = [row[:] for row in A]
-    pivots: list[int] = []
-    r = 0
-    ncols = len(R[0]) if R else 0
-    for c in range(ncols):
-        if r == len(R):
-            break
-        piv = next((i for i in range(r, len(R)) if R[i][c] != 0), None)
-        if piv is None:
-            continue
-        R[r], R[piv] = R[piv], R[r]
-        pv = R[r][c]
-        R[r] = [x / pv for x in R[r]]
-        for i in range(len(R)):
-            if i != r and R[i][c] != 0:
-                f = R[i][c]
-                R[i] = [x - f * y for x, y in zip(R[i], R[r])]
-        pivots.append(c)
-        r += 1
-    return R[:r], pivots
-
-
-def _rank(A: Mat) -> int:
-    return len(_rref(A)[1]) if A and A[0] else 0
-
-
-def _nullspace(A: Mat, ncols: int) -> Mat:
-    """A basis of {x : A x = 0} as the *columns* of a ncols×k matrix."""
-    if not A:
-        return [[Q(int(i == j)) for j in range(ncols)] for i in range(ncols)]
-    R, piv = _rref(A)
-    free = [c for c in range(ncols) if c not in piv]
-    cols = []
-    for f in free:
-        v = [Q(0)] * ncols
-        v[f] = Q(1)
-        for r, p in enumerate(piv):
-            v[p] = -R[r][f]
-        cols.append(v)
-    return _T(cols, ncols) if cols else [[] for _ in range(ncols)]
-
-
-def _inverse(A: Mat) -> Mat:
-    k = len(A)
-    aug = [row + [Q(int(i == j)) for j in range(k)] for i, row in enumerate(A)]
-    R, piv = _rref(aug)
-    assert piv[:k] == list(range(k)), "singular matrix"
-    return [row[k:] for row in R]
-
-
-def _to_float(A: Mat, shape: tuple[int, int]) -> np.ndarray:
-    out = np.zeros(shape)
-    for i, row in enumerate(A):
-        for j, v in enumerate(row):
-            out[i, j] = float(v)
-    return out
 
 
 # ---- canonical form --------------------------------------------------------------------
@@ -310,8 +214,7 @@ def search(cf: CanonicalForm, *, cap: int, budget: int = DEFAULT_BUDGET, scale: 
         return SearchOutcome("budget", cap, reason=f"d²·m = {d * d * m} is too large for exact arithmetic")
     E = [list(ln.e) for ln in cf.lines]
     A = [list(ln.a) for ln in cf.lines]
-    L0 = cf.L0
-    records = []  # per B: (B, rel, base_exact, terms_exact, bits, value_lo)
+    records: list[_Record] = []
     min_dist = math.inf
     near: Choice | None = None
     n_cand = 0
@@ -321,44 +224,82 @@ def search(cf: CanonicalForm, *, cap: int, budget: int = DEFAULT_BUDGET, scale: 
             if b and _rank(EB) < b:
                 continue  # dominated by an independent subset with the same span
             N = _nullspace(EB, d)  # d×k
-            k = len(N[0]) if N and N[0] else 0
-            p = (cap - m - b) // 2
-            if k == 0:
+            if not (N and N[0]):
                 records.append((B, (), None, [], np.zeros((1, 0), dtype=int), np.array([m + b]), np.array([0])))
                 min_dist = 0.0
                 n_cand += 1
                 continue
-            g = {l: _mm([E[l]], N)[0] for l in range(m) if l not in B}
-            rel = tuple(l for l, gl in g.items() if any(gl))
-            base = _mm(L0, N)
-            terms = [_outer(A[l], g[l]) for l in rel]
-            bf = _to_float(base, (d, k))
-            tf = np.array([_to_float(t, (d, k)) for t in terms]).reshape(len(rel), d, k)
-            R = len(rel)
-            bits = ((np.arange(2 ** R)[:, None] >> np.arange(R)) & 1).astype(float)
-            X = bf[None] + np.tensordot(bits, tf, axes=1)
-            sv = np.linalg.svd(X, compute_uv=False)
-            S = np.abs(bf) + np.abs(tf).sum(axis=0)
-            dn = 1.01 * (R + 2) * _EPS * float(np.linalg.norm(S))
-            thr = dn + 10 * max(d, k) * _EPS * sv[:, 0]
-            rho_lo = (sv > thr[:, None]).sum(axis=1)
-            records.append((B, rel, base, terms, bits.astype(int), m + b + 2 * rho_lo, rho_lo))
-            n_cand += len(bits)
-            # distance to feasibility at cap, with an orthonormal basis of the same subspace
-            Qb, _ = np.linalg.qr(_to_float(N, (d, k)))
-            L0f = _to_float(L0, (d, d))
-            Xq = L0f @ Qb + np.tensordot(bits, np.array([np.outer(np.array([float(v) for v in A[l]]), np.array([float(v) for v in E[l]]) @ Qb) for l in rel]).reshape(R, d, k), axes=1)
-            svq = np.linalg.svd(Xq, compute_uv=False)
+            rec = _screen(cf, E, A, B, N)
+            records.append(rec)
+            n_cand += len(rec[4])
+            p = (cap - m - b) // 2
             if p >= 0:
-                tail = np.sqrt((svq[:, p:] ** 2).sum(axis=1)) if p < svq.shape[1] else np.zeros(len(svq))
-                i_min = int(tail.argmin())
-                if float(tail[i_min]) / scale < min_dist:
-                    min_dist = float(tail[i_min]) / scale
+                dist, i_min = _distance(cf, E, A, rec, N, p)
+                if dist / scale < min_dist:
+                    min_dist = dist / scale
                     dl = [0] * m
-                    for j, l in enumerate(rel):
-                        dl[l] = int(bits[i_min, j])
+                    for j, l in enumerate(rec[1]):
+                        dl[l] = int(rec[4][i_min, j])
                     near = Choice(B=tuple(B), delta=tuple(dl), rank=p, value=m + b + 2 * p)
-    # exact resolution, in increasing order of the rigorous lower bound
+    resolved = _resolve(records, m)
+    if isinstance(resolved, int):
+        return SearchOutcome("budget", cap, candidates=n_cand, exact_checks=resolved,
+                             reason=f"more than {MAX_EXACT_CHECKS} ranks needed exact recomputation")
+    best, checks = resolved
+    dist = None if min_dist == math.inf else min_dist
+    if best is not None and best.value <= cap:
+        return SearchOutcome("found", cap, best=best, candidates=n_cand, exact_checks=checks, min_distance=dist, near=near)
+    return SearchOutcome("none", cap, best=best, candidates=n_cand, exact_checks=checks, min_distance=dist, near=near,
+                         reason=f"every one of the {n_cand} choices (B, δ) needs width > {cap}")
+
+
+# One B's screening: (B, rel, base, terms, bits, value_lo, rho_lo) — the lines ``rel`` outside B
+# whose flip changes C_δ P_B, the exact base L0·N and flip terms, every δ on rel as a row of
+# ``bits``, and per δ the rigorous float lower bounds on the rank and on the width.
+_Record = tuple[tuple[int, ...], tuple[int, ...], "Mat | None", list[Mat], np.ndarray, np.ndarray, np.ndarray]
+
+
+def _screen(cf: CanonicalForm, E: list[list[Fraction]], A: list[list[Fraction]], B: tuple[int, ...], N: Mat) -> _Record:
+    """Float lower bounds on rank(C_δ P_B) for every δ on the lines that matter, with their exact terms."""
+    m, d = cf.m, cf.d
+    k = len(N[0])
+    g = {l: _mm([E[l]], N)[0] for l in range(m) if l not in B}
+    rel = tuple(l for l, gl in g.items() if any(gl))
+    base = _mm(cf.L0, N)
+    terms = [_outer(A[l], g[l]) for l in rel]
+    bf = _to_float(base, (d, k))
+    tf = np.array([_to_float(t, (d, k)) for t in terms]).reshape(len(rel), d, k)
+    R = len(rel)
+    bits = ((np.arange(2 ** R)[:, None] >> np.arange(R)) & 1).astype(float)
+    X = bf[None] + np.tensordot(bits, tf, axes=1)
+    sv = np.linalg.svd(X, compute_uv=False)
+    S = np.abs(bf) + np.abs(tf).sum(axis=0)
+    dn = 1.01 * (R + 2) * _EPS * float(np.linalg.norm(S))
+    thr = dn + 10 * max(d, k) * _EPS * sv[:, 0]
+    rho_lo = (sv > thr[:, None]).sum(axis=1)
+    return (B, rel, base, terms, bits.astype(int), m + len(B) + 2 * rho_lo, rho_lo)
+
+
+def _distance(cf: CanonicalForm, E: list[list[Fraction]], A: list[list[Fraction]], rec: _Record, N: Mat,
+              p: int) -> tuple[float, int]:
+    """(smallest distance of C_δ P_B to rank ≤ p over the δ of ``rec``, the row of ``bits`` attaining it),
+    with an orthonormal basis of the same subspace."""
+    d = cf.d
+    k = len(N[0])
+    rel, bits = rec[1], rec[4].astype(float)
+    R = len(rel)
+    Qb, _ = np.linalg.qr(_to_float(N, (d, k)))
+    L0f = _to_float(cf.L0, (d, d))
+    Xq = L0f @ Qb + np.tensordot(bits, np.array([np.outer(np.array([float(v) for v in A[l]]), np.array([float(v) for v in E[l]]) @ Qb) for l in rel]).reshape(R, d, k), axes=1)
+    svq = np.linalg.svd(Xq, compute_uv=False)
+    tail = np.sqrt((svq[:, p:] ** 2).sum(axis=1)) if p < svq.shape[1] else np.zeros(len(svq))
+    i_min = int(tail.argmin())
+    return float(tail[i_min]), i_min
+
+
+def _resolve(records: list[_Record], m: int) -> tuple[Choice | None, int] | int:
+    """Exact resolution, in increasing order of the rigorous lower bound: (the minimiser, exact
+    checks made), or the number of checks when more than MAX_EXACT_CHECKS would be needed."""
     order = sorted(((int(v), ri, ci) for ri, rec in enumerate(records) for ci, v in enumerate(rec[5])), key=lambda t: t[0])
     best: Choice | None = None
     checks = 0
@@ -378,17 +319,13 @@ def search(cf: CanonicalForm, *, cap: int, budget: int = DEFAULT_BUDGET, scale: 
                     X = _add(X, terms[j])
             checks += 1
             if checks > MAX_EXACT_CHECKS:
-                return SearchOutcome("budget", cap, candidates=n_cand, exact_checks=checks, reason=f"more than {MAX_EXACT_CHECKS} ranks needed exact recomputation")
+                return checks
             rho = _rank(X)
             assert rho >= int(rho_lo[ci]), "rigorous float lower bound exceeded the exact rank"
         ch = Choice(B=tuple(B), delta=tuple(delta_full), rank=rho, value=m + len(B) + 2 * rho)
         if best is None or ch.value < best.value:
             best = ch
-    dist = None if min_dist == math.inf else min_dist
-    if best is not None and best.value <= cap:
-        return SearchOutcome("found", cap, best=best, candidates=n_cand, exact_checks=checks, min_distance=dist, near=near)
-    return SearchOutcome("none", cap, best=best, candidates=n_cand, exact_checks=checks, min_distance=dist, near=near,
-                         reason=f"every one of the {n_cand} choices (B, δ) needs width > {cap}")
+    return best, checks
 
 
 # ---- the constructed block ----------------------------------------------------------------
@@ -401,40 +338,19 @@ def construct(cf: CanonicalForm, choice: Choice, width: int) -> tuple[Mat, Mat]:
     d, m = cf.d, cf.m
     E = [list(ln.e) for ln in cf.lines]
     A = [list(ln.a) for ln in cf.lines]
-    C = [row[:] for row in cf.L0]
-    for l in range(m):
-        if l not in choice.B and choice.delta[l]:
-            C = _add(C, _outer(A[l], E[l]))
-    b = len(choice.B)
-    V: Mat | None = None
-    if b:
-        Eb = _T([E[l] for l in choice.B])  # d×b
-        N = _nullspace([E[l] for l in choice.B], d)  # d×k
-        k = d - b
-        T = [Eb[i] + (N[i] if k else []) for i in range(d)]
-        CN = _mm(C, N) if k else _zeros(d, 0)
-        R = _mm([[Q(0)] * b + CN[i] for i in range(d)], _inverse(T))
-        G = _mm(_T(Eb), Eb)
-        V = _mm(_mm([[x - y for x, y in zip(r1, r2)] for r1, r2 in zip(C, R)], Eb), _inverse(G))  # d×b
-    else:
-        R = C
+    C = [row[:] for row in cf.L0]  # C_δ = L0 + Σ_{ℓ ∉ B, δ_ℓ = 1} a_ℓ e_ℓᵀ
+    for l in (l for l in range(m) if l not in choice.B and choice.delta[l]):
+        C = _add(C, _outer(A[l], E[l]))
+    R, V = _split_on_B(C, [E[l] for l in choice.B], d)
+    ups, downs = _line_units(E, A, choice, V, d)
     Rr, piv = _rref(R)
     Y = [[R[i][j] for j in piv] for i in range(d)]  # d×ρ, R = Y · Rr
     assert len(piv) == choice.rank, (len(piv), choice.rank)
-    ups: list[list[Fraction]] = []
-    downs: list[list[Fraction]] = []
 
     def unit(u: list[Fraction], w: list[Fraction]) -> None:
         ups.append(u)
         downs.append(w)
 
-    for l in range(m):
-        if l in choice.B:
-            v = [V[i][choice.B.index(l)] for i in range(d)]
-            unit(E[l], [x + y for x, y in zip(A[l], v)])
-            unit([-x for x in E[l]], [-x for x in v])
-        else:
-            unit([-x for x in E[l]] if choice.delta[l] else E[l], A[l])
     for j in range(len(piv)):
         z, y = Rr[j], [Y[i][j] for i in range(d)]
         unit(z, y)
@@ -443,6 +359,40 @@ def construct(cf: CanonicalForm, choice: Choice, width: int) -> tuple[Mat, Mat]:
     while len(ups) < width:
         unit([Q(0)] * d, [Q(0)] * d)
     return ups, _T(downs)
+
+
+def _line_units(E: Mat, A: Mat, choice: Choice, V: Mat | None, d: int) -> tuple[list[list[Fraction]], list[list[Fraction]]]:
+    """(up rows, down columns) of the units on the lines: ``(±e_ℓ, a_ℓ)`` outside B, the pair
+    ``(e_ℓ, a_ℓ + v_ℓ)``, ``(−e_ℓ, −v_ℓ)`` on each line of B."""
+    ups: list[list[Fraction]] = []
+    downs: list[list[Fraction]] = []
+    for l in range(len(E)):
+        if l in choice.B:
+            assert V is not None
+            v = [V[i][choice.B.index(l)] for i in range(d)]
+            ups += [E[l], [-x for x in E[l]]]
+            downs += [[x + y for x, y in zip(A[l], v)], [-x for x in v]]
+        else:
+            ups.append([-x for x in E[l]] if choice.delta[l] else E[l])
+            downs.append(A[l])
+    return ups, downs
+
+
+def _split_on_B(C: Mat, EB_rows: list[list[Fraction]], d: int) -> tuple[Mat, Mat | None]:
+    """``C = R + V E_Bᵀ`` with R vanishing on span(E_B) and equal to C on its complement N:
+    (R, V), V of shape d×|B| (None when B is empty: R = C)."""
+    b = len(EB_rows)
+    if not b:
+        return C, None
+    Eb = _T(EB_rows)  # d×b
+    N = _nullspace(EB_rows, d)  # d×k
+    k = d - b
+    T = [Eb[i] + (N[i] if k else []) for i in range(d)]
+    CN = _mm(C, N) if k else _zeros(d, 0)
+    R = _mm([[Q(0)] * b + CN[i] for i in range(d)], _inverse(T))
+    G = _mm(_T(Eb), Eb)
+    V = _mm(_mm([[x - y for x, y in zip(r1, r2)] for r1, r2 in zip(C, R)], Eb), _inverse(G))  # d×b
+    return R, V
 
 
 def construct_near(cf: CanonicalForm, choice: Choice, width: int) -> tuple[np.ndarray, np.ndarray]:

@@ -31,7 +31,8 @@ import numpy as np
 
 from absorb._errors import InvalidInput
 from absorb.engine.decide import DEFAULT_TOL, decide_block
-from absorb.engine.degenerate import DEFAULT_BUDGET, DegenerateDecision, _unsupported, canonical_form, decide_degenerate, search
+from absorb.engine.degenerate import (DEFAULT_BUDGET, CanonicalForm, DegenerateDecision, SearchOutcome, _unsupported, canonical_form,
+                                      decide_degenerate, search)
 from absorb.engine.verdict import BlockDecision, Theorem, Verdict, Witness
 from absorb.engine.witness import eval_threshold, evaluation_error
 from absorb.model.block import Block
@@ -180,7 +181,6 @@ def minimal_width(block: Block, *, tol: float = DEFAULT_TOL, seed: int = 0, budg
     """The smallest N' such that f is a residual-free block of width N' (Theorem D / W), or
     the bounds that are proved: ``upper`` (a checked witness of that width — the main
     decision's, when it found one) and ``lower``."""
-    n = block.n
     if _unsupported(block) is not None:
         bd = _main(block, decision, tol=tol, seed=seed)
         v, why, thm = _other(bd)
@@ -191,16 +191,9 @@ def minimal_width(block: Block, *, tol: float = DEFAULT_TOL, seed: int = 0, budg
     cap = cf.m + 2 * cf.d
     out = search(cf, cap=cap, budget=budget)
     if out.status != "found":
-        bd = _main(block, decision, tol=tol, seed=seed)
-        below = decide_width(block, cf.m - 1, tol=tol, seed=seed, budget=budget, decision=bd) if cf.m > 1 else None
-        lower = cf.m if below is None or below.verdict is Verdict.NOT_ABSORBABLE else None
-        mw = _bounds_from_main(block, bd, f"The exact search stopped: {out.reason}.", Theorem.CANONICAL_FORM.value, lower=lower)
-        if mw.upper is not None and mw.upper == mw.lower:
-            return MinWidth(mw.upper, f"{mw.reason} It is also at least {lower}: f has {cf.m} active lines, each needing its own "
-                                      f"unit (width {cf.m - 1} is proved impossible).", mw.theorem, witness=mw.witness,
-                            lower=lower, upper=lower, exists=True)
-        return mw
-    w = out.best.value
+        return _min_width_search_stopped(block, cf, out, tol=tol, seed=seed, budget=budget, decision=decision)
+    assert out.best is not None
+    w = max(out.best.value, 1)  # f ≡ 0 needs no unit, but widths start at 1 (one zero unit)
     bd = decision if decision is not None and decision.block is block else None
     if bd is not None and bd.verdict is Verdict.ABSORBABLE and bd.witness is not None:
         w = min(w, bd.witness.block.n)
@@ -217,15 +210,37 @@ def minimal_width(block: Block, *, tol: float = DEFAULT_TOL, seed: int = 0, budg
             return MinWidth(None, f"Unknown: width {w} works (witness checked), width {w - 1} is undecided: {below.reason}",
                             best.theorem, witness=best.witness, lower=cf.m, upper=w, exists=True)
         w, best = w - 1, below
+    return MinWidth(w, _min_width_why(cf, out, w, best, below), Theorem.CANONICAL_FORM.value, witness=best.witness, exists=True,
+                    lower=w, upper=w)
+
+
+def _min_width_why(cf: CanonicalForm, out: SearchOutcome, w: int, best: WidthDecision, below: WidthDecision | None) -> str:
+    """Why ``w`` is the minimal width: the exact minimum itself, or a tolerance witness with the width below refuted."""
     b = out.best
+    assert b is not None
+    if b.value == 0 and w == 1:
+        return ("f is identically zero (no active line and no linear part in its canonical form): one unit with zero "
+                "weights reproduces it, and no block has fewer than one unit.")
     if w == b.value:
-        why = (f"Minimum over the choices (B, δ) of m + |B| + 2·rank(C_δ P_B) with m = {cf.m} active lines, proved in exact "
-               f"arithmetic over {out.candidates} choices: {w} units (|B| = {len(b.B)}, rank {b.rank}); any fewer cannot "
-               "reproduce f's canonical form.")
-    else:
-        why = (f"{w} units: a residual-free block of width {w} equals f within the tolerance ({best.reason}), and width {w - 1} "
-               f"is proved impossible ({below.reason if below is not None else 'no width below 1'}).")
-    return MinWidth(w, why, Theorem.CANONICAL_FORM.value, witness=best.witness, exists=True, lower=w, upper=w)
+        return (f"Minimum over the choices (B, δ) of m + |B| + 2·rank(C_δ P_B) with m = {cf.m} active lines, proved in exact "
+                f"arithmetic over {out.candidates} choices: {w} units (|B| = {len(b.B)}, rank {b.rank}); any fewer cannot "
+                "reproduce f's canonical form.")
+    return (f"{w} units: a residual-free block of width {w} equals f within the tolerance ({best.reason}), and width {w - 1} "
+            f"is proved impossible ({below.reason if below is not None else 'no width below 1'}).")
+
+
+def _min_width_search_stopped(block: Block, cf: CanonicalForm, out: SearchOutcome, *, tol: float, seed: int, budget: int,
+                              decision: BlockDecision | None) -> MinWidth:
+    """The exact search did not find the minimum: bounds from the main decision and from width m − 1."""
+    bd = _main(block, decision, tol=tol, seed=seed)
+    below = decide_width(block, cf.m - 1, tol=tol, seed=seed, budget=budget, decision=bd) if cf.m > 1 else None
+    lower = cf.m if below is None or below.verdict is Verdict.NOT_ABSORBABLE else None
+    mw = _bounds_from_main(block, bd, f"The exact search stopped: {out.reason}.", Theorem.CANONICAL_FORM.value, lower=lower)
+    if mw.upper is not None and mw.upper == mw.lower:
+        return MinWidth(mw.upper, f"{mw.reason} It is also at least {lower}: f has {cf.m} active lines, each needing its own "
+                                  f"unit (width {cf.m - 1} is proved impossible).", mw.theorem, witness=mw.witness,
+                        lower=lower, upper=lower, exists=True)
+    return mw
 
 
 def _bounds_from_main(block: Block, bd: BlockDecision, why: str, thm: str, lower: int | None = None) -> MinWidth:

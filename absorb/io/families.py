@@ -1,8 +1,8 @@
 """Which tensors of a checkpoint form which MLP block: family detection by tensor names.
 
 A checkpoint is a flat map from tensor names to arrays. Each model family names its MLP
-projections in its own way (``/work/shared/checkpoints.md`` is the table this module
-implements): LLaMA's ``layers.{i}.mlp.gate_proj``, GPT-2's ``h.{i}.mlp.c_fc`` stored
+projections in its own way (the table "Families" of docs/checkpoints.md lists what this
+module implements): LLaMA's ``layers.{i}.mlp.gate_proj``, GPT-2's ``h.{i}.mlp.c_fc`` stored
 transposed (``Conv1D`` is ``[in, out]``), T5's ``DenseReluDense.wi_0``/``wi_1``, Phi-3's
 fused ``gate_up_proj``, Mixtral's ``block_sparse_moe.experts.{e}.w1``… Prefixes vary
 (``model.``, ``transformer.``, ``bert.``, ``language_model.``, none), so every rule matches
@@ -12,7 +12,8 @@ Only names and shapes are used here; no weight is read. The result is a tuple of
 :class:`BlockSpec` — which tensor plays which role, the orientation, the activation and
 where it came from, the norm that precedes the MLP (for ``--fold-norm``) and how the
 transformer wires its residual — validated so that the loader can read layer by layer
-without further surprises.
+without further surprises. The family table is :mod:`absorb.io.family_table`; what
+config.json says about a block (activation, norm, residual) is :mod:`absorb.io.family_config`.
 
 The activation is **never guessed**: it comes from ``--activation``, else from
 ``config.json`` (``hidden_act``, ``hidden_activation``, ``activation_function``,
@@ -26,212 +27,15 @@ a wrong guess would decide a different function.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
-from typing import Literal, Mapping
+from dataclasses import replace
+from typing import Mapping
 
 from absorb._errors import InvalidInput
+from absorb.io import family_config as fc
+from absorb.io.family_config import _ACT_KEYS_ANY, _check_activation_name, _hidden_size, _model_type, _section_key, config_section
+from absorb.io.family_table import (_EXPECTED, FAMILIES, FAMILY_BY_KEY, BlockSpec, Detection, Family, ManualRoles, NormSpec, Role,
+                                    Shapes)
 from absorb.model.activations import get_activation
-
-Role = Literal["up", "down", "gate", "gate_up"]
-Shapes = Mapping[str, tuple[int, ...]]
-
-# ----------------------------------------------------------------------------------------
-# Family table (checkpoints.md). ``container`` fullmatches the module path that holds the
-# projections; its group ``root`` is the transformer layer (where the norms live), ``i`` the
-# layer index and ``e`` the expert index where there is one.
-# ----------------------------------------------------------------------------------------
-
-_PRE = r"(?:.+\.)?"
-_LAYERS = _PRE + r"layers\.(?P<i>\d+)"
-
-
-@dataclass(frozen=True)
-class Family:
-    """One naming scheme of MLP projections (a row of checkpoints.md)."""
-
-    key: str
-    label: str
-    container: str
-    roles: tuple[tuple[Role, str], ...]
-    act_keys: tuple[str, ...]
-    """config.json keys that name the activation, in order of precedence."""
-    usual: str
-    """The activation this layout usually has (named in messages, never assumed)."""
-    norms: tuple[str, ...]
-    """Module paths (relative to the layer root) of the norm that precedes the MLP, in order."""
-    transposed: bool = False
-    """Stored ``[in, out]`` (GPT-2's ``Conv1D``) instead of ``nn.Linear``'s ``[out, in]``."""
-    hard_coded: str | None = None
-    """The activation the original code hard-codes (used when there is no config.json)."""
-    config_default: Mapping[str, str] = field(default_factory=dict)
-    """HF configuration-class defaults by ``model_type``, used when config.json omits the key."""
-
-    @property
-    def gated(self) -> bool:
-        return any(r in ("gate", "gate_up") for r, _ in self.roles)
-
-    def pattern(self) -> re.Pattern[str]:
-        return re.compile(self.container)
-
-
-FAMILIES: tuple[Family, ...] = (
-    Family("llama", "LLaMA / Mistral / Qwen / Gemma (gate_proj, up_proj, down_proj)",
-           rf"(?P<root>{_LAYERS})\.mlp", (("gate", "gate_proj"), ("up", "up_proj"), ("down", "down_proj")),
-           ("hidden_act",), "silu (Gemma: gelu_pytorch_tanh)", ("pre_feedforward_layernorm", "post_attention_layernorm"),
-           config_default={"llama": "silu", "mistral": "silu", "qwen2": "silu", "qwen3": "silu"}),
-    Family("meta", "LLaMA, Meta original (feed_forward.w1 gate, w3 up, w2 down)",
-           rf"(?P<root>{_LAYERS})\.feed_forward", (("gate", "w1"), ("up", "w3"), ("down", "w2")),
-           ("hidden_act",), "silu", ("ffn_norm",), hard_coded="silu"),
-    Family("moe", "Qwen-MoE / DeepSeek experts (mlp.experts.{e}, mlp.shared_expert(s))",
-           rf"(?P<root>{_LAYERS})\.mlp\.(?:experts\.(?P<e>\d+)|shared_experts?)",
-           (("gate", "gate_proj"), ("up", "up_proj"), ("down", "down_proj")),
-           ("hidden_act",), "silu", ("post_attention_layernorm",),
-           config_default={"qwen2_moe": "silu", "qwen3_moe": "silu", "deepseek_v2": "silu", "deepseek_v3": "silu"}),
-    Family("mixtral", "Mixtral experts (block_sparse_moe.experts.{e}: w1 gate, w3 up, w2 down)",
-           rf"(?P<root>{_LAYERS})\.block_sparse_moe\.experts\.(?P<e>\d+)", (("gate", "w1"), ("up", "w3"), ("down", "w2")),
-           ("hidden_act",), "silu", ("post_attention_layernorm",), config_default={"mixtral": "silu"}),
-    Family("phi3", "Phi-3 (fused gate_up_proj: rows 0:I gate, I:2I up)",
-           rf"(?P<root>{_LAYERS})\.mlp", (("gate_up", "gate_up_proj"), ("down", "down_proj")),
-           ("hidden_act",), "silu", ("post_attention_layernorm",), config_default={"phi3": "silu"}),
-    Family("nemotron", "Nemotron (up_proj, down_proj, ungated)",
-           rf"(?P<root>{_LAYERS})\.mlp", (("up", "up_proj"), ("down", "down_proj")),
-           ("hidden_act",), "relu2", ("post_attention_layernorm",), config_default={"nemotron": "relu2"}),
-    Family("gpt2", "GPT-2 (Conv1D c_fc, c_proj stored [in, out])",
-           rf"(?P<root>{_PRE}h\.(?P<i>\d+))\.mlp", (("up", "c_fc"), ("down", "c_proj")),
-           ("activation_function",), "gelu_new", ("ln_2",), transposed=True,
-           config_default={"gpt2": "gelu_new", "gpt_bigcode": "gelu_pytorch_tanh"}),
-    Family("neox", "GPT-NeoX / Pythia / Persimmon (dense_h_to_4h, dense_4h_to_h)",
-           rf"(?P<root>{_LAYERS})\.mlp", (("up", "dense_h_to_4h"), ("down", "dense_4h_to_h")),
-           ("hidden_act",), "gelu (Persimmon: relu2)", ("post_attention_layernorm",),
-           config_default={"gpt_neox": "gelu", "persimmon": "relu2"}),
-    Family("falcon", "Falcon / BLOOM (h.{i}.mlp.dense_h_to_4h, dense_4h_to_h)",
-           rf"(?P<root>{_PRE}h\.(?P<i>\d+))\.mlp", (("up", "dense_h_to_4h"), ("down", "dense_4h_to_h")),
-           ("activation", "hidden_act"), "gelu", ("ln_mlp", "post_attention_layernorm", "input_layernorm"),
-           config_default={"falcon": "gelu"}),
-    Family("opt", "OPT (layers.{i}.fc1, fc2; also BART, Whisper)",
-           rf"(?P<root>{_LAYERS})", (("up", "fc1"), ("down", "fc2")),
-           ("activation_function", "hidden_act"), "relu (OPT)", ("final_layer_norm",), config_default={"opt": "relu"}),
-    Family("phi", "Phi-1/1.5/2 (mlp.fc1, fc2; also CLIP/SigLIP)",
-           rf"(?P<root>{_LAYERS})\.mlp", (("up", "fc1"), ("down", "fc2")),
-           ("hidden_act",), "gelu_new (Phi)", ("post_attention_layernorm", "layer_norm2", "input_layernorm"),
-           config_default={"phi": "gelu_new"}),
-    Family("bert", "BERT / RoBERTa / ViT (intermediate.dense, output.dense)",
-           rf"(?P<root>{_PRE}layer\.(?P<i>\d+))", (("up", "intermediate.dense"), ("down", "output.dense")),
-           ("hidden_act",), "gelu", ("layernorm_after", "attention.output.LayerNorm"),
-           config_default={"bert": "gelu", "roberta": "gelu", "vit": "gelu", "xlm-roberta": "gelu"}),
-    Family("t5", "T5 v1.0 (DenseReluDense.wi, wo)",
-           rf"(?P<root>{_PRE}block\.(?P<i>\d+)\.layer\.\d+)\.DenseReluDense", (("up", "wi"), ("down", "wo")),
-           ("feed_forward_proj",), "relu", ("layer_norm",), config_default={"t5": "relu"}),
-    Family("t5_gated", "T5 v1.1 / Flan-T5 / mT5 (DenseReluDense.wi_0 gate, wi_1 value, wo)",
-           rf"(?P<root>{_PRE}block\.(?P<i>\d+)\.layer\.\d+)\.DenseReluDense",
-           (("gate", "wi_0"), ("up", "wi_1"), ("down", "wo")),
-           ("feed_forward_proj",), "gated-gelu (gelu_new)", ("layer_norm",), config_default={"t5": "relu"}),
-)
-FAMILY_BY_KEY = {f.key: f for f in FAMILIES}
-
-# model_type → the layouts such a model may have (a cheap guard against incomplete
-# checkpoints: a LLaMA whose gate_proj is missing must not be read as an ungated block).
-_EXPECTED: dict[str, frozenset[str]] = {}
-for _keys, _types in (
-    ({"llama"}, ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text")),
-    ({"mixtral"}, ("mixtral",)),
-    ({"moe", "llama"}, ("qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3")),
-    ({"phi3"}, ("phi3",)),
-    ({"nemotron"}, ("nemotron",)),
-    ({"gpt2"}, ("gpt2", "gpt_bigcode")),
-    ({"neox"}, ("gpt_neox", "persimmon")),
-    ({"falcon"}, ("falcon", "bloom")),
-    ({"opt"}, ("opt",)),
-    ({"phi"}, ("phi",)),
-    ({"bert"}, ("bert", "roberta", "xlm-roberta", "vit")),
-    ({"t5", "t5_gated"}, ("t5", "mt5", "umt5")),
-):
-    for _t in _types:
-        _EXPECTED[_t] = frozenset(_keys)
-
-# Norm formulas. Gemma's RMSNorm and Nemotron's LayerNorm1P multiply by (1 + w); the
-# others by w. For the LLaMA-style names the model_type decides (Gemma shares them).
-_ONE_PLUS = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text", "nemotron"})
-_PLAIN_GAIN_LLAMA = frozenset({"llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen2_moe", "qwen3_moe",
-                               "deepseek_v2", "deepseek_v3", "phi3"})
-_NEEDS_MODEL_TYPE = frozenset({"llama", "nemotron", "moe", "phi3", "mixtral"})
-
-# fc1/fc2 encoder-decoders whose layers are post-LN, as in BART: the MLP reads the output of the
-# attention's norm (the cross-attention's in a decoder layer) and final_layer_norm follows the MLP.
-# (mBART, Pegasus, M2M100/NLLB, Blenderbot, Whisper and OPT by default are pre-LN.)
-_POST_LN_FC = frozenset({"bart", "marian", "blenderbot-small", "plbart", "mvp", "led"})
-
-_HIDDEN_KEYS = ("hidden_size", "n_embd", "d_model", "dim")
-_ACT_KEYS_ANY = ("hidden_act", "hidden_activation", "activation_function", "activation")
-
-# Transformers activation names that the registry spells differently.
-_HF_ALIASES = {"gelu_python": "gelu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh", "gelu_fast": "gelu_tanh"}
-
-
-@dataclass(frozen=True)
-class NormSpec:
-    """The norm that precedes the MLP: ``y = (offset + w) ⊙ normalise(x) + bias``."""
-
-    weight: str
-    bias: str | None
-    offset: float
-    kind: Literal["rms", "layer"]
-
-    def describe(self) -> str:
-        gain = "(1 + w)" if self.offset else "w"
-        what = "LayerNorm" if self.kind == "layer" else "RMSNorm"
-        return f"{what} {self.weight.rsplit('.', 1)[0]} (gain {gain}{', bias β' if self.bias else ''})"
-
-
-@dataclass(frozen=True)
-class BlockSpec:
-    """One MLP block of a checkpoint: which tensor plays which role, and how to read it."""
-
-    name: str
-    layer: int
-    family: str
-    down: str
-    up: str | None = None
-    gate: str | None = None
-    gate_up: str | None = None
-    b_up: str | None = None
-    b_gate: str | None = None
-    b_down: str | None = None
-    transposed: bool = False
-    activation: str = ""
-    activation_source: str = ""
-    norm: NormSpec | None = None
-    residual: str = ""
-    d: int = 0
-    n: int = 0
-
-    @property
-    def gated(self) -> bool:
-        return self.gate is not None or self.gate_up is not None
-
-    def tensors(self) -> tuple[str, ...]:
-        """Every tensor this block reads (the norm's only when folding)."""
-        return tuple(t for t in (self.up, self.gate, self.gate_up, self.down, self.b_up, self.b_gate, self.b_down) if t)
-
-
-@dataclass(frozen=True)
-class ManualRoles:
-    """Roles named by hand: patterns with ``{i}`` (layer) and optionally ``{e}`` (expert)."""
-
-    up: str
-    down: str
-    gate: str | None = None
-
-
-@dataclass(frozen=True)
-class Detection:
-    """The blocks found, with what the report must say about them."""
-
-    blocks: tuple[BlockSpec, ...]
-    families: tuple[str, ...]
-    model_type: str | None
-    notes: tuple[str, ...] = ()
-
 
 # ----------------------------------------------------------------------------------------
 # helpers
@@ -257,208 +61,59 @@ def parse_layers(text: str) -> frozenset[int]:
     return frozenset(out)
 
 
-def config_section(config: Mapping[str, object] | None, tensor: str) -> Mapping[str, object] | None:
-    """The part of config.json that describes the tower ``tensor`` belongs to.
-
-    Multimodal configs nest the language model under ``text_config`` and the vision tower
-    under ``vision_config``; their keys override the top level for that tower.
-    """
-    if config is None:
-        return None
-    sub = config.get(_section_key(tensor))
-    if isinstance(sub, Mapping):
-        return {**config, **sub}
-    return config
-
-
-def _section_key(tensor: str) -> str:
-    return "vision_config" if re.search(r"(^|\.)(vision|visual)", tensor) else "text_config"
-
-
-def _model_type(cfg: Mapping[str, object] | None) -> str | None:
-    mt = None if cfg is None else cfg.get("model_type")
-    return mt if isinstance(mt, str) else None
-
-
-def _hidden_size(cfg: Mapping[str, object] | None) -> int | None:
-    if cfg is None:
-        return None
-    for k in _HIDDEN_KEYS:
-        v = cfg.get(k)
-        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-            return v
-    return None
-
-
-def _check_activation_name(name: str, *, source: str, where: str) -> str:
-    canon = _HF_ALIASES.get(name, name)
-    try:
-        get_activation(canon)
-    except InvalidInput:
-        raise InvalidInput(f"{source}: {where} names activation {name!r}, which absorb does not know; "
-                           "pass --activation NAME (a registered name or 'expr:<sympy expression in x>')") from None
-    return canon
-
-
-def _activation(fam: Family, cfg: Mapping[str, object] | None, *, override: str | None, source: str,
-                has_config: bool, example: str) -> tuple[str, str]:
-    """(activation name, where it came from) for one family, or a one-line refusal."""
-    if override is not None:
-        get_activation(override)  # raises InvalidInput with the registry's message
-        return override, "--activation"
-    mt = _model_type(cfg)
-    if cfg is not None:
-        if fam.key in ("t5", "t5_gated"):
-            return _t5_activation(fam, cfg, source=source)
-        if fam.key == "llama" and mt is not None and mt.startswith("gemma"):
-            v = cfg.get("hidden_activation")
-            if isinstance(v, str):
-                return _check_activation_name(v, source=source, where="config.json hidden_activation"), f"config.json hidden_activation = {v!r}"
-            # transformers' Gemma ignores the legacy hidden_act and uses the tanh GELU
-            return "gelu_tanh", "Gemma: transformers uses gelu_pytorch_tanh when hidden_activation is absent"
-        if fam.key == "falcon" and mt == "bloom":
-            # BloomConfig has no activation field: BloomMLP always calls the tanh GELU
-            return "gelu_tanh", "BLOOM: transformers hard-codes the tanh GELU (bloom_gelu_forward)"
-        for key in fam.act_keys + tuple(k for k in _ACT_KEYS_ANY if k not in fam.act_keys):
-            v = cfg.get(key)
-            if isinstance(v, str):
-                return _check_activation_name(v, source=source, where=f"config.json {key}"), f"config.json {key} = {v!r}"
-        if mt in fam.config_default:
-            v = fam.config_default[mt]
-            return _check_activation_name(v, source=source, where="the config default"), f"transformers' default for model_type {mt!r} ({v})"
-    if fam.hard_coded is not None:
-        return fam.hard_coded, f"hard-coded in the original {fam.label.split(' (')[0]} code"
-    why = "no config.json beside the checkpoint" if not has_config else "config.json names no activation"
-    usual = fam.usual.split(" ")[0]
-    raise InvalidInput(f"{source}: {why}, so the activation of the {fam.label} layout (e.g. {example}; usually {fam.usual}) "
-                       f"is not known; put the model's config.json beside it or pass --activation {usual}")
-
-
-def _t5_activation(fam: Family, cfg: Mapping[str, object], *, source: str) -> tuple[str, str]:
-    """T5Config: ``feed_forward_proj`` is ``[gated-]ACT``; ``gated-gelu`` means gelu_new."""
-    ffp = cfg.get("feed_forward_proj", "relu")
-    if not isinstance(ffp, str):
-        raise InvalidInput(f"{source}: config.json feed_forward_proj = {ffp!r} is not a string such as 'relu' or 'gated-gelu'")
-    parts = ffp.split("-")
-    gated = len(parts) > 1 and parts[0] == "gated"
-    if len(parts) > 2 or (len(parts) == 2 and not gated):
-        raise InvalidInput(f"{source}: config.json feed_forward_proj = {ffp!r} is not of the form ACT or gated-ACT")
-    if gated != (fam.key == "t5_gated"):
-        have = "wi_0/wi_1 (gated)" if fam.key == "t5_gated" else "wi (ungated)"
-        raise InvalidInput(f"{source}: config.json feed_forward_proj = {ffp!r} but the tensors are {have}; the config does not match the weights")
-    act = "gelu_tanh" if ffp == "gated-gelu" else parts[-1]
-    return _check_activation_name(act, source=source, where="config.json feed_forward_proj"), f"config.json feed_forward_proj = {ffp!r}" + (" (transformers maps it to gelu_new)" if ffp == "gated-gelu" else "")
-
-
-def _residual(fam: Family, cfg: Mapping[str, object] | None, root: str, names: Shapes) -> str:
-    """How the transformer wires this MLP's residual (a sentence for the report)."""
-    has = lambda mod: f"{root}.{mod}.weight" in names  # noqa: E731
-    nocfg = " (no config.json: transformers' default assumed)" if cfg is None else ""
-    if fam.key == "neox":
-        if _model_type(cfg) == "persimmon":
-            return "pre-norm: the layer computes h + B(norm(h))"
-        par = True if cfg is None else bool(cfg.get("use_parallel_residual", True))
-        return ("parallel residual: the layer computes h + attn(norm₁(h)) + B(norm₂(h))" + nocfg) if par else "pre-norm: the layer computes h + B(norm(h))"
-    if fam.key == "falcon" and _model_type(cfg) == "bloom":
-        if cfg is not None and cfg.get("apply_residual_connection_post_layernorm", False):
-            return "pre-norm with the residual taken after the norm: the layer computes norm(h) + B(norm(h))"
-        return "pre-norm: the layer computes h + B(norm(h))"
-    if fam.key == "falcon":
-        if has("ln_mlp"):
-            return "parallel attention/MLP: the layer computes h + attn(ln_attn(h)) + B(ln_mlp(h))"
-        par = True if cfg is None else bool(cfg.get("parallel_attn", True))
-        return ("parallel attention/MLP: the layer computes h + attn(norm(h)) + B(norm(h))" + nocfg) if par else "pre-norm: the layer computes h + B(norm(h))"
-    if fam.key == "phi":
-        if has("input_layernorm") and not has("post_attention_layernorm"):
-            return "parallel residual: the layer computes h + attn(norm(h)) + B(norm(h))"
-        return "pre-norm: the layer computes h + B(norm(h))"
-    if fam.key == "bert":
-        return "pre-norm: the layer computes h + B(norm(h))" if has("layernorm_after") else "post-norm: the layer computes norm(h + B(h)), h itself the output of a norm"
-    if fam.key == "opt" and _model_type(cfg) in _POST_LN_FC:
-        return "post-norm: the layer computes norm(h + B(h)), h itself the output of a norm"
-    if fam.key == "opt":
-        pre = True if cfg is None else bool(cfg.get("do_layer_norm_before", True))
-        # without config.json a BART-style post-LN model cannot be told from OPT/Whisper: say it is assumed
-        return ("pre-norm: the layer computes h + B(norm(h))" + nocfg) if pre else "post-norm: the layer computes norm(h + B(h))"
-    if has("post_feedforward_layernorm"):
-        return "pre-norm with a post-MLP norm: the layer computes h + norm_post(B(norm_pre(h)))"
-    return "pre-norm: the layer computes h + B(norm(h))"
-
-
-def _norm(fam: Family, cfg: Mapping[str, object] | None, root: str, names: Shapes, *, source: str,
-          fold: bool, block: str) -> NormSpec | None:
-    """The norm preceding the MLP, or None; with ``fold`` a one-line error when it is not known."""
-    cands = list(fam.norms)
-    if fam.key == "opt" and cfg is not None and not cfg.get("do_layer_norm_before", True):
-        cands = ["self_attn_layer_norm"]  # post-LN OPT (350m): the attention's norm feeds the MLP
-    if fam.key == "opt" and _model_type(cfg) in _POST_LN_FC:
-        cands = ["encoder_attn_layer_norm", "self_attn_layer_norm"]  # BART: a decoder layer's cross-attention norm feeds its MLP
-    found = next((c for c in cands if f"{root}.{c}.weight" in names), None)
-    if not fold:
-        return None
-    if found is None:
-        looked = ", ".join(f"{root}.{c}.weight" for c in cands)
-        raise InvalidInput(f"{source}: --fold-norm: no norm found before {block} (looked for {looked}); drop --fold-norm")
-    mt = _model_type(cfg)
-    if fam.key in _NEEDS_MODEL_TYPE and fam.key != "mixtral":
-        if mt in _ONE_PLUS:
-            offset = 1.0
-        elif mt in _PLAIN_GAIN_LLAMA:
-            offset = 0.0
-        else:
-            why = "no config.json gives the model_type" if mt is None else f"model_type {mt!r} is not one absorb knows the norm formula of"
-            raise InvalidInput(f"{source}: --fold-norm: {why}, and this naming is shared by norms with gain w (LLaMA) and 1 + w "
-                               "(Gemma, Nemotron); add config.json or drop --fold-norm")
-    else:
-        offset = 0.0
-    w = f"{root}.{found}.weight"
-    b = f"{root}.{found}.bias"
-    has_b = b in names
-    kind: Literal["rms", "layer"] = "layer" if (has_b or fam.key in ("gpt2", "neox", "falcon", "opt", "phi", "bert") or mt == "nemotron") else "rms"
-    return NormSpec(weight=w, bias=b if has_b else None, offset=offset, kind=kind)
-
 
 def _shape_error(source: str, tensor: str, shape: tuple[int, ...], want: str) -> InvalidInput:
     return InvalidInput(f"{source}: tensor {tensor!r} has shape {list(shape)}, expected {want}")
 
 
-def _dims(spec: BlockSpec, names: Shapes, *, source: str, hidden: int | None, fam: Family | None) -> BlockSpec:
-    """Check the shapes of every role (no data read) and fix ``d``, ``n`` and the orientation."""
+def _orientation(transposed: bool, shp: tuple[int, ...], *, hidden: int | None, by_shape: bool) -> bool:
+    """Whether the up projection ``shp`` is stored ``[in, out]``: the family's ``transposed``,
+    unless ``by_shape`` and exactly one side of ``shp`` is the hidden size."""
+    if hidden is None or not by_shape:
+        return transposed
+    d_linear, d_conv = shp[1], shp[0]
+    if d_conv == hidden and d_linear != hidden:
+        return True
+    if d_linear == hidden and d_conv != hidden:
+        return False
+    return transposed
+
+
+def _dims(spec: BlockSpec, names: Shapes, *, source: str, hidden: int | None, by_shape: bool) -> BlockSpec:
+    """Check the shapes of every role (no data read) and fix ``d``, ``n`` and the orientation.
+
+    ``by_shape``: the orientation is told by the hidden size where it can be (see :func:`_orientation`).
+    """
     up_t = spec.up if spec.up is not None else spec.gate_up
+    assert up_t is not None
     shp = names[up_t]
     dshp = names[spec.down]
     if len(shp) != 2 or len(dshp) != 2:
         bad, s = (up_t, shp) if len(shp) != 2 else (spec.down, dshp)
         raise _shape_error(source, bad, s, "a 2-D weight matrix")
-    transposed = spec.transposed
-    if hidden is not None:
-        d_linear = shp[1]
-        d_conv = shp[0]
-        if fam is not None and fam.key == "gpt2":
-            # GPT-2 stores Conv1D [in, out]; GPT-BigCode uses nn.Linear with the same names.
-            if d_conv == hidden and d_linear != hidden:
-                transposed = True
-            elif d_linear == hidden and d_conv != hidden:
-                transposed = False
-        elif fam is None:
-            transposed = d_conv == hidden and d_linear != hidden
-        if (shp[0] if transposed else shp[1]) != hidden:
-            raise InvalidInput(f"{source}: tensor {up_t!r} has shape {list(shp)} but config.json gives hidden size {hidden}; "
-                               "the weights do not match the config (or are stored transposed)")
+    transposed = _orientation(spec.transposed, shp, hidden=hidden, by_shape=by_shape)
+    if hidden is not None and (shp[0] if transposed else shp[1]) != hidden:
+        raise InvalidInput(f"{source}: tensor {up_t!r} has shape {list(shp)} but config.json gives hidden size {hidden}; "
+                           "the weights do not match the config (or are stored transposed)")
     rows, cols = (shp[1], shp[0]) if transposed else shp
-    if spec.gate_up is not None:
-        if rows % 2:
-            raise _shape_error(source, up_t, shp, "[2·I, H] with an even number of rows (gate rows 0:I, up rows I:2I)")
-        n, d = rows // 2, cols
-    else:
-        n, d = rows, cols
+    if spec.gate_up is not None and rows % 2:
+        raise _shape_error(source, up_t, shp, "[2·I, H] with an even number of rows (gate rows 0:I, up rows I:2I)")
+    n, d = (rows // 2 if spec.gate_up is not None else rows), cols
     want_down = (n, d) if transposed else (d, n)
     if tuple(dshp) != want_down:
         hint = " (it looks transposed)" if tuple(dshp) == want_down[::-1] and n != d else ""
         raise _shape_error(source, spec.down, dshp, f"{list(want_down)} to match {up_t!r} {list(shp)}{hint}")
+    _check_vectors(spec, names, source=source, up_t=up_t, n=n, d=d)
+    return replace(spec, transposed=transposed, d=d, n=n)
+
+
+def _check_vectors(spec: BlockSpec, names: Shapes, *, source: str, up_t: str, n: int, d: int) -> None:
+    """The gate has the up projection's shape; biases and the norm's vectors have n or d entries."""
+    shp = names[up_t]
     if spec.gate is not None and tuple(names[spec.gate]) != tuple(shp):
         raise _shape_error(source, spec.gate, names[spec.gate], f"{list(shp)} (the shape of {up_t!r})")
-    for t, k in ((spec.b_up, n), (spec.b_gate, n), (spec.b_down, d)):
+    b_up = spec.b_up if spec.gate_up is None else None  # a fused bias has 2·n entries (checked below)
+    for t, k in ((b_up, n), (spec.b_gate, n), (spec.b_down, d)):
         if t is not None and tuple(names[t]) != (k,):
             raise _shape_error(source, t, names[t], f"[{k}]")
     if spec.gate_up is not None and spec.b_up is not None and tuple(names[spec.b_up]) != (2 * n,):
@@ -467,13 +122,12 @@ def _dims(spec: BlockSpec, names: Shapes, *, source: str, hidden: int | None, fa
         for t in (spec.norm.weight, spec.norm.bias):
             if t is not None and tuple(names[t]) != (d,):
                 raise _shape_error(source, t, names[t], f"[{d}] (one gain per model dimension, d = {d})")
-    return replace(spec, transposed=transposed, d=d, n=n)
 
 
-def _gpt2_hidden_from_norm(names: Shapes, root: str, up: str) -> int | None:
-    """Without config.json, ``ln_2``'s length tells GPT-2's Conv1D ``c_fc`` [H, I] from GPT-BigCode's
-    ``nn.Linear`` [I, H] (same names); None unless it matches exactly one side of ``c_fc``."""
-    ln = names.get(f"{root}.ln_2.weight")
+def _hidden_from_norm(names: Shapes, root: str, up: str, norm: str) -> int | None:
+    """Without config.json, the norm's length tells GPT-2's Conv1D ``c_fc`` [H, I] from GPT-BigCode's
+    ``nn.Linear`` [I, H] (same names); None unless it matches exactly one side of ``up``."""
+    ln = names.get(f"{root}.{norm}.weight")
     shp = names[up]
     if ln is None or len(ln) != 1 or len(shp) != 2 or (ln[0] == shp[0]) == (ln[0] == shp[1]):
         return None
@@ -551,10 +205,15 @@ def detect(names: Shapes, config: Mapping[str, object] | None, *, source: str, a
     return Detection(blocks=tuple(specs), families=fams, model_type=_model_type(config), notes=tuple(notes))
 
 
-def _by_family(names: Shapes, config: Mapping[str, object] | None, *, source: str, activation: str | None,
-               fold_norm: bool) -> tuple[list[BlockSpec], tuple[str, ...]]:
+
+
+Found = dict[tuple[str, str], dict[Role, str]]
+
+
+def _match_roles(names: Shapes) -> tuple[Found, dict[tuple[str, str], re.Match[str]]]:
+    """(family key, container) → role → tensor, for every weight whose name fits a family's role."""
     patterns = [(f, f.pattern()) for f in FAMILIES]
-    found: dict[tuple[str, str], dict[Role, str]] = {}
+    found: Found = {}
     matches: dict[tuple[str, str], re.Match[str]] = {}
     for name in names:
         if not name.endswith(".weight"):
@@ -569,7 +228,11 @@ def _by_family(names: Shapes, config: Mapping[str, object] | None, *, source: st
                 if m:
                     found.setdefault((fam.key, container), {})[role] = name
                     matches[(fam.key, container)] = m
-    # Per container: the complete family with the most roles (gate+up+down beats up+down).
+    return found, matches
+
+
+def _choose(found: Found, *, source: str) -> list[tuple[Family, str]]:
+    """Per container: the complete family with the most roles (gate+up+down beats up+down)."""
     by_container: dict[str, list[str]] = {}
     for fkey, container in found:
         by_container.setdefault(container, []).append(fkey)
@@ -581,7 +244,7 @@ def _by_family(names: Shapes, config: Mapping[str, object] | None, *, source: st
             fam = FAMILY_BY_KEY[k]
             have = sorted(found[(k, container)].values())
             missing = [f"{container}.{suf}.weight" for r, suf in fam.roles if r not in found[(k, container)]]
-            if fam.key in ("opt", "bert") and len(have) == 1:
+            if fam.lone_role_elsewhere and len(have) == 1:
                 continue  # a lone fc1/output.dense elsewhere (an attention output, a head): not an MLP
             raise InvalidInput(f"{source}: incomplete MLP block {container}: has {', '.join(have)} but no {', '.join(missing)}; "
                                "a tensor or shard is missing from the checkpoint")
@@ -590,13 +253,18 @@ def _by_family(names: Shapes, config: Mapping[str, object] | None, *, source: st
             raise InvalidInput(f"{source}: {container} fits both the {complete[0].label} and the {complete[1].label} layouts; "
                                "name the roles by hand with --up/--down/--gate")
         chosen.append((complete[0], container))
+    return chosen
+
+
+def _by_family(names: Shapes, config: Mapping[str, object] | None, *, source: str, activation: str | None,
+               fold_norm: bool) -> tuple[list[BlockSpec], tuple[str, ...]]:
+    found, matches = _match_roles(names)
+    chosen = _choose(found, source=source)
     if not chosen:
         raise unknown_layout(names, source=source)
-
     specs: list[BlockSpec] = []
-    act_cache: dict[tuple[str, int], tuple[str, str]] = {}
+    act_cache: dict[tuple[str, str], tuple[str, str]] = {}
     for fam, container in chosen:
-        m = matches[(fam.key, container)]
         roles = found[(fam.key, container)]
         cfg = config_section(config, container)
         mt = _model_type(cfg)
@@ -605,23 +273,29 @@ def _by_family(names: Shapes, config: Mapping[str, object] | None, *, source: st
                                "the config does not match the weights (or a tensor is missing)")
         ck = (fam.key, _section_key(container))
         if ck not in act_cache:
-            act_cache[ck] = _activation(fam, cfg, override=activation, source=source, has_config=config is not None,
-                                        example=roles["down"])
-        act, act_src = act_cache[ck]
-        root = m.group("root")
-        spec = BlockSpec(
-            name=container, layer=int(m.group("i")), family=fam.key, down=roles["down"], up=roles.get("up"),
-            gate=roles.get("gate"), gate_up=roles.get("gate_up"),
-            b_up=_bias(names, roles.get("up") or roles.get("gate_up")), b_gate=_bias(names, roles.get("gate")),
-            b_down=_bias(names, roles["down"]), transposed=fam.transposed, activation=act, activation_source=act_src,
-            norm=_norm(fam, cfg, root, names, source=source, fold=fold_norm, block=container),
-            residual=_residual(fam, cfg, root, names))
-        hidden = _hidden_size(cfg)
-        if hidden is None and fam.key == "gpt2":
-            hidden = _gpt2_hidden_from_norm(names, root, roles["up"])
-        specs.append(_dims(spec, names, source=source, hidden=hidden, fam=fam))
+            act_cache[ck] = fc.activation(fam, cfg, override=activation, source=source, has_config=config is not None,
+                                          example=roles["down"])
+        specs.append(_family_spec(fam, container, matches[(fam.key, container)], roles, names, cfg, act_cache[ck],
+                                  source=source, fold_norm=fold_norm))
     fams = tuple(sorted({s.family for s in specs}, key=lambda k: [f.key for f in FAMILIES].index(k)))
     return specs, fams
+
+
+def _family_spec(fam: Family, container: str, m: re.Match[str], roles: dict[Role, str], names: Shapes,
+                 cfg: Mapping[str, object] | None, act: tuple[str, str], *, source: str, fold_norm: bool) -> BlockSpec:
+    """The checked :class:`BlockSpec` of one container that ``fam`` fits."""
+    root = m.group("root")
+    spec = BlockSpec(
+        name=container, layer=int(m.group("i")), family=fam.key, down=roles["down"], up=roles.get("up"),
+        gate=roles.get("gate"), gate_up=roles.get("gate_up"),
+        b_up=_bias(names, roles.get("up") or roles.get("gate_up")), b_gate=_bias(names, roles.get("gate")),
+        b_down=_bias(names, roles["down"]), transposed=fam.transposed, activation=act[0], activation_source=act[1],
+        norm=fc.norm(fam, cfg, root, names, source=source, fold=fold_norm, block=container),
+        residual=fc.residual(fam, cfg, root, names))
+    hidden = _hidden_size(cfg)
+    if hidden is None and fam.hidden_from_norm is not None:
+        hidden = _hidden_from_norm(names, root, roles["up"], fam.hidden_from_norm)
+    return _dims(spec, names, source=source, hidden=hidden, by_shape=fam.orientation_by_shape)
 
 
 def _role_regex(pattern: str, flag: str) -> re.Pattern[str]:
@@ -631,6 +305,17 @@ def _role_regex(pattern: str, flag: str) -> re.Pattern[str]:
     if not pattern.endswith(".weight"):
         rx += r"\.weight"
     return re.compile(rx)
+
+
+def _manual_activation(cfg: Mapping[str, object] | None, activation: str | None, *, source: str) -> tuple[str, str]:
+    """(activation, where it came from) for roles named by hand: --activation, else any config.json key."""
+    if activation is not None:
+        get_activation(activation)
+        return activation, "--activation"
+    v = next(((k, cfg[k]) for k in _ACT_KEYS_ANY if cfg is not None and isinstance(cfg.get(k), str)), None)
+    if v is None:
+        raise InvalidInput(f"{source}: roles named by hand need the activation: pass --activation NAME (config.json names none)")
+    return _check_activation_name(v[1], source=source, where=f"config.json {v[0]}"), f"config.json {v[0]} = {v[1]!r}"
 
 
 def _manual(names: Shapes, config: Mapping[str, object] | None, manual: ManualRoles, *, source: str,
@@ -651,15 +336,7 @@ def _manual(names: Shapes, config: Mapping[str, object] | None, manual: ManualRo
             example = next(iter(sorted(names, key=_natural_key)), "model.layers.0.mlp.up_proj.weight")
             raise InvalidInput(f"{source}: --{role} {getattr(manual, role)!r} matches no tensor; patterns are full tensor names "
                                f"with {{i}} for the layer number (this checkpoint has e.g. {example!r})")
-    cfg = config
-    if activation is not None:
-        get_activation(activation)
-        act, src = activation, "--activation"
-    else:
-        v = next(((k, cfg[k]) for k in _ACT_KEYS_ANY if cfg is not None and isinstance(cfg.get(k), str)), None)
-        if v is None:
-            raise InvalidInput(f"{source}: roles named by hand need the activation: pass --activation NAME (config.json names none)")
-        act, src = _check_activation_name(v[1], source=source, where=f"config.json {v[0]}"), f"config.json {v[0]} = {v[1]!r}"
+    act, src = _manual_activation(config, activation, source=source)
     specs = []
     for (i, e), roles in groups.items():
         missing = [r for r in rx if r not in roles]
@@ -673,12 +350,12 @@ def _manual(names: Shapes, config: Mapping[str, object] | None, manual: ManualRo
                          gate=roles.get("gate"), b_up=_bias(names, roles["up"]), b_gate=_bias(names, roles.get("gate")),
                          b_down=_bias(names, roles["down"]), activation=act, activation_source=src,
                          residual="roles named by hand: the transformer's residual wiring is not known")
-        specs.append(_dims(spec, names, source=source, hidden=_hidden_size(config_section(config, name)), fam=None))
+        specs.append(_dims(spec, names, source=source, hidden=_hidden_size(config_section(config, name)), by_shape=True))
     names_seen = [s.name for s in specs]
     if len(set(names_seen)) != len(names_seen):
         specs = [replace(s, name=f"{s.name}[{s.layer}]") for s in specs]
     return specs
 
 
-__all__ = ["FAMILIES", "BlockSpec", "Detection", "Family", "ManualRoles", "NormSpec", "config_section", "detect",
+__all__ = ["FAMILIES", "FAMILY_BY_KEY", "BlockSpec", "Detection", "Family", "ManualRoles", "NormSpec", "config_section", "detect",
            "parse_layers", "unknown_layout"]

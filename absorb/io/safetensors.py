@@ -21,7 +21,7 @@ float64). BF16 goes through ``ml_dtypes``; without it, by the exact bit identity
 ``float32 bits = bf16 bits << 16``. FP8, integer and packed tensors (GPTQ/AWQ ``qweight``,
 ``qzeros``, ``scales``; FP8 ``weight_scale_inv``; MXFP4 ``_blocks``/``_scales``;
 bitsandbytes) are refused: their weights are not plain floats, and result 5's "probability
-one" needs continuous weights (theory.md §3).
+one" needs continuous weights.
 """
 
 from __future__ import annotations
@@ -30,17 +30,15 @@ import json
 import os
 import re
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Protocol
 
 import numpy as np
 
 from absorb._errors import InvalidInput
-from absorb._validate import Method
 from absorb.io._validate import build_block
-from absorb.search._types import DEFAULT_TOL
 from absorb.io.families import BlockSpec, Detection, ManualRoles, detect, parse_layers
+from absorb.io.tensor_info import TensorInfo
 from absorb.io.torch_state import TORCH_INDEX_NAME, TORCH_SUFFIXES, read_torch, torch_files_in, torch_missing
 from absorb.model.activations import get_activation
 from absorb.model.block import Block
@@ -58,19 +56,6 @@ _QUANT = re.compile(r"(\.qweight|\.qzeros|\.g_idx|\.weight_scale_inv|\.weight_sc
                     r"\.quant_map|\.quant_state[.\w]*|\.SCB|\.weight_format)$")
 
 
-@dataclass(frozen=True)
-class TensorInfo:
-    """Where one tensor lives: its shard, dtype, shape and byte range after the header."""
-
-    name: str
-    file: Path
-    dtype: str
-    shape: tuple[int, ...]
-    begin: int
-    end: int
-    data_start: int  # 8 + header length: absolute offset of byte 0 of the data section
-
-
 def require_regular_file(path: Path, what: str = "file") -> None:
     """Refuse a device, FIFO or socket before opening it: reading one could block forever
     (a FIFO without a writer) or never end (``/dev/zero``)."""
@@ -86,6 +71,18 @@ def read_header(path: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
     and exactly ``prod(shape) · itemsize`` bytes long). Returns (tensors, metadata).
     """
     require_regular_file(path, "safetensors file")
+    raw, hlen, size = _raw_header(path)
+    header = _header_json(path, raw)
+    meta = header.pop("__metadata__", None) or {}
+    if not isinstance(meta, dict):
+        raise InvalidInput(f"{path}: __metadata__ in the header is not an object; the file is corrupt")
+    data_len = size - 8 - hlen
+    out = {name: _header_entry(path, name, ent, data_len=data_len, data_start=8 + hlen) for name, ent in header.items()}
+    return out, {str(k): str(v) for k, v in meta.items()}
+
+
+def _raw_header(path: Path) -> tuple[bytes, int, int]:
+    """(header bytes, their length, file size), the length checked against the file."""
     try:
         size = path.stat().st_size
         with open(path, "rb") as fh:
@@ -98,34 +95,40 @@ def read_header(path: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
             raw = fh.read(hlen)
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return raw, hlen, size
+
+
+def _header_json(path: Path, raw: bytes) -> dict[str, Any]:
     try:
         header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidInput(f"{path}: the safetensors header is not valid JSON ({exc}); the file is truncated or corrupt") from None
     if not isinstance(header, dict):
         raise InvalidInput(f"{path}: the safetensors header is not a JSON object; the file is corrupt")
-    meta = header.pop("__metadata__", None) or {}
-    if not isinstance(meta, dict):
-        raise InvalidInput(f"{path}: __metadata__ in the header is not an object; the file is corrupt")
-    data_len = size - 8 - hlen
-    out: dict[str, TensorInfo] = {}
-    for name, ent in header.items():
-        if not isinstance(ent, dict) or not {"dtype", "shape", "data_offsets"} <= set(ent):
-            raise InvalidInput(f"{path}: header entry {name!r} lacks dtype, shape or data_offsets; the file is corrupt")
-        dtype, shape, offs = ent["dtype"], ent["shape"], ent["data_offsets"]
-        if dtype not in _ITEMSIZE:
-            raise InvalidInput(f"{path}: tensor {name!r} has dtype {dtype!r}, which absorb cannot read; give F32, F16 or BF16 weights")
-        if (not isinstance(shape, list) or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape)
-                or not isinstance(offs, list) or len(offs) != 2 or not all(isinstance(o, int) and not isinstance(o, bool) for o in offs)):
-            raise InvalidInput(f"{path}: tensor {name!r} has a malformed shape {shape!r} or data_offsets {offs!r}; the file is corrupt")
-        b, e = offs
-        need = int(np.prod(shape, dtype=object)) * _ITEMSIZE[dtype]
-        if not 0 <= b <= e <= data_len:
-            raise InvalidInput(f"{path}: tensor {name!r} has data_offsets [{b}, {e}] outside the {data_len} data bytes; the file is truncated or corrupt")
-        if e - b != need:
-            raise InvalidInput(f"{path}: tensor {name!r} of shape {shape} {dtype} needs {need} bytes but data_offsets [{b}, {e}] give {e - b}; the file is corrupt")
-        out[name] = TensorInfo(name, path, dtype, tuple(shape), b, e, 8 + hlen)
-    return out, {str(k): str(v) for k, v in meta.items()}
+    return header
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _header_entry(path: Path, name: str, ent: object, *, data_len: int, data_start: int) -> TensorInfo:
+    """One header entry, checked: dtype known, shape and offsets well formed, bytes inside the file."""
+    if not isinstance(ent, dict) or not {"dtype", "shape", "data_offsets"} <= set(ent):
+        raise InvalidInput(f"{path}: header entry {name!r} lacks dtype, shape or data_offsets; the file is corrupt")
+    dtype, shape, offs = ent["dtype"], ent["shape"], ent["data_offsets"]
+    if dtype not in _ITEMSIZE:
+        raise InvalidInput(f"{path}: tensor {name!r} has dtype {dtype!r}, which absorb cannot read; give F32, F16 or BF16 weights")
+    if (not isinstance(shape, list) or not all(_is_int(s) and s >= 0 for s in shape)
+            or not isinstance(offs, list) or len(offs) != 2 or not all(_is_int(o) for o in offs)):
+        raise InvalidInput(f"{path}: tensor {name!r} has a malformed shape {shape!r} or data_offsets {offs!r}; the file is corrupt")
+    b, e = offs
+    need = int(np.prod(shape, dtype=object)) * _ITEMSIZE[dtype]
+    if not 0 <= b <= e <= data_len:
+        raise InvalidInput(f"{path}: tensor {name!r} has data_offsets [{b}, {e}] outside the {data_len} data bytes; the file is truncated or corrupt")
+    if e - b != need:
+        raise InvalidInput(f"{path}: tensor {name!r} of shape {shape} {dtype} needs {need} bytes but data_offsets [{b}, {e}] give {e - b}; the file is corrupt")
+    return TensorInfo(name, path, dtype, tuple(shape), b, e, data_start)
 
 
 def _read_json(path: Path, what: str) -> Any:
@@ -403,62 +406,89 @@ def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = No
 
     p = Path(check_path(path))
     files, index, cfg_dir, is_torch = _resolve(p)
-    tensors: dict[str, TensorInfo] = {}
-    metas: list[dict[str, str]] = []
-    source: TensorSource | None = None
     wm = _shard_map(index) if index is not None else None
     if wm is not None:
-        shards = sorted(set(wm.values()))
-        for shard in shards:
-            if not shard.is_file():
-                names = [n for n, s in wm.items() if s == shard]
-                raise InvalidInput(f"{index}: shard {shard.name!r} (holding {names[0]!r}"
-                                   f"{f' and {len(names) - 1} more' if len(names) > 1 else ''}) is missing; download every shard")
+        assert index is not None
+        _check_shards_present(index, wm)
+    source: TensorSource | None = None
     if is_torch:  # the same TensorInfo records; tensors come from the loaded state_dicts
         tensors, source, files = read_torch(index or p, files, wm)
     elif wm is not None:
         assert index is not None
-        headers = {}
-        for shard in shards:
-            headers[shard], meta = read_header(shard)
-            metas.append(meta)
-        for name, shard in wm.items():
-            info = headers[shard].get(name)
-            if info is None:
-                raise InvalidInput(f"{index}: weight_map puts {name!r} in {shard.name!r}, but that shard holds no such tensor; the index does not match the shards")
-            tensors[name] = info
-        files = shards
+        tensors, files = _tensors_of_index(index, wm)
     else:
-        for f in files:
-            hdr, meta = read_header(f)
-            metas.append(meta)
-            for name, info in hdr.items():
-                if name in tensors:
-                    raise InvalidInput(f"{f}: tensor {name!r} is also in {tensors[name].file.name}; the directory mixes checkpoints")
-                tensors[name] = info
+        tensors = _tensors_of_files(files)
     if not tensors:
         raise InvalidInput(f"{p}: the checkpoint holds no tensors")
     cfg_path = cfg_dir / "config.json"
-    config = _read_json(cfg_path, "model config") if cfg_path.is_file() else None
-    if config is not None and not isinstance(config, dict):
-        raise InvalidInput(f"{cfg_path}: config.json is not a JSON object")
+    config = _read_config(cfg_path)
     _refuse_quantised(tensors, config, source=str(p), cfg_path=cfg_path)
-    if (up is None) != (down is None) or (gate is not None and up is None):
-        raise InvalidInput("--up and --down name the roles by hand together (--gate optional); give both or neither")
-    manual = ManualRoles(up=up, down=down, gate=gate) if up is not None and down is not None else None
+    manual = _manual_roles(up, down, gate)
     layer_set = parse_layers(layers) if isinstance(layers, str) else layers
     det = detect({n: t.shape for n, t in tensors.items()}, config, source=str(p), activation=activation, manual=manual,
                  layers=layer_set, fold_norm=fold_norm)
     for spec in det.blocks:
-        for t in spec.tensors() + ((spec.norm.weight,) + ((spec.norm.bias,) if spec.norm.bias else ()) if fold_norm and spec.norm else ()):
-            info = tensors[t]
-            if info.dtype not in FLOAT_DTYPES:
-                raise InvalidInput(f"{info.file}: tensor {t!r} is {info.dtype}, not a plain float (F32, F16, BF16); "
-                                   "quantised or integer weights are not analysed — use the unquantised checkpoint")
-        if activation is not None and get_activation(activation).gated_name and not spec.gated:
-            raise InvalidInput(f"{p}: --activation {activation} is gated but {spec.name} has no gate projection; "
-                               f"give the ungated name (e.g. {get_activation(activation).name})")
+        _check_spec(spec, tensors, p, activation=activation, fold_norm=fold_norm)
     return Checkpoint(p, tensors, tuple(files), config, det, fold_norm=fold_norm, source=source)
+
+
+def _check_shards_present(index: Path, wm: Mapping[str, Path]) -> None:
+    for shard in sorted(set(wm.values())):
+        if not shard.is_file():
+            names = [n for n, s in wm.items() if s == shard]
+            raise InvalidInput(f"{index}: shard {shard.name!r} (holding {names[0]!r}"
+                               f"{f' and {len(names) - 1} more' if len(names) > 1 else ''}) is missing; download every shard")
+
+
+def _tensors_of_index(index: Path, wm: Mapping[str, Path]) -> tuple[dict[str, TensorInfo], list[Path]]:
+    """Every tensor of a sharded safetensors checkpoint, each in the shard its index names."""
+    shards = sorted(set(wm.values()))
+    headers = {shard: read_header(shard)[0] for shard in shards}
+    tensors: dict[str, TensorInfo] = {}
+    for name, shard in wm.items():
+        info = headers[shard].get(name)
+        if info is None:
+            raise InvalidInput(f"{index}: weight_map puts {name!r} in {shard.name!r}, but that shard holds no such tensor; the index does not match the shards")
+        tensors[name] = info
+    return tensors, shards
+
+
+def _tensors_of_files(files: list[Path]) -> dict[str, TensorInfo]:
+    """Every tensor of unindexed safetensors files; a name in two files is refused."""
+    tensors: dict[str, TensorInfo] = {}
+    for f in files:
+        hdr, _meta = read_header(f)
+        for name, info in hdr.items():
+            if name in tensors:
+                raise InvalidInput(f"{f}: tensor {name!r} is also in {tensors[name].file.name}; the directory mixes checkpoints")
+            tensors[name] = info
+    return tensors
+
+
+def _read_config(cfg_path: Path) -> dict[str, Any] | None:
+    config = _read_json(cfg_path, "model config") if cfg_path.is_file() else None
+    if config is not None and not isinstance(config, dict):
+        raise InvalidInput(f"{cfg_path}: config.json is not a JSON object")
+    return config
+
+
+def _manual_roles(up: str | None, down: str | None, gate: str | None) -> ManualRoles | None:
+    if (up is None) != (down is None) or (gate is not None and up is None):
+        raise InvalidInput("--up and --down name the roles by hand together (--gate optional); give both or neither")
+    return ManualRoles(up=up, down=down, gate=gate) if up is not None and down is not None else None
+
+
+def _check_spec(spec: BlockSpec, tensors: Mapping[str, TensorInfo], p: Path, *, activation: str | None, fold_norm: bool) -> None:
+    """Every tensor the block reads is a plain float; a gated --activation needs a gate."""
+    norm = (spec.norm.weight, spec.norm.bias) if fold_norm and spec.norm else ()
+    for t in spec.tensors() + tuple(n for n in norm if n):
+        info = tensors[t]
+        if info.dtype not in FLOAT_DTYPES:
+            raise InvalidInput(f"{info.file}: tensor {t!r} is {info.dtype}, not a plain float (F32, F16, BF16); "
+                               "quantised or integer weights are not analysed — use the unquantised checkpoint")
+    if activation is not None and get_activation(activation).gated_name and not spec.gated:
+        raise InvalidInput(f"{p}: --activation {activation} is gated but {spec.name} has no gate projection; "
+                           f"give the ungated name (e.g. {get_activation(activation).name})")
 
 
 def _refuse_quantised(tensors: Mapping[str, TensorInfo], config: Mapping[str, Any] | None, *, source: str, cfg_path: Path) -> None:
@@ -478,24 +508,4 @@ def _refuse_quantised(tensors: Mapping[str, TensorInfo], config: Mapping[str, An
                                "not plain floats — analyse the unquantised checkpoint")
 
 
-def decide_checkpoint(ckpt: Checkpoint, *, tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0,
-                      method: Method = "auto", allow_biases: bool = False, progress: Any = None, on_block: Any = None) -> Any:
-    """Decide every block of ``ckpt`` with :func:`absorb.engine.decide_collection`, a block at a time.
-
-    Each block is the isolated MLP with its own identity skip (see :meth:`Checkpoint.analysed`);
-    ``timeout`` is the search budget of each block. ``progress`` (optional) is called with
-    each block's name before it is decided; ``on_block`` with each block's decision while
-    its weights are still loaded.
-    """
-    from absorb._validate import check_decide_args
-    from absorb.engine import decide_collection
-
-    if not isinstance(ckpt, Checkpoint):
-        raise InvalidInput(f"decide_checkpoint needs a Checkpoint (absorb.load or open_checkpoint), got a {type(ckpt).__name__}")
-    check_decide_args(tol=tol, timeout=timeout, seed=seed, method=method)
-    return decide_collection(ckpt.blocks(), path=str(ckpt.path), tol=tol, timeout=timeout, seed=seed,
-                             method=method, allow_biases=allow_biases, progress=progress, keep_weights=False,
-                             on_block=on_block)
-
-
-__all__ = ["Checkpoint", "SafetensorsSource", "TensorInfo", "TensorSource", "decide_checkpoint", "is_checkpoint", "open_checkpoint", "read_header", "torch_refusal"]
+__all__ = ["Checkpoint", "SafetensorsSource", "TensorInfo", "TensorSource", "is_checkpoint", "open_checkpoint", "read_header", "torch_refusal"]

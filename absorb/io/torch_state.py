@@ -9,13 +9,13 @@ files (``torch.save``'s default since PyTorch 1.6) are memory-mapped (``mmap=Tru
 tensors stay on disk until a block reads them, as with safetensors.
 
 Accepted contents: a dict name → tensor, or a dict whose only entry is ``"state_dict"`` or
-``"model"`` holding one. Each tensor becomes a :class:`~absorb.io.safetensors.TensorInfo`
+``"model"`` holding one. Each tensor becomes a :class:`~absorb.io.tensor_info.TensorInfo`
 with the safetensors dtype name (F32, BF16, ...), so family detection, orientation, fusing,
 norm folding and layer selection are the very code that reads safetensors; only
 :meth:`TorchSource.load` differs. Floats convert to numpy exactly: F64/F32 as they are,
 F16/BF16 through ``.to(torch.float32)`` (every fp16/bf16 value is a float32). FP8 and
 quantised (``qint8``…) tensors keep a non-float dtype name and are refused with one line by
-the shared dtype check, as in safetensors (theory.md §3: result 5 needs continuous weights).
+the shared dtype check, as in safetensors (result 5 needs continuous weights).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from absorb._errors import InvalidInput
+from absorb.io.tensor_info import TensorInfo
 
 TORCH_SUFFIXES = (".bin", ".pt", ".pth")
 TORCH_INDEX_NAME = "pytorch_model.bin.index.json"
@@ -120,7 +121,7 @@ class TorchSource:
     def __init__(self, tensors: Mapping[str, Any]) -> None:
         self._tensors = dict(tensors)
 
-    def load(self, info: Any) -> np.ndarray:
+    def load(self, info: TensorInfo) -> np.ndarray:
         """The stored values of ``info.name`` as a float32/float64 numpy array (exact)."""
         import torch
 
@@ -130,14 +131,12 @@ class TorchSource:
         return t.numpy()
 
 
-def read_torch(path: Path, files: list[Path], index_map: Mapping[str, Path] | None) -> tuple[dict[str, Any], TorchSource, list[Path]]:
+def read_torch(path: Path, files: list[Path], index_map: Mapping[str, Path] | None) -> tuple[dict[str, TensorInfo], TorchSource, list[Path]]:
     """Load ``files`` (or the shards of ``index_map``) → (name → TensorInfo, source, files).
 
     With an index, every tensor must be in the shard the index names; without one, a name
     in two files is refused (the directory mixes checkpoints), as for safetensors.
     """
-    from absorb.io.safetensors import TensorInfo
-
     torch = torch_module()
     if torch is None:
         raise torch_missing(files[0] if files else path)
@@ -163,9 +162,7 @@ def read_torch(path: Path, files: list[Path], index_map: Mapping[str, Path] | No
     return infos, TorchSource(raw), files
 
 
-def _info(torch: Any, name: str, t: Any, file: Path) -> Any:
-    from absorb.io.safetensors import TensorInfo
-
+def _info(torch: Any, name: str, t: Any, file: Path) -> TensorInfo:
     return TensorInfo(name, file, _dtype_name(torch, t), tuple(int(s) for s in t.shape), 0, 0, 0)
 
 

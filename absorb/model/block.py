@@ -181,7 +181,7 @@ def check_decide_inputs(model: object, *, tol: object, timeout: object, seed: ob
     cls = type(model).__name__
     if cls == "Checkpoint":
         raise InvalidInput("a Checkpoint holds many independent blocks: decide it with absorb.decide(checkpoint) "
-                           "or absorb.io.safetensors.decide_checkpoint(checkpoint)")
+                           "or absorb.decide_checkpoint(checkpoint)")
     raise InvalidInput(f"cannot decide a {cls}; give an absorb.Block or absorb.Stack (absorb.load reads them from files)")
 
 

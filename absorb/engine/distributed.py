@@ -1,6 +1,6 @@
 """A checkpoint's MLP blocks decided as dask tasks, one layer per task, on one machine or many.
 
-:func:`decide_checkpoint_dask` is :func:`absorb.io.safetensors.decide_checkpoint` spread
+:func:`decide_checkpoint_dask` is :func:`absorb.engine.decide_checkpoint` spread
 over a dask cluster. The client opens the checkpoint (headers only) for its list of blocks,
 and ships no weights: each task gets the checkpoint's path, the options it was opened with
 and one block's name, opens the checkpoint itself with :func:`open_checkpoint`, checks that
@@ -28,6 +28,7 @@ import numpy as np
 
 from absorb._errors import InvalidInput
 from absorb.io.families import BlockSpec
+from absorb.engine.decide import collection_decision, decide_collection
 from absorb.io.safetensors import Checkpoint, open_checkpoint
 
 OPEN_OPTIONS = ("activation", "layers", "up", "down", "gate", "fold_norm")
@@ -76,8 +77,6 @@ def decide_checkpoint_dask(ckpt: Checkpoint, options: Mapping[str, Any], *, tol:
         with dask_client(workers=workers, scheduler=scheduler, processes=processes, share_cores=True) as c:
             got = _gather(c, args, specs, progress)
     decisions = [bd for bd, _ in got]
-    from absorb.engine.decide import collection_decision
-
     return collection_decision(decisions, path=str(ckpt.path), tol=tol), ([v for _, v in got] if on_block else None)
 
 
@@ -95,8 +94,6 @@ def _decide_layer(path: str, options: dict[str, Any], name: str, expect: tuple[A
                   seed: int, method: str, allow_biases: bool, on_block: Callable[[Any], Any] | None) -> tuple["_Wire", Any, float]:
     """Open the checkpoint, decide block ``name`` as :func:`decide_checkpoint` would, and
     return (its decision for the wire, ``on_block``'s value, seconds)."""
-    from absorb.engine import decide_collection
-
     t0 = time.perf_counter()
     try:
         ckpt = open_checkpoint(path, **options)
