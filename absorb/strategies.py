@@ -8,7 +8,7 @@ either from a drawn seed (``values="seeded"``: Gaussian arrays from
 numerator that shrinks towards 0; all exact in binary and in rational arithmetic). Planted
 blocks compute ``W_down[:,S]`` from a pseudo-inverse, so those entries are not simple.
 
-The kinds of blocks follow the mathematics (theory.md §2–3):
+The kinds of blocks follow the mathematics (docs/mathematics.md §2–3):
 
 * ``"generic"`` — weights that satisfy result 5's nondegeneracy hypothesis (rows of
   ``W_up`` nonzero and pairwise non-collinear, columns of ``W_down`` nonzero), checked with
@@ -66,7 +66,7 @@ SizeRange = Union[int, tuple[int, int]]
 ActivationSpec = Union[str, Activation, SearchStrategy, None]
 Values = Literal["seeded", "floats"]
 
-# Which activations have which property (theory.md §2, checked against the sympy proofs in
+# Which activations have which property (docs/mathematics.md §2, checked against the sympy proofs in
 # absorb.symbolic.properties by tests/test_strategies.py). Simplest first: shrinking goes left.
 ACTIVATION_KINDS: dict[str, tuple[str, ...]] = {
     # every ungated built-in activation
@@ -376,7 +376,7 @@ def gated_blocks(*, d: SizeRange = _DEFAULT_D, n: SizeRange = _DEFAULT_N, gate: 
     ``gate``: a gated name (``"glu"``, ``"swiglu"``, …), an Activation, or
     ``activations(kind="gated")``. ``kind="planted"`` needs ``g(z) + g(−z) = c`` (the
     sigmoid gate of GLU): ``W_down[:,S] W_up[S,:] = −M/c`` with ``W_up`` the value
-    projection, absorbable by negating the gate rows and down columns in ``S`` (theory.md §3).
+    projection, absorbable by negating the gate rows and down columns in ``S`` (docs/mathematics.md §3).
     Degenerate collinear/antipodal pairs are applied to both ``W_up`` and ``W_gate``.
     """
     dr, nr, degs = _common_args(d, n, kind, biases, skip, values, degeneracy)
@@ -433,7 +433,7 @@ def checkpoints_as_dicts(*, models: SearchStrategy | None = None, hyper_connecti
 
     ``models``: a strategy of Blocks or Stacks (default: a :func:`blocks` or a :func:`stacks`).
     ``hyper_connection=True`` draws ``H_res`` (s×s), ``H_pre``, ``H_post`` (s,) for a single
-    block without ``skip``; the loader then lifts the block to ``R^{sd}`` (theory.md §2,
+    block without ``skip``; the loader then lifts the block to ``R^{sd}`` (docs/mathematics.md §2,
     result 1). Feed the dict to :func:`absorb.io.blocks_from_arrays` or save it as ``.npz``.
     """
     if models is None:

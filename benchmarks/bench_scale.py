@@ -1,4 +1,4 @@
-"""Benchmark of the real-model-scale index-set route (theory.md §4; docs/performance-scale.md).
+"""Benchmark of the real-model-scale index-set route (docs/mathematics.md §4; docs/performance-scale.md).
 
     python benchmarks/bench_scale.py [--d 4096 --n 11008] [--quick] [--seed 0] [--lsqr-cap 60]
 

@@ -1,6 +1,6 @@
 """The statements a certificate cites, keyed by the contract's theorem ids.
 
-Numbering follows ``shared/theory.md`` §2 (results 1–5 of Mijoski & Karbevski, arXiv
+Numbering follows docs/mathematics.md §2 (results 1–5 of Mijoski & Karbevski, arXiv
 2604.23705); ids marked *beyond* are this project's extensions, proved in ``proofs/``.
 Each entry: a title, where it comes from, the statement in LaTeX, the names of the
 hypotheses (as :mod:`absorb.engine.hypotheses` and :mod:`absorb.symbolic` call them) that

@@ -4,7 +4,7 @@ A certificate is one JSON document (schema ``absorb-certificate``, integer
 ``schema_version``) that holds everything a reader — or the independent checker
 ``absorb verify`` (:mod:`absorb.verify.checker`) — needs to re-derive the verdict:
 
-* the verdict, the result used (theorem id and statement, theory.md §2) and its hypotheses,
+* the verdict, the result used (theorem id and statement, docs/mathematics.md §2) and its hypotheses,
   each with the numbers that confirmed it on these weights;
 * the symbolic activation properties with their sympy proof steps (LaTeX strings);
 * for ``absorbable``: the witness (index set ``S``, residual, evaluation error, exactness)

@@ -1,6 +1,6 @@
 """Machine-checked proofs of the results a certificate cites, closed step by step by SymPy.
 
-One function per result of theory.md §2 (``invertible_skip``, ``degree``,
+One function per result of docs/mathematics.md §2 (``invertible_skip``, ``degree``,
 ``linearization``, ``depth``, ``boundedness``, ``flip_identity``). Each works on *symbolic*
 weights — matrices of symbols of a small fixed size — and, where sympy allows it, in full
 generality: a symbolic degree ``k``, a general gate ``g`` (an undefined sympy ``Function``
@@ -336,7 +336,7 @@ BOUNDED_BY_INTERVAL: dict[str, str] = {r"\mathrm{erf}(z)": "expr:erf(x)", r"e^{-
 
 
 def prove_boundedness() -> Proof:
-    pf = Proof("boundedness", "Boundedness argument", "beyond the paper (theory.md, decision step 4)",
+    pf = Proof("boundedness", "Boundedness argument", "beyond the paper (docs/results/bounded.md)",
                r"If $\sigma$ is bounded on $\mathbb{R}$ (continuous with finite limits at $\pm\infty$, as tanh and sigmoid; "
                r"or by an interval bound over its expression, as erf), every residual-free ungated block is bounded, while "
                r"$Mx+B(x)$ is unbounded for $M\ne0$: the skip cannot be absorbed, at any width, with or without biases.",
@@ -471,7 +471,7 @@ def prove_flip_identity() -> Proof:
     _zero(sg.subs(Z, P) + sg.subs(Z, -P) - 1, "sigmoid g(z) + g(-z) = 1")
     pf.conclusion = (r"Any index set with $W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]=-I$ (for a general skip: $=-M/c$ with "
                      r"$\sigma(z)-\sigma(-z)=cz$) yields an explicit residual-free block equal to $f$. Note that softplus "
-                     r"satisfies the identity ($\log(1+e^z)-\log(1+e^{-z})=z$), contrary to the list in theory.md.")
+                     r"satisfies the identity ($\log(1+e^z)-\log(1+e^{-z})=z$), as it should: the flip constant is 1.")
     return pf
 
 

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_json(out: dict) -> None:
-    """The one JSON writer of ``absorb check`` (contract.md: one object on stdout)."""
+    """The one JSON writer of ``absorb check`` (the documented JSON: one object on stdout)."""
     # \u escapes where the terminal's encoding cannot show the text: the same JSON, losslessly
     sys.stdout.write(json.dumps(out, indent=2, default=str, ensure_ascii=not can_encode(sys.stdout)) + "\n")
 

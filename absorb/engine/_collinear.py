@@ -1,4 +1,4 @@
-"""Near-collinear rows of W_up: the nondegeneracy hypothesis of result 5 (theory.md §2.5, §3).
+"""Near-collinear rows of W_up: the nondegeneracy hypothesis of result 5 (docs/mathematics.md §2.5, §3).
 
 Result 5 needs the rows ``u_i`` of ``W_up`` nonzero and pairwise non-collinear; §3 shows the
 "iff" fails for collinear or antipodal rows. This module lists the pairs with
@@ -29,7 +29,7 @@ distance is about ``m/d`` times the true one, and m is chosen ≥ 8·d·τ). The
 **Deciding a survivor.** The cosine is computed in float64 from the stored values with an
 error below ``margin = 16·γ_{d+8}``; pairs whose computed ``|cos|`` is within ``margin`` of
 ``1 − τ`` are decided exactly, in integers: ``(u_i·u_j)² ≥ (1−τ)² ‖u_i‖²‖u_j‖²`` over the
-exact dyadic values (theory.md §5). The returned cosine is the float64 value.
+exact dyadic values (docs/mathematics.md §5). The returned cosine is the float64 value.
 """
 
 from __future__ import annotations

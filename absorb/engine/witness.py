@@ -1,6 +1,6 @@
 """Build the absorbing residual-free block from an index set, and check it independently.
 
-The construction (theory.md §2, result 5, and its extensions):
+The construction (docs/mathematics.md §2, result 5, and its extensions):
 
 * ungated σ with σ(z) − σ(−z) = c·z: negate the rows u_i (and b_up,i) for i ∈ S; then
   B'(x) = B(x) − c·D_S(U_S x + b_S). If D_S U_S = −M/c this is f(x) − c·D_S b_S, and

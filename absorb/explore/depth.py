@@ -1,6 +1,6 @@
 """Fit ``L`` residual-free blocks of width ``w`` to ``L`` residual blocks of width ``n``.
 
-The open problem (theory.md §2, result 5): can ``F = f_L ∘ … ∘ f_1`` with
+The open problem (docs/mathematics.md §2, result 5): can ``F = f_L ∘ … ∘ f_1`` with
 ``f_ℓ(x) = x + W_down,ℓ σ(W_up,ℓ x)`` equal ``G = B'_L ∘ … ∘ B'_1`` of the same width when no
 single block can be absorbed? This module measures how close seeded optimisation gets:
 L-BFGS (scipy) on a sample of inputs, gradients by hand-written backpropagation in numpy,

@@ -131,7 +131,7 @@ def blocks_from_arrays(data: Mapping[str, np.ndarray], *, source: str, activatio
 
 
 def load_npz(path: str | os.PathLike[str], *, activation: str | None = None, max_bytes: int | None = MAX_BYTES_DEFAULT) -> Block | Stack:
-    """Load one block or a stack from an ``.npz`` file (see ``shared/contract.md``).
+    """Load one block or a stack from an ``.npz`` file (the keys are in docs/user-guide.md, "Input: .npz").
 
     ``activation`` overrides the file's ``activation`` key. Raises
     :class:`~absorb._errors.InvalidInput` with a one-line message on any bad input.

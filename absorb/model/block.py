@@ -1,6 +1,6 @@
 """MLP blocks with a skip, stacks of them, and their numeric and symbolic forms.
 
-Notation (theory.md §1): ``W_up`` is n×d (row i is u_i), ``W_down`` is d×n (column i is
+Notation (docs/mathematics.md §1): ``W_up`` is n×d (row i is u_i), ``W_down`` is d×n (column i is
 w_i), the same orientation as ``nn.Linear`` weights. A block computes
 
 * ungated: ``B(x) = W_down σ(W_up x + b_up) + b_down``
@@ -400,7 +400,7 @@ class Stack:
 
 
 def lift_hyper_connection(block: Block, hc: HyperConnection) -> Block:
-    """Lift a Hyper-Connection block to one block on ``R^{sd}`` (theory.md §2, result 1).
+    """Lift a Hyper-Connection block to one block on ``R^{sd}`` (docs/mathematics.md §2, result 1).
 
     ``M = H_res ⊗ I_d``, ``W_up ← W_up (H_preᵀ ⊗ I_d)``, ``W_down ← (H_post ⊗ I_d) W_down``;
     the state ``X ∈ R^{s×d}`` is flattened row by row (stream-major). Biases: ``b_down``
@@ -427,7 +427,7 @@ def sinkhorn(logits: np.ndarray, *, iters: int = 200) -> np.ndarray:
     """A doubly stochastic matrix from ``exp(logits)`` by Sinkhorn normalisation (mHC).
 
     Such an ``H_res`` can be singular — every entry ``1/s`` is doubly stochastic — and then
-    the invertible-skip reduction does not apply (theory.md §2).
+    the invertible-skip reduction does not apply (docs/mathematics.md §2).
     """
     K = np.exp(np.asarray(logits, dtype=float) - np.max(logits))
     for _ in range(iters):

@@ -1,6 +1,6 @@
 """Monte Carlo evidence on genericity: how often random weights admit an index set.
 
-Result 5 (theory.md §2) says that for nondegenerate ReLU/GELU weights a block is absorbable
+Result 5 (docs/mathematics.md §2) says that for nondegenerate ReLU/GELU weights a block is absorbable
 iff some ``S`` has ``W_down[:,S] W_up[S,:] = −I``, and that this fails with probability one
 under continuous weight distributions. :func:`sweep` measures it: per cell of a grid of
 (d, n, distribution, activation) it decides N random instances in vectorised batches

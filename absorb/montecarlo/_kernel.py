@@ -1,4 +1,4 @@
-"""Vectorised index-set decisions for batches of ungated blocks (theory.md §4).
+"""Vectorised index-set decisions for batches of ungated blocks (docs/mathematics.md §4).
 
 For a batch of weights ``U`` (B×n×d, rows u_i) and ``D`` (B×d×n, columns w_i) and a flip
 constant ``c`` (σ(z) − σ(−z) = c·z; c = 1 for ReLU and GELU), every instance asks whether some
@@ -21,7 +21,7 @@ Two routes, both deciding many instances with a few large BLAS calls:
   ``b*`` solves the (slightly regularised) normal equations ``G b = h``; ``Y = R = c·D
   diag(b*) U + I`` is the least-squares residual, and for every ``b ∈ [0,1]^n``
   ``‖c·D diag(b) U + I‖_F ≥ (tr Y + Σ_i min(0, c·w_iᵀ Y u_i)) / ‖Y‖_F`` (Cauchy–Schwarz
-  with ⟨Y, I⟩ = tr Y): the dual certificate of theory.md §4 with ``Y = R``, whose value is
+  with ⟨Y, I⟩ = tr Y): the dual certificate of docs/mathematics.md §4 with ``Y = R``, whose value is
   ``‖R‖`` when ``b*`` is the exact least-squares solution. Any ``Y`` gives a valid bound, so
   the regularisation and the solver's accuracy do not matter; the rounding of the bound's
   own evaluation is accounted for. ``b*`` rounded to {0,1} is tried as a candidate ``S``

@@ -48,7 +48,7 @@ def render_table(results: Sequence[CellResult], *, seed: int, tol: float) -> str
               "not_abs: no S and result 5 applies (ReLU/GELU, nondegenerate weights, d ≥ 2). no_S: no S but the weights are degenerate",
               "(zero/collinear rows, dead units, d = 1) or σ is not ReLU/GELU — result 5's necessity does not apply; the truth is open there.",
               "* discrete distribution: coincidences (degenerate weights, exact index sets) have positive probability.",
-              "≥: n too large to enumerate; the distance is the rigorous least-squares dual lower bound (theory.md §4).",
+              "≥: n too large to enumerate; the distance is the rigorous least-squares dual lower bound (docs/mathematics.md §4).",
               "95% CI: exact Clopper–Pearson; '< x' is the one-sided upper bound when nothing hit."]
     recheck_failed = sum(r.recheck["recheck_failed"] for r in results)
     if recheck_failed:

@@ -4,7 +4,7 @@ Each cell draws from its own generator, ``default_rng(SeedSequence(seed, spawn_k
 for the cell's index ``i`` in the grid, and uses a fixed batch size, so a cell's numbers do
 not depend on where or in which order it runs: a dask run equals the single-process run.
 
-What an instance's outcome means (theory.md §2, result 5, and §3):
+What an instance's outcome means (docs/mathematics.md §2, result 5, and §3):
 
 * ``absorbable`` — an index set S with ``c·D_S U_S = −I`` was found by the vectorised
   search *and* re-checked by the single-instance route: for n ≤ 9 the engine's
@@ -16,7 +16,7 @@ What an instance's outcome means (theory.md §2, result 5, and §3):
   GELU, d ≥ 2, rows of ``W_up`` nonzero and pairwise non-collinear, columns of ``W_down``
   nonzero.
 * ``no_index_set`` — no S, but the weights are degenerate (or σ is not ReLU/GELU): result 5's
-  necessity does not apply and the true answer is open here (theory.md §3: collinear rows
+  necessity does not apply and the true answer is open here (docs/mathematics.md §3: collinear rows
   can be absorbable without an S).
 * ``undecided`` — the search's bound did not clear the tolerance (or a hit failed its
   re-check: counted in ``recheck_failed``, which should stay 0).

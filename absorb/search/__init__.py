@@ -1,12 +1,12 @@
 """Exact index-set search: is there S with ‖D[:,S] U[S,:] − T‖_F ≤ tol·‖T‖_F?
 
-This package answers the combinatorial core of theory.md §4: with ``a_i = vec(w_i u_i^T)``
+This package answers the combinatorial core of docs/mathematics.md §4: with ``a_i = vec(w_i u_i^T)``
 and ``K = [a_1 … a_n]`` (d²×n), find ``b ∈ {0,1}^n`` with ``K b ≈ vec(T)``, or prove that
 none exists, or say "unknown".  One dispatcher, :func:`find_index_set`, sits in front of
 small backends (one module each); every backend returns a
 :class:`~absorb.search._types.SearchResult`.
 
-Soundness is the contract (theory.md §5):
+Soundness is the contract (docs/mathematics.md §5):
 
 * ``found`` is only ever returned after :func:`relative_residual` — a plain float64
   recomputation of ``‖D[:,S]U[S,:] − T‖_F / ‖T‖_F`` — is ≤ ``tol``; the dispatcher
@@ -22,7 +22,7 @@ Layout (each module imports only the ones above it, never this package face):
 * :mod:`absorb.rigorous` — Higham's γ_k, the safe input range, rigorous norms and exact
   residuals, shared with the engine;
 * :mod:`._types` — :class:`SearchResult`; :mod:`._common` — ``K`` and the candidate check;
-* :mod:`.bounds` — the dual bound of theory.md §4 and the box relaxation;
+* :mod:`.bounds` — the dual bound of docs/mathematics.md §4 and the box relaxation;
 * the backends :mod:`.linalg`, :mod:`.enumerate`, :mod:`.mitm`, :mod:`.milp`, :mod:`.smt`;
 * :mod:`.portfolio` — :func:`find_index_set`, which imports the backends lazily.
 

@@ -1,4 +1,4 @@
-"""The dual bound of the index-set problem (theory.md §4) in the narrow regime, and the
+"""The dual bound of the index-set problem (docs/mathematics.md §4) in the narrow regime, and the
 box relaxation that supplies its dual matrix.
 
 For any ``Y`` the bound is a rigorous lower bound on ``‖D diag(b) U − T‖_F / ‖T‖_F`` over
@@ -27,7 +27,7 @@ def dual_bound(U: np.ndarray, D: np.ndarray, T: np.ndarray, Y: np.ndarray) -> fl
     For any ``Y``, with ``c_i = w_i^T Y u_i = ⟨Y, w_i u_i^T⟩`` and ``τ = ⟨Y, T⟩``,
     ``⟨Y, D diag(b) U − T⟩ = Σ b_i c_i − τ`` lies in ``[Σ min(0,c_i) − τ, Σ max(0,c_i) − τ]``,
     and ``‖·‖_F ≥ |⟨Y, ·⟩| / ‖Y‖_F`` (Cauchy–Schwarz).  This is the one-sided (sharper) form
-    of theory.md §4's ``(|⟨T,Y⟩| − Σ|c_i|)/‖Y‖_F``.
+    of docs/mathematics.md §4's ``(|⟨T,Y⟩| − Σ|c_i|)/‖Y‖_F``.
 
     It is the producer's one dual bound, :func:`~absorb.search._scale_bounds.check_dual_bound`,
     for ``Y = A Bᵀ`` with ``A = Y`` and ``B = I`` (every float operation covered by an

@@ -1,4 +1,4 @@
-"""Linear-algebra backend of the index-set search for real model sizes (theory.md §4, §5).
+"""Linear-algebra backend of the index-set search for real model sizes (docs/mathematics.md §4, §5).
 
 Question (see :mod:`absorb.search._types`): with ``U = W_up`` (n×d), ``D = W_down`` (d×n)
 and a target ``T`` (d×d, ``−I`` for the plain residual), is there an index set S with
@@ -13,13 +13,13 @@ Method: one sketched least-squares solve serves both answers.
   Both cost one product with ``D`` and a d×r or n×r matrix: O(n·d·r), memory bound.
 * The sketched primal ``min_b ‖D diag(b) U B − T B‖_F = min_b ‖Lᵀ b − C‖`` (``C = T B``)
   has normal equations ``(L Lᵀ) b = L(C)`` with ``L Lᵀ = (DᵀD) ∘ (P Pᵀ)`` — the Gram/Hadamard
-  system of theory.md §4 with ``UUᵀ`` replaced by its rank-r sketch. It is solved by
+  system of docs/mathematics.md §4 with ``UUᵀ`` replaced by its rank-r sketch. It is solved by
   Jacobi-preconditioned conjugate gradients; with ``d·r ≥ n`` the map ``Lᵀ`` is injective
   for generic weights, so a planted 0/1 solution is *the* solution, and the iterates are
   rounded to 0/1 once every entry is within 0.1 of 0 or 1.
 * The residual ``A = C − Lᵀ b`` of the same iterates is a dual certificate ``Y = A Bᵀ``:
   ``L(A)`` is the CG residual, which tends to 0, so ``Σ_i |w_iᵀ Y u_i| → 0`` while
-  ``⟨T, Y⟩ = ⟨C, A⟩ → ‖A‖²``; the dual bound of theory.md §4 tends to ``‖A‖_F``, the
+  ``⟨T, Y⟩ = ⟨C, A⟩ → ‖A‖²``; the dual bound of docs/mathematics.md §4 tends to ``‖A‖_F``, the
   sketched least-squares residual (positive for generic weights, 0 for planted ones).
 
 Verdicts are never taken from the solver's own arithmetic: ``infeasible`` only when the

@@ -1,7 +1,7 @@
 """HiGHS (``scipy.optimize.milp``) backend: a candidate finder, not a prover.
 
 Why: a branch-and-bound MILP solver is a standard baseline for the narrow regime
-(theory.md §4 measured HiGHS: d = 3, n = 48 infeasible in 16 s, d = 2, n = 48 timing out).
+(docs/mathematics.md §4 measured HiGHS: d = 3, n = 48 infeasible in 16 s, d = 2, n = 48 timing out).
 The encoding is the entrywise box ``t_j − ε ≤ (K b)_j ≤ t_j + ε`` with binary ``b`` and
 ``ε = tol·‖T‖_F`` (every set with Frobenius residual ≤ tol·‖T‖_F satisfies it).
 

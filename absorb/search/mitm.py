@@ -1,7 +1,7 @@
 """Meet-in-the-middle over pivoted partial sums: the exact engine of the narrow regime.
 
 Why: for n > d² the problem ``K b = t`` (K is m×n, m = d²) is a multi-dimensional subset
-sum; no polynomial method is known (theory.md §4) and the best exact approach is
+sum; no polynomial method is known (docs/mathematics.md §4) and the best exact approach is
 meet-in-the-middle.  Three ideas make it cheaper than the textbook 2^{n/2}:
 
 1. **Pivoting removes r = rank K variables.**  Choose r well-conditioned pivot columns P of

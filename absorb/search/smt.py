@@ -1,6 +1,6 @@
 """Z3 backends: a plain ``If``-sum over exact rationals and a pseudo-Boolean encoding.
 
-Why two: the ``If``-sum is the obvious baseline (theory.md §4 measured it: 15 s at d = 3,
+Why two: the ``If``-sum is the obvious baseline (docs/mathematics.md §4 measured it: 15 s at d = 3,
 n = 30); the pseudo-Boolean (PB) encoding over integers lets Z3's SAT core with cardinality
 /PB reasoning take over, which finds planted sets fast.  Both are kept small and behind one
 adapter loop (:func:`_run`): every solver object is local to the call, Z3's ``unknown``

@@ -52,7 +52,7 @@ def _enumerate_lower_bound(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple
 
 
 def _exact_dual_bound(U: np.ndarray, D: np.ndarray, T: np.ndarray, Yq: list[list[Fraction]]) -> tuple[Fraction, Fraction, Fraction]:
-    """(numerator, ‖Y‖_F², ‖T‖_F²) of theory.md §4's dual bound in exact rationals, in its
+    """(numerator, ‖Y‖_F², ‖T‖_F²) of docs/mathematics.md §4's dual bound in exact rationals, in its
     one-sided (box-aware) form: with c_i = w_iᵀYu_i and τ = ⟨T,Y⟩, ⟨Y, D diag(b) U − T⟩
     = Σ b_i c_i − τ lies in [Σ min(0,c_i) − τ, Σ max(0,c_i) − τ] for b ∈ [0,1]^n, and its
     distance from 0 is the numerator (≥ |τ| − Σ|c_i|, the two-sided form)."""
@@ -80,7 +80,7 @@ def _dual_relative(U: np.ndarray, D: np.ndarray, T: np.ndarray, A: np.ndarray, B
     exact rationals with ``Y = A Bᵀ`` formed exactly: rel² = num² / (‖Y‖² ‖T‖²).
     """
     try:
-        from absorb.verify.dual_bound import check_dual_bound  # another developer's module; optional
+        from absorb.verify.dual_bound import check_dual_bound  # float64 with a rounding account; exact below if absent
     except ImportError:
         check_dual_bound = None
     if check_dual_bound is not None:

@@ -6,7 +6,7 @@ produced the verdict it imports **nothing** from ``absorb.engine``, ``absorb.sea
 ``absorb.symbolic`` or ``absorb.certificate`` (a test enforces this); it uses numpy,
 ``fractions``, sympy, ``hashlib`` and ``json``, plus ``absorb.model``/``absorb.io`` to load
 the weights and evaluate ``f``. Every sympy argument and every bound is re-done here from
-the mathematics (theory.md §2–5), not copied.
+the mathematics (docs/mathematics.md §2–5), not copied.
 
 What is re-derived, per block:
 

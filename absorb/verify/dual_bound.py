@@ -1,4 +1,4 @@
-"""Independent checker of a low-rank dual certificate (theory.md §4 "Certificate of
+"""Independent checker of a low-rank dual certificate (docs/mathematics.md §4 "Certificate of
 impossibility", §5 "Floating point and soundness").
 
 For ``U = W_up`` (n×d, rows u_i), ``D = W_down`` (d×n, columns w_i), a target ``T`` (d×d)
@@ -10,7 +10,7 @@ and any ``Y ∈ R^{d×d}``, every ``b ∈ [0,1]^n`` satisfies
 
 so ``max_σ (σ⟨T,Y⟩ − Σ_i max(0, σ s_i)) / ‖Y‖_F`` is a lower bound on the distance from
 ``T`` of every ``D[:,S] U[S,:]`` — whatever produced ``Y``. It is never smaller than the
-form ``(|⟨T,Y⟩| − Σ_i |s_i|) / ‖Y‖_F`` of theory.md §4, and it is exact for the residual
+form ``(|⟨T,Y⟩| − Σ_i |s_i|) / ‖Y‖_F`` of docs/mathematics.md §4, and it is exact for the residual
 of the box-constrained least-squares problem (its KKT conditions make the two terms
 ``‖Y‖²`` and 0), so it can also certify when the unconstrained real solution exists but
 leaves the box [0,1]^n. A certificate is ``Y = A Bᵀ`` (A, B: d×r);
@@ -439,7 +439,7 @@ def check_residual(
     blocks converted exactly, at most ``block_bytes`` each), so it costs ``2·d²·|S|`` flops
     and a d×d float64 accumulator. Each entry of ``R = D_S U_S − T`` is a sum of ``|S| + 1``
     rounded terms, so ``|R̂ − R| ≤ γ_{|S|+1}(|D_S||U_S| + |T|) + |S|η`` entrywise and
-    ``‖|D_S||U_S|‖_F ≤ Σ_{i∈S} ‖w_i‖‖u_i‖`` (theory.md §5: a witness is claimed only after
+    ``‖|D_S||U_S|‖_F ≤ Σ_{i∈S} ‖w_i‖‖u_i‖`` (docs/mathematics.md §5: a witness is claimed only after
     this recomputation).
     """
     U = _float_array("U", U)
