@@ -355,8 +355,12 @@ class _Iteration:
         parts = [why, f"rank {self.sk.r}, {it} iterations, sketched residual ‖A‖/‖T‖ = "
                       f"{a_norm / self.sk.t_norm:.3e}"]
         if near is not None:
+            accept = 10.0 ** math.ceil(math.log10(near[0])) if 0 < near[0] < 1 else None
+            hint = ("" if accept is None or accept >= 1 else
+                    f" (weights stored in float32 or bf16 leave residuals of about 1e-7 or 1e-3 by rounding alone; "
+                    f"--tol {accept:g} would accept this set, which is then still checked as a witness)")
             parts.append(f"nearest rounded set |S| = {len(near[1])} has relative residual "
-                         f"{near[0]:.3e} > tol = {self.tol:g}")
+                         f"{near[0]:.3e} > tol = {self.tol:g}{hint}")
         if self.last_check is not None:
             parts.append(f"last checked dual bound {getattr(self.last_check, 'relative'):.3e} ≤ tol")
         return _unknown("; ".join(parts), self.t0, rank=self.sk.r,
