@@ -33,15 +33,16 @@ def require_distributed() -> Any:
 
 @contextlib.contextmanager
 def dask_client(*, workers: int | None = None, scheduler: str | None = None, processes: bool = True,
-                share_cores: bool = False) -> Iterator[Any]:
+                serial_blas: bool = False) -> Iterator[Any]:
     """A ``dask.distributed.Client``: on a new ``LocalCluster`` of ``workers`` processes with one
     thread each (``processes=False``: threads, for tests), or on the scheduler at ``scheduler``.
 
     dask starts worker processes with one BLAS thread each (``OMP_NUM_THREADS=1`` etc.);
-    ``share_cores`` gives each of a local cluster's workers its share of this machine's
-    cores instead, for tasks that are one large BLAS-bound job each (a variable already set
-    in the environment wins, as in dask's own configuration). The cluster is closed on
-    leaving the block.
+    ``serial_blas`` starts a local cluster's workers with this process's BLAS settings
+    instead (the variables as the user set them, or none: the BLAS default), so that every
+    matrix product rounds as in a serial run: a BLAS's roundings depend on its thread count
+    (one thread per worker changed the last bit of a search bound at 7B size). The cluster
+    is closed on leaving the block.
     """
     if workers is not None and scheduler is not None:
         raise InvalidInput("give either --workers N or --scheduler ADDRESS, not both")
@@ -59,8 +60,11 @@ def dask_client(*, workers: int | None = None, scheduler: str | None = None, pro
         assert workers is not None
         if workers < 1:
             raise InvalidInput(f"workers = {workers} must be ≥ 1")
-        share = str(max(1, cores() // workers))
-        with _environ({k: _USER_BLAS.get(k, share) for k in _BLAS_THREADS} if share_cores and processes else {}):
+        import dask
+
+        serial = serial_blas and processes
+        with _environ({k: _USER_BLAS.get(k) for k in _BLAS_THREADS} if serial else {}), \
+                dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": None for k in _BLAS_THREADS} if serial else {}):
             # silence_logs: a worker holding a whole layer is no reason to warn on the user's terminal
             cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
                                                dashboard_address=None, silence_logs=logging.ERROR)
@@ -74,11 +78,14 @@ def dask_client(*, workers: int | None = None, scheduler: str | None = None, pro
 
 
 @contextlib.contextmanager
-def _environ(values: dict[str, str]) -> Iterator[None]:
-    """os.environ with ``values`` while the block runs (a nanny's environment variables in
-    dask's configuration give way to the process's own), as before afterwards."""
+def _environ(values: dict[str, str | None]) -> Iterator[None]:
+    """os.environ with ``values`` (None: unset) while the block runs, as before afterwards."""
     before = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
+    for k, v in values.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
     try:
         yield
     finally:

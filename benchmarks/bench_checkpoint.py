@@ -181,7 +181,7 @@ def run_model(model: str, where: Path, *, layers: int, workers: int, seed: int, 
 
     # workers: absorb check CKPT --workers N (the same cluster code)
     t = time.perf_counter()
-    with dask_client(workers=workers, share_cores=True) as client:
+    with dask_client(workers=workers, serial_blas=True) as client:
         t_cluster = time.perf_counter() - t
         client.run(_warm)
         bases = client.run(reset_peak)
@@ -190,7 +190,7 @@ def run_model(model: str, where: Path, *, layers: int, workers: int, seed: int, 
         spread, _ = decide_checkpoint_dask(ckpt, {}, client=client, progress=lambda name, s: per_dist.__setitem__(name, s), **kw)
         t_dist = time.perf_counter() - t
         peaks = client.run(peak)
-        blas = set(client.run(os.getenv, "OPENBLAS_NUM_THREADS").values())
+        blas = {str(v) for v in client.run(os.getenv, "OPENBLAS_NUM_THREADS").values()}
     peak_workers = {w: peaks[w] - bases[w] for w in peaks}
     return {
         "model": model, "label": m["label"], "d": d, "n": n, "layers": layers, "stored": stored, "write": t_write,
@@ -226,7 +226,7 @@ def table(results: list[dict[str, Any]]) -> str:
     for r in results:
         out += (f"- {r['label']}: one float64 U@U.T ({r['n']}×{r['d']} @ {r['d']}×{r['n']}) {r['gemm']:.1f} s; one layer "
                 f"{r['stored'] / MIB:.0f} MiB stored (BF16), {4 * r['stored'] / MIB:.0f} MiB as float64; cluster start "
-                f"{r['cluster']:.1f} s; BLAS threads per worker {', '.join(r['blas'])}; writing the checkpoint {r['write']:.1f} s; "
+                f"{r['cluster']:.1f} s; OPENBLAS_NUM_THREADS of the workers {', '.join(r['blas'])} (None: the BLAS default, as in this process); writing the checkpoint {r['write']:.1f} s; "
                 f"verdicts {r['verdicts']}; decisions identical serial vs workers: {'yes' if r['identical'] else 'NO'}\n")
     return out
 

@@ -208,13 +208,17 @@ def test_unreachable_scheduler_is_one_line(checkpoints: dict[str, Path], capsys:
     assert err.count("\n") == 1 and "--scheduler not-an-address::: cannot connect" in err
 
 
-def test_local_workers_get_their_share_of_the_cores_for_blas(monkeypatch: pytest.MonkeyPatch) -> None:
-    """dask starts workers with one BLAS thread; with share_cores (absorb check --workers)
-    each of N local workers gets cores // N, unless the user set the variable himself."""
+def test_local_workers_get_the_serial_runs_blas_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dask starts workers with one BLAS thread, and a BLAS's roundings depend on its thread
+    count (one thread per worker changed the last bit of a 7B layer's search bound): with
+    serial_blas (absorb check --workers) the workers get this process's settings — the
+    variables as the user set them, or none."""
     import absorb._dask as ad
 
     monkeypatch.setattr(ad, "_USER_BLAS", {"MKL_NUM_THREADS": "7"})
-    with ad.dask_client(workers=1, share_cores=True) as client:
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # as an earlier dask nanny leaves os.environ
+    with ad.dask_client(workers=1, serial_blas=True) as client:
         omp = set(client.run(os.getenv, "OMP_NUM_THREADS").values())
         mkl = set(client.run(os.getenv, "MKL_NUM_THREADS").values())
-    assert omp == {str(ad.cores())} and mkl == {"7"}
+    assert omp == {None} and mkl == {"7"}
+    assert os.environ["OMP_NUM_THREADS"] == "1"

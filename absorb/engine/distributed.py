@@ -73,8 +73,8 @@ def decide_checkpoint_dask(ckpt: Checkpoint, options: Mapping[str, Any], *, tol:
     else:
         from absorb._dask import dask_client
 
-        # share_cores: a layer's BLAS keeps its share of the cores (dask's default is one thread)
-        with dask_client(workers=workers, scheduler=scheduler, processes=processes, share_cores=True) as c:
+        # serial_blas: products round as in the serial run (dask's default is one BLAS thread)
+        with dask_client(workers=workers, scheduler=scheduler, processes=processes, serial_blas=True) as c:
             got = _gather(c, args, specs, progress)
     decisions = [bd for bd, _ in got]
     return collection_decision(decisions, path=str(ckpt.path), tol=tol), ([v for _, v in got] if on_block else None)
