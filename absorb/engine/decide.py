@@ -54,7 +54,7 @@ def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.
     ``search_progress`` (optional) is called now and then during a long index-set search
     with a short note, e.g. ``"meet-in-the-middle: 120/2048 regions"``."""
     check_decide_inputs(block, tol=tol, timeout=timeout, seed=seed, method=method)
-    props.prepare(block.activation, timeout=timeout)  # σ's properties, within the time budget (InvalidInput past it)
+    props.prepare(block.activation, timeout=props.analysis_budget(timeout))  # σ's properties, within a share of the budget
     ctx = Ctx(block=block, tol=tol, timeout=timeout, seed=seed, method=method, allow_biases=allow_biases,
               search_progress=search_progress)
     for result in RESULTS:
@@ -86,7 +86,7 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
     ``search_progress`` with ``"<name>: <note>"`` during a long index-set search."""
     check_decide_inputs(stack, tol=tol, timeout=timeout, seed=seed, method=method)
     for act in {id(b.activation): b.activation for b in stack.blocks}.values():
-        props.prepare(act, timeout=timeout)  # once, with the whole budget (each block's search gets a share)
+        props.prepare(act, timeout=props.analysis_budget(timeout))  # once for the stack (each block's search gets a share)
     decisions = []
     for blk in stack.blocks:
         if progress:

@@ -343,6 +343,13 @@ def analyse(expr: sp.Expr, only: str | None = None) -> dict[str, Property]:
     return out
 
 
+def analysis_budget(timeout: float) -> float:
+    """The share of a run's ``--timeout`` that the symbolic analysis of a user's activation
+    may take (a third, at least a second): the search and the checks get the rest, so that
+    a run refused for a hostile expression still ends well within its timeout."""
+    return max(1.0, timeout / 3)
+
+
 def prepare(act: Activation, *, timeout: float = 60.0) -> None:
     """Make every property of ``act`` available to the functions below, within a budget.
 
