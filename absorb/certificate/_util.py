@@ -118,7 +118,7 @@ def tex_tt(text: object) -> str:
 
 
 def tex_num(x: object, digits: int = 4) -> str:
-    """A float for math mode: ``1.23 \\cdot 10^{-5}``; ints and strings pass through."""
+    """A float for math mode: ``1.23 \\times 10^{-5}``; ints and strings pass through."""
     if x is None:
         return r"\text{--}"
     if isinstance(x, bool):
@@ -142,10 +142,72 @@ def tex_num(x: object, digits: int = 4) -> str:
         return s
     mant, exp = f"{v:.{max(digits - 1, 0)}e}".split("e")
     mant = mant.rstrip("0").rstrip(".") if "." in mant else mant
-    return rf"{mant} \cdot 10^{{{int(exp)}}}"
+    return rf"{mant} \times 10^{{{int(exp)}}}"
 
 
 def tex_matrix(rows: list[list[float]], digits: int = 4) -> str:
     """A small matrix as ``\\begin{pmatrix}…\\end{pmatrix}`` (entries via :func:`tex_num`)."""
     body = r" \\ ".join(" & ".join(tex_num(v, digits) for v in row) for row in rows)
     return r"\begin{pmatrix}" + body + r"\end{pmatrix}"
+
+
+# Engine sentences (reasons, hypothesis statements) are free text with a few formula
+# patterns in them. Known patterns are typeset in math mode; everything else is escaped.
+_SUBSCRIPT_WORDS = {"up", "down", "gate", "res", "pre", "post", "min", "max", "inf"}
+_UNICODE_MATH = {"ℓ": r"\ell", "δ": r"\delta", "σ": r"\sigma", "∞": r"\infty"}
+_PROSE_PATTERN = re.compile(
+    r"(?P<sci>(?<![\w.])[-+]?\d+(?:\.\d+)?[eE][-+]?\d+(?![\w.]))"
+    r"|(?P<flip>(?:\((?P<cfrac>\d+/\d+)\)·)?W_down\[:,S\] W_up\[S,:\] = -M(?P<overc>/c)?)"
+    r"|(?P<w>\bW_(?P<wname>up|down|gate)(?P<widx>\[[^\]\s]{1,12}\])?)"
+    r"|(?P<sinf>σ∞)"
+    r"|(?P<abs>\|(?P<absarg>[A-Za-z]{1,3})\|)"
+    r"|(?P<pow>(?<![\w\\])(?P<base>[A-Za-z])\^(?P<exp>\d{1,3})(?!\w))"
+    r"|(?P<sub>(?<![\w\\])(?P<sym>[A-Za-zσ])_(?P<idx>[A-Za-z0-9ℓδ]{1,4}|\{[A-Za-z0-9+ ]{1,8}\})(?![\w]))"
+)
+
+
+def _math_sub(idx: str) -> str:
+    idx = idx.strip("{}")
+    if idx in _SUBSCRIPT_WORDS:
+        return r"\mathrm{" + idx + "}"
+    return "".join(_UNICODE_MATH.get(ch, ch) for ch in idx)
+
+
+def _prose_math(m: re.Match[str]) -> str:
+    if m["sci"]:
+        mant, exp = re.split("[eE]", m["sci"])
+        if float(mant) == 0:
+            return "$0$"
+        return rf"${mant}\times10^{{{int(exp)}}}$"
+    if m["flip"]:
+        lhs = (r"\tfrac{" + m["cfrac"].replace("/", "}{") + r"}\," if m["cfrac"] else "")
+        rhs = "-M/c" if m["overc"] else "-M"
+        return rf"${lhs}W_{{\mathrm{{down}}}}[:,S]\,W_{{\mathrm{{up}}}}[S,:] = {rhs}$"
+    if m["w"]:
+        return rf"$W_{{\mathrm{{{m['wname']}}}}}{m['widx'] or ''}$"
+    if m["sinf"]:
+        return r"$\sigma_\infty$"
+    if m["abs"]:
+        return rf"$|{m['absarg']}|$"
+    if m["pow"]:
+        return rf"${m['base']}^{{{m['exp']}}}$"
+    sym = _UNICODE_MATH.get(m["sym"], m["sym"])
+    return rf"${sym}_{{{_math_sub(m['idx'])}}}$"
+
+
+def tex_prose(text: object) -> str:
+    """Typeset an engine sentence for LaTeX text mode.
+
+    The formula patterns the engine writes (``W_down[:,S] W_up[S,:] = -M``, ``W_up``,
+    ``σ∞``, ``|S|``, ``t^2``, ``a_ℓ``, scientific numbers such as ``8.20e-17``) become math
+    (``$8.20\\times10^{-17}$``); everything else goes through :func:`tex_escape`, so any
+    text compiles and no TeX command can be injected.
+    """
+    s = str(text)
+    out, pos = [], 0
+    for m in _PROSE_PATTERN.finditer(s):
+        out.append(tex_escape(s[pos:m.start()]))
+        out.append(_prose_math(m))
+        pos = m.end()
+    out.append(tex_escape(s[pos:]))
+    return "".join(out)
