@@ -18,7 +18,9 @@ from typing import Any
 
 import numpy as np
 
-HASH_CONVENTION = "sha256 of the float64 little-endian C-contiguous bytes (np.ascontiguousarray(a, dtype='<f8').tobytes())"
+HASH_CONVENTION = (
+    "sha256 of the float64 little-endian C-contiguous bytes (np.ascontiguousarray(a, dtype='<f8').tobytes())"
+)
 
 
 def array_sha256(a: np.ndarray) -> str:
@@ -68,26 +70,76 @@ def plain(obj: Any) -> Any:
 # ---------------------------------------------------------------------------- LaTeX --
 
 _TEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
-    "%": r"\%", "_": r"\_", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}",
-    "<": r"\ensuremath{<}", ">": r"\ensuremath{>}", "|": r"\ensuremath{|}",
+    "\\": r"\textbackslash{}",
+    "{": r"\{",
+    "}": r"\}",
+    "$": r"\$",
+    "&": r"\&",
+    "#": r"\#",
+    "%": r"\%",
+    "_": r"\_",
+    "^": r"\textasciicircum{}",
+    "~": r"\textasciitilde{}",
+    "<": r"\ensuremath{<}",
+    ">": r"\ensuremath{>}",
+    "|": r"\ensuremath{|}",
 }
 # Unicode the engine writes in its sentences (σ, ≥, ‖, ⊙, …) → LaTeX that pdflatex knows
 # without extra packages. Anything else non-ASCII becomes ``?`` rather than a compile error.
 _TEX_UNICODE = {
-    "σ": r"\ensuremath{\sigma}", "τ": r"\ensuremath{\tau}", "γ": r"\ensuremath{\gamma}", "ε": r"\ensuremath{\varepsilon}",
-    "η": r"\ensuremath{\eta}", "λ": r"\ensuremath{\lambda}", "δ": r"\ensuremath{\delta}", "Σ": r"\ensuremath{\Sigma}",
-    "≥": r"\ensuremath{\ge}", "≤": r"\ensuremath{\le}", "≠": r"\ensuremath{\ne}", "≈": r"\ensuremath{\approx}",
-    "‖": r"\ensuremath{\|}", "⊙": r"\ensuremath{\odot}", "⊗": r"\ensuremath{\otimes}", "→": r"\ensuremath{\to}",
-    "⇒": r"\ensuremath{\Rightarrow}", "⇔": r"\ensuremath{\Leftrightarrow}", "∘": r"\ensuremath{\circ}",
-    "⋯": r"\ensuremath{\cdots}", "…": r"\ldots{}", "·": r"\ensuremath{\cdot}", "×": r"\ensuremath{\times}",
-    "−": r"\ensuremath{-}", "–": "--", "—": "---", "∞": r"\ensuremath{\infty}", "±": r"\ensuremath{\pm}",
-    "∈": r"\ensuremath{\in}", "⊆": r"\ensuremath{\subseteq}", "ᵀ": r"\ensuremath{^{\top}}", "√": r"\ensuremath{\surd}",
-    "²": r"\ensuremath{^2}", "³": r"\ensuremath{^3}", "¹": r"\ensuremath{^1}", "⁻": r"\ensuremath{^-}",
-    "₀": r"\ensuremath{_0}", "₁": r"\ensuremath{_1}", "₂": r"\ensuremath{_2}", "ℓ": r"\ensuremath{\ell}",
-    "’": "'", "‘": "`", "“": "``", "”": "''", "✓": "yes", "✗": "no", "′": "'",
-    "α": r"\ensuremath{\alpha}", "β": r"\ensuremath{\beta}", "≡": r"\ensuremath{\equiv}", "₊": r"\ensuremath{_+}",
-    "₋": r"\ensuremath{_-}", "∀": r"\ensuremath{\forall}",
+    "σ": r"\ensuremath{\sigma}",
+    "τ": r"\ensuremath{\tau}",
+    "γ": r"\ensuremath{\gamma}",
+    "ε": r"\ensuremath{\varepsilon}",
+    "η": r"\ensuremath{\eta}",
+    "λ": r"\ensuremath{\lambda}",
+    "δ": r"\ensuremath{\delta}",
+    "Σ": r"\ensuremath{\Sigma}",
+    "≥": r"\ensuremath{\ge}",
+    "≤": r"\ensuremath{\le}",
+    "≠": r"\ensuremath{\ne}",
+    "≈": r"\ensuremath{\approx}",
+    "‖": r"\ensuremath{\|}",
+    "⊙": r"\ensuremath{\odot}",
+    "⊗": r"\ensuremath{\otimes}",
+    "→": r"\ensuremath{\to}",
+    "⇒": r"\ensuremath{\Rightarrow}",
+    "⇔": r"\ensuremath{\Leftrightarrow}",
+    "∘": r"\ensuremath{\circ}",
+    "⋯": r"\ensuremath{\cdots}",
+    "…": r"\ldots{}",
+    "·": r"\ensuremath{\cdot}",
+    "×": r"\ensuremath{\times}",
+    "−": r"\ensuremath{-}",
+    "–": "--",
+    "—": "---",
+    "∞": r"\ensuremath{\infty}",
+    "±": r"\ensuremath{\pm}",
+    "∈": r"\ensuremath{\in}",
+    "⊆": r"\ensuremath{\subseteq}",
+    "ᵀ": r"\ensuremath{^{\top}}",
+    "√": r"\ensuremath{\surd}",
+    "²": r"\ensuremath{^2}",
+    "³": r"\ensuremath{^3}",
+    "¹": r"\ensuremath{^1}",
+    "⁻": r"\ensuremath{^-}",
+    "₀": r"\ensuremath{_0}",
+    "₁": r"\ensuremath{_1}",
+    "₂": r"\ensuremath{_2}",
+    "ℓ": r"\ensuremath{\ell}",
+    "’": "'",
+    "‘": "`",
+    "“": "``",
+    "”": "''",
+    "✓": "yes",
+    "✗": "no",
+    "′": "'",
+    "α": r"\ensuremath{\alpha}",
+    "β": r"\ensuremath{\beta}",
+    "≡": r"\ensuremath{\equiv}",
+    "₊": r"\ensuremath{_+}",
+    "₋": r"\ensuremath{_-}",
+    "∀": r"\ensuremath{\forall}",
 }
 
 
@@ -180,7 +232,7 @@ def _prose_math(m: re.Match[str]) -> str:
             return "$0$"
         return rf"${mant}\times10^{{{int(exp)}}}$"
     if m["flip"]:
-        lhs = (r"\tfrac{" + m["cfrac"].replace("/", "}{") + r"}\," if m["cfrac"] else "")
+        lhs = r"\tfrac{" + m["cfrac"].replace("/", "}{") + r"}\," if m["cfrac"] else ""
         rhs = "-M/c" if m["overc"] else "-M"
         return rf"${lhs}W_{{\mathrm{{down}}}}[:,S]\,W_{{\mathrm{{up}}}}[S,:] = {rhs}$"
     if m["w"]:
@@ -206,7 +258,7 @@ def tex_prose(text: object) -> str:
     s = str(text)
     out, pos = [], 0
     for m in _PROSE_PATTERN.finditer(s):
-        out.append(tex_escape(s[pos:m.start()]))
+        out.append(tex_escape(s[pos : m.start()]))
         out.append(_prose_math(m))
         pos = m.end()
     out.append(tex_escape(s[pos:]))
