@@ -29,120 +29,187 @@ THEOREMS: dict[str, dict[str, object]] = {
     "degree": {
         "title": "Degree argument",
         "source": "result 2 of arXiv 2604.23705",
-        "statement": (r"Let $\sigma$ be positively homogeneous of degree $k>0$, $k\ne 1$ (for a gated block: the gate "
-                      r"$g$ of degree $k_g$, so that $g(W_{\mathrm{gate}}x)\odot(W_{\mathrm{up}}x)$ has degree $k=k_g+1$), "
-                      r"and let the block be bias-free. Then every residual-free block $B'$ of the same kind satisfies "
-                      r"$B'(tx)=t^kB'(x)$ for $t>0$, and $Mx+B(x)=B'(x)$ for all $x$ forces $M=0$. "
-                      r"Hence if $M\ne 0$ the skip cannot be absorbed, at any width."),
+        "statement": (
+            r"Let $\sigma$ be positively homogeneous of degree $k>0$, $k\ne 1$ (for a gated block: the gate "
+            r"$g$ of degree $k_g$, so that $g(W_{\mathrm{gate}}x)\odot(W_{\mathrm{up}}x)$ has degree "
+            r"$k=k_g+1$), "
+            r"and let the block be bias-free. Then every residual-free block $B'$ of the same kind satisfies "
+            r"$B'(tx)=t^kB'(x)$ for $t>0$, and $Mx+B(x)=B'(x)$ for all $x$ forces $M=0$. "
+            r"Hence if $M\ne 0$ the skip cannot be absorbed, at any width."
+        ),
         "needs": ["skip_nonzero", "bias_free", "homogeneous"],
         "classes": "bias-free",
     },
     "linearization": {
         "title": "Linearization argument",
         "source": "result 3 of arXiv 2604.23705",
-        "statement": (r"Let the block be gated and bias-free, with gate $g$ differentiable at $0$ and $g(0)=0$. "
-                      r"Every residual-free gated block has $J_{B'}(0)=W'_{\mathrm{down}}\big(\mathrm{diag}(g(0))W'_{\mathrm{up}}"
-                      r"+\mathrm{diag}(W'_{\mathrm{up}}0)\,g'(0)\,W'_{\mathrm{gate}}\big)=0$, while $J_f(0)=M+J_B(0)=M$. "
-                      r"Hence if $M\ne0$ the skip cannot be absorbed, at any width."),
+        "statement": (
+            r"Let the block be gated and bias-free, with gate $g$ differentiable at $0$ and $g(0)=0$. "
+            r"Every residual-free gated block has "
+            r"$J_{B'}(0)=W'_{\mathrm{down}}\big(\mathrm{diag}(g(0))W'_{\mathrm{up}}"
+            r"+\mathrm{diag}(W'_{\mathrm{up}}0)\,g'(0)\,W'_{\mathrm{gate}}\big)=0$, while "
+            r"$J_f(0)=M+J_B(0)=M$. "
+            r"Hence if $M\ne0$ the skip cannot be absorbed, at any width."
+        ),
         "needs": ["skip_nonzero", "bias_free", "vanishing_gate"],
         "classes": "bias-free",
     },
     "bounded": {
         "title": "Boundedness argument",
         "source": "beyond the paper (docs/results/bounded.md; proofs/boundedness.py)",
-        "statement": (r"Let the block be ungated with $\sigma$ bounded on $\mathbb{R}$ (continuity is not needed), biases allowed. "
-                      r"Every residual-free block $B'(x)=W'_{\mathrm{down}}\sigma(W'_{\mathrm{up}}x+b'_{\mathrm{up}})+b'_{\mathrm{down}}$ "
-                      r"is bounded, and so is $B$, while $x\mapsto Mx$ is unbounded when $M\ne0$. Hence $Mx+B(x)\ne B'(x)$ for some "
-                      r"$x$: the skip cannot be absorbed, with or without biases, at any width."),
+        "statement": (
+            r"Let the block be ungated with $\sigma$ bounded on $\mathbb{R}$ (continuity is not needed), "
+            r"biases allowed. "
+            r"Every residual-free block "
+            r"$B'(x)=W'_{\mathrm{down}}\sigma(W'_{\mathrm{up}}x+b'_{\mathrm{up}})+b'_{\mathrm{down}}$ "
+            r"is bounded, and so is $B$, while $x\mapsto Mx$ is unbounded when $M\ne0$. Hence $Mx+B(x)\ne "
+            r"B'(x)$ for some "
+            r"$x$: the skip cannot be absorbed, with or without biases, at any width."
+        ),
         "needs": ["skip_nonzero", "bounded"],
         "classes": "any",
     },
     "linear": {
         "title": "Linear blocks (rank condition)",
         "source": "beyond the paper (docs/results/linear.md)",
-        "statement": (r"With $\sigma(z)=cz$ ($c\ne0$ a constant) the map $f(x)=(M+c\,W_{\mathrm{down}}W_{\mathrm{up}})x+b$ is affine, "
-                      r"and a residual-free block of width $n$ realises exactly the affine maps whose linear part has rank $\le n$ "
-                      r"(a witness divides its $W'_{\mathrm{down}}$ by $c$). Hence $f$ is absorbable if and only if "
-                      r"$\mathrm{rank}(M+c\,W_{\mathrm{down}}W_{\mathrm{up}})\le n$, with or without biases."),
+        "statement": (
+            r"With $\sigma(z)=cz$ ($c\ne0$ a constant) the map "
+            r"$f(x)=(M+c\,W_{\mathrm{down}}W_{\mathrm{up}})x+b$ is affine, "
+            r"and a residual-free block of width $n$ realises exactly the affine maps whose linear part "
+            r"has rank $\le n$ "
+            r"(a witness divides its $W'_{\mathrm{down}}$ by $c$). Hence $f$ is absorbable if and only if "
+            r"$\mathrm{rank}(M+c\,W_{\mathrm{down}}W_{\mathrm{up}})\le n$, with or without biases."
+        ),
         "needs": ["linear", "rank"],
         "classes": "any",
     },
     "index-set": {
         "title": "Index-set criterion",
         "source": "result 5 of arXiv 2604.23705, with result 1 (invertible skip) and the flip identity",
-        "statement": (r"Sufficiency (any $\sigma$ with $\sigma(z)-\sigma(-z)=cz$, $c\ne0$): if "
-                      r"$W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]=-M/c$ for an index set $S$, negating the rows $u_i$, "
-                      r"$i\in S$, gives a residual-free block $B'$ with $B'=f$. "
-                      r"Necessity (result 5, $\sigma\in\{\mathrm{ReLU},\mathrm{GELU}\}$, ungated, bias-free, $d\ge2$, "
-                      r"$M$ invertible, rows of $W_{\mathrm{up}}$ nonzero and pairwise non-collinear, columns of "
-                      r"$W_{\mathrm{down}}$ nonzero): if $f$ is absorbable then such an $S$ exists."),
-        "needs": ["skip_nonzero", "bias_free", "d_at_least_2", "skip_invertible", "rows_nonzero", "columns_nonzero",
-                  "rows_noncollinear", "flip_identity"],
+        "statement": (
+            r"Sufficiency (any $\sigma$ with $\sigma(z)-\sigma(-z)=cz$, $c\ne0$): if "
+            r"$W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]=-M/c$ for an index set $S$, negating the rows "
+            r"$u_i$, "
+            r"$i\in S$, gives a residual-free block $B'$ with $B'=f$. "
+            r"Necessity (result 5, $\sigma\in\{\mathrm{ReLU},\mathrm{GELU}\}$, ungated, bias-free, $d\ge2$, "
+            r"$M$ invertible, rows of $W_{\mathrm{up}}$ nonzero and pairwise non-collinear, columns of "
+            r"$W_{\mathrm{down}}$ nonzero): if $f$ is absorbable then such an $S$ exists."
+        ),
+        "needs": [
+            "skip_nonzero",
+            "bias_free",
+            "d_at_least_2",
+            "skip_invertible",
+            "rows_nonzero",
+            "columns_nonzero",
+            "rows_noncollinear",
+            "flip_identity",
+        ],
         "classes": "bias-free (necessity); any (sufficiency: the witness)",
     },
     "parity": {
         "title": "Parity argument",
         "source": "beyond the paper (docs/results/parity.md)",
-        "statement": (r"Let the block be ungated and bias-free with $\sigma$ even: $\sigma(-z)=\sigma(z)$ for every real $z$. "
-                      r"Then $B$ and every bias-free residual-free block $B'$ are even functions, while "
-                      r"$f(x)-f(-x)=2Mx$. Hence $f=B'$ forces $M=0$: if $M\ne0$ the skip cannot be absorbed by a bias-free "
-                      r"block, at any width. (With biases $B'$ need not be even: the argument covers the bias-free class only.)"),
+        "statement": (
+            r"Let the block be ungated and bias-free with $\sigma$ even: $\sigma(-z)=\sigma(z)$ for every "
+            r"real $z$. "
+            r"Then $B$ and every bias-free residual-free block $B'$ are even functions, while "
+            r"$f(x)-f(-x)=2Mx$. Hence $f=B'$ forces $M=0$: if $M\ne0$ the skip cannot be absorbed by a "
+            r"bias-free "
+            r"block, at any width. (With biases $B'$ need not be even: the argument covers the bias-free "
+            r"class only.)"
+        ),
         "needs": ["skip_nonzero", "bias_free", "even"],
         "classes": "bias-free",
     },
     "exponential": {
         "title": "Exponential activations",
         "source": "beyond the paper (docs/results/exponential.md)",
-        "statement": (r"Let the block be ungated with $\sigma(z)=A e^{\beta z}+C$, $A,\beta\ne0$ real. For any residual-free block "
-                      r"$g$ (biases allowed: $e^{\beta(u\cdot x+b)}=e^{\beta b}e^{\beta u\cdot x}$), "
-                      r"$f(x)-g(x)=Mx+\sum_k c_k e^{\beta v_k\cdot x}+c_0$ with distinct $v_k$; on every line $x=te$ "
-                      r"the exponentials with distinct exponents, the constant and $(Me)\,t$ are linearly independent, so "
-                      r"$f=g$ forces $Me=0$ for every $e$, i.e.\ $M=0$. Hence if $M\ne0$ the skip cannot be absorbed, at any width."),
+        "statement": (
+            r"Let the block be ungated with $\sigma(z)=A e^{\beta z}+C$, $A,\beta\ne0$ real. For any "
+            r"residual-free block "
+            r"$g$ (biases allowed: $e^{\beta(u\cdot x+b)}=e^{\beta b}e^{\beta u\cdot x}$), "
+            r"$f(x)-g(x)=Mx+\sum_k c_k e^{\beta v_k\cdot x}+c_0$ with distinct $v_k$; on every line $x=te$ "
+            r"the exponentials with distinct exponents, the constant and $(Me)\,t$ are linearly "
+            r"independent, so "
+            r"$f=g$ forces $Me=0$ for every $e$, i.e.\ $M=0$. Hence if $M\ne0$ the skip cannot be "
+            r"absorbed, at any width."
+        ),
         "needs": ["skip_nonzero", "exponential"],
         "classes": "any",
     },
     "skeleton": {
         "title": "Asymptotic skeleton",
         "source": "beyond the paper (docs/results/skeleton.md)",
-        "statement": (r"Let the block be ungated, biases allowed, with $\sigma$ real and finite at every real point and finite slopes "
-                      r"$L_\pm=\lim_{s\to\pm\infty}\sigma(s)/s$. Then $\sigma(tz+c)/t\to\sigma_\infty(z)=a\,\mathrm{ReLU}(z)+bz$ "
-                      r"($a=L_+-L_-$, $b=L_-$) for all real $z,c$, so $f(tv)/t\to Mv+W_{\mathrm{down}}\sigma_\infty(W_{\mathrm{up}}v)$ "
-                      r"and $g(tv)/t\to W'_{\mathrm{down}}\sigma_\infty(W'_{\mathrm{up}}v)$ for every residual-free $g$ of width $n$, "
-                      r"with or without biases: $f=g$ makes the bias-free $\sigma_\infty$-skeleton $(M,W_{\mathrm{up}},W_{\mathrm{down}})$ "
-                      r"absorbable at width $n$. If $a\ne0$ and the weights are nondegenerate ($d\ge2$, rows of $W_{\mathrm{up}}$ "
-                      r"nonzero and pairwise non-collinear, columns of $W_{\mathrm{down}}$ nonzero), the kink hyperplanes identify the "
-                      r"units up to a nonzero scale, and matching the linear parts needs "
-                      r"$M+c_\infty\,W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]=0$ for some $S$, $c_\infty=a+2b$; so $f$ is not "
-                      r"absorbable when no such $S$ exists or when $c_\infty=0$. If $a=b=0$ the skeleton is $Mv$ against $0$, "
-                      r"impossible for $M\ne0$. If $\sigma_\infty=\mathrm{ReLU}$ and the weights are degenerate, the canonical form "
-                      r"of the bias-free ReLU skeleton decides it."),
-        "needs": ["skip_nonzero", "asymptotic_slopes", "d_at_least_2", "rows_nonzero", "columns_nonzero", "rows_noncollinear"],
+        "statement": (
+            r"Let the block be ungated, biases allowed, with $\sigma$ real and finite at every real point "
+            r"and finite slopes "
+            r"$L_\pm=\lim_{s\to\pm\infty}\sigma(s)/s$. Then "
+            r"$\sigma(tz+c)/t\to\sigma_\infty(z)=a\,\mathrm{ReLU}(z)+bz$ "
+            r"($a=L_+-L_-$, $b=L_-$) for all real $z,c$, so $f(tv)/t\to "
+            r"Mv+W_{\mathrm{down}}\sigma_\infty(W_{\mathrm{up}}v)$ "
+            r"and $g(tv)/t\to W'_{\mathrm{down}}\sigma_\infty(W'_{\mathrm{up}}v)$ for every residual-free "
+            r"$g$ of width $n$, "
+            r"with or without biases: $f=g$ makes the bias-free $\sigma_\infty$-skeleton "
+            r"$(M,W_{\mathrm{up}},W_{\mathrm{down}})$ "
+            r"absorbable at width $n$. If $a\ne0$ and the weights are nondegenerate ($d\ge2$, rows of "
+            r"$W_{\mathrm{up}}$ "
+            r"nonzero and pairwise non-collinear, columns of $W_{\mathrm{down}}$ nonzero), the kink "
+            r"hyperplanes identify the "
+            r"units up to a nonzero scale, and matching the linear parts needs "
+            r"$M+c_\infty\,W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]=0$ for some $S$, $c_\infty=a+2b$; "
+            r"so $f$ is not "
+            r"absorbable when no such $S$ exists or when $c_\infty=0$. If $a=b=0$ the skeleton is $Mv$ "
+            r"against $0$, "
+            r"impossible for $M\ne0$. If $\sigma_\infty=\mathrm{ReLU}$ and the weights are degenerate, the "
+            r"canonical form "
+            r"of the bias-free ReLU skeleton decides it."
+        ),
+        "needs": [
+            "skip_nonzero",
+            "asymptotic_slopes",
+            "d_at_least_2",
+            "rows_nonzero",
+            "columns_nonzero",
+            "rows_noncollinear",
+        ],
         "classes": "any",
     },
     "depth": {
         "title": "Depth argument",
         "source": "result 4 of arXiv 2604.23705",
-        "statement": (r"If every residual-free block of each layer is $o(|x|)$ at $0$ (homogeneous of degree $k>1$, or "
-                      r"gated with $g(0)=0$ differentiable at $0$) then $G=B'_L\circ\cdots\circ B'_1$ has $G(tx)/t\to0$ "
-                      r"as $t\to0^+$, while $F=f_L\circ\cdots\circ f_1$ has $F(tx)/t\to M_L\cdots M_1x$. "
-                      r"Hence if $M_L\cdots M_1\ne0$ no $L$ residual-free blocks compose to $F$."),
+        "statement": (
+            r"If every residual-free block of each layer is $o(|x|)$ at $0$ (homogeneous of degree $k>1$, or "
+            r"gated with $g(0)=0$ differentiable at $0$) then $G=B'_L\circ\cdots\circ B'_1$ has "
+            r"$G(tx)/t\to0$ "
+            r"as $t\to0^+$, while $F=f_L\circ\cdots\circ f_1$ has $F(tx)/t\to M_L\cdots M_1x$. "
+            r"Hence if $M_L\cdots M_1\ne0$ no $L$ residual-free blocks compose to $F$."
+        ),
         "needs": ["flat_at_zero (every block)", "skip product nonzero"],
     },
     "composition": {
         "title": "Composition of absorbed blocks",
         "source": "definition",
-        "statement": r"If $f_\ell=B'_\ell$ for every $\ell$ then $F=f_L\circ\cdots\circ f_1=B'_L\circ\cdots\circ B'_1$.",
+        "statement": r"If $f_\ell=B'_\ell$ for every $\ell$ then $F=f_L\circ\cdots\circ f_1=B'_L\circ\cdots\circ "
+        r"B'_1$.",
         "needs": ["every block absorbable"],
     },
     "canonical-form": {
         "title": "Canonical form (Theorem D)",
         "source": "beyond the paper (docs/degenerate.md)",
-        "statement": (r"For a bias-free ungated block with $\sigma$ = ReLU (resp. GELU, GELU-tanh, SiLU, quick-GELU) write "
-                      r"$f(x)=L_0x+\sum_\ell a_\ell\,\sigma(e_\ell\cdot x)$ over its active lines (units grouped by line, "
-                      r"$\sigma(-z)=\sigma(z)-z$). This form is unique, and $f$ equals a residual-free block of width $N$ iff "
-                      r"$m+|B|+2\,\mathrm{rank}(C_\delta P_B)\le N$ for some independent lines $B$ and flips $\delta$, "
-                      r"$C_\delta=L_0+\sum_{\ell\notin B}\delta_\ell a_\ell e_\ell^{\mathsf T}$, $P_B$ the projector onto "
-                      r"$\mathrm{span}(e_\ell:\ell\in B)^\perp$; the witness block is built from the minimising $(B,\delta)$."),
+        "statement": (
+            r"For a bias-free ungated block with $\sigma$ = ReLU (resp. GELU, GELU-tanh, SiLU, quick-GELU) "
+            r"write "
+            r"$f(x)=L_0x+\sum_\ell a_\ell\,\sigma(e_\ell\cdot x)$ over its active lines (units grouped by "
+            r"line, "
+            r"$\sigma(-z)=\sigma(z)-z$). This form is unique, and $f$ equals a residual-free block of "
+            r"width $N$ iff "
+            r"$m+|B|+2\,\mathrm{rank}(C_\delta P_B)\le N$ for some independent lines $B$ and flips $\delta$, "
+            r"$C_\delta=L_0+\sum_{\ell\notin B}\delta_\ell a_\ell e_\ell^{\mathsf T}$, $P_B$ the projector "
+            r"onto "
+            r"$\mathrm{span}(e_\ell:\ell\in B)^\perp$; the witness block is built from the minimising "
+            r"$(B,\delta)$."
+        ),
         "needs": ["bias_free", "ungated", "flip_identity", "canonical_form"],
         "classes": "bias-free (not absorbable); any (absorbable: the witness)",
     },
@@ -160,7 +227,17 @@ def theorem_info(theorem_id: str) -> dict[str, object]:
     return {"id": theorem_id, **THEOREMS.get(theorem_id, THEOREMS["none"])}
 
 
-PROOF_NAMES: tuple[str, ...] = ("invertible_skip", "degree", "linearization", "depth", "boundedness", "flip_identity",
-                                "asymptotic_skeleton", "leaky_reduction", "parity", "exponential")
+PROOF_NAMES: tuple[str, ...] = (
+    "invertible_skip",
+    "degree",
+    "linearization",
+    "depth",
+    "boundedness",
+    "flip_identity",
+    "asymptotic_skeleton",
+    "leaky_reduction",
+    "parity",
+    "exponential",
+)
 """The names of the machine-checked proofs (``absorb prove NAME``, ``proofs/NAME.py``); the
 CLI reads them from here so that its parser does not import sympy."""

@@ -18,7 +18,9 @@ from typing import Any
 
 import numpy as np
 
-HASH_CONVENTION = "sha256 of the float64 little-endian C-contiguous bytes (np.ascontiguousarray(a, dtype='<f8').tobytes())"
+HASH_CONVENTION = (
+    "sha256 of the float64 little-endian C-contiguous bytes (np.ascontiguousarray(a, dtype='<f8').tobytes())"
+)
 
 
 def array_sha256(a: np.ndarray) -> str:
@@ -68,26 +70,76 @@ def plain(obj: Any) -> Any:
 # ---------------------------------------------------------------------------- LaTeX --
 
 _TEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
-    "%": r"\%", "_": r"\_", "^": r"\textasciicircum{}", "~": r"\textasciitilde{}",
-    "<": r"\ensuremath{<}", ">": r"\ensuremath{>}", "|": r"\ensuremath{|}",
+    "\\": r"\textbackslash{}",
+    "{": r"\{",
+    "}": r"\}",
+    "$": r"\$",
+    "&": r"\&",
+    "#": r"\#",
+    "%": r"\%",
+    "_": r"\_",
+    "^": r"\textasciicircum{}",
+    "~": r"\textasciitilde{}",
+    "<": r"\ensuremath{<}",
+    ">": r"\ensuremath{>}",
+    "|": r"\ensuremath{|}",
 }
 # Unicode the engine writes in its sentences (σ, ≥, ‖, ⊙, …) → LaTeX that pdflatex knows
 # without extra packages. Anything else non-ASCII becomes ``?`` rather than a compile error.
 _TEX_UNICODE = {
-    "σ": r"\ensuremath{\sigma}", "τ": r"\ensuremath{\tau}", "γ": r"\ensuremath{\gamma}", "ε": r"\ensuremath{\varepsilon}",
-    "η": r"\ensuremath{\eta}", "λ": r"\ensuremath{\lambda}", "δ": r"\ensuremath{\delta}", "Σ": r"\ensuremath{\Sigma}",
-    "≥": r"\ensuremath{\ge}", "≤": r"\ensuremath{\le}", "≠": r"\ensuremath{\ne}", "≈": r"\ensuremath{\approx}",
-    "‖": r"\ensuremath{\|}", "⊙": r"\ensuremath{\odot}", "⊗": r"\ensuremath{\otimes}", "→": r"\ensuremath{\to}",
-    "⇒": r"\ensuremath{\Rightarrow}", "⇔": r"\ensuremath{\Leftrightarrow}", "∘": r"\ensuremath{\circ}",
-    "⋯": r"\ensuremath{\cdots}", "…": r"\ldots{}", "·": r"\ensuremath{\cdot}", "×": r"\ensuremath{\times}",
-    "−": r"\ensuremath{-}", "–": "--", "—": "---", "∞": r"\ensuremath{\infty}", "±": r"\ensuremath{\pm}",
-    "∈": r"\ensuremath{\in}", "⊆": r"\ensuremath{\subseteq}", "ᵀ": r"\ensuremath{^{\top}}", "√": r"\ensuremath{\surd}",
-    "²": r"\ensuremath{^2}", "³": r"\ensuremath{^3}", "¹": r"\ensuremath{^1}", "⁻": r"\ensuremath{^-}",
-    "₀": r"\ensuremath{_0}", "₁": r"\ensuremath{_1}", "₂": r"\ensuremath{_2}", "ℓ": r"\ensuremath{\ell}",
-    "’": "'", "‘": "`", "“": "``", "”": "''", "✓": "yes", "✗": "no", "′": "'",
-    "α": r"\ensuremath{\alpha}", "β": r"\ensuremath{\beta}", "≡": r"\ensuremath{\equiv}", "₊": r"\ensuremath{_+}",
-    "₋": r"\ensuremath{_-}", "∀": r"\ensuremath{\forall}",
+    "σ": r"\ensuremath{\sigma}",
+    "τ": r"\ensuremath{\tau}",
+    "γ": r"\ensuremath{\gamma}",
+    "ε": r"\ensuremath{\varepsilon}",
+    "η": r"\ensuremath{\eta}",
+    "λ": r"\ensuremath{\lambda}",
+    "δ": r"\ensuremath{\delta}",
+    "Σ": r"\ensuremath{\Sigma}",
+    "≥": r"\ensuremath{\ge}",
+    "≤": r"\ensuremath{\le}",
+    "≠": r"\ensuremath{\ne}",
+    "≈": r"\ensuremath{\approx}",
+    "‖": r"\ensuremath{\|}",
+    "⊙": r"\ensuremath{\odot}",
+    "⊗": r"\ensuremath{\otimes}",
+    "→": r"\ensuremath{\to}",
+    "⇒": r"\ensuremath{\Rightarrow}",
+    "⇔": r"\ensuremath{\Leftrightarrow}",
+    "∘": r"\ensuremath{\circ}",
+    "⋯": r"\ensuremath{\cdots}",
+    "…": r"\ldots{}",
+    "·": r"\ensuremath{\cdot}",
+    "×": r"\ensuremath{\times}",
+    "−": r"\ensuremath{-}",
+    "–": "--",
+    "—": "---",
+    "∞": r"\ensuremath{\infty}",
+    "±": r"\ensuremath{\pm}",
+    "∈": r"\ensuremath{\in}",
+    "⊆": r"\ensuremath{\subseteq}",
+    "ᵀ": r"\ensuremath{^{\top}}",
+    "√": r"\ensuremath{\surd}",
+    "²": r"\ensuremath{^2}",
+    "³": r"\ensuremath{^3}",
+    "¹": r"\ensuremath{^1}",
+    "⁻": r"\ensuremath{^-}",
+    "₀": r"\ensuremath{_0}",
+    "₁": r"\ensuremath{_1}",
+    "₂": r"\ensuremath{_2}",
+    "ℓ": r"\ensuremath{\ell}",
+    "’": "'",
+    "‘": "`",
+    "“": "``",
+    "”": "''",
+    "✓": "yes",
+    "✗": "no",
+    "′": "'",
+    "α": r"\ensuremath{\alpha}",
+    "β": r"\ensuremath{\beta}",
+    "≡": r"\ensuremath{\equiv}",
+    "₊": r"\ensuremath{_+}",
+    "₋": r"\ensuremath{_-}",
+    "∀": r"\ensuremath{\forall}",
 }
 
 
@@ -118,7 +170,7 @@ def tex_tt(text: object) -> str:
 
 
 def tex_num(x: object, digits: int = 4) -> str:
-    """A float for math mode: ``1.23 \\cdot 10^{-5}``; ints and strings pass through."""
+    """A float for math mode: ``1.23 \\times 10^{-5}``; ints and strings pass through."""
     if x is None:
         return r"\text{--}"
     if isinstance(x, bool):
@@ -142,10 +194,72 @@ def tex_num(x: object, digits: int = 4) -> str:
         return s
     mant, exp = f"{v:.{max(digits - 1, 0)}e}".split("e")
     mant = mant.rstrip("0").rstrip(".") if "." in mant else mant
-    return rf"{mant} \cdot 10^{{{int(exp)}}}"
+    return rf"{mant} \times 10^{{{int(exp)}}}"
 
 
 def tex_matrix(rows: list[list[float]], digits: int = 4) -> str:
     """A small matrix as ``\\begin{pmatrix}…\\end{pmatrix}`` (entries via :func:`tex_num`)."""
     body = r" \\ ".join(" & ".join(tex_num(v, digits) for v in row) for row in rows)
     return r"\begin{pmatrix}" + body + r"\end{pmatrix}"
+
+
+# Engine sentences (reasons, hypothesis statements) are free text with a few formula
+# patterns in them. Known patterns are typeset in math mode; everything else is escaped.
+_SUBSCRIPT_WORDS = {"up", "down", "gate", "res", "pre", "post", "min", "max", "inf"}
+_UNICODE_MATH = {"ℓ": r"\ell", "δ": r"\delta", "σ": r"\sigma", "∞": r"\infty"}
+_PROSE_PATTERN = re.compile(
+    r"(?P<sci>(?<![\w.])[-+]?\d+(?:\.\d+)?[eE][-+]?\d+(?![\w.]))"
+    r"|(?P<flip>(?:\((?P<cfrac>\d+/\d+)\)·)?W_down\[:,S\] W_up\[S,:\] = -M(?P<overc>/c)?)"
+    r"|(?P<w>\bW_(?P<wname>up|down|gate)(?P<widx>\[[^\]\s]{1,12}\])?)"
+    r"|(?P<sinf>σ∞)"
+    r"|(?P<abs>\|(?P<absarg>[A-Za-z]{1,3})\|)"
+    r"|(?P<pow>(?<![\w\\])(?P<base>[A-Za-z])\^(?P<exp>\d{1,3})(?!\w))"
+    r"|(?P<sub>(?<![\w\\])(?P<sym>[A-Za-zσ])_(?P<idx>[A-Za-z0-9ℓδ]{1,4}|\{[A-Za-z0-9+ ]{1,8}\})(?![\w]))"
+)
+
+
+def _math_sub(idx: str) -> str:
+    idx = idx.strip("{}")
+    if idx in _SUBSCRIPT_WORDS:
+        return r"\mathrm{" + idx + "}"
+    return "".join(_UNICODE_MATH.get(ch, ch) for ch in idx)
+
+
+def _prose_math(m: re.Match[str]) -> str:
+    if m["sci"]:
+        mant, exp = re.split("[eE]", m["sci"])
+        if float(mant) == 0:
+            return "$0$"
+        return rf"${mant}\times10^{{{int(exp)}}}$"
+    if m["flip"]:
+        lhs = r"\tfrac{" + m["cfrac"].replace("/", "}{") + r"}\," if m["cfrac"] else ""
+        rhs = "-M/c" if m["overc"] else "-M"
+        return rf"${lhs}W_{{\mathrm{{down}}}}[:,S]\,W_{{\mathrm{{up}}}}[S,:] = {rhs}$"
+    if m["w"]:
+        return rf"$W_{{\mathrm{{{m['wname']}}}}}{m['widx'] or ''}$"
+    if m["sinf"]:
+        return r"$\sigma_\infty$"
+    if m["abs"]:
+        return rf"$|{m['absarg']}|$"
+    if m["pow"]:
+        return rf"${m['base']}^{{{m['exp']}}}$"
+    sym = _UNICODE_MATH.get(m["sym"], m["sym"])
+    return rf"${sym}_{{{_math_sub(m['idx'])}}}$"
+
+
+def tex_prose(text: object) -> str:
+    """Typeset an engine sentence for LaTeX text mode.
+
+    The formula patterns the engine writes (``W_down[:,S] W_up[S,:] = -M``, ``W_up``,
+    ``σ∞``, ``|S|``, ``t^2``, ``a_ℓ``, scientific numbers such as ``8.20e-17``) become math
+    (``$8.20\\times10^{-17}$``); everything else goes through :func:`tex_escape`, so any
+    text compiles and no TeX command can be injected.
+    """
+    s = str(text)
+    out, pos = [], 0
+    for m in _PROSE_PATTERN.finditer(s):
+        out.append(tex_escape(s[pos : m.start()]))
+        out.append(_prose_math(m))
+        pos = m.end()
+    out.append(tex_escape(s[pos:]))
+    return "".join(out)

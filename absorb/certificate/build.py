@@ -27,10 +27,11 @@ import datetime as _dt
 import json
 import platform
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -93,28 +94,36 @@ class Certificate:
         return json.dumps(self.document, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
 
     @classmethod
-    def from_json(cls, obj: object, *, source: str = "certificate") -> "Certificate":
+    def from_json(cls, obj: object, *, source: str = "certificate") -> Certificate:
         """Wrap a parsed document after checking its schema and version (InvalidInput if not)."""
         if not isinstance(obj, dict):
             raise InvalidInput(f"{source}: a certificate is a JSON object, got {type(obj).__name__}")
         if obj.get("schema") != SCHEMA:
-            raise InvalidInput(f"{source}: not an absorb certificate (schema {obj.get('schema')!r}, expected {SCHEMA!r}); "
-                               "make one with 'absorb check MODEL --certificate OUT.json'")
+            raise InvalidInput(
+                f"{source}: not an absorb certificate (schema {obj.get('schema')!r}, expected {SCHEMA!r}); "
+                "make one with 'absorb check MODEL --certificate OUT.json'"
+            )
         ver = obj.get("schema_version")
         if not isinstance(ver, int) or ver < 1 or ver > SCHEMA_VERSION:
-            raise InvalidInput(f"{source}: schema_version {ver!r} is not supported (this absorb reads 1..{SCHEMA_VERSION}); "
-                               "upgrade absorb or regenerate the certificate")
+            raise InvalidInput(
+                f"{source}: schema_version {ver!r} is not supported (this absorb reads 1..{SCHEMA_VERSION}); "
+                "upgrade absorb or regenerate the certificate"
+            )
         for key in ("verdict", "theorem", "blocks", "parameters", "input"):
             if key not in obj:
-                raise InvalidInput(f"{source}: certificate lacks the key {key!r}; regenerate it with 'absorb check --certificate'")
+                raise InvalidInput(
+                    f"{source}: certificate lacks the key {key!r}; regenerate it with 'absorb check --certificate'"
+                )
         return cls(obj)
 
     @classmethod
-    def loads(cls, text: str, *, source: str = "certificate") -> "Certificate":
+    def loads(cls, text: str, *, source: str = "certificate") -> Certificate:
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+            raise InvalidInput(
+                f"{source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+            ) from None
         return cls.from_json(obj, source=source)
 
 
@@ -136,9 +145,12 @@ def _versions() -> dict[str, str]:
 def weight_record(a: np.ndarray) -> dict[str, Any]:
     """Shape, SHA-256, norms of one array; its exact values too when it is small (≤ 8 per dim)."""
     a = np.asarray(a, dtype=np.float64)
-    rec: dict[str, Any] = {"shape": list(a.shape), "sha256": array_sha256(a),
-                           "fro_norm": float(np.linalg.norm(a)) if a.size else 0.0,
-                           "max_abs": float(np.abs(a).max()) if a.size else 0.0}
+    rec: dict[str, Any] = {
+        "shape": list(a.shape),
+        "sha256": array_sha256(a),
+        "fro_norm": float(np.linalg.norm(a)) if a.size else 0.0,
+        "max_abs": float(np.abs(a).max()) if a.size else 0.0,
+    }
     if a.ndim <= 2 and all(s <= EMBED_MAX_DIM for s in a.shape):
         rec["values"] = a.tolist()
     return rec
@@ -212,11 +224,17 @@ def _witness(bd: BlockDecision) -> dict[str, Any] | None:
     if w.S is not None and flip is not None:
         out["c"] = flip["value"].get("c")
         if bd.block.gated:
-            out["formula"] = (r"W'_{\mathrm{gate}}[i,:]=-W_{\mathrm{gate}}[i,:],\ W'_{\mathrm{down}}[:,i]=-W_{\mathrm{down}}[:,i]\ (i\in S);"
-                              r"\ b'_{\mathrm{down}}=b_{\mathrm{down}}+c\,W_{\mathrm{down}}[:,S]\,b_{\mathrm{up}}[S];\ M'=0")
+            out["formula"] = (
+                r"W'_{\mathrm{gate}}[i,:]=-W_{\mathrm{gate}}[i,:],\ "
+                r"W'_{\mathrm{down}}[:,i]=-W_{\mathrm{down}}[:,i]\ (i\in S);"
+                r"\ b'_{\mathrm{down}}=b_{\mathrm{down}}+c\,W_{\mathrm{down}}[:,S]\,b_{\mathrm{up}}[S];\ M'=0"
+            )
         else:
-            out["formula"] = (r"W'_{\mathrm{up}}[i,:]=-W_{\mathrm{up}}[i,:]\ (i\in S),\ W'_{\mathrm{down}}=W_{\mathrm{down}};"
-                              r"\ b'_{\mathrm{down}}=b_{\mathrm{down}}+c\,W_{\mathrm{down}}[:,S]\,b_{\mathrm{up}}[S];\ M'=0")
+            out["formula"] = (
+                r"W'_{\mathrm{up}}[i,:]=-W_{\mathrm{up}}[i,:]\ (i\in "
+                r"S),\ W'_{\mathrm{down}}=W_{\mathrm{down}};"
+                r"\ b'_{\mathrm{down}}=b_{\mathrm{down}}+c\,W_{\mathrm{down}}[:,S]\,b_{\mathrm{up}}[S];\ M'=0"
+            )
     out["block"] = {"weights": block_weights(w.block)}
     return out
 
@@ -230,18 +248,23 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
         hom = _prop(bd, "homogeneous") or {}
         kg = hom.get("value", {}).get("k")
         arg["k_activation"] = kg
-        arg["k"] = plain(bd.properties[[p.name for p in bd.properties].index("homogeneous")].value["k"] + (1 if b.gated else 0))
+        arg["k"] = plain(
+            bd.properties[[p.name for p in bd.properties].index("homogeneous")].value["k"] + (1 if b.gated else 0)
+        )
         arg["steps"] = [
             rf"B'(tx) = t^{{k}} B'(x)\ \text{{and}}\ B(tx) = t^{{k}} B(x)\ \text{{for all}}\ t>0\ (k = {arg['k']})",
             r"B'(x) = Mx + B(x)\ \forall x \;\Rightarrow\; t^{k}\big(Mx + B(x)\big) = B'(tx) = tMx + t^{k}B(x)",
-            r"\Rightarrow\ (t^{k} - t)\,Mx = 0\ \ \forall t>0,\ \forall x \;\Rightarrow\; Mx = 0\ (t = 2,\ 2^{k}\ne 2) \;\Rightarrow\; M = 0",
+            r"\Rightarrow\ (t^{k} - t)\,Mx = 0\ \ \forall t>0,\ \forall x \;\Rightarrow\; Mx = 0\ (t = 2,\ 2^{k}\ne "
+            r"2) \;\Rightarrow\; M = 0",
         ]
     elif th == Theorem.LINEARIZATION.value:
         vg = _prop(bd, "vanishing_gate") or {}
         arg["g0"] = vg.get("value", {}).get("g0")
         arg["dg0"] = vg.get("value", {}).get("dg0")
         arg["steps"] = [
-            r"J_{B'}(0) = W'_{\mathrm{down}}\big(\mathrm{diag}(g(W'_{\mathrm{gate}}0))\,W'_{\mathrm{up}} + \mathrm{diag}(W'_{\mathrm{up}}0)\,g'(0)\,W'_{\mathrm{gate}}\big) = W'_{\mathrm{down}}\,\mathrm{diag}(g(0))\,W'_{\mathrm{up}} = 0",
+            r"J_{B'}(0) = W'_{\mathrm{down}}\big(\mathrm{diag}(g(W'_{\mathrm{gate}}0))\,W'_{\mathrm{up}} + "
+            r"\mathrm{diag}(W'_{\mathrm{up}}0)\,g'(0)\,W'_{\mathrm{gate}}\big) = "
+            r"W'_{\mathrm{down}}\,\mathrm{diag}(g(0))\,W'_{\mathrm{up}} = 0",
             r"J_f(0) = M + W_{\mathrm{down}}\,\mathrm{diag}(g(0))\,W_{\mathrm{up}} = M",
             r"B' = f \;\Rightarrow\; M = J_f(0) = J_{B'}(0) = 0",
         ]
@@ -252,8 +275,10 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
         e = arg["M_nonzero_entry"]
         if e is not None:
             arg["steps"] = [
-                r"|B'(x)| \le \|W'_{\mathrm{down}}\|\,\sqrt{n}\,\sup|\sigma| + |b'_{\mathrm{down}}| < \infty\ \text{for every residual-free } B'",
-                rf"x = t\,e_{{{e['col']}}}:\ |f(x)_{{{e['row']}}}| \ge t\,|M_{{{e['row']},{e['col']}}}| - \sup|B| \to \infty\ (t\to\infty)",
+                r"|B'(x)| \le \|W'_{\mathrm{down}}\|\,\sqrt{n}\,\sup|\sigma| + |b'_{\mathrm{down}}| < "
+                r"\infty\ \text{for every residual-free } B'",
+                rf"x = t\,e_{{{e['col']}}}:\ |f(x)_{{{e['row']}}}| \ge t\,|M_{{{e['row']},{e['col']}}}| "
+                r"- \sup|B| \to \infty\ (t\to\infty)",
             ]
         if "bound" in arg["limits"]:
             arg["bound"] = arg["limits"]["bound"]
@@ -268,7 +293,8 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
     elif th == Theorem.PARITY.value:
         arg["even"] = True
         arg["steps"] = [
-            r"\sigma(-z) = \sigma(z)\ \forall z \;\Rightarrow\; B'(-x) = B'(x)\ \text{and}\ B(-x) = B(x)\ \text{(bias-free)}",
+            r"\sigma(-z) = \sigma(z)\ \forall z \;\Rightarrow\; B'(-x) = B'(x)\ \text{and}\ B(-x) = "
+            r"B(x)\ \text{(bias-free)}",
             r"B' = f \;\Rightarrow\; 0 = B'(x) - B'(-x) = f(x) - f(-x) = 2Mx\ \ \forall x \;\Rightarrow\; M = 0",
         ]
     elif th == Theorem.EXPONENTIAL.value:
@@ -278,7 +304,8 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
         arg["steps"] = [
             r"g(x) = \sum_j w'_j\,(A e^{\beta b'_j} e^{\beta u'_j\cdot x} + C) + b'_{\mathrm{down}}:\ "
             r"f(x) - g(x) = Mx + \sum_k c_k e^{\beta v_k\cdot x} + c_0",
-            r"x = te:\ (Me)\,t + \sum_k c_k e^{\beta (v_k\cdot e) t} + c_0 \equiv 0 \;\Rightarrow\; Me = 0\ \ \forall e \;\Rightarrow\; M = 0",
+            r"x = te:\ (Me)\,t + \sum_k c_k e^{\beta (v_k\cdot e) t} + c_0 \equiv 0 \;\Rightarrow\; Me = "
+            r"0\ \ \forall e \;\Rightarrow\; M = 0",
         ]
     elif th == Theorem.SKELETON.value:
         arg.update(_skeleton_argument(bd))
@@ -286,8 +313,14 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
         flip = _prop(bd, "flip_identity") or {}
         arg["c"] = flip.get("value", {}).get("c")
         arg["target"] = "-M/c"
-        arg["necessity_hypotheses"] = ["bias_free", "d_at_least_2", "skip_invertible", "rows_nonzero", "columns_nonzero",
-                                       "rows_noncollinear"]
+        arg["necessity_hypotheses"] = [
+            "bias_free",
+            "d_at_least_2",
+            "skip_invertible",
+            "rows_nonzero",
+            "columns_nonzero",
+            "rows_noncollinear",
+        ]
     return arg
 
 
@@ -333,14 +366,19 @@ def _skeleton_argument(bd: BlockDecision) -> dict[str, Any]:
     out["target"] = None if c == 0 else "-M/c_inf"
     out["nondegeneracy_hypotheses"] = list(_NONDEGENERACY) if case in ("nondegenerate", "flip-even") else []
     out["steps"] = [
-        r"\frac{\sigma(tz+c)}{t} \to \sigma_\infty(z) = a\,\mathrm{ReLU}(z) + b\,z\quad (t\to\infty,\ z, c \in \mathbb{R})",
+        r"\frac{\sigma(tz+c)}{t} \to \sigma_\infty(z) = a\,\mathrm{ReLU}(z) + b\,z\quad (t\to\infty,\ z, c \in "
+        r"\mathbb{R})",
         r"\frac{f(tv)}{t} \to Mv + W_{\mathrm{down}}\sigma_\infty(W_{\mathrm{up}}v),\qquad "
         r"\frac{g(tv)}{t} \to W'_{\mathrm{down}}\sigma_\infty(W'_{\mathrm{up}}v)",
-        {"nondegenerate": r"\text{kinks identify the units} \;\Rightarrow\; M + c_\infty W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:] = 0"
-                          r"\ \text{for some } S",
-         "flip-even": r"c_\infty = a + 2b = 0:\ \text{the linear parts match only if } M = 0",
-         "zero": r"\sigma_\infty \equiv 0:\ Mv = 0\ \forall v \;\Rightarrow\; M = 0",
-         "degenerate-relu": r"\sigma_\infty = \mathrm{ReLU}:\ \text{the canonical form decides the bias-free ReLU skeleton}"}[case],
+        {
+            "nondegenerate": r"\text{kinks identify the units} \;\Rightarrow\; M + c_\infty "
+            r"W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:] = 0"
+            r"\ \text{for some } S",
+            "flip-even": r"c_\infty = a + 2b = 0:\ \text{the linear parts match only if } M = 0",
+            "zero": r"\sigma_\infty \equiv 0:\ Mv = 0\ \forall v \;\Rightarrow\; M = 0",
+            "degenerate-relu": r"\sigma_\infty = \mathrm{ReLU}:\ \text{the canonical form decides the bias-free ReLU "
+            r"skeleton}",
+        }[case],
     ]
     return out
 
@@ -373,7 +411,10 @@ def _canonical_record(bd: BlockDecision, block: Block | None = None) -> dict[str
         rec["choice"] = {"B": list(ch.B), "delta": list(ch.delta), "rank": ch.rank, "width": ch.value}
         if out.status == "found":
             up, down = construct(cf, ch, dd.width)
-            rec["witness_exact"] = {"W_up": [[q(v) for v in row] for row in up], "W_down": [[q(v) for v in row] for row in down]}
+            rec["witness_exact"] = {
+                "W_up": [[q(v) for v in row] for row in up],
+                "W_down": [[q(v) for v in row] for row in down],
+            }
     return rec
 
 
@@ -409,8 +450,13 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
         "activation_function": {"name": act.name, "text": str(act.expr), "latex": act.latex, "srepr": act.key},
         "d": b.d,
         "n": b.n,
-        "skip": ({"kind": "hyper_connection", "streams": b.hc.s} if b.hc is not None else
-                 {"kind": "identity"} if b.skip is None else {"kind": "matrix"}),
+        "skip": (
+            {"kind": "hyper_connection", "streams": b.hc.s}
+            if b.hc is not None
+            else {"kind": "identity"}
+            if b.skip is None
+            else {"kind": "matrix"}
+        ),
         "verdict": bd.verdict.value,
         "theorem": theorem_info(bd.theorem.value),
         "reason": bd.reason,
@@ -435,10 +481,16 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
             entry["canonical_form"] = cf
     if bd.search is not None:
         s = bd.search
-        entry["search"] = {"method": s.method, "status": s.status.value, "reason": s.reason,
-                           "S": None if s.S is None else [int(i) for i in s.S],
-                           "residual": s.residual, "bound": s.bound, "elapsed": round(float(s.elapsed), 6),
-                           "certificate": _trim_search_certificate(s.certificate)}
+        entry["search"] = {
+            "method": s.method,
+            "status": s.status.value,
+            "reason": s.reason,
+            "S": None if s.S is None else [int(i) for i in s.S],
+            "residual": s.residual,
+            "bound": s.bound,
+            "elapsed": round(float(s.elapsed), 6),
+            "certificate": _trim_search_certificate(s.certificate),
+        }
     return plain(entry)
 
 
@@ -450,18 +502,33 @@ def _stack_entry(decision: Decision) -> dict[str, Any] | None:
     P = np.eye(d)
     for blk in blocks:
         P = blk.M @ P
-    out: dict[str, Any] = {"layers": len(blocks), "flat_at_zero": [bd.flat_at_zero for bd in decision.blocks],
-                           "skip_product": weight_record(P), "skip_product_nonzero_entry": _nonzero_entry(P)}
+    out: dict[str, Any] = {
+        "layers": len(blocks),
+        "flat_at_zero": [bd.flat_at_zero for bd in decision.blocks],
+        "skip_product": weight_record(P),
+        "skip_product_nonzero_entry": _nonzero_entry(P),
+    }
     if decision.witness is not None:
-        out["composition_witness"] = {"eval_error": decision.witness.eval_error, "n_inputs": decision.witness.n_inputs,
-                                      "construction": decision.witness.description}
+        out["composition_witness"] = {
+            "eval_error": decision.witness.eval_error,
+            "n_inputs": decision.witness.n_inputs,
+            "construction": decision.witness.description,
+        }
     return plain(out)
 
 
-def build_certificate(decision: Decision, model: Block | Stack | Iterable[Block] | None, *, seed: int,
-                      path: str | None = None, activation: str | None = None, method: str = "auto",
-                      timeout: float | None = None, entries: list[dict[str, Any]] | None = None,
-                      checkpoint: dict[str, Any] | None = None) -> Certificate:
+def build_certificate(
+    decision: Decision,
+    model: Block | Stack | Iterable[Block] | None,
+    *,
+    seed: int,
+    path: str | None = None,
+    activation: str | None = None,
+    method: str = "auto",
+    timeout: float | None = None,
+    entries: list[dict[str, Any]] | None = None,
+    checkpoint: dict[str, Any] | None = None,
+) -> Certificate:
     """Make the certificate of ``decision`` for the loaded ``model``.
 
     ``seed``, ``activation`` (the ``--activation`` override, if any), ``method`` and
@@ -475,28 +542,45 @@ def build_certificate(decision: Decision, model: Block | Stack | Iterable[Block]
     decision is about.
     """
     if entries is None:
-        blocks = list(model.blocks) if isinstance(model, Stack) else [model] if isinstance(model, Block) else list(model or ())
-        if len(blocks) != len(decision.blocks) or any(a is not bd.block and a.name != bd.block.name
-                                                      for a, bd in zip(blocks, decision.blocks)):
+        blocks = (
+            list(model.blocks)
+            if isinstance(model, Stack)
+            else [model]
+            if isinstance(model, Block)
+            else list(model or ())
+        )
+        if len(blocks) != len(decision.blocks) or any(
+            a is not bd.block and a.name != bd.block.name for a, bd in zip(blocks, decision.blocks, strict=True)
+        ):
             raise ValueError("build_certificate: the model's blocks are not the ones the decision is about")
         entries = [block_entry(bd) for bd in decision.blocks]
     elif [e.get("name") for e in entries] != [bd.block.name for bd in decision.blocks]:
         raise ValueError("build_certificate: the entries are not the blocks the decision is about")
     path = decision.path if path is None else path
-    src: dict[str, Any] = {"path": path, "structure": decision.structure, "blocks": len(entries),
-                           "hash_convention": HASH_CONVENTION}
+    src: dict[str, Any] = {
+        "path": path,
+        "structure": decision.structure,
+        "blocks": len(entries),
+        "hash_convention": HASH_CONVENTION,
+    }
     if path and Path(path).is_file():
         src["file_sha256"] = file_sha256(path)
     doc: dict[str, Any] = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
-        "created": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        "created": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
         "tool": _versions(),
         "command": " ".join(sys.argv) if sys.argv and sys.argv[0] else None,
         "paper": PAPER,
         "input": src,
-        "parameters": {"tolerance": decision.tolerance, "seed": int(seed), "activation_override": activation,
-                       "method": method, "timeout": timeout, **({"checkpoint": checkpoint} if checkpoint else {})},
+        "parameters": {
+            "tolerance": decision.tolerance,
+            "seed": int(seed),
+            "activation_override": activation,
+            "method": method,
+            "timeout": timeout,
+            **({"checkpoint": checkpoint} if checkpoint else {}),
+        },
         "verdict": decision.verdict.value,
         "theorem": theorem_info(decision.theorem.value),
         "reason": decision.reason,

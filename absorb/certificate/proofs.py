@@ -14,106 +14,56 @@ The scripts in ``proofs/`` and ``absorb prove`` both call :func:`run_proof`; the
 this one implementation.
 """
 
+
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 import sympy as sp
 
-from absorb.certificate._theorems import PAPER
-from absorb.certificate._theorems import PROOF_NAMES
-
-
-class ProofError(AssertionError):
-    """SymPy could not close a step of a proof."""
-
-
-@dataclass(frozen=True)
-class Step:
-    """One step: a sentence, the LaTeX of the equation sympy closed, how it closed it."""
-
-    text: str
-    latex: str
-    check: str
-
-
-@dataclass
-class Proof:
-    name: str
-    title: str
-    source: str
-    statement: str
-    setting: str
-    steps: list[Step] = field(default_factory=list)
-    conclusion: str = ""
-
-    def add(self, text: str, latex: str, check: str) -> None:
-        self.steps.append(Step(text, latex, check))
-
-
-P = sp.Symbol("p", positive=True)
-T = sp.Symbol("t", positive=True)
-Z = sp.Symbol("z", real=True)
-
-
-def _zero(expr: sp.Expr | sp.MatrixBase, what: str) -> None:
-    """Require sympy to reduce ``expr`` (scalar or matrix) to 0, else raise ProofError."""
-    items = list(expr) if isinstance(expr, sp.MatrixBase) else [expr]
-    for e in items:
-        s = sp.simplify(sp.expand(e))
-        if s != 0:
-            raise ProofError(f"sympy could not close the step '{what}': residual {s}")
-
-
-def _equal(lhs: sp.Expr | sp.MatrixBase, rhs: sp.Expr | sp.MatrixBase, what: str) -> str:
-    _zero(lhs - rhs, what)
-    return "simplify(lhs - rhs) = 0"
-
-
-def _mat(name: str, rows: int, cols: int) -> sp.Matrix:
-    return sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}_{i + 1}{j + 1}", real=True))
-
-
-def _vec(name: str, k: int) -> sp.Matrix:
-    return sp.Matrix(k, 1, lambda i, _: sp.Symbol(f"{name}_{i + 1}", real=True))
-
-
-def _apply(fn: Callable[[sp.Expr], sp.Expr], v: sp.Matrix) -> sp.Matrix:
-    return v.applyfunc(fn)
-
-
-def _homogeneous_rule(fn: sp.FunctionClass, k: sp.Expr, t: sp.Symbol) -> Callable[[sp.Expr], sp.Expr]:
-    """Rewrite fn(t^a·y) → t^{a·k} fn(y): the hypothesis 'fn is positively homogeneous of
-    degree k', applied to every occurrence whose argument carries a power of t."""
-
-    def rule(expr: sp.Expr) -> sp.Expr:
-        def repl(*args: sp.Expr) -> sp.Expr:
-            arg = sp.expand(args[0])
-            base = sp.expand(arg.subs(t, 1))
-            if base == 0:
-                return fn(arg)
-            ratio = sp.simplify(arg / base)
-            if ratio.free_symbols - {t} - set(sp.sympify(k).free_symbols) or not ratio.has(t):
-                return fn(arg)
-            return sp.powsimp(ratio**k, force=True) * fn(base)
-
-        return expr.replace(lambda e: isinstance(e, sp.Function) and e.func == fn, lambda e: repl(*e.args))
-
-    return rule
-
+from absorb.certificate._proof_core import (  # noqa: F401 - re-exported: the proofs' shared API
+    P,
+    Proof,
+    ProofError,
+    Step,
+    T,
+    Z,
+    _apply,
+    _equal,
+    _fail,
+    _homogeneous_rule,
+    _mat,
+    _vec,
+    _zero,
+)
+from absorb.certificate._proofs_beyond import (  # noqa: F401 - re-exported
+    BOUNDED_BY_INTERVAL,
+    EVEN_ACTIVATIONS,
+    SKELETON_ACTIVATIONS,
+    _flip_block_check,
+    _sigma_inf,
+    prove_asymptotic_skeleton,
+    prove_boundedness,
+    prove_exponential,
+    prove_leaky_reduction,
+    prove_parity,
+)
+from absorb.certificate._theorems import PAPER, PROOF_NAMES
 
 # ------------------------------------------------------------------------- result 1 --
 
 
 def prove_invertible_skip() -> Proof:
     pf = Proof("invertible_skip", "Invertible skip reduces to the identity", "result 1 of arXiv 2604.23705",
-               r"Let $M$ be invertible. Then $f(x)=Mx+B(x)$ is absorbable if and only if $x\mapsto x+M^{-1}B(x)$ is, and "
-               r"$M^{-1}B$ is a block of the same kind with $W_{\mathrm{down}}\leftarrow M^{-1}W_{\mathrm{down}}$. For a "
-               r"Hyper-Connection block with $s$ streams the lifted skip is $H_{\mathrm{res}}\otimes I_d$, invertible iff "
+               r"Let $M$ be invertible. Then $f(x)=Mx+B(x)$ is absorbable if and only if $x\mapsto x+M^{-1}B(x)$ is, "
+               r"and "
+               r"$M^{-1}B$ is a block of the same kind with $W_{\mathrm{down}}\leftarrow M^{-1}W_{\mathrm{down}}$. "
+               r"For a "
+               r"Hyper-Connection block with $s$ streams the lifted skip is $H_{\mathrm{res}}\otimes I_d$, "
+               r"invertible iff "
                r"$H_{\mathrm{res}}$ is.",
                r"Symbolic $M\in\mathbb{R}^{2\times2}$ with $\det M\ne0$, $W_{\mathrm{up}}, W_{\mathrm{down}}$ of size "
                r"$2\times2$, and a general activation $\sigma$ (an undefined function).")
@@ -123,16 +73,27 @@ def prove_invertible_skip() -> Proof:
     B = D * _apply(sigma, U * x)
     f = M * x + B
     Minv = M.inv()
-    pf.add(r"Factor the skip out of $f$:", r"Mx + B(x) = M\big(x + M^{-1}B(x)\big)", _equal(f, M * (x + Minv * B), "factor M"))
-    pf.add(r"$M^{-1}B$ is the same block with down projection $M^{-1}W_{\mathrm{down}}$:",
-           r"M^{-1}\,W_{\mathrm{down}}\,\sigma(W_{\mathrm{up}}x) = (M^{-1}W_{\mathrm{down}})\,\sigma(W_{\mathrm{up}}x)",
-           _equal(Minv * B, (Minv * D) * _apply(sigma, U * x), "associativity"))
+    pf.add(
+        r"Factor the skip out of $f$:",
+        r"Mx + B(x) = M\big(x + M^{-1}B(x)\big)",
+        _equal(f, M * (x + Minv * B), "factor M"),
+    )
+    pf.add(
+        r"$M^{-1}B$ is the same block with down projection $M^{-1}W_{\mathrm{down}}$:",
+        r"M^{-1}\,W_{\mathrm{down}}\,\sigma(W_{\mathrm{up}}x) = (M^{-1}W_{\mathrm{down}})\,\sigma(W_{\mathrm{up}}x)",
+        _equal(Minv * B, (Minv * D) * _apply(sigma, U * x), "associativity"),
+    )
     U2, D2 = _mat("a", 2, 2), _mat("c", 2, 2)
     B2 = D2 * _apply(sigma, U2 * x)
-    pf.add(r"If $B'$ absorbs $f$ then $M^{-1}B'$ (a block with down projection $M^{-1}W'_{\mathrm{down}}$) absorbs "
-           r"$x+M^{-1}B(x)$; conversely if $B''$ absorbs $x + M^{-1}B(x)$ then $MB''$ absorbs $f$:",
-           r"M^{-1}\big(Mx + B(x)\big) = x + M^{-1}B(x),\qquad M\,\big(W''_{\mathrm{down}}\sigma(W''_{\mathrm{up}}x)\big) = (MW''_{\mathrm{down}})\,\sigma(W''_{\mathrm{up}}x)",
-           _equal(Minv * f, x + Minv * B, "multiply by M^{-1}") and _equal(M * B2, (M * D2) * _apply(sigma, U2 * x), "multiply by M"))
+    pf.add(
+        r"If $B'$ absorbs $f$ then $M^{-1}B'$ (a block with down projection $M^{-1}W'_{\mathrm{down}}$) absorbs "
+        r"$x+M^{-1}B(x)$; conversely if $B''$ absorbs $x + M^{-1}B(x)$ then $MB''$ absorbs $f$:",
+        r"M^{-1}\big(Mx + B(x)\big) = x + M^{-1}B(x),\qquad "
+        r"M\,\big(W''_{\mathrm{down}}\sigma(W''_{\mathrm{up}}x)\big) = "
+        r"(MW''_{\mathrm{down}})\,\sigma(W''_{\mathrm{up}}x)",
+        _equal(Minv * f, x + Minv * B, "multiply by M^{-1}")
+        and _equal(M * B2, (M * D2) * _apply(sigma, U2 * x), "multiply by M"),
+    )
     # Hyper-Connections, s = 2 streams, d = 2.
     Hres = _mat("h", 2, 2)
     hpre, hpost = _vec("q", 2), _vec("r", 2)
@@ -146,16 +107,25 @@ def prove_invertible_skip() -> Proof:
     Dlift = sp.kronecker_product(hpost, I2) * D
     lifted = Mlift * vecX + Dlift * _apply(sigma, Ulift * vecX)
     vecOut = sp.Matrix([out[0, 0], out[0, 1], out[1, 0], out[1, 1]])
-    pf.add(r"Hyper-Connections ($s=2$ streams, state $X\in\mathbb{R}^{2\times 2}$ flattened stream by stream): "
-           r"$f(X)=H_{\mathrm{res}}X + H_{\mathrm{post}}^{\top}B(H_{\mathrm{pre}}X)$ is the block on $\mathbb{R}^{sd}$ with",
-           r"M = H_{\mathrm{res}}\otimes I_d,\quad W_{\mathrm{up}}\leftarrow W_{\mathrm{up}}(H_{\mathrm{pre}}^{\top}\otimes I_d),"
-           r"\quad W_{\mathrm{down}}\leftarrow (H_{\mathrm{post}}\otimes I_d)W_{\mathrm{down}}",
-           _equal(vecOut, lifted, "HC lifting"))
-    pf.add(r"and the lifted skip is invertible exactly when $H_{\mathrm{res}}$ is:",
-           r"\det(H_{\mathrm{res}}\otimes I_2) = (\det H_{\mathrm{res}})^2",
-           _equal(Mlift.det(), Hres.det() ** 2, "det of a Kronecker product"))
-    pf.conclusion = (r"Absorbing $f$ is equivalent to absorbing $x + M^{-1}B(x)$, a residual block with identity skip; "
-                     r"this is how the index-set criterion is applied to an invertible $M$ (target $-M$ instead of $-I$).")
+    pf.add(
+        r"Hyper-Connections ($s=2$ streams, state $X\in\mathbb{R}^{2\times 2}$ flattened stream by stream): "
+        r"$f(X)=H_{\mathrm{res}}X + H_{\mathrm{post}}^{\top}B(H_{\mathrm{pre}}X)$ is the block on "
+        r"$\mathbb{R}^{sd}$ with",
+        r"M = H_{\mathrm{res}}\otimes I_d,\quad W_{\mathrm{up}}\leftarrow "
+        r"W_{\mathrm{up}}(H_{\mathrm{pre}}^{\top}\otimes I_d),"
+        r"\quad W_{\mathrm{down}}\leftarrow (H_{\mathrm{post}}\otimes I_d)W_{\mathrm{down}}",
+        _equal(vecOut, lifted, "HC lifting"),
+    )
+    pf.add(
+        r"and the lifted skip is invertible exactly when $H_{\mathrm{res}}$ is:",
+        r"\det(H_{\mathrm{res}}\otimes I_2) = (\det H_{\mathrm{res}})^2",
+        _equal(Mlift.det(), Hres.det() ** 2, "det of a Kronecker product"),
+    )
+    pf.conclusion = (
+        r"Absorbing $f$ is equivalent to absorbing $x + M^{-1}B(x)$, a residual block with identity skip; "
+        r"this is how the index-set criterion is applied to an invertible $M$ (target $-M$ instead of "
+        r"$-I$)."
+    )
     return pf
 
 
@@ -163,48 +133,70 @@ def prove_invertible_skip() -> Proof:
 
 
 def prove_degree() -> Proof:
-    pf = Proof("degree", "Degree argument", "result 2 of arXiv 2604.23705",
-               r"If $\sigma$ is positively homogeneous of degree $k>0$, $k\ne1$, and the block is bias-free, then "
-               r"$Mx+B(x)=B'(x)$ for all $x$ and some residual-free block $B'$ forces $M=0$. ReLU$^2$ has $k=2$; ReGLU "
-               r"(a ReLU gate times a linear value) has $k=2$.",
-               r"A general degree $k>0$ (a symbol) and symbolic vectors for $Mx$, $B(x)$, $B'(x)$ at a fixed $x\in\mathbb{R}^2$; "
-               r"blocks with $W_{\mathrm{up}}, W_{\mathrm{gate}}\in\mathbb{R}^{2\times2}$, $W_{\mathrm{down}}\in\mathbb{R}^{2\times2}$.")
+    pf = Proof(
+        "degree",
+        "Degree argument",
+        "result 2 of arXiv 2604.23705",
+        r"If $\sigma$ is positively homogeneous of degree $k>0$, $k\ne1$, and the block is bias-free, then "
+        r"$Mx+B(x)=B'(x)$ for all $x$ and some residual-free block $B'$ forces $M=0$. ReLU$^2$ has $k=2$; ReGLU "
+        r"(a ReLU gate times a linear value) has $k=2$.",
+        r"A general degree $k>0$ (a symbol) and symbolic vectors for $Mx$, $B(x)$, $B'(x)$ at a fixed "
+        r"$x\in\mathbb{R}^2$; "
+        r"blocks with $W_{\mathrm{up}}, W_{\mathrm{gate}}\in\mathbb{R}^{2\times2}$, "
+        r"$W_{\mathrm{down}}\in\mathbb{R}^{2\times2}$.",
+    )
     k = sp.Symbol("k", positive=True)
     relu2 = sp.Max(0, Z) ** 2
     relu = sp.Max(0, Z)
     for name, fn, deg in (("ReLU^2", relu2, 2), ("ReLU", relu, 1)):
         cases = [sp.simplify(fn.subs(Z, s * T * P) - T**deg * fn.subs(Z, s * P)) for s in (1, -1)] + [fn.subs(Z, 0)]
         _zero(sp.Matrix(cases), f"{name} homogeneity")
-    pf.add(r"Scalar homogeneity on the sign cases $z=p$, $z=-p$, $z=0$ ($p,t>0$):",
-           r"\max(0,tz)^2 = t^2\max(0,z)^2,\qquad \max(0,tz) = t\,\max(0,z)", "simplify on each sign case = 0")
+    pf.add(
+        r"Scalar homogeneity on the sign cases $z=p$, $z=-p$, $z=0$ ($p,t>0$):",
+        r"\max(0,tz)^2 = t^2\max(0,z)^2,\qquad \max(0,tz) = t\,\max(0,z)",
+        "simplify on each sign case = 0",
+    )
     s_ = sp.Function("s")
     U, D, G = _mat("u", 2, 2), _mat("w", 2, 2), _mat("g", 2, 2)
     x = _vec("x", 2)
     rule = _homogeneous_rule(s_, k, T)
     Bt = rule(D * _apply(s_, U * (T * x)))
-    pf.add(r"Block level: if $s(tz)=t^ks(z)$ then $B(x)=W_{\mathrm{down}}s(W_{\mathrm{up}}x)$ satisfies",
-           r"B(tx) = W_{\mathrm{down}}\,s(t\,W_{\mathrm{up}}x) = t^k B(x)", _equal(Bt, T**k * D * _apply(s_, U * x), "block homogeneity"))
+    pf.add(
+        r"Block level: if $s(tz)=t^ks(z)$ then $B(x)=W_{\mathrm{down}}s(W_{\mathrm{up}}x)$ satisfies",
+        r"B(tx) = W_{\mathrm{down}}\,s(t\,W_{\mathrm{up}}x) = t^k B(x)",
+        _equal(Bt, T**k * D * _apply(s_, U * x), "block homogeneity"),
+    )
     g = sp.Function("g")
     grule = _homogeneous_rule(g, sp.Integer(1), T)
-    hidden_t = sp.Matrix([g(((G * (T * x)))[i]) * (U * (T * x))[i] for i in range(2)])
+    hidden_t = sp.Matrix([g((G * (T * x))[i]) * (U * (T * x))[i] for i in range(2)])
     hidden = sp.Matrix([g((G * x)[i]) * (U * x)[i] for i in range(2)])
-    pf.add(r"Gated (ReGLU: $g$ homogeneous of degree $1$): the hidden vector $g(W_{\mathrm{gate}}x)\odot W_{\mathrm{up}}x$ has degree $2$:",
-           r"g(tW_{\mathrm{gate}}x)\odot(tW_{\mathrm{up}}x) = t^2\,g(W_{\mathrm{gate}}x)\odot W_{\mathrm{up}}x",
-           _equal(grule(D * hidden_t), T**2 * D * hidden, "gated homogeneity"))
-    m, b, bp = _vec("m", 2), _vec("b", 2), _vec("c", 2)  # Mx, B(x), B'(x) at a fixed x
+    pf.add(
+        r"Gated (ReGLU: $g$ homogeneous of degree $1$): the hidden vector $g(W_{\mathrm{gate}}x)\odot "
+        r"W_{\mathrm{up}}x$ has degree $2$:",
+        r"g(tW_{\mathrm{gate}}x)\odot(tW_{\mathrm{up}}x) = t^2\,g(W_{\mathrm{gate}}x)\odot W_{\mathrm{up}}x",
+        _equal(grule(D * hidden_t), T**2 * D * hidden, "gated homogeneity"),
+    )
+    m, b = _vec("m", 2), _vec("b", 2)  # Mx and B(x) at a fixed x; B'(x) = m + b
     # B'(y) = My + B(y) at y = x gives bp = m + b; at y = tx gives t^k bp = t m + t^k b.
     lhs = T**k * (m + b) - (T * m + T**k * b)
-    pf.add(r"Suppose $B'(y)=My+B(y)$ for all $y$. At $y=x$: $B'(x)=Mx+B(x)$; at $y=tx$, by homogeneity of both blocks: "
-           r"$t^kB'(x)=tMx+t^kB(x)$. Subtracting $t^k$ times the first:",
-           r"t^k\big(Mx+B(x)\big) - \big(tMx + t^kB(x)\big) = (t^k - t)\,Mx = 0\quad(t>0)",
-           _equal(lhs, (T**k - T) * m, "subtract"))
+    pf.add(
+        r"Suppose $B'(y)=My+B(y)$ for all $y$. At $y=x$: $B'(x)=Mx+B(x)$; at $y=tx$, by homogeneity of both blocks: "
+        r"$t^kB'(x)=tMx+t^kB(x)$. Subtracting $t^k$ times the first:",
+        r"t^k\big(Mx+B(x)\big) - \big(tMx + t^kB(x)\big) = (t^k - t)\,Mx = 0\quad(t>0)",
+        _equal(lhs, (T**k - T) * m, "subtract"),
+    )
     sol = sp.solveset(sp.Integer(2) ** k - 2, k, sp.Interval.open(0, sp.oo))
     if sol != sp.FiniteSet(1):
         raise ProofError(f"sympy could not solve 2^k = 2 on k > 0: got {sol}")
-    pf.add(r"Take $t=2$: the factor $2^k-2$ vanishes only at $k=1$ (SymPy's solution set on $k>0$):",
-           r"\{k>0 : 2^k - 2 = 0\} = \{1\}", "solveset(2**k - 2, k, (0, oo)) = {1}")
-    pf.conclusion = (r"Hence for $k\ne1$, $Mx=0$ for every $x$ (take $x=e_j$ for each column), i.e.\ $M=0$. "
-                     r"So a nonzero skip can never be absorbed, at any width.")
+    pf.add(
+        r"Take $t=2$: the factor $2^k-2$ vanishes only at $k=1$ (SymPy's solution set on $k>0$):",
+        r"\{k>0 : 2^k - 2 = 0\} = \{1\}",
+        "solveset(2**k - 2, k, (0, oo)) = {1}",
+    )
+    pf.conclusion = (
+        r"Hence for $k\ne1$, $Mx=0$ for every $x$ (take $x=e_j$ for each column), i.e.\ $M=0$. "
+        r"So a nonzero skip can never be absorbed, at any width."
+    )
     return pf
 
 
@@ -223,12 +215,18 @@ def _at_zero(expr: sp.MatrixBase, xs: Sequence[sp.Symbol], g: sp.FunctionClass) 
 
 
 def prove_linearization() -> Proof:
-    pf = Proof("linearization", "Linearization argument", "result 3 of arXiv 2604.23705",
-               r"For a bias-free gated block $B(x)=W_{\mathrm{down}}(g(W_{\mathrm{gate}}x)\odot W_{\mathrm{up}}x)$ with $g$ "
-               r"differentiable at $0$ and $g(0)=0$ (SwiGLU, GeGLU): $J_{B'}(0)=0$ for every such block, so "
-               r"$Mx+B(x)=B'(x)$ forces $M=J_f(0)=J_{B'}(0)=0$.",
-               r"A general gate $g$ (an undefined function, hypothesis $g(0)=0$ substituted), symbolic "
-               r"$W_{\mathrm{up}}, W_{\mathrm{gate}}\in\mathbb{R}^{3\times2}$, $W_{\mathrm{down}}\in\mathbb{R}^{2\times3}$, $M\in\mathbb{R}^{2\times2}$.")
+    pf = Proof(
+        "linearization",
+        "Linearization argument",
+        "result 3 of arXiv 2604.23705",
+        r"For a bias-free gated block $B(x)=W_{\mathrm{down}}(g(W_{\mathrm{gate}}x)\odot W_{\mathrm{up}}x)$ "
+        r"with $g$ "
+        r"differentiable at $0$ and $g(0)=0$ (SwiGLU, GeGLU): $J_{B'}(0)=0$ for every such block, so "
+        r"$Mx+B(x)=B'(x)$ forces $M=J_f(0)=J_{B'}(0)=0$.",
+        r"A general gate $g$ (an undefined function, hypothesis $g(0)=0$ substituted), symbolic "
+        r"$W_{\mathrm{up}}, W_{\mathrm{gate}}\in\mathbb{R}^{3\times2}$, "
+        r"$W_{\mathrm{down}}\in\mathbb{R}^{2\times3}$, $M\in\mathbb{R}^{2\times2}$.",
+    )
     g = sp.Function("g")
     U, G, D, M = _mat("u", 3, 2), _mat("v", 3, 2), _mat("w", 2, 3), _mat("m", 2, 2)
     xs = sp.symbols("x_1 x_2", real=True)
@@ -237,27 +235,48 @@ def prove_linearization() -> Proof:
     J = B.jacobian(x)
     y = sp.Symbol("y", real=True)
     gp = [sp.Derivative(g(y), y).subs(y, (G * x)[i]) for i in range(3)]
-    formula = D * (sp.diag(*[g((G * x)[i]) for i in range(3)]) * U + sp.diag(*[(U * x)[i] * gp[i] for i in range(3)]) * G)
-    pf.add(r"The Jacobian of a gated block at any $x$ (product rule):",
-           r"J_B(x) = W_{\mathrm{down}}\big(\mathrm{diag}(g(W_{\mathrm{gate}}x))\,W_{\mathrm{up}} + \mathrm{diag}(W_{\mathrm{up}}x)\,\mathrm{diag}(g'(W_{\mathrm{gate}}x))\,W_{\mathrm{gate}}\big)",
-           _equal(J, formula.doit(), "Jacobian formula"))
+    formula = D * (
+        sp.diag(*[g((G * x)[i]) for i in range(3)]) * U + sp.diag(*[(U * x)[i] * gp[i] for i in range(3)]) * G
+    )
+    pf.add(
+        r"The Jacobian of a gated block at any $x$ (product rule):",
+        r"J_B(x) = W_{\mathrm{down}}\big(\mathrm{diag}(g(W_{\mathrm{gate}}x))\,W_{\mathrm{up}} + "
+        r"\mathrm{diag}(W_{\mathrm{up}}x)\,\mathrm{diag}(g'(W_{\mathrm{gate}}x))\,W_{\mathrm{gate}}\big)",
+        _equal(J, formula.doit(), "Jacobian formula"),
+    )
     J0 = _at_zero(J, xs, g)
     _zero(J0, "J_B(0) = 0 under g(0) = 0")
-    pf.add(r"At $x=0$ the first term has $g(0)=0$ and the second has $W_{\mathrm{up}}0=0$:",
-           r"J_B(0) = W_{\mathrm{down}}\,\mathrm{diag}(g(0))\,W_{\mathrm{up}} = 0", "substitute x = 0, g(0) = 0; simplify = 0")
+    pf.add(
+        r"At $x=0$ the first term has $g(0)=0$ and the second has $W_{\mathrm{up}}0=0$:",
+        r"J_B(0) = W_{\mathrm{down}}\,\mathrm{diag}(g(0))\,W_{\mathrm{up}} = 0",
+        "substitute x = 0, g(0) = 0; simplify = 0",
+    )
     f = M * x + B
-    pf.add(r"Hence the skip-connected block has", r"J_f(0) = M + J_B(0) = M",
-           _equal(_at_zero(f.jacobian(x), xs, g), M, "J_f(0) = M"))
-    for name, expr in (("SiLU", Z / (1 + sp.exp(-Z))), ("GELU", Z * (1 + sp.erf(Z / sp.sqrt(2))) / 2),
-                       ("GELU-tanh", Z * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (Z + sp.Rational(44715, 10**6) * Z**3))) / 2)):
+    pf.add(
+        r"Hence the skip-connected block has",
+        r"J_f(0) = M + J_B(0) = M",
+        _equal(_at_zero(f.jacobian(x), xs, g), M, "J_f(0) = M"),
+    )
+    for name, expr in (
+        ("SiLU", Z / (1 + sp.exp(-Z))),
+        ("GELU", Z * (1 + sp.erf(Z / sp.sqrt(2))) / 2),
+        ("GELU-tanh", Z * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (Z + sp.Rational(44715, 10**6) * Z**3))) / 2),
+    ):
         _zero(expr.subs(Z, 0), f"{name}: g(0) = 0")
         _zero(sp.diff(expr, Z).subs(Z, 0) - sp.Rational(1, 2), f"{name}: g'(0) = 1/2")
-    pf.add(r"The gates of SwiGLU, GeGLU and tanh-GeGLU satisfy the hypothesis (smooth, so differentiable at $0$):",
-           r"g(0) = 0,\quad g'(0) = \tfrac12\quad\text{for } g\in\{\mathrm{SiLU},\ \mathrm{GELU},\ \mathrm{GELU}_{\tanh}\}",
-           "substitute 0 into g and g'; simplify")
-    pf.conclusion = (r"If a residual-free gated block $B'$ equalled $f$, their Jacobians at $0$ would agree: $M = J_f(0) = "
-                     r"J_{B'}(0) = 0$. So a nonzero skip cannot be absorbed, at any width (the computation above does not "
-                     r"depend on the sizes beyond the product rule).")
+    pf.add(
+        r"The gates of SwiGLU, GeGLU and tanh-GeGLU satisfy the hypothesis (smooth, so differentiable at $0$):",
+        r"g(0) = 0,\quad g'(0) = \tfrac12\quad\text{for } "
+        r"g\in\{\mathrm{SiLU},\ \mathrm{GELU},\ \mathrm{GELU}_{\tanh}\}",
+        "substitute 0 into g and g'; simplify",
+    )
+    pf.conclusion = (
+        r"If a residual-free gated block $B'$ equalled $f$, their Jacobians at $0$ would agree: $M = "
+        r"J_f(0) = "
+        r"J_{B'}(0) = 0$. So a nonzero skip cannot be absorbed, at any width (the computation above "
+        r"does not "
+        r"depend on the sizes beyond the product rule)."
+    )
     return pf
 
 
@@ -265,12 +284,16 @@ def prove_linearization() -> Proof:
 
 
 def prove_depth() -> Proof:
-    pf = Proof("depth", "Depth argument", "result 4 of arXiv 2604.23705",
-               r"If every layer's residual-free blocks are homogeneous of degree $k>1$ (or gated with $g(0)=0$, $g$ "
-               r"differentiable at $0$), then no composition $G=B'_L\circ\cdots\circ B'_1$ equals "
-               r"$F=f_L\circ\cdots\circ f_1$, $f_\ell(x)=M_\ell x+B_\ell(x)$, unless $M_L\cdots M_1=0$.",
-               r"$L=2$ layers on $\mathbb{R}^2$ with symbolic $2\times2$ weights; a general degree $k=1+\kappa$, "
-               r"$\kappa>0$; a general gate $g$ with $g(0)=0$.")
+    pf = Proof(
+        "depth",
+        "Depth argument",
+        "result 4 of arXiv 2604.23705",
+        r"If every layer's residual-free blocks are homogeneous of degree $k>1$ (or gated with $g(0)=0$, $g$ "
+        r"differentiable at $0$), then no composition $G=B'_L\circ\cdots\circ B'_1$ equals "
+        r"$F=f_L\circ\cdots\circ f_1$, $f_\ell(x)=M_\ell x+B_\ell(x)$, unless $M_L\cdots M_1=0$.",
+        r"$L=2$ layers on $\mathbb{R}^2$ with symbolic $2\times2$ weights; a general degree $k=1+\kappa$, "
+        r"$\kappa>0$; a general gate $g$ with $g(0)=0$.",
+    )
     kap = sp.Symbol("kappa", positive=True)
     k = 1 + kap
     s_ = sp.Function("s")
@@ -282,29 +305,43 @@ def prove_depth() -> Proof:
     B2 = lambda v: D2 * _apply(s_, U2 * v)  # noqa: E731
     inner = rule(B1(T * x))
     Gt = rule(B2(inner))
-    pf.add(r"Homogeneous case. With $s(tz)=t^ks(z)$ each block has degree $k$, so the composition has degree $k^2$:",
-           r"G(tx) = B'_2\big(t^kB'_1(x)\big) = t^{k^2}G(x)", _equal(Gt, T ** (k**2) * B2(B1(x)), "composition degree"))
+    pf.add(
+        r"Homogeneous case. With $s(tz)=t^ks(z)$ each block has degree $k$, so the composition has degree $k^2$:",
+        r"G(tx) = B'_2\big(t^kB'_1(x)\big) = t^{k^2}G(x)",
+        _equal(Gt, T ** (k**2) * B2(B1(x)), "composition degree"),
+    )
     lim = sp.limit(T ** sp.expand(k**2 - 1), T, 0, "+")
     if lim != 0:
         raise ProofError(f"sympy could not show t^(k^2-1) -> 0: got {lim}")
-    pf.add(r"so $G(tx)/t = t^{k^2-1}G(x)\to0$ as $t\to0^+$:", r"\lim_{t\to0^+} t^{(1+\kappa)^2-1} = 0", "limit(...) = 0")
+    pf.add(
+        r"so $G(tx)/t = t^{k^2-1}G(x)\to0$ as $t\to0^+$:", r"\lim_{t\to0^+} t^{(1+\kappa)^2-1} = 0", "limit(...) = 0"
+    )
     y = M1 * x + T**kap * B1(x)
     yv = _vec("y", 2)  # B_2's homogeneity is applied at a free point y, then y := y(t)
     B2ty = rule(B2(T * yv))
     _zero(B2ty - T**k * B2(yv), "B_2(t y) = t^k B_2(y)")
-    Ft = M2 * (T * M1 * x + T**k * B1(x)) + B2ty.subs(dict(zip(yv, y)), simultaneous=True)
-    pf.add(r"For $F$, write $F(tx)=M_2\,t\,y(t)+B_2(t\,y(t))$ with $y(t)=M_1x+t^{\kappa}B_1(x)$; homogeneity of $B_2$ gives",
-           r"\frac{F(tx)}{t} = M_2\,y(t) + t^{\kappa}B_2(y(t))",
-           _equal(Ft / T, M2 * y + T**kap * B2(y), "F(tx)/t"))
+    Ft = M2 * (T * M1 * x + T**k * B1(x)) + B2ty.subs(dict(zip(yv, y, strict=True)), simultaneous=True)
+    pf.add(
+        r"For $F$, write $F(tx)=M_2\,t\,y(t)+B_2(t\,y(t))$ with $y(t)=M_1x+t^{\kappa}B_1(x)$; homogeneity of "
+        r"$B_2$ gives",
+        r"\frac{F(tx)}{t} = M_2\,y(t) + t^{\kappa}B_2(y(t))",
+        _equal(Ft / T, M2 * y + T**kap * B2(y), "F(tx)/t"),
+    )
     a, bb, C = sp.Symbol("alpha", nonnegative=True), sp.Symbol("beta", nonnegative=True), sp.Symbol("C", positive=True)
     lim2 = sp.limit(C * T**kap * (a + T**kap * bb) ** k, T, 0, "+")
     if lim2 != 0:
         raise ProofError(f"sympy could not show the remainder tends to 0: got {lim2}")
-    pf.add(r"$B_2$ is continuous and homogeneous, so $|B_2(y)|\le C|y|^k$ with $C=\max_{|u|=1}|B_2(u)|$; with "
-           r"$\alpha=|M_1x|$, $\beta=|B_1(x)|$ the remainder is at most $Ct^{\kappa}(\alpha+t^{\kappa}\beta)^{k}\to0$:",
-           r"\lim_{t\to0^+} C\,t^{\kappa}(\alpha+t^{\kappa}\beta)^{1+\kappa} = 0", "limit(...) = 0")
-    pf.add(r"and $y(t)\to M_1x$, hence", r"\lim_{t\to0^+}\frac{F(tx)}{t} = M_2M_1x",
-           "limit of t^kappa * beta = 0" if sp.limit(T**kap * bb, T, 0, "+") == 0 else _fail("limit"))
+    pf.add(
+        r"$B_2$ is continuous and homogeneous, so $|B_2(y)|\le C|y|^k$ with $C=\max_{|u|=1}|B_2(u)|$; with "
+        r"$\alpha=|M_1x|$, $\beta=|B_1(x)|$ the remainder is at most $Ct^{\kappa}(\alpha+t^{\kappa}\beta)^{k}\to0$:",
+        r"\lim_{t\to0^+} C\,t^{\kappa}(\alpha+t^{\kappa}\beta)^{1+\kappa} = 0",
+        "limit(...) = 0",
+    )
+    pf.add(
+        r"and $y(t)\to M_1x$, hence",
+        r"\lim_{t\to0^+}\frac{F(tx)}{t} = M_2M_1x",
+        "limit of t^kappa * beta = 0" if sp.limit(T**kap * bb, T, 0, "+") == 0 else _fail("limit"),
+    )
     g = sp.Function("g")
     G1, G2 = _mat("p", 2, 2), _mat("q", 2, 2)
     xs = sp.symbols("x_1 x_2", real=True)
@@ -313,63 +350,23 @@ def prove_depth() -> Proof:
     comp = _gated(D2, G2, U2, g, Bp1)
     JG = _at_zero(comp.jacobian(xv), xs, g)
     _zero(JG, "J_G(0) = 0")
-    pf.add(r"Gated case ($g(0)=0$): the composition of two residual-free gated blocks has zero Jacobian at $0$:",
-           r"J_{B'_2\circ B'_1}(0) = J_{B'_2}(B'_1(0))\,J_{B'_1}(0) = 0", "Jacobian at 0, g(0) = 0 substituted; simplify = 0")
+    pf.add(
+        r"Gated case ($g(0)=0$): the composition of two residual-free gated blocks has zero Jacobian at $0$:",
+        r"J_{B'_2\circ B'_1}(0) = J_{B'_2}(B'_1(0))\,J_{B'_1}(0) = 0",
+        "Jacobian at 0, g(0) = 0 substituted; simplify = 0",
+    )
     Fg = M2 * (M1 * xv + Bp1) + _gated(D2, G2, U2, g, M1 * xv + Bp1)
-    pf.add(r"while the residual stack has", r"J_{f_2\circ f_1}(0) = M_2M_1",
-           _equal(_at_zero(Fg.jacobian(xv), xs, g), M2 * M1, "J_F(0) = M2 M1"))
-    pf.conclusion = (r"In both cases $F(tx)/t\to M_2M_1x$ while $G(tx)/t\to0$ as $t\to0^+$ (for the gated case by "
-                     r"differentiability at $0$). If $G=F$ then $M_2M_1x=0$ for all $x$, i.e.\ $M_2M_1=0$. The same "
-                     r"computation applies layer by layer for any $L$: $L$ residual blocks are never $L$ residual-free "
-                     r"blocks when $M_L\cdots M_1\ne0$.")
-    return pf
-
-
-def _fail(what: str) -> str:
-    raise ProofError(f"sympy could not close the step '{what}'")
-
-
-# ---------------------------------------------------------------------- boundedness --
-
-BOUNDED_BY_INTERVAL: dict[str, str] = {r"\mathrm{erf}(z)": "expr:erf(x)", r"e^{-z^2}": "expr:exp(-x**2)"}
-"""Bounded activations that sympy cannot show continuous (erf) or that need no limits."""
-
-
-def prove_boundedness() -> Proof:
-    pf = Proof("boundedness", "Boundedness argument", "beyond the paper (docs/results/bounded.md)",
-               r"If $\sigma$ is bounded on $\mathbb{R}$ (continuous with finite limits at $\pm\infty$, as tanh and sigmoid; "
-               r"or by an interval bound over its expression, as erf), every residual-free ungated block is bounded, while "
-               r"$Mx+B(x)$ is unbounded for $M\ne0$: the skip cannot be absorbed, at any width, with or without biases.",
-               r"The activations $\tanh$, the logistic sigmoid, $\mathrm{erf}$ and $e^{-z^2}$; symbolic $a=|Me_j|>0$ and $K=\sup|B|$.")
-    for name, expr in (("tanh", sp.tanh(Z)), ("sigmoid", 1 / (1 + sp.exp(-Z)))):
-        hi, lo = sp.limit(expr, Z, sp.oo), sp.limit(expr, Z, -sp.oo)
-        cont = sp.calculus.util.continuous_domain(expr, Z, sp.S.Reals)
-        if not (hi.is_finite and lo.is_finite and cont == sp.S.Reals):
-            raise ProofError(f"sympy could not prove {name} bounded")
-        pf.add(rf"$\sigma={name}$ is continuous on $\mathbb{{R}}$ with finite limits:",
-               rf"\lim_{{z\to+\infty}}\sigma(z) = {sp.latex(hi)},\quad \lim_{{z\to-\infty}}\sigma(z) = {sp.latex(lo)}",
-               "limit and continuous_domain")
-    from absorb.model.activations import get_activation
-    from absorb.symbolic.growth import bounded_on_reals
-
-    for name, spec in BOUNDED_BY_INTERVAL.items():
-        pr = bounded_on_reals(get_activation(spec))
-        if not pr.proved or pr.value.get("route") != "interval":
-            raise ProofError(f"sympy could not bound {name} by intervals: {pr.statement}")
-        pf.add(rf"$\sigma(z)={name}$ is bounded by an interval bound over its expression (each node's range enclosed, "
-               r"ends rounded outward):",
-               rf"\sigma(z) \in [{sp.latex(pr.value['lower'])}, {sp.latex(pr.value['upper'])}]\quad\text{{for every real }} z",
-               "interval enclosure of the expression tree")
-    pf.add(r"A continuous function with finite limits at $\pm\infty$ is bounded; so, in either case, $|\sigma|\le c$; then for every "
-           r"residual-free block", r"|B'(x)| \le \sum_i |w'_i|\,c + |b'_{\mathrm{down}}| =: K' < \infty",
-           "triangle inequality (stated)")
-    a, K = sp.Symbol("a", positive=True), sp.Symbol("K", nonnegative=True)
-    lim = sp.limit(T * a - K, T, sp.oo)
-    if lim != sp.oo:
-        raise ProofError("sympy could not show t a - K -> oo")
-    pf.add(r"Pick $j$ with $a=|Me_j|>0$. Since $|B|\le K$ too, along $x=te_j$:",
-           r"|f(te_j)| \ge t\,a - K \xrightarrow[t\to\infty]{} \infty", "limit(t*a - K, t, oo) = oo")
-    pf.conclusion = r"So $f$ is unbounded and no bounded $B'$ equals it: the skip cannot be absorbed."
+    pf.add(
+        r"while the residual stack has",
+        r"J_{f_2\circ f_1}(0) = M_2M_1",
+        _equal(_at_zero(Fg.jacobian(xv), xs, g), M2 * M1, "J_F(0) = M2 M1"),
+    )
+    pf.conclusion = (
+        r"In both cases $F(tx)/t\to M_2M_1x$ while $G(tx)/t\to0$ as $t\to0^+$ (for the gated case by "
+        r"differentiability at $0$). If $G=F$ then $M_2M_1x=0$ for all $x$, i.e.\ $M_2M_1=0$. The same "
+        r"computation applies layer by layer for any $L$: $L$ residual blocks are never $L$ residual-free "
+        r"blocks when $M_L\cdots M_1\ne0$."
+    )
     return pf
 
 
@@ -392,48 +389,74 @@ FLIP_FAILS: dict[str, sp.Expr] = {
 
 
 def prove_flip_identity() -> Proof:
-    pf = Proof("flip_identity", "Sufficiency of the index-set condition (the flip identity)",
-               "result 5 of arXiv 2604.23705 (sufficiency; beyond it for GELU-tanh, SiLU, quick-GELU, softplus)",
-               r"If $\sigma(z)-\sigma(-z)=z$ for all $z$ and $W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]=-I$, negating the "
-               r"rows $u_i$, $i\in S$, gives a residual-free block $B'$ with $B'(x)=x+B(x)$; with biases the constant "
-               r"$W_{\mathrm{down}}[:,S]\,b_{\mathrm{up}}[S]$ moves into the output bias. The identity holds for ReLU, GELU "
-               r"(erf and tanh forms), SiLU, quick-GELU and softplus; it fails for ReLU$^2$, tanh and sigmoid with every "
-               r"constant, and leaky ReLU satisfies it only with $c=101/100$ (then the target is $-M/c$).",
-               r"A general $h$ (undefined function) in $\sigma(z)=z\,h(z)$; each named activation on the sign cases "
-               r"$z=p$, $z=-p$, $z=0$ ($p>0$); a block with $W_{\mathrm{up}}\in\mathbb{R}^{3\times2}$, "
-               r"$W_{\mathrm{down}}\in\mathbb{R}^{2\times3}$, $S=\{1,2\}$ and a general $\sigma$ satisfying the identity.")
+    pf = Proof(
+        "flip_identity",
+        "Sufficiency of the index-set condition (the flip identity)",
+        "result 5 of arXiv 2604.23705 (sufficiency; beyond it for GELU-tanh, SiLU, quick-GELU, softplus)",
+        r"If $\sigma(z)-\sigma(-z)=z$ for all $z$ and $W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]=-I$, "
+        r"negating the "
+        r"rows $u_i$, $i\in S$, gives a residual-free block $B'$ with $B'(x)=x+B(x)$; with biases the constant "
+        r"$W_{\mathrm{down}}[:,S]\,b_{\mathrm{up}}[S]$ moves into the output bias. The identity holds for "
+        r"ReLU, GELU "
+        r"(erf and tanh forms), SiLU, quick-GELU and softplus; it fails for ReLU$^2$, tanh and sigmoid with "
+        r"every "
+        r"constant, and leaky ReLU satisfies it only with $c=101/100$ (then the target is $-M/c$).",
+        r"A general $h$ (undefined function) in $\sigma(z)=z\,h(z)$; each named activation on the sign cases "
+        r"$z=p$, $z=-p$, $z=0$ ($p>0$); a block with $W_{\mathrm{up}}\in\mathbb{R}^{3\times2}$, "
+        r"$W_{\mathrm{down}}\in\mathbb{R}^{2\times3}$, $S=\{1,2\}$ and a general $\sigma$ satisfying the "
+        r"identity.",
+    )
     h = sp.Function("h")
     expr = Z * h(Z) - (-Z) * h(-Z) - Z
     _zero(expr.subs(h(-Z), 1 - h(Z)), "general h")
-    pf.add(r"General form: if $\sigma(z)=z\,h(z)$ with $h(z)+h(-z)=1$ then",
-           r"\sigma(z)-\sigma(-z) = z\,h(z) + z\,h(-z) = z", "substitute h(-z) = 1 - h(z); simplify = 0")
+    pf.add(
+        r"General form: if $\sigma(z)=z\,h(z)$ with $h(z)+h(-z)=1$ then",
+        r"\sigma(z)-\sigma(-z) = z\,h(z) + z\,h(-z) = z",
+        "substitute h(-z) = 1 - h(z); simplify = 0",
+    )
     for name, e in FLIP_ACTIVATIONS.items():
         _zero(sp.simplify(e.subs(Z, P) - e.subs(Z, -P) - P), f"{name} at z = p")
         _zero(sp.simplify(e.subs(Z, -P) - e.subs(Z, P) + P), f"{name} at z = -p")
         _zero(e.subs(Z, 0) - e.subs(Z, 0), f"{name} at z = 0")
-        pf.add(rf"{name}, $\sigma(z) = \displaystyle {sp.latex(e)}$:", r"\sigma(p)-\sigma(-p) = p,\quad \sigma(-p)-\sigma(p) = -p,\quad \sigma(0)-\sigma(0)=0",
-               "simplify on each sign case = 0")
+        pf.add(
+            rf"{name}, $\sigma(z) = \displaystyle {sp.latex(e)}$:",
+            r"\sigma(p)-\sigma(-p) = p,\quad "
+            r"\sigma(-p)-\sigma(p) = -p,\quad "
+            r"\sigma(0)-\sigma(0)=0",
+            "simplify on each sign case = 0",
+        )
     for name, e in FLIP_FAILS.items():
         c1 = sp.simplify(e.subs(Z, 1) - e.subs(Z, -1))
         c2 = sp.simplify((e.subs(Z, 2) - e.subs(Z, -2)) / 2)
         if sp.N(c1 - 1, 30) == 0 and sp.N(c2 - 1, 30) == 0:
             raise ProofError(f"expected sigma(z) - sigma(-z) != z at z = 1 or z = 2 for {name}")
         if sp.N(c1 - c2, 30) != 0:
-            pf.add(rf"It fails for {name} with every constant $c$: $(\sigma(z)-\sigma(-z))/z$ differs between $z=1$ and $z=2$:",
-                   rf"\sigma(1)-\sigma(-1) = {sp.latex(c1)} \ne {sp.latex(c2)} = \tfrac{{\sigma(2)-\sigma(-2)}}{{2}}", "30-digit evaluation")
+            pf.add(
+                rf"It fails for {name} with every constant $c$: $(\sigma(z)-\sigma(-z))/z$ differs "
+                "between $z=1$ and $z=2$:",
+                rf"\sigma(1)-\sigma(-1) = {sp.latex(c1)} \ne {sp.latex(c2)} = \tfrac{{\sigma(2)-\sigma(-2)}}{{2}}",
+                "30-digit evaluation",
+            )
         else:
             c = sp.simplify((e.subs(Z, P) - e.subs(Z, -P)) / P)
             if c.free_symbols or sp.simplify(c - c1) != 0:
                 raise ProofError(f"sympy could not decide the flip constant of {name}")
-            pf.add(rf"{name} fails the identity with $c=1$ but satisfies it with $c={sp.latex(c)}$ (so the general "
-                   rf"condition $W_{{\mathrm{{down}}}}[:,S]\,W_{{\mathrm{{up}}}}[S,:]=-M/c$ applies):",
-                   rf"\sigma(p)-\sigma(-p) = {sp.latex(c)}\,p\quad(p>0)", "simplify on each sign case")
+            pf.add(
+                rf"{name} fails the identity with $c=1$ but satisfies it with $c={sp.latex(c)}$ (so the general "
+                rf"condition $W_{{\mathrm{{down}}}}[:,S]\,W_{{\mathrm{{up}}}}[S,:]=-M/c$ applies):",
+                rf"\sigma(p)-\sigma(-p) = {sp.latex(c)}\,p\quad(p>0)",
+                "simplify on each sign case",
+            )
     sigma = sp.Function("sigma")
 
     def flip_rule(e: sp.Expr) -> sp.Expr:
         # σ(−z) = σ(z) − z, applied to every σ whose argument carries a leading minus sign.
-        return e.replace(lambda q: isinstance(q, sp.Function) and q.func == sigma and sp.expand(q.args[0]).could_extract_minus_sign(),
-                         lambda q: sigma(sp.expand(-q.args[0])) + sp.expand(q.args[0]))
+        return e.replace(
+            lambda q: (
+                isinstance(q, sp.Function) and q.func == sigma and sp.expand(q.args[0]).could_extract_minus_sign()
+            ),
+            lambda q: sigma(sp.expand(-q.args[0])) + sp.expand(q.args[0]),
+        )
 
     U, D = _mat("u", 3, 2), _mat("w", 2, 3)
     bu, bd = _vec("b", 3), _vec("c", 2)
@@ -447,13 +470,18 @@ def prove_flip_identity() -> Proof:
     DS, US, bS = D[:, S], U[S, :], bu[S, :]
     B = D * (U * x + bu).applyfunc(lambda a: sigma(sp.expand(a))) + bd
     Bp = D * (Uf * x + bf).applyfunc(lambda a: sigma(sp.expand(a))) + bd + DS * bS
-    pf.add(r"Block level, with biases: negate $u_i$ and $b_{\mathrm{up},i}$ for $i\in S$ and set "
-           r"$b'_{\mathrm{down}} = b_{\mathrm{down}} + W_{\mathrm{down}}[:,S]\,b_{\mathrm{up}}[S]$; the identity "
-           r"$\sigma(-z)=\sigma(z)-z$ on the units in $S$ gives",
-           r"B'(x) = B(x) - W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]\,x",
-           _equal(flip_rule(Bp), B - DS * US * x, "flip the units in S"))
-    pf.add(r"so if $W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:] = -I$ then", r"B'(x) = x + B(x) = f(x)",
-           _equal(flip_rule(Bp) - (x + B), -(DS * US + sp.eye(2)) * x, "substitute the condition"))
+    pf.add(
+        r"Block level, with biases: negate $u_i$ and $b_{\mathrm{up},i}$ for $i\in S$ and set "
+        r"$b'_{\mathrm{down}} = b_{\mathrm{down}} + W_{\mathrm{down}}[:,S]\,b_{\mathrm{up}}[S]$; the identity "
+        r"$\sigma(-z)=\sigma(z)-z$ on the units in $S$ gives",
+        r"B'(x) = B(x) - W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]\,x",
+        _equal(flip_rule(Bp), B - DS * US * x, "flip the units in S"),
+    )
+    pf.add(
+        r"so if $W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:] = -I$ then",
+        r"B'(x) = x + B(x) = f(x)",
+        _equal(flip_rule(Bp) - (x + B), -(DS * US + sp.eye(2)) * x, "substitute the condition"),
+    )
     gsym = sp.Function("g")
     G, V = _mat("v", 3, 2), _mat("r", 3, 2)
     Dg = D.copy()
@@ -462,289 +490,27 @@ def prove_flip_identity() -> Proof:
         Gf[i, :] = -G[i, :]
         Dg[:, i] = -D[:, i]
     hid = lambda GG: sp.Matrix([gsym(sp.expand((GG * x)[i])) * (V * x)[i] for i in range(3)])  # noqa: E731
-    glu_rule = lambda e: e.replace(lambda q: isinstance(q, sp.Function) and q.func == gsym and sp.expand(q.args[0]).could_extract_minus_sign(),  # noqa: E731
-                                   lambda q: 1 - gsym(sp.expand(-q.args[0])))
-    pf.add(r"Gated variant (beyond the paper; sigmoid-gated GLU, $g(z)+g(-z)=1$): negating the gate rows and the down "
-           r"columns in $S$ gives", r"B'(x) = B(x) - W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]\,x\quad(W_{\mathrm{up}}\text{ the value projection})",
-           _equal(glu_rule(Dg * hid(Gf)), D * hid(G) - D[:, S] * V[S, :] * x, "GLU flip"))
+    glu_rule = lambda e: e.replace(  # noqa: E731
+        lambda q: isinstance(q, sp.Function) and q.func == gsym and sp.expand(q.args[0]).could_extract_minus_sign(),
+        lambda q: 1 - gsym(sp.expand(-q.args[0])),
+    )
+    pf.add(
+        r"Gated variant (beyond the paper; sigmoid-gated GLU, $g(z)+g(-z)=1$): negating the gate rows and the down "
+        r"columns in $S$ gives",
+        r"B'(x) = B(x) - "
+        r"W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]\,x\quad(W_{\mathrm{up}}\text{ the "
+        r"value projection})",
+        _equal(glu_rule(Dg * hid(Gf)), D * hid(G) - D[:, S] * V[S, :] * x, "GLU flip"),
+    )
     sg = 1 / (1 + sp.exp(-Z))
     _zero(sg.subs(Z, P) + sg.subs(Z, -P) - 1, "sigmoid g(z) + g(-z) = 1")
-    pf.conclusion = (r"Any index set with $W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]=-I$ (for a general skip: $=-M/c$ with "
-                     r"$\sigma(z)-\sigma(-z)=cz$) yields an explicit residual-free block equal to $f$. Note that softplus "
-                     r"satisfies the identity ($\log(1+e^z)-\log(1+e^{-z})=z$), as it should: the flip constant is 1.")
-    return pf
-
-
-# -------------------------------------------------- beyond the paper: growth at infinity --
-
-
-def _flip_block_check(c: sp.Expr, what: str, claimed: sp.Expr | None = None) -> str:
-    """Block-level flip for any σ with σ(z) − σ(−z) = c·z, biases included: negating u_i and
-    b_up,i for i ∈ S and adding c·W_down[:,S] b_up[S] to the output bias gives
-    B'(x) = B(x) − c·W_down[:,S] W_up[S,:] x. Checked on W_up 3×2, W_down 2×3, S = {1, 2};
-    ``claimed`` (default c) is the constant the right-hand side uses."""
-    claimed = c if claimed is None else claimed
-    sigma = sp.Function("sigma")
-
-    def rule(e: sp.Expr) -> sp.Expr:  # σ(−y) = σ(y) − c·y on every σ whose argument leads with a minus
-        return e.replace(lambda q: isinstance(q, sp.Function) and q.func == sigma and sp.expand(q.args[0]).could_extract_minus_sign(),
-                         lambda q: sigma(sp.expand(-q.args[0])) + c * sp.expand(q.args[0]))
-
-    U, D = _mat("u", 3, 2), _mat("w", 2, 3)
-    bu, bd = _vec("b", 3), _vec("c", 2)
-    x = _vec("x", 2)
-    S = [0, 1]
-    Uf, bf = U.copy(), bu.copy()
-    for i in S:
-        Uf[i, :], bf[i] = -U[i, :], -bu[i]
-    DS, US, bS = D[:, S], U[S, :], bu[S, :]
-    B = D * (U * x + bu).applyfunc(lambda a: sigma(sp.expand(a))) + bd
-    Bp = D * (Uf * x + bf).applyfunc(lambda a: sigma(sp.expand(a))) + bd + c * DS * bS
-    return _equal(rule(Bp), B - claimed * DS * US * x, what)
-
-
-def _sigma_inf(a: sp.Expr, b: sp.Expr) -> Callable[[sp.Expr], sp.Expr]:
-    return lambda z: a * sp.Max(0, z) + b * z
-
-
-SKELETON_ACTIVATIONS: dict[str, tuple[str, sp.Expr, sp.Expr]] = {
-    # name: (activation spec, L+, L-), each decided by absorb.symbolic.growth.asymptotic_slopes
-    "GELU": ("gelu", sp.Integer(1), sp.Integer(0)),
-    "GELU (tanh approximation)": ("gelu_tanh", sp.Integer(1), sp.Integer(0)),
-    "SiLU": ("silu", sp.Integer(1), sp.Integer(0)),
-    "quick-GELU": ("quick_gelu", sp.Integer(1), sp.Integer(0)),
-    "softplus": ("softplus", sp.Integer(1), sp.Integer(0)),
-    "ELU": ("expr:Max(0,x)+Min(0,exp(x)-1)", sp.Integer(1), sp.Integer(0)),
-    "Mish": ("expr:x*tanh(log(1+exp(x)))", sp.Integer(1), sp.Integer(0)),
-    "tanh": ("tanh", sp.Integer(0), sp.Integer(0)),
-    "sigmoid": ("sigmoid", sp.Integer(0), sp.Integer(0)),
-}
-
-
-def prove_asymptotic_skeleton() -> Proof:
-    pf = Proof("asymptotic_skeleton", "The asymptotic skeleton of a block with biases", "beyond the paper",
-               r"Let $\sigma$ be finite at every real point with finite slopes $L_\pm=\lim_{s\to\pm\infty}\sigma(s)/s$, and "
-               r"$\sigma_\infty(z)=a\,\mathrm{ReLU}(z)+b\,z$ with $a=L_+-L_-$, $b=L_-$. For every block "
-               r"$f(x)=Mx+W_{\mathrm{down}}\sigma(W_{\mathrm{up}}x+b_{\mathrm{up}})+b_{\mathrm{down}}$ and every $v$, "
-               r"$f(tv)/t\to f_\infty(v)=Mv+W_{\mathrm{down}}\sigma_\infty(W_{\mathrm{up}}v)$ as $t\to\infty$, whatever the "
-               r"biases; a residual-free block $g$ of width $N$ (biases or not) has $g(tv)/t\to W'_{\mathrm{down}}"
-               r"\sigma_\infty(W'_{\mathrm{up}}v)$. Hence if $f$ is absorbable at width $N$, the bias-free skeleton "
-               r"$f_\infty$ is absorbable at width $N$ with activation $\sigma_\infty$. If $a=b=0$ (bounded or sublinear "
-               r"$\sigma$) this forces $M=0$.",
-               r"The scalar limit for ReLU and leaky ReLU (a general slope $\alpha>0$) on the sign cases of $z$ and of a "
-               r"general real offset $c$; the slopes $L_\pm$ of GELU (both forms), SiLU, quick-GELU, softplus, ELU, Mish, tanh "
-               r"and sigmoid; a general $\sigma$ (an undefined function) in blocks with $W_{\mathrm{up}}\in\mathbb{R}^{3\times2}$, "
-               r"$W_{\mathrm{down}}\in\mathbb{R}^{2\times3}$ and symbolic biases.")
-    from absorb.model.activations import get_activation
-    from absorb.symbolic.growth import asymptotic_slopes
-
-    alpha, q, r, c = sp.Symbol("alpha", positive=True), sp.Symbol("q", positive=True), sp.Symbol("r", positive=True), sp.Symbol("c", real=True)
-    leaky = lambda z: sp.Piecewise((z, z >= 0), (alpha * z, True))  # noqa: E731
-    cases = (("ReLU", lambda z: sp.Max(0, z), {1: lambda t, cc: t * P + cc, -1: lambda t, cc: sp.Integer(0)}, {1: P, -1: sp.Integer(0)}),
-             ("leaky ReLU", leaky, {1: lambda t, cc: t * P + cc, -1: lambda t, cc: alpha * (-t * P + cc)}, {1: P, -1: -alpha * P}))
-    for name, fn, eventual, limit in cases:
-        for sign in (1, -1):
-            for cc in (q, -q, sp.Integer(0)):
-                t0 = sp.Abs(cc) / P
-                got = fn(sp.expand((t0 + r) * sign * P + cc))
-                _zero(sp.simplify(got - eventual[sign](t0 + r, cc)), f"{name}: eventual form, z = {sign}p, c = {cc}")
-            lim = sp.limit(eventual[sign](T, c) / T, T, sp.oo)
-            _zero(lim - limit[sign], f"{name}: limit at z = {sign}p")
-    if sp.limit(c / T, T, sp.oo) != 0 or sp.limit(sp.Symbol("K", real=True) / T, T, sp.oo) != 0:
-        raise ProofError("sympy could not show c/t -> 0")
-    pf.add(r"ReLU and leaky ReLU, exactly: on the sign cases $z=\pm p$ ($p>0$) and $c\in\{q,-q,0\}$ ($q>0$), for "
-           r"$t>|c|/p$ the argument $tz+c$ has the sign of $z$, so",
-           r"\mathrm{ReLU}(tp+c)=tp+c,\ \ \mathrm{ReLU}(-tp+c)=0,\ \ \mathrm{leaky}(tp+c)=tp+c,\ \ \mathrm{leaky}(-tp+c)=\alpha(-tp+c)"
-           r"\quad\Longrightarrow\quad \lim_{t\to\infty}\frac{\sigma(tz+c)}{t}=\sigma(z)",
-           "substitute t = |c|/p + r, r > 0; simplify = 0; limit")
-    pf.add(r"A general $\sigma$: for $z\ne0$, $s=tz+c\to\pm\infty$ and", r"\frac{\sigma(tz+c)}{t}=\frac{\sigma(s)}{s}\cdot\frac{tz+c}{t},"
-           r"\qquad \lim_{t\to\infty}\frac{tz+c}{t}=z,\qquad \lim_{t\to\infty}\frac{\sigma(c)}{t}=0\ \ (\sigma(c)\text{ finite})",
-           "limit((t z + c)/t, t, oo) = z" if sp.limit((T * Z + c) / T, T, sp.oo) == Z else _fail("limit of (tz + c)/t"))
-    a_, b_ = sp.Symbol("a", real=True), sp.Symbol("b", real=True)
-    sinf = _sigma_inf(a_, b_)
-    lp_, lm_ = sp.Symbol("L_+", real=True), sp.Symbol("L_-", real=True)
-    _zero(sinf(P).subs({a_: lp_ - lm_, b_: lm_}) - lp_ * P, "sigma_inf(p) = L+ p")
-    _zero(sinf(-P).subs({a_: lp_ - lm_, b_: lm_}) - lm_ * (-P), "sigma_inf(-p) = L- (-p)")
-    pf.add(r"so the limit is $L_+z$ for $z>0$, $L_-z$ for $z<0$, $0$ for $z=0$, which is $\sigma_\infty(z)$:",
-           r"\sigma_\infty(p) = (L_+-L_-)p + L_-p = L_+p,\qquad \sigma_\infty(-p) = L_-\cdot(-p)\quad(p>0)", "simplify on each sign case = 0")
-    rows = []
-    for name, (spec, lp, lm) in SKELETON_ACTIVATIONS.items():
-        pr = asymptotic_slopes(get_activation(spec))
-        if not pr.proved or pr.value["L_plus"] != lp or pr.value["L_minus"] != lm:
-            raise ProofError(f"sympy could not show the slopes of {name} are ({lp}, {lm}): {pr.statement}")
-        rows.append(rf"\text{{{name}}}: ({sp.latex(lp)}, {sp.latex(lm)})")
-    pf.add(r"The slopes $(L_+, L_-)$ of the named activations (each limit computed by SymPy on $s=\pm p$, $p\to\infty$):",
-           r"\begin{gathered}" + r",\ ".join(rows[:5]) + r",\\ " + r",\ ".join(rows[5:]) + r"\end{gathered}",
-           "limit(sigma(p)/p), limit(sigma(-p)/(-p)) as p -> oo")
-    sigma = sp.Function("sigma")
-    M, U, D = _mat("m", 2, 2), _mat("u", 3, 2), _mat("w", 2, 3)
-    bu, bd = _vec("b", 3), _vec("d", 2)
-    v = _vec("v", 2)
-    f_tv = M * (T * v) + D * (U * (T * v) + bu).applyfunc(sigma) + bd
-    qv = sp.Matrix([sigma((U * (T * v) + bu)[i]) / T for i in range(3)])
-    pf.add(r"Block level: divide $f(tv)$ by $t$; each hidden unit is a scalar quotient $q_i(t)=\sigma(t\,(W_{\mathrm{up}}v)_i+b_i)/t$:",
-           r"\frac{f(tv)}{t} = Mv + W_{\mathrm{down}}\,q(t) + \frac{b_{\mathrm{down}}}{t}", _equal(f_tv / T, M * v + D * qv + bd / T, "f(tv)/t"))
-    lim_b = sp.Matrix([sp.limit(e, T, sp.oo) for e in bd / T])
-    _zero(lim_b, "b_down/t -> 0")
-    pf.add(r"With $q_i(t)\to\sigma_\infty((W_{\mathrm{up}}v)_i)$ (the scalar limit, $c=b_i$) and", r"\lim_{t\to\infty}\frac{b_{\mathrm{down}}}{t} = 0"
-           r"\quad\Longrightarrow\quad \lim_{t\to\infty}\frac{f(tv)}{t} = Mv + W_{\mathrm{down}}\,\sigma_\infty(W_{\mathrm{up}}v)",
-           "limit(d_i/t, t, oo) = 0")
-    U2, D2 = _mat("a", 3, 2), _mat("e", 2, 3)
-    bu2, bd2 = _vec("k", 3), _vec("l", 2)
-    g_tv = D2 * (U2 * (T * v) + bu2).applyfunc(sigma) + bd2
-    qv2 = sp.Matrix([sigma((U2 * (T * v) + bu2)[i]) / T for i in range(3)])
-    pf.add(r"The same for a residual-free block $g$ with biases (no skip term):",
-           r"\frac{g(tv)}{t} = W'_{\mathrm{down}}\,q'(t) + \frac{b'_{\mathrm{down}}}{t} \;\longrightarrow\; W'_{\mathrm{down}}\,\sigma_\infty(W'_{\mathrm{up}}v)",
-           _equal(g_tv / T, D2 * qv2 + bd2 / T, "g(tv)/t"))
-    zero_inf = sp.Matrix([_sigma_inf(0, 0)(e) for e in U2 * v])
-    _zero(D2 * zero_inf, "sigma_inf = 0 when a = b = 0")
-    pf.add(r"If $a=b=0$ then $\sigma_\infty\equiv0$, so $g_\infty\equiv0$ while $f_\infty(v)=Mv$:",
-           r"a=b=0:\quad W'_{\mathrm{down}}\,\sigma_\infty(W'_{\mathrm{up}}v) = 0", "substitute a = b = 0; simplify = 0")
-    flip_c = sp.simplify(sinf(P) - sinf(-P)) / P
-    _zero(flip_c - (a_ + 2 * b_), "sigma_inf flip constant")
-    pf.add(r"The skeleton activation satisfies the flip identity with $c=a+2b$ (sign cases $z=\pm p$):",
-           r"\sigma_\infty(z) - \sigma_\infty(-z) = (a+2b)\,z", "simplify on each sign case = 0")
-    pf.add(r"so flipping the units in $S$ of a skeleton block changes its linear part by $-(a+2b)\,W_{\mathrm{down}}[:,S]"
-           r"W_{\mathrm{up}}[S,:]$ (a general $\sigma$ with $\sigma(z)-\sigma(-z)=cz$, biases included):",
-           r"B'(x) = B(x) - c\,W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]\,x,\qquad b'_{\mathrm{down}} = b_{\mathrm{down}} + c\,W_{\mathrm{down}}[:,S]\,b_{\mathrm{up}}[S]",
-           _flip_block_check(sp.Symbol("c", real=True), "flip with a general constant"))
-    pf.conclusion = (r"If $f=g$ for a residual-free $g$ of width $N$, then $f(tv)/t=g(tv)/t$ for all $t$, and the limits give "
-                     r"$Mv+W_{\mathrm{down}}\sigma_\infty(W_{\mathrm{up}}v)=W'_{\mathrm{down}}\sigma_\infty(W'_{\mathrm{up}}v)$ for every "
-                     r"$v$: the bias-free skeleton is absorbable at width $N$. Contrapositive: a skeleton shown not absorbable "
-                     r"proves $f$ not absorbable, for biased or bias-free $g$ alike. When $a=b=0$ the skeleton reads $Mv=0$, "
-                     r"so $M\ne0$ is never absorbable. When $a\ne0$ and the skeleton weights are nondegenerate ($d\ge2$, rows "
-                     r"of $W_{\mathrm{up}}$ nonzero and pairwise non-collinear, columns of $W_{\mathrm{down}}$ nonzero), the "
-                     r"kink-line argument of result 5 (stated, not machine-checked here) shows the skeleton is absorbable at "
-                     r"width $n$ exactly when some $S$ has $(a+2b)\,W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]=-M$; the flip "
-                     r"above is the sufficiency half.")
-    return pf
-
-
-def prove_leaky_reduction() -> Proof:
-    pf = Proof("leaky_reduction", "Leaky ReLU reduces to ReLU", "beyond the paper",
-               r"For leaky ReLU with slope $\alpha\in(0,1)$, $\mathrm{leaky}=(1-\alpha)\mathrm{ReLU}+\alpha\,\mathrm{id}$, so "
-               r"$f(x)=Mx+W_{\mathrm{down}}\mathrm{leaky}(W_{\mathrm{up}}x)$ is a ReLU block with skip "
-               r"$M+\alpha W_{\mathrm{down}}W_{\mathrm{up}}$ and down projection $(1-\alpha)W_{\mathrm{down}}$. Flipping the "
-               r"units in $S$ changes the linear part by $-(1+\alpha)W_{\mathrm{down}}[:,S]W_{\mathrm{up}}[S,:]$, so "
-               r"$(1+\alpha)W_{\mathrm{down}}[:,S]W_{\mathrm{up}}[S,:]=-M$ gives an explicit residual-free leaky block equal "
-               r"to $f$ (biases move into the output bias); for nondegenerate weights this condition is also necessary.",
-               r"A general slope $\alpha$ ($0<\alpha<1$) on the sign cases $z=p$, $z=-p$, $z=0$; a ReLU function $r$ "
-               r"(undefined, with $\mathrm{leaky}(y)=(1-\alpha)r(y)+\alpha y$ substituted) in blocks with "
-               r"$W_{\mathrm{up}}\in\mathbb{R}^{3\times2}$, $W_{\mathrm{down}}\in\mathbb{R}^{2\times3}$, $S=\{1,2\}$.")
-    alpha = sp.Symbol("alpha", positive=True)
-    leaky = lambda z: sp.Piecewise((z, z >= 0), (alpha * z, True))  # noqa: E731
-    relu = lambda z: sp.Max(0, z)  # noqa: E731
-    for z in (P, -P, sp.Integer(0)):
-        _zero(leaky(z) - ((1 - alpha) * relu(z) + alpha * z), f"leaky decomposition at z = {z}")
-    pf.add(r"Scalar decomposition on the sign cases $z=p$, $z=-p$, $z=0$ ($p>0$):",
-           r"\mathrm{leaky}_\alpha(z) = (1-\alpha)\,\mathrm{ReLU}(z) + \alpha z", "simplify on each sign case = 0")
-    r_ = sp.Function("r")
-    M, U, D = _mat("m", 2, 2), _mat("u", 3, 2), _mat("w", 2, 3)
-    x = _vec("x", 2)
-    f_leaky = M * x + D * (U * x).applyfunc(lambda y: (1 - alpha) * r_(y) + alpha * y)
-    pf.add(r"Block level: the leaky block is a ReLU block with skip $M+\alpha W_{\mathrm{down}}W_{\mathrm{up}}$:",
-           r"Mx + W_{\mathrm{down}}\,\mathrm{leaky}(W_{\mathrm{up}}x) = (M+\alpha W_{\mathrm{down}}W_{\mathrm{up}})\,x + (1-\alpha)\,W_{\mathrm{down}}\,\mathrm{ReLU}(W_{\mathrm{up}}x)",
-           _equal(f_leaky, (M + alpha * D * U) * x + (1 - alpha) * D * (U * x).applyfunc(r_), "leaky block as a ReLU block"))
-    for z in (P, -P):
-        _zero(leaky(z) - leaky(-z) - (1 + alpha) * z, f"leaky flip at z = {z}")
-    pf.add(r"Flip identity of leaky ReLU (sign cases; trivially at $0$):", r"\mathrm{leaky}_\alpha(z) - \mathrm{leaky}_\alpha(-z) = (1+\alpha)\,z",
-           "simplify on each sign case = 0")
-    pf.add(r"so negating $u_i$, $b_{\mathrm{up},i}$ for $i\in S$ and setting $b'_{\mathrm{down}}=b_{\mathrm{down}}+(1+\alpha)"
-           r"W_{\mathrm{down}}[:,S]b_{\mathrm{up}}[S]$ gives", r"B'(x) = B(x) - (1+\alpha)\,W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]\,x",
-           _flip_block_check(1 + alpha, "leaky flip"))
-    DS, US = D[:, [0, 1]], U[[0, 1], :]
-    pf.add(r"Hence if $(1+\alpha)W_{\mathrm{down}}[:,S]W_{\mathrm{up}}[S,:]=-M$ then", r"B'(x) = Mx + B(x) = f(x)",
-           _equal(-(1 + alpha) * DS * US * x - M * x, -((1 + alpha) * DS * US + M) * x, "substitute the condition"))
-    pf.conclusion = (r"Sufficiency is the explicit block above. Necessity for nondegenerate weights ($d\ge2$, rows of "
-                     r"$W_{\mathrm{up}}$ nonzero and pairwise non-collinear, columns of $W_{\mathrm{down}}$ nonzero; stated, "
-                     r"not machine-checked here): a residual-free leaky block equal to $f$ has one unit on each kink line "
-                     r"$u_i^\top x=0$, with the same or the opposite orientation; matching the jumps of the gradient and then "
-                     r"the linear parts gives $M+(1+\alpha)W_{\mathrm{down}}[:,S]W_{\mathrm{up}}[S,:]=0$ for the set $S$ of "
-                     r"opposite units. With biases, the asymptotic skeleton (leaky$(tz+c)/t\to$ leaky$(z)$) reduces to this "
-                     r"bias-free case.")
-    return pf
-
-
-EVEN_ACTIVATIONS: dict[str, sp.Expr] = {
-    r"$|z|$": sp.Abs(Z),
-    r"$z\,\mathrm{erf}(z)$": Z * sp.erf(Z),
-    r"$z\sin z$": Z * sp.sin(Z),
-    r"$z^2$": Z**2,
-    r"$\cos z$": sp.cos(Z),
-    r"$e^{-z^2}$": sp.exp(-Z**2),
-}
-
-
-def prove_parity() -> Proof:
-    pf = Proof("parity", "Parity argument", "beyond the paper",
-               r"If $\sigma$ is even and the blocks are bias-free, every residual-free block satisfies $B'(-x)=B'(x)$, while "
-               r"$f(x)-f(-x)=2Mx$. Hence $Mx+B(x)=B'(x)$ for all $x$ forces $M=0$: a nonzero skip cannot be absorbed, at any width.",
-               r"Each named even activation on the sign cases $z=\pm p$; a general even $\sigma$ (an undefined function with "
-               r"$\sigma(-y)=\sigma(y)$ substituted) in bias-free blocks with $W_{\mathrm{up}}\in\mathbb{R}^{3\times2}$, "
-               r"$W_{\mathrm{down}}\in\mathbb{R}^{2\times3}$, $M\in\mathbb{R}^{2\times2}$.")
-    for name, e in EVEN_ACTIVATIONS.items():
-        _zero(sp.simplify(e.subs(Z, -P) - e.subs(Z, P)), f"{name} is even")
-    pf.add(r"The activations " + ", ".join(EVEN_ACTIVATIONS) + r" are even (sign cases $z=\pm p$; trivially at $0$):",
-           r"\sigma(-p) - \sigma(p) = 0\quad(p>0)", "simplify on each sign case = 0")
-    sigma = sp.Function("sigma")
-
-    def even_rule(e: sp.Expr) -> sp.Expr:
-        return e.replace(lambda q: isinstance(q, sp.Function) and q.func == sigma and sp.expand(q.args[0]).could_extract_minus_sign(),
-                         lambda q: sigma(sp.expand(-q.args[0])))
-
-    M, U, D = _mat("m", 2, 2), _mat("u", 3, 2), _mat("w", 2, 3)
-    U2, D2 = _mat("a", 3, 2), _mat("e", 2, 3)
-    x = _vec("x", 2)
-    blk = lambda DD, UU, y: DD * (UU * y).applyfunc(lambda a: sigma(sp.expand(a)))  # noqa: E731
-    pf.add(r"A bias-free residual-free block with even $\sigma$ is even:", r"B'(-x) = W'_{\mathrm{down}}\,\sigma(-W'_{\mathrm{up}}x) = B'(x)",
-           _equal(even_rule(blk(D2, U2, -x)), blk(D2, U2, x), "sigma(-y) = sigma(y)"))
-    f = lambda y: M * y + blk(D, U, y)  # noqa: E731
-    pf.add(r"while the skip-connected block has", r"f(x) - f(-x) = 2Mx", _equal(even_rule(f(x) - f(-x)), 2 * M * x, "f(x) - f(-x)"))
-    pf.conclusion = (r"If $f=B'$ then $2Mx=f(x)-f(-x)=B'(x)-B'(-x)=0$ for every $x$, so $M=0$. With biases the argument "
-                     r"does not apply ($\sigma(-y+b)\ne\sigma(y+b)$ in general); biased blocks are covered by the asymptotic "
-                     r"skeleton where $\sigma$ has finite slopes ($|z|$: $\sigma_\infty=2\,\mathrm{ReLU}(z)-z$).")
-    return pf
-
-
-def prove_exponential() -> Proof:
-    pf = Proof("exponential", "Exponential activations", "beyond the paper",
-               r"If $\sigma(z)=Ae^{\beta z}+C$ with $A\ne0$, $\beta\ne0$, then $f(x)=Mx+B(x)$ equals a residual-free block $B'$ "
-               r"(any width, with or without biases) only if $M=0$: $f-B'$ is $Mx$ plus a combination of exponentials "
-               r"$e^{\beta w^\top x}$ and a constant, and these are linearly independent of the coordinates of $x$.",
-               r"A general exponential activation (symbols $A,\beta,C$) in blocks with biases, $W_{\mathrm{up}}\in\mathbb{R}^{2\times2}$, "
-               r"$W_{\mathrm{down}}\in\mathbb{R}^{2\times2}$; the Wronskian of $1, s, e^{\omega_1 s}, e^{\omega_2 s}$ on a line.")
-    A, beta, C = sp.Symbol("A", real=True), sp.Symbol("beta", real=True), sp.Symbol("C", real=True)
-    sig = lambda y: A * sp.exp(beta * y) + C  # noqa: E731
-    U, D = _mat("u", 2, 2), _mat("w", 2, 2)
-    bu, bd = _vec("b", 2), _vec("d", 2)
-    x = _vec("x", 2)
-    B = D * (U * x + bu).applyfunc(sig) + bd
-    expo = sp.Matrix([sp.exp(beta * (U * x)[i]) for i in range(2)])
-    coef = D * sp.diag(*[A * sp.exp(beta * bu[i]) for i in range(2)])
-    const = C * D * sp.ones(2, 1) + bd
-    pf.add(r"A block with biases is a combination of exponentials of linear forms plus a constant; the biases only rescale "
-           r"the coefficients:", r"B(x) = \sum_i A e^{\beta b_i}\,w_i\,e^{\beta u_i^\top x} + \Big(C\sum_i w_i + b_{\mathrm{down}}\Big)",
-           _equal(sp.expand(B), sp.expand(coef * expo + const), "expand exp(beta (u x + b))"))
-    s = sp.Symbol("s", real=True)
-    w1, w2 = sp.Symbol("omega_1", real=True), sp.Symbol("omega_2", real=True)
-    fns = [sp.Integer(1), s, sp.exp(w1 * s), sp.exp(w2 * s)]
-    W = sp.Matrix(4, 4, lambda i, j: sp.diff(fns[j], s, i))
-    det = sp.factor(sp.simplify(W.det()))
-    expected = w1**2 * w2**2 * (w2 - w1) * sp.exp((w1 + w2) * s)
-    _zero(sp.simplify(det - expected), "Wronskian")
-    pf.add(r"On a line $x=s\,e$, $f-B'$ becomes $s\,Me+\sum_k\gamma_k e^{\omega_k s}+\kappa$ with $\omega_k=\beta\,w_k^\top e$. "
-           r"For two exponents the Wronskian of $1,s,e^{\omega_1s},e^{\omega_2s}$ is",
-           r"\det\big[\tfrac{d^i}{ds^i}(1,\ s,\ e^{\omega_1 s},\ e^{\omega_2 s})\big]_{i=0..3} = " + sp.latex(expected),
-           "det of the Wronskian matrix; simplify(lhs - rhs) = 0")
-    pf.add(r"which vanishes nowhere when $\omega_1,\omega_2$ are distinct and nonzero; in general $1, s, e^{\omega_1 s},\dots,"
-           r"e^{\omega_m s}$ are linearly independent for distinct nonzero $\omega_k$ (stated: the Wronskian is "
-           r"$\prod_k\omega_k^2\prod_{j<k}(\omega_k-\omega_j)\,e^{\sum\omega_k s}$ up to sign).",
-           r"s\,Me + \sum_k \gamma_k e^{\omega_k s} + \kappa = 0\ \ \forall s \quad\Longrightarrow\quad Me = 0,\ \gamma_k = 0,\ \kappa = 0",
-           "linear independence (stated)")
-    pf.conclusion = (r"If $f=B'$, write $f-B'=Mx+\sum_k\gamma_k e^{\beta w_k^\top x}+\kappa=0$, grouping equal rows $w_k$ "
-                     r"(rows $w_k=0$ join the constant). Choose a direction $e$ with the numbers $\beta w_k^\top e$ distinct "
-                     r"and nonzero (all $e$ off finitely many hyperplanes); the line argument gives $Me=0$. Such $e$ are dense, "
-                     r"so $M=0$: a nonzero skip cannot be absorbed, at any width, with or without biases.")
+    pf.conclusion = (
+        r"Any index set with $W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:]=-I$ (for a general skip: "
+        r"$=-M/c$ with "
+        r"$\sigma(z)-\sigma(-z)=cz$) yields an explicit residual-free block equal to $f$. Note that "
+        r"softplus "
+        r"satisfies the identity ($\log(1+e^z)-\log(1+e^{-z})=z$), as it should: the flip constant is 1."
+    )
     return pf
 
 
@@ -794,7 +560,9 @@ def write_proof(name: str, out_dir: str | Path, *, pdf: bool = False) -> list[Pa
 
 def script_main(name: str, argv: Sequence[str] | None = None) -> int:
     """Entry point of ``proofs/<name>.py``: prove, write LaTeX, exit non-zero on failure."""
-    ap = argparse.ArgumentParser(prog=f"proofs/{name}.py", description=f"Prove '{name}' with sympy and write a LaTeX proof.")
+    ap = argparse.ArgumentParser(
+        prog=f"proofs/{name}.py", description=f"Prove '{name}' with sympy and write a LaTeX proof."
+    )
     ap.add_argument("--out", default="build/proofs", help="output folder (default build/proofs)")
     ap.add_argument("--pdf", action="store_true", help="also compile the PDF with pdflatex")
     args = ap.parse_args(argv)

@@ -17,10 +17,9 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from absorb._errors import AbsorbError, InvalidInput
 
@@ -44,7 +43,10 @@ class CertificateError(AbsorbError):
 def _check_suffix(path: str) -> str:
     suffix = Path(path).suffix.lower()
     if suffix not in SUFFIXES:
-        raise InvalidInput(f"--certificate {path}: unknown format {suffix or '(no suffix)'!r}; the file name must end in .json, .tex or .pdf")
+        raise InvalidInput(
+            f"--certificate {path}: unknown format {suffix or '(no suffix)'!r}; "
+            "the file name must end in .json, .tex or .pdf"
+        )
     return suffix
 
 
@@ -65,8 +67,11 @@ def compile_pdf(tex: str, *, timeout: float = PDFLATEX_TIMEOUT) -> bytes:
     """
     exe = shutil.which("pdflatex")
     if exe is None:
-        raise CertificateError("pdflatex not found on PATH; install it (Debian/Ubuntu: apt-get install texlive-latex-base) "
-                               "or write a .tex or .json certificate instead")
+        raise CertificateError(
+            "pdflatex not found on PATH; install it (Debian/Ubuntu: apt-get install "
+            "texlive-latex-base) "
+            "or write a .tex or .json certificate instead"
+        )
     with tempfile.TemporaryDirectory(prefix="absorb-cert-") as tmp:
         src = Path(tmp) / "certificate.tex"
         src.write_text(tex, encoding="utf-8")
@@ -74,10 +79,12 @@ def compile_pdf(tex: str, *, timeout: float = PDFLATEX_TIMEOUT) -> bytes:
         try:
             proc = subprocess.run(cmd, cwd=tmp, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
-            raise CertificateError(f"pdflatex did not finish within {timeout:g} s; write a .tex certificate and compile it yourself") from None
+            raise CertificateError(
+                f"pdflatex did not finish within {timeout:g} s; write a .tex certificate and compile it yourself"
+            ) from None
         pdf = Path(tmp) / "certificate.pdf"
         if proc.returncode != 0 or not pdf.is_file():
-            log = (Path(tmp) / "certificate.log")
+            log = Path(tmp) / "certificate.log"
             text = log.read_text(encoding="latin-1") if log.is_file() else proc.stdout.decode("latin-1")
             raise CertificateError(f"pdflatex failed: {first_latex_error(text)}")
         return pdf.read_bytes()
@@ -88,7 +95,7 @@ def first_latex_error(log: str) -> str:
     lines = log.splitlines()
     for i, line in enumerate(lines):
         if line.startswith("!"):
-            where = next((m.group(0) for m in (re.match(r"l\.\d+", x) for x in lines[i + 1:i + 12]) if m), "")
+            where = next((m.group(0) for m in (re.match(r"l\.\d+", x) for x in lines[i + 1 : i + 12]) if m), "")
             return line[1:].strip() + (f" (certificate.tex {where})" if where else "")
     return "no error line in the log (exit status nonzero)"
 
@@ -127,9 +134,18 @@ def render(cert: Certificate, suffix: str) -> bytes:
     return compile_pdf(tex)
 
 
-def write_certificate(decision: Decision, model: Block | Stack | Iterable[Block] | None, out: str | os.PathLike[str], *,
-                      seed: int, activation: str | None = None, method: str = "auto", timeout: float | None = None,
-                      entries: list[dict[str, Any]] | None = None, checkpoint: dict[str, Any] | None = None) -> Certificate:
+def write_certificate(
+    decision: Decision,
+    model: Block | Stack | Iterable[Block] | None,
+    out: str | os.PathLike[str],
+    *,
+    seed: int,
+    activation: str | None = None,
+    method: str = "auto",
+    timeout: float | None = None,
+    entries: list[dict[str, Any]] | None = None,
+    checkpoint: dict[str, Any] | None = None,
+) -> Certificate:
     """Build the certificate of ``decision`` and write it to ``out`` (format from the suffix);
     ``entries`` and ``checkpoint`` as in :func:`~absorb.certificate.build.build_certificate`.
 
@@ -139,7 +155,15 @@ def write_certificate(decision: Decision, model: Block | Stack | Iterable[Block]
     suffix = _check_suffix(str(path))
     from absorb.certificate.build import build_certificate
 
-    cert = build_certificate(decision, model, seed=seed, activation=activation, method=method, timeout=timeout,
-                             entries=entries, checkpoint=checkpoint)
+    cert = build_certificate(
+        decision,
+        model,
+        seed=seed,
+        activation=activation,
+        method=method,
+        timeout=timeout,
+        entries=entries,
+        checkpoint=checkpoint,
+    )
     _atomic_write(path, render(cert, suffix))
     return cert
