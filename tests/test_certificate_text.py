@@ -73,6 +73,10 @@ def test_reason_paragraph_is_typeset(name: str, tmp_path: Path, capsys: pytest.C
         if "_" in key:
             assert tex.count(key.replace("_", r"\_") + " $=") == 0, key
     assert "No result applies" not in tex
+    # engine text is escaped once, never twice (a doubly escaped $ or \\ shows up in the PDF)
+    assert "textbackslash" not in tex and r"\$" not in tex
+    hyps = tex.split("Hypotheses checked on these weights", 1)[1].split(r"\end{itemize}", 1)[0]
+    assert r"$W_{\mathrm{up}}$" in hyps and r"W\_up" not in hyps
 
 
 def test_collection_certificate_names_each_blocks_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
