@@ -37,7 +37,8 @@ Strategies validate their arguments when they are called and raise
 
 from __future__ import annotations
 
-from typing import Literal, Sequence, Union
+from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 from hypothesis import assume
@@ -62,8 +63,8 @@ __all__ = [
     "stacks",
 ]
 
-SizeRange = Union[int, tuple[int, int]]
-ActivationSpec = Union[str, Activation, SearchStrategy, None]
+SizeRange = int | tuple[int, int]
+ActivationSpec = str | Activation | SearchStrategy | None
 Values = Literal["seeded", "floats"]
 
 # Which activations have which property (docs/mathematics.md §2, checked against the sympy proofs in
@@ -130,7 +131,7 @@ def _activation_strategy(activation: ActivationSpec, *, default: str, gated: boo
     if isinstance(activation, str):
         try:
             act = get_activation(activation)
-        except Exception as exc:  # InvalidInput from the registry: re-raise as Hypothesis' error
+        except Exception as exc:  # noqa: BLE001 - InvalidInput from the registry: re-raise as Hypothesis' error
             raise InvalidArgument(f"activation={activation!r}: {exc}") from None
         return st.just(act)
     raise InvalidArgument(f"activation={activation!r} must be a name, an absorb Activation, or a strategy of names or Activations")
@@ -259,7 +260,7 @@ def _block(draw, *, d, n, act_st, kind, degeneracies, biases, skip, values, gate
     if isinstance(act, str):  # a strategy of names, e.g. st.sampled_from(["swiglu", "geglu"])
         try:
             act = get_activation(act)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any registry error becomes Hypothesis' InvalidArgument
             raise InvalidArgument(f"activation strategy drew {act!r}: {exc}") from None
     if not isinstance(act, Activation):
         raise InvalidArgument(f"activation strategy drew {act!r}; it must draw names or absorb Activations")

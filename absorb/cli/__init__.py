@@ -20,7 +20,7 @@ import importlib
 import os
 import sys
 import unicodedata
-from typing import Sequence
+from collections.abc import Sequence
 
 from absorb._errors import AbsorbError
 

@@ -113,10 +113,9 @@ def _write_json(out: dict) -> None:
 
 def _run_checkpoint(args: argparse.Namespace) -> int:
     """A checkpoint: one block at a time, a progress bar on stderr, a per-layer table (or JSON)."""
-    from absorb.engine import Verdict
     from tqdm import tqdm
 
-    from absorb.engine import decide_checkpoint
+    from absorb.engine import Verdict, decide_checkpoint
     from absorb.io.safetensors import open_checkpoint
     from absorb.report.table import checkpoint_json, render_table
 

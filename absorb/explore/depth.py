@@ -170,7 +170,7 @@ def kink_rays_2d(blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]],
                 new.append((lo, hi, (Mm + D @ (pattern[:, None] * U)) @ J))
         cones = new
     rays = []
-    for (a0, b0, J0), (a1, b1, J1) in zip(cones, cones[1:] + cones[:1]):
+    for (_a0, b0, J0), (_a1, _b1, J1) in zip(cones, cones[1:] + cones[:1]):
         if not np.allclose(J0, J1, atol=1e-9 * (1 + np.abs(J0).max())):
             rays.append(round(b0 % (2 * math.pi), 12))
     return sorted(set(rays))

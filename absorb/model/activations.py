@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import sympy as sp
@@ -593,7 +593,7 @@ def _validate(text: str, tree: tuple) -> sp.Expr:
         return _validate_unguarded(text, tree)
     except (InvalidInput, MemoryError, RecursionError):
         raise
-    except Exception as exc:  # sympy raises assorted errors on odd input: refuse it, in one line
+    except Exception as exc:  # noqa: BLE001 - sympy raises assorted errors on odd input: refuse it, in one line
         raise InvalidInput(f"activation expression {text!r} could not be analysed (sympy: {type(exc).__name__}); "
                            "write it more simply") from None
 
@@ -652,7 +652,7 @@ def _parse_expr(text: str) -> sp.Expr:
                            f"{VALIDATE_MEMORY / 2**30:g} GiB ({exc}); write a smaller expression") from None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def get_activation(spec: str) -> Activation:
     """Return the activation named ``spec`` (a name, an alias, a gated name, or ``expr:…``).
 

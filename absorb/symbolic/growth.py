@@ -28,12 +28,13 @@ from the assumption.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import sympy as sp
 from sympy.calculus.accumulationbounds import AccumulationBounds
 
-from absorb.model.activations import X, Activation, continuity_issue
+from absorb.model.activations import Activation, X, continuity_issue
 from absorb.symbolic.properties import _DIGITS, P, Property, Status, _get, _is_zero, _n, register_analyses
 
 _OO = sp.oo
@@ -71,7 +72,7 @@ def _limit_p(expr: sp.Expr) -> sp.Expr | None:
     for candidate in (expr, _max_min_as_abs(expr)):
         try:
             lim = sp.limit(candidate, P, _OO)
-        except Exception:  # sympy's limit raises assorted errors on hard expressions
+        except Exception:  # noqa: BLE001 - sympy's limit raises assorted errors on hard expressions
             continue
         if isinstance(lim, sp.Limit) or lim.has(sp.Limit) or lim.free_symbols:
             continue
@@ -117,7 +118,7 @@ def _value_at(e: sp.Expr, s: sp.Expr) -> sp.Float | None:
                 if not a.is_number or not a.is_extended_real or abs(a) > _EXP_ARG_CAP:
                     return None
         v = sp.N(e.subs(X, s), _DIGITS)
-    except Exception:  # evalf can raise on exotic expressions
+    except Exception:  # noqa: BLE001 - evalf can raise on exotic expressions
         return None
     if not (v.is_number and v.is_extended_real and v.is_finite):
         return None
@@ -131,7 +132,7 @@ def _exact_nonzero(expr: sp.Expr) -> tuple[bool, sp.Expr | None]:
         return (expr != 0, expr if expr != 0 else None)
     try:
         v = _n(expr)
-    except Exception:  # evalf can raise on exotic expressions
+    except Exception:  # noqa: BLE001 - evalf can raise on exotic expressions
         return False, None
     if v.is_number and v.is_extended_real and abs(v) > _TINY:
         return True, v
@@ -604,7 +605,7 @@ def _bounded_on_reals(e: sp.Expr) -> Property:
     log: list[str] = []
     try:
         lo, hi = _range(e, log)
-    except Exception:  # a comparison sympy cannot decide: no bound from this route
+    except Exception:  # noqa: BLE001 - a comparison sympy cannot decide: no bound from this route
         lo, hi = _WHOLE
     if lo != -_OO and hi != _OO:
         bound = max(abs(lo), abs(hi))

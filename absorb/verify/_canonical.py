@@ -27,8 +27,8 @@ import sympy as sp
 
 from absorb.model.block import Block
 from absorb.verify._numerics import _U, exact_rank
-from absorb.verify._report import _Ctx, _require
 from absorb.verify._pieces import decide_zero, exact_value
+from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _same_function, _variable, flip_constant, homogeneous_of_degree
 from absorb.verify._weights import _bias_free
 

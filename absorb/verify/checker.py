@@ -59,32 +59,81 @@ per-theorem checks). The names used by callers are re-exported here.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
-
+from collections.abc import Callable, Sequence
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block, Stack
 from absorb.verify import DEFAULT_SEED
-from absorb.verify._beyond import (BIAS_FREE_ONLY, check_bounded, check_exponential, check_linear, check_parity, check_skeleton,
-                                   claimed_biases)
+from absorb.verify._beyond import (
+    BIAS_FREE_ONLY,
+    check_bounded,
+    check_exponential,
+    check_linear,
+    check_parity,
+    check_skeleton,
+    claimed_biases,
+)
 from absorb.verify._canonical import check_canonical_form
-from absorb.verify._infeasible import ENUM_MAX_ENTRIES, ENUM_MAX_N, _array, _check_infeasible, _dual_relative, _enumerate_lower_bound, _exact_dual_bound  # noqa: F401
+from absorb.verify._infeasible import (  # noqa: F401
+    ENUM_MAX_ENTRIES,
+    ENUM_MAX_N,
+    _array,
+    _check_infeasible,
+    _dual_relative,
+    _enumerate_lower_bound,
+    _exact_dual_bound,
+)
 from absorb.verify._load import SCHEMA, SUPPORTED_VERSIONS, load_certificate, resolve_model_path  # noqa: F401
-from absorb.verify._numerics import (EXACT_ELIM_MAX_D, EXACT_WORK, _RANGE_EXPONENT, _U, _frac_matrix, _gamma, _in_range,  # noqa: F401
-                                     _parse_number, exact_rank, sha256_f64)
+from absorb.verify._numerics import (  # noqa: F401
+    _RANGE_EXPONENT,
+    _U,
+    EXACT_ELIM_MAX_D,
+    EXACT_WORK,
+    _frac_matrix,
+    _gamma,
+    _in_range,
+    _parse_number,
+    exact_rank,
+    sha256_f64,
+)
 from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _where  # noqa: F401
-from absorb.verify._symbolic import (_gate_derivative_at_zero, _variable, _zero, flip_constant, homogeneous_of_degree,  # noqa: F401
-                                     is_bounded, is_identity, is_relu_or_gelu)
-from absorb.verify._theorems import (_act, _check_degree, _check_index_set,  # noqa: F401
-                                     _check_linearization, _check_recorded_hypotheses,
-                                     check_trivial_witness)
-from absorb.verify._weights import (COLLINEAR_SCREEN, EVAL_INPUTS, EVAL_SCALES, FULL_GRAM_MAX, _bias_free, _block_arrays,  # noqa: F401
-                                    _check_identity, _collinear_pairs, _evaluate, _flip_block, _invertible, _residual,
-                                    _round_bound)
-
+from absorb.verify._symbolic import (  # noqa: F401
+    _gate_derivative_at_zero,
+    _variable,
+    _zero,
+    flip_constant,
+    homogeneous_of_degree,
+    is_bounded,
+    is_identity,
+    is_relu_or_gelu,
+)
+from absorb.verify._theorems import (
+    _act,
+    _check_degree,
+    _check_index_set,
+    _check_linearization,
+    _check_recorded_hypotheses,
+    check_trivial_witness,
+)
+from absorb.verify._weights import (  # noqa: F401
+    COLLINEAR_SCREEN,
+    EVAL_INPUTS,
+    EVAL_SCALES,
+    FULL_GRAM_MAX,
+    _bias_free,
+    _block_arrays,
+    _check_identity,
+    _collinear_pairs,
+    _evaluate,
+    _flip_block,
+    _invertible,
+    _residual,
+    _round_bound,
+)
 
 _Outcome = tuple[str, "Block | None", float]
 """What a per-theorem check returns: the verdict its evidence supports, the witness rebuilt
