@@ -22,7 +22,8 @@ import pickle
 import signal
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["BudgetExceeded", "DEFAULT_MEMORY", "run_limited"]
 
@@ -64,13 +65,13 @@ def _child(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict, memory:
         out = ("memory", None)
     except RecursionError:
         out = ("recursion", None)
-    except BaseException as exc:  # handed to the parent, which re-raises it
+    except BaseException as exc:  # noqa: BLE001 - handed to the parent, which re-raises it
         out = ("raise", exc)
     try:
         data = pickle.dumps(out)
     except MemoryError:
         data = pickle.dumps(("memory", None))
-    except Exception as exc:  # an unpicklable result or exception
+    except Exception as exc:  # noqa: BLE001 - an unpicklable result or exception
         data = pickle.dumps(("raise", RuntimeError(f"{type(exc).__name__}: {exc}")))
     conn.send_bytes(data)
     conn.close()

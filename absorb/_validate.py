@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Iterable, Literal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Literal
 
 from absorb._errors import InvalidInput
+
+if TYPE_CHECKING:  # annotations only
+    import os
+
+    import numpy as np
 
 #: the index-set search backends, as a type for public signatures (absorb.search.METHODS)
 Method = Literal["auto", "linalg", "enumerate", "mitm", "milp", "z3", "z3-pb"]
@@ -70,7 +76,7 @@ def check_choice(value: object, choices: Iterable[str], *, name: str) -> str:
     return value
 
 
-def check_path(path: object, *, name: str = "path") -> "os.PathLike[str] | str":
+def check_path(path: object, *, name: str = "path") -> os.PathLike[str] | str:
     """A file-system path: a ``str`` or an ``os.PathLike`` (not bytes, not a number, not empty)."""
     import os
 
@@ -94,7 +100,7 @@ def check_decide_args(*, tol: object, timeout: object, seed: object, method: obj
 
 
 def check_search_inputs(U: object, D: object, T: object, *, tol: object, timeout: object, seed: object,
-                        method: object) -> tuple["np.ndarray", "np.ndarray", "np.ndarray"]:
+                        method: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The arguments of :func:`absorb.search.find_index_set`: ``U`` (n×d_in), ``D``
     (d_out×n) and a nonzero target ``T`` (d_out×d_in), finite, as float64 arrays."""
     import numpy as np

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Iterable
 from fractions import Fraction
-from typing import Iterable
 
 import numpy as np
 

@@ -37,7 +37,8 @@ Strategies validate their arguments when they are called and raise
 
 from __future__ import annotations
 
-from typing import Literal, Sequence, Union
+from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 from hypothesis import assume
@@ -62,8 +63,8 @@ __all__ = [
     "stacks",
 ]
 
-SizeRange = Union[int, tuple[int, int]]
-ActivationSpec = Union[str, Activation, SearchStrategy, None]
+SizeRange = int | tuple[int, int]
+ActivationSpec = str | Activation | SearchStrategy | None
 Values = Literal["seeded", "floats"]
 
 # Which activations have which property (docs/mathematics.md §2, checked against the sympy proofs in
@@ -130,7 +131,7 @@ def _activation_strategy(activation: ActivationSpec, *, default: str, gated: boo
     if isinstance(activation, str):
         try:
             act = get_activation(activation)
-        except Exception as exc:  # InvalidInput from the registry: re-raise as Hypothesis' error
+        except Exception as exc:  # noqa: BLE001 - InvalidInput from the registry: re-raise as Hypothesis' error
             raise InvalidArgument(f"activation={activation!r}: {exc}") from None
         return st.just(act)
     raise InvalidArgument(f"activation={activation!r} must be a name, an absorb Activation, or a strategy of names or Activations")
@@ -253,27 +254,70 @@ def _draw_skip(draw, d: int, kind: str, values: Values) -> np.ndarray:
     return M
 
 
-@st.composite
-def _block(draw, *, d, n, act_st, kind, degeneracies, biases, skip, values, gated, name="block") -> Block:
+def _draw_activation(draw, act_st, gated) -> Activation:
     act = draw(act_st, label="activation")
     if isinstance(act, str):  # a strategy of names, e.g. st.sampled_from(["swiglu", "geglu"])
         try:
             act = get_activation(act)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any registry error becomes Hypothesis' InvalidArgument
             raise InvalidArgument(f"activation strategy drew {act!r}: {exc}") from None
     if not isinstance(act, Activation):
         raise InvalidArgument(f"activation strategy drew {act!r}; it must draw names or absorb Activations")
     if gated and act.gated_name is None and act.name not in GATED.values():
         raise InvalidArgument(f"gated_blocks: activation {act.name!r} is not a gate; use a gated name such as 'glu' or 'swiglu'")
+    return act
+
+
+def _draw_degenerate_sizes(draw, d, n, degeneracies) -> tuple[str, int, int]:
+    """(the degeneracy, d, n): d = 1 for 'd1', n ≥ 2 where a pair of units is needed."""
+    how = draw(st.sampled_from(degeneracies), label="degeneracy")
+    if how == "d1":
+        dd = 1
+        nn = draw(st.integers(max(n[0], 2), max(n[1], 2)), label="n")
+    else:
+        dd = draw(st.integers(*d), label="d")
+        lo = 2 if how in ("collinear", "antipodal") else 1  # a pair needs two units
+        nn = draw(st.integers(max(n[0], lo), max(n[1], lo)), label="n")
+    return how, dd, nn
+
+
+def _plant(draw, act, gated, U, D, M, dd, nn) -> None:
+    """Overwrite columns S of D so that the index set S absorbs the skip (M, or I)."""
+    c = _flip_constant(act, gated=gated)
+    if c is None:
+        what = "g(z) + g(−z) = c" if gated else "σ(z) − σ(−z) = c·z"
+        raise InvalidArgument(f"kind='planted' needs an activation with {what}; {act.name!r} has none "
+                              f"(use activations(kind={'gated_flip' if gated else 'flip'!r}))")
+    S = draw(st.lists(st.integers(0, nn - 1), unique=True, min_size=dd, max_size=nn), label="S")
+    S = sorted(S)
+    US = U[S]
+    sv = np.linalg.svd(US, compute_uv=False)
+    assume(sv[-1] > 0 and sv[0] / sv[-1] < _MAX_PLANT_COND)
+    target = np.eye(dd) if M is None else M
+    D[:, S] = -(target / c) @ np.linalg.pinv(US)
+
+
+def _degenerate(draw, how, U, D, G, nn, gated) -> None:
+    """Make one unit degenerate in the way ``how`` names (in place)."""
+    i = draw(st.integers(0, nn - 1), label="unit")
+    if how == "zero_row":
+        U[i] = 0.0
+    elif how == "dead_unit":
+        D[:, i] = 0.0
+    elif how in ("collinear", "antipodal"):
+        j = draw(st.integers(0, nn - 2), label="other unit")
+        j = j + (j >= i)
+        lam = draw(st.sampled_from((1.0, 2.0, 0.5, 3.0, 0.25)), label="scale")
+        U[j] = (lam if how == "collinear" else -lam) * U[i]
+        if gated:
+            G[j] = (lam if how == "collinear" else -lam) * G[i]
+
+
+@st.composite
+def _block(draw, *, d, n, act_st, kind, degeneracies, biases, skip, values, gated, name="block") -> Block:
+    act = _draw_activation(draw, act_st, gated)
     if kind == "degenerate":
-        how = draw(st.sampled_from(degeneracies), label="degeneracy")
-        if how == "d1":
-            dd = 1
-            nn = draw(st.integers(max(n[0], 2), max(n[1], 2)), label="n")
-        else:
-            dd = draw(st.integers(*d), label="d")
-            lo = 2 if how in ("collinear", "antipodal") else 1  # a pair needs two units
-            nn = draw(st.integers(max(n[0], lo), max(n[1], lo)), label="n")
+        how, dd, nn = _draw_degenerate_sizes(draw, d, n, degeneracies)
     else:
         how = None
         dd, nn = _draw_sizes(draw, d, n, n_at_least_d=kind == "planted")
@@ -283,31 +327,9 @@ def _block(draw, *, d, n, act_st, kind, degeneracies, biases, skip, values, gate
     U, D = arrs[0], arrs[1]
     G = arrs[2] if gated else None
     if kind == "planted":
-        c = _flip_constant(act, gated=gated)
-        if c is None:
-            what = "g(z) + g(−z) = c" if gated else "σ(z) − σ(−z) = c·z"
-            raise InvalidArgument(f"kind='planted' needs an activation with {what}; {act.name!r} has none "
-                                  f"(use activations(kind={'gated_flip' if gated else 'flip'!r}))")
-        S = draw(st.lists(st.integers(0, nn - 1), unique=True, min_size=dd, max_size=nn), label="S")
-        S = sorted(S)
-        US = U[S]
-        sv = np.linalg.svd(US, compute_uv=False)
-        assume(sv[-1] > 0 and sv[0] / sv[-1] < _MAX_PLANT_COND)
-        target = np.eye(dd) if M is None else M
-        D[:, S] = -(target / c) @ np.linalg.pinv(US)
+        _plant(draw, act, gated, U, D, M, dd, nn)
     elif kind == "degenerate":
-        i = draw(st.integers(0, nn - 1), label="unit")
-        if how == "zero_row":
-            U[i] = 0.0
-        elif how == "dead_unit":
-            D[:, i] = 0.0
-        elif how in ("collinear", "antipodal"):
-            j = draw(st.integers(0, nn - 2), label="other unit")
-            j = j + (j >= i)
-            lam = draw(st.sampled_from((1.0, 2.0, 0.5, 3.0, 0.25)), label="scale")
-            U[j] = (lam if how == "collinear" else -lam) * U[i]
-            if gated:
-                G[j] = (lam if how == "collinear" else -lam) * G[i]
+        _degenerate(draw, how, U, D, G, nn, gated)
     if kind == "generic":
         assume(_nondegenerate(U, D))
     b_up = b_gate = b_down = None

@@ -46,10 +46,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from absorb._dask import cores, dask_client  # noqa: E402
-from absorb.engine.distributed import decide_checkpoint_dask  # noqa: E402
-from absorb.engine import decide_checkpoint  # noqa: E402
-from absorb.io.safetensors import open_checkpoint  # noqa: E402
+from absorb._dask import cores, dask_client
+from absorb.engine import decide_checkpoint
+from absorb.engine.distributed import decide_checkpoint_dask
+from absorb.io.safetensors import open_checkpoint
 
 MODELS = {
     "falcon": {"label": "Falcon-7B-shaped", "d": 4544, "n": 18176, "gated": False},
@@ -138,8 +138,8 @@ def peak() -> int:
 
 def _warm() -> None:
     """Import on a worker what a task imports, so that its peak is the layer's, not the imports'."""
-    import absorb.certificate.build  # noqa: F401
-    import absorb.engine.decide  # noqa: F401
+    import absorb.certificate.build
+    import absorb.engine.decide
     import absorb.engine.distributed  # noqa: F401
 
 

@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from absorb.search import SearchStatus, find_index_set  # noqa: E402
+from absorb.search import SearchStatus, find_index_set
 
 OURS = "auto"
 BASELINES = ("z3", "z3-pb", "milp")

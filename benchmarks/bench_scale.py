@@ -19,17 +19,17 @@ import resource
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from absorb.search._types import SearchStatus  # noqa: E402
-from absorb.search.linalg import solve_linalg  # noqa: E402
-from absorb.verify.dual_bound import check_dual_bound  # noqa: E402
+from absorb.search._types import SearchStatus
+from absorb.search.linalg import solve_linalg
+from absorb.verify.dual_bound import check_dual_bound
 
 
 def timed(f: Callable[[], object], repeat: int = 1) -> tuple[float, object]:

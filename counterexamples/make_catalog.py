@@ -25,8 +25,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from absorb.model import Block, Stack, get_activation  # noqa: E402
 from absorb.io import load_npz  # noqa: E402
+from absorb.model import Block, get_activation  # noqa: E402
 
 A, N, O = "absorbable", "not_absorbable", "open"
 

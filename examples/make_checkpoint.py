@@ -36,8 +36,9 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 from safetensors.numpy import save_file

@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
-from absorb.certificate.proofs import script_main  # noqa: E402
+from absorb.certificate.proofs import script_main
 
 if __name__ == "__main__":
     raise SystemExit(script_main("leaky_reduction"))

@@ -264,9 +264,8 @@ def test_dual_certificate_recheck(have_module: bool, monkeypatch: pytest.MonkeyP
     """Y = I proves infeasibility when every w_iᵀu_i = 0: bound |tr Y|/(‖Y‖‖T‖) = 1."""
     import sys
 
-    from absorb import Block, get_activation
-
     import absorb.verify.dual_bound as dual_bound_module
+    from absorb import Block, get_activation
 
     calls = []
     if not have_module:

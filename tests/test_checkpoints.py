@@ -11,13 +11,13 @@ decision of its own. Bad checkpoints fail with one line and exit code 2.
 from __future__ import annotations
 
 import importlib.util
-import zlib
 import json
 import os
 import shutil
 import struct
 import subprocess
 import sys
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,10 +28,9 @@ from safetensors.numpy import save_file
 
 from absorb._errors import InvalidInput
 from absorb.cli import main as cli_main
-from absorb.engine import Verdict, decide
+from absorb.engine import Verdict, decide, decide_checkpoint
 from absorb.io import load, load_npz, save_npz
 from absorb.io.families import _natural_key, parse_layers
-from absorb.engine import decide_checkpoint
 from absorb.io.safetensors import Checkpoint, _bf16_bits_to_f32, open_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]

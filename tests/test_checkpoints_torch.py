@@ -29,7 +29,7 @@ from tests.test_checkpoints import CASES, D, _assert_one_line_exit2, build, run_
 TOL = 1e-9
 
 
-def _torch():  # noqa: ANN202 - the module, or the test is skipped
+def _torch():
     return pytest.importorskip("torch")
 
 
@@ -114,7 +114,7 @@ class _Evil:
     def __init__(self, marker: Path) -> None:
         self.marker = marker
 
-    def __reduce__(self):  # noqa: ANN204
+    def __reduce__(self):
         return (os.system, (f"touch {self.marker}",))
 
 

@@ -86,9 +86,11 @@ def _bad_cases(tmp: Path) -> list[tuple[str, list[str], str]]:
     add("misnamed", "did you mean 'W_up'", W_Up=g["W_up"], W_down=g["W_down"], activation=g["activation"])
     add("wrong_shape", "expected (3, 5)", W_up=g["W_up"], W_down=rng.standard_normal((3, 6)), activation=g["activation"])
     add("transposed", "looks transposed", W_up=g["W_up"], W_down=g["W_down"].T, activation=g["activation"])
-    nan = g["W_up"].copy(); nan[2, 1] = np.nan
+    nan = g["W_up"].copy()
+    nan[2, 1] = np.nan
     add("nan", "contains NaN at index (2, 1)", W_up=nan, W_down=g["W_down"], activation=g["activation"])
-    inf = g["W_down"].copy(); inf[0, 0] = np.inf
+    inf = g["W_down"].copy()
+    inf[0, 0] = np.inf
     add("inf", "contains Inf", W_up=g["W_up"], W_down=inf, activation=g["activation"])
     add("unknown_act", "unknown activation 'rleu'", W_up=g["W_up"], W_down=g["W_down"], activation=np.array("rleu"))
     add("no_act", "no activation given", W_up=g["W_up"], W_down=g["W_down"])
@@ -96,9 +98,11 @@ def _bad_cases(tmp: Path) -> list[tuple[str, list[str], str]]:
     add("complex", "dtype complex128", W_up=g["W_up"] + 1j, W_down=g["W_down"], activation=g["activation"])
     add("bad_bias", "key 'b_up' has shape (4,)", W_up=g["W_up"], W_down=g["W_down"], b_up=np.ones(4), activation=g["activation"])
     add("hc_incomplete", "missing H_post", W_up=g["W_up"], W_down=g["W_down"], H_res=np.eye(2), H_pre=np.ones(2), activation=g["activation"])
-    add("skip_and_hc", "drop one", W_up=g["W_up"], W_down=g["W_down"], skip=np.eye(3), H_res=np.eye(2), H_pre=np.ones(2), H_post=np.ones(2), activation=g["activation"])
+    add("skip_and_hc", "drop one", W_up=g["W_up"], W_down=g["W_down"], skip=np.eye(3), H_res=np.eye(2), H_pre=np.ones(2),
+        H_post=np.ones(2), activation=g["activation"])
     add("stack_gap", "missing blocks.1", **{"blocks.0.W_up": g["W_up"], "blocks.0.W_down": g["W_down"], "blocks.2.W_up": g["W_up"], "blocks.2.W_down": g["W_down"], "activation": g["activation"]})
-    add("stack_d_mismatch", "one d throughout", **{"blocks.0.W_up": g["W_up"], "blocks.0.W_down": g["W_down"], "blocks.1.W_up": rng.standard_normal((5, 4)), "blocks.1.W_down": rng.standard_normal((4, 5)), "activation": g["activation"]})
+    add("stack_d_mismatch", "one d throughout", **{"blocks.0.W_up": g["W_up"], "blocks.0.W_down": g["W_down"], "blocks.1.W_up": rng.standard_normal((5, 4)),
+                                              "blocks.1.W_down": rng.standard_normal((4, 5)), "activation": g["activation"]})
     add("empty", "holds no arrays")
     add("zero_width", "non-empty 2-D", W_up=np.zeros((0, 3)), W_down=np.zeros((3, 0)), activation=g["activation"])
     add("bad_override", "unknown activation", ["--activation", "nope"], **g)

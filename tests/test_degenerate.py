@@ -15,7 +15,8 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from absorb import Block, decide, get_activation
 from absorb.engine.degenerate import canonical_form, decide_degenerate

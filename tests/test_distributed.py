@@ -13,13 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from safetensors.numpy import save_file
 
 from absorb._errors import InvalidInput
-from absorb.engine import decide_collection
+from absorb.engine import decide_checkpoint, decide_collection
 from absorb.engine.decide import collection_decision
 from absorb.engine.distributed import _decide_layer, _Wire, decide_checkpoint_dask, layout
-from absorb.engine import decide_checkpoint
 from absorb.io.safetensors import open_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +95,7 @@ def test_scheduler_address_and_layer_subsets_equal_serial(checkpoints: dict[str,
             serial = decide_checkpoint(ckpt, tol=1e-9, timeout=30, seed=0)
             seen: list[str] = []
             dec, values = decide_checkpoint_dask(ckpt, opts, tol=1e-9, timeout=30, seed=0, scheduler=cluster.scheduler_address,
-                                                 progress=lambda n, s: seen.append(n))
+                                                 progress=lambda n, s, seen=seen: seen.append(n))
             assert values is None and sorted(seen) == sorted(s.name for s in ckpt.specs)
             assert _timeless(dec.to_json()) == _timeless(serial.to_json()), (name, opts)
             assert [bd.block.W_up.strides for bd in dec.blocks] == [(0, 0)] * len(ckpt)  # no weights came back

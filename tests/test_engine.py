@@ -197,7 +197,7 @@ def test_identity_activation_is_a_rank_question(d: int, n: int, verdict: Verdict
 def test_identity_activation_low_rank_absorbable() -> None:
     # I + D U = P_W (projection on a 3-dim W in R^5): rank 3 = n, so absorbable at width 3.
     rng = np.random.default_rng(0)
-    d, n = 5, 3
+    d = 5
     Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
     Wperp = Q[:, 3:]  # basis of W^⊥ (2 columns)
     U = np.vstack([Wperp.T, rng.standard_normal((1, d))])

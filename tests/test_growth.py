@@ -181,7 +181,7 @@ def test_bounded_by_interval(spec: str, lo, hi) -> None:
 
 
 def test_erf_is_proved_bounded_although_sympy_cannot_show_its_continuity() -> None:
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 - the error type sympy raises here varies by version
         sp.calculus.util.continuous_domain(sp.erf(X), X, sp.S.Reals)
     assert bounded_on_reals(act("erf(x)")).proved
 
@@ -250,7 +250,7 @@ def test_interval_encloses_every_sampled_value(e: sp.Expr) -> None:
     for z in _POINTS:
         try:
             v = sp.N(e.subs(X, z), 40)
-        except Exception:
+        except Exception:  # noqa: BLE001 - evalf can raise on exotic expressions: skip the point
             continue
         if not (v.is_number and v.is_extended_real and v.is_finite):
             continue

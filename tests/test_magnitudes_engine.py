@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from absorb import Block, get_activation
+from absorb.engine._collinear import max_abs_cosine, near_collinear_pairs
 from absorb.engine.decide import decide
 from absorb.engine.degenerate import decide_degenerate
 from absorb.engine.verdict import Verdict
 from absorb.engine.width import decide_width, minimal_width
 from absorb.engine.witness import check_flip_witness, evaluation_error
-from absorb.engine._collinear import max_abs_cosine, near_collinear_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 

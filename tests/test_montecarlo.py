@@ -12,10 +12,20 @@ import numpy as np
 import pytest
 
 from absorb import Block, Theorem, Verdict, decide_block, get_activation
-from absorb.montecarlo import (DISTRIBUTIONS, clopper_pearson, degenerate_batch, dual_batch,
-                               enumerate_batch, grid, plant, run_cell, sample_weights, sweep)
-from absorb.montecarlo import _kernel as K
 from absorb.engine import hypotheses as hyp
+from absorb.montecarlo import (
+    DISTRIBUTIONS,
+    clopper_pearson,
+    degenerate_batch,
+    dual_batch,
+    enumerate_batch,
+    grid,
+    plant,
+    run_cell,
+    sample_weights,
+    sweep,
+)
+from absorb.montecarlo import _kernel as K
 from absorb.search import find_index_set
 
 

@@ -22,14 +22,12 @@ from absorb.search import (
     METHODS,
     SearchResult,
     SearchStatus,
+    _checked,  # the dispatcher's independent re-check
     dual_bound,
     exact_relative_residual_bounds,
     find_index_set,
     relative_residual,
 )
-from absorb.search import _checked  # the dispatcher's independent re-check
-
-
 
 FOUND, INFEASIBLE, UNKNOWN = SearchStatus.FOUND, SearchStatus.INFEASIBLE, SearchStatus.UNKNOWN
 BACKENDS = ("enumerate", "mitm", "milp", "z3", "z3-pb", "auto")

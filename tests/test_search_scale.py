@@ -18,8 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from absorb.search import SearchStatus, dual_bound, find_index_set, magnitudes_ok, relaxation_bound
-from absorb.search import _rescaled
+from absorb.search import SearchStatus, _rescaled, dual_bound, find_index_set, magnitudes_ok, relaxation_bound
 from absorb.search.mitm import solve_mitm
 
 FOUND, INFEASIBLE, UNKNOWN = SearchStatus.FOUND, SearchStatus.INFEASIBLE, SearchStatus.UNKNOWN

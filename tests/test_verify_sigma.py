@@ -136,7 +136,8 @@ def _random_sigma(data) -> sp.Expr:
     return sp.Add(*terms)
 
 
-from hypothesis import example, given, strategies as st  # noqa: E402
+from hypothesis import example, given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 
 @given(st.data())

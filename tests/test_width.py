@@ -7,7 +7,8 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from absorb import Block, get_activation
 from absorb._errors import InvalidInput
@@ -17,7 +18,7 @@ from absorb.engine.width import decide_width, minimal_width
 from absorb.engine.witness import eval_threshold, evaluation_error
 
 sys.path.insert(0, "tests")
-from test_degenerate import _brute  # noqa: E402  (independent brute force)
+from test_degenerate import _brute
 
 
 def _generic(n: int, d: int, act: str, seed: int) -> Block:

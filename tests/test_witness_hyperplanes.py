@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import example, given, strategies as st
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from absorb import Block, get_activation
 from absorb.engine.decide import decide_block

@@ -15,66 +15,21 @@ to ASCII (v, sigma, >=) instead of failing.
 from __future__ import annotations
 
 import argparse
-import codecs
 import importlib
 import os
 import sys
-import unicodedata
-from typing import Sequence
+from collections.abc import Sequence
 
 from absorb._errors import AbsorbError
+from absorb.cli._terminal import ASCII_FALLBACK, _ascii_streams, can_encode
 
 SUBCOMMANDS: tuple[str, ...] = ("check", "verify", "prove", "montecarlo", "explore-depth")
 """Module names under ``absorb.cli``; each defines ``register(subparsers)``."""
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
 
-#: ASCII spellings of the symbols the reports use, for terminals that cannot show them
-ASCII_FALLBACK: dict[str, str] = {
-    "✓": "v", "✗": "x", "·": "*", "σ": "sigma", "δ": "delta", "γ": "gamma", "ε": "eps", "λ": "lambda", "μ": "mu",
-    "π": "pi", "θ": "theta", "α": "alpha", "β": "beta", "Σ": "Sum", "≥": ">=", "≤": "<=", "≠": "!=", "≈": "~", "±": "+-",
-    "‖": "||", "→": "->", "←": "<-", "⇒": "=>", "…": "...", "—": "-", "–": "-", "−": "-", "×": "x", "⊙": "(.)",
-    "⊗": "(x)", "∘": "o", "∅": "{}", "√": "sqrt", "∞": "inf", "∈": "in", "∉": "not in", "ᵀ": "^T", "²": "^2", "³": "^3",
-    "′": "'", "‘": "'", "’": "'", "“": '"', "”": '"', "⁻": "^-", "¹": "^1", "₁": "_1", "₂": "_2", "ₖ": "_k", "ℝ": "R",
-    "\u2009": " ", "\xa0": " ",
-}
-_SAMPLE = "✓✗σ≥‖→…"
-
-
-def _ascii_fallback(exc: UnicodeError) -> tuple[str, int]:
-    if not isinstance(exc, UnicodeEncodeError):
-        raise exc
-    out = []
-    for ch in exc.object[exc.start:exc.end]:
-        rep = ASCII_FALLBACK.get(ch)
-        if rep is None:
-            rep = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode("ascii") or "?"
-        out.append(rep)
-    return "".join(out), exc.end
-
-
-codecs.register_error("absorb-ascii", _ascii_fallback)
-
-
-def can_encode(stream: object, text: str = _SAMPLE) -> bool:
-    """Whether ``stream``'s encoding can show ``text`` as it is."""
-    enc = getattr(stream, "encoding", None) or "utf-8"
-    try:
-        text.encode(enc)
-    except (UnicodeEncodeError, LookupError):
-        return False
-    return True
-
-
-def _ascii_streams() -> None:
-    """Let stdout and stderr fall back to ASCII spellings where their encoding cannot encode."""
-    for stream in (sys.stdout, sys.stderr):
-        if stream is not None and not can_encode(stream) and hasattr(stream, "reconfigure"):
-            try:
-                stream.reconfigure(errors="absorb-ascii")
-            except (ValueError, OSError):  # pragma: no cover - a closed or exotic stream
-                pass
-
+__all__ = ["ASCII_FALLBACK", "EXIT_OK", "EXIT_REJECTED", "EXIT_UNKNOWN", "EXIT_USAGE", "SUBCOMMANDS", "build_parser",
+           "can_encode", "main", "show_progress", "verbosity"]
 
 def verbosity(args: argparse.Namespace) -> int:
     """0 with ``-q``, 2 with ``-v``, else 1."""

@@ -4,7 +4,7 @@ one-line usage error (exit 2) that names the value."""
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from collections.abc import Callable
 
 
 def positive(kind: type) -> Callable[[str], object]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from absorb._errors import InvalidInput
 from absorb.cli import EXIT_OK, EXIT_UNKNOWN, can_encode, show_progress, verbosity
@@ -60,7 +62,6 @@ def run(args: argparse.Namespace) -> int:
     # imported here so that building the parser (--help, usage errors) stays fast
     from absorb.engine import Verdict, decide
     from absorb.io import is_checkpoint, load
-    from absorb.report import render_text
 
     if args.certificate:  # up front: never decide for a minute and then fail to write
         check_writable("--certificate", args.certificate)
@@ -69,40 +70,59 @@ def run(args: argparse.Namespace) -> int:
     ckpt_opts = any(getattr(args, k, None) for k in ("layers", "up", "down", "gate", "fold_norm"))
     if not str(args.path).endswith(".npz") and (is_checkpoint(args.path) or ckpt_opts):
         return _run_checkpoint(args)
-    if ckpt_opts:
-        raise InvalidInput(f"{args.path}: --layers, --up/--down/--gate and --fold-norm apply to checkpoints (.safetensors), not .npz files")
-    if args.workers is not None or args.scheduler is not None:
-        raise InvalidInput(f"{args.path}: --workers and --scheduler spread a checkpoint's layers over dask workers; "
-                           "an .npz file is decided in this process (drop the option)")
+    _refuse_checkpoint_options(args, ckpt_opts)
     model = load(args.path, activation=args.activation)
-    progress = None
-    if show_progress(args):  # one self-erasing status line on a terminal
-        progress = lambda name: sys.stderr.write(f"\rdeciding {name} …\x1b[K")  # noqa: E731
-    elif verbosity(args) >= 2:  # -v: one note per line, also into a log file
-        progress = lambda name: sys.stderr.write(f"absorb check: {name}\n")  # noqa: E731
+    progress = _progress(args)
     dec = decide(model, path=args.path, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method,
                  allow_biases=args.allow_biases, progress=progress, search_progress=progress)
     if progress and show_progress(args):
         sys.stderr.write("\r\x1b[K")
     fields = []
     if args.width is not None or args.min_width:
-        from absorb.engine.width import width_fields, width_text
+        from absorb.engine.width import width_fields
         fields = [width_fields(bd.block, width=args.width, min_width=args.min_width, tol=args.tol, seed=args.seed, decision=bd) for bd in dec.blocks]
     if args.certificate:  # certificates work: written atomically before any output
         from absorb.certificate import write_certificate
         write_certificate(dec, model, args.certificate, seed=args.seed, activation=args.activation, method=args.method, timeout=args.timeout)
+    _print_decision(args, dec, fields)
+    if args.width is not None:
+        return EXIT_UNKNOWN if any(f["width"]["verdict"] == Verdict.UNKNOWN.value for f in fields) else EXIT_OK
+    return EXIT_UNKNOWN if dec.verdict is Verdict.UNKNOWN else EXIT_OK
+
+
+def _refuse_checkpoint_options(args: argparse.Namespace, ckpt_opts: bool) -> None:
+    """Options that only apply to checkpoints, given with an .npz file: one line each."""
+    if ckpt_opts:
+        raise InvalidInput(f"{args.path}: --layers, --up/--down/--gate and --fold-norm apply to checkpoints (.safetensors), not .npz files")
+    if args.workers is not None or args.scheduler is not None:
+        raise InvalidInput(f"{args.path}: --workers and --scheduler spread a checkpoint's layers over dask workers; "
+                           "an .npz file is decided in this process (drop the option)")
+
+
+def _progress(args: argparse.Namespace) -> Callable[[str], Any] | None:
+    """A self-erasing status line on a terminal, a note per line with -v, else None."""
+    if show_progress(args):  # one self-erasing status line on a terminal
+        return lambda name: sys.stderr.write(f"\rdeciding {name} …\x1b[K")
+    if verbosity(args) >= 2:  # -v: one note per line, also into a log file
+        return lambda name: sys.stderr.write(f"absorb check: {name}\n")
+    return None
+
+
+def _print_decision(args: argparse.Namespace, dec: Any, fields: list[dict[str, Any]]) -> None:
+    """The decision (and the width fields, if asked for) as JSON or as the text report."""
+    from absorb.report import render_text
+
     if args.json:
         out = dec.to_json()
         for b, extra in zip(out["blocks"], fields):
             b.update(extra)
         _write_json(out)
     else:
+        from absorb.engine.width import width_text
+
         sys.stdout.write(render_text(dec))
         for bd, extra in zip(dec.blocks, fields):
             sys.stdout.write("".join(line + "\n" for line in width_text(bd.block.name, extra)))
-    if args.width is not None:
-        return EXIT_UNKNOWN if any(f["width"]["verdict"] == Verdict.UNKNOWN.value for f in fields) else EXIT_OK
-    return EXIT_UNKNOWN if dec.verdict is Verdict.UNKNOWN else EXIT_OK
 
 
 def _write_json(out: dict) -> None:
@@ -113,10 +133,9 @@ def _write_json(out: dict) -> None:
 
 def _run_checkpoint(args: argparse.Namespace) -> int:
     """A checkpoint: one block at a time, a progress bar on stderr, a per-layer table (or JSON)."""
-    from absorb.engine import Verdict
     from tqdm import tqdm
 
-    from absorb.engine import decide_checkpoint
+    from absorb.engine import Verdict, decide_checkpoint
     from absorb.io.safetensors import open_checkpoint
     from absorb.report.table import checkpoint_json, render_table
 

@@ -11,6 +11,8 @@ import argparse
 import json
 import shlex
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from absorb.cli import EXIT_OK, EXIT_REJECTED, show_progress, verbosity
 from absorb.cli._args import at_least, check_writable, positive_ints, seed, tolerance
@@ -112,29 +114,13 @@ def run(args: argparse.Namespace) -> int:
     from absorb.montecarlo import grid, sweep
     from absorb.montecarlo._render import plot, render_table, to_json
 
-    if args.shapes is not None and (args.d is not None or args.n is not None):
-        raise InvalidInput("give either --shapes DxN,... or --d and --n, not both")
-    if args.shapes is None and (args.d is None) != (args.n is None):
-        raise InvalidInput("--d and --n go together (their product is the grid); or use --shapes DxN,...")
-    if args.workers is not None and args.scheduler is not None:
-        raise InvalidInput("give either --workers N or --scheduler ADDRESS, not both")
+    _check_exclusive(args)
     _check_extras(args)  # up front: never run the whole sweep and then fail on a missing package or path
     shapes = args.shapes or ([(d, n) for d in args.d for n in args.n] if args.d else [(2, 4), (3, 9)])
     planted = min(args.samples, 100) if args.planted is None else args.planted
     cells = grid(d=[], shapes=shapes, distributions=args.dist, activations=args.activation, samples=args.samples, planted=planted)
-    bar = None
-    if not args.no_progress and show_progress(args):
-        try:
-            from tqdm import tqdm
-        except ImportError:  # optional dependency (pip install absorb[montecarlo]): run without a bar
-            tqdm = None
-        if tqdm is not None:
-            bar = tqdm(total=len(cells), unit="cell", file=sys.stderr, desc="montecarlo", leave=False)
-    progress = None
-    if bar is not None:
-        progress = lambda r: bar.update(1)  # noqa: E731
-    elif verbosity(args) >= 2:  # -v: a line per finished cell, also into a log file
-        progress = lambda r: sys.stderr.write(f"absorb montecarlo: {r.cell.label()}: {r.counts['absorbable']}/{r.cell.samples} absorbable\n")  # noqa: E731
+    bar = _progress_bar(args, len(cells))
+    progress = _progress(args, bar)
     try:
         results = sweep(cells, seed=args.seed, tol=args.tol, batch=args.batch, route=args.route, workers=args.workers,
                         scheduler=args.scheduler, progress=progress)
@@ -151,6 +137,43 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(to_json(results, seed=args.seed, tol=args.tol, command=command), indent=2) + "\n")
     else:
         sys.stdout.write(render_table(results, seed=args.seed, tol=args.tol))
+    return _exit_code(results)
+
+
+def _check_exclusive(args: argparse.Namespace) -> None:
+    """Options that exclude or need each other."""
+    from absorb._errors import InvalidInput
+
+    if args.shapes is not None and (args.d is not None or args.n is not None):
+        raise InvalidInput("give either --shapes DxN,... or --d and --n, not both")
+    if args.shapes is None and (args.d is None) != (args.n is None):
+        raise InvalidInput("--d and --n go together (their product is the grid); or use --shapes DxN,...")
+    if args.workers is not None and args.scheduler is not None:
+        raise InvalidInput("give either --workers N or --scheduler ADDRESS, not both")
+
+
+def _progress_bar(args: argparse.Namespace, total: int) -> Any:
+    """A tqdm bar on a terminal (unless --no-progress, or tqdm is not installed), else None."""
+    if args.no_progress or not show_progress(args):
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:  # optional dependency (pip install absorb[montecarlo]): run without a bar
+        return None
+    return tqdm(total=total, unit="cell", file=sys.stderr, desc="montecarlo", leave=False)
+
+
+def _progress(args: argparse.Namespace, bar: Any) -> Callable[[Any], Any] | None:
+    """The per-cell callback: the bar's tick, a line per cell with -v, else None."""
+    if bar is not None:
+        return lambda r: bar.update(1)
+    if verbosity(args) >= 2:  # -v: a line per finished cell, also into a log file
+        return lambda r: sys.stderr.write(f"absorb montecarlo: {r.cell.label()}: {r.counts['absorbable']}/{r.cell.samples} absorbable\n")
+    return None
+
+
+def _exit_code(results: Any) -> int:
+    """1 when a hit failed the engine's re-check or an exact cell missed a planted set, else 0."""
     bad = sum(r.recheck["recheck_failed"] for r in results)
     missed = sum(1 for r in results if r.route == "enumerate" and r.planted.get("samples") and r.planted["detected"] < r.planted["samples"])
     if bad or missed:

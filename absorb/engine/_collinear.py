@@ -193,7 +193,7 @@ def _exact_candidates(U: np.ndarray, live: np.ndarray, thr: float) -> tuple[np.n
     blocks = _row_blocks(live.size, d, 16 << 20)
     norm = [_normalised_block(Ul, a, b) for a, b in blocks]
     Is, Js = [], []
-    for bi, (a, b) in enumerate(blocks):
+    for bi, (a, _b) in enumerate(blocks):
         for bj in range(bi, len(blocks)):
             c0 = blocks[bj][0]
             G = np.abs(norm[bi] @ norm[bj].T)

@@ -25,7 +25,8 @@ else unknown (deep ReLU/GELU stacks are the paper's open problem).
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -125,7 +126,7 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
                     blocks=tuple(decisions), tolerance=tol, structure="stack")
 
 
-def decide(model: "Block | Stack | Checkpoint", *, path: str = "", tol: float = DEFAULT_TOL, timeout: float = 60.0,
+def decide(model: Block | Stack | Checkpoint, *, path: str = "", tol: float = DEFAULT_TOL, timeout: float = 60.0,
            seed: int = 0, method: Method = "auto", allow_biases: bool = False, progress: Progress | None = None,
            search_progress: Progress | None = None) -> Decision:
     """Decide a block, a stack or a checkpoint (whatever :func:`absorb.load` returns).
@@ -202,7 +203,7 @@ def collection_decision(decisions: Sequence[BlockDecision], *, path: str, tol: f
                     structure="collection", extra={"summary": {v.value: sum(x is v for x in verdicts) for v in Verdict}})
 
 
-def decide_checkpoint(ckpt: "Checkpoint", *, tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0,
+def decide_checkpoint(ckpt: Checkpoint, *, tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0,
                       method: Method = "auto", allow_biases: bool = False, progress: Progress | None = None,
                       on_block: Callable[[BlockDecision], None] | None = None) -> Decision:
     """Decide every MLP block of an opened checkpoint with :func:`decide_collection`, one layer

@@ -45,8 +45,22 @@ from typing import Any, Literal
 
 import numpy as np
 
-from absorb.engine._exact import (Q, Mat, _add, _fr, _inverse, _mm, _nullspace, _outer, _rank, _rref, _scale, _T, _to_float,
-                                  _zeros)
+from absorb.engine._exact import (
+    _T,
+    Mat,
+    Q,
+    _add,
+    _fr,
+    _inverse,
+    _mm,
+    _nullspace,
+    _outer,
+    _rank,
+    _rref,
+    _scale,
+    _to_float,
+    _zeros,
+)
 from absorb.engine.hypotheses import COLLINEAR_TAU
 from absorb.engine.verdict import Verdict, Witness
 from absorb.engine.witness import eval_threshold, evaluation_error

@@ -22,13 +22,14 @@ import dataclasses
 import os
 import socket
 import time
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from absorb._errors import InvalidInput
-from absorb.io.families import BlockSpec
 from absorb.engine.decide import collection_decision, decide_collection
+from absorb.io.families import BlockSpec
 from absorb.io.safetensors import Checkpoint, open_checkpoint
 
 OPEN_OPTIONS = ("activation", "layers", "up", "down", "gate", "fold_norm")
@@ -91,7 +92,7 @@ def layout(ckpt: Checkpoint, spec: BlockSpec) -> tuple[Any, ...]:
 
 # ---- the task (runs on a worker) -----------------------------------------------------
 def _decide_layer(path: str, options: dict[str, Any], name: str, expect: tuple[Any, ...], tol: float, timeout: float,
-                  seed: int, method: str, allow_biases: bool, on_block: Callable[[Any], Any] | None) -> tuple["_Wire", Any, float]:
+                  seed: int, method: str, allow_biases: bool, on_block: Callable[[Any], Any] | None) -> tuple[_Wire, Any, float]:
     """Open the checkpoint, decide block ``name`` as :func:`decide_checkpoint` would, and
     return (its decision for the wire, ``on_block``'s value, seconds)."""
     t0 = time.perf_counter()
@@ -134,7 +135,7 @@ def _gather(client: Any, args: list[tuple[Any, ...]], specs: Sequence[BlockSpec]
         except KilledWorker:
             errors[i] = InvalidInput(f"{specs[i].name}: the dask worker deciding it died (out of memory? each worker needs "
                                      "memory for one layer, about 2.5 times its float64 size; see docs/checkpoints.md)")
-        except Exception as exc:  # raised as the serial run would: the first failing block in order
+        except Exception as exc:  # noqa: BLE001 - raised as the serial run would: the first failing block in order
             errors[i] = exc
         else:
             done[i] = (wire.decision, value)
@@ -161,7 +162,7 @@ class _Const:
     dtype: str
 
     @staticmethod
-    def of(a: object) -> "_Const | None":
+    def of(a: object) -> _Const | None:
         if not isinstance(a, np.ndarray) or a.size < _CONST_MIN:
             return None
         if all(s == 0 for s in a.strides):

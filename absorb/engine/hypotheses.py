@@ -96,7 +96,9 @@ def nondegenerate(block: Block, *, tau: float = COLLINEAR_TAU) -> tuple[Hypothes
         value["max_abs_cos"] = mc
     if pairs:
         i, j, c = pairs[0]
-        stmt = (f"rows {i} and {j} of W_up are collinear{', antipodal' if c < 0 else ''} (|cos| = {abs(c):.12g} ≥ 1 − {tau:g})" + (f" and {len(pairs) - 1} more pair{'s' if len(pairs) > 2 else ''}" if len(pairs) > 1 else ""))
+        more = f" and {len(pairs) - 1} more pair{'s' if len(pairs) > 2 else ''}" if len(pairs) > 1 else ""
+        stmt = (f"rows {i} and {j} of W_up are collinear{', antipodal' if c < 0 else ''} "
+                f"(|cos| = {abs(c):.12g} ≥ 1 − {tau:g})" + more)
     else:
         if mc is not None and np.isfinite(mc):
             stmt = f"rows of W_up pairwise non-collinear (max |cos| = {mc:.6g} < 1 − {tau:g})"

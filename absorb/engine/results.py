@@ -15,9 +15,9 @@ linear, exponential, the asymptotic skeleton, and every witness) hold for both.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Callable
 
 import numpy as np
 import sympy as sp

@@ -31,8 +31,16 @@ import numpy as np
 
 from absorb._errors import InvalidInput
 from absorb.engine.decide import DEFAULT_TOL, decide_block
-from absorb.engine.degenerate import (DEFAULT_BUDGET, CanonicalForm, DegenerateDecision, SearchOutcome, _unsupported, canonical_form,
-                                      decide_degenerate, search)
+from absorb.engine.degenerate import (
+    DEFAULT_BUDGET,
+    CanonicalForm,
+    DegenerateDecision,
+    SearchOutcome,
+    _unsupported,
+    canonical_form,
+    decide_degenerate,
+    search,
+)
 from absorb.engine.verdict import BlockDecision, Theorem, Verdict, Witness
 from absorb.engine.witness import eval_threshold, evaluation_error
 from absorb.model.block import Block

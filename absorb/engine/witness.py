@@ -35,8 +35,8 @@ import numpy as np
 from absorb.engine.hypotheses import _norms
 from absorb.engine.verdict import Witness
 from absorb.model.block import Block, Stack
-from absorb.rigorous import magnitudes_ok, relative_residual
 from absorb.rigorous import gamma as _gamma
+from absorb.rigorous import magnitudes_ok, relative_residual
 
 _SCALES = (1e-2, 1.0, 1e2)
 _EXACT_MAX_WORK = 200_000  # |S|·d² multiply-adds in Fractions
@@ -394,7 +394,7 @@ def _rel_errors(X: np.ndarray, fx: np.ndarray, gx: np.ndarray, size: np.ndarray 
     return np.where(np.isfinite(e), e, np.inf)  # overflow or nan: the check fails, never passes
 
 
-def evaluation_error(f: "Block | object", g: "Block | object", d: int, *, seed: int, m: int = 48) -> tuple[float, int]:
+def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int, m: int = 48) -> tuple[float, int]:
     """max over the check inputs x of |f(x) − g(x)|_∞ / (|f(x)|_∞ + |x|_∞ + tiny), and their number.
 
     The inputs: ``m`` seeded Gaussian inputs at each of three scales, and (for blocks and

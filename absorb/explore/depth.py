@@ -170,16 +170,14 @@ def kink_rays_2d(blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]],
                 new.append((lo, hi, (Mm + D @ (pattern[:, None] * U)) @ J))
         cones = new
     rays = []
-    for (a0, b0, J0), (a1, b1, J1) in zip(cones, cones[1:] + cones[:1]):
+    for (_a0, b0, J0), (_a1, _b1, J1) in zip(cones, cones[1:] + cones[:1]):
         if not np.allclose(J0, J1, atol=1e-9 * (1 + np.abs(J0).max())):
             rays.append(round(b0 % (2 * math.pi), 12))
     return sorted(set(rays))
 
 
-def explore_depth(*, d: int = 2, n: int = 3, depth: int = 3, widths: list[int] | None = None, activation: Act = "relu",
-                  seed: int = 0, restarts: int = 3, samples: int = 256, maxiter: int = 300) -> DepthReport:
-    """Best relative error of ``L`` residual-free blocks of width ``w`` fitted to ``L`` random
-    residual blocks of width n, for each depth 1..``depth`` and each width — numerical evidence."""
+def _check_explore_args(activation: object, seed: object, d: object, n: object, depth: object, widths: object,
+                        restarts: object, samples: object, maxiter: object) -> None:
     from absorb._errors import InvalidInput
     from absorb._validate import check_choice, check_seed
 
@@ -191,6 +189,53 @@ def explore_depth(*, d: int = 2, n: int = 3, depth: int = 3, widths: list[int] |
             raise InvalidInput(f"explore_depth: {name} = {v!r} must be an integer ≥ {lo}")
     if widths is not None and (not widths or any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in widths)):
         raise InvalidInput(f"explore_depth: widths = {widths!r} must be a non-empty list of positive integers")
+
+
+def _structure(F: Stack, blocks: list[Block], activation: Act, d: int) -> tuple[list[float] | None, dict[str, Any] | None]:
+    """(F's kink rays for ReLU in d = 2, else None; the structure entry of this depth, if any)."""
+    rays_F = None
+    entry = None
+    if activation == "relu" and d == 2:
+        rays_F = kink_rays_2d([(b.W_up, b.W_down, None) for b in blocks])
+        entry = {"kink_rays_F": len(rays_F), "angles_F": [round(t, 6) for t in rays_F]}
+    if activation == "relu" and d == 1:
+        c_pos, c_neg = float(F(np.array([[1.0]]))[0, 0]), float(-F(np.array([[-1.0]]))[0, 0])
+        entry = {"F(x)": f"{c_pos:.6g}·x for x > 0, {c_neg:.6g}·x for x < 0",
+                 "note": "bias-free ReLU maps on R are positively homogeneous: one kink at 0, and a width-2 "
+                         "residual-free block realises any such map, so depth adds nothing in d = 1"}
+    return rays_F, entry
+
+
+def _best_fit(blocks: list[Block], w: int, d: int, restarts: int, rng: np.random.Generator, data: tuple[np.ndarray, ...],
+              activation: Act, maxiter: int) -> tuple[float, float, str, int, list]:
+    """The best of the constructed start and ``restarts`` random ones: (train error, test error, start, iterations, params)."""
+    Xtr, Ytr, Xte, Yte = data
+    L = len(blocks)
+    shapes = [(w, d)] * L
+    starts = []
+    cons = [_constructed(b, w) for b in blocks]
+    starts.append(("constructed" if all(c[2] != "exact-witness" for c in cons) else "constructed(exact-witness)",
+                   _pack([(c[0], c[1]) for c in cons])))
+    for r in range(restarts):
+        starts.append((f"random#{r}", _pack([(rng.standard_normal((w, d)) / math.sqrt(d), rng.standard_normal((d, w)) / math.sqrt(w))
+                                             for _ in range(L)])))
+    best = None
+    for name, th0 in starts:
+        res = optimize.minimize(_loss_grad, th0, args=(shapes, Xtr, Ytr, activation), jac=True, method="L-BFGS-B",
+                                options={"maxiter": maxiter, "gtol": 1e-14, "ftol": 1e-16})
+        params = _unpack(res.x, shapes)
+        tr = float(np.linalg.norm(_forward(params, Xtr, activation)[0] - Ytr) / np.linalg.norm(Ytr))
+        te = float(np.linalg.norm(_forward(params, Xte, activation)[0] - Yte) / np.linalg.norm(Yte))
+        if best is None or tr < best[0]:
+            best = (tr, te, name, int(res.nit), params)
+    return best  # type: ignore[return-value]
+
+
+def explore_depth(*, d: int = 2, n: int = 3, depth: int = 3, widths: list[int] | None = None, activation: Act = "relu",
+                  seed: int = 0, restarts: int = 3, samples: int = 256, maxiter: int = 300) -> DepthReport:
+    """Best relative error of ``L`` residual-free blocks of width ``w`` fitted to ``L`` random
+    residual blocks of width n, for each depth 1..``depth`` and each width — numerical evidence."""
+    _check_explore_args(activation, seed, d, n, depth, widths, restarts, samples, maxiter)
     widths = sorted(set(widths or [n, n + 1, n + d]))
     rng = np.random.default_rng(seed)
     blocks = _targets(d, n, depth, activation, rng)
@@ -206,34 +251,11 @@ def explore_depth(*, d: int = 2, n: int = 3, depth: int = 3, widths: list[int] |
     for L in range(1, depth + 1):
         F = Stack(tuple(blocks[:L]))
         Ytr, Yte = F(Xtr), F(Xte)
-        rays_F = None
-        if activation == "relu" and d == 2:
-            rays_F = kink_rays_2d([(b.W_up, b.W_down, None) for b in blocks[:L]])
-            structure[f"depth {L}"] = {"kink_rays_F": len(rays_F), "angles_F": [round(t, 6) for t in rays_F]}
-        if activation == "relu" and d == 1:
-            c_pos, c_neg = float(F(np.array([[1.0]]))[0, 0]), float(-F(np.array([[-1.0]]))[0, 0])
-            structure[f"depth {L}"] = {"F(x)": f"{c_pos:.6g}·x for x > 0, {c_neg:.6g}·x for x < 0",
-                                        "note": "bias-free ReLU maps on R are positively homogeneous: one kink at 0, and a width-2 "
-                                                "residual-free block realises any such map, so depth adds nothing in d = 1"}
+        rays_F, entry = _structure(F, list(blocks[:L]), activation, d)
+        if entry is not None:
+            structure[f"depth {L}"] = entry
         for w in widths:
-            shapes = [(w, d)] * L
-            starts = []
-            cons = [_constructed(b, w) for b in blocks[:L]]
-            starts.append(("constructed" if all(c[2] != "exact-witness" for c in cons) else "constructed(exact-witness)",
-                           _pack([(c[0], c[1]) for c in cons])))
-            for r in range(restarts):
-                starts.append((f"random#{r}", _pack([(rng.standard_normal((w, d)) / math.sqrt(d), rng.standard_normal((d, w)) / math.sqrt(w))
-                                                     for _ in range(L)])))
-            best = None
-            for name, th0 in starts:
-                res = optimize.minimize(_loss_grad, th0, args=(shapes, Xtr, Ytr, activation), jac=True, method="L-BFGS-B",
-                                        options={"maxiter": maxiter, "gtol": 1e-14, "ftol": 1e-16})
-                params = _unpack(res.x, shapes)
-                tr = float(np.linalg.norm(_forward(params, Xtr, activation)[0] - Ytr) / np.linalg.norm(Ytr))
-                te = float(np.linalg.norm(_forward(params, Xte, activation)[0] - Yte) / np.linalg.norm(Yte))
-                if best is None or tr < best[0]:
-                    best = (tr, te, name, int(res.nit), params)
-            tr, te, name, nit, params = best
+            tr, te, name, nit, params = _best_fit(list(blocks[:L]), w, d, restarts, rng, (Xtr, Ytr, Xte, Yte), activation, maxiter)
             rays_G = None
             if rays_F is not None:
                 rays_G = len(kink_rays_2d([(U, D, np.zeros((d, d))) for U, D in params]))

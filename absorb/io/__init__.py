@@ -17,7 +17,7 @@ def _starts_with(path: Path, magic: bytes) -> bool:
         return fh.read(len(magic)) == magic
 
 
-def load(path: str | os.PathLike[str], *, activation: str | None = None) -> "Block | Stack | Checkpoint":
+def load(path: str | os.PathLike[str], *, activation: str | None = None) -> Block | Stack | Checkpoint:
     """Load whatever ``path`` is: an ``.npz`` block or stack, or a checkpoint.
 
     Checkpoints (``.safetensors``, ``model.safetensors.index.json``, a directory) come back

@@ -7,13 +7,21 @@ arrays are then trusted: float64, finite, consistent shapes.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
 from absorb._errors import InvalidInput
 from absorb.model.activations import Activation, get_activation
-from absorb.model.block import Block, HyperConnection, _deriving, _shape, as_float_array, check_arrays, lift_hyper_connection
+from absorb.model.block import (
+    Block,
+    HyperConnection,
+    _deriving,
+    _shape,
+    as_float_array,
+    check_arrays,
+    lift_hyper_connection,
+)
 
 BLOCK_KEYS = ("W_up", "W_down", "W_gate", "b_up", "b_gate", "b_down", "skip", "activation", "H_res", "H_pre", "H_post")
 

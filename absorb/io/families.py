@@ -27,14 +27,31 @@ a wrong guess would decide a different function.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Mapping
 
 from absorb._errors import InvalidInput
 from absorb.io import family_config as fc
-from absorb.io.family_config import _ACT_KEYS_ANY, _check_activation_name, _hidden_size, _model_type, _section_key, config_section
-from absorb.io.family_table import (_EXPECTED, FAMILIES, FAMILY_BY_KEY, BlockSpec, Detection, Family, ManualRoles, NormSpec, Role,
-                                    Shapes)
+from absorb.io.family_config import (
+    _ACT_KEYS_ANY,
+    _check_activation_name,
+    _hidden_size,
+    _model_type,
+    _section_key,
+    config_section,
+)
+from absorb.io.family_table import (
+    _EXPECTED,
+    FAMILIES,
+    FAMILY_BY_KEY,
+    BlockSpec,
+    Detection,
+    Family,
+    ManualRoles,
+    NormSpec,
+    Role,
+    Shapes,
+)
 from absorb.model.activations import get_activation
 
 # ----------------------------------------------------------------------------------------
@@ -338,7 +355,7 @@ def _manual(names: Shapes, config: Mapping[str, object] | None, manual: ManualRo
                                f"with {{i}} for the layer number (this checkpoint has e.g. {example!r})")
     act, src = _manual_activation(config, activation, source=source)
     specs = []
-    for (i, e), roles in groups.items():
+    for (i, _e), roles in groups.items():
         missing = [r for r in rx if r not in roles]
         if missing:
             have = ", ".join(sorted(roles.values()))

@@ -9,7 +9,8 @@ formula (for ``--fold-norm``); and how the layer wires the residual (a sentence 
 from __future__ import annotations
 
 import re
-from typing import Literal, Mapping
+from collections.abc import Mapping
+from typing import Literal
 
 from absorb._errors import InvalidInput
 from absorb.io.family_table import Family, NormSpec, Shapes, When
@@ -139,7 +140,9 @@ def _t5_activation(fam: Family, cfg: Mapping[str, object], *, source: str) -> tu
         have = "wi_0/wi_1 (gated)" if fam.gated else "wi (ungated)"
         raise InvalidInput(f"{source}: config.json feed_forward_proj = {ffp!r} but the tensors are {have}; the config does not match the weights")
     act = "gelu_tanh" if ffp == "gated-gelu" else parts[-1]
-    return _check_activation_name(act, source=source, where="config.json feed_forward_proj"), f"config.json feed_forward_proj = {ffp!r}" + (" (transformers maps it to gelu_new)" if ffp == "gated-gelu" else "")
+    note = " (transformers maps it to gelu_new)" if ffp == "gated-gelu" else ""
+    return (_check_activation_name(act, source=source, where="config.json feed_forward_proj"),
+            f"config.json feed_forward_proj = {ffp!r}" + note)
 
 
 

@@ -12,8 +12,9 @@ branches on a family's key. The result types of detection (:class:`BlockSpec`,
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Mapping
+from typing import Literal
 
 Role = Literal["up", "down", "gate", "gate_up"]
 Shapes = Mapping[str, tuple[int, ...]]

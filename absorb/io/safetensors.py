@@ -30,8 +30,9 @@ import json
 import os
 import re
 import struct
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 

@@ -23,8 +23,9 @@ from __future__ import annotations
 import re
 import warnings
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from dataclasses import dataclass, field, replace as _dc_replace
-from typing import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from dataclasses import replace as _dc_replace
 
 import numpy as np
 import sympy as sp
@@ -42,7 +43,7 @@ def _deriving() -> Iterator[None]:
         _DERIVING.reset(token)
 
 
-def replace(obj, /, **changes):  # noqa: ANN001, ANN201 - dataclasses.replace, unchecked for blocks
+def replace(obj, /, **changes):
     """``dataclasses.replace`` that builds a derived :class:`Block` without re-validating it."""
     with _deriving():
         return _dc_replace(obj, **changes)
@@ -344,10 +345,10 @@ class Block:
         return mat(self.M) * xv + out
 
     # ---- construction helpers -------------------------------------------------------
-    def replace(self, **changes: object) -> "Block":
+    def replace(self, **changes: object) -> Block:
         return replace(self, **changes)
 
-    def without_weights(self) -> "Block":
+    def without_weights(self) -> Block:
         """A copy whose matrices are zero-stride placeholders of the same shapes (no memory).
 
         For records that outlive the weights, such as the per-layer decisions of a large
@@ -358,7 +359,7 @@ class Block:
 
         return replace(self, W_up=ph(self.W_up), W_down=ph(self.W_down), W_gate=ph(self.W_gate))
 
-    def as_residual_free(self) -> "Block":
+    def as_residual_free(self) -> Block:
         return replace(self, skip=np.zeros((self.d, self.d)))
 
     def arrays(self) -> dict[str, np.ndarray]:

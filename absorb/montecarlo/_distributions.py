@@ -10,7 +10,7 @@ reports how often their weights are degenerate, where result 5's necessity does 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

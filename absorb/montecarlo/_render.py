@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from absorb.montecarlo._distributions import DISCRETE, DISTRIBUTIONS
 from absorb.montecarlo._sweep import CellResult

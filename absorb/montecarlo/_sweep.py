@@ -25,16 +25,17 @@ What an instance's outcome means (docs/mathematics.md §2, result 5, and §3):
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from absorb._errors import InvalidInput
 from absorb.montecarlo import _kernel as K
-from absorb.montecarlo._kernel import Route
 from absorb.montecarlo._distributions import DISCRETE, DISTRIBUTIONS, plant, sample_weights
+from absorb.montecarlo._kernel import Route
 from absorb.montecarlo._stats import clopper_pearson, summarize
 from absorb.search._types import DEFAULT_TOL
 

@@ -9,7 +9,8 @@ with its own identity skip, as in the paper); below it a summary line.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from absorb.engine.verdict import BlockDecision, Decision, Verdict
 

@@ -57,8 +57,14 @@ from absorb.rigorous import (
 from ._common import classify_candidates, khatri_rao
 from ._types import DEFAULT_TOL, SearchResult, SearchStatus
 from .bounds import dual_bound, relaxation_bound
-from .portfolio import METHODS, NARROW_MAX_ENTRIES, QUICK_MITM_SECONDS, Method, find_index_set
-from .portfolio import _checked  # noqa: F401  (the dispatcher's re-check, for the tests)
+from .portfolio import (
+    METHODS,
+    NARROW_MAX_ENTRIES,
+    QUICK_MITM_SECONDS,
+    Method,
+    _checked,  # noqa: F401  (the dispatcher's re-check, for the tests)
+    find_index_set,
+)
 
 _rescaled = rescaled  # the name the tests and older callers use
 

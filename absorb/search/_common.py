@@ -5,7 +5,7 @@ exact-rational lower bound for the rest)."""
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 

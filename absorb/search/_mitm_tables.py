@@ -7,10 +7,12 @@ of matched pairs.  Pure functions of their arguments: the tuning constants stay 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
+
 
 def _quantise(x: np.ndarray, Q: int) -> np.ndarray:
     """Integers ≡ round(x·2^Q) (mod 2^Q), in [0, 2^Q): at most ½ unit from x·2^Q mod 2^Q.
@@ -86,7 +88,7 @@ class _InlinePool:
     """The slice of ``ThreadPoolExecutor`` used above, running each call at once in this
     thread (for a single unit of work, or ``threads=1``)."""
 
-    def __enter__(self) -> "_InlinePool":
+    def __enter__(self) -> _InlinePool:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -68,8 +68,8 @@ column of ``D``: about 1.4 passes over float32 weights, 3 over float64 ones
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
@@ -441,7 +441,7 @@ def check_residual(
     U: np.ndarray,
     D: np.ndarray,
     T: np.ndarray | None,
-    S: "list[int] | tuple[int, ...] | np.ndarray",
+    S: list[int] | tuple[int, ...] | np.ndarray,
     *,
     block_bytes: int = 64 << 20,
 ) -> ResidualBound:

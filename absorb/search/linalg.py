@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from absorb._errors import InvalidInput
+
 from ._scale_bounds import check_dual_bound, check_residual
 from ._types import SearchResult, SearchStatus
 
@@ -362,7 +363,7 @@ class _Iteration:
             parts.append(f"nearest rounded set |S| = {len(near[1])} has relative residual "
                          f"{near[0]:.3e} > tol = {self.tol:g}{hint}")
         if self.last_check is not None:
-            parts.append(f"last checked dual bound {getattr(self.last_check, 'relative'):.3e} ≤ tol")
+            parts.append(f"last checked dual bound {self.last_check.relative:.3e} ≤ tol")
         return _unknown("; ".join(parts), self.t0, rank=self.sk.r,
                         nearest_S=None if near is None else near[1],
                         nearest_residual=None if near is None else near[0])

@@ -61,18 +61,25 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
+from collections.abc import Callable, Generator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
-from typing import Callable, Generator
 
 import numpy as np
 
 from absorb.rigorous import SAFE_EXPONENT, UNIT_ROUNDOFF, frobenius_bounds, gamma, magnitudes_ok
 
 from ._common import classify_candidates, khatri_rao
-from ._mitm_tables import (_circular_gather, _filter, _InlinePool, _quantise, _ranges, _sorted_subset_sums,
-                           _subset_sums_mod)
+from ._mitm_tables import (
+    _circular_gather,
+    _filter,
+    _InlinePool,
+    _quantise,
+    _ranges,
+    _sorted_subset_sums,
+    _subset_sums_mod,
+)
 from ._types import SearchResult, SearchStatus
 
 #: the search radius is SEARCH_FACTOR · tol · ‖T‖_F: more candidates, a larger bound

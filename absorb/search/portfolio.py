@@ -10,15 +10,16 @@ from __future__ import annotations
 import importlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, get_args
+from typing import Any, Literal, get_args
 
 import numpy as np
 
 from absorb.rigorous import relative_residual, rescaled
 
-from .bounds import relaxation_result
 from ._types import SearchResult, SearchStatus
+from .bounds import relaxation_result
 
 __all__ = ["METHODS", "Method", "find_index_set"]
 

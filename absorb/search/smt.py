@@ -38,8 +38,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Callable
 
 import numpy as np
 

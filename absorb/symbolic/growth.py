@@ -28,12 +28,14 @@ from the assumption.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import sympy as sp
 from sympy.calculus.accumulationbounds import AccumulationBounds
 
-from absorb.model.activations import X, Activation, continuity_issue
+from absorb.model.activations import Activation, X, continuity_issue
+from absorb.symbolic._interval import _WHOLE, _is_infinite, _range
 from absorb.symbolic.properties import _DIGITS, P, Property, Status, _get, _is_zero, _n, register_analyses
 
 _OO = sp.oo
@@ -71,7 +73,7 @@ def _limit_p(expr: sp.Expr) -> sp.Expr | None:
     for candidate in (expr, _max_min_as_abs(expr)):
         try:
             lim = sp.limit(candidate, P, _OO)
-        except Exception:  # sympy's limit raises assorted errors on hard expressions
+        except Exception:  # noqa: BLE001 - sympy's limit raises assorted errors on hard expressions
             continue
         if isinstance(lim, sp.Limit) or lim.has(sp.Limit) or lim.free_symbols:
             continue
@@ -82,10 +84,6 @@ def _limit_p(expr: sp.Expr) -> sp.Expr | None:
 def _is_finite_real(v: sp.Expr) -> bool:
     return (not isinstance(v, AccumulationBounds) and v.is_number and v.is_finite is True
             and v.is_extended_real is True)
-
-
-def _is_infinite(v: sp.Expr) -> bool:
-    return v in (_OO, -_OO)
 
 
 def _oscillates_unboundedly(v: sp.Expr) -> bool:
@@ -117,7 +115,7 @@ def _value_at(e: sp.Expr, s: sp.Expr) -> sp.Float | None:
                 if not a.is_number or not a.is_extended_real or abs(a) > _EXP_ARG_CAP:
                     return None
         v = sp.N(e.subs(X, s), _DIGITS)
-    except Exception:  # evalf can raise on exotic expressions
+    except Exception:  # noqa: BLE001 - evalf can raise on exotic expressions
         return None
     if not (v.is_number and v.is_extended_real and v.is_finite):
         return None
@@ -131,7 +129,7 @@ def _exact_nonzero(expr: sp.Expr) -> tuple[bool, sp.Expr | None]:
         return (expr != 0, expr if expr != 0 else None)
     try:
         v = _n(expr)
-    except Exception:  # evalf can raise on exotic expressions
+    except Exception:  # noqa: BLE001 - evalf can raise on exotic expressions
         return False, None
     if v.is_number and v.is_extended_real and abs(v) > _TINY:
         return True, v
@@ -434,168 +432,6 @@ def exponential_form(act: Activation) -> Property:
 
 # ------------------------------------------------------------------------ boundedness --
 
-_Interval = tuple[sp.Expr, sp.Expr]
-_WHOLE: _Interval = (-_OO, _OO)
-_BIG = sp.Integer(10) ** 60
-
-
-def _round(v: sp.Expr, up: bool) -> sp.Expr:
-    """A Rational (or ±∞) on the safe side of the real number ``v``: ≥ v when ``up``, else ≤ v.
-
-    A 30-digit evaluation is widened by 10^-20 of its size (plus 10^-50): far more than its
-    error. Magnitudes beyond 10^60 become ±∞ (or ±10^60/2 on the inner side).
-    """
-    if v == _OO or v == -_OO:
-        return v
-    if v.is_Rational:
-        return v
-    f = sp.N(v, 30)
-    if not (f.is_number and f.is_extended_real and f.is_finite):
-        return _OO if up else -_OO
-    r = sp.Rational(f)
-    if abs(r) > _BIG:
-        if up:
-            return _OO if r > 0 else -_BIG / 2
-        return -_OO if r < 0 else _BIG / 2
-    margin = abs(r) / sp.Integer(10) ** 20 + sp.Integer(10) ** -50
-    return r + margin if up else r - margin
-
-
-def _mono(fn: Callable[[sp.Expr], sp.Expr], iv: _Interval, increasing: bool = True) -> _Interval:
-    lo, hi = fn(iv[0]), fn(iv[1])
-    if not increasing:
-        lo, hi = hi, lo
-    return _round(lo, False), _round(hi, True)
-
-
-def _mul_end(a: sp.Expr, b: sp.Expr) -> sp.Expr:
-    # 0·(±∞) = 0: the endpoints stand for finite values, so this is the sound convention.
-    if a == 0 or b == 0:
-        return sp.Integer(0)
-    return a * b
-
-
-def _mul(x: _Interval, y: _Interval) -> _Interval:
-    prods = [_mul_end(a, b) for a in x for b in y]
-    return min(prods), max(prods)
-
-
-def _recip(x: _Interval) -> _Interval | None:
-    lo, hi = x
-    if lo > 0 or hi < 0:  # 0 excluded: 1/t is decreasing on each side, 1/(±∞) = 0
-        inv = lambda t: sp.Integer(0) if _is_infinite(t) else 1 / t  # noqa: E731
-        return inv(hi), inv(lo)
-    return None
-
-
-def _int_pow(x: _Interval, n: int) -> _Interval | None:
-    lo, hi = x
-    if n == 0:
-        return sp.Integer(1), sp.Integer(1)
-    if n < 0:
-        base = _int_pow(x, -n)
-        return None if base is None else _recip(base)
-    if n % 2 == 1 or lo >= 0:
-        return lo**n, hi**n
-    if hi <= 0:
-        return hi**n, lo**n
-    return sp.Integer(0), max(-lo, hi) ** n
-
-
-def _range(e: sp.Expr, log: list[str]) -> _Interval:
-    """An interval [lo, hi] (Rational or ±∞ ends) that contains e(x) for every real x.
-
-    Sound by construction: each rule encloses the image of its arguments' intervals; a
-    node with no rule (or whose rule needs what its arguments cannot guarantee, e.g. a
-    denominator bounded away from 0) gets (−∞, ∞). ``log`` collects the nontrivial bounds.
-    """
-    iv = _range_node(e, log)
-    lo, hi = iv
-    if lo != -_OO and hi != _OO and e.has(X) and not e.is_Add and not e.is_Mul:
-        log.append(rf"{_fmt(e)} \in [{_fmt(lo)}, {_fmt(hi)}]")
-    return iv
-
-
-def _range_node(e: sp.Expr, log: list[str]) -> _Interval:
-    if e == X:
-        return _WHOLE
-    if not e.free_symbols:
-        if e.is_number and e.is_extended_real and e.is_finite:
-            return _round(e, False), _round(e, True)
-        return _WHOLE
-    if e.free_symbols - {X}:
-        return _WHOLE
-    if isinstance(e, sp.Add):
-        lo, hi = sp.Integer(0), sp.Integer(0)
-        for a in e.args:
-            alo, ahi = _range(a, log)
-            lo, hi = lo + alo, hi + ahi
-        return lo, hi
-    if isinstance(e, sp.Mul):
-        acc: _Interval = (sp.Integer(1), sp.Integer(1))
-        for a in e.args:
-            acc = _mul(acc, _range(a, log))
-        return acc
-    if isinstance(e, sp.Pow):
-        b, x = e.base, e.exp
-        if not x.has(X):
-            bi = _range(b, log)
-            if x.is_Integer:
-                return _int_pow(bi, int(x)) or _WHOLE
-            if x.is_number and x.is_extended_real and bi[0] >= 0:
-                if x.is_positive:
-                    return _mono(lambda t: t**x if t != _OO else _OO, bi)
-                if x.is_negative and bi[0] > 0:
-                    return _mono(lambda t: t**x if t != _OO else sp.Integer(0), bi, increasing=False)
-            return _WHOLE
-        if not b.has(X):
-            if b == 0:
-                # 0**y is 1 at y = 0 and 0 for y > 0 (undefined for y < 0).
-                xi = _range(x, log)
-                return (sp.Integer(0), sp.Integer(1)) if xi[0] >= 0 else _WHOLE
-            if b.is_number and b.is_positive:
-                return _range(sp.exp(x * sp.log(b), evaluate=False), log)
-        return _WHOLE
-    if isinstance(e, sp.exp):
-        return _mono(sp.exp, _range(e.args[0], log))
-    if isinstance(e, sp.log):
-        ai = _range(e.args[0], log)
-        return _mono(sp.log, ai) if ai[0] > 0 else _WHOLE
-    if isinstance(e, (sp.erf, sp.tanh, sp.atan, sp.sinh)):
-        return _mono(type(e), _range(e.args[0], log))
-    if isinstance(e, sp.erfc):
-        return _mono(sp.erfc, _range(e.args[0], log), increasing=False)
-    if isinstance(e, (sp.sin, sp.cos)):
-        return sp.Integer(-1), sp.Integer(1)
-    if isinstance(e, sp.cosh):
-        ai = _abs(_range(e.args[0], log))
-        return _mono(sp.cosh, ai)
-    if isinstance(e, sp.Abs):
-        return _abs(_range(e.args[0], log))
-    if isinstance(e, (sp.Max, sp.Min)):
-        ivs = [_range(a, log) for a in e.args]
-        pick = max if isinstance(e, sp.Max) else min
-        return pick(i[0] for i in ivs), pick(i[1] for i in ivs)
-    if isinstance(e, sp.sign):
-        return sp.Integer(-1), sp.Integer(1)
-    if isinstance(e, sp.Heaviside):
-        return sp.Integer(0), sp.Integer(1)
-    if isinstance(e, sp.Piecewise):
-        if e.args[-1].cond != sp.true:
-            return _WHOLE  # without a catch-all branch σ could be undefined somewhere
-        ivs = [_range(branch.expr, log) for branch in e.args]
-        return min(i[0] for i in ivs), max(i[1] for i in ivs)
-    return _WHOLE
-
-
-def _abs(iv: _Interval) -> _Interval:
-    lo, hi = iv
-    if lo >= 0:
-        return lo, hi
-    if hi <= 0:
-        return -hi, -lo
-    return sp.Integer(0), max(-lo, hi)
-
 
 def _bounded_on_reals(e: sp.Expr) -> Property:
     name = "bounded"
@@ -604,7 +440,7 @@ def _bounded_on_reals(e: sp.Expr) -> Property:
     log: list[str] = []
     try:
         lo, hi = _range(e, log)
-    except Exception:  # a comparison sympy cannot decide: no bound from this route
+    except Exception:  # noqa: BLE001 - a comparison sympy cannot decide: no bound from this route
         lo, hi = _WHOLE
     if lo != -_OO and hi != _OO:
         bound = max(abs(lo), abs(hi))

@@ -37,13 +37,14 @@ import collections
 import enum
 import functools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import sympy as sp
 
 from absorb._errors import InvalidInput
-from absorb.model.activations import X, Activation, continuity_issue, is_builtin, real_finite_issue
+from absorb.model.activations import Activation, X, continuity_issue, is_builtin, real_finite_issue
 
 P = sp.Symbol("p", positive=True)
 T = sp.Symbol("t", positive=True)
@@ -194,7 +195,7 @@ def _vanishing_gate(e: sp.Expr) -> Property:
     try:
         right = sp.limit(sp.simplify((e.subs(X, P) - g0) / P), P, 0, "+")
         left = sp.limit(sp.simplify((e.subs(X, -P) - g0) / (-P)), P, 0, "+")
-    except Exception:  # sympy's limit can raise NotImplementedError and friends
+    except Exception:  # noqa: BLE001 - sympy's limit can raise NotImplementedError and friends
         return Property(name, Status.UNKNOWN, "sympy could not compute the one-sided derivatives of g at 0", steps=tuple(steps))
     steps.append(rf"\lim_{{h\to 0^+}} \frac{{g(h)-g(0)}}{{h}} = {sp.latex(right)},\quad \lim_{{h\to 0^-}} \frac{{g(h)-g(0)}}{{h}} = {sp.latex(left)}")
     if any(v in (sp.oo, -sp.oo) for v in (right, left)):
@@ -269,7 +270,7 @@ def _bounded(e: sp.Expr) -> Property:
     try:
         hi = sp.limit(pos, P, sp.oo)
         lo = sp.limit(neg, P, sp.oo)
-    except Exception:  # sympy's limit raises assorted errors on hard expressions
+    except Exception:  # noqa: BLE001 - sympy's limit raises assorted errors on hard expressions
         return Property(name, Status.UNKNOWN, "sympy could not compute the limits of σ at ±∞", steps=tuple(steps))
     steps.append(rf"\lim_{{x\to+\infty}}\sigma(x) = {sp.latex(hi)},\quad \lim_{{x\to-\infty}}\sigma(x) = {sp.latex(lo)}")
     if any(v in (sp.oo, -sp.oo) for v in (hi, lo)):
@@ -338,7 +339,7 @@ def analyse(expr: sp.Expr, only: str | None = None) -> dict[str, Property]:
             out[k] = fn(expr)
         except (MemoryError, RecursionError):
             raise
-        except Exception as exc:  # sympy raises assorted errors on hard input: no claim, and no crash
+        except Exception as exc:  # noqa: BLE001 - sympy raises assorted errors on hard input: no claim, and no crash
             out[k] = _unknown_all(f"sympy failed on σ ({type(exc).__name__}), so nothing is claimed")[k]
     return out
 

@@ -29,12 +29,12 @@ import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
-from absorb.verify._numerics import EXACT_ELIM_MAX_D, _U, _frac_matrix, _gamma, _parse_number, exact_rank
 from absorb.verify import _numerics
+from absorb.verify._numerics import _U, EXACT_ELIM_MAX_D, _frac_matrix, _gamma, _parse_number, exact_rank
 from absorb.verify._pieces import Piece, Refused, decide_zero, exact_value, pieces
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _identity_on_piece, _same_function, _variable, is_bounded
-from absorb.verify._weights import _bias_free, _row_pairs, _skip_nonzero
+from absorb.verify._weights import _bias_free, _row_pairs
 
 _H = sp.Symbol("h", positive=True)
 _Y = sp.Symbol("y", real=True)
@@ -82,14 +82,14 @@ def finite_on_reals(expr: sp.Expr) -> bool:
                 and all(_formula_finite(pc.expr, x, pc) for pc in pcs))
     except Refused:
         return False
-    except Exception:  # sympy raises assorted errors on hard input: not proved
+    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
         return False
 
 
 def _limit_0plus(e: sp.Expr) -> sp.Expr | None:
     try:
         v = sp.limit(e, _H, 0, "+")
-    except Exception:  # sympy raises assorted errors on hard input
+    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input
         return None
     return v if _finite_number(v) else None
 
@@ -102,7 +102,7 @@ def slopes(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
         _, pcs = pieces(expr, x)
     except Refused:
         return None
-    except Exception:
+    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
         return None
     out = []
     for pc, sign in ((pcs[-1], 1), (pcs[0], -1)):
@@ -132,7 +132,7 @@ def is_even(expr: sp.Expr) -> bool:
                 and all(_identity_on_piece(pc.expr, x, pc) for pc in pcs))
     except Refused:
         return False
-    except Exception:
+    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
         return False
 
 
@@ -159,7 +159,7 @@ def exponential_constants(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr] | N
             return None
     except Refused:
         return None
-    except Exception:
+    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
         return None
     return A, beta, C
 
@@ -224,7 +224,7 @@ def _piece_bounded(e: sp.Expr, x: sp.Symbol, pc: Piece) -> bool:
     try:
         ends = [sp.limit(e, x, pc.lo, "+") if pc.lo != -sp.oo else sp.limit(e, x, -sp.oo),
                 sp.limit(e, x, pc.hi, "-") if pc.hi != sp.oo else sp.limit(e, x, sp.oo)]
-    except Exception:  # sympy raises assorted errors on hard input
+    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input
         return False
     return all(_finite_number(v) for v in ends)
 
@@ -241,7 +241,7 @@ def bounded_by_pieces(expr: sp.Expr) -> bool:
         return all(_formula_finite(pc.expr, x, pc) and _piece_bounded(pc.expr, x, pc) for pc in pcs)
     except Refused:
         return False
-    except Exception:
+    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
         return False
 
 
@@ -251,7 +251,7 @@ def linear_constant(expr: sp.Expr) -> sp.Expr | None:
     x = _variable(expr)
     try:
         c = sp.simplify(exact_value(expr, x, sp.Integer(1)))
-    except Exception:
+    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
         return None
     if not _finite_number(c) or not _same_function(expr, c * _Y):
         return None

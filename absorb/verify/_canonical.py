@@ -27,12 +27,13 @@ import sympy as sp
 
 from absorb.model.block import Block
 from absorb.verify._numerics import _U, exact_rank
-from absorb.verify._report import _Ctx, _require
 from absorb.verify._pieces import decide_zero, exact_value
+from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _same_function, _variable, flip_constant, homogeneous_of_degree
 from absorb.verify._weights import _bias_free
 
 Mat = list[list[Fraction]]
+_Lines = list[tuple[tuple[Fraction, ...], tuple[Fraction, ...]]]
 MAX_CHOICES = 1 << 14
 """Most (B, δ) choices the checker enumerates for a not_absorbable verdict."""
 MAX_WORK = 400_000
@@ -123,13 +124,8 @@ def _width(L0: Mat, lines: list[tuple[tuple[Fraction, ...], tuple[Fraction, ...]
     return len(lines) + len(B) + 2 * rank
 
 
-def check_canonical_form(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
-    """Returns (the verdict the evidence supports, the witness rebuilt here, its allowed
-    linear error for the evaluation check)."""
-    if b.get("verdict") == "unknown":
-        return "unknown", None, 0.0  # claims nothing
-    rec = b.get("canonical_form")
-    _require(ctx, isinstance(rec, dict), w, "the certificate records the canonical form")
+def _check_sigma(ctx: _Ctx, w: str, rec: dict[str, Any], block: Block) -> str:
+    """The block's shape and σ's identities; returns the unit grouping ('relu' or 'even')."""
     _require(ctx, not block.gated, w, "the block is ungated")
     _require(ctx, _bias_free(block), w, "the block is bias-free (exact)")
     _require(ctx, block.n * block.d <= MAX_WORK and block.d * block.d <= MAX_WORK, w, "the block is small enough for exact arithmetic")
@@ -143,45 +139,70 @@ def check_canonical_form(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
     _require(ctx, rec.get("family") == family, w, f"the grouping is '{family}' "
              + ("(σ positively homogeneous of degree 1)" if family == "relu" else "(units pair by ±u exactly)"),
              f"recorded {rec.get('family')!r}")
+    return family
+
+
+def _check_recorded_form(ctx: _Ctx, w: str, rec: dict[str, Any], block: Block, family: str) -> tuple[Mat, _Lines, dict]:
+    """The recorded canonical form is f's: returns (L₀, the recorded lines in their order, the re-derived lines)."""
     U, D, M = _q(block.W_up), _q(block.W_down), _q(block.M)
     L0, lines_d = canonical(U, D, M, family)
     rec_lines = [(tuple(Fraction(str(v)) for v in ln["e"]), tuple(Fraction(str(v)) for v in ln["a"])) for ln in rec.get("lines", [])]
     _require(ctx, _parse(rec.get("L0", [])) == L0 and dict(rec_lines) == lines_d and len(rec_lines) == len(lines_d), w,
              f"the recorded canonical form is f's, re-derived exactly: m = {len(lines_d)} active lines, L₀ as recorded")
-    lines = rec_lines  # the recorded order (the choice refers to it); equal to the re-derived set
-    N = int(rec.get("width", -1))
-    _require(ctx, N == block.n, w, f"the width is the block's own, n = {block.n}", f"recorded {rec.get('width')!r}")
-    verdict = b.get("verdict")
-    choice = rec.get("choice")
-    if choice is not None:
-        B = tuple(int(l) for l in choice.get("B", []))
-        delta = {l: int(v) for l, v in enumerate(choice.get("delta", []))}
-        _require(ctx, all(0 <= l < len(lines) for l in B) and len(set(B)) == len(B), w, "the recorded lines B are active lines")
-        need = _width(L0, lines, B, delta)
-        _require(ctx, need is not None and need == choice.get("width"), w,
-                 f"the recorded choice (B = {list(B)}, δ) needs m + |B| + 2·rank(C_δ P_B) = {choice.get('width')} units (exact rank)",
-                 f"re-computed {need}")
-    if verdict == "absorbable":
-        _require(ctx, choice is not None and int(choice["width"]) <= N, w, f"the recorded choice fits in width {N}")
-        wx = rec.get("witness_exact") or {}
-        Up, Dp = _parse(wx.get("W_up", [])), _parse(wx.get("W_down", []))
-        _require(ctx, len(Up) == N and all(len(r) == block.d for r in Up) and len(Dp) == block.d and all(len(r) == N for r in Dp), w,
-                 f"the exact witness has {N} units of dimension {block.d}")
-        L0w, lines_w = canonical(Up, Dp, [[Fraction(0)] * block.d for _ in range(block.d)], family)
-        _require(ctx, L0w == L0 and lines_w == lines_d, w,
-                 "the exact residual-free witness has f's canonical form, so it equals f (exact rationals)")
-        Wu = np.array([[float(v) for v in r] for r in Up]).reshape(N, block.d)
-        Wd = np.array([[float(v) for v in r] for r in Dp]).reshape(block.d, N)
-        wb = block.replace(W_up=Wu, W_down=Wd, skip=np.zeros((block.d, block.d)), name=block.name + "'")
-        from absorb.verify._theorems import check_witness_block
+    return L0, rec_lines, lines_d  # the recorded order (the choice refers to it); equal to the re-derived set
 
-        check_witness_block(ctx, w, b.get("witness") or {}, wb, "the float64 rounding of the exact witness")
-        # rounding the exact witness to float64: each entry moves by ≤ u relatively; σ is 1.2-Lipschitz
-        allowed = 4 * _U * float(np.sum(np.linalg.norm(Wd, axis=0) * np.linalg.norm(Wu, axis=1))) * 1.2
-        return "absorbable", wb, allowed
-    if verdict != "not_absorbable":
-        return "unknown", None, 0.0
-    _require(ctx, any(_same_function(act, r) for r in _UNIQUE[family]), w,
+
+def _check_choice(ctx: _Ctx, w: str, choice: dict[str, Any], L0: Mat, lines: _Lines) -> None:
+    """The recorded choice (B, δ) needs the recorded width."""
+    B = tuple(int(l) for l in choice.get("B", []))
+    delta = {l: int(v) for l, v in enumerate(choice.get("delta", []))}
+    _require(ctx, all(0 <= l < len(lines) for l in B) and len(set(B)) == len(B), w, "the recorded lines B are active lines")
+    need = _width(L0, lines, B, delta)
+    _require(ctx, need is not None and need == choice.get("width"), w,
+             f"the recorded choice (B = {list(B)}, δ) needs m + |B| + 2·rank(C_δ P_B) = {choice.get('width')} units (exact rank)",
+             f"re-computed {need}")
+
+
+def _check_absorbable(ctx: _Ctx, w: str, b: dict[str, Any], rec: dict[str, Any], block: Block, choice: Any, N: int,
+                      L0: Mat, lines_d: dict, family: str) -> tuple[str, Block | None, float]:
+    """The exact witness has f's canonical form; its float64 rounding is the recorded witness block."""
+    _require(ctx, choice is not None and int(choice["width"]) <= N, w, f"the recorded choice fits in width {N}")
+    wx = rec.get("witness_exact") or {}
+    Up, Dp = _parse(wx.get("W_up", [])), _parse(wx.get("W_down", []))
+    _require(ctx, len(Up) == N and all(len(r) == block.d for r in Up) and len(Dp) == block.d and all(len(r) == N for r in Dp), w,
+             f"the exact witness has {N} units of dimension {block.d}")
+    L0w, lines_w = canonical(Up, Dp, [[Fraction(0)] * block.d for _ in range(block.d)], family)
+    _require(ctx, L0w == L0 and lines_w == lines_d, w,
+             "the exact residual-free witness has f's canonical form, so it equals f (exact rationals)")
+    Wu = np.array([[float(v) for v in r] for r in Up]).reshape(N, block.d)
+    Wd = np.array([[float(v) for v in r] for r in Dp]).reshape(block.d, N)
+    wb = block.replace(W_up=Wu, W_down=Wd, skip=np.zeros((block.d, block.d)), name=block.name + "'")
+    from absorb.verify._theorems import check_witness_block
+
+    check_witness_block(ctx, w, b.get("witness") or {}, wb, "the float64 rounding of the exact witness")
+    # rounding the exact witness to float64: each entry moves by ≤ u relatively; σ is 1.2-Lipschitz
+    allowed = 4 * _U * float(np.sum(np.linalg.norm(Wd, axis=0) * np.linalg.norm(Wu, axis=1))) * 1.2
+    return "absorbable", wb, allowed
+
+
+def _min_width(L0: Mat, lines: _Lines, bmax: int) -> float:
+    """The fewest units any choice (B, δ) with |B| ≤ bmax needs (∞ when none is independent)."""
+    m = len(lines)
+    best = math.inf
+    for k in range(bmax + 1):
+        for B in itertools.combinations(range(m), k):
+            rest = [l for l in range(m) if l not in B]
+            for bits in itertools.product((0, 1), repeat=len(rest)):
+                v = _width(L0, lines, B, dict(zip(rest, bits)))
+                if v is not None:
+                    best = min(best, v)
+    return best
+
+
+def _check_not_absorbable(ctx: _Ctx, w: str, rec: dict[str, Any], block: Block, family: str, N: int,
+                          L0: Mat, lines: _Lines) -> tuple[str, Block | None, float]:
+    """σ's canonical form is unique, and every choice (B, δ) needs more than the width."""
+    _require(ctx, any(_same_function(block.activation.expr, r) for r in _UNIQUE[family]), w,
              "σ is ReLU, GELU (erf or tanh form), SiLU or quick-GELU: the canonical form is unique (docs/degenerate.md, Lemma U)")
     m, d = len(lines), block.d
     best = math.inf
@@ -191,16 +212,32 @@ def check_canonical_form(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
         if count > MAX_CHOICES:
             ctx.report.unchecked(w, "every choice (B, δ) needs more than the width", f"{count} choices exceed the checker's {MAX_CHOICES}")
             return "not_absorbable", None, 0.0
-        for k in range(bmax + 1):
-            for B in itertools.combinations(range(m), k):
-                rest = [l for l in range(m) if l not in B]
-                for bits in itertools.product((0, 1), repeat=len(rest)):
-                    v = _width(L0, lines, B, dict(zip(rest, bits)))
-                    if v is not None:
-                        best = min(best, v)
+        best = _min_width(L0, lines, bmax)
     _require(ctx, best > N, w, f"every choice (B, δ) needs more than {N} units (all enumerated, exact ranks)",
              f"m = {m} active lines; the cheapest choice needs {best if best < math.inf else 'more than m'} units")
     rec_min = rec.get("min_width")
     _require(ctx, rec_min is None or best == math.inf or rec_min == best, w, "the recorded minimum width is the true one",
              f"recorded {rec_min!r}, re-computed {best}")
     return "not_absorbable", None, 0.0
+
+
+def check_canonical_form(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
+    """Returns (the verdict the evidence supports, the witness rebuilt here, its allowed
+    linear error for the evaluation check)."""
+    if b.get("verdict") == "unknown":
+        return "unknown", None, 0.0  # claims nothing
+    rec = b.get("canonical_form")
+    _require(ctx, isinstance(rec, dict), w, "the certificate records the canonical form")
+    family = _check_sigma(ctx, w, rec, block)
+    L0, lines, lines_d = _check_recorded_form(ctx, w, rec, block, family)
+    N = int(rec.get("width", -1))
+    _require(ctx, N == block.n, w, f"the width is the block's own, n = {block.n}", f"recorded {rec.get('width')!r}")
+    verdict = b.get("verdict")
+    choice = rec.get("choice")
+    if choice is not None:
+        _check_choice(ctx, w, choice, L0, lines)
+    if verdict == "absorbable":
+        return _check_absorbable(ctx, w, b, rec, block, choice, N, L0, lines_d, family)
+    if verdict != "not_absorbable":
+        return "unknown", None, 0.0
+    return _check_not_absorbable(ctx, w, rec, block, family, N, L0, lines)

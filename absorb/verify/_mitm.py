@@ -136,6 +136,20 @@ def mitm_no_set_closer(U: np.ndarray, D: np.ndarray, T: np.ndarray, R: float) ->
     SA = _subset_sums(G[:, A_cols])  # r×2^|A|
     SB = _subset_sums(G[:, B_cols])
     js = int(np.argmin(W / (sumA + sumB + 1e-300)))
+    found = _window_pairs(SA, SB, h, W, js)
+    if isinstance(found, str):
+        return found
+    ai, bi, pairs = found
+    if ai.size > MAX_EXACT:
+        return f"{ai.size} candidate sets survive the windows: too many to check exactly"
+    closer = _exact_closer(U, D, T, R, ai, bi, A_cols, B_cols, P, SA, SB, h, W)
+    return MitmResult(closer, N, r, pairs, int(ai.size))
+
+
+def _window_pairs(SA: np.ndarray, SB: np.ndarray, h: np.ndarray, W: np.ndarray,
+                  js: int) -> tuple[np.ndarray, np.ndarray, int] | str:
+    """The (A-half, B-half) subset pairs whose pivot values h − SA − SB all lie within W of 0 or
+    1, found by sorting row ``js``; (their A indices, B indices, the pairs scanned), or why not."""
     order = np.argsort(SA[js])
     keyA = SA[js][order]
     orderB = np.argsort(SB[js])[::-1]  # so that h − τ − SB[js] increases: sorted needles
@@ -167,8 +181,14 @@ def mitm_no_set_closer(U: np.ndarray, D: np.ndarray, T: np.ndarray, R: float) ->
             cand_b.append(ob[bi[keep]])
     ai = np.concatenate(cand_a) if cand_a else np.zeros(0, dtype=np.int64)
     bi = np.concatenate(cand_b) if cand_b else np.zeros(0, dtype=np.int64)
-    if ai.size > MAX_EXACT:
-        return f"{ai.size} candidate sets survive the windows: too many to check exactly"
+    return ai, bi, pairs
+
+
+def _exact_closer(U: np.ndarray, D: np.ndarray, T: np.ndarray, R: float, ai: np.ndarray, bi: np.ndarray, A_cols: list[int],
+                  B_cols: list[int], P: list[int], SA: np.ndarray, SB: np.ndarray, h: np.ndarray,
+                  W: np.ndarray) -> list[tuple[list[int], float]]:
+    """The candidate sets, completed by their pivot bits, that are closer than R in exact arithmetic."""
+    r = len(P)
     closer: list[tuple[list[int], float]] = []
     Rq_ = Fraction(R)
     for a, b in zip(ai.tolist(), bi.tolist()):
@@ -178,4 +198,4 @@ def mitm_no_set_closer(U: np.ndarray, D: np.ndarray, T: np.ndarray, R: float) ->
         num, den = _exact_rel_sq(U, D, T, sorted(S))
         if num < Rq_ * Rq_ * den:
             closer.append((sorted(S), math.sqrt(num / den)))
-    return MitmResult(closer, N, r, pairs, int(ai.size))
+    return closer

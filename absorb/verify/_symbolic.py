@@ -106,7 +106,7 @@ def _gate_derivative_at_zero(expr: sp.Expr) -> sp.Expr | None:
         lft = sp.limit(sp.simplify(left.expr.subs(x, -_P) / (-_P)), _P, 0, "+")
     except Refused:
         return None
-    except Exception:  # sympy's limit raises assorted errors on hard input
+    except Exception:  # noqa: BLE001 - sympy's limit raises assorted errors on hard input
         return None
     if not (r.is_finite and lft.is_finite) or decide_zero(r - lft) is not True:
         return None
@@ -164,7 +164,7 @@ def is_bounded(expr: sp.Expr) -> bool:
         bottom = sp.limit(pcs[0].expr, x, -sp.oo)
     except Refused:
         return False
-    except Exception:  # sympy raises assorted errors on hard input
+    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input
         return False
     return bool(top.is_finite and bottom.is_finite and top.is_real and bottom.is_real)
 

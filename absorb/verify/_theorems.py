@@ -3,18 +3,33 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
+from absorb.verify._infeasible import _check_infeasible
 from absorb.verify._numerics import _frac_matrix, _parse_number, sha256_f64
 from absorb.verify._report import _Ctx, _require
-from absorb.verify._symbolic import _gate_derivative_at_zero, _zero, flip_constant, homogeneous_of_degree, is_relu_or_gelu
-from absorb.verify._weights import _bias_free, _block_arrays, _flip_block, _residual, _row_pairs, _skip_invertible, _skip_nonzero
-from absorb.verify._infeasible import _check_infeasible
+from absorb.verify._symbolic import (
+    _gate_derivative_at_zero,
+    _zero,
+    flip_constant,
+    homogeneous_of_degree,
+    is_relu_or_gelu,
+)
+from absorb.verify._weights import (
+    _bias_free,
+    _block_arrays,
+    _flip_block,
+    _residual,
+    _row_pairs,
+    _skip_invertible,
+    _skip_nonzero,
+)
 
 
 def _act(block: Block) -> sp.Expr:

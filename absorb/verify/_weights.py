@@ -4,15 +4,16 @@ evaluation of a rebuilt witness against f."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
 from absorb.verify import _numerics
-from absorb.verify._numerics import EXACT_ELIM_MAX_D, _U, _frac_matrix, _gamma, _in_range, exact_rank, sha256_f64
+from absorb.verify._numerics import _U, EXACT_ELIM_MAX_D, _frac_matrix, _gamma, _in_range, exact_rank, sha256_f64
 from absorb.verify._report import _Ctx, _require, _where
 
 COLLINEAR_SCREEN = 1e-6

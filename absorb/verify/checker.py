@@ -59,32 +59,81 @@ per-theorem checks). The names used by callers are re-exported here.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
-
+from collections.abc import Callable, Sequence
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block, Stack
 from absorb.verify import DEFAULT_SEED
-from absorb.verify._beyond import (BIAS_FREE_ONLY, check_bounded, check_exponential, check_linear, check_parity, check_skeleton,
-                                   claimed_biases)
+from absorb.verify._beyond import (
+    BIAS_FREE_ONLY,
+    check_bounded,
+    check_exponential,
+    check_linear,
+    check_parity,
+    check_skeleton,
+    claimed_biases,
+)
 from absorb.verify._canonical import check_canonical_form
-from absorb.verify._infeasible import ENUM_MAX_ENTRIES, ENUM_MAX_N, _array, _check_infeasible, _dual_relative, _enumerate_lower_bound, _exact_dual_bound  # noqa: F401
+from absorb.verify._infeasible import (  # noqa: F401
+    ENUM_MAX_ENTRIES,
+    ENUM_MAX_N,
+    _array,
+    _check_infeasible,
+    _dual_relative,
+    _enumerate_lower_bound,
+    _exact_dual_bound,
+)
 from absorb.verify._load import SCHEMA, SUPPORTED_VERSIONS, load_certificate, resolve_model_path  # noqa: F401
-from absorb.verify._numerics import (EXACT_ELIM_MAX_D, EXACT_WORK, _RANGE_EXPONENT, _U, _frac_matrix, _gamma, _in_range,  # noqa: F401
-                                     _parse_number, exact_rank, sha256_f64)
+from absorb.verify._numerics import (  # noqa: F401
+    _RANGE_EXPONENT,
+    _U,
+    EXACT_ELIM_MAX_D,
+    EXACT_WORK,
+    _frac_matrix,
+    _gamma,
+    _in_range,
+    _parse_number,
+    exact_rank,
+    sha256_f64,
+)
 from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _where  # noqa: F401
-from absorb.verify._symbolic import (_gate_derivative_at_zero, _variable, _zero, flip_constant, homogeneous_of_degree,  # noqa: F401
-                                     is_bounded, is_identity, is_relu_or_gelu)
-from absorb.verify._theorems import (_act, _check_degree, _check_index_set,  # noqa: F401
-                                     _check_linearization, _check_recorded_hypotheses,
-                                     check_trivial_witness)
-from absorb.verify._weights import (COLLINEAR_SCREEN, EVAL_INPUTS, EVAL_SCALES, FULL_GRAM_MAX, _bias_free, _block_arrays,  # noqa: F401
-                                    _check_identity, _collinear_pairs, _evaluate, _flip_block, _invertible, _residual,
-                                    _round_bound)
-
+from absorb.verify._symbolic import (  # noqa: F401
+    _gate_derivative_at_zero,
+    _variable,
+    _zero,
+    flip_constant,
+    homogeneous_of_degree,
+    is_bounded,
+    is_identity,
+    is_relu_or_gelu,
+)
+from absorb.verify._theorems import (
+    _act,
+    _check_degree,
+    _check_index_set,
+    _check_linearization,
+    _check_recorded_hypotheses,
+    check_trivial_witness,
+)
+from absorb.verify._weights import (  # noqa: F401
+    COLLINEAR_SCREEN,
+    EVAL_INPUTS,
+    EVAL_SCALES,
+    FULL_GRAM_MAX,
+    _bias_free,
+    _block_arrays,
+    _check_identity,
+    _collinear_pairs,
+    _evaluate,
+    _flip_block,
+    _invertible,
+    _residual,
+    _round_bound,
+)
 
 _Outcome = tuple[str, "Block | None", float]
 """What a per-theorem check returns: the verdict its evidence supports, the witness rebuilt
@@ -172,14 +221,7 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
     report = Report()
     tol = cert.get("parameters", {}).get("tolerance")
     structure = cert.get("input", {}).get("structure", "block")
-    if isinstance(model, Stack):
-        blocks: Any = list(model.blocks)
-    elif isinstance(model, Block):
-        blocks = [model]
-    elif structure == "collection" and hasattr(model, "__len__") and not isinstance(model, Sequence):
-        blocks = model  # a lazy checkpoint: read, checked and dropped one block at a time
-    else:
-        blocks = list(model)
+    blocks = _model_blocks(model, structure)
     entries = cert["blocks"]
     if not isinstance(tol, (int, float)) or not tol > 0:
         report.fail("certificate", "the tolerance is a positive number", f"got {tol!r}")
@@ -198,22 +240,7 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
         return report
     top, th = cert.get("verdict"), (cert.get("theorem") or {}).get("id")
     try:
-        cls = cert.get("class")
-        if cls is not None:
-            blocks_biased = any(bool((b.get("class") or {}).get("biases")) for b in entries)
-            _require(ctx, isinstance(cls, dict) and cls.get("biases") is blocks_biased, "certificate",
-                     "the certificate's class is its blocks' (biases allowed when any block's class allows them)",
-                     f"header {cls!r}, blocks {'with' if blocks_biased else 'without'} biases")
-        if structure == "block" or len(blocks) == 1 and structure != "collection":
-            _require(ctx, top == verdicts[0] and th == (entries[0].get("theorem") or {}).get("id"), "certificate",
-                     "the overall verdict and theorem are the block's", f"overall {top!r}/{th!r}, block {verdicts[0]!r}")
-        elif structure == "collection":
-            want = ("absorbable" if all(v == "absorbable" for v in verdicts) else
-                    "not_absorbable" if any(v == "not_absorbable" for v in verdicts) else "unknown")
-            _require(ctx, top == want, "certificate", "the overall verdict follows from the blocks' (collection rule)",
-                     f"overall {top!r}, blocks give {want!r}")
-        else:
-            _check_stack(ctx, cert, blocks, entries, verdicts, [wb for _, wb in results])
+        _check_overall(ctx, cert, top, th, structure, blocks, entries, verdicts, [wb for _, wb in results])
     except _Reject:
         pass
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
@@ -221,51 +248,99 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
     return report
 
 
+def _model_blocks(model: Block | Stack | Sequence[Block], structure: str) -> Any:
+    """The model's blocks, in order (a lazy checkpoint stays lazy)."""
+    if isinstance(model, Stack):
+        return list(model.blocks)
+    if isinstance(model, Block):
+        return [model]
+    if structure == "collection" and hasattr(model, "__len__") and not isinstance(model, Sequence):
+        return model  # a lazy checkpoint: read, checked and dropped one block at a time
+    return list(model)
+
+
+def _check_overall(ctx: _Ctx, cert: dict[str, Any], top: Any, th: Any, structure: str, blocks: Any,
+                   entries: list[dict[str, Any]], verdicts: list[str | None], witnesses: list[Block | None]) -> None:
+    """The certificate's header (class, overall verdict ``top`` and theorem ``th``) follows from its blocks."""
+    cls = cert.get("class")
+    if cls is not None:
+        blocks_biased = any(bool((b.get("class") or {}).get("biases")) for b in entries)
+        _require(ctx, isinstance(cls, dict) and cls.get("biases") is blocks_biased, "certificate",
+                 "the certificate's class is its blocks' (biases allowed when any block's class allows them)",
+                 f"header {cls!r}, blocks {'with' if blocks_biased else 'without'} biases")
+    if structure == "block" or len(blocks) == 1 and structure != "collection":
+        _require(ctx, top == verdicts[0] and th == (entries[0].get("theorem") or {}).get("id"), "certificate",
+                 "the overall verdict and theorem are the block's", f"overall {top!r}/{th!r}, block {verdicts[0]!r}")
+    elif structure == "collection":
+        want = ("absorbable" if all(v == "absorbable" for v in verdicts) else
+                "not_absorbable" if any(v == "not_absorbable" for v in verdicts) else "unknown")
+        _require(ctx, top == want, "certificate", "the overall verdict follows from the blocks' (collection rule)",
+                 f"overall {top!r}, blocks give {want!r}")
+    else:
+        _check_stack(ctx, cert, blocks, entries, verdicts, witnesses)
+
+
 def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: list[dict[str, Any]], verdicts: list[str | None],
                  witnesses: list[Block | None]) -> None:
     top, th = cert.get("verdict"), (cert.get("theorem") or {}).get("id")
     w = "stack"
     if top == "absorbable":
-        _require(ctx, th == "composition" and all(v == "absorbable" for v in verdicts) and all(x is not None for x in witnesses), w,
-                 "every block is absorbable, so the stack is (composition)")
-        st = Stack(tuple(blocks))
-        G = Stack(tuple(witnesses))  # type: ignore[arg-type]
-        allowed = ctx.tol * sum(float(np.linalg.norm(b.M)) for b in blocks) * 10
-        ok, worst, m = _evaluate(st, G, blocks, list(witnesses), blocks[0].d, seed=ctx.seed, allowed_lin=allowed)  # type: ignore[arg-type]
-        _require(ctx, ok, w, f"the composed witnesses equal F on {m} inputs: fresh random ones and points exactly on the first layer's kink/gate hyperplanes", f"max relative difference {worst:.3g}")
+        _check_stack_composition(ctx, w, th, blocks, verdicts, witnesses)
     elif top == "not_absorbable":
         _require(ctx, th == "depth", w, "a stack is proved not absorbable by the depth result", f"theorem {th!r}")
         for b, blk in zip(entries, blocks):
-            bw = _where(b)
-            _require(ctx, _bias_free(blk), bw, "bias-free (needed for flatness at 0)")
-            _require(ctx, not (b.get("class") or {}).get("biases"), bw,
-                     "the depth result covers bias-free residual-free blocks only, and the verdict is about those")
-            act = _act(blk)
-            flat = False
-            x = _variable(act)
-            k_rec = _parse_number((b.get("argument") or {}).get("k_activation"))
-            for k in ([k_rec] if k_rec is not None else []) + [sp.Integer(2), sp.Integer(1), sp.Integer(3)]:
-                if homogeneous_of_degree(act, k) and (k + (1 if blk.gated else 0)) > 1:
-                    ctx.report.ok(bw, f"flat at 0: homogeneous of total degree {k + (1 if blk.gated else 0)} > 1 (by pieces)")
-                    flat = True
-                    break
-            if not flat and blk.gated and _gate_derivative_at_zero(act) is not None:
-                ctx.report.ok(bw, "flat at 0: gated with g(0) = 0 and g differentiable at 0 (by pieces)")
-                flat = True
-            _require(ctx, flat, bw, "every residual-free block of this layer is o(|x|) at 0", f"activation {x}↦{act}")
-        d = blocks[0].d
-        if d <= EXACT_ELIM_MAX_D * 2:
-            P = [[Fraction(int(i == j)) for j in range(d)] for i in range(d)]
-            for blk in blocks:
-                Mf = _frac_matrix(blk.M)
-                P = [[sum((Mf[i][k] * P[k][j] for k in range(d)), Fraction(0)) for j in range(d)] for i in range(d)]
-            nz = any(v != 0 for row in P for v in row)
-            _require(ctx, nz, w, "M_L⋯M_1 ≠ 0 (exact rationals)")
-        else:
-            Pm, Pa = np.eye(d), np.eye(d)
-            for blk in blocks:
-                Pm, Pa = blk.M @ Pm, np.abs(blk.M) @ Pa
-            margin = np.abs(Pm) - 2 * _gamma(len(blocks) * (d + 1)) * Pa
-            _require(ctx, bool(np.any(margin > 0)), w, "M_L⋯M_1 ≠ 0 (float64 with rounding margin)")
+            _check_layer_flat(ctx, b, blk)
+        _check_skip_product_nonzero(ctx, w, blocks)
     else:
         _require(ctx, top == "unknown", w, f"the verdict {top!r} is one of three")
+
+
+def _check_stack_composition(ctx: _Ctx, w: str, th: Any, blocks: list[Block], verdicts: list[str | None],
+                             witnesses: list[Block | None]) -> None:
+    """absorbable: every block is, and the composed witnesses equal F."""
+    _require(ctx, th == "composition" and all(v == "absorbable" for v in verdicts) and all(x is not None for x in witnesses), w,
+             "every block is absorbable, so the stack is (composition)")
+    st = Stack(tuple(blocks))
+    G = Stack(tuple(witnesses))  # type: ignore[arg-type]
+    allowed = ctx.tol * sum(float(np.linalg.norm(b.M)) for b in blocks) * 10
+    ok, worst, m = _evaluate(st, G, blocks, list(witnesses), blocks[0].d, seed=ctx.seed, allowed_lin=allowed)  # type: ignore[arg-type]
+    _require(ctx, ok, w, f"the composed witnesses equal F on {m} inputs: fresh random ones and points exactly on the first layer's kink/gate hyperplanes", f"max relative difference {worst:.3g}")
+
+
+def _check_layer_flat(ctx: _Ctx, b: dict[str, Any], blk: Block) -> None:
+    """The depth result's hypothesis on one layer: every residual-free block of it is o(|x|) at 0."""
+    bw = _where(b)
+    _require(ctx, _bias_free(blk), bw, "bias-free (needed for flatness at 0)")
+    _require(ctx, not (b.get("class") or {}).get("biases"), bw,
+             "the depth result covers bias-free residual-free blocks only, and the verdict is about those")
+    act = _act(blk)
+    flat = False
+    x = _variable(act)
+    k_rec = _parse_number((b.get("argument") or {}).get("k_activation"))
+    for k in ([k_rec] if k_rec is not None else []) + [sp.Integer(2), sp.Integer(1), sp.Integer(3)]:
+        if homogeneous_of_degree(act, k) and (k + (1 if blk.gated else 0)) > 1:
+            ctx.report.ok(bw, f"flat at 0: homogeneous of total degree {k + (1 if blk.gated else 0)} > 1 (by pieces)")
+            flat = True
+            break
+    if not flat and blk.gated and _gate_derivative_at_zero(act) is not None:
+        ctx.report.ok(bw, "flat at 0: gated with g(0) = 0 and g differentiable at 0 (by pieces)")
+        flat = True
+    _require(ctx, flat, bw, "every residual-free block of this layer is o(|x|) at 0", f"activation {x}↦{act}")
+
+
+def _check_skip_product_nonzero(ctx: _Ctx, w: str, blocks: list[Block]) -> None:
+    """The depth result's other hypothesis: M_L⋯M_1 ≠ 0 (exact for small d, else with a rounding margin)."""
+    d = blocks[0].d
+    if d <= EXACT_ELIM_MAX_D * 2:
+        P = [[Fraction(int(i == j)) for j in range(d)] for i in range(d)]
+        for blk in blocks:
+            Mf = _frac_matrix(blk.M)
+            P = [[sum((Mf[i][k] * P[k][j] for k in range(d)), Fraction(0)) for j in range(d)] for i in range(d)]
+        nz = any(v != 0 for row in P for v in row)
+        _require(ctx, nz, w, "M_L⋯M_1 ≠ 0 (exact rationals)")
+    else:
+        Pm, Pa = np.eye(d), np.eye(d)
+        for blk in blocks:
+            Pm, Pa = blk.M @ Pm, np.abs(blk.M) @ Pa
+        margin = np.abs(Pm) - 2 * _gamma(len(blocks) * (d + 1)) * Pa
+        _require(ctx, bool(np.any(margin > 0)), w, "M_L⋯M_1 ≠ 0 (float64 with rounding margin)")

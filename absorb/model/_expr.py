@@ -1,0 +1,555 @@
+"""User-defined activations (``expr:…``): untrusted text read into a sympy expression.
+
+A small recursive-descent parser over a whitelisted grammar, limits on length, size, depth
+and the magnitude of constants and exponents checked before sympy builds anything, and the
+proof that the expression is real and finite at every real x (run in a child process under a
+time and memory budget by :func:`_parse_expr`). :mod:`absorb.model.activations` is the
+registry that uses it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import numpy as np
+import sympy as sp
+from scipy import special
+
+from absorb._errors import InvalidInput
+
+X = sp.Symbol("x", real=True)
+"""The variable every sympy form is written in."""
+
+
+# ---------------------------------------------------------------------------------------
+# User expressions ("expr:..."): untrusted text. Read by a small recursive-descent parser
+# over a whitelisted token set (sympy's own parser evaluates Python, and evaluates 9**9**9
+# eagerly), with limits checked before sympy builds anything; then proved real-valued and
+# finite at every real x, or refused.
+
+MAX_TEXT = 400
+"""Longest accepted expression text (characters)."""
+MAX_NODES = 120
+"""Most nodes (numbers, x, operators, calls) an expression may have."""
+MAX_DEPTH = 24
+"""Deepest nesting of parentheses, calls, signs and powers (``-(-x)``, ``a**b**c``)."""
+MAX_EXPONENT = 64
+"""Largest |exponent| (and exponent denominator) of a constant power."""
+MAX_VARIABLE_POWERS = 2
+"""Most powers whose exponent depends on x (a ** b with x in b)."""
+MAX_LITERAL = 10**6
+"""Largest number literal (larger constants are written as products or powers)."""
+MAX_CONSTANT = 1e100
+"""Largest magnitude any constant sub-expression may have."""
+VALIDATE_SECONDS = 10.0
+"""Time budget of proving an expression real and finite (a child process)."""
+VALIDATE_MEMORY = 2 << 30
+"""Memory budget of that proof (bytes of address space)."""
+
+_EXPR_TOKENS = re.compile(r"\s*(?:(\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|([A-Za-z_][A-Za-z_0-9]*)|(\*\*|[-+*/(),]))")
+_UNARY_FUNCS: dict[str, object] = {
+    "exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt, "erf": sp.erf, "erfc": sp.erfc, "tanh": sp.tanh,
+    "sinh": sp.sinh, "cosh": sp.cosh, "atan": sp.atan, "sin": sp.sin, "cos": sp.cos, "Abs": sp.Abs, "abs": sp.Abs,
+}
+_VARIADIC_FUNCS: dict[str, object] = {"Max": sp.Max, "max": sp.Max, "Min": sp.Min, "min": sp.Min}
+_CONSTANTS: dict[str, object] = {"pi": sp.pi, "E": sp.E}
+_EXPR_FUNCS: dict[str, object] = {"x": X, **_UNARY_FUNCS, **_VARIADIC_FUNCS, **_CONSTANTS}
+_FUNC_LIST = ", ".join(sorted(k for k in _EXPR_FUNCS if k != "x"))
+_GRAMMAR_HINT = f"use x, numbers, + - * / ** ( ) and {_FUNC_LIST}"
+
+
+def _tokens(text: str) -> list[tuple[str, str]]:
+    """The token list of ``text``: ('num' | 'name' | 'op', string); unknown text is refused."""
+    out: list[tuple[str, str]] = []
+    pos = 0
+    while pos < len(text):
+        m = _EXPR_TOKENS.match(text, pos)
+        if not m or m.end() == pos:
+            rest = text[pos:].strip()
+            if not rest:
+                break
+            raise InvalidInput(f"activation expression {text!r}: unexpected text {rest[:20]!r}; {_GRAMMAR_HINT}")
+        num, ident, op = m.groups()
+        if ident is not None and ident not in _EXPR_FUNCS:
+            raise InvalidInput(f"activation expression {text!r}: unknown name {ident!r}; the variable is x and the "
+                               f"functions are {_FUNC_LIST}")
+        out.append(("num", num) if num is not None else ("name", ident) if ident is not None else ("op", op))
+        pos = m.end()
+    return out
+
+
+class _Parser:
+    """expr := term (('+'|'-') term)* ; term := unary (('*'|'/') unary)* ;
+    unary := ('+'|'-') unary | power ; power := atom ['**' unary] ;
+    atom := number | x | pi | E | name '(' expr (',' expr)* ')' | '(' expr ')'.
+
+    The result is a tree of tuples (no sympy object yet); ``-x**2`` is ``-(x**2)`` and
+    ``2**-1`` is allowed, as in Python."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.toks, self.i, self.nodes = text, _tokens(text), 0, 0
+
+    def fail(self, why: str) -> InvalidInput:
+        return InvalidInput(f"activation expression {self.text!r}: {why}")
+
+    def peek(self) -> tuple[str, str] | None:
+        return self.toks[self.i] if self.i < len(self.toks) else None
+
+    def take(self, op: str) -> bool:
+        if self.peek() == ("op", op):
+            self.i += 1
+            return True
+        return False
+
+    def node(self, depth: int, *tree: object) -> tuple:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise self.fail(f"more than {MAX_NODES} operations and operands; too large to analyse, write a smaller expression")
+        return tree
+
+    def check_depth(self, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            raise self.fail(f"nested more than {MAX_DEPTH} levels deep; too large to analyse, write a flatter expression")
+
+    def parse(self) -> tuple:
+        if not self.toks:
+            raise self.fail("is empty; write a function of x such as 'x*(1+erf(x/sqrt(2)))/2'")
+        tree = self.expr(0)
+        if self.i != len(self.toks):
+            raise self.fail(f"unexpected {self.toks[self.i][1]!r} after a complete expression; {_GRAMMAR_HINT}")
+        return tree
+
+    def expr(self, depth: int) -> tuple:
+        self.check_depth(depth)
+        tree = self.term(depth)
+        while True:
+            if self.take("+"):
+                tree = self.node(depth, "add", tree, self.term(depth))
+            elif self.take("-"):
+                tree = self.node(depth, "sub", tree, self.term(depth))
+            else:
+                return tree
+
+    def term(self, depth: int) -> tuple:
+        tree = self.unary(depth)
+        while True:
+            if self.take("*"):
+                tree = self.node(depth, "mul", tree, self.unary(depth))
+            elif self.take("/"):
+                tree = self.node(depth, "div", tree, self.unary(depth))
+            else:
+                return tree
+
+    def unary(self, depth: int) -> tuple:
+        self.check_depth(depth)
+        if self.take("-"):
+            return self.node(depth, "neg", self.unary(depth + 1))
+        if self.take("+"):
+            return self.unary(depth + 1)
+        base = self.atom(depth)
+        if self.take("**"):
+            return self.node(depth, "pow", base, self.unary(depth + 1))
+        return base
+
+    def atom(self, depth: int) -> tuple:
+        tok = self.peek()
+        if tok is None:
+            raise self.fail(f"ends too early; {_GRAMMAR_HINT}")
+        kind, s = tok
+        self.i += 1
+        if kind == "num":
+            if len(s) > 20:
+                raise self.fail(f"number {s[:24]!r} has more than 20 characters; write it shorter")
+            mant, _, ex = s.lower().partition("e")
+            if ex and abs(int(ex)) > 30:  # checked before Rational builds 10**|ex|
+                raise self.fail(f"number {s!r} has a decimal exponent beyond ±30; write it as a product of smaller numbers")
+            v = sp.Rational(s)
+            if abs(v) > MAX_LITERAL:
+                raise self.fail(f"number {s!r} is larger than {MAX_LITERAL:g}; write large constants as products")
+            return self.node(depth, "num", v)
+        if kind == "name":
+            if s in _UNARY_FUNCS or s in _VARIADIC_FUNCS:
+                if not self.take("("):
+                    raise self.fail(f"{s} must be called, as in {s}(x)")
+                args = [] if self.peek() == ("op", ")") else [self.expr(depth + 1)]
+                while self.take(","):
+                    args.append(self.expr(depth + 1))
+                if not self.take(")"):
+                    raise self.fail(f"{s}( is not closed or has a stray token; {_GRAMMAR_HINT}")
+                if s in _UNARY_FUNCS and len(args) != 1:
+                    raise self.fail(f"{s} takes exactly one argument, got {len(args)}")
+                if not args:
+                    raise self.fail(f"{s}() needs at least one argument, as in {s}(0, x)")
+                return self.node(depth, "call", s, tuple(args))
+            if self.peek() == ("op", "("):
+                raise self.fail(f"{s} is not a function; the functions are {_FUNC_LIST}")
+            return self.node(depth, "x") if s == "x" else self.node(depth, "const", s)
+        if s == "(":
+            tree = self.expr(depth + 1)
+            if not self.take(")"):
+                raise self.fail(f"a '(' is not closed; {_GRAMMAR_HINT}")
+            return tree
+        raise self.fail(f"unexpected {s!r}; {_GRAMMAR_HINT}")
+
+
+def _check_limits(text: str, tree: tuple) -> None:
+    """Refuse constants too large to build and powers too large to analyse, before sympy
+    sees them: every constant sub-expression is evaluated in mpmath (which cannot
+    overflow) and bounded by MAX_CONSTANT; constant exponents by MAX_EXPONENT."""
+    import mpmath
+
+    def fail(why: str) -> InvalidInput:
+        return InvalidInput(f"activation expression {text!r}: {why}")
+
+    variable_powers = 0
+
+    def walk(t: tuple) -> object:
+        """The value (mpmath) of a constant sub-tree, None when it depends on x."""
+        nonlocal variable_powers
+        kind = t[0]
+        if kind == "num":
+            return mpmath.mpf(t[1].p) / t[1].q
+        if kind == "x":
+            return None
+        if kind == "const":
+            return mpmath.pi if t[1] == "pi" else mpmath.e
+        if kind == "call":
+            vals = [walk(a) for a in t[2]]
+            if any(v is None for v in vals):
+                return None
+            name = t[1]
+            if name in _UNARY_FUNCS and ((name == "log" and vals[0] <= 0) or (name == "sqrt" and vals[0] < 0)):
+                raise fail(f"{name}({mpmath.nstr(vals[0], 6)}) is not a finite real number; the expression must be real "
+                           "and finite for every real x")
+            try:
+                if name in _VARIADIC_FUNCS:
+                    v = (max if name.lower() == "max" else min)(vals)
+                else:
+                    v = {"abs": abs, "Abs": abs}.get(name) or getattr(mpmath, name)
+                    v = v(vals[0])
+            except (OverflowError, ValueError, ZeroDivisionError):
+                raise fail(f"the constant {name}(…) cannot be evaluated; write a smaller constant") from None
+            return check(v)
+        vals = [walk(a) for a in t[1:]]
+        if kind == "pow":
+            b, e = vals
+            if e is None:
+                variable_powers += 1
+                if variable_powers > MAX_VARIABLE_POWERS:
+                    raise fail(f"more than {MAX_VARIABLE_POWERS} powers with x in the exponent; too large to analyse")
+                return None
+            q = mpmath.mpf(e)
+            if abs(q) > MAX_EXPONENT:
+                raise fail(f"exponent {mpmath.nstr(q, 6)} is larger than {MAX_EXPONENT} in magnitude; too large to analyse")
+            num = t[2]
+            if num[0] == "num" and num[1].q > MAX_EXPONENT:
+                raise fail(f"exponent {num[1]} has a denominator larger than {MAX_EXPONENT}; too large to analyse")
+            if b is None:
+                return None
+            if b == 0 and q < 0:
+                raise fail("0 raised to a negative power is not a number; the expression must be finite for every real x")
+            if b != 0 and abs(q * mpmath.log(abs(b))) > mpmath.log(MAX_CONSTANT):
+                raise fail(f"a constant power exceeds {MAX_CONSTANT:g} in magnitude; too large to analyse")
+            if b < 0 and q != int(q):
+                raise fail("a negative number raised to a fractional power is not real; the expression must be real for every real x")
+            return check(b**q if b != 0 else mpmath.mpf(1 if q == 0 else 0))
+        if any(v is None for v in vals):
+            return None
+        if kind == "neg":
+            return -vals[0]
+        a, b = vals
+        if kind == "div" and b == 0:
+            raise fail("division by zero; the expression must be finite for every real x")
+        return check({"add": a + b, "sub": a - b, "mul": a * b}[kind] if kind != "div" else a / b)
+
+    def check(v: object) -> object:
+        if not isinstance(v, mpmath.mpf) or not mpmath.isfinite(v):
+            raise fail("a constant in it is not a finite real number; the expression must be real and finite for every real x")
+        if abs(v) > MAX_CONSTANT:
+            raise fail(f"a constant exceeds {MAX_CONSTANT:g} in magnitude; too large to analyse")
+        return v
+
+    with mpmath.workdps(20):
+        walk(tree)
+
+
+def _build(tree: tuple) -> sp.Expr:
+    """The sympy expression of a parsed (and limit-checked) tree."""
+    kind = tree[0]
+    if kind == "num":
+        return tree[1]
+    if kind == "x":
+        return X
+    if kind == "const":
+        return _CONSTANTS[tree[1]]
+    if kind == "call":
+        f = _UNARY_FUNCS.get(tree[1]) or _VARIADIC_FUNCS[tree[1]]
+        return f(*(_build(a) for a in tree[2]))
+    if kind == "neg":
+        return -_build(tree[1])
+    a, b = _build(tree[1]), _build(tree[2])
+    return {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "div": lambda: a / b, "pow": lambda: a**b}[kind]()
+
+
+# ----- real and finite on all of R -------------------------------------------------------
+_ENTIRE = (sp.exp, sp.erf, sp.erfc, sp.tanh, sp.sinh, sp.cosh, sp.atan, sp.sin, sp.cos, sp.Abs, sp.Max, sp.Min)
+"""Heads that are real and finite wherever their arguments are (and continuous)."""
+
+
+def _interval(e: sp.Expr) -> tuple[float, float]:
+    """A closed enclosure [lo, hi] (floats, ±inf allowed) of e(x) over all real x, rounded
+    outwards; (-inf, inf) when nothing better is known. Only used to prove signs."""
+    import math
+
+    inf = math.inf
+    full = (-inf, inf)
+
+    def down(v: float) -> float:
+        return v if math.isinf(v) else math.nextafter(math.nextafter(v, -inf), -inf)
+
+    def up(v: float) -> float:
+        return v if math.isinf(v) else math.nextafter(math.nextafter(v, inf), inf)
+
+    def mono(f: Callable[[float], float], lo: float, hi: float, inc: bool = True) -> tuple[float, float]:
+        try:
+            a, b = f(lo), f(hi)
+        except (OverflowError, ValueError):
+            return full
+        a, b = (a, b) if inc else (b, a)
+        return down(a), up(b)
+
+    def go(e: sp.Expr) -> tuple[float, float]:
+        if e == X:
+            return full
+        if e.is_number:
+            try:
+                v = float(e)
+            except (TypeError, ValueError, OverflowError):
+                return full
+            return (down(v), up(v)) if math.isfinite(v) else full
+        args = [go(a) for a in e.args]
+        if isinstance(e, sp.Add):
+            # fsum is correctly rounded, so two ulps outwards enclose the exact sum
+            lo = math.fsum(a[0] for a in args) if not any(a[0] == -inf for a in args) else -inf
+            hi = math.fsum(a[1] for a in args) if not any(a[1] == inf for a in args) else inf
+            return down(lo), up(hi)
+        if isinstance(e, sp.Mul):
+            lo, hi = 1.0, 1.0
+            for a in args:
+                cands = []
+                for p in (lo * a[0] if not _zero_inf(lo, a[0]) else 0.0, lo * a[1] if not _zero_inf(lo, a[1]) else 0.0,
+                          hi * a[0] if not _zero_inf(hi, a[0]) else 0.0, hi * a[1] if not _zero_inf(hi, a[1]) else 0.0):
+                    cands.append(p)
+                if any(math.isnan(c) for c in cands):
+                    return full
+                lo, hi = down(min(cands)), up(max(cands))
+            return lo, hi
+        if isinstance(e, sp.exp):
+            return mono(lambda v: math.exp(v) if v < 700 else inf, *args[0])
+        if isinstance(e, sp.tanh):
+            return mono(math.tanh, *args[0])
+        if isinstance(e, sp.sinh):
+            return mono(lambda v: math.sinh(v) if abs(v) < 700 else math.copysign(inf, v), *args[0])
+        if isinstance(e, sp.atan):
+            return mono(math.atan, *args[0])
+        if isinstance(e, sp.erf):
+            return mono(math.erf, *args[0])
+        if isinstance(e, sp.erfc):
+            return mono(math.erfc, *args[0], inc=False)
+        if isinstance(e, (sp.sin, sp.cos)):
+            return (-1.0, 1.0)
+        if isinstance(e, sp.cosh):
+            lo, hi = args[0]
+            m = 0.0 if lo <= 0 <= hi else min(abs(lo), abs(hi))
+            try:
+                return down(math.cosh(m)), up(math.cosh(max(abs(lo), abs(hi))))
+            except OverflowError:
+                return down(math.cosh(m)) if m < 700 else 1.0, inf
+        if isinstance(e, sp.Abs):
+            lo, hi = args[0]
+            return (0.0 if lo <= 0 <= hi else min(abs(lo), abs(hi))), max(abs(lo), abs(hi))
+        if isinstance(e, sp.Max):
+            return max(a[0] for a in args), max(a[1] for a in args)
+        if isinstance(e, sp.Min):
+            return min(a[0] for a in args), min(a[1] for a in args)
+        if isinstance(e, sp.Pow) and e.exp.is_Integer and e.exp > 0:
+            lo, hi = args[0]
+            n = int(e.exp)
+            try:
+                cands = [lo**n, hi**n] + ([0.0] if lo <= 0 <= hi else [])
+            except OverflowError:
+                return full
+            if n % 2 == 0:
+                cands = [abs(c) for c in cands]
+            return down(min(cands)), up(max(cands))
+        return full
+
+    return go(e)
+
+
+def _zero_inf(a: float, b: float) -> bool:
+    import math
+    return (a == 0 and math.isinf(b)) or (b == 0 and math.isinf(a))
+
+
+def _positive(e: sp.Expr) -> bool:
+    return e.is_positive is True or _interval(e)[0] > 0
+
+
+def _nonnegative(e: sp.Expr) -> bool:
+    return e.is_nonnegative is True or _interval(e)[0] >= 0
+
+
+def _nonzero(e: sp.Expr) -> bool:
+    if e.is_zero is False or e.is_positive is True or e.is_negative is True:
+        return True
+    lo, hi = _interval(e)
+    return lo > 0 or hi < 0
+
+
+_HINT_DIV = "divide only by what cannot vanish, e.g. x/(1+exp(-x)) or 1/(1+x**2)"
+_HINT_LOG = "take log only of what is positive, e.g. log(1+exp(x)) or log(1+x**2)"
+_HINT_POW = "take fractional powers only of what is nonnegative, e.g. Abs(x)**(1/2), Max(0,x)**(3/2) or sqrt(1+x**2)"
+
+
+def real_finite_issue(e: sp.Expr) -> tuple[str, str] | None:
+    """None when e(x) is proved real and finite for every real x; else (what is not
+    proved, what to write instead).
+
+    Structural and conservative: e must be built from numbers, x, +, ·, the functions of
+    the grammar, logarithms of expressions proved positive and powers whose base is
+    proved nonzero (negative integer exponent), nonnegative (positive fractional exponent,
+    or an exponent with x that is itself nonnegative) or positive (any other exponent).
+    Signs are proved by sympy's assumptions or by interval arithmetic over R."""
+
+    def show(a: sp.Expr) -> str:
+        return str(a) if len(str(a)) <= 40 else str(a)[:37] + "…"
+
+    def go(e: sp.Expr) -> tuple[str, str] | None:
+        if e == X or isinstance(e, sp.NumberSymbol):
+            return None
+        if e.is_Number:
+            ok = (e.is_Rational or e.is_Float) and e.is_finite
+            return None if ok else (f"it contains {e}, which is not a finite real number", "write a finite expression")
+        if isinstance(e, (sp.Add, sp.Mul)) or isinstance(e, _ENTIRE):
+            for a in e.args:
+                why = go(a)
+                if why:
+                    return why
+            return None
+        if isinstance(e, sp.Piecewise):  # built-ins only (leaky_relu): every branch finite on all of R
+            for branch, _cond in e.args:
+                why = go(branch)
+                if why:
+                    return why
+            return None
+        if isinstance(e, sp.log):
+            (a,) = e.args
+            if go(a) or _positive(a):
+                return go(a)
+            return f"log({show(a)}) needs {show(a)} > 0 for every real x, which could not be proved", _HINT_LOG
+        if isinstance(e, sp.Pow):
+            b, k = e.args
+            why = go(b) or go(k)
+            if why:
+                return why
+            if k.is_Integer:
+                if k >= 0 or _nonzero(b):
+                    return None
+                return f"{show(e)} divides by {show(b)}, which could not be proved nonzero for every real x", _HINT_DIV
+            if k.is_number:
+                if k.is_real is not True:
+                    return f"the exponent {show(k)} is not real", "write a real exponent"
+                if (k.is_positive and _nonnegative(b)) or _positive(b):
+                    return None
+                sign = "≥" if k.is_positive else ">"
+                return f"{show(e)} needs {show(b)} {sign} 0 for every real x, which could not be proved", _HINT_POW
+            if _positive(b) or (_nonnegative(b) and _nonnegative(k)):
+                return None
+            return (f"{show(e)} needs {show(b)} > 0, or {show(b)} ≥ 0 and {show(k)} ≥ 0, for every real x, which could not "
+                    "be proved", "raise to a power with x in it only a positive base, or 0 to a nonnegative power as in 0**Max(0,x)")
+        return f"{type(e).__name__} is not a function absorb can analyse", _GRAMMAR_HINT
+
+    return go(e)
+
+
+def continuity_issue(e: sp.Expr) -> str | None:
+    """None when e (real and finite on R, see :func:`real_finite_issue`) is proved
+    continuous on R; else the sub-expression that may jump.
+
+    Every head of the grammar is continuous where :func:`real_finite_issue` lets it be
+    used, except a power with x in the exponent and a base that may vanish (``0**Max(0, x)``
+    is a step) and a Piecewise (not analysed)."""
+    if (e.is_Pow and not e.exp.is_number and not _positive(e.base)) or isinstance(e, sp.Piecewise):
+        return str(e)
+    for a in e.args:
+        why = continuity_issue(a)
+        if why:
+            return why
+    return None
+
+
+def _validate(text: str, tree: tuple) -> sp.Expr:
+    """Build the expression and prove it real and finite on R (run in a child process)."""
+    try:
+        return _validate_unguarded(text, tree)
+    except (InvalidInput, MemoryError, RecursionError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - sympy raises assorted errors on odd input: refuse it, in one line
+        raise InvalidInput(f"activation expression {text!r} could not be analysed (sympy: {type(exc).__name__}); "
+                           "write it more simply") from None
+
+
+def _validate_unguarded(text: str, tree: tuple) -> sp.Expr:
+    expr = _build(tree)
+    if not isinstance(expr, sp.Expr) or expr.free_symbols - {X}:
+        raise InvalidInput(f"activation expression {text!r} must be an expression in x alone")
+    if expr.has(sp.zoo, sp.nan, sp.oo, -sp.oo, sp.I):
+        raise InvalidInput(f"activation expression {text!r} is not finite (it simplifies to {expr}); "
+                           "write an expression that is a finite real number for every real x")
+    for pw in expr.atoms(sp.Pow):
+        if pw.exp.is_Rational and pw.exp.q > MAX_EXPONENT:
+            raise InvalidInput(f"activation expression {text!r}: exponent {pw.exp} has a denominator larger than {MAX_EXPONENT}; "
+                               "too large to analyse")
+    issue = real_finite_issue(expr)
+    if issue:
+        why, hint = issue
+        raise InvalidInput(f"activation expression {text!r} is not proved real and finite for every real x: {why}; {hint}")
+    # A cross-check of the proof above in floating point (overflow to ±inf is allowed, nan is not).
+    z = np.array([0.0, 0.5, -0.5, 1.0, -1.0])
+    v = _numpy_form(expr)(z)
+    if np.isnan(v).any():
+        x0 = z[np.isnan(v)][0]
+        raise InvalidInput(f"activation expression {text!r} evaluates to nan at x = {x0:g}; "
+                           "write an expression that is a finite real number for every real x")
+    return expr
+
+
+def _numpy_form(expr: sp.Expr) -> Callable[[np.ndarray], np.ndarray]:
+    """The numpy function of a (validated) user expression."""
+    fn = sp.lambdify(X, expr, modules=[{"erf": special.erf, "erfc": special.erfc, "Max": np.maximum, "Min": np.minimum}, "numpy"])
+
+    def np_fn(z: np.ndarray) -> np.ndarray:
+        # overflow (exp of a large argument, say) gives inf or nan, never a warning or an error
+        with np.errstate(all="ignore"):
+            return np.broadcast_to(np.asarray(fn(np.asarray(z, dtype=float)), dtype=float), np.shape(z)).copy()
+
+    return np_fn
+
+
+def _parse_expr(text: str) -> sp.Expr:
+    """Parse a user expression in ``x`` within the limits above and prove it real and finite
+    for every real x (in a child process with a time and memory budget); InvalidInput else."""
+    from absorb._sandbox import BudgetExceeded, run_limited
+
+    if len(text) > MAX_TEXT:
+        raise InvalidInput(f"activation expression {text[:30]!r}… has {len(text)} characters, more than {MAX_TEXT}; "
+                           "too large to analyse, write a shorter expression")
+    tree = _Parser(text).parse()
+    _check_limits(text, tree)
+    try:
+        return run_limited(_validate, text, tree, timeout=VALIDATE_SECONDS, memory=VALIDATE_MEMORY)
+    except BudgetExceeded as exc:
+        raise InvalidInput(f"activation expression {text!r}: too large to analyse within {VALIDATE_SECONDS:g} s / "
+                           f"{VALIDATE_MEMORY / 2**30:g} GiB ({exc}); write a smaller expression") from None
