@@ -27,7 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tol", type=tolerance, default=DEFAULT_TOL, metavar="T",
                    help=f"relative tolerance on ‖W_down[:,S] W_up[S,:] + M‖_F / ‖M‖_F, strictly between 0 and 1 (default {DEFAULT_TOL:g})")
     p.add_argument("--seed", type=seed, default=0, metavar="S", help="seed for the random inputs and randomised solvers, 0 to 2^32-1 (default 0)")
-    p.add_argument("--timeout", type=seconds, default=60.0, metavar="SEC", help="time budget in seconds of the index-set search; a third of it bounds the symbolic analysis of an expr: activation (default 60)")
+    p.add_argument("--timeout", type=seconds, default=60.0, metavar="SEC",
+                   help="time budget in seconds of the index-set search; a third of it bounds the symbolic analysis "
+                   "of an expr: activation (default 60)")
     p.add_argument("--allow-biases", action="store_true", help="ask the wider question: may a residual-free block WITH biases "
                    "equal f, even when f has none? (default: residual-free blocks with the bias pattern of f; every verdict "
                    "names the class it is about)")
