@@ -12,6 +12,7 @@ from absorb.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = sorted((ROOT / "counterexamples").glob("*.npz")) + sorted((ROOT / "examples").glob("*.npz"))
+OPTIONS = {name: e.get("options", []) for name, e in json.loads((ROOT / "counterexamples" / "expected.json").read_text()).items()}
 
 
 def test_catalog_is_not_empty() -> None:
@@ -22,7 +23,8 @@ def test_catalog_is_not_empty() -> None:
 def test_certificate_of_every_catalog_model_verifies_completely(model: Path, tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     cert = tmp_path / f"{model.stem}.json"
-    rc = main(["check", str(model), "--certificate", str(cert)])
+    options = OPTIONS.get(model.stem, []) if model.parent.name == "counterexamples" else []
+    rc = main(["check", *options, str(model), "--certificate", str(cert)])
     assert rc in (0, 3), rc
     capsys.readouterr()
     rc = main(["verify", str(cert), str(model), "--json"])
