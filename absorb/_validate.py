@@ -12,17 +12,20 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
+
+import numpy as np
 
 from absorb._errors import InvalidInput
 
 if TYPE_CHECKING:  # annotations only
     import os
 
-    import numpy as np
-
-#: the index-set search backends, as a type for public signatures (absorb.search.METHODS)
-Method = Literal["auto", "linalg", "enumerate", "mitm", "milp", "z3", "z3-pb"]
+#: the index-set search backends (absorb.search's portfolio keys its table by these)
+Backend = Literal["linalg", "enumerate", "mitm", "milp", "z3", "z3-pb"]
+#: a search method: one backend, or ``"auto"`` (the portfolio)
+Method = Literal["auto", Backend]
+METHODS: tuple[str, ...] = ("auto", *get_args(Backend))
 
 #: seeds reach numpy's SeedSequence (non-negative) and Z3's ``random_seed`` (unsigned 32-bit)
 SEED_MAX = 2**32 - 1
@@ -91,8 +94,6 @@ def check_path(path: object, *, name: str = "path") -> os.PathLike[str] | str:
 
 def check_decide_args(*, tol: object, timeout: object, seed: object, method: object) -> None:
     """The arguments every ``decide*`` function shares."""
-    from absorb.search import METHODS
-
     check_tolerance(tol)
     check_timeout(timeout)
     check_seed(seed)
@@ -103,11 +104,6 @@ def check_search_inputs(U: object, D: object, T: object, *, tol: object, timeout
                         method: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The arguments of :func:`absorb.search.find_index_set`: ``U`` (n×d_in), ``D``
     (d_out×n) and a nonzero target ``T`` (d_out×d_in), finite, as float64 arrays."""
-    import numpy as np
-
-    from absorb.model.block import as_float_array
-    from absorb.search import METHODS
-
     src = "find_index_set"
     U, D, T = (as_float_array(a, source=src, key=k, prefix="", copy=False) for a, k in ((U, "U"), (D, "D"), (T, "T")))
     for a, k, want in ((U, "U", "(n, d_in)"), (D, "D", "(d_out, n)"), (T, "T", "(d_out, d_in)")):
@@ -127,3 +123,64 @@ def check_search_inputs(U: object, D: object, T: object, *, tol: object, timeout
 
 
 __all__ = ["Method", "SEED_MAX", "check_choice", "check_decide_args", "check_path", "check_search_inputs", "check_seed", "check_timeout", "check_tolerance"]
+
+
+# ---- arrays -------------------------------------------------------------------------
+#: sources that are Python calls, not files: their arrays are arguments, not keys
+_CALLS = frozenset({"Block", "HyperConnection", "find_index_set", "decide_batch"})
+
+
+def _label(source: str, prefix: str, key: str) -> str:
+    return f"{source}: {key}" if source in _CALLS and not prefix else f"{source}: key {prefix + key!r}"
+
+
+def all_finite(a: np.ndarray) -> bool:
+    """Whether every entry of the float64 array ``a`` is finite, in one pass and no
+    full-size temporary when it is (a finite sum proves it; inf − inf and NaN propagate)."""
+    if a.size == 0:
+        return True
+    if all(s == 0 for s in a.strides):  # a broadcast placeholder: one value
+        return bool(np.isfinite(a.flat[0]))
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.add.reduce(a, axis=None)):
+            return True
+    step = max(1, (1 << 22) // max(1, a.shape[-1] if a.ndim else 1))
+    flat = a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(1, -1)
+    return all(bool(np.isfinite(flat[k:k + step]).all()) for k in range(0, flat.shape[0], step))
+
+
+def as_float_array(value: object, *, source: str, key: str, prefix: str = "", copy: bool = True) -> np.ndarray:
+    """A finite float64 array from ``value``, or a one-line error naming ``source`` and ``key``.
+
+    ``copy=False`` reuses a float64 input as is (a loader handing over arrays it owns).
+    Real floating-point, integer and boolean dtypes are converted; complex, object, string
+    and opaque (e.g. bfloat16 seen as raw bytes) dtypes are refused.
+    """
+    lab = _label(source, prefix, key)
+    if isinstance(value, np.ndarray) and value.dtype == np.float64:  # np.asarray: a plain ndarray (no np.matrix semantics)
+        out = np.array(value) if copy else np.asarray(value)
+    else:
+        try:
+            arr = np.asarray(value)
+        except (ValueError, TypeError) as exc:  # ragged nested lists and the like
+            raise InvalidInput(f"{lab} is not an array ({' '.join(str(exc).split())[:120]}); give a numeric array") from None
+        if arr.dtype == object:
+            raise InvalidInput(f"{lab} is an object array; store plain numeric arrays (objects are never unpickled)")
+        kind = arr.dtype.kind
+        if kind not in "fiub" and arr.dtype.name != "bfloat16":
+            what = {"c": "complex", "U": "a string", "S": "a byte string", "V": "raw bytes", "M": "a date", "m": "a time delta"}
+            if kind == "V" and arr.dtype.itemsize == 2:  # what numpy.savez makes of a bfloat16 array
+                raise InvalidInput(f"{lab} has dtype {arr.dtype} (raw 2-byte values: numpy.savez stores bfloat16 arrays so, "
+                                   "without their type); convert them with .astype(numpy.float32) before saving")
+            raise InvalidInput(f"{lab} has dtype {arr.dtype} ({what.get(kind, 'not numeric')}); expected a real floating-point "
+                               "or integer array (convert it with .astype(numpy.float64))")
+        try:
+            out = arr.astype(np.float64, copy=copy)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise InvalidInput(f"{lab} cannot be converted to float64 ({exc}); give a real numeric array") from None
+    if not all_finite(out):
+        bad = ~np.isfinite(out)
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        what = "NaN" if np.isnan(out[where]) else "Inf"
+        raise InvalidInput(f"{lab} contains {what} at index {where} ({int(bad.sum())} non-finite entries); the weights must be finite")
+    return out

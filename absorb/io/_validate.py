@@ -12,16 +12,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from absorb._errors import InvalidInput
+from absorb._validate import as_float_array
 from absorb.model.activations import Activation, get_activation
-from absorb.model.block import (
-    Block,
-    HyperConnection,
-    _deriving,
-    _shape,
-    as_float_array,
-    check_arrays,
-    lift_hyper_connection,
-)
+from absorb.model.block import Block, HyperConnection, _deriving, _shape, check_arrays, lift_hyper_connection
 
 BLOCK_KEYS = ("W_up", "W_down", "W_gate", "b_up", "b_gate", "b_down", "skip", "activation", "H_res", "H_pre", "H_post")
 

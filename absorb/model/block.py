@@ -22,6 +22,7 @@ import numpy as np
 import sympy as sp
 
 from absorb._errors import InvalidInput
+from absorb._validate import _CALLS, _label, as_float_array
 from absorb.model.activations import Activation, display_name
 
 # ---- validation at the public boundary --------------------------------------------------
@@ -47,66 +48,6 @@ def replace(obj, /, **changes):
     """``dataclasses.replace`` that builds a derived :class:`Block` without re-validating it."""
     with _deriving():
         return _dc_replace(obj, **changes)
-
-
-#: sources that are Python calls, not files: their arrays are arguments, not keys
-_CALLS = frozenset({"Block", "HyperConnection", "find_index_set", "decide_batch"})
-
-
-def _label(source: str, prefix: str, key: str) -> str:
-    return f"{source}: {key}" if source in _CALLS and not prefix else f"{source}: key {prefix + key!r}"
-
-
-def all_finite(a: np.ndarray) -> bool:
-    """Whether every entry of the float64 array ``a`` is finite, in one pass and no
-    full-size temporary when it is (a finite sum proves it; inf − inf and NaN propagate)."""
-    if a.size == 0:
-        return True
-    if all(s == 0 for s in a.strides):  # a broadcast placeholder: one value
-        return bool(np.isfinite(a.flat[0]))
-    with np.errstate(over="ignore", invalid="ignore"):
-        if np.isfinite(np.add.reduce(a, axis=None)):
-            return True
-    step = max(1, (1 << 22) // max(1, a.shape[-1] if a.ndim else 1))
-    flat = a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(1, -1)
-    return all(bool(np.isfinite(flat[k:k + step]).all()) for k in range(0, flat.shape[0], step))
-
-
-def as_float_array(value: object, *, source: str, key: str, prefix: str = "", copy: bool = True) -> np.ndarray:
-    """A finite float64 array from ``value``, or a one-line error naming ``source`` and ``key``.
-
-    ``copy=False`` reuses a float64 input as is (a loader handing over arrays it owns).
-    Real floating-point, integer and boolean dtypes are converted; complex, object, string
-    and opaque (e.g. bfloat16 seen as raw bytes) dtypes are refused.
-    """
-    lab = _label(source, prefix, key)
-    if isinstance(value, np.ndarray) and value.dtype == np.float64:  # np.asarray: a plain ndarray (no np.matrix semantics)
-        out = np.array(value) if copy else np.asarray(value)
-    else:
-        try:
-            arr = np.asarray(value)
-        except (ValueError, TypeError) as exc:  # ragged nested lists and the like
-            raise InvalidInput(f"{lab} is not an array ({' '.join(str(exc).split())[:120]}); give a numeric array") from None
-        if arr.dtype == object:
-            raise InvalidInput(f"{lab} is an object array; store plain numeric arrays (objects are never unpickled)")
-        kind = arr.dtype.kind
-        if kind not in "fiub" and arr.dtype.name != "bfloat16":
-            what = {"c": "complex", "U": "a string", "S": "a byte string", "V": "raw bytes", "M": "a date", "m": "a time delta"}
-            if kind == "V" and arr.dtype.itemsize == 2:  # what numpy.savez makes of a bfloat16 array
-                raise InvalidInput(f"{lab} has dtype {arr.dtype} (raw 2-byte values: numpy.savez stores bfloat16 arrays so, "
-                                   "without their type); convert them with .astype(numpy.float32) before saving")
-            raise InvalidInput(f"{lab} has dtype {arr.dtype} ({what.get(kind, 'not numeric')}); expected a real floating-point "
-                               "or integer array (convert it with .astype(numpy.float64))")
-        try:
-            out = arr.astype(np.float64, copy=copy)
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise InvalidInput(f"{lab} cannot be converted to float64 ({exc}); give a real numeric array") from None
-    if not all_finite(out):
-        bad = ~np.isfinite(out)
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
-        what = "NaN" if np.isnan(out[where]) else "Inf"
-        raise InvalidInput(f"{lab} contains {what} at index {where} ({int(bad.sum())} non-finite entries); the weights must be finite")
-    return out
 
 
 def _shape(arr: np.ndarray, want: tuple[int | None, ...], *, lab: str, hint: str) -> None:

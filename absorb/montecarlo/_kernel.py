@@ -122,8 +122,7 @@ def check_batch(U: object, D: object, *, c: object, tol: object, enumerate_: boo
     import math
 
     from absorb._errors import InvalidInput
-    from absorb._validate import check_tolerance
-    from absorb.model.block import as_float_array
+    from absorb._validate import as_float_array, check_tolerance
 
     U = as_float_array(U, source="decide_batch", key="U", copy=False)
     D = as_float_array(D, source="decide_batch", key="D", copy=False)

@@ -12,10 +12,11 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any
 
 import numpy as np
 
+from absorb._validate import METHODS, Backend, Method, check_search_inputs
 from absorb.rigorous import relative_residual, rescaled
 
 from ._types import SearchResult, SearchStatus
@@ -24,9 +25,6 @@ from .bounds import relaxation_result
 __all__ = ["METHODS", "Method", "find_index_set"]
 
 #: a backend by name; ``auto`` is the portfolio below
-Backend = Literal["linalg", "enumerate", "mitm", "milp", "z3", "z3-pb"]
-Method = Literal["auto", Backend]
-METHODS: tuple[Method, ...] = get_args(Method)
 
 Solver = Callable[..., SearchResult]
 
@@ -98,8 +96,6 @@ def _validate(U: Any, D: Any, T: Any, tol: float, timeout: float, method: str, s
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The one place where :func:`find_index_set` checks its arguments; ``U, D, T`` as
     float64 arrays."""
-    from absorb._validate import check_search_inputs  # bad arguments: one-line InvalidInput, also under python -O
-
     return check_search_inputs(U, D, T, tol=tol, timeout=timeout, seed=seed, method=method)
 
 
