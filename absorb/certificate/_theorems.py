@@ -19,6 +19,10 @@ PAPER = {
     "url": "https://arxiv.org/abs/2604.23705",
 }
 
+NECESSITY_HYPOTHESES: tuple[str, ...] = ("bias_free", "d_at_least_2", "skip_invertible", "rows_nonzero", "columns_nonzero",
+                                         "rows_noncollinear")
+"""The hypotheses (on the weights) under which result 5 makes the index set necessary."""
+
 THEOREMS: dict[str, dict[str, object]] = {
     "trivial": {
         "title": "Zero skip",
@@ -95,16 +99,7 @@ THEOREMS: dict[str, dict[str, object]] = {
             r"$M$ invertible, rows of $W_{\mathrm{up}}$ nonzero and pairwise non-collinear, columns of "
             r"$W_{\mathrm{down}}$ nonzero): if $f$ is absorbable then such an $S$ exists."
         ),
-        "needs": [
-            "skip_nonzero",
-            "bias_free",
-            "d_at_least_2",
-            "skip_invertible",
-            "rows_nonzero",
-            "columns_nonzero",
-            "rows_noncollinear",
-            "flip_identity",
-        ],
+        "needs": ["skip_nonzero", *NECESSITY_HYPOTHESES, "flip_identity"],
         "classes": "bias-free (necessity); any (sufficiency: the witness)",
     },
     "parity": {

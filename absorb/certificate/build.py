@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from absorb._errors import InvalidInput
-from absorb.certificate._theorems import PAPER, theorem_info
+from absorb.certificate._theorems import NECESSITY_HYPOTHESES, PAPER, theorem_info
 from absorb.certificate._util import HASH_CONVENTION, array_sha256, file_sha256, plain
 from absorb.engine.verdict import BlockDecision, Decision, ResidualFreeClass, Theorem
 from absorb.model.block import Block, Stack
@@ -313,14 +313,7 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
         flip = _prop(bd, "flip_identity") or {}
         arg["c"] = flip.get("value", {}).get("c")
         arg["target"] = "-M/c"
-        arg["necessity_hypotheses"] = [
-            "bias_free",
-            "d_at_least_2",
-            "skip_invertible",
-            "rows_nonzero",
-            "columns_nonzero",
-            "rows_noncollinear",
-        ]
+        arg["necessity_hypotheses"] = list(NECESSITY_HYPOTHESES)
     return arg
 
 
