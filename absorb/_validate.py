@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
 
 from absorb._errors import InvalidInput
+from absorb.rigorous import all_finite, row_slices
 
 if TYPE_CHECKING:  # annotations only
     import os
@@ -101,19 +102,23 @@ def check_decide_args(*, tol: object, timeout: object, seed: object, method: obj
 
 
 def check_search_inputs(U: object, D: object, T: object, *, tol: object, timeout: object, seed: object,
-                        method: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                        method: object) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The arguments of :func:`absorb.search.find_index_set`: ``U`` (n×d_in), ``D``
-    (d_out×n) and a nonzero target ``T`` (d_out×d_in), finite, as float64 arrays."""
+    (d_out×n) and a nonzero target ``T`` (d_out×d_in; ``None``: ``−I``, square), finite, as
+    float64 arrays (large float32 ``U``, ``D`` stay float32: :func:`keeps_float32`)."""
     src = "find_index_set"
-    U, D, T = (as_float_array(a, source=src, key=k, prefix="", copy=False) for a, k in ((U, "U"), (D, "D"), (T, "T")))
+    U, D = (as_float_array(a, source=src, key=k, prefix="", copy=False, matrix=True) for a, k in ((U, "U"), (D, "D")))
+    T = None if T is None else as_float_array(T, source=src, key="T", prefix="", copy=False)
     for a, k, want in ((U, "U", "(n, d_in)"), (D, "D", "(d_out, n)"), (T, "T", "(d_out, d_in)")):
-        if a.ndim != 2 or a.size == 0:
+        if a is not None and (a.ndim != 2 or a.size == 0):
             raise InvalidInput(f"find_index_set: {k} has shape {a.shape}, expected a non-empty 2-D array {want}")
     if D.shape[1] != U.shape[0]:
         raise InvalidInput(f"find_index_set: D has shape {D.shape} but U has shape {U.shape}; D must have one column per row of U")
-    if T.shape != (D.shape[0], U.shape[1]):
+    if T is None and D.shape[0] != U.shape[1]:
+        raise InvalidInput(f"find_index_set: T = None means −I, which needs D's rows ({D.shape[0]}) to match U's columns ({U.shape[1]})")
+    if T is not None and T.shape != (D.shape[0], U.shape[1]):
         raise InvalidInput(f"find_index_set: T has shape {T.shape}, expected ({D.shape[0]}, {U.shape[1]}) (rows of D, columns of U)")
-    if not np.any(T != 0):
+    if T is not None and not np.any(T != 0):
         raise InvalidInput("find_index_set: the target T is zero; the tolerance is relative to ‖T‖_F, so give a nonzero T")
     check_tolerance(tol)
     check_timeout(timeout)
@@ -134,31 +139,52 @@ def _label(source: str, prefix: str, key: str) -> str:
     return f"{source}: {key}" if source in _CALLS and not prefix else f"{source}: key {prefix + key!r}"
 
 
-def all_finite(a: np.ndarray) -> bool:
-    """Whether every entry of the float64 array ``a`` is finite, in one pass and no
-    full-size temporary when it is (a finite sum proves it; inf − inf and NaN propagate)."""
-    if a.size == 0:
-        return True
-    if all(s == 0 for s in a.strides):  # a broadcast placeholder: one value
-        return bool(np.isfinite(a.flat[0]))
-    with np.errstate(over="ignore", invalid="ignore"):
-        if np.isfinite(np.add.reduce(a, axis=None)):
-            return True
-    step = max(1, (1 << 22) // max(1, a.shape[-1] if a.ndim else 1))
-    flat = a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(1, -1)
-    return all(bool(np.isfinite(flat[k:k + step]).all()) for k in range(0, flat.shape[0], step))
+#: A weight matrix (``W_up``, ``W_down``, ``W_gate``) stored as float32, float16 or bfloat16
+#: with at least this many entries is kept as float32 (narrower types converted exactly;
+#: every such value is a float32): no float64 copy of a large layer is made. The routes
+#: that reach such a matrix read it in float64 row blocks or upcast their own operands
+#: (docs/performance-scale.md, "Float32 weights"). Smaller ones become float64 (cheap), so
+#: every route, the exact ones included, sees them unchanged.
+FLOAT32_MIN_ENTRIES = 1 << 22
+
+_NARROW = frozenset({"float32", "float16", "bfloat16"})
 
 
-def as_float_array(value: object, *, source: str, key: str, prefix: str = "", copy: bool = True) -> np.ndarray:
+def keeps_float32(arr: np.ndarray) -> bool:
+    """Whether a weight matrix with this dtype and size stays float32 (:data:`FLOAT32_MIN_ENTRIES`)."""
+    return arr.dtype.name in _NARROW and arr.ndim == 2 and arr.size >= FLOAT32_MIN_ENTRIES
+
+
+def float64_rows(A: np.ndarray, nbytes: int = 32 << 20) -> Iterator[tuple[slice, np.ndarray]]:
+    """``(rows, A[rows] in float64)`` over the row blocks of a 2-D ``A`` (:func:`row_slices`):
+    a float32 matrix is read in float64 without a full-size float64 copy."""
+    for sl in row_slices(A.shape[0], A.shape[1], nbytes):
+        blk = A[sl]
+        yield sl, (blk if blk.dtype == np.float64 else blk.astype(np.float64))
+
+
+def xwt(X: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """``X @ W.T`` in float64 for a float64 ``X``: one product when ``W`` is float64, else
+    over float64 row blocks of ``W`` (a float32 ``W`` is never copied whole)."""
+    if W.dtype == np.float64:
+        return X @ W.T
+    parts = [X @ Wb.T for _sl, Wb in float64_rows(W)]
+    return np.hstack(parts) if parts else np.zeros((X.shape[0], 0))
+
+
+def as_float_array(value: object, *, source: str, key: str, prefix: str = "", copy: bool = True,
+                   matrix: bool = False) -> np.ndarray:
     """A finite float64 array from ``value``, or a one-line error naming ``source`` and ``key``.
 
     ``copy=False`` reuses a float64 input as is (a loader handing over arrays it owns).
+    ``matrix=True`` (a weight matrix) keeps a large float32 input as float32, and converts
+    a large float16/bfloat16 one to float32 (:func:`keeps_float32`).
     Real floating-point, integer and boolean dtypes are converted; complex, object, string
     and opaque (e.g. bfloat16 seen as raw bytes) dtypes are refused.
     """
     lab = _label(source, prefix, key)
-    if isinstance(value, np.ndarray) and value.dtype == np.float64:  # np.asarray: a plain ndarray (no np.matrix semantics)
-        out = np.array(value) if copy else np.asarray(value)
+    if isinstance(value, np.ndarray) and (value.dtype == np.float64 or (matrix and value.dtype == np.float32 and keeps_float32(value))):
+        out = np.array(value) if copy else np.asarray(value)  # np.asarray: a plain ndarray (no np.matrix semantics)
     else:
         try:
             arr = np.asarray(value)
@@ -174,13 +200,15 @@ def as_float_array(value: object, *, source: str, key: str, prefix: str = "", co
                                    "without their type); convert them with .astype(numpy.float32) before saving")
             raise InvalidInput(f"{lab} has dtype {arr.dtype} ({what.get(kind, 'not numeric')}); expected a real floating-point "
                                "or integer array (convert it with .astype(numpy.float64))")
+        want = np.float32 if matrix and keeps_float32(arr) else np.float64
         try:
-            out = arr.astype(np.float64, copy=copy)
+            out = arr.astype(want, copy=copy)
         except (ValueError, TypeError, OverflowError) as exc:
             raise InvalidInput(f"{lab} cannot be converted to float64 ({exc}); give a real numeric array") from None
     if not all_finite(out):
         bad = ~np.isfinite(out)
         where = tuple(int(i) for i in np.argwhere(bad)[0])
+        count = int(bad.sum())
         what = "NaN" if np.isnan(out[where]) else "Inf"
-        raise InvalidInput(f"{lab} contains {what} at index {where} ({int(bad.sum())} non-finite entries); the weights must be finite")
+        raise InvalidInput(f"{lab} contains {what} at index {where} ({count} non-finite entries); the weights must be finite")
     return out

@@ -1,7 +1,8 @@
 """Rigorous floating-point helpers shared by the producer side (the index-set search and
 the engine): Higham's γ_k, the input range in which those rounding analyses hold, exact
 power-of-two rescaling into it, directed square roots of rationals, rigorous Frobenius
-norms and exact residuals of an index set.
+norms and exact residuals of an index set; and the row blocks (:func:`row_slices`) and
+the finiteness test (:func:`all_finite`) with which large float32 weights are read.
 
 The independent checker (``absorb.verify``) keeps its own copies and never imports this
 module.  Nothing here does work at import time; it imports only numpy and the standard
@@ -25,6 +26,8 @@ __all__ = [
     "frobenius_bounds",
     "gamma",
     "magnitudes_ok",
+    "all_finite",
+    "row_slices",
     "relative_residual",
     "rescaled",
     "sqrt_down",
@@ -37,6 +40,28 @@ UNIT_ROUNDOFF = 2.0**-53
 #: the rounding analyses of this package hold for inputs whose nonzero entries lie in
 #: [2^-SAFE_EXPONENT, 2^SAFE_EXPONENT] (:func:`magnitudes_ok`)
 SAFE_EXPONENT = 200
+
+
+def row_slices(rows: int, width: int, nbytes: int = 32 << 20) -> list[slice]:
+    """Slices of ``rows`` rows, each at most ``nbytes`` as float64 at ``width`` columns:
+    how the routes that meet a float32 matrix read it (one float64 block at a time)."""
+    step = max(1, nbytes // (8 * max(width, 1)))
+    return [slice(i, min(rows, i + step)) for i in range(0, rows, step)]
+
+
+def all_finite(a: np.ndarray) -> bool:
+    """Whether every entry of the float array ``a`` is finite, in one pass and no
+    full-size temporary when it is (a finite sum proves it; inf − inf and NaN propagate)."""
+    if a.size == 0:
+        return True
+    if all(s == 0 for s in a.strides):  # a broadcast placeholder: one value
+        return bool(np.isfinite(a.flat[0]))
+    with np.errstate(over="ignore", invalid="ignore"):
+        if np.isfinite(np.add.reduce(a, axis=None)):
+            return True
+    step = max(1, (1 << 22) // max(1, a.shape[-1] if a.ndim else 1))
+    flat = a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(1, -1)
+    return all(bool(np.isfinite(flat[k:k + step]).all()) for k in range(0, flat.shape[0], step))
 
 
 def gamma(k: int, unit: float = UNIT_ROUNDOFF) -> float:
@@ -70,8 +95,16 @@ def magnitudes_ok(*arrays: np.ndarray) -> bool:
     Outside the range a rigorous routine proves nothing; the index-set search first
     rescales by exact powers of two (:func:`rescaled`)."""
     lo, hi = 2.0**-SAFE_EXPONENT, 2.0**SAFE_EXPONENT
+    seen: set[int] = set()
     for a in arrays:
+        if id(a) in seen:  # the same array twice (a witness sharing W_down with f)
+            continue
+        seen.add(id(a))
         a = np.atleast_2d(np.asarray(a))
+        if a.dtype.kind == "f" and a.dtype.itemsize <= 4:  # every finite float32 lies in [2^-149, 2^128]
+            if not all_finite(a):
+                return False
+            continue
         a = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a
         step = max(1, (1 << 20) // max(1, a.shape[1]))
         for k in range(0, a.shape[0], step):  # row blocks (views, also of a transposed array):
@@ -86,16 +119,19 @@ def magnitudes_ok(*arrays: np.ndarray) -> bool:
     return True
 
 
-def rescaled(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def rescaled(U: np.ndarray, D: np.ndarray, T: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """``U, D, T`` rescaled by exact powers of two into the range of :func:`magnitudes_ok`
     when they are outside it and the rescaling loses no bit; else unchanged.
 
     Unit i's row of U is multiplied by 2^c_i and its column of D by 2^-c_i (so each product
     D_ji U_ik is unchanged; c_i balances the two), then all of U by 2^-a, all of D by
     2^-b and T by 2^-(a+b): every ‖D[:,S]U[S,:] − T‖_F / ‖T‖_F is unchanged, exactly.  A dual
-    matrix Y for the rescaled problem is one for the original (⟨Y, ·⟩ scales by 2^-(a+b))."""
-    if magnitudes_ok(U, D, T):
+    matrix Y for the rescaled problem is one for the original (⟨Y, ·⟩ scales by 2^-(a+b)).
+    ``T = None`` stands for ``−I`` (kept so when no rescaling is needed)."""
+    if magnitudes_ok(U, D) if T is None else magnitudes_ok(U, D, T):
         return U, D, T
+    if T is None:
+        T = -np.eye(D.shape[0])
 
     def exponent(x: np.ndarray) -> np.ndarray:
         return np.frexp(x)[1].astype(np.int64)  # x = f·2^e with f in [0.5, 1); e = 0 for 0
@@ -113,12 +149,38 @@ def rescaled(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, n
     return (U2, D2, T2) if exact else (U, D, T)
 
 
-def relative_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray, S: Iterable[int]) -> float:
-    """The float64 relative residual ``‖D[:,S]U[S,:] − T‖_F / ‖T‖_F`` that ``found`` means."""
+def relative_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: Iterable[int]) -> float:
+    """The float64 relative residual ``‖D[:,S]U[S,:] − T‖_F / ‖T‖_F`` that ``found`` means
+    (``T = None``: ``−I``).
+
+    Float32 ``U`` or ``D`` (large layers kept in their storage type) are read in float64
+    tiles of at most 32 MiB each: the products are float64 products, never float32 ones."""
     idx = np.asarray(sorted(S), dtype=np.intp)
+    d_out, d_in = D.shape[0], U.shape[1]
     with np.errstate(over="ignore", invalid="ignore"):  # out of float range: nan, never ≤ tol
-        R = D[:, idx] @ U[idx, :] - T
-        return float(np.linalg.norm(R) / np.linalg.norm(T))
+        t_norm = math.sqrt(d_out) if T is None else np.linalg.norm(T)
+        if U.dtype == np.float64 and D.dtype == np.float64:
+            R = D[:, idx] @ U[idx, :]
+            if T is None:
+                R[np.diag_indices(d_out)] += 1.0
+            else:
+                R -= T
+            return float(np.linalg.norm(R) / t_norm)
+        width = max(1, idx.size)
+        sq = 0.0
+        for cols in row_slices(d_in, width):
+            Us = U[idx, cols].astype(np.float64)
+            for rows in row_slices(d_out, width):
+                R = D[rows][:, idx].astype(np.float64) @ Us
+                if T is None:
+                    lo, hi = max(rows.start, cols.start), min(rows.stop, cols.stop)
+                    if lo < hi:
+                        k = np.arange(lo, hi)
+                        R[k - rows.start, k - cols.start] += 1.0
+                else:
+                    R -= T[rows, cols]
+                sq += float(np.einsum("ij,ij->", R, R))
+        return float(math.sqrt(sq) / t_norm)
 
 
 def _fractions(A: np.ndarray) -> list[list[Fraction]]:

@@ -161,5 +161,5 @@ def test_bad_inputs_through_a_subprocess_have_no_traceback(tmp_path: Path, name:
 
 def test_memory_cap_refuses_absurd_sizes(tmp_path: Path) -> None:
     p = _write(tmp_path / "big.npz", W_up=np.zeros((400, 300)), W_down=np.zeros((300, 400)), activation=np.array("relu"))
-    with pytest.raises(InvalidInput, match="GiB as float64, more than"):
+    with pytest.raises(InvalidInput, match="GiB once loaded, more than"):
         load_npz(p, max_bytes=100_000)

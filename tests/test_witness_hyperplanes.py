@@ -160,7 +160,7 @@ def test_points_lie_exactly_on_their_hyperplanes(d: int, n: int, seed: int, bias
     """Every point built for a hyperplane satisfies r·x + β = 0 in exact rational arithmetic
     (independently recomputed here with Fractions), at every scale; intersection points lie
     on both of their hyperplanes; and the float pre-activation seen by σ there is exactly 0."""
-    from absorb.engine.witness import _hyperplane_points, _pre_activations
+    from absorb.engine.witness import _fix_near_zero, _hyperplane_points, _norms
 
     rng = np.random.default_rng(seed)
     R = rng.standard_normal((n, d)) * rng.choice([1e-3, 1.0, 1e3], size=(n, 1))
@@ -182,7 +182,10 @@ def test_points_lie_exactly_on_their_hyperplanes(d: int, n: int, seed: int, bias
             z = sum((Fraction(float(R[i, j])) * x[j] for j in range(d)), Fraction(0)) + (Fraction(float(b[i])) if bias else 0)
             hits[i] += z == 0
     assert all(hits[i] >= 3 for i in live), hits  # each hyperplane has its own three points, at least
-    Z, skipped = _pre_activations(blk, pts, [10_000])
+    X = pts.X
+    Z = X @ R.T + (b if bias else 0.0)
+    skipped = np.zeros(X.shape[0], dtype=bool)
+    _fix_near_zero(Z, R, b, X, _norms(X, 1), pts, [10_000], skipped)
     assert not skipped.any()
     for p in range(len(pts.rows)):
         x = exact_point(p)

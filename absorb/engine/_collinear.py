@@ -41,6 +41,7 @@ from typing import Literal
 import numpy as np
 
 from absorb._errors import InvalidInput
+from absorb.rigorous import all_finite, row_slices
 from absorb.rigorous import gamma as _gamma  # Higham's γ_k, the one rounding helper
 
 __all__ = ["cosine_error", "near_collinear_pairs", "max_abs_cosine", "zero_rows"]
@@ -55,14 +56,18 @@ def _check_matrix(U: object) -> np.ndarray:
     U = np.asarray(U)
     if U.ndim != 2 or U.dtype.kind != "f" or U.dtype.itemsize > 8:
         raise InvalidInput(f"W_up: expected a 2-d float16/32/64 array, got {U.dtype} of shape {U.shape}")
-    if not np.isfinite(U).all():
+    if not all_finite(U):
         raise InvalidInput("W_up: has non-finite entries; the direction of such a row is undefined")
     return U
 
 
+def _live(U: np.ndarray) -> np.ndarray:
+    """Indices of the nonzero rows of U (read in row blocks: no full-size temporary)."""
+    return np.flatnonzero(np.concatenate([np.any(U[sl] != 0, axis=1) for sl in row_slices(U.shape[0], U.shape[1])]))
+
+
 def _row_blocks(n: int, d: int, nbytes: int = 32 << 20) -> list[tuple[int, int]]:
-    step = max(1, nbytes // (8 * max(d, 1)))
-    return [(i, min(n, i + step)) for i in range(0, n, step)]
+    return [(sl.start, sl.stop) for sl in row_slices(n, d, nbytes)]
 
 
 def _normalised_block(U: np.ndarray, i0: int, i1: int) -> np.ndarray:
@@ -82,7 +87,9 @@ def zero_rows(U: np.ndarray) -> list[int]:
     """Indices of the all-zero rows of ``U`` (dead units: they have no direction, so they
     never appear in :func:`near_collinear_pairs`)."""
     U = _check_matrix(U)
-    return [int(i) for i in np.flatnonzero(~np.any(U != 0, axis=1))]
+    live = np.zeros(U.shape[0], dtype=bool)
+    live[_live(U)] = True
+    return [int(i) for i in np.flatnonzero(~live)]
 
 
 def _exact_ints(x: np.ndarray) -> list[int]:
@@ -171,7 +178,7 @@ def near_collinear_pairs(
     n, d = U.shape
     c = 1.0 - float(tau)
     margin = cosine_error(d)
-    live = np.flatnonzero(np.any(U != 0, axis=1))
+    live = _live(U)
     if live.size < 2:
         return []
     if method == "exact" or (method == "auto" and n <= exact_max_n):
@@ -189,7 +196,7 @@ def near_collinear_pairs(
 def _exact_candidates(U: np.ndarray, live: np.ndarray, thr: float) -> tuple[np.ndarray, np.ndarray]:
     """Pairs (i<j) of live rows whose blocked-Gram |cos| ≥ thr."""
     n, d = U.shape
-    Ul = U[live]
+    Ul = U if live.size == U.shape[0] else U[live]  # no copy when every row is live
     blocks = _row_blocks(live.size, d, 16 << 20)
     norm = [_normalised_block(Ul, a, b) for a, b in blocks]
     Is, Js = [], []
@@ -219,7 +226,7 @@ def _screen_candidates(U: np.ndarray, live: np.ndarray, tau: float,
     # ν ≥ ‖G‖₂² ≤ ‖GᵀG‖₂ ≤ 1 + ‖GᵀG − I‖_F (+ its rounding error)
     nu = 1.0 + float(np.linalg.norm(Gt.T @ Gt - np.eye(m))) + 4 * _gamma(d + m)
     Z = np.empty((live.size, m))
-    Ul = U[live]
+    Ul = U if live.size == U.shape[0] else U[live]  # no copy when every row is live
     for a, b in _row_blocks(live.size, d):
         Z[a:b] = _normalised_block(Ul, a, b) @ Gt
     err = 16.0 * _gamma(d + m + 8) * nu
@@ -258,10 +265,10 @@ def max_abs_cosine(U: np.ndarray) -> float:
     (error below :func:`cosine_error`)."""
     U = _check_matrix(U)
     n, d = U.shape
-    live = np.flatnonzero(np.any(U != 0, axis=1))
+    live = _live(U)
     if live.size < 2:
         return math.nan
-    Ul = U[live]
+    Ul = U if live.size == U.shape[0] else U[live]  # no copy when every row is live
     blocks = _row_blocks(live.size, d, 16 << 20)
     norm = [_normalised_block(Ul, a, b) for a, b in blocks]
     best = 0.0

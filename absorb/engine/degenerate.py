@@ -524,6 +524,7 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
     Covers d = 1, zero rows or columns, collinear and antipodal rows, duplicated units and any
     skip M (singular too). ``absorbable`` carries a checked witness of exactly ``width`` units;
     ``not_absorbable`` carries the exact minimum width or the proof that it exceeds ``width``."""
+    block = block.float64()  # exact rationals and float64 products below
     N = block.n if width is None else int(width)
     why = _unsupported(block)
     if why is not None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from absorb._validate import float64_rows
 from absorb.engine._collinear import cosine_error, max_abs_cosine, near_collinear_pairs
 from absorb.engine.verdict import Hypothesis
 from absorb.model.block import Block
+from absorb.rigorous import row_slices
 
 COLLINEAR_TAU = 1e-10
 """Rows with |cos| ≥ 1 − τ count as collinear (conservatively degenerate).
@@ -26,8 +28,22 @@ _EXACT_COSINE_MAX_N = 4096
 
 
 def _norms(A: np.ndarray, axis: int) -> np.ndarray:
-    """2-norms along ``axis`` without overflow or underflow in the squares (scaled by the
-    max-abs first; a norm past the float range is inf, silently)."""
+    """2-norms along ``axis`` of a 2-D ``A`` without overflow or underflow in the squares
+    (scaled by the max-abs first; a norm past the float range is inf, silently), in float64,
+    over blocks of the other axis (a float32 ``A`` is never copied whole)."""
+    A = np.asarray(A)
+    if A.ndim != 2:
+        return _norms_f64(np.asarray(A, dtype=np.float64), axis)
+    if A.dtype == np.float32:  # squares of float32 values neither over- nor underflow in float64: one pass
+        if axis == 1:
+            return np.sqrt(np.concatenate([np.einsum("ij,ij->i", Ab, Ab) for _sl, Ab in float64_rows(A)] or [np.zeros(0)]))
+        return np.sqrt(sum((np.einsum("ij,ij->j", Ab, Ab) for _sl, Ab in float64_rows(A)), np.zeros(A.shape[1])))
+    if axis == 1:
+        return np.concatenate([_norms_f64(Ab, 1) for _sl, Ab in float64_rows(A)] or [np.zeros(0)])
+    return np.concatenate([_norms_f64(Ab, 1) for _sl, Ab in float64_rows(A.T)] or [np.zeros(0)])
+
+
+def _norms_f64(A: np.ndarray, axis: int) -> np.ndarray:
     s = np.max(np.abs(A), axis=axis, keepdims=True, initial=0.0)
     s = np.where(s == 0, 1.0, s)
     with np.errstate(over="ignore"):
@@ -35,6 +51,8 @@ def _norms(A: np.ndarray, axis: int) -> np.ndarray:
 
 
 def skip_nonzero(block: Block) -> Hypothesis:
+    if block.skip is None:  # the identity: no d×d matrix needed
+        return Hypothesis("skip_nonzero", True, "the skip matrix M is nonzero", {"nonzero_entries": block.d, "fro_norm": float(np.sqrt(block.d))})
     M = block.M
     nz = int(np.count_nonzero(M))
     return Hypothesis("skip_nonzero", nz > 0, "the skip matrix M is nonzero" if nz else "the skip matrix M is zero",
@@ -78,8 +96,8 @@ def nondegenerate(block: Block, *, tau: float = COLLINEAR_TAU) -> tuple[Hypothes
     W_up pairwise non-collinear (|cos| < 1 − tau)."""
     U, D = block.W_up, block.W_down
     tau = max(tau, 8 * (block.d + 2) * _EPS)
-    zero_rows = np.flatnonzero(~np.any(U != 0, axis=1))
-    zero_cols = np.flatnonzero(~np.any(D != 0, axis=0))
+    zero_rows = np.flatnonzero(~np.concatenate([np.any(U[sl] != 0, axis=1) for sl in row_slices(block.n, block.d)]))
+    zero_cols = np.flatnonzero(~np.concatenate([np.any(D[:, sl] != 0, axis=0) for sl in row_slices(block.n, block.d)]))
     rows = Hypothesis("rows_nonzero", zero_rows.size == 0,
                       "every row of W_up is nonzero" if zero_rows.size == 0 else f"rows {_few(zero_rows)} of W_up are zero",
                       {"zero_rows": zero_rows.tolist()[:20], "min_row_norm": float(_norms(U, 1).min(initial=np.inf))})

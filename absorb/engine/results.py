@@ -204,7 +204,7 @@ RESULTS: tuple[Handler, ...] = (trivial, degree, linearization, parity, bounded,
 def decide_linear(ctx: Ctx, c: Fraction) -> BlockDecision:
     """σ(z) = c·z: f(x) = A x + b with A = M + c·D U. A residual-free block realises exactly
     the affine maps whose linear part has rank ≤ n, so absorbable iff rank A ≤ n."""
-    block, tol, seed = ctx.block, ctx.tol, ctx.seed
+    block, tol, seed = ctx.block.float64(), ctx.tol, ctx.seed  # D @ U below: never in float32
     d, n = block.d, block.n
     U, D, M = block.W_up, block.W_down, block.M
     cf = float(c)
@@ -334,7 +334,7 @@ class _IndexSet:
             return self._skeleton_without_search(sk)
         c = self.c_flip if self.c_flip is not None else sk.c  # type: ignore[union-attr]
         blk = self.block
-        T = -blk.M / float(c)
+        T = None if blk.skip is None and c == 1 else -blk.M / float(c)  # None: −I, without a d×d array
         res = find_index_set(blk.W_up, blk.W_down, T, tol=ctx.tol, timeout=ctx.timeout, method=ctx.method, seed=ctx.seed,
                              progress=ctx.search_progress)
         if res.status is SearchStatus.FOUND:
@@ -360,7 +360,8 @@ class _IndexSet:
             return self._necessity(None, f"Unknown: an index set S (|S| = {len(res.S)}) has (a + 2b)·W_down[:,S] W_up[S,:] = −M for "
                                    f"the skeleton σ∞ = {self.skeleton.describe()}, so the skeleton argument proves nothing, and σ "
                                    f"has no flip identity to build a residual-free block from S ({self.flip.statement}).", res)
-        w, ok = check_flip_witness(blk, res.S, c, tol=ctx.tol, seed=ctx.seed)
+        # res.residual: find_index_set recomputed it from blk.W_up, blk.W_down and T = −M/c
+        w, ok = check_flip_witness(blk, res.S, c, tol=ctx.tol, seed=ctx.seed, residual=res.residual)
         if ok:
             return ctx.done(Verdict.ABSORBABLE, Theorem.INDEX_SET,
                             f"Index set found (|S| = {len(res.S)}) with W_down[:,S] W_up[S,:] = {'-M' if c == 1 else f'-M/c (c = {c})'} "

@@ -32,11 +32,12 @@ from fractions import Fraction
 
 import numpy as np
 
+from absorb._validate import xwt
 from absorb.engine.hypotheses import _norms
 from absorb.engine.verdict import Witness
 from absorb.model.block import Block, Stack
 from absorb.rigorous import gamma as _gamma
-from absorb.rigorous import magnitudes_ok, relative_residual
+from absorb.rigorous import magnitudes_ok, relative_residual, row_slices
 
 _SCALES = (1e-2, 1.0, 1e2)
 _EXACT_MAX_WORK = 200_000  # |S|·d² multiply-adds in Fractions
@@ -64,7 +65,7 @@ def flip_block(block: Block, S: tuple[int, ...], c: Fraction) -> Block:
             b_up[idx] *= -1
         new = dict(W_up=W_up, b_up=b_up)
     if block.b_up is not None and idx.size:
-        shift = cf * (D[:, idx] @ block.b_up[idx])
+        shift = cf * xwt(block.b_up[idx][None, :], D[:, idx])[0]
         new["b_down"] = shift if block.b_down is None else block.b_down + shift
     return block.replace(**new, skip=np.zeros((block.d, block.d)), name=block.name + "'")
 
@@ -121,21 +122,53 @@ def _unit_parts(b: Block) -> list[np.ndarray]:
     return parts + [(z if v is None else v)[:, None] for v in (b.b_up, b.b_gate)]
 
 
+_PROBES = 16
+"""Coordinates per array read by the cheap keys below (equal rows ⇒ equal keys; rows that
+share a key are then compared in full, so the keys decide nothing on their own)."""
+
+
+def _probe(width: int) -> np.ndarray:
+    return np.unique(np.linspace(0, max(width - 1, 0), min(width, _PROBES)).astype(np.intp))
+
+
+def _chunks(idx: np.ndarray, width: int) -> list[np.ndarray]:
+    return [idx[sl] for sl in row_slices(idx.size, width)]
+
+
 def _unit_keys(b: Block, idx: np.ndarray) -> list[bytes]:
-    """One byte string per listed hidden unit: equal keys ⇔ identical units."""
-    if idx.size == 0:
-        return []
-    rows = np.ascontiguousarray(np.hstack([np.asarray(p[idx], dtype=np.float64) + 0.0 for p in _unit_parts(b)]))  # −0 → 0
+    """A cheap key per listed hidden unit (a few coordinates of each per-unit array)."""
+    idx = np.asarray(idx, dtype=np.intp)
+    cols = [np.asarray(p[:, _probe(p.shape[1])][idx], dtype=np.float64) + 0.0 for p in _unit_parts(b)]  # −0 → 0
+    rows = np.ascontiguousarray(np.hstack(cols)) if cols else np.zeros((idx.size, 0))
     return [r.tobytes() for r in rows]
 
 
-def _line_keys(R: np.ndarray, b: np.ndarray | None) -> list[bytes]:
-    """Hyperplane ``{x : r·x + β = 0}`` up to sign: (r, β) with the first nonzero of r positive."""
-    Rb = np.hstack([R, np.zeros((R.shape[0], 1)) if b is None else b[:, None]]).astype(np.float64)
-    first = np.argmax(R != 0, axis=1)
-    sign = np.where(R[np.arange(R.shape[0]), first] < 0, -1.0, 1.0)
-    Rb = np.ascontiguousarray(Rb * sign[:, None] + 0.0)
-    return [r.tobytes() for r in Rb]
+def _same_unit(f: Block, i: int, g: Block, j: int) -> bool:
+    """Unit i of f and unit j of g are identical (every per-unit array, in full)."""
+    return all(np.array_equal(a[i], c[j]) for a, c in zip(_unit_parts(f), _unit_parts(g)))
+
+
+def _plane(r: np.ndarray, beta: float) -> np.ndarray:
+    """The hyperplane ``{x : r·x + β = 0}`` up to sign: (r, β) in float64 with the first
+    nonzero of r positive (−0 → 0)."""
+    v = np.append(np.asarray(r, dtype=np.float64), float(beta))
+    nz = np.flatnonzero(v[:-1])
+    return (v if nz.size == 0 or v[nz[0]] > 0 else -v) + 0.0
+
+
+def _line_keys(R: np.ndarray, b: np.ndarray | None, idx: np.ndarray) -> list[bytes]:
+    """A cheap key per listed row: a few coordinates of :func:`_plane` (sign from the first nonzero)."""
+    idx = np.asarray(idx, dtype=np.intp)
+    out: list[bytes] = []
+    cols = _probe(R.shape[1])
+    for c in _chunks(idx, R.shape[1]):
+        Rc = R[c]
+        first = np.argmax(Rc != 0, axis=1)
+        sign = np.where(Rc[np.arange(c.size), first] < 0, -1.0, 1.0)
+        beta = np.zeros(c.size) if b is None else b[c]
+        keys = np.hstack([np.asarray(Rc[:, cols], dtype=np.float64), beta[:, None]]) * sign[:, None] + 0.0
+        out += [k.tobytes() for k in np.ascontiguousarray(keys)]
+    return out
 
 
 def _difference_units(f: Block, g: Block) -> tuple[list[int], list[int]] | None:
@@ -147,7 +180,8 @@ def _difference_units(f: Block, g: Block) -> tuple[list[int], list[int]] | None:
     if same.size:
         same[:] = True
         for a, c in zip(_unit_parts(f), _unit_parts(g)):
-            same &= np.all(a[: same.size] == c[: same.size], axis=1)
+            for sl in row_slices(same.size, a.shape[1]):
+                same[sl] &= np.all(a[sl] == c[sl], axis=1)
     rest_f = np.setdiff1d(np.arange(f.n), np.flatnonzero(same))
     rest_g = np.setdiff1d(np.arange(g.n), np.flatnonzero(same))
     pool: dict[bytes, list[int]] = {}
@@ -155,10 +189,12 @@ def _difference_units(f: Block, g: Block) -> tuple[list[int], list[int]] | None:
         pool.setdefault(k, []).append(i)
     left_f = []
     for i, k in zip(rest_f.tolist(), _unit_keys(f, rest_f)):
-        if pool.get(k):
-            pool[k].pop()
-        else:
+        cand = pool.get(k, [])
+        hit = next((t for t in range(len(cand) - 1, -1, -1) if _same_unit(f, i, g, cand[t])), None)
+        if hit is None:
             left_f.append(i)
+        else:
+            cand.pop(hit)
     left_g = sorted(i for v in pool.values() for i in v)
     return left_f, left_g
 
@@ -203,15 +239,15 @@ def _exact_pre(v: np.ndarray, beta: float, x: np.ndarray, extra: dict[int, Fract
 class _Points:
     """Points on hyperplanes: float coordinates ``X`` (k×d); point p is exactly ``X[p]``
     except at the coordinates of ``extra[p]`` (exact rationals, rounded in ``X``);
-    ``source[p]`` is the line key of a hyperplane p lies on (None: none known)."""
+    ``source[p]`` is a hyperplane p lies on, as :func:`_plane` (None: none known)."""
 
     def __init__(self, d: int) -> None:
         self.d = d
         self.rows: list[np.ndarray] = []
         self.extra: list[dict[int, Fraction]] = []
-        self.source: list[bytes | None] = []
+        self.source: list[np.ndarray | None] = []
 
-    def add(self, x: np.ndarray, extra: dict[int, Fraction] | None = None, source: bytes | None = None) -> None:
+    def add(self, x: np.ndarray, extra: dict[int, Fraction] | None = None, source: np.ndarray | None = None) -> None:
         x = np.array(x, dtype=np.float64)
         extra = dict(extra or {})
         for j, t in extra.items():
@@ -222,10 +258,13 @@ class _Points:
 
     @property
     def X(self) -> np.ndarray:
-        return np.array(self.rows).reshape(len(self.rows), self.d)
+        key = (id(self.rows), len(self.rows))
+        if getattr(self, "_key", None) != key:  # built once per set of rows
+            self._X, self._key = np.array(self.rows).reshape(len(self.rows), self.d), key
+        return self._X
 
 
-def _on_hyperplanes(R: np.ndarray, b: np.ndarray | None, keys: list[bytes], pts: _Points, rng: np.random.Generator) -> None:
+def _on_hyperplanes(R: np.ndarray, b: np.ndarray | None, keys: list[np.ndarray], pts: _Points, rng: np.random.Generator) -> None:
     """Points exactly on each hyperplane ``r·x + β = 0`` (rows of R), at three scales.
 
     The homogeneous part pairs the coordinates, y_j = c·r_k, y_k = −c·r_j (c = ±1, ±2, ±½),
@@ -291,50 +330,59 @@ def _hyperplane_points(fb: Block, gb: Block, units: tuple[list[int], list[int]] 
     cancel in f − g when the blocks compare unit by unit), a few intersections, and 0."""
     rng = np.random.default_rng(seed + 7919)
     pts = _Points(fb.d)
-    rows: dict[bytes, tuple[np.ndarray, float]] = {}
+    planes: list[tuple[np.ndarray, np.ndarray | None, int]] = []  # distinct hyperplanes: (rows, biases, row)
+    by_key: dict[bytes, list[int]] = {}
+
+    def plane(t: int) -> np.ndarray:
+        R_, b_, i_ = planes[t]
+        return _plane(R_[i_], 0.0 if b_ is None else b_[i_])
+
     for blk, keep in ((fb, None if units is None else units[0]), (gb, None if units is None else units[1])):
         R, b = _kink_rows(blk)
         idx = np.arange(blk.n) if keep is None else np.asarray(keep, dtype=int)
-        idx = idx[np.any(R[idx] != 0, axis=1)] if idx.size else idx
+        idx = np.concatenate([c[np.any(R[c] != 0, axis=1)] for c in _chunks(idx, R.shape[1])] or [idx])
         if idx.size == 0:
             continue
-        keys = _line_keys(R[idx], None if b is None else b[idx])
-        for i, k in zip(idx.tolist(), keys):
-            rows.setdefault(k, (R[i], 0.0 if b is None else float(b[i])))
+        for i, k in zip(idx.tolist(), _line_keys(R, b, idx)):
+            same = by_key.setdefault(k, [])
+            if same and any(np.array_equal(plane(t), _plane(R[i], 0.0 if b is None else b[i])) for t in same):
+                continue
+            same.append(len(planes))
+            planes.append((R, b, i))
     pts.add(np.zeros(fb.d))
-    if rows:
-        keys = list(rows)
-        if len(keys) > _HYPERPLANES:
-            keys = [keys[i] for i in sorted(rng.choice(len(keys), _HYPERPLANES, replace=False).tolist())]
-        R = np.array([rows[k][0] for k in keys])
-        bv = np.array([rows[k][1] for k in keys])
+    if planes:
+        pick = list(range(len(planes)))
+        if len(pick) > _HYPERPLANES:
+            pick = sorted(rng.choice(len(pick), _HYPERPLANES, replace=False).tolist())
+        chosen = [plane(t) for t in pick]
+        R = np.array([planes[t][0][planes[t][2]] for t in pick], dtype=np.float64)
+        bv = np.array([0.0 if planes[t][1] is None else float(planes[t][1][planes[t][2]]) for t in pick])
         bias = None if not np.any(bv) else bv
-        _on_hyperplanes(R, bias, keys, pts, rng)
+        _on_hyperplanes(R, bias, chosen, pts, rng)
         _intersections(R, bias, pts, _INTERSECTIONS)
     return pts
 
 
-def _pre_activations(blk: Block, pts: _Points, budget: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """The kink rows' pre-activations at the points, with every entry that rounding could
-    move across 0 replaced by its exact value's sign-faithful float; and a mask of points
-    skipped because the exact budget ran out."""
-    R, b = _kink_rows(blk)
-    X = pts.X
-    Z = X @ R.T
-    if b is not None:
-        Z = Z + b
+def _fix_near_zero(Z: np.ndarray, R: np.ndarray, b: np.ndarray | None, X: np.ndarray, nx: np.ndarray, pts: _Points,
+                   budget: list[int], skipped: np.ndarray) -> None:
+    """In the pre-activations ``Z = X Rᵀ + b`` of some kink rows R (float64), replace every
+    entry that rounding could move across 0 by its exact value's sign-faithful float; mark
+    the points skipped because the exact budget ran out."""
+    d = X.shape[1]
     # |fl(r·x + β) − (r·x + β)| ≤ γ_{d+1} (Σ|r_j||x_j| + |β|) (the rounding of a rational
     # coordinate in X included), and Σ|r_j||x_j| ≤ ‖r‖‖x‖: a cheap O(k + n) bound
-    nx, nr = _norms(X, 1), _norms(R, 1)
-    bound = 2.0 * _gamma(blk.d + 2) * (np.outer(nx, nr) + (0.0 if b is None else np.abs(b))) + blk.d * 2.0**-1060
-    lines = _line_keys(R, b)
-    skipped = np.zeros(X.shape[0], dtype=bool)
+    # ‖r‖ by a plain sum of squares: evaluation_error only gets here with every weight in
+    # [2^-SAFE_EXPONENT, 2^SAFE_EXPONENT] (nothing over- or underflows), and its relative
+    # error (≤ γ_d) is covered many times by the factor 2
+    nr = np.sqrt(np.einsum("ij,ij->i", R, R))
+    bound = 2.0 * _gamma(d + 2) * (np.outer(nx, nr) + (0.0 if b is None else np.abs(b))) + d * 2.0**-1060
     P, I = np.nonzero(np.abs(Z) <= bound)
+    del bound
     for p in np.unique(P).tolist():
         rows = I[P == p]
-        src_key = pts.source[p]
-        if src_key is not None:  # built on this very hyperplane: exactly zero
-            on = np.array([lines[i] == src_key for i in rows.tolist()], dtype=bool)
+        src = pts.source[p]
+        if src is not None:  # built on this very hyperplane: exactly zero
+            on = np.array([np.array_equal(_plane(R[i], 0.0 if b is None else b[i]), src) for i in rows.tolist()], dtype=bool)
             Z[p, rows[on]] = 0.0
             rows = rows[~on]
         supp = np.flatnonzero(X[p])
@@ -347,40 +395,76 @@ def _pre_activations(blk: Block, pts: _Points, budget: list[int]) -> tuple[np.nd
             z = _exact_pre(R[i], 0.0 if b is None else float(b[i]), X[p], pts.extra[p])
             zf = float(z)
             Z[p, i] = 0.0 if z == 0 else (zf if zf != 0 else math.copysign(5e-324, z))
-    return Z, skipped
 
 
-def _eval_block_at(blk: Block, pts: _Points, budget: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``f(x)`` at the exact points: σ (or the gate) sees each pre-activation on the right
-    side of 0, exactly 0 on its hyperplane; the rest is evaluated in float64 at ``X``."""
+def _unit_sums(blk: Block, pts: _Points, budget: list[int], units: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``Σ_i w_i h_i(x)`` over the hidden units ``units`` (all when None) at the exact points —
+    σ (or the gate) sees each pre-activation on the right side of 0, exactly 0 on its
+    hyperplane; the rest is float64 at ``X`` — with ``Σ_i |w_i||h_i(x)|`` at the points near 0
+    and the mask of points skipped. One pass over those units' weights (:meth:`Block.unit_blocks`)."""
     X = pts.X
-    Z, skipped = _pre_activations(blk, pts, budget)
-    if blk.gated:
-        V = X @ blk.W_up.T
-        if blk.b_up is not None:
-            V = V + blk.b_up
-        H = blk.activation(Z) * V
-    else:
-        H = blk.activation(Z)
-    out = H @ blk.W_down.T
+    nx = _norms(X, 1)
+    small = np.abs(X).max(axis=1, initial=0.0) < _SMALL_X
+    skipped = np.zeros(X.shape[0], dtype=bool)
+    out = np.zeros((X.shape[0], blk.d))
+    size_small = np.zeros((int(small.sum()), blk.d))
+    b_kink = blk.b_gate if blk.gated else blk.b_up
+    if units is not None and len(units) == 0:
+        return out, size_small, skipped
+    for idx, W_up, W_gate, W_down in blk.unit_blocks(units):
+        R = W_gate if blk.gated else W_up
+        bk = None if b_kink is None else b_kink[idx]
+        Z = X @ R.T
+        if bk is not None:
+            Z = Z + bk
+        _fix_near_zero(Z, R, bk, X, nx, pts, budget, skipped)
+        if blk.gated:
+            V = X @ W_up.T
+            if blk.b_up is not None:
+                V = V + blk.b_up[idx]
+            H = blk.activation(Z) * V
+        else:
+            H = blk.activation(Z)
+        del Z
+        out += H @ W_down.T
+        if small.any():
+            size_small += np.abs(H[small]) @ np.abs(W_down).T
+    return out, size_small, skipped
+
+
+def _eval_block_at(blk: Block, pts: _Points, budget: list[int], units: np.ndarray | None = None,
+                   common: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``f(x)`` at the exact points (:func:`_unit_sums`), the skipped-point mask, and the
+    size of the summed terms. ``units`` and ``common``: only those units are evaluated here,
+    the rest is ``common`` (:func:`_unit_sums` of units identical in the block compared with)."""
+    X = pts.X
+    out, size_small, skipped = _unit_sums(blk, pts, budget, units)
+    if common is not None:
+        out += common[0]
+        size_small += common[1]
+        skipped |= common[2]
+    small = np.abs(X).max(axis=1, initial=0.0) < _SMALL_X  # elsewhere |x| is the scale, as for random inputs
     lin = X if blk.skip is None else X @ blk.skip.T
     size = np.zeros_like(out)
-    small = np.abs(X).max(axis=1, initial=0.0) < _SMALL_X  # elsewhere |x| is the scale, as for random inputs
     if small.any():
-        size[small] = np.abs(H[small]) @ np.abs(blk.W_down).T + np.abs(lin[small])
+        size[small] = size_small + np.abs(lin[small])
     if blk.b_down is not None:
         out = out + blk.b_down
         size = size + np.abs(blk.b_down)
     return lin + out, skipped, size
 
 
-def _eval_at(obj: object, pts: _Points, budget: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _eval_at(obj: object, pts: _Points, budget: list[int], units: np.ndarray | None = None,
+             common: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """f at the points, the skipped-point mask, and the size of the summed terms (|M x| +
     |W_down|·|hidden| + |b_down| of the first block: the scale of the rounding of f (and of
-    g), which at x = 0 is the only scale there is)."""
+    g), which at x = 0 is the only scale there is). ``units``, ``common``: of the first
+    block, as in :func:`_eval_block_at`."""
     blocks = _blocks_of(obj)
     assert blocks is not None
-    Y, skipped, size = _eval_block_at(blocks[0], pts, budget)
+    Y, skipped, size = _eval_block_at(blocks[0], pts, budget, units, common)
     for blk in blocks[1:]:
         Y = blk(Y)
     return Y, skipped, size
@@ -410,25 +494,43 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
             return (0.0, 0) if same else (math.inf, 0)
     rng = np.random.default_rng(seed)
     worst, count = 0.0, 0
+    randoms = [rng.standard_normal((m, d)) * scale for scale in _SCALES]
     with np.errstate(all="ignore"):
-        for scale in _SCALES:
-            X = rng.standard_normal((m, d)) * scale
-            e = _rel_errors(X, f(X), g(X))
-            worst, count = max(worst, float(e.max())), count + m
-        if fb is not None and gb is not None and fb[0].d == gb[0].d == d:
-            units = _difference_units(fb[0], gb[0]) if len(fb) == len(gb) == 1 else None
-            pts = _hyperplane_points(fb[0], gb[0], units, seed)
-            budget = [_EXACT_ENTRIES]
-            step = max(1, (1 << 22) // max(1, max(b.n for b in fb + gb)))
-            for a in range(0, len(pts.rows), step):
-                sub = _Points(d)
-                sub.rows, sub.extra, sub.source = pts.rows[a:a + step], pts.extra[a:a + step], pts.source[a:a + step]
-                fx, s1, size = _eval_at(f, sub, budget)
-                gx, s2, gsize = _eval_at(g, sub, budget)
-                keep = ~(s1 | s2)
-                if keep.any():
-                    e = _rel_errors(sub.X[keep], fx[keep], gx[keep], np.maximum(size, gsize)[keep])
-                    worst, count = max(worst, float(e.max())), count + int(keep.sum())
+        if not (fb is not None and gb is not None and fb[0].d == gb[0].d == d):
+            for X in randoms:
+                e = _rel_errors(X, f(X), g(X))
+                worst, count = max(worst, float(e.max())), count + m
+            return worst, count
+        # One pass over the weights for all inputs: the random ones first (no hyperplane
+        # source, no size term), then the points on the hyperplanes.
+        units = _difference_units(fb[0], gb[0]) if len(fb) == len(gb) == 1 else None
+        pts = _Points(d)
+        for X in randoms:
+            for x in X:
+                pts.add(x)
+        first = len(pts.rows)
+        hp = _hyperplane_points(fb[0], gb[0], units, seed)
+        pts.rows += hp.rows
+        pts.extra += hp.extra
+        pts.source += hp.source
+        budget = [_EXACT_ENTRIES]
+        # Units identical in f and g contribute the same at every point: their sum is
+        # evaluated once (from f's units) and added to both.
+        shared = None if units is None else np.setdiff1d(np.arange(fb[0].n), units[0])
+        left_f, left_g = (None, None) if units is None else (np.asarray(units[0], dtype=np.intp), np.asarray(units[1], dtype=np.intp))
+        step = max(1, (1 << 22) // d)  # points per pass: out, |x| and the rest are (points × d)
+        for a in range(0, len(pts.rows), step):
+            sub = _Points(d)
+            sub.rows, sub.extra, sub.source = pts.rows[a:a + step], pts.extra[a:a + step], pts.source[a:a + step]
+            common = None if shared is None else _unit_sums(fb[0], sub, budget, shared)
+            fx, s1, size = _eval_at(f, sub, budget, left_f, common)
+            gx, s2, gsize = _eval_at(g, sub, budget, left_g, common)
+            size = np.maximum(size, gsize)
+            size[: max(0, first - a)] = 0.0  # random inputs: |f(x)| + |x| is the scale
+            keep = ~(s1 | s2)
+            if keep.any():
+                e = _rel_errors(sub.X[keep], fx[keep], gx[keep], size[keep])
+                worst, count = max(worst, float(e.max())), count + int(keep.sum())
     return worst, count
 
 
@@ -437,11 +539,14 @@ def eval_threshold(tol: float, n: int) -> float:
     return 10.0 * tol + 1e3 * np.finfo(float).eps * np.sqrt(n + 1)
 
 
-def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: float, seed: int) -> tuple[Witness, bool]:
-    """Construct the flipped block for ``S`` and check it two independent ways."""
+def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: float, seed: int,
+                       residual: float | None = None) -> tuple[Witness, bool]:
+    """Construct the flipped block for ``S`` and check it two independent ways.
+
+    ``residual``: ``‖D_S U_S + M/c‖_F / ‖M/c‖_F`` when the caller has already recomputed it
+    from these very arrays (find_index_set's re-check of a found set), else computed here."""
     U = block.W_up
-    T = -block.M / float(c)
-    res = relative_residual(U, block.W_down, T, S)
+    res = relative_residual(U, block.W_down, -block.M / float(c), S) if residual is None else residual
     wblock = flip_block(block, S, c)
     err, m = evaluation_error(block, wblock, block.d, seed=seed)
     exact = exact_match(U, block.W_down, block.M, c, S)

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from absorb._errors import InvalidInput
+from absorb._validate import FLOAT32_MIN_ENTRIES
 from absorb.io._validate import BLOCK_KEYS, build_block, resolve_activation
 from absorb.model.block import Block, Stack
 
@@ -43,7 +44,11 @@ def _check_headers(path: Path, zf: zipfile.ZipFile, max_bytes: int) -> None:
                 reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
                 shape, _fortran, dtype = reader(fh)
                 header_len = fh.tell()
-        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        except zipfile.BadZipFile as exc:
+            if "CRC" in str(exc):
+                raise InvalidInput(f"{path}: member {info.filename!r} fails its CRC check; the file is corrupt") from None
+            raise InvalidInput(f"{path}: member {key!r} is not a valid .npy array ({exc}); re-save the file with numpy.savez") from None
+        except (ValueError, OSError, EOFError) as exc:
             raise InvalidInput(f"{path}: member {key!r} is not a valid .npy array ({exc}); re-save the file with numpy.savez") from None
         if dtype.hasobject:
             raise InvalidInput(f"{path}: key {key!r} is an object array; store plain numeric arrays (objects are never unpickled)")
@@ -51,9 +56,10 @@ def _check_headers(path: Path, zf: zipfile.ZipFile, max_bytes: int) -> None:
         need = count * dtype.itemsize
         if header_len + need > info.file_size:
             raise InvalidInput(f"{path}: key {key!r} promises shape {shape} ({need} bytes) but holds only {info.file_size - header_len}; the file is truncated or corrupt")
-        total += count * 8  # held as float64 once loaded
+        kept32 = dtype.name in ("float32", "float16", "bfloat16") and len(shape) == 2 and count >= FLOAT32_MIN_ENTRIES
+        total += count * (4 if kept32 else 8)  # as held once loaded (large float32 matrices stay float32)
     if total > max_bytes:
-        raise InvalidInput(f"{path}: the arrays need {total / 2**30:.1f} GiB as float64, more than the {max_bytes / 2**30:.1f} GiB allowed; "
+        raise InvalidInput(f"{path}: the arrays need {total / 2**30:.1f} GiB once loaded, more than the {max_bytes / 2**30:.1f} GiB allowed; "
                            "check the shapes or analyse the model layer by layer from a checkpoint")
 
 
@@ -65,10 +71,7 @@ def _read_all(path: Path, *, max_bytes: int | None) -> dict[str, np.ndarray]:
     if not path.is_file():  # a device, a FIFO, a socket: reading it could block forever or never end
         raise InvalidInput(f"{path}: is not a regular file (a device, pipe or socket); save the weights to a file with numpy.savez")
     try:
-        with zipfile.ZipFile(path) as zf:
-            bad = zf.testzip()
-            if bad is not None:
-                raise InvalidInput(f"{path}: member {bad!r} fails its CRC check; the file is corrupt")
+        with zipfile.ZipFile(path) as zf:  # CRCs: checked by zipfile as np.load reads each member (once)
             _check_headers(path, zf, max_bytes or _memory_cap())
     except zipfile.BadZipFile:
         raise InvalidInput(f"{path}: not an .npz file (not a zip archive); save the weights with numpy.savez(path, W_up=..., W_down=...)") from None
@@ -79,7 +82,12 @@ def _read_all(path: Path, *, max_bytes: int | None) -> dict[str, np.ndarray]:
             return {k: z[k] for k in z.files}
     except ValueError as exc:
         raise InvalidInput(f"{path}: {exc}; store plain numeric arrays") from None
-    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+    except zipfile.BadZipFile as exc:
+        crc = re.match(r"Bad CRC-32 for file '(.+)\.npy'", str(exc))
+        if crc:
+            raise InvalidInput(f"{path}: member {crc.group(1) + '.npy'!r} fails its CRC check; the file is corrupt") from None
+        raise InvalidInput(f"{path}: not a readable .npz file ({exc})") from None
+    except (OSError, EOFError) as exc:
         raise InvalidInput(f"{path}: not a readable .npz file ({exc})") from None
 
 
@@ -89,8 +97,10 @@ def _unknown_key(path: Path, key: str, valid: tuple[str, ...]) -> InvalidInput:
     return InvalidInput(f"{path}: unknown key {key!r}{hint}; expected {', '.join(valid)} or blocks.<i>.<key> for a stack")
 
 
-def blocks_from_arrays(data: Mapping[str, np.ndarray], *, source: str, activation: str | None = None) -> Block | Stack:
-    """Build a block or stack from a flat mapping of the contract's keys."""
+def blocks_from_arrays(data: Mapping[str, np.ndarray], *, source: str, activation: str | None = None,
+                       copy: bool = True) -> Block | Stack:
+    """Build a block or stack from a flat mapping of the contract's keys (``copy=False``:
+    the arrays are the caller's to give away, as :func:`load_npz`'s freshly read ones)."""
     path = Path(source)
     stacked: dict[int, dict[str, np.ndarray]] = {}
     top: dict[str, np.ndarray] = {}
@@ -109,7 +119,7 @@ def blocks_from_arrays(data: Mapping[str, np.ndarray], *, source: str, activatio
         if not top:
             raise InvalidInput(f"{source}: the file holds no arrays; a block needs W_up (n, d) and W_down (d, n)")
         act = resolve_activation(top.get("activation"), activation, source=source)
-        return build_block(top, source=source, name="block", activation=act)
+        return build_block(top, source=source, name="block", activation=act, copy=copy)
     stray = sorted(set(top) - {"activation"})
     if stray:
         raise InvalidInput(f"{source}: key {stray[0]!r} sits beside blocks.<i>.* keys; put it under each block (blocks.<i>.{stray[0]}) or drop the blocks.* keys")
@@ -122,7 +132,7 @@ def blocks_from_arrays(data: Mapping[str, np.ndarray], *, source: str, activatio
         arrs = stacked[i]
         act = resolve_activation(arrs.get("activation", top.get("activation")), activation, source=source,
                                  key=f"blocks.{i}.activation" if "activation" in arrs else "activation")
-        blocks.append(build_block(arrs, source=source, name=f"blocks.{i}", activation=act, prefix=f"blocks.{i}."))
+        blocks.append(build_block(arrs, source=source, name=f"blocks.{i}", activation=act, prefix=f"blocks.{i}.", copy=copy))
     d0 = blocks[0].d
     for b in blocks[1:]:
         if b.d != d0:
@@ -142,7 +152,7 @@ def load_npz(path: str | os.PathLike[str], *, activation: str | None = None, max
     data = _read_all(p, max_bytes=max_bytes)
     if not data:
         raise InvalidInput(f"{p}: the file holds no arrays; a block needs W_up (n, d) and W_down (d, n)")
-    return blocks_from_arrays(data, source=str(p), activation=activation)
+    return blocks_from_arrays(data, source=str(p), activation=activation, copy=False)
 
 
 def save_npz(path: str | os.PathLike[str], model: Block | Stack, *, activation: str | None = None) -> None:

@@ -13,11 +13,12 @@ and checks every shard's header (length, JSON, dtype, shape, byte range inside t
 refuses quantised checkpoints, finds the MLP blocks from the tensor names
 (:mod:`absorb.io.families`) and checks their shapes. :meth:`Checkpoint.blocks` then yields
 one validated :class:`~absorb.model.block.Block` at a time through
-``safetensors.safe_open(path, framework="np")``, so at most one block's tensors (as float64,
-plus one transient copy) are in memory — never the whole model.
+``safetensors.safe_open(path, framework="np")``, so at most one block's tensors (plus one
+transient copy) are in memory — never the whole model.
 
 Floats: F64, F32, F16 and BF16 are converted to float64 exactly (every such value is a
-float64). BF16 goes through ``ml_dtypes``; without it, by the exact bit identity
+float64); a large F32, BF16 or F16 weight matrix to float32, also exactly
+(:func:`absorb._validate.keeps_float32`): it is analysed in float32 storage. BF16 goes through ``ml_dtypes``; without it, by the exact bit identity
 ``float32 bits = bf16 bits << 16``. FP8, integer and packed tensors (GPTQ/AWQ ``qweight``,
 ``qzeros``, ``scales``; FP8 ``weight_scale_inv``; MXFP4 ``_blocks``/``_scales``;
 bitsandbytes) are refused: their weights are not plain floats, and result 5's "probability
@@ -37,12 +38,14 @@ from typing import Any, Protocol
 import numpy as np
 
 from absorb._errors import InvalidInput
+from absorb._validate import float64_rows, keeps_float32
 from absorb.io._validate import build_block
 from absorb.io.families import BlockSpec, Detection, ManualRoles, detect, parse_layers
 from absorb.io.tensor_info import TensorInfo
 from absorb.io.torch_state import TORCH_INDEX_NAME, TORCH_SUFFIXES, read_torch, torch_files_in, torch_missing
 from absorb.model.activations import get_activation
 from absorb.model.block import Block
+from absorb.rigorous import all_finite
 
 INDEX_NAME = "model.safetensors.index.json"
 _MAX_HEADER = 100 * 1024 * 1024  # the safetensors format's own limit
@@ -233,6 +236,31 @@ class TensorSource(Protocol):
     def load(self, info: TensorInfo) -> np.ndarray: ...
 
 
+def _scale_columns(W: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """``W diag g``, exactly, in place (the loader owns ``W``). Each product is exact in
+    float64 (24 + 24 ≤ 53 significant bits); a float32 ``W`` stays float32 when every
+    product is a float32 (bfloat16 × bfloat16 always is), else the result is float64."""
+    if W.dtype == np.float64:
+        W *= g[None, :]
+        return W
+    done = []
+    for sl, Wb in float64_rows(W):
+        p = Wb * g[None, :]
+        with np.errstate(over="ignore"):
+            p32 = p.astype(np.float32)
+        if not np.array_equal(p32, p):  # a product needs more than float32: the layer goes float64
+            out = np.empty(W.shape)
+            for s0 in done:
+                out[s0] = W[s0]
+            out[sl] = p
+            for s1, Wb1 in float64_rows(W[sl.stop:]):
+                out[sl.stop + s1.start: sl.stop + s1.stop] = Wb1 * g[None, :]
+            return out
+        W[sl] = p32
+        done.append(sl)
+    return W
+
+
 class Checkpoint:
     """A checkpoint opened for analysis: headers checked, MLP blocks found, nothing read yet.
 
@@ -262,22 +290,25 @@ class Checkpoint:
 
     # ---- reading --------------------------------------------------------------------
     def read(self, name: str, *, transpose: bool = False) -> np.ndarray:
-        """One tensor as a finite, C-ordered float64 array (a one-line error naming it otherwise).
+        """One tensor as a finite, C-ordered float64 array (a one-line error naming it otherwise);
+        a large F32/BF16/F16 matrix as float32 (exact: :func:`absorb._validate.keeps_float32`).
 
         ``transpose`` returns the transpose (GPT-2's Conv1D ``[in, out]`` → ``[out, in]``)
-        with a single float64 allocation.
+        with a single allocation.
         """
         info = self.tensors[name]
         if info.dtype not in FLOAT_DTYPES:
             raise InvalidInput(f"{info.file}: tensor {name!r} is {info.dtype}, not a plain float (F32, F16, BF16); "
                                "quantised or integer weights are not analysed — use the unquantised checkpoint")
         raw = self.source.load(info)
-        arr = np.array(raw.T if transpose else raw, dtype=np.float64, order="C")
+        want = np.float32 if keeps_float32(raw) else np.float64
+        arr = raw.T if transpose else raw
+        arr = arr if arr.dtype == want and arr.flags.c_contiguous and arr.flags.writeable else np.array(arr, dtype=want, order="C")
         del raw
         if tuple(arr.shape[::-1] if transpose else arr.shape) != info.shape:  # pragma: no cover - guarded by the header check
             raise InvalidInput(f"{info.file}: tensor {name!r} has shape {arr.shape}, but the header says {list(info.shape)}")
-        bad = ~np.isfinite(arr)
-        if bad.any():
+        if not all_finite(arr):
+            bad = ~np.isfinite(arr)
             where = tuple(int(i) for i in np.argwhere(bad)[0])
             raise InvalidInput(f"{info.file}: tensor {name!r} contains {'NaN' if np.isnan(arr[where]) else 'Inf'} at index {where} "
                                f"({int(bad.sum())} non-finite entries); the weights must be finite")
@@ -339,11 +370,12 @@ class Checkpoint:
                 continue
             if beta is not None:
                 b = getattr(blk, b_key)
-                shift = W @ beta
+                shift = np.concatenate([Wb @ beta for _sl, Wb in float64_rows(W)])
                 changes[b_key] = shift if b is None else b + shift
-            W *= g[None, :]  # in place: the loader owns this array (no second copy of the layer)
+            scaled = _scale_columns(W, g)
+            if scaled is not W:
+                changes[W_key] = scaled
         return blk.replace(**changes) if changes else blk
-
     def blocks(self) -> Iterator[Block]:
         """Yield each block in turn, reading only its tensors (one layer in memory at a time
         when the consumer drops each block before asking for the next)."""

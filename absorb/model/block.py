@@ -24,6 +24,7 @@ import sympy as sp
 from absorb._errors import InvalidInput
 from absorb._validate import _CALLS, _label, as_float_array
 from absorb.model.activations import Activation, display_name
+from absorb.rigorous import row_slices
 
 # ---- validation at the public boundary --------------------------------------------------
 # A Block built by a caller is checked (array-likes → float64, shapes, finiteness, gate and
@@ -33,6 +34,8 @@ from absorb.model.activations import Activation, display_name
 _DERIVING: contextvars.ContextVar[bool] = contextvars.ContextVar("absorb_block_deriving", default=False)
 
 _ARRAY_FIELDS = ("W_up", "W_down", "W_gate", "b_up", "b_gate", "b_down", "skip")
+_MATRICES = frozenset({"W_up", "W_down", "W_gate"})
+"""The weight matrices: float64, or float32 when large and stored so (the rest is float64)."""
 
 
 @contextlib.contextmanager
@@ -60,7 +63,8 @@ def _shape(arr: np.ndarray, want: tuple[int | None, ...], *, lab: str, hint: str
 def check_arrays(arrays: Mapping[str, object], *, activation: object, source: str = "Block", prefix: str = "",
                  copy: bool = True) -> dict[str, np.ndarray | None]:
     """The checked float64 arrays of one block (``W_up``, ``W_down``, optional gate, biases,
-    skip), or one-line :class:`InvalidInput` naming the array and the fix.
+    skip), or one-line :class:`InvalidInput` naming the array and the fix. A large weight
+    matrix stored in float32 or narrower stays float32 (:func:`absorb._validate.keeps_float32`).
 
     Shared by :class:`Block` and every loader (``source`` is then the file, ``prefix`` the
     stack prefix ``blocks.3.``)."""
@@ -74,7 +78,8 @@ def check_arrays(arrays: Mapping[str, object], *, activation: object, source: st
 
     def get(key: str) -> np.ndarray | None:
         v = arrays.get(key)
-        return None if v is None else as_float_array(v, source=source, key=key, prefix=prefix, copy=copy)
+        return None if v is None else as_float_array(v, source=source, key=key, prefix=prefix, copy=copy,
+                                                     matrix=key in _MATRICES)
 
     lab = lambda key: _label(source, prefix, key)  # noqa: E731
     W_up = get("W_up")
@@ -157,7 +162,9 @@ class HyperConnection:
 
 @dataclass(frozen=True, eq=False)
 class Block:
-    """One MLP block with its skip. Arrays are float64, validated by the loaders."""
+    """One MLP block with its skip. Arrays are float64, validated by the loaders; a large
+    weight matrix stored as float32 (or bfloat16, float16) stays float32
+    (:func:`absorb._validate.keeps_float32`; :meth:`float64` converts)."""
 
     W_up: np.ndarray
     W_down: np.ndarray
@@ -187,11 +194,13 @@ class Block:
             raise InvalidInput(f"Block: hc = {self.hc!r} is not a HyperConnection (build the block with lift_hyper_connection)")
 
     def check(self) -> None:
-        """Raise :class:`InvalidInput` unless the arrays are float64, finite and of matching
-        shapes (the state every :class:`Block` built by a caller starts in)."""
+        """Raise :class:`InvalidInput` unless the arrays are float64 (or float32 weight
+        matrices), finite and of matching shapes (the state every :class:`Block` built by a
+        caller starts in)."""
         for key in _ARRAY_FIELDS:
             val = getattr(self, key)
-            if val is not None and not (isinstance(val, np.ndarray) and val.dtype == np.float64):
+            ok = isinstance(val, np.ndarray) and (val.dtype == np.float64 or (key in _MATRICES and val.dtype == np.float32))
+            if val is not None and not ok:
                 got = f"dtype {val.dtype}" if isinstance(val, np.ndarray) else type(val).__name__
                 raise InvalidInput(f"Block: {key} is {got}, expected a float64 array; build blocks with Block(...), "
                                    "which converts array-likes")
@@ -233,20 +242,37 @@ class Block:
         return self.skip is not None and not np.any(self.skip)
 
     # ---- numeric evaluation ---------------------------------------------------------
+    def unit_blocks(self, units: np.ndarray | None = None
+                    ) -> Iterator[tuple[slice | np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]]:
+        """``(idx, W_up[idx], W_gate[idx], W_down[:, idx])`` in float64 over blocks of hidden
+        units — of ``units`` (indices) when given, else of all: the whole block at once when
+        every weight matrix is float64 and no units are listed, else blocks of at most 16 MiB
+        per matrix (a float32 layer is evaluated without a float64 copy of it)."""
+        if units is None and self.is_float64:
+            yield slice(None), self.W_up, self.W_gate, self.W_down
+            return
+        f64 = lambda a: a if a.dtype == np.float64 else a.astype(np.float64)  # noqa: E731
+        pieces = row_slices(self.n, self.d, 16 << 20) if units is None else [units[sl] for sl in row_slices(len(units), self.d, 16 << 20)]
+        for idx in pieces:
+            yield idx, f64(self.W_up[idx]), None if self.W_gate is None else f64(self.W_gate[idx]), f64(self.W_down[:, idx])
+
     def mlp(self, X: np.ndarray) -> np.ndarray:
         """``B(x)`` for each row of ``X`` (shape (m, d)) — the block without its skip."""
         X = np.atleast_2d(X)
-        H = X @ self.W_up.T
-        if self.b_up is not None:
-            H = H + self.b_up
-        if self.gated:
-            G = X @ self.W_gate.T
-            if self.b_gate is not None:
-                G = G + self.b_gate
-            H = self.activation(G) * H
-        else:
-            H = self.activation(H)
-        out = H @ self.W_down.T
+        out = None
+        for sl, W_up, W_gate, W_down in self.unit_blocks():
+            H = X @ W_up.T
+            if self.b_up is not None:
+                H = H + self.b_up[sl]
+            if W_gate is not None:
+                G = X @ W_gate.T
+                if self.b_gate is not None:
+                    G = G + self.b_gate[sl]
+                H = self.activation(G) * H
+            else:
+                H = self.activation(H)
+            part = H @ W_down.T
+            out = part if out is None else out + part
         if self.b_down is not None:
             out = out + self.b_down
         return out
@@ -299,6 +325,19 @@ class Block:
             return None if a is None else np.broadcast_to(np.float64(0.0), a.shape)
 
         return replace(self, W_up=ph(self.W_up), W_down=ph(self.W_down), W_gate=ph(self.W_gate))
+
+    @property
+    def is_float64(self) -> bool:
+        """Whether every weight matrix is float64 (else some large one is kept as float32)."""
+        return all(a is None or a.dtype == np.float64 for a in (self.W_up, self.W_down, self.W_gate))
+
+    def float64(self) -> Block:
+        """This block with float64 weight matrices (exact; itself when they already are):
+        for the routes that multiply two weight matrices, which must not round in float32."""
+        if self.is_float64:
+            return self
+        return replace(self, **{k: None if getattr(self, k) is None else getattr(self, k).astype(np.float64)
+                                for k in _MATRICES})
 
     def as_residual_free(self) -> Block:
         return replace(self, skip=np.zeros((self.d, self.d)))

@@ -297,7 +297,7 @@ def check_dual_bound(
     if T is None and d_out != d_in:
         raise ValueError(f"T: None means −I, which needs d_out = d_in, got {d_out} and {d_in}")
     if T is not None:
-        T = _float_array("T", T).astype(np.float64)
+        T = _float_array("T", T).astype(np.float64, copy=False)
         if T.shape != (d_out, d_in):
             raise ValueError(f"T: expected shape {(d_out, d_in)}, got {T.shape}")
     if not (np.isfinite(A).all() and np.isfinite(B).all()):
@@ -467,7 +467,7 @@ def check_residual(
         t_norm = math.sqrt(d)
         t_up, t_dn = float(_up(t_norm)), float(_dn(t_norm))
     else:
-        T = _float_array("T", T).astype(np.float64)
+        T = _float_array("T", T).astype(np.float64, copy=False)
         if T.shape != (d, d):
             raise ValueError(f"T: expected shape {(d, d)}, got {T.shape}")
         R = -T
@@ -483,7 +483,8 @@ def check_residual(
         sel = idx[i0:i1]
         Db = D[:, sel].astype(np.float64)
         Ub = U[sel].astype(np.float64)
-        R += Db @ Ub
+        for r0, r1 in _blocks(d, per_block):  # in row tiles: no second d×d temporary
+            R[r0:r1] += Db[r0:r1] @ Ub
         nw = _sqnorm_up(np.einsum("ij,ij->j", Db, Db), d)
         nu = _sqnorm_up(np.einsum("ij,ij->i", Ub, Ub), d)
         norm_prod = float(_up(norm_prod + _sum_up(_up(nw * nu))))

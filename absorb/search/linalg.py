@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from absorb._errors import InvalidInput
 
-from ._scale_bounds import check_dual_bound, check_residual
+from ._scale_bounds import ResidualBound, check_dual_bound, check_residual
 from ._types import SearchResult, SearchStatus
 
 __all__ = ["solve_linalg", "default_rank"]
@@ -119,6 +120,7 @@ def solve_linalg(
     seed: int = 0,
     rank: int | None = None,
     max_iter: int = 2000,
+    verify: Callable[[tuple[int, ...]], ResidualBound] | None = None,
 ) -> SearchResult:
     """Decide the index-set question for ``n ≤ d²`` by a sketched least-squares solve.
 
@@ -127,7 +129,10 @@ def solve_linalg(
     ``infeasible`` (certificate ``{"kind": "dual-low-rank", "A", "B", ...}`` whose bound,
     recomputed by the independent checker, exceeds ``tol``) or ``unknown`` with a reason
     (``n > d²``, timeout, no convergence, a near-solution above tol). ``rank`` overrides
-    :func:`default_rank`; ``seed`` fixes the sketch.
+    :func:`default_rank`; ``seed`` fixes the sketch. ``verify`` (optional) recomputes the
+    residual bound of a rounded set in place of :func:`~absorb.search._scale_bounds.check_residual`
+    on these arrays: :func:`~absorb.search.find_index_set` passes its own re-check on the
+    caller's arrays, so that a found set's residual is computed once, and not by this backend.
 
     Example::
 
@@ -146,7 +151,8 @@ def solve_linalg(
     sk = _sketch(U, D, T, seed=seed, rank=rank, t0=t0)
     if isinstance(sk, SearchResult):
         return sk
-    return _Iteration(sk, tol, t0).run(max_iter, timeout)
+    check = verify if verify is not None else (lambda S: check_residual(sk.U, sk.D, sk.T, S))
+    return _Iteration(sk, tol, t0, check).run(max_iter, timeout)
 
 
 def _check_budget(tol: object, timeout: object) -> None:
@@ -219,8 +225,8 @@ class _Iteration:
     """Jacobi-preconditioned CG on ``(L Lᵀ) x = L(C)``, with the primal rounding and the
     dual certificate tried after every step."""
 
-    def __init__(self, sk: _Sketch, tol: float, t0: float) -> None:
-        self.sk, self.tol, self.t0 = sk, tol, t0
+    def __init__(self, sk: _Sketch, tol: float, t0: float, check: Callable[[tuple[int, ...]], ResidualBound]) -> None:
+        self.sk, self.tol, self.t0, self.check = sk, tol, t0, check
         self.x = np.zeros(sk.P.shape[0])
         self.A = sk.C.copy()
         res = sk.L(self.A)
@@ -290,7 +296,7 @@ class _Iteration:
         if S in self.tried:
             return None
         self.tried.add(S)
-        chk = check_residual(sk.U, sk.D, sk.T, S)
+        chk = self.check(S)
         if chk.relative_upper <= self.tol:
             return SearchResult(
                 SearchStatus.FOUND, METHOD,

@@ -7,6 +7,7 @@ re-checked here (:func:`_checked`) on the caller's own arrays.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import time
@@ -19,6 +20,7 @@ import numpy as np
 from absorb._validate import METHODS, Backend, Method, check_search_inputs
 from absorb.rigorous import relative_residual, rescaled
 
+from ._scale_bounds import ResidualBound, check_residual
 from ._types import SearchResult, SearchStatus
 from .bounds import relaxation_result
 
@@ -62,17 +64,41 @@ def _backend(method: Backend) -> Solver | None:
     return fn
 
 
-def _checked(result: SearchResult, U: np.ndarray, D: np.ndarray, T: np.ndarray, tol: float) -> SearchResult:
-    """Independent re-check of a backend's verdict (style habit 6)."""
+class _Verifier:
+    """The re-check of found sets on the caller's own arrays: ``verifier(S)`` is the rigorous
+    :func:`~absorb.search._scale_bounds.check_residual` of S (float32 weights read in float64
+    blocks), remembered, so that a set the linalg backend proposes after this very check is
+    not recomputed by :func:`_checked` (one d×|S|×d product per found set, not two)."""
+
+    def __init__(self, U: np.ndarray, D: np.ndarray, T: np.ndarray | None) -> None:
+        self.arrays = (U, D, T)
+        self.memo: dict[tuple[int, ...], ResidualBound] = {}
+
+    def __call__(self, S: tuple[int, ...]) -> ResidualBound:
+        key = tuple(sorted(int(i) for i in S))
+        if key not in self.memo:
+            self.memo.clear()  # only the latest set is ever asked again
+            self.memo[key] = check_residual(*self.arrays, key, block_bytes=32 << 20)
+        return self.memo[key]
+
+
+def _checked(result: SearchResult, U: np.ndarray, D: np.ndarray, T: np.ndarray | None, tol: float,
+             verifier: _Verifier | None = None) -> SearchResult:
+    """Independent re-check of a backend's verdict (style habit 6): a found S by its residual
+    on the caller's arrays (the verifier's bound when it has checked S: then its rigorous
+    upper bound must be ≤ tol), an infeasibility by its bound."""
     if result.status is SearchStatus.FOUND:
         assert result.S is not None
-        res = relative_residual(U, D, T, result.S)
-        if not res <= tol:
+        key = tuple(sorted(int(i) for i in result.S))
+        chk = None if verifier is None else verifier.memo.get(key)
+        res = relative_residual(U, D, T, result.S) if chk is None else chk.relative
+        if not (res <= tol and (chk is None or chk.relative_upper <= tol)):
             return SearchResult(
                 SearchStatus.UNKNOWN, result.method,
                 f"{result.method} returned S={result.S} but its recomputed residual {res:.3e} "
                 f"exceeds tol={tol:g}; rejected", elapsed=result.elapsed,
             )
+        return dataclasses.replace(result, residual=res)  # the recomputed value, which callers may reuse
     if result.status is SearchStatus.INFEASIBLE:
         if not (result.bound is not None and result.bound > tol):
             return SearchResult(
@@ -93,9 +119,9 @@ def _cores() -> int:
 
 
 def _validate(U: Any, D: Any, T: Any, tol: float, timeout: float, method: str, seed: int
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The one place where :func:`find_index_set` checks its arguments; ``U, D, T`` as
-    float64 arrays."""
+    float64 arrays (or large float32 ``U``, ``D``)."""
     return check_search_inputs(U, D, T, tol=tol, timeout=timeout, seed=seed, method=method)
 
 
@@ -109,13 +135,14 @@ class _Portfolio:
 
     U: np.ndarray
     D: np.ndarray
-    T: np.ndarray
-    original: tuple[np.ndarray, np.ndarray, np.ndarray]
+    T: np.ndarray | None  # None: −I (the wide route only; linalg takes it so)
+    original: tuple[np.ndarray, np.ndarray, np.ndarray | None]
     tol: float
     timeout: float
     seed: int
     progress: Callable[[str], None] | None
     t0: float
+    verifier: _Verifier
     trail: list[dict[str, Any]] = field(default_factory=list)
 
     def left(self) -> float:
@@ -126,7 +153,8 @@ class _Portfolio:
         def run() -> SearchResult:
             fn = _backend(method)
             assert fn is not None
-            return fn(self.U, self.D, self.T, timeout=timeout(), tol=self.tol, seed=self.seed, **extra)
+            more = {"verify": self.verifier} if method == "linalg" else {}
+            return fn(self.U, self.D, self.T, timeout=timeout(), tol=self.tol, seed=self.seed, **extra, **more)
         return method, run
 
     def finish(self, res: SearchResult) -> SearchResult:
@@ -140,7 +168,7 @@ class _Portfolio:
         name, run = step
         if self.progress is not None:
             self.progress(name)
-        res = _checked(run(), *self.original, self.tol)
+        res = _checked(run(), *self.original, self.tol, self.verifier)
         self.trail.append({"method": res.method, "status": res.status.value,
                            "elapsed": round(res.elapsed, 4), "reason": res.reason})
         if res.status is not SearchStatus.UNKNOWN:
@@ -158,7 +186,7 @@ def _first_steps(run: _Portfolio, narrow: bool) -> list[Step]:
     steps: list[Step] = []
     if narrow:
         steps.append(("dual-bound", lambda: relaxation_result(U, D, T, tol, time.perf_counter())))
-    if U.shape[0] <= T.size and _backend("linalg") is not None:
+    if U.shape[0] <= D.shape[0] * U.shape[1] and _backend("linalg") is not None:
         steps.append(run.call("linalg", run.left))
     return steps
 
@@ -169,7 +197,7 @@ def _wide(run: _Portfolio, steps: list[Step]) -> SearchResult:
         out = run.attempt(step)
         if out is not None:
             return out
-    entries = run.T.size * run.U.shape[0]
+    entries = run.D.shape[0] * run.U.shape[1] * run.U.shape[0]
     return run.unknown(
         f"d²·n = {entries} exceeds {NARROW_MAX_ENTRIES}: the narrow-regime backends do not "
         "apply" + ("" if steps else " and the linalg backend is not installed")
@@ -246,7 +274,7 @@ def _narrow(run: _Portfolio, steps: list[Step]) -> SearchResult:
 def find_index_set(
     U: np.ndarray,
     D: np.ndarray,
-    T: np.ndarray,
+    T: np.ndarray | None,
     *,
     tol: float = 1e-9,
     timeout: float = 60.0,
@@ -257,7 +285,7 @@ def find_index_set(
     """Find ``S`` with ``‖D[:,S]U[S,:] − T‖_F ≤ tol·‖T‖_F``, prove none exists, or give up.
 
     ``U`` is W_up (n×d_in), ``D`` is W_down (d_out×n), ``T`` the target (d_out×d_in, e.g.
-    ``-I``). ``method`` is one of :data:`METHODS`; ``"auto"`` runs a portfolio, cheapest
+    ``-I``; ``None`` means ``-I`` without a d×d array, for model-sized d). ``method`` is one of :data:`METHODS`; ``"auto"`` runs a portfolio, cheapest
     proofs first, within ``timeout`` seconds of wall clock:
 
     1. the box-relaxation dual bound (rank bound included);
@@ -285,6 +313,12 @@ def find_index_set(
     # rounding analyses hold (unchanged when already inside it); relative residuals, and so
     # every verdict and bound, are the same for both.  Found sets are re-checked on the
     # caller's own arrays.
+    narrow = D.shape[0] * U.shape[1] * U.shape[0] <= NARROW_MAX_ENTRIES
+    if method not in ("auto", "linalg") or (method == "auto" and narrow):
+        # only linalg reads float32 weights and T = None (−I) as they are; the others get
+        # exact float64 copies and the d×d target
+        U, D = (a if a.dtype == np.float64 else a.astype(np.float64) for a in (U, D))
+        T = -np.eye(D.shape[0]) if T is None else T
     U0, D0, T0 = U, D, T
     U, D, T = rescaled(U, D, T)
     if method != "auto":
@@ -292,9 +326,10 @@ def find_index_set(
         if fn is None:
             return SearchResult(SearchStatus.UNKNOWN, method, f"backend {method!r} is not installed",
                                 elapsed=time.perf_counter() - t0)
-        return _checked(fn(U, D, T, timeout=timeout, tol=tol, seed=seed), U0, D0, T0, tol)
+        verifier = _Verifier(U0, D0, T0)
+        more = {"verify": verifier} if method == "linalg" else {}
+        return _checked(fn(U, D, T, timeout=timeout, tol=tol, seed=seed, **more), U0, D0, T0, tol, verifier)
 
-    run = _Portfolio(U, D, T, (U0, D0, T0), tol, timeout, seed, progress, t0)
-    narrow = T.size * U.shape[0] <= NARROW_MAX_ENTRIES
+    run = _Portfolio(U, D, T, (U0, D0, T0), tol, timeout, seed, progress, t0, _Verifier(U0, D0, T0))
     steps = _first_steps(run, narrow)
     return _narrow(run, steps) if narrow else _wide(run, steps)
