@@ -4,9 +4,10 @@ escaping and number formatting.
 Hash convention (documented in ``docs/certificates.md``): the SHA-256 of an array is the
 digest of its values as IEEE-754 binary64, little-endian, C (row-major) order — exactly
 ``np.ascontiguousarray(a, dtype="<f8").tobytes()``. The shape is recorded next to the
-digest (the bytes alone do not fix it). Loaders store weights as float64, so the digest is
-that of the values the engine reasoned about; a float32 or bfloat16 file hashes to the
-digest of its exact float64 widening.
+digest (the bytes alone do not fix it). Loaders store weights as float64 (large float32,
+bfloat16 and float16 matrices as float32, exactly), so the digest is that of the values
+the engine reasoned about; a float32 or bfloat16 file hashes to the digest of its exact
+float64 widening.
 """
 
 from __future__ import annotations
@@ -18,14 +19,23 @@ from typing import Any
 
 import numpy as np
 
+from absorb._validate import float64_rows
+
 HASH_CONVENTION = (
     "sha256 of the float64 little-endian C-contiguous bytes (np.ascontiguousarray(a, dtype='<f8').tobytes())"
 )
 
 
 def array_sha256(a: np.ndarray) -> str:
-    """Hex SHA-256 of ``a`` as float64 little-endian C-contiguous bytes (see module doc)."""
-    return hashlib.sha256(np.ascontiguousarray(a, dtype="<f8").tobytes()).hexdigest()
+    """Hex SHA-256 of ``a`` as float64 little-endian C-contiguous bytes (see module doc),
+    fed in row blocks (the same digest; a float32 matrix is never widened whole)."""
+    a = np.asarray(a)
+    if a.ndim < 2:
+        return hashlib.sha256(np.ascontiguousarray(a, dtype="<f8").tobytes()).hexdigest()
+    h = hashlib.sha256()
+    for _sl, blk in float64_rows(a.reshape(a.shape[0], -1)):
+        h.update(np.ascontiguousarray(blk, dtype="<f8").tobytes())
+    return h.hexdigest()
 
 
 def file_sha256(path: str) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import datetime as _dt
 import json
+import math
 import platform
 import sys
 from collections.abc import Iterable
@@ -36,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from absorb._errors import InvalidInput
+from absorb._validate import float64_rows
 from absorb.certificate._theorems import NECESSITY_HYPOTHESES, PAPER, theorem_info
 from absorb.certificate._util import HASH_CONVENTION, array_sha256, file_sha256, plain
 from absorb.engine.verdict import BlockDecision, Decision, ResidualFreeClass, Theorem
@@ -144,13 +146,15 @@ def _versions() -> dict[str, str]:
 
 def weight_record(a: np.ndarray) -> dict[str, Any]:
     """Shape, SHA-256, norms of one array; its exact values too when it is small (≤ 8 per dim)."""
-    a = np.asarray(a, dtype=np.float64)
-    rec: dict[str, Any] = {
-        "shape": list(a.shape),
-        "sha256": array_sha256(a),
-        "fro_norm": float(np.linalg.norm(a)) if a.size else 0.0,
-        "max_abs": float(np.abs(a).max()) if a.size else 0.0,
-    }
+    a = np.asarray(a)
+    if a.dtype != np.float64 and a.ndim == 2:  # a float32 matrix: norms in float64 row blocks
+        sq = sum((float(np.einsum("ij,ij->", b, b)) for _sl, b in float64_rows(a)), 0.0)
+        fro, top = math.sqrt(sq), max((float(np.abs(b).max(initial=0.0)) for _sl, b in float64_rows(a)), default=0.0)
+    else:
+        a = np.asarray(a, dtype=np.float64)
+        fro = float(np.linalg.norm(a)) if a.size else 0.0
+        top = float(np.abs(a).max()) if a.size else 0.0
+    rec: dict[str, Any] = {"shape": list(a.shape), "sha256": array_sha256(a), "fro_norm": fro, "max_abs": top}
     if a.ndim <= 2 and all(s <= EMBED_MAX_DIM for s in a.shape):
         rec["values"] = a.tolist()
     return rec
