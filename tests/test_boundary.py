@@ -430,3 +430,18 @@ def test_devices_and_fifos_are_refused_not_read_forever(tmp_path: Path) -> None:
             link = tmp_path / f"{target.name}{suffix}"
             link.symlink_to(target)
             one_line_exit_2(run("check", str(link)), "not a regular file")
+
+
+@pytest.mark.parametrize("n", [8, 200_000])  # a member read whole with its header, and one read in pieces
+def test_npz_member_with_a_bad_crc_is_named(tmp_path: Path, n: int, capsys: pytest.CaptureFixture[str]) -> None:
+    """The CRC is checked while np.load reads each member (once; no separate pass over the
+    file): a flipped bit in the data is one line naming the member, exit 2."""
+    p = tmp_path / "m.npz"
+    np.savez(p, W_up=np.ones((n, 3)), W_down=np.ones((3, n)), activation=np.array("relu"))
+    raw = bytearray(p.read_bytes())
+    i = raw.index(b"\x00\x00\xf0?", 200 if n == 8 else 2000)  # a stored 1.0 of W_up
+    raw[i + 3] = 0x40
+    p.write_bytes(bytes(raw))
+    assert main(["check", str(p)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "member 'W_up.npy' fails its CRC check" in err[0], err

@@ -134,7 +134,7 @@ def _gather(client: Any, args: list[tuple[Any, ...]], specs: Sequence[BlockSpec]
             continue
         except KilledWorker:
             errors[i] = InvalidInput(f"{specs[i].name}: the dask worker deciding it died (out of memory? each worker needs "
-                                     "memory for one layer, about 2.5 times its float64 size; see docs/checkpoints.md)")
+                                     "memory for one layer, about 3 times its stored size as float32; see docs/checkpoints.md)")
         except Exception as exc:  # noqa: BLE001 - raised as the serial run would: the first failing block in order
             errors[i] = exc
         else:

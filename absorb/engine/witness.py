@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 from fractions import Fraction
 
 import numpy as np
@@ -156,19 +157,17 @@ def _plane(r: np.ndarray, beta: float) -> np.ndarray:
     return (v if nz.size == 0 or v[nz[0]] > 0 else -v) + 0.0
 
 
-def _line_keys(R: np.ndarray, b: np.ndarray | None, idx: np.ndarray) -> list[bytes]:
-    """A cheap key per listed row: a few coordinates of :func:`_plane` (sign from the first nonzero)."""
+def _line_chunks(R: np.ndarray, b: np.ndarray | None, idx: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, list[bytes]]]:
+    """Rows ``idx`` of R, a block at a time: ``(rows, their _plane forms, cheap keys)``, the
+    keys being a few coordinates of each form (equal hyperplanes ⇒ equal keys)."""
     idx = np.asarray(idx, dtype=np.intp)
-    out: list[bytes] = []
-    cols = _probe(R.shape[1])
-    for c in _chunks(idx, R.shape[1]):
-        Rc = R[c]
+    cols = np.append(_probe(R.shape[1]), R.shape[1])
+    for c in _chunks(idx, R.shape[1] + 1):
+        Rc = R[c].astype(np.float64)
         first = np.argmax(Rc != 0, axis=1)
         sign = np.where(Rc[np.arange(c.size), first] < 0, -1.0, 1.0)
-        beta = np.zeros(c.size) if b is None else b[c]
-        keys = np.hstack([np.asarray(Rc[:, cols], dtype=np.float64), beta[:, None]]) * sign[:, None] + 0.0
-        out += [k.tobytes() for k in np.ascontiguousarray(keys)]
-    return out
+        V = np.hstack([Rc, (np.zeros(c.size) if b is None else b[c])[:, None]]) * sign[:, None] + 0.0
+        yield c, V, [k.tobytes() for k in np.ascontiguousarray(V[:, cols])]
 
 
 def _difference_units(f: Block, g: Block) -> tuple[list[int], list[int]] | None:
@@ -343,12 +342,13 @@ def _hyperplane_points(fb: Block, gb: Block, units: tuple[list[int], list[int]] 
         idx = np.concatenate([c[np.any(R[c] != 0, axis=1)] for c in _chunks(idx, R.shape[1])] or [idx])
         if idx.size == 0:
             continue
-        for i, k in zip(idx.tolist(), _line_keys(R, b, idx)):
-            same = by_key.setdefault(k, [])
-            if same and any(np.array_equal(plane(t), _plane(R[i], 0.0 if b is None else b[i])) for t in same):
-                continue
-            same.append(len(planes))
-            planes.append((R, b, i))
+        for c, V, keys in _line_chunks(R, b, idx):
+            for i, v, k in zip(c.tolist(), V, keys):
+                same = by_key.setdefault(k, [])
+                if same and any(np.array_equal(plane(t), v) for t in same):
+                    continue
+                same.append(len(planes))
+                planes.append((R, b, i))
     pts.add(np.zeros(fb.d))
     if planes:
         pick = list(range(len(planes)))
@@ -428,7 +428,7 @@ def _unit_sums(blk: Block, pts: _Points, budget: list[int], units: np.ndarray | 
             H = blk.activation(Z)
         del Z
         out += H @ W_down.T
-        if small.any():
+        if small.any() and np.any(H[small]):  # (σ(0) = 0 and no bias: the hidden layer is 0 at x = 0)
             size_small += np.abs(H[small]) @ np.abs(W_down).T
     return out, size_small, skipped
 
