@@ -248,15 +248,30 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
     return report
 
 
+class _Widened:
+    """A lazy checkpoint's blocks, each with float64 weight matrices (see :func:`_model_blocks`)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def __len__(self) -> int:
+        return len(self.model)
+
+    def __iter__(self) -> Any:
+        return (b.float64() for b in self.model)
+
+
 def _model_blocks(model: Block | Stack | Sequence[Block], structure: str) -> Any:
-    """The model's blocks, in order (a lazy checkpoint stays lazy)."""
+    """The model's blocks, in order (a lazy checkpoint stays lazy), every weight matrix in
+    float64: the loaders keep large float32 matrices as float32, and every computation
+    here is a float64 one (products of two float32 arrays would round in float32)."""
     if isinstance(model, Stack):
-        return list(model.blocks)
+        return [b.float64() for b in model.blocks]
     if isinstance(model, Block):
-        return [model]
+        return [model.float64()]
     if structure == "collection" and hasattr(model, "__len__") and not isinstance(model, Sequence):
-        return model  # a lazy checkpoint: read, checked and dropped one block at a time
-    return list(model)
+        return _Widened(model)  # a lazy checkpoint: read, checked and dropped one block at a time
+    return [b.float64() for b in model]
 
 
 def _check_overall(ctx: _Ctx, cert: dict[str, Any], top: Any, th: Any, structure: str, blocks: Any,
