@@ -569,3 +569,154 @@ def test_certificate_of_float32_route_block_verifies(f32: None, tmp_path: Path, 
     assert main(["verify", str(cert), str(model)]) == 0, capsys.readouterr()
     if name.startswith("planted"):
         assert doc["verdict"] == "absorbable"
+
+
+# ------------------------------------------------- the wide route (d²·n > 4·10⁶) --
+# Only here does the search itself read float32 weights (narrow problems get float64
+# copies): the linalg backend's sketch, its rigorous residual and its dual certificate.
+
+WD, WN = 64, 1040  # d²·n = 4.26e6
+
+
+def _wide(planted: bool, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    U = rng.standard_normal((WN, WD)).astype(F32).astype(F64)
+    D = rng.standard_normal((WD, WN)) / np.sqrt(WN)
+    S = tuple(sorted(rng.choice(WN, WD, replace=False).tolist()))
+    if planted:
+        D[:, list(S)] = -np.linalg.pinv(U[list(S)])
+    return _r32(U), _r32(D), S
+
+
+@pytest.mark.parametrize("planted", [True, False], ids=["planted", "generic"])
+def test_wide_find_index_set_float32_agrees_and_its_bound_is_sound(f32: None, planted: bool) -> None:
+    from absorb.verify.dual_bound import check_dual_bound
+
+    U32, D32, S = _wide(planted)
+    U64, D64 = U32.astype(F64), D32.astype(F64)
+    runs = {(dt, T is None): find_index_set(a, b, T, tol=TOL32, timeout=30)
+            for dt, (a, b) in (("f32", (U32, D32)), ("f64", (U64, D64))) for T in (None, -np.eye(WD))}
+    got = {k: (r.status, r.S) for k, r in runs.items()}
+    assert len(set(got.values())) == 1, got
+    r = runs[("f32", True)]
+    if planted:
+        assert r.status is SearchStatus.FOUND and tuple(sorted(r.S)) == S
+        assert r.residual == pytest.approx(_reference(U32, D32, None, S), rel=1e-9)
+        return
+    assert r.status is SearchStatus.INFEASIBLE and r.certificate["kind"] == "dual-low-rank"
+    A, B = np.asarray(r.certificate["A"]), np.asarray(r.certificate["B"])
+    # the float32 route certifies Y = fl32(A) fl32(B)ᵀ: its bound, recomputed in float64 on
+    # the float64 copies, is at least the recorded one (rounding only ever lowers it)
+    y32 = check_dual_bound(U64, D64, None, A.astype(F32).astype(F64), B.astype(F32).astype(F64)).relative
+    assert r.bound <= y32 and r.bound > 0.99 * y32, (r.bound, y32)
+    assert runs[("f32", False)].bound == pytest.approx(r.bound, rel=1e-9)
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu", "leaky_relu"])
+def test_wide_decide_float32_agrees(f32: None, act: str) -> None:
+    for planted in (True, False):
+        U32, D32, S = _wide(planted, seed=1)
+        b32, b64 = _pair(U32, D32, act)
+        r32, r64 = decide(b32, tol=TOL32), decide(b64, tol=TOL32)
+        assert (r32.verdict, r32.theorem) == (r64.verdict, r64.theorem), (act, planted, r32.reason, r64.reason)
+        if planted and act != "leaky_relu":
+            assert r32.verdict is Verdict.ABSORBABLE and r32.witness.S == S
+            assert r32.witness.residual == pytest.approx(r64.witness.residual, rel=1e-12)
+            assert r32.witness.eval_error == pytest.approx(r64.witness.eval_error, rel=1e-3, abs=1e-12)
+
+
+def test_wide_planted_glu_float32_and_wrong_witnesses(f32: None) -> None:
+    rng = np.random.default_rng(2)
+    S = tuple(sorted(rng.choice(WN, WD, replace=False).tolist()))
+    U, D, G = _plant(rng, WD, WN, S, gated=True)
+    D /= np.sqrt(WN)
+    D[:, list(S)] = -np.linalg.pinv(U[list(S)])
+    b32, b64 = _pair(U, D, "glu", G=G)
+    w32, ok32 = check_flip_witness(b32, S, Fraction(1), tol=TOL32, seed=0)
+    w64, ok64 = check_flip_witness(b64, S, Fraction(1), tol=TOL32, seed=0)
+    assert ok32 and ok64, (w32.eval_error, w64.eval_error)
+    # a unit's gate row changed in one coordinate the cheap keys do not probe: rejected
+    from absorb.engine.witness import _probe
+
+    col = next(k for k in range(WD) if k not in set(_probe(WD).tolist()))
+    j = next(i for i in range(WN) if i not in S)
+    Wg = w32.block.W_gate.copy()
+    Wg[j, col] += F32(0.25)
+    err, _m = evaluation_error(b32, w32.block.replace(W_gate=Wg), WD, seed=0)
+    assert err > eval_threshold(TOL32, WN), err
+    # a unit outside S flipped as well: the witness is wrong
+    bad = flip_block(b32, (*S, j), Fraction(1))
+    err, _m = evaluation_error(b32, bad, WD, seed=0)
+    assert err > eval_threshold(TOL32, WN), err
+
+
+@pytest.mark.parametrize("planted", [True, False], ids=["planted", "generic"])
+def test_wide_certificate_float32_verifies(f32: None, tmp_path: Path, capsys: pytest.CaptureFixture[str], planted: bool) -> None:
+    U32, D32, _S = _wide(planted)
+    model = _npz(tmp_path / "w.npz", {"W_up": U32, "W_down": D32, "activation": np.array("relu")})
+    cert = tmp_path / "w.json"
+    assert main(["check", str(model), "--tol", str(TOL32), "--certificate", str(cert)]) == 0
+    doc = json.loads(cert.read_text())
+    assert doc["verdict"] == ("absorbable" if planted else "not_absorbable")
+    capsys.readouterr()
+    assert main(["verify", str(cert)]) == 0, capsys.readouterr().out[-3000:]
+
+
+# ------------------------------------------------- the independent checker on float32 --
+# absorb verify loads the model as absorb check does, so large layers reach the checker as
+# float32 too; its rounding accounts are for float64 arithmetic (unit roundoff 2^-53).
+
+def test_checker_residual_of_float32_weights_is_a_float64_product() -> None:
+    from absorb.verify._weights import _residual
+
+    rng = np.random.default_rng(30)
+    d, n = 64, 200  # |S|·d² = 262144 > the checker's exact-rational budget: the float64 route
+    U, D, _ = _plant(rng, d, n, tuple(range(d)))
+    U32, D32 = _r32(U), _r32(D)
+    S = list(range(d))
+    rel32, up32, _z, _s = _residual(U32, D32, np.eye(d), Fraction(1), S)
+    rel64, up64, _z, _s = _residual(U32.astype(F64), D32.astype(F64), np.eye(d), Fraction(1), S)
+    want = _reference(U32, D32, None, S)
+    assert rel64 == pytest.approx(want, rel=1e-9)
+    assert rel32 == pytest.approx(want, rel=1e-9), (rel32, want)  # not a float32 product's ~1e-6
+    assert up32 >= want
+
+
+def test_checker_finds_exactly_collinear_float32_rows_beyond_the_full_gram() -> None:
+    from absorb.verify._weights import FULL_GRAM_MAX, _collinear_pairs
+
+    rng = np.random.default_rng(0)
+    n = FULL_GRAM_MAX + 52  # the projection screen
+    for _ in range(3):
+        U = np.round(rng.standard_normal((n, 8)) * 2**18) / 2**18  # 20-bit mantissas: 3u and 5u are exact in float32
+        U[7], U[9] = 3 * U[3], 5 * U[4]
+        assert _collinear_pairs(U)[0] == [(3, 7), (4, 9)]
+        assert _collinear_pairs(U.astype(F32))[0] == [(3, 7), (4, 9)]
+
+
+def test_checker_enumeration_bound_of_float32_weights_is_that_of_float64() -> None:
+    from absorb.verify._infeasible import _enumerate_lower_bound
+    from absorb.verify._mitm import mitm_no_set_closer
+
+    rng = np.random.default_rng(31)
+    U32, D32 = rng.standard_normal((6, 3)).astype(F32), rng.standard_normal((3, 6)).astype(F32)
+    T = -np.eye(3)
+    assert _enumerate_lower_bound(U32, D32, T) == _enumerate_lower_bound(U32.astype(F64), D32.astype(F64), T)
+    a = mitm_no_set_closer(U32, D32, T, 0.1)
+    b = mitm_no_set_closer(U32.astype(F64), D32.astype(F64), T, 0.1)
+    assert repr(a) == repr(b)
+
+
+def test_linear_certificate_of_float32_weights_verifies(f32: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """σ = identity, n < d, rank(M + D U) = 1 ≤ n exactly: absorbable. The checker's
+    M + D U must not be a float32 product (its ~1e-7 error is far above tol = 1e-9)."""
+    rng = np.random.default_rng(0)
+    d, n = 4, 2
+    U, D = rng.standard_normal((n, d)).astype(F32), rng.standard_normal((d, n)).astype(F32)
+    M = rng.standard_normal((d, 1)) @ rng.standard_normal((1, d)) - D.astype(F64) @ U.astype(F64)
+    model = _npz(tmp_path / "lin.npz", {"W_up": U, "W_down": D, "skip": M, "activation": np.array("identity")})
+    cert = tmp_path / "lin.json"
+    assert main(["check", str(model), "--certificate", str(cert)]) == 0
+    assert json.loads(cert.read_text())["verdict"] == "absorbable"
+    capsys.readouterr()
+    assert main(["verify", str(cert)]) == 0, capsys.readouterr().out[-2000:]
