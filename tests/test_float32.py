@@ -236,6 +236,37 @@ def test_relative_residual_float32_tiles_agree_with_float64(monkeypatch: pytest.
     assert relative_residual(U, D, None, S) == pytest.approx(relative_residual(U, D, -np.eye(37), S), rel=1e-13)
 
 
+@pytest.mark.parametrize("nbytes", [8 * 4 * 3, 32 << 20])
+def test_residuals_rectangular_target_and_rigorous_bounds_float32(monkeypatch: pytest.MonkeyPatch, nbytes: int) -> None:
+    """d_out ≠ d_in (T given): the float32 tiles agree with float64; the rigorous bounds of
+    both residual checks (search side and checker side) contain the exact residual."""
+    import absorb.rigorous as rig
+    from absorb.search._scale_bounds import check_residual
+    from absorb.verify.dual_bound import check_residual as checker_residual
+
+    real = rig.row_slices
+    monkeypatch.setattr(rig, "row_slices", lambda rows, width, nb=0: real(rows, width, nbytes))
+    rng = np.random.default_rng(5)
+    n, d_in, d_out = 9, 11, 7
+    U = rng.standard_normal((n, d_in)).astype(F32)
+    D = rng.standard_normal((d_out, n)).astype(F32)
+    T = rng.standard_normal((d_out, d_in))
+    S = (0, 3, 4, 8)
+    want = _reference(U, D, T, S)
+    assert relative_residual(U, D, T, S) == pytest.approx(want, rel=1e-12)
+    lo, hi = rig.exact_relative_residual_bounds(U.astype(F64), D.astype(F64), T, S)
+    # square instances for the two rigorous checks (they take d×d targets or None)
+    Us, Ds = U[:, :d_out], D
+    Ts = T[:, :d_out]
+    lo_s, hi_s = rig.exact_relative_residual_bounds(Us.astype(F64), Ds.astype(F64), Ts, S)
+    lo_i, hi_i = rig.exact_relative_residual_bounds(Us.astype(F64), Ds.astype(F64), -np.eye(d_out), S)
+    for fn in (check_residual, checker_residual):
+        for TT, (a, b) in ((Ts, (lo_s, hi_s)), (None, (lo_i, hi_i))):
+            r = fn(Us, Ds, TT, S, block_bytes=8 * d_out * 2)  # blocks of two units
+            assert r.relative_upper >= b and r.relative == pytest.approx(a, rel=1e-12), fn.__module__
+    assert lo <= want <= hi * (1 + 1e-15)
+
+
 def test_relative_residual_near_zero_is_not_float32_rounding() -> None:
     """A planted float32 set: the float64 residual of the float32 values (~1e-8), never the
     ~1e-7 noise of a float32 product, and never 0 when the float32 values are not exact."""
@@ -432,7 +463,7 @@ def _fold_checkpoint(tmp_path: Path, dtype: str, *, family: str = "llama"):
     return case, tensors, expected, ckpts.write(tmp_path / f"c-{dtype}-{family}", tensors, case.config)
 
 
-@pytest.mark.parametrize("family", ["llama", "gemma"])  # gemma: gain offset 1
+@pytest.mark.parametrize("family", ["llama", "gemma", "gpt2"])  # gemma: gain offset 1; gpt2: transposed, LayerNorm bias
 @pytest.mark.parametrize("dtype", ["BF16", "F32", "F16"])
 def test_fold_norm_float32_route_equals_float64_fold(f32: None, tmp_path: Path, dtype: str, family: str) -> None:
     case, tensors, expected, p = _fold_checkpoint(tmp_path, dtype, family=family)
@@ -442,7 +473,13 @@ def test_fold_norm_float32_route_equals_float64_fold(f32: None, tmp_path: Path, 
         norm = f"{case.root.format(i=spec.layer)}.{case.norm}"
         g = tensors[norm + ".weight"].astype(F64) + spec.norm.offset
         blk = ck.block(spec)
+        beta = tensors.get(norm + ".bias")
+        if beta is not None:  # W β + b_up, from the unscaled float32 W read in float64
+            want_b = exp["W_up"] @ beta.astype(F64) + exp.get("b_up", 0)
+            np.testing.assert_allclose(blk.b_up, want_b, rtol=1e-13, atol=1e-13)
         for key in ("W_up", "W_gate"):
+            if key not in exp:
+                continue
             want = exp[key] * g  # exact in float64
             got = getattr(blk, key)
             assert np.array_equal(got.astype(F64), want), (key, got.dtype)
