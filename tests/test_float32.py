@@ -757,3 +757,24 @@ def test_linear_certificate_of_float32_weights_verifies(f32: None, tmp_path: Pat
     assert json.loads(cert.read_text())["verdict"] == "absorbable"
     capsys.readouterr()
     assert main(["verify", str(cert)]) == 0, capsys.readouterr().out[-2000:]
+
+
+def test_real_threshold_planted_float32_layer_certificate_verifies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """No monkeypatch: a layer of 2^22 float32 entries per matrix (d = 200, n = 21000) is
+    kept float32 by both absorb check and absorb verify. Its planted index set (|S| = 200,
+    residual ~6e-7 from the float32 rounding of D[:,S]) is found and the certificate is
+    accepted (the checker's residual was a float32 product: 3.8e-6, rejected)."""
+    rng = np.random.default_rng(0)
+    d, n = 200, 21000
+    U = rng.standard_normal((n, d)).astype(F32)
+    D = rng.standard_normal((d, n)) / np.sqrt(n)
+    S = sorted(rng.choice(n, d, replace=False).tolist())
+    D[:, S] = -np.linalg.pinv(U[S].astype(F64))
+    model = _npz(tmp_path / "layer.npz", {"W_up": U, "W_down": D.astype(F32), "activation": np.array("relu")})
+    assert load_npz(model).W_up.dtype == F32
+    cert = tmp_path / "layer.json"
+    assert main(["check", str(model), "--tol", str(TOL32), "--certificate", str(cert), "-q"]) == 0
+    doc = json.loads(cert.read_text())
+    assert doc["verdict"] == "absorbable" and sorted(doc["blocks"][0]["witness"]["S"]) == S
+    capsys.readouterr()
+    assert main(["verify", str(cert)]) == 0, capsys.readouterr().out[-2000:]
