@@ -18,6 +18,8 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import absorb._validate
 import tests.test_checkpoints as ckpts
@@ -30,6 +32,7 @@ from absorb.io.safetensors import _scale_columns, open_checkpoint
 from absorb.model.block import Stack
 from absorb.rigorous import relative_residual
 from absorb.search import SearchStatus, find_index_set
+from absorb.strategies import blocks
 
 F32, F64 = np.float32, np.float64
 
@@ -139,6 +142,24 @@ def test_planted_float32_blocks_are_absorbable_by_index_set(f32: None, name: str
     _b32, _b64, r32, r64 = _decide_both(CASES[name], TOL32)
     assert r32.verdict is Verdict.ABSORBABLE, r32.reason
     assert r64.verdict is Verdict.ABSORBABLE, r64.reason
+
+
+@given(blk=st.one_of(blocks(kind="planted", activation=st.sampled_from(["relu", "gelu"]), d=(2, 4), n=(2, 9)),
+                     blocks(kind="generic", activation=st.sampled_from(["relu", "gelu", "leaky_relu", "relu2"]), d=(2, 4), n=(2, 9)),
+                     blocks(kind="degenerate", activation="relu", d=(2, 3), n=(2, 6))))
+def test_drawn_blocks_float32_route_agrees_with_float64(blk: Block) -> None:
+    """Any block, its weight matrices rounded to float32: the float32 route and the float64
+    widening of the same values get the same verdict and theorem."""
+    import absorb._validate as val
+
+    saved = val.FLOAT32_MIN_ENTRIES
+    val.FLOAT32_MIN_ENTRIES = 0  # (a function-scoped fixture does not reset between drawn examples)
+    try:
+        b32, b64 = _pair(blk.W_up, blk.W_down, blk.activation.name, skip=blk.skip, b_up=blk.b_up, b_down=blk.b_down)
+        r32, r64 = decide(b32, tol=TOL32, allow_biases=True), decide(b64, tol=TOL32, allow_biases=True)
+    finally:
+        val.FLOAT32_MIN_ENTRIES = saved
+    assert (r32.verdict, r32.theorem) == (r64.verdict, r64.theorem), (r32.reason, r64.reason)
 
 
 def test_stack_of_two_float32_blocks_agrees(f32: None) -> None:
