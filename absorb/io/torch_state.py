@@ -123,13 +123,15 @@ class TorchSource:
         self._tensors = dict(tensors)
 
     def load(self, info: TensorInfo) -> np.ndarray:
-        """The stored values of ``info.name`` as a float32/float64 numpy array (exact)."""
+        """The stored values of ``info.name`` as a float32/float64 numpy array (exact), the
+        caller's own: :meth:`Checkpoint.read <absorb.io.safetensors.Checkpoint.read>` hands a
+        float32 or float64 array on without copying it, and the norm fold scales it in place."""
         import torch
 
         t = self._tensors[info.name].detach()
         if t.dtype in (torch.float16, torch.bfloat16):
-            t = t.to(torch.float32)  # exact: every fp16/bf16 value is a float32
-        return t.numpy()
+            return t.to(torch.float32).numpy()  # exact (every fp16/bf16 value is a float32); a new tensor
+        return t.numpy().copy()  # t.numpy() is the state_dict's own memory: scaling it would change the model
 
 
 def read_torch(path: Path, files: list[Path], index_map: Mapping[str, Path] | None) -> tuple[dict[str, TensorInfo], TorchSource, list[Path]]:

@@ -111,7 +111,7 @@ def _collinear_pairs(U: np.ndarray) -> tuple[list[tuple[int, int]], float | None
     collinear, and a sort finds them in O(n log n) instead of O(n²d)."""
     big = np.abs(U).max(axis=1)
     live = np.flatnonzero(big > 0)
-    W = np.ldexp(U[live], -np.frexp(big[live])[1][:, None])
+    W = np.ldexp(U[live].astype(np.float64), -np.frexp(big[live])[1][:, None])  # float64 (float32 weights too)
     V = W / np.linalg.norm(W, axis=1)[:, None]
     pairs: list[tuple[int, int]] = []
 
@@ -163,15 +163,16 @@ def _residual(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Seque
     d = U.shape[1]
     idx = list(S)
     T = -M / float(c)
+    Us, Ds = U[idx].astype(np.float64), D[:, idx].astype(np.float64)  # float32 weights too: products in float64
     with np.errstate(over="ignore", invalid="ignore"):  # past 2^±500 the slack is nan: no match
         tn = float(np.linalg.norm(T))
         if tn == 0:
             return math.inf, math.inf, None, 0.0
-        sw = float(np.sum(np.linalg.norm(D[:, idx], axis=0) * np.linalg.norm(U[idx], axis=1))) if idx else 0.0
+        sw = float(np.sum(np.linalg.norm(Ds, axis=0) * np.linalg.norm(Us, axis=1))) if idx else 0.0
         slack = (_gamma(len(idx) + 2) * (sw + tn) + (2 * _U * tn if c != 1 else 0.0)) / tn * (1 + _gamma(d * d + 2)) + _gamma(d * d + 2)
     if len(idx) * d * d <= _numerics.EXACT_WORK:
-        Uf = _frac_matrix(U[idx]) if idx else []
-        Df = _frac_matrix(D[:, idx]) if idx else [[] for _ in range(d)]
+        Uf = _frac_matrix(Us) if idx else []
+        Df = _frac_matrix(Ds) if idx else [[] for _ in range(d)]
         Mf = _frac_matrix(M)
         sq, tsq = Fraction(0), Fraction(0)
         for r in range(d):
@@ -183,10 +184,10 @@ def _residual(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Seque
         rel = math.sqrt(sq / tsq)
         return rel, math.nextafter(rel, math.inf) * (1 + 4 * _U), sq == 0, slack
     with np.errstate(over="ignore", invalid="ignore"):  # out of range: the bound below is inf
-        R = D[:, idx] @ U[idx] - T
+        R = Ds @ Us - T
         rn = float(np.linalg.norm(R))
     rel = rn / tn
-    if not _in_range(D[:, idx], U[idx], T):  # the float bound is not trusted out there
+    if not _in_range(Ds, Us, T):  # the float bound is not trusted out there
         return rel, math.inf, None, slack
     return rel, (rn * (1 + _gamma(d * d + 2)) / tn + slack * 1.01) / (1 - _gamma(d * d + 2)), None, slack
 
