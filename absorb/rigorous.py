@@ -170,7 +170,7 @@ def relative_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: Ite
         sq = 0.0
         for cols in row_slices(d_in, width):
             Us = U[idx, cols].astype(np.float64)
-            for rows in row_slices(d_out, width):
+            for rows in row_slices(d_out, max(width, cols.stop - cols.start)):  # the tile R too: ≤ 32 MiB
                 R = D[rows][:, idx].astype(np.float64) @ Us
                 if T is None:
                     lo, hi = max(rows.start, cols.start), min(rows.stop, cols.stop)

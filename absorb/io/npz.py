@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from absorb._errors import InvalidInput
-from absorb._validate import FLOAT32_MIN_ENTRIES
+from absorb import _validate
 from absorb.io._validate import BLOCK_KEYS, build_block, resolve_activation
 from absorb.model.block import Block, Stack
 
@@ -56,7 +56,7 @@ def _check_headers(path: Path, zf: zipfile.ZipFile, max_bytes: int) -> None:
         need = count * dtype.itemsize
         if header_len + need > info.file_size:
             raise InvalidInput(f"{path}: key {key!r} promises shape {shape} ({need} bytes) but holds only {info.file_size - header_len}; the file is truncated or corrupt")
-        kept32 = dtype.name in ("float32", "float16", "bfloat16") and len(shape) == 2 and count >= FLOAT32_MIN_ENTRIES
+        kept32 = dtype.name in ("float32", "float16", "bfloat16") and len(shape) == 2 and count >= _validate.FLOAT32_MIN_ENTRIES
         total += count * (4 if kept32 else 8)  # as held once loaded (large float32 matrices stay float32)
     if total > max_bytes:
         raise InvalidInput(f"{path}: the arrays need {total / 2**30:.1f} GiB once loaded, more than the {max_bytes / 2**30:.1f} GiB allowed; "

@@ -237,9 +237,10 @@ class TensorSource(Protocol):
 
 
 def _scale_columns(W: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """``W diag g``, exactly, in place (the loader owns ``W``). Each product is exact in
-    float64 (24 + 24 ≤ 53 significant bits); a float32 ``W`` stays float32 when every
-    product is a float32 (bfloat16 × bfloat16 always is), else the result is float64."""
+    """``W diag g`` in place (the loader owns ``W``). Each product of a float32 weight and a
+    float64 gain that is a float32 (no offset) is exact in float64 (24 + 24 ≤ 53 significant
+    bits); a float32 ``W`` stays float32 when every product is a float32 (bfloat16 ×
+    bfloat16 always is), else the result is float64."""
     if W.dtype == np.float64:
         W *= g[None, :]
         return W
@@ -357,7 +358,9 @@ class Checkpoint:
 
         ``W (g ⊙ z + β) + b = (W diag g) z + (W β + b)``: the gain scales the columns, the
         norm's bias moves into ``b_up``/``b_gate``. In float64, products of an fp32 (or
-        narrower) weight and gain are exact (24 + 24 ≤ 53 significant bits).
+        narrower) weight and gain are exact (24 + 24 ≤ 53 significant bits); a gain with an
+        offset (Gemma's ``1 + w``) is first rounded to float64 (relative error ≤ 2⁻⁵³), as
+        ``1 + w`` of a small fp32 ``w`` may need more bits.
         """
         norm = spec.norm
         assert norm is not None

@@ -422,7 +422,7 @@ def check_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
     _require(ctx, rec is None or _same_number(rec, c), w, f"the recorded c = {c} is σ's", f"recorded {rec!r}")
     cf = float(c)
     d, n = block.d, block.n
-    U, D, M = block.W_up.astype(np.float64), block.W_down.astype(np.float64), block.M  # float32 weights: D @ U in float64
+    U, D, M = block.W_up.astype(np.float64, copy=False), block.W_down.astype(np.float64, copy=False), block.M  # float32 weights: D @ U in float64
     A = M + cf * (D @ U)
     absA = np.abs(M) + abs(cf) * (np.abs(D) @ np.abs(U))
     err_A = _gamma(n + 3) * float(np.linalg.norm(absA))
@@ -469,7 +469,7 @@ def linear_witness(block: Block, c: float) -> Block:
     """A residual-free block with σ(z) = c·z equal to f: W'_up = [I; 0], W'_down = [A/c, 0]
     (n ≥ d), else the truncated SVD of A with W'_down divided by c; b'_down = c·W_down b_up + b_down."""
     d, n = block.d, block.n
-    A = block.M + c * (block.W_down.astype(np.float64) @ block.W_up.astype(np.float64))
+    A = block.M + c * (block.W_down.astype(np.float64, copy=False) @ block.W_up.astype(np.float64, copy=False))
     Wu, Wd = np.zeros((n, d)), np.zeros((d, n))
     if n >= d:
         Wu[:d], Wd[:, :d] = np.eye(d), A / c

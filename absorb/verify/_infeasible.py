@@ -32,7 +32,7 @@ def _enumerate_lower_bound(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple
     m = d * d
     if n > ENUM_MAX_N or (1 << n) * m > ENUM_MAX_ENTRIES or not _in_range(U, D, T):
         return None
-    U, D = U.astype(np.float64), D.astype(np.float64)  # float32 weights: the products below in float64
+    U, D = U.astype(np.float64, copy=False), D.astype(np.float64, copy=False)  # float32 weights: the products below in float64
     K = (D.T[:, :, None] * U[:, None, :]).reshape(n, m)
     t = T.reshape(-1)
     sums = np.zeros((1, m))

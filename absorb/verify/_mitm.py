@@ -94,7 +94,7 @@ def mitm_no_set_closer(U: np.ndarray, D: np.ndarray, T: np.ndarray, R: float) ->
         return "the radius must be a positive number"
     if not _in_range(U, D, T):
         return "an entry is outside the range where the checker's float64 bounds hold"
-    U, D = U.astype(np.float64), D.astype(np.float64)  # float32 weights: the products below in float64
+    U, D = U.astype(np.float64, copy=False), D.astype(np.float64, copy=False)  # float32 weights: the products below in float64
     K = (D.T[:, :, None] * U[:, None, :]).reshape(n, m).T  # m×n, k_i = vec(w_i u_iᵀ), each entry one rounding
     t = T.reshape(-1).astype(np.float64)
     if not np.any(K):

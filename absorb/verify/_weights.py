@@ -111,7 +111,7 @@ def _collinear_pairs(U: np.ndarray) -> tuple[list[tuple[int, int]], float | None
     collinear, and a sort finds them in O(n log n) instead of O(n²d)."""
     big = np.abs(U).max(axis=1)
     live = np.flatnonzero(big > 0)
-    W = np.ldexp(U[live].astype(np.float64), -np.frexp(big[live])[1][:, None])  # float64 (float32 weights too)
+    W = np.ldexp(U[live].astype(np.float64, copy=False), -np.frexp(big[live])[1][:, None])  # float64 (float32 weights too)
     V = W / np.linalg.norm(W, axis=1)[:, None]
     pairs: list[tuple[int, int]] = []
 
@@ -163,7 +163,7 @@ def _residual(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Seque
     d = U.shape[1]
     idx = list(S)
     T = -M / float(c)
-    Us, Ds = U[idx].astype(np.float64), D[:, idx].astype(np.float64)  # float32 weights too: products in float64
+    Us, Ds = U[idx].astype(np.float64, copy=False), D[:, idx].astype(np.float64, copy=False)  # float32 weights too: products in float64
     with np.errstate(over="ignore", invalid="ignore"):  # past 2^±500 the slack is nan: no match
         tn = float(np.linalg.norm(T))
         if tn == 0:
