@@ -173,7 +173,7 @@ def run_model(model: str, where: Path, *, layers: int, workers: int, seed: int, 
 
     # the baseline: one float64 U @ U.T of layer 0, in this process
     spec = ckpt.specs[0]
-    U = ckpt.read(spec.up, transpose=spec.transposed)
+    U = ckpt.read(spec.up, transpose=spec.transposed).astype(np.float64)  # (read keeps a large layer float32)
     t = time.perf_counter()
     G = U @ U.T
     t_gemm = time.perf_counter() - t
