@@ -143,7 +143,7 @@ def _label(source: str, prefix: str, key: str) -> str:
 #: with at least this many entries is kept as float32 (narrower types converted exactly;
 #: every such value is a float32): no float64 copy of a large layer is made. The routes
 #: that reach such a matrix read it in float64 row blocks or upcast their own operands
-#: (docs/performance-scale.md, "Float32 weights"). Smaller ones become float64 (cheap), so
+#: (docs/user-guide.md, "Tolerances"; docs/performance-scale.md). Smaller ones become float64 (cheap), so
 #: every route, the exact ones included, sees them unchanged.
 FLOAT32_MIN_ENTRIES = 1 << 22
 
