@@ -14,7 +14,6 @@ from collections.abc import Callable
 
 import numpy as np
 import sympy as sp
-from scipy import special
 
 from absorb._errors import InvalidInput
 
@@ -528,6 +527,8 @@ def _validate_unguarded(text: str, tree: tuple) -> sp.Expr:
 
 def _numpy_form(expr: sp.Expr) -> Callable[[np.ndarray], np.ndarray]:
     """The numpy function of a (validated) user expression."""
+    from scipy import special  # here, not at import (0.1 s of every start)
+
     fn = sp.lambdify(X, expr, modules=[{"erf": special.erf, "erfc": special.erfc, "Max": np.maximum, "Min": np.minimum}, "numpy"])
 
     def np_fn(z: np.ndarray) -> np.ndarray:

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
-from scipy import special
 
 from absorb._errors import InvalidInput
 from absorb.model._expr import (  # noqa: F401 - the expression language and its limits, re-exported here
@@ -78,7 +77,15 @@ class Activation:
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
+    from scipy import special  # imported when σ is first evaluated (not on every start: 0.1 s)
+
     return special.expit(z)
+
+
+def _gelu(z: np.ndarray) -> np.ndarray:
+    from scipy import special
+
+    return 0.5 * z * (1.0 + special.erf(z / np.sqrt(2.0)))
 
 
 def _gelu_tanh(z: np.ndarray) -> np.ndarray:
@@ -90,7 +97,7 @@ _LEAKY_SLOPE = sp.Rational(1, 100)  # PyTorch's default negative_slope
 _BUILTIN: dict[str, tuple[sp.Expr, Callable[[np.ndarray], np.ndarray]]] = {
     "relu": (sp.Max(0, X), lambda z: np.maximum(z, 0.0)),
     "relu2": (sp.Max(0, X) ** 2, lambda z: np.maximum(z, 0.0) ** 2),
-    "gelu": (X * (1 + sp.erf(X / sp.sqrt(2))) / 2, lambda z: 0.5 * z * (1.0 + special.erf(z / np.sqrt(2.0)))),
+    "gelu": (X * (1 + sp.erf(X / sp.sqrt(2))) / 2, _gelu),
     "gelu_tanh": (
         X * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (X + sp.Rational(44715, 10**6) * X**3))) / 2,
         _gelu_tanh,
