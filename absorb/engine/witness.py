@@ -409,24 +409,14 @@ def _unit_sums(blk: Block, pts: _Points, budget: list[int], units: np.ndarray | 
     skipped = np.zeros(X.shape[0], dtype=bool)
     out = np.zeros((X.shape[0], blk.d))
     size_small = np.zeros((int(small.sum()), blk.d))
-    b_kink = blk.b_gate if blk.gated else blk.b_up
     if units is not None and len(units) == 0:
         return out, size_small, skipped
-    for idx, W_up, W_gate, W_down in blk.unit_blocks(units):
-        R = W_gate if blk.gated else W_up
-        bk = None if b_kink is None else b_kink[idx]
-        Z = X @ R.T
-        if bk is not None:
-            Z = Z + bk
+
+    def fix(Z: np.ndarray, R: np.ndarray, bk: np.ndarray | None) -> None:
         _fix_near_zero(Z, R, bk, X, nx, pts, budget, skipped)
-        if blk.gated:
-            V = X @ W_up.T
-            if blk.b_up is not None:
-                V = V + blk.b_up[idx]
-            H = blk.activation(Z) * V
-        else:
-            H = blk.activation(Z)
-        del Z
+
+    for idx, W_up, W_gate, W_down in blk.unit_blocks(units):
+        H = blk.hidden(X, idx, W_up, W_gate, fix)
         out += H @ W_down.T
         if small.any() and np.any(H[small]):  # (σ(0) = 0 and no bias: the hidden layer is 0 at x = 0)
             size_small += np.abs(H[small]) @ np.abs(W_down).T

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from absorb._errors import InvalidInput
 from absorb import _validate
+from absorb._errors import InvalidInput
 from absorb.io._validate import BLOCK_KEYS, build_block, resolve_activation
 from absorb.model.block import Block, Stack
 

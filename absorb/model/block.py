@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as _dc_replace
 
@@ -256,22 +256,33 @@ class Block:
         for idx in pieces:
             yield idx, f64(self.W_up[idx]), None if self.W_gate is None else f64(self.W_gate[idx]), f64(self.W_down[:, idx])
 
+    def hidden(self, X: np.ndarray, idx: slice | np.ndarray, W_up: np.ndarray, W_gate: np.ndarray | None,
+               fix: Callable[[np.ndarray, np.ndarray, np.ndarray | None], None] | None = None) -> np.ndarray:
+        """The hidden layer of the units ``idx`` at the rows of ``X``, from their float64
+        weights (an item of :meth:`unit_blocks`): ``σ(W_up x + b_up)``, or
+        ``g(W_gate x + b_gate) ⊙ (W_up x + b_up)``. ``fix(Z, R, b)``, when given, may change
+        in place the pre-activations ``Z = X Rᵀ + b`` at σ's kinks (of the gate when gated)
+        before σ sees them."""
+        R, b = (W_gate, self.b_gate) if W_gate is not None else (W_up, self.b_up)
+        bk = None if b is None else b[idx]
+        Z = X @ R.T
+        if bk is not None:
+            Z = Z + bk
+        if fix is not None:
+            fix(Z, R, bk)
+        if W_gate is None:
+            return self.activation(Z)
+        V = X @ W_up.T
+        if self.b_up is not None:
+            V = V + self.b_up[idx]
+        return self.activation(Z) * V
+
     def mlp(self, X: np.ndarray) -> np.ndarray:
         """``B(x)`` for each row of ``X`` (shape (m, d)) — the block without its skip."""
         X = np.atleast_2d(X)
         out = None
-        for sl, W_up, W_gate, W_down in self.unit_blocks():
-            H = X @ W_up.T
-            if self.b_up is not None:
-                H = H + self.b_up[sl]
-            if W_gate is not None:
-                G = X @ W_gate.T
-                if self.b_gate is not None:
-                    G = G + self.b_gate[sl]
-                H = self.activation(G) * H
-            else:
-                H = self.activation(H)
-            part = H @ W_down.T
+        for idx, W_up, W_gate, W_down in self.unit_blocks():
+            part = self.hidden(X, idx, W_up, W_gate) @ W_down.T
             out = part if out is None else out + part
         if self.b_down is not None:
             out = out + self.b_down
