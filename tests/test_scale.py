@@ -24,6 +24,7 @@ from scipy.optimize import lsq_linear
 
 from absorb._errors import InvalidInput
 from absorb.engine._collinear import max_abs_cosine, near_collinear_pairs, zero_rows
+from absorb.search import find_index_set
 from absorb.search._types import SearchStatus
 from absorb.search.linalg import solve_linalg
 from absorb.verify.dual_bound import check_dual_bound, check_residual
@@ -600,3 +601,18 @@ def test_slow_collinear_screen() -> None:
 @given(st.integers(2, 4), st.data())
 def test_slow_verdicts_agree_with_enumeration(d: int, data) -> None:
     _verdict_agrees_with_enumeration(*_small_int_instance(d, data))
+
+
+def test_found_set_of_rescaled_weights_is_checked_in_range() -> None:
+    """A planted wide instance with W_up ×2^-540 and W_down ×2^540 (products unchanged) is
+    found: the found set's rigorous residual is computed on the arrays rescaled into range,
+    where ‖w_i‖² does not overflow (on the caller's arrays its bound was inf: unknown)."""
+    rng = np.random.default_rng(5)
+    n, d = 1040, 64
+    U = rng.standard_normal((n, d))
+    D = rng.standard_normal((d, n))
+    S = np.sort(rng.choice(n, 80, replace=False))
+    D[:, S] = -np.linalg.pinv(U[S])
+    res = find_index_set(np.ldexp(U, -540), np.ldexp(D, 540), -np.eye(d), tol=1e-9, timeout=60)
+    assert res.status is SearchStatus.FOUND and res.method.startswith("linalg"), res.reason
+    assert set(S) <= set(res.S) and res.residual <= 1e-9

@@ -65,10 +65,12 @@ def _backend(method: Backend) -> Solver | None:
 
 
 class _Verifier:
-    """The re-check of found sets on the caller's own arrays: ``verifier(S)`` is the rigorous
+    """The re-check of found sets: ``verifier(S)`` is the rigorous
     :func:`~absorb.search._scale_bounds.check_residual` of S (float32 weights read in float64
-    blocks), remembered, so that a set the linalg backend proposes after this very check is
-    not recomputed by :func:`_checked` (one d×|S|×d product per found set, not two)."""
+    blocks) on the arrays the backends see — the caller's, rescaled by exact powers of two
+    into the range where that bound holds, which changes no relative residual — remembered,
+    so that a set the linalg backend proposes after this very check is not recomputed by
+    :func:`_checked` (one d×|S|×d product per found set, not two)."""
 
     def __init__(self, U: np.ndarray, D: np.ndarray, T: np.ndarray | None) -> None:
         self.arrays = (U, D, T)
@@ -326,10 +328,10 @@ def find_index_set(
         if fn is None:
             return SearchResult(SearchStatus.UNKNOWN, method, f"backend {method!r} is not installed",
                                 elapsed=time.perf_counter() - t0)
-        verifier = _Verifier(U0, D0, T0)
+        verifier = _Verifier(U, D, T)  # the rescaled arrays: check_residual's bound holds in their range
         more = {"verify": verifier} if method == "linalg" else {}
         return _checked(fn(U, D, T, timeout=timeout, tol=tol, seed=seed, **more), U0, D0, T0, tol, verifier)
 
-    run = _Portfolio(U, D, T, (U0, D0, T0), tol, timeout, seed, progress, t0, _Verifier(U0, D0, T0))
+    run = _Portfolio(U, D, T, (U0, D0, T0), tol, timeout, seed, progress, t0, _Verifier(U, D, T))
     steps = _first_steps(run, narrow)
     return _narrow(run, steps) if narrow else _wide(run, steps)
