@@ -150,9 +150,9 @@ FLOAT32_MIN_ENTRIES = 1 << 22
 _NARROW = frozenset({"float32", "float16", "bfloat16"})
 
 
-def keeps_float32(arr: np.ndarray) -> bool:
-    """Whether a weight matrix with this dtype and size stays float32 (:data:`FLOAT32_MIN_ENTRIES`)."""
-    return arr.dtype.name in _NARROW and arr.ndim == 2 and arr.size >= FLOAT32_MIN_ENTRIES
+def keeps_float32(dtype: np.dtype, shape: tuple[int, ...]) -> bool:
+    """Whether a weight matrix of this stored dtype and shape stays float32 (:data:`FLOAT32_MIN_ENTRIES`)."""
+    return np.dtype(dtype).name in _NARROW and len(shape) == 2 and math.prod(shape) >= FLOAT32_MIN_ENTRIES
 
 
 def float64_rows(A: np.ndarray, nbytes: int = 32 << 20) -> Iterator[tuple[slice, np.ndarray]]:
@@ -163,13 +163,12 @@ def float64_rows(A: np.ndarray, nbytes: int = 32 << 20) -> Iterator[tuple[slice,
         yield sl, (blk if blk.dtype == np.float64 else blk.astype(np.float64))
 
 
-def xwt(X: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """``X @ W.T`` in float64 for a float64 ``X``: one product when ``W`` is float64, else
-    over float64 row blocks of ``W`` (a float32 ``W`` is never copied whole)."""
+def matvec(W: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``W @ v`` in float64: one product when ``W`` is float64, else over float64 row blocks
+    of ``W`` (a float32 ``W`` is never copied whole)."""
     if W.dtype == np.float64:
-        return X @ W.T
-    parts = [X @ Wb.T for _sl, Wb in float64_rows(W)]
-    return np.hstack(parts) if parts else np.zeros((X.shape[0], 0))
+        return W @ v
+    return np.concatenate([Wb @ v for _sl, Wb in float64_rows(W)] or [np.zeros(0)])
 
 
 def as_float_array(value: object, *, source: str, key: str, prefix: str = "", copy: bool = True,
@@ -183,7 +182,7 @@ def as_float_array(value: object, *, source: str, key: str, prefix: str = "", co
     and opaque (e.g. bfloat16 seen as raw bytes) dtypes are refused.
     """
     lab = _label(source, prefix, key)
-    if isinstance(value, np.ndarray) and (value.dtype == np.float64 or (matrix and value.dtype == np.float32 and keeps_float32(value))):
+    if isinstance(value, np.ndarray) and (value.dtype == np.float64 or (matrix and value.dtype == np.float32 and keeps_float32(value.dtype, value.shape))):
         out = np.array(value) if copy else np.asarray(value)  # np.asarray: a plain ndarray (no np.matrix semantics)
     else:
         try:
@@ -200,7 +199,7 @@ def as_float_array(value: object, *, source: str, key: str, prefix: str = "", co
                                    "without their type); convert them with .astype(numpy.float32) before saving")
             raise InvalidInput(f"{lab} has dtype {arr.dtype} ({what.get(kind, 'not numeric')}); expected a real floating-point "
                                "or integer array (convert it with .astype(numpy.float64))")
-        want = np.float32 if matrix and keeps_float32(arr) else np.float64
+        want = np.float32 if matrix and keeps_float32(arr.dtype, arr.shape) else np.float64
         try:
             out = arr.astype(want, copy=copy)
         except (ValueError, TypeError, OverflowError) as exc:

@@ -147,9 +147,12 @@ def _versions() -> dict[str, str]:
 def weight_record(a: np.ndarray) -> dict[str, Any]:
     """Shape, SHA-256, norms of one array; its exact values too when it is small (≤ 8 per dim)."""
     a = np.asarray(a)
-    if a.dtype != np.float64 and a.ndim == 2:  # a float32 matrix: norms in float64 row blocks
-        sq = sum((float(np.einsum("ij,ij->", b, b)) for _sl, b in float64_rows(a)), 0.0)
-        fro, top = math.sqrt(sq), max((float(np.abs(b).max(initial=0.0)) for _sl, b in float64_rows(a)), default=0.0)
+    if a.dtype != np.float64 and a.ndim == 2:  # a float32 matrix: norms in float64 row blocks, one pass
+        sq, top = 0.0, 0.0
+        for _sl, b in float64_rows(a):
+            sq += float(np.einsum("ij,ij->", b, b))
+            top = max(top, float(np.abs(b).max(initial=0.0)))
+        fro = math.sqrt(sq)
     else:
         a = np.asarray(a, dtype=np.float64)
         fro = float(np.linalg.norm(a)) if a.size else 0.0

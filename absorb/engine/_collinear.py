@@ -44,7 +44,7 @@ from absorb._errors import InvalidInput
 from absorb.rigorous import all_finite, row_slices
 from absorb.rigorous import gamma as _gamma  # Higham's γ_k, the one rounding helper
 
-__all__ = ["cosine_error", "near_collinear_pairs", "max_abs_cosine", "zero_rows"]
+__all__ = ["cosine_error", "live_rows", "near_collinear_pairs", "max_abs_cosine", "zero_rows"]
 
 def cosine_error(d: int) -> float:
     """Bound on the float64 error of a cosine between two d-vectors computed here (blocked
@@ -61,7 +61,7 @@ def _check_matrix(U: object) -> np.ndarray:
     return U
 
 
-def _live(U: np.ndarray) -> np.ndarray:
+def live_rows(U: np.ndarray) -> np.ndarray:
     """Indices of the nonzero rows of U (read in row blocks: no full-size temporary)."""
     return np.flatnonzero(np.concatenate([np.any(U[sl] != 0, axis=1) for sl in row_slices(U.shape[0], U.shape[1])]))
 
@@ -88,7 +88,7 @@ def zero_rows(U: np.ndarray) -> list[int]:
     never appear in :func:`near_collinear_pairs`)."""
     U = _check_matrix(U)
     live = np.zeros(U.shape[0], dtype=bool)
-    live[_live(U)] = True
+    live[live_rows(U)] = True
     return [int(i) for i in np.flatnonzero(~live)]
 
 
@@ -178,7 +178,7 @@ def near_collinear_pairs(
     n, d = U.shape
     c = 1.0 - float(tau)
     margin = cosine_error(d)
-    live = _live(U)
+    live = live_rows(U)
     if live.size < 2:
         return []
     if method == "exact" or (method == "auto" and n <= exact_max_n):
@@ -265,7 +265,7 @@ def max_abs_cosine(U: np.ndarray) -> float:
     (error below :func:`cosine_error`)."""
     U = _check_matrix(U)
     n, d = U.shape
-    live = _live(U)
+    live = live_rows(U)
     if live.size < 2:
         return math.nan
     Ul = U if live.size == U.shape[0] else U[live]  # no copy when every row is live

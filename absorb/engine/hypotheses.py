@@ -11,10 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from absorb._validate import float64_rows
-from absorb.engine._collinear import cosine_error, max_abs_cosine, near_collinear_pairs
+from absorb.engine._collinear import cosine_error, live_rows, max_abs_cosine, near_collinear_pairs
 from absorb.engine.verdict import Hypothesis
 from absorb.model.block import Block
-from absorb.rigorous import row_slices
 
 COLLINEAR_TAU = 1e-10
 """Rows with |cos| ≥ 1 − τ count as collinear (conservatively degenerate).
@@ -96,8 +95,8 @@ def nondegenerate(block: Block, *, tau: float = COLLINEAR_TAU) -> tuple[Hypothes
     W_up pairwise non-collinear (|cos| < 1 − tau)."""
     U, D = block.W_up, block.W_down
     tau = max(tau, 8 * (block.d + 2) * _EPS)
-    zero_rows = np.flatnonzero(~np.concatenate([np.any(U[sl] != 0, axis=1) for sl in row_slices(block.n, block.d)]))
-    zero_cols = np.flatnonzero(~np.concatenate([np.any(D[:, sl] != 0, axis=0) for sl in row_slices(block.n, block.d)]))
+    zero_rows = np.setdiff1d(np.arange(block.n), live_rows(U))
+    zero_cols = np.setdiff1d(np.arange(block.n), live_rows(D.T))  # the columns of D
     rows = Hypothesis("rows_nonzero", zero_rows.size == 0,
                       "every row of W_up is nonzero" if zero_rows.size == 0 else f"rows {_few(zero_rows)} of W_up are zero",
                       {"zero_rows": zero_rows.tolist()[:20], "min_row_norm": float(_norms(U, 1).min(initial=np.inf))})

@@ -33,7 +33,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from absorb._validate import xwt
+from absorb._validate import matvec
+from absorb.engine._collinear import live_rows
 from absorb.engine.hypotheses import _norms
 from absorb.engine.verdict import Witness
 from absorb.model.block import Block, Stack
@@ -66,7 +67,7 @@ def flip_block(block: Block, S: tuple[int, ...], c: Fraction) -> Block:
             b_up[idx] *= -1
         new = dict(W_up=W_up, b_up=b_up)
     if block.b_up is not None and idx.size:
-        shift = cf * xwt(block.b_up[idx][None, :], D[:, idx])[0]
+        shift = cf * matvec(D[:, idx], block.b_up[idx])
         new["b_down"] = shift if block.b_down is None else block.b_down + shift
     return block.replace(**new, skip=np.zeros((block.d, block.d)), name=block.name + "'")
 
@@ -338,8 +339,8 @@ def _hyperplane_points(fb: Block, gb: Block, units: tuple[list[int], list[int]] 
 
     for blk, keep in ((fb, None if units is None else units[0]), (gb, None if units is None else units[1])):
         R, b = _kink_rows(blk)
-        idx = np.arange(blk.n) if keep is None else np.asarray(keep, dtype=int)
-        idx = np.concatenate([c[np.any(R[c] != 0, axis=1)] for c in _chunks(idx, R.shape[1])] or [idx])
+        live = live_rows(R)  # (a zero row has no hyperplane)
+        idx = live if keep is None else np.asarray(keep, dtype=int)[np.isin(keep, live)]
         if idx.size == 0:
             continue
         for c, V, keys in _line_chunks(R, b, idx):

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from absorb import _validate
 from absorb._errors import InvalidInput
+from absorb._validate import keeps_float32
 from absorb.io._validate import BLOCK_KEYS, build_block, resolve_activation
 from absorb.model.block import Block, Stack
 
@@ -56,8 +56,8 @@ def _check_headers(path: Path, zf: zipfile.ZipFile, max_bytes: int) -> None:
         need = count * dtype.itemsize
         if header_len + need > info.file_size:
             raise InvalidInput(f"{path}: key {key!r} promises shape {shape} ({need} bytes) but holds only {info.file_size - header_len}; the file is truncated or corrupt")
-        kept32 = dtype.name in ("float32", "float16", "bfloat16") and len(shape) == 2 and count >= _validate.FLOAT32_MIN_ENTRIES
-        total += count * (4 if kept32 else 8)  # as held once loaded (large float32 matrices stay float32)
+        kept32 = key.rsplit(".", 1)[-1] in ("W_up", "W_down", "W_gate") and keeps_float32(dtype, shape)
+        total += count * (4 if kept32 else 8)  # as held once loaded (large float32 weight matrices stay float32)
     if total > max_bytes:
         raise InvalidInput(f"{path}: the arrays need {total / 2**30:.1f} GiB once loaded, more than the {max_bytes / 2**30:.1f} GiB allowed; "
                            "check the shapes or analyse the model layer by layer from a checkpoint")

@@ -38,7 +38,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from absorb._errors import InvalidInput
-from absorb._validate import float64_rows, keeps_float32
+from absorb._validate import float64_rows, keeps_float32, matvec
 from absorb.io._validate import build_block
 from absorb.io.families import BlockSpec, Detection, ManualRoles, detect, parse_layers
 from absorb.io.tensor_info import TensorInfo
@@ -244,21 +244,15 @@ def _scale_columns(W: np.ndarray, g: np.ndarray) -> np.ndarray:
     if W.dtype == np.float64:
         W *= g[None, :]
         return W
-    done = []
     for sl, Wb in float64_rows(W):
         p = Wb * g[None, :]
         with np.errstate(over="ignore"):
             p32 = p.astype(np.float32)
         if not np.array_equal(p32, p):  # a product needs more than float32: the layer goes float64
-            out = np.empty(W.shape)
-            for s0 in done:
-                out[s0] = W[s0]
-            out[sl] = p
-            for s1, Wb1 in float64_rows(W[sl.stop:]):
-                out[sl.stop + s1.start: sl.stop + s1.stop] = Wb1 * g[None, :]
+            out = W.astype(np.float64)  # rows before sl are scaled already (exactly)
+            out[sl.start:] *= g[None, :]
             return out
         W[sl] = p32
-        done.append(sl)
     return W
 
 
@@ -302,7 +296,7 @@ class Checkpoint:
             raise InvalidInput(f"{info.file}: tensor {name!r} is {info.dtype}, not a plain float (F32, F16, BF16); "
                                "quantised or integer weights are not analysed — use the unquantised checkpoint")
         raw = self.source.load(info)
-        want = np.float32 if keeps_float32(raw) else np.float64
+        want = np.float32 if keeps_float32(raw.dtype, raw.shape) else np.float64
         arr = raw.T if transpose else raw
         arr = arr if arr.dtype == want and arr.flags.c_contiguous and arr.flags.writeable else np.array(arr, dtype=want, order="C")
         del raw
@@ -373,7 +367,7 @@ class Checkpoint:
                 continue
             if beta is not None:
                 b = getattr(blk, b_key)
-                shift = np.concatenate([Wb @ beta for _sl, Wb in float64_rows(W)])
+                shift = matvec(W, beta)
                 changes[b_key] = shift if b is None else b + shift
             scaled = _scale_columns(W, g)
             if scaled is not W:
