@@ -26,6 +26,7 @@ on the dyadic weights), so σ sees 0 exactly where the exact pre-activation is 0
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterator
@@ -239,13 +240,18 @@ def _exact_pre(v: np.ndarray, beta: float, x: np.ndarray, extra: dict[int, Fract
 class _Points:
     """Points on hyperplanes: float coordinates ``X`` (k×d); point p is exactly ``X[p]``
     except at the coordinates of ``extra[p]`` (exact rationals, rounded in ``X``);
-    ``source[p]`` is a hyperplane p lies on, as :func:`_plane` (None: none known)."""
+    ``source[p]`` is a hyperplane p lies on, as :func:`_plane` (None: none known).
+    ``X``, ``norms`` and ``small`` are derived once, when first asked for after a change."""
 
     def __init__(self, d: int) -> None:
         self.d = d
         self.rows: list[np.ndarray] = []
         self.extra: list[dict[int, Fraction]] = []
         self.source: list[np.ndarray | None] = []
+
+    def _changed(self) -> None:
+        for name in ("X", "norms", "small"):
+            self.__dict__.pop(name, None)
 
     def add(self, x: np.ndarray, extra: dict[int, Fraction] | None = None, source: np.ndarray | None = None) -> None:
         x = np.array(x, dtype=np.float64)
@@ -255,21 +261,42 @@ class _Points:
         self.rows.append(x)
         self.extra.append(extra)
         self.source.append(source)
+        self._changed()
 
-    @property
+    def extend(self, other: _Points) -> None:
+        self.rows += other.rows
+        self.extra += other.extra
+        self.source += other.source
+        self._changed()
+
+    def part(self, a: int, b: int) -> _Points:
+        """Points a to b − 1, as their own set."""
+        out = _Points(self.d)
+        out.rows, out.extra, out.source = self.rows[a:b], self.extra[a:b], self.source[a:b]
+        return out
+
+    @functools.cached_property
     def X(self) -> np.ndarray:
-        key = (id(self.rows), len(self.rows))
-        if getattr(self, "_key", None) != key:  # built once per set of rows
-            self._X, self._key = np.array(self.rows).reshape(len(self.rows), self.d), key
-        return self._X
+        return np.array(self.rows).reshape(len(self.rows), self.d)
+
+    @functools.cached_property
+    def norms(self) -> np.ndarray:
+        """‖x‖₂ of each point."""
+        return _norms(self.X, 1)
+
+    @functools.cached_property
+    def small(self) -> np.ndarray:
+        """The points with |x|_∞ < :data:`_SMALL_X` (0 among them)."""
+        return np.abs(self.X).max(axis=1, initial=0.0) < _SMALL_X
 
 
-def _on_hyperplanes(R: np.ndarray, b: np.ndarray | None, keys: list[np.ndarray], pts: _Points, rng: np.random.Generator) -> None:
+def _on_hyperplanes(R: np.ndarray, b: np.ndarray | None, planes: list[np.ndarray], pts: _Points, rng: np.random.Generator) -> None:
     """Points exactly on each hyperplane ``r·x + β = 0`` (rows of R), at three scales.
 
     The homogeneous part pairs the coordinates, y_j = c·r_k, y_k = −c·r_j (c = ±1, ±2, ±½),
     and fills the coordinates where r_j = 0 freely: r·y = 0 exactly and y is dyadic. A bias
-    adds t·e_j with the rational t = −β/r_j (exact in ``extra``)."""
+    adds t·e_j with the rational t = −β/r_j (exact in ``extra``). ``planes[i]`` (row i as
+    :func:`_plane`) is recorded as the source of row i's points."""
     h, d = R.shape
     perm = rng.permutation(d)
     J, K = perm[0:d - 1:2], perm[1:d:2]
@@ -289,9 +316,9 @@ def _on_hyperplanes(R: np.ndarray, b: np.ndarray | None, keys: list[np.ndarray],
         for s in (_HP_SCALES if h <= _ALL_SCALES else _HP_SCALES[i % 3: i % 3 + 1]):
             ys = y * 2.0 ** (int(np.round(np.log2(s))) - int(np.frexp(top)[1])) if top > 0 else y
             if t is None:
-                pts.add(ys, source=keys[i])
+                pts.add(ys, source=planes[i])
             else:
-                pts.add(ys, {j: Fraction(float(ys[j])) + t}, source=keys[i])
+                pts.add(ys, {j: Fraction(float(ys[j])) + t}, source=planes[i])
 
 
 def _intersections(R: np.ndarray, b: np.ndarray | None, pts: _Points, limit: int) -> None:
@@ -404,9 +431,7 @@ def _unit_sums(blk: Block, pts: _Points, budget: list[int], units: np.ndarray | 
     σ (or the gate) sees each pre-activation on the right side of 0, exactly 0 on its
     hyperplane; the rest is float64 at ``X`` — with ``Σ_i |w_i||h_i(x)|`` at the points near 0
     and the mask of points skipped. One pass over those units' weights (:meth:`Block.unit_blocks`)."""
-    X = pts.X
-    nx = _norms(X, 1)
-    small = np.abs(X).max(axis=1, initial=0.0) < _SMALL_X
+    X, nx, small = pts.X, pts.norms, pts.small
     skipped = np.zeros(X.shape[0], dtype=bool)
     out = np.zeros((X.shape[0], blk.d))
     size_small = np.zeros((int(small.sum()), blk.d))
@@ -436,7 +461,7 @@ def _eval_block_at(blk: Block, pts: _Points, budget: list[int], units: np.ndarra
         out += common[0]
         size_small += common[1]
         skipped |= common[2]
-    small = np.abs(X).max(axis=1, initial=0.0) < _SMALL_X  # elsewhere |x| is the scale, as for random inputs
+    small = pts.small  # elsewhere |x| is the scale, as for random inputs
     lin = X if blk.skip is None else X @ blk.skip.T
     size = np.zeros_like(out)
     if small.any():
@@ -501,9 +526,7 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
                 pts.add(x)
         first = len(pts.rows)
         hp = _hyperplane_points(fb[0], gb[0], units, seed)
-        pts.rows += hp.rows
-        pts.extra += hp.extra
-        pts.source += hp.source
+        pts.extend(hp)
         budget = [_EXACT_ENTRIES]
         # Units identical in f and g contribute the same at every point: their sum is
         # evaluated once (from f's units) and added to both.
@@ -511,8 +534,7 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
         left_f, left_g = (None, None) if units is None else (np.asarray(units[0], dtype=np.intp), np.asarray(units[1], dtype=np.intp))
         step = max(1, (1 << 22) // d)  # points per pass: out, |x| and the rest are (points × d)
         for a in range(0, len(pts.rows), step):
-            sub = _Points(d)
-            sub.rows, sub.extra, sub.source = pts.rows[a:a + step], pts.extra[a:a + step], pts.source[a:a + step]
+            sub = pts.part(a, a + step)
             common = None if shared is None else _unit_sums(fb[0], sub, budget, shared)
             fx, s1, size = _eval_at(f, sub, budget, left_f, common)
             gx, s2, gsize = _eval_at(g, sub, budget, left_g, common)
