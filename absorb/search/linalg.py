@@ -131,8 +131,9 @@ def solve_linalg(
     (``n > d²``, timeout, no convergence, a near-solution above tol). ``rank`` overrides
     :func:`default_rank`; ``seed`` fixes the sketch. ``verify`` (optional) recomputes the
     residual bound of a rounded set in place of :func:`~absorb.search._scale_bounds.check_residual`
-    on these arrays: :func:`~absorb.search.find_index_set` passes its own re-check on the
-    caller's arrays, so that a found set's residual is computed once, and not by this backend.
+    on these arrays: :func:`~absorb.search.find_index_set` passes its own re-check (on the
+    arrays it hands to the backends), so that a found set's residual is computed once, and
+    not by this backend.
 
     Example::
 

@@ -11,7 +11,7 @@ import dataclasses
 import importlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,8 +76,16 @@ class _Verifier:
         self.arrays = (U, D, T)
         self.memo: dict[tuple[int, ...], ResidualBound] = {}
 
+    def options(self, method: str) -> dict[str, Any]:
+        """The keyword a backend takes this verifier by (only linalg checks its own rounded sets)."""
+        return {"verify": self} if method == "linalg" else {}
+
+    @staticmethod
+    def key(S: Iterable[int]) -> tuple[int, ...]:
+        return tuple(sorted(int(i) for i in S))
+
     def __call__(self, S: tuple[int, ...]) -> ResidualBound:
-        key = tuple(sorted(int(i) for i in S))
+        key = self.key(S)
         if key not in self.memo:
             self.memo.clear()  # only the latest set is ever asked again
             self.memo[key] = check_residual(*self.arrays, key, block_bytes=32 << 20)
@@ -87,12 +95,11 @@ class _Verifier:
 def _checked(result: SearchResult, U: np.ndarray, D: np.ndarray, T: np.ndarray | None, tol: float,
              verifier: _Verifier | None = None) -> SearchResult:
     """Independent re-check of a backend's verdict (style habit 6): a found S by its residual
-    on the caller's arrays (the verifier's bound when it has checked S: then its rigorous
-    upper bound must be ≤ tol), an infeasibility by its bound."""
+    on the caller's arrays, or by the verifier's when it has checked S (then its rigorous
+    upper bound must be ≤ tol too); an infeasibility by its bound."""
     if result.status is SearchStatus.FOUND:
         assert result.S is not None
-        key = tuple(sorted(int(i) for i in result.S))
-        chk = None if verifier is None else verifier.memo.get(key)
+        chk = None if verifier is None else verifier.memo.get(verifier.key(result.S))
         res = relative_residual(U, D, T, result.S) if chk is None else chk.relative
         if not (res <= tol and (chk is None or chk.relative_upper <= tol)):
             return SearchResult(
@@ -155,8 +162,8 @@ class _Portfolio:
         def run() -> SearchResult:
             fn = _backend(method)
             assert fn is not None
-            more = {"verify": self.verifier} if method == "linalg" else {}
-            return fn(self.U, self.D, self.T, timeout=timeout(), tol=self.tol, seed=self.seed, **extra, **more)
+            return fn(self.U, self.D, self.T, timeout=timeout(), tol=self.tol, seed=self.seed, **extra,
+                      **self.verifier.options(method))
         return method, run
 
     def finish(self, res: SearchResult) -> SearchResult:
@@ -329,8 +336,7 @@ def find_index_set(
             return SearchResult(SearchStatus.UNKNOWN, method, f"backend {method!r} is not installed",
                                 elapsed=time.perf_counter() - t0)
         verifier = _Verifier(U, D, T)  # the rescaled arrays: check_residual's bound holds in their range
-        more = {"verify": verifier} if method == "linalg" else {}
-        return _checked(fn(U, D, T, timeout=timeout, tol=tol, seed=seed, **more), U0, D0, T0, tol, verifier)
+        return _checked(fn(U, D, T, timeout=timeout, tol=tol, seed=seed, **verifier.options(method)), U0, D0, T0, tol, verifier)
 
     run = _Portfolio(U, D, T, (U0, D0, T0), tol, timeout, seed, progress, t0, _Verifier(U, D, T))
     steps = _first_steps(run, narrow)
