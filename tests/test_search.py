@@ -468,3 +468,26 @@ def test_progress_notes_name_the_steps_and_the_regions_done():
     assert notes[0] == "dual-bound" and "mitm" in notes
     regions = [x for x in notes if x.startswith("meet-in-the-middle: ")]
     assert regions and regions[-1] == "meet-in-the-middle: 4/4 regions"
+
+
+@pytest.mark.parametrize("d, n", [(32, 128), (128, 400)])
+def test_linalg_stops_at_the_float32_rounding_floor(d: int, n: int) -> None:
+    """A set planted in float64 and stored in float32 misses a tiny tol by its own rounding:
+    the sketch's CG stops when a refresh shows the true residual far above the recursive
+    one (its attainable accuracy), instead of waiting out the stagnation window. The
+    answer is still ``unknown`` with the nearest set, and a tol above its residual finds it."""
+    from absorb.search.linalg import _STAGNATION_WINDOW, solve_linalg
+
+    rng = np.random.default_rng(d)
+    U = (rng.standard_normal((n, d)) / np.sqrt(d)).astype(np.float32)
+    D = (rng.standard_normal((d, n)) / np.sqrt(n)).astype(np.float32)
+    S = np.sort(rng.choice(n, d + d // 4, replace=False))
+    D[:, S] = (-np.linalg.pinv(U[S].astype(np.float64))).astype(np.float32)
+    r = solve_linalg(U, D, None, tol=1e-10, seed=0, timeout=60)
+    assert r.status is UNKNOWN
+    assert "attainable accuracy" in r.reason
+    assert r.certificate["nearest_S"] == tuple(S.tolist())
+    assert int(r.reason.split(" iterations")[0].rsplit(" ", 1)[1]) < _STAGNATION_WINDOW
+    near = r.certificate["nearest_residual"]
+    found = solve_linalg(U, D, None, tol=10 * near, seed=0, timeout=60)
+    assert found.status is FOUND and found.S == tuple(S.tolist())

@@ -63,6 +63,11 @@ _REFRESH_EVERY = 25
 #: residual has not halved over this many iterations (the rounding floor, e.g. float32
 #: weights whose planted set misses tol=1e-9 by their own rounding).
 _STAGNATION_WINDOW = 50
+#: ... or at once when a refresh finds the true residual this many times the recursive one
+#: with the iterate still rounding to that set: CG's attainable accuracy is bounded by
+#: the gap between the two, so the true residual has reached its floor (float32 weights
+#: reach it in about 25 iterations, where the window would take 50 more).
+_GAP_FACTOR = 10.0
 
 
 def default_rank(n: int, d: int) -> int:
@@ -242,6 +247,7 @@ class _Iteration:
         self.leak_fraction = _LEAK_FRACTION
         self.last_check: object = None
         self.history: list[float] = []
+        self.gap = False  # the last refresh found the true residual far above the recursive one
 
     def run(self, max_iter: int, timeout: float) -> SearchResult:
         deadline = self.t0 + timeout
@@ -281,11 +287,20 @@ class _Iteration:
         self.x += alpha * self.p
         self.A -= alpha * Ltp
         if it % _REFRESH_EVERY == 0:
+            recursive = float(np.linalg.norm(self.res - alpha * q))
             self.res = sk.L(self.A)
             self.res[~sk.active] = 0.0
+            self.gap = float(np.linalg.norm(self.res)) > _GAP_FACTOR * recursive
         else:
             self.res -= alpha * q
         return True
+
+    def _rounds_to_tried(self) -> bool:
+        """The iterate is within _ROUND_DISTANCE of a 0/1 point already verified."""
+        x = self.x
+        if not float(np.max(np.minimum(np.abs(x), np.abs(1.0 - x)))) < _ROUND_DISTANCE:
+            return False
+        return tuple(int(i) for i in np.flatnonzero(x > 0.5)) in self.tried
 
     def rounded(self, it: int) -> SearchResult | None:
         """Primal: round once the iterate is 0/1 to within _ROUND_DISTANCE, verify exactly."""
@@ -341,9 +356,12 @@ class _Iteration:
             return "converged"
         history = self.history
         history.append(rnorm)
-        if self.near is not None and self.near[1] and len(history) > _STAGNATION_WINDOW and \
-                rnorm > 0.5 * min(history[:-_STAGNATION_WINDOW]):
-            return "stagnated"
+        if self.near is not None and self.near[1]:
+            if len(history) > _STAGNATION_WINDOW and rnorm > 0.5 * min(history[:-_STAGNATION_WINDOW]):
+                return "stagnated"
+            if self.gap and self._rounds_to_tried():
+                return "floor"
+        self.gap = False
         z = res * self.sk.inv_diag
         rz_new = float(res @ z)
         self.p = z + (rz_new / self.rz) * self.p
@@ -356,6 +374,8 @@ class _Iteration:
                "converged": "CG converged without a 0/1 solution or a certificate",
                "stagnated": f"CG stagnated near a 0/1 point (residual not halved in "
                             f"{_STAGNATION_WINDOW} iterations: rounding floor of the weights)",
+               "floor": f"CG reached its attainable accuracy at a 0/1 point (recomputed residual over "
+                        f"{_GAP_FACTOR:g}× the recursive one: rounding floor of the weights)",
                "breakdown": "CG broke down (L Lᵀ singular on the search direction: duplicate or "
                             "collinear units?)"}[stop]
         a_norm = float(np.linalg.norm(self.A))
