@@ -257,12 +257,15 @@ class Block:
             yield idx, f64(self.W_up[idx]), None if self.W_gate is None else f64(self.W_gate[idx]), f64(self.W_down[:, idx])
 
     def hidden(self, X: np.ndarray, idx: slice | np.ndarray, W_up: np.ndarray, W_gate: np.ndarray | None,
-               fix: Callable[[np.ndarray, np.ndarray, np.ndarray | None], None] | None = None) -> np.ndarray:
+               fix: Callable[[np.ndarray, np.ndarray, np.ndarray | None], None] | None = None, *,
+               negated: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """The hidden layer of the units ``idx`` at the rows of ``X``, from their float64
         weights (an item of :meth:`unit_blocks`): ``σ(W_up x + b_up)``, or
         ``g(W_gate x + b_gate) ⊙ (W_up x + b_up)``. ``fix(Z, R, b)``, when given, may change
         in place the pre-activations ``Z = X Rᵀ + b`` at σ's kinks (of the gate when gated)
-        before σ sees them."""
+        before σ sees them. ``negated``: also, as a second array, the hidden layer of the
+        same units with the kink row and bias (W_up's, or W_gate's when gated) negated,
+        whose pre-activations are exactly ``−Z`` (negation commutes with rounding)."""
         R, b = (W_gate, self.b_gate) if W_gate is not None else (W_up, self.b_up)
         bk = None if b is None else b[idx]
         Z = X @ R.T
@@ -270,12 +273,13 @@ class Block:
             Z = Z + bk
         if fix is not None:
             fix(Z, R, bk)
-        if W_gate is None:
-            return self.activation(Z)
-        V = X @ W_up.T
-        if self.b_up is not None:
-            V = V + self.b_up[idx]
-        return self.activation(Z) * V
+        H, Hn = self.activation(Z), (self.activation(-Z) if negated else None)
+        if W_gate is not None:
+            V = X @ W_up.T
+            if self.b_up is not None:
+                V = V + self.b_up[idx]
+            H, Hn = H * V, (None if Hn is None else Hn * V)
+        return H if Hn is None else (H, Hn)
 
     def mlp(self, X: np.ndarray) -> np.ndarray:
         """``B(x)`` for each row of ``X`` (shape (m, d)) — the block without its skip."""
@@ -288,11 +292,16 @@ class Block:
             out = out + self.b_down
         return out
 
+    def linear(self, X: np.ndarray) -> np.ndarray:
+        """``M x`` for each row of ``X`` (no product when M is the identity or zero)."""
+        if self.skip is None:
+            return X
+        return np.zeros((X.shape[0], self.d)) if self.is_residual_free else X @ self.skip.T
+
     def __call__(self, X: np.ndarray) -> np.ndarray:
         """``f(x) = M x + B(x)`` for each row of ``X``."""
         X = np.atleast_2d(X)
-        lin = X if self.skip is None else X @ self.skip.T
-        return lin + self.mlp(X)
+        return self.linear(X) + self.mlp(X)
 
     # ---- symbolic form --------------------------------------------------------------
     def symbolic(self, xs: Sequence[sp.Symbol] | None = None, *, exact: bool = True) -> sp.Matrix:

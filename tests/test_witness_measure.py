@@ -1,0 +1,158 @@
+"""The witness check's two scales and its mirrored units (absorb.engine.witness).
+
+``evaluation_error(..., accept=thr)`` measures each point first against |x|_∞ (f − g needs
+only the units that do not cancel) and against |f(x)|_∞ + |x|_∞ only where that exceeds
+``thr``; a unit that the witness holds with its kink row negated shares f's
+pre-activations. Neither may change a decision: these tests compare both against the
+plain evaluation on right and wrong witnesses, gated and ungated, with and without biases.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import absorb.engine.witness as W
+from absorb import Block, get_activation
+from absorb.engine.witness import eval_threshold, evaluation_error, flip_block
+
+TOL = 1e-9
+UNGATED = {"relu": Fraction(1), "gelu": Fraction(1), "leaky_relu": Fraction(101, 100)}
+GATED = {"expr:1/(1+exp(-x))": Fraction(1)}  # sigmoid gate: g(z) + g(−z) = 1
+
+
+def _planted(seed: int, d: int, n: int, act: str, c: Fraction, gated: bool, bias: bool) -> tuple[Block, tuple[int, ...]]:
+    rng = np.random.default_rng(seed)
+    U = rng.standard_normal((n, d))
+    D = rng.standard_normal((d, n))
+    G = rng.standard_normal((n, d)) if gated else None
+    S = tuple(sorted(rng.choice(n, size=min(n, d + 1), replace=False).tolist()))
+    M = -float(c) * (D[:, list(S)] @ U[list(S)])
+    kw: dict[str, np.ndarray] = {}
+    if bias:
+        kw["b_up"] = rng.standard_normal(n)
+        if gated:
+            kw["b_gate"] = rng.standard_normal(n)
+    return Block(U, D, get_activation(act), W_gate=G, skip=M, **kw), S
+
+
+def _wrong(block: Block, S: tuple[int, ...], how: str, rng: np.random.Generator) -> Block:
+    """The flip witness made wrong: one down column nudged, one unit dropped, or a wrong skip."""
+    w = flip_block(block, S, Fraction(1))
+    i = S[int(rng.integers(len(S)))]
+    if how == "column":
+        D = w.W_down.copy()
+        D[:, i] *= 1 + 1e-3
+        return w.replace(W_down=D)
+    if how == "drop":
+        D = w.W_down.copy()
+        D[:, i] = 0.0
+        return w.replace(W_down=D)
+    return w.replace(b_down=(np.zeros(w.d) if w.b_down is None else w.b_down) + 1e-6)
+
+
+cases = st.tuples(st.integers(0, 2**32 - 1), st.integers(1, 5), st.integers(2, 12),
+                  st.booleans(), st.booleans(), st.sampled_from(["right", "column", "drop", "bias"]))
+
+
+@settings(max_examples=60)  # each example evaluates two blocks twice; 60 cover every σ, gating, bias and wrong witness
+@given(cases)
+def test_accept_decides_as_the_full_measure(case: tuple[int, int, int, bool, bool, str]) -> None:
+    """With ``accept`` the error is never smaller than without, and it is ≤ accept exactly
+    when the full measure is."""
+    seed, d, n, gated, bias, how = case
+    acts = GATED if gated else UNGATED
+    act = sorted(acts)[seed % len(acts)]
+    c = acts[act]
+    block, S = _planted(seed, d, n, act, c, gated, bias)
+    rng = np.random.default_rng(seed + 1)
+    g = flip_block(block, S, c) if how == "right" else _wrong(block, S, how, rng)
+    thr = eval_threshold(TOL, block.n)
+    full, m_full = evaluation_error(block, g, d, seed=3)
+    fast, m_fast = evaluation_error(block, g, d, seed=3, accept=thr)
+    assert m_fast == m_full
+    assert fast >= full
+    assert (fast <= thr) == (full <= thr), (fast, full, thr)
+    if how == "right":
+        assert fast <= thr
+    if how in ("column", "drop"):
+        assert full > thr
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_the_flip_is_mirrored_with_its_signs(gated: bool) -> None:
+    """Every unit of S in the flip is f's unit with its kink row negated: W_down's column is
+    kept (ungated) or negated with the gate row (gated)."""
+    act, c = ("expr:1/(1+exp(-x))", Fraction(1)) if gated else ("gelu", Fraction(1))
+    block, S = _planted(5, 4, 11, act, c, gated, bias=True)
+    g = flip_block(block, S, c)
+    left_f, left_g = W._difference_units(block, g)
+    I, J, s = W._mirror_units(block, g, np.asarray(left_f), np.asarray(left_g))
+    assert sorted(I.tolist()) == sorted(J.tolist()) == list(S)
+    assert np.all(s == (-1.0 if gated else 1.0))
+
+
+def test_a_unit_that_is_not_an_exact_mirror_is_not_paired() -> None:
+    """A kink row negated but its down column changed (not ±) is evaluated on its own."""
+    block, S = _planted(7, 3, 9, "relu", Fraction(1), gated=False, bias=False)
+    g = flip_block(block, S, Fraction(1))
+    D = g.W_down.copy()
+    D[:, S[0]] *= 1 + 2.0**-40
+    g = g.replace(W_down=D)
+    left_f, left_g = W._difference_units(block, g)
+    I, J, _s = W._mirror_units(block, g, np.asarray(left_f), np.asarray(left_g))
+    assert S[0] not in J.tolist() and len(J) == len(S) - 1
+    err, _m = evaluation_error(block, g, 3, seed=0, accept=eval_threshold(TOL, 9))
+    assert err > 1e-14  # the nudge is seen (2^-40 relative in one column)
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_mirrored_evaluation_equals_the_direct_one(gated: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same errors, to rounding, with the mirrored units evaluated from f's
+    pre-activations and with every unit of g evaluated from its own weights."""
+    act, c = ("expr:1/(1+exp(-x))", Fraction(1)) if gated else ("leaky_relu", Fraction(101, 100))
+    block, S = _planted(11, 5, 14, act, c, gated, bias=True)
+    for g in (flip_block(block, S, c), _wrong(block, S, "column", np.random.default_rng(0))):
+        mirrored, m1 = evaluation_error(block, g, 5, seed=2)
+        with monkeypatch.context() as mp:
+            mp.setattr(W, "_mirror_units", lambda f, g, a, b: (np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0)))
+            direct, m2 = evaluation_error(block, g, 5, seed=2)
+        assert m1 == m2
+        assert abs(mirrored - direct) <= 1e-12 + 1e-6 * direct, (mirrored, direct)
+
+
+def test_the_full_scale_is_used_where_the_small_one_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large weights make |f(x)| ≫ |x|: the rounding of f − g then exceeds accept·|x| at
+    some points, which are measured again against |f(x)| + |x| (and pass)."""
+    rng = np.random.default_rng(3)
+    d, n = 4, 12
+    U = rng.standard_normal((n, d)) * 1e6
+    D = rng.standard_normal((d, n)) * 1e6
+    S = tuple(range(d + 1))
+    block = Block(U, D, get_activation("relu"), skip=-(D[:, list(S)] @ U[list(S)]))
+    g = flip_block(block, S, Fraction(1))
+    thr = eval_threshold(TOL, n)
+    calls = []
+    real = W._eval_block_at
+    monkeypatch.setattr(W, "_eval_block_at", lambda blk, pts, budget, units=None: calls.append(units is None) or real(blk, pts, budget, units))
+    fast, _ = evaluation_error(block, g, d, seed=0, accept=thr)
+    assert True in calls  # f was evaluated in full at some points
+    full, _ = evaluation_error(block, g, d, seed=0)
+    assert fast >= full
+    assert (fast <= thr) == (full <= thr)
+
+
+def test_a_zero_skip_costs_no_product() -> None:
+    """Block.linear: M x without a product when M is the identity or zero."""
+    rng = np.random.default_rng(0)
+    U, D = rng.standard_normal((3, 2)), rng.standard_normal((2, 3))
+    X = rng.standard_normal((4, 2))
+    relu = get_activation("relu")
+    assert Block(U, D, relu).linear(X) is X
+    assert np.array_equal(Block(U, D, relu, skip=np.zeros((2, 2))).linear(X), np.zeros((4, 2)))
+    M = rng.standard_normal((2, 2))
+    assert np.allclose(Block(U, D, relu, skip=M).linear(X), X @ M.T)
