@@ -441,22 +441,18 @@ def _fix_near_zero(Z: np.ndarray, R: np.ndarray, b: np.ndarray | None, X: np.nda
             Z[p, i] = 0.0 if z == 0 else (zf if zf != 0 else math.copysign(5e-324, z))
 
 
-def _unit_sums(blk: Block, pts: _Points, budget: list[int], units: np.ndarray | None = None
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _unit_sums(blk: Block, pts: _Points, budget: list[int], units: np.ndarray | None = None,
+               signs: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
     """``Σ_i w_i h_i(x)`` over the hidden units ``units`` (all when None) at the exact points —
     σ (or the gate) sees each pre-activation on the right side of 0, exactly 0 on its
-    hyperplane; the rest is float64 at ``X`` — with ``Σ_i |w_i||h_i(x)|`` at the points near 0
-    and the mask of points skipped. One pass over those units' weights (:meth:`Block.unit_blocks`)."""
-    out, size_small, _mirror, skipped = _sums(blk, pts, budget, units)
-    return out, size_small, skipped
+    hyperplane; the rest is float64 at ``X`` — with ``Σ_i |w_i||h_i(x)|`` at the points near 0,
+    None, and the mask of points skipped. One pass over those units' weights
+    (:meth:`Block.unit_blocks`).
 
-
-def _sums(blk: Block, pts: _Points, budget: list[int], units: np.ndarray | None,
-          signs: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
-    """:func:`_unit_sums`; with ``signs`` (one per listed unit), the sum is instead
-    ``Σ_i w_i (h_i − s_i h̄_i)``, where h̄_i is unit i with its kink row and bias negated
-    (:meth:`Block.hidden`'s ``negated``): f − g over units that g holds mirrored, with its
-    W_down column times s_i. The third item is then the size term of the mirrored units."""
+    ``signs`` (one per listed unit): the sum is instead ``Σ_i w_i (h_i − s_i h̄_i)``, where
+    h̄_i is unit i with its kink row and bias negated (:meth:`Block.hidden`'s ``negated``):
+    f − g over the units that g holds mirrored, its W_down column times s_i; the third
+    item is then the size term of the mirrored units."""
     X, nx, small = pts.X, pts.norms, pts.small
     skipped = np.zeros(X.shape[0], dtype=bool)
     out = np.zeros((X.shape[0], blk.d))
@@ -492,7 +488,7 @@ def _mirror_units(f: Block, g: Block, left_f: np.ndarray, left_g: np.ndarray
     """Pairs ``(i, j, s)`` of units of f (from ``left_f``) and of g (from ``left_g``) where
     g's unit j is f's unit i with its kink row and bias negated, its W_down column s times
     f's (s = ±1) and every other per-unit array equal: g's unit then contributes
-    ``s·w_i h̄_i`` (as :func:`_sums`). Candidates share a cheap key; each pair is then
+    ``s·w_i h̄_i`` (as :func:`_unit_sums`). Candidates share a cheap key; each pair is then
     compared in full, so a unit that is not mirrored exactly is never paired."""
     none = np.zeros(0, dtype=np.intp)
     if f.gated != g.gated or f.activation.expr != g.activation.expr or f.d != g.d or not (left_f.size and left_g.size):
@@ -539,7 +535,7 @@ def _eval_block_at(blk: Block, pts: _Points, budget: list[int], units: np.ndarra
     """``f(x)`` at the exact points (:func:`_unit_sums`), the skipped-point mask, and the
     size of the summed terms at the points near 0. ``units``: only those hidden units are
     summed (the others being identical in the block compared with)."""
-    out, size_small, skipped = _unit_sums(blk, pts, budget, units)
+    out, size_small, _none, skipped = _unit_sums(blk, pts, budget, units)
     small = pts.small  # elsewhere |x| is the scale, as for random inputs
     lin = blk.linear(pts.X)
     size = np.zeros_like(out)
@@ -651,7 +647,7 @@ def _unit_errors(f: Block, g: Block, units: tuple[list[int], list[int]], mirrors
     mf, mg, signs = mirrors
     fx, s1, size = _eval_block_at(f, pts, budget, np.setdiff1d(left_f, mf))
     gx, s2, gsize = _eval_block_at(g, pts, budget, np.setdiff1d(left_g, mg))
-    mirrored, m_f, m_g, s3 = _sums(f, pts, budget, mf, signs)
+    mirrored, m_f, m_g, s3 = _unit_sums(f, pts, budget, mf, signs)
     if m_g is not None and m_f.size:
         size[pts.small] += m_f
         gsize[pts.small] += m_g
