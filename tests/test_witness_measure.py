@@ -156,3 +156,37 @@ def test_a_zero_skip_costs_no_product() -> None:
     assert np.array_equal(Block(U, D, relu, skip=np.zeros((2, 2))).linear(X), np.zeros((4, 2)))
     M = rng.standard_normal((2, 2))
     assert np.allclose(Block(U, D, relu, skip=M).linear(X), X @ M.T)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_overflow_look_flags_the_points_where_f_overflows(dtype: type) -> None:
+    """σ = x + cosh(x) (σ(z) − σ(−z) = 2z): with one large row, f overflows at the large
+    inputs only. The grid look cannot rule it out, so each point is looked at (float32 rows
+    in float32 with the rounding slack), and the flagged points include every point where
+    the float64 evaluation of f overflows, and not the small ones."""
+    rng = np.random.default_rng(4)
+    d, n = 3, 6
+    U = rng.standard_normal((n, d))
+    U[5] *= 40.0
+    D = rng.standard_normal((d, n))
+    block = Block(U.astype(dtype), D.astype(dtype), get_activation("expr:x+cosh(x)"))
+    pts = W._Points(d)
+    for scale in (1e-2, 1.0, 30.0):
+        for x in rng.standard_normal((16, d)) * scale:
+            pts.add(x)
+    assert not W._bounded_everywhere(block, pts)
+    flagged = W._may_overflow(block, pts, np.arange(n))
+    with np.errstate(all="ignore"):
+        over = ~np.isfinite(block.float64()(pts.X)).all(axis=1)
+    assert over.any() and not over[:16].any()
+    assert np.all(flagged[over]) and not flagged[:16].any()
+
+
+def test_a_tame_sigma_needs_no_look_at_the_points() -> None:
+    """GELU with ordinary weights: the grid look bounds every hidden sum at once."""
+    block, _S = _planted(2, 4, 10, "gelu", Fraction(1), gated=False, bias=True)
+    pts = W._Points(4)
+    for x in np.random.default_rng(0).standard_normal((8, 4)) * 100:
+        pts.add(x)
+    assert W._bounded_everywhere(block, pts)
+    assert not W._may_overflow(block, pts, np.arange(block.n)).any()

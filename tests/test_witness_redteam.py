@@ -16,8 +16,9 @@ Near-mirrors (a bias left, one entry of a column negated, −0.0, duplicate and 
 units, two units of g mirroring one of f) are compared against the direct evaluation and
 against the evaluation that does not compare the blocks unit by unit at all.
 
-The tests marked ``xfail(strict=True)`` record defects found here; each says what goes
-wrong. Remove the mark with the fix (a strict xfail that passes fails the suite).
+The budget and overflow tests at the end record defects found here (fixed with them): a
+point that shows the witness wrong dropped because the exact budget ran out, and an
+overflow of f that the fast measure did not evaluate.
 """
 
 from __future__ import annotations
@@ -311,8 +312,6 @@ def test_the_decoyed_flip_is_wrong_and_rejected_while_the_budget_lasts(monkeypat
     assert evaluation_error(block, g, 3, seed=0)[0] > thr
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="a point whose error already exceeds accept is dropped when f's full evaluation "
-                   "(needed only for its scale) runs out of exact budget: the wrong flip passes (d424840 rejected it)")
 def test_a_failing_point_is_not_dropped_when_the_full_scale_runs_out_of_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """16 decoys: the pass over the units of S spends the budget on the decoy points; b's
     points fail against |x|, and are then re-measured against |f(x)| + |x|, which needs
@@ -325,9 +324,6 @@ def test_a_failing_point_is_not_dropped_when_the_full_scale_runs_out_of_budget(m
     assert not ok, (w.eval_error, w.n_inputs)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="without accept, f is evaluated in full at every point after the unit passes, "
-                   "spending the budget again on the decoys, so b's points are skipped: the wrong flip passes "
-                   "the plain measure while the fast one rejects it (claim (a); d424840 rejected it)")
 def test_the_plain_measure_keeps_the_failing_points(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(W, "_EXACT_ENTRIES", BUDGET)
     block, S, _ = _decoyed(12)
@@ -339,8 +335,6 @@ def test_the_plain_measure_keeps_the_failing_points(monkeypatch: pytest.MonkeyPa
     assert full[0] > thr, (fast, full)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="points skipped because the exact budget ran out are silently left out; when they "
-                   "are all the points that show the witness wrong, it passes (so did d424840)")
 def test_points_skipped_for_the_budget_never_pass_a_wrong_witness(monkeypatch: pytest.MonkeyPatch) -> None:
     """Decoy row r = (1, 1, 1): b's points (t, c/2, −c) lie on the decoy plane t − c/2 = 0
     too for some seeded coordinates (here with 19 decoys), so they need the exact
@@ -353,9 +347,6 @@ def test_points_skipped_for_the_budget_never_pass_a_wrong_witness(monkeypatch: p
 
 # ---- overflow of the units that cancel -------------------------------------------------
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="the fast measure never evaluates f where the points pass against |x|, so an "
-                   "overflow of f there (inf, which fails the full measure) goes unseen: decide says absorbable "
-                   "and `absorb verify` rejects its certificate (d424840: unknown)")
 def test_an_overflow_of_f_decides_as_the_full_measure() -> None:
     """σ = x + cosh(x) (σ(z) − σ(−z) = 2z): the unit outside S has a row of size 1e4, whose
     cosh overflows at most inputs; the units of S are small. f(x) is inf there, the

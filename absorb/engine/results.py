@@ -15,6 +15,7 @@ linear, exponential, the asymptotic skeleton, and every witness) hold for both.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -369,7 +370,10 @@ class _IndexSet:
                             f"(checked on {w.n_inputs} inputs, max relative error {w.eval_error:.2e}).", witness=w, search=res)
         return ctx.done(Verdict.UNKNOWN, Theorem.INDEX_SET,
                         f"Unknown: {res.method} proposed an index set but its witness failed the independent check "
-                        f"(residual {w.residual:.2e}, evaluation error {w.eval_error:.2e}).", search=res)
+                        f"(residual {w.residual:.2e}, evaluation error {w.eval_error:.2e}"
+                        + ("" if math.isfinite(w.eval_error) else ": an evaluation overflowed, or a point on the kink "
+                           "hyperplanes could not be evaluated exactly within the budget")
+                        + ").", search=res)
 
     def _infeasible(self, res: SearchResult) -> BlockDecision:
         if self.c_flip is not None and not self.failing:

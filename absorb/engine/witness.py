@@ -587,8 +587,12 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
     f − g from the units that do not cancel. ``accept``: each point is then first measured
     against the smaller scale |x|_∞ (+ those units' size terms near 0), which needs no
     other unit; only the points whose error so measured exceeds ``accept`` are measured
-    against s(x), evaluating the shared units of f there. The result is then at most
-    ``accept`` exactly when it is without ``accept``, and never smaller."""
+    against s(x), evaluating the shared units of f there (and so are the points where the
+    shared units could overflow, :func:`_may_overflow`). The result is then at most
+    ``accept`` exactly when it is without ``accept``, and never smaller.
+
+    A point whose pre-activations near 0 could not all be decided exactly (the budget of
+    :data:`_EXACT_ENTRIES` ran out) makes the error inf: its hyperplanes went unchecked."""
     fb, gb = _blocks_of(f), _blocks_of(g)
     if fb is not None and gb is not None:
         if not magnitudes_ok(*(a for b in fb + gb for a in _arrays(b))):
@@ -625,24 +629,27 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
                 gx, s2, gsize = _eval_at(g, sub, budget)
                 size = np.maximum(size, gsize)
                 size[: max(0, first - a)] = 0.0  # random inputs: |f(x)| + |x| is the scale
-                keep = ~(s1 | s2)
+                skipped = s1 | s2
                 e = _rel_errors(_inf_norms(fx - gx), _inf_norms(fx) + _inf_norms(sub.X) + _inf_norms(size))
             else:
-                e, keep = _unit_errors(fb[0], gb[0], units, mirrors, sub, first - a, budget, accept)
-            if keep.any():
-                worst, count = max(worst, float(e[keep].max())), count + int(keep.sum())
+                e, skipped = _unit_errors(fb[0], gb[0], units, mirrors, sub, first - a, budget, accept)
+            # A point whose pre-activations could not all be decided exactly (the budget ran
+            # out) leaves its hyperplanes unchecked: the check fails, it does not pass.
+            e[skipped] = np.inf
+            worst, count = max(worst, float(e.max(initial=0.0))), count + int((~skipped).sum())
     return worst, count
 
 
 def _unit_errors(f: Block, g: Block, units: tuple[list[int], list[int]], mirrors: tuple[np.ndarray, np.ndarray, np.ndarray],
                  pts: _Points, randoms: int, budget: list[int], accept: float | None) -> tuple[np.ndarray, np.ndarray]:
     """The errors of :func:`evaluation_error` at ``pts`` (the first ``randoms`` of them random
-    inputs) for blocks that compare unit by unit, and the mask of the points not skipped.
+    inputs) for blocks that compare unit by unit, and the mask of the points skipped.
 
     Units identical in f and g contribute the same at every point, so f − g is the
     difference of the other units' sums (with the skips and output biases); a unit that g
     holds mirrored (``mirrors``, from :func:`_mirror_units`) shares f's pre-activations,
-    negated. f is evaluated in full only where the scale s(x) is needed."""
+    negated. f is evaluated in full only where the scale s(x) is needed, or where its shared
+    units could overflow (:func:`_may_overflow`: an overflow of f fails the check)."""
     left_f, left_g = (np.asarray(u, dtype=np.intp) for u in units)
     mf, mg, signs = mirrors
     fx, s1, size = _eval_block_at(f, pts, budget, np.setdiff1d(left_f, mf))
@@ -653,21 +660,95 @@ def _unit_errors(f: Block, g: Block, units: tuple[list[int], list[int]], mirrors
         gsize[pts.small] += m_g
     size = np.maximum(size, gsize)
     size[: max(0, randoms)] = 0.0  # random inputs: |x| (or |f(x)| + |x|) is the scale
-    keep = ~(s1 | s2 | s3)
+    skipped = s1 | s2 | s3
     diff, nx = _inf_norms(fx - gx + mirrored), _inf_norms(pts.X)
-    if accept is None:
-        e, redo = np.full(diff.shape, np.inf), np.flatnonzero(keep)
-    else:
-        e = _rel_errors(diff, nx + _inf_norms(size))
-        redo = np.flatnonzero(keep & ~(e <= accept))
+    e = _rel_errors(diff, nx + _inf_norms(size))  # ≥ the error against s(x)
+    suspect = _may_overflow(f, pts, np.setdiff1d(np.arange(f.n), left_f))
+    redo = np.flatnonzero(~skipped & (suspect | (True if accept is None else ~(e <= accept))))
     if redo.size:
         part = pts.take(redo)
         full, f_skip, f_size = _eval_block_at(f, part, budget)
         f_size = np.maximum(f_size, size[redo])
         f_size[redo < randoms] = 0.0
-        e[redo] = _rel_errors(diff[redo], _inf_norms(full) + nx[redo] + _inf_norms(f_size))
-        keep[redo] &= ~f_skip
-    return e, keep
+        e_full = _rel_errors(diff[redo], _inf_norms(full) + nx[redo] + _inf_norms(f_size))
+        # Where the full evaluation ran out of budget, the error against |x| stands (it is
+        # never smaller), unless f's overflow is what was to be seen there.
+        e[redo] = np.where(f_skip, np.where(suspect[redo], np.inf, e[redo]), e_full)
+    return e, skipped
+
+
+_GRID = 4096
+"""Points per side of the grid on which :func:`_bounded_everywhere` reads σ."""
+
+
+def _bounded_everywhere(f: Block, pts: _Points) -> bool:
+    """A first, cheap look for :func:`_may_overflow`: every pre-activation at these points
+    lies in [−B, B] with B = max_i ‖r_i‖₂·max_x ‖x‖₂ + max |β| (Cauchy–Schwarz, r the kink
+    rows), and σ read on a grid of [−B, B] (evenly and geometrically spaced, its ends
+    included) is finite and small enough that no hidden sum can reach 2^900. Overflow grows
+    with |z|, so it shows on the grid: then every point is looked at."""
+    def reach(W: np.ndarray, b: np.ndarray | None) -> float:
+        top = float(_norms(W, 1).max(initial=0.0)) * float(pts.norms.max(initial=0.0))
+        return top * (1 + 1e-6) + (0.0 if b is None else float(np.abs(b).max(initial=0.0)))
+
+    R, b = _kink_rows(f)
+    B = reach(R, b)
+    if not (math.isfinite(B) and B < 2.0**64):
+        return False
+    t = np.concatenate([np.linspace(0.0, B, _GRID), np.geomspace(min(1e-300, B) if B > 0 else 1.0, max(B, 1.0), _GRID)])
+    z = np.concatenate([-t, t])
+    with np.errstate(all="ignore"):
+        top = float(np.abs(f.activation(z)).max())
+    if f.gated:
+        top *= reach(f.W_up, f.b_up)
+    wmax = float(_norms(f.W_down, 1).max(initial=0.0))
+    return bool(np.isfinite(top) and top * math.sqrt(f.n) * wmax <= 2.0**900)
+
+
+def _may_overflow(f: Block, pts: _Points, units: np.ndarray) -> np.ndarray:
+    """The points where the float64 sum of f's hidden ``units`` could overflow: a hidden value
+    is not finite, or the bound ``max_r ‖W_down[r, :]‖₂ · ‖h(x)‖₂`` on every partial sum
+    (Cauchy–Schwarz) exceeds 2^1000. Elsewhere f(x) is finite when its other units are.
+
+    Float32 kink rows (a large layer) are multiplied in float32, which is half the cost and
+    needs no float64 copy: each pre-activation z is then known to within
+    E = (γ_d + 2⁻²³)·‖r‖‖x‖ (float32 rounding of the product and of x), and the hidden
+    value is evaluated at both ends z ± E (an overflow grows with |z|: it shows at an end)."""
+    X = pts.X
+    bad = np.zeros(X.shape[0], dtype=bool)
+    if units.size == 0 or _bounded_everywhere(f, pts):
+        return bad
+    hsq = np.zeros(X.shape[0])
+    R_all = f.W_gate if f.gated else f.W_up
+    in32 = R_all.dtype == np.float32 and f.W_up.dtype == np.float32
+    with np.errstate(all="ignore"):
+        if in32:
+            X32 = X.astype(np.float32)
+            slack = (_gamma(f.d, 2.0**-24) + 2.0**-23) * pts.norms
+            for sl in row_slices(units.size, f.d):
+                idx = units[sl]
+                R = R_all[idx]
+                E = np.outer(slack, _norms(R, 1))
+                Z = (X32 @ R.T).astype(np.float64)
+                b = f.b_gate if f.gated else f.b_up
+                if b is not None:
+                    Z += b[idx]
+                if f.gated:
+                    V = np.abs((X32 @ f.W_up[idx].T).astype(np.float64)) + np.outer(slack, _norms(f.W_up[idx], 1))
+                    if f.b_up is not None:
+                        V += np.abs(f.b_up[idx])
+                    H = np.maximum(np.abs(f.activation(Z - E)), np.abs(f.activation(Z + E))) * V
+                else:
+                    H = np.maximum(np.abs(f.activation(Z - E)), np.abs(f.activation(Z + E)))
+                bad |= ~np.isfinite(H).all(axis=1)
+                hsq += np.einsum("ij,ij->i", H, H)
+        else:
+            for idx, W_up, W_gate, _W_down in f.unit_blocks(units):
+                H = f.hidden(X, idx, W_up, W_gate)
+                bad |= ~np.isfinite(H).all(axis=1)
+                hsq += np.einsum("ij,ij->i", H, H)
+        bound = np.sqrt(hsq) * float(_norms(f.W_down, 1).max(initial=0.0))
+    return bad | ~(bound <= 2.0**1000)
 
 
 def eval_threshold(tol: float, n: int) -> float:
