@@ -33,10 +33,9 @@ def _norms(A: np.ndarray, axis: int) -> np.ndarray:
     A = np.asarray(A)
     if A.ndim != 2:
         return _norms_f64(np.asarray(A, dtype=np.float64), axis)
-    if A.dtype == np.float32:  # squares of float32 values neither over- nor underflow in float64: one pass
-        if axis == 1:
-            return np.sqrt(np.concatenate([np.einsum("ij,ij->i", Ab, Ab) for _sl, Ab in float64_rows(A)] or [np.zeros(0)]))
-        return np.sqrt(sum((np.einsum("ij,ij->j", Ab, Ab) for _sl, Ab in float64_rows(A)), np.zeros(A.shape[1])))
+    if A.dtype == np.float32:  # squares of float32 values neither over- nor underflow in float64: one pass,
+        # summed in float64 as einsum reads (no float64 copy of A)
+        return np.sqrt(np.einsum("ij,ij->i" if axis == 1 else "ij,ij->j", A, A, dtype=np.float64))
     if axis == 1:
         return np.concatenate([_norms_f64(Ab, 1) for _sl, Ab in float64_rows(A)] or [np.zeros(0)])
     return np.concatenate([_norms_f64(Ab, 1) for _sl, Ab in float64_rows(A.T)] or [np.zeros(0)])
