@@ -190,3 +190,19 @@ def test_a_tame_sigma_needs_no_look_at_the_points() -> None:
         pts.add(x)
     assert W._bounded_everywhere(block, pts)
     assert not W._may_overflow(block, pts, np.arange(block.n)).any()
+
+
+def test_the_checker_reports_an_overflow_as_inf() -> None:
+    """absorb verify's own evaluation: where f overflows it rejects, and says inf (it
+    printed the largest finite difference, 2e-16, next to the rejection)."""
+    from absorb.verify._weights import _evaluate
+
+    rng = np.random.default_rng(4)
+    U = rng.standard_normal((6, 3))
+    U[5] *= 1e4
+    D = rng.standard_normal((3, 6))
+    S = (0, 1, 2, 3)
+    block = Block(U, D, get_activation("expr:x+cosh(x)"), skip=-2.0 * (D[:, list(S)] @ U[list(S)]))
+    g = flip_block(block, S, Fraction(2))
+    ok, worst, _m = _evaluate(block, g, [block], [g], 3, seed=0, allowed_lin=1e-9)
+    assert not ok and worst == np.inf

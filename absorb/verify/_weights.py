@@ -348,5 +348,7 @@ def _evaluate(f: Callable[[np.ndarray], np.ndarray], g: Callable[[np.ndarray], n
         if len(blocks_f) > 1:  # error amplification through later layers: generous factor
             bound = bound * 10.0 ** len(blocks_f)
         ok = ok and bool(np.all(diff <= bound))
-        worst = max(worst, float((diff / (np.abs(fx).max(axis=1) + np.abs(X).max(axis=1) + 1e-300)).max()))
+        rel = diff / (np.abs(fx).max(axis=1) + np.abs(X).max(axis=1) + 1e-300)
+        # an overflow or a nan is reported as inf (Python's max would skip a nan)
+        worst = max(worst, float(rel.max()) if np.all(np.isfinite(rel)) else np.inf)
     return ok, worst, m
