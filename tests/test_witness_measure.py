@@ -206,3 +206,17 @@ def test_the_checker_reports_an_overflow_as_inf() -> None:
     g = flip_block(block, S, Fraction(2))
     ok, worst, _m = _evaluate(block, g, [block], [g], 3, seed=0, allowed_lin=1e-9)
     assert not ok and worst == np.inf
+
+
+def test_units_cancel_only_under_the_same_numpy_function() -> None:
+    """A hand-built Activation with f's expression but another numpy function: no unit of
+    the two blocks cancels, so the difference of the functions is seen."""
+    from dataclasses import replace as dc_replace
+
+    block, S = _planted(9, 3, 8, "relu", Fraction(1), gated=False, bias=False)
+    g = flip_block(block, S, Fraction(1))
+    other = dc_replace(g.activation, np_fn=lambda z: np.maximum(z, 0.0) + 1e-3)
+    g2 = g.replace(activation=other)
+    assert W._difference_units(block, g2) is None
+    err, _m = evaluation_error(block, g2, 3, seed=0, accept=eval_threshold(TOL, block.n))
+    assert err > 1e-6

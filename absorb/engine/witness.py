@@ -180,10 +180,17 @@ def _same_memory(a: np.ndarray, c: np.ndarray) -> bool:
             and a.shape == c.shape and a.strides == c.strides and a.dtype == c.dtype)
 
 
+def _same_activation(f: Block, g: Block) -> bool:
+    """f and g evaluate the same σ: the same expression and the same numpy function (a unit
+    cancels only if both blocks compute it alike)."""
+    a, c = f.activation, g.activation
+    return a is c or (a.expr == c.expr and a.np_fn is c.np_fn)
+
+
 def _difference_units(f: Block, g: Block) -> tuple[list[int], list[int]] | None:
     """Units of f and of g that do not cancel in f − g (a unit identical in both contributes
     the same at every input), or None when the blocks are not comparable unit by unit."""
-    if f.gated != g.gated or f.activation.expr != g.activation.expr or f.d != g.d:
+    if f.gated != g.gated or not _same_activation(f, g) or f.d != g.d:
         return None
     same = np.zeros(min(f.n, g.n), dtype=bool)  # first the units identical in place (a flip keeps the order)
     if same.size:
@@ -491,7 +498,7 @@ def _mirror_units(f: Block, g: Block, left_f: np.ndarray, left_g: np.ndarray
     ``s·w_i h̄_i`` (as :func:`_unit_sums`). Candidates share a cheap key; each pair is then
     compared in full, so a unit that is not mirrored exactly is never paired."""
     none = np.zeros(0, dtype=np.intp)
-    if f.gated != g.gated or f.activation.expr != g.activation.expr or f.d != g.d or not (left_f.size and left_g.size):
+    if f.gated != g.gated or not _same_activation(f, g) or f.d != g.d or not (left_f.size and left_g.size):
         return none, none, np.zeros(0)
     (Rf, bf), (Rg, bg) = _kink_rows(f), _kink_rows(g)
     probe = _probe(f.d)
