@@ -220,3 +220,43 @@ def test_units_cancel_only_under_the_same_numpy_function() -> None:
     assert W._difference_units(block, g2) is None
     err, _m = evaluation_error(block, g2, 3, seed=0, accept=eval_threshold(TOL, block.n))
     assert err > 1e-6
+
+
+def test_a_user_sigma_that_spikes_between_grid_points_is_looked_at_per_point() -> None:
+    """ReLU plus an even spike: σ(±0.3) overflows, a flip identity still holds. A shared
+    unit's pre-activation is 0.3 at x = 0, so f(0) overflows: the check fails (as the full
+    measure and the checker's evaluation do), however finite σ looks on a grid."""
+    act = get_activation("expr:Max(x,0) + exp(710 - (1000000*(x**2 - 0.09))**2)")
+    rng = np.random.default_rng(0)
+    d, n = 3, 8
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    S = (0, 1, 2)
+    b = np.zeros(n)
+    b[7] = 0.3
+    f = Block(U, D, act, b_up=b, skip=-(D[:, list(S)] @ U[list(S)]))
+    w, ok = W.check_flip_witness(f, S, Fraction(1), tol=TOL, seed=0)
+    assert not ok and w.eval_error == np.inf
+    assert evaluation_error(f, flip_block(f, S, Fraction(1)), d, seed=0)[0] == np.inf
+
+
+def test_scaled_copies_of_a_kink_hyperplane_are_one_hyperplane() -> None:
+    """Rows that are exact multiples of one another carry one hyperplane: the points built on
+    it are exactly on every copy (no exact arithmetic spent, no point left unchecked), and
+    the degenerate route's exact witness passes (it failed once skipped points counted)."""
+    from absorb.engine._kink_points import _parallel, _plane
+    from absorb.engine.degenerate import decide_degenerate
+    from absorb.engine.verdict import Verdict
+
+    r = np.random.default_rng(1).integers(-50, 50, 5).astype(float)  # (λ·r exact for these λ)
+    r[0] = 7.0
+    for lam in (2.0**-30, 0.75, 3.0, -1.3e5):
+        assert _parallel(_plane(lam * r, lam * 0.5), _plane(r, 0.5))
+    assert not _parallel(_plane(np.nextafter(3.0 * r, np.inf), 1.5), _plane(r, 0.5))
+    assert not _parallel(_plane(3.0 * r, 1.5 + 2.0**-40), _plane(r, 0.5))
+    rng = np.random.default_rng(5)
+    d, m, k = 4, 4, 32
+    R, A = rng.standard_normal((m, d)), rng.standard_normal((d, m))
+    sc = 2.0 ** (np.arange(k) - k // 2)
+    block = Block(np.vstack([R * s for s in sc]), np.hstack([A / (s * k) for s in sc]), get_activation("relu"))
+    out = decide_degenerate(block, tol=TOL, seed=0)
+    assert out.verdict is Verdict.ABSORBABLE, out.reason

@@ -71,19 +71,48 @@ def _plane(r: np.ndarray, beta: float) -> np.ndarray:
     return (v if nz.size == 0 or v[nz[0]] > 0 else -v) + 0.0
 
 
+def _two_product(a: np.ndarray, b: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+    """``a·b = p + e`` exactly, entrywise (Dekker's product with Veltkamp's split; exact while
+    nothing over- or underflows, as for weights in [2^-SAFE_EXPONENT, 2^SAFE_EXPONENT])."""
+    def split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        c = 134217729.0 * x  # 2^27 + 1
+        hi = c - (c - x)
+        return hi, x - hi
+
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    p = a * b
+    (ah, al), (bh, bl) = split(a), split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _parallel(v: np.ndarray, s: np.ndarray) -> bool:
+    """The :func:`_plane` forms v and s are one hyperplane, v = λ·s for some λ ≠ 0 (decided
+    exactly: v_j·s_k = s_j·v_k for every j, k the first nonzero coordinate)."""
+    nz = s[:-1] != 0
+    if not nz.any() or not np.array_equal(v != 0, s != 0):
+        return False
+    k = int(np.argmax(nz))
+    p1, e1 = _two_product(v, s[k])
+    p2, e2 = _two_product(s, v[k])
+    return bool(np.array_equal(p1, p2) and np.array_equal(e1, e2))
+
+
 def _line_chunks(R: np.ndarray, b: np.ndarray | None, idx: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, list[bytes]]]:
     """Rows ``idx`` of R, a block at a time: ``(rows, which are nonzero, cheap keys)``, the
-    keys being a few coordinates of each row's :func:`_plane` form (equal hyperplanes ⇒
-    equal keys)."""
+    keys being a few coordinates of each row's :func:`_plane` form divided by its first
+    nonzero coordinate, in float32 (one hyperplane, scaled, mostly gets one key; rows that
+    share a key are compared exactly, :func:`_parallel`)."""
     idx = np.asarray(idx, dtype=np.intp)
     probe = _probe(R.shape[1])
     for c in _chunks(idx, R.shape[1] + 1):
         Rc = R[c]
         nz = Rc != 0
         first = np.argmax(nz, axis=1)
-        sign = np.where(Rc[np.arange(c.size), first] < 0, -1.0, 1.0)
+        pivot = Rc[np.arange(c.size), first].astype(np.float64)
         K = np.hstack([Rc[:, probe].astype(np.float64), (np.zeros(c.size) if b is None else b[c])[:, None]])
-        yield c, nz.any(axis=1), [k.tobytes() for k in np.ascontiguousarray(K * sign[:, None] + 0.0)]
+        with np.errstate(all="ignore"):
+            K = (K / np.where(pivot == 0, 1.0, pivot)[:, None]).astype(np.float32) + np.float32(0.0)
+        yield c, nz.any(axis=1), [k.tobytes() for k in np.ascontiguousarray(K)]
 
 
 def _dyadic_exact(v: np.ndarray, x: np.ndarray) -> Fraction:
@@ -255,7 +284,7 @@ def _hyperplane_points(fb: Block, gb: Block, units: tuple[list[int], list[int]] 
                 same = by_key.setdefault(k, [])
                 if same:
                     v = _plane(R[i], 0.0 if b is None else b[i])
-                    if any(np.array_equal(plane(t), v) for t in same):
+                    if any(_parallel(v, plane(t)) for t in same):
                         continue
                 same.append(len(planes))
                 planes.append((R, b, i))
@@ -292,7 +321,7 @@ def _fix_near_zero(Z: np.ndarray, R: np.ndarray, b: np.ndarray | None, X: np.nda
         rows = I[P == p]
         src = pts.source[p]
         if src is not None:  # built on this very hyperplane: exactly zero
-            on = np.array([np.array_equal(_plane(R[i], 0.0 if b is None else b[i]), src) for i in rows.tolist()], dtype=bool)
+            on = np.array([_parallel(_plane(R[i], 0.0 if b is None else b[i]), src) for i in rows.tolist()], dtype=bool)
             Z[p, rows[on]] = 0.0
             rows = rows[~on]
         supp = np.flatnonzero(X[p])

@@ -63,7 +63,7 @@ from absorb.engine._exact import (
 )
 from absorb.engine.hypotheses import COLLINEAR_TAU
 from absorb.engine.verdict import Verdict, Witness
-from absorb.engine.witness import eval_threshold, evaluation_error
+from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error
 from absorb.model.activations import get_activation
 from absorb.model.block import Block
 from absorb.rigorous import SAFE_EXPONENT, magnitudes_ok
@@ -554,7 +554,7 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
                                       f"Canonical form ({name}): {shape}; a residual-free block of width {N} needs only {ch.value} units here: "
                                       f"{how}. The constructed block has the same canonical form exactly and matches f on {m_in} inputs (random, and on the kink hyperplanes) "
                                       f"(max relative error {err:.2e}).", N, witness=w, canonical=cf, outcome=out, details=det)
-        return DegenerateDecision(Verdict.UNKNOWN, f"Unknown: the constructed block failed its check (exact {exact}, error {err:.2e}).", N,
+        return DegenerateDecision(Verdict.UNKNOWN, f"Unknown: the constructed block failed its check (exact {exact}, error {err:.2e}{eval_failure(err)}).", N,
                                   witness=None, canonical=cf, outcome=out, details=det)
     need = (f"the cheapest of these choices needs {out.best.value} units" if out.best is not None
             else "no choice fits")

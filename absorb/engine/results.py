@@ -15,7 +15,6 @@ linear, exponential, the asymptotic skeleton, and every witness) hold for both.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -26,7 +25,7 @@ import sympy as sp
 from absorb.engine import hypotheses as hyp
 from absorb.engine.degenerate import decide_degenerate, family_of
 from absorb.engine.verdict import BlockDecision, Hypothesis, ResidualFreeClass, Theorem, Verdict, Witness
-from absorb.engine.witness import check_flip_witness, eval_threshold, evaluation_error
+from absorb.engine.witness import check_flip_witness, eval_failure, eval_threshold, evaluation_error
 from absorb.model.activations import get_activation
 from absorb.model.block import Block
 from absorb.rigorous import SAFE_EXPONENT, magnitudes_ok
@@ -370,10 +369,7 @@ class _IndexSet:
                             f"(checked on {w.n_inputs} inputs, max relative error {w.eval_error:.2e}).", witness=w, search=res)
         return ctx.done(Verdict.UNKNOWN, Theorem.INDEX_SET,
                         f"Unknown: {res.method} proposed an index set but its witness failed the independent check "
-                        f"(residual {w.residual:.2e}, evaluation error {w.eval_error:.2e}"
-                        + ("" if math.isfinite(w.eval_error) else ": an evaluation overflowed, or a point on the kink "
-                           "hyperplanes could not be evaluated exactly within the budget")
-                        + ").", search=res)
+                        f"(residual {w.residual:.2e}, evaluation error {w.eval_error:.2e}{eval_failure(w.eval_error)}).", search=res)
 
     def _infeasible(self, res: SearchResult) -> BlockDecision:
         if self.c_flip is not None and not self.failing:

@@ -28,6 +28,7 @@ from absorb._validate import matvec
 from absorb.engine._kink_points import _fix_near_zero, _hyperplane_points, _kink_rows, _Points, _probe
 from absorb.engine.hypotheses import _norms
 from absorb.engine.verdict import Witness
+from absorb.model.activations import is_builtin
 from absorb.model.block import Block, Stack
 from absorb.rigorous import gamma as _gamma
 from absorb.rigorous import magnitudes_ok, relative_residual, row_slices
@@ -412,8 +413,11 @@ def _bounded_everywhere(f: Block, pts: _Points) -> bool:
     """A first, cheap look for :func:`_may_overflow`: every pre-activation at these points
     lies in [−B, B] with B = max_i ‖r_i‖₂·max_x ‖x‖₂ + max |β| (Cauchy–Schwarz, r the kink
     rows), and σ read on a grid of [−B, B] (evenly and geometrically spaced, its ends
-    included) is finite and small enough that no hidden sum can reach 2^900. Overflow grows
-    with |z|, so it shows on the grid: then every point is looked at."""
+    included) is finite and small enough that no hidden sum can reach 2^900. Only for a
+    built-in σ, whose overflow grows with |z| and so shows on the grid (a user's expression
+    may spike between grid points): otherwise every point is looked at."""
+    if not is_builtin(f.activation):
+        return False
     def reach(W: np.ndarray, b: np.ndarray | None) -> float:
         top = float(_norms(W, 1).max(initial=0.0)) * float(pts.norms.max(initial=0.0))
         return top * (1 + 1e-6) + (0.0 if b is None else float(np.abs(b).max(initial=0.0)))
@@ -437,17 +441,18 @@ def _may_overflow(f: Block, pts: _Points, units: np.ndarray) -> np.ndarray:
     is not finite, or the bound ``max_r ‖W_down[r, :]‖₂ · ‖h(x)‖₂`` on every partial sum
     (Cauchy–Schwarz) exceeds 2^1000. Elsewhere f(x) is finite when its other units are.
 
-    Float32 kink rows (a large layer) are multiplied in float32, which is half the cost and
-    needs no float64 copy: each pre-activation z is then known to within
+    Float32 kink rows (a large layer) of a built-in σ are multiplied in float32, which is half
+    the cost and needs no float64 copy: each pre-activation z is then known to within
     E = (γ_d + 2⁻²³)·‖r‖‖x‖ (float32 rounding of the product and of x), and the hidden
-    value is evaluated at both ends z ± E (an overflow grows with |z|: it shows at an end)."""
+    value is evaluated at both ends z ± E (a built-in's overflow grows with |z|: it shows at
+    an end). A user's σ is evaluated at the float64 pre-activations, as f's evaluation would."""
     X = pts.X
     bad = np.zeros(X.shape[0], dtype=bool)
     if units.size == 0 or _bounded_everywhere(f, pts):
         return bad
     hsq = np.zeros(X.shape[0])
     R_all = f.W_gate if f.gated else f.W_up
-    in32 = R_all.dtype == np.float32 and f.W_up.dtype == np.float32
+    in32 = R_all.dtype == np.float32 and f.W_up.dtype == np.float32 and is_builtin(f.activation)
     with np.errstate(all="ignore"):
         if in32:
             X32 = X.astype(np.float32)
@@ -476,6 +481,13 @@ def _may_overflow(f: Block, pts: _Points, units: np.ndarray) -> np.ndarray:
                 hsq += np.einsum("ij,ij->i", H, H)
         bound = np.sqrt(hsq) * float(_norms(f.W_down, 1).max(initial=0.0))
     return bad | ~(bound <= 2.0**1000)
+
+
+def eval_failure(err: float) -> str:
+    """What an infinite evaluation error means, for a reason (empty when it is finite)."""
+    if math.isfinite(err):
+        return ""
+    return ": an evaluation overflowed, or a point on the kink hyperplanes could not be evaluated exactly within the budget"
 
 
 def eval_threshold(tol: float, n: int) -> float:
