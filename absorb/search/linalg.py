@@ -295,21 +295,23 @@ class _Iteration:
             self.res -= alpha * q
         return True
 
-    def _rounds_to_tried(self) -> bool:
-        """The iterate is within _ROUND_DISTANCE of a 0/1 point already verified."""
+    def _rounding(self) -> tuple[int, ...] | None:
+        """The 0/1 point the iterate rounds to, once within _ROUND_DISTANCE of it."""
         x = self.x
         if not float(np.max(np.minimum(np.abs(x), np.abs(1.0 - x)))) < _ROUND_DISTANCE:
-            return False
-        return tuple(int(i) for i in np.flatnonzero(x > 0.5)) in self.tried
+            return None
+        return tuple(int(i) for i in np.flatnonzero(x > 0.5))
+
+    def _rounds_to_tried(self) -> bool:
+        """The iterate rounds to a 0/1 point already verified."""
+        S = self._rounding()
+        return S is not None and S in self.tried
 
     def rounded(self, it: int) -> SearchResult | None:
         """Primal: round once the iterate is 0/1 to within _ROUND_DISTANCE, verify exactly."""
-        x, sk = self.x, self.sk
-        dist01 = float(np.max(np.minimum(np.abs(x), np.abs(1.0 - x))))
-        if not dist01 < _ROUND_DISTANCE:
-            return None
-        S = tuple(int(i) for i in np.flatnonzero(x > 0.5))
-        if S in self.tried:
+        sk = self.sk
+        S = self._rounding()
+        if S is None or S in self.tried:
             return None
         self.tried.add(S)
         chk = self.check(S)
