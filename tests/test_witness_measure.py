@@ -174,7 +174,7 @@ def test_the_overflow_look_flags_the_points_where_f_overflows(dtype: type) -> No
     for scale in (1e-2, 1.0, 30.0):
         for x in rng.standard_normal((16, d)) * scale:
             pts.add(x)
-    assert not W._bounded_everywhere(block, pts)
+    assert not W._bounded_everywhere(block, pts, float(W._norms(block.W_down, 1).max()))
     flagged = W._may_overflow(block, pts, np.arange(n))
     with np.errstate(all="ignore"):
         over = ~np.isfinite(block.float64()(pts.X)).all(axis=1)
@@ -188,7 +188,7 @@ def test_a_tame_sigma_needs_no_look_at_the_points() -> None:
     pts = W._Points(4)
     for x in np.random.default_rng(0).standard_normal((8, 4)) * 100:
         pts.add(x)
-    assert W._bounded_everywhere(block, pts)
+    assert W._bounded_everywhere(block, pts, float(W._norms(block.W_down, 1).max()))
     assert not W._may_overflow(block, pts, np.arange(block.n)).any()
 
 

@@ -129,10 +129,16 @@ def _same_activation(f: Block, g: Block) -> bool:
     return a is c or (a.expr == c.expr and a.np_fn is c.np_fn)
 
 
+def _comparable(f: Block, g: Block) -> bool:
+    """f and g compare unit by unit: both gated or both not, the same σ (:func:`_same_activation`),
+    the same d."""
+    return f.gated == g.gated and f.d == g.d and _same_activation(f, g)
+
+
 def _difference_units(f: Block, g: Block) -> tuple[list[int], list[int]] | None:
     """Units of f and of g that do not cancel in f − g (a unit identical in both contributes
     the same at every input), or None when the blocks are not comparable unit by unit."""
-    if f.gated != g.gated or not _same_activation(f, g) or f.d != g.d:
+    if not _comparable(f, g):
         return None
     same = np.zeros(min(f.n, g.n), dtype=bool)  # first the units identical in place (a flip keeps the order)
     if same.size:
@@ -219,7 +225,7 @@ def _mirror_units(f: Block, g: Block, left_f: np.ndarray, left_g: np.ndarray
     ``s·w_i h̄_i`` (as :func:`_unit_sums`). Candidates share a cheap key; each pair is then
     compared in full, so a unit that is not mirrored exactly is never paired."""
     none = np.zeros(0, dtype=np.intp)
-    if f.gated != g.gated or not _same_activation(f, g) or f.d != g.d or not (left_f.size and left_g.size):
+    if not (_comparable(f, g) and left_f.size and left_g.size):
         return none, none, np.zeros(0)
     (Rf, bf), (Rg, bg) = _kink_rows(f), _kink_rows(g)
     probe = _probe(f.d)
@@ -409,11 +415,12 @@ _GRID = 4096
 """Points per side of the grid on which :func:`_bounded_everywhere` reads σ."""
 
 
-def _bounded_everywhere(f: Block, pts: _Points) -> bool:
+def _bounded_everywhere(f: Block, pts: _Points, wmax: float) -> bool:
     """A first, cheap look for :func:`_may_overflow`: every pre-activation at these points
     lies in [−B, B] with B = max_i ‖r_i‖₂·max_x ‖x‖₂ + max |β| (Cauchy–Schwarz, r the kink
     rows), and σ read on a grid of [−B, B] (evenly and geometrically spaced, its ends
-    included) is finite and small enough that no hidden sum can reach 2^900. Only for a
+    included) is finite and small enough that no hidden sum can reach 2^900 (``wmax``: the
+    largest row norm of W_down). Only for a
     built-in σ, whose overflow grows with |z| and so shows on the grid (a user's expression
     may spike between grid points): otherwise every point is looked at."""
     if not is_builtin(f.activation):
@@ -432,7 +439,6 @@ def _bounded_everywhere(f: Block, pts: _Points) -> bool:
         top = float(np.abs(f.activation(z)).max())
     if f.gated:
         top *= reach(f.W_up, f.b_up)
-    wmax = float(_norms(f.W_down, 1).max(initial=0.0))
     return bool(np.isfinite(top) and top * math.sqrt(f.n) * wmax <= 2.0**900)
 
 
@@ -448,10 +454,13 @@ def _may_overflow(f: Block, pts: _Points, units: np.ndarray) -> np.ndarray:
     an end). A user's σ is evaluated at the float64 pre-activations, as f's evaluation would."""
     X = pts.X
     bad = np.zeros(X.shape[0], dtype=bool)
-    if units.size == 0 or _bounded_everywhere(f, pts):
+    if units.size == 0:
+        return bad
+    wmax = float(_norms(f.W_down, 1).max(initial=0.0))
+    if _bounded_everywhere(f, pts, wmax):
         return bad
     hsq = np.zeros(X.shape[0])
-    R_all = f.W_gate if f.gated else f.W_up
+    R_all, b = _kink_rows(f)
     in32 = R_all.dtype == np.float32 and f.W_up.dtype == np.float32 and is_builtin(f.activation)
     with np.errstate(all="ignore"):
         if in32:
@@ -462,7 +471,6 @@ def _may_overflow(f: Block, pts: _Points, units: np.ndarray) -> np.ndarray:
                 R = R_all[idx]
                 E = np.outer(slack, _norms(R, 1))
                 Z = (X32 @ R.T).astype(np.float64)
-                b = f.b_gate if f.gated else f.b_up
                 if b is not None:
                     Z += b[idx]
                 if f.gated:
@@ -479,7 +487,7 @@ def _may_overflow(f: Block, pts: _Points, units: np.ndarray) -> np.ndarray:
                 H = f.hidden(X, idx, W_up, W_gate)
                 bad |= ~np.isfinite(H).all(axis=1)
                 hsq += np.einsum("ij,ij->i", H, H)
-        bound = np.sqrt(hsq) * float(_norms(f.W_down, 1).max(initial=0.0))
+        bound = np.sqrt(hsq) * wmax
     return bad | ~(bound <= 2.0**1000)
 
 
