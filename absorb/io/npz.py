@@ -32,6 +32,19 @@ def _memory_cap() -> int:
         return 8 << 30
 
 
+def _raise_if_crc(path: Path, exc: zipfile.BadZipFile, member: str | None = None) -> None:
+    """The one-line error for a member that fails its CRC check, if ``exc`` is that
+    (``member``: its name when the caller knows it, else read from zipfile's message)."""
+    if "CRC" not in str(exc):
+        return
+    if member is None:
+        crc = re.match(r"Bad CRC-32 for file '(.+)'", str(exc))
+        if crc is None:
+            return
+        member = crc.group(1)
+    raise InvalidInput(f"{path}: member {member!r} fails its CRC check; the file is corrupt") from None
+
+
 def _check_headers(path: Path, zf: zipfile.ZipFile, max_bytes: int) -> None:
     total = 0
     for info in zf.infolist():
@@ -45,8 +58,7 @@ def _check_headers(path: Path, zf: zipfile.ZipFile, max_bytes: int) -> None:
                 shape, _fortran, dtype = reader(fh)
                 header_len = fh.tell()
         except zipfile.BadZipFile as exc:
-            if "CRC" in str(exc):
-                raise InvalidInput(f"{path}: member {info.filename!r} fails its CRC check; the file is corrupt") from None
+            _raise_if_crc(path, exc, info.filename)
             raise InvalidInput(f"{path}: member {key!r} is not a valid .npy array ({exc}); re-save the file with numpy.savez") from None
         except (ValueError, OSError, EOFError) as exc:
             raise InvalidInput(f"{path}: member {key!r} is not a valid .npy array ({exc}); re-save the file with numpy.savez") from None
@@ -83,9 +95,7 @@ def _read_all(path: Path, *, max_bytes: int | None) -> dict[str, np.ndarray]:
     except ValueError as exc:
         raise InvalidInput(f"{path}: {exc}; store plain numeric arrays") from None
     except zipfile.BadZipFile as exc:
-        crc = re.match(r"Bad CRC-32 for file '(.+)\.npy'", str(exc))
-        if crc:
-            raise InvalidInput(f"{path}: member {crc.group(1) + '.npy'!r} fails its CRC check; the file is corrupt") from None
+        _raise_if_crc(path, exc)
         raise InvalidInput(f"{path}: not a readable .npz file ({exc})") from None
     except (OSError, EOFError) as exc:
         raise InvalidInput(f"{path}: not a readable .npz file ({exc})") from None
