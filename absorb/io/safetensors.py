@@ -373,6 +373,7 @@ class Checkpoint:
             if scaled is not W:
                 changes[W_key] = scaled
         return blk.replace(**changes) if changes else blk
+
     def blocks(self) -> Iterator[Block]:
         """Yield each block in turn, reading only its tensors (one layer in memory at a time
         when the consumer drops each block before asking for the next)."""

@@ -189,6 +189,11 @@ class _Portfolio:
                                         elapsed=time.perf_counter() - self.t0))
 
 
+def _entries(U: np.ndarray, D: np.ndarray) -> int:
+    """d_out·d_in·n: the size by which the narrow regime is told from the wide one."""
+    return D.shape[0] * U.shape[1] * U.shape[0]
+
+
 def _first_steps(run: _Portfolio, narrow: bool) -> list[Step]:
     """The relaxation's dual bound (narrow regime) and exact linear algebra (n ≤ d²)."""
     U, D, T, tol = run.U, run.D, run.T, run.tol
@@ -206,7 +211,7 @@ def _wide(run: _Portfolio, steps: list[Step]) -> SearchResult:
         out = run.attempt(step)
         if out is not None:
             return out
-    entries = run.D.shape[0] * run.U.shape[1] * run.U.shape[0]
+    entries = _entries(run.U, run.D)
     return run.unknown(
         f"d²·n = {entries} exceeds {NARROW_MAX_ENTRIES}: the narrow-regime backends do not "
         "apply" + ("" if steps else " and the linalg backend is not installed")
@@ -322,7 +327,7 @@ def find_index_set(
     # rounding analyses hold (unchanged when already inside it); relative residuals, and so
     # every verdict and bound, are the same for both.  Found sets are re-checked on the
     # caller's own arrays.
-    narrow = D.shape[0] * U.shape[1] * U.shape[0] <= NARROW_MAX_ENTRIES
+    narrow = _entries(U, D) <= NARROW_MAX_ENTRIES
     if method not in ("auto", "linalg") or (method == "auto" and narrow):
         # only linalg reads float32 weights and T = None (−I) as they are; the others get
         # exact float64 copies and the d×d target
