@@ -144,3 +144,24 @@ def test_claimed_slopes_agree_with_high_precision(e: sp.Expr) -> None:
                 continue
             Lv = mpmath.mpf(sp.N(L, 60))
             assert abs(v - Lv) <= mpmath.mpf("0.05") * (1 + abs(Lv)), (sigma, sign, L, v)
+
+
+# ------------------------------------------------------------------- identities --
+@pytest.mark.parametrize("spec, c", [
+    (ERFC_SIGMA, 1),  # σ(z) − σ(−z) = z: 1 − erf(−v) = erfc(v)
+    ("expr:x*erfc(-x/sqrt(2))/2", 1),  # GELU by erfc
+    ("expr:x*(1+tanh(x/2))/2", 1),  # SiLU by tanh
+    ("expr:2*x/(1+exp(-x)) + 3*cosh(x)", 2),  # an even part by cosh
+])
+def test_flip_identity_through_erf_erfc_tanh_forms(spec: str, c: int) -> None:
+    from absorb.verify._symbolic import flip_constant
+
+    assert flip_constant(_expr(spec), False) == c
+
+
+def test_same_function_across_forms() -> None:
+    from absorb.verify._symbolic import _same_function, is_relu_or_gelu
+
+    assert is_relu_or_gelu(_expr("expr:x*erfc(-x/sqrt(2))/2"))
+    assert _same_function(_expr("expr:x*(1+tanh(x/2))/2"), _expr("silu"))
+    assert not _same_function(_expr("expr:x*(1+tanh(x))/2"), _expr("silu"))

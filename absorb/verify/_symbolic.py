@@ -15,7 +15,7 @@ import functools
 import sympy as sp
 
 from absorb.verify._asymptotic import limit_at_infinity, limit_at_point
-from absorb.verify._pieces import Piece, Refused, branch, decide_zero, exact_value, pieces
+from absorb.verify._pieces import Piece, Refused, branch, decide_zero, exact_value, normal_form, pieces
 
 _P = sp.Symbol("p", positive=True)
 _T = sp.Symbol("t", positive=True)
@@ -49,8 +49,14 @@ def _identity_on_piece(e: sp.Expr, x: sp.Symbol, pc: Piece) -> bool:
 
 
 def _constant_on_piece(e: sp.Expr, x: sp.Symbol, pc: Piece) -> sp.Expr | None:
-    """The constant value of switch-free ``e`` on ``pc``, or None if not proved constant."""
-    for q in (sp.simplify(e), sp.simplify(_on_piece(e, x, pc))):
+    """The constant value of switch-free ``e`` on ``pc``, or None if not proved constant
+    (exact simplification of ``e``, with the variable's sign known, then of its normal form)."""
+    tries = (lambda: e, lambda: _on_piece(e, x, pc), lambda: normal_form(_on_piece(e, x, pc)))
+    for i, make in enumerate(tries):
+        f = make()
+        if i == 2 and f == tries[1]():
+            break  # no erfc, tanh, sinh or cosh: nothing new to try
+        q = sp.simplify(f)
         q2 = q if not q.free_symbols else sp.simplify(sp.expand_log(q))
         if not q2.free_symbols:
             return q2
