@@ -40,6 +40,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from absorb.verify._pieces import decide_zero
+
 _KEEP = 4  # terms kept, and the order of every series
 _S = sp.Symbol("s", positive=True)
 _U = sp.Symbol("u", real=True)
@@ -68,7 +70,7 @@ def _sign(c: sp.Expr) -> int:
         raise Stuck(f"{c} is not a finite real constant")
     if abs(v) > sp.Float(10) ** -40:
         return 1 if v > 0 else -1
-    if sp.simplify(c) == 0:
+    if decide_zero(c) is True:
         return 0
     raise Stuck(f"cannot decide the sign of {c}")
 

@@ -308,8 +308,8 @@ def check_skeleton(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[
     _require(ctx, finite_on_reals(act), w, "σ is real and finite at every real point (exact at every break point; on every piece "
              "no power or log can fail)")
     sl = slopes(act)
-    _require(ctx, sl is not None, w, "the slopes L± = lim σ(s)/s at s → ±∞ exist and are finite (s = ±1/h, h → 0+, on the "
-             "outermost pieces)")
+    _require(ctx, sl is not None, w, "the slopes L± = lim σ(s)/s at s → ±∞ exist and are finite (the checker's own expansion "
+             "of the outermost pieces)")
     Lp, Lm = sl  # type: ignore[misc]
     _require(ctx, _same_number(arg.get("L_plus"), Lp) and _same_number(arg.get("L_minus"), Lm), w,
              f"the recorded slopes are σ's: L₊ = {Lp}, L₋ = {Lm}", f"recorded L₊ = {arg.get('L_plus')!r}, L₋ = {arg.get('L_minus')!r}")
