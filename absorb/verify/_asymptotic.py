@@ -205,8 +205,9 @@ def size(a: Expansion) -> tuple[str, Scale] | None:
     return a.rem
 
 
-def _series(coeffs: list[sp.Expr], r: Expansion) -> Expansion:
-    """Σ coeffs[k]·r^k plus the remainder O(ρ^{K+1}) (o(ρ^{K+1}) when r = o(ρ)); r → 0."""
+def _series(coeffs: list[sp.Expr], r: Expansion, tail: bool = True) -> Expansion:
+    """Σ coeffs[k]·r^k plus the remainder O(ρ^{K+1}) (o(ρ^{K+1}) when r = o(ρ)); r → 0.
+    ``tail=False``: the sum is the function exactly (a polynomial), no remainder."""
     sz = size(r)
     if sz is None:
         return const(coeffs[0])
@@ -218,6 +219,8 @@ def _series(coeffs: list[sp.Expr], r: Expansion) -> Expansion:
     for ck in coeffs[1:]:
         p = mul(p, r)
         out = add(out, scale(p, ck))
+    if not tail:
+        return out
     n = len(coeffs)
     return add(out, Expansion((), ("o" if kind == "o" else "O", R.power(sp.Integer(n)))))
 
@@ -240,20 +243,21 @@ def recip(a: Expansion) -> Expansion:
 
 
 def power(a: Expansion, q: sp.Expr) -> Expansion:
-    if q.is_Integer and q >= 0:
-        if q > 64:
-            raise Stuck("a power above 64")
-        out = Expansion(((sp.Integer(1), ONE),))
-        for _ in range(int(q)):
-            out = mul(out, a)
-        return out
-    if q.is_Integer:
+    """a^q for a constant q: (c₀S₀)^q·(1 + r)^q by the binomial series (exact up to its order
+    for a natural q); a natural power of a remainder-only a is that remainder's power."""
+    if q.is_Integer and q < 0:
         return power(recip(a), -q)
+    if q == 0:
+        return const(sp.Integer(1))
+    sz = size(a)
+    if q.is_Integer and (sz is None or sz[0] != "t"):
+        return ZERO if sz is None else Expansion((), (sz[0], sz[1].power(q)))
     c0, S0, r = _split_lead(a)
-    if _sign(c0) <= 0:
+    if not q.is_Integer and _sign(c0) <= 0:
         raise Stuck("a non-integer power of a quantity not eventually positive")
-    binom = [sp.binomial(q, k) for k in range(_KEEP + 1)]
-    return mul(Expansion(((c0**q, S0.power(q)),)), _series(binom, r))
+    exact = bool(q.is_Integer and q <= _KEEP)  # (1 + r)^q is then the polynomial Σ_{k≤q} C(q,k) r^k
+    binom = [sp.binomial(q, k) for k in range(int(q) + 1 if exact else _KEEP + 1)]
+    return mul(Expansion(((c0**q, S0.power(q)),)), _series(binom, r, tail=not exact))
 
 
 def exp_(a: Expansion) -> Expansion:
