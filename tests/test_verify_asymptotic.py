@@ -37,6 +37,27 @@ def test_wrong_erfc_skeleton_certificate_is_rejected(capsys: pytest.CaptureFixtu
     assert "rejected" in out and "recorded slopes" in out
 
 
+def test_true_certificate_for_the_erfc_sigma_is_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The truth for these weights: σ(z) − σ(−z) = z, and flipping S = {0, 1} gives
+    W_down[:,S] W_up[S,:] = −M, so f is absorbable. A certificate saying so (ReLU's, whose flip
+    constant is also 1, with the activation record of the erfc σ) is accepted: the checker
+    re-derives the flip identity through erfc = 1 − erf."""
+    import json
+
+    relu = tmp_path / "relu.json"
+    assert main(["check", str(DATA / "issue24_erfc_skeleton.npz"), "--activation", "relu", "--certificate", str(relu), "-q"]) == 0
+    doc, wrong = json.loads(relu.read_text()), json.loads((DATA / "issue24_erfc_skeleton.json").read_text())
+    assert doc["blocks"][0]["witness"]["S"] == [0, 1]
+    for key in ("activation", "activation_function", "class", "properties"):
+        doc["blocks"][0][key] = wrong["blocks"][0][key]
+    doc["parameters"]["activation_override"], doc["class"] = wrong["parameters"]["activation_override"], wrong["class"]
+    cert = tmp_path / "erfc.json"
+    cert.write_text(json.dumps(doc))
+    capsys.readouterr()
+    rc = main(["verify", str(cert), str(DATA / "issue24_erfc_skeleton.npz")])
+    assert rc == 0, capsys.readouterr().out
+
+
 def test_erfc_sigma_slopes_are_rederived() -> None:
     assert slopes(_expr(ERFC_SIGMA)) == (0, 1)
 
