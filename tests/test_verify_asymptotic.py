@@ -239,3 +239,12 @@ def test_claimed_limits_at_zero_agree_with_high_precision(e: sp.Expr, side: int)
 def test_limits_at_infinity_by_hand(e: sp.Expr, L: sp.Expr | None) -> None:
     got = asy.limit_at_infinity(e, X)
     assert (got is None) if L is None else (got is not None and sp.simplify(got - L) == 0), got
+
+
+def test_an_underived_slope_says_why() -> None:
+    from absorb.verify._beyond import slopes_or_reason
+
+    sl, why = slopes_or_reason(_expr("expr:x*sin(x)"))
+    assert sl is None and "L₊" in why and "O(1)" in why
+    sl, why = slopes_or_reason(_expr("relu2"))
+    assert sl is None and "grows without bound" in why

@@ -432,12 +432,30 @@ def limit_of(a: Expansion) -> sp.Expr | None:
 
 def limit_at_infinity(e: sp.Expr, x: sp.Symbol, sign: int = 1) -> sp.Expr | None:
     """lim e as x → sign·∞ (finite), derived by expansion; None when not derived."""
+    return why_not_at_infinity(e, x, sign)[0]
+
+
+def why_not_at_infinity(e: sp.Expr, x: sp.Symbol, sign: int = 1) -> tuple[sp.Expr | None, str]:
+    """(the finite limit, "") or (None, what stopped the derivation)."""
     try:
-        return limit_of(expand(e.subs(x, sign * _S)))
-    except Stuck:
-        return None
-    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not derived
-        return None
+        a = expand(e.subs(x, sign * _S))
+    except Stuck as exc:
+        return None, f"the expansion stopped: {exc}"
+    except Exception as exc:  # noqa: BLE001 - sympy raises assorted errors on hard input: not derived
+        return None, f"the expansion stopped: {type(exc).__name__}"
+    L = limit_of(a)
+    if L is None:
+        sz = size(a)
+        return None, "it grows without bound" if sz is None or sz[0] == "t" else \
+            f"it is known only up to {sz[0]}({_show(sz[1])})"
+    return L, ""
+
+
+def _show(S: Scale) -> str:
+    parts = [f"exp({' + '.join(f'{k}*s**{b}' for b, k in S.phi)})"] if S.phi else []
+    parts += [f"s**{S.alpha}"] if S.alpha != 0 else []
+    parts += [f"log(s)**{S.m}"] if S.m != 0 else []
+    return "·".join(parts) or "1"
 
 
 def continuous_at(e: sp.Expr, x: sp.Symbol, b: sp.Expr) -> bool:
@@ -476,4 +494,5 @@ def limit_at_point(e: sp.Expr, x: sp.Symbol, b: sp.Expr, side: int) -> sp.Expr |
     except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not derived
         return None
 
-__all__ = ["Expansion", "Scale", "Stuck", "continuous_at", "expand", "limit_at_infinity", "limit_at_point", "limit_of"]
+__all__ = ["Expansion", "Scale", "Stuck", "continuous_at", "expand", "limit_at_infinity", "limit_at_point", "limit_of",
+           "why_not_at_infinity"]

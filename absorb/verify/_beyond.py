@@ -32,7 +32,7 @@ import sympy as sp
 
 from absorb.model.block import Block
 from absorb.verify import _numerics
-from absorb.verify._asymptotic import limit_at_infinity, limit_at_point
+from absorb.verify._asymptotic import limit_at_infinity, limit_at_point, why_not_at_infinity
 from absorb.verify._numerics import _U, EXACT_ELIM_MAX_D, _frac_matrix, _gamma, _parse_number, exact_rank
 from absorb.verify._pieces import Piece, Refused, decide_zero, exact_value, pieces
 from absorb.verify._report import _Ctx, _require
@@ -89,23 +89,30 @@ def finite_on_reals(expr: sp.Expr) -> bool:
 
 
 @functools.lru_cache(maxsize=128)
-def slopes(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
-    """(L₊, L₋) with L± = lim_{s→±∞} σ(s)/s, or None when not both derived finite and exact
-    (by the checker's own expansions, ``_asymptotic``: no sympy limit, no sample)."""
+def slopes_or_reason(expr: sp.Expr) -> tuple[tuple[sp.Expr, sp.Expr] | None, str]:
+    """((L₊, L₋), "") with L± = lim_{s→±∞} σ(s)/s, both derived finite and exact by the
+    checker's own expansions (``_asymptotic``: no sympy limit, no sample); else (None, why)."""
     x = _variable(expr)
     try:
         _, pcs = pieces(expr, x)
-    except Refused:
-        return None
-    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
-        return None
+    except Refused as exc:
+        return None, f"σ could not be split into pieces: {exc}"
+    except Exception as exc:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
+        return None, f"σ could not be split into pieces ({type(exc).__name__})"
     out = []
-    for pc, sign in ((pcs[-1], 1), (pcs[0], -1)):
-        L = limit_at_infinity(pc.expr / x, x, sign)  # σ(s)/s on the outermost piece
-        if L is None or not _finite_number(L) or L.has(sp.Float):  # an inexact limit proves nothing exact
-            return None
+    for pc, sign, name in ((pcs[-1], 1, "L₊"), (pcs[0], -1, "L₋")):
+        L, why = why_not_at_infinity(pc.expr / x, x, sign)  # σ(s)/s on the outermost piece
+        if L is None or not _finite_number(L):
+            return None, f"{name}: σ(s)/s = {pc.expr / x} on the outermost piece, {why or 'not a finite number'}"
+        if L.has(sp.Float):
+            return None, f"{name} = {L} is inexact (a float in σ)"
         out.append(L)
-    return out[0], out[1]
+    return (out[0], out[1]), ""
+
+
+def slopes(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
+    """(L₊, L₋) with L± = lim_{s→±∞} σ(s)/s, or None when not both derived finite and exact."""
+    return slopes_or_reason(expr)[0]
 
 
 @functools.lru_cache(maxsize=128)
@@ -307,9 +314,9 @@ def check_skeleton(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[
     act = _act(block)
     _require(ctx, finite_on_reals(act), w, "σ is real and finite at every real point (exact at every break point; on every piece "
              "no power or log can fail)")
-    sl = slopes(act)
+    sl, why = slopes_or_reason(act)
     _require(ctx, sl is not None, w, "the slopes L± = lim σ(s)/s at s → ±∞ exist and are finite (the checker's own expansion "
-             "of the outermost pieces)")
+             "of the outermost pieces)", why, fail_only=True)
     Lp, Lm = sl  # type: ignore[misc]
     _require(ctx, _same_number(arg.get("L_plus"), Lp) and _same_number(arg.get("L_minus"), Lm), w,
              f"the recorded slopes are σ's: L₊ = {Lp}, L₋ = {Lm}", f"recorded L₊ = {arg.get('L_plus')!r}, L₋ = {arg.get('L_minus')!r}")
