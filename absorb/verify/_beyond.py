@@ -11,12 +11,14 @@ plus an exact simplification (or a limit, or an interval enclosure) on every ope
   negative integer exponent, nonzero) and each log a positive argument; the zeros of those
   bases are break points, so the sign at the piece's sample is the sign on the whole piece.
   The other heads (exp, erf, tanh, sin, …) are finite for real arguments.
-* **slopes** — on the outermost pieces σ is one analytic formula; ``L₊ = lim_{h→0+} h·σ(1/h)``
-  and ``L₋ = lim_{h→0+} −h·σ(−1/h)`` (the substitution s = ±1/h, not a limit at infinity),
-  corroborated by a 50-digit evaluation at h = 10⁻³⁰ (which can only withhold).
+* **slopes** — on the outermost pieces σ is one analytic formula; ``L± = lim σ(±s)/(±s)`` as
+  s → +∞ is read off the checker's own truncated asymptotic expansion (``_asymptotic``: exact
+  leading terms with a remainder class, no sympy limit, no numeric sample).
 * **bounded** — every piece bounded: an interval enclosure of its formula over its interval
   (mpmath's outward-rounded interval arithmetic), else finite one-sided limits at both ends
-  of the interval (the formula is continuous inside it); plus finite values at break points.
+  of the interval (the formula is continuous inside it; each limit is the exact value where
+  the formula is structurally continuous, else an ``_asymptotic`` expansion); plus finite
+  values at break points.
 """
 
 from __future__ import annotations
@@ -30,13 +32,13 @@ import sympy as sp
 
 from absorb.model.block import Block
 from absorb.verify import _numerics
+from absorb.verify._asymptotic import limit_at_infinity, limit_at_point, why_not_at_infinity
 from absorb.verify._numerics import _U, EXACT_ELIM_MAX_D, _frac_matrix, _gamma, _parse_number, exact_rank
 from absorb.verify._pieces import Piece, Refused, decide_zero, exact_value, pieces
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _identity_on_piece, _same_function, _variable, is_bounded
 from absorb.verify._weights import _bias_free, _row_pairs
 
-_H = sp.Symbol("h", positive=True)
 _Y = sp.Symbol("y", real=True)
 _PREC = 50
 
@@ -86,38 +88,31 @@ def finite_on_reals(expr: sp.Expr) -> bool:
         return False
 
 
-def _limit_0plus(e: sp.Expr) -> sp.Expr | None:
-    try:
-        v = sp.limit(e, _H, 0, "+")
-    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input
-        return None
-    return v if _finite_number(v) else None
-
-
 @functools.lru_cache(maxsize=128)
-def slopes(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
-    """(L₊, L₋) with L± = lim_{s→±∞} σ(s)/s, or None when not both proved finite."""
+def slopes_or_reason(expr: sp.Expr) -> tuple[tuple[sp.Expr, sp.Expr] | None, str]:
+    """((L₊, L₋), "") with L± = lim_{s→±∞} σ(s)/s, both derived finite and exact by the
+    checker's own expansions (``_asymptotic``: no sympy limit, no sample); else (None, why)."""
     x = _variable(expr)
     try:
         _, pcs = pieces(expr, x)
-    except Refused:
-        return None
-    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
-        return None
+    except Refused as exc:
+        return None, f"σ could not be split into pieces: {exc}"
+    except Exception as exc:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
+        return None, f"σ could not be split into pieces ({type(exc).__name__})"
     out = []
-    for pc, sign in ((pcs[-1], 1), (pcs[0], -1)):
-        g = sign * _H * pc.expr.subs(x, sign / _H)  # σ(s)/s at s = ±1/h
-        L = _limit_0plus(g)
-        if L is None:
-            return None
-        h0 = sp.Integer(10) ** -30
-        v = sp.N(g.subs(_H, h0), _PREC)
-        if not (v.is_number and v.is_real and abs(v - sp.N(L, _PREC)) <= (1 + abs(sp.N(L, _PREC))) / 10):
-            return None
-        if L.has(sp.Float):  # an inexact limit proves nothing exact
-            return None
+    for pc, sign, name in ((pcs[-1], 1, "L₊"), (pcs[0], -1, "L₋")):
+        L, why = why_not_at_infinity(pc.expr / x, x, sign)  # σ(s)/s on the outermost piece
+        if L is None or not _finite_number(L):
+            return None, f"{name}: σ(s)/s = {pc.expr / x} on the outermost piece, {why or 'not a finite number'}"
+        if L.has(sp.Float):
+            return None, f"{name} = {L} is inexact (a float in σ)"
         out.append(L)
-    return out[0], out[1]
+    return (out[0], out[1]), ""
+
+
+def slopes(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
+    """(L₊, L₋) with L± = lim_{s→±∞} σ(s)/s, or None when not both derived finite and exact."""
+    return slopes_or_reason(expr)[0]
 
 
 @functools.lru_cache(maxsize=128)
@@ -221,12 +216,9 @@ def _piece_bounded(e: sp.Expr, x: sp.Symbol, pc: Piece) -> bool:
             return True
     except (ValueError, TypeError, ZeroDivisionError, ArithmeticError):
         pass
-    try:
-        ends = [sp.limit(e, x, pc.lo, "+") if pc.lo != -sp.oo else sp.limit(e, x, -sp.oo),
-                sp.limit(e, x, pc.hi, "-") if pc.hi != sp.oo else sp.limit(e, x, sp.oo)]
-    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input
-        return False
-    return all(_finite_number(v) for v in ends)
+    ends = [limit_at_point(e, x, pc.lo, 1) if pc.lo != -sp.oo else limit_at_infinity(e, x, -1),
+            limit_at_point(e, x, pc.hi, -1) if pc.hi != sp.oo else limit_at_infinity(e, x, 1)]
+    return all(v is not None and _finite_number(v) for v in ends)
 
 
 @functools.lru_cache(maxsize=128)
@@ -322,9 +314,9 @@ def check_skeleton(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[
     act = _act(block)
     _require(ctx, finite_on_reals(act), w, "σ is real and finite at every real point (exact at every break point; on every piece "
              "no power or log can fail)")
-    sl = slopes(act)
-    _require(ctx, sl is not None, w, "the slopes L± = lim σ(s)/s at s → ±∞ exist and are finite (s = ±1/h, h → 0+, on the "
-             "outermost pieces)")
+    sl, why = slopes_or_reason(act)
+    _require(ctx, sl is not None, w, "the slopes L± = lim σ(s)/s at s → ±∞ exist and are finite (the checker's own expansion "
+             "of the outermost pieces)", why, fail_only=True)
     Lp, Lm = sl  # type: ignore[misc]
     _require(ctx, _same_number(arg.get("L_plus"), Lp) and _same_number(arg.get("L_minus"), Lm), w,
              f"the recorded slopes are σ's: L₊ = {Lp}, L₋ = {Lm}", f"recorded L₊ = {arg.get('L_plus')!r}, L₋ = {arg.get('L_minus')!r}")

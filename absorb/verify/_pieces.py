@@ -244,13 +244,37 @@ def exact_value(e: sp.Expr, x: sp.Symbol, at: sp.Expr) -> sp.Expr:
     return e.subs(x, at)
 
 
+_REWRITES = (
+    (sp.erfc, lambda a: 1 - sp.erf(a)),  # erfc = 1 − erf; erf(−u) = −erf(u) is sympy's own
+    (sp.tanh, lambda a: 1 - 2 / (1 + sp.exp(2 * a))),
+    (sp.sinh, lambda a: (sp.exp(a) - sp.exp(-a)) / 2),
+    (sp.cosh, lambda a: (sp.exp(a) + sp.exp(-a)) / 2),
+)
+
+
+def normal_form(e: sp.Expr) -> sp.Expr:
+    """``e`` with erfc, tanh, sinh and cosh written by erf and exp (exact identities), so that
+    one simplification sees σ(z) − σ(−z) = z when σ mixes erf with erfc, or tanh with a sigmoid."""
+    for head, rule in _REWRITES:
+        if e.has(head):
+            e = e.replace(head, rule)
+    return e
+
+
 def decide_zero(e: sp.Expr) -> bool | None:
-    """True/False when ``e`` (a closed-form number or a switch-free formula) is decided to be 0."""
+    """True/False when ``e`` (a closed-form number or a switch-free formula) is decided to be 0:
+    exact simplification, then the same on ``normal_form(e)``, then (for a number) a 60-digit
+    value far from 0."""
     s = sp.simplify(e)
     if s == 0:
         return True
     if s.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
         return False
+    if s.has(*(h for h, _ in _REWRITES)):
+        t = sp.simplify(normal_form(s))
+        if t == 0:
+            return True
+        s = t if not t.has(sp.zoo, sp.oo, -sp.oo, sp.nan) else s
     if s.is_number:
         v = sp.N(s, _PREC)
         if v.is_number and (not v.is_real or abs(v) > _TINY):

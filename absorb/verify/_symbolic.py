@@ -14,7 +14,8 @@ import functools
 
 import sympy as sp
 
-from absorb.verify._pieces import Piece, Refused, branch, decide_zero, exact_value, pieces
+from absorb.verify._asymptotic import limit_at_infinity, limit_at_point
+from absorb.verify._pieces import Piece, Refused, branch, decide_zero, exact_value, normal_form, pieces
 
 _P = sp.Symbol("p", positive=True)
 _T = sp.Symbol("t", positive=True)
@@ -48,8 +49,14 @@ def _identity_on_piece(e: sp.Expr, x: sp.Symbol, pc: Piece) -> bool:
 
 
 def _constant_on_piece(e: sp.Expr, x: sp.Symbol, pc: Piece) -> sp.Expr | None:
-    """The constant value of switch-free ``e`` on ``pc``, or None if not proved constant."""
-    for q in (sp.simplify(e), sp.simplify(_on_piece(e, x, pc))):
+    """The constant value of switch-free ``e`` on ``pc``, or None if not proved constant
+    (exact simplification of ``e``, with the variable's sign known, then of its normal form)."""
+    tries = (lambda: e, lambda: _on_piece(e, x, pc), lambda: normal_form(_on_piece(e, x, pc)))
+    for i, make in enumerate(tries):
+        f = make()
+        if i == 2 and f == tries[1]():
+            break  # no erfc, tanh, sinh or cosh: nothing new to try
+        q = sp.simplify(f)
         q2 = q if not q.free_symbols else sp.simplify(sp.expand_log(q))
         if not q2.free_symbols:
             return q2
@@ -94,7 +101,8 @@ def homogeneous_of_degree(expr: sp.Expr, k: sp.Rational) -> bool:
 @functools.lru_cache(maxsize=128)
 def _gate_derivative_at_zero(expr: sp.Expr) -> sp.Expr | None:
     """g'(0) when g(0) = 0 exactly and the difference quotients of the two pieces next to 0
-    have equal finite limits."""
+    have equal finite limits (each the exact value where the quotient is structurally
+    continuous at 0, else read off the checker's own expansion in s = 1/p)."""
     x = _variable(expr)
     try:
         if decide_zero(exact_value(expr, x, sp.Integer(0))) is not True:
@@ -102,13 +110,14 @@ def _gate_derivative_at_zero(expr: sp.Expr) -> sp.Expr | None:
         pts, pcs = pieces(expr, x, (sp.Integer(0),))
         i = list(pts).index(0)
         left, right = pcs[i], pcs[i + 1]
-        r = sp.limit(sp.simplify(right.expr.subs(x, _P) / _P), _P, 0, "+")
-        lft = sp.limit(sp.simplify(left.expr.subs(x, -_P) / (-_P)), _P, 0, "+")
+        # the difference quotients g(±p)/(±p) as p → 0+, by the checker's own expansions
+        r = limit_at_point(right.expr / x, x, sp.Integer(0), 1)
+        lft = limit_at_point(left.expr / x, x, sp.Integer(0), -1)
     except Refused:
         return None
-    except Exception:  # noqa: BLE001 - sympy's limit raises assorted errors on hard input
+    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
         return None
-    if not (r.is_finite and lft.is_finite) or decide_zero(r - lft) is not True:
+    if r is None or lft is None or decide_zero(r - lft) is not True:
         return None
     return sp.simplify(r)
 
@@ -146,7 +155,7 @@ def flip_constant(expr: sp.Expr, gated: bool) -> sp.Expr | None:
 def is_bounded(expr: sp.Expr) -> bool:
     """σ continuous on R with finite limits at ±∞ (hence bounded): every piece real and
     continuous on its interval, at every break point both one-sided limits equal the exact
-    value, and the outer pieces have finite limits at ±∞."""
+    value, and the outer pieces have finite limits at ±∞ (limits by ``_asymptotic``)."""
     x = _variable(expr)
     try:
         pts, pcs = pieces(expr, x)
@@ -156,17 +165,17 @@ def is_bounded(expr: sp.Expr) -> bool:
             v = exact_value(expr, x, b)
             if not (v.is_real and v.is_finite) and not sp.N(v).is_real:
                 return False
-            lo = sp.limit(pcs[i].expr, x, b, "-")
-            hi = sp.limit(pcs[i + 1].expr, x, b, "+")
-            if decide_zero(lo - v) is not True or decide_zero(hi - v) is not True:
+            lo = limit_at_point(pcs[i].expr, x, b, -1)
+            hi = limit_at_point(pcs[i + 1].expr, x, b, 1)
+            if lo is None or hi is None or decide_zero(lo - v) is not True or decide_zero(hi - v) is not True:
                 return False
-        top = sp.limit(pcs[-1].expr, x, sp.oo)
-        bottom = sp.limit(pcs[0].expr, x, -sp.oo)
+        top = limit_at_infinity(pcs[-1].expr, x, 1)
+        bottom = limit_at_infinity(pcs[0].expr, x, -1)
     except Refused:
         return False
     except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input
         return False
-    return bool(top.is_finite and bottom.is_finite and top.is_real and bottom.is_real)
+    return top is not None and bottom is not None
 
 
 @functools.lru_cache(maxsize=256)
