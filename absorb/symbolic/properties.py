@@ -190,23 +190,35 @@ def _vanishing_gate(e: sp.Expr) -> Property:
         return Property(name, Status.REFUTED, f"g(0) = {g0} ≠ 0", value={"g0": g0}, steps=tuple(steps), witness={"g(0)": g0})
     if z is None:
         return Property(name, Status.UNKNOWN, "sympy could not decide whether g(0) = 0", steps=tuple(steps))
-    # One-sided difference quotients through the positive symbol p, so that Max/Piecewise
-    # branches are chosen by sympy's assumptions rather than by limit().
-    try:
-        right = sp.limit(sp.simplify((e.subs(X, P) - g0) / P), P, 0, "+")
-        left = sp.limit(sp.simplify((e.subs(X, -P) - g0) / (-P)), P, 0, "+")
-    except Exception:  # noqa: BLE001 - sympy's limit can raise NotImplementedError and friends
-        return Property(name, Status.UNKNOWN, "sympy could not compute the one-sided derivatives of g at 0", steps=tuple(steps))
-    steps.append(rf"\lim_{{h\to 0^+}} \frac{{g(h)-g(0)}}{{h}} = {sp.latex(right)},\quad \lim_{{h\to 0^-}} \frac{{g(h)-g(0)}}{{h}} = {sp.latex(left)}")
-    if any(v in (sp.oo, -sp.oo) for v in (right, left)):
+    # One-sided difference quotients by the asymptotic rules (h = ±1/s, s → +∞), each claimed
+    # limit cross-checked by 60-digit evaluations at h = ±10^-10, ±10^-20 (which only withhold).
+    from absorb.symbolic import asymptotic as asy
+
+    (rl, rq), (ll, lq) = asy.one_sided_derivative(e, g0, 1), asy.one_sided_derivative(e, g0, -1)
+    for lim, where in ((rl, "0^+"), (ll, "0^-")):
+        if lim.expansion is not None:
+            steps.append(rf"\frac{{g(h)-g(0)}}{{h}} = {lim.expansion.latex()} \quad (h = \pm 1/s,\ h \to {where},"
+                         r"\ \text{by the asymptotic rules})")
+    inf = {"+oo": sp.oo, "-oo": -sp.oo}
+    if rl.kind in inf or ll.kind in inf:
+        right, left = inf.get(rl.kind, rl.value), inf.get(ll.kind, ll.value)
         return Property(name, Status.REFUTED, "g is not differentiable at 0 (infinite one-sided derivative)",
                         value={"g0": g0}, steps=tuple(steps), witness={"right": right, "left": left})
-    if not (_real_number(right) and _real_number(left)):
-        return Property(name, Status.UNKNOWN, "sympy found no finite one-sided derivatives of g at 0", steps=tuple(steps))
+    if rl.kind != "finite" or ll.kind != "finite":
+        why = rl.reason if rl.kind != "finite" else ll.reason
+        return Property(name, Status.UNKNOWN, f"the asymptotic rules find no one-sided derivatives of g at 0 ({why})",
+                        steps=tuple(steps))
+    for lim, q in ((rl, rq), (ll, lq)):
+        bad = asy.numeric_check(q, 1, lim, 0, scales=(10, 20))
+        if bad:
+            return Property(name, Status.UNKNOWN, f"the rules give a one-sided derivative {lim.value} of g at 0, but {bad} "
+                            "(x = 1/h)", steps=tuple(steps))
+    right, left = rl.value, ll.value
+    steps.append(rf"\lim_{{h\to 0^+}} \frac{{g(h)-g(0)}}{{h}} = {sp.latex(right)},\quad \lim_{{h\to 0^-}} \frac{{g(h)-g(0)}}{{h}} = {sp.latex(left)}")
     jump = continuity_issue(e)
     diff = _is_zero(right - left)
     if diff is True:
-        if jump is not None:  # sympy's limits are trusted only for functions proved continuous
+        if jump is not None:  # conservative: a gate that may jump somewhere is not called differentiable
             return Property(name, Status.UNKNOWN, f"g may be discontinuous (at {jump}), so its derivative at 0 is not proved",
                             steps=tuple(steps))
         return Property(name, Status.PROVED, f"g(0) = 0 and g is differentiable at 0 with g'(0) = {right}",
@@ -264,31 +276,41 @@ def _flip_identity(e: sp.Expr, gated: bool) -> Property:
 
 # ---------------------------------------------------------------------------------------
 def _bounded(e: sp.Expr) -> Property:
+    """Continuous, with finite limits (or an O(1) bound) at ±∞ by the asymptotic rules; each
+    claimed limit cross-checked by 60-digit evaluations far out (which only withhold)."""
+    from absorb.symbolic import asymptotic as asy
+
     name = "bounded"
     steps = [rf"\sigma(x) = {sp.latex(e)}"]
-    pos, neg, _ = _sides(e)
-    try:
-        hi = sp.limit(pos, P, sp.oo)
-        lo = sp.limit(neg, P, sp.oo)
-    except Exception:  # noqa: BLE001 - sympy's limit raises assorted errors on hard expressions
-        return Property(name, Status.UNKNOWN, "sympy could not compute the limits of σ at ±∞", steps=tuple(steps))
-    steps.append(rf"\lim_{{x\to+\infty}}\sigma(x) = {sp.latex(hi)},\quad \lim_{{x\to-\infty}}\sigma(x) = {sp.latex(lo)}")
-    if any(v in (sp.oo, -sp.oo) for v in (hi, lo)):
+    lims = {sign: asy.limit(e, sign, 0) for sign in (1, -1)}
+    for sign in (1, -1):
+        if lims[sign].expansion is not None:
+            steps.append(rf"\sigma({'' if sign > 0 else '-'}s) = {lims[sign].expansion.latex()} \quad (s \to +\infty,"
+                         r"\ \text{by the asymptotic rules})")
+    shown = {"finite": None, "bounded": None, "+oo": sp.oo, "-oo": -sp.oo}
+    hi = lims[1].value if lims[1].kind == "finite" else shown.get(lims[1].kind)
+    lo = lims[-1].value if lims[-1].kind == "finite" else shown.get(lims[-1].kind)
+    if any(lims[sign].kind in ("+oo", "-oo") for sign in (1, -1)):
         return Property(name, Status.REFUTED, "σ is unbounded (infinite limit at ±∞)", steps=tuple(steps),
                         witness={"limit_+inf": hi, "limit_-inf": lo})
-
-    def finite(v: sp.Expr) -> bool:  # a finite limit, or finite bounds on the limit points
-        if isinstance(v, sp.AccumBounds):
-            return _real_number(v.min) and _real_number(v.max)
-        return _real_number(v)
-
-    if not (finite(hi) and finite(lo)):
-        return Property(name, Status.UNKNOWN, "sympy found no finite limits of σ at ±∞", steps=tuple(steps))
+    if not all(lims[sign].kind in ("finite", "bounded") for sign in (1, -1)):
+        why = "; ".join(lims[sign].reason for sign in (1, -1) if lims[sign].kind not in ("finite", "bounded"))
+        return Property(name, Status.UNKNOWN, f"the asymptotic rules do not bound σ near ±∞ ({why})", steps=tuple(steps))
+    for sign in (1, -1):
+        bad = asy.numeric_check(e, sign, lims[sign], 0)
+        if bad:
+            return Property(name, Status.UNKNOWN, f"the rules give lim σ = {lims[sign].value} at {'+' if sign > 0 else '-'}∞, "
+                            f"but {bad}", steps=tuple(steps))
+    none = r"\text{none (bounded)}"
+    steps.append(rf"\lim_{{x\to+\infty}}\sigma(x) = {sp.latex(hi) if hi is not None else none},\quad "
+                 rf"\lim_{{x\to-\infty}}\sigma(x) = {sp.latex(lo) if lo is not None else none}")
     jump = continuity_issue(e)
     if jump is not None:
         return Property(name, Status.UNKNOWN, f"σ could not be proved continuous on R (it may jump at {jump})", steps=tuple(steps))
     steps.append(r"\sigma \text{ is continuous on } \mathbb{R}")
-    return Property(name, Status.PROVED, f"σ is bounded (continuous, limits {hi} and {lo} at ±∞)",
+    shown_hi = hi if hi is not None else "bounded"
+    shown_lo = lo if lo is not None else "bounded"
+    return Property(name, Status.PROVED, f"σ is bounded (continuous, limits {shown_hi} and {shown_lo} at ±∞)",
                     value={"sup_limit": hi, "inf_limit": lo}, steps=tuple(steps))
 
 
