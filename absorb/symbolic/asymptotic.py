@@ -366,7 +366,7 @@ def _taylor(fn: Callable[[sp.Expr], sp.Expr], f: Expansion) -> Expansion | None:
     g = fn(y)
     coeffs = []
     for k in range(_ORDER):
-        coeffs.append(_const(sp.simplify(g.subs(y, c))) / sp.factorial(k))
+        coeffs.append(_const(g.subs(y, c)) / sp.factorial(k))
         g = sp.diff(g, y)
     if small.is_zero():
         return const(coeffs[0])

@@ -38,6 +38,7 @@ from absorb.model.activations import Activation, X, continuity_issue
 from absorb.symbolic import asymptotic as asy
 from absorb.symbolic._interval import _WHOLE, _is_infinite, _range
 from absorb.symbolic.properties import _DIGITS, P, Property, Status, _get, _is_zero, _n, register_analyses
+from absorb.symbolic.rewrite import STEP, normalised_simplify
 
 _OO = sp.oo
 _TINY = sp.Float(10) ** -25  # a 50-digit value above this is nonzero (as in properties._is_zero)
@@ -299,19 +300,26 @@ _PROBES = (sp.Integer(1), sp.Integer(2), sp.Rational(1, 2), sp.Integer(3), sp.Ra
 
 def _parity(e: sp.Expr) -> Property:
     name = "even"
-    pos, neg = _side(e, 1), _side(e, -1)
-    d = sp.simplify(neg - pos)
-    steps = [rf"\sigma(x) = {_fmt(e)}", rf"\sigma(-p) - \sigma(p) = {_fmt(d)} \quad (p>0)"]
-    if not d.has(sp.Float) and _is_zero(d) is True and d.free_symbols <= {P}:
-        steps.append(r"\text{and at } z = 0 \text{ trivially: } \sigma(-0) = \sigma(0)")
-        return Property(name, Status.PROVED, "σ is even: σ(−z) = σ(z) for every real z", steps=tuple(steps))
+    # The cheap refutation first: exact values (or 50-digit ones far from 0) at a few points.
     for z0 in _PROBES:
         ok, v = _exact_nonzero(e.subs(X, -z0) - e.subs(X, z0))
         if ok:
-            steps.append(rf"\sigma(-{_fmt(z0)}) - \sigma({_fmt(z0)}) = {_fmt(v) if v.is_Rational else f'{float(v):.12g}'} \ne 0")
+            steps = [rf"\sigma(x) = {_fmt(e)}",
+                     rf"\sigma(-{_fmt(z0)}) - \sigma({_fmt(z0)}) = {_fmt(v) if v.is_Rational else f'{float(v):.12g}'} \ne 0"]
             return Property(name, Status.REFUTED, f"σ is not even: σ(−{z0}) ≠ σ({z0})", steps=tuple(steps),
                             witness={"z": z0, "sigma(z)": _n(e.subs(X, z0)), "sigma(-z)": _n(e.subs(X, -z0)),
                                      "sigma(-z)-sigma(z)": v})
+    pos, neg = _side(e, 1), _side(e, -1)
+    d = sp.simplify(neg - pos)
+    steps = [rf"\sigma(x) = {_fmt(e)}", rf"\sigma(-p) - \sigma(p) = {_fmt(d)} \quad (p>0)"]
+    if d != 0:  # sympy misses erf + erfc = 1 and friends: retry on the normalised form
+        alt = normalised_simplify(neg - pos)
+        if alt is not None and alt == 0:
+            d = alt
+            steps += [STEP, r"\sigma(-p) - \sigma(p) = 0 \quad (p>0)"]
+    if not d.has(sp.Float) and _is_zero(d) is True and d.free_symbols <= {P}:
+        steps.append(r"\text{and at } z = 0 \text{ trivially: } \sigma(-0) = \sigma(0)")
+        return Property(name, Status.PROVED, "σ is even: σ(−z) = σ(z) for every real z", steps=tuple(steps))
     return Property(name, Status.UNKNOWN, "sympy could not decide whether σ is even", steps=tuple(steps))
 
 
@@ -332,31 +340,47 @@ def _constant(expr: sp.Expr) -> bool:
     return not expr.free_symbols and _is_finite_real(expr)
 
 
+def _linear_refutation(e: sp.Expr) -> tuple[str, str, dict[str, Any]] | None:
+    """(statement, LaTeX step, witness) when σ(0) ≠ 0 or σ(z0) ≠ z0·σ(1) for a probe z0."""
+    ok, v = _exact_nonzero(e.subs(X, 0))
+    if ok:
+        return ("σ is not linear: σ(0) ≠ 0", rf"\sigma(0) = {_fmt(v) if v.is_Rational else f'{float(v):.12g}'} \ne 0",
+                {"z": 0, "sigma(0)": v})
+    s1 = e.subs(X, 1)
+    for z0 in (-sp.Integer(1),) + _PROBES[1:]:
+        ok, v = _exact_nonzero(e.subs(X, z0) - z0 * s1)
+        if ok:
+            return (f"σ is not linear: σ({z0}) ≠ {z0}·σ(1)",
+                    rf"\sigma({_fmt(z0)}) - {_fmt(z0)}\,\sigma(1) = {_fmt(v) if v.is_Rational else f'{float(v):.12g}'} \ne 0",
+                    {"z": z0, "sigma(z)": _n(e.subs(X, z0)), "sigma(1)": _n(s1), "sigma(z)-z*sigma(1)": v})
+    return None
+
+
 def _linear_form(e: sp.Expr) -> Property:
     name = "linear"
+    # The cheap refutation first (exact or 50-digit values at a few points).
+    ref = _linear_refutation(e)
+    if ref is not None:
+        statement, step, witness = ref
+        return Property(name, Status.REFUTED, statement, steps=(rf"\sigma(x) = {_fmt(e)}", step), witness=witness)
     pos, neg, zero = _side(e, 1), _side(e, -1), sp.simplify(e.subs(X, 0))
     c = sp.simplify(pos / P)
     steps = [rf"\sigma(x) = {_fmt(e)}", rf"\frac{{\sigma(p)}}{{p}} = {_fmt(c)} \quad (p>0)"]
+    if c.free_symbols:  # retry on the normalised form (erf + erfc = 1, tanh through exp)
+        alt = normalised_simplify(pos / P)
+        if alt is not None and not alt.free_symbols:
+            c = alt
+            steps += [STEP, rf"\frac{{\sigma(p)}}{{p}} = {_fmt(c)} \quad (p>0)"]
     if _constant(c) and not c.has(sp.Float):
         rn, r0 = sp.simplify(neg + c * P), zero
+        if _is_zero(rn) is not True:
+            alt_rn = normalised_simplify(neg + c * P)
+            rn = rn if alt_rn is None else alt_rn
         if _is_zero(rn) is True and _is_zero(r0) is True:
             steps.append(rf"\sigma(-p) - c\,(-p) = 0,\quad \sigma(0) = 0 \quad (c = {_fmt(c)})")
             zero_note = " (σ ≡ 0)" if c == 0 else ""
             return Property(name, Status.PROVED, f"σ(z) = c·z for every real z with c = {c}{zero_note}",
                             value={"c": c}, steps=tuple(steps))
-    # Refutation: σ(0) ≠ 0, or σ(z0) ≠ σ(1)·z0 for some z0.
-    ok, v = _exact_nonzero(e.subs(X, 0))
-    if ok:
-        steps.append(rf"\sigma(0) = {_fmt(v) if v.is_Rational else f'{float(v):.12g}'} \ne 0")
-        return Property(name, Status.REFUTED, "σ is not linear: σ(0) ≠ 0", steps=tuple(steps),
-                        witness={"z": 0, "sigma(0)": v})
-    s1 = e.subs(X, 1)
-    for z0 in (-sp.Integer(1),) + _PROBES[1:]:
-        ok, v = _exact_nonzero(e.subs(X, z0) - z0 * s1)
-        if ok:
-            steps.append(rf"\sigma({_fmt(z0)}) - {_fmt(z0)}\,\sigma(1) = {_fmt(v) if v.is_Rational else f'{float(v):.12g}'} \ne 0")
-            return Property(name, Status.REFUTED, f"σ is not linear: σ({z0}) ≠ {z0}·σ(1)", steps=tuple(steps),
-                            witness={"z": z0, "sigma(z)": _n(e.subs(X, z0)), "sigma(1)": _n(s1), "sigma(z)-z*sigma(1)": v})
     return Property(name, Status.UNKNOWN, "sympy could not decide whether σ is linear", steps=tuple(steps))
 
 
