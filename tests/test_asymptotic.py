@@ -148,3 +148,36 @@ def test_evaluate_handles_huge_arguments() -> None:
     with mpmath.workdps(60):
         v = asy.evaluate(expr(REPRO), mpmath.mpf(10) ** 200)
     assert v is not None and abs(v) < mpmath.mpf(10) ** -100
+
+
+# ------------------------------------------------------------------------- identities --
+
+
+@pytest.mark.parametrize("text,c", [
+    (REPRO, 1),
+    ("x*erfc(-x)/2", 1),  # GELU-like through erfc: x(2 - erfc(x))/2 - ...
+    ("x*erf(x)+x*erfc(x)", 2),
+    ("x*(1+tanh(x))/2", 1),
+    ("x*(erf(x/sqrt(2)) + erfc(x/sqrt(2)) + erf(x/sqrt(2)))/2", 1),
+])
+def test_flip_identity_sees_through_erf_plus_erfc(text: str, c) -> None:
+    from absorb.symbolic.properties import _flip_identity
+
+    pr = _flip_identity(expr(text), gated=False)
+    assert pr.proved, pr.statement
+    assert pr.value["c"] == c
+
+
+def test_gated_flip_through_erfc() -> None:
+    from absorb.symbolic.properties import _flip_identity
+
+    pr = _flip_identity(expr("erfc(-x)/2"), gated=True)  # = (1 + erf(x))/2: g(z) + g(−z) = 1
+    assert pr.proved and pr.value["c"] == 1
+
+
+def test_parity_and_linear_form_through_erfc() -> None:
+    assert growth._parity(expr("x*(erf(x) - erfc(x)) + x*erfc(x)*2")).status is Status.REFUTED  # = x: odd
+    assert growth._parity(expr("x*(1 - erfc(x))")).proved  # = x erf(x): even
+    lf = growth._linear_form(expr("x*erf(x)+x*erfc(x)"))
+    assert lf.proved and lf.value["c"] == 1
+    assert growth._parity(expr("erf(x)**2 + erfc(x)*erf(x) - erf(x)")).proved  # = 0, even

@@ -184,7 +184,12 @@ class Expansion:
         parts = [sp.latex(c * sc.expr()) for c, sc in self.terms]
         if self.rem is not None:
             parts.append(rf"O\!\left({self.rem.latex()}\right)")
-        return " + ".join(parts) if parts else "0"
+        if not parts:
+            return "0"
+        out = parts[0]
+        for q in parts[1:]:
+            out += f" - {q[1:].lstrip()}" if q.startswith("-") else f" + {q}"
+        return out
 
 
 def _rem_text(rem: Scale | None) -> str:
