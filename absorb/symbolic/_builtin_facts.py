@@ -12,15 +12,17 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                           'steps': ['\\sigma(x) = \\frac{x '
                                                     '\\left(\\operatorname{erf}{\\left(\\frac{\\sqrt{2} x}{2} '
                                                     '\\right)} + 1\\right)}{2}',
-                                                    '\\frac{\\sigma(x)}{x} = 1 - \\frac{\\sqrt{2} e^{- '
-                                                    '\\frac{s^{2}}{2}}}{2 \\sqrt{\\pi} s} + \\frac{\\sqrt{2} e^{- '
-                                                    '\\frac{s^{2}}{2}}}{2 \\sqrt{\\pi} s^{3}} + O\\!\\left(\\frac{e^{- '
-                                                    '\\frac{s^{2}}{2}}}{s^{5}}\\right)\\ \\to 1 \\quad (x = s \\to '
-                                                    '+\\infty,\\ \\text{by the rules})',
-                                                    '\\frac{\\sigma(x)}{x} = \\frac{\\sqrt{2} e^{- '
-                                                    '\\frac{s^{2}}{2}}}{2 \\sqrt{\\pi} s} - \\frac{\\sqrt{2} e^{- '
-                                                    '\\frac{s^{2}}{2}}}{2 \\sqrt{\\pi} s^{3}} + O\\!\\left(\\frac{e^{- '
-                                                    '\\frac{s^{2}}{2}}}{s^{5}}\\right)\\ \\to 0 \\quad (x = -s \\to '
+                                                    '\\frac{\\sigma(x)}{x} = 1 - \\frac{\\sqrt{2}}{2 '
+                                                    '\\sqrt{\\pi}}\\,\\frac{1}{s}\\,e^{- \\frac{s^{2}}{2}} + '
+                                                    '\\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,\\frac{1}{s^{3}}\\,e^{- '
+                                                    '\\frac{s^{2}}{2}} + O\\!\\left(\\frac{1}{s^{5}}\\,e^{- '
+                                                    '\\frac{s^{2}}{2}}\\right)\\ \\to 1 \\quad (x = s \\to +\\infty,\\ '
+                                                    '\\text{by the rules})',
+                                                    '\\frac{\\sigma(x)}{x} = \\frac{\\sqrt{2}}{2 '
+                                                    '\\sqrt{\\pi}}\\,\\frac{1}{s}\\,e^{- \\frac{s^{2}}{2}} - '
+                                                    '\\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,\\frac{1}{s^{3}}\\,e^{- '
+                                                    '\\frac{s^{2}}{2}} + O\\!\\left(\\frac{1}{s^{5}}\\,e^{- '
+                                                    '\\frac{s^{2}}{2}}\\right)\\ \\to 0 \\quad (x = -s \\to '
                                                     '-\\infty,\\ \\text{by the rules})',
                                                     'L_+ = 1,\\quad L_- = 0,\\quad a = L_+ - L_- = 1,\\quad b = L_- = '
                                                     '0',
@@ -39,14 +41,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                 'status': 'refuted',
                                 'steps': ['\\sigma(x) = \\frac{x \\left(\\operatorname{erf}{\\left(\\frac{\\sqrt{2} '
                                           'x}{2} \\right)} + 1\\right)}{2}',
-                                          '\\sigma(s) = s - \\frac{\\sqrt{2} e^{- \\frac{s^{2}}{2}}}{2 \\sqrt{\\pi}} + '
-                                          '\\frac{\\sqrt{2} e^{- \\frac{s^{2}}{2}}}{2 \\sqrt{\\pi} s^{2}} + '
-                                          'O\\!\\left(\\frac{e^{- \\frac{s^{2}}{2}}}{s^{4}}\\right) \\quad (s \\to '
-                                          '+\\infty,\\ \\text{by the asymptotic rules})',
-                                          '\\sigma(-s) = - \\frac{\\sqrt{2} e^{- \\frac{s^{2}}{2}}}{2 \\sqrt{\\pi}} + '
-                                          '\\frac{\\sqrt{2} e^{- \\frac{s^{2}}{2}}}{2 \\sqrt{\\pi} s^{2}} + '
-                                          'O\\!\\left(\\frac{e^{- \\frac{s^{2}}{2}}}{s^{4}}\\right) \\quad (s \\to '
-                                          '+\\infty,\\ \\text{by the asymptotic rules})'],
+                                          '\\sigma(s) = s - \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,e^{- \\frac{s^{2}}{2}} '
+                                          '+ \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,\\frac{1}{s^{2}}\\,e^{- '
+                                          '\\frac{s^{2}}{2}} + O\\!\\left(\\frac{1}{s^{4}}\\,e^{- '
+                                          '\\frac{s^{2}}{2}}\\right) \\quad (s \\to +\\infty,\\ \\text{by the '
+                                          'asymptotic rules})',
+                                          '\\sigma(-s) = - \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,e^{- \\frac{s^{2}}{2}} '
+                                          '+ \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,\\frac{1}{s^{2}}\\,e^{- '
+                                          '\\frac{s^{2}}{2}} + O\\!\\left(\\frac{1}{s^{4}}\\,e^{- '
+                                          '\\frac{s^{2}}{2}}\\right) \\quad (s \\to +\\infty,\\ \\text{by the '
+                                          'asymptotic rules})'],
                                 'value': {},
                                 'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': 'Integer(0)'}}},
                     'bounded_on_reals': {'name': 'bounded',
@@ -55,16 +59,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                          'steps': ['\\sigma(x) = \\frac{x '
                                                    '\\left(\\operatorname{erf}{\\left(\\frac{\\sqrt{2} x}{2} \\right)} '
                                                    '+ 1\\right)}{2}',
-                                                   '\\sigma(x) = s - \\frac{\\sqrt{2} e^{- \\frac{s^{2}}{2}}}{2 '
-                                                   '\\sqrt{\\pi}} + \\frac{\\sqrt{2} e^{- \\frac{s^{2}}{2}}}{2 '
-                                                   '\\sqrt{\\pi} s^{2}} + O\\!\\left(\\frac{e^{- '
-                                                   '\\frac{s^{2}}{2}}}{s^{4}}\\right)\\ \\to +\\infty \\quad (x = s '
-                                                   '\\to +\\infty,\\ \\text{by the rules})',
-                                                   '\\sigma(x) = - \\frac{\\sqrt{2} e^{- \\frac{s^{2}}{2}}}{2 '
-                                                   '\\sqrt{\\pi}} + \\frac{\\sqrt{2} e^{- \\frac{s^{2}}{2}}}{2 '
-                                                   '\\sqrt{\\pi} s^{2}} + O\\!\\left(\\frac{e^{- '
-                                                   '\\frac{s^{2}}{2}}}{s^{4}}\\right)\\ \\to 0 \\quad (x = -s \\to '
-                                                   '-\\infty,\\ \\text{by the rules})'],
+                                                   '\\sigma(x) = s - \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,e^{- '
+                                                   '\\frac{s^{2}}{2}} + \\frac{\\sqrt{2}}{2 '
+                                                   '\\sqrt{\\pi}}\\,\\frac{1}{s^{2}}\\,e^{- \\frac{s^{2}}{2}} + '
+                                                   'O\\!\\left(\\frac{1}{s^{4}}\\,e^{- \\frac{s^{2}}{2}}\\right)\\ '
+                                                   '\\to +\\infty \\quad (x = s \\to +\\infty,\\ \\text{by the rules})',
+                                                   '\\sigma(x) = - \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,e^{- '
+                                                   '\\frac{s^{2}}{2}} + \\frac{\\sqrt{2}}{2 '
+                                                   '\\sqrt{\\pi}}\\,\\frac{1}{s^{2}}\\,e^{- \\frac{s^{2}}{2}} + '
+                                                   'O\\!\\left(\\frac{1}{s^{4}}\\,e^{- \\frac{s^{2}}{2}}\\right)\\ '
+                                                   '\\to 0 \\quad (x = -s \\to -\\infty,\\ \\text{by the rules})'],
                                          'value': {},
                                          'witness': {'leading term of sigma': {'srepr': "Symbol('s', positive=True)"},
                                                      'limit': {'srepr': 'oo'},
@@ -164,11 +168,13 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                  'x}{2} \\right)} + 1\\right)}{2}',
                                                  'g(0) = 0',
                                                  '\\frac{g(h)-g(0)}{h} = \\frac{1}{2} + \\frac{\\sqrt{2}}{2 '
-                                                 '\\sqrt{\\pi} s} + O\\!\\left(\\frac{1}{s^{3}}\\right) \\quad (h = '
-                                                 '\\pm 1/s,\\ h \\to 0^+,\\ \\text{by the asymptotic rules})',
+                                                 '\\sqrt{\\pi}}\\,\\frac{1}{s} + O\\!\\left(\\frac{1}{s^{3}}\\right) '
+                                                 '\\quad (h = \\pm 1/s,\\ h \\to 0^+,\\ \\text{by the asymptotic '
+                                                 'rules})',
                                                  '\\frac{g(h)-g(0)}{h} = \\frac{1}{2} - \\frac{\\sqrt{2}}{2 '
-                                                 '\\sqrt{\\pi} s} + O\\!\\left(\\frac{1}{s^{3}}\\right) \\quad (h = '
-                                                 '\\pm 1/s,\\ h \\to 0^-,\\ \\text{by the asymptotic rules})',
+                                                 '\\sqrt{\\pi}}\\,\\frac{1}{s} + O\\!\\left(\\frac{1}{s^{3}}\\right) '
+                                                 '\\quad (h = \\pm 1/s,\\ h \\to 0^-,\\ \\text{by the asymptotic '
+                                                 'rules})',
                                                  '\\lim_{h\\to 0^+} \\frac{g(h)-g(0)}{h} = \\frac{1}{2},\\quad '
                                                  '\\lim_{h\\to 0^-} \\frac{g(h)-g(0)}{h} = \\frac{1}{2}'],
                                        'value': {'dg0': {'srepr': 'Rational(1, 2)'}, 'g0': {'srepr': 'Integer(0)'}},
@@ -217,17 +223,17 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                      'steps': ['\\sigma(x) = \\frac{x \\left(\\tanh{\\left(\\frac{\\sqrt{2} '
                                                '\\left(\\frac{8943 x^{3}}{200000} + x\\right)}{\\sqrt{\\pi}} \\right)} '
                                                '+ 1\\right)}{2}',
-                                               '\\sigma(s) = s - s e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
-                                               '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + s e^{- '
+                                               '\\sigma(s) = s - s\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
+                                               '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + s\\,e^{- '
                                                '\\frac{8943 \\sqrt{2} s^{3}}{50000 \\sqrt{\\pi}} - \\frac{4 \\sqrt{2} '
-                                               's}{\\sqrt{\\pi}}} + O\\!\\left(s e^{- \\frac{26829 \\sqrt{2} '
+                                               's}{\\sqrt{\\pi}}} + O\\!\\left(s\\,e^{- \\frac{26829 \\sqrt{2} '
                                                's^{3}}{100000 \\sqrt{\\pi}} - \\frac{6 \\sqrt{2} '
                                                's}{\\sqrt{\\pi}}}\\right) \\quad (s \\to +\\infty,\\ \\text{by the '
                                                'asymptotic rules})',
-                                               '\\sigma(-s) = - s e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
-                                               '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + s e^{- '
+                                               '\\sigma(-s) = -s\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
+                                               '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + s\\,e^{- '
                                                '\\frac{8943 \\sqrt{2} s^{3}}{50000 \\sqrt{\\pi}} - \\frac{4 \\sqrt{2} '
-                                               's}{\\sqrt{\\pi}}} + O\\!\\left(s e^{- \\frac{26829 \\sqrt{2} '
+                                               's}{\\sqrt{\\pi}}} + O\\!\\left(s\\,e^{- \\frac{26829 \\sqrt{2} '
                                                's^{3}}{100000 \\sqrt{\\pi}} - \\frac{6 \\sqrt{2} '
                                                's}{\\sqrt{\\pi}}}\\right) \\quad (s \\to +\\infty,\\ \\text{by the '
                                                'asymptotic rules})'],
@@ -239,20 +245,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                               'steps': ['\\sigma(x) = \\frac{x \\left(\\tanh{\\left(\\frac{\\sqrt{2} '
                                                         '\\left(\\frac{8943 x^{3}}{200000} + x\\right)}{\\sqrt{\\pi}} '
                                                         '\\right)} + 1\\right)}{2}',
-                                                        '\\sigma(x) = s - s e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
-                                                        '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + s e^{- '
-                                                        '\\frac{8943 \\sqrt{2} s^{3}}{50000 \\sqrt{\\pi}} - \\frac{4 '
-                                                        '\\sqrt{2} s}{\\sqrt{\\pi}}} + O\\!\\left(s e^{- \\frac{26829 '
-                                                        '\\sqrt{2} s^{3}}{100000 \\sqrt{\\pi}} - \\frac{6 \\sqrt{2} '
-                                                        's}{\\sqrt{\\pi}}}\\right)\\ \\to +\\infty \\quad (x = s \\to '
-                                                        '+\\infty,\\ \\text{by the rules})',
-                                                        '\\sigma(x) = - s e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
-                                                        '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + s e^{- '
-                                                        '\\frac{8943 \\sqrt{2} s^{3}}{50000 \\sqrt{\\pi}} - \\frac{4 '
-                                                        '\\sqrt{2} s}{\\sqrt{\\pi}}} + O\\!\\left(s e^{- \\frac{26829 '
-                                                        '\\sqrt{2} s^{3}}{100000 \\sqrt{\\pi}} - \\frac{6 \\sqrt{2} '
-                                                        's}{\\sqrt{\\pi}}}\\right)\\ \\to 0 \\quad (x = -s \\to '
-                                                        '-\\infty,\\ \\text{by the rules})'],
+                                                        '\\sigma(x) = s - s\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
+                                                        '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + '
+                                                        's\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{50000 \\sqrt{\\pi}} - '
+                                                        '\\frac{4 \\sqrt{2} s}{\\sqrt{\\pi}}} + O\\!\\left(s\\,e^{- '
+                                                        '\\frac{26829 \\sqrt{2} s^{3}}{100000 \\sqrt{\\pi}} - \\frac{6 '
+                                                        '\\sqrt{2} s}{\\sqrt{\\pi}}}\\right)\\ \\to +\\infty \\quad (x '
+                                                        '= s \\to +\\infty,\\ \\text{by the rules})',
+                                                        '\\sigma(x) = -s\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
+                                                        '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + '
+                                                        's\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{50000 \\sqrt{\\pi}} - '
+                                                        '\\frac{4 \\sqrt{2} s}{\\sqrt{\\pi}}} + O\\!\\left(s\\,e^{- '
+                                                        '\\frac{26829 \\sqrt{2} s^{3}}{100000 \\sqrt{\\pi}} - \\frac{6 '
+                                                        '\\sqrt{2} s}{\\sqrt{\\pi}}}\\right)\\ \\to 0 \\quad (x = -s '
+                                                        '\\to -\\infty,\\ \\text{by the rules})'],
                                               'value': {},
                                               'witness': {'leading term of sigma': {'srepr': "Symbol('s', "
                                                                                              'positive=True)'},
@@ -357,11 +363,13 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                       '\\right)} + 1\\right)}{2}',
                                                       'g(0) = 0',
                                                       '\\frac{g(h)-g(0)}{h} = \\frac{1}{2} + \\frac{\\sqrt{2}}{2 '
-                                                      '\\sqrt{\\pi} s} + O\\!\\left(\\frac{1}{s^{3}}\\right) \\quad (h '
-                                                      '= \\pm 1/s,\\ h \\to 0^+,\\ \\text{by the asymptotic rules})',
+                                                      '\\sqrt{\\pi}}\\,\\frac{1}{s} + '
+                                                      'O\\!\\left(\\frac{1}{s^{3}}\\right) \\quad (h = \\pm 1/s,\\ h '
+                                                      '\\to 0^+,\\ \\text{by the asymptotic rules})',
                                                       '\\frac{g(h)-g(0)}{h} = \\frac{1}{2} - \\frac{\\sqrt{2}}{2 '
-                                                      '\\sqrt{\\pi} s} + O\\!\\left(\\frac{1}{s^{3}}\\right) \\quad (h '
-                                                      '= \\pm 1/s,\\ h \\to 0^-,\\ \\text{by the asymptotic rules})',
+                                                      '\\sqrt{\\pi}}\\,\\frac{1}{s} + '
+                                                      'O\\!\\left(\\frac{1}{s^{3}}\\right) \\quad (h = \\pm 1/s,\\ h '
+                                                      '\\to 0^-,\\ \\text{by the asymptotic rules})',
                                                       '\\lim_{h\\to 0^+} \\frac{g(h)-g(0)}{h} = \\frac{1}{2},\\quad '
                                                       '\\lim_{h\\to 0^-} \\frac{g(h)-g(0)}{h} = \\frac{1}{2}'],
                                             'value': {'dg0': {'srepr': 'Rational(1, 2)'},
@@ -395,7 +403,7 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                     'steps': ['\\sigma(x) = x',
                                               '\\sigma(s) = s \\quad (s \\to +\\infty,\\ \\text{by the asymptotic '
                                               'rules})',
-                                              '\\sigma(-s) = - s \\quad (s \\to +\\infty,\\ \\text{by the asymptotic '
+                                              '\\sigma(-s) = -s \\quad (s \\to +\\infty,\\ \\text{by the asymptotic '
                                               'rules})'],
                                     'value': {},
                                     'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': '-oo'}}},
@@ -405,7 +413,7 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                              'steps': ['\\sigma(x) = x',
                                                        '\\sigma(x) = s\\ \\to +\\infty \\quad (x = s \\to +\\infty,\\ '
                                                        '\\text{by the rules})',
-                                                       '\\sigma(x) = - s\\ \\to -\\infty \\quad (x = -s \\to '
+                                                       '\\sigma(x) = -s\\ \\to -\\infty \\quad (x = -s \\to '
                                                        '-\\infty,\\ \\text{by the rules})'],
                                              'value': {},
                                              'witness': {'leading term of sigma': {'srepr': "Symbol('s', "
@@ -512,8 +520,8 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                 '\\\\\\frac{x}{100} & \\text{otherwise} \\end{cases}',
                                                 '\\sigma(s) = s \\quad (s \\to +\\infty,\\ \\text{by the asymptotic '
                                                 'rules})',
-                                                '\\sigma(-s) = - \\frac{s}{100} \\quad (s \\to +\\infty,\\ \\text{by '
-                                                'the asymptotic rules})'],
+                                                '\\sigma(-s) = - \\frac{1}{100}\\,s \\quad (s \\to +\\infty,\\ '
+                                                '\\text{by the asymptotic rules})'],
                                       'value': {},
                                       'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': '-oo'}}},
                           'bounded_on_reals': {'name': 'bounded',
@@ -523,8 +531,8 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                          '\\\\\\frac{x}{100} & \\text{otherwise} \\end{cases}',
                                                          '\\sigma(x) = s\\ \\to +\\infty \\quad (x = s \\to '
                                                          '+\\infty,\\ \\text{by the rules})',
-                                                         '\\sigma(x) = - \\frac{s}{100}\\ \\to -\\infty \\quad (x = -s '
-                                                         '\\to -\\infty,\\ \\text{by the rules})'],
+                                                         '\\sigma(x) = - \\frac{1}{100}\\,s\\ \\to -\\infty \\quad (x '
+                                                         '= -s \\to -\\infty,\\ \\text{by the rules})'],
                                                'value': {},
                                                'witness': {'leading term of sigma': {'srepr': "Symbol('s', "
                                                                                               'positive=True)'},
@@ -648,13 +656,13 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                       'statement': 'σ is unbounded (infinite limit at ±∞)',
                                       'status': 'refuted',
                                       'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- \\frac{851 x}{500}}}',
-                                                '\\sigma(s) = s - s e^{- \\frac{851 s}{500}} + s e^{- \\frac{851 '
-                                                's}{250}} + O\\!\\left(s e^{- \\frac{2553 s}{500}}\\right) \\quad (s '
+                                                '\\sigma(s) = s - s\\,e^{- \\frac{851 s}{500}} + s\\,e^{- \\frac{851 '
+                                                's}{250}} + O\\!\\left(s\\,e^{- \\frac{2553 s}{500}}\\right) \\quad (s '
                                                 '\\to +\\infty,\\ \\text{by the asymptotic rules})',
-                                                '\\sigma(-s) = - s e^{- \\frac{851 s}{500}} + s e^{- \\frac{851 '
-                                                's}{250}} - s e^{- \\frac{2553 s}{500}} + O\\!\\left(s e^{- \\frac{851 '
-                                                's}{125}}\\right) \\quad (s \\to +\\infty,\\ \\text{by the asymptotic '
-                                                'rules})'],
+                                                '\\sigma(-s) = -s\\,e^{- \\frac{851 s}{500}} + s\\,e^{- \\frac{851 '
+                                                's}{250}} - s\\,e^{- \\frac{2553 s}{500}} + O\\!\\left(s\\,e^{- '
+                                                '\\frac{851 s}{125}}\\right) \\quad (s \\to +\\infty,\\ \\text{by the '
+                                                'asymptotic rules})'],
                                       'value': {},
                                       'witness': {'limit_+inf': {'srepr': 'oo'},
                                                   'limit_-inf': {'srepr': 'Integer(0)'}}},
@@ -662,13 +670,13 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                                'status': 'refuted',
                                                'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- \\frac{851 x}{500}}}',
-                                                         '\\sigma(x) = s - s e^{- \\frac{851 s}{500}} + s e^{- '
-                                                         '\\frac{851 s}{250}} + O\\!\\left(s e^{- \\frac{2553 '
+                                                         '\\sigma(x) = s - s\\,e^{- \\frac{851 s}{500}} + s\\,e^{- '
+                                                         '\\frac{851 s}{250}} + O\\!\\left(s\\,e^{- \\frac{2553 '
                                                          's}{500}}\\right)\\ \\to +\\infty \\quad (x = s \\to '
                                                          '+\\infty,\\ \\text{by the rules})',
-                                                         '\\sigma(x) = - s e^{- \\frac{851 s}{500}} + s e^{- '
-                                                         '\\frac{851 s}{250}} - s e^{- \\frac{2553 s}{500}} + '
-                                                         'O\\!\\left(s e^{- \\frac{851 s}{125}}\\right)\\ \\to 0 '
+                                                         '\\sigma(x) = -s\\,e^{- \\frac{851 s}{500}} + s\\,e^{- '
+                                                         '\\frac{851 s}{250}} - s\\,e^{- \\frac{2553 s}{500}} + '
+                                                         'O\\!\\left(s\\,e^{- \\frac{851 s}{125}}\\right)\\ \\to 0 '
                                                          '\\quad (x = -s \\to -\\infty,\\ \\text{by the rules})'],
                                                'value': {},
                                                'witness': {'leading term of sigma': {'srepr': "Symbol('s', "
@@ -758,10 +766,12 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                              'status': 'proved',
                                              'steps': ['g(x) = \\frac{x}{1 + e^{- \\frac{851 x}{500}}}',
                                                        'g(0) = 0',
-                                                       '\\frac{g(h)-g(0)}{h} = \\frac{1}{2} + \\frac{851}{2000 s} + '
+                                                       '\\frac{g(h)-g(0)}{h} = \\frac{1}{2} + '
+                                                       '\\frac{851}{2000}\\,\\frac{1}{s} + '
                                                        'O\\!\\left(\\frac{1}{s^{3}}\\right) \\quad (h = \\pm 1/s,\\ h '
                                                        '\\to 0^+,\\ \\text{by the asymptotic rules})',
-                                                       '\\frac{g(h)-g(0)}{h} = \\frac{1}{2} - \\frac{851}{2000 s} + '
+                                                       '\\frac{g(h)-g(0)}{h} = \\frac{1}{2} - '
+                                                       '\\frac{851}{2000}\\,\\frac{1}{s} + '
                                                        'O\\!\\left(\\frac{1}{s^{3}}\\right) \\quad (h = \\pm 1/s,\\ h '
                                                        '\\to 0^-,\\ \\text{by the asymptotic rules})',
                                                        '\\lim_{h\\to 0^+} \\frac{g(h)-g(0)}{h} = \\frac{1}{2},\\quad '
@@ -1005,14 +1015,14 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                           '(a = 0, b = 0)',
                                              'status': 'proved',
                                              'steps': ['\\sigma(x) = \\frac{1}{1 + e^{- x}}',
-                                                       '\\frac{\\sigma(x)}{x} = \\frac{1}{s} - \\frac{e^{- s}}{s} + '
-                                                       '\\frac{e^{- 2 s}}{s} + O\\!\\left(\\frac{e^{- 3 '
-                                                       's}}{s}\\right)\\ \\to 0 \\quad (x = s \\to +\\infty,\\ '
-                                                       '\\text{by the rules})',
-                                                       '\\frac{\\sigma(x)}{x} = - \\frac{e^{- s}}{s} + \\frac{e^{- 2 '
-                                                       's}}{s} - \\frac{e^{- 3 s}}{s} + O\\!\\left(\\frac{e^{- 4 '
-                                                       's}}{s}\\right)\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ '
-                                                       '\\text{by the rules})',
+                                                       '\\frac{\\sigma(x)}{x} = \\frac{1}{s} - \\frac{1}{s}\\,e^{- s} '
+                                                       '+ \\frac{1}{s}\\,e^{- 2 s} + O\\!\\left(\\frac{1}{s}\\,e^{- 3 '
+                                                       's}\\right)\\ \\to 0 \\quad (x = s \\to +\\infty,\\ \\text{by '
+                                                       'the rules})',
+                                                       '\\frac{\\sigma(x)}{x} = -\\frac{1}{s}\\,e^{- s} + '
+                                                       '\\frac{1}{s}\\,e^{- 2 s} - \\frac{1}{s}\\,e^{- 3 s} + '
+                                                       'O\\!\\left(\\frac{1}{s}\\,e^{- 4 s}\\right)\\ \\to 0 \\quad (x '
+                                                       '= -s \\to -\\infty,\\ \\text{by the rules})',
                                                        'L_+ = 0,\\quad L_- = 0,\\quad a = L_+ - L_- = 0,\\quad b = L_- '
                                                        '= 0',
                                                        'z \\ne 0:\\ \\frac{\\sigma(tz+c)}{t} = '
@@ -1153,21 +1163,22 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                 'statement': 'σ is unbounded (infinite limit at ±∞)',
                                 'status': 'refuted',
                                 'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- x}}',
-                                          '\\sigma(s) = s - s e^{- s} + s e^{- 2 s} + O\\!\\left(s e^{- 3 s}\\right) '
-                                          '\\quad (s \\to +\\infty,\\ \\text{by the asymptotic rules})',
-                                          '\\sigma(-s) = - s e^{- s} + s e^{- 2 s} - s e^{- 3 s} + O\\!\\left(s e^{- 4 '
-                                          's}\\right) \\quad (s \\to +\\infty,\\ \\text{by the asymptotic rules})'],
+                                          '\\sigma(s) = s - s\\,e^{- s} + s\\,e^{- 2 s} + O\\!\\left(s\\,e^{- 3 '
+                                          's}\\right) \\quad (s \\to +\\infty,\\ \\text{by the asymptotic rules})',
+                                          '\\sigma(-s) = -s\\,e^{- s} + s\\,e^{- 2 s} - s\\,e^{- 3 s} + '
+                                          'O\\!\\left(s\\,e^{- 4 s}\\right) \\quad (s \\to +\\infty,\\ \\text{by the '
+                                          'asymptotic rules})'],
                                 'value': {},
                                 'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': 'Integer(0)'}}},
                     'bounded_on_reals': {'name': 'bounded',
                                          'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                          'status': 'refuted',
                                          'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- x}}',
-                                                   '\\sigma(x) = s - s e^{- s} + s e^{- 2 s} + O\\!\\left(s e^{- 3 '
-                                                   's}\\right)\\ \\to +\\infty \\quad (x = s \\to +\\infty,\\ '
+                                                   '\\sigma(x) = s - s\\,e^{- s} + s\\,e^{- 2 s} + O\\!\\left(s\\,e^{- '
+                                                   '3 s}\\right)\\ \\to +\\infty \\quad (x = s \\to +\\infty,\\ '
                                                    '\\text{by the rules})',
-                                                   '\\sigma(x) = - s e^{- s} + s e^{- 2 s} - s e^{- 3 s} + '
-                                                   'O\\!\\left(s e^{- 4 s}\\right)\\ \\to 0 \\quad (x = -s \\to '
+                                                   '\\sigma(x) = -s\\,e^{- s} + s\\,e^{- 2 s} - s\\,e^{- 3 s} + '
+                                                   'O\\!\\left(s\\,e^{- 4 s}\\right)\\ \\to 0 \\quad (x = -s \\to '
                                                    '-\\infty,\\ \\text{by the rules})'],
                                          'value': {},
                                          'witness': {'leading term of sigma': {'srepr': "Symbol('s', positive=True)"},
@@ -1254,10 +1265,10 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                        'status': 'proved',
                                        'steps': ['g(x) = \\frac{x}{1 + e^{- x}}',
                                                  'g(0) = 0',
-                                                 '\\frac{g(h)-g(0)}{h} = \\frac{1}{2} + \\frac{1}{4 s} + '
+                                                 '\\frac{g(h)-g(0)}{h} = \\frac{1}{2} + \\frac{1}{4}\\,\\frac{1}{s} + '
                                                  'O\\!\\left(\\frac{1}{s^{3}}\\right) \\quad (h = \\pm 1/s,\\ h \\to '
                                                  '0^+,\\ \\text{by the asymptotic rules})',
-                                                 '\\frac{g(h)-g(0)}{h} = \\frac{1}{2} - \\frac{1}{4 s} + '
+                                                 '\\frac{g(h)-g(0)}{h} = \\frac{1}{2} - \\frac{1}{4}\\,\\frac{1}{s} + '
                                                  'O\\!\\left(\\frac{1}{s^{3}}\\right) \\quad (h = \\pm 1/s,\\ h \\to '
                                                  '0^-,\\ \\text{by the asymptotic rules})',
                                                  '\\lim_{h\\to 0^+} \\frac{g(h)-g(0)}{h} = \\frac{1}{2},\\quad '
@@ -1270,12 +1281,14 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                            '(a = 1, b = 0)',
                                               'status': 'proved',
                                               'steps': ['\\sigma(x) = \\log{\\left(e^{x} + 1 \\right)}',
-                                                        '\\frac{\\sigma(x)}{x} = 1 + \\frac{e^{- s}}{s} - \\frac{e^{- '
-                                                        '2 s}}{2 s} + O\\!\\left(\\frac{e^{- 3 s}}{s}\\right)\\ \\to 1 '
-                                                        '\\quad (x = s \\to +\\infty,\\ \\text{by the rules})',
-                                                        '\\frac{\\sigma(x)}{x} = - \\frac{e^{- s}}{s} + \\frac{e^{- 2 '
-                                                        's}}{2 s} + O\\!\\left(\\frac{e^{- 3 s}}{s}\\right)\\ \\to 0 '
-                                                        '\\quad (x = -s \\to -\\infty,\\ \\text{by the rules})',
+                                                        '\\frac{\\sigma(x)}{x} = 1 + \\frac{1}{s}\\,e^{- s} - '
+                                                        '\\frac{1}{2}\\,\\frac{1}{s}\\,e^{- 2 s} + '
+                                                        'O\\!\\left(\\frac{1}{s}\\,e^{- 3 s}\\right)\\ \\to 1 \\quad '
+                                                        '(x = s \\to +\\infty,\\ \\text{by the rules})',
+                                                        '\\frac{\\sigma(x)}{x} = -\\frac{1}{s}\\,e^{- s} + '
+                                                        '\\frac{1}{2}\\,\\frac{1}{s}\\,e^{- 2 s} + '
+                                                        'O\\!\\left(\\frac{1}{s}\\,e^{- 3 s}\\right)\\ \\to 0 \\quad '
+                                                        '(x = -s \\to -\\infty,\\ \\text{by the rules})',
                                                         'L_+ = 1,\\quad L_- = 0,\\quad a = L_+ - L_- = 1,\\quad b = '
                                                         'L_- = 0',
                                                         'z \\ne 0:\\ \\frac{\\sigma(tz+c)}{t} = '
@@ -1292,9 +1305,9 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                     'statement': 'σ is unbounded (infinite limit at ±∞)',
                                     'status': 'refuted',
                                     'steps': ['\\sigma(x) = \\log{\\left(e^{x} + 1 \\right)}',
-                                              '\\sigma(s) = s + e^{- s} - \\frac{e^{- 2 s}}{2} + O\\!\\left(e^{- 3 '
+                                              '\\sigma(s) = s + e^{- s} - \\frac{1}{2}\\,e^{- 2 s} + O\\!\\left(e^{- 3 '
                                               's}\\right) \\quad (s \\to +\\infty,\\ \\text{by the asymptotic rules})',
-                                              '\\sigma(-s) = e^{- s} - \\frac{e^{- 2 s}}{2} + O\\!\\left(e^{- 3 '
+                                              '\\sigma(-s) = e^{- s} - \\frac{1}{2}\\,e^{- 2 s} + O\\!\\left(e^{- 3 '
                                               's}\\right) \\quad (s \\to +\\infty,\\ \\text{by the asymptotic rules})'],
                                     'value': {},
                                     'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': 'Integer(0)'}}},
@@ -1302,12 +1315,12 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                              'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                              'status': 'refuted',
                                              'steps': ['\\sigma(x) = \\log{\\left(e^{x} + 1 \\right)}',
-                                                       '\\sigma(x) = s + e^{- s} - \\frac{e^{- 2 s}}{2} + '
+                                                       '\\sigma(x) = s + e^{- s} - \\frac{1}{2}\\,e^{- 2 s} + '
                                                        'O\\!\\left(e^{- 3 s}\\right)\\ \\to +\\infty \\quad (x = s '
                                                        '\\to +\\infty,\\ \\text{by the rules})',
-                                                       '\\sigma(x) = e^{- s} - \\frac{e^{- 2 s}}{2} + O\\!\\left(e^{- '
-                                                       '3 s}\\right)\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ '
-                                                       '\\text{by the rules})'],
+                                                       '\\sigma(x) = e^{- s} - \\frac{1}{2}\\,e^{- 2 s} + '
+                                                       'O\\!\\left(e^{- 3 s}\\right)\\ \\to 0 \\quad (x = -s \\to '
+                                                       '-\\infty,\\ \\text{by the rules})'],
                                              'value': {},
                                              'witness': {'leading term of sigma': {'srepr': "Symbol('s', "
                                                                                             'positive=True)'},
@@ -1392,14 +1405,14 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                        '= 0, b = 0)',
                                           'status': 'proved',
                                           'steps': ['\\sigma(x) = \\tanh{\\left(x \\right)}',
-                                                    '\\frac{\\sigma(x)}{x} = \\frac{1}{s} - \\frac{2 e^{- 2 s}}{s} + '
-                                                    '\\frac{2 e^{- 4 s}}{s} + O\\!\\left(\\frac{e^{- 6 '
-                                                    's}}{s}\\right)\\ \\to 0 \\quad (x = s \\to +\\infty,\\ \\text{by '
-                                                    'the rules})',
-                                                    '\\frac{\\sigma(x)}{x} = \\frac{1}{s} - \\frac{2 e^{- 2 s}}{s} + '
-                                                    '\\frac{2 e^{- 4 s}}{s} + O\\!\\left(\\frac{e^{- 6 '
-                                                    's}}{s}\\right)\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ \\text{by '
-                                                    'the rules})',
+                                                    '\\frac{\\sigma(x)}{x} = \\frac{1}{s} - 2\\,\\frac{1}{s}\\,e^{- 2 '
+                                                    's} + 2\\,\\frac{1}{s}\\,e^{- 4 s} + '
+                                                    'O\\!\\left(\\frac{1}{s}\\,e^{- 6 s}\\right)\\ \\to 0 \\quad (x = '
+                                                    's \\to +\\infty,\\ \\text{by the rules})',
+                                                    '\\frac{\\sigma(x)}{x} = \\frac{1}{s} - 2\\,\\frac{1}{s}\\,e^{- 2 '
+                                                    's} + 2\\,\\frac{1}{s}\\,e^{- 4 s} + '
+                                                    'O\\!\\left(\\frac{1}{s}\\,e^{- 6 s}\\right)\\ \\to 0 \\quad (x = '
+                                                    '-s \\to -\\infty,\\ \\text{by the rules})',
                                                     'L_+ = 0,\\quad L_- = 0,\\quad a = L_+ - L_- = 0,\\quad b = L_- = '
                                                     '0',
                                                     'z \\ne 0:\\ \\frac{\\sigma(tz+c)}{t} = '
@@ -1416,10 +1429,10 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                 'statement': 'σ is bounded (continuous, limits 1 and -1 at ±∞)',
                                 'status': 'proved',
                                 'steps': ['\\sigma(x) = \\tanh{\\left(x \\right)}',
-                                          '\\sigma(s) = 1 - 2 e^{- 2 s} + 2 e^{- 4 s} + O\\!\\left(e^{- 6 s}\\right) '
-                                          '\\quad (s \\to +\\infty,\\ \\text{by the asymptotic rules})',
-                                          '\\sigma(-s) = -1 + 2 e^{- 2 s} - 2 e^{- 4 s} + O\\!\\left(e^{- 6 s}\\right) '
-                                          '\\quad (s \\to +\\infty,\\ \\text{by the asymptotic rules})',
+                                          '\\sigma(s) = 1 - 2\\,e^{- 2 s} + 2\\,e^{- 4 s} + O\\!\\left(e^{- 6 '
+                                          's}\\right) \\quad (s \\to +\\infty,\\ \\text{by the asymptotic rules})',
+                                          '\\sigma(-s) = -1 + 2\\,e^{- 2 s} - 2\\,e^{- 4 s} + O\\!\\left(e^{- 6 '
+                                          's}\\right) \\quad (s \\to +\\infty,\\ \\text{by the asymptotic rules})',
                                           '\\lim_{x\\to+\\infty}\\sigma(x) = 1,\\quad \\lim_{x\\to-\\infty}\\sigma(x) '
                                           '= -1',
                                           '\\sigma \\text{ is continuous on } \\mathbb{R}'],

@@ -2,8 +2,10 @@
 exponential form, boundedness on R.
 
 Same contract as :mod:`absorb.symbolic.properties`: every function returns a
-:class:`~absorb.symbolic.properties.Property` that is ``proved`` only when sympy closed every
-step symbolically (numbers are never evidence for a proof; they may only *withhold* one),
+:class:`~absorb.symbolic.properties.Property` that is ``proved`` only when every step closed
+symbolically — identities by sympy's exact algebra, limits at ±∞ by the rules of
+:mod:`absorb.symbolic.asymptotic`, never by sympy's ``limit`` (numbers are never evidence for a
+proof; they may only *withhold* one),
 ``refuted`` with a witness (exact values, or 50-digit evaluations whose margin is far above
 their error), or ``unknown``. Values are exact sympy numbers. Steps are LaTeX strings.
 
@@ -19,7 +21,7 @@ the activation is built). Continuity is *not* assumed: step functions such as
 * :func:`linear_form` — σ(z) = c·z for every real z.
 * :func:`exponential_form` — σ(z) = A·exp(βz) + C for every real z, A ≠ 0, β ≠ 0.
 * :func:`bounded_on_reals` — sup_R |σ| < ∞, by an interval bound over the expression tree or
-  by continuity with finite limits at ±∞.
+  by continuity with σ bounded near ±∞ (finite limits or an O(1) bound, by the rules).
 
 As in properties.py the proofs split on the sign of the argument: with ``p > 0`` a positive
 symbol, z ∈ {p, −p, 0} covers the real line and sympy decides ``Max``/``Piecewise`` branches
@@ -248,7 +250,7 @@ def _asymptotic_slopes(e: sp.Expr) -> Property:
             side = _side_text(sign)
             value = _OO if lim.kind == "+oo" else -_OO
             lead_c, lead_s = lim.expansion.lead
-            steps.append(rf"\text{{the leading term }} {_fmt(lead_c * lead_s.expr())} \text{{ of }} \sigma(x)/x"
+            steps.append(rf"\text{{the leading term }} {asy._term_latex(lead_c, lead_s)} \text{{ of }} \sigma(x)/x"
                          rf"\text{{ tends to }} {_fmt(value)}")
             return Property(name, Status.REFUTED,
                             f"σ(s)/s has no finite limit as s → {'+' if sign > 0 else '−'}∞ (it tends to {value})",
@@ -261,7 +263,7 @@ def _asymptotic_slopes(e: sp.Expr) -> Property:
         why = "; ".join(f"at {_side_text(sign)}∞: {lims[sign].reason}" for sign in (1, -1) if lims[sign].kind != "finite")
         return Property(name, Status.UNKNOWN, f"the asymptotic rules find no limit of σ(s)/s ({why})", steps=tuple(steps))
     lp, lm = lims[1].value, lims[-1].value
-    # Defence in depth: high-precision evaluations at |s| = 10^50, 10^200, 10^1000 must agree.
+    # Defence in depth: high-precision evaluations at |s| = 10^50, 10^200, 10^600 must agree.
     for sign in (1, -1):
         bad = asy.numeric_check(e, sign, lims[sign], 1)
         if bad:
@@ -571,8 +573,10 @@ def bounded_on_reals(act: Activation) -> Property:
     their ranges; exp of an argument bounded above; sums, products, quotients of bounded parts
     with denominators bounded away from 0; Max, Min, Abs; the branches of a Piecewise).
     Route (b): σ continuous on R (proved structurally by
-    :func:`absorb.model.activations.continuity_issue`) with finite limits at ±∞. value: the bound and ``route``. Refuted when sympy
-    finds an infinite limit at ±∞ that samples corroborate.
+    :func:`absorb.model.activations.continuity_issue`) and bounded near ±∞ by the asymptotic
+    rules (finite limits, or an O(1) bound). value: the bound (or the limits) and ``route``.
+    Refuted when the rules find an infinite limit at ±∞ (or, where they decide nothing, when
+    sympy's limit is infinite and samples corroborate it).
 
     >>> from absorb.model.activations import get_activation
     >>> bounded_on_reals(get_activation("expr:erf(x)")).value["bound"]

@@ -1,7 +1,8 @@
 """Decide, with sympy, the activation properties each result needs.
 
-Every function returns a :class:`Property` that is ``proved`` (sympy closed every step
-symbolically), ``refuted`` (with a witness: exact values, or a 50-digit evaluation whose
+Every function returns a :class:`Property` that is ``proved`` (every step closed
+symbolically: identities by sympy's exact algebra, limits by the rules of
+:mod:`absorb.symbolic.asymptotic`, never by sympy's ``limit``), ``refuted`` (with a witness: exact values, or a 50-digit evaluation whose
 margin is far above its error) or ``unknown``. Nothing is ever *proved* on numeric
 evidence. The steps are kept as LaTeX strings so certificates can print them.
 
@@ -18,17 +19,18 @@ Properties:
 * :func:`flip_identity` — ungated: σ(z) − σ(−z) = c z; gated: g(z) + g(−z) = c; with c ≠ 0
   constant, for every real z (z = 0 included: 2·g(0) = c). This is what lets the
   index-set construction absorb the skip.
-* :func:`bounded` — σ continuous with finite limits at ±∞ (boundedness argument).
+* :func:`bounded` — σ continuous and bounded near ±∞ (boundedness argument).
 
 The proofs split on the sign of x: with ``p > 0`` a positive symbol, x ∈ {p, −p, 0} covers
 the real line, and sympy decides ``Max``/``Piecewise`` branches from the assumptions.
 
-Cost: sympy's work on a user's expression is unbounded, so :func:`prepare` computes every
+Cost: a built-in's properties are read from a table proved once
+(:mod:`absorb.symbolic.facts`). sympy's work on a user's expression is unbounded, so :func:`prepare` computes every
 analysis of :data:`ANALYSES` for an ``expr:`` activation in one child process with a time
 and memory budget (:func:`absorb._sandbox.run_limited`) and caches the results; the
 property functions then answer from the cache (calling :func:`prepare` with the default
-budget first when nobody did). Built-in activations are analysed in-process, each
-analysis when first asked for.
+budget first when nobody did). A built-in whose table entry is stale (its registry
+expression changed) is analysed in-process, each analysis when first asked for.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ import sympy as sp
 
 from absorb._errors import InvalidInput
 from absorb.model.activations import Activation, X, continuity_issue, is_builtin, real_finite_issue
-from absorb.symbolic.rewrite import STEP, normalised_simplify
+from absorb.symbolic.rewrite import STEP, normalise, normalised_simplify
 
 P = sp.Symbol("p", positive=True)
 T = sp.Symbol("t", positive=True)
@@ -248,16 +250,20 @@ def _flip_identity(e: sp.Expr, gated: bool) -> Property:
                  rf"{shown} = {float(v1):.12g} \text{{ at }} z = 1,\quad {float(v2):.12g} \text{{ at }} z = 2"]
         return Property(name, Status.REFUTED, f"{what} fails for every constant c",
                         steps=tuple(steps), witness={"z=1": v1, "z=2": v2})
+    raw = e.subs(X, P) + e.subs(X, -P) if gated else e.subs(X, P) - e.subs(X, -P)
+    # First the cheap route: expand the normalised form (exact); simplify only if p stays in.
+    quick = sp.expand(normalise(raw))
+    c_quick = quick if gated else sp.expand(quick / P)
     if gated:
-        lhs = sp.simplify(e.subs(X, P) + e.subs(X, -P))
+        lhs = quick if not c_quick.free_symbols else sp.simplify(raw)
         steps = [rf"g(x) = {sp.latex(e)}", rf"g(p) + g(-p) = {sp.latex(lhs)} \quad (p>0)"]
         c = lhs
-        what = "g(z) + g(−z) = c"
     else:
-        lhs = sp.simplify(e.subs(X, P) - e.subs(X, -P))
+        lhs = quick if not c_quick.free_symbols else sp.simplify(raw)
         steps = [rf"\sigma(x) = {sp.latex(e)}", rf"\sigma(p) - \sigma(-p) = {sp.latex(lhs)} \quad (p>0)"]
-        c = sp.simplify(lhs / P)
-        what = "σ(z) − σ(−z) = c·z"
+        c = c_quick if not c_quick.free_symbols else sp.simplify(lhs / P)
+    if not c_quick.free_symbols and normalise(raw) != raw:
+        steps.insert(1, STEP)
     if c.free_symbols:  # sympy misses erf + erfc = 1 and friends: retry on the normalised form
         alt = normalised_simplify(e.subs(X, P) + e.subs(X, -P) if gated else e.subs(X, P) - e.subs(X, -P))
         if alt is not None:
