@@ -412,10 +412,10 @@ def _exp_refutation(e: sp.Expr) -> tuple[str, str, dict[str, Any]] | None:
         d = [vals[k + 1] - vals[k] for k in range(3)]
         witness: dict[str, Any] = {f"sigma({z0 + k})": _n(vals[k]) for k in range(4)}
         where = rf"\Delta_k = \sigma({_fmt(z0)}+k+1) - \sigma({_fmt(z0)}+k):\ "
-        if sp.simplify(d[0]) == 0:
+        if _is_zero(d[0]) is True:
             return (f"σ({z0 + 1}) = σ({z0}), but A·exp(βz) + C with A, β ≠ 0 is injective",
                     where + r"\Delta_0 = 0", witness)
-        if sp.simplify(d[1] - d[0]) == 0:
+        if _is_zero(d[1] - d[0]) is True:
             return (f"σ({z0 + 2}) − σ({z0 + 1}) = σ({z0 + 1}) − σ({z0}), which forces β = 0",
                     where + r"\Delta_1 = \Delta_0", witness)
         ok, v = _exact_nonzero(d[1] ** 2 - d[0] * d[2])

@@ -104,6 +104,14 @@ def _jsonable(v: Any) -> Any:
 def _is_zero(expr: sp.Expr) -> bool | None:
     """True / False when sympy decides ``expr == 0`` symbolically, None when it cannot.
     (False may also come from a 50-digit evaluation far from 0.)"""
+    expr = sp.sympify(expr)
+    if expr.is_Rational:
+        return bool(expr == 0)
+    if expr.is_number and not expr.has(sp.nan, sp.zoo, sp.oo, -sp.oo, sp.AccumBounds):
+        # a number far from 0 needs no simplify (whose first call imports sympy.physics: ~1 s)
+        val = sp.N(expr, _DIGITS)
+        if val.is_number and val.is_extended_real and abs(val) > sp.Float(10) ** (-_DIGITS // 2):
+            return False
     e = sp.simplify(expr)
     if e == 0:
         return True
