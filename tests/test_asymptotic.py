@@ -181,3 +181,24 @@ def test_parity_and_linear_form_through_erfc() -> None:
     lf = growth._linear_form(expr("x*erf(x)+x*erfc(x)"))
     assert lf.proved and lf.value["c"] == 1
     assert growth._parity(expr("erf(x)**2 + erfc(x)*erf(x) - erf(x)")).proved  # = 0, even
+
+
+@pytest.mark.parametrize("spec,plus,minus", [
+    ("gelu", (1, 0), (0, 0)), ("silu", (1, 0), (0, 0)), ("softplus", (1, 0), (0, 0)), ("relu", (1, 0), (0, 0)),
+])
+def test_squared_activations_have_two_exact_terms(spec: str, plus, minus) -> None:
+    """σ² = α x² + β x + o(x) at ±∞, exactly: what a skeleton for squared activations needs."""
+    e = get_activation(spec).expr ** 2
+    assert asy.quadratic_terms(e, 1) == tuple(sp.Integer(v) for v in plus)
+    assert asy.quadratic_terms(e, -1) == tuple(sp.Integer(v) for v in minus)
+    assert asy.quadratic_terms(sp.exp(X), 1) is None  # above x²
+    assert asy.quadratic_terms(X**2 + X * sp.sin(X), 1) is None  # remainder O(x) is not o(x)
+    assert asy.quadratic_terms((X + 3)**2, -1) == (1, 6)
+
+
+def test_leading_term_gives_growth_class() -> None:
+    c, sc = asy.leading(X**3 / (1 + X**2), 1)
+    assert c == 1 and sc == asy.Scale((), sp.Integer(1), sp.Integer(0))
+    c, sc = asy.leading(sp.log(1 + X**2), 1)
+    assert c == 2 and sc.m == 1 and sc.a == 0
+    assert asy.leading(sp.sin(X), 1) is None

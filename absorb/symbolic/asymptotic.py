@@ -652,6 +652,35 @@ def limit(e: sp.Expr, sign: int, divide_power: int = 0) -> Limit:
         return Limit("unknown", reason=f"the rules failed ({type(exc).__name__})")
 
 
+def leading(e: sp.Expr, sign: int) -> tuple[sp.Expr, Scale] | None:
+    """σ's leading term c·s^a (log s)^m e^{E(s)} at x = sign·s → sign·∞ (None: unknown, or σ is
+    eventually 0 or known only up to a bound). Its scale is σ's growth class; a pure power
+    (E = (), m = 0) gives the polynomial degree a."""
+    try:
+        f = expand(at_infinity(e, sign))
+        return f.terms[0] if f.terms else None
+    except Unknown:
+        return None
+
+
+def quadratic_terms(e: sp.Expr, sign: int) -> tuple[sp.Expr, sp.Expr] | None:
+    """(α, β) with σ(x) = α x² + β x + o(x) as x → sign·∞, when the rules prove such a form
+    (nothing above x², the remainder below x); None otherwise. For GELU², SiLU², softplus²."""
+    try:
+        f = expand(at_infinity(e, sign))
+        s2, s1 = Scale((), sp.Integer(2), sp.Integer(0)), Scale((), sp.Integer(1), sp.Integer(0))
+        if f.terms and cmp(f.terms[0][1], s2) > 0:
+            return None
+        if f.rem is not None and cmp(f.rem, s1) >= 0:
+            return None
+        a, b = f.coefficient(s2), f.coefficient(s1)
+        if a is None or b is None:
+            return None
+        return a, sign * b  # x² = s², x = sign·s
+    except Unknown:
+        return None
+
+
 # ----------------------------------------------------------------------- numeric check --
 
 SCALES = (50, 200, 600)
