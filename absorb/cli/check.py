@@ -74,6 +74,11 @@ def run(args: argparse.Namespace) -> int:
         return _run_checkpoint(args)
     _refuse_checkpoint_options(args, ckpt_opts)
     model = load(args.path, activation=args.activation)
+    from absorb.io.npz import orientation_note
+
+    note = orientation_note(model, str(args.path))
+    if note and verbosity(args) >= 1:
+        sys.stderr.write(note + "\n")
     progress = _progress(args)
     dec = decide(model, path=args.path, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method,
                  allow_biases=args.allow_biases, progress=progress, search_progress=progress)
@@ -119,6 +124,8 @@ def _print_decision(args: argparse.Namespace, dec: Any, fields: list[dict[str, A
         for b, extra in zip(out["blocks"], fields):
             b.update(extra)
         _write_json(out)
+    elif verbosity(args) == 0:  # -q: the verdict line only
+        sys.stdout.write(render_text(dec).rstrip("\n").rsplit("\n", 1)[-1] + "\n")
     else:
         from absorb.engine.width import width_text
 
@@ -195,6 +202,10 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
             entry["layer"] = spec.layer
             entry["activation_source"] = spec.activation_source
         _write_json(out)
+    elif verbosity(args) == 0:  # -q: the summary line only (it ends with the verdict)
+        from absorb.report.table import summary_line
+
+        sys.stdout.write(summary_line(dec) + "\n")
     else:
         sys.stdout.write(render_table(dec, header=ckpt.describe()))
     return EXIT_UNKNOWN if dec.verdict is Verdict.UNKNOWN else EXIT_OK
