@@ -3,6 +3,7 @@ instance; exact intervals; dask equals one process; planted controls are always 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import subprocess
@@ -158,10 +159,26 @@ def test_same_seed_same_results_and_cells_independent_of_order() -> None:
     a = [r.deterministic() for r in sweep(cells, seed=7)]
     b = [r.deterministic() for r in sweep(cells, seed=7)]
     assert a == b
-    # A cell's numbers depend on (seed, index) only, not on which other cells run.
+    # A cell's numbers depend on (seed, d, n, distribution) only, not on its place or the other cells.
     alone = run_cell(cells[3], index=3, seed=7).deterministic()
     assert alone == a[3]
     assert [r.deterministic() for r in sweep(cells, seed=8)] != a
+
+
+def test_a_cells_numbers_do_not_depend_on_the_rest_of_the_grid() -> None:
+    both = grid(d=[], shapes=[(2, 4)], distributions=["gaussian", "ternary"], activations=["relu"], samples=80, planted=5)
+    alone = grid(d=[], shapes=[(2, 4)], distributions=["ternary"], activations=["relu"], samples=80, planted=5)
+    (t_both,) = [r for r in sweep(both, seed=3) if r.cell.distribution == "ternary"]
+    (t_alone,) = sweep(alone, seed=3)
+    assert t_both.index != t_alone.index  # another place in the grid, the same numbers
+    strip = lambda r: {k: v for k, v in r.deterministic().items() if k != "index"}  # noqa: E731
+    assert strip(t_both) == strip(t_alone)
+    # the same (d, n, distribution) under another activation sees the same weights
+    from absorb.montecarlo import cell_rng
+
+    g, r = cell_rng(3, both[0]), cell_rng(3, dataclasses.replace(both[0], activation="gelu"))
+    assert np.array_equal(g.standard_normal(5), r.standard_normal(5))
+    assert not np.array_equal(cell_rng(3, both[0]).standard_normal(5), cell_rng(3, both[1]).standard_normal(5))
 
 
 def test_dask_equals_single_process() -> None:
