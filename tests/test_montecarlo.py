@@ -222,3 +222,21 @@ def test_cli_usage_errors_exit_2(argv, capsys) -> None:
     assert code == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_plot_labels_in_math_and_lists_only_series_it_holds(tmp_path, monkeypatch) -> None:
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from absorb.montecarlo._render import plot
+
+    figs = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: figs.append(self))
+    cells = grid(d=[], shapes=[(2, 4)], distributions=["gaussian"], activations=["relu"], samples=60, planted=5)
+    plot(sweep(cells, seed=0), str(tmp_path / "p.png"))
+    ax1, ax2 = figs[0].axes
+    assert "$" in ax2.get_ylabel() and "\\min_S" in ax2.get_ylabel()  # mathtext, not literal underscores
+    legend1 = [t.get_text() for t in ax1.get_legend().get_texts()]
+    legend2 = [t.get_text() for t in ax2.get_legend().get_texts()]
+    assert "none hit: upper bound" in legend1 and "hits: two-sided interval" not in legend1  # no gaussian hits
+    assert "exact (enumeration)" in legend2 and "lower bound (LS dual)" not in legend2

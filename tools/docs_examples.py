@@ -96,7 +96,7 @@ REPO = Path(__file__).resolve().parent.parent
 LINKED = ("examples", "counterexamples", "proofs")  # repository folders visible from the scratch folder
 SCRATCH_NAME = "/tmp/w"  # what commands call the scratch folder, and how its real path is printed
 SITE_NAME = "…/site-packages"  # how this interpreter's site-packages folder is printed
-COMMAND_TIMEOUT = 300.0  # seconds, per command
+COMMAND_TIMEOUT = 600.0  # seconds, per command (generous: a loaded 2-core machine runs `absorb prove --all --pdf` for minutes)
 
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
 _DIRECTIVE = re.compile(r"^\s*<!--\s*docs-example:\s*(skip|needs)\b\s*(.*?)\s*-->\s*$")
