@@ -169,51 +169,61 @@ def test_memory_cap_refuses_absurd_sizes(tmp_path: Path) -> None:
         load_npz(p, max_bytes=100_000)
 
 
-def test_weights_that_may_be_stored_transposed_get_a_note(tmp_path: Path) -> None:
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``absorb ARGS`` in this process (no interpreter start-up): (exit code, stdout, stderr)."""
+    from absorb.cli import main
+
+    try:
+        code = main(list(args))
+    except SystemExit as exc:  # argparse usage errors
+        code = int(exc.code)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_weights_that_may_be_stored_transposed_get_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rng = np.random.default_rng(0)
     up, down = rng.standard_normal((32, 8)), rng.standard_normal((8, 32))  # d = 8, n = 32, saved as x @ W
     p = _write(tmp_path / "xw.npz", W_up=up.T, W_down=down.T, activation=np.array("relu"))
-    r = absorb("check", str(p))
-    assert r.returncode in (0, 3) and "d = 32, n = 8" in r.stdout
-    (note,) = r.stderr.strip().splitlines()
+    code, out, err = _run(capsys, "check", str(p), "--timeout", "10")
+    assert code in (0, 3) and "d = 32, n = 8" in out
+    (note,) = err.strip().splitlines()
     assert "n = 8 hidden units < d = 32" in note and "save W_up.T and W_down.T instead" in note
-    assert absorb("check", str(p), "-q").stderr == ""  # -q: errors only
+    assert _run(capsys, "check", str(p), "--timeout", "10", "-q")[2] == ""  # -q: errors only
     ok = _write(tmp_path / "ok.npz", W_up=up, W_down=down, activation=np.array("relu"))
-    assert absorb("check", str(ok)).stderr == ""
+    assert _run(capsys, "check", str(ok), "--timeout", "10")[2] == ""
     # a bias pins the orientation: n < d is then what the user meant
     pinned = _write(tmp_path / "pinned.npz", W_up=up.T, W_down=down.T, b_up=np.ones(8), activation=np.array("relu"))
-    assert "note" not in absorb("check", str(pinned), "--timeout", "5").stderr
+    assert "note" not in _run(capsys, "check", str(pinned), "--timeout", "5")[2]
 
 
-def test_quiet_prints_only_the_verdict_line(tmp_path: Path) -> None:
-    r = absorb("check", str(EXAMPLES / "planted_relu.npz"), "-q")
-    assert (r.returncode, r.stdout, r.stderr) == (0, "verdict: absorbable\n", "")
-    r = absorb("check", str(EXAMPLES / "relu2_stack.npz"), "--quiet")
-    assert r.stdout == "verdict: not_absorbable\n"
+def test_quiet_prints_only_the_verdict_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(capsys, "check", str(EXAMPLES / "planted_relu.npz"), "-q") == (0, "verdict: absorbable\n", "")
+    assert _run(capsys, "check", str(EXAMPLES / "relu2_stack.npz"), "--quiet")[1] == "verdict: not_absorbable\n"
     cert = tmp_path / "c.json"
-    assert absorb("check", str(EXAMPLES / "planted_relu.npz"), "-q", "--certificate", str(cert)).returncode == 0
-    r = absorb("verify", str(cert), "-q")
-    assert r.returncode == 0 and len(r.stdout.splitlines()) == 1 and r.stdout.startswith("accepted: ")
-    assert json.loads(absorb("check", str(EXAMPLES / "planted_relu.npz"), "-q", "--json").stdout)["verdict"] == "absorbable"
+    assert _run(capsys, "check", str(EXAMPLES / "planted_relu.npz"), "-q", "--certificate", str(cert))[0] == 0
+    code, out, _ = _run(capsys, "verify", str(cert), "-q")
+    assert code == 0 and len(out.splitlines()) == 1 and out.startswith("accepted: ")
+    assert json.loads(_run(capsys, "check", str(EXAMPLES / "planted_relu.npz"), "-q", "--json")[1])["verdict"] == "absorbable"
 
 
-def test_json_has_a_schema_version_and_a_witness_key_in_every_block() -> None:
+def test_json_has_a_schema_version_and_a_witness_key_in_every_block(capsys: pytest.CaptureFixture[str]) -> None:
     for name, has_witness in (("planted_relu.npz", True), ("generic_gelu.npz", False), ("relu2_stack.npz", False)):
-        out = json.loads(absorb("check", str(EXAMPLES / name), "--json").stdout)
+        out = json.loads(_run(capsys, "check", str(EXAMPLES / name), "--json")[1])
         assert out["schema"] == "absorb-check" and out["schema_version"] == 1
         assert "witness" in out
         for b in out["blocks"]:
             assert "witness" in b and (b["witness"] is not None) == has_witness, (name, b["witness"])
 
 
-def test_caret_is_a_power_in_activation_expressions(tmp_path: Path) -> None:
-    r = absorb("check", str(EXAMPLES / "planted_relu.npz"), "--activation", "expr:Max(0,x)^3", "--json")
-    out = json.loads(r.stdout)
-    assert r.returncode == 0 and out["theorem"] == "degree" and out["blocks"][0]["activation"] == "expr:Max(0, x)**3"
+def test_caret_is_a_power_in_activation_expressions(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "check", str(EXAMPLES / "planted_relu.npz"), "--activation", "expr:Max(0,x)^3", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["theorem"] == "degree" and doc["blocks"][0]["activation"] == "expr:Max(0, x)**3"
 
 
-def test_usage_errors_speak_with_the_same_prefix() -> None:
-    r = absorb("check", str(EXAMPLES / "planted_relu.npz"), "--tol", "2")
-    assert r.returncode == 2 and r.stderr.startswith("absorb: error: argument --tol: ") and "'absorb check --help'" in r.stderr
-    r = absorb("check", str(ROOT / "nope.npz"))
-    assert r.returncode == 2 and r.stderr.startswith("absorb: error: ")
+def test_usage_errors_speak_with_the_same_prefix(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "check", str(EXAMPLES / "planted_relu.npz"), "--tol", "2")
+    assert code == 2 and err.startswith("absorb: error: argument --tol: ") and "'absorb check --help'" in err
+    code, _, err = _run(capsys, "prove", "nonsense", "--out", "unused")
+    assert code == 2 and err.startswith("absorb: error: unknown proof")
