@@ -58,7 +58,9 @@ How output is compared
     ``ROUNDING_LEVEL`` (1e-11) in magnitude, a residual or error at rounding level, is only
     compared as "below 1e-11" (``2.01e-16`` matches ``8.20e-17``, not ``3e-9``). These are
     the digits that change with the BLAS build, its thread count and the CPU's kernels
-    (``OPENBLAS_NUM_THREADS``, ``OPENBLAS_CORETYPE``). The output is expected line for
+    (``OPENBLAS_NUM_THREADS``, ``OPENBLAS_CORETYPE``). Where a line differs only in numbers,
+    runs of spaces count as one (a table column realigned around a wider number). The output
+    is expected line for
     line, except that a line ``...`` (or ``…``; indentation free) abridges it: it stands for any
     number of lines, zero included, so the shown lines must appear in the output in that
     order, lines not separated by ``...`` adjacent, the first shown line the first line of
@@ -138,6 +140,9 @@ ROUNDING_LEVEL = 1e-11  # a float below this in magnitude is rounding noise, com
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?(?![\w]|\.\w)")
 
 
+_SPACES = re.compile(r" {2,}")
+
+
 def _is_float(token: str) -> bool:
     return any(ch in token for ch in ".eE")
 
@@ -176,9 +181,11 @@ def line_difference(shown: str, printed: str) -> str | None:
     a, b = mask(shown.rstrip()), mask(printed.rstrip())
     if a == b:
         return None
-    ta, tb = _NUMBER.split(a), _NUMBER.split(b)
+    # runs of spaces are one space: a column realigned around a number of another width is the same text
+    ta, tb = (_SPACES.sub(" ", t) for t in _NUMBER.split(a)), (_SPACES.sub(" ", t) for t in _NUMBER.split(b))
+    ta, tb = list(ta), list(tb)
     na, nb = _NUMBER.findall(a), _NUMBER.findall(b)
-    if ta != tb or len(na) != len(nb):
+    if ta != tb or len(na) != len(nb) or not na:
         return "the text differs"
     for x, y in zip(na, nb):
         why = number_difference(x, y)
