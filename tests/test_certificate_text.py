@@ -122,7 +122,7 @@ def test_sympy_infinity_reads_as_the_symbol() -> None:
 
 def test_the_single_block_certificate_reads_well(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tex = _tex(ROOT / "examples" / "planted_relu.npz", tmp_path, capsys)
-    assert r"\section*{The block: ungated relu" in tex and "Block \\texttt{block}" not in tex
+    assert r"\section*{Block: ungated relu" in tex and "Block \\texttt{block}" not in tex
     assert re.search(r"pdftitle=\{Certificate: the skip connection is absorbable\}", tex)
     assert " oo " not in tex and "- -" not in tex and "(0+k" not in tex
     main(["check", str(ROOT / "examples" / "planted_relu.npz")])
