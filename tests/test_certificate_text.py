@@ -99,3 +99,31 @@ def test_every_catalog_certificate_compiles(path: Path, tmp_path: Path, capsys: 
     rc = main(["check", str(path), "--certificate", str(out), "-q"])
     capsys.readouterr()
     assert rc in (0, 3) and out.read_bytes().startswith(b"%PDF")
+
+
+def test_substituted_formulas_read_as_written_by_hand() -> None:
+    from absorb.certificate.latex import tidy_math
+
+    assert tidy_math(r"\sigma(-1) - -1\,\sigma(1) = 1 \ne 0") == r"\sigma(-1) + \sigma(1) = 1 \ne 0"
+    assert tidy_math(r"\sigma(-2) - -2\,\sigma(1)") == r"\sigma(-2) + 2\,\sigma(1)"
+    assert tidy_math(r"\sigma(2) - 2\,\sigma(1)") == r"\sigma(2) - 2\,\sigma(1)"
+    assert tidy_math(r"\Delta_k = \sigma(0+k+1) - \sigma(0+k)") == r"\Delta_k = \sigma(k+1) - \sigma(k)"
+    assert tidy_math(r"\Delta_k = \sigma(-3+k+1)") == r"\Delta_k = \sigma(-3+k+1)"
+    assert tidy_math(r"\lim \sigma(x) = oo, x + -1") == r"\lim \sigma(x) = \infty, x - 1"
+    assert tidy_math(r"\mathrm{foo} + \cos") == r"\mathrm{foo} + \cos"
+
+
+def test_sympy_infinity_reads_as_the_symbol() -> None:
+    from absorb.report.text import readable
+
+    assert readable("σ(x) → oo as x → +∞; σ(x) → -oo as x → −∞") == "σ(x) → ∞ as x → +∞; σ(x) → −∞ as x → −∞"
+    assert readable("foo zoo oo.") == "foo zoo ∞."
+
+
+def test_the_single_block_certificate_reads_well(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tex = _tex(ROOT / "examples" / "planted_relu.npz", tmp_path, capsys)
+    assert r"\section*{Block: ungated relu" in tex and "Block \\texttt{block}" not in tex
+    assert re.search(r"pdftitle=\{Certificate: the skip connection is absorbable\}", tex)
+    assert " oo " not in tex and "- -" not in tex and "(0+k" not in tex
+    main(["check", str(ROOT / "examples" / "planted_relu.npz")])
+    assert " oo " not in capsys.readouterr().out

@@ -84,6 +84,10 @@ def _bad_cases(tmp: Path) -> list[tuple[str, list[str], str]]:
 
     add("missing_down", "missing key 'W_down'", W_up=g["W_up"], activation=g["activation"])
     add("misnamed", "did you mean 'W_up'", W_Up=g["W_up"], W_down=g["W_down"], activation=g["activation"])
+    # the same letters in another case are suggested before near misses (w_down is W_down, not b_down)
+    add("lower_case", "did you mean 'W_down'", W_up=g["W_up"], w_down=g["W_down"], activation=g["activation"])
+    add("stack_case", "did you mean 'blocks.0.W_down'", **{"blocks.0.W_up": g["W_up"], "blocks.0.w_DOWN": g["W_down"],
+                                                         "activation": g["activation"]})
     add("wrong_shape", "expected (3, 5)", W_up=g["W_up"], W_down=rng.standard_normal((3, 6)), activation=g["activation"])
     add("transposed", "looks transposed", W_up=g["W_up"], W_down=g["W_down"].T, activation=g["activation"])
     nan = g["W_up"].copy()
@@ -146,7 +150,7 @@ def test_bad_inputs_give_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capt
             code = exc.code
         out, err = capsys.readouterr()
         lines = err.strip().splitlines()
-        if not (code == 2 and len(lines) == 1 and expect in lines[0] and not out):
+        if not (code == 2 and len(lines) == 1 and expect in lines[0] and lines[0].startswith("absorb: error: ") and not out):
             failures.append(f"{name}: rc={code} stderr={err!r}")
     assert not failures, "\n".join(failures)
 
@@ -163,3 +167,63 @@ def test_memory_cap_refuses_absurd_sizes(tmp_path: Path) -> None:
     p = _write(tmp_path / "big.npz", W_up=np.zeros((400, 300)), W_down=np.zeros((300, 400)), activation=np.array("relu"))
     with pytest.raises(InvalidInput, match="GiB once loaded, more than"):
         load_npz(p, max_bytes=100_000)
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``absorb ARGS`` in this process (no interpreter start-up): (exit code, stdout, stderr)."""
+    from absorb.cli import main
+
+    try:
+        code = main(list(args))
+    except SystemExit as exc:  # argparse usage errors
+        code = int(exc.code)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_weights_that_may_be_stored_transposed_get_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rng = np.random.default_rng(0)
+    up, down = rng.standard_normal((32, 8)), rng.standard_normal((8, 32))  # d = 8, n = 32, saved as x @ W
+    p = _write(tmp_path / "xw.npz", W_up=up.T, W_down=down.T, activation=np.array("relu"))
+    code, out, err = _run(capsys, "check", str(p), "--timeout", "10")
+    assert code in (0, 3) and "d = 32, n = 8" in out
+    (note,) = err.strip().splitlines()
+    assert "n = 8 hidden units < d = 32" in note and "save W_up.T and W_down.T instead" in note
+    assert _run(capsys, "check", str(p), "--timeout", "10", "-q")[2] == ""  # -q: errors only
+    ok = _write(tmp_path / "ok.npz", W_up=up, W_down=down, activation=np.array("relu"))
+    assert _run(capsys, "check", str(ok), "--timeout", "10")[2] == ""
+    # a bias pins the orientation: n < d is then what the user meant
+    pinned = _write(tmp_path / "pinned.npz", W_up=up.T, W_down=down.T, b_up=np.ones(8), activation=np.array("relu"))
+    assert "note" not in _run(capsys, "check", str(pinned), "--timeout", "5")[2]
+
+
+def test_quiet_prints_only_the_verdict_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(capsys, "check", str(EXAMPLES / "planted_relu.npz"), "-q") == (0, "verdict: absorbable\n", "")
+    assert _run(capsys, "check", str(EXAMPLES / "relu2_stack.npz"), "--quiet")[1] == "verdict: not_absorbable\n"
+    cert = tmp_path / "c.json"
+    assert _run(capsys, "check", str(EXAMPLES / "planted_relu.npz"), "-q", "--certificate", str(cert))[0] == 0
+    code, out, _ = _run(capsys, "verify", str(cert), "-q")
+    assert code == 0 and len(out.splitlines()) == 1 and out.startswith("accepted: ")
+    assert json.loads(_run(capsys, "check", str(EXAMPLES / "planted_relu.npz"), "-q", "--json")[1])["verdict"] == "absorbable"
+
+
+def test_json_has_a_schema_version_and_a_witness_key_in_every_block(capsys: pytest.CaptureFixture[str]) -> None:
+    for name, has_witness in (("planted_relu.npz", True), ("generic_gelu.npz", False), ("relu2_stack.npz", False)):
+        out = json.loads(_run(capsys, "check", str(EXAMPLES / name), "--json")[1])
+        assert out["schema"] == "absorb-check" and out["schema_version"] == 1
+        assert "witness" in out
+        for b in out["blocks"]:
+            assert "witness" in b and (b["witness"] is not None) == has_witness, (name, b["witness"])
+
+
+def test_caret_is_a_power_in_activation_expressions(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "check", str(EXAMPLES / "planted_relu.npz"), "--activation", "expr:Max(0,x)^3", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["theorem"] == "degree" and doc["blocks"][0]["activation"] == "expr:Max(0, x)**3"
+
+
+def test_usage_errors_speak_with_the_same_prefix(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "check", str(EXAMPLES / "planted_relu.npz"), "--tol", "2")
+    assert code == 2 and err.startswith("absorb: error: argument --tol: ") and "'absorb check --help'" in err
+    code, _, err = _run(capsys, "prove", "nonsense", "--out", "unused")
+    assert code == 2 and err.startswith("absorb: error: unknown proof")

@@ -3,6 +3,7 @@ instance; exact intervals; dask equals one process; planted controls are always 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import subprocess
@@ -135,9 +136,15 @@ def test_degenerate_batch_matches_engine() -> None:
 
 
 # --- sweeps ----------------------------------------------------------------------------------
-def test_planted_detection_is_complete_and_generic_never_absorbable() -> None:
-    cells = grid(d=[], shapes=[(2, 5), (3, 9), (8, 24)], distributions=["gaussian", "kaiming", "student_t"],
-                 activations=["relu", "gelu"], samples=300, planted=40)
+# the full grid takes over a minute on 2 cores: the default run checks a smaller one, CI both
+@pytest.mark.parametrize("size", ["small", pytest.param("full", marks=pytest.mark.slow)])
+def test_planted_detection_is_complete_and_generic_never_absorbable(size: str) -> None:
+    if size == "full":
+        cells = grid(d=[], shapes=[(2, 5), (3, 9), (8, 24)], distributions=["gaussian", "kaiming", "student_t"],
+                     activations=["relu", "gelu"], samples=300, planted=40)
+    else:
+        cells = grid(d=[], shapes=[(2, 5), (8, 24)], distributions=["gaussian", "student_t"],
+                     activations=["relu", "gelu"], samples=100, planted=12)
     for r in sweep(cells, seed=1):
         assert r.planted["rate"] == 1.0, r.cell
         assert r.counts["absorbable"] == 0  # result 5: probability zero for continuous weights
@@ -158,10 +165,26 @@ def test_same_seed_same_results_and_cells_independent_of_order() -> None:
     a = [r.deterministic() for r in sweep(cells, seed=7)]
     b = [r.deterministic() for r in sweep(cells, seed=7)]
     assert a == b
-    # A cell's numbers depend on (seed, index) only, not on which other cells run.
+    # A cell's numbers depend on (seed, d, n, distribution) only, not on its place or the other cells.
     alone = run_cell(cells[3], index=3, seed=7).deterministic()
     assert alone == a[3]
     assert [r.deterministic() for r in sweep(cells, seed=8)] != a
+
+
+def test_a_cells_numbers_do_not_depend_on_the_rest_of_the_grid() -> None:
+    both = grid(d=[], shapes=[(2, 4)], distributions=["gaussian", "ternary"], activations=["relu"], samples=80, planted=5)
+    alone = grid(d=[], shapes=[(2, 4)], distributions=["ternary"], activations=["relu"], samples=80, planted=5)
+    (t_both,) = [r for r in sweep(both, seed=3) if r.cell.distribution == "ternary"]
+    (t_alone,) = sweep(alone, seed=3)
+    assert t_both.index != t_alone.index  # another place in the grid, the same numbers
+    strip = lambda r: {k: v for k, v in r.deterministic().items() if k != "index"}  # noqa: E731
+    assert strip(t_both) == strip(t_alone)
+    # the same (d, n, distribution) under another activation sees the same weights
+    from absorb.montecarlo import cell_rng
+
+    g, r = cell_rng(3, both[0]), cell_rng(3, dataclasses.replace(both[0], activation="gelu"))
+    assert np.array_equal(g.standard_normal(5), r.standard_normal(5))
+    assert not np.array_equal(cell_rng(3, both[0]).standard_normal(5), cell_rng(3, both[1]).standard_normal(5))
 
 
 def test_dask_equals_single_process() -> None:
@@ -205,3 +228,21 @@ def test_cli_usage_errors_exit_2(argv, capsys) -> None:
     assert code == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_plot_labels_in_math_and_lists_only_series_it_holds(tmp_path, monkeypatch) -> None:
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from absorb.montecarlo._render import plot
+
+    figs = []
+    monkeypatch.setattr(Figure, "savefig", lambda self, *a, **k: figs.append(self))
+    cells = grid(d=[], shapes=[(2, 4)], distributions=["gaussian"], activations=["relu"], samples=60, planted=5)
+    plot(sweep(cells, seed=0), str(tmp_path / "p.png"))
+    ax1, ax2 = figs[0].axes
+    assert "$" in ax2.get_ylabel() and "\\min_S" in ax2.get_ylabel()  # mathtext, not literal underscores
+    legend1 = [t.get_text() for t in ax1.get_legend().get_texts()]
+    legend2 = [t.get_text() for t in ax2.get_legend().get_texts()]
+    assert "none hit: upper bound" in legend1 and "hits: two-sided interval" not in legend1  # no gaussian hits
+    assert "exact (enumeration)" in legend2 and "lower bound (LS dual)" not in legend2

@@ -50,7 +50,17 @@ How output is compared
     ``1.2 GiB``) ``<SIZE>``; dates and times (``2026-12-01``, ``2026-12-01T09:01:40Z``)
     ``<DATE>``; dotted versions (``0.1.0``, ``2.13.0+cpu``) ``<VER>``; absolute temporary paths
     other than ``/tmp/w`` ``<TMP>``; a JSON ``"elapsed"`` or ``"created"`` value ``<V>``.
-    Trailing whitespace and trailing blank lines are ignored. The output is expected line for
+    Trailing whitespace and trailing blank lines are ignored. Numbers are then compared by
+    value, the rest of each line exactly: an integer (``152 inputs``, ``|S| = 2``) must be the
+    same; a float (``0.379``, ``1e-09``, ``0.37880182892081943``) must agree to
+    ``SIG_DIGITS`` (6) significant digits, or within one unit of the doc's last digit (so
+    ``0.154`` matches ``0.155``: the value sat on a rounding boundary); a float below
+    ``ROUNDING_LEVEL`` (1e-11) in magnitude, a residual or error at rounding level, is only
+    compared as "below 1e-11" (``2.01e-16`` matches ``8.20e-17``, not ``3e-9``). These are
+    the digits that change with the BLAS build, its thread count and the CPU's kernels
+    (``OPENBLAS_NUM_THREADS``, ``OPENBLAS_CORETYPE``). Where a line differs only in numbers,
+    runs of spaces count as one (a table column realigned around a wider number). The output
+    is expected line for
     line, except that a line ``...`` (or ``…``; indentation free) abridges it: it stands for any
     number of lines, zero included, so the shown lines must appear in the output in that
     order, lines not separated by ``...`` adjacent, the first shown line the first line of
@@ -88,7 +98,7 @@ REPO = Path(__file__).resolve().parent.parent
 LINKED = ("examples", "counterexamples", "proofs")  # repository folders visible from the scratch folder
 SCRATCH_NAME = "/tmp/w"  # what commands call the scratch folder, and how its real path is printed
 SITE_NAME = "…/site-packages"  # how this interpreter's site-packages folder is printed
-COMMAND_TIMEOUT = 300.0  # seconds, per command
+COMMAND_TIMEOUT = 600.0  # seconds, per command (generous: a loaded 2-core machine runs `absorb prove --all --pdf` for minutes)
 
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
 _DIRECTIVE = re.compile(r"^\s*<!--\s*docs-example:\s*(skip|needs)\b\s*(.*?)\s*-->\s*$")
@@ -125,6 +135,69 @@ def mask(line: str) -> str:
     return _TMP_PATH.sub("<TMP>", line)
 
 
+SIG_DIGITS = 6  # floats agree to this many significant digits (or within one unit of the last digit shown)
+ROUNDING_LEVEL = 1e-11  # a float below this in magnitude is rounding noise, compared only as "below the bound"
+_NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?(?![\w]|\.\w)")
+
+
+_SPACES = re.compile(r" {2,}")
+
+
+def _is_float(token: str) -> bool:
+    return any(ch in token for ch in ".eE")
+
+
+def _unit(token: str) -> float:
+    """One unit of the last digit written in the float ``token`` (``0.379`` → 0.001, ``2.01e-16`` → 1e-18)."""
+    mant, _, exp = token.lower().partition("e")
+    decimals = len(mant.partition(".")[2])
+    return 10.0 ** (int(exp or 0) - decimals)
+
+
+def number_difference(shown: str, printed: str) -> str | None:
+    """None when the number ``printed`` is what ``shown`` shows (see the module docstring), else why not."""
+    if shown == printed:
+        return None
+    if not (_is_float(shown) or _is_float(printed)):
+        return "a different count" if shown.lstrip("+-").isdigit() else "a different value"
+    x, y = float(shown), float(printed)
+    if not (abs(x) < float("inf") and abs(y) < float("inf")):
+        return "a different value"
+    if abs(x) < ROUNDING_LEVEL:
+        if abs(y) < ROUNDING_LEVEL:
+            return None
+        return f"the doc shows a value at rounding level (below {ROUNDING_LEVEL:g}); this one is not"
+    if abs(y) < ROUNDING_LEVEL:
+        return f"this value is at rounding level (below {ROUNDING_LEVEL:g}); the doc's is not"
+    tol = max(10.0 ** -SIG_DIGITS * max(abs(x), abs(y)), _unit(shown) if _is_float(shown) else 0.0)
+    if abs(x - y) <= tol * (1 + 1e-9):
+        return None
+    return f"they differ in the first {SIG_DIGITS} significant digits"
+
+
+def line_difference(shown: str, printed: str) -> str | None:
+    """None when the output line ``printed`` is what the doc's line ``shown`` shows, masks applied and
+    numbers compared by value; else, in words, what differs."""
+    a, b = mask(shown.rstrip()), mask(printed.rstrip())
+    if a == b:
+        return None
+    # runs of spaces are one space: a column realigned around a number of another width is the same text
+    ta, tb = (_SPACES.sub(" ", t) for t in _NUMBER.split(a)), (_SPACES.sub(" ", t) for t in _NUMBER.split(b))
+    ta, tb = list(ta), list(tb)
+    na, nb = _NUMBER.findall(a), _NUMBER.findall(b)
+    if ta != tb or len(na) != len(nb) or not na:
+        return "the text differs"
+    for x, y in zip(na, nb):
+        why = number_difference(x, y)
+        if why:
+            return f"the doc shows {x}, the command printed {y}: {why}"
+    return None
+
+
+def _same(shown: list[str], printed: list[str]) -> bool:
+    return len(shown) == len(printed) and all(line_difference(a, b) is None for a, b in zip(shown, printed))
+
+
 def is_ellipsis(line: str) -> bool:
     return line.strip() in ("...", "…")
 
@@ -138,19 +211,18 @@ def _trim(lines: list[str]) -> list[str]:
 
 def _find(hay: list[str], needle: list[str], start: int) -> int:
     for i in range(start, len(hay) - len(needle) + 1):
-        if hay[i:i + len(needle)] == needle:
+        if _same(needle, hay[i:i + len(needle)]):
             return i
     return -1
 
 
 def matches(expected: list[str], actual: list[str]) -> bool:
-    """True when ``actual`` output lines are what ``expected`` shows, masks and ``...`` applied."""
-    exp = [mask(ln) for ln in _trim(expected)]
-    act = [mask(ln) for ln in _trim(actual)]
+    """True when ``actual`` output lines are what ``expected`` shows: masks, numbers by value, ``...``."""
+    exp, act = _trim(expected), _trim(actual)
     if any(_TRACEBACK in ln for ln in act) and not any(_TRACEBACK in ln for ln in exp):
         return False
     if not any(is_ellipsis(ln) for ln in exp):
-        return exp == act
+        return _same(exp, act)
     segments: list[list[str]] = [[]]
     for ln in exp:
         if is_ellipsis(ln):
@@ -158,7 +230,7 @@ def matches(expected: list[str], actual: list[str]) -> bool:
         else:
             segments[-1].append(ln)
     first, middle, last = segments[0], segments[1:-1], segments[-1]
-    if act[:len(first)] != first:
+    if not _same(first, act[:len(first)]):
         return False
     pos = len(first)
     for seg in middle:
@@ -170,7 +242,27 @@ def matches(expected: list[str], actual: list[str]) -> bool:
         pos = i + len(seg)
     if not last:
         return True
-    return len(act) - len(last) >= pos and act[len(act) - len(last):] == last
+    return len(act) - len(last) >= pos and _same(last, act[len(act) - len(last):])
+
+
+def explain(expected: list[str], actual: list[str]) -> str:
+    """In words, the first difference between a shown output and the printed one (for a failure report)."""
+    exp, act = _trim(expected), _trim(actual)
+    if any(_TRACEBACK in ln for ln in act) and not any(_TRACEBACK in ln for ln in exp):
+        return "the command failed with a Python traceback"
+    shown = [ln for ln in exp if not is_ellipsis(ln)]
+    pairs = dict(_pair(shown, act))
+    for i, line in enumerate(shown):
+        j = pairs.get(i)
+        if j is None:
+            return f"the shown line {line.strip()!r} is not printed"
+        why = line_difference(line, act[j])
+        if why:
+            return f"in the line {line.strip()!r}, {why}" if why != "the text differs" else \
+                f"the shown line {line.strip()!r} now reads {act[j].strip()!r}"
+    if len(act) > len(shown) and not any(is_ellipsis(ln) for ln in exp):
+        return f"the command printed {len(act) - len(shown)} more line(s) than shown, from {act[len(shown)].strip()!r}"
+    return "the shown lines are printed, but not in the shown order or places"
 
 
 def _pair(shown: list[str], actual: list[str]) -> list[tuple[int, int]]:
@@ -180,7 +272,7 @@ def _pair(shown: list[str], actual: list[str]) -> list[tuple[int, int]]:
     sim = [[0.0] * m for _ in range(n)]
     for i in range(n):
         for j in range(m):
-            if ms[i] == ma[j]:
+            if ms[i] == ma[j] or line_difference(shown[i], actual[j]) is None:
                 sim[i][j] = 2.0  # an exact (masked) match beats any number of near ones nearby
             else:
                 r = difflib.SequenceMatcher(None, ms[i], ma[j], autojunk=False).ratio()
@@ -234,7 +326,7 @@ def render(expected: list[str], actual: list[str]) -> tuple[list[str], list[str]
                 out.append(gap)
         else:
             out.extend(skipped)
-        out.append(actual[j])
+        out.append(shown[i] if line_difference(shown[i], actual[j]) is None else actual[j])  # no churn
         prev_i, prev_j = i, j
     rest = actual[prev_j + 1:]
     gap = next((g for g in gap_before[prev_i + 1:] if g is not None), tail_gap)
@@ -489,7 +581,7 @@ def run_example(ex: Example, session: Session) -> list[Outcome]:
         elapsed = time.monotonic() - t0
         ok, why = matches(c.expected, actual), ""
         if not ok:
-            why = "output differs"
+            why = "output differs: " + explain(c.expected, actual)
         want = _EXIT.search(c.text)
         if want and int(want.group(1)) != rc:
             ok, why = False, f"exit status {rc}, the command's comment says {want.group(1)}"
@@ -534,7 +626,7 @@ def process(path: Path, *, write: bool, include_skipped: bool = False, verbose: 
                 if o.ok:
                     continue
                 new, dropped = render(c.expected, o.actual)
-                if not write or o.why != "output differs":
+                if not write or not o.why.startswith("output differs"):
                     failures.append(f"{path}:{c.line}: $ {c.text}\n  {o.why}\n" + _diff(c, new, path))
                     continue
                 if not matches(new, o.actual):  # render() must give something --check accepts

@@ -15,12 +15,14 @@ always shown.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 import jinja2
 
 from absorb.certificate._util import tex_escape, tex_matrix, tex_num, tex_prose, tex_tt
 from absorb.certificate.build import Certificate
+from absorb.report.text import readable
 
 _MARK = {True: r"$\checkmark$", False: r"$\times$", None: r"$\cdot$"}
 _PMARK = {"proved": "proved", "refuted": "refuted", "unknown": "undecided"}
@@ -65,8 +67,27 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
     )
-    env.filters.update(e=tex_escape, tt=tex_tt, num=tex_num, prose=tex_prose)
+    env.filters.update(e=lambda t: tex_escape(readable(t)), tt=tex_tt, num=tex_num,
+                       prose=lambda t: tex_prose(readable(t)), math=tidy_math)
     return env
+
+
+_TIDY = (
+    (re.compile(r"-\s*-\s*1\s*\\,\s*(?=\\sigma)"), "+ "),  # σ(-1) - -1\,σ(1) → σ(-1) + σ(1)
+    (re.compile(r"-\s*-\s*(?=[\d.])"), "+ "),  # a - -2 → a + 2
+    (re.compile(r"\+\s*-\s*(?=[\d.\\a-zA-Z])"), "- "),  # a + -2 → a - 2
+    (re.compile(r"(?<=\()\s*0\s*\+\s*(?=[a-zA-Z])"), ""),  # σ(0+k+1) → σ(k+1)
+)
+
+
+def tidy_math(step: object) -> str:
+    r"""A LaTeX formula (a proof step) with the artefacts of substituting numbers into a
+    pattern removed: ``- -1\,\sigma(1)`` reads ``+ \sigma(1)``, ``\sigma(0+k+1)`` reads
+    ``\sigma(k+1)``; ``oo`` is ``\infty``."""
+    s = str(step)
+    for pattern, repl in _TIDY:
+        s = pattern.sub(repl, s)
+    return re.sub(r"(?<![\w\\])oo(?![\w])", r"\\infty", s)
 
 
 _LABELS = {
@@ -310,5 +331,6 @@ def render_latex(cert: Certificate) -> str:
         "versions": versions,
         "paper": doc["paper"],
         "rf_class": doc.get("class"),
+        "pdf_subject": tex_escape(f"absorb check {doc['input'].get('path') or '(in memory)'}"),
     }
     return environment().get_template("certificate.tex.j2").render(**ctx)

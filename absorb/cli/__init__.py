@@ -6,8 +6,9 @@ codes in their help (``verify`` uses 1 for a rejected certificate). An unexpecte
 error is reported in one line as a bug (exit 3: no verdict was reached); ``-v`` adds its
 traceback.
 
-Every subcommand takes ``-q/--quiet`` (nothing on standard error but errors) and
-``-v/--verbose`` (progress notes on standard error, also when it is not a terminal).
+Every subcommand takes ``-q/--quiet`` (nothing on standard error but errors; ``check`` and
+``verify`` print only their verdict or result line) and ``-v/--verbose`` (progress notes on
+standard error, also when it is not a terminal). Every error line starts ``absorb: error:``.
 Output that the terminal's encoding cannot show (✓, σ, ≥ on a cp1252 console) falls back
 to ASCII (v, sigma, >=) instead of failing.
 """
@@ -45,15 +46,16 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors are one line and exit 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        message = " ".join(message.split())
-        sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        message = " ".join(message.split())  # one voice: every error line starts "absorb: error:"
+        sys.stderr.write(f"absorb: error: {message} (see '{self.prog} --help')\n")
         raise SystemExit(EXIT_USAGE)
 
 
 def _add_verbosity(p: argparse.ArgumentParser) -> None:
     g = p.add_mutually_exclusive_group()
     g.add_argument("-q", "--quiet", dest="verbosity", action="store_const", const=0, default=1,
-                   help="nothing on standard error but errors (no progress)")
+                   help="nothing on standard error but errors (no progress, notes or warnings); check and verify "
+                   "print only the verdict (result) line")
     g.add_argument("-v", "--verbose", dest="verbosity", action="store_const", const=2,
                    help="progress notes on standard error, also when it is not a terminal")
 

@@ -25,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--activation", metavar="NAME", help="override the file's activation (a name, or 'expr:<sympy expression in x>')")
     p.add_argument("--json", action="store_true", help="print one JSON object (see docs/user-guide.md) instead of the text report")
     p.add_argument("--tol", type=tolerance, default=DEFAULT_TOL, metavar="T",
-                   help=f"relative tolerance on ‖W_down[:,S] W_up[S,:] + M‖_F / ‖M‖_F, strictly between 0 and 1 (default {DEFAULT_TOL:g})")
+                   help="relative tolerance, strictly between 0 and 1: an index set S counts when "
+                   f"‖W_down[:,S] W_up[S,:] + M/c‖_F ≤ T·‖M/c‖_F (default {DEFAULT_TOL:g}; see 'Tolerances' in docs/user-guide.md)")
     p.add_argument("--seed", type=seed, default=0, metavar="S", help="seed for the random inputs and randomised solvers, 0 to 2^32-1 (default 0)")
     p.add_argument("--timeout", type=seconds, default=60.0, metavar="SEC",
                    help="time budget in seconds of the index-set search; a third of it bounds the symbolic analysis "
@@ -74,6 +75,11 @@ def run(args: argparse.Namespace) -> int:
         return _run_checkpoint(args)
     _refuse_checkpoint_options(args, ckpt_opts)
     model = load(args.path, activation=args.activation)
+    from absorb.io.npz import orientation_note
+
+    note = orientation_note(model, str(args.path))
+    if note and verbosity(args) >= 1:
+        sys.stderr.write(note + "\n")
     progress = _progress(args)
     dec = decide(model, path=args.path, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method,
                  allow_biases=args.allow_biases, progress=progress, search_progress=progress)
@@ -119,6 +125,8 @@ def _print_decision(args: argparse.Namespace, dec: Any, fields: list[dict[str, A
         for b, extra in zip(out["blocks"], fields):
             b.update(extra)
         _write_json(out)
+    elif verbosity(args) == 0:  # -q: the verdict line only
+        sys.stdout.write(render_text(dec).rstrip("\n").rsplit("\n", 1)[-1] + "\n")
     else:
         from absorb.engine.width import width_text
 
@@ -195,6 +203,10 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
             entry["layer"] = spec.layer
             entry["activation_source"] = spec.activation_source
         _write_json(out)
+    elif verbosity(args) == 0:  # -q: the summary line only (it ends with the verdict)
+        from absorb.report.table import summary_line
+
+        sys.stdout.write(summary_line(dec) + "\n")
     else:
         sys.stdout.write(render_table(dec, header=ckpt.describe()))
     return EXIT_UNKNOWN if dec.verdict is Verdict.UNKNOWN else EXIT_OK

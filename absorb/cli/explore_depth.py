@@ -11,13 +11,19 @@ import sys
 from absorb.cli import EXIT_OK
 from absorb.cli._args import positive, positive_ints, seed
 
+_COLUMNS_HELP = ("Columns: depth L and width w of the fit; train err and test err, the best relative error "
+                 "‖G − F‖_F / ‖F‖_F of the residual-free stack G against the residual stack F on the training inputs "
+                 "and on as many held-out ones; kinks F/G, for ReLU in d = 2, the number of kink rays of F and of G "
+                 "(a G equal to F has the same rays); best start, the start that reached it (constructed: each "
+                 "block without its skip plus antipodal pairs; random#k: the k-th random start).")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("explore-depth", help="numerical evidence on the open problem: fit residual-free stacks to residual stacks",
                        description="Fit L residual-free blocks of width w to L random residual blocks of width n (seeded L-BFGS "
                        "from constructed and random starts) and report the best relative error against depth and width. "
                        "Numerical evidence, not a verdict. See docs/open-problem.md.",
-                       epilog="example: absorb explore-depth --d 2 --n 3 --depth 3 --seed 0 --json")
+                       epilog=_COLUMNS_HELP + " Example: absorb explore-depth --d 2 --n 3 --depth 3 --seed 0 --json")
     p.add_argument("--d", type=positive(int), default=2, help="model dimension (default 2)")
     p.add_argument("--n", type=positive(int), default=3, help="hidden width of the residual blocks (default 3)")
     p.add_argument("--depth", type=positive(int), default=3, help="largest depth L (default 3)")
@@ -63,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         out.append(f"{r.depth:>5} {r.width:>5} {r.train_error:>10.3e} {r.test_error:>10.3e}  {k:>9}  {r.start}")
     for key, val in rep.structure.items():
         out.append(f"{key}: {_structure_text(val)}")
+    out.append("columns: train/test err = best ‖G − F‖_F / ‖F‖_F on training / held-out inputs; kinks F/G = kink rays "
+               "of F and of the fit G (ReLU, d = 2); best start = the start that reached it (see --help)")
     out.append(f"({rep.label})")
     sys.stdout.write("\n".join(out) + "\n")
     return EXIT_OK

@@ -60,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--samples", type=at_least(1), default=1000, metavar="N", help="random blocks per cell (default 1000)")
     g.add_argument("--planted", type=at_least(0), default=None, metavar="N", help="planted positive controls per cell (default min(N, 100))")
     r = p.add_argument_group("run")
-    r.add_argument("--seed", type=seed, default=0, metavar="S", help="master seed, 0 to 2^32-1; cell i uses SeedSequence(seed, spawn_key=(i,)) (default 0)")
+    r.add_argument("--seed", type=seed, default=0, metavar="S", help="master seed, 0 to 2^32-1; a cell's weights depend on (seed, d, n, distribution) only, "
+                   "not on the other cells asked for (default 0)")
     r.add_argument("--tol", type=tolerance, default=1e-9, metavar="T", help="relative tolerance on ‖D_S U_S + I‖_F/√d, strictly between 0 and 1 (default 1e-9)")
     r.add_argument("--batch", type=at_least(1), default=4096, metavar="B", help="instances decided together (default 4096)")
     r.add_argument("--route", choices=("auto", "enumerate", "dual"), default="auto",

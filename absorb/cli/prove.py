@@ -36,11 +36,11 @@ def run(args: argparse.Namespace) -> int:
 
     unknown = [n for n in args.names if n not in PROOFS]
     if unknown:
-        sys.stderr.write(f"absorb prove: error: unknown proof {unknown[0]!r}; known: {', '.join(PROOFS)}\n")
+        sys.stderr.write(f"absorb: error: unknown proof {unknown[0]!r}; known: {', '.join(PROOFS)}\n")
         return EXIT_USAGE
     names = list(PROOFS) if args.all else args.names
     if not names:
-        sys.stderr.write(f"absorb prove: error: name a proof ({', '.join(PROOFS)}) or pass --all\n")
+        sys.stderr.write(f"absorb: error: name a proof ({', '.join(PROOFS)}) or pass --all\n")
         return EXIT_USAGE
     if args.pdf:  # up front: no .tex files written before the first PDF fails
         require_pdflatex("--pdf")

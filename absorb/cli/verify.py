@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 
-from absorb.cli import EXIT_OK, EXIT_REJECTED
+from absorb.cli import EXIT_OK, EXIT_REJECTED, verbosity
 
 EXIT_INCOMPLETE = 4
 """``verify``: nothing failed, but some claim could not be re-checked (not accepted)."""
@@ -80,5 +80,5 @@ def run(args: argparse.Namespace) -> int:
             cls = cert.get("class") if isinstance(cert.get("class"), dict) else {}
             about = {True: " (about residual-free blocks with any biases)", False: " (about bias-free residual-free blocks)"}
             lines.append(f"accepted: {n_ok} checks passed; verdict {cert['verdict']}{about.get(cls.get('biases'), '')}")
-        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.write("\n".join(lines[-1:] if verbosity(args) == 0 else lines) + "\n")  # -q: the result line only
     return EXIT_REJECTED if rejected else EXIT_INCOMPLETE if incomplete else EXIT_OK

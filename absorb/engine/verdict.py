@@ -157,8 +157,7 @@ class BlockDecision:
         }
         if self.residual_free_class is not None:
             out["class"] = self.residual_free_class.to_json()
-        if self.witness is not None:
-            out["witness"] = self.witness.to_json()
+        out["witness"] = None if self.witness is None else self.witness.to_json()  # always present: null without one
         out["tolerance"] = self.tolerance
         out["hypotheses"] = [h.to_json() for h in self.hypotheses]
         out["properties"] = [p.to_json() for p in self.properties]
@@ -169,6 +168,12 @@ class BlockDecision:
         if b.hc is not None:
             out["hyper_connection"] = {"streams": b.hc.s, "H_res": b.hc.H_res.tolist()}
         return out
+
+
+JSON_SCHEMA = "absorb-check"
+"""The ``schema`` of ``absorb check --json`` (a certificate's is ``absorb-certificate``)."""
+JSON_SCHEMA_VERSION = 1
+"""Raised when a field of ``absorb check --json`` changes name or meaning (new fields do not raise it)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -193,6 +198,8 @@ class Decision:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
+            "schema": JSON_SCHEMA,
+            "schema_version": JSON_SCHEMA_VERSION,
             "path": self.path,
             "verdict": self.verdict.value,
             "structure": self.structure,
@@ -201,8 +208,7 @@ class Decision:
             "tolerance": self.tolerance,
             "blocks": [b.to_json() for b in self.blocks],
         }
-        if self.witness is not None:
-            out["witness"] = self.witness.to_json()
+        out["witness"] = None if self.witness is None else self.witness.to_json()
         out.update(_plain(self.extra))
         return out
 

@@ -102,9 +102,32 @@ def _read_all(path: Path, *, max_bytes: int | None) -> dict[str, np.ndarray]:
 
 
 def _unknown_key(path: Path, key: str, valid: tuple[str, ...]) -> InvalidInput:
-    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    m = _STACK_KEY.match(key)
+    prefix, bare = (f"blocks.{m.group(1)}.", m.group(2)) if m else ("", key)
+    same_case = [v for v in valid if v.lower() == bare.lower()]  # w_down → W_down before any near miss (b_down)
+    close = same_case or difflib.get_close_matches(bare, valid, n=1, cutoff=0.6)
+    hint = f" (did you mean {prefix + close[0]!r}?)" if close else ""
     return InvalidInput(f"{path}: unknown key {key!r}{hint}; expected {', '.join(valid)} or blocks.<i>.<key> for a stack")
+
+
+def orientation_note(model: Block | Stack, source: str) -> str | None:
+    """One line when the weights may be stored transposed, else None.
+
+    ``W_up`` is read as (n, d) (``nn.Linear``: out × in). When that makes the hidden width
+    n smaller than the model dimension d, and no bias or skip pins which side is which (the
+    transposed arrays would read just as well, as d = n and n = d), the user has probably
+    saved ``x @ W`` matrices (in × out); the line says how the file was read and how to
+    pass the other orientation.
+    """
+    blocks = model.blocks if isinstance(model, Stack) else (model,)
+    for b in blocks:
+        pinned = any(getattr(b, k) is not None for k in ("b_up", "b_gate", "b_down", "skip")) or b.hc is not None
+        if b.n < b.d and not pinned:
+            where = "" if b.name == "block" else f"{b.name}: "
+            return (f"{source}: {where}note: W_up {tuple(b.W_up.shape)} was read as nn.Linear (out, in): n = {b.n} hidden "
+                    f"units < d = {b.d}; if the arrays are stored as x @ W (in, out), save W_up.T and W_down.T"
+                    f"{' and W_gate.T' if b.W_gate is not None else ''} instead")
+    return None
 
 
 def blocks_from_arrays(data: Mapping[str, np.ndarray], *, source: str, activation: str | None = None,

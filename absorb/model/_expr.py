@@ -46,7 +46,7 @@ VALIDATE_SECONDS = 10.0
 VALIDATE_MEMORY = 2 << 30
 """Memory budget of that proof (bytes of address space)."""
 
-_EXPR_TOKENS = re.compile(r"\s*(?:(\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|([A-Za-z_][A-Za-z_0-9]*)|(\*\*|[-+*/(),]))")
+_EXPR_TOKENS = re.compile(r"\s*(?:(\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|([A-Za-z_][A-Za-z_0-9]*)|(\*\*|\^|[-+*/(),]))")
 _UNARY_FUNCS: dict[str, object] = {
     "exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt, "erf": sp.erf, "erfc": sp.erfc, "tanh": sp.tanh,
     "sinh": sp.sinh, "cosh": sp.cosh, "atan": sp.atan, "sin": sp.sin, "cos": sp.cos, "Abs": sp.Abs, "abs": sp.Abs,
@@ -55,7 +55,7 @@ _VARIADIC_FUNCS: dict[str, object] = {"Max": sp.Max, "max": sp.Max, "Min": sp.Mi
 _CONSTANTS: dict[str, object] = {"pi": sp.pi, "E": sp.E}
 _EXPR_FUNCS: dict[str, object] = {"x": X, **_UNARY_FUNCS, **_VARIADIC_FUNCS, **_CONSTANTS}
 _FUNC_LIST = ", ".join(sorted(k for k in _EXPR_FUNCS if k != "x"))
-_GRAMMAR_HINT = f"use x, numbers, + - * / ** ( ) and {_FUNC_LIST}"
+_GRAMMAR_HINT = f"use x, numbers, + - * / ** (or ^) ( ) and {_FUNC_LIST}"
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:
@@ -73,6 +73,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         if ident is not None and ident not in _EXPR_FUNCS:
             raise InvalidInput(f"activation expression {text!r}: unknown name {ident!r}; the variable is x and the "
                                f"functions are {_FUNC_LIST}")
+        op = "**" if op == "^" else op  # ^ is a power, as in the papers (sympy's convert_xor), never XOR
         out.append(("num", num) if num is not None else ("name", ident) if ident is not None else ("op", op))
         pos = m.end()
     return out

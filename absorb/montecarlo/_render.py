@@ -95,8 +95,11 @@ def plot(results: Sequence[CellResult], path: str, *, title: str | None = None) 
     ax1.set_ylim(0, 1.3)
     ax1.set_ylabel("fraction absorbable\n(95% Clopper–Pearson)")
     ax1.plot([], [], "x", color="0.45", label="degenerate fraction")
-    ax1.plot([], [], "v", color="tab:blue", label="none hit: upper bound")
-    ax1.plot([], [], "o", color="tab:red", label="hits: two-sided interval")
+    # a legend entry only for a series the plot holds
+    if any(r.ci_kind == "upper" for r in results):
+        ax1.plot([], [], "v", color="tab:blue", label="none hit: upper bound")
+    if any(r.ci_kind != "upper" for r in results):
+        ax1.plot([], [], "o", color="tab:red", label="hits: two-sided interval")
     ax1.legend(fontsize=7, loc="upper left")
     ax1.grid(axis="y", alpha=0.3)
     for x, r in zip(xs, results):
@@ -107,13 +110,16 @@ def plot(results: Sequence[CellResult], path: str, *, title: str | None = None) 
         ax2.plot([x, x], [q["q05"], q["q95"]], lw=1, **style)
         ax2.add_patch(matplotlib.patches.Rectangle((x - 0.25, q["q25"]), 0.5, max(q["q75"] - q["q25"], 1e-3), alpha=0.35, **style))
         ax2.plot([x - 0.25, x + 0.25], [q["q50"], q["q50"]], lw=2, **style)
-    ax2.plot([], [], color="tab:green", lw=2, label="exact (enumeration)")
-    ax2.plot([], [], color="tab:orange", lw=2, label="lower bound (LS dual)")
+    kinds = {r.distance_kind for r in results if r.distance}
+    if "exact" in kinds:
+        ax2.plot([], [], color="tab:green", lw=2, label="exact (enumeration)")
+    if kinds - {"exact"}:
+        ax2.plot([], [], color="tab:orange", lw=2, label="lower bound (LS dual)")
     ax2.add_patch(matplotlib.patches.Rectangle((0, 0), 0, 0, color="0.5", alpha=0.35, label="box: quartiles q25–q75"))
     ax2.plot([], [], color="0.5", lw=2, label="tick: median")
     ax2.plot([], [], color="0.5", lw=1, label="whisker: q05–q95")
     ax2.legend(fontsize=7, loc="lower left", ncol=2)
-    ax2.set_ylabel("distance to absorbability\nmin_S ‖D_S U_S + I‖_F / √d")
+    ax2.set_ylabel("distance to absorbability\n" r"$\min_S\,\Vert D_S U_S + I\Vert_F\,/\,\sqrt{d}$")  # mathtext
     ax2.set_ylim(bottom=0)
     ax2.grid(axis="y", alpha=0.3)
     ax2.set_xticks(list(xs))

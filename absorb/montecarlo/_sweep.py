@@ -1,8 +1,11 @@
 """The sweep: cells of (d, n, distribution, activation), N samples each, decided in batches.
 
-Each cell draws from its own generator, ``default_rng(SeedSequence(seed, spawn_key=(i,)))``
-for the cell's index ``i`` in the grid, and uses a fixed batch size, so a cell's numbers do
-not depend on where or in which order it runs: a dask run equals the single-process run.
+Each cell draws from its own generator, ``default_rng(SeedSequence(seed, spawn_key=(d, n,
+crc32(distribution))))`` (:func:`cell_rng`), and uses a fixed batch size, so a cell's numbers
+depend on (seed, d, n, distribution) only: not on its place in the grid, on the other cells
+asked for (``--dist gaussian,ternary`` gives the gaussian cell the numbers ``--dist gaussian``
+gives it), nor on where or in which order it runs (a dask run equals the single-process run).
+Cells that differ only in the activation see the same weights.
 
 What an instance's outcome means (docs/mathematics.md §2, result 5, and §3):
 
@@ -25,6 +28,7 @@ What an instance's outcome means (docs/mathematics.md §2, result 5, and §3):
 from __future__ import annotations
 
 import time
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
@@ -109,9 +113,11 @@ def activation_constant(name: str) -> tuple[float, bool]:
     return float(prop.value["c"]), necessity
 
 
-def cell_rng(seed: int, index: int) -> np.random.Generator:
-    """The generator of cell ``index``: independent streams derived from (seed, index)."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(index,)))
+def cell_rng(seed: int, cell: Cell) -> np.random.Generator:
+    """The generator of ``cell``: a stream derived from (seed, d, n, distribution) only, never from
+    the cell's place in the grid (the distribution's name enters as its CRC-32, stable across runs)."""
+    key = (cell.d, cell.n, zlib.crc32(cell.distribution.encode("utf-8")))
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
 
 
 def _recheck(U: np.ndarray, D: np.ndarray, S: np.ndarray, activation: str, c: float, *, tol: float) -> bool:
@@ -132,7 +138,7 @@ def run_cell(cell: Cell, *, index: int, seed: int, tol: float = DEFAULT_TOL, bat
              route: Route = "auto") -> CellResult:
     """Sample, decide (vectorised), re-check every hit, and summarise one cell."""
     c, necessity = activation_constant(cell.activation)
-    rng = cell_rng(seed, index)
+    rng = cell_rng(seed, cell)
     t0 = time.perf_counter()
     n_abs = n_not = n_nos = n_und = n_deg = 0
     rechecked = failed = 0

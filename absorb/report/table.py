@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from absorb.engine.verdict import BlockDecision, Decision, Verdict
+from absorb.report.text import readable
 
 _COLUMNS = ("name", "kind", "d", "n", "activation", "verdict", "theorem", "δ")
 
@@ -64,7 +65,7 @@ def render_table(dec: Decision, *, header: Sequence[str] = ()) -> str:
         reasons.setdefault(reason, []).append(bd.block.name)
     for reason, names in reasons.items():
         who = ", ".join(names) if len(names) <= 3 else f"{names[0]}, {names[1]}, … {names[-1]} ({len(names)} blocks)"
-        out.append(f"{who}: {reason}")
+        out.append(f"{who}: {readable(reason)}")
     if any(bd.search is not None and bd.search.bound is not None for bd in dec.blocks):
         out.append("δ: certified lower bound on min over index sets S of ‖W_down[:,S] W_up[S,:] + I‖_F / ‖I‖_F")
     out.append("")

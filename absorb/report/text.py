@@ -3,7 +3,17 @@ their numbers, symbolic properties, search, witness; then the overall verdict.""
 
 from __future__ import annotations
 
+import re
+
 from absorb.engine.verdict import BlockDecision, Decision
+
+_SYMPY_INFINITY = re.compile(r"(?<![\w.])(-?)oo(?![\w])")
+
+
+def readable(text: str) -> str:
+    """An engine sentence as a person reads it: sympy's ``oo`` / ``-oo`` become ``∞`` / ``−∞``
+    (the text report, and the certificates' LaTeX before escaping)."""
+    return _SYMPY_INFINITY.sub(lambda m: "−∞" if m.group(1) else "∞", str(text))
 
 # Each statement says what is true of these weights (a failed hypothesis reads "the skip
 # matrix M is zero", a refuted property "σ is unbounded"), so only a met hypothesis or a
@@ -42,16 +52,16 @@ def render_block(bd: BlockDecision) -> list[str]:
     b = bd.block
     lines = [f"{b.name}: {b.kind} {b.activation_name}, d = {b.d}, n = {b.n}, skip: {_skip_text(bd)}",
              f"  verdict     {bd.verdict.value.upper()}  [{bd.theorem.value}]",
-             f"  reason      {bd.reason}"]
+             f"  reason      {readable(bd.reason)}"]
     if bd.residual_free_class is not None:
         lines.append(f"  about       {bd.residual_free_class.statement}")
     if bd.hypotheses:
         lines.append("  hypotheses  (✓ met; – not met, the line states what holds)" if any(h.holds is False for h in bd.hypotheses)
                      else "  hypotheses")
-        lines += [f"    {_MARK[h.holds]} {h.statement}" for h in bd.hypotheses]
+        lines += [f"    {_MARK[h.holds]} {readable(h.statement)}" for h in bd.hypotheses]
     if bd.properties:
         lines.append("  activation")
-        lines += [f"    {_PMARK[p.status.value]} {p.statement}" for p in bd.properties]
+        lines += [f"    {_PMARK[p.status.value]} {readable(p.statement)}" for p in bd.properties]
     if bd.search is not None:
         s = bd.search
         extra = f", bound {s.bound:.3g}" if s.bound is not None else ""
@@ -68,6 +78,6 @@ def render_text(dec: Decision) -> str:
         out.append("")
     if dec.structure == "stack":
         out.append(f"stack of {len(dec.blocks)} blocks: {dec.verdict.value.upper()}  [{dec.theorem.value}]")
-        out.append(f"  {dec.reason}")
+        out.append(f"  {readable(dec.reason)}")
     out.append(f"verdict: {dec.verdict.value}")
     return "\n".join(out) + "\n"
