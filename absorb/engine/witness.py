@@ -30,8 +30,8 @@ from absorb.engine.hypotheses import _norms
 from absorb.engine.verdict import Witness
 from absorb.model.activations import is_builtin
 from absorb.model.block import Block, Stack
+from absorb.rigorous import flip_bias_error_upper, flip_residual_upper, magnitudes_ok, relative_residual, row_slices
 from absorb.rigorous import gamma as _gamma
-from absorb.rigorous import magnitudes_ok, relative_residual, row_slices
 
 _SCALES = (1e-2, 1.0, 1e2)
 _EXACT_MAX_WORK = 200_000  # |S|·d² multiply-adds in Fractions
@@ -304,11 +304,25 @@ def _rel_errors(diff: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return np.where(ok, diff / (np.where(ok, scale, 1.0) + 1e-300), np.inf)
 
 
+def stated_scale(f: object) -> tuple[float, float]:
+    """``(‖M‖_F, ‖f(0)‖₂)`` of a block (of a stack's first block): the scale
+    ``‖M‖_F·‖x‖₂ + ‖f(0)‖₂`` against which a witness's error is stated (float64 values;
+    ``(0, 0)`` for other callables)."""
+    blocks = _blocks_of(f)
+    if not blocks:
+        return 0.0, 0.0
+    b = blocks[0]
+    with np.errstate(all="ignore"):
+        lin = float(np.linalg.norm(b.M)) if b.skip is not None else math.sqrt(b.d)
+        c0 = float(np.linalg.norm(b(np.zeros((1, b.d)))[0])) if b.has_bias or np.any(b.activation(np.zeros(1))) else 0.0
+    return (lin if math.isfinite(lin) else 0.0), (c0 if math.isfinite(c0) else 0.0)
+
+
 def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int, m: int = 48,
                      accept: float | None = None) -> tuple[float, int]:
     """max over the check inputs x of |f(x) − g(x)|_∞ / s(x), and their number, where the
-    scale s(x) is |f(x)|_∞ + |x|_∞ (+ the size of the summed terms, at the points near 0,
-    where |f(x)| + |x| can vanish while rounding does not).
+    scale s(x) is |f(x)|_∞ + |x|_∞ + ‖M‖_F‖x‖₂ + ‖f(0)‖₂ (:func:`stated_scale`; + the size of
+    the summed terms, at the points near 0, where the rest can vanish while rounding does not).
 
     The inputs: ``m`` seeded Gaussian inputs at each of three scales, and (for blocks and
     stacks) the points on the kink / gate hyperplanes of the module docstring. ``inf`` — the
@@ -334,12 +348,13 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
             return (0.0, 0) if same else (math.inf, 0)
     rng = np.random.default_rng(seed)
     worst, count = 0.0, 0
+    lin, c0 = stated_scale(f)
     randoms = [rng.standard_normal((m, d)) * scale for scale in _SCALES]
     with np.errstate(all="ignore"):
         if not (fb is not None and gb is not None and fb[0].d == gb[0].d == d):
             for X in randoms:
                 fx = f(X)
-                e = _rel_errors(_inf_norms(fx - g(X)), _inf_norms(fx) + _inf_norms(X))
+                e = _rel_errors(_inf_norms(fx - g(X)), _inf_norms(fx) + _inf_norms(X) + lin * np.linalg.norm(X, axis=1) + c0)
                 worst, count = max(worst, float(e.max())), count + m
             return worst, count
         # One pass over the weights for all inputs: the random ones first (no hyperplane
@@ -358,15 +373,16 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
         step = max(1, (1 << 22) // d)  # points per pass: out, |x| and the rest are (points × d)
         for a in range(0, len(pts.rows), step):
             sub = pts.part(a, a + step)
+            extra = lin * sub.norms + c0
             if units is None:
                 fx, s1, size = _eval_at(f, sub, budget)
                 gx, s2, gsize = _eval_at(g, sub, budget)
                 size = np.maximum(size, gsize)
                 size[: max(0, first - a)] = 0.0  # random inputs: |f(x)| + |x| is the scale
                 skipped = s1 | s2
-                e = _rel_errors(_inf_norms(fx - gx), _inf_norms(fx) + _inf_norms(sub.X) + _inf_norms(size))
+                e = _rel_errors(_inf_norms(fx - gx), _inf_norms(fx) + _inf_norms(sub.X) + _inf_norms(size) + extra)
             else:
-                e, skipped = _unit_errors(fb[0], gb[0], units, mirrors, sub, first - a, budget, accept)
+                e, skipped = _unit_errors(fb[0], gb[0], units, mirrors, sub, first - a, budget, accept, extra)
             # A point whose pre-activations could not all be decided exactly (the budget ran
             # out) leaves its hyperplanes unchecked: the check fails, it does not pass.
             e[skipped] = np.inf
@@ -375,7 +391,8 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
 
 
 def _unit_errors(f: Block, g: Block, units: tuple[list[int], list[int]], mirrors: tuple[np.ndarray, np.ndarray, np.ndarray],
-                 pts: _Points, randoms: int, budget: list[int], accept: float | None) -> tuple[np.ndarray, np.ndarray]:
+                 pts: _Points, randoms: int, budget: list[int], accept: float | None, extra: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """The errors of :func:`evaluation_error` at ``pts`` (the first ``randoms`` of them random
     inputs) for blocks that compare unit by unit, and the mask of the points skipped.
 
@@ -396,7 +413,7 @@ def _unit_errors(f: Block, g: Block, units: tuple[list[int], list[int]], mirrors
     size[: max(0, randoms)] = 0.0  # random inputs: |x| (or |f(x)| + |x|) is the scale
     skipped = s1 | s2 | s3
     diff, nx = _inf_norms(fx - gx + mirrored), _inf_norms(pts.X)
-    e = _rel_errors(diff, nx + _inf_norms(size))  # ≥ the error against s(x)
+    e = _rel_errors(diff, nx + _inf_norms(size) + extra)  # ≥ the error against s(x)
     suspect = _may_overflow(f, pts, np.setdiff1d(np.arange(f.n), left_f))
     redo = np.flatnonzero(~skipped & (suspect | (True if accept is None else ~(e <= accept))))
     if redo.size:
@@ -404,7 +421,7 @@ def _unit_errors(f: Block, g: Block, units: tuple[list[int], list[int]], mirrors
         full, f_skip, f_size = _eval_block_at(f, part, budget)
         f_size = np.maximum(f_size, size[redo])
         f_size[redo < randoms] = 0.0
-        e_full = _rel_errors(diff[redo], _inf_norms(full) + nx[redo] + _inf_norms(f_size))
+        e_full = _rel_errors(diff[redo], _inf_norms(full) + nx[redo] + _inf_norms(f_size) + extra[redo])
         # Where the full evaluation ran out of budget, the error against |x| stands (it is
         # never smaller), unless f's overflow is what was to be seen there.
         e[redo] = np.where(f_skip, np.where(suspect[redo], np.inf, e[redo]), e_full)
@@ -495,26 +512,118 @@ def eval_failure(err: float) -> str:
     """What an infinite evaluation error means, for a reason (empty when it is finite)."""
     if math.isfinite(err):
         return ""
-    return ": an evaluation overflowed, or a point on the kink hyperplanes could not be evaluated exactly within the budget"
+    return (": no finite error bound (an evaluation overflowed, a point on the kink hyperplanes could not be evaluated exactly "
+            "within the budget, or the float64 rounding of a moved bias is not provably small against |f(0)|)")
+
+
+def rounding_allowance(n: int) -> float:
+    """The stated rounding allowance of a witness check at width n: 1000·ε·√(n+1)."""
+    return 1e3 * float(np.finfo(float).eps) * math.sqrt(n + 1)
 
 
 def eval_threshold(tol: float, n: int) -> float:
-    """Accepted evaluation error: the tolerance plus float64 rounding of a width-n block."""
-    return 10.0 * tol + 1e3 * np.finfo(float).eps * np.sqrt(n + 1)
+    """Accepted witness error: the tolerance plus the rounding allowance (:func:`rounding_allowance`)."""
+    return tol + rounding_allowance(n)
+
+
+_SIGMA_REL = 2.0**-40
+"""Accuracy assumed of a built-in σ's numpy evaluation: |σ̂(z) − σ(z)| ≤ 2⁻⁴⁰(|σ̂(z)| + |z|) + 2⁻¹⁰⁰⁰
+(libm's erf, tanh and exp are within a few ulps; |z| covers the cancellation of GELU's 1 + erf)."""
+_SYMPY_UNITS = 256
+"""Most hidden units whose σ(b) a user's σ is evaluated at in sympy (high precision) for f(0)."""
+
+
+def _sigma_at(act: object, z: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """σ(z) and a rigorous bound on its error, or None when no such bound is known (a user's
+    σ at more than :data:`_SYMPY_UNITS` points)."""
+    if is_builtin(act):  # type: ignore[arg-type]
+        with np.errstate(all="ignore"):
+            h = np.asarray(act(z), dtype=np.float64)  # type: ignore[operator]
+        return h, _SIGMA_REL * (np.abs(h) + np.abs(z)) + 2.0**-1000
+    if z.size > _SYMPY_UNITS:
+        return None
+    import sympy as sp
+
+    expr = act.expr  # type: ignore[attr-defined]
+    (x,) = expr.free_symbols or (sp.Symbol("x"),)
+    vals = {}
+    for v in np.unique(z).tolist():
+        r = sp.N(expr.subs(x, sp.Rational(v)), 40)
+        if not r.is_real or not r.is_finite:
+            return None
+        vals[v] = float(r)
+    h = np.array([vals[v] for v in z.tolist()], dtype=np.float64)
+    return h, 2.0**-50 * np.abs(h) + 2.0**-1000
+
+
+def f0_lower(block: Block) -> float:
+    """A rigorous lower bound of ``‖f(0)‖₂`` (f(0) = W_down σ(b_up) + b_down, or the gated
+    W_down (g(b_gate) ⊙ b_up) + b_down): float64 with a rounding account; 0 when σ's
+    accuracy is not known (:func:`_sigma_at`) or the weights are out of range."""
+    n, d = block.n, block.d
+    z = np.zeros(n) if (block.b_gate if block.gated else block.b_up) is None else (block.b_gate if block.gated else block.b_up)
+    got = _sigma_at(block.activation, np.asarray(z, dtype=np.float64))
+    if got is None:
+        return 0.0
+    h, eh = got
+    if block.gated:
+        v = np.zeros(n) if block.b_up is None else block.b_up
+        eh = eh * np.abs(v) + 2 * _gamma(1) * np.abs(h * v)
+        h = h * v
+    bd = np.zeros(d) if block.b_down is None else block.b_down
+    with np.errstate(all="ignore"):
+        y = matvec(block.W_down, h) + bd
+        absD = np.abs(block.W_down)
+        ey = _gamma(n + 4) * (matvec(absD, np.abs(h)) + np.abs(bd)) * (1 + _gamma(n + 4)) + matvec(absD, eh) * (1 + _gamma(n + 2))
+        g = _gamma(d + 2)
+        lo = float(np.linalg.norm(y)) * (1 - g) - float(np.linalg.norm(ey)) * (1 + g)
+    return lo if math.isfinite(lo) and lo > 0 else 0.0
+
+
+def flip_bound(block: Block, wblock: Block, S: tuple[int, ...], c: Fraction, rel: float) -> tuple[float, float, str]:
+    """The rigorous error of a flip witness g (:func:`flip_block`) of f: ``(ε, ε_b, why)`` with
+
+        ‖f(x) − g(x)‖₂ ≤ ε·(‖M‖_F·‖x‖₂ + ‖f(0)‖₂)   for every x ∈ ℝ^d.
+
+    σ(z) − σ(−z) = c·z (resp. g(z) + g(−z) = c for a gate) makes ``g − f = −(M + c·D_S U_S) x
+    + e`` exactly, with e = b′_down − b_down − c·D_S b_S the rounding of the moved bias:
+    the linear part is at most ρ·‖M‖_F·‖x‖₂ (ρ the relative residual,
+    :func:`flip_residual_upper`), the constant one ‖e‖₂ = ε_b·‖f(0)‖₂; ε = max(ρ, ε_b).
+    ``rel``: ρ in float64. ``why`` says what is missing when ε is inf."""
+    rho = flip_residual_upper(block.W_up, block.W_down, block.M, c, S, rel)
+    e = flip_bias_error_upper(block.W_down, block.b_up, block.b_down, wblock.b_down, S, c)
+    if e == 0:
+        eps_b = 0.0
+    else:
+        lo = f0_lower(block) if math.isfinite(e) else 0.0
+        eps_b = e / lo if lo > 0 else math.inf
+    why = ""
+    if not math.isfinite(rho):
+        why = "no rigorous bound on the residual (a weight outside [2^-200, 2^200])"
+    elif not math.isfinite(eps_b):
+        why = (f"the moved bias c·W_down[:,S] b_up[S] is off by up to {e:.3g} in float64, and |f(0)| is not provably larger "
+               "(the constant error is not within the tolerance of f(0))")
+    return max(rho, eps_b), eps_b, why
 
 
 def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: float, seed: int,
                        residual: float | None = None) -> tuple[Witness, bool]:
-    """Construct the flipped block for ``S`` and check it two independent ways.
+    """Construct the flipped block for ``S`` and check it: a rigorous bound on its error
+    (:func:`flip_bound`, the guarantee) and, as a second check, its evaluation against f
+    (:func:`evaluation_error`, on random inputs and the kink hyperplanes).
 
     ``residual``: ``‖D_S U_S + M/c‖_F / ‖M/c‖_F`` when the caller has already recomputed it
-    from these very arrays (find_index_set's re-check of a found set), else computed here."""
+    from these very arrays (find_index_set's re-check of a found set), else computed here.
+    The witness's ``eval_error`` is the larger of the bound and the sampled error."""
     U = block.W_up
     res = relative_residual(U, block.W_down, -block.M / float(c), S) if residual is None else residual
     wblock = flip_block(block, S, c)
-    err, m = evaluation_error(block, wblock, block.d, seed=seed, accept=eval_threshold(tol, block.n))
+    thr = eval_threshold(tol, block.n)
+    bound, eps_b, why = flip_bound(block, wblock, S, c, res)
+    err, m = evaluation_error(block, wblock, block.d, seed=seed, accept=thr)
     exact = exact_match(U, block.W_down, block.M, c, S)
     how = ("negate the gate rows and down-projection columns" if block.gated else "negate the up-projection rows") + " in S; keep the rest"
-    w = Witness(S=tuple(int(i) for i in S), block=wblock, residual=res, eval_error=err, n_inputs=m, exact=exact, description=how)
-    ok = res <= tol and err <= eval_threshold(tol, block.n)
+    how += (f"; rigorous bound |f(x) − g(x)|₂ ≤ {bound:.3g}·(‖M‖_F|x|₂ + |f(0)|₂) for every x" if not why else f"; {why}")
+    w = Witness(S=tuple(int(i) for i in S), block=wblock, residual=res, eval_error=max(bound, err), n_inputs=m, exact=exact, description=how)
+    ok = res <= tol and bound <= thr and eps_b <= rounding_allowance(block.n) and err <= thr
     return w, ok
