@@ -148,3 +148,98 @@ def test_thin_cone_guarantee_holds_at_the_axis() -> None:
     fx = math.sqrt(sum(float(a) ** 2 for a in ev(blk)))
     assert gap >= 0.4 * (fx + 1)  # large against |f(x)| + |x| ...
     assert gap <= w.eval_error * float(np.linalg.norm(blk.M)) * 1.0  # ... within the stated guarantee
+
+
+# ---- non-flip witnesses: the rounding of an exact construction, and the exact PL sup -----
+
+def _cone4(eps: float, mode: str) -> Block:
+    """The thin cone in d = 4 (four units active together only near e₁, M = 1e9·I) with a
+    fifth unit dead or split in two halves: the canonical-form route builds the witness."""
+    V = np.array([[1, 1, 1], [1, -1, -1], [-1, 1, -1], [-1, -1, 1]], dtype=float)
+    U4 = np.hstack([np.full((4, 1), eps), V])
+    M = 1e9 * np.eye(4)
+    R = np.zeros((4, 4))
+    R[0, 0] = 1.0
+    D4 = (-M + R) @ np.linalg.inv(U4)
+    if mode == "dead":
+        U, D = np.vstack([U4, np.zeros((1, 4))]), np.hstack([D4, np.zeros((4, 1))])
+    else:
+        U, D = np.vstack([U4, U4[:1]]), np.hstack([D4, D4[:, :1]])
+        D[:, 0] *= 0.5
+        D[:, 4] *= 0.5
+    return Block(U, D, get_activation("relu"), skip=M)
+
+
+@pytest.mark.parametrize("mode", ["dead", "split"])
+def test_canonical_form_witness_has_a_proved_bound(mode: str) -> None:
+    from absorb.engine._kink_points import pl_sup_error
+    from absorb.engine.width import decide_width
+
+    blk = _cone4(1e-3, mode)
+    wd = decide_width(blk, 6, tol=TOL, seed=0)
+    if wd.verdict.value != "absorbable":
+        assert wd.verdict.value == "unknown", wd.reason
+        return
+    w = wd.witness
+    assert "rigorous bound" in w.description, w.description
+    assert w.eval_error <= eval_threshold(TOL, 6)
+    # the exact sup over the ∞-sphere confirms the proved bound
+    V = pl_sup_error(blk, w.block)
+    assert V is not None
+    assert float(V) <= w.eval_error * float(np.linalg.norm(blk.M)) * (1 + 1e-9)
+
+
+def test_pl_sup_error_is_exact_on_a_linear_difference() -> None:
+    """A flip: f − g = R x exactly (R = M + D_S U_S), so max over ‖x‖_∞ = 1 of ‖f − g‖_∞ is
+    R's largest absolute row sum, attained at a sign vector."""
+    from absorb.engine._kink_points import pl_sup_error
+
+    rng = np.random.default_rng(2)
+    d, n = 3, 5
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    S = (0, 1, 3)
+    M = -(D[:, list(S)] @ U[list(S)]) + 1e-6 * rng.standard_normal((d, d))
+    blk = Block(U, D, get_activation("relu"), skip=M)
+    g = flip_block(blk, S, Fraction(1))
+    Rq = [[Fraction(float(M[r, k])) + sum((Fraction(float(D[r, i])) * Fraction(float(U[i, k])) for i in S), Fraction(0))
+           for k in range(d)] for r in range(d)]
+    want = max(sum(abs(v) for v in row) for row in Rq)
+    assert pl_sup_error(blk, g) == want
+    # and a witness wrong by 1e-3 in one W_down entry is measured as such
+    Dg = g.W_down.copy()
+    Dg[0, 2] += 1e-3
+    assert float(pl_sup_error(blk, g.replace(W_down=Dg))) >= 1e-3 * float(np.abs(U[2]).sum()) * 0.99 - float(want)
+
+
+def test_padding_keeps_the_proved_bound() -> None:
+    from absorb.engine.width import pad_witness
+
+    blk = _thin_cone()
+    dec = decide(blk, tol=TOL)
+    w2, ok = pad_witness(blk, dec.witness, 5, tol=TOL, seed=0)
+    assert ok and w2.eval_error >= dec.witness.eval_error
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu", "silu"])
+def test_unit_difference_bound_covers_the_true_error(act: str) -> None:
+    """For a flip, f − g = R x exactly: the unit-by-unit bound is at least ‖R‖₂/‖M‖_F (every
+    flipped unit's σ-part cancels against its mirror, the rest is the linear part), and a
+    witness with one W_down entry off by 1e-3 gets a bound that shows it."""
+    from absorb.engine.witness import unit_difference_bound
+
+    rng = np.random.default_rng(5)
+    d, n = 3, 6
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    S = (1, 2, 4)
+    M = -(D[:, list(S)] @ U[list(S)]) + 1e-7 * rng.standard_normal((d, d))
+    blk = Block(U, D, get_activation(act), skip=M)
+    g = flip_block(blk, S, Fraction(1))
+    R = M + D[:, list(S)] @ U[list(S)]
+    b = unit_difference_bound(blk, g)
+    assert np.linalg.norm(R, 2) / np.linalg.norm(M) * 0.999 <= b <= 10 * np.linalg.norm(R) / np.linalg.norm(M)
+    X = rng.standard_normal((500, d))
+    Dg = g.W_down.copy()
+    Dg[0, 0] += 1e-3
+    bad = g.replace(W_down=Dg)
+    gap = np.linalg.norm(blk(X) - bad(X), axis=1) / (np.linalg.norm(M) * np.linalg.norm(X, axis=1))
+    assert unit_difference_bound(blk, bad) >= gap.max() > 1e-6

@@ -20,17 +20,25 @@ The points on the hyperplanes and their exact pre-activations are built in
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from fractions import Fraction
 
 import numpy as np
 
 from absorb._validate import matvec
-from absorb.engine._kink_points import _fix_near_zero, _hyperplane_points, _kink_rows, _Points, _probe
+from absorb.engine._kink_points import _fix_near_zero, _hyperplane_points, _kink_rows, _Points, _probe, pl_sup_error
 from absorb.engine.hypotheses import _norms
 from absorb.engine.verdict import Witness
 from absorb.model.activations import is_builtin
 from absorb.model.block import Block, Stack
-from absorb.rigorous import flip_bias_error_upper, flip_residual_upper, magnitudes_ok, relative_residual, row_slices
+from absorb.rigorous import (
+    flip_bias_error_upper,
+    flip_residual_upper,
+    frobenius_bounds,
+    magnitudes_ok,
+    relative_residual,
+    row_slices,
+)
 from absorb.rigorous import gamma as _gamma
 
 _SCALES = (1e-2, 1.0, 1e2)
@@ -627,3 +635,137 @@ def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: fl
     w = Witness(S=tuple(int(i) for i in S), block=wblock, residual=res, eval_error=max(bound, err), n_inputs=m, exact=exact, description=how)
     ok = res <= tol and bound <= thr and eps_b <= rounding_allowance(block.n) and err <= thr
     return w, ok
+
+
+_LIPSCHITZ = {"relu": 1.0, "gelu": 1.2, "gelu_tanh": 1.2, "silu": 1.2, "quick_gelu": 1.2}
+"""|σ(a) − σ(b)| ≤ L|a − b| and |σ(z)| ≤ L|z| for every real a, b, z (sup |σ′|: GELU 1.129,
+GELU-tanh 1.13, SiLU and quick-GELU 1.100; stated with a margin)."""
+
+
+def rounded_construction_bound(block: Block, up: list[list[Fraction]], down: list[list[Fraction]], wb: Block) -> float:
+    """ε with ‖f(x) − g(x)‖₂ ≤ ε·‖M‖_F·‖x‖₂ for every x, where g = ``wb`` is the float64
+    rounding of an exact bias-free construction ``(up, down)`` (rationals) known to equal f
+    exactly (the same canonical form): unit by unit,
+    ‖w σ(u·x) − ŵ σ(û·x)‖₂ ≤ L(‖w − ŵ‖₂‖u‖₂ + ‖ŵ‖₂‖u − û‖₂)‖x‖₂ (each unit is Lipschitz in its
+    weights, σ(0) = 0). inf for a σ without a stated Lipschitz constant, or M = 0."""
+    L = _LIPSCHITZ.get(block.activation.name) if is_builtin(block.activation) else None
+    if L is None or wb.gated or wb.b_up is not None or wb.b_down is not None:
+        return math.inf
+    total = 0.0
+    for i, row in enumerate(up):
+        col = [down[r][i] for r in range(len(down))]
+        du = [float(abs(a - Fraction(float(b)))) for a, b in zip(row, wb.W_up[i])]
+        dw = [float(abs(a - Fraction(float(b)))) for a, b in zip(col, wb.W_down[:, i])]
+        if not any(du) and not any(dw):
+            continue
+        nu = math.sqrt(sum(float(a) ** 2 for a in row))
+        nw_hat = float(np.linalg.norm(wb.W_down[:, i]))
+        total += L * (math.sqrt(sum(v * v for v in dw)) * nu + nw_hat * math.sqrt(sum(v * v for v in du)))
+    if total == 0.0:  # every weight rounded exactly: g is the exact construction
+        return 0.0
+    lo, _hi = frobenius_bounds(block.M)
+    if not lo > 0:
+        return math.inf
+    # each float above is within a few ulps of its exact value: a relative margin of 1e-9 covers them
+    return total * (1 + 1e-9) / lo
+
+
+def pl_bound(f: Block, g: Block) -> float:
+    """ε with ‖f(x) − g(x)‖₂ ≤ ε·‖M‖_F·‖x‖₂ for every x, decided exactly for bias-free ReLU
+    blocks of small d and width (:func:`pl_sup_error`: V = max over ‖x‖_∞ = 1 of
+    ‖f − g‖_∞, and ‖f − g‖₂ ≤ √d·V·‖x‖_∞ ≤ √d·V·‖x‖₂); inf where it is not decided."""
+    V = pl_sup_error(f, g)
+    if V == 0:
+        return 0.0
+    lo, _hi = frobenius_bounds(f.M)
+    if V is None or not lo > 0:
+        return math.inf
+    return float(V) * math.sqrt(f.d) * (1 + 1e-12) / lo
+
+
+_FLIP_C = {"relu": Fraction(1), "gelu": Fraction(1), "gelu_tanh": Fraction(1), "silu": Fraction(1), "quick_gelu": Fraction(1)}
+"""σ(z) − σ(−z) = c·z for every real z (built-ins of the canonical-form family; σ(0) = 0)."""
+_HOMOGENEOUS = {"relu"}
+_UNIT_WORK = 50_000
+"""Most (units × d) of both blocks for :func:`unit_difference_bound` (exact rationals)."""
+
+
+def _normal_units(b: Block, c: Fraction, homogeneous: bool) -> tuple[list[list[Fraction]], dict[tuple[Fraction, ...], list[Fraction]]]:
+    """b(x) = A x + Σ_k W_k σ(u_k·x) with each row u_k sign-normalised (first nonzero entry > 0;
+    σ(−z) = σ(z) − c·z moves the rest into A), scaled to max |entry| = 1 when σ is positively
+    homogeneous, and equal rows merged (exact rationals)."""
+    d = b.d
+    A = [[Fraction(float(v)) for v in row] for row in b.M]
+    units: dict[tuple[Fraction, ...], list[Fraction]] = {}
+    for i in range(b.n):
+        u = [Fraction(float(v)) for v in b.W_up[i]]
+        w = [Fraction(float(v)) for v in b.W_down[:, i]]
+        if not any(u) or not any(w):
+            continue  # σ(0) = 0: a dead unit, or a zero column, adds nothing
+        if next(v for v in u if v != 0) < 0:
+            u = [-v for v in u]
+            for r in range(d):
+                if w[r]:
+                    for k in range(d):
+                        A[r][k] -= c * w[r] * u[k]
+        if homogeneous:
+            t = max(abs(v) for v in u)
+            u = [v / t for v in u]
+            w = [v * t for v in w]
+        acc = units.setdefault(tuple(u), [Fraction(0)] * d)
+        for r in range(d):
+            acc[r] += w[r]
+    return A, units
+
+
+def _norm_up(v: Iterable[Fraction]) -> float:
+    return math.sqrt(float(sum((x * x for x in v), Fraction(0)))) * (1 + 1e-12)
+
+
+def unit_difference_bound(f: Block, g: Block) -> float:
+    """ε with ‖f(x) − g(x)‖₂ ≤ ε·‖M‖_F·‖x‖₂ for every x, from the exact difference of the two
+    blocks' parameters (bias-free, ungated, the same built-in σ with σ(z) − σ(−z) = c·z and a
+    stated Lipschitz constant L; inf otherwise or past :data:`_UNIT_WORK`).
+
+    Both are written as A x + Σ_k W_k σ(u_k·x) (:func:`_normal_units`); then
+    f − g = (A_f − A_g) x + Σ over f's rows matched to g's nearest (W σ(u·x) − W′ σ(u′·x)),
+    each at most L(‖W − W′‖‖u‖ + ‖W′‖‖u − u′‖)‖x‖ (or the two terms' L‖W‖‖u‖‖x‖ each,
+    whichever is smaller; unmatched rows the latter)."""
+    name = f.activation.name
+    c, L = _FLIP_C.get(name), _LIPSCHITZ.get(name)
+    if (c is None or L is None or not is_builtin(f.activation) or f.activation.expr != g.activation.expr or f.d != g.d
+            or f.gated or g.gated or f.has_bias or g.has_bias or (f.n + g.n + f.d) * f.d > _UNIT_WORK):
+        return math.inf
+    hom = name in _HOMOGENEOUS
+    Af, Uf = _normal_units(f, c, hom)
+    Ag, Ug = _normal_units(g, c, hom)
+    lin = _norm_up(a - b for ra, rb in zip(Af, Ag) for a, b in zip(ra, rb))
+    fk, gk = list(Uf), list(Ug)
+    if fk and gk:
+        F = np.array([[float(v) for v in u] for u in fk])
+        G = np.array([[float(v) for v in u] for u in gk])
+        dist = np.linalg.norm(F[:, None, :] - G[None, :, :], axis=2)
+    total = lin
+    used: set[int] = set()
+    for i, u in enumerate(fk):
+        alone = L * _norm_up(Uf[u]) * _norm_up(u)
+        j = None
+        if gk:
+            order = np.argsort(dist[i], kind="stable")
+            j = next((int(k) for k in order if int(k) not in used), None)
+        if j is None:
+            total += alone
+            continue
+        v = gk[j]
+        paired = L * (_norm_up(a - b for a, b in zip(Uf[u], Ug[v])) * _norm_up(u) + _norm_up(Ug[v]) * _norm_up(a - b for a, b in zip(u, v)))
+        other = L * _norm_up(Ug[v]) * _norm_up(v)
+        if paired <= alone + other:
+            used.add(j)
+            total += paired
+        else:
+            total += alone
+    total += sum(L * _norm_up(Ug[v]) * _norm_up(v) for j, v in enumerate(gk) if j not in used)
+    if total == 0.0:
+        return 0.0
+    lo, _hi = frobenius_bounds(f.M)
+    return total * (1 + 1e-9) / lo if lo > 0 else math.inf
