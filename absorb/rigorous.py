@@ -305,7 +305,9 @@ def flip_residual_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction
                 r2 += acc * acc
                 t2 += t * t
         return sqrt_up(r2 / t2)
-    if not (math.isfinite(rel) and magnitudes_ok(M) and magnitudes_ok(U[idx], D[:, idx])):
+    # (float32 weights are in range whenever finite, which a Block's are: no copy to look at)
+    small = U.dtype == np.float32 and D.dtype == np.float32
+    if not (math.isfinite(rel) and magnitudes_ok(M) and (small or magnitudes_ok(U[idx], D[:, idx]))):
         return math.inf
     un, wn = _col_row_norms(U, D, idx)
     cf = float(c)
