@@ -243,3 +243,20 @@ def test_unit_difference_bound_covers_the_true_error(act: str) -> None:
     bad = g.replace(W_down=Dg)
     gap = np.linalg.norm(blk(X) - bad(X), axis=1) / (np.linalg.norm(M) * np.linalg.norm(X, axis=1))
     assert unit_difference_bound(blk, bad) >= gap.max() > 1e-6
+
+
+def test_moved_bias_rounding_where_f0_is_zero_is_refused_by_both() -> None:
+    """Biases all negative (ReLU: f(0) = 0): the moved bias rounds, g(0) ≠ 0 = f(0), which no
+    relative tolerance covers; producer and checker both refuse, each by its own code."""
+    rng = np.random.default_rng(0)
+    d, n = 2, 3
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    S = (0, 1, 2)
+    blk = Block(U, D, get_activation("relu"), skip=-(D @ U), b_up=-np.array([1.2459109, 0.7322673, 0.5442589]))
+    wb = flip_block(blk, S, Fraction(1))
+    assert flip_bias_error_upper(blk.W_down, blk.b_up, blk.b_down, wb.b_down, S, Fraction(1)) > 0
+    _w, ok = check_flip_witness(blk, S, Fraction(1), tol=TOL, seed=0)
+    assert not ok
+    cb = _flip_block(blk, S, 1.0)
+    good, _worst, _m = _evaluate(blk, cb, [blk], [cb], d, seed=0, allowed_lin=TOL * float(np.linalg.norm(blk.M)))
+    assert not good

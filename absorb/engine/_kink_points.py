@@ -25,6 +25,7 @@ import numpy as np
 
 from absorb.engine._collinear import live_rows
 from absorb.engine.hypotheses import _norms
+from absorb.model.activations import is_builtin
 from absorb.model.block import Block
 from absorb.rigorous import gamma as _gamma
 from absorb.rigorous import row_slices
@@ -375,7 +376,7 @@ def pl_sup_error(f: Block, g: Block) -> Fraction | None:
     least one coordinate. Every such point with ‖x‖_∞ = 1 is enumerated and evaluated in
     rationals."""
     if not (f.d == g.d and not f.gated and not g.gated and f.activation.name == g.activation.name == "relu"
-            and not f.has_bias and not g.has_bias):
+            and is_builtin(f.activation) and is_builtin(g.activation) and not f.has_bias and not g.has_bias):
         return None
     d = f.d
 

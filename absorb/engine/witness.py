@@ -9,9 +9,15 @@ The construction (docs/mathematics.md §2, result 5, and its extensions):
   and the down columns w_i for i ∈ S; then B'(x) = B(x) − c·D_S(V_S x + b_S) with V the
   value projection, and the same condition and bias fix.
 
-The check evaluates ``f`` and ``B'`` on seeded random inputs at several scales **and on the
-kink / gate hyperplanes** (:func:`evaluation_error`), and — when the sizes allow — confirms
-``D_S U_S = T`` in exact rational arithmetic.
+What ``absorbable`` guarantees (docs/user-guide.md, "Witness check"): for every x,
+``‖f(x) − B'(x)‖₂ ≤ ε·(‖M‖_F‖x‖₂ + ‖f(0)‖₂)`` with ε ≤ tol + :func:`rounding_allowance`.
+For a flip ε is proved (:func:`flip_bound`: B' − f = −(M + c·D_S U_S) x + e exactly, e the
+rounding of the moved bias); for a canonical-form construction it is proved from the
+rounding of its exact weights (:func:`rounded_construction_bound`) or from the exact
+parameter difference (:func:`unit_difference_bound`, :func:`pl_bound`). As a second check,
+``f`` and ``B'`` are evaluated on seeded random inputs at several scales **and on the
+kink / gate hyperplanes** (:func:`evaluation_error`), and — when the sizes allow —
+``D_S U_S = T`` is confirmed in exact rational arithmetic.
 
 The points on the hyperplanes and their exact pre-activations are built in
 :mod:`absorb.engine._kink_points`.
