@@ -212,7 +212,7 @@ def sqrt_up(q: Fraction) -> float:
     """Smallest convenient float ``x`` with ``x² ≥ q`` (a rigorous upper bound of √q)."""
     if q <= 0:
         return 0.0
-    x = _sqrt_guess(q)
+    x = _sqrt_guess(q) or 5e-324  # (√q below the subnormals: their least is an upper bound)
     while x < math.inf and Fraction(x) ** 2 < q:
         x = math.nextafter(x, math.inf)
     return x
@@ -271,6 +271,13 @@ def exact_relative_residual_bounds(
 EXACT_FLIP_WORK = 200_000
 
 
+def _dyadic(A: np.ndarray) -> tuple[list[list[int]], int]:
+    """Integers ``Z`` and ``L`` with ``A = Z / 2^L`` exactly (A finite floats)."""
+    rows = [[float(v).as_integer_ratio() for v in row] for row in np.atleast_2d(np.asarray(A, dtype=np.float64))]
+    L = max((den.bit_length() - 1 for row in rows for _n, den in row), default=0)
+    return [[num << (L - den.bit_length() + 1) for num, den in row] for row in rows], L
+
+
 def _col_row_norms(U: np.ndarray, D: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """2-norms of the rows ``U[idx]`` and of the columns ``D[:, idx]``, in float64 tiles (a
     float32 matrix is never copied whole); each within (1 + γ_{k+2}) of the exact norm."""
@@ -294,17 +301,22 @@ def flip_residual_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction
     if not M.any():  # no scale: only an empty S (g = f) has a finite error, 0
         return 0.0 if idx.size == 0 else math.inf
     if idx.size * d_out * d_in <= EXACT_FLIP_WORK:
-        Df = _fractions(D[:, idx]) if idx.size else [[] for _ in range(d_out)]
-        Uf = _fractions(U[idx, :]) if idx.size else []
-        Mf = _fractions(M)
-        r2, t2 = Fraction(0), Fraction(0)
+        # exact, in integers: every float is an integer times a power of two, so with
+        # c = p/q, 2^L·p·(D_S U_S + M/c) = p·(D_S U_S)·2^L + q·M·2^L is an integer matrix
+        Di, eD = _dyadic(D[:, idx])
+        Ui, eU = _dyadic(U[idx, :])
+        Mi, eM = _dyadic(M)
+        L = max(eD + eU, eM)
+        sp_, sm = L - eD - eU, L - eM
+        p, q = c.numerator, c.denominator
+        r2 = t2 = 0
         for j in range(d_out):
             for k in range(d_in):
-                t = Mf[j][k] / c
-                acc = t + sum((Df[j][s] * Uf[s][k] for s in range(idx.size)), Fraction(0))
+                tm = q * (Mi[j][k] << sm)
+                acc = p * (sum(Di[j][s] * Ui[s][k] for s in range(idx.size)) << sp_) + tm
                 r2 += acc * acc
-                t2 += t * t
-        return sqrt_up(r2 / t2)
+                t2 += tm * tm
+        return sqrt_up(Fraction(r2, t2)) if t2 else (0.0 if r2 == 0 else math.inf)
     # (float32 weights are in range whenever finite, which a Block's are: no copy to look at)
     small = U.dtype == np.float32 and D.dtype == np.float32
     if not (math.isfinite(rel) and magnitudes_ok(M) and (small or magnitudes_ok(U[idx], D[:, idx]))):
@@ -335,13 +347,18 @@ def flip_bias_error_upper(D: np.ndarray, b_up: np.ndarray | None, b_down: np.nda
         return 0.0 if np.array_equal(bd, bn) else math.inf
     bs = np.asarray(b_up, dtype=np.float64)[idx]
     if d * idx.size <= EXACT_FLIP_WORK:
-        bsf = [Fraction(float(v)) for v in bs]
-        q = Fraction(0)
+        # exact, in integers: q·2^L·e = q·(b_new − b_down)·2^L − p·(D_S b_S)·2^L with c = p/q
+        Di, eD = _dyadic(D[:, idx])
+        (bi,), eb = _dyadic(bs[None, :])
+        (ni,), en = _dyadic(bn[None, :])
+        (oi,), eo = _dyadic(bd[None, :])
+        L = max(eD + eb, en, eo)
+        p, q = c.numerator, c.denominator
+        tot = 0
         for r in range(d):
-            row = D[r, idx]
-            acc = Fraction(float(bn[r])) - Fraction(float(bd[r])) - c * sum((Fraction(float(w)) * b for w, b in zip(row, bsf)), Fraction(0))
-            q += acc * acc
-        return sqrt_up(q)
+            acc = q * ((ni[r] << (L - en)) - (oi[r] << (L - eo))) - p * (sum(w * v for w, v in zip(Di[r], bi)) << (L - eD - eb))
+            tot += acc * acc
+        return sqrt_up(Fraction(tot, (q << L) ** 2))
     if not (magnitudes_ok(bs, bd, bn) and magnitudes_ok(D[:, idx])):
         return math.inf
     cf = float(c)

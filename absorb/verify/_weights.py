@@ -280,7 +280,15 @@ def _moved_bias_error(block: Block, wb: Block, S: tuple[int, ...], c: Fraction) 
 
 
 def _sqrt_up(q: Fraction) -> float:
-    x = math.sqrt(float(q)) if q < Fraction(10) ** 300 else math.inf
+    """A float x with x² ≥ q ≥ 0 (a few ulps above √q; q scaled by 4^e first, so that no
+    float conversion overflows or lands in the subnormals)."""
+    if q <= 0:
+        return 0.0
+    e = (q.numerator.bit_length() - q.denominator.bit_length()) // 2
+    try:
+        x = math.ldexp(math.sqrt(float(q / Fraction(4) ** e if e >= 0 else q * Fraction(4) ** -e)), e) or 5e-324
+    except OverflowError:
+        return math.inf
     while math.isfinite(x) and Fraction(x) ** 2 < q:
         x = math.nextafter(x, math.inf)
     return x
