@@ -338,7 +338,7 @@ def _fix_near_zero(Z: np.ndarray, R: np.ndarray, b: np.ndarray | None, X: np.nda
 
 
 # ---- the exact sup of a piecewise-linear difference ------------------------------------
-_PL_MAX_SYSTEMS = 20_000
+_PL_MAX_SYSTEMS = 5_000
 """Most d×d systems solved (in rationals) by :func:`pl_sup_error`; past it: None."""
 
 

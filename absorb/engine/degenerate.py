@@ -581,7 +581,9 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
         # No exact block equals f here: the error is bounded from the exact difference of the
         # two blocks' parameters (unit by unit), or decided exactly where f − g is piecewise
         # linear and small (ReLU, small d and width); else there is no rigorous bound.
-        bound = min(unit_difference_bound(block, wb), pl_bound(block, wb) if block.activation.name == "relu" else math.inf)
+        bound = unit_difference_bound(block, wb)
+        if not bound <= eval_threshold(tol, N) and block.activation.name == "relu":  # the exact sup costs more: only when needed
+            bound = min(bound, pl_bound(block, wb))
         how = (f"{cf.m - len(ch.B)} lines with one unit ({sum(ch.delta)} flipped), {len(ch.B)} lines with two units, "
                f"{ch.rank} antipodal pairs for the rank-{ch.rank} part of the linear part (truncated SVD), {N - ch.value} zero units")
         how += (f"; rigorous bound |f(x) − g(x)|₂ ≤ {bound:.3g}·‖M‖_F|x|₂ for every x (exact parameter differences, or the vertices of the kink arrangement)"
