@@ -212,7 +212,7 @@ def sqrt_up(q: Fraction) -> float:
     """Smallest convenient float ``x`` with ``x² ≥ q`` (a rigorous upper bound of √q)."""
     if q <= 0:
         return 0.0
-    x = _sqrt_guess(q)
+    x = _sqrt_guess(q) or 5e-324  # (√q below the subnormals: their least is an upper bound)
     while x < math.inf and Fraction(x) ** 2 < q:
         x = math.nextafter(x, math.inf)
     return x
@@ -263,3 +263,114 @@ def exact_relative_residual_bounds(
     t2 = sum((Fraction(float(x)) ** 2 for x in np.ravel(T)), Fraction(0))
     q = r2 / t2
     return sqrt_down(q), sqrt_up(q)
+
+
+# ------------------------------------------------------------------ flip witnesses --
+#: most multiply-adds of a flip witness's bounds done in exact rationals (else float64 with
+#: a rounding account)
+EXACT_FLIP_WORK = 200_000
+
+
+def _dyadic(A: np.ndarray) -> tuple[list[list[int]], int]:
+    """Integers ``Z`` and ``L`` with ``A = Z / 2^L`` exactly (A finite floats)."""
+    rows = [[float(v).as_integer_ratio() for v in row] for row in np.atleast_2d(np.asarray(A, dtype=np.float64))]
+    L = max((den.bit_length() - 1 for row in rows for _n, den in row), default=0)
+    return [[num << (L - den.bit_length() + 1) for num, den in row] for row in rows], L
+
+
+def _col_row_norms(U: np.ndarray, D: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """2-norms of the rows ``U[idx]`` and of the columns ``D[:, idx]``, in float64 tiles (a
+    float32 matrix is never copied whole); each within (1 + γ_{k+2}) of the exact norm."""
+    un = np.concatenate([np.linalg.norm(U[idx[sl]].astype(np.float64), axis=1) for sl in row_slices(idx.size, U.shape[1])] or [np.zeros(0)])
+    wn = np.concatenate([np.linalg.norm(D[:, idx[sl]].astype(np.float64), axis=0) for sl in row_slices(idx.size, D.shape[0])] or [np.zeros(0)])
+    return un, wn
+
+
+def flip_residual_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Iterable[int], rel: float) -> float:
+    """A rigorous upper bound of ``ρ = ‖D[:,S]U[S,:] + M/c‖_F / ‖M/c‖_F`` (the exact target
+    −M/c, c rational), given ``rel``, its float64 value computed in any order with the
+    rounded target ``fl(−M/c)``.
+
+    Since |c|·‖M/c‖_F = ‖M‖_F, ``‖(M + c·D_S U_S) x‖₂ ≤ ρ·‖M‖_F·‖x‖₂`` for every x: the
+    linear part of a flip witness's error. Exact rationals when |S|·d² ≤ EXACT_FLIP_WORK;
+    else Higham's bound ``|fl(R) − R| ≤ γ_{|S|+2}(|D_S||U_S| + |T|)`` entrywise (Frobenius
+    norm ≤ γ(Σ_i ‖w_i‖‖u_i‖ + ‖T‖_F)), the rounding of the target (2u·‖T‖_F) and of the
+    norms; inf when a weight is outside the range of :func:`magnitudes_ok`."""
+    idx = np.asarray(sorted(S), dtype=np.intp)
+    d_out, d_in = M.shape
+    if not M.any():  # no scale: only an empty S (g = f) has a finite error, 0
+        return 0.0 if idx.size == 0 else math.inf
+    if idx.size * d_out * d_in <= EXACT_FLIP_WORK:
+        # exact, in integers: every float is an integer times a power of two, so with
+        # c = p/q, 2^L·p·(D_S U_S + M/c) = p·(D_S U_S)·2^L + q·M·2^L is an integer matrix
+        Di, eD = _dyadic(D[:, idx])
+        Ui, eU = _dyadic(U[idx, :])
+        Mi, eM = _dyadic(M)
+        L = max(eD + eU, eM)
+        sp_, sm = L - eD - eU, L - eM
+        p, q = c.numerator, c.denominator
+        r2 = t2 = 0
+        for j in range(d_out):
+            for k in range(d_in):
+                tm = q * (Mi[j][k] << sm)
+                acc = p * (sum(Di[j][s] * Ui[s][k] for s in range(idx.size)) << sp_) + tm
+                r2 += acc * acc
+                t2 += tm * tm
+        return sqrt_up(Fraction(r2, t2)) if t2 else (0.0 if r2 == 0 else math.inf)
+    # (float32 weights are in range whenever finite, which a Block's are: no copy to look at)
+    small = U.dtype == np.float32 and D.dtype == np.float32
+    if not (math.isfinite(rel) and magnitudes_ok(M) and (small or magnitudes_ok(U[idx], D[:, idx]))):
+        return math.inf
+    un, wn = _col_row_norms(U, D, idx)
+    cf = float(c)
+    lo, hi = frobenius_bounds(M)
+    t_lo, t_hi = lo / abs(cf) * (1 - 4 * UNIT_ROUNDOFF), hi / abs(cf) * (1 + 4 * UNIT_ROUNDOFF)  # ‖M/c‖_F (c and cf agree to u)
+    gn = gamma(d_out * d_in + d_in + d_out + 4)
+    g = gamma(idx.size + 4)
+    sw = float(np.dot(un, wn)) * (1 + gn)
+    slack = (g * (sw + t_hi) + 2.02 * UNIT_ROUNDOFF * t_hi) / t_lo  # products, sums, the target's rounding
+    return (rel * (1 + gn) / (1 - gn) + slack) * (1 + 8 * UNIT_ROUNDOFF)
+
+
+def flip_bias_error_upper(D: np.ndarray, b_up: np.ndarray | None, b_down: np.ndarray | None, b_new: np.ndarray | None,
+                          S: Iterable[int], c: Fraction) -> float:
+    """A rigorous upper bound of ``‖e‖₂``, ``e = b_new − b_down − c·D[:,S] b_up[S]``: what a
+    flip witness's output bias ``b_new`` misses of the exact shift (the constant part of its
+    error; 0 for a bias-free block). Exact rationals when d·|S| ≤ EXACT_FLIP_WORK, else
+    float64 with a rounding account."""
+    idx = np.asarray(sorted(S), dtype=np.intp)
+    d = D.shape[0]
+    zero = np.zeros(d)
+    bd = zero if b_down is None else np.asarray(b_down, dtype=np.float64)
+    bn = zero if b_new is None else np.asarray(b_new, dtype=np.float64)
+    if b_up is None or idx.size == 0:
+        return 0.0 if np.array_equal(bd, bn) else math.inf
+    bs = np.asarray(b_up, dtype=np.float64)[idx]
+    if d * idx.size <= EXACT_FLIP_WORK:
+        # exact, in integers: q·2^L·e = q·(b_new − b_down)·2^L − p·(D_S b_S)·2^L with c = p/q
+        Di, eD = _dyadic(D[:, idx])
+        (bi,), eb = _dyadic(bs[None, :])
+        (ni,), en = _dyadic(bn[None, :])
+        (oi,), eo = _dyadic(bd[None, :])
+        L = max(eD + eb, en, eo)
+        p, q = c.numerator, c.denominator
+        tot = 0
+        for r in range(d):
+            acc = q * ((ni[r] << (L - en)) - (oi[r] << (L - eo))) - p * (sum(w * v for w, v in zip(Di[r], bi)) << (L - eD - eb))
+            tot += acc * acc
+        return sqrt_up(Fraction(tot, (q << L) ** 2))
+    if not (magnitudes_ok(bs, bd, bn) and magnitudes_ok(D[:, idx])):
+        return math.inf
+    cf = float(c)
+    p = np.zeros(d)
+    q = np.zeros(d)
+    for sl in row_slices(idx.size, d):
+        Ds = D[:, idx[sl]].astype(np.float64)
+        p += Ds @ bs[sl]
+        q += np.abs(Ds) @ np.abs(bs[sl])
+    g = gamma(idx.size + 8)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = np.abs(bn - bd - cf * p)
+        e = r + g * (np.abs(bn) + np.abs(bd) + 2 * abs(cf) * q * (1 + g)) * (1 + g)
+        out = float(np.linalg.norm(e)) * (1 + gamma(d + 2))
+    return out if math.isfinite(out) else math.inf

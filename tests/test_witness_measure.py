@@ -126,15 +126,20 @@ def test_mirrored_evaluation_equals_the_direct_one(gated: bool, monkeypatch: pyt
 
 
 def test_the_full_scale_is_used_where_the_small_one_fails(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Large weights make |f(x)| ≫ |x|: the rounding of f − g then exceeds accept·|x| at
-    some points, which are measured again against |f(x)| + |x| (and pass)."""
+    """Large units outside S make |f(x)| ≫ ‖M‖_F|x|: a witness whose error is small against
+    |f(x)| but not against |x| + ‖M‖_F|x| (an S column of W_down off by 1e-7) is measured
+    again against the full scale at those points."""
     rng = np.random.default_rng(3)
     d, n = 4, 12
-    U = rng.standard_normal((n, d)) * 1e6
-    D = rng.standard_normal((d, n)) * 1e6
+    U = rng.standard_normal((n, d))
+    D = rng.standard_normal((d, n))
     S = tuple(range(d + 1))
+    D[:, d + 1:] *= 1e6
     block = Block(U, D, get_activation("relu"), skip=-(D[:, list(S)] @ U[list(S)]))
     g = flip_block(block, S, Fraction(1))
+    Dg = g.W_down.copy()
+    Dg[:, 0] *= 1 + 1e-7
+    g = g.replace(W_down=Dg)
     thr = eval_threshold(TOL, n)
     calls = []
     real = W._eval_block_at

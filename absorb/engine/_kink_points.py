@@ -25,6 +25,7 @@ import numpy as np
 
 from absorb.engine._collinear import live_rows
 from absorb.engine.hypotheses import _norms
+from absorb.model.activations import is_builtin
 from absorb.model.block import Block
 from absorb.rigorous import gamma as _gamma
 from absorb.rigorous import row_slices
@@ -334,3 +335,81 @@ def _fix_near_zero(Z: np.ndarray, R: np.ndarray, b: np.ndarray | None, X: np.nda
             z = _exact_pre(R[i], 0.0 if b is None else float(b[i]), X[p], pts.extra[p])
             zf = float(z)
             Z[p, i] = 0.0 if z == 0 else (zf if zf != 0 else math.copysign(5e-324, z))
+
+
+# ---- the exact sup of a piecewise-linear difference ------------------------------------
+_PL_MAX_SYSTEMS = 5_000
+"""Most d×d systems solved (in rationals) by :func:`pl_sup_error`; past it: None."""
+
+
+def _solve(A: list[list[Fraction]], b: list[Fraction]) -> list[Fraction] | None:
+    """The unique solution of A x = b (square, rationals), or None when A is singular."""
+    n = len(A)
+    M = [row[:] + [v] for row, v in zip(A, b)]
+    for col in range(n):
+        piv = next((r for r in range(col, n) if M[r][col] != 0), None)
+        if piv is None:
+            return None
+        M[col], M[piv] = M[piv], M[col]
+        p = M[col][col]
+        for r in range(n):
+            if r != col and M[r][col] != 0:
+                t = M[r][col] / p
+                M[r] = [a - t * c for a, c in zip(M[r], M[col])]
+    return [M[i][n] / M[i][i] for i in range(n)]
+
+
+def _relu_eval(W_up: list[list[Fraction]], W_down: list[list[Fraction]], skip: list[list[Fraction]], x: list[Fraction]) -> list[Fraction]:
+    h = [max(sum((u * xi for u, xi in zip(row, x)), Fraction(0)), Fraction(0)) for row in W_up]
+    return [sum((m * xi for m, xi in zip(skip[r], x)), Fraction(0)) + sum((w * hi for w, hi in zip(W_down[r], h)), Fraction(0))
+            for r in range(len(W_down))]
+
+
+def pl_sup_error(f: Block, g: Block) -> Fraction | None:
+    """``max_{‖x‖_∞ = 1} ‖f(x) − g(x)‖_∞`` exactly, for bias-free ungated ReLU blocks f and g
+    of the same d; None when not such blocks or past :data:`_PL_MAX_SYSTEMS`.
+
+    f − g is linear on every cell of the arrangement of both blocks' kink hyperplanes
+    ``u·x = 0``, so each |component| is convex there: its max over a facet ``x_j = ±1`` of
+    the cube is attained at a vertex of the arrangement restricted to the facet — a point
+    where d independent equations hold, ``u·x = 0`` for some rows and ``x_j = ±1`` for at
+    least one coordinate. Every such point with ‖x‖_∞ = 1 is enumerated and evaluated in
+    rationals."""
+    if not (f.d == g.d and not f.gated and not g.gated and f.activation.name == g.activation.name == "relu"
+            and is_builtin(f.activation) and is_builtin(g.activation) and not f.has_bias and not g.has_bias):
+        return None
+    d = f.d
+
+    def fr(A: np.ndarray) -> list[list[Fraction]]:
+        return [[Fraction(float(v)) for v in row] for row in np.atleast_2d(np.asarray(A, dtype=np.float64))]
+
+    rows: dict[tuple[Fraction, ...], None] = {}
+    for b in (f, g):
+        for row in fr(b.W_up):
+            if any(row):
+                piv = next(v for v in row if v != 0)
+                rows.setdefault(tuple(v / piv for v in row))  # one hyperplane per direction
+    H = [list(r) for r in rows]
+    count = sum(math.comb(len(H), k) * math.comb(d, d - k) * 2 ** (d - k) for k in range(min(len(H), d - 1) + 1))
+    if count > _PL_MAX_SYSTEMS:
+        return None
+    Ff = (fr(f.W_up), fr(f.W_down), fr(f.M))
+    Fg = (fr(g.W_up), fr(g.W_down), fr(g.M))
+    worst = Fraction(0)
+    seen: set[tuple[Fraction, ...]] = set()
+    for k in range(min(len(H), d - 1) + 1):
+        for hs in itertools.combinations(range(len(H)), k):
+            for cols in itertools.combinations(range(d), d - k):
+                for signs in itertools.product((1, -1), repeat=d - k):
+                    A = [H[i] for i in hs] + [[Fraction(int(j == c)) for j in range(d)] for c in cols]
+                    b = [Fraction(0)] * k + [Fraction(s) for s in signs]
+                    x = _solve(A, b)
+                    if x is None or max(abs(v) for v in x) != 1:
+                        continue
+                    key = tuple(x)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    diff = max(abs(a - c) for a, c in zip(_relu_eval(*Ff, x), _relu_eval(*Fg, x)))
+                    worst = max(worst, diff)
+    return worst

@@ -63,7 +63,14 @@ from absorb.engine._exact import (
 )
 from absorb.engine.hypotheses import COLLINEAR_TAU
 from absorb.engine.verdict import Verdict, Witness
-from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error
+from absorb.engine.witness import (
+    eval_failure,
+    eval_threshold,
+    evaluation_error,
+    pl_bound,
+    rounded_construction_bound,
+    unit_difference_bound,
+)
 from absorb.model.activations import get_activation
 from absorb.model.block import Block
 from absorb.rigorous import SAFE_EXPONENT, magnitudes_ok
@@ -546,15 +553,21 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
         wb = block.replace(W_up=_to_float(up, (N, cf.d)), W_down=_to_float(down, (cf.d, N)), skip=np.zeros((cf.d, cf.d)),
                            name=block.name + "'")
         err, m_in = evaluation_error(block, wb, cf.d, seed=seed)
+        # The float64 block rounds the exact construction (equal to f when exact): its error
+        # is proved from the rounding of each unit's weights; the sampled one is a second check.
+        bound = rounded_construction_bound(block, up, down, wb) if exact else math.inf
         how = (f"{cf.m - len(ch.B)} lines with one unit ({sum(ch.delta)} flipped), {len(ch.B)} lines with two units, "
                f"{ch.rank} antipodal pairs for the remaining rank-{ch.rank} linear part, {N - ch.value} zero units")
-        w = Witness(S=None, block=wb, residual=None, eval_error=err, n_inputs=m_in, exact=exact, description=how)
-        if exact and err <= eval_threshold(tol, N):
+        how += (f"; rigorous bound |f(x) − g(x)|₂ ≤ {bound:.3g}·‖M‖_F|x|₂ for every x (the rounding of the exact weights)"
+                if math.isfinite(bound) else "; no rigorous bound on the rounding of the exact weights (σ has no stated Lipschitz constant)")
+        w = Witness(S=None, block=wb, residual=None, eval_error=max(err, bound), n_inputs=m_in, exact=exact, description=how)
+        if exact and bound <= eval_threshold(tol, N) and err <= eval_threshold(tol, N):
             return DegenerateDecision(Verdict.ABSORBABLE,
                                       f"Canonical form ({name}): {shape}; a residual-free block of width {N} needs only {ch.value} units here: "
                                       f"{how}. The constructed block has the same canonical form exactly and matches f on {m_in} inputs (random, and on the kink hyperplanes) "
                                       f"(max relative error {err:.2e}).", N, witness=w, canonical=cf, outcome=out, details=det)
-        return DegenerateDecision(Verdict.UNKNOWN, f"Unknown: the constructed block failed its check (exact {exact}, error {err:.2e}{eval_failure(err)}).", N,
+        return DegenerateDecision(Verdict.UNKNOWN, f"Unknown: the constructed block failed its check (exact {exact}, error {w.eval_error:.2e}"
+                                  f"{eval_failure(w.eval_error)}).", N,
                                   witness=None, canonical=cf, outcome=out, details=det)
     need = (f"the cheapest of these choices needs {out.best.value} units" if out.best is not None
             else "no choice fits")
@@ -565,16 +578,28 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
         W_up, W_down = construct_near(cf, ch, N)
         wb = block.replace(W_up=W_up, W_down=W_down, skip=np.zeros((cf.d, cf.d)), name=block.name + "'")
         err, m_in = evaluation_error(block, wb, cf.d, seed=seed)
+        # No exact block equals f here: the error is bounded from the exact difference of the
+        # two blocks' parameters (unit by unit), or decided exactly where f − g is piecewise
+        # linear and small (ReLU, small d and width); else there is no rigorous bound.
+        bound = unit_difference_bound(block, wb)
+        if not bound <= eval_threshold(tol, N) and block.activation.name == "relu":  # the exact sup costs more: only when needed
+            bound = min(bound, pl_bound(block, wb))
         how = (f"{cf.m - len(ch.B)} lines with one unit ({sum(ch.delta)} flipped), {len(ch.B)} lines with two units, "
                f"{ch.rank} antipodal pairs for the rank-{ch.rank} part of the linear part (truncated SVD), {N - ch.value} zero units")
-        w = Witness(S=None, block=wb, residual=out.min_distance, eval_error=err, n_inputs=m_in, exact=False, description=how)
-        if err <= eval_threshold(tol, N):
+        how += (f"; rigorous bound |f(x) − g(x)|₂ ≤ {bound:.3g}·‖M‖_F|x|₂ for every x (exact parameter differences, or the vertices of the kink arrangement)"
+                if math.isfinite(bound) else "; no rigorous bound on f − g")
+        w = Witness(S=None, block=wb, residual=out.min_distance, eval_error=max(err, bound), n_inputs=m_in, exact=False, description=how)
+        if bound <= eval_threshold(tol, N) and err <= eval_threshold(tol, N):
             return DegenerateDecision(Verdict.ABSORBABLE,
                                       f"Canonical form ({name}): {shape}; exactly, the stored weights need more than {N} units ({need}), "
                                       f"but they are within relative distance {out.min_distance:.2e} (float64) ≤ tol = {tol:g} of a residual-free "
                                       f"block of width {N}: {how}. The constructed block matches f on {m_in} inputs (max relative error "
                                       f"{err:.2e}); absorbable within the tolerance, not exactly.", N, witness=w, canonical=cf,
                                       outcome=out, details=det)
+        return DegenerateDecision(Verdict.UNKNOWN,
+                                  f"Unknown: exactly, f is not a residual-free block of width {N} ({need}), but it lies within relative "
+                                  f"distance {out.min_distance:.2e} ≤ tol of one, and the block constructed there failed its check "
+                                  f"(error {w.eval_error:.2e}{eval_failure(w.eval_error)}): {how}.", N, canonical=cf, outcome=out, details=det)
     issues = _robustness(cf, out, tol=tol, scale=scale)
     if issues:
         return DegenerateDecision(Verdict.UNKNOWN,

@@ -117,8 +117,9 @@ def pad_witness(block: Block, w: Witness, width: int, *, tol: float, seed: int) 
                         b_up=vec(wb.b_up), b_gate=vec(wb.b_gate))
     err, m = evaluation_error(block, wb, block.d, seed=seed)
     how = w.description + (f"; padded with {extra} dead units (zero rows and columns)" if extra else "")
-    out = Witness(S=w.S, block=wb, residual=w.residual, eval_error=err, n_inputs=m, exact=w.exact, description=how)
-    return out, err <= eval_threshold(tol, width)
+    # dead units change no value: w's proved error (its eval_error) holds for the padded block
+    out = Witness(S=w.S, block=wb, residual=w.residual, eval_error=max(err, w.eval_error), n_inputs=m, exact=w.exact, description=how)
+    return out, out.eval_error <= eval_threshold(tol, width)
 
 
 def _other(bd: BlockDecision) -> tuple[Verdict, str, str]:

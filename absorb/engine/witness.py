@@ -9,9 +9,15 @@ The construction (docs/mathematics.md §2, result 5, and its extensions):
   and the down columns w_i for i ∈ S; then B'(x) = B(x) − c·D_S(V_S x + b_S) with V the
   value projection, and the same condition and bias fix.
 
-The check evaluates ``f`` and ``B'`` on seeded random inputs at several scales **and on the
-kink / gate hyperplanes** (:func:`evaluation_error`), and — when the sizes allow — confirms
-``D_S U_S = T`` in exact rational arithmetic.
+What ``absorbable`` guarantees (docs/user-guide.md, "Witness check"): for every x,
+``‖f(x) − B'(x)‖₂ ≤ ε·(‖M‖_F‖x‖₂ + ‖f(0)‖₂)`` with ε ≤ tol + :func:`rounding_allowance`.
+For a flip ε is proved (:func:`flip_bound`: B' − f = −(M + c·D_S U_S) x + e exactly, e the
+rounding of the moved bias); for a canonical-form construction it is proved from the
+rounding of its exact weights (:func:`rounded_construction_bound`) or from the exact
+parameter difference (:func:`unit_difference_bound`, :func:`pl_bound`). As a second check,
+``f`` and ``B'`` are evaluated on seeded random inputs at several scales **and on the
+kink / gate hyperplanes** (:func:`evaluation_error`), and — when the sizes allow —
+``D_S U_S = T`` is confirmed in exact rational arithmetic.
 
 The points on the hyperplanes and their exact pre-activations are built in
 :mod:`absorb.engine._kink_points`.
@@ -20,18 +26,26 @@ The points on the hyperplanes and their exact pre-activations are built in
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from fractions import Fraction
 
 import numpy as np
 
 from absorb._validate import matvec
-from absorb.engine._kink_points import _fix_near_zero, _hyperplane_points, _kink_rows, _Points, _probe
+from absorb.engine._kink_points import _fix_near_zero, _hyperplane_points, _kink_rows, _Points, _probe, pl_sup_error
 from absorb.engine.hypotheses import _norms
 from absorb.engine.verdict import Witness
 from absorb.model.activations import is_builtin
 from absorb.model.block import Block, Stack
+from absorb.rigorous import (
+    flip_bias_error_upper,
+    flip_residual_upper,
+    frobenius_bounds,
+    magnitudes_ok,
+    relative_residual,
+    row_slices,
+)
 from absorb.rigorous import gamma as _gamma
-from absorb.rigorous import magnitudes_ok, relative_residual, row_slices
 
 _SCALES = (1e-2, 1.0, 1e2)
 _EXACT_MAX_WORK = 200_000  # |S|·d² multiply-adds in Fractions
@@ -304,11 +318,25 @@ def _rel_errors(diff: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return np.where(ok, diff / (np.where(ok, scale, 1.0) + 1e-300), np.inf)
 
 
+def stated_scale(f: object) -> tuple[float, float]:
+    """``(‖M‖_F, ‖f(0)‖₂)`` of a block (of a stack's first block): the scale
+    ``‖M‖_F·‖x‖₂ + ‖f(0)‖₂`` against which a witness's error is stated (float64 values;
+    ``(0, 0)`` for other callables)."""
+    blocks = _blocks_of(f)
+    if not blocks:
+        return 0.0, 0.0
+    b = blocks[0]
+    with np.errstate(all="ignore"):
+        lin = float(np.linalg.norm(b.M)) if b.skip is not None else math.sqrt(b.d)
+        c0 = float(np.linalg.norm(b(np.zeros((1, b.d)))[0])) if b.has_bias or np.any(b.activation(np.zeros(1))) else 0.0
+    return (lin if math.isfinite(lin) else 0.0), (c0 if math.isfinite(c0) else 0.0)
+
+
 def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int, m: int = 48,
                      accept: float | None = None) -> tuple[float, int]:
     """max over the check inputs x of |f(x) − g(x)|_∞ / s(x), and their number, where the
-    scale s(x) is |f(x)|_∞ + |x|_∞ (+ the size of the summed terms, at the points near 0,
-    where |f(x)| + |x| can vanish while rounding does not).
+    scale s(x) is |f(x)|_∞ + |x|_∞ + ‖M‖_F‖x‖₂ + ‖f(0)‖₂ (:func:`stated_scale`; + the size of
+    the summed terms, at the points near 0, where the rest can vanish while rounding does not).
 
     The inputs: ``m`` seeded Gaussian inputs at each of three scales, and (for blocks and
     stacks) the points on the kink / gate hyperplanes of the module docstring. ``inf`` — the
@@ -334,12 +362,13 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
             return (0.0, 0) if same else (math.inf, 0)
     rng = np.random.default_rng(seed)
     worst, count = 0.0, 0
+    lin, c0 = stated_scale(f)
     randoms = [rng.standard_normal((m, d)) * scale for scale in _SCALES]
     with np.errstate(all="ignore"):
         if not (fb is not None and gb is not None and fb[0].d == gb[0].d == d):
             for X in randoms:
                 fx = f(X)
-                e = _rel_errors(_inf_norms(fx - g(X)), _inf_norms(fx) + _inf_norms(X))
+                e = _rel_errors(_inf_norms(fx - g(X)), _inf_norms(fx) + _inf_norms(X) + lin * np.linalg.norm(X, axis=1) + c0)
                 worst, count = max(worst, float(e.max())), count + m
             return worst, count
         # One pass over the weights for all inputs: the random ones first (no hyperplane
@@ -358,15 +387,16 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
         step = max(1, (1 << 22) // d)  # points per pass: out, |x| and the rest are (points × d)
         for a in range(0, len(pts.rows), step):
             sub = pts.part(a, a + step)
+            extra = lin * sub.norms + c0
             if units is None:
                 fx, s1, size = _eval_at(f, sub, budget)
                 gx, s2, gsize = _eval_at(g, sub, budget)
                 size = np.maximum(size, gsize)
                 size[: max(0, first - a)] = 0.0  # random inputs: |f(x)| + |x| is the scale
                 skipped = s1 | s2
-                e = _rel_errors(_inf_norms(fx - gx), _inf_norms(fx) + _inf_norms(sub.X) + _inf_norms(size))
+                e = _rel_errors(_inf_norms(fx - gx), _inf_norms(fx) + _inf_norms(sub.X) + _inf_norms(size) + extra)
             else:
-                e, skipped = _unit_errors(fb[0], gb[0], units, mirrors, sub, first - a, budget, accept)
+                e, skipped = _unit_errors(fb[0], gb[0], units, mirrors, sub, first - a, budget, accept, extra)
             # A point whose pre-activations could not all be decided exactly (the budget ran
             # out) leaves its hyperplanes unchecked: the check fails, it does not pass.
             e[skipped] = np.inf
@@ -375,7 +405,8 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
 
 
 def _unit_errors(f: Block, g: Block, units: tuple[list[int], list[int]], mirrors: tuple[np.ndarray, np.ndarray, np.ndarray],
-                 pts: _Points, randoms: int, budget: list[int], accept: float | None) -> tuple[np.ndarray, np.ndarray]:
+                 pts: _Points, randoms: int, budget: list[int], accept: float | None, extra: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
     """The errors of :func:`evaluation_error` at ``pts`` (the first ``randoms`` of them random
     inputs) for blocks that compare unit by unit, and the mask of the points skipped.
 
@@ -396,7 +427,7 @@ def _unit_errors(f: Block, g: Block, units: tuple[list[int], list[int]], mirrors
     size[: max(0, randoms)] = 0.0  # random inputs: |x| (or |f(x)| + |x|) is the scale
     skipped = s1 | s2 | s3
     diff, nx = _inf_norms(fx - gx + mirrored), _inf_norms(pts.X)
-    e = _rel_errors(diff, nx + _inf_norms(size))  # ≥ the error against s(x)
+    e = _rel_errors(diff, nx + _inf_norms(size) + extra)  # ≥ the error against s(x)
     suspect = _may_overflow(f, pts, np.setdiff1d(np.arange(f.n), left_f))
     redo = np.flatnonzero(~skipped & (suspect | (True if accept is None else ~(e <= accept))))
     if redo.size:
@@ -404,7 +435,7 @@ def _unit_errors(f: Block, g: Block, units: tuple[list[int], list[int]], mirrors
         full, f_skip, f_size = _eval_block_at(f, part, budget)
         f_size = np.maximum(f_size, size[redo])
         f_size[redo < randoms] = 0.0
-        e_full = _rel_errors(diff[redo], _inf_norms(full) + nx[redo] + _inf_norms(f_size))
+        e_full = _rel_errors(diff[redo], _inf_norms(full) + nx[redo] + _inf_norms(f_size) + extra[redo])
         # Where the full evaluation ran out of budget, the error against |x| stands (it is
         # never smaller), unless f's overflow is what was to be seen there.
         e[redo] = np.where(f_skip, np.where(suspect[redo], np.inf, e[redo]), e_full)
@@ -495,26 +526,252 @@ def eval_failure(err: float) -> str:
     """What an infinite evaluation error means, for a reason (empty when it is finite)."""
     if math.isfinite(err):
         return ""
-    return ": an evaluation overflowed, or a point on the kink hyperplanes could not be evaluated exactly within the budget"
+    return (": no finite error bound (an evaluation overflowed, a point on the kink hyperplanes could not be evaluated exactly "
+            "within the budget, or the float64 rounding of a moved bias is not provably small against |f(0)|)")
+
+
+def rounding_allowance(n: int) -> float:
+    """The stated rounding allowance of a witness check at width n: 1000·ε·√(n+1)."""
+    return 1e3 * float(np.finfo(float).eps) * math.sqrt(n + 1)
 
 
 def eval_threshold(tol: float, n: int) -> float:
-    """Accepted evaluation error: the tolerance plus float64 rounding of a width-n block."""
-    return 10.0 * tol + 1e3 * np.finfo(float).eps * np.sqrt(n + 1)
+    """Accepted witness error: the tolerance plus the rounding allowance (:func:`rounding_allowance`)."""
+    return tol + rounding_allowance(n)
+
+
+_SIGMA_REL = 2.0**-40
+"""Accuracy assumed of a built-in σ's numpy evaluation: |σ̂(z) − σ(z)| ≤ 2⁻⁴⁰(|σ̂(z)| + |z|) + 2⁻¹⁰⁰⁰
+(libm's erf, tanh and exp are within a few ulps; |z| covers the cancellation of GELU's 1 + erf)."""
+_SYMPY_UNITS = 256
+"""Most hidden units whose σ(b) a user's σ is evaluated at in sympy (high precision) for f(0)."""
+
+
+def _sigma_at(act: object, z: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """σ(z) and a rigorous bound on its error, or None when no such bound is known (a user's
+    σ at more than :data:`_SYMPY_UNITS` points)."""
+    if is_builtin(act):  # type: ignore[arg-type]
+        with np.errstate(all="ignore"):
+            h = np.asarray(act(z), dtype=np.float64)  # type: ignore[operator]
+        return h, _SIGMA_REL * (np.abs(h) + np.abs(z)) + 2.0**-1000
+    if z.size > _SYMPY_UNITS:
+        return None
+    import sympy as sp
+
+    expr = act.expr  # type: ignore[attr-defined]
+    (x,) = expr.free_symbols or (sp.Symbol("x"),)
+    vals = {}
+    for v in np.unique(z).tolist():
+        r = sp.N(expr.subs(x, sp.Rational(v)), 40)
+        if not r.is_real or not r.is_finite:
+            return None
+        vals[v] = float(r)
+    h = np.array([vals[v] for v in z.tolist()], dtype=np.float64)
+    return h, 2.0**-50 * np.abs(h) + 2.0**-1000
+
+
+def f0_lower(block: Block) -> float:
+    """A rigorous lower bound of ``‖f(0)‖₂`` (f(0) = W_down σ(b_up) + b_down, or the gated
+    W_down (g(b_gate) ⊙ b_up) + b_down): float64 with a rounding account; 0 when σ's
+    accuracy is not known (:func:`_sigma_at`) or the weights are out of range."""
+    n, d = block.n, block.d
+    z = np.zeros(n) if (block.b_gate if block.gated else block.b_up) is None else (block.b_gate if block.gated else block.b_up)
+    got = _sigma_at(block.activation, np.asarray(z, dtype=np.float64))
+    if got is None:
+        return 0.0
+    h, eh = got
+    if block.gated:
+        v = np.zeros(n) if block.b_up is None else block.b_up
+        eh = eh * np.abs(v) + 2 * _gamma(1) * np.abs(h * v)
+        h = h * v
+    bd = np.zeros(d) if block.b_down is None else block.b_down
+    with np.errstate(all="ignore"):
+        y = matvec(block.W_down, h) + bd
+        absD = np.abs(block.W_down)
+        ey = _gamma(n + 4) * (matvec(absD, np.abs(h)) + np.abs(bd)) * (1 + _gamma(n + 4)) + matvec(absD, eh) * (1 + _gamma(n + 2))
+        g = _gamma(d + 2)
+        lo = float(np.linalg.norm(y)) * (1 - g) - float(np.linalg.norm(ey)) * (1 + g)
+    return lo if math.isfinite(lo) and lo > 0 else 0.0
+
+
+def flip_bound(block: Block, wblock: Block, S: tuple[int, ...], c: Fraction, rel: float) -> tuple[float, float, str]:
+    """The rigorous error of a flip witness g (:func:`flip_block`) of f: ``(ε, ε_b, why)`` with
+
+        ‖f(x) − g(x)‖₂ ≤ ε·(‖M‖_F·‖x‖₂ + ‖f(0)‖₂)   for every x ∈ ℝ^d.
+
+    σ(z) − σ(−z) = c·z (resp. g(z) + g(−z) = c for a gate) makes ``g − f = −(M + c·D_S U_S) x
+    + e`` exactly, with e = b′_down − b_down − c·D_S b_S the rounding of the moved bias:
+    the linear part is at most ρ·‖M‖_F·‖x‖₂ (ρ the relative residual,
+    :func:`flip_residual_upper`), the constant one ‖e‖₂ = ε_b·‖f(0)‖₂; ε = max(ρ, ε_b).
+    ``rel``: ρ in float64. ``why`` says what is missing when ε is inf."""
+    rho = flip_residual_upper(block.W_up, block.W_down, block.M, c, S, rel)
+    e = flip_bias_error_upper(block.W_down, block.b_up, block.b_down, wblock.b_down, S, c)
+    if e == 0:
+        eps_b = 0.0
+    else:
+        lo = f0_lower(block) if math.isfinite(e) else 0.0
+        eps_b = e / lo if lo > 0 else math.inf
+    why = ""
+    if not math.isfinite(rho):
+        why = "no rigorous bound on the residual (a weight outside [2^-200, 2^200])"
+    elif not math.isfinite(eps_b):
+        why = (f"the moved bias c·W_down[:,S] b_up[S] is off by up to {e:.3g} in float64, and |f(0)| is not provably larger "
+               "(the constant error is not within the tolerance of f(0))")
+    return max(rho, eps_b), eps_b, why
 
 
 def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: float, seed: int,
                        residual: float | None = None) -> tuple[Witness, bool]:
-    """Construct the flipped block for ``S`` and check it two independent ways.
+    """Construct the flipped block for ``S`` and check it: a rigorous bound on its error
+    (:func:`flip_bound`, the guarantee) and, as a second check, its evaluation against f
+    (:func:`evaluation_error`, on random inputs and the kink hyperplanes).
 
     ``residual``: ``‖D_S U_S + M/c‖_F / ‖M/c‖_F`` when the caller has already recomputed it
-    from these very arrays (find_index_set's re-check of a found set), else computed here."""
+    from these very arrays (find_index_set's re-check of a found set), else computed here.
+    The witness's ``eval_error`` is the larger of the bound and the sampled error."""
     U = block.W_up
     res = relative_residual(U, block.W_down, -block.M / float(c), S) if residual is None else residual
     wblock = flip_block(block, S, c)
-    err, m = evaluation_error(block, wblock, block.d, seed=seed, accept=eval_threshold(tol, block.n))
+    thr = eval_threshold(tol, block.n)
+    bound, eps_b, why = flip_bound(block, wblock, S, c, res)
+    err, m = evaluation_error(block, wblock, block.d, seed=seed, accept=thr)
     exact = exact_match(U, block.W_down, block.M, c, S)
     how = ("negate the gate rows and down-projection columns" if block.gated else "negate the up-projection rows") + " in S; keep the rest"
-    w = Witness(S=tuple(int(i) for i in S), block=wblock, residual=res, eval_error=err, n_inputs=m, exact=exact, description=how)
-    ok = res <= tol and err <= eval_threshold(tol, block.n)
+    how += (f"; rigorous bound |f(x) − g(x)|₂ ≤ {bound:.3g}·(‖M‖_F|x|₂ + |f(0)|₂) for every x" if not why else f"; {why}")
+    w = Witness(S=tuple(int(i) for i in S), block=wblock, residual=res, eval_error=max(bound, err), n_inputs=m, exact=exact, description=how)
+    ok = res <= tol and bound <= thr and eps_b <= rounding_allowance(block.n) and err <= thr
     return w, ok
+
+
+_LIPSCHITZ = {"relu": 1.0, "gelu": 1.2, "gelu_tanh": 1.2, "silu": 1.2, "quick_gelu": 1.2}
+"""|σ(a) − σ(b)| ≤ L|a − b| and |σ(z)| ≤ L|z| for every real a, b, z (sup |σ′|: GELU 1.129,
+GELU-tanh 1.13, SiLU and quick-GELU 1.100; stated with a margin)."""
+
+
+def rounded_construction_bound(block: Block, up: list[list[Fraction]], down: list[list[Fraction]], wb: Block) -> float:
+    """ε with ‖f(x) − g(x)‖₂ ≤ ε·‖M‖_F·‖x‖₂ for every x, where g = ``wb`` is the float64
+    rounding of an exact bias-free construction ``(up, down)`` (rationals) known to equal f
+    exactly (the same canonical form): unit by unit,
+    ‖w σ(u·x) − ŵ σ(û·x)‖₂ ≤ L(‖w − ŵ‖₂‖u‖₂ + ‖ŵ‖₂‖u − û‖₂)‖x‖₂ (each unit is Lipschitz in its
+    weights, σ(0) = 0). inf for a σ without a stated Lipschitz constant, or M = 0."""
+    L = _LIPSCHITZ.get(block.activation.name) if is_builtin(block.activation) else None
+    if L is None or wb.gated or wb.b_up is not None or wb.b_down is not None:
+        return math.inf
+    total = 0.0
+    for i, row in enumerate(up):
+        col = [down[r][i] for r in range(len(down))]
+        du = [float(abs(a - Fraction(float(b)))) for a, b in zip(row, wb.W_up[i])]
+        dw = [float(abs(a - Fraction(float(b)))) for a, b in zip(col, wb.W_down[:, i])]
+        if not any(du) and not any(dw):
+            continue
+        nu = math.sqrt(sum(float(a) ** 2 for a in row))
+        nw_hat = float(np.linalg.norm(wb.W_down[:, i]))
+        total += L * (math.sqrt(sum(v * v for v in dw)) * nu + nw_hat * math.sqrt(sum(v * v for v in du)))
+    if total == 0.0:  # every weight rounded exactly: g is the exact construction
+        return 0.0
+    lo, _hi = frobenius_bounds(block.M)
+    if not lo > 0:
+        return math.inf
+    # each float above is within a few ulps of its exact value: a relative margin of 1e-9 covers them
+    return total * (1 + 1e-9) / lo
+
+
+def pl_bound(f: Block, g: Block) -> float:
+    """ε with ‖f(x) − g(x)‖₂ ≤ ε·‖M‖_F·‖x‖₂ for every x, decided exactly for bias-free ReLU
+    blocks of small d and width (:func:`pl_sup_error`: V = max over ‖x‖_∞ = 1 of
+    ‖f − g‖_∞, and ‖f − g‖₂ ≤ √d·V·‖x‖_∞ ≤ √d·V·‖x‖₂); inf where it is not decided."""
+    V = pl_sup_error(f, g)
+    if V == 0:
+        return 0.0
+    lo, _hi = frobenius_bounds(f.M)
+    if V is None or not lo > 0:
+        return math.inf
+    return float(V) * math.sqrt(f.d) * (1 + 1e-12) / lo
+
+
+_FLIP_C = {"relu": Fraction(1), "gelu": Fraction(1), "gelu_tanh": Fraction(1), "silu": Fraction(1), "quick_gelu": Fraction(1)}
+"""σ(z) − σ(−z) = c·z for every real z (built-ins of the canonical-form family; σ(0) = 0)."""
+_HOMOGENEOUS = {"relu"}
+_UNIT_WORK = 50_000
+"""Most (units × d) of both blocks for :func:`unit_difference_bound` (exact rationals)."""
+
+
+def _normal_units(b: Block, c: Fraction, homogeneous: bool) -> tuple[list[list[Fraction]], dict[tuple[Fraction, ...], list[Fraction]]]:
+    """b(x) = A x + Σ_k W_k σ(u_k·x) with each row u_k sign-normalised (first nonzero entry > 0;
+    σ(−z) = σ(z) − c·z moves the rest into A), scaled to max |entry| = 1 when σ is positively
+    homogeneous, and equal rows merged (exact rationals)."""
+    d = b.d
+    A = [[Fraction(float(v)) for v in row] for row in b.M]
+    units: dict[tuple[Fraction, ...], list[Fraction]] = {}
+    for i in range(b.n):
+        u = [Fraction(float(v)) for v in b.W_up[i]]
+        w = [Fraction(float(v)) for v in b.W_down[:, i]]
+        if not any(u) or not any(w):
+            continue  # σ(0) = 0: a dead unit, or a zero column, adds nothing
+        if next(v for v in u if v != 0) < 0:
+            u = [-v for v in u]
+            for r in range(d):
+                if w[r]:
+                    for k in range(d):
+                        A[r][k] -= c * w[r] * u[k]
+        if homogeneous:
+            t = max(abs(v) for v in u)
+            u = [v / t for v in u]
+            w = [v * t for v in w]
+        acc = units.setdefault(tuple(u), [Fraction(0)] * d)
+        for r in range(d):
+            acc[r] += w[r]
+    return A, units
+
+
+def _norm_up(v: Iterable[Fraction]) -> float:
+    return math.sqrt(float(sum((x * x for x in v), Fraction(0)))) * (1 + 1e-12)
+
+
+def unit_difference_bound(f: Block, g: Block) -> float:
+    """ε with ‖f(x) − g(x)‖₂ ≤ ε·‖M‖_F·‖x‖₂ for every x, from the exact difference of the two
+    blocks' parameters (bias-free, ungated, the same built-in σ with σ(z) − σ(−z) = c·z and a
+    stated Lipschitz constant L; inf otherwise or past :data:`_UNIT_WORK`).
+
+    Both are written as A x + Σ_k W_k σ(u_k·x) (:func:`_normal_units`); then
+    f − g = (A_f − A_g) x + Σ over f's rows matched to g's nearest (W σ(u·x) − W′ σ(u′·x)),
+    each at most L(‖W − W′‖‖u‖ + ‖W′‖‖u − u′‖)‖x‖ (or the two terms' L‖W‖‖u‖‖x‖ each,
+    whichever is smaller; unmatched rows the latter)."""
+    name = f.activation.name
+    c, L = _FLIP_C.get(name), _LIPSCHITZ.get(name)
+    if (c is None or L is None or not is_builtin(f.activation) or f.activation.expr != g.activation.expr or f.d != g.d
+            or f.gated or g.gated or f.has_bias or g.has_bias or (f.n + g.n + f.d) * f.d > _UNIT_WORK):
+        return math.inf
+    hom = name in _HOMOGENEOUS
+    Af, Uf = _normal_units(f, c, hom)
+    Ag, Ug = _normal_units(g, c, hom)
+    lin = _norm_up(a - b for ra, rb in zip(Af, Ag) for a, b in zip(ra, rb))
+    fk, gk = list(Uf), list(Ug)
+    if fk and gk:
+        F = np.array([[float(v) for v in u] for u in fk])
+        G = np.array([[float(v) for v in u] for u in gk])
+        dist = np.linalg.norm(F[:, None, :] - G[None, :, :], axis=2)
+    total = lin
+    used: set[int] = set()
+    for i, u in enumerate(fk):
+        alone = L * _norm_up(Uf[u]) * _norm_up(u)
+        j = None
+        if gk:
+            order = np.argsort(dist[i], kind="stable")
+            j = next((int(k) for k in order if int(k) not in used), None)
+        if j is None:
+            total += alone
+            continue
+        v = gk[j]
+        paired = L * (_norm_up(a - b for a, b in zip(Uf[u], Ug[v])) * _norm_up(u) + _norm_up(Ug[v]) * _norm_up(a - b for a, b in zip(u, v)))
+        other = L * _norm_up(Ug[v]) * _norm_up(v)
+        if paired <= alone + other:
+            used.add(j)
+            total += paired
+        else:
+            total += alone
+    total += sum(L * _norm_up(Ug[v]) * _norm_up(v) for j, v in enumerate(gk) if j not in used)
+    if total == 0.0:
+        return 0.0
+    lo, _hi = frobenius_bounds(f.M)
+    return total * (1 + 1e-9) / lo if lo > 0 else math.inf

@@ -3,7 +3,9 @@ evaluation of a rebuilt witness against f."""
 
 from __future__ import annotations
 
+import functools
 import math
+import weakref
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
@@ -192,6 +194,11 @@ def _residual(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Seque
     return rel, (rn * (1 + _gamma(d * d + 2)) / tn + slack * 1.01) / (1 - _gamma(d * d + 2)), None, slack
 
 
+_FLIPS: weakref.WeakKeyDictionary[Block, tuple[Block, tuple[int, ...], float]] = weakref.WeakKeyDictionary()
+"""Witness blocks rebuilt by :func:`_flip_block` → (the block flipped, S, c): :func:`_evaluate`
+bounds their constant error (the rounding of the moved bias) in exact arithmetic."""
+
+
 def _flip_block(block: Block, S: Sequence[int], c: float) -> Block:
     """The residual-free block of result 5's sufficiency, rebuilt here from S."""
     idx = np.asarray(list(S), dtype=int)
@@ -217,7 +224,139 @@ def _flip_block(block: Block, S: Sequence[int], c: float) -> Block:
     if block.b_up is not None and idx.size:
         shift = c * (block.W_down[:, idx] @ block.b_up[idx])
         new["b_down"] = shift if block.b_down is None else block.b_down + shift
-    return block.replace(**new, skip=np.zeros((block.d, block.d)), name=block.name + "'")
+    out = block.replace(**new, skip=np.zeros((block.d, block.d)), name=block.name + "'")
+    _FLIPS[out] = (block, tuple(int(i) for i in idx), c)
+    return out
+
+
+SIGMA_ACCURACY = 2.0**-40
+"""A built-in σ's numpy value is trusted to |σ̂(z) − σ(z)| ≤ 2⁻⁴⁰(|σ̂(z)| + |z|) + 2⁻¹⁰⁰⁰."""
+SYMPY_POINTS = 256
+"""A user's σ is evaluated in sympy (40 digits) at most at this many biases."""
+
+
+def _exact_c(block: Block, c: float) -> Fraction | None:
+    """The flip constant as a rational, re-derived from σ here (it must round to ``c``)."""
+    from absorb.verify._symbolic import flip_constant
+
+    cs = _flip_constant_cached(block.activation.expr, block.gated, flip_constant)
+    if cs is None or not cs.is_Rational:
+        return None
+    cq = Fraction(int(cs.p), int(cs.q))
+    return cq if float(cq) == c else None
+
+
+@functools.lru_cache(maxsize=32)
+def _flip_constant_cached(expr: sp.Expr, gated: bool, fn: Callable[[sp.Expr, bool], Any]) -> Any:
+    return fn(expr, gated)
+
+
+def _moved_bias_error(block: Block, wb: Block, S: tuple[int, ...], c: Fraction) -> float:
+    """Upper bound of ‖wb.b_down − b_down − c·W_down[:,S] b_up[S]‖₂: exact rationals when
+    d·|S| ≤ EXACT_WORK, else float64 with Higham's bound (inf out of range)."""
+    d = block.d
+    bd = np.zeros(d) if block.b_down is None else block.b_down
+    bn = np.zeros(d) if wb.b_down is None else wb.b_down
+    if block.b_up is None or not S:
+        return 0.0 if np.array_equal(bd + 0.0, bn + 0.0) else math.inf
+    idx = list(S)
+    if d * len(idx) <= _numerics.EXACT_WORK:
+        bs = [Fraction(float(v)) for v in block.b_up[idx]]
+        tot = Fraction(0)
+        for r in range(d):
+            e = Fraction(float(bn[r])) - Fraction(float(bd[r])) - c * sum((Fraction(float(w)) * v for w, v in zip(block.W_down[r, idx], bs)), Fraction(0))
+            tot += e * e
+        return _sqrt_up(tot)
+    Ds = block.W_down[:, idx].astype(np.float64)
+    bs = block.b_up[idx]
+    if not _in_range(Ds, bs[None, :], bd[None, :], bn[None, :]):
+        return math.inf
+    cf = float(c)
+    g = _gamma(len(idx) + 8)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = np.abs(bn - bd - cf * (Ds @ bs)) + g * (np.abs(bn) + np.abs(bd) + 2 * abs(cf) * (np.abs(Ds) @ np.abs(bs))) * (1 + g)
+        out = float(np.sqrt(np.sum(r * r))) * (1 + _gamma(d + 4))
+    return out if math.isfinite(out) else math.inf
+
+
+def _sqrt_up(q: Fraction) -> float:
+    """A float x with x² ≥ q ≥ 0 (a few ulps above √q; q scaled by 4^e first, so that no
+    float conversion overflows or lands in the subnormals)."""
+    if q <= 0:
+        return 0.0
+    e = (q.numerator.bit_length() - q.denominator.bit_length()) // 2
+    try:
+        x = math.ldexp(math.sqrt(float(q / Fraction(4) ** e if e >= 0 else q * Fraction(4) ** -e)), e) or 5e-324
+    except OverflowError:
+        return math.inf
+    while math.isfinite(x) and Fraction(x) ** 2 < q:
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def _hidden_at_zero(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
+    """The hidden layer at x = 0 and a bound on its error, or None where σ's accuracy is not
+    known (a user's σ at more than SYMPY_POINTS biases)."""
+    from absorb.model.activations import is_builtin
+
+    n = block.n
+    z = np.zeros(n) if (block.b_gate if block.gated else block.b_up) is None else np.asarray(block.b_gate if block.gated else block.b_up)
+    if is_builtin(block.activation):
+        with np.errstate(all="ignore"):
+            h = np.asarray(block.activation(z), dtype=np.float64)
+        e = SIGMA_ACCURACY * (np.abs(h) + np.abs(z)) + 2.0**-1000
+    elif n <= SYMPY_POINTS:
+        x = sorted(block.activation.expr.free_symbols, key=str)
+        sym = x[0] if x else sp.Symbol("x")
+        vals = []
+        for v in z.tolist():
+            r = sp.N(block.activation.expr.subs(sym, sp.Rational(v)), 40)
+            if not (r.is_real and r.is_finite):
+                return None
+            vals.append(float(r))
+        h = np.array(vals)
+        e = 2.0**-50 * np.abs(h) + 2.0**-1000
+    else:
+        return None
+    if block.gated:
+        v = np.zeros(n) if block.b_up is None else block.b_up
+        return h * v, e * np.abs(v) + 4 * _U * np.abs(h * v)
+    return h, e
+
+
+def _f0_lower(block: Block) -> float:
+    """A rigorous lower bound of ‖f(0)‖₂ (0 where none is known)."""
+    got = _hidden_at_zero(block)
+    if got is None:
+        return 0.0
+    h, e = got
+    bd = np.zeros(block.d) if block.b_down is None else block.b_down
+    D = block.W_down.astype(np.float64)
+    with np.errstate(all="ignore"):
+        y = D @ h + bd
+        err = (_gamma(block.n + 4) * (np.abs(D) @ np.abs(h) + np.abs(bd)) + np.abs(D) @ e) * (1 + _gamma(block.n + 4))
+        lo = float(np.linalg.norm(y)) * (1 - _gamma(block.d + 2)) - float(np.linalg.norm(err)) * (1 + _gamma(block.d + 2))
+    return lo if math.isfinite(lo) and lo > 0 else 0.0
+
+
+def _constant_error(f: Block, g: Block) -> float:
+    """For a flip g of f rebuilt by :func:`_flip_block`, g − f = −(M + c·D_S U_S)x + e exactly
+    (e the rounding of the moved bias): ε_b with ‖e‖₂ ≤ ε_b·‖f(0)‖₂ (0 when e = 0, inf when
+    ‖f(0)‖ is not provably large enough). 0 for any other pair."""
+    rec = _FLIPS.get(g)
+    if rec is None or rec[0] is not f:
+        return 0.0
+    _blk, S, c = rec
+    if f.b_up is None or not S:
+        return 0.0
+    cq = _exact_c(f, c)
+    if cq is None:
+        return math.inf
+    e = _moved_bias_error(f, g, S, cq)
+    if e == 0:
+        return 0.0
+    lo = _f0_lower(f) if math.isfinite(e) else 0.0
+    return e / lo if lo > 0 else math.inf
 
 
 def _round_bound(block: Block, X: np.ndarray) -> np.ndarray:
@@ -322,6 +461,12 @@ def _evaluate(f: Callable[[np.ndarray], np.ndarray], g: Callable[[np.ndarray], n
     worst = 0.0
     ok = True
     m = 0
+    if len(blocks_f) == 1 and len(blocks_g) == 1:
+        # The constant part of a flip's error, bounded exactly: no sample can see it where
+        # float64 rounds f(x) and g(x) alike (a moved bias of 2^130 rounded by 2^78).
+        eps_b = _constant_error(blocks_f[0], blocks_g[0])
+        if not eps_b <= 1e3 * 2 * _U * math.sqrt(blocks_f[0].n + 1):
+            ok, worst = False, math.inf
     kinks = _kink_points([blocks_f[0], blocks_g[0]], d, [*blocks_f, *blocks_g])
     for scale in EVAL_SCALES + ("kinks",):
         if scale == "kinks":

@@ -1,0 +1,262 @@
+"""What `absorbable` guarantees, proved rather than sampled (user guide, "Witness check"):
+
+    ‖f(x) − g(x)‖₂ ≤ ε·(‖M‖_F‖x‖₂ + ‖f(0)‖₂) for every x, ε ≤ tol + 1000·ε_mach·√(n+1).
+
+Regressions: a flip witness whose moved bias rounds by more than f(0) (huge biases: float64
+evaluation cannot see it), the tolerance read as tol (not 10·tol), and a thin cone where
+the error relative to |f(x)| is large but the stated guarantee holds."""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import absorb.engine.witness as W
+from absorb import Block, decide, get_activation
+from absorb.certificate import build_certificate
+from absorb.engine.witness import check_flip_witness, eval_threshold, flip_block, rounding_allowance
+from absorb.rigorous import flip_bias_error_upper, flip_residual_upper
+from absorb.verify import checker
+from absorb.verify._weights import _evaluate, _flip_block
+
+TOL = 1e-9
+
+
+def _huge_bias_block(act: str, d: int, e: int) -> Block:
+    """A planted flip (D_S U_S = −M up to 2⁻⁵⁴, S = every unit) with b_up = 2^e(1 + 2⁻⁵²)
+    and b_down = −fl(W_down σ(b_up)): f(0) is the rounding of that product, which the
+    moved bias c·W_down b_up rounds away (fl(x + b) swallows x, so sampling sees nothing)."""
+    b = 2.0**e * (1 + 2.0**-52)
+    gated = act == "glu"
+    kw = dict(W_gate=np.eye(d), b_gate=np.zeros(d)) if gated else {}
+    blk = Block(np.eye(d) / 3, -3 * np.eye(d), get_activation("sigmoid" if gated else act), b_up=np.full(d, b), skip=np.eye(d), **kw)
+    return blk.replace(b_down=-blk(np.zeros((1, d)))[0] + 0.0)
+
+
+def _f0_exact_relu(blk: Block) -> list[Fraction]:
+    bu = [Fraction(float(v)) for v in blk.b_up]
+    bd = [Fraction(float(v)) for v in blk.b_down]
+    return [bd[r] + sum((Fraction(float(w)) * max(v, Fraction(0)) for w, v in zip(blk.W_down[r], bu)), Fraction(0)) for r in range(blk.d)]
+
+
+CASES = [(act, d, e) for act in ("relu", "gelu", "silu", "glu") for d, e in ((1, 130), (2, 50), (3, 190), (4, 130))]
+
+
+@pytest.mark.parametrize("act,d,e", CASES)
+def test_huge_bias_flip_is_not_absorbable(act: str, d: int, e: int) -> None:
+    blk = _huge_bias_block(act, d, e)
+    S = tuple(range(d))
+    wb = flip_block(blk, S, Fraction(1))
+    if e >= 100:  # the sampled measure alone sees no error at all (fl(x + b_up) = b_up)
+        err, _m = W.evaluation_error(blk, wb, d, seed=0)
+        assert err <= eval_threshold(TOL, d)
+    # the moved bias is off by far more than any rounding of f(0) allows
+    miss = flip_bias_error_upper(blk.W_down, blk.b_up, blk.b_down, wb.b_down, S, Fraction(1))
+    assert miss > 0
+    if act == "relu":  # f(0) exactly: the whole of it is what the witness drops
+        f0 = _f0_exact_relu(blk)
+        assert math.sqrt(sum(float(v) ** 2 for v in f0)) <= 1.01 * miss
+    w, ok = check_flip_witness(blk, S, Fraction(1), tol=TOL, seed=0)
+    assert not ok and not w.eval_error <= eval_threshold(TOL, d), w.eval_error
+    dec = decide(blk, tol=TOL, allow_biases=True)
+    assert dec.verdict.value != "absorbable", dec.reason
+
+
+@pytest.mark.parametrize("act,d,e", [c for c in CASES if c[2] >= 100 and c[1] <= 3])
+def test_checker_rejects_the_huge_bias_certificate(act: str, d: int, e: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The certificate today's producer wrote (sampled check only: simulated by a bound of
+    0) is rejected by absorb verify, which bounds the moved bias's rounding exactly."""
+    blk = _huge_bias_block(act, d, e)
+    monkeypatch.setattr(W, "flip_bound", lambda *a, **k: (0.0, 0.0, ""))
+    dec = decide(blk, tol=TOL, allow_biases=True)
+    assert dec.verdict.value == "absorbable", dec.reason
+    cert = build_certificate(dec, blk, seed=0).to_json()
+    monkeypatch.undo()
+    rep = checker.verify_certificate(json.loads(json.dumps(cert)), blk)
+    assert not rep.accepted
+    # the checker's own evaluation routine, directly
+    wb = _flip_block(blk, tuple(range(d)), 1.0)
+    ok, worst, _m = _evaluate(blk, wb, [blk], [wb], d, seed=0, allowed_lin=TOL * float(np.linalg.norm(blk.M)))
+    assert not ok and worst == math.inf
+
+
+def test_right_biased_flip_still_passes_both_sides() -> None:
+    """Moderate biases with f(0) ≠ 0: the moved bias's rounding is tiny against f(0)."""
+    rng = np.random.default_rng(4)
+    d, n = 3, 7
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    S = (0, 2, 3, 5)
+    blk = Block(U, D, get_activation("gelu"), skip=-(D[:, list(S)] @ U[list(S)]), b_up=np.abs(rng.standard_normal(n)) + 0.5,
+                b_down=rng.standard_normal(d))
+    w, ok = check_flip_witness(blk, S, Fraction(1), tol=TOL, seed=0)
+    assert ok and w.eval_error <= eval_threshold(TOL, n), (w.eval_error, w.description)
+    wb = _flip_block(blk, S, 1.0)
+    good, _worst, _m = _evaluate(blk, wb, [blk], [wb], d, seed=1, allowed_lin=w.residual * float(np.linalg.norm(blk.M)) + 1e-12)
+    assert good
+
+
+def test_tolerance_is_the_stated_one() -> None:
+    """--tol 0.999 on generic ReLU blocks: absorbable only with a proved ε ≤ tol + allowance
+    (before: accepted at 10·tol, with sampled errors of 1.4–1.6), and the guarantee holds."""
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        d, n = 4, 12
+        blk = Block(rng.standard_normal((n, d)), rng.standard_normal((d, n)), get_activation("relu"))
+        dec = decide(blk, tol=0.999)
+        if dec.verdict.value != "absorbable":
+            continue
+        w = dec.witness
+        assert w.eval_error <= 0.999 + rounding_allowance(n), w.eval_error
+        X = np.random.default_rng(9).standard_normal((2000, d))
+        gap = np.linalg.norm(blk(X) - w.block(X), axis=1)
+        assert np.all(gap <= w.eval_error * float(np.linalg.norm(blk.M)) * np.linalg.norm(X, axis=1) * (1 + 1e-9))
+    assert eval_threshold(0.5, 3) < 0.5 + 1e-12  # not 10·tol
+
+
+def _thin_cone(eps: float = 1e-3) -> Block:
+    """M = 1e9·I; the two units are active together only in a wedge of half-angle ~eps around
+    e₁, where f(x) = R x with ‖R‖_F = 7e-10·‖M‖_F: there g(x) = 0 and the error relative to
+    |f(x)| + |x| is 1/2, relative to ‖M‖_F‖x‖ it is the residual."""
+    U = np.array([[eps, 1.0], [eps, -1.0]])
+    M = 1e9 * np.eye(2)
+    R = np.array([[1.0, 0.0], [0.0, 0.0]])
+    return Block(U, (-M + R) @ np.linalg.inv(U), get_activation("relu"), skip=M)
+
+
+def test_thin_cone_guarantee_holds_at_the_axis() -> None:
+    blk = _thin_cone()
+    dec = decide(blk, tol=TOL)
+    assert dec.verdict.value == "absorbable"
+    w = dec.witness
+    assert "rigorous bound" in w.description
+    assert w.eval_error <= eval_threshold(TOL, blk.n)
+    rho = flip_residual_upper(blk.W_up, blk.W_down, blk.M, Fraction(1), w.S, w.residual)
+    assert rho <= w.eval_error
+    # at the cone's axis, exactly: f(e₁) − g(e₁) = R e₁ (both units active), in rationals
+    x = [Fraction(1), Fraction(0)]
+
+    def ev(b: Block) -> list[Fraction]:
+        h = [max(sum((Fraction(float(u)) * xi for u, xi in zip(b.W_up[i], x)), Fraction(0)), Fraction(0)) for i in range(b.n)]
+        lin = [sum((Fraction(float(m)) * xi for m, xi in zip(b.M[r], x)), Fraction(0)) for r in range(b.d)]
+        return [lin[r] + sum((Fraction(float(wd)) * hi for wd, hi in zip(b.W_down[r], h)), Fraction(0)) for r in range(b.d)]
+
+    gap = math.sqrt(sum(float(a - b) ** 2 for a, b in zip(ev(blk), ev(w.block))))
+    fx = math.sqrt(sum(float(a) ** 2 for a in ev(blk)))
+    assert gap >= 0.4 * (fx + 1)  # large against |f(x)| + |x| ...
+    assert gap <= w.eval_error * float(np.linalg.norm(blk.M)) * 1.0  # ... within the stated guarantee
+
+
+# ---- non-flip witnesses: the rounding of an exact construction, and the exact PL sup -----
+
+def _cone4(eps: float, mode: str) -> Block:
+    """The thin cone in d = 4 (four units active together only near e₁, M = 1e9·I) with a
+    fifth unit dead or split in two halves: the canonical-form route builds the witness."""
+    V = np.array([[1, 1, 1], [1, -1, -1], [-1, 1, -1], [-1, -1, 1]], dtype=float)
+    U4 = np.hstack([np.full((4, 1), eps), V])
+    M = 1e9 * np.eye(4)
+    R = np.zeros((4, 4))
+    R[0, 0] = 1.0
+    D4 = (-M + R) @ np.linalg.inv(U4)
+    if mode == "dead":
+        U, D = np.vstack([U4, np.zeros((1, 4))]), np.hstack([D4, np.zeros((4, 1))])
+    else:
+        U, D = np.vstack([U4, U4[:1]]), np.hstack([D4, D4[:, :1]])
+        D[:, 0] *= 0.5
+        D[:, 4] *= 0.5
+    return Block(U, D, get_activation("relu"), skip=M)
+
+
+@pytest.mark.parametrize("mode", ["dead", "split"])
+def test_canonical_form_witness_has_a_proved_bound(mode: str) -> None:
+    from absorb.engine._kink_points import pl_sup_error
+    from absorb.engine.width import decide_width
+
+    blk = _cone4(1e-3, mode)
+    wd = decide_width(blk, 6, tol=TOL, seed=0)
+    if wd.verdict.value != "absorbable":
+        assert wd.verdict.value == "unknown", wd.reason
+        return
+    w = wd.witness
+    assert "rigorous bound" in w.description, w.description
+    assert w.eval_error <= eval_threshold(TOL, 6)
+    # the exact sup over the ∞-sphere confirms the proved bound
+    V = pl_sup_error(blk, w.block)
+    assert V is not None
+    assert float(V) <= w.eval_error * float(np.linalg.norm(blk.M)) * (1 + 1e-9)
+
+
+def test_pl_sup_error_is_exact_on_a_linear_difference() -> None:
+    """A flip: f − g = R x exactly (R = M + D_S U_S), so max over ‖x‖_∞ = 1 of ‖f − g‖_∞ is
+    R's largest absolute row sum, attained at a sign vector."""
+    from absorb.engine._kink_points import pl_sup_error
+
+    rng = np.random.default_rng(2)
+    d, n = 3, 5
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    S = (0, 1, 3)
+    M = -(D[:, list(S)] @ U[list(S)]) + 1e-6 * rng.standard_normal((d, d))
+    blk = Block(U, D, get_activation("relu"), skip=M)
+    g = flip_block(blk, S, Fraction(1))
+    Rq = [[Fraction(float(M[r, k])) + sum((Fraction(float(D[r, i])) * Fraction(float(U[i, k])) for i in S), Fraction(0))
+           for k in range(d)] for r in range(d)]
+    want = max(sum(abs(v) for v in row) for row in Rq)
+    assert pl_sup_error(blk, g) == want
+    # and a witness wrong by 1e-3 in one W_down entry is measured as such
+    Dg = g.W_down.copy()
+    Dg[0, 2] += 1e-3
+    assert float(pl_sup_error(blk, g.replace(W_down=Dg))) >= 1e-3 * float(np.abs(U[2]).sum()) * 0.99 - float(want)
+
+
+def test_padding_keeps_the_proved_bound() -> None:
+    from absorb.engine.width import pad_witness
+
+    blk = _thin_cone()
+    dec = decide(blk, tol=TOL)
+    w2, ok = pad_witness(blk, dec.witness, 5, tol=TOL, seed=0)
+    assert ok and w2.eval_error >= dec.witness.eval_error
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu", "silu"])
+def test_unit_difference_bound_covers_the_true_error(act: str) -> None:
+    """For a flip, f − g = R x exactly: the unit-by-unit bound is at least ‖R‖₂/‖M‖_F (every
+    flipped unit's σ-part cancels against its mirror, the rest is the linear part), and a
+    witness with one W_down entry off by 1e-3 gets a bound that shows it."""
+    from absorb.engine.witness import unit_difference_bound
+
+    rng = np.random.default_rng(5)
+    d, n = 3, 6
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    S = (1, 2, 4)
+    M = -(D[:, list(S)] @ U[list(S)]) + 1e-7 * rng.standard_normal((d, d))
+    blk = Block(U, D, get_activation(act), skip=M)
+    g = flip_block(blk, S, Fraction(1))
+    R = M + D[:, list(S)] @ U[list(S)]
+    b = unit_difference_bound(blk, g)
+    assert np.linalg.norm(R, 2) / np.linalg.norm(M) * 0.999 <= b <= 10 * np.linalg.norm(R) / np.linalg.norm(M)
+    X = rng.standard_normal((500, d))
+    Dg = g.W_down.copy()
+    Dg[0, 0] += 1e-3
+    bad = g.replace(W_down=Dg)
+    gap = np.linalg.norm(blk(X) - bad(X), axis=1) / (np.linalg.norm(M) * np.linalg.norm(X, axis=1))
+    assert unit_difference_bound(blk, bad) >= gap.max() > 1e-6
+
+
+def test_moved_bias_rounding_where_f0_is_zero_is_refused_by_both() -> None:
+    """Biases all negative (ReLU: f(0) = 0): the moved bias rounds, g(0) ≠ 0 = f(0), which no
+    relative tolerance covers; producer and checker both refuse, each by its own code."""
+    rng = np.random.default_rng(0)
+    d, n = 2, 3
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    S = (0, 1, 2)
+    blk = Block(U, D, get_activation("relu"), skip=-(D @ U), b_up=-np.array([1.2459109, 0.7322673, 0.5442589]))
+    wb = flip_block(blk, S, Fraction(1))
+    assert flip_bias_error_upper(blk.W_down, blk.b_up, blk.b_down, wb.b_down, S, Fraction(1)) > 0
+    _w, ok = check_flip_witness(blk, S, Fraction(1), tol=TOL, seed=0)
+    assert not ok
+    cb = _flip_block(blk, S, 1.0)
+    good, _worst, _m = _evaluate(blk, cb, [blk], [cb], d, seed=0, allowed_lin=TOL * float(np.linalg.norm(blk.M)))
+    assert not good
