@@ -403,9 +403,18 @@ def _canonical_record(bd: BlockDecision, block: Block | None = None) -> dict[str
         "lines": [{"e": [q(v) for v in ln.e], "a": [q(v) for v in ln.a], "units": list(ln.units)} for ln in cf.lines],
         "dead_units": list(cf.dead),
         "inactive_lines": [list(g) for g in cf.inactive],
-        "candidates": out.candidates,
-        "min_width": None if out.best is None else out.best.value,
     }
+    if dd.verdict.value == "absorbable" and out.status != "found":
+        # absorbable within the tolerance, not exactly: the choice whose linear part is within
+        # τ·‖M‖_F of the rank it is allowed (the checker re-derives the distance and builds its
+        # own block); no exact choice or minimum is claimed
+        ch = out.near
+        if ch is None or out.min_distance is None:
+            return None
+        rec["near"] = {"B": list(ch.B), "delta": list(ch.delta), "rank": ch.rank, "width": ch.value}
+        return rec
+    if dd.verdict.value == "not_absorbable":
+        rec["min_width"] = None if out.best is None else out.best.value
     if out.best is not None:
         ch = out.best
         rec["choice"] = {"B": list(ch.B), "delta": list(ch.delta), "rank": ch.rank, "width": ch.value}
@@ -475,6 +484,11 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
         cf = _canonical_record(bd)
         if cf is not None:
             entry["canonical_form"] = cf
+            if "near" in cf and "witness" in entry:
+                # a float SVD construction whose distance is float noise: the checker re-derives the
+                # distance and builds and evaluates its own block
+                entry["witness"].pop("block", None)
+                entry["witness"]["residual"] = None
     if bd.theorem.value == "skeleton" and entry["argument"].get("case") == "degenerate-relu":
         cf = _canonical_record(bd, skeleton_block(b))
         if cf is not None:
