@@ -148,3 +148,17 @@ def test_within_tolerance_canonical_form_certificate_is_accepted() -> None:
         bad = copy.deepcopy(doc)
         bad["blocks"][0]["canonical_form"]["near"][key] = value
         assert not checker.verify_certificate(bad, blk).accepted, key
+
+
+@pytest.mark.parametrize("act", ["gelu", "silu"])
+def test_allow_biases_width_cites_the_skeleton_not_the_canonical_form(act: str) -> None:
+    """--allow-biases --width N: the canonical form proves impossibility for bias-free blocks only;
+    the same answer for the class with biases rests on the asymptotic skeleton (σ∞ = ReLU)."""
+    from absorb.engine.width import decide_width
+
+    rng = np.random.default_rng(1)
+    blk = Block(rng.standard_normal((4, 2)), rng.standard_normal((2, 4)), get_activation(act))
+    for allow, want in ((True, "skeleton"), (False, "canonical-form")):
+        bd = decide(blk, allow_biases=allow).blocks[0]
+        wd = decide_width(blk, 4, decision=bd)
+        assert (wd.verdict.value, wd.theorem) == ("not_absorbable", want), wd.reason

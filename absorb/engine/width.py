@@ -164,11 +164,19 @@ def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: in
     width = _check_width(width)
     dd: DegenerateDecision | None = None
     given = decision if decision is not None and decision.block is block else None
+    # the question is about residual-free blocks with biases (--allow-biases): the canonical form's
+    # impossibility covers bias-free ones only; its witnesses (bias-free) answer both classes
+    biased = given is not None and given.residual_free_class is not None and given.residual_free_class.biases
     if _unsupported(block) is None:
         dd = decide_degenerate(block, width=width, tol=tol, seed=seed, budget=budget)
         if dd.verdict is Verdict.ABSORBABLE:
             return WidthDecision(width, dd.verdict, dd.reason, Theorem.CANONICAL_FORM.value, dd.witness)
-        if dd.verdict is Verdict.NOT_ABSORBABLE:
+        if dd.verdict is Verdict.NOT_ABSORBABLE and biased:
+            sk = _skeleton_at_width(block, width, tol=tol, seed=seed, budget=budget)
+            if sk is not None:
+                return sk
+            dd = None
+        elif dd.verdict is Verdict.NOT_ABSORBABLE:
             main = None if given is None else _from_main(block, given, width, tol=tol, seed=seed)
             if main is not None and main.verdict is Verdict.ABSORBABLE:  # not expected: both routes use the same tolerance
                 return WidthDecision(width, Verdict.UNKNOWN, f"Unknown: the canonical-form procedure says not absorbable ({dd.reason}) "
@@ -182,6 +190,23 @@ def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: in
         return WidthDecision(width, dd.verdict, dd.reason, Theorem.CANONICAL_FORM.value)
     v, why, thm = _other(bd)
     return WidthDecision(width, v, why, thm)
+
+
+def _skeleton_at_width(block: Block, width: int, *, tol: float, seed: int, budget: int) -> WidthDecision | None:
+    """The asymptotic skeleton at ``width`` (any class, biases too): ReLU, GELU, SiLU and quick-GELU
+    all have σ(tz + c)/t → ReLU(z), so a residual-free g of width N equal to f would make the bias-free
+    ReLU skeleton (M, W_up, W_down) a residual-free ReLU block of width N; its canonical form
+    (docs/degenerate.md) decides that. Not absorbable, or None when it does not say so."""
+    from absorb.model.activations import get_activation
+
+    skel = block.replace(activation=get_activation("relu"), name=block.name + "∞")
+    dd = decide_degenerate(skel, width=width, tol=tol, seed=seed, budget=budget)
+    if dd.verdict is not Verdict.NOT_ABSORBABLE:
+        return None
+    return WidthDecision(width, Verdict.NOT_ABSORBABLE,
+                         f"Asymptotic skeleton: σ(tz + c)/t → ReLU(z) (t → ∞), so f = g for a residual-free g of width {width}, "
+                         f"with or without biases, would make the bias-free ReLU skeleton (M, W_up, W_down) a residual-free ReLU block "
+                         f"of width {width}; but its canonical form rules that out: {dd.reason}", Theorem.SKELETON.value)
 
 
 def minimal_width(block: Block, *, tol: float = DEFAULT_TOL, seed: int = 0, budget: int = DEFAULT_BUDGET,
