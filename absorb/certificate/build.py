@@ -446,6 +446,14 @@ def header_class(entries: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {"biases": biases, "statement": f"residual-free blocks of each block's kind, activation and width, {word}"}
 
 
+def _search_used(bd: BlockDecision, arg: dict[str, Any]) -> bool:
+    """Whether the verdict's argument reads the index-set search (so the checker re-checks it):
+    result 5 and the skeleton's nondegenerate case; an unknown verdict claims nothing."""
+    th = bd.theorem.value
+    return (th == Theorem.INDEX_SET.value or bd.verdict.value == "unknown"
+            or th == Theorem.SKELETON.value and arg.get("case") == "nondegenerate")
+
+
 def block_entry(bd: BlockDecision) -> dict[str, Any]:
     """One block's part of a certificate.  It needs the block's weights (for their hashes):
     for a checkpoint decided a layer at a time, build it in ``decide_collection``'s
@@ -473,7 +481,9 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
         "tolerance": bd.tolerance,
         "flat_at_zero": bd.flat_at_zero,
         "weights": block_weights(b),
-        "hypotheses": [h.to_json() for h in bd.hypotheses],
+        # each hypothesis with whether it holds (the checker re-derives that); the producer's own
+        # numbers behind it are not recorded: a certificate records only what the checker re-derives
+        "hypotheses": [{k: v for k, v in h.to_json().items() if k != "value"} for h in bd.hypotheses],
         "properties": [p.to_json() for p in bd.properties],
         "argument": _argument(bd),
     }
@@ -493,7 +503,7 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
         cf = _canonical_record(bd, skeleton_block(b))
         if cf is not None:
             entry["canonical_form"] = cf
-    if bd.search is not None:
+    if bd.search is not None and _search_used(bd, entry["argument"]):
         s = bd.search
         entry["search"] = {
             "method": s.method,
@@ -512,14 +522,14 @@ def _stack_entry(decision: Decision) -> dict[str, Any] | None:
     if decision.structure != "stack":
         return None
     blocks = [bd.block for bd in decision.blocks]
-    d = blocks[0].d
-    P = np.eye(d)
+    P = np.eye(blocks[0].d)
     for blk in blocks:
         P = blk.M @ P
+    # a nonzero entry of the skip product M_L⋯M_1 (the checker re-derives it with its rounding
+    # bound); the whole float product is not recorded
     out: dict[str, Any] = {
         "layers": len(blocks),
         "flat_at_zero": [bd.flat_at_zero for bd in decision.blocks],
-        "skip_product": weight_record(P),
         "skip_product_nonzero_entry": _nonzero_entry(P),
     }
     if decision.witness is not None:

@@ -240,6 +240,51 @@ def _near_parts(L0: Mat, lines: _Lines, B: tuple[int, ...], delta: dict[int, int
     return Cf, V, np.array([[float(v) for v in row] for row in R]).reshape(d, d)
 
 
+def _tail(s: np.ndarray, p: int, R: np.ndarray) -> tuple[float, float]:
+    """(the Frobenius distance of R to the matrices of rank ≤ p computed from R's singular values
+    ``s``, its rounding margin). dist(·, rank ≤ p) is 1-Lipschitz in ‖·‖_F: rounding the exact R to
+    float moves it by ≤ u‖R‖_F; the SVD is backward stable (the computed values are exact for
+    R + ΔR, ‖ΔR‖_F ≤ 20·d²·u‖R‖_F); the sum of squares and the square root add ≤ (d + 2)u relatively."""
+    d = R.shape[0]
+    tail = float(np.sqrt(np.sum(s[p:] ** 2)))
+    return tail, (1 + 20 * d * d) * _U * float(np.linalg.norm(R)) * 1.01 + (d + 2) * _U * tail + 2.0**-1000
+
+
+def _robust(ctx: _Ctx, w: str, block: Block, family: str, N: int, L0: Mat, lines: _Lines, bmax: int) -> None:
+    """'Not absorbable' at the tolerance, as the verdict claims: no choice's linear part is within
+    τ·‖M‖_F of the rank it is allowed, no line's coefficient is within τ·‖M‖_F of zero, no two lines
+    nearly coincide (|cos| ≥ 1 − 10⁻¹⁰, or ±u within 10⁻¹⁰ relatively): otherwise a block within the
+    tolerance might fit, and the answer is unknown."""
+    m, d = len(lines), block.d
+    mn = float(np.linalg.norm(block.M)) * (1 + (d * d + 2) * _U)
+    tau = ctx.tol * mn
+    es = [np.array([float(v) for v in e]) for e, _ in lines]
+    small = [l for l, (e, a) in enumerate(lines) if float(np.linalg.norm([float(v) for v in a])) * float(np.linalg.norm(es[l])) * (1 - 4 * d * _U) <= tau]
+    _require(ctx, not small, w, f"no line's coefficient is within τ·‖M‖_F = {tau:.3g} of zero", f"lines {small}")
+    near = []
+    for i, j in itertools.combinations(range(m), 2):
+        ni, nj = float(np.linalg.norm(es[i])), float(np.linalg.norm(es[j]))
+        if (family == "relu" and abs(float(es[i] @ es[j])) / (ni * nj) >= 1 - 1e-10
+                or family != "relu" and float(np.linalg.norm(es[i] - es[j])) <= 1e-10 * ni):
+            near.append((i, j))
+    _require(ctx, not near, w, "no two distinct lines nearly coincide (relative 10⁻¹⁰)", f"lines {near}")
+    if m > N:
+        return
+    worst = math.inf
+    for k in range(bmax + 1):
+        p = (N - m - k) // 2
+        for B in itertools.combinations(range(m), k):
+            if k and exact_rank([list(lines[l][0]) for l in B]) < k:
+                continue
+            rest = [l for l in range(m) if l not in B]
+            for bits in itertools.product((0, 1), repeat=len(rest)):
+                _, _, R = _near_parts(L0, lines, B, dict(zip(rest, bits)))
+                tail, margin = _tail(np.linalg.svd(R, compute_uv=False), p, R)
+                worst = min(worst, tail - margin)
+    _require(ctx, worst > tau, w, f"every choice's linear part is farther than τ·‖M‖_F = {tau:.3g} from the rank its width allows",
+             f"the closest is within {worst:.3g}")
+
+
 def _inverse(G: Mat) -> Mat:
     """The inverse of a nonsingular square rational matrix (Gauss–Jordan, exact)."""
     k = len(G)
@@ -276,12 +321,7 @@ def _check_near(ctx: _Ctx, w: str, b: dict[str, Any], near: Any, block: Block, N
     delta = dict(enumerate(dl))
     Cf, V, R = _near_parts(L0, lines, B, delta)
     Ul, s, Vt = np.linalg.svd(R)
-    tail = float(np.sqrt(np.sum(s[p:] ** 2)))
-    # dist(·, rank ≤ p) is 1-Lipschitz in ‖·‖_F: rounding R to float moves it by ≤ u‖R‖_F; the SVD is
-    # backward stable (computed values exact for R + ΔR, ‖ΔR‖_F ≤ 20·d²·u‖R‖_F); the sum of squares
-    # and the square root add ≤ (d + 2)u relatively.
-    rf = float(np.linalg.norm(R))
-    margin = (1 + 20 * d * d) * _U * rf * 1.01 + (d + 2) * _U * tail + 2.0**-1000
+    tail, margin = _tail(s, p, R)
     mn = float(np.linalg.norm(block.M)) * (1 - (d * d + 2) * _U)
     dist_hi = (tail + margin) / mn if mn > 0 else math.inf
     _require(ctx, dist_hi <= ctx.tol, w, f"C_δ P_B is within τ·‖M‖_F of rank ≤ {p}: relative distance ≤ {dist_hi:.3g} ≤ τ = {ctx.tol:g}",
@@ -347,8 +387,9 @@ def _check_not_absorbable(ctx: _Ctx, w: str, rec: dict[str, Any], block: Block, 
     _require(ctx, best > N, w, f"every choice (B, δ) needs more than {N} units (all enumerated, exact ranks)",
              f"m = {m} active lines; the cheapest choice needs {best if best < math.inf else 'more than m'} units")
     rec_min = rec.get("min_width")
-    _require(ctx, rec_min is None or best == math.inf or rec_min == best, w, "the recorded minimum width is the true one",
+    _require(ctx, rec_min is None if best == math.inf else rec_min in (None, best), w, "the recorded minimum width is the true one",
              f"recorded {rec_min!r}, re-computed {best}")
+    _robust(ctx, w, block, family, N, L0, lines, min(d, m, max(N - m, 0)))
     return "not_absorbable", None, 0.0
 
 
