@@ -158,7 +158,11 @@ def test_allow_biases_width_cites_the_skeleton_not_the_canonical_form(act: str) 
 
     rng = np.random.default_rng(1)
     blk = Block(rng.standard_normal((4, 2)), rng.standard_normal((2, 4)), get_activation(act))
+    from absorb.engine.width import minimal_width
+
     for allow, want in ((True, "skeleton"), (False, "canonical-form")):
         bd = decide(blk, allow_biases=allow).blocks[0]
         wd = decide_width(blk, 4, decision=bd)
         assert (wd.verdict.value, wd.theorem) == ("not_absorbable", want), wd.reason
+        mw = minimal_width(blk, decision=bd)  # the width below the minimum is refuted by the same argument
+        assert mw.value is not None and mw.theorem == want, mw.reason

@@ -223,26 +223,37 @@ def minimal_width(block: Block, *, tol: float = DEFAULT_TOL, seed: int = 0, budg
     cf = canonical_form(block)
     cap = cf.m + 2 * cf.d
     out = search(cf, cap=cap, budget=budget)
-    if out.status != "found":
+    bd = decision if decision is not None and decision.block is block else None
+    # with biases allowed the canonical form's lower bounds (m lines, the exact minimum) are about
+    # bias-free blocks only: each width below is then refuted by decide_width (the skeleton) or not
+    biased = bd is not None and bd.residual_free_class is not None and bd.residual_free_class.biases
+    if out.status != "found" and not biased:
         return _min_width_search_stopped(block, cf, out, tol=tol, seed=seed, budget=budget, decision=decision)
+    if out.status != "found":
+        return _bounds_from_main(block, _main(block, decision, tol=tol, seed=seed), f"The exact search stopped: {out.reason}.",
+                                 Theorem.NONE.value)
     assert out.best is not None
     w = max(out.best.value, 1)  # f ≡ 0 needs no unit, but widths start at 1 (one zero unit)
-    bd = decision if decision is not None and decision.block is block else None
+    lower_m = None if biased else cf.m
     if bd is not None and bd.verdict is Verdict.ABSORBABLE and bd.witness is not None:
         w = min(w, bd.witness.block.n)
     # w is a width with a witness; walk down while the width below is absorbable (within the
     # tolerance a smaller width can work than the exact minimum of the stored floats)
     best = decide_width(block, w, tol=tol, seed=seed, budget=budget, decision=decision)
     if best.verdict is not Verdict.ABSORBABLE:
-        return MinWidth(None, f"Unknown: the width-{w} witness did not check ({best.reason})", Theorem.CANONICAL_FORM.value, lower=cf.m)
+        return MinWidth(None, f"Unknown: the width-{w} witness did not check ({best.reason})", Theorem.CANONICAL_FORM.value, lower=lower_m)
     while True:
         below = decide_width(block, w - 1, tol=tol, seed=seed, budget=budget, decision=decision) if w > 1 else None
         if below is None or below.verdict is Verdict.NOT_ABSORBABLE:
             break
         if below.verdict is Verdict.UNKNOWN:
             return MinWidth(None, f"Unknown: width {w} works (witness checked), width {w - 1} is undecided: {below.reason}",
-                            best.theorem, witness=best.witness, lower=cf.m, upper=w, exists=True)
+                            best.theorem, witness=best.witness, lower=lower_m, upper=w, exists=True)
         w, best = w - 1, below
+    if biased and below is not None:
+        return MinWidth(w, f"{w} units: a residual-free block of width {w} equals f ({best.reason}), and width {w - 1} is proved "
+                           f"impossible with or without biases ({below.reason}).", below.theorem, witness=best.witness, exists=True,
+                        lower=w, upper=w)
     return MinWidth(w, _min_width_why(cf, out, w, best, below), Theorem.CANONICAL_FORM.value, witness=best.witness, exists=True,
                     lower=w, upper=w)
 
