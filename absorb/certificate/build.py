@@ -479,7 +479,6 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
         "reason": bd.reason,
         "class": _class(bd),
         "tolerance": bd.tolerance,
-        "flat_at_zero": bd.flat_at_zero,
         "weights": block_weights(b),
         # each hypothesis with whether it holds (the checker re-derives that); the producer's own
         # numbers behind it are not recorded: a certificate records only what the checker re-derives
@@ -528,8 +527,7 @@ def _stack_entry(decision: Decision) -> dict[str, Any] | None:
     # a nonzero entry of the skip product M_L⋯M_1 (the checker re-derives it with its rounding
     # bound); the whole float product is not recorded
     out: dict[str, Any] = {
-        "layers": len(blocks),
-        "flat_at_zero": [bd.flat_at_zero for bd in decision.blocks],
+        "layers": len(blocks),  # (each layer's flatness at 0 is re-derived by the checker, not recorded)
         "skip_product_nonzero_entry": _nonzero_entry(P),
     }
     if decision.witness is not None:

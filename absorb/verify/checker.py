@@ -134,6 +134,7 @@ from absorb.verify._weights import (  # noqa: F401
     _invertible,
     _residual,
     _round_bound,
+    _skip_nonzero,
 )
 
 _Outcome = tuple[str, "Block | None", float]
@@ -247,6 +248,17 @@ def _check_array_record(ctx: _Ctx, w: str, rec: Any, a: np.ndarray, what: str) -
              f"recorded {rec.get('shape')}, ‖·‖_F {rf!r}, max {rm!r}; re-derived {list(a.shape)}, {fro!r}, {top!r}")
 
 
+_BLOCK_FIELDS = frozenset({"name", "kind", "activation", "activation_function", "d", "n", "skip", "verdict", "theorem", "reason",
+                           "class", "tolerance", "weights", "hypotheses", "properties", "argument", "witness", "canonical_form",
+                           "search"})
+"""The fields of a block's record; each is re-derived (or prose, or listed as not a claim in
+docs/certificates.md). Any other field is reported as not re-checked."""
+
+
+def arg_even_ok(b: dict[str, Any]) -> bool:
+    return (b.get("argument") or {}).get("even", True) is True
+
+
 def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, witness: Block | None) -> None:
     """The recorded numbers no theorem check reads are re-derived here too: every array record
     (the weights' and the witness block's), the nonzero entry of M, a search record (only the
@@ -266,6 +278,20 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
             _check_array_record(ctx, w, rec, mine[k], f"the witness's {k}'")
             n_rec += 1
     ctx.report.ok(w, f"the recorded shape, Frobenius norm, max |entry| and values of all {n_rec} arrays are re-derived")
+    extra = sorted(set(b) - _BLOCK_FIELDS)
+    if extra:
+        ctx.report.unchecked(w, "every field of the block's record is re-derived", f"not re-checked: {', '.join(extra)}")
+    exact_hyps = {"skip_nonzero": lambda: _skip_nonzero(block), "bias_free": lambda: _bias_free(block),
+                  "d_at_least_2": lambda: block.d >= 2, "rows_nonzero": lambda: bool(np.all(np.any(block.W_up != 0, axis=1))),
+                  "columns_nonzero": lambda: bool(np.all(np.any(block.W_down != 0, axis=0)))}
+    for h in b.get("hypotheses") or []:  # (recorded as holding: re-derived by _check_recorded_hypotheses)
+        name = h.get("name") if isinstance(h, dict) else None
+        if name in exact_hyps and h.get("holds") is False:
+            _must(ctx, exact_hyps[name]() is False, w, f"hypothesis {name} fails, as recorded (exact)")
+    if th == "parity":
+        _must(ctx, arg_even_ok(b), w, "the parity argument records σ even (re-derived by the parity check)")
+    if th == "canonical-form" and b.get("verdict") == "absorbable" and "near" not in (b.get("canonical_form") or {}):
+        _must(ctx, wit.get("exact") in (None, True), w, "the canonical-form witness is recorded as exact (its canonical form is f's)")
     if "c" in wit:
         rec_c, arg_c = _parse_number(wit.get("c")), _parse_number((b.get("argument") or {}).get("c"))
         _must(ctx, rec_c is not None and arg_c is not None and rec_c == arg_c, w,
@@ -404,7 +430,7 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
     w = "stack"
     st = cert.get("stack") or {}
     _require(ctx, st.get("layers") == len(blocks)
-             and set(st) <= {"layers", "flat_at_zero", "composition_witness", "skip_product_nonzero_entry"}, w,
+             and set(st) <= {"layers", "composition_witness", "skip_product_nonzero_entry"}, w,
              f"the stack record names its {len(blocks)} layers and holds only fields re-derived here",
              f"recorded layers {st.get('layers')!r}, fields {sorted(st)}")
     if top == "absorbable":
