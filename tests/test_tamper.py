@@ -151,13 +151,17 @@ def _leaves(obj: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, .
         else:
             for i, v in enumerate(obj[:2]):  # the first two entries stand for the rest
                 yield from _leaves(v, (*path, i))
-    elif isinstance(obj, bool) or obj is None:
+    elif obj is None:
         return
+    elif isinstance(obj, bool):
+        yield path, obj
     elif isinstance(obj, (int, float)) or _fraction(obj) is not None:
         yield path, obj
 
 
 def _tamperings(v: Any) -> list[tuple[str, Any]]:
+    if isinstance(v, bool):
+        return [("flipped", not v)]
     if isinstance(v, list) and v and isinstance(v[0], list):
         z = [[0.0] * len(r) for r in v]
         return [("zeroed", z)] if z != v else [("ones", [[1.0] * len(r) for r in v])]
@@ -246,7 +250,8 @@ def _accepted_tamperings(doc: dict[str, Any], model: Any, *, keep: Any) -> list[
 @pytest.mark.parametrize("name", CASES)
 def test_every_tampered_number_is_caught(name: str, certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
     """×10, zero, sign, +1, ×(1 + 10⁻⁶) on every recorded number; index sets shrunk and grown;
-    matrices zeroed: none is accepted as fully checked (σ-facts aside, see SIGMA_FACTS)."""
+    matrices zeroed; booleans flipped: none is accepted as fully checked (σ-facts aside, see
+    SIGMA_FACTS)."""
     doc, model = certs[name]
     assert _accepted_tamperings(doc, model, keep=lambda p: not _matches(p, SIGMA_FACTS)) == []
 
