@@ -84,6 +84,12 @@ def _planted_stack(rng: np.random.Generator) -> Stack:
     return Stack(blocks)
 
 
+def _mitm_weights() -> tuple[np.ndarray, np.ndarray]:
+    """n = 24 > 16, no dual matrix certifies: infeasibility by meet-in-the-middle (re-done by the checker)."""
+    rng = np.random.default_rng(3024)
+    return rng.standard_normal((24, 3)), rng.standard_normal((3, 24))
+
+
 def _models() -> dict[str, Any]:
     rng = np.random.default_rng(3)
     d, n = 3, 5
@@ -101,6 +107,7 @@ def _models() -> dict[str, Any]:
         "index-set-not": cat("generic_relu"),
         "index-set-gated": cat("glu_planted"),
         "index-set-low-rank": (_blk(rng.standard_normal((40, 16)), rng.standard_normal((16, 40)), "relu"), "linalg"),
+        "index-set-mitm": _blk(*_mitm_weights(), "relu"),
         "canonical-absorbable": cat("collinear_antipodal"),
         "canonical-not": cat("dead_unit"),
         "canonical-near": _near_block(),
@@ -201,7 +208,7 @@ def _pattern(path: tuple[Any, ...]) -> str:
 # -------------------------------------------------------------------------------- tests --
 
 CASES = ["trivial", "degree", "linearization", "bounded", "linear", "parity", "exponential", "index-set-absorbable",
-         "index-set-not", "index-set-gated", "index-set-low-rank", "canonical-absorbable", "canonical-not", "canonical-near", "skeleton-nondegenerate",
+         "index-set-not", "index-set-gated", "index-set-low-rank", "index-set-mitm", "canonical-absorbable", "canonical-not", "canonical-near", "skeleton-nondegenerate",
          "skeleton-degenerate", "depth", "composition", "none"]
 
 
@@ -257,7 +264,19 @@ def test_every_tampered_number_is_caught(name: str, certs: dict[str, tuple[dict[
     matrices zeroed; booleans flipped: none is accepted as fully checked (σ-facts aside, see
     SIGMA_FACTS)."""
     doc, model = certs[name]
-    assert _accepted_tamperings(doc, model, keep=lambda p: not _matches(p, SIGMA_FACTS)) == []
+    # (a meet-in-the-middle certificate's bound is re-derived as a radius: raised a little it may
+    # still be true, and the checker proves it; raised past the truth it is rejected, see below)
+    mitm_bound = name == "index-set-mitm"
+    keep = lambda p: not _matches(p, SIGMA_FACTS) and not (mitm_bound and _dotted(p) == "blocks.search.bound")  # noqa: E731
+    assert _accepted_tamperings(doc, model, keep=keep) == []
+
+
+def test_meet_in_the_middle_bound_past_the_truth_is_rejected(certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    doc, model = certs["index-set-mitm"]
+    assert doc["blocks"][0]["search"]["certificate"]["kind"] == "meet-in-the-middle"
+    bad = copy.deepcopy(doc)
+    bad["blocks"][0]["search"]["bound"] = 10.0  # no S is that far from −M/c: some S is closer
+    assert not _fully_accepted(bad, model)
 
 
 def test_sigma_fact_exemptions_are_not_stale(certs: dict[str, tuple[dict[str, Any], Any]]) -> None:

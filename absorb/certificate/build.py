@@ -194,11 +194,24 @@ def _hyp(bd: BlockDecision, name: str) -> dict[str, Any] | None:
     return None
 
 
+_SEARCH_FIELDS = {
+    "dual": ("kind", "Y", "check"),
+    "dual-low-rank": ("kind", "A", "B", "rank", "tol", "bound_abs", "bound_rel", "iterations"),
+}
+"""What a search certificate keeps, by kind: the fields the checker re-derives (a dual matrix and
+the numbers next to it); of the other kinds (enumeration, meet-in-the-middle, z3, an index set)
+only the kind, since the checker re-derives infeasibility or the residual by its own route, plus
+the portfolio's log (which backends ran, for how long, and what each said)."""
+
+
 def _trim_search_certificate(cert: dict[str, Any] | None) -> dict[str, Any] | None:
     if cert is None:
         return None
+    keep = (*_SEARCH_FIELDS.get(str(cert.get("kind")), ("kind",)), "portfolio")
     out: dict[str, Any] = {}
     for k, v in cert.items():
+        if k not in keep:
+            continue
         if isinstance(v, np.ndarray) and v.size > MAX_SEARCH_ARRAY:
             out[k] = {"omitted": True, "shape": list(v.shape), "sha256": array_sha256(v)}
         elif isinstance(v, list) and len(v) and isinstance(v[0], list) and len(v) * len(v[0]) > MAX_SEARCH_ARRAY:

@@ -310,6 +310,11 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
     uses = th == "index-set" or th == "skeleton" and case == "nondegenerate"
     _must(ctx, uses or b.get("verdict") == "unknown", w, f"a search record is part of result {th!r}'s argument",
              "the certificate records an index-set search its theorem does not use (not re-checked)")
+    sc = search.get("certificate") or {}
+    known = {"dual": {"Y", "check"}, "dual-low-rank": {"A", "B", "rank", "tol", "bound_abs", "bound_rel", "iterations"}}
+    extra = sorted(set(sc) - {"kind", "portfolio"} - known.get(str(sc.get("kind")), set())) if isinstance(sc, dict) else []
+    if extra:
+        ctx.report.unchecked(w, "every field of the search certificate is re-derived", f"not re-checked: {', '.join(extra)}")
     if search.get("S") is not None or search.get("residual") is not None:
         _must(ctx, search.get("S") is not None and sorted(search["S"]) == sorted(wit.get("S") or [None])
                  and search.get("residual") == wit.get("residual"), w,
