@@ -160,8 +160,11 @@ def test_generic_certified(d: int, n: int, dtype: type) -> None:
     assert res.status is SearchStatus.INFEASIBLE, res.reason
     assert res.bound > 1e-9
     cert = res.certificate
-    again = check_dual_bound(U, D, None, cert["A"], cert["B"])
-    assert again.relative == res.bound and again.certifies(1e-9)
+    again = check_dual_bound(U, D, None, cert["A"], cert["B"], float32_products=False)
+    # the checker's own rounding account (absorb.verify.dual_bound shares no code with the
+    # search's): it confirms the recorded bound to within its 1e-9 slack
+    assert res.bound <= again.relative * (1 + 1e-9) and again.certifies(1e-9)
+    assert res.bound >= again.relative * (1 - 1e-9)
 
 
 def test_certificate_below_exhaustive_minimum() -> None:

@@ -3,6 +3,7 @@ honest ones accepted with nothing left unchecked, edited ones rejected."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -114,3 +115,54 @@ def test_softplus_dead_unit_is_not_dropped() -> None:
     with pytest.raises(checker._Reject):
         _canonical.check_canonical_form(ctx, "b", {"verdict": "absorbable", "canonical_form": rec}, blk)
     assert ctx.report.failures[0].claim.startswith("σ(0) = 0 exactly")
+
+
+def _near_block() -> Block:
+    """An exact width-3 degenerate ReLU block (d = 2, up rows 0 and 1 antipodal), its skip moved
+    by one ulp in two entries: exactly the canonical form needs 5 units, within tol 3."""
+    U = np.array([[1.0, 1.0], [-1.0, -1.0], [2.0, 1.0]])
+    D = np.array([[0.0, -1.0, 2.0], [-1.0, -1.0, 3.0]])
+    M = np.array([[np.nextafter(-2.0, 10.0), -2.0], [1.0, 1.0 + 2.0**-52]])
+    return Block(U, D, get_activation("relu"), skip=M)
+
+
+def test_within_tolerance_canonical_form_certificate_is_accepted() -> None:
+    """The honest certificate of an 'absorbable within the tolerance' canonical-form verdict is
+    accepted with nothing left unchecked: the checker re-derives the distance of the recorded
+    choice's linear part and evaluates its own width-3 block against f."""
+    blk = _near_block()
+    dec = decide(blk)
+    assert (dec.verdict.value, dec.theorem.value) == ("absorbable", "canonical-form")
+    assert "not exactly" in dec.reason
+    doc = build_certificate(dec, blk, seed=0).to_json()
+    rec = doc["blocks"][0]["canonical_form"]
+    assert rec["near"]["width"] <= 3 and "choice" not in rec and "witness_exact" not in rec
+    rep = checker.verify_certificate(doc, blk)
+    assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
+    assert any("within τ·‖M‖_F" in f.claim for f in rep.findings)
+    # the same record at a tolerance below the true distance (≈ 7e-17 relative) is rejected
+    low = copy.deepcopy(doc)
+    low["parameters"]["tolerance"] = low["blocks"][0]["tolerance"] = 1e-20
+    assert not checker.verify_certificate(low, blk).accepted
+    for key, value in (("rank", 1), ("B", []), ("delta", [1, 0])):
+        bad = copy.deepcopy(doc)
+        bad["blocks"][0]["canonical_form"]["near"][key] = value
+        assert not checker.verify_certificate(bad, blk).accepted, key
+
+
+@pytest.mark.parametrize("act", ["gelu", "silu"])
+def test_allow_biases_width_cites_the_skeleton_not_the_canonical_form(act: str) -> None:
+    """--allow-biases --width N: the canonical form proves impossibility for bias-free blocks only;
+    the same answer for the class with biases rests on the asymptotic skeleton (σ∞ = ReLU)."""
+    from absorb.engine.width import decide_width
+
+    rng = np.random.default_rng(1)
+    blk = Block(rng.standard_normal((4, 2)), rng.standard_normal((2, 4)), get_activation(act))
+    from absorb.engine.width import minimal_width
+
+    for allow, want in ((True, "skeleton"), (False, "canonical-form")):
+        bd = decide(blk, allow_biases=allow).blocks[0]
+        wd = decide_width(blk, 4, decision=bd)
+        assert (wd.verdict.value, wd.theorem) == ("not_absorbable", want), wd.reason
+        mw = minimal_width(blk, decision=bd)  # the width below the minimum is refuted by the same argument
+        assert mw.value is not None and mw.theorem == want, mw.reason

@@ -194,11 +194,24 @@ def _hyp(bd: BlockDecision, name: str) -> dict[str, Any] | None:
     return None
 
 
+_SEARCH_FIELDS = {
+    "dual": ("kind", "Y", "check"),
+    "dual-low-rank": ("kind", "A", "B", "rank", "tol", "bound_abs", "bound_rel", "iterations"),
+}
+"""What a search certificate keeps, by kind: the fields the checker re-derives (a dual matrix and
+the numbers next to it); of the other kinds (enumeration, meet-in-the-middle, z3, an index set)
+only the kind, since the checker re-derives infeasibility or the residual by its own route, plus
+the portfolio's log (which backends ran, for how long, and what each said)."""
+
+
 def _trim_search_certificate(cert: dict[str, Any] | None) -> dict[str, Any] | None:
     if cert is None:
         return None
+    keep = (*_SEARCH_FIELDS.get(str(cert.get("kind")), ("kind",)), "portfolio")
     out: dict[str, Any] = {}
     for k, v in cert.items():
+        if k not in keep:
+            continue
         if isinstance(v, np.ndarray) and v.size > MAX_SEARCH_ARRAY:
             out[k] = {"omitted": True, "shape": list(v.shape), "sha256": array_sha256(v)}
         elif isinstance(v, list) and len(v) and isinstance(v[0], list) and len(v) * len(v[0]) > MAX_SEARCH_ARRAY:
@@ -403,9 +416,18 @@ def _canonical_record(bd: BlockDecision, block: Block | None = None) -> dict[str
         "lines": [{"e": [q(v) for v in ln.e], "a": [q(v) for v in ln.a], "units": list(ln.units)} for ln in cf.lines],
         "dead_units": list(cf.dead),
         "inactive_lines": [list(g) for g in cf.inactive],
-        "candidates": out.candidates,
-        "min_width": None if out.best is None else out.best.value,
     }
+    if dd.verdict.value == "absorbable" and out.status != "found":
+        # absorbable within the tolerance, not exactly: the choice whose linear part is within
+        # τ·‖M‖_F of the rank it is allowed (the checker re-derives the distance and builds its
+        # own block); no exact choice or minimum is claimed
+        ch = out.near
+        if ch is None or out.min_distance is None:
+            return None
+        rec["near"] = {"B": list(ch.B), "delta": list(ch.delta), "rank": ch.rank, "width": ch.value}
+        return rec
+    if dd.verdict.value == "not_absorbable":
+        rec["min_width"] = None if out.best is None else out.best.value
     if out.best is not None:
         ch = out.best
         rec["choice"] = {"B": list(ch.B), "delta": list(ch.delta), "rank": ch.rank, "width": ch.value}
@@ -437,6 +459,14 @@ def header_class(entries: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {"biases": biases, "statement": f"residual-free blocks of each block's kind, activation and width, {word}"}
 
 
+def _search_used(bd: BlockDecision, arg: dict[str, Any]) -> bool:
+    """Whether the verdict's argument reads the index-set search (so the checker re-checks it):
+    result 5 and the skeleton's nondegenerate case; an unknown verdict claims nothing."""
+    th = bd.theorem.value
+    return (th == Theorem.INDEX_SET.value or bd.verdict.value == "unknown"
+            or th == Theorem.SKELETON.value and arg.get("case") == "nondegenerate")
+
+
 def block_entry(bd: BlockDecision) -> dict[str, Any]:
     """One block's part of a certificate.  It needs the block's weights (for their hashes):
     for a checkpoint decided a layer at a time, build it in ``decide_collection``'s
@@ -462,9 +492,10 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
         "reason": bd.reason,
         "class": _class(bd),
         "tolerance": bd.tolerance,
-        "flat_at_zero": bd.flat_at_zero,
         "weights": block_weights(b),
-        "hypotheses": [h.to_json() for h in bd.hypotheses],
+        # each hypothesis with whether it holds (the checker re-derives that); the producer's own
+        # numbers behind it are not recorded: a certificate records only what the checker re-derives
+        "hypotheses": [{k: v for k, v in h.to_json().items() if k != "value"} for h in bd.hypotheses],
         "properties": [p.to_json() for p in bd.properties],
         "argument": _argument(bd),
     }
@@ -475,11 +506,16 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
         cf = _canonical_record(bd)
         if cf is not None:
             entry["canonical_form"] = cf
+            if "near" in cf and "witness" in entry:
+                # a float SVD construction whose distance is float noise: the checker re-derives the
+                # distance and builds and evaluates its own block
+                entry["witness"].pop("block", None)
+                entry["witness"]["residual"] = None
     if bd.theorem.value == "skeleton" and entry["argument"].get("case") == "degenerate-relu":
         cf = _canonical_record(bd, skeleton_block(b))
         if cf is not None:
             entry["canonical_form"] = cf
-    if bd.search is not None:
+    if bd.search is not None and _search_used(bd, entry["argument"]):
         s = bd.search
         entry["search"] = {
             "method": s.method,
@@ -498,14 +534,13 @@ def _stack_entry(decision: Decision) -> dict[str, Any] | None:
     if decision.structure != "stack":
         return None
     blocks = [bd.block for bd in decision.blocks]
-    d = blocks[0].d
-    P = np.eye(d)
+    P = np.eye(blocks[0].d)
     for blk in blocks:
         P = blk.M @ P
+    # a nonzero entry of the skip product M_L⋯M_1 (the checker re-derives it with its rounding
+    # bound); the whole float product is not recorded
     out: dict[str, Any] = {
-        "layers": len(blocks),
-        "flat_at_zero": [bd.flat_at_zero for bd in decision.blocks],
-        "skip_product": weight_record(P),
+        "layers": len(blocks),  # (each layer's flatness at 0 is re-derived by the checker, not recorded)
         "skip_product_nonzero_entry": _nonzero_entry(P),
     }
     if decision.witness is not None:

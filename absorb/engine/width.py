@@ -165,11 +165,19 @@ def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: in
     width = _check_width(width)
     dd: DegenerateDecision | None = None
     given = decision if decision is not None and decision.block is block else None
+    # the question is about residual-free blocks with biases (--allow-biases): the canonical form's
+    # impossibility covers bias-free ones only; its witnesses (bias-free) answer both classes
+    biased = given is not None and given.residual_free_class is not None and given.residual_free_class.biases
     if _unsupported(block) is None:
         dd = decide_degenerate(block, width=width, tol=tol, seed=seed, budget=budget)
         if dd.verdict is Verdict.ABSORBABLE:
             return WidthDecision(width, dd.verdict, dd.reason, Theorem.CANONICAL_FORM.value, dd.witness)
-        if dd.verdict is Verdict.NOT_ABSORBABLE:
+        if dd.verdict is Verdict.NOT_ABSORBABLE and biased:
+            sk = _skeleton_at_width(block, width, tol=tol, seed=seed, budget=budget)
+            if sk is not None:
+                return sk
+            dd = None
+        elif dd.verdict is Verdict.NOT_ABSORBABLE:
             main = None if given is None else _from_main(block, given, width, tol=tol, seed=seed)
             if main is not None and main.verdict is Verdict.ABSORBABLE:  # not expected: both routes use the same tolerance
                 return WidthDecision(width, Verdict.UNKNOWN, f"Unknown: the canonical-form procedure says not absorbable ({dd.reason}) "
@@ -183,6 +191,23 @@ def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: in
         return WidthDecision(width, dd.verdict, dd.reason, Theorem.CANONICAL_FORM.value)
     v, why, thm = _other(bd)
     return WidthDecision(width, v, why, thm)
+
+
+def _skeleton_at_width(block: Block, width: int, *, tol: float, seed: int, budget: int) -> WidthDecision | None:
+    """The asymptotic skeleton at ``width`` (any class, biases too): ReLU, GELU, SiLU and quick-GELU
+    all have σ(tz + c)/t → ReLU(z), so a residual-free g of width N equal to f would make the bias-free
+    ReLU skeleton (M, W_up, W_down) a residual-free ReLU block of width N; its canonical form
+    (docs/degenerate.md) decides that. Not absorbable, or None when it does not say so."""
+    from absorb.model.activations import get_activation
+
+    skel = block.replace(activation=get_activation("relu"), name=block.name + "∞")
+    dd = decide_degenerate(skel, width=width, tol=tol, seed=seed, budget=budget)
+    if dd.verdict is not Verdict.NOT_ABSORBABLE:
+        return None
+    return WidthDecision(width, Verdict.NOT_ABSORBABLE,
+                         f"Asymptotic skeleton: σ(tz + c)/t → ReLU(z) (t → ∞), so f = g for a residual-free g of width {width}, "
+                         f"with or without biases, would make the bias-free ReLU skeleton (M, W_up, W_down) a residual-free ReLU block "
+                         f"of width {width}; but its canonical form rules that out: {dd.reason}", Theorem.SKELETON.value)
 
 
 def minimal_width(block: Block, *, tol: float = DEFAULT_TOL, seed: int = 0, budget: int = DEFAULT_BUDGET,
@@ -199,26 +224,37 @@ def minimal_width(block: Block, *, tol: float = DEFAULT_TOL, seed: int = 0, budg
     cf = canonical_form(block)
     cap = cf.m + 2 * cf.d
     out = search(cf, cap=cap, budget=budget)
-    if out.status != "found":
+    bd = decision if decision is not None and decision.block is block else None
+    # with biases allowed the canonical form's lower bounds (m lines, the exact minimum) are about
+    # bias-free blocks only: each width below is then refuted by decide_width (the skeleton) or not
+    biased = bd is not None and bd.residual_free_class is not None and bd.residual_free_class.biases
+    if out.status != "found" and not biased:
         return _min_width_search_stopped(block, cf, out, tol=tol, seed=seed, budget=budget, decision=decision)
+    if out.status != "found":
+        return _bounds_from_main(block, _main(block, decision, tol=tol, seed=seed), f"The exact search stopped: {out.reason}.",
+                                 Theorem.NONE.value)
     assert out.best is not None
     w = max(out.best.value, 1)  # f ≡ 0 needs no unit, but widths start at 1 (one zero unit)
-    bd = decision if decision is not None and decision.block is block else None
+    lower_m = None if biased else cf.m
     if bd is not None and bd.verdict is Verdict.ABSORBABLE and bd.witness is not None:
         w = min(w, bd.witness.block.n)
     # w is a width with a witness; walk down while the width below is absorbable (within the
     # tolerance a smaller width can work than the exact minimum of the stored floats)
     best = decide_width(block, w, tol=tol, seed=seed, budget=budget, decision=decision)
     if best.verdict is not Verdict.ABSORBABLE:
-        return MinWidth(None, f"Unknown: the width-{w} witness did not check ({best.reason})", Theorem.CANONICAL_FORM.value, lower=cf.m)
+        return MinWidth(None, f"Unknown: the width-{w} witness did not check ({best.reason})", Theorem.CANONICAL_FORM.value, lower=lower_m)
     while True:
         below = decide_width(block, w - 1, tol=tol, seed=seed, budget=budget, decision=decision) if w > 1 else None
         if below is None or below.verdict is Verdict.NOT_ABSORBABLE:
             break
         if below.verdict is Verdict.UNKNOWN:
             return MinWidth(None, f"Unknown: width {w} works (witness checked), width {w - 1} is undecided: {below.reason}",
-                            best.theorem, witness=best.witness, lower=cf.m, upper=w, exists=True)
+                            best.theorem, witness=best.witness, lower=lower_m, upper=w, exists=True)
         w, best = w - 1, below
+    if biased and below is not None:
+        return MinWidth(w, f"{w} units: a residual-free block of width {w} equals f ({best.reason}), and width {w - 1} is proved "
+                           f"impossible with or without biases ({below.reason}).", below.theorem, witness=best.witness, exists=True,
+                        lower=w, upper=w)
     return MinWidth(w, _min_width_why(cf, out, w, best, below), Theorem.CANONICAL_FORM.value, witness=best.witness, exists=True,
                     lower=w, upper=w)
 

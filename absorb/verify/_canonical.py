@@ -37,6 +37,8 @@ _Lines = list[tuple[tuple[Fraction, ...], tuple[Fraction, ...]]]
 MAX_CHOICES = 1 << 14
 """Most (B, δ) choices the checker enumerates for a not_absorbable verdict."""
 MAX_WORK = 400_000
+_FIELDS = frozenset({"family", "width", "L0", "lines", "dead_units", "inactive_lines", "choice", "min_width", "witness_exact", "near"})
+"""The canonical-form record's fields, each re-derived here (any other is reported as not re-checked)."""
 
 _Y = sp.Symbol("y", real=True)
 _UNIQUE = {  # σ for which the canonical form is unique (docs/degenerate.md, Lemma U)
@@ -54,14 +56,19 @@ def _parse(rows: Any) -> Mat:
     return [[Fraction(str(v)) for v in row] for row in rows]
 
 
-def canonical(U: Mat, D: Mat, M: Mat, family: str) -> tuple[Mat, dict[tuple[Fraction, ...], tuple[Fraction, ...]]]:
-    """(L₀, {e: a} over the active lines) of x ↦ Mx + Σ_i w_i σ(u_i·x)."""
+def canonical(U: Mat, D: Mat, M: Mat, family: str,
+              units: dict[Any, list[int]] | None = None) -> tuple[Mat, dict[tuple[Fraction, ...], tuple[Fraction, ...]]]:
+    """(L₀, {e: a} over the active lines) of x ↦ Mx + Σ_i w_i σ(u_i·x). ``units``, when given, is
+    filled with the hidden units of each line ``e`` (in order) and the dead ones under ``"dead"``."""
     d = len(M)
     L0 = [row[:] for row in M]
     acc: dict[tuple[Fraction, ...], list[Fraction]] = {}
+    groups: dict[Any, list[int]] = {"dead": []} if units is None else units
+    groups.setdefault("dead", [])
     for i, u in enumerate(U):
         w = [D[r][i] for r in range(d)]
         if not any(u) or not any(w):
+            groups["dead"].append(i)
             continue  # dead: σ(0) = 0
         s = next(v for v in u if v != 0)
         if family == "relu":
@@ -72,6 +79,7 @@ def canonical(U: Mat, D: Mat, M: Mat, family: str) -> tuple[Mat, dict[tuple[Frac
             for r in range(d):
                 for c in range(d):
                     L0[r][c] += w[r] * u[c]
+        groups.setdefault(e, []).append(i)
         a = acc.setdefault(e, [Fraction(0)] * d)
         for r in range(d):
             a[r] += scale * w[r]
@@ -145,10 +153,17 @@ def _check_sigma(ctx: _Ctx, w: str, rec: dict[str, Any], block: Block) -> str:
 def _check_recorded_form(ctx: _Ctx, w: str, rec: dict[str, Any], block: Block, family: str) -> tuple[Mat, _Lines, dict]:
     """The recorded canonical form is f's: returns (L₀, the recorded lines in their order, the re-derived lines)."""
     U, D, M = _q(block.W_up), _q(block.W_down), _q(block.M)
-    L0, lines_d = canonical(U, D, M, family)
+    groups: dict[Any, list[int]] = {}
+    L0, lines_d = canonical(U, D, M, family, groups)
     rec_lines = [(tuple(Fraction(str(v)) for v in ln["e"]), tuple(Fraction(str(v)) for v in ln["a"])) for ln in rec.get("lines", [])]
     _require(ctx, _parse(rec.get("L0", [])) == L0 and dict(rec_lines) == lines_d and len(rec_lines) == len(lines_d), w,
              f"the recorded canonical form is f's, re-derived exactly: m = {len(lines_d)} active lines, L₀ as recorded")
+    inactive = sorted(units for e, units in groups.items() if e != "dead" and e not in lines_d)
+    _require(ctx, all(list(ln.get("units", [])) == groups[e] for ln, (e, _) in zip(rec["lines"], rec_lines))
+             and list(rec.get("dead_units", [])) == groups["dead"]
+             and sorted(list(g) for g in rec.get("inactive_lines", [])) == inactive, w,
+             "the recorded units of each line, dead units and lines whose units cancel are f's (exact)",
+             f"re-derived dead {groups['dead']}, inactive {inactive}")
     return L0, rec_lines, lines_d  # the recorded order (the choice refers to it); equal to the re-derived set
 
 
@@ -158,15 +173,27 @@ def _check_choice(ctx: _Ctx, w: str, choice: dict[str, Any], L0: Mat, lines: _Li
     delta = {l: int(v) for l, v in enumerate(choice.get("delta", []))}
     _require(ctx, all(0 <= l < len(lines) for l in B) and len(set(B)) == len(B), w, "the recorded lines B are active lines")
     need = _width(L0, lines, B, delta)
-    _require(ctx, need is not None and need == choice.get("width"), w,
-             f"the recorded choice (B = {list(B)}, δ) needs m + |B| + 2·rank(C_δ P_B) = {choice.get('width')} units (exact rank)",
-             f"re-computed {need}")
+    rank = None if need is None else (need - len(lines) - len(B)) // 2
+    _require(ctx, need is not None and need == choice.get("width") and rank == choice.get("rank")
+             and len(choice.get("delta", [])) == len(lines) and set(delta.values()) <= {0, 1} and not any(delta[l] for l in B), w,
+             f"the recorded choice (B = {list(B)}, δ) has rank(C_δ P_B) = {choice.get('rank')} and needs m + |B| + 2·rank = "
+             f"{choice.get('width')} units (exact rank)", f"re-computed width {need}, rank {rank}")
 
 
 def _check_absorbable(ctx: _Ctx, w: str, b: dict[str, Any], rec: dict[str, Any], block: Block, choice: Any, N: int,
                       L0: Mat, lines_d: dict, family: str) -> tuple[str, Block | None, float]:
     """The exact witness has f's canonical form; its float64 rounding is the recorded witness block."""
     _require(ctx, choice is not None and int(choice["width"]) <= N, w, f"the recorded choice fits in width {N}")
+    if rec.get("min_width") is not None:  # the choice's width is the claim; a recorded minimum is re-derived
+        m = len(lines_d)
+        bmax = min(block.d, m, N - m)
+        if sum(math.comb(m, k) * 2 ** (m - k) for k in range(bmax + 1)) > MAX_CHOICES:
+            ctx.report.unchecked(w, "the recorded minimum width is the true one", "too many choices to enumerate")
+        else:
+            lines_o = list(lines_d.items())
+            best = _min_width(L0, lines_o, bmax)
+            _require(ctx, rec["min_width"] == best, w, "the recorded minimum width is the true one",
+                     f"recorded {rec['min_width']!r}, re-computed {best}")
     wx = rec.get("witness_exact") or {}
     Up, Dp = _parse(wx.get("W_up", [])), _parse(wx.get("W_down", []))
     _require(ctx, len(Up) == N and all(len(r) == block.d for r in Up) and len(Dp) == block.d and all(len(r) == N for r in Dp), w,
@@ -182,6 +209,150 @@ def _check_absorbable(ctx: _Ctx, w: str, b: dict[str, Any], rec: dict[str, Any],
     check_witness_block(ctx, w, b.get("witness") or {}, wb, "the float64 rounding of the exact witness")
     # rounding the exact witness to float64: each entry moves by ≤ u relatively; σ is 1.2-Lipschitz
     allowed = 4 * _U * float(np.sum(np.linalg.norm(Wd, axis=0) * np.linalg.norm(Wu, axis=1))) * 1.2
+    return "absorbable", wb, allowed
+
+
+def _near_parts(L0: Mat, lines: _Lines, B: tuple[int, ...], delta: dict[int, int]) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """(C_δ in float, V, R = C_δ P_B in float): R exact in rationals (P_B = I − E_B(E_BᵀE_B)⁻¹E_Bᵀ by
+    exact elimination), then rounded once; V = C_δ E_B (E_BᵀE_B)⁻¹ in float (it only builds the witness)."""
+    d = len(L0)
+    C = [row[:] for row in L0]
+    for l, (e, a) in enumerate(lines):
+        if l not in B and delta.get(l):
+            for r in range(d):
+                for c in range(d):
+                    C[r][c] += a[r] * e[c]
+    Cf = np.array([[float(v) for v in row] for row in C]).reshape(d, d)
+    if not B:
+        return Cf, None, Cf
+    N = _nullspace([list(lines[l][0]) for l in B], d)  # d×k, exact; P_B = N (NᵀN)⁻¹ Nᵀ
+    k = len(N[0]) if N and N[0] else 0
+    if k == 0:
+        R = [[Fraction(0)] * d for _ in range(d)]
+    else:
+        G = [[sum((N[t][i] * N[t][j] for t in range(d)), Fraction(0)) for j in range(k)] for i in range(k)]
+        Gi = _inverse(G)
+        CN = [[sum((C[r][t] * N[t][j] for t in range(d)), Fraction(0)) for j in range(k)] for r in range(d)]
+        CNG = [[sum((CN[r][t] * Gi[t][j] for t in range(k)), Fraction(0)) for j in range(k)] for r in range(d)]
+        R = [[sum((CNG[r][t] * N[c][t] for t in range(k)), Fraction(0)) for c in range(d)] for r in range(d)]
+    Eb = np.array([[float(v) for v in lines[l][0]] for l in B]).T.reshape(d, len(B))
+    V = Cf @ Eb @ np.linalg.inv(Eb.T @ Eb)
+    return Cf, V, np.array([[float(v) for v in row] for row in R]).reshape(d, d)
+
+
+def _tail(s: np.ndarray, p: int, R: np.ndarray) -> tuple[float, float]:
+    """(the Frobenius distance of R to the matrices of rank ≤ p computed from R's singular values
+    ``s``, its rounding margin). dist(·, rank ≤ p) is 1-Lipschitz in ‖·‖_F: rounding the exact R to
+    float moves it by ≤ u‖R‖_F; the SVD is backward stable (the computed values are exact for
+    R + ΔR, ‖ΔR‖_F ≤ 20·d²·u‖R‖_F); the sum of squares and the square root add ≤ (d + 2)u relatively."""
+    d = R.shape[0]
+    tail = float(np.sqrt(np.sum(s[p:] ** 2)))
+    return tail, (1 + 20 * d * d) * _U * float(np.linalg.norm(R)) * 1.01 + (d + 2) * _U * tail + 2.0**-1000
+
+
+def _robust(ctx: _Ctx, w: str, block: Block, family: str, N: int, L0: Mat, lines: _Lines, bmax: int) -> None:
+    """'Not absorbable' at the tolerance, as the verdict claims: no choice's linear part is within
+    τ·‖M‖_F of the rank it is allowed, no line's coefficient is within τ·‖M‖_F of zero, no two lines
+    nearly coincide (|cos| ≥ 1 − 10⁻¹⁰, or ±u within 10⁻¹⁰ relatively): otherwise a block within the
+    tolerance might fit, and the answer is unknown."""
+    m, d = len(lines), block.d
+    mn = float(np.linalg.norm(block.M)) * (1 + (d * d + 2) * _U)
+    tau = ctx.tol * mn
+    es = [np.array([float(v) for v in e]) for e, _ in lines]
+    small = [l for l, (e, a) in enumerate(lines) if float(np.linalg.norm([float(v) for v in a])) * float(np.linalg.norm(es[l])) * (1 - 4 * d * _U) <= tau]
+    _require(ctx, not small, w, f"no line's coefficient is within τ·‖M‖_F = {tau:.3g} of zero", f"lines {small}")
+    near = []
+    for i, j in itertools.combinations(range(m), 2):
+        ni, nj = float(np.linalg.norm(es[i])), float(np.linalg.norm(es[j]))
+        if (family == "relu" and abs(float(es[i] @ es[j])) / (ni * nj) >= 1 - 1e-10
+                or family != "relu" and float(np.linalg.norm(es[i] - es[j])) <= 1e-10 * ni):
+            near.append((i, j))
+    _require(ctx, not near, w, "no two distinct lines nearly coincide (relative 10⁻¹⁰)", f"lines {near}")
+    if m > N:
+        return
+    worst = math.inf
+    for k in range(bmax + 1):
+        p = (N - m - k) // 2
+        for B in itertools.combinations(range(m), k):
+            if k and exact_rank([list(lines[l][0]) for l in B]) < k:
+                continue
+            rest = [l for l in range(m) if l not in B]
+            for bits in itertools.product((0, 1), repeat=len(rest)):
+                _, _, R = _near_parts(L0, lines, B, dict(zip(rest, bits)))
+                tail, margin = _tail(np.linalg.svd(R, compute_uv=False), p, R)
+                worst = min(worst, tail - margin)
+    _require(ctx, worst > tau, w, f"every choice's linear part is farther than τ·‖M‖_F = {tau:.3g} from the rank its width allows",
+             f"the closest is within {worst:.3g}")
+
+
+def _inverse(G: Mat) -> Mat:
+    """The inverse of a nonsingular square rational matrix (Gauss–Jordan, exact)."""
+    k = len(G)
+    A = [row[:] + [Fraction(int(i == j)) for j in range(k)] for i, row in enumerate(G)]
+    for c in range(k):
+        p = next(i for i in range(c, k) if A[i][c] != 0)
+        A[c], A[p] = A[p], A[c]
+        A[c] = [x / A[c][c] for x in A[c]]
+        for i in range(k):
+            if i != c and A[i][c] != 0:
+                f = A[i][c]
+                A[i] = [x - f * y for x, y in zip(A[i], A[c])]
+    return [row[k:] for row in A]
+
+
+def _check_near(ctx: _Ctx, w: str, b: dict[str, Any], near: Any, block: Block, N: int, L0: Mat,
+                lines: _Lines) -> tuple[str, Block | None, float]:
+    """Absorbable *within the tolerance*: the recorded choice (B, δ, p) fits in width N, the
+    linear part R = C_δ P_B is within τ·‖M‖_F of rank ≤ p (Frobenius, re-derived with a rounding
+    account), and the checker's own width-N block — the units of the choice with the truncated SVD
+    of R for the antipodal pairs — equals f up to that distance (evaluated against f)."""
+    _require(ctx, isinstance(near, dict), w, "the within-tolerance choice is an object")
+    d, m = block.d, len(lines)
+    B = tuple(int(l) for l in near.get("B", []))
+    dl = [int(v) for v in near.get("delta", [])]
+    p = near.get("rank")
+    _require(ctx, all(0 <= l < m for l in B) and len(set(B)) == len(B) and len(dl) == m and set(dl) <= {0, 1}
+             and isinstance(p, int) and not isinstance(p, bool) and p >= 0 and not any(dl[l] for l in B), w,
+             "the within-tolerance choice names active lines B, a flip δ ∈ {0,1} per line (0 on B) and a rank p ≥ 0")
+    _require(ctx, not B or exact_rank([list(lines[l][0]) for l in B]) == len(B), w, "the lines of B are independent (exact rank)")
+    width = m + len(B) + 2 * p
+    _require(ctx, near.get("width") == width and width <= N, w,
+             f"the within-tolerance choice needs m + |B| + 2p = {width} ≤ {N} units", f"recorded {near.get('width')!r}")
+    delta = dict(enumerate(dl))
+    Cf, V, R = _near_parts(L0, lines, B, delta)
+    Ul, s, Vt = np.linalg.svd(R)
+    tail, margin = _tail(s, p, R)
+    mn = float(np.linalg.norm(block.M)) * (1 - (d * d + 2) * _U)
+    dist_hi = (tail + margin) / mn if mn > 0 else math.inf
+    _require(ctx, dist_hi <= ctx.tol, w, f"C_δ P_B is within τ·‖M‖_F of rank ≤ {p}: relative distance ≤ {dist_hi:.3g} ≤ τ = {ctx.tol:g}",
+             f"tail of the singular values {tail:.3g}, rounding margin {margin:.3g}")
+    wit = b.get("witness") or {}
+    _require(ctx, "distance" not in near and wit.get("residual") is None and wit.get("exact") is False and wit.get("S") is None
+             and "block" not in wit, w, "the within-tolerance record claims no distance (re-derived here), no residual, no exactness, no S "
+             "and no float block to hash (the checker builds its own)")
+    ups: list[np.ndarray] = []
+    downs: list[np.ndarray] = []
+    for l, (e, a) in enumerate(lines):
+        ef, af = np.array([float(v) for v in e]), np.array([float(v) for v in a])
+        if l in B:
+            assert V is not None
+            v = V[:, B.index(l)]
+            ups += [ef, -ef]
+            downs += [af + v, -v]
+        else:
+            ups.append(-ef if dl[l] else ef)
+            downs.append(af)
+    for j in range(p):
+        ups += [Vt[j], -Vt[j]]
+        downs += [Ul[:, j] * s[j], -Ul[:, j] * s[j]]
+    Wu, Wd = np.zeros((N, d)), np.zeros((d, N))
+    if ups:
+        Wu[: len(ups)] = np.array(ups)
+        Wd[:, : len(ups)] = np.array(downs).T
+    wb = block.replace(W_up=Wu, W_down=Wd, skip=np.zeros((d, d)), name=block.name + "'")
+    # f − g = (R − R_p)x + the float error of V (‖(C_δ − V E_Bᵀ) − R‖) + rounding of the units; generous factor 4
+    v_err = float(np.linalg.norm(Cf - (V @ np.array([[float(x) for x in lines[l][0]] for l in B]).reshape(len(B), d) if B else 0) - R)) if B else 0.0
+    allowed = tail + margin + 4 * v_err + 4 * _U * float(np.sum(np.linalg.norm(Wd, axis=0) * np.linalg.norm(Wu, axis=1))) * 1.2
     return "absorbable", wb, allowed
 
 
@@ -216,8 +387,9 @@ def _check_not_absorbable(ctx: _Ctx, w: str, rec: dict[str, Any], block: Block, 
     _require(ctx, best > N, w, f"every choice (B, δ) needs more than {N} units (all enumerated, exact ranks)",
              f"m = {m} active lines; the cheapest choice needs {best if best < math.inf else 'more than m'} units")
     rec_min = rec.get("min_width")
-    _require(ctx, rec_min is None or best == math.inf or rec_min == best, w, "the recorded minimum width is the true one",
+    _require(ctx, rec_min is None if best == math.inf else rec_min in (None, best), w, "the recorded minimum width is the true one",
              f"recorded {rec_min!r}, re-computed {best}")
+    _robust(ctx, w, block, family, N, L0, lines, min(d, m, max(N - m, 0)))
     return "not_absorbable", None, 0.0
 
 
@@ -228,6 +400,9 @@ def check_canonical_form(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
         return "unknown", None, 0.0  # claims nothing
     rec = b.get("canonical_form")
     _require(ctx, isinstance(rec, dict), w, "the certificate records the canonical form")
+    extra = sorted(set(rec) - _FIELDS)
+    if extra:
+        ctx.report.unchecked(w, "every field of the canonical-form record is re-derived", f"not re-checked: {', '.join(extra)}")
     family = _check_sigma(ctx, w, rec, block)
     L0, lines, lines_d = _check_recorded_form(ctx, w, rec, block, family)
     N = int(rec.get("width", -1))
@@ -236,6 +411,10 @@ def check_canonical_form(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
     choice = rec.get("choice")
     if choice is not None:
         _check_choice(ctx, w, choice, L0, lines)
+    if verdict == "absorbable" and rec.get("near") is not None:
+        _require(ctx, choice is None and rec.get("witness_exact") is None and rec.get("min_width") is None, w,
+                 "a within-tolerance record claims no exact choice, exact witness or minimum width")
+        return _check_near(ctx, w, b, rec["near"], block, N, L0, lines)
     if verdict == "absorbable":
         return _check_absorbable(ctx, w, b, rec, block, choice, N, L0, lines_d, family)
     if verdict != "not_absorbable":

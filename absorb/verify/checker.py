@@ -116,6 +116,7 @@ from absorb.verify._theorems import (
     _check_degree,
     _check_index_set,
     _check_linearization,
+    _check_nonzero_entry,
     _check_recorded_hypotheses,
     check_trivial_witness,
 )
@@ -133,6 +134,7 @@ from absorb.verify._weights import (  # noqa: F401
     _invertible,
     _residual,
     _round_bound,
+    _skip_nonzero,
 )
 
 _Outcome = tuple[str, "Block | None", float]
@@ -204,6 +206,7 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         else:
             _require(ctx, verdict == supported, w, f"the verdict {verdict!r} follows from result {th!r}",
                      f"the evidence supports {supported!r}")
+        _check_records(ctx, w, b, block, th, witness)
         if verdict == "absorbable" and witness is not None:
             ok, worst, m = _evaluate(block, witness, [block], [witness], block.d, seed=ctx.seed, allowed_lin=allowed)
             _require(ctx, ok, w, f"the residual-free block rebuilt here equals f on {m} inputs: fresh random ones and points exactly on the kink/gate hyperplanes",
@@ -216,9 +219,139 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         return None, None
 
 
+def _must(ctx: _Ctx, cond: bool, w: str, claim: str, detail: str = "") -> None:
+    """``_require`` that records nothing on success (the many per-field checks of the records are
+    summed up in one line)."""
+    if not cond:
+        _require(ctx, cond, w, claim, detail)
+
+
+
+
+def _check_array_record(ctx: _Ctx, w: str, rec: Any, a: np.ndarray, what: str) -> None:
+    """A recorded array's numbers are ``a``'s: shape, max |entry| exactly, the Frobenius norm to
+    within its rounding (a sum of ``a.size`` squares: relative error ≤ (size + 2)·u, doubled for the
+    producer's own summation order), and the embedded values exactly."""
+    _must(ctx, isinstance(rec, dict), w, f"the record of {what} is an object")
+    top = float(np.abs(a).max()) if a.size else 0.0
+    fro = float(np.linalg.norm(a)) if a.size else 0.0
+    rf, rm = rec.get("fro_norm"), rec.get("max_abs")
+    fro_ok = (isinstance(rf, float) and not isinstance(rf, bool)
+              and abs(rf - fro) <= 2 * (a.size + 2) * _U * fro + 2.0**-1074)
+    vals = rec.get("values")
+    try:
+        same = vals is None or np.array_equal(np.asarray(vals, dtype=float).reshape(a.shape), a)
+    except (TypeError, ValueError):
+        same = False
+    _must(ctx, list(rec.get("shape", [])) == list(a.shape) and fro_ok and rm == top and same, w,
+             f"the recorded shape, Frobenius norm, max |entry| and values of {what} are its own",
+             f"recorded {rec.get('shape')}, ‖·‖_F {rf!r}, max {rm!r}; re-derived {list(a.shape)}, {fro!r}, {top!r}")
+
+
+_BLOCK_FIELDS = frozenset({"name", "kind", "activation", "activation_function", "d", "n", "skip", "verdict", "theorem", "reason",
+                           "class", "tolerance", "weights", "hypotheses", "properties", "argument", "witness", "canonical_form",
+                           "search"})
+"""The fields of a block's record; each is re-derived (or prose, or listed as not a claim in
+docs/certificates.md). Any other field is reported as not re-checked."""
+
+
+def arg_even_ok(b: dict[str, Any]) -> bool:
+    return (b.get("argument") or {}).get("even", True) is True
+
+
+def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, witness: Block | None) -> None:
+    """The recorded numbers no theorem check reads are re-derived here too: every array record
+    (the weights' and the witness block's), the nonzero entry of M, a search record (only the
+    theorems that use one may carry it; a found S and its residual are the witness's)."""
+    arrays = _block_arrays(block)
+    n_rec = len(b.get("weights") or {})
+    for k, rec in (b.get("weights") or {}).items():
+        _check_array_record(ctx, w, rec, arrays[k], k)
+    wit = b.get("witness") or {}
+    recs = (wit.get("block") or {}).get("weights")
+    if recs is not None:
+        _must(ctx, witness is not None, w, "the recorded witness block is one the checker rebuilt")
+        mine = _block_arrays(witness)
+        _must(ctx, isinstance(recs, dict) and set(recs) == set(mine), w, "the witness block lists the rebuilt block's arrays")
+        for k, rec in recs.items():
+            _must(ctx, rec.get("sha256") == sha256_f64(mine[k]), w, f"the witness's {k}' is the rebuilt one (SHA-256)")
+            _check_array_record(ctx, w, rec, mine[k], f"the witness's {k}'")
+            n_rec += 1
+    ctx.report.ok(w, f"the recorded shape, Frobenius norm, max |entry| and values of all {n_rec} arrays are re-derived")
+    extra = sorted(set(b) - _BLOCK_FIELDS)
+    if extra:
+        ctx.report.unchecked(w, "every field of the block's record is re-derived", f"not re-checked: {', '.join(extra)}")
+    exact_hyps = {"skip_nonzero": lambda: _skip_nonzero(block), "bias_free": lambda: _bias_free(block),
+                  "d_at_least_2": lambda: block.d >= 2, "rows_nonzero": lambda: bool(np.all(np.any(block.W_up != 0, axis=1))),
+                  "columns_nonzero": lambda: bool(np.all(np.any(block.W_down != 0, axis=0)))}
+    for h in b.get("hypotheses") or []:  # (recorded as holding: re-derived by _check_recorded_hypotheses)
+        name = h.get("name") if isinstance(h, dict) else None
+        if name in exact_hyps and h.get("holds") is False:
+            _must(ctx, exact_hyps[name]() is False, w, f"hypothesis {name} fails, as recorded (exact)")
+    if th == "parity":
+        _must(ctx, arg_even_ok(b), w, "the parity argument records σ even (re-derived by the parity check)")
+    if th == "canonical-form" and b.get("verdict") == "absorbable" and "near" not in (b.get("canonical_form") or {}):
+        _must(ctx, wit.get("exact") in (None, True), w, "the canonical-form witness is recorded as exact (its canonical form is f's)")
+    if "c" in wit:
+        rec_c, arg_c = _parse_number(wit.get("c")), _parse_number((b.get("argument") or {}).get("c"))
+        _must(ctx, rec_c is not None and arg_c is not None and rec_c == arg_c, w,
+                 "the witness's flip constant is the argument's (re-derived)", f"witness {wit.get('c')!r}")
+    arg = b.get("argument") or {}
+    if arg.get("M_nonzero_entry") is not None and th not in ("degree", "linearization", "skeleton"):
+        _check_nonzero_entry(ctx, w, arg, block.M)  # (those three theorems' checks read it themselves)
+    if "rank_limit" in arg:
+        _require(ctx, arg["rank_limit"] == block.n, w, f"the rank limit is the width n = {block.n}", f"recorded {arg['rank_limit']!r}")
+    if th == "linear" and (arg.get("singular_values") is not None or arg.get("sigma_lower_bound") is not None):
+        _check_linear_numbers(ctx, w, arg, block)
+    search = b.get("search")
+    if search is None:
+        return
+    case = arg.get("case")
+    uses = th == "index-set" or th == "skeleton" and case == "nondegenerate"
+    _must(ctx, uses or b.get("verdict") == "unknown", w, f"a search record is part of result {th!r}'s argument",
+             "the certificate records an index-set search its theorem does not use (not re-checked)")
+    sc = search.get("certificate") or {}
+    known = {"dual": {"Y", "check"}, "dual-low-rank": {"A", "B", "rank", "tol", "bound_abs", "bound_rel", "iterations"}}
+    extra = sorted(set(sc) - {"kind", "portfolio"} - known.get(str(sc.get("kind")), set())) if isinstance(sc, dict) else []
+    if extra:
+        ctx.report.unchecked(w, "every field of the search certificate is re-derived", f"not re-checked: {', '.join(extra)}")
+    if search.get("S") is not None or search.get("residual") is not None:
+        _must(ctx, search.get("S") is not None and sorted(search["S"]) == sorted(wit.get("S") or [None])
+                 and search.get("residual") == wit.get("residual"), w,
+                 "the search's index set and residual are the witness's (re-derived)",
+                 f"search S = {search.get('S')!r}, residual {search.get('residual')!r}")
+
+
+def _check_linear_numbers(ctx: _Ctx, w: str, arg: dict[str, Any], block: Block) -> None:
+    """A linear block's recorded singular values of A = M + c·W_down W_up are A's (Weyl: each within
+    the rounding of A and of the SVD), and the recorded lower bound on σ_{n+1} is no further below it
+    than 100 times that rounding (it is checked not to exceed it by the theorem's check)."""
+    c = _parse_number(arg.get("c"))
+    _must(ctx, c is not None, w, "the linear block's constant c is recorded")
+    cf = float(c)  # type: ignore[arg-type]
+    U, D, M = block.W_up.astype(np.float64, copy=False), block.W_down.astype(np.float64, copy=False), block.M
+    s = np.linalg.svd(M + cf * (D @ U), compute_uv=False)
+    absA = np.abs(M) + abs(cf) * (np.abs(D) @ np.abs(U))
+    err = _gamma(block.n + 3) * float(np.linalg.norm(absA)) + 20 * block.d * _U * float(s[0])
+    sv = arg.get("singular_values")
+    if sv is not None:
+        ok = isinstance(sv, list) and len(sv) == len(s) and all(isinstance(v, float) and abs(v - t) <= 2 * err for v, t in zip(sv, s))
+        _must(ctx, ok, w, "the recorded singular values of M + c·W_down W_up are its own (within the rounding)",
+                 f"recorded {sv!r}, re-computed {s.tolist()!r}")
+    lb = arg.get("sigma_lower_bound")
+    if lb is not None and block.n < block.d:
+        t = float(s[block.n])
+        _must(ctx, isinstance(lb, float) and lb >= t - 100 * err, w, f"the recorded lower bound on σ_{block.n + 1} is σ_{block.n + 1} "
+                 "less a rounding margin", f"recorded {lb!r}, re-computed σ_{block.n + 1} = {t!r}, rounding {err:.3g}")
+
+
 def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Block], *, seed: int = DEFAULT_SEED) -> Report:
     """Re-derive every claim of ``cert`` (a parsed certificate) on ``model``; see the module doc."""
     report = Report()
+    if cert.get("schema") != SCHEMA or cert.get("schema_version") not in SUPPORTED_VERSIONS:
+        report.fail("certificate", f"the document is an {SCHEMA} of a supported version {SUPPORTED_VERSIONS}",
+                    f"schema {cert.get('schema')!r}, version {cert.get('schema_version')!r}")
+        return report
     tol = cert.get("parameters", {}).get("tolerance")
     structure = cert.get("input", {}).get("structure", "block")
     blocks = _model_blocks(model, structure)
@@ -227,8 +360,9 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
         report.fail("certificate", "the tolerance is a positive number", f"got {tol!r}")
         return report
     ctx = _Ctx(report, float(tol), seed)
-    if len(entries) != len(blocks):
-        report.fail("certificate", "the certificate covers the model's blocks", f"{len(entries)} blocks certified, model has {len(blocks)}")
+    if len(entries) != len(blocks) or cert.get("input", {}).get("blocks") != len(entries):
+        report.fail("certificate", "the certificate covers the model's blocks", f"{len(entries)} blocks certified "
+                    f"({cert.get('input', {}).get('blocks')!r} recorded), model has {len(blocks)}")
         return report
     results = []
     for b, blk in zip(entries, blocks):
@@ -299,6 +433,11 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
                  witnesses: list[Block | None]) -> None:
     top, th = cert.get("verdict"), (cert.get("theorem") or {}).get("id")
     w = "stack"
+    st = cert.get("stack") or {}
+    _require(ctx, st.get("layers") == len(blocks)
+             and set(st) <= {"layers", "composition_witness", "skip_product_nonzero_entry"}, w,
+             f"the stack record names its {len(blocks)} layers and holds only fields re-derived here",
+             f"recorded layers {st.get('layers')!r}, fields {sorted(st)}")
     if top == "absorbable":
         _check_stack_composition(ctx, w, th, blocks, verdicts, witnesses)
     elif top == "not_absorbable":
@@ -308,6 +447,8 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
         _check_skip_product_nonzero(ctx, w, blocks)
     else:
         _require(ctx, top == "unknown", w, f"the verdict {top!r} is one of three")
+    if st.get("skip_product_nonzero_entry") is not None:
+        _check_skip_product_entry(ctx, w, st["skip_product_nonzero_entry"], blocks)
 
 
 def _check_stack_composition(ctx: _Ctx, w: str, th: Any, blocks: list[Block], verdicts: list[str | None],
@@ -320,6 +461,23 @@ def _check_stack_composition(ctx: _Ctx, w: str, th: Any, blocks: list[Block], ve
     allowed = ctx.tol * sum(float(np.linalg.norm(b.M)) for b in blocks) * 10
     ok, worst, m = _evaluate(st, G, blocks, list(witnesses), blocks[0].d, seed=ctx.seed, allowed_lin=allowed)  # type: ignore[arg-type]
     _require(ctx, ok, w, f"the composed witnesses equal F on {m} inputs: fresh random ones and points exactly on the first layer's kink/gate hyperplanes", f"max relative difference {worst:.3g}")
+
+
+def _check_skip_product_entry(ctx: _Ctx, w: str, e: Any, blocks: list[Block]) -> None:
+    """The recorded entry P[i, j] of P = M_L⋯M_1 (a float product) is P's: the float product here is
+    within γ_{L·d}·(|M_L|⋯|M_1|)[i, j] of the exact one, and so is the producer's; both bounds together,
+    and nonzero."""
+    d = blocks[0].d
+    i, j = (e.get("row"), e.get("col")) if isinstance(e, dict) else (None, None)
+    _require(ctx, isinstance(i, int) and isinstance(j, int) and 0 <= i < d and 0 <= j < d, w, "the recorded entry of M_L⋯M_1 is an entry")
+    Pm, Pa = np.eye(d), np.eye(d)
+    for blk in blocks:
+        Pm, Pa = blk.M @ Pm, np.abs(blk.M) @ Pa
+    err = 2 * _gamma(len(blocks) * (d + 1)) * float(Pa[i, j])
+    v = e.get("value")
+    _require(ctx, isinstance(v, float) and v != 0 and abs(v - float(Pm[i, j])) <= 2 * err and abs(v) > 2 * err, w,
+             f"the recorded entry P[{i},{j}] = {v!r} of M_L⋯M_1 is P's and nonzero (float64, rounding bound {err:.3g})",
+             f"re-computed {float(Pm[i, j])!r}")
 
 
 def _check_layer_flat(ctx: _Ctx, b: dict[str, Any], blk: Block) -> None:

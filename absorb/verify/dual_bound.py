@@ -254,8 +254,13 @@ def check_dual_bound(
     B: np.ndarray,
     *,
     block_bytes: int = 8 << 20,
+    float32_products: bool = True,
 ) -> DualBound:
     """Recompute, from scratch, the dual lower bound certified by ``Y = A Bᵀ``.
+
+    ``float32_products=False``: for float32 weights, the same ``Y`` (A and B rounded to
+    float32) with the products in float64 over exact float64 row blocks: about 3 passes over
+    the weights instead of 1.4, and no float32 rounding charged to the bound.
 
     ``U`` is n×d, ``D`` is d×n, ``T`` is d×d (``None`` means ``−I_d``, the plain residual),
     ``A`` and ``B`` are d×r. Returns a :class:`DualBound` whose ``absolute`` is a true lower
@@ -294,6 +299,12 @@ def check_dual_bound(
         return _refuse("A or B has a non-finite entry")
     if T is not None and not np.isfinite(T).all():
         return _refuse("T has a non-finite entry")
+    if U.dtype == D.dtype == np.float32 and not float32_products:
+        with np.errstate(over="ignore"):
+            A, B = A.astype(np.float32).astype(np.float64), B.astype(np.float32).astype(np.float64)
+        if not (np.isfinite(A).all() and np.isfinite(B).all()):
+            return _refuse("A or B overflows float32")
+        return _bound(U, D, T, A, B, block_bytes)
     if U.dtype == D.dtype == np.float32 and _sgemm_is_ieee():
         # float32 route: Y is rounded to float32 (a slightly different, still valid dual
         # matrix) so that the two big products run in float32 without a float64 copy.

@@ -1,0 +1,342 @@
+"""Tampering suite: for every theorem id a real certificate is made, and every recorded
+number (and index set, rational, tolerance) is tampered with in turn — ×10, zeroed, sign
+flipped, shifted, the tolerance raised above a recorded bound, a dual matrix zeroed, an index
+set changed. ``absorb verify`` must not accept any of them as fully checked: a recorded field
+is either re-derived by the checker or not recorded at all. The few fields that are not claims
+(timings, the tool's environment, prose, the reader's copy of small weight arrays is checked
+against the weights) are listed in ``INFORMATIONAL`` with the reason."""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from absorb import Block, Stack, get_activation
+from absorb.certificate import build_certificate
+from absorb.engine import decide
+from absorb.io import load
+from absorb.verify import checker
+
+ROOT = Path(__file__).resolve().parent.parent
+
+INFORMATIONAL = {
+    "created": "when the certificate was written",
+    "tool": "the versions of the tools that wrote it",
+    "command": "the command line that wrote it",
+    "paper": "the bibliographic reference",
+    "parameters.seed": "the producer's seed; the checker evaluates on its own seeded inputs",
+    "parameters.timeout": "the producer's time budget",
+    "parameters.method": "the producer's search backend",
+    "search.elapsed": "how long the producer's search took (a timing, not a claim)",
+    "witness.eval_error": "the producer's own evaluation on its inputs; the checker evaluates the witness it rebuilt on its own",
+    "witness.n_inputs": "how many inputs the producer evaluated on; the checker uses its own",
+    "search.certificate.portfolio.elapsed": "how long each backend of the search portfolio ran (a timing)",
+    "search.certificate.iterations": "how many conjugate-gradient iterations the search's sketch took",
+    "stack.composition_witness.eval_error": "the producer's evaluation of the composed witnesses; the checker evaluates its own",
+    "stack.composition_witness.n_inputs": "how many inputs the producer evaluated the composition on",
+}
+"""Dotted paths (list indices left out) of recorded fields that are not claims about the weights;
+a test below checks that docs/certificates.md names them."""
+
+SIGMA_FACTS = {
+    "argument.limits": "a bounded σ's limits at ±∞",
+    "argument.bound": "a bounded σ's bound",
+    "argument.g0": "the gate's value g(0)",
+    "properties": "the producer's symbolic records of σ's properties (values and sample points)",
+}
+"""σ-facts the checker does not yet compare with the record: the theorem checks re-derive from σ
+itself the property they need (boundedness, g(0) = 0, homogeneity, the flip identity), but not
+these recorded numbers. Tampering them is reported by :func:`test_sigma_fact_tamperings_are_known`."""
+
+
+def _blk(U: Any, D: Any, act: str, M: Any = None, **kw: Any) -> Block:
+    return Block(np.asarray(U, float), np.asarray(D, float), get_activation(act), skip=None if M is None else np.asarray(M, float), **kw)
+
+
+def _near_block() -> Block:
+    """A width-3 degenerate ReLU block with an antipodal pair (d = 2), its skip moved by one ulp in
+    two entries: exactly it needs 5 units, within the tolerance 3 (absorbable, not exactly)."""
+    U = [[1.0, 1.0], [-1.0, -1.0], [2.0, 1.0]]
+    D = [[0.0, -1.0, 2.0], [-1.0, -1.0, 3.0]]
+    M = [[np.nextafter(-2.0, 10.0), -2.0], [1.0, 1.0 + 2.0**-52]]
+    return _blk(U, D, "relu", M)
+
+
+def _skeleton_degenerate(b: Block) -> Block:
+    """dead_unit's weights with softplus and biases: the bias-free ReLU skeleton is degenerate
+    (a zero column of W_down) and its canonical form rules it out."""
+    return b.replace(activation=get_activation("softplus"), b_up=np.array([0.5, -0.25, 1.0]), b_down=np.array([0.125, -1.0]))
+
+
+def _planted_stack(rng: np.random.Generator) -> Stack:
+    blocks = []
+    for i in range(2):
+        U, D = rng.standard_normal((4, 2)), rng.standard_normal((2, 4))
+        D[:, [0, 3]] = -np.linalg.inv(U[[0, 3]])
+        blocks.append(_blk(U, D, "gelu", name=f"blocks.{i}"))
+    return Stack(blocks)
+
+
+def _mitm_weights() -> tuple[np.ndarray, np.ndarray]:
+    """n = 24 > 16, no dual matrix certifies: infeasibility by meet-in-the-middle (re-done by the checker)."""
+    rng = np.random.default_rng(3024)
+    return rng.standard_normal((24, 3)), rng.standard_normal((3, 24))
+
+
+def _models() -> dict[str, Any]:
+    rng = np.random.default_rng(3)
+    d, n = 3, 5
+    cat = lambda name: load(str(ROOT / "counterexamples" / f"{name}.npz"))  # noqa: E731
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    return {
+        "trivial": _blk(U, D, "relu", np.zeros((d, d))),
+        "degree": cat("relu2_bias_free_class"),
+        "linearization": load(str(ROOT / "examples" / "swiglu.npz")),
+        "bounded": _blk(U, D, "tanh"),
+        "linear": _blk(U[:2], D[:, :2], "identity"),
+        "parity": _blk(U, D, "expr:Abs(x)"),
+        "exponential": _blk(U, D, "expr:exp(x)"),
+        "index-set-absorbable": cat("planted_relu"),
+        "index-set-not": cat("generic_relu"),
+        "index-set-gated": cat("glu_planted"),
+        "index-set-low-rank": (_blk(rng.standard_normal((40, 16)), rng.standard_normal((16, 40)), "relu"), "linalg"),
+        "index-set-mitm": _blk(*_mitm_weights(), "relu"),
+        "canonical-absorbable": cat("collinear_antipodal"),
+        "canonical-not": cat("dead_unit"),
+        "canonical-near": _near_block(),
+        "skeleton-nondegenerate": cat("leaky_relu_generic"),
+        "skeleton-degenerate": _skeleton_degenerate(cat("dead_unit")),
+        "depth": cat("relu2_stack"),
+        "composition": _planted_stack(rng),
+        "none": cat("relu_stack_generic"),
+    }
+
+
+# ---------------------------------------------------------------------------- tamperings --
+
+_SKIP_KEYS = {"sha256", "file_sha256", "statement", "latex", "text", "srepr", "steps", "title", "source", "reason",
+              "construction", "formula", "name", "activation", "hash_convention", "path", "kind", "method", "status",
+              "needs", "classes", "url", "authors", "arxiv", "year", "platform", "python", "detail", "family", "case",
+              "target", "structure", "schema"}
+
+
+def _fraction(v: Any) -> Fraction | None:
+    if isinstance(v, str) and v and v.lstrip("-").replace("/", "").isdigit():
+        return Fraction(v)
+    return None
+
+
+def _dotted(path: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in path if not isinstance(p, int))
+
+
+def _matches(path: tuple[Any, ...], keys: Any) -> bool:
+    dotted = _dotted(path)
+    return any(f".{dotted}.".find(f".{k}.") >= 0 for k in keys)
+
+
+def _informational(path: tuple[Any, ...]) -> bool:
+    return _matches(path, INFORMATIONAL)
+
+
+def _leaves(obj: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k not in _SKIP_KEYS:
+                yield from _leaves(v, (*path, k))
+    elif isinstance(obj, list):
+        if obj and all(isinstance(v, int) and not isinstance(v, bool) for v in obj):
+            yield path, obj  # an index set, a list of units or flips: changed as a whole
+        elif obj and all(isinstance(v, list) for v in obj) and obj[0] and isinstance(obj[0][0], float):
+            yield path, obj  # a matrix (a dual matrix, embedded weights): zeroed as a whole ...
+            yield from _leaves(obj[0][0], (*path, 0, 0))  # ... and its first entry
+        else:
+            for i, v in enumerate(obj[:2]):  # the first two entries stand for the rest
+                yield from _leaves(v, (*path, i))
+    elif obj is None:
+        return
+    elif isinstance(obj, bool):
+        yield path, obj
+    elif isinstance(obj, (int, float)) or _fraction(obj) is not None:
+        yield path, obj
+
+
+def _tamperings(v: Any, evidence: bool = False) -> list[tuple[str, Any]]:
+    if isinstance(v, bool):
+        return [("flipped", not v)]
+    if isinstance(v, list) and v and isinstance(v[0], list):  # (a dual matrix is evidence: an entry moved by 10⁻⁶
+        z = [[0.0] * len(r) for r in v]                     # may still prove the bound, so it is zeroed instead)
+        return [("zeroed", z)] if z != v else [("ones", [[1.0] * len(r) for r in v])]
+    if isinstance(v, list):
+        return [("index set changed", v[:-1] if len(v) > 1 else [v[0] + 1]), ("index set grown", [*v, max(v) + 1])]
+    q = _fraction(v)
+    if q is not None:
+        return [(f"{how}", str(x)) for how, x in (("×10", q * 10), ("zero", Fraction(0)), ("+1", q + 1)) if x != q]
+    out = [("×10", v * 10), ("zero", type(v)(0)), ("sign", -v), ("+1", v + 1)]
+    if isinstance(v, float) and math.isfinite(v) and not evidence:
+        out.append(("×(1+1e-6)", v * (1 + 1e-6)))
+    return [(h, x) for h, x in out if x != v]
+
+
+def _set(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:
+    obj = doc
+    for k in path[:-1]:
+        obj = obj[k]
+    obj[path[-1]] = value
+
+
+def _fully_accepted(doc: dict[str, Any], model: Any) -> bool:
+    try:
+        rep = checker.verify_certificate(doc, model)
+    except Exception:  # noqa: BLE001  (a crash is not an acceptance; the exit-code tests cover crashes)
+        return False
+    return rep.accepted and not rep.not_rechecked
+
+
+def _pattern(path: tuple[Any, ...]) -> str:
+    return ".".join("*" if isinstance(p, int) else str(p) for p in path)
+
+
+
+# -------------------------------------------------------------------------------- tests --
+
+CASES = ["trivial", "degree", "linearization", "bounded", "linear", "parity", "exponential", "index-set-absorbable",
+         "index-set-not", "index-set-gated", "index-set-low-rank", "index-set-mitm", "canonical-absorbable", "canonical-not", "canonical-near", "skeleton-nondegenerate",
+         "skeleton-degenerate", "depth", "composition", "none"]
+
+
+@pytest.fixture(scope="module")
+def certs() -> dict[str, tuple[dict[str, Any], Any]]:
+    out = {}
+    for name, model in _models().items():
+        model, method = model if isinstance(model, tuple) else (model, "auto")
+        out[name] = (build_certificate(decide(model, method=method), model, seed=0).to_json(), model)
+    return out
+
+
+def test_every_theorem_has_a_case(certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    """The cases cover every theorem id the checker dispatches on (and the stack results)."""
+    from absorb.certificate._theorems import THEOREMS
+
+    seen = {doc["theorem"]["id"] for doc, _ in certs.values()} | {b["theorem"]["id"] for doc, _ in certs.values() for b in doc["blocks"]}
+    assert set(checker.THEOREM_CHECKS) | {"depth", "composition"} <= seen | {"none"}
+    assert set(THEOREMS) <= seen | {"none"}
+    cases = {b["argument"].get("case") for doc, _ in certs.values() for b in doc["blocks"] if b["theorem"]["id"] == "skeleton"}
+    assert {"nondegenerate", "degenerate-relu"} <= cases
+    assert "near" in certs["canonical-near"][0]["blocks"][0]["canonical_form"]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_honest_certificate_is_fully_accepted(name: str, certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    doc, model = certs[name]
+    rep = checker.verify_certificate(doc, model)
+    assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
+
+
+def _accepted_tamperings(doc: dict[str, Any], model: Any, *, keep: Any) -> list[str]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for path, v in _leaves(doc):
+        if _informational(path) or not keep(path):
+            continue
+        evidence = _dotted(path).split(".")[-1] in ("A", "B", "Y")  # an entry of a dual matrix
+        for how, x in _tamperings(v, evidence):
+            if (_pattern(path), how) in seen:
+                continue
+            seen.add((_pattern(path), how))
+            bad = copy.deepcopy(doc)
+            _set(bad, path, x)
+            if _fully_accepted(bad, model):
+                out.append(f"{'.'.join(map(str, path))} {how}")
+    return out
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_every_tampered_number_is_caught(name: str, certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    """×10, zero, sign, +1, ×(1 + 10⁻⁶) on every recorded number; index sets shrunk and grown;
+    matrices zeroed; booleans flipped: none is accepted as fully checked (σ-facts aside, see
+    SIGMA_FACTS)."""
+    doc, model = certs[name]
+    # (a meet-in-the-middle certificate's bound is re-derived as a radius: raised a little it may
+    # still be true, and the checker proves it; raised past the truth it is rejected, see below)
+    mitm_bound = name == "index-set-mitm"
+    keep = lambda p: not _matches(p, SIGMA_FACTS) and not (mitm_bound and _dotted(p) == "blocks.search.bound")  # noqa: E731
+    assert _accepted_tamperings(doc, model, keep=keep) == []
+
+
+def test_meet_in_the_middle_bound_past_the_truth_is_rejected(certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    doc, model = certs["index-set-mitm"]
+    assert doc["blocks"][0]["search"]["certificate"]["kind"] == "meet-in-the-middle"
+    bad = copy.deepcopy(doc)
+    bad["blocks"][0]["search"]["bound"] = 10.0  # no S is that far from −M/c: some S is closer
+    assert not _fully_accepted(bad, model)
+
+
+def test_sigma_fact_exemptions_are_not_stale(certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    """Every σ-fact exempted above is still recorded somewhere, and tampering it is still accepted
+    (when the σ re-derivation starts comparing it, drop it from SIGMA_FACTS)."""
+    for key in SIGMA_FACTS:
+        hits = [(name, path) for name, (doc, _) in certs.items() for path, _ in _leaves(doc) if _matches(path, [key])]
+        assert hits, key
+        still = [n for n, _ in hits[:3] if _accepted_tamperings(certs[n][0], certs[n][1], keep=lambda p, k=key: _matches(p, [k]))]
+        assert still, f"{key}: every tampering is now caught; remove it from SIGMA_FACTS"
+
+
+def _with_tolerance(doc: dict[str, Any], tol: float) -> dict[str, Any]:
+    bad = copy.deepcopy(doc)
+    bad["parameters"]["tolerance"] = tol
+    for b in bad["blocks"]:
+        b["tolerance"] = tol
+    return bad
+
+
+@pytest.mark.parametrize("name", ["index-set-not", "skeleton-nondegenerate"])
+def test_tolerance_raised_above_the_bound_is_rejected(name: str, certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    doc, model = certs[name]
+    bound = doc["blocks"][0]["search"]["bound"]
+    assert not checker.verify_certificate(_with_tolerance(doc, min(0.99, 2 * bound)), model).accepted
+
+
+@pytest.mark.parametrize("name, tol", [("canonical-not", 0.99), ("skeleton-degenerate", 0.99), ("linear", 0.99),
+                                       ("index-set-absorbable", 1e-300), ("canonical-near", 1e-300)])
+def test_tolerance_that_changes_the_answer_is_rejected(name: str, tol: float, certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    """A not_absorbable verdict whose proof does not survive the larger tolerance (a choice, or a
+    rank, within τ), or an absorbable one whose witness is farther than the smaller tolerance."""
+    doc, model = certs[name]
+    assert not checker.verify_certificate(_with_tolerance(doc, tol), model).accepted
+
+
+def test_dual_matrix_zeroed_is_rejected(certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    for name in ("index-set-not", "skeleton-nondegenerate"):
+        doc, model = certs[name]
+        cert = doc["blocks"][0]["search"]["certificate"]
+        keys = [k for k in ("Y", "A", "B") if isinstance(cert.get(k), list)]
+        for k in keys:
+            bad = copy.deepcopy(doc)
+            bad["blocks"][0]["search"]["certificate"][k] = np.zeros(np.shape(cert[k])).tolist()
+            assert not _fully_accepted(bad, model), (name, k)
+
+
+def test_a_search_record_the_theorem_does_not_use_is_rejected(certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    """Canonical-form and degenerate-skeleton certificates carry no index-set search (their argument
+    does not read it); one added from another certificate is a claim nobody re-checked."""
+    search = certs["index-set-not"][0]["blocks"][0]["search"]
+    for name in ("canonical-absorbable", "canonical-not", "skeleton-degenerate"):
+        doc, model = certs[name]
+        assert "search" not in doc["blocks"][0]
+        bad = copy.deepcopy(doc)
+        bad["blocks"][0]["search"] = search
+        assert not checker.verify_certificate(bad, model).accepted, name
+
+
+def test_informational_fields_are_documented() -> None:
+    text = (ROOT / "docs" / "certificates.md").read_text()
+    for key in INFORMATIONAL:
+        assert f"`{key.split('.')[-1]}`" in text, key
