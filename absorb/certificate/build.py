@@ -290,8 +290,8 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
         ]
         arg["jacobian_f_at_0"] = _symbolic_jacobian_at_zero(b)
     elif th == Theorem.BOUNDED.value:
-        bd_ = _prop(bd, "bounded") or {}
-        arg["limits"] = bd_.get("value", {})
+        # (σ's bound and limits are not recorded: the checker proves boundedness its own way,
+        # and the argument needs no number of it)
         e = arg["M_nonzero_entry"]
         if e is not None:
             arg["steps"] = [
@@ -300,8 +300,6 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
                 rf"x = t\,e_{{{e['col']}}}:\ |f(x)_{{{e['row']}}}| \ge t\,|M_{{{e['row']},{e['col']}}}| "
                 r"- \sup|B| \to \infty\ (t\to\infty)",
             ]
-        if "bound" in arg["limits"]:
-            arg["bound"] = arg["limits"]["bound"]
     elif th == Theorem.LINEAR.value:
         lf = _prop(bd, "linear") or {}
         arg["c"] = lf.get("value", {}).get("c")
@@ -496,7 +494,10 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
         # each hypothesis with whether it holds (the checker re-derives that); the producer's own
         # numbers behind it are not recorded: a certificate records only what the checker re-derives
         "hypotheses": [{k: v for k, v in h.to_json().items() if k != "value"} for h in bd.hypotheses],
-        "properties": [p.to_json() for p in bd.properties],
+        # σ's properties as the producer derived them, for the reader (name, status, statement,
+        # proof steps); their numbers and sample points are not recorded: the checker re-derives
+        # from σ itself every property a theorem needs
+        "properties": [{k: v for k, v in p.to_json().items() if k not in ("value", "witness")} for p in bd.properties],
         "argument": _argument(bd),
     }
     w = _witness(bd)

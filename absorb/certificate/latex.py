@@ -191,18 +191,6 @@ def _jacobian_tex(jac: list[list[Any]] | None) -> str | None:
     return sp.latex(sp.Matrix([[sp.sympify(v) for v in row] for row in jac]))
 
 
-def _bounded_words(lim: dict[str, Any]) -> str | None:
-    if "lower" in lim and "upper" in lim:
-        return (rf"$\sigma(x)\in[{tex_escape(lim['lower'])}, {tex_escape(lim['upper'])}]$ "
-                "for every real $x$ (interval bound)")
-    if "limit_plus" in lim and "limit_minus" in lim:
-        return (
-            rf"continuous with limits ${tex_escape(lim['limit_minus'])}$ at $-\infty$ and "
-            rf"${tex_escape(lim['limit_plus'])}$ at $+\infty$"
-        )
-    return None
-
-
 def _argument_view(b: dict[str, Any]) -> dict[str, Any]:
     arg = dict(b.get("argument", {}))
     if arg.get("singular_values"):
@@ -283,7 +271,6 @@ def _block_view(b: dict[str, Any]) -> dict[str, Any]:
         "search_cert_lines": _search_cert_lines(search.get("certificate") if search else None),
         "dual": _dual_view(search, b["d"]),
         "rf_class": b.get("class"),
-        "bounded_words": _bounded_words(arg.get("limits") or {}),
         "canonical_lines": len((b.get("canonical_form") or {}).get("lines", [])),
     }
 

@@ -70,6 +70,8 @@ def _check_linearization(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
     _check_nonzero_entry(ctx, w, arg, block.M)
     dg0 = _gate_derivative_at_zero(_act(block))
     _require(ctx, dg0 is not None, w, "g(0) = 0 and g is differentiable at 0 (exact at 0, one-sided limits of the pieces next to 0)")
+    g0 = _parse_number(arg.get("g0"))
+    _require(ctx, arg.get("g0") is None or (g0 is not None and g0 == 0), w, "g(0) = 0 as recorded", f"recorded {arg.get('g0')!r}")
     rec = _parse_number(arg.get("dg0"))
     _require(ctx, rec is None or _zero(rec - dg0) is True, w, f"g'(0) = {dg0} as recorded", f"recorded {arg.get('dg0')}")
     jac = arg.get("jacobian_f_at_0")
