@@ -32,6 +32,7 @@ import os
 import re
 import struct
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -41,6 +42,7 @@ from absorb._errors import InvalidInput
 from absorb._validate import float64_rows, keeps_float32, matvec
 from absorb.io._validate import build_block
 from absorb.io.families import BlockSpec, Detection, ManualRoles, detect, parse_layers
+from absorb.io.sniff import is_ctranslate2_dir, refusal, sniff
 from absorb.io.tensor_info import TensorInfo
 from absorb.io.torch_state import TORCH_INDEX_NAME, TORCH_SUFFIXES, read_torch, torch_files_in, torch_missing
 from absorb.model.activations import get_activation
@@ -147,7 +149,9 @@ def _read_json(path: Path, what: str) -> Any:
 
 def _resolve(path: Path) -> tuple[list[Path], Path | None, Path, bool]:
     """(checkpoint files, index file or None, directory that should hold config.json, whether
-    they are PyTorch state_dict files). A directory prefers safetensors over PyTorch files."""
+    they are PyTorch files). A directory prefers safetensors over PyTorch files. A file's
+    format is told from its content (:func:`absorb.io.sniff.sniff`), not its extension:
+    formats read elsewhere (ONNX, GGUF) or not at all (CTranslate2) are refused here by name."""
     if not path.exists():
         raise InvalidInput(f"{path}: no such file or directory")
     require_regular_file(path, "checkpoint")
@@ -158,6 +162,8 @@ def _resolve(path: Path) -> tuple[list[Path], Path | None, Path, bool]:
         files = sorted(path.glob("*.safetensors"))
         if files:
             return files, None, path, False
+        if is_ctranslate2_dir(path):
+            raise refusal(path, "ctranslate2")
         if (path / TORCH_INDEX_NAME).is_file():
             return [], path / TORCH_INDEX_NAME, path, True
         torch_files = torch_files_in(path)
@@ -167,12 +173,16 @@ def _resolve(path: Path) -> tuple[list[Path], Path | None, Path, bool]:
                            "give a checkpoint directory or file")
     if path.name.endswith(".index.json"):
         return [], path, path.parent, path.name.endswith(".bin.index.json")
-    if path.suffix == ".safetensors":
+    kind = sniff(path)
+    if kind == "safetensors":
         return [path], None, path.parent, False
-    if path.suffix in TORCH_SUFFIXES:
+    if kind in ("torch-zip", "torch-pickle"):
         return [path], None, path.parent, True
-    raise InvalidInput(f"{path}: not a checkpoint; give a .safetensors file, a {INDEX_NAME}, a PyTorch state_dict "
-                       "(.bin/.pt/.pth) or a directory holding them")
+    if kind == "unknown" and path.suffix == ".safetensors":  # a damaged header: read_header words the damage
+        return [path], None, path.parent, False
+    if kind in ("unknown", "zip") and path.suffix in TORCH_SUFFIXES:  # torch.load words what is wrong with it
+        return [path], None, path.parent, True
+    raise refusal(path, kind, "not a checkpoint absorb reads" if kind not in ("ctranslate2",) else "")
 
 
 def torch_refusal(path: Path) -> InvalidInput:
@@ -418,9 +428,14 @@ class Checkpoint:
 
 
 def is_checkpoint(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` names a checkpoint this module reads (or refuses with a message)."""
+    """Whether ``path`` names a checkpoint this module reads (or refuses with a message):
+    a directory, an index, or a file whose content (not its name) is not an ``.npz`` block."""
     p = Path(path)
-    return p.suffix in (".safetensors", ".bin", ".pt", ".pth") or p.name.endswith(".index.json") or p.is_dir()
+    if p.is_dir() or p.name.endswith(".index.json"):
+        return True
+    if not p.is_file():
+        return p.suffix in (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx")
+    return sniff(p) not in ("npz", "zip", "json", "unknown") or p.suffix in (".safetensors", ".bin", ".pt", ".pth", ".ckpt")
 
 
 def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = None, layers: str | frozenset[int] | None = None,
@@ -442,8 +457,10 @@ def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = No
         assert index is not None
         _check_shards_present(index, wm)
     source: TensorSource | None = None
+    stored_config: dict[str, Any] | None = None
+    container_notes: list[str] = []
     if is_torch:  # the same TensorInfo records; tensors come from the loaded state_dicts
-        tensors, source, files = read_torch(index or p, files, wm)
+        tensors, source, files, stored_config, container_notes = read_torch(index or p, files, wm)
     elif wm is not None:
         assert index is not None
         tensors, files = _tensors_of_index(index, wm)
@@ -453,6 +470,9 @@ def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = No
         raise InvalidInput(f"{p}: the checkpoint holds no tensors")
     cfg_path = cfg_dir / "config.json"
     config = _read_config(cfg_path)
+    if config is None and stored_config is not None:
+        config = stored_config
+        container_notes.append(f"no config.json: the configuration is {stored_config['__source__']}")
     _refuse_quantised(tensors, config, source=str(p), cfg_path=cfg_path)
     manual = _manual_roles(up, down, gate)
     layer_set = parse_layers(layers) if isinstance(layers, str) else layers
@@ -460,6 +480,8 @@ def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = No
                  layers=layer_set, fold_norm=fold_norm)
     for spec in det.blocks:
         _check_spec(spec, tensors, p, activation=activation, fold_norm=fold_norm)
+    if container_notes:
+        det = replace(det, notes=tuple(container_notes) + det.notes)
     return Checkpoint(p, tensors, tuple(files), config, det, fold_norm=fold_norm, source=source)
 
 
