@@ -308,6 +308,18 @@ def unknown_layout(names: Shapes, *, source: str, config: Mapping[str, object] |
                         "patterns ({i} for the layer) and --activation NAME")
 
 
+def select_layers(specs: list[BlockSpec], layers: frozenset[int] | None, *, source: str) -> list[BlockSpec]:
+    """The blocks whose layer number is in ``layers`` (all when None); a one-line error when none is."""
+    if layers is None:
+        return specs
+    present = sorted({s.layer for s in specs})
+    out = [s for s in specs if s.layer in layers]
+    if not out:
+        span = f"{present[0]}-{present[-1]}" if present else "none"
+        raise InvalidInput(f"{source}: --layers selects no block; the checkpoint's MLP layers are {span}")
+    return out
+
+
 def detect(names: Shapes, config: Mapping[str, object] | None, *, source: str, activation: str | None = None,
            manual: ManualRoles | None = None, layers: frozenset[int] | None = None, fold_norm: bool = False) -> Detection:
     """Find every MLP block in a checkpoint from its tensor names and shapes.
@@ -322,12 +334,7 @@ def detect(names: Shapes, config: Mapping[str, object] | None, *, source: str, a
         fams: tuple[str, ...] = ("manual",)
     else:
         specs, fams = _by_family(names, config, source=source, activation=activation, fold_norm=fold_norm)
-    if layers is not None:
-        present = sorted({s.layer for s in specs})
-        specs = [s for s in specs if s.layer in layers]
-        if not specs:
-            span = f"{present[0]}-{present[-1]}" if present else "none"
-            raise InvalidInput(f"{source}: --layers selects no block; the checkpoint's MLP layers are {span}")
+    specs = select_layers(specs, layers, source=source)
     specs.sort(key=lambda s: _natural_key(s.name))
     notes = []
     if any(s.transposed for s in specs):
@@ -504,4 +511,4 @@ def _manual(names: Shapes, config: Mapping[str, object] | None, manual: ManualRo
 
 
 __all__ = ["FAMILIES", "FAMILY_BY_KEY", "BlockSpec", "Detection", "Family", "ManualRoles", "NormSpec", "config_section", "detect",
-           "hidden_evidence", "hidden_for", "parse_layers", "suggest_roles", "unknown_layout"]
+           "hidden_evidence", "hidden_for", "parse_layers", "select_layers", "suggest_roles", "unknown_layout"]

@@ -284,6 +284,8 @@ class BlockSpec:
     residual: str = ""
     d: int = 0
     n: int = 0
+    skip: str | None = None
+    """A tensor holding the skip matrix M (ONNX graphs that wire one); None: the identity."""
 
     @property
     def gated(self) -> bool:
@@ -291,7 +293,7 @@ class BlockSpec:
 
     def tensors(self) -> tuple[str, ...]:
         """Every tensor this block reads (the norm's only when folding)."""
-        return tuple(t for t in (self.up, self.gate, self.gate_up, self.down, self.b_up, self.b_gate, self.b_down) if t)
+        return tuple(t for t in (self.up, self.gate, self.gate_up, self.down, self.b_up, self.b_gate, self.b_down, self.skip) if t)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ import numpy as np
 from absorb._errors import InvalidInput
 from absorb._validate import float64_rows, keeps_float32, matvec
 from absorb.io._validate import build_block
-from absorb.io.families import BlockSpec, Detection, ManualRoles, detect, parse_layers
+from absorb.io.families import BlockSpec, Detection, ManualRoles, detect, parse_layers, select_layers
 from absorb.io.sniff import is_ctranslate2_dir, refusal, sniff
 from absorb.io.tensor_info import TensorInfo
 from absorb.io.torch_state import TORCH_INDEX_NAME, TORCH_SUFFIXES, read_torch, torch_files_in, torch_missing
@@ -343,6 +343,8 @@ class Checkpoint:
         out["W_down"] = mat(spec.down)
         if spec.b_down is not None:
             out["b_down"] = self.read(spec.b_down)
+        if spec.skip is not None:  # a skip matrix M read from an ONNX graph
+            out["skip"] = self.read(spec.skip)
         return out
 
     def block(self, spec: BlockSpec) -> Block:
@@ -405,6 +407,10 @@ class Checkpoint:
                     "as in the paper (z ranges over all of R^d, not only the sphere the norm outputs)")
         else:
             what = "the isolated MLP block f(x) = x + B(x) with its own identity skip, as in the paper"
+        if spec.family in ("onnx", "gguf") and spec.skip is not None:
+            return f"the MLP block f(x) = M x + B(x) with the skip M the graph wires around it; {spec.residual}"
+        if spec.family == "onnx" and spec.residual.startswith("the graph's residual Add") and "f(x) = x + B(x)" in spec.residual:
+            return f"the MLP block f(x) = x + B(x) with the identity skip the graph wires around it; {spec.residual}"
         if spec.family == "manual":
             return f"{what}; the roles were named by hand, so how the model wires this block's residual is not known"
         return f"{what}; {spec.residual}, which is not the paper's setting end to end"
@@ -417,7 +423,7 @@ class Checkpoint:
                  + ("" if self.config is not None else ", no config.json")]
         from absorb.io.families import FAMILY_BY_KEY
         for fk in det.families:
-            label = FAMILY_BY_KEY[fk].label if fk in FAMILY_BY_KEY else "roles named by hand"
+            label = FAMILY_BY_KEY[fk].label if fk in FAMILY_BY_KEY else _OTHER_LABELS.get(fk, "roles named by hand")
             specs = [s for s in self.specs if s.family == fk]
             acts = sorted({f"{s.activation} ({s.activation_source})" for s in specs})
             lines.append(f"family: {label}: {len(specs)} block{'s' if len(specs) != 1 else ''}; activation {'; '.join(acts)}")
@@ -425,6 +431,10 @@ class Checkpoint:
             lines.append(f"analysed: {s}")
         lines += [f"note: {n}" for n in det.notes]
         return lines
+
+
+_OTHER_LABELS = {"onnx": "ONNX graph (MatMul/Gemm → activation → MatMul/Gemm, skip from the residual Add)",
+                 "gguf": "GGUF (llama.cpp blk.{i}.ffn_*)"}
 
 
 def is_checkpoint(path: str | os.PathLike[str]) -> bool:
@@ -451,6 +461,9 @@ def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = No
     from absorb._validate import check_path
 
     p = Path(check_path(path))
+    if p.is_file() and not p.name.endswith(".index.json") and sniff(p) in ("onnx", "gguf"):
+        return _open_graph_file(p, sniff(p), activation=activation, layers=layers, manual=_manual_roles(up, down, gate),
+                                fold_norm=fold_norm)
     files, index, cfg_dir, is_torch = _resolve(p)
     wm = _shard_map(index) if index is not None else None
     if wm is not None:
@@ -483,6 +496,30 @@ def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = No
     if container_notes:
         det = replace(det, notes=tuple(container_notes) + det.notes)
     return Checkpoint(p, tensors, tuple(files), config, det, fold_norm=fold_norm, source=source)
+
+
+def _open_graph_file(p: Path, kind: str, *, activation: str | None, layers: str | frozenset[int] | None,
+                     manual: ManualRoles | None, fold_norm: bool) -> Checkpoint:
+    """An ONNX model or a GGUF file: blocks found by their own readers (absorb/io/onnx_model.py, gguf_file.py)."""
+    what = "an ONNX model" if kind == "onnx" else "a GGUF file"
+    if manual is not None:
+        raise InvalidInput(f"{p}: {what}: --up/--down/--gate name tensors of a safetensors or PyTorch checkpoint; "
+                           f"{what}'s blocks are found from its {'graph' if kind == 'onnx' else 'tensor names and metadata'}")
+    if fold_norm:
+        raise InvalidInput(f"{p}: {what}: --fold-norm is not supported for it; drop --fold-norm")
+    if kind == "onnx":
+        from absorb.io.onnx_model import read_onnx
+
+        tensors, source, det = read_onnx(p, activation=activation)
+    else:
+        from absorb.io.gguf_file import read_gguf
+
+        tensors, source, det = read_gguf(p, activation=activation)
+    layer_set = parse_layers(layers) if isinstance(layers, str) else layers
+    det = replace(det, blocks=tuple(select_layers(list(det.blocks), layer_set, source=str(p))))
+    for spec in det.blocks:
+        _check_spec(spec, tensors, p, activation=activation, fold_norm=False)
+    return Checkpoint(p, tensors, (p,), None, det, fold_norm=False, source=source)
 
 
 def _check_shards_present(index: Path, wm: Mapping[str, Path]) -> None:
