@@ -111,3 +111,27 @@ def test_config_hidden_size_and_activation_used(tmp_path: Path) -> None:
     assert cmd == "--up 'blocks.{i}.ff.proj_in.weight' --down 'blocks.{i}.ff.proj_out.weight'"
     cmd, why = suggest_roles(shapes, {"hidden_size": N})
     assert cmd == "--up 'blocks.{i}.ff.proj_out.weight' --down 'blocks.{i}.ff.proj_in.weight' --activation NAME", why
+
+
+@pytest.mark.parametrize("sel", ["halves", "interleaved"])
+def test_fused_gate_up_sliced_from_the_command_line(tmp_path: Path, sel: str) -> None:
+    """A fused gate/up tensor with custom names: --gate 'W[:half]' --up 'W[half:]' (or [0::2]/[1::2])."""
+    rng = np.random.default_rng(5)
+    t = {"tok.emb.weight": rng.standard_normal((50, D)).astype(np.float32)}
+    for i in range(2):
+        t[f"net.{i}.ff.w12.weight"] = rng.standard_normal((2 * N, D)).astype(np.float32)
+        t[f"net.{i}.ff.w12.bias"] = rng.standard_normal(2 * N).astype(np.float32)
+        t[f"net.{i}.ff.w3.weight"] = rng.standard_normal((D, N)).astype(np.float32)
+    p = _save(tmp_path, t)
+    g, u = ("[:half]", "[half:]") if sel == "halves" else ("[0::2]", "[1::2]")
+    ck = open_checkpoint(p, gate="net.{i}.ff.w12.weight" + g, up="net.{i}.ff.w12.weight" + u, down="net.{i}.ff.w3",
+                         activation="swiglu")
+    assert [(s.layer, s.d, s.n) for s in ck.specs] == [(0, D, N), (1, D, N)]
+    rows_g, rows_u = (slice(0, N), slice(N, None)) if sel == "halves" else (slice(0, None, 2), slice(1, None, 2))
+    for spec, blk in zip(ck.specs, ck.blocks()):
+        W, b = t[f"net.{spec.layer}.ff.w12.weight"].astype(np.float64), t[f"net.{spec.layer}.ff.w12.bias"].astype(np.float64)
+        assert np.array_equal(blk.W_gate, W[rows_g]) and np.array_equal(blk.W_up, W[rows_u])
+        assert np.array_equal(blk.b_gate, b[rows_g]) and np.array_equal(blk.b_up, b[rows_u])
+    with pytest.raises(InvalidInput, match=r"rows are selected with \[:half\]"):
+        open_checkpoint(p, gate="net.{i}.ff.w12.weight[0:3]", up="net.{i}.ff.w12.weight[half:]", down="net.{i}.ff.w3",
+                        activation="swiglu")

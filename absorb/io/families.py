@@ -184,10 +184,24 @@ def hidden_for(shp: tuple[int, ...], evidence: Mapping[int, str]) -> int | None:
     return sides.pop() if len(sides) == 1 else None
 
 
+# Row selections of a fused tensor in a role pattern: NAME[:half], NAME[half:] (gate_up halves),
+# NAME[0::2], NAME[1::2] (interleaved rows). Rows are the stored tensor's first axis (nn.Linear's outputs).
+SLICES = (":half", "half:", "0::2", "1::2")
+_SLICE = re.compile(r"^(?P<base>.*)\[(?P<sel>:half|half:|0::2|1::2)\]$")
+
+
+def split_slice(name: str) -> tuple[str, str | None]:
+    """(tensor name, row selection or None) of a name or pattern that may end in ``[:half]`` etc."""
+    m = _SLICE.match(name)
+    return (m.group("base"), m.group("sel")) if m else (name, None)
+
+
 def _bias(names: Shapes, weight: str | None) -> str | None:
     if weight is None:
         return None
+    weight, sel = split_slice(weight)
     b = weight[: -len(".weight")] + ".bias" if weight.endswith(".weight") else weight + ".bias"
+    b = b if sel is None else f"{b}[{sel}]"
     return b if b in names else None
 
 
@@ -450,9 +464,15 @@ def _family_spec(fam: Family, container: str, m: re.Match[str], roles: dict[Role
 def _role_regex(pattern: str, flag: str) -> re.Pattern[str]:
     if "{i}" not in pattern and "{e}" not in pattern and "{" in pattern:
         raise InvalidInput(f"{flag} {pattern!r}: only {{i}} (layer) and {{e}} (expert) may stand in braces")
+    if "[" in pattern and split_slice(pattern)[1] is None:
+        raise InvalidInput(f"{flag} {pattern!r}: a fused tensor's rows are selected with [:half], [half:] (halves) or "
+                           "[0::2], [1::2] (interleaved) at the end of the pattern")
+    pattern, sel = split_slice(pattern)
     rx = re.escape(pattern).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{e\}", r"(?P<e>\d+)")
     if not pattern.endswith(".weight"):
         rx += r"\.weight"
+    if sel is not None:
+        rx += re.escape(f"[{sel}]")
     return re.compile(rx)
 
 
@@ -511,4 +531,4 @@ def _manual(names: Shapes, config: Mapping[str, object] | None, manual: ManualRo
 
 
 __all__ = ["FAMILIES", "FAMILY_BY_KEY", "BlockSpec", "Detection", "Family", "ManualRoles", "NormSpec", "config_section", "detect",
-           "hidden_evidence", "hidden_for", "parse_layers", "select_layers", "suggest_roles", "unknown_layout"]
+           "SLICES", "hidden_evidence", "hidden_for", "parse_layers", "select_layers", "split_slice", "suggest_roles", "unknown_layout"]

@@ -41,7 +41,7 @@ import numpy as np
 from absorb._errors import InvalidInput
 from absorb._validate import float64_rows, keeps_float32, matvec
 from absorb.io._validate import build_block
-from absorb.io.families import BlockSpec, Detection, ManualRoles, detect, parse_layers, select_layers
+from absorb.io.families import BlockSpec, Detection, ManualRoles, detect, parse_layers, select_layers, split_slice
 from absorb.io.sniff import is_ctranslate2_dir, refusal, sniff
 from absorb.io.tensor_info import TensorInfo
 from absorb.io.torch_state import TORCH_INDEX_NAME, TORCH_SUFFIXES, read_torch, torch_files_in, torch_missing
@@ -488,6 +488,8 @@ def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = No
         container_notes.append(f"no config.json: the configuration is {stored_config['__source__']}")
     _refuse_quantised(tensors, config, source=str(p), cfg_path=cfg_path)
     manual = _manual_roles(up, down, gate)
+    if manual is not None:  # rows of fused tensors named by hand: NAME[:half], NAME[1::2], ...
+        tensors, source = _row_selections(tensors, source, manual)
     layer_set = parse_layers(layers) if isinstance(layers, str) else layers
     det = detect({n: t.shape for n, t in tensors.items()}, config, source=str(p), activation=activation, manual=manual,
                  layers=layer_set, fold_norm=fold_norm)
@@ -520,6 +522,42 @@ def _open_graph_file(p: Path, kind: str, *, activation: str | None, layers: str 
     for spec in det.blocks:
         _check_spec(spec, tensors, p, activation=activation, fold_norm=False)
     return Checkpoint(p, tensors, (p,), None, det, fold_norm=False, source=source)
+
+
+class _RowsSource:
+    """Rows of stored tensors (``NAME[:half]``, ``NAME[1::2]``…), read through another source."""
+
+    def __init__(self, inner: TensorSource, base: Mapping[str, TensorInfo]) -> None:
+        self.inner = inner
+        self.base = dict(base)
+
+    def load(self, info: TensorInfo) -> np.ndarray:
+        name, sel = split_slice(info.name)
+        if sel is None or info.name in self.base:
+            return self.inner.load(self.base[info.name])
+        arr = self.inner.load(self.base[name])
+        half = arr.shape[0] // 2
+        rows = {":half": slice(0, half), "half:": slice(half, None), "0::2": slice(0, None, 2), "1::2": slice(1, None, 2)}[sel]
+        return np.ascontiguousarray(arr[rows])  # a copy: the caller owns it
+
+
+def _row_selections(tensors: dict[str, TensorInfo], source: TensorSource | None,
+                    manual: ManualRoles) -> tuple[dict[str, TensorInfo], TensorSource | None]:
+    """Add ``NAME[sel]`` entries (weights and their biases) for the row selections the role patterns use."""
+    sels = {sel for p in (manual.up, manual.down, manual.gate) if p for sel in [split_slice(p)[1]] if sel}
+    if not sels:
+        return tensors, source
+    out = dict(tensors)
+    for name, info in tensors.items():
+        if not (name.endswith((".weight", ".bias")) and info.shape and info.shape[0] >= 2):
+            continue
+        rows = info.shape[0]
+        if rows % 2:
+            continue  # an odd number of rows has no halves: a pattern naming it then matches nothing
+        for sel in sels:
+            key = f"{name}[{sel}]"
+            out[key] = TensorInfo(key, info.file, info.dtype, (rows // 2,) + info.shape[1:], info.begin, info.end, info.data_start)
+    return out, _RowsSource(source if source is not None else SafetensorsSource(), tensors)
 
 
 def _check_shards_present(index: Path, wm: Mapping[str, Path]) -> None:
