@@ -123,6 +123,10 @@ def read_gguf(path: Path, *, activation: str | None) -> tuple[dict[str, TensorIn
     else:
         raise InvalidInput(f"{path}: a GGUF file of architecture {arch!r}, whose MLP activation absorb does not know "
                            "(GGUF metadata does not store it); pass --activation NAME")
+    scaled = next((t.name for t in reader.tensors if re.match(r"^blk\.\d+\.ffn_(act|\w*scale)", t.name)), None)
+    if scaled is not None:
+        raise InvalidInput(f"{path}: a GGUF file whose MLP has activation or weight scales ({scaled}); the block is not "
+                           "W_down σ(W_up x + b) and absorb does not read it")
     d_meta = _field(reader, f"{arch}.embedding_length")
     by_layer: dict[tuple[int, str, int | None], dict[str, Any]] = {}
     tensors_by_name = {t.name: t for t in reader.tensors}

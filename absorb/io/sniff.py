@@ -93,7 +93,7 @@ def sniff(path: Path) -> str:
         return "ctranslate2"
     if head.lstrip()[:1] in (b"{", b"["):
         return "json"
-    if path.suffix == ".onnx" or _is_onnx(head):
+    if path.suffix == ".onnx" or (_is_onnx(head) and path.suffix not in (".bin", ".pt", ".pth", ".ckpt", ".safetensors", ".npz")):
         return "onnx"
     return "unknown"
 
