@@ -167,3 +167,60 @@ def test_onnx_refusals_name_the_format(tmp_path: Path) -> None:
         open_checkpoint(tmp_path / "bad.onnx")
     with pytest.raises(InvalidInput, match="an ONNX model: --up/--down/--gate name tensors"):
         open_checkpoint(f, up="a.{i}", down="b.{i}")
+
+
+@pytest.mark.filterwarnings("ignore")  # torch.onnx's TorchScript exporter is deprecated (it is what most .onnx files came from)
+@pytest.mark.parametrize("opset", [17, 20])
+def test_torch_onnx_export_read_as_exported(tmp_path: Path, opset: int) -> None:
+    """A model exported by torch.onnx.export (Gemm with transB, GELU as Erf/Tanh decomposition at opset 17
+    and as Gelu nodes at 20, SiLU as x·Sigmoid(x), a gated block, a pre-LN block): every block found,
+    weights equal to the module's parameters, activations named, skips read."""
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+
+    class MLP(nn.Module):
+        def __init__(self, act: nn.Module) -> None:
+            super().__init__()
+            self.fc1, self.fc2, self.act = nn.Linear(D, N), nn.Linear(N, D), act
+
+        def forward(self, x):
+            return x + self.fc2(self.act(self.fc1(x)))
+
+    class Gated(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.gate_proj, self.up_proj = nn.Linear(D, N, bias=False), nn.Linear(D, N, bias=False)
+            self.down_proj = nn.Linear(N, D, bias=False)
+
+        def forward(self, x):
+            return x + self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.ModuleList([MLP(nn.GELU()), MLP(nn.GELU(approximate="tanh")), MLP(nn.ReLU()), Gated()])
+            self.ln, self.pre = nn.LayerNorm(D), MLP(nn.SiLU())
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x + self.pre.fc2(self.pre.act(self.pre.fc1(self.ln(x))))
+
+    torch.manual_seed(0)
+    net = Net().eval()
+    f = tmp_path / "net.onnx"
+    try:
+        torch.onnx.export(net, (torch.randn(2, D),), str(f), opset_version=opset, dynamo=False)
+    except Exception as exc:  # noqa: BLE001 - an exporter this torch build lacks
+        pytest.skip(f"torch.onnx.export unavailable: {exc}")
+    ck = open_checkpoint(f)
+    assert [s.name for s in ck.specs] == ["layers.0", "layers.1", "layers.2", "layers.3", "pre"]
+    assert [s.activation for s in ck.specs] == ["gelu", "gelu_tanh", "relu", "silu", "silu"]
+    mods = [*net.layers, net.pre]
+    for blk, mod in zip(ck.blocks(), mods):
+        up, down = (mod.fc1, mod.fc2) if isinstance(mod, MLP) else (mod.up_proj, mod.down_proj)
+        assert np.array_equal(blk.W_up, up.weight.detach().numpy().astype(np.float64))
+        assert np.array_equal(blk.W_down, down.weight.detach().numpy().astype(np.float64))
+        assert blk.skip is None
+    assert all("adds the block's input" in s.residual for s in ck.specs[:4])
+    assert "not a linear map of the block's input" in ck.specs[4].residual

@@ -238,15 +238,21 @@ class _Graph:
         return None
 
 
-def _block_name(names: list[str], k: int) -> str:
-    parts = [n.strip("/").split("/") for n in names if n]
+def _common(names: list[str], sep: str) -> str:
+    parts = [n.strip(sep).split(sep) for n in names]
     common: list[str] = []
     for comp in zip(*parts):
         if all(c == comp[0] for c in comp):
             common.append(comp[0])
         else:
             break
-    return "/".join(common) if common and len(parts) == len(names) else f"mlp{k}"
+    return sep.join(common) if all(names) else ""
+
+
+def _block_name(nodes: list[str], weights: list[str], k: int) -> str:
+    """The common prefix of the block's node names (``/encoder/layer.0/mlp/fc1/MatMul``…), else of
+    its initializer names (``pre.fc1.weight``…), else ``mlp{k}``."""
+    return _common(nodes, "/") or _common([w for w in weights if not w.startswith("onnx::")], ".") or f"mlp{k}"
 
 
 class OnnxSource:
@@ -328,7 +334,8 @@ def read_onnx(path: Path, *, activation: str | None) -> tuple[dict[str, TensorIn
         if _dims(g, up) != (n, d_out) or (gate is not None and _dims(g, gate) != (n, d_out)):
             continue
         k = len(specs)
-        name = _block_name([up.node, down.node] + ([gate.node] if gate else []), k)
+        lins = [up, down] + ([gate] if gate else [])
+        name = _block_name([lin.node for lin in lins], [lin.weight for lin in lins], k)
         layer = next((int(m) for m in re.findall(r"\d+", name)), k)
         skip_key, residual = _skip(g, up, down, register, tensors, virtual, path, d_out)
         specs.append(BlockSpec(
