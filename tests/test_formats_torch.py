@@ -203,3 +203,22 @@ def test_missing_optional_packages_named(tmp_path: Path, monkeypatch: pytest.Mon
         load(tmp_path / "m.onnx")
     with pytest.raises(InvalidInput, match=r"a GGUF file, and the gguf package is not installed; pip install gguf"):
         load(tmp_path / "m.gguf")
+
+
+def test_training_checkpoint_certificate_verifies(tmp_path: Path, lightning_attrdict: type) -> None:
+    """absorb verify re-opens a Lightning .ckpt the same way (allowlist, 'state_dict' entry,
+    activation from hyper_parameters) and accepts the certificate; a changed weight is rejected."""
+    torch = _torch()
+    sd = _fc_state_dict(seed=4)
+    f = tmp_path / "last.ckpt"
+    torch.save({"state_dict": sd, "epoch": 1, "hyper_parameters": lightning_attrdict(hidden_act="relu")}, f)
+    out = run_cli(str(f), "--json", "--certificate", str(tmp_path / "c.json"))
+    assert out.returncode in (0, 3), out.stderr
+    from tests.test_checkpoints import run_absorb
+
+    ver = run_absorb("verify", str(tmp_path / "c.json"), str(f))
+    assert ver.returncode == 0, ver.stdout[-2000:] + ver.stderr
+    sd["encoder.layers.1.fc1.weight"][0, 0] += 1.0
+    torch.save({"state_dict": sd, "epoch": 1, "hyper_parameters": lightning_attrdict(hidden_act="relu")}, f)
+    ver = run_absorb("verify", str(tmp_path / "c.json"), str(f))
+    assert ver.returncode == 1, ver.stdout[-2000:] + ver.stderr
