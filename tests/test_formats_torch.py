@@ -222,3 +222,28 @@ def test_training_checkpoint_certificate_verifies(tmp_path: Path, lightning_attr
     torch.save({"state_dict": sd, "epoch": 1, "hyper_parameters": lightning_attrdict(hidden_act="relu")}, f)
     ver = run_absorb("verify", str(tmp_path / "c.json"), str(f))
     assert ver.returncode == 1, ver.stdout[-2000:] + ver.stderr
+
+
+def test_trainer_dict_with_a_transformers_config_object(tmp_path: Path) -> None:
+    """{'model_state_dict': ..., 'config': model.config}: the config object's class (named by model) is
+    admitted as a stand-in and its attributes give the activation; nothing of transformers is imported."""
+    torch = _torch()
+    mod = "transformers.models.opt.configuration_opt"
+    if "transformers" in sys.modules:
+        pytest.skip("transformers is installed: the stand-in module would shadow it")
+
+    class OPTConfig:
+        def __init__(self) -> None:
+            self.model_type, self.activation_function, self.hidden_size = "opt", "gelu", D
+
+    _fake_module(mod, OPTConfig=OPTConfig)
+    try:
+        sd = _fc_state_dict(seed=6)
+        f = tmp_path / "run.pt"
+        torch.save({"model_state_dict": sd, "config": OPTConfig(), "step": 5}, f)
+    finally:
+        for m in [k for k in sys.modules if k == "transformers" or k.startswith("transformers.")]:
+            sys.modules.pop(m, None)
+    ck = open_checkpoint(f)
+    assert ck.specs[0].activation == "gelu" and "'config' entry activation_function" in ck.specs[0].activation_source
+    assert "transformers" not in sys.modules

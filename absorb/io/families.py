@@ -422,7 +422,7 @@ def _by_family(names: Shapes, config: Mapping[str, object] | None, *, source: st
         cfg = config_section(config, container)
         mt = _model_type(cfg)
         if mt in _EXPECTED and fam.key not in _EXPECTED[mt]:
-            raise InvalidInput(f"{source}: config.json says model_type {mt!r} but {container} has the {fam.label} layout; "
+            raise InvalidInput(f"{source}: {fc.config_name(cfg)} says model_type {mt!r} but {container} has the {fam.label} layout; "
                                "the config does not match the weights (or a tensor is missing)")
         ck = (fam.key, _section_key(container))
         if ck not in act_cache:

@@ -99,7 +99,16 @@ def _field(reader: Any, key: str) -> Any:
         return None
     try:
         return f.contents()
-    except (AttributeError, IndexError, ValueError):
+    except AttributeError:  # gguf before contents(): the value is the part that data[0] points at
+        pass
+    except (IndexError, ValueError):
+        return None
+    try:
+        part = f.parts[f.data[0]]
+        if f.types and f.types[0].name == "STRING":
+            return bytes(part).decode("utf-8")
+        return part[0].item() if len(part) == 1 else None
+    except (AttributeError, IndexError, ValueError, UnicodeDecodeError):
         return None
 
 

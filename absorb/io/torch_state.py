@@ -120,6 +120,11 @@ _NUMPY_DTYPE_CLASSES = tuple(f"numpy.dtypes.{n}DType" for n in ("Float64", "Floa
                                                                  "Int8", "UInt8", "Bool", "Str", "Bytes", "Object"))
 
 
+# A transformers configuration object saved beside the weights ({'model_state_dict': ..., 'config': model.config}):
+# its class name varies by model, so names of this form found in the file are admitted as stand-ins too.
+_HF_CONFIG = re.compile(r"^transformers\.(models\.[\w.]+\.configuration_\w+|configuration_utils)\.\w*Config$")
+
+
 def allowlist() -> list[tuple[Any, str]]:
     """(stand-in, global name) pairs for ``torch.serialization.safe_globals``."""
     import argparse
@@ -161,6 +166,8 @@ def _config_of(obj: dict[str, Any], key: str) -> dict[str, Any] | None:
     v = obj.get(key)
     if isinstance(v, argparse.Namespace):
         v = vars(v)
+    elif isinstance(v, _Opaque) and isinstance(getattr(v, "state", None), dict):
+        v = v.state  # a transformers config object: its attributes (hidden_act, hidden_size, model_type, ...)
     if not isinstance(v, dict):
         return None
     cfg = _plain(v)
@@ -221,8 +228,16 @@ def load_container(torch: Any, path: Path) -> tuple[dict[str, Any], str | None, 
         mmap = zipfile.is_zipfile(path)
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    allowed = allowlist()
+    scan = getattr(torch.serialization, "get_unsafe_globals_in_checkpoint", None)  # torch >= 2.5
+    if scan is not None:
+        try:
+            found = scan(path)
+        except Exception:  # noqa: BLE001 - a damaged file: torch.load below words the damage
+            found = []
+        allowed += [(_Opaque, name) for name in found if _HF_CONFIG.match(name)]
     try:
-        with warnings.catch_warnings(), torch.serialization.safe_globals(allowlist()):
+        with warnings.catch_warnings(), torch.serialization.safe_globals(allowed):
             warnings.simplefilter("ignore")  # TypedStorage deprecation etc.: the CLI's stderr is one line
             obj = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
     except (MemoryError, KeyboardInterrupt):
