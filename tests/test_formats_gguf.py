@@ -123,3 +123,29 @@ def test_gguf_refusals(tmp_path: Path) -> None:
     g = _write(tmp_path / "noffn.gguf", "llama", {"token_embd.weight": (rng.standard_normal((10, D)), "F32")})
     with pytest.raises(InvalidInput, match=r"no blk.\{i\}.ffn_up/ffn_down tensors"):
         open_checkpoint(g)
+
+
+@pytest.mark.parametrize("qt,block_bytes,scale_at", [("Q4_K", 144, (0, 2)), ("Q6_K", 210, (208,))])
+def test_k_quant_types_dequantised(tmp_path: Path, qt: str, block_bytes: int, scale_at: tuple[int, ...]) -> None:
+    """K-quant tensors (gguf's Python side cannot quantise them): raw blocks with set f16 scales,
+    read back exactly as gguf.quants.dequantize gives them."""
+    d = 256  # one 256-value super-block per row
+    rng = np.random.default_rng(4)
+    raw = rng.integers(0, 256, size=(N, block_bytes), dtype=np.uint8)
+    for k in scale_at:  # the f16 scale(s) of each block: 0.5 (random bytes could be NaN/Inf)
+        raw[:, k:k + 2] = np.frombuffer(np.float16(0.5).tobytes(), dtype=np.uint8)
+    w = gguf.GGUFWriter(str(tmp_path / "k.gguf"), "llama")
+    w.add_embedding_length(d)
+    w.add_tensor("blk.0.ffn_up.weight", raw, raw_shape=raw.shape, raw_dtype=Q[qt])
+    w.add_tensor("blk.0.ffn_gate.weight", raw[::-1].copy(), raw_shape=raw.shape, raw_dtype=Q[qt])
+    w.add_tensor("blk.0.ffn_down.weight", rng.standard_normal((d, N)).astype(np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    ck = open_checkpoint(tmp_path / "k.gguf")
+    (spec,) = ck.specs
+    assert (spec.d, spec.n) == (d, N) and qt in spec.residual and "dequantised" in spec.residual
+    blk = ck.block(spec)
+    assert np.array_equal(blk.W_up, quants.dequantize(raw, Q[qt]).astype(np.float64))
+    assert np.array_equal(blk.W_gate, quants.dequantize(raw[::-1].copy(), Q[qt]).astype(np.float64))
