@@ -29,8 +29,8 @@ def load(path: str | os.PathLike[str], *, activation: str | None = None) -> Bloc
     if p.is_dir() or p.name.endswith(".index.json"):
         return open_checkpoint(p, activation=activation)
     kind = sniff(p)
-    if kind in ("npz", "zip") and not (kind == "zip" and is_checkpoint(p)):
-        return load_npz(p, activation=activation)  # a damaged or foreign zip: the npz loader words it
+    if kind == "npz" or (kind in ("zip", "unknown", "json") and p.suffix == ".npz") or (kind == "zip" and not is_checkpoint(p)):
+        return load_npz(p, activation=activation)  # a damaged or foreign .npz: the npz loader words it
     if is_checkpoint(p):
         return open_checkpoint(p, activation=activation)
     raise refusal(p, kind, "not a format absorb reads")
