@@ -79,6 +79,8 @@ def sniff(path: Path) -> str:
     """The kind of the file ``path`` (a key of :data:`NAMES`), from its content."""
     if path.is_dir():
         return "dir"
+    if path.exists() and not path.is_file():  # a FIFO would block the read, /dev/zero never end it
+        raise InvalidInput(f"{path}: not a regular file (a device, pipe or socket); give a file on disk")
     head = _head(path)
     size = path.stat().st_size
     if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
