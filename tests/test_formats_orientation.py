@@ -135,3 +135,13 @@ def test_fused_gate_up_sliced_from_the_command_line(tmp_path: Path, sel: str) ->
     with pytest.raises(InvalidInput, match=r"rows are selected with \[:half\]"):
         open_checkpoint(p, gate="net.{i}.ff.w12.weight[0:3]", up="net.{i}.ff.w12.weight[half:]", down="net.{i}.ff.w3",
                         activation="swiglu")
+
+
+def test_fused_layout_named_with_both_slicings_not_guessed() -> None:
+    shapes = {"tok.emb.weight": (50, D)}
+    for i in range(2):
+        shapes |= {f"net.{i}.ff.w12.weight": (2 * N, D), f"net.{i}.ff.w3.weight": (D, N)}
+    cmd, why = suggest_roles(shapes)
+    assert cmd is None
+    assert "--gate 'net.{i}.ff.w12.weight[:half]' --up 'net.{i}.ff.w12.weight[half:]' --down 'net.{i}.ff.w3.weight'" in why
+    assert "--gate 'net.{i}.ff.w12.weight[0::2]' --up 'net.{i}.ff.w12.weight[1::2]'" in why

@@ -270,6 +270,14 @@ def suggest_roles(names: Shapes, config: Mapping[str, object] | None = None) -> 
             if down != up and set(by_d) == set(by_u) and set(by_d.values()) == {(b, a)}:
                 pairs.append((up, down, a, b))
     if not pairs:
+        fused = [(f, dn) for f, by_f in pats.items() for dn, by_d in pats.items() if f != dn and set(by_f) == set(by_d)
+                 for (r, c) in set(by_f.values()) for (dr, dc) in set(by_d.values())
+                 if r == 2 * dc and c == dr and dr != dc and dr in evidence]
+        if len(fused) == 1:
+            f, dn = fused[0]
+            return None, (f"{f} and {dn} fit a fused gate/up projection [2n, d] and a down projection [d, n], but which rows "
+                          f"are the gate is not in the file: for halves (gate first) --gate '{f}[:half]' --up '{f}[half:]' "
+                          f"--down '{dn}', for interleaved rows --gate '{f}[0::2]' --up '{f}[1::2]' --down '{dn}'")
         return None, "no two tensors per layer have transposed shapes [n, d] and [d, n]"
     # d must be the side the evidence names; the up projection is the [n, d] one (nn.Linear [out, in])
     fits = [(u, dn, n, d) for u, dn, n, d in pairs if d in evidence and n not in evidence]
