@@ -224,3 +224,15 @@ def test_torch_onnx_export_read_as_exported(tmp_path: Path, opset: int) -> None:
         assert blk.skip is None
     assert all("adds the block's input" in s.residual for s in ck.specs[:4])
     assert "not a linear map of the block's input" in ck.specs[4].residual
+
+
+def test_scaled_activation_is_not_taken_for_the_plain_one(tmp_path: Path) -> None:
+    """Relu(z)·(1 + 1e-6) has Relu's ops but not its values: refused, not read as relu."""
+    rng = np.random.default_rng(9)
+    g = _G()
+    z = g.op("MatMul", ["x", g.init("W1", rng.standard_normal((D, N)))], "/m/fc1/MatMul")
+    h = g.op("Mul", [g.op("Relu", [z], "/m/act/Relu"), g.const(1.000001)], "/m/act/Mul")
+    y = g.op("MatMul", [h, g.init("W2", rng.standard_normal((N, D)))], "/m/fc2/MatMul")
+    f = g.save(tmp_path / "s.onnx", "x", g.op("Add", ["x", y], "/m/Add"))
+    with pytest.raises(InvalidInput, match=r"the activation after /m/fc1/MatMul \(Mul\+Relu\) is not one absorb names"):
+        open_checkpoint(f)

@@ -7,7 +7,7 @@ one up projection's output — the activation as a node (``Relu``, ``Gelu``, ``S
 ``Tanh``…) or as its usual decomposition (the ``Erf`` form of GELU, the ``Tanh`` form,
 ``x·Sigmoid(x)``) — or, gated, of a gate projection's output times an up projection's output,
 both reading the same input. The activation is named only when the subgraph's operations
-are those of a registered activation **and** its values agree with it (relative 1e-6 on
+are those of a registered activation **and** its values agree with it (relative 2e-7 on
 [-12, 12], the rounding of float32 constants); otherwise the block is refused naming the ops.
 
 The skip is read from the graph: the ``Add`` that adds the block's output to a linear map of
@@ -232,7 +232,7 @@ class _Graph:
             got = np.broadcast_to(self.evaluate(out, leaf, z), z.shape)
         for cand in cands:
             want = get_activation(cand).np_fn(z)
-            if np.all(np.isfinite(got)) and np.all(np.abs(got - want) <= 1e-6 * (1 + np.abs(want))):
+            if np.all(np.isfinite(got)) and np.all(np.abs(got - want) <= 2e-7 * (1 + np.abs(want))):
                 ops = "+".join(sorted({n.op_type for n in nodes}))
                 return cand, ops
         return None
