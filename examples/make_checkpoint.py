@@ -494,6 +494,71 @@ def vit(rng: np.random.Generator, *, d: int = 8, n: int = 32, layers: int = 2, p
     return t, cfg
 
 
+def distilbert(rng: np.random.Generator, *, d: int = 8, n: int = 32, layers: int = 2, planted: int | None = None) -> tuple[Tensors, dict]:
+    """DistilBERT: ``distilbert.transformer.layer.{i}.ffn.lin1``/``lin2`` with biases, GELU, post-LN
+    (``sa_layer_norm`` before the MLP, ``output_layer_norm`` after it)."""
+    t: Tensors = {"distilbert.embeddings.word_embeddings.weight": rng.standard_normal((32, d)),
+                  "distilbert.embeddings.position_embeddings.weight": rng.standard_normal((16, d))}
+    for i in range(layers):
+        p = f"distilbert.transformer.layer.{i}"
+        _attn(t, rng, f"{p}.attention", d, ("q_lin", "k_lin", "v_lin", "out_lin"), bias=True)
+        _norm(t, rng, f"{p}.sa_layer_norm", d)
+        _mlp(t, rng, d=d, n=n, up=f"{p}.ffn.lin1", down=f"{p}.ffn.lin2", bias=True, planted=i == planted)
+        _norm(t, rng, f"{p}.output_layer_norm", d)
+    cfg = {"model_type": "distilbert", "architectures": ["DistilBertModel"], "dim": d, "hidden_dim": n, "n_layers": layers,
+           "n_heads": 2, "activation": "gelu"}
+    return t, cfg
+
+
+def albert(rng: np.random.Generator, *, d: int = 8, n: int = 32, layers: int = 1, planted: int | None = None) -> tuple[Tensors, dict]:
+    """ALBERT: one shared layer (``albert_layer_groups.0.albert_layers.0``: ``ffn``, ``ffn_output``), applied
+    ``num_hidden_layers`` times; factorised embeddings (size 4, mapped to d)."""
+    t: Tensors = {"albert.embeddings.word_embeddings.weight": rng.standard_normal((32, 4))}
+    _linear(t, rng, "albert.encoder.embedding_hidden_mapping_in", d, 4, bias=True)
+    for i in range(layers):
+        p = f"albert.encoder.albert_layer_groups.0.albert_layers.{i}"
+        _attn(t, rng, f"{p}.attention", d, ("query", "key", "value", "dense"), bias=True)
+        _norm(t, rng, f"{p}.attention.LayerNorm", d)
+        _mlp(t, rng, d=d, n=n, up=f"{p}.ffn", down=f"{p}.ffn_output", bias=True, planted=i == planted)
+        _norm(t, rng, f"{p}.full_layer_layer_norm", d)
+    cfg = {"model_type": "albert", "architectures": ["AlbertModel"], "hidden_size": d, "intermediate_size": n,
+           "embedding_size": 4, "num_hidden_layers": 12, "num_hidden_groups": 1, "inner_group_num": layers,
+           "hidden_act": "gelu_new"}
+    return t, cfg
+
+
+def gptj(rng: np.random.Generator, *, d: int = 8, n: int = 32, layers: int = 2, planted: int | None = None) -> tuple[Tensors, dict]:
+    """GPT-J: ``transformer.h.{i}.mlp.fc_in``/``fc_out`` (``nn.Linear``) with biases, ``gelu_new``,
+    attention and MLP in parallel on ``ln_1``."""
+    t: Tensors = {"transformer.wte.weight": rng.standard_normal((32, d))}
+    for i in range(layers):
+        p = f"transformer.h.{i}"
+        _norm(t, rng, f"{p}.ln_1", d)
+        _attn(t, rng, f"{p}.attn", d, ("q_proj", "k_proj", "v_proj", "out_proj"))
+        _mlp(t, rng, d=d, n=n, up=f"{p}.mlp.fc_in", down=f"{p}.mlp.fc_out", bias=True, planted=i == planted)
+    _norm(t, rng, "transformer.ln_f", d)
+    cfg = {"model_type": "gptj", "architectures": ["GPTJForCausalLM"], "n_embd": d, "n_inner": n, "n_layer": layers,
+           "n_head": 2, "rotary_dim": 2, "activation_function": "gelu_new"}
+    return t, cfg
+
+
+def mpt(rng: np.random.Generator, *, d: int = 8, n: int = 32, layers: int = 2, planted: int | None = None) -> tuple[Tensors, dict]:
+    """MPT: ``transformer.blocks.{i}.ffn.up_proj``/``down_proj`` without biases (``no_bias``), exact GELU
+    (hard-coded in MptMLP; the config names none), pre-LN ``norm_2`` without bias."""
+    t: Tensors = {"transformer.wte.weight": rng.standard_normal((32, d))}
+    for i in range(layers):
+        p = f"transformer.blocks.{i}"
+        _norm(t, rng, f"{p}.norm_1", d, bias=False)
+        _linear(t, rng, f"{p}.attn.Wqkv", 3 * d, d, bias=False)
+        _linear(t, rng, f"{p}.attn.out_proj", d, d, bias=False)
+        _norm(t, rng, f"{p}.norm_2", d, bias=False)
+        _mlp(t, rng, d=d, n=n, up=f"{p}.ffn.up_proj", down=f"{p}.ffn.down_proj", planted=i == planted)
+    _norm(t, rng, "transformer.norm_f", d, bias=False)
+    cfg = {"model_type": "mpt", "architectures": ["MptForCausalLM"], "d_model": d, "expansion_ratio": n // d, "n_layers": layers,
+           "n_heads": 2, "no_bias": True}
+    return t, cfg
+
+
 def _t5(rng: np.random.Generator, *, d: int, n: int, layers: int, planted: int | None, gated: bool) -> Tensors:
     t: Tensors = {"shared.weight": rng.standard_normal((32, d))}
     for tower, ff in (("encoder", 1), ("decoder", 2)):
@@ -657,6 +722,10 @@ SYNTHETIC: dict[str, Synthetic] = {s.key: s for s in (
     Synthetic("clip", clip, "CLIP (text and vision towers)", flip=True),
     Synthetic("bart", bart, "BART, Marian (post-LN encoder-decoder)", flip=True),
     Synthetic("whisper", whisper, "Whisper (encoder and decoder)", flip=True),
+    Synthetic("distilbert", distilbert, "DistilBERT", flip=True),
+    Synthetic("albert", albert, "ALBERT (one shared layer)"),  # one layer: nothing to plant in a layer 1
+    Synthetic("gptj", gptj, "GPT-J", flip=True),
+    Synthetic("mpt", mpt, "MPT", flip=True),
 )}
 
 

@@ -55,6 +55,10 @@ EXPECT: dict[str, tuple[str, int, int, set[int], str, str]] = {
     "clip": ("phi", 4, 8, {32}, "ungated", "quick_gelu"),
     "whisper": ("opt", 4, 8, {32}, "ungated", "gelu"),
     "bart": ("opt", 4, 8, {32}, "ungated", "gelu"),
+    "distilbert": ("distilbert", 2, 8, {32}, "ungated", "gelu"),
+    "albert": ("albert", 1, 8, {32}, "ungated", "gelu_tanh"),
+    "gptj": ("gptj", 2, 8, {32}, "ungated", "gelu_tanh"),
+    "mpt": ("mpt", 2, 8, {32}, "ungated", "gelu"),
 }
 # (families, blocks, {d}, {n}, {kind}, {activation}): Gemma 3's GeGLU language model (text_config) and
 # its SigLIP vision tower (vision_config, hidden 12, MLP 48, gelu_pytorch_tanh)
@@ -74,6 +78,10 @@ RESIDUAL = {
     "whisper": "pre-norm",
     "bart": "post-norm: the layer computes norm(h + B(h))",
     "gemma2": "post-MLP norm",
+    "distilbert": "post-norm",
+    "albert": "stands for every layer",
+    "gptj": "parallel residual",
+    "mpt": "pre-norm",
 }
 
 

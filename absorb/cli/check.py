@@ -71,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
         if args.certificate.lower().endswith(".pdf"):
             require_pdflatex(f"--certificate {args.certificate}")
     ckpt_opts = any(getattr(args, k, None) for k in ("layers", "up", "down", "gate", "fold_norm"))
-    if not str(args.path).endswith(".npz") and (is_checkpoint(args.path) or ckpt_opts):
+    # the file's content decides (a Lightning .ckpt is a PyTorch zip, whatever its name)
+    if is_checkpoint(args.path) or (ckpt_opts and not str(args.path).endswith(".npz")):
         return _run_checkpoint(args)
     _refuse_checkpoint_options(args, ckpt_opts)
     model = load(args.path, activation=args.activation)

@@ -151,10 +151,57 @@ def _hidden_from_norm(names: Shapes, root: str, up: str, norm: str) -> int | Non
     return int(ln[0])
 
 
+# Tensors whose shape fixes the hidden size d without config.json: embeddings [vocab, d],
+# norms [d], square attention projections [d, d]. (Per-head q/k norms have the head size.)
+_EMBED = re.compile(r"(^|\.)(\w*embed\w*|\w*emb|wte|wpe|shared)\.weight$", re.I)
+_NORM = re.compile(r"(^|\.)(ln_\w*|\w*norm\w*)\.weight$", re.I)
+_HEAD_NORM = re.compile(r"(^|\.)(q|k|query|key|q_a|kv_a)_?(norm|layernorm)\w*\.weight$", re.I)
+_SQUARE_ATTN = re.compile(r"(attn|attention)\w*\.(\w+\.)?(q_proj|o_proj|out_proj|c_proj|dense|query|wq|o)\.weight$", re.I)
+
+
+def hidden_evidence(names: Shapes) -> dict[int, str]:
+    """Sizes that tensors other than the MLP's fix as the hidden size d → one such tensor.
+
+    Several sizes (a vision and a text tower) are kept apart: :func:`hidden_for` takes the
+    one that fits a given weight's shape.
+    """
+    out: dict[int, str] = {}
+    for name, shp in sorted(names.items(), key=lambda kv: _natural_key(kv[0])):
+        if len(shp) == 2 and _EMBED.search(name) and shp[1] > 1:
+            out.setdefault(int(shp[1]), f"{name} {list(shp)}")
+        elif len(shp) == 1 and shp[0] > 1 and _NORM.search(name) and not _HEAD_NORM.search(name):
+            out.setdefault(int(shp[0]), f"{name} {list(shp)}")
+        elif len(shp) == 2 and shp[0] == shp[1] > 1 and _SQUARE_ATTN.search(name):
+            out.setdefault(int(shp[0]), f"{name} {list(shp)}")
+    return out
+
+
+def hidden_for(shp: tuple[int, ...], evidence: Mapping[int, str]) -> int | None:
+    """The side of the 2-D ``shp`` that the evidence names as d, when exactly one does."""
+    if len(shp) != 2:
+        return None
+    sides = {int(x) for x in shp if x in evidence}
+    return sides.pop() if len(sides) == 1 else None
+
+
+# Row selections of a fused tensor in a role pattern: NAME[:half], NAME[half:] (gate_up halves),
+# NAME[0::2], NAME[1::2] (interleaved rows). Rows are the stored tensor's first axis (nn.Linear's outputs).
+SLICES = (":half", "half:", "0::2", "1::2")
+_SLICE = re.compile(r"^(?P<base>.*)\[(?P<sel>:half|half:|0::2|1::2)\]$")
+
+
+def split_slice(name: str) -> tuple[str, str | None]:
+    """(tensor name, row selection or None) of a name or pattern that may end in ``[:half]`` etc."""
+    m = _SLICE.match(name)
+    return (m.group("base"), m.group("sel")) if m else (name, None)
+
+
 def _bias(names: Shapes, weight: str | None) -> str | None:
     if weight is None:
         return None
+    weight, sel = split_slice(weight)
     b = weight[: -len(".weight")] + ".bias" if weight.endswith(".weight") else weight + ".bias"
+    b = b if sel is None else f"{b}[{sel}]"
     return b if b in names else None
 
 
@@ -179,18 +226,120 @@ def _mlp_looking(names: Shapes) -> list[str]:
     return sorted((n for n, s in names.items() if len(s) == 2 and pat.search(n) and not skip.search(n)), key=_natural_key)
 
 
-def unknown_layout(names: Shapes, *, source: str) -> InvalidInput:
-    """The one-line refusal for an unrecognised layout, with the roles-by-hand recipe."""
+_LAYER_NUM = re.compile(r"(?<![0-9])[0-9]+(?![0-9])")
+
+
+def _layer_patterns(names: Shapes) -> dict[str, dict[int, tuple[int, ...]]]:
+    """``pattern with {i}`` → layer → shape, for every 2-D ``.weight`` whose first number is the layer.
+
+    Only patterns whose shape is the same in every layer, with no dimension of 1 (a [1, d]
+    vector is no projection), are kept."""
+    out: dict[str, dict[int, tuple[int, ...]]] = {}
+    for name, shp in names.items():
+        if len(shp) != 2 or 1 in shp or not name.endswith(".weight"):
+            continue
+        m = _LAYER_NUM.search(name)
+        if m is None:
+            continue
+        pat = name[: m.start()] + "{i}" + name[m.end():]
+        out.setdefault(pat, {})[int(m.group())] = tuple(int(x) for x in shp)
+    return {p: by for p, by in out.items() if len(set(by.values())) == 1}
+
+
+_MLP_HINT = re.compile(r"(mlp|ffn|feed_?forward|fc|dense|intermediate|expert|up|down|gate|w[123]|wi|wo|in|out)", re.I)
+
+
+def suggest_roles(names: Shapes, config: Mapping[str, object] | None = None) -> tuple[str | None, str]:
+    """(a ``--up … --down … [--gate …]`` command, why) from shape consistency, or (None, why not).
+
+    Per layer, an up projection [n, d] and a down projection [d, n] (``nn.Linear`` [out, in],
+    as roles named by hand are read), the same n and d in every layer, d fixed by config.json
+    or by another tensor (:func:`hidden_evidence`). A third [n, d] tensor is the gate when
+    its name says so. The command is given only when exactly one reading fits; otherwise the
+    readings are named and no command is.
+    """
+    pats = _layer_patterns(names)
+    hidden = _hidden_size(config)
+    evidence = {hidden: "config.json"} if hidden is not None else hidden_evidence(names)
+    pairs = []
+    for up, by_u in pats.items():
+        (a, b), = set(by_u.values())
+        if a == b:
+            continue
+        for down, by_d in pats.items():
+            if down != up and set(by_d) == set(by_u) and set(by_d.values()) == {(b, a)}:
+                pairs.append((up, down, a, b))
+    if not pairs:
+        fused = [(f, dn) for f, by_f in pats.items() for dn, by_d in pats.items() if f != dn and set(by_f) == set(by_d)
+                 for (r, c) in set(by_f.values()) for (dr, dc) in set(by_d.values())
+                 if r == 2 * dc and c == dr and dr != dc and dr in evidence]
+        if len(fused) == 1:
+            f, dn = fused[0]
+            return None, (f"{f} and {dn} fit a fused gate/up projection [2n, d] and a down projection [d, n], but which rows "
+                          f"are the gate is not in the file: for halves (gate first) --gate '{f}[:half]' --up '{f}[half:]' "
+                          f"--down '{dn}', for interleaved rows --gate '{f}[0::2]' --up '{f}[1::2]' --down '{dn}'")
+        return None, "no two tensors per layer have transposed shapes [n, d] and [d, n]"
+    # d must be the side the evidence names; the up projection is the [n, d] one (nn.Linear [out, in])
+    fits = [(u, dn, n, d) for u, dn, n, d in pairs if d in evidence and n not in evidence]
+    if not fits and not evidence:
+        shown = "; ".join(f"--up '{u}' --down '{dn}' gives d = {d}, n = {n}" for u, dn, n, d in pairs[:4])
+        return None, (f"nothing fixes the hidden size d (no config.json hidden size, no embedding, norm or square attention "
+                      f"tensor), so which tensor is up is not known: read as nn.Linear [out, in], {shown}")
+    if not fits:
+        sizes = ", ".join(f"{k} ({v})" for k, v in list(evidence.items())[:3])
+        shown = "; ".join(f"{u} {[n, d]} / {dn}" for u, dn, n, d in pairs[:4])
+        return None, f"the tensor pairs that fit an MLP ({shown}) do not match the hidden size the checkpoint fixes: {sizes}"
+    downs = sorted({dn for _, dn, _, _ in fits})
+    if len(downs) > 1:
+        hinted = [dn for dn in downs if _MLP_HINT.search(dn)]
+        downs = hinted if len(hinted) == 1 else downs
+    if len(downs) != 1:
+        shown = "; ".join(f"{u} / {dn}" for u, dn, _, _ in fits[:4])
+        return None, f"several tensor pairs fit an MLP ({shown})"
+    down = downs[0]
+    ups = [(u, n, d) for u, dn, n, d in fits if dn == down]
+    n, d = ups[0][1], ups[0][2]
+    gates = [u for u, _, _ in ups if re.search("gate", u, re.I)]
+    if len(ups) == 1:
+        cmd = f"--up '{ups[0][0]}' --down '{down}'"
+    elif len(ups) == 2 and len(gates) == 1:
+        up = next(u for u, _, _ in ups if u != gates[0])
+        cmd = f"--up '{up}' --down '{down}' --gate '{gates[0]}'"
+    else:
+        return None, (f"{', '.join(u for u, _, _ in ups)} all have the up projection's shape [{n}, {d}] and no name says "
+                      "which is the gate")
+    act = next((v for k in _ACT_KEYS_ANY if config is not None and isinstance(v := config.get(k), str)), None)
+    cmd += "" if act is not None else " --activation NAME"
+    layers = len(pats[down])
+    why = f"d = {d} ({evidence[d]}), n = {n}, {layers} layer{'s' if layers != 1 else ''}"
+    return cmd, why
+
+
+def unknown_layout(names: Shapes, *, source: str, config: Mapping[str, object] | None = None) -> InvalidInput:
+    """The one-line refusal for an unrecognised layout, with a command that reads it when the
+    shapes fix one (:func:`suggest_roles`), else the readings and what is missing."""
     mlp = _mlp_looking(names)
-    if mlp:
-        shown = ", ".join(f"{n} {list(names[n])}" for n in mlp[:4]) + (f" (and {len(mlp) - 4} more)" if len(mlp) > 4 else "")
-        ex = [re.sub(r"\d+", "{i}", n, count=1) for n in mlp[:2]]
-        recipe = f"--up '{ex[0]}' --down '{ex[-1]}' [--gate PATTERN] --activation NAME"
-        return InvalidInput(f"{source}: no known MLP layout; MLP-looking tensors: {shown}; name the roles by hand, e.g. {recipe} "
-                            "({i} stands for the layer number)")
-    two_d = sum(1 for s in names.values() if len(s) == 2)
-    return InvalidInput(f"{source}: no known MLP layout and no MLP-looking tensor among {len(names)} tensors ({two_d} of them 2-D); "
-                        "name the roles by hand with --up, --down [--gate] patterns ({i} for the layer) and --activation NAME")
+    cmd, why = suggest_roles(names, config)
+    shown = ", ".join(f"{n} {list(names[n])}" for n in mlp[:4]) + (f" (and {len(mlp) - 4} more)" if len(mlp) > 4 else "")
+    seen = f"MLP-looking tensors: {shown}" if mlp else \
+        f"no MLP-looking tensor among {len(names)} tensors ({sum(1 for s in names.values() if len(s) == 2)} of them 2-D)"
+    if cmd is not None:
+        return InvalidInput(f"{source}: no known MLP layout; {seen}; the shapes fit one reading ({why}): name the roles "
+                            f"by hand with {cmd} ({{i}} stands for the layer number)")
+    return InvalidInput(f"{source}: no known MLP layout; {seen}; {why}; name the roles by hand with --up, --down [--gate] "
+                        "patterns ({i} for the layer) and --activation NAME")
+
+
+def select_layers(specs: list[BlockSpec], layers: frozenset[int] | None, *, source: str) -> list[BlockSpec]:
+    """The blocks whose layer number is in ``layers`` (all when None); a one-line error when none is."""
+    if layers is None:
+        return specs
+    present = sorted({s.layer for s in specs})
+    out = [s for s in specs if s.layer in layers]
+    if not out:
+        span = f"{present[0]}-{present[-1]}" if present else "none"
+        raise InvalidInput(f"{source}: --layers selects no block; the checkpoint's MLP layers are {span}")
+    return out
 
 
 def detect(names: Shapes, config: Mapping[str, object] | None, *, source: str, activation: str | None = None,
@@ -207,12 +356,7 @@ def detect(names: Shapes, config: Mapping[str, object] | None, *, source: str, a
         fams: tuple[str, ...] = ("manual",)
     else:
         specs, fams = _by_family(names, config, source=source, activation=activation, fold_norm=fold_norm)
-    if layers is not None:
-        present = sorted({s.layer for s in specs})
-        specs = [s for s in specs if s.layer in layers]
-        if not specs:
-            span = f"{present[0]}-{present[-1]}" if present else "none"
-            raise InvalidInput(f"{source}: --layers selects no block; the checkpoint's MLP layers are {span}")
+    specs = select_layers(specs, layers, source=source)
     specs.sort(key=lambda s: _natural_key(s.name))
     notes = []
     if any(s.transposed for s in specs):
@@ -278,7 +422,7 @@ def _by_family(names: Shapes, config: Mapping[str, object] | None, *, source: st
     found, matches = _match_roles(names)
     chosen = _choose(found, source=source)
     if not chosen:
-        raise unknown_layout(names, source=source)
+        raise unknown_layout(names, source=source, config=config)
     specs: list[BlockSpec] = []
     act_cache: dict[tuple[str, str], tuple[str, str]] = {}
     for fam, container in chosen:
@@ -286,7 +430,7 @@ def _by_family(names: Shapes, config: Mapping[str, object] | None, *, source: st
         cfg = config_section(config, container)
         mt = _model_type(cfg)
         if mt in _EXPECTED and fam.key not in _EXPECTED[mt]:
-            raise InvalidInput(f"{source}: config.json says model_type {mt!r} but {container} has the {fam.label} layout; "
+            raise InvalidInput(f"{source}: {fc.config_name(cfg)} says model_type {mt!r} but {container} has the {fam.label} layout; "
                                "the config does not match the weights (or a tensor is missing)")
         ck = (fam.key, _section_key(container))
         if ck not in act_cache:
@@ -312,15 +456,31 @@ def _family_spec(fam: Family, container: str, m: re.Match[str], roles: dict[Role
     hidden = _hidden_size(cfg)
     if hidden is None and fam.hidden_from_norm is not None:
         hidden = _hidden_from_norm(names, root, roles["up"], fam.hidden_from_norm)
+    if hidden is None and fam.orientation_by_shape:
+        shp = names[roles["up"]]
+        evidence = hidden_evidence(names)
+        hidden = hidden_for(shp, evidence)
+        if hidden is None and len(shp) == 2 and shp[0] != shp[1]:
+            a, b = shp
+            raise InvalidInput(f"{source}: {roles['up']} {list(shp)} reads two ways and nothing fixes the hidden size d "
+                               f"(no config.json hidden size; no embedding, norm or square attention tensor of size {a} or {b}): "
+                               f"as Conv1D [in, out] (GPT-2) d = {a}, n = {b}; as nn.Linear [out, in] (GPT-BigCode) d = {b}, "
+                               f"n = {a}; put the model's config.json (n_embd) beside it rather than have absorb guess")
     return _dims(spec, names, source=source, hidden=hidden, by_shape=fam.orientation_by_shape)
 
 
 def _role_regex(pattern: str, flag: str) -> re.Pattern[str]:
     if "{i}" not in pattern and "{e}" not in pattern and "{" in pattern:
         raise InvalidInput(f"{flag} {pattern!r}: only {{i}} (layer) and {{e}} (expert) may stand in braces")
+    if "[" in pattern and split_slice(pattern)[1] is None:
+        raise InvalidInput(f"{flag} {pattern!r}: a fused tensor's rows are selected with [:half], [half:] (halves) or "
+                           "[0::2], [1::2] (interleaved) at the end of the pattern")
+    pattern, sel = split_slice(pattern)
     rx = re.escape(pattern).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{e\}", r"(?P<e>\d+)")
     if not pattern.endswith(".weight"):
         rx += r"\.weight"
+    if sel is not None:
+        rx += re.escape(f"[{sel}]")
     return re.compile(rx)
 
 
@@ -354,6 +514,7 @@ def _manual(names: Shapes, config: Mapping[str, object] | None, manual: ManualRo
             raise InvalidInput(f"{source}: --{role} {getattr(manual, role)!r} matches no tensor; patterns are full tensor names "
                                f"with {{i}} for the layer number (this checkpoint has e.g. {example!r})")
     act, src = _manual_activation(config, activation, source=source)
+    evidence = hidden_evidence(names)
     specs = []
     for (i, _e), roles in groups.items():
         missing = [r for r in rx if r not in roles]
@@ -367,7 +528,10 @@ def _manual(names: Shapes, config: Mapping[str, object] | None, manual: ManualRo
                          gate=roles.get("gate"), b_up=_bias(names, roles["up"]), b_gate=_bias(names, roles.get("gate")),
                          b_down=_bias(names, roles["down"]), activation=act, activation_source=src,
                          residual="roles named by hand: the transformer's residual wiring is not known")
-        specs.append(_dims(spec, names, source=source, hidden=_hidden_size(config_section(config, name)), by_shape=True))
+        hidden = _hidden_size(config_section(config, name))
+        if hidden is None:
+            hidden = hidden_for(names[roles["up"]], evidence)
+        specs.append(_dims(spec, names, source=source, hidden=hidden, by_shape=True))
     names_seen = [s.name for s in specs]
     if len(set(names_seen)) != len(names_seen):
         specs = [replace(s, name=f"{s.name}[{s.layer}]") for s in specs]
@@ -375,4 +539,4 @@ def _manual(names: Shapes, config: Mapping[str, object] | None, manual: ManualRo
 
 
 __all__ = ["FAMILIES", "FAMILY_BY_KEY", "BlockSpec", "Detection", "Family", "ManualRoles", "NormSpec", "config_section", "detect",
-           "parse_layers", "unknown_layout"]
+           "SLICES", "hidden_evidence", "hidden_for", "parse_layers", "select_layers", "split_slice", "suggest_roles", "unknown_layout"]

@@ -48,6 +48,13 @@ def _section_key(tensor: str) -> str:
     return "vision_config" if re.search(r"(^|\.)(vision|visual)", tensor) else "text_config"
 
 
+def config_name(cfg: Mapping[str, object] | None) -> str:
+    """How messages name the configuration: ``config.json``, or the training checkpoint's entry
+    it came from (a Lightning ``hyper_parameters``, fairseq ``args``: key ``__source__``)."""
+    src = None if cfg is None else cfg.get("__source__")
+    return src if isinstance(src, str) else "config.json"
+
+
 def _model_type(cfg: Mapping[str, object] | None) -> str | None:
     mt = None if cfg is None else cfg.get("model_type")
     return mt if isinstance(mt, str) else None
@@ -110,16 +117,17 @@ def _configured_activation(fam: Family, cfg: Mapping[str, object], *, source: st
     """The activation config.json gives (or its class's default for the model_type), or None."""
     if fam.feed_forward_proj:
         return _t5_activation(fam, cfg, source=source)
+    where = config_name(cfg)
     for rule in fam.activation_rules:
         if holds(rule.when, cfg, "", {}):
             v = cfg.get(rule.key) if rule.key is not None else None
             if isinstance(v, str):
-                return _check_activation_name(v, source=source, where=f"config.json {rule.key}"), f"config.json {rule.key} = {v!r}"
+                return _check_activation_name(v, source=source, where=f"{where} {rule.key}"), f"{where} {rule.key} = {v!r}"
             return rule.fixed, rule.why
     for key in fam.act_keys + tuple(k for k in _ACT_KEYS_ANY if k not in fam.act_keys):
         v = cfg.get(key)
         if isinstance(v, str):
-            return _check_activation_name(v, source=source, where=f"config.json {key}"), f"config.json {key} = {v!r}"
+            return _check_activation_name(v, source=source, where=f"{where} {key}"), f"{where} {key} = {v!r}"
     mt = _model_type(cfg)
     if mt in fam.config_default:
         v = fam.config_default[mt]
@@ -187,4 +195,4 @@ def _gain_offset(mt: str | None, *, source: str) -> float:
                        "(Gemma, Nemotron); add config.json or drop --fold-norm")
 
 
-__all__ = ["activation", "config_section", "holds", "norm", "residual"]
+__all__ = ["activation", "config_name", "config_section", "holds", "norm", "residual"]

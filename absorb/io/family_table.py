@@ -213,6 +213,25 @@ FAMILIES: tuple[Family, ...] = (
            config_default={"bert": "gelu", "roberta": "gelu", "vit": "gelu", "xlm-roberta": "gelu"},
            layer_norm=True, lone_role_elsewhere=True,
            wiring=(Wiring(PRE_NORM, When(has=("layernorm_after",))), Wiring(POST_NORM_OF_NORM))),
+    Family("distilbert", "DistilBERT (ffn.lin1, lin2)",
+           rf"(?P<root>{_PRE}layer\.(?P<i>\d+))\.ffn", (("up", "lin1"), ("down", "lin2")),
+           ("activation",), "gelu", ("sa_layer_norm",), config_default={"distilbert": "gelu"}, layer_norm=True,
+           wiring=(Wiring(POST_NORM_OF_NORM),)),
+    Family("albert", "ALBERT (one shared layer: albert_layers.{i}.ffn, ffn_output)",
+           rf"(?P<root>{_PRE}albert_layer_groups\.\d+\.albert_layers\.(?P<i>\d+))", (("up", "ffn"), ("down", "ffn_output")),
+           ("hidden_act",), "gelu_new", ("attention.LayerNorm",), config_default={"albert": "gelu_new"}, layer_norm=True,
+           wiring=(Wiring(POST_NORM_OF_NORM + "; ALBERT applies this one shared layer num_hidden_layers times, so this block "
+                          "stands for every layer"),)),
+    Family("gptj", "GPT-J (h.{i}.mlp.fc_in, fc_out)",
+           rf"(?P<root>{_PRE}h\.(?P<i>\d+))\.mlp", (("up", "fc_in"), ("down", "fc_out")),
+           ("activation_function",), "gelu_new", ("ln_1",), config_default={"gptj": "gelu_new"}, layer_norm=True,
+           wiring=(Wiring("parallel residual: the layer computes h + attn(ln_1(h)) + B(ln_1(h))"),)),
+    Family("mpt", "MPT (blocks.{i}.ffn.up_proj, down_proj)",
+           rf"(?P<root>{_PRE}blocks\.(?P<i>\d+))\.ffn", (("up", "up_proj"), ("down", "down_proj")),
+           (), "gelu", ("norm_2",), layer_norm=True,
+           # MptConfig names no activation: MptMLP calls nn.GELU(approximate="none")
+           activation_rules=(ActivationRule(When(model_type="mpt"), None, "gelu",
+                                            "MPT: transformers hard-codes the exact GELU (MptMLP: nn.GELU(approximate='none'))"),)),
     Family("t5", "T5 v1.0 (DenseReluDense.wi, wo)",
            rf"(?P<root>{_PRE}block\.(?P<i>\d+)\.layer\.\d+)\.DenseReluDense", (("up", "wi"), ("down", "wo")),
            ("feed_forward_proj",), "relu", ("layer_norm",), config_default={"t5": "relu"},
@@ -241,6 +260,10 @@ for _keys, _types in (
     ({"phi"}, ("phi",)),
     ({"bert"}, ("bert", "roberta", "xlm-roberta", "vit")),
     ({"t5", "t5_gated"}, ("t5", "mt5", "umt5")),
+    ({"distilbert"}, ("distilbert",)),
+    ({"albert"}, ("albert",)),
+    ({"gptj"}, ("gptj",)),
+    ({"mpt"}, ("mpt",)),
 ):
     for _t in _types:
         _EXPECTED[_t] = frozenset(_keys)
@@ -284,6 +307,8 @@ class BlockSpec:
     residual: str = ""
     d: int = 0
     n: int = 0
+    skip: str | None = None
+    """A tensor holding the skip matrix M (ONNX graphs that wire one); None: the identity."""
 
     @property
     def gated(self) -> bool:
@@ -291,7 +316,7 @@ class BlockSpec:
 
     def tensors(self) -> tuple[str, ...]:
         """Every tensor this block reads (the norm's only when folding)."""
-        return tuple(t for t in (self.up, self.gate, self.gate_up, self.down, self.b_up, self.b_gate, self.b_down) if t)
+        return tuple(t for t in (self.up, self.gate, self.gate_up, self.down, self.b_up, self.b_gate, self.b_down, self.skip) if t)
 
 
 @dataclass(frozen=True)

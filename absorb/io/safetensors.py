@@ -32,6 +32,7 @@ import os
 import re
 import struct
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,7 +41,8 @@ import numpy as np
 from absorb._errors import InvalidInput
 from absorb._validate import float64_rows, keeps_float32, matvec
 from absorb.io._validate import build_block
-from absorb.io.families import BlockSpec, Detection, ManualRoles, detect, parse_layers
+from absorb.io.families import BlockSpec, Detection, ManualRoles, detect, parse_layers, select_layers, split_slice
+from absorb.io.sniff import is_ctranslate2_dir, refusal, sniff
 from absorb.io.tensor_info import TensorInfo
 from absorb.io.torch_state import TORCH_INDEX_NAME, TORCH_SUFFIXES, read_torch, torch_files_in, torch_missing
 from absorb.model.activations import get_activation
@@ -147,7 +149,9 @@ def _read_json(path: Path, what: str) -> Any:
 
 def _resolve(path: Path) -> tuple[list[Path], Path | None, Path, bool]:
     """(checkpoint files, index file or None, directory that should hold config.json, whether
-    they are PyTorch state_dict files). A directory prefers safetensors over PyTorch files."""
+    they are PyTorch files). A directory prefers safetensors over PyTorch files. A file's
+    format is told from its content (:func:`absorb.io.sniff.sniff`), not its extension:
+    formats read elsewhere (ONNX, GGUF) or not at all (CTranslate2) are refused here by name."""
     if not path.exists():
         raise InvalidInput(f"{path}: no such file or directory")
     require_regular_file(path, "checkpoint")
@@ -158,6 +162,8 @@ def _resolve(path: Path) -> tuple[list[Path], Path | None, Path, bool]:
         files = sorted(path.glob("*.safetensors"))
         if files:
             return files, None, path, False
+        if is_ctranslate2_dir(path):
+            raise refusal(path, "ctranslate2")
         if (path / TORCH_INDEX_NAME).is_file():
             return [], path / TORCH_INDEX_NAME, path, True
         torch_files = torch_files_in(path)
@@ -167,12 +173,16 @@ def _resolve(path: Path) -> tuple[list[Path], Path | None, Path, bool]:
                            "give a checkpoint directory or file")
     if path.name.endswith(".index.json"):
         return [], path, path.parent, path.name.endswith(".bin.index.json")
-    if path.suffix == ".safetensors":
+    kind = sniff(path)
+    if kind == "safetensors":
         return [path], None, path.parent, False
-    if path.suffix in TORCH_SUFFIXES:
+    if kind in ("torch-zip", "torch-pickle"):
         return [path], None, path.parent, True
-    raise InvalidInput(f"{path}: not a checkpoint; give a .safetensors file, a {INDEX_NAME}, a PyTorch state_dict "
-                       "(.bin/.pt/.pth) or a directory holding them")
+    if kind == "unknown" and path.suffix == ".safetensors":  # a damaged header: read_header words the damage
+        return [path], None, path.parent, False
+    if kind in ("unknown", "zip") and path.suffix in TORCH_SUFFIXES:  # torch.load words what is wrong with it
+        return [path], None, path.parent, True
+    raise refusal(path, kind, "not a checkpoint absorb reads" if kind not in ("ctranslate2",) else "")
 
 
 def torch_refusal(path: Path) -> InvalidInput:
@@ -333,6 +343,8 @@ class Checkpoint:
         out["W_down"] = mat(spec.down)
         if spec.b_down is not None:
             out["b_down"] = self.read(spec.b_down)
+        if spec.skip is not None:  # a skip matrix M read from an ONNX graph
+            out["skip"] = self.read(spec.skip)
         return out
 
     def block(self, spec: BlockSpec) -> Block:
@@ -395,6 +407,10 @@ class Checkpoint:
                     "as in the paper (z ranges over all of R^d, not only the sphere the norm outputs)")
         else:
             what = "the isolated MLP block f(x) = x + B(x) with its own identity skip, as in the paper"
+        if spec.family in ("onnx", "gguf") and spec.skip is not None:
+            return f"the MLP block f(x) = M x + B(x) with the skip M the graph wires around it; {spec.residual}"
+        if spec.family == "onnx" and spec.residual.startswith("the graph's residual Add") and "f(x) = x + B(x)" in spec.residual:
+            return f"the MLP block f(x) = x + B(x) with the identity skip the graph wires around it; {spec.residual}"
         if spec.family == "manual":
             return f"{what}; the roles were named by hand, so how the model wires this block's residual is not known"
         return f"{what}; {spec.residual}, which is not the paper's setting end to end"
@@ -407,7 +423,7 @@ class Checkpoint:
                  + ("" if self.config is not None else ", no config.json")]
         from absorb.io.families import FAMILY_BY_KEY
         for fk in det.families:
-            label = FAMILY_BY_KEY[fk].label if fk in FAMILY_BY_KEY else "roles named by hand"
+            label = FAMILY_BY_KEY[fk].label if fk in FAMILY_BY_KEY else _OTHER_LABELS.get(fk, "roles named by hand")
             specs = [s for s in self.specs if s.family == fk]
             acts = sorted({f"{s.activation} ({s.activation_source})" for s in specs})
             lines.append(f"family: {label}: {len(specs)} block{'s' if len(specs) != 1 else ''}; activation {'; '.join(acts)}")
@@ -417,10 +433,19 @@ class Checkpoint:
         return lines
 
 
+_OTHER_LABELS = {"onnx": "ONNX graph (MatMul/Gemm → activation → MatMul/Gemm, skip from the residual Add)",
+                 "gguf": "GGUF (llama.cpp blk.{i}.ffn_*)"}
+
+
 def is_checkpoint(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` names a checkpoint this module reads (or refuses with a message)."""
+    """Whether ``path`` names a checkpoint this module reads (or refuses with a message):
+    a directory, an index, or a file whose content (not its name) is not an ``.npz`` block."""
     p = Path(path)
-    return p.suffix in (".safetensors", ".bin", ".pt", ".pth") or p.name.endswith(".index.json") or p.is_dir()
+    if p.is_dir() or p.name.endswith(".index.json"):
+        return True
+    if not p.is_file():
+        return p.suffix in (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx")
+    return sniff(p) not in ("npz", "zip", "json", "unknown") or p.suffix in (".safetensors", ".bin", ".pt", ".pth", ".ckpt")
 
 
 def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = None, layers: str | frozenset[int] | None = None,
@@ -436,14 +461,19 @@ def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = No
     from absorb._validate import check_path
 
     p = Path(check_path(path))
+    if p.is_file() and not p.name.endswith(".index.json") and sniff(p) in ("onnx", "gguf"):
+        return _open_graph_file(p, sniff(p), activation=activation, layers=layers, manual=_manual_roles(up, down, gate),
+                                fold_norm=fold_norm)
     files, index, cfg_dir, is_torch = _resolve(p)
     wm = _shard_map(index) if index is not None else None
     if wm is not None:
         assert index is not None
         _check_shards_present(index, wm)
     source: TensorSource | None = None
+    stored_config: dict[str, Any] | None = None
+    container_notes: list[str] = []
     if is_torch:  # the same TensorInfo records; tensors come from the loaded state_dicts
-        tensors, source, files = read_torch(index or p, files, wm)
+        tensors, source, files, stored_config, container_notes = read_torch(index or p, files, wm)
     elif wm is not None:
         assert index is not None
         tensors, files = _tensors_of_index(index, wm)
@@ -453,14 +483,81 @@ def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = No
         raise InvalidInput(f"{p}: the checkpoint holds no tensors")
     cfg_path = cfg_dir / "config.json"
     config = _read_config(cfg_path)
+    if config is None and stored_config is not None:
+        config = stored_config
+        container_notes.append(f"no config.json: the configuration is {stored_config['__source__']}")
     _refuse_quantised(tensors, config, source=str(p), cfg_path=cfg_path)
     manual = _manual_roles(up, down, gate)
+    if manual is not None:  # rows of fused tensors named by hand: NAME[:half], NAME[1::2], ...
+        tensors, source = _row_selections(tensors, source, manual)
     layer_set = parse_layers(layers) if isinstance(layers, str) else layers
     det = detect({n: t.shape for n, t in tensors.items()}, config, source=str(p), activation=activation, manual=manual,
                  layers=layer_set, fold_norm=fold_norm)
     for spec in det.blocks:
         _check_spec(spec, tensors, p, activation=activation, fold_norm=fold_norm)
+    if container_notes:
+        det = replace(det, notes=tuple(container_notes) + det.notes)
     return Checkpoint(p, tensors, tuple(files), config, det, fold_norm=fold_norm, source=source)
+
+
+def _open_graph_file(p: Path, kind: str, *, activation: str | None, layers: str | frozenset[int] | None,
+                     manual: ManualRoles | None, fold_norm: bool) -> Checkpoint:
+    """An ONNX model or a GGUF file: blocks found by their own readers (absorb/io/onnx_model.py, gguf_file.py)."""
+    what = "an ONNX model" if kind == "onnx" else "a GGUF file"
+    if manual is not None:
+        raise InvalidInput(f"{p}: {what}: --up/--down/--gate name tensors of a safetensors or PyTorch checkpoint; "
+                           f"{what}'s blocks are found from its {'graph' if kind == 'onnx' else 'tensor names and metadata'}")
+    if fold_norm:
+        raise InvalidInput(f"{p}: {what}: --fold-norm is not supported for it; drop --fold-norm")
+    if kind == "onnx":
+        from absorb.io.onnx_model import read_onnx
+
+        tensors, source, det = read_onnx(p, activation=activation)
+    else:
+        from absorb.io.gguf_file import read_gguf
+
+        tensors, source, det = read_gguf(p, activation=activation)
+    layer_set = parse_layers(layers) if isinstance(layers, str) else layers
+    det = replace(det, blocks=tuple(select_layers(list(det.blocks), layer_set, source=str(p))))
+    for spec in det.blocks:
+        _check_spec(spec, tensors, p, activation=activation, fold_norm=False)
+    return Checkpoint(p, tensors, (p,), None, det, fold_norm=False, source=source)
+
+
+class _RowsSource:
+    """Rows of stored tensors (``NAME[:half]``, ``NAME[1::2]``…), read through another source."""
+
+    def __init__(self, inner: TensorSource, base: Mapping[str, TensorInfo]) -> None:
+        self.inner = inner
+        self.base = dict(base)
+
+    def load(self, info: TensorInfo) -> np.ndarray:
+        name, sel = split_slice(info.name)
+        if sel is None or info.name in self.base:
+            return self.inner.load(self.base[info.name])
+        arr = self.inner.load(self.base[name])
+        half = arr.shape[0] // 2
+        rows = {":half": slice(0, half), "half:": slice(half, None), "0::2": slice(0, None, 2), "1::2": slice(1, None, 2)}[sel]
+        return np.ascontiguousarray(arr[rows])  # a copy: the caller owns it
+
+
+def _row_selections(tensors: dict[str, TensorInfo], source: TensorSource | None,
+                    manual: ManualRoles) -> tuple[dict[str, TensorInfo], TensorSource | None]:
+    """Add ``NAME[sel]`` entries (weights and their biases) for the row selections the role patterns use."""
+    sels = {sel for p in (manual.up, manual.down, manual.gate) if p for sel in [split_slice(p)[1]] if sel}
+    if not sels:
+        return tensors, source
+    out = dict(tensors)
+    for name, info in tensors.items():
+        if not (name.endswith((".weight", ".bias")) and info.shape and info.shape[0] >= 2):
+            continue
+        rows = info.shape[0]
+        if rows % 2:
+            continue  # an odd number of rows has no halves: a pattern naming it then matches nothing
+        for sel in sels:
+            key = f"{name}[{sel}]"
+            out[key] = TensorInfo(key, info.file, info.dtype, (rows // 2,) + info.shape[1:], info.begin, info.end, info.data_start)
+    return out, _RowsSource(source if source is not None else SafetensorsSource(), tensors)
 
 
 def _check_shards_present(index: Path, wm: Mapping[str, Path]) -> None:

@@ -1,0 +1,444 @@
+"""ONNX models: the MLP blocks found in the graph itself, with the skip the graph wires around them.
+
+Optional (``pip install absorb[onnx]``): the ``onnx`` package parses the file; absorb never
+runs the model. A block is a down projection (``MatMul`` or ``Gemm`` with a 2-D weight
+initializer, optionally followed by a bias ``Add``) whose input is an elementwise function of
+one up projection's output — the activation as a node (``Relu``, ``Gelu``, ``Sigmoid``,
+``Tanh``…) or as its usual decomposition (the ``Erf`` form of GELU, the ``Tanh`` form,
+``x·Sigmoid(x)``) — or, gated, of a gate projection's output times an up projection's output,
+both reading the same input. The activation is named only when the subgraph's operations
+are those of a registered activation **and** its values agree with it (relative 2e-7 on
+[-12, 12], the rounding of float32 constants); otherwise the block is refused naming the ops.
+
+The skip is read from the graph: the ``Add`` that adds the block's output to a linear map of
+the block's input — the input itself (M = I), a scalar multiple (``Mul`` by a constant: M = c·I)
+or a ``MatMul``/``Gemm`` by a d×d initializer (M that matrix) — is the block's skip. When the
+residual ``Add`` adds something else (a pre-norm layer adds the norm's input, not the MLP's),
+or there is none, the block is analysed as the isolated block with an identity skip and the
+report says what the graph does instead.
+
+Weights are initializers: ``MatMul(x, W)`` stores W as [in, out] (transposed here to the
+contract's [out, in]); ``Gemm`` with ``transB = 1`` stores [out, in]. Initializers are read
+one at a time when a block is read (external data too); an inline-data model's protobuf is
+in memory while the checkpoint is open (the file's size).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from absorb._errors import InvalidInput
+from absorb.io.family_table import BlockSpec, Detection
+from absorb.io.tensor_info import TensorInfo
+from absorb.model.activations import get_activation
+
+_DTYPE = {1: "F32", 10: "F16", 11: "F64", 16: "BF16", 2: "U8", 3: "I8", 6: "I32", 7: "I64"}
+_ELEMENTWISE = frozenset({"Relu", "Gelu", "Sigmoid", "Tanh", "Erf", "Mul", "Add", "Sub", "Div", "Pow", "Sqrt", "Neg",
+                          "Exp", "Log", "Softplus", "LeakyRelu", "Identity", "Cast", "HardSigmoid", "HardSwish", "Abs"})
+_ARITH = frozenset({"Mul", "Add", "Sub", "Div", "Pow", "Sqrt", "Neg", "Identity", "Cast"})
+# the non-arithmetic ops of a subgraph → the registered activations that have that form
+_FORMS: dict[frozenset[str], tuple[str, ...]] = {
+    frozenset({"Relu"}): ("relu", "relu2"),
+    frozenset({"Gelu"}): ("gelu", "gelu_tanh"),
+    frozenset({"Erf"}): ("gelu",),
+    frozenset({"Tanh"}): ("gelu_tanh", "tanh"),
+    frozenset({"Sigmoid"}): ("silu", "quick_gelu", "sigmoid"),
+    frozenset({"Softplus"}): ("softplus",),
+    frozenset({"LeakyRelu"}): ("leaky_relu",),
+    frozenset({"Exp", "Log"}): ("softplus",),
+}
+_QUANT_OPS = frozenset({"QLinearMatMul", "MatMulInteger", "DequantizeLinear", "QuantizeLinear", "MatMulNBits",
+                        "DynamicQuantizeLinear", "QGemm"})
+
+
+def onnx_module() -> Any:
+    try:
+        import onnx
+    except ImportError:
+        return None
+    return onnx
+
+
+def onnx_missing(path: Path) -> InvalidInput:
+    return InvalidInput(f"{path}: an ONNX model, and the onnx package is not installed; pip install onnx "
+                        "(the optional extra absorb[onnx]) to read it")
+
+
+@dataclass(frozen=True)
+class _Linear:
+    """y = x Wᵀ + b for one MatMul/Gemm (+ bias Add): the input, the weight initializer and how it is stored."""
+
+    x: str
+    weight: str
+    out_in: bool  # stored [out, in] (Gemm transB=1); MatMul stores [in, out]
+    bias: str | None
+    out: str  # the output (after the bias Add when there is one)
+    node: str  # the MatMul/Gemm node's name
+
+
+class _Graph:
+    def __init__(self, graph: Any, numpy_helper: Any) -> None:
+        self.g = graph
+        self.nh = numpy_helper
+        self.init = {t.name: t for t in graph.initializer}
+        self.producer: dict[str, Any] = {}
+        self.consumers: dict[str, list[Any]] = {}
+        self.consts: dict[str, np.ndarray] = {}
+        for node in graph.node:
+            for o in node.output:
+                self.producer[o] = node
+            for i in node.input:
+                self.consumers.setdefault(i, []).append(node)
+            if node.op_type == "Constant":
+                for a in node.attribute:
+                    if a.name == "value":
+                        self.consts[node.output[0]] = numpy_helper.to_array(a.t)
+                    elif a.name == "value_float":
+                        self.consts[node.output[0]] = np.array(a.f)
+
+    def shape(self, name: str) -> tuple[int, ...] | None:
+        t = self.init.get(name)
+        return tuple(int(x) for x in t.dims) if t is not None else None
+
+    def const(self, name: str) -> np.ndarray | None:
+        """A small constant (scalar or vector) by value; None for a variable or a big initializer."""
+        if name in self.consts:
+            return self.consts[name]
+        t = self.init.get(name)
+        if t is None or int(np.prod(t.dims, dtype=np.int64)) > 1 << 16:
+            return None
+        return self.nh.to_array(t)
+
+    def is_const(self, name: str) -> bool:
+        return name in self.consts or name in self.init
+
+    @staticmethod
+    def attr(node: Any, name: str, default: Any) -> Any:
+        for a in node.attribute:
+            if a.name == name:
+                return a.i if a.type == 2 else a.f if a.type == 1 else a.s.decode() if a.type == 3 else default
+        return default
+
+    # ---- linear maps ----
+    def _bare(self, node: Any) -> _Linear | None:
+        """MatMul(x, W) or Gemm(x, W[, C]) with W a 2-D initializer."""
+        if node.op_type == "MatMul" and len(node.input) == 2:
+            x, w = node.input
+            if self.shape(w) is not None and len(self.shape(w)) == 2 and not self.is_const(x):
+                return _Linear(x, w, False, None, node.output[0], node.name)
+        if node.op_type == "Gemm" and len(node.input) >= 2:
+            if self.attr(node, "alpha", 1.0) != 1.0 or self.attr(node, "beta", 1.0) != 1.0 or self.attr(node, "transA", 0):
+                return None
+            x, w = node.input[0], node.input[1]
+            c = node.input[2] if len(node.input) > 2 and node.input[2] else None
+            if self.shape(w) is not None and len(self.shape(w)) == 2 and not self.is_const(x):
+                bias = c if c is not None and self.shape(c) is not None and len(self.shape(c)) == 1 else None
+                if c is not None and bias is None:
+                    return None
+                return _Linear(x, w, bool(self.attr(node, "transB", 0)), bias, node.output[0], node.name)
+        return None
+
+    def linear_at(self, name: str) -> _Linear | None:
+        """The linear map whose output is ``name`` (with its bias Add), or None."""
+        node = self.producer.get(name)
+        if node is None:
+            return None
+        if node.op_type == "Add" and len(node.input) == 2:
+            for a, b in (node.input, node.input[::-1]):
+                inner = self.producer.get(a)
+                shp = self.shape(b)
+                if inner is not None and shp is not None and len(shp) == 1:
+                    lin = self._bare(inner)
+                    if lin is not None and lin.bias is None:
+                        return _Linear(lin.x, lin.weight, lin.out_in, b, name, lin.node)
+            return None
+        return self._bare(node)
+
+    def with_bias(self, lin: _Linear) -> _Linear:
+        """``lin`` extended by a bias Add that consumes its output alone."""
+        users = self.consumers.get(lin.out, [])
+        if lin.bias is None and len(users) == 1 and users[0].op_type == "Add":
+            add = users[0]
+            other = add.input[1] if add.input[0] == lin.out else add.input[0]
+            shp = self.shape(other)
+            if shp is not None and len(shp) == 1:
+                return _Linear(lin.x, lin.weight, lin.out_in, other, add.output[0], lin.node)
+        return lin
+
+    # ---- elementwise subgraphs ----
+    def leaves(self, name: str, nodes: list[Any], depth: int = 0) -> set[str] | None:
+        """The variable inputs of the elementwise subgraph producing ``name`` (its nodes into
+        ``nodes``); None when it holds a non-elementwise op or a non-scalar constant."""
+        if self.is_const(name):
+            c = self.const(name)
+            return set() if c is not None and c.size == 1 else None
+        node = self.producer.get(name)
+        if node is None or node.op_type not in _ELEMENTWISE or depth > 64 or self.linear_at(name) is not None:
+            return {name}
+        out: set[str] = set()
+        if node not in nodes:
+            nodes.append(node)
+        for i in node.input:
+            if not i:
+                continue
+            sub = self.leaves(i, nodes, depth + 1)
+            if sub is None:
+                return None
+            out |= sub
+        return out
+
+    def evaluate(self, name: str, leaf: str, z: np.ndarray, memo: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        from scipy.special import erf
+
+        memo = {} if memo is None else memo
+        if name == leaf:
+            return z
+        if name in memo:
+            return memo[name]
+        if self.is_const(name):
+            c = self.const(name)
+            assert c is not None
+            return np.float64(c.reshape(()).astype(np.float64))
+        node = self.producer[name]
+        args = [self.evaluate(i, leaf, z, memo) for i in node.input if i]
+        op = node.op_type
+        ops: dict[str, Callable[..., np.ndarray]] = {
+            "Relu": lambda a: np.maximum(a, 0.0), "Sigmoid": lambda a: 1 / (1 + np.exp(-a)), "Tanh": np.tanh, "Erf": erf,
+            "Mul": np.multiply, "Add": np.add, "Sub": np.subtract, "Div": np.divide, "Pow": np.power, "Sqrt": np.sqrt,
+            "Neg": np.negative, "Exp": np.exp, "Log": np.log, "Softplus": lambda a: np.logaddexp(0.0, a),
+            "Identity": lambda a: a, "Cast": lambda a: a, "Abs": np.abs,
+            "LeakyRelu": lambda a: np.where(a >= 0, a, self.attr(node, "alpha", 0.01) * a),
+            "HardSigmoid": lambda a: np.clip(self.attr(node, "alpha", 0.2) * a + self.attr(node, "beta", 0.5), 0, 1),
+            "HardSwish": lambda a: a * np.clip(a / 6 + 0.5, 0, 1),
+            "Gelu": lambda a: (get_activation("gelu_tanh" if self.attr(node, "approximate", "none") == "tanh" else "gelu")
+                               .np_fn(a)),
+        }
+        with np.errstate(all="ignore"):
+            memo[name] = out = ops[op](*args)
+        return out
+
+    def activation(self, out: str, leaf: str, nodes: list[Any]) -> tuple[str, str] | None:
+        """(registered name, the form seen) when the subgraph ``leaf → out`` is one; else None."""
+        kinds = frozenset(n.op_type for n in nodes) - _ARITH
+        cands = _FORMS.get(kinds, ())
+        z = np.linspace(-12.0, 12.0, 4801)
+        with np.errstate(all="ignore"):
+            got = np.broadcast_to(self.evaluate(out, leaf, z), z.shape)
+        for cand in cands:
+            want = get_activation(cand).np_fn(z)
+            if np.all(np.isfinite(got)) and np.all(np.abs(got - want) <= 2e-7 * (1 + np.abs(want))):
+                ops = "+".join(sorted({n.op_type for n in nodes}))
+                return cand, ops
+        return None
+
+
+def _common(names: list[str], sep: str) -> str:
+    parts = [n.strip(sep).split(sep) for n in names]
+    common: list[str] = []
+    for comp in zip(*parts):
+        if all(c == comp[0] for c in comp):
+            common.append(comp[0])
+        else:
+            break
+    return sep.join(common) if all(names) else ""
+
+
+def _block_name(nodes: list[str], weights: list[str], k: int) -> str:
+    """The common prefix of the block's node names (``/encoder/layer.0/mlp/fc1/MatMul``…), else of
+    its initializer names (``pre.fc1.weight``…), else ``mlp{k}``."""
+    return _common(nodes, "/") or _common([w for w in weights if not w.startswith("onnx::")], ".") or f"mlp{k}"
+
+
+class OnnxSource:
+    """Initializers as numpy arrays, oriented [out, in], read one at a time (external data too)."""
+
+    def __init__(self, graph: _Graph, base_dir: Path, virtual: Mapping[str, tuple[str, bool, float | None]]) -> None:
+        self.graph = graph
+        self.base = base_dir
+        self.virtual = dict(virtual)  # tensor name → (initializer, transpose, scalar skip c)
+
+    def load(self, info: TensorInfo) -> np.ndarray:
+        init, transpose, scalar = self.virtual[info.name]
+        if scalar is not None:  # the skip c·I
+            return np.eye(info.shape[0]) * scalar
+        t = self.graph.init[init]
+        try:
+            arr = self.graph.nh.to_array(t, base_dir=str(self.base))
+        except (OSError, ValueError) as exc:
+            raise InvalidInput(f"{info.file}: initializer {init!r} cannot be read ({exc}); the external data is missing or corrupt") from None
+        if arr.dtype == np.float16:
+            arr = arr.astype(np.float32)  # exact
+        return np.ascontiguousarray(arr.T) if transpose else np.array(arr, copy=True)
+
+
+def read_onnx(path: Path, *, activation: str | None) -> tuple[dict[str, TensorInfo], OnnxSource, Detection]:
+    """Parse ``path`` and find its MLP blocks (see the module docstring)."""
+    onnx = onnx_module()
+    if onnx is None:
+        raise onnx_missing(path)
+    from onnx import numpy_helper
+
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError, onnx its own errors
+        raise InvalidInput(f"{path}: not a readable ONNX model ({type(exc).__name__}: {str(exc)[:160]}); "
+                           "give an ONNX file (.onnx) written by onnx.save or torch.onnx.export") from None
+    g = _Graph(model.graph, numpy_helper)
+    tensors: dict[str, TensorInfo] = {}
+    virtual: dict[str, tuple[str, bool, float | None]] = {}
+
+    def register(init: str, stored_out_in: bool) -> str:
+        shp = g.shape(init)
+        assert shp is not None
+        key = init if stored_out_in else f"{init}ᵀ"
+        if key not in tensors:
+            t = g.init[init]
+            tensors[key] = TensorInfo(key, path, _DTYPE.get(t.data_type, f"ONNX type {t.data_type}"),
+                                      shp if stored_out_in else shp[::-1], 0, 0, 0)
+            virtual[key] = (init, not stored_out_in, None)
+        return key
+
+    def vector(init: str) -> str:
+        shp = g.shape(init)
+        assert shp is not None
+        t = g.init[init]
+        tensors.setdefault(init, TensorInfo(init, path, _DTYPE.get(t.data_type, f"ONNX type {t.data_type}"), shp, 0, 0, 0))
+        virtual.setdefault(init, (init, False, None))
+        return init
+
+    specs: list[BlockSpec] = []
+    refused: list[str] = []
+    for node in model.graph.node:
+        down = g._bare(node)
+        if down is None:
+            continue
+        down = g.with_bias(down)
+        nodes: list[Any] = []
+        lv = g.leaves(down.x, nodes)
+        if lv is None or len(lv) not in (1, 2) or not nodes:
+            continue
+        found = _match_block(g, down, sorted(lv), activation, nodes)
+        if found is None:
+            continue
+        if isinstance(found, str):
+            refused.append(found)
+            continue
+        up, gate, act, form = found
+        d_out, n = _dims(g, down)
+        if _dims(g, up) != (n, d_out) or (gate is not None and _dims(g, gate) != (n, d_out)):
+            continue
+        k = len(specs)
+        lins = [up, down] + ([gate] if gate else [])
+        name = _block_name([lin.node for lin in lins], [lin.weight for lin in lins], k)
+        layer = next((int(m) for m in re.findall(r"\d+", name)), k)
+        skip_key, residual = _skip(g, up, down, register, tensors, virtual, path, d_out)
+        specs.append(BlockSpec(
+            name=name, layer=layer, family="onnx", up=register(up.weight, up.out_in), down=register(down.weight, down.out_in),
+            gate=register(gate.weight, gate.out_in) if gate else None,
+            b_up=vector(up.bias) if up.bias else None, b_gate=vector(gate.bias) if gate and gate.bias else None,
+            b_down=vector(down.bias) if down.bias else None, activation=act,
+            activation_source=f"the ONNX graph ({form} after {up.node or up.weight})" if activation is None else "--activation",
+            residual=residual, d=d_out, n=n, skip=skip_key))
+    if not specs:
+        ops = sorted({n.op_type for n in model.graph.node})
+        quant = sorted(set(ops) & _QUANT_OPS)
+        why = (f"its linear layers are quantised ({', '.join(quant)}); analyse the float model" if quant else
+               refused[0] if refused else "no MatMul/Gemm → activation → MatMul/Gemm pattern with weight initializers")
+        raise InvalidInput(f"{path}: an ONNX model with no MLP block absorb can read: {why} (ops in the graph: "
+                           f"{', '.join(ops[:12])}{', ...' if len(ops) > 12 else ''})")
+    seen: dict[str, int] = {}
+    for s in specs:
+        seen[s.name] = seen.get(s.name, 0) + 1
+    if any(v > 1 for v in seen.values()):
+        from dataclasses import replace
+        specs = [replace(s, name=f"{s.name}[{k}]") for k, s in enumerate(specs)]
+    det = Detection(blocks=tuple(specs), families=("onnx",), model_type=None,
+                    notes=("ONNX MatMul weights stored [in, out] were transposed to [out, in]",)
+                    if any(t.endswith("ᵀ") for s in specs for t in (s.up, s.down)) else ())
+    return tensors, OnnxSource(g, path.parent, virtual), det
+
+
+def _dims(g: _Graph, lin: _Linear) -> tuple[int, int]:
+    """(out, in) of a linear map."""
+    shp = g.shape(lin.weight)
+    assert shp is not None
+    return (shp[0], shp[1]) if lin.out_in else (shp[1], shp[0])
+
+
+def _match_block(g: _Graph, down: _Linear, leaves: list[str], activation: str | None,
+                 nodes: list[Any]) -> tuple[_Linear, _Linear | None, str, str] | str | None:
+    """(up, gate, activation, form) for the subgraph feeding ``down``; a reason string when it
+    is an MLP whose activation absorb cannot name; None when it is no MLP."""
+    lins = [g.linear_at(v) for v in leaves]
+    if any(lin is None for lin in lins):
+        return None
+    if len(leaves) == 1:
+        up = lins[0]
+        assert up is not None
+        if activation is not None:
+            return up, None, get_activation(activation).name, "--activation"
+        got = g.activation(down.x, leaves[0], nodes)
+        if got is None:
+            ops = "+".join(sorted({n.op_type for n in nodes}))
+            return f"the activation after {up.node or up.weight} ({ops}) is not one absorb names; pass --activation NAME"
+        return up, None, got[0], got[1]
+    # gated: Mul(σ(z_gate), z_up) with both projections reading the same input
+    prod = g.producer.get(down.x)
+    if prod is None or prod.op_type != "Mul" or len(prod.input) != 2:
+        return None
+    a, b = lins
+    assert a is not None and b is not None
+    if a.x != b.x:
+        return None
+    for (zg, gate), (zu, up) in (((leaves[0], a), (leaves[1], b)), ((leaves[1], b), (leaves[0], a))):
+        if zu not in prod.input:
+            continue
+        other = prod.input[1] if prod.input[0] == zu else prod.input[0]
+        sub: list[Any] = []
+        if g.leaves(other, sub) != {zg}:
+            continue
+        if activation is not None:
+            return up, gate, get_activation(activation).name, "--activation"
+        got = g.activation(other, zg, sub) if sub else ("identity", "Identity")
+        if got is None:
+            ops = "+".join(sorted({n.op_type for n in sub}))
+            return f"the gate's activation after {gate.node or gate.weight} ({ops}) is not one absorb names; pass --activation NAME"
+        return up, gate, got[0], got[1]
+    return None
+
+
+def _skip(g: _Graph, up: _Linear, down: _Linear, register: Callable[[str, bool], str], tensors: dict[str, TensorInfo],
+          virtual: dict[str, tuple[str, bool, float | None]], path: Path, d: int) -> tuple[str | None, str]:
+    """(tensor key of the skip M or None for the identity, the sentence the report gives)."""
+    x = up.x
+    adds = [n for n in g.consumers.get(down.out, []) if n.op_type == "Add"]
+    if not adds:
+        return None, "the graph adds no residual around this block (no Add consumes its output)"
+    add = adds[0]
+    s = add.input[1] if add.input[0] == down.out else add.input[0]
+    where = f"the graph's residual Add {add.name or add.output[0]}"
+    if s == x:
+        return None, f"{where} adds the block's input: f(x) = x + B(x), read from the graph"
+    prod = g.producer.get(s)
+    if prod is not None and prod.op_type == "Mul" and x in prod.input:
+        c = g.const(prod.input[1] if prod.input[0] == x else prod.input[0])
+        if c is not None and c.size == 1 and float(c.reshape(())) != 0.0:
+            cval = float(c.reshape(()))
+            key = f"{prod.name or s}: {cval!r}·I"
+            tensors[key] = TensorInfo(key, path, "F64", (d, d), 0, 0, 0)
+            virtual[key] = ("", False, cval)
+            return key, f"{where} adds {cval!r}·x: f(x) = {cval!r}·x + B(x), read from the graph"
+    lin = g.linear_at(s)
+    if lin is not None and lin.x == x and lin.bias is None and _dims(g, lin) == (d, d):
+        return register(lin.weight, lin.out_in), f"{where} adds M x with M the initializer {lin.weight!r}: f(x) = M x + B(x), read from the graph"
+    return None, (f"{where} adds {s!r}, not a linear map of the block's input (e.g. the input of a norm before the MLP); "
+                  "the block is analysed with its own identity skip")
+
+
+__all__ = ["OnnxSource", "onnx_missing", "onnx_module", "read_onnx"]

@@ -1,0 +1,238 @@
+"""ONNX models: MLP blocks found in the graph (activation as a node or decomposed), skip read from the graph.
+
+Each model is written here with ``onnx.helper`` the way exporters write it: ``MatMul`` with
+[in, out] initializers and bias ``Add`` nodes (torch.onnx), or ``Gemm`` with ``transB = 1``;
+GELU as its ``Erf`` or ``Tanh`` decomposition, SiLU as ``x·Sigmoid(x)``; the residual ``Add``
+around the block adding x, c·x or x M. The loader must find every block, orient the weights,
+name the activation only when the subgraph is it, read the skip, and decide like the same
+weights given as arrays. Skips cleanly without the onnx package.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from absorb._errors import InvalidInput
+from absorb.engine import decide, decide_checkpoint
+from absorb.io._validate import build_block
+from absorb.io.safetensors import open_checkpoint
+from absorb.model.activations import get_activation
+from tests.test_checkpoints import _assert_one_line_exit2, run_absorb, run_cli
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+D, N = 3, 8
+
+
+class _G:
+    """A graph under construction: nodes, initializers, fresh names."""
+
+    def __init__(self) -> None:
+        self.nodes: list = []
+        self.inits: list = []
+        self.k = 0
+
+    def init(self, name: str, arr: np.ndarray) -> str:
+        self.inits.append(numpy_helper.from_array(np.asarray(arr, dtype=np.float32), name))
+        return name
+
+    def op(self, op: str, inputs: list[str], name: str, **attrs: object) -> str:
+        self.k += 1
+        out = f"{name}_out{self.k}"
+        self.nodes.append(helper.make_node(op, inputs, [out], name=name, **attrs))
+        return out
+
+    def const(self, value: float) -> str:
+        self.k += 1
+        return self.init(f"c{self.k}", np.array(value, dtype=np.float32))
+
+    def save(self, path: Path, x: str, y: str) -> Path:
+        graph = helper.make_graph(self.nodes, "g", [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["b", D])],
+                                  [helper.make_tensor_value_info(y, TensorProto.FLOAT, ["b", D])], self.inits)
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+        return path
+
+
+def _act(g: _G, z: str, kind: str, p: str) -> str:
+    if kind == "relu":
+        return g.op("Relu", [z], f"{p}/act/Relu")
+    if kind == "gelu":  # torch.onnx's exact GELU: x * 0.5 * (1 + erf(x / sqrt 2))
+        e = g.op("Erf", [g.op("Div", [z, g.const(1.4142135381698608)], f"{p}/act/Div")], f"{p}/act/Erf")
+        return g.op("Mul", [g.op("Mul", [z, g.op("Add", [e, g.const(1.0)], f"{p}/act/Add")], f"{p}/act/Mul"), g.const(0.5)],
+                    f"{p}/act/Mul_1")
+    if kind == "gelu_tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        cube = g.op("Pow", [z, g.const(3.0)], f"{p}/act/Pow")
+        inner = g.op("Add", [z, g.op("Mul", [cube, g.const(0.044715)], f"{p}/act/Mul")], f"{p}/act/Add")
+        t = g.op("Tanh", [g.op("Mul", [inner, g.const(0.7978845608028654)], f"{p}/act/Mul_1")], f"{p}/act/Tanh")
+        half = g.op("Mul", [z, g.const(0.5)], f"{p}/act/Mul_2")
+        return g.op("Mul", [half, g.op("Add", [t, g.const(1.0)], f"{p}/act/Add_1")], f"{p}/act/Mul_3")
+    if kind == "silu":
+        return g.op("Mul", [z, g.op("Sigmoid", [z], f"{p}/act/Sigmoid")], f"{p}/act/Mul")
+    if kind == "exp":
+        return g.op("Exp", [z], f"{p}/act/Exp")
+    raise AssertionError(kind)
+
+
+def _mlp_onnx(path: Path, *, layers: int = 2, act: str = "gelu", gemm: bool = False, gated: bool = False,
+              skip: str = "identity", seed: int = 0) -> tuple[Path, list[dict[str, np.ndarray]]]:
+    """A stack of residual MLP blocks; returns the file and each block's arrays in the contract's [out, in]."""
+    rng = np.random.default_rng(seed)
+    g, x, blocks = _G(), "x", []
+    for i in range(layers):
+        p = f"/encoder/layer.{i}/mlp"
+        arrs = {"W_up": rng.standard_normal((N, D)), "b_up": rng.standard_normal(N), "W_down": rng.standard_normal((D, N)),
+                "b_down": rng.standard_normal(D)}
+        if gated:
+            arrs["W_gate"] = rng.standard_normal((N, D))
+            del arrs["b_up"]
+        arrs = {k: v.astype(np.float32).astype(np.float64) for k, v in arrs.items()}
+
+        def lin(inp: str, W: np.ndarray, b: np.ndarray | None, nm: str, p: str = p) -> str:
+            if gemm:
+                ins = [inp, g.init(f"{p}.{nm}.weight", W)] + ([g.init(f"{p}.{nm}.bias", b)] if b is not None else [])
+                return g.op("Gemm", ins, f"{p}/{nm}/Gemm", transB=1)
+            out = g.op("MatMul", [inp, g.init(f"onnx::MatMul_{p}{nm}", W.T)], f"{p}/{nm}/MatMul")
+            return g.op("Add", [g.init(f"{p}.{nm}.bias", b), out], f"{p}/{nm}/Add") if b is not None else out
+
+        if gated:
+            h = g.op("Mul", [_act(g, lin(x, arrs["W_gate"], None, "gate_proj"), act, p), lin(x, arrs["W_up"], None, "up_proj")],
+                     f"{p}/Mul")
+        else:
+            h = _act(g, lin(x, arrs["W_up"], arrs["b_up"], "fc1"), act, p)
+        y = lin(h, arrs["W_down"], arrs["b_down"], "fc2")
+        if skip == "identity":
+            s = x
+        elif skip == "scalar":
+            s = g.op("Mul", [x, g.const(0.5)], f"/encoder/layer.{i}/skip/Mul")
+            arrs["skip"] = 0.5 * np.eye(D)
+        else:
+            M = rng.standard_normal((D, D)).astype(np.float32).astype(np.float64)
+            s = g.op("MatMul", [x, g.init(f"skip{i}", M.T)], f"/encoder/layer.{i}/skip/MatMul")
+            arrs["skip"] = M
+        x = g.op("Add", [s, y], f"/encoder/layer.{i}/Add")
+        blocks.append(arrs)
+    return g.save(path, "x", x), blocks
+
+
+_CASES = [("gelu", False, False, "identity"), ("gelu_tanh", True, False, "scalar"), ("relu", True, False, "matrix"),
+          ("silu", False, True, "identity"), ("silu", True, True, "matrix")]
+
+
+@pytest.mark.parametrize("act,gemm,gated,skip", _CASES, ids=[f"{a}-{'gemm' if g else 'matmul'}-{'gated' if gt else 'ungated'}-{s}"
+                                                             for a, g, gt, s in _CASES])
+def test_onnx_blocks_roles_skip_and_verdicts(tmp_path: Path, act: str, gemm: bool, gated: bool, skip: str) -> None:
+    f, blocks = _mlp_onnx(tmp_path / "m.onnx", act=act, gemm=gemm, gated=gated, skip=skip)
+    ck = open_checkpoint(f)
+    assert [s.name for s in ck.specs] == ["encoder/layer.0/mlp", "encoder/layer.1/mlp"]
+    assert [s.layer for s in ck.specs] == [0, 1]
+    for spec, blk, want in zip(ck.specs, ck.blocks(), blocks):
+        assert spec.activation == act and "ONNX graph" in spec.activation_source
+        assert (spec.d, spec.n) == (D, N) and spec.gated == gated
+        for k, v in want.items():
+            assert np.array_equal(getattr(blk, k), v), k
+        assert (blk.skip is None) == (skip == "identity")
+        assert "read from the graph" in spec.residual
+    dec = decide_checkpoint(ck, tol=1e-9, timeout=10, seed=0)
+    for bd, want in zip(dec.blocks, blocks):
+        ref = decide(build_block(want, source="x", activation=get_activation(act)), tol=1e-9, timeout=10, seed=0)
+        assert bd.verdict == ref.verdict and bd.theorem == ref.blocks[0].theorem
+
+
+def test_onnx_certificate_verifies_and_layers(tmp_path: Path) -> None:
+    f, _ = _mlp_onnx(tmp_path / "m.onnx", act="relu", skip="scalar", seed=3)
+    out = run_cli(str(f), "--json", "--layers", "1", "--certificate", str(tmp_path / "c.json"))
+    assert out.returncode in (0, 3), out.stderr
+    res = json.loads(out.stdout)
+    assert [b["name"] for b in res["blocks"]] == ["encoder/layer.1/mlp"]
+    ver = run_absorb("verify", str(tmp_path / "c.json"), str(f))
+    assert ver.returncode == 0, ver.stdout[-2000:] + ver.stderr
+
+
+def test_onnx_refusals_name_the_format(tmp_path: Path) -> None:
+    f, _ = _mlp_onnx(tmp_path / "e.onnx", act="exp")
+    with pytest.raises(InvalidInput, match=r"an ONNX model with no MLP block absorb can read: the activation after "
+                                           r"/encoder/layer.0/mlp/fc1/MatMul \(Exp\) is not one absorb names"):
+        open_checkpoint(f)
+    assert open_checkpoint(f, activation="softplus").specs[0].activation == "softplus"  # told by hand: read
+    g = _G()
+    g.nodes.append(helper.make_node("Relu", ["x"], ["y"], name="r"))
+    _assert_one_line_exit2(run_cli(str(g.save(tmp_path / "n.onnx", "x", "y"))), "an ONNX model with no MLP block")
+    (tmp_path / "bad.onnx").write_bytes(b"\x08\x07garbage that is not protobuf")
+    with pytest.raises(InvalidInput, match="not a readable ONNX model"):
+        open_checkpoint(tmp_path / "bad.onnx")
+    with pytest.raises(InvalidInput, match="an ONNX model: --up/--down/--gate name tensors"):
+        open_checkpoint(f, up="a.{i}", down="b.{i}")
+
+
+@pytest.mark.filterwarnings("ignore")  # torch.onnx's TorchScript exporter is deprecated (it is what most .onnx files came from)
+@pytest.mark.parametrize("opset", [17, 20])
+def test_torch_onnx_export_read_as_exported(tmp_path: Path, opset: int) -> None:
+    """A model exported by torch.onnx.export (Gemm with transB, GELU as Erf/Tanh decomposition at opset 17
+    and as Gelu nodes at 20, SiLU as x·Sigmoid(x), a gated block, a pre-LN block): every block found,
+    weights equal to the module's parameters, activations named, skips read."""
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+
+    class MLP(nn.Module):
+        def __init__(self, act: nn.Module) -> None:
+            super().__init__()
+            self.fc1, self.fc2, self.act = nn.Linear(D, N), nn.Linear(N, D), act
+
+        def forward(self, x):
+            return x + self.fc2(self.act(self.fc1(x)))
+
+    class Gated(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.gate_proj, self.up_proj = nn.Linear(D, N, bias=False), nn.Linear(D, N, bias=False)
+            self.down_proj = nn.Linear(N, D, bias=False)
+
+        def forward(self, x):
+            return x + self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.ModuleList([MLP(nn.GELU()), MLP(nn.GELU(approximate="tanh")), MLP(nn.ReLU()), Gated()])
+            self.ln, self.pre = nn.LayerNorm(D), MLP(nn.SiLU())
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x + self.pre.fc2(self.pre.act(self.pre.fc1(self.ln(x))))
+
+    torch.manual_seed(0)
+    net = Net().eval()
+    f = tmp_path / "net.onnx"
+    try:
+        torch.onnx.export(net, (torch.randn(2, D),), str(f), opset_version=opset, dynamo=False)
+    except Exception as exc:  # noqa: BLE001 - an exporter this torch build lacks
+        pytest.skip(f"torch.onnx.export unavailable: {exc}")
+    ck = open_checkpoint(f)
+    assert [s.name for s in ck.specs] == ["layers.0", "layers.1", "layers.2", "layers.3", "pre"]
+    assert [s.activation for s in ck.specs] == ["gelu", "gelu_tanh", "relu", "silu", "silu"]
+    mods = [*net.layers, net.pre]
+    for blk, mod in zip(ck.blocks(), mods):
+        up, down = (mod.fc1, mod.fc2) if isinstance(mod, MLP) else (mod.up_proj, mod.down_proj)
+        assert np.array_equal(blk.W_up, up.weight.detach().numpy().astype(np.float64))
+        assert np.array_equal(blk.W_down, down.weight.detach().numpy().astype(np.float64))
+        assert blk.skip is None
+    assert all("adds the block's input" in s.residual for s in ck.specs[:4])
+    assert "not a linear map of the block's input" in ck.specs[4].residual
+
+
+def test_scaled_activation_is_not_taken_for_the_plain_one(tmp_path: Path) -> None:
+    """Relu(z)·(1 + 1e-6) has Relu's ops but not its values: refused, not read as relu."""
+    rng = np.random.default_rng(9)
+    g = _G()
+    z = g.op("MatMul", ["x", g.init("W1", rng.standard_normal((D, N)))], "/m/fc1/MatMul")
+    h = g.op("Mul", [g.op("Relu", [z], "/m/act/Relu"), g.const(1.000001)], "/m/act/Mul")
+    y = g.op("MatMul", [h, g.init("W2", rng.standard_normal((N, D)))], "/m/fc2/MatMul")
+    f = g.save(tmp_path / "s.onnx", "x", g.op("Add", ["x", y], "/m/Add"))
+    with pytest.raises(InvalidInput, match=r"the activation after /m/fc1/MatMul \(Mul\+Relu\) is not one absorb names"):
+        open_checkpoint(f)

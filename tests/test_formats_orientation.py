@@ -1,0 +1,147 @@
+"""Orientation and roles without config.json: d from the tensors that fix it, both readings when none does.
+
+A GPT-2-named checkpoint stored as ``nn.Linear`` (``c_fc`` [n, d]) used to be transposed as if
+it were Conv1D, reporting d and n swapped; the embedding ``wte`` [vocab, d] fixes d. The
+command suggested for an unknown layout must name the right tensors, with ``{i}``, and read
+the layers it names — or be absent, with the readings stated.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+from absorb._errors import InvalidInput
+from absorb.io.families import suggest_roles
+from absorb.io.safetensors import open_checkpoint
+
+D, N, L = 16, 64, 3
+
+
+def _save(d: Path, t: dict[str, np.ndarray]) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    save_file(t, str(d / "model.safetensors"))
+    return d
+
+
+def _gpt2(rng: np.random.Generator, *, conv1d: bool, wte: bool) -> dict[str, np.ndarray]:
+    t = {"transformer.wte.weight": rng.standard_normal((256, D)).astype(np.float32)} if wte else {}
+    for i in range(2):
+        up, down = rng.standard_normal((N, D)).astype(np.float32), rng.standard_normal((D, N)).astype(np.float32)
+        t[f"transformer.h.{i}.mlp.c_fc.weight"] = np.ascontiguousarray(up.T) if conv1d else up
+        t[f"transformer.h.{i}.mlp.c_proj.weight"] = np.ascontiguousarray(down.T) if conv1d else down
+        t[f"transformer.h.{i}.mlp.c_fc.bias"] = rng.standard_normal(N).astype(np.float32)
+        t[f"transformer.h.{i}.mlp.c_proj.bias"] = rng.standard_normal(D).astype(np.float32)
+    return t
+
+
+@pytest.mark.parametrize("conv1d", [False, True], ids=["nn.Linear", "Conv1D"])
+def test_gpt2_names_orientation_from_embedding(tmp_path: Path, conv1d: bool) -> None:
+    t = _gpt2(np.random.default_rng(0), conv1d=conv1d, wte=True)
+    ck = open_checkpoint(_save(tmp_path, t), activation="gelu_tanh")
+    assert [(s.d, s.n, s.transposed) for s in ck.specs] == [(D, N, conv1d)] * 2
+    blk = ck.block(ck.specs[0])
+    up = t["transformer.h.0.mlp.c_fc.weight"]
+    assert np.array_equal(blk.W_up, (up.T if conv1d else up).astype(np.float64))
+
+
+def test_gpt2_names_without_anything_fixing_d_refused_with_both_readings(tmp_path: Path) -> None:
+    t = _gpt2(np.random.default_rng(1), conv1d=False, wte=False)
+    with pytest.raises(InvalidInput, match=rf"reads two ways .* as Conv1D \[in, out\] \(GPT-2\) d = {N}, n = {D}; "
+                                           rf"as nn.Linear \[out, in\] \(GPT-BigCode\) d = {D}, n = {N}"):
+        open_checkpoint(_save(tmp_path, t), activation="gelu_tanh")
+
+
+def _custom(rng: np.random.Generator, *, gate: bool = False, emb: bool = True) -> dict[str, np.ndarray]:
+    t = {"tok.emb.weight": rng.standard_normal((100, D)).astype(np.float32)} if emb else {}
+    t["final_norm.weight"] = np.ones(D, dtype=np.float32)
+    for i in range(L):
+        t[f"blocks.{i}.ff.proj_in.weight"] = rng.standard_normal((N, D)).astype(np.float32)
+        t[f"blocks.{i}.ff.proj_out.weight"] = rng.standard_normal((D, N)).astype(np.float32)
+        t[f"blocks.{i}.ff.scale.weight"] = rng.standard_normal((1, 192)).astype(np.float32)  # a [1, 192] vector: no role
+        t[f"blocks.{i}.attn.qkv.weight"] = rng.standard_normal((3 * D, D)).astype(np.float32)
+        t[f"blocks.{i}.attn.out.weight"] = rng.standard_normal((D, D)).astype(np.float32)
+        if gate:
+            t[f"blocks.{i}.ff.w_gate.weight"] = rng.standard_normal((N, D)).astype(np.float32)
+    return t
+
+
+def _command(msg: str) -> dict[str, str]:
+    m = re.search(r"--up '([^']+)' --down '([^']+)'(?: --gate '([^']+)')?", msg)
+    assert m, msg
+    return {k: v for k, v in zip(("up", "down", "gate"), m.groups()) if v}
+
+
+@pytest.mark.parametrize("gate", [False, True], ids=["ungated", "gated"])
+def test_suggested_command_reads_the_layers_it_names(tmp_path: Path, gate: bool) -> None:
+    t = _custom(np.random.default_rng(2), gate=gate)
+    p = _save(tmp_path, t)
+    with pytest.raises(InvalidInput, match="the shapes fit one reading") as exc:
+        open_checkpoint(p)
+    roles = _command(str(exc.value))
+    assert roles["up"] == "blocks.{i}.ff.proj_in.weight" and roles["down"] == "blocks.{i}.ff.proj_out.weight"
+    assert roles.get("gate") == ("blocks.{i}.ff.w_gate.weight" if gate else None)
+    ck = open_checkpoint(p, activation="swiglu" if gate else "relu", **roles)
+    assert [(s.layer, s.d, s.n) for s in ck.specs] == [(i, D, N) for i in range(L)]
+    for spec, blk in zip(ck.specs, ck.blocks()):
+        assert np.array_equal(blk.W_up, t[f"blocks.{spec.layer}.ff.proj_in.weight"].astype(np.float64))
+        assert np.array_equal(blk.W_down, t[f"blocks.{spec.layer}.ff.proj_out.weight"].astype(np.float64))
+
+
+def test_no_command_when_the_reading_is_ambiguous() -> None:
+    shapes = {k: v.shape for k, v in _custom(np.random.default_rng(3), emb=False).items() if "norm" not in k and "attn" not in k}
+    cmd, why = suggest_roles(shapes)
+    assert cmd is None and "nothing fixes the hidden size d" in why
+    assert f"--up 'blocks.{{i}}.ff.proj_in.weight' --down 'blocks.{{i}}.ff.proj_out.weight' gives d = {D}, n = {N}" in why
+    assert f"--up 'blocks.{{i}}.ff.proj_out.weight' --down 'blocks.{{i}}.ff.proj_in.weight' gives d = {N}, n = {D}" in why
+    # two [n, d] tensors, neither named a gate: no command
+    shapes = {k: v.shape for k, v in _custom(np.random.default_rng(3), gate=True).items()}
+    shapes = {k.replace("w_gate", "w_other"): v for k, v in shapes.items()}
+    cmd, why = suggest_roles(shapes)
+    assert cmd is None and "no name says which is the gate" in why
+
+
+def test_config_hidden_size_and_activation_used(tmp_path: Path) -> None:
+    shapes = {k: v.shape for k, v in _custom(np.random.default_rng(4), emb=False).items() if "norm" not in k and "attn" not in k}
+    cmd, _ = suggest_roles(shapes, {"hidden_size": D, "hidden_act": "gelu"})
+    assert cmd == "--up 'blocks.{i}.ff.proj_in.weight' --down 'blocks.{i}.ff.proj_out.weight'"
+    cmd, why = suggest_roles(shapes, {"hidden_size": N})
+    assert cmd == "--up 'blocks.{i}.ff.proj_out.weight' --down 'blocks.{i}.ff.proj_in.weight' --activation NAME", why
+
+
+@pytest.mark.parametrize("sel", ["halves", "interleaved"])
+def test_fused_gate_up_sliced_from_the_command_line(tmp_path: Path, sel: str) -> None:
+    """A fused gate/up tensor with custom names: --gate 'W[:half]' --up 'W[half:]' (or [0::2]/[1::2])."""
+    rng = np.random.default_rng(5)
+    t = {"tok.emb.weight": rng.standard_normal((50, D)).astype(np.float32)}
+    for i in range(2):
+        t[f"net.{i}.ff.w12.weight"] = rng.standard_normal((2 * N, D)).astype(np.float32)
+        t[f"net.{i}.ff.w12.bias"] = rng.standard_normal(2 * N).astype(np.float32)
+        t[f"net.{i}.ff.w3.weight"] = rng.standard_normal((D, N)).astype(np.float32)
+    p = _save(tmp_path, t)
+    g, u = ("[:half]", "[half:]") if sel == "halves" else ("[0::2]", "[1::2]")
+    ck = open_checkpoint(p, gate="net.{i}.ff.w12.weight" + g, up="net.{i}.ff.w12.weight" + u, down="net.{i}.ff.w3",
+                         activation="swiglu")
+    assert [(s.layer, s.d, s.n) for s in ck.specs] == [(0, D, N), (1, D, N)]
+    rows_g, rows_u = (slice(0, N), slice(N, None)) if sel == "halves" else (slice(0, None, 2), slice(1, None, 2))
+    for spec, blk in zip(ck.specs, ck.blocks()):
+        W, b = t[f"net.{spec.layer}.ff.w12.weight"].astype(np.float64), t[f"net.{spec.layer}.ff.w12.bias"].astype(np.float64)
+        assert np.array_equal(blk.W_gate, W[rows_g]) and np.array_equal(blk.W_up, W[rows_u])
+        assert np.array_equal(blk.b_gate, b[rows_g]) and np.array_equal(blk.b_up, b[rows_u])
+    with pytest.raises(InvalidInput, match=r"rows are selected with \[:half\]"):
+        open_checkpoint(p, gate="net.{i}.ff.w12.weight[0:3]", up="net.{i}.ff.w12.weight[half:]", down="net.{i}.ff.w3",
+                        activation="swiglu")
+
+
+def test_fused_layout_named_with_both_slicings_not_guessed() -> None:
+    shapes = {"tok.emb.weight": (50, D)}
+    for i in range(2):
+        shapes |= {f"net.{i}.ff.w12.weight": (2 * N, D), f"net.{i}.ff.w3.weight": (D, N)}
+    cmd, why = suggest_roles(shapes)
+    assert cmd is None
+    assert "--gate 'net.{i}.ff.w12.weight[:half]' --up 'net.{i}.ff.w12.weight[half:]' --down 'net.{i}.ff.w3.weight'" in why
+    assert "--gate 'net.{i}.ff.w12.weight[0::2]' --up 'net.{i}.ff.w12.weight[1::2]'" in why
