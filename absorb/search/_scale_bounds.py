@@ -73,6 +73,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from absorb.rigorous import abs_row_sums, remember_rows
+
 __all__ = ["DualBound", "ResidualBound", "check_dual_bound", "check_residual"]
 
 _U = 2.0**-53  # unit roundoff of binary64 with round-to-nearest
@@ -489,6 +491,7 @@ def check_residual(
         nu = _sqnorm_up(np.einsum("ij,ij->i", Ub, Ub), d)
         norm_prod = float(_up(norm_prod + _sum_up(_up(nw * nu))))
     sqR = float(np.einsum("ij,ij->", R, R))
+    remember_rows(U, D, T, idx.tolist(), abs_row_sums(R))  # for the witness's ∞-norm bound (no second product)
     computed = math.sqrt(sqR)
     r_up = float(_sqnorm_up(sqR, d * d))
     g = _gamma(idx.size + 1)
