@@ -153,7 +153,7 @@ def rescaled(U: np.ndarray, D: np.ndarray, T: np.ndarray | None) -> tuple[np.nda
     return (U2, D2, T2) if exact else (U, D, T)
 
 
-_ROWS: dict[str, object] = {}
+_ROWS: dict[str, tuple[tuple[weakref.ref, weakref.ref], np.ndarray | None, tuple[int, ...], np.ndarray]] = {}
 """The row sums of |R̂| (R̂ the float64 residual D_S U_S − T) of the latest residual computed
 (:func:`remember_rows`), with weak references to the arrays U and D it was computed from."""
 
@@ -170,27 +170,26 @@ def remember_rows(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: Iterabl
     which reads them instead of forming the product again. Only the latest is kept, and
     :func:`flip_inf_upper` consumes it; a target other than −I is held until then (it is
     compared with −M/c there)."""
-    _ROWS.clear()
+    _ROWS.pop("last", None)
     try:
         refs = (weakref.ref(U), weakref.ref(D))
     except TypeError:  # (an object without weak references: nothing is kept)
         return
     target = None if T is None or _is_minus_identity(T) else T
-    _ROWS.update(refs=refs, T=target, S=tuple(sorted(int(i) for i in S)), rows=np.asarray(rows, dtype=np.float64).copy())
+    # one entry, replaced whole (a reader sees the old one, the new one, or none)
+    _ROWS["last"] = (refs, target, tuple(sorted(int(i) for i in S)), np.asarray(rows, dtype=np.float64).copy())
 
 
 def _recall_rows(U: np.ndarray, D: np.ndarray, S: tuple[int, ...]) -> tuple[np.ndarray | None, np.ndarray] | None:
     """``(T, rows)`` kept by :func:`remember_rows` for these very arrays and S (T None: −I),
     else None; either way nothing is kept afterwards."""
-    kept = dict(_ROWS)
-    _ROWS.clear()
-    refs = kept.get("refs")
-    if refs is None or kept.get("S") != S:
+    kept = _ROWS.pop("last", None)
+    if kept is None:
         return None
-    rU, rD = refs  # type: ignore[misc]
-    if rU() is not U or rD() is not D:
+    (rU, rD), T, kept_S, rows = kept
+    if kept_S != S or rU() is not U or rD() is not D:
         return None
-    return kept["T"], kept["rows"]  # type: ignore[return-value]
+    return T, rows
 
 
 def abs_row_sums(R: np.ndarray) -> np.ndarray:
