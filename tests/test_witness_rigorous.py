@@ -365,3 +365,18 @@ def test_moved_bias_rounding_where_f0_is_zero_is_refused_by_both() -> None:
     cb = _flip_block(blk, S, 1.0)
     good, _worst, _m = _evaluate(blk, cb, [blk], [cb], d, seed=0, allowed_lin=TOL * float(np.linalg.norm(blk.M)))
     assert not good
+
+
+def test_f0_lower_bounds_are_infinity_norm_lower_bounds() -> None:
+    """Producer's and checker's |f(0)|∞ lower bounds (each its own code): below the exact
+    value, and within a rounding of it."""
+    from absorb.verify._weights import _f0_lower
+
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        d, n = 3, 6
+        blk = Block(rng.standard_normal((n, d)), rng.standard_normal((d, n)), get_activation("relu"),
+                    b_up=rng.standard_normal(n), b_down=rng.standard_normal(d))
+        want = max(abs(v) for v in _f0_exact_relu(blk))
+        for lo in (W.f0_lower(blk), _f0_lower(blk)):
+            assert Fraction(lo) <= want and lo >= float(want) * (1 - 1e-10)  # (σ trusted to 2⁻⁴⁰)
