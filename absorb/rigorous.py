@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable
+import weakref
+from collections.abc import Iterable, Iterator
 from fractions import Fraction
 
 import numpy as np
@@ -23,12 +24,15 @@ __all__ = [
     "UNIT_ROUNDOFF",
     "exact_relative_residual_bounds",
     "exact_residual_sq",
+    "flip_inf_upper",
     "frobenius_bounds",
     "gamma",
     "magnitudes_ok",
     "all_finite",
+    "abs_row_sums",
     "row_slices",
     "relative_residual",
+    "remember_rows",
     "rescaled",
     "sqrt_down",
     "sqrt_up",
@@ -149,9 +153,54 @@ def rescaled(U: np.ndarray, D: np.ndarray, T: np.ndarray | None) -> tuple[np.nda
     return (U2, D2, T2) if exact else (U, D, T)
 
 
+_ROWS: dict[str, tuple[tuple[weakref.ref, weakref.ref], np.ndarray | None, tuple[int, ...], np.ndarray]] = {}
+"""The row sums of |R̂| (R̂ the float64 residual D_S U_S − T) of the latest residual computed
+(:func:`remember_rows`), with weak references to the arrays U and D it was computed from."""
+
+
+def _is_minus_identity(T: np.ndarray, sign: float = -1.0) -> bool:
+    """T = sign·I exactly (no d×d temporary)."""
+    return (T.ndim == 2 and T.shape[0] == T.shape[1] and np.count_nonzero(T) == T.shape[0]
+            and bool(np.all(np.diagonal(T) == sign)))
+
+
+def remember_rows(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: Iterable[int], rows: np.ndarray) -> None:
+    """Keep ``rows`` (float64 ``Σ_k |R̂_jk|`` per row j, R̂ = fl(D[:,S] U[S,:] − T), ``T = None``:
+    −I, every entry a float64 sum of |S| + 1 products in any order) for :func:`flip_inf_upper`,
+    which reads them instead of forming the product again. Only the latest is kept, and
+    :func:`flip_inf_upper` consumes it; a target other than −I is held until then (it is
+    compared with −M/c there)."""
+    _ROWS.pop("last", None)
+    try:
+        refs = (weakref.ref(U), weakref.ref(D))
+    except TypeError:  # (an object without weak references: nothing is kept)
+        return
+    target = None if T is None or _is_minus_identity(T) else T
+    # one entry, replaced whole (a reader sees the old one, the new one, or none)
+    _ROWS["last"] = (refs, target, tuple(sorted(int(i) for i in S)), np.asarray(rows, dtype=np.float64).copy())
+
+
+def _recall_rows(U: np.ndarray, D: np.ndarray, S: tuple[int, ...]) -> tuple[np.ndarray | None, np.ndarray] | None:
+    """``(T, rows)`` kept by :func:`remember_rows` for these very arrays and S (T None: −I),
+    else None; either way nothing is kept afterwards."""
+    kept = _ROWS.pop("last", None)
+    if kept is None:
+        return None
+    (rU, rD), T, kept_S, rows = kept
+    if kept_S != S or rU() is not U or rD() is not D:
+        return None
+    return T, rows
+
+
+def abs_row_sums(R: np.ndarray) -> np.ndarray:
+    """``Σ_k |R_jk|`` per row, a block of rows at a time (no second full-size temporary)."""
+    return np.concatenate([np.abs(R[sl]).sum(axis=1) for sl in row_slices(R.shape[0], R.shape[1])] or [np.zeros(0)])
+
+
 def relative_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: Iterable[int]) -> float:
     """The float64 relative residual ``‖D[:,S]U[S,:] − T‖_F / ‖T‖_F`` that ``found`` means
-    (``T = None``: ``−I``).
+    (``T = None``: ``−I``). The row sums of |R̂| of the same product are kept
+    (:func:`remember_rows`) for the witness's ∞-norm bound.
 
     Float32 ``U`` or ``D`` (large layers kept in their storage type) are read in float64
     tiles of at most 32 MiB each: the products are float64 products, never float32 ones."""
@@ -165,9 +214,11 @@ def relative_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: Ite
                 R[np.diag_indices(d_out)] += 1.0
             else:
                 R -= T
+            remember_rows(U, D, T, idx.tolist(), abs_row_sums(R))
             return float(np.linalg.norm(R) / t_norm)
         width = max(1, idx.size)
         sq = 0.0
+        rows_abs = np.zeros(d_out)
         for cols in row_slices(d_in, width):
             Us = U[idx, cols].astype(np.float64)
             for rows in row_slices(d_out, max(width, cols.stop - cols.start)):  # the tile R too: ≤ 32 MiB
@@ -180,6 +231,8 @@ def relative_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: Ite
                 else:
                     R -= T[rows, cols]
                 sq += float(np.einsum("ij,ij->", R, R))
+                rows_abs[rows] += np.abs(R).sum(axis=1)
+        remember_rows(U, D, T, idx.tolist(), rows_abs)
         return float(math.sqrt(sq) / t_norm)
 
 
@@ -286,13 +339,43 @@ def _col_row_norms(U: np.ndarray, D: np.ndarray, idx: np.ndarray) -> tuple[np.nd
     return un, wn
 
 
+def _exact_flip_rows(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, idx: np.ndarray
+                     ) -> Iterator[tuple[list[int], list[int], int]]:
+    """Per row j of ``R = M + c·D_S U_S``, in integers: ``(acc_j, tm_j, den)`` with
+    ``R_jk = acc_jk / den`` and ``M_jk = tm_jk / den`` exactly (den = q·2^L, c = p/q): every
+    float is an integer times a power of two, so 2^L·q·R = p·(D_S U_S)·2^L + q·M·2^L is an
+    integer matrix."""
+    Di, eD = _dyadic(D[:, idx])
+    Ui, eU = _dyadic(U[idx, :])
+    Mi, eM = _dyadic(M)
+    L = max(eD + eU, eM)
+    sp_, sm = L - eD - eU, L - eM
+    p, q = c.numerator, c.denominator
+    d_out, d_in = M.shape
+    for j in range(d_out):
+        tms = [q * (Mi[j][k] << sm) for k in range(d_in)]
+        accs = [p * (sum(Di[j][s] * Ui[s][k] for s in range(idx.size)) << sp_) + tms[k] for k in range(d_in)]
+        yield accs, tms, q << L
+
+
+def float_up(x: Fraction) -> float:
+    """The least float ≥ the rational ``x`` (inf past the float range)."""
+    try:
+        f = float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -sys.float_info.max
+    while math.isfinite(f) and Fraction(f) < x:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
 def flip_residual_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Iterable[int], rel: float) -> float:
     """A rigorous upper bound of ``ρ = ‖D[:,S]U[S,:] + M/c‖_F / ‖M/c‖_F`` (the exact target
     −M/c, c rational), given ``rel``, its float64 value computed in any order with the
     rounded target ``fl(−M/c)``.
 
-    Since |c|·‖M/c‖_F = ‖M‖_F, ``‖(M + c·D_S U_S) x‖₂ ≤ ρ·‖M‖_F·‖x‖₂`` for every x: the
-    linear part of a flip witness's error. Exact rationals when |S|·d² ≤ EXACT_FLIP_WORK;
+    Since |c|·‖M/c‖_F = ‖M‖_F, ``‖M + c·D_S U_S‖_F ≤ ρ·‖M‖_F`` (what
+    :func:`flip_inf_upper` falls back on when no row sums are kept). Exact rationals when |S|·d² ≤ EXACT_FLIP_WORK;
     else Higham's bound ``|fl(R) − R| ≤ γ_{|S|+2}(|D_S||U_S| + |T|)`` entrywise (Frobenius
     norm ≤ γ(Σ_i ‖w_i‖‖u_i‖ + ‖T‖_F)), the rounding of the target (2u·‖T‖_F) and of the
     norms; inf when a weight is outside the range of :func:`magnitudes_ok`."""
@@ -301,21 +384,10 @@ def flip_residual_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction
     if not M.any():  # no scale: only an empty S (g = f) has a finite error, 0
         return 0.0 if idx.size == 0 else math.inf
     if idx.size * d_out * d_in <= EXACT_FLIP_WORK:
-        # exact, in integers: every float is an integer times a power of two, so with
-        # c = p/q, 2^L·p·(D_S U_S + M/c) = p·(D_S U_S)·2^L + q·M·2^L is an integer matrix
-        Di, eD = _dyadic(D[:, idx])
-        Ui, eU = _dyadic(U[idx, :])
-        Mi, eM = _dyadic(M)
-        L = max(eD + eU, eM)
-        sp_, sm = L - eD - eU, L - eM
-        p, q = c.numerator, c.denominator
         r2 = t2 = 0
-        for j in range(d_out):
-            for k in range(d_in):
-                tm = q * (Mi[j][k] << sm)
-                acc = p * (sum(Di[j][s] * Ui[s][k] for s in range(idx.size)) << sp_) + tm
-                r2 += acc * acc
-                t2 += tm * tm
+        for accs, tms, _den in _exact_flip_rows(U, D, M, c, idx):
+            r2 += sum(a * a for a in accs)
+            t2 += sum(t * t for t in tms)
         return sqrt_up(Fraction(r2, t2)) if t2 else (0.0 if r2 == 0 else math.inf)
     # (float32 weights are in range whenever finite, which a Block's are: no copy to look at)
     small = U.dtype == np.float32 and D.dtype == np.float32
@@ -331,10 +403,62 @@ def flip_residual_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction
     slack = (g * (sw + t_hi) + 2.02 * UNIT_ROUNDOFF * t_hi) / t_lo  # products, sums, the target's rounding
     return (rel * (1 + gn) / (1 - gn) + slack) * (1 + 8 * UNIT_ROUNDOFF)
 
+def flip_inf_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Iterable[int], rel: float) -> tuple[float, str]:
+    """A rigorous upper bound of ``ρ∞ = ‖M + c·D[:,S]U[S,:]‖_{∞→∞} = max_j Σ_k |R_jk|`` (absolute,
+    not relative to ‖M‖), and how it was obtained: ``‖(M + c·D_S U_S) x‖_∞ ≤ ρ∞·‖x‖_∞`` for
+    every x, the linear part of a flip witness's error. ``rel``: the float64 relative residual
+    (:func:`relative_residual`, or the search's own recomputation) of the same S.
+
+    * exact, in integers, when |S|·d² ≤ EXACT_FLIP_WORK (:func:`_exact_flip_rows`);
+    * else from the row sums of |R̂| kept by :func:`remember_rows` for these very arrays (the
+      product that gave the residual), with Higham's bound
+      ``|R̂ − (D_S U_S − T)| ≤ γ_{|S|+4}(|D_S||U_S| + |T|)`` entrywise — whose row sums are
+      ``|D_S|(|U_S|·1) + |T|·1``, cheap — and the rounding of the target T = fl(−M/c) (2.02u|T|);
+    * else ``√d_in·ρ·‖M‖_F`` (ρ from :func:`flip_residual_upper`: a row's 1-norm is at most
+      √d_in times its 2-norm, which is at most ‖R‖_F = ρ‖M‖_F), sound but conservative.
+
+    inf when a weight is outside the range of :func:`magnitudes_ok`."""
+    idx = np.asarray(sorted(S), dtype=np.intp)
+    d_out, d_in = M.shape
+    if not M.any():
+        return (0.0 if idx.size == 0 else math.inf), "exact"
+    if idx.size * d_out * d_in <= EXACT_FLIP_WORK:
+        sums = [(sum(abs(a) for a in accs), den) for accs, _tms, den in _exact_flip_rows(U, D, M, c, idx)]
+        return float_up(max((Fraction(t, den) for t, den in sums), default=Fraction(0))), "exact"
+    small = U.dtype == np.float32 and D.dtype == np.float32
+    if not (math.isfinite(rel) and magnitudes_ok(M) and (small or magnitudes_ok(U[idx], D[:, idx]))):
+        return math.inf, "out of range"
+    cf = float(c)
+    kept = _recall_rows(U, D, tuple(int(i) for i in idx))
+    if kept is not None:
+        T, rows = kept
+        if T is None:
+            same = c == 1 and _is_minus_identity(M, 1.0)
+            t_rows = np.ones(d_out) if same else None
+        else:
+            with np.errstate(all="ignore"):
+                same = T.shape == M.shape and np.array_equal(T, -M / cf)
+            t_rows = abs_row_sums(T) if same else None
+        if t_rows is not None and rows.shape == (d_out,):
+            a = np.zeros(d_out)
+            for sl in row_slices(idx.size, max(d_in, d_out)):
+                us = np.abs(U[idx[sl]].astype(np.float64)).sum(axis=1)
+                a += np.abs(D[:, idx[sl]].astype(np.float64)) @ us
+            g = gamma(idx.size + 4)
+            gs = gamma(idx.size + d_in + d_out + 4)  # the float row sums themselves
+            with np.errstate(all="ignore"):
+                per = rows * (1 + gs) + (g * (a + t_rows) + 2.02 * UNIT_ROUNDOFF * t_rows) * (1 + gs) ** 2
+                out = abs(cf) * float(per.max(initial=0.0)) * (1 + 8 * UNIT_ROUNDOFF)
+            return (out if math.isfinite(out) else math.inf), "row sums"
+    rho = flip_residual_upper(U, D, M, c, S, rel)
+    _lo, hi = frobenius_bounds(M)
+    out = math.sqrt(d_in) * (1 + 4 * UNIT_ROUNDOFF) * rho * hi * (1 + 4 * UNIT_ROUNDOFF)
+    return (out if math.isfinite(out) else math.inf), "√d·ρ·‖M‖_F"
+
 
 def flip_bias_error_upper(D: np.ndarray, b_up: np.ndarray | None, b_down: np.ndarray | None, b_new: np.ndarray | None,
                           S: Iterable[int], c: Fraction) -> float:
-    """A rigorous upper bound of ``‖e‖₂``, ``e = b_new − b_down − c·D[:,S] b_up[S]``: what a
+    """A rigorous upper bound of ``|e|_∞``, ``e = b_new − b_down − c·D[:,S] b_up[S]``: what a
     flip witness's output bias ``b_new`` misses of the exact shift (the constant part of its
     error; 0 for a bias-free block). Exact rationals when d·|S| ≤ EXACT_FLIP_WORK, else
     float64 with a rounding account."""
@@ -357,8 +481,8 @@ def flip_bias_error_upper(D: np.ndarray, b_up: np.ndarray | None, b_down: np.nda
         tot = 0
         for r in range(d):
             acc = q * ((ni[r] << (L - en)) - (oi[r] << (L - eo))) - p * (sum(w * v for w, v in zip(Di[r], bi)) << (L - eD - eb))
-            tot += acc * acc
-        return sqrt_up(Fraction(tot, (q << L) ** 2))
+            tot = max(tot, abs(acc))
+        return float_up(Fraction(tot, q << L))
     if not (magnitudes_ok(bs, bd, bn) and magnitudes_ok(D[:, idx])):
         return math.inf
     cf = float(c)
@@ -372,5 +496,5 @@ def flip_bias_error_upper(D: np.ndarray, b_up: np.ndarray | None, b_down: np.nda
     with np.errstate(over="ignore", invalid="ignore"):
         r = np.abs(bn - bd - cf * p)
         e = r + g * (np.abs(bn) + np.abs(bd) + 2 * abs(cf) * q * (1 + g)) * (1 + g)
-        out = float(np.linalg.norm(e)) * (1 + gamma(d + 2))
+        out = float(e.max(initial=0.0)) * (1 + 4 * UNIT_ROUNDOFF)
     return out if math.isfinite(out) else math.inf

@@ -70,6 +70,10 @@ def _plant(rng, d, n, S, *, c=1.0, M=None, gated=False):
 
 
 TOL32 = 1e-5  # accepts the float32 rounding of a planted D[:,S] (residual ~1e-7)
+TOL32_INF = 1e-3
+"""A tolerance that also accepts that rounding in the witness's guarantee, which is absolute in
+the ∞-norm: ‖M + D_S U_S‖_∞ of a planted square D[:,S] = −pinv(U[S]) rounded to float32 is up
+to ~6e-5 (d = 200), above TOL32."""
 
 
 def _cases() -> dict[str, dict]:
@@ -675,7 +679,7 @@ def test_wide_decide_float32_agrees(f32: None, act: str) -> None:
     for planted in (True, False):
         U32, D32, S = _wide(planted, seed=1)
         b32, b64 = _pair(U32, D32, act)
-        r32, r64 = decide(b32, tol=TOL32), decide(b64, tol=TOL32)
+        r32, r64 = decide(b32, tol=TOL32_INF), decide(b64, tol=TOL32_INF)
         assert (r32.verdict, r32.theorem) == (r64.verdict, r64.theorem), (act, planted, r32.reason, r64.reason)
         if planted and act != "leaky_relu":
             assert r32.verdict is Verdict.ABSORBABLE and r32.witness.S == S
@@ -690,8 +694,8 @@ def test_wide_planted_glu_float32_and_wrong_witnesses(f32: None) -> None:
     D /= np.sqrt(WN)
     D[:, list(S)] = -np.linalg.pinv(U[list(S)])
     b32, b64 = _pair(U, D, "glu", G=G)
-    w32, ok32 = check_flip_witness(b32, S, Fraction(1), tol=TOL32, seed=0)
-    w64, ok64 = check_flip_witness(b64, S, Fraction(1), tol=TOL32, seed=0)
+    w32, ok32 = check_flip_witness(b32, S, Fraction(1), tol=TOL32_INF, seed=0)
+    w64, ok64 = check_flip_witness(b64, S, Fraction(1), tol=TOL32_INF, seed=0)
     assert ok32 and ok64, (w32.eval_error, w64.eval_error)
     # a unit's gate row changed in one coordinate the cheap keys do not probe: rejected
     from absorb.engine.witness import _probe
@@ -732,8 +736,9 @@ def test_checker_residual_of_float32_weights_is_a_float64_product() -> None:
     U, D, _ = _plant(rng, d, n, tuple(range(d)))
     U32, D32 = _r32(U), _r32(D)
     S = list(range(d))
-    rel32, up32, _z, _s = _residual(U32, D32, np.eye(d), Fraction(1), S)
-    rel64, up64, _z, _s = _residual(U32.astype(F64), D32.astype(F64), np.eye(d), Fraction(1), S)
+    rel32, up32, _z, _s, inf32 = _residual(U32, D32, np.eye(d), Fraction(1), S)
+    rel64, up64, _z, _s, inf64 = _residual(U32.astype(F64), D32.astype(F64), np.eye(d), Fraction(1), S)
+    assert inf32 == inf64
     want = _reference(U32, D32, None, S)
     assert rel64 == pytest.approx(want, rel=1e-9)
     assert rel32 == pytest.approx(want, rel=1e-9), (rel32, want)  # not a float32 product's ~1e-6
@@ -794,7 +799,7 @@ def test_real_threshold_planted_float32_layer_certificate_verifies(tmp_path: Pat
     model = _npz(tmp_path / "layer.npz", {"W_up": U, "W_down": D.astype(F32), "activation": np.array("relu")})
     assert load_npz(model).W_up.dtype == F32
     cert = tmp_path / "layer.json"
-    assert main(["check", str(model), "--tol", str(TOL32), "--certificate", str(cert), "-q"]) == 0
+    assert main(["check", str(model), "--tol", str(TOL32_INF), "--certificate", str(cert), "-q"]) == 0
     doc = json.loads(cert.read_text())
     assert doc["verdict"] == "absorbable" and sorted(doc["blocks"][0]["witness"]["S"]) == S
     capsys.readouterr()

@@ -558,7 +558,7 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
         bound = rounded_construction_bound(block, up, down, wb) if exact else math.inf
         how = (f"{cf.m - len(ch.B)} lines with one unit ({sum(ch.delta)} flipped), {len(ch.B)} lines with two units, "
                f"{ch.rank} antipodal pairs for the remaining rank-{ch.rank} linear part, {N - ch.value} zero units")
-        how += (f"; rigorous bound |f(x) − g(x)|₂ ≤ {bound:.3g}·‖M‖_F|x|₂ for every x (the rounding of the exact weights)"
+        how += (f"; rigorous bound |f(x) − g(x)|∞ ≤ {bound:.3g}·(|f(x)|∞ + |x|∞ + |f(0)|∞) for every x (the rounding of the exact weights)"
                 if math.isfinite(bound) else "; no rigorous bound on the rounding of the exact weights (σ has no stated Lipschitz constant)")
         w = Witness(S=None, block=wb, residual=None, eval_error=max(err, bound), n_inputs=m_in, exact=exact, description=how)
         if exact and bound <= eval_threshold(tol, N) and err <= eval_threshold(tol, N):
@@ -586,7 +586,7 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
             bound = min(bound, pl_bound(block, wb))
         how = (f"{cf.m - len(ch.B)} lines with one unit ({sum(ch.delta)} flipped), {len(ch.B)} lines with two units, "
                f"{ch.rank} antipodal pairs for the rank-{ch.rank} part of the linear part (truncated SVD), {N - ch.value} zero units")
-        how += (f"; rigorous bound |f(x) − g(x)|₂ ≤ {bound:.3g}·‖M‖_F|x|₂ for every x (exact parameter differences, or the vertices of the kink arrangement)"
+        how += (f"; rigorous bound |f(x) − g(x)|∞ ≤ {bound:.3g}·(|f(x)|∞ + |x|∞ + |f(0)|∞) for every x (exact parameter differences, or the vertices of the kink arrangement)"
                 if math.isfinite(bound) else "; no rigorous bound on f − g")
         w = Witness(S=None, block=wb, residual=out.min_distance, eval_error=max(err, bound), n_inputs=m_in, exact=False, description=how)
         if bound <= eval_threshold(tol, N) and err <= eval_threshold(tol, N):

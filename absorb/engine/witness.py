@@ -10,9 +10,12 @@ The construction (docs/mathematics.md §2, result 5, and its extensions):
   value projection, and the same condition and bias fix.
 
 What ``absorbable`` guarantees (docs/user-guide.md, "Witness check"): for every x,
-``‖f(x) − B'(x)‖₂ ≤ ε·(‖M‖_F‖x‖₂ + ‖f(0)‖₂)`` with ε ≤ tol + :func:`rounding_allowance`.
-For a flip ε is proved (:func:`flip_bound`: B' − f = −(M + c·D_S U_S) x + e exactly, e the
-rounding of the moved bias); for a canonical-form construction it is proved from the
+``|f(x) − B'(x)|_∞ ≤ ε·(|f(x)|_∞ + |x|_∞ + |f(0)|_∞)`` with ε ≤ tol + :func:`rounding_allowance`
+(relative to the function's own size; |f(0)|_∞ accounts for the float64 rounding of a moved
+output bias, and is 0 for a bias-free block). For a flip ε is proved (:func:`flip_bound`:
+B' − f = −(M + c·D_S U_S) x + e exactly, e the rounding of the moved bias, so
+|f − B'|_∞ ≤ ρ∞|x|_∞ + |e|_∞ with ρ∞ the absolute ∞-operator norm of M + c·D_S U_S); for a
+canonical-form construction it is proved from the
 rounding of its exact weights (:func:`rounded_construction_bound`) or from the exact
 parameter difference (:func:`unit_difference_bound`, :func:`pl_bound`). As a second check,
 ``f`` and ``B'`` are evaluated on seeded random inputs at several scales **and on the
@@ -39,8 +42,7 @@ from absorb.model.activations import is_builtin
 from absorb.model.block import Block, Stack
 from absorb.rigorous import (
     flip_bias_error_upper,
-    flip_residual_upper,
-    frobenius_bounds,
+    flip_inf_upper,
     magnitudes_ok,
     relative_residual,
     row_slices,
@@ -318,24 +320,23 @@ def _rel_errors(diff: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return np.where(ok, diff / (np.where(ok, scale, 1.0) + 1e-300), np.inf)
 
 
-def stated_scale(f: object) -> tuple[float, float]:
-    """``(‖M‖_F, ‖f(0)‖₂)`` of a block (of a stack's first block): the scale
-    ``‖M‖_F·‖x‖₂ + ‖f(0)‖₂`` against which a witness's error is stated (float64 values;
-    ``(0, 0)`` for other callables)."""
+def stated_scale(f: object) -> float:
+    """``|f(0)|_∞`` of a block (of a stack's first block), in float64: the constant term of the
+    scale ``|f(x)|_∞ + |x|_∞ + |f(0)|_∞`` against which a witness's error is stated (0 for a
+    bias-free block, whose f(0) is 0, and for other callables)."""
     blocks = _blocks_of(f)
     if not blocks:
-        return 0.0, 0.0
+        return 0.0
     b = blocks[0]
     with np.errstate(all="ignore"):
-        lin = float(np.linalg.norm(b.M)) if b.skip is not None else math.sqrt(b.d)
-        c0 = float(np.linalg.norm(b(np.zeros((1, b.d)))[0])) if b.has_bias or np.any(b.activation(np.zeros(1))) else 0.0
-    return (lin if math.isfinite(lin) else 0.0), (c0 if math.isfinite(c0) else 0.0)
+        c0 = float(np.abs(b(np.zeros((1, b.d)))[0]).max(initial=0.0)) if b.has_bias or np.any(b.activation(np.zeros(1))) else 0.0
+    return c0 if math.isfinite(c0) else 0.0
 
 
 def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int, m: int = 48,
                      accept: float | None = None) -> tuple[float, int]:
     """max over the check inputs x of |f(x) − g(x)|_∞ / s(x), and their number, where the
-    scale s(x) is |f(x)|_∞ + |x|_∞ + ‖M‖_F‖x‖₂ + ‖f(0)‖₂ (:func:`stated_scale`; + the size of
+    scale s(x) is |f(x)|_∞ + |x|_∞ + |f(0)|_∞ (:func:`stated_scale`; + the size of
     the summed terms, at the points near 0, where the rest can vanish while rounding does not).
 
     The inputs: ``m`` seeded Gaussian inputs at each of three scales, and (for blocks and
@@ -362,13 +363,13 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
             return (0.0, 0) if same else (math.inf, 0)
     rng = np.random.default_rng(seed)
     worst, count = 0.0, 0
-    lin, c0 = stated_scale(f)
+    c0 = stated_scale(f)
     randoms = [rng.standard_normal((m, d)) * scale for scale in _SCALES]
     with np.errstate(all="ignore"):
         if not (fb is not None and gb is not None and fb[0].d == gb[0].d == d):
             for X in randoms:
                 fx = f(X)
-                e = _rel_errors(_inf_norms(fx - g(X)), _inf_norms(fx) + _inf_norms(X) + lin * np.linalg.norm(X, axis=1) + c0)
+                e = _rel_errors(_inf_norms(fx - g(X)), _inf_norms(fx) + _inf_norms(X) + c0)
                 worst, count = max(worst, float(e.max())), count + m
             return worst, count
         # One pass over the weights for all inputs: the random ones first (no hyperplane
@@ -387,7 +388,7 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
         step = max(1, (1 << 22) // d)  # points per pass: out, |x| and the rest are (points × d)
         for a in range(0, len(pts.rows), step):
             sub = pts.part(a, a + step)
-            extra = lin * sub.norms + c0
+            extra = np.full(sub.X.shape[0], c0)
             if units is None:
                 fx, s1, size = _eval_at(f, sub, budget)
                 gx, s2, gsize = _eval_at(g, sub, budget)
@@ -571,8 +572,9 @@ def _sigma_at(act: object, z: np.ndarray) -> tuple[np.ndarray, np.ndarray] | Non
 
 
 def f0_lower(block: Block) -> float:
-    """A rigorous lower bound of ``‖f(0)‖₂`` (f(0) = W_down σ(b_up) + b_down, or the gated
-    W_down (g(b_gate) ⊙ b_up) + b_down): float64 with a rounding account; 0 when σ's
+    """A rigorous lower bound of ``|f(0)|_∞`` (f(0) = W_down σ(b_up) + b_down, or the gated
+    W_down (g(b_gate) ⊙ b_up) + b_down): float64 with a rounding account (max_j of
+    |y_j| − its error bound, y the float64 value); 0 when σ's
     accuracy is not known (:func:`_sigma_at`) or the weights are out of range."""
     n, d = block.n, block.d
     z = np.zeros(n) if (block.b_gate if block.gated else block.b_up) is None else (block.b_gate if block.gated else block.b_up)
@@ -589,22 +591,23 @@ def f0_lower(block: Block) -> float:
         y = matvec(block.W_down, h) + bd
         absD = np.abs(block.W_down)
         ey = _gamma(n + 4) * (matvec(absD, np.abs(h)) + np.abs(bd)) * (1 + _gamma(n + 4)) + matvec(absD, eh) * (1 + _gamma(n + 2))
-        g = _gamma(d + 2)
-        lo = float(np.linalg.norm(y)) * (1 - g) - float(np.linalg.norm(ey)) * (1 + g)
+        lo = float((np.abs(y) - ey * (1 + 4 * _gamma(1))).max(initial=0.0)) * (1 - 4 * _gamma(1))
     return lo if math.isfinite(lo) and lo > 0 else 0.0
 
 
 def flip_bound(block: Block, wblock: Block, S: tuple[int, ...], c: Fraction, rel: float) -> tuple[float, float, str]:
     """The rigorous error of a flip witness g (:func:`flip_block`) of f: ``(ε, ε_b, why)`` with
 
-        ‖f(x) − g(x)‖₂ ≤ ε·(‖M‖_F·‖x‖₂ + ‖f(0)‖₂)   for every x ∈ ℝ^d.
+        |f(x) − g(x)|_∞ ≤ ε·(|f(x)|_∞ + |x|_∞ + |f(0)|_∞)   for every x ∈ ℝ^d.
 
     σ(z) − σ(−z) = c·z (resp. g(z) + g(−z) = c for a gate) makes ``g − f = −(M + c·D_S U_S) x
     + e`` exactly, with e = b′_down − b_down − c·D_S b_S the rounding of the moved bias:
-    the linear part is at most ρ·‖M‖_F·‖x‖₂ (ρ the relative residual,
-    :func:`flip_residual_upper`), the constant one ‖e‖₂ = ε_b·‖f(0)‖₂; ε = max(ρ, ε_b).
-    ``rel``: ρ in float64. ``why`` says what is missing when ε is inf."""
-    rho = flip_residual_upper(block.W_up, block.W_down, block.M, c, S, rel)
+    the linear part is at most ρ∞·|x|_∞ (ρ∞ a rigorous upper bound of the absolute
+    ∞-operator norm of M + c·D_S U_S, :func:`flip_inf_upper`), the constant one
+    |e|_∞ = ε_b·|f(0)|_∞ (ε_b from a rigorous lower bound of |f(0)|_∞, :func:`f0_lower`);
+    ε = max(ρ∞, ε_b). ``rel``: the float64 relative residual of S. ``why`` says what is
+    missing when ε is inf."""
+    rho, _how = flip_inf_upper(block.W_up, block.W_down, block.M, c, S, rel)
     e = flip_bias_error_upper(block.W_down, block.b_up, block.b_down, wblock.b_down, S, c)
     if e == 0:
         eps_b = 0.0
@@ -630,14 +633,16 @@ def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: fl
     from these very arrays (find_index_set's re-check of a found set), else computed here.
     The witness's ``eval_error`` is the larger of the bound and the sampled error."""
     U = block.W_up
-    res = relative_residual(U, block.W_down, -block.M / float(c), S) if residual is None else residual
+    T = -block.M / float(c)  # (kept alive: the row sums of this product are kept for flip_bound)
+    res = relative_residual(U, block.W_down, T, S) if residual is None else residual
     wblock = flip_block(block, S, c)
     thr = eval_threshold(tol, block.n)
     bound, eps_b, why = flip_bound(block, wblock, S, c, res)
+    del T
     err, m = evaluation_error(block, wblock, block.d, seed=seed, accept=thr)
     exact = exact_match(U, block.W_down, block.M, c, S)
     how = ("negate the gate rows and down-projection columns" if block.gated else "negate the up-projection rows") + " in S; keep the rest"
-    how += (f"; rigorous bound |f(x) − g(x)|₂ ≤ {bound:.3g}·(‖M‖_F|x|₂ + |f(0)|₂) for every x" if not why else f"; {why}")
+    how += (f"; rigorous bound |f(x) − g(x)|∞ ≤ {bound:.3g}·(|f(x)|∞ + |x|∞ + |f(0)|∞) for every x" if not why else f"; {why}")
     w = Witness(S=tuple(int(i) for i in S), block=wblock, residual=res, eval_error=max(bound, err), n_inputs=m, exact=exact, description=how)
     ok = res <= tol and bound <= thr and eps_b <= rounding_allowance(block.n) and err <= thr
     return w, ok
@@ -649,11 +654,12 @@ GELU-tanh 1.13, SiLU and quick-GELU 1.100; stated with a margin)."""
 
 
 def rounded_construction_bound(block: Block, up: list[list[Fraction]], down: list[list[Fraction]], wb: Block) -> float:
-    """ε with ‖f(x) − g(x)‖₂ ≤ ε·‖M‖_F·‖x‖₂ for every x, where g = ``wb`` is the float64
-    rounding of an exact bias-free construction ``(up, down)`` (rationals) known to equal f
-    exactly (the same canonical form): unit by unit,
+    """ε with |f(x) − g(x)|_∞ ≤ ε·|x|_∞ (≤ ε·(|f(x)|_∞ + |x|_∞)) for every x, where g = ``wb`` is
+    the float64 rounding of an exact bias-free construction ``(up, down)`` (rationals) known
+    to equal f exactly (the same canonical form): unit by unit,
     ‖w σ(u·x) − ŵ σ(û·x)‖₂ ≤ L(‖w − ŵ‖₂‖u‖₂ + ‖ŵ‖₂‖u − û‖₂)‖x‖₂ (each unit is Lipschitz in its
-    weights, σ(0) = 0). inf for a σ without a stated Lipschitz constant, or M = 0."""
+    weights, σ(0) = 0), summed to K, and |f − g|_∞ ≤ ‖f − g‖₂ ≤ K‖x‖₂ ≤ K√d|x|_∞: ε = K√d.
+    inf for a σ without a stated Lipschitz constant."""
     L = _LIPSCHITZ.get(block.activation.name) if is_builtin(block.activation) else None
     if L is None or wb.gated or wb.b_up is not None or wb.b_down is not None:
         return math.inf
@@ -669,24 +675,20 @@ def rounded_construction_bound(block: Block, up: list[list[Fraction]], down: lis
         total += L * (math.sqrt(sum(v * v for v in dw)) * nu + nw_hat * math.sqrt(sum(v * v for v in du)))
     if total == 0.0:  # every weight rounded exactly: g is the exact construction
         return 0.0
-    lo, _hi = frobenius_bounds(block.M)
-    if not lo > 0:
-        return math.inf
     # each float above is within a few ulps of its exact value: a relative margin of 1e-9 covers them
-    return total * (1 + 1e-9) / lo
+    return total * (1 + 1e-9) * math.sqrt(block.d) * (1 + 1e-12)
 
 
 def pl_bound(f: Block, g: Block) -> float:
-    """ε with ‖f(x) − g(x)‖₂ ≤ ε·‖M‖_F·‖x‖₂ for every x, decided exactly for bias-free ReLU
-    blocks of small d and width (:func:`pl_sup_error`: V = max over ‖x‖_∞ = 1 of
-    ‖f − g‖_∞, and ‖f − g‖₂ ≤ √d·V·‖x‖_∞ ≤ √d·V·‖x‖₂); inf where it is not decided."""
+    """ε with |f(x) − g(x)|_∞ ≤ ε·|x|_∞ for every x, decided exactly for bias-free ReLU
+    blocks of small d and width (:func:`pl_sup_error`: V = max over |x|_∞ = 1 of
+    |f − g|_∞, and f − g is positively homogeneous, so ε = V); inf where it is not decided."""
     V = pl_sup_error(f, g)
     if V == 0:
         return 0.0
-    lo, _hi = frobenius_bounds(f.M)
-    if V is None or not lo > 0:
+    if V is None:
         return math.inf
-    return float(V) * math.sqrt(f.d) * (1 + 1e-12) / lo
+    return float(V) * (1 + 1e-12)
 
 
 _FLIP_C = {"relu": Fraction(1), "gelu": Fraction(1), "gelu_tanh": Fraction(1), "silu": Fraction(1), "quick_gelu": Fraction(1)}
@@ -729,7 +731,8 @@ def _norm_up(v: Iterable[Fraction]) -> float:
 
 
 def unit_difference_bound(f: Block, g: Block) -> float:
-    """ε with ‖f(x) − g(x)‖₂ ≤ ε·‖M‖_F·‖x‖₂ for every x, from the exact difference of the two
+    """ε with |f(x) − g(x)|_∞ ≤ ε·|x|_∞ for every x (ε = K√d from ‖f(x) − g(x)‖₂ ≤ K‖x‖₂,
+    as in :func:`rounded_construction_bound`), from the exact difference of the two
     blocks' parameters (bias-free, ungated, the same built-in σ with σ(z) − σ(−z) = c·z and a
     stated Lipschitz constant L; inf otherwise or past :data:`_UNIT_WORK`).
 
@@ -773,5 +776,4 @@ def unit_difference_bound(f: Block, g: Block) -> float:
     total += sum(L * _norm_up(Ug[v]) * _norm_up(v) for j, v in enumerate(gk) if j not in used)
     if total == 0.0:
         return 0.0
-    lo, _hi = frobenius_bounds(f.M)
-    return total * (1 + 1e-9) / lo if lo > 0 else math.inf
+    return total * (1 + 1e-9) * math.sqrt(f.d) * (1 + 1e-12)

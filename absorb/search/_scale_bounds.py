@@ -44,7 +44,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from absorb.rigorous import UNIT_ROUNDOFF, frobenius_bounds, gamma, magnitudes_ok, row_slices
+from absorb.rigorous import (
+    UNIT_ROUNDOFF,
+    abs_row_sums,
+    frobenius_bounds,
+    gamma,
+    magnitudes_ok,
+    remember_rows,
+    row_slices,
+)
 
 __all__ = ["DualBound", "ResidualBound", "check_dual_bound", "check_residual"]
 
@@ -250,6 +258,7 @@ def check_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: list[i
         nw = _norm_up(np.einsum("ij,ij->j", Db, Db), d)
         nu = _norm_up(np.einsum("ij,ij->i", Ub, Ub), d)
         norm_prod += float((nw * nu).sum()) * (1 + gamma(sel.size)) * _INFLATE
+    remember_rows(U, D, T, idx.tolist(), abs_row_sums(R))  # for the witness's ∞-norm bound (no second product)
     computed = float(np.linalg.norm(R))
     if not in_range or not math.isfinite(computed):
         return ResidualBound(computed, math.inf, t_norm, t_lo)

@@ -12,7 +12,7 @@ import sympy as sp
 
 from absorb.model.block import Block
 from absorb.verify._infeasible import _check_infeasible
-from absorb.verify._numerics import _frac_matrix, _parse_number, sha256_f64
+from absorb.verify._numerics import _U, _frac_matrix, _parse_number, sha256_f64
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import (
     _gate_derivative_at_zero,
@@ -22,6 +22,7 @@ from absorb.verify._symbolic import (
     is_relu_or_gelu,
 )
 from absorb.verify._weights import (
+    InfNorm,
     _bias_free,
     _block_arrays,
     _flip_block,
@@ -130,7 +131,7 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
         S = wit["S"]
         _require(ctx, all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < block.n for i in S) and len(set(S)) == len(S), w,
                  f"S is a set of distinct hidden units in 0..{block.n - 1}")
-        rel, upper, zero, slack = _residual(block.W_up, block.W_down, block.M, cq, S)
+        rel, upper, zero, slack, rho_inf = _residual(block.W_up, block.W_down, block.M, cq, S)
         how = ("exactly 0 (rationals)" if zero else f"{rel:.3g}, exact rationals" if zero is False
                else f"{rel:.3g}, rigorous upper bound {upper:.3g} (float64)")
         _require(ctx, upper <= ctx.tol, w, f"‖W_down[:,S] W_up[S,:] + M/c‖_F / ‖M/c‖_F ≤ τ = {ctx.tol:g}", f"relative residual {how}")
@@ -141,9 +142,14 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
                  f"recorded {wit.get('exact')!r}, re-derived {zero!r}")
         wb = _flip_block(block, S, float(cq))
         check_witness_block(ctx, w, wit, wb, "the flip of S")
-        # B'(x) − f(x) = −c (D_S U_S + M/c) x exactly, so |B' − f| ≤ |c| ‖R‖_F ‖x‖₂.
-        allowed = abs(float(cq)) * upper * float(np.linalg.norm(block.M)) / abs(float(cq))
-        return "absorbable", wb, allowed
+        # B'(x) − f(x) = −(M + c·D_S U_S) x + e exactly, so |B' − f|_∞ ≤ ρ∞|x|_∞ + |e|_∞: the
+        # guarantee |f − B'|_∞ ≤ ε(|f(x)|_∞ + |x|_∞ + |f(0)|_∞) needs ρ∞ ≤ τ + the rounding allowance
+        # (the constant part e is bounded against |f(0)|_∞ in the evaluation check).
+        allowance = 1e3 * 2 * _U * math.sqrt(block.n + 1)
+        _require(ctx, rho_inf <= ctx.tol + allowance, w,
+                 f"‖M + c·W_down[:,S] W_up[S,:]‖_∞ ≤ τ + {allowance:.2g} (the absolute linear error per unit of |x|_∞)",
+                 f"rigorous upper bound {rho_inf:.3g}")
+        return "absorbable", wb, InfNorm(rho_inf)
     search = b.get("search") or {}
     failing, note = _necessity_failures(ctx, block)
     if verdict == "not_absorbable":

@@ -154,12 +154,31 @@ def _collinear_pairs(U: np.ndarray) -> tuple[list[tuple[int, int]], float | None
 
 
 
-def _residual(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Sequence[int]) -> tuple[float, float, bool | None, float]:
-    """‖D_S U_S + M/c‖_F / ‖M/c‖_F: (value, rigorous upper bound, exactly zero?, float64 slack).
+class InfNorm(float):
+    """An allowed linear error per unit of |x|_∞ (not ‖x‖₂) for :func:`_evaluate`."""
+
+
+def _float_up(q: Fraction) -> float:
+    """The least float ≥ q (inf past the float range)."""
+    try:
+        x = float(q)
+    except OverflowError:
+        return math.inf
+    while math.isfinite(x) and Fraction(x) < q:
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def _residual(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Sequence[int]
+              ) -> tuple[float, float, bool | None, float, float]:
+    """‖D_S U_S + M/c‖_F / ‖M/c‖_F: (value, rigorous upper bound, exactly zero?, float64 slack,
+    ρ∞), with ρ∞ a rigorous upper bound of the absolute ∞-operator norm
+    ‖M + c·D_S U_S‖_{∞→∞} = max_j Σ_k |R_jk| (what a flip's linear error is, per unit of |x|_∞).
 
     Exact rationals when |S|·d² ≤ EXACT_WORK; else float64 with the bound
     |fl(R) − R| ≤ γ_{|S|+2}(Σ_{i∈S}|w_i||u_i|ᵀ + |T|) entrywise (Higham §3.1), whose
-    Frobenius norm is at most γ(Σ‖w_i‖‖u_i‖ + ‖T‖_F). The slack is that bound relative to
+    Frobenius norm is at most γ(Σ‖w_i‖‖u_i‖ + ‖T‖_F) and whose row sums are
+    γ(|D_S|(|U_S|·1) + |T|·1). The slack is the Frobenius bound relative to
     ‖T‖_F: how far any float64 recomputation (the certificate's) may sit from the truth.
     """
     d = U.shape[1]
@@ -169,29 +188,40 @@ def _residual(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Seque
     with np.errstate(over="ignore", invalid="ignore"):  # past 2^±500 the slack is nan: no match
         tn = float(np.linalg.norm(T))
         if tn == 0:
-            return math.inf, math.inf, None, 0.0
+            return math.inf, math.inf, None, 0.0, math.inf
         sw = float(np.sum(np.linalg.norm(Ds, axis=0) * np.linalg.norm(Us, axis=1))) if idx else 0.0
         slack = (_gamma(len(idx) + 2) * (sw + tn) + (2 * _U * tn if c != 1 else 0.0)) / tn * (1 + _gamma(d * d + 2)) + _gamma(d * d + 2)
     if len(idx) * d * d <= _numerics.EXACT_WORK:
         Uf = _frac_matrix(Us) if idx else []
         Df = _frac_matrix(Ds) if idx else [[] for _ in range(d)]
         Mf = _frac_matrix(M)
-        sq, tsq = Fraction(0), Fraction(0)
+        sq, tsq, top = Fraction(0), Fraction(0), Fraction(0)
         for r in range(d):
+            row = Fraction(0)
             for col in range(d):
                 t = Mf[r][col] / c
                 acc = sum((Df[r][k] * Uf[k][col] for k in range(len(idx))), Fraction(0)) + t
                 sq += acc * acc
                 tsq += t * t
+                row += abs(acc)
+            top = max(top, row)
         rel = math.sqrt(sq / tsq)
-        return rel, math.nextafter(rel, math.inf) * (1 + 4 * _U), sq == 0, slack
+        return rel, math.nextafter(rel, math.inf) * (1 + 4 * _U), sq == 0, slack, _float_up(abs(c) * top)
     with np.errstate(over="ignore", invalid="ignore"):  # out of range: the bound below is inf
         R = Ds @ Us - T
         rn = float(np.linalg.norm(R))
+        # row sums of |R̂|, of the Higham bound, and of the target's rounding (T = fl(−M/c))
+        rows = np.abs(R).sum(axis=1)
+        a = np.abs(Ds) @ np.abs(Us).sum(axis=1) if idx else np.zeros(d)
+        t = np.abs(T).sum(axis=1)
+        gs = _gamma(len(idx) + 2 * d + 4)
+        per = rows * (1 + gs) + (_gamma(len(idx) + 2) * (a + t) + (2.02 * _U * t if c != 1 else 0.0)) * (1 + gs) ** 2
+        rho_inf = abs(float(c)) * (1 + 2 * _U) * float(per.max(initial=0.0)) * (1 + 8 * _U)
     rel = rn / tn
     if not _in_range(Ds, Us, T):  # the float bound is not trusted out there
-        return rel, math.inf, None, slack
-    return rel, (rn * (1 + _gamma(d * d + 2)) / tn + slack * 1.01) / (1 - _gamma(d * d + 2)), None, slack
+        return rel, math.inf, None, slack, math.inf
+    rho_inf = rho_inf if math.isfinite(rho_inf) else math.inf
+    return rel, (rn * (1 + _gamma(d * d + 2)) / tn + slack * 1.01) / (1 - _gamma(d * d + 2)), None, slack, rho_inf
 
 
 _FLIPS: weakref.WeakKeyDictionary[Block, tuple[Block, tuple[int, ...], float]] = weakref.WeakKeyDictionary()
@@ -252,7 +282,7 @@ def _flip_constant_cached(expr: sp.Expr, gated: bool, fn: Callable[[sp.Expr, boo
 
 
 def _moved_bias_error(block: Block, wb: Block, S: tuple[int, ...], c: Fraction) -> float:
-    """Upper bound of ‖wb.b_down − b_down − c·W_down[:,S] b_up[S]‖₂: exact rationals when
+    """Upper bound of |wb.b_down − b_down − c·W_down[:,S] b_up[S]|_∞: exact rationals when
     d·|S| ≤ EXACT_WORK, else float64 with Higham's bound (inf out of range)."""
     d = block.d
     bd = np.zeros(d) if block.b_down is None else block.b_down
@@ -265,8 +295,8 @@ def _moved_bias_error(block: Block, wb: Block, S: tuple[int, ...], c: Fraction) 
         tot = Fraction(0)
         for r in range(d):
             e = Fraction(float(bn[r])) - Fraction(float(bd[r])) - c * sum((Fraction(float(w)) * v for w, v in zip(block.W_down[r, idx], bs)), Fraction(0))
-            tot += e * e
-        return _sqrt_up(tot)
+            tot = max(tot, abs(e))
+        return _float_up(tot)
     Ds = block.W_down[:, idx].astype(np.float64)
     bs = block.b_up[idx]
     if not _in_range(Ds, bs[None, :], bd[None, :], bn[None, :]):
@@ -275,7 +305,7 @@ def _moved_bias_error(block: Block, wb: Block, S: tuple[int, ...], c: Fraction) 
     g = _gamma(len(idx) + 8)
     with np.errstate(over="ignore", invalid="ignore"):
         r = np.abs(bn - bd - cf * (Ds @ bs)) + g * (np.abs(bn) + np.abs(bd) + 2 * abs(cf) * (np.abs(Ds) @ np.abs(bs))) * (1 + g)
-        out = float(np.sqrt(np.sum(r * r))) * (1 + _gamma(d + 4))
+        out = float(r.max(initial=0.0)) * (1 + 4 * _U)
     return out if math.isfinite(out) else math.inf
 
 
@@ -325,7 +355,8 @@ def _hidden_at_zero(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _f0_lower(block: Block) -> float:
-    """A rigorous lower bound of ‖f(0)‖₂ (0 where none is known)."""
+    """A rigorous lower bound of |f(0)|_∞ (0 where none is known): max_j of |y_j| less its
+    error bound, y the float64 value."""
     got = _hidden_at_zero(block)
     if got is None:
         return 0.0
@@ -335,14 +366,14 @@ def _f0_lower(block: Block) -> float:
     with np.errstate(all="ignore"):
         y = D @ h + bd
         err = (_gamma(block.n + 4) * (np.abs(D) @ np.abs(h) + np.abs(bd)) + np.abs(D) @ e) * (1 + _gamma(block.n + 4))
-        lo = float(np.linalg.norm(y)) * (1 - _gamma(block.d + 2)) - float(np.linalg.norm(err)) * (1 + _gamma(block.d + 2))
+        lo = float((np.abs(y) - err * (1 + 4 * _U)).max(initial=0.0)) * (1 - 4 * _U)
     return lo if math.isfinite(lo) and lo > 0 else 0.0
 
 
 def _constant_error(f: Block, g: Block) -> float:
     """For a flip g of f rebuilt by :func:`_flip_block`, g − f = −(M + c·D_S U_S)x + e exactly
-    (e the rounding of the moved bias): ε_b with ‖e‖₂ ≤ ε_b·‖f(0)‖₂ (0 when e = 0, inf when
-    ‖f(0)‖ is not provably large enough). 0 for any other pair."""
+    (e the rounding of the moved bias): ε_b with |e|_∞ ≤ ε_b·|f(0)|_∞ (0 when e = 0, inf when
+    |f(0)|_∞ is not provably large enough). 0 for any other pair."""
     rec = _FLIPS.get(g)
     if rec is None or rec[0] is not f:
         return 0.0
@@ -454,9 +485,9 @@ def _evaluate(f: Callable[[np.ndarray], np.ndarray], g: Callable[[np.ndarray], n
               blocks_g: Sequence[Block], d: int, *, seed: int, allowed_lin: float) -> tuple[bool, float, int]:
     """Compare f and g on fresh seeded inputs, and (by the checker's own evaluation) on inputs
     lying exactly on the kink/gate hyperplanes of the first layer of both; allowed error per
-    input: ``allowed_lin·‖x‖₂`` (the exact difference, from the residual) plus the rounding
-    bounds of both sides (single blocks; for stacks, per-layer bounds at each layer's input,
-    summed)."""
+    input: ``allowed_lin·‖x‖₂`` (``allowed_lin·|x|_∞`` when it is an :class:`InfNorm`: a flip's
+    exact difference, from the residual's row sums) plus the rounding bounds of both sides
+    (single blocks; for stacks, per-layer bounds at each layer's input, summed)."""
     rng = np.random.default_rng(seed)
     worst = 0.0
     ok = True
@@ -485,7 +516,7 @@ def _evaluate(f: Callable[[np.ndarray], np.ndarray], g: Callable[[np.ndarray], n
         m += len(X)
         with np.errstate(invalid="ignore"):
             diff = np.abs(fx - gx).max(axis=1)
-        bound = allowed_lin * np.linalg.norm(X, axis=1)
+        bound = allowed_lin * (np.abs(X).max(axis=1) if isinstance(allowed_lin, InfNorm) else np.linalg.norm(X, axis=1))
         Xf, Xg = X, X
         for bf, bg in zip(blocks_f, blocks_g):
             bound = bound + _round_bound(bf, Xf) + _round_bound(bg, Xg)

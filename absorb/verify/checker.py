@@ -139,7 +139,8 @@ from absorb.verify._weights import (  # noqa: F401
 
 _Outcome = tuple[str, "Block | None", float]
 """What a per-theorem check returns: the verdict its evidence supports, the witness rebuilt
-here (absorbable) and the allowed linear error ``‖x‖₂·allowed`` of its evaluation against f."""
+here (absorbable) and the allowed linear error ``‖x‖₂·allowed`` of its evaluation against f
+(``|x|_∞·allowed`` when it is an :class:`~absorb.verify._weights.InfNorm`: a flip's)."""
 
 
 def _th_trivial(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> _Outcome:
