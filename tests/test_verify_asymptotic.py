@@ -125,7 +125,7 @@ def _value(e: sp.Expr, at: mpmath.mpf) -> mpmath.mpf:
     return f(at)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(e=EXPRS, sign=st.sampled_from([1, -1]))
 def test_claimed_limits_agree_with_high_precision(e: sp.Expr, sign: int) -> None:
     """Whenever the expansion claims a finite limit at ±∞, a 60-digit evaluation far out agrees
@@ -145,7 +145,7 @@ def test_claimed_limits_agree_with_high_precision(e: sp.Expr, sign: int) -> None
         assert abs(vals[-1] - Lv) <= mpmath.mpf("0.05") * (1 + abs(Lv)), (e, sign, L, vals)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(e=EXPRS)
 def test_claimed_slopes_agree_with_high_precision(e: sp.Expr) -> None:
     """Slopes of ``c·x + (bounded grammar expression)·x^0`` style formulas: whenever the
@@ -207,7 +207,7 @@ def test_the_checker_never_takes_a_limit_from_sympy() -> None:
     assert not found, found
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(e=EXPRS, side=st.sampled_from([1, -1]))
 def test_claimed_limits_at_zero_agree_with_high_precision(e: sp.Expr, side: int) -> None:
     """lim e(x)/x-style quotients at 0 from one side: a claimed value matches a 60-digit

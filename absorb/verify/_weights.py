@@ -499,32 +499,34 @@ def _evaluate(f: Callable[[np.ndarray], np.ndarray], g: Callable[[np.ndarray], n
         if not eps_b <= 1e3 * 2 * _U * math.sqrt(blocks_f[0].n + 1):
             ok, worst = False, math.inf
     kinks = _kink_points([blocks_f[0], blocks_g[0]], d, [*blocks_f, *blocks_g])
-    for scale in EVAL_SCALES + ("kinks",):
-        if scale == "kinks":
-            if not len(kinks):
-                continue
-            X = kinks
+    # an evaluation that overflows gives inf or nan, which fails the check and is reported as
+    # inf below: numpy need not warn about it
+    with np.errstate(over="ignore", invalid="ignore"):
+        for scale in EVAL_SCALES + ("kinks",):
+            if scale == "kinks":
+                if not len(kinks):
+                    continue
+                X = kinks
 
-            def run(blocks: Sequence[Block], X: np.ndarray) -> np.ndarray:
-                for b in blocks:
-                    X = _own_eval(b, X)
-                return X
-            fx, gx = run(blocks_f, X), run(blocks_g, X)
-        else:
-            X = rng.standard_normal((EVAL_INPUTS, d)) * float(scale)
-            fx, gx = f(X), g(X)
-        m += len(X)
-        with np.errstate(invalid="ignore"):
+                def run(blocks: Sequence[Block], X: np.ndarray) -> np.ndarray:
+                    for b in blocks:
+                        X = _own_eval(b, X)
+                    return X
+                fx, gx = run(blocks_f, X), run(blocks_g, X)
+            else:
+                X = rng.standard_normal((EVAL_INPUTS, d)) * float(scale)
+                fx, gx = f(X), g(X)
+            m += len(X)
             diff = np.abs(fx - gx).max(axis=1)
-        bound = allowed_lin * (np.abs(X).max(axis=1) if isinstance(allowed_lin, InfNorm) else np.linalg.norm(X, axis=1))
-        Xf, Xg = X, X
-        for bf, bg in zip(blocks_f, blocks_g):
-            bound = bound + _round_bound(bf, Xf) + _round_bound(bg, Xg)
-            Xf, Xg = bf(Xf), bg(Xg)
-        if len(blocks_f) > 1:  # error amplification through later layers: generous factor
-            bound = bound * 10.0 ** len(blocks_f)
-        ok = ok and bool(np.all(diff <= bound))
-        rel = diff / (np.abs(fx).max(axis=1) + np.abs(X).max(axis=1) + 1e-300)
-        # an overflow or a nan is reported as inf (Python's max would skip a nan)
-        worst = max(worst, float(rel.max()) if np.all(np.isfinite(rel)) else np.inf)
+            bound = allowed_lin * (np.abs(X).max(axis=1) if isinstance(allowed_lin, InfNorm) else np.linalg.norm(X, axis=1))
+            Xf, Xg = X, X
+            for bf, bg in zip(blocks_f, blocks_g):
+                bound = bound + _round_bound(bf, Xf) + _round_bound(bg, Xg)
+                Xf, Xg = bf(Xf), bg(Xg)
+            if len(blocks_f) > 1:  # error amplification through later layers: generous factor
+                bound = bound * 10.0 ** len(blocks_f)
+            ok = ok and bool(np.all(diff <= bound))
+            rel = diff / (np.abs(fx).max(axis=1) + np.abs(X).max(axis=1) + 1e-300)
+            # an overflow or a nan is reported as inf (Python's max would skip a nan)
+            worst = max(worst, float(rel.max()) if np.all(np.isfinite(rel)) else np.inf)
     return ok, worst, m
