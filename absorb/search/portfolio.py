@@ -39,6 +39,7 @@ _BACKENDS: dict[Backend, tuple[str, str]] = {
     "milp": ("milp", "solve_milp"),
     "z3": ("smt", "solve_z3"),
     "z3-pb": ("smt", "solve_z3_pb"),
+    "lattice": ("lattice", "solve_lattice"),
 }
 
 #: ``auto`` runs the narrow-regime backends (which build K, d²×n) only up to this size
@@ -51,6 +52,12 @@ QUICK_MITM_SECONDS = 0.005
 
 #: ``auto`` tries exhaustive enumeration up to this many units
 ENUMERATE_MAX_N = 20
+
+#: ``auto`` gives lattice reduction a slice in front of a complete MITM run expected to take
+#: longer than this (seconds); when MITM cannot run within the budget at all, lattice
+#: reduction gets LATTICE_SHARE of what is left, ahead of Z3-PB and HiGHS
+LATTICE_BEFORE_MITM_SECONDS = 5.0
+LATTICE_SHARE = 0.4
 
 
 def _backend(method: Backend) -> Solver | None:
@@ -248,10 +255,38 @@ def _narrow_steps(run: _Portfolio, steps: list[Step], quick: bool, est: float, m
             # only in front of longer MITM runs, with at least 40 ms.
             steps.append(run.call("z3-pb", lambda: finder_slice(0.04)))
         steps.append(mitm_step)
+        lattice = _lattice_step(run, est, affordable)
+        if lattice is not None:
+            steps.insert(len(steps) - 1 if affordable else len(steps), lattice)
     # Finders for what MITM could not cover: Z3-PB is quick on planted sets; HiGHS last.
     steps.append(run.call("z3-pb", lambda: max(0.5 * run.left(), 0.01)))
     steps.append(run.call("milp", run.left))
     return steps
+
+
+def _lattice_step(run: _Portfolio, est: float, affordable: bool) -> Step | None:
+    """Lattice reduction (a finder of planted sets at low density, :mod:`.lattice`) where
+    MITM is out of budget (LATTICE_SHARE of what is left) or long (a slice of 10 % of its
+    estimate in front of it), when its first reduction is expected to fit that budget.  When
+    neither fpylll nor python-flint is installed the step answers at once that it is not,
+    which the portfolio's reason then says."""
+    from .lattice import LATTICE_MAX_N, lattice_seconds
+
+    n = run.U.shape[0]
+    if n > LATTICE_MAX_N:
+        return None
+    lll = lattice_seconds(n, run.D.shape[0] * run.U.shape[1])
+    if not affordable:
+        def budget() -> float:
+            return max(LATTICE_SHARE * run.left(), 0.01)
+    elif est > LATTICE_BEFORE_MITM_SECONDS:
+        def budget() -> float:
+            return max(min(0.1 * est, 0.2 * run.left()), 0.01)
+    else:
+        return None
+    if lll > budget():
+        return None
+    return run.call("lattice", budget)
 
 
 def _narrow(run: _Portfolio, steps: list[Step]) -> SearchResult:
@@ -310,6 +345,11 @@ def find_index_set(
        HiGHS slice (5 % of that estimate, at least 10 ms), and past 0.1 s also a Z3-PB
        slice (at least 40 ms): these often find planted sets at once;
     5. Z3 pseudo-Boolean, then HiGHS, with what is left (these mostly *find* sets).
+
+    Lattice reduction (``lattice``, with the optional fpylll or python-flint; a finder of
+    planted sets, never a prover) gets 40 % of what is left when MITM cannot run within
+    the budget, and a slice of 10 % of MITM's estimate in front of a run expected to take
+    over 5 s.
 
     When MITM is expected to finish within :data:`QUICK_MITM_SECONDS`, it runs first; an
     infeasibility it proves is then returned only if step 1 proves less (step 1's dual
