@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -238,6 +239,7 @@ def _narrow_steps(run: _Portfolio, steps: list[Step], quick: bool, est: float, m
     # relaxation's least squares (0.4–4 ms): it decides alone when it finds a set, and an
     # infeasibility it proves is held back while the dual bound is tried, whose dual matrix
     # is a certificate `absorb verify` can re-check (a MITM run is not).
+    after: list[Step] = []  # a longer lattice run after Z3-PB
     if quick:
         steps.insert(0, mitm_step)
     else:
@@ -255,38 +257,44 @@ def _narrow_steps(run: _Portfolio, steps: list[Step], quick: bool, est: float, m
             # only in front of longer MITM runs, with at least 40 ms.
             steps.append(run.call("z3-pb", lambda: finder_slice(0.04)))
         steps.append(mitm_step)
-        lattice = _lattice_step(run, est, affordable)
-        if lattice is not None:
-            steps.insert(len(steps) - 1 if affordable else len(steps), lattice)
+        before, after = _lattice_steps(run, est, affordable)
+        at = len(steps) - 1 if affordable else len(steps)  # before MITM, or after its refusal
+        steps[at:at] = before
     # Finders for what MITM could not cover: Z3-PB is quick on planted sets; HiGHS last.
     steps.append(run.call("z3-pb", lambda: max(0.5 * run.left(), 0.01)))
+    steps.extend(after)
     steps.append(run.call("milp", run.left))
     return steps
 
 
-def _lattice_step(run: _Portfolio, est: float, affordable: bool) -> Step | None:
-    """Lattice reduction (a finder of planted sets at low density, :mod:`.lattice`) where
-    MITM is out of budget (LATTICE_SHARE of what is left) or long (a slice of 10 % of its
-    estimate in front of it), when its first reduction is expected to fit that budget.  When
-    neither fpylll nor python-flint is installed the step answers at once that it is not,
-    which the portfolio's reason then says."""
+def _lattice_steps(run: _Portfolio, est: float, affordable: bool) -> tuple[list[Step], list[Step]]:
+    """Lattice reduction (:mod:`.lattice`, a finder of planted sets at low density):
+    ``(before, after)``, the steps to run before MITM / Z3-PB and after Z3-PB.
+
+    A short slice (LLL and the first BKZ blocks: 4× the LLL estimate, at least 1 s, at most
+    10 % of what is left) goes in front of a MITM run expected to take over
+    LATTICE_BEFORE_MITM_SECONDS, or in front of Z3-PB when MITM cannot run within the budget;
+    in that case a second, longer run (LATTICE_SHARE of what is left: the larger BKZ blocks
+    a d = 2 instance needs) follows Z3-PB.  When neither fpylll nor python-flint is installed
+    the step answers at once that it is not, which the portfolio's reason then says."""
     from .lattice import LATTICE_MAX_N, lattice_seconds
 
     n = run.U.shape[0]
-    if n > LATTICE_MAX_N:
-        return None
+    if n > LATTICE_MAX_N or (affordable and est <= LATTICE_BEFORE_MITM_SECONDS):
+        return [], []
     lll = lattice_seconds(n, run.D.shape[0] * run.U.shape[1])
-    if not affordable:
-        def budget() -> float:
-            return max(LATTICE_SHARE * run.left(), 0.01)
-    elif est > LATTICE_BEFORE_MITM_SECONDS:
-        def budget() -> float:
-            return max(min(0.1 * est, 0.2 * run.left()), 0.01)
-    else:
-        return None
-    if lll > budget():
-        return None
-    return run.call("lattice", budget)
+    cap = 0.1 * est if affordable else math.inf
+
+    def short() -> float:
+        return max(min(max(1.0, 4 * lll), 0.1 * run.left(), cap), 0.01)
+
+    def long() -> float:
+        return max(LATTICE_SHARE * run.left(), 0.01)
+
+    if lll > max(1.0, 0.5 * run.left()):
+        return [], []
+    before = [run.call("lattice", short)]
+    return before, ([] if affordable else [run.call("lattice", long)])
 
 
 def _narrow(run: _Portfolio, steps: list[Step]) -> SearchResult:
@@ -347,9 +355,9 @@ def find_index_set(
     5. Z3 pseudo-Boolean, then HiGHS, with what is left (these mostly *find* sets).
 
     Lattice reduction (``lattice``, with the optional fpylll or python-flint; a finder of
-    planted sets, never a prover) gets 40 % of what is left when MITM cannot run within
-    the budget, and a slice of 10 % of MITM's estimate in front of a run expected to take
-    over 5 s.
+    planted sets, never a prover) gets a short slice (about 1 s) in front of a MITM run
+    expected to take over 5 s, or in front of step 5 when MITM cannot run within the
+    budget; then also 40 % of what is left after Z3-PB.
 
     When MITM is expected to finish within :data:`QUICK_MITM_SECONDS`, it runs first; an
     infeasibility it proves is then returned only if step 1 proves less (step 1's dual
