@@ -276,7 +276,8 @@ def _lattice_steps(run: _Portfolio, est: float, affordable: bool) -> tuple[list[
     LATTICE_BEFORE_MITM_SECONDS, or in front of Z3-PB when MITM cannot run within the budget;
     in that case a second, longer run (LATTICE_SHARE of what is left: the larger BKZ blocks
     a d = 2 instance needs) follows Z3-PB.  When neither fpylll nor python-flint is installed
-    the step answers at once that it is not, which the portfolio's reason then says."""
+    the step answers at once that it is not, which the portfolio's reason then says.  A slice
+    shorter than twice the LLL estimate (LLL cannot be cut short) is left out."""
     from .lattice import LATTICE_MAX_N, lattice_seconds
 
     n = run.U.shape[0]
@@ -291,10 +292,10 @@ def _lattice_steps(run: _Portfolio, est: float, affordable: bool) -> tuple[list[
     def long() -> float:
         return max(LATTICE_SHARE * run.left(), 0.01)
 
-    if lll > max(1.0, 0.5 * run.left()):
-        return [], []
-    before = [run.call("lattice", short)]
-    return before, ([] if affordable else [run.call("lattice", long)])
+    # LLL cannot be cut short: a slice that would not even finish it is left out
+    before = [run.call("lattice", short)] if 2 * lll <= short() else []
+    after = [run.call("lattice", long)] if not affordable and 2 * lll <= long() else []
+    return before, after
 
 
 def _narrow(run: _Portfolio, steps: list[Step]) -> SearchResult:
