@@ -362,7 +362,7 @@ def find_index_set(
     Lattice reduction (``lattice``, with the optional fpylll or python-flint; a finder of
     planted sets, never a prover) gets a short slice (about 1 s) in front of a MITM run
     expected to take over 5 s, or in front of step 5 when MITM cannot run within the
-    budget; then also 40 % of what is left after Z3-PB.
+    budget (after a Z3-PB look of at most 1 s); then also 40 % of what is left after Z3-PB.
 
     When MITM is expected to finish within :data:`QUICK_MITM_SECONDS`, it runs first; an
     infeasibility it proves is then returned only if step 1 proves less (step 1's dual
