@@ -120,3 +120,12 @@ def test_missing_engine_is_said_and_skipped(monkeypatch: pytest.MonkeyPatch) -> 
     methods = [step["method"] for step in res.certificate["portfolio"]]
     assert "lattice" in methods
     assert "absorb[lattice]" in res.reason or res.status is not UNKNOWN
+
+
+@needs_engine
+def test_lll_over_budget_is_refused_at_once() -> None:
+    """LLL cannot be cut short: a basis whose LLL is expected to take over twice the budget
+    is not started (d = 4, n = 256: ~30 s expected, against 1 s)."""
+    U, D, T, _ = planted(4, 256, seed=0)
+    res = lat.solve_lattice(U, D, T, timeout=1.0)
+    assert res.status is UNKNOWN and "LLL" in res.reason and res.elapsed < 1.0

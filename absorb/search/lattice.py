@@ -200,6 +200,10 @@ def solve_lattice(
     if n > LATTICE_MAX_N:
         return unknown(f"n = {n} > {LATTICE_MAX_N}: a reduction of that dimension is out of reach")
     K = khatri_rao(U, D)
+    lll = lattice_seconds(n, K.shape[0])
+    if lll > 2 * timeout:  # LLL cannot be cut short
+        return unknown(f"LLL of the {n + 1}-row basis is expected to take ~{lll:.0f}s, over twice "
+                       f"the budget {timeout:g}s")
     t = T.ravel().astype(np.float64)
     if not (np.all(np.isfinite(K)) and np.any(K)):
         return unknown("K is zero or not finite: nothing to embed")
