@@ -4,6 +4,8 @@ and the backend (a finder) never answers anything but found or unknown."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -129,3 +131,13 @@ def test_lll_over_budget_is_refused_at_once() -> None:
     U, D, T, _ = planted(4, 256, seed=0)
     res = lat.solve_lattice(U, D, T, timeout=1.0)
     assert res.status is UNKNOWN and "LLL" in res.reason and res.elapsed < 1.0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("flint") is None, reason="python-flint is not installed")
+def test_flint_fallback_finds_with_lll(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without fpylll, python-flint's LLL (no BKZ) still finds low-density planted sets."""
+    monkeypatch.setattr(lat, "lattice_engine", lambda: "flint")
+    U, D, T, S = planted(3, 96, seed=0)
+    res = lat.solve_lattice(U, D, T, timeout=30)
+    assert res.status is FOUND and res.S == S, res.reason
+    assert res.certificate["engine"] == "flint"
