@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import math
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -239,7 +238,6 @@ def _narrow_steps(run: _Portfolio, steps: list[Step], quick: bool, est: float, m
     # relaxation's least squares (0.4–4 ms): it decides alone when it finds a set, and an
     # infeasibility it proves is held back while the dual bound is tried, whose dual matrix
     # is a certificate `absorb verify` can re-check (a MITM run is not).
-    after: list[Step] = []  # a longer lattice run after Z3-PB
     if quick:
         steps.insert(0, mitm_step)
     else:
@@ -257,49 +255,46 @@ def _narrow_steps(run: _Portfolio, steps: list[Step], quick: bool, est: float, m
             # only in front of longer MITM runs, with at least 40 ms.
             steps.append(run.call("z3-pb", lambda: finder_slice(0.04)))
         steps.append(mitm_step)
-        before, after = _lattice_steps(run, est, affordable)
-        if before and not affordable:
-            # Z3-PB finds planted d = 2, n = 64 sets in 0.07–0.5 s, as fast as LLL or
-            # faster: a short look first (up to 1 s), so that those rows do not wait for LLL
-            before.insert(0, run.call("z3-pb", lambda: max(min(1.0, 0.05 * run.left()), 0.04)))
         at = len(steps) - 1 if affordable else len(steps)  # before MITM, or after its refusal
-        steps[at:at] = before
+        steps[at:at] = _lattice_steps(run, est, affordable)
     # Finders for what MITM could not cover: Z3-PB is quick on planted sets; HiGHS last.
     steps.append(run.call("z3-pb", lambda: max(0.5 * run.left(), 0.01)))
-    steps.extend(after)
     steps.append(run.call("milp", run.left))
     return steps
 
 
-def _lattice_steps(run: _Portfolio, est: float, affordable: bool) -> tuple[list[Step], list[Step]]:
-    """Lattice reduction (:mod:`.lattice`, a finder of planted sets at low density):
-    ``(before, after)``, the steps to run before MITM / Z3-PB and after Z3-PB.
+def _lattice_steps(run: _Portfolio, est: float, affordable: bool) -> list[Step]:
+    """Lattice reduction (:mod:`.lattice`, a finder of planted sets at low density): the
+    steps to run in front of MITM (when it runs) or of the long Z3-PB step (when it cannot).
 
-    A short slice (LLL and the first BKZ blocks: 4× the LLL estimate, at least 1 s, at most
-    10 % of what is left) goes in front of a MITM run expected to take over
-    LATTICE_BEFORE_MITM_SECONDS, or in front of Z3-PB when MITM cannot run within the budget;
-    in that case a second, longer run (LATTICE_SHARE of what is left: the larger BKZ blocks
-    a d = 2 instance needs) follows Z3-PB.  When neither fpylll nor python-flint is installed
-    the step answers at once that it is not, which the portfolio's reason then says.  A slice
-    shorter than twice the LLL estimate (LLL cannot be cut short) is left out."""
+    In front of a MITM run expected to take over LATTICE_BEFORE_MITM_SECONDS: a short slice
+    (LLL and the first BKZ blocks: 4× the LLL estimate, at least 1 s, at most 10 % of what
+    is left and of MITM's estimate).  When MITM cannot run within the budget: a Z3-PB look of
+    at most 1 s (it finds planted d = 2, n = 64 sets in 0.07–0.5 s, as fast as LLL or
+    faster), then LATTICE_SHARE of what is left (d = 2, n = 96 planted sets need BKZ-40:
+    4–20 s; Z3-PB and HiGHS rarely find those at all).  A slice shorter than twice the LLL
+    estimate is left out (LLL cannot be cut short).  When neither fpylll nor python-flint
+    is installed the step answers at once that it is not, which the portfolio's reason then
+    says."""
     from .lattice import LATTICE_MAX_N, lattice_seconds
 
     n = run.U.shape[0]
     if n > LATTICE_MAX_N or (affordable and est <= LATTICE_BEFORE_MITM_SECONDS):
-        return [], []
+        return []
     lll = lattice_seconds(n, run.D.shape[0] * run.U.shape[1])
-    cap = 0.1 * est if affordable else math.inf
 
     def short() -> float:
-        return max(min(max(1.0, 4 * lll), 0.1 * run.left(), cap), 0.01)
+        return max(min(max(1.0, 4 * lll), 0.1 * run.left(), 0.1 * est), 0.01)
 
     def long() -> float:
         return max(LATTICE_SHARE * run.left(), 0.01)
 
-    # LLL cannot be cut short: a slice that would not even finish it is left out
-    before = [run.call("lattice", short)] if 2 * lll <= short() else []
-    after = [run.call("lattice", long)] if not affordable and 2 * lll <= long() else []
-    return before, after
+    budget = short if affordable else long
+    if 2 * lll > budget():
+        return []
+    if affordable:
+        return [run.call("lattice", budget)]
+    return [run.call("z3-pb", lambda: max(min(1.0, 0.05 * run.left()), 0.04)), run.call("lattice", budget)]
 
 
 def _narrow(run: _Portfolio, steps: list[Step]) -> SearchResult:
@@ -361,8 +356,8 @@ def find_index_set(
 
     Lattice reduction (``lattice``, with the optional fpylll or python-flint; a finder of
     planted sets, never a prover) gets a short slice (about 1 s) in front of a MITM run
-    expected to take over 5 s, or in front of step 5 when MITM cannot run within the
-    budget (after a Z3-PB look of at most 1 s); then also 40 % of what is left after Z3-PB.
+    expected to take over 5 s; when MITM cannot run within the budget, 40 % of what is left
+    in front of step 5 (after a Z3-PB look of at most 1 s).
 
     When MITM is expected to finish within :data:`QUICK_MITM_SECONDS`, it runs first; an
     infeasibility it proves is then returned only if step 1 proves less (step 1's dual
