@@ -141,3 +141,20 @@ def test_flint_fallback_finds_with_lll(monkeypatch: pytest.MonkeyPatch) -> None:
     res = lat.solve_lattice(U, D, T, timeout=30)
     assert res.status is FOUND and res.S == S, res.reason
     assert res.certificate["engine"] == "flint"
+
+
+def test_portfolio_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where ``auto`` puts lattice reduction: after a short Z3-PB look when MITM cannot run,
+    a slice before a long MITM run, nothing before a short one, nothing LLL cannot fit."""
+    import math
+    import time
+
+    from absorb.search import portfolio as pf
+
+    U, D, T, _ = planted(2, 96, seed=0)
+    run = pf._Portfolio(U, D, T, (U, D, T), 1e-9, 60.0, 0, None, time.perf_counter(), pf._Verifier(U, D, T))
+    assert [name for name, _ in pf._lattice_steps(run, math.inf, affordable=False)] == ["z3-pb", "lattice"]
+    assert [name for name, _ in pf._lattice_steps(run, 80.0, affordable=True)] == ["lattice"]
+    assert pf._lattice_steps(run, 1.0, affordable=True) == []
+    monkeypatch.setattr(lat, "lattice_seconds", lambda n, r: 100.0)  # LLL longer than any slice
+    assert pf._lattice_steps(run, math.inf, affordable=False) == []
