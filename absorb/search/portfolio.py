@@ -247,8 +247,11 @@ def _narrow_steps(run: _Portfolio, steps: list[Step], quick: bool, est: float, m
             # finds a planted set at once (its "infeasible" is no proof and is ignored).
             # (HiGHS finds most planted sets in 1–7 ms; e.g. planted d = 3, n = 48 seed
             # 3481 takes HiGHS 1.8 ms and MITM 75 ms.)  Past 1.5×timeout MITM refuses and
-            # Z3-PB gets most of the budget next: then HiGHS only has a 10 ms look.
-            steps.append(run.call("milp", lambda: finder_slice(0.01) if affordable else 0.01))
+            # Z3-PB and lattice reduction get most of the budget next: then HiGHS has a look
+            # of 1 % of the budget, 10–100 ms (planted |S| = n/2 sets at d = 3–4, n = 128–256
+            # take HiGHS 10–40 ms: with a 10 ms look, d = 4, n = 256 seed 4256 took 10 s).
+            steps.append(run.call("milp", lambda: finder_slice(0.01) if affordable
+                                  else min(0.1, max(0.01, 0.01 * run.left()))))
         if 0.1 < est and affordable:
             # Z3-PB finds other planted sets fast (d = 2, n = 48 seed 2482: 35 ms, where
             # HiGHS needs 140 ms and MITM 250 ms); its encoding alone costs ~10 ms, so
