@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # annotations only
     import os
 
 #: the index-set search backends (absorb.search's portfolio keys its table by these)
-Backend = Literal["linalg", "enumerate", "mitm", "milp", "z3", "z3-pb"]
+Backend = Literal["linalg", "enumerate", "mitm", "milp", "z3", "z3-pb", "lattice"]
 #: a search method: one backend, or ``"auto"`` (the portfolio)
 Method = Literal["auto", Backend]
 METHODS: tuple[str, ...] = ("auto", *get_args(Backend))

@@ -22,6 +22,21 @@ A baseline that used the whole budget on every seed of a class is not run again 
 
 Exit status 1 if two methods give contradictory verdicts (found vs infeasible) on one
 instance, or if any method calls a planted instance infeasible.
+
+Two further tables (each alone, instead of the one above)::
+
+    python benchmarks/bench_narrow.py --lattice [--quick]   # planted |S| = n/2, d ≤ 4, n to 256
+    python benchmarks/bench_narrow.py --market [--quick]    # Cornuéjols–Dawande market split
+
+``--lattice``: planted sets of exactly n/2 columns (D[:,S] = −pinv(U[S])), seeds
+``1000·d + n + s``; methods ``auto``, ``lattice`` (LLL/BKZ alone), ``milp`` (HiGHS),
+``z3-pb`` and, when ``ortools`` is importable, CP-SAT (2 workers, the same entrywise box as
+HiGHS with coefficients scaled to integers: a baseline finder only).
+``--market``: m rows of coefficients uniform in 0..99 and n = 10(m − 1) columns (numpy
+``default_rng(seed)``, seeds ``100·m + s``); ``cd``: the original right-hand side
+⌊Σ_i a_ji / 2⌋ (almost always infeasible); ``planted``: the right-hand side A x of a random
+0/1 x (``default_rng(seed + 50)``).  As an index-set problem: U = ones (n×1), D = A, T = b
+(m×1), so K = A.  CP-SAT gets the exact integer equations.
 """
 
 from __future__ import annotations
@@ -118,6 +133,122 @@ def fmt_time(times: list[float], solved: int, budget: float) -> str:
     return f">{budget:g}" if solved * 2 <= len(times) and med >= budget * 0.99 else f"{med:.2f}"
 
 
+def planted_half(d: int, n: int, seed: int):
+    """Gaussian U, D with exactly n/2 columns planted (the lattice regime's hard case)."""
+    rng = np.random.default_rng(seed)
+    U = rng.standard_normal((n, d))
+    D = rng.standard_normal((d, n))
+    S = np.sort(rng.choice(n, size=n // 2, replace=False))
+    D[:, S] = -np.linalg.pinv(U[S])
+    return U, D, -np.eye(d)
+
+
+def market_split(m: int, seed: int, kind: str):
+    """A Cornuéjols–Dawande instance as (U, D, T) = (ones, A, b): K = A, t = b."""
+    n = 10 * (m - 1)
+    rng = np.random.default_rng(seed)
+    A = rng.integers(0, 100, size=(m, n))
+    if kind == "cd":
+        b = A.sum(axis=1) // 2
+    else:
+        x = np.random.default_rng(seed + 50).integers(0, 2, size=n)
+        b = A @ x
+    return np.ones((n, 1)), A.astype(np.float64), b.astype(np.float64)[:, None]
+
+
+def cpsat(U, D, T, budget: float, exact: bool) -> dict:
+    """OR-tools CP-SAT (2 workers) on K b = t: exact integer rows (market split), or the
+    entrywise box |K b − t| ≤ tol·‖T‖_F with K scaled by 2^40 and rounded (a finder: a set
+    it returns is re-verified like every other; its 'infeasible' on the box is no proof)."""
+    from ortools.sat.python import cp_model
+
+    from absorb.search import relative_residual
+    from absorb.search._common import khatri_rao
+
+    K, t = khatri_rao(U, D), T.ravel()
+    n = K.shape[1]
+    model = cp_model.CpModel()
+    x = [model.NewBoolVar(f"x{i}") for i in range(n)]
+    if exact:
+        for row, rhs in zip(K, t):
+            model.Add(sum(int(a) * xi for a, xi in zip(row, x)) == int(rhs))
+    else:
+        scale = 2.0**40 / float(np.max(np.abs(K)))
+        slack = n + 1 + 1e-9 * float(np.linalg.norm(T)) * scale  # rounding of n terms and t
+        for row, rhs in zip(K, t):
+            expr = sum(int(round(a * scale)) * xi for a, xi in zip(row, x))
+            model.Add(expr <= int(math.floor(rhs * scale + slack)))
+            model.Add(expr >= int(math.ceil(rhs * scale - slack)))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = budget
+    solver.parameters.num_workers = 2
+    t0 = time.perf_counter()
+    st = solver.Solve(model)
+    wall = time.perf_counter() - t0
+    if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        S = tuple(i for i in range(n) if solver.Value(x[i]))
+        ok = relative_residual(U, D, T, S) <= 1e-9
+        return {"status": "found" if ok else "unknown", "time": wall, "finished": ok}
+    if st == cp_model.INFEASIBLE and exact:  # exact integer model: CP-SAT's proof
+        return {"status": "infeasible", "time": wall, "finished": True}
+    return {"status": "unknown", "time": wall, "finished": st == cp_model.INFEASIBLE}
+
+
+def _have_ortools() -> bool:
+    try:
+        import ortools.sat.python.cp_model  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def extra_table(which: str, quick: bool, budget: float | None) -> int:
+    """The --lattice or --market table: one row per instance, seconds per method."""
+    methods = ["auto", "lattice", "milp", "z3-pb"]
+    have_cp = _have_ortools()
+    if which == "lattice":
+        sizes = [(3, 128), (4, 128)] if quick else [(2, 64), (2, 96), (3, 128), (4, 128), (4, 256)]
+        seeds = 1 if quick else 2
+        budget = budget or (10.0 if quick else 60.0)
+        cases = [(f"planted d={d} n={n}", 1000 * d + n + s, planted_half(d, n, 1000 * d + n + s))
+                 for d, n in sizes for s in range(seeds)]
+    else:
+        ms = [4, 5] if quick else [4, 5, 6, 7, 8]
+        budget = budget or (10.0 if quick else 300.0)
+        cases = [(f"{kind} m={m} n={10 * (m - 1)}", 100 * m + s, market_split(m, 100 * m + s, kind))
+                 for m in ms for kind in ("cd", "planted") for s in range(1)]
+    U0, D0, T0 = planted(2, 8, 0)
+    for m in methods:  # warm-up (imports)
+        find_index_set(U0, D0, T0, method=m, timeout=5.0)
+    print(f"# bench_narrow --{which}: budget {budget:g}s, tol 1e-9, CP-SAT {'on' if have_cp else 'not installed'}")
+    print(f"# python {' '.join(sys.argv)}")
+    print(f"# machine speed: {calibration()}")
+    cols = methods + (["cp-sat"] if have_cp else [])
+    print("| instance | seed | " + " | ".join(cols) + " |")
+    print("|---|---|" + "---|" * len(cols))
+    failures = []
+    for name, seed, (U, D, T) in cases:
+        cells, verdicts = [], set()
+        for m in methods:
+            t0 = time.perf_counter()
+            res = find_index_set(U, D, T, tol=1e-9, timeout=budget, method=m, seed=0)
+            wall = time.perf_counter() - t0
+            verdicts.add(res.status.value)
+            by = f" [{res.method}]" if m == "auto" else ""
+            cells.append(f"{wall:.2f} {res.status.value}{by}" if res.status is not SearchStatus.UNKNOWN
+                         else f"{wall:.2f} unknown")
+        if have_cp:
+            r = cpsat(U, D, T, budget, exact=which == "market")
+            verdicts.add(r["status"])
+            cells.append(f"{r['time']:.2f} {r['status']}")
+        if {"found", "infeasible"} <= verdicts or (name.startswith("planted") and "infeasible" in verdicts):
+            failures.append(f"{name} seed={seed}: {sorted(verdicts)}")
+        print(f"| {name} | {seed} | " + " | ".join(cells) + " |", flush=True)
+    for f in failures:
+        print("DISAGREEMENT:", f)
+    return 1 if failures else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="n in {24, 32}, 1 seed, 5 s budget")
@@ -128,7 +259,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--widths", type=int, nargs="+", default=[24, 32, 48])
     ap.add_argument("--baselines", nargs="*", default=list(BASELINES), choices=BASELINES,
                     help="baselines to run (default: all)")
+    ap.add_argument("--lattice", action="store_true",
+                    help="only the planted |S| = n/2 table (d ≤ 4, n to 256), with the lattice backend")
+    ap.add_argument("--market", action="store_true", help="only the market-split table")
     args = ap.parse_args(argv)
+    if args.lattice or args.market:
+        explicit = args.budget if "--budget" in (argv if argv is not None else sys.argv) else None
+        return extra_table("lattice" if args.lattice else "market", args.quick, explicit)
     dims, widths, seeds, budget = tuple(args.dims), list(args.widths), args.seeds, args.budget
     if args.stretch:
         widths.append(64)

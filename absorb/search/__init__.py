@@ -23,7 +23,8 @@ Layout (each module imports only the ones above it, never this package face):
   residuals, shared with the engine;
 * :mod:`._types` — :class:`SearchResult`; :mod:`._common` — ``K`` and the candidate check;
 * :mod:`.bounds` — the dual bound of docs/mathematics.md §4 and the box relaxation;
-* the backends :mod:`.linalg`, :mod:`.enumerate`, :mod:`.mitm`, :mod:`.milp`, :mod:`.smt`;
+* the backends :mod:`.linalg`, :mod:`.enumerate`, :mod:`.mitm`, :mod:`.milp`, :mod:`.smt` and
+  :mod:`.lattice` (a finder only; optional fpylll or python-flint);
 * :mod:`.portfolio` — :func:`find_index_set`, which imports the backends lazily.
 
 Nothing does work at import time.

@@ -39,6 +39,7 @@ _BACKENDS: dict[Backend, tuple[str, str]] = {
     "milp": ("milp", "solve_milp"),
     "z3": ("smt", "solve_z3"),
     "z3-pb": ("smt", "solve_z3_pb"),
+    "lattice": ("lattice", "solve_lattice"),
 }
 
 #: ``auto`` runs the narrow-regime backends (which build K, d²×n) only up to this size
@@ -51,6 +52,12 @@ QUICK_MITM_SECONDS = 0.005
 
 #: ``auto`` tries exhaustive enumeration up to this many units
 ENUMERATE_MAX_N = 20
+
+#: ``auto`` gives lattice reduction a slice in front of a complete MITM run expected to take
+#: longer than this (seconds); when MITM cannot run within the budget at all, lattice
+#: reduction gets LATTICE_SHARE of what is left, ahead of Z3-PB and HiGHS
+LATTICE_BEFORE_MITM_SECONDS = 5.0
+LATTICE_SHARE = 0.4
 
 
 def _backend(method: Backend) -> Solver | None:
@@ -240,18 +247,57 @@ def _narrow_steps(run: _Portfolio, steps: list[Step], quick: bool, est: float, m
             # finds a planted set at once (its "infeasible" is no proof and is ignored).
             # (HiGHS finds most planted sets in 1–7 ms; e.g. planted d = 3, n = 48 seed
             # 3481 takes HiGHS 1.8 ms and MITM 75 ms.)  Past 1.5×timeout MITM refuses and
-            # Z3-PB gets most of the budget next: then HiGHS only has a 10 ms look.
-            steps.append(run.call("milp", lambda: finder_slice(0.01) if affordable else 0.01))
+            # Z3-PB and lattice reduction get most of the budget next: then HiGHS has a look
+            # of 1 % of the budget, 10–100 ms (planted |S| = n/2 sets at d = 3–4, n = 128–256
+            # take HiGHS 10–40 ms: with a 10 ms look, d = 4, n = 256 seed 4256 took 10 s).
+            steps.append(run.call("milp", lambda: finder_slice(0.01) if affordable
+                                  else min(0.1, max(0.01, 0.01 * run.left()))))
         if 0.1 < est and affordable:
             # Z3-PB finds other planted sets fast (d = 2, n = 48 seed 2482: 35 ms, where
             # HiGHS needs 140 ms and MITM 250 ms); its encoding alone costs ~10 ms, so
             # only in front of longer MITM runs, with at least 40 ms.
             steps.append(run.call("z3-pb", lambda: finder_slice(0.04)))
         steps.append(mitm_step)
+        at = len(steps) - 1 if affordable else len(steps)  # before MITM, or after its refusal
+        steps[at:at] = _lattice_steps(run, est, affordable)
     # Finders for what MITM could not cover: Z3-PB is quick on planted sets; HiGHS last.
     steps.append(run.call("z3-pb", lambda: max(0.5 * run.left(), 0.01)))
     steps.append(run.call("milp", run.left))
     return steps
+
+
+def _lattice_steps(run: _Portfolio, est: float, affordable: bool) -> list[Step]:
+    """Lattice reduction (:mod:`.lattice`, a finder of planted sets at low density): the
+    steps to run in front of MITM (when it runs) or of the long Z3-PB step (when it cannot).
+
+    In front of a MITM run expected to take over LATTICE_BEFORE_MITM_SECONDS: a short slice
+    (LLL and the first BKZ blocks: 4× the LLL estimate, at least 1 s, at most 10 % of what
+    is left and of MITM's estimate).  When MITM cannot run within the budget: a Z3-PB look of
+    at most 1 s (it finds planted d = 2, n = 64 sets in 0.07–0.5 s, as fast as LLL or
+    faster), then LATTICE_SHARE of what is left (d = 2, n = 96 planted sets need BKZ-40:
+    4–20 s; Z3-PB and HiGHS rarely find those at all).  A slice shorter than twice the LLL
+    estimate is left out (LLL cannot be cut short).  When neither fpylll nor python-flint
+    is installed the step answers at once that it is not, which the portfolio's reason then
+    says."""
+    from .lattice import LATTICE_MAX_N, lattice_seconds
+
+    n = run.U.shape[0]
+    if n > LATTICE_MAX_N or (affordable and est <= LATTICE_BEFORE_MITM_SECONDS):
+        return []
+    lll = lattice_seconds(n, run.D.shape[0] * run.U.shape[1])
+
+    def short() -> float:
+        return max(min(max(1.0, 4 * lll), 0.1 * run.left(), 0.1 * est), 0.01)
+
+    def long() -> float:
+        return max(LATTICE_SHARE * run.left(), 0.01)
+
+    budget = short if affordable else long
+    if 2 * lll > budget():
+        return []
+    if affordable:
+        return [run.call("lattice", budget)]
+    return [run.call("z3-pb", lambda: max(min(1.0, 0.05 * run.left()), 0.04)), run.call("lattice", budget)]
 
 
 def _narrow(run: _Portfolio, steps: list[Step]) -> SearchResult:
@@ -310,6 +356,11 @@ def find_index_set(
        HiGHS slice (5 % of that estimate, at least 10 ms), and past 0.1 s also a Z3-PB
        slice (at least 40 ms): these often find planted sets at once;
     5. Z3 pseudo-Boolean, then HiGHS, with what is left (these mostly *find* sets).
+
+    Lattice reduction (``lattice``, with the optional fpylll or python-flint; a finder of
+    planted sets, never a prover) gets a short slice (about 1 s) in front of a MITM run
+    expected to take over 5 s; when MITM cannot run within the budget, 40 % of what is left
+    in front of step 5 (after a Z3-PB look of at most 1 s).
 
     When MITM is expected to finish within :data:`QUICK_MITM_SECONDS`, it runs first; an
     infeasibility it proves is then returned only if step 1 proves less (step 1's dual
