@@ -369,7 +369,9 @@ class _IndexSet:
                             f"(checked on {w.n_inputs} inputs, max relative error {w.eval_error:.2e}).", witness=w, search=res)
         return ctx.done(Verdict.UNKNOWN, Theorem.INDEX_SET,
                         f"Unknown: {res.method} proposed an index set but its witness failed the independent check "
-                        f"(residual {w.residual:.2e}, evaluation error {w.eval_error:.2e}{eval_failure(w.eval_error)}).", search=res)
+                        f"(residual {w.residual:.2e}, witness error {w.eval_error:.2e} against the accepted "
+                        f"{eval_threshold(ctx.tol, blk.n):.2e}, in |f(x) − g(x)|∞ ≤ ε·(|f(x)|∞ + |x|∞ + |f(0)|∞)"
+                        f"{eval_failure(w.eval_error)}).", search=res)
 
     def _infeasible(self, res: SearchResult) -> BlockDecision:
         if self.c_flip is not None and not self.failing:
