@@ -245,6 +245,7 @@ def test_prove_refuses_an_existing_file_as_out(tmp_path: Path) -> None:
     assert f.read_text() == "keep me"
 
 
+@pytest.mark.slow
 def test_montecarlo_refuses_missing_extras_before_the_sweep(tmp_path: Path) -> None:
     # the base install: matplotlib and dask cannot be imported
     code = ("import sys\n"
@@ -422,6 +423,7 @@ def test_check_refuses_unwritable_certificates_before_deciding(tmp_path: Path) -
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo") or not Path("/dev/zero").exists(), reason="needs FIFOs and /dev/zero")
+@pytest.mark.slow
 def test_devices_and_fifos_are_refused_not_read_forever(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)

@@ -423,6 +423,7 @@ def test_example_script_and_table(tmp_path: Path) -> None:
     assert any(ln.startswith("analysed: the isolated MLP block f(x) = x + B(x) with its own identity skip, as in the paper") for ln in lines)
 
 
+@pytest.mark.slow
 def test_checkpoint_certificate_round_trip_and_tampering(tmp_path: Path) -> None:
     """`absorb check CKPT --certificate` writes one certificate for all the blocks (each entry
     built while its layer is loaded); `absorb verify` re-opens the checkpoint with the
@@ -457,6 +458,7 @@ def test_checkpoint_certificate_round_trip_and_tampering(tmp_path: Path) -> None
     assert bad.returncode == 1 and "rejected: bert.encoder.layer.1" in bad.stdout, bad.stdout
 
 
+@pytest.mark.slow
 def test_checkpoint_certificate_latex(tmp_path: Path) -> None:
     """The .tex rendering of a checkpoint certificate lists every block; the PDF of an
     absorbable block with biases compiles (its rebuilt b_up' once gave a double superscript)."""

@@ -58,6 +58,7 @@ def _timeless(obj: object) -> object:
     return obj
 
 
+@pytest.mark.slow
 def test_workers_give_the_serial_json_and_a_certificate_that_verifies(checkpoints: dict[str, Path], tmp_path: Path,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     """`absorb check CKPT --workers 2` (worker processes: everything crosses a pickle) prints

@@ -785,6 +785,7 @@ def test_linear_certificate_of_float32_weights_verifies(f32: None, tmp_path: Pat
     assert main(["verify", str(cert)]) == 0, capsys.readouterr().out[-2000:]
 
 
+@pytest.mark.slow
 def test_real_threshold_planted_float32_layer_certificate_verifies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """No monkeypatch: a layer of 2^22 float32 entries per matrix (d = 200, n = 21000) is
     kept float32 by both absorb check and absorb verify. Its planted index set (|S| = 200,

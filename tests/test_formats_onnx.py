@@ -143,6 +143,7 @@ def test_onnx_blocks_roles_skip_and_verdicts(tmp_path: Path, act: str, gemm: boo
         assert bd.verdict == ref.verdict and bd.theorem == ref.blocks[0].theorem
 
 
+@pytest.mark.slow
 def test_onnx_certificate_verifies_and_layers(tmp_path: Path) -> None:
     f, _ = _mlp_onnx(tmp_path / "m.onnx", act="relu", skip="scalar", seed=3)
     out = run_cli(str(f), "--json", "--layers", "1", "--certificate", str(tmp_path / "c.json"))

@@ -75,6 +75,7 @@ def _assert_same_blocks(ck: Checkpoint, sd: dict[str, object], layers: int = 2) 
         assert np.array_equal(blk.W_down, sd[f"{spec.name}.fc2.weight"].numpy().astype(np.float64))
 
 
+@pytest.mark.slow
 def test_lightning_ckpt_read_whatever_its_name(tmp_path: Path, lightning_attrdict: type) -> None:
     """A Lightning checkpoint: state_dict beside epoch, optimizer_states and a pickled
     AttributeDict of hyper-parameters (which names the activation). Read as .ckpt, renamed .pt
@@ -205,6 +206,7 @@ def test_missing_optional_packages_named(tmp_path: Path, monkeypatch: pytest.Mon
         load(tmp_path / "m.gguf")
 
 
+@pytest.mark.slow
 def test_training_checkpoint_certificate_verifies(tmp_path: Path, lightning_attrdict: type) -> None:
     """absorb verify re-opens a Lightning .ckpt the same way (allowlist, 'state_dict' entry,
     activation from hyper_parameters) and accepts the certificate; a changed weight is rejected."""

@@ -274,6 +274,7 @@ def _cli_case(server: Server, files: dict[str, str], argv: list[str]) -> None:
 @example(argv=["check", "{fifo_st}"])
 @example(argv=["check", "{zero}"])
 @example(argv=["explore-depth", "--depth", "1", "--samples", "8", "--maxiter", "3", "--restarts", "1", "--widths", "0"])
+@pytest.mark.slow
 def test_cli_arguments_keep_the_contract(server: Server, files: dict[str, str], argv: list[str]) -> None:
     _cli_case(server, files, argv)
 

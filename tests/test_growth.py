@@ -269,6 +269,7 @@ def test_interval_encloses_every_sampled_value(e: sp.Expr) -> None:
 @example(sp.Abs(X) + X / 10**9)
 @example(sp.exp(X) + X)
 @example(sp.Max(0, X) - sp.Max(0, -X))
+@pytest.mark.slow
 def test_nothing_false_is_proved(e: sp.Expr) -> None:
     """Whatever parity, linear_form, exponential_form and bounded_on_reals prove about a random
     expression holds at every sample point where it is real and finite."""

@@ -243,6 +243,7 @@ def test_family_table_verdict_cells() -> None:
     assert ft.verdicts_by_layer([{"name": "h.1.mlp", "layer": 1, "verdict": "unknown"}]) == "L1 unknown"
 
 
+@pytest.mark.slow
 def test_family_table_runs_check_and_verify(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The table is computed from `absorb check --json` (and `absorb verify` with --certificate)."""
     ft = _table_module()

@@ -179,6 +179,7 @@ _text = st.one_of(st.lists(st.sampled_from(TOKENS), min_size=1, max_size=25).map
 @example("1e-99999999*x")
 @example("Max(0,x)/Max(0,x)")
 @example("(1-0**Max(0,x))")
+@pytest.mark.slow
 def test_generated_expressions_keep_the_contract(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
     path = tmp_path_factory.getbasetemp() / "generated.npz"
     if not path.exists():
