@@ -193,13 +193,10 @@ def test_unknown_file_names_what_is_read(tmp_path: Path) -> None:
 
 def test_missing_optional_packages_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without onnx / gguf installed, the file is refused naming the format and the extra to install."""
-    import absorb.io.gguf_file as gf
-    import absorb.io.onnx_model as om
-
     (tmp_path / "m.onnx").write_bytes(b"\x08\x07rest")
     (tmp_path / "m.gguf").write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 32)
-    monkeypatch.setattr(om, "onnx_module", lambda: None)
-    monkeypatch.setattr(gf, "gguf_module", lambda: None)
+    monkeypatch.setitem(sys.modules, "onnx", None)  # (import onnx then raises ImportError)
+    monkeypatch.setitem(sys.modules, "gguf", None)
     with pytest.raises(InvalidInput, match=r"an ONNX model, and the onnx package is not installed; pip install onnx \(the optional extra absorb\[onnx\]\)"):
         load(tmp_path / "m.onnx")
     with pytest.raises(InvalidInput, match=r"a GGUF file, and the gguf package is not installed; pip install gguf"):

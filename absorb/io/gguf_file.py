@@ -31,6 +31,7 @@ import numpy as np
 
 from absorb._errors import InvalidInput
 from absorb.io.family_table import BlockSpec, Detection
+from absorb.io.sniff import optional_package
 from absorb.io.tensor_info import TensorInfo
 from absorb.model.activations import get_activation
 
@@ -46,19 +47,6 @@ ARCH_ACTIVATION: dict[str, tuple[str, str]] = {
 }
 _FLOAT = {"F32": "F32", "F16": "F16", "F64": "F64", "BF16": "BF16"}
 _ROLE = re.compile(r"^blk\.(?P<i>\d+)\.ffn_(?P<role>gate|up|down)(?P<kind>_exps|_shexp|)\.weight$")
-
-
-def gguf_module() -> Any:
-    try:
-        import gguf
-    except ImportError:
-        return None
-    return gguf
-
-
-def gguf_missing(path: Path) -> InvalidInput:
-    return InvalidInput(f"{path}: a GGUF file, and the gguf package is not installed; pip install gguf "
-                        "(the optional extra absorb[gguf]) to read it")
 
 
 @dataclass(frozen=True)
@@ -114,9 +102,7 @@ def _field(reader: Any, key: str) -> Any:
 
 def read_gguf(path: Path, *, activation: str | None) -> tuple[dict[str, TensorInfo], GgufSource, Detection]:
     """Parse ``path`` and find its MLP blocks (see the module docstring)."""
-    gguf = gguf_module()
-    if gguf is None:
-        raise gguf_missing(path)
+    gguf = optional_package("gguf", path, "a GGUF file")
     try:
         reader = gguf.GGUFReader(str(path), "r")
     except Exception as exc:  # noqa: BLE001 - the reader raises ValueError, struct.error, IndexError on damage
@@ -209,4 +195,4 @@ def read_gguf(path: Path, *, activation: str | None) -> tuple[dict[str, TensorIn
     return tensors, GgufSource(refs), Detection(blocks=tuple(specs), families=("gguf",), model_type=arch, notes=tuple(notes))
 
 
-__all__ = ["ARCH_ACTIVATION", "GgufSource", "gguf_missing", "gguf_module", "read_gguf"]
+__all__ = ["ARCH_ACTIVATION", "GgufSource", "read_gguf"]

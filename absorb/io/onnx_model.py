@@ -35,6 +35,7 @@ import numpy as np
 
 from absorb._errors import InvalidInput
 from absorb.io.family_table import BlockSpec, Detection
+from absorb.io.sniff import optional_package
 from absorb.io.tensor_info import TensorInfo
 from absorb.model.activations import get_activation
 
@@ -55,19 +56,6 @@ _FORMS: dict[frozenset[str], tuple[str, ...]] = {
 }
 _QUANT_OPS = frozenset({"QLinearMatMul", "MatMulInteger", "DequantizeLinear", "QuantizeLinear", "MatMulNBits",
                         "DynamicQuantizeLinear", "QGemm"})
-
-
-def onnx_module() -> Any:
-    try:
-        import onnx
-    except ImportError:
-        return None
-    return onnx
-
-
-def onnx_missing(path: Path) -> InvalidInput:
-    return InvalidInput(f"{path}: an ONNX model, and the onnx package is not installed; pip install onnx "
-                        "(the optional extra absorb[onnx]) to read it")
 
 
 @dataclass(frozen=True)
@@ -279,9 +267,7 @@ class OnnxSource:
 
 def read_onnx(path: Path, *, activation: str | None) -> tuple[dict[str, TensorInfo], OnnxSource, Detection]:
     """Parse ``path`` and find its MLP blocks (see the module docstring)."""
-    onnx = onnx_module()
-    if onnx is None:
-        raise onnx_missing(path)
+    onnx = optional_package("onnx", path, "an ONNX model")
     from onnx import numpy_helper
 
     try:
@@ -441,4 +427,4 @@ def _skip(g: _Graph, up: _Linear, down: _Linear, register: Callable[[str, bool],
                   "the block is analysed with its own identity skip")
 
 
-__all__ = ["OnnxSource", "onnx_missing", "onnx_module", "read_onnx"]
+__all__ = ["OnnxSource", "read_onnx"]

@@ -9,9 +9,11 @@ and what it reads.
 
 from __future__ import annotations
 
+import importlib
 import struct
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from absorb._errors import InvalidInput
 
@@ -115,4 +117,13 @@ def refusal(path: Path, kind: str, why: str = "") -> InvalidInput:
     return InvalidInput(f"{path}: {what}{'; ' + why if why else ''}; absorb reads {READS}")
 
 
-__all__ = ["NAMES", "READS", "is_ctranslate2_dir", "refusal", "sniff"]
+def optional_package(module: str, path: Path, what: str) -> Any:
+    """``import module`` (a reader's optional dependency), or InvalidInput naming the file's
+    format (``what``: "a GGUF file") and the extra that installs the package."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise InvalidInput(f"{path}: {what}, and the {module} package is not installed; pip install {module} "
+                           f"(the optional extra absorb[{module}]) to read it") from None
+
+__all__ = ["NAMES", "READS", "is_ctranslate2_dir", "optional_package", "refusal", "sniff"]
