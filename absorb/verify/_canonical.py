@@ -114,18 +114,25 @@ def _nullspace(E: Mat, d: int) -> Mat:
     return [[col[i] for col in cols] for i in range(d)]
 
 
-def _width(L0: Mat, lines: list[tuple[tuple[Fraction, ...], tuple[Fraction, ...]]], B: tuple[int, ...], delta: dict[int, int]) -> int | None:
-    """m + |B| + 2·rank(C_δ N_B), or None when the lines of B are dependent."""
+def _c_delta(L0: Mat, lines: _Lines, B: tuple[int, ...], delta: dict[int, int]) -> Mat:
+    """C_δ = L0 + Σ over the lines l ∉ B with δ_l = 1 of a_l e_lᵀ (exact rationals)."""
     d = len(L0)
-    EB = [list(lines[l][0]) for l in B]
-    if B and exact_rank(EB) < len(B):
-        return None
     C = [row[:] for row in L0]
     for l, (e, a) in enumerate(lines):
         if l not in B and delta.get(l):
             for r in range(d):
                 for c in range(d):
                     C[r][c] += a[r] * e[c]
+    return C
+
+
+def _width(L0: Mat, lines: list[tuple[tuple[Fraction, ...], tuple[Fraction, ...]]], B: tuple[int, ...], delta: dict[int, int]) -> int | None:
+    """m + |B| + 2·rank(C_δ N_B), or None when the lines of B are dependent."""
+    d = len(L0)
+    EB = [list(lines[l][0]) for l in B]
+    if B and exact_rank(EB) < len(B):
+        return None
+    C = _c_delta(L0, lines, B, delta)
     N = _nullspace(EB, d) if B else [[Fraction(int(i == j)) for j in range(d)] for i in range(d)]
     k = len(N[0]) if N and N[0] else 0
     rank = 0 if k == 0 else exact_rank([[sum((C[r][t] * N[t][j] for t in range(d)), Fraction(0)) for j in range(k)] for r in range(d)])
@@ -216,12 +223,7 @@ def _near_parts(L0: Mat, lines: _Lines, B: tuple[int, ...], delta: dict[int, int
     """(C_δ in float, V, R = C_δ P_B in float): R exact in rationals (P_B = I − E_B(E_BᵀE_B)⁻¹E_Bᵀ by
     exact elimination), then rounded once; V = C_δ E_B (E_BᵀE_B)⁻¹ in float (it only builds the witness)."""
     d = len(L0)
-    C = [row[:] for row in L0]
-    for l, (e, a) in enumerate(lines):
-        if l not in B and delta.get(l):
-            for r in range(d):
-                for c in range(d):
-                    C[r][c] += a[r] * e[c]
+    C = _c_delta(L0, lines, B, delta)
     Cf = np.array([[float(v) for v in row] for row in C]).reshape(d, d)
     if not B:
         return Cf, None, Cf
