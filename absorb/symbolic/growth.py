@@ -181,6 +181,23 @@ def _side_text(sign: int) -> str:
     return "+" if sign > 0 else "-"
 
 
+def _limits_at_infinity(e: sp.Expr, power: int, what: str, steps: list[str]
+                        ) -> tuple[dict[int, asy.Limit], tuple[int, str, sp.Expr, sp.Expr, Any] | None]:
+    """lim σ(x)/x^power at ±∞ by the rules, each side's expansion appended to ``steps``, and the
+    first side whose limit is infinite as (sign, side, ±∞, leading coefficient, leading scale), or None."""
+    lims = {sign: asy.limit(e, sign, power) for sign in (1, -1)}
+    for sign in (1, -1):
+        step = _expansion_step(e, sign, lims[sign], what)
+        if step:
+            steps.append(step)
+    for sign in (1, -1):
+        lim = lims[sign]
+        if lim.kind in ("+oo", "-oo"):
+            lead_c, lead_s = lim.expansion.lead
+            return lims, (sign, _side_text(sign), _OO if lim.kind == "+oo" else -_OO, lead_c, lead_s)
+    return lims, None
+
+
 def _expansion_step(e: sp.Expr, sign: int, lim: asy.Limit, what: str) -> str | None:
     """A LaTeX line: σ(±s) by the rules, and the limit it gives."""
     if lim.expansion is None:
@@ -239,23 +256,15 @@ def _asymptotic_slopes(e: sp.Expr) -> Property:
     sympy's ``limit`` is consulted only for a refutation that samples corroborate."""
     name = "asymptotic_slopes"
     steps = [rf"\sigma(x) = {_fmt(e)}"]
-    lims = {sign: asy.limit(e, sign, 1) for sign in (1, -1)}
-    for sign in (1, -1):
-        step = _expansion_step(e, sign, lims[sign], r"\frac{\sigma(x)}{x}")
-        if step:
-            steps.append(step)
-    for sign in (1, -1):
-        lim = lims[sign]
-        if lim.kind in ("+oo", "-oo"):
-            side = _side_text(sign)
-            value = _OO if lim.kind == "+oo" else -_OO
-            lead_c, lead_s = lim.expansion.lead
-            steps.append(rf"\text{{the leading term }} {asy._term_latex(lead_c, lead_s)} \text{{ of }} \sigma(x)/x"
-                         rf"\text{{ tends to }} {_fmt(value)}")
-            return Property(name, Status.REFUTED,
-                            f"σ(s)/s has no finite limit as s → {'+' if sign > 0 else '−'}∞ (it tends to {value})",
-                            steps=tuple(steps), witness={"side": side, "limit": value,
-                                                         "leading term of sigma(s)/s": lead_c * lead_s.expr()})
+    lims, infinite = _limits_at_infinity(e, 1, r"\frac{\sigma(x)}{x}", steps)
+    if infinite is not None:
+        sign, side, value, lead_c, lead_s = infinite
+        steps.append(rf"\text{{the leading term }} {asy._term_latex(lead_c, lead_s)} \text{{ of }} \sigma(x)/x"
+                     rf"\text{{ tends to }} {_fmt(value)}")
+        return Property(name, Status.REFUTED,
+                        f"σ(s)/s has no finite limit as s → {'+' if sign > 0 else '−'}∞ (it tends to {value})",
+                        steps=tuple(steps), witness={"side": side, "limit": value,
+                                                     "leading term of sigma(s)/s": lead_c * lead_s.expr()})
     if not all(lims[sign].kind == "finite" for sign in (1, -1)):
         refuted = _slopes_refuted_by_samples(e, list(steps))
         if refuted is not None:
@@ -496,20 +505,12 @@ def _bounded_on_reals(e: sp.Expr) -> Property:
         return Property(name, Status.PROVED, f"σ is bounded on R: σ(x) ∈ [{lo}, {hi}] for every real x (interval bound)",
                         value={"lower": lo, "upper": hi, "bound": bound, "route": "interval"}, steps=tuple(steps))
     # Route (b): σ continuous on R and bounded near ±∞ (finite limits, or an O(1) bound), by the rules.
-    lims = {sign: asy.limit(e, sign, 0) for sign in (1, -1)}
-    for sign in (1, -1):
-        step = _expansion_step(e, sign, lims[sign], r"\sigma(x)")
-        if step:
-            steps.append(step)
-    for sign in (1, -1):
-        lim = lims[sign]
-        if lim.kind in ("+oo", "-oo"):
-            side = _side_text(sign)
-            value = _OO if lim.kind == "+oo" else -_OO
-            lead_c, lead_s = lim.expansion.lead
-            return Property(name, Status.REFUTED, f"σ is unbounded: σ(x) → {value} as x → {side}∞",
-                            steps=tuple(steps), witness={"side": side, "limit": value,
-                                                         "leading term of sigma": lead_c * lead_s.expr()})
+    lims, infinite = _limits_at_infinity(e, 0, r"\sigma(x)", steps)
+    if infinite is not None:
+        _sign, side, value, lead_c, lead_s = infinite
+        return Property(name, Status.REFUTED, f"σ is unbounded: σ(x) → {value} as x → {side}∞",
+                        steps=tuple(steps), witness={"side": side, "limit": value,
+                                                     "leading term of sigma": lead_c * lead_s.expr()})
     if not all(lims[sign].kind in ("finite", "bounded") for sign in (1, -1)):
         refuted = _unbounded_by_samples(e, list(steps))
         if refuted is not None:
