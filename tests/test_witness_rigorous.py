@@ -86,14 +86,21 @@ def test_checker_rejects_the_huge_bias_certificate(act: str, d: int, e: int, mon
     assert not ok and worst == math.inf
 
 
-def test_right_biased_flip_still_passes_both_sides() -> None:
-    """Moderate biases with f(0) ≠ 0: the moved bias's rounding is tiny against f(0)."""
+def _planted_biased_gelu() -> tuple[Block, tuple[int, ...]]:
+    """A biased GELU block (d = 3, n = 7, f(0) ≠ 0) whose skip the flip of S = (0, 2, 3, 5) absorbs."""
     rng = np.random.default_rng(4)
     d, n = 3, 7
     U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
     S = (0, 2, 3, 5)
     blk = Block(U, D, get_activation("gelu"), skip=-(D[:, list(S)] @ U[list(S)]), b_up=np.abs(rng.standard_normal(n)) + 0.5,
                 b_down=rng.standard_normal(d))
+    return blk, S
+
+
+def test_right_biased_flip_still_passes_both_sides() -> None:
+    """Moderate biases with f(0) ≠ 0: the moved bias's rounding is tiny against f(0)."""
+    blk, S = _planted_biased_gelu()
+    d, n = blk.d, blk.n
     w, ok = check_flip_witness(blk, S, Fraction(1), tol=TOL, seed=0)
     assert ok and w.eval_error <= eval_threshold(TOL, n), (w.eval_error, w.description)
     wb = _flip_block(blk, S, 1.0)
@@ -241,12 +248,7 @@ def test_checker_rho_inf_bounds_the_exact_norm(monkeypatch: pytest.MonkeyPatch) 
 
 def test_planted_biased_witness_guarantee() -> None:
     """An absorbable biased flip: the guarantee on random inputs, with |f(0)|∞ in the scale."""
-    rng = np.random.default_rng(4)
-    d, n = 3, 7
-    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
-    S = (0, 2, 3, 5)
-    blk = Block(U, D, get_activation("gelu"), skip=-(D[:, list(S)] @ U[list(S)]), b_up=np.abs(rng.standard_normal(n)) + 0.5,
-                b_down=rng.standard_normal(d))
+    blk, _S = _planted_biased_gelu()
     dec = decide(blk, tol=TOL, allow_biases=True)
     assert dec.verdict.value == "absorbable", dec.reason
     assert "|f(x)|∞ + |x|∞ + |f(0)|∞" in dec.witness.description
