@@ -193,3 +193,124 @@ def test_planted_stacks_stay_absorbable(act: str) -> None:
     dec = decide(Stack((blk.replace(name="blocks.0"), blk.replace(name="blocks.1"))))
     assert dec.verdict.value == "absorbable", dec.reason
     assert dec.witness.bound is not None and dec.witness.bound[0] <= eval_threshold(dec.tolerance, 8)
+
+
+# ------------------------------------------------------------------ the checker's route --
+def _cert(dec, model):
+    import json
+
+    from absorb.certificate import build_certificate
+
+    return json.loads(json.dumps(build_certificate(dec, model, seed=0).to_json()))
+
+
+def test_checker_rejects_the_linear_huge_bias_certificate(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Today's producer (no bound: simulated by a bound of 0) certified it; the checker bounds
+    the output bias's rounding by its own exact arithmetic and rejects it."""
+    from absorb.verify import checker
+
+    blk = _linear_huge_bias()
+    monkeypatch.setattr(W, "linear_bound", lambda *a, **k: (0.0, 0.0, "", (0.0, 0.0)))
+    import absorb.engine.results as R
+
+    monkeypatch.setattr(R, "linear_bound", W.linear_bound)
+    dec = decide(blk, tol=TOL)
+    assert dec.verdict.value == "absorbable", dec.reason
+    cert = _cert(dec, blk)
+    monkeypatch.undo()
+    rep = checker.verify_certificate(cert, blk)
+    assert not rep.accepted
+    assert any("linear witness" in f.claim for f in rep.failures), [f.claim for f in rep.failures]
+
+
+def test_checker_accepts_an_honest_biased_linear_certificate() -> None:
+    from absorb.verify import checker
+
+    rng = np.random.default_rng(3)
+    blk = Block(rng.standard_normal((4, 3)), rng.standard_normal((3, 4)), get_activation("identity"),
+                b_up=rng.standard_normal(4), b_down=rng.standard_normal(3), skip=np.eye(3))
+    dec = decide(blk, tol=TOL)
+    assert dec.verdict.value == "absorbable"
+    rep = checker.verify_certificate(_cert(dec, blk), blk)
+    assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
+
+
+def test_checker_rejects_a_stack_whose_composed_error_exceeds_the_tolerance(monkeypatch: pytest.MonkeyPatch) -> None:
+    from absorb.verify import checker
+
+    f1, f2 = _cone_stack(0.5 * TOL, 3.0)
+    st = Stack((f1, f2))
+    import importlib
+
+    Dm = importlib.import_module("absorb.engine.decide")  # (the package's name `decide` is the function)
+    monkeypatch.setattr(Dm, "composed_bound", lambda *a, **k: (0.0, 0.0, 0.0, ""))
+    dec = decide(st, tol=TOL)
+    assert dec.verdict.value == "absorbable", dec.reason  # (the old acceptance: sampled, up to L·threshold)
+    cert = _cert(dec, st)
+    monkeypatch.undo()
+    rep = checker.verify_certificate(cert, st)
+    assert not rep.accepted
+    assert any("composed witnesses are within" in f.claim for f in rep.failures), [f.claim for f in rep.failures]
+
+
+def test_checker_accepts_the_honest_stack_and_its_bound_covers_the_producers() -> None:
+    from absorb.verify import _compose, checker
+
+    f1, f2 = _cone_stack(0.1 * TOL, 3.0)
+    st = Stack((f1, f2))
+    dec = decide(st, tol=TOL)
+    rep = checker.verify_certificate(_cert(dec, st), st)
+    assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
+    # the checker's own route (exact rationals) and the producer's agree to within their roundings
+    eps_c, _how = _compose.composed_epsilon([f1, f2], [b.witness.block for b in dec.blocks], [b.witness.bound for b in dec.blocks])
+    eps_p = composed_bound([f1, f2], [b.witness.block for b in dec.blocks], [b.witness.bound for b in dec.blocks])[0]
+    assert 0.3 * TOL <= eps_c and abs(eps_c - eps_p) <= 1e-6 * eps_p
+
+
+def test_checker_lipschitz_and_f0_bounds_are_rigorous() -> None:
+    from absorb.verify import _compose
+
+    rng = np.random.default_rng(9)
+    for act in ("relu", "gelu", "gelu_tanh", "silu", "quick_gelu", "sigmoid", "tanh", "softplus", "leaky_relu", "identity"):
+        b = Block(rng.standard_normal((6, 3)), rng.standard_normal((3, 6)), get_activation(act), b_up=rng.standard_normal(6),
+                  b_down=rng.standard_normal(3), skip=rng.standard_normal((3, 3)))
+        L = _compose._lipschitz(b)
+        X = rng.standard_normal((400, 3))
+        Y = X + 10.0 ** rng.integers(-6, 1, size=(400, 1)) * rng.standard_normal((400, 3))
+        q = np.abs(b(X) - b(Y)).max(axis=1) / np.abs(X - Y).max(axis=1)
+        assert float(q.max()) <= L
+        lo, hi = _compose._f0_bounds(b)
+        f0 = float(np.abs(b(np.zeros((1, 3)))[0]).max())
+        assert lo <= f0 <= hi
+    # sup |σ′| of the table, checked on a fine grid (the table states an upper bound)
+    z = np.linspace(-12, 12, 240001)
+    for act, L in _compose.LIPSCHITZ.items():
+        s = get_activation(act)(z)
+        assert float(np.max(np.abs(np.diff(s)) / np.diff(z))) <= L, act
+
+
+# ------------------------------------------------------------------ the search's hint --
+def test_linalg_hint_names_a_tolerance_that_the_witness_check_accepts() -> None:
+    """A planted ReLU flip rounded to float32, with W_down (and so M) scaled by 1000: its relative
+    residual is 6e-8, but the witness's ∞-norm error is 1.3e-4 per unit of |x|. The hint used to
+    say "--tol 1e-07" (from the Frobenius residual), at which the witness fails; it now names a
+    tolerance at which the decision is absorbable."""
+    import re
+
+    rng = np.random.default_rng(0)
+    d, n = 4, 12
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    S = [0, 3, 5, 7, 9]
+    D[:, S] = -np.linalg.pinv(U[S])
+    D *= 1000
+    M = -(D[:, S] @ U[S])
+    blk = Block(U.astype(np.float32).astype(np.float64), D.astype(np.float32).astype(np.float64), get_activation("relu"), skip=M)
+    dec = decide(blk, tol=1e-9, method="linalg")
+    assert dec.verdict.value == "unknown"
+    hint = re.search(r"--tol (\S+) would accept", dec.reason)
+    assert hint is not None, dec.reason
+    tol = float(hint.group(1))
+    assert tol > 1e-7  # the Frobenius residual's power of ten is too small here
+    assert decide(blk, tol=1e-7, method="linalg").verdict.value == "unknown"
+    dec2 = decide(blk, tol=tol, method="linalg")
+    assert dec2.verdict.value == "absorbable", dec2.reason

@@ -26,6 +26,7 @@ import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
+from absorb.verify._compose import prove
 from absorb.verify._numerics import _U, exact_rank
 from absorb.verify._pieces import decide_zero, exact_value
 from absorb.verify._report import _Ctx, _require
@@ -216,6 +217,8 @@ def _check_absorbable(ctx: _Ctx, w: str, b: dict[str, Any], rec: dict[str, Any],
     check_witness_block(ctx, w, b.get("witness") or {}, wb, "the float64 rounding of the exact witness")
     # rounding the exact witness to float64: each entry moves by ≤ u relatively; σ is 1.2-Lipschitz
     allowed = 4 * _U * float(np.sum(np.linalg.norm(Wd, axis=0) * np.linalg.norm(Wu, axis=1))) * 1.2
+    # |f − g|_∞ ≤ ‖f − g‖₂ ≤ allowed·‖x‖₂ ≤ allowed·√d·|x|_∞ (for a stack's composed bound)
+    prove(wb, allowed * math.sqrt(block.d) * (1 + 8 * _U), 0.0)
     return "absorbable", wb, allowed
 
 
