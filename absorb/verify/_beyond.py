@@ -453,6 +453,13 @@ def check_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
             supported = "absorbable"
         else:
             return "unknown", None, 0.0
+    # the recorded residual of the witness: 0 (n ≥ d: A itself), else the truncated SVD's tail ‖A − A_n‖_F / ‖M‖_F
+    rec_res = (b.get("witness") or {}).get("residual")
+    if rec_res is not None or b.get("verdict") == "absorbable":
+        want, slack = (0.0, 0.0) if n >= d else (tail / scale, 2 * (err_A + err_svd) / scale + 1e-12 * tail / scale)
+        _require(ctx, isinstance(rec_res, (int, float)) and not isinstance(rec_res, bool) and abs(rec_res - want) <= slack, w,
+                 "the witness's recorded residual is re-derived (0 for n ≥ d, else the truncated singular values' tail over ‖M‖_F)",
+                 f"recorded {rec_res!r}, re-computed {want:.6g}")
     wb = linear_witness(block, cf)
     return _linear_error(ctx, w, b, block, wb, Fraction(int(c.p), int(c.q)), supported)
 
