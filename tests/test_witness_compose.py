@@ -314,3 +314,28 @@ def test_linalg_hint_names_a_tolerance_that_the_witness_check_accepts() -> None:
     assert decide(blk, tol=1e-7, method="linalg").verdict.value == "unknown"
     dec2 = decide(blk, tol=tol, method="linalg")
     assert dec2.verdict.value == "absorbable", dec2.reason
+
+
+def test_checker_rejects_a_near_canonical_witness_over_the_absolute_tolerance(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A degenerate ReLU block (d = 2, n = 3, an antipodal pair) one ulp from width 3, scaled by
+    2³⁰: within the tolerance relative to ‖M‖_F, but its witness errs by ~1e-7 per unit of
+    |x|∞ (> τ = 1e-9). A certificate from a producer without the bound (simulated by bounds of
+    0) passed the checker's sampled check with an allowance of the same ~1e-7; it is rejected."""
+    import absorb.engine.degenerate as Dg
+    from absorb.verify import checker
+
+    s = 2.0**30
+    U = np.array([[1.0, 1.0], [-1.0, -1.0], [2.0, 1.0]])
+    D = np.array([[0.0, -1.0, 2.0], [-1.0, -1.0, 3.0]]) * s
+    M = np.array([[np.nextafter(-2.0, 10.0), -2.0], [1.0, 1.0 + 2.0**-52]]) * s
+    blk = Block(U, D, get_activation("relu"), skip=M)
+    assert decide(blk, tol=1e-9).verdict.value != "absorbable"
+    for name in ("unit_difference_bound", "pl_bound"):
+        monkeypatch.setattr(Dg, name, lambda *a, **k: 0.0)
+    dec = decide(blk, tol=1e-9)
+    assert dec.verdict.value == "absorbable" and dec.theorem.value == "canonical-form", dec.reason
+    cert = _cert(dec, blk)
+    monkeypatch.undo()
+    rep = checker.verify_certificate(cert, blk)
+    assert not rep.accepted
+    assert any("within-tolerance witness's error" in f.claim for f in rep.failures), [f.claim for f in rep.failures]
