@@ -339,3 +339,51 @@ def test_checker_rejects_a_near_canonical_witness_over_the_absolute_tolerance(mo
     rep = checker.verify_certificate(cert, blk)
     assert not rep.accepted
     assert any("within-tolerance witness's error" in f.claim for f in rep.failures), [f.claim for f in rep.failures]
+
+
+def _exact_relu_block(b: Block, x: list[Fraction]) -> list[Fraction]:
+    F = Fraction
+    d = b.d
+    z = [sum((F(float(b.W_up[i, k])) * x[k] for k in range(d)), F(0)) + (F(float(b.b_up[i])) if b.b_up is not None else F(0))
+         for i in range(b.n)]
+    h = [max(v, F(0)) for v in z]
+    out = []
+    for j in range(d):
+        v = sum((F(float(b.W_down[j, i])) * h[i] for i in range(b.n)), F(0))
+        v += sum((F(float(b.M[j, k])) * x[k] for k in range(d)), F(0)) if b.skip is not None else F(0)
+        out.append(v + (F(float(b.b_down[j])) if b.b_down is not None else F(0)))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_composed_bound_covers_the_exact_error_of_noisy_planted_stacks(seed: int) -> None:
+    """Random depth-2 and depth-3 stacks of planted ReLU flips with a skip perturbed by 1e-6 and
+    (every other seed) biases: wherever the stack is decided absorbable at τ = 1e-3, the proved
+    α|x|∞ + β bounds |F(x) − G(x)|∞ at exact rational inputs (evaluated in rationals), including
+    inputs on the first block's kink hyperplanes."""
+    rng = np.random.default_rng(100 + seed)
+    d, n, L = 2 + seed % 2, 4, 2 + (seed // 2) % 2
+    blocks = []
+    for k in range(L):
+        U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+        S = [0, 1, 2][: d]
+        M = -(D[:, S] @ U[S]) + 1e-6 * rng.standard_normal((d, d))
+        kw = dict(b_up=rng.standard_normal(n), b_down=rng.standard_normal(d)) if seed % 2 else {}
+        blocks.append(Block(U, D, get_activation("relu"), skip=M, name=f"blocks.{k}", **kw))
+    st = Stack(tuple(blocks))
+    dec = decide(st, tol=1e-3, allow_biases=True)
+    if dec.verdict.value != "absorbable":
+        assert dec.verdict.value == "unknown", dec.reason
+        return
+    alpha, beta = dec.witness.bound
+    gs = [b.witness.block for b in dec.blocks]
+    X = list(rng.standard_normal((30, d)) * 10.0 ** rng.integers(-2, 3, size=(30, 1)))
+    u = blocks[0].W_up[0]  # a point on the first unit's kink hyperplane: x ⟂ u
+    X.append(np.array([u[1], -u[0]] + [0.0] * (d - 2)))
+    for x in X:
+        xf = [Fraction(float(v)) for v in x]
+        y, z = xf, xf
+        for f, g in zip(blocks, gs):
+            y, z = _exact_relu_block(f, y), _exact_relu_block(g, z)
+        diff = max(abs(a - b) for a, b in zip(y, z))
+        assert diff <= Fraction(alpha) * max(abs(v) for v in xf) + Fraction(beta)
