@@ -236,7 +236,11 @@ def accepting_tol(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: tuple[i
     flip constant is 1, so that T = −M): τ ≥ the float64 relative residual ``rel`` and τ ≥ a
     rigorous upper bound of the absolute ∞-operator norm ‖D_S U_S − T‖_∞ (= ‖M + D_S U_S‖_∞, the
     linear part of the witness's error per unit of |x|_∞, :func:`absorb.rigorous.flip_inf_upper`).
-    None when no τ < 1 does, or d is past :data:`_HINT_MAX_D` with T = −I."""
+    None when no τ < 1 does, or d is past :data:`_HINT_MAX_D` with T = −I.
+
+    Computed on the arrays this backend sees: when the portfolio rescaled them by powers of two
+    (weights outside [2^-200, 2^200]), the ∞-norm is in the rescaled units (the relative
+    residual is not affected) and the hint is indicative only."""
     from fractions import Fraction
 
     from absorb.rigorous import flip_inf_upper
