@@ -387,3 +387,16 @@ def test_composed_bound_covers_the_exact_error_of_noisy_planted_stacks(seed: int
             y, z = _exact_relu_block(f, y), _exact_relu_block(g, z)
         diff = max(abs(a - b) for a, b in zip(y, z))
         assert diff <= Fraction(alpha) * max(abs(v) for v in xf) + Fraction(beta)
+
+
+def test_a_stack_of_absorbable_gated_blocks_is_unknown_with_the_reason() -> None:
+    """g(W_gate x) ⊙ (W_up x) is not globally Lipschitz, so no composed bound exists: the stack
+    is unknown (the sampled composition alone is not a proof), and the reason says why."""
+    from pathlib import Path
+
+    from absorb.io import load
+
+    b = load(str(Path(__file__).resolve().parent.parent / "counterexamples" / "glu_planted.npz"))
+    assert b.gated and decide(b).verdict.value == "absorbable"
+    dec = decide(Stack((b.replace(name="blocks.0"), b.replace(name="blocks.1"))))
+    assert dec.verdict.value == "unknown" and "gated" in dec.reason, dec.reason
