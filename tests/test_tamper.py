@@ -73,6 +73,18 @@ def _planted_stack(rng: np.random.Generator) -> Stack:
     return Stack(blocks)
 
 
+def _cone_stack() -> Stack:
+    """Two bias-free ReLU blocks (d = 2), each absorbable by a flip: the first errs by δ = τ/10 per
+    unit of |x|∞ (f_1(x) = (x_1, δx_2), its witness (x_1, 0)), the second (f_2(y) = 3·min(y, 0))
+    exactly; composed, the error is 3δ = 0.3τ (the second block's Lipschitz constant times δ)."""
+    from absorb.search._types import DEFAULT_TOL
+
+    delta = 0.1 * DEFAULT_TOL
+    f1 = _blk([[-1.0, 0.0], [1.0, 0.0]], [[1.0, -1.0], [0.0, 0.0]], "relu", [[2.0, 0.0], [0.0, delta]], name="blocks.0")
+    f2 = _blk(np.eye(2), -3 * np.eye(2), "relu", 3 * np.eye(2), name="blocks.1")
+    return Stack((f1, f2))
+
+
 def _mitm_weights() -> tuple[np.ndarray, np.ndarray]:
     """n = 24 > 16, no dual matrix certifies: infeasibility by meet-in-the-middle (re-done by the checker)."""
     rng = np.random.default_rng(3024)
@@ -104,6 +116,9 @@ def _models() -> dict[str, Any]:
         "skeleton-degenerate": _skeleton_degenerate(cat("dead_unit")),
         "depth": cat("relu2_stack"),
         "composition": _planted_stack(rng),
+        "composition-cone": _cone_stack(),
+        "linear-absorbable": _blk(U, D, "identity", np.eye(d), b_up=rng.standard_normal(n) * 1e3,
+                                  b_down=rng.standard_normal(d)),
         "none": cat("relu_stack_generic"),
     }
 
@@ -198,7 +213,7 @@ def _pattern(path: tuple[Any, ...]) -> str:
 
 CASES = ["trivial", "degree", "linearization", "bounded", "linear", "parity", "exponential", "index-set-absorbable",
          "index-set-not", "index-set-gated", "index-set-low-rank", "index-set-mitm", "canonical-absorbable", "canonical-not", "canonical-near", "skeleton-nondegenerate",
-         "skeleton-degenerate", "depth", "composition", "none"]
+         "skeleton-degenerate", "depth", "composition", "composition-cone", "linear-absorbable", "none"]
 
 
 @pytest.fixture(scope="module")
@@ -283,7 +298,9 @@ def test_tolerance_raised_above_the_bound_is_rejected(name: str, certs: dict[str
 
 
 @pytest.mark.parametrize("name, tol", [("canonical-not", 0.99), ("skeleton-degenerate", 0.99), ("linear", 0.99),
-                                       ("index-set-absorbable", 1e-300), ("canonical-near", 1e-300)])
+                                       ("index-set-absorbable", 1e-300), ("canonical-near", 1e-300),
+                                       # each layer's witness passes at 0.2τ, their composition (0.3τ) does not
+                                       ("composition-cone", 2e-10)])
 def test_tolerance_that_changes_the_answer_is_rejected(name: str, tol: float, certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
     """A not_absorbable verdict whose proof does not survive the larger tolerance (a choice, or a
     rank, within τ), or an absorbable one whose witness is farther than the smaller tolerance."""

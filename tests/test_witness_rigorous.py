@@ -73,7 +73,7 @@ def test_checker_rejects_the_huge_bias_certificate(act: str, d: int, e: int, mon
     """The certificate today's producer wrote (sampled check only: simulated by a bound of
     0) is rejected by absorb verify, which bounds the moved bias's rounding exactly."""
     blk = _huge_bias_block(act, d, e)
-    monkeypatch.setattr(W, "flip_bound", lambda *a, **k: (0.0, 0.0, ""))
+    monkeypatch.setattr(W, "flip_bound", lambda *a, **k: (0.0, 0.0, "", (0.0, 0.0)))
     dec = decide(blk, tol=TOL, allow_biases=True)
     assert dec.verdict.value == "absorbable", dec.reason
     cert = build_certificate(dec, blk, seed=0).to_json()
@@ -190,7 +190,7 @@ def test_checker_rejects_a_thin_cone_certificate(monkeypatch: pytest.MonkeyPatch
     """The certificate the old scale wrote (absorbable: simulated by a bound of 0) is rejected
     by absorb verify, which bounds ‖M + c·D_S U_S‖_∞ by its own arithmetic."""
     blk = _thin_cone()
-    monkeypatch.setattr(W, "flip_bound", lambda *a, **k: (0.0, 0.0, ""))
+    monkeypatch.setattr(W, "flip_bound", lambda *a, **k: (0.0, 0.0, "", (0.0, 0.0)))
     monkeypatch.setattr(W, "evaluation_error", lambda *a, **k: (0.0, 1))
     dec = decide(blk, tol=TOL)
     assert dec.verdict.value == "absorbable", dec.reason

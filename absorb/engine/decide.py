@@ -17,7 +17,8 @@ properties of σ it needs, and answers or passes the block on:
    asymptotic **skeleton** (σ(tz + c)/t → a·ReLU(z) + b·z; any biases); else ``unknown``
    naming what fails.
 
-Stacks: every block absorbable ⇒ the composition is (checked by evaluation); every block
+Stacks: every block absorbable ⇒ the composition is, when the blocks' proved errors composed
+through the Lipschitz constants of the later blocks stay within the tolerance (else unknown); every block
 flat at 0 (B'(x) = o(|x|)) and ``M_L⋯M_1 ≠ 0`` ⇒ not absorbable (**depth**, result 4);
 else unknown (deep ReLU/GELU stacks are the paper's open problem).
 """
@@ -33,7 +34,7 @@ import numpy as np
 from absorb._errors import InvalidInput
 from absorb.engine.results import NECESSITY, RESULTS, Ctx, Progress
 from absorb.engine.verdict import BlockDecision, Decision, Theorem, Verdict, Witness
-from absorb.engine.witness import eval_threshold, evaluation_error
+from absorb.engine.witness import composed_bound, eval_threshold, evaluation_error
 from absorb.model.activations import get_activation
 from absorb.model.block import Block, Stack, check_decide_inputs
 from absorb.rigorous import gamma as _gamma  # Higham's γ_k, shared with the search backends
@@ -102,14 +103,26 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
     L = len(stack)
     if all(d.verdict is Verdict.ABSORBABLE for d in decisions):
         G = Stack(tuple(d.witness.block for d in decisions))
+        thr = eval_threshold(tol, max(b.n for b in stack.blocks))
+        # The guarantee: each block's proved error composed through the Lipschitz constants of
+        # the blocks after it (composed_bound); the sampled error is a second check.
+        bound, alpha, beta, why = composed_bound(list(stack.blocks), list(G.blocks), [d.witness.bound for d in decisions])
         err, m = evaluation_error(stack, G, stack.blocks[0].d, seed=seed)
-        w = Witness(S=None, block=decisions[0].witness.block, residual=None, eval_error=err, n_inputs=m,
-                    description="the composition of the blocks' witnesses")
-        if err <= eval_threshold(tol, max(b.n for b in stack.blocks)) * L:
+        how = (f"rigorous bound |F(x) − G(x)|∞ ≤ {alpha:.3g}·|x|∞ + {beta:.3g} ≤ {bound:.3g}·(|F(x)|∞ + |x|∞ + max_k |f_k(0)|∞) "
+               "for every x" if not why else f"no rigorous bound: {why}")
+        w = Witness(S=None, block=decisions[0].witness.block, residual=None, eval_error=max(err, bound), n_inputs=m,
+                    description="the composition of the blocks' witnesses; " + how, bound=None if why else (alpha, beta))
+        if bound <= thr and err <= thr * L:
             return Decision(path=path, verdict=Verdict.ABSORBABLE, theorem=Theorem.COMPOSITION,
                             reason=f"Every one of the {L} blocks is absorbable; composing their residual-free witnesses gives "
-                                   f"{L} residual-free blocks equal to F (checked on {m} inputs, random and on the kink hyperplanes, max relative error {err:.2e}).",
+                                   f"{L} residual-free blocks equal to F within the tolerance: {how} (each block's proved error, "
+                                   f"carried through the Lipschitz constants of the blocks after it); checked on {m} inputs, random and "
+                                   f"on the kink hyperplanes, max relative error {err:.2e}.",
                             blocks=tuple(decisions), tolerance=tol, structure="stack", witness=w)
+        return Decision(path=path, verdict=Verdict.UNKNOWN, theorem=Theorem.NONE,
+                        reason=f"Unknown: every one of the {L} blocks is absorbable, but the composition of their witnesses is not "
+                               f"proved within the tolerance ({how}; threshold {thr:.2e}; sampled error {err:.2e}).",
+                        blocks=tuple(decisions), tolerance=tol, structure="stack")
     if all(d.flat_at_zero for d in decisions):
         nonzero, _ = _skip_product_nonzero(stack.blocks)
         if nonzero:

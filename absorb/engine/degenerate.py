@@ -560,7 +560,8 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
                f"{ch.rank} antipodal pairs for the remaining rank-{ch.rank} linear part, {N - ch.value} zero units")
         how += (f"; rigorous bound |f(x) − g(x)|∞ ≤ {bound:.3g}·(|f(x)|∞ + |x|∞ + |f(0)|∞) for every x (the rounding of the exact weights)"
                 if math.isfinite(bound) else "; no rigorous bound on the rounding of the exact weights (σ has no stated Lipschitz constant)")
-        w = Witness(S=None, block=wb, residual=None, eval_error=max(err, bound), n_inputs=m_in, exact=exact, description=how)
+        w = Witness(S=None, block=wb, residual=None, eval_error=max(err, bound), n_inputs=m_in, exact=exact, description=how,
+                    bound=(bound, 0.0) if math.isfinite(bound) else None)
         if exact and bound <= eval_threshold(tol, N) and err <= eval_threshold(tol, N):
             return DegenerateDecision(Verdict.ABSORBABLE,
                                       f"Canonical form ({name}): {shape}; a residual-free block of width {N} needs only {ch.value} units here: "
@@ -588,7 +589,8 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
                f"{ch.rank} antipodal pairs for the rank-{ch.rank} part of the linear part (truncated SVD), {N - ch.value} zero units")
         how += (f"; rigorous bound |f(x) − g(x)|∞ ≤ {bound:.3g}·(|f(x)|∞ + |x|∞ + |f(0)|∞) for every x (exact parameter differences, or the vertices of the kink arrangement)"
                 if math.isfinite(bound) else "; no rigorous bound on f − g")
-        w = Witness(S=None, block=wb, residual=out.min_distance, eval_error=max(err, bound), n_inputs=m_in, exact=False, description=how)
+        w = Witness(S=None, block=wb, residual=out.min_distance, eval_error=max(err, bound), n_inputs=m_in, exact=False, description=how,
+                    bound=(bound, 0.0) if math.isfinite(bound) else None)
         if bound <= eval_threshold(tol, N) and err <= eval_threshold(tol, N):
             return DegenerateDecision(Verdict.ABSORBABLE,
                                       f"Canonical form ({name}): {shape}; exactly, the stored weights need more than {N} units ({need}), "

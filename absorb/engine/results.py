@@ -25,7 +25,14 @@ import sympy as sp
 from absorb.engine import hypotheses as hyp
 from absorb.engine.degenerate import decide_degenerate, family_of
 from absorb.engine.verdict import BlockDecision, Hypothesis, ResidualFreeClass, Theorem, Verdict, Witness
-from absorb.engine.witness import check_flip_witness, eval_failure, eval_threshold, evaluation_error
+from absorb.engine.witness import (
+    check_flip_witness,
+    eval_failure,
+    eval_threshold,
+    evaluation_error,
+    linear_bound,
+    rounding_allowance,
+)
 from absorb.model.activations import get_activation
 from absorb.model.block import Block
 from absorb.rigorous import SAFE_EXPONENT, magnitudes_ok
@@ -107,7 +114,7 @@ def trivial(ctx: Ctx) -> BlockDecision | None:
     wb = block.as_residual_free()
     err, m = evaluation_error(block, wb, block.d, seed=ctx.seed)
     assert err <= eval_threshold(ctx.tol, block.n), err
-    w = Witness(S=(), block=wb, residual=0.0, eval_error=err, n_inputs=m, exact=True, description="B' = B")
+    w = Witness(S=(), block=wb, residual=0.0, eval_error=err, n_inputs=m, exact=True, description="B' = B", bound=(0.0, 0.0))
     return ctx.done(Verdict.ABSORBABLE, Theorem.TRIVIAL, "The skip matrix is zero: the block is already residual-free (B' = B).",
                     witness=w)
 
@@ -230,14 +237,27 @@ def decide_linear(ctx: Ctx, c: Fraction) -> BlockDecision:
         W_up[:d], W_down[:, :d] = np.eye(d), A / cf
     wb = block.replace(W_up=W_up, W_down=W_down, b_up=None, b_gate=None, b_down=bvec, skip=np.zeros((d, d)), name=block.name + "'")
     lin = "f(x) = (M + W_down W_up) x + b" if c == 1 else f"σ(z) = {c}·z, so f(x) = (M + {c}·W_down W_up) x + b"
-    if n >= d:
+    def checked(description: str, residual: float) -> tuple[Witness, bool, str]:
+        """The witness wb with its rigorous error (:func:`linear_bound`: f − wb is affine, bounded
+        exactly or with a rounding account) and, as a second check, its sampled error."""
+        bound, eps_b, why, ae = linear_bound(block, wb, c)
         err, m = evaluation_error(block, wb, d, seed=seed)
-        w = Witness(S=None, block=wb, residual=0.0, eval_error=err, n_inputs=m,
-                    description="W'_up = [I; 0], W'_down = [(M + c·W_down W_up)/c, 0]")
-        if err <= eval_threshold(tol, n):
+        thr = eval_threshold(tol, n)
+        desc = description + (f"; rigorous bound |f(x) − g(x)|∞ ≤ {bound:.3g}·(|f(x)|∞ + |x|∞ + |f(0)|∞) for every x" if not why
+                              else f"; {why}")
+        w = Witness(S=None, block=wb, residual=residual, eval_error=max(bound, err), n_inputs=m, description=desc,
+                    bound=None if why else ae)
+        ok = bound <= thr and eps_b <= rounding_allowance(n) and err <= thr
+        fail = (f"the linear witness failed its check (rigorous bound {bound:.2e}, sampled error {err:.2e}, threshold {thr:.2e}"
+                f"{': ' + why if why else ''})")
+        return w, ok, fail
+
+    if n >= d:
+        w, ok, fail = checked("W'_up = [I; 0], W'_down = [(M + c·W_down W_up)/c, 0]", 0.0)
+        if ok:
             return done(Verdict.ABSORBABLE, f"σ is linear: {lin} is affine and n = {n} ≥ d = {d}: "
                         "a residual-free linear block of width n realises it.", w)
-        return done(Verdict.UNKNOWN, f"Unknown: the linear witness failed its check (error {err:.2e}).")
+        return done(Verdict.UNKNOWN, f"Unknown: {fail}.")
     # Rigorous lower bound on σ_{n+1}(A): rounding of A (γ_{n+3}(|M| + |c||D||U|)) plus SVD backward error.
     err_A = _gamma(n + 3) * float(np.linalg.norm(np.abs(M) + abs(cf) * (np.abs(D) @ np.abs(U))))
     err_svd = 10 * d * _EPS * float(s[0])
@@ -250,11 +270,11 @@ def decide_linear(ctx: Ctx, c: Fraction) -> BlockDecision:
         return done(Verdict.NOT_ABSORBABLE, f"σ is linear: {lin} is affine with linear part of rank > n = {n}: "
                     f"σ_{n + 1} ≥ {lower:.3g} > tolerance, while a residual-free block of width n has rank ≤ n.")
     if tail <= tol * scale:
-        err, m = evaluation_error(block, wb, d, seed=seed)
-        w = Witness(S=None, block=wb, residual=tail / scale, eval_error=err, n_inputs=m, description="truncated SVD of M + c·W_down W_up")
-        if err <= eval_threshold(tol, n):
+        w, ok, fail = checked("truncated SVD of M + c·W_down W_up", tail / scale)
+        if ok:
             return done(Verdict.ABSORBABLE, f"σ is linear and M + c·W_down W_up has rank ≤ n = {n} (tail {tail:.2e}): its truncated "
                         "SVD is a residual-free block equal to f.", w)
+        return done(Verdict.UNKNOWN, f"Unknown: σ is linear and M + c·W_down W_up is within the tolerance of rank ≤ n = {n}, but {fail}.")
     return done(Verdict.UNKNOWN, f"Unknown: σ_{n + 1}(M + c·W_down W_up) = {s[n]:.3g} is within rounding of the tolerance.")
 
 

@@ -107,6 +107,9 @@ class Witness:
     n_inputs: int
     exact: bool | None = None  # D_S U_S = T exactly (rational arithmetic), when sizes allow
     description: str = ""
+    bound: tuple[float, float] | None = None
+    """``(a, e)`` proved: |f(x) − B'(x)|_∞ ≤ a·|x|_∞ + e for every x (None: no rigorous bound;
+    not part of the JSON). A stack's composition is bounded from its blocks' (a, e)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

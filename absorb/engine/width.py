@@ -118,8 +118,10 @@ def pad_witness(block: Block, w: Witness, width: int, *, tol: float, seed: int) 
     err, m = evaluation_error(block, wb, block.d, seed=seed)
     how = w.description + (f"; padded with {extra} dead units (zero rows and columns)" if extra else "")
     # dead units change no value: w's proved error (its eval_error) holds for the padded block
-    out = Witness(S=w.S, block=wb, residual=w.residual, eval_error=max(err, w.eval_error), n_inputs=m, exact=w.exact, description=how)
-    return out, out.eval_error <= eval_threshold(tol, width)
+    out = Witness(S=w.S, block=wb, residual=w.residual, eval_error=max(err, w.eval_error), n_inputs=m, exact=w.exact, description=how,
+                  bound=w.bound)
+    # accepted only with a proved bound (w.bound: a witness checked on samples alone is not)
+    return out, w.bound is not None and out.eval_error <= eval_threshold(tol, width)
 
 
 def _other(bd: BlockDecision) -> tuple[Verdict, str, str]:

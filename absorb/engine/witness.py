@@ -321,15 +321,17 @@ def _rel_errors(diff: np.ndarray, scale: np.ndarray) -> np.ndarray:
 
 
 def stated_scale(f: object) -> float:
-    """``|f(0)|_∞`` of a block (of a stack's first block), in float64: the constant term of the
-    scale ``|f(x)|_∞ + |x|_∞ + |f(0)|_∞`` against which a witness's error is stated (0 for a
-    bias-free block, whose f(0) is 0, and for other callables)."""
+    """``|f(0)|_∞`` of a block (for a stack, the largest ``|f_k(0)|_∞`` of its blocks), in float64:
+    the constant term of the scale ``|f(x)|_∞ + |x|_∞ + |f(0)|_∞`` against which a witness's
+    error is stated (0 for a bias-free block, whose f(0) is 0, and for other callables)."""
     blocks = _blocks_of(f)
     if not blocks:
         return 0.0
-    b = blocks[0]
-    with np.errstate(all="ignore"):
-        c0 = float(np.abs(b(np.zeros((1, b.d)))[0]).max(initial=0.0)) if b.has_bias or np.any(b.activation(np.zeros(1))) else 0.0
+    c0 = 0.0
+    for b in blocks:
+        with np.errstate(all="ignore"):
+            if b.has_bias or np.any(b.activation(np.zeros(1))):
+                c0 = max(c0, float(np.abs(b(np.zeros((1, b.d)))[0]).max(initial=0.0)))
     return c0 if math.isfinite(c0) else 0.0
 
 
@@ -571,34 +573,85 @@ def _sigma_at(act: object, z: np.ndarray) -> tuple[np.ndarray, np.ndarray] | Non
     return h, 2.0**-50 * np.abs(h) + 2.0**-1000
 
 
-def f0_lower(block: Block) -> float:
-    """A rigorous lower bound of ``|f(0)|_∞`` (f(0) = W_down σ(b_up) + b_down, or the gated
-    W_down (g(b_gate) ⊙ b_up) + b_down): float64 with a rounding account (max_j of
-    |y_j| − its error bound, y the float64 value); 0 when σ's
-    accuracy is not known (:func:`_sigma_at`) or the weights are out of range."""
+def _f0_enclosure(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(y, e)``: f(0) = W_down σ(b_up) + b_down (gated: W_down (g(b_gate) ⊙ b_up) + b_down) is
+    within e of the float64 y, entrywise; ``(b_down, 0)`` exactly when no unit sees a bias and
+    σ(0) = 0 (exact substitution); None when σ's accuracy is not known (:func:`_sigma_at`)."""
     n, d = block.n, block.d
-    z = np.zeros(n) if (block.b_gate if block.gated else block.b_up) is None else (block.b_gate if block.gated else block.b_up)
+    bd = np.zeros(d) if block.b_down is None else np.asarray(block.b_down, dtype=np.float64)
+    zb = block.b_gate if block.gated else block.b_up
+    if block.b_up is None or not np.any(block.b_up):  # gated: g(b_gate) ⊙ 0; ungated: σ(0) per unit
+        expr = block.activation.expr
+        x = next(iter(expr.free_symbols), None)
+        if block.gated or x is None and expr == 0 or x is not None and expr.subs(x, 0) == 0:
+            return bd, np.zeros(d)
+    z = np.zeros(n) if zb is None else zb
     got = _sigma_at(block.activation, np.asarray(z, dtype=np.float64))
     if got is None:
-        return 0.0
+        return None
     h, eh = got
     if block.gated:
         v = np.zeros(n) if block.b_up is None else block.b_up
         eh = eh * np.abs(v) + 2 * _gamma(1) * np.abs(h * v)
         h = h * v
-    bd = np.zeros(d) if block.b_down is None else block.b_down
     with np.errstate(all="ignore"):
         y = matvec(block.W_down, h) + bd
         absD = np.abs(block.W_down)
         ey = _gamma(n + 4) * (matvec(absD, np.abs(h)) + np.abs(bd)) * (1 + _gamma(n + 4)) + matvec(absD, eh) * (1 + _gamma(n + 2))
+    return y, ey
+
+
+def f0_lower(block: Block) -> float:
+    """A rigorous lower bound of ``|f(0)|_∞`` (f(0) = W_down σ(b_up) + b_down, or the gated
+    W_down (g(b_gate) ⊙ b_up) + b_down): float64 with a rounding account (max_j of
+    |y_j| − its error bound, y the float64 value, :func:`_f0_enclosure`); 0 when σ's
+    accuracy is not known (:func:`_sigma_at`) or the weights are out of range."""
+    got = _f0_enclosure(block)
+    if got is None:
+        return 0.0
+    y, ey = got
+    with np.errstate(all="ignore"):
         lo = float((np.abs(y) - ey * (1 + 4 * _gamma(1))).max(initial=0.0)) * (1 - 4 * _gamma(1))
     return lo if math.isfinite(lo) and lo > 0 else 0.0
 
 
-def flip_bound(block: Block, wblock: Block, S: tuple[int, ...], c: Fraction, rel: float) -> tuple[float, float, str]:
-    """The rigorous error of a flip witness g (:func:`flip_block`) of f: ``(ε, ε_b, why)`` with
+def f0_upper(block: Block) -> float:
+    """A rigorous upper bound of ``|f(0)|_∞`` (:func:`_f0_enclosure`; 0 exactly for a block
+    whose units see no bias with σ(0) = 0 and no output bias); inf when none is known."""
+    got = _f0_enclosure(block)
+    if got is None:
+        return math.inf
+    y, ey = got
+    with np.errstate(all="ignore"):
+        hi = float((np.abs(y) + ey).max(initial=0.0))
+    if hi == 0.0:
+        return 0.0
+    hi *= 1 + 4 * _gamma(1)
+    return hi if math.isfinite(hi) else math.inf
 
-        |f(x) − g(x)|_∞ ≤ ε·(|f(x)|_∞ + |x|_∞ + |f(0)|_∞)   for every x ∈ ℝ^d.
+
+def _affine_eps(block: Block, rho: float, e: float) -> tuple[float, float, str]:
+    """``(ε, ε_b, why)`` for an error known to be at most ``rho·|x|_∞ + e``: ε_b = e / (a rigorous
+    lower bound of |f(0)|_∞, :func:`f0_lower`), ε = max(rho, ε_b), so the error is at most
+    ε·(|x|_∞ + |f(0)|_∞). ``why`` says what is missing when ε is inf."""
+    if e == 0:
+        eps_b = 0.0
+    else:
+        lo = f0_lower(block) if math.isfinite(e) else 0.0
+        eps_b = e / lo if lo > 0 else math.inf
+    why = ""
+    if not math.isfinite(rho):
+        why = "no rigorous bound on the linear part of the error (a weight outside [2^-200, 2^200])"
+    elif not math.isfinite(eps_b):
+        why = (f"the moved bias is off by up to {e:.3g} in float64, and |f(0)| is not provably larger "
+               "(the constant error is not within the tolerance of f(0))")
+    return max(rho, eps_b), eps_b, why
+
+
+def flip_bound(block: Block, wblock: Block, S: tuple[int, ...], c: Fraction, rel: float) -> tuple[float, float, str, tuple[float, float]]:
+    """The rigorous error of a flip witness g (:func:`flip_block`) of f: ``(ε, ε_b, why, (ρ∞, e))`` with
+
+        |f(x) − g(x)|_∞ ≤ ρ∞·|x|_∞ + e ≤ ε·(|f(x)|_∞ + |x|_∞ + |f(0)|_∞)   for every x ∈ ℝ^d.
 
     σ(z) − σ(−z) = c·z (resp. g(z) + g(−z) = c for a gate) makes ``g − f = −(M + c·D_S U_S) x
     + e`` exactly, with e = b′_down − b_down − c·D_S b_S the rounding of the moved bias:
@@ -609,18 +662,27 @@ def flip_bound(block: Block, wblock: Block, S: tuple[int, ...], c: Fraction, rel
     missing when ε is inf."""
     rho, _how = flip_inf_upper(block.W_up, block.W_down, block.M, c, S, rel)
     e = flip_bias_error_upper(block.W_down, block.b_up, block.b_down, wblock.b_down, S, c)
-    if e == 0:
-        eps_b = 0.0
-    else:
-        lo = f0_lower(block) if math.isfinite(e) else 0.0
-        eps_b = e / lo if lo > 0 else math.inf
-    why = ""
-    if not math.isfinite(rho):
-        why = "no rigorous bound on the residual (a weight outside [2^-200, 2^200])"
-    elif not math.isfinite(eps_b):
-        why = (f"the moved bias c·W_down[:,S] b_up[S] is off by up to {e:.3g} in float64, and |f(0)| is not provably larger "
-               "(the constant error is not within the tolerance of f(0))")
-    return max(rho, eps_b), eps_b, why
+    eps, eps_b, why = _affine_eps(block, rho, e)
+    return eps, eps_b, why, (rho, e)
+
+
+def linear_bound(block: Block, wb: Block, c: Fraction) -> tuple[float, float, str, tuple[float, float]]:
+    """The rigorous error of a linear witness g of f (σ(z) = c·z, ungated), as :func:`flip_bound`:
+    f(x) − g(x) = (M + c·W_down W_up − c·W'_down W'_up) x + (c·W_down b_up + b_down − b'_down)
+    exactly. The linear part is the residual of the index set "every unit" of the stacked
+    arrays [W_up; W'_up] and [W_down, −W'_down] (:func:`flip_inf_upper`, exact rationals when
+    small), the constant one the rounding of the output bias (:func:`flip_bias_error_upper`,
+    the moved bias of every unit)."""
+    U2 = np.vstack([block.W_up, wb.W_up]).astype(np.float64)
+    D2 = np.hstack([block.W_down, -wb.W_down]).astype(np.float64)
+    S2 = tuple(range(U2.shape[0]))
+    T = -block.M / float(c)
+    rel = relative_residual(U2, D2, T, S2)
+    rho, _how = flip_inf_upper(U2, D2, block.M, c, S2, rel)
+    del T
+    e = flip_bias_error_upper(block.W_down, block.b_up, block.b_down, wb.b_down, tuple(range(block.n)), c)
+    eps, eps_b, why = _affine_eps(block, rho, e)
+    return eps, eps_b, why, (rho, e)
 
 
 def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: float, seed: int,
@@ -637,13 +699,14 @@ def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: fl
     res = relative_residual(U, block.W_down, T, S) if residual is None else residual
     wblock = flip_block(block, S, c)
     thr = eval_threshold(tol, block.n)
-    bound, eps_b, why = flip_bound(block, wblock, S, c, res)
+    bound, eps_b, why, ae = flip_bound(block, wblock, S, c, res)
     del T
     err, m = evaluation_error(block, wblock, block.d, seed=seed, accept=thr)
     exact = exact_match(U, block.W_down, block.M, c, S)
     how = ("negate the gate rows and down-projection columns" if block.gated else "negate the up-projection rows") + " in S; keep the rest"
     how += (f"; rigorous bound |f(x) − g(x)|∞ ≤ {bound:.3g}·(|f(x)|∞ + |x|∞ + |f(0)|∞) for every x" if not why else f"; {why}")
-    w = Witness(S=tuple(int(i) for i in S), block=wblock, residual=res, eval_error=max(bound, err), n_inputs=m, exact=exact, description=how)
+    w = Witness(S=tuple(int(i) for i in S), block=wblock, residual=res, eval_error=max(bound, err), n_inputs=m, exact=exact, description=how,
+                bound=ae if not why else None)
     ok = res <= tol and bound <= thr and eps_b <= rounding_allowance(block.n) and err <= thr
     return w, ok
 
@@ -777,3 +840,81 @@ def unit_difference_bound(f: Block, g: Block) -> float:
     if total == 0.0:
         return 0.0
     return total * (1 + 1e-9) * math.sqrt(f.d) * (1 + 1e-12)
+
+
+# ------------------------------------------------------------------ stacks of witnesses --
+_SIGMA_LIPSCHITZ = {**_LIPSCHITZ, "leaky_relu": 1.0, "identity": 1.0, "tanh": 1.0, "softplus": 1.0, "sigmoid": 0.26}
+"""|σ(a) − σ(b)| ≤ L|a − b| for every real a, b (sup |σ′|: leaky ReLU, identity, tanh, softplus 1,
+sigmoid 1/4; stated with a margin where it is not exact). Only the Lipschitz property: σ(0)
+need not be 0 here."""
+_TINY = 2.0**-1000
+"""Absolute slack of a sum of nonnegative float products (what an underflow can lose)."""
+
+
+def _up(x: float, ops: int = 1) -> float:
+    """x (a nonnegative float result of ``ops`` roundings of nonnegative terms) raised past
+    every rounding: (1 + 4u)^ops, plus an absolute 2⁻¹⁰⁰⁰ for underflow; inf stays inf."""
+    if not math.isfinite(x):
+        return math.inf
+    return x * (1 + 2.0**-51) ** ops + _TINY
+
+
+def lipschitz_upper(block: Block) -> float:
+    """A rigorous upper bound of the ∞-norm Lipschitz constant of the block x ↦ f(x):
+    ‖M‖_∞ + L_σ·max_j Σ_i |W_down[j,i]|·‖W_up[i,:]‖₁ (L_σ from :data:`_SIGMA_LIPSCHITZ`), in
+    float64 sums of nonnegative terms raised past their rounding (γ_{n+d+2} relative, and
+    2⁻¹⁰⁰⁰ absolute for underflow). inf for a gated block (g(W_gate x) ⊙ (W_up x) is not
+    globally Lipschitz) and for σ without a stated constant."""
+    act = block.activation
+    L = _SIGMA_LIPSCHITZ.get(act.name) if is_builtin(act) else None
+    if block.gated or L is None:
+        return math.inf
+    with np.errstate(all="ignore"):
+        us = np.concatenate([np.abs(block.W_up[sl].astype(np.float64)).sum(axis=1) for sl in row_slices(block.n, block.d)]
+                            or [np.zeros(0)])
+        hid = np.abs(block.W_down.astype(np.float64)) @ us
+        lin = np.zeros(block.d) if block.skip is None else np.abs(np.asarray(block.M, dtype=np.float64)).sum(axis=1)
+        g = 1 + _gamma(block.n + block.d + 4)
+        top = float((lin * g + L * hid * g * (1 + 2.0**-51)).max(initial=0.0))
+    return _up(top, 2)
+
+
+def composed_bound(fs: list[Block], gs: list[Block], bounds: list[tuple[float, float] | None]) -> tuple[float, float, float, str]:
+    """The error of the composed witness G = g_L ∘ … ∘ g_1 of F = f_L ∘ … ∘ f_1, from each block's
+    proved bound |f_k(y) − g_k(y)|_∞ ≤ a_k|y|_∞ + e_k (``bounds``, :attr:`Witness.bound`):
+    ``(ε, α, β, why)`` with
+
+        |F(x) − G(x)|_∞ ≤ α|x|_∞ + β ≤ ε·(|F(x)|_∞ + |x|_∞ + max_k |f_k(0)|_∞)   for every x.
+
+    With y_k = f_k(y_{k−1}) and z_k = g_k(z_{k−1}) (y_0 = z_0 = x):
+    |y_k − z_k| ≤ |f_k(y_{k−1}) − g_k(y_{k−1})| + |g_k(y_{k−1}) − g_k(z_{k−1})|
+    ≤ a_k|y_{k−1}| + e_k + Lip(g_k)|y_{k−1} − z_{k−1}|, and |y_k| ≤ Lip(f_k)|y_{k−1}| + |f_k(0)|
+    (:func:`lipschitz_upper`, :func:`f0_upper`): so |y_k| ≤ P_k|x| + Q_k and
+    α_k = Lip(g_k)α_{k−1} + a_kP_{k−1}, β_k = Lip(g_k)β_{k−1} + a_kQ_{k−1} + e_k, each step
+    raised past its float rounding. ε = max(α, β / s) with s a rigorous lower bound of
+    max_k |f_k(0)|_∞ (:func:`f0_lower`); ε = α when β = 0. ``why`` names what is missing when
+    ε is inf."""
+    P, Q, alpha, beta = 1.0, 0.0, 0.0, 0.0
+    for k, (f, g, ab) in enumerate(zip(fs, gs, bounds)):
+        if ab is None:
+            return math.inf, math.inf, math.inf, f"block {k} ({f.name}) has no rigorous error bound for its witness"
+        a, e = ab
+        last = k == len(fs) - 1
+        Lg = lipschitz_upper(g) if k else 0.0  # (α, β are 0 before the first block)
+        Lf, c = (lipschitz_upper(f), f0_upper(f)) if not last else (0.0, 0.0)
+        if not (math.isfinite(Lg) and math.isfinite(Lf) and math.isfinite(c)):
+            what = "is gated or its σ has no stated Lipschitz constant" if not (math.isfinite(Lg) and math.isfinite(Lf)) \
+                else "has no rigorous bound on |f(0)|"
+            return math.inf, math.inf, math.inf, f"block {k} ({f.name}) {what}"
+        alpha = _up(Lg * alpha + a * P, 3)
+        beta = _up(Lg * beta + a * Q + e, 4) if (beta or Q or e) else 0.0
+        if not last:
+            P, Q = _up(Lf * P, 1), (_up(Lf * Q + c, 2) if (Q or c) else 0.0)
+    if not math.isfinite(alpha) or not math.isfinite(beta):
+        return math.inf, alpha, beta, "the composed bound overflowed"
+    if beta == 0.0:
+        return alpha, alpha, beta, ""
+    s = max((f0_lower(f) for f in fs), default=0.0)
+    if not s > 0:
+        return math.inf, alpha, beta, f"the composed constant error {beta:.3g} has no provably larger |f_k(0)|∞ to be stated against"
+    return max(alpha, _up(beta / s, 1)), alpha, beta, ""

@@ -227,6 +227,38 @@ def _sketch(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, *, seed: int, ra
     return _Sketch(U, D, T, r, B, P, C, t_norm, active, inv_diag)
 
 
+_HINT_MAX_D = 4096
+"""Largest d for which the hint of :func:`accepting_tol` forms the d×d identity of the target −I."""
+
+
+def accepting_tol(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: tuple[int, ...], rel: float) -> float | None:
+    """The least power of ten τ < 1 at which the witness check accepts the flip of S (when σ's
+    flip constant is 1, so that T = −M): τ ≥ the float64 relative residual ``rel`` and τ ≥ a
+    rigorous upper bound of the absolute ∞-operator norm ‖D_S U_S − T‖_∞ (= ‖M + D_S U_S‖_∞, the
+    linear part of the witness's error per unit of |x|_∞, :func:`absorb.rigorous.flip_inf_upper`).
+    None when no τ < 1 does, or d is past :data:`_HINT_MAX_D` with T = −I.
+
+    Computed on the arrays this backend sees: when the portfolio rescaled them by powers of two
+    (weights outside [2^-200, 2^200]), the ∞-norm is in the rescaled units (the relative
+    residual is not affected) and the hint is indicative only."""
+    from fractions import Fraction
+
+    from absorb.rigorous import flip_inf_upper
+
+    d = D.shape[0]
+    if T is None and d > _HINT_MAX_D:
+        return None
+    M = np.eye(d) if T is None else -np.asarray(T, dtype=np.float64)
+    rho, _how = flip_inf_upper(U, D, M, Fraction(1), S, rel)
+    need = max(rel * (1 + 1e-6), rho)
+    if not (0 < need < 1):
+        return None
+    k = math.ceil(math.log10(need))
+    while 10.0**k < need:
+        k += 1
+    return 10.0**k if 10.0**k < 1 else None
+
+
 class _Iteration:
     """Jacobi-preconditioned CG on ``(L Lᵀ) x = L(C)``, with the primal rounding and the
     dual certificate tried after every step."""
@@ -385,10 +417,11 @@ class _Iteration:
         parts = [why, f"rank {self.sk.r}, {it} iterations, sketched residual ‖A‖/‖T‖ = "
                       f"{a_norm / self.sk.t_norm:.3e}"]
         if near is not None:
-            accept = 10.0 ** math.ceil(math.log10(near[0])) if 0 < near[0] < 1 else None
-            hint = ("" if accept is None or accept >= 1 else
+            accept = accepting_tol(self.sk.U, self.sk.D, self.sk.T, near[1], near[0])
+            hint = ("" if accept is None else
                     f" (weights stored in float32 or bf16 leave residuals of about 1e-7 or 1e-3 by rounding alone; "
-                    f"--tol {accept:g} would accept this set, which is then still checked as a witness)")
+                    f"--tol {accept:g} would accept this set: it bounds both its relative residual and the ∞-norm residual "
+                    "‖D_S U_S − T‖_∞ that the witness check bounds (for a flip constant c = 1; |c| times it otherwise))")
             parts.append(f"nearest rounded set |S| = {len(near[1])} has relative residual "
                          f"{near[0]:.3e} > tol = {self.tol:g}{hint}")
         if self.last_check is not None:

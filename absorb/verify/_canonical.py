@@ -26,6 +26,7 @@ import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
+from absorb.verify._compose import prove
 from absorb.verify._numerics import _U, exact_rank
 from absorb.verify._pieces import decide_zero, exact_value
 from absorb.verify._report import _Ctx, _require
@@ -216,6 +217,8 @@ def _check_absorbable(ctx: _Ctx, w: str, b: dict[str, Any], rec: dict[str, Any],
     check_witness_block(ctx, w, b.get("witness") or {}, wb, "the float64 rounding of the exact witness")
     # rounding the exact witness to float64: each entry moves by ≤ u relatively; σ is 1.2-Lipschitz
     allowed = 4 * _U * float(np.sum(np.linalg.norm(Wd, axis=0) * np.linalg.norm(Wu, axis=1))) * 1.2
+    # |f − g|_∞ ≤ ‖f − g‖₂ ≤ allowed·‖x‖₂ ≤ allowed·√d·|x|_∞ (for a stack's composed bound)
+    prove(wb, allowed * math.sqrt(block.d) * (1 + 8 * _U), 0.0)
     return "absorbable", wb, allowed
 
 
@@ -355,6 +358,14 @@ def _check_near(ctx: _Ctx, w: str, b: dict[str, Any], near: Any, block: Block, N
     # f − g = (R − R_p)x + the float error of V (‖(C_δ − V E_Bᵀ) − R‖) + rounding of the units; generous factor 4
     v_err = float(np.linalg.norm(Cf - (V @ np.array([[float(x) for x in lines[l][0]] for l in B]).reshape(len(B), d) if B else 0) - R)) if B else 0.0
     allowed = tail + margin + 4 * v_err + 4 * _U * float(np.sum(np.linalg.norm(Wd, axis=0) * np.linalg.norm(Wu, axis=1))) * 1.2
+    # The guarantee is absolute in |x|∞ (not relative to ‖M‖): |f − g|∞ ≤ ‖f − g‖₂ ≤ allowed·‖x‖₂ ≤ allowed·√d·|x|∞,
+    # and that ε must be within the tolerance plus the rounding allowance; the samples are a second check.
+    eps = allowed * math.sqrt(d) * (1 + 8 * _U)
+    allowance = 1e3 * 2 * _U * math.sqrt(N + 1)
+    _require(ctx, eps <= ctx.tol + allowance, w,
+             f"the within-tolerance witness's error is within τ + {allowance:.2g} per unit of |x|∞ (√d times its ‖·‖₂ bound: "
+             "the dropped singular values, the SVD's and V's rounding, the units' rounding)", f"ε ≤ {eps:.3g}")
+    prove(wb, eps, 0.0)
     return "absorbable", wb, allowed
 
 

@@ -164,8 +164,68 @@ def break_points(e: sp.Expr, x: sp.Symbol) -> tuple[sp.Expr, ...]:
                 roots = sp.solveset(sb, x, dom)
                 if not isinstance(roots, (sp.FiniteSet, type(sp.S.EmptySet))):
                     raise Refused(f"the zeros of {sb} on {dom} are not a finite set ({roots})")
-                pts.update(_real_point(r) for r in roots)
+                found = [_real_point(r) for r in roots]
+                _certify_zeros(sb, x, lo, hi, found)
+                pts.update(found)
     return tuple(_sorted_points(pts))
+
+
+def _inside(r: sp.Expr, lo: sp.Expr, hi: sp.Expr) -> bool:
+    """lo < r < hi for exact real numbers (±oo ends), decided at 60 digits with a margin; a
+    point too close to an end to tell is refused unless it equals it exactly (then outside)."""
+    v = sp.N(r, _PREC)
+    for end, side in ((lo, 1), (hi, -1)):
+        if end in (sp.oo, -sp.oo):
+            continue
+        gap = (v - sp.N(end, _PREC)) * side
+        if abs(gap) < _TINY:
+            if decide_zero(r - end) is True:
+                return False
+            raise Refused(f"cannot order the zero {r} and the end {end}")
+        if gap < 0:
+            return False
+    return True
+
+
+def _certify_zeros(sb: sp.Expr, x: sp.Symbol, lo: sp.Expr, hi: sp.Expr, found: list[sp.Expr]) -> None:
+    """A library solve is not a proof: the zeros ``found`` (sympy's ``solveset``) of the
+    switch-free ``sb`` on (lo, hi) are certified here, or the decomposition is refused.
+
+    * each one is a zero, by exact substitution (:func:`decide_zero`);
+    * there is no other: after dropping the factors of one sign on ℝ (sympy's assumption rules),
+      for a polynomial with rational coefficients, its distinct real roots
+      (exact isolation, ``real_roots`` of the square-free part) inside (lo, hi) are exactly as
+      many; otherwise no zero is claimed and ``sb`` is positive (or negative) for every real x
+      by sympy's assumption rules, or at most one is and ``sb′`` is ≥ 0 (or ≤ 0) for every real
+      x — ``sb`` is analytic on the piece and not identically 0 there, so it is then strictly
+      monotone and has at most one zero."""
+    for r in found:
+        if decide_zero(sb.subs(x, r)) is not True:
+            raise Refused(f"the claimed zero {r} of {sb} is not proved to be one by exact substitution")
+    xr = sp.Dummy("x", real=True)
+    # factors of one sign for every real x (exp(x), 1 + x², …) change no zero: drop them
+    kept = [f for f in sp.Mul.make_args(sp.factor(sb)) if not (f.subs(x, xr).is_positive or f.subs(x, xr).is_negative)]
+    core = sp.Mul(*kept)
+    try:
+        poly = sp.Poly(core, x, domain="QQ")
+    except (sp.PolynomialError, sp.CoercionFailed, sp.GeneratorsNeeded):
+        poly = None
+    if poly is not None and poly.degree() >= 1:
+        exact = [r for r in sp.real_roots(poly.sqf_part()) if _inside(r, lo, hi)]
+        if len(exact) != len(found):
+            raise Refused(f"{sb} has {len(exact)} real zeros in ({lo}, {hi}), the solver claimed {len(found)}")
+        return
+    if poly is not None:  # a nonzero constant (sb is not identically 0 on the piece)
+        if found:
+            raise Refused(f"the constant {sb} has no zeros; the solver claimed {found}")
+        return
+    s = sb.subs(x, xr)
+    if not found and (s.is_positive or s.is_negative):
+        return
+    ds = sp.diff(s, xr)
+    if len(found) <= 1 and (ds.is_nonnegative or ds.is_nonpositive):
+        return
+    raise Refused(f"cannot prove that {sb} has no zeros in ({lo}, {hi}) other than {found} (the solver's answer is not a proof)")
 
 
 def branch(e: sp.Expr, x: sp.Symbol, at: sp.Rational) -> sp.Expr:

@@ -11,6 +11,7 @@ import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
+from absorb.verify._compose import prove
 from absorb.verify._infeasible import _check_infeasible
 from absorb.verify._numerics import _U, _frac_matrix, _parse_number, sha256_f64
 from absorb.verify._report import _Ctx, _require
@@ -26,6 +27,7 @@ from absorb.verify._weights import (
     _bias_free,
     _block_arrays,
     _flip_block,
+    _moved_bias_error,
     _residual,
     _row_pairs,
     _skip_invertible,
@@ -149,6 +151,7 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
         _require(ctx, rho_inf <= ctx.tol + allowance, w,
                  f"‖M + c·W_down[:,S] W_up[S,:]‖_∞ ≤ τ + {allowance:.2g} (the absolute linear error per unit of |x|_∞)",
                  f"rigorous upper bound {rho_inf:.3g}")
+        prove(wb, rho_inf, _moved_bias_error(block, wb, tuple(int(i) for i in S), cq))  # (for a stack's composed bound)
         return "absorbable", wb, InfNorm(rho_inf)
     search = b.get("search") or {}
     failing, note = _necessity_failures(ctx, block)
@@ -193,6 +196,7 @@ def check_trivial_witness(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) ->
                      f"recorded {wit[key]!r}")
     _require(ctx, wit.get("exact") in (None, True), w, "the recorded exactness is 'exact'", f"recorded {wit.get('exact')!r}")
     check_witness_block(ctx, w, wit, wb, "B with M = 0")
+    prove(wb, 0.0, 0.0)
     return wb
 
 

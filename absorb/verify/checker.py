@@ -78,6 +78,7 @@ from absorb.verify._beyond import (
     claimed_biases,
 )
 from absorb.verify._canonical import check_canonical_form
+from absorb.verify._compose import check_composition
 from absorb.verify._infeasible import (  # noqa: F401
     ENUM_MAX_ENTRIES,
     ENUM_MAX_N,
@@ -462,6 +463,7 @@ def _check_stack_composition(ctx: _Ctx, w: str, th: Any, blocks: list[Block], ve
     allowed = ctx.tol * sum(float(np.linalg.norm(b.M)) for b in blocks) * 10
     ok, worst, m = _evaluate(st, G, blocks, list(witnesses), blocks[0].d, seed=ctx.seed, allowed_lin=allowed)  # type: ignore[arg-type]
     _require(ctx, ok, w, f"the composed witnesses equal F on {m} inputs: fresh random ones and points exactly on the first layer's kink/gate hyperplanes", f"max relative difference {worst:.3g}")
+    check_composition(ctx, w, blocks, list(witnesses))  # type: ignore[arg-type]
 
 
 def _check_skip_product_entry(ctx: _Ctx, w: str, e: Any, blocks: list[Block]) -> None:
