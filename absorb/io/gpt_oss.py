@@ -161,6 +161,12 @@ def read_gpt_oss(path: Path, tensors: Mapping[str, TensorInfo], config: Mapping[
         method = qc.get("quant_method", "?") if isinstance(qc, dict) else "?"
         raise InvalidInput(f"{cfg_path}: the model is quantised with quant_method {method!r}; absorb dequantises only gpt-oss's "
                            "MXFP4 experts — analyse the unquantised checkpoint")
+    mt = None if config is None else config.get("model_type")
+    if mt is not None and mt != "gpt_oss":
+        name = next(n for n in sorted(tensors) if _EXPERTS.match(n))
+        what = "quantised (MXFP4) experts" if name.endswith(("_blocks", "_scales")) else "stacked experts"
+        raise InvalidInput(f"{tensors[name].file}: tensor {name!r} marks gpt-oss's {what}, but config.json gives model_type "
+                           f"{mt!r}; absorb reads this layout only in gpt_oss checkpoints (fix config.json or the tensors)")
     L, l_src = _limit(config, source=src, cfg_path=cfg_path)
     layers: dict[str, dict[str, str]] = {}
     for name in tensors:
@@ -194,7 +200,6 @@ def read_gpt_oss(path: Path, tensors: Mapping[str, TensorInfo], config: Mapping[
     notes = ["gpt-oss: each expert is one block (clamped SwiGLU with biases; gate = even outputs of gate_up_proj, value = odd)"]
     if quantised:
         notes.append("MXFP4 expert weights are dequantised exactly (FP4 e2m1 × 2^(scale − 127)); every verdict is about those values")
-    mt = None if config is None else config.get("model_type")
     return out, GptOssSource(inner, tensors, refs), Detection(blocks=tuple(specs), families=("gpt_oss",),
                                                              model_type=mt if isinstance(mt, str) else None, notes=tuple(notes))
 
