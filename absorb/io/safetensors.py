@@ -22,7 +22,8 @@ float64); a large F32, BF16 or F16 weight matrix to float32, also exactly
 ``float32 bits = bf16 bits << 16``. FP8, integer and packed tensors (GPTQ/AWQ ``qweight``,
 ``qzeros``, ``scales``; FP8 ``weight_scale_inv``; MXFP4 ``_blocks``/``_scales``;
 bitsandbytes) are refused: their weights are not plain floats, and result 5's "probability
-one" needs continuous weights.
+one" needs continuous weights. The exception is gpt-oss's experts (:mod:`absorb.io.gpt_oss`),
+whose MXFP4 values are dequantised exactly.
 """
 
 from __future__ import annotations

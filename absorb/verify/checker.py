@@ -196,8 +196,9 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         _require(ctx, verdict in ("absorbable", "not_absorbable", "unknown"), w, f"the verdict {verdict!r} is one of three")
         _check_recorded_hypotheses(ctx, w, b, block)
         # every result but boundedness assumes a linear value branch h(z) = z
-        _require(ctx, _value_expr(block) is None or th in ("trivial", "bounded", "none"), w,
-                 f"result {th!r} applies to this block (it has a value activation h, which only boundedness covers)")
+        if _value_expr(block) is not None:
+            _require(ctx, th in ("trivial", "bounded", "none"), w,
+                     f"result {th!r} applies to this block (it has a value activation h, which only boundedness covers)")
         biases = claimed_biases(ctx, w, b, block)
         ctx.once["class_biases"] = biases
         supported, witness, allowed = THEOREM_CHECKS[th](ctx, w, b, block)
@@ -491,7 +492,8 @@ def _check_layer_flat(ctx: _Ctx, b: dict[str, Any], blk: Block) -> None:
     _require(ctx, _bias_free(blk), bw, "bias-free (needed for flatness at 0)")
     _require(ctx, not (b.get("class") or {}).get("biases"), bw,
              "the depth result covers bias-free residual-free blocks only, and the verdict is about those")
-    _require(ctx, _value_expr(blk) is None, bw, "the value branch is linear (flatness at 0 is proved for h(z) = z only)")
+    if _value_expr(blk) is not None:
+        _require(ctx, False, bw, "the value branch is linear (flatness at 0 is proved for h(z) = z only)", "the block has a value activation h")
     act = _act(blk)
     flat = False
     x = _variable(act)
