@@ -76,14 +76,20 @@ def dequantize_mxfp4(blocks: np.ndarray, scales: np.ndarray, *, where: str = "MX
     if np.any(scales == 255):
         idx = tuple(int(i) for i in np.argwhere(scales == 255)[0])
         raise InvalidInput(f"{where}: scale 255 (NaN in E8M0) at index {idx}; the weights must be finite")
-    vals = np.empty(blocks.shape[:-1] + (32,), dtype=np.float64)
-    vals[..., 0::2] = FP4_VALUES[blocks & 0x0F]
-    vals[..., 1::2] = FP4_VALUES[blocks >> 4]
-    out = np.ldexp(vals, scales.astype(np.int32)[..., None] - 127)  # exact: a power of two times a 2-bit value
-    out = out.reshape(blocks.shape[:-2] + (blocks.shape[-2] * 32,))
-    with np.errstate(over="ignore"):
-        out32 = out.astype(np.float32)
-    return out32 if np.all(np.isfinite(out32)) else out
+    shape = blocks.shape[:-2] + (blocks.shape[-2] * 32,)
+    with np.errstate(over="ignore"):  # a product is exact in float32 unless it overflows (checked below)
+        out = (_PAIRS32[blocks].reshape(blocks.shape[:-1] + (32,)) * _POW2_32[scales][..., None]).reshape(shape)
+    if np.all(np.isfinite(out)):
+        return out
+    return (_PAIRS[blocks].reshape(blocks.shape[:-1] + (32,)) * _POW2[scales][..., None]).reshape(shape)  # float64: exact
+
+
+_PAIRS = np.stack([FP4_VALUES[np.arange(256) & 0x0F], FP4_VALUES[np.arange(256) >> 4]], axis=1)
+"""Byte → (its low-nibble value, its high-nibble value): elements 2k and 2k + 1."""
+_PAIRS32 = _PAIRS.astype(np.float32)
+_POW2 = np.ldexp(1.0, np.arange(255) - 127)
+"""Scale s → 2^(s − 127), s = 0 … 254 (255 is E8M0's NaN); exact in float32 too (2^-127 is a subnormal)."""
+_POW2_32 = _POW2.astype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -104,15 +110,30 @@ class GptOssSource:
         self.inner = inner
         self.base = dict(base)
         self.refs = dict(refs)
+        self._last: tuple[tuple[str, int], np.ndarray] | None = None
+        """The last expert matrix read: the gate and the up rows of one expert come from one read."""
+
+    def _item(self, name: str, e: int) -> np.ndarray:
+        """Expert ``e`` of the stacked tensor ``name`` (only that slice where the source can)."""
+        info = self.base[name]
+        load_item = getattr(self.inner, "load_item", None)
+        return load_item(info, e) if load_item is not None else self.inner.load(info)[e]
+
+    def _expert(self, ref: _Ref) -> np.ndarray:
+        key = (ref.base, ref.expert)
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
+        if ref.scales is not None:
+            arr = dequantize_mxfp4(self._item(ref.base, ref.expert), self._item(ref.scales, ref.expert),
+                                   where=f"{self.base[ref.base].file}: tensor {ref.base!r} (expert {ref.expert})")
+        else:
+            arr = self._item(ref.base, ref.expert)
+        self._last = (key, arr)
+        return arr
 
     def load(self, info: TensorInfo) -> np.ndarray:
         ref = self.refs[info.name]
-        if ref.scales is not None:
-            blocks = self.inner.load(self.base[ref.base])[ref.expert]
-            scales = self.inner.load(self.base[ref.scales])[ref.expert]
-            arr = dequantize_mxfp4(blocks, scales, where=f"{self.base[ref.base].file}: tensor {ref.base!r} (expert {ref.expert})")
-        else:
-            arr = self.inner.load(self.base[ref.base])[ref.expert]
+        arr = self._expert(ref)
         if ref.transpose:
             arr = arr.T
         if ref.part != "all":  # interleaved outputs: even = gate, odd = up (rows once [out, in])

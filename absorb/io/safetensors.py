@@ -235,6 +235,20 @@ class SafetensorsSource:
         except OSError as exc:
             raise InvalidInput(f"{info.file}: cannot be read ({exc.strerror or exc})") from None
 
+    def load_item(self, info: TensorInfo, index: int) -> np.ndarray:
+        """``load(info)[index]``, reading only that entry of the leading axis (one stacked expert)."""
+        if info.dtype == "BF16" and not _ml_dtypes_available():  # pragma: no cover - ml_dtypes is a dependency
+            return self.load(info)[index]
+        from safetensors import SafetensorError, safe_open
+
+        try:
+            with safe_open(str(info.file), framework="np") as fh:
+                return fh.get_slice(info.name)[index:index + 1][0]
+        except SafetensorError as exc:
+            raise InvalidInput(f"{info.file}: tensor {info.name!r} cannot be read ({exc}); the file is corrupt") from None
+        except OSError as exc:
+            raise InvalidInput(f"{info.file}: cannot be read ({exc.strerror or exc})") from None
+
     @staticmethod
     def _raw(info: TensorInfo, dtype: np.dtype) -> np.ndarray:  # pragma: no cover - fallback without ml_dtypes
         count = (info.end - info.begin) // dtype.itemsize
