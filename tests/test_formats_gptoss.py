@@ -250,3 +250,15 @@ def test_biased_swiglu_checkpoint_every_block_answered(tmp_path: Path) -> None:
     for b in json.loads(out.stdout)["blocks"]:
         assert b["activation"] == "swiglu" and b["reason"]
         assert b["verdict"] != "absorbable" or b["witness"]
+
+
+def test_zero_skip_with_a_value_activation_is_trivial_and_certified(tmp_path: Path) -> None:
+    """M = 0: the block is its own witness, evaluated with h by the engine and by the checker."""
+    rng = np.random.default_rng(7)
+    b = Block(rng.standard_normal((3, 2)), rng.standard_normal((2, 3)), get_activation("swiglu"), W_gate=rng.standard_normal((3, 2)),
+              value_activation=VALUE, skip=np.zeros((2, 2)))
+    save_npz(tmp_path / "z.npz", b)
+    out = run_cli(str(tmp_path / "z.npz"), "--json", "--certificate", str(tmp_path / "z.json"))
+    assert out.returncode == 0 and json.loads(out.stdout)["theorem"] == "trivial", out.stderr
+    ver = run_absorb("verify", str(tmp_path / "z.json"), str(tmp_path / "z.npz"))
+    assert ver.returncode == 0 and "the value activation is the model's" in ver.stdout, ver.stdout[-1500:]
