@@ -138,7 +138,7 @@ class GptOssSource:
             arr = arr.T
         if ref.part != "all":  # interleaved outputs: even = gate, odd = up (rows once [out, in])
             arr = arr[0::2] if ref.part == "gate" else arr[1::2]
-        return np.ascontiguousarray(arr)  # a copy the caller owns
+        return np.array(arr, order="C")  # always a copy: the caller owns it (the read expert stays cached)
 
 
 def _number(v: object) -> float | None:
