@@ -262,3 +262,23 @@ def test_zero_skip_with_a_value_activation_is_trivial_and_certified(tmp_path: Pa
     assert out.returncode == 0 and json.loads(out.stdout)["theorem"] == "trivial", out.stderr
     ver = run_absorb("verify", str(tmp_path / "z.json"), str(tmp_path / "z.npz"))
     assert ver.returncode == 0 and "the value activation is the model's" in ver.stdout, ver.stdout[-1500:]
+
+
+@pytest.mark.parametrize("h", ["expr:1", "expr:tanh(x)", "expr:x**2"])
+def test_value_activation_verdicts_are_only_trivial_or_bounded(h: str) -> None:
+    """With h ≠ id nothing but M = 0 and boundedness may conclude: over gates with and without
+    g(0) = 0, flip identities or homogeneity, a verdict is bounded (g and h bounded on a wide grid,
+    a sanity check of the proof) or unknown. The planted SiLU block with h ≡ 1 is absorbable."""
+    rng = np.random.default_rng(8)
+    z = np.linspace(-1e3, 1e3, 20001)
+    hv = get_activation(h)
+    for gate in ("swiglu", "glu", "reglu", "bilinear"):
+        U, G, D = rng.standard_normal((4, 3)), rng.standard_normal((4, 3)), rng.standard_normal((3, 4))
+        D[:, [0, 1, 2]] = -np.linalg.pinv(G[[0, 1, 2]])  # D_S G_S = −I: absorbable when h ≡ 1 and g = SiLU
+        g = get_activation(gate)
+        dec = decide(Block(U, D, g, W_gate=G, value_activation=hv), timeout=20)
+        if dec.verdict.value == "not_absorbable":
+            assert dec.theorem.value == "bounded"
+            assert np.abs(g(z)).max() < 1e3 and np.abs(hv(z)).max() < 1e3
+        else:
+            assert dec.verdict.value == "unknown", (gate, h, dec.reason)
