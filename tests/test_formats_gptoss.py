@@ -282,3 +282,13 @@ def test_value_activation_verdicts_are_only_trivial_or_bounded(h: str) -> None:
             assert np.abs(g(z)).max() < 1e3 and np.abs(hv(z)).max() < 1e3
         else:
             assert dec.verdict.value == "unknown", (gate, h, dec.reason)
+
+
+@pytest.mark.slow
+def test_gpt_oss_on_a_local_dask_worker(tmp_path: Path) -> None:
+    """A worker analyses the expr: activations in sandboxed children (non-daemonic workers)."""
+    pytest.importorskip("distributed")
+    MC.main([str(tmp_path / "oss"), "--family", "gpt-oss", "--layers", "1"])
+    out = run_cli(str(tmp_path / "oss"), "--json", "--workers", "1")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert [b["theorem"] for b in json.loads(out.stdout)["blocks"]] == ["bounded"] * MC.EXPERTS
