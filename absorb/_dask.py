@@ -64,8 +64,11 @@ def dask_client(*, workers: int | None = None, scheduler: str | None = None, pro
         import dask
 
         serial = serial_blas and processes
+        # non-daemonic workers: a worker analyses an expr: activation (gpt-oss's clamped unit, say) in a sandboxed
+        # child process (absorb/_sandbox.py), which a daemonic process may not start
         with _environ({k: _USER_BLAS.get(k) for k in _BLAS_THREADS} if serial else {}), \
-                dask.config.set({f"distributed.nanny.pre-spawn-environ.{k}": None for k in _BLAS_THREADS} if serial else {}):
+                dask.config.set({"distributed.worker.daemon": False,
+                                 **({f"distributed.nanny.pre-spawn-environ.{k}": None for k in _BLAS_THREADS} if serial else {})}):
             # silence_logs: a worker holding a whole layer is no reason to warn on the user's terminal
             cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
                                                dashboard_address=None, silence_logs=logging.ERROR)

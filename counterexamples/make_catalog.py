@@ -239,6 +239,8 @@ def entries() -> list[Entry]:
                      A, "index-set", "S found; D_S U_S = −I holds exactly in rational arithmetic", A, f"flip the rows in S = {S}",
                      witness=dict(W_up=_flip(U, S), W_down=D), extra={"S": S}))
 
+    out += _value_activation_entries()
+
     # --- depth ---------------------------------------------------------------------------
     rng = np.random.default_rng(110)
     stack2 = {}
@@ -253,6 +255,37 @@ def entries() -> list[Entry]:
                      "Two generic ReLU blocks: each is not absorbable on its own, but whether the composition of two "
                      "residual blocks equals two residual-free blocks is the paper's open problem.",
                      "unknown", "none", "no depth result covers ReLU stacks", O, "the open problem of arXiv 2604.23705 (docs/open-problem.md)"))
+    return out
+
+
+def _value_activation_entries() -> list[Entry]:
+    """Gated blocks with a value activation h: W_down (g(W_gate x + b_gate) ⊙ h(W_up x + b_up)) + b_down."""
+    out = []
+    rng = np.random.default_rng(120)
+    d, n = 3, 4
+    out.append(Entry("gpt_oss_expert", dict(W_up=rng.standard_normal((n, d)), W_gate=rng.standard_normal((n, d)),
+                                            W_down=rng.standard_normal((d, n)), b_up=rng.standard_normal(n),
+                                            b_gate=rng.standard_normal(n), b_down=rng.standard_normal(d),
+                                            activation=np.array("expr:Min(x, 7)/(1 + exp(-1.702*Min(x, 7)))"),
+                                            value_activation=np.array("expr:Max(-7, Min(x, 7)) + 1")),
+                     "gpt-oss's clamped unit (clamp(up, −7, 7) + 1)·g(gate), g(z) = min(z, 7)·sigmoid(1.702·min(z, 7)), "
+                     "with biases: the gate and the value activation h are both bounded, so every unit is.",
+                     N, "bounded", "g and h are each proved bounded on R by the σ analysis, so B is bounded and f = x + B(x) "
+                     "is not", N, "every residual-free block of this kind is bounded (|B'| ≤ ‖W'_down‖·√n·sup|g|·sup|h| + "
+                     "|b'_down|), while |f(t·e_j)| ≥ t − sup|B| → ∞"))
+    U, G, D = rng.standard_normal((n, d)), rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    S = [0, 2, 3]
+    D[:, S] = -np.linalg.pinv(G[S])  # D_S G_S = −I: the planted set is in the gate
+    Gf = G.copy()
+    Gf[S] *= -1
+    out.append(Entry("value_constant_planted", dict(W_up=U, W_gate=G, W_down=D, activation=np.array("swiglu"),
+                                                    value_activation=np.array("expr:1")),
+                     "A SiLU gate with the constant value activation h ≡ 1 (bias-free): g(0) = 0, yet the linearization "
+                     "argument is false here (J(0) = W_down diag(g'(0)·h(0)) W_gate ≠ 0), and the block is absorbable. "
+                     "Every result that assumes h(z) = z must stay silent.",
+                     "unknown", "none", "degree, linearization and the index set assume h(z) = z; the gate is unbounded, so "
+                     "boundedness does not apply either", A, f"silu(−z) = silu(z) − z: negating the gate rows in S = {S} adds "
+                     "−D_S G_S x = x", witness=dict(W_up=U, W_gate=Gf, W_down=D)))
     return out
 
 
@@ -272,7 +305,8 @@ def _check_witness(e: Entry, path: Path) -> float:
             wb = model.replace(W_up=_flip(model.W_up, S), skip=zero)
     else:
         w = e.witness
-        wb = model.replace(W_up=w["W_up"], W_down=w["W_down"], b_up=w.get("b_up"), b_down=w.get("b_down"), skip=zero)
+        wb = model.replace(W_up=w["W_up"], W_down=w["W_down"], b_up=w.get("b_up"), b_down=w.get("b_down"), skip=zero,
+                           W_gate=w.get("W_gate", model.W_gate))
     rng = np.random.default_rng(0)
     worst = 0.0
     for scale in (1e-2, 1.0, 1e2):

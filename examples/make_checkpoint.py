@@ -14,6 +14,9 @@ encoder-decoder and two-tower models). Defaults are small (d = 8, n = 32, 2 laye
 
 * ``llama``: 4 layers, d = 16, n = 48, of ``model.layers.{i}.mlp.{gate,up,down}_proj`` (SwiGLU,
   no bias), an RMSNorm ``post_attention_layernorm`` per layer, ``hidden_act: silu``.
+* ``gpt_oss`` (or ``gpt-oss``): d = n = 32, 4 MXFP4 experts a layer (``--d``/``--n`` multiples of
+  32), with ``swiglu_limit: 7.0``; ``biased_swiglu`` (or ``biased-swiglu``): the LLaMA layout with
+  biases on every MLP projection.
 * ``bert``: 3 layers, d = 2, n = 8, of ``bert.encoder.layer.{i}.intermediate.dense`` /
   ``output.dense`` (GELU, with biases), ``hidden_act: gelu``, entries dyadic (multiples of
   1/64, |x| < 4: exact in F32, F16 and BF16); layer 1 is planted (below).
@@ -680,6 +683,72 @@ def whisper(rng: np.random.Generator, *, d: int = 8, n: int = 32, layers: int = 
     return t, cfg
 
 
+def biased_swiglu(rng: np.random.Generator, *, d: int = 8, n: int = 32, layers: int = 2,
+                  planted: int | None = None) -> tuple[Tensors, dict]:
+    """A LLaMA-layout SwiGLU with biases on every projection (``mlp_bias: true``, as LlamaConfig
+    allows): ``mlp.{gate,up,down}_proj.weight`` and ``.bias``."""
+    del planted
+    t: Tensors = {"model.embed_tokens.weight": rng.standard_normal((32, d))}
+    for i in range(layers):
+        p = f"model.layers.{i}"
+        _attn(t, rng, f"{p}.self_attn", d)
+        _mlp(t, rng, d=d, n=n, gate=f"{p}.mlp.gate_proj", up=f"{p}.mlp.up_proj", down=f"{p}.mlp.down_proj", bias=True)
+        t[f"{p}.mlp.gate_proj.bias"] = _b(rng, n)
+        _norm(t, rng, f"{p}.input_layernorm", d, bias=False)
+        _norm(t, rng, f"{p}.post_attention_layernorm", d, bias=False)
+    _norm(t, rng, "model.norm", d, bias=False)
+    cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": d, "intermediate_size": n,
+           "num_hidden_layers": layers, "num_attention_heads": 2, "hidden_act": "silu", "mlp_bias": True}
+    return t, cfg
+
+
+SWIGLU_LIMIT = 7.0
+"""gpt-oss's clamp (config.json ``swiglu_limit``)."""
+
+
+def mxfp4(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Random MXFP4 ``_blocks`` [*shape[:-1], shape[-1]/32, 16] (two FP4 codes a byte, low nibble
+    first) and ``_scales`` [*shape[:-1], shape[-1]/32] (E8M0, bias 127: 2^-3 to 2^-1), as gpt-oss stores
+    its experts (each a [rows, in] matrix, 32 inputs per scale)."""
+    *lead, cols = shape
+    if cols % 32:
+        raise ValueError(f"MXFP4 packs 32 values per scale: the input size {cols} must be a multiple of 32 (use --d and --n multiples of 32)")
+    blocks = rng.integers(0, 256, size=(*lead, cols // 32, 16), dtype=np.uint8)
+    scales = rng.integers(124, 127, size=(*lead, cols // 32), dtype=np.uint8)
+    return blocks, scales
+
+
+def gpt_oss(rng: np.random.Generator, *, d: int = 32, n: int = 32, layers: int = 2,
+            planted: int | None = None) -> tuple[Tensors, dict]:
+    """gpt-oss: per layer, E experts stacked in ``mlp.experts.gate_up_proj_blocks`` [E, 2I, H/32, 16]
+    (outputs interleaved: even = gate, odd = up) and ``down_proj_blocks`` [E, H, I/32, 16], MXFP4 with
+    their ``_scales``, float biases ``gate_up_proj_bias`` [E, 2I] and ``down_proj_bias`` [E, H]; the router
+    ``mlp.router`` [E, H] with bias; attention with biases and sinks; ``swiglu_limit`` in config.json."""
+    del planted
+    t: Tensors = {"model.embed_tokens.weight": rng.standard_normal((32, d))}
+    for i in range(layers):
+        p = f"model.layers.{i}"
+        _attn(t, rng, f"{p}.self_attn", d, bias=True)
+        t[f"{p}.self_attn.sinks"] = rng.standard_normal(2)
+        _linear(t, rng, f"{p}.mlp.router", EXPERTS, d, bias=True)
+        q = f"{p}.mlp.experts"
+        t[f"{q}.gate_up_proj_blocks"], t[f"{q}.gate_up_proj_scales"] = mxfp4(rng, (EXPERTS, 2 * n, d))
+        t[f"{q}.gate_up_proj_bias"] = 0.1 * rng.standard_normal((EXPERTS, 2 * n))
+        t[f"{q}.down_proj_blocks"], t[f"{q}.down_proj_scales"] = mxfp4(rng, (EXPERTS, d, n))
+        t[f"{q}.down_proj_bias"] = 0.1 * rng.standard_normal((EXPERTS, d))
+        _norm(t, rng, f"{p}.input_layernorm", d, bias=False)
+        _norm(t, rng, f"{p}.post_attention_layernorm", d, bias=False)
+    _norm(t, rng, "model.norm", d, bias=False)
+    t["lm_head.weight"] = _w(rng, 32, d)
+    cfg = {"model_type": "gpt_oss", "architectures": ["GptOssForCausalLM"], "hidden_size": d, "intermediate_size": n,
+           "num_hidden_layers": layers, "num_attention_heads": 2, "num_local_experts": EXPERTS, "num_experts_per_tok": 2,
+           "experts_per_token": 2, "hidden_act": "silu", "swiglu_limit": SWIGLU_LIMIT,
+           "quantization_config": {"quant_method": "mxfp4",
+                                   "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                              "model.embed_tokens", "lm_head"]}}
+    return t, cfg
+
+
 # ----------------------------------------------------------------------------------------
 # the registry
 # ----------------------------------------------------------------------------------------
@@ -726,6 +795,8 @@ SYNTHETIC: dict[str, Synthetic] = {s.key: s for s in (
     Synthetic("albert", albert, "ALBERT (one shared layer)"),  # one layer: nothing to plant in a layer 1
     Synthetic("gptj", gptj, "GPT-J", flip=True),
     Synthetic("mpt", mpt, "MPT", flip=True),
+    Synthetic("biased_swiglu", biased_swiglu, "LLaMA-layout SwiGLU with MLP biases (mlp_bias: true)"),
+    Synthetic("gpt_oss", gpt_oss, "gpt-oss-20b, gpt-oss-120b (MXFP4 experts; --d and --n multiples of 32)"),
 )}
 
 
@@ -801,7 +872,8 @@ def _planted_arg(text: str) -> int | None:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path, nargs="?")
-    ap.add_argument("--family", choices=tuple(SYNTHETIC), default="bert")
+    ap.add_argument("--family", choices=tuple(SYNTHETIC), default="bert", type=lambda s: s.replace("-", "_"),
+                    help="the layout to write (gpt-oss and biased-swiglu may be spelt with hyphens)")
     ap.add_argument("--list", action="store_true", help="print the families and the models they stand for, and exit")
     ap.add_argument("--dtype", choices=("F32", "F16", "BF16"), default="F32")
     ap.add_argument("--shards", type=int, default=1)

@@ -59,6 +59,10 @@ EXPECT: dict[str, tuple[str, int, int, set[int], str, str]] = {
     "albert": ("albert", 1, 8, {32}, "ungated", "gelu_tanh"),
     "gptj": ("gptj", 2, 8, {32}, "ungated", "gelu_tanh"),
     "mpt": ("mpt", 2, 8, {32}, "ungated", "gelu"),
+    "biased_swiglu": ("llama", 2, 8, {32}, "gated", "swiglu"),
+    # GptOssExperts: gate min(z, 7)·sigmoid(1.702·min(z, 7)), value clamp(z, −7, 7) + 1 (swiglu_limit 7.0)
+    "gpt_oss": ("gpt_oss", 2 * E, 32, {32}, "gated",
+                "glu[expr:Min(7, x)/(1 + exp(-851*Min(7, x)/500))] with value activation expr:Max(-7, Min(7, x)) + 1"),
 }
 # (families, blocks, {d}, {n}, {kind}, {activation}): Gemma 3's GeGLU language model (text_config) and
 # its SigLIP vision tower (vision_config, hidden 12, MLP 48, gelu_pytorch_tanh)

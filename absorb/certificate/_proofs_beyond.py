@@ -24,6 +24,8 @@ from absorb.certificate._proof_core import (
 
 BOUNDED_BY_INTERVAL: dict[str, str] = {r"\mathrm{erf}(z)": "expr:erf(x)", r"e^{-z^2}": "expr:exp(-x**2)"}
 """Bounded activations that sympy cannot show continuous (erf) or that need no limits."""
+GPT_OSS_UNIT = ("expr:Min(x, 7)/(1 + exp(-1.702*Min(x, 7)))", "expr:Max(-7, Min(x, 7)) + 1")
+"""gpt-oss's gate g and value activation h (swiglu_limit 7): both bounded, so each unit g·h is."""
 
 
 def prove_boundedness() -> Proof:
@@ -36,9 +38,10 @@ def prove_boundedness() -> Proof:
         r"or by an interval bound over its expression, as erf), every residual-free ungated block is bounded, "
         r"while "
         r"$Mx+B(x)$ is unbounded for $M\ne0$: the skip cannot be absorbed, at any width, with or without "
-        r"biases.",
-        r"The activations $\tanh$, the logistic sigmoid, $\mathrm{erf}$ and $e^{-z^2}$; symbolic $a=|Me_j|>0$ "
-        r"and $K=\sup|B|$.",
+        r"biases. The same holds for gated blocks whose gate $g$ and value activation $h$ are both bounded "
+        r"(gpt-oss's clamped unit).",
+        r"The activations $\tanh$, the logistic sigmoid, $\mathrm{erf}$ and $e^{-z^2}$; gpt-oss's gate and value "
+        r"activations ($L=7$); symbolic $a=|Me_j|>0$ and $K=\sup|B|$.",
     )
     for name, expr in (("tanh", sp.tanh(Z)), ("sigmoid", 1 / (1 + sp.exp(-Z)))):
         hi, lo = sp.limit(expr, Z, sp.oo), sp.limit(expr, Z, -sp.oo)
@@ -64,6 +67,20 @@ def prove_boundedness() -> Proof:
             r"\quad\text{for every real } z",
             "interval enclosure of the expression tree",
         )
+    g_spec, h_spec = GPT_OSS_UNIT
+    g_act, h_act = get_activation(g_spec), get_activation(h_spec)
+    pg, ph = bounded_on_reals(g_act), bounded_on_reals(h_act)
+    in_z = lambda e: sp.latex(e.subs({s: Z for s in e.free_symbols}))  # noqa: E731 - the proof's variable is z
+    if not (pg.proved and ph.proved):
+        raise ProofError(f"sympy could not prove gpt-oss's gate and value activations bounded: {pg.statement}; {ph.statement}")
+    pf.add(
+        rf"Gated, gpt-oss's unit: the gate $g(z)={in_z(g_act.expr)}$ is continuous with finite limits "
+        rf"${sp.latex(pg.value.get('limit_plus'))}$ at $+\infty$ and ${sp.latex(pg.value.get('limit_minus'))}$ at $-\infty$, "
+        rf"and the value activation $h(z)={in_z(h_act.expr)}$ lies in "
+        rf"$[{sp.latex(ph.value.get('lower'))}, {sp.latex(ph.value.get('upper'))}]$; so every unit is bounded:",
+        r"|g(z)\,h(y)| \le \sup|g|\,\sup|h| < \infty\quad\text{for all real } z, y",
+        "the σ analysis of each factor (asymptotic rules and interval enclosure)",
+    )
     pf.add(
         r"A continuous function with finite limits at $\pm\infty$ is bounded; so, in either case, $|\sigma|\le "
         r"c$; then for every "

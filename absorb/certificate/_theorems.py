@@ -62,8 +62,9 @@ THEOREMS: dict[str, dict[str, object]] = {
         "title": "Boundedness argument",
         "source": "beyond the paper (docs/results/bounded.md; proofs/boundedness.py)",
         "statement": (
-            r"Let the block be ungated with $\sigma$ bounded on $\mathbb{R}$ (continuity is not needed), "
-            r"biases allowed. "
+            r"Let the block be ungated with $\sigma$ bounded on $\mathbb{R}$ (continuity is not needed), or gated "
+            r"with the gate $g$ and the value activation $h$ both bounded on $\mathbb{R}$ (each unit "
+            r"$g(\cdot)h(\cdot)$ is then bounded by $\sup|g|\sup|h|$), biases allowed. "
             r"Every residual-free block "
             r"$B'(x)=W'_{\mathrm{down}}\sigma(W'_{\mathrm{up}}x+b'_{\mathrm{up}})+b'_{\mathrm{down}}$ "
             r"is bounded, and so is $B$, while $x\mapsto Mx$ is unbounded when $M\ne0$. Hence $Mx+B(x)\ne "

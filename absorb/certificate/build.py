@@ -294,8 +294,10 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
         # and the argument needs no number of it)
         e = arg["M_nonzero_entry"]
         if e is not None:
+            # gated (only with a value activation h): each unit is bounded by sup|g|·sup|h|
+            unit = r"\sup|g|\,\sup|h|" if b.gated else r"\sup|\sigma|"
             arg["steps"] = [
-                r"|B'(x)| \le \|W'_{\mathrm{down}}\|\,\sqrt{n}\,\sup|\sigma| + |b'_{\mathrm{down}}| < "
+                rf"|B'(x)| \le \|W'_{{\mathrm{{down}}}}\|\,\sqrt{{n}}\,{unit} + |b'_{{\mathrm{{down}}}}| < "
                 r"\infty\ \text{for every residual-free } B'",
                 rf"x = t\,e_{{{e['col']}}}:\ |f(x)_{{{e['row']}}}| \ge t\,|M_{{{e['row']},{e['col']}}}| "
                 r"- \sup|B| \to \infty\ (t\to\infty)",
@@ -476,6 +478,9 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
         "kind": b.kind,
         "activation": b.activation_name,
         "activation_function": {"name": act.name, "text": str(act.expr), "latex": act.latex, "srepr": act.key},
+        **({} if b.value_identity else {"value_activation_function": {
+            "name": b.value_activation.name, "text": str(b.value_activation.expr), "latex": b.value_activation.latex,
+            "srepr": b.value_activation.key}}),
         "d": b.d,
         "n": b.n,
         "skip": (

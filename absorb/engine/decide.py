@@ -56,7 +56,8 @@ def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.
     ``search_progress`` (optional) is called now and then during a long index-set search
     with a short note, e.g. ``"meet-in-the-middle: 120/2048 regions"``."""
     check_decide_inputs(block, tol=tol, timeout=timeout, seed=seed, method=method)
-    props.prepare(block.activation, timeout=props.analysis_budget(timeout))  # σ's properties, within a share of the budget
+    for act in _activations(block):  # σ's (and a value activation's) properties, within a share of the budget
+        props.prepare(act, timeout=props.analysis_budget(timeout))
     ctx = Ctx(block=block, tol=tol, timeout=timeout, seed=seed, method=method, allow_biases=allow_biases,
               search_progress=search_progress)
     for result in RESULTS:
@@ -64,6 +65,12 @@ def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.
         if decision is not None:
             return decision
     raise AssertionError("the last result always answers")  # pragma: no cover
+
+
+def _activations(block: Block) -> tuple:
+    """The activations whose properties deciding ``block`` may use: σ (the gate), and the value
+    activation h of a gated block that has one."""
+    return (block.activation,) if block.value_identity else (block.activation, block.value_activation)
 
 
 def _skip_product_nonzero(blocks: Iterable[Block]) -> tuple[bool, float]:
@@ -87,7 +94,7 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
     ``progress`` is called with each block's name before it is decided;
     ``search_progress`` with ``"<name>: <note>"`` during a long index-set search."""
     check_decide_inputs(stack, tol=tol, timeout=timeout, seed=seed, method=method)
-    for act in {id(b.activation): b.activation for b in stack.blocks}.values():
+    for act in {id(a): a for b in stack.blocks for a in _activations(b)}.values():
         props.prepare(act, timeout=props.analysis_budget(timeout))  # once for the stack (each block's search gets a share)
     decisions = []
     for blk in stack.blocks:

@@ -15,6 +15,7 @@ linear, exponential, the asymptotic skeleton, and every witness) hold for both.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -102,6 +103,13 @@ def _bias_free_only(ctx: Ctx, argument: str) -> bool:
     return False
 
 
+def _value_linear(ctx: Ctx) -> bool:
+    """Whether a gated result that assumes a linear value branch (h(z) = z: degree,
+    linearization, the index set and its necessity arguments) may be used. A block with a
+    value activation falls through them to ``unknown`` naming h, unless boundedness decides it."""
+    return ctx.block.value_identity
+
+
 # ---------------------------------------------------------------------------- results --
 def trivial(ctx: Ctx) -> BlockDecision | None:
     """``M = 0``: already residual-free."""
@@ -121,6 +129,8 @@ def trivial(ctx: Ctx) -> BlockDecision | None:
 
 def degree(ctx: Ctx) -> BlockDecision | None:
     """Result 2: σ (or gate × value) positively homogeneous of degree k ≠ 1, bias-free."""
+    if ctx.block.gated and not _value_linear(ctx):
+        return None
     hom = ctx.prop(props.homogeneity(ctx.block.activation))
     if not hom.proved:
         return None
@@ -136,7 +146,7 @@ def degree(ctx: Ctx) -> BlockDecision | None:
 
 def linearization(ctx: Ctx) -> BlockDecision | None:
     """Result 3: gated, g(0) = 0 and g differentiable at 0, bias-free."""
-    if not ctx.block.gated:
+    if not ctx.block.gated or not _value_linear(ctx):
         return None
     vg = ctx.prop(props.vanishing_gate(ctx.block.activation))
     if not vg.proved or not _bias_free_only(ctx, "linearization argument (g(0) = 0)"):
@@ -159,15 +169,36 @@ def parity(ctx: Ctx) -> BlockDecision | None:
 
 
 def bounded(ctx: Ctx) -> BlockDecision | None:
-    """Beyond: ungated σ bounded on R — every residual-free block is bounded, f is not."""
+    """Beyond: ungated σ bounded on R — every residual-free block is bounded, f is not. Gated:
+    the gate g and the value activation h both bounded on R (gpt-oss's clamped unit), so each
+    unit g(·)·h(·) is, and the same argument applies."""
     if ctx.block.gated:
-        return None
+        return _bounded_gated(ctx)
     bd = ctx.prop(growth.bounded_on_reals(ctx.block.activation))
     if not bd.proved:
         return None
     return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.BOUNDED,
                     "Boundedness: σ is bounded on R, so every residual-free block (with or without biases) is bounded, while "
                     "M x + B(x) is unbounded because B is bounded and M ≠ 0.")
+
+
+def _bounded_gated(ctx: Ctx) -> BlockDecision | None:
+    """Both factors of every gated unit bounded on R (each proved by the σ analysis, never read
+    off a name). A linear value branch (h(z) = z) is unbounded: nothing to try."""
+    blk = ctx.block
+    if blk.value_identity:
+        return None
+    bg = ctx.prop(growth.bounded_on_reals(blk.activation))
+    if not bg.proved:
+        return None
+    bh = growth.bounded_on_reals(blk.value_activation)
+    ctx.prop(dataclasses.replace(bh, name="value_bounded", statement=f"value activation h: {bh.statement}"))
+    if not bh.proved:
+        return None
+    return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.BOUNDED,
+                    "Boundedness: the gate g and the value activation h are both bounded on R, so every gated unit "
+                    "g(W_gate x + b_gate)·h(W_up x + b_up) is, and so is every residual-free block of this kind (with or without "
+                    "biases), while M x + B(x) is unbounded because B is bounded and M ≠ 0.")
 
 
 def linear(ctx: Ctx) -> BlockDecision | None:
@@ -200,6 +231,11 @@ def index_set(ctx: Ctx) -> BlockDecision:
     """Result 5 and its extensions: search S with ``W_down[:,S] W_up[S,:] = −M/c``; decide
     necessity by result 5 (bias-free ReLU/GELU), the canonical form (bias-free, degenerate
     weights) or the asymptotic skeleton (any biases)."""
+    if not _value_linear(ctx):
+        why = "; ".join(dict.fromkeys(p.statement for p in ctx.P if not p.proved and p.name in ("bounded", "value_bounded")))
+        return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: the value branch carries the activation h = "
+                        f"{ctx.block.value_activation.name}; the degree, linearization and index-set results assume h(z) = z, and "
+                        f"boundedness needs both the gate g and h bounded on R, which is not proved{f' ({why})' if why else ''}.")
     return _IndexSet(ctx).decide()
 
 

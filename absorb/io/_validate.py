@@ -16,7 +16,8 @@ from absorb._validate import as_float_array
 from absorb.model.activations import Activation, get_activation
 from absorb.model.block import Block, HyperConnection, _deriving, _shape, check_arrays, lift_hyper_connection
 
-BLOCK_KEYS = ("W_up", "W_down", "W_gate", "b_up", "b_gate", "b_down", "skip", "activation", "H_res", "H_pre", "H_post")
+BLOCK_KEYS = ("W_up", "W_down", "W_gate", "b_up", "b_gate", "b_down", "skip", "activation", "value_activation", "H_res", "H_pre",
+              "H_post")
 
 
 def resolve_activation(stored: object, override: str | None, *, source: str, key: str = "activation") -> Activation:
@@ -35,15 +36,24 @@ def resolve_activation(stored: object, override: str | None, *, source: str, key
         raise InvalidInput(f"{source}: key {key!r}: {exc}") from None
 
 
+def resolve_value_activation(stored: object, *, source: str, key: str = "value_activation") -> Activation | None:
+    """The value activation h of a gated block from its stored string (a name or ``expr:…``,
+    parsed like ``activation``), or None (the identity) when the key is absent."""
+    if stored is None:
+        return None
+    return resolve_activation(stored, None, source=source, key=key)
+
+
 def build_block(arrays: Mapping[str, object], *, source: str, name: str = "block", activation: Activation,
-                prefix: str = "", copy: bool = True) -> Block:
+                prefix: str = "", copy: bool = True, value_activation: Activation | None = None) -> Block:
     """Check shapes and values of one block's arrays and build it (lifting HC if present).
 
     ``arrays`` maps the contract's keys (without prefix) to array-likes; ``prefix`` is only
     used in messages (``blocks.3.``). ``copy=False`` keeps float64 inputs without copying
     (the checkpoint loader: arrays it has just read and owns, one layer at a time).
     """
-    checked = check_arrays(arrays, activation=activation, source=source, prefix=prefix, copy=copy)
+    arrays = {k: v for k, v in arrays.items() if k != "value_activation"}
+    checked = check_arrays(arrays, activation=activation, source=source, prefix=prefix, copy=copy, value_activation=value_activation)
     skip = checked["skip"]
 
     def get(key: str) -> np.ndarray | None:
@@ -51,7 +61,7 @@ def build_block(arrays: Mapping[str, object], *, source: str, name: str = "block
 
     hc_keys = [k for k in ("H_res", "H_pre", "H_post") if k in arrays]
     with _deriving():  # checked above: no second pass over the arrays
-        block = Block(activation=activation, name=name, **checked)
+        block = Block(activation=activation, name=name, value_activation=value_activation, **checked)
     if not hc_keys:
         return block
     if len(hc_keys) != 3:

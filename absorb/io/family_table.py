@@ -309,6 +309,8 @@ class BlockSpec:
     n: int = 0
     skip: str | None = None
     """A tensor holding the skip matrix M (ONNX graphs that wire one); None: the identity."""
+    value_activation: str | None = None
+    """The activation h of the value branch (gpt-oss's clamp), or None: h(z) = z."""
 
     @property
     def gated(self) -> bool:

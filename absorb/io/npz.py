@@ -18,7 +18,7 @@ import numpy as np
 
 from absorb._errors import InvalidInput
 from absorb._validate import keeps_float32
-from absorb.io._validate import BLOCK_KEYS, build_block, resolve_activation
+from absorb.io._validate import BLOCK_KEYS, build_block, resolve_activation, resolve_value_activation
 from absorb.model.block import Block, Stack
 
 _STACK_KEY = re.compile(r"^blocks\.(\d+)\.(.+)$")
@@ -152,8 +152,9 @@ def blocks_from_arrays(data: Mapping[str, np.ndarray], *, source: str, activatio
         if not top:
             raise InvalidInput(f"{source}: the file holds no arrays; a block needs W_up (n, d) and W_down (d, n)")
         act = resolve_activation(top.get("activation"), activation, source=source)
-        return build_block(top, source=source, name="block", activation=act, copy=copy)
-    stray = sorted(set(top) - {"activation"})
+        return build_block(top, source=source, name="block", activation=act, copy=copy,
+                           value_activation=resolve_value_activation(top.get("value_activation"), source=source))
+    stray = sorted(set(top) - {"activation", "value_activation"})
     if stray:
         raise InvalidInput(f"{source}: key {stray[0]!r} sits beside blocks.<i>.* keys; put it under each block (blocks.<i>.{stray[0]}) or drop the blocks.* keys")
     idx = sorted(stacked)
@@ -165,7 +166,10 @@ def blocks_from_arrays(data: Mapping[str, np.ndarray], *, source: str, activatio
         arrs = stacked[i]
         act = resolve_activation(arrs.get("activation", top.get("activation")), activation, source=source,
                                  key=f"blocks.{i}.activation" if "activation" in arrs else "activation")
-        blocks.append(build_block(arrs, source=source, name=f"blocks.{i}", activation=act, prefix=f"blocks.{i}.", copy=copy))
+        vkey = f"blocks.{i}.value_activation" if "value_activation" in arrs else "value_activation"
+        value = resolve_value_activation(arrs.get("value_activation", top.get("value_activation")), source=source, key=vkey)
+        blocks.append(build_block(arrs, source=source, name=f"blocks.{i}", activation=act, prefix=f"blocks.{i}.", copy=copy,
+                                  value_activation=value))
     d0 = blocks[0].d
     for b in blocks[1:]:
         if b.d != d0:
@@ -202,4 +206,6 @@ def save_npz(path: str | os.PathLike[str], model: Block | Stack, *, activation: 
         for key, arr in b.arrays().items():
             out[pre + key] = arr
         out[pre + "activation"] = np.array(activation or (b.activation.gated_name or b.activation.name))
+        if not b.value_identity:
+            out[pre + "value_activation"] = np.array(b.value_activation.name)
     np.savez(path, **out)

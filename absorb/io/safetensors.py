@@ -22,7 +22,8 @@ float64); a large F32, BF16 or F16 weight matrix to float32, also exactly
 ``float32 bits = bf16 bits << 16``. FP8, integer and packed tensors (GPTQ/AWQ ``qweight``,
 ``qzeros``, ``scales``; FP8 ``weight_scale_inv``; MXFP4 ``_blocks``/``_scales``;
 bitsandbytes) are refused: their weights are not plain floats, and result 5's "probability
-one" needs continuous weights.
+one" needs continuous weights. The exception is gpt-oss's experts (:mod:`absorb.io.gpt_oss`),
+whose MXFP4 values are dequantised exactly.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from absorb._errors import InvalidInput
 from absorb._validate import float64_rows, keeps_float32, matvec
 from absorb.io._validate import build_block
 from absorb.io.families import BlockSpec, Detection, ManualRoles, detect, parse_layers, select_layers, split_slice
+from absorb.io.gpt_oss import is_gpt_oss
 from absorb.io.sniff import is_ctranslate2_dir, refusal, sniff
 from absorb.io.tensor_info import TensorInfo
 from absorb.io.torch_state import TORCH_INDEX_NAME, TORCH_SUFFIXES, read_torch, torch_files_in, torch_missing
@@ -233,6 +235,20 @@ class SafetensorsSource:
         except OSError as exc:
             raise InvalidInput(f"{info.file}: cannot be read ({exc.strerror or exc})") from None
 
+    def load_item(self, info: TensorInfo, index: int) -> np.ndarray:
+        """``load(info)[index]``, reading only that entry of the leading axis (one stacked expert)."""
+        if info.dtype == "BF16" and not _ml_dtypes_available():  # pragma: no cover - ml_dtypes is a dependency
+            return self.load(info)[index]
+        from safetensors import SafetensorError, safe_open
+
+        try:
+            with safe_open(str(info.file), framework="np") as fh:
+                return fh.get_slice(info.name)[index:index + 1][0]
+        except SafetensorError as exc:
+            raise InvalidInput(f"{info.file}: tensor {info.name!r} cannot be read ({exc}); the file is corrupt") from None
+        except OSError as exc:
+            raise InvalidInput(f"{info.file}: cannot be read ({exc.strerror or exc})") from None
+
     @staticmethod
     def _raw(info: TensorInfo, dtype: np.dtype) -> np.ndarray:  # pragma: no cover - fallback without ml_dtypes
         count = (info.end - info.begin) // dtype.itemsize
@@ -351,9 +367,10 @@ class Checkpoint:
         """Read, validate (shared :func:`~absorb.io._validate.build_block`) and fold one block."""
         arrays = self.arrays(spec)
         act = get_activation(spec.activation)
+        value = None if spec.value_activation is None else get_activation(spec.value_activation)
         # copy=False: these float64 arrays are ours, freshly read; one copy per layer is enough
         blk = build_block(arrays, source=str(self.tensors[spec.down].file), name=spec.name, activation=act,
-                          prefix=spec.name + ".", copy=False)
+                          prefix=spec.name + ".", copy=False, value_activation=value)
         del arrays
         if self.fold_norm and spec.norm is not None:
             blk = self._fold(blk, spec)
@@ -425,7 +442,8 @@ class Checkpoint:
         for fk in det.families:
             label = FAMILY_BY_KEY[fk].label if fk in FAMILY_BY_KEY else _OTHER_LABELS.get(fk, "roles named by hand")
             specs = [s for s in self.specs if s.family == fk]
-            acts = sorted({f"{s.activation} ({s.activation_source})" for s in specs})
+            acts = sorted({f"{s.activation}{f' with value activation {s.value_activation}' if s.value_activation else ''} "
+                           f"({s.activation_source})" for s in specs})
             lines.append(f"family: {label}: {len(specs)} block{'s' if len(specs) != 1 else ''}; activation {'; '.join(acts)}")
         for s in sorted({self.analysed(s, generic=True) for s in self.specs}):
             lines.append(f"analysed: {s}")
@@ -434,6 +452,7 @@ class Checkpoint:
 
 
 _OTHER_LABELS = {"onnx": "ONNX graph (MatMul/Gemm → activation → MatMul/Gemm, skip from the residual Add)",
+                 "gpt_oss": "gpt-oss experts (mlp.experts.gate_up_proj interleaved gate/up, down_proj, biases; MXFP4 or plain)",
                  "gguf": "GGUF (llama.cpp blk.{i}.ffn_*)"}
 
 
@@ -486,8 +505,11 @@ def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = No
     if config is None and stored_config is not None:
         config = stored_config
         container_notes.append(f"no config.json: the configuration is {stored_config['__source__']}")
-    _refuse_quantised(tensors, config, source=str(p), cfg_path=cfg_path)
     manual = _manual_roles(up, down, gate)
+    if manual is None and is_gpt_oss(tensors):  # stacked, interleaved experts, MXFP4 or plain: absorb/io/gpt_oss.py
+        return _open_gpt_oss(p, tensors, files, config, cfg_path=cfg_path, source=source, activation=activation, layers=layers,
+                             fold_norm=fold_norm, notes=container_notes)
+    _refuse_quantised(tensors, config, source=str(p), cfg_path=cfg_path)
     if manual is not None:  # rows of fused tensors named by hand: NAME[:half], NAME[1::2], ...
         tensors, source = _row_selections(tensors, source, manual)
     layer_set = parse_layers(layers) if isinstance(layers, str) else layers
@@ -498,6 +520,23 @@ def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = No
     if container_notes:
         det = replace(det, notes=tuple(container_notes) + det.notes)
     return Checkpoint(p, tensors, tuple(files), config, det, fold_norm=fold_norm, source=source)
+
+
+def _open_gpt_oss(p: Path, tensors: dict[str, TensorInfo], files: list[Path], config: dict[str, Any] | None, *, cfg_path: Path,
+                  source: TensorSource | None, activation: str | None, layers: str | frozenset[int] | None, fold_norm: bool,
+                  notes: list[str]) -> Checkpoint:
+    """A gpt-oss checkpoint: one block per expert of every layer (absorb/io/gpt_oss.py)."""
+    from absorb.io.gpt_oss import read_gpt_oss
+
+    if fold_norm:
+        raise InvalidInput(f"{p}: a gpt-oss checkpoint: --fold-norm is not supported for its experts; drop --fold-norm")
+    inner = source if source is not None else SafetensorsSource()
+    tensors, src, det = read_gpt_oss(p, tensors, config, inner=inner, cfg_path=cfg_path, activation=activation)
+    layer_set = parse_layers(layers) if isinstance(layers, str) else layers
+    det = replace(det, blocks=tuple(select_layers(list(det.blocks), layer_set, source=str(p))), notes=tuple(notes) + det.notes)
+    for spec in det.blocks:
+        _check_spec(spec, tensors, p, activation=None, fold_norm=False)
+    return Checkpoint(p, tensors, tuple(files), config, det, fold_norm=False, source=src)
 
 
 def _open_graph_file(p: Path, kind: str, *, activation: str | None, layers: str | frozenset[int] | None,

@@ -4,7 +4,9 @@ Notation (docs/mathematics.md §1): ``W_up`` is n×d (row i is u_i), ``W_down`` 
 w_i), the same orientation as ``nn.Linear`` weights. A block computes
 
 * ungated: ``B(x) = W_down σ(W_up x + b_up) + b_down``
-* gated:   ``B(x) = W_down (g(W_gate x + b_gate) ⊙ (W_up x + b_up)) + b_down``
+* gated:   ``B(x) = W_down (g(W_gate x + b_gate) ⊙ h(W_up x + b_up)) + b_down``, where the value
+  activation ``h`` (``value_activation``) is the identity unless one is given (gpt-oss clamps
+  its value branch: ``h(z) = clamp(z, −L, L) + 1``)
 
 and the skip-connected block is ``f(x) = M x + B(x)`` with ``M = skip`` (identity when
 ``skip`` is None). A *residual-free* block has ``M = 0`` (:attr:`Block.is_residual_free`).
@@ -23,6 +25,7 @@ import sympy as sp
 
 from absorb._errors import InvalidInput
 from absorb._validate import _CALLS, _label, as_float_array
+from absorb.model._expr import X as _X
 from absorb.model.activations import Activation, display_name
 from absorb.rigorous import row_slices
 
@@ -61,7 +64,7 @@ def _shape(arr: np.ndarray, want: tuple[int | None, ...], *, lab: str, hint: str
 
 
 def check_arrays(arrays: Mapping[str, object], *, activation: object, source: str = "Block", prefix: str = "",
-                 copy: bool = True) -> dict[str, np.ndarray | None]:
+                 copy: bool = True, value_activation: object = None) -> dict[str, np.ndarray | None]:
     """The checked float64 arrays of one block (``W_up``, ``W_down``, optional gate, biases,
     skip), or one-line :class:`InvalidInput` naming the array and the fix. A large weight
     matrix stored in float32 or narrower stays float32 (:func:`absorb._validate.keeps_float32`).
@@ -110,6 +113,15 @@ def check_arrays(arrays: Mapping[str, object], *, activation: object, source: st
         raise InvalidInput(f"{source}: activation {activation.gated_name!r} is gated but there is no "
                            f"{'W_gate' if source in _CALLS and not prefix else 'key ' + repr(prefix + 'W_gate')}; add the gate "
                            f"projection or use an ungated activation such as {activation.name!r}")
+    if value_activation is not None:
+        what = "value_activation" if source in _CALLS and not prefix else "key " + repr(prefix + "value_activation")
+        if not isinstance(value_activation, Activation):
+            raise InvalidInput(f"{source}: {what} = {value_activation!r} is not an Activation; build one with "
+                               "absorb.get_activation('expr:<sympy expression in x>')")
+        if W_gate is None:
+            raise InvalidInput(f"{source}: {what} is given but the block is ungated (no "
+                               f"{'W_gate' if source in _CALLS and not prefix else repr(prefix + 'W_gate')}); a value activation "
+                               "acts on the value branch of a gated block: add the gate projection or drop it")
     return out
 
 
@@ -177,11 +189,14 @@ class Block:
     name: str = "block"
     hc: HyperConnection | None = field(default=None, compare=False)
     """Set when this block was lifted from a Hyper-Connection block (for reports)."""
+    value_activation: Activation | None = None
+    """The activation h of the value branch of a gated block (None: the identity, h(z) = z)."""
 
     def __post_init__(self) -> None:
         if _DERIVING.get():
             return
-        checked = check_arrays({k: getattr(self, k) for k in _ARRAY_FIELDS}, activation=self.activation, copy=False)
+        checked = check_arrays({k: getattr(self, k) for k in _ARRAY_FIELDS}, activation=self.activation, copy=False,
+                               value_activation=self.value_activation)
         for key, val in checked.items():
             if val is not getattr(self, key):
                 object.__setattr__(self, key, val)
@@ -204,7 +219,8 @@ class Block:
                 got = f"dtype {val.dtype}" if isinstance(val, np.ndarray) else type(val).__name__
                 raise InvalidInput(f"Block: {key} is {got}, expected a float64 array; build blocks with Block(...), "
                                    "which converts array-likes")
-        check_arrays({k: getattr(self, k) for k in _ARRAY_FIELDS}, activation=self.activation, copy=False)
+        check_arrays({k: getattr(self, k) for k in _ARRAY_FIELDS}, activation=self.activation, copy=False,
+                     value_activation=self.value_activation)
         self._check_meta()
 
     # ---- shape and kind -------------------------------------------------------------
@@ -229,8 +245,15 @@ class Block:
         return "gated" if self.gated else "ungated"
 
     @property
+    def value_identity(self) -> bool:
+        """Whether the value branch is linear, h(z) = z (every gated result but boundedness
+        assumes it): no value activation, or one whose expression is the variable itself."""
+        return self.value_activation is None or self.value_activation.expr == _X
+
+    @property
     def activation_name(self) -> str:
-        return display_name(self.activation, gated=self.gated)
+        base = display_name(self.activation, gated=self.gated)
+        return base if self.value_identity else f"{base} with value activation {self.value_activation.name}"
 
     @property
     def M(self) -> np.ndarray:
@@ -261,7 +284,7 @@ class Block:
                negated: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """The hidden layer of the units ``idx`` at the rows of ``X``, from their float64
         weights (an item of :meth:`unit_blocks`): ``σ(W_up x + b_up)``, or
-        ``g(W_gate x + b_gate) ⊙ (W_up x + b_up)``. ``fix(Z, R, b)``, when given, may change
+        ``g(W_gate x + b_gate) ⊙ h(W_up x + b_up)``. ``fix(Z, R, b)``, when given, may change
         in place the pre-activations ``Z = X Rᵀ + b`` at σ's kinks (of the gate when gated)
         before σ sees them. ``negated``: also, as a second array, the hidden layer of the
         same units with the kink row and bias (W_up's, or W_gate's when gated) negated,
@@ -278,6 +301,8 @@ class Block:
             V = X @ W_up.T
             if self.b_up is not None:
                 V = V + self.b_up[idx]
+            if not self.value_identity:
+                V = self.value_activation(V)
             H, Hn = H * V, (None if Hn is None else Hn * V)
         return H if Hn is None else (H, Hn)
 
@@ -325,6 +350,10 @@ class Block:
         h = mat(self.W_up) * xv + vec(self.b_up, self.n)
         if self.gated:
             g = mat(self.W_gate) * xv + vec(self.b_gate, self.n)
+            if not self.value_identity:
+                (vs,) = self.value_activation.expr.free_symbols or (sp.Symbol("x", real=True),)
+                val = sp.Lambda(vs, self.value_activation.expr)
+                h = h.applyfunc(val)
             hidden = sp.Matrix([act(g[i]) * h[i] for i in range(self.n)])
         else:
             hidden = h.applyfunc(act)

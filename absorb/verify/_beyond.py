@@ -40,7 +40,7 @@ from absorb.verify._numerics import _U, EXACT_ELIM_MAX_D, _frac_matrix, _gamma, 
 from absorb.verify._pieces import Piece, Refused, decide_zero, exact_value, pieces
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _identity_on_piece, _same_function, _variable, is_bounded
-from absorb.verify._weights import InfNorm, _bias_free, _f0_lower, _moved_bias_error, _residual, _row_pairs
+from absorb.verify._weights import InfNorm, _bias_free, _f0_lower, _moved_bias_error, _residual, _row_pairs, _value_expr
 
 _Y = sp.Symbol("y", real=True)
 _PREC = 50
@@ -395,14 +395,18 @@ def check_bounded(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[s
     bounded, f is not."""
     if b.get("verdict") == "unknown":
         return "unknown", None, 0.0
-    _require(ctx, not block.gated, w, "the block is ungated")
+    h = _value_expr(block)
+    _require(ctx, not block.gated or h is not None, w, "the block is ungated, or gated with a value activation h (a linear value "
+             "branch is unbounded)")
     _nonzero_skip(ctx, w, b, block)
-    act = _act(block)
-    if is_bounded(act):
-        ctx.report.ok(w, "σ is continuous with finite limits at ±∞ (exact at every break point, by pieces), hence bounded")
-    else:
-        _require(ctx, bounded_by_pieces(act), w, "σ is bounded on R: finite at every break point, and on every piece an interval "
-                 "enclosure or finite one-sided limits at both ends")
+    # gated: each unit g(·)·h(·) is bounded when both factors are, each proved here by its own pieces
+    factors = [("σ" if not block.gated else "the gate g", _act(block))] + ([("the value activation h", h)] if h is not None else [])
+    for name, act in factors:
+        if is_bounded(act):
+            ctx.report.ok(w, f"{name} is continuous with finite limits at ±∞ (exact at every break point, by pieces), hence bounded")
+        else:
+            _require(ctx, bounded_by_pieces(act), w, f"{name} is bounded on R: finite at every break point, and on every piece an "
+                     "interval enclosure or finite one-sided limits at both ends")
     return "not_absorbable", None, 0.0
 
 

@@ -60,6 +60,23 @@ def _check_identity(ctx: _Ctx, b: dict[str, Any], block: Block) -> None:
     same = act.get("srepr") == sp.srepr(model_expr) and act.get("text") == str(model_expr)
     _require(ctx, same, w, f"the activation is the model's ({block.activation_name})",
              f"certificate has {act.get('text')!r} ({act.get('srepr')!r}), model has {model_expr}", fail_only=True)
+    # The value activation h of a gated block: recorded exactly when the model has one that is not z ↦ z.
+    h = _value_expr(block)
+    rec = b.get("value_activation_function")
+    if h is None and rec is None:
+        return  # the value branch is linear in the model and in the certificate: nothing to compare
+    same = h is not None and isinstance(rec, dict) and rec.get("srepr") == sp.srepr(h) and rec.get("text") == str(h)
+    _require(ctx, same, w, "the value activation is the model's" + ("" if h is None else f" ({h})"),
+             f"certificate has {rec!r}, model has {h if h is not None else 'none (h(z) = z)'}", fail_only=True)
+
+
+def _value_expr(block: Block) -> sp.Expr | None:
+    """The expression of the block's value activation h, or None when the value branch is linear
+    (no h, or h the bare variable)."""
+    va = block.value_activation
+    if va is None or (isinstance(va.expr, sp.Symbol) and va.expr.is_real is not False):
+        return None
+    return va.expr
 
 
 def _skip_nonzero(block: Block) -> bool:
@@ -405,6 +422,8 @@ def _round_bound(block: Block, X: np.ndarray) -> np.ndarray:
         pre_g = A @ np.abs(block.W_gate).T + (0 if block.b_gate is None else np.abs(block.b_gate))
         G = X @ block.W_gate.T + (0 if block.b_gate is None else block.b_gate)
         Hv = X @ block.W_up.T + (0 if block.b_up is None else block.b_up)
+        if block.value_activation is not None:  # h applied to the value; its Lipschitz constant is covered like σ's
+            Hv = np.asarray(block.value_activation(Hv), dtype=float)
         gv = np.abs(block.activation(G))
         h = gv * np.abs(Hv)
         e_h = g * (2 * pre_g * (np.abs(Hv) + g * pre_u) + gv * pre_u + 4 * h)
@@ -436,6 +455,8 @@ def _own_eval(block: Block, X: np.ndarray) -> np.ndarray:
         h = _dot_rows(block.W_up, x) + (0 if block.b_up is None else block.b_up)
         if block.gated:
             g = _dot_rows(block.W_gate, x) + (0 if block.b_gate is None else block.b_gate)
+            if block.value_activation is not None:
+                h = np.asarray(block.value_activation(h), dtype=float)
             hid = np.asarray(block.activation(g), dtype=float) * h
         else:
             hid = np.asarray(block.activation(h), dtype=float)

@@ -136,6 +136,7 @@ from absorb.verify._weights import (  # noqa: F401
     _residual,
     _round_bound,
     _skip_nonzero,
+    _value_expr,
 )
 
 _Outcome = tuple[str, "Block | None", float]
@@ -195,6 +196,10 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         _require(ctx, th in _BLOCK_THEOREMS, w, f"the theorem id {th!r} is known")
         _require(ctx, verdict in ("absorbable", "not_absorbable", "unknown"), w, f"the verdict {verdict!r} is one of three")
         _check_recorded_hypotheses(ctx, w, b, block)
+        # every result but boundedness assumes a linear value branch h(z) = z
+        if _value_expr(block) is not None:
+            _require(ctx, th in ("trivial", "bounded", "none"), w,
+                     f"result {th!r} applies to this block (it has a value activation h, which only boundedness covers)")
         biases = claimed_biases(ctx, w, b, block)
         ctx.once["class_biases"] = biases
         supported, witness, allowed = THEOREM_CHECKS[th](ctx, w, b, block)
@@ -250,8 +255,8 @@ def _check_array_record(ctx: _Ctx, w: str, rec: Any, a: np.ndarray, what: str) -
              f"recorded {rec.get('shape')}, ‖·‖_F {rf!r}, max {rm!r}; re-derived {list(a.shape)}, {fro!r}, {top!r}")
 
 
-_BLOCK_FIELDS = frozenset({"name", "kind", "activation", "activation_function", "d", "n", "skip", "verdict", "theorem", "reason",
-                           "class", "tolerance", "weights", "hypotheses", "properties", "argument", "witness", "canonical_form",
+_BLOCK_FIELDS = frozenset({"name", "kind", "activation", "activation_function", "value_activation_function", "d", "n", "skip",
+                           "verdict", "theorem", "reason", "class", "tolerance", "weights", "hypotheses", "properties", "argument", "witness", "canonical_form",
                            "search"})
 """The fields of a block's record; each is re-derived (or prose, or listed as not a claim in
 docs/certificates.md). Any other field is reported as not re-checked."""
@@ -489,6 +494,8 @@ def _check_layer_flat(ctx: _Ctx, b: dict[str, Any], blk: Block) -> None:
     _require(ctx, _bias_free(blk), bw, "bias-free (needed for flatness at 0)")
     _require(ctx, not (b.get("class") or {}).get("biases"), bw,
              "the depth result covers bias-free residual-free blocks only, and the verdict is about those")
+    if _value_expr(blk) is not None:
+        _require(ctx, False, bw, "the value branch is linear (flatness at 0 is proved for h(z) = z only)", "the block has a value activation h")
     act = _act(blk)
     flat = False
     x = _variable(act)
