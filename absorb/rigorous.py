@@ -279,15 +279,19 @@ def frobenius_bounds(T: np.ndarray) -> tuple[float, float]:
     scaling, the square root and the final factor each round once more (covered by the
     extra 4u of slack).  Otherwise over exact rationals.
     """
-    x = np.ravel(np.asarray(T, dtype=np.float64))
-    a = np.abs(x)
-    big = float(a.max(initial=0.0))
-    if 1e-150 < big < 1e150 and not np.any((a > 0) & (a < 1e-150)):
-        s = float(np.dot(x, x))
+    x = np.asarray(T)
+    x = x.reshape(1, -1) if x.ndim < 2 else x.reshape(-1, x.shape[-1])
+    big, s, tiny = 0.0, 0.0, False
+    for sl in row_slices(x.shape[0], x.shape[1]):  # a block of rows at a time: no full-size temporaries
+        a = np.abs(x[sl].astype(np.float64, copy=False)).ravel()
+        big = max(big, float(a.max(initial=0.0)))
+        tiny = tiny or bool(np.any((a > 0) & (a < 1e-150)))
+        s += float(np.dot(a, a))  # (any order of the same m squares and m − 1 additions)
+    if 1e-150 < big < 1e150 and not tiny:
         g = gamma(x.size + 4)
         return (math.sqrt(s * (1.0 - g)) * (1.0 - 4.0 * UNIT_ROUNDOFF),
                 math.sqrt(s * (1.0 + g)) * (1.0 + 4.0 * UNIT_ROUNDOFF))
-    q = sum((Fraction(float(v)) ** 2 for v in x), Fraction(0))
+    q = sum((Fraction(float(v)) ** 2 for v in x.ravel()), Fraction(0))
     return sqrt_down(q), sqrt_up(q)
 
 
