@@ -446,8 +446,12 @@ def flip_inf_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: 
         if t_rows is not None and rows.shape == (d_out,):
             a = np.zeros(d_out)
             for sl in row_slices(idx.size, max(d_in, d_out)):
-                us = np.abs(U[idx[sl]].astype(np.float64)).sum(axis=1)
-                a += np.abs(D[:, idx[sl]].astype(np.float64)) @ us
+                Ub = U[idx[sl]].astype(np.float64)
+                us = np.abs(Ub, out=Ub).sum(axis=1)
+                del Ub
+                Db = D[:, idx[sl]].astype(np.float64)
+                a += np.abs(Db, out=Db) @ us  # (in place: one float64 block alive at a time)
+                del Db
             g = gamma(idx.size + 4)
             gs = gamma(idx.size + d_in + d_out + 4)  # the float row sums themselves
             with np.errstate(all="ignore"):
