@@ -281,13 +281,16 @@ def frobenius_bounds(T: np.ndarray) -> tuple[float, float]:
     """
     x = np.asarray(T)
     x = x.reshape(1, -1) if x.ndim < 2 else x.reshape(-1, x.shape[-1])
-    big, s, tiny = 0.0, 0.0, False
+    big, s, in_range = 0.0, 0.0, True
     for sl in row_slices(x.shape[0], x.shape[1]):  # a block of rows at a time: no full-size temporaries
         a = np.abs(x[sl].astype(np.float64, copy=False)).ravel()
-        big = max(big, float(a.max(initial=0.0)))
-        tiny = tiny or bool(np.any((a > 0) & (a < 1e-150)))
+        top = float(a.max(initial=0.0))
+        if not top < 1e150 or np.any((a > 0) & (a < 1e-150)):  # (also a nan or an inf)
+            in_range = False  # (over exact rationals below, as before)
+            break
+        big = max(big, top)
         s += float(np.dot(a, a))  # (any order of the same m squares and m − 1 additions)
-    if 1e-150 < big < 1e150 and not tiny:
+    if in_range and 1e-150 < big:
         g = gamma(x.size + 4)
         return (math.sqrt(s * (1.0 - g)) * (1.0 - 4.0 * UNIT_ROUNDOFF),
                 math.sqrt(s * (1.0 + g)) * (1.0 + 4.0 * UNIT_ROUNDOFF))
