@@ -141,18 +141,19 @@ def _qr_pivoted(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     Q = np.eye(m)
     for k in range(k_max):
         rest = A[k:, k:]
-        j = k + int(np.argmax(np.einsum("ij,ij->j", rest, rest)))
+        j = k + int(np.einsum("ij,ij->j", rest, rest).argmax())
         if j != k:
             A[:, [k, j]] = A[:, [j, k]]
-            piv[[k, j]] = piv[[j, k]]
+            piv[k], piv[j] = piv[j], piv[k]
         v = A[k:, k].copy()
-        norm = float(np.linalg.norm(v))
-        if norm == 0.0:
+        vv = float(v @ v)
+        if vv == 0.0:
             continue
-        v[0] += math.copysign(norm, v[0])
-        beta = 2.0 / float(v @ v)
-        A[k:, k:] -= np.outer(beta * v, v @ A[k:, k:])
-        Q[:, k:] -= np.outer(Q[:, k:] @ v, beta * v)
+        v[0] += math.copysign(math.sqrt(vv), v[0])
+        bv = (2.0 / float(v @ v)) * v
+        rest -= np.outer(bv, v @ rest)  # (a view: A is updated in place)
+        Qk = Q[:, k:]
+        Qk -= np.outer(Qk @ v, bv)
     return Q[:, :k_max], np.triu(A[:k_max]), piv
 
 
