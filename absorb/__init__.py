@@ -14,15 +14,21 @@ and its hypotheses on the weights (:mod:`absorb.engine`) → index-set search
 :func:`decide` takes whatever :func:`load` returns: a block, a stack, or a checkpoint.
 """
 
-from importlib import metadata as _metadata
+from typing import Any
 
 from absorb._errors import AbsorbError, InvalidInput
 from absorb._lazy import lazy_exports as _lazy_exports
 
-try:  # one source of truth: the version in pyproject.toml, as installed
-    __version__: str = _metadata.version("absorb")
-except _metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree that was never installed
-    __version__ = "0+unknown"
+
+def _version() -> str:
+    """One source of truth: the version in pyproject.toml, as installed (importlib.metadata
+    costs ~50 ms, so it is read only when asked for)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("absorb")
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree that was never installed
+        return "0+unknown"
 
 # The public names and where they live. They are imported on first use (PEP 562), so that
 # `absorb --help`, usage errors and `import absorb` do not pay for sympy and scipy.
@@ -78,7 +84,14 @@ __all__ = [
     "sinkhorn",
 ]
 
-__getattr__, _lazy_dir = _lazy_exports("absorb", _EXPORTS, globals())
+_lazy_getattr, _lazy_dir = _lazy_exports("absorb", _EXPORTS, globals())
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = value = _version()
+        return value
+    return _lazy_getattr(name)
 
 
 def __dir__() -> list[str]:

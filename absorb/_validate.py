@@ -12,21 +12,16 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from absorb._errors import InvalidInput
 from absorb.rigorous import all_finite, row_slices
+from absorb.search._types import METHODS, Backend, Method  # noqa: F401  (re-exported: the checks' vocabulary)
 
 if TYPE_CHECKING:  # annotations only
     import os
-
-#: the index-set search backends (absorb.search's portfolio keys its table by these)
-Backend = Literal["linalg", "enumerate", "mitm", "milp", "z3", "z3-pb", "lattice"]
-#: a search method: one backend, or ``"auto"`` (the portfolio)
-Method = Literal["auto", Backend]
-METHODS: tuple[str, ...] = ("auto", *get_args(Backend))
 
 #: seeds reach numpy's SeedSequence (non-negative) and Z3's ``random_seed`` (unsigned 32-bit)
 SEED_MAX = 2**32 - 1

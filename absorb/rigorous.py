@@ -279,15 +279,22 @@ def frobenius_bounds(T: np.ndarray) -> tuple[float, float]:
     scaling, the square root and the final factor each round once more (covered by the
     extra 4u of slack).  Otherwise over exact rationals.
     """
-    x = np.ravel(np.asarray(T, dtype=np.float64))
-    a = np.abs(x)
-    big = float(a.max(initial=0.0))
-    if 1e-150 < big < 1e150 and not np.any((a > 0) & (a < 1e-150)):
-        s = float(np.dot(x, x))
+    x = np.asarray(T)
+    x = x.reshape(1, -1) if x.ndim < 2 else x.reshape(-1, x.shape[-1])
+    big, s, in_range = 0.0, 0.0, True
+    for sl in row_slices(x.shape[0], x.shape[1]):  # a block of rows at a time: no full-size temporaries
+        a = np.abs(x[sl].astype(np.float64, copy=False)).ravel()
+        top = float(a.max(initial=0.0))
+        if not top < 1e150 or np.any((a > 0) & (a < 1e-150)):  # (also a nan or an inf)
+            in_range = False  # (over exact rationals below, as before)
+            break
+        big = max(big, top)
+        s += float(np.dot(a, a))  # (any order of the same m squares and m − 1 additions)
+    if in_range and 1e-150 < big:
         g = gamma(x.size + 4)
         return (math.sqrt(s * (1.0 - g)) * (1.0 - 4.0 * UNIT_ROUNDOFF),
                 math.sqrt(s * (1.0 + g)) * (1.0 + 4.0 * UNIT_ROUNDOFF))
-    q = sum((Fraction(float(v)) ** 2 for v in x), Fraction(0))
+    q = sum((Fraction(float(v)) ** 2 for v in x.ravel()), Fraction(0))
     return sqrt_down(q), sqrt_up(q)
 
 
@@ -442,8 +449,12 @@ def flip_inf_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: 
         if t_rows is not None and rows.shape == (d_out,):
             a = np.zeros(d_out)
             for sl in row_slices(idx.size, max(d_in, d_out)):
-                us = np.abs(U[idx[sl]].astype(np.float64)).sum(axis=1)
-                a += np.abs(D[:, idx[sl]].astype(np.float64)) @ us
+                Ub = U[idx[sl]].astype(np.float64)
+                us = np.abs(Ub, out=Ub).sum(axis=1)
+                del Ub
+                Db = D[:, idx[sl]].astype(np.float64)
+                a += np.abs(Db, out=Db) @ us  # (in place: one float64 block alive at a time)
+                del Db
             g = gamma(idx.size + 4)
             gs = gamma(idx.size + d_in + d_out + 4)  # the float row sums themselves
             with np.errstate(all="ignore"):

@@ -1,13 +1,15 @@
 """End to end on one 7B-sized float32 layer stored in an ``.npz``: ``absorb check`` against one
 float64 ``U @ U.T`` of the same layer (docs/performance-scale.md, "float32 layer").
 
-    python benchmarks/bench_float32_layer.py [--d 4096 --n 11008] [--dir DIR]
+    python benchmarks/bench_float32_layer.py [--d 4096 --n 11008] [--dir DIR [--reuse]] [--rows generic,planted-1e-6]
 
 Writes a generic and a planted (|S| = 5120, ``D[:,S] = −pinv(U[S])`` computed in float64, then
 stored in float32) GELU layer, times one float64 ``U @ U.T`` in this process (best of 3), then
 runs ``absorb check -q`` on each file as a child process (the planted one at the default
 tolerance, at ``--tol 1e-6`` and at ``--tol 1e-4``) and prints wall seconds, the ratio to the product, the child's
-peak resident memory (its own ``VmHWM``, Linux) and the verdict.
+CPU seconds (user + system, all threads: less sensitive to a busy machine than the wall time), its
+peak resident memory (its own ``VmHWM``, Linux) and the verdict. The children may write bytecode, as an
+installed package has it.
 """
 
 from __future__ import annotations
@@ -60,14 +62,24 @@ runpy.run_module("absorb", run_name="__main__", alter_sys=True)
 """
 
 
-def _check(path: Path, *extra: str) -> tuple[float, float, str]:
-    """Wall seconds, the child's peak resident MiB (its VmHWM, Linux) and the verdict."""
-    t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(path), "-q", *extra], capture_output=True, text=True)
-    wall = time.perf_counter() - t
+def _check(path: Path, *extra: str) -> tuple[float, float, float, str]:
+    """Wall seconds, CPU seconds (user + system, all threads), the child's peak resident MiB
+    (its VmHWM, Linux) and the verdict. The child may write bytecode (as an installed
+    package has it; ``PYTHONDONTWRITEBYTECODE`` is dropped from its environment)."""
+    import os
+    import resource
+
+    def cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    t, c = time.perf_counter(), cpu()
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(path), "-q", *extra], capture_output=True, text=True, env=env)
+    wall, used = time.perf_counter() - t, cpu() - c
     kib = next((int(ln.split()[1]) for ln in proc.stderr.splitlines() if ln.startswith("VmHWM ")), 0)
     verdict = next((ln.split(":", 1)[1].strip() for ln in proc.stdout.splitlines() if ln.startswith("verdict:")), f"exit {proc.returncode}")
-    return wall, kib / 1024, verdict
+    return wall, used, kib / 1024, verdict
 
 
 def main() -> None:
@@ -75,19 +87,28 @@ def main() -> None:
     ap.add_argument("--d", type=int, default=4096)
     ap.add_argument("--n", type=int, default=11008)
     ap.add_argument("--dir", type=Path, default=None, help="keep the files here (default: a temporary directory)")
+    ap.add_argument("--reuse", action="store_true", help="with --dir: use generic.npz and planted.npz already there "
+                    "(written by an earlier run with the same --d and --n) instead of writing them again")
+    ap.add_argument("--rows", default="all", help="which rows to run: all, or a comma-separated subset of "
+                    "generic, planted, planted-1e-6, planted-1e-4")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         out = args.dir or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
-        generic, planted = _layers(out, args.d, args.n)
+        generic, planted = out / "generic.npz", out / "planted.npz"
+        if not (args.reuse and args.dir and generic.exists() and planted.exists()):
+            generic, planted = _layers(out, args.d, args.n)
         gemm = _gemm(generic)
         stored = 2 * args.d * args.n * 4 / 2**20
         print(f"d = {args.d}, n = {args.n}; stored float32 layer {stored:.0f} MiB; one float64 U @ U.T: {gemm:.2f} s\n")
-        print("| file | options | wall s (× U@U.T) | peak MiB (× stored) | verdict |")
-        print("|---|---|---|---|---|")
-        for path, extra in ((generic, ()), (planted, ()), (planted, ("--tol", "1e-6")), (planted, ("--tol", "1e-4"))):
-            wall, peak, verdict = _check(path, *extra)
-            print(f"| {path.stem} | {' '.join(extra) or 'default'} | {wall:.2f} ({wall / gemm:.2f}×) | "
+        print("| file | options | wall s (× U@U.T) | CPU s | peak MiB (× stored) | verdict |")
+        print("|---|---|---|---|---|---|")
+        rows = {"generic": (generic, ()), "planted": (planted, ()), "planted-1e-6": (planted, ("--tol", "1e-6")),
+                "planted-1e-4": (planted, ("--tol", "1e-4"))}
+        chosen = list(rows) if args.rows == "all" else [r.strip() for r in args.rows.split(",")]
+        for path, extra in (rows[r] for r in chosen):
+            wall, used, peak, verdict = _check(path, *extra)
+            print(f"| {path.stem} | {' '.join(extra) or 'default'} | {wall:.2f} ({wall / gemm:.2f}×) | {used:.2f} | "
                   f"{peak:.0f} ({peak / stored:.1f}×) | {verdict} |")
 
 

@@ -20,6 +20,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from absorb._errors import AbsorbError
 from absorb.cli._terminal import ASCII_FALLBACK, _ascii_streams, can_encode
@@ -60,12 +61,23 @@ def _add_verbosity(p: argparse.ArgumentParser) -> None:
                    help="progress notes on standard error, also when it is not a terminal")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from absorb import __version__
+class _Version(argparse._VersionAction):
+    """``--version``, reading the installed version only when asked (not for every parse)."""
 
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest=dest, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        import absorb
+
+        self.version = f"absorb {absorb.__version__}"
+        super().__call__(parser, *args, **kwargs)
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="absorb", description="Decide, prove and explain whether the skip connection around an MLP block "
                      "can be absorbed into a residual-free MLP of the same width (arXiv 2604.23705).")
-    parser.add_argument("--version", action="version", version=f"absorb {__version__}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in SUBCOMMANDS:

@@ -11,8 +11,7 @@ from typing import Any
 from absorb._errors import InvalidInput
 from absorb.cli import EXIT_OK, EXIT_UNKNOWN, can_encode, show_progress, verbosity
 from absorb.cli._args import at_least, check_writable, positive, require_pdflatex, seconds, seed, tolerance
-from absorb.search import METHODS
-from absorb.search._types import DEFAULT_TOL
+from absorb.search._types import DEFAULT_TOL, METHODS
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from absorb.cli import EXIT_OK, EXIT_REJECTED, show_progress, verbosity
 from absorb.cli._args import at_least, check_writable, positive_ints, seed, tolerance
-from absorb.montecarlo._distributions import DISTRIBUTIONS
+from absorb.montecarlo._names import DESCRIPTIONS as DISTRIBUTIONS
 
 
 def _shapes(text: str) -> list[tuple[int, int]]:

@@ -74,7 +74,7 @@ def _normalised_block(U: np.ndarray, i0: int, i1: int) -> np.ndarray:
     """Rows i0:i1 of U in float64, scaled by their max-abs then by their 2-norm (no
     overflow or underflow in the sum of squares); zero rows stay zero."""
     X = U[i0:i1].astype(np.float64)
-    s = np.max(np.abs(X), axis=1)
+    s = np.maximum(X.max(axis=1), -X.min(axis=1))  # max |x| per row, without a |X| temporary
     s[s == 0] = 1.0
     X /= s[:, None]
     nrm = np.sqrt(np.einsum("ij,ij->i", X, X))
@@ -140,7 +140,7 @@ def _pair_cosines(U: np.ndarray, I: np.ndarray, J: np.ndarray) -> np.ndarray:
 
 def _normalised_rows(U: np.ndarray, idx: np.ndarray) -> np.ndarray:
     X = U[idx].astype(np.float64)
-    s = np.max(np.abs(X), axis=1)
+    s = np.maximum(X.max(axis=1), -X.min(axis=1))  # max |x| per row, without a |X| temporary
     X /= s[:, None]
     X /= np.sqrt(np.einsum("ij,ij->i", X, X))[:, None]
     return X

@@ -695,7 +695,9 @@ def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: fl
     from these very arrays (find_index_set's re-check of a found set), else computed here.
     The witness's ``eval_error`` is the larger of the bound and the sampled error."""
     U = block.W_up
-    T = -block.M / float(c)  # (kept alive: the row sums of this product are kept for flip_bound)
+    # (T is kept alive: the row sums of this product are kept for flip_bound; not formed when
+    # the caller has the residual: a d×d float64 array, 128 MiB at d = 4096)
+    T = -block.M / float(c) if residual is None else None
     res = relative_residual(U, block.W_down, T, S) if residual is None else residual
     wblock = flip_block(block, S, c)
     thr = eval_threshold(tol, block.n)

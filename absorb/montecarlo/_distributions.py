@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from absorb.montecarlo._names import DESCRIPTIONS, DISCRETE, SPARSE_DENSITY, T_DF  # noqa: F401  (DISCRETE: re-exported)
+
 Sampler = Callable[[np.random.Generator, tuple[int, ...], int, int], np.ndarray]
 
-_T_DF = 3.0  # Student-t degrees of freedom: finite variance, heavy (cubic) tails
-_SPARSE_DENSITY = 0.3
 _INT8_LEVELS = 127
 
 
@@ -39,11 +39,11 @@ def _kaiming(rng, shape, fan_in, fan_out):
 
 
 def _student_t(rng, shape, fan_in, fan_out):
-    return rng.standard_t(_T_DF, shape) / np.sqrt(_T_DF / (_T_DF - 2.0))  # unit variance
+    return rng.standard_t(T_DF, shape) / np.sqrt(T_DF / (T_DF - 2.0))  # unit variance
 
 
 def _sparse(rng, shape, fan_in, fan_out):
-    return rng.standard_normal(shape) * (rng.random(shape) < _SPARSE_DENSITY)
+    return rng.standard_normal(shape) * (rng.random(shape) < SPARSE_DENSITY)
 
 
 def _rounded(dtype_name: str) -> Sampler:
@@ -71,21 +71,12 @@ def _ternary(rng, shape, fan_in, fan_out):
     return rng.integers(-1, 2, shape).astype(np.float64)
 
 
-DISTRIBUTIONS: dict[str, tuple[Sampler, str]] = {
-    "gaussian": (_gaussian, "N(0, 1)"),
-    "uniform": (_uniform, "U(−√3, √3), unit variance"),
-    "xavier": (_xavier, "Glorot uniform ±√(6/(fan_in+fan_out))"),
-    "kaiming": (_kaiming, "He normal, std √(2/fan_in)"),
-    "student_t": (_student_t, f"Student t, {int(_T_DF)} degrees of freedom, unit variance"),
-    "sparse": (_sparse, f"N(0, 1) with density {_SPARSE_DENSITY}"),
-    "fp16": (_rounded("float16"), "Kaiming rounded to IEEE float16"),
-    "bf16": (_rounded("bfloat16"), "Kaiming rounded to bfloat16 (ml_dtypes)"),
-    "int8": (_int8, "Kaiming, symmetric int8 quantised with a per-matrix scale"),
-    "ternary": (_ternary, "uniform on {−1, 0, 1}"),
+_SAMPLERS: dict[str, Sampler] = {
+    "gaussian": _gaussian, "uniform": _uniform, "xavier": _xavier, "kaiming": _kaiming, "student_t": _student_t,
+    "sparse": _sparse, "fp16": _rounded("float16"), "bf16": _rounded("bfloat16"), "int8": _int8, "ternary": _ternary,
 }
-"""name → (sampler, description). Discrete ones: sparse, fp16, bf16, int8, ternary."""
-
-DISCRETE = frozenset({"sparse", "fp16", "bf16", "int8", "ternary"})
+DISTRIBUTIONS: dict[str, tuple[Sampler, str]] = {name: (_SAMPLERS[name], text) for name, text in DESCRIPTIONS.items()}
+"""name → (sampler, description). Discrete ones (:data:`DISCRETE`): sparse, fp16, bf16, int8, ternary."""
 
 
 def sample_weights(rng: np.random.Generator, dist: str, B: int, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:

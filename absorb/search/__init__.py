@@ -41,33 +41,22 @@ Example::
 
 from __future__ import annotations
 
-from absorb.rigorous import (
-    SAFE_EXPONENT,
-    UNIT_ROUNDOFF,
-    exact_relative_residual_bounds,
-    exact_residual_sq,
-    frobenius_bounds,
-    gamma,
-    magnitudes_ok,
-    relative_residual,
-    rescaled,
-    sqrt_down,
-    sqrt_up,
-)
+from absorb._lazy import lazy_exports as _lazy_exports
 
-from ._common import classify_candidates, khatri_rao
-from ._types import DEFAULT_TOL, SearchResult, SearchStatus
-from .bounds import dual_bound, relaxation_bound
-from .portfolio import (
-    METHODS,
-    NARROW_MAX_ENTRIES,
-    QUICK_MITM_SECONDS,
-    Method,
-    _checked,  # noqa: F401  (the dispatcher's re-check, for the tests)
-    find_index_set,
-)
-
-_rescaled = rescaled  # the name the tests and older callers use
+# The public names and where they live, imported on first use (PEP 562): the CLI reads
+# DEFAULT_TOL and METHODS without paying for numpy, let alone the backends.
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(("SAFE_EXPONENT", "UNIT_ROUNDOFF", "exact_relative_residual_bounds", "exact_residual_sq",
+                     "frobenius_bounds", "gamma", "magnitudes_ok", "relative_residual", "rescaled", "sqrt_down",
+                     "sqrt_up"), "absorb.rigorous"),
+    "_rescaled": "absorb.rigorous:rescaled",  # the name the tests and older callers use
+    **dict.fromkeys(("classify_candidates", "khatri_rao"), "absorb.search._common"),
+    **dict.fromkeys(("DEFAULT_TOL", "SearchResult", "SearchStatus", "METHODS", "Method"), "absorb.search._types"),
+    **dict.fromkeys(("dual_bound", "relaxation_bound"), "absorb.search.bounds"),
+    **dict.fromkeys(("NARROW_MAX_ENTRIES", "QUICK_MITM_SECONDS", "find_index_set",
+                     "_checked"),  # the dispatcher's re-check, for the tests
+                    "absorb.search.portfolio"),
+}
 
 __all__ = [
     "DEFAULT_TOL",
@@ -95,3 +84,5 @@ __all__ = [
 ]
 # NARROW_MAX_ENTRIES and QUICK_MITM_SECONDS are read by the portfolio from its own module:
 # patch absorb.search.portfolio, not this face, to change them.
+
+__getattr__, __dir__ = _lazy_exports("absorb.search", _EXPORTS, globals())

@@ -252,9 +252,12 @@ def check_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: list[i
     in_range = T is None or magnitudes_ok(T)
     for k0 in range(0, idx.size, step):
         sel = idx[k0:k0 + step]
-        Db, Ub = D[:, sel].astype(np.float64), U[sel].astype(np.float64)
-        in_range = in_range and magnitudes_ok(Db, Ub)
-        R += Db @ Ub
+        Ds, Us = D[:, sel], U[sel]
+        in_range = in_range and magnitudes_ok(Ds, Us)  # (float32: finiteness, one pass; the float64 copies hold the same values)
+        Db, Ub = Ds.astype(np.float64, copy=False), Us.astype(np.float64, copy=False)
+        del Ds, Us
+        for rows in row_slices(d, d, block_bytes):  # R += Db @ Ub without a d×d temporary
+            R[rows] += Db[rows] @ Ub
         nw = _norm_up(np.einsum("ij,ij->j", Db, Db), d)
         nu = _norm_up(np.einsum("ij,ij->i", Ub, Ub), d)
         norm_prod += float((nw * nu).sum()) * (1 + gamma(sel.size)) * _INFLATE

@@ -21,10 +21,16 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 DEFAULT_TOL = 1e-9
 """Default relative tolerance of the index-set condition (the ``tol`` above), used everywhere."""
+
+#: the index-set search backends (the portfolio keys its table by these)
+Backend = Literal["linalg", "enumerate", "mitm", "milp", "z3", "z3-pb", "lattice"]
+#: a search method: one backend, or ``"auto"`` (the portfolio)
+Method = Literal["auto", Backend]
+METHODS: tuple[str, ...] = ("auto", *get_args(Backend))
 
 
 class SearchStatus(str, enum.Enum):

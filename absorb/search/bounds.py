@@ -51,15 +51,81 @@ def relaxation_bound(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple[float
     ``w_i u_i^T``) and, for generic ``n ≤ d²``, the unique real solution leaving the box.
     ``bound`` is then re-derived rigorously by :func:`dual_bound`, whatever ``x*`` is.
     """
-    from scipy.optimize import lsq_linear
-
     K = khatri_rao(U, D)
     t = T.ravel()
-    sol = lsq_linear(K, t, bounds=(0.0, 1.0), method="bvls" if K.shape[1] <= 200 else "trf",
-                     tol=1e-14, max_iter=10_000)
-    x = np.clip(sol.x, 0.0, 1.0)
+    x = _box_least_squares(K, t) if K.shape[1] <= _ACTIVE_SET_MAX_N else None
+    if x is None:
+        from scipy.optimize import lsq_linear
+
+        sol = lsq_linear(K, t, bounds=(0.0, 1.0), method="bvls" if K.shape[1] <= 200 else "trf",
+                         tol=1e-14, max_iter=10_000)
+        x = sol.x
+    x = np.clip(x, 0.0, 1.0)
     Y = (t - K @ x).reshape(T.shape)
     return dual_bound(U, D, T, Y), Y
+
+
+_ACTIVE_SET_MAX_N = 200  # where scipy's lsq_linear used its own active-set method (bvls)
+
+
+def _box_least_squares(K: np.ndarray, t: np.ndarray) -> np.ndarray | None:
+    """``argmin_{x∈[0,1]^n} ‖K x − t‖``, by Lawson and Hanson's active-set method with two
+    bounds (Stark and Parker's BVLS), in numpy; ``None`` when it has not converged within
+    its iteration cap (the caller then asks scipy's ``lsq_linear``).
+
+    Only the strength of the dual bound depends on this optimum being exact: the bound is
+    re-derived rigorously from whatever x it returns. In numpy because the first index-set
+    step of a small block otherwise imports scipy.optimize (a third of a second) for a
+    least squares of a few dozen columns.
+
+    The start is the unconstrained least squares clipped to the box; a first pass then fixes
+    at their bound all the free variables whose least squares leaves the box, until none
+    does (as scipy's bvls starts). Each inner step solves
+    least squares over the free variables and, when that leaves the box, moves to the box's
+    edge on the segment towards it and fixes the variables that reached a bound; each outer
+    step then frees the fixed variable whose bound the gradient most wants to leave."""
+    n = K.shape[1]
+    x = np.clip(np.linalg.lstsq(K, t, rcond=None)[0], 0.0, 1.0)  # Stark and Parker's start
+    free = (x > 0.0) & (x < 1.0)
+    while free.any():  # a quick first pass: every free variable that leaves the box is fixed at once
+        F = np.flatnonzero(free)
+        z = np.linalg.lstsq(K[:, F], t - K[:, ~free] @ x[~free], rcond=None)[0]
+        inside = (z > 0.0) & (z < 1.0)
+        x[F] = np.clip(z, 0.0, 1.0)
+        if inside.all():
+            break
+        free[F[~inside]] = False
+    scale = float(np.abs(K).sum(axis=0).max(initial=0.0)) * max(float(np.abs(t).max(initial=0.0)), 1.0)
+    kkt_tol = 1e-13 * max(scale, 1e-300)
+    for _ in range(3 * n + 10):
+        for _inner in range(n + 1):  # x: the least squares over the free variables, inside the box
+            if not free.any():
+                break
+            F = np.flatnonzero(free)
+            z = np.linalg.lstsq(K[:, F], t - K[:, ~free] @ x[~free], rcond=None)[0]
+            inside = (z > 0.0) & (z < 1.0)
+            if inside.all():
+                x[F] = z
+                break
+            # move from x towards z, stopping where the first free variable reaches a bound
+            xF, out = x[F], ~inside
+            with np.errstate(divide="ignore", invalid="ignore"):
+                to_bound = np.where(z[out] <= 0.0, xF[out] / (xF[out] - z[out]), (1.0 - xF[out]) / (z[out] - xF[out]))
+            to_bound = np.where(np.isfinite(to_bound), to_bound, 0.0)
+            k = int(np.argmin(to_bound))
+            xF = xF + float(np.clip(to_bound[k], 0.0, 1.0)) * (z - xF)
+            xF[np.flatnonzero(out)[k]] = 0.0 if z[out][k] <= 0.0 else 1.0  # the variable that stopped the step
+            at_bound = (xF <= 0.0) | (xF >= 1.0)
+            x[F] = np.clip(xF, 0.0, 1.0)
+            free[F[at_bound]] = False
+        else:
+            return None
+        w = K.T @ (t - K @ x)  # minus the gradient of ½‖Kx − t‖²: KKT at x unless a bound pulls away
+        want = ~free & (((x <= 0.0) & (w > kkt_tol)) | ((x >= 1.0) & (w < -kkt_tol)))
+        if not want.any():
+            return x
+        free[int(np.argmax(np.where(want, np.abs(w), -1.0)))] = True
+    return None
 
 
 def relaxation_result(U: np.ndarray, D: np.ndarray, T: np.ndarray, tol: float, t0: float) -> SearchResult:

@@ -127,16 +127,44 @@ def _seconds(N1: int, N2: int, threads: int) -> float:
     return stored + 2.0**N1 * _SEC_PER_QUERY / workers
 
 
+def _qr_pivoted(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Economic QR with column pivoting, ``A[:, piv] = Q R`` (Businger–Golub: at each step the
+    remaining column of largest norm, the first on a tie, then a Householder reflection).
+
+    In numpy: K has m = d² ≤ a few dozen rows, so the min(m, n) steps cost well under a
+    millisecond, where importing scipy.linalg costs a quarter of a second. The norms are
+    recomputed at each step (no downdating)."""
+    A = np.array(A, dtype=np.float64)
+    m, n = A.shape
+    k_max = min(m, n)
+    piv = np.arange(n)
+    Q = np.eye(m)
+    for k in range(k_max):
+        rest = A[k:, k:]
+        j = k + int(np.einsum("ij,ij->j", rest, rest).argmax())
+        if j != k:
+            A[:, [k, j]] = A[:, [j, k]]
+            piv[k], piv[j] = piv[j], piv[k]
+        v = A[k:, k].copy()
+        vv = float(v @ v)
+        if vv == 0.0:
+            continue
+        v[0] += math.copysign(math.sqrt(vv), v[0])
+        bv = (2.0 / float(v @ v)) * v
+        rest -= np.outer(bv, v @ rest)  # (a view: A is updated in place)
+        Qk = Q[:, k:]
+        Qk -= np.outer(Qk @ v, bv)
+    return Q[:, :k_max], np.triu(A[:k_max]), piv
+
+
 def _rank_pivots(Kh: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
     """Numerical rank r of K, its QR column pivots (well-conditioned pivots first) and a left
     inverse ``M`` (r×m) of the r pivot columns, ``R₁₁⁻¹ Q₁ᵀ`` from the same factorisation
     (a pseudo-inverse by SVD cost 5× as much at d = 4; the windows hold for any M)."""
-    import scipy.linalg
-
-    Q, R, piv = scipy.linalg.qr(Kh, mode="economic", pivoting=True)
+    Q, R, piv = _qr_pivoted(Kh)
     diag = np.abs(np.diag(R))
     r = int(np.sum(diag > diag[0] * 1e-8))
-    return r, piv, scipy.linalg.solve_triangular(R[:r, :r], Q[:, :r].T)
+    return r, piv, np.linalg.solve(R[:r, :r], Q[:, :r].T)
 
 
 def _split(N: int) -> tuple[int, int]:
