@@ -1,0 +1,129 @@
+"""Exact conic piecewise-linear structure of bias-free ReLU stacks in the plane
+(absorb/plane), against independent float computations."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction as Q
+
+import numpy as np
+import pytest
+
+from absorb.explore import kink_rays_2d
+from absorb.model.activations import get_activation
+from absorb.model.block import Block, Stack
+from absorb.plane import block_map, compose, positive_spanning, stack_map
+from absorb.plane.conic import cross, normalise
+
+RELU = get_activation("relu")
+
+
+def _blocks(seed: int, n: int, L: int) -> list[tuple[np.ndarray, np.ndarray, None]]:
+    rng = np.random.default_rng(seed)
+    return [(rng.standard_normal((n, 2)) / math.sqrt(2), rng.standard_normal((2, n)) / math.sqrt(n), None) for _ in range(L)]
+
+
+def _numeric(blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]], residual: bool = True) -> Stack:
+    return Stack(tuple(Block(U, D, RELU, skip=(M if M is not None else (None if residual else np.zeros((2, 2)))))
+                       for U, D, M in blocks))
+
+
+def _sweep_kinks(F: Stack, m: int = 20000) -> list[tuple[float, float]]:
+    """Angle intervals where F is not linear, from a fine sweep of the circle: at each sample,
+    the linear map through its two neighbours must reproduce it (independent of absorb.plane)."""
+    t = 2 * math.pi * np.arange(m) / m
+    X = np.stack([np.cos(t), np.sin(t)], axis=1)
+    Y = F(X)
+    A = np.stack([X[np.arange(m) - 1], X[(np.arange(m) + 1) % m]], axis=1)  # rows x_a, x_b
+    B = np.stack([Y[np.arange(m) - 1], Y[(np.arange(m) + 1) % m]], axis=1)
+    Jt = np.linalg.solve(A, B)  # Jᵀ with x_a·Jᵀ = y_a, x_b·Jᵀ = y_b
+    resid = np.abs(np.einsum("ij,ijk->ik", X, Jt) - Y).max(axis=1)
+    bad = [int(i) for i in np.flatnonzero(resid > 1e-9 * (1 + np.abs(Y).max()))]
+    runs: list[list[int]] = []
+    for i in bad:
+        if runs and i - runs[-1][-1] == 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    if len(runs) > 1 and runs[0][0] == 0 and runs[-1][-1] == m - 1:
+        runs[0] = runs.pop() + runs[0]
+    step = 2 * math.pi / m
+    return [((r[0] - 1) * step % (2 * math.pi), (r[-1] + 1) * step % (2 * math.pi)) for r in runs]
+
+
+def _angle(v: tuple[Q, Q]) -> float:
+    return math.atan2(float(v[1]), float(v[0])) % (2 * math.pi)
+
+
+def _in(theta: float, lo: float, hi: float) -> bool:
+    return lo <= theta <= hi if lo <= hi else (theta >= lo or theta <= hi)
+
+
+@pytest.mark.parametrize("seed,n,L", [(0, 2, 2), (1, 3, 2), (2, 3, 3), (3, 4, 2)])
+def test_kink_rays_match_a_fine_sweep(seed: int, n: int, L: int) -> None:
+    bl = _blocks(seed, n, L)
+    F = stack_map(bl)
+    exact = [_angle(r) for r in F.kink_rays()]
+    found = _sweep_kinks(_numeric(bl))
+    for lo, hi in found:  # each detected interval holds an exact kink, and each exact kink is detected
+        assert any(_in(a, lo, hi) for a in exact), (lo, hi, exact)
+    assert all(any(_in(a, lo, hi) for lo, hi in found) for a in exact)
+    gaps = np.diff(sorted(exact) + [min(exact) + 2 * math.pi])
+    if gaps.min() > 4 * 2 * math.pi / 20000:  # kinks a few samples apart are told apart
+        assert len(found) == len(exact)
+    assert np.allclose(sorted(exact), kink_rays_2d(bl), atol=1e-9)
+
+
+@pytest.mark.parametrize("residual", [True, False])
+def test_exact_values_equal_the_float_stack(residual: bool) -> None:
+    bl = _blocks(5, 3, 2)
+    F = stack_map(bl, residual=residual)
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((100, 2))
+    Y = _numeric(bl, residual)(X)
+    Ye = np.array([[float(v) for v in F((Q(x[0]), Q(x[1])))] for x in X])
+    assert np.abs(Y - Ye).max() <= 1e-12 * (1 + np.abs(Y).max())
+
+
+def test_block_with_a_skip_and_continuity() -> None:
+    M = np.array([[0.5, -1.0], [2.0, 0.25]])
+    U = np.array([[1.0, 0.5], [-0.25, 1.0]])
+    D = np.array([[1.0, -2.0], [0.5, 0.75]])
+    f = block_map(U, D, M)
+    for r in f.rays:  # both neighbouring matrices agree on the ray between them
+        k = f.rays.index(r)
+        A, B = f.mats[k - 1], f.mats[k]
+        assert all(A[i][0] * r[0] + A[i][1] * r[1] == B[i][0] * r[0] + B[i][1] * r[1] for i in range(2))
+    x = (Q(3), Q(-2))
+    want = [float(v) for v in (M @ [3.0, -2.0] + D @ np.maximum(U @ [3.0, -2.0], 0))]
+    assert [float(v) for v in f(x)] == pytest.approx(want, rel=1e-15)
+    assert len(f.kink_rays()) == 4 and len(f.full_lines()) == 2
+
+
+def test_full_lines_of_a_generic_depth2_stack_are_the_first_blocks_lines() -> None:
+    bl = _blocks(1, 3, 2)
+    F = stack_map(bl)
+    lines = F.full_lines()
+    U1 = bl[0][0]
+    assert len(lines) == 3
+    for r in lines:  # each full line is u_i^⊥ for a row u_i of the first block
+        assert any(cross(normalise((Q(float(-u[1])), Q(float(u[0])))), r) == 0 for u in U1)
+    assert len(F.kink_rays()) == 12  # 3 full lines of f1 and the 6 rays pulled back from f2's lines
+
+
+def test_compose_is_associative_and_identity_is_neutral() -> None:
+    bl = _blocks(4, 2, 3)
+    f1, f2, f3 = (block_map(U, D) for U, D, _ in bl)
+    assert compose(f3, compose(f2, f1)) == compose(compose(f3, f2), f1)
+    ident = block_map([[Q(0), Q(0)]], [[Q(0)], [Q(0)]])
+    assert ident.is_linear() and compose(ident, f1) == f1 == compose(f1, ident)
+
+
+def test_positive_spanning_certificate_is_exact() -> None:
+    pts = [(Q(1), Q(0)), (Q(-1), Q(1)), (Q(0), Q(-3)), (Q(-2), Q(-1)), (Q(1), Q(0))]
+    lam = positive_spanning(pts)
+    assert lam is not None and all(v > 0 for v in lam)
+    assert sum(lam[j] * pts[j][0] for j in range(len(pts))) == 0 == sum(lam[j] * pts[j][1] for j in range(len(pts)))
+    assert positive_spanning([(Q(1), Q(0)), (Q(0), Q(1)), (Q(-1), Q(0))]) is None  # a closed half-plane
+    assert positive_spanning([(Q(1), Q(0)), (Q(-1), Q(0)), (Q(0), Q(1)), (Q(0), Q(-1))]) is not None
+    assert positive_spanning([(Q(1), Q(1)), (Q(-1), Q(-1))]) is None
