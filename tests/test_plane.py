@@ -127,3 +127,59 @@ def test_positive_spanning_certificate_is_exact() -> None:
     assert positive_spanning([(Q(1), Q(0)), (Q(0), Q(1)), (Q(-1), Q(0))]) is None  # a closed half-plane
     assert positive_spanning([(Q(1), Q(0)), (Q(-1), Q(0)), (Q(0), Q(1)), (Q(0), Q(-1))]) is not None
     assert positive_spanning([(Q(1), Q(1)), (Q(-1), Q(-1))]) is None
+
+
+# ------------------------------------------------------------------ the range argument --
+
+def _narrow(seed: int, n_last: int = 2, residual_last: bool = True) -> Stack:
+    rng = np.random.default_rng(seed)
+    ws = [2, n_last]
+    return Stack(tuple(Block(rng.standard_normal((n, 2)) / math.sqrt(2), rng.standard_normal((2, n)) / math.sqrt(2), RELU,
+                             skip=None if (i == 0 or residual_last) else np.zeros((2, 2)), name=f"blocks.{i}")
+                       for i, n in enumerate(ws)))
+
+
+def test_range_verdict_is_certified_and_rechecked() -> None:
+    from absorb.certificate import build_certificate
+    from absorb.engine import Theorem, Verdict, decide
+    from absorb.verify import checker
+
+    st = _narrow(0)
+    dec = decide(st)
+    assert dec.verdict is Verdict.NOT_ABSORBABLE and dec.theorem is Theorem.RANGE
+    assert all(bd.verdict is Verdict.NOT_ABSORBABLE for bd in dec.blocks)  # no block is absorbable on its own
+    doc = build_certificate(dec, st, seed=0).to_json()
+    rep = checker.verify_certificate(doc, st)
+    assert rep.accepted and not rep.not_rechecked
+    wider = _narrow(0, n_last=3)  # the same record against a stack whose last block is wider than d
+    assert decide(wider).verdict is Verdict.UNKNOWN
+    assert not checker.verify_certificate(doc, wider).accepted
+
+
+def test_range_in_a_half_plane_stays_unknown() -> None:
+    from absorb.engine import Verdict, decide
+    from absorb.plane.range import range_certificate
+
+    st = _narrow(3)  # seed 3: the composition's range lies in a closed half-plane
+    assert range_certificate(st.blocks) is None
+    assert decide(st).verdict is Verdict.UNKNOWN
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_no_certificate_for_residual_free_stacks(seed: int) -> None:
+    """Theorem R's consistency: a stack whose last block is residual-free of width 2 never gets one."""
+    from absorb.plane.range import range_certificate
+
+    assert range_certificate(_narrow(seed, residual_last=False).blocks) is None
+
+
+def test_planted_stack_of_absorbable_blocks_stays_absorbable() -> None:
+    from absorb.engine import Theorem, Verdict, decide
+
+    rng = np.random.default_rng(11)
+    blocks = []
+    for i in range(2):
+        U = rng.standard_normal((2, 2))
+        blocks.append(Block(U, -np.linalg.inv(U), RELU, name=f"blocks.{i}"))  # D U = −I: each block absorbable
+    dec = decide(Stack(tuple(blocks)))
+    assert dec.verdict is Verdict.ABSORBABLE and dec.theorem is Theorem.COMPOSITION

@@ -182,6 +182,20 @@ THEOREMS: dict[str, dict[str, object]] = {
         ),
         "needs": ["flat_at_zero (every block)", "skip product nonzero"],
     },
+    "range": {
+        "title": "Range of a narrow last block (Theorem R)",
+        "source": "beyond the paper (docs/open-problem.md)",
+        "statement": (
+            r"If the last residual-free block $B'_L(z)=W'\sigma(U'z+b')+b''$ has width $n_L\le d$ and "
+            r"$\sigma\ge c$ on $\mathbb R$, then $n_L\le d$ columns of $W'$ do not positively span "
+            r"$\mathbb R^d$: some $v\ne0$ has $v\cdot w'_j\ge0$ for all $j$, so $v\cdot G(x)$ is bounded below "
+            r"for every $G=B'_L\circ\cdots\circ B'_1$. If $F$ is positively homogeneous and points $x_j$ have "
+            r"$F(x_j)$ spanning $\mathbb R^d$ with $\sum_j\lambda_jF(x_j)=0$, $\lambda_j>0$, then some "
+            r"$v\cdot F(x_j)<0$ and $v\cdot F(tx_j)\to-\infty$: $F\ne G$."
+        ),
+        "needs": ["bias_free (F)", "ReLU (F evaluated exactly)", "last width <= d", "range positively spanning (exact)"],
+        "classes": "any",
+    },
     "composition": {
         "title": "Composition of absorbed blocks",
         "source": "definition",

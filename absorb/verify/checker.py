@@ -100,6 +100,7 @@ from absorb.verify._numerics import (  # noqa: F401
     exact_rank,
     sha256_f64,
 )
+from absorb.verify._plane import check_range
 from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _where  # noqa: F401
 from absorb.verify._symbolic import (  # noqa: F401
     _gate_derivative_at_zero,
@@ -436,13 +437,15 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
     w = "stack"
     st = cert.get("stack") or {}
     _require(ctx, st.get("layers") == len(blocks)
-             and set(st) <= {"layers", "composition_witness", "skip_product_nonzero_entry"}, w,
+             and set(st) <= {"layers", "composition_witness", "skip_product_nonzero_entry", "range_certificate"}, w,
              f"the stack record names its {len(blocks)} layers and holds only fields re-derived here",
              f"recorded layers {st.get('layers')!r}, fields {sorted(st)}")
     if top == "absorbable":
         _check_stack_composition(ctx, w, th, blocks, verdicts, witnesses)
+    elif top == "not_absorbable" and th == "range":  # beyond: the range argument (absorb/verify/_plane.py)
+        check_range(ctx, w, blocks, st.get("range_certificate"))
     elif top == "not_absorbable":
-        _require(ctx, th == "depth", w, "a stack is proved not absorbable by the depth result", f"theorem {th!r}")
+        _require(ctx, th == "depth", w, "a stack is proved not absorbable by the depth or range result", f"theorem {th!r}")
         for b, blk in zip(entries, blocks):
             _check_layer_flat(ctx, b, blk)
         _check_skip_product_nonzero(ctx, w, blocks)
