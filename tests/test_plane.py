@@ -131,9 +131,10 @@ def test_positive_spanning_certificate_is_exact() -> None:
 
 # ------------------------------------------------------------------ the range argument --
 
-def _narrow(seed: int, n_last: int = 2, residual_last: bool = True) -> Stack:
+def _narrow(seed: int, n_last: int = 2, residual_last: bool = True, n_first: int = 4) -> Stack:
+    """Two ReLU blocks in the plane; the first of width 4 = 2d (outside Theorem K), the last narrow."""
     rng = np.random.default_rng(seed)
-    ws = [2, n_last]
+    ws = [n_first, n_last]
     return Stack(tuple(Block(rng.standard_normal((n, 2)) / math.sqrt(2), rng.standard_normal((2, n)) / math.sqrt(2), RELU,
                              skip=None if (i == 0 or residual_last) else np.zeros((2, 2)), name=f"blocks.{i}")
                        for i, n in enumerate(ws)))
@@ -160,7 +161,7 @@ def test_range_in_a_half_plane_stays_unknown() -> None:
     from absorb.engine import Verdict, decide
     from absorb.plane.range import range_certificate
 
-    st = _narrow(3)  # seed 3: the composition's range lies in a closed half-plane
+    st = _narrow(8)  # seed 8: the composition's range lies in a closed half-plane
     assert range_certificate(st.blocks) is None
     assert decide(st).verdict is Verdict.UNKNOWN
 
@@ -183,3 +184,62 @@ def test_planted_stack_of_absorbable_blocks_stays_absorbable() -> None:
         blocks.append(Block(U, -np.linalg.inv(U), RELU, name=f"blocks.{i}"))  # D U = −I: each block absorbable
     dec = decide(Stack(tuple(blocks)))
     assert dec.verdict is Verdict.ABSORBABLE and dec.theorem is Theorem.COMPOSITION
+
+
+# ------------------------------------------------------------- the first-layer rank argument --
+
+def _stack(seed: int, widths: list[int], residual: bool = True, d: int = 2) -> Stack:
+    rng = np.random.default_rng(seed)
+    return Stack(tuple(Block(rng.standard_normal((n, d)) / math.sqrt(d), rng.standard_normal((d, n)) / math.sqrt(n), RELU,
+                             skip=None if residual else np.zeros((d, d)), name=f"blocks.{i}") for i, n in enumerate(widths)))
+
+
+@pytest.mark.parametrize("widths", [[2, 2], [3, 3], [3, 3, 3], [2, 5]])
+def test_rank_verdict_is_certified_and_rechecked(widths: list[int]) -> None:
+    from absorb.certificate import build_certificate
+    from absorb.engine import Theorem, Verdict, decide
+    from absorb.verify import checker
+
+    st = _stack(1, widths)
+    dec = decide(st)
+    assert dec.verdict is Verdict.NOT_ABSORBABLE and dec.theorem is Theorem.RANK
+    assert all(bd.verdict is Verdict.NOT_ABSORBABLE for bd in dec.blocks)  # no block is absorbable on its own
+    doc = build_certificate(dec, st, seed=0).to_json()
+    rep = checker.verify_certificate(doc, st)
+    assert rep.accepted and not rep.not_rechecked
+    wide = _stack(1, [4, *widths[1:]])  # first width 2d: outside the theorem, and the checker refuses the record
+    assert not checker.verify_certificate(doc, wide).accepted
+
+
+def test_rank_needs_every_subset_matrix_nonsingular() -> None:
+    from absorb.engine import Verdict, decide
+    from absorb.plane.rank import singular_subset
+
+    st = _stack(2, [3, 3])
+    U = st.blocks[1].W_up.copy()
+    D = st.blocks[1].W_down.copy()
+    U[:2] = [[2.0, 0.0], [1.0, 1.0]]
+    D[:, :2] = [[-0.5, 0.0], [0.5, -1.0]]  # −U_S⁻¹ exactly: block 1 is absorbable (S = {0, 1}), I + D_S U_S = 0
+    planted = Stack((st.blocks[0], st.blocks[1].replace(W_up=U, W_down=D)))
+    assert singular_subset(st.blocks) is None and singular_subset(planted.blocks)[0] == 1  # type: ignore[index]
+    assert decide(planted).verdict is Verdict.UNKNOWN  # block 0 is not absorbable, block 1 is: open
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("n1", [2, 3])
+def test_residual_free_stacks_with_a_narrow_first_block_are_singular_somewhere(seed: int, n1: int) -> None:
+    """Theorem K (i), checked by the exact sector matrices: a residual-free stack whose first
+    block has width < 2d = 4 has a singular Jacobian on some open sector — with or without biases
+    in later blocks it is the first block that forces it."""
+    st = _stack(seed, [n1, 3], residual=False)
+    G = stack_map([(b.W_up, b.W_down, b.skip) for b in st.blocks])
+    dets = [J[0][0] * J[1][1] - J[0][1] * J[1][0] for J in G.mats]
+    assert any(v == 0 for v in dets)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_residual_stacks_decided_by_rank_have_nonsingular_sectors(seed: int) -> None:
+    """The other half, by independent code: F's exact sector matrices are all nonsingular."""
+    st = _stack(seed, [3, 3, 2])
+    F = stack_map([(b.W_up, b.W_down, b.skip) for b in st.blocks])
+    assert all(J[0][0] * J[1][1] - J[0][1] * J[1][0] != 0 for J in F.mats)

@@ -74,10 +74,16 @@ def _planted_stack(rng: np.random.Generator) -> Stack:
 
 
 def _narrow_stack() -> Stack:
-    """Two generic ReLU blocks with n = d = 2 whose composition's range is the whole plane (range argument)."""
+    """Two generic ReLU blocks in d = 2, widths 4 and 2, whose composition's range is the whole plane (range argument)."""
     rng = np.random.default_rng(0)
-    return Stack(tuple(_blk(rng.standard_normal((2, 2)) / math.sqrt(2), rng.standard_normal((2, 2)) / math.sqrt(2), "relu",
-                            name=f"blocks.{i}") for i in range(2)))
+    return Stack(tuple(_blk(rng.standard_normal((n, 2)) / math.sqrt(2), rng.standard_normal((2, n)) / math.sqrt(2), "relu",
+                            name=f"blocks.{i}") for i, n in enumerate((4, 2))))
+
+
+def _rank_stack() -> Stack:
+    """Two generic ReLU blocks with d = 2, n = 3 < 2d (first-layer rank argument)."""
+    rng = np.random.default_rng(1)
+    return Stack(tuple(_blk(rng.standard_normal((3, 2)), rng.standard_normal((2, 3)), "relu", name=f"blocks.{i}") for i in range(2)))
 
 
 def _mitm_weights() -> tuple[np.ndarray, np.ndarray]:
@@ -112,6 +118,7 @@ def _models() -> dict[str, Any]:
         "depth": cat("relu2_stack"),
         "composition": _planted_stack(rng),
         "range": _narrow_stack(),
+        "rank": _rank_stack(),
         "none": cat("relu_stack_generic"),
     }
 
@@ -206,7 +213,7 @@ def _pattern(path: tuple[Any, ...]) -> str:
 
 CASES = ["trivial", "degree", "linearization", "bounded", "linear", "parity", "exponential", "index-set-absorbable",
          "index-set-not", "index-set-gated", "index-set-low-rank", "index-set-mitm", "canonical-absorbable", "canonical-not", "canonical-near", "skeleton-nondegenerate",
-         "skeleton-degenerate", "depth", "composition", "range", "none"]
+         "skeleton-degenerate", "depth", "composition", "range", "rank", "none"]
 
 
 @pytest.fixture(scope="module")
@@ -223,7 +230,7 @@ def test_every_theorem_has_a_case(certs: dict[str, tuple[dict[str, Any], Any]]) 
     from absorb.certificate._theorems import THEOREMS
 
     seen = {doc["theorem"]["id"] for doc, _ in certs.values()} | {b["theorem"]["id"] for doc, _ in certs.values() for b in doc["blocks"]}
-    assert set(checker.THEOREM_CHECKS) | {"depth", "composition", "range"} <= seen | {"none"}
+    assert set(checker.THEOREM_CHECKS) | {"depth", "composition", "range", "rank"} <= seen | {"none"}
     assert set(THEOREMS) <= seen | {"none"}
     cases = {b["argument"].get("case") for doc, _ in certs.values() for b in doc["blocks"] if b["theorem"]["id"] == "skeleton"}
     assert {"nondegenerate", "degenerate-relu"} <= cases

@@ -182,6 +182,19 @@ THEOREMS: dict[str, dict[str, object]] = {
         ),
         "needs": ["flat_at_zero (every block)", "skip product nonzero"],
     },
+    "rank": {
+        "title": "First-layer rank (Theorem K)",
+        "source": "beyond the paper (docs/open-problem.md)",
+        "statement": (
+            r"For ReLU blocks with any biases: if the first residual-free block has width $n_1<2d$, some direction $x$ "
+            r"has at most $\lfloor n_1/2\rfloor<d$ rows with $u'_i\cdot x>0$, so $G=B'_L\circ\cdots\circ B'_1$ has a "
+            r"Jacobian of rank $<d$ on an open set. Wherever $F=f_L\circ\cdots\circ f_1$ is affine its Jacobian is a "
+            r"product of matrices $M_\ell+W_{\mathrm{down},\ell}[:,A]\,W_{\mathrm{up},\ell}[A,:]$; if all of them "
+            r"are nonsingular, $F\ne G$."
+        ),
+        "needs": ["ReLU, ungated", "first width < 2d", "every M + W_down[:,A] W_up[A,:] nonsingular (exact)"],
+        "classes": "any",
+    },
     "range": {
         "title": "Range of a narrow last block (Theorem R)",
         "source": "beyond the paper (docs/open-problem.md)",

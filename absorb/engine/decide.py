@@ -19,8 +19,10 @@ properties of σ it needs, and answers or passes the block on:
 
 Stacks: every block absorbable ⇒ the composition is (checked by evaluation); every block
 flat at 0 (B'(x) = o(|x|)) and ``M_L⋯M_1 ≠ 0`` ⇒ not absorbable (**depth**, result 4);
-bias-free ReLU in d = 2 with a last block of width ≤ d whose range positively spans the
-plane ⇒ not absorbable (**range**, beyond, :mod:`absorb.plane.range`); else unknown (deep ReLU/GELU stacks are the paper's open problem).
+ReLU with a first block of width < 2d and every M_ℓ + W_down[:, A] W_up[A, :] nonsingular ⇒
+not absorbable (**rank**, beyond, :mod:`absorb.plane.rank`); bias-free ReLU in d = 2 with a
+last block of width ≤ d whose range positively spans the plane ⇒ not absorbable (**range**,
+beyond, :mod:`absorb.plane.range`); else unknown (deep ReLU/GELU stacks are the paper's open problem).
 """
 
 from __future__ import annotations
@@ -118,11 +120,11 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
                             reason=f"Depth argument: each of the {L} residual-free blocks is o(|x|) at 0 (homogeneous of degree > 1, or a gate "
                                    "with g(0) = 0 differentiable at 0), so their composition G has G(tx)/t → 0 as t → 0, while "
                                    "F(tx)/t → M_L⋯M_1 x ≠ 0.", blocks=tuple(decisions), tolerance=tol, structure="stack")
-    # beyond: the range argument (a late import: absorb.plane uses the engine)
-    from absorb.plane.range import decide_range
+    # beyond: the first-layer rank and range arguments (a late import: absorb.plane uses the engine)
+    from absorb.plane.decide import decide_narrow_stack
 
-    if (ranged := decide_range(stack, tuple(decisions), path=path, tol=tol)) is not None:
-        return ranged
+    if (narrow := decide_narrow_stack(stack, tuple(decisions), path=path, tol=tol)) is not None:
+        return narrow
     if all(b.activation.expr in tuple(get_activation(n).expr for n in NECESSITY) and not b.gated for b in stack.blocks):
         why = ("whether deep compositions of ReLU/GELU residual blocks can be absorbed is the paper's open problem; "
                "per-block verdicts are for each block in isolation")

@@ -69,3 +69,30 @@ def check_range(ctx: _Ctx, w: str, blocks: list[Block], rec: Any) -> None:
     _require(ctx, exact_rank(imgs) == d, w, f"the F(x_j) span R^{d} (exact rank)")
     ctx.report.ok(w, f"range argument: the range of F positively spans R^{d}, the last residual-free block's range cannot "
                      "(width ≤ d), so no residual-free stack equals F")
+
+
+SUBSET_WORK = 2_000_000  # the checker's own budget for the exact subset check (Σ 2^n·d²·n)
+
+
+def check_rank(ctx: _Ctx, w: str, blocks: list[Block]) -> None:
+    """Re-derive a ``rank`` verdict (Theorem K): ungated ReLU blocks, first width < 2d, and every
+    ``M_ℓ + W_down[:, A] W_up[A, :]`` nonsingular, all 2^n subsets A of every block, exactly."""
+    y = sp.Symbol("y", real=True)
+    d, n1 = blocks[0].d, blocks[0].n
+    _require(ctx, len(blocks) >= 2 and all(not b.gated for b in blocks), w, "a stack of ungated blocks")
+    _require(ctx, all(_same_function(b.activation.expr, sp.Max(0, y)) for b in blocks), w,
+             "every activation is ReLU (zero slope on z < 0: an inactive unit adds nothing to a Jacobian)")
+    _require(ctx, n1 < 2 * d, w, f"the first block's width n_1 = {n1} < 2d = {2 * d} (some direction has ≤ {n1 // 2} < d active units)")
+    work = sum(2 ** b.n * d * d * b.n for b in blocks)
+    if work > SUBSET_WORK:
+        ctx.report.unchecked(w, "every M_ℓ + W_down[:, A] W_up[A, :] is nonsingular", f"{work} operations exceed the budget {SUBSET_WORK}")
+        return
+    for ell, b in enumerate(blocks):
+        M, U, D = _frac_matrix(b.M), _frac_matrix(b.W_up), _frac_matrix(b.W_down)
+        for mask in range(2 ** b.n):
+            act = [i for i in range(b.n) if mask >> i & 1]
+            J = [[M[r][c] + sum((D[r][i] * U[i][c] for i in act), Fraction(0)) for c in range(d)] for r in range(d)]
+            _require(ctx, exact_rank(J) == d, w, f"block {ell}: M + W_down[:, A] W_up[A, :] is nonsingular for A = {act}",
+                     fail_only=True)
+    ctx.report.ok(w, f"rank argument: F's Jacobian is a product of nonsingular matrices wherever it exists, while any residual-free "
+                     f"stack with a first block of width {n1} < {2 * d} has a singular one on an open set")

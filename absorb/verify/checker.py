@@ -100,7 +100,7 @@ from absorb.verify._numerics import (  # noqa: F401
     exact_rank,
     sha256_f64,
 )
-from absorb.verify._plane import check_range
+from absorb.verify._plane import check_range, check_rank
 from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _where  # noqa: F401
 from absorb.verify._symbolic import (  # noqa: F401
     _gate_derivative_at_zero,
@@ -444,6 +444,8 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
         _check_stack_composition(ctx, w, th, blocks, verdicts, witnesses)
     elif top == "not_absorbable" and th == "range":  # beyond: the range argument (absorb/verify/_plane.py)
         check_range(ctx, w, blocks, st.get("range_certificate"))
+    elif top == "not_absorbable" and th == "rank":  # beyond: the first-layer rank argument (absorb/verify/_plane.py)
+        check_rank(ctx, w, blocks)
     elif top == "not_absorbable":
         _require(ctx, th == "depth", w, "a stack is proved not absorbable by the depth or range result", f"theorem {th!r}")
         for b, blk in zip(entries, blocks):
