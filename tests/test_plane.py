@@ -243,3 +243,32 @@ def test_residual_stacks_decided_by_rank_have_nonsingular_sectors(seed: int) -> 
     st = _stack(seed, [3, 3, 2])
     F = stack_map([(b.W_up, b.W_down, b.skip) for b in st.blocks])
     assert all(J[0][0] * J[1][1] - J[0][1] * J[1][0] != 0 for J in F.mats)
+
+
+# ------------------------------------------------------------------------ dimension count --
+
+def test_dual_derivatives_match_a_difference_quotient() -> None:
+    from absorb.plane.dimension import Dual
+
+    rng = np.random.default_rng(4)
+    U, D = rng.standard_normal((2, 2)), rng.standard_normal((2, 2))
+    k = (0, 1)  # differentiate with respect to W_up[0, 1]
+    Ud = [[Dual(Q(float(U[i, j])), tuple(Q(int((i, j) == k)) for _ in range(1))) for j in range(2)] for i in range(2)]
+    F = stack_map([(Ud, D, None), (U, D, None)])
+    x = (Q(1), Q(2, 7))
+    y = F(x)
+    h = 1e-7
+    Up = U.copy()
+    Up[k] += h
+    num = (_numeric([(Up, D, None), (U, D, None)])(np.array([[1.0, 2 / 7]])) - _numeric([(U, D, None), (U, D, None)])(np.array([[1.0, 2 / 7]]))) / h
+    assert [float(v.der[0]) if isinstance(v, Dual) else 0.0 for v in y] == pytest.approx(num[0].tolist(), rel=1e-4, abs=1e-6)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_dimension_count_residual_6n_residual_free_at_most_6n_minus_4(n: int) -> None:
+    from absorb.plane.dimension import dimension_report
+
+    rep = dimension_report(n, seed=0)
+    assert rep["rank_residual"] == 6 * n  # 8n weights less the 2n positive unit scalings
+    for seed in range(3):
+        assert dimension_report(n, seed=seed)["rank_residual_free"] <= 6 * n - 4  # also GL(2) between the layers

@@ -262,4 +262,4 @@ def _scale_to(direction: Vec, p: Vec) -> Fraction:
 def _as_q(a: object) -> list[list[Fraction]]:
     if isinstance(a, np.ndarray):
         return _fr(a)
-    return [[Q(v) for v in row] for row in a]  # type: ignore[union-attr]
+    return [[Q(v) if isinstance(v, (int, float, np.floating, np.integer)) else v for v in row] for row in a]  # type: ignore[union-attr]
