@@ -131,8 +131,8 @@ def test_positive_spanning_certificate_is_exact() -> None:
 
 # ------------------------------------------------------------------ the range argument --
 
-def _narrow(seed: int, n_last: int = 2, residual_last: bool = True, n_first: int = 4) -> Stack:
-    """Two ReLU blocks in the plane; the first of width 4 = 2d (outside Theorem K), the last narrow."""
+def _narrow(seed: int, n_last: int = 2, residual_last: bool = True, n_first: int = 5) -> Stack:
+    """Two ReLU blocks in the plane; the first of width 5 > 2d (outside Theorems K and H), the last narrow."""
     rng = np.random.default_rng(seed)
     ws = [n_first, n_last]
     return Stack(tuple(Block(rng.standard_normal((n, 2)) / math.sqrt(2), rng.standard_normal((2, n)) / math.sqrt(2), RELU,
@@ -161,7 +161,7 @@ def test_range_in_a_half_plane_stays_unknown() -> None:
     from absorb.engine import Verdict, decide
     from absorb.plane.range import range_certificate
 
-    st = _narrow(8)  # seed 8: the composition's range lies in a closed half-plane
+    st = _narrow(1)  # seed 1: the composition's range lies in a closed half-plane
     assert range_certificate(st.blocks) is None
     assert decide(st).verdict is Verdict.UNKNOWN
 
@@ -272,3 +272,53 @@ def test_dimension_count_residual_6n_residual_free_at_most_6n_minus_4(n: int) ->
     assert rep["rank_residual"] == 6 * n  # 8n weights less the 2n positive unit scalings
     for seed in range(3):
         assert dimension_report(n, seed=seed)["rank_residual_free"] <= 6 * n - 4  # also GL(2) between the layers
+
+
+# ------------------------------------------------------------------- the kink count (H) --
+
+def test_kink_count_verdict_is_certified_and_rechecked() -> None:
+    from absorb.certificate import build_certificate
+    from absorb.engine import Theorem, Verdict, decide
+    from absorb.verify import checker
+
+    st = _stack(1001, [4, 4])
+    dec = decide(st)
+    assert dec.verdict is Verdict.NOT_ABSORBABLE and dec.theorem is Theorem.KINK_COUNT
+    doc = build_certificate(dec, st, seed=0).to_json()
+    rep = checker.verify_certificate(doc, st)
+    assert rep.accepted and not rep.not_rechecked
+    assert decide(st, allow_biases=True).verdict is Verdict.UNKNOWN  # the argument is conic: bias-free G only
+    rays = doc["stack"]["kink_certificate"]["rays"]
+    for bad_rays in (rays[:3] + rays[4:], [rays[-1], *rays[:-1]][::-1], [[str(2 * Q(x)), str(2 * Q(y))] for x, y in rays]):
+        bad = {**doc, "stack": {**doc["stack"], "kink_certificate": {"rays": bad_rays}}}
+        assert not checker.verify_certificate(bad, st).accepted
+
+
+def test_kink_count_needs_a_local_homeomorphism() -> None:
+    from absorb.plane.kinks import kinks_certificate, one_sign_local_homeomorphism
+
+    st = _stack(1000, [4, 4])  # a stack whose sector determinants have both signs
+    F = stack_map([(b.W_up, b.W_down, b.skip) for b in st.blocks])
+    assert not one_sign_local_homeomorphism(F) and kinks_certificate(st.blocks) is None
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_residual_free_width4_stacks_with_one_sign_have_at_most_4L_kinks(seed: int) -> None:
+    """Theorem H's structure, by independent code: random residual-free width-4 stacks built as
+    compositions of homeomorphisms L x + Σ c_i ReLU(p_i·x) (two antipodal unit pairs each) have
+    at most 4L kink rays; and any residual-free width-4 stack that happens to be a one-sign local
+    homeomorphism obeys the same bound."""
+    rng = np.random.default_rng(seed)
+    blocks = []
+    for _ in range(2):
+        P = rng.standard_normal((2, 2))
+        A, C = rng.standard_normal((2, 2)), 0.3 * rng.standard_normal((2, 2))
+        U = np.vstack([P, -P])  # units p_i and −p_i: a_i ReLU(p_i·x) + b_i ReLU(−p_i·x)
+        D = np.hstack([A, C - A])  # Σ a_i ReLU(p_i·x) + b_i ReLU(−p_i·x) = A P x + Σ (a_i + b_i) ReLU(−p_i·x), a_i + b_i = c_i
+        blocks.append((U, D, np.zeros((2, 2))))
+    G = stack_map(blocks)
+    assert len(G.kink_rays()) <= 8
+    H = stack_map([(rng.standard_normal((4, 2)), rng.standard_normal((2, 4)), np.zeros((2, 2))) for _ in range(2)])
+    from absorb.plane.kinks import one_sign_local_homeomorphism
+    if one_sign_local_homeomorphism(H):
+        assert len(H.kink_rays()) <= 8

@@ -195,6 +195,19 @@ THEOREMS: dict[str, dict[str, object]] = {
         "needs": ["ReLU, ungated", "first width < 2d", "every M + W_down[:,A] W_up[A,:] nonsingular (exact)"],
         "classes": "any",
     },
+    "kink-count": {
+        "title": "Kink count in the plane (Theorem H)",
+        "source": "beyond the paper (docs/open-problem.md)",
+        "statement": (
+            r"Let $d=2$, $\sigma=\mathrm{ReLU}$, all blocks bias-free. If every sector matrix of $F$ is nonsingular "
+            r"with determinants of one sign, then every residual-free stack $G=B'_L\circ\cdots\circ B'_1$ of widths "
+            r"$\le4$ equal to $F$ is a composition of homeomorphisms $x\mapsto L_\ell x+\sum_{i=1,2}c_i\,"
+            r"\mathrm{ReLU}(p_i\cdot x)$, so $G$ has at most $4L$ kink rays; $F$ with more than $4L$ is not absorbable."
+        ),
+        "needs": ["d = 2", "bias-free ReLU, ungated", "widths <= 4", "sector matrices nonsingular, one sign (exact)",
+                  "more than 4L kink rays (exact)"],
+        "classes": "bias-free",
+    },
     "range": {
         "title": "Range of a narrow last block (Theorem R)",
         "source": "beyond the paper (docs/open-problem.md)",

@@ -96,3 +96,63 @@ def check_rank(ctx: _Ctx, w: str, blocks: list[Block]) -> None:
                      fail_only=True)
     ctx.report.ok(w, f"rank argument: F's Jacobian is a product of nonsingular matrices wherever it exists, while any residual-free "
                      f"stack with a first block of width {n1} < {2 * d} has a singular one on an open set")
+
+
+def _upper(v: list[Fraction]) -> bool:
+    """The direction v lies in the half-turn [0, π) of angles."""
+    return v[1] > 0 or (v[1] == 0 and v[0] > 0)
+
+
+def _cross(a: list[Fraction], b: list[Fraction]) -> Fraction:
+    return a[0] * b[1] - a[1] * b[0]
+
+
+def check_kinks(ctx: _Ctx, w: str, blocks: list[Block], rec: Any, class_biases: Any) -> None:
+    """Re-derive a ``kink-count`` verdict (Theorem H): d = 2, bias-free ungated ReLU, widths ≤ 4,
+    a bias-free class; the recorded rays go once around the circle in steps below a half turn;
+    on each sector between consecutive rays every unit of every block keeps its sign at the
+    two (exactly propagated) end rays, so F is linear there, with the matrix built here; all
+    those matrices are nonsingular with one determinant sign; more than 4L of the rays are kinks."""
+    y = sp.Symbol("y", real=True)
+    L = len(blocks)
+    _require(ctx, blocks[0].d == 2 and all(b.n <= 4 for b in blocks), w, "d = 2 and every width ≤ 4")
+    _require(ctx, all(not b.gated and _bias_free(b) for b in blocks), w, "every block is ungated and bias-free")
+    _require(ctx, all(_same_function(b.activation.expr, sp.Max(0, y)) for b in blocks), w, "every activation is ReLU")
+    _require(ctx, class_biases is False, w, "the verdict is about bias-free residual-free blocks (the argument is conic)")
+    ok = isinstance(rec, dict) and isinstance(rec.get("rays"), list) and 3 <= len(rec["rays"]) <= MAX_POINTS
+    _require(ctx, ok, w, f"the kink certificate lists between 3 and {MAX_POINTS} rays")
+    rays = [[_rational(v) for v in r] if isinstance(r, list) and len(r) == 2 else None for r in rec["rays"]]
+    _require(ctx, all(r is not None and None not in r and r != [0, 0] for r in rays), w, "every ray is a nonzero pair of rationals")
+    axes = [[1, 0], [0, 1], [-1, 0], [0, -1]]
+    _require(ctx, all(max(abs(r[0]), abs(r[1])) == 1 for r in rays) and all(a in rays for a in axes), w,  # type: ignore[index]
+             "the rays are normalised (max(|x|, |y|) = 1) and include the four axis directions")
+    m = len(rays)
+    steps_ok = all(_cross(rays[k], rays[(k + 1) % m]) > 0 for k in range(m))  # type: ignore[arg-type]
+    wraps = sum(1 for k in range(m) if not _upper(rays[k]) and _upper(rays[(k + 1) % m]))  # type: ignore[arg-type]
+    _require(ctx, steps_ok and wraps == 1, w, "the rays go once around the circle, each step below a half turn (exact)")
+    mats = [(_frac_matrix(b.W_up), _frac_matrix(b.W_down), _frac_matrix(b.M)) for b in blocks]
+    Js = []
+    for k in range(m):
+        a, b = rays[k], rays[(k + 1) % m]
+        J = [[Fraction(1), Fraction(0)], [Fraction(0), Fraction(1)]]
+        for U, D, M in mats:
+            pa, pb = _apply(J, a), _apply(J, b)  # type: ignore[arg-type]
+            za = [sum((u * v for u, v in zip(row, pa)), Fraction(0)) for row in U]
+            zb = [sum((u * v for u, v in zip(row, pb)), Fraction(0)) for row in U]
+            _require(ctx, all(x >= 0 <= y_ or x <= 0 >= y_ for x, y_ in zip(za, zb)), w,
+                     f"sector {k}: no unit changes sign inside (F is linear there)", fail_only=True)
+            act = [i for i, (x, y_) in enumerate(zip(za, zb)) if x > 0 or y_ > 0]
+            B = [[M[r][c] + sum((D[r][i] * U[i][c] for i in act), Fraction(0)) for c in range(2)] for r in range(2)]
+            J = [[sum((B[r][t] * J[t][c] for t in range(2)), Fraction(0)) for c in range(2)] for r in range(2)]
+        Js.append(J)
+    dets = [J[0][0] * J[1][1] - J[0][1] * J[1][0] for J in Js]
+    _require(ctx, all(v > 0 for v in dets) or all(v < 0 for v in dets), w,
+             f"all {m} sector matrices of F are nonsingular with one determinant sign (F is a local homeomorphism)")
+    _require(ctx, all(Js[k - 1] != Js[k] for k in range(m) if rays[k] not in axes), w,
+             "every recorded ray other than the axes is a kink of F (the record is F's own breakpoints)")
+    kinks = sum(1 for k in range(m) if Js[k - 1] != Js[k])
+    _require(ctx, kinks > 4 * L, w, f"F has {kinks} kink rays > 4L = {4 * L} (a residual-free stack of widths ≤ 4 has at most 4L)")
+
+
+def _apply(J: list[list[Fraction]], x: list[Fraction]) -> list[Fraction]:
+    return [J[0][0] * x[0] + J[0][1] * x[1], J[1][0] * x[0] + J[1][1] * x[1]]
