@@ -49,7 +49,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1000)
     args = ap.parse_args()
     cases = [("random", [2, 2]), ("random", [3, 3]), ("random", [2, 2, 2]), ("random", [3, 3, 3]), ("random", [4, 2]),
-             ("random", [4, 4]), ("planted", [2, 2]), ("planted", [3, 3])]
+             ("random", [4, 4]), ("random", [4, 4, 4]), ("random", [5, 2]), ("random", [5, 5]), ("planted", [2, 2]),
+             ("planted", [3, 3]), ("planted", [4, 4])]
     print(f"{'stacks':>8} {'widths':>10}  verdicts (theorem)                          median s   max s  verified")
     for kind, widths in cases:
         counts: Counter[str] = Counter()

@@ -322,3 +322,23 @@ def test_residual_free_width4_stacks_with_one_sign_have_at_most_4L_kinks(seed: i
     from absorb.plane.kinks import one_sign_local_homeomorphism
     if one_sign_local_homeomorphism(H):
         assert len(H.kink_rays()) <= 8
+
+
+def test_winding_number() -> None:
+    zero = [[Q(0), Q(0)]], [[Q(0)], [Q(0)]]
+    assert block_map(*zero).winding_number() == 1  # the identity
+    assert block_map(*zero, [[Q(0), Q(-1)], [Q(1), Q(0)]]).winding_number() == 1  # a rotation
+    assert block_map(*zero, [[Q(1), Q(0)], [Q(0), Q(-1)]]).winding_number() == -1  # a reflection
+    assert block_map(*zero, [[Q(2), Q(1)], [Q(0), Q(0)]]).winding_number() is None  # vanishes on a ray
+    # a map whose image stays in a half-plane: degree 0
+    g = block_map(np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]]), np.array([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]), np.zeros((2, 2)))
+    assert g.winding_number() == 0
+    # numeric cross-check on random stacks: the total turn of F over a fine sweep
+    for seed in range(4):
+        bl = _blocks(seed + 10, 4, 2)
+        F = stack_map(bl)
+        t = np.linspace(0, 2 * np.pi, 20001)
+        Y = _numeric(bl)(np.stack([np.cos(t), np.sin(t)], axis=1))
+        ang = np.unwrap(np.arctan2(Y[:, 1], Y[:, 0]))
+        if F.winding_number() is not None and np.abs(Y).sum(axis=1).min() > 1e-6:
+            assert F.winding_number() == round((ang[-1] - ang[0]) / (2 * np.pi))

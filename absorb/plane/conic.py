@@ -135,6 +135,32 @@ class ConicPL:
     def is_linear(self) -> bool:
         return not self.kink_rays()
 
+    def winding_number(self) -> int | None:
+        """The degree of F on the circle (how often F(x) turns around 0 as x does once), exactly;
+        None when F vanishes on some ray. Each sector maps the segment between its end rays
+        linearly onto the segment between their images, which misses 0 (a nonsingular matrix, or
+        a singular one whose kernel is outside the sector); signed crossings of the positive
+        x-axis are counted."""
+        pts = [self(r) for r in self.rays]
+        if any(p == (0, 0) for p in pts):
+            return None
+        for J, a, b in zip(self.mats, self.rays, self.rays[1:] + self.rays[:1]):
+            if J[0][0] * J[1][1] - J[0][1] * J[1][0] == 0:  # J ≠ 0 here (its end rays have nonzero images)
+                row = J[0] if J[0] != (0, 0) else J[1]
+                for k in (perp(row), (-perp(row)[0], -perp(row)[1])):  # the kernel's two rays
+                    if cross(a, k) >= 0 and cross(k, b) >= 0:
+                        return None
+        w = 0  # crossings of the positive x-axis, half-open rule (a vertex on the axis counts once)
+        m = len(pts)
+        for k in range(m):
+            a, b = pts[k], pts[(k + 1) % m]
+            up, down = a[1] <= 0 < b[1], b[1] <= 0 < a[1]
+            if up or down:
+                x_cross = a[0] + (b[0] - a[0]) * (-a[1]) / (b[1] - a[1])
+                if x_cross > 0:
+                    w += 1 if up else -1
+        return w
+
     def image_directions(self) -> list[Vec]:
         """The images of the breakpoints (nonzero ones): the range is the union of the cones
         of consecutive ones."""
