@@ -1,13 +1,19 @@
-"""The checker's re-derivation of the range argument (Theorem R, docs/open-problem.md).
+"""The checker's re-derivation of the stack results beyond the paper (docs/open-problem.md).
 
-A stack ``F = f_L ∘ … ∘ f_1`` of bias-free ungated ReLU blocks (any skips) whose last block
-has width ``n_L ≤ d`` is not absorbable when its range positively spans R^d: every
-``G = B'_L ∘ … ∘ B'_1`` has range in the shifted cone of the ``n_L ≤ d`` columns of its last
-down projection, hence in a closed half-space, while ``F`` (positively homogeneous) is
-unbounded below along every direction ``v``. The certificate records points ``x_j`` and
-weights ``λ_j``; here ``F(x_j)`` is evaluated exactly in rationals from the weights, and
-``λ_j > 0``, ``Σ λ_j F(x_j) = 0`` and ``rank [F(x_j)] = d`` are checked exactly. Nothing of
-the producer (absorb.plane) is used.
+* ``range`` (Theorem R): a stack of bias-free ungated ReLU blocks (any skips) whose last block
+  has width ``n_L ≤ d`` is not absorbable when its range positively spans R^d: every
+  ``G = B'_L ∘ … ∘ B'_1`` has range in the shifted cone of the ``n_L ≤ d`` columns of its last
+  down projection, hence in a closed half-space, while ``F`` (positively homogeneous) is
+  unbounded below along every direction ``v``. The certificate records points ``x_j`` and
+  weights ``λ_j``; ``F(x_j)`` is evaluated here exactly, and ``λ_j > 0``,
+  ``Σ λ_j F(x_j) = 0`` and ``rank [F(x_j)] = d`` are checked exactly.
+* ``rank`` (Theorem K): ungated ReLU blocks, first width ``< 2d``, and every
+  ``M_ℓ + W_down[:, A] W_up[A, :]`` nonsingular (all subsets, exact).
+* ``kink-count`` (Theorem H): d = 2, widths ≤ 4, bias-free; the recorded breakpoint rays of
+  ``F`` are checked to cover the circle, ``F`` is shown linear on each sector and its matrices
+  are built here, one determinant sign and more than ``4L`` kinks re-derived.
+
+Nothing of the producer (absorb.plane) is used.
 """
 
 from __future__ import annotations
