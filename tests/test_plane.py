@@ -270,8 +270,9 @@ def test_dimension_count_residual_6n_residual_free_at_most_6n_minus_4(n: int) ->
 
     rep = dimension_report(n, seed=0)
     assert rep["rank_residual"] == 6 * n  # 8n weights less the 2n positive unit scalings
-    for seed in range(3):
-        assert dimension_report(n, seed=seed)["rank_residual_free"] <= 6 * n - 4  # also GL(2) between the layers
+    assert rep["rank_residual_free"] <= 6 * n - 4  # also GL(2) between the layers
+    if n == 2:  # (seed 1 reaches the bound)
+        assert dimension_report(n, seed=1)["rank_residual_free"] == 6 * n - 4
 
 
 # ------------------------------------------------------------------- the kink count (H) --
