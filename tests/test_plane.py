@@ -343,3 +343,39 @@ def test_winding_number() -> None:
         ang = np.unwrap(np.arctan2(Y[:, 1], Y[:, 0]))
         if F.winding_number() is not None and np.abs(Y).sum(axis=1).min() > 1e-6:
             assert F.winding_number() == round((ang[-1] - ang[0]) / (2 * np.pi))
+
+
+def test_kink_count_depth2_with_folds_uses_the_winding_number() -> None:
+    from absorb.certificate import build_certificate
+    from absorb.engine import Theorem, Verdict, decide
+    from absorb.plane.kinks import kink_bound, one_sign_local_homeomorphism
+    from absorb.verify import checker
+
+    st = _stack(1009, [4, 4])  # sector determinants of both signs, winding number 1, 16 kink rays
+    F = stack_map([(b.W_up, b.W_down, b.skip) for b in st.blocks])
+    assert not one_sign_local_homeomorphism(F) and F.winding_number() == 1 and kink_bound(F, 2) == 12
+    dec = decide(st)
+    assert dec.verdict is Verdict.NOT_ABSORBABLE and dec.theorem is Theorem.KINK_COUNT
+    rep = checker.verify_certificate(build_certificate(dec, st, seed=0).to_json(), st)
+    assert rep.accepted and not rep.not_rechecked
+    assert kink_bound(F, 3) is None  # deeper stacks need the one-sign condition
+
+
+def test_depth2_residual_free_onto_stacks_have_at_most_12_kinks() -> None:
+    """Theorem H for L = 2 by independent code: residual-free stacks of two width-4 blocks, each two
+    antipodal unit pairs (the form the proof forces), with nonsingular sectors and a nonzero
+    winding number have at most 12 kink rays — also when the first block folds."""
+    seen = folded = 0
+    for seed in range(80):
+        rng = np.random.default_rng(seed + 100)
+        blocks = []
+        for _ in range(2):
+            P = rng.standard_normal((2, 2))
+            blocks.append((np.vstack([P, -P]), rng.standard_normal((2, 4)), np.zeros((2, 2))))
+        G = stack_map(blocks)
+        dets = [J[0][0] * J[1][1] - J[0][1] * J[1][0] for J in G.mats]
+        if all(v != 0 for v in dets) and G.winding_number() not in (None, 0):
+            assert len(G.kink_rays()) <= 12
+            seen += 1
+            folded += not (all(v > 0 for v in dets) or all(v < 0 for v in dets))
+    assert seen >= 3 and folded >= 1  # the premise was met, with and without folds

@@ -6,7 +6,11 @@ sector matrix nonsingular, all with determinants of one sign (F is a local homeo
 R², so its degree on the circle is nonzero). If ``G = B'_L ∘ … ∘ B'_1`` with every width
 ``≤ 4`` equals F, then each ``B'_ℓ`` is a homeomorphism ``x ↦ L_ℓ x + Σ_{i=1,2} c_i ReLU(p_i·x)``
 with kinks on at most two lines, so G — hence F — has at most ``4L`` kink rays. So an F with
-more than ``4L`` kink rays is not absorbable at these widths. Proof (docs/open-problem.md):
+more than ``4L`` kink rays is not absorbable at these widths. **For L = 2** the one-sign
+condition can be relaxed to a nonzero winding number: steps (a) and (b) below still make
+both blocks onto and of that form (possibly folding), the first is linear on four sectors,
+so each of the second block's two kink lines pulls back to at most four rays: at most
+``4 + 8 = 12`` kink rays. Proof (docs/open-problem.md):
 by induction on ℓ, using ``G ∘ H⁻¹`` for the homeomorphism ``H = B'_{ℓ−1} ∘ … ∘ B'_1``:
 (a) ``B'_ℓ`` is onto (otherwise the direction map of G factors through an arc and G has
 degree 0); (b) its Jacobian is nonsingular almost everywhere (Theorem K (i) gives a width-4
@@ -58,12 +62,25 @@ def one_sign_local_homeomorphism(F: ConicPL) -> bool:
     return all(v > 0 for v in dets) or all(v < 0 for v in dets)
 
 
+def kink_bound(F: ConicPL, L: int) -> int | None:
+    """The most kink rays a residual-free stack of depth L and widths ≤ 4 equal to F can have
+    (Theorem H): 4L when F is a one-sign local homeomorphism; 12 when L = 2 and F has nonsingular
+    sectors and a nonzero winding number; None when neither applies."""
+    if one_sign_local_homeomorphism(F):
+        return 4 * L
+    dets = [J[0][0] * J[1][1] - J[0][1] * J[1][0] for J in F.mats]
+    if L == 2 and all(v != 0 for v in dets) and F.winding_number() not in (None, 0):
+        return 12
+    return None
+
+
 def kinks_certificate(blocks: Sequence[Block]) -> dict[str, Any] | None:
     """The breakpoint rays of F (exact rationals as strings) when Theorem H applies to it —
-    one-sign nonsingular sectors and more than ``4L`` kink rays — else None. The checker
-    re-derives every sector's matrix and the kinks from the weights and these rays."""
+    more kink rays than :func:`kink_bound` allows — else None. The checker re-derives every
+    sector's matrix, the kinks, the signs and the winding number from the weights and these rays."""
     F = stack_map([(b.W_up, b.W_down, b.skip) for b in blocks])
-    if not one_sign_local_homeomorphism(F) or len(F.kink_rays()) <= 4 * len(blocks):
+    bound = kink_bound(F, len(blocks))
+    if bound is None or len(F.kink_rays()) <= bound:
         return None
     return {"rays": [[str(r[0]), str(r[1])] for r in F.rays]}
 
@@ -78,9 +95,14 @@ def decide_kinks(stack: Stack, decisions: tuple[BlockDecision, ...], *, path: st
         return None
     F = stack_map([(b.W_up, b.W_down, b.skip) for b in stack.blocks])
     L, k = len(stack), len(F.kink_rays())
-    reason = (f"Kink-count argument (beyond the paper): F is a local homeomorphism of the plane (all {len(F.mats)} sector "
-              f"matrices nonsingular, determinants of one sign, exact rationals), so {L} residual-free ReLU blocks of widths "
-              f"≤ 4 equal to F would each be a homeomorphism with kinks on at most two lines, giving at most {4 * L} kink "
-              f"rays; F has {k}.")
+    if one_sign_local_homeomorphism(F):
+        why = (f"F is a local homeomorphism of the plane (all {len(F.mats)} sector matrices nonsingular, determinants of one "
+               f"sign, exact rationals), so {L} residual-free ReLU blocks of widths ≤ 4 equal to F would each be a "
+               f"homeomorphism with kinks on at most two lines, giving at most {4 * L} kink rays")
+    else:
+        why = (f"F has nonsingular sector matrices (all {len(F.mats)}, exact rationals) and winding number "
+               f"{F.winding_number()} ≠ 0, so 2 residual-free ReLU blocks of widths ≤ 4 equal to F would both be onto with "
+               "kinks on at most two lines each, the first linear on four sectors, giving at most 12 kink rays")
+    reason = f"Kink-count argument (beyond the paper): {why}; F has {k}."
     return Decision(path=path, verdict=Verdict.NOT_ABSORBABLE, theorem=Theorem.KINK_COUNT, reason=reason, blocks=decisions,
                     tolerance=tol, structure="stack", extra={"kink_certificate": cert})

@@ -152,12 +152,33 @@ def check_kinks(ctx: _Ctx, w: str, blocks: list[Block], rec: Any, class_biases: 
             J = [[sum((B[r][t] * J[t][c] for t in range(2)), Fraction(0)) for c in range(2)] for r in range(2)]
         Js.append(J)
     dets = [J[0][0] * J[1][1] - J[0][1] * J[1][0] for J in Js]
-    _require(ctx, all(v > 0 for v in dets) or all(v < 0 for v in dets), w,
-             f"all {m} sector matrices of F are nonsingular with one determinant sign (F is a local homeomorphism)")
+    _require(ctx, all(v != 0 for v in dets), w, f"all {m} sector matrices of F are nonsingular (exact)")
     _require(ctx, all(Js[k - 1] != Js[k] for k in range(m) if rays[k] not in axes), w,
              "every recorded ray other than the axes is a kink of F (the record is F's own breakpoints)")
     kinks = sum(1 for k in range(m) if Js[k - 1] != Js[k])
-    _require(ctx, kinks > 4 * L, w, f"F has {kinks} kink rays > 4L = {4 * L} (a residual-free stack of widths ≤ 4 has at most 4L)")
+    if all(v > 0 for v in dets) or all(v < 0 for v in dets):
+        ctx.report.ok(w, "the determinants have one sign: F is a local homeomorphism, G has at most 4L kink rays")
+        bound = 4 * L
+    else:
+        wind = _winding([_apply(J, r) for J, r in zip(Js, rays)])  # type: ignore[arg-type]
+        _require(ctx, L == 2 and wind != 0, w, "depth 2 and F's winding number on the circle is nonzero (G has at most 12 kink rays)",
+                 f"depth {L}, winding {wind}")
+        bound = 12
+    _require(ctx, kinks > bound, w, f"F has {kinks} kink rays > {bound}, the most a residual-free stack of widths ≤ 4 equal to F has")
+
+
+def _winding(pts: list[list[Fraction]]) -> int:
+    """Winding number around 0 of the closed polygon through ``pts`` (which misses 0: each edge is
+    the image of a sector under a nonsingular matrix): signed crossings of the positive x-axis,
+    half-open at the vertices."""
+    w = 0
+    for k in range(len(pts)):
+        a, b = pts[k], pts[(k + 1) % len(pts)]
+        if (a[1] <= 0 < b[1]) or (b[1] <= 0 < a[1]):
+            x = a[0] + (b[0] - a[0]) * (-a[1]) / (b[1] - a[1])
+            if x > 0:
+                w += 1 if a[1] <= 0 else -1
+    return w
 
 
 def _apply(J: list[list[Fraction]], x: list[Fraction]) -> list[Fraction]:
