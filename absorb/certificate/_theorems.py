@@ -202,10 +202,12 @@ THEOREMS: dict[str, dict[str, object]] = {
             r"Let $d=2$, $\sigma=\mathrm{ReLU}$, all blocks bias-free. If every sector matrix of $F$ is nonsingular "
             r"with determinants of one sign, then every residual-free stack $G=B'_L\circ\cdots\circ B'_1$ of widths "
             r"$\le4$ equal to $F$ is a composition of homeomorphisms $x\mapsto L_\ell x+\sum_{i=1,2}c_i\,"
-            r"\mathrm{ReLU}(p_i\cdot x)$, so $G$ has at most $4L$ kink rays; $F$ with more than $4L$ is not absorbable."
+            r"\mathrm{ReLU}(p_i\cdot x)$, so $G$ has at most $4L$ kink rays; $F$ with more than $4L$ is not absorbable. "
+            r"For $L=2$ a nonzero winding number of $F$ suffices (signs may be mixed), with at most $12$ kink rays."
         ),
-        "needs": ["d = 2", "bias-free ReLU, ungated", "widths <= 4", "sector matrices nonsingular, one sign (exact)",
-                  "more than 4L kink rays (exact)"],
+        "needs": ["d = 2", "bias-free ReLU, ungated", "widths <= 4",
+                  "sector matrices nonsingular, one sign (exact) or L = 2 and winding number nonzero (exact)",
+                  "more than 4L (resp. 12) kink rays (exact)"],
         "classes": "bias-free",
     },
     "range": {
