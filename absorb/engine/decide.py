@@ -21,10 +21,11 @@ Stacks: every block absorbable ⇒ the composition is (checked by evaluation); e
 flat at 0 (B'(x) = o(|x|)) and ``M_L⋯M_1 ≠ 0`` ⇒ not absorbable (**depth**, result 4);
 ReLU with a first block of width < 2d and every M_ℓ + W_down[:, A] W_up[A, :] nonsingular ⇒
 not absorbable (**rank**, beyond, :mod:`absorb.plane.rank`); bias-free ReLU in d = 2, widths
-≤ 4, F a local homeomorphism with more than 4L kink rays ⇒ not absorbable (**kink-count**,
-beyond, :mod:`absorb.plane.kinks`); bias-free ReLU in d = 2 with a
-last block of width ≤ d whose range positively spans the plane ⇒ not absorbable (**range**,
-beyond, :mod:`absorb.plane.range`); else unknown (deep ReLU/GELU stacks are the paper's open problem).
+≤ 4, F a local homeomorphism with more than 4L kink rays (depth 2: nonzero winding number,
+more than 12) ⇒ not absorbable (**kink-count**, beyond, :mod:`absorb.plane.kinks`); bias-free
+ReLU in d = 2 with a last block of width ≤ d whose range positively spans the plane ⇒ not
+absorbable (**range**, beyond, :mod:`absorb.plane.range`); else unknown (deep ReLU/GELU
+stacks are the paper's open problem).
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
                             reason=f"Depth argument: each of the {L} residual-free blocks is o(|x|) at 0 (homogeneous of degree > 1, or a gate "
                                    "with g(0) = 0 differentiable at 0), so their composition G has G(tx)/t → 0 as t → 0, while "
                                    "F(tx)/t → M_L⋯M_1 x ≠ 0.", blocks=tuple(decisions), tolerance=tol, structure="stack")
-    # beyond: the first-layer rank and range arguments (a late import: absorb.plane uses the engine)
+    # beyond: the stack results of absorb.plane — rank, kink count, range (a late import: absorb.plane uses the engine)
     from absorb.plane.decide import decide_narrow_stack
 
     if (narrow := decide_narrow_stack(stack, tuple(decisions), path=path, tol=tol, allow_biases=allow_biases)) is not None:

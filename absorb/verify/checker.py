@@ -438,7 +438,7 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
     st = cert.get("stack") or {}
     _require(ctx, st.get("layers") == len(blocks)
              and set(st) <= {"layers", "composition_witness", "skip_product_nonzero_entry", "range_certificate",
-                                      "kink_certificate"}, w,
+                             "kink_certificate"}, w,
              f"the stack record names its {len(blocks)} layers and holds only fields re-derived here",
              f"recorded layers {st.get('layers')!r}, fields {sorted(st)}")
     if top == "absorbable":
@@ -450,7 +450,7 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
     elif top == "not_absorbable" and th == "kink-count":  # beyond: the kink count in the plane (absorb/verify/_plane.py)
         check_kinks(ctx, w, blocks, st.get("kink_certificate"), (cert.get("class") or {}).get("biases"))
     elif top == "not_absorbable":
-        _require(ctx, th == "depth", w, "a stack is proved not absorbable by the depth or range result", f"theorem {th!r}")
+        _require(ctx, th == "depth", w, "a stack is proved not absorbable by the depth result", f"theorem {th!r}")
         for b, blk in zip(entries, blocks):
             _check_layer_flat(ctx, b, blk)
         _check_skip_product_nonzero(ctx, w, blocks)
