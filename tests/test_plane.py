@@ -374,3 +374,21 @@ def test_depth2_residual_free_onto_stacks_have_at_most_12_kinks() -> None:
             seen += 1
             folded += not (all(v > 0 for v in dets) or all(v < 0 for v in dets))
     assert seen >= 3 and folded >= 1  # the premise was met, with and without folds
+
+
+def test_checker_rejects_a_rank_claim_with_a_singular_block_matrix() -> None:
+    import dataclasses
+
+    from absorb.certificate import build_certificate
+    from absorb.engine import Theorem, Verdict, decide
+    from absorb.verify import checker
+
+    st = _stack(2, [3, 3])
+    U, D = st.blocks[1].W_up.copy(), st.blocks[1].W_down.copy()
+    U[0], D[:, 0] = [2.0, 0.0], [-0.5, 0.5]  # I + w₀u₀ᵀ is singular (u₀·w₀ = −1), the block is not absorbable
+    bad_stack = Stack((st.blocks[0], st.blocks[1].replace(W_up=U, W_down=D)))
+    dec = decide(bad_stack)
+    assert dec.verdict is Verdict.UNKNOWN
+    forged = dataclasses.replace(dec, verdict=Verdict.NOT_ABSORBABLE, theorem=Theorem.RANK)
+    rep = checker.verify_certificate(build_certificate(forged, bad_stack, seed=0).to_json(), bad_stack)
+    assert not rep.accepted and any("nonsingular" in f.claim for f in rep.failures)
