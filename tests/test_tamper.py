@@ -85,6 +85,26 @@ def _cone_stack() -> Stack:
     return Stack((f1, f2))
 
 
+def _narrow_stack() -> Stack:
+    """Two generic ReLU blocks in d = 2, widths 5 and 2, whose composition's range is the whole plane (range argument)."""
+    rng = np.random.default_rng(0)
+    return Stack(tuple(_blk(rng.standard_normal((n, 2)) / math.sqrt(2), rng.standard_normal((2, n)) / math.sqrt(2), "relu",
+                            name=f"blocks.{i}") for i, n in enumerate((5, 2))))
+
+
+def _kink_stack() -> Stack:
+    """Two generic ReLU blocks with d = 2, n = 4 = 2d: a local homeomorphism with 16 > 8 kink rays (kink count)."""
+    rng = np.random.default_rng(0)
+    return Stack(tuple(_blk(rng.standard_normal((4, 2)) / math.sqrt(2), rng.standard_normal((2, 4)) / math.sqrt(2), "relu",
+                            name=f"blocks.{i}") for i in range(2)))
+
+
+def _rank_stack() -> Stack:
+    """Two generic ReLU blocks with d = 2, n = 3 < 2d (first-layer rank argument)."""
+    rng = np.random.default_rng(1)
+    return Stack(tuple(_blk(rng.standard_normal((3, 2)), rng.standard_normal((2, 3)), "relu", name=f"blocks.{i}") for i in range(2)))
+
+
 def _mitm_weights() -> tuple[np.ndarray, np.ndarray]:
     """n = 24 > 16, no dual matrix certifies: infeasibility by meet-in-the-middle (re-done by the checker)."""
     rng = np.random.default_rng(3024)
@@ -119,6 +139,9 @@ def _models() -> dict[str, Any]:
         "composition-cone": _cone_stack(),
         "linear-absorbable": _blk(U, D, "identity", np.eye(d), b_up=rng.standard_normal(n) * 1e3,
                                   b_down=rng.standard_normal(d)),
+        "range": _narrow_stack(),
+        "rank": _rank_stack(),
+        "kink-count": _kink_stack(),
         "none": cat("relu_stack_generic"),
     }
 
@@ -213,7 +236,7 @@ def _pattern(path: tuple[Any, ...]) -> str:
 
 CASES = ["trivial", "degree", "linearization", "bounded", "linear", "parity", "exponential", "index-set-absorbable",
          "index-set-not", "index-set-gated", "index-set-low-rank", "index-set-mitm", "canonical-absorbable", "canonical-not", "canonical-near", "skeleton-nondegenerate",
-         "skeleton-degenerate", "depth", "composition", "composition-cone", "linear-absorbable", "none"]
+         "skeleton-degenerate", "depth", "composition", "composition-cone", "linear-absorbable", "range", "rank", "kink-count", "none"]
 
 
 @pytest.fixture(scope="module")
@@ -230,7 +253,7 @@ def test_every_theorem_has_a_case(certs: dict[str, tuple[dict[str, Any], Any]]) 
     from absorb.certificate._theorems import THEOREMS
 
     seen = {doc["theorem"]["id"] for doc, _ in certs.values()} | {b["theorem"]["id"] for doc, _ in certs.values() for b in doc["blocks"]}
-    assert set(checker.THEOREM_CHECKS) | {"depth", "composition"} <= seen | {"none"}
+    assert set(checker.THEOREM_CHECKS) | {"depth", "composition", "range", "rank", "kink-count"} <= seen | {"none"}
     assert set(THEOREMS) <= seen | {"none"}
     cases = {b["argument"].get("case") for doc, _ in certs.values() for b in doc["blocks"] if b["theorem"]["id"] == "skeleton"}
     assert {"nondegenerate", "degenerate-relu"} <= cases

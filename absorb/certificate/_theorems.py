@@ -183,6 +183,48 @@ THEOREMS: dict[str, dict[str, object]] = {
         ),
         "needs": ["flat_at_zero (every block)", "skip product nonzero"],
     },
+    "rank": {
+        "title": "First-layer rank (Theorem K)",
+        "source": "beyond the paper (docs/open-problem.md)",
+        "statement": (
+            r"For ReLU blocks with any biases: if the first residual-free block has width $n_1<2d$, some direction $x$ "
+            r"has at most $\lfloor n_1/2\rfloor<d$ rows with $u'_i\cdot x>0$, so $G=B'_L\circ\cdots\circ B'_1$ has a "
+            r"Jacobian of rank $<d$ on an open set. Wherever $F=f_L\circ\cdots\circ f_1$ is affine its Jacobian is a "
+            r"product of matrices $M_\ell+W_{\mathrm{down},\ell}[:,A]\,W_{\mathrm{up},\ell}[A,:]$; if all of them "
+            r"are nonsingular, $F\ne G$."
+        ),
+        "needs": ["ReLU, ungated", "first width < 2d", "every M + W_down[:,A] W_up[A,:] nonsingular (exact)"],
+        "classes": "any",
+    },
+    "kink-count": {
+        "title": "Kink count in the plane (Theorem H)",
+        "source": "beyond the paper (docs/open-problem.md)",
+        "statement": (
+            r"Let $d=2$, $\sigma=\mathrm{ReLU}$, all blocks bias-free. If every sector matrix of $F$ is nonsingular "
+            r"with determinants of one sign, then every residual-free stack $G=B'_L\circ\cdots\circ B'_1$ of widths "
+            r"$\le4$ equal to $F$ is a composition of homeomorphisms $x\mapsto L_\ell x+\sum_{i=1,2}c_i\,"
+            r"\mathrm{ReLU}(p_i\cdot x)$, so $G$ has at most $4L$ kink rays; $F$ with more than $4L$ is not absorbable. "
+            r"For $L=2$ a nonzero winding number of $F$ suffices (signs may be mixed), with at most $12$ kink rays."
+        ),
+        "needs": ["d = 2", "bias-free ReLU, ungated", "widths <= 4",
+                  "sector matrices nonsingular, one sign (exact) or L = 2 and winding number nonzero (exact)",
+                  "more than 4L (resp. 12) kink rays (exact)"],
+        "classes": "bias-free",
+    },
+    "range": {
+        "title": "Range of a narrow last block (Theorem R)",
+        "source": "beyond the paper (docs/open-problem.md)",
+        "statement": (
+            r"If the last residual-free block $B'_L(z)=W'\sigma(U'z+b')+b''$ has width $n_L\le d$ and "
+            r"$\sigma\ge c$ on $\mathbb R$, then $n_L\le d$ columns of $W'$ do not positively span "
+            r"$\mathbb R^d$: some $v\ne0$ has $v\cdot w'_j\ge0$ for all $j$, so $v\cdot G(x)$ is bounded below "
+            r"for every $G=B'_L\circ\cdots\circ B'_1$. If $F$ is positively homogeneous and points $x_j$ have "
+            r"$F(x_j)$ spanning $\mathbb R^d$ with $\sum_j\lambda_jF(x_j)=0$, $\lambda_j>0$, then some "
+            r"$v\cdot F(x_j)<0$ and $v\cdot F(tx_j)\to-\infty$: $F\ne G$."
+        ),
+        "needs": ["bias_free (F)", "ReLU (F evaluated exactly)", "last width <= d", "range positively spanning (exact)"],
+        "classes": "any",
+    },
     "composition": {
         "title": "Composition of absorbed blocks",
         "source": "definition",

@@ -549,6 +549,10 @@ def _stack_entry(decision: Decision) -> dict[str, Any] | None:
         "layers": len(blocks),  # (each layer's flatness at 0 is re-derived by the checker, not recorded)
         "skip_product_nonzero_entry": _nonzero_entry(P),
     }
+    if "range_certificate" in decision.extra:  # Theorem R (absorb.plane.range): points and weights, exact rationals
+        out["range_certificate"] = decision.extra["range_certificate"]
+    if "kink_certificate" in decision.extra:  # Theorem H (absorb.plane.kinks): F's breakpoint rays, exact rationals
+        out["kink_certificate"] = decision.extra["kink_certificate"]
     if decision.witness is not None:
         out["composition_witness"] = {
             "eval_error": decision.witness.eval_error,

@@ -20,7 +20,13 @@ properties of σ it needs, and answers or passes the block on:
 Stacks: every block absorbable ⇒ the composition is, when the blocks' proved errors composed
 through the Lipschitz constants of the later blocks stay within the tolerance (else unknown); every block
 flat at 0 (B'(x) = o(|x|)) and ``M_L⋯M_1 ≠ 0`` ⇒ not absorbable (**depth**, result 4);
-else unknown (deep ReLU/GELU stacks are the paper's open problem).
+ReLU with a first block of width < 2d and every M_ℓ + W_down[:, A] W_up[A, :] nonsingular ⇒
+not absorbable (**rank**, beyond, :mod:`absorb.plane.rank`); bias-free ReLU in d = 2, widths
+≤ 4, F a local homeomorphism with more than 4L kink rays (depth 2: nonzero winding number,
+more than 12) ⇒ not absorbable (**kink-count**, beyond, :mod:`absorb.plane.kinks`); bias-free
+ReLU in d = 2 with a last block of width ≤ d whose range positively spans the plane ⇒ not
+absorbable (**range**, beyond, :mod:`absorb.plane.range`); else unknown (deep ReLU/GELU
+stacks are the paper's open problem).
 """
 
 from __future__ import annotations
@@ -137,6 +143,11 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
                             reason=f"Depth argument: each of the {L} residual-free blocks is o(|x|) at 0 (homogeneous of degree > 1, or a gate "
                                    "with g(0) = 0 differentiable at 0), so their composition G has G(tx)/t → 0 as t → 0, while "
                                    "F(tx)/t → M_L⋯M_1 x ≠ 0.", blocks=tuple(decisions), tolerance=tol, structure="stack")
+    # beyond: the stack results of absorb.plane — rank, kink count, range (a late import: absorb.plane uses the engine)
+    from absorb.plane.decide import decide_narrow_stack
+
+    if (narrow := decide_narrow_stack(stack, tuple(decisions), path=path, tol=tol, allow_biases=allow_biases)) is not None:
+        return narrow
     if all(b.activation.expr in tuple(get_activation(n).expr for n in NECESSITY) and not b.gated for b in stack.blocks):
         why = ("whether deep compositions of ReLU/GELU residual blocks can be absorbed is the paper's open problem; "
                "per-block verdicts are for each block in isolation")

@@ -46,6 +46,9 @@ class Theorem(str, enum.Enum):
     INDEX_SET = "index-set"  # result 5 (+ result 1's reduction)
     DEPTH = "depth"  # result 4
     COMPOSITION = "composition"  # every block of a stack absorbable
+    RANK = "rank"  # beyond: first block narrower than 2d, F's Jacobian nonsingular (docs/open-problem.md)
+    KINK_COUNT = "kink-count"  # beyond: d = 2, widths ≤ 4, F a local homeomorphism with > 4L kink rays
+    RANGE = "range"  # beyond: last block of width ≤ d, range of F positively spanning (docs/open-problem.md)
     CANONICAL_FORM = "canonical-form"  # beyond: canonical-form decision for any ReLU/GELU/SiLU weights (docs/degenerate.md)
     SKELETON = "skeleton"  # beyond: the asymptotic (ReLU / two-slope) skeleton, biases allowed (docs/results/skeleton.md)
     PARITY = "parity"  # beyond: even σ, bias-free

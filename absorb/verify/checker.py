@@ -101,6 +101,7 @@ from absorb.verify._numerics import (  # noqa: F401
     exact_rank,
     sha256_f64,
 )
+from absorb.verify._plane import check_kinks, check_range, check_rank
 from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _where  # noqa: F401
 from absorb.verify._symbolic import (  # noqa: F401
     _gate_derivative_at_zero,
@@ -442,11 +443,18 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
     w = "stack"
     st = cert.get("stack") or {}
     _require(ctx, st.get("layers") == len(blocks)
-             and set(st) <= {"layers", "composition_witness", "skip_product_nonzero_entry"}, w,
+             and set(st) <= {"layers", "composition_witness", "skip_product_nonzero_entry", "range_certificate",
+                             "kink_certificate"}, w,
              f"the stack record names its {len(blocks)} layers and holds only fields re-derived here",
              f"recorded layers {st.get('layers')!r}, fields {sorted(st)}")
     if top == "absorbable":
         _check_stack_composition(ctx, w, th, blocks, verdicts, witnesses)
+    elif top == "not_absorbable" and th == "range":  # beyond: the range argument (absorb/verify/_plane.py)
+        check_range(ctx, w, blocks, st.get("range_certificate"))
+    elif top == "not_absorbable" and th == "rank":  # beyond: the first-layer rank argument (absorb/verify/_plane.py)
+        check_rank(ctx, w, blocks)
+    elif top == "not_absorbable" and th == "kink-count":  # beyond: the kink count in the plane (absorb/verify/_plane.py)
+        check_kinks(ctx, w, blocks, st.get("kink_certificate"), (cert.get("class") or {}).get("biases"))
     elif top == "not_absorbable":
         _require(ctx, th == "depth", w, "a stack is proved not absorbable by the depth result", f"theorem {th!r}")
         for b, blk in zip(entries, blocks):
