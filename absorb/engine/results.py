@@ -196,7 +196,14 @@ def index_set(ctx: Ctx) -> BlockDecision:
     return _IndexSet(ctx).decide()
 
 
-RESULTS: tuple[Handler, ...] = (trivial, degree, linearization, parity, bounded, linear, exponential, index_set)
+def skeleton2(ctx: Ctx) -> BlockDecision | None:
+    """Beyond: σ(s) = αs² + βs + o(s) at +∞, o(s) at −∞ — the degree-2 skeleton (absorb.engine.skeleton2)."""
+    from absorb.engine.skeleton2 import degree2_skeleton
+
+    return degree2_skeleton(ctx)
+
+
+RESULTS: tuple[Handler, ...] = (trivial, degree, linearization, parity, bounded, linear, exponential, skeleton2, index_set)
 """The order in which the engine tries the results (the last always answers)."""
 
 

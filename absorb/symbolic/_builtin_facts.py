@@ -161,6 +161,28 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                            'sigma(z)': {'srepr': "Float('0.84134474606854294858523254563203792247791296672660409', "
                                                                  'precision=169)'},
                                            'z': {'srepr': 'Integer(1)'}}},
+                    'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                           'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and o(x) '
+                                                        'at −∞: α = 0 at +∞ (σ grows at most linearly there)',
+                                           'status': 'refuted',
+                                           'steps': ['\\sigma(x) = \\frac{x '
+                                                     '\\left(\\operatorname{erf}{\\left(\\frac{\\sqrt{2} x}{2} '
+                                                     '\\right)} + 1\\right)}{2}',
+                                                     '\\sigma(x) = s - \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,e^{- '
+                                                     '\\frac{s^{2}}{2}} + \\frac{\\sqrt{2}}{2 '
+                                                     '\\sqrt{\\pi}}\\,\\frac{1}{s^{2}}\\,e^{- \\frac{s^{2}}{2}} + '
+                                                     'O\\!\\left(\\frac{1}{s^{4}}\\,e^{- \\frac{s^{2}}{2}}\\right) '
+                                                     '\\quad (x = s \\to +\\infty,\\ \\text{by the rules})',
+                                                     '\\sigma(x) = - \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,e^{- '
+                                                     '\\frac{s^{2}}{2}} + \\frac{\\sqrt{2}}{2 '
+                                                     '\\sqrt{\\pi}}\\,\\frac{1}{s^{2}}\\,e^{- \\frac{s^{2}}{2}} + '
+                                                     'O\\!\\left(\\frac{1}{s^{4}}\\,e^{- \\frac{s^{2}}{2}}\\right) '
+                                                     '\\quad (x = -s \\to -\\infty,\\ \\text{by the rules})'],
+                                           'value': {},
+                                           'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                       'alpha_plus': {'srepr': 'Integer(0)'},
+                                                       'beta_minus': {'srepr': 'Integer(0)'},
+                                                       'beta_plus': {'srepr': 'Integer(1)'}}},
                     'vanishing_gate': {'name': 'vanishing_gate',
                                        'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1/2",
                                        'status': 'proved',
@@ -355,6 +377,33 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                 'sigma(z)': {'srepr': "Float('0.84119199060827670478199577704518386082576147011400983', "
                                                                       'precision=169)'},
                                                 'z': {'srepr': 'Integer(1)'}}},
+                         'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                                'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and '
+                                                             'o(x) at −∞: α = 0 at +∞ (σ grows at most linearly there)',
+                                                'status': 'refuted',
+                                                'steps': ['\\sigma(x) = \\frac{x \\left(\\tanh{\\left(\\frac{\\sqrt{2} '
+                                                          '\\left(\\frac{8943 x^{3}}{200000} + '
+                                                          'x\\right)}{\\sqrt{\\pi}} \\right)} + 1\\right)}{2}',
+                                                          '\\sigma(x) = s - s\\,e^{- \\frac{8943 \\sqrt{2} '
+                                                          's^{3}}{100000 \\sqrt{\\pi}} - \\frac{2 \\sqrt{2} '
+                                                          's}{\\sqrt{\\pi}}} + s\\,e^{- \\frac{8943 \\sqrt{2} '
+                                                          's^{3}}{50000 \\sqrt{\\pi}} - \\frac{4 \\sqrt{2} '
+                                                          's}{\\sqrt{\\pi}}} + O\\!\\left(s\\,e^{- \\frac{26829 '
+                                                          '\\sqrt{2} s^{3}}{100000 \\sqrt{\\pi}} - \\frac{6 \\sqrt{2} '
+                                                          's}{\\sqrt{\\pi}}}\\right) \\quad (x = s \\to +\\infty,\\ '
+                                                          '\\text{by the rules})',
+                                                          '\\sigma(x) = -s\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
+                                                          '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + '
+                                                          's\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{50000 \\sqrt{\\pi}} - '
+                                                          '\\frac{4 \\sqrt{2} s}{\\sqrt{\\pi}}} + O\\!\\left(s\\,e^{- '
+                                                          '\\frac{26829 \\sqrt{2} s^{3}}{100000 \\sqrt{\\pi}} - '
+                                                          '\\frac{6 \\sqrt{2} s}{\\sqrt{\\pi}}}\\right) \\quad (x = -s '
+                                                          '\\to -\\infty,\\ \\text{by the rules})'],
+                                                'value': {},
+                                                'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                            'alpha_plus': {'srepr': 'Integer(0)'},
+                                                            'beta_minus': {'srepr': 'Integer(0)'},
+                                                            'beta_plus': {'srepr': 'Integer(1)'}}},
                          'vanishing_gate': {'name': 'vanishing_gate',
                                             'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1/2",
                                             'status': 'proved',
@@ -475,6 +524,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                'sigma(-z)-sigma(z)': {'srepr': 'Integer(-2)'},
                                                'sigma(z)': {'srepr': "Float('1.0', precision=169)"},
                                                'z': {'srepr': 'Integer(1)'}}},
+                        'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                               'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and '
+                                                            'o(x) at −∞: α = 0 at +∞ (σ grows at most linearly there)',
+                                               'status': 'refuted',
+                                               'steps': ['\\sigma(x) = x',
+                                                         '\\sigma(x) = s \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                                         'rules})',
+                                                         '\\sigma(x) = -s \\quad (x = -s \\to -\\infty,\\ \\text{by '
+                                                         'the rules})'],
+                                               'value': {},
+                                               'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                           'alpha_plus': {'srepr': 'Integer(0)'},
+                                                           'beta_minus': {'srepr': 'Integer(1)'},
+                                                           'beta_plus': {'srepr': 'Integer(1)'}}},
                         'vanishing_gate': {'name': 'vanishing_gate',
                                            'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1",
                                            'status': 'proved',
@@ -609,6 +672,22 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                  'sigma(-z)-sigma(z)': {'srepr': 'Rational(-101, 100)'},
                                                  'sigma(z)': {'srepr': "Float('1.0', precision=169)"},
                                                  'z': {'srepr': 'Integer(1)'}}},
+                          'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                                 'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and '
+                                                              'o(x) at −∞: α = 0 at +∞ (σ grows at most linearly '
+                                                              'there)',
+                                                 'status': 'refuted',
+                                                 'steps': ['\\sigma(x) = \\begin{cases} x & \\text{for}\\: x \\geq 0 '
+                                                           '\\\\\\frac{x}{100} & \\text{otherwise} \\end{cases}',
+                                                           '\\sigma(x) = s \\quad (x = s \\to +\\infty,\\ \\text{by '
+                                                           'the rules})',
+                                                           '\\sigma(x) = - \\frac{1}{100}\\,s \\quad (x = -s \\to '
+                                                           '-\\infty,\\ \\text{by the rules})'],
+                                                 'value': {},
+                                                 'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                             'alpha_plus': {'srepr': 'Integer(0)'},
+                                                             'beta_minus': {'srepr': 'Rational(1, 100)'},
+                                                             'beta_plus': {'srepr': 'Integer(1)'}}},
                           'vanishing_gate': {'name': 'vanishing_gate',
                                              'statement': 'g is not differentiable at 0: one-sided derivatives 1 and '
                                                           '1/100',
@@ -761,6 +840,25 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                  'sigma(z)': {'srepr': "Float('0.84579576593282129570710682652539733776219617657870367', "
                                                                        'precision=169)'},
                                                  'z': {'srepr': 'Integer(1)'}}},
+                          'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                                 'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and '
+                                                              'o(x) at −∞: α = 0 at +∞ (σ grows at most linearly '
+                                                              'there)',
+                                                 'status': 'refuted',
+                                                 'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- \\frac{851 x}{500}}}',
+                                                           '\\sigma(x) = s - s\\,e^{- \\frac{851 s}{500}} + s\\,e^{- '
+                                                           '\\frac{851 s}{250}} + O\\!\\left(s\\,e^{- \\frac{2553 '
+                                                           's}{500}}\\right) \\quad (x = s \\to +\\infty,\\ \\text{by '
+                                                           'the rules})',
+                                                           '\\sigma(x) = -s\\,e^{- \\frac{851 s}{500}} + s\\,e^{- '
+                                                           '\\frac{851 s}{250}} - s\\,e^{- \\frac{2553 s}{500}} + '
+                                                           'O\\!\\left(s\\,e^{- \\frac{851 s}{125}}\\right) \\quad (x '
+                                                           '= -s \\to -\\infty,\\ \\text{by the rules})'],
+                                                 'value': {},
+                                                 'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                             'alpha_plus': {'srepr': 'Integer(0)'},
+                                                             'beta_minus': {'srepr': 'Integer(0)'},
+                                                             'beta_plus': {'srepr': 'Integer(1)'}}},
                           'vanishing_gate': {'name': 'vanishing_gate',
                                              'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1/2",
                                              'status': 'proved',
@@ -882,6 +980,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                            'sigma(-z)-sigma(z)': {'srepr': 'Integer(-1)'},
                                            'sigma(z)': {'srepr': "Float('1.0', precision=169)"},
                                            'z': {'srepr': 'Integer(1)'}}},
+                    'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                           'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and o(x) '
+                                                        'at −∞: α = 0 at +∞ (σ grows at most linearly there)',
+                                           'status': 'refuted',
+                                           'steps': ['\\sigma(x) = \\max\\left(0, x\\right)',
+                                                     '\\sigma(x) = s \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                                     'rules})',
+                                                     '\\sigma(x) = 0 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                                     'rules})'],
+                                           'value': {},
+                                           'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                       'alpha_plus': {'srepr': 'Integer(0)'},
+                                                       'beta_minus': {'srepr': 'Integer(0)'},
+                                                       'beta_plus': {'srepr': 'Integer(1)'}}},
                     'vanishing_gate': {'name': 'vanishing_gate',
                                        'statement': 'g is not differentiable at 0: one-sided derivatives 1 and 0',
                                        'status': 'refuted',
@@ -996,6 +1108,22 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                             'sigma(-z)-sigma(z)': {'srepr': 'Integer(-1)'},
                                             'sigma(z)': {'srepr': "Float('1.0', precision=169)"},
                                             'z': {'srepr': 'Integer(1)'}}},
+                     'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                            'statement': 'σ(x) = αx² + βx + o(x) as x → +∞ and σ(x) = o(x) as x → −∞ '
+                                                         '(α = 1, β = 0)',
+                                            'status': 'proved',
+                                            'steps': ['\\sigma(x) = \\max\\left(0, x\\right)^{2}',
+                                                      '\\sigma(x) = s^{2} \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                                      'rules})',
+                                                      '\\sigma(x) = 0 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                                      'rules})',
+                                                      '\\alpha = 1,\\quad \\beta = 0:\\quad \\sigma(tz + c) = [z > '
+                                                      '0]\\,\\big(\\alpha t^2 z^2 + t\\,(2\\alpha c + '
+                                                      '\\beta)\\,z\\big) + o(t)\\quad (t \\to \\infty,\\ z, c \\in '
+                                                      '\\mathbb{R})'],
+                                            'value': {'alpha': {'srepr': 'Integer(1)'},
+                                                      'beta': {'srepr': 'Integer(0)'}},
+                                            'witness': None},
                      'vanishing_gate': {'name': 'vanishing_gate',
                                         'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 0",
                                         'status': 'proved',
@@ -1128,6 +1256,22 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                               'sigma(z)': {'srepr': "Float('0.73105857863000487925115924182183627436514464016505674', "
                                                                     'precision=169)'},
                                               'z': {'srepr': 'Integer(1)'}}},
+                       'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                              'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and '
+                                                           'o(x) at −∞: α = 0 at +∞ (σ grows at most linearly there)',
+                                              'status': 'refuted',
+                                              'steps': ['\\sigma(x) = \\frac{1}{1 + e^{- x}}',
+                                                        '\\sigma(x) = 1 - e^{- s} + e^{- 2 s} + O\\!\\left(e^{- 3 '
+                                                        's}\\right) \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                                        'rules})',
+                                                        '\\sigma(x) = e^{- s} - e^{- 2 s} + e^{- 3 s} + '
+                                                        'O\\!\\left(e^{- 4 s}\\right) \\quad (x = -s \\to -\\infty,\\ '
+                                                        '\\text{by the rules})'],
+                                              'value': {},
+                                              'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                          'alpha_plus': {'srepr': 'Integer(0)'},
+                                                          'beta_minus': {'srepr': 'Integer(0)'},
+                                                          'beta_plus': {'srepr': 'Integer(0)'}}},
                        'vanishing_gate': {'name': 'vanishing_gate',
                                           'statement': 'g(0) = 1/2 ≠ 0',
                                           'status': 'refuted',
@@ -1260,6 +1404,22 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                            'sigma(z)': {'srepr': "Float('0.73105857863000487925115924182183627436514464016505674', "
                                                                  'precision=169)'},
                                            'z': {'srepr': 'Integer(1)'}}},
+                    'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                           'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and o(x) '
+                                                        'at −∞: α = 0 at +∞ (σ grows at most linearly there)',
+                                           'status': 'refuted',
+                                           'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- x}}',
+                                                     '\\sigma(x) = s - s\\,e^{- s} + s\\,e^{- 2 s} + '
+                                                     'O\\!\\left(s\\,e^{- 3 s}\\right) \\quad (x = s \\to +\\infty,\\ '
+                                                     '\\text{by the rules})',
+                                                     '\\sigma(x) = -s\\,e^{- s} + s\\,e^{- 2 s} - s\\,e^{- 3 s} + '
+                                                     'O\\!\\left(s\\,e^{- 4 s}\\right) \\quad (x = -s \\to -\\infty,\\ '
+                                                     '\\text{by the rules})'],
+                                           'value': {},
+                                           'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                       'alpha_plus': {'srepr': 'Integer(0)'},
+                                                       'beta_minus': {'srepr': 'Integer(0)'},
+                                                       'beta_plus': {'srepr': 'Integer(1)'}}},
                     'vanishing_gate': {'name': 'vanishing_gate',
                                        'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1/2",
                                        'status': 'proved',
@@ -1392,6 +1552,22 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                'sigma(z)': {'srepr': "Float('1.3132616875182228340489954949678556419152800856703487', "
                                                                      'precision=169)'},
                                                'z': {'srepr': 'Integer(1)'}}},
+                        'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                               'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and '
+                                                            'o(x) at −∞: α = 0 at +∞ (σ grows at most linearly there)',
+                                               'status': 'refuted',
+                                               'steps': ['\\sigma(x) = \\log{\\left(e^{x} + 1 \\right)}',
+                                                         '\\sigma(x) = s + e^{- s} - \\frac{1}{2}\\,e^{- 2 s} + '
+                                                         'O\\!\\left(e^{- 3 s}\\right) \\quad (x = s \\to +\\infty,\\ '
+                                                         '\\text{by the rules})',
+                                                         '\\sigma(x) = e^{- s} - \\frac{1}{2}\\,e^{- 2 s} + '
+                                                         'O\\!\\left(e^{- 3 s}\\right) \\quad (x = -s \\to -\\infty,\\ '
+                                                         '\\text{by the rules})'],
+                                               'value': {},
+                                               'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                           'alpha_plus': {'srepr': 'Integer(0)'},
+                                                           'beta_minus': {'srepr': 'Integer(0)'},
+                                                           'beta_plus': {'srepr': 'Integer(1)'}}},
                         'vanishing_gate': {'name': 'vanishing_gate',
                                            'statement': 'g(0) = log(2) ≠ 0',
                                            'status': 'refuted',
@@ -1530,6 +1706,22 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                            'sigma(z)': {'srepr': "Float('0.76159415595576488811945828260479359041276859725793622', "
                                                                  'precision=169)'},
                                            'z': {'srepr': 'Integer(1)'}}},
+                    'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                           'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and o(x) '
+                                                        'at −∞: α = 0 at +∞ (σ grows at most linearly there)',
+                                           'status': 'refuted',
+                                           'steps': ['\\sigma(x) = \\tanh{\\left(x \\right)}',
+                                                     '\\sigma(x) = 1 - 2\\,e^{- 2 s} + 2\\,e^{- 4 s} + O\\!\\left(e^{- '
+                                                     '6 s}\\right) \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                                     'rules})',
+                                                     '\\sigma(x) = -1 + 2\\,e^{- 2 s} - 2\\,e^{- 4 s} + '
+                                                     'O\\!\\left(e^{- 6 s}\\right) \\quad (x = -s \\to -\\infty,\\ '
+                                                     '\\text{by the rules})'],
+                                           'value': {},
+                                           'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                       'alpha_plus': {'srepr': 'Integer(0)'},
+                                                       'beta_minus': {'srepr': 'Integer(0)'},
+                                                       'beta_plus': {'srepr': 'Integer(0)'}}},
                     'vanishing_gate': {'name': 'vanishing_gate',
                                        'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1",
                                        'status': 'proved',

@@ -586,12 +586,66 @@ def bounded_on_reals(act: Activation) -> Property:
     return _get(act, "bounded_on_reals")
 
 
+# ------------------------------------------------------------------- degree-2 skeleton --
+
+
+def _quadratic_skeleton(e: sp.Expr) -> Property:
+    """σ(x) = αx² + βx + o(x) at +∞ (α ≠ 0) and σ(x) = o(x) at −∞, by the asymptotic rules
+    (:func:`absorb.symbolic.asymptotic.quadratic_terms`), each side cross-checked by 60-digit
+    evaluations far out (which can only withhold the claim)."""
+    name = "quadratic_skeleton"
+    steps = [rf"\sigma(x) = {_fmt(e)}"]
+    terms = {}
+    for sign in (1, -1):
+        try:
+            f = asy.expand(asy.at_infinity(e, sign))
+            where = r"+\infty" if sign > 0 else r"-\infty"
+            steps.append(rf"\sigma(x) = {f.latex()} \quad (x = {'' if sign > 0 else '-'}s \to {where},\ \text{{by the rules}})")
+        except asy.Unknown:
+            pass
+        terms[sign] = asy.quadratic_terms(e, sign)
+    if terms[1] is None or terms[-1] is None:
+        side = "+" if terms[1] is None else "−"
+        return Property(name, Status.UNKNOWN, f"the asymptotic rules prove no form αx² + βx + o(x) of σ at {side}∞",
+                        steps=tuple(steps))
+    (alpha, beta), (am, bm) = terms[1], terms[-1]
+    if alpha == 0 or am != 0 or bm != 0:
+        why = ("α = 0 at +∞ (σ grows at most linearly there)" if alpha == 0 else
+               f"σ(x) = {_fmt(am)}·x² + {_fmt(bm)}·x + o(x) at −∞ is not o(x)")
+        return Property(name, Status.REFUTED, f"σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and o(x) at −∞: {why}",
+                        steps=tuple(steps), witness={"alpha_plus": alpha, "beta_plus": beta, "alpha_minus": am, "beta_minus": bm})
+    for sign, power in ((1, 2), (-1, 1)):  # defence in depth: σ/x² → α at +∞, σ/x → 0 at −∞
+        bad = asy.numeric_check(e, sign, asy.limit(e, sign, power), power)
+        if bad:
+            return Property(name, Status.UNKNOWN, f"the rules give σ's two-term form at {_side_text(sign)}∞, but {bad}",
+                            steps=tuple(steps))
+    steps.append(rf"\alpha = {_fmt(alpha)},\quad \beta = {_fmt(beta)}:\quad \sigma(tz + c) = "
+                 r"[z > 0]\,\big(\alpha t^2 z^2 + t\,(2\alpha c + \beta)\,z\big) + o(t)\quad (t \to \infty,\ z, c \in \mathbb{R})")
+    return Property(name, Status.PROVED,
+                    f"σ(x) = αx² + βx + o(x) as x → +∞ and σ(x) = o(x) as x → −∞ (α = {alpha}, β = {beta})",
+                    value={"alpha": alpha, "beta": beta}, steps=tuple(steps))
+
+
+def quadratic_skeleton(act: Activation) -> Property:
+    """Decide whether σ(x) = αx² + βx + o(x) as x → +∞ with α ≠ 0 and σ(x) = o(x) as x → −∞
+    (ReLU², GELU², SiLU², softplus²: α = 1, β = 0). Then for every real z, c,
+    σ(tz + c) = [z > 0](αt²z² + t(2αc + β)z) + o(t) as t → ∞ (z = 0: σ(c) is finite), the
+    expansion the degree-2 skeleton reads (docs/results/skeleton2.md). value: ``alpha``, ``beta``.
+
+    >>> from absorb.model.activations import get_activation
+    >>> quadratic_skeleton(get_activation("relu2")).value["alpha"]
+    1
+    """
+    return _get(act, "quadratic_skeleton")
+
+
 register_analyses(
     ("asymptotic_slopes", "asymptotic_slopes", _asymptotic_slopes),
     ("parity", "even", _parity),
     ("linear_form", "linear", _linear_form),
     ("exponential_form", "exponential", _exponential_form),
     ("bounded_on_reals", "bounded", _bounded_on_reals),
+    ("quadratic_skeleton", "quadratic_skeleton", _quadratic_skeleton),
 )
 
-__all__ = ["asymptotic_slopes", "parity", "linear_form", "exponential_form", "bounded_on_reals"]
+__all__ = ["asymptotic_slopes", "parity", "linear_form", "exponential_form", "bounded_on_reals", "quadratic_skeleton"]
