@@ -64,6 +64,23 @@ def _skeleton_degenerate(b: Block) -> Block:
     return b.replace(activation=get_activation("softplus"), b_up=np.array([0.5, -0.25, 1.0]), b_down=np.array([0.125, -1.0]))
 
 
+def _skeleton2_generic(d: int, n: int, seed: int) -> Block:
+    """A generic biased ReLU² block: the degree-2 skeleton's rank route (n ≤ d·d(d+1)/2) or, wider, its enumeration."""
+    rng = np.random.default_rng(seed)
+    return _blk(rng.standard_normal((n, d)), rng.standard_normal((d, n)), "relu2", b_up=rng.standard_normal(n),
+                b_down=rng.standard_normal(d))
+
+
+def _skeleton2_planted() -> Block:
+    """Units e1, e2, (1,1), (1,−1) with w, w, −w/2, −w/2 cancel in (Q); M from (L) (dyadic: exact)."""
+    U = np.array([[1.0, 0], [0, 1], [1, 1], [1, -1], [2, 3]])
+    w = np.array([1.0, 2.0])
+    D = np.column_stack([w, w, -w / 2, -w / 2, [3.0, 1]])
+    c = np.array([0.5, -1, 0.25, 2, 1.5])
+    M = -sum(2 * c[i] * np.outer(D[:, i], U[i]) for i in range(4))
+    return _blk(U, D, "relu2", M, b_up=c, b_down=np.array([0.125, -0.25]))
+
+
 def _planted_stack(rng: np.random.Generator) -> Stack:
     blocks = []
     for i in range(2):
@@ -102,6 +119,9 @@ def _models() -> dict[str, Any]:
         "canonical-near": _near_block(),
         "skeleton-nondegenerate": cat("leaky_relu_generic"),
         "skeleton-degenerate": _skeleton_degenerate(cat("dead_unit")),
+        "skeleton2-rank": _skeleton2_generic(3, 6, 11),
+        "skeleton2-enumerate": _skeleton2_generic(2, 9, 12),
+        "skeleton2-absorbable": _skeleton2_planted(),
         "depth": cat("relu2_stack"),
         "composition": _planted_stack(rng),
         "none": cat("relu_stack_generic"),
@@ -198,7 +218,7 @@ def _pattern(path: tuple[Any, ...]) -> str:
 
 CASES = ["trivial", "degree", "linearization", "bounded", "linear", "parity", "exponential", "index-set-absorbable",
          "index-set-not", "index-set-gated", "index-set-low-rank", "index-set-mitm", "canonical-absorbable", "canonical-not", "canonical-near", "skeleton-nondegenerate",
-         "skeleton-degenerate", "depth", "composition", "none"]
+         "skeleton-degenerate", "skeleton2-rank", "skeleton2-enumerate", "skeleton2-absorbable", "depth", "composition", "none"]
 
 
 @pytest.fixture(scope="module")
@@ -318,3 +338,10 @@ def test_informational_fields_are_documented() -> None:
     text = (ROOT / "docs" / "certificates.md").read_text()
     for key in INFORMATIONAL:
         assert f"`{key.split('.')[-1]}`" in text, key
+
+
+@pytest.mark.parametrize("name", ["skeleton2-rank", "skeleton2-enumerate"])
+def test_skeleton2_tolerance_past_every_distance_is_rejected(name: str, certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    """S = ∅ is at relative distance 1 from (Q) and (L): no proof survives τ = 1."""
+    doc, model = certs[name]
+    assert not checker.verify_certificate(_with_tolerance(doc, 1.0), model).accepted

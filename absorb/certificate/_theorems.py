@@ -170,6 +170,33 @@ THEOREMS: dict[str, dict[str, object]] = {
         ],
         "classes": "any",
     },
+    "skeleton2": {
+        "title": "Degree-2 skeleton",
+        "source": "beyond the paper (docs/results/skeleton2.md)",
+        "statement": (
+            r"Let the block be ungated, biases allowed, with $\sigma$ real and finite on $\mathbb{R}$, "
+            r"$\sigma(s)=\alpha s^2+\beta s+o(s)$ as $s\to+\infty$ ($\alpha\ne0$) and $\sigma(s)=o(s)$ as "
+            r"$s\to-\infty$. Then $\sigma(tz+c)=[z>0]\,(\alpha t^2z^2+t(2\alpha c+\beta)z)+o(t)$ for all real "
+            r"$z,c$. If the weights are nondegenerate ($d\ge2$, rows of $W_{\mathrm{up}}$ nonzero and pairwise "
+            r"non-collinear, columns of $W_{\mathrm{down}}$ nonzero), the Hessian jumps "
+            r"$2\alpha\,w_i\otimes u_iu_i^{\mathsf T}$ of the $t^2$ term identify the units of any residual-free "
+            r"$g$ of width $n$, with or without biases, as $u'_i=\lambda_iu_i$; with $S=\{i:\lambda_i<0\}$ the "
+            r"$t^2$ terms match iff (Q) $\sum_{i\in S}w_i\otimes u_iu_i^{\mathsf T}=0$ and the $t$ terms iff "
+            r"(L) $M=-\sum_{i\in S}(2\alpha c_i+\beta)\,w_iu_i^{\mathsf T}$. So $f$ is not absorbable when "
+            r"no $S$ satisfies both. For $\sigma=\mathrm{ReLU}^2$ the condition is also sufficient: negating "
+            r"$(u_i,c_i,w_i)$ on $S$ changes the block by $-\sum_{i\in S}w_i(u_i\cdot x+c_i)^2$, which (Q) and "
+            r"(L) reduce to a constant that $b'_{\mathrm{down}}$ absorbs."
+        ),
+        "needs": [
+            "skip_nonzero",
+            "quadratic_skeleton",
+            "d_at_least_2",
+            "rows_nonzero",
+            "columns_nonzero",
+            "rows_noncollinear",
+        ],
+        "classes": "any",
+    },
     "depth": {
         "title": "Depth argument",
         "source": "result 4 of arXiv 2604.23705",
@@ -230,6 +257,7 @@ PROOF_NAMES: tuple[str, ...] = (
     "boundedness",
     "flip_identity",
     "asymptotic_skeleton",
+    "skeleton2",
     "leaky_reduction",
     "parity",
     "exponential",

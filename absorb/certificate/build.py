@@ -327,6 +327,8 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
         ]
     elif th == Theorem.SKELETON.value:
         arg.update(_skeleton_argument(bd))
+    elif th == Theorem.SKELETON2.value:
+        arg.update(_skeleton2_argument(bd))
     elif th == Theorem.INDEX_SET.value:
         flip = _prop(bd, "flip_identity") or {}
         arg["c"] = flip.get("value", {}).get("c")
@@ -392,6 +394,32 @@ def _skeleton_argument(bd: BlockDecision) -> dict[str, Any]:
         }[case],
     ]
     return out
+
+
+def _skeleton2_argument(bd: BlockDecision) -> dict[str, Any]:
+    """The degree-2 skeleton's numbers: α, β (re-derived by the checker from σ), the case (how
+    the verdict was reached: the rank route, the enumeration route, the ReLU² flip) and the
+    nondegeneracy hypotheses it used. The search's bound is not recorded: the checker proves
+    infeasibility itself (docs/results/skeleton2.md)."""
+    val = (_prop(bd, "quadratic_skeleton") or {}).get("value", {})
+    method = None if bd.search is None else bd.search.method
+    case = "relu2-flip" if bd.verdict.value == "absorbable" else {"rank": "rank", "enumerate": "enumerate"}.get(str(method))
+    return {
+        "alpha": val.get("alpha"),
+        "beta": val.get("beta"),
+        "case": case,
+        "nondegeneracy_hypotheses": list(_NONDEGENERACY),
+        "steps": [
+            r"\sigma(tz+c) = [z>0]\,\big(\alpha t^2z^2 + t(2\alpha c+\beta)z\big) + o(t)\quad (t\to\infty)",
+            r"t^2:\ \text{Hessian jumps identify } u'_i = \lambda_i u_i;\ S = \{i : \lambda_i < 0\}:\ "
+            r"\sum_{i\in S} w_i\otimes u_iu_i^{\mathsf T} = 0",
+            r"t:\ M = -\sum_{i\in S} (2\alpha c_i + \beta)\, w_i u_i^{\mathsf T}",
+            {"rank": r"\text{the (Q) columns are independent: only } S=\emptyset,\ \text{which needs } M = 0",
+             "enumerate": r"\text{every } S \text{ checked with rounding bounds: none satisfies (Q) and (L)}",
+             "relu2-flip": r"\mathrm{ReLU}(z)^2 + \mathrm{ReLU}(-z)^2 = z^2:\ \text{the flip of } S \text{ equals } f "
+             r"\text{ up to a constant}"}.get(str(case), ""),
+        ],
+    }
 
 
 def _canonical_record(bd: BlockDecision, block: Block | None = None) -> dict[str, Any] | None:

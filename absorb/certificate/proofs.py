@@ -51,6 +51,7 @@ from absorb.certificate._proofs_beyond import (  # noqa: F401 - re-exported
     prove_leaky_reduction,
     prove_parity,
 )
+from absorb.certificate._proofs_skeleton2 import QUADRATIC_ACTIVATIONS, prove_skeleton2  # noqa: F401 - re-exported
 from absorb.certificate._theorems import PAPER, PROOF_NAMES
 
 # ------------------------------------------------------------------------- result 1 --
@@ -522,6 +523,7 @@ PROOFS: dict[str, Callable[[], Proof]] = {
     "boundedness": prove_boundedness,
     "flip_identity": prove_flip_identity,
     "asymptotic_skeleton": prove_asymptotic_skeleton,
+    "skeleton2": prove_skeleton2,
     "leaky_reduction": prove_leaky_reduction,
     "parity": prove_parity,
     "exponential": prove_exponential,

@@ -101,6 +101,7 @@ from absorb.verify._numerics import (  # noqa: F401
     sha256_f64,
 )
 from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _where  # noqa: F401
+from absorb.verify._skeleton2 import check_skeleton2
 from absorb.verify._symbolic import (  # noqa: F401
     _gate_derivative_at_zero,
     _variable,
@@ -171,6 +172,7 @@ THEOREM_CHECKS: dict[str, Callable[[_Ctx, str, dict[str, Any], Block], _Outcome]
     "parity": check_parity,
     "exponential": check_exponential,
     "skeleton": check_skeleton,
+    "skeleton2": check_skeleton2,
     "index-set": _check_index_set,
     "canonical-form": check_canonical_form,
     "none": _th_none,
