@@ -220,6 +220,52 @@ def entries() -> list[Entry]:
                      A, "D (U x + β)² − D β² = D (U x)² + 2 D diag(β) U x = f(x)",
                      witness=dict(W_up=U3, W_down=D3, b_up=beta, b_down=-D3 @ beta**2), options=["--allow-biases"]))
 
+    # --- the degree-2 skeleton (docs/results/skeleton2.md) ----------------------------------
+    # Units e1, e2, (1,1), (1,−1) with down columns w, w, −w/2, −w/2: Σ_S w_i ⊗ u_i u_iᵀ = 0 for
+    # S = {0,1,2,3}; M = −2 Σ_S c_i w_i u_iᵀ. Dyadic, so every identity is exact in float64.
+    Uq = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, -1.0], [2.0, 3.0]])
+    wq = np.array([1.0, 2.0])
+    Dq = np.column_stack([wq, wq, -wq / 2, -wq / 2, [3.0, 1.0]])
+    cq = np.array([0.5, -1.0, 0.25, 2.0, 1.5])
+    bq = np.array([0.125, -0.25])
+    Sq = [0, 1, 2, 3]
+    Mq = -sum(2 * cq[i] * np.outer(Dq[:, i], Uq[i]) for i in Sq)
+    Uf, Df, cf = Uq.copy(), Dq.copy(), cq.copy()
+    Uf[Sq] *= -1
+    Df[:, Sq] *= -1
+    cf[Sq] *= -1
+    out.append(Entry("relu2_biased_planted", dict(W_up=Uq, W_down=Dq, b_up=cq, b_down=bq, skip=Mq, activation=relu2),
+                     "A biased ReLU² block whose units satisfy the degree-2 skeleton's (Q) and (L) for S = {0,1,2,3}: "
+                     "negating (u_i, c_i, w_i) on S and moving Σ_S c_i² w_i into b_down gives a residual-free block.",
+                     A, "skeleton2", "the enumeration finds S; the ReLU² flip witness checks exactly",
+                     A, "ReLU(z)² + ReLU(−z)² = z²: the flip of S changes f by −Mx − Σ_S w_i(u_i·x + c_i)², a constant by (Q), (L)",
+                     witness=dict(W_up=Uf, W_down=Df, b_up=cf, b_down=bq + Dq[:, Sq] @ cq[Sq] ** 2)))
+    rng = np.random.default_rng(114)
+    out.append(Entry("relu2_biased_generic", dict(W_up=rng.standard_normal((6, 3)), W_down=rng.standard_normal((3, 6)),
+                                                  b_up=rng.standard_normal(6), b_down=rng.standard_normal(3), activation=relu2),
+                     "A generic biased ReLU² block (n = 6 ≤ d·d(d+1)/2 = 18): the vectors w_i ⊗ u_i u_iᵀ are independent, so "
+                     "only S = ∅ solves (Q), and (L) then needs M = 0.",
+                     N, "skeleton2", "the rank route: QᵀQ − μI positive definite in exact rationals",
+                     N, "degree-2 skeleton (docs/results/skeleton2.md)"))
+    rng = np.random.default_rng(115)
+    gelu2 = np.array("expr:(x*(1 + erf(x/sqrt(2)))/2)**2")
+    out.append(Entry("gelu2_bias_free_generic", dict(W_up=rng.standard_normal((5, 3)), W_down=rng.standard_normal((3, 5)),
+                                                     activation=gelu2),
+                     "A bias-free GELU² block (the squared-activation literature's choice): not homogeneous, so the degree "
+                     "argument is silent; the degree-2 skeleton decides it, for biased residual-free blocks too.",
+                     N, "skeleton2", "GELU² = s² + o(s) at +∞, o(s) at −∞ (the calculus); the rank route",
+                     N, "degree-2 skeleton (docs/results/skeleton2.md)"))
+    out.append(Entry("relu2_bias_free_allow_biases", dict(W_up=Uq, W_down=Dq, activation=relu2),
+                     "A bias-free ReLU² block whose units do satisfy (Q) for S = {0,1,2,3}, asked with --allow-biases: with "
+                     "c = 0, (L) reads M = 0, so no biased residual-free block equals it (nondegenerate weights).",
+                     N, "skeleton2", "the enumeration proves every S at distance > τ: (Q) holds for S, (L) fails",
+                     N, "degree-2 skeleton with c = 0, β = 0: M = 0 is needed", options=["--allow-biases"]))
+    out.append(Entry("gelu2_biased_planted", dict(W_up=Uq, W_down=Dq, b_up=cq, b_down=bq, skip=Mq, activation=gelu2),
+                     "The planted weights above with GELU²: (Q) and (L) hold, so the degree-2 skeleton proves nothing, and "
+                     "GELU² has no flip identity to build a witness from S.",
+                     "unknown", "none", "S satisfies the skeleton's conditions; no witness for σ ≠ ReLU²",
+                     O, "not known: the skeleton's necessary condition holds and no construction is known"))
+
     # Ternary weights with an exact index set, found by a seeded search ("by chance").
     rng = np.random.default_rng(109)
     from absorb.engine.hypotheses import nondegenerate
