@@ -81,6 +81,13 @@ def _skeleton2_planted() -> Block:
     return _blk(U, D, "relu2", M, b_up=c, b_down=np.array([0.125, -0.25]))
 
 
+def _gated_generic() -> Block:
+    """A generic biased sigmoid-GLU block: the step-gate skeleton with the search's proof that no S exists."""
+    rng = np.random.default_rng(13)
+    G, U, D = rng.standard_normal((5, 3)), rng.standard_normal((5, 3)), rng.standard_normal((3, 5))
+    return _blk(U, D, "sigmoid", W_gate=G, b_gate=rng.standard_normal(5), b_up=rng.standard_normal(5), b_down=rng.standard_normal(3))
+
+
 def _planted_stack(rng: np.random.Generator) -> Stack:
     blocks = []
     for i in range(2):
@@ -122,6 +129,7 @@ def _models() -> dict[str, Any]:
         "skeleton2-rank": _skeleton2_generic(3, 6, 11),
         "skeleton2-enumerate": _skeleton2_generic(2, 9, 12),
         "skeleton2-absorbable": _skeleton2_planted(),
+        "gated-skeleton": _gated_generic(),
         "depth": cat("relu2_stack"),
         "composition": _planted_stack(rng),
         "none": cat("relu_stack_generic"),
@@ -218,7 +226,7 @@ def _pattern(path: tuple[Any, ...]) -> str:
 
 CASES = ["trivial", "degree", "linearization", "bounded", "linear", "parity", "exponential", "index-set-absorbable",
          "index-set-not", "index-set-gated", "index-set-low-rank", "index-set-mitm", "canonical-absorbable", "canonical-not", "canonical-near", "skeleton-nondegenerate",
-         "skeleton-degenerate", "skeleton2-rank", "skeleton2-enumerate", "skeleton2-absorbable", "depth", "composition", "none"]
+         "skeleton-degenerate", "skeleton2-rank", "skeleton2-enumerate", "skeleton2-absorbable", "gated-skeleton", "depth", "composition", "none"]
 
 
 @pytest.fixture(scope="module")
@@ -295,7 +303,7 @@ def _with_tolerance(doc: dict[str, Any], tol: float) -> dict[str, Any]:
     return bad
 
 
-@pytest.mark.parametrize("name", ["index-set-not", "skeleton-nondegenerate"])
+@pytest.mark.parametrize("name", ["index-set-not", "skeleton-nondegenerate", "gated-skeleton"])
 def test_tolerance_raised_above_the_bound_is_rejected(name: str, certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
     doc, model = certs[name]
     bound = doc["blocks"][0]["search"]["bound"]

@@ -197,6 +197,24 @@ THEOREMS: dict[str, dict[str, object]] = {
         ],
         "classes": "any",
     },
+    "gated-skeleton": {
+        "title": "Gated skeleton, step-like gate",
+        "source": "beyond the paper (docs/results/gated-skeleton.md)",
+        "statement": (
+            r"Let the block be gated, biases allowed, $f(x)=Mx+W_{\mathrm{down}}(\sigma_g(W_{\mathrm{gate}}x+b_g)\circ"
+            r"(W_{\mathrm{up}}x+b_u))+b_{\mathrm{down}}$, with $\sigma_g(s)\to L_+\ne0$ as $s\to+\infty$ and $\to0$ "
+            r"as $s\to-\infty$ (sigmoid). Then $f(tx)/t\to Mx+L_+\sum_iw_iH(g_i\cdot x)(u_i\cdot x)$ off the gate "
+            r"hyperplanes, and likewise for every residual-free $g$ of the same kind and width, with or without biases. "
+            r"If the weights are nondegenerate ($d\ge2$, gate rows nonzero and pairwise non-collinear, value rows not "
+            r"parallel to their gate rows, columns of $W_{\mathrm{down}}$ nonzero), the jumps $L_+w_i(u_i\cdot x)$ "
+            r"across $g_i^\perp$ identify the units ($g'_i=\lambda_ig_i$, $\mathrm{sgn}(\lambda_i)w'_iu_i'^{\mathsf T}="
+            r"w_i(u_i+\theta_ig_i)^{\mathsf T}$), the kinks $\theta_iw_i\mathrm{ReLU}(g_i\cdot x)$ force $\theta_i=0$, "
+            r"and matching the linear parts needs $M=-L_+W_{\mathrm{down}}[:,S]W_{\mathrm{up}}[S,:]$ for some $S$."
+        ),
+        "needs": ["skip_nonzero", "gate_limits", "d_at_least_2", "gate_rows_nonzero", "columns_nonzero",
+                  "gate_rows_noncollinear", "value_not_parallel_to_gate"],
+        "classes": "any",
+    },
     "depth": {
         "title": "Depth argument",
         "source": "result 4 of arXiv 2604.23705",

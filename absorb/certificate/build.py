@@ -329,6 +329,18 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
         arg.update(_skeleton_argument(bd))
     elif th == Theorem.SKELETON2.value:
         arg.update(_skeleton2_argument(bd))
+    elif th == Theorem.GATED_SKELETON.value:
+        val = (_prop(bd, "gate_limits") or {}).get("value", {})
+        arg["L_plus"], arg["L_minus"] = val.get("L_plus"), val.get("L_minus")
+        arg["target"] = "-M/L_plus"
+        arg["nondegeneracy_hypotheses"] = ["d_at_least_2", "gate_rows_nonzero", "columns_nonzero", "gate_rows_noncollinear",
+                                           "value_not_parallel_to_gate"]
+        arg["steps"] = [
+            r"\sigma_g(tz+c) \to L_+\,H(z)\quad (z\ne0,\ t\to\infty;\ L_-=0)",
+            r"\frac{f(tx)}{t} \to Mx + L_+\sum_i w_i\,H(g_i\cdot x)\,(u_i\cdot x)\quad\text{off the gate hyperplanes}",
+            r"\text{jumps } L_+ w_i (u_i\cdot x) \text{ across } g_i^\perp \text{ identify the units} \;\Rightarrow\; "
+            r"M + L_+ W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:] = 0 \text{ for some } S",
+        ]
     elif th == Theorem.INDEX_SET.value:
         flip = _prop(bd, "flip_identity") or {}
         arg["c"] = flip.get("value", {}).get("c")
@@ -490,7 +502,7 @@ def _search_used(bd: BlockDecision, arg: dict[str, Any]) -> bool:
     result 5 and the skeleton's nondegenerate case; an unknown verdict claims nothing."""
     th = bd.theorem.value
     return (th == Theorem.INDEX_SET.value or bd.verdict.value == "unknown"
-            or th == Theorem.SKELETON.value and arg.get("case") == "nondegenerate")
+            or th == Theorem.SKELETON.value and arg.get("case") == "nondegenerate" or th == Theorem.GATED_SKELETON.value)
 
 
 def block_entry(bd: BlockDecision) -> dict[str, Any]:

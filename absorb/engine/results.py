@@ -396,6 +396,13 @@ class _IndexSet:
         with the search's proof that no S exists, or degenerate through its canonical form."""
         ctx, blk, sk = self.ctx, self.block, self.skeleton
         if blk.gated:
+            from absorb.engine.gated_skeleton import step_gate_verdict
+
+            gd = step_gate_verdict(ctx, infeasible, self.c_flip)
+            if gd is not None:
+                return gd
+            if ctx.notes:
+                unknown_reason = unknown_reason.rstrip(".") + f" ({'; '.join(dict.fromkeys(ctx.notes))})."
             return ctx.done(Verdict.UNKNOWN, Theorem.INDEX_SET, unknown_reason, search=search)
         if ctx.bias_free_class and self.failing and family_of(blk) is not None:
             dd = decide_degenerate(blk, tol=ctx.tol, seed=ctx.seed)

@@ -116,6 +116,24 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                          'at } 0:\\ c = 1'],
                                                'value': {'c': {'srepr': 'Integer(1)'}},
                                                'witness': None},
+                    'gate_limits': {'name': 'gate_limits',
+                                    'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                    'status': 'refuted',
+                                    'steps': ['\\sigma(x) = \\frac{x '
+                                              '\\left(\\operatorname{erf}{\\left(\\frac{\\sqrt{2} x}{2} \\right)} + '
+                                              '1\\right)}{2}',
+                                              '\\sigma(x) = s - \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,e^{- '
+                                              '\\frac{s^{2}}{2}} + \\frac{\\sqrt{2}}{2 '
+                                              '\\sqrt{\\pi}}\\,\\frac{1}{s^{2}}\\,e^{- \\frac{s^{2}}{2}} + '
+                                              'O\\!\\left(\\frac{1}{s^{4}}\\,e^{- \\frac{s^{2}}{2}}\\right)\\ \\to '
+                                              '+\\infty \\quad (x = s \\to +\\infty,\\ \\text{by the rules})',
+                                              '\\sigma(x) = - \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,e^{- '
+                                              '\\frac{s^{2}}{2}} + \\frac{\\sqrt{2}}{2 '
+                                              '\\sqrt{\\pi}}\\,\\frac{1}{s^{2}}\\,e^{- \\frac{s^{2}}{2}} + '
+                                              'O\\!\\left(\\frac{1}{s^{4}}\\,e^{- \\frac{s^{2}}{2}}\\right)\\ \\to 0 '
+                                              '\\quad (x = -s \\to -\\infty,\\ \\text{by the rules})'],
+                                    'value': {},
+                                    'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                     'homogeneity': {'name': 'homogeneous',
                                     'statement': 'σ is not positively homogeneous of any degree',
                                     'status': 'refuted',
@@ -330,6 +348,28 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                               'trivially at } 0:\\ c = 1'],
                                                     'value': {'c': {'srepr': 'Integer(1)'}},
                                                     'witness': None},
+                         'gate_limits': {'name': 'gate_limits',
+                                         'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                         'status': 'refuted',
+                                         'steps': ['\\sigma(x) = \\frac{x \\left(\\tanh{\\left(\\frac{\\sqrt{2} '
+                                                   '\\left(\\frac{8943 x^{3}}{200000} + x\\right)}{\\sqrt{\\pi}} '
+                                                   '\\right)} + 1\\right)}{2}',
+                                                   '\\sigma(x) = s - s\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
+                                                   '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + s\\,e^{- '
+                                                   '\\frac{8943 \\sqrt{2} s^{3}}{50000 \\sqrt{\\pi}} - \\frac{4 '
+                                                   '\\sqrt{2} s}{\\sqrt{\\pi}}} + O\\!\\left(s\\,e^{- \\frac{26829 '
+                                                   '\\sqrt{2} s^{3}}{100000 \\sqrt{\\pi}} - \\frac{6 \\sqrt{2} '
+                                                   's}{\\sqrt{\\pi}}}\\right)\\ \\to +\\infty \\quad (x = s \\to '
+                                                   '+\\infty,\\ \\text{by the rules})',
+                                                   '\\sigma(x) = -s\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
+                                                   '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + s\\,e^{- '
+                                                   '\\frac{8943 \\sqrt{2} s^{3}}{50000 \\sqrt{\\pi}} - \\frac{4 '
+                                                   '\\sqrt{2} s}{\\sqrt{\\pi}}} + O\\!\\left(s\\,e^{- \\frac{26829 '
+                                                   '\\sqrt{2} s^{3}}{100000 \\sqrt{\\pi}} - \\frac{6 \\sqrt{2} '
+                                                   's}{\\sqrt{\\pi}}}\\right)\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ '
+                                                   '\\text{by the rules})'],
+                                         'value': {},
+                                         'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                          'homogeneity': {'name': 'homogeneous',
                                          'statement': 'σ is not positively homogeneous of any degree',
                                          'status': 'refuted',
@@ -497,6 +537,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                              'trivially at } 0:\\ c = 2'],
                                                    'value': {'c': {'srepr': 'Integer(2)'}},
                                                    'witness': None},
+                        'gate_limits': {'name': 'gate_limits',
+                                        'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                        'status': 'refuted',
+                                        'steps': ['\\sigma(x) = x',
+                                                  '\\sigma(x) = s\\ \\to +\\infty \\quad (x = s \\to +\\infty,\\ '
+                                                  '\\text{by the rules})',
+                                                  '\\sigma(x) = -s\\ \\to -\\infty \\quad (x = -s \\to -\\infty,\\ '
+                                                  '\\text{by the rules})'],
+                                        'value': {},
+                                        'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                         'homogeneity': {'name': 'homogeneous',
                                         'statement': 'σ is positively homogeneous of degree k = 1',
                                         'status': 'proved',
@@ -637,6 +687,17 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                                'trivially at } 0:\\ c = \\frac{101}{100}'],
                                                      'value': {'c': {'srepr': 'Rational(101, 100)'}},
                                                      'witness': None},
+                          'gate_limits': {'name': 'gate_limits',
+                                          'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                          'status': 'refuted',
+                                          'steps': ['\\sigma(x) = \\begin{cases} x & \\text{for}\\: x \\geq 0 '
+                                                    '\\\\\\frac{x}{100} & \\text{otherwise} \\end{cases}',
+                                                    '\\sigma(x) = s\\ \\to +\\infty \\quad (x = s \\to +\\infty,\\ '
+                                                    '\\text{by the rules})',
+                                                    '\\sigma(x) = - \\frac{1}{100}\\,s\\ \\to -\\infty \\quad (x = -s '
+                                                    '\\to -\\infty,\\ \\text{by the rules})'],
+                                          'value': {},
+                                          'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                           'homogeneity': {'name': 'homogeneous',
                                           'statement': 'σ is positively homogeneous of degree k = 1',
                                           'status': 'proved',
@@ -799,6 +860,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                                'trivially at } 0:\\ c = 1'],
                                                      'value': {'c': {'srepr': 'Integer(1)'}},
                                                      'witness': None},
+                          'gate_limits': {'name': 'gate_limits',
+                                          'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                          'status': 'refuted',
+                                          'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- \\frac{851 x}{500}}}',
+                                                    '\\sigma(x) = s - s\\,e^{- \\frac{851 s}{500}} + s\\,e^{- '
+                                                    '\\frac{851 s}{250}} + O\\!\\left(s\\,e^{- \\frac{2553 '
+                                                    's}{500}}\\right)\\ \\to +\\infty \\quad (x = s \\to +\\infty,\\ '
+                                                    '\\text{by the rules})',
+                                                    '\\sigma(x) = -s\\,e^{- \\frac{851 s}{500}} + s\\,e^{- \\frac{851 '
+                                                    's}{250}} - s\\,e^{- \\frac{2553 s}{500}} + O\\!\\left(s\\,e^{- '
+                                                    '\\frac{851 s}{125}}\\right)\\ \\to 0 \\quad (x = -s \\to '
+                                                    '-\\infty,\\ \\text{by the rules})'],
+                                          'value': {},
+                                          'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                           'homogeneity': {'name': 'homogeneous',
                                           'statement': 'σ is not positively homogeneous of any degree',
                                           'status': 'refuted',
@@ -950,6 +1025,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                          'at } 0:\\ c = 1'],
                                                'value': {'c': {'srepr': 'Integer(1)'}},
                                                'witness': None},
+                    'gate_limits': {'name': 'gate_limits',
+                                    'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                    'status': 'refuted',
+                                    'steps': ['\\sigma(x) = \\max\\left(0, x\\right)',
+                                              '\\sigma(x) = s\\ \\to +\\infty \\quad (x = s \\to +\\infty,\\ \\text{by '
+                                              'the rules})',
+                                              '\\sigma(x) = 0\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                              'rules})'],
+                                    'value': {},
+                                    'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                     'homogeneity': {'name': 'homogeneous',
                                     'statement': 'σ is positively homogeneous of degree k = 1',
                                     'status': 'proved',
@@ -1078,6 +1163,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                 'value': {},
                                                 'witness': {'z=1': {'srepr': "Float('1.0', precision=169)"},
                                                             'z=2': {'srepr': "Float('2.0', precision=169)"}}},
+                     'gate_limits': {'name': 'gate_limits',
+                                     'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                     'status': 'refuted',
+                                     'steps': ['\\sigma(x) = \\max\\left(0, x\\right)^{2}',
+                                               '\\sigma(x) = s^{2}\\ \\to +\\infty \\quad (x = s \\to +\\infty,\\ '
+                                               '\\text{by the rules})',
+                                               '\\sigma(x) = 0\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                               'rules})'],
+                                     'value': {},
+                                     'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                      'homogeneity': {'name': 'homogeneous',
                                      'statement': 'σ is positively homogeneous of degree k = 2',
                                      'status': 'proved',
@@ -1230,6 +1325,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                                                'precision=169)'},
                                                               'z=2': {'srepr': "Float('0.38079707797788244405972914130239679520638429862896811', "
                                                                                'precision=169)'}}},
+                       'gate_limits': {'name': 'gate_limits',
+                                       'statement': 'σ(s) → L₊ = 1 as s → +∞ and → L₋ = 0 as s → −∞',
+                                       'status': 'proved',
+                                       'steps': ['\\sigma(x) = \\frac{1}{1 + e^{- x}}',
+                                                 '\\sigma(x) = 1 - e^{- s} + e^{- 2 s} + O\\!\\left(e^{- 3 '
+                                                 's}\\right)\\ \\to 1 \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                                 'rules})',
+                                                 '\\sigma(x) = e^{- s} - e^{- 2 s} + e^{- 3 s} + O\\!\\left(e^{- 4 '
+                                                 's}\\right)\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                                 'rules})',
+                                                 'L_+ = 1,\\quad L_- = 0:\\quad \\sigma(tz + c) \\to L_+ [z > 0] + L_- '
+                                                 '[z < 0]\\quad (t \\to \\infty,\\ z \\ne 0,\\ c \\in \\mathbb{R})'],
+                                       'value': {'L_minus': {'srepr': 'Integer(0)'}, 'L_plus': {'srepr': 'Integer(1)'}},
+                                       'witness': None},
                        'homogeneity': {'name': 'homogeneous',
                                        'statement': 'σ(0) ≠ 0, so σ is not positively homogeneous of any degree k > 0',
                                        'status': 'refuted',
@@ -1365,6 +1474,18 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                          'at } 0:\\ c = 1'],
                                                'value': {'c': {'srepr': 'Integer(1)'}},
                                                'witness': None},
+                    'gate_limits': {'name': 'gate_limits',
+                                    'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                    'status': 'refuted',
+                                    'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- x}}',
+                                              '\\sigma(x) = s - s\\,e^{- s} + s\\,e^{- 2 s} + O\\!\\left(s\\,e^{- 3 '
+                                              's}\\right)\\ \\to +\\infty \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                              'rules})',
+                                              '\\sigma(x) = -s\\,e^{- s} + s\\,e^{- 2 s} - s\\,e^{- 3 s} + '
+                                              'O\\!\\left(s\\,e^{- 4 s}\\right)\\ \\to 0 \\quad (x = -s \\to '
+                                              '-\\infty,\\ \\text{by the rules})'],
+                                    'value': {},
+                                    'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                     'homogeneity': {'name': 'homogeneous',
                                     'statement': 'σ is not positively homogeneous of any degree',
                                     'status': 'refuted',
@@ -1524,6 +1645,18 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                              'trivially at } 0:\\ c = 1'],
                                                    'value': {'c': {'srepr': 'Integer(1)'}},
                                                    'witness': None},
+                        'gate_limits': {'name': 'gate_limits',
+                                        'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                        'status': 'refuted',
+                                        'steps': ['\\sigma(x) = \\log{\\left(e^{x} + 1 \\right)}',
+                                                  '\\sigma(x) = s + e^{- s} - \\frac{1}{2}\\,e^{- 2 s} + '
+                                                  'O\\!\\left(e^{- 3 s}\\right)\\ \\to +\\infty \\quad (x = s \\to '
+                                                  '+\\infty,\\ \\text{by the rules})',
+                                                  '\\sigma(x) = e^{- s} - \\frac{1}{2}\\,e^{- 2 s} + O\\!\\left(e^{- 3 '
+                                                  's}\\right)\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                                  'rules})'],
+                                        'value': {},
+                                        'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                         'homogeneity': {'name': 'homogeneous',
                                         'statement': 'σ(0) ≠ 0, so σ is not positively homogeneous of any degree k > 0',
                                         'status': 'refuted',
@@ -1664,6 +1797,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                                             'precision=169)'},
                                                            'z=2': {'srepr': "Float('0.96402758007581688394641372410092315025502997624093451', "
                                                                             'precision=169)'}}},
+                    'gate_limits': {'name': 'gate_limits',
+                                    'statement': 'σ(s) → L₊ = 1 as s → +∞ and → L₋ = -1 as s → −∞',
+                                    'status': 'proved',
+                                    'steps': ['\\sigma(x) = \\tanh{\\left(x \\right)}',
+                                              '\\sigma(x) = 1 - 2\\,e^{- 2 s} + 2\\,e^{- 4 s} + O\\!\\left(e^{- 6 '
+                                              's}\\right)\\ \\to 1 \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                              'rules})',
+                                              '\\sigma(x) = -1 + 2\\,e^{- 2 s} - 2\\,e^{- 4 s} + O\\!\\left(e^{- 6 '
+                                              's}\\right)\\ \\to -1 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                              'rules})',
+                                              'L_+ = 1,\\quad L_- = -1:\\quad \\sigma(tz + c) \\to L_+ [z > 0] + L_- '
+                                              '[z < 0]\\quad (t \\to \\infty,\\ z \\ne 0,\\ c \\in \\mathbb{R})'],
+                                    'value': {'L_minus': {'srepr': 'Integer(-1)'}, 'L_plus': {'srepr': 'Integer(1)'}},
+                                    'witness': None},
                     'homogeneity': {'name': 'homogeneous',
                                     'statement': 'σ is not positively homogeneous of any degree',
                                     'status': 'refuted',

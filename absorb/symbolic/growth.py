@@ -639,6 +639,46 @@ def quadratic_skeleton(act: Activation) -> Property:
     return _get(act, "quadratic_skeleton")
 
 
+# ------------------------------------------------------------------------- gate limits --
+
+
+def _gate_limits(e: sp.Expr) -> Property:
+    """L± = lim σ(s) at s → ±∞, both finite, by the asymptotic rules, cross-checked by 60-digit
+    evaluations far out (which can only withhold the claim)."""
+    name = "gate_limits"
+    steps = [rf"\sigma(x) = {_fmt(e)}"]
+    lims, infinite = _limits_at_infinity(e, 0, r"\sigma(x)", steps)
+    if infinite is not None:
+        sign, side, value, _c, _s = infinite
+        return Property(name, Status.REFUTED, f"σ(s) has no finite limit as s → {'+' if sign > 0 else '−'}∞ (it tends to {value})",
+                        steps=tuple(steps), witness={"side": side, "limit": value})
+    if not all(lims[sign].kind == "finite" for sign in (1, -1)):
+        why = "; ".join(f"at {_side_text(sign)}∞: {lims[sign].reason}" for sign in (1, -1) if lims[sign].kind != "finite")
+        return Property(name, Status.UNKNOWN, f"the asymptotic rules find no limit of σ(s) ({why})", steps=tuple(steps))
+    for sign in (1, -1):
+        bad = asy.numeric_check(e, sign, lims[sign], 0)
+        if bad:
+            return Property(name, Status.UNKNOWN, f"the rules give lim σ(s) = {lims[sign].value} at s → {_side_text(sign)}∞, "
+                            f"but {bad}", steps=tuple(steps))
+    lp, lm = lims[1].value, lims[-1].value
+    steps.append(rf"L_+ = {_fmt(lp)},\quad L_- = {_fmt(lm)}:\quad \sigma(tz + c) \to L_+ [z > 0] + L_- [z < 0]"
+                 r"\quad (t \to \infty,\ z \ne 0,\ c \in \mathbb{R})")
+    return Property(name, Status.PROVED, f"σ(s) → L₊ = {lp} as s → +∞ and → L₋ = {lm} as s → −∞",
+                    value={"L_plus": lp, "L_minus": lm}, steps=tuple(steps))
+
+
+def gate_limits(act: Activation) -> Property:
+    """Decide whether L± = lim_{s→±∞} σ(s) both exist and are finite (sigmoid: 1, 0). Then
+    σ(tz + c) → L₊ for z > 0 and → L₋ for z < 0 (t → ∞, any real c): the step-like gates of the
+    gated skeleton (docs/results/gated-skeleton.md). value: ``L_plus``, ``L_minus``.
+
+    >>> from absorb.model.activations import get_activation
+    >>> gate_limits(get_activation("sigmoid")).value["L_plus"]
+    1
+    """
+    return _get(act, "gate_limits")
+
+
 register_analyses(
     ("asymptotic_slopes", "asymptotic_slopes", _asymptotic_slopes),
     ("parity", "even", _parity),
@@ -646,6 +686,7 @@ register_analyses(
     ("exponential_form", "exponential", _exponential_form),
     ("bounded_on_reals", "bounded", _bounded_on_reals),
     ("quadratic_skeleton", "quadratic_skeleton", _quadratic_skeleton),
+    ("gate_limits", "gate_limits", _gate_limits),
 )
 
-__all__ = ["asymptotic_slopes", "parity", "linear_form", "exponential_form", "bounded_on_reals", "quadratic_skeleton"]
+__all__ = ["asymptotic_slopes", "parity", "linear_form", "exponential_form", "bounded_on_reals", "quadratic_skeleton", "gate_limits"]

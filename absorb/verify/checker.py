@@ -78,6 +78,7 @@ from absorb.verify._beyond import (
     claimed_biases,
 )
 from absorb.verify._canonical import check_canonical_form
+from absorb.verify._gated import check_gated_skeleton
 from absorb.verify._infeasible import (  # noqa: F401
     ENUM_MAX_ENTRIES,
     ENUM_MAX_N,
@@ -173,6 +174,7 @@ THEOREM_CHECKS: dict[str, Callable[[_Ctx, str, dict[str, Any], Block], _Outcome]
     "exponential": check_exponential,
     "skeleton": check_skeleton,
     "skeleton2": check_skeleton2,
+    "gated-skeleton": check_gated_skeleton,
     "index-set": _check_index_set,
     "canonical-form": check_canonical_form,
     "none": _th_none,
@@ -310,7 +312,7 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
     if search is None:
         return
     case = arg.get("case")
-    uses = th == "index-set" or th == "skeleton" and case == "nondegenerate"
+    uses = th in ("index-set", "gated-skeleton") or th == "skeleton" and case == "nondegenerate"
     _must(ctx, uses or b.get("verdict") == "unknown", w, f"a search record is part of result {th!r}'s argument",
              "the certificate records an index-set search its theorem does not use (not re-checked)")
     sc = search.get("certificate") or {}
