@@ -41,7 +41,7 @@ class Entry:
     engine_why: str
     truth: str  # absorbable | not_absorbable | open
     truth_why: str
-    witness: dict[str, np.ndarray] | None = None  # a residual-free block (W_up, W_down[, b_up, b_down]) equal to f
+    witness: dict[str, np.ndarray] | None = None  # a residual-free block (W_up, W_down[, b_up, b_down, W_gate, b_gate]) equal to f
     flip: list[int] | None = None  # or: the units whose flip gives one (built here, in the loaded, lifted space)
     extra: dict[str, Any] = field(default_factory=dict)
     options: list[str] = field(default_factory=list)  # extra `absorb check` options, e.g. ["--allow-biases"]
@@ -266,6 +266,36 @@ def entries() -> list[Entry]:
                      "unknown", "none", "S satisfies the skeleton's conditions; no witness for σ ≠ ReLU²",
                      O, "not known: the skeleton's necessary condition holds and no construction is known"))
 
+    # --- the gated skeleton, step-like gates (docs/results/gated-skeleton.md) ---------------
+    glu = np.array("glu")
+    rng = np.random.default_rng(116)
+    Gg, Ug, Dg = rng.standard_normal((5, 3)), rng.standard_normal((5, 3)), rng.standard_normal((3, 5))
+    out.append(Entry("glu_generic", dict(W_up=Ug, W_down=Dg, W_gate=Gg, activation=glu),
+                     "A generic bias-free sigmoid-GLU block: g(0) = ½ ≠ 0, so linearization is silent; along rays the "
+                     "gate becomes a step and its jumps identify the units, so an index set is necessary — and none exists.",
+                     N, "gated-skeleton", "the search proves no S; the gate's limits (1, 0) and the gated nondegeneracy hold",
+                     N, "gated skeleton, step-like gate (docs/results/gated-skeleton.md)"))
+    bg, bu, bd = rng.standard_normal(5), rng.standard_normal(5), rng.standard_normal(3)
+    out.append(Entry("glu_biased_generic", dict(W_up=Ug, W_down=Dg, W_gate=Gg, b_gate=bg, b_up=bu, b_down=bd, activation=glu),
+                     "The same weights with biases: the biases vanish along rays, so the same argument covers biased f and "
+                     "biased residual-free blocks.",
+                     N, "gated-skeleton", "the search proves no S; the argument holds for any biases",
+                     N, "gated skeleton, step-like gate (docs/results/gated-skeleton.md)"))
+    Dp = Dg.copy()
+    Dp[:, [0, 1, 3]] = -np.linalg.pinv(Ug[[0, 1, 3]])
+    Gf = Gg.copy()
+    Gf[[0, 1, 3]] *= -1
+    bgf = bg.copy()
+    bgf[[0, 1, 3]] *= -1
+    Dpf = Dp.copy()
+    Dpf[:, [0, 1, 3]] *= -1
+    out.append(Entry("glu_biased_planted", dict(W_up=Ug, W_down=Dp, W_gate=Gg, b_gate=bg, b_up=bu, b_down=bd, activation=glu),
+                     "A biased sigmoid-GLU block with an index set S = {0, 1, 3}: negating the gate rows, gate biases and "
+                     "down columns of S, and moving Σ_S w_i e_i into b_down, gives a residual-free block.",
+                     A, "index-set", "the search finds S; the gated flip witness checks",
+                     A, "σ(z) + σ(−z) = 1: the flip changes f by −Mx − Σ_S w_i (u_i·x + e_i), a constant",
+                     witness=dict(W_up=Ug, W_down=Dpf, W_gate=Gf, b_gate=bgf, b_up=bu, b_down=bd + Dp[:, [0, 1, 3]] @ bu[[0, 1, 3]])))
+
     # Ternary weights with an exact index set, found by a seeded search ("by chance").
     rng = np.random.default_rng(109)
     from absorb.engine.hypotheses import nondegenerate
@@ -318,7 +348,8 @@ def _check_witness(e: Entry, path: Path) -> float:
             wb = model.replace(W_up=_flip(model.W_up, S), skip=zero)
     else:
         w = e.witness
-        wb = model.replace(W_up=w["W_up"], W_down=w["W_down"], b_up=w.get("b_up"), b_down=w.get("b_down"), skip=zero)
+        wb = model.replace(W_up=w["W_up"], W_down=w["W_down"], b_up=w.get("b_up"), b_down=w.get("b_down"), skip=zero,
+                           **({k: w[k] for k in ("W_gate", "b_gate") if k in w} if model.gated else {}))
     rng = np.random.default_rng(0)
     worst = 0.0
     for scale in (1e-2, 1.0, 1e2):
