@@ -81,11 +81,24 @@ def _skeleton2_planted() -> Block:
     return _blk(U, D, "relu2", M, b_up=c, b_down=np.array([0.125, -0.25]))
 
 
-def _gated_generic() -> Block:
-    """A generic biased sigmoid-GLU block: the step-gate skeleton with the search's proof that no S exists."""
+def _gated_generic(act: str = "sigmoid", d: int = 3, n: int = 5) -> Block:
+    """A generic biased gated block: sigmoid (the step-gate skeleton with the search's proof that no S
+    exists) or SwiGLU (the ReLU-like gate: rank route, or enumeration when n > d·d(d+1)/2)."""
     rng = np.random.default_rng(13)
-    G, U, D = rng.standard_normal((5, 3)), rng.standard_normal((5, 3)), rng.standard_normal((3, 5))
-    return _blk(U, D, "sigmoid", W_gate=G, b_gate=rng.standard_normal(5), b_up=rng.standard_normal(5), b_down=rng.standard_normal(3))
+    G, U, D = rng.standard_normal((n, d)), rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    gate = "silu" if act == "swiglu" else act
+    return _blk(U, D, gate, W_gate=G, b_gate=rng.standard_normal(n), b_up=rng.standard_normal(n), b_down=rng.standard_normal(d))
+
+
+def _relu_like_planted() -> Block:
+    """SwiGLU units (g, u) = (e1, e2), (e2, −e1) with the same w cancel in (Qg); M from (Lg) (dyadic: exact)."""
+    G = np.array([[1.0, 0], [0, 1], [1, 1], [2, -1]])
+    U = np.array([[0.0, 1], [-1, 0], [1, -2], [0.5, 3]])
+    w = np.array([1.0, -2.0])
+    D = np.column_stack([w, w, [3.0, 1], [-1.0, 0.5]])
+    c, e = np.array([0.5, -1.0, 0.25, 1.5]), np.array([2.0, 0.75, -0.5, 1.0])
+    M = -sum(np.outer(D[:, i], c[i] * U[i] + e[i] * G[i]) for i in (0, 1))
+    return _blk(U, D, "silu", M, W_gate=G, b_gate=c, b_up=e, b_down=np.array([0.125, -0.5]))
 
 
 def _planted_stack(rng: np.random.Generator) -> Stack:
@@ -130,6 +143,9 @@ def _models() -> dict[str, Any]:
         "skeleton2-enumerate": _skeleton2_generic(2, 9, 12),
         "skeleton2-absorbable": _skeleton2_planted(),
         "gated-skeleton": _gated_generic(),
+        "gated-relu-like": _gated_generic("swiglu"),
+        "gated-relu-like-enumerate": _gated_generic("swiglu", d=2, n=8),
+        "gated-relu-like-flip": _relu_like_planted(),
         "depth": cat("relu2_stack"),
         "composition": _planted_stack(rng),
         "none": cat("relu_stack_generic"),
@@ -226,7 +242,8 @@ def _pattern(path: tuple[Any, ...]) -> str:
 
 CASES = ["trivial", "degree", "linearization", "bounded", "linear", "parity", "exponential", "index-set-absorbable",
          "index-set-not", "index-set-gated", "index-set-low-rank", "index-set-mitm", "canonical-absorbable", "canonical-not", "canonical-near", "skeleton-nondegenerate",
-         "skeleton-degenerate", "skeleton2-rank", "skeleton2-enumerate", "skeleton2-absorbable", "gated-skeleton", "depth", "composition", "none"]
+         "skeleton-degenerate", "skeleton2-rank", "skeleton2-enumerate", "skeleton2-absorbable", "gated-skeleton",
+         "gated-relu-like", "gated-relu-like-enumerate", "gated-relu-like-flip", "depth", "composition", "none"]
 
 
 @pytest.fixture(scope="module")

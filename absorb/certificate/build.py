@@ -243,7 +243,14 @@ def _witness(bd: BlockDecision) -> dict[str, Any] | None:
     flip = _prop(bd, "flip_identity")
     if w.S is not None and flip is not None:
         out["c"] = flip["value"].get("c")
-        if bd.block.gated:
+        if bd.theorem.value == Theorem.GATED_SKELETON.value:  # the ReLU-like gate's flip: σ_g(−z) = σ_g(z) − z
+            out["formula"] = (
+                r"W'_{\mathrm{gate}}[i,:]=-W_{\mathrm{gate}}[i,:],\ b'_{\mathrm{gate},i}=-b_{\mathrm{gate},i},\ "
+                r"W'_{\mathrm{up}}[i,:]=-W_{\mathrm{up}}[i,:],\ b'_{\mathrm{up},i}=-b_{\mathrm{up},i},\ "
+                r"W'_{\mathrm{down}}[:,i]=-W_{\mathrm{down}}[:,i]\ (i\in S);"
+                r"\ b'_{\mathrm{down}}=b_{\mathrm{down}}+\sum_{i\in S}b_{\mathrm{gate},i}b_{\mathrm{up},i}w_i;\ M'=0"
+            )
+        elif bd.block.gated:
             out["formula"] = (
                 r"W'_{\mathrm{gate}}[i,:]=-W_{\mathrm{gate}}[i,:],\ "
                 r"W'_{\mathrm{down}}[:,i]=-W_{\mathrm{down}}[:,i]\ (i\in S);"
@@ -330,17 +337,7 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
     elif th == Theorem.SKELETON2.value:
         arg.update(_skeleton2_argument(bd))
     elif th == Theorem.GATED_SKELETON.value:
-        val = (_prop(bd, "gate_limits") or {}).get("value", {})
-        arg["L_plus"], arg["L_minus"] = val.get("L_plus"), val.get("L_minus")
-        arg["target"] = "-M/L_plus"
-        arg["nondegeneracy_hypotheses"] = ["d_at_least_2", "gate_rows_nonzero", "columns_nonzero", "gate_rows_noncollinear",
-                                           "value_not_parallel_to_gate"]
-        arg["steps"] = [
-            r"\sigma_g(tz+c) \to L_+\,H(z)\quad (z\ne0,\ t\to\infty;\ L_-=0)",
-            r"\frac{f(tx)}{t} \to Mx + L_+\sum_i w_i\,H(g_i\cdot x)\,(u_i\cdot x)\quad\text{off the gate hyperplanes}",
-            r"\text{jumps } L_+ w_i (u_i\cdot x) \text{ across } g_i^\perp \text{ identify the units} \;\Rightarrow\; "
-            r"M + L_+ W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:] = 0 \text{ for some } S",
-        ]
+        arg.update(_gated_skeleton_argument(bd))
     elif th == Theorem.INDEX_SET.value:
         flip = _prop(bd, "flip_identity") or {}
         arg["c"] = flip.get("value", {}).get("c")
@@ -434,6 +431,39 @@ def _skeleton2_argument(bd: BlockDecision) -> dict[str, Any]:
     }
 
 
+def _gated_skeleton_argument(bd: BlockDecision) -> dict[str, Any]:
+    """The gated skeleton's numbers: the case (``step`` — a step-like gate, the search's proof
+    recorded; ``relu-like`` — a ReLU-like gate, the route the checker re-does itself;
+    ``relu-like-flip`` — its flip witness), the gate's limits for ``step``, the nondegeneracy
+    hypotheses (docs/results/gated-skeleton.md)."""
+    hyps = ["d_at_least_2", "gate_rows_nonzero", "columns_nonzero", "gate_rows_noncollinear", "value_not_parallel_to_gate"]
+    if _prop(bd, "gate_limits") is not None:
+        val = (_prop(bd, "gate_limits") or {}).get("value", {})
+        return {
+            "case": "step", "L_plus": val.get("L_plus"), "L_minus": val.get("L_minus"), "target": "-M/L_plus",
+            "nondegeneracy_hypotheses": hyps,
+            "steps": [
+                r"\sigma_g(tz+c) \to L_+\,H(z)\quad (z\ne0,\ t\to\infty;\ L_-=0)",
+                r"\frac{f(tx)}{t} \to Mx + L_+\sum_i w_i\,H(g_i\cdot x)\,(u_i\cdot x)\quad\text{off the gate hyperplanes}",
+                r"\text{jumps } L_+ w_i (u_i\cdot x) \text{ across } g_i^\perp \text{ identify the units} \;\Rightarrow\; "
+                r"M + L_+ W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:] = 0 \text{ for some } S",
+            ],
+        }
+    method = None if bd.search is None else bd.search.method
+    case = "relu-like-flip" if bd.verdict.value == "absorbable" else "relu-like"
+    flip = (_prop(bd, "flip_identity") or {}).get("value", {})
+    return {
+        "case": case, "route": None if case == "relu-like-flip" else method, "nondegeneracy_hypotheses": hyps,
+        **({"c": flip.get("c")} if case == "relu-like-flip" else {}),
+        "steps": [
+            r"\sigma_g(tz+c)\,(ty+e) = [z>0]\,\big(t^2zy + t(cy+ez)\big) + o(t)\quad (t\to\infty)",
+            r"t^2:\ \text{gradient jumps identify } g'_i=\lambda_ig_i,\ \text{kinks force } \theta_i=0:\ "
+            r"\sum_{i\in S} w_i\otimes\mathrm{sym}(g_iu_i^{\mathsf T}) = 0",
+            r"t:\ M = -\sum_{i\in S} w_i\,(c_iu_i + e_ig_i)^{\mathsf T}",
+        ],
+    }
+
+
 def _canonical_record(bd: BlockDecision, block: Block | None = None) -> dict[str, Any] | None:
     """What the checker needs for a canonical-form verdict (docs/degenerate.md): the exact
     canonical form, the chosen (B, δ) with its width, and for ``absorbable`` the constructed
@@ -502,7 +532,8 @@ def _search_used(bd: BlockDecision, arg: dict[str, Any]) -> bool:
     result 5 and the skeleton's nondegenerate case; an unknown verdict claims nothing."""
     th = bd.theorem.value
     return (th == Theorem.INDEX_SET.value or bd.verdict.value == "unknown"
-            or th == Theorem.SKELETON.value and arg.get("case") == "nondegenerate" or th == Theorem.GATED_SKELETON.value)
+            or th == Theorem.SKELETON.value and arg.get("case") == "nondegenerate"
+            or th == Theorem.GATED_SKELETON.value and arg.get("case") == "step")
 
 
 def block_entry(bd: BlockDecision) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import numpy as np
 import sympy as sp
 
 from absorb.engine import hypotheses as hyp
-from absorb.engine.verdict import BlockDecision, Hypothesis, Theorem, Verdict
+from absorb.engine.verdict import BlockDecision, Hypothesis, Theorem, Verdict, Witness
 from absorb.model.activations import get_activation
 from absorb.model.block import Block
 from absorb.search._types import SearchResult
@@ -85,3 +85,149 @@ def step_gate_verdict(ctx: Any, infeasible: SearchResult | None, c: Any) -> Bloc
                     "units of any residual-free block (with or without biases), which needs an index set S with "
                     f"{'' if lp == 1 else f'{lp}·'}W_down[:,S] W_up[S,:] = −M; none exists ({infeasible.method}: every S is at "
                     f"relative distance ≥ {infeasible.bound:.3g} > tolerance).", search=infeasible)
+
+
+# ------------------------------------------------------------------ ReLU-like gates --
+def gated_columns(block: Block) -> tuple[list[list[Any]], np.ndarray, np.ndarray, np.ndarray]:
+    """(exact (Qg) columns, Qg, Lg, t) for a gated block: column i of Qg is
+    vec(w_i ⊗ (g_i u_iᵀ + u_i g_iᵀ)) (d³, exact rationals and float64), column i of Lg is
+    vec(w_i (c_i u_i + e_i g_i)ᵀ) (c = b_gate, e = b_up), and t = −vec M."""
+    from fractions import Fraction
+
+    G, U, D = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
+    n = U.shape[0]
+    c = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
+    e = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+    F = lambda a: [Fraction(float(v)) for v in a]  # noqa: E731
+    exact = []
+    for i in range(n):
+        w, g, u = F(D[:, i]), F(G[i]), F(U[i])
+        exact.append([wa * (gb * uc + ub * gc) for wa in w for gb, ub in zip(g, u) for gc, uc in zip(g, u)])
+    Q = (np.einsum("ai,ib,ic->abci", D, G, U) + np.einsum("ai,ib,ic->abci", D, U, G)).reshape(-1, n)
+    L = np.einsum("ai,ib->abi", D, c[:, None] * U + e[:, None] * G).reshape(-1, n)
+    return exact, Q, L, -np.asarray(block.M, dtype=np.float64).reshape(-1)
+
+
+def gated_flip_block(block: Block, S: tuple[int, ...]) -> Block:
+    """Negate the gate rows, gate biases, value rows, value biases and down columns of S;
+    b'_down = b_down + Σ_S c_i e_i w_i (rounded)."""
+    idx = list(S)
+    G, U, D = (np.array(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
+    G[idx] *= -1
+    U[idx] *= -1
+    D[:, idx] *= -1
+    bg = None if block.b_gate is None else np.array(block.b_gate, dtype=np.float64)
+    bu = None if block.b_up is None else np.array(block.b_up, dtype=np.float64)
+    shift = np.zeros(block.d)
+    if bg is not None and bu is not None:
+        shift = np.asarray(block.W_down, dtype=np.float64)[:, idx] @ (bg[idx] * bu[idx])
+    for b in (bg, bu):
+        if b is not None:
+            b[idx] *= -1
+    b_down = shift + (0 if block.b_down is None else np.asarray(block.b_down, dtype=np.float64))
+    return block.replace(W_gate=G, W_up=U, W_down=D, b_gate=bg, b_up=bu, b_down=b_down if np.any(b_down) else None,
+                         skip=np.zeros((block.d, block.d)), name=block.name + "'")
+
+
+def gated_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[bool, Any, Any]:
+    """For the flip ``wb`` of S (σ_g(−z) = σ_g(z) − z): f − g = Σ_S w_i (g_i·x)(u_i·x) + R_L x + R_0
+    exactly, R_L = M + Σ_S w_i (c_i u_i + e_i g_i)ᵀ, R_0 = b_down + Σ_S c_i e_i w_i − b'_down.
+    Returns (quadratic part zero, ‖R_L‖_{∞→∞}, |R_0|_∞), exact rationals."""
+    from fractions import Fraction
+
+    d, n = block.d, block.n
+    exact, _, _, _ = gated_columns(block)
+    quad_zero = all(sum((exact[i][k] for i in S), Fraction(0)) == 0 for k in range(d ** 3))
+    F = lambda a: [Fraction(float(v)) for v in np.asarray(a, dtype=np.float64).reshape(-1)]  # noqa: E731
+    G = [F(r) for r in np.asarray(block.W_gate)]
+    U = [F(r) for r in np.asarray(block.W_up)]
+    W = [F(col) for col in np.asarray(block.W_down).T]
+    c = F(block.b_gate) if block.b_gate is not None else [Fraction(0)] * n
+    e = F(block.b_up) if block.b_up is not None else [Fraction(0)] * n
+    M = [F(r) for r in np.asarray(block.M)]
+    RL = [[M[a][b] + sum((W[i][a] * (c[i] * U[i][b] + e[i] * G[i][b]) for i in S), Fraction(0)) for b in range(d)] for a in range(d)]
+    bd = F(block.b_down) if block.b_down is not None else [Fraction(0)] * d
+    bd2 = F(wb.b_down) if wb.b_down is not None else [Fraction(0)] * d
+    R0 = max(abs(bd[a] + sum((c[i] * e[i] * W[i][a] for i in S), Fraction(0)) - bd2[a]) for a in range(d))
+    return quad_zero, max(sum(abs(v) for v in row) for row in RL), R0
+
+
+def relu_like_gated(ctx: Any) -> BlockDecision | None:
+    """The handler (absorb.engine.results.RESULTS): a gated block whose gate is ReLU-like
+    (σ_g(s) = s + o(1) at +∞, o(1) at −∞), any biases."""
+    import math
+
+    from absorb.engine.skeleton2 import (
+        ENUMERATE_MAX_N,
+        MAX_COLUMN_ENTRIES,
+        enumeration_route_columns,
+        rank_route_columns,
+    )
+    from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error, f0_lower
+    from absorb.search._types import SearchStatus
+    from absorb.symbolic import properties as props
+
+    blk = ctx.block
+    if not blk.gated or blk.W_gate is None:
+        return None
+    rl = growth.relu_like_gate(blk.activation)
+    if not rl.proved:
+        return None
+    ctx.prop(rl)
+    hs = gate_hypotheses(blk)
+    ctx.H.extend(hs)
+
+    def unknown(why: str) -> BlockDecision:
+        return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {why}.")
+
+    failing = [h.statement for h in hs if not h.holds]
+    if failing:
+        return unknown("the gated skeleton (ReLU-like gate) needs nondegenerate gated weights (d ≥ 2, gate rows nonzero and "
+                       "pairwise non-collinear, value rows not parallel to their gate rows, nonzero columns of W_down), and "
+                       + "; ".join(failing))
+    if blk.d ** 3 * blk.n > MAX_COLUMN_ENTRIES:
+        return unknown(f"the gated skeleton applies, but its columns (d³·n = {blk.d ** 3 * blk.n}) are beyond what this "
+                       "search builds")
+    b64 = blk.float64()
+    exact, Q, L, t = gated_columns(b64)
+    res = rank_route_columns(exact, b64.M, ctx.tol) if blk.n <= blk.d * blk.d * (blk.d + 1) // 2 else None
+    if res is None and blk.n <= ENUMERATE_MAX_N:
+        res = enumeration_route_columns(np.vstack([Q, L]), np.concatenate([np.zeros(Q.shape[0]), t]), ctx.tol)
+    if res is None:
+        return unknown(f"the gated skeleton applies, but its (Qg) columns are not proved independent and n = {blk.n} > "
+                       f"{ENUMERATE_MAX_N} is beyond exhaustive search")
+    lead = ("Gated skeleton, ReLU-like gate: σ_g(s) = s + o(1) at +∞ and o(1) at −∞, so f(tx) = t²·Σ_i w_i ReLU(g_i·x)(u_i·x) "
+            "+ t·(…) + o(t) for any biases; for nondegenerate gated weights a residual-free block (with or without biases) equals "
+            "f only if some S has Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ)")
+    if res.status is SearchStatus.INFEASIBLE:
+        return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.GATED_SKELETON,
+                        f"{lead}; no S does ({res.method}: every S is at relative distance ≥ {res.bound:.3g} > tolerance).", search=res)
+    if res.status is not SearchStatus.FOUND or res.S is None:
+        return unknown(f"the gated skeleton applies, but the search did not decide: {res.reason}")
+    flip = props.flip_identity(blk.activation, gated=False)
+    if not (flip.proved and flip.value.get("c") == 1):
+        return unknown(f"S = {list(res.S)} satisfies the gated skeleton's conditions, so it proves nothing, and the gate has no "
+                       f"flip identity σ_g(z) − σ_g(−z) = z to build a witness ({flip.statement})")
+    ctx.prop(flip)
+    wb = gated_flip_block(b64, res.S)
+    if ctx.bias_free_class and (wb.b_gate is not None or wb.b_up is not None or wb.b_down is not None):
+        return unknown(f"S = {list(res.S)} gives a witness with biases, but the question is about bias-free blocks")
+    quad_zero, rl_norm, r0 = gated_flip_residuals(b64, res.S, wb)
+    f0 = f0_lower(b64)
+    thr = eval_threshold(ctx.tol, blk.n)
+    eps = max(float(rl_norm), 0.0 if r0 == 0 else (float(r0) / f0 if f0 > 0 else math.inf)) * (1 + 1e-12)
+    err, m = evaluation_error(blk, wb, blk.d, seed=ctx.seed, accept=thr)
+    w = Witness(S=res.S, block=wb, residual=res.residual, eval_error=max(eps, err), n_inputs=m, exact=quad_zero and eps == 0,
+                description="negate the gate rows, gate biases, value rows, value biases and down columns in S; "
+                "b'_down = b_down + Σ_S b_gate,i b_up,i w_i; exact: the quadratic part of f − g is "
+                f"{'0' if quad_zero else 'nonzero'}, |f(x) − g(x)|∞ ≤ {eps:.3g}·(|x|∞ + |f(0)|∞) for every x")
+    if quad_zero and eps <= thr and err <= thr:
+        return ctx.done(Verdict.ABSORBABLE, Theorem.GATED_SKELETON,
+                        f"Gated skeleton, ReLU-like gate with σ_g(−z) = σ_g(z) − z: S = {list(res.S)} has "
+                        "Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 exactly and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ) "
+                        f"(relative residual {res.residual:.2e}); flipping those units changes the block by "
+                        "−Σ_S w_i (g_i·x + b_gate,i)(u_i·x + b_up,i), a constant that b'_down absorbs "
+                        f"(rigorous bound {eps:.2e}; checked on {m} inputs, max relative error {err:.2e}).", witness=w, search=res)
+    return unknown(f"S = {list(res.S)} satisfies the conditions within the tolerance, but its flip witness failed the exact "
+                   f"check (quadratic part {'zero' if quad_zero else 'nonzero'}, bound {eps:.2e}, sampled error {err:.2e}"
+                   f"{eval_failure(err)})")

@@ -203,7 +203,15 @@ def skeleton2(ctx: Ctx) -> BlockDecision | None:
     return degree2_skeleton(ctx)
 
 
-RESULTS: tuple[Handler, ...] = (trivial, degree, linearization, parity, bounded, linear, exponential, skeleton2, index_set)
+def gated_skeleton(ctx: Ctx) -> BlockDecision | None:
+    """Beyond: gated, ReLU-like gate (σ_g(s) = s + o(1) at +∞, o(1) at −∞), any biases (absorb.engine.gated_skeleton)."""
+    from absorb.engine.gated_skeleton import relu_like_gated
+
+    return relu_like_gated(ctx)
+
+
+RESULTS: tuple[Handler, ...] = (trivial, degree, linearization, parity, bounded, linear, exponential, skeleton2, gated_skeleton,
+                                index_set)
 """The order in which the engine tries the results (the last always answers)."""
 
 

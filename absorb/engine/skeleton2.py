@@ -110,12 +110,22 @@ def ldl_positive_definite(G: list[list[Fraction]]) -> bool:
 
 
 def rank_route(block: Block, tol: float) -> SearchResult | None:
-    """The rank route: a rational μ with G − μI positive definite (exact) and μ > tol²‖M‖²_F,
-    so every nonempty S is at distance ≥ √μ/‖M‖_F > tol; None when it does not apply."""
+    """The rank route for the degree-2 skeleton's (Q) columns (:func:`rank_route_columns`)."""
     n, d = block.n, block.d
     if n > EXACT_MAX_N or n > d * d * (d + 1) // 2:
         return None
-    Qf, _, t = columns(block, Quadratic(Fraction(1), Fraction(0)))
+    return rank_route_columns(exact_q_columns(block), block.M, tol)
+
+
+def rank_route_columns(cols: list[list[Fraction]], M: np.ndarray, tol: float) -> SearchResult | None:
+    """The rank route over exact columns q_i (the conditions' homogeneous part): a rational μ
+    with G − μI positive definite (G = QᵀQ, exact LDLᵀ) and μ > tol²‖M‖²_F, so every nonempty S
+    has ‖Q 1_S‖ ≥ √μ > tol‖M‖_F, and S = ∅ is at distance 1 (the target's other part is −M);
+    None when it does not apply."""
+    n = len(cols)
+    if n == 0 or n > EXACT_MAX_N or n > len(cols[0]):
+        return None
+    Qf = np.array([[float(v) for v in col] for col in cols]).T
     try:
         lam = float(np.linalg.eigvalsh(Qf.T @ Qf)[0])
     except np.linalg.LinAlgError:
@@ -123,37 +133,42 @@ def rank_route(block: Block, tol: float) -> SearchResult | None:
     if not (math.isfinite(lam) and lam > 0):
         return None
     mu = Fraction(lam / 2)
-    M2 = sum(v * v for v in _frac(block.M))
+    M2 = sum(v * v for v in _frac(M))
     if not mu > Fraction(tol) ** 2 * M2:
         return None
-    cols = exact_q_columns(block)
     G = [[sum((a * b for a, b in zip(cols[i], cols[j])), Fraction(0)) for j in range(n)] for i in range(n)]
     for i in range(n):
         G[i][i] -= mu
     if not ldl_positive_definite(G):
         return None
     bound = min(1.0, math.sqrt(float(mu / M2)) * (1 - 1e-12))
-    return SearchResult(SearchStatus.INFEASIBLE, "rank", "the (Q) columns are linearly independent: only S = ∅ has "
-                        "Σ_S w_i ⊗ u_i u_iᵀ = 0, and S = ∅ leaves M = 0", bound=bound,
+    return SearchResult(SearchStatus.INFEASIBLE, "rank", "the columns of the homogeneous condition are linearly independent: "
+                        "only S = ∅ satisfies it, and S = ∅ leaves M = 0", bound=bound,
                         certificate={"route": "rank", "mu": str(mu)})
 
 
 def enumeration_route(block: Block, q: Quadratic, tol: float) -> SearchResult | None:
-    """Every S (n ≤ ENUMERATE_MAX_N): the first with float distance ≤ tol is ``found``;
+    """The enumeration route over the degree-2 skeleton's stacked columns (:func:`enumeration_route_columns`)."""
+    if block.n > ENUMERATE_MAX_N:
+        return None
+    Q, L, t = columns(block, q)
+    return enumeration_route_columns(np.vstack([Q, L]), np.concatenate([np.zeros(Q.shape[0]), t]), tol)
+
+
+def enumeration_route_columns(K: np.ndarray, tt: np.ndarray, tol: float) -> SearchResult | None:
+    """Every S (n ≤ ENUMERATE_MAX_N) against the stacked columns K (rows × n) and target tt
+    (whose nonzero part is −vec M): the first S with float distance ≤ tol is ``found``;
     otherwise ``infeasible`` when each S's rigorous lower bound exceeds tol. The lower bound:
     each entry of K̂ is within γ₅|K̂| of the exact one (at most four rounded products), and
     each entry of K̂1_S − t is summed with error ≤ γ_{n+1}(|K̂|1_S + |t|), so with
     g = γ_{max(n+7, rows+2)} (≥ γ₅ + γ_{n+1} + their product, and the norms' rounding)
     ‖K1_S − t‖ ≥ ‖r̂‖(1 − g) − g(1 + g)²‖|K̂|1_S + |t|‖^, and ‖M‖_F ≤ ‖M‖^_F(1 + g)."""
-    n = block.n
+    n = K.shape[1]
     if n > ENUMERATE_MAX_N:
         return None
-    Q, L, t = columns(block, q)
-    K = np.vstack([Q, L])
-    tt = np.concatenate([np.zeros(Q.shape[0]), t])
     if not (np.all(np.isfinite(K)) and np.all(np.isfinite(tt))):
         return None
-    nM = float(np.linalg.norm(t))
+    nM = float(np.linalg.norm(tt))
     if not nM > 0:
         return None
     g = gamma(max(n + 7, K.shape[0] + 2))  # entries, sums and the norms' own rounding
@@ -172,7 +187,7 @@ def enumeration_route(block: Block, q: Quadratic, tol: float) -> SearchResult | 
             found, best = tuple(int(i) for i in np.flatnonzero(B[j])), float(dist[j])
         lowest = min(lowest, float(lo.min()))
     if found is not None:
-        return SearchResult(SearchStatus.FOUND, "enumerate", f"S = {list(found)} satisfies (Q) and (L) within the tolerance",
+        return SearchResult(SearchStatus.FOUND, "enumerate", f"S = {list(found)} satisfies both conditions within the tolerance",
                             S=found, residual=best, certificate={"route": "enumerate"})
     if lowest > tol:
         return SearchResult(SearchStatus.INFEASIBLE, "enumerate", f"all {1 << n} index sets checked with rounding bounds",

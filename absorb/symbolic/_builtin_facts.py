@@ -201,6 +201,26 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                        'alpha_plus': {'srepr': 'Integer(0)'},
                                                        'beta_minus': {'srepr': 'Integer(0)'},
                                                        'beta_plus': {'srepr': 'Integer(1)'}}},
+                    'relu_like_gate': {'name': 'relu_like_gate',
+                                       'statement': 'σ(s) = s + o(1) as s → +∞ and σ(s) = o(1) as s → −∞',
+                                       'status': 'proved',
+                                       'steps': ['\\sigma(x) = \\frac{x '
+                                                 '\\left(\\operatorname{erf}{\\left(\\frac{\\sqrt{2} x}{2} \\right)} + '
+                                                 '1\\right)}{2}',
+                                                 '\\sigma(x) - x = - \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,e^{- '
+                                                 '\\frac{s^{2}}{2}} + \\frac{\\sqrt{2}}{2 '
+                                                 '\\sqrt{\\pi}}\\,\\frac{1}{s^{2}}\\,e^{- \\frac{s^{2}}{2}} + '
+                                                 'O\\!\\left(\\frac{1}{s^{4}}\\,e^{- \\frac{s^{2}}{2}}\\right)\\ \\to '
+                                                 '0 \\quad (x = s \\to +\\infty,\\ \\text{by the rules})',
+                                                 '\\sigma(x) = - \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,e^{- '
+                                                 '\\frac{s^{2}}{2}} + \\frac{\\sqrt{2}}{2 '
+                                                 '\\sqrt{\\pi}}\\,\\frac{1}{s^{2}}\\,e^{- \\frac{s^{2}}{2}} + '
+                                                 'O\\!\\left(\\frac{1}{s^{4}}\\,e^{- \\frac{s^{2}}{2}}\\right)\\ \\to '
+                                                 '0 \\quad (x = -s \\to -\\infty,\\ \\text{by the rules})',
+                                                 '\\sigma(tz + c) = [z > 0]\\,(tz + c) + o(1)\\quad (t \\to \\infty,\\ '
+                                                 'z \\ne 0,\\ c \\in \\mathbb{R})'],
+                                       'value': {},
+                                       'witness': None},
                     'vanishing_gate': {'name': 'vanishing_gate',
                                        'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1/2",
                                        'status': 'proved',
@@ -444,6 +464,30 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                             'alpha_plus': {'srepr': 'Integer(0)'},
                                                             'beta_minus': {'srepr': 'Integer(0)'},
                                                             'beta_plus': {'srepr': 'Integer(1)'}}},
+                         'relu_like_gate': {'name': 'relu_like_gate',
+                                            'statement': 'σ(s) = s + o(1) as s → +∞ and σ(s) = o(1) as s → −∞',
+                                            'status': 'proved',
+                                            'steps': ['\\sigma(x) = \\frac{x \\left(\\tanh{\\left(\\frac{\\sqrt{2} '
+                                                      '\\left(\\frac{8943 x^{3}}{200000} + x\\right)}{\\sqrt{\\pi}} '
+                                                      '\\right)} + 1\\right)}{2}',
+                                                      '\\sigma(x) - x = -s\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
+                                                      '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + s\\,e^{- '
+                                                      '\\frac{8943 \\sqrt{2} s^{3}}{50000 \\sqrt{\\pi}} - \\frac{4 '
+                                                      '\\sqrt{2} s}{\\sqrt{\\pi}}} + O\\!\\left(s\\,e^{- \\frac{26829 '
+                                                      '\\sqrt{2} s^{3}}{100000 \\sqrt{\\pi}} - \\frac{6 \\sqrt{2} '
+                                                      's}{\\sqrt{\\pi}}}\\right)\\ \\to 0 \\quad (x = s \\to '
+                                                      '+\\infty,\\ \\text{by the rules})',
+                                                      '\\sigma(x) = -s\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
+                                                      '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + s\\,e^{- '
+                                                      '\\frac{8943 \\sqrt{2} s^{3}}{50000 \\sqrt{\\pi}} - \\frac{4 '
+                                                      '\\sqrt{2} s}{\\sqrt{\\pi}}} + O\\!\\left(s\\,e^{- \\frac{26829 '
+                                                      '\\sqrt{2} s^{3}}{100000 \\sqrt{\\pi}} - \\frac{6 \\sqrt{2} '
+                                                      's}{\\sqrt{\\pi}}}\\right)\\ \\to 0 \\quad (x = -s \\to '
+                                                      '-\\infty,\\ \\text{by the rules})',
+                                                      '\\sigma(tz + c) = [z > 0]\\,(tz + c) + o(1)\\quad (t \\to '
+                                                      '\\infty,\\ z \\ne 0,\\ c \\in \\mathbb{R})'],
+                                            'value': {},
+                                            'witness': None},
                          'vanishing_gate': {'name': 'vanishing_gate',
                                             'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1/2",
                                             'status': 'proved',
@@ -588,6 +632,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                            'alpha_plus': {'srepr': 'Integer(0)'},
                                                            'beta_minus': {'srepr': 'Integer(1)'},
                                                            'beta_plus': {'srepr': 'Integer(1)'}}},
+                        'relu_like_gate': {'name': 'relu_like_gate',
+                                           'statement': 'σ(s) → -oo as s → -∞, not 0',
+                                           'status': 'refuted',
+                                           'steps': ['\\sigma(x) = x',
+                                                     '\\sigma(x) - x = 0\\ \\to 0 \\quad (x = s \\to +\\infty,\\ '
+                                                     '\\text{by the rules})',
+                                                     '\\sigma(x) = -s\\ \\to -\\infty \\quad (x = -s \\to -\\infty,\\ '
+                                                     '\\text{by the rules})'],
+                                           'value': {},
+                                           'witness': {'side': '-'}},
                         'vanishing_gate': {'name': 'vanishing_gate',
                                            'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1",
                                            'status': 'proved',
@@ -749,6 +803,17 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                              'alpha_plus': {'srepr': 'Integer(0)'},
                                                              'beta_minus': {'srepr': 'Rational(1, 100)'},
                                                              'beta_plus': {'srepr': 'Integer(1)'}}},
+                          'relu_like_gate': {'name': 'relu_like_gate',
+                                             'statement': 'σ(s) → -oo as s → -∞, not 0',
+                                             'status': 'refuted',
+                                             'steps': ['\\sigma(x) = \\begin{cases} x & \\text{for}\\: x \\geq 0 '
+                                                       '\\\\\\frac{x}{100} & \\text{otherwise} \\end{cases}',
+                                                       '\\sigma(x) - x = 0\\ \\to 0 \\quad (x = s \\to +\\infty,\\ '
+                                                       '\\text{by the rules})',
+                                                       '\\sigma(x) = - \\frac{1}{100}\\,s\\ \\to -\\infty \\quad (x = '
+                                                       '-s \\to -\\infty,\\ \\text{by the rules})'],
+                                             'value': {},
+                                             'witness': {'side': '-'}},
                           'vanishing_gate': {'name': 'vanishing_gate',
                                              'statement': 'g is not differentiable at 0: one-sided derivatives 1 and '
                                                           '1/100',
@@ -934,6 +999,22 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                              'alpha_plus': {'srepr': 'Integer(0)'},
                                                              'beta_minus': {'srepr': 'Integer(0)'},
                                                              'beta_plus': {'srepr': 'Integer(1)'}}},
+                          'relu_like_gate': {'name': 'relu_like_gate',
+                                             'statement': 'σ(s) = s + o(1) as s → +∞ and σ(s) = o(1) as s → −∞',
+                                             'status': 'proved',
+                                             'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- \\frac{851 x}{500}}}',
+                                                       '\\sigma(x) - x = -s\\,e^{- \\frac{851 s}{500}} + s\\,e^{- '
+                                                       '\\frac{851 s}{250}} + O\\!\\left(s\\,e^{- \\frac{2553 '
+                                                       's}{500}}\\right)\\ \\to 0 \\quad (x = s \\to +\\infty,\\ '
+                                                       '\\text{by the rules})',
+                                                       '\\sigma(x) = -s\\,e^{- \\frac{851 s}{500}} + s\\,e^{- '
+                                                       '\\frac{851 s}{250}} - s\\,e^{- \\frac{2553 s}{500}} + '
+                                                       'O\\!\\left(s\\,e^{- \\frac{851 s}{125}}\\right)\\ \\to 0 '
+                                                       '\\quad (x = -s \\to -\\infty,\\ \\text{by the rules})',
+                                                       '\\sigma(tz + c) = [z > 0]\\,(tz + c) + o(1)\\quad (t \\to '
+                                                       '\\infty,\\ z \\ne 0,\\ c \\in \\mathbb{R})'],
+                                             'value': {},
+                                             'witness': None},
                           'vanishing_gate': {'name': 'vanishing_gate',
                                              'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1/2",
                                              'status': 'proved',
@@ -1079,6 +1160,18 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                        'alpha_plus': {'srepr': 'Integer(0)'},
                                                        'beta_minus': {'srepr': 'Integer(0)'},
                                                        'beta_plus': {'srepr': 'Integer(1)'}}},
+                    'relu_like_gate': {'name': 'relu_like_gate',
+                                       'statement': 'σ(s) = s + o(1) as s → +∞ and σ(s) = o(1) as s → −∞',
+                                       'status': 'proved',
+                                       'steps': ['\\sigma(x) = \\max\\left(0, x\\right)',
+                                                 '\\sigma(x) - x = 0\\ \\to 0 \\quad (x = s \\to +\\infty,\\ \\text{by '
+                                                 'the rules})',
+                                                 '\\sigma(x) = 0\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ \\text{by '
+                                                 'the rules})',
+                                                 '\\sigma(tz + c) = [z > 0]\\,(tz + c) + o(1)\\quad (t \\to \\infty,\\ '
+                                                 'z \\ne 0,\\ c \\in \\mathbb{R})'],
+                                       'value': {},
+                                       'witness': None},
                     'vanishing_gate': {'name': 'vanishing_gate',
                                        'statement': 'g is not differentiable at 0: one-sided derivatives 1 and 0',
                                        'status': 'refuted',
@@ -1219,6 +1312,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                             'value': {'alpha': {'srepr': 'Integer(1)'},
                                                       'beta': {'srepr': 'Integer(0)'}},
                                             'witness': None},
+                     'relu_like_gate': {'name': 'relu_like_gate',
+                                        'statement': 'σ(s) − s → +oo as s → +∞, not 0',
+                                        'status': 'refuted',
+                                        'steps': ['\\sigma(x) = \\max\\left(0, x\\right)^{2}',
+                                                  '\\sigma(x) - x = s^{2} - s\\ \\to +\\infty \\quad (x = s \\to '
+                                                  '+\\infty,\\ \\text{by the rules})',
+                                                  '\\sigma(x) = 0\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ \\text{by '
+                                                  'the rules})'],
+                                        'value': {},
+                                        'witness': {'side': '+'}},
                      'vanishing_gate': {'name': 'vanishing_gate',
                                         'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 0",
                                         'status': 'proved',
@@ -1381,6 +1484,18 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                           'alpha_plus': {'srepr': 'Integer(0)'},
                                                           'beta_minus': {'srepr': 'Integer(0)'},
                                                           'beta_plus': {'srepr': 'Integer(0)'}}},
+                       'relu_like_gate': {'name': 'relu_like_gate',
+                                          'statement': 'σ(s) − s → -oo as s → +∞, not 0',
+                                          'status': 'refuted',
+                                          'steps': ['\\sigma(x) = \\frac{1}{1 + e^{- x}}',
+                                                    '\\sigma(x) - x = -s + 1 - e^{- s} + e^{- 2 s} + O\\!\\left(e^{- 3 '
+                                                    's}\\right)\\ \\to -\\infty \\quad (x = s \\to +\\infty,\\ '
+                                                    '\\text{by the rules})',
+                                                    '\\sigma(x) = e^{- s} - e^{- 2 s} + e^{- 3 s} + O\\!\\left(e^{- 4 '
+                                                    's}\\right)\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                                    'rules})'],
+                                          'value': {},
+                                          'witness': {'side': '+'}},
                        'vanishing_gate': {'name': 'vanishing_gate',
                                           'statement': 'g(0) = 1/2 ≠ 0',
                                           'status': 'refuted',
@@ -1541,6 +1656,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                        'alpha_plus': {'srepr': 'Integer(0)'},
                                                        'beta_minus': {'srepr': 'Integer(0)'},
                                                        'beta_plus': {'srepr': 'Integer(1)'}}},
+                    'relu_like_gate': {'name': 'relu_like_gate',
+                                       'statement': 'σ(s) = s + o(1) as s → +∞ and σ(s) = o(1) as s → −∞',
+                                       'status': 'proved',
+                                       'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- x}}',
+                                                 '\\sigma(x) - x = -s\\,e^{- s} + s\\,e^{- 2 s} + O\\!\\left(s\\,e^{- '
+                                                 '3 s}\\right)\\ \\to 0 \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                                 'rules})',
+                                                 '\\sigma(x) = -s\\,e^{- s} + s\\,e^{- 2 s} - s\\,e^{- 3 s} + '
+                                                 'O\\!\\left(s\\,e^{- 4 s}\\right)\\ \\to 0 \\quad (x = -s \\to '
+                                                 '-\\infty,\\ \\text{by the rules})',
+                                                 '\\sigma(tz + c) = [z > 0]\\,(tz + c) + o(1)\\quad (t \\to \\infty,\\ '
+                                                 'z \\ne 0,\\ c \\in \\mathbb{R})'],
+                                       'value': {},
+                                       'witness': None},
                     'vanishing_gate': {'name': 'vanishing_gate',
                                        'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1/2",
                                        'status': 'proved',
@@ -1701,6 +1830,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                            'alpha_plus': {'srepr': 'Integer(0)'},
                                                            'beta_minus': {'srepr': 'Integer(0)'},
                                                            'beta_plus': {'srepr': 'Integer(1)'}}},
+                        'relu_like_gate': {'name': 'relu_like_gate',
+                                           'statement': 'σ(s) = s + o(1) as s → +∞ and σ(s) = o(1) as s → −∞',
+                                           'status': 'proved',
+                                           'steps': ['\\sigma(x) = \\log{\\left(e^{x} + 1 \\right)}',
+                                                     '\\sigma(x) - x = e^{- s} - \\frac{1}{2}\\,e^{- 2 s} + '
+                                                     'O\\!\\left(e^{- 3 s}\\right)\\ \\to 0 \\quad (x = s \\to '
+                                                     '+\\infty,\\ \\text{by the rules})',
+                                                     '\\sigma(x) = e^{- s} - \\frac{1}{2}\\,e^{- 2 s} + '
+                                                     'O\\!\\left(e^{- 3 s}\\right)\\ \\to 0 \\quad (x = -s \\to '
+                                                     '-\\infty,\\ \\text{by the rules})',
+                                                     '\\sigma(tz + c) = [z > 0]\\,(tz + c) + o(1)\\quad (t \\to '
+                                                     '\\infty,\\ z \\ne 0,\\ c \\in \\mathbb{R})'],
+                                           'value': {},
+                                           'witness': None},
                         'vanishing_gate': {'name': 'vanishing_gate',
                                            'statement': 'g(0) = log(2) ≠ 0',
                                            'status': 'refuted',
@@ -1869,6 +2012,18 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                        'alpha_plus': {'srepr': 'Integer(0)'},
                                                        'beta_minus': {'srepr': 'Integer(0)'},
                                                        'beta_plus': {'srepr': 'Integer(0)'}}},
+                    'relu_like_gate': {'name': 'relu_like_gate',
+                                       'statement': 'σ(s) − s → -oo as s → +∞, not 0',
+                                       'status': 'refuted',
+                                       'steps': ['\\sigma(x) = \\tanh{\\left(x \\right)}',
+                                                 '\\sigma(x) - x = -s + 1 - 2\\,e^{- 2 s} + 2\\,e^{- 4 s} + '
+                                                 'O\\!\\left(e^{- 6 s}\\right)\\ \\to -\\infty \\quad (x = s \\to '
+                                                 '+\\infty,\\ \\text{by the rules})',
+                                                 '\\sigma(x) = -1 + 2\\,e^{- 2 s} - 2\\,e^{- 4 s} + O\\!\\left(e^{- 6 '
+                                                 's}\\right)\\ \\to -1 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                                 'rules})'],
+                                       'value': {},
+                                       'witness': {'side': '+'}},
                     'vanishing_gate': {'name': 'vanishing_gate',
                                        'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1",
                                        'status': 'proved',

@@ -679,6 +679,46 @@ def gate_limits(act: Activation) -> Property:
     return _get(act, "gate_limits")
 
 
+def _relu_like_gate(e: sp.Expr) -> Property:
+    """σ(s) = s + o(1) at +∞ and σ(s) = o(1) at −∞ by the asymptotic rules: lim (σ(s) − s) = 0
+    and lim σ(s) = 0, each cross-checked by 60-digit evaluations (which can only withhold it)."""
+    name = "relu_like_gate"
+    steps = [rf"\sigma(x) = {_fmt(e)}"]
+    lims = {1: asy.limit(e - X, 1), -1: asy.limit(e, -1)}
+    for sign, what in ((1, r"\sigma(x) - x"), (-1, r"\sigma(x)")):
+        step = _expansion_step(e - X if sign > 0 else e, sign, lims[sign], what)
+        if step:
+            steps.append(step)
+    for sign in (1, -1):
+        lim = lims[sign]
+        what = "σ(s) − s" if sign > 0 else "σ(s)"
+        if lim.kind in ("+oo", "-oo") or (lim.kind == "finite" and lim.value != 0):
+            return Property(name, Status.REFUTED, f"{what} → {lim.value if lim.kind == 'finite' else lim.kind} as s → "
+                            f"{_side_text(sign)}∞, not 0", steps=tuple(steps), witness={"side": _side_text(sign)})
+        if lim.kind != "finite":
+            return Property(name, Status.UNKNOWN, f"the asymptotic rules find no limit of {what} at {_side_text(sign)}∞ "
+                            f"({lim.reason})", steps=tuple(steps))
+        bad = asy.numeric_check(e - X if sign > 0 else e, sign, lim, 0)
+        if bad:
+            return Property(name, Status.UNKNOWN, f"the rules give lim {what} = 0 at {_side_text(sign)}∞, but {bad}",
+                            steps=tuple(steps))
+    steps.append(r"\sigma(tz + c) = [z > 0]\,(tz + c) + o(1)\quad (t \to \infty,\ z \ne 0,\ c \in \mathbb{R})")
+    return Property(name, Status.PROVED, "σ(s) = s + o(1) as s → +∞ and σ(s) = o(1) as s → −∞", value={},
+                    steps=tuple(steps))
+
+
+def relu_like_gate(act: Activation) -> Property:
+    """Decide whether σ(s) = s + o(1) as s → +∞ and σ(s) = o(1) as s → −∞ (ReLU, SiLU, GELU,
+    GELU-tanh, quick-GELU, softplus, Mish): the ReLU-like gates of the gated skeleton
+    (docs/results/gated-skeleton.md).
+
+    >>> from absorb.model.activations import get_activation
+    >>> relu_like_gate(get_activation("silu")).proved
+    True
+    """
+    return _get(act, "relu_like_gate")
+
+
 register_analyses(
     ("asymptotic_slopes", "asymptotic_slopes", _asymptotic_slopes),
     ("parity", "even", _parity),
@@ -687,6 +727,7 @@ register_analyses(
     ("bounded_on_reals", "bounded", _bounded_on_reals),
     ("quadratic_skeleton", "quadratic_skeleton", _quadratic_skeleton),
     ("gate_limits", "gate_limits", _gate_limits),
+    ("relu_like_gate", "relu_like_gate", _relu_like_gate),
 )
 
-__all__ = ["asymptotic_slopes", "parity", "linear_form", "exponential_form", "bounded_on_reals", "quadratic_skeleton", "gate_limits"]
+__all__ = ["asymptotic_slopes", "parity", "linear_form", "exponential_form", "bounded_on_reals", "quadratic_skeleton", "gate_limits", "relu_like_gate"]

@@ -103,43 +103,54 @@ def _pos_def(G: list[list[Fraction]]) -> bool:
 
 
 def _rank_bound(block: Block) -> float | None:
-    """A rigorous lower bound on min over S ≠ ∅ of ‖Σ_S w_i ⊗ u_i u_iᵀ‖ / ‖M‖_F (≥ √μ/‖M‖_F
-    with QᵀQ − μI positive definite in exact rationals); S = ∅ is at distance 1."""
-    n = block.n
-    if n > RANK_MAX_N:
-        return None
+    """The rank route for the degree-2 skeleton's (Q) columns vec(w_i ⊗ u_i u_iᵀ)."""
     U, W, _ = _units(block)
-    cols = [_tensor(W[i], U[i]) for i in range(n)]
+    return rank_bound([_tensor(W[i], U[i]) for i in range(block.n)], block.M)
+
+
+def rank_bound(cols: list[list[Fraction]], M: np.ndarray) -> float | None:
+    """A rigorous lower bound on min over S ≠ ∅ of ‖Σ_S q_i‖ / ‖M‖_F (≥ √μ/‖M‖_F with QᵀQ − μI
+    positive definite in exact rationals, μ chosen here); S = ∅ is at distance 1."""
+    n = len(cols)
+    if n == 0 or n > RANK_MAX_N or n > len(cols[0]):
+        return None
     Qf = np.array([[float(v) for v in col] for col in cols]).T
-    lam = float(np.linalg.eigvalsh(Qf.T @ Qf)[0]) if n else 0.0
+    lam = float(np.linalg.eigvalsh(Qf.T @ Qf)[0])
     if not (math.isfinite(lam) and lam > 0):
         return None
     mu = Fraction(lam) / 2
     G = [[sum((a * b for a, b in zip(cols[i], cols[j])), Fraction(0)) - (mu if i == j else 0) for j in range(n)] for i in range(n)]
     if not _pos_def(G):
         return None
-    m2 = sum((_q(v) ** 2 for v in np.asarray(block.M, dtype=np.float64).ravel()), Fraction(0))
+    m2 = sum((_q(v) ** 2 for v in np.asarray(M, dtype=np.float64).ravel()), Fraction(0))
     return min(1.0, math.sqrt(float(mu / m2)) * (1 - 1e-9))
 
 
 def _enumeration_bound(block: Block, a: Fraction, b: Fraction) -> float | None:
-    """min over every S of a rigorous lower bound on the stacked distance (float64, n ≤ 16):
-    r̂ = ‖fl(K̂1_S − t)‖ is within γ(|K̂|1_S + |t|) of the exact residual entrywise, with
-    γ = γ_{n+rows+8} covering the ≤ 4 rounded products of an entry, the sums and the norms."""
+    """The enumeration route over the degree-2 skeleton's stacked columns."""
     n, d = block.n, block.d
     if n > ENUMERATE_MAX_N:
         return None
     U = np.asarray(block.W_up, dtype=np.float64)
     W = np.asarray(block.W_down, dtype=np.float64)
     c = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
-    M = np.asarray(block.M, dtype=np.float64)
     cols = []
     for i in range(n):
         q = np.multiply.outer(W[:, i], np.outer(U[i], U[i])).ravel()
         lin = (2 * float(a) * c[i] + float(b)) * np.outer(W[:, i], U[i]).ravel()
         cols.append(np.concatenate([q, lin]))
-    K = np.array(cols)  # n × rows
-    t = np.concatenate([np.zeros(d ** 3), -M.ravel()])
+    return enumeration_bound(np.array(cols), d ** 3, np.asarray(block.M, dtype=np.float64))
+
+
+def enumeration_bound(K: np.ndarray, zeros: int, M: np.ndarray) -> float | None:
+    """min over every S of a rigorous lower bound on ‖Σ_S k_i − (0, −vec M)‖ / ‖M‖_F (K: n ×
+    rows, the first ``zeros`` rows against 0; float64, n ≤ 16): r̂ is within γ(|K̂|1_S + |t|) of
+    the exact residual entrywise, γ = γ_{n+rows+8} covering the ≤ 4 rounded products of an
+    entry, the sums and the norms."""
+    n = K.shape[0]
+    if n > ENUMERATE_MAX_N:
+        return None
+    t = np.concatenate([np.zeros(zeros), -np.asarray(M, dtype=np.float64).ravel()])
     if not (np.all(np.isfinite(K)) and np.all(np.isfinite(t))):
         return None
     g = _gamma(n + K.shape[1] + 8)
