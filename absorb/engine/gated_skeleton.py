@@ -178,7 +178,8 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
     ctx.H.extend(hs)
 
     def unknown(why: str) -> BlockDecision:
-        return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {why}.")
+        notes = "; ".join(dict.fromkeys(ctx.notes))
+        return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {why}" + (f" (also: {notes})." if notes else "."))
 
     failing = [h.statement for h in hs if not h.holds]
     if failing:

@@ -265,7 +265,8 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
     def unknown(why: str, search: SearchResult | None = None) -> BlockDecision:
         # theorem "none": no result concluded (the search, if any, is named in the reason only)
         del search
-        return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {why}.")
+        notes = "; ".join(dict.fromkeys(ctx.notes))
+        return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {why}" + (f" (also: {notes})." if notes else "."))
 
     failing = [h.statement for h in (d2, *nd) if not h.holds]
     if failing:
