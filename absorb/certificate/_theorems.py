@@ -276,6 +276,7 @@ PROOF_NAMES: tuple[str, ...] = (
     "flip_identity",
     "asymptotic_skeleton",
     "skeleton2",
+    "gated_skeleton",
     "leaky_reduction",
     "parity",
     "exponential",
