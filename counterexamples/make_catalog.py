@@ -296,6 +296,48 @@ def entries() -> list[Entry]:
                      A, "σ(z) + σ(−z) = 1: the flip changes f by −Mx − Σ_S w_i (u_i·x + e_i), a constant",
                      witness=dict(W_up=Ug, W_down=Dpf, W_gate=Gf, b_gate=bgf, b_up=bu, b_down=bd + Dp[:, [0, 1, 3]] @ bu[[0, 1, 3]])))
 
+    # --- the gated skeleton, ReLU-like gates (docs/results/gated-skeleton.md) ---------------
+    # Units (g, u) = (e1, e2) and (e2, −e1) with the same w: Σ_S w ⊗ sym(g uᵀ) = 0 for S = {0, 1};
+    # M = −Σ_S w_i (c_i u_i + e_i g_i)ᵀ. Dyadic, so every identity is exact in float64.
+    swiglu = np.array("swiglu")
+    Gs = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, -1.0]])
+    Us = np.array([[0.0, 1.0], [-1.0, 0.0], [1.0, -2.0], [0.5, 3.0]])
+    ws = np.array([1.0, -2.0])
+    Ds = np.column_stack([ws, ws, [3.0, 1.0], [-1.0, 0.5]])
+    cs, es, bs = np.array([0.5, -1.0, 0.25, 1.5]), np.array([2.0, 0.75, -0.5, 1.0]), np.array([0.125, -0.5])
+    Ms = -sum(np.outer(Ds[:, i], cs[i] * Us[i] + es[i] * Gs[i]) for i in (0, 1))
+    flip2 = lambda a: np.where(np.arange(len(a))[:, None] < 2, -a, a) if a.ndim == 2 else np.where(np.arange(len(a)) < 2, -a, a)  # noqa: E731
+    out.append(Entry("swiglu_biased_planted", dict(W_up=Us, W_down=Ds, W_gate=Gs, b_gate=cs, b_up=es, b_down=bs, skip=Ms,
+                                                   activation=swiglu),
+                     "A biased SwiGLU block whose units satisfy the gated skeleton's (Qg) and (Lg) for S = {0, 1}: negating "
+                     "the gate rows and biases, value rows and biases and down columns of S, and moving Σ_S c_i e_i w_i into "
+                     "b_down, gives a residual-free block (SiLU(−z) = SiLU(z) − z).",
+                     A, "gated-skeleton", "enumeration finds S = {0, 1}; the flip witness checks exactly",
+                     A, "the flip of S changes f by −Mx − Σ_S w_i (g_i·x + c_i)(u_i·x + e_i), a constant by (Qg), (Lg)",
+                     witness=dict(W_up=flip2(Us), W_down=flip2(Ds.T).T, W_gate=flip2(Gs), b_gate=flip2(cs), b_up=flip2(es),
+                                  b_down=bs + Ds[:, :2] @ (cs[:2] * es[:2]))))
+    rng = np.random.default_rng(117)
+    Gr, Ur, Dr = rng.standard_normal((6, 3)), rng.standard_normal((6, 3)), rng.standard_normal((3, 6))
+    out.append(Entry("swiglu_biased_generic", dict(W_up=Ur, W_down=Dr, W_gate=Gr, b_gate=rng.standard_normal(6),
+                                                   b_up=rng.standard_normal(6), b_down=rng.standard_normal(3), activation=swiglu),
+                     "A generic fused, biased SwiGLU block (as in small published models): linearization covers bias-free "
+                     "blocks only; along rays the biases vanish at order t², the units are identified, and (Qg) has only "
+                     "S = ∅ for generic weights, leaving M = 0.",
+                     N, "gated-skeleton", "the rank route: the (Qg) columns are independent in exact rationals",
+                     N, "gated skeleton, ReLU-like gate (docs/results/gated-skeleton.md)"))
+    out.append(Entry("swiglu_bias_free_allow_biases", dict(W_up=Ur, W_down=Dr, W_gate=Gr, activation=swiglu),
+                     "The bias-free SwiGLU block asked with --allow-biases: linearization is about bias-free residual-free "
+                     "blocks; the gated skeleton's (Lg) with c = e = 0 reads M = 0, for biased blocks too.",
+                     N, "gated-skeleton", "the rank route (any biases in the residual-free block)",
+                     N, "gated skeleton with c = e = 0: M = 0 is needed", options=["--allow-biases"]))
+    mish = np.array("expr:x*tanh(log(1 + exp(x)))")
+    out.append(Entry("mish_gated_biased_planted", dict(W_up=Us, W_down=Ds, W_gate=Gs, b_gate=cs, b_up=es, b_down=bs, skip=Ms,
+                                                       activation=mish),
+                     "The planted SwiGLU weights with a Mish gate (as an ungated σ in the gate slot): (Qg) and (Lg) hold, but "
+                     "Mish has no flip identity, so the skeleton proves nothing and no witness is known.",
+                     "unknown", "none", "S satisfies the conditions; Mish(−z) ≠ Mish(z) − z",
+                     O, "not known: the necessary condition holds and no construction is known"))
+
     # Ternary weights with an exact index set, found by a seeded search ("by chance").
     rng = np.random.default_rng(109)
     from absorb.engine.hypotheses import nondegenerate
