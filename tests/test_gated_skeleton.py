@@ -191,3 +191,16 @@ def test_brute_force_biased_swiglu_fit_fails() -> None:
     best = min(float(np.linalg.norm(least_squares(resid, rng.standard_normal(3 * k + 2 * n + d), max_nfev=400).fun))
                for _ in range(8)) / float(np.linalg.norm(Y))
     assert best > 1e-3
+
+
+def test_step_gate_without_flip_identity_is_decided_by_its_own_search() -> None:
+    """A gate with limits (1, 0) but no identity g(z) + g(−z) = c: the index-set result does not
+    run, the gated skeleton searches itself; a found S proves nothing (no witness)."""
+    act = "expr:1/(1 + exp(-x)) + exp(-x**2)/4"
+    blk = _glu(12, 3, 5, act, biases=True)
+    dec = decide_block(blk)
+    assert (dec.verdict, dec.theorem) == (Verdict.NOT_ABSORBABLE, Theorem.GATED_SKELETON), dec.reason
+    D = blk.W_down.copy()
+    D[:, [0, 2, 4]] = -np.linalg.pinv(blk.W_up[[0, 2, 4]])
+    dec = decide_block(blk.replace(W_down=D), tol=1e-7)
+    assert dec.verdict is Verdict.UNKNOWN and "no flip identity" in dec.reason, dec.reason

@@ -232,3 +232,35 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
     return unknown(f"S = {list(res.S)} satisfies the conditions within the tolerance, but its flip witness failed the exact "
                    f"check (quadratic part {'zero' if quad_zero else 'nonzero'}, bound {eps:.2e}, sampled error {err:.2e}"
                    f"{eval_failure(err)})")
+
+
+def step_gate_search(ctx: Any) -> BlockDecision | None:
+    """A step-like gate without a flip identity (so the index-set result did not run): search
+    S with L₊·W_down[:,S] W_up[S,:] = −M; its proof that none exists decides ``not_absorbable``
+    (:func:`step_gate_verdict`); a found S proves nothing (no witness without the flip)."""
+    from fractions import Fraction
+
+    from absorb.search import find_index_set
+    from absorb.search._types import SearchStatus
+
+    blk = ctx.block
+    if not blk.gated or blk.W_gate is None:
+        return None
+    gl = growth.gate_limits(blk.activation)
+    if not gl.proved:
+        return None
+    lp, lm = gl.value["L_plus"], gl.value["L_minus"]
+    if not (lm == 0 and isinstance(lp, sp.Rational) and lp != 0):
+        return None
+    c = Fraction(int(lp.p), int(lp.q))
+    res = find_index_set(blk.W_up, blk.W_down, -blk.M / float(c), tol=ctx.tol, timeout=ctx.timeout, method=ctx.method,
+                         seed=ctx.seed, progress=ctx.search_progress)
+    if res.status is SearchStatus.INFEASIBLE:
+        return step_gate_verdict(ctx, res, c)
+    if res.status is SearchStatus.FOUND:
+        ctx.prop(gl)
+        return ctx.done(Verdict.UNKNOWN, Theorem.NONE,
+                        f"Unknown: the gate is step-like (limits {lp}, 0) and S = {list(res.S or ())} has "
+                        f"{lp}·W_down[:,S] W_up[S,:] = −M, so the gated skeleton proves nothing, and the gate has no flip "
+                        "identity g(z) + g(−z) = c to build a witness.")
+    return None

@@ -339,6 +339,12 @@ class _IndexSet:
             return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: the flip constant c = {self.flip.value['c']} is not rational, "
                             "so the index-set witness cannot be checked exactly.")
         if self.c_flip is None and sk is None:
+            if self.block.gated:  # a step-like gate without a flip identity: the gated skeleton's search
+                from absorb.engine.gated_skeleton import step_gate_search
+
+                gd = step_gate_search(ctx)
+                if gd is not None:
+                    return gd
             return self._nothing_applies()
         if self.c_flip is not None and sk is not None and sk.c != self.c_flip:
             # σ(z) − σ(−z) = c z forces L₊ + L₋ = c; a mismatch means one proof is wrong: claim nothing.
