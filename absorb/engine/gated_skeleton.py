@@ -174,21 +174,22 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
     if not rl.proved:
         return None
     ctx.prop(rl)
-    hs = gate_hypotheses(blk)
-    ctx.H.extend(hs)
 
     def unknown(why: str) -> BlockDecision:
         notes = "; ".join(dict.fromkeys(ctx.notes))
         return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {why}" + (f" (also: {notes})." if notes else "."))
+
+    if blk.d ** 3 * blk.n > MAX_COLUMN_ENTRIES:
+        return unknown(f"the gated skeleton applies, but its columns (d³·n = {blk.d ** 3 * blk.n}) are beyond what this "
+                       "search builds")
+    hs = gate_hypotheses(blk)
+    ctx.H.extend(hs)
 
     failing = [h.statement for h in hs if not h.holds]
     if failing:
         return unknown("the gated skeleton (ReLU-like gate) needs nondegenerate gated weights (d ≥ 2, gate rows nonzero and "
                        "pairwise non-collinear, value rows not parallel to their gate rows, nonzero columns of W_down), and "
                        + "; ".join(failing))
-    if blk.d ** 3 * blk.n > MAX_COLUMN_ENTRIES:
-        return unknown(f"the gated skeleton applies, but its columns (d³·n = {blk.d ** 3 * blk.n}) are beyond what this "
-                       "search builds")
     b64 = blk.float64()
     exact, Q, L, t = gated_columns(b64)
     res = rank_route_columns(exact, b64.M, ctx.tol) if blk.n <= blk.d * blk.d * (blk.d + 1) // 2 else None

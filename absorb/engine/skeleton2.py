@@ -256,8 +256,6 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
     if q is None:
         return None
     blk = ctx.block
-    d2, nd = hyp.dimension(blk), hyp.nondegenerate(blk)
-    ctx.H.extend([d2, *nd])
     lead = (f"Degree-2 skeleton: σ(s) = {q.alpha}·s² + {q.beta}·s + o(s) at +∞ and o(s) at −∞, so for nondegenerate weights "
             "a residual-free block of width n (with or without biases) equals f only if some S has "
             "Σ_S w_i ⊗ u_i u_iᵀ = 0 and M = −Σ_S (2α b_up,i + β) w_i u_iᵀ")
@@ -268,13 +266,15 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
         notes = "; ".join(dict.fromkeys(ctx.notes))
         return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {why}" + (f" (also: {notes})." if notes else "."))
 
+    if blk.d ** 3 * blk.n > MAX_COLUMN_ENTRIES:
+        return unknown(f"the degree-2 skeleton applies, but its columns (d³·n = {blk.d ** 3 * blk.n} entries) are beyond "
+                       f"the {MAX_COLUMN_ENTRIES} this search builds")
+    d2, nd = hyp.dimension(blk), hyp.nondegenerate(blk)
+    ctx.H.extend([d2, *nd])
     failing = [h.statement for h in (d2, *nd) if not h.holds]
     if failing:
         return unknown("the degree-2 skeleton needs nondegenerate weights (d ≥ 2, nonzero and pairwise non-collinear rows of "
                        f"W_up, nonzero columns of W_down), and {'; '.join(failing)}")
-    if blk.d ** 3 * blk.n > MAX_COLUMN_ENTRIES:
-        return unknown(f"the degree-2 skeleton applies, but its columns (d³·n = {blk.d ** 3 * blk.n} entries) are beyond "
-                       f"the {MAX_COLUMN_ENTRIES} this search builds")
     blk64 = blk.float64()
     res = rank_route(blk64, ctx.tol)
     if res is None:
