@@ -92,21 +92,34 @@ def exact_q_columns(block: Block) -> list[list[Fraction]]:
     return [[w * a * b for w in D[i] for a in U[i] for b in U[i]] for i in range(len(U))]
 
 
-def ldl_positive_definite(G: list[list[Fraction]]) -> bool:
-    """Whether the symmetric rational matrix G is positive definite (exact LDLᵀ: every pivot > 0)."""
+def ldl_positive_definite(G: list[list[int]]) -> bool:
+    """Whether the symmetric integer matrix G is positive definite: Sylvester's criterion, the
+    leading principal minors being the pivots of fraction-free (Bareiss) elimination, all in
+    exact integers (no rational growth)."""
     A = [row[:] for row in G]
-    n = len(A)
+    n, prev = len(A), 1
     for k in range(n):
         p = A[k][k]
-        if p <= 0:
+        if p <= 0:  # the (k+1)-th leading principal minor
             return False
+        Ak = A[k]
         for i in range(k + 1, n):
-            if A[i][k] != 0:
-                f = A[i][k] / p
-                Ai, Ak = A[i], A[k]
-                for j in range(k + 1, n):
-                    Ai[j] -= f * Ak[j]
+            Ai = A[i]
+            aik = Ai[k]
+            for j in range(k + 1, n):
+                Ai[j] = (Ai[j] * p - aik * Ak[j]) // prev  # exact (Bareiss)
+        prev = p
     return True
+
+
+def _integer_columns(cols: list[list[Fraction]]) -> tuple[list[list[int]], int]:
+    """The columns scaled by L (a power of two: float products are dyadic) to integers, and L."""
+    L = 1
+    for col in cols:
+        for v in col:
+            if v.denominator > L:
+                L = v.denominator  # powers of two: the largest is a multiple of the others
+    return [[int(v * L) for v in col] for col in cols], L
 
 
 def rank_route(block: Block, tol: float) -> SearchResult | None:
@@ -136,9 +149,14 @@ def rank_route_columns(cols: list[list[Fraction]], M: np.ndarray, tol: float) ->
     M2 = sum(v * v for v in _frac(M))
     if not mu > Fraction(tol) ** 2 * M2:
         return None
-    G = [[sum((a * b for a, b in zip(cols[i], cols[j])), Fraction(0)) for j in range(n)] for i in range(n)]
-    for i in range(n):
-        G[i][i] -= mu
+    icols, scale = _integer_columns(cols)  # L·q_i integer: L²(G − μI) = Gᵢ − L²μ I
+    m = mu * scale * scale
+    if m.denominator != 1:  # round μ down to a multiple of 1/L² (still > tol²‖M‖² checked below)
+        mu = Fraction(m.numerator // m.denominator, scale * scale)
+        if not mu > Fraction(tol) ** 2 * M2:
+            return None
+    mi = int(mu * scale * scale)
+    G = [[sum(a * b for a, b in zip(icols[i], icols[j])) - (mi if i == j else 0) for j in range(n)] for i in range(n)]
     if not ldl_positive_definite(G):
         return None
     bound = min(1.0, math.sqrt(float(mu / M2)) * (1 - 1e-12))

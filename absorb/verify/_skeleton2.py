@@ -89,16 +89,18 @@ def _tensor(w: list[Fraction], u: list[Fraction]) -> list[Fraction]:
     return [a * b * e for a in w for b in u for e in u]
 
 
-def _pos_def(G: list[list[Fraction]]) -> bool:
-    """Sylvester-free test: Gaussian elimination without pivoting keeps every pivot > 0."""
+def _pos_def(G: list[list[int]]) -> bool:
+    """Sylvester's criterion on an integer matrix: every leading principal minor > 0, the minors
+    read off fraction-free Gaussian elimination (each pivot of step k is the k-th minor)."""
     A = [r[:] for r in G]
+    last = 1
     for k in range(len(A)):
-        if A[k][k] <= 0:
+        piv = A[k][k]
+        if piv <= 0:
             return False
         for i in range(k + 1, len(A)):
-            f = A[i][k] / A[k][k]
-            if f:
-                A[i] = [A[i][j] - f * A[k][j] if j > k else A[i][j] for j in range(len(A))]
+            A[i] = [A[i][j] if j <= k else (A[i][j] * piv - A[i][k] * A[k][j]) // last for j in range(len(A))]
+        last = piv
     return True
 
 
@@ -118,8 +120,13 @@ def rank_bound(cols: list[list[Fraction]], M: np.ndarray) -> float | None:
     lam = float(np.linalg.eigvalsh(Qf.T @ Qf)[0])
     if not (math.isfinite(lam) and lam > 0):
         return None
-    mu = Fraction(lam) / 2
-    G = [[sum((a * b for a, b in zip(cols[i], cols[j])), Fraction(0)) - (mu if i == j else 0) for j in range(n)] for i in range(n)]
+    den = max(v.denominator for col in cols for v in col)  # dyadic: every denominator divides the largest
+    ic = [[int(v * den) for v in col] for col in cols]
+    mi = int(Fraction(lam) / 2 * den * den)  # μ = mi/den², rounded down
+    if mi <= 0:
+        return None
+    mu = Fraction(mi, den * den)
+    G = [[sum(a * b for a, b in zip(ic[i], ic[j])) - (mi if i == j else 0) for j in range(n)] for i in range(n)]
     if not _pos_def(G):
         return None
     m2 = sum((_q(v) ** 2 for v in np.asarray(M, dtype=np.float64).ravel()), Fraction(0))
