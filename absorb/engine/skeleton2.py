@@ -18,7 +18,7 @@ The search runs over the stacked columns k_i = (vec(w_i ⊗ u_i u_iᵀ), (2αc_i
 against the target t = (0, −vec M), with the distance of S measured as ‖K 1_S − t‖₂ / ‖M‖_F:
 
 * the *rank route*: the exact Gram matrix G = QᵀQ of the (Q) columns minus μI is positive
-  definite (exact LDLᵀ over the rationals), so ‖Q 1_S‖² ≥ μ|S| for every S; with μ > tol²‖M‖²_F
+  definite (exact: Sylvester's criterion over the integers), so ‖Q 1_S‖² ≥ μ|S| for every S; with μ > tol²‖M‖²_F
   only S = ∅ is within the tolerance, and S = ∅ leaves (L) as M = 0 (distance 1). This is
   the generic case (n ≤ d·d(d+1)/2, any size the exact arithmetic allows);
 * the *enumeration route* (n ≤ :data:`ENUMERATE_MAX_N`): every S, with a rigorous
@@ -48,7 +48,7 @@ from absorb.symbolic import growth
 ENUMERATE_MAX_N = 16
 """The enumeration route tries every S up to this width (2^16 sets)."""
 EXACT_MAX_N = 48
-"""The rank route's exact LDLᵀ runs up to this width."""
+"""The rank route's exact positive-definiteness test runs up to this width."""
 MAX_COLUMN_ENTRIES = 2_000_000
 """d³·n above this: the stacked columns are not built (unknown)."""
 
@@ -132,7 +132,7 @@ def rank_route(block: Block, tol: float) -> SearchResult | None:
 
 def rank_route_columns(cols: list[list[Fraction]], M: np.ndarray, tol: float) -> SearchResult | None:
     """The rank route over exact columns q_i (the conditions' homogeneous part): a rational μ
-    with G − μI positive definite (G = QᵀQ, exact LDLᵀ) and μ > tol²‖M‖²_F, so every nonempty S
+    with G − μI positive definite (G = QᵀQ, exact positive-definiteness test) and μ > tol²‖M‖²_F, so every nonempty S
     has ‖Q 1_S‖ ≥ √μ > tol‖M‖_F, and S = ∅ is at distance 1 (the target's other part is −M);
     None when it does not apply."""
     n = len(cols)

@@ -1,6 +1,6 @@
 """The checker's re-derivation of the gated skeleton for ReLU-like gates (docs/results/gated-skeleton.md):
 its own columns vec(w_i ⊗ (g_i u_iᵀ + u_i g_iᵀ)) and vec(w_i (c_i u_i + e_i g_i)ᵀ), infeasibility by
-its own exact LDLᵀ or enumeration, and for ``relu-like-flip`` the flip of S rebuilt here with
+its own exact positive-definiteness test or enumeration, and for ``relu-like-flip`` the flip of S rebuilt here with
 f − g checked in rationals (σ_g(z) − σ_g(−z) = z re-derived by pieces)."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
     if b.get("verdict") == "not_absorbable":
         _require(ctx, case == "relu-like", w, "a not_absorbable verdict rests on the rank or enumeration route")
         bound = rank_bound(cols, block.M) if n <= d * d * (d + 1) // 2 else None
-        how = "exact LDLᵀ"
+        how = "exact positive-definiteness test"
         if bound is None and n <= ENUMERATE_MAX_N:
             Gf, Uf, Df = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
             cf = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)

@@ -4,7 +4,7 @@ sympy limit, no sample), the nondegeneracy of the weights, and
 
 * ``not_absorbable``: its own proof that no index set S is within the tolerance of
   (Q) Σ_S w_i ⊗ u_i u_iᵀ = 0 and (L) M = −Σ_S (2αc_i + β) w_i u_iᵀ, measured as
-  ‖(Q 1_S, L 1_S + vec M)‖₂ / ‖M‖_F — either an exact LDLᵀ of QᵀQ − μI over the rationals
+  ‖(Q 1_S, L 1_S + vec M)‖₂ / ‖M‖_F — either an exact positive-definiteness test of QᵀQ − μI (Sylvester, integer elimination)
   (only S = ∅ is close to (Q), and S = ∅ is at distance 1), or every S enumerated with
   rounding bounds (n ≤ 16);
 * ``absorbable`` (exact ReLU² only, σ(z) + σ(−z) = z² re-derived by pieces): the flip of S
