@@ -368,9 +368,9 @@ class _IndexSet:
         ctx = self.ctx
         why = "no result of the paper (or beyond it) covers this activation"
         if self.block.gated and self.block.has_bias:
-            why += " with biases (no skeleton argument is known for gated blocks)"
+            why += " with biases (the gated skeleton covers step-like and ReLU-like gates only)"
         elif self.block.gated and not ctx.bias_free_class:
-            why += " when the residual-free block may have biases (no skeleton argument is known for gated blocks)"
+            why += " when the residual-free block may have biases (the gated skeleton covers step-like and ReLU-like gates only)"
         parts = [p.statement for p in (self.flip, self.slopes) if p is not None and not p.proved] + ctx.notes
         parts = list(dict.fromkeys(parts))
         return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {why} ({'; '.join(parts)})." if parts else f"Unknown: {why}.")
