@@ -370,3 +370,14 @@ def test_skeleton2_tolerance_past_every_distance_is_rejected(name: str, certs: d
     """S = ∅ is at relative distance 1 from (Q) and (L): no proof survives τ = 1."""
     doc, model = certs[name]
     assert not checker.verify_certificate(_with_tolerance(doc, 1.0), model).accepted
+
+
+@pytest.mark.parametrize(("name", "key", "value"), [("gated-relu-like", "route", "bogus"), ("skeleton2-rank", "case", "relu2-flip"),
+                                                    ("gated-skeleton", "case", "relu-like")])
+def test_new_skeletons_reject_a_changed_case_or_route(name: str, key: str, value: str,
+                                                      certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    """The strings that choose the checker's route (not tampered with by the number sweep above)."""
+    doc, model = certs[name]
+    bad = copy.deepcopy(doc)
+    bad["blocks"][0]["argument"][key] = value
+    assert not _fully_accepted(bad, model)

@@ -62,10 +62,13 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
     d, n = block.d, block.n
     cols = _quad_cols(G, U, W)
     if b.get("verdict") == "not_absorbable":
-        _require(ctx, case == "relu-like", w, "a not_absorbable verdict rests on the rank or enumeration route")
-        bound = rank_bound(cols, block.M) if n <= d * d * (d + 1) // 2 else None
-        how = "exact positive-definiteness test"
-        if bound is None and n <= ENUMERATE_MAX_N:
+        route = (b.get("argument") or {}).get("route")
+        _require(ctx, case == "relu-like" and route in ("rank", "enumerate"), w,
+                 "a not_absorbable verdict rests on the rank or the enumeration route", f"recorded route {route!r}")
+        bound, how = None, "exact positive-definiteness test"
+        if route == "rank":
+            bound = rank_bound(cols, block.M) if n <= d * d * (d + 1) // 2 else None
+        elif n <= ENUMERATE_MAX_N:
             Gf, Uf, Df = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
             cf = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
             ef = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
