@@ -41,7 +41,7 @@ class Entry:
     engine_why: str
     truth: str  # absorbable | not_absorbable | open
     truth_why: str
-    witness: dict[str, np.ndarray] | None = None  # a residual-free block (W_up, W_down[, b_up, b_down]) equal to f
+    witness: dict[str, np.ndarray] | None = None  # a residual-free block (W_up, W_down[, b_up, b_down, W_gate, b_gate]) equal to f
     flip: list[int] | None = None  # or: the units whose flip gives one (built here, in the loaded, lifted space)
     extra: dict[str, Any] = field(default_factory=dict)
     options: list[str] = field(default_factory=list)  # extra `absorb check` options, e.g. ["--allow-biases"]
@@ -220,6 +220,124 @@ def entries() -> list[Entry]:
                      A, "D (U x + β)² − D β² = D (U x)² + 2 D diag(β) U x = f(x)",
                      witness=dict(W_up=U3, W_down=D3, b_up=beta, b_down=-D3 @ beta**2), options=["--allow-biases"]))
 
+    # --- the degree-2 skeleton (docs/results/skeleton2.md) ----------------------------------
+    # Units e1, e2, (1,1), (1,−1) with down columns w, w, −w/2, −w/2: Σ_S w_i ⊗ u_i u_iᵀ = 0 for
+    # S = {0,1,2,3}; M = −2 Σ_S c_i w_i u_iᵀ. Dyadic, so every identity is exact in float64.
+    Uq = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, -1.0], [2.0, 3.0]])
+    wq = np.array([1.0, 2.0])
+    Dq = np.column_stack([wq, wq, -wq / 2, -wq / 2, [3.0, 1.0]])
+    cq = np.array([0.5, -1.0, 0.25, 2.0, 1.5])
+    bq = np.array([0.125, -0.25])
+    Sq = [0, 1, 2, 3]
+    Mq = -sum(2 * cq[i] * np.outer(Dq[:, i], Uq[i]) for i in Sq)
+    Uf, Df, cf = Uq.copy(), Dq.copy(), cq.copy()
+    Uf[Sq] *= -1
+    Df[:, Sq] *= -1
+    cf[Sq] *= -1
+    out.append(Entry("relu2_biased_planted", dict(W_up=Uq, W_down=Dq, b_up=cq, b_down=bq, skip=Mq, activation=relu2),
+                     "A biased ReLU² block whose units satisfy the degree-2 skeleton's (Q) and (L) for S = {0,1,2,3}: "
+                     "negating (u_i, c_i, w_i) on S and moving Σ_S c_i² w_i into b_down gives a residual-free block.",
+                     A, "skeleton2", "the enumeration finds S; the ReLU² flip witness checks exactly",
+                     A, "ReLU(z)² + ReLU(−z)² = z²: the flip of S changes f by −Mx − Σ_S w_i(u_i·x + c_i)², a constant by (Q), (L)",
+                     witness=dict(W_up=Uf, W_down=Df, b_up=cf, b_down=bq + Dq[:, Sq] @ cq[Sq] ** 2)))
+    rng = np.random.default_rng(114)
+    out.append(Entry("relu2_biased_generic", dict(W_up=rng.standard_normal((6, 3)), W_down=rng.standard_normal((3, 6)),
+                                                  b_up=rng.standard_normal(6), b_down=rng.standard_normal(3), activation=relu2),
+                     "A generic biased ReLU² block (n = 6 ≤ d·d(d+1)/2 = 18): the vectors w_i ⊗ u_i u_iᵀ are independent, so "
+                     "only S = ∅ solves (Q), and (L) then needs M = 0.",
+                     N, "skeleton2", "the rank route: QᵀQ − μI positive definite in exact rationals",
+                     N, "degree-2 skeleton (docs/results/skeleton2.md)"))
+    rng = np.random.default_rng(115)
+    gelu2 = np.array("expr:(x*(1 + erf(x/sqrt(2)))/2)**2")
+    out.append(Entry("gelu2_bias_free_generic", dict(W_up=rng.standard_normal((5, 3)), W_down=rng.standard_normal((3, 5)),
+                                                     activation=gelu2),
+                     "A bias-free GELU² block (the squared-activation literature's choice): not homogeneous, so the degree "
+                     "argument is silent; the degree-2 skeleton decides it, for biased residual-free blocks too.",
+                     N, "skeleton2", "GELU² = s² + o(s) at +∞, o(s) at −∞ (the calculus); the rank route",
+                     N, "degree-2 skeleton (docs/results/skeleton2.md)"))
+    out.append(Entry("relu2_bias_free_allow_biases", dict(W_up=Uq, W_down=Dq, activation=relu2),
+                     "A bias-free ReLU² block whose units do satisfy (Q) for S = {0,1,2,3}, asked with --allow-biases: with "
+                     "c = 0, (L) reads M = 0, so no biased residual-free block equals it (nondegenerate weights).",
+                     N, "skeleton2", "the enumeration proves every S at distance > τ: (Q) holds for S, (L) fails",
+                     N, "degree-2 skeleton with c = 0, β = 0: M = 0 is needed", options=["--allow-biases"]))
+    out.append(Entry("gelu2_biased_planted", dict(W_up=Uq, W_down=Dq, b_up=cq, b_down=bq, skip=Mq, activation=gelu2),
+                     "The planted weights above with GELU²: (Q) and (L) hold, so the degree-2 skeleton proves nothing, and "
+                     "GELU² has no flip identity to build a witness from S.",
+                     "unknown", "none", "S satisfies the skeleton's conditions; no witness for σ ≠ ReLU²",
+                     O, "not known: the skeleton's necessary condition holds and no construction is known"))
+
+    # --- the gated skeleton, step-like gates (docs/results/gated-skeleton.md) ---------------
+    glu = np.array("glu")
+    rng = np.random.default_rng(116)
+    Gg, Ug, Dg = rng.standard_normal((5, 3)), rng.standard_normal((5, 3)), rng.standard_normal((3, 5))
+    out.append(Entry("glu_generic", dict(W_up=Ug, W_down=Dg, W_gate=Gg, activation=glu),
+                     "A generic bias-free sigmoid-GLU block: g(0) = ½ ≠ 0, so linearization is silent; along rays the "
+                     "gate becomes a step and its jumps identify the units, so an index set is necessary — and none exists.",
+                     N, "gated-skeleton", "the search proves no S; the gate's limits (1, 0) and the gated nondegeneracy hold",
+                     N, "gated skeleton, step-like gate (docs/results/gated-skeleton.md)"))
+    bg, bu, bd = rng.standard_normal(5), rng.standard_normal(5), rng.standard_normal(3)
+    out.append(Entry("glu_biased_generic", dict(W_up=Ug, W_down=Dg, W_gate=Gg, b_gate=bg, b_up=bu, b_down=bd, activation=glu),
+                     "The same weights with biases: the biases vanish along rays, so the same argument covers biased f and "
+                     "biased residual-free blocks.",
+                     N, "gated-skeleton", "the search proves no S; the argument holds for any biases",
+                     N, "gated skeleton, step-like gate (docs/results/gated-skeleton.md)"))
+    Dp = Dg.copy()
+    Dp[:, [0, 1, 3]] = -np.linalg.pinv(Ug[[0, 1, 3]])
+    Gf = Gg.copy()
+    Gf[[0, 1, 3]] *= -1
+    bgf = bg.copy()
+    bgf[[0, 1, 3]] *= -1
+    Dpf = Dp.copy()
+    Dpf[:, [0, 1, 3]] *= -1
+    out.append(Entry("glu_biased_planted", dict(W_up=Ug, W_down=Dp, W_gate=Gg, b_gate=bg, b_up=bu, b_down=bd, activation=glu),
+                     "A biased sigmoid-GLU block with an index set S = {0, 1, 3}: negating the gate rows, gate biases and "
+                     "down columns of S, and moving Σ_S w_i e_i into b_down, gives a residual-free block.",
+                     A, "index-set", "the search finds S; the gated flip witness checks",
+                     A, "σ(z) + σ(−z) = 1: the flip changes f by −Mx − Σ_S w_i (u_i·x + e_i), a constant",
+                     witness=dict(W_up=Ug, W_down=Dpf, W_gate=Gf, b_gate=bgf, b_up=bu, b_down=bd + Dp[:, [0, 1, 3]] @ bu[[0, 1, 3]])))
+
+    # --- the gated skeleton, ReLU-like gates (docs/results/gated-skeleton.md) ---------------
+    # Units (g, u) = (e1, e2) and (e2, −e1) with the same w: Σ_S w ⊗ sym(g uᵀ) = 0 for S = {0, 1};
+    # M = −Σ_S w_i (c_i u_i + e_i g_i)ᵀ. Dyadic, so every identity is exact in float64.
+    swiglu = np.array("swiglu")
+    Gs = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, -1.0]])
+    Us = np.array([[0.0, 1.0], [-1.0, 0.0], [1.0, -2.0], [0.5, 3.0]])
+    ws = np.array([1.0, -2.0])
+    Ds = np.column_stack([ws, ws, [3.0, 1.0], [-1.0, 0.5]])
+    cs, es, bs = np.array([0.5, -1.0, 0.25, 1.5]), np.array([2.0, 0.75, -0.5, 1.0]), np.array([0.125, -0.5])
+    Ms = -sum(np.outer(Ds[:, i], cs[i] * Us[i] + es[i] * Gs[i]) for i in (0, 1))
+    flip2 = lambda a: np.where(np.arange(len(a))[:, None] < 2, -a, a) if a.ndim == 2 else np.where(np.arange(len(a)) < 2, -a, a)  # noqa: E731
+    out.append(Entry("swiglu_biased_planted", dict(W_up=Us, W_down=Ds, W_gate=Gs, b_gate=cs, b_up=es, b_down=bs, skip=Ms,
+                                                   activation=swiglu),
+                     "A biased SwiGLU block whose units satisfy the gated skeleton's (Qg) and (Lg) for S = {0, 1}: negating "
+                     "the gate rows and biases, value rows and biases and down columns of S, and moving Σ_S c_i e_i w_i into "
+                     "b_down, gives a residual-free block (SiLU(−z) = SiLU(z) − z).",
+                     A, "gated-skeleton", "enumeration finds S = {0, 1}; the flip witness checks exactly",
+                     A, "the flip of S changes f by −Mx − Σ_S w_i (g_i·x + c_i)(u_i·x + e_i), a constant by (Qg), (Lg)",
+                     witness=dict(W_up=flip2(Us), W_down=flip2(Ds.T).T, W_gate=flip2(Gs), b_gate=flip2(cs), b_up=flip2(es),
+                                  b_down=bs + Ds[:, :2] @ (cs[:2] * es[:2]))))
+    rng = np.random.default_rng(117)
+    Gr, Ur, Dr = rng.standard_normal((6, 3)), rng.standard_normal((6, 3)), rng.standard_normal((3, 6))
+    out.append(Entry("swiglu_biased_generic", dict(W_up=Ur, W_down=Dr, W_gate=Gr, b_gate=rng.standard_normal(6),
+                                                   b_up=rng.standard_normal(6), b_down=rng.standard_normal(3), activation=swiglu),
+                     "A generic fused, biased SwiGLU block (as in small published models): linearization covers bias-free "
+                     "blocks only; along rays the biases vanish at order t², the units are identified, and (Qg) has only "
+                     "S = ∅ for generic weights, leaving M = 0.",
+                     N, "gated-skeleton", "the rank route: the (Qg) columns are independent in exact rationals",
+                     N, "gated skeleton, ReLU-like gate (docs/results/gated-skeleton.md)"))
+    out.append(Entry("swiglu_bias_free_allow_biases", dict(W_up=Ur, W_down=Dr, W_gate=Gr, activation=swiglu),
+                     "The bias-free SwiGLU block asked with --allow-biases: linearization is about bias-free residual-free "
+                     "blocks; the gated skeleton's (Lg) with c = e = 0 reads M = 0, for biased blocks too.",
+                     N, "gated-skeleton", "the rank route (any biases in the residual-free block)",
+                     N, "gated skeleton with c = e = 0: M = 0 is needed", options=["--allow-biases"]))
+    mish = np.array("expr:x*tanh(log(1 + exp(x)))")
+    out.append(Entry("mish_gated_biased_planted", dict(W_up=Us, W_down=Ds, W_gate=Gs, b_gate=cs, b_up=es, b_down=bs, skip=Ms,
+                                                       activation=mish),
+                     "The planted SwiGLU weights with a Mish gate (as an ungated σ in the gate slot): (Qg) and (Lg) hold, but "
+                     "Mish has no flip identity, so the skeleton proves nothing and no witness is known.",
+                     "unknown", "none", "S satisfies the conditions; Mish(−z) ≠ Mish(z) − z",
+                     O, "not known: the necessary condition holds and no construction is known"))
+
     # Ternary weights with an exact index set, found by a seeded search ("by chance").
     rng = np.random.default_rng(109)
     from absorb.engine.hypotheses import nondegenerate
@@ -306,7 +424,7 @@ def _check_witness(e: Entry, path: Path) -> float:
     else:
         w = e.witness
         wb = model.replace(W_up=w["W_up"], W_down=w["W_down"], b_up=w.get("b_up"), b_down=w.get("b_down"), skip=zero,
-                           W_gate=w.get("W_gate", model.W_gate))
+                           W_gate=w.get("W_gate", model.W_gate), **({"b_gate": w["b_gate"]} if model.gated and "b_gate" in w else {}))
     rng = np.random.default_rng(0)
     worst = 0.0
     for scale in (1e-2, 1.0, 1e2):

@@ -129,7 +129,8 @@ def _attn(t: Tensors, rng: np.random.Generator, prefix: str, d: int, names: tupl
 # the families (tensor names and config fields as in transformers)
 # ----------------------------------------------------------------------------------------
 
-def llama(rng: np.random.Generator, *, d: int = 16, n: int = 48, layers: int = 4, planted: int | None = None) -> tuple[Tensors, dict]:
+def llama(rng: np.random.Generator, *, d: int = 16, n: int = 48, layers: int = 4, planted: int | None = None,
+          mlp_bias: bool = False) -> tuple[Tensors, dict]:
     del planted  # SwiGLU: no index-set relation to plant
     t: Tensors = {"model.embed_tokens.weight": rng.standard_normal((32, d))}
     for i in range(layers):
@@ -139,8 +140,11 @@ def llama(rng: np.random.Generator, *, d: int = 16, n: int = 48, layers: int = 4
         t[f"{p}.mlp.down_proj.weight"] = rng.standard_normal((d, n)) / np.sqrt(n)
         t[f"{p}.post_attention_layernorm.weight"] = 1 + 0.1 * rng.standard_normal(d)
         t[f"{p}.input_layernorm.weight"] = np.ones(d)
+        if mlp_bias:  # LlamaConfig(mlp_bias=True): fused, biased SwiGLU (drawn last: the bias-free weights stay the same)
+            for name, k in (("gate_proj", n), ("up_proj", n), ("down_proj", d)):
+                t[f"{p}.mlp.{name}.bias"] = _b(rng, k)
     cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": d, "intermediate_size": n,
-           "num_hidden_layers": layers, "hidden_act": "silu"}
+           "num_hidden_layers": layers, "hidden_act": "silu", **({"mlp_bias": True} if mlp_bias else {})}
     return t, cfg
 
 
@@ -767,7 +771,7 @@ class Synthetic(NamedTuple):
 
 
 SYNTHETIC: dict[str, Synthetic] = {s.key: s for s in (
-    Synthetic("llama", llama, "LLaMA 1-3, Mistral, Qwen2/2.5/3"),
+    Synthetic("llama", llama, "LLaMA 1-3, Mistral, Qwen2/2.5/3", optional_bias=True),
     Synthetic("meta", meta, "LLaMA, Meta's original release (consolidated weights, params.json)"),
     Synthetic("gemma", gemma, "Gemma"),
     Synthetic("gemma2", gemma2, "Gemma 2, Gemma 3 (text)"),
@@ -883,7 +887,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--layers", type=int, help="number of layers, per tower (default: 2; llama 4, bert 3)")
     ap.add_argument("--planted", type=_planted_arg, default=argparse.SUPPRESS, metavar="LAYER|none",
                     help="plant an exact index set in this layer (ungated ReLU/GELU families; bert: 1, when there is one, unless 'none')")
-    ap.add_argument("--mlp-bias", action="store_true", help="give the MLP biases (falcon: bias, nemotron: mlp_bias)")
+    ap.add_argument("--mlp-bias", action="store_true", help="give the MLP biases (falcon: bias, nemotron and llama: mlp_bias)")
     args = ap.parse_args(argv)
     if args.list:
         for s in SYNTHETIC.values():

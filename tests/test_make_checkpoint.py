@@ -295,3 +295,17 @@ def test_fc_layout_without_config_says_its_wiring_is_assumed(tmp_path: Path) -> 
     (ckpt / "config.json").unlink()
     specs = open_checkpoint(ckpt, activation="gelu").specs
     assert all(s.residual.endswith("(no config.json: transformers' default assumed)") for s in specs)
+
+
+def test_biased_swiglu_checkpoint_is_decided_and_verified(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--family llama --mlp-bias``: a fused, biased SwiGLU checkpoint (gate, up and down biases);
+    the gated skeleton decides every layer and `absorb verify` accepts the certificate."""
+    MC.main([str(tmp_path / "lb"), "--family", "llama", "--mlp-bias", "--d", "4", "--n", "8", "--layers", "2"])
+    assert json.loads((tmp_path / "lb" / "config.json").read_text())["mlp_bias"] is True
+    capsys.readouterr()
+    cert = tmp_path / "c.json"
+    assert absorb_main(["check", str(tmp_path / "lb"), "--json", "--certificate", str(cert)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(b["verdict"], b["theorem"]) for b in doc["blocks"]] == [("not_absorbable", "gated-skeleton")] * 2
+    assert all("b_gate" in next(h["statement"] for h in b["hypotheses"] if h["name"] == "bias_free") for b in doc["blocks"])
+    assert absorb_main(["verify", str(cert), str(tmp_path / "lb")]) == 0

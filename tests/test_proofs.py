@@ -79,14 +79,14 @@ def test_homogeneity_rule_refuses_a_wrong_degree() -> None:
         proofs._zero(Bt - proofs.T**3 * D * (U * x).applyfunc(s), "wrong degree")
 
 
-BEYOND = ("asymptotic_skeleton", "leaky_reduction", "parity", "exponential")
+BEYOND = ("asymptotic_skeleton", "skeleton2", "gated_skeleton", "leaky_reduction", "parity", "exponential")
 
 
 @pytest.mark.parametrize("name", BEYOND)
 def test_beyond_the_paper_proofs_are_marked(name: str, proved: Path) -> None:
     text = (proved / f"{name}.tex").read_text()
     assert "beyond the paper" in text
-    if name in ("asymptotic_skeleton", "leaky_reduction"):  # the kink-line necessity is cited, not checked: it says so
+    if name in ("asymptotic_skeleton", "skeleton2", "gated_skeleton", "leaky_reduction"):  # the kink-line necessity is cited, not checked: it says so
         assert "not machine-checked here" in text
 
 
@@ -121,3 +121,21 @@ def test_an_unbounded_activation_is_not_bounded_by_intervals(monkeypatch: pytest
     monkeypatch.setitem(proofs.BOUNDED_BY_INTERVAL, "z", "expr:x*erf(x)")
     with pytest.raises(proofs.ProofError):
         proofs.run_proof("boundedness")
+
+
+def test_a_wrong_two_term_form_is_not_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SiLU² is s² + o(s) at +∞; claiming β = 1 must fail the degree-2 skeleton proof."""
+    from absorb.certificate import _proofs_skeleton2 as sk2
+
+    monkeypatch.setitem(sk2.QUADRATIC_ACTIVATIONS, "SiLU²", ("expr:(x/(1 + exp(-x)))**2", sp.Integer(1), sp.Integer(1)))
+    with pytest.raises(proofs.ProofError):
+        proofs.run_proof("skeleton2")
+
+
+def test_a_non_step_gate_is_not_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tanh has limits (1, −1): listing it among the step gates must fail the gated-skeleton proof."""
+    from absorb.certificate import _proofs_skeleton2 as sk2
+
+    monkeypatch.setitem(sk2.STEP_GATES, "tanh", "tanh")
+    with pytest.raises(proofs.ProofError):
+        proofs.run_proof("gated_skeleton")

@@ -117,12 +117,17 @@ def test_relu2_with_biases_allowed_is_never_not_absorbable() -> None:
 
 
 @pytest.mark.parametrize("act", ["swiglu", "geglu", "reglu"])
-def test_gated_with_biases_names_the_missing_argument(act: str) -> None:
+def test_gated_with_biases_is_decided_by_the_gated_skeleton(act: str) -> None:
     rng = np.random.default_rng(10)
     blk = Block(rng.standard_normal((4, 2)), rng.standard_normal((2, 4)), get_activation(act),
                 W_gate=rng.standard_normal((4, 2)), b_gate=rng.standard_normal(4))
     dec = decide_block(blk)
-    assert dec.verdict is Verdict.UNKNOWN and "bias" in dec.reason
+    assert (dec.verdict, dec.theorem) == (Verdict.NOT_ABSORBABLE, Theorem.GATED_SKELETON), dec.reason
+    # degenerate gated weights (a value row parallel to its gate row): unknown, the hypothesis named
+    U = blk.W_up.copy()
+    U[0] = 2 * blk.W_gate[0]
+    dec = decide_block(blk.replace(W_up=U))
+    assert dec.verdict is Verdict.UNKNOWN and "parallel to its gate row" in dec.reason, dec.reason
 
 
 @given(seed=st.integers(0, 2**16), biases=st.booleans(), allow=st.booleans())

@@ -64,6 +64,43 @@ def _skeleton_degenerate(b: Block) -> Block:
     return b.replace(activation=get_activation("softplus"), b_up=np.array([0.5, -0.25, 1.0]), b_down=np.array([0.125, -1.0]))
 
 
+def _skeleton2_generic(d: int, n: int, seed: int) -> Block:
+    """A generic biased ReLU² block: the degree-2 skeleton's rank route (n ≤ d·d(d+1)/2) or, wider, its enumeration."""
+    rng = np.random.default_rng(seed)
+    return _blk(rng.standard_normal((n, d)), rng.standard_normal((d, n)), "relu2", b_up=rng.standard_normal(n),
+                b_down=rng.standard_normal(d))
+
+
+def _skeleton2_planted() -> Block:
+    """Units e1, e2, (1,1), (1,−1) with w, w, −w/2, −w/2 cancel in (Q); M from (L) (dyadic: exact)."""
+    U = np.array([[1.0, 0], [0, 1], [1, 1], [1, -1], [2, 3]])
+    w = np.array([1.0, 2.0])
+    D = np.column_stack([w, w, -w / 2, -w / 2, [3.0, 1]])
+    c = np.array([0.5, -1, 0.25, 2, 1.5])
+    M = -sum(2 * c[i] * np.outer(D[:, i], U[i]) for i in range(4))
+    return _blk(U, D, "relu2", M, b_up=c, b_down=np.array([0.125, -0.25]))
+
+
+def _gated_generic(act: str = "sigmoid", d: int = 3, n: int = 5) -> Block:
+    """A generic biased gated block: sigmoid (the step-gate skeleton with the search's proof that no S
+    exists) or SwiGLU (the ReLU-like gate: rank route, or enumeration when n > d·d(d+1)/2)."""
+    rng = np.random.default_rng(13)
+    G, U, D = rng.standard_normal((n, d)), rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    gate = "silu" if act == "swiglu" else act
+    return _blk(U, D, gate, W_gate=G, b_gate=rng.standard_normal(n), b_up=rng.standard_normal(n), b_down=rng.standard_normal(d))
+
+
+def _relu_like_planted() -> Block:
+    """SwiGLU units (g, u) = (e1, e2), (e2, −e1) with the same w cancel in (Qg); M from (Lg) (dyadic: exact)."""
+    G = np.array([[1.0, 0], [0, 1], [1, 1], [2, -1]])
+    U = np.array([[0.0, 1], [-1, 0], [1, -2], [0.5, 3]])
+    w = np.array([1.0, -2.0])
+    D = np.column_stack([w, w, [3.0, 1], [-1.0, 0.5]])
+    c, e = np.array([0.5, -1.0, 0.25, 1.5]), np.array([2.0, 0.75, -0.5, 1.0])
+    M = -sum(np.outer(D[:, i], c[i] * U[i] + e[i] * G[i]) for i in (0, 1))
+    return _blk(U, D, "silu", M, W_gate=G, b_gate=c, b_up=e, b_down=np.array([0.125, -0.5]))
+
+
 def _planted_stack(rng: np.random.Generator) -> Stack:
     blocks = []
     for i in range(2):
@@ -134,6 +171,13 @@ def _models() -> dict[str, Any]:
         "canonical-near": _near_block(),
         "skeleton-nondegenerate": cat("leaky_relu_generic"),
         "skeleton-degenerate": _skeleton_degenerate(cat("dead_unit")),
+        "skeleton2-rank": _skeleton2_generic(3, 6, 11),
+        "skeleton2-enumerate": _skeleton2_generic(2, 9, 12),
+        "skeleton2-absorbable": _skeleton2_planted(),
+        "gated-skeleton": _gated_generic(),
+        "gated-relu-like": _gated_generic("swiglu"),
+        "gated-relu-like-enumerate": _gated_generic("swiglu", d=2, n=8),
+        "gated-relu-like-flip": _relu_like_planted(),
         "depth": cat("relu2_stack"),
         "composition": _planted_stack(rng),
         "composition-cone": _cone_stack(),
@@ -236,7 +280,9 @@ def _pattern(path: tuple[Any, ...]) -> str:
 
 CASES = ["trivial", "degree", "linearization", "bounded", "linear", "parity", "exponential", "index-set-absorbable",
          "index-set-not", "index-set-gated", "index-set-low-rank", "index-set-mitm", "canonical-absorbable", "canonical-not", "canonical-near", "skeleton-nondegenerate",
-         "skeleton-degenerate", "depth", "composition", "composition-cone", "linear-absorbable", "range", "rank", "kink-count", "none"]
+         "skeleton-degenerate", "skeleton2-rank", "skeleton2-enumerate", "skeleton2-absorbable", "gated-skeleton",
+         "gated-relu-like", "gated-relu-like-enumerate", "gated-relu-like-flip", "depth", "composition", "composition-cone",
+         "linear-absorbable", "range", "rank", "kink-count", "none"]
 
 
 @pytest.fixture(scope="module")
@@ -313,7 +359,7 @@ def _with_tolerance(doc: dict[str, Any], tol: float) -> dict[str, Any]:
     return bad
 
 
-@pytest.mark.parametrize("name", ["index-set-not", "skeleton-nondegenerate"])
+@pytest.mark.parametrize("name", ["index-set-not", "skeleton-nondegenerate", "gated-skeleton"])
 def test_tolerance_raised_above_the_bound_is_rejected(name: str, certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
     doc, model = certs[name]
     bound = doc["blocks"][0]["search"]["bound"]
@@ -358,3 +404,21 @@ def test_informational_fields_are_documented() -> None:
     text = (ROOT / "docs" / "certificates.md").read_text()
     for key in INFORMATIONAL:
         assert f"`{key.split('.')[-1]}`" in text, key
+
+
+@pytest.mark.parametrize("name", ["skeleton2-rank", "skeleton2-enumerate"])
+def test_skeleton2_tolerance_past_every_distance_is_rejected(name: str, certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    """S = ∅ is at relative distance 1 from (Q) and (L): no proof survives τ = 1."""
+    doc, model = certs[name]
+    assert not checker.verify_certificate(_with_tolerance(doc, 1.0), model).accepted
+
+
+@pytest.mark.parametrize(("name", "key", "value"), [("gated-relu-like", "route", "bogus"), ("skeleton2-rank", "case", "relu2-flip"),
+                                                    ("gated-skeleton", "case", "relu-like")])
+def test_new_skeletons_reject_a_changed_case_or_route(name: str, key: str, value: str,
+                                                      certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    """The strings that choose the checker's route (not tampered with by the number sweep above)."""
+    doc, model = certs[name]
+    bad = copy.deepcopy(doc)
+    bad["blocks"][0]["argument"][key] = value
+    assert not _fully_accepted(bad, model)

@@ -171,6 +171,51 @@ THEOREMS: dict[str, dict[str, object]] = {
         ],
         "classes": "any",
     },
+    "skeleton2": {
+        "title": "Degree-2 skeleton",
+        "source": "beyond the paper (docs/results/skeleton2.md)",
+        "statement": (
+            r"Let the block be ungated, biases allowed, with $\sigma$ real and finite on $\mathbb{R}$, "
+            r"$\sigma(s)=\alpha s^2+\beta s+o(s)$ as $s\to+\infty$ ($\alpha\ne0$) and $\sigma(s)=o(s)$ as "
+            r"$s\to-\infty$. Then $\sigma(tz+c)=[z>0]\,(\alpha t^2z^2+t(2\alpha c+\beta)z)+o(t)$ for all real "
+            r"$z,c$. If the weights are nondegenerate ($d\ge2$, rows of $W_{\mathrm{up}}$ nonzero and pairwise "
+            r"non-collinear, columns of $W_{\mathrm{down}}$ nonzero), the Hessian jumps "
+            r"$2\alpha\,w_i\otimes u_iu_i^{\mathsf T}$ of the $t^2$ term identify the units of any residual-free "
+            r"$g$ of width $n$, with or without biases, as $u'_i=\lambda_iu_i$; with $S=\{i:\lambda_i<0\}$ the "
+            r"$t^2$ terms match iff (Q) $\sum_{i\in S}w_i\otimes u_iu_i^{\mathsf T}=0$ and the $t$ terms iff "
+            r"(L) $M=-\sum_{i\in S}(2\alpha c_i+\beta)\,w_iu_i^{\mathsf T}$. So $f$ is not absorbable when "
+            r"no $S$ satisfies both. For $\sigma=\mathrm{ReLU}^2$ the condition is also sufficient: negating "
+            r"$(u_i,c_i,w_i)$ on $S$ changes the block by $-\sum_{i\in S}w_i(u_i\cdot x+c_i)^2$, which (Q) and "
+            r"(L) reduce to a constant that $b'_{\mathrm{down}}$ absorbs."
+        ),
+        "needs": [
+            "skip_nonzero",
+            "quadratic_skeleton",
+            "d_at_least_2",
+            "rows_nonzero",
+            "columns_nonzero",
+            "rows_noncollinear",
+        ],
+        "classes": "any",
+    },
+    "gated-skeleton": {
+        "title": "Gated skeleton, step-like gate",
+        "source": "beyond the paper (docs/results/gated-skeleton.md)",
+        "statement": (
+            r"Let the block be gated, biases allowed, $f(x)=Mx+W_{\mathrm{down}}(\sigma_g(W_{\mathrm{gate}}x+b_g)\circ"
+            r"(W_{\mathrm{up}}x+b_u))+b_{\mathrm{down}}$, with $\sigma_g(s)\to L_+\ne0$ as $s\to+\infty$ and $\to0$ "
+            r"as $s\to-\infty$ (sigmoid). Then $f(tx)/t\to Mx+L_+\sum_iw_iH(g_i\cdot x)(u_i\cdot x)$ off the gate "
+            r"hyperplanes, and likewise for every residual-free $g$ of the same kind and width, with or without biases. "
+            r"If the weights are nondegenerate ($d\ge2$, gate rows nonzero and pairwise non-collinear, value rows not "
+            r"parallel to their gate rows, columns of $W_{\mathrm{down}}$ nonzero), the jumps $L_+w_i(u_i\cdot x)$ "
+            r"across $g_i^\perp$ identify the units ($g'_i=\lambda_ig_i$, $\mathrm{sgn}(\lambda_i)w'_iu_i'^{\mathsf T}="
+            r"w_i(u_i+\theta_ig_i)^{\mathsf T}$), the kinks $\theta_iw_i\mathrm{ReLU}(g_i\cdot x)$ force $\theta_i=0$, "
+            r"and matching the linear parts needs $M=-L_+W_{\mathrm{down}}[:,S]W_{\mathrm{up}}[S,:]$ for some $S$."
+        ),
+        "needs": ["skip_nonzero", "gate_limits", "d_at_least_2", "gate_rows_nonzero", "columns_nonzero",
+                  "gate_rows_noncollinear", "value_not_parallel_to_gate"],
+        "classes": "any",
+    },
     "depth": {
         "title": "Depth argument",
         "source": "result 4 of arXiv 2604.23705",
@@ -273,6 +318,8 @@ PROOF_NAMES: tuple[str, ...] = (
     "boundedness",
     "flip_identity",
     "asymptotic_skeleton",
+    "skeleton2",
+    "gated_skeleton",
     "leaky_reduction",
     "parity",
     "exponential",

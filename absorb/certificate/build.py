@@ -243,7 +243,14 @@ def _witness(bd: BlockDecision) -> dict[str, Any] | None:
     flip = _prop(bd, "flip_identity")
     if w.S is not None and flip is not None:
         out["c"] = flip["value"].get("c")
-        if bd.block.gated:
+        if bd.theorem.value == Theorem.GATED_SKELETON.value:  # the ReLU-like gate's flip: σ_g(−z) = σ_g(z) − z
+            out["formula"] = (
+                r"W'_{\mathrm{gate}}[i,:]=-W_{\mathrm{gate}}[i,:],\ b'_{\mathrm{gate},i}=-b_{\mathrm{gate},i},\ "
+                r"W'_{\mathrm{up}}[i,:]=-W_{\mathrm{up}}[i,:],\ b'_{\mathrm{up},i}=-b_{\mathrm{up},i},\ "
+                r"W'_{\mathrm{down}}[:,i]=-W_{\mathrm{down}}[:,i]\ (i\in S);"
+                r"\ b'_{\mathrm{down}}=b_{\mathrm{down}}+\sum_{i\in S}b_{\mathrm{gate},i}b_{\mathrm{up},i}w_i;\ M'=0"
+            )
+        elif bd.block.gated:
             out["formula"] = (
                 r"W'_{\mathrm{gate}}[i,:]=-W_{\mathrm{gate}}[i,:],\ "
                 r"W'_{\mathrm{down}}[:,i]=-W_{\mathrm{down}}[:,i]\ (i\in S);"
@@ -329,6 +336,10 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
         ]
     elif th == Theorem.SKELETON.value:
         arg.update(_skeleton_argument(bd))
+    elif th == Theorem.SKELETON2.value:
+        arg.update(_skeleton2_argument(bd))
+    elif th == Theorem.GATED_SKELETON.value:
+        arg.update(_gated_skeleton_argument(bd))
     elif th == Theorem.INDEX_SET.value:
         flip = _prop(bd, "flip_identity") or {}
         arg["c"] = flip.get("value", {}).get("c")
@@ -394,6 +405,65 @@ def _skeleton_argument(bd: BlockDecision) -> dict[str, Any]:
         }[case],
     ]
     return out
+
+
+def _skeleton2_argument(bd: BlockDecision) -> dict[str, Any]:
+    """The degree-2 skeleton's numbers: α, β (re-derived by the checker from σ), the case (how
+    the verdict was reached: the rank route, the enumeration route, the ReLU² flip) and the
+    nondegeneracy hypotheses it used. The search's bound is not recorded: the checker proves
+    infeasibility itself (docs/results/skeleton2.md)."""
+    val = (_prop(bd, "quadratic_skeleton") or {}).get("value", {})
+    method = None if bd.search is None else bd.search.method
+    case = "relu2-flip" if bd.verdict.value == "absorbable" else {"rank": "rank", "enumerate": "enumerate"}.get(str(method))
+    return {
+        "alpha": val.get("alpha"),
+        "beta": val.get("beta"),
+        "case": case,
+        "nondegeneracy_hypotheses": list(_NONDEGENERACY),
+        "steps": [
+            r"\sigma(tz+c) = [z>0]\,\big(\alpha t^2z^2 + t(2\alpha c+\beta)z\big) + o(t)\quad (t\to\infty)",
+            r"t^2:\ \text{Hessian jumps identify } u'_i = \lambda_i u_i;\ S = \{i : \lambda_i < 0\}:\ "
+            r"\sum_{i\in S} w_i\otimes u_iu_i^{\mathsf T} = 0",
+            r"t:\ M = -\sum_{i\in S} (2\alpha c_i + \beta)\, w_i u_i^{\mathsf T}",
+            {"rank": r"\text{the (Q) columns are independent: only } S=\emptyset,\ \text{which needs } M = 0",
+             "enumerate": r"\text{every } S \text{ checked with rounding bounds: none satisfies (Q) and (L)}",
+             "relu2-flip": r"\mathrm{ReLU}(z)^2 + \mathrm{ReLU}(-z)^2 = z^2:\ \text{the flip of } S \text{ equals } f "
+             r"\text{ up to a constant}"}.get(str(case), ""),
+        ],
+    }
+
+
+def _gated_skeleton_argument(bd: BlockDecision) -> dict[str, Any]:
+    """The gated skeleton's numbers: the case (``step`` — a step-like gate, the search's proof
+    recorded; ``relu-like`` — a ReLU-like gate, the route the checker re-does itself;
+    ``relu-like-flip`` — its flip witness), the gate's limits for ``step``, the nondegeneracy
+    hypotheses (docs/results/gated-skeleton.md)."""
+    hyps = ["d_at_least_2", "gate_rows_nonzero", "columns_nonzero", "gate_rows_noncollinear", "value_not_parallel_to_gate"]
+    if _prop(bd, "gate_limits") is not None:
+        val = (_prop(bd, "gate_limits") or {}).get("value", {})
+        return {
+            "case": "step", "L_plus": val.get("L_plus"), "L_minus": val.get("L_minus"), "target": "-M/L_plus",
+            "nondegeneracy_hypotheses": hyps,
+            "steps": [
+                r"\sigma_g(tz+c) \to L_+\,H(z)\quad (z\ne0,\ t\to\infty;\ L_-=0)",
+                r"\frac{f(tx)}{t} \to Mx + L_+\sum_i w_i\,H(g_i\cdot x)\,(u_i\cdot x)\quad\text{off the gate hyperplanes}",
+                r"\text{jumps } L_+ w_i (u_i\cdot x) \text{ across } g_i^\perp \text{ identify the units} \;\Rightarrow\; "
+                r"M + L_+ W_{\mathrm{down}}[:,S]\,W_{\mathrm{up}}[S,:] = 0 \text{ for some } S",
+            ],
+        }
+    method = None if bd.search is None else bd.search.method
+    case = "relu-like-flip" if bd.verdict.value == "absorbable" else "relu-like"
+    flip = (_prop(bd, "flip_identity") or {}).get("value", {})
+    return {
+        "case": case, "route": None if case == "relu-like-flip" else method, "nondegeneracy_hypotheses": hyps,
+        **({"c": flip.get("c")} if case == "relu-like-flip" else {}),
+        "steps": [
+            r"\sigma_g(tz+c)\,(ty+e) = [z>0]\,\big(t^2zy + t(cy+ez)\big) + o(t)\quad (t\to\infty)",
+            r"t^2:\ \text{gradient jumps identify } g'_i=\lambda_ig_i,\ \text{kinks force } \theta_i=0:\ "
+            r"\sum_{i\in S} w_i\otimes\mathrm{sym}(g_iu_i^{\mathsf T}) = 0",
+            r"t:\ M = -\sum_{i\in S} w_i\,(c_iu_i + e_ig_i)^{\mathsf T}",
+        ],
+    }
 
 
 def _canonical_record(bd: BlockDecision, block: Block | None = None) -> dict[str, Any] | None:
@@ -464,7 +534,8 @@ def _search_used(bd: BlockDecision, arg: dict[str, Any]) -> bool:
     result 5 and the skeleton's nondegenerate case; an unknown verdict claims nothing."""
     th = bd.theorem.value
     return (th == Theorem.INDEX_SET.value or bd.verdict.value == "unknown"
-            or th == Theorem.SKELETON.value and arg.get("case") == "nondegenerate")
+            or th == Theorem.SKELETON.value and arg.get("case") == "nondegenerate"
+            or th == Theorem.GATED_SKELETON.value and arg.get("case") == "step")
 
 
 def block_entry(bd: BlockDecision) -> dict[str, Any]:

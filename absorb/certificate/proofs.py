@@ -51,6 +51,13 @@ from absorb.certificate._proofs_beyond import (  # noqa: F401 - re-exported
     prove_leaky_reduction,
     prove_parity,
 )
+from absorb.certificate._proofs_skeleton2 import (  # noqa: F401 - re-exported
+    QUADRATIC_ACTIVATIONS,
+    RELU_LIKE_GATES,
+    STEP_GATES,
+    prove_gated_skeleton,
+    prove_skeleton2,
+)
 from absorb.certificate._theorems import PAPER, PROOF_NAMES
 
 # ------------------------------------------------------------------------- result 1 --
@@ -522,6 +529,8 @@ PROOFS: dict[str, Callable[[], Proof]] = {
     "boundedness": prove_boundedness,
     "flip_identity": prove_flip_identity,
     "asymptotic_skeleton": prove_asymptotic_skeleton,
+    "skeleton2": prove_skeleton2,
+    "gated_skeleton": prove_gated_skeleton,
     "leaky_reduction": prove_leaky_reduction,
     "parity": prove_parity,
     "exponential": prove_exponential,

@@ -239,7 +239,24 @@ def index_set(ctx: Ctx) -> BlockDecision:
     return _IndexSet(ctx).decide()
 
 
-RESULTS: tuple[Handler, ...] = (trivial, degree, linearization, parity, bounded, linear, exponential, index_set)
+def skeleton2(ctx: Ctx) -> BlockDecision | None:
+    """Beyond: σ(s) = αs² + βs + o(s) at +∞, o(s) at −∞ — the degree-2 skeleton (absorb.engine.skeleton2)."""
+    from absorb.engine.skeleton2 import degree2_skeleton
+
+    return degree2_skeleton(ctx)
+
+
+def gated_skeleton(ctx: Ctx) -> BlockDecision | None:
+    """Beyond: gated, ReLU-like gate (σ_g(s) = s + o(1) at +∞, o(1) at −∞), any biases (absorb.engine.gated_skeleton)."""
+    if not _value_linear(ctx):  # the skeleton's expansion assumes the value branch h(z) = z
+        return None
+    from absorb.engine.gated_skeleton import relu_like_gated
+
+    return relu_like_gated(ctx)
+
+
+RESULTS: tuple[Handler, ...] = (trivial, degree, linearization, parity, bounded, linear, exponential, skeleton2, gated_skeleton,
+                                index_set)
 """The order in which the engine tries the results (the last always answers)."""
 
 
@@ -380,6 +397,12 @@ class _IndexSet:
             return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: the flip constant c = {self.flip.value['c']} is not rational, "
                             "so the index-set witness cannot be checked exactly.")
         if self.c_flip is None and sk is None:
+            if self.block.gated:  # a step-like gate without a flip identity: the gated skeleton's search
+                from absorb.engine.gated_skeleton import step_gate_search
+
+                gd = step_gate_search(ctx)
+                if gd is not None:
+                    return gd
             return self._nothing_applies()
         if self.c_flip is not None and sk is not None and sk.c != self.c_flip:
             # σ(z) − σ(−z) = c z forces L₊ + L₋ = c; a mismatch means one proof is wrong: claim nothing.
@@ -403,9 +426,9 @@ class _IndexSet:
         ctx = self.ctx
         why = "no result of the paper (or beyond it) covers this activation"
         if self.block.gated and self.block.has_bias:
-            why += " with biases (no skeleton argument is known for gated blocks)"
+            why += " with biases (the gated skeleton covers step-like and ReLU-like gates only)"
         elif self.block.gated and not ctx.bias_free_class:
-            why += " when the residual-free block may have biases (no skeleton argument is known for gated blocks)"
+            why += " when the residual-free block may have biases (the gated skeleton covers step-like and ReLU-like gates only)"
         parts = [p.statement for p in (self.flip, self.slopes) if p is not None and not p.proved] + ctx.notes
         parts = list(dict.fromkeys(parts))
         return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {why} ({'; '.join(parts)})." if parts else f"Unknown: {why}.")
@@ -445,6 +468,13 @@ class _IndexSet:
         with the search's proof that no S exists, or degenerate through its canonical form."""
         ctx, blk, sk = self.ctx, self.block, self.skeleton
         if blk.gated:
+            from absorb.engine.gated_skeleton import step_gate_verdict
+
+            gd = step_gate_verdict(ctx, infeasible, self.c_flip)
+            if gd is not None:
+                return gd
+            if ctx.notes:
+                unknown_reason = unknown_reason.rstrip(".") + f" ({'; '.join(dict.fromkeys(ctx.notes))})."
             return ctx.done(Verdict.UNKNOWN, Theorem.INDEX_SET, unknown_reason, search=search)
         if ctx.bias_free_class and self.failing and family_of(blk) is not None:
             dd = decide_degenerate(blk, tol=ctx.tol, seed=ctx.seed)

@@ -116,6 +116,24 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                          'at } 0:\\ c = 1'],
                                                'value': {'c': {'srepr': 'Integer(1)'}},
                                                'witness': None},
+                    'gate_limits': {'name': 'gate_limits',
+                                    'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                    'status': 'refuted',
+                                    'steps': ['\\sigma(x) = \\frac{x '
+                                              '\\left(\\operatorname{erf}{\\left(\\frac{\\sqrt{2} x}{2} \\right)} + '
+                                              '1\\right)}{2}',
+                                              '\\sigma(x) = s - \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,e^{- '
+                                              '\\frac{s^{2}}{2}} + \\frac{\\sqrt{2}}{2 '
+                                              '\\sqrt{\\pi}}\\,\\frac{1}{s^{2}}\\,e^{- \\frac{s^{2}}{2}} + '
+                                              'O\\!\\left(\\frac{1}{s^{4}}\\,e^{- \\frac{s^{2}}{2}}\\right)\\ \\to '
+                                              '+\\infty \\quad (x = s \\to +\\infty,\\ \\text{by the rules})',
+                                              '\\sigma(x) = - \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,e^{- '
+                                              '\\frac{s^{2}}{2}} + \\frac{\\sqrt{2}}{2 '
+                                              '\\sqrt{\\pi}}\\,\\frac{1}{s^{2}}\\,e^{- \\frac{s^{2}}{2}} + '
+                                              'O\\!\\left(\\frac{1}{s^{4}}\\,e^{- \\frac{s^{2}}{2}}\\right)\\ \\to 0 '
+                                              '\\quad (x = -s \\to -\\infty,\\ \\text{by the rules})'],
+                                    'value': {},
+                                    'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                     'homogeneity': {'name': 'homogeneous',
                                     'statement': 'σ is not positively homogeneous of any degree',
                                     'status': 'refuted',
@@ -161,6 +179,48 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                            'sigma(z)': {'srepr': "Float('0.84134474606854294858523254563203792247791296672660409', "
                                                                  'precision=169)'},
                                            'z': {'srepr': 'Integer(1)'}}},
+                    'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                           'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and o(x) '
+                                                        'at −∞: α = 0 at +∞ (σ grows at most linearly there)',
+                                           'status': 'refuted',
+                                           'steps': ['\\sigma(x) = \\frac{x '
+                                                     '\\left(\\operatorname{erf}{\\left(\\frac{\\sqrt{2} x}{2} '
+                                                     '\\right)} + 1\\right)}{2}',
+                                                     '\\sigma(x) = s - \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,e^{- '
+                                                     '\\frac{s^{2}}{2}} + \\frac{\\sqrt{2}}{2 '
+                                                     '\\sqrt{\\pi}}\\,\\frac{1}{s^{2}}\\,e^{- \\frac{s^{2}}{2}} + '
+                                                     'O\\!\\left(\\frac{1}{s^{4}}\\,e^{- \\frac{s^{2}}{2}}\\right) '
+                                                     '\\quad (x = s \\to +\\infty,\\ \\text{by the rules})',
+                                                     '\\sigma(x) = - \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,e^{- '
+                                                     '\\frac{s^{2}}{2}} + \\frac{\\sqrt{2}}{2 '
+                                                     '\\sqrt{\\pi}}\\,\\frac{1}{s^{2}}\\,e^{- \\frac{s^{2}}{2}} + '
+                                                     'O\\!\\left(\\frac{1}{s^{4}}\\,e^{- \\frac{s^{2}}{2}}\\right) '
+                                                     '\\quad (x = -s \\to -\\infty,\\ \\text{by the rules})'],
+                                           'value': {},
+                                           'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                       'alpha_plus': {'srepr': 'Integer(0)'},
+                                                       'beta_minus': {'srepr': 'Integer(0)'},
+                                                       'beta_plus': {'srepr': 'Integer(1)'}}},
+                    'relu_like_gate': {'name': 'relu_like_gate',
+                                       'statement': 'σ(s) = s + o(1) as s → +∞ and σ(s) = o(1) as s → −∞',
+                                       'status': 'proved',
+                                       'steps': ['\\sigma(x) = \\frac{x '
+                                                 '\\left(\\operatorname{erf}{\\left(\\frac{\\sqrt{2} x}{2} \\right)} + '
+                                                 '1\\right)}{2}',
+                                                 '\\sigma(x) - x = - \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,e^{- '
+                                                 '\\frac{s^{2}}{2}} + \\frac{\\sqrt{2}}{2 '
+                                                 '\\sqrt{\\pi}}\\,\\frac{1}{s^{2}}\\,e^{- \\frac{s^{2}}{2}} + '
+                                                 'O\\!\\left(\\frac{1}{s^{4}}\\,e^{- \\frac{s^{2}}{2}}\\right)\\ \\to '
+                                                 '0 \\quad (x = s \\to +\\infty,\\ \\text{by the rules})',
+                                                 '\\sigma(x) = - \\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,e^{- '
+                                                 '\\frac{s^{2}}{2}} + \\frac{\\sqrt{2}}{2 '
+                                                 '\\sqrt{\\pi}}\\,\\frac{1}{s^{2}}\\,e^{- \\frac{s^{2}}{2}} + '
+                                                 'O\\!\\left(\\frac{1}{s^{4}}\\,e^{- \\frac{s^{2}}{2}}\\right)\\ \\to '
+                                                 '0 \\quad (x = -s \\to -\\infty,\\ \\text{by the rules})',
+                                                 '\\sigma(tz + c) = [z > 0]\\,(tz + c) + o(1)\\quad (t \\to \\infty,\\ '
+                                                 'z \\ne 0,\\ c \\in \\mathbb{R})'],
+                                       'value': {},
+                                       'witness': None},
                     'vanishing_gate': {'name': 'vanishing_gate',
                                        'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1/2",
                                        'status': 'proved',
@@ -308,6 +368,28 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                               'trivially at } 0:\\ c = 1'],
                                                     'value': {'c': {'srepr': 'Integer(1)'}},
                                                     'witness': None},
+                         'gate_limits': {'name': 'gate_limits',
+                                         'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                         'status': 'refuted',
+                                         'steps': ['\\sigma(x) = \\frac{x \\left(\\tanh{\\left(\\frac{\\sqrt{2} '
+                                                   '\\left(\\frac{8943 x^{3}}{200000} + x\\right)}{\\sqrt{\\pi}} '
+                                                   '\\right)} + 1\\right)}{2}',
+                                                   '\\sigma(x) = s - s\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
+                                                   '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + s\\,e^{- '
+                                                   '\\frac{8943 \\sqrt{2} s^{3}}{50000 \\sqrt{\\pi}} - \\frac{4 '
+                                                   '\\sqrt{2} s}{\\sqrt{\\pi}}} + O\\!\\left(s\\,e^{- \\frac{26829 '
+                                                   '\\sqrt{2} s^{3}}{100000 \\sqrt{\\pi}} - \\frac{6 \\sqrt{2} '
+                                                   's}{\\sqrt{\\pi}}}\\right)\\ \\to +\\infty \\quad (x = s \\to '
+                                                   '+\\infty,\\ \\text{by the rules})',
+                                                   '\\sigma(x) = -s\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
+                                                   '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + s\\,e^{- '
+                                                   '\\frac{8943 \\sqrt{2} s^{3}}{50000 \\sqrt{\\pi}} - \\frac{4 '
+                                                   '\\sqrt{2} s}{\\sqrt{\\pi}}} + O\\!\\left(s\\,e^{- \\frac{26829 '
+                                                   '\\sqrt{2} s^{3}}{100000 \\sqrt{\\pi}} - \\frac{6 \\sqrt{2} '
+                                                   's}{\\sqrt{\\pi}}}\\right)\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ '
+                                                   '\\text{by the rules})'],
+                                         'value': {},
+                                         'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                          'homogeneity': {'name': 'homogeneous',
                                          'statement': 'σ is not positively homogeneous of any degree',
                                          'status': 'refuted',
@@ -355,6 +437,57 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                 'sigma(z)': {'srepr': "Float('0.84119199060827670478199577704518386082576147011400983', "
                                                                       'precision=169)'},
                                                 'z': {'srepr': 'Integer(1)'}}},
+                         'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                                'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and '
+                                                             'o(x) at −∞: α = 0 at +∞ (σ grows at most linearly there)',
+                                                'status': 'refuted',
+                                                'steps': ['\\sigma(x) = \\frac{x \\left(\\tanh{\\left(\\frac{\\sqrt{2} '
+                                                          '\\left(\\frac{8943 x^{3}}{200000} + '
+                                                          'x\\right)}{\\sqrt{\\pi}} \\right)} + 1\\right)}{2}',
+                                                          '\\sigma(x) = s - s\\,e^{- \\frac{8943 \\sqrt{2} '
+                                                          's^{3}}{100000 \\sqrt{\\pi}} - \\frac{2 \\sqrt{2} '
+                                                          's}{\\sqrt{\\pi}}} + s\\,e^{- \\frac{8943 \\sqrt{2} '
+                                                          's^{3}}{50000 \\sqrt{\\pi}} - \\frac{4 \\sqrt{2} '
+                                                          's}{\\sqrt{\\pi}}} + O\\!\\left(s\\,e^{- \\frac{26829 '
+                                                          '\\sqrt{2} s^{3}}{100000 \\sqrt{\\pi}} - \\frac{6 \\sqrt{2} '
+                                                          's}{\\sqrt{\\pi}}}\\right) \\quad (x = s \\to +\\infty,\\ '
+                                                          '\\text{by the rules})',
+                                                          '\\sigma(x) = -s\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
+                                                          '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + '
+                                                          's\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{50000 \\sqrt{\\pi}} - '
+                                                          '\\frac{4 \\sqrt{2} s}{\\sqrt{\\pi}}} + O\\!\\left(s\\,e^{- '
+                                                          '\\frac{26829 \\sqrt{2} s^{3}}{100000 \\sqrt{\\pi}} - '
+                                                          '\\frac{6 \\sqrt{2} s}{\\sqrt{\\pi}}}\\right) \\quad (x = -s '
+                                                          '\\to -\\infty,\\ \\text{by the rules})'],
+                                                'value': {},
+                                                'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                            'alpha_plus': {'srepr': 'Integer(0)'},
+                                                            'beta_minus': {'srepr': 'Integer(0)'},
+                                                            'beta_plus': {'srepr': 'Integer(1)'}}},
+                         'relu_like_gate': {'name': 'relu_like_gate',
+                                            'statement': 'σ(s) = s + o(1) as s → +∞ and σ(s) = o(1) as s → −∞',
+                                            'status': 'proved',
+                                            'steps': ['\\sigma(x) = \\frac{x \\left(\\tanh{\\left(\\frac{\\sqrt{2} '
+                                                      '\\left(\\frac{8943 x^{3}}{200000} + x\\right)}{\\sqrt{\\pi}} '
+                                                      '\\right)} + 1\\right)}{2}',
+                                                      '\\sigma(x) - x = -s\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
+                                                      '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + s\\,e^{- '
+                                                      '\\frac{8943 \\sqrt{2} s^{3}}{50000 \\sqrt{\\pi}} - \\frac{4 '
+                                                      '\\sqrt{2} s}{\\sqrt{\\pi}}} + O\\!\\left(s\\,e^{- \\frac{26829 '
+                                                      '\\sqrt{2} s^{3}}{100000 \\sqrt{\\pi}} - \\frac{6 \\sqrt{2} '
+                                                      's}{\\sqrt{\\pi}}}\\right)\\ \\to 0 \\quad (x = s \\to '
+                                                      '+\\infty,\\ \\text{by the rules})',
+                                                      '\\sigma(x) = -s\\,e^{- \\frac{8943 \\sqrt{2} s^{3}}{100000 '
+                                                      '\\sqrt{\\pi}} - \\frac{2 \\sqrt{2} s}{\\sqrt{\\pi}}} + s\\,e^{- '
+                                                      '\\frac{8943 \\sqrt{2} s^{3}}{50000 \\sqrt{\\pi}} - \\frac{4 '
+                                                      '\\sqrt{2} s}{\\sqrt{\\pi}}} + O\\!\\left(s\\,e^{- \\frac{26829 '
+                                                      '\\sqrt{2} s^{3}}{100000 \\sqrt{\\pi}} - \\frac{6 \\sqrt{2} '
+                                                      's}{\\sqrt{\\pi}}}\\right)\\ \\to 0 \\quad (x = -s \\to '
+                                                      '-\\infty,\\ \\text{by the rules})',
+                                                      '\\sigma(tz + c) = [z > 0]\\,(tz + c) + o(1)\\quad (t \\to '
+                                                      '\\infty,\\ z \\ne 0,\\ c \\in \\mathbb{R})'],
+                                            'value': {},
+                                            'witness': None},
                          'vanishing_gate': {'name': 'vanishing_gate',
                                             'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1/2",
                                             'status': 'proved',
@@ -448,6 +581,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                              'trivially at } 0:\\ c = 2'],
                                                    'value': {'c': {'srepr': 'Integer(2)'}},
                                                    'witness': None},
+                        'gate_limits': {'name': 'gate_limits',
+                                        'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                        'status': 'refuted',
+                                        'steps': ['\\sigma(x) = x',
+                                                  '\\sigma(x) = s\\ \\to +\\infty \\quad (x = s \\to +\\infty,\\ '
+                                                  '\\text{by the rules})',
+                                                  '\\sigma(x) = -s\\ \\to -\\infty \\quad (x = -s \\to -\\infty,\\ '
+                                                  '\\text{by the rules})'],
+                                        'value': {},
+                                        'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                         'homogeneity': {'name': 'homogeneous',
                                         'statement': 'σ is positively homogeneous of degree k = 1',
                                         'status': 'proved',
@@ -475,6 +618,30 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                'sigma(-z)-sigma(z)': {'srepr': 'Integer(-2)'},
                                                'sigma(z)': {'srepr': "Float('1.0', precision=169)"},
                                                'z': {'srepr': 'Integer(1)'}}},
+                        'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                               'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and '
+                                                            'o(x) at −∞: α = 0 at +∞ (σ grows at most linearly there)',
+                                               'status': 'refuted',
+                                               'steps': ['\\sigma(x) = x',
+                                                         '\\sigma(x) = s \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                                         'rules})',
+                                                         '\\sigma(x) = -s \\quad (x = -s \\to -\\infty,\\ \\text{by '
+                                                         'the rules})'],
+                                               'value': {},
+                                               'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                           'alpha_plus': {'srepr': 'Integer(0)'},
+                                                           'beta_minus': {'srepr': 'Integer(1)'},
+                                                           'beta_plus': {'srepr': 'Integer(1)'}}},
+                        'relu_like_gate': {'name': 'relu_like_gate',
+                                           'statement': 'σ(s) → -oo as s → -∞, not 0',
+                                           'status': 'refuted',
+                                           'steps': ['\\sigma(x) = x',
+                                                     '\\sigma(x) - x = 0\\ \\to 0 \\quad (x = s \\to +\\infty,\\ '
+                                                     '\\text{by the rules})',
+                                                     '\\sigma(x) = -s\\ \\to -\\infty \\quad (x = -s \\to -\\infty,\\ '
+                                                     '\\text{by the rules})'],
+                                           'value': {},
+                                           'witness': {'side': '-'}},
                         'vanishing_gate': {'name': 'vanishing_gate',
                                            'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1",
                                            'status': 'proved',
@@ -574,6 +741,17 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                                'trivially at } 0:\\ c = \\frac{101}{100}'],
                                                      'value': {'c': {'srepr': 'Rational(101, 100)'}},
                                                      'witness': None},
+                          'gate_limits': {'name': 'gate_limits',
+                                          'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                          'status': 'refuted',
+                                          'steps': ['\\sigma(x) = \\begin{cases} x & \\text{for}\\: x \\geq 0 '
+                                                    '\\\\\\frac{x}{100} & \\text{otherwise} \\end{cases}',
+                                                    '\\sigma(x) = s\\ \\to +\\infty \\quad (x = s \\to +\\infty,\\ '
+                                                    '\\text{by the rules})',
+                                                    '\\sigma(x) = - \\frac{1}{100}\\,s\\ \\to -\\infty \\quad (x = -s '
+                                                    '\\to -\\infty,\\ \\text{by the rules})'],
+                                          'value': {},
+                                          'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                           'homogeneity': {'name': 'homogeneous',
                                           'statement': 'σ is positively homogeneous of degree k = 1',
                                           'status': 'proved',
@@ -609,6 +787,33 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                  'sigma(-z)-sigma(z)': {'srepr': 'Rational(-101, 100)'},
                                                  'sigma(z)': {'srepr': "Float('1.0', precision=169)"},
                                                  'z': {'srepr': 'Integer(1)'}}},
+                          'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                                 'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and '
+                                                              'o(x) at −∞: α = 0 at +∞ (σ grows at most linearly '
+                                                              'there)',
+                                                 'status': 'refuted',
+                                                 'steps': ['\\sigma(x) = \\begin{cases} x & \\text{for}\\: x \\geq 0 '
+                                                           '\\\\\\frac{x}{100} & \\text{otherwise} \\end{cases}',
+                                                           '\\sigma(x) = s \\quad (x = s \\to +\\infty,\\ \\text{by '
+                                                           'the rules})',
+                                                           '\\sigma(x) = - \\frac{1}{100}\\,s \\quad (x = -s \\to '
+                                                           '-\\infty,\\ \\text{by the rules})'],
+                                                 'value': {},
+                                                 'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                             'alpha_plus': {'srepr': 'Integer(0)'},
+                                                             'beta_minus': {'srepr': 'Rational(1, 100)'},
+                                                             'beta_plus': {'srepr': 'Integer(1)'}}},
+                          'relu_like_gate': {'name': 'relu_like_gate',
+                                             'statement': 'σ(s) → -oo as s → -∞, not 0',
+                                             'status': 'refuted',
+                                             'steps': ['\\sigma(x) = \\begin{cases} x & \\text{for}\\: x \\geq 0 '
+                                                       '\\\\\\frac{x}{100} & \\text{otherwise} \\end{cases}',
+                                                       '\\sigma(x) - x = 0\\ \\to 0 \\quad (x = s \\to +\\infty,\\ '
+                                                       '\\text{by the rules})',
+                                                       '\\sigma(x) = - \\frac{1}{100}\\,s\\ \\to -\\infty \\quad (x = '
+                                                       '-s \\to -\\infty,\\ \\text{by the rules})'],
+                                             'value': {},
+                                             'witness': {'side': '-'}},
                           'vanishing_gate': {'name': 'vanishing_gate',
                                              'statement': 'g is not differentiable at 0: one-sided derivatives 1 and '
                                                           '1/100',
@@ -720,6 +925,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                                'trivially at } 0:\\ c = 1'],
                                                      'value': {'c': {'srepr': 'Integer(1)'}},
                                                      'witness': None},
+                          'gate_limits': {'name': 'gate_limits',
+                                          'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                          'status': 'refuted',
+                                          'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- \\frac{851 x}{500}}}',
+                                                    '\\sigma(x) = s - s\\,e^{- \\frac{851 s}{500}} + s\\,e^{- '
+                                                    '\\frac{851 s}{250}} + O\\!\\left(s\\,e^{- \\frac{2553 '
+                                                    's}{500}}\\right)\\ \\to +\\infty \\quad (x = s \\to +\\infty,\\ '
+                                                    '\\text{by the rules})',
+                                                    '\\sigma(x) = -s\\,e^{- \\frac{851 s}{500}} + s\\,e^{- \\frac{851 '
+                                                    's}{250}} - s\\,e^{- \\frac{2553 s}{500}} + O\\!\\left(s\\,e^{- '
+                                                    '\\frac{851 s}{125}}\\right)\\ \\to 0 \\quad (x = -s \\to '
+                                                    '-\\infty,\\ \\text{by the rules})'],
+                                          'value': {},
+                                          'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                           'homogeneity': {'name': 'homogeneous',
                                           'statement': 'σ is not positively homogeneous of any degree',
                                           'status': 'refuted',
@@ -761,6 +980,41 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                  'sigma(z)': {'srepr': "Float('0.84579576593282129570710682652539733776219617657870367', "
                                                                        'precision=169)'},
                                                  'z': {'srepr': 'Integer(1)'}}},
+                          'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                                 'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and '
+                                                              'o(x) at −∞: α = 0 at +∞ (σ grows at most linearly '
+                                                              'there)',
+                                                 'status': 'refuted',
+                                                 'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- \\frac{851 x}{500}}}',
+                                                           '\\sigma(x) = s - s\\,e^{- \\frac{851 s}{500}} + s\\,e^{- '
+                                                           '\\frac{851 s}{250}} + O\\!\\left(s\\,e^{- \\frac{2553 '
+                                                           's}{500}}\\right) \\quad (x = s \\to +\\infty,\\ \\text{by '
+                                                           'the rules})',
+                                                           '\\sigma(x) = -s\\,e^{- \\frac{851 s}{500}} + s\\,e^{- '
+                                                           '\\frac{851 s}{250}} - s\\,e^{- \\frac{2553 s}{500}} + '
+                                                           'O\\!\\left(s\\,e^{- \\frac{851 s}{125}}\\right) \\quad (x '
+                                                           '= -s \\to -\\infty,\\ \\text{by the rules})'],
+                                                 'value': {},
+                                                 'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                             'alpha_plus': {'srepr': 'Integer(0)'},
+                                                             'beta_minus': {'srepr': 'Integer(0)'},
+                                                             'beta_plus': {'srepr': 'Integer(1)'}}},
+                          'relu_like_gate': {'name': 'relu_like_gate',
+                                             'statement': 'σ(s) = s + o(1) as s → +∞ and σ(s) = o(1) as s → −∞',
+                                             'status': 'proved',
+                                             'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- \\frac{851 x}{500}}}',
+                                                       '\\sigma(x) - x = -s\\,e^{- \\frac{851 s}{500}} + s\\,e^{- '
+                                                       '\\frac{851 s}{250}} + O\\!\\left(s\\,e^{- \\frac{2553 '
+                                                       's}{500}}\\right)\\ \\to 0 \\quad (x = s \\to +\\infty,\\ '
+                                                       '\\text{by the rules})',
+                                                       '\\sigma(x) = -s\\,e^{- \\frac{851 s}{500}} + s\\,e^{- '
+                                                       '\\frac{851 s}{250}} - s\\,e^{- \\frac{2553 s}{500}} + '
+                                                       'O\\!\\left(s\\,e^{- \\frac{851 s}{125}}\\right)\\ \\to 0 '
+                                                       '\\quad (x = -s \\to -\\infty,\\ \\text{by the rules})',
+                                                       '\\sigma(tz + c) = [z > 0]\\,(tz + c) + o(1)\\quad (t \\to '
+                                                       '\\infty,\\ z \\ne 0,\\ c \\in \\mathbb{R})'],
+                                             'value': {},
+                                             'witness': None},
                           'vanishing_gate': {'name': 'vanishing_gate',
                                              'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1/2",
                                              'status': 'proved',
@@ -852,6 +1106,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                          'at } 0:\\ c = 1'],
                                                'value': {'c': {'srepr': 'Integer(1)'}},
                                                'witness': None},
+                    'gate_limits': {'name': 'gate_limits',
+                                    'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                    'status': 'refuted',
+                                    'steps': ['\\sigma(x) = \\max\\left(0, x\\right)',
+                                              '\\sigma(x) = s\\ \\to +\\infty \\quad (x = s \\to +\\infty,\\ \\text{by '
+                                              'the rules})',
+                                              '\\sigma(x) = 0\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                              'rules})'],
+                                    'value': {},
+                                    'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                     'homogeneity': {'name': 'homogeneous',
                                     'statement': 'σ is positively homogeneous of degree k = 1',
                                     'status': 'proved',
@@ -882,6 +1146,32 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                            'sigma(-z)-sigma(z)': {'srepr': 'Integer(-1)'},
                                            'sigma(z)': {'srepr': "Float('1.0', precision=169)"},
                                            'z': {'srepr': 'Integer(1)'}}},
+                    'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                           'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and o(x) '
+                                                        'at −∞: α = 0 at +∞ (σ grows at most linearly there)',
+                                           'status': 'refuted',
+                                           'steps': ['\\sigma(x) = \\max\\left(0, x\\right)',
+                                                     '\\sigma(x) = s \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                                     'rules})',
+                                                     '\\sigma(x) = 0 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                                     'rules})'],
+                                           'value': {},
+                                           'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                       'alpha_plus': {'srepr': 'Integer(0)'},
+                                                       'beta_minus': {'srepr': 'Integer(0)'},
+                                                       'beta_plus': {'srepr': 'Integer(1)'}}},
+                    'relu_like_gate': {'name': 'relu_like_gate',
+                                       'statement': 'σ(s) = s + o(1) as s → +∞ and σ(s) = o(1) as s → −∞',
+                                       'status': 'proved',
+                                       'steps': ['\\sigma(x) = \\max\\left(0, x\\right)',
+                                                 '\\sigma(x) - x = 0\\ \\to 0 \\quad (x = s \\to +\\infty,\\ \\text{by '
+                                                 'the rules})',
+                                                 '\\sigma(x) = 0\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ \\text{by '
+                                                 'the rules})',
+                                                 '\\sigma(tz + c) = [z > 0]\\,(tz + c) + o(1)\\quad (t \\to \\infty,\\ '
+                                                 'z \\ne 0,\\ c \\in \\mathbb{R})'],
+                                       'value': {},
+                                       'witness': None},
                     'vanishing_gate': {'name': 'vanishing_gate',
                                        'statement': 'g is not differentiable at 0: one-sided derivatives 1 and 0',
                                        'status': 'refuted',
@@ -966,6 +1256,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                 'value': {},
                                                 'witness': {'z=1': {'srepr': "Float('1.0', precision=169)"},
                                                             'z=2': {'srepr': "Float('2.0', precision=169)"}}},
+                     'gate_limits': {'name': 'gate_limits',
+                                     'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                     'status': 'refuted',
+                                     'steps': ['\\sigma(x) = \\max\\left(0, x\\right)^{2}',
+                                               '\\sigma(x) = s^{2}\\ \\to +\\infty \\quad (x = s \\to +\\infty,\\ '
+                                               '\\text{by the rules})',
+                                               '\\sigma(x) = 0\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                               'rules})'],
+                                     'value': {},
+                                     'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                      'homogeneity': {'name': 'homogeneous',
                                      'statement': 'σ is positively homogeneous of degree k = 2',
                                      'status': 'proved',
@@ -996,6 +1296,32 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                             'sigma(-z)-sigma(z)': {'srepr': 'Integer(-1)'},
                                             'sigma(z)': {'srepr': "Float('1.0', precision=169)"},
                                             'z': {'srepr': 'Integer(1)'}}},
+                     'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                            'statement': 'σ(x) = αx² + βx + o(x) as x → +∞ and σ(x) = o(x) as x → −∞ '
+                                                         '(α = 1, β = 0)',
+                                            'status': 'proved',
+                                            'steps': ['\\sigma(x) = \\max\\left(0, x\\right)^{2}',
+                                                      '\\sigma(x) = s^{2} \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                                      'rules})',
+                                                      '\\sigma(x) = 0 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                                      'rules})',
+                                                      '\\alpha = 1,\\quad \\beta = 0:\\quad \\sigma(tz + c) = [z > '
+                                                      '0]\\,\\big(\\alpha t^2 z^2 + t\\,(2\\alpha c + '
+                                                      '\\beta)\\,z\\big) + o(t)\\quad (t \\to \\infty,\\ z, c \\in '
+                                                      '\\mathbb{R})'],
+                                            'value': {'alpha': {'srepr': 'Integer(1)'},
+                                                      'beta': {'srepr': 'Integer(0)'}},
+                                            'witness': None},
+                     'relu_like_gate': {'name': 'relu_like_gate',
+                                        'statement': 'σ(s) − s → +oo as s → +∞, not 0',
+                                        'status': 'refuted',
+                                        'steps': ['\\sigma(x) = \\max\\left(0, x\\right)^{2}',
+                                                  '\\sigma(x) - x = s^{2} - s\\ \\to +\\infty \\quad (x = s \\to '
+                                                  '+\\infty,\\ \\text{by the rules})',
+                                                  '\\sigma(x) = 0\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ \\text{by '
+                                                  'the rules})'],
+                                        'value': {},
+                                        'witness': {'side': '+'}},
                      'vanishing_gate': {'name': 'vanishing_gate',
                                         'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 0",
                                         'status': 'proved',
@@ -1102,6 +1428,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                                                'precision=169)'},
                                                               'z=2': {'srepr': "Float('0.38079707797788244405972914130239679520638429862896811', "
                                                                                'precision=169)'}}},
+                       'gate_limits': {'name': 'gate_limits',
+                                       'statement': 'σ(s) → L₊ = 1 as s → +∞ and → L₋ = 0 as s → −∞',
+                                       'status': 'proved',
+                                       'steps': ['\\sigma(x) = \\frac{1}{1 + e^{- x}}',
+                                                 '\\sigma(x) = 1 - e^{- s} + e^{- 2 s} + O\\!\\left(e^{- 3 '
+                                                 's}\\right)\\ \\to 1 \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                                 'rules})',
+                                                 '\\sigma(x) = e^{- s} - e^{- 2 s} + e^{- 3 s} + O\\!\\left(e^{- 4 '
+                                                 's}\\right)\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                                 'rules})',
+                                                 'L_+ = 1,\\quad L_- = 0:\\quad \\sigma(tz + c) \\to L_+ [z > 0] + L_- '
+                                                 '[z < 0]\\quad (t \\to \\infty,\\ z \\ne 0,\\ c \\in \\mathbb{R})'],
+                                       'value': {'L_minus': {'srepr': 'Integer(0)'}, 'L_plus': {'srepr': 'Integer(1)'}},
+                                       'witness': None},
                        'homogeneity': {'name': 'homogeneous',
                                        'statement': 'σ(0) ≠ 0, so σ is not positively homogeneous of any degree k > 0',
                                        'status': 'refuted',
@@ -1128,6 +1468,34 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                               'sigma(z)': {'srepr': "Float('0.73105857863000487925115924182183627436514464016505674', "
                                                                     'precision=169)'},
                                               'z': {'srepr': 'Integer(1)'}}},
+                       'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                              'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and '
+                                                           'o(x) at −∞: α = 0 at +∞ (σ grows at most linearly there)',
+                                              'status': 'refuted',
+                                              'steps': ['\\sigma(x) = \\frac{1}{1 + e^{- x}}',
+                                                        '\\sigma(x) = 1 - e^{- s} + e^{- 2 s} + O\\!\\left(e^{- 3 '
+                                                        's}\\right) \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                                        'rules})',
+                                                        '\\sigma(x) = e^{- s} - e^{- 2 s} + e^{- 3 s} + '
+                                                        'O\\!\\left(e^{- 4 s}\\right) \\quad (x = -s \\to -\\infty,\\ '
+                                                        '\\text{by the rules})'],
+                                              'value': {},
+                                              'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                          'alpha_plus': {'srepr': 'Integer(0)'},
+                                                          'beta_minus': {'srepr': 'Integer(0)'},
+                                                          'beta_plus': {'srepr': 'Integer(0)'}}},
+                       'relu_like_gate': {'name': 'relu_like_gate',
+                                          'statement': 'σ(s) − s → -oo as s → +∞, not 0',
+                                          'status': 'refuted',
+                                          'steps': ['\\sigma(x) = \\frac{1}{1 + e^{- x}}',
+                                                    '\\sigma(x) - x = -s + 1 - e^{- s} + e^{- 2 s} + O\\!\\left(e^{- 3 '
+                                                    's}\\right)\\ \\to -\\infty \\quad (x = s \\to +\\infty,\\ '
+                                                    '\\text{by the rules})',
+                                                    '\\sigma(x) = e^{- s} - e^{- 2 s} + e^{- 3 s} + O\\!\\left(e^{- 4 '
+                                                    's}\\right)\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                                    'rules})'],
+                                          'value': {},
+                                          'witness': {'side': '+'}},
                        'vanishing_gate': {'name': 'vanishing_gate',
                                           'statement': 'g(0) = 1/2 ≠ 0',
                                           'status': 'refuted',
@@ -1221,6 +1589,18 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                          'at } 0:\\ c = 1'],
                                                'value': {'c': {'srepr': 'Integer(1)'}},
                                                'witness': None},
+                    'gate_limits': {'name': 'gate_limits',
+                                    'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                    'status': 'refuted',
+                                    'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- x}}',
+                                              '\\sigma(x) = s - s\\,e^{- s} + s\\,e^{- 2 s} + O\\!\\left(s\\,e^{- 3 '
+                                              's}\\right)\\ \\to +\\infty \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                              'rules})',
+                                              '\\sigma(x) = -s\\,e^{- s} + s\\,e^{- 2 s} - s\\,e^{- 3 s} + '
+                                              'O\\!\\left(s\\,e^{- 4 s}\\right)\\ \\to 0 \\quad (x = -s \\to '
+                                              '-\\infty,\\ \\text{by the rules})'],
+                                    'value': {},
+                                    'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                     'homogeneity': {'name': 'homogeneous',
                                     'statement': 'σ is not positively homogeneous of any degree',
                                     'status': 'refuted',
@@ -1260,6 +1640,36 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                            'sigma(z)': {'srepr': "Float('0.73105857863000487925115924182183627436514464016505674', "
                                                                  'precision=169)'},
                                            'z': {'srepr': 'Integer(1)'}}},
+                    'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                           'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and o(x) '
+                                                        'at −∞: α = 0 at +∞ (σ grows at most linearly there)',
+                                           'status': 'refuted',
+                                           'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- x}}',
+                                                     '\\sigma(x) = s - s\\,e^{- s} + s\\,e^{- 2 s} + '
+                                                     'O\\!\\left(s\\,e^{- 3 s}\\right) \\quad (x = s \\to +\\infty,\\ '
+                                                     '\\text{by the rules})',
+                                                     '\\sigma(x) = -s\\,e^{- s} + s\\,e^{- 2 s} - s\\,e^{- 3 s} + '
+                                                     'O\\!\\left(s\\,e^{- 4 s}\\right) \\quad (x = -s \\to -\\infty,\\ '
+                                                     '\\text{by the rules})'],
+                                           'value': {},
+                                           'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                       'alpha_plus': {'srepr': 'Integer(0)'},
+                                                       'beta_minus': {'srepr': 'Integer(0)'},
+                                                       'beta_plus': {'srepr': 'Integer(1)'}}},
+                    'relu_like_gate': {'name': 'relu_like_gate',
+                                       'statement': 'σ(s) = s + o(1) as s → +∞ and σ(s) = o(1) as s → −∞',
+                                       'status': 'proved',
+                                       'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- x}}',
+                                                 '\\sigma(x) - x = -s\\,e^{- s} + s\\,e^{- 2 s} + O\\!\\left(s\\,e^{- '
+                                                 '3 s}\\right)\\ \\to 0 \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                                 'rules})',
+                                                 '\\sigma(x) = -s\\,e^{- s} + s\\,e^{- 2 s} - s\\,e^{- 3 s} + '
+                                                 'O\\!\\left(s\\,e^{- 4 s}\\right)\\ \\to 0 \\quad (x = -s \\to '
+                                                 '-\\infty,\\ \\text{by the rules})',
+                                                 '\\sigma(tz + c) = [z > 0]\\,(tz + c) + o(1)\\quad (t \\to \\infty,\\ '
+                                                 'z \\ne 0,\\ c \\in \\mathbb{R})'],
+                                       'value': {},
+                                       'witness': None},
                     'vanishing_gate': {'name': 'vanishing_gate',
                                        'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1/2",
                                        'status': 'proved',
@@ -1364,6 +1774,18 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                              'trivially at } 0:\\ c = 1'],
                                                    'value': {'c': {'srepr': 'Integer(1)'}},
                                                    'witness': None},
+                        'gate_limits': {'name': 'gate_limits',
+                                        'statement': 'σ(s) has no finite limit as s → +∞ (it tends to oo)',
+                                        'status': 'refuted',
+                                        'steps': ['\\sigma(x) = \\log{\\left(e^{x} + 1 \\right)}',
+                                                  '\\sigma(x) = s + e^{- s} - \\frac{1}{2}\\,e^{- 2 s} + '
+                                                  'O\\!\\left(e^{- 3 s}\\right)\\ \\to +\\infty \\quad (x = s \\to '
+                                                  '+\\infty,\\ \\text{by the rules})',
+                                                  '\\sigma(x) = e^{- s} - \\frac{1}{2}\\,e^{- 2 s} + O\\!\\left(e^{- 3 '
+                                                  's}\\right)\\ \\to 0 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                                  'rules})'],
+                                        'value': {},
+                                        'witness': {'limit': {'srepr': 'oo'}, 'side': '+'}},
                         'homogeneity': {'name': 'homogeneous',
                                         'statement': 'σ(0) ≠ 0, so σ is not positively homogeneous of any degree k > 0',
                                         'status': 'refuted',
@@ -1392,6 +1814,36 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                'sigma(z)': {'srepr': "Float('1.3132616875182228340489954949678556419152800856703487', "
                                                                      'precision=169)'},
                                                'z': {'srepr': 'Integer(1)'}}},
+                        'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                               'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and '
+                                                            'o(x) at −∞: α = 0 at +∞ (σ grows at most linearly there)',
+                                               'status': 'refuted',
+                                               'steps': ['\\sigma(x) = \\log{\\left(e^{x} + 1 \\right)}',
+                                                         '\\sigma(x) = s + e^{- s} - \\frac{1}{2}\\,e^{- 2 s} + '
+                                                         'O\\!\\left(e^{- 3 s}\\right) \\quad (x = s \\to +\\infty,\\ '
+                                                         '\\text{by the rules})',
+                                                         '\\sigma(x) = e^{- s} - \\frac{1}{2}\\,e^{- 2 s} + '
+                                                         'O\\!\\left(e^{- 3 s}\\right) \\quad (x = -s \\to -\\infty,\\ '
+                                                         '\\text{by the rules})'],
+                                               'value': {},
+                                               'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                           'alpha_plus': {'srepr': 'Integer(0)'},
+                                                           'beta_minus': {'srepr': 'Integer(0)'},
+                                                           'beta_plus': {'srepr': 'Integer(1)'}}},
+                        'relu_like_gate': {'name': 'relu_like_gate',
+                                           'statement': 'σ(s) = s + o(1) as s → +∞ and σ(s) = o(1) as s → −∞',
+                                           'status': 'proved',
+                                           'steps': ['\\sigma(x) = \\log{\\left(e^{x} + 1 \\right)}',
+                                                     '\\sigma(x) - x = e^{- s} - \\frac{1}{2}\\,e^{- 2 s} + '
+                                                     'O\\!\\left(e^{- 3 s}\\right)\\ \\to 0 \\quad (x = s \\to '
+                                                     '+\\infty,\\ \\text{by the rules})',
+                                                     '\\sigma(x) = e^{- s} - \\frac{1}{2}\\,e^{- 2 s} + '
+                                                     'O\\!\\left(e^{- 3 s}\\right)\\ \\to 0 \\quad (x = -s \\to '
+                                                     '-\\infty,\\ \\text{by the rules})',
+                                                     '\\sigma(tz + c) = [z > 0]\\,(tz + c) + o(1)\\quad (t \\to '
+                                                     '\\infty,\\ z \\ne 0,\\ c \\in \\mathbb{R})'],
+                                           'value': {},
+                                           'witness': None},
                         'vanishing_gate': {'name': 'vanishing_gate',
                                            'statement': 'g(0) = log(2) ≠ 0',
                                            'status': 'refuted',
@@ -1488,6 +1940,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                                             'precision=169)'},
                                                            'z=2': {'srepr': "Float('0.96402758007581688394641372410092315025502997624093451', "
                                                                             'precision=169)'}}},
+                    'gate_limits': {'name': 'gate_limits',
+                                    'statement': 'σ(s) → L₊ = 1 as s → +∞ and → L₋ = -1 as s → −∞',
+                                    'status': 'proved',
+                                    'steps': ['\\sigma(x) = \\tanh{\\left(x \\right)}',
+                                              '\\sigma(x) = 1 - 2\\,e^{- 2 s} + 2\\,e^{- 4 s} + O\\!\\left(e^{- 6 '
+                                              's}\\right)\\ \\to 1 \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                              'rules})',
+                                              '\\sigma(x) = -1 + 2\\,e^{- 2 s} - 2\\,e^{- 4 s} + O\\!\\left(e^{- 6 '
+                                              's}\\right)\\ \\to -1 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                              'rules})',
+                                              'L_+ = 1,\\quad L_- = -1:\\quad \\sigma(tz + c) \\to L_+ [z > 0] + L_- '
+                                              '[z < 0]\\quad (t \\to \\infty,\\ z \\ne 0,\\ c \\in \\mathbb{R})'],
+                                    'value': {'L_minus': {'srepr': 'Integer(-1)'}, 'L_plus': {'srepr': 'Integer(1)'}},
+                                    'witness': None},
                     'homogeneity': {'name': 'homogeneous',
                                     'statement': 'σ is not positively homogeneous of any degree',
                                     'status': 'refuted',
@@ -1530,6 +1996,34 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                            'sigma(z)': {'srepr': "Float('0.76159415595576488811945828260479359041276859725793622', "
                                                                  'precision=169)'},
                                            'z': {'srepr': 'Integer(1)'}}},
+                    'quadratic_skeleton': {'name': 'quadratic_skeleton',
+                                           'statement': 'σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and o(x) '
+                                                        'at −∞: α = 0 at +∞ (σ grows at most linearly there)',
+                                           'status': 'refuted',
+                                           'steps': ['\\sigma(x) = \\tanh{\\left(x \\right)}',
+                                                     '\\sigma(x) = 1 - 2\\,e^{- 2 s} + 2\\,e^{- 4 s} + O\\!\\left(e^{- '
+                                                     '6 s}\\right) \\quad (x = s \\to +\\infty,\\ \\text{by the '
+                                                     'rules})',
+                                                     '\\sigma(x) = -1 + 2\\,e^{- 2 s} - 2\\,e^{- 4 s} + '
+                                                     'O\\!\\left(e^{- 6 s}\\right) \\quad (x = -s \\to -\\infty,\\ '
+                                                     '\\text{by the rules})'],
+                                           'value': {},
+                                           'witness': {'alpha_minus': {'srepr': 'Integer(0)'},
+                                                       'alpha_plus': {'srepr': 'Integer(0)'},
+                                                       'beta_minus': {'srepr': 'Integer(0)'},
+                                                       'beta_plus': {'srepr': 'Integer(0)'}}},
+                    'relu_like_gate': {'name': 'relu_like_gate',
+                                       'statement': 'σ(s) − s → -oo as s → +∞, not 0',
+                                       'status': 'refuted',
+                                       'steps': ['\\sigma(x) = \\tanh{\\left(x \\right)}',
+                                                 '\\sigma(x) - x = -s + 1 - 2\\,e^{- 2 s} + 2\\,e^{- 4 s} + '
+                                                 'O\\!\\left(e^{- 6 s}\\right)\\ \\to -\\infty \\quad (x = s \\to '
+                                                 '+\\infty,\\ \\text{by the rules})',
+                                                 '\\sigma(x) = -1 + 2\\,e^{- 2 s} - 2\\,e^{- 4 s} + O\\!\\left(e^{- 6 '
+                                                 's}\\right)\\ \\to -1 \\quad (x = -s \\to -\\infty,\\ \\text{by the '
+                                                 'rules})'],
+                                       'value': {},
+                                       'witness': {'side': '+'}},
                     'vanishing_gate': {'name': 'vanishing_gate',
                                        'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1",
                                        'status': 'proved',

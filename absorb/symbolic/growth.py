@@ -586,12 +586,148 @@ def bounded_on_reals(act: Activation) -> Property:
     return _get(act, "bounded_on_reals")
 
 
+# ------------------------------------------------------------------- degree-2 skeleton --
+
+
+def _quadratic_skeleton(e: sp.Expr) -> Property:
+    """σ(x) = αx² + βx + o(x) at +∞ (α ≠ 0) and σ(x) = o(x) at −∞, by the asymptotic rules
+    (:func:`absorb.symbolic.asymptotic.quadratic_terms`), each side cross-checked by 60-digit
+    evaluations far out (which can only withhold the claim)."""
+    name = "quadratic_skeleton"
+    steps = [rf"\sigma(x) = {_fmt(e)}"]
+    terms = {}
+    for sign in (1, -1):
+        try:
+            f = asy.expand(asy.at_infinity(e, sign))
+            where = r"+\infty" if sign > 0 else r"-\infty"
+            steps.append(rf"\sigma(x) = {f.latex()} \quad (x = {'' if sign > 0 else '-'}s \to {where},\ \text{{by the rules}})")
+        except asy.Unknown:
+            pass
+        terms[sign] = asy.quadratic_terms(e, sign)
+    if terms[1] is None or terms[-1] is None:
+        side = "+" if terms[1] is None else "−"
+        return Property(name, Status.UNKNOWN, f"the asymptotic rules prove no form αx² + βx + o(x) of σ at {side}∞",
+                        steps=tuple(steps))
+    (alpha, beta), (am, bm) = terms[1], terms[-1]
+    if alpha == 0 or am != 0 or bm != 0:
+        why = ("α = 0 at +∞ (σ grows at most linearly there)" if alpha == 0 else
+               f"σ(x) = {_fmt(am)}·x² + {_fmt(bm)}·x + o(x) at −∞ is not o(x)")
+        return Property(name, Status.REFUTED, f"σ is not of the form αx² + βx + o(x) (α ≠ 0) at +∞ and o(x) at −∞: {why}",
+                        steps=tuple(steps), witness={"alpha_plus": alpha, "beta_plus": beta, "alpha_minus": am, "beta_minus": bm})
+    for sign, power in ((1, 2), (-1, 1)):  # defence in depth: σ/x² → α at +∞, σ/x → 0 at −∞
+        bad = asy.numeric_check(e, sign, asy.limit(e, sign, power), power)
+        if bad:
+            return Property(name, Status.UNKNOWN, f"the rules give σ's two-term form at {_side_text(sign)}∞, but {bad}",
+                            steps=tuple(steps))
+    steps.append(rf"\alpha = {_fmt(alpha)},\quad \beta = {_fmt(beta)}:\quad \sigma(tz + c) = "
+                 r"[z > 0]\,\big(\alpha t^2 z^2 + t\,(2\alpha c + \beta)\,z\big) + o(t)\quad (t \to \infty,\ z, c \in \mathbb{R})")
+    return Property(name, Status.PROVED,
+                    f"σ(x) = αx² + βx + o(x) as x → +∞ and σ(x) = o(x) as x → −∞ (α = {alpha}, β = {beta})",
+                    value={"alpha": alpha, "beta": beta}, steps=tuple(steps))
+
+
+def quadratic_skeleton(act: Activation) -> Property:
+    """Decide whether σ(x) = αx² + βx + o(x) as x → +∞ with α ≠ 0 and σ(x) = o(x) as x → −∞
+    (ReLU², GELU², SiLU², softplus²: α = 1, β = 0). Then for every real z, c,
+    σ(tz + c) = [z > 0](αt²z² + t(2αc + β)z) + o(t) as t → ∞ (z = 0: σ(c) is finite), the
+    expansion the degree-2 skeleton reads (docs/results/skeleton2.md). value: ``alpha``, ``beta``.
+
+    >>> from absorb.model.activations import get_activation
+    >>> quadratic_skeleton(get_activation("relu2")).value["alpha"]
+    1
+    """
+    return _get(act, "quadratic_skeleton")
+
+
+# ------------------------------------------------------------------------- gate limits --
+
+
+def _gate_limits(e: sp.Expr) -> Property:
+    """L± = lim σ(s) at s → ±∞, both finite, by the asymptotic rules, cross-checked by 60-digit
+    evaluations far out (which can only withhold the claim)."""
+    name = "gate_limits"
+    steps = [rf"\sigma(x) = {_fmt(e)}"]
+    lims, infinite = _limits_at_infinity(e, 0, r"\sigma(x)", steps)
+    if infinite is not None:
+        sign, side, value, _c, _s = infinite
+        return Property(name, Status.REFUTED, f"σ(s) has no finite limit as s → {'+' if sign > 0 else '−'}∞ (it tends to {value})",
+                        steps=tuple(steps), witness={"side": side, "limit": value})
+    if not all(lims[sign].kind == "finite" for sign in (1, -1)):
+        why = "; ".join(f"at {_side_text(sign)}∞: {lims[sign].reason}" for sign in (1, -1) if lims[sign].kind != "finite")
+        return Property(name, Status.UNKNOWN, f"the asymptotic rules find no limit of σ(s) ({why})", steps=tuple(steps))
+    for sign in (1, -1):
+        bad = asy.numeric_check(e, sign, lims[sign], 0)
+        if bad:
+            return Property(name, Status.UNKNOWN, f"the rules give lim σ(s) = {lims[sign].value} at s → {_side_text(sign)}∞, "
+                            f"but {bad}", steps=tuple(steps))
+    lp, lm = lims[1].value, lims[-1].value
+    steps.append(rf"L_+ = {_fmt(lp)},\quad L_- = {_fmt(lm)}:\quad \sigma(tz + c) \to L_+ [z > 0] + L_- [z < 0]"
+                 r"\quad (t \to \infty,\ z \ne 0,\ c \in \mathbb{R})")
+    return Property(name, Status.PROVED, f"σ(s) → L₊ = {lp} as s → +∞ and → L₋ = {lm} as s → −∞",
+                    value={"L_plus": lp, "L_minus": lm}, steps=tuple(steps))
+
+
+def gate_limits(act: Activation) -> Property:
+    """Decide whether L± = lim_{s→±∞} σ(s) both exist and are finite (sigmoid: 1, 0). Then
+    σ(tz + c) → L₊ for z > 0 and → L₋ for z < 0 (t → ∞, any real c): the step-like gates of the
+    gated skeleton (docs/results/gated-skeleton.md). value: ``L_plus``, ``L_minus``.
+
+    >>> from absorb.model.activations import get_activation
+    >>> gate_limits(get_activation("sigmoid")).value["L_plus"]
+    1
+    """
+    return _get(act, "gate_limits")
+
+
+def _relu_like_gate(e: sp.Expr) -> Property:
+    """σ(s) = s + o(1) at +∞ and σ(s) = o(1) at −∞ by the asymptotic rules: lim (σ(s) − s) = 0
+    and lim σ(s) = 0, each cross-checked by 60-digit evaluations (which can only withhold it)."""
+    name = "relu_like_gate"
+    steps = [rf"\sigma(x) = {_fmt(e)}"]
+    lims = {1: asy.limit(e - X, 1), -1: asy.limit(e, -1)}
+    for sign, what in ((1, r"\sigma(x) - x"), (-1, r"\sigma(x)")):
+        step = _expansion_step(e - X if sign > 0 else e, sign, lims[sign], what)
+        if step:
+            steps.append(step)
+    for sign in (1, -1):
+        lim = lims[sign]
+        what = "σ(s) − s" if sign > 0 else "σ(s)"
+        if lim.kind in ("+oo", "-oo") or (lim.kind == "finite" and lim.value != 0):
+            return Property(name, Status.REFUTED, f"{what} → {lim.value if lim.kind == 'finite' else lim.kind} as s → "
+                            f"{_side_text(sign)}∞, not 0", steps=tuple(steps), witness={"side": _side_text(sign)})
+        if lim.kind != "finite":
+            return Property(name, Status.UNKNOWN, f"the asymptotic rules find no limit of {what} at {_side_text(sign)}∞ "
+                            f"({lim.reason})", steps=tuple(steps))
+        bad = asy.numeric_check(e - X if sign > 0 else e, sign, lim, 0)
+        if bad:
+            return Property(name, Status.UNKNOWN, f"the rules give lim {what} = 0 at {_side_text(sign)}∞, but {bad}",
+                            steps=tuple(steps))
+    steps.append(r"\sigma(tz + c) = [z > 0]\,(tz + c) + o(1)\quad (t \to \infty,\ z \ne 0,\ c \in \mathbb{R})")
+    return Property(name, Status.PROVED, "σ(s) = s + o(1) as s → +∞ and σ(s) = o(1) as s → −∞", value={},
+                    steps=tuple(steps))
+
+
+def relu_like_gate(act: Activation) -> Property:
+    """Decide whether σ(s) = s + o(1) as s → +∞ and σ(s) = o(1) as s → −∞ (ReLU, SiLU, GELU,
+    GELU-tanh, quick-GELU, softplus, Mish): the ReLU-like gates of the gated skeleton
+    (docs/results/gated-skeleton.md).
+
+    >>> from absorb.model.activations import get_activation
+    >>> relu_like_gate(get_activation("silu")).proved
+    True
+    """
+    return _get(act, "relu_like_gate")
+
+
 register_analyses(
     ("asymptotic_slopes", "asymptotic_slopes", _asymptotic_slopes),
     ("parity", "even", _parity),
     ("linear_form", "linear", _linear_form),
     ("exponential_form", "exponential", _exponential_form),
     ("bounded_on_reals", "bounded", _bounded_on_reals),
+    ("quadratic_skeleton", "quadratic_skeleton", _quadratic_skeleton),
+    ("gate_limits", "gate_limits", _gate_limits),
+    ("relu_like_gate", "relu_like_gate", _relu_like_gate),
 )
 
-__all__ = ["asymptotic_slopes", "parity", "linear_form", "exponential_form", "bounded_on_reals"]
+__all__ = ["asymptotic_slopes", "parity", "linear_form", "exponential_form", "bounded_on_reals", "quadratic_skeleton", "gate_limits", "relu_like_gate"]

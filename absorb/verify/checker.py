@@ -79,6 +79,7 @@ from absorb.verify._beyond import (
 )
 from absorb.verify._canonical import check_canonical_form
 from absorb.verify._compose import check_composition
+from absorb.verify._gated import check_gated_skeleton
 from absorb.verify._infeasible import (  # noqa: F401
     ENUM_MAX_ENTRIES,
     ENUM_MAX_N,
@@ -103,6 +104,7 @@ from absorb.verify._numerics import (  # noqa: F401
 )
 from absorb.verify._plane import check_kinks, check_range, check_rank
 from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _where  # noqa: F401
+from absorb.verify._skeleton2 import check_skeleton2
 from absorb.verify._symbolic import (  # noqa: F401
     _gate_derivative_at_zero,
     _variable,
@@ -174,6 +176,8 @@ THEOREM_CHECKS: dict[str, Callable[[_Ctx, str, dict[str, Any], Block], _Outcome]
     "parity": check_parity,
     "exponential": check_exponential,
     "skeleton": check_skeleton,
+    "skeleton2": check_skeleton2,
+    "gated-skeleton": check_gated_skeleton,
     "index-set": _check_index_set,
     "canonical-form": check_canonical_form,
     "none": _th_none,
@@ -315,7 +319,7 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
     if search is None:
         return
     case = arg.get("case")
-    uses = th == "index-set" or th == "skeleton" and case == "nondegenerate"
+    uses = th == "index-set" or th == "skeleton" and case == "nondegenerate" or th == "gated-skeleton" and case == "step"
     _must(ctx, uses or b.get("verdict") == "unknown", w, f"a search record is part of result {th!r}'s argument",
              "the certificate records an index-set search its theorem does not use (not re-checked)")
     sc = search.get("certificate") or {}

@@ -1,0 +1,267 @@
+"""The gated skeleton for step-like gates (beyond the paper; docs/results/gated-skeleton.md).
+
+A gated block f(x) = M x + W_down (σ_g(W_gate x + b_gate) ∘ (W_up x + b_up)) + b_down whose gate
+has finite limits L₊ = lim_{s→+∞} σ_g(s) ≠ 0 and L₋ = lim_{s→−∞} σ_g(s) = 0 (sigmoid,
+(1 + tanh)/2, (1 + erf)/2; :func:`absorb.symbolic.growth.gate_limits`): along rays,
+f(tx)/t → M x + L₊ Σ_i w_i H(g_i·x)(u_i·x) off the gate hyperplanes, and the jumps
+L₊ w_i (u_i·x) across g_i^⊥ identify the units of any residual-free block of the same kind
+and width, with or without biases. For nondegenerate weights (d ≥ 2, gate rows nonzero and
+pairwise non-collinear, value rows not parallel to their gate rows, columns of W_down
+nonzero) it equals f only if some S has M = −L₊ W_down[:,S] W_up[S,:].
+
+The index-set search decides that condition (target −M/L₊, the flip constant of such gates);
+this module turns its proof of infeasibility into ``not_absorbable``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from absorb.engine import hypotheses as hyp
+from absorb.engine.verdict import BlockDecision, Hypothesis, Theorem, Verdict, Witness
+from absorb.model.activations import get_activation
+from absorb.model.block import Block
+from absorb.search._types import SearchResult
+from absorb.symbolic import growth
+
+_EPS = np.finfo(float).eps
+
+
+def gate_hypotheses(block: Block) -> list[Hypothesis]:
+    """The nondegeneracy of a gated block: d ≥ 2; gate rows nonzero and pairwise non-collinear;
+    columns of W_down nonzero; each value row not parallel to its gate row (|cos| < 1 − τ with
+    τ far above the rounding of the computed cosine, so the exact statement holds)."""
+    proxy = Block(np.asarray(block.W_gate), np.asarray(block.W_down), get_activation("relu"))
+    rows, cols, coll = hyp.nondegenerate(proxy)
+    ren = {"rows_nonzero": "gate_rows_nonzero", "rows_noncollinear": "gate_rows_noncollinear"}
+    out = [hyp.dimension(block)]
+    for h in (rows, cols, coll):
+        out.append(Hypothesis(ren.get(h.name, h.name), h.holds, h.statement.replace("W_up", "W_gate"), h.value))
+    G = np.asarray(block.W_gate, dtype=np.float64)
+    U = np.asarray(block.W_up, dtype=np.float64)
+    tau = max(hyp.COLLINEAR_TAU, 8 * (block.d + 2) * _EPS)
+    gn, un = np.linalg.norm(G, axis=1), np.linalg.norm(U, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos = np.abs(np.einsum("ij,ij->i", G, U)) / (gn * un)
+    bad = np.flatnonzero(~(cos < 1 - tau))  # zero rows (nan) count as parallel
+    stmt = ("every value row is not parallel to its gate row" + (f" (max |cos| = {float(np.max(cos)):.6g} < 1 − {tau:g})"
+                                                                  if cos.size else "")
+            if not bad.size else f"the value row of unit {int(bad[0])} is parallel to its gate row (or zero)"
+            + (f" and {bad.size - 1} more" if bad.size > 1 else ""))
+    out.append(Hypothesis("value_not_parallel_to_gate", not bad.size, stmt, {"tau": tau, "units": bad.tolist()[:20]}))
+    return out
+
+
+def step_gate_verdict(ctx: Any, infeasible: SearchResult | None, c: Any) -> BlockDecision | None:
+    """``not_absorbable`` when the gate is step-like (L₋ = 0, L₊ = c, the flip constant the
+    search used), the gated weights are nondegenerate and ``infeasible`` proves no S exists;
+    None otherwise (with a note saying what failed)."""
+    blk = ctx.block
+    if not blk.gated or blk.W_gate is None:
+        return None
+    gl = growth.gate_limits(blk.activation)
+    if not gl.proved:
+        return None
+    lp, lm = gl.value["L_plus"], gl.value["L_minus"]
+    if not (lm == 0 and isinstance(lp, sp.Rational) and lp != 0 and c is not None and sp.Rational(c.numerator, c.denominator) == lp):
+        ctx.notes.append(f"the gate has limits L₊ = {lp}, L₋ = {lm}; the step-gate skeleton is implemented for L₋ = 0 and "
+                         "L₊ equal to the flip constant")
+        return None
+    ctx.prop(gl)
+    hs = gate_hypotheses(blk)
+    ctx.H.extend(hs)
+    failing = [h.statement for h in hs if not h.holds]
+    if failing:
+        ctx.notes.append("the step-gate skeleton needs nondegenerate gated weights, and " + "; ".join(failing))
+        return None
+    if infeasible is None:
+        return None
+    return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.GATED_SKELETON,
+                    f"Gated skeleton, step-like gate: σ_g(tz + c) → {lp}·H(z) for z ≠ 0, so f(tx)/t → Mx + {lp}·Σ_i w_i H(g_i·x)"
+                    "(u_i·x) off the gate hyperplanes, for any biases; the jumps across the gate hyperplanes identify the "
+                    "units of any residual-free block (with or without biases), which needs an index set S with "
+                    f"{'' if lp == 1 else f'{lp}·'}W_down[:,S] W_up[S,:] = −M; none exists ({infeasible.method}: every S is at "
+                    f"relative distance ≥ {infeasible.bound:.3g} > tolerance).", search=infeasible)
+
+
+# ------------------------------------------------------------------ ReLU-like gates --
+def gated_columns(block: Block) -> tuple[list[list[Any]], np.ndarray, np.ndarray, np.ndarray]:
+    """(exact (Qg) columns, Qg, Lg, t) for a gated block: column i of Qg is
+    vec(w_i ⊗ (g_i u_iᵀ + u_i g_iᵀ)) (d³, exact rationals and float64), column i of Lg is
+    vec(w_i (c_i u_i + e_i g_i)ᵀ) (c = b_gate, e = b_up), and t = −vec M."""
+    from fractions import Fraction
+
+    G, U, D = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
+    n = U.shape[0]
+    c = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
+    e = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+    F = lambda a: [Fraction(float(v)) for v in a]  # noqa: E731
+    exact = []
+    for i in range(n):
+        w, g, u = F(D[:, i]), F(G[i]), F(U[i])
+        exact.append([wa * (gb * uc + ub * gc) for wa in w for gb, ub in zip(g, u) for gc, uc in zip(g, u)])
+    Q = (np.einsum("ai,ib,ic->abci", D, G, U) + np.einsum("ai,ib,ic->abci", D, U, G)).reshape(-1, n)
+    L = np.einsum("ai,ib->abi", D, c[:, None] * U + e[:, None] * G).reshape(-1, n)
+    return exact, Q, L, -np.asarray(block.M, dtype=np.float64).reshape(-1)
+
+
+def gated_flip_block(block: Block, S: tuple[int, ...]) -> Block:
+    """Negate the gate rows, gate biases, value rows, value biases and down columns of S;
+    b'_down = b_down + Σ_S c_i e_i w_i (rounded)."""
+    idx = list(S)
+    G, U, D = (np.array(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
+    G[idx] *= -1
+    U[idx] *= -1
+    D[:, idx] *= -1
+    bg = None if block.b_gate is None else np.array(block.b_gate, dtype=np.float64)
+    bu = None if block.b_up is None else np.array(block.b_up, dtype=np.float64)
+    shift = np.zeros(block.d)
+    if bg is not None and bu is not None:
+        shift = np.asarray(block.W_down, dtype=np.float64)[:, idx] @ (bg[idx] * bu[idx])
+    for b in (bg, bu):
+        if b is not None:
+            b[idx] *= -1
+    b_down = shift + (0 if block.b_down is None else np.asarray(block.b_down, dtype=np.float64))
+    return block.replace(W_gate=G, W_up=U, W_down=D, b_gate=bg, b_up=bu, b_down=b_down if np.any(b_down) else None,
+                         skip=np.zeros((block.d, block.d)), name=block.name + "'")
+
+
+def gated_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[bool, Any, Any]:
+    """For the flip ``wb`` of S (σ_g(−z) = σ_g(z) − z): f − g = Σ_S w_i (g_i·x)(u_i·x) + R_L x + R_0
+    exactly, R_L = M + Σ_S w_i (c_i u_i + e_i g_i)ᵀ, R_0 = b_down + Σ_S c_i e_i w_i − b'_down.
+    Returns (quadratic part zero, ‖R_L‖_{∞→∞}, |R_0|_∞), exact rationals."""
+    from fractions import Fraction
+
+    d, n = block.d, block.n
+    exact, _, _, _ = gated_columns(block)
+    quad_zero = all(sum((exact[i][k] for i in S), Fraction(0)) == 0 for k in range(d ** 3))
+    F = lambda a: [Fraction(float(v)) for v in np.asarray(a, dtype=np.float64).reshape(-1)]  # noqa: E731
+    G = [F(r) for r in np.asarray(block.W_gate)]
+    U = [F(r) for r in np.asarray(block.W_up)]
+    W = [F(col) for col in np.asarray(block.W_down).T]
+    c = F(block.b_gate) if block.b_gate is not None else [Fraction(0)] * n
+    e = F(block.b_up) if block.b_up is not None else [Fraction(0)] * n
+    M = [F(r) for r in np.asarray(block.M)]
+    RL = [[M[a][b] + sum((W[i][a] * (c[i] * U[i][b] + e[i] * G[i][b]) for i in S), Fraction(0)) for b in range(d)] for a in range(d)]
+    bd = F(block.b_down) if block.b_down is not None else [Fraction(0)] * d
+    bd2 = F(wb.b_down) if wb.b_down is not None else [Fraction(0)] * d
+    R0 = max(abs(bd[a] + sum((c[i] * e[i] * W[i][a] for i in S), Fraction(0)) - bd2[a]) for a in range(d))
+    return quad_zero, max(sum(abs(v) for v in row) for row in RL), R0
+
+
+def relu_like_gated(ctx: Any) -> BlockDecision | None:
+    """The handler (absorb.engine.results.RESULTS): a gated block whose gate is ReLU-like
+    (σ_g(s) = s + o(1) at +∞, o(1) at −∞), any biases."""
+    import math
+
+    from absorb.engine.skeleton2 import (
+        ENUMERATE_MAX_N,
+        MAX_COLUMN_ENTRIES,
+        enumeration_route_columns,
+        rank_route_columns,
+    )
+    from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error, f0_lower
+    from absorb.search._types import SearchStatus
+    from absorb.symbolic import properties as props
+
+    blk = ctx.block
+    if not blk.gated or blk.W_gate is None:
+        return None
+    rl = growth.relu_like_gate(blk.activation)
+    if not rl.proved:
+        return None
+    ctx.prop(rl)
+
+    def unknown(why: str) -> BlockDecision:
+        notes = "; ".join(dict.fromkeys(ctx.notes))
+        return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {why}" + (f" (also: {notes})." if notes else "."))
+
+    if blk.d ** 3 * blk.n > MAX_COLUMN_ENTRIES:
+        return unknown(f"the gated skeleton applies, but its columns (d³·n = {blk.d ** 3 * blk.n}) are beyond what this "
+                       "search builds")
+    hs = gate_hypotheses(blk)
+    ctx.H.extend(hs)
+
+    failing = [h.statement for h in hs if not h.holds]
+    if failing:
+        return unknown("the gated skeleton (ReLU-like gate) needs nondegenerate gated weights (d ≥ 2, gate rows nonzero and "
+                       "pairwise non-collinear, value rows not parallel to their gate rows, nonzero columns of W_down), and "
+                       + "; ".join(failing))
+    b64 = blk.float64()
+    exact, Q, L, t = gated_columns(b64)
+    res = rank_route_columns(exact, b64.M, ctx.tol) if blk.n <= blk.d * blk.d * (blk.d + 1) // 2 else None
+    if res is None and blk.n <= ENUMERATE_MAX_N:
+        res = enumeration_route_columns(np.vstack([Q, L]), np.concatenate([np.zeros(Q.shape[0]), t]), ctx.tol)
+    if res is None:
+        return unknown(f"the gated skeleton applies, but its (Qg) columns are not proved independent and n = {blk.n} > "
+                       f"{ENUMERATE_MAX_N} is beyond exhaustive search")
+    lead = ("Gated skeleton, ReLU-like gate: σ_g(s) = s + o(1) at +∞ and o(1) at −∞, so f(tx) = t²·Σ_i w_i ReLU(g_i·x)(u_i·x) "
+            "+ t·(…) + o(t) for any biases; for nondegenerate gated weights a residual-free block (with or without biases) equals "
+            "f only if some S has Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ)")
+    if res.status is SearchStatus.INFEASIBLE:
+        return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.GATED_SKELETON,
+                        f"{lead}; no S does ({res.method}: every S is at relative distance ≥ {res.bound:.3g} > tolerance).", search=res)
+    if res.status is not SearchStatus.FOUND or res.S is None:
+        return unknown(f"the gated skeleton applies, but the search did not decide: {res.reason}")
+    flip = props.flip_identity(blk.activation, gated=False)
+    if not (flip.proved and flip.value.get("c") == 1):
+        return unknown(f"S = {list(res.S)} satisfies the gated skeleton's conditions, so it proves nothing, and the gate has no "
+                       f"flip identity σ_g(z) − σ_g(−z) = z to build a witness ({flip.statement})")
+    ctx.prop(flip)
+    wb = gated_flip_block(b64, res.S)
+    if ctx.bias_free_class and (wb.b_gate is not None or wb.b_up is not None or wb.b_down is not None):
+        return unknown(f"S = {list(res.S)} gives a witness with biases, but the question is about bias-free blocks")
+    quad_zero, rl_norm, r0 = gated_flip_residuals(b64, res.S, wb)
+    f0 = f0_lower(b64)
+    thr = eval_threshold(ctx.tol, blk.n)
+    eps = max(float(rl_norm), 0.0 if r0 == 0 else (float(r0) / f0 if f0 > 0 else math.inf)) * (1 + 1e-12)
+    err, m = evaluation_error(blk, wb, blk.d, seed=ctx.seed, accept=thr)
+    w = Witness(S=res.S, block=wb, residual=res.residual, eval_error=max(eps, err), n_inputs=m, exact=quad_zero and eps == 0,
+                description="negate the gate rows, gate biases, value rows, value biases and down columns in S; "
+                "b'_down = b_down + Σ_S b_gate,i b_up,i w_i; exact: the quadratic part of f − g is "
+                f"{'0' if quad_zero else 'nonzero'}, |f(x) − g(x)|∞ ≤ {eps:.3g}·(|x|∞ + |f(0)|∞) for every x")
+    if quad_zero and eps <= thr and err <= thr:
+        return ctx.done(Verdict.ABSORBABLE, Theorem.GATED_SKELETON,
+                        f"Gated skeleton, ReLU-like gate with σ_g(−z) = σ_g(z) − z: S = {list(res.S)} has "
+                        "Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 exactly and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ) "
+                        f"(relative residual {res.residual:.2e}); flipping those units changes the block by "
+                        "−Σ_S w_i (g_i·x + b_gate,i)(u_i·x + b_up,i), a constant that b'_down absorbs "
+                        f"(rigorous bound {eps:.2e}; checked on {m} inputs, max relative error {err:.2e}).", witness=w, search=res)
+    return unknown(f"S = {list(res.S)} satisfies the conditions within the tolerance, but its flip witness failed the exact "
+                   f"check (quadratic part {'zero' if quad_zero else 'nonzero'}, bound {eps:.2e}, sampled error {err:.2e}"
+                   f"{eval_failure(err)})")
+
+
+def step_gate_search(ctx: Any) -> BlockDecision | None:
+    """A step-like gate without a flip identity (so the index-set result did not run): search
+    S with L₊·W_down[:,S] W_up[S,:] = −M; its proof that none exists decides ``not_absorbable``
+    (:func:`step_gate_verdict`); a found S proves nothing (no witness without the flip)."""
+    from fractions import Fraction
+
+    from absorb.search import find_index_set
+    from absorb.search._types import SearchStatus
+
+    blk = ctx.block
+    if not blk.gated or blk.W_gate is None:
+        return None
+    gl = growth.gate_limits(blk.activation)
+    if not gl.proved:
+        return None
+    lp, lm = gl.value["L_plus"], gl.value["L_minus"]
+    if not (lm == 0 and isinstance(lp, sp.Rational) and lp != 0):
+        return None
+    c = Fraction(int(lp.p), int(lp.q))
+    res = find_index_set(blk.W_up, blk.W_down, -blk.M / float(c), tol=ctx.tol, timeout=ctx.timeout, method=ctx.method,
+                         seed=ctx.seed, progress=ctx.search_progress)
+    if res.status is SearchStatus.INFEASIBLE:
+        return step_gate_verdict(ctx, res, c)
+    if res.status is SearchStatus.FOUND:
+        ctx.prop(gl)
+        return ctx.done(Verdict.UNKNOWN, Theorem.NONE,
+                        f"Unknown: the gate is step-like (limits {lp}, 0) and S = {list(res.S or ())} has "
+                        f"{lp}·W_down[:,S] W_up[S,:] = −M, so the gated skeleton proves nothing, and the gate has no flip "
+                        "identity g(z) + g(−z) = c to build a witness.")
+    return None

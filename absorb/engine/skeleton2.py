@@ -1,0 +1,333 @@
+"""The degree-2 skeleton (beyond the paper; docs/results/skeleton2.md).
+
+For an ungated σ with σ(s) = αs² + βs + o(s) as s → +∞ (α ≠ 0) and σ(s) = o(s) as s → −∞
+(ReLU², GELU², SiLU², softplus²; proved by the asymptotic calculus,
+:func:`absorb.symbolic.growth.quadratic_skeleton`), and nondegenerate weights (d ≥ 2, rows
+of W_up nonzero and pairwise non-collinear, columns of W_down nonzero), a residual-free
+block g of the same kind and width, with or without biases, equals
+f(x) = Mx + W_down σ(W_up x + b_up) + b_down only if some index set S has
+
+    (Q)  Σ_{i∈S} w_i ⊗ u_i u_iᵀ = 0               (a d×d×d tensor)
+    (L)  M = −Σ_{i∈S} (2α c_i + β) w_i u_iᵀ        (c = b_up, 0 when absent)
+
+For exact ReLU² (α = 1, β = 0) the condition is also sufficient: negating (u_i, c_i, w_i) for
+i in S changes the block by −Σ_S w_i (u_i·x + c_i)², which (Q) and (L) reduce to a constant
+that b'_down absorbs.
+
+The search runs over the stacked columns k_i = (vec(w_i ⊗ u_i u_iᵀ), (2αc_i + β)·vec(w_i u_iᵀ))
+against the target t = (0, −vec M), with the distance of S measured as ‖K 1_S − t‖₂ / ‖M‖_F:
+
+* the *rank route*: the exact Gram matrix G = QᵀQ of the (Q) columns minus μI is positive
+  definite (exact: Sylvester's criterion over the integers), so ‖Q 1_S‖² ≥ μ|S| for every S; with μ > tol²‖M‖²_F
+  only S = ∅ is within the tolerance, and S = ∅ leaves (L) as M = 0 (distance 1). This is
+  the generic case (n ≤ d·d(d+1)/2, any size the exact arithmetic allows);
+* the *enumeration route* (n ≤ :data:`ENUMERATE_MAX_N`): every S, with a rigorous
+  floating-point lower bound on its distance.
+
+Beyond both, and for degenerate weights, the answer is ``unknown`` naming what failed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from absorb.engine import hypotheses as hyp
+from absorb.engine.verdict import BlockDecision, Theorem, Verdict, Witness
+from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error
+from absorb.model.block import Block
+from absorb.rigorous import gamma
+from absorb.search._types import SearchResult, SearchStatus
+from absorb.symbolic import growth
+
+ENUMERATE_MAX_N = 16
+"""The enumeration route tries every S up to this width (2^16 sets)."""
+EXACT_MAX_N = 48
+"""The rank route's exact positive-definiteness test runs up to this width."""
+MAX_COLUMN_ENTRIES = 2_000_000
+"""d³·n above this: the stacked columns are not built (unknown)."""
+
+_RELU2 = sp.Max(0, sp.Symbol("x", real=True)) ** 2
+
+
+@dataclass(frozen=True)
+class Quadratic:
+    """σ(s) = αs² + βs + o(s) at +∞, o(s) at −∞ (exact rationals)."""
+
+    alpha: Fraction
+    beta: Fraction
+
+
+def is_relu2(block: Block) -> bool:
+    """σ is exactly ReLU(z)² (the flip witness exists only for it)."""
+    return sp.simplify(block.activation.expr - _RELU2) == 0
+
+
+# ---------------------------------------------------------------------------- columns --
+def columns(block: Block, q: Quadratic) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Q, L, t): Q (d³×n) with column i = vec(w_i ⊗ u_i u_iᵀ), L (d²×n) with column
+    i = (2αc_i + β)·vec(w_i u_iᵀ), and t = −vec M, in float64."""
+    U, D, M = (np.asarray(a, dtype=np.float64) for a in (block.W_up, block.W_down, block.M))
+    n = U.shape[0]
+    c = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+    Q = np.einsum("ai,ib,ic->abci", D, U, U).reshape(-1, n)
+    scale = 2 * float(q.alpha) * c + float(q.beta)
+    L = (np.einsum("ai,ib->abi", D, U) * scale).reshape(-1, n)
+    return Q, L, -M.reshape(-1)
+
+
+def _frac(a: np.ndarray) -> list[Fraction]:
+    return [Fraction(float(v)) for v in np.asarray(a, dtype=np.float64).reshape(-1)]
+
+
+def exact_q_columns(block: Block) -> list[list[Fraction]]:
+    """The (Q) columns in exact rationals: column i = vec(w_i ⊗ u_i u_iᵀ)."""
+    U = [_frac(r) for r in np.asarray(block.W_up, dtype=np.float64)]
+    D = [_frac(col) for col in np.asarray(block.W_down, dtype=np.float64).T]
+    return [[w * a * b for w in D[i] for a in U[i] for b in U[i]] for i in range(len(U))]
+
+
+def ldl_positive_definite(G: list[list[int]]) -> bool:
+    """Whether the symmetric integer matrix G is positive definite: Sylvester's criterion, the
+    leading principal minors being the pivots of fraction-free (Bareiss) elimination, all in
+    exact integers (no rational growth)."""
+    A = [row[:] for row in G]
+    n, prev = len(A), 1
+    for k in range(n):
+        p = A[k][k]
+        if p <= 0:  # the (k+1)-th leading principal minor
+            return False
+        Ak = A[k]
+        for i in range(k + 1, n):
+            Ai = A[i]
+            aik = Ai[k]
+            for j in range(k + 1, n):
+                Ai[j] = (Ai[j] * p - aik * Ak[j]) // prev  # exact (Bareiss)
+        prev = p
+    return True
+
+
+def _integer_columns(cols: list[list[Fraction]]) -> tuple[list[list[int]], int]:
+    """The columns scaled by L (a power of two: float products are dyadic) to integers, and L."""
+    L = 1
+    for col in cols:
+        for v in col:
+            if v.denominator > L:
+                L = v.denominator  # powers of two: the largest is a multiple of the others
+    return [[int(v * L) for v in col] for col in cols], L
+
+
+def rank_route(block: Block, tol: float) -> SearchResult | None:
+    """The rank route for the degree-2 skeleton's (Q) columns (:func:`rank_route_columns`)."""
+    n, d = block.n, block.d
+    if n > EXACT_MAX_N or n > d * d * (d + 1) // 2:
+        return None
+    return rank_route_columns(exact_q_columns(block), block.M, tol)
+
+
+def rank_route_columns(cols: list[list[Fraction]], M: np.ndarray, tol: float) -> SearchResult | None:
+    """The rank route over exact columns q_i (the conditions' homogeneous part): a rational μ
+    with G − μI positive definite (G = QᵀQ, exact positive-definiteness test) and μ > tol²‖M‖²_F, so every nonempty S
+    has ‖Q 1_S‖ ≥ √μ > tol‖M‖_F, and S = ∅ is at distance 1 (the target's other part is −M);
+    None when it does not apply."""
+    n = len(cols)
+    if n == 0 or n > EXACT_MAX_N or n > len(cols[0]):
+        return None
+    Qf = np.array([[float(v) for v in col] for col in cols]).T
+    try:
+        lam = float(np.linalg.eigvalsh(Qf.T @ Qf)[0])
+    except np.linalg.LinAlgError:
+        return None
+    if not (math.isfinite(lam) and lam > 0):
+        return None
+    mu = Fraction(lam / 2)
+    M2 = sum(v * v for v in _frac(M))
+    if not mu > Fraction(tol) ** 2 * M2:
+        return None
+    icols, scale = _integer_columns(cols)  # L·q_i integer: L²(G − μI) = Gᵢ − L²μ I
+    m = mu * scale * scale
+    if m.denominator != 1:  # round μ down to a multiple of 1/L² (still > tol²‖M‖² checked below)
+        mu = Fraction(m.numerator // m.denominator, scale * scale)
+        if not mu > Fraction(tol) ** 2 * M2:
+            return None
+    mi = int(mu * scale * scale)
+    G = [[sum(a * b for a, b in zip(icols[i], icols[j])) - (mi if i == j else 0) for j in range(n)] for i in range(n)]
+    if not ldl_positive_definite(G):
+        return None
+    bound = min(1.0, math.sqrt(float(mu / M2)) * (1 - 1e-12))
+    return SearchResult(SearchStatus.INFEASIBLE, "rank", "the columns of the homogeneous condition are linearly independent: "
+                        "only S = ∅ satisfies it, and S = ∅ leaves M = 0", bound=bound,
+                        certificate={"route": "rank", "mu": str(mu)})
+
+
+def enumeration_route(block: Block, q: Quadratic, tol: float) -> SearchResult | None:
+    """The enumeration route over the degree-2 skeleton's stacked columns (:func:`enumeration_route_columns`)."""
+    if block.n > ENUMERATE_MAX_N:
+        return None
+    Q, L, t = columns(block, q)
+    return enumeration_route_columns(np.vstack([Q, L]), np.concatenate([np.zeros(Q.shape[0]), t]), tol)
+
+
+def enumeration_route_columns(K: np.ndarray, tt: np.ndarray, tol: float) -> SearchResult | None:
+    """Every S (n ≤ ENUMERATE_MAX_N) against the stacked columns K (rows × n) and target tt
+    (whose nonzero part is −vec M): the first S with float distance ≤ tol is ``found``;
+    otherwise ``infeasible`` when each S's rigorous lower bound exceeds tol. The lower bound:
+    each entry of K̂ is within γ₅|K̂| of the exact one (at most four rounded products), and
+    each entry of K̂1_S − t is summed with error ≤ γ_{n+1}(|K̂|1_S + |t|), so with
+    g = γ_{max(n+7, rows+2)} (≥ γ₅ + γ_{n+1} + their product, and the norms' rounding)
+    ‖K1_S − t‖ ≥ ‖r̂‖(1 − g) − g(1 + g)²‖|K̂|1_S + |t|‖^, and ‖M‖_F ≤ ‖M‖^_F(1 + g)."""
+    n = K.shape[1]
+    if n > ENUMERATE_MAX_N:
+        return None
+    if not (np.all(np.isfinite(K)) and np.all(np.isfinite(tt))):
+        return None
+    nM = float(np.linalg.norm(tt))
+    if not nM > 0:
+        return None
+    g = gamma(max(n + 7, K.shape[0] + 2))  # entries, sums and the norms' own rounding
+    found, best, lowest = None, math.inf, math.inf
+    idx = np.arange(n)
+    for start in range(0, 1 << n, 4096):
+        codes = np.arange(start, min(1 << n, start + 4096))
+        B = ((codes[:, None] >> idx[None, :]) & 1).astype(np.float64)
+        r = np.linalg.norm(B @ K.T - tt[None, :], axis=1)
+        a = np.linalg.norm(B @ np.abs(K).T + np.abs(tt)[None, :], axis=1)
+        lo = (r * (1 - g) - g * (1 + g) ** 2 * a) / (nM * (1 + g))
+        dist = r / nM
+        hit = np.flatnonzero(dist <= tol)
+        if hit.size and found is None:
+            j = int(hit[0])
+            found, best = tuple(int(i) for i in np.flatnonzero(B[j])), float(dist[j])
+        lowest = min(lowest, float(lo.min()))
+    if found is not None:
+        return SearchResult(SearchStatus.FOUND, "enumerate", f"S = {list(found)} satisfies both conditions within the tolerance",
+                            S=found, residual=best, certificate={"route": "enumerate"})
+    if lowest > tol:
+        return SearchResult(SearchStatus.INFEASIBLE, "enumerate", f"all {1 << n} index sets checked with rounding bounds",
+                            bound=lowest, certificate={"route": "enumerate"})
+    return SearchResult(SearchStatus.UNKNOWN, "enumerate", f"an index set is within rounding of the tolerance (lower bound "
+                        f"{lowest:.3g} ≤ {tol:g})", certificate={"route": "enumerate"})
+
+
+# ---------------------------------------------------------------------------- witness --
+def flip_witness_block(block: Block, S: tuple[int, ...]) -> Block:
+    """The ReLU² witness: negate (u_i, c_i, w_i) for i in S (exact), and
+    b'_down = b_down + Σ_S c_i² w_i (rounded)."""
+    U, D = np.array(block.W_up, dtype=np.float64), np.array(block.W_down, dtype=np.float64)
+    idx = list(S)
+    U[idx] *= -1
+    D[:, idx] *= -1
+    b_up = None
+    shift = np.zeros(block.d)
+    if block.b_up is not None:
+        b_up = np.array(block.b_up, dtype=np.float64)
+        shift = np.asarray(block.W_down, dtype=np.float64)[:, idx] @ (b_up[idx] ** 2)
+        b_up[idx] *= -1
+    b_down = shift + (0 if block.b_down is None else np.asarray(block.b_down, dtype=np.float64))
+    return block.replace(W_up=U, W_down=D, b_up=b_up, b_down=b_down if np.any(b_down) else None, skip=np.zeros((block.d, block.d)),
+                         name=block.name + "'")
+
+
+def exact_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[bool, Fraction, Fraction, Fraction]:
+    """For the ReLU² flip g = ``wb`` of S: f(x) − g(x) = Σ_S w_i (u_i·x)² + R_L x + R_0 exactly,
+    with R_L = M + 2Σ_S c_i w_i u_iᵀ and R_0 = b_down + Σ_S c_i² w_i − b'_down. Returns (the
+    quadratic part is exactly zero, ‖R_L‖_{∞→∞}, |R_0|_∞, |f(0)|_∞ rounded down) — exact rationals."""
+    d = block.d
+    cols = exact_q_columns(block)
+    quad_zero = all(sum((cols[i][k] for i in S), Fraction(0)) == 0 for k in range(d ** 3))
+    U = [_frac(r) for r in np.asarray(block.W_up, dtype=np.float64)]
+    D = [_frac(col) for col in np.asarray(block.W_down, dtype=np.float64).T]
+    c = _frac(block.b_up) if block.b_up is not None else [Fraction(0)] * block.n
+    M = [_frac(r) for r in np.asarray(block.M, dtype=np.float64)]
+    RL = [[M[a][b] + sum((2 * c[i] * D[i][a] * U[i][b] for i in S), Fraction(0)) for b in range(d)] for a in range(d)]
+    bd = _frac(block.b_down) if block.b_down is not None else [Fraction(0)] * d
+    bd2 = _frac(wb.b_down) if wb.b_down is not None else [Fraction(0)] * d
+    R0 = [bd[a] + sum((c[i] ** 2 * D[i][a] for i in S), Fraction(0)) - bd2[a] for a in range(d)]
+    f0 = [bd[a] + sum((max(c[i], Fraction(0)) ** 2 * D[i][a] for i in range(block.n)), Fraction(0)) for a in range(d)]
+    return quad_zero, max(sum(abs(v) for v in row) for row in RL), max(abs(v) for v in R0), max(abs(v) for v in f0)
+
+
+# ---------------------------------------------------------------------------- handler --
+def _quadratic(ctx: Any) -> Quadratic | None:
+    if ctx.block.gated:
+        return None
+    qs = growth.quadratic_skeleton(ctx.block.activation)
+    if not qs.proved:
+        return None
+    ctx.prop(qs)
+    a, b = qs.value["alpha"], qs.value["beta"]
+    if not (isinstance(a, sp.Rational) and isinstance(b, sp.Rational)):
+        ctx.notes.append(f"the degree-2 skeleton applies (α = {a}, β = {b}), but α, β are not rational, so its "
+                         "conditions cannot be checked exactly")
+        return None
+    return Quadratic(Fraction(int(a.p), int(a.q)), Fraction(int(b.p), int(b.q)))
+
+
+def degree2_skeleton(ctx: Any) -> BlockDecision | None:
+    """The handler (absorb.engine.results.RESULTS): σ in the degree-2 class, any biases."""
+    q = _quadratic(ctx)
+    if q is None:
+        return None
+    blk = ctx.block
+    lead = (f"Degree-2 skeleton: σ(s) = {q.alpha}·s² + {q.beta}·s + o(s) at +∞ and o(s) at −∞, so for nondegenerate weights "
+            "a residual-free block of width n (with or without biases) equals f only if some S has "
+            "Σ_S w_i ⊗ u_i u_iᵀ = 0 and M = −Σ_S (2α b_up,i + β) w_i u_iᵀ")
+
+    def unknown(why: str, search: SearchResult | None = None) -> BlockDecision:
+        # theorem "none": no result concluded (the search, if any, is named in the reason only)
+        del search
+        notes = "; ".join(dict.fromkeys(ctx.notes))
+        return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {why}" + (f" (also: {notes})." if notes else "."))
+
+    if blk.d ** 3 * blk.n > MAX_COLUMN_ENTRIES:
+        return unknown(f"the degree-2 skeleton applies, but its columns (d³·n = {blk.d ** 3 * blk.n} entries) are beyond "
+                       f"the {MAX_COLUMN_ENTRIES} this search builds")
+    d2, nd = hyp.dimension(blk), hyp.nondegenerate(blk)
+    ctx.H.extend([d2, *nd])
+    failing = [h.statement for h in (d2, *nd) if not h.holds]
+    if failing:
+        return unknown("the degree-2 skeleton needs nondegenerate weights (d ≥ 2, nonzero and pairwise non-collinear rows of "
+                       f"W_up, nonzero columns of W_down), and {'; '.join(failing)}")
+    blk64 = blk.float64()
+    res = rank_route(blk64, ctx.tol)
+    if res is None:
+        res = enumeration_route(blk64, q, ctx.tol)
+    if res is None:
+        return unknown(f"the degree-2 skeleton applies, but the (Q) columns are not proved independent and n = {blk.n} > "
+                       f"{ENUMERATE_MAX_N} is beyond exhaustive search")
+    if res.status is SearchStatus.INFEASIBLE:
+        return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.SKELETON2,
+                        f"{lead}; no S does ({res.method}: every S is at relative distance ≥ {res.bound:.3g} > tolerance).",
+                        search=res)
+    if res.status is SearchStatus.UNKNOWN:
+        return unknown(f"the degree-2 skeleton applies, but the search did not decide: {res.reason}", res)
+    assert res.S is not None
+    if not is_relu2(blk):
+        return unknown(f"S = {list(res.S)} satisfies the degree-2 skeleton's conditions, so the skeleton proves nothing, and "
+                       f"the flip witness exists for exact ReLU² only (σ = {blk.activation_name})", res)
+    wb = flip_witness_block(blk64, res.S)
+    if ctx.bias_free_class and (wb.b_up is not None or wb.b_down is not None):
+        return unknown(f"S = {list(res.S)} gives a witness with biases, but the question is about bias-free blocks", res)
+    quad_zero, rl, r0, f0 = exact_flip_residuals(blk64, res.S, wb)
+    thr = eval_threshold(ctx.tol, blk.n)
+    eps = max(float(rl), float(r0 / f0) if f0 else (0.0 if r0 == 0 else math.inf)) * (1 + 1e-12)
+    err, m = evaluation_error(blk, wb, blk.d, seed=ctx.seed, accept=thr)
+    w = Witness(S=res.S, block=wb, residual=res.residual, eval_error=max(eps, err), n_inputs=m, exact=quad_zero and eps == 0,
+                description="negate the up rows, up biases and down columns in S; b'_down = b_down + Σ_S b_up,i²·w_i; "
+                f"exact: the quadratic part of f − g is {'0' if quad_zero else 'nonzero'}, "
+                f"|f(x) − g(x)|∞ ≤ {eps:.3g}·(|x|∞ + |f(0)|∞) for every x")
+    if quad_zero and eps <= thr and err <= thr:
+        return ctx.done(Verdict.ABSORBABLE, Theorem.SKELETON2,
+                        f"Degree-2 skeleton, ReLU²: S = {list(res.S)} has Σ_S w_i ⊗ u_i u_iᵀ = 0 exactly and "
+                        f"M = −2·Σ_S b_up,i w_i u_iᵀ (relative residual {res.residual:.2e}); negating (u_i, b_up,i, w_i) on S "
+                        "changes the block by −Σ_S w_i (u_i·x + b_up,i)², a constant that b'_down absorbs "
+                        f"(rigorous bound {eps:.2e}; checked on {m} inputs, max relative error {err:.2e}).",
+                        witness=w, search=res)
+    return unknown(f"S = {list(res.S)} satisfies the conditions within the tolerance, but its ReLU² flip witness failed the "
+                   f"exact check (quadratic part {'zero' if quad_zero else 'nonzero'}, linear/constant bound {eps:.2e}, "
+                   f"sampled error {err:.2e}{eval_failure(err)})", res)

@@ -1,0 +1,115 @@
+"""The checker's re-derivation of the gated skeleton for step-like gates
+(docs/results/gated-skeleton.md), by its own route: the gate's limits L± at ±∞ from its
+outermost pieces (``_asymptotic`` expansions: no sympy limit, no sample), L₋ = 0 and L₊ ≠ 0
+rational, the gated nondegeneracy (d ≥ 2, gate rows nonzero and pairwise non-collinear, value
+rows not parallel to their gate rows, columns of W_down nonzero — exact decisions in ℚ), and
+the search's infeasibility of the target −M/L₊ re-checked like result 5's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from absorb.model.block import Block
+from absorb.verify._asymptotic import why_not_at_infinity
+from absorb.verify._numerics import _parse_number
+from absorb.verify._pieces import Refused, decide_zero, pieces
+from absorb.verify._report import _Ctx, _require
+from absorb.verify._symbolic import _variable
+from absorb.verify._weights import _collinear_pairs
+
+CASES = ("step", "relu-like", "relu-like-flip")
+
+
+def relu_like(expr: sp.Expr) -> tuple[bool, str]:
+    """σ(s) − s → 0 as s → +∞ and σ(s) → 0 as s → −∞, on the outermost pieces (own expansions)."""
+    x = _variable(expr)
+    try:
+        _, pcs = pieces(expr, x)
+    except Refused as exc:
+        return False, f"σ could not be split into pieces: {exc}"
+    except Exception as exc:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
+        return False, f"σ could not be split into pieces ({type(exc).__name__})"
+    for e, sign, what in ((pcs[-1].expr - x, 1, "σ(s) − s at +∞"), (pcs[0].expr, -1, "σ(s) at −∞")):
+        L, why = why_not_at_infinity(e, x, sign)
+        if L is None or decide_zero(L) is not True:
+            return False, f"{what}: {why or f'→ {L} ≠ 0'}"
+    return True, ""
+
+
+def gate_limits(expr: sp.Expr) -> tuple[tuple[sp.Expr, sp.Expr] | None, str]:
+    """((L₊, L₋), "") with L± = lim σ(s) as s → ±∞ on the outermost pieces, finite; else (None, why)."""
+    x = _variable(expr)
+    try:
+        _, pcs = pieces(expr, x)
+    except Refused as exc:
+        return None, f"σ could not be split into pieces: {exc}"
+    except Exception as exc:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
+        return None, f"σ could not be split into pieces ({type(exc).__name__})"
+    out = []
+    for pc, sign, name in ((pcs[-1], 1, "L₊"), (pcs[0], -1, "L₋")):
+        L, why = why_not_at_infinity(pc.expr, x, sign)
+        if L is None or L.has(sp.Float):
+            return None, f"{name}: {why or 'inexact'}"
+        out.append(L)
+    return (out[0], out[1]), ""
+
+
+def _parallel_units(G: np.ndarray, U: np.ndarray) -> list[int]:
+    """Units whose value row is zero or exactly parallel to its gate row (exact decision per unit)."""
+    bad = []
+    for i in range(G.shape[0]):
+        pair = np.vstack([G[i], U[i]]).astype(np.float64)
+        if not np.any(pair[1]) or _collinear_pairs(pair)[0]:
+            bad.append(i)
+    return bad
+
+
+def check_gated_skeleton(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
+    if b.get("verdict") == "unknown":
+        return "unknown", None, 0.0
+    from absorb.verify._beyond import _nonzero_skip, finite_on_reals
+    from absorb.verify._infeasible import _check_infeasible
+
+    arg = b.get("argument") or {}
+    _require(ctx, block.gated and block.W_gate is not None, w, "the block is gated")
+    _nonzero_skip(ctx, w, b, block)
+    act = block.activation.expr
+    _require(ctx, finite_on_reals(act), w, "the gate σ_g is real and finite at every real point")
+    case = arg.get("case", "step")
+    _require(ctx, case in CASES, w, f"the case is one of {', '.join(CASES)}", f"recorded {case!r}")
+    if case == "step":
+        lims, why = gate_limits(act)
+        _require(ctx, lims is not None, w, "the gate's limits L± = lim σ_g(s) at s → ±∞ exist and are finite (the checker's own "
+                 "expansions of the outermost pieces)", why, fail_only=True)
+        lp, lm = lims  # type: ignore[misc]
+        _require(ctx, decide_zero(lm) is True and isinstance(lp, sp.Rational) and lp != 0, w,
+                 "the gate is step-like: L₋ = 0 and L₊ ≠ 0 rational", f"L₊ = {lp}, L₋ = {lm}")
+        rp, rm = _parse_number(arg.get("L_plus")), _parse_number(arg.get("L_minus"))
+        _require(ctx, rp is not None and rm is not None and decide_zero(rp - lp) is True and decide_zero(rm - lm) is True, w,
+                 f"the recorded limits are the gate's: L₊ = {lp}, L₋ = {lm}",
+                 f"recorded L₊ = {arg.get('L_plus')!r}, L₋ = {arg.get('L_minus')!r}")
+    else:
+        ok, why = relu_like(act)
+        _require(ctx, ok, w, "the gate is ReLU-like: σ_g(s) − s → 0 at +∞ and σ_g(s) → 0 at −∞ (the checker's own expansions "
+                 "of the outermost pieces)", why, fail_only=True)
+    G = np.asarray(block.W_gate)
+    _require(ctx, block.d >= 2, w, "d ≥ 2", f"d = {block.d}")
+    _require(ctx, bool(np.all(np.any(G != 0, axis=1))), w, "every gate row is nonzero (exact)")
+    _require(ctx, bool(np.all(np.any(block.W_down != 0, axis=0))), w, "every column of W_down is nonzero (exact)")
+    pairs, _ = _collinear_pairs(G)
+    _require(ctx, not pairs, w, "the gate rows are pairwise non-collinear (exact)",
+             f"rows {pairs[0][0]} and {pairs[0][1]} are collinear" if pairs else "")
+    par = _parallel_units(G, np.asarray(block.W_up))
+    _require(ctx, not par, w, "no value row is zero or parallel to its gate row (exact)", f"unit {par[0]}" if par else "")
+    if case == "step":
+        search = b.get("search") or {}
+        _require(ctx, search.get("status") == "infeasible", w, "the index-set search proved that no S exists",
+                 f"search status {search.get('status')!r}")
+        _check_infeasible(ctx, w, block, search, -block.M / float(lp))
+        return "not_absorbable", None, 0.0
+    from absorb.verify._gated_relu import check_relu_like
+
+    return check_relu_like(ctx, w, b, block, case)

@@ -1,0 +1,119 @@
+"""The checker's re-derivation of the gated skeleton for ReLU-like gates (docs/results/gated-skeleton.md):
+its own columns vec(w_i ⊗ (g_i u_iᵀ + u_i g_iᵀ)) and vec(w_i (c_i u_i + e_i g_i)ᵀ), infeasibility by
+its own exact positive-definiteness test or enumeration, and for ``relu-like-flip`` the flip of S rebuilt here with
+f − g checked in rationals (σ_g(z) − σ_g(−z) = z re-derived by pieces)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from absorb.model.block import Block
+from absorb.verify._numerics import _U, _parse_number
+from absorb.verify._report import _Ctx, _require
+from absorb.verify._skeleton2 import ENUMERATE_MAX_N, enumeration_bound, rank_bound
+from absorb.verify._symbolic import flip_constant
+from absorb.verify._weights import InfNorm, _block_arrays, _f0_lower, sha256_f64
+
+
+def _F(a: Any) -> list[Fraction]:
+    return [Fraction(float(v)) for v in np.asarray(a, dtype=np.float64).reshape(-1)]
+
+
+def _parts(block: Block) -> tuple[list[list[Fraction]], list[list[Fraction]], list[list[Fraction]], list[Fraction], list[Fraction]]:
+    n = block.n
+    G = [_F(r) for r in np.asarray(block.W_gate)]
+    U = [_F(r) for r in np.asarray(block.W_up)]
+    W = [_F(c) for c in np.asarray(block.W_down).T]
+    c = _F(block.b_gate) if block.b_gate is not None else [Fraction(0)] * n
+    e = _F(block.b_up) if block.b_up is not None else [Fraction(0)] * n
+    return G, U, W, c, e
+
+
+def _quad_cols(G: list, U: list, W: list) -> list[list[Fraction]]:
+    return [[wa * (gb * uc + ub * gc) for wa in W[i] for gb, ub in zip(G[i], U[i]) for gc, uc in zip(G[i], U[i])]
+            for i in range(len(G))]
+
+
+def _flip(block: Block, S: list[int]) -> Block:
+    """The producer's construction, rebuilt here (same float operations, so the same bits)."""
+    G, U, D = (np.array(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
+    G[S] *= -1
+    U[S] *= -1
+    D[:, S] *= -1
+    bg = None if block.b_gate is None else np.array(block.b_gate, dtype=np.float64)
+    bu = None if block.b_up is None else np.array(block.b_up, dtype=np.float64)
+    shift = np.zeros(block.d)
+    if bg is not None and bu is not None:
+        shift = np.asarray(block.W_down, dtype=np.float64)[:, S] @ (bg[S] * bu[S])
+    for v in (bg, bu):
+        if v is not None:
+            v[S] *= -1
+    b_down = shift + (0 if block.b_down is None else np.asarray(block.b_down, dtype=np.float64))
+    return block.replace(W_gate=G, W_up=U, W_down=D, b_gate=bg, b_up=bu, b_down=b_down if np.any(b_down) else None,
+                         skip=np.zeros((block.d, block.d)), name=block.name + "'")
+
+
+def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: str) -> tuple[str, Block | None, float]:
+    G, U, W, c, e = _parts(block)
+    d, n = block.d, block.n
+    cols = _quad_cols(G, U, W)
+    if b.get("verdict") == "not_absorbable":
+        route = (b.get("argument") or {}).get("route")
+        _require(ctx, case == "relu-like" and route in ("rank", "enumerate"), w,
+                 "a not_absorbable verdict rests on the rank or the enumeration route", f"recorded route {route!r}")
+        bound, how = None, "exact positive-definiteness test"
+        if route == "rank":
+            bound = rank_bound(cols, block.M) if n <= d * d * (d + 1) // 2 else None
+        elif n <= ENUMERATE_MAX_N:
+            Gf, Uf, Df = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
+            cf = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
+            ef = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+            K = np.array([np.concatenate([(np.multiply.outer(Df[:, i], np.outer(Gf[i], Uf[i]))
+                                           + np.multiply.outer(Df[:, i], np.outer(Uf[i], Gf[i]))).ravel(),
+                                          np.outer(Df[:, i], cf[i] * Uf[i] + ef[i] * Gf[i]).ravel()]) for i in range(n)])
+            bound, how = enumeration_bound(K, d ** 3, block.M), "enumeration"
+        _require(ctx, bound is not None and bound > ctx.tol, w,
+                 f"every index set S is at relative distance > τ = {ctx.tol:g} from (Qg) and (Lg) ({how}, re-derived here)",
+                 f"lower bound {bound!r}")
+        return "not_absorbable", None, 0.0
+    _require(ctx, case == "relu-like-flip", w, "an absorbable verdict comes with the gated flip")
+    _require(ctx, flip_constant(block.activation.expr, False) == 1, w, "σ_g(z) − σ_g(−z) = z for every real z (by pieces)")
+    _require(ctx, _parse_number((b.get("argument") or {}).get("c")) == 1, w, "the recorded flip constant is 1",
+             f"recorded {(b.get('argument') or {}).get('c')!r}")
+    wit = b.get("witness") or {}
+    S = wit.get("S")
+    _require(ctx, isinstance(S, list) and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n for i in S)
+             and len(set(S)) == len(S), w, f"S is a set of distinct hidden units in 0..{n - 1}")
+    wb = _flip(block, sorted(S))
+    _require(ctx, all(sum((cols[i][k] for i in S), Fraction(0)) == 0 for k in range(d ** 3)), w,
+             "Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 exactly (rationals): f − g has no quadratic part")
+    M = [_F(r) for r in np.asarray(block.M)]
+    RL = [[M[a][k] + sum((W[i][a] * (c[i] * U[i][k] + e[i] * G[i][k]) for i in S), Fraction(0)) for k in range(d)] for a in range(d)]
+    rho = max(sum(abs(v) for v in row) for row in RL)
+    bd = _F(block.b_down) if block.b_down is not None else [Fraction(0)] * d
+    bd2 = _F(wb.b_down) if wb.b_down is not None else [Fraction(0)] * d
+    R0 = max(abs(bd[a] + sum((c[i] * e[i] * W[i][a] for i in S), Fraction(0)) - bd2[a]) for a in range(d))
+    allowance = Fraction(1e3 * 2 * _U * math.sqrt(n + 1))
+    _require(ctx, rho <= Fraction(ctx.tol) + allowance, w, "‖M + Σ_S w_i (c_i u_i + e_i g_i)ᵀ‖_∞ ≤ τ + the rounding allowance (exact)",
+             f"{float(rho):.3g}")
+    f0 = _f0_lower(block)
+    _require(ctx, R0 == 0 or float(R0) <= float(Fraction(ctx.tol) + allowance) * f0, w,
+             "|b_down + Σ_S c_i e_i w_i − b'_down|_∞ ≤ (τ + allowance)·|f(0)|_∞ (exact, against a rigorous lower bound of |f(0)|)",
+             f"{float(R0):.3g} against |f(0)| ≥ {f0:.3g}")
+    exact = rho == 0 and R0 == 0
+    _require(ctx, wit.get("exact") in (None, exact), w, "the recorded exactness matches", f"recorded {wit.get('exact')!r}")
+    res = wit.get("residual")
+    _require(ctx, res is None or (isinstance(res, (int, float)) and not isinstance(res, bool) and 0 <= res <= ctx.tol
+                                  and (res == 0) == (rho == 0)), w, "the recorded residual is within the tolerance (0 iff (Lg) holds exactly)",
+             f"recorded {res!r}")
+    recs = (wit.get("block") or {}).get("weights")
+    if recs is not None:
+        mine = _block_arrays(wb)
+        _require(ctx, isinstance(recs, dict) and set(recs) == set(mine) and all(
+            isinstance(recs[k], dict) and recs[k].get("sha256") == sha256_f64(v) for k, v in mine.items()), w,
+                 "the witness block is the flip of S rebuilt here (SHA-256)")
+    return "absorbable", wb, InfNorm(float(rho) * (1 + 1e-12))

@@ -1,0 +1,261 @@
+"""The checker's re-derivation of the degree-2 skeleton (docs/results/skeleton2.md), by its
+own route: σ's two-term form at ±∞ from its outermost pieces (``_asymptotic`` expansions, no
+sympy limit, no sample), the nondegeneracy of the weights, and
+
+* ``not_absorbable``: its own proof that no index set S is within the tolerance of
+  (Q) Σ_S w_i ⊗ u_i u_iᵀ = 0 and (L) M = −Σ_S (2αc_i + β) w_i u_iᵀ, measured as
+  ‖(Q 1_S, L 1_S + vec M)‖₂ / ‖M‖_F — either an exact positive-definiteness test of QᵀQ − μI (Sylvester, integer elimination)
+  (only S = ∅ is close to (Q), and S = ∅ is at distance 1), or every S enumerated with
+  rounding bounds (n ≤ 16);
+* ``absorbable`` (exact ReLU² only, σ(z) + σ(−z) = z² re-derived by pieces): the flip of S
+  rebuilt here, f − g = Σ_S w_i (u_i·x)² + R_L x + R_0 exactly, the quadratic part zero in
+  rationals, R_L and R_0 bounded exactly.
+
+Nothing is recorded for the search: the checker re-derives infeasibility itself.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from absorb.model.block import Block
+from absorb.verify._asymptotic import why_not_at_infinity
+from absorb.verify._numerics import _U, _gamma, _parse_number
+from absorb.verify._pieces import Refused, decide_zero, exact_value, pieces
+from absorb.verify._report import _Ctx, _require
+from absorb.verify._symbolic import _identity_on_piece, _variable
+from absorb.verify._weights import InfNorm, sha256_f64
+
+CASES = ("rank", "enumerate", "relu2-flip")
+ENUMERATE_MAX_N = 16
+RANK_MAX_N = 48
+
+
+def two_term_form(expr: sp.Expr) -> tuple[tuple[sp.Expr, sp.Expr] | None, str]:
+    """((α, β), "") with σ(s) = αs² + βs + o(s) as s → +∞ (α ≠ 0) and σ(s) = o(s) as s → −∞,
+    each limit derived on the outermost piece: α = lim σ/s², β = lim (σ − αs²)/s at +∞ and
+    lim σ/s = 0 at −∞; else (None, why)."""
+    x = _variable(expr)
+    try:
+        _, pcs = pieces(expr, x)
+    except Refused as exc:
+        return None, f"σ could not be split into pieces: {exc}"
+    except Exception as exc:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
+        return None, f"σ could not be split into pieces ({type(exc).__name__})"
+    top, bottom = pcs[-1].expr, pcs[0].expr
+    a, why = why_not_at_infinity(top / x**2, x, 1)
+    if a is None or not isinstance(a, sp.Rational) or a == 0:
+        return None, f"lim σ(s)/s² at +∞: {why or f'{a} is not a nonzero rational'}"
+    b, why = why_not_at_infinity(sp.expand(top - a * x**2) / x, x, 1)
+    if b is None or not isinstance(b, sp.Rational):
+        return None, f"lim (σ(s) − αs²)/s at +∞: {why or f'{b} is not rational'}"
+    m, why = why_not_at_infinity(bottom / x, x, -1)
+    if m is None or decide_zero(m) is not True:
+        return None, f"lim σ(s)/s at −∞: {why or f'{m} ≠ 0'}"
+    return (a, b), ""
+
+
+def _square_flip(expr: sp.Expr) -> bool:
+    """σ(z) + σ(−z) = z² for every real z (0 at every break point, simplifies to 0 on every piece)."""
+    x = _variable(expr)
+    h = expr + expr.subs(x, -x) - x**2
+    try:
+        pts, pcs = pieces(h, x, (sp.Integer(0),))
+        return (all(decide_zero(exact_value(h, x, p)) is True for p in pts)
+                and all(_identity_on_piece(pc.expr, x, pc) for pc in pcs))
+    except Refused:
+        return False
+    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
+        return False
+
+
+def _q(v: float) -> Fraction:
+    return Fraction(float(v))
+
+
+def _units(block: Block) -> tuple[list[list[Fraction]], list[list[Fraction]], list[Fraction]]:
+    U = [[_q(v) for v in row] for row in np.asarray(block.W_up, dtype=np.float64)]
+    W = [[_q(v) for v in col] for col in np.asarray(block.W_down, dtype=np.float64).T]
+    c = [_q(v) for v in block.b_up] if block.b_up is not None else [Fraction(0)] * block.n
+    return U, W, c
+
+
+def _tensor(w: list[Fraction], u: list[Fraction]) -> list[Fraction]:
+    return [a * b * e for a in w for b in u for e in u]
+
+
+def _pos_def(G: list[list[int]]) -> bool:
+    """Sylvester's criterion on an integer matrix: every leading principal minor > 0, the minors
+    read off fraction-free Gaussian elimination (each pivot of step k is the k-th minor)."""
+    A = [r[:] for r in G]
+    last = 1
+    for k in range(len(A)):
+        piv = A[k][k]
+        if piv <= 0:
+            return False
+        for i in range(k + 1, len(A)):
+            A[i] = [A[i][j] if j <= k else (A[i][j] * piv - A[i][k] * A[k][j]) // last for j in range(len(A))]
+        last = piv
+    return True
+
+
+def _rank_bound(block: Block) -> float | None:
+    """The rank route for the degree-2 skeleton's (Q) columns vec(w_i ⊗ u_i u_iᵀ)."""
+    U, W, _ = _units(block)
+    return rank_bound([_tensor(W[i], U[i]) for i in range(block.n)], block.M)
+
+
+def rank_bound(cols: list[list[Fraction]], M: np.ndarray) -> float | None:
+    """A rigorous lower bound on min over S ≠ ∅ of ‖Σ_S q_i‖ / ‖M‖_F (≥ √μ/‖M‖_F with QᵀQ − μI
+    positive definite in exact rationals, μ chosen here); S = ∅ is at distance 1."""
+    n = len(cols)
+    if n == 0 or n > RANK_MAX_N or n > len(cols[0]):
+        return None
+    Qf = np.array([[float(v) for v in col] for col in cols]).T
+    lam = float(np.linalg.eigvalsh(Qf.T @ Qf)[0])
+    if not (math.isfinite(lam) and lam > 0):
+        return None
+    den = max(v.denominator for col in cols for v in col)  # dyadic: every denominator divides the largest
+    ic = [[int(v * den) for v in col] for col in cols]
+    mi = int(Fraction(lam) / 2 * den * den)  # μ = mi/den², rounded down
+    if mi <= 0:
+        return None
+    mu = Fraction(mi, den * den)
+    G = [[sum(a * b for a, b in zip(ic[i], ic[j])) - (mi if i == j else 0) for j in range(n)] for i in range(n)]
+    if not _pos_def(G):
+        return None
+    m2 = sum((_q(v) ** 2 for v in np.asarray(M, dtype=np.float64).ravel()), Fraction(0))
+    return min(1.0, math.sqrt(float(mu / m2)) * (1 - 1e-9))
+
+
+def _enumeration_bound(block: Block, a: Fraction, b: Fraction) -> float | None:
+    """The enumeration route over the degree-2 skeleton's stacked columns."""
+    n, d = block.n, block.d
+    if n > ENUMERATE_MAX_N:
+        return None
+    U = np.asarray(block.W_up, dtype=np.float64)
+    W = np.asarray(block.W_down, dtype=np.float64)
+    c = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+    cols = []
+    for i in range(n):
+        q = np.multiply.outer(W[:, i], np.outer(U[i], U[i])).ravel()
+        lin = (2 * float(a) * c[i] + float(b)) * np.outer(W[:, i], U[i]).ravel()
+        cols.append(np.concatenate([q, lin]))
+    return enumeration_bound(np.array(cols), d ** 3, np.asarray(block.M, dtype=np.float64))
+
+
+def enumeration_bound(K: np.ndarray, zeros: int, M: np.ndarray) -> float | None:
+    """min over every S of a rigorous lower bound on ‖Σ_S k_i − (0, −vec M)‖ / ‖M‖_F (K: n ×
+    rows, the first ``zeros`` rows against 0; float64, n ≤ 16): r̂ is within γ(|K̂|1_S + |t|) of
+    the exact residual entrywise, γ = γ_{n+rows+8} covering the ≤ 4 rounded products of an
+    entry, the sums and the norms."""
+    n = K.shape[0]
+    if n > ENUMERATE_MAX_N:
+        return None
+    t = np.concatenate([np.zeros(zeros), -np.asarray(M, dtype=np.float64).ravel()])
+    if not (np.all(np.isfinite(K)) and np.all(np.isfinite(t))):
+        return None
+    g = _gamma(n + K.shape[1] + 8)
+    nm = float(np.linalg.norm(M)) * (1 + g)
+    worst = math.inf
+    for code in range(1 << n):
+        sel = [i for i in range(n) if code >> i & 1]
+        r = K[sel].sum(axis=0) - t
+        e = np.abs(K[sel]).sum(axis=0) + np.abs(t)
+        lo = (float(np.linalg.norm(r)) * (1 - g) - g * (1 + g) ** 2 * float(np.linalg.norm(e))) / nm
+        worst = min(worst, lo)
+    return worst
+
+
+def _flip(block: Block, S: list[int]) -> Block:
+    """The producer's construction, rebuilt here: negate (u_i, c_i, w_i) on S, b'_down = b_down + Σ_S c_i² w_i."""
+    U, D = np.array(block.W_up, dtype=np.float64), np.array(block.W_down, dtype=np.float64)
+    U[S] *= -1
+    D[:, S] *= -1
+    b_up, shift = None, np.zeros(block.d)
+    if block.b_up is not None:
+        b_up = np.array(block.b_up, dtype=np.float64)
+        shift = np.asarray(block.W_down, dtype=np.float64)[:, S] @ (b_up[S] ** 2)
+        b_up[S] *= -1
+    b_down = shift + (0 if block.b_down is None else np.asarray(block.b_down, dtype=np.float64))
+    return block.replace(W_up=U, W_down=D, b_up=b_up, b_down=b_down if np.any(b_down) else None,
+                         skip=np.zeros((block.d, block.d)), name=block.name + "'")
+
+
+def _nondegenerate(ctx: _Ctx, w: str, block: Block) -> None:
+    from absorb.verify._beyond import _nondegenerate as nd
+
+    nd(ctx, w, block)
+
+
+def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
+    if b.get("verdict") == "unknown":
+        return "unknown", None, 0.0
+    from absorb.verify._beyond import _nonzero_skip, finite_on_reals
+
+    arg = b.get("argument") or {}
+    _require(ctx, not block.gated, w, "the block is ungated (the degree-2 skeleton is about ungated blocks)")
+    _nonzero_skip(ctx, w, b, block)
+    act = block.activation.expr
+    _require(ctx, finite_on_reals(act), w, "σ is real and finite at every real point")
+    form, why = two_term_form(act)
+    _require(ctx, form is not None, w, "σ(s) = αs² + βs + o(s) at +∞ (α ≠ 0, rational) and o(s) at −∞ (the checker's own "
+             "expansions of the outermost pieces)", why, fail_only=True)
+    a, bb = form  # type: ignore[misc]
+    ra, rb = _parse_number(arg.get("alpha")), _parse_number(arg.get("beta"))
+    _require(ctx, ra is not None and rb is not None and decide_zero(ra - a) is True and decide_zero(rb - bb) is True, w,
+             f"the recorded α = {a}, β = {bb} are σ's", f"recorded α = {arg.get('alpha')!r}, β = {arg.get('beta')!r}")
+    _nondegenerate(ctx, w, block)
+    case = arg.get("case")
+    _require(ctx, case in CASES, w, f"the case is one of {', '.join(CASES)}", f"recorded {case!r}")
+    af, bf = Fraction(int(a.p), int(a.q)), Fraction(int(bb.p), int(bb.q))
+    if b.get("verdict") == "not_absorbable":
+        _require(ctx, case in ("rank", "enumerate"), w, "a not_absorbable verdict rests on the rank or the enumeration route")
+        bound = _rank_bound(block) if case == "rank" else _enumeration_bound(block, af, bf)
+        _require(ctx, bound is not None and bound > ctx.tol, w,
+                 f"every index set S is at relative distance > τ = {ctx.tol:g} from (Q) and (L) ({case}, re-derived here)",
+                 f"lower bound {bound!r}")
+        return "not_absorbable", None, 0.0
+    _require(ctx, case == "relu2-flip", w, "an absorbable verdict comes with the ReLU² flip")
+    _require(ctx, _square_flip(act), w, "σ(z) + σ(−z) = z² for every real z (by pieces)")
+    wit = b.get("witness") or {}
+    S = wit.get("S")
+    _require(ctx, isinstance(S, list) and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < block.n for i in S)
+             and len(set(S)) == len(S), w, f"S is a set of distinct hidden units in 0..{block.n - 1}")
+    wb = _flip(block, sorted(S))
+    U, W, c = _units(block)
+    d = block.d
+    quad = [sum((_tensor(W[i], U[i])[k] for i in S), Fraction(0)) for k in range(d ** 3)]
+    _require(ctx, all(v == 0 for v in quad), w, "Σ_S w_i ⊗ u_i u_iᵀ = 0 exactly (rationals): f − g has no quadratic part")
+    M = [[_q(v) for v in row] for row in np.asarray(block.M, dtype=np.float64)]
+    RL = [[M[r][k] + sum((2 * c[i] * W[i][r] * U[i][k] for i in S), Fraction(0)) for k in range(d)] for r in range(d)]
+    rho = max(sum(abs(v) for v in row) for row in RL)
+    bd = [_q(v) for v in block.b_down] if block.b_down is not None else [Fraction(0)] * d
+    bd2 = [_q(v) for v in wb.b_down] if wb.b_down is not None else [Fraction(0)] * d
+    R0 = max(abs(bd[r] + sum((c[i] ** 2 * W[i][r] for i in S), Fraction(0)) - bd2[r]) for r in range(d))
+    f0 = max(abs(bd[r] + sum((max(c[i], Fraction(0)) ** 2 * W[i][r] for i in range(block.n)), Fraction(0))) for r in range(d))
+    allowance = Fraction(1e3 * 2 * _U * math.sqrt(block.n + 1))
+    _require(ctx, rho <= Fraction(ctx.tol) + allowance, w, "‖M + 2·Σ_S c_i w_i u_iᵀ‖_∞ ≤ τ + the rounding allowance (exact)",
+             f"{float(rho):.3g}")
+    _require(ctx, R0 <= (Fraction(ctx.tol) + allowance) * f0, w,
+             "|b_down + Σ_S c_i² w_i − b'_down|_∞ ≤ (τ + allowance)·|f(0)|_∞ (exact)", f"{float(R0):.3g} against |f(0)| = {float(f0):.3g}")
+    exact = rho == 0 and R0 == 0
+    _require(ctx, wit.get("exact") in (None, exact), w, "the recorded exactness matches", f"recorded {wit.get('exact')!r}")
+    res = wit.get("residual")
+    _require(ctx, res is None or (isinstance(res, (int, float)) and not isinstance(res, bool) and 0 <= res <= ctx.tol
+                                  and (res == 0) == (rho == 0)), w, "the recorded residual is within the tolerance (0 iff (L) holds exactly)",
+             f"recorded {res!r}")
+    recs = (wit.get("block") or {}).get("weights")
+    if recs is not None:
+        from absorb.verify._weights import _block_arrays
+
+        mine = _block_arrays(wb)
+        _require(ctx, isinstance(recs, dict) and set(recs) == set(mine) and all(
+            isinstance(recs[k], dict) and recs[k].get("sha256") == sha256_f64(v) for k, v in mine.items()), w,
+                 "the witness block is the flip of S rebuilt here (SHA-256)")
+    return "absorbable", wb, InfNorm(float(rho) * (1 + 1e-12))
