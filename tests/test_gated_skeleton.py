@@ -204,3 +204,14 @@ def test_step_gate_without_flip_identity_is_decided_by_its_own_search() -> None:
     D[:, [0, 2, 4]] = -np.linalg.pinv(blk.W_up[[0, 2, 4]])
     dec = decide_block(blk.replace(W_down=D), tol=1e-7)
     assert dec.verdict is Verdict.UNKNOWN and "no flip identity" in dec.reason, dec.reason
+
+
+@pytest.mark.parametrize("act", ["sigmoid", "silu"])
+def test_value_activation_keeps_the_gated_skeleton_silent(act: str) -> None:
+    """The gated skeletons expand W_up x + b_up linearly; with a value activation h (here h(z) = z³,
+    unbounded) neither may answer: the block is unknown naming h, while the same block without h is decided."""
+    blk = _glu(7, 3, 6, act, biases=True)
+    assert decide_block(blk).verdict is Verdict.NOT_ABSORBABLE
+    dec = decide_block(blk.replace(value_activation=get_activation("expr:x**3")))
+    assert (dec.verdict, dec.theorem) == (Verdict.UNKNOWN, Theorem.NONE), dec.reason
+    assert "value" in dec.reason
