@@ -1,8 +1,8 @@
 """Shared test configuration.
 
 Hypothesis profiles: "ci" is the default and is derandomised, so a green run stays green;
-CI (CI=true) loads "ci-long", the same with more examples; HYPOTHESIS_PROFILE=dev explores
-with random examples.
+the full run (CI=true or CI_SLOW=1, as .ci/run) loads "ci-long", the same with two and a half
+times the examples; HYPOTHESIS_PROFILE=NAME chooses one ("dev" explores with random examples).
 
 ``run_absorb(*args)`` runs ``absorb ARGS`` in this process and returns what a subprocess would
 (a ``subprocess.CompletedProcess`` with returncode, stdout, stderr): a test about what the
@@ -17,14 +17,26 @@ import contextlib
 import io
 import os
 import subprocess
+from collections.abc import Mapping
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("ci", derandomize=True, deadline=None, max_examples=20, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+_CI = dict(derandomize=True, deadline=None, print_blob=True,
+           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("ci", max_examples=12, **_CI)  # the default run: a few minutes on two cores
+settings.register_profile("ci-long", max_examples=30, **_CI)  # with the slow tests: more examples, same seeds
 settings.register_profile("dev", deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def hypothesis_profile(environ: Mapping[str, str]) -> str:
+    """HYPOTHESIS_PROFILE if set, else "ci-long" for the full run (CI=true or CI_SLOW=1), else "ci"."""
+    full_run = environ.get("CI") == "true" or environ.get("CI_SLOW") == "1"
+    return environ.get("HYPOTHESIS_PROFILE") or ("ci-long" if full_run else "ci")
+
+
+HYPOTHESIS_PROFILE = hypothesis_profile(os.environ)
+settings.load_profile(HYPOTHESIS_PROFILE)
 
 
 def run_absorb(*args: str) -> subprocess.CompletedProcess[str]:
