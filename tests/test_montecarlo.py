@@ -6,11 +6,10 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from conftest import run_absorb
 
 from absorb import Block, Theorem, Verdict, decide_block, get_activation
 from absorb.engine import hypotheses as hyp
@@ -203,9 +202,8 @@ def test_dask_equals_single_process() -> None:
 
 def test_cli_json_and_plot(tmp_path) -> None:
     out = tmp_path / "mc.png"
-    proc = subprocess.run([sys.executable, "-m", "absorb", "montecarlo", "--shapes", "2x4", "--dist", "gaussian,ternary",
-                           "--samples", "100", "--planted", "10", "--json", "--no-progress", "--plot", str(out)],
-                          capture_output=True, text=True, timeout=120)
+    proc = run_absorb("montecarlo", "--shapes", "2x4", "--dist", "gaussian,ternary",  # in process
+                      "--samples", "100", "--planted", "10", "--json", "--no-progress", "--plot", str(out))
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert [c["distribution"] for c in doc["cells"]] == ["gaussian", "ternary"]
