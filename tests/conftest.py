@@ -39,6 +39,28 @@ HYPOTHESIS_PROFILE = hypothesis_profile(os.environ)
 settings.load_profile(HYPOTHESIS_PROFILE)
 
 
+# Threads left running slow down every later test in the same worker: absorb's sandbox (the
+# child process that parses a user's activation expression or analyses it) forks only while
+# the process runs one thread, and else spawns a fresh interpreter (about 1 s more CPU per
+# expression). tqdm's monitor thread outlives its bars: off, as it is only a fallback for
+# bars that stop updating. Tests that start dask's event-loop threads are marked ``late``.
+try:
+    import tqdm
+except ImportError:  # pragma: no cover - tqdm is optional
+    pass
+else:
+    tqdm.tqdm.monitor_interval = 0
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "late: runs after the other tests, as it leaves threads running (dask's event "
+                                       "loop), after which absorb's sandbox spawns instead of forking its workers")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.get_closest_marker("late") is not None)  # stable: the order is kept otherwise
+
+
 def run_absorb(*args: str) -> subprocess.CompletedProcess[str]:
     """``absorb ARGS`` in this process: its exit code and what it wrote to stdout and stderr."""
     from absorb.cli import main

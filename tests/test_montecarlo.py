@@ -186,6 +186,7 @@ def test_a_cells_numbers_do_not_depend_on_the_rest_of_the_grid() -> None:
     assert not np.array_equal(cell_rng(3, both[0]).standard_normal(5), cell_rng(3, both[1]).standard_normal(5))
 
 
+@pytest.mark.late  # dask's threads outlive the cluster (see conftest)
 def test_dask_equals_single_process() -> None:
     pytest.importorskip("dask.distributed")
     cells = grid(d=[], shapes=[(2, 4), (3, 7)], distributions=["gaussian", "ternary"], activations=["relu"], samples=150, planted=10)
