@@ -4,8 +4,9 @@ Hypothesis profiles: "ci" is the default and is derandomised, so a green run sta
 the full run (CI=true or CI_SLOW=1, as .ci/run) loads "ci-long", the same with two and a half
 times the examples; HYPOTHESIS_PROFILE=NAME chooses one ("dev" explores with random examples).
 
-``run_absorb(*args)`` runs ``absorb ARGS`` in this process and returns what a subprocess would
-(a ``subprocess.CompletedProcess`` with returncode, stdout, stderr): a test about what the
+``run_absorb(*args)`` (``from conftest import run_absorb``) runs ``absorb ARGS`` in this process
+and returns what a subprocess would (a ``subprocess.CompletedProcess`` with returncode,
+stdout, stderr): a test about what the
 command prints or decides need not pay an interpreter start-up and the imports (about a
 second of CPU each). Tests about process behaviour (a real exit status, no traceback, an
 encoding, a closed pipe) keep their subprocess.
@@ -72,9 +73,3 @@ def run_absorb(*args: str) -> subprocess.CompletedProcess[str]:
         except SystemExit as exc:  # argparse: --help, --version, usage errors
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     return subprocess.CompletedProcess(["absorb", *args], code, out.getvalue(), err.getvalue())
-
-
-@pytest.fixture(scope="session")
-def absorb_cli():
-    """The in-process ``absorb`` command (``run_absorb``) for tests that take it as a fixture."""
-    return run_absorb
