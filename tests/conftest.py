@@ -1,8 +1,8 @@
 """Shared test configuration.
 
 Hypothesis profiles: "ci" is the default and is derandomised, so a green run stays green;
-the full run (CI=true or CI_SLOW=1, as .ci/run) loads "ci-long", the same with two and a half
-times the examples; HYPOTHESIS_PROFILE=NAME chooses one ("dev" explores with random examples).
+the full run (CI=true or CI_SLOW=1, as .ci/run) loads "ci-long", the same with twice
+the examples; HYPOTHESIS_PROFILE=NAME chooses one ("dev" explores with random examples).
 
 ``run_absorb(*args)`` (``from conftest import run_absorb``) runs ``absorb ARGS`` in this process
 and returns what a subprocess would (a ``subprocess.CompletedProcess`` with returncode,
@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, settings
 _CI = dict(derandomize=True, deadline=None, print_blob=True,
            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.register_profile("ci", max_examples=12, **_CI)  # the default run: a few minutes on two cores
-settings.register_profile("ci-long", max_examples=30, **_CI)  # with the slow tests: more examples, same seeds
+settings.register_profile("ci-long", max_examples=24, **_CI)  # with the slow tests: twice the examples, same seeds
 settings.register_profile("dev", deadline=None, max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 
 
