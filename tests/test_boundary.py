@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_absorb
 
 import absorb
 from absorb import Block, InvalidInput, Stack, decide, find_index_set, get_activation
@@ -26,6 +27,8 @@ RELU = get_activation("relu")
 
 
 def run(*args: str, env: dict[str, str] | None = None, stdout: object = subprocess.PIPE) -> subprocess.CompletedProcess[str]:
+    """``absorb ARGS`` as a real process: for what only a process shows (stream encodings, a full
+    disk at exit, a read that never ends); the other tests call ``run_absorb`` in process."""
     e = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     enc = (env or {}).get("PYTHONIOENCODING", "utf-8")
     return subprocess.run([sys.executable, "-m", "absorb", *args], stdout=stdout, stderr=subprocess.PIPE, encoding=enc,
@@ -227,7 +230,7 @@ def test_cli_falls_back_to_ascii_when_the_terminal_cannot_encode() -> None:
     assert "v the skip matrix M is nonzero" in r.stdout and "sigma" in r.stdout and ">= 2" in r.stdout
     r = run("check", str(EXAMPLE), "--json", env={"PYTHONIOENCODING": "ascii"})
     assert r.returncode == 0 and json.loads(r.stdout)["verdict"] == "absorbable"
-    r = run("check", str(EXAMPLE))  # a UTF-8 stream keeps the symbols
+    r = run_absorb("check", str(EXAMPLE))  # a UTF-8 stream keeps the symbols (in process: text streams are UTF-8)
     assert "✓ the skip matrix M is nonzero" in r.stdout
 
 
@@ -241,7 +244,7 @@ def test_cli_full_disk_is_one_line() -> None:
 def test_prove_refuses_an_existing_file_as_out(tmp_path: Path) -> None:
     f = tmp_path / "file"
     f.write_text("keep me")
-    one_line_exit_2(run("prove", "--all", "--out", str(f)), "exists and is not a folder")
+    one_line_exit_2(run_absorb("prove", "--all", "--out", str(f)), "exists and is not a folder")
     assert f.read_text() == "keep me"
 
 
@@ -269,7 +272,7 @@ def test_montecarlo_refuses_missing_extras_before_the_sweep(tmp_path: Path) -> N
 
 
 def test_progress_bars_never_in_json_or_pipes() -> None:
-    r = run("montecarlo", "--shapes", "2x4", "--samples", "20", "--planted", "2", "--json")
+    r = run_absorb("montecarlo", "--shapes", "2x4", "--samples", "20", "--planted", "2", "--json")  # stderr: no tty
     assert r.returncode == 0 and r.stderr == "", r.stderr
     json.loads(r.stdout)
 
@@ -282,22 +285,22 @@ def test_quiet_and_verbose_on_every_subcommand() -> None:
     for name in SUBCOMMANDS:
         opts = {s for a in sub.choices[name]._actions for s in a.option_strings}
         assert {"-q", "--quiet", "-v", "--verbose"} <= opts, name
-    r = run("check", str(EXAMPLE), "-v")
+    r = run_absorb("check", str(EXAMPLE), "-v")
     assert r.returncode == 0 and "absorb check: block" in r.stderr
-    r = run("check", str(EXAMPLE), "-q")
+    r = run_absorb("check", str(EXAMPLE), "-q")
     assert r.returncode == 0 and r.stderr == ""
 
 
 def test_help_texts() -> None:
-    r = run("montecarlo", "--help")
+    r = run_absorb("montecarlo", "--help")
     assert "95%" in r.stdout and "95%%" not in r.stdout
-    r = run("explore-depth", "--help")
+    r = run_absorb("explore-depth", "--help")
     lines = r.stdout.splitlines()
     assert any(ln.strip().startswith("--activation") and "activation of every block" in " ".join(lines) for ln in lines)
 
 
 def test_explore_depth_text_has_no_python_dicts() -> None:
-    r = run("explore-depth", "--depth", "1", "--restarts", "1", "--samples", "32", "--maxiter", "5")
+    r = run_absorb("explore-depth", "--depth", "1", "--restarts", "1", "--samples", "32", "--maxiter", "5")
     assert r.returncode == 0, r.stderr
     assert "{" not in r.stdout and "kink rays of F: " in r.stdout
 
@@ -412,12 +415,13 @@ def test_unexpected_errors_are_one_line_and_traceback_only_with_v(monkeypatch: p
     assert "Traceback" in capsys.readouterr().err
 
 
-def test_check_refuses_unwritable_certificates_before_deciding(tmp_path: Path) -> None:
-    one_line_exit_2(run("check", str(EXAMPLE), "--certificate", str(tmp_path / "no" / "c.json")), "does not exist")
-    one_line_exit_2(run("check", str(EXAMPLE), "--certificate", str(tmp_path)+"/"), "unknown format")
-    r = run("check", str(EXAMPLE), "--certificate", str(tmp_path / "c.pdf"), env={"PATH": ""})
+def test_check_refuses_unwritable_certificates_before_deciding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    one_line_exit_2(run_absorb("check", str(EXAMPLE), "--certificate", str(tmp_path / "no" / "c.json")), "does not exist")
+    one_line_exit_2(run_absorb("check", str(EXAMPLE), "--certificate", str(tmp_path)+"/"), "unknown format")
+    monkeypatch.setenv("PATH", "")
+    r = run_absorb("check", str(EXAMPLE), "--certificate", str(tmp_path / "c.pdf"))
     one_line_exit_2(r, "pdflatex not found on PATH")
-    r = run("prove", "degree", "--pdf", "--out", str(tmp_path / "p"), env={"PATH": ""})
+    r = run_absorb("prove", "degree", "--pdf", "--out", str(tmp_path / "p"))
     one_line_exit_2(r, "pdflatex not found on PATH")
     assert list(tmp_path.iterdir()) == []
 

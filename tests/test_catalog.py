@@ -4,12 +4,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from conftest import run_absorb
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "counterexamples"
@@ -18,8 +16,7 @@ EXPECTED = json.loads((CATALOG / "expected.json").read_text())
 
 def _check(path: Path) -> tuple[int, dict, str]:
     options = EXPECTED.get(path.stem, {}).get("options", [])
-    proc = subprocess.run([sys.executable, "-m", "absorb", "check", "--json", *options, str(path)], capture_output=True,
-                          text=True, timeout=300, cwd=ROOT)
+    proc = run_absorb("check", "--json", *options, str(path))  # in process: a second of start-up saved per file
     try:
         doc = json.loads(proc.stdout) if proc.stdout.strip() else {}
     except json.JSONDecodeError:
@@ -29,9 +26,7 @@ def _check(path: Path) -> tuple[int, dict, str]:
 
 @pytest.fixture(scope="module")
 def outputs() -> dict[str, tuple[int, dict, str]]:
-    files = sorted(CATALOG.glob("*.npz"))
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(zip((f.stem for f in files), pool.map(_check, files)))
+    return {f.stem: _check(f) for f in sorted(CATALOG.glob("*.npz"))}
 
 
 def test_every_file_has_an_entry_and_back(outputs) -> None:

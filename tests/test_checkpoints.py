@@ -24,6 +24,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import run_absorb as run_in_process
 from safetensors.numpy import save_file
 
 from absorb._errors import InvalidInput
@@ -180,8 +181,9 @@ def write(out: Path, tensors: dict[str, np.ndarray], config: dict | None, *, sha
 
 
 def run_absorb(command: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "absorb", command, *args], capture_output=True, text=True, env=env, timeout=120)
+    """``absorb COMMAND ARGS`` in process (conftest.run_absorb): an interpreter start-up saved per
+    call; test_cli runs real subprocesses for the exit status and no traceback."""
+    return run_in_process(command, *args)
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:

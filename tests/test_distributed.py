@@ -22,6 +22,7 @@ from absorb.io.safetensors import open_checkpoint
 
 ROOT = Path(__file__).resolve().parents[1]
 distributed = pytest.importorskip("dask.distributed")
+pytestmark = pytest.mark.late  # dask's threads outlive the clusters (see conftest)
 
 
 def _make_checkpoint():

@@ -5,7 +5,8 @@ nothing on standard output then, and valid JSON with ``--json``; no case hangs.
 
 Each case runs in its own process (forked from a warm server that has imported absorb and
 proved the common activation facts once), under a memory rlimit and a time bound. The
-default run keeps to the CI profile's examples; ``-m slow`` runs a deeper variant. Every
+default run keeps to the Hypothesis profile's examples (tests/conftest.py: more in the full
+run); ``-m slow`` runs a deeper variant. Every
 failure found becomes an explicit ``@example``.
 """
 
@@ -394,7 +395,6 @@ def _npz_case(server: Server, tmp: Path, contents: dict[str, Any], extra: list[s
     assert_contract(server.run(argv), argv)
 
 
-@settings(max_examples=25)
 @given(contents=npz_contents(), extra=st.sampled_from([[], ["--json"], ["--activation", "gelu"], ["-q"]]))
 @example(contents={"W_up": np.ones((3, 2)), "W_down": np.ones((3, 2)), "activation": np.array("relu")}, extra=[])
 @example(contents={"W_up": np.ones((3, 2), dtype=np.complex128), "W_down": np.ones((2, 3)), "activation": np.array("relu")}, extra=[])
@@ -447,7 +447,6 @@ def test_known_parser_issues(server: Server, files: dict[str, str], act: str) ->
     assert res["rc"] == 2, res
 
 
-@settings(max_examples=20)
 @given(act=activation_strings())
 @example(act="expr:__import__('os').system('echo absorb_injected')")
 @example(act="expr:x**x")

@@ -40,9 +40,19 @@ def test_no_test_overrides_the_profile(path: Path) -> None:
 
 
 def test_the_profile_named_by_the_environment_is_loaded() -> None:
-    import os
+    from conftest import HYPOTHESIS_PROFILE
 
-    profile = settings.get_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+    profile = settings.get_profile(HYPOTHESIS_PROFILE)
     for key in ("derandomize", "deadline", "max_examples"):
         assert getattr(settings.default, key) == getattr(profile, key), key
-    assert settings.get_profile("ci").derandomize and settings.get_profile("ci").deadline is None
+    for name in ("ci", "ci-long"):  # the default run and the full run: derandomised, no deadline
+        assert settings.get_profile(name).derandomize and settings.get_profile(name).deadline is None
+    assert settings.get_profile("ci-long").max_examples > settings.get_profile("ci").max_examples
+
+
+@pytest.mark.parametrize(("env", "expected"), [({}, "ci"), ({"CI": "true"}, "ci-long"), ({"CI_SLOW": "1"}, "ci-long"),
+                                               ({"CI": "false"}, "ci"), ({"CI": "true", "HYPOTHESIS_PROFILE": "dev"}, "dev")])
+def test_the_full_run_gets_more_examples(env: dict[str, str], expected: str) -> None:
+    from conftest import hypothesis_profile
+
+    assert hypothesis_profile(env) == expected

@@ -5,14 +5,13 @@ or a checked verdict) without an exception or an overflow warning."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import warnings
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_absorb
 
 from absorb import Block, get_activation
 from absorb.engine._collinear import max_abs_cosine, near_collinear_pairs
@@ -21,13 +20,6 @@ from absorb.engine.degenerate import decide_degenerate
 from absorb.engine.verdict import Verdict
 from absorb.engine.width import decide_width, minimal_width
 from absorb.engine.witness import check_flip_witness, evaluation_error
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "absorb", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=300)
 
 
 def _relu(U: list, D: list, **kw: object) -> Block:
@@ -110,6 +102,7 @@ def test_collinearity_screen_extreme_rows(U: np.ndarray) -> None:
         assert [(i, j) for i, j, _ in exact] == [(0, 1)]  # exactly antipodal subnormal rows
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # an overflow warning fails the run, as `python -W error` did
 @pytest.mark.parametrize("case", ["d1", "all", "mixed"])
 def test_cli_extreme_weights(tmp_path: Path, case: str) -> None:
     p = tmp_path / f"{case}.npz"
@@ -119,7 +112,7 @@ def test_cli_extreme_weights(tmp_path: Path, case: str) -> None:
         np.savez(p, W_up=np.full((3, 2), 1e308), W_down=np.full((2, 3), 1e308), activation=np.array("relu"))
     else:
         np.savez(p, W_up=np.array(MIXED["U"]), W_down=np.array(MIXED["D"]), activation=np.array("relu"))
-    r = _cli("check", str(p), "--min-width", "--width", "4", "--json")
+    r = run_absorb("check", str(p), "--min-width", "--width", "4", "--json")  # in process
     assert r.returncode in (0, 3), r.stderr
     assert "Traceback" not in r.stderr and "Warning" not in r.stderr
     out = json.loads(r.stdout)

@@ -119,7 +119,7 @@ def test_each_degeneracy_is_what_it_says(how: str) -> None:
     expect = {"zero_row": "rows_nonzero", "dead_unit": "columns_nonzero", "collinear": "rows_noncollinear",
               "antipodal": "rows_noncollinear", "d1": "d_at_least_2"}[how]
 
-    @settings(max_examples=10)  # run once per degeneracy (5 of them): half the profile's count each
+    @settings(max_examples=settings.default.max_examples // 2)  # run once per degeneracy (5 of them): half the profile's count each
     @given(S.blocks(kind="degenerate", degeneracy=how))
     def check(block: Block) -> None:
         failed = {h.name for h in [hyp.dimension(block), *hyp.nondegenerate(block)] if not h.holds}
@@ -128,7 +128,7 @@ def test_each_degeneracy_is_what_it_says(how: str) -> None:
     check()
 
 
-@settings(max_examples=8)  # each example decides a whole stack: fewer than the profile's count
+@settings(max_examples=2 * settings.default.max_examples // 5)  # each example decides a whole stack: 2/5 of the profile's count
 @given(S.stacks(kind="planted", depth=(2, 3), d=(2, 3), n=(3, 6)))
 def test_planted_stacks_are_absorbable(stack: Stack) -> None:
     assert len({b.d for b in stack.blocks}) == 1
@@ -138,7 +138,7 @@ def test_planted_stacks_are_absorbable(stack: Stack) -> None:
 
 @pytest.mark.parametrize("kind", S.SKIP_KINDS)
 def test_skip_matrices_kinds(kind: str) -> None:
-    @settings(max_examples=15)  # run once per skip kind: fewer than the profile's count each
+    @settings(max_examples=3 * settings.default.max_examples // 4)  # run once per skip kind: 3/4 of the profile's count each
     @given(S.skip_matrices(d=(2, 6), kind=kind))
     def check(M: np.ndarray) -> None:
         d = M.shape[0]
@@ -163,7 +163,7 @@ def test_checkpoint_dicts_load(data: dict) -> None:
     np.testing.assert_array_equal(blocks[0].W_up, data[prefix + "W_up"])
 
 
-@settings(max_examples=10)  # a narrow space (d = 2, n ≤ 5, planted): fewer than the profile's count
+@settings(max_examples=settings.default.max_examples // 2)  # a narrow space (d = 2, n ≤ 5, planted): half the profile's count
 @given(S.checkpoints_as_dicts(models=S.blocks(kind="planted", d=2, n=(2, 5)), hyper_connection=True))
 def test_hc_checkpoint_dicts_lift(data: dict) -> None:
     blk = blocks_from_arrays(data, source="<dict>")

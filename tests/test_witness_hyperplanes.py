@@ -9,13 +9,12 @@ rejects every wrong witness and accepts the right ones.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_absorb
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -131,7 +130,7 @@ def test_step_npz_is_not_absorbable_through_the_cli(tmp_path: Path) -> None:
     p = tmp_path / "step.npz"
     np.savez(p, W_up=np.array([[1.0, 0], [0, 1], [1, 1]]), W_down=np.array([[-1.0, 0, 1], [0, -1, 2]]),
              W_gate=np.array([[1.0, 2], [3, -1], [0.5, 1]]), activation=np.array("expr:1-0**Max(0,x)"))
-    r = subprocess.run([sys.executable, "-m", "absorb", "check", str(p)], capture_output=True, text=True)
+    r = run_absorb("check", str(p))  # in process
     assert r.returncode in (0, 3), r.stderr
     assert "verdict: absorbable" not in r.stdout
 
