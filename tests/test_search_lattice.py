@@ -1,10 +1,12 @@
-"""The lattice-reduction finder (absorb.search.lattice): the embedding holds the planted
-set's short vector exactly, sets are read back from it, planted sets are found and verified,
-and the backend (a finder) never answers anything but found or unknown."""
+"""The lattice backend (absorb.search.lattice): the embedding holds the planted set's short
+vector exactly, sets are read back from it, planted sets are found and verified; the proof's
+rigorous radius holds every set within the search radius (even one that is no solution), a
+complete enumeration proves infeasibility, and one cut short (budget, cap) answers unknown."""
 
 from __future__ import annotations
 
 import importlib.util
+import time
 
 import numpy as np
 import pytest
@@ -85,12 +87,76 @@ def test_planted_d4_n128_found() -> None:
     assert res.S == S
 
 
+needs_fpylll = pytest.mark.skipif(lat.lattice_engine() != "fpylll", reason="fpylll is not installed")
+
+
 @needs_engine
-def test_generic_is_never_found_nor_infeasible() -> None:
+def test_generic_finder_alone_is_never_found_nor_infeasible() -> None:
     rng = np.random.default_rng(3)
     U, D = rng.standard_normal((40, 2)), rng.standard_normal((2, 40))
-    res = find_index_set(U, D, -np.eye(2), method="lattice", timeout=2)
+    res = lat.solve_lattice(U, D, -np.eye(2), timeout=2, prove=False)
     assert res.status is UNKNOWN and res.bound is None
+
+
+@needs_fpylll
+def test_generic_d2_n64_proved_infeasible_by_enumeration() -> None:
+    rng = np.random.default_rng(3)
+    U, D = rng.standard_normal((64, 2)), rng.standard_normal((2, 64))
+    res = find_index_set(U, D, -np.eye(2), method="lattice", timeout=60)
+    assert res.status is SearchStatus.INFEASIBLE, res.reason
+    assert res.bound > 1e-9 and res.certificate["kind"] == "lattice-enumeration"
+
+
+@needs_fpylll
+def test_planted_d2_n64_found_by_the_proof_lattice() -> None:
+    U, D, T, S = planted(2, 64, seed=1)
+    plan = lat.lattice_plan(U, D, T, tol=1e-9)
+    res = lat.prove_lattice(U, D, T, plan, tol=1e-9, deadline=time.perf_counter() + 60, t0=time.perf_counter())
+    assert res.status is FOUND and res.S == S, res.reason
+
+
+@pytest.mark.parametrize("factor", [0.0, 3.9])
+def test_rigorous_radius_holds_every_set_within_the_search_radius(factor: float) -> None:
+    """A set at relative residual ≈ factor·tol (≤ SEARCH_FACTOR·tol: a set the enumeration must
+    meet, solution or not) lies inside R², in exact integers."""
+    from absorb.rigorous import frobenius_bounds
+
+    tol = 1e-9
+    U, D, T, S = planted(2, 48, seed=7)
+    T = T.copy()
+    T[0, 1] = factor * tol * np.linalg.norm(T)  # moves the planted set's residual by ~factor·tol
+    rel = relative_residual(U, D, T, S)
+    assert rel <= lat.SEARCH_FACTOR * tol * (1 - 1e-6)
+    _, t_hi = frobenius_bounds(T)
+    basis, R2, c, _ = lat.proof_embedding(khatri_rao(U, D), T.ravel(), lat.SEARCH_FACTOR * tol * t_hi)
+    n = U.shape[0]
+    v = [sum(basis[i][k] for i in S) - basis[n][k] for k in range(len(basis[0]))]
+    assert sum(x * x for x in v) <= R2
+    assert all(abs(x) == c for x in v[: n + 1])
+    assert list(lat.candidates(iter([v]), n, c)) == [S]
+
+
+@needs_fpylll
+def test_enumeration_cut_short_is_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An enumeration that returned its cap of vectors (here 1: the planted set's) may have
+    left others out: it proves nothing, and answers nothing but unknown."""
+    U, D, T, _ = planted(2, 48, seed=2)
+    monkeypatch.setattr(lat, "_MAX_SOLUTIONS", 1)
+    plan = lat.lattice_plan(U, D, T, tol=1e-9)
+    now = time.perf_counter()
+    res = lat.prove_lattice(U, D, T, plan, tol=1e-9, deadline=now + 60, t0=now)
+    assert res.status is UNKNOWN and "cap" in res.reason
+
+
+@needs_fpylll
+def test_enumeration_stopped_at_the_deadline_is_unknown() -> None:
+    rng = np.random.default_rng(3)
+    U, D = rng.standard_normal((48, 2)), rng.standard_normal((2, 48))
+    T = -np.eye(2)
+    plan = lat.lattice_plan(U, D, T, tol=1e-9)
+    now = time.perf_counter()
+    res = lat.prove_lattice(U, D, T, plan, tol=1e-9, deadline=now - 1.0, t0=now)
+    assert res.status is UNKNOWN and "time budget" in res.reason
 
 
 def test_a_wrong_set_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,7 +170,7 @@ def test_a_wrong_set_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(lat, "lattice_engine", lambda: "fpylll")
     monkeypatch.setattr(lat, "_reduce", fake_reduce)
-    res = lat.solve_lattice(U, D, T, timeout=5)
+    res = lat.solve_lattice(U, D, T, timeout=5, prove=False)
     assert res.status is UNKNOWN and "1 candidate" in res.reason
 
 
