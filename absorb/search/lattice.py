@@ -281,16 +281,24 @@ class LatticePlan:
 
 
 def _enum_nodes(M: Any, R2: float) -> float:
-    """fplll's estimate (Gaussian heuristic per level) of the nodes of a full enumeration."""
-    from fpylll import GSO, Pruning
+    """Estimated nodes of a full enumeration of radius √R2 (Gaussian heuristic per level:
+    Σ_k V_k(√R2) / Π of the last k Gram–Schmidt norms, halved for ±v; in logs, so a
+    hopeless radius gives a huge number rather than an overflow)."""
+    from fpylll import GSO
 
     G = GSO.Mat(M)
     G.update_gso()
-    r = [G.get_r(i, i) for i in range(M.nrows)]
-    try:
-        return float(Pruning.Pruner(R2, 1, [r], 1.0, metric="solutions").single_enum_cost([1.0] * M.nrows))
-    except (RuntimeError, ValueError, OverflowError):
+    dim = M.nrows
+    logs = [0.5 * math.log(G.get_r(i, i)) for i in range(dim)]
+    log_r = 0.5 * math.log(R2)
+    terms, tail = [], 0.0
+    for k in range(1, dim + 1):
+        tail += logs[dim - k]
+        terms.append(0.5 * k * math.log(math.pi) + k * log_r - math.lgamma(0.5 * k + 1) - tail)
+    top = max(terms)
+    if top > 700:
         return math.inf
+    return 0.5 * math.exp(top) * sum(math.exp(x - top) for x in terms)
 
 
 def lattice_plan(U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e-9, budget: float = 10.0) -> LatticePlan:
@@ -321,7 +329,11 @@ def lattice_plan(U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e
     nodes = _enum_nodes(M, R2f)
     for block in _PROOF_BLOCKS:
         left = budget - (time.perf_counter() - t0)
-        if block > M.nrows or nodes / _NODE_RATE <= 2 * last or _GROWTH * last > left:
+        # stop once the enumeration is cheap next to the last block, or hopeless after BKZ-20
+        # (a block size cuts the estimate by 4–6× at d = 2, n = 64–80; at n = 80 ~10^12
+        # nodes remain), or the next block would not fit (fplll stops only between tours)
+        hopeless = block > 20 and nodes / _NODE_RATE > 1e3 * budget
+        if block > M.nrows or nodes / _NODE_RATE <= 2 * last or hopeless or _GROWTH * last > left:
             break
         start = time.perf_counter()
         param = BKZ.Param(block_size=block, max_loops=_TOURS, max_time=max(left, 0.01),
@@ -402,13 +414,17 @@ def prove_lattice(U: np.ndarray, D: np.ndarray, T: np.ndarray, plan: LatticePlan
 
 def solve_lattice(
     U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e-9, timeout: float = 60.0,
-    seed: int = 0, plan: LatticePlan | None = None, prove: bool = True,
+    seed: int = 0, plan: LatticePlan | None = None, prove: bool = True, find: bool = True,
+    rival: float = math.inf,
 ) -> SearchResult:
     """With fpylll and ``prove``: the proof's enumeration first when its estimate fits in
     the budget (``found``, ``infeasible`` or ``unknown``); then, with what is left, reduce
     the finder's embedding of ``K b = vec(T)`` and verify every set read off it: ``found``
     (float64 residual ≤ tol) or ``unknown``.  ``plan`` is :func:`lattice_plan`'s result for
-    the same arrays and tol when the caller has it.  ``seed`` is unused (deterministic)."""
+    the same arrays and tol when the caller has it.  ``find=False`` skips the finder;
+    ``rival`` (seconds: another backend's estimate for a complete run) caps the plan's
+    reduction at a tenth of it and the enumeration at half of it.  ``seed`` is unused
+    (deterministic)."""
     t0 = time.perf_counter()
     deadline = t0 + timeout
     proof_note = ""
@@ -418,21 +434,25 @@ def solve_lattice(
                             certificate=dict(cert) or None)
 
     if prove and lattice_engine() == "fpylll":
-        plan = plan or lattice_plan(U, D, T, tol=tol, budget=0.5 * timeout)
-        left = timeout - (time.perf_counter() - t0)
+        plan = plan or lattice_plan(U, D, T, tol=tol, budget=min(0.5 * timeout if find else 0.25 * timeout,
+                                                                  max(0.2, 0.1 * rival)))
+        left = min(timeout - (time.perf_counter() - t0), 0.5 * rival)
         if plan.why_not is not None:
             proof_note = f"; no proof: {plan.why_not}"
         elif plan.seconds() > left:
             proof_note = (f"; no proof: the enumeration after {plan.reduction} is estimated at {plan.nodes:.2g} "
-                          f"nodes (~{plan.seconds():.0f}s), over the {max(left, 0):.0f}s left")
+                          f"nodes (~{plan.seconds():.3g}s), over the {max(left, 0):.3g}s it may take")
         else:
             out = prove_lattice(U, D, T, plan, tol=tol, deadline=deadline, t0=t0)
             if out.status is not SearchStatus.UNKNOWN:
                 return out
             proof_note = f"; no proof: {out.reason}"
         timeout = max(timeout - (time.perf_counter() - t0), 0.0)
-        if timeout <= 0.01:
+        if find and timeout <= 0.01:
             return unknown("time budget spent on the proof")
+    if not find:
+        return SearchResult(SearchStatus.UNKNOWN, "lattice", proof_note[2:] or "no proof: fpylll is not installed",
+                            elapsed=time.perf_counter() - t0)
 
     engine = lattice_engine()
     if engine is None:
