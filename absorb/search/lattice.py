@@ -233,6 +233,11 @@ def _reduce(engine: str, basis: list[list[int]], deadline: float) -> Iterator[tu
         yield f"BKZ-{block}", [list(M[i]) for i in range(M.nrows)]
 
 
+def _integral(K: np.ndarray, t: np.ndarray, e: int) -> bool:
+    """Whether 2^e·K and 2^e·t are integers (exact: scaling by a power of two is)."""
+    return bool(np.all(np.ldexp(K, e) % 1 == 0) and np.all(np.ldexp(t, e) % 1 == 0))
+
+
 def proof_embedding(K: np.ndarray, t: np.ndarray, eps: float) -> tuple[list[list[int]], int, int, int]:
     """The proof's basis (rows of Python ints), the integer R² every set with ‖K b − t‖ ≤ eps
     lies within, c, and log2 σ (module docstring, *Proving that no set exists*)."""
@@ -241,6 +246,14 @@ def proof_embedding(K: np.ndarray, t: np.ndarray, eps: float) -> tuple[list[list
     up = 1 + 4 * gamma(n + m + 8)  # a computed sum of ≤ n + m + 8 non-negative terms, times up: ≥ exact
     rounding = math.sqrt(m) * (n + 1) / 4
     e = int(round(math.log2(_TAIL * rounding / eps)))
+    # exact data (integers, or dyadic numbers with few bits: market split) round to nothing
+    # at a smaller σ: then the tail's granularity (4 units) is what keeps the non-solutions
+    # out, and the radius is c²(n+1) plus a unit or two instead of (c√(n+1)/4)²
+    f = e
+    while f > e - 64 and _integral(K, t, f - 1):
+        f -= 1
+    if f < e - 2 and _integral(K, t, f):
+        e = f + 2
     sigma = math.ldexp(1.0, e)
     SK, st = K * sigma, t * sigma  # exact: powers of two, in range (checked by the caller)
     A, a = np.rint(SK), np.rint(st)
@@ -331,8 +344,8 @@ def lattice_plan(U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e
         left = budget - (time.perf_counter() - t0)
         # stop once the enumeration is cheap next to the last block, or hopeless after BKZ-20
         # (a block size cuts the estimate by 4–6× at d = 2, n = 64–80; at n = 80 ~10^12
-        # nodes remain), or the next block would not fit (fplll stops only between tours)
-        hopeless = block > 20 and nodes / _NODE_RATE > 1e3 * budget
+        # nodes remain; market split m = 8: ~10^11 after BKZ-40), or the next block would not fit (fplll stops only between tours)
+        hopeless = block > 20 and nodes / _NODE_RATE > 30 * budget
         if block > M.nrows or nodes / _NODE_RATE <= 2 * last or hopeless or _GROWTH * last > left:
             break
         start = time.perf_counter()
@@ -434,7 +447,7 @@ def solve_lattice(
                             certificate=dict(cert) or None)
 
     if prove and lattice_engine() == "fpylll":
-        plan = plan or lattice_plan(U, D, T, tol=tol, budget=min(0.5 * timeout if find else 0.25 * timeout,
+        plan = plan or lattice_plan(U, D, T, tol=tol, budget=min((0.25 if find else 0.1) * timeout,
                                                                   max(0.2, 0.1 * rival)))
         left = min(timeout - (time.perf_counter() - t0), 0.5 * rival)
         if plan.why_not is not None:
