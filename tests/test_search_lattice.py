@@ -226,3 +226,12 @@ def test_portfolio_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
     assert pf._lattice_steps(run, 0.05, affordable=True) == []
     monkeypatch.setattr(lat, "lattice_seconds", lambda n, r: 100.0)  # LLL longer than any slice
     assert pf._lattice_steps(run, math.inf, affordable=False) == []
+
+
+def test_a_scale_out_of_range_is_declined() -> None:
+    """A tolerance so small that σ would need over 300 bits: the plan declines, no proof."""
+    U, D, T, _ = planted(2, 24, seed=5)
+    plan = lat.lattice_plan(U, D, T, tol=1e-300)
+    if lat.lattice_engine() == "fpylll":
+        assert plan.why_not is not None and "scale" in plan.why_not
+    assert plan.seconds() == float("inf")

@@ -86,3 +86,9 @@ def test_lattice_certificate_is_rechecked_and_a_moved_one_rejected(tmp_path: Pat
     assert main(["verify", str(moved), str(planted)]) == 1
     out = capsys.readouterr().out
     assert "rejected: block: no index set is within the tolerance" in out and str(S) in out
+
+
+def test_lattice_checker_declines_a_radius_out_of_scale() -> None:
+    rng = np.random.default_rng(0)
+    U, D = rng.standard_normal((24, 2)), rng.standard_normal((2, 24))
+    assert isinstance(lattice_no_set_closer(U, D, -np.eye(2), 1e-300), str)

@@ -256,6 +256,8 @@ def proof_embedding(K: np.ndarray, t: np.ndarray, eps: float) -> tuple[list[list
         e = f + 2
     sigma = math.ldexp(1.0, e)
     SK, st = K * sigma, t * sigma  # exact: powers of two, in range (checked by the caller)
+    if not (np.all(np.isfinite(SK)) and np.all(np.isfinite(st))) or not -900 <= e <= 300:
+        raise ValueError(f"the scale 2^{e} leaves the float range (tol too small or too large)")
     A, a = np.rint(SK), np.rint(st)
     rho = (np.abs(A - SK).sum(axis=1) + np.abs(a - st)) * up  # each difference exact
     kappa = sigma * _u * (1 + 2 * _u) * absK.sum(axis=1) * up
@@ -332,7 +334,10 @@ def lattice_plan(U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e
         return LatticePlan(f"LLL of the {n + 1}-row basis is expected to take over twice the budget {budget:g}s")
     _, t_hi = frobenius_bounds(T)
     eps = SEARCH_FACTOR * tol * t_hi
-    basis, R2, c, e = proof_embedding(K, T.ravel().astype(np.float64), eps)
+    try:
+        basis, R2, c, e = proof_embedding(K, T.ravel().astype(np.float64), eps)
+    except ValueError as exc:
+        return LatticePlan(str(exc))
     from fpylll import BKZ, LLL, IntegerMatrix
 
     M = IntegerMatrix.from_matrix(basis)

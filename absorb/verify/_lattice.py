@@ -75,8 +75,13 @@ def _embedding(U: np.ndarray, D: np.ndarray, T: np.ndarray, R: float) -> tuple[l
         t_hi *= 1 + 2.0**-40
     rho = Fraction(R) * Fraction(t_hi)
     rounding = math.sqrt(m) * (n + 1) / 4  # typical ‖δ‖: σρ about six times it
-    sigma = Fraction(2) ** int(round(math.log2(6 * rounding / float(rho))))
+    e = int(round(math.log2(6 * rounding / float(rho))))
+    if not -900 <= e <= 300:
+        raise ValueError(f"the scale 2^{e} leaves the float range")
+    sigma = Fraction(2) ** e
     A = np.rint(K * float(sigma))
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(t * float(sigma)))):
+        raise ValueError(f"the scale 2^{e} leaves the float range")
     a = np.rint(t * float(sigma))
     Uq = [[Fraction(float(v)) for v in row] for row in U]
     Dq = [[Fraction(float(v)) for v in row] for row in D]
@@ -115,7 +120,10 @@ def lattice_no_set_closer(U: np.ndarray, D: np.ndarray, T: np.ndarray, R: float,
         return "an entry is outside the range where the checker's float64 bounds hold (or T = 0)"
     U, D = U.astype(np.float64, copy=False), D.astype(np.float64, copy=False)
     t0 = time.perf_counter()
-    basis, R2, c = _embedding(U, D, T, R)
+    try:
+        basis, R2, c = _embedding(U, D, T, R)
+    except (ValueError, OverflowError, ZeroDivisionError) as exc:
+        return f"no embedding: {exc}"
     M = IntegerMatrix.from_matrix(basis)
     LLL.reduction(M)
     reduction = "LLL"
