@@ -235,3 +235,17 @@ def test_a_scale_out_of_range_is_declined() -> None:
     if lat.lattice_engine() == "fpylll":
         assert plan.why_not is not None and "scale" in plan.why_not
     assert plan.seconds() == float("inf")
+
+
+@needs_fpylll
+def test_enumeration_stopped_by_the_alarm_is_unknown() -> None:
+    """d = 2, n = 64 generic: ~10⁶ nodes (~0.2 s); 10 ms are not enough, and the answer is
+    unknown (the process goes on: the alarm is caught)."""
+    rng = np.random.default_rng(3)
+    U, D = rng.standard_normal((64, 2)), rng.standard_normal((2, 64))
+    T = -np.eye(2)
+    plan = lat.lattice_plan(U, D, T, tol=1e-9)
+    assert plan.nodes > 1e5, plan.nodes
+    now = time.perf_counter()
+    res = lat.prove_lattice(U, D, T, plan, tol=1e-9, deadline=now + 0.01, t0=now)
+    assert res.status is UNKNOWN and "time budget" in res.reason

@@ -383,16 +383,17 @@ def _enumerate(M: Any, R2: int, deadline: float) -> tuple[list[list[int]] | None
 
         alarm(max(deadline - time.perf_counter(), 0.01))
     try:
-        sols = E.enumerate(0, M.nrows, float(R2) * (1 + _ENUM_MARGIN), 0)
+        try:
+            sols = E.enumerate(0, M.nrows, float(R2) * (1 + _ENUM_MARGIN), 0)
+        finally:  # (an alarm due just now is caught below, whichever line it lands on)
+            if timer:
+                cancel_alarm()
     except EnumerationError:  # fplll: "no solution found"
         sols = []
     except KeyboardInterrupt as exc:  # cysignals' AlarmInterrupt is one
         if timer and isinstance(exc, AlarmInterrupt):
             return None, float(E.get_nodes()), "the enumeration was stopped at the time budget"
         raise
-    finally:
-        if timer:
-            cancel_alarm()
     if len(sols) >= _MAX_SOLUTIONS:
         return None, float(E.get_nodes()), f"the enumeration returned its cap of {_MAX_SOLUTIONS} vectors"
     out = []

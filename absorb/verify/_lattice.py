@@ -139,16 +139,17 @@ def lattice_no_set_closer(U: np.ndarray, D: np.ndarray, T: np.ndarray, R: float,
 
         alarm(max(budget - (time.perf_counter() - t0), 0.01))
     try:
-        sols = E.enumerate(0, M.nrows, float(R2) * (1 + _MARGIN), 0)
+        try:
+            sols = E.enumerate(0, M.nrows, float(R2) * (1 + _MARGIN), 0)
+        finally:  # (an alarm due just now is caught below, whichever line it lands on)
+            if timer:
+                cancel_alarm()
     except EnumerationError:  # no vector within the radius
         sols = []
     except KeyboardInterrupt as exc:  # cysignals' AlarmInterrupt is one
         if timer and isinstance(exc, AlarmInterrupt):
             return f"the enumeration was stopped at the checker's budget of {budget:g}s ({E.get_nodes()} nodes)"
         raise
-    finally:
-        if timer:
-            cancel_alarm()
     if len(sols) >= MAX_SOLUTIONS:
         return f"the enumeration returned its cap of {MAX_SOLUTIONS} vectors"
     closer: list[tuple[list[int], float]] = []
