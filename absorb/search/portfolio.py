@@ -373,10 +373,13 @@ def find_index_set(
        slice (at least 40 ms): these often find planted sets at once;
     5. Z3 pseudo-Boolean, then HiGHS, with what is left (these mostly *find* sets).
 
-    Lattice reduction (``lattice``, with the optional fpylll or python-flint; a finder of
-    planted sets, never a prover) gets a short slice (about 1 s) in front of a MITM run
-    expected to take over 5 s; when MITM cannot run within the budget, 40 % of what is left
-    in front of step 5 (after a Z3-PB look of at most 1 s).
+    Lattice enumeration (``lattice``, with the optional fpylll) goes in front of a MITM run
+    expected to take over :data:`LATTICE_PROOF_AFTER_MITM_SECONDS`: it reduces for at most a
+    tenth of MITM's estimate and enumerates (a complete enumeration inside a rigorous radius:
+    ``found`` or ``infeasible``) only when its own estimate is under half of MITM's.  Lattice
+    reduction as a finder of planted sets (fpylll or python-flint) gets a short slice (about
+    1 s) in front of a MITM run expected to take over 5 s; when MITM cannot run within the
+    budget, 40 % of what is left in front of step 5 (after a Z3-PB look of at most 1 s).
 
     When MITM is expected to finish within :data:`QUICK_MITM_SECONDS`, it runs first; an
     infeasibility it proves is then returned only if step 1 proves less (step 1's dual
