@@ -341,7 +341,10 @@ def lattice_plan(U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e
     from fpylll import BKZ, LLL, IntegerMatrix
 
     M = IntegerMatrix.from_matrix(basis)
-    LLL.reduction(M)
+    try:
+        LLL.reduction(M)
+    except RuntimeError as exc:  # fplll gives up in floating point on some bases
+        return LatticePlan(f"fpylll's LLL failed: {exc}")
     done, last = "LLL", time.perf_counter() - t0
     R2f = float(R2) * (1 + _ENUM_MARGIN)
     nodes = _enum_nodes(M, R2f)

@@ -125,11 +125,17 @@ def lattice_no_set_closer(U: np.ndarray, D: np.ndarray, T: np.ndarray, R: float,
     except (ValueError, OverflowError, ZeroDivisionError) as exc:
         return f"no embedding: {exc}"
     M = IntegerMatrix.from_matrix(basis)
-    LLL.reduction(M)
+    try:
+        LLL.reduction(M)
+    except RuntimeError as exc:  # fplll gives up in floating point on some bases
+        return f"fpylll's LLL failed: {exc}"
     reduction = "LLL"
     if M.nrows > 20:
-        BKZ.reduction(M, BKZ.Param(block_size=20, max_loops=4, flags=BKZ.AUTO_ABORT | BKZ.MAX_LOOPS))
-        reduction = "BKZ-20"
+        try:  # a failed BKZ leaves a basis of the same lattice: the enumeration is only slower
+            BKZ.reduction(M, BKZ.Param(block_size=20, max_loops=4, flags=BKZ.AUTO_ABORT | BKZ.MAX_LOOPS))
+            reduction = "BKZ-20"
+        except RuntimeError:
+            pass
     G = GSO.Mat(M)
     G.update_gso()
     E = Enumeration(G, nr_solutions=MAX_SOLUTIONS)
