@@ -249,3 +249,13 @@ def test_enumeration_stopped_by_the_alarm_is_unknown() -> None:
     now = time.perf_counter()
     res = lat.prove_lattice(U, D, T, plan, tol=1e-9, deadline=now + 0.01, t0=now)
     assert res.status is UNKNOWN and "time budget" in res.reason
+
+
+@needs_fpylll
+def test_auto_decides_generic_d2_n64_by_the_lattice_proof() -> None:
+    """MITM would need ~2^30 sums a side (it refuses at 60 s); auto's lattice step proves it."""
+    rng = np.random.default_rng(11)
+    U, D = rng.standard_normal((64, 2)), rng.standard_normal((2, 64))
+    res = find_index_set(U, D, -np.eye(2), timeout=60)
+    assert res.status is SearchStatus.INFEASIBLE and res.method == "lattice", res.reason
+    assert res.bound > 1e-9
