@@ -27,6 +27,7 @@ Two further tables (each alone, instead of the one above)::
 
     python benchmarks/bench_narrow.py --lattice [--quick]   # planted |S| = n/2, d ≤ 4, n to 256
     python benchmarks/bench_narrow.py --market [--quick]    # Cornuéjols–Dawande market split
+    python benchmarks/bench_narrow.py --market --ms 6 7 --methods auto lattice   # a part of it
 
 ``--lattice``: planted sets of exactly n/2 columns (D[:,S] = −pinv(U[S])), seeds
 ``1000·d + n + s``; methods ``auto``, ``lattice`` (LLL/BKZ alone), ``milp`` (HiGHS),
@@ -202,10 +203,12 @@ def _have_ortools() -> bool:
     return True
 
 
-def extra_table(which: str, quick: bool, budget: float | None) -> int:
-    """The --lattice or --market table: one row per instance, seconds per method."""
-    methods = ["auto", "lattice", "milp", "z3-pb"]
-    have_cp = _have_ortools()
+def extra_table(which: str, quick: bool, budget: float | None, only: list[str] | None = None,
+                ms: list[int] | None = None) -> int:
+    """The --lattice or --market table: one row per instance, seconds per method (``only``:
+    these methods of auto, lattice, milp, z3-pb, cp-sat; ``ms``: these market sizes m)."""
+    methods = [m for m in ("auto", "lattice", "milp", "z3-pb") if only is None or m in only]
+    have_cp = _have_ortools() and (only is None or "cp-sat" in only)
     if which == "lattice":
         sizes = [(3, 128), (4, 128)] if quick else [(2, 64), (2, 96), (3, 128), (4, 128), (4, 256)]
         seeds = 1 if quick else 2
@@ -213,7 +216,7 @@ def extra_table(which: str, quick: bool, budget: float | None) -> int:
         cases = [(f"planted d={d} n={n}", 1000 * d + n + s, planted_half(d, n, 1000 * d + n + s))
                  for d, n in sizes for s in range(seeds)]
     else:
-        ms = [4, 5] if quick else [4, 5, 6, 7, 8]
+        ms = ms or ([4, 5] if quick else [4, 5, 6, 7, 8])
         budget = budget or (10.0 if quick else 300.0)
         cases = [(f"{kind} m={m} n={10 * (m - 1)}", 100 * m + s, market_split(m, 100 * m + s, kind))
                  for m in ms for kind in ("cd", "planted") for s in range(1)]
@@ -262,10 +265,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lattice", action="store_true",
                     help="only the planted |S| = n/2 table (d ≤ 4, n to 256), with the lattice backend")
     ap.add_argument("--market", action="store_true", help="only the market-split table")
+    ap.add_argument("--methods", nargs="+", choices=("auto", "lattice", "milp", "z3-pb", "cp-sat"),
+                    help="--lattice/--market: only these methods")
+    ap.add_argument("--ms", type=int, nargs="+", help="--market: only these sizes m (n = 10(m − 1))")
     args = ap.parse_args(argv)
     if args.lattice or args.market:
         explicit = args.budget if "--budget" in (argv if argv is not None else sys.argv) else None
-        return extra_table("lattice" if args.lattice else "market", args.quick, explicit)
+        return extra_table("lattice" if args.lattice else "market", args.quick, explicit, args.methods, args.ms)
     dims, widths, seeds, budget = tuple(args.dims), list(args.widths), args.seeds, args.budget
     if args.stretch:
         widths.append(64)

@@ -1,10 +1,12 @@
-"""The lattice-reduction finder (absorb.search.lattice): the embedding holds the planted
-set's short vector exactly, sets are read back from it, planted sets are found and verified,
-and the backend (a finder) never answers anything but found or unknown."""
+"""The lattice backend (absorb.search.lattice): the embedding holds the planted set's short
+vector exactly, sets are read back from it, planted sets are found and verified; the proof's
+rigorous radius holds every set within the search radius (even one that is no solution), a
+complete enumeration proves infeasibility, and one cut short (budget, cap) answers unknown."""
 
 from __future__ import annotations
 
 import importlib.util
+import time
 
 import numpy as np
 import pytest
@@ -85,12 +87,76 @@ def test_planted_d4_n128_found() -> None:
     assert res.S == S
 
 
+needs_fpylll = pytest.mark.skipif(lat.lattice_engine() != "fpylll", reason="fpylll is not installed")
+
+
 @needs_engine
-def test_generic_is_never_found_nor_infeasible() -> None:
+def test_generic_finder_alone_is_never_found_nor_infeasible() -> None:
     rng = np.random.default_rng(3)
     U, D = rng.standard_normal((40, 2)), rng.standard_normal((2, 40))
-    res = find_index_set(U, D, -np.eye(2), method="lattice", timeout=2)
+    res = lat.solve_lattice(U, D, -np.eye(2), timeout=2, prove=False)
     assert res.status is UNKNOWN and res.bound is None
+
+
+@needs_fpylll
+def test_generic_d2_n64_proved_infeasible_by_enumeration() -> None:
+    rng = np.random.default_rng(3)
+    U, D = rng.standard_normal((64, 2)), rng.standard_normal((2, 64))
+    res = find_index_set(U, D, -np.eye(2), method="lattice", timeout=60)
+    assert res.status is SearchStatus.INFEASIBLE, res.reason
+    assert res.bound > 1e-9 and res.certificate["kind"] == "lattice-enumeration"
+
+
+@needs_fpylll
+def test_planted_d2_n64_found_by_the_proof_lattice() -> None:
+    U, D, T, S = planted(2, 64, seed=1)
+    plan = lat.lattice_plan(U, D, T, tol=1e-9)
+    res = lat.prove_lattice(U, D, T, plan, tol=1e-9, deadline=time.perf_counter() + 60, t0=time.perf_counter())
+    assert res.status is FOUND and res.S == S, res.reason
+
+
+@pytest.mark.parametrize("factor", [0.0, 3.9])
+def test_rigorous_radius_holds_every_set_within_the_search_radius(factor: float) -> None:
+    """A set at relative residual ≈ factor·tol (≤ SEARCH_FACTOR·tol: a set the enumeration must
+    meet, solution or not) lies inside R², in exact integers."""
+    from absorb.rigorous import frobenius_bounds
+
+    tol = 1e-9
+    U, D, T, S = planted(2, 48, seed=7)
+    T = T.copy()
+    T[0, 1] = factor * tol * np.linalg.norm(T)  # moves the planted set's residual by ~factor·tol
+    rel = relative_residual(U, D, T, S)
+    assert rel <= lat.SEARCH_FACTOR * tol * (1 - 1e-6)
+    _, t_hi = frobenius_bounds(T)
+    basis, R2, c, _ = lat.proof_embedding(khatri_rao(U, D), T.ravel(), lat.SEARCH_FACTOR * tol * t_hi)
+    n = U.shape[0]
+    v = [sum(basis[i][k] for i in S) - basis[n][k] for k in range(len(basis[0]))]
+    assert sum(x * x for x in v) <= R2
+    assert all(abs(x) == c for x in v[: n + 1])
+    assert list(lat.candidates(iter([v]), n, c)) == [S]
+
+
+@needs_fpylll
+def test_enumeration_cut_short_is_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An enumeration that returned its cap of vectors (here 1: the planted set's) may have
+    left others out: it proves nothing, and answers nothing but unknown."""
+    U, D, T, _ = planted(2, 48, seed=2)
+    monkeypatch.setattr(lat, "_MAX_SOLUTIONS", 1)
+    plan = lat.lattice_plan(U, D, T, tol=1e-9)
+    now = time.perf_counter()
+    res = lat.prove_lattice(U, D, T, plan, tol=1e-9, deadline=now + 60, t0=now)
+    assert res.status is UNKNOWN and "cap" in res.reason
+
+
+@needs_fpylll
+def test_enumeration_stopped_at_the_deadline_is_unknown() -> None:
+    rng = np.random.default_rng(3)
+    U, D = rng.standard_normal((48, 2)), rng.standard_normal((2, 48))
+    T = -np.eye(2)
+    plan = lat.lattice_plan(U, D, T, tol=1e-9)
+    now = time.perf_counter()
+    res = lat.prove_lattice(U, D, T, plan, tol=1e-9, deadline=now - 1.0, t0=now)
+    assert res.status is UNKNOWN and "time budget" in res.reason
 
 
 def test_a_wrong_set_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,7 +170,7 @@ def test_a_wrong_set_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(lat, "lattice_engine", lambda: "fpylll")
     monkeypatch.setattr(lat, "_reduce", fake_reduce)
-    res = lat.solve_lattice(U, D, T, timeout=5)
+    res = lat.solve_lattice(U, D, T, timeout=5, prove=False)
     assert res.status is UNKNOWN and "1 candidate" in res.reason
 
 
@@ -153,8 +219,43 @@ def test_portfolio_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
 
     U, D, T, _ = planted(2, 96, seed=0)
     run = pf._Portfolio(U, D, T, (U, D, T), 1e-9, 60.0, 0, None, time.perf_counter(), pf._Verifier(U, D, T))
-    assert [name for name, _ in pf._lattice_steps(run, math.inf, affordable=False)] == ["z3-pb", "lattice"]
-    assert [name for name, _ in pf._lattice_steps(run, 80.0, affordable=True)] == ["lattice"]
-    assert pf._lattice_steps(run, 1.0, affordable=True) == []
+    proof = ["lattice"] if lat.lattice_engine() == "fpylll" else []  # the enumeration's step
+    assert [name for name, _ in pf._lattice_steps(run, math.inf, affordable=False)] == [*proof, "z3-pb", "lattice"]
+    assert [name for name, _ in pf._lattice_steps(run, 80.0, affordable=True)] == [*proof, "lattice"]
+    assert [name for name, _ in pf._lattice_steps(run, 1.0, affordable=True)] == proof
+    assert pf._lattice_steps(run, 0.05, affordable=True) == []
     monkeypatch.setattr(lat, "lattice_seconds", lambda n, r: 100.0)  # LLL longer than any slice
     assert pf._lattice_steps(run, math.inf, affordable=False) == []
+
+
+def test_a_scale_out_of_range_is_declined() -> None:
+    """A tolerance so small that σ would need over 300 bits: the plan declines, no proof."""
+    U, D, T, _ = planted(2, 24, seed=5)
+    plan = lat.lattice_plan(U, D, T, tol=1e-300)
+    if lat.lattice_engine() == "fpylll":
+        assert plan.why_not is not None and "scale" in plan.why_not
+    assert plan.seconds() == float("inf")
+
+
+@needs_fpylll
+def test_enumeration_stopped_by_the_alarm_is_unknown() -> None:
+    """d = 2, n = 64 generic: ~10⁶ nodes (~0.2 s); 10 ms are not enough, and the answer is
+    unknown (the process goes on: the alarm is caught)."""
+    rng = np.random.default_rng(3)
+    U, D = rng.standard_normal((64, 2)), rng.standard_normal((2, 64))
+    T = -np.eye(2)
+    plan = lat.lattice_plan(U, D, T, tol=1e-9)
+    assert plan.nodes > 1e5, plan.nodes
+    now = time.perf_counter()
+    res = lat.prove_lattice(U, D, T, plan, tol=1e-9, deadline=now + 0.01, t0=now)
+    assert res.status is UNKNOWN and "time budget" in res.reason
+
+
+@needs_fpylll
+def test_auto_decides_generic_d2_n64_by_the_lattice_proof() -> None:
+    """MITM would need ~2^30 sums a side (it refuses at 60 s); auto's lattice step proves it."""
+    rng = np.random.default_rng(11)
+    U, D = rng.standard_normal((64, 2)), rng.standard_normal((2, 64))
+    res = find_index_set(U, D, -np.eye(2), timeout=60)
+    assert res.status is SearchStatus.INFEASIBLE and res.method == "lattice", res.reason
+    assert res.bound > 1e-9

@@ -29,8 +29,44 @@ of fewer bits already give 4(n + 1) bits in all (more only slow LLL down).  A se
 residual is near ``tol`` = 1e-9 leaves a tail of ~10^6 units and is not found this way;
 MITM and the MILP finders cover those.
 
-Soundness: this backend only ever answers ``found`` (a verified S) or ``unknown``: a
-reduction that finds nothing proves nothing.
+Proving that no set exists (enumeration, fpylll only).  A second embedding of the same
+shape, scaled to the tolerance rather than to float64's precision, is reduced (LLL, then
+BKZ-10/20/… while the enumeration's estimated cost falls) and *every* lattice vector of
+norm ≤ ρ is enumerated (Schnorr–Euchner, fpylll's ``Enumeration``); each vector of the
+±c form is read back as a set and classified (float64 residual ≤ tol: ``found``; else an
+exact-rational lower bound).  None within tol: ``infeasible``.
+
+*The radius (rigorous).*  ε' = SEARCH_FACTOR·tol·t_hi (t_hi ≥ ‖T‖_F; the same search radius
+and bound as :mod:`.mitm`), σ a power of two, ``A = rint(σ K̂)``, ``a = rint(σ t)`` (K̂ the
+float64 K of :func:`khatri_rao`, t = vec T exactly), and the basis rows
+
+    row i (i < n):  2c·e_i        | 0 | A[:, i]
+    row n:          c·(1, …, 1)   | c | a.
+
+A set S (indicator b) with ‖K b − t‖ ≤ ε' (exact reals; this is every S with relative residual
+≤ ε'/‖T‖_F) gives the lattice vector v_S = Σ_{i∈S} row_i − row_n = (c(2b − 1), −c, A b − a)
+of squared norm c²(n + 1) + ‖A b − a‖², and
+
+    A b − a = σ(K b − t) + σ(K̂ − K) b + (A − σK̂) b − (a − σ t),
+
+so, row by row with the triangle inequality,
+‖A b − a‖ ≤ σ ε' + σ‖κ‖ + ‖ρ‖ =: τ, where κ_j = u(1+2u)·Σ_i |K̂_ji| bounds Σ_i |K̂_ji − K_ji|
+(each K̂ entry is one rounded product, :func:`khatri_rao`) and ρ_j = Σ_i |A_ji − σK̂_ji| +
+|a_j − σ t_j| (σK̂ and σt are exact, σ being a power of two inside the range of
+:func:`~absorb.rigorous.magnitudes_ok`, and so is each difference with its rounding; the
+sums are taken upwards with Higham's γ).  Hence every such S is a lattice vector of squared
+norm ≤ R² := c²(n+1) + ⌈τ⌉² (an integer), whatever b.  The enumeration runs at radius
+R²·(1 + 2^-8) to cover the rounding of fplll's floating-point Gram–Schmidt data (relative
+errors ~2^-40 on an LLL-reduced basis of these sizes), returns ±v once, and is complete
+unless it is stopped (time budget) or returns its cap of solutions: both give
+``unknown``.  Every S with relative residual ≤ ε'/t_hi is therefore among the ±c-form
+vectors read back; the ``bound`` is min(ε'/t_hi·(1 − 4u), the exact lower bounds of the
+candidates that failed), > tol unless a candidate within tol was missed by float64 only
+(then ``unknown``).  Vectors not of the ±c form are no sets and are skipped.
+σ is chosen so that σε' ≈ 6·(typical rounding √r·(n+1)/4), c so that c√(n+1) ≈ 4τ (the
+±c part dominates the radius; d = 2, n = 64 generic: ~10^6 nodes, under a second).
+
+Soundness of the finder: a reduction that finds nothing proves nothing (``unknown``).
 
 Optional dependency: ``fpylll`` (LLL and BKZ, ``pip install absorb[lattice]``); without it
 ``python-flint``'s LLL is used (no BKZ: fewer sets found); without both the backend answers
@@ -41,17 +77,21 @@ from __future__ import annotations
 
 import importlib
 import math
+import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from absorb.rigorous import relative_residual
+from absorb.rigorous import UNIT_ROUNDOFF, frobenius_bounds, gamma, magnitudes_ok, relative_residual
 
-from ._common import khatri_rao
+from ._common import classify_candidates, khatri_rao
 from ._types import SearchResult, SearchStatus
+from .mitm import SEARCH_FACTOR
 
-__all__ = ["LATTICE_MAX_N", "lattice_engine", "lattice_seconds", "solve_lattice"]
+__all__ = ["LATTICE_MAX_N", "LatticePlan", "lattice_engine", "lattice_plan", "lattice_seconds", "solve_lattice"]
 
 #: the lattice has dimension n + 1 + r; past this many units a reduction is out of budget
 LATTICE_MAX_N = 400
@@ -75,6 +115,19 @@ _GROWTH = 4.0
 #: LLL's measured cost (seconds) ≈ _LLL_RATE · dim³ for the rows here (fpylll on a loaded
 #: 2-core machine: d = 2, n = 64 ≈ 0.3–0.5 s; d = 3, n = 128 ≈ 1.4–4 s); a rough gate
 _LLL_RATE = 1.5e-6
+#: the proof's enumeration: nodes a second (fplll, loaded 2-core machine: d = 2, n = 64,
+#: ~10^6 nodes in 0.13–0.2 s; counted at half that), the radius's margin for fplll's float
+#: Gram–Schmidt data, the most solutions one enumeration may return (past it: unknown), the
+#: BKZ block sizes tried while the estimated enumeration still outweighs the reduction
+_NODE_RATE = 4.0e6
+_ENUM_MARGIN = 2.0**-8
+_MAX_SOLUTIONS = 4096
+_PROOF_BLOCKS = (10, 20, 30, 40)
+#: σε' ≈ _TAIL × the typical rounding of the tail (√r·(n+1)/4), c√(n+1) ≈ _C_WEIGHT·τ: the
+#: fewest nodes on d = 2, n = 64 generic among σε'/rounding ∈ {2, 6, 25}, c√(n+1)/τ ∈ {1, 4, 16}
+_TAIL = 6.0
+_C_WEIGHT = 4.0
+_u = UNIT_ROUNDOFF
 
 
 def lattice_engine() -> str | None:
@@ -180,18 +233,248 @@ def _reduce(engine: str, basis: list[list[int]], deadline: float) -> Iterator[tu
         yield f"BKZ-{block}", [list(M[i]) for i in range(M.nrows)]
 
 
+def _integral(K: np.ndarray, t: np.ndarray, e: int) -> bool:
+    """Whether 2^e·K and 2^e·t are integers (exact: scaling by a power of two is)."""
+    return bool(np.all(np.ldexp(K, e) % 1 == 0) and np.all(np.ldexp(t, e) % 1 == 0))
+
+
+def proof_embedding(K: np.ndarray, t: np.ndarray, eps: float) -> tuple[list[list[int]], int, int, int]:
+    """The proof's basis (rows of Python ints), the integer R² every set with ‖K b − t‖ ≤ eps
+    lies within, c, and log2 σ (module docstring, *Proving that no set exists*)."""
+    m, n = K.shape
+    absK = np.abs(K)
+    up = 1 + 4 * gamma(n + m + 8)  # a computed sum of ≤ n + m + 8 non-negative terms, times up: ≥ exact
+    rounding = math.sqrt(m) * (n + 1) / 4
+    e = int(round(math.log2(_TAIL * rounding / eps)))
+    # exact data (integers, or dyadic numbers with few bits: market split) round to nothing
+    # at a smaller σ: then the tail's granularity (4 units) is what keeps the non-solutions
+    # out, and the radius is c²(n+1) plus a unit or two instead of (c√(n+1)/4)²
+    f = e
+    while f > e - 64 and _integral(K, t, f - 1):
+        f -= 1
+    if f < e - 2 and _integral(K, t, f):
+        e = f + 2
+    sigma = math.ldexp(1.0, e)
+    SK, st = K * sigma, t * sigma  # exact: powers of two, in range (checked by the caller)
+    if not (np.all(np.isfinite(SK)) and np.all(np.isfinite(st))) or not -900 <= e <= 300:
+        raise ValueError(f"the scale 2^{e} leaves the float range (tol too small or too large)")
+    A, a = np.rint(SK), np.rint(st)
+    rho = (np.abs(A - SK).sum(axis=1) + np.abs(a - st)) * up  # each difference exact
+    kappa = sigma * _u * (1 + 2 * _u) * absK.sum(axis=1) * up
+    tau = (sigma * eps * (1 + 2 * _u) + float(np.sqrt(np.sum(rho * rho))) * up
+           + float(np.sqrt(np.sum(kappa * kappa))) * up) * up
+    tau_int = math.ceil(tau * (1 + 2.0**-30)) + 1
+    c = 1 << max(0, math.ceil(math.log2(_C_WEIGHT * tau_int / math.sqrt(n + 1))))
+    basis = []
+    for i in range(n):
+        row = [0] * (n + 1) + [int(x) for x in A[:, i]]
+        row[i] = 2 * c
+        basis.append(row)
+    basis.append([c] * (n + 1) + [int(x) for x in a])
+    return basis, c * c * (n + 1) + tau_int * tau_int, c, e
+
+
+@dataclass
+class LatticePlan:
+    """The proof's reduced basis and its enumeration's estimated cost, computed once by
+    :func:`lattice_plan` (the portfolio compares :meth:`seconds` with MITM's estimate)."""
+
+    why_not: str | None = None
+    basis: Any = None  # fpylll IntegerMatrix, reduced
+    R2: int = 0
+    c: int = 0
+    sigma_log2: int = 0
+    eps_search: float = 0.0
+    t_hi: float = 0.0
+    nodes: float = math.inf
+    reduction: str = ""
+    elapsed: float = 0.0
+
+    def seconds(self) -> float:
+        """Estimated seconds of the enumeration (``inf`` when none can be made)."""
+        return math.inf if self.why_not is not None else self.nodes / _NODE_RATE
+
+
+def _enum_nodes(M: Any, R2: float) -> float:
+    """Estimated nodes of a full enumeration of radius √R2 (Gaussian heuristic per level:
+    Σ_k V_k(√R2) / Π of the last k Gram–Schmidt norms, halved for ±v; in logs, so a
+    hopeless radius gives a huge number rather than an overflow)."""
+    from fpylll import GSO
+
+    G = GSO.Mat(M)
+    G.update_gso()
+    dim = M.nrows
+    logs = [0.5 * math.log(G.get_r(i, i)) for i in range(dim)]
+    log_r = 0.5 * math.log(R2)
+    terms, tail = [], 0.0
+    for k in range(1, dim + 1):
+        tail += logs[dim - k]
+        terms.append(0.5 * k * math.log(math.pi) + k * log_r - math.lgamma(0.5 * k + 1) - tail)
+    top = max(terms)
+    if top > 700:
+        return math.inf
+    return 0.5 * math.exp(top) * sum(math.exp(x - top) for x in terms)
+
+
+def lattice_plan(U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e-9, budget: float = 10.0) -> LatticePlan:
+    """Build and reduce the proof's embedding (LLL, then BKZ blocks while the estimated
+    enumeration costs more than the next block is expected to, within ``budget`` seconds)."""
+    t0 = time.perf_counter()
+    if lattice_engine() != "fpylll":
+        return LatticePlan("the enumeration that proves infeasibility needs fpylll (pip install absorb[lattice])")
+    n = U.shape[0]
+    if n > LATTICE_MAX_N:
+        return LatticePlan(f"n = {n} > {LATTICE_MAX_N}: a reduction of that dimension is out of reach")
+    if not (tol > 0 and magnitudes_ok(U, D, T)):
+        return LatticePlan("tol must be positive and every entry in the range where the radius's rounding bounds hold")
+    K = khatri_rao(U, D)
+    if not np.any(K):
+        return LatticePlan("K = 0: nothing to embed")
+    if lattice_seconds(n, K.shape[0]) > 2 * budget:
+        return LatticePlan(f"LLL of the {n + 1}-row basis is expected to take over twice the budget {budget:g}s")
+    _, t_hi = frobenius_bounds(T)
+    eps = SEARCH_FACTOR * tol * t_hi
+    try:
+        basis, R2, c, e = proof_embedding(K, T.ravel().astype(np.float64), eps)
+    except ValueError as exc:
+        return LatticePlan(str(exc))
+    from fpylll import BKZ, LLL, IntegerMatrix
+
+    M = IntegerMatrix.from_matrix(basis)
+    try:
+        LLL.reduction(M)
+    except RuntimeError as exc:  # fplll gives up in floating point on some bases
+        return LatticePlan(f"fpylll's LLL failed: {exc}")
+    done, last = "LLL", time.perf_counter() - t0
+    R2f = float(R2) * (1 + _ENUM_MARGIN)
+    nodes = _enum_nodes(M, R2f)
+    for block in _PROOF_BLOCKS:
+        left = budget - (time.perf_counter() - t0)
+        # stop once the enumeration is cheap next to the last block, or hopeless after BKZ-20
+        # (a block size cuts the estimate by 4–6× at d = 2, n = 64–80; at n = 80 ~10^12
+        # nodes remain; market split m = 8: ~10^11 after BKZ-40), or the next block would not fit (fplll stops only between tours)
+        hopeless = block > 20 and nodes / _NODE_RATE > 30 * budget
+        if block > M.nrows or nodes / _NODE_RATE <= 2 * last or hopeless or _GROWTH * last > left:
+            break
+        start = time.perf_counter()
+        param = BKZ.Param(block_size=block, max_loops=_TOURS, max_time=max(left, 0.01),
+                          flags=BKZ.AUTO_ABORT | BKZ.MAX_LOOPS | BKZ.MAX_TIME)
+        try:
+            BKZ.reduction(M, param)
+        except RuntimeError:
+            break
+        done, last = f"BKZ-{block}", time.perf_counter() - start
+        nodes = _enum_nodes(M, R2f)
+    return LatticePlan(None, M, R2, c, e, eps, t_hi, nodes, done, time.perf_counter() - t0)
+
+
+def _enumerate(M: Any, R2: int, deadline: float) -> tuple[list[list[int]] | None, float, str]:
+    """Every vector of the lattice spanned by M's rows with squared norm ≤ R²·(1 + margin)
+    (one of ±v): ``(vectors, nodes, "")``, or ``(None, nodes, why)`` when the enumeration
+    was stopped at the deadline (main thread only: elsewhere the caller's estimate gates it)
+    or returned its cap of solutions."""
+    from fpylll import GSO, Enumeration, EnumerationError
+
+    if time.perf_counter() >= deadline:
+        return None, 0.0, "the time budget was spent before the enumeration"
+    G = GSO.Mat(M)
+    G.update_gso()
+    E = Enumeration(G, nr_solutions=_MAX_SOLUTIONS)
+    timer = threading.current_thread() is threading.main_thread()
+    if timer:
+        from cysignals.alarm import AlarmInterrupt, alarm, cancel_alarm
+
+        alarm(max(deadline - time.perf_counter(), 0.01))
+    try:
+        try:
+            sols = E.enumerate(0, M.nrows, float(R2) * (1 + _ENUM_MARGIN), 0)
+        finally:  # (an alarm due just now is caught below, whichever line it lands on)
+            if timer:
+                cancel_alarm()
+    except EnumerationError:  # fplll: "no solution found"
+        sols = []
+    except KeyboardInterrupt as exc:  # cysignals' AlarmInterrupt is one
+        if timer and isinstance(exc, AlarmInterrupt):
+            return None, float(E.get_nodes()), "the enumeration was stopped at the time budget"
+        raise
+    if len(sols) >= _MAX_SOLUTIONS:
+        return None, float(E.get_nodes()), f"the enumeration returned its cap of {_MAX_SOLUTIONS} vectors"
+    out = []
+    for _, coeffs in sols:
+        x = [int(round(v)) for v in coeffs]
+        out.append([int(v) for v in M.multiply_left(x)])
+    return out, float(E.get_nodes()), ""
+
+
+def prove_lattice(U: np.ndarray, D: np.ndarray, T: np.ndarray, plan: LatticePlan, *, tol: float,
+                  deadline: float, t0: float) -> SearchResult:
+    """Enumerate the plan's reduced lattice inside the rigorous radius: ``found``,
+    ``infeasible`` (complete enumeration, no set within tol) or ``unknown``."""
+    n = U.shape[0]
+    vectors, nodes, why = _enumerate(plan.basis, plan.R2, deadline)
+    cert = {"kind": "lattice-enumeration", "engine": "fpylll", "reduction": plan.reduction, "nodes": nodes,
+            "radius_sq": str(plan.R2), "c": plan.c, "sigma_log2": plan.sigma_log2,
+            "search_radius": plan.eps_search}
+    if vectors is None:
+        return SearchResult(SearchStatus.UNKNOWN, "lattice", why, elapsed=time.perf_counter() - t0, certificate=cert)
+    cands = [S for S in dict.fromkeys(candidates(iter(vectors), n, plan.c)) if S]
+    S, res, lower = classify_candidates(U, D, T, cands, tol)
+    how = f"fpylll {plan.reduction}, enumeration of {nodes:.3g} nodes"
+    if S is not None:
+        return SearchResult(SearchStatus.FOUND, "lattice", f"{how}, re-verified in float64", S=S, residual=res,
+                            elapsed=time.perf_counter() - t0, certificate={**cert, "kind": "lattice"})
+    bound = min(plan.eps_search / plan.t_hi * (1 - 4 * _u), lower)
+    cert["candidates"] = len(cands)
+    if bound > tol:
+        return SearchResult(SearchStatus.INFEASIBLE, "lattice",
+                            f"complete enumeration of the lattice inside the rigorous radius ({how}, "
+                            f"{len(cands)} candidate sets, none within tol)", bound=bound,
+                            elapsed=time.perf_counter() - t0, certificate=cert)
+    return SearchResult(SearchStatus.UNKNOWN, "lattice", f"a candidate has exact residual ≤ tol but float64 "
+                        f"residual > tol (bound {bound:.3e})", elapsed=time.perf_counter() - t0, certificate=cert)
+
+
 def solve_lattice(
     U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e-9, timeout: float = 60.0,
-    seed: int = 0,
+    seed: int = 0, plan: LatticePlan | None = None, prove: bool = True, find: bool = True,
+    rival: float = math.inf,
 ) -> SearchResult:
-    """Reduce the embedding of ``K b = vec(T)`` and verify every set read off it:
-    ``found`` (float64 residual ≤ tol) or ``unknown``.  ``seed`` is unused (the reduction is
-    deterministic)."""
+    """With fpylll and ``prove``: the proof's enumeration first when its estimate fits in
+    the budget (``found``, ``infeasible`` or ``unknown``); then, with what is left, reduce
+    the finder's embedding of ``K b = vec(T)`` and verify every set read off it: ``found``
+    (float64 residual ≤ tol) or ``unknown``.  ``plan`` is :func:`lattice_plan`'s result for
+    the same arrays and tol when the caller has it.  ``find=False`` skips the finder;
+    ``rival`` (seconds: another backend's estimate for a complete run) caps the plan's
+    reduction at a tenth of it and the enumeration at half of it.  ``seed`` is unused
+    (deterministic)."""
     t0 = time.perf_counter()
+    deadline = t0 + timeout
+    proof_note = ""
 
     def unknown(reason: str, **cert: object) -> SearchResult:
-        return SearchResult(SearchStatus.UNKNOWN, "lattice", reason, elapsed=time.perf_counter() - t0,
+        return SearchResult(SearchStatus.UNKNOWN, "lattice", reason + proof_note, elapsed=time.perf_counter() - t0,
                             certificate=dict(cert) or None)
+
+    if prove and lattice_engine() == "fpylll":
+        plan = plan or lattice_plan(U, D, T, tol=tol, budget=min((0.25 if find else 0.1) * timeout,
+                                                                  max(0.2, 0.1 * rival)))
+        left = min(timeout - (time.perf_counter() - t0), 0.5 * rival)
+        if plan.why_not is not None:
+            proof_note = f"; no proof: {plan.why_not}"
+        elif plan.seconds() > left:
+            proof_note = (f"; no proof: the enumeration after {plan.reduction} is estimated at {plan.nodes:.2g} "
+                          f"nodes (~{plan.seconds():.3g}s), over the {max(left, 0):.3g}s it may take")
+        else:
+            out = prove_lattice(U, D, T, plan, tol=tol, deadline=deadline, t0=t0)
+            if out.status is not SearchStatus.UNKNOWN:
+                return out
+            proof_note = f"; no proof: {out.reason}"
+        timeout = max(timeout - (time.perf_counter() - t0), 0.0)
+        if find and timeout <= 0.01:
+            return unknown("time budget spent on the proof")
+    if not find:
+        return SearchResult(SearchStatus.UNKNOWN, "lattice", proof_note[2:] or "no proof: fpylll is not installed",
+                            elapsed=time.perf_counter() - t0)
 
     engine = lattice_engine()
     if engine is None:
@@ -210,7 +493,7 @@ def solve_lattice(
     basis = embedding(K, t)
     tried: set[tuple[int, ...]] = set()
     done = "nothing"
-    for done, vectors in _reduce(engine, basis, t0 + timeout):
+    for done, vectors in _reduce(engine, basis, deadline):
         for S in candidates(iter(vectors), n):
             if S in tried or not S:
                 continue

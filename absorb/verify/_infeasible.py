@@ -157,7 +157,12 @@ def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T
     if not done:
         res = _enumerate_lower_bound(U, D, T)
         if res is None and block.n > ENUM_MAX_N:
-            _check_by_mitm(ctx, w, block, search, T, float(claimed))
+            tried = None
+            if cert.get("kind") == "lattice-enumeration":  # the search's own route first
+                tried = _check_by_lattice(ctx, w, block, search, T, float(claimed))
+                if tried is None:
+                    return
+            _check_by_mitm(ctx, w, block, search, T, float(claimed), lattice_declined=tried)
             return
         if res is None:
             why = f"an entry is outside [2^-{_RANGE_EXPONENT}, 2^{_RANGE_EXPONENT}], where the checker's float64 bounds hold"
@@ -171,10 +176,37 @@ def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T
 
 
 
-def _check_by_mitm(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T: np.ndarray, claimed: float) -> None:
+def _check_by_lattice(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T: np.ndarray, claimed: float) -> str | None:
+    """The checker's own lattice enumeration (``_lattice``): no S closer than the recorded
+    bound, which proves both claims (None: checked), or why it declined (nothing reported),
+    within 10× the search's recorded time (at least 30 s)."""
+    from absorb.verify._lattice import lattice_no_set_closer
+
+    rec = search.get("elapsed")
+    budget = max(30.0, 10 * rec) if isinstance(rec, (int, float)) else 60.0
+    t0 = time.perf_counter()
+    res = lattice_no_set_closer(block.W_up, block.W_down, T, claimed, budget=budget)
+    if isinstance(res, str):
+        return res
+    el = time.perf_counter() - t0
+    how = (f"the checker's lattice enumeration: fpylll {res.reduction}, {res.nodes:.3g} nodes, {res.vectors} vectors "
+           f"inside the exact radius, {len(res.closer)} sets closer than the bound; {el:.2f} s"
+           + (f" (the search took {rec:.2f} s)" if isinstance(rec, (int, float)) else ""))
+    within = [(S, rel) for S, rel in res.closer if rel <= ctx.tol]
+    _require(ctx, not within, w, f"no index set is within the tolerance: all 2^{block.n} sets are farther than τ = {ctx.tol:g}",
+             f"{how}; S = {within[0][0]} has relative distance {within[0][1]:.3g}" if within else how)
+    _require(ctx, not res.closer, w, "the recorded bound is not overstated: no index set is closer than it",
+             f"recorded {claimed:.17g}; S = {res.closer[0][0]} is at {res.closer[0][1]!r}" if res.closer
+             else f"recorded {claimed:.17g}; {how}")
+    return None
+
+
+def _check_by_mitm(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T: np.ndarray, claimed: float,
+                   lattice_declined: str | None = None) -> None:
     """The checker's own meet-in-the-middle (``_mitm``): no S closer than the recorded bound
     (which proves both claims); if that radius is too wide, no S within the tolerance (and
-    the bound itself is left not re-checked)."""
+    the bound itself is left not re-checked); if it declines both, the checker's lattice
+    enumeration (unless it already declined: ``lattice_declined`` says why)."""
     from absorb.verify._mitm import mitm_no_set_closer
 
     t0 = time.perf_counter()
@@ -185,9 +217,13 @@ def _check_by_mitm(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T: n
         radius_is_bound = False
         res = mitm_no_set_closer(block.W_up, block.W_down, T, ctx.tol * (1 + 2.0**-40))
         if isinstance(res, str):
+            if lattice_declined is None:
+                lattice_declined = _check_by_lattice(ctx, w, block, search, T, claimed)
+                if lattice_declined is None:
+                    return
             ctx.report.unchecked(w, f"infeasibility proved by {search.get('method')}",
                                  f"n = {block.n} > {ENUM_MAX_N}, no dual matrix recorded, and the checker's meet-in-the-middle "
-                                 f"declined: {first}; at the tolerance: {res}")
+                                 f"declined: {first}; at the tolerance: {res}; its lattice enumeration: {lattice_declined}")
             return
     el = time.perf_counter() - t0
     rec = search.get("elapsed")
