@@ -39,7 +39,7 @@ from absorb.verify._compose import prove
 from absorb.verify._numerics import _U, EXACT_ELIM_MAX_D, _frac_matrix, _gamma, _parse_number, exact_rank
 from absorb.verify._pieces import Piece, Refused, decide_zero, exact_value, pieces
 from absorb.verify._report import _Ctx, _require
-from absorb.verify._symbolic import _identity_on_piece, _same_function, _variable, is_bounded
+from absorb.verify._symbolic import _identity_on_piece, _same_function, _variable, is_bounded, outer_pieces
 from absorb.verify._weights import InfNorm, _bias_free, _f0_lower, _moved_bias_error, _residual, _row_pairs, _value_expr
 
 _Y = sp.Symbol("y", real=True)
@@ -95,13 +95,10 @@ def finite_on_reals(expr: sp.Expr) -> bool:
 def slopes_or_reason(expr: sp.Expr) -> tuple[tuple[sp.Expr, sp.Expr] | None, str]:
     """((L₊, L₋), "") with L± = lim_{s→±∞} σ(s)/s, both derived finite and exact by the
     checker's own expansions (``_asymptotic``: no sympy limit, no sample); else (None, why)."""
-    x = _variable(expr)
-    try:
-        _, pcs = pieces(expr, x)
-    except Refused as exc:
-        return None, f"σ could not be split into pieces: {exc}"
-    except Exception as exc:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
-        return None, f"σ could not be split into pieces ({type(exc).__name__})"
+    split = outer_pieces(expr)
+    if isinstance(split, str):
+        return None, split
+    x, pcs = split
     out = []
     for pc, sign, name in ((pcs[-1], 1, "L₊"), (pcs[0], -1, "L₋")):
         L, why = why_not_at_infinity(pc.expr / x, x, sign)  # σ(s)/s on the outermost piece

@@ -15,9 +15,9 @@ import sympy as sp
 from absorb.model.block import Block
 from absorb.verify._asymptotic import why_not_at_infinity
 from absorb.verify._numerics import _parse_number
-from absorb.verify._pieces import Refused, decide_zero, pieces
+from absorb.verify._pieces import decide_zero
 from absorb.verify._report import _Ctx, _require
-from absorb.verify._symbolic import _variable
+from absorb.verify._symbolic import outer_pieces
 from absorb.verify._weights import _collinear_pairs
 
 CASES = ("step", "relu-like", "relu-like-flip")
@@ -25,13 +25,10 @@ CASES = ("step", "relu-like", "relu-like-flip")
 
 def relu_like(expr: sp.Expr) -> tuple[bool, str]:
     """σ(s) − s → 0 as s → +∞ and σ(s) → 0 as s → −∞, on the outermost pieces (own expansions)."""
-    x = _variable(expr)
-    try:
-        _, pcs = pieces(expr, x)
-    except Refused as exc:
-        return False, f"σ could not be split into pieces: {exc}"
-    except Exception as exc:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
-        return False, f"σ could not be split into pieces ({type(exc).__name__})"
+    split = outer_pieces(expr)
+    if isinstance(split, str):
+        return False, split
+    x, pcs = split
     for e, sign, what in ((pcs[-1].expr - x, 1, "σ(s) − s at +∞"), (pcs[0].expr, -1, "σ(s) at −∞")):
         L, why = why_not_at_infinity(e, x, sign)
         if L is None or decide_zero(L) is not True:
@@ -41,13 +38,10 @@ def relu_like(expr: sp.Expr) -> tuple[bool, str]:
 
 def gate_limits(expr: sp.Expr) -> tuple[tuple[sp.Expr, sp.Expr] | None, str]:
     """((L₊, L₋), "") with L± = lim σ(s) as s → ±∞ on the outermost pieces, finite; else (None, why)."""
-    x = _variable(expr)
-    try:
-        _, pcs = pieces(expr, x)
-    except Refused as exc:
-        return None, f"σ could not be split into pieces: {exc}"
-    except Exception as exc:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
-        return None, f"σ could not be split into pieces ({type(exc).__name__})"
+    split = outer_pieces(expr)
+    if isinstance(split, str):
+        return None, split
+    x, pcs = split
     out = []
     for pc, sign, name in ((pcs[-1], 1, "L₊"), (pcs[0], -1, "L₋")):
         L, why = why_not_at_infinity(pc.expr, x, sign)

@@ -5,18 +5,17 @@ f − g checked in rationals (σ_g(z) − σ_g(−z) = z re-derived by pieces)."
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from absorb.model.block import Block
-from absorb.verify._numerics import _U, _parse_number
+from absorb.verify._numerics import _parse_number
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._skeleton2 import ENUMERATE_MAX_N, enumeration_bound, rank_bound
 from absorb.verify._symbolic import flip_constant
-from absorb.verify._weights import InfNorm, _block_arrays, _f0_lower, sha256_f64
+from absorb.verify._weights import _f0_lower, accept_exact_flip
 
 
 def _F(a: Any) -> list[Fraction]:
@@ -97,23 +96,7 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
     bd = _F(block.b_down) if block.b_down is not None else [Fraction(0)] * d
     bd2 = _F(wb.b_down) if wb.b_down is not None else [Fraction(0)] * d
     R0 = max(abs(bd[a] + sum((c[i] * e[i] * W[i][a] for i in S), Fraction(0)) - bd2[a]) for a in range(d))
-    allowance = Fraction(1e3 * 2 * _U * math.sqrt(n + 1))
-    _require(ctx, rho <= Fraction(ctx.tol) + allowance, w, "‖M + Σ_S w_i (c_i u_i + e_i g_i)ᵀ‖_∞ ≤ τ + the rounding allowance (exact)",
-             f"{float(rho):.3g}")
-    f0 = _f0_lower(block)
-    _require(ctx, R0 == 0 or float(R0) <= float(Fraction(ctx.tol) + allowance) * f0, w,
-             "|b_down + Σ_S c_i e_i w_i − b'_down|_∞ ≤ (τ + allowance)·|f(0)|_∞ (exact, against a rigorous lower bound of |f(0)|)",
-             f"{float(R0):.3g} against |f(0)| ≥ {f0:.3g}")
-    exact = rho == 0 and R0 == 0
-    _require(ctx, wit.get("exact") in (None, exact), w, "the recorded exactness matches", f"recorded {wit.get('exact')!r}")
-    res = wit.get("residual")
-    _require(ctx, res is None or (isinstance(res, (int, float)) and not isinstance(res, bool) and 0 <= res <= ctx.tol
-                                  and (res == 0) == (rho == 0)), w, "the recorded residual is within the tolerance (0 iff (Lg) holds exactly)",
-             f"recorded {res!r}")
-    recs = (wit.get("block") or {}).get("weights")
-    if recs is not None:
-        mine = _block_arrays(wb)
-        _require(ctx, isinstance(recs, dict) and set(recs) == set(mine) and all(
-            isinstance(recs[k], dict) and recs[k].get("sha256") == sha256_f64(v) for k, v in mine.items()), w,
-                 "the witness block is the flip of S rebuilt here (SHA-256)")
-    return "absorbable", wb, InfNorm(float(rho) * (1 + 1e-12))
+    return accept_exact_flip(ctx, w, wit, wb, rho, R0, Fraction(_f0_lower(block)),
+                             linear="‖M + Σ_S w_i (c_i u_i + e_i g_i)ᵀ‖_∞",
+                             bias="|b_down + Σ_S c_i e_i w_i − b'_down|_∞ (against a rigorous lower bound of |f(0)|)",
+                             quadratic="Lg")

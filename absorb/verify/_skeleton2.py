@@ -25,11 +25,11 @@ import sympy as sp
 
 from absorb.model.block import Block
 from absorb.verify._asymptotic import why_not_at_infinity
-from absorb.verify._numerics import _U, _gamma, _parse_number
+from absorb.verify._numerics import _gamma, _parse_number
 from absorb.verify._pieces import Refused, decide_zero, exact_value, pieces
 from absorb.verify._report import _Ctx, _require
-from absorb.verify._symbolic import _identity_on_piece, _variable
-from absorb.verify._weights import InfNorm, sha256_f64
+from absorb.verify._symbolic import _identity_on_piece, _variable, outer_pieces
+from absorb.verify._weights import accept_exact_flip
 
 CASES = ("rank", "enumerate", "relu2-flip")
 ENUMERATE_MAX_N = 16
@@ -40,13 +40,10 @@ def two_term_form(expr: sp.Expr) -> tuple[tuple[sp.Expr, sp.Expr] | None, str]:
     """((α, β), "") with σ(s) = αs² + βs + o(s) as s → +∞ (α ≠ 0) and σ(s) = o(s) as s → −∞,
     each limit derived on the outermost piece: α = lim σ/s², β = lim (σ − αs²)/s at +∞ and
     lim σ/s = 0 at −∞; else (None, why)."""
-    x = _variable(expr)
-    try:
-        _, pcs = pieces(expr, x)
-    except Refused as exc:
-        return None, f"σ could not be split into pieces: {exc}"
-    except Exception as exc:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
-        return None, f"σ could not be split into pieces ({type(exc).__name__})"
+    split = outer_pieces(expr)
+    if isinstance(split, str):
+        return None, split
+    x, pcs = split
     top, bottom = pcs[-1].expr, pcs[0].expr
     a, why = why_not_at_infinity(top / x**2, x, 1)
     if a is None or not isinstance(a, sp.Rational) or a == 0:
@@ -239,23 +236,5 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
     bd2 = [_q(v) for v in wb.b_down] if wb.b_down is not None else [Fraction(0)] * d
     R0 = max(abs(bd[r] + sum((c[i] ** 2 * W[i][r] for i in S), Fraction(0)) - bd2[r]) for r in range(d))
     f0 = max(abs(bd[r] + sum((max(c[i], Fraction(0)) ** 2 * W[i][r] for i in range(block.n)), Fraction(0))) for r in range(d))
-    allowance = Fraction(1e3 * 2 * _U * math.sqrt(block.n + 1))
-    _require(ctx, rho <= Fraction(ctx.tol) + allowance, w, "‖M + 2·Σ_S c_i w_i u_iᵀ‖_∞ ≤ τ + the rounding allowance (exact)",
-             f"{float(rho):.3g}")
-    _require(ctx, R0 <= (Fraction(ctx.tol) + allowance) * f0, w,
-             "|b_down + Σ_S c_i² w_i − b'_down|_∞ ≤ (τ + allowance)·|f(0)|_∞ (exact)", f"{float(R0):.3g} against |f(0)| = {float(f0):.3g}")
-    exact = rho == 0 and R0 == 0
-    _require(ctx, wit.get("exact") in (None, exact), w, "the recorded exactness matches", f"recorded {wit.get('exact')!r}")
-    res = wit.get("residual")
-    _require(ctx, res is None or (isinstance(res, (int, float)) and not isinstance(res, bool) and 0 <= res <= ctx.tol
-                                  and (res == 0) == (rho == 0)), w, "the recorded residual is within the tolerance (0 iff (L) holds exactly)",
-             f"recorded {res!r}")
-    recs = (wit.get("block") or {}).get("weights")
-    if recs is not None:
-        from absorb.verify._weights import _block_arrays
-
-        mine = _block_arrays(wb)
-        _require(ctx, isinstance(recs, dict) and set(recs) == set(mine) and all(
-            isinstance(recs[k], dict) and recs[k].get("sha256") == sha256_f64(v) for k, v in mine.items()), w,
-                 "the witness block is the flip of S rebuilt here (SHA-256)")
-    return "absorbable", wb, InfNorm(float(rho) * (1 + 1e-12))
+    return accept_exact_flip(ctx, w, wit, wb, rho, R0, f0, linear="‖M + 2·Σ_S c_i w_i u_iᵀ‖_∞",
+                             bias="|b_down + Σ_S c_i² w_i − b'_down|_∞", quadratic="L")

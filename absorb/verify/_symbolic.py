@@ -26,6 +26,17 @@ def _variable(expr: sp.Expr) -> sp.Symbol:
     return syms[0] if syms else sp.Symbol("x", real=True)
 
 
+def outer_pieces(expr: sp.Expr) -> tuple[sp.Symbol, tuple[Piece, ...]] | str:
+    """(x, pieces of σ) — the outermost ones decide σ at ±∞ — or, where σ cannot be split, why."""
+    x = _variable(expr)
+    try:
+        return x, pieces(expr, x)[1]
+    except Refused as exc:
+        return f"σ could not be split into pieces: {exc}"
+    except Exception as exc:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
+        return f"σ could not be split into pieces ({type(exc).__name__})"
+
+
 def _zero(e: sp.Expr) -> bool | None:
     """True/False when sympy decides e = 0; None when it cannot."""
     return decide_zero(e)
