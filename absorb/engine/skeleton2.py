@@ -306,7 +306,10 @@ def gram_lower_bound(G: np.ndarray, E: np.ndarray) -> float | None:
     λ_min(G') ≥ λ_min(G) − ‖G' − G‖₂ ≥ λ_min(G) − ‖E‖_F. The norms are computed in floats and
     raised by (1 + γ_{n²+8}) (a sum of n² nonnegative squares, each square and the root one
     more rounding; B's few entrywise operations add ≤ 4 relative roundings, covered too);
-    the final s − r − e is lowered by 4u·s (two subtractions). None when G is not finite,
+    the final s − r − e is lowered by 4u·s (two subtractions). Underflow: each product in C,
+    T, F or a square in a norm that underflows errs by ≤ 2^-1074 absolutely, so the norms err
+    by ≤ √(n²(2n + 4)·2^-1074) + 4n²·2^-1074 ≤ n·2^-500 each (n ≤ GRAM_MAX_N), added to both
+    (overflow shows as a non-finite value: None). None when G is not finite,
     the estimate is not positive, the Cholesky fails, or the bound is not positive."""
     n = G.shape[0]
     if n == 0 or n > GRAM_MAX_N or not (np.all(np.isfinite(G)) and np.all(np.isfinite(E))):
@@ -329,9 +332,9 @@ def gram_lower_bound(G: np.ndarray, E: np.ndarray) -> float | None:
     aL = np.abs(L)
     B = (1 + g1) * np.abs(A - L @ L.T) + gn * (1 + 2 * gn) * (aL @ aL.T)
     B[np.diag_indices(n)] += g1 * np.abs(np.diag(A))
-    up = 1 + gamma(n * n + 8)
-    r = float(np.linalg.norm(B)) * up
-    e = float(np.linalg.norm(E)) * up
+    up, tiny = 1 + gamma(n * n + 8), n * 2.0**-500  # tiny: the underflows (see the docstring)
+    r = float(np.linalg.norm(B)) * up + tiny
+    e = float(np.linalg.norm(E)) * up + tiny
     if not (math.isfinite(r) and math.isfinite(e)):
         return None
     mu = (s - r - e) - 4 * UNIT * s

@@ -239,7 +239,10 @@ def gram_positive_definite(G: np.ndarray, E: np.ndarray, m: float) -> tuple[bool
     (two chained products of n terms and four more roundings). Gershgorin on the real
     symmetric Y: if Ŷ_ii − F_ii − Σ_{j≠i}(|Ŷ_ij| + F_ij) > 0 for every i, every eigenvalue of Y
     is positive, so Y and A are positive definite (the sums raised by (1 + γ_{n+8}) before the
-    exact float comparison)."""
+    exact float comparison). Underflow: a product that underflows errs by ≤ 2^-1074
+    absolutely, so Z, Ŷ and the products in F̂ each err by ≤ n·2^-1074 per entry before being
+    multiplied by |X| (row sums ≤ s_X): F also gets 8n·2^-1074·(1 + s_X)², and anything non-finite
+    is refused."""
     n = G.shape[0]
     if not (np.all(np.isfinite(G)) and np.all(np.isfinite(E))):
         return False, "the Gram matrix or its error bound is not finite"
@@ -257,7 +260,11 @@ def gram_positive_definite(G: np.ndarray, E: np.ndarray, m: float) -> tuple[bool
     Z = X @ A
     Y = Z @ X.T
     H = E + (gn + _gk(1)) * aA
-    F = ((aX @ H) @ aX.T + gn * (np.abs(Z) @ aX.T)) * up
+    sx = float(aX.sum(axis=1).max()) * (1 + _gk(n + 2))  # ≥ max row sum of |X|
+    tau = 8 * n * 2.0**-1074 * (1 + sx) ** 2  # every underflow in Z, Ŷ and F
+    F = ((aX @ H) @ aX.T + gn * (np.abs(Z) @ aX.T)) * up + tau
+    if not (np.all(np.isfinite(Y)) and np.all(np.isfinite(F))):
+        return False, "X(G − μI)Xᵀ or its error bound is not finite"
     R = np.abs(Y) + F
     R[np.diag_indices(n)] = 0
     rad = (R.sum(axis=1) + np.diag(F)) * (1 + _gk(n + 8))
