@@ -163,3 +163,11 @@ def test_the_exact_route_is_kept_for_small_widths() -> None:
     dec = decide(_relu2(8, 3, 6))
     bd = dec.blocks[0] if hasattr(dec, "blocks") else dec
     assert bd.search.method == "rank"
+
+
+def test_weights_outside_the_rounding_range_are_not_declared() -> None:
+    blk = _relu2(9, 8, 64)
+    big = blk.replace(W_up=blk.W_up * 2.0**190)  # products of six overflow
+    assert sk2.gram_skeleton2(big) is None or sk2.gram_route(sk2.gram_skeleton2(big), big.M, 1e-9) is None
+    tiny = blk.replace(W_up=blk.W_up * 2.0**-300)  # outside the analysed range
+    assert sk2.gram_skeleton2(tiny) is None and vsk2.gram_s2(tiny) is None

@@ -173,7 +173,7 @@ def enumeration_bound(K: np.ndarray, zeros: int, M: np.ndarray) -> float | None:
 GRAM_MAX_N = 4096
 """Beyond this width the checker declines the Gram route (reported not re-checked)."""
 _TINY = 2.0**-990  # covers every underflowed rounding of an entry (each ≤ 2^-1074)
-_SAFE = 2.0**150
+_SAFE = 2.0**200  # the producer's range too (absorb.rigorous.SAFE_EXPONENT), so no honest record is refused for it
 
 
 def _gk(k: int) -> float:
@@ -182,8 +182,9 @@ def _gk(k: int) -> float:
 
 
 def _gram_ok(*arrays: np.ndarray) -> bool:
-    """Every entry finite with 0 or 2^-150 ≤ |x| ≤ 2^150: products of six stay finite and
-    products of two stay normal, so every rounding but those after a cancellation is relative."""
+    """Every entry finite with 0 or 2^-200 ≤ |x| ≤ 2^200: products of two stay normal, so every
+    rounding but those after a cancellation (the absolute 2^-990) is relative; an overflow
+    later shows as a non-finite entry, which is refused."""
     for a in arrays:
         x = np.abs(np.asarray(a, dtype=np.float64))
         if not np.all(np.isfinite(x)) or x.max(initial=0.0) > _SAFE or np.any((x > 0) & (x < 1 / _SAFE)):
