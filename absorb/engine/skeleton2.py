@@ -330,11 +330,13 @@ def gram_lower_bound(G: np.ndarray, E: np.ndarray) -> float | None:
     L = np.tril(L)
     g1, gn = gamma(1), gamma(n)
     aL = np.abs(L)
-    B = (1 + g1) * np.abs(A - L @ L.T) + gn * (1 + 2 * gn) * (aL @ aL.T)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        B = (1 + g1) * np.abs(A - L @ L.T) + gn * (1 + 2 * gn) * (aL @ aL.T)
     B[np.diag_indices(n)] += g1 * np.abs(np.diag(A))
     up, tiny = 1 + gamma(n * n + 8), n * 2.0**-500  # tiny: the underflows (see the docstring)
-    r = float(np.linalg.norm(B)) * up + tiny
-    e = float(np.linalg.norm(E)) * up + tiny
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+        r = float(np.linalg.norm(B)) * up + tiny
+        e = float(np.linalg.norm(E)) * up + tiny
     if not (math.isfinite(r) and math.isfinite(e)):
         return None
     mu = (s - r - e) - 4 * UNIT * s

@@ -244,6 +244,11 @@ def gram_positive_definite(G: np.ndarray, E: np.ndarray, m: float) -> tuple[bool
     absolutely, so Z, Ŷ and the products in F̂ each err by ≤ n·2^-1074 per entry before being
     multiplied by |X| (row sums ≤ s_X): F also gets 8n·2^-1074·(1 + s_X)², and anything non-finite
     is refused."""
+    with np.errstate(all="ignore"):  # overflow is refused as a non-finite value
+        return _inertia(G, E, m)
+
+
+def _inertia(G: np.ndarray, E: np.ndarray, m: float) -> tuple[bool, str]:
     n = G.shape[0]
     if not (np.all(np.isfinite(G)) and np.all(np.isfinite(E))):
         return False, "the Gram matrix or its error bound is not finite"
