@@ -41,7 +41,7 @@ from absorb.engine import hypotheses as hyp
 from absorb.engine.verdict import BlockDecision, Theorem, Verdict, Witness
 from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error
 from absorb.model.block import Block
-from absorb.rigorous import gamma
+from absorb.rigorous import UNIT_ROUNDOFF, gamma, magnitudes_ok
 from absorb.search._types import SearchResult, SearchStatus
 from absorb.symbolic import growth
 
@@ -223,12 +223,6 @@ _GRAM_TINY = 2.0**-1000
 :func:`absorb.rigorous.magnitudes_ok`; an overflow shows as a non-finite entry: None)."""
 
 
-def _gram_inputs_ok(*arrays: np.ndarray) -> bool:
-    from absorb.rigorous import magnitudes_ok
-
-    return magnitudes_ok(*arrays)
-
-
 def _symmetric(A: np.ndarray) -> np.ndarray:
     """A's lower triangle mirrored (the exact Gram matrix is symmetric; only the lower
     triangle of the float one is used, and its error bound holds entrywise)."""
@@ -254,7 +248,7 @@ def gram_skeleton2(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
     absolute term the underflows, :data:`_GRAM_TINY`). None when an input is outside the
     range of :func:`absorb.rigorous.magnitudes_ok` or an entry is not finite."""
     U, D = (np.asarray(a, dtype=np.float64) for a in (block.W_up, block.W_down))
-    if not _gram_inputs_ok(U, D):
+    if not magnitudes_ok(U, D):
         return None
     d = U.shape[1]
     Wd, Uu = D.T @ D, U @ U.T
@@ -278,7 +272,7 @@ def gram_gated(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
     factor 2 is exact: |Ĝ − G| ≤ γ_{3d+3}·P with P = 2|W|ₐ∘(|G|ₐ∘|U|ₐ + |GU|ₐ∘|GU|ₐᵀ) (the
     products of absolute values), E = 3γ_{3d+3}·P̂ + 2^-1000."""
     Gt, U, D = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
-    if not _gram_inputs_ok(Gt, U, D):
+    if not magnitudes_ok(Gt, U, D):
         return None
     d = U.shape[1]
     aG, aU, aD = np.abs(Gt), np.abs(U), np.abs(D)
@@ -339,11 +333,9 @@ def gram_lower_bound(G: np.ndarray, E: np.ndarray) -> float | None:
         e = float(np.linalg.norm(E)) * up + tiny
     if not (math.isfinite(r) and math.isfinite(e)):
         return None
-    mu = (s - r - e) - 4 * UNIT * s
+    mu = (s - r - e) - 4 * UNIT_ROUNDOFF * s
     return mu if mu > 0 else None
 
-
-UNIT = 2.0**-53
 
 
 def gram_route(gram: tuple[np.ndarray, np.ndarray] | None, M: np.ndarray, tol: float) -> SearchResult | None:
