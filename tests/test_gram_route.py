@@ -171,3 +171,11 @@ def test_weights_outside_the_rounding_range_are_not_declared() -> None:
     assert sk2.gram_skeleton2(big) is None or sk2.gram_route(sk2.gram_skeleton2(big), big.M, 1e-9) is None
     tiny = blk.replace(W_up=blk.W_up * 2.0**-300)  # outside the analysed range
     assert sk2.gram_skeleton2(tiny) is None and vsk2.gram_s2(tiny) is None
+
+
+def test_the_checker_declines_beyond_its_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    blk = _relu2(10, 8, 64)
+    _, doc = _cert(blk)
+    monkeypatch.setattr(vsk2, "GRAM_MAX_N", 32)
+    rep = checker.verify_certificate(doc, blk)
+    assert rep.accepted and rep.not_rechecked and not rep.failures
