@@ -116,7 +116,7 @@ def test_an_overstated_mu_is_rejected(build: Any) -> None:
     assert len(args) == 1
     mu = Fraction(args[0]["mu"])
     lam = float(np.linalg.eigvalsh((sk2.gram_skeleton2 if build is _relu2 else sk2.gram_gated)(blk)[0])[0])
-    for bad in (Fraction(lam) * 2, Fraction(lam) * Fraction(1001, 1000), "x", "-1"):
+    for bad in (Fraction(lam) * 2, Fraction(lam) * Fraction(1001, 1000), "x", "-1", "0", 10**400):
         args[0]["mu"] = str(bad)
         assert not checker.verify_certificate(doc, blk).accepted, bad
     args[0]["mu"] = str(mu / 2)  # a weaker true claim is still a proof

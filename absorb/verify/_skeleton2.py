@@ -293,7 +293,10 @@ def gram_bound(gram: tuple[np.ndarray, np.ndarray] | None, mu_rec: Any, M: np.nd
     if q is None or not q > 0:
         return None, f"recorded μ = {mu_rec!r} is not a positive rational"
     mu = Fraction(int(q.p), int(q.q))
-    m = float(mu)
+    try:
+        m = float(mu)
+    except OverflowError:
+        return None, f"recorded μ = {mu_rec!r} is beyond float64"
     if Fraction(m) < mu:
         m = float(np.nextafter(m, math.inf))
     ok, why = gram_positive_definite(gram[0], gram[1], m)
