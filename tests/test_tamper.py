@@ -173,10 +173,12 @@ def _models() -> dict[str, Any]:
         "skeleton-degenerate": _skeleton_degenerate(cat("dead_unit")),
         "skeleton2-rank": _skeleton2_generic(3, 6, 11),
         "skeleton2-enumerate": _skeleton2_generic(2, 9, 12),
+        "skeleton2-gram": _skeleton2_generic(6, 60, 14),
         "skeleton2-absorbable": _skeleton2_planted(),
         "gated-skeleton": _gated_generic(),
         "gated-relu-like": _gated_generic("swiglu"),
         "gated-relu-like-enumerate": _gated_generic("swiglu", d=2, n=8),
+        "gated-relu-like-gram": _gated_generic("swiglu", d=6, n=60),
         "gated-relu-like-flip": _relu_like_planted(),
         "depth": cat("relu2_stack"),
         "composition": _planted_stack(rng),
@@ -280,8 +282,8 @@ def _pattern(path: tuple[Any, ...]) -> str:
 
 CASES = ["trivial", "degree", "linearization", "bounded", "linear", "parity", "exponential", "index-set-absorbable",
          "index-set-not", "index-set-gated", "index-set-low-rank", "index-set-mitm", "canonical-absorbable", "canonical-not", "canonical-near", "skeleton-nondegenerate",
-         "skeleton-degenerate", "skeleton2-rank", "skeleton2-enumerate", "skeleton2-absorbable", "gated-skeleton",
-         "gated-relu-like", "gated-relu-like-enumerate", "gated-relu-like-flip", "depth", "composition", "composition-cone",
+         "skeleton-degenerate", "skeleton2-rank", "skeleton2-enumerate", "skeleton2-gram", "skeleton2-absorbable", "gated-skeleton",
+         "gated-relu-like", "gated-relu-like-enumerate", "gated-relu-like-gram", "gated-relu-like-flip", "depth", "composition", "composition-cone",
          "linear-absorbable", "range", "rank", "kink-count", "none"]
 
 
@@ -339,7 +341,11 @@ def test_every_tampered_number_is_caught(name: str, certs: dict[str, tuple[dict[
     # (a meet-in-the-middle certificate's bound is re-derived as a radius: raised a little it may
     # still be true, and the checker proves it; raised past the truth it is rejected, see below)
     mitm_bound = name == "index-set-mitm"
-    keep = lambda p: not (mitm_bound and _dotted(p) == "blocks.search.bound")  # noqa: E731
+    # (the Gram route's μ is proved as recorded: lowered, or raised by +1 below λ_min, it is still
+    # true; raised past λ_min it is rejected, tests/test_gram_route.py)
+    gram_mu = name.endswith("-gram")
+    keep = lambda p: not ((mitm_bound and _dotted(p) == "blocks.search.bound")  # noqa: E731
+                          or (gram_mu and _dotted(p) == "blocks.argument.mu"))
     assert _accepted_tamperings(doc, model, keep=keep) == []
 
 

@@ -407,6 +407,12 @@ def _skeleton_argument(bd: BlockDecision) -> dict[str, Any]:
     return out
 
 
+def _gram_mu(bd: BlockDecision) -> str | None:
+    """The Gram route's μ (a rational, λ_min(QᵀQ) ≥ μ): the checker proves QᵀQ − μI positive
+    definite by its own argument, so an overstated μ is refuted."""
+    return None if bd.search is None else (bd.search.certificate or {}).get("mu")
+
+
 def _skeleton2_argument(bd: BlockDecision) -> dict[str, Any]:
     """The degree-2 skeleton's numbers: α, β (re-derived by the checker from σ), the case (how
     the verdict was reached: the rank route, the enumeration route, the ReLU² flip) and the
@@ -414,11 +420,13 @@ def _skeleton2_argument(bd: BlockDecision) -> dict[str, Any]:
     infeasibility itself (docs/results/skeleton2.md)."""
     val = (_prop(bd, "quadratic_skeleton") or {}).get("value", {})
     method = None if bd.search is None else bd.search.method
-    case = "relu2-flip" if bd.verdict.value == "absorbable" else {"rank": "rank", "enumerate": "enumerate"}.get(str(method))
+    case = "relu2-flip" if bd.verdict.value == "absorbable" else {"rank": "rank", "enumerate": "enumerate",
+                                                                    "gram": "gram"}.get(str(method))
     return {
         "alpha": val.get("alpha"),
         "beta": val.get("beta"),
         "case": case,
+        **({"mu": _gram_mu(bd)} if case == "gram" else {}),
         "nondegeneracy_hypotheses": list(_NONDEGENERACY),
         "steps": [
             r"\sigma(tz+c) = [z>0]\,\big(\alpha t^2z^2 + t(2\alpha c+\beta)z\big) + o(t)\quad (t\to\infty)",
@@ -427,6 +435,8 @@ def _skeleton2_argument(bd: BlockDecision) -> dict[str, Any]:
             r"t:\ M = -\sum_{i\in S} (2\alpha c_i + \beta)\, w_i u_i^{\mathsf T}",
             {"rank": r"\text{the (Q) columns are independent: only } S=\emptyset,\ \text{which needs } M = 0",
              "enumerate": r"\text{every } S \text{ checked with rounding bounds: none satisfies (Q) and (L)}",
+             "gram": r"\lambda_{\min}(Q^{\mathsf T}Q) \ge \mu > \tau^2\|M\|_F^2:\ \text{only } S=\emptyset,\ "
+             r"\text{which needs } M = 0",
              "relu2-flip": r"\mathrm{ReLU}(z)^2 + \mathrm{ReLU}(-z)^2 = z^2:\ \text{the flip of } S \text{ equals } f "
              r"\text{ up to a constant}"}.get(str(case), ""),
         ],
@@ -456,6 +466,7 @@ def _gated_skeleton_argument(bd: BlockDecision) -> dict[str, Any]:
     flip = (_prop(bd, "flip_identity") or {}).get("value", {})
     return {
         "case": case, "route": None if case == "relu-like-flip" else method, "nondegeneracy_hypotheses": hyps,
+        **({"mu": _gram_mu(bd)} if case == "relu-like" and method == "gram" else {}),
         **({"c": flip.get("c")} if case == "relu-like-flip" else {}),
         "steps": [
             r"\sigma_g(tz+c)\,(ty+e) = [z>0]\,\big(t^2zy + t(cy+ez)\big) + o(t)\quad (t\to\infty)",

@@ -159,8 +159,11 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
 
     from absorb.engine.skeleton2 import (
         ENUMERATE_MAX_N,
+        EXACT_MAX_N,
         MAX_COLUMN_ENTRIES,
         enumeration_route_columns,
+        gram_gated,
+        gram_route,
         rank_route_columns,
     )
     from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error, f0_lower
@@ -179,9 +182,6 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
         notes = "; ".join(dict.fromkeys(ctx.notes))
         return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {why}" + (f" (also: {notes})." if notes else "."))
 
-    if blk.d ** 3 * blk.n > MAX_COLUMN_ENTRIES:
-        return unknown(f"the gated skeleton applies, but its columns (d³·n = {blk.d ** 3 * blk.n}) are beyond what this "
-                       "search builds")
     hs = gate_hypotheses(blk)
     ctx.H.extend(hs)
 
@@ -191,10 +191,19 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
                        "pairwise non-collinear, value rows not parallel to their gate rows, nonzero columns of W_down), and "
                        + "; ".join(failing))
     b64 = blk.float64()
-    exact, Q, L, t = gated_columns(b64)
-    res = rank_route_columns(exact, b64.M, ctx.tol) if blk.n <= blk.d * blk.d * (blk.d + 1) // 2 else None
-    if res is None and blk.n <= ENUMERATE_MAX_N:
-        res = enumeration_route_columns(np.vstack([Q, L]), np.concatenate([np.zeros(Q.shape[0]), t]), ctx.tol)
+    small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES  # the exact and enumeration routes build the columns
+    fits = blk.n <= blk.d * blk.d * (blk.d + 1) // 2  # else the (Qg) columns are dependent
+    res = None
+    if small and blk.n <= EXACT_MAX_N:
+        exact, Q, L, t = gated_columns(b64)
+        res = rank_route_columns(exact, b64.M, ctx.tol) if fits else None
+        if res is None and blk.n <= ENUMERATE_MAX_N:
+            res = enumeration_route_columns(np.vstack([Q, L]), np.concatenate([np.zeros(Q.shape[0]), t]), ctx.tol)
+    elif fits:
+        res = gram_route(gram_gated(b64), b64.M, ctx.tol)
+    if res is None and not small:
+        return unknown(f"the gated skeleton applies, but the Gram matrix of its (Qg) columns is not proved positive definite, "
+                       f"and its columns (d³·n = {blk.d ** 3 * blk.n}) are beyond what the other routes build")
     if res is None:
         return unknown(f"the gated skeleton applies, but its (Qg) columns are not proved independent and n = {blk.n} > "
                        f"{ENUMERATE_MAX_N} is beyond exhaustive search")

@@ -41,7 +41,7 @@ from absorb.engine import hypotheses as hyp
 from absorb.engine.verdict import BlockDecision, Theorem, Verdict, Witness
 from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error
 from absorb.model.block import Block
-from absorb.rigorous import gamma
+from absorb.rigorous import UNIT_ROUNDOFF, gamma, magnitudes_ok
 from absorb.search._types import SearchResult, SearchStatus
 from absorb.symbolic import growth
 
@@ -214,6 +214,152 @@ def enumeration_route_columns(K: np.ndarray, tt: np.ndarray, tol: float) -> Sear
                         f"{lowest:.3g} ≤ {tol:g})", certificate={"route": "enumerate"})
 
 
+# ------------------------------------------------------------------------- gram route --
+GRAM_MAX_N = 4096
+"""The Gram route's float Cholesky runs up to this width (n² float64 entries, a few n³ flops)."""
+_GRAM_TINY = 2.0**-1000
+"""An absolute term in every entry's error bound: it covers the ≤ 4 underflowed roundings
+(each ≤ 2^-1074) a Gram entry can meet after a cancellation (inputs in the range of
+:func:`absorb.rigorous.magnitudes_ok`; an overflow shows as a non-finite entry: None)."""
+
+
+def _symmetric(A: np.ndarray) -> np.ndarray:
+    """A's lower triangle mirrored (the exact Gram matrix is symmetric; only the lower
+    triangle of the float one is used, and its error bound holds entrywise)."""
+    L = np.tril(A)
+    return L + np.tril(A, -1).T
+
+
+def gram_skeleton2(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
+    """(Ĝ, E): the Gram matrix of the (Q) columns q_i = vec(w_i ⊗ u_i u_iᵀ) in float64, without
+    the columns, and an entrywise bound |G − Ĝ| ≤ E for the exact G of these float64 weights.
+
+    The identity: ⟨a ⊗ A, b ⊗ B⟩ = Σ_{k,l,m} a_k A_lm b_k B_lm = (a·b)⟨A, B⟩_F, and
+    ⟨u uᵀ, v vᵀ⟩_F = Σ_{l,m} u_l u_m v_l v_m = (u·v)², so G_ij = (w_i·w_j)(u_i·u_j)².
+
+    The bound: Ŵ = fl(DᵀD), Û = fl(UUᵀ) have |Ŵ − W| ≤ γ_d·|D|ᵀ|D| and |Û − U| ≤ γ_d·|U||U|ᵀ
+    entrywise (Higham 3.5, a length-d dot product in any order, FMA or not); Ĝ = fl(fl(Ŵ·Û)·Û).
+    For factors x̂_k = x_k + δ_k with |δ_k| ≤ γ_d X_k, X_k ≥ |x_k|, |Π x̂_k − Π x_k| ≤ Π X_k(1 + γ_d)
+    − Π X_k (expand the product: every term is ≤ its counterpart with |x|, |δ| raised to X,
+    γ_d X), and the two rounded products add a relative γ₂; so |Ĝ_ij − G_ij| ≤
+    ((1 + γ_d)³(1 + γ₂) − 1)·P_ij ≤ γ_{3d+2}·P_ij with P = (|D|ᵀ|D|)∘(|U||U|ᵀ)∘(|U||U|ᵀ) exact.
+    The same analysis for the nonnegative P̂ (its float value) gives P ≤ P̂/(1 − γ_{3d+2}) ≤ 2P̂,
+    so E = 3γ_{3d+2}·P̂ + 2^-1000 (the factor 3 covering 2 and the rounding of E itself; the
+    absolute term the underflows, :data:`_GRAM_TINY`). None when an input is outside the
+    range of :func:`absorb.rigorous.magnitudes_ok` or an entry is not finite."""
+    U, D = (np.asarray(a, dtype=np.float64) for a in (block.W_up, block.W_down))
+    if not magnitudes_ok(U, D):
+        return None
+    d = U.shape[1]
+    Wd, Uu = D.T @ D, U @ U.T
+    aD, aU = np.abs(D), np.abs(U)
+    Wa, Ua = aD.T @ aD, aU @ aU.T
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        G = _symmetric(Wd * Uu * Uu)
+        E = _symmetric(3 * gamma(3 * d + 2) * (Wa * Ua * Ua) + _GRAM_TINY)
+    if not (np.all(np.isfinite(G)) and np.all(np.isfinite(E))):
+        return None
+    return G, E
+
+
+def gram_gated(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
+    """(Ĝ, E) for the gated (Qg) columns vec(w_i ⊗ (g_i u_iᵀ + u_i g_iᵀ)) (as
+    :func:`absorb.engine.gated_skeleton.gated_columns` builds them):
+    ⟨g uᵀ + u gᵀ, h vᵀ + v hᵀ⟩_F = 2[(g·h)(u·v) + (g·v)(u·h)] (⟨a bᵀ, c eᵀ⟩_F = (a·c)(b·e), four
+    terms, equal in pairs), so G_ij = 2(w_i·w_j)[(g_i·g_j)(u_i·u_j) + (g_i·u_j)(u_i·g_j)].
+    The bound as in :func:`gram_skeleton2`: each of the two products of three dot products is
+    within ((1 + γ_d)³(1 + γ₂) − 1) of its absolute counterpart, their float sum adds γ₁, the
+    factor 2 is exact: |Ĝ − G| ≤ γ_{3d+3}·P with P = 2|W|ₐ∘(|G|ₐ∘|U|ₐ + |GU|ₐ∘|GU|ₐᵀ) (the
+    products of absolute values), E = 3γ_{3d+3}·P̂ + 2^-1000."""
+    Gt, U, D = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
+    if not magnitudes_ok(Gt, U, D):
+        return None
+    d = U.shape[1]
+    aG, aU, aD = np.abs(Gt), np.abs(U), np.abs(D)
+    Wd, Wa = D.T @ D, aD.T @ aD
+    GG, UU, GU = Gt @ Gt.T, U @ U.T, Gt @ U.T  # GU[i, j] = g_i·u_j
+    GGa, UUa, GUa = aG @ aG.T, aU @ aU.T, aG @ aU.T
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        G = _symmetric(2 * Wd * (GG * UU + GU * GU.T))
+        E = _symmetric(3 * gamma(3 * d + 3) * (2 * Wa * (GGa * UUa + GUa * GUa.T)) + _GRAM_TINY)
+    if not (np.all(np.isfinite(G)) and np.all(np.isfinite(E))):
+        return None
+    return G, E
+
+
+def gram_lower_bound(G: np.ndarray, E: np.ndarray) -> float | None:
+    """A rigorous lower bound of λ_min of every symmetric G' with |G' − G| ≤ E entrywise (G
+    symmetric float64), or None.
+
+    s = half the computed λ_min(G) (a float > 0); Â = fl(G − sI) (only the diagonal rounds:
+    |(G − sI) − Â| ≤ γ₁|Â| there); L = the float Cholesky factor of Â (numpy; any L will do).
+    With A = G − sI exactly and R = A − LLᵀ exactly: C = fl(LLᵀ) has |C − LLᵀ| ≤ γ_n|L||L|ᵀ
+    (Higham 3.5); T = fl(|L||L|ᵀ) ≥ (1 − γ_n)|L||L|ᵀ (nonnegative terms); F = fl(Â − C) has
+    |Â − C| ≤ (1 + γ₁)|F|. So |R| ≤ γ₁|Â|∘I + (1 + γ₁)|F| + γ_n(1 + 2γ_n)T =: B. LLᵀ ⪰ 0, so
+    λ_min(A) ≥ −‖R‖₂ ≥ −‖R‖_F ≥ −‖B‖_F, and λ_min(G) ≥ s − ‖B‖_F; for G', Weyl's inequality
+    λ_min(G') ≥ λ_min(G) − ‖G' − G‖₂ ≥ λ_min(G) − ‖E‖_F. The norms are computed in floats and
+    raised by (1 + γ_{n²+8}) (a sum of n² nonnegative squares, each square and the root one
+    more rounding; B's few entrywise operations add ≤ 4 relative roundings, covered too);
+    the final s − r − e is lowered by 4u·s (two subtractions). Underflow: each product in C,
+    T, F or a square in a norm that underflows errs by ≤ 2^-1074 absolutely, so the norms err
+    by ≤ √(n²(2n + 4)·2^-1074) + 4n²·2^-1074 ≤ n·2^-500 each (n ≤ GRAM_MAX_N), added to both
+    (overflow shows as a non-finite value: None). None when G is not finite,
+    the estimate is not positive, the Cholesky fails, or the bound is not positive."""
+    n = G.shape[0]
+    if n == 0 or n > GRAM_MAX_N or not (np.all(np.isfinite(G)) and np.all(np.isfinite(E))):
+        return None
+    try:
+        lam = float(np.linalg.eigvalsh(G)[0])
+    except np.linalg.LinAlgError:
+        return None
+    if not (math.isfinite(lam) and lam > 0):
+        return None
+    s = lam / 2
+    A = G.copy()
+    A[np.diag_indices(n)] -= s
+    try:
+        L = np.linalg.cholesky(A)
+    except np.linalg.LinAlgError:
+        return None
+    L = np.tril(L)
+    g1, gn = gamma(1), gamma(n)
+    aL = np.abs(L)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        B = (1 + g1) * np.abs(A - L @ L.T) + gn * (1 + 2 * gn) * (aL @ aL.T)
+    B[np.diag_indices(n)] += g1 * np.abs(np.diag(A))
+    up, tiny = 1 + gamma(n * n + 8), n * 2.0**-500  # tiny: the underflows (see the docstring)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused just below
+        r = float(np.linalg.norm(B)) * up + tiny
+        e = float(np.linalg.norm(E)) * up + tiny
+    if not (math.isfinite(r) and math.isfinite(e)):
+        return None
+    mu = (s - r - e) - 4 * UNIT_ROUNDOFF * s
+    return mu if mu > 0 else None
+
+
+
+def gram_route(gram: tuple[np.ndarray, np.ndarray] | None, M: np.ndarray, tol: float) -> SearchResult | None:
+    """The rank route's claim at model size: λ_min(G) ≥ μ for the Gram matrix G = QᵀQ of the
+    homogeneous condition's columns (:func:`gram_lower_bound` on (Ĝ, E) from
+    :func:`gram_skeleton2` / :func:`gram_gated`), so ‖Q 1_S‖² = 1_Sᵀ G 1_S ≥ μ|S| ≥ μ for every
+    S ≠ ∅; with μ > tol²‖M‖²_F (exact rationals) only S = ∅ is within the tolerance, and
+    S = ∅ is at distance 1. The certificate records μ (route ``gram``); None when it does not
+    apply."""
+    if gram is None:
+        return None
+    lo = gram_lower_bound(*gram)
+    if lo is None:
+        return None
+    mu = Fraction(lo)
+    M2 = sum(v * v for v in _frac(M))
+    if M2 == 0 or not mu > Fraction(tol) ** 2 * M2:
+        return None
+    bound = min(1.0, math.sqrt(float(mu / M2)) * (1 - 1e-12))
+    return SearchResult(SearchStatus.INFEASIBLE, "gram", "the Gram matrix of the homogeneous condition's columns is "
+                        f"positive definite (λ_min ≥ {lo:.3g}, rigorous float bound): only S = ∅ satisfies it, and S = ∅ "
+                        "leaves M = 0", bound=bound, certificate={"route": "gram", "mu": str(mu)})
+
+
 # ---------------------------------------------------------------------------- witness --
 def flip_witness_block(block: Block, S: tuple[int, ...]) -> Block:
     """The ReLU² witness: negate (u_i, c_i, w_i) for i in S (exact), and
@@ -284,9 +430,6 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
         notes = "; ".join(dict.fromkeys(ctx.notes))
         return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {why}" + (f" (also: {notes})." if notes else "."))
 
-    if blk.d ** 3 * blk.n > MAX_COLUMN_ENTRIES:
-        return unknown(f"the degree-2 skeleton applies, but its columns (d³·n = {blk.d ** 3 * blk.n} entries) are beyond "
-                       f"the {MAX_COLUMN_ENTRIES} this search builds")
     d2, nd = hyp.dimension(blk), hyp.nondegenerate(blk)
     ctx.H.extend([d2, *nd])
     failing = [h.statement for h in (d2, *nd) if not h.holds]
@@ -294,10 +437,17 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
         return unknown("the degree-2 skeleton needs nondegenerate weights (d ≥ 2, nonzero and pairwise non-collinear rows of "
                        f"W_up, nonzero columns of W_down), and {'; '.join(failing)}")
     blk64 = blk.float64()
-    res = rank_route(blk64, ctx.tol)
-    if res is None:
+    small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES  # the exact and enumeration routes build the columns
+    res = rank_route(blk64, ctx.tol) if small else None
+    if res is None and (blk.n > EXACT_MAX_N or not small) and blk.n <= blk.d * blk.d * (blk.d + 1) // 2:
+        res = gram_route(gram_skeleton2(blk64), blk64.M, ctx.tol)
+    if res is None and small:
         res = enumeration_route(blk64, q, ctx.tol)
     if res is None:
+        if not small:
+            return unknown(f"the degree-2 skeleton applies, but the Gram matrix of its (Q) columns is not proved positive "
+                           f"definite, and its columns (d³·n = {blk.d ** 3 * blk.n} entries) are beyond the "
+                           f"{MAX_COLUMN_ENTRIES} the other routes build")
         return unknown(f"the degree-2 skeleton applies, but the (Q) columns are not proved independent and n = {blk.n} > "
                        f"{ENUMERATE_MAX_N} is beyond exhaustive search")
     if res.status is SearchStatus.INFEASIBLE:

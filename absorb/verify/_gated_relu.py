@@ -13,7 +13,7 @@ import numpy as np
 from absorb.model.block import Block
 from absorb.verify._numerics import _parse_number
 from absorb.verify._report import _Ctx, _require
-from absorb.verify._skeleton2 import ENUMERATE_MAX_N, enumeration_bound, rank_bound
+from absorb.verify._skeleton2 import ENUMERATE_MAX_N, _check_gram, enumeration_bound, gram_gated, rank_bound
 from absorb.verify._symbolic import flip_constant
 from absorb.verify._weights import _f0_lower, accept_exact_flip
 
@@ -59,14 +59,15 @@ def _flip(block: Block, S: list[int]) -> Block:
 def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: str) -> tuple[str, Block | None, float]:
     G, U, W, c, e = _parts(block)
     d, n = block.d, block.n
-    cols = _quad_cols(G, U, W)
     if b.get("verdict") == "not_absorbable":
         route = (b.get("argument") or {}).get("route")
-        _require(ctx, case == "relu-like" and route in ("rank", "enumerate"), w,
-                 "a not_absorbable verdict rests on the rank or the enumeration route", f"recorded route {route!r}")
+        _require(ctx, case == "relu-like" and route in ("rank", "gram", "enumerate"), w,
+                 "a not_absorbable verdict rests on the rank, the Gram or the enumeration route", f"recorded route {route!r}")
+        if route == "gram":
+            return _check_gram(ctx, w, block, (b.get("argument") or {}).get("mu"), gram_gated, "(Qg)")
         bound, how = None, "exact positive-definiteness test"
         if route == "rank":
-            bound = rank_bound(cols, block.M) if n <= d * d * (d + 1) // 2 else None
+            bound = rank_bound(_quad_cols(G, U, W), block.M) if n <= d * d * (d + 1) // 2 else None
         elif n <= ENUMERATE_MAX_N:
             Gf, Uf, Df = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
             cf = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
@@ -88,6 +89,7 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
     _require(ctx, isinstance(S, list) and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n for i in S)
              and len(set(S)) == len(S), w, f"S is a set of distinct hidden units in 0..{n - 1}")
     wb = _flip(block, sorted(S))
+    cols = _quad_cols(G, U, W)
     _require(ctx, all(sum((cols[i][k] for i in S), Fraction(0)) == 0 for k in range(d ** 3)), w,
              "Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 exactly (rationals): f − g has no quadratic part")
     M = [_F(r) for r in np.asarray(block.M)]

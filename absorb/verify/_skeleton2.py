@@ -31,7 +31,7 @@ from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _identity_on_piece, _variable, outer_pieces
 from absorb.verify._weights import accept_exact_flip
 
-CASES = ("rank", "enumerate", "relu2-flip")
+CASES = ("rank", "gram", "enumerate", "relu2-flip")
 ENUMERATE_MAX_N = 16
 RANK_MAX_N = 48
 
@@ -169,6 +169,145 @@ def enumeration_bound(K: np.ndarray, zeros: int, M: np.ndarray) -> float | None:
     return worst
 
 
+# ------------------------------------------------------------------------- gram route --
+GRAM_MAX_N = 4096
+"""Beyond this width the checker declines the Gram route (reported not re-checked)."""
+_TINY = 2.0**-990  # covers every underflowed rounding of an entry (each ≤ 2^-1074)
+_SAFE = 2.0**200  # the producer's range too (absorb.rigorous.SAFE_EXPONENT), so no honest record is refused for it
+
+
+def _gk(k: int) -> float:
+    """γ_k raised by 2 % (its own rounding)."""
+    return 1.02 * _gamma(k)
+
+
+def _gram_ok(*arrays: np.ndarray) -> bool:
+    """Every entry finite with 0 or 2^-200 ≤ |x| ≤ 2^200: products of two stay normal, so every
+    rounding but those after a cancellation (the absolute 2^-990) is relative; an overflow
+    later shows as a non-finite entry, which is refused."""
+    for a in arrays:
+        x = np.abs(np.asarray(a, dtype=np.float64))
+        if not np.all(np.isfinite(x)) or x.max(initial=0.0) > _SAFE or np.any((x > 0) & (x < 1 / _SAFE)):
+            return False
+    return True
+
+
+def gram_s2(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
+    """(Ĝ, E) with |G − Ĝ| ≤ E for the Gram matrix G of the (Q) columns vec(w_i ⊗ u_i u_iᵀ):
+    G_ij = Σ_{a,b,c} w_ia u_ib u_ic w_ja u_jb u_jc = (w_i·w_j)(u_i·u_j)², read off the triple sum.
+    Ĝ = fl(p·q·q) with p, q rounded dot products (each within γ_d of its exact value relative
+    to the dot product of absolute values); the exact product of three perturbed factors is
+    within (1 + γ_d)³ − 1 ≤ γ_{3d} of the product of the absolute dot products, the two float
+    products add 2u: in all γ_{3d+2} times P (exact, with P ≤ 1.5·P̂ for its float value P̂),
+    so E = 2γ_{3d+4}·P̂ + 2^-990."""
+    U, D = (np.asarray(a, dtype=np.float64) for a in (block.W_up, block.W_down))
+    if not _gram_ok(U, D):
+        return None
+    d = U.shape[1]
+    p, q = D.T @ D, U @ U.T
+    pa, qa = np.abs(D).T @ np.abs(D), np.abs(U) @ np.abs(U).T
+    with np.errstate(all="ignore"):
+        G = p * (q * q)
+        E = 2 * _gk(3 * d + 4) * (pa * (qa * qa)) + _TINY
+    return G, np.maximum(E, E.T)
+
+
+def gram_gated(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
+    """(Ĝ, E) for the (Qg) columns vec(w_i ⊗ (g_i u_iᵀ + u_i g_iᵀ)): expanding the Frobenius
+    product of the two sums of rank-one matrices, G_ij = 2(w_i·w_j)[(g_i·g_j)(u_i·u_j) +
+    (g_i·u_j)(u_i·g_j)]; E as in :func:`gram_s2` with one more rounded sum: 2γ_{3d+5}·P̂ + 2^-990."""
+    Gt, U, D = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
+    if not _gram_ok(Gt, U, D):
+        return None
+    d = U.shape[1]
+    aG, aU, aD = np.abs(Gt), np.abs(U), np.abs(D)
+    gu, gua = Gt @ U.T, aG @ aU.T
+    with np.errstate(all="ignore"):
+        G = 2 * (D.T @ D) * ((Gt @ Gt.T) * (U @ U.T) + gu * gu.T)
+        E = 2 * _gk(3 * d + 5) * (2 * (aD.T @ aD) * ((aG @ aG.T) * (aU @ aU.T) + gua * gua.T)) + _TINY
+    return G, np.maximum(E, E.T)
+
+
+def gram_positive_definite(G: np.ndarray, E: np.ndarray, m: float) -> tuple[bool, str]:
+    """Whether every symmetric G' with |G' − G| ≤ E has G' − mI positive definite — by
+    Sylvester's law of inertia, not by a factorisation's residual.
+
+    Â = fl(G − mI); X = the lower triangle of a float inverse of Â's Cholesky factor, checked
+    to have a nonzero diagonal: X is exactly nonsingular, so A = G' − mI and Y = X A Xᵀ have
+    the same inertia, and Y is symmetric. With A = Â + Δ, |Δ| ≤ E + γ₁|Â| (only the diagonal
+    rounds), Z = fl(XÂ) and Ŷ = fl(ZXᵀ): |Y − Ŷ| ≤ |X||Δ||X|ᵀ + γ_n|X||Â||X|ᵀ + γ_n|Z||X|ᵀ =: F
+    (Higham 3.5 twice). F̂ computed from nonnegative float products is ≥ F/(1 + γ_{4n+16})
+    (two chained products of n terms and four more roundings). Gershgorin on the real
+    symmetric Y: if Ŷ_ii − F_ii − Σ_{j≠i}(|Ŷ_ij| + F_ij) > 0 for every i, every eigenvalue of Y
+    is positive, so Y and A are positive definite (the sums raised by (1 + γ_{n+8}) before the
+    exact float comparison). Underflow: a product that underflows errs by ≤ 2^-1074
+    absolutely, so Z, Ŷ and the products in F̂ each err by ≤ n·2^-1074 per entry before being
+    multiplied by |X| (row sums ≤ s_X): F also gets 8n·2^-1074·(1 + s_X)², and anything non-finite
+    is refused."""
+    with np.errstate(all="ignore"):  # overflow is refused as a non-finite value
+        return _inertia(G, E, m)
+
+
+def _inertia(G: np.ndarray, E: np.ndarray, m: float) -> tuple[bool, str]:
+    n = G.shape[0]
+    if not (np.all(np.isfinite(G)) and np.all(np.isfinite(E))):
+        return False, "the Gram matrix or its error bound is not finite"
+    A = np.array(G, dtype=np.float64)
+    A[np.diag_indices(n)] -= m
+    try:
+        C = np.linalg.cholesky(A)
+        X = np.tril(np.linalg.inv(np.tril(C)))
+    except np.linalg.LinAlgError:
+        return False, "G − μI has no float Cholesky factor"
+    if not (np.all(np.isfinite(X)) and np.all(np.diag(X) != 0)):
+        return False, "the approximate inverse factor is singular or not finite"
+    gn, up = _gk(n), 1 + _gk(4 * n + 16)
+    aA, aX = np.abs(A), np.abs(X)
+    Z = X @ A
+    Y = Z @ X.T
+    H = E + (gn + _gk(1)) * aA
+    sx = float(aX.sum(axis=1).max()) * (1 + _gk(n + 2))  # ≥ max row sum of |X|
+    tau = 8 * n * 2.0**-1074 * (1 + sx) ** 2  # every underflow in Z, Ŷ and F
+    F = ((aX @ H) @ aX.T + gn * (np.abs(Z) @ aX.T)) * up + tau
+    if not (np.all(np.isfinite(Y)) and np.all(np.isfinite(F))):
+        return False, "X(G − μI)Xᵀ or its error bound is not finite"
+    R = np.abs(Y) + F
+    R[np.diag_indices(n)] = 0
+    rad = (R.sum(axis=1) + np.diag(F)) * (1 + _gk(n + 8))
+    if not np.all(np.isfinite(rad)):
+        return False, "the Gershgorin radii are not finite"
+    bad = np.flatnonzero(~(np.diag(Y) > rad))
+    if bad.size:
+        i = int(bad[0])
+        return False, f"Gershgorin disc {i} of X(G − μI)Xᵀ reaches 0 (centre {Y[i, i]:.3g}, radius {rad[i]:.3g})"
+    return True, ""
+
+
+def gram_bound(gram: tuple[np.ndarray, np.ndarray] | None, mu_rec: Any, M: np.ndarray) -> tuple[float | None, str]:
+    """(the lower bound √μ/‖M‖_F on every nonempty S's distance, "") when G − μI is proved
+    positive definite for the recorded μ (so ‖Q 1_S‖² ≥ μ|S|; S = ∅ is at distance 1); else
+    (None, why). μ is rounded up to a float m ≥ μ before the test (G − mI ⪰ ... ⇒ G − μI)."""
+    if gram is None:
+        return None, "the weights are outside the range of the checker's rounding analysis"
+    q = _parse_number(mu_rec)
+    if q is None or not q > 0:
+        return None, f"recorded μ = {mu_rec!r} is not a positive rational"
+    mu = Fraction(int(q.p), int(q.q))
+    try:
+        m = float(mu)
+    except OverflowError:
+        return None, f"recorded μ = {mu_rec!r} is beyond float64"
+    if Fraction(m) < mu:
+        m = float(np.nextafter(m, math.inf))
+    ok, why = gram_positive_definite(gram[0], gram[1], m)
+    if not ok:
+        return None, f"G − μI not proved positive definite for recorded μ = {mu_rec}: {why}"
+    m2 = sum((_q(v) ** 2 for v in np.asarray(M, dtype=np.float64).ravel()), Fraction(0))
+    if m2 == 0:
+        return None, "M = 0"
+    return min(1.0, math.sqrt(float(mu / m2)) * (1 - 1e-9)), ""
+
+
 def _flip(block: Block, S: list[int]) -> Block:
     """The producer's construction, rebuilt here: negate (u_i, c_i, w_i) on S, b'_down = b_down + Σ_S c_i² w_i."""
     U, D = np.array(block.W_up, dtype=np.float64), np.array(block.W_down, dtype=np.float64)
@@ -212,7 +351,10 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
     _require(ctx, case in CASES, w, f"the case is one of {', '.join(CASES)}", f"recorded {case!r}")
     af, bf = Fraction(int(a.p), int(a.q)), Fraction(int(bb.p), int(bb.q))
     if b.get("verdict") == "not_absorbable":
-        _require(ctx, case in ("rank", "enumerate"), w, "a not_absorbable verdict rests on the rank or the enumeration route")
+        _require(ctx, case in ("rank", "gram", "enumerate"), w,
+                 "a not_absorbable verdict rests on the rank, the Gram or the enumeration route")
+        if case == "gram":
+            return _check_gram(ctx, w, block, arg.get("mu"), gram_s2, "(Q)")
         bound = _rank_bound(block) if case == "rank" else _enumeration_bound(block, af, bf)
         _require(ctx, bound is not None and bound > ctx.tol, w,
                  f"every index set S is at relative distance > τ = {ctx.tol:g} from (Q) and (L) ({case}, re-derived here)",
@@ -238,3 +380,18 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
     f0 = max(abs(bd[r] + sum((max(c[i], Fraction(0)) ** 2 * W[i][r] for i in range(block.n)), Fraction(0))) for r in range(d))
     return accept_exact_flip(ctx, w, wit, wb, rho, R0, f0, linear="‖M + 2·Σ_S c_i w_i u_iᵀ‖_∞",
                              bias="|b_down + Σ_S c_i² w_i − b'_down|_∞", quadratic="L")
+
+
+def _check_gram(ctx: _Ctx, w: str, block: Block, mu: Any, build: Any, name: str) -> tuple[str, Block | None, float]:
+    """The Gram route, re-derived here (:func:`gram_bound`); declined (not re-checked) beyond
+    :data:`GRAM_MAX_N` units or when d·d(d+1)/2 < n (the columns are then dependent)."""
+    n, d = block.n, block.d
+    claim = f"every index set S is at relative distance > τ = {ctx.tol:g} from {name} (Gram route: QᵀQ − μI positive definite)"
+    if n > GRAM_MAX_N:
+        ctx.report.unchecked(w, claim, f"n = {n} > {GRAM_MAX_N}: the checker declines the Gram route at this size")
+        return "not_absorbable", None, 0.0
+    _require(ctx, n <= d * d * (d + 1) // 2, w, "n ≤ d·d(d+1)/2 (else the columns are dependent)")
+    bound, why = gram_bound(build(block), mu, block.M)
+    _require(ctx, bound is not None and bound > ctx.tol, w, claim + ", re-derived here by Sylvester's law of inertia",
+             why or f"lower bound {bound!r}")
+    return "not_absorbable", None, 0.0
