@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from absorb.model.activations import _BUILTIN, get_activation
+from absorb.model.activations import _BUILTIN, builtin_exprs, get_activation
 from absorb.symbolic import facts
 from absorb.symbolic import properties as props
 from absorb.symbolic._builtin_facts import FACTS
@@ -25,14 +25,15 @@ def _same(a: object, b: object) -> bool:
 
 def test_every_builtin_has_an_entry() -> None:
     assert set(FACTS) == set(_BUILTIN)
-    for name, (expr, _fn) in _BUILTIN.items():
+    for name, expr in builtin_exprs().items():
+        assert _BUILTIN[name][0] == sp.srepr(expr), f"{name}: the registry's srepr differs from its definition"
         assert FACTS[name]["expr"] == sp.srepr(expr), f"{name}: the table is stale; regenerate it"
         assert {k for k, _ in props.ANALYSES} <= set(FACTS[name]["facts"]), f"{name}: an analysis is missing"
 
 
 @pytest.mark.parametrize("name", sorted(_BUILTIN))
 def test_table_matches_a_fresh_derivation(name: str) -> None:
-    expr = _BUILTIN[name][0]
+    expr = builtin_exprs()[name]
     fresh = props.analyse(expr)
     shipped = facts.lookup(name, expr)
     assert shipped is not None
