@@ -13,9 +13,9 @@ every real x (that proof runs in a child process under a time and memory budget)
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,15 +41,17 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+@dataclass(frozen=True, eq=False, init=False)
 class Activation:
     """A scalar activation σ (or gate g), in numpy and in sympy.
 
     ``name`` is canonical (``gelu_tanh`` for ``gelu_new``); ``gated_name`` is set when the
     user asked for a GLU variant by its gated name (``swiglu``), which requires ``W_gate``.
 
-    ``expr`` may be given as its sympy ``srepr`` string (the built-ins are): it is then parsed
-    the first time ``expr`` is read, so that a run that reads only :attr:`key` (a built-in's
-    properties come from a table keyed by it) does not import sympy. Immutable.
+    ``expr`` may be given as its sympy ``srepr`` string (the built-ins are; ``source`` holds
+    what was given): it is then parsed the first time ``expr`` is read, so that a run that
+    reads only :attr:`key` (a built-in's properties come from a table keyed by it) does not
+    import sympy.
 
     Invariant (other code relies on it): ``expr`` is real-valued and finite at every real
     x. The built-ins are; :func:`get_activation` refuses an ``expr:`` string unless it is
@@ -59,31 +61,31 @@ class Activation:
     """
 
     name: str
+    source: Any  # the sympy expression, or its srepr
     np_fn: Callable[[np.ndarray], np.ndarray]
-    gated_name: str | None
+    gated_name: str | None = None
 
-    def __init__(self, name: str, expr: sp.Expr | str, np_fn: Callable[[np.ndarray], np.ndarray],
-                 gated_name: str | None = None) -> None:
-        d = self.__dict__
-        d["name"], d["np_fn"], d["gated_name"] = name, np_fn, gated_name
-        d["_expr"], d["_key"] = (None, expr) if isinstance(expr, str) else (expr, None)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
-
-    def __call__(self, z: np.ndarray) -> np.ndarray:
-        return self.np_fn(z)
+    def __init__(self, name: str, expr: sp.Expr | str | None = None, np_fn: Callable[[np.ndarray], np.ndarray] | None = None,
+                 gated_name: str | None = None, *, source: sp.Expr | str | None = None) -> None:
+        # ``source=`` is what dataclasses.replace passes back
+        given = expr if expr is not None else source
+        if given is None or np_fn is None:
+            raise TypeError("Activation needs an expression and a numpy function")
+        for k, v in (("name", name), ("source", given), ("np_fn", np_fn), ("gated_name", gated_name)):
+            object.__setattr__(self, k, v)
 
     @property
     def expr(self) -> sp.Expr:
-        if self.__dict__["_expr"] is None:
-            import sympy as sp
+        parsed = self.__dict__.get("_parsed")
+        if parsed is None:
+            if isinstance(self.source, str):
+                import sympy as sp
 
-            self.__dict__["_expr"] = sp.sympify(self.__dict__["_key"])
-        return self.__dict__["_expr"]
+                parsed = sp.sympify(self.source)
+            else:
+                parsed = self.source
+            object.__setattr__(self, "_parsed", parsed)
+        return parsed
 
     @property
     def latex(self) -> str:
@@ -94,11 +96,18 @@ class Activation:
     @property
     def key(self) -> str:
         """A string that identifies the function (used for caching proofs): sympy's ``srepr``."""
-        if self.__dict__["_key"] is None:
+        if isinstance(self.source, str):
+            return self.source
+        k = self.__dict__.get("_key")
+        if k is None:
             import sympy as sp
 
-            self.__dict__["_key"] = sp.srepr(self.__dict__["_expr"])
-        return self.__dict__["_key"]
+            k = sp.srepr(self.source)
+            object.__setattr__(self, "_key", k)
+        return k
+
+    def __call__(self, z: np.ndarray) -> np.ndarray:
+        return self.np_fn(z)
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Activation({self.name!r})"
