@@ -68,3 +68,23 @@ def test_builtins_are_answered_from_the_table(monkeypatch: pytest.MonkeyPatch) -
 def test_a_stale_entry_is_not_used() -> None:
     assert facts.lookup("gelu", sp.Symbol("x", real=True) ** 2) is None
     assert facts.lookup("no_such_activation", sp.Integer(0)) is None
+
+
+def test_rational_read_without_sympy_agrees_with_sympy() -> None:
+    """facts.rational reads a table value's srepr as a Fraction without sympy; it must give what
+    sympy's parse gives (a Fraction for every Integer/Rational, None for anything else)."""
+    from fractions import Fraction
+
+    seen = 0
+    for entry in FACTS.values():
+        for d in entry["facts"].values():
+            for raw in (d["value"], d["witness"] or {}):
+                lazy = facts.Values(raw)
+                for key in raw:
+                    v = facts._load_value(raw[key])
+                    want = Fraction(int(v.p), int(v.q)) if isinstance(v, sp.Rational) else None
+                    assert facts.rational(lazy, key) == want, (key, raw[key])
+                    assert facts.rational(dict(lazy), key) == want
+                    seen += want is not None
+    assert seen > 10
+    assert facts.rational(facts.Values({"c": {"srepr": "Pow(Integer(2), Rational(1, 2))"}}), "c") is None
