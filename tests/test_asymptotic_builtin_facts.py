@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import sympy as sp
 
-from absorb.model.activations import _BUILTIN, get_activation
+from absorb.model.activations import _BUILTIN, builtin_exprs, get_activation
 from absorb.symbolic import facts
 from absorb.symbolic import properties as props
 from absorb.symbolic._builtin_facts import FACTS
@@ -25,14 +25,15 @@ def _same(a: object, b: object) -> bool:
 
 def test_every_builtin_has_an_entry() -> None:
     assert set(FACTS) == set(_BUILTIN)
-    for name, (expr, _fn) in _BUILTIN.items():
+    for name, expr in builtin_exprs().items():
+        assert _BUILTIN[name][0] == sp.srepr(expr), f"{name}: the registry's srepr differs from its definition"
         assert FACTS[name]["expr"] == sp.srepr(expr), f"{name}: the table is stale; regenerate it"
         assert {k for k, _ in props.ANALYSES} <= set(FACTS[name]["facts"]), f"{name}: an analysis is missing"
 
 
 @pytest.mark.parametrize("name", sorted(_BUILTIN))
 def test_table_matches_a_fresh_derivation(name: str) -> None:
-    expr = _BUILTIN[name][0]
+    expr = builtin_exprs()[name]
     fresh = props.analyse(expr)
     shipped = facts.lookup(name, expr)
     assert shipped is not None
@@ -67,3 +68,23 @@ def test_builtins_are_answered_from_the_table(monkeypatch: pytest.MonkeyPatch) -
 def test_a_stale_entry_is_not_used() -> None:
     assert facts.lookup("gelu", sp.Symbol("x", real=True) ** 2) is None
     assert facts.lookup("no_such_activation", sp.Integer(0)) is None
+
+
+def test_rational_read_without_sympy_agrees_with_sympy() -> None:
+    """facts.rational reads a table value's srepr as a Fraction without sympy; it must give what
+    sympy's parse gives (a Fraction for every Integer/Rational, None for anything else)."""
+    from fractions import Fraction
+
+    seen = 0
+    for entry in FACTS.values():
+        for d in entry["facts"].values():
+            for raw in (d["value"], d["witness"] or {}):
+                lazy = facts.Values(raw)
+                for key in raw:
+                    v = facts._load_value(raw[key])
+                    want = Fraction(int(v.p), int(v.q)) if isinstance(v, sp.Rational) else None
+                    assert facts.rational(lazy, key) == want, (key, raw[key])
+                    assert facts.rational(dict(lazy), key) == want
+                    seen += want is not None
+    assert seen > 10
+    assert facts.rational(facts.Values({"c": {"srepr": "Pow(Integer(2), Rational(1, 2))"}}), "c") is None

@@ -39,3 +39,34 @@ def test_small_builtin_block_needs_no_scipy(tmp_path) -> None:
     mods, rc, stdout = _loaded(["check", "-q", str(path)])
     assert rc == 0 and "not_absorbable" in stdout
     assert not any(m == "scipy" or m.startswith("scipy.") for m in mods)
+
+
+def test_small_builtin_blocks_are_decided_without_sympy(tmp_path) -> None:
+    """A built-in activation's properties are read from the shipped table (absorb.symbolic.facts)
+    with their values unparsed, so deciding a small GELU or ReLU block never imports sympy; the
+    verdict is the one the symbolic path gives (``.expr`` read: sympy loaded)."""
+    rng = np.random.default_rng(0)
+    U, D = rng.standard_normal((24, 6)) / np.sqrt(6), rng.standard_normal((6, 24)) / np.sqrt(24)
+    for act in ("gelu", "relu"):
+        path = tmp_path / f"{act}.npz"
+        np.savez(path, W_up=U, W_down=D, activation=np.array(act))
+        mods, rc, stdout = _loaded(["check", str(path)])
+        assert rc == 0 and "verdict: not_absorbable" in stdout, (act, stdout)
+        assert not any(m == "sympy" or m.startswith("sympy.") for m in mods), act
+    # the same GELU block, with sympy loaded and σ's expression parsed first: the same verdict
+    code = ("import sys\nfrom absorb.model.activations import get_activation\nget_activation('gelu').expr\n"
+            "from absorb.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "assert 'sympy' in sys.modules")
+    out = subprocess.run([sys.executable, "-c", code, "check", str(tmp_path / "gelu.npz")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "verdict: not_absorbable" in out.stdout
+
+
+def test_builtin_activation_expression_is_parsed_on_first_read() -> None:
+    code = ("import sys\nfrom absorb.model.activations import get_activation, is_builtin\n"
+            "a = get_activation('gelu')\nassert is_builtin(a) and a.key.startswith('Mul(')\n"
+            "assert 'sympy' not in sys.modules\nimport sympy as sp\n"
+            "assert sp.srepr(a.expr) == a.key and a.expr.has(sp.erf)\n"
+            "from absorb.model.activations import X\nassert a.expr.free_symbols == {X}\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr

@@ -46,7 +46,7 @@ from absorb.model.block import Block, Stack, check_decide_inputs
 from absorb.rigorous import gamma as _gamma  # Higham's γ_k, shared with the search backends
 from absorb.search import Method
 from absorb.search._types import DEFAULT_TOL
-from absorb.symbolic import properties as props
+from absorb.symbolic import _core as props
 
 if TYPE_CHECKING:
     from absorb.io.safetensors import Checkpoint

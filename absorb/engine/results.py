@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
-import sympy as sp
 
 from absorb.engine import hypotheses as hyp
 from absorb.engine.degenerate import decide_degenerate, family_of
@@ -40,8 +39,9 @@ from absorb.rigorous import SAFE_EXPONENT, magnitudes_ok
 from absorb.rigorous import gamma as _gamma  # Higham's γ_k, shared with the search backends
 from absorb.search import Method, find_index_set
 from absorb.search._types import SearchResult, SearchStatus
-from absorb.symbolic import growth
-from absorb.symbolic import properties as props
+from absorb.symbolic import facts
+from absorb.symbolic._core import Property
+from absorb.symbolic._core import get as _analysis  # the property functions' cache, without importing sympy
 
 NECESSITY = ("relu", "gelu")
 """σ for which result 5's necessity is the paper's (arXiv 2604.23705)."""
@@ -62,7 +62,7 @@ class Ctx:
     allow_biases: bool = False
     search_progress: Progress | None = None
     H: list[Hypothesis] = field(default_factory=list)
-    P: list[props.Property] = field(default_factory=list)
+    P: list[Property] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """Arguments that were not used because they do not cover the class asked about."""
 
@@ -77,7 +77,7 @@ class Ctx:
         """The question is about bias-free residual-free blocks (f is bias-free, no allow_biases)."""
         return not self.rf_class.biases
 
-    def prop(self, p: props.Property) -> props.Property:
+    def prop(self, p: Property) -> Property:
         self.P.append(p)
         return p
 
@@ -89,8 +89,9 @@ class Ctx:
 Handler = Callable[[Ctx], "BlockDecision | None"]
 
 
-def _fraction(v: sp.Expr) -> Fraction | None:
-    return Fraction(int(v.p), int(v.q)) if isinstance(v, sp.Rational) else None
+def _fraction(pr: Property, key: str) -> Fraction | None:
+    """``pr.value[key]`` as a Fraction when it is rational (read without sympy from the built-ins' table)."""
+    return facts.rational(pr.value, key)
 
 
 def _bias_free_only(ctx: Ctx, argument: str) -> bool:
@@ -131,9 +132,13 @@ def degree(ctx: Ctx) -> BlockDecision | None:
     """Result 2: σ (or gate × value) positively homogeneous of degree k ≠ 1, bias-free."""
     if ctx.block.gated and not _value_linear(ctx):
         return None
-    hom = ctx.prop(props.homogeneity(ctx.block.activation))
+    hom = ctx.prop(_analysis(ctx.block.activation, "homogeneity"))
     if not hom.proved:
         return None
+    kq = _fraction(hom, "k")
+    kk = None if kq is None else kq + (1 if ctx.block.gated else 0)
+    if kk is not None and not (kk > 0 and kk != 1):
+        return None  # the test below, on the rational k read without sympy
     k = hom.value["k"] + (1 if ctx.block.gated else 0)
     if not (k.is_positive and k != 1) or not _bias_free_only(ctx, f"degree argument (degree {k})"):
         return None
@@ -148,7 +153,7 @@ def linearization(ctx: Ctx) -> BlockDecision | None:
     """Result 3: gated, g(0) = 0 and g differentiable at 0, bias-free."""
     if not ctx.block.gated or not _value_linear(ctx):
         return None
-    vg = ctx.prop(props.vanishing_gate(ctx.block.activation))
+    vg = ctx.prop(_analysis(ctx.block.activation, "vanishing_gate"))
     if not vg.proved or not _bias_free_only(ctx, "linearization argument (g(0) = 0)"):
         return None
     return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.LINEARIZATION,
@@ -160,7 +165,7 @@ def parity(ctx: Ctx) -> BlockDecision | None:
     """Beyond: σ even, bias-free — f(x) − f(−x) = 2Mx while every residual-free block is even."""
     if ctx.block.gated:
         return None
-    ev = ctx.prop(growth.parity(ctx.block.activation))
+    ev = ctx.prop(_analysis(ctx.block.activation, "parity"))
     if not ev.proved or not _bias_free_only(ctx, "parity argument (σ even)"):
         return None
     return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.PARITY,
@@ -174,7 +179,7 @@ def bounded(ctx: Ctx) -> BlockDecision | None:
     unit g(·)·h(·) is, and the same argument applies."""
     if ctx.block.gated:
         return _bounded_gated(ctx)
-    bd = ctx.prop(growth.bounded_on_reals(ctx.block.activation))
+    bd = ctx.prop(_analysis(ctx.block.activation, "bounded_on_reals"))
     if not bd.proved:
         return None
     return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.BOUNDED,
@@ -188,10 +193,10 @@ def _bounded_gated(ctx: Ctx) -> BlockDecision | None:
     blk = ctx.block
     if blk.value_identity:
         return None
-    bg = ctx.prop(growth.bounded_on_reals(blk.activation))
+    bg = ctx.prop(_analysis(blk.activation, "bounded_on_reals"))
     if not bg.proved:
         return None
-    bh = growth.bounded_on_reals(blk.value_activation)
+    bh = _analysis(blk.value_activation, "bounded_on_reals")
     ctx.prop(dataclasses.replace(bh, name="value_bounded", statement=f"value activation h: {bh.statement}"))
     if not bh.proved:
         return None
@@ -205,10 +210,10 @@ def linear(ctx: Ctx) -> BlockDecision | None:
     """Beyond: ungated σ(z) = c·z — f is affine; a rank condition decides."""
     if ctx.block.gated:
         return None
-    lf = ctx.prop(growth.linear_form(ctx.block.activation))
+    lf = ctx.prop(_analysis(ctx.block.activation, "linear_form"))
     if not lf.proved:
         return None
-    c = _fraction(lf.value["c"])
+    c = _fraction(lf, "c")
     if c is None or c == 0:  # c = 0 is σ ≡ 0, bounded, decided above
         return None
     return decide_linear(ctx, c)
@@ -218,7 +223,7 @@ def exponential(ctx: Ctx) -> BlockDecision | None:
     """Beyond: ungated σ(z) = A·e^{βz} + C — exponentials and a nonzero linear map are independent."""
     if ctx.block.gated:
         return None
-    ex = ctx.prop(growth.exponential_form(ctx.block.activation))
+    ex = ctx.prop(_analysis(ctx.block.activation, "exponential_form"))
     if not ex.proved:
         return None
     return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.EXPONENTIAL,
@@ -241,6 +246,8 @@ def index_set(ctx: Ctx) -> BlockDecision:
 
 def skeleton2(ctx: Ctx) -> BlockDecision | None:
     """Beyond: σ(s) = αs² + βs + o(s) at +∞, o(s) at −∞ — the degree-2 skeleton (absorb.engine.skeleton2)."""
+    if ctx.block.gated or not _analysis(ctx.block.activation, "quadratic_skeleton").proved:
+        return None  # what degree2_skeleton answers first; checked here, it spares importing it (and sympy)
     from absorb.engine.skeleton2 import degree2_skeleton
 
     return degree2_skeleton(ctx)
@@ -250,6 +257,8 @@ def gated_skeleton(ctx: Ctx) -> BlockDecision | None:
     """Beyond: gated, ReLU-like gate (σ_g(s) = s + o(1) at +∞, o(1) at −∞), any biases (absorb.engine.gated_skeleton)."""
     if not _value_linear(ctx):  # the skeleton's expansion assumes the value branch h(z) = z
         return None
+    if not ctx.block.gated or ctx.block.W_gate is None:
+        return None  # what relu_like_gated answers first; checked here, it spares importing it (and sympy)
     from absorb.engine.gated_skeleton import relu_like_gated
 
     return relu_like_gated(ctx)
@@ -359,14 +368,14 @@ class _IndexSet:
         self.ctx = ctx
         self.block = ctx.block
         act, gated = self.block.activation, self.block.gated
-        self.flip = ctx.prop(props.flip_identity(act, gated=gated))
-        self.c_flip = _fraction(self.flip.value["c"]) if self.flip.proved else None
+        self.flip = ctx.prop(_analysis(act, "flip_identity[gated]" if gated else "flip_identity[ungated]"))
+        self.c_flip = _fraction(self.flip, "c") if self.flip.proved else None
         self.skeleton: Skeleton | None = None
-        self.slopes = None if gated else ctx.prop(growth.asymptotic_slopes(act))
+        self.slopes = None if gated else ctx.prop(_analysis(act, "asymptotic_slopes"))
         if self.slopes is not None:
             sl = self.slopes
             if sl.proved:
-                a, b = _fraction(sl.value["a"]), _fraction(sl.value["b"])
+                a, b = _fraction(sl, "a"), _fraction(sl, "b")
                 if a is not None and b is not None:
                     self.skeleton = Skeleton(a, b)
 
@@ -381,7 +390,7 @@ class _IndexSet:
         failing = []
         if blk.gated:
             failing.append("the block is gated (necessity is proved for ungated ReLU and GELU only)")
-        elif not any(blk.activation.expr == get_activation(n).expr for n in NECESSITY):
+        elif not any(blk.activation.key == get_activation(n).key for n in NECESSITY):  # same srepr: same expression
             failing.append(f"σ = {blk.activation_name} is not ReLU or GELU (necessity is proved for those only)")
         if blk.has_bias:  # the statement trivial() recorded ("the block has nonzero biases: …")
             failing.append(next(h.statement for h in self.ctx.H if h.name == "bias_free"))

@@ -15,7 +15,7 @@ import numpy as np
 
 from absorb.model.block import Block
 from absorb.search._types import SearchResult
-from absorb.symbolic.properties import Property
+from absorb.symbolic._core import Property
 
 
 class Verdict(str, enum.Enum):

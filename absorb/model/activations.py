@@ -16,37 +16,42 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy as sp
 
 from absorb._errors import InvalidInput
-from absorb.model._expr import (  # noqa: F401 - the expression language and its limits, re-exported here
-    MAX_CONSTANT,
-    MAX_DEPTH,
-    MAX_EXPONENT,
-    MAX_LITERAL,
-    MAX_NODES,
-    MAX_TEXT,
-    MAX_VARIABLE_POWERS,
-    VALIDATE_MEMORY,
-    VALIDATE_SECONDS,
-    X,
-    _numpy_form,
-    _parse_expr,
-    continuity_issue,
-    real_finite_issue,
-)
 
-_HALF = sp.Rational(1, 2)
+if TYPE_CHECKING:
+    import sympy as sp
+
+_EXPR_NAMES = ("MAX_CONSTANT", "MAX_DEPTH", "MAX_EXPONENT", "MAX_LITERAL", "MAX_NODES", "MAX_TEXT", "MAX_VARIABLE_POWERS",
+               "VALIDATE_MEMORY", "VALIDATE_SECONDS", "X", "_numpy_form", "_parse_expr", "continuity_issue", "real_finite_issue")
 
 
-@dataclass(frozen=True, eq=False)
+def __getattr__(name: str) -> Any:
+    """The expression language and its limits (:mod:`absorb.model._expr`), re-exported here
+    and imported on first use: it loads sympy, which a built-in activation does not need."""
+    if name in _EXPR_NAMES:
+        from absorb.model import _expr
+
+        value = getattr(_expr, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@dataclass(frozen=True, eq=False, init=False)
 class Activation:
     """A scalar activation σ (or gate g), in numpy and in sympy.
 
     ``name`` is canonical (``gelu_tanh`` for ``gelu_new``); ``gated_name`` is set when the
     user asked for a GLU variant by its gated name (``swiglu``), which requires ``W_gate``.
+
+    ``expr`` may be given as its sympy ``srepr`` string (the built-ins are; ``source`` holds
+    what was given): it is then parsed the first time ``expr`` is read, so that a run that
+    reads only :attr:`key` (a built-in's properties come from a table keyed by it) does not
+    import sympy.
 
     Invariant (other code relies on it): ``expr`` is real-valued and finite at every real
     x. The built-ins are; :func:`get_activation` refuses an ``expr:`` string unless it is
@@ -56,21 +61,53 @@ class Activation:
     """
 
     name: str
-    expr: sp.Expr
+    source: Any  # the sympy expression, or its srepr
     np_fn: Callable[[np.ndarray], np.ndarray]
     gated_name: str | None = None
 
-    def __call__(self, z: np.ndarray) -> np.ndarray:
-        return self.np_fn(z)
+    def __init__(self, name: str, expr: sp.Expr | str | None = None, np_fn: Callable[[np.ndarray], np.ndarray] | None = None,
+                 gated_name: str | None = None, *, source: sp.Expr | str | None = None) -> None:
+        # ``source=`` is what dataclasses.replace passes back
+        given = expr if expr is not None else source
+        if given is None or np_fn is None:
+            raise TypeError("Activation needs an expression and a numpy function")
+        for k, v in (("name", name), ("source", given), ("np_fn", np_fn), ("gated_name", gated_name)):
+            object.__setattr__(self, k, v)
+
+    @property
+    def expr(self) -> sp.Expr:
+        parsed = self.__dict__.get("_parsed")
+        if parsed is None:
+            if isinstance(self.source, str):
+                import sympy as sp
+
+                parsed = sp.sympify(self.source)
+            else:
+                parsed = self.source
+            object.__setattr__(self, "_parsed", parsed)
+        return parsed
 
     @property
     def latex(self) -> str:
+        import sympy as sp
+
         return sp.latex(self.expr)
 
     @property
     def key(self) -> str:
-        """A string that identifies the function (used for caching proofs)."""
-        return sp.srepr(self.expr)
+        """A string that identifies the function (used for caching proofs): sympy's ``srepr``."""
+        if isinstance(self.source, str):
+            return self.source
+        k = self.__dict__.get("_key")
+        if k is None:
+            import sympy as sp
+
+            k = sp.srepr(self.source)
+            object.__setattr__(self, "_key", k)
+        return k
+
+    def __call__(self, z: np.ndarray) -> np.ndarray:
+        return self.np_fn(z)
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Activation({self.name!r})"
@@ -92,27 +129,57 @@ def _gelu_tanh(z: np.ndarray) -> np.ndarray:
     return 0.5 * z * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (z + 0.044715 * z**3)))
 
 
-_LEAKY_SLOPE = sp.Rational(1, 100)  # PyTorch's default negative_slope
+def builtin_exprs() -> dict[str, sp.Expr]:
+    """The built-ins' sympy forms, as defined (imports sympy). :data:`_BUILTIN` holds their
+    ``srepr`` (tests/test_activations.py checks that the two agree)."""
+    import sympy as sp
 
-_BUILTIN: dict[str, tuple[sp.Expr, Callable[[np.ndarray], np.ndarray]]] = {
-    "relu": (sp.Max(0, X), lambda z: np.maximum(z, 0.0)),
-    "relu2": (sp.Max(0, X) ** 2, lambda z: np.maximum(z, 0.0) ** 2),
-    "gelu": (X * (1 + sp.erf(X / sp.sqrt(2))) / 2, _gelu),
-    "gelu_tanh": (
-        X * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (X + sp.Rational(44715, 10**6) * X**3))) / 2,
-        _gelu_tanh,
-    ),
-    "silu": (X / (1 + sp.exp(-X)), lambda z: z * _sigmoid(z)),
-    "quick_gelu": (X / (1 + sp.exp(-sp.Rational(1702, 1000) * X)), lambda z: z * _sigmoid(1.702 * z)),
-    "leaky_relu": (
-        sp.Piecewise((X, X >= 0), (_LEAKY_SLOPE * X, True)),
-        lambda z: np.where(z >= 0, z, 0.01 * z),
-    ),
-    "sigmoid": (1 / (1 + sp.exp(-X)), _sigmoid),
-    "tanh": (sp.tanh(X), np.tanh),
-    "softplus": (sp.log(1 + sp.exp(X)), lambda z: np.logaddexp(0.0, z)),
-    "identity": (X, lambda z: np.asarray(z, dtype=float).copy()),
+    from absorb.model._expr import X
+
+    leaky_slope = sp.Rational(1, 100)  # PyTorch's default negative_slope
+    return {
+        "relu": sp.Max(0, X),
+        "relu2": sp.Max(0, X) ** 2,
+        "gelu": X * (1 + sp.erf(X / sp.sqrt(2))) / 2,
+        "gelu_tanh": X * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (X + sp.Rational(44715, 10**6) * X**3))) / 2,
+        "silu": X / (1 + sp.exp(-X)),
+        "quick_gelu": X / (1 + sp.exp(-sp.Rational(1702, 1000) * X)),
+        "leaky_relu": sp.Piecewise((X, X >= 0), (leaky_slope * X, True)),
+        "sigmoid": 1 / (1 + sp.exp(-X)),
+        "tanh": sp.tanh(X),
+        "softplus": sp.log(1 + sp.exp(X)),
+        "identity": X,
+    }
+
+
+_X = "Symbol('x', real=True)"
+_BUILTIN: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray]]] = {
+    "relu": ('Max(Integer(0), ' + _X + ')',
+            lambda z: np.maximum(z, 0.0)),
+    "relu2": ('Pow(Max(Integer(0), ' + _X + '), Integer(2))',
+             lambda z: np.maximum(z, 0.0) ** 2),
+    "gelu": ('Mul(Rational(1, 2), ' + _X + ', Add(erf(Mul(Rational(1, 2), Pow(Integer(2), Rational(1, 2)), ' + _X + ')), Integer(1)))',
+            _gelu),
+    "gelu_tanh": ('Mul(Rational(1, 2), ' + _X + ', Add(tanh(Mul(Pow(Integer(2), Rational(1, 2)), Pow(pi, Rational(-1, 2)), '
+                  'Add(Mul(Rational(8943, 200000), Pow(' + _X + ', Integer(3))), ' + _X + '))), Integer(1)))',
+                 _gelu_tanh),
+    "silu": ('Mul(' + _X + ', Pow(Add(Integer(1), exp(Mul(Integer(-1), ' + _X + '))), Integer(-1)))',
+            lambda z: z * _sigmoid(z)),
+    "quick_gelu": ('Mul(' + _X + ', Pow(Add(Integer(1), exp(Mul(Integer(-1), Rational(851, 500), ' + _X + '))), Integer(-1)))',
+                  lambda z: z * _sigmoid(1.702 * z)),
+    "leaky_relu": ('Piecewise(ExprCondPair(' + _X + ', GreaterThan(' + _X + ', Integer(0))), ExprCondPair(Mul(Rational(1, 100), ' + _X + '), true))',
+                  lambda z: np.where(z >= 0, z, 0.01 * z)),
+    "sigmoid": ('Pow(Add(Integer(1), exp(Mul(Integer(-1), ' + _X + '))), Integer(-1))',
+               _sigmoid),
+    "tanh": ('tanh(' + _X + ')',
+            np.tanh),
+    "softplus": ('log(Add(exp(' + _X + '), Integer(1)))',
+                lambda z: np.logaddexp(0.0, z)),
+    "identity": (_X,
+                lambda z: np.asarray(z, dtype=float).copy()),
 }
+"""Each built-in: its sympy form as ``srepr`` (parsed when first needed; the readable
+definitions are :func:`builtin_exprs`) and its numpy form."""
 
 ALIASES: dict[str, str] = {
     "gelu_new": "gelu_tanh",
@@ -151,6 +218,8 @@ def get_activation(spec: str) -> Activation:
         raise InvalidInput(f"activation {spec!r} is not a name; try one of: {', '.join(NAMES)} or 'expr:<sympy expression in x>'")
     raw = spec.strip()
     if raw.lower().startswith("expr:"):
+        from absorb.model._expr import _numpy_form, _parse_expr
+
         expr = _parse_expr(raw[5:])
         return Activation(name=f"expr:{expr}", expr=expr, np_fn=_numpy_form(expr))
     name = raw.lower().replace("-", "_")
@@ -170,7 +239,7 @@ def get_activation(spec: str) -> Activation:
 def is_builtin(act: Activation) -> bool:
     """True when ``act`` is one of the registry's own functions (not a user's ``expr:``)."""
     entry = _BUILTIN.get(act.name)
-    return entry is not None and entry[0] == act.expr
+    return entry is not None and entry[0] == act.key
 
 
 def display_name(act: Activation, *, gated: bool) -> str:

@@ -19,15 +19,17 @@ import contextvars
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as _dc_replace
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy as sp
 
 from absorb._errors import InvalidInput
 from absorb._validate import _CALLS, _label, as_float_array
-from absorb.model._expr import X as _X
 from absorb.model.activations import Activation, display_name
 from absorb.rigorous import row_slices
+
+if TYPE_CHECKING:
+    import sympy as sp
 
 # ---- validation at the public boundary --------------------------------------------------
 # A Block built by a caller is checked (array-likes → float64, shapes, finiteness, gate and
@@ -248,7 +250,7 @@ class Block:
     def value_identity(self) -> bool:
         """Whether the value branch is linear, h(z) = z (every gated result but boundedness
         assumes it): no value activation, or one whose expression is the variable itself."""
-        return self.value_activation is None or self.value_activation.expr == _X
+        return self.value_activation is None or self.value_activation.key == "Symbol('x', real=True)"  # srepr of x
 
     @property
     def activation_name(self) -> str:
@@ -334,6 +336,8 @@ class Block:
 
         Meant for small instances (proofs, exact checks); cost grows with n·d.
         """
+        import sympy as sp
+
         xs = list(xs) if xs is not None else list(sp.symbols(f"x0:{self.d}", real=True))
         conv = sp.Rational if exact else sp.Float
         xv = sp.Matrix(xs)

@@ -1,16 +1,13 @@
-"""The symbolic engine: activation properties proved with sympy, steps kept for certificates."""
+"""The symbolic engine: activation properties proved with sympy, steps kept for certificates.
 
-from absorb.symbolic import growth  # noqa: F401 - imported for its side effect: it registers the growth properties with prepare()
-from absorb.symbolic.properties import (
-    ANALYSES,
-    Property,
-    Status,
-    analyse,
-    bounded,
-    flip_identity,
-    homogeneity,
-    prepare,
-    vanishing_gate,
-)
+Names are imported on first use (sympy loads then): a built-in activation's properties are
+read from a shipped table (:mod:`absorb.symbolic._core`, :mod:`absorb.symbolic.facts`) without it."""
+
+from absorb._lazy import lazy_exports
+
+_EXPORTS = {name: "absorb.symbolic.properties" for name in
+            ("ANALYSES", "Property", "Status", "analyse", "bounded", "flip_identity", "homogeneity", "prepare", "vanishing_gate")}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 
 __all__ = ["ANALYSES", "Property", "Status", "analyse", "bounded", "flip_identity", "homogeneity", "prepare", "vanishing_gate"]

@@ -35,70 +35,30 @@ expression changed) is analysed in-process, each analysis when first asked for.
 
 from __future__ import annotations
 
-import collections
-import enum
 import functools
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 import sympy as sp
 
-from absorb._errors import InvalidInput
-from absorb.model.activations import Activation, X, continuity_issue, is_builtin, real_finite_issue
+from absorb.model.activations import Activation, X, continuity_issue, real_finite_issue
+from absorb.symbolic._core import (  # noqa: F401 - the cache and the Property type, re-exported here
+    PREPARE_MEMORY,
+    Property,
+    Status,
+    _cache,
+    _jsonable,
+    _lock,
+    analysis_budget,
+    clear_cache,
+    prepare,
+)
+from absorb.symbolic._core import get as _get
 from absorb.symbolic.rewrite import STEP, normalise, normalised_simplify
 
 P = sp.Symbol("p", positive=True)
 T = sp.Symbol("t", positive=True)
 _DIGITS = 50
 _MARGIN = sp.Float(10) ** -20  # a 50-digit evaluation differs from the true value by far less
-PREPARE_MEMORY = 2 << 30
-"""Memory budget (bytes of address space) of :func:`prepare`'s child process."""
-
-
-class Status(str, enum.Enum):
-    PROVED = "proved"
-    REFUTED = "refuted"
-    UNKNOWN = "unknown"
-
-
-@dataclass(frozen=True)
-class Property:
-    """The outcome of one symbolic decision about an activation."""
-
-    name: str
-    status: Status
-    statement: str
-    value: dict[str, Any] = field(default_factory=dict)
-    steps: tuple[str, ...] = ()
-    witness: dict[str, Any] | None = None
-
-    @property
-    def proved(self) -> bool:
-        return self.status is Status.PROVED
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "status": self.status.value,
-            "statement": self.statement,
-            "value": {k: _jsonable(v) for k, v in self.value.items()},
-            "steps": list(self.steps),
-            "witness": None if self.witness is None else {k: _jsonable(v) for k, v in self.witness.items()},
-        }
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, sp.Basic):
-        if v.is_Integer:
-            return int(v)
-        if v.is_Rational:
-            return str(v)
-        if v.is_number:
-            return float(v)
-        return str(v)
-    return v
 
 
 def _is_zero(expr: sp.Expr) -> bool | None:
@@ -358,11 +318,6 @@ ANALYSES: tuple[tuple[str, Callable[[sp.Expr], Property]], ...] = (
 )
 """Every analysis :func:`prepare` runs, by cache name; each maps σ's sympy form to a Property."""
 
-_CACHE_SIZE = 256
-_cache: collections.OrderedDict[str, dict[str, Property]] = collections.OrderedDict()
-_lock = threading.Lock()
-
-
 _NAMES = {"homogeneity": "homogeneous", "vanishing_gate": "vanishing_gate", "flip_identity[ungated]": "flip_identity",
           "flip_identity[gated]": "flip_identity", "bounded": "bounded"}
 
@@ -400,66 +355,6 @@ def analyse(expr: sp.Expr, only: str | None = None) -> dict[str, Property]:
     return out
 
 
-def analysis_budget(timeout: float) -> float:
-    """The share of a run's ``--timeout`` that the symbolic analysis of a user's activation
-    may take (a third, at least a second): the search and the checks get the rest, so that
-    a run refused for a hostile expression still ends well within its timeout."""
-    return max(1.0, timeout / 3)
-
-
-def prepare(act: Activation, *, timeout: float = 60.0) -> None:
-    """Make every property of ``act`` available to the functions below, within a budget.
-
-    For a user's (``expr:``) activation every analysis of :data:`ANALYSES` runs now, in
-    one child process limited to ``timeout`` seconds and :data:`PREPARE_MEMORY` bytes, and
-    the results are cached; past either limit, InvalidInput. A built-in is analysed
-    in-process, each analysis the first time it is asked for (their cost is known and
-    small), and cached likewise."""
-    key = act.key
-    with _lock:
-        if key in _cache:
-            _cache.move_to_end(key)
-            return
-    if is_builtin(act):
-        from absorb.symbolic.facts import lookup
-
-        # proved once and shipped (absorb/symbolic/_builtin_facts.py); derived here only if stale
-        results: dict[str, Property] = lookup(act.name, act.expr) or {}
-    else:
-        from absorb._sandbox import BudgetExceeded, run_limited
-
-        try:
-            results = run_limited(analyse, act.expr, timeout=timeout, memory=PREPARE_MEMORY)
-        except BudgetExceeded as exc:
-            raise InvalidInput(f"activation expression {act.name[5:] if act.name.startswith('expr:') else act.name!r}: too large "
-                               f"to analyse within {timeout:g} s / {PREPARE_MEMORY / 2**30:g} GiB ({exc}); write a simpler "
-                               "expression or raise --timeout") from None
-    with _lock:
-        _cache.setdefault(key, results)
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-
-
-def _get(act: Activation, analysis: str) -> Property:
-    with _lock:
-        hit = _cache.get(act.key)
-    if hit is None:
-        prepare(act)
-        with _lock:
-            hit = _cache.get(act.key)
-        if hit is None:  # evicted meanwhile by other threads
-            hit = {}
-    if analysis not in hit and is_builtin(act):
-        hit[analysis] = analyse(act.expr, only=analysis)[analysis]
-    return hit[analysis] if analysis in hit else _unknown_all("not analysed")[analysis]
-
-
-def clear_cache() -> None:
-    """Forget every cached analysis (tests)."""
-    with _lock:
-        _cache.clear()
-
-
 def homogeneity(act: Activation) -> Property:
     """Decide whether σ(t x) = t^k σ(x) for all t > 0, x ∈ R, and find k.
 
@@ -487,3 +382,6 @@ def flip_identity(act: Activation, *, gated: bool) -> Property:
 def bounded(act: Activation) -> Property:
     """Decide whether σ is bounded on R: continuous with finite limits at ±∞."""
     return _get(act, "bounded")
+
+
+from absorb.symbolic import growth  # noqa: E402,F401 - registers the growth analyses in ANALYSES (it imports this module)

@@ -1,0 +1,150 @@
+"""The part of :mod:`absorb.symbolic.properties` a run needs for a built-in activation:
+:class:`Property`, :class:`Status` and the cache of analyses, without importing sympy.
+
+A built-in's properties come from the shipped table (:mod:`absorb.symbolic.facts`), whose
+sympy values stay unparsed until read; sympy (and the analyses of
+:mod:`absorb.symbolic.properties` and :mod:`absorb.symbolic.growth`) is imported only when
+an analysis must run (a user's ``expr:`` activation, a stale table entry) or a value is read.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from absorb._errors import InvalidInput
+
+if TYPE_CHECKING:
+    from absorb.model.activations import Activation
+
+PREPARE_MEMORY = 2 << 30
+"""Memory budget (bytes of address space) of :func:`prepare`'s child process."""
+
+
+class Status(str, enum.Enum):
+    PROVED = "proved"
+    REFUTED = "refuted"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Property:
+    """The outcome of one analysis: ``proved``, ``refuted`` (with a witness) or ``unknown``."""
+
+    name: str
+    status: Status
+    statement: str
+    value: dict[str, Any] = field(default_factory=dict)
+    steps: tuple[str, ...] = ()
+    witness: dict[str, Any] | None = None
+
+    @property
+    def proved(self) -> bool:
+        return self.status is Status.PROVED
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": self.status.value,
+            "statement": self.statement,
+            "value": {k: _jsonable(v) for k, v in self.value.items()},
+            "steps": list(self.steps),
+            "witness": None if self.witness is None else {k: _jsonable(v) for k, v in self.witness.items()},
+        }
+
+
+def _jsonable(v: Any) -> Any:
+    import sympy as sp
+
+    if isinstance(v, sp.Basic):
+        if v.is_Integer:
+            return int(v)
+        if v.is_Rational:
+            return str(v)
+        if v.is_number:
+            return float(v)
+        return str(v)
+    return v
+
+
+def _analyses() -> Any:
+    """:mod:`absorb.symbolic.properties`, with the growth analyses registered (imports sympy)."""
+    from absorb.symbolic import growth, properties  # noqa: F401 - growth registers its analyses on import
+
+    return properties
+
+
+def analysis_budget(timeout: float) -> float:
+    """The share of a run's ``--timeout`` that the symbolic analysis of a user's activation
+    may take (a third, at least a second): the search and the checks get the rest, so that
+    a run refused for a hostile expression still ends well within its timeout."""
+    return max(1.0, timeout / 3)
+
+
+_CACHE_SIZE = 256
+_cache: collections.OrderedDict[str, dict[str, Property]] = collections.OrderedDict()
+_lock = threading.Lock()
+
+
+def prepare(act: Activation, *, timeout: float = 60.0) -> None:
+    """Make every property of ``act`` available to the functions below, within a budget.
+
+    For a user's (``expr:``) activation every analysis of
+    :data:`absorb.symbolic.properties.ANALYSES` runs now, in one child process limited to
+    ``timeout`` seconds and :data:`PREPARE_MEMORY` bytes, and the results are cached; past
+    either limit, InvalidInput. A built-in's are read from the shipped table (sympy not
+    imported); a stale entry's are derived in-process, each analysis the first time it is
+    asked for (their cost is known and small), and cached likewise."""
+    from absorb.model.activations import is_builtin
+
+    key = act.key
+    with _lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return
+    if is_builtin(act):
+        from absorb.symbolic.facts import lookup
+
+        # proved once and shipped (absorb/symbolic/_builtin_facts.py); derived here only if stale
+        results: dict[str, Property] = lookup(act.name, key) or {}
+    else:
+        from absorb._sandbox import BudgetExceeded, run_limited
+
+        analyse = _analyses().analyse
+        try:
+            results = run_limited(analyse, act.expr, timeout=timeout, memory=PREPARE_MEMORY)
+        except BudgetExceeded as exc:
+            raise InvalidInput(f"activation expression {act.name[5:] if act.name.startswith('expr:') else act.name!r}: too large "
+                               f"to analyse within {timeout:g} s / {PREPARE_MEMORY / 2**30:g} GiB ({exc}); write a simpler "
+                               "expression or raise --timeout") from None
+    with _lock:
+        _cache.setdefault(key, results)
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+
+
+def get(act: Activation, analysis: str) -> Property:
+    """The analysis named ``analysis`` (a cache name of ``ANALYSES``) of ``act``, from the
+    cache (:func:`prepare` first when nobody did)."""
+    from absorb.model.activations import is_builtin
+
+    with _lock:
+        hit = _cache.get(act.key)
+    if hit is None:
+        prepare(act)
+        with _lock:
+            hit = _cache.get(act.key)
+        if hit is None:  # evicted meanwhile by other threads
+            hit = {}
+    if analysis not in hit and is_builtin(act):
+        hit[analysis] = _analyses().analyse(act.expr, only=analysis)[analysis]
+    return hit[analysis] if analysis in hit else _analyses()._unknown_all("not analysed")[analysis]
+
+
+def clear_cache() -> None:
+    """Forget every cached analysis (tests)."""
+    with _lock:
+        _cache.clear()
