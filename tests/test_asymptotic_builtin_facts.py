@@ -10,7 +10,7 @@ import pytest
 import sympy as sp
 
 from absorb.model.activations import _BUILTIN, builtin_exprs, get_activation
-from absorb.symbolic import facts
+from absorb.symbolic import facts, growth  # noqa: F401 - growth registers its analyses in props.ANALYSES
 from absorb.symbolic import properties as props
 from absorb.symbolic._builtin_facts import FACTS
 

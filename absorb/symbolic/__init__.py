@@ -6,7 +6,8 @@ read from a shipped table (:mod:`absorb.symbolic._core`, :mod:`absorb.symbolic.f
 from absorb._lazy import lazy_exports
 
 _EXPORTS = {name: "absorb.symbolic.properties" for name in
-            ("ANALYSES", "Property", "Status", "analyse", "bounded", "flip_identity", "homogeneity", "prepare", "vanishing_gate")}
+            ("Property", "Status", "analyse", "bounded", "flip_identity", "homogeneity", "prepare", "vanishing_gate")}
+_EXPORTS["ANALYSES"] = "absorb.symbolic.growth"  # the registry with the growth analyses registered in it
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
 

@@ -730,4 +730,6 @@ register_analyses(
     ("relu_like_gate", "relu_like_gate", _relu_like_gate),
 )
 
+from absorb.symbolic.properties import ANALYSES  # noqa: E402,F401 - the registry read after the registration above (absorb.symbolic.ANALYSES)
+
 __all__ = ["asymptotic_slopes", "parity", "linear_form", "exponential_form", "bounded_on_reals", "quadratic_skeleton", "gate_limits", "relu_like_gate"]

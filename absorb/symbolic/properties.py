@@ -332,13 +332,21 @@ def register_analyses(*analyses: tuple[str, str, Callable[[sp.Expr], Property]])
     _NAMES.update({k: name for k, name, _ in analyses})
 
 
+def _with_growth() -> None:
+    """Register the growth analyses (:mod:`absorb.symbolic.growth` imports this module and
+    registers itself on import; imported here, not at module level, so there is no import cycle)."""
+    from absorb.symbolic import growth  # noqa: F401
+
+
 def _unknown_all(why: str) -> dict[str, Property]:
+    _with_growth()
     return {k: Property(_NAMES.get(k, k), Status.UNKNOWN, why) for k, _ in ANALYSES}
 
 
 def analyse(expr: sp.Expr, only: str | None = None) -> dict[str, Property]:
     """Every analysis of :data:`ANALYSES` (or the one named ``only``) on ``expr``, in this
     process (no budget)."""
+    _with_growth()
     issue = real_finite_issue(expr)
     if issue is not None:  # the Activation invariant, checked again: nothing is claimed outside it
         return _unknown_all(f"σ is not proved real and finite on R ({issue[0]}), so no property is claimed")
@@ -383,5 +391,3 @@ def bounded(act: Activation) -> Property:
     """Decide whether σ is bounded on R: continuous with finite limits at ±∞."""
     return _get(act, "bounded")
 
-
-from absorb.symbolic import growth  # noqa: E402,F401 - registers the growth analyses in ANALYSES (it imports this module)
