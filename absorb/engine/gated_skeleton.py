@@ -55,15 +55,21 @@ def gate_hypotheses(block: Block) -> list[Hypothesis]:
     return out
 
 
+def _gate_limits(blk: Block) -> Any:
+    """The gate's proved limits L± (a property of σ_g) for a gated block; None when ungated or not proved."""
+    if not blk.gated or blk.W_gate is None:
+        return None
+    gl = growth.gate_limits(blk.activation)
+    return gl if gl.proved else None
+
+
 def step_gate_verdict(ctx: Any, infeasible: SearchResult | None, c: Any) -> BlockDecision | None:
     """``not_absorbable`` when the gate is step-like (L₋ = 0, L₊ = c, the flip constant the
     search used), the gated weights are nondegenerate and ``infeasible`` proves no S exists;
     None otherwise (with a note saying what failed)."""
     blk = ctx.block
-    if not blk.gated or blk.W_gate is None:
-        return None
-    gl = growth.gate_limits(blk.activation)
-    if not gl.proved:
+    gl = _gate_limits(blk)
+    if gl is None:
         return None
     lp, lm = gl.value["L_plus"], gl.value["L_minus"]
     if not (lm == 0 and isinstance(lp, sp.Rational) and lp != 0 and c is not None and sp.Rational(c.numerator, c.denominator) == lp):
@@ -254,10 +260,8 @@ def step_gate_search(ctx: Any) -> BlockDecision | None:
     from absorb.search._types import SearchStatus
 
     blk = ctx.block
-    if not blk.gated or blk.W_gate is None:
-        return None
-    gl = growth.gate_limits(blk.activation)
-    if not gl.proved:
+    gl = _gate_limits(blk)
+    if gl is None:
         return None
     lp, lm = gl.value["L_plus"], gl.value["L_minus"]
     if not (lm == 0 and isinstance(lp, sp.Rational) and lp != 0):

@@ -39,7 +39,13 @@ from absorb.verify._compose import prove
 from absorb.verify._numerics import _U, EXACT_ELIM_MAX_D, _frac_matrix, _gamma, _parse_number, exact_rank
 from absorb.verify._pieces import Piece, Refused, decide_zero, exact_value, pieces
 from absorb.verify._report import _Ctx, _require
-from absorb.verify._symbolic import _identity_on_piece, _same_function, _variable, is_bounded, outer_pieces
+from absorb.verify._symbolic import (
+    _same_function,
+    _variable,
+    is_bounded,
+    outer_pieces,
+    vanishes_on_reals,
+)
 from absorb.verify._weights import InfNorm, _bias_free, _f0_lower, _moved_bias_error, _residual, _row_pairs, _value_expr
 
 _Y = sp.Symbol("y", real=True)
@@ -120,15 +126,7 @@ def is_even(expr: sp.Expr) -> bool:
     """σ(−z) = σ(z) for every real z: h = σ(z) − σ(−z) is 0 exactly at 0 and at every break
     point of h, and simplifies to 0 on every piece."""
     x = _variable(expr)
-    h = expr - expr.subs(x, -x)
-    try:
-        pts, pcs = pieces(h, x, (sp.Integer(0),))
-        return (all(decide_zero(exact_value(h, x, b)) is True for b in pts)
-                and all(_identity_on_piece(pc.expr, x, pc) for pc in pcs))
-    except Refused:
-        return False
-    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
-        return False
+    return vanishes_on_reals(expr - expr.subs(x, -x), x)
 
 
 @functools.lru_cache(maxsize=128)

@@ -37,6 +37,19 @@ def outer_pieces(expr: sp.Expr) -> tuple[sp.Symbol, tuple[Piece, ...]] | str:
         return f"σ could not be split into pieces ({type(exc).__name__})"
 
 
+def vanishes_on_reals(h: sp.Expr, x: sp.Symbol) -> bool:
+    """h(z) = 0 for every real z: exactly 0 at 0 and at every break point of h, and simplifying to
+    0 on every piece; False when that is not proved."""
+    try:
+        pts, pcs = pieces(h, x, (sp.Integer(0),))
+        return (all(decide_zero(exact_value(h, x, b)) is True for b in pts)
+                and all(_identity_on_piece(pc.expr, x, pc) for pc in pcs))
+    except Refused:
+        return False
+    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
+        return False
+
+
 def _zero(e: sp.Expr) -> bool | None:
     """True/False when sympy decides e = 0; None when it cannot."""
     return decide_zero(e)
