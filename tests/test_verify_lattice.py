@@ -15,6 +15,7 @@ import pytest
 
 from absorb.cli import main
 from absorb.verify._lattice import LatticeResult, lattice_no_set_closer
+from tests.test_verify_mitm import planted_near_solutions
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("fpylll") is None, reason="fpylll is not installed")
 
@@ -23,30 +24,12 @@ def _sha(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a, dtype="<f8").tobytes()).hexdigest()
 
 
-def _all_distances(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> np.ndarray:
-    n, d = U.shape
-    K = (D.T[:, :, None] * U[:, None, :]).reshape(n, d * d)
-    sums = np.zeros((1, d * d))
-    for i in range(n):
-        sums = np.concatenate([sums, sums + K[i]])
-    return np.linalg.norm(sums - T.reshape(-1), axis=1) / np.linalg.norm(T)
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_lattice_finds_exactly_the_sets_closer_than_the_radius(seed: int) -> None:
-    """Near-solutions planted at relative distances ~1e-7: the sets the checker reports
-    closer than R are exactly those brute force finds (2^18 sets)."""
-    rng = np.random.default_rng(seed)
-    n, d = 18, 2
-    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
-    for S in ([1, 4], [7, 11], [3, 16]):
-        D[:, S] = -np.linalg.inv(U[S]) * (1 + 1e-7 * rng.standard_normal((d, 1)))
-    T = -np.eye(d)
-    dist = _all_distances(U, D, T)
-    R = float(np.sort(dist)[2] * 1.5 + 1e-9)
+    """The sets the checker reports closer than R are exactly those brute force finds."""
+    U, D, T, R, want = planted_near_solutions(seed)
     res = lattice_no_set_closer(U, D, T, R)
     assert isinstance(res, LatticeResult)
-    want = {tuple(i for i in range(n) if k >> i & 1) for k in np.flatnonzero(dist < R).tolist()}
     assert {tuple(S) for S, _ in res.closer} == want and len(want) >= 1
 
 

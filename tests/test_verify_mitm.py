@@ -57,10 +57,9 @@ def _all_distances(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> np.ndarray:
     return np.linalg.norm(sums - T.reshape(-1), axis=1) / np.linalg.norm(T)
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_mitm_finds_exactly_the_sets_closer_than_the_radius(seed: int) -> None:
-    """Near-solutions planted at relative distances ~1e-7: the sets the checker reports
-    closer than R are exactly those brute force finds (2^18 sets)."""
+def planted_near_solutions(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, set[tuple[int, ...]]]:
+    """(U, D, T, R, the sets brute force finds closer than R): n = 18, d = 2, three
+    near-solutions planted at relative distances ~1e-7 (2^18 sets measured)."""
     rng = np.random.default_rng(seed)
     n, d = 18, 2
     U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
@@ -69,9 +68,15 @@ def test_mitm_finds_exactly_the_sets_closer_than_the_radius(seed: int) -> None:
     T = -np.eye(d)
     dist = _all_distances(U, D, T)
     R = float(np.sort(dist)[2] * 1.5 + 1e-9)
+    return U, D, T, R, {tuple(i for i in range(n) if k >> i & 1) for k in np.flatnonzero(dist < R).tolist()}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mitm_finds_exactly_the_sets_closer_than_the_radius(seed: int) -> None:
+    """The sets the checker reports closer than R are exactly those brute force finds."""
+    U, D, T, R, want = planted_near_solutions(seed)
     res = mitm_no_set_closer(U, D, T, R)
     assert isinstance(res, MitmResult)
-    want = {tuple(i for i in range(n) if k >> i & 1) for k in np.flatnonzero(dist < R).tolist()}
     assert {tuple(S) for S, _ in res.closer} == want and len(want) >= 1
 
 
