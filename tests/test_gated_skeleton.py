@@ -111,7 +111,7 @@ def test_other_gates_are_not(act: str) -> None:
     assert not growth.relu_like_gate(get_activation(act)).proved
 
 
-def _relu_like_planted(act: str) -> Block:
+def relu_like_planted(act: str) -> Block:
     """d = 2: units (g, u) = (e1, e2) and (e2, −e1) with the same w cancel in (Qg) (S = {0, 1});
     M from (Lg). Dyadic weights: every identity exact in float64."""
     G = np.array([[1.0, 0], [0, 1], [1, 1], [2, -1]])
@@ -125,7 +125,7 @@ def _relu_like_planted(act: str) -> Block:
 
 @pytest.mark.parametrize("act", ["silu", "gelu", "relu", "softplus"])
 def test_planted_relu_like_gated_is_absorbable(act: str) -> None:
-    blk = _relu_like_planted(act)
+    blk = relu_like_planted(act)
     dec = decide_block(blk)
     assert (dec.verdict, dec.theorem) == (Verdict.ABSORBABLE, Theorem.GATED_SKELETON), dec.reason
     assert dec.witness.S == (0, 1)
@@ -134,7 +134,7 @@ def test_planted_relu_like_gated_is_absorbable(act: str) -> None:
 
 
 def test_planted_mish_gate_proves_nothing() -> None:
-    dec = decide_block(_relu_like_planted("expr:x*tanh(log(1 + exp(x)))"))
+    dec = decide_block(relu_like_planted("expr:x*tanh(log(1 + exp(x)))"))
     assert (dec.verdict, dec.theorem) == (Verdict.UNKNOWN, Theorem.NONE)
     assert "flip identity" in dec.reason
 

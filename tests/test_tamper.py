@@ -23,6 +23,7 @@ from absorb.certificate import build_certificate
 from absorb.engine import decide
 from absorb.io import load
 from absorb.verify import checker
+from tests.test_gated_skeleton import relu_like_planted
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,17 +89,6 @@ def _gated_generic(act: str = "sigmoid", d: int = 3, n: int = 5) -> Block:
     G, U, D = rng.standard_normal((n, d)), rng.standard_normal((n, d)), rng.standard_normal((d, n))
     gate = "silu" if act == "swiglu" else act
     return _blk(U, D, gate, W_gate=G, b_gate=rng.standard_normal(n), b_up=rng.standard_normal(n), b_down=rng.standard_normal(d))
-
-
-def _relu_like_planted() -> Block:
-    """SwiGLU units (g, u) = (e1, e2), (e2, −e1) with the same w cancel in (Qg); M from (Lg) (dyadic: exact)."""
-    G = np.array([[1.0, 0], [0, 1], [1, 1], [2, -1]])
-    U = np.array([[0.0, 1], [-1, 0], [1, -2], [0.5, 3]])
-    w = np.array([1.0, -2.0])
-    D = np.column_stack([w, w, [3.0, 1], [-1.0, 0.5]])
-    c, e = np.array([0.5, -1.0, 0.25, 1.5]), np.array([2.0, 0.75, -0.5, 1.0])
-    M = -sum(np.outer(D[:, i], c[i] * U[i] + e[i] * G[i]) for i in (0, 1))
-    return _blk(U, D, "silu", M, W_gate=G, b_gate=c, b_up=e, b_down=np.array([0.125, -0.5]))
 
 
 def _planted_stack(rng: np.random.Generator) -> Stack:
@@ -179,7 +169,7 @@ def _models() -> dict[str, Any]:
         "gated-relu-like": _gated_generic("swiglu"),
         "gated-relu-like-enumerate": _gated_generic("swiglu", d=2, n=8),
         "gated-relu-like-gram": _gated_generic("swiglu", d=6, n=60),
-        "gated-relu-like-flip": _relu_like_planted(),
+        "gated-relu-like-flip": relu_like_planted("silu"),
         "depth": cat("relu2_stack"),
         "composition": _planted_stack(rng),
         "composition-cone": _cone_stack(),
