@@ -59,6 +59,7 @@ per-theorem checks). The names used by callers are re-exported here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
@@ -246,10 +247,12 @@ def _check_array_record(ctx: _Ctx, w: str, rec: Any, a: np.ndarray, what: str) -
     producer's own summation order), and the embedded values exactly."""
     _must(ctx, isinstance(rec, dict), w, f"the record of {what} is an object")
     top = float(np.abs(a).max()) if a.size else 0.0
-    fro = float(np.linalg.norm(a)) if a.size else 0.0
+    with np.errstate(over="ignore"):  # (finite entries whose norm overflows: recorded as "inf")
+        fro = float(np.linalg.norm(a)) if a.size else 0.0
     rf, rm = rec.get("fro_norm"), rec.get("max_abs")
-    fro_ok = (isinstance(rf, float) and not isinstance(rf, bool)
-              and abs(rf - fro) <= 2 * (a.size + 2) * _U * fro + 2.0**-1074)
+    fro_ok = ((isinstance(rf, float) and not isinstance(rf, bool)
+               and abs(rf - fro) <= 2 * (a.size + 2) * _U * fro + 2.0**-1074)
+              or (rf == "inf" and fro == math.inf))
     vals = rec.get("values")
     try:
         same = vals is None or np.array_equal(np.asarray(vals, dtype=float).reshape(a.shape), a)
