@@ -639,8 +639,10 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
             "method": s.method,
             "status": s.status.value,
             "reason": s.reason,
-            "S": None if s.S is None else [int(i) for i in s.S],
-            "residual": s.residual,
+            # a found S is the witness's (the checker compares them); an S whose witness failed
+            # (an unknown verdict) claims nothing and is not recorded
+            "S": None if s.S is None or bd.witness is None else [int(i) for i in s.S],
+            "residual": s.residual if bd.witness is not None or s.S is None else None,
             "bound": s.bound,
             "elapsed": round(float(s.elapsed), 6),
             "certificate": _trim_search_certificate(s.certificate),
