@@ -418,3 +418,39 @@ def test_new_skeletons_reject_a_changed_case_or_route(name: str, key: str, value
     bad = copy.deepcopy(doc)
     bad["blocks"][0]["argument"][key] = value
     assert not _fully_accepted(bad, model)
+
+
+def _string_tamperings(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every recorded hypothesis flipped (each entry, not only the first two), every recorded
+    property's status changed, a property the theorem does not use added, the skip's kind changed."""
+    for bi, b in enumerate(doc["blocks"]):
+        for hi, h in enumerate(b.get("hypotheses") or []):
+            if isinstance(h.get("holds"), bool):
+                bad = copy.deepcopy(doc)
+                bad["blocks"][bi]["hypotheses"][hi]["holds"] = not h["holds"]
+                yield f"blocks.{bi}.hypotheses.{hi} ({h['name']}) flipped", bad
+        for pi, p in enumerate(b.get("properties") or []):
+            for status in ("refuted", "unknown"):
+                bad = copy.deepcopy(doc)
+                bad["blocks"][bi]["properties"][pi]["status"] = status
+                yield f"blocks.{bi}.properties.{pi} ({p['name']}) {status}", bad
+        bad = copy.deepcopy(doc)
+        bad["blocks"][bi].setdefault("properties", []).append({"name": "homogeneous" if b["theorem"]["id"] != "degree" else "even",
+                                                              "status": "proved", "statement": "σ is ...", "steps": []})
+        yield f"blocks.{bi}: a property the theorem does not use added", bad
+        kind = b["skip"]["kind"]
+        bad = copy.deepcopy(doc)
+        bad["blocks"][bi]["skip"]["kind"] = "matrix" if kind != "matrix" else "identity"
+        yield f"blocks.{bi}.skip.kind changed", bad
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_every_recorded_hypothesis_property_and_skip_kind_is_rechecked(name: str, certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    """A hypothesis recorded the other way round (in any block, at any position), a property of σ
+    recorded with another status or one the theorem does not use, a skip of another kind: each
+    is rejected (a recorded claim is re-derived, or not recorded)."""
+    doc, model = certs[name]
+    # (canonical-near's skip is exactly invertible but fails the producer's conditioning test,
+    # σ_min ≤ 10·d·ε·σ_max: recorded either way the claim is true, and the checker accepts both)
+    both_true = {"blocks.0.hypotheses.3 (skip_invertible) flipped"} if name == "canonical-near" else set()
+    assert [what for what, bad in _string_tamperings(doc) if what not in both_true and _fully_accepted(bad, model)] == []

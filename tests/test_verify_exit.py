@@ -64,3 +64,20 @@ def test_not_fully_checked_exits_4_and_says_so_in_json(trivial, monkeypatch: pyt
     out = json.loads(capsys.readouterr().out)
     assert out["result"] == "not fully checked" and out["not_rechecked"] == 1 and out["failures"] == 0
     assert main(["verify", str(cert), str(model), "--strict"]) == 4
+
+
+def test_a_skip_whose_norm_overflows_has_an_honest_certificate(tmp_path: Path) -> None:
+    """Finite skip entries near the float64 limit: ‖M‖_F overflows and is recorded as "inf"; the
+    checker re-derives the same overflow instead of rejecting the (not_absorbable) certificate
+    (it may decline the search's proof out of its float range: exit 4, not 1)."""
+    from conftest import run_absorb
+
+    U = np.array([[1, 0], [0, 1], [1, 2], [2, -1.0]])
+    D = np.array([[-1, 0, 0.5, -0.25], [0, -1, 0.75, 1.5]])
+    model = tmp_path / "huge_skip.npz"
+    np.savez(model, W_up=U, W_down=D, skip=np.eye(2) * 1.7e308, activation=np.array("relu"))
+    cert = tmp_path / "huge_skip.json"
+    assert run_absorb("check", str(model), "-q", "--certificate", str(cert)).returncode == 0
+    r = run_absorb("verify", str(cert), "-q")
+    assert r.returncode in (0, 4), r.stdout + r.stderr
+    assert "Frobenius" not in r.stdout + r.stderr

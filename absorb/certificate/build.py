@@ -235,6 +235,35 @@ def _symbolic_jacobian_at_zero(block: Block) -> list[list[str]] | None:
     return [[str(J[i, j]) for j in range(block.d)] for i in range(block.d)]
 
 
+def used_properties(theorem_id: str, verdict: str) -> frozenset[str]:
+    """The properties of σ a decided verdict of ``theorem_id`` rests on (those in its ``needs``,
+    and the gated skeleton's ReLU-like gate); none for ``unknown``."""
+    if verdict == "unknown":
+        return frozenset()
+    needs = set(theorem_info(theorem_id).get("needs") or ())
+    if theorem_id == "gated-skeleton":
+        needs |= {"relu_like_gate", "flip_identity"}
+    return frozenset(needs)
+
+
+_FAILURE_WITNESS = {"rows_noncollinear": "collinear_pairs", "gate_rows_noncollinear": "collinear_pairs",
+                    "value_not_parallel_to_gate": "units"}
+"""For a near-degeneracy recorded as failing: the value key whose first entry names where it fails
+(a pair of rows, a unit), recorded so that the checker can re-derive the failure there."""
+
+
+def _hypothesis_record(h: Any) -> dict[str, Any]:
+    """A hypothesis as recorded: name, whether it holds, statement; for a near-degeneracy that
+    fails, ``at`` (the first failing pair of rows or unit). The producer's other numbers are not
+    recorded: a certificate records only what the checker re-derives."""
+    rec = {k: v for k, v in h.to_json().items() if k != "value"}
+    key = _FAILURE_WITNESS.get(h.name)
+    where = (h.value or {}).get(key) if key and h.holds is False and isinstance(h.value, dict) else None
+    if where:
+        rec["at"] = plain(where[0])
+    return rec
+
+
 def _witness(bd: BlockDecision) -> dict[str, Any] | None:
     w = bd.witness
     if w is None:
@@ -580,11 +609,12 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
         "weights": block_weights(b),
         # each hypothesis with whether it holds (the checker re-derives that); the producer's own
         # numbers behind it are not recorded: a certificate records only what the checker re-derives
-        "hypotheses": [{k: v for k, v in h.to_json().items() if k != "value"} for h in bd.hypotheses],
-        # σ's properties as the producer derived them, for the reader (name, status, statement,
-        # proof steps); their numbers and sample points are not recorded: the checker re-derives
-        # from σ itself every property a theorem needs
-        "properties": [{k: v for k, v in p.to_json().items() if k not in ("value", "witness")} for p in bd.properties],
+        "hypotheses": [_hypothesis_record(h) for h in bd.hypotheses],
+        # σ's properties the verdict's theorem uses (name, status, statement, proof steps), each
+        # re-derived from σ itself by the checker; the others are left out (the checker has no
+        # route for them, and a certificate records only what it re-derives)
+        "properties": [{k: v for k, v in p.to_json().items() if k not in ("value", "witness")} for p in bd.properties
+                       if p.name in used_properties(bd.theorem.value, bd.verdict.value)],
         "argument": _argument(bd),
     }
     w = _witness(bd)
@@ -609,8 +639,10 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
             "method": s.method,
             "status": s.status.value,
             "reason": s.reason,
-            "S": None if s.S is None else [int(i) for i in s.S],
-            "residual": s.residual,
+            # a found S is the witness's (the checker compares them); an S whose witness failed
+            # (an unknown verdict) claims nothing and is not recorded
+            "S": None if s.S is None or bd.witness is None else [int(i) for i in s.S],
+            "residual": s.residual if bd.witness is not None or s.S is None else None,
             "bound": s.bound,
             "elapsed": round(float(s.elapsed), 6),
             "certificate": _trim_search_certificate(s.certificate),

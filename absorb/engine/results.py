@@ -426,7 +426,7 @@ class _IndexSet:
         res = find_index_set(blk.W_up, blk.W_down, T, tol=ctx.tol, timeout=ctx.timeout, method=ctx.method, seed=ctx.seed,
                              progress=ctx.search_progress)
         if res.status is SearchStatus.FOUND:
-            return self._found(res, c)
+            return self._found(res, c, T)
         if res.status is SearchStatus.INFEASIBLE:
             return self._infeasible(res)
         return self._necessity(None, f"Unknown: the index-set search did not decide: {res.reason}", res)
@@ -442,7 +442,10 @@ class _IndexSet:
         parts = list(dict.fromkeys(parts))
         return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {why} ({'; '.join(parts)})." if parts else f"Unknown: {why}.")
 
-    def _found(self, res: SearchResult, c: Fraction) -> BlockDecision:
+    _RETRIES = 3
+    """Searches again, each below the last failed S's residual, when a found S's flip witness fails."""
+
+    def _found(self, res: SearchResult, c: Fraction, T: np.ndarray | None = None) -> BlockDecision:
         ctx, blk = self.ctx, self.block
         if self.c_flip is None:  # only the skeleton's condition holds: no flip identity for σ itself
             return self._necessity(None, f"Unknown: an index set S (|S| = {len(res.S)}) has (a + 2b)·W_down[:,S] W_up[S,:] = −M for "
@@ -450,6 +453,18 @@ class _IndexSet:
                                    f"has no flip identity to build a residual-free block from S ({self.flip.statement}).", res)
         # res.residual: find_index_set recomputed it from blk.W_up, blk.W_down and T = −M/c
         w, ok = check_flip_witness(blk, res.S, c, tol=ctx.tol, seed=ctx.seed, residual=res.residual)
+        # An S within the tolerance in relative Frobenius distance can still fail the witness (an
+        # anisotropic M: ‖M‖_F is its largest direction). Search again strictly below its residual,
+        # so that S and all as far are excluded, and check the next S found.
+        tries = 0
+        while not ok and tries < self._RETRIES and res.residual is not None and res.residual > 0:
+            tries += 1
+            again = find_index_set(blk.W_up, blk.W_down, T, tol=res.residual / 2, method=ctx.method, seed=ctx.seed,
+                                   timeout=ctx.timeout / (self._RETRIES + 1) if ctx.timeout else ctx.timeout)
+            if again.status is not SearchStatus.FOUND:
+                break
+            w2, ok2 = check_flip_witness(blk, again.S, c, tol=ctx.tol, seed=ctx.seed, residual=again.residual)
+            res, w, ok = again, w2, ok2
         if ok:
             return ctx.done(Verdict.ABSORBABLE, Theorem.INDEX_SET,
                             f"Index set found (|S| = {len(res.S)}) with W_down[:,S] W_up[S,:] = {'-M' if c == 1 else f'-M/c (c = {c})'} "

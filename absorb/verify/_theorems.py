@@ -12,6 +12,7 @@ import sympy as sp
 
 from absorb.model.block import Block
 from absorb.verify._compose import prove
+from absorb.verify._gated import _parallel_units
 from absorb.verify._infeasible import _check_infeasible
 from absorb.verify._numerics import _U, _frac_matrix, _parse_number, sha256_f64
 from absorb.verify._report import _Ctx, _require
@@ -26,6 +27,7 @@ from absorb.verify._weights import (
     InfNorm,
     _bias_free,
     _block_arrays,
+    _collinear_pairs,
     _flip_block,
     _moved_bias_error,
     _residual,
@@ -76,7 +78,8 @@ def _check_linearization(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
     g0 = _parse_number(arg.get("g0"))
     _require(ctx, arg.get("g0") is None or (g0 is not None and g0 == 0), w, "g(0) = 0 as recorded", f"recorded {arg.get('g0')!r}")
     rec = _parse_number(arg.get("dg0"))
-    _require(ctx, rec is None or _zero(rec - dg0) is True, w, f"g'(0) = {dg0} as recorded", f"recorded {arg.get('dg0')}")
+    _require(ctx, ("dg0" not in arg and rec is None) or (rec is not None and _zero(rec - dg0) is True), w,
+             f"g'(0) = {dg0} as recorded", f"recorded {arg.get('dg0')}")
     jac = arg.get("jacobian_f_at_0")
     if jac is not None:
         Mf = _frac_matrix(block.M)
@@ -200,8 +203,50 @@ def check_trivial_witness(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) ->
     return wb
 
 
+_NEAR_TAU = 1e-10
+"""The producer's near-collinearity margin: a pair (or a unit's gate and value rows) with
+|cos| ≥ 1 − max(τ, 8(d + 2)ε) counts as collinear (a failing hypothesis)."""
+
+
+def _abs_cos(a: np.ndarray, b: np.ndarray) -> float:
+    """|cos| of two float64 rows (each scaled by a power of two first, so that norms neither
+    under- nor overflow); nan when a row is zero."""
+    a, b = (np.ldexp(v, -int(np.frexp(np.abs(v).max())[1])) if np.any(v) else v for v in (a, b))
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    return abs(float(a @ b)) / (na * nb) if na and nb else math.nan
+
+
+def _near_failure(block: Block, name: str, at: Any) -> tuple[bool, str]:
+    """Re-derive a near-degeneracy recorded as failing at ``at``: the rows named there are zero or
+    have |cos| ≥ 1 − τ up to the rounding of both computations (8(d + 8)ε)."""
+    d = block.d
+    tau = max(_NEAR_TAU, 8 * (d + 2) * 2 * _U)
+    slack = 8 * (d + 8) * 2 * _U
+    if name == "value_not_parallel_to_gate":
+        ok_at = isinstance(at, int) and not isinstance(at, bool) and 0 <= at < block.n
+        if not ok_at or block.W_gate is None:
+            return False, f"recorded unit {at!r} is not a unit of this gated block"
+        rows = (np.asarray(block.W_gate, dtype=np.float64)[at], np.asarray(block.W_up, dtype=np.float64)[at])
+        where = f"unit {at}"
+    else:
+        ok_at = (isinstance(at, list) and len(at) == 2 and at[0] != at[1]
+                 and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < block.n for i in at))
+        U = block.W_gate if name.startswith("gate_") else block.W_up
+        if not ok_at or U is None:
+            return False, f"recorded pair {at!r} is not a pair of distinct rows"
+        U = np.asarray(U, dtype=np.float64)
+        rows = (U[at[0]], U[at[1]])
+        where = f"rows {at[0]}, {at[1]}"
+    c = _abs_cos(*rows)
+    return (math.isnan(c) or c >= 1 - tau - slack), f"{where}: |cos| = {c!r}"
+
+
 def _check_recorded_hypotheses(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> None:
-    """A hypothesis recorded as holding must hold when re-derived (the dangerous direction)."""
+    """Every recorded hypothesis is re-derived, whichever way it is recorded: one recorded as
+    holding must hold (the dangerous direction); one recorded as failing must fail as the producer
+    decides it — exactly for the exact ones, at the recorded pair or unit for a near-degeneracy
+    (|cos| within its margin of 1), and for an invertible skip by σ_min ≤ 10·k·ε·σ_max."""
+    G = block.W_gate
     redo: dict[str, Callable[[], bool | None]] = {
         "skip_nonzero": lambda: _skip_nonzero(block),
         "bias_free": lambda: _bias_free(block),
@@ -210,10 +255,33 @@ def _check_recorded_hypotheses(ctx: _Ctx, w: str, b: dict[str, Any], block: Bloc
         "columns_nonzero": lambda: bool(np.all(np.any(block.W_down != 0, axis=0))),
         "skip_invertible": lambda: _skip_invertible(ctx, block)[0],
         "rows_noncollinear": lambda: not _row_pairs(ctx, block)[0],
+        "gate_rows_nonzero": lambda: G is not None and bool(np.all(np.any(G != 0, axis=1))),
+        "gate_rows_noncollinear": lambda: G is not None and not _collinear_pairs(np.asarray(G))[0],
+        "value_not_parallel_to_gate": lambda: G is not None and not _parallel_units(np.asarray(G), np.asarray(block.W_up)),
     }
+    exact = {"skip_nonzero", "bias_free", "d_at_least_2", "rows_nonzero", "columns_nonzero", "gate_rows_nonzero"}
     for h in b.get("hypotheses", []):
-        name = h.get("name")
-        if h.get("holds") is True and name in redo:
+        _require(ctx, isinstance(h, dict), w, "each recorded hypothesis is an object")
+        name, holds = h.get("name"), h.get("holds")
+        if holds is None and name == "rank":  # a number the linear check re-derives; it records no holds
+            continue
+        if name not in redo:
+            ctx.report.unchecked(w, f"hypothesis {name!r} as recorded", "the checker has no route for this hypothesis")
+            continue
+        if holds is not True and holds is not False:
+            _require(ctx, False, w, f"hypothesis {name} is recorded as holding or failing", f"recorded holds = {holds!r}")
+        if holds is True:
             mine = redo[name]()
             _require(ctx, mine is True, w, f"hypothesis {name} holds", f"certificate: {h.get('statement')}; re-derived: {mine}")
-
+        elif name in exact:
+            mine = redo[name]()
+            _require(ctx, mine is False, w, f"hypothesis {name} fails, as recorded (exact)", f"re-derived: {mine}")
+        elif name == "skip_invertible":
+            H = np.asarray(block.hc.H_res if block.hc is not None else block.M, dtype=np.float64)
+            s = np.linalg.svd(H, compute_uv=False)
+            _require(ctx, not s[-1] > 2 * 10 * H.shape[0] * 2 * _U * s[0], w,
+                     "the skip fails the invertibility test, as recorded (σ_min ≤ 10·k·ε·σ_max, within a factor 2)",
+                     f"σ_min = {s[-1]:.3g}, σ_max = {s[0]:.3g}")
+        elif redo[name]() is not False:  # (exactly degenerate: it fails by any margin)
+            ok, detail = _near_failure(block, name, h.get("at"))
+            _require(ctx, ok, w, f"hypothesis {name} fails where recorded, as the producer decides it (|cos| ≥ 1 − τ)", detail)

@@ -59,6 +59,7 @@ per-theorem checks). The names used by callers are re-exported here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
@@ -246,10 +247,12 @@ def _check_array_record(ctx: _Ctx, w: str, rec: Any, a: np.ndarray, what: str) -
     producer's own summation order), and the embedded values exactly."""
     _must(ctx, isinstance(rec, dict), w, f"the record of {what} is an object")
     top = float(np.abs(a).max()) if a.size else 0.0
-    fro = float(np.linalg.norm(a)) if a.size else 0.0
+    with np.errstate(over="ignore"):  # (finite entries whose norm overflows: recorded as "inf")
+        fro = float(np.linalg.norm(a)) if a.size else 0.0
     rf, rm = rec.get("fro_norm"), rec.get("max_abs")
-    fro_ok = (isinstance(rf, float) and not isinstance(rf, bool)
-              and abs(rf - fro) <= 2 * (a.size + 2) * _U * fro + 2.0**-1074)
+    fro_ok = ((isinstance(rf, float) and not isinstance(rf, bool)
+               and abs(rf - fro) <= 2 * (a.size + 2) * _U * fro + 2.0**-1074)
+              or (rf == "inf" and fro == math.inf))
     vals = rec.get("values")
     try:
         same = vals is None or np.array_equal(np.asarray(vals, dtype=float).reshape(a.shape), a)
@@ -269,6 +272,28 @@ docs/certificates.md). Any other field is reported as not re-checked."""
 
 def arg_even_ok(b: dict[str, Any]) -> bool:
     return (b.get("argument") or {}).get("even", True) is True
+
+
+_PROPERTIES_USED = {
+    "degree": {"homogeneous"}, "linearization": {"vanishing_gate"}, "bounded": {"bounded"}, "linear": {"linear"},
+    "index-set": {"flip_identity"}, "parity": {"even"}, "exponential": {"exponential"}, "skeleton": {"asymptotic_slopes"},
+    "skeleton2": {"quadratic_skeleton"}, "gated-skeleton": {"gate_limits", "relu_like_gate", "flip_identity"},
+    "canonical-form": {"flip_identity"},
+}
+"""The properties of σ each theorem's check re-derives from σ itself. A certificate may record
+these (as proved, for a decided verdict) and no others: a recorded property is a claim."""
+
+
+def _check_recorded_properties(ctx: _Ctx, w: str, b: dict[str, Any], th: str) -> None:
+    """Each recorded property of σ is one the theorem's check re-derived (proved) for this verdict."""
+    props = b.get("properties") or []
+    _must(ctx, isinstance(props, list), w, "the recorded properties are a list")
+    used = _PROPERTIES_USED.get(th, set()) if b.get("verdict") in ("absorbable", "not_absorbable") else set()
+    for p in props:
+        ok = (isinstance(p, dict) and p.get("name") in used and p.get("status") == "proved"
+              and set(p) <= {"name", "status", "statement", "steps"})
+        _must(ctx, ok, w, f"each recorded property of σ is one result {th!r} uses for this verdict, proved (re-derived by its check)",
+              f"recorded {p.get('name') if isinstance(p, dict) else p!r}: {p.get('status') if isinstance(p, dict) else ''}")
 
 
 def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, witness: Block | None) -> None:
@@ -293,13 +318,13 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
     extra = sorted(set(b) - _BLOCK_FIELDS)
     if extra:
         ctx.report.unchecked(w, "every field of the block's record is re-derived", f"not re-checked: {', '.join(extra)}")
-    exact_hyps = {"skip_nonzero": lambda: _skip_nonzero(block), "bias_free": lambda: _bias_free(block),
-                  "d_at_least_2": lambda: block.d >= 2, "rows_nonzero": lambda: bool(np.all(np.any(block.W_up != 0, axis=1))),
-                  "columns_nonzero": lambda: bool(np.all(np.any(block.W_down != 0, axis=0)))}
-    for h in b.get("hypotheses") or []:  # (recorded as holding: re-derived by _check_recorded_hypotheses)
-        name = h.get("name") if isinstance(h, dict) else None
-        if name in exact_hyps and h.get("holds") is False:
-            _must(ctx, exact_hyps[name]() is False, w, f"hypothesis {name} fails, as recorded (exact)")
+    # (every recorded hypothesis, holding or failing: re-derived by _check_recorded_hypotheses)
+    _check_recorded_properties(ctx, w, b, th)
+    skip = b.get("skip")
+    kind = "hyper_connection" if block.hc is not None else "identity" if block.skip is None else "matrix"
+    _must(ctx, isinstance(skip, dict) and skip.get("kind") == kind and set(skip) <= {"kind", "streams"}
+          and (kind != "hyper_connection" or skip.get("streams") == block.hc.s), w,
+          f"the recorded skip is the model's ({kind})", f"recorded {skip!r}")
     if th == "parity":
         _must(ctx, arg_even_ok(b), w, "the parity argument records σ even (re-derived by the parity check)")
     if th == "canonical-form" and b.get("verdict") == "absorbable" and "near" not in (b.get("canonical_form") or {}):
