@@ -31,7 +31,7 @@ from fractions import Fraction
 import numpy as np
 
 from absorb.model.block import Block
-from absorb.rigorous import UNIT_ROUNDOFF, all_finite, gamma, magnitudes_ok, row_slices
+from absorb.rigorous import UNIT_ROUNDOFF, all_finite, frobenius_bounds, gamma, magnitudes_ok, row_slices
 
 LARGE_MAX_N = 16384
 """The large route runs up to this width: two n×n float64 arrays (4 GiB at n = 16384)."""
@@ -243,7 +243,5 @@ def large_lower_bound(lg: LowerGram, need: float) -> tuple[float, str] | None:
 def exceeds(mu: float, tol: float, M: np.ndarray) -> tuple[bool, float]:
     """(μ > tol²‖M‖²_F proved, an upper bound of ‖M‖_F) — :func:`absorb.rigorous.frobenius_bounds`,
     the comparison in exact rationals."""
-    from absorb.rigorous import frobenius_bounds
-
     hi = frobenius_bounds(M)[1]
     return hi > 0 and Fraction(mu) > (Fraction(tol) * Fraction(hi)) ** 2, hi

@@ -37,13 +37,12 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from absorb import rigorous
 from absorb.engine import _gram
 from absorb.engine import hypotheses as hyp
 from absorb.engine.verdict import BlockDecision, Theorem, Verdict, Witness
 from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error
 from absorb.model.block import Block
-from absorb.rigorous import UNIT_ROUNDOFF, gamma, magnitudes_ok
+from absorb.rigorous import UNIT_ROUNDOFF, frobenius_bounds, gamma, magnitudes_ok
 from absorb.search._types import SearchResult, SearchStatus
 from absorb.symbolic import growth
 
@@ -371,7 +370,7 @@ def gram_route(gram: tuple[np.ndarray, np.ndarray] | _gram.LowerGram | None, M: 
         if gram.n <= GRAM_MAX_N:
             gram = gram.full()
         elif gram.n <= _gram.LARGE_MAX_N:
-            hi = rigorous.frobenius_bounds(M)[1]
+            hi = frobenius_bounds(M)[1]
             need = (tol * hi) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
             got = _gram.large_lower_bound(gram, need) if math.isfinite(need) and need > 0 else None
             if got is None:
