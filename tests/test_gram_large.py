@@ -120,6 +120,31 @@ def test_dependent_or_nearly_dependent_units_are_not_declared() -> None:
     assert _gram.large_lower_bound(_rows(blk.replace(W_up=U, W_down=D)), 0.0) is None
 
 
+def test_units_of_very_different_norms_are_decided_after_diagonal_scaling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows of W_up scaled by 2^-12 … 2^12 spread the Gram diagonal over 2^±48: unscaled, the
+    largest units set the Cholesky criterion's margin and nothing is proved (the small route
+    fails too); on ΣGΣ (exact powers of two) both sides conclude. An overstated μ (twice the
+    smallest diagonal entry, so G − μI has a negative diagonal entry) is refused."""
+    rng = np.random.default_rng(40)
+    d, n = 24, 300
+    blk = Block(rng.standard_normal((n, d)) * 2.0 ** rng.integers(-12, 13, n)[:, None], rng.standard_normal((d, n)),
+                get_activation("relu2"), b_up=rng.standard_normal(n)).float64()
+    lg = _rows(blk)
+    assert _gram._lower_bound_h(lg, 0.0) is None  # unscaled
+    assert sk2.gram_lower_bound(*_small(blk)) is None
+    got = _gram.large_lower_bound(lg, 0.0)
+    assert got is not None and got[0] > 0
+    assert got[0] <= float(np.diag(_small(blk)[0]).min())  # λ_min ≤ every diagonal entry
+    assert vgram.large_positive_definite(blk, got[0])[0]
+    assert not vgram.large_positive_definite(blk, 2 * float(np.diag(_small(blk)[0]).min()))[0]
+    monkeypatch.setattr(sk2, "GRAM_MAX_N", 16)
+    monkeypatch.setattr(vsk2, "GRAM_MAX_N", 16)
+    bd = _bd(blk)
+    assert (bd.verdict, bd.search.method) == (Verdict.NOT_ABSORBABLE, "gram"), bd.reason
+    rep = _verify(blk)
+    assert rep.accepted and not rep.not_rechecked, rep.failures
+
+
 # ------------------------------------------------ the verdicts: same as the small route ---
 CASES = [_relu2(20, 8, 60), _relu2(21, 24, 100), _relu2(22, 4, 50), _swiglu(23, 8, 60), _swiglu(24, 20, 90)]  # n > EXACT_MAX_N
 

@@ -47,14 +47,41 @@ class LowerGram:
     """The Gram matrix of the homogeneous condition's columns, by row blocks.
 
     ``rows(i0, i1)`` is Ĝ[i0:i1, :i1] (float64; only the entries on or below the diagonal are
-    used), ``s`` and ``coef`` bound every used entry: |G_ij − Ĝ_ij| ≤ coef·s_i·s_j + :data:`TINY`
-    for the exact G of these float64 weights; ``full()`` is the small route's (Ĝ, E)."""
+    used); every used entry has |G_ij − Ĝ_ij| ≤ coef·s_i·s_j + tiny·r_i·r_j + eta for the exact G
+    of these float64 weights (r = 1 when None); ``full()`` is the small route's (Ĝ, E)."""
 
     n: int
     rows: Callable[[int, int], np.ndarray]
     s: np.ndarray
     coef: float
     full: Callable[[], tuple[np.ndarray, np.ndarray] | None]
+    r: np.ndarray | None = None
+    tiny: float = TINY
+    eta: float = 0.0
+
+
+def scaled(lg: LowerGram) -> tuple[LowerGram, int] | None:
+    """(H, k): H = ΣĜΣ by row blocks with Σ = diag(σ), σ_i = 2^-e_i the power of two that brings
+    s_i (≈ √G_ii) into [1/2, 1) (e_i clipped to [−400, 400]), and 2^k = max σ_i.
+
+    Congruence: G = Σ⁻¹HΣ⁻¹ for the exact H = ΣGΣ, so xᵀGx = yᵀHy with y = Σ⁻¹x, ‖y‖ ≥ ‖x‖/2^k:
+    λ_min(G) ≥ λ_min(H)·2^-2k. The diagonal scaling makes every unit weigh alike in the
+    Gershgorin radii and in the Cholesky criterion's trace term (units of very different
+    norms otherwise let the largest set the margin). Each σ_iσ_j is an exact power of two in
+    [2^-800, 2^800] and Ĥ_ij = fl(Ĝ_ij·σ_iσ_j) rounds only on underflow (≤ 2^-1075): the
+    bound becomes coef·(σs)_i(σs)_j + tiny·(σr)_i(σr)_j + σ_iσ_j·eta + 2^-1074 (eta = 0 here).
+    None when some s_i is 0 (a zero Gram diagonal: not positive definite)."""
+    if lg.r is not None or lg.eta != 0 or not np.all(lg.s > 0):
+        return None
+    _, e = np.frexp(lg.s)
+    e = np.clip(e, -400, 400)
+    sig = np.ldexp(1.0, -e)
+
+    def rows(i0: int, i1: int) -> np.ndarray:
+        with np.errstate(under="ignore"):
+            return lg.rows(i0, i1) * (sig[i0:i1, None] * sig[None, :i1])
+
+    return LowerGram(lg.n, rows, lg.s * sig, lg.coef, lg.full, r=sig, tiny=lg.tiny, eta=_ETA), int(-e.min())
 
 
 def _norms_up(A: np.ndarray, k: int) -> np.ndarray:
@@ -108,15 +135,17 @@ def lower_gram_gated(block: Block, full: Callable[[], tuple[np.ndarray, np.ndarr
 
 
 def _e_norm_up(lg: LowerGram) -> tuple[float, np.ndarray]:
-    """(an upper bound of ‖E‖₂, upper bounds of E's row sums) for E = coef·ssᵀ + TINY·11ᵀ
-    (the entrywise bound, symmetric and nonnegative: ‖E‖₂ ≤ coef‖s‖² + n·TINY, row i
-    ≤ coef·s_i·Σs + n·TINY); sums of n nonnegative terms raised by (1 + γ_{2n+8}), which also
-    covers the few products."""
+    """(an upper bound of ‖E‖₂, upper bounds of E's row sums) for the entrywise bound
+    E = coef·ssᵀ + tiny·rrᵀ + eta·11ᵀ (symmetric, nonnegative, a sum of three rank-one terms:
+    ‖E‖₂ ≤ coef‖s‖² + tiny‖r‖² + n·eta, row i ≤ coef·s_i·Σs + tiny·r_i·Σr + n·eta); sums of n
+    nonnegative terms raised by (1 + γ_{2n+8}), which also covers the few products."""
     n, up = lg.n, 1 + gamma(2 * lg.n + 8)
+    r = np.ones(n) if lg.r is None else lg.r
     with np.errstate(over="ignore", invalid="ignore"):
-        s2 = float(np.dot(lg.s, lg.s)) * up
-        ssum = float(lg.s.sum()) * up
-        return (lg.coef * s2 + n * TINY) * up, (lg.coef * lg.s * ssum + n * TINY) * up
+        s2, r2 = float(np.dot(lg.s, lg.s)) * up, float(np.dot(r, r)) * up
+        ssum, rsum = float(lg.s.sum()) * up, float(r.sum()) * up
+        norm = (lg.coef * s2 + lg.tiny * r2 + n * lg.eta) * up
+        return norm, (lg.coef * lg.s * ssum + lg.tiny * r * rsum + n * lg.eta) * up
 
 
 def lower_pass(lg: LowerGram, store: bool) -> tuple[np.ndarray | None, np.ndarray, np.ndarray] | None:
@@ -209,13 +238,29 @@ def large_lower_bound(lg: LowerGram, need: float) -> tuple[float, str] | None:
     """(μ, how): μ > ``need`` a rigorous lower bound of λ_min(G) (how: ``gershgorin`` or
     ``cholesky``), or None.
 
-    One pass stores Ĝ's lower triangle; Gershgorin first (μ = half its bound, so the
+    On H = ΣGΣ (:func:`scaled`), μ = μ_H·2^-2k. One pass stores Ĥ's lower triangle;
+    Gershgorin first (μ_H = half its bound, so the
     checker's own, slightly different bound still clears μ); else Rump's criterion with c
     tried from min_i Ĝ_ii/4 down to the least c with margin ≤ c/4 and c/2 > need (at most
-    three float Cholesky factorisations of a copy of Ĝ): μ = c/2 ≤ c − margin. Peak memory:
-    Ĝ and one copy (2n² float64) plus the row blocks (:func:`absorb.rigorous.row_slices`)."""
+    three float Cholesky factorisations of a copy of Ĥ): μ_H = c/2 ≤ c − margin. Peak memory:
+    Ĥ and one copy (2n² float64) plus the row blocks (:func:`absorb.rigorous.row_slices`)."""
+    if lg.n == 0 or not all_finite(lg.s):
+        return None
+    sc = scaled(lg)
+    if sc is None:
+        return None
+    lg, k = sc  # H = ΣGΣ: λ_min(G) ≥ λ_min(H)·2^-2k
+    with np.errstate(over="ignore"):
+        got = _lower_bound_h(lg, math.ldexp(need, 2 * k) * (1 + 4 * _U))
+    if got is None:
+        return None
+    mu = math.ldexp(got[0], -2 * k)
+    return (mu, got[1]) if mu >= 2.0**-1000 and mu > need else None  # (normal: the scaling was exact)
+
+
+def _lower_bound_h(lg: LowerGram, need: float) -> tuple[float, str] | None:
     n = lg.n
-    if n == 0 or not all_finite(lg.s):
+    if not math.isfinite(need):
         return None
     out = lower_pass(lg, store=True)
     if out is None or out[0] is None:

@@ -3,9 +3,10 @@
 G = QᵀQ the Gram matrix of the degree-2 skeleton's (Q) or the gated skeleton's (Qg) columns,
 built here by row blocks (only the lower triangle is kept: one n×n float64 array), then
 
-* Gershgorin's discs on the exact symmetric G − μI, the radii from the computed lower entries
-  and their error bounds — enough for generic weights, and no factorisation; else
-* a float Cholesky of fl(Ĝ − σI), σ = μ + a margin read off the diagonal alone, in place
+* Gershgorin's discs on the exact symmetric G − μI (scaled to a unit-size diagonal by exact
+  powers of two), the radii from the computed lower entries and their error bounds — enough
+  for generic weights, and no factorisation; else
+* a float Cholesky of fl(Ĥ − D), D = μΣ² + a margin read off the diagonal alone, in place
   (LAPACK ``dpotrf``): its running to completion proves G − μI ≻ 0 (the a-priori criterion of
   Rump, BIT 46 (2006); the rounding analysis is in :func:`cholesky_margin`).
 
@@ -85,8 +86,9 @@ def _rows(block: Block) -> tuple[Callable[[int, int], np.ndarray], np.ndarray, f
 
 
 def cholesky_margin(n: int, tr: float, top: float, e2: float) -> float:
-    """m such that λ_min(G) > σ − m when the Cholesky of B = fl(Ĝ_sym − σI) ran to completion
-    with a finite factor R of positive diagonal (tr ≥ Σ b_ii ≥ 0, top ≥ max b_ii, e2 ≥ ‖G − Ĝ_sym‖₂).
+    """m such that λ_min(H − D) > −m for the exact H when the Cholesky of B = fl(Ĥ_sym − D) (D a
+    float diagonal) ran to completion with a finite factor R of positive diagonal (tr ≥ Σ b_ii
+    ≥ 0, top ≥ max b_ii, e2 ≥ ‖H − Ĥ_sym‖₂).
 
     Every entry of R is the rounded quotient (or product with a rounded reciprocal) of b_ij
     minus a sum of ≤ n products in any order, or the rounded root of such a difference, so
@@ -95,7 +97,7 @@ def cholesky_margin(n: int, tr: float, top: float, e2: float) -> float:
     multiplied by r_jj ≤ √(2·top + 1), τ ≤ (n + 6 + 2√(top + 1))·2^-1074. Column norms:
     ‖r_j‖² = b_jj + Δ_jj ≤ (b_jj + τ)/(1 − θ); (|R|ᵀ|R|)_ij ≤ ‖r_i‖‖r_j‖, and a nonnegative
     bound's 2-norm bounds Δ's: ‖Δ‖₂ ≤ θ(tr + nτ)/(1 − θ) + nτ. R nonsingular: B + Δ ≻ 0,
-    λ_min(B) > −‖Δ‖₂. The diagonal shift rounded once (≤ u·top), Weyl for G − Ĝ_sym (e2).
+    λ_min(B) > −‖Δ‖₂. The diagonal shift rounded once (≤ u·top), Weyl for H − Ĥ_sym (e2).
     The handful of float operations here: the factor 1 + 2^-20."""
     th = _g(n + 4)
     tau = (n + 6 + 2 * math.sqrt(top + 1)) * _ETA
@@ -104,12 +106,25 @@ def cholesky_margin(n: int, tr: float, top: float, e2: float) -> float:
 
 def large_positive_definite(block: Block, m: float) -> tuple[bool, str]:
     """Whether G − mI is proved positive definite for the exact G of ``block``'s (Q) / (Qg)
-    columns (m ≥ 0 a float): Gershgorin, else Rump's criterion (:func:`cholesky_margin`).
+    columns (m ≥ 0 a float): Gershgorin, else Rump's criterion (:func:`cholesky_margin`), both
+    on the diagonally scaled H = ΣGΣ.
 
-    Gershgorin on the exact symmetric G: λ_min(G) ≥ min_i (G_ii − Σ_{j≠i}|G_ij|) ≥ min_i (Ĝ_ii −
-    Σ_{j≠i}|Ĝ_ij| − Σ_j (k t_i t_j + 2^-990)), the entries (i, j > i) read from the computed
-    (j, i). The float sums of ≤ 2n nonnegative terms are raised by (1 + γ_{2n+8}), the radius's
-    own few operations by 1 + 8u, a positive difference lowered by 2u; compared with m exactly."""
+    Scaling: Σ = diag(σ), σ_i = 2^-e_i bringing t_i (≈ √G_ii) into [1/2, 1), e_i clipped to
+    [−400, 400]; Σ is nonsingular, so G − mI ≻ 0 ⇔ H − mΣ² ≻ 0 (congruence). σ_iσ_j is an exact
+    power of two in [2^-800, 2^800], so Ĥ_ij = fl(Ĝ_ij·σ_iσ_j) rounds only on underflow, and
+    |H_ij − Ĥ_ij| ≤ k(σt)_i(σt)_j + 2^-990·σ_iσ_j + 2^-1074 =: E_ij (three rank-one terms:
+    ‖E‖₂ and E's row sums from their vectors). v_i ≥ mσ_i² (rounded up).
+
+    Gershgorin on the exact symmetric H − diag(mσ²): every eigenvalue lies in some disc, so
+    Ĥ_ii − v_i − Σ_{j≠i}|Ĥ_ij| − Σ_j E_ij > 0 for every i proves it positive definite (the
+    entries (i, j > i) read from the computed (j, i)); the float sums of ≤ 2n nonnegative
+    terms are raised by (1 + γ_{2n+8}), the radius's few operations by 1 + 8u and 1 + 4u, and
+    a float difference a − b is positive exactly when a > b.
+
+    Cholesky: d ≥ v + g entrywise (g the margin from the diagonal before factoring); a float
+    Cholesky of fl(Ĥ − diag(d)) that runs to completion gives λ_min(H − diag(d)) > −margin
+    (:func:`cholesky_margin`, the diagonal b after the shift), and H − diag(v) = (H − diag(d))
+    + diag(d − v) ≻ 0 when g > margin."""
     with np.errstate(all="ignore"):
         return _large_pd(block, m)
 
@@ -122,12 +137,16 @@ def _large_pd(block: Block, m: float) -> tuple[bool, str]:
     rows, t, k = built
     if not (np.all(np.isfinite(t)) and math.isfinite(k)):
         return False, "the error bound of the Gram entries is not finite"
-    G = np.zeros((n, n))
+    if not np.all(t > 0):
+        return False, "a unit's column is zero (a zero diagonal entry of the Gram matrix)"
+    _, ex = np.frexp(t)
+    sig = np.ldexp(1.0, -np.clip(ex, -400, 400))
+    G = np.zeros((n, n))  # the lower triangle of Ĥ
     diag, off = np.empty(n), np.zeros(n)
     step = max(1, _BLOCK_BYTES // (8 * n))
     for i0 in range(0, n, step):
         i1 = min(n, i0 + step)
-        B = rows(i0, i1)
+        B = rows(i0, i1) * (sig[i0:i1, None] * sig[None, :i1])
         if not np.isfinite(np.add.reduce(B, axis=None)):  # a finite sum: every entry finite
             return False, "a Gram entry is not finite"
         G[i0:i1, :i1] = B
@@ -138,34 +157,39 @@ def _large_pd(block: Block, m: float) -> tuple[bool, str]:
         off[i0:i1] += A.sum(axis=1)
         off[:i1] += A.sum(axis=0)
     up = 1 + _g(2 * n + 8)
-    tsum, tsq = float(t.sum()) * up, float(np.dot(t, t)) * up
-    erow = (k * t * tsum + n * _TINY) * up
-    e2 = (k * tsq + n * _TINY) * up  # ‖E‖₂ ≤ ‖k·ttᵀ + 2^-990·11ᵀ‖₂ (E ≥ 0 symmetric, rank-one plus constant)
-    lb = np.min(diag - (off * up + erow) * (1 + 8 * _U))
-    if math.isfinite(lb) and lb > 0 and Fraction(float(lb * (1 - 2 * _U))) > Fraction(m):
+    ts = t * sig  # exact (powers of two, no underflow)
+    tsum, tsq, ssum, ssq = (float(x) * up for x in (ts.sum(), np.dot(ts, ts), sig.sum(), np.dot(sig, sig)))
+    erow = (k * ts * tsum + _TINY * sig * ssum + n * _ETA) * up
+    e2 = (k * tsq + _TINY * ssq + n * _ETA) * up
+    v = m * (sig * sig) * (1 + 4 * _U) + _ETA  # ≥ mσ² (two roundings; a subnormal's ≤ 2^-1075 each)
+    if not (np.all(np.isfinite(v)) and np.all(np.isfinite(erow)) and math.isfinite(e2)):
+        return False, "μ·σ² or the error bound is not finite"
+    gap = diag - (v + (off * up + erow) * (1 + 8 * _U)) * (1 + 4 * _U)
+    if bool(np.all(gap > 0)):
         return True, ""
     top = float(diag.max()) * (1 + 2 * _U)
-    tr = float(np.maximum(diag, 0).sum()) * up * (1 + 2 * _U)  # Σ b_ii ≤ Σ Ĝ_ii for a shift σ ≥ 0
-    guess = cholesky_margin(n, tr, top, e2)
-    if not math.isfinite(guess):
+    tr = float(np.maximum(diag, 0).sum()) * up * (1 + 2 * _U)  # Σ b_ii ≤ Σ Ĥ_ii for a shift d ≥ 0
+    g = cholesky_margin(n, tr, top, e2) * (1 + 2.0**-10)
+    if not math.isfinite(g):
         return False, "the Cholesky criterion's margin is not finite"
-    sigma = (m + guess) * (1 + 4 * _U)
-    if not float(diag.min()) > sigma:
-        return False, (f"Gershgorin discs of G − μI reach 0 (bound {lb:.3g}) and the smallest diagonal entry "
-                       f"{float(diag.min()):.3g} is not above μ plus the Cholesky criterion's margin {guess:.3g}")
+    d = (v + g) * (1 + 4 * _U)  # ≥ v + g
+    if not bool(np.all(diag > d)):
+        i = int(np.argmin(diag - d))
+        return False, (f"Gershgorin disc {int(np.argmin(gap))} of the scaled G − μI reaches 0, and diagonal entry {i} "
+                       f"({diag[i]:.3g}) is not above μσ_i² plus the Cholesky criterion's margin {g:.3g}")
     idx = np.diag_indices(n)
-    G[idx] = diag - sigma
+    G[idx] = diag - d
     b = G[idx].copy()
     from scipy.linalg.lapack import dpotrf
 
     R, info = dpotrf(G.T, lower=0, clean=0, overwrite_a=1)
     if info != 0:
-        return False, f"the float Cholesky of G − (μ + {guess:.3g})I fails at column {info}"
+        return False, f"the float Cholesky of the scaled G − μI − {g:.3g}·I fails at column {info}"
     if not (np.isfinite(np.add.reduce(R, axis=None)) and bool(np.all(np.diag(R) > 0))):
         return False, "the float Cholesky factor is not finite or has a zero pivot"
     margin = cholesky_margin(n, float(np.maximum(b, 0).sum()) * up, float(b.max()), e2)
-    if not (b.min() > 0 and Fraction(sigma) - Fraction(margin) > Fraction(m)):
-        return False, f"the Cholesky criterion's margin {margin:.3g} leaves G − μI unproved"
+    if not (b.min() > 0 and g > margin):
+        return False, f"the Cholesky criterion's margin {margin:.3g} exceeds the shift's {g:.3g}"
     return True, ""
 
 
