@@ -8,7 +8,9 @@ row block Ĝ[I, :max I] once. Every entry obeys |G_ij − Ĝ_ij| ≤ coef·s_i s
 rank-one s (Cauchy–Schwarz on the products of absolute dot products that the small route's
 entrywise E uses), so ‖E‖₂ and E's row sums are read off s without forming E.
 
-Two proofs, the cheaper first (:func:`large_lower_bound`):
+Both proofs run on H = ΣGΣ, Σ a diagonal of exact powers of two that brings every unit's
+√G_ii to about 1 (:func:`scaled`; λ_min(G) ≥ λ_min(H)/max σ_i²), so that units of very
+different norms weigh alike. Two proofs, the cheaper first (:func:`large_lower_bound`):
 
 * Gershgorin on the exact symmetric G, with each row's radius taken from the computed lower
   entries and their bounds — it concludes in the same pass for generic (random-like) weights,
