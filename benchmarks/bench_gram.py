@@ -1,17 +1,27 @@
 """Benchmark of the degree-2 / gated skeletons' Gram route (docs/results/skeleton2.md).
 
-    python benchmarks/bench_gram.py [--d 64 --n 256] [--gated] [--seed 0]
+    python benchmarks/bench_gram.py [--d 64 --n 256] [--gated] [--seed 0] [--model-scale] [--large]
+    python benchmarks/bench_gram.py --d 4096 --n 16384 --model-scale   # Persimmon / Nemotron ReLU² size
 
-Seeded Gaussian blocks (U, D ~ N(0, 1), biases N(0, 1), skip = I). Every time is printed next
-to a baseline measured in the same process (the machine is shared, so absolute seconds are
-noise): one float64 ``G @ G`` of the n×n Gram matrix (n³ multiply-adds). Three phases:
-the producer's Gram matrix and error bound, its λ_min lower bound (eigvalsh + Cholesky +
-residual), and the checker's Sylvester-inertia proof of the recorded μ.
+Seeded Gaussian blocks (U, D ~ N(0, 1), or N(0, 1/d) with ``--model-scale``, the scale of a
+trained model's weights; biases N(0, 1), skip = I). Every time is printed next to a baseline
+measured in the same process (the machine is shared, so absolute seconds are noise).
+
+* n ≤ GRAM_MAX_N (the small route, unless ``--large``): baseline one float64 ``G @ G`` of the
+  n×n Gram matrix (n³ multiply-adds); phases: the producer's Ĝ and entrywise E, its λ_min lower
+  bound (eigvalsh + Cholesky + residual), the checker's Sylvester-inertia proof of μ.
+* n > GRAM_MAX_N or ``--large`` (the row-block route, absorb.engine._gram / absorb.verify._gram):
+  baseline one float64 GEMM ``U[:1024] @ U.T`` (1024·n·d multiply-adds; the route's GEMMs do
+  about n²d/1024·(2 ungated, 5 gated) of these); phases: the producer's route (one pass of row
+  blocks, then Gershgorin or Rump's Cholesky criterion), the checker's re-derivation of μ. Peak
+  resident memory of each phase (VmHWM, reset before it through /proc/self/clear_refs) is
+  printed in units of one n×n float64 array.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from fractions import Fraction
@@ -23,7 +33,62 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from absorb import Block, get_activation
 from absorb.engine import skeleton2 as sk2
+from absorb.verify import _gram as vgram
 from absorb.verify import _skeleton2 as vsk2
+
+
+def _hwm_reset() -> bool:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def _hwm() -> float:
+    """VmHWM in bytes (0 where /proc is absent)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _large(blk: Block, gated: bool) -> None:
+    n, d = blk.n, blk.d
+    U = np.asarray(blk.W_up)
+    t = time.perf_counter()
+    _ = U[:1024] @ U.T
+    t_base = time.perf_counter() - t
+    del _
+    nn = 8.0 * n * n
+    base_mem = _hwm()
+    print(f"d = {d}, n = {n}, {'gated' if gated else 'ReLU²'} (row-block route): baseline U[:1024] @ U.T {t_base:.3f} s; "
+          f"one n×n float64 = {nn / 2**30:.2f} GiB; resident before: {base_mem / 2**30:.2f} GiB; load {os.getloadavg()[0]:.2f}")
+    reset = _hwm_reset()
+    t = time.perf_counter()
+    res = sk2.gram_route((sk2.gram_rows_gated if gated else sk2.gram_rows_skeleton2)(blk), blk.M, 1e-9)
+    t_route = time.perf_counter() - t
+    peak = _hwm()
+    how = None if res is None else res.reason.split("rigorous float bound: ")[1].split(")")[0]
+    print(f"  decide (producer) {t_route:8.2f} s  ({t_route / t_base:7.1f}× baseline)  -> "
+          f"{None if res is None else (res.status.value, f'{res.bound:.3g}', how)}")
+    print(f"    peak resident {peak / 2**30:.2f} GiB = {(peak - base_mem) / nn:+.2f} n² float64 over the inputs"
+          + ("" if reset else " (VmHWM not resettable here: the process's peak)"))
+    if res is None:
+        return
+    mu = res.certificate["mu"]
+    reset = _hwm_reset()
+    t = time.perf_counter()
+    bound, why = vgram.mu_bound(mu, blk.M, lambda m: vgram.large_positive_definite(blk, m))
+    t_check = time.perf_counter() - t
+    peak = _hwm()
+    print(f"  verify (checker)  {t_check:8.2f} s  ({t_check / t_base:7.1f}× baseline, {t_check / t_route:.2f}× the producer)"
+          f"  -> bound {bound} {why}")
+    print(f"    peak resident {peak / 2**30:.2f} GiB = {(peak - base_mem) / nn:+.2f} n² float64 over the inputs")
+    print(f"  μ = {float(Fraction(mu)):.4g}")
 
 
 def main() -> None:
@@ -32,18 +97,26 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--gated", action="store_true")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--model-scale", action="store_true", help="weights N(0, 1/d) instead of N(0, 1)")
+    ap.add_argument("--large", action="store_true", help="the row-block route even for n ≤ GRAM_MAX_N")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     d, n = a.d, a.n
-    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    sc = 1 / np.sqrt(d) if a.model_scale else 1.0
+    U, D = sc * rng.standard_normal((n, d)), sc * rng.standard_normal((d, n))
     if a.gated:
-        blk = Block(U, D, get_activation("silu"), W_gate=rng.standard_normal((n, d)), b_gate=rng.standard_normal(n),
+        blk = Block(U, D, get_activation("silu"), W_gate=sc * rng.standard_normal((n, d)), b_gate=rng.standard_normal(n),
                     b_up=rng.standard_normal(n))
         build, check = sk2.gram_gated, vsk2.gram_gated
     else:
         blk = Block(U, D, get_activation("relu2"), b_up=rng.standard_normal(n))
         build, check = sk2.gram_skeleton2, vsk2.gram_s2
     blk = blk.float64()
+    del U, D
+    if a.large or n > sk2.GRAM_MAX_N:
+        sk2.GRAM_MAX_N = 0  # the row-block route at any n
+        _large(blk, a.gated)
+        return
     t = time.perf_counter()
     gram = build(blk)
     t_build = time.perf_counter() - t

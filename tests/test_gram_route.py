@@ -173,9 +173,11 @@ def test_weights_outside_the_rounding_range_are_not_declared() -> None:
     assert sk2.gram_skeleton2(tiny) is None and vsk2.gram_s2(tiny) is None
 
 
-def test_the_checker_declines_beyond_its_size(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_checker_takes_its_row_block_route_beyond_its_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond GRAM_MAX_N the checker re-derives μ by absorb.verify._gram (it declines only
+    beyond that module's LARGE_MAX_N: tests/test_gram_large.py)."""
     blk = _relu2(10, 8, 64)
     _, doc = _cert(blk)
     monkeypatch.setattr(vsk2, "GRAM_MAX_N", 32)
     rep = checker.verify_certificate(doc, blk)
-    assert rep.accepted and rep.not_rechecked and not rep.failures
+    assert rep.accepted and not rep.not_rechecked and not rep.failures

@@ -168,8 +168,8 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
         EXACT_MAX_N,
         MAX_COLUMN_ENTRIES,
         enumeration_route_columns,
-        gram_gated,
         gram_route,
+        gram_rows_gated,
         rank_route_columns,
     )
     from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error, f0_lower
@@ -206,7 +206,7 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
         if res is None and blk.n <= ENUMERATE_MAX_N:
             res = enumeration_route_columns(np.vstack([Q, L]), np.concatenate([np.zeros(Q.shape[0]), t]), ctx.tol)
     elif fits:
-        res = gram_route(gram_gated(b64), b64.M, ctx.tol)
+        res = gram_route(gram_rows_gated(b64), b64.M, ctx.tol)
     if res is None and not small:
         return unknown(f"the gated skeleton applies, but the Gram matrix of its (Qg) columns is not proved positive definite, "
                        f"and its columns (d³·n = {blk.d ** 3 * blk.n}) are beyond what the other routes build")

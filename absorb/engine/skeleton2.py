@@ -37,11 +37,12 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from absorb.engine import _gram
 from absorb.engine import hypotheses as hyp
 from absorb.engine.verdict import BlockDecision, Theorem, Verdict, Witness
 from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error
 from absorb.model.block import Block
-from absorb.rigorous import UNIT_ROUNDOFF, gamma, magnitudes_ok
+from absorb.rigorous import UNIT_ROUNDOFF, frobenius_bounds, gamma, magnitudes_ok
 from absorb.search._types import SearchResult, SearchStatus
 from absorb.symbolic import growth
 
@@ -338,26 +339,61 @@ def gram_lower_bound(G: np.ndarray, E: np.ndarray) -> float | None:
 
 
 
-def gram_route(gram: tuple[np.ndarray, np.ndarray] | None, M: np.ndarray, tol: float) -> SearchResult | None:
+def gram_rows_skeleton2(block: Block) -> _gram.LowerGram | None:
+    """The (Q) columns' Gram matrix for :func:`gram_route`, by row blocks (any n; the small
+    route's (Ĝ, E) of :func:`gram_skeleton2` is built only when n ≤ :data:`GRAM_MAX_N`)."""
+    return _gram.lower_gram_skeleton2(block, lambda: gram_skeleton2(block))
+
+
+def gram_rows_gated(block: Block) -> _gram.LowerGram | None:
+    """The (Qg) columns' Gram matrix for :func:`gram_route`, by row blocks (:func:`gram_gated`
+    when n ≤ :data:`GRAM_MAX_N`)."""
+    return _gram.lower_gram_gated(block, lambda: gram_gated(block))
+
+
+def gram_route(gram: tuple[np.ndarray, np.ndarray] | _gram.LowerGram | None, M: np.ndarray,
+               tol: float) -> SearchResult | None:
     """The rank route's claim at model size: λ_min(G) ≥ μ for the Gram matrix G = QᵀQ of the
-    homogeneous condition's columns (:func:`gram_lower_bound` on (Ĝ, E) from
-    :func:`gram_skeleton2` / :func:`gram_gated`), so ‖Q 1_S‖² = 1_Sᵀ G 1_S ≥ μ|S| ≥ μ for every
-    S ≠ ∅; with μ > tol²‖M‖²_F (exact rationals) only S = ∅ is within the tolerance, and
-    S = ∅ is at distance 1. The certificate records μ (route ``gram``); None when it does not
-    apply."""
+    homogeneous condition's columns, so ‖Q 1_S‖² = 1_Sᵀ G 1_S ≥ μ|S| ≥ μ for every S ≠ ∅; with
+    μ > tol²‖M‖²_F (exact rationals, ‖M‖_F bounded above by
+    :func:`absorb.rigorous.frobenius_bounds`) only S = ∅ is within the tolerance, and S = ∅ is
+    at distance 1. μ from :func:`gram_lower_bound` on (Ĝ, E) when n ≤ :data:`GRAM_MAX_N`
+    (``gram`` a pair from :func:`gram_skeleton2` / :func:`gram_gated`, or a
+    :class:`absorb.engine._gram.LowerGram` from :func:`gram_rows_skeleton2` /
+    :func:`gram_rows_gated`), else from :func:`absorb.engine._gram.large_lower_bound`
+    (Gershgorin or Rump's Cholesky criterion, n ≤ :data:`absorb.engine._gram.LARGE_MAX_N`).
+    The certificate records μ (route ``gram``); None when it does not apply."""
+    if gram is None:
+        return None
+    how = "eigvalsh, Cholesky and its residual"
+    if isinstance(gram, _gram.LowerGram):
+        if gram.n <= GRAM_MAX_N:
+            gram = gram.full()
+        elif gram.n <= _gram.LARGE_MAX_N:
+            hi = frobenius_bounds(M)[1]
+            need = (tol * hi) ** 2 * (1 + 8 * UNIT_ROUNDOFF)
+            got = _gram.large_lower_bound(gram, need) if math.isfinite(need) and need > 0 else None
+            if got is None:
+                return None
+            lo, how = got[0], {"gershgorin": "Gershgorin discs", "cholesky": "Rump's Cholesky criterion"}[got[1]]
+            return _gram_result(lo, M, tol, how)
+        else:
+            return None
     if gram is None:
         return None
     lo = gram_lower_bound(*gram)
-    if lo is None:
+    return None if lo is None else _gram_result(lo, M, tol, how)
+
+
+def _gram_result(lo: float, M: np.ndarray, tol: float, how: str) -> SearchResult | None:
+    ok, hi = _gram.exceeds(lo, tol, M)
+    if not ok:
         return None
     mu = Fraction(lo)
-    M2 = sum(v * v for v in _frac(M))
-    if M2 == 0 or not mu > Fraction(tol) ** 2 * M2:
-        return None
-    bound = min(1.0, math.sqrt(float(mu / M2)) * (1 - 1e-12))
+    bound = min(1.0, math.sqrt(lo) / hi * (1 - 1e-12))
     return SearchResult(SearchStatus.INFEASIBLE, "gram", "the Gram matrix of the homogeneous condition's columns is "
-                        f"positive definite (λ_min ≥ {lo:.3g}, rigorous float bound): only S = ∅ satisfies it, and S = ∅ "
-                        "leaves M = 0", bound=bound, certificate={"route": "gram", "mu": str(mu)})
+                        f"positive definite (λ_min ≥ {lo:.3g}, rigorous float bound: {how}): only S = ∅ satisfies it, "
+                        "and S = ∅ leaves M = 0", bound=bound, certificate={"route": "gram", "mu": str(mu)})
 
 
 # ---------------------------------------------------------------------------- witness --
@@ -440,7 +476,7 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
     small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES  # the exact and enumeration routes build the columns
     res = rank_route(blk64, ctx.tol) if small else None
     if res is None and (blk.n > EXACT_MAX_N or not small) and blk.n <= blk.d * blk.d * (blk.d + 1) // 2:
-        res = gram_route(gram_skeleton2(blk64), blk64.M, ctx.tol)
+        res = gram_route(gram_rows_skeleton2(blk64), blk64.M, ctx.tol)
     if res is None and small:
         res = enumeration_route(blk64, q, ctx.tol)
     if res is None:

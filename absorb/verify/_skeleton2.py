@@ -24,7 +24,9 @@ import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
+from absorb.verify import _gram
 from absorb.verify._asymptotic import why_not_at_infinity
+from absorb.verify._gram import mu_bound
 from absorb.verify._numerics import _gamma, _parse_number
 from absorb.verify._pieces import decide_zero
 from absorb.verify._report import _Ctx, _require
@@ -163,7 +165,7 @@ def enumeration_bound(K: np.ndarray, zeros: int, M: np.ndarray) -> float | None:
 
 # ------------------------------------------------------------------------- gram route --
 GRAM_MAX_N = 4096
-"""Beyond this width the checker declines the Gram route (reported not re-checked)."""
+"""Beyond this width the checker's Gram route is :mod:`absorb.verify._gram`'s (by row blocks)."""
 _TINY = 2.0**-990  # covers every underflowed rounding of an entry (each ≤ 2^-1074)
 _SAFE = 2.0**200  # the producer's range too (absorb.rigorous.SAFE_EXPONENT), so no honest record is refused for it
 
@@ -278,26 +280,11 @@ def _inertia(G: np.ndarray, E: np.ndarray, m: float) -> tuple[bool, str]:
 def gram_bound(gram: tuple[np.ndarray, np.ndarray] | None, mu_rec: Any, M: np.ndarray) -> tuple[float | None, str]:
     """(the lower bound √μ/‖M‖_F on every nonempty S's distance, "") when G − μI is proved
     positive definite for the recorded μ (so ‖Q 1_S‖² ≥ μ|S|; S = ∅ is at distance 1); else
-    (None, why). μ is rounded up to a float m ≥ μ before the test (G − mI ⪰ ... ⇒ G − μI)."""
+    (None, why). μ is rounded up to a float m ≥ μ before the test (G − mI ⪰ ... ⇒ G − μI);
+    :func:`absorb.verify._gram.mu_bound`."""
     if gram is None:
         return None, "the weights are outside the range of the checker's rounding analysis"
-    q = _parse_number(mu_rec)
-    if q is None or not q > 0:
-        return None, f"recorded μ = {mu_rec!r} is not a positive rational"
-    mu = Fraction(int(q.p), int(q.q))
-    try:
-        m = float(mu)
-    except OverflowError:
-        return None, f"recorded μ = {mu_rec!r} is beyond float64"
-    if Fraction(m) < mu:
-        m = float(np.nextafter(m, math.inf))
-    ok, why = gram_positive_definite(gram[0], gram[1], m)
-    if not ok:
-        return None, f"G − μI not proved positive definite for recorded μ = {mu_rec}: {why}"
-    m2 = sum((_q(v) ** 2 for v in np.asarray(M, dtype=np.float64).ravel()), Fraction(0))
-    if m2 == 0:
-        return None, "M = 0"
-    return min(1.0, math.sqrt(float(mu / m2)) * (1 - 1e-9)), ""
+    return mu_bound(mu_rec, M, lambda m: gram_positive_definite(gram[0], gram[1], m))
 
 
 def _flip(block: Block, S: list[int]) -> Block:
@@ -375,15 +362,22 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
 
 
 def _check_gram(ctx: _Ctx, w: str, block: Block, mu: Any, build: Any, name: str) -> tuple[str, Block | None, float]:
-    """The Gram route, re-derived here (:func:`gram_bound`); declined (not re-checked) beyond
-    :data:`GRAM_MAX_N` units or when d·d(d+1)/2 < n (the columns are then dependent)."""
+    """The Gram route, re-derived here: :func:`gram_bound` (Sylvester's law of inertia) up to
+    :data:`GRAM_MAX_N` units, :func:`absorb.verify._gram.large_positive_definite` (Gershgorin or
+    the Cholesky criterion, by row blocks) up to :data:`absorb.verify._gram.LARGE_MAX_N`;
+    declined (not re-checked) beyond, or when d·d(d+1)/2 < n (the columns are then dependent)."""
     n, d = block.n, block.d
     claim = f"every index set S is at relative distance > τ = {ctx.tol:g} from {name} (Gram route: QᵀQ − μI positive definite)"
-    if n > GRAM_MAX_N:
-        ctx.report.unchecked(w, claim, f"n = {n} > {GRAM_MAX_N}: the checker declines the Gram route at this size")
+    if n > _gram.LARGE_MAX_N:
+        ctx.report.unchecked(w, claim, f"n = {n} > {_gram.LARGE_MAX_N}: the checker declines the Gram route at this size")
         return "not_absorbable", None, 0.0
     _require(ctx, n <= d * d * (d + 1) // 2, w, "n ≤ d·d(d+1)/2 (else the columns are dependent)")
-    bound, why = gram_bound(build(block), mu, block.M)
-    _require(ctx, bound is not None and bound > ctx.tol, w, claim + ", re-derived here by Sylvester's law of inertia",
+    if n > GRAM_MAX_N:
+        bound, why = _gram.mu_bound(mu, block.M, lambda m: _gram.large_positive_definite(block, m))
+        how = "Gershgorin discs or the float Cholesky criterion"
+    else:
+        bound, why = gram_bound(build(block), mu, block.M)
+        how = "Sylvester's law of inertia"
+    _require(ctx, bound is not None and bound > ctx.tol, w, claim + f", re-derived here by {how}",
              why or f"lower bound {bound!r}")
     return "not_absorbable", None, 0.0
