@@ -234,6 +234,30 @@ def test_rho_inf_routes_bound_the_exact_norm(dtype: type, monkeypatch: pytest.Mo
     assert how == "√d·ρ·‖M‖_F" and Fraction(fb) >= want
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("units", [1, 4, 9])
+def test_rho_inf_from_the_search_residual_keeps_the_size_rows(dtype: type, units: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search's residual check (blocks of ``units`` terms) keeps |D_S||U_S|·1 with the row
+    sums: ρ∞ read from them is the ρ∞ that flip_inf_upper computes itself from the weights
+    (the same float sums in another order), and bounds the exact ‖M + D_S U_S‖_∞."""
+    from absorb.search._scale_bounds import check_residual
+
+    blk, S = _planted(12, 20, 9, 3, dtype=dtype)
+    want = _exact_inf(blk, S)
+    monkeypatch.setattr(rig, "EXACT_FLIP_WORK", 0)
+    T = -blk.M
+    rel = check_residual(blk.W_up, blk.W_down, T, S, block_bytes=8 * blk.d * units).relative
+    kept = rig._ROWS["last"]
+    idx = list(S)
+    size = np.abs(blk.W_down[:, idx].astype(np.float64)) @ np.abs(blk.W_up[idx].astype(np.float64)).sum(axis=1)
+    assert kept[4] == pytest.approx(size, rel=1e-12)
+    got, how = flip_inf_upper(blk.W_up, blk.W_down, blk.M, Fraction(1), S, rel)
+    assert how == "row sums" and Fraction(got) >= want
+    rig.remember_rows(blk.W_up, blk.W_down, T, S, kept[3])  # the same row sums, no size rows
+    own, how = flip_inf_upper(blk.W_up, blk.W_down, blk.M, Fraction(1), S, rel)
+    assert how == "row sums" and got == pytest.approx(own, rel=1e-12)
+
+
 def test_checker_rho_inf_bounds_the_exact_norm(monkeypatch: pytest.MonkeyPatch) -> None:
     from absorb.verify import _numerics
     from absorb.verify._weights import _residual

@@ -258,6 +258,7 @@ def check_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: list[i
     R = np.zeros((d, d)) if order.size == 0 else np.empty((d, d))
     rows_of = row_slices(d, d, block_bytes)
     part = np.empty((min(d, rows_of[0].stop - rows_of[0].start), d)) if order.size > step else None
+    size_rows = np.zeros(d)
     buf_D = buf_U = None
     if D.dtype != np.float64 or U.dtype != np.float64:
         k = min(step, order.size)
@@ -284,13 +285,16 @@ def check_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: list[i
         nw = _norm_up(np.einsum("ij,ij->j", Db, Db), d)
         nu = _norm_up(np.einsum("ij,ij->i", Ub, Ub), d)
         norm_prod += float((nw * nu).sum()) * (1 + gamma(sel.size)) * _INFLATE
+        # |D_S|(|U_S|·1), for the witness's ∞-norm bound (in place: these blocks are done with)
+        size_rows += np.abs(Db, out=Db) @ np.abs(Ub, out=Ub).sum(axis=1)
+        del Db, Ub
     del part, buf_D, buf_U
     if T is None:
         R.ravel()[::d + 1] += 1.0  # R − T with T = −I (R is contiguous: the diagonal, in place)
     else:
         for rows in rows_of:
             R[rows] -= T[rows]
-    remember_rows(U, D, T, idx.tolist(), abs_row_sums(R))  # for the witness's ∞-norm bound (no second product)
+    remember_rows(U, D, T, idx.tolist(), abs_row_sums(R), size_rows)  # for the witness's ∞-norm bound (no second product)
     computed = float(np.linalg.norm(R))
     if not in_range or not math.isfinite(computed):
         return ResidualBound(computed, math.inf, t_norm, t_lo)
