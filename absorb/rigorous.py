@@ -416,7 +416,7 @@ def flip_residual_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction
     slack = (g * (sw + t_hi) + 2.02 * UNIT_ROUNDOFF * t_hi) / t_lo  # products, sums, the target's rounding
     return (rel * (1 + gn) / (1 - gn) + slack) * (1 + 8 * UNIT_ROUNDOFF)
 
-def flip_inf_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Iterable[int], rel: float) -> tuple[float, str]:
+def flip_inf_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray | None, c: Fraction, S: Iterable[int], rel: float) -> tuple[float, str]:
     """A rigorous upper bound of ``ρ∞ = ‖M + c·D[:,S]U[S,:]‖_{∞→∞} = max_j Σ_k |R_jk|`` (absolute,
     not relative to ‖M‖), and how it was obtained: ``‖(M + c·D_S U_S) x‖_∞ ≤ ρ∞·‖x‖_∞`` for
     every x, the linear part of a flip witness's error. ``rel``: the float64 relative residual
@@ -430,27 +430,35 @@ def flip_inf_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: 
     * else ``√d_in·ρ·‖M‖_F`` (ρ from :func:`flip_residual_upper`: a row's 1-norm is at most
       √d_in times its 2-norm, which is at most ‖R‖_F = ρ‖M‖_F), sound but conservative.
 
-    inf when a weight is outside the range of :func:`magnitudes_ok`."""
+    inf when a weight is outside the range of :func:`magnitudes_ok`. ``M = None``: the identity
+    (d×d with d = U's columns), formed only where a route below needs its entries."""
     idx = np.asarray(sorted(S), dtype=np.intp)
-    d_out, d_in = M.shape
-    if not M.any():
-        return (0.0 if idx.size == 0 else math.inf), "exact"
+    if M is None:
+        d_out = d_in = U.shape[1]
+    else:
+        d_out, d_in = M.shape
+        if not M.any():
+            return (0.0 if idx.size == 0 else math.inf), "exact"
+
+    def entries() -> np.ndarray:
+        return np.eye(d_out) if M is None else M
+
     if idx.size * d_out * d_in <= EXACT_FLIP_WORK:
-        sums = [(sum(abs(a) for a in accs), den) for accs, _tms, den in _exact_flip_rows(U, D, M, c, idx)]
+        sums = [(sum(abs(a) for a in accs), den) for accs, _tms, den in _exact_flip_rows(U, D, entries(), c, idx)]
         return float_up(max((Fraction(t, den) for t, den in sums), default=Fraction(0))), "exact"
     small = U.dtype == np.float32 and D.dtype == np.float32
-    if not (math.isfinite(rel) and magnitudes_ok(M) and (small or magnitudes_ok(U[idx], D[:, idx]))):
+    if not (math.isfinite(rel) and (M is None or magnitudes_ok(M)) and (small or magnitudes_ok(U[idx], D[:, idx]))):
         return math.inf, "out of range"
     cf = float(c)
     kept = _recall_rows(U, D, tuple(int(i) for i in idx))
     if kept is not None:
         T, rows, a = kept
         if T is None:
-            same = c == 1 and _is_minus_identity(M, 1.0)
+            same = c == 1 and (M is None or _is_minus_identity(M, 1.0))
             t_rows = np.ones(d_out) if same else None
         else:
             with np.errstate(all="ignore"):
-                same = T.shape == M.shape and np.array_equal(T, -M / cf)
+                same = T.shape == (d_out, d_in) and np.array_equal(T, -entries() / cf)
             t_rows = abs_row_sums(T) if same else None
         if t_rows is not None and rows.shape == (d_out,):
             if a is not None and a.shape == (d_out,):
@@ -470,6 +478,7 @@ def flip_inf_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: 
                 per = rows * (1 + gs) + (g * (a + t_rows) + 2.02 * UNIT_ROUNDOFF * t_rows) * (1 + gs) ** 2
                 out = abs(cf) * float(per.max(initial=0.0)) * (1 + 8 * UNIT_ROUNDOFF)
             return (out if math.isfinite(out) else math.inf), "row sums"
+    M = entries()
     rho = flip_residual_upper(U, D, M, c, S, rel)
     _lo, hi = frobenius_bounds(M)
     out = math.sqrt(d_in) * (1 + 4 * UNIT_ROUNDOFF) * rho * hi * (1 + 4 * UNIT_ROUNDOFF)

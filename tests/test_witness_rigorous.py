@@ -258,6 +258,24 @@ def test_rho_inf_from_the_search_residual_keeps_the_size_rows(dtype: type, units
     assert how == "row sums" and got == pytest.approx(own, rel=1e-12)
 
 
+@pytest.mark.parametrize("route", ["exact", "row sums", "√d·ρ·‖M‖_F"])
+def test_rho_inf_identity_skip_without_its_matrix(route: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """M = None (the identity, never formed on the row-sum route) gives the ρ∞ of M = I on
+    every route."""
+    rng = np.random.default_rng(8)
+    d, n, k = 6, 15, 8
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    S = tuple(range(k))
+    D[:, :k] = -np.linalg.pinv(U[:k])
+    if route != "exact":
+        monkeypatch.setattr(rig, "EXACT_FLIP_WORK", 0)
+    got = []
+    for M in (np.eye(d), None):
+        rel = relative_residual(U, D, None, S if route == "row sums" else S[:-1])  # (another S: nothing kept for S)
+        got.append(flip_inf_upper(U, D, M, Fraction(1), S, rel))
+    assert got[0][1] == got[1][1] == route and got[0][0] == got[1][0]
+
+
 def test_checker_rho_inf_bounds_the_exact_norm(monkeypatch: pytest.MonkeyPatch) -> None:
     from absorb.verify import _numerics
     from absorb.verify._weights import _residual

@@ -665,7 +665,7 @@ def flip_bound(block: Block, wblock: Block, S: tuple[int, ...], c: Fraction, rel
     |e|_∞ = ε_b·|f(0)|_∞ (ε_b from a rigorous lower bound of |f(0)|_∞, :func:`f0_lower`);
     ε = max(ρ∞, ε_b). ``rel``: the float64 relative residual of S. ``why`` says what is
     missing when ε is inf."""
-    rho, _how = flip_inf_upper(block.W_up, block.W_down, block.M, c, S, rel)
+    rho, _how = flip_inf_upper(block.W_up, block.W_down, None if block.skip is None else block.skip, c, S, rel)  # (None: M = I)
     e = flip_bias_error_upper(block.W_down, block.b_up, block.b_down, wblock.b_down, S, c)
     eps, eps_b, why = _affine_eps(block, rho, e)
     return eps, eps_b, why, (rho, e)
