@@ -276,6 +276,20 @@ def test_rho_inf_identity_skip_without_its_matrix(route: str, monkeypatch: pytes
     assert got[0][1] == got[1][1] == route and got[0][0] == got[1][0]
 
 
+def test_flip_witness_is_sampled_only_when_its_bound_is_proved(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sampled check runs only when the proved bound accepts (at full size for a small
+    block, 16 random inputs per scale and one point on each of at most 96 hyperplanes for a large one); a witness
+    whose bound fails is not sampled: its error is the bound, on 0 inputs."""
+    blk, S = _planted(8, 100, 80, 5)
+    w, ok = check_flip_witness(blk, S, Fraction(1), tol=1e-9, seed=0)
+    assert ok and w.n_inputs > 144 + 64 and w.eval_error <= eval_threshold(1e-9, blk.n)
+    monkeypatch.setattr(W, "_LARGE_BLOCK", 1)
+    small, ok = check_flip_witness(blk, S, Fraction(1), tol=1e-9, seed=0)
+    assert ok and 48 < small.n_inputs <= 48 + 96 + 9 and small.eval_error <= eval_threshold(1e-9, blk.n)
+    failed, ok = check_flip_witness(blk, S, Fraction(1), tol=1e-15, seed=0)
+    assert not ok and failed.n_inputs == 0 and failed.bound is not None and failed.eval_error == failed.bound[0] > 1e-15
+
+
 def test_checker_rho_inf_bounds_the_exact_norm(monkeypatch: pytest.MonkeyPatch) -> None:
     from absorb.verify import _numerics
     from absorb.verify._weights import _residual

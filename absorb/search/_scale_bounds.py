@@ -219,6 +219,30 @@ class ResidualBound:
         return self.upper / self.t_norm_lower * (1 + 2 * UNIT_ROUNDOFF)
 
 
+def _take64(A: np.ndarray, sel: np.ndarray, axis: int, buf: np.ndarray | None) -> tuple[np.ndarray, bool]:
+    """The rows (``axis`` 0) or columns (1) ``sel`` of ``A`` in float64, and whether they lie in
+    the range of :func:`absorb.rigorous.magnitudes_ok`: a float64 ``A`` is gathered (a copy);
+    a narrower one is widened into ``buf`` (exact conversions) a few MiB at a time, with no
+    narrow copy of the whole block (for float32 the range check is finiteness)."""
+    if buf is None:
+        out = np.take(A, sel, axis=axis)
+        return out, magnitudes_ok(out)
+    ok = True
+    if axis == 1:
+        out = buf[:, :sel.size]
+        for rows in row_slices(A.shape[0], sel.size, 4 << 20):
+            piece = np.take(A[rows], sel, axis=1)
+            ok = ok and magnitudes_ok(piece)
+            np.copyto(out[rows], piece)
+    else:
+        out = buf[:sel.size]
+        for part in row_slices(sel.size, A.shape[1], 4 << 20):
+            piece = np.take(A, sel[part], axis=0)
+            ok = ok and magnitudes_ok(piece)
+            np.copyto(out[part], piece)
+    return out, ok
+
+
 def check_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: list[int] | tuple[int, ...] | np.ndarray, *,
                    block_bytes: int = 64 << 20) -> ResidualBound:
     """``‖D[:,S] U[S,:] − T‖_F`` with a rigorous upper bound (``T = None``: ``−I``).
@@ -254,26 +278,19 @@ def check_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: list[i
     # R = D_S U_S is accumulated in place: the first block of terms is written into R by the
     # product itself, each later one through a reused buffer of a block of rows; −T is
     # subtracted last. Each entry is still one float64 sum of the same |S| + 1 terms. float32/16
-    # blocks are widened into two float64 buffers allocated once (exact conversions).
+    # blocks are widened into float64 buffers allocated once (exact conversions).
     R = np.zeros((d, d)) if order.size == 0 else np.empty((d, d))
     rows_of = row_slices(d, d, block_bytes)
     part = np.empty((min(d, rows_of[0].stop - rows_of[0].start), d)) if order.size > step else None
     size_rows = np.zeros(d)
-    buf_D = buf_U = None
-    if D.dtype != np.float64 or U.dtype != np.float64:
-        k = min(step, order.size)
-        buf_D, buf_U = np.empty((d, k)), np.empty((k, d))
+    k = min(step, order.size)
+    buf_D = None if D.dtype == np.float64 else np.empty((d, k))
+    buf_U = None if U.dtype == np.float64 else np.empty((k, d))
     for k0 in range(0, order.size, step):
         sel = order[k0:k0 + step]
-        Ds, Us = np.take(D, sel, axis=1), np.take(U, sel, axis=0)
-        in_range = in_range and magnitudes_ok(Ds, Us)  # (float32: finiteness, one pass; the float64 copies hold the same values)
-        if buf_D is None:
-            Db, Ub = Ds, Us
-        else:
-            Db, Ub = buf_D[:, :sel.size], buf_U[:sel.size]
-            np.copyto(Db, Ds)
-            np.copyto(Ub, Us)
-        del Ds, Us
+        Db, ok_D = _take64(D, sel, 1, buf_D)
+        Ub, ok_U = _take64(U, sel, 0, buf_U)
+        in_range = in_range and ok_D and ok_U
         if k0 == 0:
             np.matmul(Db, Ub, out=R)
         else:
