@@ -153,9 +153,10 @@ def rescaled(U: np.ndarray, D: np.ndarray, T: np.ndarray | None) -> tuple[np.nda
     return (U2, D2, T2) if exact else (U, D, T)
 
 
-_ROWS: dict[str, tuple[tuple[weakref.ref, weakref.ref], np.ndarray | None, tuple[int, ...], np.ndarray]] = {}
+_ROWS: dict[str, tuple[tuple[weakref.ref, weakref.ref], np.ndarray | None, tuple[int, ...], np.ndarray, np.ndarray | None]] = {}
 """The row sums of |R̂| (R̂ the float64 residual D_S U_S − T) of the latest residual computed
-(:func:`remember_rows`), with weak references to the arrays U and D it was computed from."""
+(:func:`remember_rows`), and those of |D_S||U_S| when given, with weak references to the arrays
+U and D they were computed from."""
 
 
 def _is_minus_identity(T: np.ndarray, sign: float = -1.0) -> bool:
@@ -164,12 +165,15 @@ def _is_minus_identity(T: np.ndarray, sign: float = -1.0) -> bool:
             and bool(np.all(np.diagonal(T) == sign)))
 
 
-def remember_rows(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: Iterable[int], rows: np.ndarray) -> None:
+def remember_rows(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: Iterable[int], rows: np.ndarray,
+                  size_rows: np.ndarray | None = None) -> None:
     """Keep ``rows`` (float64 ``Σ_k |R̂_jk|`` per row j, R̂ = fl(D[:,S] U[S,:] − T), ``T = None``:
     −I, every entry a float64 sum of |S| + 1 products in any order) for :func:`flip_inf_upper`,
     which reads them instead of forming the product again. Only the latest is kept, and
     :func:`flip_inf_upper` consumes it; a target other than −I is held until then (it is
-    compared with −M/c there)."""
+    compared with −M/c there). ``size_rows`` (optional): ``Σ_{i∈S} |D_ji|·fl(Σ_k |U_ik|)`` per
+    row j, each a float64 sum of those |S| products in any order (each inner sum of d_in terms
+    in any order), which :func:`flip_inf_upper` would otherwise compute itself."""
     _ROWS.pop("last", None)
     try:
         refs = (weakref.ref(U), weakref.ref(D))
@@ -177,19 +181,21 @@ def remember_rows(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: Iterabl
         return
     target = None if T is None or _is_minus_identity(T) else T
     # one entry, replaced whole (a reader sees the old one, the new one, or none)
-    _ROWS["last"] = (refs, target, tuple(sorted(int(i) for i in S)), np.asarray(rows, dtype=np.float64).copy())
+    size = None if size_rows is None else np.asarray(size_rows, dtype=np.float64).copy()
+    _ROWS["last"] = (refs, target, tuple(sorted(int(i) for i in S)), np.asarray(rows, dtype=np.float64).copy(), size)
 
 
-def _recall_rows(U: np.ndarray, D: np.ndarray, S: tuple[int, ...]) -> tuple[np.ndarray | None, np.ndarray] | None:
-    """``(T, rows)`` kept by :func:`remember_rows` for these very arrays and S (T None: −I),
-    else None; either way nothing is kept afterwards."""
+def _recall_rows(U: np.ndarray, D: np.ndarray, S: tuple[int, ...]
+                 ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray | None] | None:
+    """``(T, rows, size_rows)`` kept by :func:`remember_rows` for these very arrays and S (T
+    None: −I; size_rows None when not given), else None; either way nothing is kept afterwards."""
     kept = _ROWS.pop("last", None)
     if kept is None:
         return None
-    (rU, rD), T, kept_S, rows = kept
+    (rU, rD), T, kept_S, rows, size = kept
     if kept_S != S or rU() is not U or rD() is not D:
         return None
-    return T, rows
+    return T, rows, size
 
 
 def abs_row_sums(R: np.ndarray) -> np.ndarray:
@@ -410,7 +416,7 @@ def flip_residual_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction
     slack = (g * (sw + t_hi) + 2.02 * UNIT_ROUNDOFF * t_hi) / t_lo  # products, sums, the target's rounding
     return (rel * (1 + gn) / (1 - gn) + slack) * (1 + 8 * UNIT_ROUNDOFF)
 
-def flip_inf_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Iterable[int], rel: float) -> tuple[float, str]:
+def flip_inf_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray | None, c: Fraction, S: Iterable[int], rel: float) -> tuple[float, str]:
     """A rigorous upper bound of ``ρ∞ = ‖M + c·D[:,S]U[S,:]‖_{∞→∞} = max_j Σ_k |R_jk|`` (absolute,
     not relative to ‖M‖), and how it was obtained: ``‖(M + c·D_S U_S) x‖_∞ ≤ ρ∞·‖x‖_∞`` for
     every x, the linear part of a flip witness's error. ``rel``: the float64 relative residual
@@ -424,31 +430,42 @@ def flip_inf_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: 
     * else ``√d_in·ρ·‖M‖_F`` (ρ from :func:`flip_residual_upper`: a row's 1-norm is at most
       √d_in times its 2-norm, which is at most ‖R‖_F = ρ‖M‖_F), sound but conservative.
 
-    inf when a weight is outside the range of :func:`magnitudes_ok`."""
+    inf when a weight is outside the range of :func:`magnitudes_ok`. ``M = None``: the identity
+    (d×d with d = U's columns), formed only where a route below needs its entries."""
     idx = np.asarray(sorted(S), dtype=np.intp)
-    d_out, d_in = M.shape
-    if not M.any():
-        return (0.0 if idx.size == 0 else math.inf), "exact"
+    if M is None:
+        d_out = d_in = U.shape[1]
+    else:
+        d_out, d_in = M.shape
+        if not M.any():
+            return (0.0 if idx.size == 0 else math.inf), "exact"
+
+    def entries() -> np.ndarray:
+        return np.eye(d_out) if M is None else M
+
     if idx.size * d_out * d_in <= EXACT_FLIP_WORK:
-        sums = [(sum(abs(a) for a in accs), den) for accs, _tms, den in _exact_flip_rows(U, D, M, c, idx)]
+        sums = [(sum(abs(a) for a in accs), den) for accs, _tms, den in _exact_flip_rows(U, D, entries(), c, idx)]
         return float_up(max((Fraction(t, den) for t, den in sums), default=Fraction(0))), "exact"
     small = U.dtype == np.float32 and D.dtype == np.float32
-    if not (math.isfinite(rel) and magnitudes_ok(M) and (small or magnitudes_ok(U[idx], D[:, idx]))):
+    if not (math.isfinite(rel) and (M is None or magnitudes_ok(M)) and (small or magnitudes_ok(U[idx], D[:, idx]))):
         return math.inf, "out of range"
     cf = float(c)
     kept = _recall_rows(U, D, tuple(int(i) for i in idx))
     if kept is not None:
-        T, rows = kept
+        T, rows, a = kept
         if T is None:
-            same = c == 1 and _is_minus_identity(M, 1.0)
+            same = c == 1 and (M is None or _is_minus_identity(M, 1.0))
             t_rows = np.ones(d_out) if same else None
         else:
             with np.errstate(all="ignore"):
-                same = T.shape == M.shape and np.array_equal(T, -M / cf)
+                same = T.shape == (d_out, d_in) and np.array_equal(T, -entries() / cf)
             t_rows = abs_row_sums(T) if same else None
         if t_rows is not None and rows.shape == (d_out,):
-            a = np.zeros(d_out)
-            for sl in row_slices(idx.size, max(d_in, d_out)):
+            if a is not None and a.shape == (d_out,):
+                sl_all: list[slice] = []  # (|D_S||U_S|·1 kept with the rows: the same float sums)
+            else:
+                a, sl_all = np.zeros(d_out), row_slices(idx.size, max(d_in, d_out))
+            for sl in sl_all:
                 Ub = U[idx[sl]].astype(np.float64)
                 us = np.abs(Ub, out=Ub).sum(axis=1)
                 del Ub
@@ -461,6 +478,7 @@ def flip_inf_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: 
                 per = rows * (1 + gs) + (g * (a + t_rows) + 2.02 * UNIT_ROUNDOFF * t_rows) * (1 + gs) ** 2
                 out = abs(cf) * float(per.max(initial=0.0)) * (1 + 8 * UNIT_ROUNDOFF)
             return (out if math.isfinite(out) else math.inf), "row sums"
+    M = entries()
     rho = flip_residual_upper(U, D, M, c, S, rel)
     _lo, hi = frobenius_bounds(M)
     out = math.sqrt(d_in) * (1 + 4 * UNIT_ROUNDOFF) * rho * hi * (1 + 4 * UNIT_ROUNDOFF)

@@ -2,6 +2,7 @@
 float64 ``U @ U.T`` of the same layer (docs/performance-scale.md, "float32 layer").
 
     python benchmarks/bench_float32_layer.py [--d 4096 --n 11008] [--dir DIR [--reuse]] [--rows generic,planted-1e-6]
+        [--threads 1] [--source OTHER_CHECKOUT]
 
 Writes a generic and a planted (|S| = 5120, ``D[:,S] = −pinv(U[S])`` computed in float64, then
 stored in float32) GELU layer, times one float64 ``U @ U.T`` in this process (best of 3), then
@@ -10,6 +11,13 @@ tolerance, at ``--tol 1e-6`` and at ``--tol 1e-4``) and prints wall seconds, the
 CPU seconds (user + system, all threads: less sensitive to a busy machine than the wall time), its
 peak resident memory (its own ``VmHWM``, Linux) and the verdict. The children may write bytecode, as an
 installed package has it.
+
+``--threads N`` runs the product and every child with N BLAS threads (``OPENBLAS_NUM_THREADS``,
+``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``; the product then runs in a child too, so that the setting
+holds): with N = 1 the CPU seconds are the work done, without the busy-waiting of idle BLAS
+threads, which on a shared machine is the steadiest measure. ``--source DIR`` adds, for each row,
+the same run from another checkout of this package (its root directory), right after this one:
+a before/after comparison under the same load.
 """
 
 from __future__ import annotations
@@ -50,6 +58,34 @@ def _gemm(path: Path) -> float:
     return best
 
 
+_GEMM_CHILD = """
+import sys, time
+sys.path.insert(0, sys.argv[2])
+from bench_float32_layer import _gemm
+from pathlib import Path
+print(_gemm(Path(sys.argv[1])))
+"""
+
+
+def _threads_env(threads: int | None) -> dict[str, str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if threads is not None:
+        for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[key] = str(threads)
+    return env
+
+
+def _gemm_with(path: Path, threads: int | None) -> float:
+    """:func:`_gemm`, in a child with ``threads`` BLAS threads when given (set before numpy loads)."""
+    if threads is None:
+        return _gemm(path)
+    out = subprocess.run([sys.executable, "-c", _GEMM_CHILD, str(path), str(Path(__file__).parent)], capture_output=True,
+                         text=True, env=_threads_env(threads), check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 _CHILD = """
 import atexit, runpy, sys
 def _peak():  # the child's own high-water mark (ru_maxrss would include the parent's pages at fork)
@@ -62,20 +98,21 @@ runpy.run_module("absorb", run_name="__main__", alter_sys=True)
 """
 
 
-def _check(path: Path, *extra: str) -> tuple[float, float, float, str]:
+def _check(path: Path, *extra: str, threads: int | None = None, source: Path | None = None) -> tuple[float, float, float, str]:
     """Wall seconds, CPU seconds (user + system, all threads), the child's peak resident MiB
     (its VmHWM, Linux) and the verdict. The child may write bytecode (as an installed
-    package has it; ``PYTHONDONTWRITEBYTECODE`` is dropped from its environment)."""
-    import os
+    package has it; ``PYTHONDONTWRITEBYTECODE`` is dropped from its environment); it runs
+    with ``threads`` BLAS threads when given, and imports absorb from ``source`` when given."""
     import resource
 
     def cpu() -> float:
         r = resource.getrusage(resource.RUSAGE_CHILDREN)
         return r.ru_utime + r.ru_stime
 
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = _threads_env(threads)
     t, c = time.perf_counter(), cpu()
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(path), "-q", *extra], capture_output=True, text=True, env=env)
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(path.resolve()), "-q", *extra], capture_output=True, text=True, env=env,
+                          cwd=source)
     wall, used = time.perf_counter() - t, cpu() - c
     kib = next((int(ln.split()[1]) for ln in proc.stderr.splitlines() if ln.startswith("VmHWM ")), 0)
     verdict = next((ln.split(":", 1)[1].strip() for ln in proc.stdout.splitlines() if ln.startswith("verdict:")), f"exit {proc.returncode}")
@@ -91,6 +128,10 @@ def main() -> None:
                     "(written by an earlier run with the same --d and --n) instead of writing them again")
     ap.add_argument("--rows", default="all", help="which rows to run: all, or a comma-separated subset of "
                     "generic, planted, planted-1e-6, planted-1e-4")
+    ap.add_argument("--threads", type=int, default=None, help="BLAS threads for the product and every child "
+                    "(1: CPU seconds without idle threads' busy-waiting)")
+    ap.add_argument("--source", type=Path, default=None, help="also run each row from this other checkout's root "
+                    "(before/after under the same load)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         out = args.dir or Path(tmp)
@@ -98,18 +139,21 @@ def main() -> None:
         generic, planted = out / "generic.npz", out / "planted.npz"
         if not (args.reuse and args.dir and generic.exists() and planted.exists()):
             generic, planted = _layers(out, args.d, args.n)
-        gemm = _gemm(generic)
+        gemm = _gemm_with(generic, args.threads)
         stored = 2 * args.d * args.n * 4 / 2**20
-        print(f"d = {args.d}, n = {args.n}; stored float32 layer {stored:.0f} MiB; one float64 U @ U.T: {gemm:.2f} s\n")
-        print("| file | options | wall s (× U@U.T) | CPU s | peak MiB (× stored) | verdict |")
-        print("|---|---|---|---|---|---|")
+        threads = "" if args.threads is None else f" ({args.threads} BLAS thread{'s' if args.threads > 1 else ''})"
+        print(f"d = {args.d}, n = {args.n}; stored float32 layer {stored:.0f} MiB; one float64 U @ U.T{threads}: {gemm:.2f} s\n")
+        print("| file | options | code | wall s (× U@U.T) | CPU s | peak MiB (× stored) | verdict |")
+        print("|---|---|---|---|---|---|---|")
         rows = {"generic": (generic, ()), "planted": (planted, ()), "planted-1e-6": (planted, ("--tol", "1e-6")),
                 "planted-1e-4": (planted, ("--tol", "1e-4"))}
         chosen = list(rows) if args.rows == "all" else [r.strip() for r in args.rows.split(",")]
+        sources = [("this checkout", None)] + ([] if args.source is None else [(str(args.source), args.source.resolve())])
         for path, extra in (rows[r] for r in chosen):
-            wall, used, peak, verdict = _check(path, *extra)
-            print(f"| {path.stem} | {' '.join(extra) or 'default'} | {wall:.2f} ({wall / gemm:.2f}×) | {used:.2f} | "
-                  f"{peak:.0f} ({peak / stored:.1f}×) | {verdict} |")
+            for name, source in sources:
+                wall, used, peak, verdict = _check(path, *extra, threads=args.threads, source=source)
+                print(f"| {path.stem} | {' '.join(extra) or 'default'} | {name} | {wall:.2f} ({wall / gemm:.2f}×) | {used:.2f} | "
+                      f"{peak:.0f} ({peak / stored:.1f}×) | {verdict} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -324,6 +324,25 @@ def test_antipodal_rows_report_abs_cos_one() -> None:
     assert "antipodal" in stmt and "|cos| = 1 " in stmt and "= -1" not in stmt
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_zero_rows_and_columns_are_exactly_the_zero_ones(dtype: type) -> None:
+    """rows_nonzero / columns_nonzero name exactly the all-zero rows of W_up and columns of
+    W_down: a row or column holding only the smallest subnormal of its dtype is nonzero."""
+    from absorb.engine.hypotheses import nondegenerate
+
+    tiny = np.finfo(dtype).smallest_subnormal
+    U = np.array([[1.0, 2.0], [0.0, 0.0], [tiny, 0.0], [3.0, -1.0]], dtype=dtype)
+    D = np.array([[1.0, 0.0, 0.0, tiny], [2.0, 0.0, 1.0, 0.0]], dtype=dtype)
+    b = Block(U, D, RELU)
+    hyp = {h.name: h for h in nondegenerate(b)}
+    assert hyp["rows_nonzero"].value["zero_rows"] == [1] and not hyp["rows_nonzero"].holds
+    assert hyp["columns_nonzero"].value["zero_columns"] == [1] and not hyp["columns_nonzero"].holds
+    assert hyp["rows_nonzero"].value["min_row_norm"] == 0.0
+    ok = {h.name: h for h in nondegenerate(Block(U[[0, 2, 3]], D[:, [0, 2, 3]], RELU))}
+    assert ok["rows_nonzero"].holds and ok["columns_nonzero"].holds
+    assert 0 < ok["rows_nonzero"].value["min_row_norm"] and 0 < ok["columns_nonzero"].value["min_column_norm"]
+
+
 # ---- packaging ------------------------------------------------------------------------------
 
 def test_packaging_conventions() -> None:

@@ -292,6 +292,29 @@ def test_residuals_rectangular_target_and_rigorous_bounds_float32(monkeypatch: p
     assert lo <= want <= hi * (1 + 1e-15)
 
 
+@pytest.mark.parametrize("du,dd", [(F64, F64), (F32, F32), (F32, F64), (np.float16, F32)])
+def test_search_residual_blocks_any_order_contain_the_exact_residual(du: type, dd: type) -> None:
+    """The search's check_residual accumulates D_S U_S block by block (the first block written
+    into R, later ones through a reused row buffer, float32/16 widened into reused float64
+    buffers) over S in any order: its bound contains the exact residual and its value agrees
+    with the exact one, for every block size (1 unit up to all of S, rows likewise)."""
+    import absorb.rigorous as rig
+    from absorb.search._scale_bounds import check_residual
+
+    rng = np.random.default_rng(11)
+    n, d = 13, 6
+    U = rng.standard_normal((n, d)).astype(du)
+    D = rng.standard_normal((d, n)).astype(dd)
+    S = (9, 2, 11, 0, 5, 7, 3)  # unsorted
+    for T in (None, rng.standard_normal((d, d))):
+        lo, hi = rig.exact_relative_residual_bounds(U.astype(F64), D.astype(F64), -np.eye(d) if T is None else T, S)
+        for units in (1, 2, 3, len(S), n):
+            r = check_residual(U, D, T, S, block_bytes=8 * d * units)
+            assert r.relative_upper >= hi and r.relative == pytest.approx(lo, rel=1e-12), (T is None, units)
+    empty = check_residual(U, D, None, ())
+    assert empty.relative == pytest.approx(1.0, rel=1e-15) and empty.relative_upper >= 1.0
+
+
 def test_relative_residual_near_zero_is_not_float32_rounding() -> None:
     """A planted float32 set: the float64 residual of the float32 values (~1e-8), never the
     ~1e-7 noise of a float32 product, and never 0 when the float32 values are not exact."""

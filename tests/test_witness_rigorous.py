@@ -234,6 +234,62 @@ def test_rho_inf_routes_bound_the_exact_norm(dtype: type, monkeypatch: pytest.Mo
     assert how == "√d·ρ·‖M‖_F" and Fraction(fb) >= want
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("units", [1, 4, 9])
+def test_rho_inf_from_the_search_residual_keeps_the_size_rows(dtype: type, units: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search's residual check (blocks of ``units`` terms) keeps |D_S||U_S|·1 with the row
+    sums: ρ∞ read from them is the ρ∞ that flip_inf_upper computes itself from the weights
+    (the same float sums in another order), and bounds the exact ‖M + D_S U_S‖_∞."""
+    from absorb.search._scale_bounds import check_residual
+
+    blk, S = _planted(12, 20, 9, 3, dtype=dtype)
+    want = _exact_inf(blk, S)
+    monkeypatch.setattr(rig, "EXACT_FLIP_WORK", 0)
+    T = -blk.M
+    rel = check_residual(blk.W_up, blk.W_down, T, S, block_bytes=8 * blk.d * units).relative
+    kept = rig._ROWS["last"]
+    idx = list(S)
+    size = np.abs(blk.W_down[:, idx].astype(np.float64)) @ np.abs(blk.W_up[idx].astype(np.float64)).sum(axis=1)
+    assert kept[4] == pytest.approx(size, rel=1e-12)
+    got, how = flip_inf_upper(blk.W_up, blk.W_down, blk.M, Fraction(1), S, rel)
+    assert how == "row sums" and Fraction(got) >= want
+    rig.remember_rows(blk.W_up, blk.W_down, T, S, kept[3])  # the same row sums, no size rows
+    own, how = flip_inf_upper(blk.W_up, blk.W_down, blk.M, Fraction(1), S, rel)
+    assert how == "row sums" and got == pytest.approx(own, rel=1e-12)
+
+
+@pytest.mark.parametrize("route", ["exact", "row sums", "√d·ρ·‖M‖_F"])
+def test_rho_inf_identity_skip_without_its_matrix(route: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """M = None (the identity, never formed on the row-sum route) gives the ρ∞ of M = I on
+    every route."""
+    rng = np.random.default_rng(8)
+    d, n, k = 6, 15, 8
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    S = tuple(range(k))
+    D[:, :k] = -np.linalg.pinv(U[:k])
+    if route != "exact":
+        monkeypatch.setattr(rig, "EXACT_FLIP_WORK", 0)
+    got = []
+    for M in (np.eye(d), None):
+        rel = relative_residual(U, D, None, S if route == "row sums" else S[:-1])  # (another S: nothing kept for S)
+        got.append(flip_inf_upper(U, D, M, Fraction(1), S, rel))
+    assert got[0][1] == got[1][1] == route and got[0][0] == got[1][0]
+
+
+def test_flip_witness_is_sampled_only_when_its_bound_is_proved(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sampled check runs only when the proved bound accepts (at full size for a small
+    block, 16 random inputs per scale and one point on each of at most 96 hyperplanes for a large one); a witness
+    whose bound fails is not sampled: its error is the bound, on 0 inputs."""
+    blk, S = _planted(8, 100, 80, 5)
+    w, ok = check_flip_witness(blk, S, Fraction(1), tol=1e-9, seed=0)
+    assert ok and w.n_inputs > 144 + 64 and w.eval_error <= eval_threshold(1e-9, blk.n)
+    monkeypatch.setattr(W, "_LARGE_BLOCK", 1)
+    small, ok = check_flip_witness(blk, S, Fraction(1), tol=1e-9, seed=0)
+    assert ok and 48 < small.n_inputs <= 48 + 96 + 9 and small.eval_error <= eval_threshold(1e-9, blk.n)
+    failed, ok = check_flip_witness(blk, S, Fraction(1), tol=1e-15, seed=0)
+    assert not ok and failed.n_inputs == 0 and failed.bound is not None and failed.eval_error == failed.bound[0] > 1e-15
+
+
 def test_checker_rho_inf_bounds_the_exact_norm(monkeypatch: pytest.MonkeyPatch) -> None:
     from absorb.verify import _numerics
     from absorb.verify._weights import _residual

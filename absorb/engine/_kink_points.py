@@ -265,9 +265,11 @@ def _intersections(R: np.ndarray, b: np.ndarray | None, pts: _Points, limit: int
             break
 
 
-def _hyperplane_points(fb: Block, gb: Block, units: tuple[list[int], list[int]] | None, seed: int) -> _Points:
+def _hyperplane_points(fb: Block, gb: Block, units: tuple[list[int], list[int]] | None, seed: int,
+                       most: int = _HYPERPLANES) -> _Points:
     """Points on the kink/gate hyperplanes of f and of g (those of the units that do not
-    cancel in f − g when the blocks compare unit by unit), a few intersections, and 0."""
+    cancel in f − g when the blocks compare unit by unit; at most ``most`` of them, a seeded
+    sample beyond), a few intersections, and 0."""
     rng = np.random.default_rng(seed + 7919)
     pts = _Points(fb.d)
     planes: list[tuple[np.ndarray, np.ndarray | None, int]] = []  # distinct hyperplanes: (rows, biases, row)
@@ -292,8 +294,8 @@ def _hyperplane_points(fb: Block, gb: Block, units: tuple[list[int], list[int]] 
     pts.add(np.zeros(fb.d))
     if planes:
         pick = list(range(len(planes)))
-        if len(pick) > _HYPERPLANES:
-            pick = sorted(rng.choice(len(pick), _HYPERPLANES, replace=False).tolist())
+        if len(pick) > most:
+            pick = sorted(rng.choice(len(pick), most, replace=False).tolist())
         chosen = [plane(t) for t in pick]
         R = np.array([planes[t][0][planes[t][2]] for t in pick], dtype=np.float64)
         bv = np.array([0.0 if planes[t][1] is None else float(planes[t][1][planes[t][2]]) for t in pick])

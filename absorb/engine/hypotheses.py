@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from absorb._validate import float64_rows
-from absorb.engine._collinear import cosine_error, live_rows, max_abs_cosine, near_collinear_pairs
+from absorb.engine._collinear import cosine_error, max_abs_cosine, near_collinear_pairs
 from absorb.engine.verdict import Hypothesis
 from absorb.model.block import Block
 
@@ -94,14 +94,17 @@ def nondegenerate(block: Block, *, tau: float = COLLINEAR_TAU) -> tuple[Hypothes
     W_up pairwise non-collinear (|cos| < 1 − tau)."""
     U, D = block.W_up, block.W_down
     tau = max(tau, 8 * (block.d + 2) * _EPS)
-    zero_rows = np.setdiff1d(np.arange(block.n), live_rows(U))
-    zero_cols = np.setdiff1d(np.arange(block.n), live_rows(D.T))  # the columns of D
+    # One pass per matrix: a norm from _norms is 0 exactly for a zero row (column): a nonzero
+    # one is at least its max |entry| (the squares are scaled by it, or are float32 squares in
+    # float64, which do not underflow).
+    u_norms, w_norms = _norms(U, 1), _norms(D, 0)
+    zero_rows, zero_cols = np.flatnonzero(u_norms == 0), np.flatnonzero(w_norms == 0)
     rows = Hypothesis("rows_nonzero", zero_rows.size == 0,
                       "every row of W_up is nonzero" if zero_rows.size == 0 else f"rows {_few(zero_rows)} of W_up are zero",
-                      {"zero_rows": zero_rows.tolist()[:20], "min_row_norm": float(_norms(U, 1).min(initial=np.inf))})
+                      {"zero_rows": zero_rows.tolist()[:20], "min_row_norm": float(u_norms.min(initial=np.inf))})
     cols = Hypothesis("columns_nonzero", zero_cols.size == 0,
                       "every column of W_down is nonzero" if zero_cols.size == 0 else f"columns {_few(zero_cols)} of W_down are zero",
-                      {"zero_columns": zero_cols.tolist()[:20], "min_column_norm": float(_norms(D, 0).min(initial=np.inf))})
+                      {"zero_columns": zero_cols.tolist()[:20], "min_column_norm": float(w_norms.min(initial=np.inf))})
     mc = max_abs_cosine(U) if block.n <= _EXACT_COSINE_MAX_N else None
     # A computed max below 1 − τ by more than its rounding bound proves that no pair is
     # near-collinear: the pair search (a second Gram) is then skipped.

@@ -277,9 +277,14 @@ class Block:
             yield slice(None), self.W_up, self.W_gate, self.W_down
             return
         f64 = lambda a: a if a.dtype == np.float64 else a.astype(np.float64)  # noqa: E731
-        pieces = row_slices(self.n, self.d, 16 << 20) if units is None else [units[sl] for sl in row_slices(len(units), self.d, 16 << 20)]
-        for idx in pieces:
-            yield idx, f64(self.W_up[idx]), None if self.W_gate is None else f64(self.W_gate[idx]), f64(self.W_down[:, idx])
+        if units is None:
+            for idx in row_slices(self.n, self.d, 16 << 20):
+                yield idx, f64(self.W_up[idx]), None if self.W_gate is None else f64(self.W_gate[idx]), f64(self.W_down[:, idx])
+            return
+        for sl in row_slices(len(units), self.d, 16 << 20):  # (np.take: a gather of columns 3× faster than [:, idx])
+            idx = np.asarray(units[sl], dtype=np.intp)
+            yield (idx, f64(np.take(self.W_up, idx, axis=0)), None if self.W_gate is None else f64(np.take(self.W_gate, idx, axis=0)),
+                   f64(np.take(self.W_down, idx, axis=1)))
 
     def hidden(self, X: np.ndarray, idx: slice | np.ndarray, W_up: np.ndarray, W_gate: np.ndarray | None,
                fix: Callable[[np.ndarray, np.ndarray, np.ndarray | None], None] | None = None, *,

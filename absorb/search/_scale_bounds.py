@@ -219,6 +219,30 @@ class ResidualBound:
         return self.upper / self.t_norm_lower * (1 + 2 * UNIT_ROUNDOFF)
 
 
+def _take64(A: np.ndarray, sel: np.ndarray, axis: int, buf: np.ndarray | None) -> tuple[np.ndarray, bool]:
+    """The rows (``axis`` 0) or columns (1) ``sel`` of ``A`` in float64, and whether they lie in
+    the range of :func:`absorb.rigorous.magnitudes_ok`: a float64 ``A`` is gathered (a copy);
+    a narrower one is widened into ``buf`` (exact conversions) a few MiB at a time, with no
+    narrow copy of the whole block (for float32 the range check is finiteness)."""
+    if buf is None:
+        out = np.take(A, sel, axis=axis)
+        return out, magnitudes_ok(out)
+    ok = True
+    if axis == 1:
+        out = buf[:, :sel.size]
+        for rows in row_slices(A.shape[0], sel.size, 4 << 20):
+            piece = np.take(A[rows], sel, axis=1)
+            ok = ok and magnitudes_ok(piece)
+            np.copyto(out[rows], piece)
+    else:
+        out = buf[:sel.size]
+        for part in row_slices(sel.size, A.shape[1], 4 << 20):
+            piece = np.take(A, sel[part], axis=0)
+            ok = ok and magnitudes_ok(piece)
+            np.copyto(out[part], piece)
+    return out, ok
+
+
 def check_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: list[int] | tuple[int, ...] | np.ndarray, *,
                    block_bytes: int = 64 << 20) -> ResidualBound:
     """``‖D[:,S] U[S,:] − T‖_F`` with a rigorous upper bound (``T = None``: ``−I``).
@@ -234,34 +258,60 @@ def check_residual(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: list[i
     if D.shape != (d, n):
         raise ValueError(f"D: expected shape {(d, n)} to match U {U.shape}, got {D.shape}")
     idx = np.asarray(S, dtype=np.int64).reshape(-1)
-    if idx.size and (idx.min() < 0 or idx.max() >= n or np.unique(idx).size != idx.size):
+    # The terms in increasing index order (the same products summed in another order, which
+    # γ covers): a sorted gather reads D's rows forwards.
+    order = np.sort(idx)
+    if idx.size and (order[0] < 0 or order[-1] >= n or bool(np.any(order[1:] == order[:-1]))):
         raise ValueError(f"S: expected distinct indices in [0, {n}), got {idx.size} entries")
     if T is None:
-        R = np.eye(d)
         t_norm = math.sqrt(d)
         t_lo, t_up = t_norm * (1 - 2 * UNIT_ROUNDOFF), t_norm * (1 + 2 * UNIT_ROUNDOFF)
     else:
         T = _floats("T", T).astype(np.float64, copy=False)
         if T.shape != (d, d):
             raise ValueError(f"T: expected shape {(d, d)}, got {T.shape}")
-        R = -T
         t_norm = float(np.linalg.norm(T))
         t_lo, t_up = frobenius_bounds(T)
     step = max(1, block_bytes // (8 * max(d, 1)))
     norm_prod = 0.0
     in_range = T is None or magnitudes_ok(T)
-    for k0 in range(0, idx.size, step):
-        sel = idx[k0:k0 + step]
-        Ds, Us = D[:, sel], U[sel]
-        in_range = in_range and magnitudes_ok(Ds, Us)  # (float32: finiteness, one pass; the float64 copies hold the same values)
-        Db, Ub = Ds.astype(np.float64, copy=False), Us.astype(np.float64, copy=False)
-        del Ds, Us
-        for rows in row_slices(d, d, block_bytes):  # R += Db @ Ub without a d×d temporary
-            R[rows] += Db[rows] @ Ub
+    # R = D_S U_S is accumulated in place: the first block of terms is written into R by the
+    # product itself, each later one through a reused buffer of a block of rows; −T is
+    # subtracted last. Each entry is still one float64 sum of the same |S| + 1 terms. float32/16
+    # blocks are widened into float64 buffers allocated once (exact conversions).
+    R = np.zeros((d, d)) if order.size == 0 else np.empty((d, d))
+    rows_of = row_slices(d, d, block_bytes)
+    part = np.empty((min(d, rows_of[0].stop - rows_of[0].start), d)) if order.size > step else None
+    size_rows = np.zeros(d)
+    k = min(step, order.size)
+    buf_D = None if D.dtype == np.float64 else np.empty((d, k))
+    buf_U = None if U.dtype == np.float64 else np.empty((k, d))
+    for k0 in range(0, order.size, step):
+        sel = order[k0:k0 + step]
+        Db, ok_D = _take64(D, sel, 1, buf_D)
+        Ub, ok_U = _take64(U, sel, 0, buf_U)
+        in_range = in_range and ok_D and ok_U
+        if k0 == 0:
+            np.matmul(Db, Ub, out=R)
+        else:
+            assert part is not None
+            for rows in rows_of:  # R += Db @ Ub without a d×d temporary
+                out = part[:rows.stop - rows.start]
+                np.matmul(Db[rows], Ub, out=out)
+                R[rows] += out
         nw = _norm_up(np.einsum("ij,ij->j", Db, Db), d)
         nu = _norm_up(np.einsum("ij,ij->i", Ub, Ub), d)
         norm_prod += float((nw * nu).sum()) * (1 + gamma(sel.size)) * _INFLATE
-    remember_rows(U, D, T, idx.tolist(), abs_row_sums(R))  # for the witness's ∞-norm bound (no second product)
+        # |D_S|(|U_S|·1), for the witness's ∞-norm bound (in place: these blocks are done with)
+        size_rows += np.abs(Db, out=Db) @ np.abs(Ub, out=Ub).sum(axis=1)
+        del Db, Ub
+    del part, buf_D, buf_U
+    if T is None:
+        R.ravel()[::d + 1] += 1.0  # R − T with T = −I (R is contiguous: the diagonal, in place)
+    else:
+        for rows in rows_of:
+            R[rows] -= T[rows]
+    remember_rows(U, D, T, idx.tolist(), abs_row_sums(R), size_rows)  # for the witness's ∞-norm bound (no second product)
     computed = float(np.linalg.norm(R))
     if not in_range or not math.isfinite(computed):
         return ResidualBound(computed, math.inf, t_norm, t_lo)

@@ -104,15 +104,8 @@ def _unknown(reason: str, t0: float, **cert: object) -> SearchResult:
 
 
 def _col_sqnorms(D: np.ndarray) -> np.ndarray:
-    """Σ_j D_ji² in float64, reading float32 D in blocks of rows (no full upcast)."""
-    if D.dtype == np.float64:
-        return np.einsum("ij,ij->j", D, D)
-    out = np.zeros(D.shape[1])
-    step = max(1, (32 << 20) // (8 * D.shape[1]))
-    for j0 in range(0, D.shape[0], step):
-        blk = D[j0:j0 + step].astype(np.float64)
-        out += np.einsum("ij,ij->j", blk, blk)
-    return out
+    """Σ_j D_ji² in float64 (float32/16 D widened by einsum's own buffers: no full upcast)."""
+    return np.einsum("ij,ij->j", D, D, dtype=np.float64)
 
 
 def solve_linalg(
@@ -248,7 +241,7 @@ def accepting_tol(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, S: tuple[i
     d = D.shape[0]
     if T is None and d > _HINT_MAX_D:
         return None
-    M = np.eye(d) if T is None else -np.asarray(T, dtype=np.float64)
+    M = None if T is None else -np.asarray(T, dtype=np.float64)  # (None: the identity)
     rho, _how = flip_inf_upper(U, D, M, Fraction(1), S, rel)
     need = max(rel * (1 + 1e-6), rho)
     if not (0 < need < 1):
