@@ -218,10 +218,7 @@ def get_activation(spec: str) -> Activation:
         raise InvalidInput(f"activation {spec!r} is not a name; try one of: {', '.join(NAMES)} or 'expr:<sympy expression in x>'")
     raw = spec.strip()
     if raw.lower().startswith("expr:"):
-        from absorb.model._expr import _numpy_form, _parse_expr
-
-        expr = _parse_expr(raw[5:])
-        return Activation(name=f"expr:{expr}", expr=expr, np_fn=_numpy_form(expr))
+        return _user_activation(raw[5:])
     name = raw.lower().replace("-", "_")
     gated_name = None
     if name in GATED:
@@ -234,6 +231,35 @@ def get_activation(spec: str) -> Activation:
         )
     expr, fn = _BUILTIN[name]
     return Activation(name=name, expr=expr, np_fn=fn, gated_name=gated_name)
+
+
+def _user_activation(text: str) -> Activation:
+    """A user's ``expr:`` activation: parsed and limit-checked here (no sympy), then read from
+    the persistent analysis cache (:mod:`absorb._analysis_cache`: its sympy form as srepr,
+    evaluated without sympy) or, on a miss, built and proved real and finite in a budgeted
+    child process; registered with the cache so that :func:`absorb.symbolic.prepare` reads or
+    stores its properties there."""
+    from absorb import _analysis_cache as cache
+    from absorb.model._expr_numpy import UnsupportedExpression, numpy_form
+    from absorb.model._expr_text import canonical, parse
+
+    canon = canonical(parse(text))
+    entry = cache.read(canon)
+    if entry is not None:
+        try:
+            np_fn = numpy_form(entry["srepr"])
+        except UnsupportedExpression:  # not what this code writes: ignored, analysed afresh (and overwritten)
+            pass
+        else:
+            act = Activation(name="expr:" + entry["text"], expr=entry["srepr"], np_fn=np_fn)
+            cache.register(act.key, canon, entry["text"], entry)
+            return act
+    from absorb.model._expr import _numpy_form, _parse_expr
+
+    expr = _parse_expr(text)
+    act = Activation(name=f"expr:{expr}", expr=expr, np_fn=_numpy_form(expr))
+    cache.register(act.key, canon, str(expr), None)
+    return act
 
 
 def is_builtin(act: Activation) -> bool:

@@ -111,19 +111,67 @@ def prepare(act: Activation, *, timeout: float = 60.0) -> None:
         # proved once and shipped (absorb/symbolic/_builtin_facts.py); derived here only if stale
         results: dict[str, Property] = lookup(act.name, key) or {}
     else:
-        from absorb._sandbox import BudgetExceeded, run_limited
-
-        analyse = _analyses().analyse
-        try:
-            results = run_limited(analyse, act.expr, timeout=timeout, memory=PREPARE_MEMORY)
-        except BudgetExceeded as exc:
-            raise InvalidInput(f"activation expression {act.name[5:] if act.name.startswith('expr:') else act.name!r}: too large "
-                               f"to analyse within {timeout:g} s / {PREPARE_MEMORY / 2**30:g} GiB ({exc}); write a simpler "
-                               "expression or raise --timeout") from None
+        results = _from_disk(key) or _analyse_budgeted(act, timeout)
     with _lock:
         _cache.setdefault(key, results)
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
+
+
+def _from_disk(key: str) -> dict[str, Property] | None:
+    """The properties of a user's activation stored by an earlier run with the same analysis
+    code (:mod:`absorb._analysis_cache`), or None."""
+    from absorb import _analysis_cache as disk
+
+    stored = disk.facts_for(key)
+    if stored is None:
+        return None
+    from absorb.symbolic.facts import load
+
+    return {k: load(d) for k, d in stored.items()}
+
+
+def _analyse_budgeted(act: Activation, timeout: float) -> dict[str, Property]:
+    """Every analysis of ``act``, in a child process within the budget, stored on disk for
+    later runs (when the cache is on and writable; a failure to store is silent)."""
+    from absorb import _analysis_cache as disk
+    from absorb._sandbox import BudgetExceeded, run_limited
+
+    analyse = _analyses().analyse
+    try:
+        results: dict[str, Property] = run_limited(analyse, act.expr, timeout=timeout, memory=PREPARE_MEMORY)
+    except BudgetExceeded as exc:
+        raise InvalidInput(f"activation expression {act.name[5:] if act.name.startswith('expr:') else act.name!r}: too large "
+                           f"to analyse within {timeout:g} s / {PREPARE_MEMORY / 2**30:g} GiB ({exc}); write a simpler "
+                           "expression or raise --timeout") from None
+    if disk.enabled():
+        from absorb.symbolic.facts import dump
+
+        try:
+            dumped = {k: dump(pr) for k, pr in results.items()}
+            if all(_round_trips(results[k], d) for k, d in dumped.items()):
+                disk.store(act.key, dumped)
+        except Exception:  # noqa: BLE001 - a value the table format cannot hold: not stored, never a failed run
+            pass
+    return results
+
+
+def _round_trips(pr: Property, dumped: dict[str, Any]) -> bool:
+    """What a later run would read back is what this run has: the same JSON and, value by
+    value, equal objects of the same types (else the entry is not stored)."""
+    from absorb.symbolic.facts import load
+
+    back = load(dumped)
+    if back.to_json() != pr.to_json():
+        return False
+    for mine, theirs in ((pr.value, back.value), (pr.witness or {}, back.witness or {})):
+        if set(mine) != set(theirs):
+            return False
+        for k, v in mine.items():
+            w = theirs[k]
+            if type(v) is not type(w) or not (v == w or (v != v and w != w)):
+                return False
+    return True
 
 
 def get(act: Activation, analysis: str) -> Property:
