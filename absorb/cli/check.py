@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "names the class it is about)")
     p.add_argument("--method", choices=METHODS, default="auto", help="index-set search backend (default auto: a portfolio)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor store the analysis of an expr: activation in "
-                   "the cache (~/.cache/absorb; see 'The analysis cache' in docs/performance.md)")
+                   "the cache (~/.cache/absorb; see 'The analysis cache of custom activations' in docs/user-guide.md)")
     # extra width (docs/min-width.md): per-block JSON fields "width", "min_width", "min_width_detail"
     p.add_argument("--width", type=positive(int), metavar="N", help="also decide whether a residual-free block of N hidden units "
                    "equals f; the exit code then follows this answer (0 decided for every block, 3 otherwise)")

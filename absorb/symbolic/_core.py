@@ -111,11 +111,90 @@ def prepare(act: Activation, *, timeout: float = 60.0) -> None:
         # proved once and shipped (absorb/symbolic/_builtin_facts.py); derived here only if stale
         results: dict[str, Property] = lookup(act.name, key) or {}
     else:
-        results = _from_disk(key) or _analyse_budgeted(act, timeout)
+        results = _from_disk(key) or _from_job(act, timeout) or _analyse_budgeted(act, timeout)
     with _lock:
         _cache.setdefault(key, results)
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
+
+
+# ----- one child process per user expression: validation, then (when asked) the analyses ----
+_MAX_WAITING = 4
+"""Most validation children kept waiting (idle) for their analysis; the oldest is ended past it."""
+_waiting: collections.OrderedDict[str, Any] = collections.OrderedDict()
+
+
+def _validate_then_analyse(text: str, tree: tuple) -> Any:
+    """The stages of a user expression's child process (a generator, run by
+    :func:`absorb._sandbox.start_limited`): first the proof that it is real and finite (its
+    srepr and its text), then every analysis — as table literals when they read back
+    exactly as computed (:func:`_round_trips`; the parent then needs no sympy), else as
+    Properties."""
+    import sympy as sp
+
+    from absorb.model._expr import _validate
+
+    expr = _validate(text, tree)
+    srepr = sp.srepr(expr)
+    yield (srepr if sp.sympify(srepr) == expr else expr), str(expr)  # the text, when it reads back as the same expression
+    from absorb.symbolic.facts import dump
+
+    results = _analyses().analyse(expr)
+    dumped = {k: dump(pr) for k, pr in results.items()}
+    yield ("literals", dumped) if all(_round_trips(results[k], d) for k, d in dumped.items()) else ("properties", results)
+
+
+def start_analysis(text: str, tree: tuple) -> Any:
+    """Start the child process of the user expression ``text`` (parsed as ``tree``): read its
+    first stage (the validation: σ's srepr, or its sympy form should that not read back, and
+    its text) with ``job.next(seconds)``; :func:`keep_analysis` then keeps
+    it for :func:`prepare`."""
+    from absorb._sandbox import start_limited
+    from absorb.model._expr_text import VALIDATE_MEMORY
+
+    return start_limited(_validate_then_analyse, text, tree, memory=max(VALIDATE_MEMORY, PREPARE_MEMORY))
+
+
+def keep_analysis(key: str, job: Any) -> None:
+    """Keep the validated child ``job`` of the activation ``key``; its analyses run when
+    :func:`prepare` asks (an idle child costs no CPU). Past :data:`_MAX_WAITING` the oldest
+    is ended (prepare then analyses in a new child)."""
+    with _lock:
+        old = _waiting.pop(key, None)
+        _waiting[key] = job
+        drop = [_waiting.popitem(last=False)[1] for _ in range(max(0, len(_waiting) - _MAX_WAITING))]
+    for j in ([old] if old is not None else []) + drop:
+        j.close()
+
+
+def _from_job(act: Activation, timeout: float) -> dict[str, Property] | None:
+    """The analyses of ``act`` by the child that validated it, within ``timeout`` seconds
+    (None when there is no such child any more); stored on disk for later runs."""
+    from absorb._sandbox import BudgetExceeded
+
+    with _lock:
+        job = _waiting.pop(act.key, None)
+    if job is None:
+        return None
+    try:
+        kind, out = job.next(timeout)
+    except BudgetExceeded as exc:
+        raise _over_budget(act, timeout, exc) from None
+    finally:
+        job.close()
+    if kind == "properties":
+        return out
+    from absorb import _analysis_cache as disk
+    from absorb.symbolic.facts import load
+
+    disk.store(act.key, out)
+    return {k: load(d) for k, d in out.items()}
+
+
+def _over_budget(act: Activation, timeout: float, exc: Exception) -> InvalidInput:
+    return InvalidInput(f"activation expression {act.name[5:] if act.name.startswith('expr:') else act.name!r}: too large "
+                        f"to analyse within {timeout:g} s / {PREPARE_MEMORY / 2**30:g} GiB ({exc}); write a simpler "
+                        "expression or raise --timeout")
 
 
 def _from_disk(key: str) -> dict[str, Property] | None:
@@ -141,9 +220,7 @@ def _analyse_budgeted(act: Activation, timeout: float) -> dict[str, Property]:
     try:
         results: dict[str, Property] = run_limited(analyse, act.expr, timeout=timeout, memory=PREPARE_MEMORY)
     except BudgetExceeded as exc:
-        raise InvalidInput(f"activation expression {act.name[5:] if act.name.startswith('expr:') else act.name!r}: too large "
-                           f"to analyse within {timeout:g} s / {PREPARE_MEMORY / 2**30:g} GiB ({exc}); write a simpler "
-                           "expression or raise --timeout") from None
+        raise _over_budget(act, timeout, exc) from None
     if disk.enabled():
         from absorb.symbolic.facts import dump
 
