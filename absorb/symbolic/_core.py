@@ -92,10 +92,12 @@ _lock = threading.Lock()
 def prepare(act: Activation, *, timeout: float = 60.0) -> None:
     """Make every property of ``act`` available to the functions below, within a budget.
 
-    For a user's (``expr:``) activation every analysis of
+    For a user's (``expr:``) activation the results stored by an earlier run are read from
+    the persistent analysis cache (:mod:`absorb._analysis_cache`); else every analysis of
     :data:`absorb.symbolic.properties.ANALYSES` runs now, in one child process limited to
-    ``timeout`` seconds and :data:`PREPARE_MEMORY` bytes, and the results are cached; past
-    either limit, InvalidInput. A built-in's are read from the shipped table (sympy not
+    ``timeout`` seconds and :data:`PREPARE_MEMORY` bytes (the child that validated the
+    expression, waiting for this, when there is one), and the results are cached here and
+    on disk; past either limit, InvalidInput. A built-in's are read from the shipped table (sympy not
     imported); a stale entry's are derived in-process, each analysis the first time it is
     asked for (their cost is known and small), and cached likewise."""
     from absorb.model.activations import is_builtin
