@@ -100,8 +100,8 @@ def code_digest() -> str:
         h = hashlib.sha256()
         here = Path(__file__).parent
         for sub in ("model", "symbolic"):
-            for path in sorted((here / sub).glob("*.py")):
-                h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+            for name in sorted(n for n in os.listdir(here / sub) if n.endswith(".py")):  # (no glob: its regex costs 15 ms)
+                h.update(name.encode() + b"\0" + (here / sub / name).read_bytes() + b"\0")
         h.update(_version_of("sympy", "release.py").encode())
         h.update(_version_of("mpmath", "__init__.py").encode())
         h.update(f"{sys.version_info[:3]} format {FORMAT}".encode())

@@ -133,8 +133,7 @@ class Job:
         except OSError:
             pass  # it died: reported below
         proc = self._proc
-        data = _wait(self._conn, proc, timeout)
-        timed_out = data is None and proc.is_alive()
+        data, timed_out = _wait(self._conn, proc, timeout)
         if data is None:
             self.close()
         try:
@@ -167,20 +166,22 @@ def start_limited(fn: Callable[..., Any], /, *args: Any, memory: int = DEFAULT_M
     return Job(fn, args, kwargs, memory, start_method)
 
 
-def _wait(conn: Any, proc: Any, timeout: float) -> bytes | None:
-    """The child's next message within ``timeout`` seconds, or None (time up, or it died)."""
+def _wait(conn: Any, proc: Any, timeout: float) -> tuple[bytes | None, bool]:
+    """The child's next message within ``timeout`` seconds, or None; and whether the time
+    ran out (else a None means the child died)."""
     deadline = time.monotonic() + float(timeout)
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            return None
+            return None, True
         if conn.poll(min(left, 0.5)):
             try:
-                return conn.recv_bytes()
+                return conn.recv_bytes(), False
             except EOFError:  # the child died without answering
-                return None
+                proc.join(5)
+                return None, False
         if not proc.is_alive() and not conn.poll(0):
-            return None
+            return None, False
 
 
 def _result(data: bytes | None, proc: Any, timeout: float, memory: int, timed_out: bool) -> Any:
@@ -224,8 +225,7 @@ def run_limited(fn: Callable[..., Any], /, *args: Any, timeout: float, memory: i
     send.close()
     data, timed_out = None, False
     try:
-        data = _wait(recv, proc, timeout)
-        timed_out = data is None and proc.is_alive()
+        data, timed_out = _wait(recv, proc, timeout)
     finally:
         if proc.is_alive():
             proc.kill()

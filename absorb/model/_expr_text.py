@@ -260,14 +260,18 @@ def _check_limits(text: str, tree: tuple) -> None:
         walk(tree)
 
 
-def parse(text: str) -> tuple:
+def parse(text: str, *, check_constants: bool = True) -> tuple:
     """The parse tree of a user expression in ``x``, within the limits above (InvalidInput
-    else). Pure Python: no sympy, no child process."""
+    else). Pure Python: no sympy, no child process. ``check_constants=False`` checks the
+    length, size and depth only, not the constants and exponents (:func:`_check_limits`,
+    which imports mpmath): for a lookup in the analysis cache, whose entries exist only for
+    expressions that passed every check."""
     if len(text) > MAX_TEXT:
         raise InvalidInput(f"activation expression {text[:30]!r}… has {len(text)} characters, more than {MAX_TEXT}; "
                            "too large to analyse, write a shorter expression")
     tree = _Parser(text).parse()
-    _check_limits(text, tree)
+    if check_constants:
+        _check_limits(text, tree)
     return tree
 
 

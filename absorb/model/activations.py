@@ -242,11 +242,11 @@ def _user_activation(text: str) -> Activation:
     does not pay. Registered with the cache so that prepare reads or stores its properties there."""
     from absorb import _analysis_cache as cache
     from absorb.model._expr_numpy import UnsupportedExpression, numpy_form
-    from absorb.model._expr_text import VALIDATE_SECONDS, canonical, parse
+    from absorb.model._expr_text import VALIDATE_SECONDS, _check_limits, canonical, parse
 
-    tree = parse(text)
+    tree = parse(text, check_constants=False)
     canon = canonical(tree)
-    entry = cache.read(canon)
+    entry = cache.read(canon)  # an entry exists only for an expression that passed every check below
     if entry is not None:
         try:
             np_fn = numpy_form(entry["srepr"])
@@ -259,6 +259,7 @@ def _user_activation(text: str) -> Activation:
     from absorb._sandbox import BudgetExceeded
     from absorb.symbolic import _core
 
+    _check_limits(text, tree)
     job = _core.start_analysis(text, tree)
     try:
         srepr, shown = job.next(VALIDATE_SECONDS)

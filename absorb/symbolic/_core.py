@@ -178,6 +178,9 @@ def _from_job(act: Activation, timeout: float) -> dict[str, Property] | None:
         job = _waiting.pop(act.key, None)
     if job is None:
         return None
+    if not job.alive:  # it died while idle (killed from outside, say): analysed in a new child instead
+        job.close()
+        return None
     try:
         kind, out = job.next(timeout)
     except BudgetExceeded as exc:
