@@ -60,3 +60,14 @@ def test_no_scipy_without_erf() -> None:
             "g = numpy_form(\"erf(Symbol('x', real=True))\")\nassert abs(g(np.array([1.0]))[0] - 0.8427007929497149) < 1e-12\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_few_points_form_needs_no_scipy_and_agrees() -> None:
+    """The validation's cross-check at five points takes erf/erfc from Python's math module."""
+    code = ("import sys, numpy as np\nfrom absorb.model._expr_numpy import numpy_form\n"
+            "s = \"Mul(Symbol('x', real=True), Add(erf(Symbol('x', real=True)), erfc(Mul(Integer(2), Symbol('x', real=True)))))\"\n"
+            "z = np.array([0.0, 0.5, -0.5, 1.0, -1.0, 7.0])\nv = numpy_form(s, few_points=True)(z)\n"
+            "assert 'scipy' not in sys.modules and v.dtype == np.float64\n"
+            "w = numpy_form(s)(z)\nassert np.allclose(v, w, rtol=1e-14, atol=1e-300), (v, w)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr

@@ -291,7 +291,7 @@ def _validate_unguarded(text: str, tree: tuple) -> sp.Expr:
         raise InvalidInput(f"activation expression {text!r} is not proved real and finite for every real x: {why}; {hint}")
     # A cross-check of the proof above in floating point (overflow to ±inf is allowed, nan is not).
     z = np.array([0.0, 0.5, -0.5, 1.0, -1.0])
-    v = _numpy_form(expr)(z)
+    v = _numpy_form(expr, few_points=True)(z)
     if np.isnan(v).any():
         x0 = z[np.isnan(v)][0]
         raise InvalidInput(f"activation expression {text!r} evaluates to nan at x = {x0:g}; "
@@ -299,14 +299,15 @@ def _validate_unguarded(text: str, tree: tuple) -> sp.Expr:
     return expr
 
 
-def _numpy_form(expr: sp.Expr) -> Callable[[np.ndarray], np.ndarray]:
+def _numpy_form(expr: sp.Expr, *, few_points: bool = False) -> Callable[[np.ndarray], np.ndarray]:
     """The numpy function of a (validated) user expression: the tree evaluator of
-    :mod:`absorb.model._expr_numpy` (no scipy unless erf/erfc appear), or sympy's lambdify
-    for a head that evaluator does not know."""
+    :mod:`absorb.model._expr_numpy` (no scipy unless erf/erfc appear; none at all with
+    ``few_points``, for a check at a handful of points), or sympy's lambdify for a head that
+    evaluator does not know."""
     from absorb.model._expr_numpy import UnsupportedExpression, numpy_form
 
     try:
-        return numpy_form(sp.srepr(expr))
+        return numpy_form(sp.srepr(expr), few_points=few_points)
     except UnsupportedExpression:
         pass
     from scipy import special

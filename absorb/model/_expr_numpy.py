@@ -39,10 +39,20 @@ def _scipy(name: str) -> Callable[[Any], Any]:
     return f
 
 
+def _math(name: str) -> Callable[[Any], Any]:
+    import math
+
+    ufunc = np.frompyfunc(getattr(math, name), 1, 1)
+    return lambda v: np.asarray(ufunc(v), dtype=float)
+
+
 _UNARY: dict[str, Callable[[Any], Any]] = {
     "exp": np.exp, "log": np.log, "tanh": np.tanh, "sinh": np.sinh, "cosh": np.cosh, "atan": np.arctan,
     "sin": np.sin, "cos": np.cos, "Abs": np.abs, "erf": _scipy("erf"), "erfc": _scipy("erfc"),
 }
+_UNARY_MATH = {**_UNARY, "erf": _math("erf"), "erfc": _math("erfc")}
+"""The same with Python's math.erf/erfc, one element at a time: for a few points (the
+validation's cross-check), where importing scipy would cost more than the evaluation."""
 _CONSTANTS = {"pi": np.pi, "E": np.e, "Zero": 0.0, "One": 1.0, "NegativeOne": -1.0, "Half": 0.5}
 
 
@@ -54,7 +64,7 @@ def _number(node: ast.expr) -> int:
     raise UnsupportedExpression("a number argument that is not an integer literal")
 
 
-def _compile(node: ast.expr) -> Fn | float:
+def _compile(node: ast.expr, unary: dict[str, Callable[[Any], Any]]) -> Fn | float:
     """A numpy function of z, or a float for a constant sub-expression (folded once)."""
     if isinstance(node, ast.Name):
         if node.id in _CONSTANTS:
@@ -73,9 +83,9 @@ def _compile(node: ast.expr) -> Fn | float:
         return float(_number(node.args[0]))
     if head == "Rational" and len(node.args) == 2:
         return float(Fraction(_number(node.args[0]), _number(node.args[1])))
-    args = [_compile(a) for a in node.args]
-    if head in _UNARY and len(args) == 1:
-        return _apply(_UNARY[head], args)
+    args = [_compile(a, unary) for a in node.args]
+    if head in unary and len(args) == 1:
+        return _apply(unary[head], args)
     if head == "Add" and args:
         return _apply(lambda *v: sum(v[1:], v[0]), args)
     if head == "Mul" and args:
@@ -111,15 +121,17 @@ def _apply(fn: Callable[..., Any], args: list[Fn | float]) -> Fn | float:
     return lambda z: fn(*(p(z) for p in parts))
 
 
-def numpy_form(srepr: str) -> Callable[[np.ndarray], np.ndarray]:
+def numpy_form(srepr: str, *, few_points: bool = False) -> Callable[[np.ndarray], np.ndarray]:
     """The numpy function (float64 in, float64 out, same shape) of the expression whose sympy
-    ``srepr`` is ``srepr``; :class:`UnsupportedExpression` when it uses a head not known here."""
+    ``srepr`` is ``srepr``; :class:`UnsupportedExpression` when it uses a head not known here.
+    ``few_points``: erf/erfc from Python's math module instead of scipy (slow per point, but
+    no scipy import): for a check at a handful of points, never for σ's numpy form."""
     try:
         tree = ast.parse(srepr, mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise UnsupportedExpression(f"not srepr text ({type(exc).__name__})") from None
     try:
-        fn = _compile(tree)
+        fn = _compile(tree, _UNARY_MATH if few_points else _UNARY)
     except (RecursionError, OverflowError, ZeroDivisionError) as exc:
         raise UnsupportedExpression(f"cannot compile ({type(exc).__name__})") from None
 
