@@ -210,6 +210,10 @@ def _from_disk(key: str) -> dict[str, Property] | None:
     stored = disk.facts_for(key)
     if stored is None:
         return None
+    with _lock:
+        idle = _waiting.pop(key, None)  # stored meanwhile by another run: its waiting child is not needed
+    if idle is not None:
+        idle.close()
     from absorb.symbolic.facts import load
 
     return {k: load(d) for k, d in stored.items()}
