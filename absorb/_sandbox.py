@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["BudgetExceeded", "DEFAULT_MEMORY", "run_limited"]
+__all__ = ["BudgetExceeded", "DEFAULT_MEMORY", "Job", "run_limited", "start_limited"]
 
 DEFAULT_MEMORY = 2 << 30
 """The default memory budget: 2 GiB of address space beyond what the parent already maps."""
@@ -48,7 +48,7 @@ def _address_space() -> int:
         return 0
 
 
-def _child(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict, memory: int) -> None:
+def _limit_memory(memory: int) -> None:
     try:
         import resource
 
@@ -59,14 +59,9 @@ def _child(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict, memory:
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     except (ImportError, ValueError, OSError):  # no resource module (Windows): time budget only
         pass
-    try:
-        out: tuple[str, Any] = ("ok", fn(*args, **kwargs))
-    except MemoryError:
-        out = ("memory", None)
-    except RecursionError:
-        out = ("recursion", None)
-    except BaseException as exc:  # noqa: BLE001 - handed to the parent, which re-raises it
-        out = ("raise", exc)
+
+
+def _send(conn: Any, out: tuple[str, Any]) -> None:
     try:
         data = pickle.dumps(out)
     except MemoryError:
@@ -74,6 +69,26 @@ def _child(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict, memory:
     except Exception as exc:  # noqa: BLE001 - an unpicklable result or exception
         data = pickle.dumps(("raise", RuntimeError(f"{type(exc).__name__}: {exc}")))
     conn.send_bytes(data)
+
+
+def _child(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict, memory: int, stages: bool = False) -> None:
+    _limit_memory(memory)
+    try:
+        if not stages:
+            _send(conn, ("ok", fn(*args, **kwargs)))
+        else:  # a generator: each value sent, the next computed only when the parent asks for it
+            for value in fn(*args, **kwargs):
+                _send(conn, ("ok", value))
+                if conn.recv_bytes() != b"next":
+                    break
+            else:
+                _send(conn, ("raise", RuntimeError("the worker has no further stage")))
+    except MemoryError:
+        _send(conn, ("memory", None))
+    except RecursionError:
+        _send(conn, ("recursion", None))
+    except BaseException as exc:  # noqa: BLE001 - handed to the parent, which re-raises it
+        _send(conn, ("raise", exc))
     conn.close()
 
 
@@ -86,42 +101,94 @@ def _context(start_method: str | None) -> Any:
     return mp.get_context(start_method)
 
 
-def run_limited(fn: Callable[..., Any], /, *args: Any, timeout: float, memory: int = DEFAULT_MEMORY,
-                start_method: str | None = None, **kwargs: Any) -> Any:
-    """Return ``fn(*args, **kwargs)`` computed in a child process.
+class Job:
+    """A child process computing the stages of a generator function, one at a time: each
+    :meth:`next` lets it compute the next value, within its own time budget. The child waits
+    (idle) between stages; :meth:`close` (or a budget exceeded) ends it. See :func:`start_limited`."""
 
-    The child may run ``timeout`` seconds of wall-clock time and map ``memory`` bytes of
-    address space beyond the parent's at the time of the call. Past either limit (or if
-    the child dies, e.g. on a stack overflow) :class:`BudgetExceeded` is raised; an
-    exception raised by ``fn`` is raised again here.
-    """
-    ctx = _context(start_method)
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, fn, args, kwargs, int(memory)), daemon=True)
-    proc.start()
-    send.close()
-    deadline = time.monotonic() + float(timeout)
-    data = None
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            if recv.poll(min(left, 0.5)):
-                try:
-                    data = recv.recv_bytes()
-                except EOFError:  # the child died without answering
-                    pass
-                break
-            if not proc.is_alive() and not recv.poll(0):
-                break
-    finally:
+    def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict, memory: int, start_method: str | None) -> None:
+        ctx = _context(start_method)
+        self._conn, child_end = ctx.Pipe(duplex=True)
+        self.memory = int(memory)
+        self._proc = ctx.Process(target=_child, args=(child_end, fn, args, kwargs, self.memory, True), daemon=True)
+        self._proc.start()
+        child_end.close()
+        self._started = False
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.is_alive()
+
+    def next(self, timeout: float) -> Any:
+        """The next stage's value, computed within ``timeout`` seconds of wall-clock time (the
+        child's memory stays limited as at the start); past it, or if the child dies,
+        :class:`BudgetExceeded` (and the job is closed). An exception raised in the child is
+        raised again here (and the job is closed)."""
+        if self._proc is None:
+            raise BudgetExceeded("crash", "the worker process was closed", timeout=timeout, memory=self.memory)
+        try:
+            if self._started:
+                self._conn.send_bytes(b"next")
+            self._started = True
+        except OSError:
+            pass  # it died: reported below
+        proc = self._proc
+        data, timed_out = _wait(self._conn, proc, timeout)
+        if data is None:
+            self.close()
+        try:
+            return _result(data, proc, timeout, self.memory, timed_out)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """End the child (it may be idle between stages, or still computing)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            self._conn.send_bytes(b"stop")
+        except OSError:
+            pass
         if proc.is_alive():
             proc.kill()
         proc.join(5)
-        recv.close()
+        self._conn.close()
+
+
+def start_limited(fn: Callable[..., Any], /, *args: Any, memory: int = DEFAULT_MEMORY, start_method: str | None = None,
+                  **kwargs: Any) -> Job:
+    """Start ``fn(*args, **kwargs)``, a generator function, in a child process limited to
+    ``memory`` bytes of address space beyond the parent's; its values are read one by one
+    with :meth:`Job.next`, each within its own time budget. The child computes a stage only
+    when asked for it: an idle job costs no CPU. Close the job when done."""
+    return Job(fn, args, kwargs, memory, start_method)
+
+
+def _wait(conn: Any, proc: Any, timeout: float) -> tuple[bytes | None, bool]:
+    """The child's next message within ``timeout`` seconds, or None; and whether the time
+    ran out (else a None means the child died)."""
+    deadline = time.monotonic() + float(timeout)
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None, True
+        if conn.poll(min(left, 0.5)):
+            try:
+                return conn.recv_bytes(), False
+            except EOFError:  # the child died without answering
+                proc.join(5)
+                return None, False
+        if not proc.is_alive() and not conn.poll(0):
+            return None, False
+
+
+def _result(data: bytes | None, proc: Any, timeout: float, memory: int, timed_out: bool) -> Any:
+    """The value of the child's message ``data`` (None: no message; ``timed_out``: the child
+    was still running at the deadline), or the exception it stands for."""
     if data is None:
-        if time.monotonic() >= deadline:
+        if timed_out:
             raise BudgetExceeded("time", f"did not finish within {timeout:g} s", timeout=timeout, memory=memory)
         code = proc.exitcode
         if code is not None and code < 0:
@@ -141,3 +208,27 @@ def run_limited(fn: Callable[..., Any], /, *args: Any, timeout: float, memory: i
         raise BudgetExceeded("memory", "ran out of stack (recursion too deep)", timeout=timeout, memory=memory)
     raise value
 
+
+def run_limited(fn: Callable[..., Any], /, *args: Any, timeout: float, memory: int = DEFAULT_MEMORY,
+                start_method: str | None = None, **kwargs: Any) -> Any:
+    """Return ``fn(*args, **kwargs)`` computed in a child process.
+
+    The child may run ``timeout`` seconds of wall-clock time and map ``memory`` bytes of
+    address space beyond the parent's at the time of the call. Past either limit (or if
+    the child dies, e.g. on a stack overflow) :class:`BudgetExceeded` is raised; an
+    exception raised by ``fn`` is raised again here.
+    """
+    ctx = _context(start_method)
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, fn, args, kwargs, int(memory)), daemon=True)
+    proc.start()
+    send.close()
+    data, timed_out = None, False
+    try:
+        data, timed_out = _wait(recv, proc, timeout)
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join(5)
+        recv.close()
+    return _result(data, proc, timeout, memory, timed_out)

@@ -14,10 +14,13 @@ encoding, a closed pipe) keep their subprocess.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import os
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Mapping
 
 import pytest
@@ -38,6 +41,14 @@ def hypothesis_profile(environ: Mapping[str, str]) -> str:
 
 HYPOTHESIS_PROFILE = hypothesis_profile(os.environ)
 settings.load_profile(HYPOTHESIS_PROFILE)
+
+# The persistent analysis cache of expr: activations (absorb/_analysis_cache.py) goes to a
+# directory of this session, never to ~/.cache; it starts empty, so the first analysis of
+# each expression in a session runs uncached and later ones read the cache (both paths are
+# exercised; tests/test_analysis_cache.py compares them). Subprocesses inherit it.
+_CACHE_DIR = tempfile.mkdtemp(prefix="absorb-test-cache-")
+os.environ["ABSORB_CACHE_DIR"] = _CACHE_DIR
+atexit.register(shutil.rmtree, _CACHE_DIR, ignore_errors=True)
 
 
 # Threads left running slow down every later test in the same worker: absorb's sandbox (the

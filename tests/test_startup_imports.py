@@ -4,6 +4,7 @@ Imports, not seconds, are checked: timings belong to benchmarks/bench_sigma.py."
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -70,3 +71,24 @@ def test_builtin_activation_expression_is_parsed_on_first_read() -> None:
             "from absorb.model.activations import X\nassert a.expr.free_symbols == {X}\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_a_custom_activation_decided_twice_imports_no_sympy_the_second_time(tmp_path) -> None:
+    """An expr: activation's analysis runs in one child process (validation, then the
+    properties), which alone imports sympy; its outcome is stored in the analysis cache, so
+    the second run reads it and, as for a built-in, starts no child and imports no sympy."""
+    rng = np.random.default_rng(0)
+    U, D = rng.standard_normal((24, 6)) / np.sqrt(6), rng.standard_normal((6, 24)) / np.sqrt(24)
+    path = tmp_path / "square.npz"
+    np.savez(path, W_up=U, W_down=D, activation=np.array("expr:x**2"))
+    code = ("import sys\nimport absorb._sandbox as sb\nif len(sys.argv) > 2:\n    sb.run_limited = sb.start_limited = None\n"
+            "from absorb.cli import main\nrc = main(['check', sys.argv[1]])\n"
+            "print('LOADED', rc, 'sympy' in sys.modules, 'scipy' in sys.modules)")
+    env = {**os.environ, "ABSORB_CACHE_DIR": str(tmp_path / "cache")}
+    first = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env)
+    second = subprocess.run([sys.executable, "-c", code, str(path), "no-child"], capture_output=True, text=True, env=env)
+    assert first.stdout.rsplit("LOADED", 1)[1].split() == ["0", "False", "False"], first.stderr
+    assert second.stdout.rsplit("LOADED", 1)[1].split() == ["0", "False", "False"], second.stderr
+    assert "verdict: not_absorbable" in first.stdout
+    assert first.stdout.rsplit("LOADED", 1)[0] == second.stdout.rsplit("LOADED", 1)[0]  # the same report
+    assert len(list((tmp_path / "cache").rglob("expr-*.json"))) == 1

@@ -161,6 +161,57 @@ def test_sandbox_budgets() -> None:
     assert exc.value.kind == "crash"
 
 
+def _stages(n: float):  # module level: spawn pickles it by name
+    yield "validated"
+    time.sleep(n)
+    yield "analysed"
+    yield 1 // 0
+
+
+def test_staged_child_budgets_each_stage() -> None:
+    """One child for a user expression: its first stage (validation) is read within one
+    budget, the next (the analyses) only when asked for, within its own."""
+    from absorb._sandbox import start_limited
+
+    job = start_limited(_stages, 0.1)
+    assert job.next(30) == "validated" and job.alive
+    assert job.next(30) == "analysed"
+    with pytest.raises(ZeroDivisionError):
+        job.next(30)
+    assert not job.alive
+    job = start_limited(_stages, 30)
+    assert job.next(30) == "validated"
+    t = time.monotonic()
+    with pytest.raises(BudgetExceeded) as exc:
+        job.next(0.5)
+    assert exc.value.kind == "time" and time.monotonic() - t < 10 and not job.alive
+    job = start_limited(_stages, 0, start_method="spawn")
+    assert job.next(60) == "validated"
+    job.close()
+    assert not job.alive
+    with pytest.raises(BudgetExceeded):
+        job.next(1)
+
+
+def test_a_user_expression_is_validated_and_analysed_by_one_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    from absorb.symbolic import _core
+
+    monkeypatch.setenv("ABSORB_CACHE_DIR", "off")
+    get_activation.cache_clear()
+    act = get_activation("expr:x*tanh(x)+x")
+    assert act.key in _core._waiting
+    props.clear_cache()
+
+    def no_second_child(*_a: object, **_k: object) -> None:
+        raise AssertionError("the validating child analyses too")
+
+    monkeypatch.setattr("absorb._sandbox.run_limited", no_second_child)
+    prepare(act, timeout=60)
+    assert act.key not in _core._waiting
+    assert props.flip_identity(act, gated=False).value["c"] == 2  # σ(z) − σ(−z) = 2z
+    get_activation.cache_clear()
+
+
 # ---- generated inputs: random token sequences of the grammar, and well-formed expressions
 TOKENS = ["x", "0", "1", "2", "3", "0.5", "1e-3", "pi", "E", "+", "-", "*", "/", "**", "(", ")", ",", "exp(", "log(",
           "sqrt(", "erf(", "tanh(", "sin(", "cos(", "Abs(", "Max(", "Min(", "atan(", "cosh("]

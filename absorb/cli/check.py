@@ -34,6 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "equal f, even when f has none? (default: residual-free blocks with the bias pattern of f; every verdict "
                    "names the class it is about)")
     p.add_argument("--method", choices=METHODS, default="auto", help="index-set search backend (default auto: a portfolio)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor store the analysis of an expr: activation in "
+                   "the cache (~/.cache/absorb; see 'The analysis cache of custom activations' in docs/user-guide.md)")
     # extra width (docs/min-width.md): per-block JSON fields "width", "min_width", "min_width_detail"
     p.add_argument("--width", type=positive(int), metavar="N", help="also decide whether a residual-free block of N hidden units "
                    "equals f; the exit code then follows this answer (0 decided for every block, 3 otherwise)")
@@ -64,6 +66,11 @@ def run(args: argparse.Namespace) -> int:
     # imported here so that building the parser (--help, usage errors) stays fast
     from absorb.engine import Verdict, decide
     from absorb.io import is_checkpoint, load
+
+    if args.no_cache:
+        from absorb import _analysis_cache
+
+        _analysis_cache.disable()
 
     if args.certificate:  # up front: never decide for a minute and then fail to write
         check_writable("--certificate", args.certificate)

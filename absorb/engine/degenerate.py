@@ -134,10 +134,11 @@ def family_of(block: Block) -> Family | None:
     """``relu`` or ``even`` when σ is one of the activations the uniqueness lemma covers."""
     if block.gated:
         return None
-    e = block.activation.expr
-    if any(e == get_activation(n).expr for n in _RELU):
+    # srepr keys: equal exactly when the sympy forms are, and read without sympy
+    e = block.activation.key
+    if any(e == get_activation(n).key for n in _RELU):
         return "relu"
-    if any(e == get_activation(n).expr for n in _EVEN):
+    if any(e == get_activation(n).key for n in _EVEN):
         return "even"
     return None
 

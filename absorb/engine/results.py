@@ -139,8 +139,9 @@ def degree(ctx: Ctx) -> BlockDecision | None:
     kk = None if kq is None else kq + (1 if ctx.block.gated else 0)
     if kk is not None and not (kk > 0 and kk != 1):
         return None  # the test below, on the rational k read without sympy
-    k = hom.value["k"] + (1 if ctx.block.gated else 0)
-    if not (k.is_positive and k != 1) or not _bias_free_only(ctx, f"degree argument (degree {k})"):
+    # a rational k is shown from its Fraction (the same text as sympy's Rational): no sympy
+    k = kk if kk is not None else hom.value["k"] + (1 if ctx.block.gated else 0)
+    if not (k > 0 and k != 1) or not _bias_free_only(ctx, f"degree argument (degree {k})"):
         return None
     kind = "g(W_gate x) ⊙ (W_up x)" if ctx.block.gated else "σ"
     return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.DEGREE,

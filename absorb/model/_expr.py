@@ -9,7 +9,6 @@ registry that uses it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 import numpy as np
@@ -21,264 +20,38 @@ X = sp.Symbol("x", real=True)
 """The variable every sympy form is written in."""
 
 
-# ---------------------------------------------------------------------------------------
-# User expressions ("expr:..."): untrusted text. Read by a small recursive-descent parser
-# over a whitelisted token set (sympy's own parser evaluates Python, and evaluates 9**9**9
-# eagerly), with limits checked before sympy builds anything; then proved real-valued and
-# finite at every real x, or refused.
+# The parser and the limits are in absorb.model._expr_text (no sympy); re-exported here.
+from absorb.model._expr_text import (  # noqa: E402, F401 - re-exported: the expression language in one place
+    _FUNC_LIST,
+    _GRAMMAR_HINT,
+    MAX_CONSTANT,
+    MAX_DEPTH,
+    MAX_EXPONENT,
+    MAX_LITERAL,
+    MAX_NODES,
+    MAX_TEXT,
+    MAX_VARIABLE_POWERS,
+    VALIDATE_MEMORY,
+    VALIDATE_SECONDS,
+    _check_limits,
+    _Parser,
+    _tokens,
+    parse,
+)
 
-MAX_TEXT = 400
-"""Longest accepted expression text (characters)."""
-MAX_NODES = 120
-"""Most nodes (numbers, x, operators, calls) an expression may have."""
-MAX_DEPTH = 24
-"""Deepest nesting of parentheses, calls, signs and powers (``-(-x)``, ``a**b**c``)."""
-MAX_EXPONENT = 64
-"""Largest |exponent| (and exponent denominator) of a constant power."""
-MAX_VARIABLE_POWERS = 2
-"""Most powers whose exponent depends on x (a ** b with x in b)."""
-MAX_LITERAL = 10**6
-"""Largest number literal (larger constants are written as products or powers)."""
-MAX_CONSTANT = 1e100
-"""Largest magnitude any constant sub-expression may have."""
-VALIDATE_SECONDS = 10.0
-"""Time budget of proving an expression real and finite (a child process)."""
-VALIDATE_MEMORY = 2 << 30
-"""Memory budget of that proof (bytes of address space)."""
-
-_EXPR_TOKENS = re.compile(r"\s*(?:(\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|([A-Za-z_][A-Za-z_0-9]*)|(\*\*|\^|[-+*/(),]))")
 _UNARY_FUNCS: dict[str, object] = {
     "exp": sp.exp, "log": sp.log, "sqrt": sp.sqrt, "erf": sp.erf, "erfc": sp.erfc, "tanh": sp.tanh,
     "sinh": sp.sinh, "cosh": sp.cosh, "atan": sp.atan, "sin": sp.sin, "cos": sp.cos, "Abs": sp.Abs, "abs": sp.Abs,
 }
 _VARIADIC_FUNCS: dict[str, object] = {"Max": sp.Max, "max": sp.Max, "Min": sp.Min, "min": sp.Min}
 _CONSTANTS: dict[str, object] = {"pi": sp.pi, "E": sp.E}
-_EXPR_FUNCS: dict[str, object] = {"x": X, **_UNARY_FUNCS, **_VARIADIC_FUNCS, **_CONSTANTS}
-_FUNC_LIST = ", ".join(sorted(k for k in _EXPR_FUNCS if k != "x"))
-_GRAMMAR_HINT = f"use x, numbers, + - * / ** (or ^) ( ) and {_FUNC_LIST}"
-
-
-def _tokens(text: str) -> list[tuple[str, str]]:
-    """The token list of ``text``: ('num' | 'name' | 'op', string); unknown text is refused."""
-    out: list[tuple[str, str]] = []
-    pos = 0
-    while pos < len(text):
-        m = _EXPR_TOKENS.match(text, pos)
-        if not m or m.end() == pos:
-            rest = text[pos:].strip()
-            if not rest:
-                break
-            raise InvalidInput(f"activation expression {text!r}: unexpected text {rest[:20]!r}; {_GRAMMAR_HINT}")
-        num, ident, op = m.groups()
-        if ident is not None and ident not in _EXPR_FUNCS:
-            raise InvalidInput(f"activation expression {text!r}: unknown name {ident!r}; the variable is x and the "
-                               f"functions are {_FUNC_LIST}")
-        op = "**" if op == "^" else op  # ^ is a power, as in the papers (sympy's convert_xor), never XOR
-        out.append(("num", num) if num is not None else ("name", ident) if ident is not None else ("op", op))
-        pos = m.end()
-    return out
-
-
-class _Parser:
-    """expr := term (('+'|'-') term)* ; term := unary (('*'|'/') unary)* ;
-    unary := ('+'|'-') unary | power ; power := atom ['**' unary] ;
-    atom := number | x | pi | E | name '(' expr (',' expr)* ')' | '(' expr ')'.
-
-    The result is a tree of tuples (no sympy object yet); ``-x**2`` is ``-(x**2)`` and
-    ``2**-1`` is allowed, as in Python."""
-
-    def __init__(self, text: str) -> None:
-        self.text, self.toks, self.i, self.nodes = text, _tokens(text), 0, 0
-
-    def fail(self, why: str) -> InvalidInput:
-        return InvalidInput(f"activation expression {self.text!r}: {why}")
-
-    def peek(self) -> tuple[str, str] | None:
-        return self.toks[self.i] if self.i < len(self.toks) else None
-
-    def take(self, op: str) -> bool:
-        if self.peek() == ("op", op):
-            self.i += 1
-            return True
-        return False
-
-    def node(self, depth: int, *tree: object) -> tuple:
-        self.nodes += 1
-        if self.nodes > MAX_NODES:
-            raise self.fail(f"more than {MAX_NODES} operations and operands; too large to analyse, write a smaller expression")
-        return tree
-
-    def check_depth(self, depth: int) -> None:
-        if depth > MAX_DEPTH:
-            raise self.fail(f"nested more than {MAX_DEPTH} levels deep; too large to analyse, write a flatter expression")
-
-    def parse(self) -> tuple:
-        if not self.toks:
-            raise self.fail("is empty; write a function of x such as 'x*(1+erf(x/sqrt(2)))/2'")
-        tree = self.expr(0)
-        if self.i != len(self.toks):
-            raise self.fail(f"unexpected {self.toks[self.i][1]!r} after a complete expression; {_GRAMMAR_HINT}")
-        return tree
-
-    def expr(self, depth: int) -> tuple:
-        self.check_depth(depth)
-        tree = self.term(depth)
-        while True:
-            if self.take("+"):
-                tree = self.node(depth, "add", tree, self.term(depth))
-            elif self.take("-"):
-                tree = self.node(depth, "sub", tree, self.term(depth))
-            else:
-                return tree
-
-    def term(self, depth: int) -> tuple:
-        tree = self.unary(depth)
-        while True:
-            if self.take("*"):
-                tree = self.node(depth, "mul", tree, self.unary(depth))
-            elif self.take("/"):
-                tree = self.node(depth, "div", tree, self.unary(depth))
-            else:
-                return tree
-
-    def unary(self, depth: int) -> tuple:
-        self.check_depth(depth)
-        if self.take("-"):
-            return self.node(depth, "neg", self.unary(depth + 1))
-        if self.take("+"):
-            return self.unary(depth + 1)
-        base = self.atom(depth)
-        if self.take("**"):
-            return self.node(depth, "pow", base, self.unary(depth + 1))
-        return base
-
-    def atom(self, depth: int) -> tuple:
-        tok = self.peek()
-        if tok is None:
-            raise self.fail(f"ends too early; {_GRAMMAR_HINT}")
-        kind, s = tok
-        self.i += 1
-        if kind == "num":
-            if len(s) > 20:
-                raise self.fail(f"number {s[:24]!r} has more than 20 characters; write it shorter")
-            mant, _, ex = s.lower().partition("e")
-            if ex and abs(int(ex)) > 30:  # checked before Rational builds 10**|ex|
-                raise self.fail(f"number {s!r} has a decimal exponent beyond ±30; write it as a product of smaller numbers")
-            v = sp.Rational(s)
-            if abs(v) > MAX_LITERAL:
-                raise self.fail(f"number {s!r} is larger than {MAX_LITERAL:g}; write large constants as products")
-            return self.node(depth, "num", v)
-        if kind == "name":
-            if s in _UNARY_FUNCS or s in _VARIADIC_FUNCS:
-                if not self.take("("):
-                    raise self.fail(f"{s} must be called, as in {s}(x)")
-                args = [] if self.peek() == ("op", ")") else [self.expr(depth + 1)]
-                while self.take(","):
-                    args.append(self.expr(depth + 1))
-                if not self.take(")"):
-                    raise self.fail(f"{s}( is not closed or has a stray token; {_GRAMMAR_HINT}")
-                if s in _UNARY_FUNCS and len(args) != 1:
-                    raise self.fail(f"{s} takes exactly one argument, got {len(args)}")
-                if not args:
-                    raise self.fail(f"{s}() needs at least one argument, as in {s}(0, x)")
-                return self.node(depth, "call", s, tuple(args))
-            if self.peek() == ("op", "("):
-                raise self.fail(f"{s} is not a function; the functions are {_FUNC_LIST}")
-            return self.node(depth, "x") if s == "x" else self.node(depth, "const", s)
-        if s == "(":
-            tree = self.expr(depth + 1)
-            if not self.take(")"):
-                raise self.fail(f"a '(' is not closed; {_GRAMMAR_HINT}")
-            return tree
-        raise self.fail(f"unexpected {s!r}; {_GRAMMAR_HINT}")
-
-
-def _check_limits(text: str, tree: tuple) -> None:
-    """Refuse constants too large to build and powers too large to analyse, before sympy
-    sees them: every constant sub-expression is evaluated in mpmath (which cannot
-    overflow) and bounded by MAX_CONSTANT; constant exponents by MAX_EXPONENT."""
-    import mpmath
-
-    def fail(why: str) -> InvalidInput:
-        return InvalidInput(f"activation expression {text!r}: {why}")
-
-    variable_powers = 0
-
-    def walk(t: tuple) -> object:
-        """The value (mpmath) of a constant sub-tree, None when it depends on x."""
-        nonlocal variable_powers
-        kind = t[0]
-        if kind == "num":
-            return mpmath.mpf(t[1].p) / t[1].q
-        if kind == "x":
-            return None
-        if kind == "const":
-            return mpmath.pi if t[1] == "pi" else mpmath.e
-        if kind == "call":
-            vals = [walk(a) for a in t[2]]
-            if any(v is None for v in vals):
-                return None
-            name = t[1]
-            if name in _UNARY_FUNCS and ((name == "log" and vals[0] <= 0) or (name == "sqrt" and vals[0] < 0)):
-                raise fail(f"{name}({mpmath.nstr(vals[0], 6)}) is not a finite real number; the expression must be real "
-                           "and finite for every real x")
-            try:
-                if name in _VARIADIC_FUNCS:
-                    v = (max if name.lower() == "max" else min)(vals)
-                else:
-                    v = {"abs": abs, "Abs": abs}.get(name) or getattr(mpmath, name)
-                    v = v(vals[0])
-            except (OverflowError, ValueError, ZeroDivisionError):
-                raise fail(f"the constant {name}(…) cannot be evaluated; write a smaller constant") from None
-            return check(v)
-        vals = [walk(a) for a in t[1:]]
-        if kind == "pow":
-            b, e = vals
-            if e is None:
-                variable_powers += 1
-                if variable_powers > MAX_VARIABLE_POWERS:
-                    raise fail(f"more than {MAX_VARIABLE_POWERS} powers with x in the exponent; too large to analyse")
-                return None
-            q = mpmath.mpf(e)
-            if abs(q) > MAX_EXPONENT:
-                raise fail(f"exponent {mpmath.nstr(q, 6)} is larger than {MAX_EXPONENT} in magnitude; too large to analyse")
-            num = t[2]
-            if num[0] == "num" and num[1].q > MAX_EXPONENT:
-                raise fail(f"exponent {num[1]} has a denominator larger than {MAX_EXPONENT}; too large to analyse")
-            if b is None:
-                return None
-            if b == 0 and q < 0:
-                raise fail("0 raised to a negative power is not a number; the expression must be finite for every real x")
-            if b != 0 and abs(q * mpmath.log(abs(b))) > mpmath.log(MAX_CONSTANT):
-                raise fail(f"a constant power exceeds {MAX_CONSTANT:g} in magnitude; too large to analyse")
-            if b < 0 and q != int(q):
-                raise fail("a negative number raised to a fractional power is not real; the expression must be real for every real x")
-            return check(b**q if b != 0 else mpmath.mpf(1 if q == 0 else 0))
-        if any(v is None for v in vals):
-            return None
-        if kind == "neg":
-            return -vals[0]
-        a, b = vals
-        if kind == "div" and b == 0:
-            raise fail("division by zero; the expression must be finite for every real x")
-        return check({"add": a + b, "sub": a - b, "mul": a * b}[kind] if kind != "div" else a / b)
-
-    def check(v: object) -> object:
-        if not isinstance(v, mpmath.mpf) or not mpmath.isfinite(v):
-            raise fail("a constant in it is not a finite real number; the expression must be real and finite for every real x")
-        if abs(v) > MAX_CONSTANT:
-            raise fail(f"a constant exceeds {MAX_CONSTANT:g} in magnitude; too large to analyse")
-        return v
-
-    with mpmath.workdps(20):
-        walk(tree)
 
 
 def _build(tree: tuple) -> sp.Expr:
     """The sympy expression of a parsed (and limit-checked) tree."""
     kind = tree[0]
     if kind == "num":
-        return tree[1]
+        return sp.Rational(tree[1].numerator, tree[1].denominator)
     if kind == "x":
         return X
     if kind == "const":
@@ -518,7 +291,7 @@ def _validate_unguarded(text: str, tree: tuple) -> sp.Expr:
         raise InvalidInput(f"activation expression {text!r} is not proved real and finite for every real x: {why}; {hint}")
     # A cross-check of the proof above in floating point (overflow to ±inf is allowed, nan is not).
     z = np.array([0.0, 0.5, -0.5, 1.0, -1.0])
-    v = _numpy_form(expr)(z)
+    v = _numpy_form(expr, few_points=True)(z)
     if np.isnan(v).any():
         x0 = z[np.isnan(v)][0]
         raise InvalidInput(f"activation expression {text!r} evaluates to nan at x = {x0:g}; "
@@ -526,9 +299,18 @@ def _validate_unguarded(text: str, tree: tuple) -> sp.Expr:
     return expr
 
 
-def _numpy_form(expr: sp.Expr) -> Callable[[np.ndarray], np.ndarray]:
-    """The numpy function of a (validated) user expression."""
-    from scipy import special  # here, not at import (0.1 s of every start)
+def _numpy_form(expr: sp.Expr, *, few_points: bool = False) -> Callable[[np.ndarray], np.ndarray]:
+    """The numpy function of a (validated) user expression: the tree evaluator of
+    :mod:`absorb.model._expr_numpy` (no scipy unless erf/erfc appear; none at all with
+    ``few_points``, for a check at a handful of points), or sympy's lambdify for a head that
+    evaluator does not know."""
+    from absorb.model._expr_numpy import UnsupportedExpression, numpy_form
+
+    try:
+        return numpy_form(sp.srepr(expr), few_points=few_points)
+    except UnsupportedExpression:
+        pass
+    from scipy import special
 
     fn = sp.lambdify(X, expr, modules=[{"erf": special.erf, "erfc": special.erfc, "Max": np.maximum, "Min": np.minimum}, "numpy"])
 
@@ -545,11 +327,7 @@ def _parse_expr(text: str) -> sp.Expr:
     for every real x (in a child process with a time and memory budget); InvalidInput else."""
     from absorb._sandbox import BudgetExceeded, run_limited
 
-    if len(text) > MAX_TEXT:
-        raise InvalidInput(f"activation expression {text[:30]!r}… has {len(text)} characters, more than {MAX_TEXT}; "
-                           "too large to analyse, write a shorter expression")
-    tree = _Parser(text).parse()
-    _check_limits(text, tree)
+    tree = parse(text)
     try:
         return run_limited(_validate, text, tree, timeout=VALIDATE_SECONDS, memory=VALIDATE_MEMORY)
     except BudgetExceeded as exc:

@@ -218,10 +218,7 @@ def get_activation(spec: str) -> Activation:
         raise InvalidInput(f"activation {spec!r} is not a name; try one of: {', '.join(NAMES)} or 'expr:<sympy expression in x>'")
     raw = spec.strip()
     if raw.lower().startswith("expr:"):
-        from absorb.model._expr import _numpy_form, _parse_expr
-
-        expr = _parse_expr(raw[5:])
-        return Activation(name=f"expr:{expr}", expr=expr, np_fn=_numpy_form(expr))
+        return _user_activation(raw[5:])
     name = raw.lower().replace("-", "_")
     gated_name = None
     if name in GATED:
@@ -234,6 +231,61 @@ def get_activation(spec: str) -> Activation:
         )
     expr, fn = _BUILTIN[name]
     return Activation(name=name, expr=expr, np_fn=fn, gated_name=gated_name)
+
+
+def _user_activation(text: str) -> Activation:
+    """A user's ``expr:`` activation: parsed and limit-checked here (no sympy), then read from
+    the persistent analysis cache (:mod:`absorb._analysis_cache`: its sympy form as srepr,
+    evaluated without sympy) or, on a miss, proved real and finite in a budgeted child
+    process, which stays (idle) to run the property analyses when
+    :func:`absorb.symbolic.prepare` asks for them: one child, whose sympy import this process
+    does not pay. Registered with the cache so that prepare reads or stores its properties there."""
+    from absorb import _analysis_cache as cache
+    from absorb.model._expr_numpy import UnsupportedExpression, numpy_form
+    from absorb.model._expr_text import VALIDATE_SECONDS, _check_limits, canonical, parse
+
+    tree = parse(text, check_constants=False)
+    canon = canonical(tree)
+    entry = cache.read(canon)  # an entry exists only for an expression that passed every check below
+    if entry is not None:
+        try:
+            np_fn = numpy_form(entry["srepr"])
+        except UnsupportedExpression:  # not what this code writes: ignored, analysed afresh (and overwritten)
+            pass
+        else:
+            act = Activation(name="expr:" + entry["text"], expr=entry["srepr"], np_fn=np_fn)
+            cache.register(act.key, canon, entry["text"], entry)
+            return act
+    from absorb._sandbox import BudgetExceeded
+    from absorb.symbolic import _core
+
+    _check_limits(text, tree)
+    job = _core.start_analysis(text, tree)
+    try:
+        srepr, shown = job.next(VALIDATE_SECONDS)
+    except BudgetExceeded as exc:
+        from absorb.model._expr_text import VALIDATE_MEMORY
+
+        raise InvalidInput(f"activation expression {text!r}: too large to analyse within {VALIDATE_SECONDS:g} s / "
+                           f"{VALIDATE_MEMORY / 2**30:g} GiB ({exc}); write a smaller expression") from None
+    try:
+        np_fn = numpy_form(srepr) if isinstance(srepr, str) else None
+    except UnsupportedExpression:
+        np_fn = None
+    if np_fn is None:  # a head the evaluator lacks (or a form whose srepr does not read back): sympy's lambdify
+        from absorb.model._expr import _numpy_form
+
+        np_fn = _numpy_form(_sympify(srepr) if isinstance(srepr, str) else srepr)
+    act = Activation(name=f"expr:{shown}", expr=srepr, np_fn=np_fn)
+    cache.register(act.key, canon, shown, None)
+    _core.keep_analysis(act.key, job)
+    return act
+
+
+def _sympify(srepr: str) -> sp.Expr:
+    import sympy as sp
+
+    return sp.sympify(srepr)
 
 
 def is_builtin(act: Activation) -> bool:

@@ -92,10 +92,12 @@ _lock = threading.Lock()
 def prepare(act: Activation, *, timeout: float = 60.0) -> None:
     """Make every property of ``act`` available to the functions below, within a budget.
 
-    For a user's (``expr:``) activation every analysis of
+    For a user's (``expr:``) activation the results stored by an earlier run are read from
+    the persistent analysis cache (:mod:`absorb._analysis_cache`); else every analysis of
     :data:`absorb.symbolic.properties.ANALYSES` runs now, in one child process limited to
-    ``timeout`` seconds and :data:`PREPARE_MEMORY` bytes, and the results are cached; past
-    either limit, InvalidInput. A built-in's are read from the shipped table (sympy not
+    ``timeout`` seconds and :data:`PREPARE_MEMORY` bytes (the child that validated the
+    expression, waiting for this, when there is one), and the results are cached here and
+    on disk; past either limit, InvalidInput. A built-in's are read from the shipped table (sympy not
     imported); a stale entry's are derived in-process, each analysis the first time it is
     asked for (their cost is known and small), and cached likewise."""
     from absorb.model.activations import is_builtin
@@ -111,19 +113,151 @@ def prepare(act: Activation, *, timeout: float = 60.0) -> None:
         # proved once and shipped (absorb/symbolic/_builtin_facts.py); derived here only if stale
         results: dict[str, Property] = lookup(act.name, key) or {}
     else:
-        from absorb._sandbox import BudgetExceeded, run_limited
-
-        analyse = _analyses().analyse
-        try:
-            results = run_limited(analyse, act.expr, timeout=timeout, memory=PREPARE_MEMORY)
-        except BudgetExceeded as exc:
-            raise InvalidInput(f"activation expression {act.name[5:] if act.name.startswith('expr:') else act.name!r}: too large "
-                               f"to analyse within {timeout:g} s / {PREPARE_MEMORY / 2**30:g} GiB ({exc}); write a simpler "
-                               "expression or raise --timeout") from None
+        results = _from_disk(key) or _from_job(act, timeout) or _analyse_budgeted(act, timeout)
     with _lock:
         _cache.setdefault(key, results)
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
+
+
+# ----- one child process per user expression: validation, then (when asked) the analyses ----
+_MAX_WAITING = 4
+"""Most validation children kept waiting (idle) for their analysis; the oldest is ended past it."""
+_waiting: collections.OrderedDict[str, Any] = collections.OrderedDict()
+
+
+def _validate_then_analyse(text: str, tree: tuple) -> Any:
+    """The stages of a user expression's child process (a generator, run by
+    :func:`absorb._sandbox.start_limited`): first the proof that it is real and finite (its
+    srepr and its text), then every analysis — as table literals when they read back
+    exactly as computed (:func:`_round_trips`; the parent then needs no sympy), else as
+    Properties."""
+    import sympy as sp
+
+    from absorb.model._expr import _validate
+
+    expr = _validate(text, tree)
+    srepr = sp.srepr(expr)
+    yield (srepr if sp.sympify(srepr) == expr else expr), str(expr)  # the text, when it reads back as the same expression
+    from absorb.symbolic.facts import dump
+
+    results = _analyses().analyse(expr)
+    dumped = {k: dump(pr) for k, pr in results.items()}
+    yield ("literals", dumped) if all(_round_trips(results[k], d) for k, d in dumped.items()) else ("properties", results)
+
+
+def start_analysis(text: str, tree: tuple) -> Any:
+    """Start the child process of the user expression ``text`` (parsed as ``tree``): read its
+    first stage (the validation: σ's srepr, or its sympy form should that not read back, and
+    its text) with ``job.next(seconds)``; :func:`keep_analysis` then keeps
+    it for :func:`prepare`."""
+    from absorb._sandbox import start_limited
+    from absorb.model._expr_text import VALIDATE_MEMORY
+
+    return start_limited(_validate_then_analyse, text, tree, memory=max(VALIDATE_MEMORY, PREPARE_MEMORY))
+
+
+def keep_analysis(key: str, job: Any) -> None:
+    """Keep the validated child ``job`` of the activation ``key``; its analyses run when
+    :func:`prepare` asks (an idle child costs no CPU). Past :data:`_MAX_WAITING` the oldest
+    is ended (prepare then analyses in a new child)."""
+    with _lock:
+        old = _waiting.pop(key, None)
+        _waiting[key] = job
+        drop = [_waiting.popitem(last=False)[1] for _ in range(max(0, len(_waiting) - _MAX_WAITING))]
+    for j in ([old] if old is not None else []) + drop:
+        j.close()
+
+
+def _from_job(act: Activation, timeout: float) -> dict[str, Property] | None:
+    """The analyses of ``act`` by the child that validated it, within ``timeout`` seconds
+    (None when there is no such child any more); stored on disk for later runs."""
+    from absorb._sandbox import BudgetExceeded
+
+    with _lock:
+        job = _waiting.pop(act.key, None)
+    if job is None:
+        return None
+    if not job.alive:  # it died while idle (killed from outside, say): analysed in a new child instead
+        job.close()
+        return None
+    try:
+        kind, out = job.next(timeout)
+    except BudgetExceeded as exc:
+        raise _over_budget(act, timeout, exc) from None
+    finally:
+        job.close()
+    if kind == "properties":
+        return out
+    from absorb import _analysis_cache as disk
+    from absorb.symbolic.facts import load
+
+    disk.store(act.key, out)
+    return {k: load(d) for k, d in out.items()}
+
+
+def _over_budget(act: Activation, timeout: float, exc: Exception) -> InvalidInput:
+    return InvalidInput(f"activation expression {act.name[5:] if act.name.startswith('expr:') else act.name!r}: too large "
+                        f"to analyse within {timeout:g} s / {PREPARE_MEMORY / 2**30:g} GiB ({exc}); write a simpler "
+                        "expression or raise --timeout")
+
+
+def _from_disk(key: str) -> dict[str, Property] | None:
+    """The properties of a user's activation stored by an earlier run with the same analysis
+    code (:mod:`absorb._analysis_cache`), or None."""
+    from absorb import _analysis_cache as disk
+
+    stored = disk.facts_for(key)
+    if stored is None:
+        return None
+    with _lock:
+        idle = _waiting.pop(key, None)  # stored meanwhile by another run: its waiting child is not needed
+    if idle is not None:
+        idle.close()
+    from absorb.symbolic.facts import load
+
+    return {k: load(d) for k, d in stored.items()}
+
+
+def _analyse_budgeted(act: Activation, timeout: float) -> dict[str, Property]:
+    """Every analysis of ``act``, in a child process within the budget, stored on disk for
+    later runs (when the cache is on and writable; a failure to store is silent)."""
+    from absorb import _analysis_cache as disk
+    from absorb._sandbox import BudgetExceeded, run_limited
+
+    analyse = _analyses().analyse
+    try:
+        results: dict[str, Property] = run_limited(analyse, act.expr, timeout=timeout, memory=PREPARE_MEMORY)
+    except BudgetExceeded as exc:
+        raise _over_budget(act, timeout, exc) from None
+    if disk.enabled():
+        from absorb.symbolic.facts import dump
+
+        try:
+            dumped = {k: dump(pr) for k, pr in results.items()}
+            if all(_round_trips(results[k], d) for k, d in dumped.items()):
+                disk.store(act.key, dumped)
+        except Exception:  # noqa: BLE001 - a value the table format cannot hold: not stored, never a failed run
+            pass
+    return results
+
+
+def _round_trips(pr: Property, dumped: dict[str, Any]) -> bool:
+    """What a later run would read back is what this run has: the same JSON and, value by
+    value, equal objects of the same types (else the entry is not stored)."""
+    from absorb.symbolic.facts import load
+
+    back = load(dumped)
+    if back.to_json() != pr.to_json():
+        return False
+    for mine, theirs in ((pr.value, back.value), (pr.witness or {}, back.witness or {})):
+        if set(mine) != set(theirs):
+            return False
+        for k, v in mine.items():
+            w = theirs[k]
+            if type(v) is not type(w) or not (v == w or (v != v and w != w)):
+                return False
+    return True
 
 
 def get(act: Activation, analysis: str) -> Property:

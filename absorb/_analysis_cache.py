@@ -1,0 +1,248 @@
+"""A persistent cache of the analysis of users' ``expr:`` activations, on disk.
+
+The analysis of a custom activation (its proof of being real and finite, and every property
+of :data:`absorb.symbolic.properties.ANALYSES`) costs sympy's import and its work, about a
+second or two, on every run. It depends only on the expression and on the code that
+analyses it, so its outcome is stored once: the expression's sympy form (as ``srepr`` text,
+as :mod:`absorb.symbolic._builtin_facts` stores the built-ins') and every property, as
+plain literals. A later run of the same expression reads the entry and, like a built-in,
+needs no sympy where the decision does not.
+
+Soundness: an entry is only the stored result of the same proof code on the same
+expression. Its key hashes the canonical parse tree of the expression with the analysis
+code itself (every source file of ``absorb/model`` and ``absorb/symbolic``), the versions
+of sympy and mpmath and Python's; any change to either gives a new key. An entry that does
+not parse, does not match its key, or has an unexpected shape is ignored (and overwritten).
+
+Where: ``$ABSORB_CACHE_DIR`` when set (``off``, ``0``, ``no``, ``false`` or the empty string
+turn the cache off), else ``$XDG_CACHE_HOME/absorb``, else ``~/.cache/absorb``; entries are
+``expr-<key>.json`` files under ``analysis/``. A missing or read-only directory never fails a
+run: the cache is then silently skipped. Writes are atomic (a temporary file, then
+``os.replace``). Deleting the directory clears it.
+
+Generic on purpose: this module imports nothing heavy (no sympy, no numpy); callers convert
+Properties to literals (:func:`absorb.symbolic.facts.dump`) and back.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FORMAT", "directory", "enabled", "facts_for", "read", "register", "store", "write"]
+
+FORMAT = 1
+"""The entry format (part of every key)."""
+MAX_ENTRY_BYTES = 4 << 20
+"""Larger files are not read (a corrupt or foreign file)."""
+_OFF = {"", "0", "off", "no", "false", "none"}
+_STATUSES = {"proved", "refuted", "unknown"}
+
+_disabled_here = False
+_lock = threading.Lock()
+_code_digest: str | None = None
+_registered: dict[str, tuple[str, str, dict[str, Any] | None]] = {}
+"""An activation's key (its srepr) → (canonical expression, the user's text, the entry read for it or None)."""
+
+
+def disable() -> None:
+    """Turn the cache off for this process (``--no-cache``)."""
+    global _disabled_here
+    _disabled_here = True
+
+
+def directory() -> Path | None:
+    """The cache's directory (``…/analysis``), or None when the cache is turned off."""
+    if _disabled_here:
+        return None
+    env = os.environ.get("ABSORB_CACHE_DIR")
+    if env is not None:
+        if env.strip().lower() in _OFF:
+            return None
+        root = Path(env).expanduser()
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+        root = Path(xdg) / "absorb" if xdg and os.path.isabs(xdg) else Path.home() / ".cache" / "absorb"
+    return root / "analysis"
+
+
+def enabled() -> bool:
+    return directory() is not None
+
+
+def _version_of(package: str, relative: str) -> str:
+    """The text of a file of ``package`` that states its version, found without importing it."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            return "absent"
+        path = Path(next(iter(spec.submodule_search_locations))) / relative
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except (OSError, ImportError, ValueError, StopIteration):
+        return "unknown"
+
+
+def code_digest() -> str:
+    """A hash of the analysis code (every source file of absorb/model and absorb/symbolic) and
+    of the versions of sympy, mpmath and Python: part of every key."""
+    global _code_digest
+    if _code_digest is None:
+        h = hashlib.sha256()
+        here = Path(__file__).parent
+        for sub in ("model", "symbolic"):
+            for name in sorted(n for n in os.listdir(here / sub) if n.endswith(".py")):  # (no glob: its regex costs 15 ms)
+                h.update(name.encode() + b"\0" + (here / sub / name).read_bytes() + b"\0")
+        h.update(_version_of("sympy", "release.py").encode())
+        h.update(_version_of("mpmath", "__init__.py").encode())
+        h.update(f"{sys.version_info[:3]} format {FORMAT}".encode())
+        _code_digest = h.hexdigest()
+    return _code_digest
+
+
+def key(canonical: str) -> str:
+    """The key of the entry of the expression whose canonical text is ``canonical``."""
+    return hashlib.sha256((code_digest() + "\0" + canonical).encode()).hexdigest()[:40]
+
+
+# ----- validation of an entry read from disk: nothing in it is trusted -------------------
+_ALLOWED_NODES = (ast.Expression, ast.Call, ast.Name, ast.Load, ast.Constant, ast.keyword, ast.UnaryOp, ast.USub,
+                  ast.Tuple, ast.List)
+
+
+def _safe_srepr(text: Any) -> bool:
+    """``text`` is srepr-like: calls of plain names (none of Python's builtins, none starting
+    with ``_``) on literals; so that parsing it later (sympy's sympify evaluates its input)
+    runs nothing but sympy constructors."""
+    if not isinstance(text, str) or len(text) > 100_000:
+        return False
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED_NODES):
+            return False
+        if isinstance(node, ast.Name) and (node.id.startswith("_") or hasattr(builtins, node.id)):
+            return False
+        if isinstance(node, ast.Call) and not isinstance(node.func, ast.Name):
+            return False
+        if isinstance(node, ast.Constant) and not isinstance(node.value, (str, int, float, bool, type(None))):
+            return False
+    return True
+
+
+def _literal_ok(v: Any) -> bool:
+    if isinstance(v, dict):
+        return set(v) == {"srepr"} and _safe_srepr(v["srepr"])
+    return v is None or isinstance(v, (str, int, float, bool))
+
+
+def _fact_ok(d: Any) -> bool:
+    if not isinstance(d, dict) or set(d) != {"name", "status", "statement", "value", "steps", "witness"}:
+        return False
+    if not (isinstance(d["name"], str) and d["status"] in _STATUSES and isinstance(d["statement"], str)):
+        return False
+    if not (isinstance(d["steps"], list) and all(isinstance(s, str) for s in d["steps"])):
+        return False
+    parts = [d["value"]] + ([d["witness"]] if d["witness"] is not None else [])
+    return all(isinstance(part, dict) and all(isinstance(k, str) and _literal_ok(v) for k, v in part.items())
+               for part in parts)
+
+
+def _valid(entry: Any, canonical: str) -> bool:
+    if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("key") != key(canonical):
+        return False
+    if entry.get("expression") != canonical or not isinstance(entry.get("text"), str):
+        return False
+    if not _safe_srepr(entry.get("srepr")):
+        return False
+    facts = entry.get("facts")
+    return isinstance(facts, dict) and bool(facts) and all(isinstance(k, str) and _fact_ok(d) for k, d in facts.items())
+
+
+# ----- reading and writing ------------------------------------------------------------------
+def read(canonical: str) -> dict[str, Any] | None:
+    """The validated entry of the expression ``canonical`` ({"text", "srepr", "facts", …}), or
+    None (cache off, no entry, an unreadable, corrupt or foreign one)."""
+    where = directory()
+    if where is None:
+        return None
+    path = where / f"expr-{key(canonical)}.json"
+    try:
+        if path.stat().st_size > MAX_ENTRY_BYTES:
+            return None
+        entry = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return entry if _valid(entry, canonical) else None
+
+
+def write(canonical: str, text: str, srepr: str, facts: dict[str, Any]) -> bool:
+    """Store an entry (atomically); False, silently, when the cache is off or cannot be written."""
+    where = directory()
+    if where is None:
+        return False
+    entry = {"format": FORMAT, "key": key(canonical), "expression": canonical, "text": text, "srepr": srepr,
+             "facts": facts}
+    if not _valid(entry, canonical):  # what could not be read back is not written
+        return False
+    tmp = None
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        data = json.dumps(entry, ensure_ascii=False, sort_keys=True)
+        fd, tmp = tempfile.mkstemp(dir=where, prefix=".expr-", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(data)
+        os.replace(tmp, where / f"expr-{entry['key']}.json")
+        tmp = None
+        return True
+    except (OSError, ValueError, TypeError):
+        return False
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+# ----- the link from an Activation (its key) to its entry ---------------------------------
+def register(act_key: str, canonical: str, text: str, entry: dict[str, Any] | None) -> None:
+    """Remember that the activation whose key is ``act_key`` is the user's expression
+    ``canonical`` (read from the cache as ``entry``, or None when it was analysed afresh)."""
+    with _lock:
+        _registered[act_key] = (canonical, text, entry)
+
+
+def facts_for(act_key: str) -> dict[str, Any] | None:
+    """The cached properties (literals, as :func:`absorb.symbolic.facts.dump` writes them) of
+    the registered activation ``act_key``, or None."""
+    with _lock:
+        reg = _registered.get(act_key)
+    if reg is None or not enabled():
+        return None
+    canonical, _text, entry = reg
+    if entry is None:
+        entry = read(canonical)
+    return None if entry is None or entry["srepr"] != act_key else entry["facts"]
+
+
+def store(act_key: str, facts: dict[str, Any]) -> bool:
+    """Store the properties of the registered activation ``act_key`` (False when it is not
+    registered, or the cache is off or cannot be written)."""
+    with _lock:
+        reg = _registered.get(act_key)
+    if reg is None:
+        return False
+    canonical, text, _entry = reg
+    return write(canonical, text, act_key, facts)

@@ -1,0 +1,144 @@
+"""The numpy form of a user expression, read from its sympy ``srepr`` text without sympy.
+
+A small evaluator over the expression tree: ``srepr`` text is Python call syntax
+(``Mul(Rational(1, 2), Symbol('x', real=True), …)``), read with :mod:`ast` (never ``eval``)
+over a whitelist of heads, each mapped to a numpy function. scipy is imported only when the
+expression uses a function numpy lacks (``erf``, ``erfc``: scipy.special, as the built-in
+GELU uses). A run whose expression was analysed before reads the ``srepr`` from the
+persistent analysis cache and so evaluates σ without importing sympy or scipy.
+
+Overflow (``exp`` of a large argument, say) gives ±inf or nan, never a warning or an error,
+as for every activation's numpy form.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+__all__ = ["UnsupportedExpression", "numpy_form"]
+
+Fn = Callable[[np.ndarray], Any]
+
+
+class UnsupportedExpression(ValueError):
+    """The ``srepr`` text uses a head the evaluator does not know (the caller falls back to
+    sympy's lambdify, or, for a cache entry, ignores the entry)."""
+
+
+def _scipy(name: str) -> Callable[[Any], Any]:
+    def f(v: Any) -> Any:
+        from scipy import special  # only for what numpy lacks (0.5 s of imports)
+
+        return getattr(special, name)(v)
+
+    return f
+
+
+def _math(name: str) -> Callable[[Any], Any]:
+    import math
+
+    ufunc = np.frompyfunc(getattr(math, name), 1, 1)
+    return lambda v: np.asarray(ufunc(v), dtype=float)
+
+
+_UNARY: dict[str, Callable[[Any], Any]] = {
+    "exp": np.exp, "log": np.log, "tanh": np.tanh, "sinh": np.sinh, "cosh": np.cosh, "atan": np.arctan,
+    "sin": np.sin, "cos": np.cos, "Abs": np.abs, "erf": _scipy("erf"), "erfc": _scipy("erfc"),
+}
+_UNARY_MATH = {**_UNARY, "erf": _math("erf"), "erfc": _math("erfc")}
+"""The same with Python's math.erf/erfc, one element at a time: for a few points (the
+validation's cross-check), where importing scipy would cost more than the evaluation."""
+_CONSTANTS = {"pi": np.pi, "E": np.e, "Zero": 0.0, "One": 1.0, "NegativeOne": -1.0, "Half": 0.5}
+
+
+def _number(node: ast.expr) -> int:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_number(node.operand)
+    raise UnsupportedExpression("a number argument that is not an integer literal")
+
+
+def _compile(node: ast.expr, unary: dict[str, Callable[[Any], Any]]) -> Fn | float:
+    """A numpy function of z, or a float for a constant sub-expression (folded once)."""
+    if isinstance(node, ast.Name):
+        if node.id in _CONSTANTS:
+            return float(_CONSTANTS[node.id])
+        raise UnsupportedExpression(f"the name {node.id!r}")
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        raise UnsupportedExpression(f"the syntax {type(node).__name__}")
+    head = node.func.id
+    if head == "Symbol":
+        if node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "x":
+            return lambda z: z
+        raise UnsupportedExpression("a symbol other than x")
+    if node.keywords:
+        raise UnsupportedExpression(f"keyword arguments of {head}")
+    if head == "Integer" and len(node.args) == 1:
+        return float(_number(node.args[0]))
+    if head == "Rational" and len(node.args) == 2:
+        return float(Fraction(_number(node.args[0]), _number(node.args[1])))
+    args = [_compile(a, unary) for a in node.args]
+    if head in unary and len(args) == 1:
+        return _apply(unary[head], args)
+    if head == "Add" and args:
+        return _apply(lambda *v: sum(v[1:], v[0]), args)
+    if head == "Mul" and args:
+        def prod(*v: Any) -> Any:
+            out = v[0]
+            for w in v[1:]:
+                out = out * w
+            return out
+        return _apply(prod, args)
+    if head in ("Max", "Min") and args:
+        op = np.maximum if head == "Max" else np.minimum
+        def reduce(*v: Any) -> Any:
+            out = v[0]
+            for w in v[1:]:
+                out = op(out, w)
+            return out
+        return _apply(reduce, args)
+    if head == "Pow" and len(args) == 2:
+        e = args[1]
+        if e == -1:
+            return _apply(lambda b: 1.0 / b, args[:1])
+        if e == 0.5:
+            return _apply(np.sqrt, args[:1])
+        return _apply(lambda b, k: np.power(b, k), args)
+    raise UnsupportedExpression(f"the head {head}")
+
+
+def _apply(fn: Callable[..., Any], args: list[Fn | float]) -> Fn | float:
+    if all(isinstance(a, float) for a in args):
+        with np.errstate(all="ignore"):
+            return float(fn(*(np.float64(a) for a in args)))
+    parts = [(a if callable(a) else (lambda z, c=a: c)) for a in args]
+    return lambda z: fn(*(p(z) for p in parts))
+
+
+def numpy_form(srepr: str, *, few_points: bool = False) -> Callable[[np.ndarray], np.ndarray]:
+    """The numpy function (float64 in, float64 out, same shape) of the expression whose sympy
+    ``srepr`` is ``srepr``; :class:`UnsupportedExpression` when it uses a head not known here.
+    ``few_points``: erf/erfc from Python's math module instead of scipy (slow per point, but
+    no scipy import): for a check at a handful of points, never for σ's numpy form."""
+    try:
+        tree = ast.parse(srepr, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise UnsupportedExpression(f"not srepr text ({type(exc).__name__})") from None
+    try:
+        fn = _compile(tree, _UNARY_MATH if few_points else _UNARY)
+    except (RecursionError, OverflowError, ZeroDivisionError) as exc:
+        raise UnsupportedExpression(f"cannot compile ({type(exc).__name__})") from None
+
+    def np_fn(z: np.ndarray) -> np.ndarray:
+        z = np.asarray(z, dtype=float)
+        with np.errstate(all="ignore"):
+            v = fn(z) if callable(fn) else fn
+            return np.broadcast_to(np.asarray(v, dtype=float), np.shape(z)).copy()
+
+    return np_fn
