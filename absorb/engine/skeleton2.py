@@ -379,13 +379,15 @@ def flip_witness_block(block: Block, S: tuple[int, ...]) -> Block:
                          name=block.name + "'")
 
 
-def exact_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[bool, Fraction, Fraction, Fraction]:
+def exact_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[Fraction, Fraction, Fraction, Fraction]:
     """For the ReLU² flip g = ``wb`` of S: f(x) − g(x) = Σ_S w_i (u_i·x)² + R_L x + R_0 exactly,
-    with R_L = M + 2Σ_S c_i w_i u_iᵀ and R_0 = b_down + Σ_S c_i² w_i − b'_down. Returns (the
-    quadratic part is exactly zero, ‖R_L‖_{∞→∞}, |R_0|_∞, |f(0)|_∞ rounded down) — exact rationals."""
+    with R_L = M + 2Σ_S c_i w_i u_iᵀ and R_0 = b_down + Σ_S c_i² w_i − b'_down. Returns
+    (q, ‖R_L‖_{∞→∞}, |R_0|_∞, |f(0)|_∞), exact rationals, where q = max_a Σ_{b,c} |Q_abc| for
+    the quadratic part's tensor Q = Σ_S w_i ⊗ u_i u_iᵀ, so |Σ_S w_i (u_i·x)²|_∞ ≤ q|x|²_∞
+    (q = 0 exactly when the quadratic part vanishes)."""
     d = block.d
     cols = exact_q_columns(block)
-    quad_zero = all(sum((cols[i][k] for i in S), Fraction(0)) == 0 for k in range(d ** 3))
+    q = max(sum(abs(sum((cols[i][a * d * d + k] for i in S), Fraction(0))) for k in range(d * d)) for a in range(d))
     U = [_frac(r) for r in np.asarray(block.W_up, dtype=np.float64)]
     D = [_frac(col) for col in np.asarray(block.W_down, dtype=np.float64).T]
     c = _frac(block.b_up) if block.b_up is not None else [Fraction(0)] * block.n
@@ -395,7 +397,47 @@ def exact_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[b
     bd2 = _frac(wb.b_down) if wb.b_down is not None else [Fraction(0)] * d
     R0 = [bd[a] + sum((c[i] ** 2 * D[i][a] for i in S), Fraction(0)) - bd2[a] for a in range(d)]
     f0 = [bd[a] + sum((max(c[i], Fraction(0)) ** 2 * D[i][a] for i in range(block.n)), Fraction(0)) for a in range(d)]
-    return quad_zero, max(sum(abs(v) for v in row) for row in RL), max(abs(v) for v in R0), max(abs(v) for v in f0)
+    return q, max(sum(abs(v) for v in row) for row in RL), max(abs(v) for v in R0), max(abs(v) for v in f0)
+
+
+def relu2_scales(block: Block) -> tuple[Fraction, Fraction]:
+    """The block's own coefficient scales (s₁, s₂), exact rationals (docs/results/skeleton2.md,
+    "Within tolerance"): s₂ = max_a Σ_i |w_ai|·|u_i|₁² bounds the quadratic part of f,
+    |Σ_i w_i (u_i·x)²|_∞ ≤ s₂|x|²_∞, and s₁ = max(1, max_a (Σ_b |M_ab| + Σ_i 2|c_i||w_ai||u_i|₁))
+    its linear part (the skip and the biases' cross terms); the 1 keeps every flip's absolute
+    linear allowance (ρ∞ ≤ τ, the linear-case guarantee's |x|_∞ term)."""
+    U = [_frac(r) for r in np.asarray(block.W_up, dtype=np.float64)]
+    D = [_frac(col) for col in np.asarray(block.W_down, dtype=np.float64).T]
+    c = _frac(block.b_up) if block.b_up is not None else [Fraction(0)] * block.n
+    M = [_frac(r) for r in np.asarray(block.M, dtype=np.float64)]
+    u1 = [sum((abs(v) for v in u), Fraction(0)) for u in U]
+    s2 = max(sum((abs(D[i][a]) * u1[i] ** 2 for i in range(block.n)), Fraction(0)) for a in range(block.d))
+    lin = max(sum((abs(v) for v in M[a]), Fraction(0)) + sum((2 * abs(c[i] * D[i][a]) * u1[i] for i in range(block.n)), Fraction(0))
+              for a in range(block.d))
+    return max(Fraction(1), lin), s2
+
+
+def flip_epsilon(q: Fraction, rl: Fraction, r0: Fraction, f0: Fraction | float, s1: Fraction, s2: Fraction,
+                 thr: float) -> tuple[float, bool]:
+    """ε for a degree-2 flip witness from its exact residuals: f − g = Q(x) + R_L x + R_0 with
+    |Q(x)|_∞ ≤ q|x|²_∞, ‖R_L‖∞ = rl, |R_0|_∞ = r0, and f0 ≤ |f(0)|_∞. Returns (ε, scaled):
+
+    * q = 0 (the quadratic part vanishes exactly) and max(rl, r0/f0) ≤ ``thr``: that ε, the
+      linear-case guarantee |f(x) − g(x)|_∞ ≤ ε(|x|_∞ + |f(0)|_∞); scaled = False;
+    * else ε = max(q/s₂, rl/s₁, r0/f0), so |f(x) − g(x)|_∞ ≤ ε(|f(0)|_∞ + s₁|x|_∞ + s₂|x|²_∞)
+      for every x (the degree-2 guarantee, s₁ ≥ 1 and s₂ the block's own scales:
+      :func:`relu2_scales`, :func:`absorb.engine.gated_skeleton.gated_scales`); scaled = True.
+
+    Each ratio is an exact rational rounded to float and raised by a relative 1e-12 (so an
+    upper bound); r0 ≠ 0 with f0 = 0 is inf (no relative tolerance covers x = 0)."""
+    e0 = 0.0 if r0 == 0 else (float(Fraction(r0) / Fraction(f0)) if f0 > 0 else math.inf)
+    if q == 0:
+        lin = max(float(rl), e0) * (1 + 1e-12)
+        if lin <= thr or s2 <= 0:
+            return lin, False
+    elif s2 <= 0:
+        return math.inf, True
+    return max(float(q / s2), float(rl / s1), e0) * (1 + 1e-12), True
 
 
 # ---------------------------------------------------------------------------- handler --
@@ -463,21 +505,30 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
     wb = flip_witness_block(blk64, res.S)
     if ctx.bias_free_class and (wb.b_up is not None or wb.b_down is not None):
         return unknown(f"S = {list(res.S)} gives a witness with biases, but the question is about bias-free blocks", res)
-    quad_zero, rl, r0, f0 = exact_flip_residuals(blk64, res.S, wb)
+    q, rl, r0, f0 = exact_flip_residuals(blk64, res.S, wb)
     thr = eval_threshold(ctx.tol, blk.n)
-    eps = max(float(rl), float(r0 / f0) if f0 else (0.0 if r0 == 0 else math.inf)) * (1 + 1e-12)
+    s1, s2 = relu2_scales(blk64)
+    eps, scaled = flip_epsilon(q, rl, r0, f0, s1, s2, thr)
     err, m = evaluation_error(blk, wb, blk.d, seed=ctx.seed, accept=thr)
-    w = Witness(S=res.S, block=wb, residual=res.residual, eval_error=max(eps, err), n_inputs=m, exact=quad_zero and eps == 0,
-                description="negate the up rows, up biases and down columns in S; b'_down = b_down + Σ_S b_up,i²·w_i; "
-                f"exact: the quadratic part of f − g is {'0' if quad_zero else 'nonzero'}, "
-                f"|f(x) − g(x)|∞ ≤ {eps:.3g}·(|x|∞ + |f(0)|∞) for every x")
-    if quad_zero and eps <= thr and err <= thr:
+    if scaled:
+        how = (f"within tolerance: |f(x) − g(x)|∞ ≤ {eps:.3g}·(|f(0)|∞ + s₁|x|∞ + s₂|x|∞²) for every x, s₁ = {float(s1):.6g}, "
+               f"s₂ = {float(s2):.6g} the block's linear and quadratic scales (the quadratic part of f − g is "
+               f"{'nonzero: ≤ ' + format(float(q), '.3g') + '·|x|∞²' if q else '0'})")
+    else:
+        how = f"exact: the quadratic part of f − g is 0, |f(x) − g(x)|∞ ≤ {eps:.3g}·(|x|∞ + |f(0)|∞) for every x"
+    w = Witness(S=res.S, block=wb, residual=res.residual, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
+                description=f"negate the up rows, up biases and down columns in S; b'_down = b_down + Σ_S b_up,i²·w_i; {how}")
+    if eps <= thr and err <= thr:
+        cond = ("Σ_S w_i ⊗ u_i u_iᵀ = 0 exactly and M = −2·Σ_S b_up,i w_i u_iᵀ" if not scaled else
+                "Σ_S w_i ⊗ u_i u_iᵀ = 0 and M = −2·Σ_S b_up,i w_i u_iᵀ up to rounding")
+        change = ("a constant that b'_down absorbs" if not scaled else
+                  "a constant that b'_down absorbs plus a quadratic and a linear part within the tolerance of the block's own "
+                  f"scales ({how})")
         return ctx.done(Verdict.ABSORBABLE, Theorem.SKELETON2,
-                        f"Degree-2 skeleton, ReLU²: S = {list(res.S)} has Σ_S w_i ⊗ u_i u_iᵀ = 0 exactly and "
-                        f"M = −2·Σ_S b_up,i w_i u_iᵀ (relative residual {res.residual:.2e}); negating (u_i, b_up,i, w_i) on S "
-                        "changes the block by −Σ_S w_i (u_i·x + b_up,i)², a constant that b'_down absorbs "
+                        f"Degree-2 skeleton, ReLU²: S = {list(res.S)} has {cond} (relative residual {res.residual:.2e}); "
+                        f"negating (u_i, b_up,i, w_i) on S changes the block by −Σ_S w_i (u_i·x + b_up,i)², {change} "
                         f"(rigorous bound {eps:.2e}; checked on {m} inputs, max relative error {err:.2e}).",
                         witness=w, search=res)
-    return unknown(f"S = {list(res.S)} satisfies the conditions within the tolerance, but its ReLU² flip witness failed the "
-                   f"exact check (quadratic part {'zero' if quad_zero else 'nonzero'}, linear/constant bound {eps:.2e}, "
-                   f"sampled error {err:.2e}{eval_failure(err)})", res)
+    return unknown(f"S = {list(res.S)} satisfies the conditions within the tolerance, but its ReLU² flip witness failed its "
+                   f"check (quadratic part {'zero' if q == 0 else f'nonzero, ≤ {float(q / s2) if s2 else math.inf:.2e}·s₂|x|∞²'}, bound "
+                   f"{eps:.2e} against {thr:.2e}, sampled error {err:.2e}{eval_failure(err)})", res)
