@@ -24,6 +24,7 @@ from absorb.engine import decide
 from absorb.io import load
 from absorb.verify import checker
 from tests.test_gated_skeleton import relu_like_planted
+from tests.test_skeleton2_rounded import planted_rounded_gated, planted_rounded_relu2
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -165,11 +166,13 @@ def _models() -> dict[str, Any]:
         "skeleton2-enumerate": _skeleton2_generic(2, 9, 12),
         "skeleton2-gram": _skeleton2_generic(6, 60, 14),
         "skeleton2-absorbable": _skeleton2_planted(),
+        "skeleton2-rounded": planted_rounded_relu2(0, 3),
         "gated-skeleton": _gated_generic(),
         "gated-relu-like": _gated_generic("swiglu"),
         "gated-relu-like-enumerate": _gated_generic("swiglu", d=2, n=8),
         "gated-relu-like-gram": _gated_generic("swiglu", d=6, n=60),
         "gated-relu-like-flip": relu_like_planted("silu"),
+        "gated-relu-like-rounded": planted_rounded_gated(0, 2, "silu"),
         "depth": cat("relu2_stack"),
         "composition": _planted_stack(rng),
         "composition-cone": _cone_stack(),
@@ -272,8 +275,8 @@ def _pattern(path: tuple[Any, ...]) -> str:
 
 CASES = ["trivial", "degree", "linearization", "bounded", "linear", "parity", "exponential", "index-set-absorbable",
          "index-set-not", "index-set-gated", "index-set-low-rank", "index-set-mitm", "canonical-absorbable", "canonical-not", "canonical-near", "skeleton-nondegenerate",
-         "skeleton-degenerate", "skeleton2-rank", "skeleton2-enumerate", "skeleton2-gram", "skeleton2-absorbable", "gated-skeleton",
-         "gated-relu-like", "gated-relu-like-enumerate", "gated-relu-like-gram", "gated-relu-like-flip", "depth", "composition", "composition-cone",
+         "skeleton-degenerate", "skeleton2-rank", "skeleton2-enumerate", "skeleton2-gram", "skeleton2-absorbable", "skeleton2-rounded", "gated-skeleton",
+         "gated-relu-like", "gated-relu-like-enumerate", "gated-relu-like-gram", "gated-relu-like-flip", "gated-relu-like-rounded", "depth", "composition", "composition-cone",
          "linear-absorbable", "range", "rank", "kink-count", "none"]
 
 

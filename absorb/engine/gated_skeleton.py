@@ -136,17 +136,20 @@ def gated_flip_block(block: Block, S: tuple[int, ...]) -> Block:
                          skip=np.zeros((block.d, block.d)), name=block.name + "'")
 
 
-def gated_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[Any, Any, Any]:
+def gated_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[Any, Any, Any, float]:
     """For the flip ``wb`` of S (σ_g(−z) = σ_g(z) − z): f − g = Σ_S w_i (g_i·x)(u_i·x) + R_L x + R_0
     exactly, R_L = M + Σ_S w_i (c_i u_i + e_i g_i)ᵀ, R_0 = b_down + Σ_S c_i e_i w_i − b'_down.
-    Returns (q, ‖R_L‖_{∞→∞}, |R_0|_∞), exact rationals, with q = ½·max_a Σ_{b,c} |Q_abc| for
+    Returns (q, ‖R_L‖_{∞→∞}, |R_0|_∞) in exact rationals, with q = ½·max_a Σ_{b,c} |Q_abc| for
     Q = Σ_S w_i ⊗ (g_i u_iᵀ + u_i g_iᵀ), so |Σ_S w_i (g_i·x)(u_i·x)|_∞ ≤ q|x|²_∞ (q = 0 exactly
-    when the quadratic part vanishes)."""
+    when the quadratic part vanishes), and S's relative distance (‖Q‖²_F + ‖R_L‖²_F)^½ / ‖M‖_F."""
     from fractions import Fraction
+
+    from absorb.engine.skeleton2 import exact_distance
 
     d, n = block.d, block.n
     exact, _, _, _ = gated_columns(block)
-    q = max(sum(abs(sum((exact[i][a * d * d + k] for i in S), Fraction(0))) for k in range(d * d)) for a in range(d)) / 2
+    Q = [sum((exact[i][k] for i in S), Fraction(0)) for k in range(d ** 3)]
+    q = max(sum((abs(v) for v in Q[a * d * d:(a + 1) * d * d]), Fraction(0)) for a in range(d)) / 2
     F = lambda a: [Fraction(float(v)) for v in np.asarray(a, dtype=np.float64).reshape(-1)]  # noqa: E731
     G = [F(r) for r in np.asarray(block.W_gate)]
     U = [F(r) for r in np.asarray(block.W_up)]
@@ -158,7 +161,8 @@ def gated_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[A
     bd = F(block.b_down) if block.b_down is not None else [Fraction(0)] * d
     bd2 = F(wb.b_down) if wb.b_down is not None else [Fraction(0)] * d
     R0 = max(abs(bd[a] + sum((c[i] * e[i] * W[i][a] for i in S), Fraction(0)) - bd2[a]) for a in range(d))
-    return q, max(sum(abs(v) for v in row) for row in RL), R0
+    return (q, max(sum(abs(v) for v in row) for row in RL), R0,
+            exact_distance(Q, [v for row in RL for v in row], [v for row in M for v in row]))
 
 
 def gated_scales(block: Block) -> tuple[Any, Any]:
@@ -252,35 +256,34 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
     wb = gated_flip_block(b64, res.S)
     if ctx.bias_free_class and (wb.b_gate is not None or wb.b_up is not None or wb.b_down is not None):
         return unknown(f"S = {list(res.S)} gives a witness with biases, but the question is about bias-free blocks")
-    q, rl_norm, r0 = gated_flip_residuals(b64, res.S, wb)
+    q, rl_norm, r0, dist = gated_flip_residuals(b64, res.S, wb)
     f0 = f0_lower(b64)
     thr = eval_threshold(ctx.tol, blk.n)
     s1, s2 = gated_scales(b64)
     eps, scaled = flip_epsilon(q, rl_norm, r0, f0, s1, s2, thr)
     err, m = evaluation_error(blk, wb, blk.d, seed=ctx.seed, accept=thr)
     if scaled:
-        how = (f"within tolerance: |f(x) − g(x)|∞ ≤ {eps:.3g}·(|f(0)|∞ + s₁|x|∞ + s₂|x|∞²) for every x, s₁ = {float(s1):.6g}, "
-               f"s₂ = {float(s2):.6g} the block's linear and quadratic scales (the quadratic part of f − g is "
-               f"{'nonzero: ≤ ' + format(float(q), '.3g') + '·|x|∞²' if q else '0'})")
+        how = (f"within tolerance: |f(x) − g(x)|∞ ≤ {eps:.3g}·(|f(0)|∞ + s₁|x|∞ + s₂|x|∞²) for every x, with the block's own "
+               f"linear and quadratic scales s₁ = {float(s1):.6g}, s₂ = {float(s2):.6g}; the quadratic part of f − g is "
+               f"{'≤ ' + format(float(q), '.3g') + '·|x|∞²' if q else '0'}")
     else:
         how = f"exact: the quadratic part of f − g is 0, |f(x) − g(x)|∞ ≤ {eps:.3g}·(|x|∞ + |f(0)|∞) for every x"
-    w = Witness(S=res.S, block=wb, residual=res.residual, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
+    w = Witness(S=res.S, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
                 description="negate the gate rows, gate biases, value rows, value biases and down columns in S; "
                 f"b'_down = b_down + Σ_S b_gate,i b_up,i w_i; {how}")
-    if eps <= thr and err <= thr:
+    if eps <= thr and err <= thr and dist <= ctx.tol:
         cond = ("Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 exactly and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ)" if not scaled else
                 "Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ) up to rounding")
         change = ("a constant that b'_down absorbs" if not scaled else
-                  f"a constant that b'_down absorbs plus a quadratic and a linear part within the tolerance of the block's own "
-                  f"scales ({how})")
+                  f"a constant that b'_down absorbs, up to the rounding of the planted weights ({how})")
         return ctx.done(Verdict.ABSORBABLE, Theorem.GATED_SKELETON,
                         f"Gated skeleton, ReLU-like gate with σ_g(−z) = σ_g(z) − z: S = {list(res.S)} has {cond} "
-                        f"(relative residual {res.residual:.2e}); flipping those units changes the block by "
+                        f"(relative residual {dist:.2e}); flipping those units changes the block by "
                         f"−Σ_S w_i (g_i·x + b_gate,i)(u_i·x + b_up,i), {change} "
                         f"(rigorous bound {eps:.2e}; checked on {m} inputs, max relative error {err:.2e}).", witness=w, search=res)
     return unknown(f"S = {list(res.S)} satisfies the conditions within the tolerance, but its flip witness failed its "
                    f"check (quadratic part {'zero' if q == 0 else f'nonzero, ≤ {float(q / s2) if s2 else math.inf:.2e}·s₂|x|∞²'}, bound "
-                   f"{eps:.2e} against {thr:.2e}, sampled error {err:.2e}{eval_failure(err)})")
+                   f"{eps:.2e} against {thr:.2e}, relative residual {dist:.2e}, sampled error {err:.2e}{eval_failure(err)})")
 
 
 def step_gate_search(ctx: Any) -> BlockDecision | None:

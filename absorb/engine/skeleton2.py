@@ -379,15 +379,17 @@ def flip_witness_block(block: Block, S: tuple[int, ...]) -> Block:
                          name=block.name + "'")
 
 
-def exact_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[Fraction, Fraction, Fraction, Fraction]:
+def exact_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[Fraction, Fraction, Fraction, Fraction, float]:
     """For the ReLU² flip g = ``wb`` of S: f(x) − g(x) = Σ_S w_i (u_i·x)² + R_L x + R_0 exactly,
     with R_L = M + 2Σ_S c_i w_i u_iᵀ and R_0 = b_down + Σ_S c_i² w_i − b'_down. Returns
-    (q, ‖R_L‖_{∞→∞}, |R_0|_∞, |f(0)|_∞), exact rationals, where q = max_a Σ_{b,c} |Q_abc| for
+    (q, ‖R_L‖_{∞→∞}, |R_0|_∞, |f(0)|_∞) in exact rationals, where q = max_a Σ_{b,c} |Q_abc| for
     the quadratic part's tensor Q = Σ_S w_i ⊗ u_i u_iᵀ, so |Σ_S w_i (u_i·x)²|_∞ ≤ q|x|²_∞
-    (q = 0 exactly when the quadratic part vanishes)."""
+    (q = 0 exactly when the quadratic part vanishes), and S's relative distance
+    (‖Q‖²_F + ‖R_L‖²_F)^½ / ‖M‖_F (:func:`exact_distance`)."""
     d = block.d
     cols = exact_q_columns(block)
-    q = max(sum(abs(sum((cols[i][a * d * d + k] for i in S), Fraction(0))) for k in range(d * d)) for a in range(d))
+    Q = [sum((cols[i][k] for i in S), Fraction(0)) for k in range(d ** 3)]
+    q = max(sum((abs(v) for v in Q[a * d * d:(a + 1) * d * d]), Fraction(0)) for a in range(d))
     U = [_frac(r) for r in np.asarray(block.W_up, dtype=np.float64)]
     D = [_frac(col) for col in np.asarray(block.W_down, dtype=np.float64).T]
     c = _frac(block.b_up) if block.b_up is not None else [Fraction(0)] * block.n
@@ -397,7 +399,18 @@ def exact_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[F
     bd2 = _frac(wb.b_down) if wb.b_down is not None else [Fraction(0)] * d
     R0 = [bd[a] + sum((c[i] ** 2 * D[i][a] for i in S), Fraction(0)) - bd2[a] for a in range(d)]
     f0 = [bd[a] + sum((max(c[i], Fraction(0)) ** 2 * D[i][a] for i in range(block.n)), Fraction(0)) for a in range(d)]
-    return q, max(sum(abs(v) for v in row) for row in RL), max(abs(v) for v in R0), max(abs(v) for v in f0)
+    return (q, max(sum(abs(v) for v in row) for row in RL), max(abs(v) for v in R0), max(abs(v) for v in f0),
+            exact_distance(Q, [v for row in RL for v in row], [v for row in M for v in row]))
+
+
+def exact_distance(Q: list[Fraction], RL: list[Fraction], M: list[Fraction]) -> float:
+    """S's relative distance from the conditions, ‖(Q 1_S, L 1_S + vec M)‖₂ / ‖M‖_F, from its exact
+    parts (the summed quadratic column Q and R_L = L 1_S + vec M): the square root of an exact
+    rational rounded to float, then correctly rounded (deterministic; inf when M = 0)."""
+    m2 = sum((v * v for v in M), Fraction(0))
+    if m2 == 0:
+        return math.inf
+    return math.sqrt(float((sum((v * v for v in Q), Fraction(0)) + sum((v * v for v in RL), Fraction(0))) / m2))
 
 
 def relu2_scales(block: Block) -> tuple[Fraction, Fraction]:
@@ -505,30 +518,29 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
     wb = flip_witness_block(blk64, res.S)
     if ctx.bias_free_class and (wb.b_up is not None or wb.b_down is not None):
         return unknown(f"S = {list(res.S)} gives a witness with biases, but the question is about bias-free blocks", res)
-    q, rl, r0, f0 = exact_flip_residuals(blk64, res.S, wb)
+    q, rl, r0, f0, dist = exact_flip_residuals(blk64, res.S, wb)
     thr = eval_threshold(ctx.tol, blk.n)
     s1, s2 = relu2_scales(blk64)
     eps, scaled = flip_epsilon(q, rl, r0, f0, s1, s2, thr)
     err, m = evaluation_error(blk, wb, blk.d, seed=ctx.seed, accept=thr)
     if scaled:
-        how = (f"within tolerance: |f(x) − g(x)|∞ ≤ {eps:.3g}·(|f(0)|∞ + s₁|x|∞ + s₂|x|∞²) for every x, s₁ = {float(s1):.6g}, "
-               f"s₂ = {float(s2):.6g} the block's linear and quadratic scales (the quadratic part of f − g is "
-               f"{'nonzero: ≤ ' + format(float(q), '.3g') + '·|x|∞²' if q else '0'})")
+        how = (f"within tolerance: |f(x) − g(x)|∞ ≤ {eps:.3g}·(|f(0)|∞ + s₁|x|∞ + s₂|x|∞²) for every x, with the block's own "
+               f"linear and quadratic scales s₁ = {float(s1):.6g}, s₂ = {float(s2):.6g}; the quadratic part of f − g is "
+               f"{'≤ ' + format(float(q), '.3g') + '·|x|∞²' if q else '0'}")
     else:
         how = f"exact: the quadratic part of f − g is 0, |f(x) − g(x)|∞ ≤ {eps:.3g}·(|x|∞ + |f(0)|∞) for every x"
-    w = Witness(S=res.S, block=wb, residual=res.residual, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
+    w = Witness(S=res.S, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
                 description=f"negate the up rows, up biases and down columns in S; b'_down = b_down + Σ_S b_up,i²·w_i; {how}")
-    if eps <= thr and err <= thr:
+    if eps <= thr and err <= thr and dist <= ctx.tol:
         cond = ("Σ_S w_i ⊗ u_i u_iᵀ = 0 exactly and M = −2·Σ_S b_up,i w_i u_iᵀ" if not scaled else
                 "Σ_S w_i ⊗ u_i u_iᵀ = 0 and M = −2·Σ_S b_up,i w_i u_iᵀ up to rounding")
         change = ("a constant that b'_down absorbs" if not scaled else
-                  "a constant that b'_down absorbs plus a quadratic and a linear part within the tolerance of the block's own "
-                  f"scales ({how})")
+                  f"a constant that b'_down absorbs, up to the rounding of the planted weights ({how})")
         return ctx.done(Verdict.ABSORBABLE, Theorem.SKELETON2,
-                        f"Degree-2 skeleton, ReLU²: S = {list(res.S)} has {cond} (relative residual {res.residual:.2e}); "
+                        f"Degree-2 skeleton, ReLU²: S = {list(res.S)} has {cond} (relative residual {dist:.2e}); "
                         f"negating (u_i, b_up,i, w_i) on S changes the block by −Σ_S w_i (u_i·x + b_up,i)², {change} "
                         f"(rigorous bound {eps:.2e}; checked on {m} inputs, max relative error {err:.2e}).",
                         witness=w, search=res)
     return unknown(f"S = {list(res.S)} satisfies the conditions within the tolerance, but its ReLU² flip witness failed its "
                    f"check (quadratic part {'zero' if q == 0 else f'nonzero, ≤ {float(q / s2) if s2 else math.inf:.2e}·s₂|x|∞²'}, bound "
-                   f"{eps:.2e} against {thr:.2e}, sampled error {err:.2e}{eval_failure(err)})", res)
+                   f"{eps:.2e} against {thr:.2e}, relative residual {dist:.2e}, sampled error {err:.2e}{eval_failure(err)})", res)

@@ -22,6 +22,7 @@ from absorb.verify._skeleton2 import (
     gram_gated,
     quadratic_norm,
     rank_bound,
+    relative_distance,
 )
 from absorb.verify._symbolic import flip_constant
 from absorb.verify._weights import _f0_lower
@@ -115,4 +116,4 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
     return accept_exact_flip(ctx, w, wit, wb, rho, R0, Fraction(_f0_lower(block)),
                              linear="‖M + Σ_S w_i (c_i u_i + e_i g_i)ᵀ‖_∞",
                              bias="|b_down + Σ_S c_i e_i w_i − b'_down|_∞ (against a rigorous lower bound of |f(0)|)",
-                             quadratic="Lg", quad=(q, s1, s2))
+                             quadratic="Lg", quad=(q, s1, s2, relative_distance([cols[i] for i in S], RL, M, d)))

@@ -363,7 +363,8 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
     U, W, c = _units(block)
     d = block.d
     M = [[_q(v) for v in row] for row in np.asarray(block.M, dtype=np.float64)]
-    q = quadratic_norm([_tensor(W[i], U[i]) for i in S], d)
+    tensors = [_tensor(W[i], U[i]) for i in S]
+    q = quadratic_norm(tensors, d)
     RL = [[M[r][k] + sum((2 * c[i] * W[i][r] * U[i][k] for i in S), Fraction(0)) for k in range(d)] for r in range(d)]
     rho = max(sum(abs(v) for v in row) for row in RL)
     bd = [_q(v) for v in block.b_down] if block.b_down is not None else [Fraction(0)] * d
@@ -375,7 +376,17 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
     s1 = max([Fraction(1)] + [sum((abs(v) for v in M[r]), Fraction(0))
                               + sum((2 * abs(c[i]) * abs(W[i][r]) * u1[i] for i in range(block.n)), Fraction(0)) for r in range(d)])
     return accept_exact_flip(ctx, w, wit, wb, rho, R0, f0, linear="‖M + 2·Σ_S c_i w_i u_iᵀ‖_∞",
-                             bias="|b_down + Σ_S c_i² w_i − b'_down|_∞", quadratic="L", quad=(q, s1, s2))
+                             bias="|b_down + Σ_S c_i² w_i − b'_down|_∞", quadratic="L",
+                             quad=(q, s1, s2, relative_distance(tensors, RL, M, d)))
+
+
+def relative_distance(tensors: list[list[Fraction]], RL: list[list[Fraction]], M: list[list[Fraction]], d: int) -> float:
+    """‖(Σ_S q_i, R_L)‖₂ / ‖M‖_F in exact rationals (R_L = the linear condition's residual, the
+    stacked columns' second part less the target), its square root taken of the rounded ratio."""
+    tot = [sum((t[k] for t in tensors), Fraction(0)) for k in range(d ** 3)]
+    num = sum((v * v for v in tot), Fraction(0)) + sum((v * v for row in RL for v in row), Fraction(0))
+    den = sum((v * v for row in M for v in row), Fraction(0))
+    return math.sqrt(float(num / den)) if den else math.inf
 
 
 def quadratic_norm(tensors: list[list[Fraction]], d: int, half: bool = False) -> Fraction:
@@ -389,20 +400,21 @@ def quadratic_norm(tensors: list[list[Fraction]], d: int, half: bool = False) ->
 
 def accept_exact_flip(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, rho: Fraction, R0: Fraction, f0: Fraction,
                       *, linear: str, bias: str, quadratic: str,
-                      quad: tuple[Fraction, Fraction, Fraction] | None = None) -> tuple[str, Block, InfNorm]:
+                      quad: tuple[Fraction, Fraction, Fraction, float] | None = None) -> tuple[str, Block, InfNorm]:
     """The end of every skeleton flip witness's check, from its exact residuals: ρ = ‖M + (the
     flipped units' linear part)‖∞ and R0 = |the moved bias's error|∞ against f0 ≤ |f(0)|∞ (a lower
     bound or the value), both within τ + 1000·ε·√(n+1) (relative to |f(0)| for R0); the recorded
     exactness, residual and witness hashes must match what was rebuilt here.
 
-    ``quad`` = (q, s₁, s₂) for a degree-2 flip: f − g has a quadratic part bounded by q|x|²_∞
-    (q = 0 when it vanishes exactly) and the block's own scales s₁ ≥ 1, s₂. With q = 0 and ρ
-    within the threshold the above applies; otherwise the flip is accepted *within tolerance*:
-    q ≤ (τ + allowance)·s₂ and ρ ≤ (τ + allowance)·s₁, so |f(x) − g(x)|∞ ≤ ε(|f(0)|∞ + s₁|x|∞ +
-    s₂|x|²∞) with ε within the threshold (the degree-2 guarantee, docs/user-guide.md)."""
+    ``quad`` = (q, s₁, s₂, r) for a degree-2 flip: f − g has a quadratic part bounded by q|x|²_∞
+    (q = 0 when it vanishes exactly), the block's own scales s₁ ≥ 1, s₂, and S's relative
+    distance r re-derived here. With q = 0 and ρ within the threshold the above applies;
+    otherwise the flip is accepted *within tolerance*: q ≤ (τ + allowance)·s₂ and
+    ρ ≤ (τ + allowance)·s₁, so |f(x) − g(x)|∞ ≤ ε(|f(0)|∞ + s₁|x|∞ + s₂|x|²∞) with ε within the
+    threshold (the degree-2 guarantee, docs/user-guide.md), and the recorded residual must be r."""
     allowance = Fraction(1e3 * 2 * _U * math.sqrt(wb.n + 1))
     thr = Fraction(ctx.tol) + allowance
-    q, s1, s2 = quad if quad is not None else (Fraction(0), Fraction(1), Fraction(0))
+    q, s1, s2, r = quad if quad is not None else (Fraction(0), Fraction(1), Fraction(0), math.nan)
     scaled = quad is not None and not (q == 0 and rho <= thr)
     if not scaled:
         _require(ctx, rho <= thr, w, f"{linear} ≤ τ + the rounding allowance (exact)", f"{float(rho):.3g}")
@@ -417,8 +429,10 @@ def accept_exact_flip(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, rho: Fr
     _require(ctx, wit.get("exact") in (None, exact), w, "the recorded exactness matches", f"recorded {wit.get('exact')!r}")
     res = wit.get("residual")
     _require(ctx, res is None or (isinstance(res, (int, float)) and not isinstance(res, bool) and 0 <= res <= ctx.tol
-                                  and (scaled or (res == 0) == (rho == 0))), w,
-             f"the recorded residual is within the tolerance (0 iff ({quadratic}) holds exactly)", f"recorded {res!r}")
+                                  and ((res == 0) == (rho == 0) if not scaled else abs(res - r) <= 1e-12 * r)), w,
+             "the recorded residual is within the tolerance (" + (f"0 iff ({quadratic}) holds exactly" if not scaled else
+                                                                  "the relative distance of S re-derived here in exact rationals")
+             + ")", f"recorded {res!r}, re-derived {r!r}")
     recs = (wit.get("block") or {}).get("weights")
     if recs is not None:
         mine = _block_arrays(wb)
