@@ -126,6 +126,30 @@ def test_rounded_planted_certificate_verifies_and_forgeries_do_not(act: str, see
         assert ("quadratic part of f − g" in claim) if what != "M × (1 + 1e-6)" else ("linear scale" in claim), (what, claim)
 
 
+@pytest.mark.parametrize("act, seed, d, extra", [("relu2", 1, 6, 2), ("relu2", 3, 4, 13), ("silu", 0, 6, 4), ("gelu", 1, 5, 4)])
+def test_past_the_enumeration_the_index_set_engine_finds_s(act: str, seed: int, d: int, extra: int) -> None:
+    """n > 16 with dependent columns: neither route applies, and the index-set engine, run over
+    the lifted columns (vec(u uᵀ), 2c·u) against [0 | −M], finds S; the flip witness decides."""
+    blk = planted_rounded_relu2(seed, d, extra) if act == "relu2" else planted_rounded_gated(seed, d, act, extra)
+    assert blk.n > 16
+    dec = decide(blk)
+    bd = dec.blocks[0]
+    assert bd.verdict is Verdict.ABSORBABLE, bd.reason
+    assert bd.witness.S == tuple(range(d * (d + 1) // 2 + 1)) and bd.search.method != "enumerate"
+    rep = checker.verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk)
+    assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
+
+
+def test_past_the_enumeration_a_generic_block_stays_unknown() -> None:
+    """The engine's proofs of infeasibility are about the lifted problem, which the checker's
+    skeleton routes do not re-derive: no verdict from them (n = 20 > 16, d = 2: dependent columns)."""
+    rng = np.random.default_rng(2)
+    blk = Block(rng.standard_normal((20, 2)), rng.standard_normal((2, 20)), get_activation("relu2"),
+                b_up=rng.standard_normal(20), b_down=rng.standard_normal(2), skip=rng.standard_normal((2, 2)))
+    dec = decide_block(blk)
+    assert dec.verdict is Verdict.UNKNOWN and "beyond exhaustive search" in dec.reason, dec.reason
+
+
 def test_cli_check_and_verify_exit_0(tmp_path: Path) -> None:
     for name, blk in (("relu2", planted_rounded_relu2(5, 3)), ("swiglu", planted_rounded_gated(5, 3))):
         model, cert = tmp_path / f"{name}.npz", tmp_path / f"{name}.json"

@@ -360,6 +360,39 @@ def gram_route(gram: tuple[np.ndarray, np.ndarray] | None, M: np.ndarray, tol: f
                         "leaves M = 0", bound=bound, certificate={"route": "gram", "mu": str(mu)})
 
 
+# ---------------------------------------------------------------------- index-set finder --
+FINDER_SECONDS = 10.0
+"""The most the index-set engine may spend looking for S past the routes above."""
+
+
+def lifted_columns(block: Block, q: Quadratic) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(V, D, T) with the stacked column of unit i equal to vec(w_i v_iᵀ) up to the order of its
+    entries: v_i = (vec(u_i u_iᵀ), (2αc_i + β) u_i) (n × (d² + d)), D = W_down and
+    T = [0 | −M] (d × (d² + d)). So ‖D[:,S] V[S,:] − T‖_F / ‖T‖_F is S's distance from (Q), (L)
+    exactly as the routes measure it, and the index-set engine (:func:`absorb.search.find_index_set`)
+    searches it."""
+    U, D, M = (np.asarray(a, dtype=np.float64) for a in (block.W_up, block.W_down, block.M))
+    n, d = U.shape
+    c = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+    V = np.hstack([np.einsum("ib,ic->ibc", U, U).reshape(n, d * d), (2 * float(q.alpha) * c + float(q.beta))[:, None] * U])
+    return V, D, np.hstack([np.zeros((d, d * d)), -M])
+
+
+def index_set_finder(V: np.ndarray, D: np.ndarray, T: np.ndarray, ctx: Any) -> SearchResult | None:
+    """The index-set engine as a *finder* over lifted columns (:func:`lifted_columns`, the gated
+    counterpart): its ``found`` S (re-checked by the engine in float64, then by the flip
+    witness's exact check, which is the proof), within min(--timeout, :data:`FINDER_SECONDS`);
+    None otherwise — its infeasibility proofs are about the lifted problem, which the checker's
+    skeleton routes do not re-derive, so they decide nothing here."""
+    from absorb.search import find_index_set
+
+    if not np.any(T):
+        return None
+    res = find_index_set(V, D, T, tol=ctx.tol, timeout=min(float(ctx.timeout), FINDER_SECONDS), method=ctx.method,
+                         seed=ctx.seed)
+    return res if res.status is SearchStatus.FOUND and res.S is not None else None
+
+
 # ---------------------------------------------------------------------------- witness --
 def flip_witness_block(block: Block, S: tuple[int, ...]) -> Block:
     """The ReLU² witness: negate (u_i, c_i, w_i) for i in S (exact), and
@@ -498,6 +531,8 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
         res = gram_route(gram_skeleton2(blk64), blk64.M, ctx.tol)
     if res is None and small:
         res = enumeration_route(blk64, q, ctx.tol)
+    if (res is None or res.status is SearchStatus.UNKNOWN) and small and is_relu2(blk):
+        res = index_set_finder(*lifted_columns(blk64, q), ctx) or res
     if res is None:
         if not small:
             return unknown(f"the degree-2 skeleton applies, but the Gram matrix of its (Q) columns is not proved positive "
