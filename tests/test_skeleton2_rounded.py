@@ -140,14 +140,33 @@ def test_past_the_enumeration_the_index_set_engine_finds_s(act: str, seed: int, 
     assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
 
 
-def test_past_the_enumeration_a_generic_block_stays_unknown() -> None:
-    """The engine's proofs of infeasibility are about the lifted problem, which the checker's
-    skeleton routes do not re-derive: no verdict from them (n = 20 > 16, d = 2: dependent columns)."""
-    rng = np.random.default_rng(2)
-    blk = Block(rng.standard_normal((20, 2)), rng.standard_normal((2, 20)), get_activation("relu2"),
-                b_up=rng.standard_normal(20), b_down=rng.standard_normal(2), skip=rng.standard_normal((2, 2)))
-    dec = decide_block(blk)
-    assert dec.verdict is Verdict.UNKNOWN and "beyond exhaustive search" in dec.reason, dec.reason
+GELU2 = "expr:(x*(1 + erf(x/sqrt(2)))/2)**2"
+
+
+@pytest.mark.parametrize("act, d, n", [("relu2", 2, 20), ("relu2", 3, 30), (GELU2, 2, 18), ("swiglu", 2, 20)])
+def test_past_the_enumeration_a_generic_block_is_not_absorbable(act: str, d: int, n: int) -> None:
+    """n > 16 and n > d·d(d+1)/2 (dependent columns: no rank route, no enumeration): the index-set
+    engine proves every S of the lifted problem farther than τ, and the checker re-checks that
+    proof on the lifted problem it builds itself (case / route ``index-set``)."""
+    rng = np.random.default_rng(n)
+    gate = dict(W_gate=rng.standard_normal((n, d)), b_gate=rng.standard_normal(n)) if act == "swiglu" else {}
+    blk = Block(rng.standard_normal((n, d)), rng.standard_normal((d, n)), get_activation(act), b_up=rng.standard_normal(n),
+                b_down=rng.standard_normal(d), skip=rng.standard_normal((d, d)), **gate)
+    dec = decide(blk)
+    bd = dec.blocks[0]
+    th = Theorem.GATED_SKELETON if act == "swiglu" else Theorem.SKELETON2
+    assert (bd.verdict, bd.theorem) == (Verdict.NOT_ABSORBABLE, th), bd.reason
+    assert bd.search.bound > 1e-9 and bd.search.method not in ("rank", "gram", "enumerate")
+    doc = build_certificate(dec, blk, seed=0).to_json()
+    arg = doc["blocks"][0]["argument"]
+    assert arg.get("case") == "index-set" or arg.get("route") == "index-set"
+    rep = checker.verify_certificate(doc, blk)
+    assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
+    # the proof is about this block: a block whose planted S is within τ is not refuted by it
+    planted = planted_rounded_relu2(1, 2, 16) if act != "swiglu" else planted_rounded_gated(1, 2, "silu", 16)
+    if act == GELU2:
+        planted = planted.replace(activation=get_activation(GELU2))
+    assert decide_block(planted).verdict is not Verdict.NOT_ABSORBABLE
 
 
 def test_cli_check_and_verify_exit_0(tmp_path: Path) -> None:

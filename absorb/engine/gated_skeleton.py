@@ -116,23 +116,18 @@ def gated_columns(block: Block) -> tuple[list[list[Any]], np.ndarray, np.ndarray
 
 
 def gated_lifted_columns(block: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(V, D, T) for the index-set engine (:func:`absorb.engine.skeleton2.index_set_finder`): row i of
-    V is (vec(g_i u_iᵀ + u_i g_iᵀ), c_i u_i + e_i g_i), D = W_down, T = [0 | −M], so
-    ‖D[:,S] V[S,:] − T‖_F / ‖T‖_F is S's distance from (Qg), (Lg) as the routes measure it."""
+    """(V, D, T) for the index-set engine (:func:`absorb.engine.skeleton2.lifted_route`): row i of
+    V is (vec(g_i u_iᵀ + u_i g_iᵀ), c_i u_i + e_i g_i), D = W_down, T = [0 | −M], padded to p = d² + d
+    rows (:func:`absorb.engine.skeleton2.pad_lifted`), so ‖D[:,S] V[S,:] − T‖_F / ‖T‖_F is S's
+    distance from (Qg), (Lg) as the routes measure it."""
+    from absorb.engine.skeleton2 import pad_lifted
+
     G, U, D, M = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down, block.M))
     n, d = U.shape
     c = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
     e = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
     sym = (np.einsum("ib,ic->ibc", G, U) + np.einsum("ib,ic->ibc", U, G)).reshape(n, d * d)
-    return np.hstack([sym, c[:, None] * U + e[:, None] * G]), D, np.hstack([np.zeros((d, d * d)), -M])
-
-
-def _has_flip(blk: Block) -> bool:
-    """The gate has the flip identity σ_g(z) − σ_g(−z) = z (proved), so a found S gives a witness."""
-    from absorb.symbolic import properties as props
-
-    flip = props.flip_identity(blk.activation, gated=False)
-    return bool(flip.proved and flip.value.get("c") == 1)
+    return pad_lifted(np.hstack([sym, c[:, None] * U + e[:, None] * G]), D, np.hstack([np.zeros((d, d * d)), -M]))
 
 
 def gated_flip_block(block: Block, S: tuple[int, ...]) -> Block:
@@ -217,7 +212,7 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
         flip_epsilon,
         gram_gated,
         gram_route,
-        index_set_finder,
+        lifted_route,
         rank_route_columns,
     )
     from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error, f0_lower
@@ -255,8 +250,8 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
             res = enumeration_route_columns(np.vstack([Q, L]), np.concatenate([np.zeros(Q.shape[0]), t]), ctx.tol)
     elif fits:
         res = gram_route(gram_gated(b64), b64.M, ctx.tol)
-    if (res is None or res.status is SearchStatus.UNKNOWN) and small and _has_flip(blk):
-        res = index_set_finder(*gated_lifted_columns(b64), ctx) or res
+    if (res is None or res.status is SearchStatus.UNKNOWN) and small:
+        res = lifted_route(*gated_lifted_columns(b64), ctx) or res
     if res is None and not small:
         return unknown(f"the gated skeleton applies, but the Gram matrix of its (Qg) columns is not proved positive definite, "
                        f"and its columns (d³·n = {blk.d ** 3 * blk.n}) are beyond what the other routes build")

@@ -360,37 +360,51 @@ def gram_route(gram: tuple[np.ndarray, np.ndarray] | None, M: np.ndarray, tol: f
                         "leaves M = 0", bound=bound, certificate={"route": "gram", "mu": str(mu)})
 
 
-# ---------------------------------------------------------------------- index-set finder --
-FINDER_SECONDS = 10.0
-"""The most the index-set engine may spend looking for S past the routes above."""
+# ------------------------------------------------------------------ lifted index-set route --
+LIFTED_SECONDS = 10.0
+"""The most the index-set engine may spend on the lifted problem past the routes above."""
+
+
+def pad_lifted(V: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(V, D, T) with D and T padded by zero rows to p = V's width: the index-set problem of a
+    square block (d_out = d_in = p), the shape the index-set engine's certificates and the
+    checker's re-checks are written for; ‖D[:,S] V[S,:] − T‖_F and ‖T‖_F do not change."""
+    p = V.shape[1]
+    pad = np.zeros((p - D.shape[0], D.shape[1]))
+    return V, np.vstack([D, pad]), np.vstack([T, np.zeros((p - T.shape[0], p))])
 
 
 def lifted_columns(block: Block, q: Quadratic) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(V, D, T) with the stacked column of unit i equal to vec(w_i v_iᵀ) up to the order of its
-    entries: v_i = (vec(u_i u_iᵀ), (2αc_i + β) u_i) (n × (d² + d)), D = W_down and
-    T = [0 | −M] (d × (d² + d)). So ‖D[:,S] V[S,:] − T‖_F / ‖T‖_F is S's distance from (Q), (L)
-    exactly as the routes measure it, and the index-set engine (:func:`absorb.search.find_index_set`)
-    searches it."""
+    entries: v_i = (vec(u_i u_iᵀ), (2αc_i + β) u_i) (n × p, p = d² + d), D = W_down and
+    T = [0 | −M], padded to p rows (:func:`pad_lifted`). So ‖D[:,S] V[S,:] − T‖_F / ‖T‖_F is S's
+    distance from (Q), (L) exactly as the routes measure it, and the index-set engine
+    (:func:`absorb.search.find_index_set`) searches it."""
     U, D, M = (np.asarray(a, dtype=np.float64) for a in (block.W_up, block.W_down, block.M))
     n, d = U.shape
     c = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
     V = np.hstack([np.einsum("ib,ic->ibc", U, U).reshape(n, d * d), (2 * float(q.alpha) * c + float(q.beta))[:, None] * U])
-    return V, D, np.hstack([np.zeros((d, d * d)), -M])
+    return pad_lifted(V, D, np.hstack([np.zeros((d, d * d)), -M]))
 
 
-def index_set_finder(V: np.ndarray, D: np.ndarray, T: np.ndarray, ctx: Any) -> SearchResult | None:
-    """The index-set engine as a *finder* over lifted columns (:func:`lifted_columns`, the gated
-    counterpart): its ``found`` S (re-checked by the engine in float64, then by the flip
-    witness's exact check, which is the proof), within min(--timeout, :data:`FINDER_SECONDS`);
-    None otherwise — its infeasibility proofs are about the lifted problem, which the checker's
-    skeleton routes do not re-derive, so they decide nothing here."""
+def lifted_route(V: np.ndarray, D: np.ndarray, T: np.ndarray, ctx: Any) -> SearchResult | None:
+    """The index-set engine over the lifted problem (:func:`lifted_columns`, the gated
+    counterpart), within min(--timeout, :data:`LIFTED_SECONDS`): ``found`` (S re-checked by the
+    engine in float64; the flip witness's exact check is then the proof) or ``infeasible`` (the
+    engine's rigorous proof — a dual matrix, exhaustive or lattice search — that every S is at
+    relative distance > tol, which the checker re-checks on the lifted problem it builds itself);
+    None otherwise."""
     from absorb.search import find_index_set
 
     if not np.any(T):
         return None
-    res = find_index_set(V, D, T, tol=ctx.tol, timeout=min(float(ctx.timeout), FINDER_SECONDS), method=ctx.method,
+    res = find_index_set(V, D, T, tol=ctx.tol, timeout=min(float(ctx.timeout), LIFTED_SECONDS), method=ctx.method,
                          seed=ctx.seed)
-    return res if res.status is SearchStatus.FOUND and res.S is not None else None
+    if res.status is SearchStatus.FOUND and res.S is not None:
+        return res
+    if res.status is SearchStatus.INFEASIBLE and res.bound is not None and res.bound > ctx.tol:
+        return res
+    return None
 
 
 # ---------------------------------------------------------------------------- witness --
@@ -531,8 +545,8 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
         res = gram_route(gram_skeleton2(blk64), blk64.M, ctx.tol)
     if res is None and small:
         res = enumeration_route(blk64, q, ctx.tol)
-    if (res is None or res.status is SearchStatus.UNKNOWN) and small and is_relu2(blk):
-        res = index_set_finder(*lifted_columns(blk64, q), ctx) or res
+    if (res is None or res.status is SearchStatus.UNKNOWN) and small:
+        res = lifted_route(*lifted_columns(blk64, q), ctx) or res
     if res is None:
         if not small:
             return unknown(f"the degree-2 skeleton applies, but the Gram matrix of its (Q) columns is not proved positive "

@@ -18,6 +18,7 @@ from absorb.verify._skeleton2 import (
     ENUMERATE_MAX_N,
     _check_gram,
     accept_exact_flip,
+    check_lifted,
     enumeration_bound,
     gram_gated,
     quadratic_norm,
@@ -71,10 +72,18 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
     d, n = block.d, block.n
     if b.get("verdict") == "not_absorbable":
         route = (b.get("argument") or {}).get("route")
-        _require(ctx, case == "relu-like" and route in ("rank", "gram", "enumerate"), w,
-                 "a not_absorbable verdict rests on the rank, the Gram or the enumeration route", f"recorded route {route!r}")
+        _require(ctx, case == "relu-like" and route in ("rank", "gram", "enumerate", "index-set"), w,
+                 "a not_absorbable verdict rests on the rank, the Gram, the enumeration or the lifted index-set route",
+                 f"recorded route {route!r}")
         if route == "gram":
             return _check_gram(ctx, w, block, (b.get("argument") or {}).get("mu"), gram_gated, "(Qg)")
+        if route == "index-set":
+            Gf, Uf = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up))
+            cf = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
+            ef = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+            V = np.array([np.concatenate([(np.outer(Gf[i], Uf[i]) + np.outer(Uf[i], Gf[i])).ravel(), cf[i] * Uf[i] + ef[i] * Gf[i]])
+                          for i in range(n)])
+            return check_lifted(ctx, w, b, V, np.asarray(block.W_down, dtype=np.float64), np.asarray(block.M, dtype=np.float64))
         bound, how = None, "exact positive-definiteness test"
         if route == "rank":
             bound = rank_bound(_quad_cols(G, U, W), block.M) if n <= d * d * (d + 1) // 2 else None

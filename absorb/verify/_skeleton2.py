@@ -32,7 +32,7 @@ from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _variable, outer_pieces, vanishes_on_reals
 from absorb.verify._weights import InfNorm, _block_arrays
 
-CASES = ("rank", "gram", "enumerate", "relu2-flip")
+CASES = ("rank", "gram", "enumerate", "index-set", "relu2-flip")
 ENUMERATE_MAX_N = 16
 RANK_MAX_N = 48
 
@@ -344,10 +344,15 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
     _require(ctx, case in CASES, w, f"the case is one of {', '.join(CASES)}", f"recorded {case!r}")
     af, bf = Fraction(int(a.p), int(a.q)), Fraction(int(bb.p), int(bb.q))
     if b.get("verdict") == "not_absorbable":
-        _require(ctx, case in ("rank", "gram", "enumerate"), w,
-                 "a not_absorbable verdict rests on the rank, the Gram or the enumeration route")
+        _require(ctx, case in ("rank", "gram", "enumerate", "index-set"), w,
+                 "a not_absorbable verdict rests on the rank, the Gram, the enumeration or the lifted index-set route")
         if case == "gram":
             return _check_gram(ctx, w, block, arg.get("mu"), gram_s2, "(Q)")
+        if case == "index-set":
+            Uf = np.asarray(block.W_up, dtype=np.float64)
+            cf = np.zeros(block.n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+            V = np.array([np.concatenate([np.outer(u, u).ravel(), (2 * float(af) * ci + float(bf)) * u]) for u, ci in zip(Uf, cf)])
+            return check_lifted(ctx, w, b, V, np.asarray(block.W_down, dtype=np.float64), np.asarray(block.M, dtype=np.float64))
         bound = _rank_bound(block) if case == "rank" else _enumeration_bound(block, af, bf)
         _require(ctx, bound is not None and bound > ctx.tol, w,
                  f"every index set S is at relative distance > τ = {ctx.tol:g} from (Q) and (L) ({case}, re-derived here)",
@@ -440,6 +445,28 @@ def accept_exact_flip(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, rho: Fr
             isinstance(recs[k], dict) and recs[k].get("sha256") == sha256_f64(v) for k, v in mine.items()), w,
                  "the witness block is the flip of S rebuilt here (SHA-256)")
     return "absorbable", wb, InfNorm(float(rho) * (1 + 1e-12), float(q) * (1 + 1e-12))
+
+
+def check_lifted(ctx: _Ctx, w: str, b: dict[str, Any], V: np.ndarray, D: np.ndarray, M: np.ndarray) -> tuple[str, None, float]:
+    """The lifted index-set route: unit i's stacked column (its quadratic and its linear part) is
+    vec(w_i v_iᵀ) up to the order of entries, v_i = row i of ``V`` (built by the caller from
+    the weights), so "no S within τ of (Q) and (L)" is the index-set statement for the block
+    with up rows v_i, down columns w_i (padded with zero rows to a square p × p problem) and
+    target [0 | −M] (padded likewise): the recorded search's proof is re-checked on it by the
+    index-set checker (a dual matrix, re-enumeration, lattice or meet-in-the-middle)."""
+    from absorb.model.activations import get_activation
+    from absorb.verify._infeasible import _check_infeasible
+
+    search = b.get("search") or {}
+    _require(ctx, search.get("status") == "infeasible", w, "the index-set search over the lifted columns proved infeasibility",
+             f"search status {search.get('status')!r}")
+    n, p = V.shape
+    d = D.shape[0]
+    Dp = np.vstack([D, np.zeros((p - d, n))])
+    Tp = np.zeros((p, p))
+    Tp[:d, p - d:] = -M
+    _check_infeasible(ctx, w, Block(V, Dp, get_activation("identity"), skip=-Tp), search, Tp)
+    return "not_absorbable", None, 0.0
 
 
 def _check_gram(ctx: _Ctx, w: str, block: Block, mu: Any, build: Any, name: str) -> tuple[str, Block | None, float]:
