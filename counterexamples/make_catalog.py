@@ -339,6 +339,14 @@ def entries() -> list[Entry]:
                      "the rounding of the planted weights",
                      witness=dict(W_up=np.where(fk[:, None], -Ur, Ur), W_down=np.where(fk[None, :], -Dr2, Dr2),
                                   b_up=np.where(fk, -cr, cr), b_down=br + Wr @ cr[:k] ** 2)))
+    rng = np.random.default_rng(132)
+    out.append(Entry("relu2_wide_generic", dict(W_up=rng.standard_normal((20, 2)), W_down=rng.standard_normal((2, 20)),
+                                                b_up=rng.standard_normal(20), b_down=rng.standard_normal(2), activation=relu2),
+                     "A generic biased ReLU² block too wide for the degree-2 skeleton's own routes (n = 20 > 16 and "
+                     "> d·d(d+1)/2 = 6: the columns w_i ⊗ u_i u_iᵀ are dependent, 2^20 sets).",
+                     N, "skeleton2", "the lifted index-set route: the engine proves no S over the columns "
+                     "(vec(u_i u_iᵀ), 2c_i u_i) ⊗ w_i against [0 | −M]; the checker re-checks that proof",
+                     N, "degree-2 skeleton (docs/results/skeleton2.md)"))
     rng = np.random.default_rng(131)
     Gw, Uw = rng.standard_normal((9, 3)), rng.standard_normal((9, 3))
     Ww = (null_space(np.array([(np.outer(g, u) + np.outer(u, g))[np.triu_indices(3)] for g, u in zip(Gw[:k], Uw[:k])]).T)
