@@ -115,19 +115,24 @@ def gated_columns(block: Block) -> tuple[list[list[Any]], np.ndarray, np.ndarray
     return exact, Q, L, -np.asarray(block.M, dtype=np.float64).reshape(-1)
 
 
-def gated_lifted_columns(block: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def gated_lifted_columns(block: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(V, D, T) for the index-set engine (:func:`absorb.engine.skeleton2.lifted_route`): row i of
     V is (vec(g_i u_iᵀ + u_i g_iᵀ), c_i u_i + e_i g_i), D = W_down, T = [0 | −M], padded to p = d² + d
     rows (:func:`absorb.engine.skeleton2.pad_lifted`), so ‖D[:,S] V[S,:] − T‖_F / ‖T‖_F is S's
-    distance from (Qg), (Lg) as the routes measure it."""
+    distance from (Qg), (Lg) as the routes measure it; and A, the magnitudes that bound V's rounding
+    (two products and a sum per entry, :func:`absorb.engine.skeleton2.lifted_slack`)."""
     from absorb.engine.skeleton2 import pad_lifted
 
     G, U, D, M = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down, block.M))
     n, d = U.shape
     c = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
     e = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
-    sym = (np.einsum("ib,ic->ibc", G, U) + np.einsum("ib,ic->ibc", U, G)).reshape(n, d * d)
-    return pad_lifted(np.hstack([sym, c[:, None] * U + e[:, None] * G]), D, np.hstack([np.zeros((d, d * d)), -M]))
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow shows as inf: no lifted route
+        sym = (np.einsum("ib,ic->ibc", G, U) + np.einsum("ib,ic->ibc", U, G)).reshape(n, d * d)
+        aG, aU = np.abs(G), np.abs(U)
+        A = np.hstack([(np.einsum("ib,ic->ibc", aG, aU) + np.einsum("ib,ic->ibc", aU, aG)).reshape(n, d * d),
+                       np.abs(c)[:, None] * aU + np.abs(e)[:, None] * aG])
+    return (*pad_lifted(np.hstack([sym, c[:, None] * U + e[:, None] * G]), D, np.hstack([np.zeros((d, d * d)), -M])), A)
 
 
 def gated_flip_block(block: Block, S: tuple[int, ...]) -> Block:

@@ -374,35 +374,62 @@ def pad_lifted(V: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple[np.ndarray,
     return V, np.vstack([D, pad]), np.vstack([T, np.zeros((p - T.shape[0], p))])
 
 
-def lifted_columns(block: Block, q: Quadratic) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def lifted_columns(block: Block, q: Quadratic) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(V, D, T) with the stacked column of unit i equal to vec(w_i v_iᵀ) up to the order of its
     entries: v_i = (vec(u_i u_iᵀ), (2αc_i + β) u_i) (n × p, p = d² + d), D = W_down and
     T = [0 | −M], padded to p rows (:func:`pad_lifted`). So ‖D[:,S] V[S,:] − T‖_F / ‖T‖_F is S's
     distance from (Q), (L) exactly as the routes measure it, and the index-set engine
-    (:func:`absorb.search.find_index_set`) searches it."""
+    (:func:`absorb.search.find_index_set`) searches it. V is rounded (a product, and the linear
+    factor's four operations): the fourth array A bounds its entries' magnitudes, so
+    |V̂ − V| ≤ γ₄A entrywise (:func:`lifted_slack`)."""
     U, D, M = (np.asarray(a, dtype=np.float64) for a in (block.W_up, block.W_down, block.M))
     n, d = U.shape
     c = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
-    V = np.hstack([np.einsum("ib,ic->ibc", U, U).reshape(n, d * d), (2 * float(q.alpha) * c + float(q.beta))[:, None] * U])
-    return pad_lifted(V, D, np.hstack([np.zeros((d, d * d)), -M]))
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow shows as inf: no lifted route
+        V = np.hstack([np.einsum("ib,ic->ibc", U, U).reshape(n, d * d), (2 * float(q.alpha) * c + float(q.beta))[:, None] * U])
+        aU = np.abs(U)
+        A = np.hstack([np.einsum("ib,ic->ibc", aU, aU).reshape(n, d * d),
+                       (2 * abs(float(q.alpha)) * np.abs(c) + abs(float(q.beta)))[:, None] * aU])
+    return (*pad_lifted(V, D, np.hstack([np.zeros((d, d * d)), -M])), A)
 
 
-def lifted_route(V: np.ndarray, D: np.ndarray, T: np.ndarray, ctx: Any) -> SearchResult | None:
+def lifted_slack(A: np.ndarray, D: np.ndarray, T: np.ndarray) -> float:
+    """How far the rounded lifted problem can sit from the exact one, relative to ‖T‖_F: each
+    entry of V̂ is within γ₄A + 2^-1070 of the exact V (at most four roundings; the absolute term
+    covers underflow), so for every S, |‖D_S V̂_S − T‖ − ‖D_S V_S − T‖| ≤ Σ_i ‖w_i‖₂ ‖V̂_i − V_i‖₂ ≤
+    Σ_i ‖w_i‖₂ (γ₄‖A_i‖₂ + √p·2^-1070); returned relative to ‖T‖_F and raised by 1 % (the float
+    evaluation of this sum; inf when not finite). A proof that every S of the rounded problem is
+    farther than b proves the exact one farther than b − this."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        p = A.shape[1]
+        e = gamma(4) * np.linalg.norm(A, axis=1) + math.sqrt(p) * 2.0**-1070
+        num = float(np.sum(np.linalg.norm(D, axis=0) * e))
+        den = float(np.linalg.norm(T))
+    out = num / den * 1.01 if den > 0 else math.inf
+    return out if math.isfinite(out) else math.inf
+
+
+def lifted_route(V: np.ndarray, D: np.ndarray, T: np.ndarray, A: np.ndarray, ctx: Any) -> SearchResult | None:
     """The index-set engine over the lifted problem (:func:`lifted_columns`, the gated
     counterpart), within min(--timeout, :data:`LIFTED_SECONDS`): ``found`` (S re-checked by the
     engine in float64; the flip witness's exact check is then the proof) or ``infeasible`` (the
-    engine's rigorous proof — a dual matrix, exhaustive or lattice search — that every S is at
-    relative distance > tol, which the checker re-checks on the lifted problem it builds itself);
-    None otherwise."""
+    engine's rigorous proof — a dual matrix, exhaustive or lattice search — that every S of the
+    rounded lifted problem is at relative distance > tol + :func:`lifted_slack`, so every S of
+    the exact one is farther than tol; the checker re-checks it on the lifted problem it builds
+    itself); None otherwise."""
+    from absorb._errors import InvalidInput
     from absorb.search import find_index_set
 
-    if not np.any(T):
+    if not (np.any(T) and np.all(np.isfinite(V)) and np.all(np.isfinite(T))):
+        return None  # (u_i u_iᵀ overflows past 2^512: the engine would refuse the input)
+    try:
+        res = find_index_set(V, D, T, tol=ctx.tol, timeout=min(float(ctx.timeout), LIFTED_SECONDS), method=ctx.method,
+                             seed=ctx.seed)
+    except InvalidInput:  # the lifted problem is the engine's input, not the user's: no verdict from it
         return None
-    res = find_index_set(V, D, T, tol=ctx.tol, timeout=min(float(ctx.timeout), LIFTED_SECONDS), method=ctx.method,
-                         seed=ctx.seed)
     if res.status is SearchStatus.FOUND and res.S is not None:
         return res
-    if res.status is SearchStatus.INFEASIBLE and res.bound is not None and res.bound > ctx.tol:
+    if res.status is SearchStatus.INFEASIBLE and res.bound is not None and res.bound - lifted_slack(A, D, T) > ctx.tol:
         return res
     return None
 

@@ -83,7 +83,9 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
             ef = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
             V = np.array([np.concatenate([(np.outer(Gf[i], Uf[i]) + np.outer(Uf[i], Gf[i])).ravel(), cf[i] * Uf[i] + ef[i] * Gf[i]])
                           for i in range(n)])
-            return check_lifted(ctx, w, b, V, np.asarray(block.W_down, dtype=np.float64), np.asarray(block.M, dtype=np.float64))
+            A = np.array([np.concatenate([(np.outer(abs(Gf[i]), abs(Uf[i])) + np.outer(abs(Uf[i]), abs(Gf[i]))).ravel(),
+                                          abs(cf[i]) * abs(Uf[i]) + abs(ef[i]) * abs(Gf[i])]) for i in range(n)])
+            return check_lifted(ctx, w, b, V, np.asarray(block.W_down, dtype=np.float64), np.asarray(block.M, dtype=np.float64), A)
         bound, how = None, "exact positive-definiteness test"
         if route == "rank":
             bound = rank_bound(_quad_cols(G, U, W), block.M) if n <= d * d * (d + 1) // 2 else None

@@ -352,7 +352,9 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
             Uf = np.asarray(block.W_up, dtype=np.float64)
             cf = np.zeros(block.n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
             V = np.array([np.concatenate([np.outer(u, u).ravel(), (2 * float(af) * ci + float(bf)) * u]) for u, ci in zip(Uf, cf)])
-            return check_lifted(ctx, w, b, V, np.asarray(block.W_down, dtype=np.float64), np.asarray(block.M, dtype=np.float64))
+            A = np.array([np.concatenate([np.outer(abs(u), abs(u)).ravel(), (2 * abs(float(af) * ci) + abs(float(bf))) * abs(u)])
+                          for u, ci in zip(Uf, cf)])
+            return check_lifted(ctx, w, b, V, np.asarray(block.W_down, dtype=np.float64), np.asarray(block.M, dtype=np.float64), A)
         bound = _rank_bound(block) if case == "rank" else _enumeration_bound(block, af, bf)
         _require(ctx, bound is not None and bound > ctx.tol, w,
                  f"every index set S is at relative distance > τ = {ctx.tol:g} from (Q) and (L) ({case}, re-derived here)",
@@ -447,13 +449,17 @@ def accept_exact_flip(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, rho: Fr
     return "absorbable", wb, InfNorm(float(rho) * (1 + 1e-12), float(q) * (1 + 1e-12))
 
 
-def check_lifted(ctx: _Ctx, w: str, b: dict[str, Any], V: np.ndarray, D: np.ndarray, M: np.ndarray) -> tuple[str, None, float]:
+def check_lifted(ctx: _Ctx, w: str, b: dict[str, Any], V: np.ndarray, D: np.ndarray, M: np.ndarray,
+                 A: np.ndarray) -> tuple[str, None, float]:
     """The lifted index-set route: unit i's stacked column (its quadratic and its linear part) is
     vec(w_i v_iᵀ) up to the order of entries, v_i = row i of ``V`` (built by the caller from
     the weights), so "no S within τ of (Q) and (L)" is the index-set statement for the block
     with up rows v_i, down columns w_i (padded with zero rows to a square p × p problem) and
     target [0 | −M] (padded likewise): the recorded search's proof is re-checked on it by the
-    index-set checker (a dual matrix, re-enumeration, lattice or meet-in-the-middle)."""
+    index-set checker (a dual matrix, re-enumeration, lattice or meet-in-the-middle). V is
+    rounded here (≤ 4 roundings an entry, A bounding the exact entries' magnitudes), so the
+    proof, about the rounded problem, must also beat the tolerance by the rounding's effect,
+    Σ_i ‖w_i‖(γ₄‖A_i‖ + √p·2^-1070) / ‖M‖_F (bounded here, generously)."""
     from absorb.model.activations import get_activation
     from absorb.verify._infeasible import _check_infeasible
 
@@ -465,6 +471,13 @@ def check_lifted(ctx: _Ctx, w: str, b: dict[str, Any], V: np.ndarray, D: np.ndar
     Dp = np.vstack([D, np.zeros((p - d, n))])
     Tp = np.zeros((p, p))
     Tp[:d, p - d:] = -M
+    with np.errstate(over="ignore", invalid="ignore"):
+        err = _gamma(4) * np.sqrt(np.sum(A * A, axis=1)) + math.sqrt(p) * 2.0**-1070
+        slack = float(np.sqrt(np.sum(D * D, axis=0)) @ err) * 1.02 / float(np.sqrt(np.sum(M * M)))
+    claimed = search.get("bound")
+    _require(ctx, isinstance(claimed, (int, float)) and math.isfinite(slack) and claimed - slack > ctx.tol, w,
+             "the recorded bound exceeds the tolerance by more than the rounding of the lifted columns",
+             f"bound {claimed!r}, rounding allowance {slack:.3g}")
     _check_infeasible(ctx, w, Block(V, Dp, get_activation("identity"), skip=-Tp), search, Tp)
     return "not_absorbable", None, 0.0
 
