@@ -162,6 +162,15 @@ def test_past_the_enumeration_a_generic_block_is_not_absorbable(act: str, d: int
     assert arg.get("case") == "index-set" or arg.get("route") == "index-set"
     rep = checker.verify_certificate(doc, blk)
     assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
+    if act == "relu2" and d == 2:  # brute force: every one of the 2^20 sets, in float64, is far from (Q), (L)
+        K = np.array([np.concatenate([np.outer(blk.W_down[:, i], np.outer(blk.W_up[i], blk.W_up[i])).ravel(),
+                                      2 * blk.b_up[i] * np.outer(blk.W_down[:, i], blk.W_up[i]).ravel()]) for i in range(n)])
+        t = np.concatenate([np.zeros(d ** 3), -blk.M.ravel()])
+        best, idx = np.inf, np.arange(n)
+        for start in range(0, 1 << n, 1 << 16):
+            B = ((np.arange(start, start + (1 << 16))[:, None] >> idx) & 1).astype(float)
+            best = min(best, float(np.linalg.norm(B @ K - t, axis=1).min()))
+        assert best / np.linalg.norm(blk.M) > 1e-6 and best / np.linalg.norm(blk.M) >= bd.search.bound * (1 - 1e-6)
     # the proof is about this block: a block whose planted S is within τ is not refuted by it
     planted = planted_rounded_relu2(1, 2, 16) if act != "swiglu" else planted_rounded_gated(1, 2, "silu", 16)
     if act == GELU2:
