@@ -316,6 +316,54 @@ def entries() -> list[Entry]:
                      A, "the flip of S changes f by −Mx − Σ_S w_i (g_i·x + c_i)(u_i·x + e_i), a constant by (Qg), (Lg)",
                      witness=dict(W_up=flip2(Us), W_down=flip2(Ds.T).T, W_gate=flip2(Gs), b_gate=flip2(cs), b_up=flip2(es),
                                   b_down=bs + Ds[:, :2] @ (cs[:2] * es[:2]))))
+    # --- planted in float64 (a null space by SVD): the conditions hold only up to rounding ------------
+    def null_space(A: np.ndarray) -> np.ndarray:
+        _, sv, Vt = np.linalg.svd(A)
+        return Vt[int(np.sum(sv > sv[0] * 1e-12)):].T
+
+    rng = np.random.default_rng(130)
+    k = 7  # d = 3: 6 symmetric matrices u uᵀ, so 7 units are dependent
+    Ur = rng.standard_normal((9, 3))
+    Wr = (null_space(np.array([np.outer(u, u)[np.triu_indices(3)] for u in Ur[:k]]).T) @ rng.standard_normal((1, 3))).T
+    Dr2 = np.hstack([Wr, rng.standard_normal((3, 2))])
+    cr, br = rng.standard_normal(9), rng.standard_normal(3)
+    Mr = -2 * (Wr * cr[:k]) @ Ur[:k]
+    fk = np.arange(9) < k
+    out.append(Entry("relu2_rounded_planted", dict(W_up=Ur, W_down=Dr2, b_up=cr, b_down=br, skip=Mr, activation=relu2),
+                     "A biased ReLU² block planted the way users plant one: 7 random directions u_i, the w_i from the null "
+                     "space of [vech(u_i u_iᵀ)] (float64 SVD), M = −2 Σ_S c_i w_i u_iᵀ in float64, so (Q) and (L) hold for "
+                     "S = {0..6} only up to rounding.",
+                     A, "skeleton2", "the enumeration finds S; the ReLU² flip is accepted within tolerance: every coefficient of "
+                     "f − g (quadratic ones included) within τ of the block's own scales, in exact rationals",
+                     A, "absorbable within tolerance: the flip of S changes f by −Mx − Σ_S w_i(u_i·x + c_i)², a constant up to "
+                     "the rounding of the planted weights",
+                     witness=dict(W_up=np.where(fk[:, None], -Ur, Ur), W_down=np.where(fk[None, :], -Dr2, Dr2),
+                                  b_up=np.where(fk, -cr, cr), b_down=br + Wr @ cr[:k] ** 2)))
+    rng = np.random.default_rng(132)
+    out.append(Entry("relu2_wide_generic", dict(W_up=rng.standard_normal((20, 2)), W_down=rng.standard_normal((2, 20)),
+                                                b_up=rng.standard_normal(20), b_down=rng.standard_normal(2), activation=relu2),
+                     "A generic biased ReLU² block too wide for the degree-2 skeleton's own routes (n = 20 > 16 and "
+                     "> d·d(d+1)/2 = 6: the columns w_i ⊗ u_i u_iᵀ are dependent, 2^20 sets).",
+                     N, "skeleton2", "the lifted index-set route: the engine proves no S over the columns "
+                     "(vec(u_i u_iᵀ), 2c_i u_i) ⊗ w_i against [0 | −M]; the checker re-checks that proof",
+                     N, "degree-2 skeleton (docs/results/skeleton2.md)"))
+    rng = np.random.default_rng(131)
+    Gw, Uw = rng.standard_normal((9, 3)), rng.standard_normal((9, 3))
+    Ww = (null_space(np.array([(np.outer(g, u) + np.outer(u, g))[np.triu_indices(3)] for g, u in zip(Gw[:k], Uw[:k])]).T)
+          @ rng.standard_normal((1, 3))).T
+    Dw = np.hstack([Ww, rng.standard_normal((3, 2))])
+    cw, ew, bw = rng.standard_normal(9), rng.standard_normal(9), rng.standard_normal(3)
+    Mw = -sum(np.outer(Ww[:, i], cw[i] * Uw[i] + ew[i] * Gw[i]) for i in range(k))
+    out.append(Entry("swiglu_rounded_planted", dict(W_up=Uw, W_down=Dw, W_gate=Gw, b_gate=cw, b_up=ew, b_down=bw, skip=Mw,
+                                                    activation=swiglu),
+                     "A biased SwiGLU block planted in float64: the w_i from the null space of [vech(g_i u_iᵀ + u_i g_iᵀ)] "
+                     "(SVD), M = −Σ_S w_i (c_i u_i + e_i g_i)ᵀ, so (Qg) and (Lg) hold for S = {0..6} only up to rounding.",
+                     A, "gated-skeleton", "enumeration finds S; the flip is accepted within tolerance of the block's own scales",
+                     A, "absorbable within tolerance: the flip of S changes f by −Mx − Σ_S w_i (g_i·x + c_i)(u_i·x + e_i), a "
+                     "constant up to the rounding of the planted weights",
+                     witness=dict(W_up=np.where(fk[:, None], -Uw, Uw), W_down=np.where(fk[None, :], -Dw, Dw),
+                                  W_gate=np.where(fk[:, None], -Gw, Gw), b_gate=np.where(fk, -cw, cw), b_up=np.where(fk, -ew, ew),
+                                  b_down=bw + Ww @ (cw[:k] * ew[:k]))))
     rng = np.random.default_rng(117)
     Gr, Ur, Dr = rng.standard_normal((6, 3)), rng.standard_normal((6, 3)), rng.standard_normal((3, 6))
     out.append(Entry("swiglu_biased_generic", dict(W_up=Ur, W_down=Dr, W_gate=Gr, b_gate=rng.standard_normal(6),

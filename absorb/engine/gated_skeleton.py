@@ -15,6 +15,7 @@ this module turns its proof of infeasibility into ``not_absorbable``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -114,6 +115,26 @@ def gated_columns(block: Block) -> tuple[list[list[Any]], np.ndarray, np.ndarray
     return exact, Q, L, -np.asarray(block.M, dtype=np.float64).reshape(-1)
 
 
+def gated_lifted_columns(block: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(V, D, T) for the index-set engine (:func:`absorb.engine.skeleton2.lifted_route`): row i of
+    V is (vec(g_i u_iᵀ + u_i g_iᵀ), c_i u_i + e_i g_i), D = W_down, T = [0 | −M], padded to p = d² + d
+    rows (:func:`absorb.engine.skeleton2.pad_lifted`), so ‖D[:,S] V[S,:] − T‖_F / ‖T‖_F is S's
+    distance from (Qg), (Lg) as the routes measure it; and A, the magnitudes that bound V's rounding
+    (two products and a sum per entry, :func:`absorb.engine.skeleton2.lifted_slack`)."""
+    from absorb.engine.skeleton2 import pad_lifted
+
+    G, U, D, M = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down, block.M))
+    n, d = U.shape
+    c = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
+    e = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow shows as inf: no lifted route
+        sym = (np.einsum("ib,ic->ibc", G, U) + np.einsum("ib,ic->ibc", U, G)).reshape(n, d * d)
+        aG, aU = np.abs(G), np.abs(U)
+        A = np.hstack([(np.einsum("ib,ic->ibc", aG, aU) + np.einsum("ib,ic->ibc", aU, aG)).reshape(n, d * d),
+                       np.abs(c)[:, None] * aU + np.abs(e)[:, None] * aG])
+    return (*pad_lifted(np.hstack([sym, c[:, None] * U + e[:, None] * G]), D, np.hstack([np.zeros((d, d * d)), -M])), A)
+
+
 def gated_flip_block(block: Block, S: tuple[int, ...]) -> Block:
     """Negate the gate rows, gate biases, value rows, value biases and down columns of S;
     b'_down = b_down + Σ_S c_i e_i w_i (rounded)."""
@@ -135,15 +156,20 @@ def gated_flip_block(block: Block, S: tuple[int, ...]) -> Block:
                          skip=np.zeros((block.d, block.d)), name=block.name + "'")
 
 
-def gated_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[bool, Any, Any]:
+def gated_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[Any, Any, Any, float]:
     """For the flip ``wb`` of S (σ_g(−z) = σ_g(z) − z): f − g = Σ_S w_i (g_i·x)(u_i·x) + R_L x + R_0
     exactly, R_L = M + Σ_S w_i (c_i u_i + e_i g_i)ᵀ, R_0 = b_down + Σ_S c_i e_i w_i − b'_down.
-    Returns (quadratic part zero, ‖R_L‖_{∞→∞}, |R_0|_∞), exact rationals."""
+    Returns (q, ‖R_L‖_{∞→∞}, |R_0|_∞) in exact rationals, with q = ½·max_a Σ_{b,c} |Q_abc| for
+    Q = Σ_S w_i ⊗ (g_i u_iᵀ + u_i g_iᵀ), so |Σ_S w_i (g_i·x)(u_i·x)|_∞ ≤ q|x|²_∞ (q = 0 exactly
+    when the quadratic part vanishes), and S's relative distance (‖Q‖²_F + ‖R_L‖²_F)^½ / ‖M‖_F."""
     from fractions import Fraction
+
+    from absorb.engine.skeleton2 import exact_distance
 
     d, n = block.d, block.n
     exact, _, _, _ = gated_columns(block)
-    quad_zero = all(sum((exact[i][k] for i in S), Fraction(0)) == 0 for k in range(d ** 3))
+    Q = [sum((exact[i][k] for i in S), Fraction(0)) for k in range(d ** 3)]
+    q = max(sum((abs(v) for v in Q[a * d * d:(a + 1) * d * d]), Fraction(0)) for a in range(d)) / 2
     F = lambda a: [Fraction(float(v)) for v in np.asarray(a, dtype=np.float64).reshape(-1)]  # noqa: E731
     G = [F(r) for r in np.asarray(block.W_gate)]
     U = [F(r) for r in np.asarray(block.W_up)]
@@ -155,21 +181,43 @@ def gated_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[b
     bd = F(block.b_down) if block.b_down is not None else [Fraction(0)] * d
     bd2 = F(wb.b_down) if wb.b_down is not None else [Fraction(0)] * d
     R0 = max(abs(bd[a] + sum((c[i] * e[i] * W[i][a] for i in S), Fraction(0)) - bd2[a]) for a in range(d))
-    return quad_zero, max(sum(abs(v) for v in row) for row in RL), R0
+    return (q, max(sum(abs(v) for v in row) for row in RL), R0,
+            exact_distance(Q, [v for row in RL for v in row], [v for row in M for v in row]))
+
+
+def gated_scales(block: Block) -> tuple[Any, Any]:
+    """A gated block's own coefficient scales (s₁, s₂), exact rationals (the counterpart of
+    :func:`absorb.engine.skeleton2.relu2_scales`): s₂ = max_a Σ_i |w_ai|·|g_i|₁|u_i|₁ bounds
+    |Σ_i w_i (g_i·x)(u_i·x)|_∞ ≤ s₂|x|²_∞, and s₁ = max(1, max_a (Σ_b |M_ab| +
+    Σ_i |w_ai|(|c_i||u_i|₁ + |e_i||g_i|₁))) the linear part (c = b_gate, e = b_up)."""
+    from fractions import Fraction
+
+    F = lambda a: [Fraction(float(v)) for v in np.asarray(a, dtype=np.float64).reshape(-1)]  # noqa: E731
+    n, d = block.n, block.d
+    g1 = [sum((abs(v) for v in F(r)), Fraction(0)) for r in np.asarray(block.W_gate)]
+    u1 = [sum((abs(v) for v in F(r)), Fraction(0)) for r in np.asarray(block.W_up)]
+    W = [F(col) for col in np.asarray(block.W_down).T]
+    c = F(block.b_gate) if block.b_gate is not None else [Fraction(0)] * n
+    e = F(block.b_up) if block.b_up is not None else [Fraction(0)] * n
+    M = [F(r) for r in np.asarray(block.M)]
+    s2 = max(sum((abs(W[i][a]) * g1[i] * u1[i] for i in range(n)), Fraction(0)) for a in range(d))
+    lin = max(sum((abs(v) for v in M[a]), Fraction(0))
+              + sum((abs(W[i][a]) * (abs(c[i]) * u1[i] + abs(e[i]) * g1[i]) for i in range(n)), Fraction(0)) for a in range(d))
+    return max(Fraction(1), lin), s2
 
 
 def relu_like_gated(ctx: Any) -> BlockDecision | None:
     """The handler (absorb.engine.results.RESULTS): a gated block whose gate is ReLU-like
     (σ_g(s) = s + o(1) at +∞, o(1) at −∞), any biases."""
-    import math
-
     from absorb.engine.skeleton2 import (
         ENUMERATE_MAX_N,
         EXACT_MAX_N,
         MAX_COLUMN_ENTRIES,
         enumeration_route_columns,
+        flip_epsilon,
         gram_route,
         gram_rows_gated,
+        lifted_route,
         rank_route_columns,
     )
     from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error, f0_lower
@@ -207,6 +255,8 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
             res = enumeration_route_columns(np.vstack([Q, L]), np.concatenate([np.zeros(Q.shape[0]), t]), ctx.tol)
     elif fits:
         res = gram_route(gram_rows_gated(b64), b64.M, ctx.tol)
+    if (res is None or res.status is SearchStatus.UNKNOWN) and small:
+        res = lifted_route(*gated_lifted_columns(b64), ctx) or res
     if res is None and not small:
         return unknown(f"the gated skeleton applies, but the Gram matrix of its (Qg) columns is not proved positive definite, "
                        f"and its columns (d³·n = {blk.d ** 3 * blk.n}) are beyond what the other routes build")
@@ -229,25 +279,34 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
     wb = gated_flip_block(b64, res.S)
     if ctx.bias_free_class and (wb.b_gate is not None or wb.b_up is not None or wb.b_down is not None):
         return unknown(f"S = {list(res.S)} gives a witness with biases, but the question is about bias-free blocks")
-    quad_zero, rl_norm, r0 = gated_flip_residuals(b64, res.S, wb)
+    q, rl_norm, r0, dist = gated_flip_residuals(b64, res.S, wb)
     f0 = f0_lower(b64)
     thr = eval_threshold(ctx.tol, blk.n)
-    eps = max(float(rl_norm), 0.0 if r0 == 0 else (float(r0) / f0 if f0 > 0 else math.inf)) * (1 + 1e-12)
+    s1, s2 = gated_scales(b64)
+    eps, scaled = flip_epsilon(q, rl_norm, r0, f0, s1, s2, thr)
     err, m = evaluation_error(blk, wb, blk.d, seed=ctx.seed, accept=thr)
-    w = Witness(S=res.S, block=wb, residual=res.residual, eval_error=max(eps, err), n_inputs=m, exact=quad_zero and eps == 0,
+    if scaled:
+        how = (f"within tolerance: |f(x) − g(x)|∞ ≤ {eps:.3g}·(|f(0)|∞ + s₁|x|∞ + s₂|x|∞²) for every x, with the block's own "
+               f"linear and quadratic scales s₁ = {float(s1):.6g}, s₂ = {float(s2):.6g}; the quadratic part of f − g is "
+               f"{'≤ ' + format(float(q), '.3g') + '·|x|∞²' if q else '0'}")
+    else:
+        how = f"exact: the quadratic part of f − g is 0, |f(x) − g(x)|∞ ≤ {eps:.3g}·(|x|∞ + |f(0)|∞) for every x"
+    w = Witness(S=res.S, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
                 description="negate the gate rows, gate biases, value rows, value biases and down columns in S; "
-                "b'_down = b_down + Σ_S b_gate,i b_up,i w_i; exact: the quadratic part of f − g is "
-                f"{'0' if quad_zero else 'nonzero'}, |f(x) − g(x)|∞ ≤ {eps:.3g}·(|x|∞ + |f(0)|∞) for every x")
-    if quad_zero and eps <= thr and err <= thr:
+                f"b'_down = b_down + Σ_S b_gate,i b_up,i w_i; {how}")
+    if eps <= thr and err <= thr and dist <= ctx.tol:
+        cond = ("Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 exactly and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ)" if not scaled else
+                "Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ) up to rounding")
+        change = ("a constant that b'_down absorbs" if not scaled else
+                  f"a constant that b'_down absorbs, up to the rounding of the planted weights ({how})")
         return ctx.done(Verdict.ABSORBABLE, Theorem.GATED_SKELETON,
-                        f"Gated skeleton, ReLU-like gate with σ_g(−z) = σ_g(z) − z: S = {list(res.S)} has "
-                        "Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 exactly and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ) "
-                        f"(relative residual {res.residual:.2e}); flipping those units changes the block by "
-                        "−Σ_S w_i (g_i·x + b_gate,i)(u_i·x + b_up,i), a constant that b'_down absorbs "
+                        f"Gated skeleton, ReLU-like gate with σ_g(−z) = σ_g(z) − z: S = {list(res.S)} has {cond} "
+                        f"(relative residual {dist:.2e}); flipping those units changes the block by "
+                        f"−Σ_S w_i (g_i·x + b_gate,i)(u_i·x + b_up,i), {change} "
                         f"(rigorous bound {eps:.2e}; checked on {m} inputs, max relative error {err:.2e}).", witness=w, search=res)
-    return unknown(f"S = {list(res.S)} satisfies the conditions within the tolerance, but its flip witness failed the exact "
-                   f"check (quadratic part {'zero' if quad_zero else 'nonzero'}, bound {eps:.2e}, sampled error {err:.2e}"
-                   f"{eval_failure(err)})")
+    return unknown(f"S = {list(res.S)} satisfies the conditions within the tolerance, but its flip witness failed its "
+                   f"check (quadratic part {'zero' if q == 0 else f'nonzero, ≤ {float(q / s2) if s2 else math.inf:.2e}·s₂|x|∞²'}, bound "
+                   f"{eps:.2e} against {thr:.2e}, relative residual {dist:.2e}, sampled error {err:.2e}{eval_failure(err)})")
 
 
 def step_gate_search(ctx: Any) -> BlockDecision | None:

@@ -396,6 +396,80 @@ def _gram_result(lo: float, M: np.ndarray, tol: float, how: str) -> SearchResult
                         "and S = ∅ leaves M = 0", bound=bound, certificate={"route": "gram", "mu": str(mu)})
 
 
+# ------------------------------------------------------------------ lifted index-set route --
+LIFTED_SECONDS = 10.0
+"""The most the index-set engine may spend on the lifted problem past the routes above."""
+
+
+def pad_lifted(V: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(V, D, T) with D and T padded by zero rows to p = V's width: the index-set problem of a
+    square block (d_out = d_in = p), the shape the index-set engine's certificates and the
+    checker's re-checks are written for; ‖D[:,S] V[S,:] − T‖_F and ‖T‖_F do not change."""
+    p = V.shape[1]
+    pad = np.zeros((p - D.shape[0], D.shape[1]))
+    return V, np.vstack([D, pad]), np.vstack([T, np.zeros((p - T.shape[0], p))])
+
+
+def lifted_columns(block: Block, q: Quadratic) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(V, D, T) with the stacked column of unit i equal to vec(w_i v_iᵀ) up to the order of its
+    entries: v_i = (vec(u_i u_iᵀ), (2αc_i + β) u_i) (n × p, p = d² + d), D = W_down and
+    T = [0 | −M], padded to p rows (:func:`pad_lifted`). So ‖D[:,S] V[S,:] − T‖_F / ‖T‖_F is S's
+    distance from (Q), (L) exactly as the routes measure it, and the index-set engine
+    (:func:`absorb.search.find_index_set`) searches it. V is rounded (a product, and the linear
+    factor's four operations): the fourth array A bounds its entries' magnitudes, so
+    |V̂ − V| ≤ γ₄A entrywise (:func:`lifted_slack`)."""
+    U, D, M = (np.asarray(a, dtype=np.float64) for a in (block.W_up, block.W_down, block.M))
+    n, d = U.shape
+    c = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow shows as inf: no lifted route
+        V = np.hstack([np.einsum("ib,ic->ibc", U, U).reshape(n, d * d), (2 * float(q.alpha) * c + float(q.beta))[:, None] * U])
+        aU = np.abs(U)
+        A = np.hstack([np.einsum("ib,ic->ibc", aU, aU).reshape(n, d * d),
+                       (2 * abs(float(q.alpha)) * np.abs(c) + abs(float(q.beta)))[:, None] * aU])
+    return (*pad_lifted(V, D, np.hstack([np.zeros((d, d * d)), -M])), A)
+
+
+def lifted_slack(A: np.ndarray, D: np.ndarray, T: np.ndarray) -> float:
+    """How far the rounded lifted problem can sit from the exact one, relative to ‖T‖_F: each
+    entry of V̂ is within γ₄A + 2^-1070 of the exact V (at most four roundings; the absolute term
+    covers underflow), so for every S, |‖D_S V̂_S − T‖ − ‖D_S V_S − T‖| ≤ Σ_i ‖w_i‖₂ ‖V̂_i − V_i‖₂ ≤
+    Σ_i ‖w_i‖₂ (γ₄‖A_i‖₂ + √p·2^-1070); returned relative to ‖T‖_F and raised by 1 % (the float
+    evaluation of this sum; inf when not finite). A proof that every S of the rounded problem is
+    farther than b proves the exact one farther than b − this."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        p = A.shape[1]
+        e = gamma(4) * np.linalg.norm(A, axis=1) + math.sqrt(p) * 2.0**-1070
+        num = float(np.sum(np.linalg.norm(D, axis=0) * e))
+        den = float(np.linalg.norm(T))
+    out = num / den * 1.01 if den > 0 else math.inf
+    return out if math.isfinite(out) else math.inf
+
+
+def lifted_route(V: np.ndarray, D: np.ndarray, T: np.ndarray, A: np.ndarray, ctx: Any) -> SearchResult | None:
+    """The index-set engine over the lifted problem (:func:`lifted_columns`, the gated
+    counterpart), within min(--timeout, :data:`LIFTED_SECONDS`): ``found`` (S re-checked by the
+    engine in float64; the flip witness's exact check is then the proof) or ``infeasible`` (the
+    engine's rigorous proof — a dual matrix, exhaustive or lattice search — that every S of the
+    rounded lifted problem is at relative distance > tol + :func:`lifted_slack`, so every S of
+    the exact one is farther than tol; the checker re-checks it on the lifted problem it builds
+    itself); None otherwise."""
+    from absorb._errors import InvalidInput
+    from absorb.search import find_index_set
+
+    if not (np.any(T) and np.all(np.isfinite(V)) and np.all(np.isfinite(T))):
+        return None  # (u_i u_iᵀ overflows past 2^512: the engine would refuse the input)
+    try:
+        res = find_index_set(V, D, T, tol=ctx.tol, timeout=min(float(ctx.timeout), LIFTED_SECONDS), method=ctx.method,
+                             seed=ctx.seed)
+    except InvalidInput:  # the lifted problem is the engine's input, not the user's: no verdict from it
+        return None
+    if res.status is SearchStatus.FOUND and res.S is not None:
+        return res
+    if res.status is SearchStatus.INFEASIBLE and res.bound is not None and res.bound - lifted_slack(A, D, T) > ctx.tol:
+        return res
+    return None
+
+
 # ---------------------------------------------------------------------------- witness --
 def flip_witness_block(block: Block, S: tuple[int, ...]) -> Block:
     """The ReLU² witness: negate (u_i, c_i, w_i) for i in S (exact), and
@@ -415,13 +489,17 @@ def flip_witness_block(block: Block, S: tuple[int, ...]) -> Block:
                          name=block.name + "'")
 
 
-def exact_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[bool, Fraction, Fraction, Fraction]:
+def exact_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[Fraction, Fraction, Fraction, Fraction, float]:
     """For the ReLU² flip g = ``wb`` of S: f(x) − g(x) = Σ_S w_i (u_i·x)² + R_L x + R_0 exactly,
-    with R_L = M + 2Σ_S c_i w_i u_iᵀ and R_0 = b_down + Σ_S c_i² w_i − b'_down. Returns (the
-    quadratic part is exactly zero, ‖R_L‖_{∞→∞}, |R_0|_∞, |f(0)|_∞ rounded down) — exact rationals."""
+    with R_L = M + 2Σ_S c_i w_i u_iᵀ and R_0 = b_down + Σ_S c_i² w_i − b'_down. Returns
+    (q, ‖R_L‖_{∞→∞}, |R_0|_∞, |f(0)|_∞) in exact rationals, where q = max_a Σ_{b,c} |Q_abc| for
+    the quadratic part's tensor Q = Σ_S w_i ⊗ u_i u_iᵀ, so |Σ_S w_i (u_i·x)²|_∞ ≤ q|x|²_∞
+    (q = 0 exactly when the quadratic part vanishes), and S's relative distance
+    (‖Q‖²_F + ‖R_L‖²_F)^½ / ‖M‖_F (:func:`exact_distance`)."""
     d = block.d
     cols = exact_q_columns(block)
-    quad_zero = all(sum((cols[i][k] for i in S), Fraction(0)) == 0 for k in range(d ** 3))
+    Q = [sum((cols[i][k] for i in S), Fraction(0)) for k in range(d ** 3)]
+    q = max(sum((abs(v) for v in Q[a * d * d:(a + 1) * d * d]), Fraction(0)) for a in range(d))
     U = [_frac(r) for r in np.asarray(block.W_up, dtype=np.float64)]
     D = [_frac(col) for col in np.asarray(block.W_down, dtype=np.float64).T]
     c = _frac(block.b_up) if block.b_up is not None else [Fraction(0)] * block.n
@@ -431,7 +509,58 @@ def exact_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[b
     bd2 = _frac(wb.b_down) if wb.b_down is not None else [Fraction(0)] * d
     R0 = [bd[a] + sum((c[i] ** 2 * D[i][a] for i in S), Fraction(0)) - bd2[a] for a in range(d)]
     f0 = [bd[a] + sum((max(c[i], Fraction(0)) ** 2 * D[i][a] for i in range(block.n)), Fraction(0)) for a in range(d)]
-    return quad_zero, max(sum(abs(v) for v in row) for row in RL), max(abs(v) for v in R0), max(abs(v) for v in f0)
+    return (q, max(sum(abs(v) for v in row) for row in RL), max(abs(v) for v in R0), max(abs(v) for v in f0),
+            exact_distance(Q, [v for row in RL for v in row], [v for row in M for v in row]))
+
+
+def exact_distance(Q: list[Fraction], RL: list[Fraction], M: list[Fraction]) -> float:
+    """S's relative distance from the conditions, ‖(Q 1_S, L 1_S + vec M)‖₂ / ‖M‖_F, from its exact
+    parts (the summed quadratic column Q and R_L = L 1_S + vec M): the square root of an exact
+    rational rounded to float, then correctly rounded (deterministic; inf when M = 0)."""
+    m2 = sum((v * v for v in M), Fraction(0))
+    if m2 == 0:
+        return math.inf
+    return math.sqrt(float((sum((v * v for v in Q), Fraction(0)) + sum((v * v for v in RL), Fraction(0))) / m2))
+
+
+def relu2_scales(block: Block) -> tuple[Fraction, Fraction]:
+    """The block's own coefficient scales (s₁, s₂), exact rationals (docs/results/skeleton2.md,
+    "Within tolerance"): s₂ = max_a Σ_i |w_ai|·|u_i|₁² bounds the quadratic part of f,
+    |Σ_i w_i (u_i·x)²|_∞ ≤ s₂|x|²_∞, and s₁ = max(1, max_a (Σ_b |M_ab| + Σ_i 2|c_i||w_ai||u_i|₁))
+    its linear part (the skip and the biases' cross terms); the 1 keeps every flip's absolute
+    linear allowance (ρ∞ ≤ τ, the linear-case guarantee's |x|_∞ term)."""
+    U = [_frac(r) for r in np.asarray(block.W_up, dtype=np.float64)]
+    D = [_frac(col) for col in np.asarray(block.W_down, dtype=np.float64).T]
+    c = _frac(block.b_up) if block.b_up is not None else [Fraction(0)] * block.n
+    M = [_frac(r) for r in np.asarray(block.M, dtype=np.float64)]
+    u1 = [sum((abs(v) for v in u), Fraction(0)) for u in U]
+    s2 = max(sum((abs(D[i][a]) * u1[i] ** 2 for i in range(block.n)), Fraction(0)) for a in range(block.d))
+    lin = max(sum((abs(v) for v in M[a]), Fraction(0)) + sum((2 * abs(c[i] * D[i][a]) * u1[i] for i in range(block.n)), Fraction(0))
+              for a in range(block.d))
+    return max(Fraction(1), lin), s2
+
+
+def flip_epsilon(q: Fraction, rl: Fraction, r0: Fraction, f0: Fraction | float, s1: Fraction, s2: Fraction,
+                 thr: float) -> tuple[float, bool]:
+    """ε for a degree-2 flip witness from its exact residuals: f − g = Q(x) + R_L x + R_0 with
+    |Q(x)|_∞ ≤ q|x|²_∞, ‖R_L‖∞ = rl, |R_0|_∞ = r0, and f0 ≤ |f(0)|_∞. Returns (ε, scaled):
+
+    * q = 0 (the quadratic part vanishes exactly) and max(rl, r0/f0) ≤ ``thr``: that ε, the
+      linear-case guarantee |f(x) − g(x)|_∞ ≤ ε(|x|_∞ + |f(0)|_∞); scaled = False;
+    * else ε = max(q/s₂, rl/s₁, r0/f0), so |f(x) − g(x)|_∞ ≤ ε(|f(0)|_∞ + s₁|x|_∞ + s₂|x|²_∞)
+      for every x (the degree-2 guarantee, s₁ ≥ 1 and s₂ the block's own scales:
+      :func:`relu2_scales`, :func:`absorb.engine.gated_skeleton.gated_scales`); scaled = True.
+
+    Each ratio is an exact rational rounded to float and raised by a relative 1e-12 (so an
+    upper bound); r0 ≠ 0 with f0 = 0 is inf (no relative tolerance covers x = 0)."""
+    e0 = 0.0 if r0 == 0 else (float(Fraction(r0) / Fraction(f0)) if f0 > 0 else math.inf)
+    if q == 0:
+        lin = max(float(rl), e0) * (1 + 1e-12)
+        if lin <= thr or s2 <= 0:
+            return lin, False
+    elif s2 <= 0:
+        return math.inf, True
+    return max(float(q / s2), float(rl / s1), e0) * (1 + 1e-12), True
 
 
 # ---------------------------------------------------------------------------- handler --
@@ -479,6 +608,8 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
         res = gram_route(gram_rows_skeleton2(blk64), blk64.M, ctx.tol)
     if res is None and small:
         res = enumeration_route(blk64, q, ctx.tol)
+    if (res is None or res.status is SearchStatus.UNKNOWN) and small:
+        res = lifted_route(*lifted_columns(blk64, q), ctx) or res
     if res is None:
         if not small:
             return unknown(f"the degree-2 skeleton applies, but the Gram matrix of its (Q) columns is not proved positive "
@@ -499,21 +630,29 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
     wb = flip_witness_block(blk64, res.S)
     if ctx.bias_free_class and (wb.b_up is not None or wb.b_down is not None):
         return unknown(f"S = {list(res.S)} gives a witness with biases, but the question is about bias-free blocks", res)
-    quad_zero, rl, r0, f0 = exact_flip_residuals(blk64, res.S, wb)
+    q, rl, r0, f0, dist = exact_flip_residuals(blk64, res.S, wb)
     thr = eval_threshold(ctx.tol, blk.n)
-    eps = max(float(rl), float(r0 / f0) if f0 else (0.0 if r0 == 0 else math.inf)) * (1 + 1e-12)
+    s1, s2 = relu2_scales(blk64)
+    eps, scaled = flip_epsilon(q, rl, r0, f0, s1, s2, thr)
     err, m = evaluation_error(blk, wb, blk.d, seed=ctx.seed, accept=thr)
-    w = Witness(S=res.S, block=wb, residual=res.residual, eval_error=max(eps, err), n_inputs=m, exact=quad_zero and eps == 0,
-                description="negate the up rows, up biases and down columns in S; b'_down = b_down + Σ_S b_up,i²·w_i; "
-                f"exact: the quadratic part of f − g is {'0' if quad_zero else 'nonzero'}, "
-                f"|f(x) − g(x)|∞ ≤ {eps:.3g}·(|x|∞ + |f(0)|∞) for every x")
-    if quad_zero and eps <= thr and err <= thr:
+    if scaled:
+        how = (f"within tolerance: |f(x) − g(x)|∞ ≤ {eps:.3g}·(|f(0)|∞ + s₁|x|∞ + s₂|x|∞²) for every x, with the block's own "
+               f"linear and quadratic scales s₁ = {float(s1):.6g}, s₂ = {float(s2):.6g}; the quadratic part of f − g is "
+               f"{'≤ ' + format(float(q), '.3g') + '·|x|∞²' if q else '0'}")
+    else:
+        how = f"exact: the quadratic part of f − g is 0, |f(x) − g(x)|∞ ≤ {eps:.3g}·(|x|∞ + |f(0)|∞) for every x"
+    w = Witness(S=res.S, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
+                description=f"negate the up rows, up biases and down columns in S; b'_down = b_down + Σ_S b_up,i²·w_i; {how}")
+    if eps <= thr and err <= thr and dist <= ctx.tol:
+        cond = ("Σ_S w_i ⊗ u_i u_iᵀ = 0 exactly and M = −2·Σ_S b_up,i w_i u_iᵀ" if not scaled else
+                "Σ_S w_i ⊗ u_i u_iᵀ = 0 and M = −2·Σ_S b_up,i w_i u_iᵀ up to rounding")
+        change = ("a constant that b'_down absorbs" if not scaled else
+                  f"a constant that b'_down absorbs, up to the rounding of the planted weights ({how})")
         return ctx.done(Verdict.ABSORBABLE, Theorem.SKELETON2,
-                        f"Degree-2 skeleton, ReLU²: S = {list(res.S)} has Σ_S w_i ⊗ u_i u_iᵀ = 0 exactly and "
-                        f"M = −2·Σ_S b_up,i w_i u_iᵀ (relative residual {res.residual:.2e}); negating (u_i, b_up,i, w_i) on S "
-                        "changes the block by −Σ_S w_i (u_i·x + b_up,i)², a constant that b'_down absorbs "
+                        f"Degree-2 skeleton, ReLU²: S = {list(res.S)} has {cond} (relative residual {dist:.2e}); "
+                        f"negating (u_i, b_up,i, w_i) on S changes the block by −Σ_S w_i (u_i·x + b_up,i)², {change} "
                         f"(rigorous bound {eps:.2e}; checked on {m} inputs, max relative error {err:.2e}).",
                         witness=w, search=res)
-    return unknown(f"S = {list(res.S)} satisfies the conditions within the tolerance, but its ReLU² flip witness failed the "
-                   f"exact check (quadratic part {'zero' if quad_zero else 'nonzero'}, linear/constant bound {eps:.2e}, "
-                   f"sampled error {err:.2e}{eval_failure(err)})", res)
+    return unknown(f"S = {list(res.S)} satisfies the conditions within the tolerance, but its ReLU² flip witness failed its "
+                   f"check (quadratic part {'zero' if q == 0 else f'nonzero, ≤ {float(q / s2) if s2 else math.inf:.2e}·s₂|x|∞²'}, bound "
+                   f"{eps:.2e} against {thr:.2e}, relative residual {dist:.2e}, sampled error {err:.2e}{eval_failure(err)})", res)

@@ -1,7 +1,8 @@
 """The checker's re-derivation of the gated skeleton for ReLU-like gates (docs/results/gated-skeleton.md):
 its own columns vec(w_i ⊗ (g_i u_iᵀ + u_i g_iᵀ)) and vec(w_i (c_i u_i + e_i g_i)ᵀ), infeasibility by
 its own exact positive-definiteness test or enumeration, and for ``relu-like-flip`` the flip of S rebuilt here with
-f − g checked in rationals (σ_g(z) − σ_g(−z) = z re-derived by pieces)."""
+f − g checked in rationals (σ_g(z) − σ_g(−z) = z re-derived by pieces): its quadratic part zero, or (a set planted in
+float64) within the tolerance of the block's own quadratic scale s₂ = max_a Σ_i |w_ai||g_i|₁|u_i|₁."""
 
 from __future__ import annotations
 
@@ -13,9 +14,19 @@ import numpy as np
 from absorb.model.block import Block
 from absorb.verify._numerics import _parse_number
 from absorb.verify._report import _Ctx, _require
-from absorb.verify._skeleton2 import ENUMERATE_MAX_N, _check_gram, enumeration_bound, gram_gated, rank_bound
+from absorb.verify._skeleton2 import (
+    ENUMERATE_MAX_N,
+    _check_gram,
+    accept_exact_flip,
+    check_lifted,
+    enumeration_bound,
+    gram_gated,
+    quadratic_norm,
+    rank_bound,
+    relative_distance,
+)
 from absorb.verify._symbolic import flip_constant
-from absorb.verify._weights import _f0_lower, accept_exact_flip
+from absorb.verify._weights import _f0_lower
 
 
 def _F(a: Any) -> list[Fraction]:
@@ -61,10 +72,20 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
     d, n = block.d, block.n
     if b.get("verdict") == "not_absorbable":
         route = (b.get("argument") or {}).get("route")
-        _require(ctx, case == "relu-like" and route in ("rank", "gram", "enumerate"), w,
-                 "a not_absorbable verdict rests on the rank, the Gram or the enumeration route", f"recorded route {route!r}")
+        _require(ctx, case == "relu-like" and route in ("rank", "gram", "enumerate", "index-set"), w,
+                 "a not_absorbable verdict rests on the rank, the Gram, the enumeration or the lifted index-set route",
+                 f"recorded route {route!r}")
         if route == "gram":
             return _check_gram(ctx, w, block, (b.get("argument") or {}).get("mu"), gram_gated, "(Qg)")
+        if route == "index-set":
+            Gf, Uf = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up))
+            cf = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
+            ef = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+            V = np.array([np.concatenate([(np.outer(Gf[i], Uf[i]) + np.outer(Uf[i], Gf[i])).ravel(), cf[i] * Uf[i] + ef[i] * Gf[i]])
+                          for i in range(n)])
+            A = np.array([np.concatenate([(np.outer(abs(Gf[i]), abs(Uf[i])) + np.outer(abs(Uf[i]), abs(Gf[i]))).ravel(),
+                                          abs(cf[i]) * abs(Uf[i]) + abs(ef[i]) * abs(Gf[i])]) for i in range(n)])
+            return check_lifted(ctx, w, b, V, np.asarray(block.W_down, dtype=np.float64), np.asarray(block.M, dtype=np.float64), A)
         bound, how = None, "exact positive-definiteness test"
         if route == "rank":
             bound = rank_bound(_quad_cols(G, U, W), block.M) if n <= d * d * (d + 1) // 2 else None
@@ -90,15 +111,20 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
              and len(set(S)) == len(S), w, f"S is a set of distinct hidden units in 0..{n - 1}")
     wb = _flip(block, sorted(S))
     cols = _quad_cols(G, U, W)
-    _require(ctx, all(sum((cols[i][k] for i in S), Fraction(0)) == 0 for k in range(d ** 3)), w,
-             "Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 exactly (rationals): f − g has no quadratic part")
+    q = quadratic_norm([cols[i] for i in S], d, half=True)
     M = [_F(r) for r in np.asarray(block.M)]
     RL = [[M[a][k] + sum((W[i][a] * (c[i] * U[i][k] + e[i] * G[i][k]) for i in S), Fraction(0)) for k in range(d)] for a in range(d)]
     rho = max(sum(abs(v) for v in row) for row in RL)
     bd = _F(block.b_down) if block.b_down is not None else [Fraction(0)] * d
     bd2 = _F(wb.b_down) if wb.b_down is not None else [Fraction(0)] * d
     R0 = max(abs(bd[a] + sum((c[i] * e[i] * W[i][a] for i in S), Fraction(0)) - bd2[a]) for a in range(d))
+    g1 = [sum((abs(v) for v in g), Fraction(0)) for g in G]
+    u1 = [sum((abs(v) for v in u), Fraction(0)) for u in U]
+    s2 = max(sum((abs(W[i][a]) * g1[i] * u1[i] for i in range(n)), Fraction(0)) for a in range(d))
+    s1 = max([Fraction(1)] + [sum((abs(v) for v in M[a]), Fraction(0))
+                              + sum((abs(W[i][a]) * (abs(c[i]) * u1[i] + abs(e[i]) * g1[i]) for i in range(n)), Fraction(0))
+                              for a in range(d)])
     return accept_exact_flip(ctx, w, wit, wb, rho, R0, Fraction(_f0_lower(block)),
                              linear="‖M + Σ_S w_i (c_i u_i + e_i g_i)ᵀ‖_∞",
                              bias="|b_down + Σ_S c_i e_i w_i − b'_down|_∞ (against a rigorous lower bound of |f(0)|)",
-                             quadratic="Lg")
+                             quadratic="Lg", quad=(q, s1, s2, relative_distance([cols[i] for i in S], RL, M, d)))

@@ -8,8 +8,9 @@ sympy limit, no sample), the nondegeneracy of the weights, and
   (only S = ∅ is close to (Q), and S = ∅ is at distance 1), or every S enumerated with
   rounding bounds (n ≤ 16);
 * ``absorbable`` (exact ReLU² only, σ(z) + σ(−z) = z² re-derived by pieces): the flip of S
-  rebuilt here, f − g = Σ_S w_i (u_i·x)² + R_L x + R_0 exactly, the quadratic part zero in
-  rationals, R_L and R_0 bounded exactly.
+  rebuilt here, f − g = Σ_S w_i (u_i·x)² + R_L x + R_0 exactly, with the quadratic part (zero,
+  or for a set planted in float64 bounded by q|x|²_∞ within the tolerance of the block's own
+  quadratic scale s₂, docs/user-guide.md "Witness check"), R_L and R_0 bounded exactly.
 
 Nothing is recorded for the search: the checker re-derives infeasibility itself.
 """
@@ -27,13 +28,13 @@ from absorb.model.block import Block
 from absorb.verify import _gram
 from absorb.verify._asymptotic import why_not_at_infinity
 from absorb.verify._gram import mu_bound
-from absorb.verify._numerics import _gamma, _parse_number
+from absorb.verify._numerics import _U, _gamma, _parse_number, sha256_f64
 from absorb.verify._pieces import decide_zero
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _variable, outer_pieces, vanishes_on_reals
-from absorb.verify._weights import accept_exact_flip
+from absorb.verify._weights import InfNorm, _block_arrays
 
-CASES = ("rank", "gram", "enumerate", "relu2-flip")
+CASES = ("rank", "gram", "enumerate", "index-set", "relu2-flip")
 ENUMERATE_MAX_N = 16
 RANK_MAX_N = 48
 
@@ -330,10 +331,17 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
     _require(ctx, case in CASES, w, f"the case is one of {', '.join(CASES)}", f"recorded {case!r}")
     af, bf = Fraction(int(a.p), int(a.q)), Fraction(int(bb.p), int(bb.q))
     if b.get("verdict") == "not_absorbable":
-        _require(ctx, case in ("rank", "gram", "enumerate"), w,
-                 "a not_absorbable verdict rests on the rank, the Gram or the enumeration route")
+        _require(ctx, case in ("rank", "gram", "enumerate", "index-set"), w,
+                 "a not_absorbable verdict rests on the rank, the Gram, the enumeration or the lifted index-set route")
         if case == "gram":
             return _check_gram(ctx, w, block, arg.get("mu"), gram_s2, "(Q)")
+        if case == "index-set":
+            Uf = np.asarray(block.W_up, dtype=np.float64)
+            cf = np.zeros(block.n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+            V = np.array([np.concatenate([np.outer(u, u).ravel(), (2 * float(af) * ci + float(bf)) * u]) for u, ci in zip(Uf, cf)])
+            A = np.array([np.concatenate([np.outer(abs(u), abs(u)).ravel(), (2 * abs(float(af) * ci) + abs(float(bf))) * abs(u)])
+                          for u, ci in zip(Uf, cf)])
+            return check_lifted(ctx, w, b, V, np.asarray(block.W_down, dtype=np.float64), np.asarray(block.M, dtype=np.float64), A)
         bound = _rank_bound(block) if case == "rank" else _enumeration_bound(block, af, bf)
         _require(ctx, bound is not None and bound > ctx.tol, w,
                  f"every index set S is at relative distance > τ = {ctx.tol:g} from (Q) and (L) ({case}, re-derived here)",
@@ -348,17 +356,117 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
     wb = _flip(block, sorted(S))
     U, W, c = _units(block)
     d = block.d
-    quad = [sum((_tensor(W[i], U[i])[k] for i in S), Fraction(0)) for k in range(d ** 3)]
-    _require(ctx, all(v == 0 for v in quad), w, "Σ_S w_i ⊗ u_i u_iᵀ = 0 exactly (rationals): f − g has no quadratic part")
     M = [[_q(v) for v in row] for row in np.asarray(block.M, dtype=np.float64)]
+    tensors = [_tensor(W[i], U[i]) for i in S]
+    q = quadratic_norm(tensors, d)
     RL = [[M[r][k] + sum((2 * c[i] * W[i][r] * U[i][k] for i in S), Fraction(0)) for k in range(d)] for r in range(d)]
     rho = max(sum(abs(v) for v in row) for row in RL)
     bd = [_q(v) for v in block.b_down] if block.b_down is not None else [Fraction(0)] * d
     bd2 = [_q(v) for v in wb.b_down] if wb.b_down is not None else [Fraction(0)] * d
     R0 = max(abs(bd[r] + sum((c[i] ** 2 * W[i][r] for i in S), Fraction(0)) - bd2[r]) for r in range(d))
     f0 = max(abs(bd[r] + sum((max(c[i], Fraction(0)) ** 2 * W[i][r] for i in range(block.n)), Fraction(0))) for r in range(d))
+    u1 = [sum((abs(v) for v in u), Fraction(0)) for u in U]
+    s2 = max(sum((abs(W[i][r]) * u1[i] * u1[i] for i in range(block.n)), Fraction(0)) for r in range(d))
+    s1 = max([Fraction(1)] + [sum((abs(v) for v in M[r]), Fraction(0))
+                              + sum((2 * abs(c[i]) * abs(W[i][r]) * u1[i] for i in range(block.n)), Fraction(0)) for r in range(d)])
     return accept_exact_flip(ctx, w, wit, wb, rho, R0, f0, linear="‖M + 2·Σ_S c_i w_i u_iᵀ‖_∞",
-                             bias="|b_down + Σ_S c_i² w_i − b'_down|_∞", quadratic="L")
+                             bias="|b_down + Σ_S c_i² w_i − b'_down|_∞", quadratic="L",
+                             quad=(q, s1, s2, relative_distance(tensors, RL, M, d)))
+
+
+def relative_distance(tensors: list[list[Fraction]], RL: list[list[Fraction]], M: list[list[Fraction]], d: int) -> float:
+    """‖(Σ_S q_i, R_L)‖₂ / ‖M‖_F in exact rationals (R_L = the linear condition's residual, the
+    stacked columns' second part less the target), its square root taken of the rounded ratio."""
+    tot = [sum((t[k] for t in tensors), Fraction(0)) for k in range(d ** 3)]
+    num = sum((v * v for v in tot), Fraction(0)) + sum((v * v for row in RL for v in row), Fraction(0))
+    den = sum((v * v for row in M for v in row), Fraction(0))
+    return math.sqrt(float(num / den)) if den else math.inf
+
+
+def quadratic_norm(tensors: list[list[Fraction]], d: int, half: bool = False) -> Fraction:
+    """q = max_a Σ_{b,c} |T_abc| for T the sum of the given d×d×d tensors (flattened a-major),
+    halved when each is a doubled symmetric part (w ⊗ (g uᵀ + u gᵀ)): then the quadratic form
+    x ↦ (xᵀ T_a x)_a (÷ 2) is within q|x|²_∞ in ∞-norm, for every x; q = 0 iff T = 0."""
+    tot = [sum((t[k] for t in tensors), Fraction(0)) for k in range(d ** 3)]
+    q = max(sum((abs(v) for v in tot[a * d * d:(a + 1) * d * d]), Fraction(0)) for a in range(d))
+    return q / 2 if half else q
+
+
+def accept_exact_flip(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, rho: Fraction, R0: Fraction, f0: Fraction,
+                      *, linear: str, bias: str, quadratic: str,
+                      quad: tuple[Fraction, Fraction, Fraction, float] | None = None) -> tuple[str, Block, InfNorm]:
+    """The end of every skeleton flip witness's check, from its exact residuals: ρ = ‖M + (the
+    flipped units' linear part)‖∞ and R0 = |the moved bias's error|∞ against f0 ≤ |f(0)|∞ (a lower
+    bound or the value), both within τ + 1000·ε·√(n+1) (relative to |f(0)| for R0); the recorded
+    exactness, residual and witness hashes must match what was rebuilt here.
+
+    ``quad`` = (q, s₁, s₂, r) for a degree-2 flip: f − g has a quadratic part bounded by q|x|²_∞
+    (q = 0 when it vanishes exactly), the block's own scales s₁ ≥ 1, s₂, and S's relative
+    distance r re-derived here. With q = 0 and ρ within the threshold the above applies;
+    otherwise the flip is accepted *within tolerance*: q ≤ (τ + allowance)·s₂ and
+    ρ ≤ (τ + allowance)·s₁, so |f(x) − g(x)|∞ ≤ ε(|f(0)|∞ + s₁|x|∞ + s₂|x|²∞) with ε within the
+    threshold (the degree-2 guarantee, docs/user-guide.md), and the recorded residual must be r."""
+    allowance = Fraction(1e3 * 2 * _U * math.sqrt(wb.n + 1))
+    thr = Fraction(ctx.tol) + allowance
+    q, s1, s2, r = quad if quad is not None else (Fraction(0), Fraction(1), Fraction(0), math.nan)
+    scaled = quad is not None and not (q == 0 and rho <= thr)
+    if not scaled:
+        _require(ctx, rho <= thr, w, f"{linear} ≤ τ + the rounding allowance (exact)", f"{float(rho):.3g}")
+    else:
+        _require(ctx, s2 > 0 and q <= thr * s2, w, "the quadratic part of f − g is ≤ (τ + allowance)·s₂|x|²_∞, s₂ the "
+                 "block's own quadratic scale (exact)", f"{float(q):.3g} against s₂ = {float(s2):.6g}")
+        _require(ctx, s1 >= 1 and rho <= thr * s1, w, f"{linear} ≤ (τ + allowance)·s₁, s₁ ≥ 1 the block's own linear scale "
+                 "(exact)", f"{float(rho):.3g} against s₁ = {float(s1):.6g}")
+    _require(ctx, R0 == 0 or R0 <= thr * f0, w, f"{bias} ≤ (τ + allowance)·|f(0)|_∞ (exact)",
+             f"{float(R0):.3g} against |f(0)| ≥ {float(f0):.3g}")
+    exact = q == 0 and rho == 0 and R0 == 0
+    _require(ctx, wit.get("exact") in (None, exact), w, "the recorded exactness matches", f"recorded {wit.get('exact')!r}")
+    res = wit.get("residual")
+    _require(ctx, res is None or (isinstance(res, (int, float)) and not isinstance(res, bool) and 0 <= res <= ctx.tol
+                                  and ((res == 0) == (rho == 0) if not scaled else abs(res - r) <= 1e-12 * r)), w,
+             "the recorded residual is within the tolerance (" + (f"0 iff ({quadratic}) holds exactly" if not scaled else
+                                                                  "the relative distance of S re-derived here in exact rationals")
+             + ")", f"recorded {res!r}, re-derived {r!r}")
+    recs = (wit.get("block") or {}).get("weights")
+    if recs is not None:
+        mine = _block_arrays(wb)
+        _require(ctx, isinstance(recs, dict) and set(recs) == set(mine) and all(
+            isinstance(recs[k], dict) and recs[k].get("sha256") == sha256_f64(v) for k, v in mine.items()), w,
+                 "the witness block is the flip of S rebuilt here (SHA-256)")
+    return "absorbable", wb, InfNorm(float(rho) * (1 + 1e-12), float(q) * (1 + 1e-12))
+
+
+def check_lifted(ctx: _Ctx, w: str, b: dict[str, Any], V: np.ndarray, D: np.ndarray, M: np.ndarray,
+                 A: np.ndarray) -> tuple[str, None, float]:
+    """The lifted index-set route: unit i's stacked column (its quadratic and its linear part) is
+    vec(w_i v_iᵀ) up to the order of entries, v_i = row i of ``V`` (built by the caller from
+    the weights), so "no S within τ of (Q) and (L)" is the index-set statement for the block
+    with up rows v_i, down columns w_i (padded with zero rows to a square p × p problem) and
+    target [0 | −M] (padded likewise): the recorded search's proof is re-checked on it by the
+    index-set checker (a dual matrix, re-enumeration, lattice or meet-in-the-middle). V is
+    rounded here (≤ 4 roundings an entry, A bounding the exact entries' magnitudes), so the
+    proof, about the rounded problem, must also beat the tolerance by the rounding's effect,
+    Σ_i ‖w_i‖(γ₄‖A_i‖ + √p·2^-1070) / ‖M‖_F (bounded here, generously)."""
+    from absorb.model.activations import get_activation
+    from absorb.verify._infeasible import _check_infeasible
+
+    search = b.get("search") or {}
+    _require(ctx, search.get("status") == "infeasible", w, "the index-set search over the lifted columns proved infeasibility",
+             f"search status {search.get('status')!r}")
+    n, p = V.shape
+    d = D.shape[0]
+    Dp = np.vstack([D, np.zeros((p - d, n))])
+    Tp = np.zeros((p, p))
+    Tp[:d, p - d:] = -M
+    with np.errstate(over="ignore", invalid="ignore"):
+        err = _gamma(4) * np.sqrt(np.sum(A * A, axis=1)) + math.sqrt(p) * 2.0**-1070
+        slack = float(np.sqrt(np.sum(D * D, axis=0)) @ err) * 1.02 / float(np.sqrt(np.sum(M * M)))
+    claimed = search.get("bound")
+    _require(ctx, isinstance(claimed, (int, float)) and math.isfinite(slack) and claimed - slack > ctx.tol, w,
+             "the recorded bound exceeds the tolerance by more than the rounding of the lifted columns",
+             f"bound {claimed!r}, rounding allowance {slack:.3g}")
+    _check_infeasible(ctx, w, Block(V, Dp, get_activation("identity"), skip=-Tp), search, Tp)
+    return "not_absorbable", None, 0.0
 
 
 def _check_gram(ctx: _Ctx, w: str, block: Block, mu: Any, build: Any, name: str) -> tuple[str, Block | None, float]:

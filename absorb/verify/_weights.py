@@ -172,7 +172,15 @@ def _collinear_pairs(U: np.ndarray) -> tuple[list[tuple[int, int]], float | None
 
 
 class InfNorm(float):
-    """An allowed linear error per unit of |x|_∞ (not ‖x‖₂) for :func:`_evaluate`."""
+    """An allowed linear error per unit of |x|_∞ (not ‖x‖₂) for :func:`_evaluate`; ``quad``: an
+    allowed quadratic error per unit of |x|²_∞ (a degree-2 flip accepted within tolerance)."""
+
+    quad: float = 0.0
+
+    def __new__(cls, value: float, quad: float = 0.0) -> InfNorm:
+        out = super().__new__(cls, value)
+        out.quad = quad
+        return out
 
 
 def _float_up(q: Fraction) -> float:
@@ -371,31 +379,6 @@ def _hidden_at_zero(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
     return h, e
 
 
-def accept_exact_flip(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, rho: Fraction, R0: Fraction, f0: Fraction,
-                      *, linear: str, bias: str, quadratic: str) -> tuple[str, Block, InfNorm]:
-    """The end of every skeleton flip witness's check, from its exact residuals: ρ = ‖M + (the
-    flipped units' linear part)‖∞ and R0 = |the moved bias's error|∞ against f0 ≤ |f(0)|∞ (a lower
-    bound or the value), both within τ + 1000·ε·√(n+1) (relative to |f(0)| for R0); the recorded
-    exactness, residual and witness hashes must match what was rebuilt here."""
-    allowance = Fraction(1e3 * 2 * _U * math.sqrt(wb.n + 1))
-    _require(ctx, rho <= Fraction(ctx.tol) + allowance, w, f"{linear} ≤ τ + the rounding allowance (exact)", f"{float(rho):.3g}")
-    _require(ctx, R0 == 0 or R0 <= (Fraction(ctx.tol) + allowance) * f0, w, f"{bias} ≤ (τ + allowance)·|f(0)|_∞ (exact)",
-             f"{float(R0):.3g} against |f(0)| ≥ {float(f0):.3g}")
-    exact = rho == 0 and R0 == 0
-    _require(ctx, wit.get("exact") in (None, exact), w, "the recorded exactness matches", f"recorded {wit.get('exact')!r}")
-    res = wit.get("residual")
-    _require(ctx, res is None or (isinstance(res, (int, float)) and not isinstance(res, bool) and 0 <= res <= ctx.tol
-                                  and (res == 0) == (rho == 0)), w,
-             f"the recorded residual is within the tolerance (0 iff ({quadratic}) holds exactly)", f"recorded {res!r}")
-    recs = (wit.get("block") or {}).get("weights")
-    if recs is not None:
-        mine = _block_arrays(wb)
-        _require(ctx, isinstance(recs, dict) and set(recs) == set(mine) and all(
-            isinstance(recs[k], dict) and recs[k].get("sha256") == sha256_f64(v) for k, v in mine.items()), w,
-                 "the witness block is the flip of S rebuilt here (SHA-256)")
-    return "absorbable", wb, InfNorm(float(rho) * (1 + 1e-12))
-
-
 def _f0_lower(block: Block) -> float:
     """A rigorous lower bound of |f(0)|_∞ (0 where none is known): max_j of |y_j| less its
     error bound, y the float64 value."""
@@ -564,7 +547,10 @@ def _evaluate(f: Callable[[np.ndarray], np.ndarray], g: Callable[[np.ndarray], n
                 fx, gx = f(X), g(X)
             m += len(X)
             diff = np.abs(fx - gx).max(axis=1)
-            bound = allowed_lin * (np.abs(X).max(axis=1) if isinstance(allowed_lin, InfNorm) else np.linalg.norm(X, axis=1))
+            xn = np.abs(X).max(axis=1)
+            bound = allowed_lin * (xn if isinstance(allowed_lin, InfNorm) else np.linalg.norm(X, axis=1))
+            if isinstance(allowed_lin, InfNorm) and allowed_lin.quad:
+                bound = bound + allowed_lin.quad * xn * xn
             Xf, Xg = X, X
             for bf, bg in zip(blocks_f, blocks_g):
                 bound = bound + _round_bound(bf, Xf) + _round_bound(bg, Xg)
