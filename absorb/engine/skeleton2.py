@@ -612,9 +612,10 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
         res = lifted_route(*lifted_columns(blk64, q), ctx) or res
     if res is None:
         if not small:
-            return unknown(f"the degree-2 skeleton applies, but the Gram matrix of its (Q) columns is not proved positive "
-                           f"definite, and its columns (d³·n = {blk.d ** 3 * blk.n} entries) are beyond the "
-                           f"{MAX_COLUMN_ENTRIES} the other routes build")
+            why = (f"n = {blk.n} is beyond the {_gram.LARGE_MAX_N} units the Gram route runs to" if blk.n > _gram.LARGE_MAX_N
+                   else "the Gram matrix of its (Q) columns is not proved positive definite")
+            return unknown(f"the degree-2 skeleton applies, but {why}, and its columns (d³·n = {blk.d ** 3 * blk.n} entries) "
+                           f"are beyond the {MAX_COLUMN_ENTRIES} the other routes build")
         return unknown(f"the degree-2 skeleton applies, but the (Q) columns are not proved independent and n = {blk.n} > "
                        f"{ENUMERATE_MAX_N} is beyond exhaustive search")
     if res.status is SearchStatus.INFEASIBLE:
