@@ -127,6 +127,19 @@ _PROOF_BLOCKS = (10, 20, 30, 40)
 #: fewest nodes on d = 2, n = 64 generic among σε'/rounding ∈ {2, 6, 25}, c√(n+1)/τ ∈ {1, 4, 16}
 _TAIL = 6.0
 _C_WEIGHT = 4.0
+#: the exact route (integer data: market split): entries of at most this many bits after a
+#: power-of-two scale; the measured nodes of the ∞-norm pruned enumeration ≈ (the ℓ2
+#: estimate)^_HOLDER_EXP (market split m = 5, 6, 7 after BKZ-30: exponents 0.75, 0.76, 0.77);
+#: its nodes a second, numba (loaded 2-core machine: 1.5–4·10^6 measured, counted at about
+#: half) and plain Python; the bound it proves is 2^-e/t_hi shrunk by _EXACT_SLACK (so that
+#: the checker's own t_hi, rounded differently, never finds it overstated)
+_EXACT_BITS = 40
+_HOLDER_EXP = 0.8
+_HOLDER_RATE_JIT = 1.0e6
+_HOLDER_RATE_PY = 2.0e4
+_EXACT_SLACK = 2.0**-20
+_KERNEL_BLOCKS = (10, 20, 30)
+_FPLLL_SECONDS = 1.0
 _u = UNIT_ROUNDOFF
 
 
@@ -274,6 +287,224 @@ def proof_embedding(K: np.ndarray, t: np.ndarray, eps: float) -> tuple[list[list
     return basis, c * c * (n + 1) + tau_int * tau_int, c, e
 
 
+# --- The exact route: integer data, the kernel lattice and an ∞-norm (Hölder) pruned enumeration ---
+
+
+def _int_exponent(X: np.ndarray, bits: int) -> int | None:
+    """The least e in [−64, 64] with X·2^e integral and every |X·2^e| < 2^bits, else None
+    (exact: scaling by a power of two is)."""
+    X = np.asarray(X, dtype=np.float64)
+    if not np.all(np.isfinite(X)):
+        return None
+    top = float(np.max(np.abs(X))) if X.size else 0.0
+    for e in range(-64, 65):
+        if top and math.ldexp(top, e) >= 2.0**bits:
+            return None
+        if np.all(np.ldexp(X, e) % 1 == 0):
+            return e
+    return None
+
+
+def integer_system(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple[list[list[int]], list[int], int] | None:
+    """``(Kint, tint, e)`` with K = 2^-e·Kint and t = vec T = 2^-e·tint *exactly* (K the exact
+    reals D_ji·U_ik of :func:`khatri_rao`'s layout), when U, D and T are dyadic numbers of at
+    most _EXACT_BITS bits after one power-of-two scale each (market split: integers); else None."""
+    g, h = _int_exponent(U, _EXACT_BITS), _int_exponent(D, _EXACT_BITS)
+    if g is None or h is None:
+        return None
+    e = g + h
+    t = np.asarray(T, dtype=np.float64).ravel()
+    if not np.all(np.isfinite(t)) or (t.size and float(np.max(np.abs(np.ldexp(t, e)))) >= 2.0**(2 * _EXACT_BITS)):
+        return None
+    if not np.all(np.ldexp(t, e) % 1 == 0):
+        return None
+    Ui = [[int(x) for x in row] for row in np.ldexp(np.asarray(U, dtype=np.float64), g)]
+    Di = [[int(x) for x in row] for row in np.ldexp(np.asarray(D, dtype=np.float64), h)]
+    n, d_in = len(Ui), (len(Ui[0]) if Ui else 0)
+    K = [[Di[j][i] * Ui[i][k] for i in range(n)] for j in range(len(Di)) for k in range(d_in)]
+    return K, [int(x) for x in np.ldexp(t, e)], e
+
+
+def _independent(rows: list[list[int]]) -> bool:
+    """Whether integer rows are linearly independent over ℚ (fraction-free elimination, exact)."""
+    M = [list(r) for r in rows]
+    rank, cols = 0, len(M[0]) if M else 0
+    for col in range(cols):
+        piv = next((i for i in range(rank, len(M)) if M[i][col]), None)
+        if piv is None:
+            continue
+        M[rank], M[piv] = M[piv], M[rank]
+        p = M[rank]
+        for i in range(rank + 1, len(M)):
+            if M[i][col]:
+                f = M[i][col]
+                M[i] = [p[col] * a - f * b for a, b in zip(M[i], p)]
+        rank += 1
+    return rank == len(M)
+
+
+def kernel_basis(K: list[list[int]], t: list[int]) -> list[list[int]] | None:
+    """A basis of L0 = {(2b − λ·1, λ) + …: K(Σ) = λ t}, the vectors of the ±1 embedding
+    ``row i = (2e_i | 0 | N·K[:, i])``, ``row n = (1 | 1 | N·t)`` whose tail is zero (first n + 1
+    coordinates).  LLL with a large N puts them first; they are a basis of L0 when the other
+    rows' tails are linearly independent (then a zero-tail combination uses none of them),
+    which is checked exactly: None when it fails for every N tried."""
+    from fpylll import LLL, IntegerMatrix
+
+    r, n = len(K), len(K[0])
+    big = max([1] + [abs(x) for row in K for x in row] + [abs(x) for x in t])
+    for extra in (16, 32, 64):
+        N = 1 << (big.bit_length() + extra + n // 4)
+        rows = []
+        for i in range(n):
+            row = [0] * (n + 1) + [N * K[j][i] for j in range(r)]
+            row[i] = 2
+            rows.append(row)
+        rows.append([1] * (n + 1) + [N * x for x in t])
+        M = IntegerMatrix.from_matrix(rows)
+        try:
+            LLL.reduction(M)
+        except RuntimeError:
+            continue
+        vecs = [list(M[i]) for i in range(M.nrows)]
+        ker = [v[:n + 1] for v in vecs if not any(v[n + 1:])]
+        rest = [v[n + 1:] for v in vecs if any(v[n + 1:])]
+        if ker and _independent(rest):
+            return ker
+    return None
+
+
+def _holder_enum(mu: np.ndarray, rr: np.ndarray, Bs: np.ndarray, R2: float, margin: float, x: np.ndarray,
+                 dx: np.ndarray, ddx: np.ndarray, c: np.ndarray, dist: np.ndarray, W: np.ndarray,
+                 ybound: np.ndarray, state: np.ndarray, sols: np.ndarray, budget: int, stop: int) -> int:
+    """Schnorr–Euchner enumeration of the nonzero lattice vectors v = Σ x_i b_i (one of ±v)
+    with ‖v‖² ≤ R2 and ‖v‖_∞ ≤ 1, resumable: ``state`` = [level, solutions, nodes, done];
+    runs at most ``budget`` node evaluations, or until ``stop`` vectors are found, and
+    returns the evaluations made.
+
+    Prunes at level t (each with the relative ``margin``): ‖π_t(v)‖² ≤ R2 (ℓ2);
+    |y_t| ≤ ‖b*_t‖_1/‖b*_t‖² (y_t = ⟨v, b*_t⟩/‖b*_t‖², Hölder with ‖v‖_∞ ≤ 1); and
+    ‖w‖² ≤ ‖w‖_1 for w = π_t(v) = Σ_{i≥t} y_i b*_i (‖w‖² = ⟨v, w⟩ ≤ ‖v‖_∞·‖w‖_1).  The first
+    two grow with |y_t| along the zig-zag (a failure ends the level); the third does not
+    (a failure skips this value only).  Written for numba's nopython mode; plain Python runs
+    the same code, slower."""
+    k, N = rr.shape[0], Bs.shape[1]
+    t = state[0]
+    evals = 0
+    while evals < budget:
+        if t >= k:
+            state[3] = 1
+            break
+        evals += 1
+        y = x[t] - c[t]
+        d = dist[t + 1] + y * y * rr[t]
+        if d <= R2 and abs(y) <= ybound[t]:
+            s2 = 0.0
+            s1 = 0.0
+            for j in range(N):
+                w = W[t + 1, j] + y * Bs[t, j]
+                W[t, j] = w
+                s2 += w * w
+                s1 += abs(w)
+            if s2 <= s1 * (1.0 + margin) + margin:
+                state[2] += 1
+                if t == 0:
+                    if d > 0.5:  # the zero vector is no solution
+                        if state[1] < sols.shape[0]:
+                            for i in range(k):
+                                sols[state[1], i] = x[i]
+                        state[1] += 1
+                        if state[1] >= stop:
+                            evals = budget  # pause here (resumable: the zig-zag goes on below)
+                else:
+                    dist[t] = d
+                    t -= 1
+                    s = 0.0
+                    for i in range(t + 1, k):
+                        s -= x[i] * mu[i, t]
+                    c[t] = s
+                    x[t] = int(np.rint(s))
+                    step = 1 if s >= x[t] else -1
+                    dx[t] = step
+                    ddx[t] = step
+                    continue
+            # this value fails (or was a leaf): the next one at the same level
+        else:  # out of the ℓ2 ball or the y-interval: every later value at this level is too
+            t += 1
+            if t >= k:
+                state[3] = 1
+                break
+        if dist[t + 1] != 0.0:
+            x[t] += dx[t]
+            ddx[t] = -ddx[t]
+            dx[t] = ddx[t] - dx[t]
+        else:  # all levels above are zero: x ≥ 0 here (−v is v's twin)
+            x[t] += 1
+    state[0] = t
+    return evals
+
+
+_JIT: Any = None
+
+
+def _jitted() -> Any:
+    """:func:`_holder_enum` compiled by numba (the optional ``absorb[lattice]`` dependency:
+    ~10^6–10^7 nodes a second against ~10^4–10^5 in plain Python), or None without numba."""
+    global _JIT
+    if _JIT is None:
+        try:
+            import numba
+        except ImportError:
+            _JIT = False
+        else:
+            _JIT = numba.njit(cache=True, nogil=True)(_holder_enum)
+    return _JIT or None
+
+
+def holder_rate() -> float:
+    """Nodes a second of :func:`holder_enumerate` (numba or plain Python), for the plans."""
+    return _HOLDER_RATE_JIT if _jitted() is not None else _HOLDER_RATE_PY
+
+
+def holder_enumerate(B: list[list[int]], deadline: float, *, jit: bool = True,
+                     first: bool = False) -> tuple[list[list[int]] | None, float, str]:
+    """Every nonzero vector v (one of ±v) with ‖v‖_∞ ≤ 1 of the lattice spanned by the integer
+    rows B (independent), or with ``first`` the first one found (the enumeration stops
+    there): ``(vectors, nodes, "")``, or ``(None, nodes, why)`` when stopped at
+    ``deadline`` (perf_counter seconds; checked between chunks of nodes) or past the cap of
+    _MAX_SOLUTIONS vectors.  The Gram–Schmidt data are float64 (a QR of B's small integer
+    rows); every prune carries the relative margin _ENUM_MARGIN, and the vectors returned are
+    B's exact integer combinations."""
+    Bf = np.array(B, dtype=np.float64)
+    k, N = Bf.shape
+    Q, R = np.linalg.qr(Bf.T)  # Bᵀ = Q R: b_i = Σ_j R[j, i] q_j, b*_i = R[i, i] q_i
+    diag = np.diag(R).copy()
+    Bs = np.ascontiguousarray((Q * diag).T)
+    rr = diag * diag
+    mu = np.ascontiguousarray((R / diag[:, None]).T)  # mu[i, j] = ⟨b_i, b*_j⟩/‖b*_j‖²
+    ybound = np.abs(Bs).sum(axis=1) / rr * (1 + _ENUM_MARGIN)
+    x, dx, ddx = np.zeros(k, np.int64), np.ones(k, np.int64), np.ones(k, np.int64)
+    c, dist, W = np.zeros(k), np.zeros(k + 1), np.zeros((k + 1, N))
+    state = np.array([k - 1, 0, 0, 0], dtype=np.int64)
+    sols = np.zeros((_MAX_SOLUTIONS, k), dtype=np.int64)
+    fn = _jitted() if jit else None
+    chunk = 1 << 22 if fn is not None else 1 << 14
+    fn = fn or _holder_enum
+    stop = 1 if first else _MAX_SOLUTIONS
+    while not state[3] and state[1] < stop:
+        if time.perf_counter() >= deadline:
+            return None, float(state[2]), f"the enumeration was stopped at the time budget ({state[2]:.3g} nodes)"
+        fn(mu, rr, Bs, float(N) * (1 + _ENUM_MARGIN), _ENUM_MARGIN, x, dx, ddx, c, dist, W, ybound, state, sols, chunk, stop)
+    nodes, found = float(state[2]), int(state[1])
+    if found >= _MAX_SOLUTIONS:
+        return None, nodes, f"the enumeration returned its cap of {_MAX_SOLUTIONS} vectors"
+    out = []
+    for row in sols[:found]:
+        coeffs = [int(a) for a in row]
+        out.append([sum(a * b[j] for a, b in zip(coeffs, B) if a) for j in range(N)])
+    return out, nodes, ""
+
+
 @dataclass
 class LatticePlan:
     """The proof's reduced basis and its enumeration's estimated cost, computed once by
@@ -289,10 +520,19 @@ class LatticePlan:
     nodes: float = math.inf
     reduction: str = ""
     elapsed: float = 0.0
+    #: "embedding" (the tolerance-scaled lattice, fplll's ℓ2 enumeration) or "kernel" (exact
+    #: integer data: the kernel lattice and :func:`holder_enumerate`; ``sigma_log2`` is then
+    #: e of :func:`integer_system`, the data's granularity 2^-e)
+    route: str = "embedding"
+    rate: float = _NODE_RATE
+    #: the kernel route's enumeration: "numba" (:func:`holder_enumerate`, ∞-norm pruned) or
+    #: "fplll" (ℓ2 only: without numba, or when fplll's estimate is under _FPLLL_SECONDS,
+    #: where numba's first compilation, 5–10 s, would cost more than it saves)
+    engine: str = "fplll"
 
     def seconds(self) -> float:
         """Estimated seconds of the enumeration (``inf`` when none can be made)."""
-        return math.inf if self.why_not is not None else self.nodes / _NODE_RATE
+        return math.inf if self.why_not is not None else self.nodes / self.rate
 
 
 def _enum_nodes(M: Any, R2: float) -> float:
@@ -334,27 +574,49 @@ def lattice_plan(U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e
         return LatticePlan(f"LLL of the {n + 1}-row basis is expected to take over twice the budget {budget:g}s")
     _, t_hi = frobenius_bounds(T)
     eps = SEARCH_FACTOR * tol * t_hi
-    try:
-        basis, R2, c, e = proof_embedding(K, T.ravel().astype(np.float64), eps)
-    except ValueError as exc:
-        return LatticePlan(str(exc))
     from fpylll import BKZ, LLL, IntegerMatrix
 
-    M = IntegerMatrix.from_matrix(basis)
+    exact = integer_system(U, D, T)
+    ker = None
+    if exact is not None and math.ldexp(1.0, -exact[2]) / t_hi * (1 - _EXACT_SLACK) > tol:
+        ker = kernel_basis(exact[0], exact[1])
+    if ker is not None:  # the exact route: every set within tol solves K b = t exactly
+        route, rate, blocks, e, c, R2 = "kernel", _NODE_RATE, _KERNEL_BLOCKS, exact[2], 1, n + 1
+        M = IntegerMatrix.from_matrix(ker)
+    else:
+        try:
+            basis, R2, c, e = proof_embedding(K, T.ravel().astype(np.float64), eps)
+        except ValueError as exc:
+            return LatticePlan(str(exc))
+        route, rate, blocks = "embedding", _NODE_RATE, _PROOF_BLOCKS
+        M = IntegerMatrix.from_matrix(basis)
     try:
         LLL.reduction(M)
     except RuntimeError as exc:  # fplll gives up in floating point on some bases
         return LatticePlan(f"fpylll's LLL failed: {exc}")
     done, last = "LLL", time.perf_counter() - t0
     R2f = float(R2) * (1 + _ENUM_MARGIN)
-    nodes = _enum_nodes(M, R2f)
-    for block in _PROOF_BLOCKS:
+
+    engine = "fplll"
+
+    def estimate() -> float:  # numba's kernel enumeration prunes by the ∞-norm too: measured exponent
+        nonlocal engine, rate
+        nodes = _enum_nodes(M, R2f)
+        if route == "kernel" and nodes / _NODE_RATE > _FPLLL_SECONDS and _jitted() is not None:
+            engine, rate = "numba", _HOLDER_RATE_JIT
+            return nodes ** _HOLDER_EXP
+        engine, rate = "fplll", _NODE_RATE
+        return nodes
+
+    nodes = estimate()
+    for block in blocks:
         left = budget - (time.perf_counter() - t0)
         # stop once the enumeration is cheap next to the last block, or hopeless after BKZ-20
         # (a block size cuts the estimate by 4–6× at d = 2, n = 64–80; at n = 80 ~10^12
-        # nodes remain; market split m = 8: ~10^11 after BKZ-40), or the next block would not fit (fplll stops only between tours)
-        hopeless = block > 20 and nodes / _NODE_RATE > 30 * budget
-        if block > M.nrows or nodes / _NODE_RATE <= 2 * last or hopeless or _GROWTH * last > left:
+        # nodes remain; market split m = 8 by the embedding route: ~10^11 after BKZ-40), or
+        # the next block would not fit (fplll stops only between tours)
+        hopeless = block > 20 and nodes / rate > 30 * budget
+        if block > M.nrows or nodes / rate <= 2 * last or hopeless or _GROWTH * last > left:
             break
         start = time.perf_counter()
         param = BKZ.Param(block_size=block, max_loops=_TOURS, max_time=max(left, 0.01),
@@ -364,8 +626,8 @@ def lattice_plan(U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e
         except RuntimeError:
             break
         done, last = f"BKZ-{block}", time.perf_counter() - start
-        nodes = _enum_nodes(M, R2f)
-    return LatticePlan(None, M, R2, c, e, eps, t_hi, nodes, done, time.perf_counter() - t0)
+        nodes = estimate()
+    return LatticePlan(None, M, R2, c, e, eps, t_hi, nodes, done, time.perf_counter() - t0, route, rate, engine)
 
 
 def _enumerate(M: Any, R2: int, deadline: float) -> tuple[list[list[int]] | None, float, str]:
@@ -411,19 +673,34 @@ def prove_lattice(U: np.ndarray, D: np.ndarray, T: np.ndarray, plan: LatticePlan
     """Enumerate the plan's reduced lattice inside the rigorous radius: ``found``,
     ``infeasible`` (complete enumeration, no set within tol) or ``unknown``."""
     n = U.shape[0]
-    vectors, nodes, why = _enumerate(plan.basis, plan.R2, deadline)
-    cert = {"kind": "lattice-enumeration", "engine": "fpylll", "reduction": plan.reduction, "nodes": nodes,
-            "radius_sq": str(plan.R2), "c": plan.c, "sigma_log2": plan.sigma_log2,
-            "search_radius": plan.eps_search}
+    if plan.route == "kernel":
+        if plan.engine == "numba":
+            basis = [list(plan.basis[i]) for i in range(plan.basis.nrows)]
+            # the first ±1 vector is an exact solution of K b = t (residual 0): found, stop there
+            vectors, nodes, why = holder_enumerate(basis, deadline, first=True)
+            what = "∞-norm pruned (numba)"
+        else:
+            vectors, nodes, why = _enumerate(plan.basis, plan.R2, deadline)
+            what = "fplll ℓ2"
+        cert = {"kind": "lattice-enumeration", "route": "kernel", "engine": f"fpylll+{plan.engine}",
+                "reduction": plan.reduction, "nodes": nodes, "granularity_log2": -plan.sigma_log2}
+        exact_bound = math.ldexp(1.0, -plan.sigma_log2) / plan.t_hi * (1 - _EXACT_SLACK)
+        how = f"fpylll {plan.reduction}, kernel lattice, {what} enumeration of {nodes:.3g} nodes"
+    else:
+        vectors, nodes, why = _enumerate(plan.basis, plan.R2, deadline)
+        cert = {"kind": "lattice-enumeration", "engine": "fpylll", "reduction": plan.reduction, "nodes": nodes,
+                "radius_sq": str(plan.R2), "c": plan.c, "sigma_log2": plan.sigma_log2,
+                "search_radius": plan.eps_search}
+        exact_bound = plan.eps_search / plan.t_hi * (1 - 4 * _u)
+        how = f"fpylll {plan.reduction}, enumeration of {nodes:.3g} nodes"
     if vectors is None:
         return SearchResult(SearchStatus.UNKNOWN, "lattice", why, elapsed=time.perf_counter() - t0, certificate=cert)
     cands = [S for S in dict.fromkeys(candidates(iter(vectors), n, plan.c)) if S]
     S, res, lower = classify_candidates(U, D, T, cands, tol)
-    how = f"fpylll {plan.reduction}, enumeration of {nodes:.3g} nodes"
     if S is not None:
         return SearchResult(SearchStatus.FOUND, "lattice", f"{how}, re-verified in float64", S=S, residual=res,
                             elapsed=time.perf_counter() - t0, certificate={**cert, "kind": "lattice"})
-    bound = min(plan.eps_search / plan.t_hi * (1 - 4 * _u), lower)
+    bound = min(exact_bound, lower)
     cert["candidates"] = len(cands)
     if bound > tol:
         return SearchResult(SearchStatus.INFEASIBLE, "lattice",
