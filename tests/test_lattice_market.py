@@ -112,3 +112,17 @@ def test_checker_confirms_the_searchs_infeasibility() -> None:
     assert res.status is SearchStatus.INFEASIBLE
     chk = lattice_no_set_closer(U, D, T, res.bound)
     assert isinstance(chk, LatticeResult) and chk.reduction.startswith("kernel") and chk.closer == []
+
+
+@needs_numba
+def test_threads_walk_the_same_tree() -> None:
+    """Cut into prefixes for two threads, the walk visits the same nodes and returns the same
+    vectors as in one piece (m = 5: a kernel lattice of dimension 36)."""
+    for seed in (500, 502):
+        U, D, T = market(5, seed)
+        K, t, _ = lat.integer_system(U, D, T)
+        B = lat.kernel_basis(K, t)
+        one = lat.holder_enumerate(B, time.perf_counter() + 60, threads=1)
+        two = lat.holder_enumerate(B, time.perf_counter() + 60, threads=2)
+        assert one[0] is not None and two[0] is not None
+        assert one[1] == two[1] and sorted(one[0]) == sorted(two[0]) and one[0]

@@ -85,6 +85,7 @@ from typing import Any
 
 import numpy as np
 
+from absorb._dask import cores
 from absorb.rigorous import UNIT_ROUNDOFF, frobenius_bounds, gamma, magnitudes_ok, relative_residual
 
 from ._common import classify_candidates, khatri_rao
@@ -129,16 +130,16 @@ _TAIL = 6.0
 _C_WEIGHT = 4.0
 #: the exact route (integer data: market split): entries of at most this many bits after a
 #: power-of-two scale; the measured nodes of the ∞-norm pruned enumeration ≈ (the ℓ2
-#: estimate)^_HOLDER_EXP (market split m = 5, 6, 7 after BKZ-30: exponents 0.75, 0.76, 0.77);
-#: its nodes a second, numba (loaded 2-core machine: 1.5–4·10^6 measured, counted at about
-#: half) and plain Python; the bound it proves is 2^-e/t_hi shrunk by _EXACT_SLACK (so that
-#: the checker's own t_hi, rounded differently, never finds it overstated)
+#: estimate)^_HOLDER_EXP (market split m = 5, 6, 7, seeds 100m + 0..2, after BKZ-10/30:
+#: exponents 0.74–0.77); its nodes a second with numba (3.5–4.8·10^6 a CPU second measured
+#: for one thread, counted at half); the bound it proves is 2^-e/t_hi shrunk by _EXACT_SLACK
+#: (so that the checker's own t_hi, rounded differently, never finds it overstated); the
+#: BKZ block sizes (market split m = 7: BKZ-40 cuts the nodes 1.6× against BKZ-30)
 _EXACT_BITS = 40
-_HOLDER_EXP = 0.8
-_HOLDER_RATE_JIT = 1.0e6
-_HOLDER_RATE_PY = 2.0e4
+_HOLDER_EXP = 0.78
+_HOLDER_RATE_JIT = 2.0e6
 _EXACT_SLACK = 2.0**-20
-_KERNEL_BLOCKS = (10, 20, 30)
+_KERNEL_BLOCKS = (10, 20, 30, 40)
 _FPLLL_SECONDS = 1.0
 _u = UNIT_ROUNDOFF
 
@@ -376,42 +377,44 @@ def kernel_basis(K: list[list[int]], t: list[int]) -> list[list[int]] | None:
 
 def _holder_enum(mu: np.ndarray, rr: np.ndarray, Bs: np.ndarray, R2: float, margin: float, x: np.ndarray,
                  dx: np.ndarray, ddx: np.ndarray, c: np.ndarray, dist: np.ndarray, W: np.ndarray,
-                 ybound: np.ndarray, state: np.ndarray, sols: np.ndarray, budget: int, stop: int) -> int:
+                 ybound: np.ndarray, state: np.ndarray, sols: np.ndarray, budget: int, stop: int,
+                 floor: int, ceil: int) -> int:
     """Schnorr–Euchner enumeration of the nonzero lattice vectors v = Σ x_i b_i (one of ±v)
-    with ‖v‖² ≤ R2 and ‖v‖_∞ ≤ 1, resumable: ``state`` = [level, solutions, nodes, done];
-    runs at most ``budget`` node evaluations, or until ``stop`` vectors are found, and
-    returns the evaluations made.
+    with ‖v‖² ≤ R2 and ‖v‖_∞ ≤ 1, over levels ``floor``..``ceil`` (x above ``ceil`` fixed by
+    the caller, with ``dist`` and ``W`` there), resumable: ``state`` = [level, recorded,
+    nodes, done]; runs at most ``budget`` node evaluations, or until ``stop`` records, and
+    returns the evaluations made.  A node passing every prune at level ``floor`` is recorded
+    (its x into ``sols``): with floor = 0 the vectors sought (the zero vector left out), with
+    floor > 0 the prefixes below which the caller splits the work.
 
     Prunes at level t (each with the relative ``margin``): ‖π_t(v)‖² ≤ R2 (ℓ2);
     |y_t| ≤ ‖b*_t‖_1/‖b*_t‖² (y_t = ⟨v, b*_t⟩/‖b*_t‖², Hölder with ‖v‖_∞ ≤ 1); and
-    ‖w‖² ≤ ‖w‖_1 for w = π_t(v) = Σ_{i≥t} y_i b*_i (‖w‖² = ⟨v, w⟩ ≤ ‖v‖_∞·‖w‖_1).  The first
-    two grow with |y_t| along the zig-zag (a failure ends the level); the third does not
-    (a failure skips this value only).  Written for numba's nopython mode; plain Python runs
-    the same code, slower."""
-    k, N = rr.shape[0], Bs.shape[1]
+    ‖w‖² ≤ ‖w‖_1 for w = π_t(v) = Σ_{i≥t} y_i b*_i (‖w‖² = ⟨v, w⟩ ≤ ‖v‖_∞·‖w‖_1; ‖w‖² is the
+    ℓ2 partial sum).  The first two grow with |y_t| along the zig-zag (a failure ends the
+    level); the third does not (a failure skips this value only).  Written for numba's
+    nopython mode; plain Python runs the same code, slower."""
+    N = Bs.shape[1]
     t = state[0]
     evals = 0
     while evals < budget:
-        if t >= k:
+        if t > ceil:
             state[3] = 1
             break
         evals += 1
         y = x[t] - c[t]
         d = dist[t + 1] + y * y * rr[t]
         if d <= R2 and abs(y) <= ybound[t]:
-            s2 = 0.0
             s1 = 0.0
             for j in range(N):
                 w = W[t + 1, j] + y * Bs[t, j]
                 W[t, j] = w
-                s2 += w * w
                 s1 += abs(w)
-            if s2 <= s1 * (1.0 + margin) + margin:
+            if d <= s1 * (1.0 + margin) + margin:
                 state[2] += 1
-                if t == 0:
-                    if d > 0.5:  # the zero vector is no solution
+                if t == floor:
+                    if floor > 0 or d > 0.5:  # the zero vector is no solution (a prefix of zeros is)
                         if state[1] < sols.shape[0]:
-                            for i in range(k):
+                            for i in range(floor, x.shape[0]):
                                 sols[state[1], i] = x[i]
                         state[1] += 1
                         if state[1] >= stop:
@@ -420,7 +423,7 @@ def _holder_enum(mu: np.ndarray, rr: np.ndarray, Bs: np.ndarray, R2: float, marg
                     dist[t] = d
                     t -= 1
                     s = 0.0
-                    for i in range(t + 1, k):
+                    for i in range(t + 1, x.shape[0]):
                         s -= x[i] * mu[i, t]
                     c[t] = s
                     x[t] = int(np.rint(s))
@@ -428,10 +431,10 @@ def _holder_enum(mu: np.ndarray, rr: np.ndarray, Bs: np.ndarray, R2: float, marg
                     dx[t] = step
                     ddx[t] = step
                     continue
-            # this value fails (or was a leaf): the next one at the same level
+            # this value fails (or was recorded): the next one at the same level
         else:  # out of the ℓ2 ball or the y-interval: every later value at this level is too
             t += 1
-            if t >= k:
+            if t > ceil:
                 state[3] = 1
                 break
         if dist[t + 1] != 0.0:
@@ -461,20 +464,17 @@ def _jitted() -> Any:
     return _JIT or None
 
 
-def holder_rate() -> float:
-    """Nodes a second of :func:`holder_enumerate` (numba or plain Python), for the plans."""
-    return _HOLDER_RATE_JIT if _jitted() is not None else _HOLDER_RATE_PY
-
-
-def holder_enumerate(B: list[list[int]], deadline: float, *, jit: bool = True,
-                     first: bool = False) -> tuple[list[list[int]] | None, float, str]:
+def holder_enumerate(B: list[list[int]], deadline: float, *, jit: bool = True, first: bool = False,
+                     threads: int | None = None) -> tuple[list[list[int]] | None, float, str]:
     """Every nonzero vector v (one of ±v) with ‖v‖_∞ ≤ 1 of the lattice spanned by the integer
     rows B (independent), or with ``first`` the first one found (the enumeration stops
-    there): ``(vectors, nodes, "")``, or ``(None, nodes, why)`` when stopped at
-    ``deadline`` (perf_counter seconds; checked between chunks of nodes) or past the cap of
+    there): ``(vectors, nodes, "")``, or ``(None, nodes, why)`` when stopped at ``deadline``
+    (perf_counter seconds; checked between chunks of nodes) or past the cap of
     _MAX_SOLUTIONS vectors.  The Gram–Schmidt data are float64 (a QR of B's small integer
     rows); every prune carries the relative margin _ENUM_MARGIN, and the vectors returned are
-    B's exact integer combinations."""
+    B's exact integer combinations.  With numba and ``threads`` > 1 (default: the cores this
+    process may use) the tree is cut below its top levels into prefixes that the threads
+    take in turn (numba releases the GIL)."""
     Bf = np.array(B, dtype=np.float64)
     k, N = Bf.shape
     Q, R = np.linalg.qr(Bf.T)  # Bᵀ = Q R: b_i = Σ_j R[j, i] q_j, b*_i = R[i, i] q_i
@@ -483,26 +483,102 @@ def holder_enumerate(B: list[list[int]], deadline: float, *, jit: bool = True,
     rr = diag * diag
     mu = np.ascontiguousarray((R / diag[:, None]).T)  # mu[i, j] = ⟨b_i, b*_j⟩/‖b*_j‖²
     ybound = np.abs(Bs).sum(axis=1) / rr * (1 + _ENUM_MARGIN)
-    x, dx, ddx = np.zeros(k, np.int64), np.ones(k, np.int64), np.ones(k, np.int64)
-    c, dist, W = np.zeros(k), np.zeros(k + 1), np.zeros((k + 1, N))
-    state = np.array([k - 1, 0, 0, 0], dtype=np.int64)
-    sols = np.zeros((_MAX_SOLUTIONS, k), dtype=np.int64)
+    R2 = float(N) * (1 + _ENUM_MARGIN)  # ‖v‖_∞ ≤ 1 ⇒ ‖v‖² ≤ N
     fn = _jitted() if jit else None
-    chunk = 1 << 22 if fn is not None else 1 << 14
-    fn = fn or _holder_enum
+    chunk = 1 << 20 if fn is not None else 1 << 14
+    run = fn or _holder_enum
+    threads = max(1, cores() if threads is None else threads) if fn is not None else 1
     stop = 1 if first else _MAX_SOLUTIONS
-    while not state[3] and state[1] < stop:
-        if time.perf_counter() >= deadline:
-            return None, float(state[2]), f"the enumeration was stopped at the time budget ({state[2]:.3g} nodes)"
-        fn(mu, rr, Bs, float(N) * (1 + _ENUM_MARGIN), _ENUM_MARGIN, x, dx, ddx, c, dist, W, ybound, state, sols, chunk, stop)
-    nodes, found = float(state[2]), int(state[1])
-    if found >= _MAX_SOLUTIONS:
-        return None, nodes, f"the enumeration returned its cap of {_MAX_SOLUTIONS} vectors"
-    out = []
-    for row in sols[:found]:
+    lock, halt = threading.Lock(), [""]
+
+    def fresh() -> list[np.ndarray]:  # x, dx, ddx, c, dist, W
+        return [np.zeros(k, np.int64), np.ones(k, np.int64), np.ones(k, np.int64), np.zeros(k), np.zeros(k + 1),
+                np.zeros((k + 1, N))]
+
+    def drive(arrs: list[np.ndarray], state: np.ndarray, out: np.ndarray, floor: int, ceil: int, cap: int) -> str:
+        while not state[3] and state[1] < cap:
+            if halt[0]:
+                return halt[0]
+            if time.perf_counter() >= deadline:
+                return f"the enumeration was stopped at the time budget ({state[2]:.3g} nodes here)"
+            run(mu, rr, Bs, R2, _ENUM_MARGIN, *arrs, ybound, state, out, chunk, cap, floor, ceil)
+        return ""
+
+    # the prefixes: every node passing the prunes at level `floor` (the top k − floor levels),
+    # deep enough for ≥ 64 a thread, or the whole tree in one piece (one thread, small k)
+    floor, jobs, top_nodes = 0, np.zeros((1, k), np.int64), 0.0
+    if threads > 1 and k >= 16:
+        cap = 1 << 15
+        for depth in range(4, k - 4, 2):
+            arrs, state, out = fresh(), np.array([k - 1, 0, 0, 0], np.int64), np.zeros((cap, k), np.int64)
+            why = drive(arrs, state, out, k - depth, k - 1, cap)
+            if why:
+                return None, float(state[2]), why
+            if state[1] >= cap:
+                break
+            floor, jobs, top_nodes = k - depth, out[:state[1]].copy(), float(state[2])
+            if len(jobs) >= 64 * threads:
+                break
+    total = [top_nodes]
+    found: list[np.ndarray] = []
+    order = iter(range(len(jobs)))
+
+    def worker() -> None:  # a failure of any kind stops everything: no claim from a partial walk
+        try:
+            work()
+        except BaseException as exc:  # noqa: BLE001 - re-raised as the reason, never swallowed into a verdict
+            with lock:
+                halt[0] = f"the enumeration failed: {exc!r}"
+
+    def work() -> None:
+        arrs, out = fresh(), np.zeros((_MAX_SOLUTIONS, k), np.int64)
+        x, dx, ddx, c, dist, W = arrs
+        while True:
+            with lock:
+                i = next(order, None)
+            if i is None or halt[0]:
+                return
+            for a in arrs:
+                a.fill(0)
+            x[floor:] = jobs[i, floor:]
+            for lev in range(k - 1, floor - 1, -1):  # the prefix's partial sums, top down
+                y = float(x[lev]) + float(mu[lev + 1:, lev] @ x[lev + 1:])
+                dist[lev] = dist[lev + 1] + y * y * rr[lev]
+                W[lev] = W[lev + 1] + y * Bs[lev]
+            ceil = floor - 1 if floor > 0 else k - 1
+            lev = ceil
+            c[lev] = -float(mu[lev + 1:, lev] @ x[lev + 1:]) if lev < k - 1 else 0.0
+            x[lev] = int(np.rint(c[lev]))
+            dx[lev] = ddx[lev] = 1 if c[lev] >= x[lev] else -1
+            state = np.array([lev, 0, 0, 0], np.int64)
+            why = drive(arrs, state, out, 0, ceil, stop)
+            with lock:
+                total[0] += float(state[2])
+                found.extend(out[:min(int(state[1]), _MAX_SOLUTIONS)].copy())
+                if why and not halt[0]:
+                    halt[0] = why
+                if len(found) >= stop and not halt[0]:
+                    halt[0] = "enough"
+            if why:
+                return
+
+    if threads > 1 and len(jobs) > 1:
+        pool = [threading.Thread(target=worker, daemon=True) for _ in range(min(threads, len(jobs)))]
+        for th in pool:
+            th.start()
+        for th in pool:
+            th.join()
+    else:
+        worker()
+    if halt[0] and halt[0] != "enough":
+        return None, total[0], halt[0]
+    if len(found) >= _MAX_SOLUTIONS:
+        return None, total[0], f"the enumeration returned its cap of {_MAX_SOLUTIONS} vectors"
+    vectors = []
+    for row in found[:stop]:
         coeffs = [int(a) for a in row]
-        out.append([sum(a * b[j] for a, b in zip(coeffs, B) if a) for j in range(N)])
-    return out, nodes, ""
+        vectors.append([sum(a * b[j] for a, b in zip(coeffs, B) if a) for j in range(N)])
+    return vectors, total[0], ""
 
 
 @dataclass
@@ -603,7 +679,7 @@ def lattice_plan(U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e
         nonlocal engine, rate
         nodes = _enum_nodes(M, R2f)
         if route == "kernel" and nodes / _NODE_RATE > _FPLLL_SECONDS and _jitted() is not None:
-            engine, rate = "numba", _HOLDER_RATE_JIT
+            engine, rate = "numba", _HOLDER_RATE_JIT * min(cores(), 8)  # one thread a core
             return nodes ** _HOLDER_EXP
         engine, rate = "fplll", _NODE_RATE
         return nodes
