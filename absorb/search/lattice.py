@@ -315,17 +315,20 @@ def proof_embedding(K: np.ndarray, t: np.ndarray, eps: float) -> tuple[list[list
 
 def _int_exponent(X: np.ndarray, bits: int) -> int | None:
     """The least e in [−64, 64] with X·2^e integral and every |X·2^e| < 2^bits, else None
-    (exact: scaling by a power of two is)."""
-    X = np.asarray(X, dtype=np.float64)
+    (exact: scaling by a power of two is; one pass of frexp, no trial scalings)."""
+    X = np.asarray(X, dtype=np.float64).ravel()
     if not np.all(np.isfinite(X)):
         return None
-    top = float(np.max(np.abs(X))) if X.size else 0.0
-    for e in range(-64, 65):
-        if top and math.ldexp(top, e) >= 2.0**bits:
-            return None
-        if np.all(np.ldexp(X, e) % 1 == 0):
-            return e
-    return None
+    X = X[X != 0]
+    if not X.size:
+        return 0
+    mant, ex = np.frexp(np.abs(X))  # |x| = mant·2^ex, mant ∈ [1/2, 1)
+    m = np.ldexp(mant, 53).astype(np.int64)  # the 53-bit significand, exact
+    low = np.log2((m & -m).astype(np.float64)).astype(np.int64)  # its trailing zero bits
+    e = max(-64, int(np.max(53 - ex - low)))  # x·2^e integral iff e ≥ 53 − ex − low
+    if e > 64 or math.ldexp(float(np.max(np.abs(X))), e) >= 2.0**bits:
+        return None
+    return e
 
 
 def integer_system(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple[list[list[int]], list[int], int] | None:
