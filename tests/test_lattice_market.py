@@ -126,3 +126,19 @@ def test_threads_walk_the_same_tree() -> None:
         two = lat.holder_enumerate(B, time.perf_counter() + 60, threads=2)
         assert one[0] is not None and two[0] is not None
         assert one[1] == two[1] and sorted(one[0]) == sorted(two[0]) and one[0]
+
+
+def test_without_numba_fplll_walks_the_kernel_lattice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No numba: the search and the checker enumerate the same kernel lattice with fplll's ℓ2
+    enumeration instead, and still decide (m = 5: ~10^5 nodes)."""
+    from absorb.verify import _lattice as vlat
+
+    monkeypatch.setattr(lat, "_JIT", False)
+    monkeypatch.setattr(vlat, "_WALK", [None])
+    U, D, T = market(5, 501)
+    plan = lat.lattice_plan(U, D, T, tol=1e-9, budget=60)
+    res = lat.solve_lattice(U, D, T, tol=1e-9, timeout=60, find=False)
+    assert plan.engine == "fplll" and res.status is SearchStatus.INFEASIBLE, res.reason
+    assert res.certificate["engine"] == "fpylll+fplll"
+    chk = vlat.lattice_no_set_closer(U, D, T, res.bound)
+    assert isinstance(chk, vlat.LatticeResult) and chk.closer == [] and chk.reduction.startswith("kernel")
