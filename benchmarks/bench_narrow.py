@@ -223,7 +223,7 @@ def extra_table(which: str, quick: bool, budget: float | None, only: list[str] |
     U0, D0, T0 = planted(2, 8, 0)
     for m in methods:  # warm-up (imports)
         find_index_set(U0, D0, T0, method=m, timeout=5.0)
-    print(f"# bench_narrow --{which}: budget {budget:g}s, tol 1e-9, CP-SAT {'on' if have_cp else 'not installed'}")
+    print(f"# bench_narrow --{which}: budget {budget:g}s, tol 1e-9, CP-SAT {'on' if have_cp else 'not selected' if _have_ortools() else 'not installed'}")
     print(f"# python {' '.join(sys.argv)}")
     print(f"# machine speed: {calibration()}")
     cols = methods + (["cp-sat"] if have_cp else [])

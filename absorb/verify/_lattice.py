@@ -25,6 +25,19 @@ squared norm ≤ R²·(1 + 2^-8) (the margin covers its floating-point Gram–Sc
 vector of the form (±c, …, ±c | ±c | ·) is read back as a set and measured in exact
 rationals; the others are no sets.  An enumeration stopped by the time budget, or one that
 returned its cap of vectors, proves nothing (a string says why).
+
+Integer data (market split; any weights that are integers after one power-of-two scale
+each): with ``U = 2^-g·Ui``, ``D = 2^-h·Di``, ``T = 2^-(g+h)·Ti`` exactly, ``K b − t`` is
+2^-(g+h) times an integer vector, so when ρ·2^(g+h) ≤ 1 the sets closer than ρ are exactly
+the solutions of ``Ki b = ti`` over the integers.  Those are the vectors with all n + 1
+entries ±1 of the lattice L0 = {v = Σ_i a_i·2e_i + λ·(1, …, 1) : Ki a + λ ti = 0} (with
+λ = −1, a = b): its basis is read off an LLL-reduced embedding with a large tail weight
+(the rows whose tail vanished, a basis of L0 when the other rows' tails are linearly
+independent, checked here in exact integers), reduced by BKZ-20 (and BKZ-30 past dimension
+40) and enumerated with, at
+each level t, the ℓ2 bound ‖π_t(v)‖² ≤ n + 1 and Hölder's ‖π_t(v)‖² = ⟨v, π_t(v)⟩ ≤
+‖v‖_∞·‖π_t(v)‖_1 (numba-compiled when numba is installed; else fpylll's ℓ2 enumeration of
+L0).  Each vector found is checked in exact integers.
 """
 
 from __future__ import annotations
@@ -63,17 +76,22 @@ def _isqrt_up(q: Fraction) -> int:
     return k if k * k >= q else k + 1
 
 
+def _t_hi(T: np.ndarray) -> Fraction:
+    """A float ≥ ‖T‖_F (exact comparison of its square with the exact sum of squares)."""
+    t_sq = sum((Fraction(float(x)) ** 2 for x in T.reshape(-1)), Fraction(0))
+    t_hi = math.sqrt(float(t_sq)) * (1 + 2.0**-40)
+    while Fraction(t_hi) ** 2 < t_sq:
+        t_hi *= 1 + 2.0**-40
+    return Fraction(t_hi)
+
+
 def _embedding(U: np.ndarray, D: np.ndarray, T: np.ndarray, R: float) -> tuple[list[list[int]], int, int]:
     """The basis, R² (an integer) and c of the module docstring."""
     n, d = U.shape
     m = d * d
     K = (D.T[:, :, None] * U[:, None, :]).reshape(n, m).T  # m×n floats (only to pick A)
     t = T.reshape(-1).astype(np.float64)
-    t_sq = sum((Fraction(float(x)) ** 2 for x in t), Fraction(0))
-    t_hi = math.sqrt(float(t_sq)) * (1 + 2.0**-40)
-    while Fraction(t_hi) ** 2 < t_sq:
-        t_hi *= 1 + 2.0**-40
-    rho = Fraction(R) * Fraction(t_hi)
+    rho = Fraction(R) * _t_hi(T)
     rounding = math.sqrt(m) * (n + 1) / 4  # typical ‖δ‖: σρ about six times it
     e = int(round(math.log2(6 * rounding / float(rho))))
     if not -900 <= e <= 300:
@@ -108,7 +126,7 @@ def lattice_no_set_closer(U: np.ndarray, D: np.ndarray, T: np.ndarray, R: float,
     ``closer``, exact); a string says why the check was not done.  ``budget`` (seconds)
     stops the enumeration (in the main thread; elsewhere it runs to its end)."""
     try:
-        from fpylll import BKZ, GSO, LLL, Enumeration, EnumerationError, IntegerMatrix
+        from fpylll import BKZ, LLL, IntegerMatrix
     except ImportError:
         return "fpylll is not installed (pip install absorb[lattice])"
     n, d = U.shape
@@ -120,6 +138,9 @@ def lattice_no_set_closer(U: np.ndarray, D: np.ndarray, T: np.ndarray, R: float,
         return "an entry is outside the range where the checker's float64 bounds hold (or T = 0)"
     U, D = U.astype(np.float64, copy=False), D.astype(np.float64, copy=False)
     t0 = time.perf_counter()
+    exact = _integer_data(U, D, T)
+    if exact is not None and exact[3] * _t_hi(T) * Fraction(R) <= 1:
+        return _kernel_check(U, exact, Fraction(R), budget, t0)
     try:
         basis, R2, c = _embedding(U, D, T, R)
     except (ValueError, OverflowError, ZeroDivisionError) as exc:
@@ -136,33 +157,14 @@ def lattice_no_set_closer(U: np.ndarray, D: np.ndarray, T: np.ndarray, R: float,
             reduction = "BKZ-20"
         except RuntimeError:
             pass
-    G = GSO.Mat(M)
-    G.update_gso()
-    E = Enumeration(G, nr_solutions=MAX_SOLUTIONS)
-    timer = threading.current_thread() is threading.main_thread()
-    if timer:
-        from cysignals.alarm import AlarmInterrupt, alarm, cancel_alarm
-
-        alarm(max(budget - (time.perf_counter() - t0), 0.01))
-    try:
-        try:
-            sols = E.enumerate(0, M.nrows, float(R2) * (1 + _MARGIN), 0)
-        finally:  # (an alarm due just now is caught below, whichever line it lands on)
-            if timer:
-                cancel_alarm()
-    except EnumerationError:  # no vector within the radius
-        sols = []
-    except KeyboardInterrupt as exc:  # cysignals' AlarmInterrupt is one
-        if timer and isinstance(exc, AlarmInterrupt):
-            return f"the enumeration was stopped at the checker's budget of {budget:g}s ({E.get_nodes()} nodes)"
-        raise
-    if len(sols) >= MAX_SOLUTIONS:
-        return f"the enumeration returned its cap of {MAX_SOLUTIONS} vectors"
+    got = _fplll_vectors(M, float(R2), t0 + budget)
+    if isinstance(got, str):
+        return got
+    vecs, nodes = got
     closer: list[tuple[list[int], float]] = []
     seen: set[tuple[int, ...]] = set()
     Rq = Fraction(R)
-    for _, coeffs in sols:
-        v = M.multiply_left([int(round(x)) for x in coeffs])
+    for v in vecs:
         if abs(v[n]) != c or any(abs(x) != c for x in v[:n]):
             continue
         sign = -1 if v[n] > 0 else 1  # the set's own vector has −c in column n
@@ -173,4 +175,249 @@ def lattice_no_set_closer(U: np.ndarray, D: np.ndarray, T: np.ndarray, R: float,
         num, den = _exact_rel_sq(U, D, T, S)
         if num < Rq * Rq * den:
             closer.append((S, math.sqrt(num / den)))
-    return LatticeResult(closer, float(E.get_nodes()), len(sols), reduction)
+    return LatticeResult(closer, nodes, len(vecs), reduction)
+
+
+def _fplll_vectors(M, R2: float, deadline: float) -> tuple[list[list[int]], float] | str:
+    """fplll's enumeration of every vector (one of ±v) of squared norm ≤ R2·(1 + margin) of
+    the lattice of M's rows (stopped at ``deadline`` in the main thread): (vectors, nodes)."""
+    from fpylll import GSO, Enumeration, EnumerationError
+
+    G = GSO.Mat(M)
+    G.update_gso()
+    E = Enumeration(G, nr_solutions=MAX_SOLUTIONS)
+    timer = threading.current_thread() is threading.main_thread()
+    if timer:
+        from cysignals.alarm import AlarmInterrupt, alarm, cancel_alarm
+
+        alarm(max(deadline - time.perf_counter(), 0.01))
+    try:
+        try:
+            sols = E.enumerate(0, M.nrows, R2 * (1 + _MARGIN), 0)
+        finally:  # (an alarm due just now is caught below, whichever line it lands on)
+            if timer:
+                cancel_alarm()
+    except EnumerationError:  # no vector within the radius
+        sols = []
+    except KeyboardInterrupt as exc:  # cysignals' AlarmInterrupt is one
+        if timer and isinstance(exc, AlarmInterrupt):
+            return f"the enumeration was stopped at the checker's budget ({E.get_nodes()} nodes)"
+        raise
+    if len(sols) >= MAX_SOLUTIONS:
+        return f"the enumeration returned its cap of {MAX_SOLUTIONS} vectors"
+    return [list(M.multiply_left([int(round(x)) for x in co])) for _, co in sols], float(E.get_nodes())
+
+
+def _dyadic_scale(X: np.ndarray) -> int | None:
+    """The least g ≥ 0 with X·2^g integral and every |X·2^g| < 2^_INT_BITS, else None."""
+    g = 0
+    for v in np.asarray(X, dtype=np.float64).reshape(-1):
+        if not math.isfinite(float(v)):
+            return None
+        q = Fraction(float(v))
+        g = max(g, q.denominator.bit_length() - 1)  # a float's denominator is a power of two
+    top = float(np.max(np.abs(X))) if np.size(X) else 0.0
+    return g if math.ldexp(top, g) < 2.0**_INT_BITS else None
+
+
+_INT_BITS = 40
+
+
+def _integer_data(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple[list[list[int]], list[int], int, int] | None:
+    """(Ki, ti, n, 2^(g+h)) with K = Ki/2^(g+h) and vec T = ti/2^(g+h) exactly (K's rows
+    j·d_in + k hold D_ji·U_ik), or None when the data are not such integers."""
+    g, h = _dyadic_scale(U), _dyadic_scale(D)
+    if g is None or h is None:
+        return None
+    scale = 1 << (g + h)
+    ti = []
+    for v in T.reshape(-1):
+        q = Fraction(float(v)) * scale
+        if q.denominator != 1 or abs(q) >= 2**(2 * _INT_BITS):
+            return None
+        ti.append(int(q))
+    Ui = [[int(Fraction(float(v)) * (1 << g)) for v in row] for row in U]
+    Di = [[int(Fraction(float(v)) * (1 << h)) for v in row] for row in D]
+    n, d_in = U.shape
+    if D.shape[1] != n or T.size != D.shape[0] * d_in:
+        return None
+    Ki = [[Di[j][i] * Ui[i][k] for i in range(n)] for j in range(D.shape[0]) for k in range(d_in)]
+    return Ki, ti, n, scale
+
+
+def _rank(rows: list[list[int]]) -> int:
+    """Rank over ℚ of integer rows (Bareiss-free elimination in Fractions, exact)."""
+    M = [[Fraction(x) for x in r] for r in rows]
+    rank = 0
+    for col in range(len(M[0]) if M else 0):
+        piv = next((i for i in range(rank, len(M)) if M[i][col] != 0), None)
+        if piv is None:
+            continue
+        M[rank], M[piv] = M[piv], M[rank]
+        for i in range(len(M)):
+            if i != rank and M[i][col] != 0:
+                f = M[i][col] / M[rank][col]
+                M[i] = [a - f * b for a, b in zip(M[i], M[rank])]
+        rank += 1
+    return rank
+
+
+def _l0_basis(K: list[list[int]], t: list[int]) -> list[list[int]] | str:
+    """A basis of L0 (module docstring) from an LLL-reduced embedding with a large tail weight."""
+    from fpylll import LLL, IntegerMatrix
+
+    n = len(K[0])
+    top = max([1] + [abs(x) for r in K for x in r] + [abs(x) for x in t])
+    for shift in (24, 48, 96):
+        W = 1 << (top.bit_length() + shift + n // 3)
+        rows = [[2 if j == i else 0 for j in range(n + 1)] + [W * r[i] for r in K] for i in range(n)]
+        rows.append([1] * (n + 1) + [W * x for x in t])
+        M = IntegerMatrix.from_matrix(rows)
+        try:
+            LLL.reduction(M)
+        except RuntimeError:
+            continue
+        got = [list(M[i]) for i in range(M.nrows)]
+        zero = [v[:n + 1] for v in got if all(x == 0 for x in v[n + 1:])]
+        other = [v[n + 1:] for v in got if any(v[n + 1:])]
+        if zero and _rank(other) == len(other):
+            return zero
+    return "the kernel lattice's basis was not separated by LLL"
+
+
+def _walk(mu: np.ndarray, r: np.ndarray, Bs: np.ndarray, bound: float, slack: float, st: np.ndarray,
+          x: np.ndarray, center: np.ndarray, step: np.ndarray, sgn: np.ndarray, part: np.ndarray,
+          proj: np.ndarray, out: np.ndarray, cap: int) -> None:
+    """Resumable Schnorr–Euchner walk over v = Σ x_i b_i (one of ±v) with the ℓ2 and Hölder
+    bounds of the module docstring; ``st`` = [level, found, nodes, finished]; at most ``cap``
+    steps a call.  Written for numba; plain Python runs it too."""
+    k, N = r.shape[0], Bs.shape[1]
+    lev = st[0]
+    for _ in range(cap):
+        if lev == k:
+            st[3] = 1
+            break
+        y = x[lev] - center[lev]
+        p = part[lev + 1] + y * y * r[lev]
+        if p > bound:  # the zig-zag only moves away from the center: the level is done
+            lev += 1
+            if lev == k:
+                st[3] = 1
+                break
+        else:
+            sq = 0.0
+            ab = 0.0
+            for j in range(N):
+                w = proj[lev + 1, j] + y * Bs[lev, j]
+                proj[lev, j] = w
+                sq += w * w
+                ab += abs(w)
+            if sq <= ab * (1.0 + slack) + slack:
+                st[2] += 1
+                if lev > 0:
+                    part[lev] = p
+                    lev -= 1
+                    acc = 0.0
+                    for i in range(lev + 1, k):
+                        acc -= x[i] * mu[i, lev]
+                    center[lev] = acc
+                    x[lev] = int(np.floor(acc + 0.5))
+                    sgn[lev] = 1 if acc >= x[lev] else -1
+                    step[lev] = 0
+                    continue
+                if p > 0.5 and st[1] < out.shape[0]:
+                    out[st[1], :] = x
+                if p > 0.5:
+                    st[1] += 1
+        # next value at this level: c, c±1, c∓1, c±2, … (only upwards when all above are 0)
+        if part[lev + 1] == 0.0:
+            x[lev] += 1
+        else:
+            step[lev] += 1
+            x[lev] += sgn[lev] * step[lev]
+            sgn[lev] = -sgn[lev]
+    st[0] = lev
+
+
+_WALK: list = []
+
+
+def _walker():
+    """:func:`_walk` compiled by numba when it is installed, else the plain function."""
+    if not _WALK:
+        try:
+            import numba
+            _WALK.append(numba.njit(cache=True)(_walk))
+        except ImportError:
+            _WALK.append(None)
+    return _WALK[0]
+
+
+def _kernel_vectors(M, deadline: float) -> tuple[list[list[int]], float] | str:
+    """The nonzero vectors (one of ±v) with ‖v‖_∞ ≤ 1 of the lattice of M's rows."""
+    from fpylll import GSO
+
+    k, N = M.nrows, M.ncols
+    B = np.array([list(M[i]) for i in range(k)], dtype=np.float64)
+    G = GSO.Mat(M)
+    G.update_gso()
+    mu = np.array([[G.get_mu(i, j) if j < i else float(i == j) for j in range(k)] for i in range(k)])
+    Bs = B.copy()
+    for i in range(k):  # b*_i = b_i − Σ_{j<i} μ_ij b*_j
+        Bs[i] -= mu[i, :i] @ Bs[:i]
+    r = (Bs * Bs).sum(axis=1)
+    fn = _walker()
+    if fn is None:  # plain Python walks ~10^3 nodes a second: fplll's ℓ2 enumeration instead
+        return _fplll_vectors(M, float(N), deadline)
+    st = np.array([k - 1, 0, 0, 0], dtype=np.int64)
+    x, step, sgn = np.zeros(k, np.int64), np.zeros(k, np.int64), np.ones(k, np.int64)
+    center, part, proj = np.zeros(k), np.zeros(k + 1), np.zeros((k + 1, N))
+    out = np.zeros((MAX_SOLUTIONS, k), np.int64)
+    while not st[3]:
+        if time.perf_counter() > deadline:
+            return f"the enumeration was stopped at the checker's budget ({st[2]} nodes)"
+        fn(mu, r, Bs, N * (1 + _MARGIN), _MARGIN, st, x, center, step, sgn, part, proj, out, 1 << 22)
+    if st[1] >= MAX_SOLUTIONS:
+        return f"the enumeration returned its cap of {MAX_SOLUTIONS} vectors"
+    rows = [list(M[i]) for i in range(k)]
+    vecs = [[sum(int(a) * row[j] for a, row in zip(co, rows)) for j in range(N)] for co in out[:st[1]]]
+    return vecs, float(st[2])
+
+
+def _kernel_check(U: np.ndarray, exact: tuple[list[list[int]], list[int], int, int], Rq: Fraction, budget: float,
+                  t0: float) -> LatticeResult | str:
+    """Every S with ‖D_S U_S − T‖_F < R‖T‖_F solves Ki b = ti (R·‖T‖·2^(g+h) ≤ 1): find them all."""
+    from fpylll import BKZ, LLL, IntegerMatrix
+
+    K, t, n, _ = exact
+    basis = _l0_basis(K, t)
+    if isinstance(basis, str):
+        return basis
+    M = IntegerMatrix.from_matrix(basis)
+    LLL.reduction(M)
+    reduction = "kernel lattice, LLL"
+    # BKZ-20, and BKZ-30 past dimension 40 (market split m = 7, dimension 55: seconds, against
+    # an enumeration of ~10^7 nodes that larger blocks shrink: BKZ-40 1.6× fewer than BKZ-30)
+    for block in (20, 30):
+        if M.nrows <= (20 if block == 20 else 40):
+            break
+        try:
+            BKZ.reduction(M, BKZ.Param(block_size=block, max_loops=4, flags=BKZ.AUTO_ABORT | BKZ.MAX_LOOPS))
+            reduction = f"kernel lattice, BKZ-{block}"
+        except RuntimeError:
+            break
+    got = _kernel_vectors(M, t0 + budget)
+    if isinstance(got, str):
+        return got
+    vecs, nodes = got
+    t_sq = sum(x * x for x in t)
+    closer: list[tuple[list[int], float]] = []
+    for v in vecs:
+        if any(abs(x) != 1 for x in v):
+            continue
+        sign = -1 if v[n] > 0 else 1
+        S = [i for i in range(n) if sign * v[i] > 0]
+        res_sq = sum((sum(row[i] for i in S) - ti) ** 2 for row, ti in zip(K, t))
+        if Fraction(res_sq) < Rq * Rq * t_sq:
+            closer.append((S, math.sqrt(res_sq / t_sq)))
+    return LatticeResult(closer, nodes, len(vecs), reduction)
