@@ -456,9 +456,12 @@ class _IndexSet:
         w, ok = check_flip_witness(blk, res.S, c, tol=ctx.tol, seed=ctx.seed, residual=res.residual)
         # An S within the tolerance in relative Frobenius distance can still fail the witness (an
         # anisotropic M: ‖M‖_F is its largest direction). Search again strictly below its residual,
-        # so that S and all as far are excluded, and check the next S found.
+        # so that S and all as far are excluded, and check the next S found — only when the failure
+        # is far beyond what the residual explains for an isotropic skip (error ≤ d·residual there,
+        # e.g. a set planted in float32 weights: no better S exists, and a search costs seconds).
         tries = 0
-        while not ok and tries < self._RETRIES and res.residual is not None and res.residual > 0:
+        while (not ok and tries < self._RETRIES and res.residual is not None and res.residual > 0
+               and w.eval_error > blk.d * res.residual):
             tries += 1
             again = find_index_set(blk.W_up, blk.W_down, T, tol=res.residual / 2, method=ctx.method, seed=ctx.seed,
                                    timeout=ctx.timeout / (self._RETRIES + 1) if ctx.timeout else ctx.timeout)
