@@ -429,7 +429,12 @@ def test_new_skeletons_reject_a_changed_case_or_route(name: str, key: str, value
 
 def _string_tamperings(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """Every recorded hypothesis flipped (each entry, not only the first two), every recorded
-    property's status changed, a property the theorem does not use added, the skip's kind changed."""
+    property's status changed, a property the theorem does not use added, the skip's kind changed,
+    a target label changed, a stack's decided verdict weakened to unknown under the same theorem."""
+    if len(doc["blocks"]) > 1 and doc["verdict"] != "unknown":
+        bad = copy.deepcopy(doc)
+        bad["verdict"] = "unknown"
+        yield "verdict weakened to unknown", bad
     for bi, b in enumerate(doc["blocks"]):
         for hi, h in enumerate(b.get("hypotheses") or []):
             if isinstance(h.get("holds"), bool):
@@ -445,6 +450,10 @@ def _string_tamperings(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any
         bad["blocks"][bi].setdefault("properties", []).append({"name": "homogeneous" if b["theorem"]["id"] != "degree" else "even",
                                                               "status": "proved", "statement": "σ is ...", "steps": []})
         yield f"blocks.{bi}: a property the theorem does not use added", bad
+        if "target" in (b.get("argument") or {}):
+            bad = copy.deepcopy(doc)
+            bad["blocks"][bi]["argument"]["target"] = "-M/2"
+            yield f"blocks.{bi}.argument.target changed", bad
         kind = b["skip"]["kind"]
         bad = copy.deepcopy(doc)
         bad["blocks"][bi]["skip"]["kind"] = "matrix" if kind != "matrix" else "identity"

@@ -270,6 +270,12 @@ _BLOCK_FIELDS = frozenset({"name", "kind", "activation", "activation_function", 
 docs/certificates.md). Any other field is reported as not re-checked."""
 
 
+def arg_of(b: dict[str, Any]) -> dict[str, Any]:
+    """The block's recorded argument (an empty one when absent or not an object)."""
+    a = b.get("argument")
+    return a if isinstance(a, dict) else {}
+
+
 def arg_even_ok(b: dict[str, Any]) -> bool:
     return (b.get("argument") or {}).get("even", True) is True
 
@@ -319,6 +325,10 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
     if extra:
         ctx.report.unchecked(w, "every field of the block's record is re-derived", f"not re-checked: {', '.join(extra)}")
     # (every recorded hypothesis, holding or failing: re-derived by _check_recorded_hypotheses)
+    if "target" in arg_of(b):
+        labels = {"index-set": {"-M/c"}, "skeleton": {"-M/c_inf", None}, "gated-skeleton": {"-M/L_plus"}}
+        _must(ctx, arg_of(b)["target"] in labels.get(th, set()), w, f"the recorded target is result {th!r}'s",
+              f"recorded {arg_of(b)['target']!r}")
     _check_recorded_properties(ctx, w, b, th)
     skip = b.get("skip")
     kind = "hyper_connection" if block.hc is not None else "identity" if block.skip is None else "matrix"
@@ -492,6 +502,9 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
         _check_skip_product_nonzero(ctx, w, blocks)
     else:
         _require(ctx, top == "unknown", w, f"the verdict {top!r} is one of three")
+        # an unknown stack cites no result (a result's name with 'unknown' would hide the claim it
+        # supports: a weakened verdict is a changed record, not a more modest one)
+        _require(ctx, th in (None, "none"), w, "an unknown stack cites no result", f"theorem {th!r}")
     if st.get("skip_product_nonzero_entry") is not None:
         _check_skip_product_entry(ctx, w, st["skip_product_nonzero_entry"], blocks)
 
