@@ -10,7 +10,7 @@ For each Cornuéjols–Dawande instance (``bench_narrow.market_split``, ``cd``: 
 30 within a 60 s budget), prints the Gaussian-heuristic estimate of the plain ℓ2
 enumeration at radius √(n + 1), with ``--l2`` fplll's actual ℓ2 node count, and the nodes,
 CPU seconds and nodes a CPU second of the complete ∞-norm pruned enumeration
-(``lattice.holder_enumerate``: every solution, not only the first; one thread a core).
+(``absorb.search._kernel.holder_enumerate``, re-exported by ``lattice``: every solution, not only the first; one thread a core).
 CPU seconds (process time, all threads) and wall seconds: on a shared machine the CPU
 seconds are the comparable figure.
 The last lines fit log(nodes) against m and extrapolate to the next m.

@@ -131,9 +131,10 @@ def test_threads_walk_the_same_tree() -> None:
 def test_without_numba_fplll_walks_the_kernel_lattice(monkeypatch: pytest.MonkeyPatch) -> None:
     """No numba: the search and the checker enumerate the same kernel lattice with fplll's ℓ2
     enumeration instead, and still decide (m = 5: ~10^5 nodes)."""
+    from absorb.search import _kernel
     from absorb.verify import _lattice as vlat
 
-    monkeypatch.setattr(lat, "_JIT", False)
+    monkeypatch.setattr(_kernel, "_JIT", False)
     monkeypatch.setattr(vlat, "_WALK", [None])
     U, D, T = market(5, 501)
     plan = lat.lattice_plan(U, D, T, tol=1e-9, budget=60)
