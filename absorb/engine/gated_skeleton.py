@@ -215,6 +215,7 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
         MAX_COLUMN_ENTRIES,
         enumeration_route_columns,
         flip_epsilon,
+        flip_guarantee,
         gram_route,
         gram_rows_gated,
         lifted_route,
@@ -285,12 +286,7 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
     s1, s2 = gated_scales(b64)
     eps, scaled = flip_epsilon(q, rl_norm, r0, f0, s1, s2, thr)
     err, m = evaluation_error(blk, wb, blk.d, seed=ctx.seed, accept=thr)
-    if scaled:
-        how = (f"within tolerance: |f(x) − g(x)|∞ ≤ {eps:.3g}·(|f(0)|∞ + s₁|x|∞ + s₂|x|∞²) for every x, with the block's own "
-               f"linear and quadratic scales s₁ = {float(s1):.6g}, s₂ = {float(s2):.6g}; the quadratic part of f − g is "
-               f"{'≤ ' + format(float(q), '.3g') + '·|x|∞²' if q else '0'}")
-    else:
-        how = f"exact: the quadratic part of f − g is 0, |f(x) − g(x)|∞ ≤ {eps:.3g}·(|x|∞ + |f(0)|∞) for every x"
+    how = flip_guarantee(eps, scaled, q, s1, s2)
     w = Witness(S=res.S, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
                 description="negate the gate rows, gate biases, value rows, value biases and down columns in S; "
                 f"b'_down = b_down + Σ_S b_gate,i b_up,i w_i; {how}")

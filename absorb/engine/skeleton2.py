@@ -563,6 +563,15 @@ def flip_epsilon(q: Fraction, rl: Fraction, r0: Fraction, f0: Fraction | float, 
     return max(float(q / s2), float(rl / s1), e0) * (1 + 1e-12), True
 
 
+def flip_guarantee(eps: float, scaled: bool, q: Fraction, s1: Fraction, s2: Fraction) -> str:
+    """What a degree-2 flip witness's bound (:func:`flip_epsilon`) guarantees, in words."""
+    if not scaled:
+        return f"exact: the quadratic part of f − g is 0, |f(x) − g(x)|∞ ≤ {eps:.3g}·(|x|∞ + |f(0)|∞) for every x"
+    return (f"within tolerance: |f(x) − g(x)|∞ ≤ {eps:.3g}·(|f(0)|∞ + s₁|x|∞ + s₂|x|∞²) for every x, with the block's own "
+            f"linear and quadratic scales s₁ = {float(s1):.6g}, s₂ = {float(s2):.6g}; the quadratic part of f − g is "
+            f"{'≤ ' + format(float(q), '.3g') + '·|x|∞²' if q else '0'}")
+
+
 # ---------------------------------------------------------------------------- handler --
 def _quadratic(ctx: Any) -> Quadratic | None:
     if ctx.block.gated:
@@ -636,12 +645,7 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
     s1, s2 = relu2_scales(blk64)
     eps, scaled = flip_epsilon(q, rl, r0, f0, s1, s2, thr)
     err, m = evaluation_error(blk, wb, blk.d, seed=ctx.seed, accept=thr)
-    if scaled:
-        how = (f"within tolerance: |f(x) − g(x)|∞ ≤ {eps:.3g}·(|f(0)|∞ + s₁|x|∞ + s₂|x|∞²) for every x, with the block's own "
-               f"linear and quadratic scales s₁ = {float(s1):.6g}, s₂ = {float(s2):.6g}; the quadratic part of f − g is "
-               f"{'≤ ' + format(float(q), '.3g') + '·|x|∞²' if q else '0'}")
-    else:
-        how = f"exact: the quadratic part of f − g is 0, |f(x) − g(x)|∞ ≤ {eps:.3g}·(|x|∞ + |f(0)|∞) for every x"
+    how = flip_guarantee(eps, scaled, q, s1, s2)
     w = Witness(S=res.S, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
                 description=f"negate the up rows, up biases and down columns in S; b'_down = b_down + Σ_S b_up,i²·w_i; {how}")
     if eps <= thr and err <= thr and dist <= ctx.tol:
