@@ -18,7 +18,7 @@ from absorb.verify._numerics import _parse_number
 from absorb.verify._pieces import decide_zero
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import outer_pieces
-from absorb.verify._weights import _collinear_pairs
+from absorb.verify._weights import _collinear_pairs, _gate_row_pairs
 
 CASES = ("step", "relu-like", "relu-like-flip")
 
@@ -61,6 +61,11 @@ def _parallel_units(G: np.ndarray, U: np.ndarray) -> list[int]:
     return bad
 
 
+def parallel_units(ctx: _Ctx, block: Block) -> list[int]:
+    """:func:`_parallel_units` of a gated block, once per block."""
+    return ctx.memo("parallel", lambda: _parallel_units(np.asarray(block.W_gate), np.asarray(block.W_up)))
+
+
 def check_gated_skeleton(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
     if b.get("verdict") == "unknown":
         return "unknown", None, 0.0
@@ -93,10 +98,10 @@ def check_gated_skeleton(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
     _require(ctx, block.d >= 2, w, "d ≥ 2", f"d = {block.d}")
     _require(ctx, bool(np.all(np.any(G != 0, axis=1))), w, "every gate row is nonzero (exact)")
     _require(ctx, bool(np.all(np.any(block.W_down != 0, axis=0))), w, "every column of W_down is nonzero (exact)")
-    pairs, _ = _collinear_pairs(G)
+    pairs, _ = _gate_row_pairs(ctx, block)
     _require(ctx, not pairs, w, "the gate rows are pairwise non-collinear (exact)",
              f"rows {pairs[0][0]} and {pairs[0][1]} are collinear" if pairs else "")
-    par = _parallel_units(G, np.asarray(block.W_up))
+    par = parallel_units(ctx, block)
     _require(ctx, not par, w, "no value row is zero or parallel to its gate row (exact)", f"unit {par[0]}" if par else "")
     if case == "step":
         search = b.get("search") or {}

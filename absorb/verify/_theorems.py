@@ -12,7 +12,7 @@ import sympy as sp
 
 from absorb.model.block import Block
 from absorb.verify._compose import prove
-from absorb.verify._gated import _parallel_units
+from absorb.verify._gated import parallel_units
 from absorb.verify._infeasible import _check_infeasible
 from absorb.verify._numerics import _U, _frac_matrix, _parse_number, sha256_f64
 from absorb.verify._report import _Ctx, _require
@@ -27,8 +27,8 @@ from absorb.verify._weights import (
     InfNorm,
     _bias_free,
     _block_arrays,
-    _collinear_pairs,
     _flip_block,
+    _gate_row_pairs,
     _moved_bias_error,
     _residual,
     _row_pairs,
@@ -256,8 +256,8 @@ def _check_recorded_hypotheses(ctx: _Ctx, w: str, b: dict[str, Any], block: Bloc
         "skip_invertible": lambda: _skip_invertible(ctx, block)[0],
         "rows_noncollinear": lambda: not _row_pairs(ctx, block)[0],
         "gate_rows_nonzero": lambda: G is not None and bool(np.all(np.any(G != 0, axis=1))),
-        "gate_rows_noncollinear": lambda: G is not None and not _collinear_pairs(np.asarray(G))[0],
-        "value_not_parallel_to_gate": lambda: G is not None and not _parallel_units(np.asarray(G), np.asarray(block.W_up)),
+        "gate_rows_noncollinear": lambda: G is not None and not _gate_row_pairs(ctx, block)[0],
+        "value_not_parallel_to_gate": lambda: G is not None and not parallel_units(ctx, block),
     }
     exact = {"skip_nonzero", "bias_free", "d_at_least_2", "rows_nonzero", "columns_nonzero", "gate_rows_nonzero"}
     for h in b.get("hypotheses", []):

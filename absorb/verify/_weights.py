@@ -114,6 +114,11 @@ def _row_pairs(ctx: _Ctx, block: Block) -> tuple[list[tuple[int, int]], float | 
     return ctx.memo("collinear", lambda: _collinear_pairs(block.W_up))
 
 
+def _gate_row_pairs(ctx: _Ctx, block: Block) -> tuple[list[tuple[int, int]], float | None]:
+    """:func:`_collinear_pairs` of a gated block's W_gate, once per block."""
+    return ctx.memo("collinear_gate", lambda: _collinear_pairs(np.asarray(block.W_gate)))
+
+
 def _collinear_pairs(U: np.ndarray) -> tuple[list[tuple[int, int]], float | None]:
     """Exactly collinear pairs of nonzero rows: a float screen, then an exact decision (in ℚ)
     on the pairs it keeps; and the largest float |cos| over all pairs (None when the
