@@ -270,12 +270,6 @@ _BLOCK_FIELDS = frozenset({"name", "kind", "activation", "activation_function", 
 docs/certificates.md). Any other field is reported as not re-checked."""
 
 
-def arg_of(b: dict[str, Any]) -> dict[str, Any]:
-    """The block's recorded argument (an empty one when absent or not an object)."""
-    a = b.get("argument")
-    return a if isinstance(a, dict) else {}
-
-
 def arg_even_ok(b: dict[str, Any]) -> bool:
     return (b.get("argument") or {}).get("even", True) is True
 
@@ -325,10 +319,11 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
     if extra:
         ctx.report.unchecked(w, "every field of the block's record is re-derived", f"not re-checked: {', '.join(extra)}")
     # (every recorded hypothesis, holding or failing: re-derived by _check_recorded_hypotheses)
-    if "target" in arg_of(b):
+    arg = b.get("argument") or {}
+    if "target" in arg:
         labels = {"index-set": {"-M/c"}, "skeleton": {"-M/c_inf", None}, "gated-skeleton": {"-M/L_plus"}}
-        _must(ctx, arg_of(b)["target"] in labels.get(th, set()), w, f"the recorded target is result {th!r}'s",
-              f"recorded {arg_of(b)['target']!r}")
+        _must(ctx, arg["target"] in labels.get(th, set()), w, f"the recorded target is result {th!r}'s",
+              f"recorded {arg['target']!r}")
     _check_recorded_properties(ctx, w, b, th)
     skip = b.get("skip")
     kind = "hyper_connection" if block.hc is not None else "identity" if block.skip is None else "matrix"
@@ -340,10 +335,9 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
     if th == "canonical-form" and b.get("verdict") == "absorbable" and "near" not in (b.get("canonical_form") or {}):
         _must(ctx, wit.get("exact") in (None, True), w, "the canonical-form witness is recorded as exact (its canonical form is f's)")
     if "c" in wit:
-        rec_c, arg_c = _parse_number(wit.get("c")), _parse_number((b.get("argument") or {}).get("c"))
+        rec_c, arg_c = _parse_number(wit.get("c")), _parse_number(arg.get("c"))
         _must(ctx, rec_c is not None and arg_c is not None and rec_c == arg_c, w,
                  "the witness's flip constant is the argument's (re-derived)", f"witness {wit.get('c')!r}")
-    arg = b.get("argument") or {}
     if arg.get("M_nonzero_entry") is not None and th not in ("degree", "linearization", "skeleton"):
         _check_nonzero_entry(ctx, w, arg, block.M)  # (those three theorems' checks read it themselves)
     if "rank_limit" in arg:
