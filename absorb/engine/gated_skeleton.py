@@ -15,7 +15,6 @@ this module turns its proof of infeasibility into ``not_absorbable``.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -214,14 +213,16 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
         EXACT_MAX_N,
         MAX_COLUMN_ENTRIES,
         enumeration_route_columns,
+        flip_change,
         flip_epsilon,
+        flip_failure,
         flip_guarantee,
         gram_route,
         gram_rows_gated,
         lifted_route,
         rank_route_columns,
     )
-    from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error, f0_lower
+    from absorb.engine.witness import eval_threshold, evaluation_error, f0_lower
     from absorb.search._types import SearchStatus
     from absorb.symbolic import properties as props
 
@@ -293,16 +294,13 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
     if eps <= thr and err <= thr and dist <= ctx.tol:
         cond = ("Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 exactly and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ)" if not scaled else
                 "Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ) up to rounding")
-        change = ("a constant that b'_down absorbs" if not scaled else
-                  f"a constant that b'_down absorbs, up to the rounding of the planted weights ({how})")
         return ctx.done(Verdict.ABSORBABLE, Theorem.GATED_SKELETON,
                         f"Gated skeleton, ReLU-like gate with σ_g(−z) = σ_g(z) − z: S = {list(res.S)} has {cond} "
                         f"(relative residual {dist:.2e}); flipping those units changes the block by "
-                        f"−Σ_S w_i (g_i·x + b_gate,i)(u_i·x + b_up,i), {change} "
+                        f"−Σ_S w_i (g_i·x + b_gate,i)(u_i·x + b_up,i), {flip_change(scaled, how)} "
                         f"(rigorous bound {eps:.2e}; checked on {m} inputs, max relative error {err:.2e}).", witness=w, search=res)
     return unknown(f"S = {list(res.S)} satisfies the conditions within the tolerance, but its flip witness failed its "
-                   f"check (quadratic part {'zero' if q == 0 else f'nonzero, ≤ {float(q / s2) if s2 else math.inf:.2e}·s₂|x|∞²'}, bound "
-                   f"{eps:.2e} against {thr:.2e}, relative residual {dist:.2e}, sampled error {err:.2e}{eval_failure(err)})")
+                   f"check ({flip_failure(q, s2, eps, thr, dist, err)})")
 
 
 def step_gate_search(ctx: Any) -> BlockDecision | None:

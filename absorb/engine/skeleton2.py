@@ -572,6 +572,19 @@ def flip_guarantee(eps: float, scaled: bool, q: Fraction, s1: Fraction, s2: Frac
             f"{'≤ ' + format(float(q), '.3g') + '·|x|∞²' if q else '0'}")
 
 
+def flip_change(scaled: bool, how: str) -> str:
+    """What negating the units of S does to the block, in words (``how``: :func:`flip_guarantee`)."""
+    return ("a constant that b'_down absorbs" if not scaled else
+            f"a constant that b'_down absorbs, up to the rounding of the planted weights ({how})")
+
+
+def flip_failure(q: Fraction, s2: Fraction, eps: float, thr: float, dist: float, err: float) -> str:
+    """Why a degree-2 flip witness failed its check, in words."""
+    quad = "zero" if q == 0 else f"nonzero, ≤ {float(q / s2) if s2 else math.inf:.2e}·s₂|x|∞²"
+    return (f"quadratic part {quad}, bound {eps:.2e} against {thr:.2e}, relative residual {dist:.2e}, "
+            f"sampled error {err:.2e}{eval_failure(err)}")
+
+
 # ---------------------------------------------------------------------------- handler --
 def _quadratic(ctx: Any) -> Quadratic | None:
     if ctx.block.gated:
@@ -651,13 +664,10 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
     if eps <= thr and err <= thr and dist <= ctx.tol:
         cond = ("Σ_S w_i ⊗ u_i u_iᵀ = 0 exactly and M = −2·Σ_S b_up,i w_i u_iᵀ" if not scaled else
                 "Σ_S w_i ⊗ u_i u_iᵀ = 0 and M = −2·Σ_S b_up,i w_i u_iᵀ up to rounding")
-        change = ("a constant that b'_down absorbs" if not scaled else
-                  f"a constant that b'_down absorbs, up to the rounding of the planted weights ({how})")
         return ctx.done(Verdict.ABSORBABLE, Theorem.SKELETON2,
                         f"Degree-2 skeleton, ReLU²: S = {list(res.S)} has {cond} (relative residual {dist:.2e}); "
-                        f"negating (u_i, b_up,i, w_i) on S changes the block by −Σ_S w_i (u_i·x + b_up,i)², {change} "
+                        f"negating (u_i, b_up,i, w_i) on S changes the block by −Σ_S w_i (u_i·x + b_up,i)², {flip_change(scaled, how)} "
                         f"(rigorous bound {eps:.2e}; checked on {m} inputs, max relative error {err:.2e}).",
                         witness=w, search=res)
     return unknown(f"S = {list(res.S)} satisfies the conditions within the tolerance, but its ReLU² flip witness failed its "
-                   f"check (quadratic part {'zero' if q == 0 else f'nonzero, ≤ {float(q / s2) if s2 else math.inf:.2e}·s₂|x|∞²'}, bound "
-                   f"{eps:.2e} against {thr:.2e}, relative residual {dist:.2e}, sampled error {err:.2e}{eval_failure(err)})", res)
+                   f"check ({flip_failure(q, s2, eps, thr, dist, err)})", res)
