@@ -135,3 +135,20 @@ def test_collinearity_projection_screen_extreme_rows() -> None:
     pairs = near_collinear_pairs(U, tau=1e-10, method="screen")
     assert [(i, j) for i, j, _ in pairs] == [(3, 5), (7, 8), (9, 10)]
     assert pairs == near_collinear_pairs(U, tau=1e-10, method="exact")
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("d", [2, 3, 4])
+def test_skip_near_float64_top_with_unit_weights(tmp_path: Path, d: int) -> None:
+    """M = 1.7e308·I with weights of size 1: ‖M‖_F overflows float64 for d ≥ 2 unless the exact
+    power-of-two rescaling brings it back in range. No internal error, no warning, and no
+    `absorbable` (D_S U_S cannot reach −M): decided or unknown with a reason."""
+    rng = np.random.default_rng(d)
+    n = d * d
+    p = tmp_path / "top.npz"
+    np.savez(p, W_up=0.4 * rng.standard_normal((n, d)), W_down=0.4 * rng.standard_normal((d, n)),
+             skip=1.7e308 * np.eye(d), activation=np.array("relu"))
+    r = run_absorb("check", str(p), "--json")
+    assert r.returncode in (0, 3), r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr and "Warning" not in r.stderr
+    assert json.loads(r.stdout)["verdict"] in ("not_absorbable", "unknown")

@@ -147,11 +147,14 @@ def solve_linalg(
     t0 = time.perf_counter()
     _check_budget(tol, timeout)
     U, D, T = _validate(U, D, T)
-    sk = _sketch(U, D, T, seed=seed, rank=rank, t0=t0)
-    if isinstance(sk, SearchResult):
-        return sk
-    check = verify if verify is not None else (lambda S: check_residual(sk.U, sk.D, sk.T, S))
-    return _Iteration(sk, tol, t0, check).run(max_iter, timeout)
+    # An overflow (T near float64's top) shows as inf/nan: the iteration breaks down and says so
+    # (unknown); a found set's residual is re-checked rigorously either way. No warning to stderr.
+    with np.errstate(over="ignore", invalid="ignore"):
+        sk = _sketch(U, D, T, seed=seed, rank=rank, t0=t0)
+        if isinstance(sk, SearchResult):
+            return sk
+        check = verify if verify is not None else (lambda S: check_residual(sk.U, sk.D, sk.T, S))
+        return _Iteration(sk, tol, t0, check).run(max_iter, timeout)
 
 
 def _check_budget(tol: object, timeout: object) -> None:

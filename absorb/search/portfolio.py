@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from absorb._validate import METHODS, Backend, Method, check_search_inputs
-from absorb.rigorous import relative_residual, rescaled
+from absorb.rigorous import frobenius_bounds, relative_residual, rescaled
 
 from ._scale_bounds import ResidualBound, check_residual
 from ._types import SearchResult, SearchStatus
@@ -405,6 +406,11 @@ def find_index_set(
         T = -np.eye(D.shape[0]) if T is None else T
     U0, D0, T0 = U, D, T
     U, D, T = rescaled(U, D, T)
+    if T is not None and not math.isfinite(frobenius_bounds(T)[1]):
+        # ‖T‖_F past float64's range even after the exact rescaling (T far larger than every
+        # D_i U_i): the backends' windows and radii are floats scaled by it
+        return SearchResult(SearchStatus.UNKNOWN, method, "‖T‖_F exceeds float64's range even after rescaling by powers of "
+                            "two, so no backend's rounding account holds", elapsed=time.perf_counter() - t0)
     if method != "auto":
         fn = _backend(method)
         if fn is None:
