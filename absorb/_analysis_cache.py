@@ -20,6 +20,15 @@ turn the cache off), else ``$XDG_CACHE_HOME/absorb``, else ``~/.cache/absorb``; 
 run: the cache is then silently skipped. Writes are atomic (a temporary file, then
 ``os.replace``). Deleting the directory clears it.
 
+Sealed: every entry carries an HMAC-SHA256 of its content under a random key this cache
+keeps in ``analysis/.key`` (created, 0600, by the first write). An entry edited by hand,
+copied from another machine's cache, or written with a lost key fails its seal and is ignored
+(and analysed afresh), so a changed fact cannot reach a verdict. The cache is trusted as
+far as the directory is: whoever can rewrite the key can forge entries, as whoever can
+rewrite the installed package can change its proofs. ``absorb verify`` never reads it (the
+checker re-derives every recorded property of σ on its own), and ``absorb check --no-cache``
+or ``ABSORB_CACHE_DIR=off`` does without it.
+
 Generic on purpose: this module imports nothing heavy (no sympy, no numpy); callers convert
 Properties to literals (:func:`absorb.symbolic.facts.dump`) and back.
 """
@@ -29,6 +38,7 @@ from __future__ import annotations
 import ast
 import builtins
 import hashlib
+import hmac
 import json
 import os
 import sys
@@ -170,6 +180,51 @@ def _valid(entry: Any, canonical: str) -> bool:
     return isinstance(facts, dict) and bool(facts) and all(isinstance(k, str) and _fact_ok(d) for k, d in facts.items())
 
 
+# ----- the seal ----------------------------------------------------------------------------
+_KEY_BYTES = 32
+
+
+def _secret(where: Path, create: bool) -> bytes | None:
+    """This cache's sealing key (``where/.key``): read, or with ``create`` made first (random,
+    mode 0600, linked into place so that two processes racing agree on one key); None when
+    absent, malformed or unwritable."""
+    path = where / ".key"
+    try:
+        data = path.read_bytes()
+        return data if len(data) == _KEY_BYTES else None
+    except FileNotFoundError:
+        if not create:
+            return None
+    except OSError:
+        return None
+    tmp = None
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=where, prefix=".key-", suffix=".tmp")  # (mode 0600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(os.urandom(_KEY_BYTES))
+        try:
+            os.link(tmp, path)  # (fails if another process made one first: use that)
+        except FileExistsError:
+            pass
+        data = path.read_bytes()
+        return data if len(data) == _KEY_BYTES else None
+    except OSError:
+        return None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _seal(entry: dict[str, Any], secret: bytes) -> str:
+    """The HMAC-SHA256 of the entry's content (every field but the seal, as sorted JSON)."""
+    body = json.dumps({k: v for k, v in entry.items() if k != "seal"}, ensure_ascii=False, sort_keys=True)
+    return hmac.new(secret, body.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
 # ----- reading and writing ------------------------------------------------------------------
 def read(canonical: str) -> dict[str, Any] | None:
     """The validated entry of the expression ``canonical`` ({"text", "srepr", "facts", …}), or
@@ -184,6 +239,12 @@ def read(canonical: str) -> dict[str, Any] | None:
         entry = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None
+    if not (isinstance(entry, dict) and isinstance(entry.get("seal"), str)):
+        return None
+    secret = _secret(where, create=False)
+    if secret is None or not hmac.compare_digest(entry["seal"], _seal(entry, secret)):
+        return None  # edited, foreign, or written under another key
+    entry = {k: v for k, v in entry.items() if k != "seal"}
     return entry if _valid(entry, canonical) else None
 
 
@@ -199,7 +260,10 @@ def write(canonical: str, text: str, srepr: str, facts: dict[str, Any]) -> bool:
     tmp = None
     try:
         where.mkdir(parents=True, exist_ok=True)
-        data = json.dumps(entry, ensure_ascii=False, sort_keys=True)
+        secret = _secret(where, create=True)
+        if secret is None:
+            return False
+        data = json.dumps({**entry, "seal": _seal(entry, secret)}, ensure_ascii=False, sort_keys=True)
         fd, tmp = tempfile.mkstemp(dir=where, prefix=".expr-", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(data)

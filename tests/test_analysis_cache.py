@@ -99,7 +99,7 @@ def _entry_path(expr: str) -> Path:
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "foreign key", "other expression", "hostile srepr",
-                                    "hostile value", "bad status", "empty facts"])
+                                    "hostile value", "bad status", "empty facts", "flipped fact", "no seal"])
 def test_a_damaged_entry_is_ignored_and_rewritten(cache_dir: Path, damage: str) -> None:
     expr = "x**2"
     props.prepare(get_activation("expr:" + expr))
@@ -121,6 +121,11 @@ def test_a_damaged_entry_is_ignored_and_rewritten(cache_dir: Path, damage: str) 
             bad["facts"]["homogeneity"]["status"] = "proven"
         elif damage == "empty facts":
             bad["facts"] = {}
+        elif damage == "flipped fact":  # well-formed, but not what the analysis proved: the seal no longer matches
+            bad["facts"]["bounded"]["status"] = "proved"
+            bad["facts"]["bounded"]["statement"] = "σ is bounded"
+        elif damage == "no seal":
+            del bad["seal"]
         text = json.dumps(bad)
         if damage == "truncated":
             text = text[: len(text) // 2]
@@ -178,3 +183,22 @@ def test_no_cache_flag_writes_nothing(cache_dir: Path, block: Path) -> None:
     assert not cache_dir.exists() or not list(cache_dir.glob("expr-*.json"))
     cache._disabled_here = False  # the flag holds for the rest of the process: undo it here
     _forget()
+
+
+def test_an_entry_sealed_under_another_key_is_ignored(cache_dir: Path) -> None:
+    """Copied from another cache, or its key lost: the seal fails, the expression is analysed
+    afresh, and the entry is written again under this cache's key."""
+    expr = "x**2"
+    props.prepare(get_activation("expr:" + expr))
+    path = _entry_path(expr)
+    assert cache.read(canonical(parse(expr))) is not None
+    key_file = path.parent / ".key"
+    assert key_file.stat().st_mode & 0o077 == 0  # private to its owner
+    key_file.write_bytes(b"\x01" * 32)  # another cache's key
+    assert cache.read(canonical(parse(expr))) is None
+    key_file.unlink()  # no key at all
+    assert cache.read(canonical(parse(expr))) is None
+    _forget()
+    act = get_activation("expr:" + expr)
+    assert props.homogeneity(act).value["k"] == 2
+    assert cache.read(canonical(parse(expr))) is not None  # sealed anew under a new key
