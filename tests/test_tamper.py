@@ -37,8 +37,9 @@ INFORMATIONAL = {
     "parameters.timeout": "the producer's time budget",
     "parameters.method": "the producer's search backend",
     "search.elapsed": "how long the producer's search took (a timing, not a claim)",
-    "witness.eval_error": "the producer's own evaluation on its inputs; the checker evaluates the witness it rebuilt on its own",
-    "witness.n_inputs": "how many inputs the producer evaluated on; the checker uses its own",
+    "witness.eval_error": "the producer's own evaluation on its inputs; the checker evaluates the witness it rebuilt on its own "
+                          "(and rejects a value outside [0, the verdict's bound]: test_witness_numbers_outside_the_verdict_are_rejected)",
+    "witness.n_inputs": "how many inputs the producer evaluated on; the checker uses its own (a whole number ≥ 0)",
     "search.certificate.portfolio.elapsed": "how long each backend of the search portfolio ran (a timing)",
     "search.certificate.iterations": "how many conjugate-gradient iterations the search's sketch took",
     "stack.composition_witness.eval_error": "the producer's evaluation of the composed witnesses; the checker evaluates its own",
@@ -470,3 +471,22 @@ def test_every_recorded_hypothesis_property_and_skip_kind_is_rechecked(name: str
     # σ_min ≤ 10·d·ε·σ_max: recorded either way the claim is true, and the checker accepts both)
     both_true = {"blocks.0.hypotheses.3 (skip_invertible) flipped"} if name == "canonical-near" else set()
     assert [what for what, bad in _string_tamperings(doc) if what not in both_true and _fully_accepted(bad, model)] == []
+
+
+@pytest.mark.parametrize("key, value", [("eval_error", 0.5), ("eval_error", -1.0), ("eval_error", float("nan")),
+                                        ("eval_error", True), ("n_inputs", -5), ("n_inputs", 2.5)])
+def test_witness_numbers_outside_the_verdict_are_rejected(key: str, value: Any,
+                                                         certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    """The producer's witness error is not re-derived, but one the verdict contradicts (above
+    τ plus the rounding allowance, negative, not a number) or a count that is not a whole
+    number is rejected, for every absorbable block's witness."""
+    done = 0
+    for name, (doc, model) in certs.items():
+        for i, b in enumerate(doc["blocks"]):
+            if b["verdict"] != "absorbable" or key not in (b.get("witness") or {}):
+                continue
+            bad = copy.deepcopy(doc)
+            bad["blocks"][i]["witness"][key] = value
+            assert not checker.verify_certificate(bad, model).accepted, (name, key, value)
+            done += 1
+    assert done >= 3

@@ -334,6 +334,8 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
         _must(ctx, arg_even_ok(b), w, "the parity argument records σ even (re-derived by the parity check)")
     if th == "canonical-form" and b.get("verdict") == "absorbable" and "near" not in (b.get("canonical_form") or {}):
         _must(ctx, wit.get("exact") in (None, True), w, "the canonical-form witness is recorded as exact (its canonical form is f's)")
+    if b.get("verdict") == "absorbable" and wit:
+        _check_witness_numbers(ctx, w, wit, block.n)
     if "c" in wit:
         rec_c, arg_c = _parse_number(wit.get("c")), _parse_number(arg.get("c"))
         _must(ctx, rec_c is not None and arg_c is not None and rec_c == arg_c, w,
@@ -362,6 +364,23 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
                  and search.get("residual") == wit.get("residual"), w,
                  "the search's index set and residual are the witness's (re-derived)",
                  f"search S = {search.get('S')!r}, residual {search.get('residual')!r}")
+
+
+def _check_witness_numbers(ctx: _Ctx, w: str, wit: dict[str, Any], n: int, layers: int = 1) -> None:
+    """The producer's own measure of its witness (``eval_error``, on ``n_inputs`` inputs) is not
+    re-derived — this checker evaluates the block it rebuilt on inputs of its own — but it must
+    be a number the verdict allows: an error in [0, τ + 1000·2⁻⁵²·√(n+1)] (the stated tolerance
+    and rounding allowance every absorbable verdict is within; ``layers`` times that for a
+    stack's composed witness, whose sampled error may reach it) on a whole number of inputs."""
+    thr = layers * (ctx.tol + 1e3 * 2.0**-52 * math.sqrt(n + 1))
+    if "eval_error" in wit:
+        e = wit["eval_error"]
+        _must(ctx, isinstance(e, (int, float)) and not isinstance(e, bool) and 0 <= e <= thr, w,
+              f"the recorded witness error is within the verdict's bound τ + 1000·ε·√(n+1) = {thr:.3g}", f"recorded {e!r}")
+    if "n_inputs" in wit:
+        m = wit["n_inputs"]
+        _must(ctx, isinstance(m, int) and not isinstance(m, bool) and m >= 0, w,
+              "the recorded number of inputs is a whole number", f"recorded {m!r}")
 
 
 def _check_linear_numbers(ctx: _Ctx, w: str, arg: dict[str, Any], block: Block) -> None:
@@ -483,6 +502,8 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
              f"recorded layers {st.get('layers')!r}, fields {sorted(st)}")
     if top == "absorbable":
         _check_stack_composition(ctx, w, th, blocks, verdicts, witnesses)
+        if isinstance(st.get("composition_witness"), dict):
+            _check_witness_numbers(ctx, w, st["composition_witness"], max(b.n for b in blocks), layers=len(blocks))
     elif top == "not_absorbable" and th == "range":  # beyond: the range argument (absorb/verify/_plane.py)
         check_range(ctx, w, blocks, st.get("range_certificate"))
     elif top == "not_absorbable" and th == "rank":  # beyond: the first-layer rank argument (absorb/verify/_plane.py)
