@@ -41,6 +41,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -129,16 +130,31 @@ _ALLOWED_NODES = (ast.Expression, ast.Call, ast.Name, ast.Load, ast.Constant, as
                   ast.Tuple, ast.List)
 
 
+_NAME_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+_NUMBER_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+_STRING_TAKERS = {"Symbol": _NAME_TEXT, "Dummy": _NAME_TEXT, "Float": _NUMBER_TEXT}
+"""The only calls whose first argument may be a string, and what that string must look like:
+a name, or a decimal number (as srepr writes Symbol('x'), Float('0.5', precision=53))."""
+
+
 def _safe_srepr(text: Any) -> bool:
     """``text`` is srepr-like: calls of plain names (none of Python's builtins, none starting
-    with ``_``) on literals; so that parsing it later (sympy's sympify evaluates its input)
-    runs nothing but sympy constructors."""
+    with ``_``) on literals, a string only as a Symbol's name or a Float's digits; so that
+    parsing it later (sympy's sympify evaluates its input, and the string argument of a call
+    such as ``S("…")`` as Python) runs nothing but sympy constructors."""
     if not isinstance(text, str) or len(text) > 100_000:
         return False
     try:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
+    allowed_strings: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _STRING_TAKERS and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Constant) and isinstance(first.value, str) \
+                    and _STRING_TAKERS[node.func.id].fullmatch(first.value):
+                allowed_strings.add(id(first))
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED_NODES):
             return False
@@ -147,6 +163,8 @@ def _safe_srepr(text: Any) -> bool:
         if isinstance(node, ast.Call) and not isinstance(node.func, ast.Name):
             return False
         if isinstance(node, ast.Constant) and not isinstance(node.value, (str, int, float, bool, type(None))):
+            return False
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in allowed_strings:
             return False
     return True
 

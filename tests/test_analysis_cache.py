@@ -202,3 +202,16 @@ def test_an_entry_sealed_under_another_key_is_ignored(cache_dir: Path) -> None:
     act = get_activation("expr:" + expr)
     assert props.homogeneity(act).value["k"] == 2
     assert cache.read(canonical(parse(expr))) is not None  # sealed anew under a new key
+
+
+@pytest.mark.parametrize("text, ok", [
+    ("Add(Mul(Float('0.10000000000000001', precision=53), Symbol('x')), Rational(1, 3), oo)", True),
+    ("Piecewise(ExprCondPair(Symbol('x'), StrictGreaterThan(Symbol('x'), Integer(0))), ExprCondPair(Integer(0), true))", True),
+    ("S(\"__import__('os').system('true') or 1\")", False),  # sympify evaluates a string argument as Python
+    ("sympify('1+1')", False),
+    ("Symbol(\"__import__('os')\")", False),
+    ("Float('1e5; import os', precision=53)", False),
+    ("Add(Integer(1), 'x')", False),
+])
+def test_srepr_strings_only_as_names_and_digits(text: str, ok: bool) -> None:
+    assert cache._safe_srepr(text) is ok
