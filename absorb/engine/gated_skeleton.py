@@ -109,9 +109,24 @@ def gated_columns(block: Block) -> tuple[list[list[Any]], np.ndarray, np.ndarray
     for i in range(n):
         w, g, u = F(D[:, i]), F(G[i]), F(U[i])
         exact.append([wa * (gb * uc + ub * gc) for wa in w for gb, ub in zip(g, u) for gc, uc in zip(g, u)])
-    Q = (np.einsum("ai,ib,ic->abci", D, G, U) + np.einsum("ai,ib,ic->abci", D, U, G)).reshape(-1, n)
-    L = np.einsum("ai,ib->abi", D, c[:, None] * U + e[:, None] * G).reshape(-1, n)
+    with np.errstate(over="ignore", invalid="ignore"):  # (an overflow shows as inf: the routes refuse it)
+        Q = (np.einsum("ai,ib,ic->abci", D, G, U) + np.einsum("ai,ib,ic->abci", D, U, G)).reshape(-1, n)
+        L = np.einsum("ai,ib->abi", D, c[:, None] * U + e[:, None] * G).reshape(-1, n)
     return exact, Q, L, -np.asarray(block.M, dtype=np.float64).reshape(-1)
+
+
+def gated_magnitudes(block: Block) -> np.ndarray:
+    """The stacked (Qg; Lg) columns' entries with every product's absolute value summed:
+    |w_a|(|g_b||u_c| + |u_b||g_c|) and |w_a|(|c_i||u_b| + |e_i||g_b|) — what the rounding of
+    an entry, a sum of two products that may cancel, is relative to."""
+    G, U, D = (np.abs(np.asarray(a, dtype=np.float64)) for a in (block.W_gate, block.W_up, block.W_down))
+    n = U.shape[0]
+    c = np.zeros(n) if block.b_gate is None else np.abs(np.asarray(block.b_gate, dtype=np.float64))
+    e = np.zeros(n) if block.b_up is None else np.abs(np.asarray(block.b_up, dtype=np.float64))
+    with np.errstate(over="ignore", invalid="ignore"):
+        Q = (np.einsum("ai,ib,ic->abci", D, G, U) + np.einsum("ai,ib,ic->abci", D, U, G)).reshape(-1, n)
+        L = np.einsum("ai,ib->abi", D, c[:, None] * U + e[:, None] * G).reshape(-1, n)
+    return np.vstack([Q, L])
 
 
 def gated_lifted_columns(block: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -254,7 +269,8 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
         exact, Q, L, t = gated_columns(b64)
         res = rank_route_columns(exact, b64.M, ctx.tol) if fits else None
         if res is None and blk.n <= ENUMERATE_MAX_N:
-            res = enumeration_route_columns(np.vstack([Q, L]), np.concatenate([np.zeros(Q.shape[0]), t]), ctx.tol)
+            res = enumeration_route_columns(np.vstack([Q, L]), np.concatenate([np.zeros(Q.shape[0]), t]), ctx.tol,
+                                            A=gated_magnitudes(b64))
     elif fits:
         res = gram_route(gram_rows_gated(b64), b64.M, ctx.tol)
     if (res is None or res.status is SearchStatus.UNKNOWN) and small:

@@ -139,10 +139,11 @@ def rank_route_columns(cols: list[list[Fraction]], M: np.ndarray, tol: float) ->
     n = len(cols)
     if n == 0 or n > EXACT_MAX_N or n > len(cols[0]):
         return None
-    Qf = np.array([[float(v) for v in col] for col in cols]).T
-    try:
-        lam = float(np.linalg.eigvalsh(Qf.T @ Qf)[0])
-    except np.linalg.LinAlgError:
+    try:  # (a float guess of λ_min; the proof below is exact)
+        Qf = np.array([[float(v) for v in col] for col in cols]).T
+        with np.errstate(over="ignore", invalid="ignore"):
+            lam = float(np.linalg.eigvalsh(Qf.T @ Qf)[0])
+    except (np.linalg.LinAlgError, OverflowError):  # (columns past float64's range: no guess, no route)
         return None
     if not (math.isfinite(lam) and lam > 0):
         return None
@@ -160,7 +161,10 @@ def rank_route_columns(cols: list[list[Fraction]], M: np.ndarray, tol: float) ->
     G = [[sum(a * b for a, b in zip(icols[i], icols[j])) - (mi if i == j else 0) for j in range(n)] for i in range(n)]
     if not ldl_positive_definite(G):
         return None
-    bound = min(1.0, math.sqrt(float(mu / M2)) * (1 - 1e-12))
+    try:
+        bound = min(1.0, math.sqrt(float(mu / M2)) * (1 - 1e-12))
+    except OverflowError:  # μ/‖M‖² past float64: the bound is 1 (S = ∅), certainly above it
+        bound = 1.0 - 1e-12
     return SearchResult(SearchStatus.INFEASIBLE, "rank", "the columns of the homogeneous condition are linearly independent: "
                         "only S = ∅ satisfies it, and S = ∅ leaves M = 0", bound=bound,
                         certificate={"route": "rank", "mu": str(mu)})
@@ -171,34 +175,60 @@ def enumeration_route(block: Block, q: Quadratic, tol: float) -> SearchResult | 
     if block.n > ENUMERATE_MAX_N:
         return None
     Q, L, t = columns(block, q)
-    return enumeration_route_columns(np.vstack([Q, L]), np.concatenate([np.zeros(Q.shape[0]), t]), tol)
+    U, D = (np.abs(np.asarray(a, dtype=np.float64)) for a in (block.W_up, block.W_down))
+    c = np.zeros(block.n) if block.b_up is None else np.abs(np.asarray(block.b_up, dtype=np.float64))
+    with np.errstate(over="ignore", invalid="ignore"):  # (an overflow shows as inf: no route)
+        AL = (np.einsum("ai,ib->abi", D, U) * (2 * abs(float(q.alpha)) * c + abs(float(q.beta)))).reshape(-1, block.n)
+    return enumeration_route_columns(np.vstack([Q, L]), np.concatenate([np.zeros(Q.shape[0]), t]), tol,
+                                     A=np.vstack([np.abs(Q), AL]))
 
 
-def enumeration_route_columns(K: np.ndarray, tt: np.ndarray, tol: float) -> SearchResult | None:
+_ENUMERATION_EXPONENT = 400
+"""Every nonzero entry of the enumeration's columns and target within [2^-400, 2^400]: the squares in
+its norms then neither overflow nor underflow (n ≤ 16 units, a few hundred rows)."""
+
+
+def _enumeration_range(K: np.ndarray, tt: np.ndarray) -> bool:
+    for x in (K, tt):
+        a = np.abs(x)
+        if not np.all(np.isfinite(a)) or a.max(initial=0.0) > 2.0**_ENUMERATION_EXPONENT \
+                or np.any((a > 0) & (a < 2.0**-_ENUMERATION_EXPONENT)):
+            return False
+    return True
+
+
+def enumeration_route_columns(K: np.ndarray, tt: np.ndarray, tol: float, A: np.ndarray | None = None) -> SearchResult | None:
     """Every S (n ≤ ENUMERATE_MAX_N) against the stacked columns K (rows × n) and target tt
     (whose nonzero part is −vec M): the first S with float distance ≤ tol is ``found``;
     otherwise ``infeasible`` when each S's rigorous lower bound exceeds tol. The lower bound:
-    each entry of K̂ is within γ₅|K̂| of the exact one (at most four rounded products), and
-    each entry of K̂1_S − t is summed with error ≤ γ_{n+1}(|K̂|1_S + |t|), so with
-    g = γ_{max(n+7, rows+2)} (≥ γ₅ + γ_{n+1} + their product, and the norms' rounding)
-    ‖K1_S − t‖ ≥ ‖r̂‖(1 − g) − g(1 + g)²‖|K̂|1_S + |t|‖^, and ‖M‖_F ≤ ‖M‖^_F(1 + g)."""
+    each entry of K̂ is within γ₅A of the exact one (at most four roundings; A ≥ |K̂| bounds
+    the absolute values of the products an entry sums — a sum such as g_b u_c + u_b g_c or
+    2αc_i + β may cancel, and its error is relative to its terms, not to K̂; A = |K̂| when
+    every entry is one product), and each entry of K̂1_S − t is summed with error
+    ≤ γ_{n+1}(A1_S + |t|), so with g = γ_{max(n+7, rows+2)} (≥ γ₅ + γ_{n+1} + their product,
+    and the norms' rounding) ‖K1_S − t‖ ≥ ‖r̂‖(1 − g) − g(1 + g)²‖A1_S + |t|‖^, over an upper
+    bound of ‖M‖_F."""
     n = K.shape[1]
     if n > ENUMERATE_MAX_N:
         return None
-    if not (np.all(np.isfinite(K)) and np.all(np.isfinite(tt))):
+    A = np.abs(K) if A is None else A
+    if not (_enumeration_range(K, tt) and _enumeration_range(A, tt)):
         return None
-    nM = float(np.linalg.norm(tt))
-    if not nM > 0:
+    nM = frobenius_bounds(tt)[1]  # (an upper bound: a rounded-down ‖M‖ would raise every lower bound)
+    if not (math.isfinite(nM) and nM > 0):
         return None
     g = gamma(max(n + 7, K.shape[0] + 2))  # entries, sums and the norms' own rounding
+    tiny = math.sqrt(K.shape[0]) * n * 2.0**-1070  # an entry of K̂ that underflowed is off by ≤ 4·2^-1074 besides γ₅|K̂|
     found, best, lowest = None, math.inf, math.inf
     idx = np.arange(n)
     for start in range(0, 1 << n, 4096):
         codes = np.arange(start, min(1 << n, start + 4096))
         B = ((codes[:, None] >> idx[None, :]) & 1).astype(np.float64)
         r = np.linalg.norm(B @ K.T - tt[None, :], axis=1)
-        a = np.linalg.norm(B @ np.abs(K).T + np.abs(tt)[None, :], axis=1)
-        lo = (r * (1 - g) - g * (1 + g) ** 2 * a) / (nM * (1 + g))
+        a = np.linalg.norm(B @ A.T + np.abs(tt)[None, :], axis=1)
+        lo = (r * (1 - g) - g * (1 + g) ** 2 * a - tiny) / (nM * (1 + g))
+        if not np.all(np.isfinite(lo)):  # (an overflowed residual proves nothing: min() would skip a nan)
+            return None
         dist = r / nM
         hit = np.flatnonzero(dist <= tol)
         if hit.size and found is None:

@@ -93,10 +93,16 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
             Gf, Uf, Df = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
             cf = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
             ef = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
-            K = np.array([np.concatenate([(np.multiply.outer(Df[:, i], np.outer(Gf[i], Uf[i]))
-                                           + np.multiply.outer(Df[:, i], np.outer(Uf[i], Gf[i]))).ravel(),
-                                          np.outer(Df[:, i], cf[i] * Uf[i] + ef[i] * Gf[i]).ravel()]) for i in range(n)])
-            bound, how = enumeration_bound(K, d ** 3, block.M), "enumeration"
+            with np.errstate(over="ignore", invalid="ignore"):  # (an overflow shows as inf: no bound)
+                K = np.array([np.concatenate([(np.multiply.outer(Df[:, i], np.outer(Gf[i], Uf[i]))
+                                               + np.multiply.outer(Df[:, i], np.outer(Uf[i], Gf[i]))).ravel(),
+                                              np.outer(Df[:, i], cf[i] * Uf[i] + ef[i] * Gf[i]).ravel()]) for i in range(n)])
+                aG, aU, aD = np.abs(Gf), np.abs(Uf), np.abs(Df)  # each entry's terms' magnitudes: a sum may cancel
+                A = np.array([np.concatenate([(np.multiply.outer(aD[:, i], np.outer(aG[i], aU[i]))
+                                               + np.multiply.outer(aD[:, i], np.outer(aU[i], aG[i]))).ravel(),
+                                              np.outer(aD[:, i], abs(cf[i]) * aU[i] + abs(ef[i]) * aG[i]).ravel()])
+                              for i in range(n)])
+            bound, how = enumeration_bound(K, d ** 3, block.M, A), "enumeration"
         _require(ctx, bound is not None and bound > ctx.tol, w,
                  f"every index set S is at relative distance > τ = {ctx.tol:g} from (Qg) and (Lg) ({how}, re-derived here)",
                  f"lower bound {bound!r}")

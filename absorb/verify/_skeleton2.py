@@ -133,33 +133,44 @@ def _enumeration_bound(block: Block, a: Fraction, b: Fraction) -> float | None:
     U = np.asarray(block.W_up, dtype=np.float64)
     W = np.asarray(block.W_down, dtype=np.float64)
     c = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
-    cols = []
-    for i in range(n):
-        q = np.multiply.outer(W[:, i], np.outer(U[i], U[i])).ravel()
-        lin = (2 * float(a) * c[i] + float(b)) * np.outer(W[:, i], U[i]).ravel()
-        cols.append(np.concatenate([q, lin]))
-    return enumeration_bound(np.array(cols), d ** 3, np.asarray(block.M, dtype=np.float64))
+    cols, mags = [], []
+    with np.errstate(over="ignore", invalid="ignore"):  # (an overflow shows as inf: no bound)
+        for i in range(n):
+            q = np.multiply.outer(W[:, i], np.outer(U[i], U[i])).ravel()
+            lin = (2 * float(a) * c[i] + float(b)) * np.outer(W[:, i], U[i]).ravel()
+            cols.append(np.concatenate([q, lin]))
+            mags.append(np.concatenate([np.abs(q), (2 * abs(float(a) * c[i]) + abs(float(b))) * np.abs(np.outer(W[:, i], U[i])).ravel()]))
+    return enumeration_bound(np.array(cols), d ** 3, np.asarray(block.M, dtype=np.float64), np.array(mags))
 
 
-def enumeration_bound(K: np.ndarray, zeros: int, M: np.ndarray) -> float | None:
+def enumeration_bound(K: np.ndarray, zeros: int, M: np.ndarray, A: np.ndarray | None = None) -> float | None:
     """min over every S of a rigorous lower bound on ‖Σ_S k_i − (0, −vec M)‖ / ‖M‖_F (K: n ×
-    rows, the first ``zeros`` rows against 0; float64, n ≤ 16): r̂ is within γ(|K̂|1_S + |t|) of
-    the exact residual entrywise, γ = γ_{n+rows+8} covering the ≤ 4 rounded products of an
-    entry, the sums and the norms."""
+    rows, the first ``zeros`` rows against 0; float64, n ≤ 16): r̂ is within γ(A1_S + |t|) of
+    the exact residual entrywise, γ = γ_{n+rows+8} covering the ≤ 4 roundings of an entry, the
+    sums and the norms; A bounds the absolute values of the products an entry of K sums (an
+    entry that is a sum may cancel: its rounding is relative to its terms); |K| when None."""
     n = K.shape[0]
     if n > ENUMERATE_MAX_N:
         return None
+    A = np.abs(K) if A is None else A
     t = np.concatenate([np.zeros(zeros), -np.asarray(M, dtype=np.float64).ravel()])
-    if not (np.all(np.isfinite(K)) and np.all(np.isfinite(t))):
-        return None
+    # every nonzero entry within [2^-400, 2^400] (K's are products of ≤ 4 weights): no square
+    # in a norm below overflows or underflows; an entry of K that underflowed is off by ≤ 2^-1072
+    for x in (K, A, t):
+        ax = np.abs(x)
+        if not np.all(np.isfinite(ax)) or ax.max(initial=0.0) > 2.0**400 or np.any((ax > 0) & (ax < 2.0**-400)):
+            return None
     g = _gamma(n + K.shape[1] + 8)
     nm = float(np.linalg.norm(M)) * (1 + g)
+    tiny = math.sqrt(K.shape[1]) * n * 2.0**-1070
     worst = math.inf
     for code in range(1 << n):
         sel = [i for i in range(n) if code >> i & 1]
         r = K[sel].sum(axis=0) - t
-        e = np.abs(K[sel]).sum(axis=0) + np.abs(t)
-        lo = (float(np.linalg.norm(r)) * (1 - g) - g * (1 + g) ** 2 * float(np.linalg.norm(e))) / nm
+        e = A[sel].sum(axis=0) + np.abs(t)
+        lo = (float(np.linalg.norm(r)) * (1 - g) - g * (1 + g) ** 2 * float(np.linalg.norm(e)) - tiny) / nm
+        if not math.isfinite(lo):  # (a nan would be skipped by min(): no bound)
+            return None
         worst = min(worst, lo)
     return worst
 
