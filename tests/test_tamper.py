@@ -490,3 +490,19 @@ def test_witness_numbers_outside_the_verdict_are_rejected(key: str, value: Any,
             assert not checker.verify_certificate(bad, model).accepted, (name, key, value)
             done += 1
     assert done >= 3
+
+
+@pytest.mark.parametrize("value", ["0", 0.9, 1e-300, True])
+def test_nonzero_entry_index_must_be_a_whole_number(value: Any, certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    """M_nonzero_entry's row/col: an index, not a string, a fraction or a bool (int() read them)."""
+    done = 0
+    for name, (doc, model) in certs.items():
+        for i, b in enumerate(doc["blocks"]):
+            if not isinstance((b.get("argument") or {}).get("M_nonzero_entry"), dict):
+                continue
+            for key in ("row", "col"):
+                bad = copy.deepcopy(doc)
+                bad["blocks"][i]["argument"]["M_nonzero_entry"][key] = value
+                assert not checker.verify_certificate(bad, model).accepted, (name, key, value)
+                done += 1
+    assert done >= 2

@@ -45,7 +45,10 @@ def _check_nonzero_entry(ctx: _Ctx, w: str, arg: dict[str, Any], M: np.ndarray) 
     e = arg.get("M_nonzero_entry")
     _require(ctx, _skip_nonzero_arr(M), w, "the skip M is nonzero (exact)")
     if e is not None:
-        i, j = int(e.get("row", -1)), int(e.get("col", -1))
+        row, col = e.get("row"), e.get("col")
+        whole = all(isinstance(v, int) and not isinstance(v, bool) for v in (row, col))  # (1e-300, 0.9, "0": not an index)
+        _require(ctx, whole, w, "the recorded entry's row and column are whole numbers", f"recorded row {row!r}, col {col!r}")
+        i, j = int(row), int(col)
         okidx = 0 <= i < M.shape[0] and 0 <= j < M.shape[1]
         _require(ctx, okidx and float(M[i, j]) == float(e.get("value", math.nan)) and M[i, j] != 0, w,
                  f"the recorded entry M[{i},{j}] = {e.get('value')} is M's and nonzero")

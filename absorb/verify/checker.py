@@ -543,7 +543,8 @@ def _check_skip_product_entry(ctx: _Ctx, w: str, e: Any, blocks: list[Block]) ->
     and nonzero."""
     d = blocks[0].d
     i, j = (e.get("row"), e.get("col")) if isinstance(e, dict) else (None, None)
-    _require(ctx, isinstance(i, int) and isinstance(j, int) and 0 <= i < d and 0 <= j < d, w, "the recorded entry of M_L⋯M_1 is an entry")
+    _require(ctx, all(isinstance(v, int) and not isinstance(v, bool) for v in (i, j)) and 0 <= i < d and 0 <= j < d, w,  # type: ignore[operator]
+             "the recorded entry of M_L⋯M_1 is an entry")
     Pm, Pa = np.eye(d), np.eye(d)
     for blk in blocks:
         Pm, Pa = blk.M @ Pm, np.abs(blk.M) @ Pa
