@@ -460,7 +460,7 @@ def check_lifted(ctx: _Ctx, w: str, b: dict[str, Any], V: np.ndarray, D: np.ndar
     _require(ctx, search.get("status") == "infeasible", w, "the index-set search over the lifted columns proved infeasibility",
              f"search status {search.get('status')!r}")
     n, p = V.shape[0], V.shape[1] if p is None else p
-    _require(ctx, p == V.shape[1], w, "the lifted rows have the stated length", f"{V.shape[1]} ≠ {p}")
+    _require(ctx, p == V.shape[1], w, "the lifted rows have the stated length", f"{V.shape[1]} entries, stated {p}")
     d = D.shape[0]
     if p == d:  # a square problem already: no padding (and no copy of D)
         Dp, Tp = D, -M
