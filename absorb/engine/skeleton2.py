@@ -22,9 +22,15 @@ against the target t = (0, −vec M), with the distance of S measured as ‖K 1_
   only S = ∅ is within the tolerance, and S = ∅ leaves (L) as M = 0 (distance 1). This is
   the generic case (n ≤ d·d(d+1)/2, any size the exact arithmetic allows);
 * the *enumeration route* (n ≤ :data:`ENUMERATE_MAX_N`): every S, with a rigorous
-  floating-point lower bound on its distance.
+  floating-point lower bound on its distance;
+* the *Gram route* and the *lifted index-set route* (below);
+* the *linear route* (:func:`linear_route`): (L) alone, an ordinary square index-set problem
+  (up rows (2αc_i + β)·u_i, down columns w_i, target −M) — first when the d³-sized columns are
+  not built, a fallback otherwise. No S within tol of (L) proves ``not_absorbable`` (an S's
+  distance from both conditions is at least its distance from (L)); a found S goes to the flip
+  witness, whose exact check decides (Q).
 
-Beyond both, and for degenerate weights, the answer is ``unknown`` naming what failed.
+Beyond these, and for degenerate weights, the answer is ``unknown`` naming what failed.
 """
 
 from __future__ import annotations

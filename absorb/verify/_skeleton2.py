@@ -6,7 +6,9 @@ sympy limit, no sample), the nondegeneracy of the weights, and
   (Q) Σ_S w_i ⊗ u_i u_iᵀ = 0 and (L) M = −Σ_S (2αc_i + β) w_i u_iᵀ, measured as
   ‖(Q 1_S, L 1_S + vec M)‖₂ / ‖M‖_F — either an exact positive-definiteness test of QᵀQ − μI (Sylvester, integer elimination)
   (only S = ∅ is close to (Q), and S = ∅ is at distance 1), or every S enumerated with
-  rounding bounds (n ≤ 16);
+  rounding bounds (n ≤ 16), or the Gram route; or the recorded index-set proof re-checked on
+  the lifted problem (case ``index-set``) or on (L) alone (case ``linear``: up rows
+  (2αc_i + β)·u_i built here, target −M — (L)'s distance is a lower bound on the joint one);
 * ``absorbable`` (exact ReLU² only, σ(z) + σ(−z) = z² re-derived by pieces): the flip of S
   rebuilt here, f − g = Σ_S w_i (u_i·x)² + R_L x + R_0 exactly, with the quadratic part (zero,
   or for a set planted in float64 bounded by q|x|²_∞ within the tolerance of the block's own
