@@ -1,7 +1,8 @@
-"""Benchmark of the degree-2 / gated skeletons' Gram route (docs/results/skeleton2.md).
+"""Benchmark of the degree-2 / gated skeletons' Gram route and linear route (docs/results/skeleton2.md).
 
-    python benchmarks/bench_gram.py [--d 64 --n 256] [--gated] [--seed 0] [--model-scale] [--large]
+    python benchmarks/bench_gram.py [--d 64 --n 256] [--gated] [--seed 0] [--model-scale] [--large] [--linear]
     python benchmarks/bench_gram.py --d 4096 --n 16384 --model-scale   # Persimmon / Nemotron ReLU² size
+    python benchmarks/bench_gram.py --d 4096 --n 16384 --model-scale --linear   # the linear route instead
 
 Seeded Gaussian blocks (U, D ~ N(0, 1), or N(0, 1/d) with ``--model-scale``, the scale of a
 trained model's weights; biases N(0, 1), skip = I). Every time is printed next to a baseline
@@ -16,6 +17,12 @@ measured in the same process (the machine is shared, so absolute seconds are noi
   blocks, then Gershgorin or Rump's Cholesky criterion), the checker's re-derivation of μ. Peak
   resident memory of each phase (VmHWM, reset before it through /proc/self/clear_refs) is
   printed in units of one n×n float64 array.
+* ``--linear``: the linear route on the same block (the index-set engine on (L) alone: up rows
+  (2αc_i + β)·u_i, or b_gate,i u_i + b_up,i g_i, down columns w_i, target −M), same baseline GEMM;
+  phases: the producer's route (building the rows and the engine, timeout 600 s), the checker's
+  re-check of its proof (:func:`absorb.verify._skeleton2.check_linear`: its own rows, the
+  rounding slack, the recorded dual matrix); peak resident memory of each phase in GiB and in
+  units of the stored float64 weights (W_up and W_down, plus W_gate).
 """
 
 from __future__ import annotations
@@ -91,6 +98,54 @@ def _large(blk: Block, gated: bool) -> None:
     print(f"  μ = {float(Fraction(mu)):.4g}")
 
 
+def _linear(blk: Block, gated: bool) -> None:
+    from types import SimpleNamespace
+
+    from absorb.certificate.build import _trim_search_certificate
+    from absorb.engine.gated_skeleton import gated_linear_columns
+    from absorb.verify._gated_relu import linear_rows_gated
+    from absorb.verify._report import Report, _Ctx, _Reject
+
+    n, d = blk.n, blk.d
+    U = np.asarray(blk.W_up)
+    t = time.perf_counter()
+    _ = U[:1024] @ U.T
+    t_base = time.perf_counter() - t
+    del _
+    ww = 8.0 * n * d * (3 if gated else 2)
+    base_mem = _hwm()
+    print(f"d = {d}, n = {n}, {'gated' if gated else 'ReLU²'} (linear route): baseline U[:1024] @ U.T {t_base:.3f} s; "
+          f"stored float64 weights {ww / 2**30:.2f} GiB; resident before: {base_mem / 2**30:.2f} GiB; load {os.getloadavg()[0]:.2f}")
+    ctx = SimpleNamespace(tol=1e-9, timeout=600.0, method="auto", seed=0, search_progress=None)
+    q = sk2.Quadratic(Fraction(1), Fraction(0))
+    reset = _hwm_reset()
+    t = time.perf_counter()
+    res = sk2.linear_route(*(gated_linear_columns(blk) if gated else sk2.linear_columns(blk, q)), ctx)
+    t_route = time.perf_counter() - t
+    peak = _hwm()
+    print(f"  decide (producer) {t_route:8.2f} s  ({t_route / t_base:7.1f}× baseline)  -> "
+          f"{None if res is None else (res.status.value, res.reason.split(':')[0], f'{res.bound:.3g}' if res.bound else res.S)}")
+    print(f"    peak resident {peak / 2**30:.2f} GiB = {peak / ww:.2f}× the stored weights"
+          + ("" if reset else " (VmHWM not resettable here: the process's peak)"))
+    if res is None or res.status.value != "infeasible":
+        return
+    b = {"search": {"status": "infeasible", "bound": res.bound, "elapsed": res.elapsed,
+                    "certificate": _trim_search_certificate(res.certificate)}}
+    reset = _hwm_reset()
+    t = time.perf_counter()
+    vctx = _Ctx(report=Report(), tol=1e-9, seed=0)
+    try:
+        vsk2.check_linear(vctx, "block", b, blk, *(linear_rows_gated(blk) if gated else vsk2.linear_rows(blk, q.alpha, q.beta)))
+        ok = not vctx.report.failures and not vctx.report.not_rechecked
+    except _Reject:
+        ok = False
+    t_check = time.perf_counter() - t
+    peak = _hwm()
+    print(f"  verify (checker)  {t_check:8.2f} s  ({t_check / t_base:7.1f}× baseline, {t_check / t_route:.2f}× the producer)"
+          f"  -> {'accepted' if ok else [f.claim for f in vctx.report.failures + vctx.report.not_rechecked]}")
+    print(f"    peak resident {peak / 2**30:.2f} GiB = {peak / ww:.2f}× the stored weights")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--d", type=int, default=64)
@@ -99,6 +154,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--model-scale", action="store_true", help="weights N(0, 1/d) instead of N(0, 1)")
     ap.add_argument("--large", action="store_true", help="the row-block route even for n ≤ GRAM_MAX_N")
+    ap.add_argument("--linear", action="store_true", help="the linear route ((L) alone, the index-set engine) instead")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     d, n = a.d, a.n
@@ -113,6 +169,9 @@ def main() -> None:
         build, check = sk2.gram_skeleton2, vsk2.gram_s2
     blk = blk.float64()
     del U, D
+    if a.linear:
+        _linear(blk, a.gated)
+        return
     if a.large or n > sk2.GRAM_MAX_N:
         sk2.GRAM_MAX_N = 0  # the row-block route at any n
         _large(blk, a.gated)

@@ -94,6 +94,7 @@ def test_wide_blocks_use_the_enumeration_route() -> None:
 def test_beyond_both_routes_is_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sk2, "ENUMERATE_MAX_N", 4)
     monkeypatch.setattr(sk2, "lifted_route", lambda *args: None)  # (it decides this block: tests/test_skeleton2_rounded.py)
+    monkeypatch.setattr(sk2, "linear_route", lambda *args: None)  # (so does (L) alone: tests/test_skeleton2_linear.py)
     dec = decide_block(_generic(4, 2, 10, "relu2", biases=True))
     assert (dec.verdict, dec.theorem) == (Verdict.UNKNOWN, Theorem.NONE)
     assert "exhaustive search" in dec.reason

@@ -450,7 +450,7 @@ def _skeleton2_argument(bd: BlockDecision) -> dict[str, Any]:
     val = (_prop(bd, "quadratic_skeleton") or {}).get("value", {})
     method = None if bd.search is None else bd.search.method
     case = "relu2-flip" if bd.verdict.value == "absorbable" else {"rank": "rank", "enumerate": "enumerate",
-                                                                    "gram": "gram"}.get(str(method), _lifted(bd))
+                                                                    "gram": "gram", "linear": "linear"}.get(str(method), _lifted(bd))
     return {
         "alpha": val.get("alpha"),
         "beta": val.get("beta"),
@@ -466,6 +466,8 @@ def _skeleton2_argument(bd: BlockDecision) -> dict[str, Any]:
              "enumerate": r"\text{every } S \text{ checked with rounding bounds: none satisfies (Q) and (L)}",
              "gram": r"\lambda_{\min}(Q^{\mathsf T}Q) \ge \mu > \tau^2\|M\|_F^2:\ \text{only } S=\emptyset,\ "
              r"\text{which needs } M = 0",
+             "linear": r"\text{the index-set search for } (u_i \mapsto (2\alpha c_i+\beta)u_i,\ w_i,\ -M) \text{ proves "
+             r"every } S \text{ farther than the tolerance from (L) alone, so from (Q) and (L)}",
              "index-set": r"\text{the index-set search over the lifted columns } (\mathrm{vec}(u_iu_i^{\mathsf T}),\,"
              r"(2\alpha c_i+\beta)u_i) \text{ proves every } S \text{ farther than the tolerance}",
              "relu2-flip": r"\mathrm{ReLU}(z)^2 + \mathrm{ReLU}(-z)^2 = z^2:\ \text{the flip of } S \text{ equals } f "
@@ -477,9 +479,9 @@ def _skeleton2_argument(bd: BlockDecision) -> dict[str, Any]:
 def _lifted(bd: BlockDecision) -> str | None:
     """``index-set`` when a degree-2 / gated not_absorbable verdict rests on the index-set
     engine's proof over the lifted columns (a search method other than the skeleton's own
-    rank, Gram and enumeration routes); None otherwise."""
+    rank, Gram, enumeration and linear routes); None otherwise."""
     method = None if bd.search is None else bd.search.method
-    if bd.verdict.value != "not_absorbable" or method in (None, "rank", "enumerate", "gram"):
+    if bd.verdict.value != "not_absorbable" or method in (None, "rank", "enumerate", "gram", "linear"):
         return None
     return "index-set"
 
@@ -584,13 +586,13 @@ def header_class(entries: list[dict[str, Any]]) -> dict[str, Any] | None:
 def _search_used(bd: BlockDecision, arg: dict[str, Any]) -> bool:
     """Whether the verdict's argument reads the index-set search (so the checker re-checks it):
     result 5, the skeleton's nondegenerate case, the step-gate case and the degree-2 / gated
-    skeletons' lifted ``index-set`` route; an unknown verdict claims nothing."""
+    skeletons' lifted ``index-set`` and ``linear`` routes; an unknown verdict claims nothing."""
     th = bd.theorem.value
     return (th == Theorem.INDEX_SET.value or bd.verdict.value == "unknown"
             or th == Theorem.SKELETON.value and arg.get("case") == "nondegenerate"
             or th == Theorem.GATED_SKELETON.value and arg.get("case") == "step"
-            or th == Theorem.SKELETON2.value and arg.get("case") == "index-set"
-            or th == Theorem.GATED_SKELETON.value and arg.get("route") == "index-set")
+            or th == Theorem.SKELETON2.value and arg.get("case") in ("index-set", "linear")
+            or th == Theorem.GATED_SKELETON.value and arg.get("route") in ("index-set", "linear"))
 
 
 def block_entry(bd: BlockDecision) -> dict[str, Any]:

@@ -98,17 +98,11 @@ def gated_columns(block: Block) -> tuple[list[list[Any]], np.ndarray, np.ndarray
     """(exact (Qg) columns, Qg, Lg, t) for a gated block: column i of Qg is
     vec(w_i ⊗ (g_i u_iᵀ + u_i g_iᵀ)) (d³, exact rationals and float64), column i of Lg is
     vec(w_i (c_i u_i + e_i g_i)ᵀ) (c = b_gate, e = b_up), and t = −vec M."""
-    from fractions import Fraction
-
     G, U, D = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
     n = U.shape[0]
     c = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
     e = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
-    F = lambda a: [Fraction(float(v)) for v in a]  # noqa: E731
-    exact = []
-    for i in range(n):
-        w, g, u = F(D[:, i]), F(G[i]), F(U[i])
-        exact.append([wa * (gb * uc + ub * gc) for wa in w for gb, ub in zip(g, u) for gc, uc in zip(g, u)])
+    exact = gated_exact_columns(block)
     with np.errstate(over="ignore", invalid="ignore"):  # (an overflow shows as inf: the routes refuse it)
         Q = (np.einsum("ai,ib,ic->abci", D, G, U) + np.einsum("ai,ib,ic->abci", D, U, G)).reshape(-1, n)
         L = np.einsum("ai,ib->abi", D, c[:, None] * U + e[:, None] * G).reshape(-1, n)
@@ -129,6 +123,20 @@ def gated_magnitudes(block: Block) -> np.ndarray:
     return np.vstack([Q, L])
 
 
+def gated_exact_columns(block: Block, units: tuple[int, ...] | None = None) -> list[list[Any]]:
+    """The (Qg) columns vec(w_i ⊗ (g_i u_iᵀ + u_i g_iᵀ)) in exact rationals, for every unit or for
+    ``units`` only (d³ rationals each: a flip witness needs S's alone)."""
+    from fractions import Fraction
+
+    G, U, D = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
+    F = lambda a: [Fraction(float(v)) for v in a]  # noqa: E731
+    exact = []
+    for i in range(U.shape[0]) if units is None else units:
+        w, g, u = F(D[:, i]), F(G[i]), F(U[i])
+        exact.append([wa * (gb * uc + ub * gc) for wa in w for gb, ub in zip(g, u) for gc, uc in zip(g, u)])
+    return exact
+
+
 def gated_lifted_columns(block: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(V, D, T) for the index-set engine (:func:`absorb.engine.skeleton2.lifted_route`): row i of
     V is (vec(g_i u_iᵀ + u_i g_iᵀ), c_i u_i + e_i g_i), D = W_down, T = [0 | −M], padded to p = d² + d
@@ -147,6 +155,21 @@ def gated_lifted_columns(block: Block) -> tuple[np.ndarray, np.ndarray, np.ndarr
         A = np.hstack([(np.einsum("ib,ic->ibc", aG, aU) + np.einsum("ib,ic->ibc", aU, aG)).reshape(n, d * d),
                        np.abs(c)[:, None] * aU + np.abs(e)[:, None] * aG])
     return (*pad_lifted(np.hstack([sym, c[:, None] * U + e[:, None] * G]), D, np.hstack([np.zeros((d, d * d)), -M])), A)
+
+
+def gated_linear_columns(block: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(V, D, T, a) for the linear condition (Lg) alone (:func:`absorb.engine.skeleton2.linear_route`):
+    row i of V is c_i u_i + e_i g_i (c = b_gate, e = b_up; two products and a sum, within γ₄ of
+    A_i = |c_i||u_i| + |e_i||g_i| entrywise), D = W_down, T = −M (a square problem, p = d), and
+    a_i = |c_i|‖u_i‖₂ + |e_i|‖g_i‖₂ ≥ ‖A_i‖₂ (triangle inequality), without building A."""
+    G, U, D, M = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down, block.M))
+    n = U.shape[0]
+    c = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
+    e = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow shows as inf: no linear route
+        V = c[:, None] * U + e[:, None] * G
+        a = np.abs(c) * np.linalg.norm(U, axis=1) + np.abs(e) * np.linalg.norm(G, axis=1)
+    return V, D, -M, a
 
 
 def gated_flip_block(block: Block, S: tuple[int, ...]) -> Block:
@@ -181,8 +204,8 @@ def gated_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[A
     from absorb.engine.skeleton2 import exact_distance
 
     d, n = block.d, block.n
-    exact, _, _, _ = gated_columns(block)
-    Q = [sum((exact[i][k] for i in S), Fraction(0)) for k in range(d ** 3)]
+    exact = gated_exact_columns(block, S)
+    Q = [sum((col[k] for col in exact), Fraction(0)) for k in range(d ** 3)]
     q = max(sum((abs(v) for v in Q[a * d * d:(a + 1) * d * d]), Fraction(0)) for a in range(d)) / 2
     F = lambda a: [Fraction(float(v)) for v in np.asarray(a, dtype=np.float64).reshape(-1)]  # noqa: E731
     G = [F(r) for r in np.asarray(block.W_gate)]
@@ -228,18 +251,13 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
         EXACT_MAX_N,
         MAX_COLUMN_ENTRIES,
         enumeration_route_columns,
-        flip_change,
-        flip_epsilon,
-        flip_failure,
-        flip_guarantee,
         gram_route,
         gram_rows_gated,
         lifted_route,
+        linear_route,
         rank_route_columns,
     )
-    from absorb.engine.witness import eval_threshold, evaluation_error, f0_lower
     from absorb.search._types import SearchStatus
-    from absorb.symbolic import properties as props
 
     blk = ctx.block
     if not blk.gated or blk.W_gate is None:
@@ -264,19 +282,36 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
     b64 = blk.float64()
     small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES  # the exact and enumeration routes build the columns
     fits = blk.n <= blk.d * blk.d * (blk.d + 1) // 2  # else the (Qg) columns are dependent
-    res = None
-    if small and blk.n <= EXACT_MAX_N:
-        exact, Q, L, t = gated_columns(b64)
-        res = rank_route_columns(exact, b64.M, ctx.tol) if fits else None
-        if res is None and blk.n <= ENUMERATE_MAX_N:
-            res = enumeration_route_columns(np.vstack([Q, L]), np.concatenate([np.zeros(Q.shape[0]), t]), ctx.tol,
-                                            A=gated_magnitudes(b64))
-    elif fits:
-        res = gram_route(gram_rows_gated(b64), b64.M, ctx.tol)
-    if (res is None or res.status is SearchStatus.UNKNOWN) and small:
-        res = lifted_route(*gated_lifted_columns(b64), ctx) or res
+    res, failed = None, None  # failed: why an S meeting (Lg) alone had no witness
+    if not small:  # the linear condition alone first: the index-set engine at model size, within --timeout
+        lin = linear_route(*gated_linear_columns(b64), ctx)
+        if lin is not None and lin.status is SearchStatus.INFEASIBLE:
+            res = lin
+        elif lin is not None:
+            out = _gated_flip(ctx, blk, b64, lin)
+            if isinstance(out, BlockDecision):
+                return out
+            failed = out
+    if res is None:
+        if small and blk.n <= EXACT_MAX_N:
+            exact, Q, L, t = gated_columns(b64)
+            res = rank_route_columns(exact, b64.M, ctx.tol) if fits else None
+            if res is None and blk.n <= ENUMERATE_MAX_N:
+                res = enumeration_route_columns(np.vstack([Q, L]), np.concatenate([np.zeros(Q.shape[0]), t]), ctx.tol,
+                                                A=gated_magnitudes(b64))
+        elif fits:
+            res = gram_route(gram_rows_gated(b64), b64.M, ctx.tol)
+        if (res is None or res.status is SearchStatus.UNKNOWN) and small:
+            res = lifted_route(*gated_lifted_columns(b64), ctx) or res
+        if (res is None or res.status is SearchStatus.UNKNOWN) and small:  # the linear condition alone, as a fallback
+            lin = linear_route(*gated_linear_columns(b64), ctx)
+            if lin is not None and (lin.status is SearchStatus.INFEASIBLE or res is None):
+                res = lin
+    if res is None and failed is not None:
+        return unknown(failed)
     if res is None and not small:
-        return unknown(f"the gated skeleton applies, but the Gram matrix of its (Qg) columns is not proved positive definite, "
+        return unknown(f"the gated skeleton applies, but the index-set engine did not decide the linear condition alone within "
+                       f"the time limit, the Gram matrix of its (Qg) columns is not proved positive definite, "
                        f"and its columns (d³·n = {blk.d ** 3 * blk.n}) are beyond what the other routes build")
     if res is None:
         return unknown(f"the gated skeleton applies, but its (Qg) columns are not proved independent and n = {blk.n} > "
@@ -285,18 +320,35 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
             "+ t·(…) + o(t) for any biases; for nondegenerate gated weights a residual-free block (with or without biases) equals "
             "f only if some S has Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ)")
     if res.status is SearchStatus.INFEASIBLE:
+        alone = " from (Lg) alone, so from both" if res.method == "linear" else ""
         return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.GATED_SKELETON,
-                        f"{lead}; no S does ({res.method}: every S is at relative distance ≥ {res.bound:.3g} > tolerance).", search=res)
+                        f"{lead}; no S does ({res.method}: every S is at relative distance ≥ {res.bound:.3g} > tolerance{alone}).",
+                        search=res)
     if res.status is not SearchStatus.FOUND or res.S is None:
         return unknown(f"the gated skeleton applies, but the search did not decide: {res.reason}")
+    out = _gated_flip(ctx, blk, b64, res)
+    return out if isinstance(out, BlockDecision) else unknown(out)
+
+
+def _gated_flip(ctx: Any, blk: Block, b64: Block, res: SearchResult) -> BlockDecision | str:
+    """For an S found by a route: the gated flip witness, checked exactly (``absorbable``), or why
+    S proves nothing (no flip identity, too large to check exactly, a biased witness for a
+    bias-free question, the check failed)."""
+    from absorb.engine.skeleton2 import exact_check_too_large, flip_change, flip_epsilon, flip_failure, flip_guarantee
+    from absorb.engine.witness import eval_threshold, evaluation_error, f0_lower
+    from absorb.symbolic import properties as props
+
+    assert res.S is not None
+    what = "the linear condition (Lg)" if res.method == "linear" else "the gated skeleton's conditions"
     flip = props.flip_identity(blk.activation, gated=False)
     if not (flip.proved and flip.value.get("c") == 1):
-        return unknown(f"S = {list(res.S)} satisfies the gated skeleton's conditions, so it proves nothing, and the gate has no "
-                       f"flip identity σ_g(z) − σ_g(−z) = z to build a witness ({flip.statement})")
-    ctx.prop(flip)
+        return (f"S = {list(res.S)} satisfies {what}, so it proves nothing, and the gate has no "
+                f"flip identity σ_g(z) − σ_g(−z) = z to build a witness ({flip.statement})")
+    if (too := exact_check_too_large(blk, res.S)) is not None:
+        return f"S = {list(res.S)} satisfies {what}, but {too}"
     wb = gated_flip_block(b64, res.S)
     if ctx.bias_free_class and (wb.b_gate is not None or wb.b_up is not None or wb.b_down is not None):
-        return unknown(f"S = {list(res.S)} gives a witness with biases, but the question is about bias-free blocks")
+        return f"S = {list(res.S)} gives a witness with biases, but the question is about bias-free blocks"
     q, rl_norm, r0, dist = gated_flip_residuals(b64, res.S, wb)
     f0 = f0_lower(b64)
     thr = eval_threshold(ctx.tol, blk.n)
@@ -308,6 +360,7 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
                 description="negate the gate rows, gate biases, value rows, value biases and down columns in S; "
                 f"b'_down = b_down + Σ_S b_gate,i b_up,i w_i; {how}")
     if eps <= thr and err <= thr and dist <= ctx.tol:
+        ctx.prop(flip)
         cond = ("Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 exactly and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ)" if not scaled else
                 "Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ) up to rounding")
         return ctx.done(Verdict.ABSORBABLE, Theorem.GATED_SKELETON,
@@ -315,8 +368,8 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
                         f"(relative residual {dist:.2e}); flipping those units changes the block by "
                         f"−Σ_S w_i (g_i·x + b_gate,i)(u_i·x + b_up,i), {flip_change(scaled, how)} "
                         f"(rigorous bound {eps:.2e}; checked on {m} inputs, max relative error {err:.2e}).", witness=w, search=res)
-    return unknown(f"S = {list(res.S)} satisfies the conditions within the tolerance, but its flip witness failed its "
-                   f"check ({flip_failure(q, s2, eps, thr, dist, err)})")
+    return (f"S = {list(res.S)} satisfies {what} within the tolerance, but its flip witness failed its "
+            f"check ({flip_failure(q, s2, eps, thr, dist, err)})")
 
 
 def step_gate_search(ctx: Any) -> BlockDecision | None:

@@ -22,9 +22,15 @@ against the target t = (0, −vec M), with the distance of S measured as ‖K 1_
   only S = ∅ is within the tolerance, and S = ∅ leaves (L) as M = 0 (distance 1). This is
   the generic case (n ≤ d·d(d+1)/2, any size the exact arithmetic allows);
 * the *enumeration route* (n ≤ :data:`ENUMERATE_MAX_N`): every S, with a rigorous
-  floating-point lower bound on its distance.
+  floating-point lower bound on its distance;
+* the *Gram route* and the *lifted index-set route* (below);
+* the *linear route* (:func:`linear_route`): (L) alone, an ordinary square index-set problem
+  (up rows (2αc_i + β)·u_i, down columns w_i, target −M) — first when the d³-sized columns are
+  not built, a fallback otherwise. No S within tol of (L) proves ``not_absorbable`` (an S's
+  distance from both conditions is at least its distance from (L)); a found S goes to the flip
+  witness, whose exact check decides (Q).
 
-Beyond both, and for degenerate weights, the answer is ``unknown`` naming what failed.
+Beyond these, and for degenerate weights, the answer is ``unknown`` naming what failed.
 """
 
 from __future__ import annotations
@@ -86,11 +92,15 @@ def _frac(a: np.ndarray) -> list[Fraction]:
     return [Fraction(float(v)) for v in np.asarray(a, dtype=np.float64).reshape(-1)]
 
 
-def exact_q_columns(block: Block) -> list[list[Fraction]]:
-    """The (Q) columns in exact rationals: column i = vec(w_i ⊗ u_i u_iᵀ)."""
-    U = [_frac(r) for r in np.asarray(block.W_up, dtype=np.float64)]
-    D = [_frac(col) for col in np.asarray(block.W_down, dtype=np.float64).T]
-    return [[w * a * b for w in D[i] for a in U[i] for b in U[i]] for i in range(len(U))]
+def exact_q_columns(block: Block, units: tuple[int, ...] | None = None) -> list[list[Fraction]]:
+    """The (Q) columns in exact rationals: column i = vec(w_i ⊗ u_i u_iᵀ), for every unit or
+    for ``units`` only (d³ rationals each: a flip witness needs S's alone)."""
+    Uf, Df = np.asarray(block.W_up, dtype=np.float64), np.asarray(block.W_down, dtype=np.float64)
+    out = []
+    for i in range(Uf.shape[0]) if units is None else units:
+        u, w = _frac(Uf[i]), _frac(Df[:, i])
+        out.append([x * a * b for x in w for a in u for b in u])
+    return out
 
 
 def ldl_positive_definite(G: list[list[int]]) -> bool:
@@ -463,12 +473,19 @@ def lifted_slack(A: np.ndarray, D: np.ndarray, T: np.ndarray) -> float:
     """How far the rounded lifted problem can sit from the exact one, relative to ‖T‖_F: each
     entry of V̂ is within γ₄A + 2^-1070 of the exact V (at most four roundings; the absolute term
     covers underflow), so for every S, |‖D_S V̂_S − T‖ − ‖D_S V_S − T‖| ≤ Σ_i ‖w_i‖₂ ‖V̂_i − V_i‖₂ ≤
-    Σ_i ‖w_i‖₂ (γ₄‖A_i‖₂ + √p·2^-1070); returned relative to ‖T‖_F and raised by 1 % (the float
-    evaluation of this sum; inf when not finite). A proof that every S of the rounded problem is
-    farther than b proves the exact one farther than b − this."""
+    Σ_i ‖w_i‖₂ (γ₄‖A_i‖₂ + √p·2^-1070) (:func:`slack_from_norms` with a_i = ‖A_i‖₂). A proof that
+    every S of the rounded problem is farther than b proves the exact one farther than b − this."""
     with np.errstate(over="ignore", invalid="ignore"):
-        p = A.shape[1]
-        e = gamma(4) * np.linalg.norm(A, axis=1) + math.sqrt(p) * 2.0**-1070
+        a = np.linalg.norm(A, axis=1)
+    return slack_from_norms(a, A.shape[1], D, T)
+
+
+def slack_from_norms(a: np.ndarray, p: int, D: np.ndarray, T: np.ndarray) -> float:
+    """Σ_i ‖w_i‖₂ (γ₄ a_i + √p·2^-1070) / ‖T‖_F, raised by 1 % (the float evaluation of this sum;
+    inf when not finite), for rows of V with p entries whose magnitudes A_i have ‖A_i‖₂ ≤ a_i
+    (:func:`lifted_slack`): the rounded problem's distance of every S is within this of the exact one's."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = gamma(4) * np.asarray(a, dtype=np.float64) + math.sqrt(p) * 2.0**-1070
         num = float(np.sum(np.linalg.norm(D, axis=0) * e))
         den = float(np.linalg.norm(T))
     out = num / den * 1.01 if den > 0 else math.inf
@@ -483,24 +500,75 @@ def lifted_route(V: np.ndarray, D: np.ndarray, T: np.ndarray, A: np.ndarray, ctx
     rounded lifted problem is at relative distance > tol + :func:`lifted_slack`, so every S of
     the exact one is farther than tol; the checker re-checks it on the lifted problem it builds
     itself); None otherwise."""
+    return _engine_route(V, D, T, ctx, slack=lifted_slack(A, D, T), timeout=min(float(ctx.timeout), LIFTED_SECONDS))
+
+
+def _engine_route(V: np.ndarray, D: np.ndarray, T: np.ndarray, ctx: Any, *, slack: float, timeout: float) -> SearchResult | None:
+    """The index-set engine on (V, D, T) within ``timeout``: a found S, or a proof that every S of
+    this rounded problem is farther than tol + ``slack`` (the rounding of V's effect); else None
+    (:func:`lifted_route`, :func:`linear_route`)."""
     from absorb._errors import InvalidInput
     from absorb.search import find_index_set
 
     if not (np.any(T) and np.all(np.isfinite(V)) and np.all(np.isfinite(T))):
         return None  # (u_i u_iᵀ overflows past 2^512: the engine would refuse the input)
     try:
-        res = find_index_set(V, D, T, tol=ctx.tol, timeout=min(float(ctx.timeout), LIFTED_SECONDS), method=ctx.method,
-                             seed=ctx.seed)
+        res = find_index_set(V, D, T, tol=ctx.tol, timeout=timeout, method=ctx.method, seed=ctx.seed,
+                             progress=getattr(ctx, "search_progress", None))
     except InvalidInput:  # the lifted problem is the engine's input, not the user's: no verdict from it
         return None
     if res.status is SearchStatus.FOUND and res.S is not None:
         return res
-    if res.status is SearchStatus.INFEASIBLE and res.bound is not None and res.bound - lifted_slack(A, D, T) > ctx.tol:
+    if res.status is SearchStatus.INFEASIBLE and res.bound is not None and res.bound - slack > ctx.tol:
         return res
     return None
 
 
+# -------------------------------------------------------------------- linear (L) route --
+def linear_columns(block: Block, q: Quadratic) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(V, D, T, a) for the linear condition (L) alone: row i of V is v_i = (2αc_i + β)·u_i
+    (n × d), D = W_down, T = −M, so ‖D[:,S] V[S,:] − T‖_F / ‖T‖_F is S's distance from (L) — a
+    square index-set problem (p = d, no padding). Each entry of V is within γ₄ of
+    A_i = (2|α||c_i| + |β|)·|u_i| (fl(α), ·2 exact, ·c, fl(β), +, ·u: at most four roundings on
+    either term); a_i ≥ ‖A_i‖₂ (its float value; the 1 % of :func:`slack_from_norms` covers
+    its rounding), without building A."""
+    U, D, M = (np.asarray(a, dtype=np.float64) for a in (block.W_up, block.W_down, block.M))
+    n = U.shape[0]
+    c = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow shows as inf: no linear route
+        V = (2 * float(q.alpha) * c + float(q.beta))[:, None] * U
+        a = (2 * abs(float(q.alpha)) * np.abs(c) + abs(float(q.beta))) * np.linalg.norm(U, axis=1)
+    return V, D, -M, a
+
+
+def linear_route(V: np.ndarray, D: np.ndarray, T: np.ndarray, a: np.ndarray, ctx: Any) -> SearchResult | None:
+    """The linear condition (L) alone, decided by the index-set engine within the user's
+    --timeout (docs/results/skeleton2.md, "linear route"). (L) is necessary, and an S's distance
+    from (Q) and (L) jointly is at least its distance from (L), so the engine's proof that no S
+    of the rounded problem is within tol + :func:`slack_from_norms` proves ``not_absorbable``;
+    a found S only names the candidate whose flip witness decides (Q) exactly. The result's
+    method is ``linear`` (the engine's own method is in the reason; the certificate's case /
+    route reads it); None when the engine did not decide."""
+    import dataclasses
+
+    slack = slack_from_norms(a, V.shape[1], D, T)
+    res = _engine_route(V, D, T, ctx, slack=slack, timeout=float(ctx.timeout))
+    if res is None:
+        return None
+    return dataclasses.replace(res, method="linear", reason=f"the linear condition alone ({res.method}): {res.reason}")
+
+
 # ---------------------------------------------------------------------------- witness --
+def exact_check_too_large(block: Block, S: tuple[int, ...]) -> str | None:
+    """Why a degree-2 flip witness of S is not checked exactly (its quadratic part has d³·|S|
+    rational terms, the block's scales n·d), or None: beyond :data:`MAX_COLUMN_ENTRIES` of either."""
+    terms = max(block.d ** 3 * max(len(S), 1), block.n * block.d)
+    if terms <= MAX_COLUMN_ENTRIES:
+        return None
+    return (f"the exact check of its flip witness ({terms} rational terms) is beyond the {MAX_COLUMN_ENTRIES} "
+            "this implementation checks")
+
+
 def flip_witness_block(block: Block, S: tuple[int, ...]) -> Block:
     """The ReLU² witness: negate (u_i, c_i, w_i) for i in S (exact), and
     b'_down = b_down + Σ_S c_i² w_i (rounded)."""
@@ -527,8 +595,8 @@ def exact_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[F
     (q = 0 exactly when the quadratic part vanishes), and S's relative distance
     (‖Q‖²_F + ‖R_L‖²_F)^½ / ‖M‖_F (:func:`exact_distance`)."""
     d = block.d
-    cols = exact_q_columns(block)
-    Q = [sum((cols[i][k] for i in S), Fraction(0)) for k in range(d ** 3)]
+    cols = exact_q_columns(block, S)
+    Q = [sum((col[k] for col in cols), Fraction(0)) for k in range(d ** 3)]
     q = max(sum((abs(v) for v in Q[a * d * d:(a + 1) * d * d]), Fraction(0)) for a in range(d))
     U = [_frac(r) for r in np.asarray(block.W_up, dtype=np.float64)]
     D = [_frac(col) for col in np.asarray(block.W_down, dtype=np.float64).T]
@@ -655,34 +723,66 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
                        f"W_up, nonzero columns of W_down), and {'; '.join(failing)}")
     blk64 = blk.float64()
     small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES  # the exact and enumeration routes build the columns
-    res = rank_route(blk64, ctx.tol) if small else None
-    if res is None and (blk.n > EXACT_MAX_N or not small) and blk.n <= blk.d * blk.d * (blk.d + 1) // 2:
-        res = gram_route(gram_rows_skeleton2(blk64), blk64.M, ctx.tol)
-    if res is None and small:
-        res = enumeration_route(blk64, q, ctx.tol)
-    if (res is None or res.status is SearchStatus.UNKNOWN) and small:
-        res = lifted_route(*lifted_columns(blk64, q), ctx) or res
+    fits = blk.n <= blk.d * blk.d * (blk.d + 1) // 2  # else the (Q) columns are dependent (no rank / Gram route)
+    failed: str | None = None  # why an S meeting the conditions (by a route that decides nothing alone) had no witness
+
+    res = None
+    if not small:  # the linear condition alone first: the index-set engine at model size, within --timeout
+        lin = linear_route(*linear_columns(blk64, q), ctx)
+        if lin is not None and lin.status is SearchStatus.INFEASIBLE:
+            res = lin
+        elif lin is not None:
+            out = _relu2_flip(ctx, blk, blk64, lin)
+            if isinstance(out, BlockDecision):
+                return out
+            failed = out
     if res is None:
+        res = rank_route(blk64, ctx.tol) if small else None
+        if res is None and (blk.n > EXACT_MAX_N or not small) and fits:
+            res = gram_route(gram_rows_skeleton2(blk64), blk64.M, ctx.tol)
+        if res is None and small:
+            res = enumeration_route(blk64, q, ctx.tol)
+        if (res is None or res.status is SearchStatus.UNKNOWN) and small:
+            res = lifted_route(*lifted_columns(blk64, q), ctx) or res
+        if (res is None or res.status is SearchStatus.UNKNOWN) and small:  # the linear condition alone, as a fallback
+            lin = linear_route(*linear_columns(blk64, q), ctx)
+            if lin is not None and (lin.status is SearchStatus.INFEASIBLE or res is None):
+                res = lin
+    if res is None:
+        if failed is not None:
+            return unknown(failed)
         if not small:
             why = (f"n = {blk.n} is beyond the {_gram.LARGE_MAX_N} units the Gram route runs to" if blk.n > _gram.LARGE_MAX_N
                    else "the Gram matrix of its (Q) columns is not proved positive definite")
-            return unknown(f"the degree-2 skeleton applies, but {why}, and its columns (d³·n = {blk.d ** 3 * blk.n} entries) "
+            return unknown(f"the degree-2 skeleton applies, but the index-set engine did not decide the linear condition alone "
+                           f"within the time limit, {why}, and its columns (d³·n = {blk.d ** 3 * blk.n} entries) "
                            f"are beyond the {MAX_COLUMN_ENTRIES} the other routes build")
         return unknown(f"the degree-2 skeleton applies, but the (Q) columns are not proved independent and n = {blk.n} > "
                        f"{ENUMERATE_MAX_N} is beyond exhaustive search")
     if res.status is SearchStatus.INFEASIBLE:
+        alone = " from (L) alone, so from both" if res.method == "linear" else ""
         return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.SKELETON2,
-                        f"{lead}; no S does ({res.method}: every S is at relative distance ≥ {res.bound:.3g} > tolerance).",
-                        search=res)
+                        f"{lead}; no S does ({res.method}: every S is at relative distance ≥ {res.bound:.3g} > tolerance"
+                        f"{alone}).", search=res)
     if res.status is SearchStatus.UNKNOWN:
         return unknown(f"the degree-2 skeleton applies, but the search did not decide: {res.reason}", res)
+    out = _relu2_flip(ctx, blk, blk64, res)
+    return out if isinstance(out, BlockDecision) else unknown(out, res)
+
+
+def _relu2_flip(ctx: Any, blk: Block, blk64: Block, res: SearchResult) -> BlockDecision | str:
+    """For an S found by a route: the ReLU² flip witness, checked exactly (``absorbable``), or
+    why S proves nothing (σ ≠ ReLU², a biased witness for a bias-free question, the check failed)."""
     assert res.S is not None
+    what = "the linear condition (L)" if res.method == "linear" else "the degree-2 skeleton's conditions"
     if not is_relu2(blk):
-        return unknown(f"S = {list(res.S)} satisfies the degree-2 skeleton's conditions, so the skeleton proves nothing, and "
-                       f"the flip witness exists for exact ReLU² only (σ = {blk.activation_name})", res)
+        return (f"S = {list(res.S)} satisfies {what}, so the skeleton proves nothing, and "
+                f"the flip witness exists for exact ReLU² only (σ = {blk.activation_name})")
+    if (too := exact_check_too_large(blk, res.S)) is not None:
+        return f"S = {list(res.S)} satisfies {what}, but {too}"
     wb = flip_witness_block(blk64, res.S)
     if ctx.bias_free_class and (wb.b_up is not None or wb.b_down is not None):
-        return unknown(f"S = {list(res.S)} gives a witness with biases, but the question is about bias-free blocks", res)
+        return f"S = {list(res.S)} gives a witness with biases, but the question is about bias-free blocks"
     q, rl, r0, f0, dist = exact_flip_residuals(blk64, res.S, wb)
     thr = eval_threshold(ctx.tol, blk.n)
     s1, s2 = relu2_scales(blk64)
@@ -699,5 +799,5 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
                         f"negating (u_i, b_up,i, w_i) on S changes the block by −Σ_S w_i (u_i·x + b_up,i)², {flip_change(scaled, how)} "
                         f"(rigorous bound {eps:.2e}; checked on {m} inputs, max relative error {err:.2e}).",
                         witness=w, search=res)
-    return unknown(f"S = {list(res.S)} satisfies the conditions within the tolerance, but its ReLU² flip witness failed its "
-                   f"check ({flip_failure(q, s2, eps, thr, dist, err)})", res)
+    return (f"S = {list(res.S)} satisfies {what} within the tolerance, but its ReLU² flip witness failed its "
+            f"check ({flip_failure(q, s2, eps, thr, dist, err)})")

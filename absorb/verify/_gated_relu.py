@@ -16,9 +16,11 @@ from absorb.verify._numerics import _parse_number
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._skeleton2 import (
     ENUMERATE_MAX_N,
+    RANK_MAX_N,
     _check_gram,
     accept_exact_flip,
     check_lifted,
+    check_linear,
     enumeration_bound,
     gram_gated,
     quadratic_norm,
@@ -43,9 +45,10 @@ def _parts(block: Block) -> tuple[list[list[Fraction]], list[list[Fraction]], li
     return G, U, W, c, e
 
 
-def _quad_cols(G: list, U: list, W: list) -> list[list[Fraction]]:
+def _quad_cols(G: list, U: list, W: list, units: list[int] | None = None) -> list[list[Fraction]]:
+    """The (Qg) columns vec(w_i ⊗ (g_i u_iᵀ + u_i g_iᵀ)) exactly, for every unit or ``units`` only."""
     return [[wa * (gb * uc + ub * gc) for wa in W[i] for gb, ub in zip(G[i], U[i]) for gc, uc in zip(G[i], U[i])]
-            for i in range(len(G))]
+            for i in (range(len(G)) if units is None else units)]
 
 
 def _flip(block: Block, S: list[int]) -> Block:
@@ -67,16 +70,33 @@ def _flip(block: Block, S: list[int]) -> Block:
                          skip=np.zeros((block.d, block.d)), name=block.name + "'")
 
 
+def linear_rows_gated(block: Block) -> tuple[np.ndarray, np.ndarray]:
+    """(V, r): the up rows of (Lg) alone, v_i = c_i u_i + e_i g_i (c = b_gate, e = b_up), rounded
+    here (two products and a sum: within γ₄ of |c_i||u_i| + |e_i||g_i| entrywise), and
+    r_i = |c_i|‖u_i‖₂ + |e_i|‖g_i‖₂ ≥ that magnitude's norm (triangle inequality; its float
+    rounding is inside the 2 % of :func:`absorb.verify._skeleton2.check_lifted`)."""
+    Gf, Uf = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up))
+    n = block.n
+    c = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
+    e = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        V = np.multiply(Uf, c[:, None]) + np.multiply(Gf, e[:, None])
+        r = np.abs(c) * np.sqrt(np.einsum("ij,ij->i", Uf, Uf)) + np.abs(e) * np.sqrt(np.einsum("ij,ij->i", Gf, Gf))
+    return V, r
+
+
 def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: str) -> tuple[str, Block | None, float]:
     G, U, W, c, e = _parts(block)
     d, n = block.d, block.n
     if b.get("verdict") == "not_absorbable":
         route = (b.get("argument") or {}).get("route")
-        _require(ctx, case == "relu-like" and route in ("rank", "gram", "enumerate", "index-set"), w,
-                 "a not_absorbable verdict rests on the rank, the Gram, the enumeration or the lifted index-set route",
-                 f"recorded route {route!r}")
+        _require(ctx, case == "relu-like" and route in ("rank", "gram", "enumerate", "index-set", "linear"), w,
+                 "a not_absorbable verdict rests on the rank, the Gram, the enumeration, the lifted index-set or the "
+                 "linear route", f"recorded route {route!r}")
         if route == "gram":
             return _check_gram(ctx, w, block, (b.get("argument") or {}).get("mu"), gram_gated, "(Qg)")
+        if route == "linear":
+            return check_linear(ctx, w, b, block, *linear_rows_gated(block))
         if route == "index-set":
             Gf, Uf = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up))
             cf = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
@@ -88,7 +108,7 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
             return check_lifted(ctx, w, b, V, np.asarray(block.W_down, dtype=np.float64), np.asarray(block.M, dtype=np.float64), A)
         bound, how = None, "exact positive-definiteness test"
         if route == "rank":
-            bound = rank_bound(_quad_cols(G, U, W), block.M) if n <= d * d * (d + 1) // 2 else None
+            bound = rank_bound(_quad_cols(G, U, W), block.M) if n <= min(d * d * (d + 1) // 2, RANK_MAX_N) else None
         elif n <= ENUMERATE_MAX_N:
             Gf, Uf, Df = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
             cf = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
@@ -116,8 +136,8 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
     _require(ctx, isinstance(S, list) and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n for i in S)
              and len(set(S)) == len(S), w, f"S is a set of distinct hidden units in 0..{n - 1}")
     wb = _flip(block, sorted(S))
-    cols = _quad_cols(G, U, W)
-    q = quadratic_norm([cols[i] for i in S], d, half=True)
+    cols = _quad_cols(G, U, W, S)  # S's columns only (d³ rationals each)
+    q = quadratic_norm(cols, d, half=True)
     M = [_F(r) for r in np.asarray(block.M)]
     RL = [[M[a][k] + sum((W[i][a] * (c[i] * U[i][k] + e[i] * G[i][k]) for i in S), Fraction(0)) for k in range(d)] for a in range(d)]
     rho = max(sum(abs(v) for v in row) for row in RL)
@@ -133,4 +153,4 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
     return accept_exact_flip(ctx, w, wit, wb, rho, R0, Fraction(_f0_lower(block)),
                              linear="‖M + Σ_S w_i (c_i u_i + e_i g_i)ᵀ‖_∞",
                              bias="|b_down + Σ_S c_i e_i w_i − b'_down|_∞ (against a rigorous lower bound of |f(0)|)",
-                             quadratic="Lg", quad=(q, s1, s2, relative_distance([cols[i] for i in S], RL, M, d)))
+                             quadratic="Lg", quad=(q, s1, s2, relative_distance(cols, RL, M, d)))

@@ -120,10 +120,13 @@ def _array(v: object) -> np.ndarray | None:
 def _check_dual_record(ctx: _Ctx, w: str, cert: dict[str, Any], A: np.ndarray, claimed: float, T: np.ndarray) -> None:
     """The numbers a low-rank dual certificate records next to A and B are the search record's:
     its rank is A's, its tolerance the certificate's, its relative bound the recorded bound and its
-    absolute bound that times ‖T‖_F (to a few ulps). (The CG iteration count is not a claim.)"""
+    absolute bound that times ‖T‖_F (to a few ulps, or to the rounding of a rigorous upper bound on
+    ‖T‖_F, which the search divides by: γ_{size+8} relative for a dense T). (The CG iteration count is
+    not a claim.)"""
     t = float(np.linalg.norm(T))
+    rel = 1e-12 + 2 * _gamma(T.size + 8)
     checks = [("rank", lambda v: v == A.shape[1]), ("tol", lambda v: v == ctx.tol), ("bound_rel", lambda v: v == claimed),
-              ("bound_abs", lambda v: isinstance(v, float) and abs(v - claimed * t) <= 1e-12 * abs(claimed * t))]
+              ("bound_abs", lambda v: isinstance(v, float) and abs(v - claimed * t) <= rel * abs(claimed * t))]
     bad = [k for k, ok in checks if k in cert and not ok(cert[k])]
     if bad:
         _require(ctx, False, w, "the dual certificate's rank, tolerance and bounds are the record's",

@@ -6,7 +6,9 @@ sympy limit, no sample), the nondegeneracy of the weights, and
   (Q) Σ_S w_i ⊗ u_i u_iᵀ = 0 and (L) M = −Σ_S (2αc_i + β) w_i u_iᵀ, measured as
   ‖(Q 1_S, L 1_S + vec M)‖₂ / ‖M‖_F — either an exact positive-definiteness test of QᵀQ − μI (Sylvester, integer elimination)
   (only S = ∅ is close to (Q), and S = ∅ is at distance 1), or every S enumerated with
-  rounding bounds (n ≤ 16);
+  rounding bounds (n ≤ 16), or the Gram route; or the recorded index-set proof re-checked on
+  the lifted problem (case ``index-set``) or on (L) alone (case ``linear``: up rows
+  (2αc_i + β)·u_i built here, target −M — (L)'s distance is a lower bound on the joint one);
 * ``absorbable`` (exact ReLU² only, σ(z) + σ(−z) = z² re-derived by pieces): the flip of S
   rebuilt here, f − g = Σ_S w_i (u_i·x)² + R_L x + R_0 exactly, with the quadratic part (zero,
   or for a set planted in float64 bounded by q|x|²_∞ within the tolerance of the block's own
@@ -34,7 +36,7 @@ from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _variable, outer_pieces, vanishes_on_reals
 from absorb.verify._weights import InfNorm, _block_arrays
 
-CASES = ("rank", "gram", "enumerate", "index-set", "relu2-flip")
+CASES = ("rank", "gram", "enumerate", "index-set", "linear", "relu2-flip")
 ENUMERATE_MAX_N = 16
 RANK_MAX_N = 48
 
@@ -98,6 +100,8 @@ def _pos_def(G: list[list[int]]) -> bool:
 
 def _rank_bound(block: Block) -> float | None:
     """The rank route for the degree-2 skeleton's (Q) columns vec(w_i ⊗ u_i u_iᵀ)."""
+    if block.n > RANK_MAX_N:  # (before building n·d³ exact rationals)
+        return None
     U, W, _ = _units(block)
     return rank_bound([_tensor(W[i], U[i]) for i in range(block.n)], block.M)
 
@@ -342,10 +346,13 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
     _require(ctx, case in CASES, w, f"the case is one of {', '.join(CASES)}", f"recorded {case!r}")
     af, bf = Fraction(int(a.p), int(a.q)), Fraction(int(bb.p), int(bb.q))
     if b.get("verdict") == "not_absorbable":
-        _require(ctx, case in ("rank", "gram", "enumerate", "index-set"), w,
-                 "a not_absorbable verdict rests on the rank, the Gram, the enumeration or the lifted index-set route")
+        _require(ctx, case in ("rank", "gram", "enumerate", "index-set", "linear"), w,
+                 "a not_absorbable verdict rests on the rank, the Gram, the enumeration, the lifted index-set or the "
+                 "linear route")
         if case == "gram":
             return _check_gram(ctx, w, block, arg.get("mu"), gram_s2, "(Q)")
+        if case == "linear":
+            return check_linear(ctx, w, b, block, *linear_rows(block, af, bf))
         if case == "index-set":
             Uf = np.asarray(block.W_up, dtype=np.float64)
             cf = np.zeros(block.n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
@@ -448,7 +455,7 @@ def accept_exact_flip(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, rho: Fr
 
 
 def check_lifted(ctx: _Ctx, w: str, b: dict[str, Any], V: np.ndarray, D: np.ndarray, M: np.ndarray,
-                 A: np.ndarray) -> tuple[str, None, float]:
+                 A: np.ndarray, p: int | None = None) -> tuple[str, None, float]:
     """The lifted index-set route: unit i's stacked column (its quadratic and its linear part) is
     vec(w_i v_iᵀ) up to the order of entries, v_i = row i of ``V`` (built by the caller from
     the weights), so "no S within τ of (Q) and (L)" is the index-set statement for the block
@@ -457,18 +464,23 @@ def check_lifted(ctx: _Ctx, w: str, b: dict[str, Any], V: np.ndarray, D: np.ndar
     index-set checker (a dual matrix, re-enumeration, lattice or meet-in-the-middle). V is
     rounded here (≤ 4 roundings an entry, A bounding the exact entries' magnitudes), so the
     proof, about the rounded problem, must also beat the tolerance by the rounding's effect,
-    Σ_i ‖w_i‖(γ₄‖A_i‖ + √p·2^-1070) / ‖M‖_F (bounded here, generously)."""
+    Σ_i ‖w_i‖(γ₄‖A_i‖ + √p·2^-1070) / ‖M‖_F (bounded here, generously; ``A`` may be any array
+    whose rows' norms bound those of the magnitudes, with p, the rows' length, given then)."""
     from absorb.model.activations import get_activation
     from absorb.verify._infeasible import _check_infeasible
 
     search = b.get("search") or {}
     _require(ctx, search.get("status") == "infeasible", w, "the index-set search over the lifted columns proved infeasibility",
              f"search status {search.get('status')!r}")
-    n, p = V.shape
+    n, p = V.shape[0], V.shape[1] if p is None else p
+    _require(ctx, p == V.shape[1], w, "the lifted rows have the stated length", f"{V.shape[1]} entries, stated {p}")
     d = D.shape[0]
-    Dp = np.vstack([D, np.zeros((p - d, n))])
-    Tp = np.zeros((p, p))
-    Tp[:d, p - d:] = -M
+    if p == d:  # a square problem already: no padding (and no copy of D)
+        Dp, Tp = D, -M
+    else:
+        Dp = np.vstack([D, np.zeros((p - d, n))])
+        Tp = np.zeros((p, p))
+        Tp[:d, p - d:] = -M
     with np.errstate(over="ignore", invalid="ignore"):
         err = _gamma(4) * np.sqrt(np.sum(A * A, axis=1)) + math.sqrt(p) * 2.0**-1070
         slack = float(np.sqrt(np.sum(D * D, axis=0)) @ err) * 1.02 / float(np.sqrt(np.sum(M * M)))
@@ -478,6 +490,32 @@ def check_lifted(ctx: _Ctx, w: str, b: dict[str, Any], V: np.ndarray, D: np.ndar
              f"bound {claimed!r}, rounding allowance {slack:.3g}")
     _check_infeasible(ctx, w, Block(V, Dp, get_activation("identity"), skip=-Tp), search, Tp)
     return "not_absorbable", None, 0.0
+
+
+def linear_rows(block: Block, a: Fraction, b: Fraction) -> tuple[np.ndarray, np.ndarray]:
+    """(V, r): the up rows of the linear condition (L) alone, v_i = (2a c_i + b)·u_i, rounded here
+    (fl(a), ·2, ·c_i, fl(b), +, ·u: each exact entry's two terms meet at most four roundings, so
+    |V̂ − V| ≤ γ₄(2|a||c_i| + |b|)|u_i|), and r_i ≥ ‖(2|a||c_i| + |b|)|u_i|‖₂ in float (its
+    rounding is inside the 2 % :func:`check_lifted` adds)."""
+    U = np.asarray(block.W_up, dtype=np.float64)
+    c = np.zeros(block.n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        V = np.multiply(U, (2 * float(a) * c + float(b))[:, None])
+        r = (2 * abs(float(a)) * np.abs(c) + abs(float(b))) * np.sqrt(np.einsum("ij,ij->i", U, U))
+    return V, r
+
+
+def check_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, V: np.ndarray, r: np.ndarray) -> tuple[str, None, float]:
+    """The linear route (docs/results/skeleton2.md): (L) — or (Lg) — alone is necessary, and an S's
+    distance from both conditions is at least its distance from (L) alone (the stacked residual
+    contains (L)'s), so the recorded proof that every S of the square index-set problem (up rows
+    v_i = row i of ``V``, built by the caller from the weights; down columns w_i; target −M) is
+    farther than τ + the rounding of V proves the claim. Re-checked by :func:`check_lifted` on
+    that problem, ``r`` bounding the rows' magnitudes (an n × 1 array: its row norms are r)."""
+    _require(ctx, V.shape == (block.n, block.d) and np.all(np.isfinite(V)) and np.all(np.isfinite(r)), w,
+             "the linear condition's rows are finite (an n × d problem)")
+    return check_lifted(ctx, w, b, V, np.asarray(block.W_down, dtype=np.float64), np.asarray(block.M, dtype=np.float64),
+                        np.asarray(r, dtype=np.float64)[:, None], p=block.d)
 
 
 def _check_gram(ctx: _Ctx, w: str, block: Block, mu: Any, build: Any, name: str) -> tuple[str, Block | None, float]:

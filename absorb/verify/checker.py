@@ -351,7 +351,8 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
         return
     case = arg.get("case")
     uses = (th == "index-set" or th == "skeleton" and case == "nondegenerate" or th == "gated-skeleton" and case == "step"
-            or th == "skeleton2" and case == "index-set" or th == "gated-skeleton" and arg.get("route") == "index-set")
+            or th == "skeleton2" and case in ("index-set", "linear")
+            or th == "gated-skeleton" and arg.get("route") in ("index-set", "linear"))
     _must(ctx, uses or b.get("verdict") == "unknown", w, f"a search record is part of result {th!r}'s argument",
              "the certificate records an index-set search its theorem does not use (not re-checked)")
     sc = search.get("certificate") or {}
