@@ -79,3 +79,18 @@ def test_gated_and_relu2_blocks_past_the_exact_range_do_not_crash(scale: float) 
                       activation=get_activation("relu")),
                 Block(W_up=U, W_down=D, b_up=rng.standard_normal(n), skip=M, activation=get_activation("relu2"))):
         assert decide(blk).verdict in (Verdict.UNKNOWN, Verdict.NOT_ABSORBABLE)
+
+
+def test_a_unit_nothing_cancels_is_not_rounding_because_a_larger_unit_dominates() -> None:
+    """S = {0}: unit 0's quadratic part is not cancelled at all, but it is 1e-20 of the block's
+    quadratic scale s₂ (unit 3 dominates), and S's distance from (Q), (L) is 5e-11 ≤ τ. Its flip
+    is within ε(|f(0)| + s₁|x| + s₂|x|²) for a tiny ε, yet |f − g|/|f| is near 1 where unit 3
+    is off: the quadratic part must cancel to within τ of the flipped units' own size."""
+    lam = 1e-10
+    U = np.array([[1.0, 0.3], [0.2, 1.0], [1.0, -1.0], [-0.7, 0.4]])
+    U[:3] *= lam
+    D = np.array([[1.0, 0.5, -0.3, 1.0], [0.4, -1.0, 0.8, 0.6]])
+    c = np.array([1.0, 0.7, -0.4, 0.3])
+    M = -2 * c[0] * np.outer(D[:, 0], U[0])
+    blk = Block(W_up=U, W_down=D, b_up=c, skip=M, activation=get_activation("relu2"))
+    assert decide(blk).verdict is not Verdict.ABSORBABLE

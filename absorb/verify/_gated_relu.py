@@ -146,7 +146,7 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
     R0 = max(abs(bd[a] + sum((c[i] * e[i] * W[i][a] for i in S), Fraction(0)) - bd2[a]) for a in range(d))
     g1 = [sum((abs(v) for v in g), Fraction(0)) for g in G]
     u1 = [sum((abs(v) for v in u), Fraction(0)) for u in U]
-    s2 = max(sum((abs(W[i][a]) * g1[i] * u1[i] for i in range(n)), Fraction(0)) for a in range(d))
+    s2 = max(sum((abs(W[i][a]) * g1[i] * u1[i] for i in S), Fraction(0)) for a in range(d))  # S's own quadratic size
     s1 = max([Fraction(1)] + [sum((abs(v) for v in M[a]), Fraction(0))
                               + sum((abs(W[i][a]) * (abs(c[i]) * u1[i] + abs(e[i]) * g1[i]) for i in range(n)), Fraction(0))
                               for a in range(d)])

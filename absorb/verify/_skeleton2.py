@@ -384,7 +384,7 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
     R0 = max(abs(bd[r] + sum((c[i] ** 2 * W[i][r] for i in S), Fraction(0)) - bd2[r]) for r in range(d))
     f0 = max(abs(bd[r] + sum((max(c[i], Fraction(0)) ** 2 * W[i][r] for i in range(block.n)), Fraction(0))) for r in range(d))
     u1 = [sum((abs(v) for v in u), Fraction(0)) for u in U]
-    s2 = max(sum((abs(W[i][r]) * u1[i] * u1[i] for i in range(block.n)), Fraction(0)) for r in range(d))
+    s2 = max(sum((abs(W[i][r]) * u1[i] * u1[i] for i in S), Fraction(0)) for r in range(d))  # S's own quadratic size
     s1 = max([Fraction(1)] + [sum((abs(v) for v in M[r]), Fraction(0))
                               + sum((2 * abs(c[i]) * abs(W[i][r]) * u1[i] for i in range(block.n)), Fraction(0)) for r in range(d)])
     return accept_exact_flip(ctx, w, wit, wb, rho, R0, f0, linear="‖M + 2·Σ_S c_i w_i u_iᵀ‖_∞",
@@ -419,11 +419,14 @@ def accept_exact_flip(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, rho: Fr
     exactness, residual and witness hashes must match what was rebuilt here.
 
     ``quad`` = (q, s₁, s₂, r) for a degree-2 flip: f − g has a quadratic part bounded by q|x|²_∞
-    (q = 0 when it vanishes exactly), the block's own scales s₁ ≥ 1, s₂, and S's relative
-    distance r re-derived here. With q = 0 and ρ within the threshold the above applies;
-    otherwise the flip is accepted *within tolerance*: q ≤ (τ + allowance)·s₂ and
+    (q = 0 when it vanishes exactly), the block's own linear scale s₁ ≥ 1, the flipped units'
+    own quadratic scale s₂ (max_a Σ_{i∈S} |w_ai|·|u_i|₁², gated |w_ai|·|g_i|₁|u_i|₁ — at most
+    the block's), and S's relative distance r re-derived here. With q = 0 and ρ within the
+    threshold the above applies; otherwise the flip is accepted *within tolerance*:
+    q ≤ (τ + allowance)·s₂ (S's quadratic parts cancel to within τ of their own size) and
     ρ ≤ (τ + allowance)·s₁, so |f(x) − g(x)|∞ ≤ ε(|f(0)|∞ + s₁|x|∞ + s₂|x|²∞) with ε within the
-    threshold (the degree-2 guarantee, docs/user-guide.md), and the recorded residual must be r."""
+    threshold, and the more so with the block's s₂ (the degree-2 guarantee, docs/user-guide.md);
+    the recorded residual must be r."""
     allowance = Fraction(1e3 * 2 * _U * math.sqrt(wb.n + 1))
     thr = Fraction(ctx.tol) + allowance
     q, s1, s2, r = quad if quad is not None else (Fraction(0), Fraction(1), Fraction(0), math.nan)
@@ -432,7 +435,7 @@ def accept_exact_flip(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, rho: Fr
         _require(ctx, rho <= thr, w, f"{linear} ≤ τ + the rounding allowance (exact)", f"{float(rho):.3g}")
     else:
         _require(ctx, s2 > 0 and q <= thr * s2, w, "the quadratic part of f − g is ≤ (τ + allowance)·s₂|x|²_∞, s₂ the "
-                 "block's own quadratic scale (exact)", f"{float(q):.3g} against s₂ = {float(s2):.6g}")
+                 "flipped units' own quadratic scale (exact)", f"{float(q):.3g} against s₂ = {float(s2):.6g}")
         _require(ctx, s1 >= 1 and rho <= thr * s1, w, f"{linear} ≤ (τ + allowance)·s₁, s₁ ≥ 1 the block's own linear scale "
                  "(exact)", f"{float(rho):.3g} against s₁ = {float(s1):.6g}")
     _require(ctx, R0 == 0 or R0 <= thr * f0, w, f"{bias} ≤ (τ + allowance)·|f(0)|_∞ (exact)",
