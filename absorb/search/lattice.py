@@ -111,7 +111,15 @@ from absorb._dask import cores
 from absorb.rigorous import UNIT_ROUNDOFF, frobenius_bounds, gamma, magnitudes_ok, relative_residual
 
 from ._common import classify_candidates, khatri_rao
-from ._kernel import _ENUM_MARGIN, _MAX_SOLUTIONS, _jitted, holder_enumerate, integer_system, kernel_basis
+from ._kernel import (
+    _ENUM_MARGIN,
+    _MAX_SOLUTIONS,
+    _jitted,
+    certify_float_gso,
+    holder_enumerate,
+    integer_system,
+    kernel_basis,
+)
 from ._types import SearchResult, SearchStatus
 from .mitm import SEARCH_FACTOR
 
@@ -464,6 +472,14 @@ def _enumerate(M: Any, R2: int, deadline: float) -> tuple[list[list[int]] | None
         raise
     if len(sols) >= _MAX_SOLUTIONS:
         return None, float(E.get_nodes()), f"the enumeration returned its cap of {_MAX_SOLUTIONS} vectors"
+    # the list is complete only if fplll's float Gram–Schmidt data are close enough to the exact
+    # ones (checked once, in integers; the walk's arithmetic is fplll's double recurrence)
+    k = M.nrows
+    mu = np.array([[G.get_mu(i, j) if j < i else 0.0 for j in range(k)] for i in range(k)])
+    rr = np.array([G.get_r(i, i) for i in range(k)])
+    why = certify_float_gso([list(M[i]) for i in range(k)], mu, rr, None, None, int(R2), _ENUM_MARGIN)
+    if why:
+        return None, float(E.get_nodes()), f"fplll's float Gram–Schmidt data failed their exact check ({why})"
     out = []
     for _, coeffs in sols:
         x = [int(round(v)) for v in coeffs]
