@@ -144,13 +144,20 @@ def planted_half(d: int, n: int, seed: int):
     return U, D, -np.eye(d)
 
 
+#: the "shifted" market split's offset k: b_j = ⌊Σ_i a_ji / 2⌋ + (−1)^j·k
+SHIFT = 200
+
+
 def market_split(m: int, seed: int, kind: str):
-    """A Cornuéjols–Dawande instance as (U, D, T) = (ones, A, b): K = A, t = b."""
+    """A Cornuéjols–Dawande instance as (U, D, T) = (ones, A, b): K = A, t = b (``kind``:
+    ``cd``, ``planted`` or ``shifted``, the right side ⌊Σ/2⌋ + (−1)^j·SHIFT in row j)."""
     n = 10 * (m - 1)
     rng = np.random.default_rng(seed)
     A = rng.integers(0, 100, size=(m, n))
     if kind == "cd":
         b = A.sum(axis=1) // 2
+    elif kind == "shifted":
+        b = A.sum(axis=1) // 2 + SHIFT * (-1) ** np.arange(m)
     else:
         x = np.random.default_rng(seed + 50).integers(0, 2, size=n)
         b = A @ x
