@@ -21,7 +21,8 @@ being exact products of the weights' floats),
 
 ρ is bounded above by R·t_hi with t_hi ≥ ‖T‖_F (an exact sum of squares, then a square root
 rounded up).  fpylll reduces the basis (LLL, BKZ-20) and enumerates every lattice vector of
-squared norm ≤ R²·(1 + 2^-8) (the margin covers its floating-point Gram–Schmidt data); each
+squared norm ≤ R²·(1 + 2^-8) (the margin covers its floating-point Gram–Schmidt data, which
+:func:`_float_ok` checks against exact Fractions once per basis); each
 vector of the form (±c, …, ±c | ±c | ·) is read back as a set and measured in exact
 rationals; the others are no sets.  An enumeration stopped by the time budget, or one that
 returned its cap of vectors, proves nothing (a string says why).
@@ -38,6 +39,14 @@ independent, checked here in exact integers), reduced by BKZ-20 (and BKZ-30 past
 each level t, the ℓ2 bound ‖π_t(v)‖² ≤ n + 1 and Hölder's ‖π_t(v)‖² = ⟨v, π_t(v)⟩ ≤
 ‖v‖_∞·‖π_t(v)‖_1 (numba-compiled when numba is installed; else fpylll's ℓ2 enumeration of
 L0).  Each vector found is checked in exact integers.
+
+What the completeness rests on: the walks prune with float64 Gram–Schmidt data and float64
+arithmetic, with a relative margin 2^-8.  Before a list of vectors is called complete,
+:func:`_float_ok` recomputes the Gram–Schmidt data exactly (Fractions), measures the float
+data's errors, and bounds, level by level, how far the walk's computed partial sums and
+Hölder sums can be from the exact ones for any vector sought; a bound over the margin
+declines (a string says why).  For fplll's walk the arithmetic model is its double
+recurrence (centers as sums of x_j·μ_jt, partial sums d_t = d_{t+1} + (x_t − c_t)²·r_t).
 """
 
 from __future__ import annotations
