@@ -256,7 +256,9 @@ def extra_table(which: str, quick: bool, budget: float | None, only: list[str] |
             if res.status is SearchStatus.INFEASIBLE:
                 proofs.append((wall, res.bound))
             by = f" [{res.method}]" if m == "auto" else ""
-            cells.append(f"{wall:.2f} {res.status.value}{by}" if res.status is not SearchStatus.UNKNOWN
+            nodes = (res.certificate or {}).get("nodes") if res.status is SearchStatus.INFEASIBLE else None
+            how = f" ({nodes:.3g} nodes)" if isinstance(nodes, (int, float)) else ""
+            cells.append(f"{wall:.2f} {res.status.value}{by}{how}" if res.status is not SearchStatus.UNKNOWN
                          else f"{wall:.2f} unknown")
         if have_cp:
             r = cpsat(U, D, T, budget, exact=which == "market")
