@@ -36,8 +36,13 @@ HiGHS with coefficients scaled to integers: a baseline finder only).
 ``--market``: m rows of coefficients uniform in 0..99 and n = 10(m − 1) columns (numpy
 ``default_rng(seed)``, seeds ``100·m + s``); ``cd``: the original right-hand side
 ⌊Σ_i a_ji / 2⌋ (almost always infeasible); ``planted``: the right-hand side A x of a random
-0/1 x (``default_rng(seed + 50)``).  As an index-set problem: U = ones (n×1), D = A, T = b
-(m×1), so K = A.  CP-SAT gets the exact integer equations.
+0/1 x (``default_rng(seed + 50)``); ``shifted`` (``--kinds``): ⌊Σ_i a_ji / 2⌋ + (−1)^j·SHIFT
+(SHIFT = 200: the rows' targets pulled apart, almost always infeasible at m = 8, n = 70).
+As an index-set problem: U = ones (n×1), D = A, T = b (m×1), so K = A.  CP-SAT gets the
+exact integer equations.  A row with an ``infeasible`` verdict also gets the checker's own
+lattice enumeration (``verify``: seconds, on max(30 s, 10× the search's seconds))::
+
+    python benchmarks/bench_narrow.py --market --ms 8 --kinds shifted --market-seeds 800 --methods lattice
 """
 
 from __future__ import annotations
@@ -144,13 +149,20 @@ def planted_half(d: int, n: int, seed: int):
     return U, D, -np.eye(d)
 
 
+#: the "shifted" market split's offset k: b_j = ⌊Σ_i a_ji / 2⌋ + (−1)^j·k
+SHIFT = 200
+
+
 def market_split(m: int, seed: int, kind: str):
-    """A Cornuéjols–Dawande instance as (U, D, T) = (ones, A, b): K = A, t = b."""
+    """A Cornuéjols–Dawande instance as (U, D, T) = (ones, A, b): K = A, t = b (``kind``:
+    ``cd``, ``planted`` or ``shifted``, the right side ⌊Σ/2⌋ + (−1)^j·SHIFT in row j)."""
     n = 10 * (m - 1)
     rng = np.random.default_rng(seed)
     A = rng.integers(0, 100, size=(m, n))
     if kind == "cd":
         b = A.sum(axis=1) // 2
+    elif kind == "shifted":
+        b = A.sum(axis=1) // 2 + SHIFT * (-1) ** np.arange(m)
     else:
         x = np.random.default_rng(seed + 50).integers(0, 2, size=n)
         b = A @ x
@@ -204,9 +216,13 @@ def _have_ortools() -> bool:
 
 
 def extra_table(which: str, quick: bool, budget: float | None, only: list[str] | None = None,
-                ms: list[int] | None = None) -> int:
+                ms: list[int] | None = None, kinds: list[str] | None = None,
+                market_seeds: list[int] | None = None) -> int:
     """The --lattice or --market table: one row per instance, seconds per method (``only``:
-    these methods of auto, lattice, milp, z3-pb, cp-sat; ``ms``: these market sizes m)."""
+    these methods of auto, lattice, milp, z3-pb, cp-sat; ``ms``: these market sizes m;
+    ``kinds``: these market right sides; ``market_seeds``: these seeds instead of 100·m).
+    An ``infeasible`` row also gets the checker's seconds (``verify._lattice``, its own
+    enumeration, on a budget of max(30 s, 10× the slowest method that said infeasible))."""
     methods = [m for m in ("auto", "lattice", "milp", "z3-pb") if only is None or m in only]
     have_cp = _have_ortools() and (only is None or "cp-sat" in only)
     if which == "lattice":
@@ -218,38 +234,61 @@ def extra_table(which: str, quick: bool, budget: float | None, only: list[str] |
     else:
         ms = ms or ([4, 5] if quick else [4, 5, 6, 7, 8])
         budget = budget or (10.0 if quick else 300.0)
-        cases = [(f"{kind} m={m} n={10 * (m - 1)}", 100 * m + s, market_split(m, 100 * m + s, kind))
-                 for m in ms for kind in ("cd", "planted") for s in range(1)]
+        cases = [(f"{kind} m={m} n={10 * (m - 1)}", seed, market_split(m, seed, kind))
+                 for m in ms for kind in (kinds or ["cd", "planted"]) for seed in (market_seeds or [100 * m])]
     U0, D0, T0 = planted(2, 8, 0)
     for m in methods:  # warm-up (imports)
         find_index_set(U0, D0, T0, method=m, timeout=5.0)
     print(f"# bench_narrow --{which}: budget {budget:g}s, tol 1e-9, CP-SAT {'on' if have_cp else 'not selected' if _have_ortools() else 'not installed'}")
     print(f"# python {' '.join(sys.argv)}")
     print(f"# machine speed: {calibration()}")
-    cols = methods + (["cp-sat"] if have_cp else [])
+    cols = methods + (["cp-sat"] if have_cp else []) + (["verify"] if which == "market" else [])
     print("| instance | seed | " + " | ".join(cols) + " |")
     print("|---|---|" + "---|" * len(cols))
     failures = []
     for name, seed, (U, D, T) in cases:
-        cells, verdicts = [], set()
+        cells, verdicts, proofs = [], set(), []
         for m in methods:
             t0 = time.perf_counter()
             res = find_index_set(U, D, T, tol=1e-9, timeout=budget, method=m, seed=0)
             wall = time.perf_counter() - t0
             verdicts.add(res.status.value)
+            if res.status is SearchStatus.INFEASIBLE:
+                proofs.append((wall, res.bound))
             by = f" [{res.method}]" if m == "auto" else ""
-            cells.append(f"{wall:.2f} {res.status.value}{by}" if res.status is not SearchStatus.UNKNOWN
+            nodes = (res.certificate or {}).get("nodes") if res.status is SearchStatus.INFEASIBLE else None
+            how = f" ({nodes:.3g} nodes)" if isinstance(nodes, (int, float)) else ""
+            cells.append(f"{wall:.2f} {res.status.value}{by}{how}" if res.status is not SearchStatus.UNKNOWN
                          else f"{wall:.2f} unknown")
         if have_cp:
             r = cpsat(U, D, T, budget, exact=which == "market")
             verdicts.add(r["status"])
             cells.append(f"{r['time']:.2f} {r['status']}")
+        if which == "market":
+            cells.append(_verify_cell(U, D, T, proofs))
         if {"found", "infeasible"} <= verdicts or (name.startswith("planted") and "infeasible" in verdicts):
             failures.append(f"{name} seed={seed}: {sorted(verdicts)}")
         print(f"| {name} | {seed} | " + " | ".join(cells) + " |", flush=True)
     for f in failures:
         print("DISAGREEMENT:", f)
     return 1 if failures else 0
+
+
+def _verify_cell(U, D, T, proofs: list[tuple[float, float]]) -> str:
+    """The checker's own lattice enumeration on the smallest bound an infeasible verdict
+    recorded, on max(30 s, 10× the slowest such verdict's seconds) as `absorb verify` allows: its
+    seconds and outcome."""
+    if not proofs:
+        return "-"
+    from absorb.verify._lattice import LatticeResult, lattice_no_set_closer
+
+    budget = max(30.0, 10 * max(w for w, _ in proofs))  # as `absorb verify` gives its lattice check
+    t0 = time.perf_counter()
+    chk = lattice_no_set_closer(U, D, T, min(b for _, b in proofs), budget=budget)
+    wall = time.perf_counter() - t0
+    if isinstance(chk, LatticeResult):
+        return f"{wall:.2f} {'confirmed' if not chk.closer else 'REJECTED'} ({chk.nodes:.3g} nodes)"
+    return f"{wall:.2f} declined ({chk})"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -268,10 +307,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", nargs="+", choices=("auto", "lattice", "milp", "z3-pb", "cp-sat"),
                     help="--lattice/--market: only these methods")
     ap.add_argument("--ms", type=int, nargs="+", help="--market: only these sizes m (n = 10(m − 1))")
+    ap.add_argument("--kinds", nargs="+", choices=("cd", "planted", "shifted"),
+                    help="--market: these right sides (default: cd planted)")
+    ap.add_argument("--market-seeds", type=int, nargs="+", help="--market: these seeds (default: 100·m)")
     args = ap.parse_args(argv)
     if args.lattice or args.market:
         explicit = args.budget if "--budget" in (argv if argv is not None else sys.argv) else None
-        return extra_table("lattice" if args.lattice else "market", args.quick, explicit, args.methods, args.ms)
+        return extra_table("lattice" if args.lattice else "market", args.quick, explicit, args.methods, args.ms,
+                           args.kinds, args.market_seeds)
     dims, widths, seeds, budget = tuple(args.dims), list(args.widths), args.seeds, args.budget
     if args.stretch:
         widths.append(64)

@@ -114,6 +114,127 @@ def kernel_basis(K: list[list[int]], t: list[int]) -> list[list[int]] | None:
     return None
 
 
+def exact_gso(B: list[list[int]]) -> tuple[list[int], list[list[int]], list[list[int]]]:
+    """The exact Gram–Schmidt data of independent integer rows B (k×N), in integers only:
+    ``(d, lam, P)`` with d[i] the Gram determinant of b_0..b_{i−1} (d[0] = 1, all > 0),
+    lam[i][j] = d[j+1]·μ_ij (j < i), and P[i] = d[i]·(b*_i | row i of L⁻¹) (N + k integers),
+    where B = L·B* (L unit lower triangular, L_ij = μ_ij), so that r_i = ‖b*_i‖² = d[i+1]/d[i],
+    b*_i = P[i][:N]/d[i] and (L⁻¹)_ij = P[i][N + j]/d[i].
+
+    The integral Gram–Schmidt recursion (Cohen, *A Course in Computational Algebraic Number
+    Theory*, Alg. 2.6.7) for d and lam, and for P the same recursion on the rows (b_i | e_i):
+    with Q⁽ʲ⁾ = d[j]·(the part of (b_i | e_i) orthogonal to b_0..b_{j−1}),
+    Q⁽ʲ⁺¹⁾ = (d[j+1]·Q⁽ʲ⁾ − lam[i][j]·P[j]) / d[j].  Every division is exact (Cramer's rule
+    makes each d[j]-multiple integral); it is checked, and a remainder raises (a bug, never a
+    verdict).  ValueError when the rows are dependent."""
+    k, N = len(B), len(B[0])
+    G = [[sum(a * b for a, b in zip(B[i], B[j])) for j in range(i + 1)] for i in range(k)]
+    d, lam = [1] * (k + 1), [[0] * k for _ in range(k)]
+    for i in range(k):
+        for j in range(i + 1):
+            u = G[i][j]
+            for m in range(j):
+                u, rem = divmod(d[m + 1] * u - lam[i][m] * lam[j][m], d[m])
+                if rem:
+                    raise ArithmeticError("integral Gram–Schmidt: an inexact division")
+            if j < i:
+                lam[i][j] = u
+            elif u <= 0:
+                raise ValueError("the basis rows are linearly dependent")
+            else:
+                d[i + 1] = u
+    rows: list[np.ndarray] = []  # object arrays of Python ints: exact, with numpy's loops
+    for i in range(k):
+        q = np.array([int(a) for a in B[i]] + [0] * k, dtype=object)
+        q[N + i] = 1
+        for j in range(i):
+            q = d[j + 1] * q - lam[i][j] * rows[j]
+            if any(q % d[j]):
+                raise ArithmeticError("integral Gram–Schmidt: an inexact division")
+            q //= d[j]
+        rows.append(q)
+    return d, lam, [[int(a) for a in q] for q in rows]
+
+
+def _up(num: int, den: int) -> float:
+    """A float ≥ num/den (num ≥ 0, den > 0): Python's int/int division is correctly rounded."""
+    return math.nextafter(num / den, math.inf)
+
+
+def _err(f: float, num: int, den: int) -> float:
+    """A float ≥ |f − num/den| (den > 0), exact rational arithmetic."""
+    p, q = float(f).as_integer_ratio()
+    return _up(abs(p * den - num * q), q * den)
+
+
+#: float bounds below are sums and products of at most ~10^4 non-negative floats, each
+#: operation correctly rounded: a relative error ≤ γ_{10^4} < 2^-39 each; _INFLATE covers it
+_INFLATE = 1.0 + 2.0**-30
+_U = 2.0**-53
+
+
+def certify_float_gso(B: list[list[int]], mu: np.ndarray, rr: np.ndarray, Bs: np.ndarray | None,
+                      ybound: np.ndarray | None, radius_sq: int, margin: float) -> str:
+    """'' when the float Gram–Schmidt data an enumeration of the lattice of B's rows prunes
+    with are close enough to the exact ones that no vector v with ‖v‖² ≤ radius_sq (and,
+    when ``Bs`` is given, ‖v‖_∞ ≤ 1) is pruned; else the reason (then no verdict may rest on
+    the enumeration).  The exact data are computed once (:func:`exact_gso`, integers).
+
+    The argument, for such a v = Σ x_i b_i and each level t of its path (x_i, i ≥ t, its own
+    integer coefficients, exact): with the exact y_i = ⟨v, b*_i⟩/r_i,
+    |y_i| ≤ Y_i := min(‖b*_i‖_1/r_i [Hölder, with Bs], √(radius_sq/r_i)); the coefficients
+    x = y·L⁻¹ give |x_i| ≤ X_i := Σ_j Y_j |(L⁻¹)_ji|.  The walk computes, in float64,
+    c_t = −Σ_{i>t} x_i μ_it (any summation order: error ≤ γ_k Σ|x_i μ̂_it|), y_t = x_t − c_t,
+    d_t = d_{t+1} + y_t²·r_t and w_t = w_{t+1} + y_t·b*_t (with its ℓ1 norm), so, from the
+    data errors Eμ, Er, EBs measured exactly against :func:`exact_gso`:
+
+        Ec_t = Σ_{i>t} X_i (Eμ_it + γ_k|μ̂_it|),   Ey_t = Ec_t + u(Y_t + Ec_t),
+        Ed_t = Ed_{t+1} + Ey_t(2Y_t + Ey_t) r̂_t + Y_t² Er_t + γ_2 (Y_t + Ey_t)² r̂_t + 2u(radius_sq + 1),
+        EW_t = EW_{t+1} + (Ey_t + u(Y_t + Ey_t))‖b̂*_t‖_1 + Y_t EBs_t + 2u(√(N·radius_sq) + 1)
+
+    bound |d̂_t − d_t| and ‖ŵ_t − w_t‖_1 (u = 2^-53; each a float sum rounded upwards by
+    _INFLATE).  The prunes then keep v when, at every level: Ed_t ≤ margin·radius_sq
+    (ℓ2: d_t ≤ radius_sq, the walk tests radius_sq·(1 + margin)); with Bs, ‖b*_t‖_1/r_t + Ey_t
+    ≤ ybound_t (the y-interval), and Ed_t + EW_t ≤ margin/2 (Hölder: d_t ≤ ‖w_t‖_1, the walk
+    tests d̂ ≤ ŝ1(1 + margin) + margin, and γ_N ŝ1 ≪ margin·ŝ1); Ed_0 < 1/2 follows (the
+    zero-vector test).  The zig-zag visits a level's values in non-decreasing |x − ĉ| and the
+    computed |ŷ|, d̂ are monotone in it (rounding is monotone), so a level ended by a failed
+    ℓ2 or y test never skips v's value when v's own value passes."""
+    k, N = len(B), len(B[0])
+    try:
+        d, lam, P = exact_gso(B)
+    except ValueError as exc:
+        return f"the exact Gram–Schmidt check failed: {exc}"
+    gk, g2 = k * _U / (1 - k * _U), 2 * _U / (1 - 2 * _U)
+    Y, beta, ebs, bs1 = [0.0] * k, [0.0] * k, [0.0] * k, [0.0] * k
+    for i in range(k):
+        Y[i] = math.nextafter(math.sqrt(_up(radius_sq * d[i], d[i + 1])), math.inf)  # sqrt: correctly rounded
+        if Bs is not None:
+            beta[i] = _up(sum(abs(a) for a in P[i][:N]), d[i + 1])
+            Y[i] = min(Y[i], beta[i])
+            ebs[i] = sum(_err(Bs[i, j], P[i][j], d[i]) for j in range(N)) * _INFLATE
+            bs1[i] = float(np.abs(Bs[i]).sum()) * _INFLATE
+    X = [sum(Y[j] * _up(abs(P[j][N + i]), d[j]) for j in range(i, k)) * _INFLATE for i in range(k)]
+    Ed = EW = 0.0
+    w1 = math.sqrt(N * radius_sq) * _INFLATE  # ‖w_t‖_1 ≤ √N·‖w_t‖_2 ≤ √(N·radius_sq)
+    for t in range(k - 1, -1, -1):
+        Ec = sum(X[i] * (_err(mu[i, t], lam[i][t], d[t + 1]) + gk * abs(float(mu[i, t]))) for i in range(t + 1, k))
+        Ec *= _INFLATE
+        Ey = (Ec + _U * (Y[t] + Ec)) * _INFLATE
+        rt, Er = float(rr[t]), _err(rr[t], d[t + 1], d[t])
+        Ed = (Ed + Ey * (2 * Y[t] + Ey) * rt + Y[t] * Y[t] * Er + g2 * (Y[t] + Ey) ** 2 * rt
+              + 2 * _U * (radius_sq + 1)) * _INFLATE
+        if not Ed <= margin * radius_sq * (1 - 2.0**-40):  # the walk's radius_sq·(1 + margin), rounded
+            return f"level {t}: the float ℓ2 partial sums may be off by {Ed:.3g} > the margin {margin * radius_sq:.3g}"
+        if Bs is not None and ybound is not None:
+            EW = (EW + (Ey + _U * (Y[t] + Ey)) * bs1[t] + Y[t] * ebs[t] + 2 * _U * (w1 + 1)) * _INFLATE
+            if not (beta[t] + Ey) * _INFLATE <= float(ybound[t]):
+                return f"level {t}: the float y-bound {float(ybound[t]):.6g} is below the exact one plus its error"
+            if not (Ed + EW) * _INFLATE <= margin / 2:
+                return f"level {t}: the float Hölder sums may be off by {Ed + EW:.3g} > half the margin {margin:g}"
+    return ""
+
+
 def _holder_enum(mu: np.ndarray, rr: np.ndarray, Bs: np.ndarray, R2: float, margin: float, x: np.ndarray,
                  dx: np.ndarray, ddx: np.ndarray, c: np.ndarray, dist: np.ndarray, W: np.ndarray,
                  ybound: np.ndarray, state: np.ndarray, sols: np.ndarray, budget: int, stop: int,
@@ -203,6 +324,15 @@ def _jitted() -> Any:
     return _JIT or None
 
 
+def _float_gso(B: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The float64 Gram–Schmidt data of the rows B, from a QR of Bᵀ: ``(mu, rr, Bs)`` with
+    mu[i, j] = ⟨b_i, b*_j⟩/‖b*_j‖² (j < i), rr[i] = ‖b*_i‖², Bs[i] = b*_i (checked against
+    the exact ones by :func:`certify_float_gso` before any claim rests on them)."""
+    Q, R = np.linalg.qr(np.array(B, dtype=np.float64).T)  # Bᵀ = Q R: b*_i = R[i, i] q_i
+    diag = np.diag(R).copy()
+    return (np.ascontiguousarray((R / diag[:, None]).T), diag * diag, np.ascontiguousarray((Q * diag).T))
+
+
 def holder_enumerate(B: list[list[int]], deadline: float, *, jit: bool = True, first: bool = False,
                      threads: int | None = None) -> tuple[list[list[int]] | None, float, str]:
     """Every nonzero vector v (one of ±v) with ‖v‖_∞ ≤ 1 of the lattice spanned by the integer
@@ -211,16 +341,14 @@ def holder_enumerate(B: list[list[int]], deadline: float, *, jit: bool = True, f
     (perf_counter seconds; checked between chunks of nodes) or past the cap of
     _MAX_SOLUTIONS vectors.  The Gram–Schmidt data are float64 (a QR of B's small integer
     rows); every prune carries the relative margin _ENUM_MARGIN, and the vectors returned are
-    B's exact integer combinations.  With numba and ``threads`` > 1 (default: the cores this
+    B's exact integer combinations.  A complete list (every vector, or ``first`` finding none)
+    is returned only when :func:`certify_float_gso` proves, against the exact Gram–Schmidt
+    data of B, that no float error of the walk can prune a vector sought (else None and the
+    reason: no claim).  With numba and ``threads`` > 1 (default: the cores this
     process may use) the tree is cut below its top levels into prefixes that the threads
     take in turn (numba releases the GIL)."""
-    Bf = np.array(B, dtype=np.float64)
-    k, N = Bf.shape
-    Q, R = np.linalg.qr(Bf.T)  # Bᵀ = Q R: b_i = Σ_j R[j, i] q_j, b*_i = R[i, i] q_i
-    diag = np.diag(R).copy()
-    Bs = np.ascontiguousarray((Q * diag).T)
-    rr = diag * diag
-    mu = np.ascontiguousarray((R / diag[:, None]).T)  # mu[i, j] = ⟨b_i, b*_j⟩/‖b*_j‖²
+    k, N = len(B), len(B[0])
+    mu, rr, Bs = _float_gso(B)
     ybound = np.abs(Bs).sum(axis=1) / rr * (1 + _ENUM_MARGIN)
     R2 = float(N) * (1 + _ENUM_MARGIN)  # ‖v‖_∞ ≤ 1 ⇒ ‖v‖² ≤ N
     fn = _jitted() if jit else None
@@ -313,6 +441,10 @@ def holder_enumerate(B: list[list[int]], deadline: float, *, jit: bool = True, f
         return None, total[0], halt[0]
     if len(found) >= _MAX_SOLUTIONS:
         return None, total[0], f"the enumeration returned its cap of {_MAX_SOLUTIONS} vectors"
+    if not (first and found):  # a claim that the list is complete: it rests on the float data
+        why = certify_float_gso(B, mu, rr, Bs, ybound, N, _ENUM_MARGIN)
+        if why:
+            return None, total[0], f"the float Gram–Schmidt data failed their exact check ({why})"
     vectors = []
     for row in found[:stop]:
         coeffs = [int(a) for a in row]

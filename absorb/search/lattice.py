@@ -56,10 +56,14 @@ so, row by row with the triangle inequality,
 :func:`~absorb.rigorous.magnitudes_ok`, and so is each difference with its rounding; the
 sums are taken upwards with Higham's γ).  Hence every such S is a lattice vector of squared
 norm ≤ R² := c²(n+1) + ⌈τ⌉² (an integer), whatever b.  The enumeration runs at radius
-R²·(1 + 2^-8) to cover the rounding of fplll's floating-point Gram–Schmidt data (relative
-errors ~2^-40 on an LLL-reduced basis of these sizes), returns ±v once, and is complete
-unless it is stopped (time budget) or returns its cap of solutions: both give
-``unknown``.  Every S with relative residual ≤ ε'/t_hi is therefore among the ±c-form
+R²·(1 + 2^-8) to cover the rounding of fplll's floating-point Gram–Schmidt data and of its
+walk, returns ±v once, and is complete unless it is stopped (time budget) or returns its cap
+of solutions: both give ``unknown``.  That the margin covers the rounding is *checked*, not
+assumed: :func:`~._kernel.certify_float_gso` computes the basis's Gram–Schmidt data exactly
+(integers) once, measures fplll's float μ and ‖b*‖² against them and bounds the walk's float
+error level by level (its docstring holds the argument; the walk's arithmetic is fplll's
+double recurrence); where the bound may exceed the margin the list is not complete
+(``unknown``).  Every S with relative residual ≤ ε'/t_hi is therefore among the ±c-form
 vectors read back; the ``bound`` is min(ε'/t_hi·(1 − 4u), the exact lower bounds of the
 candidates that failed), > tol unless a candidate within tol was missed by float64 only
 (then ``unknown``).  Vectors not of the ±c form are no sets and are skipped.
@@ -81,7 +85,9 @@ split problem with lattice point enumeration", 2002): ‖π_t(v)‖² = ⟨v, π
 |y_t| ≤ ‖b*_t‖_1/‖b*_t‖², both implied by ‖v‖_∞ ≤ 1.  Every vector it returns is an exact
 integer combination of the basis and is read back and re-checked like the other routes';
 no ±1 vector means no set within 2^-e/t_hi (the ``bound``).  The Gram–Schmidt data are
-float64 with the same relative margin 2^-8 on every prune as the ℓ2 route's radius.
+float64 with the same relative margin 2^-8 on every prune as the ℓ2 route's radius, and an
+empty (or any complete) list is returned only after :func:`~._kernel.certify_float_gso` has
+proved from the exact data that no float error of the walk exceeds that margin.
 Measured (market split, ``benchmarks/bench_market_nodes.py``): m = 5, 6, 7 need about
 6·10^3, 2·10^5 and 1.3·10^7 nodes against the ℓ2 enumeration's 1.2·10^5, 10^7 and 1.4·10^9.
 The enumeration is compiled by numba (optional, ``absorb[lattice]``; 3.5–4.8·10^6 nodes a
@@ -111,7 +117,15 @@ from absorb._dask import cores
 from absorb.rigorous import UNIT_ROUNDOFF, frobenius_bounds, gamma, magnitudes_ok, relative_residual
 
 from ._common import classify_candidates, khatri_rao
-from ._kernel import _ENUM_MARGIN, _MAX_SOLUTIONS, _jitted, holder_enumerate, integer_system, kernel_basis
+from ._kernel import (
+    _ENUM_MARGIN,
+    _MAX_SOLUTIONS,
+    _jitted,
+    certify_float_gso,
+    holder_enumerate,
+    integer_system,
+    kernel_basis,
+)
 from ._types import SearchResult, SearchStatus
 from .mitm import SEARCH_FACTOR
 
@@ -464,6 +478,14 @@ def _enumerate(M: Any, R2: int, deadline: float) -> tuple[list[list[int]] | None
         raise
     if len(sols) >= _MAX_SOLUTIONS:
         return None, float(E.get_nodes()), f"the enumeration returned its cap of {_MAX_SOLUTIONS} vectors"
+    # the list is complete only if fplll's float Gram–Schmidt data are close enough to the exact
+    # ones (checked once, in integers; the walk's arithmetic is fplll's double recurrence)
+    k = M.nrows
+    mu = np.array([[G.get_mu(i, j) if j < i else 0.0 for j in range(k)] for i in range(k)])
+    rr = np.array([G.get_r(i, i) for i in range(k)])
+    why = certify_float_gso([list(M[i]) for i in range(k)], mu, rr, None, None, int(R2), _ENUM_MARGIN)
+    if why:
+        return None, float(E.get_nodes()), f"fplll's float Gram–Schmidt data failed their exact check ({why})"
     out = []
     for _, coeffs in sols:
         x = [int(round(v)) for v in coeffs]

@@ -21,7 +21,8 @@ being exact products of the weights' floats),
 
 ρ is bounded above by R·t_hi with t_hi ≥ ‖T‖_F (an exact sum of squares, then a square root
 rounded up).  fpylll reduces the basis (LLL, BKZ-20) and enumerates every lattice vector of
-squared norm ≤ R²·(1 + 2^-8) (the margin covers its floating-point Gram–Schmidt data); each
+squared norm ≤ R²·(1 + 2^-8) (the margin covers its floating-point Gram–Schmidt data, which
+:func:`_float_ok` checks against exact Fractions once per basis); each
 vector of the form (±c, …, ±c | ±c | ·) is read back as a set and measured in exact
 rationals; the others are no sets.  An enumeration stopped by the time budget, or one that
 returned its cap of vectors, proves nothing (a string says why).
@@ -38,6 +39,14 @@ independent, checked here in exact integers), reduced by BKZ-20 (and BKZ-30 past
 each level t, the ℓ2 bound ‖π_t(v)‖² ≤ n + 1 and Hölder's ‖π_t(v)‖² = ⟨v, π_t(v)⟩ ≤
 ‖v‖_∞·‖π_t(v)‖_1 (numba-compiled when numba is installed; else fpylll's ℓ2 enumeration of
 L0).  Each vector found is checked in exact integers.
+
+What the completeness rests on: the walks prune with float64 Gram–Schmidt data and float64
+arithmetic, with a relative margin 2^-8.  Before a list of vectors is called complete,
+:func:`_float_ok` recomputes the Gram–Schmidt data exactly (Fractions), measures the float
+data's errors, and bounds, level by level, how far the walk's computed partial sums and
+Hölder sums can be from the exact ones for any vector sought; a bound over the margin
+declines (a string says why).  For fplll's walk the arithmetic model is its double
+recurrence (centers as sums of x_j·μ_jt, partial sums d_t = d_{t+1} + (x_t − c_t)²·r_t).
 """
 
 from __future__ import annotations
@@ -157,7 +166,7 @@ def lattice_no_set_closer(U: np.ndarray, D: np.ndarray, T: np.ndarray, R: float,
             reduction = "BKZ-20"
         except RuntimeError:
             pass
-    got = _fplll_vectors(M, float(R2), t0 + budget)
+    got = _fplll_vectors(M, R2, t0 + budget)
     if isinstance(got, str):
         return got
     vecs, nodes = got
@@ -178,8 +187,8 @@ def lattice_no_set_closer(U: np.ndarray, D: np.ndarray, T: np.ndarray, R: float,
     return LatticeResult(closer, nodes, len(vecs), reduction)
 
 
-def _fplll_vectors(M, R2: float, deadline: float) -> tuple[list[list[int]], float] | str:
-    """fplll's enumeration of every vector (one of ±v) of squared norm ≤ R2·(1 + margin) of
+def _fplll_vectors(M, radius: int, deadline: float) -> tuple[list[list[int]], float] | str:
+    """fplll's enumeration of every vector (one of ±v) of squared norm ≤ radius·(1 + margin) of
     the lattice of M's rows (stopped at ``deadline`` in the main thread): (vectors, nodes)."""
     from fpylll import GSO, Enumeration, EnumerationError
 
@@ -193,7 +202,7 @@ def _fplll_vectors(M, R2: float, deadline: float) -> tuple[list[list[int]], floa
         alarm(max(deadline - time.perf_counter(), 0.01))
     try:
         try:
-            sols = E.enumerate(0, M.nrows, R2 * (1 + _MARGIN), 0)
+            sols = E.enumerate(0, M.nrows, float(radius) * (1 + _MARGIN), 0)
         finally:  # (an alarm due just now is caught below, whichever line it lands on)
             if timer:
                 cancel_alarm()
@@ -205,6 +214,11 @@ def _fplll_vectors(M, R2: float, deadline: float) -> tuple[list[list[int]], floa
         raise
     if len(sols) >= MAX_SOLUTIONS:
         return f"the enumeration returned its cap of {MAX_SOLUTIONS} vectors"
+    k = M.nrows
+    mu = np.array([[G.get_mu(i, j) if j < i else 0.0 for j in range(k)] for i in range(k)])
+    why = _float_ok([list(M[i]) for i in range(k)], mu, np.array([G.get_r(i, i) for i in range(k)]), None, radius)
+    if why:
+        return f"fplll's float Gram–Schmidt data failed their exact check ({why})"
     return [list(M.multiply_left([int(round(x)) for x in co])) for _, co in sols], float(E.get_nodes())
 
 
@@ -285,6 +299,69 @@ def _l0_basis(K: list[list[int]], t: list[int]) -> list[list[int]] | str:
     return "the kernel lattice's basis was not separated by LLL"
 
 
+def _float_ok(B: list[list[int]], mu: np.ndarray, r: np.ndarray, Bs: np.ndarray | None, radius: int) -> str:
+    """'' when no float error of :func:`_walk` (``Bs`` given: ℓ2 and Hölder tests) or of
+    fplll's enumeration (``Bs`` None: ℓ2 only, its double recurrence) can prune a lattice
+    vector v with ‖v‖² ≤ ``radius`` (and ‖v‖_∞ ≤ 1 with ``Bs``); else the reason.
+
+    Exact Gram–Schmidt data in Fractions (μ, r from the Gram matrix; L⁻¹ by substitution;
+    b*_i = Σ_j (L⁻¹)_ij b_j), then, along v's path (its coefficients x exact): the exact
+    |y_t| ≤ Y_t (√(radius/r_t), and ‖b*_t‖_1/r_t with Hölder), |x_i| ≤ X_i = Σ_j Y_j|(L⁻¹)_ji|
+    (x = y·L⁻¹), and with u = 2^-53 the float errors of the center (Ec), of y (Ey), of the ℓ2
+    partial sum (Ed, from Eμ, Er measured exactly) and of the projection's ℓ1 norm (EW, from
+    EBs): the ℓ2 test keeps v when Ed ≤ margin·radius, the Hölder test (sq = Σŵ², ab = Σ|ŵ|)
+    when EW(2√radius + EW + 2) + 3γ_{N+1}(radius + 1) ≤ margin/2 at every level.  Float
+    sums of non-negative bounds are inflated by 1 + 2^-30 (≥ their rounding)."""
+    k, N = len(B), len(B[0])
+    up, u = 1.0 + 2.0**-30, 2.0**-53
+
+    def hi(q: Fraction) -> float:  # a float ≥ q
+        f = float(q)
+        return f if Fraction(f) >= q else math.nextafter(f, math.inf)
+
+    G = [[sum(a * b for a, b in zip(B[i], B[j])) for j in range(k)] for i in range(k)]
+    mq = [[Fraction(0)] * k for _ in range(k)]
+    rq = [Fraction(0)] * k
+    for i in range(k):
+        for j in range(i):
+            mq[i][j] = (G[i][j] - sum((mq[j][m] * mq[i][m] * rq[m] for m in range(j)), Fraction(0))) / rq[j]
+        rq[i] = G[i][i] - sum((mq[i][m] ** 2 * rq[m] for m in range(i)), Fraction(0))
+        if rq[i] <= 0:
+            return "the basis rows are dependent"
+    inv = [[Fraction(int(i == j)) for j in range(k)] for i in range(k)]  # L⁻¹, unit lower triangular
+    for i in range(k):
+        for j in range(i):
+            inv[i][j] = -sum((mq[i][m] * inv[m][j] for m in range(j, i)), Fraction(0))
+    gk, g2, gn = (k * u / (1 - k * u)), (2 * u / (1 - 2 * u)), ((N + 1) * u / (1 - (N + 1) * u))
+    Y, beta, ebs, bs1 = [], [], [], []
+    for i in range(k):
+        Y.append(math.nextafter(math.sqrt(hi(radius / rq[i])), math.inf))
+        if Bs is not None:
+            den = math.lcm(*(q.denominator for q in inv[i][:i + 1]))
+            num = [int(q * den) for q in inv[i][:i + 1]]
+            star = [Fraction(sum(c * B[j][col] for j, c in enumerate(num)), den) for col in range(N)]
+            beta.append(hi(sum((abs(q) for q in star), Fraction(0)) / rq[i]))
+            Y[i] = min(Y[i], beta[i])
+            ebs.append(hi(sum((abs(Fraction(float(Bs[i, c])) - q) for c, q in enumerate(star)), Fraction(0))))
+            bs1.append(float(np.abs(Bs[i]).sum()) * up)
+    X = [sum(Y[j] * hi(abs(inv[j][i])) for j in range(i, k)) * up for i in range(k)]
+    Ed = EW = 0.0
+    w1 = math.sqrt(N * radius) * up
+    for t in range(k - 1, -1, -1):
+        Ec = sum(X[i] * (hi(abs(Fraction(float(mu[i, t])) - mq[i][t])) + gk * abs(float(mu[i, t])))
+                 for i in range(t + 1, k)) * up
+        Ey = (Ec + u * (Y[t] + Ec)) * up
+        rt, Er = float(r[t]), hi(abs(Fraction(float(r[t])) - rq[t]))
+        Ed = (Ed + Ey * (2 * Y[t] + Ey) * rt + Y[t] ** 2 * Er + g2 * (Y[t] + Ey) ** 2 * rt + 2 * u * (radius + 1)) * up
+        if not Ed <= _MARGIN * radius * (1 - 2.0**-40):
+            return f"level {t}: the float ℓ2 sums may be off by {Ed:.3g}, over the margin"
+        if Bs is not None:
+            EW = (EW + (Ey + u * (Y[t] + Ey)) * bs1[t] + Y[t] * ebs[t] + 2 * u * (w1 + 1)) * up
+            if not (EW * (2 * math.sqrt(radius) + EW + 2) + 3 * gn * (radius + 1)) * up <= _MARGIN / 2:
+                return f"level {t}: the float Hölder sums may be off by {EW:.3g}, over the margin"
+    return ""
+
+
 def _walk(mu: np.ndarray, r: np.ndarray, Bs: np.ndarray, bound: float, slack: float, st: np.ndarray,
           x: np.ndarray, center: np.ndarray, step: np.ndarray, sgn: np.ndarray, part: np.ndarray,
           proj: np.ndarray, out: np.ndarray, cap: int) -> None:
@@ -321,7 +398,7 @@ def _walk(mu: np.ndarray, r: np.ndarray, Bs: np.ndarray, bound: float, slack: fl
                     for i in range(lev + 1, k):
                         acc -= x[i] * mu[i, lev]
                     center[lev] = acc
-                    x[lev] = int(np.floor(acc + 0.5))
+                    x[lev] = int(np.rint(acc))  # the nearest integer: the zig-zag is then ordered by |x − c|
                     sgn[lev] = 1 if acc >= x[lev] else -1
                     step[lev] = 0
                     continue
@@ -368,7 +445,7 @@ def _kernel_vectors(M, deadline: float) -> tuple[list[list[int]], float] | str:
     r = (Bs * Bs).sum(axis=1)
     fn = _walker()
     if fn is None:  # plain Python walks ~10^3 nodes a second: fplll's ℓ2 enumeration instead
-        return _fplll_vectors(M, float(N), deadline)
+        return _fplll_vectors(M, N, deadline)
     st = np.array([k - 1, 0, 0, 0], dtype=np.int64)
     x, step, sgn = np.zeros(k, np.int64), np.zeros(k, np.int64), np.ones(k, np.int64)
     center, part, proj = np.zeros(k), np.zeros(k + 1), np.zeros((k + 1, N))
@@ -380,6 +457,9 @@ def _kernel_vectors(M, deadline: float) -> tuple[list[list[int]], float] | str:
     if st[1] >= MAX_SOLUTIONS:
         return f"the enumeration returned its cap of {MAX_SOLUTIONS} vectors"
     rows = [list(M[i]) for i in range(k)]
+    why = _float_ok(rows, mu, r, Bs, N)
+    if why:
+        return f"the walk's float Gram–Schmidt data failed their exact check ({why})"
     vecs = [[sum(int(a) * row[j] for a, row in zip(co, rows)) for j in range(N)] for co in out[:st[1]]]
     return vecs, float(st[2])
 
