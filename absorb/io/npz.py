@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import threading
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -114,23 +115,48 @@ def _stored_offset(fh: BinaryIO, info: zipfile.ZipInfo) -> int | None:
     return info.header_offset + 30 + name_len + extra_len
 
 
+def _read_into(path: Path, fh: BinaryIO, buf: memoryview, crc: int, name: str) -> int:
+    """Fill ``buf`` from ``fh``, :data:`_CHUNK` bytes at a time, and return ``crc`` continued
+    over them. The CRC of each chunk is added in a second thread while the next one is read
+    (both zlib and the read release the GIL), in order: one chunk's thread is joined before
+    the next one's starts. A member of one chunk is read and summed here."""
+    if len(buf) <= _CHUNK:
+        if fh.readinto(buf) != len(buf):
+            raise InvalidInput(f"{path}: member {name!r} ends before its data does; the file is truncated or corrupt")
+        return zlib.crc32(buf, crc)
+    total = [crc]
+
+    def add(piece: memoryview) -> None:
+        total[0] = zlib.crc32(piece, total[0])
+
+    worker: threading.Thread | None = None
+    try:
+        for a in range(0, len(buf), _CHUNK):
+            piece = buf[a:a + _CHUNK]
+            if fh.readinto(piece) != len(piece):
+                raise InvalidInput(f"{path}: member {name!r} ends before its data does; the file is truncated or corrupt")
+            if worker is not None:
+                worker.join()
+            worker = threading.Thread(target=add, args=(piece,), daemon=True)
+            worker.start()
+    finally:
+        if worker is not None:
+            worker.join()
+    return total[0]
+
+
 def _read_stored(path: Path, fh: BinaryIO, m: _Member, start: int) -> np.ndarray:
     """An uncompressed member read straight into its array: one copy from the file, a chunk
-    at a time, each chunk added to the CRC while it is in cache (np.load reads through
-    zipfile's buffers and copies each piece twice). The CRC covers the whole member (its
-    ``.npy`` header and any bytes after the data too) and is compared before the array is
-    returned."""
+    at a time, each chunk's CRC added while the next is read (:func:`_read_into`; np.load
+    reads through zipfile's buffers, copies each piece twice and sums it in the same
+    thread). The CRC covers the whole member (its ``.npy`` header and any bytes after the
+    data too) and is compared before the array is returned."""
     info = m.info
     arr = np.empty(m.count, dtype=m.dtype)
     fh.seek(start)
     crc = zlib.crc32(fh.read(m.header_len))
     if m.nbytes:
-        buf = memoryview(arr.view(np.uint8))
-        for a in range(0, m.nbytes, _CHUNK):
-            piece = buf[a:a + _CHUNK]
-            if fh.readinto(piece) != len(piece):
-                raise InvalidInput(f"{path}: member {info.filename!r} ends before its data does; the file is truncated or corrupt")
-            crc = zlib.crc32(piece, crc)
+        crc = _read_into(path, fh, memoryview(arr.view(np.uint8)), crc, info.filename)
     rest = info.file_size - m.header_len - m.nbytes
     while rest > 0:
         tail = fh.read(min(rest, _CHUNK))
