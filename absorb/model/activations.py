@@ -156,7 +156,9 @@ def _erf(x: np.ndarray) -> np.ndarray:
     For |x| < 6: the Taylor polynomial of degree 8 about the nearest grid point x_j = j/128
     (:func:`_erf_table`), in t = |x| − x_j (exact, |t| ≤ 1/256; the next term is below 2⁻⁶⁰
     of erf there); for |x| ≥ 6, ±1 (erf(6) = 1 − 2·10⁻¹⁷ rounds to 1); nan stays nan. Odd:
-    erf(−x) = −erf(x), −0 included. float16/float32 in, float32 out (as scipy.special.erf)."""
+    erf(−x) = −erf(x), −0 included. float16/float32 in, float32 out (as scipy.special.erf).
+    The checker trusts a built-in σ to 2⁻⁴⁰(|σ̂(z)| + |z|) + 2⁻¹⁰⁰⁰ (absorb/verify/_weights.py,
+    ``SIGMA_ACCURACY``): far more than these few ulp."""
     x = np.asarray(x)
     shape, out = x.shape, np.float32 if x.dtype in (np.float16, np.float32) else np.float64
     x = x.astype(np.float64, copy=False).reshape(-1)
