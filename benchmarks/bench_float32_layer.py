@@ -2,7 +2,7 @@
 float64 ``U @ U.T`` of the same layer (docs/performance-scale.md, "float32 layer").
 
     python benchmarks/bench_float32_layer.py [--d 4096 --n 11008] [--dir DIR [--reuse]] [--rows generic,planted-1e-6]
-        [--threads 1] [--source OTHER_CHECKOUT]
+        [--threads 1] [--source OTHER_CHECKOUT] [--repeat 3]
 
 Writes a generic and a planted (|S| = 5120, ``D[:,S] = −pinv(U[S])`` computed in float64, then
 stored in float32) GELU layer, times one float64 ``U @ U.T`` in this process (best of 3), then
@@ -17,7 +17,10 @@ installed package has it.
 holds): with N = 1 the CPU seconds are the work done, without the busy-waiting of idle BLAS
 threads, which on a shared machine is the steadiest measure. ``--source DIR`` adds, for each row,
 the same run from another checkout of this package (its root directory), right after this one:
-a before/after comparison under the same load.
+a before/after comparison under the same load. ``--repeat N`` runs each row N times from each
+checkout, the checkouts' order alternating, and prints the least wall and CPU seconds of the N
+(the runs least disturbed by other work on a shared machine), the largest peak, and every verdict
+seen.
 """
 
 from __future__ import annotations
@@ -132,7 +135,11 @@ def main() -> None:
                     "(1: CPU seconds without idle threads' busy-waiting)")
     ap.add_argument("--source", type=Path, default=None, help="also run each row from this other checkout's root "
                     "(before/after under the same load)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each row from each checkout, their order alternating; "
+                    "the least wall and CPU seconds are printed")
     args = ap.parse_args()
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
     with tempfile.TemporaryDirectory() as tmp:
         out = args.dir or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
@@ -150,8 +157,13 @@ def main() -> None:
         chosen = list(rows) if args.rows == "all" else [r.strip() for r in args.rows.split(",")]
         sources = [("this checkout", None)] + ([] if args.source is None else [(str(args.source), args.source.resolve())])
         for path, extra in (rows[r] for r in chosen):
-            for name, source in sources:
-                wall, used, peak, verdict = _check(path, *extra, threads=args.threads, source=source)
+            runs: dict[str, list[tuple[float, float, float, str]]] = {name: [] for name, _ in sources}
+            for i in range(args.repeat):
+                for name, source in (sources if i % 2 == 0 else sources[::-1]):
+                    runs[name].append(_check(path, *extra, threads=args.threads, source=source))
+            for name, _ in sources:
+                wall, used = min(r[0] for r in runs[name]), min(r[1] for r in runs[name])
+                peak, verdict = max(r[2] for r in runs[name]), ", ".join(sorted({r[3] for r in runs[name]}))
                 print(f"| {path.stem} | {' '.join(extra) or 'default'} | {name} | {wall:.2f} ({wall / gemm:.2f}×) | {used:.2f} | "
                       f"{peak:.0f} ({peak / stored:.1f}×) | {verdict} |", flush=True)
 

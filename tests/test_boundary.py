@@ -459,7 +459,7 @@ def test_devices_and_fifos_are_refused_not_read_forever(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("n", [8, 200_000])  # a member read whole with its header, and one read in pieces
 def test_npz_member_with_a_bad_crc_is_named(tmp_path: Path, n: int, capsys: pytest.CaptureFixture[str]) -> None:
-    """The CRC is checked while np.load reads each member (once; no separate pass over the
+    """The CRC is checked while each member is read (once; no separate pass over the
     file): a flipped bit in the data is one line naming the member, exit 2."""
     p = tmp_path / "m.npz"
     np.savez(p, W_up=np.ones((n, 3)), W_down=np.ones((3, n)), activation=np.array("relu"))

@@ -11,8 +11,11 @@ import difflib
 import os
 import re
 import zipfile
+import zlib
 from collections.abc import Mapping
+from contextlib import ExitStack
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -45,8 +48,21 @@ def _raise_if_crc(path: Path, exc: zipfile.BadZipFile, member: str | None = None
     raise InvalidInput(f"{path}: member {member!r} fails its CRC check; the file is corrupt") from None
 
 
-def _check_headers(path: Path, zf: zipfile.ZipFile, max_bytes: int) -> None:
+class _Member:
+    """One ``.npy`` member as its header describes it (parsed by :func:`_check_headers`)."""
+
+    __slots__ = ("info", "key", "shape", "fortran", "dtype", "header_len", "count", "nbytes")
+
+    def __init__(self, info: zipfile.ZipInfo, shape: tuple[int, ...], fortran: bool, dtype: np.dtype, header_len: int) -> None:
+        self.info, self.key, self.shape, self.fortran, self.dtype = info, info.filename[:-4], shape, fortran, dtype
+        self.header_len = header_len
+        self.count = int(np.prod(shape, dtype=object))
+        self.nbytes = self.count * dtype.itemsize
+
+
+def _check_headers(path: Path, zf: zipfile.ZipFile, max_bytes: int) -> list[_Member]:
     total = 0
+    members = []
     for info in zf.infolist():
         if not info.filename.endswith(".npy"):
             continue
@@ -55,7 +71,7 @@ def _check_headers(path: Path, zf: zipfile.ZipFile, max_bytes: int) -> None:
             with zf.open(info) as fh:
                 version = np.lib.format.read_magic(fh)
                 reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-                shape, _fortran, dtype = reader(fh)
+                shape, fortran, dtype = reader(fh)
                 header_len = fh.tell()
         except zipfile.BadZipFile as exc:
             _raise_if_crc(path, exc, info.filename)
@@ -70,35 +86,129 @@ def _check_headers(path: Path, zf: zipfile.ZipFile, max_bytes: int) -> None:
             raise InvalidInput(f"{path}: key {key!r} promises shape {shape} ({need} bytes) but holds only {info.file_size - header_len}; the file is truncated or corrupt")
         kept32 = key.rsplit(".", 1)[-1] in ("W_up", "W_down", "W_gate") and keeps_float32(dtype, shape)
         total += count * (4 if kept32 else 8)  # as held once loaded (large float32 weight matrices stay float32)
+        members.append(_Member(info, shape, fortran, dtype, header_len))
     if total > max_bytes:
         raise InvalidInput(f"{path}: the arrays need {total / 2**30:.1f} GiB once loaded, more than the {max_bytes / 2**30:.1f} GiB allowed; "
                            "check the shapes or analyse the model layer by layer from a checkpoint")
+    return members
+
+
+_CHUNK = 8 << 20
+"""Bytes read (and added to the CRC) at a time by :func:`_read_stored`."""
+
+
+def _stored_offset(fh: BinaryIO, info: zipfile.ZipInfo) -> int | None:
+    """Where an uncompressed, unencrypted member's bytes start in the file, from its local
+    header; None for any other member, or a local header that does not read as zipfile
+    would read it (the caller then reads the member through zipfile, which names the fault)."""
+    if info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1 or info.compress_size != info.file_size:
+        return None
+    fh.seek(info.header_offset)
+    head = fh.read(30)
+    if len(head) != 30 or head[:4] != b"PK\x03\x04":
+        return None
+    name_len, extra_len = int.from_bytes(head[26:28], "little"), int.from_bytes(head[28:30], "little")
+    name = fh.read(name_len)
+    if name.decode("utf-8" if info.flag_bits & 0x800 else "cp437", "replace") != info.orig_filename:
+        return None
+    return info.header_offset + 30 + name_len + extra_len
+
+
+def _read_into(path: Path, fh: BinaryIO, buf: memoryview, crc: int, name: str) -> int:
+    """Fill ``buf`` from ``fh``, :data:`_CHUNK` bytes at a time, and return ``crc`` continued
+    over them, each chunk summed right after it is read, while it is in cache. (Summing each
+    chunk in a second thread while the next is read was tried: on the shared 2-core machine
+    it saved no time and cost more system time.)"""
+    for a in range(0, len(buf), _CHUNK):
+        piece = buf[a:a + _CHUNK]
+        if fh.readinto(piece) != len(piece):
+            raise InvalidInput(f"{path}: member {name!r} ends before its data does; the file is truncated or corrupt")
+        crc = zlib.crc32(piece, crc)
+    return crc
+
+
+def _read_stored(path: Path, fh: BinaryIO, m: _Member, start: int) -> np.ndarray:
+    """An uncompressed member read straight into its array: one copy from the file, a chunk
+    at a time, each chunk added to the CRC as it is read (:func:`_read_into`; np.load
+    reads through zipfile's buffers and copies each piece twice more). The CRC covers the
+    whole member (its ``.npy`` header and any bytes after the data too) and is compared
+    before the array is returned."""
+    info = m.info
+    arr = np.empty(m.count, dtype=m.dtype)
+    fh.seek(start)
+    crc = zlib.crc32(fh.read(m.header_len))
+    if m.nbytes:
+        crc = _read_into(path, fh, memoryview(arr.view(np.uint8)), crc, info.filename)
+    rest = info.file_size - m.header_len - m.nbytes
+    while rest > 0:
+        tail = fh.read(min(rest, _CHUNK))
+        if not tail:
+            raise InvalidInput(f"{path}: member {info.filename!r} ends before its data does; the file is truncated or corrupt")
+        crc, rest = zlib.crc32(tail, crc), rest - len(tail)
+    if crc != info.CRC:
+        raise InvalidInput(f"{path}: member {info.filename!r} fails its CRC check; the file is corrupt")
+    if m.fortran:
+        arr.shape = m.shape[::-1]
+        return arr.transpose()
+    arr.shape = m.shape
+    return arr
+
+
+def _sequential(fh: BinaryIO) -> None:
+    """Tell the kernel the file will be read from start to end (``POSIX_FADV_SEQUENTIAL``: a
+    larger read-ahead), where it takes hints. A 7B-sized layer's 344 MiB no longer in the page
+    cache were read in about half the time with it (median of five, 1.0 s against 1.9 s)."""
+    if hasattr(os, "posix_fadvise"):
+        try:
+            os.posix_fadvise(fh.fileno(), 0, 0, os.POSIX_FADV_SEQUENTIAL)
+        except OSError:  # pragma: no cover - a file system that takes no hints
+            pass
 
 
 def _read_all(path: Path, *, max_bytes: int | None) -> dict[str, np.ndarray]:
+    """Every member of the archive, as np.load gives them (a ``.npy`` member as its array,
+    under its name without ``.npy``, read with ``allow_pickle=False``; any other member as
+    its bytes), after all headers were checked (:func:`_check_headers`). An uncompressed
+    ``.npy`` member (``numpy.savez``) is read straight into its array (:func:`_read_stored`);
+    a compressed one (``numpy.savez_compressed``) through zipfile, as np.load reads it.
+    Either way every member's CRC is checked, once, as it is read."""
     if not path.exists():
         raise InvalidInput(f"{path}: no such file")
     if path.is_dir():
         raise InvalidInput(f"{path}: is a directory; give a .npz file (checkpoint directories are read by the safetensors loader)")
     if not path.is_file():  # a device, a FIFO, a socket: reading it could block forever or never end
         raise InvalidInput(f"{path}: is not a regular file (a device, pipe or socket); save the weights to a file with numpy.savez")
-    try:
-        with zipfile.ZipFile(path) as zf:  # CRCs: checked by zipfile as np.load reads each member (once)
-            _check_headers(path, zf, max_bytes or _memory_cap())
-    except zipfile.BadZipFile:
-        raise InvalidInput(f"{path}: not an .npz file (not a zip archive); save the weights with numpy.savez(path, W_up=..., W_down=...)") from None
-    except (OSError, EOFError) as exc:
-        raise InvalidInput(f"{path}: cannot be read ({exc})") from None
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except ValueError as exc:
-        raise InvalidInput(f"{path}: {exc}; store plain numeric arrays") from None
-    except zipfile.BadZipFile as exc:
-        _raise_if_crc(path, exc)
-        raise InvalidInput(f"{path}: not a readable .npz file ({exc})") from None
-    except (OSError, EOFError) as exc:
-        raise InvalidInput(f"{path}: not a readable .npz file ({exc})") from None
+    with ExitStack() as stack:
+        try:
+            fh = stack.enter_context(open(path, "rb"))
+            _sequential(fh)
+            zf = stack.enter_context(zipfile.ZipFile(fh))
+            members = {m.info.filename: m for m in _check_headers(path, zf, max_bytes or _memory_cap())}
+        except zipfile.BadZipFile:
+            raise InvalidInput(f"{path}: not an .npz file (not a zip archive); save the weights with numpy.savez(path, W_up=..., W_down=...)") from None
+        except (OSError, EOFError) as exc:
+            raise InvalidInput(f"{path}: cannot be read ({exc})") from None
+        out: dict[str, np.ndarray] = {}
+        try:
+            for info in zf.infolist():
+                m = members.get(info.filename)
+                if m is None:
+                    out[info.filename] = zf.read(info)  # type: ignore[assignment]  # (as np.load: refused as an unknown key)
+                    continue
+                start = _stored_offset(fh, m.info)
+                if start is not None:
+                    out[m.key] = _read_stored(path, fh, m, start)
+                else:
+                    with zf.open(m.info) as member:
+                        out[m.key] = np.lib.format.read_array(member, allow_pickle=False)
+        except ValueError as exc:
+            raise InvalidInput(f"{path}: {exc}; store plain numeric arrays") from None
+        except zipfile.BadZipFile as exc:
+            _raise_if_crc(path, exc)
+            raise InvalidInput(f"{path}: not a readable .npz file ({exc})") from None
+        except (OSError, EOFError) as exc:
+            raise InvalidInput(f"{path}: not a readable .npz file ({exc})") from None
+        return out
 
 
 def _unknown_key(path: Path, key: str, valid: tuple[str, ...]) -> InvalidInput:
