@@ -152,3 +152,23 @@ def test_skip_near_float64_top_with_unit_weights(tmp_path: Path, d: int) -> None
     assert r.returncode in (0, 3), r.stderr
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr and "Warning" not in r.stderr
     assert json.loads(r.stdout)["verdict"] in ("not_absorbable", "unknown")
+
+
+def test_a_skip_product_in_the_subnormals_proves_nothing() -> None:
+    """M2·M1 = 0 exactly (0.625u + 0.625u − 1.25u, u = 2^-1074) but rounds to 5e-324; the
+    relative margin 2γ|M2||M1| underflows to 0 while each subnormal product is off by up to
+    2^-1075. F ≡ 0 here, so the stack is absorbable; the depth result must not fire."""
+    from absorb import Stack
+    from absorb.engine.decide import decide_stack
+
+    a, b = 5 * 2.0**-540, 2.0**-537
+    M1 = np.zeros((3, 3))
+    M1[:, 0] = b
+    M2 = np.zeros((3, 3))
+    M2[0] = [a, a, -2 * a]
+    assert (M2 @ M1)[0, 0] != 0
+    relu2 = get_activation("relu2")
+    b1 = Block(W_up=np.array([[1.0, 2.0, -1.0], [0.5, -1.0, 3.0]]), W_down=np.array([[1.0, -2.0]] * 3), skip=M1, activation=relu2)
+    b2 = Block(W_up=np.array([[1.0, -1.0, 0.0], [1.0, 0.0, -1.0]]), W_down=np.array([[1.0, 2.0], [-1.0, 0.5], [3.0, 1.0]]),
+               skip=M2, activation=relu2)
+    assert decide_stack(Stack((b1, b2))).verdict is not Verdict.NOT_ABSORBABLE

@@ -80,16 +80,23 @@ def _activations(block: Block) -> tuple:
 
 
 def _skip_product_nonzero(blocks: Iterable[Block]) -> tuple[bool, float]:
-    """M_L⋯M_1 ≠ 0, with a rigorous rounding account (|fl(AB) − AB| ≤ γ_d |A||B| per step)."""
+    """M_L⋯M_1 ≠ 0, with a rigorous rounding account: |fl(AB) − AB| ≤ γ_d |A||B| per step for
+    the relative part, plus an absolute part E for products that underflow (each ≤ 2^-1075,
+    d an entry, carried through the later factors: E_k = |M_k| E_{k−1}(1 + 2γ) + (d+1)·2^-1074),
+    so |P̂ − P| ≤ 2γ·|M_L|⋯|M_1| + E with |M_L|⋯|M_1| ≤ (P̂a + E)(1 + 2γ). A product that lands
+    in the subnormals proves nothing (the exact one may be 0)."""
     blocks = list(blocks)
     if all(b.skip is None for b in blocks):
         return True, 1.0
     d = blocks[0].d
-    Pm, Pa = np.eye(d), np.eye(d)
-    for b in blocks:
-        Pm, Pa = b.M @ Pm, np.abs(b.M) @ Pa
-    margin = np.abs(Pm) - 2 * _gamma(len(blocks) * (d + 1)) * Pa
-    return bool(np.any(margin > 0)), float(np.abs(Pm).max())
+    g = _gamma(len(blocks) * (d + 1))
+    Pm, Pa, E = np.eye(d), np.eye(d), np.zeros((d, d))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for b in blocks:
+            A = np.abs(b.M)
+            Pm, Pa, E = b.M @ Pm, A @ Pa, (A @ E) * (1 + 2 * g) + (d + 1) * 2.0**-1074
+        margin = np.abs(Pm) - 2 * g * (Pa + E) * (1 + 2 * g) - E
+    return bool(np.any(np.isfinite(margin) & (margin > 0))), float(np.abs(Pm).max())
 
 
 def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0,

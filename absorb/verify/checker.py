@@ -546,10 +546,8 @@ def _check_skip_product_entry(ctx: _Ctx, w: str, e: Any, blocks: list[Block]) ->
     i, j = (e.get("row"), e.get("col")) if isinstance(e, dict) else (None, None)
     _require(ctx, all(isinstance(v, int) and not isinstance(v, bool) for v in (i, j)) and 0 <= i < d and 0 <= j < d, w,  # type: ignore[operator]
              "the recorded entry of M_L⋯M_1 is an entry")
-    Pm, Pa = np.eye(d), np.eye(d)
-    for blk in blocks:
-        Pm, Pa = blk.M @ Pm, np.abs(blk.M) @ Pa
-    err = 2 * _gamma(len(blocks) * (d + 1)) * float(Pa[i, j])
+    Pm, Pa, under = _float_skip_product(blocks)
+    err = 2 * _gamma(len(blocks) * (d + 1)) * float(Pa[i, j]) + float(under[i, j])
     v = e.get("value")
     _require(ctx, isinstance(v, float) and v != 0 and abs(v - float(Pm[i, j])) <= 2 * err and abs(v) > 2 * err, w,
              f"the recorded entry P[{i},{j}] = {v!r} of M_L⋯M_1 is P's and nonzero (float64, rounding bound {err:.3g})",
@@ -590,8 +588,22 @@ def _check_skip_product_nonzero(ctx: _Ctx, w: str, blocks: list[Block]) -> None:
         nz = any(v != 0 for row in P for v in row)
         _require(ctx, nz, w, "M_L⋯M_1 ≠ 0 (exact rationals)")
     else:
-        Pm, Pa = np.eye(d), np.eye(d)
+        Pm, Pa, under = _float_skip_product(blocks)
+        with np.errstate(over="ignore", invalid="ignore"):
+            margin = np.abs(Pm) - 2 * _gamma(len(blocks) * (d + 1)) * Pa - under
+        _require(ctx, bool(np.any(np.isfinite(margin) & (margin > 0))), w, "M_L⋯M_1 ≠ 0 (float64 with rounding margin)")
+
+
+def _float_skip_product(blocks: list[Block]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(P̂ = fl(M_L⋯M_1), an upper bound of |M_L|⋯|M_1|, an upper bound of the underflow part of
+    |P̂ − P|). Besides γ_{L(d+1)}|M_L|⋯|M_1|, a product that underflows is off by up to 2^-1075
+    absolutely; those errors, d per entry and step, are carried by the later factors:
+    U_k = (|M_k| U_{k−1} + d·2^-1074)(1 + 2^-40). The float |M_L|⋯|M_1| may itself have
+    underflowed: U is added to it (raised by 2^-40 for its own rounding)."""
+    d = blocks[0].d
+    Pm, Pa, U = np.eye(d), np.eye(d), np.zeros((d, d))
+    with np.errstate(over="ignore", invalid="ignore"):
         for blk in blocks:
-            Pm, Pa = blk.M @ Pm, np.abs(blk.M) @ Pa
-        margin = np.abs(Pm) - 2 * _gamma(len(blocks) * (d + 1)) * Pa
-        _require(ctx, bool(np.any(margin > 0)), w, "M_L⋯M_1 ≠ 0 (float64 with rounding margin)")
+            A = np.abs(blk.M)
+            Pm, Pa, U = blk.M @ Pm, A @ Pa, (A @ U + d * 2.0**-1074) * (1 + 2.0**-40)
+        return Pm, (Pa + U) * (1 + 2.0**-40), U
