@@ -227,4 +227,5 @@ def mu_bound(mu_rec: Any, M: np.ndarray, prove: Callable[[float], tuple[bool, st
     m2 = frobenius_sq_up(M)
     if m2 == 0:
         return None, "M = 0"
-    return min(1.0, math.sqrt(float(mu / m2)) * (1 - 1e-9)), ""
+    r = Fraction(mu) / Fraction(m2)
+    return (math.sqrt(float(r)) * (1 - 1e-9) if r < 1 else 1.0 - 1e-9), ""  # (r past float64: S = ∅'s bound, 1)

@@ -126,7 +126,8 @@ def rank_bound(cols: list[list[Fraction]], M: np.ndarray) -> float | None:
     if not _pos_def(G):
         return None
     m2 = sum((_q(v) ** 2 for v in np.asarray(M, dtype=np.float64).ravel()), Fraction(0))
-    return min(1.0, math.sqrt(float(mu / m2)) * (1 - 1e-9))
+    r = mu / m2
+    return math.sqrt(float(r)) * (1 - 1e-9) if r < 1 else 1.0 - 1e-9  # (r past float64: the bound is S = ∅'s, 1)
 
 
 def _enumeration_bound(block: Block, a: Fraction, b: Fraction) -> float | None:

@@ -235,7 +235,8 @@ def _residual(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Seque
                 tsq += t * t
                 row += abs(acc)
             top = max(top, row)
-        rel = math.sqrt(sq / tsq)
+        ratio = sq / tsq
+        rel = math.sqrt(ratio) if ratio < 2**1000 else math.inf  # (a residual past float64's range: no match)
         return rel, math.nextafter(rel, math.inf) * (1 + 4 * _U), sq == 0, slack, _float_up(abs(c) * top)
     with np.errstate(over="ignore", invalid="ignore"):  # out of range: the bound below is inf
         R = Ds @ Us - T
