@@ -189,7 +189,7 @@ def main() -> None:
     ap.add_argument("--model-scale", action="store_true", help="weights N(0, 1/d) instead of N(0, 1)")
     ap.add_argument("--large", action="store_true", help="the row-block route even for n ≤ GRAM_MAX_N")
     ap.add_argument("--linear", action="store_true", help="the linear route ((L) alone, the index-set engine) instead")
-    ap.add_argument("--end-to-end", action="store_true", help="decide, certificate and verify; weights rounded to float32, skip = I")
+    ap.add_argument("--end-to-end", action="store_true", help="decide, certificate and verify on float32 weights, skip = I")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     d, n = a.d, a.n
@@ -202,7 +202,7 @@ def main() -> None:
     else:
         blk = Block(U, D, get_activation("relu2"), b_up=rng.standard_normal(n))
         build, check = sk2.gram_skeleton2, vsk2.gram_s2
-    if a.end_to_end:  # a checkpoint's float32 values, through Block(...) (which stores float64)
+    if a.end_to_end:  # a checkpoint's float32 weights, through Block(...) (float64 below its size limit)
         f32 = lambda v: None if v is None else np.asarray(v, dtype=np.float32)  # noqa: E731
         e2e = Block(f32(blk.W_up), f32(blk.W_down), blk.activation, W_gate=f32(blk.W_gate), b_gate=blk.b_gate,
                     b_up=blk.b_up, skip=np.eye(d))
