@@ -3,6 +3,7 @@
     python benchmarks/bench_gram.py [--d 64 --n 256] [--gated] [--seed 0] [--model-scale] [--large] [--linear]
     python benchmarks/bench_gram.py --d 4096 --n 16384 --model-scale   # Persimmon / Nemotron ReLU² size
     python benchmarks/bench_gram.py --d 4096 --n 16384 --model-scale --linear   # the linear route instead
+    python benchmarks/bench_gram.py --d 4096 --n 16384 --model-scale --end-to-end   # decide + certificate + verify
 
 Seeded Gaussian blocks (U, D ~ N(0, 1), or N(0, 1/d) with ``--model-scale``, the scale of a
 trained model's weights; biases N(0, 1), skip = I). Every time is printed next to a baseline
@@ -146,6 +147,39 @@ def _linear(blk: Block, gated: bool) -> None:
     print(f"    peak resident {peak / 2**30:.2f} GiB = {peak / ww:.2f}× the stored weights")
 
 
+def _end_to_end(blk: Block) -> None:
+    """``decide`` (every result tried, hypotheses included), ``build_certificate`` and
+    ``verify_certificate`` on the block as given (its own dtype), against the same baseline."""
+    from absorb.certificate import build_certificate
+    from absorb.engine import decide
+    from absorb.verify import checker
+
+    U = np.asarray(blk.W_up, dtype=np.float64)
+    t = time.perf_counter()
+    _ = U[:1024] @ U.T
+    t_base = time.perf_counter() - t
+    del _, U
+    print(f"d = {blk.d}, n = {blk.n}, {'gated' if blk.gated else 'ReLU²'}, {np.asarray(blk.W_up).dtype} weights (end to end): "
+          f"baseline U[:1024] @ U.T {t_base:.3f} s; load {os.getloadavg()[0]:.2f}")
+    reset = _hwm_reset()
+    t = time.perf_counter()
+    dec = decide(blk, timeout=600)
+    t_dec = time.perf_counter() - t
+    bd = dec.blocks[0]
+    print(f"  decide            {t_dec:8.2f} s  ({t_dec / t_base:7.1f}× baseline)  -> {bd.verdict.value}, {bd.theorem.value}, "
+          f"{None if bd.search is None else bd.search.method}")
+    t = time.perf_counter()
+    doc = build_certificate(dec, blk, seed=0).to_json()
+    t_cert = time.perf_counter() - t
+    t = time.perf_counter()
+    rep = checker.verify_certificate(doc, blk)
+    t_ver = time.perf_counter() - t
+    print(f"  certificate       {t_cert:8.2f} s  ({t_cert / t_base:7.1f}× baseline)")
+    print(f"  verify            {t_ver:8.2f} s  ({t_ver / t_base:7.1f}× baseline)  -> accepted {rep.accepted}, "
+          f"complete {not rep.not_rechecked}")
+    print(f"  peak resident {_hwm() / 2**30:.2f} GiB" + ("" if reset else " (the process's peak)"))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--d", type=int, default=64)
@@ -155,6 +189,7 @@ def main() -> None:
     ap.add_argument("--model-scale", action="store_true", help="weights N(0, 1/d) instead of N(0, 1)")
     ap.add_argument("--large", action="store_true", help="the row-block route even for n ≤ GRAM_MAX_N")
     ap.add_argument("--linear", action="store_true", help="the linear route ((L) alone, the index-set engine) instead")
+    ap.add_argument("--end-to-end", action="store_true", help="decide, certificate and verify on float32 weights, skip = I")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     d, n = a.d, a.n
@@ -167,6 +202,13 @@ def main() -> None:
     else:
         blk = Block(U, D, get_activation("relu2"), b_up=rng.standard_normal(n))
         build, check = sk2.gram_skeleton2, vsk2.gram_s2
+    if a.end_to_end:  # a checkpoint's float32 weights, through Block(...) (float64 below its size limit)
+        f32 = lambda v: None if v is None else np.asarray(v, dtype=np.float32)  # noqa: E731
+        e2e = Block(f32(blk.W_up), f32(blk.W_down), blk.activation, W_gate=f32(blk.W_gate), b_gate=blk.b_gate,
+                    b_up=blk.b_up, skip=np.eye(d))
+        del U, D, blk
+        _end_to_end(e2e)
+        return
     blk = blk.float64()
     del U, D
     if a.linear:

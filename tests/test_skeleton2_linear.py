@@ -78,8 +78,8 @@ def generic(seed: int, d: int, n: int, act: str, *, gated: bool = False, biases:
                  skip=rng.standard_normal((d, d)), **gate)
 
 
-def _decided(blk: Block) -> tuple[Any, dict[str, Any]]:
-    dec = decide(blk)
+def _decided(blk: Block, timeout: float = 60.0) -> tuple[Any, dict[str, Any]]:
+    dec = decide(blk, timeout=timeout)
     return dec.blocks[0], build_certificate(dec, blk, seed=0).to_json()
 
 
@@ -91,13 +91,26 @@ def _accepted(doc: dict[str, Any], blk: Block) -> bool:
 D, N = 32, 128  # d³·n = 4.2·10⁶: beyond the columns the other routes build
 
 
-def test_the_sizes_are_past_the_column_routes() -> None:
-    assert D ** 3 * N > sk2.MAX_COLUMN_ENTRIES and N <= D * D
+@pytest.fixture
+def model_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The route order of a model-sized block (n > GRAM_MAX_N: the linear route first) at N = 128."""
+    monkeypatch.setattr(sk2, "GRAM_MAX_N", 64)
+
+
+def test_the_sizes_are_past_the_column_routes(monkeypatch: pytest.MonkeyPatch) -> None:
+    blk = generic(0, D, N, "relu2")
+    assert D ** 3 * N > sk2.MAX_COLUMN_ENTRIES and N <= D * D and not sk2.linear_first(blk)
+    monkeypatch.setattr(sk2, "GRAM_MAX_N", 64)
+    assert sk2.linear_first(blk)
 
 
 @pytest.mark.parametrize("build", [lambda: planted_relu2(0, D, N), lambda: planted_gated(1, D, N),
                                    lambda: planted_gated(2, D, N, "gelu")], ids=["relu2", "swiglu", "geglu"])
-def test_planted_blocks_are_absorbable_and_verify(build: Any) -> None:
+@pytest.mark.parametrize("order", ["fallback", "first"])
+def test_planted_blocks_are_absorbable_and_verify(build: Any, order: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Either order: after the Gram route (singular by construction: it proves nothing) or first."""
+    if order == "first":
+        monkeypatch.setattr(sk2, "GRAM_MAX_N", 64)
     blk = build()
     bd, doc = _decided(blk)
     th = Theorem.GATED_SKELETON if blk.gated else Theorem.SKELETON2
@@ -112,7 +125,8 @@ def test_planted_blocks_are_absorbable_and_verify(build: Any) -> None:
 @pytest.mark.parametrize("act, gated, biases", [("relu2", False, True), (GELU2, False, True), ("silu", True, True),
                                                 ("gelu", True, True), (GELU2, False, False)],
                          ids=["relu2", "gelu2", "swiglu", "geglu", "gelu2-bias-free"])  # (bias-free: v_i = β u_i = 0)
-def test_generic_blocks_are_not_absorbable_by_the_linear_route_and_verify(act: str, gated: bool, biases: bool) -> None:
+def test_generic_blocks_are_not_absorbable_by_the_linear_route_and_verify(act: str, gated: bool, biases: bool,
+                                                                         model_size: None) -> None:
     blk = generic(7, D, N, act, gated=gated, biases=biases)
     bd, doc = _decided(blk)
     th = Theorem.GATED_SKELETON if gated else Theorem.SKELETON2
@@ -123,10 +137,10 @@ def test_generic_blocks_are_not_absorbable_by_the_linear_route_and_verify(act: s
     assert _accepted(doc, blk)
 
 
-def test_l_without_q_is_decided_by_the_gram_route_not_by_the_found_set() -> None:
-    """S = {0..3} meets (L) exactly while (Q) fails (generic w_i): the linear route finds S, its
-    flip witness fails its exact check, and the Gram route proves (Q) has only S = ∅ — so
-    ``not_absorbable``, which is right; never ``absorbable``."""
+def test_l_without_q_is_decided_by_the_gram_route_not_by_the_found_set(model_size: None) -> None:
+    """S = {0..3} meets (L) exactly while (Q) fails (generic w_i): the linear route, first, finds S,
+    its flip witness fails its exact check, and the Gram route (its row-block pass here) proves
+    (Q) has only S = ∅ — so ``not_absorbable``, which is right; never ``absorbable``."""
     blk = planted_relu2(3, D, N, q_holds=False)
     V, Dw, T, a = sk2.linear_columns(blk.float64(), sk2.Quadratic(Fraction(1), Fraction(0)))
     assert np.linalg.norm(Dw[:, :4] @ V[:4] - T) <= 1e-12 * np.linalg.norm(T)  # (L) holds for S
@@ -171,11 +185,13 @@ def test_the_rounding_bound_of_the_linear_rows_holds() -> None:
 @pytest.fixture(scope="module")
 def linear_docs() -> list[tuple[Block, dict[str, Any]]]:
     out = []
-    for blk in (generic(11, D, N, "relu2"), generic(12, D, N, "silu", gated=True)):
-        bd, doc = _decided(blk)
-        assert bd.search.method == "linear", bd.reason
-        assert _accepted(doc, blk)
-        out.append((blk, doc))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sk2, "GRAM_MAX_N", 64)
+        for blk in (generic(11, D, N, "relu2"), generic(12, D, N, "silu", gated=True)):
+            bd, doc = _decided(blk)
+            assert bd.search.method == "linear", bd.reason
+            assert _accepted(doc, blk)
+            out.append((blk, doc))
     return out
 
 
@@ -230,7 +246,7 @@ def _ctx() -> Any:
     return C()
 
 
-def test_cli_check_and_verify_exit_0(tmp_path: Path) -> None:
+def test_cli_check_and_verify_exit_0(tmp_path: Path, model_size: None) -> None:
     for name, blk in (("relu2", planted_relu2(4, D, N)), ("swiglu", generic(13, D, N, "silu", gated=True))):
         model, cert = tmp_path / f"{name}.npz", tmp_path / f"{name}.json"
         save_npz(model, blk)
@@ -241,9 +257,10 @@ def test_cli_check_and_verify_exit_0(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("build", [lambda: planted_relu2(20, 64, 256), lambda: generic(21, 64, 256, "silu", gated=True)],
                          ids=["planted-relu2", "generic-swiglu"])
-def test_bigger_blocks(build: Any) -> None:
+def test_bigger_blocks(build: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sk2, "GRAM_MAX_N", 128)  # (n = 256: the model-size order)
     blk = build()
-    bd, doc = _decided(blk)
+    bd, doc = _decided(blk, timeout=600)  # (the engine's small-problem portfolio: about 45 s on the planted (L) here)
     assert bd.verdict is (Verdict.NOT_ABSORBABLE if blk.gated else Verdict.ABSORBABLE), bd.reason
     assert bd.search.method == "linear"
     assert _accepted(doc, blk)

@@ -255,6 +255,7 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
         gram_route,
         gram_rows_gated,
         lifted_route,
+        linear_first,
         linear_route,
         rank_route_columns,
     )
@@ -284,7 +285,8 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
     small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES  # the exact and enumeration routes build the columns
     fits = blk.n <= blk.d * blk.d * (blk.d + 1) // 2  # else the (Qg) columns are dependent
     res, failed = None, None  # failed: why an S meeting (Lg) alone had no witness
-    if not small:  # the linear condition alone first: the index-set engine at model size, within --timeout
+    first = linear_first(blk)
+    if first:  # the linear condition alone first: the index-set engine at model size, within --timeout
         lin = linear_route(*gated_linear_columns(b64), ctx)
         if lin is not None and lin.status is SearchStatus.INFEASIBLE:
             res = lin
@@ -304,7 +306,7 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
             res = gram_route(gram_rows_gated(b64), b64.M, ctx.tol)
         if (res is None or res.status is SearchStatus.UNKNOWN) and small:
             res = lifted_route(*gated_lifted_columns(b64), ctx) or res
-        if (res is None or res.status is SearchStatus.UNKNOWN) and small:  # the linear condition alone, as a fallback
+        if (res is None or res.status is SearchStatus.UNKNOWN) and not first:  # the linear condition alone, as a fallback
             lin = linear_route(*gated_linear_columns(b64), ctx)
             if lin is not None and (lin.status is SearchStatus.INFEASIBLE or res is None):
                 res = lin

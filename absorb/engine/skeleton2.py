@@ -25,8 +25,8 @@ against the target t = (0, −vec M), with the distance of S measured as ‖K 1_
   floating-point lower bound on its distance;
 * the *Gram route* and the *lifted index-set route* (below);
 * the *linear route* (:func:`linear_route`): (L) alone, an ordinary square index-set problem
-  (up rows (2αc_i + β)·u_i, down columns w_i, target −M) — first when the d³-sized columns are
-  not built, a fallback otherwise. No S within tol of (L) proves ``not_absorbable`` (an S's
+  (up rows (2αc_i + β)·u_i, down columns w_i, target −M) — first at model size
+  (:func:`linear_first`), a fallback otherwise. No S within tol of (L) proves ``not_absorbable`` (an S's
   distance from both conditions is at least its distance from (L)); a found S goes to the flip
   witness, whose exact check decides (Q).
 
@@ -541,6 +541,15 @@ def linear_columns(block: Block, q: Quadratic) -> tuple[np.ndarray, np.ndarray, 
     return V, D, -M, a
 
 
+def linear_first(block: Block) -> bool:
+    """Whether the linear route runs before the others: when the d³-sized columns are not built
+    (d³·n > :data:`MAX_COLUMN_ENTRIES`) and the Gram route would need its row-block pass
+    (n > :data:`GRAM_MAX_N`: minutes at model size, where the index-set engine takes seconds).
+    Below that the Gram route is the cheaper proof (milliseconds at d = 48, n = 200, where the
+    engine's small-problem portfolio spends about a minute), and the linear route is a fallback."""
+    return block.d ** 3 * block.n > MAX_COLUMN_ENTRIES and block.n > GRAM_MAX_N
+
+
 def linear_route(V: np.ndarray, D: np.ndarray, T: np.ndarray, a: np.ndarray, ctx: Any) -> SearchResult | None:
     """The linear condition (L) alone, decided by the index-set engine within the user's
     --timeout (docs/results/skeleton2.md, "linear route"). (L) is necessary, and an S's distance
@@ -736,7 +745,8 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
     failed: str | None = None  # why an S meeting the conditions (by a route that decides nothing alone) had no witness
 
     res = None
-    if not small:  # the linear condition alone first: the index-set engine at model size, within --timeout
+    first = linear_first(blk)
+    if first:  # the linear condition alone first: the index-set engine at model size, within --timeout
         lin = linear_route(*linear_columns(blk64, q), ctx)
         if lin is not None and lin.status is SearchStatus.INFEASIBLE:
             res = lin
@@ -753,7 +763,7 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
             res = enumeration_route(blk64, q, ctx.tol)
         if (res is None or res.status is SearchStatus.UNKNOWN) and small:
             res = lifted_route(*lifted_columns(blk64, q), ctx) or res
-        if (res is None or res.status is SearchStatus.UNKNOWN) and small:  # the linear condition alone, as a fallback
+        if (res is None or res.status is SearchStatus.UNKNOWN) and not first:  # the linear condition alone, as a fallback
             lin = linear_route(*linear_columns(blk64, q), ctx)
             if lin is not None and (lin.status is SearchStatus.INFEASIBLE or res is None):
                 res = lin
