@@ -34,15 +34,17 @@ Two further tables (each alone, instead of the one above)::
 ``z3-pb`` and, when ``ortools`` is importable, CP-SAT (2 workers, the same entrywise box as
 HiGHS with coefficients scaled to integers: a baseline finder only).
 ``--market``: m rows of coefficients uniform in 0..99 and n = 10(m − 1) columns (numpy
-``default_rng(seed)``, seeds ``100·m + s``); ``cd``: the original right-hand side
-⌊Σ_i a_ji / 2⌋ (almost always infeasible); ``planted``: the right-hand side A x of a random
-0/1 x (``default_rng(seed + 50)``); ``shifted`` (``--kinds``): ⌊Σ_i a_ji / 2⌋ + (−1)^j·SHIFT
-(SHIFT = 200: the rows' targets pulled apart, almost always infeasible at m = 8, n = 70).
+``default_rng(seed)``, seeds ``100·m``, and for ``cd`` m = 8 also seed 821); ``cd``: the
+original right-hand side ⌊Σ_i a_ji / 2⌋ (seed 400 at m = 4 has no solution, seeds 500–800
+have one; at m = 8, n = 70 every seed of 800–824 has one but 821); ``planted``: the
+right-hand side A x of a random 0/1 x (``default_rng(seed + 50)``); ``shifted``
+(``--kinds``): ⌊Σ_i a_ji / 2⌋ + (−1)^j·SHIFT (SHIFT = 200: the rows' targets pulled apart;
+m = 8 seeds 800 and 801 have no solution, and the LP relaxation does not show it).
 As an index-set problem: U = ones (n×1), D = A, T = b (m×1), so K = A.  CP-SAT gets the
 exact integer equations.  A row with an ``infeasible`` verdict also gets the checker's own
 lattice enumeration (``verify``: seconds, on max(30 s, 10× the search's seconds))::
 
-    python benchmarks/bench_narrow.py --market --ms 8 --kinds shifted --market-seeds 800 --methods lattice
+    python benchmarks/bench_narrow.py --market --ms 8 --kinds cd --market-seeds 821 --methods auto --budget 3000
 """
 
 from __future__ import annotations
@@ -151,6 +153,9 @@ def planted_half(d: int, n: int, seed: int):
 
 #: the "shifted" market split's offset k: b_j = ⌊Σ_i a_ji / 2⌋ + (−1)^j·k
 SHIFT = 200
+#: market-split rows added to the default table: the one cd m = 8 seed of 800–824 without a
+#: solution (the others all have one), so that the table holds an infeasibility proof at m = 8
+INFEASIBLE_SEEDS = {("cd", 8): [821]}
 
 
 def market_split(m: int, seed: int, kind: str):
@@ -235,7 +240,8 @@ def extra_table(which: str, quick: bool, budget: float | None, only: list[str] |
         ms = ms or ([4, 5] if quick else [4, 5, 6, 7, 8])
         budget = budget or (10.0 if quick else 300.0)
         cases = [(f"{kind} m={m} n={10 * (m - 1)}", seed, market_split(m, seed, kind))
-                 for m in ms for kind in (kinds or ["cd", "planted"]) for seed in (market_seeds or [100 * m])]
+                 for m in ms for kind in (kinds or ["cd", "planted"])
+                 for seed in (market_seeds or [100 * m] + INFEASIBLE_SEEDS.get((kind, m), []))]
     U0, D0, T0 = planted(2, 8, 0)
     for m in methods:  # warm-up (imports)
         find_index_set(U0, D0, T0, method=m, timeout=5.0)
