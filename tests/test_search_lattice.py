@@ -259,3 +259,14 @@ def test_auto_decides_generic_d2_n64_by_the_lattice_proof() -> None:
     res = find_index_set(U, D, -np.eye(2), timeout=60)
     assert res.status is SearchStatus.INFEASIBLE and res.method == "lattice", res.reason
     assert res.bound > 1e-9
+
+
+def test_embedding_of_subnormal_rows_is_refused_not_crashed() -> None:
+    """Entries near 2^-1074 against a target of size 1: the scale to 2^bits overflows; the
+    backend answers unknown with the reason (it raised OverflowError from int(inf))."""
+    from absorb.search import find_index_set
+
+    U = np.full((4, 3), 1e-323)
+    D = np.ones((3, 4))
+    res = find_index_set(U, D, -np.eye(3), tol=1e-9, method="lattice", timeout=10)
+    assert res.status.value == "unknown"

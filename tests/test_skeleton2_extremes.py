@@ -94,3 +94,15 @@ def test_a_unit_nothing_cancels_is_not_rounding_because_a_larger_unit_dominates(
     M = -2 * c[0] * np.outer(D[:, 0], U[0])
     blk = Block(W_up=U, W_down=D, b_up=c, skip=M, activation=get_activation("relu2"))
     assert decide(blk).verdict is not Verdict.ABSORBABLE
+
+
+def test_a_value_row_parallel_to_a_huge_gate_row_is_seen() -> None:
+    """Gate row (1.5e308, 1.5e308) and value row (1e-10, 1e-10) are parallel; the product of their
+    norms overflows, which once made the cosine 0 and the hypothesis 'not parallel' hold."""
+    from absorb.engine.gated_skeleton import gate_hypotheses
+
+    G = np.array([[1.5e308, 1.5e308], [1.0, -2.0], [3.0, 1.0]])
+    U = np.array([[1e-10, 1e-10], [1.0, 0.5], [0.2, 1.0]])
+    blk = Block(W_up=U, W_down=np.ones((2, 3)), W_gate=G, activation=get_activation("silu"))
+    h = {x.name: x for x in gate_hypotheses(blk)}["value_not_parallel_to_gate"]
+    assert not h.holds and h.value["units"] == [0]

@@ -21,6 +21,7 @@ import numpy as np
 import sympy as sp
 
 from absorb.engine import hypotheses as hyp
+from absorb.engine._collinear import _normalised_block
 from absorb.engine.verdict import BlockDecision, Hypothesis, Theorem, Verdict, Witness
 from absorb.model.activations import get_activation
 from absorb.model.block import Block
@@ -43,9 +44,11 @@ def gate_hypotheses(block: Block) -> list[Hypothesis]:
     G = np.asarray(block.W_gate, dtype=np.float64)
     U = np.asarray(block.W_up, dtype=np.float64)
     tau = max(hyp.COLLINEAR_TAU, 8 * (block.d + 2) * _EPS)
-    gn, un = np.linalg.norm(G, axis=1), np.linalg.norm(U, axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cos = np.abs(np.einsum("ij,ij->i", G, U)) / (gn * un)
+    # rows scaled by their max |entry| and then their norm first (no overflow or underflow: a
+    # norm product past 1e308 once made a parallel pair's cosine 0)
+    Gn, Un = _normalised_block(G, 0, G.shape[0]), _normalised_block(U, 0, U.shape[0])
+    cos = np.abs(np.einsum("ij,ij->i", Gn, Un))
+    cos[~(np.any(G != 0, axis=1) & np.any(U != 0, axis=1))] = np.nan
     bad = np.flatnonzero(~(cos < 1 - tau))  # zero rows (nan) count as parallel
     stmt = ("every value row is not parallel to its gate row" + (f" (max |cos| = {float(np.max(cos)):.6g} < 1 − {tau:g})"
                                                                   if cos.size else "")

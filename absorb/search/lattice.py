@@ -204,17 +204,23 @@ def _rows(K: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return W[:, :r].T @ K, W[:, :r].T @ t
 
 
-def embedding(K: np.ndarray, t: np.ndarray, bits: int | None = None, c: int | None = None) -> list[list[int]]:
-    """The (n+1)×(n+1+r) integer basis of the module docstring (Python ints: exact)."""
+def embedding(K: np.ndarray, t: np.ndarray, bits: int | None = None, c: int | None = None) -> list[list[int]] | None:
+    """The (n+1)×(n+1+r) integer basis of the module docstring (Python ints: exact); None when
+    the scaled rows leave float64's range (entries near 2^-1074 against a target near 1: the
+    scale that brings them to ``bits`` bits overflows)."""
     bits = _BITS if bits is None else bits
     c = _C if c is None else c
     R, tr = _rows(K, t)
     r, n = R.shape
     bits = min(bits, max(_MIN_BITS, -(-_BITS_PER_UNIT * (n + 1) // max(r, 1))))
     top = float(np.max(np.abs(R))) if R.size else 0.0
-    scale = math.ldexp(1.0, bits) / top if top > 0 else 1.0
-    A = [[int(x) for x in row] for row in np.rint(R * scale)]
-    a = [int(x) for x in np.rint(tr * scale)]
+    with np.errstate(over="ignore", invalid="ignore"):
+        scale = math.ldexp(1.0, bits) / top if top > 0 else 1.0
+        RS, ts = np.rint(R * scale), np.rint(tr * scale)
+    if not (math.isfinite(scale) and np.all(np.isfinite(RS)) and np.all(np.isfinite(ts))):
+        return None
+    A = [[int(x) for x in row] for row in RS]
+    a = [int(x) for x in ts]
     basis = []
     for i in range(n):
         row = [0] * (n + 1) + [2 * A[j][i] for j in range(r)]
@@ -593,6 +599,8 @@ def solve_lattice(
     if not (np.all(np.isfinite(K)) and np.any(K)):
         return unknown("K is zero or not finite: nothing to embed")
     basis = embedding(K, t)
+    if basis is None:
+        return unknown("the rows scaled to integers leave float64's range (entries near the subnormals against the target)")
     tried: set[tuple[int, ...]] = set()
     done = "nothing"
     for done, vectors in _reduce(engine, basis, deadline):
