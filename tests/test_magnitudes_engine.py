@@ -172,3 +172,28 @@ def test_a_skip_product_in_the_subnormals_proves_nothing() -> None:
     b2 = Block(W_up=np.array([[1.0, -1.0, 0.0], [1.0, 0.0, -1.0]]), W_down=np.array([[1.0, 2.0], [-1.0, 0.5], [3.0, 1.0]]),
                skip=M2, activation=relu2)
     assert decide_stack(Stack((b1, b2))).verdict is not Verdict.NOT_ABSORBABLE
+
+
+def test_verify_refuses_a_linear_rank_proof_from_subnormal_products() -> None:
+    """σ = identity, d = 25 (past the checker's exact rank), weights near 2^-537: fl(D@U) rounds
+    to multiples of 2^-1074, which raises the float rank, while every rounding margin underflows
+    to 0. The exact rank is 2 = n (absorbable); a certificate edited to not_absorbable must fail."""
+    from absorb.certificate import build_certificate
+    from absorb.verify import checker
+
+    u, h, d = 2.0**-1074, 2.0**-537, 25
+    rng = np.random.default_rng(3)
+    x, y = rng.integers(1, 64, d) / 8.0, rng.integers(1, 64, d) / 8.0
+    D = np.zeros((d, 2))
+    D[:, 0] = x * h
+    U = np.zeros((2, d))
+    U[0] = y * h
+    U[1, 0] = h
+    M = np.zeros((d, d))
+    M[0, 0] = u
+    blk = Block(W_up=U, W_down=D, skip=M, activation=get_activation("identity"))
+    doc = build_certificate(decide(blk), blk, seed=0).to_json()
+    assert doc["verdict"] != "not_absorbable"
+    doc["verdict"] = doc["blocks"][0]["verdict"] = "not_absorbable"
+    doc["blocks"][0]["argument"]["sigma_lower_bound"] = float(np.linalg.svd(M + D @ U, compute_uv=False)[2])
+    assert not checker.verify_certificate(doc, blk).accepted

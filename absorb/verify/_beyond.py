@@ -36,7 +36,7 @@ from absorb.model.block import Block
 from absorb.verify import _numerics
 from absorb.verify._asymptotic import limit_at_infinity, limit_at_point, why_not_at_infinity
 from absorb.verify._compose import prove
-from absorb.verify._numerics import _U, EXACT_ELIM_MAX_D, _frac_matrix, _gamma, _parse_number, exact_rank
+from absorb.verify._numerics import _U, EXACT_ELIM_MAX_D, _frac_matrix, _gamma, _in_range, _parse_number, exact_rank
 from absorb.verify._pieces import Piece, Refused, decide_zero, exact_value, pieces
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import (
@@ -436,6 +436,9 @@ def check_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
             exact = exact_rank(Aq)
         if b.get("verdict") == "not_absorbable":
             claimed = (b.get("argument") or {}).get("sigma_lower_bound")
+            # (the float account below is relative: products and squares in the subnormals break it)
+            _require(ctx, exact is not None or _in_range(U, D, M), w, "every weight is within [2^-200, 2^200], where the float "
+                     "rank bound holds (or the exact rank is computed)", "weights outside it and d too large for exact rank")
             _require(ctx, lower > ctx.tol * scale, w, f"σ_{n + 1}(M + c·W_down W_up) > τ‖M‖_F: rank > n",
                      f"rigorous lower bound {lower:.6g} (computed {s[n]:.6g})" + (f"; exact rank {exact}" if exact is not None else ""))
             _require(ctx, isinstance(claimed, (int, float)) and claimed <= float(s[n]) + err_A + err_svd, w,
