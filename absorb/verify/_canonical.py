@@ -261,16 +261,24 @@ def _robust(ctx: _Ctx, w: str, block: Block, family: str, N: int, L0: Mat, lines
     nearly coincide (|cos| ≥ 1 − 10⁻¹⁰, or ±u within 10⁻¹⁰ relatively): otherwise a block within the
     tolerance might fit, and the answer is unknown."""
     m, d = len(lines), block.d
-    mn = float(np.linalg.norm(block.M)) * (1 + (d * d + 2) * _U)
+    Mf = np.asarray(block.M, dtype=np.float64)
+    top = float(np.max(np.abs(Mf))) if Mf.size else 0.0
+    # ‖M‖_F from M scaled by its largest entry (no square under- or overflows; a tiny M once gave τ = 0)
+    mn = top * float(np.linalg.norm(Mf / top)) * (1 + (d * d + 4) * _U) if top > 0 else 0.0
     tau = ctx.tol * mn
     es = [np.array([float(v) for v in e]) for e, _ in lines]
     small = [l for l, (e, a) in enumerate(lines) if float(np.linalg.norm([float(v) for v in a])) * float(np.linalg.norm(es[l])) * (1 - 4 * d * _U) <= tau]
     _require(ctx, not small, w, f"no line's coefficient is within τ·‖M‖_F = {tau:.3g} of zero", f"lines {small}")
     near = []
+    sq = [sum((v * v for v in e), Fraction(0)) for e, _ in lines]  # (in exact rationals: no norm under- or overflows)
     for i, j in itertools.combinations(range(m), 2):
-        ni, nj = float(np.linalg.norm(es[i])), float(np.linalg.norm(es[j]))
-        if (family == "relu" and abs(float(es[i] @ es[j])) / (ni * nj) >= 1 - 1e-10
-                or family != "relu" and float(np.linalg.norm(es[i] - es[j])) <= 1e-10 * ni):
+        ei, ej = lines[i][0], lines[j][0]
+        if family == "relu":
+            dot = sum((a * b for a, b in zip(ei, ej)), Fraction(0))
+            close = dot * dot >= Fraction(1 - 1e-10) ** 2 * sq[i] * sq[j]  # |cos| ≥ 1 − 10⁻¹⁰
+        else:
+            close = sum(((a - b) ** 2 for a, b in zip(ei, ej)), Fraction(0)) <= Fraction(1e-10) ** 2 * sq[i]
+        if close:
             near.append((i, j))
     _require(ctx, not near, w, "no two distinct lines nearly coincide (relative 10⁻¹⁰)", f"lines {near}")
     if m > N:

@@ -487,7 +487,9 @@ def check_lifted(ctx: _Ctx, w: str, b: dict[str, Any], V: np.ndarray, D: np.ndar
         Tp[:d, p - d:] = -M
     with np.errstate(over="ignore", invalid="ignore"):
         err = _gamma(4) * np.sqrt(np.sum(A * A, axis=1)) + math.sqrt(p) * 2.0**-1070
-        slack = float(np.sqrt(np.sum(D * D, axis=0)) @ err) * 1.02 / float(np.sqrt(np.sum(M * M)))
+        top = float(np.max(np.abs(M))) if M.size else 0.0  # ‖M‖_F from M scaled by its largest entry: no square under- or overflows
+        nm = top * float(np.sqrt(np.sum((M / top) ** 2))) * (1 - 1e-12) if top > 0 else 0.0
+        slack = float(np.sqrt(np.sum(D * D, axis=0)) @ err) * 1.02 / nm if nm > 0 else math.inf
     claimed = search.get("bound")
     _require(ctx, isinstance(claimed, (int, float)) and math.isfinite(slack) and claimed - slack > ctx.tol, w,
              "the recorded bound exceeds the tolerance by more than the rounding of the lifted columns",
