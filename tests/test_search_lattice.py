@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from absorb.search import SearchStatus, find_index_set, relative_residual
+from absorb.search import _embedding as emb
 from absorb.search import lattice as lat
 from absorb.search._common import khatri_rao
 
@@ -39,7 +40,7 @@ def test_embedding_holds_the_planted_vector() -> None:
     assert len(B) == n + 1 and all(len(row) == n + 1 + K.shape[0] for row in B)
     # Σ_{i∈S} row_i − row_n, in exact integers: ±c on the first n + 1 entries, a short tail
     v = [sum(B[i][k] for i in S) - B[n][k] for k in range(len(B[0]))]
-    c = lat._C
+    c = emb._C
     assert all(abs(x) == c for x in v[: n + 1])
     assert max(abs(x) for x in v[n + 1:]) < 64 * c  # rounding of ~n/2 terms, not 2^53
     # read back, in either sign

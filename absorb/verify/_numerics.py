@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -74,3 +75,17 @@ def _in_range(*arrays: np.ndarray) -> bool:
             return False
     return True
 
+
+def _float_skip_product(blocks: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(P̂ = fl(M_L⋯M_1), an upper bound of |M_L|⋯|M_1|, an upper bound of the underflow part of
+    |P̂ − P|). Besides γ_{L(d+1)}|M_L|⋯|M_1|, a product that underflows is off by up to 2^-1075
+    absolutely; those errors, d per entry and step, are carried by the later factors:
+    U_k = (|M_k| U_{k−1} + d·2^-1074)(1 + 2^-40). The float |M_L|⋯|M_1| may itself have
+    underflowed: U is added to it (raised by 2^-40 for its own rounding)."""
+    d = blocks[0].d
+    Pm, Pa, U = np.eye(d), np.eye(d), np.zeros((d, d))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for blk in blocks:
+            A = np.abs(blk.M)
+            Pm, Pa, U = blk.M @ Pm, A @ Pa, (A @ U + d * 2.0**-1074) * (1 + 2.0**-40)
+        return Pm, (Pa + U) * (1 + 2.0**-40), U

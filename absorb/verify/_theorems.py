@@ -188,6 +188,23 @@ def check_witness_block(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, what:
                  f"the witness's {key}' is {what} (SHA-256)")
 
 
+def _check_witness_numbers(ctx: _Ctx, w: str, wit: dict[str, Any], n: int, layers: int = 1) -> None:
+    """The producer's own measure of its witness (``eval_error``, on ``n_inputs`` inputs) is not
+    re-derived — this checker evaluates the block it rebuilt on inputs of its own — but it must
+    be a number the verdict allows: an error in [0, τ + 1000·2⁻⁵²·√(n+1)] (the stated tolerance
+    and rounding allowance every absorbable verdict is within; ``layers`` times that for a
+    stack's composed witness, whose sampled error may reach it) on a whole number of inputs."""
+    thr = layers * (ctx.tol + 1e3 * 2.0**-52 * math.sqrt(n + 1))
+    if "eval_error" in wit:
+        e = wit["eval_error"]
+        _require(ctx, isinstance(e, (int, float)) and not isinstance(e, bool) and 0 <= e <= thr, w,
+              f"the recorded witness error is within the verdict's bound τ + 1000·ε·√(n+1) = {thr:.3g}", f"recorded {e!r}")
+    if "n_inputs" in wit:
+        m = wit["n_inputs"]
+        _require(ctx, isinstance(m, int) and not isinstance(m, bool) and m >= 0, w,
+              "the recorded number of inputs is a whole number", f"recorded {m!r}")
+
+
 def check_trivial_witness(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> Block:
     """M = 0: the witness is B itself. Every recorded witness field must say so."""
     wb = block.as_residual_free()

@@ -96,6 +96,7 @@ from absorb.verify._numerics import (  # noqa: F401
     _U,
     EXACT_ELIM_MAX_D,
     EXACT_WORK,
+    _float_skip_product,
     _frac_matrix,
     _gamma,
     _in_range,
@@ -123,6 +124,7 @@ from absorb.verify._theorems import (
     _check_linearization,
     _check_nonzero_entry,
     _check_recorded_hypotheses,
+    _check_witness_numbers,
     check_trivial_witness,
 )
 from absorb.verify._weights import (  # noqa: F401
@@ -367,23 +369,6 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
                  f"search S = {search.get('S')!r}, residual {search.get('residual')!r}")
 
 
-def _check_witness_numbers(ctx: _Ctx, w: str, wit: dict[str, Any], n: int, layers: int = 1) -> None:
-    """The producer's own measure of its witness (``eval_error``, on ``n_inputs`` inputs) is not
-    re-derived — this checker evaluates the block it rebuilt on inputs of its own — but it must
-    be a number the verdict allows: an error in [0, τ + 1000·2⁻⁵²·√(n+1)] (the stated tolerance
-    and rounding allowance every absorbable verdict is within; ``layers`` times that for a
-    stack's composed witness, whose sampled error may reach it) on a whole number of inputs."""
-    thr = layers * (ctx.tol + 1e3 * 2.0**-52 * math.sqrt(n + 1))
-    if "eval_error" in wit:
-        e = wit["eval_error"]
-        _must(ctx, isinstance(e, (int, float)) and not isinstance(e, bool) and 0 <= e <= thr, w,
-              f"the recorded witness error is within the verdict's bound τ + 1000·ε·√(n+1) = {thr:.3g}", f"recorded {e!r}")
-    if "n_inputs" in wit:
-        m = wit["n_inputs"]
-        _must(ctx, isinstance(m, int) and not isinstance(m, bool) and m >= 0, w,
-              "the recorded number of inputs is a whole number", f"recorded {m!r}")
-
-
 def _check_linear_numbers(ctx: _Ctx, w: str, arg: dict[str, Any], block: Block) -> None:
     """A linear block's recorded singular values of A = M + c·W_down W_up are A's (Weyl: each within
     the rounding of A and of the SVD), and the recorded lower bound on σ_{n+1} is no further below it
@@ -592,18 +577,3 @@ def _check_skip_product_nonzero(ctx: _Ctx, w: str, blocks: list[Block]) -> None:
         with np.errstate(over="ignore", invalid="ignore"):
             margin = np.abs(Pm) - 2 * _gamma(len(blocks) * (d + 1)) * Pa - under
         _require(ctx, bool(np.any(np.isfinite(margin) & (margin > 0))), w, "M_L⋯M_1 ≠ 0 (float64 with rounding margin)")
-
-
-def _float_skip_product(blocks: list[Block]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(P̂ = fl(M_L⋯M_1), an upper bound of |M_L|⋯|M_1|, an upper bound of the underflow part of
-    |P̂ − P|). Besides γ_{L(d+1)}|M_L|⋯|M_1|, a product that underflows is off by up to 2^-1075
-    absolutely; those errors, d per entry and step, are carried by the later factors:
-    U_k = (|M_k| U_{k−1} + d·2^-1074)(1 + 2^-40). The float |M_L|⋯|M_1| may itself have
-    underflowed: U is added to it (raised by 2^-40 for its own rounding)."""
-    d = blocks[0].d
-    Pm, Pa, U = np.eye(d), np.eye(d), np.zeros((d, d))
-    with np.errstate(over="ignore", invalid="ignore"):
-        for blk in blocks:
-            A = np.abs(blk.M)
-            Pm, Pa, U = blk.M @ Pm, A @ Pa, (A @ U + d * 2.0**-1074) * (1 + 2.0**-40)
-        return Pm, (Pa + U) * (1 + 2.0**-40), U
