@@ -230,11 +230,16 @@ def _secret(where: Path, create: bool) -> bytes | None:
     except OSError:
         return None
     finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        _discard(tmp)
+
+
+def _discard(tmp: str | None) -> None:
+    """Remove a temporary file left by a write that did not complete (quietly)."""
+    if tmp is not None:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 def _seal(entry: dict[str, Any], secret: bytes) -> str:
@@ -291,11 +296,7 @@ def write(canonical: str, text: str, srepr: str, facts: dict[str, Any]) -> bool:
     except (OSError, ValueError, TypeError):
         return False
     finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        _discard(tmp)
 
 
 # ----- the link from an Activation (its key) to its entry ---------------------------------

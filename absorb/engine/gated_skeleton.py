@@ -260,6 +260,7 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
         lifted_route,
         linear_first,
         linear_route,
+        linear_route_first,
         rank_route_columns,
     )
     from absorb.search._types import SearchStatus
@@ -287,17 +288,11 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
     b64 = blk.float64()
     small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES  # the exact and enumeration routes build the columns
     fits = blk.n <= blk.d * blk.d * (blk.d + 1) // 2  # else the (Qg) columns are dependent
-    res, failed = None, None  # failed: why an S meeting (Lg) alone had no witness
     first = linear_first(blk)
-    if first:  # the linear condition alone first: the index-set engine at model size, within --timeout
-        lin = linear_route(*gated_linear_columns(b64), ctx)
-        if lin is not None and lin.status is SearchStatus.INFEASIBLE:
-            res = lin
-        elif lin is not None:
-            out = _gated_flip(ctx, blk, b64, lin)
-            if isinstance(out, BlockDecision):
-                return out
-            failed = out
+    res, out = linear_route_first(ctx, lambda: gated_linear_columns(b64), lambda lin: _gated_flip(ctx, blk, b64, lin))
+    if isinstance(out, BlockDecision):
+        return out
+    failed = out  # why an S meeting (Lg) alone had no witness
     if res is None:
         if small and blk.n <= EXACT_MAX_N:
             exact, Q, L, t = gated_columns(b64)

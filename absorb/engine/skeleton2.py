@@ -744,17 +744,11 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
     fits = blk.n <= blk.d * blk.d * (blk.d + 1) // 2  # else the (Q) columns are dependent (no rank / Gram route)
     failed: str | None = None  # why an S meeting the conditions (by a route that decides nothing alone) had no witness
 
-    res = None
     first = linear_first(blk)
-    if first:  # the linear condition alone first: the index-set engine at model size, within --timeout
-        lin = linear_route(*linear_columns(blk64, q), ctx)
-        if lin is not None and lin.status is SearchStatus.INFEASIBLE:
-            res = lin
-        elif lin is not None:
-            out = _relu2_flip(ctx, blk, blk64, lin)
-            if isinstance(out, BlockDecision):
-                return out
-            failed = out
+    res, out = linear_route_first(ctx, lambda: linear_columns(blk64, q), lambda lin: _relu2_flip(ctx, blk, blk64, lin))
+    if isinstance(out, BlockDecision):
+        return out
+    failed = out
     if res is None:
         res = rank_route(blk64, ctx.tol) if small else None
         if res is None and (blk.n > EXACT_MAX_N or not small) and fits:
@@ -787,6 +781,21 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
         return unknown(f"the degree-2 skeleton applies, but the search did not decide: {res.reason}", res)
     out = _relu2_flip(ctx, blk, blk64, res)
     return out if isinstance(out, BlockDecision) else unknown(out, res)
+
+
+def linear_route_first(ctx: Any, columns: Any, flip: Any) -> tuple[SearchResult | None, BlockDecision | str | None]:
+    """The linear condition alone, first, where :func:`linear_first` says so (the index-set
+    engine at model size, within --timeout): (its infeasibility proof, None), or (None, the flip
+    witness's decision for the S it found, or why that S has no witness), or (None, None).
+    ``columns()`` builds the route's columns, ``flip(res)`` checks a found S (both handlers')."""
+    if not linear_first(ctx.block):
+        return None, None
+    lin = linear_route(*columns(), ctx)
+    if lin is None:
+        return None, None
+    if lin.status is SearchStatus.INFEASIBLE:
+        return lin, None
+    return None, flip(lin)
 
 
 def _relu2_flip(ctx: Any, blk: Block, blk64: Block, res: SearchResult) -> BlockDecision | str:
