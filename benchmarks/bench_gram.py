@@ -64,13 +64,17 @@ def _hwm() -> float:
     return 0.0
 
 
-def _large(blk: Block, gated: bool) -> None:
-    n, d = blk.n, blk.d
-    U = np.asarray(blk.W_up)
+def _baseline(blk: Block) -> float:
+    """Seconds of the same-process baseline every ratio is against: U[:1024] @ U.T in float64."""
+    U = np.asarray(blk.W_up, dtype=np.float64)
     t = time.perf_counter()
     _ = U[:1024] @ U.T
-    t_base = time.perf_counter() - t
-    del _
+    return time.perf_counter() - t
+
+
+def _large(blk: Block, gated: bool) -> None:
+    n, d = blk.n, blk.d
+    t_base = _baseline(blk)
     nn = 8.0 * n * n
     base_mem = _hwm()
     print(f"d = {d}, n = {n}, {'gated' if gated else 'ReLU²'} (row-block route): baseline U[:1024] @ U.T {t_base:.3f} s; "
@@ -108,11 +112,7 @@ def _linear(blk: Block, gated: bool) -> None:
     from absorb.verify._report import Report, _Ctx, _Reject
 
     n, d = blk.n, blk.d
-    U = np.asarray(blk.W_up)
-    t = time.perf_counter()
-    _ = U[:1024] @ U.T
-    t_base = time.perf_counter() - t
-    del _
+    t_base = _baseline(blk)
     ww = 8.0 * n * d * (3 if gated else 2)
     base_mem = _hwm()
     print(f"d = {d}, n = {n}, {'gated' if gated else 'ReLU²'} (linear route): baseline U[:1024] @ U.T {t_base:.3f} s; "
@@ -154,11 +154,7 @@ def _end_to_end(blk: Block) -> None:
     from absorb.engine import decide
     from absorb.verify import checker
 
-    U = np.asarray(blk.W_up, dtype=np.float64)
-    t = time.perf_counter()
-    _ = U[:1024] @ U.T
-    t_base = time.perf_counter() - t
-    del _, U
+    t_base = _baseline(blk)
     print(f"d = {blk.d}, n = {blk.n}, {'gated' if blk.gated else 'ReLU²'}, {np.asarray(blk.W_up).dtype} weights (end to end): "
           f"baseline U[:1024] @ U.T {t_base:.3f} s; load {os.getloadavg()[0]:.2f}")
     reset = _hwm_reset()
