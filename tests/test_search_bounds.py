@@ -144,3 +144,23 @@ def test_producer_and_checker_bounds_share_no_code() -> None:
     assert len(common) < 0.2 * min(len(lines(prod)), len(lines(chk))), sorted(common)
     words = ("gamma", "nextafter", "_up(", "_dn(", "slack", "einsum", " @ ")
     assert not [ln for ln in common if any(w in ln for w in words) and not ln.startswith("raise")], sorted(common)
+
+
+def test_relaxation_past_its_width_is_unknown_and_below_it_still_proves() -> None:
+    """Past RELAXATION_MAX_N columns the first step declines (scipy's dense 'trf' took minutes at
+    n = 1000 and ignored --timeout); between 200 and it, LSMR's rougher optimum still gives a
+    dual matrix whose bound is re-derived: a target far outside the box is proved out of reach."""
+    import time
+
+    from absorb.search import bounds
+
+    rng = np.random.default_rng(0)
+    n, d = bounds.RELAXATION_MAX_N + 1, 2
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    res = bounds.relaxation_result(U, D, -np.eye(d), 1e-9, time.perf_counter())
+    assert res.status.value == "unknown" and "box relaxation is not solved" in res.reason
+    n = 600
+    U, D = np.abs(rng.standard_normal((n, d))), np.abs(rng.standard_normal((d, n)))
+    T = np.eye(d) * -(np.abs(D) @ np.abs(U)).sum()  # every D_S U_S ≥ 0 entrywise: T is far outside
+    res = bounds.relaxation_result(U, D, T, 1e-9, time.perf_counter())
+    assert res.status.value == "infeasible" and res.bound > 0.5

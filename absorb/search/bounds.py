@@ -57,8 +57,12 @@ def relaxation_bound(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple[float
     if x is None:
         from scipy.optimize import lsq_linear
 
-        sol = lsq_linear(K, t, bounds=(0.0, 1.0), method="bvls" if K.shape[1] <= 200 else "trf",
-                         tol=1e-14, max_iter=10_000)
+        # past 200 columns 'trf' with its dense solver factors an (m + n) × n matrix every
+        # iteration (minutes at n = 1000); LSMR and 100 iterations keep it to seconds. Any x
+        # gives a valid Y: a rougher x only weakens the bound, which dual_bound re-derives.
+        small = K.shape[1] <= _ACTIVE_SET_MAX_N
+        sol = lsq_linear(K, t, bounds=(0.0, 1.0), method="bvls" if small else "trf", tol=1e-14,
+                         max_iter=10_000 if small else 100, **({} if small else {"lsq_solver": "lsmr"}))
         x = sol.x
     x = np.clip(x, 0.0, 1.0)
     Y = (t - K @ x).reshape(T.shape)
@@ -66,6 +70,8 @@ def relaxation_bound(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple[float
 
 
 _ACTIVE_SET_MAX_N = 200  # where scipy's lsq_linear used its own active-set method (bvls)
+RELAXATION_MAX_N = 5000
+"""The widest block whose box relaxation the portfolio's first step solves (LSMR, ~3 s at d = 8)."""
 
 
 def _box_least_squares(K: np.ndarray, t: np.ndarray) -> np.ndarray | None:
@@ -131,6 +137,9 @@ def _box_least_squares(K: np.ndarray, t: np.ndarray) -> np.ndarray | None:
 def relaxation_result(U: np.ndarray, D: np.ndarray, T: np.ndarray, tol: float, t0: float) -> SearchResult:
     """The portfolio's first step: ``infeasible`` with the dual matrix as certificate when
     :func:`relaxation_bound` exceeds ``tol``, else ``unknown`` (also out of range)."""
+    if U.shape[0] > RELAXATION_MAX_N:  # (the relaxation of so many columns is feasible whenever d² < n, and slow)
+        return SearchResult(SearchStatus.UNKNOWN, "dual-bound", f"n = {U.shape[0]} > {RELAXATION_MAX_N}: the box relaxation "
+                            "is not solved past that width (its solver would take minutes)", elapsed=time.perf_counter() - t0)
     if not magnitudes_ok(U, D, T):  # its bound would be 0; K may not even be finite
         return SearchResult(SearchStatus.UNKNOWN, "dual-bound",
                             f"an entry of U, D or T is outside [2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}] even after "
