@@ -459,7 +459,7 @@ def accept_exact_flip(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, rho: Fr
 
 
 def check_lifted(ctx: _Ctx, w: str, b: dict[str, Any], V: np.ndarray, D: np.ndarray, M: np.ndarray,
-                 A: np.ndarray, p: int | None = None) -> tuple[str, None, float]:
+                 A: np.ndarray, p: int | None = None, cols: str = "the lifted columns") -> tuple[str, None, float]:
     """The lifted index-set route: unit i's stacked column (its quadratic and its linear part) is
     vec(w_i v_iᵀ) up to the order of entries, v_i = row i of ``V`` (built by the caller from
     the weights), so "no S within τ of (Q) and (L)" is the index-set statement for the block
@@ -474,7 +474,7 @@ def check_lifted(ctx: _Ctx, w: str, b: dict[str, Any], V: np.ndarray, D: np.ndar
     from absorb.verify._infeasible import _check_infeasible
 
     search = b.get("search") or {}
-    _require(ctx, search.get("status") == "infeasible", w, "the index-set search over the lifted columns proved infeasibility",
+    _require(ctx, search.get("status") == "infeasible", w, f"the index-set search over {cols} proved infeasibility",
              f"search status {search.get('status')!r}")
     n, p = V.shape[0], V.shape[1] if p is None else p
     _require(ctx, p == V.shape[1], w, "the lifted rows have the stated length", f"{V.shape[1]} entries, stated {p}")
@@ -492,7 +492,7 @@ def check_lifted(ctx: _Ctx, w: str, b: dict[str, Any], V: np.ndarray, D: np.ndar
         slack = float(np.sqrt(np.sum(D * D, axis=0)) @ err) * 1.02 / nm if nm > 0 else math.inf
     claimed = search.get("bound")
     _require(ctx, isinstance(claimed, (int, float)) and math.isfinite(slack) and claimed - slack > ctx.tol, w,
-             "the recorded bound exceeds the tolerance by more than the rounding of the lifted columns",
+             f"the recorded bound exceeds the tolerance by more than the rounding of {cols}",
              f"bound {claimed!r}, rounding allowance {slack:.3g}")
     _check_infeasible(ctx, w, Block(V, Dp, get_activation("identity"), skip=-Tp), search, Tp)
     return "not_absorbable", None, 0.0
@@ -521,7 +521,7 @@ def check_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, V: np.ndarr
     _require(ctx, V.shape == (block.n, block.d) and np.all(np.isfinite(V)) and np.all(np.isfinite(r)), w,
              "the linear condition's rows are finite (an n × d problem)")
     return check_lifted(ctx, w, b, V, np.asarray(block.W_down, dtype=np.float64), np.asarray(block.M, dtype=np.float64),
-                        np.asarray(r, dtype=np.float64)[:, None], p=block.d)
+                        np.asarray(r, dtype=np.float64)[:, None], p=block.d, cols="the linear condition's rows")
 
 
 def _check_gram(ctx: _Ctx, w: str, block: Block, mu: Any, build: Any, name: str) -> tuple[str, Block | None, float]:
