@@ -255,8 +255,8 @@ def test_cli_check_and_verify_exit_0(tmp_path: Path, model_size: None) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("build", [lambda: planted_relu2(20, 64, 256), lambda: generic(21, 64, 256, "silu", gated=True)],
-                         ids=["planted-relu2", "generic-swiglu"])
+@pytest.mark.parametrize("build", [lambda: planted_relu2(20, 64, 256)],
+                         ids=["planted-relu2"])  # (generic gated blocks: the fast tests at d = 32, n = 128; this one is ~70 s)
 def test_bigger_blocks(build: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sk2, "GRAM_MAX_N", 128)  # (n = 256: the model-size order)
     blk = build()
