@@ -225,12 +225,12 @@ def gated_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[A
             exact_distance(Q, [v for row in RL for v in row], [v for row in M for v in row]))
 
 
-def gated_scales(block: Block, units: tuple[int, ...] | None = None) -> tuple[Any, Any]:
-    """A gated block's own coefficient scales (s₁, s₂), exact rationals (the counterpart of
-    :func:`absorb.engine.skeleton2.relu2_scales`): s₂ = max_a Σ_i |w_ai|·|g_i|₁|u_i|₁ bounds
-    |Σ_i w_i (g_i·x)(u_i·x)|_∞ ≤ s₂|x|²_∞, and s₁ = max(1, max_a (Σ_b |M_ab| +
-    Σ_i |w_ai|(|c_i||u_i|₁ + |e_i||g_i|₁))) the linear part (c = b_gate, e = b_up). With
-    ``units``, s₂ sums over those units only (a flip set's own quadratic size)."""
+def gated_scales(block: Block, units: tuple[int, ...] = ()) -> tuple[Any, Any, Any]:
+    """A gated block's own coefficient scales (s₁, s₂) and s₂ over ``units`` only, exact
+    rationals (the counterpart of :func:`absorb.engine.skeleton2.relu2_scales`): s₂ =
+    max_a Σ_i |w_ai|·|g_i|₁|u_i|₁ bounds |Σ_i w_i (g_i·x)(u_i·x)|_∞ ≤ s₂|x|²_∞, and s₁ = max(1,
+    max_a (Σ_b |M_ab| + Σ_i |w_ai|(|c_i||u_i|₁ + |e_i||g_i|₁))) the linear part (c = b_gate,
+    e = b_up); the third, s₂'s sum over ``units``, is a flip set's own quadratic size."""
     from fractions import Fraction
 
     F = lambda a: [Fraction(float(v)) for v in np.asarray(a, dtype=np.float64).reshape(-1)]  # noqa: E731
@@ -241,10 +241,11 @@ def gated_scales(block: Block, units: tuple[int, ...] | None = None) -> tuple[An
     c = F(block.b_gate) if block.b_gate is not None else [Fraction(0)] * n
     e = F(block.b_up) if block.b_up is not None else [Fraction(0)] * n
     M = [F(r) for r in np.asarray(block.M)]
-    s2 = max(sum((abs(W[i][a]) * g1[i] * u1[i] for i in (range(n) if units is None else units)), Fraction(0)) for a in range(d))
+    quad = [[abs(W[i][a]) * g1[i] * u1[i] for i in range(n)] for a in range(d)]
     lin = max(sum((abs(v) for v in M[a]), Fraction(0))
               + sum((abs(W[i][a]) * (abs(c[i]) * u1[i] + abs(e[i]) * g1[i]) for i in range(n)), Fraction(0)) for a in range(d))
-    return max(Fraction(1), lin), s2
+    return (max(Fraction(1), lin), max(sum(row, Fraction(0)) for row in quad),
+            max(sum((row[i] for i in units), Fraction(0)) for row in quad))
 
 
 def relu_like_gated(ctx: Any) -> BlockDecision | None:
@@ -353,8 +354,8 @@ def _gated_flip(ctx: Any, blk: Block, b64: Block, res: SearchResult) -> BlockDec
     q, rl_norm, r0, dist = gated_flip_residuals(b64, res.S, wb)
     f0 = f0_lower(b64)
     thr = eval_threshold(ctx.tol, blk.n)
-    s1, s2 = gated_scales(b64)
-    eps, scaled = flip_epsilon(q, rl_norm, r0, f0, s1, s2, thr, s2_own=gated_scales(b64, tuple(res.S))[1])
+    s1, s2, s2_own = gated_scales(b64, tuple(res.S))
+    eps, scaled = flip_epsilon(q, rl_norm, r0, f0, s1, s2, thr, s2_own)
     err, m = evaluation_error(blk, wb, blk.d, seed=ctx.seed, accept=thr)
     how = flip_guarantee(eps, scaled, q, s1, s2)
     w = Witness(S=res.S, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,

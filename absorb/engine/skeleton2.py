@@ -630,23 +630,23 @@ def exact_distance(Q: list[Fraction], RL: list[Fraction], M: list[Fraction]) -> 
     return math.sqrt(float((sum((v * v for v in Q), Fraction(0)) + sum((v * v for v in RL), Fraction(0))) / m2))
 
 
-def relu2_scales(block: Block, units: tuple[int, ...] | None = None) -> tuple[Fraction, Fraction]:
-    """The block's own coefficient scales (s₁, s₂), exact rationals (docs/results/skeleton2.md,
-    "Within tolerance"): s₂ = max_a Σ_i |w_ai|·|u_i|₁² bounds the quadratic part of f,
-    |Σ_i w_i (u_i·x)²|_∞ ≤ s₂|x|²_∞, and s₁ = max(1, max_a (Σ_b |M_ab| + Σ_i 2|c_i||w_ai||u_i|₁))
-    its linear part (the skip and the biases' cross terms); the 1 keeps every flip's absolute
-    linear allowance (ρ∞ ≤ τ, the linear-case guarantee's |x|_∞ term). With ``units``, s₂ sums
-    over those units only (a flip set's own quadratic size, :func:`flip_epsilon`)."""
+def relu2_scales(block: Block, units: tuple[int, ...] = ()) -> tuple[Fraction, Fraction, Fraction]:
+    """The block's own coefficient scales (s₁, s₂) and s₂ over ``units`` only, exact rationals
+    (docs/results/skeleton2.md, "Within tolerance"): s₂ = max_a Σ_i |w_ai|·|u_i|₁² bounds the
+    quadratic part of f, |Σ_i w_i (u_i·x)²|_∞ ≤ s₂|x|²_∞, and s₁ = max(1, max_a (Σ_b |M_ab| +
+    Σ_i 2|c_i||w_ai||u_i|₁)) its linear part (the skip and the biases' cross terms); the 1 keeps
+    every flip's absolute linear allowance (ρ∞ ≤ τ, the linear-case guarantee's |x|_∞ term). The
+    third, s₂'s sum over ``units``, is a flip set's own quadratic size (:func:`flip_epsilon`)."""
     U = [_frac(r) for r in np.asarray(block.W_up, dtype=np.float64)]
     D = [_frac(col) for col in np.asarray(block.W_down, dtype=np.float64).T]
     c = _frac(block.b_up) if block.b_up is not None else [Fraction(0)] * block.n
     M = [_frac(r) for r in np.asarray(block.M, dtype=np.float64)]
     u1 = [sum((abs(v) for v in u), Fraction(0)) for u in U]
-    s2 = max(sum((abs(D[i][a]) * u1[i] ** 2 for i in (range(block.n) if units is None else units)), Fraction(0))
-             for a in range(block.d))
+    quad = [[abs(D[i][a]) * u1[i] ** 2 for i in range(block.n)] for a in range(block.d)]
     lin = max(sum((abs(v) for v in M[a]), Fraction(0)) + sum((2 * abs(c[i] * D[i][a]) * u1[i] for i in range(block.n)), Fraction(0))
               for a in range(block.d))
-    return max(Fraction(1), lin), s2
+    return (max(Fraction(1), lin), max(sum(row, Fraction(0)) for row in quad),
+            max(sum((row[i] for i in units), Fraction(0)) for row in quad))
 
 
 def flip_epsilon(q: Fraction, rl: Fraction, r0: Fraction, f0: Fraction | float, s1: Fraction, s2: Fraction,
@@ -659,7 +659,7 @@ def flip_epsilon(q: Fraction, rl: Fraction, r0: Fraction, f0: Fraction | float, 
     * else ε = max(q/s₂', rl/s₁, r0/f0), so |f(x) − g(x)|_∞ ≤ ε(|f(0)|_∞ + s₁|x|_∞ + s₂|x|²_∞)
       for every x (the degree-2 guarantee, s₁ ≥ 1 and s₂ the block's own scales:
       :func:`relu2_scales`, :func:`absorb.engine.gated_skeleton.gated_scales`); scaled = True.
-      s₂' = ``s2_own`` ≤ s₂ when given: the same scale summed over the flipped units only, so
+      s₂' = ``s2_own`` ≤ s₂ (s₂ when not given): the same scale summed over the flipped units only, so
       ε ≤ τ also says that S's quadratic parts cancel to within τ of their own size — a unit
       whose quadratic part nothing cancels is not "rounding" because a larger unit elsewhere
       dominates s₂ (then |f − g| / |f| is near 1 wherever that unit is off).
@@ -813,8 +813,8 @@ def _relu2_flip(ctx: Any, blk: Block, blk64: Block, res: SearchResult) -> BlockD
         return f"S = {list(res.S)} gives a witness with biases, but the question is about bias-free blocks"
     q, rl, r0, f0, dist = exact_flip_residuals(blk64, res.S, wb)
     thr = eval_threshold(ctx.tol, blk.n)
-    s1, s2 = relu2_scales(blk64)
-    eps, scaled = flip_epsilon(q, rl, r0, f0, s1, s2, thr, s2_own=relu2_scales(blk64, tuple(res.S))[1])
+    s1, s2, s2_own = relu2_scales(blk64, tuple(res.S))
+    eps, scaled = flip_epsilon(q, rl, r0, f0, s1, s2, thr, s2_own)
     err, m = evaluation_error(blk, wb, blk.d, seed=ctx.seed, accept=thr)
     how = flip_guarantee(eps, scaled, q, s1, s2)
     w = Witness(S=res.S, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
