@@ -106,3 +106,13 @@ def test_a_value_row_parallel_to_a_huge_gate_row_is_seen() -> None:
     blk = Block(W_up=U, W_down=np.ones((2, 3)), W_gate=G, activation=get_activation("silu"))
     h = {x.name: x for x in gate_hypotheses(blk)}["value_not_parallel_to_gate"]
     assert not h.holds and h.value["units"] == [0]
+
+
+def test_the_rounding_slack_is_never_shrunk_by_an_overflowed_norm() -> None:
+    """‖T‖_F of a target near 1.5e308 overflows float64: the slack must not become 0 by a
+    division by inf (it is taken against a rigorous lower bound of ‖T‖_F)."""
+    from absorb.engine.skeleton2 import slack_from_norms
+
+    D, a = np.ones((2, 3)), np.ones(3)
+    assert slack_from_norms(a, 2, D, np.full((2, 2), 1.5e308)) > 0
+    assert 0 < slack_from_norms(a, 2, D, -np.eye(2)) < 1e-14

@@ -487,8 +487,8 @@ def slack_from_norms(a: np.ndarray, p: int, D: np.ndarray, T: np.ndarray) -> flo
     with np.errstate(over="ignore", invalid="ignore"):
         e = gamma(4) * np.asarray(a, dtype=np.float64) + math.sqrt(p) * 2.0**-1070
         num = float(np.sum(np.linalg.norm(D, axis=0) * e))
-        den = float(np.linalg.norm(T))
-    out = num / den * 1.01 if den > 0 else math.inf
+    den = frobenius_bounds(T)[0]  # (a lower bound: a float ‖T‖ overflowed to inf, or rounded up, would shrink the slack)
+    out = num / den * 1.01 if 0 < den < math.inf else math.inf
     return out if math.isfinite(out) else math.inf
 
 
