@@ -36,7 +36,16 @@ from absorb.model.block import Block
 from absorb.verify import _numerics
 from absorb.verify._asymptotic import limit_at_infinity, limit_at_point, why_not_at_infinity
 from absorb.verify._compose import prove
-from absorb.verify._numerics import _U, EXACT_ELIM_MAX_D, _frac_matrix, _gamma, _in_range, _parse_number, exact_rank
+from absorb.verify._numerics import (
+    _U,
+    EXACT_ELIM_MAX_D,
+    _frac_matrix,
+    _gamma,
+    _in_range,
+    _parse_number,
+    exact_rank,
+    rounding_allowance,
+)
 from absorb.verify._pieces import Piece, Refused, decide_zero, exact_value, pieces
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import (
@@ -480,7 +489,7 @@ def _linear_error(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, wb: Block,
     e = _moved_bias_error(block, wb, tuple(range(n)), cq)
     lo = _f0_lower(block) if e and math.isfinite(e) else 0.0
     eps_b = 0.0 if e == 0 else (e / lo if lo > 0 else math.inf)
-    allowance = 1e3 * 2 * _U * math.sqrt(n + 1)
+    allowance = rounding_allowance(n)
     ok = rho <= ctx.tol + allowance and eps_b <= allowance
     claim = (f"the linear witness's error is within τ + {allowance:.2g}: ‖M + c·W_down W_up − c·W'_down W'_up‖_∞ ≤ {rho:.3g} "
              f"and the output bias's rounding ≤ {e:.3g} = {eps_b:.3g}·|f(0)|∞ (re-derived)")

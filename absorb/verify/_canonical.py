@@ -27,7 +27,7 @@ import sympy as sp
 
 from absorb.model.block import Block
 from absorb.verify._compose import prove
-from absorb.verify._numerics import _U, exact_rank
+from absorb.verify._numerics import _U, exact_rank, rounding_allowance
 from absorb.verify._pieces import decide_zero, exact_value
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _same_function, _variable, flip_constant, homogeneous_of_degree
@@ -369,7 +369,7 @@ def _check_near(ctx: _Ctx, w: str, b: dict[str, Any], near: Any, block: Block, N
     # The guarantee is absolute in |x|∞ (not relative to ‖M‖): |f − g|∞ ≤ ‖f − g‖₂ ≤ allowed·‖x‖₂ ≤ allowed·√d·|x|∞,
     # and that ε must be within the tolerance plus the rounding allowance; the samples are a second check.
     eps = allowed * math.sqrt(d) * (1 + 8 * _U)
-    allowance = 1e3 * 2 * _U * math.sqrt(N + 1)
+    allowance = rounding_allowance(N)
     _require(ctx, eps <= ctx.tol + allowance, w,
              f"the within-tolerance witness's error is within τ + {allowance:.2g} per unit of |x|∞ (√d times its ‖·‖₂ bound: "
              "the dropped singular values, the SVD's and V's rounding, the units' rounding)", f"ε ≤ {eps:.3g}")

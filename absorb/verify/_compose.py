@@ -25,7 +25,7 @@ import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
-from absorb.verify._numerics import _U, _gamma
+from absorb.verify._numerics import _U, _gamma, rounding_allowance
 from absorb.verify._weights import _f0_lower, _float_up, _hidden_at_zero
 
 _PROVED: weakref.WeakKeyDictionary[Block, tuple[float, float]] = weakref.WeakKeyDictionary()
@@ -131,7 +131,7 @@ def check_composition(ctx: Any, w: str, blocks: list[Block], witnesses: list[Blo
                              f"layers {missing}: no rigorous error bound re-derived for their witnesses")
         return
     eps, how = composed_epsilon(blocks, witnesses, bounds)  # type: ignore[arg-type]
-    allowance = 1e3 * 2 * _U * math.sqrt(max(b.n for b in blocks) + 1)
+    allowance = rounding_allowance(max(b.n for b in blocks))
     _require(ctx, eps <= ctx.tol + allowance, w,
              f"the composed witnesses are within τ + {allowance:.2g} of F: |F − G|∞ ≤ ε·(|F(x)|∞ + |x|∞ + max_k |f_k(0)|∞), "
              "each layer's re-derived error carried through the Lipschitz constants of the later layers (exact rationals)",

@@ -27,6 +27,12 @@ def sha256_f64(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a, dtype="<f8").tobytes()).hexdigest()
 
 
+def rounding_allowance(n: int) -> float:
+    """The rounding allowance every absorbable verdict states on top of the tolerance at width n:
+    1000·ε_mach·√(n+1) (ε_mach = 2⁻⁵²)."""
+    return 1e3 * 2 * _U * math.sqrt(n + 1)
+
+
 def _gamma(k: int) -> float:
     ku = k * _U
     return ku / (1 - ku) if ku < 0.5 else math.inf

@@ -30,7 +30,7 @@ from absorb.model.block import Block
 from absorb.verify import _gram
 from absorb.verify._asymptotic import why_not_at_infinity
 from absorb.verify._gram import mu_bound
-from absorb.verify._numerics import _U, _gamma, _parse_number, sha256_f64
+from absorb.verify._numerics import _gamma, _parse_number, rounding_allowance, sha256_f64
 from absorb.verify._pieces import decide_zero
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _variable, outer_pieces, vanishes_on_reals
@@ -428,7 +428,7 @@ def accept_exact_flip(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, rho: Fr
     ρ ≤ (τ + allowance)·s₁, so |f(x) − g(x)|∞ ≤ ε(|f(0)|∞ + s₁|x|∞ + s₂|x|²∞) with ε within the
     threshold, and the more so with the block's s₂ (the degree-2 guarantee, docs/user-guide.md);
     the recorded residual must be r."""
-    allowance = Fraction(1e3 * 2 * _U * math.sqrt(wb.n + 1))
+    allowance = Fraction(rounding_allowance(wb.n))
     thr = Fraction(ctx.tol) + allowance
     q, s1, s2, r = quad if quad is not None else (Fraction(0), Fraction(1), Fraction(0), math.nan)
     scaled = quad is not None and not (q == 0 and rho <= thr)

@@ -14,7 +14,7 @@ from absorb.model.block import Block
 from absorb.verify._compose import prove
 from absorb.verify._gated import parallel_units
 from absorb.verify._infeasible import _check_infeasible
-from absorb.verify._numerics import _U, _frac_matrix, _parse_number, sha256_f64
+from absorb.verify._numerics import _U, _frac_matrix, _parse_number, rounding_allowance, sha256_f64
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import (
     _gate_derivative_at_zero,
@@ -153,7 +153,7 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
         # B'(x) − f(x) = −(M + c·D_S U_S) x + e exactly, so |B' − f|_∞ ≤ ρ∞|x|_∞ + |e|_∞: the
         # guarantee |f − B'|_∞ ≤ ε(|f(x)|_∞ + |x|_∞ + |f(0)|_∞) needs ρ∞ ≤ τ + the rounding allowance
         # (the constant part e is bounded against |f(0)|_∞ in the evaluation check).
-        allowance = 1e3 * 2 * _U * math.sqrt(block.n + 1)
+        allowance = rounding_allowance(block.n)
         _require(ctx, rho_inf <= ctx.tol + allowance, w,
                  f"‖M + c·W_down[:,S] W_up[S,:]‖_∞ ≤ τ + {allowance:.2g} (the absolute linear error per unit of |x|_∞)",
                  f"rigorous upper bound {rho_inf:.3g}")
@@ -194,7 +194,7 @@ def _check_witness_numbers(ctx: _Ctx, w: str, wit: dict[str, Any], n: int, layer
     be a number the verdict allows: an error in [0, τ + 1000·2⁻⁵²·√(n+1)] (the stated tolerance
     and rounding allowance every absorbable verdict is within; ``layers`` times that for a
     stack's composed witness, whose sampled error may reach it) on a whole number of inputs."""
-    thr = layers * (ctx.tol + 1e3 * 2.0**-52 * math.sqrt(n + 1))
+    thr = layers * (ctx.tol + rounding_allowance(n))
     if "eval_error" in wit:
         e = wit["eval_error"]
         _require(ctx, isinstance(e, (int, float)) and not isinstance(e, bool) and 0 <= e <= thr, w,

@@ -15,7 +15,16 @@ import sympy as sp
 
 from absorb.model.block import Block
 from absorb.verify import _numerics
-from absorb.verify._numerics import _U, EXACT_ELIM_MAX_D, _frac_matrix, _gamma, _in_range, exact_rank, sha256_f64
+from absorb.verify._numerics import (
+    _U,
+    EXACT_ELIM_MAX_D,
+    _frac_matrix,
+    _gamma,
+    _in_range,
+    exact_rank,
+    rounding_allowance,
+    sha256_f64,
+)
 from absorb.verify._report import _Ctx, _require, _where
 
 COLLINEAR_SCREEN = 1e-6
@@ -531,7 +540,7 @@ def _evaluate(f: Callable[[np.ndarray], np.ndarray], g: Callable[[np.ndarray], n
         # The constant part of a flip's error, bounded exactly: no sample can see it where
         # float64 rounds f(x) and g(x) alike (a moved bias of 2^130 rounded by 2^78).
         eps_b = _constant_error(blocks_f[0], blocks_g[0])
-        if not eps_b <= 1e3 * 2 * _U * math.sqrt(blocks_f[0].n + 1):
+        if not eps_b <= rounding_allowance(blocks_f[0].n):
             ok, worst = False, math.inf
     kinks = _kink_points([blocks_f[0], blocks_g[0]], d, [*blocks_f, *blocks_g])
     # an evaluation that overflows gives inf or nan, which fails the check and is reported as
