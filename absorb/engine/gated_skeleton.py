@@ -204,25 +204,26 @@ def gated_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[A
     when the quadratic part vanishes), and S's relative distance (‖Q‖²_F + ‖R_L‖²_F)^½ / ‖M‖_F."""
     from fractions import Fraction
 
-    from absorb.engine.skeleton2 import exact_distance
+    from absorb.engine.skeleton2 import aligned_ints, dyadic_ints, exact_distance, exact_quadratic, inf_norm_sq
 
-    d, n = block.d, block.n
-    exact = gated_exact_columns(block, S)
-    Q = [sum((col[k] for col in exact), Fraction(0)) for k in range(d ** 3)]
-    q = max(sum((abs(v) for v in Q[a * d * d:(a + 1) * d * d]), Fraction(0)) for a in range(d)) / 2
-    F = lambda a: [Fraction(float(v)) for v in np.asarray(a, dtype=np.float64).reshape(-1)]  # noqa: E731
-    G = [F(r) for r in np.asarray(block.W_gate)]
-    U = [F(r) for r in np.asarray(block.W_up)]
-    W = [F(col) for col in np.asarray(block.W_down).T]
-    c = F(block.b_gate) if block.b_gate is not None else [Fraction(0)] * n
-    e = F(block.b_up) if block.b_up is not None else [Fraction(0)] * n
-    M = [F(r) for r in np.asarray(block.M)]
-    RL = [[M[a][b] + sum((W[i][a] * (c[i] * U[i][b] + e[i] * G[i][b]) for i in S), Fraction(0)) for b in range(d)] for a in range(d)]
-    bd = F(block.b_down) if block.b_down is not None else [Fraction(0)] * d
-    bd2 = F(wb.b_down) if wb.b_down is not None else [Fraction(0)] * d
-    R0 = max(abs(bd[a] + sum((c[i] * e[i] * W[i][a] for i in S), Fraction(0)) - bd2[a]) for a in range(d))
-    return (q, max(sum(abs(v) for v in row) for row in RL), R0,
-            exact_distance(Q, [v for row in RL for v in row], [v for row in M for v in row]))
+    d, n, idx = block.d, block.n, list(S)
+    f64 = lambda a: np.asarray(a, dtype=np.float64)  # noqa: E731
+    G, U, D = f64(block.W_gate).reshape(n, d), f64(block.W_up).reshape(n, d), f64(block.W_down).reshape(d, n)
+    c = np.zeros(n) if block.b_gate is None else f64(block.b_gate)
+    e = np.zeros(n) if block.b_up is None else f64(block.b_up)
+    GS, US, WS = dyadic_ints(G[idx]), dyadic_ints(U[idx]), dyadic_ints(D[:, idx])
+    cS, eS = dyadic_ints(c[idx]), dyadic_ints(e[idx])
+    q1, q2 = exact_quadratic(WS, GS, US, sym=True)
+    Mi = dyadic_ints(block.M)
+    (Mz, Cz, Ez), L = aligned_ints(Mi, (np.dot(WS[0] * cS[0], US[0]), WS[1] + cS[1] + US[1]),
+                               (np.dot(WS[0] * eS[0], GS[0]), WS[1] + eS[1] + GS[1]))
+    rl, rl2 = inf_norm_sq(Mz + Cz + Ez, L)
+    bd = dyadic_ints(np.zeros(d) if block.b_down is None else block.b_down)
+    bd2 = dyadic_ints(np.zeros(d) if wb.b_down is None else wb.b_down)
+    (z0, z1, z2), L0 = aligned_ints(bd, (np.dot(WS[0], cS[0] * eS[0]), WS[1] + cS[1] + eS[1]), bd2)
+    r0 = Fraction(max(abs(int(v)) for v in z0 + z1 - z2), 1 << L0)
+    _, m2 = inf_norm_sq(*Mi)
+    return q1 / 2, rl, r0, exact_distance(q2 + rl2, m2)
 
 
 def gated_scales(block: Block, units: tuple[int, ...] = ()) -> tuple[Any, Any, Any]:
@@ -231,21 +232,18 @@ def gated_scales(block: Block, units: tuple[int, ...] = ()) -> tuple[Any, Any, A
     max_a Σ_i |w_ai|·|g_i|₁|u_i|₁ bounds |Σ_i w_i (g_i·x)(u_i·x)|_∞ ≤ s₂|x|²_∞, and s₁ = max(1,
     max_a (Σ_b |M_ab| + Σ_i |w_ai|(|c_i||u_i|₁ + |e_i||g_i|₁))) the linear part (c = b_gate,
     e = b_up); the third, s₂'s sum over ``units``, is a flip set's own quadratic size."""
-    from fractions import Fraction
+    from absorb.engine.skeleton2 import aligned_ints, dyadic_ints, scales_from_terms
 
-    F = lambda a: [Fraction(float(v)) for v in np.asarray(a, dtype=np.float64).reshape(-1)]  # noqa: E731
     n, d = block.n, block.d
-    g1 = [sum((abs(v) for v in F(r)), Fraction(0)) for r in np.asarray(block.W_gate)]
-    u1 = [sum((abs(v) for v in F(r)), Fraction(0)) for r in np.asarray(block.W_up)]
-    W = [F(col) for col in np.asarray(block.W_down).T]
-    c = F(block.b_gate) if block.b_gate is not None else [Fraction(0)] * n
-    e = F(block.b_up) if block.b_up is not None else [Fraction(0)] * n
-    M = [F(r) for r in np.asarray(block.M)]
-    quad = [[abs(W[i][a]) * g1[i] * u1[i] for i in range(n)] for a in range(d)]
-    lin = max(sum((abs(v) for v in M[a]), Fraction(0))
-              + sum((abs(W[i][a]) * (abs(c[i]) * u1[i] + abs(e[i]) * g1[i]) for i in range(n)), Fraction(0)) for a in range(d))
-    return (max(Fraction(1), lin), max(sum(row, Fraction(0)) for row in quad),
-            max(sum((row[i] for i in units), Fraction(0)) for row in quad))
+    f64 = lambda a: np.asarray(a, dtype=np.float64)  # noqa: E731
+    Gi, eG = dyadic_ints(f64(block.W_gate).reshape(n, d))
+    Ui, eU = dyadic_ints(f64(block.W_up).reshape(n, d))
+    Wi, eW = dyadic_ints(np.abs(f64(block.W_down)).reshape(d, n))
+    ci, eC = dyadic_ints(np.abs(np.zeros(n) if block.b_gate is None else f64(block.b_gate)))
+    ei, eE = dyadic_ints(np.abs(np.zeros(n) if block.b_up is None else f64(block.b_up)))
+    g1, u1 = np.sum(np.abs(Gi), axis=1), np.sum(np.abs(Ui), axis=1)
+    (cu, eg), Lc = aligned_ints((ci * u1, eC + eU), (ei * g1, eE + eG))
+    return scales_from_terms(block, Wi * (g1 * u1), eW + eG + eU, np.dot(Wi, cu + eg), eW + Lc, units)
 
 
 def relu_like_gated(ctx: Any) -> BlockDecision | None:

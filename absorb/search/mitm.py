@@ -127,6 +127,11 @@ def _seconds(N1: int, N2: int, threads: int) -> float:
     return stored + 2.0**N1 * _SEC_PER_QUERY / workers
 
 
+#: m·min(m, n) past which :func:`_qr_pivoted` hands the factorisation to LAPACK (scipy), whose
+#: import (about 0.25 s) is then small next to the numpy loop's cost
+_LAPACK_QR_ENTRIES = 1 << 16
+
+
 def _qr_pivoted(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Economic QR with column pivoting, ``A[:, piv] = Q R`` (Businger–Golub: at each step the
     remaining column of largest norm, the first on a tie, then a Householder reflection).
@@ -137,8 +142,13 @@ def _qr_pivoted(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     A = np.array(A, dtype=np.float64)
     m, n = A.shape
     k_max = min(m, n)
+    if m * k_max > _LAPACK_QR_ENTRIES:  # LAPACK's blocked geqp3: the loop below took 10 s at m = 4096, n = 256
+        from scipy.linalg import qr
+
+        Q, R, piv = qr(A, mode="economic", pivoting=True)
+        return Q, R, piv
     piv = np.arange(n)
-    Q = np.eye(m)
+    reflections: list[tuple[int, np.ndarray, np.ndarray]] = []
     for k in range(k_max):
         rest = A[k:, k:]
         j = k + int(np.einsum("ij,ij->j", rest, rest).argmax())
@@ -152,9 +162,13 @@ def _qr_pivoted(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         v[0] += math.copysign(math.sqrt(vv), v[0])
         bv = (2.0 / float(v @ v)) * v
         rest -= np.outer(bv, v @ rest)  # (a view: A is updated in place)
-        Qk = Q[:, k:]
-        Qk -= np.outer(Qk @ v, bv)
-    return Q[:, :k_max], np.triu(A[:k_max]), piv
+        reflections.append((k, v, bv))
+    # Q's first k_max columns, H_0 ⋯ H_{k−1} [I; 0], applied from the last reflection back: an
+    # m×k_max matrix throughout (an m×m one cost minutes for the (L) columns' m = d² = 4096)
+    Q = np.eye(m, k_max)
+    for k, v, bv in reversed(reflections):
+        Q[k:] -= np.outer(bv, v @ Q[k:])
+    return Q, np.triu(A[:k_max]), piv
 
 
 def _rank_pivots(Kh: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
