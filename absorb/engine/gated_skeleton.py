@@ -369,7 +369,7 @@ def _gated_flip(ctx: Any, blk: Block, b64: Block, res: SearchResult) -> BlockDec
                         f"−Σ_S w_i (g_i·x + b_gate,i)(u_i·x + b_up,i), {flip_change(scaled, how)} "
                         f"(rigorous bound {eps:.2e}; checked on {m} inputs, max relative error {err:.2e}).", witness=w, search=res)
     return (f"S = {list(res.S)} satisfies {what} within the tolerance, but its flip witness failed its "
-            f"check ({flip_failure(q, s2, eps, thr, dist, err)})")
+            f"check ({flip_failure(q, s2_own, eps, thr, dist, err)})")
 
 
 def step_gate_search(ctx: Any) -> BlockDecision | None:

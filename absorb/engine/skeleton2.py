@@ -750,9 +750,10 @@ def flip_change(scaled: bool, how: str) -> str:
             f"a constant that b'_down absorbs, up to the rounding of the planted weights ({how})")
 
 
-def flip_failure(q: Fraction, s2: Fraction, eps: float, thr: float, dist: float, err: float) -> str:
-    """Why a degree-2 flip witness failed its check, in words."""
-    quad = "zero" if q == 0 else f"nonzero, ≤ {float(q / s2) if s2 else math.inf:.2e}·s₂|x|∞²"
+def flip_failure(q: Fraction, s2_own: Fraction, eps: float, thr: float, dist: float, err: float) -> str:
+    """Why a degree-2 flip witness failed its check, in words (``s2_own``: S's own quadratic
+    size, which the acceptance measures q against: :func:`flip_epsilon`)."""
+    quad = "zero" if q == 0 else f"nonzero, ≤ {float(q / s2_own) if s2_own else math.inf:.2e}·s₂(S)|x|∞², s₂(S) the flipped units' own quadratic size"
     return (f"quadratic part {quad}, bound {eps:.2e} against {thr:.2e}, relative residual {dist:.2e}, "
             f"sampled error {err:.2e}{eval_failure(err)}")
 
@@ -884,4 +885,4 @@ def _relu2_flip(ctx: Any, blk: Block, blk64: Block, res: SearchResult) -> BlockD
                         f"(rigorous bound {eps:.2e}; checked on {m} inputs, max relative error {err:.2e}).",
                         witness=w, search=res)
     return (f"S = {list(res.S)} satisfies {what} within the tolerance, but its ReLU² flip witness failed its "
-            f"check ({flip_failure(q, s2, eps, thr, dist, err)})")
+            f"check ({flip_failure(q, s2_own, eps, thr, dist, err)})")
