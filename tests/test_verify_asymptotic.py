@@ -31,7 +31,10 @@ def _expr(spec: str) -> sp.Expr:
 def test_wrong_erfc_skeleton_certificate_is_rejected(capsys: pytest.CaptureFixture[str]) -> None:
     """The fixture was written by `absorb check --certificate` before this checker route: it
     records L₊ = 2·10⁻⁸ (sympy: limit(erfc(x/W − 10)·x/x) = 2); the truth is L₊ = 0."""
-    rc = main(["verify", str(DATA / "issue24_erfc_skeleton.json"), str(DATA / "issue24_erfc_skeleton.npz")])
+    import json
+
+    act = json.loads((DATA / "issue24_erfc_skeleton.json").read_text())["parameters"]["activation_override"]
+    rc = main(["verify", str(DATA / "issue24_erfc_skeleton.json"), str(DATA / "issue24_erfc_skeleton.npz"), "--activation", act])
     out = capsys.readouterr().out
     assert rc == 1, out
     assert "rejected" in out and "recorded slopes" in out
@@ -55,8 +58,11 @@ def test_true_certificate_for_the_erfc_sigma_is_accepted(tmp_path: Path, capsys:
     cert = tmp_path / "erfc.json"
     cert.write_text(json.dumps(doc))
     capsys.readouterr()
-    rc = main(["verify", str(cert), str(DATA / "issue24_erfc_skeleton.npz")])
+    act = doc["parameters"]["activation_override"]
+    rc = main(["verify", str(cert), str(DATA / "issue24_erfc_skeleton.npz"), "--activation", act])
     assert rc == 0, capsys.readouterr().out
+    # the question is named on both sides: without --activation the certificate is not verified (exit 2)
+    assert main(["verify", str(cert), str(DATA / "issue24_erfc_skeleton.npz")]) == 2
 
 
 def test_erfc_sigma_slopes_are_rederived() -> None:

@@ -35,6 +35,10 @@ def _step_certificate(tmp_path: Path) -> tuple[Path, Path]:
     b["activation_function"] = {"name": step.name, "text": str(step.expr), "latex": sp.latex(step.expr), "srepr": sp.srepr(step.expr)}
     model = tmp_path / "step.npz"
     np.savez(model, W_up=U, W_down=D, W_gate=G, activation=np.array(STEP))
+    from absorb.io import load
+
+    blk = load(model)  # (the class's sentence names the activation: a forger rewrites it too)
+    b["class"]["statement"] = f"residual-free {blk.kind} {blk.activation_name} blocks of width {blk.n}, bias-free"
     doc["input"]["path"] = str(model)
     cert.write_text(json.dumps(doc))
     return model, cert

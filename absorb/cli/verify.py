@@ -37,11 +37,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", nargs="?", help="the model file or checkpoint (default: the path recorded in the certificate, "
                    "then the same file name next to the certificate); a checkpoint is opened with the options recorded "
                    "in the certificate (--layers, --up/--down/--gate, --fold-norm) and read one layer at a time")
+    p.add_argument("--activation", metavar="SIGMA", help="the activation a certificate made with 'absorb check --activation "
+                   "SIGMA' answers for (it overrides the one the model stores): such a certificate is verified only when "
+                   "the same SIGMA is given here, so that the question it answers is named on both sides")
     p.add_argument("--strict", action="store_true", help="kept for old scripts: the default already refuses to accept "
                    "a certificate with a claim that could not be re-checked (exit 4)")
     p.add_argument("--json", action="store_true", help="print the findings as one JSON object")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"seed of the checker's random inputs (default {DEFAULT_SEED})")
     p.set_defaults(func=run)
+
+
+def _quoted(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+def _question(act: str | None, opts: object) -> str:
+    """What of the model the accepted verdict is about, where the certificate's options narrow
+    or re-read it: the activation it overrides, the layers of a checkpoint it covers."""
+    parts = [f"σ = {act} (--activation, not the model's own)"] if act is not None else []
+    if isinstance(opts, dict):
+        if opts.get("layers") is not None:
+            parts.append(f"only the checkpoint layers {opts['layers']} (--layers)")
+        if opts.get("fold_norm"):
+            parts.append("the norm weights folded in (--fold-norm)")
+    return "; for " + ", ".join(parts) if parts else ""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,6 +73,14 @@ def run(args: argparse.Namespace) -> int:
     path = resolve_model_path(cert, args.certificate, args.model)
     params = cert.get("parameters", {})
     act, opts = params.get("activation_override"), params.get("checkpoint")
+    if act != args.activation:
+        from absorb._errors import InvalidInput
+
+        if act is None:
+            raise InvalidInput(f"{args.certificate}: the certificate was made without --activation (it answers for the "
+                               f"activation the model stores); verify it without --activation")
+        raise InvalidInput(f"{args.certificate}: the certificate answers for the activation {act!r}, which overrides the "
+                           f"one the model stores (absorb check --activation); verify it with --activation {_quoted(act)}")
     if isinstance(opts, dict):  # made from a checkpoint: re-open it with the same options, read lazily
         model = open_checkpoint(path, activation=act, **{k: opts.get(k) for k in ("layers", "up", "down", "gate")},
                                 fold_norm=bool(opts.get("fold_norm")))
@@ -62,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     incomplete = not rejected and bool(report.not_rechecked)
     if args.json:
         out = {"certificate": args.certificate, "model": str(path), **report.to_json(), "strict": args.strict,
+               "activation_override": act, "checkpoint_options": opts if isinstance(opts, dict) else None,
                "result": "rejected" if rejected else "not fully checked" if incomplete else "accepted"}
         sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     else:
@@ -79,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             cls = cert.get("class") if isinstance(cert.get("class"), dict) else {}
             about = {True: " (about residual-free blocks with any biases)", False: " (about bias-free residual-free blocks)"}
-            lines.append(f"accepted: {n_ok} checks passed; verdict {cert['verdict']}{about.get(cls.get('biases'), '')}")
+            lines.append(f"accepted: {n_ok} checks passed; verdict {cert['verdict']}{about.get(cls.get('biases'), '')}"
+                         + _question(act, opts))
         sys.stdout.write("\n".join(lines[-1:] if verbosity(args) == 0 else lines) + "\n")  # -q: the result line only
     return EXIT_REJECTED if rejected else EXIT_INCOMPLETE if incomplete else EXIT_OK

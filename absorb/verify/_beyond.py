@@ -269,12 +269,27 @@ def claimed_biases(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> bool:
         return biases
     _require(ctx, isinstance(cls, dict) and isinstance(cls.get("biases"), bool), w, "the class records whether biases are allowed",
              f"recorded {cls!r}")
-    _require(ctx, cls.get("width") in (None, block.n), w, f"the class is about width n = {block.n}", f"recorded {cls.get('width')!r}")
+    width = cls.get("width")
+    _require(ctx, isinstance(width, int) and not isinstance(width, bool) and width == block.n, w,
+             f"the class is about width n = {block.n}", f"recorded {width!r}")
     biases = bool(cls["biases"])
+
     _require(ctx, biases or _bias_free(block), w, "a block with biases is compared with residual-free blocks with biases",
              f"class {'with' if biases else 'without'} biases; f {'is bias-free' if _bias_free(block) else 'has a nonzero bias'}")
     ctx.report.ok(w, f"the verdict is about residual-free blocks of width {block.n}, {'with any biases' if biases else 'bias-free'}")
     return biases
+
+
+def class_statement(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> None:
+    """The class's sentence (what a reader sees) is the one its checked fields give: rebuilt
+    here from the block and the class's bias flag, not taken on trust."""
+    cls = b.get("class")
+    if not isinstance(cls, dict):
+        return
+    words = "with any biases (b_up, b_down)" if cls.get("biases") else "bias-free"
+    sentence = f"residual-free {block.kind} {block.activation_name} blocks of width {block.n}, {words}"
+    if not (cls.get("statement") in (None, sentence) and set(cls) <= {"biases", "width", "statement"}):  # (no line when it holds)
+        _require(ctx, False, w, "the class's statement is the one its fields give", f"recorded {cls.get('statement')!r}, fields {sorted(cls)}")
 
 
 # ------------------------------------------------------------------- the theorems --
@@ -497,6 +512,10 @@ def _linear_error(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, wb: Block,
         ctx.report.ok(w, "the linear witness is not proved within the tolerance: 'unknown' is what the evidence supports", claim)
         return "unknown", None, 0.0
     _require(ctx, ok, w, claim)
+    rec = (b.get("witness") or {}).get("exact")
+    _require(ctx, rec in (None, False) or (rec is True and rho == 0 and e == 0), w,
+             "the recorded exactness matches (exact only when the linear part and the output bias agree exactly)",
+             f"recorded {rec!r}; re-derived linear residual {rho:.3g}, bias rounding {e:.3g}")
     prove(wb, rho, e)
     return supported, wb, InfNorm(rho)
 
@@ -519,5 +538,5 @@ def linear_witness(block: Block, c: float) -> Block:
 
 
 __all__ = ["BIAS_FREE_ONLY", "bounded_by_pieces", "check_bounded", "check_exponential", "check_linear", "check_parity",
-           "check_skeleton", "claimed_biases", "exponential_constants", "finite_on_reals", "is_even", "linear_constant",
+           "check_skeleton", "claimed_biases", "class_statement", "exponential_constants", "finite_on_reals", "is_even", "linear_constant",
            "linear_witness", "slopes"]

@@ -77,6 +77,7 @@ from absorb.verify._beyond import (
     check_parity,
     check_skeleton,
     claimed_biases,
+    class_statement,
 )
 from absorb.verify._canonical import check_canonical_form
 from absorb.verify._compose import check_composition
@@ -327,6 +328,7 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
         _must(ctx, arg["target"] in labels.get(th, set()), w, f"the recorded target is result {th!r}'s",
               f"recorded {arg['target']!r}")
     _check_recorded_properties(ctx, w, b, th)
+    class_statement(ctx, w, b, block)
     skip = b.get("skip")
     kind = "hyper_connection" if block.hc is not None else "identity" if block.skip is None else "matrix"
     _must(ctx, isinstance(skip, dict) and skip.get("kind") == kind and set(skip) <= {"kind", "streams"}
@@ -401,6 +403,11 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
         return report
     tol = cert.get("parameters", {}).get("tolerance")
     structure = cert.get("input", {}).get("structure", "block")
+    kinds = _structures(model)
+    if structure not in kinds:
+        report.fail("certificate", f"the recorded structure is the model's ({' or '.join(kinds)}): the overall verdict's "
+                    "rule (one block, a composition, a collection) follows from what the model is", f"recorded {structure!r}")
+        return report
     blocks = _model_blocks(model, structure)
     entries = cert["blocks"]
     if not isinstance(tol, (int, float)) or not tol > 0:
@@ -442,6 +449,17 @@ class _Widened:
         return (b.float64() for b in self.model)
 
 
+def _structures(model: Block | Stack | Sequence[Block]) -> tuple[str, ...]:
+    """The structures a certificate of ``model`` may record: a block is a ``block``, a stack of
+    L > 1 blocks a ``stack`` (its composition is decided), of one block a ``block``; a list
+    of blocks (a checkpoint's layers) a ``collection`` (one block: also a ``block``)."""
+    if isinstance(model, Block):
+        return ("block",)
+    if isinstance(model, Stack):
+        return ("stack",) if len(model.blocks) > 1 else ("block",)
+    return ("collection", "block") if len(model) == 1 else ("collection",)
+
+
 def _model_blocks(model: Block | Stack | Sequence[Block], structure: str) -> Any:
     """The model's blocks, in order (a lazy checkpoint stays lazy), every weight matrix in
     float64: the loaders keep large float32 matrices as float32, and every computation
@@ -461,9 +479,11 @@ def _check_overall(ctx: _Ctx, cert: dict[str, Any], top: Any, th: Any, structure
     cls = cert.get("class")
     if cls is not None:
         blocks_biased = any(bool((b.get("class") or {}).get("biases")) for b in entries)
-        _require(ctx, isinstance(cls, dict) and cls.get("biases") is blocks_biased, "certificate",
-                 "the certificate's class is its blocks' (biases allowed when any block's class allows them)",
-                 f"header {cls!r}, blocks {'with' if blocks_biased else 'without'} biases")
+        word = "with any biases (b_up, b_down)" if blocks_biased else "bias-free"
+        _require(ctx, isinstance(cls, dict) and cls.get("biases") is blocks_biased and set(cls) <= {"biases", "statement"}
+                 and cls.get("statement") in (None, f"residual-free blocks of each block's kind, activation and width, {word}"),
+                 "certificate", "the certificate's class is its blocks' (biases allowed when any block's class allows them), "
+                 "in the words its fields give", f"header {cls!r}, blocks {'with' if blocks_biased else 'without'} biases")
     if structure == "block" or len(blocks) == 1 and structure != "collection":
         _require(ctx, top == verdicts[0] and th == (entries[0].get("theorem") or {}).get("id"), "certificate",
                  "the overall verdict and theorem are the block's", f"overall {top!r}/{th!r}, block {verdicts[0]!r}")

@@ -1,0 +1,91 @@
+"""What a certificate answers is named and checked on both sides: the structure it records is
+the model's, its class's width and sentence are the checked ones, an --activation override
+must be repeated to verify, a --layers subset is named in the summary, and a linear witness
+is "exact" only when it is."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from absorb.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+CE = ROOT / "counterexamples"
+
+
+def _cert(tmp_path: Path, src: Path, *extra: str) -> tuple[Path, Path, dict]:
+    model = tmp_path / src.name
+    shutil.copy(src, model)
+    cert = tmp_path / "c.json"
+    main(["check", str(model), "--certificate", str(cert), "-q", *extra])
+    return model, cert, json.loads(cert.read_text())
+
+
+def _verify(cert: Path, doc: dict, model: Path, *extra: str) -> int:
+    cert.write_text(json.dumps(doc))
+    return main(["verify", str(cert), str(model), *extra])
+
+
+def test_a_stack_relabelled_as_a_collection_is_rejected(tmp_path: Path) -> None:
+    model, cert, doc = _cert(tmp_path, CE / "relu_stack_generic.npz")
+    assert doc["input"]["structure"] == "stack"
+    doc["input"]["structure"], doc["verdict"] = "collection", "not_absorbable"
+    assert _verify(cert, doc, model) == 1
+
+
+@pytest.mark.parametrize("edit", ["width_none", "width_other", "statement", "extra_key", "header_statement"])
+def test_the_class_is_the_checked_one(tmp_path: Path, edit: str) -> None:
+    model, cert, doc = _cert(tmp_path, CE / "generic_relu.npz")
+    assert _verify(cert, doc, model) == 0
+    cls = doc["blocks"][0]["class"]
+    if edit == "width_none":
+        del cls["width"]
+    elif edit == "width_other":
+        cls["width"] = cls["width"] + 5
+    elif edit == "statement":
+        cls["statement"] = "residual-free ungated relu blocks of every width, with any biases"
+    elif edit == "extra_key":
+        cls["widths"] = "all"
+    else:
+        doc["class"]["statement"] = "residual-free blocks of every kind, activation and width, with any biases"
+    assert _verify(cert, doc, model) == 1
+
+
+def test_an_activation_override_is_named_on_both_sides(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model, cert, doc = _cert(tmp_path, CE / "planted_relu.npz", "--activation", "relu2")
+    assert doc["verdict"] == "not_absorbable"  # for σ = relu2, not the file's relu (absorbable)
+    capsys.readouterr()
+    assert main(["verify", str(cert), str(model)]) == 2
+    assert "--activation relu2" in capsys.readouterr().err
+    assert main(["verify", str(cert), str(model), "--activation", "relu", "-q"]) == 2
+    assert main(["verify", str(cert), str(model), "--activation", "relu2", "-q"]) == 0
+    assert "σ = relu2 (--activation" in capsys.readouterr().out
+
+
+def test_a_layer_subset_is_named_in_the_summary(tmp_path: Path) -> None:
+    ck, cert = tmp_path / "ck", tmp_path / "c.json"
+    subprocess.run([sys.executable, str(ROOT / "examples" / "make_checkpoint.py"), "--family", "falcon", "--d", "3", "--n", "6",
+                    "--layers", "3", "--planted", "0", str(ck)], check=True, capture_output=True, timeout=120)
+    assert main(["check", str(ck), "--layers", "0", "--certificate", str(cert), "-q"]) in (0, 3)
+    r = subprocess.run([sys.executable, "-m", "absorb", "verify", "-q", str(cert), str(ck)], capture_output=True, text=True,
+                       timeout=120, cwd=ROOT)
+    assert r.returncode == 0 and "only the checkpoint layers" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_linear_witness_claimed_exact_is_checked(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    src = tmp_path / "src.npz"
+    np.savez(src, W_up=rng.standard_normal((3, 3)), W_down=rng.standard_normal((3, 3)), activation=np.array("identity"))
+    (tmp_path / "m").mkdir()
+    model, cert, doc = _cert(tmp_path / "m", src)
+    assert doc["verdict"] == "absorbable" and doc["theorem"]["id"] == "linear"
+    assert _verify(cert, doc, model) == 0
+    doc["blocks"][0]["witness"]["exact"] = True  # W'_down W'_up ≠ M + W_down W_up exactly (rounding)
+    assert _verify(cert, doc, model) == 1
