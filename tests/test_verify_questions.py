@@ -89,3 +89,42 @@ def test_a_linear_witness_claimed_exact_is_checked(tmp_path: Path) -> None:
     assert _verify(cert, doc, model) == 0
     doc["blocks"][0]["witness"]["exact"] = True  # W'_down W'_up ≠ M + W_down W_up exactly (rounding)
     assert _verify(cert, doc, model) == 1
+
+
+def test_non_finite_and_huge_numbers_are_bad_input_not_a_crash(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model, cert, doc = _cert(tmp_path, CE / "planted_relu.npz")
+    text = json.dumps(doc).replace('"tolerance": 1e-09', '"tolerance": Infinity', 1)
+    assert "Infinity" in text
+    cert.write_text(text)
+    assert main(["verify", str(cert), str(model)]) == 2
+    assert "Infinity" in capsys.readouterr().err
+    doc["blocks"][0]["argument"]["c"] = "1e999999999"  # would build a billion-digit integer
+    assert _verify(cert, doc, model) == 1
+
+
+def test_canonical_form_indices_are_whole_numbers(tmp_path: Path) -> None:
+    model, cert, doc = _cert(tmp_path, CE / "collinear_antipodal.npz")
+    assert _verify(cert, doc, model) == 0
+    ok = json.loads(json.dumps(doc))
+    for edit in ("delta", "width"):
+        doc = json.loads(json.dumps(ok))
+        found = [b for b in doc["blocks"] if isinstance(b.get("canonical_form"), dict)]
+        cf = found[0]["canonical_form"]
+        if edit == "delta" and isinstance(cf.get("choice"), dict):
+            cf["choice"]["delta"] = [v + 0.5 if i == 0 else v for i, v in enumerate(cf["choice"]["delta"])]
+        else:
+            cf["width"] = cf["width"] + 0.5
+        assert _verify(cert, doc, model) == 1, edit
+
+
+def test_an_honest_unknown_index_set_certificate_is_accepted(tmp_path: Path) -> None:
+    """σ(z) = ReLU(z − 3/2) has no flip identity σ(z) − σ(−z) = c·z: the verdict is unknown, and its
+    certificate claims nothing the checker could refute (it demanded the flip identity anyway)."""
+    U = np.array([[1.0, 0], [0, 1], [1, 1], [1, -2], [0.5, 3]])
+    D = np.array([[-1.0, 0, 0.5, -0.25, 0.75], [0, -1, 1.25, 0.5, -1]])
+    src = tmp_path / "src.npz"
+    np.savez(src, W_up=U, W_down=D, activation=np.array("expr:Max(0,x-3/2)"))
+    (tmp_path / "m").mkdir()
+    model, cert, doc = _cert(tmp_path / "m", src, "--allow-biases")
+    assert doc["verdict"] == "unknown"
+    assert _verify(cert, doc, model) == 0

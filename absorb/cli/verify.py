@@ -60,6 +60,9 @@ def _question(act: str | None, opts: object) -> str:
     if isinstance(opts, dict):
         if opts.get("layers") is not None:
             parts.append(f"only the checkpoint layers {opts['layers']} (--layers)")
+        roles = [f"--{k} {opts[k]}" for k in ("up", "down", "gate") if opts.get(k)]
+        if roles:
+            parts.append(f"the matrices named by hand ({', '.join(roles)}), not the layout's own")
         if opts.get("fold_norm"):
             parts.append("the norm weights folded in (--fold-norm)")
     return "; for " + ", ".join(parts) if parts else ""

@@ -175,10 +175,18 @@ def _check_recorded_form(ctx: _Ctx, w: str, rec: dict[str, Any], block: Block, f
     return L0, rec_lines, lines_d  # the recorded order (the choice refers to it); equal to the re-derived set
 
 
+def _whole(ctx: _Ctx, w: str, values: Any, what: str) -> tuple[int, ...]:
+    """``values`` (a list) as whole numbers — JSON integers, not 0.5, True or a string: a recorded
+    index or count is taken as written or the certificate is rejected (never rounded)."""
+    _require(ctx, isinstance(values, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in values), w,
+             "every recorded index and count of the canonical form is a whole number", f"{what}: recorded {values!r}")
+    return tuple(values)
+
+
 def _check_choice(ctx: _Ctx, w: str, choice: dict[str, Any], L0: Mat, lines: _Lines) -> None:
     """The recorded choice (B, δ) needs the recorded width."""
-    B = tuple(int(l) for l in choice.get("B", []))
-    delta = {l: int(v) for l, v in enumerate(choice.get("delta", []))}
+    B = _whole(ctx, w, choice.get("B", []), "the choice's lines B")
+    delta = dict(enumerate(_whole(ctx, w, choice.get("delta", []), "the choice's flips δ")))
     _require(ctx, all(0 <= l < len(lines) for l in B) and len(set(B)) == len(B), w, "the recorded lines B are active lines")
     need = _width(L0, lines, B, delta)
     rank = None if need is None else (need - len(lines) - len(B)) // 2
@@ -191,7 +199,8 @@ def _check_choice(ctx: _Ctx, w: str, choice: dict[str, Any], L0: Mat, lines: _Li
 def _check_absorbable(ctx: _Ctx, w: str, b: dict[str, Any], rec: dict[str, Any], block: Block, choice: Any, N: int,
                       L0: Mat, lines_d: dict, family: str) -> tuple[str, Block | None, float]:
     """The exact witness has f's canonical form; its float64 rounding is the recorded witness block."""
-    _require(ctx, choice is not None and int(choice["width"]) <= N, w, f"the recorded choice fits in width {N}")
+    _require(ctx, isinstance(choice, dict) and _whole(ctx, w, [choice.get("width")], "the choice's width")[0] <= N, w,
+             f"the recorded choice fits in width {N}")
     if rec.get("min_width") is not None:  # the choice's width is the claim; a recorded minimum is re-derived
         m = len(lines_d)
         bmax = min(block.d, m, N - m)
@@ -321,8 +330,8 @@ def _check_near(ctx: _Ctx, w: str, b: dict[str, Any], near: Any, block: Block, N
     of R for the antipodal pairs — equals f up to that distance (evaluated against f)."""
     _require(ctx, isinstance(near, dict), w, "the within-tolerance choice is an object")
     d, m = block.d, len(lines)
-    B = tuple(int(l) for l in near.get("B", []))
-    dl = [int(v) for v in near.get("delta", [])]
+    B = _whole(ctx, w, near.get("B", []), "the within-tolerance lines B")
+    dl = list(_whole(ctx, w, near.get("delta", []), "the within-tolerance flips δ"))
     p = near.get("rank")
     _require(ctx, all(0 <= l < m for l in B) and len(set(B)) == len(B) and len(dl) == m and set(dl) <= {0, 1}
              and isinstance(p, int) and not isinstance(p, bool) and p >= 0 and not any(dl[l] for l in B), w,
@@ -426,7 +435,7 @@ def check_canonical_form(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
         ctx.report.unchecked(w, "every field of the canonical-form record is re-derived", f"not re-checked: {', '.join(extra)}")
     family = _check_sigma(ctx, w, rec, block)
     L0, lines, lines_d = _check_recorded_form(ctx, w, rec, block, family)
-    N = int(rec.get("width", -1))
+    N = _whole(ctx, w, [rec.get("width")], "the width")[0]
     _require(ctx, N == block.n, w, f"the width is the block's own, n = {block.n}", f"recorded {rec.get('width')!r}")
     verdict = b.get("verdict")
     choice = rec.get("choice")

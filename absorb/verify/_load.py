@@ -12,17 +12,23 @@ SCHEMA = "absorb-certificate"
 SUPPORTED_VERSIONS = (1,)
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"the number {name} (JSON has no non-finite numbers)")
+
+
 def load_certificate(path: str | Path) -> dict[str, Any]:
     """Read and validate a certificate file (schema, version, required keys) — InvalidInput if bad."""
     p = Path(path)
     if not p.is_file():
         raise InvalidInput(f"{p}: no such certificate file; make one with 'absorb check MODEL --certificate {p.name}'")
     try:
-        obj = json.loads(p.read_text(encoding="utf-8"))
+        obj = json.loads(p.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except UnicodeDecodeError:
         raise InvalidInput(f"{p}: not a text file; give the .json certificate (not the .pdf or .tex rendering)") from None
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno}); give the .json certificate") from None
+    except ValueError as exc:  # a non-finite number, or an integer past Python's digit limit
+        raise InvalidInput(f"{p}: {exc}; absorb writes only finite numbers, so the certificate was edited — regenerate it") from None
     if not isinstance(obj, dict) or obj.get("schema") != SCHEMA:
         raise InvalidInput(f"{p}: not an absorb certificate (no \"schema\": \"{SCHEMA}\"); make one with 'absorb check MODEL --certificate OUT.json'")
     if obj.get("schema_version") not in SUPPORTED_VERSIONS:

@@ -59,14 +59,24 @@ def exact_rank(rows: list[list[Fraction]]) -> int:
     return rank
 
 
+def _huge_exponent(text: str) -> bool:
+    """Whether a decimal string's exponent is past ±10000 (no certificate number needs one)."""
+    import re
+
+    return any(abs(int(e)) > 10000 for e in re.findall(r"[eE]\s*([+-]?\d{1,40})", text)) or bool(re.search(r"[eE]\s*[+-]?\d{41}", text))
+
+
 def _parse_number(v: object) -> sp.Rational | None:
     """A certificate number (int, float or a rational string such as '1/2') as a sympy
     Rational, parsed with :class:`fractions.Fraction` (never by sympy: untrusted input)."""
     if v is None or isinstance(v, bool):
         return None
+    text = None if isinstance(v, (int, float)) else str(v).strip()
+    if text is not None and (len(text) > 1000 or _huge_exponent(text)):
+        return None  # ('1e999999999' would build a billion-digit integer)
     try:
-        q = Fraction(v) if isinstance(v, (int, float)) else Fraction(str(v).strip())
-    except (TypeError, ValueError, ZeroDivisionError):
+        q = Fraction(v) if text is None else Fraction(text)
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError):
         return None
     return sp.Rational(q.numerator, q.denominator)
 
