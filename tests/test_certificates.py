@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from absorb.certificate import Certificate, build_certificate
+from absorb.certificate._theorems import theorem_info
 from absorb.certificate._util import array_sha256, tex_escape
 from absorb.certificate.write import CertificateError, compile_pdf
 from absorb.cli import main
@@ -162,7 +163,7 @@ def _set(path: list, value: object):
 
 def _degree_for_relu(doc: dict) -> None:
     b = doc["blocks"][0]
-    b["theorem"] = {"id": "degree", "title": "Degree argument"}
+    b["theorem"] = theorem_info("degree")  # (a forger cites the whole record: the degree check is what refutes it)
     b["argument"].update(k=2, k_activation=2)
     b["verdict"] = "not_absorbable"
     doc["theorem"] = b["theorem"]
@@ -184,13 +185,16 @@ TAMPERINGS = [
     ("changed degree k", "relu2", lambda d: d["blocks"][0]["argument"].update(k=3, k_activation=3), "homogeneous of degree 3"),
     ("degree verdict made unknown", "relu2", _set(["blocks", 0, "verdict"], "unknown"), "verdict was changed"),
     ("changed nonzero entry of M", "relu2", _set(["blocks", 0, "argument", "M_nonzero_entry", "value"], 2.0), "M[0,0]"),
-    ("linearization on a gate-free theorem", "relu2", _set(["blocks", 0, "theorem", "id"], "linearization"), "gated"),
+    ("linearization on a gate-free theorem", "relu2", _set(["blocks", 0, "theorem"], theorem_info("linearization")), "gated"),
     ("changed g'(0)", "swiglu", _set(["blocks", 0, "argument", "dg0"], "1"), "g'(0)"),
     ("changed Jacobian", "swiglu", lambda d: d["blocks"][0]["argument"]["jacobian_f_at_0"][0].__setitem__(0, "0"), "Jacobian"),
     ("bounded claimed for ReLU", "generic_relu", lambda d: (d["blocks"][0]["theorem"].update(id="bounded"), d["blocks"][0].update(verdict="not_absorbable")), "bounded"),
     ("overstated singular value", "identity", _set(["blocks", 0, "argument", "sigma_lower_bound"], 100.0), "not overstated"),
     ("stack claimed absorbable", "relu2_stack", lambda d: (d.update(verdict="absorbable"), d["theorem"].update(id="composition")), "composition"),
-    ("composition claimed as depth", "planted_gelu_stack", lambda d: (d.update(verdict="not_absorbable"), d["theorem"].update(id="depth")), "o(|x|) at 0"),
+    ("composition claimed as depth", "planted_gelu_stack", lambda d: (d.update(verdict="not_absorbable"), d["theorem"].update(theorem_info("depth"))),
+     "o(|x|) at 0"),
+    ("another theorem's text under its id", "generic_relu", lambda d: d["blocks"][0]["theorem"].update(statement="at any width"),
+     "that result's own"),
     ("changed H_res hash", "hc_relu", _set(["blocks", 0, "weights", "H_res", "sha256"], "f" * 64), "SHA-256 of H_res"),
     ("unknown made not_absorbable", "unknown_sublinear_gap", _set(["blocks", 0, "verdict"], "not_absorbable"), "the evidence supports 'unknown'"),
     ("printed values changed", "relu2", lambda d: d["blocks"][0]["weights"]["W_up"]["values"][0].__setitem__(0, 0.5), "printed values"),

@@ -1,12 +1,14 @@
-"""Reading a certificate file and finding the model it names."""
+"""Reading a certificate file, finding the model it names, and the model's blocks and structure."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from absorb._errors import InvalidInput
+from absorb.model.block import Block, Stack
 
 SCHEMA = "absorb-certificate"
 SUPPORTED_VERSIONS = (1,)
@@ -57,3 +59,39 @@ def resolve_model_path(cert: dict[str, Any], cert_path: str | Path, model: str |
         return alt
     raise InvalidInput(f"{cert_path}: the model file {recorded} named in the certificate does not exist; pass it: absorb verify {cert_path} MODEL")
 
+
+class Widened:
+    """A lazy checkpoint's blocks, each with float64 weight matrices (see :func:`model_blocks`)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def __len__(self) -> int:
+        return len(self.model)
+
+    def __iter__(self) -> Any:
+        return (b.float64() for b in self.model)
+
+
+def structures(model: Block | Stack | Sequence[Block]) -> tuple[str, ...]:
+    """The structures a certificate of ``model`` may record: a block is a ``block``, a stack of
+    L > 1 blocks a ``stack`` (its composition is decided), of one block a ``block``; a list
+    of blocks (a checkpoint's layers) a ``collection`` (one block: also a ``block``)."""
+    if isinstance(model, Block):
+        return ("block",)
+    if isinstance(model, Stack):
+        return ("stack",) if len(model.blocks) > 1 else ("block",)
+    return ("collection", "block") if len(model) == 1 else ("collection",)
+
+
+def model_blocks(model: Block | Stack | Sequence[Block], structure: str) -> Any:
+    """The model's blocks, in order (a lazy checkpoint stays lazy), every weight matrix in
+    float64: the loaders keep large float32 matrices as float32, and every computation
+    here is a float64 one (products of two float32 arrays would round in float32)."""
+    if isinstance(model, Stack):
+        return [b.float64() for b in model.blocks]
+    if isinstance(model, Block):
+        return [model.float64()]
+    if structure == "collection" and hasattr(model, "__len__") and not isinstance(model, Sequence):
+        return Widened(model)  # a lazy checkpoint: read, checked and dropped one block at a time
+    return [b.float64() for b in model]

@@ -80,6 +80,7 @@ from absorb.verify._beyond import (
     class_statement,
 )
 from absorb.verify._canonical import check_canonical_form
+from absorb.verify._citations import citation_ok
 from absorb.verify._compose import check_composition
 from absorb.verify._gated import check_gated_skeleton
 from absorb.verify._infeasible import (  # noqa: F401
@@ -91,7 +92,14 @@ from absorb.verify._infeasible import (  # noqa: F401
     _enumerate_lower_bound,
     _exact_dual_bound,
 )
-from absorb.verify._load import SCHEMA, SUPPORTED_VERSIONS, load_certificate, resolve_model_path  # noqa: F401
+from absorb.verify._load import (  # noqa: F401
+    SCHEMA,
+    SUPPORTED_VERSIONS,
+    load_certificate,
+    model_blocks,
+    resolve_model_path,
+    structures,
+)
 from absorb.verify._numerics import (  # noqa: F401
     _RANGE_EXPONENT,
     _U,
@@ -203,6 +211,7 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         th = (b.get("theorem") or {}).get("id")
         verdict = b.get("verdict")
         _require(ctx, th in _BLOCK_THEOREMS, w, f"the theorem id {th!r} is known")
+        _cited(ctx, w, b.get("theorem"))
         _require(ctx, verdict in ("absorbable", "not_absorbable", "unknown"), w, f"the verdict {verdict!r} is one of three")
         _check_recorded_hypotheses(ctx, w, b, block)
         # every result but boundedness assumes a linear value branch h(z) = z
@@ -233,6 +242,12 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a malformed (or forged) document
         ctx.report.fail(w, "the certificate is well-formed", f"{type(exc).__name__}: {exc}")
         return None, None
+
+
+def _cited(ctx: _Ctx, w: str, record: Any) -> None:
+    """The theorem record is the cited result's own text (:mod:`absorb.verify._citations`)."""
+    ok, why = citation_ok(record)
+    _must(ctx, ok, w, "the cited theorem's record (title, source, statement, needs, classes) is that result's own", why)
 
 
 def _must(ctx: _Ctx, cond: bool, w: str, claim: str, detail: str = "") -> None:
@@ -403,12 +418,12 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
         return report
     tol = cert.get("parameters", {}).get("tolerance")
     structure = cert.get("input", {}).get("structure", "block")
-    kinds = _structures(model)
+    kinds = structures(model)
     if structure not in kinds:
         report.fail("certificate", f"the recorded structure is the model's ({' or '.join(kinds)}): the overall verdict's "
                     "rule (one block, a composition, a collection) follows from what the model is", f"recorded {structure!r}")
         return report
-    blocks = _model_blocks(model, structure)
+    blocks = model_blocks(model, structure)
     entries = cert["blocks"]
     if not isinstance(tol, (int, float)) or not tol > 0:
         report.fail("certificate", "the tolerance is a positive number", f"got {tol!r}")
@@ -436,46 +451,10 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
     return report
 
 
-class _Widened:
-    """A lazy checkpoint's blocks, each with float64 weight matrices (see :func:`_model_blocks`)."""
-
-    def __init__(self, model: Any) -> None:
-        self.model = model
-
-    def __len__(self) -> int:
-        return len(self.model)
-
-    def __iter__(self) -> Any:
-        return (b.float64() for b in self.model)
-
-
-def _structures(model: Block | Stack | Sequence[Block]) -> tuple[str, ...]:
-    """The structures a certificate of ``model`` may record: a block is a ``block``, a stack of
-    L > 1 blocks a ``stack`` (its composition is decided), of one block a ``block``; a list
-    of blocks (a checkpoint's layers) a ``collection`` (one block: also a ``block``)."""
-    if isinstance(model, Block):
-        return ("block",)
-    if isinstance(model, Stack):
-        return ("stack",) if len(model.blocks) > 1 else ("block",)
-    return ("collection", "block") if len(model) == 1 else ("collection",)
-
-
-def _model_blocks(model: Block | Stack | Sequence[Block], structure: str) -> Any:
-    """The model's blocks, in order (a lazy checkpoint stays lazy), every weight matrix in
-    float64: the loaders keep large float32 matrices as float32, and every computation
-    here is a float64 one (products of two float32 arrays would round in float32)."""
-    if isinstance(model, Stack):
-        return [b.float64() for b in model.blocks]
-    if isinstance(model, Block):
-        return [model.float64()]
-    if structure == "collection" and hasattr(model, "__len__") and not isinstance(model, Sequence):
-        return _Widened(model)  # a lazy checkpoint: read, checked and dropped one block at a time
-    return [b.float64() for b in model]
-
-
 def _check_overall(ctx: _Ctx, cert: dict[str, Any], top: Any, th: Any, structure: str, blocks: Any,
                    entries: list[dict[str, Any]], verdicts: list[str | None], witnesses: list[Block | None]) -> None:
     """The certificate's header (class, overall verdict ``top`` and theorem ``th``) follows from its blocks."""
+    _cited(ctx, "certificate", cert.get("theorem"))
     cls = cert.get("class")
     if cls is not None:
         blocks_biased = any(bool((b.get("class") or {}).get("biases")) for b in entries)

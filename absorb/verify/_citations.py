@@ -1,0 +1,53 @@
+"""The results a certificate may cite, as this checker knows them: for each theorem id, the
+SHA-256 of its record (title, source, statement, needs, classes; JSON with sorted keys). A
+certificate's theorem record is what a reader sees as the result proved: one whose text is not
+the cited id's own (another theorem's statement under this id, "at any width" where the result
+holds at width n) is rejected. Kept here, apart from the producer's table, and compared with it
+by tests/test_verify_citations.py (which prints this table afresh when a statement changes)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+DIGESTS: dict[str, str] = {
+    "trivial": "edfa34d91fed9a31bba692f583e1d1544bf19b08fa1332fc03167b1e47d239ff",
+    "degree": "f42e31a24fb502e0c9896883bb23d5f78187ddf5042ef66a6241a08d64ec4e4d",
+    "linearization": "1390fbcdf2908999cc436c570239a4cd08b47d62c7f70cdc413a80048f8663da",
+    "bounded": "c155e8dde9498bb219ff9af35534b2de8e22e8812008b3bd918b7861f664d9bf",
+    "linear": "dcb0d79b5f442ad8ec1f9218e699a7a6cdb7f8135aa97a85fa5d5406f2010b1a",
+    "index-set": "9dca01ad4bff7f7190b886b4fe7df9184ec68dac3474150c17bde184fde66ba9",
+    "parity": "6590616af02ab94982bea996efe87123687d7012fe5d013870dd8f1235ea3710",
+    "exponential": "36d685782c48c74c17ec3e73c8fefc68bfe1040777329f5cc9d0f90077b0b801",
+    "skeleton": "4d44ea1419abdcb22e2f666756ff10c457f11c78cb6acdd8f68e7a1d7a578474",
+    "skeleton2": "ea62c2bd54d6d4da8ef2fd6ec9ea6680e9d2916e857244e48f2a0a2e4a8cb382",
+    "gated-skeleton": "818f160acb391d4d9f9a77db9d02fe132d9f7694819447294ea669967f590350",
+    "depth": "0e7f0e9299fe9c989f8516831529be3d33585005fe47820e603a25e3100225f3",
+    "rank": "231cc65cc921871109a7565ccbe1fb14bfe6f8b81ee1e55a5cdf5af5cbd5add8",
+    "kink-count": "f724eb025a137ccd2dca09892a865b5f4aad01d2df3897fca149028ddf202821",
+    "range": "18d7761ff2409b7470c78be978000e6cfc4a9ccea3ba7cae7d1eff6a7ce4133d",
+    "composition": "feeb58002b5eeac3a11f4e01553d101669386a95244e03cf17a6a008a793ebce",
+    "canonical-form": "b55d056b8a867084584d28295ea838ebc1725315787562cabfdc388eec5cd4fc",
+    "none": "8651eff568e23476e7bc3622db9ac17aed276b7f6fb1bddd3fc0b15c82099ce2",
+}
+
+
+def digest(record: dict[str, Any]) -> str:
+    """SHA-256 of a theorem record without its id (JSON, sorted keys, UTF-8)."""
+    body = {k: v for k, v in record.items() if k != "id"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def citation_ok(record: Any) -> tuple[bool, str]:
+    """Whether ``record`` is exactly the cited theorem's (and why not)."""
+    if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+        return False, f"recorded {record!r:.80}"
+    want = DIGESTS.get(record["id"])
+    if want is None:
+        return False, f"unknown theorem id {record['id']!r}"
+    try:
+        got = digest(record)
+    except (TypeError, ValueError) as exc:
+        return False, f"{type(exc).__name__}: {exc}"
+    return got == want, "" if got == want else f"the record of {record['id']!r} differs from that result's title/statement/needs/classes"
