@@ -22,6 +22,7 @@ from absorb.verify._symbolic import (
     flip_constant,
     homogeneous_of_degree,
     is_relu_or_gelu,
+    vanishing_slopes,
 )
 from absorb.verify._weights import (
     InfNorm,
@@ -34,6 +35,7 @@ from absorb.verify._weights import (
     _row_pairs,
     _skip_invertible,
     _skip_nonzero,
+    _value_expr,
 )
 
 
@@ -64,8 +66,17 @@ def _check_degree(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> None:
     _check_nonzero_entry(ctx, w, arg, block.M)
     k_act = _parse_number(arg.get("k_activation"))
     k = _parse_number(arg.get("k"))
-    _require(ctx, k_act is not None and k is not None and k == k_act + (1 if block.gated else 0), w,
-             "the recorded degrees are consistent (k = k_σ, or k_g + 1 gated)", f"k_σ = {arg.get('k_activation')}, k = {arg.get('k')}")
+    h = _value_expr(block)
+    if h is None:
+        _require(ctx, k_act is not None and k is not None and k == k_act + (1 if block.gated else 0), w,
+                 "the recorded degrees are consistent (k = k_σ, or k_g + 1 gated)", f"k_σ = {arg.get('k_activation')}, k = {arg.get('k')}")
+    else:
+        k_val = _parse_number(arg.get("k_value"))
+        _require(ctx, k_act is not None and k_val is not None and k is not None and k == k_act + k_val, w,
+                 "the recorded degrees are consistent (k = k_g + k_h, gated with a value activation h)",
+                 f"k_g = {arg.get('k_activation')}, k_h = {arg.get('k_value')}, k = {arg.get('k')}")
+        _require(ctx, homogeneous_of_degree(h, k_val), w,
+                 f"the value activation h is positively homogeneous of degree {k_val} (exact at 0, by pieces on x > 0 and x < 0)")
     _require(ctx, homogeneous_of_degree(_act(block), k_act), w,
              f"σ is positively homogeneous of degree {k_act} (exact at 0, by pieces on x > 0 and x < 0)")
     _require(ctx, bool(k > 0) and k != 1, w, f"k = {k} > 0 and k ≠ 1")
@@ -76,6 +87,9 @@ def _check_linearization(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
     _require(ctx, block.gated, w, "the block is gated")
     _require(ctx, _bias_free(block), w, "the block is bias-free (exact)")
     _check_nonzero_entry(ctx, w, arg, block.M)
+    if _value_expr(block) is not None:
+        _check_linearization_value(ctx, w, arg, block)
+        return
     dg0 = _gate_derivative_at_zero(_act(block))
     _require(ctx, dg0 is not None, w, "g(0) = 0 and g is differentiable at 0 (exact at 0, one-sided limits of the pieces next to 0)")
     g0 = _parse_number(arg.get("g0"))
@@ -91,6 +105,28 @@ def _check_linearization(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
         except (ValueError, ZeroDivisionError):
             J = None
         _require(ctx, J == Mf, w, "the recorded exact Jacobian J_f(0) equals M (= M + W_down diag(g(0)) W_up)")
+
+
+def _check_linearization_value(ctx: _Ctx, w: str, arg: dict[str, Any], block: Block) -> None:
+    """With a value activation h: g(0) = h(0) = 0 exactly, and both have finite one-sided
+    derivatives at 0 (re-derived from g and h by pieces), so every unit g(·)h(·) is O(|x|²) at 0;
+    the recorded values (h's name, g(0), h(0), the slopes) must be the re-derived ones."""
+    h = _value_expr(block)
+    _require(ctx, arg.get("value_activation") == str(h), w, f"the argument's value activation is the model's h ({h})",
+             f"recorded {arg.get('value_activation')!r}")
+    for f, expr, key0, keys in (("g", _act(block), "g0", "g_slopes"), ("h", h, "h0", "h_slopes")):
+        sl = vanishing_slopes(expr)
+        _require(ctx, sl is not None, w, f"{f}(0) = 0 and {f} has finite one-sided derivatives at 0, so |{f}(z)| ≤ C·|z| near 0 "
+                 "(exact at 0, one-sided limits of the pieces next to 0)")
+        v0 = _parse_number(arg.get(key0))
+        _require(ctx, v0 is not None and v0 == 0, w, f"{f}(0) = 0 as recorded", f"recorded {arg.get(key0)!r}")
+        rec = arg.get(keys)
+        # each slope recorded as a rational (or null where it is irrational: the argument needs it finite only)
+        ok = isinstance(rec, list) and len(rec) == 2
+        for v, t in zip(rec if ok else (), sl):
+            g = _parse_number(v)
+            ok = ok and (v is None or (g is not None and _zero(g - t) is True))
+        _require(ctx, ok, w, f"{f}'(0+) = {sl[0]}, {f}'(0−) = {sl[1]} as recorded", f"recorded {rec!r}")
 
 
 def _necessity_failures(ctx: _Ctx, block: Block) -> tuple[list[str], str]:

@@ -204,10 +204,11 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         _require(ctx, th in _BLOCK_THEOREMS, w, f"the theorem id {th!r} is known")
         _require(ctx, verdict in ("absorbable", "not_absorbable", "unknown"), w, f"the verdict {verdict!r} is one of three")
         _check_recorded_hypotheses(ctx, w, b, block)
-        # every result but boundedness assumes a linear value branch h(z) = z
+        # the other results assume a linear value branch h(z) = z
         if _value_expr(block) is not None:
-            _require(ctx, th in ("trivial", "bounded", "none"), w,
-                     f"result {th!r} applies to this block (it has a value activation h, which only boundedness covers)")
+            _require(ctx, th in ("trivial", "bounded", "degree", "linearization", "none"), w,
+                     f"result {th!r} applies to this block (it has a value activation h, which only boundedness, the degree and "
+                     "the linearization arguments cover)")
         biases = claimed_biases(ctx, w, b, block)
         ctx.once["class_biases"] = biases
         supported, witness, allowed = THEOREM_CHECKS[th](ctx, w, b, block)
@@ -284,13 +285,20 @@ _PROPERTIES_USED = {
 }
 """The properties of σ each theorem's check re-derives from σ itself. A certificate may record
 these (as proved, for a decided verdict) and no others: a recorded property is a claim."""
+_PROPERTIES_USED_WITH_VALUE = {
+    "degree": {"homogeneous", "value_homogeneous"}, "linearization": {"vanishing_slopes", "value_vanishing_slopes"},
+    "bounded": {"bounded"},
+}
+"""The same for a gated block with a value activation h (the checks then re-derive h's property too)."""
 
 
-def _check_recorded_properties(ctx: _Ctx, w: str, b: dict[str, Any], th: str) -> None:
-    """Each recorded property of σ is one the theorem's check re-derived (proved) for this verdict."""
+def _check_recorded_properties(ctx: _Ctx, w: str, b: dict[str, Any], th: str, value: bool = False) -> None:
+    """Each recorded property of σ is one the theorem's check re-derived (proved) for this verdict
+    (``value``: the block has a value activation h)."""
     props = b.get("properties") or []
     _must(ctx, isinstance(props, list), w, "the recorded properties are a list")
-    used = _PROPERTIES_USED.get(th, set()) if b.get("verdict") in ("absorbable", "not_absorbable") else set()
+    table = _PROPERTIES_USED_WITH_VALUE if value else _PROPERTIES_USED
+    used = table.get(th, set()) if b.get("verdict") in ("absorbable", "not_absorbable") else set()
     for p in props:
         ok = (isinstance(p, dict) and p.get("name") in used and p.get("status") == "proved"
               and set(p) <= {"name", "status", "statement", "steps"})
@@ -326,7 +334,7 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
         labels = {"index-set": {"-M/c"}, "skeleton": {"-M/c_inf", None}, "gated-skeleton": {"-M/L_plus"}}
         _must(ctx, arg["target"] in labels.get(th, set()), w, f"the recorded target is result {th!r}'s",
               f"recorded {arg['target']!r}")
-    _check_recorded_properties(ctx, w, b, th)
+    _check_recorded_properties(ctx, w, b, th, value=_value_expr(block) is not None)
     skip = b.get("skip")
     kind = "hyper_connection" if block.hc is not None else "identity" if block.skip is None else "matrix"
     _must(ctx, isinstance(skip, dict) and skip.get("kind") == kind and set(skip) <= {"kind", "streams"}
