@@ -71,6 +71,8 @@ def _check_degree(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> None:
         _require(ctx, k_act is not None and k is not None and k == k_act + (1 if block.gated else 0), w,
                  "the recorded degrees are consistent (k = k_σ, or k_g + 1 gated)", f"k_σ = {arg.get('k_activation')}, k = {arg.get('k')}")
     else:
+        _require(ctx, arg.get("value_activation") == str(h), w, f"the argument's value activation is the model's h ({h})",
+                 f"recorded {arg.get('value_activation')!r}")
         k_val = _parse_number(arg.get("k_value"))
         _require(ctx, k_act is not None and k_val is not None and k is not None and k == k_act + k_val, w,
                  "the recorded degrees are consistent (k = k_g + k_h, gated with a value activation h)",
