@@ -175,10 +175,17 @@ def linearization(ctx: Ctx) -> BlockDecision | None:
                     "residual-free block has Jacobian 0 at the origin, while f has Jacobian M ≠ 0 there.", flat_at_zero=True)
 
 
+def _shown(pr: Property, key: str) -> object:
+    """``pr.value[key]`` for a reason's text: a rational one read without sympy (as a Fraction, whose
+    text is sympy's), else the sympy value."""
+    q = _fraction(pr, key)
+    return q if q is not None else pr.value[key]
+
+
 def _slopes_failure(pr: Property, f: str) -> str:
     """Why ``pr`` (vanishing_slopes of the factor ``f``: "g" or "h") does not give |f(z)| ≤ C|z| near 0."""
     if pr.status.value == "refuted" and "g0" in pr.value and pr.witness and "sigma(0)" in pr.witness:
-        return f"{f}(0) = {pr.value['g0']} ≠ 0"
+        return f"{f}(0) = {_shown(pr, 'g0')} ≠ 0"
     return f"{f}: {pr.statement}"
 
 
@@ -197,13 +204,13 @@ def _linearization_value(ctx: Ctx) -> BlockDecision | None:
         ctx.notes.append("the linearization argument needs g(0) = h(0) = 0 with |g(z)|, |h(z)| ≤ C·|z| near 0, but "
                          + "; ".join(failed))
         return None
-    ctx.prop(sg)
-    ctx.prop(dataclasses.replace(sh, name="value_vanishing_slopes", statement=f"value activation h: {sh.statement}"))
+    ctx.prop(dataclasses.replace(sg, statement=f"gate g: {sg.statement.replace('σ', 'g')}"))
+    ctx.prop(dataclasses.replace(sh, name="value_vanishing_slopes", statement=f"value activation h: {sh.statement.replace('σ', 'h')}"))
     if not _bias_free_only(ctx, "linearization argument (g(0) = h(0) = 0)"):
         return None
     return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.LINEARIZATION,
-                    f"Linearization: g(0) = 0 and h(0) = 0 with finite one-sided derivatives at 0 (g: {sg.value['right']}, "
-                    f"{sg.value['left']}; h = {h.name}: {sh.value['right']}, {sh.value['left']}), so |g(z)|, |h(z)| ≤ C·|z| near 0 "
+                    f"Linearization: g(0) = 0 and h(0) = 0 with finite one-sided derivatives at 0 (g: {_shown(sg, 'right')}, "
+                    f"{_shown(sg, 'left')}; h = {h.name}: {_shown(sh, 'right')}, {_shown(sh, 'left')}), so |g(z)|, |h(z)| ≤ C·|z| near 0 "
                     "and every gated unit g(w_g·x)·h(w_u·x) is O(|x|²); every bias-free residual-free block B' then has "
                     "B'(tx)/t → 0 as t → 0, while f(tx)/t → M x ≠ 0 for some x.", flat_at_zero=True)
 
