@@ -15,7 +15,7 @@ from absorb.verify._compose import prove
 from absorb.verify._gated import parallel_units
 from absorb.verify._infeasible import _check_infeasible
 from absorb.verify._numerics import _U, _frac_matrix, _parse_number, rounding_allowance, sha256_f64
-from absorb.verify._report import _Ctx, _require
+from absorb.verify._report import _Ctx, _require, _where
 from absorb.verify._symbolic import (
     _gate_derivative_at_zero,
     _zero,
@@ -129,6 +129,24 @@ def _check_linearization_value(ctx: _Ctx, w: str, arg: dict[str, Any], block: Bl
             g = _parse_number(v)
             ok = ok and (v is None or (g is not None and _zero(g - t) is True))
         _require(ctx, ok, w, f"{f}'(0+) = {sl[0]}, {f}'(0−) = {sl[1]} as recorded", f"recorded {rec!r}")
+
+
+def _check_layer_flat_value(ctx: _Ctx, b: dict[str, Any], blk: Block, h: sp.Expr) -> None:
+    """Flatness at 0 of a gated layer with a value activation h: g(0) = h(0) = 0 with finite
+    one-sided derivatives (every unit O(|x|²)), or g and h positively homogeneous of degrees
+    k_g + k_h > 1 (as the degree argument records them); each re-derived by pieces."""
+    bw = _where(b)
+    act = _act(blk)
+    if vanishing_slopes(act) is not None and vanishing_slopes(h) is not None:
+        ctx.report.ok(bw, "flat at 0: g(0) = h(0) = 0 with finite one-sided derivatives, so every unit is O(|x|²) (by pieces)")
+        return
+    arg = b.get("argument") or {}
+    kg, kh = _parse_number(arg.get("k_activation")), _parse_number(arg.get("k_value"))
+    flat = (kg is not None and kh is not None and kg > 0 and kh > 0 and kg + kh > 1
+            and homogeneous_of_degree(act, kg) and homogeneous_of_degree(h, kh))
+    _require(ctx, flat, bw, "every residual-free block of this layer is o(|x|) at 0 (g and h vanishing with finite slopes at 0, "
+             "or homogeneous of total degree > 1)", f"gate {act}, value activation {h}")
+    ctx.report.ok(bw, f"flat at 0: g and h homogeneous of total degree {kg + kh} > 1 (by pieces)")
 
 
 def _necessity_failures(ctx: _Ctx, block: Block) -> tuple[list[str], str]:

@@ -116,12 +116,12 @@ from absorb.verify._symbolic import (  # noqa: F401
     is_bounded,
     is_identity,
     is_relu_or_gelu,
-    vanishing_slopes,
 )
 from absorb.verify._theorems import (
     _act,
     _check_degree,
     _check_index_set,
+    _check_layer_flat_value,
     _check_linearization,
     _check_nonzero_entry,
     _check_recorded_hypotheses,
@@ -571,24 +571,6 @@ def _check_layer_flat(ctx: _Ctx, b: dict[str, Any], blk: Block) -> None:
         ctx.report.ok(bw, "flat at 0: gated with g(0) = 0 and g differentiable at 0 (by pieces)")
         flat = True
     _require(ctx, flat, bw, "every residual-free block of this layer is o(|x|) at 0", f"activation {x}↦{act}")
-
-
-def _check_layer_flat_value(ctx: _Ctx, b: dict[str, Any], blk: Block, h: sp.Expr) -> None:
-    """Flatness at 0 of a gated layer with a value activation h: g(0) = h(0) = 0 with finite
-    one-sided derivatives (every unit O(|x|²)), or g and h positively homogeneous of degrees
-    k_g + k_h > 1 (as the degree argument records them); each re-derived by pieces."""
-    bw = _where(b)
-    act = _act(blk)
-    if vanishing_slopes(act) is not None and vanishing_slopes(h) is not None:
-        ctx.report.ok(bw, "flat at 0: g(0) = h(0) = 0 with finite one-sided derivatives, so every unit is O(|x|²) (by pieces)")
-        return
-    arg = b.get("argument") or {}
-    kg, kh = _parse_number(arg.get("k_activation")), _parse_number(arg.get("k_value"))
-    flat = (kg is not None and kh is not None and kg > 0 and kh > 0 and kg + kh > 1
-            and homogeneous_of_degree(act, kg) and homogeneous_of_degree(h, kh))
-    _require(ctx, flat, bw, "every residual-free block of this layer is o(|x|) at 0 (g and h vanishing with finite slopes at 0, "
-             "or homogeneous of total degree > 1)", f"gate {act}, value activation {h}")
-    ctx.report.ok(bw, f"flat at 0: g and h homogeneous of total degree {kg + kh} > 1 (by pieces)")
 
 
 def _check_skip_product_nonzero(ctx: _Ctx, w: str, blocks: list[Block]) -> None:
