@@ -187,6 +187,7 @@ def _models() -> dict[str, Any]:
         "none": cat("relu_stack_generic"),
         "linearization-value": _value_block("swiglu", "relu"),
         "degree-value": _value_block("reglu", "relu"),
+        "linearization-value-flat": _value_block("glu", "expr:x**2"),
     }
 
 
@@ -291,7 +292,8 @@ CASES = ["trivial", "degree", "linearization", "bounded", "linear", "parity", "e
          "skeleton-degenerate", "skeleton2-rank", "skeleton2-enumerate", "skeleton2-gram", "skeleton2-absorbable", "skeleton2-rounded", "skeleton2-index-set", "gated-skeleton",
          "gated-relu-like", "gated-relu-like-enumerate", "gated-relu-like-gram", "gated-relu-like-flip", "gated-relu-like-rounded", "gated-relu-like-index-set",
          "depth", "composition", "composition-cone",
-         "linear-absorbable", "range", "rank", "kink-count", "none", "linearization-value", "degree-value"]
+         "linear-absorbable", "range", "rank", "kink-count", "none", "linearization-value", "degree-value",
+         "linearization-value-flat"]
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,8 @@ construction are never called not absorbable."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -133,3 +135,30 @@ def test_a_non_o_z_value_activation_is_refused() -> None:
     assert pr.status.value == "refuted" and "infinite" in pr.statement
     dec = decide(_block("swiglu", "expr:sqrt(Abs(x))"), timeout=30)
     assert dec.verdict.value == "unknown" and "h: " in dec.reason, dec.reason
+
+
+@pytest.mark.parametrize(("gate", "h", "case"), [("glu", "expr:x**2", "value-flat"), ("glu", "expr:Max(0, x)**2", "value-flat"),
+                                                 ("expr:Max(0, x)**2", "sigmoid", "gate-flat"),
+                                                 ("expr:Max(0, x)**2", "expr:Max(-7, Min(7, x)) + 1", "gate-flat")])
+def test_a_bounded_factor_times_an_o_z_factor_is_not_absorbable_and_verified(gate: str, h: str, case: str) -> None:
+    """One factor bounded on R, the other vanishing at 0 with both one-sided derivatives 0: every
+    unit is o(|x|) (GLU's sigmoid gate with h = x²; a ReLU² gate with gpt-oss's clamp + 1)."""
+    blk = _block(gate, h, seed=6)
+    dec = decide(blk, timeout=30)
+    assert (dec.verdict.value, dec.theorem.value) == ("not_absorbable", "linearization"), dec.reason
+    assert "o(|x|)" in dec.reason
+    doc = build_certificate(dec, blk, seed=0).to_json()
+    assert doc["blocks"][0]["argument"]["case"] == case
+    rep = checker.verify_certificate(doc, blk)
+    assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
+    for bad_case in {"product", "value-flat", "gate-flat"} - {case}:  # the other cases' hypotheses fail on g, h
+        bad = copy.deepcopy(doc)
+        bad["blocks"][0]["argument"]["case"] = bad_case
+        assert not checker.verify_certificate(bad, blk).accepted, bad_case
+
+
+def test_a_bounded_factor_times_a_slope_is_unknown() -> None:
+    """GLU (bounded gate, g(0) = 1/2) with h = ReLU (slopes 1, 0: not o(|z|)): the unit has the linear
+    part g(0)·ReLU(w_u·x), no argument applies."""
+    dec = decide(_block("glu", "relu"), timeout=30)
+    assert dec.verdict.value == "unknown" and "g(0) = 1/2 ≠ 0" in dec.reason, dec.reason

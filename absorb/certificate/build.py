@@ -236,22 +236,35 @@ def _symbolic_jacobian_at_zero(block: Block) -> list[list[str]] | None:
 
 
 def _linearization_value_argument(bd: BlockDecision) -> dict[str, Any]:
-    """The linearization argument with a value activation h: g(0), h(0) and their one-sided
-    derivatives at 0 (each rational one; an irrational one is null: the argument needs it finite)."""
+    """The linearization argument with a value activation h: the case (``product``: g and h both
+    O(|z|) at 0; ``value-flat``: g bounded on R, h = o(|z|); ``gate-flat``: g = o(|z|), h bounded),
+    then for each factor either f(0) and its one-sided derivatives at 0 (each rational one; an
+    irrational one is null: the argument needs it finite, or 0 where it is o(|z|)) or that it is
+    bounded. The handler records the gate's property and then h's, last."""
     b = bd.block
-    out: dict[str, Any] = {"value_activation": str(b.value_activation.expr)}
-    for f, name in (("g", "vanishing_slopes"), ("h", "value_vanishing_slopes")):
-        pr = next(p for p in bd.properties if p.name == name)
+    gate_p, value_p = bd.properties[-2:]
+    case = {("vanishing_slopes", "value_vanishing_slopes"): "product", ("bounded", "value_vanishing_slopes"): "value-flat",
+            ("vanishing_slopes", "value_bounded"): "gate-flat"}[(gate_p.name, value_p.name)]
+    out: dict[str, Any] = {"case": case, "value_activation": str(b.value_activation.expr)}
+    for f, pr in (("g", gate_p), ("h", value_p)):
+        if pr.name.endswith("bounded"):
+            out[f"{f}_bounded"] = True
+            continue
         out[f"{f}0"] = plain(pr.value["g0"])
         out[f"{f}_slopes"] = [plain(v) if getattr(v, "is_Rational", False) else None for v in (pr.value["right"], pr.value["left"])]
-    out["steps"] = [
-        r"|g(z)| \le C|z|,\ |h(z)| \le C|z|\ (|z| \le \delta):\ g(0)=h(0)=0,\ "
-        r"\text{finite one-sided derivatives at } 0",
-        r"|g(t\,w'_{\mathrm{gate},j}\cdot x)\,h(t\,w'_{\mathrm{up},j}\cdot x)| \le C^2 t^2 |w'_{\mathrm{gate},j}|\,"
-        r"|w'_{\mathrm{up},j}|\,|x|^2 \;\Rightarrow\; B'(tx)/t \to 0\ (t\to0^+)",
-        r"f(tx)/t = Mx + B(tx)/t \to Mx",
-        r"B' = f \;\Rightarrow\; Mx = 0\ \forall x \;\Rightarrow\; M = 0",
-    ]
+    if case == "product":
+        first = (r"|g(z)| \le C|z|,\ |h(z)| \le C|z|\ (|z| \le \delta):\ g(0)=h(0)=0,\ "
+                 r"\text{finite one-sided derivatives at } 0")
+        unit = (r"|g(t\,w'_{\mathrm{gate},j}\cdot x)\,h(t\,w'_{\mathrm{up},j}\cdot x)| \le C^2 t^2 |w'_{\mathrm{gate},j}|\,"
+                r"|w'_{\mathrm{up},j}|\,|x|^2 \;\Rightarrow\; B'(tx)/t \to 0\ (t\to0^+)")
+    else:
+        small, big = ("h", "g") if case == "value-flat" else ("g", "h")
+        first = (rf"|{big}(z)| \le K\ \forall z,\quad {small}(0)=0,\ {small}'(0^\pm)=0:\ "
+                 rf"|{small}(z)| \le \varepsilon|z|\ (|z| \le \delta_\varepsilon)")
+        unit = (r"|g(t\,w'_{\mathrm{gate},j}\cdot x)\,h(t\,w'_{\mathrm{up},j}\cdot x)| \le K\varepsilon\,t\,|w'_j|\,|x| "
+                r"\;\Rightarrow\; B'(tx)/t \to 0\ (t\to0^+)")
+    out["steps"] = [first, unit, r"f(tx)/t = Mx + B(tx)/t \to Mx",
+                    r"B' = f \;\Rightarrow\; Mx = 0\ \forall x \;\Rightarrow\; M = 0"]
     return out
 
 

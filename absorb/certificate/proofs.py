@@ -326,6 +326,15 @@ def _linearization_value_steps(pf: Proof) -> None:
         r"\frac{f(tx)}{t} = Mx + \frac{B(tx)}{t} \to Mx",
         _equal((M * (T * x) + B_t) / T, M * x + B_t / T, "f(tx)/t"),
     )
+    gb = sp.Function("g")  # a bounded gate (|g| ≤ K), h(z) = z·ψ(z) with ψ(z) → 0 as z → 0 (both slopes 0)
+    B_flat = D * sp.Matrix([gb(gx[i]) * h(ux[i]) for i in range(3)])
+    pf.add(
+        r"A bounded factor times an $o(|z|)$ one: if $|g|\le K$ on $\mathbb{R}$ and $h(0)=0$ with "
+        r"$h'(0^\pm)=0$, then $\psi(z)=h(z)/z\to0$ and",
+        r"\frac{B(tx)}{t} = W_{\mathrm{down}}\Big(g(tW_{\mathrm{gate}}x)\odot(W_{\mathrm{up}}x)\odot"
+        r"\psi(tW_{\mathrm{up}}x)\Big) \to 0\quad(|\cdot|\le K\,|W_{\mathrm{up}}x|\,\sup_{|z|\le\delta}|\psi(z)|)",
+        _equal(B_flat / T, D * sp.Matrix([gb(gx[i]) * (U * x)[i] * psi(ux[i]) for i in range(3)]), "B(tx)/t, bounded gate"),
+    )
     relu = sp.Max(0, Z)
     slopes = [sp.simplify(relu.subs(Z, P) / P), sp.simplify(relu.subs(Z, -P) / (-P)), relu.subs(Z, 0),
               sp.simplify((Z**3).subs(Z, P) / P - P**2), sp.diff(sp.tanh(Z), Z).subs(Z, 0), sp.tanh(0)]

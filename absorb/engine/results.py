@@ -189,29 +189,49 @@ def _slopes_failure(pr: Property, f: str) -> str:
     return f"{f}: {pr.statement}"
 
 
+def _flat_slopes(pr: Property) -> bool:
+    """``pr`` (vanishing_slopes) proves σ(0) = 0 with both one-sided derivatives 0: σ(z) = o(|z|)."""
+    return pr.proved and _fraction(pr, "right") == 0 and _fraction(pr, "left") == 0
+
+
 def _linearization_value(ctx: Ctx) -> BlockDecision | None:
     """The linearization argument with a value activation h (bias-free): |g(z)| ≤ C|z| and
     |h(z)| ≤ C|z| near 0 (each g(0) = 0 with finite one-sided derivatives, proved by the σ
-    analysis) make every unit g(w_g·x)·h(w_u·x) O(|x|²), so B'(tx)/t → 0 for every bias-free
-    residual-free block, while f(tx)/t → M x. Both factors bounded: boundedness (any biases) answers."""
+    analysis) make every unit g(w_g·x)·h(w_u·x) O(|x|²); or one factor is bounded on R and the
+    other o(|z|) at 0 (vanishing with both one-sided derivatives 0), and the unit is o(|x|). Either
+    way B'(tx)/t → 0 for every bias-free residual-free block, while f(tx)/t → M x. Both factors
+    bounded: boundedness (any biases) answers."""
     blk = ctx.block
     g, h = blk.activation, blk.value_activation
-    if _analysis(g, "bounded_on_reals").proved and _analysis(h, "bounded_on_reals").proved:
+    bg, bh = _analysis(g, "bounded_on_reals"), _analysis(h, "bounded_on_reals")
+    if bg.proved and bh.proved:
         return None  # the boundedness argument covers this block with or without biases: let it answer
     sg, sh = _analysis(g, "vanishing_slopes"), _analysis(h, "vanishing_slopes")
-    failed = [_slopes_failure(pr, f) for pr, f in ((sg, "g"), (sh, "h")) if not pr.proved]
-    if failed:
-        ctx.notes.append("the linearization argument needs g(0) = h(0) = 0 with |g(z)|, |h(z)| ≤ C·|z| near 0, but "
-                         + "; ".join(failed))
+    case = ("product" if sg.proved and sh.proved else "value-flat" if _flat_slopes(sh) and bg.proved
+            else "gate-flat" if _flat_slopes(sg) and bh.proved else None)
+    if case is None:
+        failed = [_slopes_failure(pr, f) for pr, f in ((sg, "g"), (sh, "h")) if not pr.proved]
+        ctx.notes.append("the linearization argument needs g(0) = h(0) = 0 with |g(z)|, |h(z)| ≤ C·|z| near 0 (or one "
+                         "factor bounded and the other o(|z|) at 0), but " + "; ".join(failed))
         return None
-    ctx.prop(dataclasses.replace(sg, statement=f"gate g: {sg.statement.replace('σ', 'g')}"))
-    ctx.prop(dataclasses.replace(sh, name="value_vanishing_slopes", statement=f"value activation h: {sh.statement.replace('σ', 'h')}"))
-    if not _bias_free_only(ctx, "linearization argument (g(0) = h(0) = 0)"):
+    # the properties used: each factor's bound near 0 (slopes), or bounded on R for the bounded factor
+    gate_p = bg if case == "value-flat" else sg
+    value_p = bh if case == "gate-flat" else sh
+    ctx.prop(dataclasses.replace(gate_p, statement=f"gate g: {gate_p.statement.replace('σ', 'g')}"))
+    ctx.prop(dataclasses.replace(value_p, name=f"value_{value_p.name}", statement=f"value activation h: {value_p.statement.replace('σ', 'h')}"))
+    if not _bias_free_only(ctx, "linearization argument (g(0) = h(0) = 0)" if case == "product" else
+                           "linearization argument (a bounded factor times one that is o(|z|) at 0)"):
         return None
+    if case == "product":
+        why = (f"g(0) = 0 and h(0) = 0 with finite one-sided derivatives at 0 (g: {_shown(sg, 'right')}, {_shown(sg, 'left')}; "
+               f"h = {h.name}: {_shown(sh, 'right')}, {_shown(sh, 'left')}), so |g(z)|, |h(z)| ≤ C·|z| near 0 and every gated "
+               "unit g(w_g·x)·h(w_u·x) is O(|x|²)")
+    else:
+        small, big = ("h", "g") if case == "value-flat" else ("g", "h")
+        why = (f"{big} is bounded on R and {small}(0) = 0 with both one-sided derivatives 0 at 0 ({small} = o(|z|)), so every "
+               "gated unit g(w_g·x)·h(w_u·x) is o(|x|)")
     return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.LINEARIZATION,
-                    f"Linearization: g(0) = 0 and h(0) = 0 with finite one-sided derivatives at 0 (g: {_shown(sg, 'right')}, "
-                    f"{_shown(sg, 'left')}; h = {h.name}: {_shown(sh, 'right')}, {_shown(sh, 'left')}), so |g(z)|, |h(z)| ≤ C·|z| near 0 "
-                    "and every gated unit g(w_g·x)·h(w_u·x) is O(|x|²); every bias-free residual-free block B' then has "
+                    f"Linearization: {why}; every bias-free residual-free block B' then has "
                     "B'(tx)/t → 0 as t → 0, while f(tx)/t → M x ≠ 0 for some x.", flat_at_zero=True)
 
 

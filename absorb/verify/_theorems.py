@@ -21,6 +21,7 @@ from absorb.verify._symbolic import (
     _zero,
     flip_constant,
     homogeneous_of_degree,
+    is_bounded,
     is_relu_or_gelu,
     vanishing_slopes,
 )
@@ -110,19 +111,33 @@ def _check_linearization(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
 
 
 def _check_linearization_value(ctx: _Ctx, w: str, arg: dict[str, Any], block: Block) -> None:
-    """With a value activation h: g(0) = h(0) = 0 exactly, and both have finite one-sided
-    derivatives at 0 (re-derived from g and h by pieces), so every unit g(·)h(·) is O(|x|²) at 0;
-    the recorded values (h's name, g(0), h(0), the slopes) must be the re-derived ones."""
+    """With a value activation h, by the recorded case: ``product``: g(0) = h(0) = 0 exactly and
+    both have finite one-sided derivatives at 0 (re-derived from g and h by pieces), so every unit
+    g(·)h(·) is O(|x|²) at 0; ``value-flat`` / ``gate-flat``: one factor bounded on R (re-derived)
+    and the other vanishing at 0 with both one-sided derivatives exactly 0, so every unit is o(|x|).
+    The recorded values (h's text, g(0), h(0), the slopes, the bounded flags) must be the re-derived ones."""
     h = _value_expr(block)
     _require(ctx, arg.get("value_activation") == str(h), w, f"the argument's value activation is the model's h ({h})",
              f"recorded {arg.get('value_activation')!r}")
-    for f, expr, key0, keys in (("g", _act(block), "g0", "g_slopes"), ("h", h, "h0", "h_slopes")):
+    case = arg.get("case")
+    _require(ctx, case in ("product", "value-flat", "gate-flat"), w, "the recorded case is one of the argument's",
+             f"recorded {case!r}")
+    for f, expr in (("g", _act(block)), ("h", h)):
+        if (case, f) in (("value-flat", "g"), ("gate-flat", "h")):
+            _require(ctx, arg.get(f"{f}_bounded") is True and f"{f}_slopes" not in arg and f"{f}0" not in arg, w,
+                     f"the argument records {f} as the bounded factor", f"recorded {arg.get(f'{f}_bounded')!r}")
+            _require(ctx, is_bounded(expr), w, f"{f} is bounded on R (continuous, finite limits at ±∞; by pieces)")
+            continue
+        _require(ctx, f"{f}_bounded" not in arg, w, f"the argument does not record {f} as a bounded factor")
         sl = vanishing_slopes(expr)
         _require(ctx, sl is not None, w, f"{f}(0) = 0 and {f} has finite one-sided derivatives at 0, so |{f}(z)| ≤ C·|z| near 0 "
                  "(exact at 0, one-sided limits of the pieces next to 0)")
-        v0 = _parse_number(arg.get(key0))
-        _require(ctx, v0 is not None and v0 == 0, w, f"{f}(0) = 0 as recorded", f"recorded {arg.get(key0)!r}")
-        rec = arg.get(keys)
+        if case != "product":
+            _require(ctx, all(_zero(t) is True for t in sl), w, f"{f}'(0+) = {f}'(0−) = 0, so {f}(z) = o(|z|) at 0",
+                     f"re-derived {sl[0]}, {sl[1]}")
+        v0 = _parse_number(arg.get(f"{f}0"))
+        _require(ctx, v0 is not None and v0 == 0, w, f"{f}(0) = 0 as recorded", f"recorded {arg.get(f'{f}0')!r}")
+        rec = arg.get(f"{f}_slopes")
         # each slope recorded as a rational (or null where it is irrational: the argument needs it finite only)
         ok = isinstance(rec, list) and len(rec) == 2
         for v, t in zip(rec if ok else (), sl):
@@ -137,9 +152,14 @@ def _check_layer_flat_value(ctx: _Ctx, b: dict[str, Any], blk: Block, h: sp.Expr
     k_g + k_h > 1 (as the degree argument records them); each re-derived by pieces."""
     bw = _where(b)
     act = _act(blk)
-    if vanishing_slopes(act) is not None and vanishing_slopes(h) is not None:
+    sg, sh = vanishing_slopes(act), vanishing_slopes(h)
+    if sg is not None and sh is not None:
         ctx.report.ok(bw, "flat at 0: g(0) = h(0) = 0 with finite one-sided derivatives, so every unit is O(|x|²) (by pieces)")
         return
+    for small, big, name in ((sh, act, "h"), (sg, h, "g")):
+        if small is not None and all(_zero(t) is True for t in small) and is_bounded(big):
+            ctx.report.ok(bw, f"flat at 0: {name} = o(|z|) at 0 and the other factor bounded on R, so every unit is o(|x|) (by pieces)")
+            return
     arg = b.get("argument") or {}
     kg, kh = _parse_number(arg.get("k_activation")), _parse_number(arg.get("k_value"))
     flat = (kg is not None and kh is not None and kg > 0 and kh > 0 and kg + kh > 1

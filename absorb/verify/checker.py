@@ -287,7 +287,8 @@ _PROPERTIES_USED = {
 """The properties of σ each theorem's check re-derives from σ itself. A certificate may record
 these (as proved, for a decided verdict) and no others: a recorded property is a claim."""
 _PROPERTIES_USED_WITH_VALUE = {
-    "degree": {"homogeneous", "value_homogeneous"}, "linearization": {"vanishing_slopes", "value_vanishing_slopes"},
+    "degree": {"homogeneous", "value_homogeneous"},
+    "linearization": {"vanishing_slopes", "value_vanishing_slopes", "bounded", "value_bounded"},
     "bounded": {"bounded"},
 }
 """The same for a gated block with a value activation h (the checks then re-derive h's property too)."""
