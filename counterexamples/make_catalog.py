@@ -449,9 +449,20 @@ def _value_activation_entries() -> list[Entry]:
                      "A SiLU gate with the constant value activation h ≡ 1 (bias-free): g(0) = 0, yet the linearization "
                      "argument is false here (J(0) = W_down diag(g'(0)·h(0)) W_gate ≠ 0), and the block is absorbable. "
                      "Every result that assumes h(z) = z must stay silent.",
-                     "unknown", "none", "degree, linearization and the index set assume h(z) = z; the gate is unbounded, so "
-                     "boundedness does not apply either", A, f"silu(−z) = silu(z) − z: negating the gate rows in S = {S} adds "
+                     "unknown", "none", "h(0) = 1 ≠ 0, so the linearization argument (g(0) = h(0) = 0) does not apply; degree "
+                     "needs h homogeneous, the index set assumes h(z) = z; the gate is unbounded, so boundedness does not apply "
+                     "either", A, f"silu(−z) = silu(z) − z: negating the gate rows in S = {S} adds "
                      "−D_S G_S x = x", witness=dict(W_up=U, W_gate=Gf, W_down=D)))
+    rng = np.random.default_rng(121)
+    out.append(Entry("swiglu_value_relu", dict(W_up=rng.standard_normal((n, d)), W_gate=rng.standard_normal((n, d)),
+                                               W_down=rng.standard_normal((d, n)), activation=np.array("swiglu"),
+                                               value_activation=np.array("relu")),
+                     "A SiLU gate with the value activation h = ReLU (bias-free): g(0) = h(0) = 0 and both have finite "
+                     "one-sided derivatives at 0, so every unit silu(w_g·x)·relu(w_u·x) is O(|x|²) at 0.",
+                     N, "linearization", "g(0) = h(0) = 0 with finite one-sided derivatives (|g(z)|, |h(z)| ≤ C|z| near 0): "
+                     "every bias-free residual-free block is O(|x|²) at 0, while f(tx)/t → x", N,
+                     "the linearization argument with a value activation (docs/mathematics.md): B'(tx)/t → 0 for every bias-free "
+                     "residual-free block of this kind, f(tx)/t → x ≠ 0"))
     return out
 
 

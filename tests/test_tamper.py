@@ -185,7 +185,18 @@ def _models() -> dict[str, Any]:
         "rank": _rank_stack(),
         "kink-count": _kink_stack(),
         "none": cat("relu_stack_generic"),
+        "linearization-value": _value_block("swiglu", "relu"),
+        "degree-value": _value_block("reglu", "relu"),
+        "linearization-value-flat": _value_block("glu", "expr:x**2"),
     }
+
+
+def _value_block(gate: str, h: str) -> Block:
+    """A bias-free gated block whose value branch carries an activation h (its own generator: the
+    other cases' weights stay as they are)."""
+    r = np.random.default_rng(26)
+    return _blk(r.standard_normal((5, 3)), r.standard_normal((3, 5)), gate, W_gate=r.standard_normal((5, 3)),
+                value_activation=get_activation(h))
 
 
 # ---------------------------------------------------------------------------- tamperings --
@@ -281,7 +292,8 @@ CASES = ["trivial", "degree", "linearization", "bounded", "linear", "parity", "e
          "skeleton-degenerate", "skeleton2-rank", "skeleton2-enumerate", "skeleton2-gram", "skeleton2-absorbable", "skeleton2-rounded", "skeleton2-index-set", "gated-skeleton",
          "gated-relu-like", "gated-relu-like-enumerate", "gated-relu-like-gram", "gated-relu-like-flip", "gated-relu-like-rounded", "gated-relu-like-index-set",
          "depth", "composition", "composition-cone",
-         "linear-absorbable", "range", "rank", "kink-count", "none"]
+         "linear-absorbable", "range", "rank", "kink-count", "none", "linearization-value", "degree-value",
+         "linearization-value-flat"]
 
 
 @pytest.fixture(scope="module")
@@ -506,3 +518,35 @@ def test_nonzero_entry_index_must_be_a_whole_number(value: Any, certs: dict[str,
                 assert not checker.verify_certificate(bad, model).accepted, (name, key, value)
                 done += 1
     assert done >= 2
+
+
+@pytest.mark.parametrize(("name", "key", "value"), [("linearization-value", "value_activation", "tanh(x)"),
+                                                    ("linearization-value", "h0", "1"),
+                                                    ("linearization-value", "h_slopes", ["1", "1"]),
+                                                    ("linearization-value", "g_slopes", [None, "1"]),
+                                                    ("degree-value", "value_activation", "x**2"),
+                                                    ("degree-value", "k_value", 2)])
+def test_value_activation_records_are_rechecked(name: str, key: str, value: Any,
+                                                certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    """The linearization and degree arguments with a value activation h: h's name, h(0), the slopes
+    and h's degree in the argument are re-derived from h itself (a null slope is accepted as not
+    recorded, but a wrong one is not); h's own record and the property claimed for h likewise."""
+    doc, model = certs[name]
+    assert doc["blocks"][0]["theorem"]["id"] == name.split("-")[0] and checker.verify_certificate(doc, model).accepted
+    bad = copy.deepcopy(doc)
+    bad["blocks"][0]["argument"][key] = value
+    assert not _fully_accepted(bad, model), (key, value)
+
+
+def test_value_activation_name_and_property_tampering_is_rejected(certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    doc, model = certs["linearization-value"]
+    bad = copy.deepcopy(doc)
+    rec = bad["blocks"][0]["value_activation_function"]
+    rec.update(name="tanh", text="tanh(x)", srepr="tanh(Symbol('x', real=True))")
+    assert not _fully_accepted(bad, model)
+    bad = copy.deepcopy(doc)  # the property of h recorded for the gate's name only, or a property h does not have
+    bad["blocks"][0]["properties"].append({"name": "vanishing_gate", "status": "proved", "statement": "h is differentiable", "steps": []})
+    assert not _fully_accepted(bad, model)
+    # the same weights with h(0) ≠ 0 (sigmoid): the certificate's verdict is not re-derived
+    blk = model.replace(value_activation=get_activation("sigmoid"))
+    assert not checker.verify_certificate(doc, blk).accepted

@@ -8,7 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
-from absorb.certificate._theorems import THEOREMS, theorem_info
+from absorb.certificate._theorems import THEOREMS, WITH_VALUE_ACTIVATION, theorem_info
 from absorb.cli import main
 from absorb.verify import _citations
 
@@ -19,6 +19,9 @@ def test_the_checker_knows_every_theorem_record_as_written() -> None:
     fresh = {k: _citations.digest(theorem_info(k)) for k in THEOREMS}
     table = "\n".join(f'    "{k}": "{v}",' for k, v in fresh.items())
     assert fresh == _citations.DIGESTS, f"update DIGESTS in absorb/verify/_citations.py to:\n{table}"
+    value = {k: _citations.digest(theorem_info(k, value_activation=True)) for k in WITH_VALUE_ACTIVATION}
+    table = "\n".join(f'    "{k}": "{v}",' for k, v in value.items())
+    assert value == _citations.VALUE_DIGESTS, f"update VALUE_DIGESTS in absorb/verify/_citations.py to:\n{table}"
 
 
 def test_another_theorems_text_under_an_id_is_rejected(tmp_path: Path) -> None:

@@ -305,8 +305,44 @@ THEOREMS: dict[str, dict[str, object]] = {
 }
 
 
-def theorem_info(theorem_id: str) -> dict[str, object]:
-    """The statement record for ``theorem_id`` (a :class:`~absorb.engine.Theorem` value)."""
+WITH_VALUE_ACTIVATION: dict[str, dict[str, object]] = {
+    "degree": {
+        "title": "Degree argument",
+        "source": "result 2 of arXiv 2604.23705, extended to a value activation h (beyond the paper; proofs/degree.py)",
+        "statement": (
+            r"Let the block be gated and bias-free, with the gate $g$ positively homogeneous of degree $k_g$ and the value "
+            r"activation $h$ of degree $k_h$, so that every unit $g(W_{\mathrm{gate}}x)\odot h(W_{\mathrm{up}}x)$ has degree "
+            r"$k=k_g+k_h$, with $k>0$, $k\ne1$. Then every residual-free block $B'$ of the same kind satisfies "
+            r"$B'(tx)=t^kB'(x)$ for $t>0$, and $Mx+B(x)=B'(x)$ for all $x$ forces $M=0$. "
+            r"Hence if $M\ne 0$ the skip cannot be absorbed, at any width."
+        ),
+        "needs": ["skip_nonzero", "bias_free", "homogeneous", "value_homogeneous"],
+        "classes": "bias-free",
+    },
+    "linearization": {
+        "title": "Linearization argument",
+        "source": "result 3 of arXiv 2604.23705, extended to a value activation h (beyond the paper; proofs/linearization.py)",
+        "statement": (
+            r"Let the block be gated and bias-free, with gate $g$ and value activation $h$ such that $g(0)=h(0)=0$ and both "
+            r"have finite one-sided derivatives at $0$, so that $|g(z)|\le C|z|$ and $|h(z)|\le C|z|$ for $|z|\le\delta$. "
+            r"Every unit $g(w_{\mathrm{gate}}\cdot x)\,h(w_{\mathrm{up}}\cdot x)$ is then $O(|x|^2)$ at $0$, so every "
+            r"residual-free gated block of the same kind has $B'(tx)/t\to0$ as $t\to0^+$, while "
+            r"$f(tx)/t=Mx+B(tx)/t\to Mx$. The same holds when one of $g$, $h$ is bounded on $\mathbb{R}$ and the other "
+            r"vanishes at $0$ with both one-sided derivatives $0$ (each unit is then $o(|x|)$). "
+            r"Hence if $M\ne0$ the skip cannot be absorbed, at any width."
+        ),
+        "needs": ["skip_nonzero", "bias_free", "vanishing_slopes", "value_vanishing_slopes", "bounded", "value_bounded"],
+        "classes": "bias-free",
+    },
+}
+"""The statements of the results that also cover a gated block with a value activation h (h(z) ≠ z)."""
+
+
+def theorem_info(theorem_id: str, *, value_activation: bool = False) -> dict[str, object]:
+    """The statement record for ``theorem_id`` (a :class:`~absorb.engine.Theorem` value);
+    ``value_activation``: for a gated block whose value branch carries an activation h."""
+    if value_activation and theorem_id in WITH_VALUE_ACTIVATION:
+        return {"id": theorem_id, **WITH_VALUE_ACTIVATION[theorem_id]}
     return {"id": theorem_id, **THEOREMS.get(theorem_id, THEOREMS["none"])}
 
 

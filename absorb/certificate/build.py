@@ -235,12 +235,46 @@ def _symbolic_jacobian_at_zero(block: Block) -> list[list[str]] | None:
     return [[str(J[i, j]) for j in range(block.d)] for i in range(block.d)]
 
 
-def used_properties(theorem_id: str, verdict: str) -> frozenset[str]:
+def _linearization_value_argument(bd: BlockDecision) -> dict[str, Any]:
+    """The linearization argument with a value activation h: the case (``product``: g and h both
+    O(|z|) at 0; ``value-flat``: g bounded on R, h = o(|z|); ``gate-flat``: g = o(|z|), h bounded),
+    then for each factor either f(0) and its one-sided derivatives at 0 (each rational one; an
+    irrational one is null: the argument needs it finite, or 0 where it is o(|z|)) or that it is
+    bounded. The handler records the gate's property and then h's, last."""
+    b = bd.block
+    gate_p, value_p = bd.properties[-2:]
+    case = {("vanishing_slopes", "value_vanishing_slopes"): "product", ("bounded", "value_vanishing_slopes"): "value-flat",
+            ("vanishing_slopes", "value_bounded"): "gate-flat"}[(gate_p.name, value_p.name)]
+    out: dict[str, Any] = {"case": case, "value_activation": str(b.value_activation.expr)}
+    for f, pr in (("g", gate_p), ("h", value_p)):
+        if pr.name.endswith("bounded"):
+            out[f"{f}_bounded"] = True
+            continue
+        out[f"{f}0"] = plain(pr.value["g0"])
+        out[f"{f}_slopes"] = [plain(v) if getattr(v, "is_Rational", False) else None for v in (pr.value["right"], pr.value["left"])]
+    if case == "product":
+        first = (r"|g(z)| \le C|z|,\ |h(z)| \le C|z|\ (|z| \le \delta):\ g(0)=h(0)=0,\ "
+                 r"\text{finite one-sided derivatives at } 0")
+        unit = (r"|g(t\,w'_{\mathrm{gate},j}\cdot x)\,h(t\,w'_{\mathrm{up},j}\cdot x)| \le C^2 t^2 |w'_{\mathrm{gate},j}|\,"
+                r"|w'_{\mathrm{up},j}|\,|x|^2 \;\Rightarrow\; B'(tx)/t \to 0\ (t\to0^+)")
+    else:
+        small, big = ("h", "g") if case == "value-flat" else ("g", "h")
+        first = (rf"|{big}(z)| \le K\ \forall z,\quad {small}(0)=0,\ {small}'(0^\pm)=0:\ "
+                 rf"|{small}(z)| \le \varepsilon|z|\ (|z| \le \delta_\varepsilon)")
+        unit = (r"|g(t\,w'_{\mathrm{gate},j}\cdot x)\,h(t\,w'_{\mathrm{up},j}\cdot x)| \le K\varepsilon\,t\,|w'_j|\,|x| "
+                r"\;\Rightarrow\; B'(tx)/t \to 0\ (t\to0^+)")
+    out["steps"] = [first, unit, r"f(tx)/t = Mx + B(tx)/t \to Mx",
+                    r"B' = f \;\Rightarrow\; Mx = 0\ \forall x \;\Rightarrow\; M = 0"]
+    return out
+
+
+def used_properties(theorem_id: str, verdict: str, *, value_activation: bool = False) -> frozenset[str]:
     """The properties of σ a decided verdict of ``theorem_id`` rests on (those in its ``needs``,
-    and the gated skeleton's ReLU-like gate); none for ``unknown``."""
+    and the gated skeleton's ReLU-like gate); none for ``unknown``. ``value_activation``: a gated
+    block with a value activation h (its statement, and so its needs, name h's property too)."""
     if verdict == "unknown":
         return frozenset()
-    needs = set(theorem_info(theorem_id).get("needs") or ())
+    needs = set(theorem_info(theorem_id, value_activation=value_activation).get("needs") or ())
     if theorem_id == "gated-skeleton":
         needs |= {"relu_like_gate", "flip_identity"}
     return frozenset(needs)
@@ -304,15 +338,20 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
         hom = _prop(bd, "homogeneous") or {}
         kg = hom.get("value", {}).get("k")
         arg["k_activation"] = kg
-        arg["k"] = plain(
-            bd.properties[[p.name for p in bd.properties].index("homogeneous")].value["k"] + (1 if b.gated else 0)
-        )
+        names = [p.name for p in bd.properties]
+        kh = 1 if b.value_identity else bd.properties[names.index("value_homogeneous")].value["k"]
+        if not b.value_identity:
+            arg["value_activation"] = str(b.value_activation.expr)
+            arg["k_value"] = plain(kh)
+        arg["k"] = plain(bd.properties[names.index("homogeneous")].value["k"] + (kh if b.gated else 0))
         arg["steps"] = [
             rf"B'(tx) = t^{{k}} B'(x)\ \text{{and}}\ B(tx) = t^{{k}} B(x)\ \text{{for all}}\ t>0\ (k = {arg['k']})",
             r"B'(x) = Mx + B(x)\ \forall x \;\Rightarrow\; t^{k}\big(Mx + B(x)\big) = B'(tx) = tMx + t^{k}B(x)",
             r"\Rightarrow\ (t^{k} - t)\,Mx = 0\ \ \forall t>0,\ \forall x \;\Rightarrow\; Mx = 0\ (t = 2,\ 2^{k}\ne "
             r"2) \;\Rightarrow\; M = 0",
         ]
+    elif th == Theorem.LINEARIZATION.value and not b.value_identity:
+        arg.update(_linearization_value_argument(bd))
     elif th == Theorem.LINEARIZATION.value:
         vg = _prop(bd, "vanishing_gate") or {}
         arg["g0"] = vg.get("value", {}).get("g0")
@@ -619,7 +658,7 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
             else {"kind": "matrix"}
         ),
         "verdict": bd.verdict.value,
-        "theorem": theorem_info(bd.theorem.value),
+        "theorem": theorem_info(bd.theorem.value, value_activation=not b.value_identity),
         "reason": bd.reason,
         "class": _class(bd),
         "tolerance": bd.tolerance,
@@ -631,7 +670,7 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
         # re-derived from σ itself by the checker; the others are left out (the checker has no
         # route for them, and a certificate records only what it re-derives)
         "properties": [{k: v for k, v in p.to_json().items() if k not in ("value", "witness")} for p in bd.properties
-                       if p.name in used_properties(bd.theorem.value, bd.verdict.value)],
+                       if p.name in used_properties(bd.theorem.value, bd.verdict.value, value_activation=not b.value_identity)],
         "argument": _argument(bd),
     }
     w = _witness(bd)
@@ -758,7 +797,9 @@ def build_certificate(
             **({"checkpoint": checkpoint} if checkpoint else {}),
         },
         "verdict": decision.verdict.value,
-        "theorem": theorem_info(decision.theorem.value),
+        # a single block's own record (its statement names a value activation h when it has one)
+        "theorem": (entries[0]["theorem"] if len(entries) == 1 and entries[0]["theorem"]["id"] == decision.theorem.value
+                    else theorem_info(decision.theorem.value)),
         "reason": decision.reason,
         "class": header_class(entries),
         "blocks": entries,

@@ -183,6 +183,18 @@ def prove_degree() -> Proof:
         r"g(tW_{\mathrm{gate}}x)\odot(tW_{\mathrm{up}}x) = t^2\,g(W_{\mathrm{gate}}x)\odot W_{\mathrm{up}}x",
         _equal(grule(D * hidden_t), T**2 * D * hidden, "gated homogeneity"),
     )
+    kg, kh = sp.Symbol("k_g", positive=True), sp.Symbol("k_h", positive=True)
+    h = sp.Function("h")
+    hidden_t = sp.Matrix([g((G * (T * x))[i]) * h((U * (T * x))[i]) for i in range(2)])
+    hidden = sp.Matrix([g((G * x)[i]) * h((U * x)[i]) for i in range(2)])
+    value_t = _homogeneous_rule(h, kh, T)(_homogeneous_rule(g, kg, T)(D * hidden_t))
+    pf.add(
+        r"(beyond the paper) Gated with a value activation $h$: $g$ of degree $k_g$ and $h$ of degree $k_h$ "
+        r"(symbols) make the hidden vector $g(W_{\mathrm{gate}}x)\odot h(W_{\mathrm{up}}x)$ homogeneous of degree "
+        r"$k_g+k_h$ (ReGLU with $h=\mathrm{ReLU}$: $k=2$), and the argument below applies with $k=k_g+k_h$:",
+        r"g(tW_{\mathrm{gate}}x)\odot h(tW_{\mathrm{up}}x) = t^{k_g+k_h}\,g(W_{\mathrm{gate}}x)\odot h(W_{\mathrm{up}}x)",
+        _equal(value_t, T ** (kg + kh) * D * hidden, "gated homogeneity with a value activation"),
+    )
     m, b = _vec("m", 2), _vec("b", 2)  # Mx and B(x) at a fixed x; B'(x) = m + b
     # B'(y) = My + B(y) at y = x gives bp = m + b; at y = tx gives t^k bp = t m + t^k b.
     lhs = T**k * (m + b) - (T * m + T**k * b)
@@ -277,6 +289,7 @@ def prove_linearization() -> Proof:
         r"g\in\{\mathrm{SiLU},\ \mathrm{GELU},\ \mathrm{GELU}_{\tanh}\}",
         "substitute 0 into g and g'; simplify",
     )
+    _linearization_value_steps(pf)
     pf.conclusion = (
         r"If a residual-free gated block $B'$ equalled $f$, their Jacobians at $0$ would agree: $M = "
         r"J_f(0) = "
@@ -285,6 +298,55 @@ def prove_linearization() -> Proof:
         r"depend on the sizes beyond the product rule)."
     )
     return pf
+
+
+def _linearization_value_steps(pf: Proof) -> None:
+    """(beyond the paper) The argument with a value activation h: g(0) = h(0) = 0 with finite
+    one-sided derivatives, written g(z) = z·φ(z), h(z) = z·ψ(z) with φ, ψ bounded near 0."""
+    phi, psi = sp.Function("phi"), sp.Function("psi")
+    U, G, D, M = _mat("u", 3, 2), _mat("v", 3, 2), _mat("w", 2, 3), _mat("m", 2, 2)
+    x = sp.Matrix(sp.symbols("x_1 x_2", real=True))
+    g = sp.Lambda(Z, Z * phi(Z))
+    h = sp.Lambda(Z, Z * psi(Z))
+    gx, ux = G * (T * x), U * (T * x)
+    B_t = D * sp.Matrix([g(gx[i]) * h(ux[i]) for i in range(3)])
+    bound = T * D * sp.Matrix([(G * x)[i] * (U * x)[i] * phi(gx[i]) * psi(ux[i]) for i in range(3)])
+    pf.add(
+        r"(beyond the paper) With a value activation $h$, $B(x)=W_{\mathrm{down}}(g(W_{\mathrm{gate}}x)\odot "
+        r"h(W_{\mathrm{up}}x))$: if $g(0)=h(0)=0$ with finite one-sided derivatives at $0$, then "
+        r"$g(z)=z\,\varphi(z)$, $h(z)=z\,\psi(z)$ with $\varphi(z)=g(z)/z$, $\psi(z)=h(z)/z$ bounded on "
+        r"$0<|z|\le\delta$ (each tends to a finite one-sided limit), and for every $t>0$",
+        r"\frac{B(tx)}{t} = t\,W_{\mathrm{down}}\Big((W_{\mathrm{gate}}x)\odot(W_{\mathrm{up}}x)\odot"
+        r"\varphi(tW_{\mathrm{gate}}x)\odot\psi(tW_{\mathrm{up}}x)\Big)",
+        _equal(B_t / T, bound, "B(tx)/t factored"),
+    )
+    pf.add(
+        r"The bracket is bounded for small $t$ (by $C^2|W_{\mathrm{gate}}x|\,|W_{\mathrm{up}}x|$), so "
+        r"$B(tx)/t\to0$ as $t\to0^+$ for every such block, $B'$ and $B$ alike; and",
+        r"\frac{f(tx)}{t} = Mx + \frac{B(tx)}{t} \to Mx",
+        _equal((M * (T * x) + B_t) / T, M * x + B_t / T, "f(tx)/t"),
+    )
+    gb = sp.Function("g")  # a bounded gate (|g| ≤ K), h(z) = z·ψ(z) with ψ(z) → 0 as z → 0 (both slopes 0)
+    B_flat = D * sp.Matrix([gb(gx[i]) * h(ux[i]) for i in range(3)])
+    pf.add(
+        r"A bounded factor times an $o(|z|)$ one: if $|g|\le K$ on $\mathbb{R}$ and $h(0)=0$ with "
+        r"$h'(0^\pm)=0$, then $\psi(z)=h(z)/z\to0$ and",
+        r"\frac{B(tx)}{t} = W_{\mathrm{down}}\Big(g(tW_{\mathrm{gate}}x)\odot(W_{\mathrm{up}}x)\odot"
+        r"\psi(tW_{\mathrm{up}}x)\Big) \to 0\quad(|\cdot|\le K\,|W_{\mathrm{up}}x|\,\sup_{|z|\le\delta}|\psi(z)|)",
+        _equal(B_flat / T, D * sp.Matrix([gb(gx[i]) * (U * x)[i] * psi(ux[i]) for i in range(3)]), "B(tx)/t, bounded gate"),
+    )
+    relu = sp.Max(0, Z)
+    slopes = [sp.simplify(relu.subs(Z, P) / P), sp.simplify(relu.subs(Z, -P) / (-P)), relu.subs(Z, 0),
+              sp.simplify((Z**3).subs(Z, P) / P - P**2), sp.diff(sp.tanh(Z), Z).subs(Z, 0), sp.tanh(0)]
+    if slopes != [1, 0, 0, 0, 1, 0]:
+        raise ProofError(f"sympy could not close the slopes of ReLU, z^3, tanh at 0: got {slopes}")
+    pf.add(
+        r"Instances: ReLU ($\max(0,p)/p=1$, $\max(0,-p)/(-p)=0$, $p>0$), $z^3$ ($z^3/z=z^2\to0$), $\tanh$ "
+        r"($\tanh 0=0$, $\tanh'(0)=1$), and SiLU, GELU above, as $g$ or as $h$. So $B'=f$ forces $Mx=0$ for "
+        r"every $x$: $M=0$.",
+        r"\frac{\max(0,p)}{p}=1,\quad\frac{\max(0,-p)}{-p}=0,\quad\tanh'(0)=1",
+        "simplify on the sign cases; diff at 0",
+    )
 
 
 # ------------------------------------------------------------------------- result 4 --

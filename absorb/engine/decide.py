@@ -148,7 +148,9 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
         if nonzero:
             return Decision(path=path, verdict=Verdict.NOT_ABSORBABLE, theorem=Theorem.DEPTH,
                             reason=f"Depth argument: each of the {L} residual-free blocks is o(|x|) at 0 (homogeneous of degree > 1, or a gate "
-                                   "with g(0) = 0 differentiable at 0), so their composition G has G(tx)/t → 0 as t → 0, while "
+                                   "with g(0) = 0 differentiable at 0"
+                                   f"{'' if all(b.value_identity for b in stack.blocks) else ', or a gate g and a value activation h with g(0) = h(0) = 0 and finite one-sided derivatives at 0'}"
+                                   "), so their composition G has G(tx)/t → 0 as t → 0, while "
                                    "F(tx)/t → M_L⋯M_1 x ≠ 0.", blocks=tuple(decisions), tolerance=tol, structure="stack")
     # beyond: the stack results of absorb.plane — rank, kink count, range (a late import: absorb.plane uses the engine)
     from absorb.plane.decide import decide_narrow_stack

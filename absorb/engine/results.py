@@ -129,21 +129,31 @@ def trivial(ctx: Ctx) -> BlockDecision | None:
 
 
 def degree(ctx: Ctx) -> BlockDecision | None:
-    """Result 2: σ (or gate × value) positively homogeneous of degree k ≠ 1, bias-free."""
-    if ctx.block.gated and not _value_linear(ctx):
-        return None
-    hom = ctx.prop(_analysis(ctx.block.activation, "homogeneity"))
+    """Result 2: σ (or gate × value) positively homogeneous of degree k ≠ 1, bias-free. A gated
+    unit g(W_gate x)·h(W_up x) has degree k_g + k_h (k_h = 1 for the linear value branch h(z) = z)."""
+    blk = ctx.block
+    kh_prop = None
+    if blk.gated and not _value_linear(ctx):
+        if not _analysis(blk.activation, "homogeneity").proved or not _analysis(blk.value_activation, "homogeneity").proved:
+            return None  # (looked up only: both factors must be homogeneous, or the argument says nothing)
+        hv = _analysis(blk.value_activation, "homogeneity")
+        kh_prop = dataclasses.replace(hv, name="value_homogeneous", statement=f"value activation h: {hv.statement}")
+    hom = ctx.prop(_analysis(blk.activation, "homogeneity"))
     if not hom.proved:
         return None
+    if kh_prop is not None:
+        ctx.prop(kh_prop)
     kq = _fraction(hom, "k")
-    kk = None if kq is None else kq + (1 if ctx.block.gated else 0)
+    kh_q = Fraction(1) if kh_prop is None else _fraction(kh_prop, "k")
+    kk = None if kq is None or kh_q is None else kq + (kh_q if blk.gated else 0)
     if kk is not None and not (kk > 0 and kk != 1):
         return None  # the test below, on the rational k read without sympy
     # a rational k is shown from its Fraction (the same text as sympy's Rational): no sympy
-    k = kk if kk is not None else hom.value["k"] + (1 if ctx.block.gated else 0)
+    kh = 1 if kh_prop is None else kh_prop.value["k"]
+    k = kk if kk is not None else hom.value["k"] + (kh if blk.gated else 0)
     if not (k > 0 and k != 1) or not _bias_free_only(ctx, f"degree argument (degree {k})"):
         return None
-    kind = "g(W_gate x) ⊙ (W_up x)" if ctx.block.gated else "σ"
+    kind = "σ" if not blk.gated else "g(W_gate x) ⊙ (W_up x)" if kh_prop is None else "g(W_gate x) ⊙ h(W_up x)"
     return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.DEGREE,
                     f"Degree argument: {kind} is positively homogeneous of degree {k} ≠ 1, so every bias-free residual-free "
                     f"block B' is too, and t^{k}·B'(x) = t·M x + t^{k}·B(x) for all t > 0 forces M = 0; but M ≠ 0.",
@@ -151,15 +161,78 @@ def degree(ctx: Ctx) -> BlockDecision | None:
 
 
 def linearization(ctx: Ctx) -> BlockDecision | None:
-    """Result 3: gated, g(0) = 0 and g differentiable at 0, bias-free."""
-    if not ctx.block.gated or not _value_linear(ctx):
+    """Result 3: gated, g(0) = 0 and g differentiable at 0, bias-free. With a value activation h:
+    g(0) = h(0) = 0 and both O(|z|) at 0 (finite one-sided derivatives), so every unit is O(|x|²)."""
+    if not ctx.block.gated:
         return None
+    if not _value_linear(ctx):
+        return _linearization_value(ctx)
     vg = ctx.prop(_analysis(ctx.block.activation, "vanishing_gate"))
     if not vg.proved or not _bias_free_only(ctx, "linearization argument (g(0) = 0)"):
         return None
     return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.LINEARIZATION,
                     f"Linearization: g(0) = 0 and g is differentiable at 0 (g'(0) = {vg.value['dg0']}), so every bias-free "
                     "residual-free block has Jacobian 0 at the origin, while f has Jacobian M ≠ 0 there.", flat_at_zero=True)
+
+
+def _shown(pr: Property, key: str) -> object:
+    """``pr.value[key]`` for a reason's text: a rational one read without sympy (as a Fraction, whose
+    text is sympy's), else the sympy value."""
+    q = _fraction(pr, key)
+    return q if q is not None else pr.value[key]
+
+
+def _slopes_failure(pr: Property, f: str) -> str:
+    """Why ``pr`` (vanishing_slopes of the factor ``f``: "g" or "h") does not give |f(z)| ≤ C|z| near 0."""
+    if pr.status.value == "refuted" and "g0" in pr.value and pr.witness and "sigma(0)" in pr.witness:
+        return f"{f}(0) = {_shown(pr, 'g0')} ≠ 0"
+    return f"{f}: {pr.statement}"
+
+
+def _flat_slopes(pr: Property) -> bool:
+    """``pr`` (vanishing_slopes) proves σ(0) = 0 with both one-sided derivatives 0: σ(z) = o(|z|)."""
+    return pr.proved and _fraction(pr, "right") == 0 and _fraction(pr, "left") == 0
+
+
+def _linearization_value(ctx: Ctx) -> BlockDecision | None:
+    """The linearization argument with a value activation h (bias-free): |g(z)| ≤ C|z| and
+    |h(z)| ≤ C|z| near 0 (each g(0) = 0 with finite one-sided derivatives, proved by the σ
+    analysis) make every unit g(w_g·x)·h(w_u·x) O(|x|²); or one factor is bounded on R and the
+    other o(|z|) at 0 (vanishing with both one-sided derivatives 0), and the unit is o(|x|). Either
+    way B'(tx)/t → 0 for every bias-free residual-free block, while f(tx)/t → M x. Both factors
+    bounded: boundedness (any biases) answers."""
+    blk = ctx.block
+    g, h = blk.activation, blk.value_activation
+    bg, bh = _analysis(g, "bounded_on_reals"), _analysis(h, "bounded_on_reals")
+    if bg.proved and bh.proved:
+        return None  # the boundedness argument covers this block with or without biases: let it answer
+    sg, sh = _analysis(g, "vanishing_slopes"), _analysis(h, "vanishing_slopes")
+    case = ("product" if sg.proved and sh.proved else "value-flat" if _flat_slopes(sh) and bg.proved
+            else "gate-flat" if _flat_slopes(sg) and bh.proved else None)
+    if case is None:
+        failed = [_slopes_failure(pr, f) for pr, f in ((sg, "g"), (sh, "h")) if not pr.proved]
+        ctx.notes.append("the linearization argument needs g(0) = h(0) = 0 with |g(z)|, |h(z)| ≤ C·|z| near 0 (or one "
+                         "factor bounded and the other o(|z|) at 0), but " + "; ".join(failed))
+        return None
+    # the properties used: each factor's bound near 0 (slopes), or bounded on R for the bounded factor
+    gate_p = bg if case == "value-flat" else sg
+    value_p = bh if case == "gate-flat" else sh
+    ctx.prop(dataclasses.replace(gate_p, statement=f"gate g: {gate_p.statement.replace('σ', 'g')}"))
+    ctx.prop(dataclasses.replace(value_p, name=f"value_{value_p.name}", statement=f"value activation h: {value_p.statement.replace('σ', 'h')}"))
+    if not _bias_free_only(ctx, "linearization argument (g(0) = h(0) = 0)" if case == "product" else
+                           "linearization argument (a bounded factor times one that is o(|z|) at 0)"):
+        return None
+    if case == "product":
+        why = (f"g(0) = 0 and h(0) = 0 with finite one-sided derivatives at 0 (g: {_shown(sg, 'right')}, {_shown(sg, 'left')}; "
+               f"h = {h.name}: {_shown(sh, 'right')}, {_shown(sh, 'left')}), so |g(z)|, |h(z)| ≤ C·|z| near 0 and every gated "
+               "unit g(w_g·x)·h(w_u·x) is O(|x|²)")
+    else:
+        small, big = ("h", "g") if case == "value-flat" else ("g", "h")
+        why = (f"{big} is bounded on R and {small}(0) = 0 with both one-sided derivatives 0 at 0 ({small} = o(|z|)), so every "
+               "gated unit g(w_g·x)·h(w_u·x) is o(|x|)")
+    return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.LINEARIZATION,
+                    f"Linearization: {why}; every bias-free residual-free block B' then has "
+                    "B'(tx)/t → 0 as t → 0, while f(tx)/t → M x ≠ 0 for some x.", flat_at_zero=True)
 
 
 def parity(ctx: Ctx) -> BlockDecision | None:
@@ -239,8 +312,10 @@ def index_set(ctx: Ctx) -> BlockDecision:
     weights) or the asymptotic skeleton (any biases)."""
     if not _value_linear(ctx):
         why = "; ".join(dict.fromkeys(p.statement for p in ctx.P if not p.proved and p.name in ("bounded", "value_bounded")))
+        lin = "; ".join(dict.fromkeys(ctx.notes))
         return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: the value branch carries the activation h = "
-                        f"{ctx.block.value_activation.name}; the degree, linearization and index-set results assume h(z) = z, and "
+                        f"{ctx.block.value_activation.name}; {lin + '; ' if lin else ''}the degree argument needs g and h "
+                        "positively homogeneous, the index-set results assume h(z) = z, and "
                         f"boundedness needs both the gate g and h bounded on R, which is not proved{f' ({why})' if why else ''}.")
     return _IndexSet(ctx).decide()
 

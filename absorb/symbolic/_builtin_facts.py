@@ -238,7 +238,32 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                  '\\lim_{h\\to 0^+} \\frac{g(h)-g(0)}{h} = \\frac{1}{2},\\quad '
                                                  '\\lim_{h\\to 0^-} \\frac{g(h)-g(0)}{h} = \\frac{1}{2}'],
                                        'value': {'dg0': {'srepr': 'Rational(1, 2)'}, 'g0': {'srepr': 'Integer(0)'}},
-                                       'witness': None}}},
+                                       'witness': None},
+                    'vanishing_slopes': {'name': 'vanishing_slopes',
+                                         'statement': "σ(0) = 0 with one-sided derivatives σ'(0+) = 1/2, σ'(0−) = 1/2 "
+                                                      'at 0, so |σ(z)| ≤ C·|z| near 0',
+                                         'status': 'proved',
+                                         'steps': ['\\sigma(x) = \\frac{x '
+                                                   '\\left(\\operatorname{erf}{\\left(\\frac{\\sqrt{2} x}{2} \\right)} '
+                                                   '+ 1\\right)}{2}',
+                                                   '\\sigma(0) = 0',
+                                                   '\\frac{\\sigma(h)-\\sigma(0)}{h} = \\frac{1}{2} + '
+                                                   '\\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,\\frac{1}{s} + '
+                                                   'O\\!\\left(\\frac{1}{s^{3}}\\right) \\quad (h = \\pm 1/s,\\ h \\to '
+                                                   '0^+,\\ \\text{by the asymptotic rules})',
+                                                   '\\frac{\\sigma(h)-\\sigma(0)}{h} = \\frac{1}{2} - '
+                                                   '\\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,\\frac{1}{s} + '
+                                                   'O\\!\\left(\\frac{1}{s^{3}}\\right) \\quad (h = \\pm 1/s,\\ h \\to '
+                                                   '0^-,\\ \\text{by the asymptotic rules})',
+                                                   '\\lim_{h\\to 0^+} \\frac{\\sigma(h)-\\sigma(0)}{h} = '
+                                                   '\\frac{1}{2},\\quad \\lim_{h\\to 0^-} '
+                                                   '\\frac{\\sigma(h)-\\sigma(0)}{h} = \\frac{1}{2}',
+                                                   '\\Rightarrow\\ |\\sigma(z)| \\le C\\,|z|\\ \\text{for } |z| \\le '
+                                                   "\\delta,\\ C = \\max(|\\sigma'(0^+)|, |\\sigma'(0^-)|) + 1"],
+                                         'value': {'g0': {'srepr': 'Integer(0)'},
+                                                   'left': {'srepr': 'Rational(1, 2)'},
+                                                   'right': {'srepr': 'Rational(1, 2)'}},
+                                         'witness': None}}},
  'gelu_tanh': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(tanh(Mul(Pow(Integer(2), Rational(1, 2)), "
                        "Pow(pi, Rational(-1, 2)), Add(Mul(Rational(8943, 200000), Pow(Symbol('x', real=True), "
                        "Integer(3))), Symbol('x', real=True)))), Integer(1)))",
@@ -507,7 +532,33 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                       '\\lim_{h\\to 0^-} \\frac{g(h)-g(0)}{h} = \\frac{1}{2}'],
                                             'value': {'dg0': {'srepr': 'Rational(1, 2)'},
                                                       'g0': {'srepr': 'Integer(0)'}},
-                                            'witness': None}}},
+                                            'witness': None},
+                         'vanishing_slopes': {'name': 'vanishing_slopes',
+                                              'statement': "σ(0) = 0 with one-sided derivatives σ'(0+) = 1/2, σ'(0−) = "
+                                                           '1/2 at 0, so |σ(z)| ≤ C·|z| near 0',
+                                              'status': 'proved',
+                                              'steps': ['\\sigma(x) = \\frac{x \\left(\\tanh{\\left(\\frac{\\sqrt{2} '
+                                                        '\\left(\\frac{8943 x^{3}}{200000} + x\\right)}{\\sqrt{\\pi}} '
+                                                        '\\right)} + 1\\right)}{2}',
+                                                        '\\sigma(0) = 0',
+                                                        '\\frac{\\sigma(h)-\\sigma(0)}{h} = \\frac{1}{2} + '
+                                                        '\\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,\\frac{1}{s} + '
+                                                        'O\\!\\left(\\frac{1}{s^{3}}\\right) \\quad (h = \\pm 1/s,\\ h '
+                                                        '\\to 0^+,\\ \\text{by the asymptotic rules})',
+                                                        '\\frac{\\sigma(h)-\\sigma(0)}{h} = \\frac{1}{2} - '
+                                                        '\\frac{\\sqrt{2}}{2 \\sqrt{\\pi}}\\,\\frac{1}{s} + '
+                                                        'O\\!\\left(\\frac{1}{s^{3}}\\right) \\quad (h = \\pm 1/s,\\ h '
+                                                        '\\to 0^-,\\ \\text{by the asymptotic rules})',
+                                                        '\\lim_{h\\to 0^+} \\frac{\\sigma(h)-\\sigma(0)}{h} = '
+                                                        '\\frac{1}{2},\\quad \\lim_{h\\to 0^-} '
+                                                        '\\frac{\\sigma(h)-\\sigma(0)}{h} = \\frac{1}{2}',
+                                                        '\\Rightarrow\\ |\\sigma(z)| \\le C\\,|z|\\ \\text{for } |z| '
+                                                        "\\le \\delta,\\ C = \\max(|\\sigma'(0^+)|, |\\sigma'(0^-)|) + "
+                                                        '1'],
+                                              'value': {'g0': {'srepr': 'Integer(0)'},
+                                                        'left': {'srepr': 'Rational(1, 2)'},
+                                                        'right': {'srepr': 'Rational(1, 2)'}},
+                                              'witness': None}}},
  'identity': {'expr': "Symbol('x', real=True)",
               'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                               'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c '
@@ -654,7 +705,26 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                      '\\lim_{h\\to 0^+} \\frac{g(h)-g(0)}{h} = 1,\\quad \\lim_{h\\to '
                                                      '0^-} \\frac{g(h)-g(0)}{h} = 1'],
                                            'value': {'dg0': {'srepr': 'Integer(1)'}, 'g0': {'srepr': 'Integer(0)'}},
-                                           'witness': None}}},
+                                           'witness': None},
+                        'vanishing_slopes': {'name': 'vanishing_slopes',
+                                             'statement': "σ(0) = 0 with one-sided derivatives σ'(0+) = 1, σ'(0−) = 1 "
+                                                          'at 0, so |σ(z)| ≤ C·|z| near 0',
+                                             'status': 'proved',
+                                             'steps': ['\\sigma(x) = x',
+                                                       '\\sigma(0) = 0',
+                                                       '\\frac{\\sigma(h)-\\sigma(0)}{h} = 1 \\quad (h = \\pm 1/s,\\ h '
+                                                       '\\to 0^+,\\ \\text{by the asymptotic rules})',
+                                                       '\\frac{\\sigma(h)-\\sigma(0)}{h} = 1 \\quad (h = \\pm 1/s,\\ h '
+                                                       '\\to 0^-,\\ \\text{by the asymptotic rules})',
+                                                       '\\lim_{h\\to 0^+} \\frac{\\sigma(h)-\\sigma(0)}{h} = 1,\\quad '
+                                                       '\\lim_{h\\to 0^-} \\frac{\\sigma(h)-\\sigma(0)}{h} = 1',
+                                                       '\\Rightarrow\\ |\\sigma(z)| \\le C\\,|z|\\ \\text{for } |z| '
+                                                       "\\le \\delta,\\ C = \\max(|\\sigma'(0^+)|, |\\sigma'(0^-)|) + "
+                                                       '1'],
+                                             'value': {'g0': {'srepr': 'Integer(0)'},
+                                                       'left': {'srepr': 'Integer(1)'},
+                                                       'right': {'srepr': 'Integer(1)'}},
+                                             'witness': None}}},
  'leaky_relu': {'expr': "Piecewise(ExprCondPair(Symbol('x', real=True), GreaterThan(Symbol('x', real=True), "
                         "Integer(0))), ExprCondPair(Mul(Rational(1, 100), Symbol('x', real=True)), true))",
                 'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
@@ -829,7 +899,28 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                        '0^-} \\frac{g(h)-g(0)}{h} = \\frac{1}{100}'],
                                              'value': {'g0': {'srepr': 'Integer(0)'}},
                                              'witness': {'left': {'srepr': 'Rational(1, 100)'},
-                                                         'right': {'srepr': 'Integer(1)'}}}}},
+                                                         'right': {'srepr': 'Integer(1)'}}},
+                          'vanishing_slopes': {'name': 'vanishing_slopes',
+                                               'statement': "σ(0) = 0 with one-sided derivatives σ'(0+) = 1, σ'(0−) = "
+                                                            '1/100 at 0, so |σ(z)| ≤ C·|z| near 0',
+                                               'status': 'proved',
+                                               'steps': ['\\sigma(x) = \\begin{cases} x & \\text{for}\\: x \\geq 0 '
+                                                         '\\\\\\frac{x}{100} & \\text{otherwise} \\end{cases}',
+                                                         '\\sigma(0) = 0',
+                                                         '\\frac{\\sigma(h)-\\sigma(0)}{h} = 1 \\quad (h = \\pm 1/s,\\ '
+                                                         'h \\to 0^+,\\ \\text{by the asymptotic rules})',
+                                                         '\\frac{\\sigma(h)-\\sigma(0)}{h} = \\frac{1}{100} \\quad (h '
+                                                         '= \\pm 1/s,\\ h \\to 0^-,\\ \\text{by the asymptotic rules})',
+                                                         '\\lim_{h\\to 0^+} \\frac{\\sigma(h)-\\sigma(0)}{h} = '
+                                                         '1,\\quad \\lim_{h\\to 0^-} \\frac{\\sigma(h)-\\sigma(0)}{h} '
+                                                         '= \\frac{1}{100}',
+                                                         '\\Rightarrow\\ |\\sigma(z)| \\le C\\,|z|\\ \\text{for } |z| '
+                                                         "\\le \\delta,\\ C = \\max(|\\sigma'(0^+)|, |\\sigma'(0^-)|) "
+                                                         '+ 1'],
+                                               'value': {'g0': {'srepr': 'Integer(0)'},
+                                                         'left': {'srepr': 'Rational(1, 100)'},
+                                                         'right': {'srepr': 'Integer(1)'}},
+                                               'witness': None}}},
  'quick_gelu': {'expr': "Mul(Symbol('x', real=True), Pow(Add(Integer(1), exp(Mul(Integer(-1), Rational(851, 500), "
                         "Symbol('x', real=True)))), Integer(-1)))",
                 'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
@@ -1032,7 +1123,31 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                        '\\lim_{h\\to 0^-} \\frac{g(h)-g(0)}{h} = \\frac{1}{2}'],
                                              'value': {'dg0': {'srepr': 'Rational(1, 2)'},
                                                        'g0': {'srepr': 'Integer(0)'}},
-                                             'witness': None}}},
+                                             'witness': None},
+                          'vanishing_slopes': {'name': 'vanishing_slopes',
+                                               'statement': "σ(0) = 0 with one-sided derivatives σ'(0+) = 1/2, σ'(0−) "
+                                                            '= 1/2 at 0, so |σ(z)| ≤ C·|z| near 0',
+                                               'status': 'proved',
+                                               'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- \\frac{851 x}{500}}}',
+                                                         '\\sigma(0) = 0',
+                                                         '\\frac{\\sigma(h)-\\sigma(0)}{h} = \\frac{1}{2} + '
+                                                         '\\frac{851}{2000}\\,\\frac{1}{s} + '
+                                                         'O\\!\\left(\\frac{1}{s^{3}}\\right) \\quad (h = \\pm 1/s,\\ '
+                                                         'h \\to 0^+,\\ \\text{by the asymptotic rules})',
+                                                         '\\frac{\\sigma(h)-\\sigma(0)}{h} = \\frac{1}{2} - '
+                                                         '\\frac{851}{2000}\\,\\frac{1}{s} + '
+                                                         'O\\!\\left(\\frac{1}{s^{3}}\\right) \\quad (h = \\pm 1/s,\\ '
+                                                         'h \\to 0^-,\\ \\text{by the asymptotic rules})',
+                                                         '\\lim_{h\\to 0^+} \\frac{\\sigma(h)-\\sigma(0)}{h} = '
+                                                         '\\frac{1}{2},\\quad \\lim_{h\\to 0^-} '
+                                                         '\\frac{\\sigma(h)-\\sigma(0)}{h} = \\frac{1}{2}',
+                                                         '\\Rightarrow\\ |\\sigma(z)| \\le C\\,|z|\\ \\text{for } |z| '
+                                                         "\\le \\delta,\\ C = \\max(|\\sigma'(0^+)|, |\\sigma'(0^-)|) "
+                                                         '+ 1'],
+                                               'value': {'g0': {'srepr': 'Integer(0)'},
+                                                         'left': {'srepr': 'Rational(1, 2)'},
+                                                         'right': {'srepr': 'Rational(1, 2)'}},
+                                               'witness': None}}},
  'relu': {'expr': "Max(Integer(0), Symbol('x', real=True))",
           'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                           'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c (a '
@@ -1184,8 +1299,25 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                  '\\lim_{h\\to 0^+} \\frac{g(h)-g(0)}{h} = 1,\\quad \\lim_{h\\to 0^-} '
                                                  '\\frac{g(h)-g(0)}{h} = 0'],
                                        'value': {'g0': {'srepr': 'Integer(0)'}},
-                                       'witness': {'left': {'srepr': 'Integer(0)'},
-                                                   'right': {'srepr': 'Integer(1)'}}}}},
+                                       'witness': {'left': {'srepr': 'Integer(0)'}, 'right': {'srepr': 'Integer(1)'}}},
+                    'vanishing_slopes': {'name': 'vanishing_slopes',
+                                         'statement': "σ(0) = 0 with one-sided derivatives σ'(0+) = 1, σ'(0−) = 0 at "
+                                                      '0, so |σ(z)| ≤ C·|z| near 0',
+                                         'status': 'proved',
+                                         'steps': ['\\sigma(x) = \\max\\left(0, x\\right)',
+                                                   '\\sigma(0) = 0',
+                                                   '\\frac{\\sigma(h)-\\sigma(0)}{h} = 1 \\quad (h = \\pm 1/s,\\ h '
+                                                   '\\to 0^+,\\ \\text{by the asymptotic rules})',
+                                                   '\\frac{\\sigma(h)-\\sigma(0)}{h} = 0 \\quad (h = \\pm 1/s,\\ h '
+                                                   '\\to 0^-,\\ \\text{by the asymptotic rules})',
+                                                   '\\lim_{h\\to 0^+} \\frac{\\sigma(h)-\\sigma(0)}{h} = 1,\\quad '
+                                                   '\\lim_{h\\to 0^-} \\frac{\\sigma(h)-\\sigma(0)}{h} = 0',
+                                                   '\\Rightarrow\\ |\\sigma(z)| \\le C\\,|z|\\ \\text{for } |z| \\le '
+                                                   "\\delta,\\ C = \\max(|\\sigma'(0^+)|, |\\sigma'(0^-)|) + 1"],
+                                         'value': {'g0': {'srepr': 'Integer(0)'},
+                                                   'left': {'srepr': 'Integer(0)'},
+                                                   'right': {'srepr': 'Integer(1)'}},
+                                         'witness': None}}},
  'relu2': {'expr': "Pow(Max(Integer(0), Symbol('x', real=True)), Integer(2))",
            'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                            'statement': 'σ(s)/s has no finite limit as s → +∞ (it tends to oo)',
@@ -1334,7 +1466,25 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                   '\\lim_{h\\to 0^+} \\frac{g(h)-g(0)}{h} = 0,\\quad \\lim_{h\\to 0^-} '
                                                   '\\frac{g(h)-g(0)}{h} = 0'],
                                         'value': {'dg0': {'srepr': 'Integer(0)'}, 'g0': {'srepr': 'Integer(0)'}},
-                                        'witness': None}}},
+                                        'witness': None},
+                     'vanishing_slopes': {'name': 'vanishing_slopes',
+                                          'statement': "σ(0) = 0 with one-sided derivatives σ'(0+) = 0, σ'(0−) = 0 at "
+                                                       '0, so |σ(z)| ≤ C·|z| near 0',
+                                          'status': 'proved',
+                                          'steps': ['\\sigma(x) = \\max\\left(0, x\\right)^{2}',
+                                                    '\\sigma(0) = 0',
+                                                    '\\frac{\\sigma(h)-\\sigma(0)}{h} = \\frac{1}{s} \\quad (h = \\pm '
+                                                    '1/s,\\ h \\to 0^+,\\ \\text{by the asymptotic rules})',
+                                                    '\\frac{\\sigma(h)-\\sigma(0)}{h} = 0 \\quad (h = \\pm 1/s,\\ h '
+                                                    '\\to 0^-,\\ \\text{by the asymptotic rules})',
+                                                    '\\lim_{h\\to 0^+} \\frac{\\sigma(h)-\\sigma(0)}{h} = 0,\\quad '
+                                                    '\\lim_{h\\to 0^-} \\frac{\\sigma(h)-\\sigma(0)}{h} = 0',
+                                                    '\\Rightarrow\\ |\\sigma(z)| \\le C\\,|z|\\ \\text{for } |z| \\le '
+                                                    "\\delta,\\ C = \\max(|\\sigma'(0^+)|, |\\sigma'(0^-)|) + 1"],
+                                          'value': {'g0': {'srepr': 'Integer(0)'},
+                                                    'left': {'srepr': 'Integer(0)'},
+                                                    'right': {'srepr': 'Integer(0)'}},
+                                          'witness': None}}},
  'sigmoid': {'expr': "Pow(Add(Integer(1), exp(Mul(Integer(-1), Symbol('x', real=True)))), Integer(-1))",
              'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                              'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c '
@@ -1501,7 +1651,14 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                           'status': 'refuted',
                                           'steps': ['g(x) = \\frac{1}{1 + e^{- x}}', 'g(0) = \\frac{1}{2}'],
                                           'value': {'g0': {'srepr': 'Rational(1, 2)'}},
-                                          'witness': {'g(0)': {'srepr': 'Rational(1, 2)'}}}}},
+                                          'witness': {'g(0)': {'srepr': 'Rational(1, 2)'}}},
+                       'vanishing_slopes': {'name': 'vanishing_slopes',
+                                            'statement': 'σ(0) = 1/2 ≠ 0',
+                                            'status': 'refuted',
+                                            'steps': ['\\sigma(x) = \\frac{1}{1 + e^{- x}}',
+                                                      '\\sigma(0) = \\frac{1}{2}'],
+                                            'value': {'g0': {'srepr': 'Rational(1, 2)'}},
+                                            'witness': {'sigma(0)': {'srepr': 'Rational(1, 2)'}}}}},
  'silu': {'expr': "Mul(Symbol('x', real=True), Pow(Add(Integer(1), exp(Mul(Integer(-1), Symbol('x', real=True)))), "
                   'Integer(-1)))',
           'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
@@ -1684,7 +1841,30 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                  '\\lim_{h\\to 0^+} \\frac{g(h)-g(0)}{h} = \\frac{1}{2},\\quad '
                                                  '\\lim_{h\\to 0^-} \\frac{g(h)-g(0)}{h} = \\frac{1}{2}'],
                                        'value': {'dg0': {'srepr': 'Rational(1, 2)'}, 'g0': {'srepr': 'Integer(0)'}},
-                                       'witness': None}}},
+                                       'witness': None},
+                    'vanishing_slopes': {'name': 'vanishing_slopes',
+                                         'statement': "σ(0) = 0 with one-sided derivatives σ'(0+) = 1/2, σ'(0−) = 1/2 "
+                                                      'at 0, so |σ(z)| ≤ C·|z| near 0',
+                                         'status': 'proved',
+                                         'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- x}}',
+                                                   '\\sigma(0) = 0',
+                                                   '\\frac{\\sigma(h)-\\sigma(0)}{h} = \\frac{1}{2} + '
+                                                   '\\frac{1}{4}\\,\\frac{1}{s} + O\\!\\left(\\frac{1}{s^{3}}\\right) '
+                                                   '\\quad (h = \\pm 1/s,\\ h \\to 0^+,\\ \\text{by the asymptotic '
+                                                   'rules})',
+                                                   '\\frac{\\sigma(h)-\\sigma(0)}{h} = \\frac{1}{2} - '
+                                                   '\\frac{1}{4}\\,\\frac{1}{s} + O\\!\\left(\\frac{1}{s^{3}}\\right) '
+                                                   '\\quad (h = \\pm 1/s,\\ h \\to 0^-,\\ \\text{by the asymptotic '
+                                                   'rules})',
+                                                   '\\lim_{h\\to 0^+} \\frac{\\sigma(h)-\\sigma(0)}{h} = '
+                                                   '\\frac{1}{2},\\quad \\lim_{h\\to 0^-} '
+                                                   '\\frac{\\sigma(h)-\\sigma(0)}{h} = \\frac{1}{2}',
+                                                   '\\Rightarrow\\ |\\sigma(z)| \\le C\\,|z|\\ \\text{for } |z| \\le '
+                                                   "\\delta,\\ C = \\max(|\\sigma'(0^+)|, |\\sigma'(0^-)|) + 1"],
+                                         'value': {'g0': {'srepr': 'Integer(0)'},
+                                                   'left': {'srepr': 'Rational(1, 2)'},
+                                                   'right': {'srepr': 'Rational(1, 2)'}},
+                                         'witness': None}}},
  'softplus': {'expr': "log(Add(exp(Symbol('x', real=True)), Integer(1)))",
               'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                               'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c '
@@ -1850,7 +2030,14 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                            'steps': ['g(x) = \\log{\\left(e^{x} + 1 \\right)}',
                                                      'g(0) = \\log{\\left(2 \\right)}'],
                                            'value': {'g0': {'srepr': 'log(Integer(2))'}},
-                                           'witness': {'g(0)': {'srepr': 'log(Integer(2))'}}}}},
+                                           'witness': {'g(0)': {'srepr': 'log(Integer(2))'}}},
+                        'vanishing_slopes': {'name': 'vanishing_slopes',
+                                             'statement': 'σ(0) = log(2) ≠ 0',
+                                             'status': 'refuted',
+                                             'steps': ['\\sigma(x) = \\log{\\left(e^{x} + 1 \\right)}',
+                                                       '\\sigma(0) = \\log{\\left(2 \\right)}'],
+                                             'value': {'g0': {'srepr': 'log(Integer(2))'}},
+                                             'witness': {'sigma(0)': {'srepr': 'log(Integer(2))'}}}}},
  'tanh': {'expr': "tanh(Symbol('x', real=True))",
           'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                           'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c (a '
@@ -2038,4 +2225,24 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                  '\\lim_{h\\to 0^+} \\frac{g(h)-g(0)}{h} = 1,\\quad \\lim_{h\\to 0^-} '
                                                  '\\frac{g(h)-g(0)}{h} = 1'],
                                        'value': {'dg0': {'srepr': 'Integer(1)'}, 'g0': {'srepr': 'Integer(0)'}},
-                                       'witness': None}}}}
+                                       'witness': None},
+                    'vanishing_slopes': {'name': 'vanishing_slopes',
+                                         'statement': "σ(0) = 0 with one-sided derivatives σ'(0+) = 1, σ'(0−) = 1 at "
+                                                      '0, so |σ(z)| ≤ C·|z| near 0',
+                                         'status': 'proved',
+                                         'steps': ['\\sigma(x) = \\tanh{\\left(x \\right)}',
+                                                   '\\sigma(0) = 0',
+                                                   '\\frac{\\sigma(h)-\\sigma(0)}{h} = 1 + '
+                                                   'O\\!\\left(\\frac{1}{s^{2}}\\right) \\quad (h = \\pm 1/s,\\ h \\to '
+                                                   '0^+,\\ \\text{by the asymptotic rules})',
+                                                   '\\frac{\\sigma(h)-\\sigma(0)}{h} = 1 + '
+                                                   'O\\!\\left(\\frac{1}{s^{2}}\\right) \\quad (h = \\pm 1/s,\\ h \\to '
+                                                   '0^-,\\ \\text{by the asymptotic rules})',
+                                                   '\\lim_{h\\to 0^+} \\frac{\\sigma(h)-\\sigma(0)}{h} = 1,\\quad '
+                                                   '\\lim_{h\\to 0^-} \\frac{\\sigma(h)-\\sigma(0)}{h} = 1',
+                                                   '\\Rightarrow\\ |\\sigma(z)| \\le C\\,|z|\\ \\text{for } |z| \\le '
+                                                   "\\delta,\\ C = \\max(|\\sigma'(0^+)|, |\\sigma'(0^-)|) + 1"],
+                                         'value': {'g0': {'srepr': 'Integer(0)'},
+                                                   'left': {'srepr': 'Integer(1)'},
+                                                   'right': {'srepr': 'Integer(1)'}},
+                                         'witness': None}}}}

@@ -16,6 +16,8 @@ Properties:
 
 * :func:`homogeneity` — σ(t x) = t^k σ(x) for all t > 0 and all x (degree argument).
 * :func:`vanishing_gate` — g(0) = 0 and g differentiable at 0 (linearization argument).
+* :func:`vanishing_slopes` — σ(0) = 0 with finite one-sided derivatives at 0, so |σ(z)| ≤ C|z|
+  near 0 (linearization argument with a value activation: the gate and h).
 * :func:`flip_identity` — ungated: σ(z) − σ(−z) = c z; gated: g(z) + g(−z) = c; with c ≠ 0
   constant, for every real z (z = 0 included: 2·g(0) = c). This is what lets the
   index-set construction absorb the skip.
@@ -155,15 +157,18 @@ def _homogeneity(e: sp.Expr) -> Property:
 
 
 # ---------------------------------------------------------------------------------------
-def _vanishing_gate(e: sp.Expr) -> Property:
-    name = "vanishing_gate"
+def _slopes_at_zero(e: sp.Expr, name: str, f: str) -> Property | tuple[sp.Expr, sp.Expr, sp.Expr, list[str]]:
+    """``f(0) = 0`` and the one-sided derivatives of f at 0, each a finite limit of the difference
+    quotient by the asymptotic rules: ``(f(0), right, left, steps)``, or the Property (named
+    ``name``) saying why not. ``f`` is the function's letter in the steps ("g", "\\sigma")."""
     g0 = sp.simplify(e.subs(X, 0))
-    steps = [rf"g(x) = {sp.latex(e)}", rf"g(0) = {sp.latex(g0)}"]
+    steps = [rf"{f}(x) = {sp.latex(e)}", rf"{f}(0) = {sp.latex(g0)}"]
     z = _is_zero(g0)
     if z is False:
-        return Property(name, Status.REFUTED, f"g(0) = {g0} ≠ 0", value={"g0": g0}, steps=tuple(steps), witness={"g(0)": g0})
+        return Property(name, Status.REFUTED, f"{'g' if f == 'g' else 'σ'}(0) = {g0} ≠ 0", value={"g0": g0}, steps=tuple(steps),
+                        witness={"g(0)" if f == "g" else "sigma(0)": g0})
     if z is None:
-        return Property(name, Status.UNKNOWN, "sympy could not decide whether g(0) = 0", steps=tuple(steps))
+        return Property(name, Status.UNKNOWN, f"sympy could not decide whether {'g' if f == 'g' else 'σ'}(0) = 0", steps=tuple(steps))
     # One-sided difference quotients by the asymptotic rules (h = ±1/s, s → +∞), each claimed
     # limit cross-checked by 60-digit evaluations at h = ±10^-10, ±10^-20 (which only withhold).
     from absorb.symbolic import asymptotic as asy
@@ -171,24 +176,35 @@ def _vanishing_gate(e: sp.Expr) -> Property:
     (rl, rq), (ll, lq) = asy.one_sided_derivative(e, g0, 1), asy.one_sided_derivative(e, g0, -1)
     for lim, where in ((rl, "0^+"), (ll, "0^-")):
         if lim.expansion is not None:
-            steps.append(rf"\frac{{g(h)-g(0)}}{{h}} = {lim.expansion.latex()} \quad (h = \pm 1/s,\ h \to {where},"
+            steps.append(rf"\frac{{{f}(h)-{f}(0)}}{{h}} = {lim.expansion.latex()} \quad (h = \pm 1/s,\ h \to {where},"
                          r"\ \text{by the asymptotic rules})")
     inf = {"+oo": sp.oo, "-oo": -sp.oo}
+    g = "g" if f == "g" else "σ"
     if rl.kind in inf or ll.kind in inf:
         right, left = inf.get(rl.kind, rl.value), inf.get(ll.kind, ll.value)
-        return Property(name, Status.REFUTED, "g is not differentiable at 0 (infinite one-sided derivative)",
+        what = "not differentiable at 0" if f == "g" else "not O(|z|) at 0"
+        return Property(name, Status.REFUTED, f"{g} is {what} (infinite one-sided derivative)",
                         value={"g0": g0}, steps=tuple(steps), witness={"right": right, "left": left})
     if rl.kind != "finite" or ll.kind != "finite":
         why = rl.reason if rl.kind != "finite" else ll.reason
-        return Property(name, Status.UNKNOWN, f"the asymptotic rules find no one-sided derivatives of g at 0 ({why})",
+        return Property(name, Status.UNKNOWN, f"the asymptotic rules find no one-sided derivatives of {g} at 0 ({why})",
                         steps=tuple(steps))
     for lim, q in ((rl, rq), (ll, lq)):
         bad = asy.numeric_check(q, 1, lim, 0, scales=(10, 20))
         if bad:
-            return Property(name, Status.UNKNOWN, f"the rules give a one-sided derivative {lim.value} of g at 0, but {bad} "
+            return Property(name, Status.UNKNOWN, f"the rules give a one-sided derivative {lim.value} of {g} at 0, but {bad} "
                             "(x = 1/h)", steps=tuple(steps))
     right, left = rl.value, ll.value
-    steps.append(rf"\lim_{{h\to 0^+}} \frac{{g(h)-g(0)}}{{h}} = {sp.latex(right)},\quad \lim_{{h\to 0^-}} \frac{{g(h)-g(0)}}{{h}} = {sp.latex(left)}")
+    steps.append(rf"\lim_{{h\to 0^+}} \frac{{{f}(h)-{f}(0)}}{{h}} = {sp.latex(right)},\quad \lim_{{h\to 0^-}} \frac{{{f}(h)-{f}(0)}}{{h}} = {sp.latex(left)}")
+    return g0, right, left, steps
+
+
+def _vanishing_gate(e: sp.Expr) -> Property:
+    name = "vanishing_gate"
+    got = _slopes_at_zero(e, name, "g")
+    if isinstance(got, Property):
+        return got
+    g0, right, left, steps = got
     jump = continuity_issue(e)
     diff = _is_zero(right - left)
     if diff is True:
@@ -201,6 +217,20 @@ def _vanishing_gate(e: sp.Expr) -> Property:
         return Property(name, Status.REFUTED, f"g is not differentiable at 0: one-sided derivatives {right} and {left}",
                         value={"g0": g0}, steps=tuple(steps), witness={"right": right, "left": left})
     return Property(name, Status.UNKNOWN, "sympy could not compare the one-sided derivatives of g at 0", steps=tuple(steps))
+
+
+def _vanishing_slopes(e: sp.Expr) -> Property:
+    """σ(0) = 0 and finite one-sided derivatives R = σ'(0⁺), L = σ'(0⁻): then |σ(z)| ≤ C·|z| for
+    |z| small (C = max(|R|, |L|) + 1), the bound the linearization argument with a value activation
+    needs for the gate and for h. No continuity away from 0 is needed: the bound is local."""
+    name = "vanishing_slopes"
+    got = _slopes_at_zero(e, name, r"\sigma")
+    if isinstance(got, Property):
+        return got
+    g0, right, left, steps = got
+    steps.append(r"\Rightarrow\ |\sigma(z)| \le C\,|z|\ \text{for } |z| \le \delta,\ C = \max(|\sigma'(0^+)|, |\sigma'(0^-)|) + 1")
+    return Property(name, Status.PROVED, f"σ(0) = 0 with one-sided derivatives σ'(0+) = {right}, σ'(0−) = {left} at 0, "
+                    "so |σ(z)| ≤ C·|z| near 0", value={"g0": g0, "right": right, "left": left}, steps=tuple(steps))
 
 
 # ---------------------------------------------------------------------------------------
@@ -312,13 +342,14 @@ def _bounded(e: sp.Expr) -> Property:
 ANALYSES: tuple[tuple[str, Callable[[sp.Expr], Property]], ...] = (
     ("homogeneity", _homogeneity),
     ("vanishing_gate", _vanishing_gate),
+    ("vanishing_slopes", _vanishing_slopes),
     ("flip_identity[ungated]", functools.partial(_flip_identity, gated=False)),
     ("flip_identity[gated]", functools.partial(_flip_identity, gated=True)),
     ("bounded", _bounded),
 )
 """Every analysis :func:`prepare` runs, by cache name; each maps σ's sympy form to a Property."""
 
-_NAMES = {"homogeneity": "homogeneous", "vanishing_gate": "vanishing_gate", "flip_identity[ungated]": "flip_identity",
+_NAMES = {"homogeneity": "homogeneous", "vanishing_gate": "vanishing_gate", "vanishing_slopes": "vanishing_slopes", "flip_identity[ungated]": "flip_identity",
           "flip_identity[gated]": "flip_identity", "bounded": "bounded"}
 
 
@@ -376,6 +407,11 @@ def homogeneity(act: Activation) -> Property:
 def vanishing_gate(act: Activation) -> Property:
     """Decide ``g(0) = 0`` and differentiability of g at 0 (linearization argument)."""
     return _get(act, "vanishing_gate")
+
+
+def vanishing_slopes(act: Activation) -> Property:
+    """Decide ``σ(0) = 0`` with finite one-sided derivatives at 0 (so |σ(z)| ≤ C|z| near 0)."""
+    return _get(act, "vanishing_slopes")
 
 
 def flip_identity(act: Activation, *, gated: bool) -> Property:

@@ -32,6 +32,12 @@ DIGESTS: dict[str, str] = {
     "none": "8651eff568e23476e7bc3622db9ac17aed276b7f6fb1bddd3fc0b15c82099ce2",
 }
 
+#: the records of results whose statement names a gated block's value activation h, cited for such a block
+VALUE_DIGESTS: dict[str, str] = {
+    "degree": "3055f1b61385c112097e5f89512654ae4f6297437b447373395bfee629ea0dee",
+    "linearization": "76a375a5bf659e7148dcd5cef035c76fb1a5a85de141ce819035197434371df2",
+}
+
 
 def digest(record: dict[str, Any]) -> str:
     """SHA-256 of a theorem record without its id (JSON, sorted keys, UTF-8)."""
@@ -39,11 +45,12 @@ def digest(record: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def citation_ok(record: Any) -> tuple[bool, str]:
-    """Whether ``record`` is exactly the cited theorem's (and why not)."""
+def citation_ok(record: Any, value: bool = False) -> tuple[bool, str]:
+    """Whether ``record`` is exactly the cited theorem's (and why not); ``value``: cited for a
+    gated block with a value activation h (the result's statement for such blocks, where it has one)."""
     if not isinstance(record, dict) or not isinstance(record.get("id"), str):
         return False, f"recorded {record!r:.80}"
-    want = DIGESTS.get(record["id"])
+    want = (VALUE_DIGESTS if value and record["id"] in VALUE_DIGESTS else DIGESTS).get(record["id"])
     if want is None:
         return False, f"unknown theorem id {record['id']!r}"
     try:

@@ -123,10 +123,11 @@ def homogeneous_of_degree(expr: sp.Expr, k: sp.Rational) -> bool:
 
 
 @functools.lru_cache(maxsize=128)
-def _gate_derivative_at_zero(expr: sp.Expr) -> sp.Expr | None:
-    """g'(0) when g(0) = 0 exactly and the difference quotients of the two pieces next to 0
-    have equal finite limits (each the exact value where the quotient is structurally
-    continuous at 0, else read off the checker's own expansion in s = 1/p)."""
+def vanishing_slopes(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
+    """(σ'(0⁺), σ'(0⁻)) when σ(0) = 0 exactly and the difference quotients σ(±p)/(±p) of the two
+    pieces next to 0 have finite limits as p → 0+ (each the exact value where the quotient is
+    structurally continuous at 0, else read off the checker's own expansion in s = 1/p); None
+    when that is not proved. Then |σ(z)| ≤ (max(|σ'(0⁺)|, |σ'(0⁻)|) + 1)·|z| near 0."""
     x = _variable(expr)
     try:
         if decide_zero(exact_value(expr, x, sp.Integer(0))) is not True:
@@ -141,7 +142,20 @@ def _gate_derivative_at_zero(expr: sp.Expr) -> sp.Expr | None:
         return None
     except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
         return None
-    if r is None or lft is None or decide_zero(r - lft) is not True:
+    if r is None or lft is None:  # (limit_at_point gives a finite real number or None)
+        return None
+    return r, lft
+
+
+@functools.lru_cache(maxsize=128)
+def _gate_derivative_at_zero(expr: sp.Expr) -> sp.Expr | None:
+    """g'(0) when g(0) = 0 exactly and the difference quotients of the two pieces next to 0
+    have equal finite limits (:func:`vanishing_slopes`)."""
+    sl = vanishing_slopes(expr)
+    if sl is None:
+        return None
+    r, lft = sl
+    if decide_zero(r - lft) is not True:
         return None
     return sp.simplify(r)
 
@@ -228,4 +242,4 @@ def is_identity(expr: sp.Expr) -> bool:
     return _same_function(expr, y)
 
 
-__all__ = ["branch", "flip_constant", "homogeneous_of_degree", "is_bounded", "is_identity", "is_relu_or_gelu"]
+__all__ = ["branch", "flip_constant", "homogeneous_of_degree", "is_bounded", "is_identity", "is_relu_or_gelu", "vanishing_slopes"]

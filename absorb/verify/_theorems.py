@@ -15,13 +15,15 @@ from absorb.verify._compose import prove
 from absorb.verify._gated import parallel_units
 from absorb.verify._infeasible import _check_infeasible
 from absorb.verify._numerics import _U, _frac_matrix, _parse_number, rounding_allowance, sha256_f64
-from absorb.verify._report import _Ctx, _require
+from absorb.verify._report import _Ctx, _require, _where
 from absorb.verify._symbolic import (
     _gate_derivative_at_zero,
     _zero,
     flip_constant,
     homogeneous_of_degree,
+    is_bounded,
     is_relu_or_gelu,
+    vanishing_slopes,
 )
 from absorb.verify._weights import (
     InfNorm,
@@ -34,6 +36,7 @@ from absorb.verify._weights import (
     _row_pairs,
     _skip_invertible,
     _skip_nonzero,
+    _value_expr,
 )
 
 
@@ -64,8 +67,19 @@ def _check_degree(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> None:
     _check_nonzero_entry(ctx, w, arg, block.M)
     k_act = _parse_number(arg.get("k_activation"))
     k = _parse_number(arg.get("k"))
-    _require(ctx, k_act is not None and k is not None and k == k_act + (1 if block.gated else 0), w,
-             "the recorded degrees are consistent (k = k_σ, or k_g + 1 gated)", f"k_σ = {arg.get('k_activation')}, k = {arg.get('k')}")
+    h = _value_expr(block)
+    if h is None:
+        _require(ctx, k_act is not None and k is not None and k == k_act + (1 if block.gated else 0), w,
+                 "the recorded degrees are consistent (k = k_σ, or k_g + 1 gated)", f"k_σ = {arg.get('k_activation')}, k = {arg.get('k')}")
+    else:
+        _require(ctx, arg.get("value_activation") == str(h), w, f"the argument's value activation is the model's h ({h})",
+                 f"recorded {arg.get('value_activation')!r}")
+        k_val = _parse_number(arg.get("k_value"))
+        _require(ctx, k_act is not None and k_val is not None and k is not None and k == k_act + k_val, w,
+                 "the recorded degrees are consistent (k = k_g + k_h, gated with a value activation h)",
+                 f"k_g = {arg.get('k_activation')}, k_h = {arg.get('k_value')}, k = {arg.get('k')}")
+        _require(ctx, homogeneous_of_degree(h, k_val), w,
+                 f"the value activation h is positively homogeneous of degree {k_val} (exact at 0, by pieces on x > 0 and x < 0)")
     _require(ctx, homogeneous_of_degree(_act(block), k_act), w,
              f"σ is positively homogeneous of degree {k_act} (exact at 0, by pieces on x > 0 and x < 0)")
     _require(ctx, bool(k > 0) and k != 1, w, f"k = {k} > 0 and k ≠ 1")
@@ -76,6 +90,9 @@ def _check_linearization(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
     _require(ctx, block.gated, w, "the block is gated")
     _require(ctx, _bias_free(block), w, "the block is bias-free (exact)")
     _check_nonzero_entry(ctx, w, arg, block.M)
+    if _value_expr(block) is not None:
+        _check_linearization_value(ctx, w, arg, block)
+        return
     dg0 = _gate_derivative_at_zero(_act(block))
     _require(ctx, dg0 is not None, w, "g(0) = 0 and g is differentiable at 0 (exact at 0, one-sided limits of the pieces next to 0)")
     g0 = _parse_number(arg.get("g0"))
@@ -91,6 +108,65 @@ def _check_linearization(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
         except (ValueError, ZeroDivisionError):
             J = None
         _require(ctx, J == Mf, w, "the recorded exact Jacobian J_f(0) equals M (= M + W_down diag(g(0)) W_up)")
+
+
+def _check_linearization_value(ctx: _Ctx, w: str, arg: dict[str, Any], block: Block) -> None:
+    """With a value activation h, by the recorded case: ``product``: g(0) = h(0) = 0 exactly and
+    both have finite one-sided derivatives at 0 (re-derived from g and h by pieces), so every unit
+    g(·)h(·) is O(|x|²) at 0; ``value-flat`` / ``gate-flat``: one factor bounded on R (re-derived)
+    and the other vanishing at 0 with both one-sided derivatives exactly 0, so every unit is o(|x|).
+    The recorded values (h's text, g(0), h(0), the slopes, the bounded flags) must be the re-derived ones."""
+    h = _value_expr(block)
+    _require(ctx, arg.get("value_activation") == str(h), w, f"the argument's value activation is the model's h ({h})",
+             f"recorded {arg.get('value_activation')!r}")
+    case = arg.get("case")
+    _require(ctx, case in ("product", "value-flat", "gate-flat"), w, "the recorded case is one of the argument's",
+             f"recorded {case!r}")
+    for f, expr in (("g", _act(block)), ("h", h)):
+        if (case, f) in (("value-flat", "g"), ("gate-flat", "h")):
+            _require(ctx, arg.get(f"{f}_bounded") is True and f"{f}_slopes" not in arg and f"{f}0" not in arg, w,
+                     f"the argument records {f} as the bounded factor", f"recorded {arg.get(f'{f}_bounded')!r}")
+            _require(ctx, is_bounded(expr), w, f"{f} is bounded on R (continuous, finite limits at ±∞; by pieces)")
+            continue
+        _require(ctx, f"{f}_bounded" not in arg, w, f"the argument does not record {f} as a bounded factor")
+        sl = vanishing_slopes(expr)
+        _require(ctx, sl is not None, w, f"{f}(0) = 0 and {f} has finite one-sided derivatives at 0, so |{f}(z)| ≤ C·|z| near 0 "
+                 "(exact at 0, one-sided limits of the pieces next to 0)")
+        if case != "product":
+            _require(ctx, all(_zero(t) is True for t in sl), w, f"{f}'(0+) = {f}'(0−) = 0, so {f}(z) = o(|z|) at 0",
+                     f"re-derived {sl[0]}, {sl[1]}")
+        v0 = _parse_number(arg.get(f"{f}0"))
+        _require(ctx, v0 is not None and v0 == 0, w, f"{f}(0) = 0 as recorded", f"recorded {arg.get(f'{f}0')!r}")
+        rec = arg.get(f"{f}_slopes")
+        # each slope recorded as a rational (or null where it is irrational: the argument needs it finite only)
+        ok = isinstance(rec, list) and len(rec) == 2
+        for v, t in zip(rec if ok else (), sl):
+            g = _parse_number(v)
+            ok = ok and (v is None or (g is not None and _zero(g - t) is True))
+        _require(ctx, ok, w, f"{f}'(0+) = {sl[0]}, {f}'(0−) = {sl[1]} as recorded", f"recorded {rec!r}")
+
+
+def _check_layer_flat_value(ctx: _Ctx, b: dict[str, Any], blk: Block, h: sp.Expr) -> None:
+    """Flatness at 0 of a gated layer with a value activation h: g(0) = h(0) = 0 with finite
+    one-sided derivatives (every unit O(|x|²)), or g and h positively homogeneous of degrees
+    k_g + k_h > 1 (as the degree argument records them); each re-derived by pieces."""
+    bw = _where(b)
+    act = _act(blk)
+    sg, sh = vanishing_slopes(act), vanishing_slopes(h)
+    if sg is not None and sh is not None:
+        ctx.report.ok(bw, "flat at 0: g(0) = h(0) = 0 with finite one-sided derivatives, so every unit is O(|x|²) (by pieces)")
+        return
+    for small, big, name in ((sh, act, "h"), (sg, h, "g")):
+        if small is not None and all(_zero(t) is True for t in small) and is_bounded(big):
+            ctx.report.ok(bw, f"flat at 0: {name} = o(|z|) at 0 and the other factor bounded on R, so every unit is o(|x|) (by pieces)")
+            return
+    arg = b.get("argument") or {}
+    kg, kh = _parse_number(arg.get("k_activation")), _parse_number(arg.get("k_value"))
+    flat = (kg is not None and kh is not None and kg > 0 and kh > 0 and kg + kh > 1
+            and homogeneous_of_degree(act, kg) and homogeneous_of_degree(h, kh))
+    _require(ctx, flat, bw, "every residual-free block of this layer is o(|x|) at 0 (g and h vanishing with finite slopes at 0, "
+             "or homogeneous of total degree > 1)", f"gate {act}, value activation {h}")
+    ctx.report.ok(bw, f"flat at 0: g and h homogeneous of total degree {kg + kh} > 1 (by pieces)")
 
 
 def _necessity_failures(ctx: _Ctx, block: Block) -> tuple[list[str], str]:

@@ -130,6 +130,7 @@ from absorb.verify._theorems import (
     _act,
     _check_degree,
     _check_index_set,
+    _check_layer_flat_value,
     _check_linearization,
     _check_nonzero_entry,
     _check_recorded_hypotheses,
@@ -211,13 +212,14 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         th = (b.get("theorem") or {}).get("id")
         verdict = b.get("verdict")
         _require(ctx, th in _BLOCK_THEOREMS, w, f"the theorem id {th!r} is known")
-        _cited(ctx, w, b.get("theorem"))
+        _cited(ctx, w, b.get("theorem"), value=_value_expr(block) is not None)
         _require(ctx, verdict in ("absorbable", "not_absorbable", "unknown"), w, f"the verdict {verdict!r} is one of three")
         _check_recorded_hypotheses(ctx, w, b, block)
-        # every result but boundedness assumes a linear value branch h(z) = z
+        # the other results assume a linear value branch h(z) = z
         if _value_expr(block) is not None:
-            _require(ctx, th in ("trivial", "bounded", "none"), w,
-                     f"result {th!r} applies to this block (it has a value activation h, which only boundedness covers)")
+            _require(ctx, th in ("trivial", "bounded", "degree", "linearization", "none"), w,
+                     f"result {th!r} applies to this block (it has a value activation h, which only boundedness, the degree and "
+                     "the linearization arguments cover)")
         biases = claimed_biases(ctx, w, b, block)
         ctx.once["class_biases"] = biases
         supported, witness, allowed = THEOREM_CHECKS[th](ctx, w, b, block)
@@ -244,9 +246,9 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         return None, None
 
 
-def _cited(ctx: _Ctx, w: str, record: Any) -> None:
+def _cited(ctx: _Ctx, w: str, record: Any, value: bool = False) -> None:
     """The theorem record is the cited result's own text (:mod:`absorb.verify._citations`)."""
-    ok, why = citation_ok(record)
+    ok, why = citation_ok(record, value)
     _must(ctx, ok, w, "the cited theorem's record (title, source, statement, needs, classes) is that result's own", why)
 
 
@@ -300,13 +302,21 @@ _PROPERTIES_USED = {
 }
 """The properties of σ each theorem's check re-derives from σ itself. A certificate may record
 these (as proved, for a decided verdict) and no others: a recorded property is a claim."""
+_PROPERTIES_USED_WITH_VALUE = {
+    "degree": {"homogeneous", "value_homogeneous"},
+    "linearization": {"vanishing_slopes", "value_vanishing_slopes", "bounded", "value_bounded"},
+    "bounded": {"bounded"},
+}
+"""The same for a gated block with a value activation h (the checks then re-derive h's property too)."""
 
 
-def _check_recorded_properties(ctx: _Ctx, w: str, b: dict[str, Any], th: str) -> None:
-    """Each recorded property of σ is one the theorem's check re-derived (proved) for this verdict."""
+def _check_recorded_properties(ctx: _Ctx, w: str, b: dict[str, Any], th: str, value: bool = False) -> None:
+    """Each recorded property of σ is one the theorem's check re-derived (proved) for this verdict
+    (``value``: the block has a value activation h)."""
     props = b.get("properties") or []
     _must(ctx, isinstance(props, list), w, "the recorded properties are a list")
-    used = _PROPERTIES_USED.get(th, set()) if b.get("verdict") in ("absorbable", "not_absorbable") else set()
+    table = _PROPERTIES_USED_WITH_VALUE if value else _PROPERTIES_USED
+    used = table.get(th, set()) if b.get("verdict") in ("absorbable", "not_absorbable") else set()
     for p in props:
         ok = (isinstance(p, dict) and p.get("name") in used and p.get("status") == "proved"
               and set(p) <= {"name", "status", "statement", "steps"})
@@ -342,7 +352,7 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
         labels = {"index-set": {"-M/c"}, "skeleton": {"-M/c_inf", None}, "gated-skeleton": {"-M/L_plus"}}
         _must(ctx, arg["target"] in labels.get(th, set()), w, f"the recorded target is result {th!r}'s",
               f"recorded {arg['target']!r}")
-    _check_recorded_properties(ctx, w, b, th)
+    _check_recorded_properties(ctx, w, b, th, value=_value_expr(block) is not None)
     class_statement(ctx, w, b, block)
     skip = b.get("skip")
     kind = "hyper_connection" if block.hc is not None else "identity" if block.skip is None else "matrix"
@@ -454,7 +464,8 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
 def _check_overall(ctx: _Ctx, cert: dict[str, Any], top: Any, th: Any, structure: str, blocks: Any,
                    entries: list[dict[str, Any]], verdicts: list[str | None], witnesses: list[Block | None]) -> None:
     """The certificate's header (class, overall verdict ``top`` and theorem ``th``) follows from its blocks."""
-    _cited(ctx, "certificate", cert.get("theorem"))
+    if not (len(entries) == 1 and cert.get("theorem") == entries[0].get("theorem")):  # (one block: its own record, checked)
+        _cited(ctx, "certificate", cert.get("theorem"))
     cls = cert.get("class")
     if cls is not None:
         blocks_biased = any(bool((b.get("class") or {}).get("biases")) for b in entries)
@@ -544,8 +555,10 @@ def _check_layer_flat(ctx: _Ctx, b: dict[str, Any], blk: Block) -> None:
     _require(ctx, _bias_free(blk), bw, "bias-free (needed for flatness at 0)")
     _require(ctx, not (b.get("class") or {}).get("biases"), bw,
              "the depth result covers bias-free residual-free blocks only, and the verdict is about those")
-    if _value_expr(blk) is not None:
-        _require(ctx, False, bw, "the value branch is linear (flatness at 0 is proved for h(z) = z only)", "the block has a value activation h")
+    h = _value_expr(blk)
+    if h is not None:  # a value activation h: each unit g(·)h(·) is o(|x|) at 0 by one of two routes
+        _check_layer_flat_value(ctx, b, blk, h)
+        return
     act = _act(blk)
     flat = False
     x = _variable(act)
