@@ -128,3 +128,29 @@ def test_an_honest_unknown_index_set_certificate_is_accepted(tmp_path: Path) -> 
     model, cert, doc = _cert(tmp_path / "m", src, "--allow-biases")
     assert doc["verdict"] == "unknown"
     assert _verify(cert, doc, model) == 0
+
+
+def test_a_canonical_witness_beyond_the_guarantee_is_rejected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An exact width-5 witness whose float64 rounding (1/3 → fl(1/3), coefficients near 2^44) is
+    off by ~5e-4 relative where f vanishes: the engine says unknown; a producer patched to accept
+    it (eval_error then edited to 1e-16) must not pass the checker, whose own bound of the rounding
+    (through σ's Lipschitz constant) is far above τ."""
+    from absorb import Block, get_activation
+    from absorb.certificate import build_certificate
+    from absorb.engine import decide
+    from absorb.engine import degenerate as dg
+
+    B = 2.0**40
+    U = np.array([[3.0, 1], [3, -1], [3, 2], [1, -1], [-1, 1]])
+    W = np.array([[5 * B, 0, -4 * B, 1, 3], [0, 5 * B, -2 * B, 2, -1]])
+    M = -(W[:, :3] @ U[:3]) + np.outer(np.array([7 * B, 5 * B]), U[3])
+    model = tmp_path / "blk.npz"
+    np.savez(model, W_up=U, W_down=W, skip=M, activation=np.array("relu"))
+    blk = Block(U, W, get_activation("relu"), skip=M)
+    assert decide(blk).verdict.value == "unknown"
+    monkeypatch.setattr(dg, "eval_threshold", lambda tol, N: float("inf"))  # the forger's producer
+    dec = decide(blk)
+    assert dec.verdict.value == "absorbable"
+    doc = build_certificate(dec, blk, seed=0).to_json()
+    doc["blocks"][0]["witness"]["eval_error"] = 1e-16
+    assert _verify(tmp_path / "forged.json", doc, model) == 1

@@ -196,6 +196,33 @@ def _check_choice(ctx: _Ctx, w: str, choice: dict[str, Any], L0: Mat, lines: _Li
              f"{choice.get('width')} units (exact rank)", f"re-computed width {need}, rank {rank}")
 
 
+#: the activations of the "even" family whose Lipschitz constant this checker knows (in sympy's
+#: syntax, x the variable): GELU sup|σ′| = 1.129, GELU-tanh 1.13, SiLU and quick-GELU 1.0998 — 1.2
+#: bounds them all with a margin
+_EVEN_LIPSCHITZ = {"x*(erf(sqrt(2)*x/2) + 1)/2": 1.2, "x*(tanh(sqrt(2)*(8943*x**3/200000 + x)/sqrt(pi)) + 1)/2": 1.2,
+                   "x/(1 + exp(-x))": 1.2, "x/(1 + exp(-851*x/500))": 1.2}
+
+
+def _lipschitz(ctx: _Ctx, w: str, block: Block, family: str) -> float:
+    """L with |σ(a) − σ(b)| ≤ L|a − b| for all real a, b, derived for this σ: the relu family's σ is
+    σ(1)·z on z > 0 and −σ(−1)·z on z < 0, so L = max(|σ(1)|, |σ(−1)|) exactly (rounded up); an
+    even-family σ must be one of the activations of :data:`_EVEN_LIPSCHITZ` (structurally equal),
+    else the witness's rounding cannot be bounded here (an unchecked claim: inf)."""
+    act = block.activation.expr
+    x = _variable(act)
+    if family == "relu":
+        vals = [exact_value(act, x, sp.Integer(t)) for t in (1, -1)]
+        if all(v is not None and v.is_Rational for v in vals):
+            return float(max(abs(v) for v in vals)) * (1 + 4 * _U)
+    else:
+        for text, L in _EVEN_LIPSCHITZ.items():
+            if act == sp.sympify(text, locals={"x": x}):
+                return L
+    ctx.report.unchecked(w, "σ has a Lipschitz constant this checker derives (the witness's rounding is bounded with it)",
+                         f"σ = {act}")
+    return math.inf
+
+
 def _check_absorbable(ctx: _Ctx, w: str, b: dict[str, Any], rec: dict[str, Any], block: Block, choice: Any, N: int,
                       L0: Mat, lines_d: dict, family: str) -> tuple[str, Block | None, float]:
     """The exact witness has f's canonical form; its float64 rounding is the recorded witness block."""
@@ -224,10 +251,16 @@ def _check_absorbable(ctx: _Ctx, w: str, b: dict[str, Any], rec: dict[str, Any],
     from absorb.verify._theorems import check_witness_block
 
     check_witness_block(ctx, w, b.get("witness") or {}, wb, "the float64 rounding of the exact witness")
-    # rounding the exact witness to float64: each entry moves by ≤ u relatively; σ is 1.2-Lipschitz
-    allowed = 4 * _U * float(np.sum(np.linalg.norm(Wd, axis=0) * np.linalg.norm(Wu, axis=1))) * 1.2
-    # |f − g|_∞ ≤ ‖f − g‖₂ ≤ allowed·‖x‖₂ ≤ allowed·√d·|x|_∞ (for a stack's composed bound)
-    prove(wb, allowed * math.sqrt(block.d) * (1 + 8 * _U), 0.0)
+    # rounding the exact witness to float64: each entry moves by ≤ u relatively; σ is L-Lipschitz
+    allowed = 4 * _U * float(np.sum(np.linalg.norm(Wd, axis=0) * np.linalg.norm(Wu, axis=1))) * _lipschitz(ctx, w, block, family)
+    # |f − g|_∞ ≤ ‖f − g‖₂ ≤ allowed·‖x‖₂ ≤ allowed·√d·|x|_∞, and that ε is within the tolerance plus the
+    # rounding allowance (the guarantee an absorbable verdict states); the samples are a second check
+    eps = allowed * math.sqrt(block.d) * (1 + 8 * _U)
+    allowance = rounding_allowance(N)
+    _require(ctx, eps <= ctx.tol + allowance, w,
+             f"the float64 witness's error is within τ + {allowance:.2g} per unit of |x|∞ (√d times its ‖·‖₂ bound: the "
+             "rounding of the exact witness's weights through σ's Lipschitz constant)", f"ε ≤ {eps:.3g}")
+    prove(wb, eps, 0.0)
     return "absorbable", wb, allowed
 
 
@@ -323,7 +356,7 @@ def _inverse(G: Mat) -> Mat:
 
 
 def _check_near(ctx: _Ctx, w: str, b: dict[str, Any], near: Any, block: Block, N: int, L0: Mat,
-                lines: _Lines) -> tuple[str, Block | None, float]:
+                lines: _Lines, family: str) -> tuple[str, Block | None, float]:
     """Absorbable *within the tolerance*: the recorded choice (B, δ, p) fits in width N, the
     linear part R = C_δ P_B is within τ·‖M‖_F of rank ≤ p (Frobenius, re-derived with a rounding
     account), and the checker's own width-N block — the units of the choice with the truncated SVD
@@ -374,7 +407,8 @@ def _check_near(ctx: _Ctx, w: str, b: dict[str, Any], near: Any, block: Block, N
     wb = block.replace(W_up=Wu, W_down=Wd, skip=np.zeros((d, d)), name=block.name + "'")
     # f − g = (R − R_p)x + the float error of V (‖(C_δ − V E_Bᵀ) − R‖) + rounding of the units; generous factor 4
     v_err = float(np.linalg.norm(Cf - (V @ np.array([[float(x) for x in lines[l][0]] for l in B]).reshape(len(B), d) if B else 0) - R)) if B else 0.0
-    allowed = tail + margin + 4 * v_err + 4 * _U * float(np.sum(np.linalg.norm(Wd, axis=0) * np.linalg.norm(Wu, axis=1))) * 1.2
+    allowed = (tail + margin + 4 * v_err
+               + 4 * _U * float(np.sum(np.linalg.norm(Wd, axis=0) * np.linalg.norm(Wu, axis=1))) * _lipschitz(ctx, w, block, family))
     # The guarantee is absolute in |x|∞ (not relative to ‖M‖): |f − g|∞ ≤ ‖f − g‖₂ ≤ allowed·‖x‖₂ ≤ allowed·√d·|x|∞,
     # and that ε must be within the tolerance plus the rounding allowance; the samples are a second check.
     eps = allowed * math.sqrt(d) * (1 + 8 * _U)
@@ -444,7 +478,7 @@ def check_canonical_form(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
     if verdict == "absorbable" and rec.get("near") is not None:
         _require(ctx, choice is None and rec.get("witness_exact") is None and rec.get("min_width") is None, w,
                  "a within-tolerance record claims no exact choice, exact witness or minimum width")
-        return _check_near(ctx, w, b, rec["near"], block, N, L0, lines)
+        return _check_near(ctx, w, b, rec["near"], block, N, L0, lines, family)
     if verdict == "absorbable":
         return _check_absorbable(ctx, w, b, rec, block, choice, N, L0, lines_d, family)
     if verdict != "not_absorbable":
