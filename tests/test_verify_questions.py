@@ -154,3 +154,18 @@ def test_a_canonical_witness_beyond_the_guarantee_is_rejected(tmp_path: Path, mo
     doc = build_certificate(dec, blk, seed=0).to_json()
     doc["blocks"][0]["witness"]["eval_error"] = 1e-16
     assert _verify(tmp_path / "forged.json", doc, model) == 1
+
+
+@pytest.mark.parametrize("tol", [2.0, 1.0, True, 0.0])
+def test_a_tolerance_outside_0_1_is_rejected(tmp_path: Path, tol: object) -> None:
+    """At τ ≥ 1 dropping the skip (S = ∅, residual 1) would pass as absorption: the producer refuses
+    such a τ, and so must the checker (JSON true reads as 1)."""
+    model, cert, doc = _cert(tmp_path, CE / "generic_relu.npz")
+    doc["parameters"]["tolerance"] = tol
+    for b in doc["blocks"]:
+        b["tolerance"] = tol
+    b = doc["blocks"][0]
+    doc["verdict"] = b["verdict"] = "absorbable"
+    b["witness"] = {"S": [], "residual": 1.0}
+    b.pop("search", None)
+    assert _verify(cert, doc, model) == 1

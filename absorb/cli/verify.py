@@ -112,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             cls = cert.get("class") if isinstance(cert.get("class"), dict) else {}
             about = {True: " (about residual-free blocks with any biases)", False: " (about bias-free residual-free blocks)"}
-            lines.append(f"accepted: {n_ok} checks passed; verdict {cert['verdict']}{about.get(cls.get('biases'), '')}"
+            tol = params.get("tolerance")
+            lines.append(f"accepted: {n_ok} checks passed; verdict {cert['verdict']} at τ = {tol:g}{about.get(cls.get('biases'), '')}"
                          + _question(act, opts))
         sys.stdout.write("\n".join(lines[-1:] if verbosity(args) == 0 else lines) + "\n")  # -q: the result line only
     return EXIT_REJECTED if rejected else EXIT_INCOMPLETE if incomplete else EXIT_OK

@@ -280,6 +280,12 @@ def claimed_biases(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> bool:
     return biases
 
 
+def _require_quiet(ctx: _Ctx, cond: bool, w: str, claim: str, detail: str = "") -> None:
+    """``_require`` that records nothing on success (a per-field check summed up elsewhere)."""
+    if not cond:
+        _require(ctx, cond, w, claim, detail)
+
+
 def class_statement(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> None:
     """The class's sentence (what a reader sees) is the one its checked fields give: rebuilt
     here from the block and the class's bias flag, not taken on trust."""
@@ -288,8 +294,8 @@ def class_statement(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> None:
         return
     words = "with any biases (b_up, b_down)" if cls.get("biases") else "bias-free"
     sentence = f"residual-free {block.kind} {block.activation_name} blocks of width {block.n}, {words}"
-    if not (cls.get("statement") in (None, sentence) and set(cls) <= {"biases", "width", "statement"}):  # (no line when it holds)
-        _require(ctx, False, w, "the class's statement is the one its fields give", f"recorded {cls.get('statement')!r}, fields {sorted(cls)}")
+    _require_quiet(ctx, cls.get("statement") in (None, sentence) and set(cls) <= {"biases", "width", "statement"}, w,
+                   "the class's statement is the one its fields give", f"recorded {cls.get('statement')!r}, fields {sorted(cls)}")
 
 
 # ------------------------------------------------------------------- the theorems --
@@ -520,6 +526,29 @@ def _linear_error(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, wb: Block,
     return supported, wb, InfNorm(rho)
 
 
+def check_linear_numbers(ctx: _Ctx, w: str, arg: dict[str, Any], block: Block) -> None:
+    """A linear block's recorded singular values of A = M + c·W_down W_up are A's (Weyl: each within
+    the rounding of A and of the SVD), and the recorded lower bound on σ_{n+1} is no further below it
+    than 100 times that rounding (it is checked not to exceed it by the theorem's check)."""
+    c = _parse_number(arg.get("c"))
+    _require_quiet(ctx, c is not None, w, "the linear block's constant c is recorded")
+    cf = float(c)  # type: ignore[arg-type]
+    U, D, M = block.W_up.astype(np.float64, copy=False), block.W_down.astype(np.float64, copy=False), block.M
+    s = np.linalg.svd(M + cf * (D @ U), compute_uv=False)
+    absA = np.abs(M) + abs(cf) * (np.abs(D) @ np.abs(U))
+    err = _gamma(block.n + 3) * float(np.linalg.norm(absA)) + 20 * block.d * _U * float(s[0])
+    sv = arg.get("singular_values")
+    if sv is not None:
+        ok = isinstance(sv, list) and len(sv) == len(s) and all(isinstance(v, float) and abs(v - t) <= 2 * err for v, t in zip(sv, s))
+        _require_quiet(ctx, ok, w, "the recorded singular values of M + c·W_down W_up are its own (within the rounding)",
+                 f"recorded {sv!r}, re-computed {s.tolist()!r}")
+    lb = arg.get("sigma_lower_bound")
+    if lb is not None and block.n < block.d:
+        t = float(s[block.n])
+        _require_quiet(ctx, isinstance(lb, float) and lb >= t - 100 * err, w, f"the recorded lower bound on σ_{block.n + 1} is σ_{block.n + 1} "
+                 "less a rounding margin", f"recorded {lb!r}, re-computed σ_{block.n + 1} = {t!r}, rounding {err:.3g}")
+
+
 def linear_witness(block: Block, c: float) -> Block:
     """A residual-free block with σ(z) = c·z equal to f: W'_up = [I; 0], W'_down = [A/c, 0]
     (n ≥ d), else the truncated SVD of A with W'_down divided by c; b'_down = c·W_down b_up + b_down."""
@@ -538,5 +567,5 @@ def linear_witness(block: Block, c: float) -> Block:
 
 
 __all__ = ["BIAS_FREE_ONLY", "bounded_by_pieces", "check_bounded", "check_exponential", "check_linear", "check_parity",
-           "check_skeleton", "claimed_biases", "class_statement", "exponential_constants", "finite_on_reals", "is_even", "linear_constant",
+           "check_linear_numbers", "check_skeleton", "claimed_biases", "class_statement", "exponential_constants", "finite_on_reals", "is_even", "linear_constant",
            "linear_witness", "slopes"]

@@ -223,8 +223,26 @@ def _lipschitz(ctx: _Ctx, w: str, block: Block, family: str) -> float:
     return math.inf
 
 
+def _choice_of(Up: Mat, Dp: Mat, lines: _Lines) -> tuple[list[int], list[int]]:
+    """The choice (B, δ) the exact witness ``(Up, Dp)`` makes, read off its live units: a line ℓ
+    is in B when it holds units u = s·e_ℓ of both signs, δ_ℓ = 1 when all of its units have s < 0."""
+    B, delta = [], []
+    for l, (e, _a) in enumerate(lines):
+        k = next(i for i, v in enumerate(e) if v != 0)
+        signs = set()
+        for j, u in enumerate(Up):
+            if any(Dp[r][j] != 0 for r in range(len(Dp))) and u[k] != 0:
+                s = u[k] / e[k]
+                if all(ui == s * ei for ui, ei in zip(u, e)):
+                    signs.add(s > 0)
+        if signs == {True, False}:
+            B.append(l)
+        delta.append(1 if signs == {False} else 0)
+    return B, delta
+
+
 def _check_absorbable(ctx: _Ctx, w: str, b: dict[str, Any], rec: dict[str, Any], block: Block, choice: Any, N: int,
-                      L0: Mat, lines_d: dict, family: str) -> tuple[str, Block | None, float]:
+                      L0: Mat, lines_d: dict, family: str, lines: _Lines) -> tuple[str, Block | None, float]:
     """The exact witness has f's canonical form; its float64 rounding is the recorded witness block."""
     _require(ctx, isinstance(choice, dict) and _whole(ctx, w, [choice.get("width")], "the choice's width")[0] <= N, w,
              f"the recorded choice fits in width {N}")
@@ -245,6 +263,10 @@ def _check_absorbable(ctx: _Ctx, w: str, b: dict[str, Any], rec: dict[str, Any],
     L0w, lines_w = canonical(Up, Dp, [[Fraction(0)] * block.d for _ in range(block.d)], family)
     _require(ctx, L0w == L0 and lines_w == lines_d, w,
              "the exact residual-free witness has f's canonical form, so it equals f (exact rationals)")
+    B, delta = _choice_of(Up, Dp, lines)
+    _require(ctx, sorted(choice.get("B", [])) == B and list(choice.get("delta", [])) == delta, w,
+             "the recorded choice (B, δ) is the exact witness's: the lines with units of both signs, the lines flipped",
+             f"recorded B = {choice.get('B')!r}, δ = {choice.get('delta')!r}; the witness makes B = {B}, δ = {delta}")
     Wu = np.array([[float(v) for v in r] for r in Up]).reshape(N, block.d)
     Wd = np.array([[float(v) for v in r] for r in Dp]).reshape(block.d, N)
     wb = block.replace(W_up=Wu, W_down=Wd, skip=np.zeros((block.d, block.d)), name=block.name + "'")
@@ -480,7 +502,7 @@ def check_canonical_form(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
                  "a within-tolerance record claims no exact choice, exact witness or minimum width")
         return _check_near(ctx, w, b, rec["near"], block, N, L0, lines, family)
     if verdict == "absorbable":
-        return _check_absorbable(ctx, w, b, rec, block, choice, N, L0, lines_d, family)
+        return _check_absorbable(ctx, w, b, rec, block, choice, N, L0, lines_d, family, lines)
     if verdict != "not_absorbable":
         return "unknown", None, 0.0
     return _check_not_absorbable(ctx, w, rec, block, family, N, L0, lines)

@@ -384,7 +384,7 @@ def _check_recorded_hypotheses(ctx: _Ctx, w: str, b: dict[str, Any], block: Bloc
             if s[-1] > 2 * 10 * H.shape[0] * 2 * _U * s[0]:
                 _require(ctx, False, w, "the skip fails the invertibility test, as recorded (σ_min ≤ 10·k·ε·σ_max, within a factor 2)",
                          f"σ_min = {s[-1]:.3g}, σ_max = {s[0]:.3g}")
-        elif redo[name]() is not False:  # (exactly degenerate: it fails by any margin)
-            ok, detail = _near_failure(block, name, h.get("at"))
+        elif h.get("at") is not None or redo[name]() is not False:  # (exactly degenerate: fails by any margin, but
+            ok, detail = _near_failure(block, name, h.get("at"))       # a recorded place must be a failing one)
             if not ok:
                 _require(ctx, False, w, f"hypothesis {name} fails where recorded, as the producer decides it (|cos| ≥ 1 − τ)", detail)

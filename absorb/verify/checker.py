@@ -74,6 +74,7 @@ from absorb.verify._beyond import (
     check_bounded,
     check_exponential,
     check_linear,
+    check_linear_numbers,
     check_parity,
     check_skeleton,
     claimed_biases,
@@ -354,6 +355,8 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
               f"recorded {arg['target']!r}")
     _check_recorded_properties(ctx, w, b, th, value=_value_expr(block) is not None)
     class_statement(ctx, w, b, block)
+    _must(ctx, b.get("activation") == block.activation_name, w, "the recorded activation name is the model's",
+          f"recorded {b.get('activation')!r}, model {block.activation_name!r}")
     skip = b.get("skip")
     kind = "hyper_connection" if block.hc is not None else "identity" if block.skip is None else "matrix"
     _must(ctx, isinstance(skip, dict) and skip.get("kind") == kind and set(skip) <= {"kind", "streams"}
@@ -362,7 +365,8 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
     if th == "parity":
         _must(ctx, arg_even_ok(b), w, "the parity argument records σ even (re-derived by the parity check)")
     if th == "canonical-form" and b.get("verdict") == "absorbable" and "near" not in (b.get("canonical_form") or {}):
-        _must(ctx, wit.get("exact") in (None, True), w, "the canonical-form witness is recorded as exact (its canonical form is f's)")
+        _must(ctx, wit.get("exact") in (None, True) and wit.get("residual") is None and wit.get("S") is None, w,
+              "the canonical-form witness is recorded as exact (its canonical form is f's), with no index-set residual or S")
     if b.get("verdict") == "absorbable" and wit:
         _check_witness_numbers(ctx, w, wit, block.n)
     if "c" in wit:
@@ -374,7 +378,7 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
     if "rank_limit" in arg:
         _require(ctx, arg["rank_limit"] == block.n, w, f"the rank limit is the width n = {block.n}", f"recorded {arg['rank_limit']!r}")
     if th == "linear" and (arg.get("singular_values") is not None or arg.get("sigma_lower_bound") is not None):
-        _check_linear_numbers(ctx, w, arg, block)
+        check_linear_numbers(ctx, w, arg, block)
     search = b.get("search")
     if search is None:
         return
@@ -384,6 +388,10 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
             or th == "gated-skeleton" and arg.get("route") in ("index-set", "linear"))
     _must(ctx, uses or b.get("verdict") == "unknown", w, f"a search record is part of result {th!r}'s argument",
              "the certificate records an index-set search its theorem does not use (not re-checked)")
+    if b.get("verdict") == "absorbable":
+        _must(ctx, search.get("status") == "found" and search.get("bound") is None, w,
+              "an absorbable verdict's search record found its set (no infeasibility bound)",
+              f"status {search.get('status')!r}, bound {search.get('bound')!r}")
     sc = search.get("certificate") or {}
     known = {"dual": {"Y", "check"}, "dual-low-rank": {"A", "B", "rank", "tol", "bound_abs", "bound_rel", "iterations"}}
     extra = sorted(set(sc) - {"kind", "portfolio"} - known.get(str(sc.get("kind")), set())) if isinstance(sc, dict) else []
@@ -394,29 +402,6 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
                  and search.get("residual") == wit.get("residual"), w,
                  "the search's index set and residual are the witness's (re-derived)",
                  f"search S = {search.get('S')!r}, residual {search.get('residual')!r}")
-
-
-def _check_linear_numbers(ctx: _Ctx, w: str, arg: dict[str, Any], block: Block) -> None:
-    """A linear block's recorded singular values of A = M + c·W_down W_up are A's (Weyl: each within
-    the rounding of A and of the SVD), and the recorded lower bound on σ_{n+1} is no further below it
-    than 100 times that rounding (it is checked not to exceed it by the theorem's check)."""
-    c = _parse_number(arg.get("c"))
-    _must(ctx, c is not None, w, "the linear block's constant c is recorded")
-    cf = float(c)  # type: ignore[arg-type]
-    U, D, M = block.W_up.astype(np.float64, copy=False), block.W_down.astype(np.float64, copy=False), block.M
-    s = np.linalg.svd(M + cf * (D @ U), compute_uv=False)
-    absA = np.abs(M) + abs(cf) * (np.abs(D) @ np.abs(U))
-    err = _gamma(block.n + 3) * float(np.linalg.norm(absA)) + 20 * block.d * _U * float(s[0])
-    sv = arg.get("singular_values")
-    if sv is not None:
-        ok = isinstance(sv, list) and len(sv) == len(s) and all(isinstance(v, float) and abs(v - t) <= 2 * err for v, t in zip(sv, s))
-        _must(ctx, ok, w, "the recorded singular values of M + c·W_down W_up are its own (within the rounding)",
-                 f"recorded {sv!r}, re-computed {s.tolist()!r}")
-    lb = arg.get("sigma_lower_bound")
-    if lb is not None and block.n < block.d:
-        t = float(s[block.n])
-        _must(ctx, isinstance(lb, float) and lb >= t - 100 * err, w, f"the recorded lower bound on σ_{block.n + 1} is σ_{block.n + 1} "
-                 "less a rounding margin", f"recorded {lb!r}, re-computed σ_{block.n + 1} = {t!r}, rounding {err:.3g}")
 
 
 def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Block], *, seed: int = DEFAULT_SEED) -> Report:
@@ -435,8 +420,9 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
         return report
     blocks = model_blocks(model, structure)
     entries = cert["blocks"]
-    if not isinstance(tol, (int, float)) or not tol > 0:
-        report.fail("certificate", "the tolerance is a positive number", f"got {tol!r}")
+    if not isinstance(tol, (int, float)) or isinstance(tol, bool) or not 0 < tol < 1:
+        report.fail("certificate", "the tolerance is a number strictly between 0 and 1 (at 1 or more dropping the skip "
+                    "would pass as absorption)", f"got {tol!r}")
         return report
     ctx = _Ctx(report, float(tol), seed)
     if len(entries) != len(blocks) or cert.get("input", {}).get("blocks") != len(entries):
@@ -474,6 +460,10 @@ def _check_overall(ctx: _Ctx, cert: dict[str, Any], top: Any, th: Any, structure
                  and cls.get("statement") in (None, f"residual-free blocks of each block's kind, activation and width, {word}"),
                  "certificate", "the certificate's class is its blocks' (biases allowed when any block's class allows them), "
                  "in the words its fields give", f"header {cls!r}, blocks {'with' if blocks_biased else 'without'} biases")
+    if cert.get("summary") is not None:  # (a collection's counts of its blocks' verdicts; nothing else records one)
+        counts = {v: sum(x == v for x in verdicts) for v in ("absorbable", "not_absorbable", "unknown")}
+        _must(ctx, structure == "collection" and cert["summary"] == counts, "certificate",
+              "the summary counts the blocks' verdicts", f"recorded {cert['summary']!r}, blocks give {counts}")
     if structure == "block" or len(blocks) == 1 and structure != "collection":
         _require(ctx, top == verdicts[0] and th == (entries[0].get("theorem") or {}).get("id"), "certificate",
                  "the overall verdict and theorem are the block's", f"overall {top!r}/{th!r}, block {verdicts[0]!r}")
