@@ -66,7 +66,7 @@ def _check_identity(ctx: _Ctx, b: dict[str, Any], block: Block) -> None:
     act = b.get("activation_function", {})
     model_expr = block.activation.expr
     # Compared as strings: a certificate is untrusted input and is never parsed by sympy.
-    same = act.get("srepr") == sp.srepr(model_expr) and act.get("text") == str(model_expr)
+    same = act.get("srepr") == sp.srepr(model_expr) and act.get("text") == str(model_expr) and act.get("name") == block.activation.name
     _require(ctx, same, w, f"the activation is the model's ({block.activation_name})",
              f"certificate has {act.get('text')!r} ({act.get('srepr')!r}), model has {model_expr}", fail_only=True)
     # The value activation h of a gated block: recorded exactly when the model has one that is not z ↦ z.
@@ -74,7 +74,8 @@ def _check_identity(ctx: _Ctx, b: dict[str, Any], block: Block) -> None:
     rec = b.get("value_activation_function")
     if h is None and rec is None:
         return  # the value branch is linear in the model and in the certificate: nothing to compare
-    same = h is not None and isinstance(rec, dict) and rec.get("srepr") == sp.srepr(h) and rec.get("text") == str(h)
+    same = (h is not None and isinstance(rec, dict) and rec.get("srepr") == sp.srepr(h) and rec.get("text") == str(h)
+            and rec.get("name") == block.value_activation.name)
     _require(ctx, same, w, "the value activation is the model's" + ("" if h is None else f" ({h})"),
              f"certificate has {rec!r}, model has {h if h is not None else 'none (h(z) = z)'}", fail_only=True)
 

@@ -247,6 +247,13 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         return None, None
 
 
+_HYPOTHESIS_LISTS = frozenset({
+    (), ("d_at_least_2", "rows_nonzero", "columns_nonzero", "rows_noncollinear"),
+    ("d_at_least_2", "gate_rows_nonzero", "columns_nonzero", "gate_rows_noncollinear", "value_not_parallel_to_gate"),
+    ("bias_free", "d_at_least_2", "skip_invertible", "rows_nonzero", "columns_nonzero", "rows_noncollinear"),
+})
+
+
 def _cited(ctx: _Ctx, w: str, record: Any, value: bool = False) -> None:
     """The theorem record is the cited result's own text (:mod:`absorb.verify._citations`)."""
     ok, why = citation_ok(record, value)
@@ -357,6 +364,10 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
     class_statement(ctx, w, b, block)
     _must(ctx, b.get("activation") == block.activation_name, w, "the recorded activation name is the model's",
           f"recorded {b.get('activation')!r}, model {block.activation_name!r}")
+    for key in ("nondegeneracy_hypotheses", "necessity_hypotheses"):  # (the lists the theorems' checks re-derive)
+        if key in arg:
+            _must(ctx, tuple(arg[key]) in _HYPOTHESIS_LISTS if isinstance(arg[key], list) else False, w,
+                  f"the recorded {key.replace('_', ' ')} are the result's", f"recorded {arg[key]!r}")
     skip = b.get("skip")
     kind = "hyper_connection" if block.hc is not None else "identity" if block.skip is None else "matrix"
     _must(ctx, isinstance(skip, dict) and skip.get("kind") == kind and set(skip) <= {"kind", "streams"}
