@@ -583,6 +583,8 @@ class _IndexSet:
             dd = decide_degenerate(blk, tol=ctx.tol, seed=ctx.seed)
             if dd.verdict is not Verdict.UNKNOWN:
                 return ctx.done(dd.verdict, Theorem.CANONICAL_FORM, dd.reason, witness=dd.witness, search=search)
+            # (why the weights' own procedure did not decide: out of range, too large, the search stopped)
+            unknown_reason = unknown_reason.rstrip(".") + "; " + dd.reason.removeprefix("Unknown: ").rstrip(".") + "."
         if sk is not None and sk.a != 0 and self.nondegenerate and infeasible is not None:
             return self._skeleton_verdict(
                 f"none exists ({infeasible.method}: every S is at relative distance ≥ {infeasible.bound:.3g} > tolerance)",
