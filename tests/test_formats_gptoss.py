@@ -170,8 +170,9 @@ def test_gpt_oss_config_and_refusals(tmp_path: Path) -> None:
     z = np.linspace(-10, 10, 81)
     np.testing.assert_allclose(blk.value_activation(z), np.clip(z, -2.5, 2.5) + 1)
     _assert_one_line_exit2(run_cli(str(path), "--activation", "silu"), "drop --activation")
-    for cfg, needle in (({"model_type": "gpt_oss", "swiglu_limit": -1}, "swiglu_limit = -1 is not a number in [1e-30, 1e6]"),
+    for cfg, needle in (({"model_type": "gpt_oss", "swiglu_limit": -1}, "swiglu_limit = -1 is not a number in [1e-30, 1e4]"),
                         ({"model_type": "gpt_oss", "swiglu_limit": 1e-300}, "swiglu_limit = 1e-300 is not a number in"),
+                        ({"model_type": "gpt_oss", "swiglu_limit": 1e6}, "swiglu_limit = 1000000.0 is not a number in"),
                         ({"model_type": "gpt_oss", "hidden_size": 5}, "config.json gives hidden_size 5"),
                         (None, "no config.json beside the checkpoint")):
         path, _ = _plain_oss(tmp_path, config=cfg)

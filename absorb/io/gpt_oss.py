@@ -164,8 +164,10 @@ def _limit(config: Mapping[str, Any] | None, *, source: str, cfg_path: Path) -> 
     if "swiglu_limit" not in config:
         return DEFAULT_LIMIT, f"transformers' GptOssConfig default swiglu_limit = {DEFAULT_LIMIT} (config.json omits it)"
     L = _number(config.get("swiglu_limit"))
-    if L is None or not 1e-30 <= L <= 1e6:  # (the unit's expression writes L out; its grammar takes exponents within ±30)
-        raise InvalidInput(f"{cfg_path}: swiglu_limit = {config.get('swiglu_limit')!r} is not a number in [1e-30, 1e6]; "
+    # (the unit's expression writes L out: its grammar takes exponents within ±30, and past about 1e5 the
+    # analysis of exp(−1.702·L) no longer fits its budget; gpt-oss uses 7.0)
+    if L is None or not 1e-30 <= L <= 1e4:
+        raise InvalidInput(f"{cfg_path}: swiglu_limit = {config.get('swiglu_limit')!r} is not a number in [1e-30, 1e4]; "
                            "gpt-oss uses 7.0")
     return L, f"config.json swiglu_limit = {L}"
 
