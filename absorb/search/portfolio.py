@@ -401,6 +401,9 @@ def find_index_set(
     reduction as a finder of planted sets (fpylll or python-flint) gets a short slice (about
     1 s) in front of a MITM run expected to take over 5 s; when MITM cannot run within the
     budget, 40 % of what is left in front of step 5 (after a Z3-PB look of at most 1 s).
+    CP-SAT (``cp-sat``, with the optional ortools; a finder) gets :data:`CPSAT_SHARE` of what
+    is left when MITM cannot run within the budget, after the lattice proof's step and the
+    Z3-PB look, in front of the lattice finder.
 
     When MITM is expected to finish within :data:`QUICK_MITM_SECONDS`, it runs first; an
     infeasibility it proves is then returned only if step 1 proves less (step 1's dual
