@@ -34,7 +34,7 @@ Two further tables (each alone, instead of the one above)::
 ``1000·d + n + s``, (d, n) in (2, 64), (2, 96), (2, 128), (2, 256), (3, 128), (4, 128),
 (4, 256) (``--dims``/``--widths`` keep some); methods ``auto``, ``lattice`` (LLL/BKZ alone),
 ``milp`` (HiGHS), ``z3-pb`` and, when ``ortools`` is importable, ``cp-sat`` (the backend
-``method="cp-sat"``: 2 workers, the same entrywise box as HiGHS with coefficients scaled to
+``method="cp-sat"``: one worker, the same entrywise box as HiGHS with coefficients scaled to
 integers, a finder only; ``auto`` gives it a slice where MITM cannot run).
 ``--market``: m rows of coefficients uniform in 0..99 and n = 10(m − 1) columns (numpy
 ``default_rng(seed)``, seeds ``100·m``, and for ``cd`` m = 8 also seed 821); ``cd``: the

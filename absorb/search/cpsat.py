@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import os
 import time
 
 import numpy as np
@@ -46,10 +45,17 @@ def available() -> bool:
     return importlib.util.find_spec("ortools") is not None
 
 
-def workers() -> int:
-    """CP-SAT's search workers: 2, or 1 on a one-core machine (2 workers found the planted
-    d = 2 sets 2–10× faster than 1 in the measurements of docs/performance.md)."""
-    return max(1, min(2, os.cpu_count() or 1))
+#: CP-SAT's search workers and LP level, chosen by measurement (planted d = 2, |S| = n/2, n =
+#: 128 and 256, seeds 2128/2129, 2256/2257; 2 cores at load 4–6): one worker with
+#: linearization_level 2 (the LP with more cuts) found each with seed 0 in 0.3–4.6 CPU
+#: seconds (2257 with seeds 1 and 2 too, in 4.5 and 7.5; 2256 with those not within ~10);
+#: the default level 1 took 7–12 CPU s at n = 256.  Two workers (the default LP solver with
+#: the feasibility-jump worker, or with a second full solver, or two LP levels) spent 7–12
+#: CPU seconds on each n = 256 instance without finding it: the solutions come from the
+#: LP-guided search, and the second worker and its helpers only share the cores.  One worker
+#: is also deterministic for a seed.
+WORKERS = 1
+LINEARIZATION_LEVEL = 2
 
 
 def solve_cpsat(
@@ -58,8 +64,7 @@ def solve_cpsat(
 ) -> SearchResult:
     """Ask CP-SAT for a 0/1 point in the rounded box; ``found`` (verified) or ``unknown``.
 
-    ``seed`` is CP-SAT's ``random_seed``; with 2 workers and a wall-clock limit the run is
-    not bit-for-bit reproducible (which worker finishes first depends on the machine)."""
+    ``seed`` is CP-SAT's ``random_seed`` (one worker: the same seed, the same search)."""
     t0 = time.perf_counter()
 
     def unknown(reason: str, **cert: object) -> SearchResult:
@@ -92,7 +97,8 @@ def solve_cpsat(
         model.add_linear_constraint(cp_model.LinearExpr.weighted_sum([x[i] for i in nz], row[nz].tolist()),
                                     int(a), int(b))
     solver = cp_model.CpSolver()
-    solver.parameters.num_workers = workers()
+    solver.parameters.num_workers = WORKERS
+    solver.parameters.linearization_level = LINEARIZATION_LEVEL
     solver.parameters.random_seed = int(seed) % 2**31
     rejected = 0
     while True:

@@ -327,7 +327,7 @@ def _cpsat_steps(run: _Portfolio) -> list[Step]:
     """CP-SAT (:mod:`.cpsat`, a finder; optional ortools) where MITM cannot run within the
     budget: CPSAT_SHARE of what is left, after the lattice proof's step and the Z3-PB look,
     in front of the lattice finder (planted d = 2, |S| = n/2: CP-SAT finds n = 96–256 in
-    0.3–7 s on 2 workers, where the lattice finder needs BKZ-40 at n = 96 and declines at
+    0.3–7 s on one worker, where the lattice finder needs BKZ-40 at n = 96 and declines at
     n = 256, and HiGHS and Z3-PB stop at the budget).  On an instance without a set the
     slice is budget spent: only finders come after it (the proofs come before)."""
     from . import cpsat
