@@ -91,12 +91,20 @@ def test_dispatcher_rejects_a_wrong_set_the_backend_calls_found(monkeypatch) -> 
 
 def test_timeout_respected() -> None:
     pytest.importorskip("ortools.sat.python.cp_model")
-    U, D, T = generic(2, 160, seed=3)  # (no set within tol is expected; CP-SAT searches on)
+    U, D, T = generic(2, 96, seed=3)  # (about 2^-30 sets within tol expected: CP-SAT searches on)
     t0 = time.perf_counter()
     res = find_index_set(U, D, T, method="cp-sat", timeout=0.5)
     wall = time.perf_counter() - t0
     assert res.status is not INFEASIBLE
     assert wall < 0.5 + 3.0, wall  # the budget, plus the import and the model's build
+
+
+def test_a_model_too_large_to_build_in_the_budget_is_declined() -> None:
+    U, D, T = generic(2, 4000, seed=0)  # 16000 terms: ~0.3 s to build, against 0.05 s
+    t0 = time.perf_counter()
+    res = find_index_set(U, D, T, method="cp-sat", timeout=0.05)
+    assert res.status is UNKNOWN and "to build" in res.reason
+    assert time.perf_counter() - t0 < 1.0
 
 
 def test_missing_ortools_is_unknown_not_an_error(monkeypatch) -> None:

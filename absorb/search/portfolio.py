@@ -269,7 +269,12 @@ def _narrow_steps(run: _Portfolio, steps: list[Step], quick: bool, est: float, m
             steps.append(run.call("z3-pb", lambda: finder_slice(0.04)))
         steps.append(mitm_step)
         at = len(steps) - 1 if affordable else len(steps)  # before MITM, or after its refusal
-        steps[at:at] = _lattice_steps(run, est, affordable)
+        lattice = _lattice_steps(run, est, affordable)
+        if not affordable:  # CP-SAT after the proof's step and the Z3-PB look, before the finder
+            names = [name for name, _ in lattice]
+            cut = names.index("z3-pb") + 1 if "z3-pb" in names else len(lattice)
+            lattice[cut:cut] = _cpsat_steps(run)
+        steps[at:at] = lattice
     # Finders for what MITM could not cover: Z3-PB is quick on planted sets; HiGHS last.
     steps.append(run.call("z3-pb", lambda: max(0.5 * run.left(), 0.01)))
     steps.append(run.call("milp", run.left))
@@ -296,7 +301,7 @@ def _lattice_steps(run: _Portfolio, est: float, affordable: bool) -> list[Step]:
 
     n = run.U.shape[0]
     if n > LATTICE_MAX_N or est <= LATTICE_PROOF_AFTER_MITM_SECONDS:
-        return [] if affordable else _cpsat_steps(run)
+        return []
     lll = lattice_seconds(n, run.D.shape[0] * run.U.shape[1])
     # the proof (fpylll): reduce the tolerance-scaled embedding (≤ 10 % of MITM's estimate),
     # estimate the enumeration, and run it when under half MITM's estimate (d = 2, n = 64
@@ -314,12 +319,11 @@ def _lattice_steps(run: _Portfolio, est: float, affordable: bool) -> list[Step]:
         return max(LATTICE_SHARE * run.left(), 0.01)
 
     budget = short if affordable else long
-    cp = [] if affordable else _cpsat_steps(run)
     if 2 * lll > budget():
-        return [*proof, *cp]
+        return proof
     if affordable:
         return [*proof, run.call("lattice", budget, prove=False)]
-    return [*proof, run.call("z3-pb", lambda: max(min(1.0, 0.05 * run.left()), 0.04)), *cp,
+    return [*proof, run.call("z3-pb", lambda: max(min(1.0, 0.05 * run.left()), 0.04)),
             run.call("lattice", budget, prove=False)]
 
 
