@@ -18,7 +18,8 @@ Soundness: the integer model is a rounded copy of the question, so
   runs again while the budget lasts;
 * CP-SAT "infeasible" on the rounded box is no proof: it gives ``unknown``.
 
-``ortools`` is optional (the ``cpsat`` extra) and imported only when this backend runs.
+``ortools`` is optional (the ``cpsat`` extra) and imported only when this backend runs
+(0.7–0.8 s: it loads pandas).
 """
 
 from __future__ import annotations
