@@ -128,13 +128,17 @@ def _spy(monkeypatch) -> list[float]:
     return budgets
 
 
-def _steps(U, D, T, timeout: float) -> list[tuple[str, object]]:
-    """The ``auto`` portfolio's narrow steps for these arrays (built, not run)."""
+def _portfolio(U, D, T, timeout: float) -> tuple[pf._Portfolio, list[tuple[str, object]]]:
+    """An ``auto`` run on these arrays and its narrow steps (built, not run)."""
     from absorb.search.mitm import mitm_plan
 
     run = pf._Portfolio(U, D, T, (U, D, T), 1e-9, timeout, 0, None, time.perf_counter(), pf._Verifier(U, D, T))
     est = mitm_plan(U, D, T).seconds(pf._cores())
-    return pf._narrow_steps(run, [], est <= pf.QUICK_MITM_SECONDS, est, ("mitm", lambda: None))
+    return run, pf._narrow_steps(run, [], est <= pf.QUICK_MITM_SECONDS, est, ("mitm", lambda: None))
+
+
+def _steps(U, D, T, timeout: float) -> list[tuple[str, object]]:
+    return _portfolio(U, D, T, timeout)[1]
 
 
 def test_portfolio_gives_cpsat_a_slice_only_past_mitms_reach(monkeypatch) -> None:
@@ -155,6 +159,17 @@ def test_portfolio_gives_cpsat_a_slice_only_past_mitms_reach(monkeypatch) -> Non
     step = dict(steps)["cp-sat"]
     assert step().status is UNKNOWN
     assert len(budgets) == 1 and 0.9 * pf.CPSAT_SHARE * 60 < budgets[0] <= pf.CPSAT_SHARE * 60
+
+
+def test_portfolio_rechecks_the_cpsat_step_set(monkeypatch) -> None:
+    """In ``auto`` too, a set the CP-SAT step calls found is re-checked (_checked) and a wrong
+    one is not returned: the step counts as unknown and the portfolio goes on."""
+    monkeypatch.setattr(cs, "available", lambda: True)
+    monkeypatch.setattr(cs, "solve_cpsat", lambda U, D, T, **kw: SearchResult(
+        FOUND, "cp-sat", "lie", S=(0, 1, 2), residual=0.0))
+    run, steps = _portfolio(*generic(2, 128, seed=5), 60.0)
+    assert run.attempt(next(step for step in steps if step[0] == "cp-sat")) is None
+    assert run.trail[-1]["status"] == "unknown" and "rejected" in run.trail[-1]["reason"]
 
 
 def test_portfolio_leaves_cpsat_out_when_ortools_is_missing(monkeypatch) -> None:

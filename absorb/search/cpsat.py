@@ -76,15 +76,15 @@ def solve_cpsat(
         return SearchResult(SearchStatus.UNKNOWN, "cp-sat", reason, elapsed=time.perf_counter() - t0,
                             certificate=dict(cert) or None)
 
-    try:
-        from ortools.sat.python import cp_model
-    except ImportError:
-        return unknown("ortools is not installed (pip install 'absorb[cpsat]')")
     n = U.shape[0]
     terms = D.shape[0] * U.shape[1] * n
     if BUILD_SECONDS_PER_TERM * terms > 0.5 * timeout:
         return unknown(f"the model's {terms} terms would take ~{BUILD_SECONDS_PER_TERM * terms:.2g}s to build, "
                        f"over half the budget {timeout:g}s")
+    try:
+        from ortools.sat.python import cp_model
+    except ImportError:
+        return unknown("ortools is not installed (pip install 'absorb[cpsat]')")
     K = khatri_rao(U, D)
     t = T.ravel().astype(np.float64)
     top = float(np.max(np.abs(K))) if K.size else 0.0
