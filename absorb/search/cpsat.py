@@ -54,18 +54,20 @@ def available() -> bool:
 #: the feasibility-jump worker, or with a second full solver, or two LP levels) spent 7–12
 #: CPU seconds on each n = 256 instance without finding it: the solutions come from the
 #: LP-guided search, and the second worker and its helpers only share the cores.  One worker
-#: is also deterministic for a seed.
+#: also searches the same way for a seed.
 WORKERS = 1
 LINEARIZATION_LEVEL = 2
 #: the model's build in Python, which no time limit cuts short, costs about 1e-5 s a term of
 #: K (d_out·d_in·n terms; measured 2.5–3.1 s for 2.6–2.9e5 terms at load 3.5, counted
 #: double): a model expected to take over half the budget to build is not built
 BUILD_SECONDS_PER_TERM = 2e-5
-#: the search runs in rounds, each with the next random seed and twice the time of the one
-#: before, this long first: the time to a set is heavy-tailed in the seed (planted d = 2,
-#: n = 256 seed 2259: seed 0 found nothing in 15 s, seeds 1 and 2 found it in 6 and 10 CPU
-#: seconds), and the sets found in 0.3–5 CPU seconds fit the first round
-FIRST_ROUND_SECONDS = 5.0
+#: the search runs in rounds, each with the next random seed and twice the work of the one
+#: before, this much first, in CP-SAT's deterministic time (about 0.5–0.6 a CPU second here;
+#: a round's end does not move with the machine's load): the work to a set is heavy-tailed in
+#: the seed.  Planted d = 2 with seed 0: n = 128 seeds 2128/2129 0.14/0.40, n = 256 seeds
+#: 2256/2257 1.7/2.2, n = 192 seed 2193 4.9, and n = 256 seed 2259 nothing in ~8; with
+#: seed 1, 2193 takes 1.6 and 2259 3.3 (rounds: 2.5 + 1.6 and 2.5 + 3.3)
+FIRST_ROUND_WORK = 2.5
 
 
 def solve_cpsat(
@@ -74,7 +76,9 @@ def solve_cpsat(
 ) -> SearchResult:
     """Ask CP-SAT for a 0/1 point in the rounded box; ``found`` (verified) or ``unknown``.
 
-    ``seed`` is CP-SAT's ``random_seed`` (one worker: the same seed, the same search)."""
+    ``seed`` is CP-SAT's ``random_seed`` in the first round, ``seed + k`` in round k (one
+    worker and rounds of deterministic work: the same seed, the same search, until the
+    budget's wall clock stops it)."""
     t0 = time.perf_counter()
 
     def unknown(reason: str, **cert: object) -> SearchResult:
@@ -113,17 +117,18 @@ def solve_cpsat(
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = WORKERS
     solver.parameters.linearization_level = LINEARIZATION_LEVEL
-    rejected, rounds, span = 0, 0, FIRST_ROUND_SECONDS
+    rejected, rounds, work = 0, 0, FIRST_ROUND_WORK
     while True:
         left = timeout - (time.perf_counter() - t0)
         if left <= 0.005:
             return unknown(f"time budget {timeout:g}s spent ({rejected} CP-SAT candidates failed verification, "
                            f"{rounds} rounds)")
         solver.parameters.random_seed = (int(seed) + rounds) % 2**31
-        solver.parameters.max_time_in_seconds = min(left, span)
+        solver.parameters.max_time_in_seconds = left
+        solver.parameters.max_deterministic_time = work
         status = solver.solve(model)
-        if status == cp_model.UNKNOWN and left > span:  # a new round: another seed, twice as long
-            rounds, span = rounds + 1, 2 * span
+        if status == cp_model.UNKNOWN:  # the round's work or the budget spent: another seed, twice the work
+            rounds, work = rounds + 1, 2 * work
             continue
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             S = tuple(i for i in range(n) if solver.boolean_value(x[i]))
