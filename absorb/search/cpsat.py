@@ -65,9 +65,9 @@ BUILD_SECONDS_PER_TERM = 2e-5
 #: before, this much first, in CP-SAT's deterministic time (about 0.5–0.6 a CPU second here;
 #: a round's end does not move with the machine's load): the work to a set is heavy-tailed in
 #: the seed.  Planted d = 2 with seed 0: n = 128 seeds 2128/2129 0.14/0.40, n = 256 seeds
-#: 2256/2257 1.7/2.2, n = 192 seed 2193 4.9, and n = 256 seed 2259 nothing in ~8; with
-#: seed 1, 2193 takes 1.6 and 2259 3.3 (rounds: 2.5 + 1.6 and 2.5 + 3.3)
-FIRST_ROUND_WORK = 2.5
+#: 2256/2257/2258 1.7/2.2/2.8, n = 192 seed 2193 4.9, and n = 256 seed 2259 nothing in ~8;
+#: with seed 1, 2193 takes 1.6 and 2259 3.3 (rounds: 4 + 1.6 and 4 + 3.3)
+FIRST_ROUND_WORK = 4.0
 
 
 def solve_cpsat(
