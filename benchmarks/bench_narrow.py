@@ -26,13 +26,16 @@ instance, or if any method calls a planted instance infeasible.
 Two further tables (each alone, instead of the one above)::
 
     python benchmarks/bench_narrow.py --lattice [--quick]   # planted |S| = n/2, d ≤ 4, n to 256
+    python benchmarks/bench_narrow.py --lattice --dims 2 --widths 128 256 --methods auto cp-sat   # a part of it
     python benchmarks/bench_narrow.py --market [--quick]    # Cornuéjols–Dawande market split
     python benchmarks/bench_narrow.py --market --ms 6 7 --methods auto lattice   # a part of it
 
 ``--lattice``: planted sets of exactly n/2 columns (D[:,S] = −pinv(U[S])), seeds
-``1000·d + n + s``; methods ``auto``, ``lattice`` (LLL/BKZ alone), ``milp`` (HiGHS),
-``z3-pb`` and, when ``ortools`` is importable, CP-SAT (2 workers, the same entrywise box as
-HiGHS with coefficients scaled to integers: a baseline finder only).
+``1000·d + n + s``, (d, n) in (2, 64), (2, 96), (2, 128), (2, 256), (3, 128), (4, 128),
+(4, 256) (``--dims``/``--widths`` keep some); methods ``auto``, ``lattice`` (LLL/BKZ alone),
+``milp`` (HiGHS), ``z3-pb`` and, when ``ortools`` is importable, ``cp-sat`` (the backend
+``method="cp-sat"``: one worker, the same entrywise box as HiGHS with coefficients scaled to
+integers, a finder only; ``auto`` gives it a slice where MITM cannot run).
 ``--market``: m rows of coefficients uniform in 0..99 and n = 10(m − 1) columns (numpy
 ``default_rng(seed)``, seeds ``100·m``, and for ``cd`` m = 8 also seed 821); ``cd``: the
 original right-hand side ⌊Σ_i a_ji / 2⌋ (seed 400 at m = 4 has no solution, seeds 500–800
@@ -174,10 +177,10 @@ def market_split(m: int, seed: int, kind: str):
     return np.ones((n, 1)), A.astype(np.float64), b.astype(np.float64)[:, None]
 
 
-def cpsat(U, D, T, budget: float, exact: bool) -> dict:
-    """OR-tools CP-SAT (2 workers) on K b = t: exact integer rows (market split), or the
-    entrywise box |K b − t| ≤ tol·‖T‖_F with K scaled by 2^40 and rounded (a finder: a set
-    it returns is re-verified like every other; its 'infeasible' on the box is no proof)."""
+def cpsat_exact(U, D, T, budget: float) -> dict:
+    """OR-tools CP-SAT (2 workers) on the exact integer rows K b = t (market split): a
+    baseline of this benchmark only (the backend ``method="cp-sat"`` takes the rounded box of
+    every instance, and its 'infeasible' is no proof; here the model is exact, so it is)."""
     from ortools.sat.python import cp_model
 
     from absorb.search import relative_residual
@@ -186,30 +189,22 @@ def cpsat(U, D, T, budget: float, exact: bool) -> dict:
     K, t = khatri_rao(U, D), T.ravel()
     n = K.shape[1]
     model = cp_model.CpModel()
-    x = [model.NewBoolVar(f"x{i}") for i in range(n)]
-    if exact:
-        for row, rhs in zip(K, t):
-            model.Add(sum(int(a) * xi for a, xi in zip(row, x)) == int(rhs))
-    else:
-        scale = 2.0**40 / float(np.max(np.abs(K)))
-        slack = n + 1 + 1e-9 * float(np.linalg.norm(T)) * scale  # rounding of n terms and t
-        for row, rhs in zip(K, t):
-            expr = sum(int(round(a * scale)) * xi for a, xi in zip(row, x))
-            model.Add(expr <= int(math.floor(rhs * scale + slack)))
-            model.Add(expr >= int(math.ceil(rhs * scale - slack)))
+    x = [model.new_bool_var(f"x{i}") for i in range(n)]
+    for row, rhs in zip(K, t):
+        model.add(sum(int(a) * xi for a, xi in zip(row, x)) == int(rhs))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = budget
     solver.parameters.num_workers = 2
     t0 = time.perf_counter()
-    st = solver.Solve(model)
+    st = solver.solve(model)
     wall = time.perf_counter() - t0
     if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        S = tuple(i for i in range(n) if solver.Value(x[i]))
+        S = tuple(i for i in range(n) if solver.value(x[i]))
         ok = relative_residual(U, D, T, S) <= 1e-9
         return {"status": "found" if ok else "unknown", "time": wall, "finished": ok}
-    if st == cp_model.INFEASIBLE and exact:  # exact integer model: CP-SAT's proof
+    if st == cp_model.INFEASIBLE:  # exact integer model: CP-SAT's proof
         return {"status": "infeasible", "time": wall, "finished": True}
-    return {"status": "unknown", "time": wall, "finished": st == cp_model.INFEASIBLE}
+    return {"status": "unknown", "time": wall, "finished": False}
 
 
 def _have_ortools() -> bool:
@@ -222,16 +217,23 @@ def _have_ortools() -> bool:
 
 def extra_table(which: str, quick: bool, budget: float | None, only: list[str] | None = None,
                 ms: list[int] | None = None, kinds: list[str] | None = None,
-                market_seeds: list[int] | None = None) -> int:
+                market_seeds: list[int] | None = None, dims: list[int] | None = None,
+                widths: list[int] | None = None) -> int:
     """The --lattice or --market table: one row per instance, seconds per method (``only``:
-    these methods of auto, lattice, milp, z3-pb, cp-sat; ``ms``: these market sizes m;
+    these methods of auto, lattice, milp, z3-pb, cp-sat; ``dims``, ``widths``: --lattice
+    sizes with these d and n only; ``ms``: these market sizes m;
     ``kinds``: these market right sides; ``market_seeds``: these seeds instead of 100·m).
     An ``infeasible`` row also gets the checker's seconds (``verify._lattice``, its own
     enumeration, on a budget of max(30 s, 10× the slowest method that said infeasible))."""
-    methods = [m for m in ("auto", "lattice", "milp", "z3-pb") if only is None or m in only]
-    have_cp = _have_ortools() and (only is None or "cp-sat" in only)
+    # --lattice: CP-SAT is the backend method="cp-sat"; --market: the exact integer model above
+    backends = ("auto", "lattice", "milp", "z3-pb") + (("cp-sat",) if which == "lattice" and _have_ortools() else ())
+    methods = [m for m in backends if only is None or m in only]
+    have_cp = which == "lattice" and "cp-sat" in methods or (
+        which == "market" and _have_ortools() and (only is None or "cp-sat" in only))
     if which == "lattice":
-        sizes = [(3, 128), (4, 128)] if quick else [(2, 64), (2, 96), (3, 128), (4, 128), (4, 256)]
+        sizes = [(3, 128), (4, 128)] if quick else [(2, 64), (2, 96), (2, 128), (2, 256), (3, 128), (4, 128),
+                                                     (4, 256)]
+        sizes = [(d, n) for d, n in sizes if (dims is None or d in dims) and (widths is None or n in widths)]
         seeds = 1 if quick else 2
         budget = budget or (10.0 if quick else 60.0)
         cases = [(f"planted d={d} n={n}", 1000 * d + n + s, planted_half(d, n, 1000 * d + n + s))
@@ -245,10 +247,12 @@ def extra_table(which: str, quick: bool, budget: float | None, only: list[str] |
     U0, D0, T0 = planted(2, 8, 0)
     for m in methods:  # warm-up (imports)
         find_index_set(U0, D0, T0, method=m, timeout=5.0)
+    if _have_ortools():  # auto imports ortools (~1 s, pandas included) at its first CP-SAT step
+        import ortools.sat.python.cp_model  # noqa: F401
     print(f"# bench_narrow --{which}: budget {budget:g}s, tol 1e-9, CP-SAT {'on' if have_cp else 'not selected' if _have_ortools() else 'not installed'}")
     print(f"# python {' '.join(sys.argv)}")
     print(f"# machine speed: {calibration()}")
-    cols = methods + (["cp-sat"] if have_cp else []) + (["verify"] if which == "market" else [])
+    cols = methods + (["cp-sat"] if have_cp and which == "market" else []) + (["verify"] if which == "market" else [])
     print("| instance | seed | " + " | ".join(cols) + " |")
     print("|---|---|" + "---|" * len(cols))
     failures = []
@@ -266,8 +270,8 @@ def extra_table(which: str, quick: bool, budget: float | None, only: list[str] |
             how = f" ({nodes:.3g} nodes)" if isinstance(nodes, (int, float)) else ""
             cells.append(f"{wall:.2f} {res.status.value}{by}{how}" if res.status is not SearchStatus.UNKNOWN
                          else f"{wall:.2f} unknown")
-        if have_cp:
-            r = cpsat(U, D, T, budget, exact=which == "market")
+        if have_cp and which == "market":
+            r = cpsat_exact(U, D, T, budget)
             verdicts.add(r["status"])
             cells.append(f"{r['time']:.2f} {r['status']}")
         if which == "market":
@@ -303,8 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stretch", action="store_true", help="also n = 64")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--budget", type=float, default=60.0)
-    ap.add_argument("--dims", type=int, nargs="+", default=[2, 3, 4])
-    ap.add_argument("--widths", type=int, nargs="+", default=[24, 32, 48])
+    ap.add_argument("--dims", type=int, nargs="+", help="d values (default 2 3 4; --lattice: filters its sizes)")
+    ap.add_argument("--widths", type=int, nargs="+", help="n values (default 24 32 48; --lattice: filters its sizes)")
     ap.add_argument("--baselines", nargs="*", default=list(BASELINES), choices=BASELINES,
                     help="baselines to run (default: all)")
     ap.add_argument("--lattice", action="store_true",
@@ -320,8 +324,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.lattice or args.market:
         explicit = args.budget if "--budget" in (argv if argv is not None else sys.argv) else None
         return extra_table("lattice" if args.lattice else "market", args.quick, explicit, args.methods, args.ms,
-                           args.kinds, args.market_seeds)
-    dims, widths, seeds, budget = tuple(args.dims), list(args.widths), args.seeds, args.budget
+                           args.kinds, args.market_seeds, args.dims, args.widths)
+    dims, widths = tuple(args.dims or (2, 3, 4)), list(args.widths or (24, 32, 48))
+    seeds, budget = args.seeds, args.budget
     if args.stretch:
         widths.append(64)
     if args.quick:

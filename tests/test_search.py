@@ -396,7 +396,7 @@ def test_enumerate_refuses_large_n_and_mitm_respects_memory_cap():
 
 
 def test_methods_listed():
-    assert set(METHODS) == {"auto", "linalg", "enumerate", "mitm", "milp", "z3", "z3-pb", "lattice"}
+    assert set(METHODS) == {"auto", "linalg", "enumerate", "mitm", "milp", "z3", "z3-pb", "lattice", "cp-sat"}
     U, D, T, _ = planted(3, 6)  # n ≤ d²: linalg's regime
     assert find_index_set(U, D, T, method="linalg").status is FOUND
     U, D, T, _ = planted(2, 6)  # n > d²: linalg declines

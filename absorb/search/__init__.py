@@ -23,8 +23,9 @@ Layout (each module imports only the ones above it, never this package face):
   residuals, shared with the engine;
 * :mod:`._types` — :class:`SearchResult`; :mod:`._common` — ``K`` and the candidate check;
 * :mod:`.bounds` — the dual bound of docs/mathematics.md §4 and the box relaxation;
-* the backends :mod:`.linalg`, :mod:`.enumerate`, :mod:`.mitm`, :mod:`.milp`, :mod:`.smt` and
-  :mod:`.lattice` (a finder only; optional fpylll or python-flint);
+* the backends :mod:`.linalg`, :mod:`.enumerate`, :mod:`.mitm`, :mod:`.milp`, :mod:`.smt`,
+  :mod:`.lattice` (optional fpylll or python-flint) and :mod:`.cpsat` (a finder only;
+  optional ortools);
 * :mod:`.portfolio` — :func:`find_index_set`, which imports the backends lazily.
 
 Nothing does work at import time.

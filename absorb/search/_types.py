@@ -27,7 +27,7 @@ DEFAULT_TOL = 1e-9
 """Default relative tolerance of the index-set condition (the ``tol`` above), used everywhere."""
 
 #: the index-set search backends (the portfolio keys its table by these)
-Backend = Literal["linalg", "enumerate", "mitm", "milp", "z3", "z3-pb", "lattice"]
+Backend = Literal["linalg", "enumerate", "mitm", "milp", "z3", "z3-pb", "lattice", "cp-sat"]
 #: a search method: one backend, or ``"auto"`` (the portfolio)
 Method = Literal["auto", Backend]
 METHODS: tuple[str, ...] = ("auto", *get_args(Backend))

@@ -41,6 +41,7 @@ _BACKENDS: dict[Backend, tuple[str, str]] = {
     "z3": ("smt", "solve_z3"),
     "z3-pb": ("smt", "solve_z3_pb"),
     "lattice": ("lattice", "solve_lattice"),
+    "cp-sat": ("cpsat", "solve_cpsat"),  # a finder; imports ortools (optional) only when it runs
 }
 
 #: ``auto`` runs the narrow-regime backends (which build K, d²×n) only up to this size
@@ -59,6 +60,10 @@ ENUMERATE_MAX_N = 20
 #: reduction gets LATTICE_SHARE of what is left, ahead of Z3-PB and HiGHS
 LATTICE_BEFORE_MITM_SECONDS = 5.0
 LATTICE_SHARE = 0.4
+
+#: ``auto`` gives CP-SAT (when ortools is installed) this share of what is left when MITM
+#: cannot run within the budget, in front of the lattice finder's LATTICE_SHARE
+CPSAT_SHARE = 0.25
 
 #: ``auto`` tries the lattice enumeration's proof (fpylll) in front of a complete MITM run
 #: expected to take longer than this (seconds): it reduces for at most a tenth of that
@@ -264,7 +269,12 @@ def _narrow_steps(run: _Portfolio, steps: list[Step], quick: bool, est: float, m
             steps.append(run.call("z3-pb", lambda: finder_slice(0.04)))
         steps.append(mitm_step)
         at = len(steps) - 1 if affordable else len(steps)  # before MITM, or after its refusal
-        steps[at:at] = _lattice_steps(run, est, affordable)
+        lattice = _lattice_steps(run, est, affordable)
+        if not affordable:  # CP-SAT after the proof's step and the Z3-PB look, before the finder
+            names = [name for name, _ in lattice]
+            cut = names.index("z3-pb") + 1 if "z3-pb" in names else len(lattice)
+            lattice[cut:cut] = _cpsat_steps(run)
+        steps[at:at] = lattice
     # Finders for what MITM could not cover: Z3-PB is quick on planted sets; HiGHS last.
     steps.append(run.call("z3-pb", lambda: max(0.5 * run.left(), 0.01)))
     steps.append(run.call("milp", run.left))
@@ -315,6 +325,20 @@ def _lattice_steps(run: _Portfolio, est: float, affordable: bool) -> list[Step]:
         return [*proof, run.call("lattice", budget, prove=False)]
     return [*proof, run.call("z3-pb", lambda: max(min(1.0, 0.05 * run.left()), 0.04)),
             run.call("lattice", budget, prove=False)]
+
+
+def _cpsat_steps(run: _Portfolio) -> list[Step]:
+    """CP-SAT (:mod:`.cpsat`, a finder; optional ortools) where MITM cannot run within the
+    budget: CPSAT_SHARE of what is left, after the lattice proof's step and the Z3-PB look,
+    in front of the lattice finder (planted d = 2, |S| = n/2: CP-SAT finds n = 96–256 in
+    0.3–7 s on one worker, where the lattice finder needs BKZ-40 at n = 96 and declines at
+    n = 256, and HiGHS and Z3-PB stop at the budget).  On an instance without a set the
+    slice is budget spent: only finders come after it (the proofs come before)."""
+    from . import cpsat
+
+    if not cpsat.available():
+        return []
+    return [run.call("cp-sat", lambda: max(CPSAT_SHARE * run.left(), 0.05))]
 
 
 def _narrow(run: _Portfolio, steps: list[Step]) -> SearchResult:
@@ -381,6 +405,9 @@ def find_index_set(
     reduction as a finder of planted sets (fpylll or python-flint) gets a short slice (about
     1 s) in front of a MITM run expected to take over 5 s; when MITM cannot run within the
     budget, 40 % of what is left in front of step 5 (after a Z3-PB look of at most 1 s).
+    CP-SAT (``cp-sat``, with the optional ortools; a finder) gets :data:`CPSAT_SHARE` of what
+    is left when MITM cannot run within the budget, after the lattice proof's step and the
+    Z3-PB look, in front of the lattice finder.
 
     When MITM is expected to finish within :data:`QUICK_MITM_SECONDS`, it runs first; an
     infeasibility it proves is then returned only if step 1 proves less (step 1's dual

@@ -1,0 +1,146 @@
+"""OR-tools CP-SAT backend (``method="cp-sat"``): a candidate finder, never a prover.
+
+Why: planted sets of d = 2 past meet-in-the-middle's reach (|S| = n/2, n = 128–256: four
+equations in n binaries) are where the other finders are slow or miss — HiGHS and Z3-PB
+stop at the budget, lattice reduction needs BKZ-40 at n = 96 and declines at n = 256 — and
+CP-SAT finds them in seconds (docs/performance.md, the narrow regime's lattice table).
+
+The encoding is HiGHS's entrywise box ``t_j − ε ≤ (K b)_j ≤ t_j + ε`` (``ε = tol·‖T‖_F``,
+which every set within the tolerance satisfies), with K and t scaled by one power of two
+(max |K| to about 2^40) and rounded to integers, and the box widened by ``n + 1`` units for
+the rounding of the n coefficients and of t.
+
+Soundness: the integer model is a rounded copy of the question, so
+
+* a CP-SAT solution is only a *candidate*: its float64 residual is recomputed here (and the
+  dispatcher re-checks it again, as every backend's set); a candidate outside the tolerance
+  (the box allows Frobenius residuals up to d·ε) is cut off by a no-good clause and CP-SAT
+  runs again while the budget lasts;
+* CP-SAT "infeasible" on the rounded box is no proof: it gives ``unknown``.
+
+``ortools`` is optional (the ``cpsat`` extra) and imported only when this backend runs
+(0.7–0.8 s: it loads pandas).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import time
+
+import numpy as np
+
+from absorb.rigorous import frobenius_bounds, relative_residual
+
+from ._common import khatri_rao
+from ._types import SearchResult, SearchStatus
+
+#: K's largest entry is scaled to about 2^SCALE_BITS: n·2^40 stays far inside int64 for every
+#: n the narrow regime takes, and the rounding (half a unit a coefficient) is ~2^-40 relative
+SCALE_BITS = 40
+
+
+def available() -> bool:
+    """Whether ``ortools`` is installed (looked up, not imported: its import takes ~1 s, pandas
+    included; the portfolio leaves the step out when it is not)."""
+    return importlib.util.find_spec("ortools") is not None
+
+
+#: CP-SAT's search workers and LP level, chosen by measurement (planted d = 2, |S| = n/2, n =
+#: 128 and 256, seeds 2128/2129, 2256/2257; 2 cores at load 4–6): one worker with
+#: linearization_level 2 (the LP with more cuts) found each with seed 0 in 0.3–4.6 CPU
+#: seconds (2257 with seeds 1 and 2 too, in 4.5 and 7.5; 2256 with those not within ~10);
+#: the default level 1 took 7–12 CPU s at n = 256.  Two workers (the default LP solver with
+#: the feasibility-jump worker, or with a second full solver, or two LP levels) spent 7–12
+#: CPU seconds on each n = 256 instance without finding it: the solutions come from the
+#: LP-guided search, and the second worker and its helpers only share the cores.  One worker
+#: also searches the same way for a seed.
+WORKERS = 1
+LINEARIZATION_LEVEL = 2
+#: the model's build in Python, which no time limit cuts short, costs about 1e-5 s a term of
+#: K (d_out·d_in·n terms; measured 2.5–3.1 s for 2.6–2.9e5 terms at load 3.5, counted
+#: double): a model expected to take over half the budget to build is not built
+BUILD_SECONDS_PER_TERM = 2e-5
+#: the search runs in rounds, each with the next random seed and twice the work of the one
+#: before, this much first, in CP-SAT's deterministic time (about 0.5–0.6 a CPU second here;
+#: a round's end does not move with the machine's load): the work to a set is heavy-tailed in
+#: the seed.  Planted d = 2 with seed 0: n = 128 seeds 2128/2129 0.14/0.40, n = 256 seeds
+#: 2256/2257/2258 1.7/2.2/2.8, n = 192 seed 2193 4.9, and n = 256 seed 2259 nothing in ~8;
+#: with seed 1, 2193 takes 1.6 and 2259 3.3 (rounds: 4 + 1.6 and 4 + 3.3)
+FIRST_ROUND_WORK = 4.0
+
+
+def solve_cpsat(
+    U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e-9, timeout: float = 60.0,
+    seed: int = 0,
+) -> SearchResult:
+    """Ask CP-SAT for a 0/1 point in the rounded box; ``found`` (verified) or ``unknown``.
+
+    ``seed`` is CP-SAT's ``random_seed`` in the first round, ``seed + k`` in round k (one
+    worker and rounds of deterministic work: the same seed, the same search, until the
+    budget's wall clock stops it)."""
+    t0 = time.perf_counter()
+
+    def unknown(reason: str, **cert: object) -> SearchResult:
+        return SearchResult(SearchStatus.UNKNOWN, "cp-sat", reason, elapsed=time.perf_counter() - t0,
+                            certificate=dict(cert) or None)
+
+    n = U.shape[0]
+    terms = D.shape[0] * U.shape[1] * n
+    if BUILD_SECONDS_PER_TERM * terms > 0.5 * timeout:
+        return unknown(f"the model's {terms} terms would take ~{BUILD_SECONDS_PER_TERM * terms:.2g}s to build, "
+                       f"over half the budget {timeout:g}s")
+    try:
+        from ortools.sat.python import cp_model
+    except ImportError:
+        return unknown("ortools is not installed (pip install 'absorb[cpsat]')")
+    K = khatri_rao(U, D)
+    t = T.ravel().astype(np.float64)
+    top = float(np.max(np.abs(K))) if K.size else 0.0
+    if not (math.isfinite(top) and top > 0 and np.all(np.isfinite(t))):
+        return unknown("K is zero or not finite: nothing to encode")
+    scale = math.ldexp(1.0, SCALE_BITS - math.frexp(top)[1])  # a power of two: K·scale exact
+    _, t_hi = frobenius_bounds(T)
+    slack = n + 1 + tol * t_hi * scale
+    coeffs = np.rint(K * scale).astype(np.int64)
+    lo = np.ceil(t * scale - slack)
+    hi = np.floor(t * scale + slack)
+    if not (np.all(np.abs(lo) < 2.0**62) and np.all(np.abs(hi) < 2.0**62)):
+        return unknown("the target scaled with K leaves int64's range")
+
+    model = cp_model.CpModel()
+    x = [model.new_bool_var(f"b{i}") for i in range(n)]
+    for row, a, b in zip(coeffs, lo, hi):
+        nz = np.nonzero(row)[0]
+        model.add_linear_constraint(cp_model.LinearExpr.weighted_sum([x[i] for i in nz], row[nz].tolist()),
+                                    int(a), int(b))
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = WORKERS
+    solver.parameters.linearization_level = LINEARIZATION_LEVEL
+    rejected, rounds, work = 0, 0, FIRST_ROUND_WORK
+    while True:
+        left = timeout - (time.perf_counter() - t0)
+        if left <= 0.005:
+            return unknown(f"time budget {timeout:g}s spent ({rejected} CP-SAT candidates failed verification, "
+                           f"{rounds} rounds)")
+        solver.parameters.random_seed = (int(seed) + rounds) % 2**31
+        solver.parameters.max_time_in_seconds = left
+        solver.parameters.max_deterministic_time = work
+        status = solver.solve(model)
+        if status == cp_model.UNKNOWN:  # the round's work or the budget spent: another seed, twice the work
+            rounds, work = rounds + 1, 2 * work
+            continue
+        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            S = tuple(i for i in range(n) if solver.boolean_value(x[i]))
+            r = relative_residual(U, D, T, S)
+            if r <= tol:
+                return SearchResult(SearchStatus.FOUND, "cp-sat", "CP-SAT solution, re-verified in float64",
+                                    S=S, residual=r, elapsed=time.perf_counter() - t0)
+            rejected += 1  # no-good clause: some b_i differs from this candidate
+            model.add_bool_or([x[i].Not() if i in S else x[i] for i in range(n)])
+            continue
+        if status == cp_model.INFEASIBLE:
+            return unknown("CP-SAT reports the rounded box infeasible (not a proof)", cpsat="infeasible",
+                           failed_candidates=rejected)
+        return unknown(f"CP-SAT stopped without a solution ({solver.status_name(status)}); budget {timeout:g}s",
+                       cpsat=solver.status_name(status))

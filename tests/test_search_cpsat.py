@@ -1,0 +1,187 @@
+"""The CP-SAT finder (absorb.search.cpsat, optional ortools): planted sets are found and
+re-verified, a wrong set is never accepted (neither by the backend nor by the dispatcher),
+its "infeasible" is no verdict, the budget is kept, the ``auto`` portfolio gives it a slice
+only where meet-in-the-middle cannot run, and ``absorb check --help`` does not import it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+import types
+
+import numpy as np
+import pytest
+
+from absorb.search import SearchResult, SearchStatus, find_index_set, relative_residual
+from absorb.search import cpsat as cs
+from absorb.search import portfolio as pf
+
+FOUND, INFEASIBLE, UNKNOWN = SearchStatus.FOUND, SearchStatus.INFEASIBLE, SearchStatus.UNKNOWN
+
+
+def planted_half(d: int, n: int, seed: int):
+    """Gaussian U, D with n/2 columns planted (D[:,S] = −pinv(U[S])), as benchmarks/bench_narrow.py."""
+    rng = np.random.default_rng(seed)
+    U = rng.standard_normal((n, d))
+    D = rng.standard_normal((d, n))
+    S = np.sort(rng.choice(n, size=n // 2, replace=False))
+    D[:, S] = -np.linalg.pinv(U[S])
+    return U, D, -np.eye(d)
+
+
+def generic(d: int, n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, d)), rng.standard_normal((d, n)), -np.eye(d)
+
+
+def test_planted_d2_found_and_verified() -> None:
+    pytest.importorskip("ortools.sat.python.cp_model")
+    U, D, T = planted_half(2, 48, seed=2048)
+    res = find_index_set(U, D, T, method="cp-sat", timeout=20)
+    assert res.status is FOUND, res.reason
+    assert res.method == "cp-sat"
+    assert relative_residual(U, D, T, res.S) <= 1e-9  # the caller's own recomputation
+
+
+class _LyingSolver:
+    """A stand-in for ``cp_model.CpSolver`` whose first answer is a wrong set (every
+    variable true) and whose second is "infeasible"."""
+
+    def __init__(self) -> None:
+        from ortools.sat.python import cp_model
+
+        self.parameters = types.SimpleNamespace()
+        self.calls = 0
+        self._model = cp_model
+
+    def solve(self, model):
+        self.calls += 1
+        return self._model.FEASIBLE if self.calls == 1 else self._model.INFEASIBLE
+
+    def boolean_value(self, literal) -> bool:
+        return True
+
+    def status_name(self, status) -> str:
+        return "X"
+
+
+def test_backend_rejects_a_wrong_candidate_and_its_infeasible_is_no_proof(monkeypatch) -> None:
+    cp_model = pytest.importorskip("ortools.sat.python.cp_model")
+    monkeypatch.setattr(cp_model, "CpSolver", _LyingSolver)
+    U, D, T = generic(2, 12, seed=1)
+    assert relative_residual(U, D, T, tuple(range(12))) > 1e-9
+    res = find_index_set(U, D, T, method="cp-sat", timeout=5)
+    assert res.status is UNKNOWN
+    assert "not a proof" in res.reason
+    assert res.certificate["failed_candidates"] == 1
+
+
+def test_dispatcher_rejects_a_wrong_set_the_backend_calls_found(monkeypatch) -> None:
+    """Even a backend that lies about its residual is re-checked in one place (_checked)."""
+    U, D, T = generic(2, 12, seed=1)
+
+    def lying(U, D, T, **kw):
+        return SearchResult(FOUND, "cp-sat", "lie", S=(0, 1, 2), residual=0.0)
+
+    monkeypatch.setattr(cs, "solve_cpsat", lying)
+    res = find_index_set(U, D, T, method="cp-sat", timeout=5)
+    assert res.status is UNKNOWN and "rejected" in res.reason
+
+
+def test_timeout_respected() -> None:
+    pytest.importorskip("ortools.sat.python.cp_model")
+    U, D, T = generic(2, 96, seed=3)  # (about 2^-30 sets within tol expected: CP-SAT searches on)
+    t0 = time.perf_counter()
+    res = find_index_set(U, D, T, method="cp-sat", timeout=0.5)
+    wall = time.perf_counter() - t0
+    assert res.status is not INFEASIBLE
+    assert wall < 0.5 + 3.0, wall  # the budget, plus the import and the model's build
+
+
+def test_a_model_too_large_to_build_in_the_budget_is_declined() -> None:
+    U, D, T = generic(2, 4000, seed=0)  # 16000 terms: ~0.3 s to build, against 0.05 s
+    t0 = time.perf_counter()
+    res = find_index_set(U, D, T, method="cp-sat", timeout=0.05)
+    assert res.status is UNKNOWN and "to build" in res.reason
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_missing_ortools_is_unknown_not_an_error(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "ortools.sat.python", None)  # `from ortools.sat.python import …` fails
+    monkeypatch.setitem(sys.modules, "ortools.sat.python.cp_model", None)
+    U, D, T = planted_half(2, 16, seed=0)
+    res = find_index_set(U, D, T, method="cp-sat", timeout=5)
+    assert res.status is UNKNOWN and "ortools is not installed" in res.reason
+
+
+def _spy(monkeypatch) -> list[float]:
+    """Replace the CP-SAT backend by one that records its budget and answers unknown."""
+    budgets: list[float] = []
+
+    def spy(U, D, T, *, timeout, **kw):
+        budgets.append(timeout)
+        return SearchResult(UNKNOWN, "cp-sat", "spy")
+
+    monkeypatch.setattr(cs, "solve_cpsat", spy)
+    monkeypatch.setattr(cs, "available", lambda: True)
+    return budgets
+
+
+def _portfolio(U, D, T, timeout: float) -> tuple[pf._Portfolio, list[tuple[str, object]]]:
+    """An ``auto`` run on these arrays and its narrow steps (built, not run)."""
+    from absorb.search.mitm import mitm_plan
+
+    run = pf._Portfolio(U, D, T, (U, D, T), 1e-9, timeout, 0, None, time.perf_counter(), pf._Verifier(U, D, T))
+    est = mitm_plan(U, D, T).seconds(pf._cores())
+    return run, pf._narrow_steps(run, [], est <= pf.QUICK_MITM_SECONDS, est, ("mitm", lambda: None))
+
+
+def _steps(U, D, T, timeout: float) -> list[tuple[str, object]]:
+    return _portfolio(U, D, T, timeout)[1]
+
+
+def test_portfolio_gives_cpsat_a_slice_only_past_mitms_reach(monkeypatch) -> None:
+    budgets = _spy(monkeypatch)
+    # d = 2, n = 24 (MITM decides at once) and d = 3, n = 64 (MITM runs within 60 s): no CP-SAT
+    for d, n in ((2, 24), (3, 64)):
+        assert "cp-sat" not in [name for name, _ in _steps(*planted_half(d, n, seed=1), 60.0)], (d, n)
+    # d = 2, n = 128 and 256: MITM cannot run; CP-SAT after the lattice proof's step and the
+    # Z3-PB look, in front of the lattice finder (n = 128) or of Z3-PB and HiGHS (n = 256)
+    names = [name for name, _ in _steps(*planted_half(2, 128, seed=1), 60.0)]
+    assert names.count("cp-sat") == 1
+    at = names.index("cp-sat")
+    assert names[at - 1] == "z3-pb" and names[at + 1] == "lattice" and "lattice" in names[:at], names
+    steps = _steps(*planted_half(2, 256, seed=1), 60.0)
+    names = [name for name, _ in steps]
+    assert names.count("cp-sat") == 1 and names.index("cp-sat") < names.index("z3-pb"), names
+    # its budget: CPSAT_SHARE of what is left
+    step = dict(steps)["cp-sat"]
+    assert step().status is UNKNOWN
+    assert len(budgets) == 1 and 0.9 * pf.CPSAT_SHARE * 60 < budgets[0] <= pf.CPSAT_SHARE * 60
+
+
+def test_portfolio_rechecks_the_cpsat_step_set(monkeypatch) -> None:
+    """In ``auto`` too, a set the CP-SAT step calls found is re-checked (_checked) and a wrong
+    one is not returned: the step counts as unknown and the portfolio goes on."""
+    monkeypatch.setattr(cs, "available", lambda: True)
+    monkeypatch.setattr(cs, "solve_cpsat", lambda U, D, T, **kw: SearchResult(
+        FOUND, "cp-sat", "lie", S=(0, 1, 2), residual=0.0))
+    run, steps = _portfolio(*generic(2, 128, seed=5), 60.0)
+    assert run.attempt(next(step for step in steps if step[0] == "cp-sat")) is None
+    assert run.trail[-1]["status"] == "unknown" and "rejected" in run.trail[-1]["reason"]
+
+
+def test_portfolio_leaves_cpsat_out_when_ortools_is_missing(monkeypatch) -> None:
+    _spy(monkeypatch)
+    monkeypatch.setattr(cs, "available", lambda: False)
+    for n in (128, 256):
+        assert "cp-sat" not in [name for name, _ in _steps(*planted_half(2, n, seed=1), 60.0)]
+
+
+def test_check_help_does_not_import_ortools() -> None:
+    code = ("import sys\nfrom absorb.cli import main\ntry:\n    main(['check', '--help'])\nexcept SystemExit:\n"
+            "    pass\nassert not any(m.split('.')[0] == 'ortools' for m in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "cp-sat" in out.stdout  # one of --method's choices
