@@ -12,6 +12,7 @@ import types
 
 import numpy as np
 import pytest
+from test_search_lattice import planted
 
 from absorb.search import SearchResult, SearchStatus, find_index_set, relative_residual
 from absorb.search import cpsat as cs
@@ -22,12 +23,7 @@ FOUND, INFEASIBLE, UNKNOWN = SearchStatus.FOUND, SearchStatus.INFEASIBLE, Search
 
 def planted_half(d: int, n: int, seed: int):
     """Gaussian U, D with n/2 columns planted (D[:,S] = −pinv(U[S])), as benchmarks/bench_narrow.py."""
-    rng = np.random.default_rng(seed)
-    U = rng.standard_normal((n, d))
-    D = rng.standard_normal((d, n))
-    S = np.sort(rng.choice(n, size=n // 2, replace=False))
-    D[:, S] = -np.linalg.pinv(U[S])
-    return U, D, -np.eye(d)
+    return planted(d, n, seed)[:3]
 
 
 def generic(d: int, n: int, seed: int):
