@@ -181,3 +181,17 @@ def test_an_out_of_range_block_names_the_range_and_the_fix(tmp_path: Path) -> No
                        timeout=120, cwd=ROOT)
     b = json.loads(r.stdout)["blocks"][0]
     assert b["verdict"] == "unknown" and "2^200" in b["reason"] and "rescale" in b["reason"], b["reason"]
+
+
+def test_a_collections_theorem_and_added_fields_are_checked(tmp_path: Path) -> None:
+    """A collection cites no single result (its verdict follows from its blocks'); a field outside the
+    format anywhere in the fixed-shape parts is a claim no check reads: not accepted (exit 4)."""
+    model, cert, doc = _cert(tmp_path, CE / "planted_relu.npz")
+    assert _verify(cert, doc, model) == 0
+    for where in ("root", "parameters", "input", "witness", "hypothesis", "weights"):
+        d = json.loads(json.dumps(doc))
+        b = d["blocks"][0]
+        target = {"root": d, "parameters": d["parameters"], "input": d["input"], "witness": b["witness"],
+                  "hypothesis": b["hypotheses"][0], "weights": b["weights"]["W_up"]}[where]
+        target["proved_at_every_width"] = True
+        assert _verify(cert, d, model) == 4, where

@@ -1,4 +1,5 @@
-"""The results a certificate may cite, as this checker knows them: for each theorem id, the
+"""The results a certificate may cite, and the lists of hypotheses and properties its arguments may
+name, as this checker knows them. The results: for each theorem id, the
 SHA-256 of its record (title, source, statement, needs, classes; JSON with sorted keys). A
 certificate's theorem record is what a reader sees as the result proved: one whose text is not
 the cited id's own (another theorem's statement under this id, "at any width" where the result
@@ -58,3 +59,15 @@ def citation_ok(record: Any, value: bool = False) -> tuple[bool, str]:
     except (TypeError, ValueError) as exc:
         return False, f"{type(exc).__name__}: {exc}"
     return got == want, "" if got == want else f"the record of {record['id']!r} differs from that result's title/statement/needs/classes"
+
+
+#: the hypothesis lists a theorem's argument may name (the checks re-derive each hypothesis)
+HYPOTHESIS_LISTS = frozenset({
+    (), ("d_at_least_2", "rows_nonzero", "columns_nonzero", "rows_noncollinear"),
+    ("d_at_least_2", "gate_rows_nonzero", "columns_nonzero", "gate_rows_noncollinear", "value_not_parallel_to_gate"),
+    ("bias_free", "d_at_least_2", "skip_invertible", "rows_nonzero", "columns_nonzero", "rows_noncollinear"),
+})
+
+#: the two properties of g and h each case of the linearization argument with a value activation uses
+LINEARIZATION_CASES = {"product": {"vanishing_slopes", "value_vanishing_slopes"}, "value-flat": {"bounded", "value_vanishing_slopes"},
+                       "gate-flat": {"vanishing_slopes", "value_bounded"}}

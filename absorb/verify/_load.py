@@ -95,3 +95,43 @@ def model_blocks(model: Block | Stack | Sequence[Block], structure: str) -> Any:
     if structure == "collection" and hasattr(model, "__len__") and not isinstance(model, Sequence):
         return Widened(model)  # a lazy checkpoint: read, checked and dropped one block at a time
     return [b.float64() for b in model]
+
+
+#: the fields of the fixed-shape parts of a certificate (a field outside them is a claim no check reads)
+_FIELDS = {
+    "": {"schema", "schema_version", "created", "tool", "command", "paper", "input", "parameters", "verdict", "theorem",
+         "reason", "class", "blocks", "stack", "summary"},
+    "parameters": {"tolerance", "seed", "activation_override", "method", "timeout", "checkpoint"},
+    "input": {"path", "structure", "blocks", "hash_convention", "file_sha256"},
+    "witness": {"S", "residual", "eval_error", "n_inputs", "exact", "construction", "c", "formula", "block"},
+    "hypothesis": {"name", "holds", "statement", "at"},
+    "array": {"shape", "sha256", "fro_norm", "max_abs", "values"},
+}
+
+
+def unknown_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """(where, fields) for every fixed-shape part of ``cert`` holding a field the format does not
+    have: the root, ``parameters``, ``input``, and in each block its witness (and the witness
+    block's array records), its hypotheses and its weight records."""
+    out = []
+
+    def look(where: str, obj: Any, kind: str) -> None:
+        if isinstance(obj, dict) and set(obj) - _FIELDS[kind]:
+            out.append((where, sorted(set(obj) - _FIELDS[kind])))
+
+    look("certificate", cert, "")
+    look("parameters", cert.get("parameters"), "parameters")
+    look("input", cert.get("input"), "input")
+    for i, b in enumerate(cert.get("blocks") or []):
+        if not isinstance(b, dict):
+            continue
+        wit = b.get("witness")
+        look(f"blocks.{i}.witness", wit, "witness")
+        recs = ((wit.get("block") or {}).get("weights") or {}) if isinstance(wit, dict) and isinstance(wit.get("block"), dict) else {}
+        for k, rec in (recs.items() if isinstance(recs, dict) else []):
+            look(f"blocks.{i}.witness.block.weights.{k}", rec, "array")
+        for j, h in enumerate(b.get("hypotheses") or [] if isinstance(b.get("hypotheses"), list) else []):
+            look(f"blocks.{i}.hypotheses.{j}", h, "hypothesis")
+        for k, rec in ((b.get("weights") or {}).items() if isinstance(b.get("weights"), dict) else []):
+            look(f"blocks.{i}.weights.{k}", rec, "array")
+    return out

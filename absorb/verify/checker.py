@@ -81,7 +81,7 @@ from absorb.verify._beyond import (
     class_statement,
 )
 from absorb.verify._canonical import check_canonical_form
-from absorb.verify._citations import citation_ok
+from absorb.verify._citations import HYPOTHESIS_LISTS, LINEARIZATION_CASES, citation_ok
 from absorb.verify._compose import check_composition
 from absorb.verify._gated import check_gated_skeleton
 from absorb.verify._infeasible import (  # noqa: F401
@@ -100,6 +100,7 @@ from absorb.verify._load import (  # noqa: F401
     model_blocks,
     resolve_model_path,
     structures,
+    unknown_fields,
 )
 from absorb.verify._numerics import (  # noqa: F401
     _RANGE_EXPONENT,
@@ -247,13 +248,6 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         return None, None
 
 
-_HYPOTHESIS_LISTS = frozenset({
-    (), ("d_at_least_2", "rows_nonzero", "columns_nonzero", "rows_noncollinear"),
-    ("d_at_least_2", "gate_rows_nonzero", "columns_nonzero", "gate_rows_noncollinear", "value_not_parallel_to_gate"),
-    ("bias_free", "d_at_least_2", "skip_invertible", "rows_nonzero", "columns_nonzero", "rows_noncollinear"),
-})
-
-
 def _cited(ctx: _Ctx, w: str, record: Any, value: bool = False) -> None:
     """The theorem record is the cited result's own text (:mod:`absorb.verify._citations`)."""
     ok, why = citation_ok(record, value)
@@ -265,8 +259,6 @@ def _must(ctx: _Ctx, cond: bool, w: str, claim: str, detail: str = "") -> None:
     summed up in one line)."""
     if not cond:
         _require(ctx, cond, w, claim, detail)
-
-
 
 
 def _check_array_record(ctx: _Ctx, w: str, rec: Any, a: np.ndarray, what: str) -> None:
@@ -325,6 +317,8 @@ def _check_recorded_properties(ctx: _Ctx, w: str, b: dict[str, Any], th: str, va
     _must(ctx, isinstance(props, list), w, "the recorded properties are a list")
     table = _PROPERTIES_USED_WITH_VALUE if value else _PROPERTIES_USED
     used = table.get(th, set()) if b.get("verdict") in ("absorbable", "not_absorbable") else set()
+    if value and th == "linearization":  # the case names the two properties its check re-derives
+        used = LINEARIZATION_CASES.get((b.get("argument") or {}).get("case"), set())
     for p in props:
         ok = (isinstance(p, dict) and p.get("name") in used and p.get("status") == "proved"
               and set(p) <= {"name", "status", "statement", "steps"})
@@ -366,7 +360,7 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
           f"recorded {b.get('activation')!r}, model {block.activation_name!r}")
     for key in ("nondegeneracy_hypotheses", "necessity_hypotheses"):  # (the lists the theorems' checks re-derive)
         if key in arg:
-            _must(ctx, tuple(arg[key]) in _HYPOTHESIS_LISTS if isinstance(arg[key], list) else False, w,
+            _must(ctx, tuple(arg[key]) in HYPOTHESIS_LISTS if isinstance(arg[key], list) else False, w,
                   f"the recorded {key.replace('_', ' ')} are the result's", f"recorded {arg[key]!r}")
     skip = b.get("skip")
     kind = "hyper_connection" if block.hc is not None else "identity" if block.skip is None else "matrix"
@@ -436,6 +430,8 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
                     "would pass as absorption)", f"got {tol!r}")
         return report
     ctx = _Ctx(report, float(tol), seed)
+    for where, extra in unknown_fields(cert):
+        report.unchecked(where, "every field of the certificate's record is one of its format's", f"not re-checked: {', '.join(extra)}")
     if len(entries) != len(blocks) or cert.get("input", {}).get("blocks") != len(entries):
         report.fail("certificate", "the certificate covers the model's blocks", f"{len(entries)} blocks certified "
                     f"({cert.get('input', {}).get('blocks')!r} recorded), model has {len(blocks)}")
@@ -476,9 +472,12 @@ def _check_overall(ctx: _Ctx, cert: dict[str, Any], top: Any, th: Any, structure
         _must(ctx, structure == "collection" and cert["summary"] == counts, "certificate",
               "the summary counts the blocks' verdicts", f"recorded {cert['summary']!r}, blocks give {counts}")
     if structure == "block" or len(blocks) == 1 and structure != "collection":
-        _require(ctx, top == verdicts[0] and th == (entries[0].get("theorem") or {}).get("id"), "certificate",
-                 "the overall verdict and theorem are the block's", f"overall {top!r}/{th!r}, block {verdicts[0]!r}")
+        _require(ctx, top == verdicts[0] and cert.get("theorem") == entries[0].get("theorem"), "certificate",
+                 "the overall verdict and theorem are the block's (its own theorem record)", f"overall {top!r}/{th!r}, block {verdicts[0]!r}")
     elif structure == "collection":
+        one = len(entries) == 1 and top != "unknown"  # (one decided block cites its theorem; else no single result)
+        _require(ctx, cert.get("theorem") == entries[0].get("theorem") if one else th == "none", "certificate",
+                 "a collection cites its one block's theorem, or none (its verdict follows from the blocks')", f"theorem {th!r}")
         want = ("absorbable" if all(v == "absorbable" for v in verdicts) else
                 "not_absorbable" if any(v == "not_absorbable" for v in verdicts) else "unknown")
         _require(ctx, top == want, "certificate", "the overall verdict follows from the blocks' (collection rule)",
