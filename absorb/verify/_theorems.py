@@ -90,7 +90,15 @@ def _check_linearization(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
     _require(ctx, block.gated, w, "the block is gated")
     _require(ctx, _bias_free(block), w, "the block is bias-free (exact)")
     _check_nonzero_entry(ctx, w, arg, block.M)
+    jac = arg.get("jacobian_f_at_0")
+    if jac is not None:  # (every unit is o(|x|) at 0, with or without h: J_f(0) = M)
+        try:
+            J = [[Fraction(str(v)) for v in row] for row in jac]
+        except (ValueError, ZeroDivisionError, TypeError):
+            J = None
+        _require(ctx, J == _frac_matrix(block.M), w, "the recorded exact Jacobian J_f(0) equals M (every unit is o(|x|) at 0)")
     if _value_expr(block) is not None:
+        _require(ctx, "dg0" not in arg, w, "the argument with h records no g'(0) (its case records the slopes)")
         _check_linearization_value(ctx, w, arg, block)
         return
     dg0 = _gate_derivative_at_zero(_act(block))
@@ -100,14 +108,6 @@ def _check_linearization(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
     rec = _parse_number(arg.get("dg0"))
     _require(ctx, ("dg0" not in arg and rec is None) or (rec is not None and _zero(rec - dg0) is True), w,
              f"g'(0) = {dg0} as recorded", f"recorded {arg.get('dg0')}")
-    jac = arg.get("jacobian_f_at_0")
-    if jac is not None:
-        Mf = _frac_matrix(block.M)
-        try:
-            J = [[Fraction(str(v)) for v in row] for row in jac]
-        except (ValueError, ZeroDivisionError):
-            J = None
-        _require(ctx, J == Mf, w, "the recorded exact Jacobian J_f(0) equals M (= M + W_down diag(g(0)) W_up)")
 
 
 def _check_linearization_value(ctx: _Ctx, w: str, arg: dict[str, Any], block: Block) -> None:
