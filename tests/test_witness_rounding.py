@@ -101,3 +101,82 @@ def test_a_user_expression_gets_no_allowance() -> None:
     rd: list = []
     W._eval_block_at(user, pts, [4096], rounding=rd)
     assert rd[0] is None
+
+
+# ---- (b) huge biases ----------------------------------------------------------------------
+def _relu2_planted(k: int) -> Block:
+    """ReLU², S = {0..3}: Σ_S w_i ⊗ u_i u_iᵀ = 0 and M = −2Σ_S c_i w_i u_iᵀ exactly (dyadic);
+    b_up and M times 2^k, b_down times 2^2k: every relation stays exact."""
+    rng = np.random.default_rng(1)
+    d, n = 3, 8
+    U = rng.integers(-8, 9, size=(n, d)).astype(float)
+    U[:4] = 0
+    U[0, 0] = U[1, 1] = 1
+    U[2, :2] = (1, 1)
+    U[3, :2] = (1, -1)
+    D = rng.integers(-8, 9, size=(d, n)).astype(float)
+    D[D == 0] = 1
+    w = rng.integers(1, 5, size=d).astype(float)
+    D[:, 0] = D[:, 1] = -2 * w
+    D[:, 2] = D[:, 3] = w
+    c = rng.integers(-4, 5, size=n).astype(float) / 4
+    c[:4] = (0.5, -0.25, 1.0, 0.75)
+    M = -sum(2 * c[i] * np.outer(D[:, i], U[i]) for i in range(4))
+    return Block(U, D, get_activation("relu2"), b_up=c * 2.0**k, b_down=rng.integers(-4, 5, size=d) / 4 * 2.0 ** (2 * k),
+                 skip=M * 2.0**k)
+
+
+def _swiglu_planted(k: int) -> Block:
+    """SwiGLU, S = {0, 1} (the flip of the gate rows), biases and M times 2^k."""
+    rng = np.random.default_rng(1)
+    d, n = 3, 8
+    G = rng.integers(-8, 9, size=(n, d)).astype(float)
+    U = rng.integers(-8, 9, size=(n, d)).astype(float)
+    G[:2] = 0
+    U[:2] = 0
+    G[0, 0] = U[0, 1] = G[1, 1] = U[1, 0] = 1
+    D = rng.integers(-8, 9, size=(d, n)).astype(float)
+    D[D == 0] = 1
+    w = rng.integers(1, 5, size=d).astype(float)
+    D[:, 0], D[:, 1] = w, -w
+    c = rng.integers(-4, 5, size=n) / 4.0
+    e = rng.integers(-4, 5, size=n) / 4.0
+    c[:2] = (0.5, -0.75)
+    e[:2] = (1.25, 0.25)
+    M = -sum(np.outer(D[:, i], c[i] * U[i] + e[i] * G[i]) for i in (0, 1))
+    return Block(U, D, get_activation("swiglu"), W_gate=G, b_gate=c * 2.0**k, b_up=e * 2.0**k,
+                 b_down=rng.integers(-4, 5, size=d) / 4 * 2.0**k, skip=M * 2.0**k)
+
+
+@pytest.mark.parametrize("make", [_relu2_planted, _swiglu_planted])
+@pytest.mark.parametrize("k", [100, 190])
+def test_planted_flips_at_huge_biases_are_absorbable(make, k: int) -> None:  # type: ignore[no-untyped-def]
+    dec = decide(make(k), allow_biases=True)
+    assert dec.verdict.value == "absorbable", dec.reason
+
+
+@pytest.mark.parametrize("make", [_relu2_planted, _swiglu_planted])
+def test_a_wrong_witness_at_huge_biases_still_fails(make) -> None:  # type: ignore[no-untyped-def]
+    """The accepted witness with its moved output bias (≈ f(0), of 2^300) off by 1e-6
+    (relative) fails the sampled check at biases of 2^150."""
+    blk = make(150)
+    dec = decide(blk, allow_biases=True)
+    assert dec.witness is not None
+    g = dec.witness.block
+    bd = g.b_down.copy()
+    bd[0] *= 1 + 1e-6
+    thr = eval_threshold(TOL, blk.n)
+    err, _ = evaluation_error(blk, g.replace(b_down=bd), blk.d, seed=0, accept=thr)
+    assert err > 100 * thr
+
+
+def test_weights_past_the_evaluation_range_are_refused() -> None:
+    """Above 2^EVAL_MAX_EXPONENT (or an overflow inside it) the sampled check fails."""
+    blk = _relu2_planted(0)
+    big = blk.replace(W_down=blk.W_down * 2.0 ** (W.EVAL_MAX_EXPONENT + 1))
+    g = big.replace(W_up=-big.W_up, skip=np.zeros((3, 3)))
+    assert evaluation_error(big, g, 3, seed=0)[0] == np.inf
+    # inside the range, a float64 overflow (W_down (W_up x)² ≈ 2^400 · 2^814) fails it too
+    huge = blk.replace(W_up=blk.W_up * 2.0**400, W_down=blk.W_down * 2.0**400)
+    g = huge.replace(W_up=-huge.W_up, skip=np.zeros((3, 3)))
+    assert evaluation_error(huge, g, 3, seed=0)[0] == np.inf

@@ -41,9 +41,10 @@ from absorb.engine.verdict import Witness
 from absorb.model.activations import is_builtin
 from absorb.model.block import Block, Stack
 from absorb.rigorous import (
+    SAFE_EXPONENT,
+    all_finite,
     flip_bias_error_upper,
     flip_inf_upper,
-    magnitudes_ok,
     relative_residual,
     row_slices,
 )
@@ -456,6 +457,44 @@ def stated_scale(f: object) -> float:
     return c0 if math.isfinite(c0) else 0.0
 
 
+EVAL_MAX_EXPONENT = 400
+"""The sampled check evaluates blocks whose nonzero weights lie in [2^-SAFE_EXPONENT,
+2^EVAL_MAX_EXPONENT] (:func:`_evaluable`)."""
+
+
+def _evaluable(*arrays: np.ndarray) -> bool:
+    """Every entry finite and every nonzero one in [2^-SAFE_EXPONENT, 2^EVAL_MAX_EXPONENT]: the
+    range in which :func:`evaluation_error` evaluates. Its lower end keeps underflow out of the
+    rounding analyses (as :func:`absorb.rigorous.magnitudes_ok`); above 2^SAFE_EXPONENT only
+    overflow can go wrong, and an overflow gives ±inf or nan, which fails the check (every
+    error and scale is read through :func:`_rel_errors`; a hidden sum that might overflow
+    unseen is found by :func:`_may_overflow`), while a product of two weights (≤ 2^800) and
+    their sums of squares over ≤ 2^200 terms stay finite. So a planted witness with biases of
+    2^190 (moved biases of 2^382) is evaluated, not refused."""
+    lo, hi = 2.0**-SAFE_EXPONENT, 2.0**EVAL_MAX_EXPONENT
+    seen: set[int] = set()
+    for a in arrays:
+        if id(a) in seen:
+            continue
+        seen.add(id(a))
+        a = np.atleast_2d(np.asarray(a))
+        if a.dtype.kind == "f" and a.dtype.itemsize <= 4:  # every finite float32 lies in [2^-149, 2^128]
+            if not all_finite(a):
+                return False
+            continue
+        a = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a
+        for sl in row_slices(a.shape[0], a.shape[1]):
+            x = np.abs(a[sl].astype(np.float64, copy=False))
+            if x.size == 0:
+                continue
+            if not float(x.max()) <= hi:  # also catches nan and inf
+                return False
+            nz = x[x != 0]
+            if nz.size and float(nz.min()) < lo:
+                return False
+    return True
+
+
 def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int, m: int = 48,
                      accept: float | None = None, planes: int | None = None) -> tuple[float, int]:
     """max over the check inputs x of |f(x) − g(x)|_∞ / s(x), and their number, where the
@@ -465,8 +504,9 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
     The inputs: ``m`` seeded Gaussian inputs at each of three scales, and (for blocks and
     stacks) the points on the kink / gate hyperplanes of the module docstring (of at most
     ``planes`` hyperplanes, a seeded sample beyond; None: 256). ``inf`` — the
-    check fails — when a weight is outside [2^-SAFE_EXPONENT, 2^SAFE_EXPONENT] (float64
-    evaluation there can overflow or underflow, so agreement would prove nothing), or
+    check fails — when a weight is outside [2^-SAFE_EXPONENT, 2^EVAL_MAX_EXPONENT]
+    (:func:`_evaluable`: float64 evaluation there can underflow or overflow, so agreement
+    would prove nothing), or
     when an evaluation overflows; a block compared with an identical one is 0 without
     evaluation when out of that range (f − g is identically zero).
 
@@ -482,7 +522,7 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
     :data:`_EXACT_ENTRIES` ran out) makes the error inf: its hyperplanes went unchecked."""
     fb, gb = _blocks_of(f), _blocks_of(g)
     if fb is not None and gb is not None:
-        if not magnitudes_ok(*(a for b in fb + gb for a in _arrays(b))):
+        if not _evaluable(*(a for b in fb + gb for a in _arrays(b))):
             same = len(fb) == len(gb) and all(_same_function(x, y) for x, y in zip(fb, gb))
             return (0.0, 0) if same else (math.inf, 0)
     rng = np.random.default_rng(seed)
@@ -601,7 +641,8 @@ def _within_rounding(f: Block, g: Block, units: tuple[list[int], list[int]] | No
         excess = _inf_norms(np.maximum(np.abs(diff) - rd[0], 0.0))
         scale = np.maximum(_inf_norms(full) - _inf_norms(rfull[0]), 0.0) + _inf_norms(pts.X) + _inf_norms(np.maximum(size, f_size)) + extra
         e = _rel_errors(excess, scale)
-    e[skipped | f_skip] = np.inf
+    # a bound that overflowed (or a nan) allows nothing: the point keeps its measured error
+    e[skipped | f_skip | ~np.isfinite(rd[0]).all(axis=1)] = np.inf
     return e
 
 
