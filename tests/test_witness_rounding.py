@@ -180,3 +180,50 @@ def test_weights_past_the_evaluation_range_are_refused() -> None:
     huge = blk.replace(W_up=blk.W_up * 2.0**400, W_down=blk.W_down * 2.0**400)
     g = huge.replace(W_up=-huge.W_up, skip=np.zeros((3, 3)))
     assert evaluation_error(huge, g, 3, seed=0)[0] == np.inf
+
+
+def _exact_unit_sum(blk: Block, x: list[Fraction], units: list[int], signs: list[float] | None) -> list[Fraction]:
+    """Σ_i w_i h_i(x) (or Σ_i w_i (h_i − s_i h̄_i)) in rationals, for σ ∈ {relu, relu2, identity}."""
+    name = blk.activation.name
+    sig = {"relu": lambda z: max(z, Fraction(0)), "relu2": lambda z: max(z, Fraction(0)) ** 2, "identity": lambda z: z}[name]
+
+    def dot(row: np.ndarray, b: np.ndarray | None, i: int) -> Fraction:
+        return sum((Fraction(float(u)) * xi for u, xi in zip(row, x)), Fraction(0)) + (Fraction(0) if b is None else Fraction(float(b[i])))
+
+    out = [Fraction(0)] * blk.d
+    for k, i in enumerate(units):
+        if blk.gated:
+            z, v = dot(blk.W_gate[i], blk.b_gate, i), dot(blk.W_up[i], blk.b_up, i)
+            h, hn = sig(z) * v, sig(-z) * v
+        else:
+            z = dot(blk.W_up[i], blk.b_up, i)
+            h, hn = sig(z), sig(-z)
+        t = h if signs is None else h - Fraction(signs[k]) * hn
+        for r in range(blk.d):
+            out[r] += Fraction(float(blk.W_down[r, i])) * t
+    return out
+
+
+@pytest.mark.parametrize("act, gated", [("relu2", False), ("relu", False), ("reglu", True), ("bilinear", True)])
+@pytest.mark.parametrize("mirror", [False, True])
+def test_the_hidden_rounding_bound_holds_in_rationals(act: str, gated: bool, mirror: bool) -> None:
+    """:func:`W._unit_sums`' rounding bound against the exact sum, at random inputs, for weights
+    of very different sizes (cancellation), biases, gated and ungated, mirrored or not."""
+    rng = np.random.default_rng(11)
+    d, n = 3, 6
+    U = rng.standard_normal((n, d)) * 2.0 ** rng.integers(-8, 9, size=(n, 1))
+    D = rng.standard_normal((d, n)) * 2.0 ** rng.integers(0, 30, size=(1, n))
+    extra = dict(W_gate=rng.standard_normal((n, d)), b_gate=rng.standard_normal(n)) if gated else {}
+    blk = Block(U, D, get_activation(act), b_up=rng.standard_normal(n), **extra)
+    pts = W._Points(d)
+    for x in rng.standard_normal((12, d)) * np.repeat([1e-2, 1.0, 1e2], 4)[:, None]:
+        pts.add(x)
+    units = np.arange(n)
+    signs = np.where(rng.random(n) < 0.5, 1.0, -1.0) if mirror else None
+    rd: list = []
+    out, *_ = W._unit_sums(blk, pts, [4096], units, signs, rounding=rd)
+    assert rd[0] is not None and np.all(np.isfinite(rd[0]))
+    for p in range(len(pts.rows)):
+        ex = _exact_unit_sum(blk, [Fraction(float(v)) for v in pts.X[p]], units.tolist(), None if signs is None else signs.tolist())
+        for r in range(d):
+            assert abs(Fraction(float(out[p, r])) - ex[r]) <= Fraction(float(rd[0][p, r])), (p, r)

@@ -519,7 +519,14 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
     ``accept`` exactly when it is without ``accept``, and never smaller.
 
     A point whose pre-activations near 0 could not all be decided exactly (the budget of
-    :data:`_EXACT_ENTRIES` ran out) makes the error inf: its hyperplanes went unchecked."""
+    :data:`_EXACT_ENTRIES` ran out) makes the error inf: its hyperplanes went unchecked.
+
+    Rounding: for two single blocks, a point whose error exceeds ``accept`` (without it:
+    :data:`_ALLOW_FLOOR`) is measured again net of a rigorous bound of both evaluations'
+    float64 rounding (:func:`_within_rounding`, with a budget of its own), and the smaller of
+    the two counts: an exact witness whose evaluation cancels passes, a witness whose true
+    error exceeds the threshold by more than that bound does not. Stacks are measured as
+    computed."""
     fb, gb = _blocks_of(f), _blocks_of(g)
     if fb is not None and gb is not None:
         if not _evaluable(*(a for b in fb + gb for a in _arrays(b))):
@@ -549,6 +556,7 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
         kinks = None if units is None else (units[0], np.setdiff1d(units[1], mirrors[1]))
         pts.extend(_hyperplane_points(fb[0], gb[0], kinks, seed, *(() if planes is None else (planes,))))
         budget = [_EXACT_ENTRIES]
+        again = [_EXACT_ENTRIES]  # the rounding allowance's own (the measure is as it was without it)
         step = max(1, (1 << 22) // d)  # points per pass: out, |x| and the rest are (points × d)
         for a in range(0, len(pts.rows), step):
             sub = pts.part(a, a + step)
@@ -565,7 +573,7 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
             if len(fb) == len(gb) == 1:  # what the rounding of both evaluations explains is no error
                 over = np.flatnonzero(~skipped & np.isfinite(e) & ~(e <= (_ALLOW_FLOOR if accept is None else accept)))
                 if over.size:
-                    net = _within_rounding(fb[0], gb[0], units, mirrors, sub.take(over), int((over < first - a).sum()), budget, extra[over])
+                    net = _within_rounding(fb[0], gb[0], units, mirrors, sub.take(over), int((over < first - a).sum()), again, extra[over])
                     if net is not None:
                         e[over] = np.minimum(e[over], net)
             # A point whose pre-activations could not all be decided exactly (the budget ran
