@@ -469,8 +469,10 @@ def _evaluable(*arrays: np.ndarray) -> bool:
     overflow can go wrong, and an overflow gives ±inf or nan, which fails the check (every
     error and scale is read through :func:`_rel_errors`; a hidden sum that might overflow
     unseen is found by :func:`_may_overflow`), while a product of two weights (≤ 2^800) and
-    their sums of squares over ≤ 2^200 terms stay finite. So a planted witness with biases of
-    2^190 (moved biases of 2^382) is evaluated, not refused."""
+    their sums of squares over ≤ 2^200 terms stay finite, and so does every exact
+    pre-activation at the hyperplane points (coordinates ≤ 2^600 = 2^400 / 2^-200, times rows
+    ≤ 2^400, summed over d < 2^20: below 2^1021, so its float64 value exists). So a planted
+    witness with biases of 2^190 (moved biases of 2^382) is evaluated, not refused."""
     lo, hi = 2.0**-SAFE_EXPONENT, 2.0**EVAL_MAX_EXPONENT
     seen: set[int] = set()
     for a in arrays:
