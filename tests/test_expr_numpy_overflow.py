@@ -70,3 +70,14 @@ def test_a_written_out_softplus_flip_is_absorbable() -> None:
     D[:, 2:] = [[0.5, -0.25, 0.75], [1.25, 0.5, -1]]
     dec = decide(Block(U, D, get_activation("expr:log(1+exp(x))")))
     assert dec.verdict.value == "absorbable", dec.reason
+
+
+def test_a_call_whose_first_entries_all_fail_tries_no_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    """exp of 1e300 is given up; with a probe of 2 the entry after them is not tried (stays
+    nan), with the default one it is (800·e^800/(1 + e^1600) underflows to 0)."""
+    f = _form("x*exp(x)/(1+exp(2*x))")
+    z = np.array([1e300, 2e300, 800.0])
+    assert f(z)[2] == 0.0
+    monkeypatch.setattr(E, "_MP_PROBE", 2)
+    v = f(z)
+    assert np.isnan(v).all()

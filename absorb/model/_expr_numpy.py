@@ -9,17 +9,19 @@ persistent analysis cache and so evaluates σ without importing sympy or scipy.
 
 Overflow inside the expression (``exp(x)`` for x > 709 in ``log(1 + exp(x))``, ``inf/inf`` in
 ``x*exp(x)/(1 + exp(x))``, ``cosh`` in ``log(cosh(x))``) is not the end: each entry whose float64
-value is ±inf or nan at a finite argument is evaluated again in mpmath (128 bits, an exponent
-range without limit, :func:`_mp_compile`) and rounded to float64, so σ is finite wherever it is
-finite in float64 range. An entry mpmath cannot evaluate either (a value out of float64 range,
-a complex or undefined value, an intermediate past :data:`_MP_MAX_MAG`, or past
-:data:`_MP_MAX_ENTRIES` entries per call) keeps its ±inf or nan: never a guess, so a check that
-reads it fails. No warning or error either way, as for every activation's numpy form.
+value is ±inf or nan at a finite argument is evaluated again in mpmath (128 bits, binary
+exponents up to 2^40, :func:`_mp_compile`) and rounded to float64, so σ is finite where its
+value is within float64 range. An entry mpmath cannot evaluate either (a value out of float64
+range, a complex or undefined value, an intermediate past :data:`_MP_MAX_MAG`), or past
+:data:`_MP_MAX_ENTRIES` entries per call, or after :data:`_MP_PROBE` entries that all failed,
+keeps its ±inf or nan: never a guess, so a check that reads it fails. No warning or error
+either way, as for every activation's numpy form.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -127,8 +129,12 @@ def _apply(fn: Callable[..., Any], args: list[Fn | float]) -> Fn | float:
     return lambda z: fn(*(p(z) for p in parts))
 
 
-_MP_MAX_ENTRIES = 20_000
-"""Most overflowed entries per call evaluated again in mpmath (the rest keep ±inf or nan)."""
+_MP_MAX_ENTRIES = 4096
+"""Most overflowed entries per call evaluated again in mpmath (about 50–100 µs each; the rest
+keep ±inf or nan)."""
+_MP_PROBE = 64
+"""When none of the first this many entries evaluated again is finite, the call's other
+entries are not tried (they keep ±inf or nan)."""
 _MP_PREC = 128
 _MP_MAX_MAG = 2**40
 """Largest binary exponent (in magnitude) an mpmath intermediate may reach; past it the entry
@@ -207,13 +213,17 @@ def _mp_again(fn: Callable[[Any], Any], z: np.ndarray) -> np.ndarray:
     import mpmath as mp
 
     out = np.full(z.shape, np.nan)
+    found = False
     with mp.workprec(_MP_PREC):
         for i, v in enumerate(z.tolist()):
+            if i >= _MP_PROBE and not found:
+                break  # the first entries all overflow in mpmath too (exp(x) past 709): so do the rest, most likely
             try:
                 r = float(fn(mp.mpf(v)))
             except (_GiveUp, ArithmeticError, ValueError, TypeError, OverflowError):
                 continue
             out[i] = r
+            found = found or math.isfinite(r)
     return out
 
 
