@@ -38,6 +38,11 @@ def test_agrees_with_lambdify(text: str) -> None:
         got = mine(z)
     assert got.shape == z.shape and got.dtype == np.float64
     same = (got == want) | np.isclose(got, want, rtol=1e-12, atol=0, equal_nan=True)
+    # where lambdify overflowed, the evaluator's mpmath retry may give the finite value: sympy's
+    # own 30 digits decide it
+    for i in np.flatnonzero(~same & ~np.isfinite(want) & np.isfinite(got)).tolist():
+        ref_i = float(sp.N(e.subs(_expr.X, sp.Rational(float(z[i]))), 30))
+        same[i] = abs(got[i] - ref_i) <= 1e-12 * abs(ref_i)
     assert same.all(), (text, z[~same][:3], got[~same][:3], want[~same][:3])
 
 

@@ -143,7 +143,7 @@ def test_the_full_scale_is_used_where_the_small_one_fails(monkeypatch: pytest.Mo
     thr = eval_threshold(TOL, n)
     calls = []
     real = W._eval_block_at
-    monkeypatch.setattr(W, "_eval_block_at", lambda blk, pts, budget, units=None: calls.append(units is None) or real(blk, pts, budget, units))
+    monkeypatch.setattr(W, "_eval_block_at", lambda blk, pts, budget, units=None, rounding=None: calls.append(units is None) or real(blk, pts, budget, units, rounding))
     fast, _ = evaluation_error(block, g, d, seed=0, accept=thr)
     assert True in calls  # f was evaluated in full at some points
     full, _ = evaluation_error(block, g, d, seed=0)

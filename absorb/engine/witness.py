@@ -41,9 +41,10 @@ from absorb.engine.verdict import Witness
 from absorb.model.activations import is_builtin
 from absorb.model.block import Block, Stack
 from absorb.rigorous import (
+    SAFE_EXPONENT,
+    all_finite,
     flip_bias_error_upper,
     flip_inf_upper,
-    magnitudes_ok,
     relative_residual,
     row_slices,
 )
@@ -198,7 +199,8 @@ def _same_function(f: Block, g: Block) -> bool:
 
 
 def _unit_sums(blk: Block, pts: _Points, budget: list[int], units: np.ndarray | None = None,
-               signs: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+               signs: np.ndarray | None = None, rounding: list[np.ndarray | None] | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
     """``Σ_i w_i h_i(x)`` over the hidden units ``units`` (all when None) at the exact points —
     σ (or the gate) sees each pre-activation on the right side of 0, exactly 0 on its
     hyperplane; the rest is float64 at ``X`` — with ``Σ_i |w_i||h_i(x)|`` at the points near 0,
@@ -208,35 +210,140 @@ def _unit_sums(blk: Block, pts: _Points, budget: list[int], units: np.ndarray | 
     ``signs`` (one per listed unit): the sum is instead ``Σ_i w_i (h_i − s_i h̄_i)``, where
     h̄_i is unit i with its kink row and bias negated (:meth:`Block.hidden`'s ``negated``):
     f − g over the units that g holds mirrored, its W_down column times s_i; the third
-    item is then the size term of the mirrored units."""
+    item is then the size term of the mirrored units.
+
+    ``rounding`` (a list, when given): its one item is set to a bound, point by point and
+    coordinate by coordinate, on the float64 rounding of the sum returned (the sum of the
+    units' exact values at the exact points minus the one computed; :func:`_hidden_error`),
+    or None when σ's accuracy is not known; the sum is then taken in at most
+    ``2·len(units) + 2`` roundings per coordinate (:data:`_SUM_EXTRA` counts them)."""
     X, nx, small = pts.X, pts.norms, pts.small
     skipped = np.zeros(X.shape[0], dtype=bool)
     out = np.zeros((X.shape[0], blk.d))
     size_small = np.zeros((int(small.sum()), blk.d))
     size_mirror = None if signs is None else np.zeros_like(size_small)
     if units is not None and len(units) == 0:
+        if rounding is not None:
+            rounding[:] = [np.zeros_like(out)]
         return out, size_small, size_mirror, skipped
 
     def fix(Z: np.ndarray, R: np.ndarray, bk: np.ndarray | None) -> None:
         _fix_near_zero(Z, R, bk, X, nx, pts, budget, skipped)
 
     start = 0
+    err = None if rounding is None else np.zeros((X.shape[0], blk.d))
+    count = blk.n if units is None else len(units)
     for idx, W_up, W_gate, W_down in blk.unit_blocks(units):
         if signs is None:
             H, Hn = blk.hidden(X, idx, W_up, W_gate, fix), None
-            out += H @ W_down.T
+            T = H
         else:
             H, Hn = blk.hidden(X, idx, W_up, W_gate, fix, negated=True)
             s = signs[start:start + W_down.shape[1]]
             start += W_down.shape[1]
-            out += (H - s * Hn) @ W_down.T
+            T = H - s * Hn
+        out += T @ W_down.T
+        if err is not None:
+            e = _hidden_error(blk, X, idx, W_up, W_gate, H, Hn, T)
+            if e is None:
+                err = None
+            else:  # the terms' rounding in the sum (≤ 2·count + extra roundings) and their own errors
+                err += (_gamma(2 * count + _SUM_EXTRA + blk.d) * np.abs(T) + e) @ np.abs(W_down).T
         if small.any() and (np.any(H[small]) or (Hn is not None and np.any(Hn[small]))):
             # (σ(0) = 0 and no bias: the hidden layer is 0 at x = 0)
             absW = np.abs(W_down).T
             size_small += np.abs(H[small]) @ absW
             if Hn is not None:
                 size_mirror += np.abs(Hn[small]) @ absW
+    if rounding is not None:
+        rounding[:] = [None if err is None else err * _MARGIN + (count + 1) * 2.0**-1000]
     return out, size_small, size_mirror, skipped
+
+
+_SUM_EXTRA = 8
+"""Roundings a coordinate of a block's evaluation takes besides its hidden units' two each (the
+skip's product, the output bias, the difference of f and g): its rounding bound counts them."""
+_MARGIN = 1 + 2.0**-20
+"""Covers the rounding of a rounding bound's own float64 evaluation (sums and products of
+nonnegative terms, each within γ_{n+d} of its exact value)."""
+_EXACT_SIGMA = {"relu": 0.0, "identity": 0.0, "leaky_relu": 2.0**-52, "relu2": 2.0**-52}
+"""Built-in σ evaluated exactly (relu, identity) or in one rounding (0.01·z, z·z): the relative
+error of its numpy value."""
+
+
+def _sigma_error(act: object, Zabs: np.ndarray, H: np.ndarray, delta: np.ndarray) -> np.ndarray | None:
+    """A bound on |σ̂(ẑ) − σ(z)| from an upper bound ``Zabs`` of |ẑ|, ``H`` ≥ |σ̂(ẑ)| and
+    ``delta`` ≥ |ẑ − z|: σ's sup |σ′| over [ẑ − δ, ẑ + δ] times δ (:data:`_SIGMA_LIPSCHITZ`;
+    2(|ẑ| + δ) for ReLU²) plus the error of σ's numpy value (:data:`_EXACT_SIGMA`, else
+    :data:`_SIGMA_REL`). None for a σ with no stated bound (a user's expression)."""
+    if not is_builtin(act):  # type: ignore[arg-type]
+        return None
+    name = act.name  # type: ignore[attr-defined]
+    L = 2.0 * (Zabs + delta) if name == "relu2" else _SIGMA_LIPSCHITZ.get(name)
+    if L is None:
+        return None
+    acc = _EXACT_SIGMA[name] * H if name in _EXACT_SIGMA else _SIGMA_REL * (H + Zabs + delta) + 2.0**-1000
+    return L * delta + acc
+
+
+def _hidden_error(blk: Block, X: np.ndarray, idx: slice | np.ndarray, W_up: np.ndarray, W_gate: np.ndarray | None,
+                  H: np.ndarray, Hn: np.ndarray | None, T: np.ndarray) -> np.ndarray | None:
+    """A bound, entry by entry, on |T̂ − T| for the terms ``T`` = H (or H − s·H̄, ``Hn`` given) of
+    :func:`_unit_sums` at the points ``X``, T̂ as computed there, T exact at the exact points
+    (whose rational coordinates X holds rounded); None when σ (or the value activation) has
+    no stated accuracy (:func:`_sigma_error`).
+
+    A pre-activation ẑ = fl(r·x + β) (or its exact value where :func:`_fix_near_zero` set it)
+    is within δ = γ_{d+3}(|r|·|x| + |β|) of the exact one (the rounding of x included); σ
+    then adds :func:`_sigma_error`; a gate's product ĝ·v̂ adds u|ĝv̂| + |ĝ|·e_v + (|v̂| + e_v)·e_g."""
+    R, b = (W_gate, blk.b_gate) if W_gate is not None else (W_up, blk.b_up)
+    gd = _gamma(blk.d + 3)
+    A = np.abs(X)
+    tiny = blk.d * 2.0**-1060
+
+    def pre(W: np.ndarray, bias: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(|ẑ| + 2δ, δ) for the rows W: ẑ here is recomputed without the exact fix (which
+        moves it by at most 2δ)."""
+        Z = X @ W.T
+        size = A @ np.abs(W).T
+        if bias is not None:
+            Z = Z + bias[idx]
+            size = size + np.abs(bias[idx])
+        delta = gd * size * _MARGIN + tiny
+        return np.abs(Z) + 2 * delta, delta
+
+    Zabs, delta = pre(R, b)
+    act = blk.activation
+    if W_gate is None:
+        e = _sigma_error(act, Zabs, np.abs(H), delta)
+        en = None if Hn is None or e is None else _sigma_error(act, Zabs, np.abs(Hn), delta)
+    else:
+        Vabs, dv = pre(W_up, blk.b_up)
+        if not blk.value_identity:  # h(v̂): h's own error, and |h(v̂)| read from its value
+            Vv = blk.value_activation(X @ W_up.T + (0.0 if blk.b_up is None else blk.b_up[idx]))
+            ev = _sigma_error(blk.value_activation, Vabs, np.abs(Vv), dv)
+            if ev is None:
+                return None
+            Vabs = np.abs(Vv) + 2 * ev
+            dv = ev
+        else:
+            Vabs = Vabs - dv  # |v̂| + δ_v ≥ |v|
+        e = en = None
+        Zg = X @ R.T + (0.0 if b is None else b[idx])  # (without the fix: within 2δ of the fixed ẑ)
+        G = np.abs(act(Zg))
+        eg = _sigma_error(act, Zabs, G, 2 * delta)
+        if eg is not None:
+            gb = G + eg  # ≥ |ĝ| at the fixed pre-activation and ≥ |g|
+            e = 2.0**-52 * np.abs(H) + gb * dv + (Vabs + dv) * eg
+            if Hn is not None:
+                Gn = np.abs(act(-Zg))
+                egn = _sigma_error(act, Zabs, Gn, 2 * delta)
+                en = None if egn is None else 2.0**-52 * np.abs(Hn) + (Gn + egn) * dv + (Vabs + dv) * egn
+    if e is None or (Hn is not None and en is None):
+        return None
+    if Hn is None:
+        return e
+    return e + en + 2.0**-52 * np.abs(T)
 
 
 def _mirror_units(f: Block, g: Block, left_f: np.ndarray, left_g: np.ndarray
@@ -286,17 +393,26 @@ def _mirror_units(f: Block, g: Block, left_f: np.ndarray, left_g: np.ndarray
     return I[ok], J[ok], sign[ok]
 
 
-def _eval_block_at(blk: Block, pts: _Points, budget: list[int], units: np.ndarray | None = None
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _eval_block_at(blk: Block, pts: _Points, budget: list[int], units: np.ndarray | None = None,
+                   rounding: list[np.ndarray | None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``f(x)`` at the exact points (:func:`_unit_sums`), the skipped-point mask, and the
     size of the summed terms at the points near 0. ``units``: only those hidden units are
-    summed (the others being identical in the block compared with)."""
-    out, size_small, _none, skipped = _unit_sums(blk, pts, budget, units)
+    summed (the others being identical in the block compared with). ``rounding``: as for
+    :func:`_unit_sums`, a bound on the rounding of the value returned (skip and output bias
+    included) against f's exact value at the exact points."""
+    out, size_small, _none, skipped = _unit_sums(blk, pts, budget, units, rounding=rounding)
     small = pts.small  # elsewhere |x| is the scale, as for random inputs
     lin = blk.linear(pts.X)
     size = np.zeros_like(out)
     if small.any():
         size[small] = size_small + np.abs(lin[small])
+    if rounding is not None and rounding[0] is not None:
+        g = _gamma(2 * (blk.n if units is None else len(units)) + _SUM_EXTRA + blk.d)
+        A = np.abs(pts.X)
+        terms = A if blk.skip is None else (np.zeros_like(out) if blk.is_residual_free else A @ np.abs(blk.skip).T)
+        if blk.b_down is not None:
+            terms = terms + np.abs(blk.b_down)
+        rounding[0] = rounding[0] + g * terms * _MARGIN
     if blk.b_down is not None:
         out = out + blk.b_down
         size = size + np.abs(blk.b_down)
@@ -341,6 +457,46 @@ def stated_scale(f: object) -> float:
     return c0 if math.isfinite(c0) else 0.0
 
 
+EVAL_MAX_EXPONENT = 400
+"""The sampled check evaluates blocks whose nonzero weights lie in [2^-SAFE_EXPONENT,
+2^EVAL_MAX_EXPONENT] (:func:`_evaluable`)."""
+
+
+def _evaluable(*arrays: np.ndarray) -> bool:
+    """Every entry finite and every nonzero one in [2^-SAFE_EXPONENT, 2^EVAL_MAX_EXPONENT]: the
+    range in which :func:`evaluation_error` evaluates. Its lower end keeps underflow out of the
+    rounding analyses (as :func:`absorb.rigorous.magnitudes_ok`); above 2^SAFE_EXPONENT only
+    overflow can go wrong, and an overflow gives ±inf or nan, which fails the check (every
+    error and scale is read through :func:`_rel_errors`; a hidden sum that might overflow
+    unseen is found by :func:`_may_overflow`), while a product of two weights (≤ 2^800) and
+    their sums of squares over ≤ 2^200 terms stay finite, and so does every exact
+    pre-activation at the hyperplane points (coordinates ≤ 2^600 = 2^400 / 2^-200, times rows
+    ≤ 2^400, summed over d < 2^20: below 2^1021, so its float64 value exists). So a planted
+    witness with biases of 2^190 (moved biases of 2^382) is evaluated, not refused."""
+    lo, hi = 2.0**-SAFE_EXPONENT, 2.0**EVAL_MAX_EXPONENT
+    seen: set[int] = set()
+    for a in arrays:
+        if id(a) in seen:
+            continue
+        seen.add(id(a))
+        a = np.atleast_2d(np.asarray(a))
+        if a.dtype.kind == "f" and a.dtype.itemsize <= 4:  # every finite float32 lies in [2^-149, 2^128]
+            if not all_finite(a):
+                return False
+            continue
+        a = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a
+        for sl in row_slices(a.shape[0], a.shape[1]):
+            x = np.abs(a[sl].astype(np.float64, copy=False))
+            if x.size == 0:
+                continue
+            if not float(x.max()) <= hi:  # also catches nan and inf
+                return False
+            nz = x[x != 0]
+            if nz.size and float(nz.min()) < lo:
+                return False
+    return True
+
+
 def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int, m: int = 48,
                      accept: float | None = None, planes: int | None = None) -> tuple[float, int]:
     """max over the check inputs x of |f(x) − g(x)|_∞ / s(x), and their number, where the
@@ -350,8 +506,9 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
     The inputs: ``m`` seeded Gaussian inputs at each of three scales, and (for blocks and
     stacks) the points on the kink / gate hyperplanes of the module docstring (of at most
     ``planes`` hyperplanes, a seeded sample beyond; None: 256). ``inf`` — the
-    check fails — when a weight is outside [2^-SAFE_EXPONENT, 2^SAFE_EXPONENT] (float64
-    evaluation there can overflow or underflow, so agreement would prove nothing), or
+    check fails — when a weight is outside [2^-SAFE_EXPONENT, 2^EVAL_MAX_EXPONENT]
+    (:func:`_evaluable`: float64 evaluation there can underflow or overflow, so agreement
+    would prove nothing), or
     when an evaluation overflows; a block compared with an identical one is 0 without
     evaluation when out of that range (f − g is identically zero).
 
@@ -364,10 +521,17 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
     ``accept`` exactly when it is without ``accept``, and never smaller.
 
     A point whose pre-activations near 0 could not all be decided exactly (the budget of
-    :data:`_EXACT_ENTRIES` ran out) makes the error inf: its hyperplanes went unchecked."""
+    :data:`_EXACT_ENTRIES` ran out) makes the error inf: its hyperplanes went unchecked.
+
+    Rounding: for two single blocks, a point whose error exceeds ``accept`` (without it:
+    :data:`_ALLOW_FLOOR`) is measured again net of a rigorous bound of both evaluations'
+    float64 rounding (:func:`_within_rounding`, with a budget of its own), and the smaller of
+    the two counts: an exact witness whose evaluation cancels passes, a witness whose true
+    error exceeds the threshold by more than that bound does not. Stacks are measured as
+    computed."""
     fb, gb = _blocks_of(f), _blocks_of(g)
     if fb is not None and gb is not None:
-        if not magnitudes_ok(*(a for b in fb + gb for a in _arrays(b))):
+        if not _evaluable(*(a for b in fb + gb for a in _arrays(b))):
             same = len(fb) == len(gb) and all(_same_function(x, y) for x, y in zip(fb, gb))
             return (0.0, 0) if same else (math.inf, 0)
     rng = np.random.default_rng(seed)
@@ -394,6 +558,7 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
         kinks = None if units is None else (units[0], np.setdiff1d(units[1], mirrors[1]))
         pts.extend(_hyperplane_points(fb[0], gb[0], kinks, seed, *(() if planes is None else (planes,))))
         budget = [_EXACT_ENTRIES]
+        again = [_EXACT_ENTRIES]  # the rounding allowance's own (the measure is as it was without it)
         step = max(1, (1 << 22) // d)  # points per pass: out, |x| and the rest are (points × d)
         for a in range(0, len(pts.rows), step):
             sub = pts.part(a, a + step)
@@ -407,11 +572,98 @@ def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int,
                 e = _rel_errors(_inf_norms(fx - gx), _inf_norms(fx) + _inf_norms(sub.X) + _inf_norms(size) + extra)
             else:
                 e, skipped = _unit_errors(fb[0], gb[0], units, mirrors, sub, first - a, budget, accept, extra)
+            if len(fb) == len(gb) == 1:  # what the rounding of both evaluations explains is no error
+                over = np.flatnonzero(~skipped & np.isfinite(e) & ~(e <= (_ALLOW_FLOOR if accept is None else accept)))
+                # the worst few first: with ``accept``, one that rounding does not explain
+                # decides the check, and the rest keep their measured error
+                over = over[np.argsort(-e[over], kind="stable")]
+                worst_few = over[:_ALLOW_FIRST]
+                for k, part in enumerate((worst_few, over[_ALLOW_FIRST:])):
+                    if part.size == 0 or (k and accept is not None and not np.all(e[worst_few] <= accept)):
+                        break
+                    part = np.sort(part)
+                    net = _within_rounding(fb[0], gb[0], units, mirrors, sub.take(part), int((part < first - a).sum()), again, extra[part])
+                    if net is None:
+                        break
+                    e[part] = np.minimum(e[part], net)
             # A point whose pre-activations could not all be decided exactly (the budget ran
             # out) leaves its hyperplanes unchecked: the check fails, it does not pass.
             e[skipped] = np.inf
             worst, count = max(worst, float(e.max(initial=0.0))), count + int((~skipped).sum())
     return worst, count
+
+
+def _unit_diff(f: Block, g: Block, units: tuple[list[int], list[int]] | None,
+               mirrors: tuple[np.ndarray, np.ndarray, np.ndarray] | None, pts: _Points, randoms: int, budget: list[int],
+               rounding: list[np.ndarray | None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(f(x) − g(x), size, skipped)`` at ``pts`` (the first ``randoms`` of them random inputs,
+    whose size term is 0): from the units that do not cancel (``units``, ``mirrors``, as in
+    :func:`_unit_errors`), or from both blocks in full when ``units`` is None. ``rounding`` (a
+    list): its one item is set to a bound on the difference's float64 rounding, coordinate by
+    coordinate (None when σ's accuracy is not known; :func:`_unit_sums`)."""
+    rf: list[np.ndarray | None] | None = None if rounding is None else []
+    rg: list[np.ndarray | None] | None = None if rounding is None else []
+    rm: list[np.ndarray | None] | None = None if rounding is None else []
+    if units is None:
+        fx, s1, size = _eval_block_at(f, pts, budget, rounding=rf)
+        gx, s2, gsize = _eval_block_at(g, pts, budget, rounding=rg)
+        mirrored, skipped = np.zeros_like(fx), s1 | s2
+        if rm is not None:
+            rm[:] = [np.zeros_like(fx)]
+    else:
+        assert mirrors is not None
+        left_f, left_g = (np.asarray(u, dtype=np.intp) for u in units)
+        mf, mg, signs = mirrors
+        fx, s1, size = _eval_block_at(f, pts, budget, np.setdiff1d(left_f, mf), rounding=rf)
+        gx, s2, gsize = _eval_block_at(g, pts, budget, np.setdiff1d(left_g, mg), rounding=rg)
+        mirrored, m_f, m_g, s3 = _unit_sums(f, pts, budget, mf, signs, rounding=rm)
+        if m_g is not None and m_f.size:
+            size[pts.small] += m_f
+            gsize[pts.small] += m_g
+        skipped = s1 | s2 | s3
+    size = np.maximum(size, gsize)
+    size[: max(0, randoms)] = 0.0  # random inputs: |x| (or |f(x)| + |x|) is the scale
+    diff = fx - gx + mirrored
+    if rounding is not None:
+        parts = [*rf, *rg, *rm]  # type: ignore[misc]
+        ok = all(r is not None for r in parts)
+        rounding[:] = [(sum(parts) + _gamma(2) * (np.abs(fx) + np.abs(gx) + np.abs(mirrored))) * _MARGIN if ok else None]
+    return diff, size, skipped
+
+
+_ALLOW_FIRST = 8
+"""Points measured net of rounding first (the worst ones); the rest only when these pass."""
+_ALLOW_FLOOR = 2.0**-40
+"""Without ``accept``, the points whose measured error exceeds this are measured again with
+the rounding allowance (:func:`_within_rounding`); an error below it is reported as measured."""
+
+
+def _within_rounding(f: Block, g: Block, units: tuple[list[int], list[int]] | None,
+                     mirrors: tuple[np.ndarray, np.ndarray, np.ndarray] | None, pts: _Points, randoms: int,
+                     budget: list[int], extra: np.ndarray) -> np.ndarray | None:
+    """The errors of :func:`evaluation_error` at ``pts`` net of float64 rounding: per point,
+    ``max_j max(0, |fl(f(x) − g(x))_j| − E_j) / s`` with E a rigorous bound on the rounding of
+    both evaluations and of their difference (:func:`_unit_diff`: γ_k times the summed terms'
+    sizes, and each hidden value's error from its pre-activation's rounding through σ's
+    Lipschitz bound and σ's own accuracy), and s = max(0, |f̂(x)|_∞ − f̂'s bound) + |x|_∞ + size
+    + ``extra`` (a lower bound of the scale). So an exact witness whose evaluation cancels
+    (terms of 2^42 summing to |x|) is not failed by the rounding of f itself, while one whose
+    true error exceeds the threshold by more than E still fails. None when σ (or the value
+    activation) has no stated accuracy; inf at a point skipped (:data:`_EXACT_ENTRIES`)."""
+    rd: list[np.ndarray | None] = []
+    diff, size, skipped = _unit_diff(f, g, units, mirrors, pts, randoms, budget, rd)
+    rfull: list[np.ndarray | None] = []
+    full, f_skip, f_size = _eval_block_at(f, pts, budget, rounding=rfull)
+    if rd[0] is None or rfull[0] is None:
+        return None
+    f_size[: max(0, randoms)] = 0.0
+    with np.errstate(all="ignore"):
+        excess = _inf_norms(np.maximum(np.abs(diff) - rd[0], 0.0))
+        scale = np.maximum(_inf_norms(full) - _inf_norms(rfull[0]), 0.0) + _inf_norms(pts.X) + _inf_norms(np.maximum(size, f_size)) + extra
+        e = _rel_errors(excess, scale)
+    # a bound that overflowed (or a nan) allows nothing: the point keeps its measured error
+    e[skipped | f_skip | ~np.isfinite(rd[0]).all(axis=1)] = np.inf
+    return e
 
 
 def _unit_errors(f: Block, g: Block, units: tuple[list[int], list[int]], mirrors: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -425,18 +677,9 @@ def _unit_errors(f: Block, g: Block, units: tuple[list[int], list[int]], mirrors
     holds mirrored (``mirrors``, from :func:`_mirror_units`) shares f's pre-activations,
     negated. f is evaluated in full only where the scale s(x) is needed, or where its shared
     units could overflow (:func:`_may_overflow`: an overflow of f fails the check)."""
-    left_f, left_g = (np.asarray(u, dtype=np.intp) for u in units)
-    mf, mg, signs = mirrors
-    fx, s1, size = _eval_block_at(f, pts, budget, np.setdiff1d(left_f, mf))
-    gx, s2, gsize = _eval_block_at(g, pts, budget, np.setdiff1d(left_g, mg))
-    mirrored, m_f, m_g, s3 = _unit_sums(f, pts, budget, mf, signs)
-    if m_g is not None and m_f.size:
-        size[pts.small] += m_f
-        gsize[pts.small] += m_g
-    size = np.maximum(size, gsize)
-    size[: max(0, randoms)] = 0.0  # random inputs: |x| (or |f(x)| + |x|) is the scale
-    skipped = s1 | s2 | s3
-    diff, nx = _inf_norms(fx - gx + mirrored), _inf_norms(pts.X)
+    left_f = np.asarray(units[0], dtype=np.intp)
+    d, size, skipped = _unit_diff(f, g, units, mirrors, pts, randoms, budget)
+    diff, nx = _inf_norms(d), _inf_norms(pts.X)
     e = _rel_errors(diff, nx + _inf_norms(size) + extra)  # ≥ the error against s(x)
     suspect = _may_overflow(f, pts, np.setdiff1d(np.arange(f.n), left_f))
     redo = np.flatnonzero(~skipped & (suspect | (True if accept is None else ~(e <= accept))))

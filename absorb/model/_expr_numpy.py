@@ -7,13 +7,21 @@ expression uses a function numpy lacks (``erf``, ``erfc``: scipy.special, as the
 GELU uses). A run whose expression was analysed before reads the ``srepr`` from the
 persistent analysis cache and so evaluates σ without importing sympy or scipy.
 
-Overflow (``exp`` of a large argument, say) gives ±inf or nan, never a warning or an error,
-as for every activation's numpy form.
+Overflow inside the expression (``exp(x)`` for x > 709 in ``log(1 + exp(x))``, ``inf/inf`` in
+``x*exp(x)/(1 + exp(x))``, ``cosh`` in ``log(cosh(x))``) is not the end: each entry whose float64
+value is ±inf or nan at a finite argument is evaluated again in mpmath (128 bits, binary
+exponents up to 2^40, :func:`_mp_compile`) and rounded to float64, so σ is finite where its
+value is within float64 range. An entry mpmath cannot evaluate either (a value out of float64
+range, a complex or undefined value, an intermediate past :data:`_MP_MAX_MAG`), or past
+:data:`_MP_MAX_ENTRIES` entries per call, or after :data:`_MP_PROBE` entries that all failed,
+keeps its ±inf or nan: never a guess, so a check that reads it fails. No warning or error
+either way, as for every activation's numpy form.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -121,6 +129,104 @@ def _apply(fn: Callable[..., Any], args: list[Fn | float]) -> Fn | float:
     return lambda z: fn(*(p(z) for p in parts))
 
 
+_MP_MAX_ENTRIES = 4096
+"""Most overflowed entries per call evaluated again in mpmath (about 50–100 µs each; the rest
+keep ±inf or nan)."""
+_MP_PROBE = 64
+"""When none of the first this many entries evaluated again is finite, the call's other
+entries are not tried (they keep ±inf or nan)."""
+_MP_PREC = 128
+_MP_MAX_MAG = 2**40
+"""Largest binary exponent (in magnitude) an mpmath intermediate may reach; past it the entry
+is given up (exp of exp of a large x would otherwise take without bound)."""
+
+
+class _GiveUp(Exception):
+    pass
+
+
+def _mp_compile(node: ast.expr) -> Callable[[Any], Any]:
+    """σ as a function of one mpmath number, from the same tree as :func:`_compile` (the same
+    heads; rationals exact). Raises :class:`_GiveUp` where a value is not a finite real within
+    :data:`_MP_MAX_MAG`."""
+    import mpmath as mp
+
+    def real(v: Any) -> Any:
+        if not isinstance(v, mp.mpf) or not mp.isfinite(v) or (v != 0 and abs(int(mp.mag(v))) > _MP_MAX_MAG):
+            raise _GiveUp
+        return v
+
+    def bounded(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def f(v: Any) -> Any:  # exp, sinh, cosh past 2^40 exceed the exponent bound anyway
+            if not abs(v) <= _MP_MAX_MAG:
+                raise _GiveUp
+            return real(fn(v))
+        return f
+
+    unary = {"exp": bounded(mp.exp), "log": mp.log, "tanh": mp.tanh, "sinh": bounded(mp.sinh), "cosh": bounded(mp.cosh),
+             "atan": mp.atan, "sin": mp.sin, "cos": mp.cos, "Abs": mp.fabs, "erf": mp.erf, "erfc": mp.erfc}
+    consts = {"pi": lambda: +mp.pi, "E": lambda: +mp.e, "Zero": lambda: mp.mpf(0), "One": lambda: mp.mpf(1),
+              "NegativeOne": lambda: mp.mpf(-1), "Half": lambda: mp.mpf(1) / 2}
+
+    def power(b: Any, k: Any) -> Any:
+        if b != 0 and abs(int(mp.mag(b))) * max(1.0, abs(float(k))) > _MP_MAX_MAG:
+            raise _GiveUp
+        if b == 0 and k < 0:
+            raise _GiveUp
+        return b**k
+
+    def build(node: ast.expr) -> Callable[[Any], Any]:
+        if isinstance(node, ast.Name):
+            c = consts[node.id]
+            return lambda z: c()
+        assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        head = node.func.id
+        if head == "Symbol":
+            return lambda z: z
+        if head == "Integer":
+            n = _number(node.args[0])
+            return lambda z: mp.mpf(n)
+        if head == "Rational":
+            p, q = _number(node.args[0]), _number(node.args[1])
+            return lambda z: mp.mpf(p) / q
+        args = [build(a) for a in node.args]
+        if head in unary:
+            f, (a,) = unary[head], args
+            return lambda z: real(f(a(z)))
+        if head == "Add":
+            return lambda z: real(mp.fsum(a(z) for a in args))
+        if head == "Mul":
+            return lambda z: real(mp.fprod(a(z) for a in args))
+        if head in ("Max", "Min"):
+            op = max if head == "Max" else min
+            return lambda z: op(a(z) for a in args)
+        if head == "Pow":
+            b, k = args
+            return lambda z: real(power(b(z), k(z)))
+        raise _GiveUp  # (the numpy compile accepted only the heads above)
+
+    return build(node)
+
+
+def _mp_again(fn: Callable[[Any], Any], z: np.ndarray) -> np.ndarray:
+    """fn at each entry of the float array z, rounded to float64; nan where mpmath gives up."""
+    import mpmath as mp
+
+    out = np.full(z.shape, np.nan)
+    found = False
+    with mp.workprec(_MP_PREC):
+        for i, v in enumerate(z.tolist()):
+            if i >= _MP_PROBE and not found:
+                break  # the first entries all overflow in mpmath too (exp(x) past 709): so do the rest, most likely
+            try:
+                r = float(fn(mp.mpf(v)))
+            except (_GiveUp, ArithmeticError, ValueError, TypeError, OverflowError):
+                continue
+            out[i] = r
+            found = found or math.isfinite(r)
+    return out
+
+
 def numpy_form(srepr: str, *, few_points: bool = False) -> Callable[[np.ndarray], np.ndarray]:
     """The numpy function (float64 in, float64 out, same shape) of the expression whose sympy
     ``srepr`` is ``srepr``; :class:`UnsupportedExpression` when it uses a head not known here.
@@ -135,10 +241,22 @@ def numpy_form(srepr: str, *, few_points: bool = False) -> Callable[[np.ndarray]
     except (RecursionError, OverflowError, ZeroDivisionError) as exc:
         raise UnsupportedExpression(f"cannot compile ({type(exc).__name__})") from None
 
+    mp_fn: list[Callable[[Any], Any]] = []
+
     def np_fn(z: np.ndarray) -> np.ndarray:
         z = np.asarray(z, dtype=float)
         with np.errstate(all="ignore"):
             v = fn(z) if callable(fn) else fn
-            return np.broadcast_to(np.asarray(v, dtype=float), np.shape(z)).copy()
+            out = np.broadcast_to(np.asarray(v, dtype=float), np.shape(z)).copy()
+            bad = ~np.isfinite(out) & np.isfinite(z)
+        if bad.any() and callable(fn):
+            idx = np.flatnonzero(bad)[:_MP_MAX_ENTRIES]  # (past it: the entries keep ±inf or nan)
+            if not mp_fn:
+                mp_fn.append(_mp_compile(tree))
+            again = _mp_again(mp_fn[0], z.reshape(-1)[idx])
+            keep = np.isfinite(again)
+            flat = out.reshape(-1)
+            flat[idx[keep]] = again[keep]
+        return out
 
     return np_fn
