@@ -30,7 +30,9 @@ against the target t = (0, −vec M), with the distance of S measured as ‖K 1_
   distance from both conditions is at least its distance from (L)); a found S goes to the flip
   witness, whose exact check decides (Q).
 
-Beyond these, and for degenerate weights, the answer is ``unknown`` naming what failed.
+Beyond these the answer is ``unknown`` naming what failed. Degenerate weights fail a
+hypothesis of necessity only: no ``not_absorbable``, but an S found by a route that can find one
+(:func:`degenerate_flip`) still gets its flip witness, which needs no nondegeneracy.
 """
 
 from __future__ import annotations
@@ -793,9 +795,13 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
     d2, nd = hyp.dimension(blk), hyp.nondegenerate(blk)
     ctx.H.extend([d2, *nd])
     failing = [h.statement for h in (d2, *nd) if not h.holds]
-    if failing:
-        return unknown("the degree-2 skeleton needs nondegenerate weights (d ≥ 2, nonzero and pairwise non-collinear rows of "
-                       f"W_up, nonzero columns of W_down), and {'; '.join(failing)}")
+    if failing:  # necessity needs them; the flip witness (sufficiency) does not: still look for S
+        why = ("the degree-2 skeleton needs nondegenerate weights (d ≥ 2, nonzero and pairwise non-collinear rows of "
+               f"W_up, nonzero columns of W_down) to prove not_absorbable, and {'; '.join(failing)}")
+        out = degenerate_flip(ctx, blk, lambda b64: enumeration_route(b64, q, ctx.tol),
+                              lambda b64: lifted_columns(b64, q), lambda b64: linear_columns(b64, q),
+                              lambda b64, res: _relu2_flip(ctx, blk, b64, res))
+        return out if isinstance(out, BlockDecision) else unknown(why + (f"; {out}" if out else ""))
     blk64 = blk.float64()
     small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES  # the exact and enumeration routes build the columns
     fits = blk.n <= blk.d * blk.d * (blk.d + 1) // 2  # else the (Q) columns are dependent (no rank / Gram route)
@@ -838,6 +844,28 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
         return unknown(f"the degree-2 skeleton applies, but the search did not decide: {res.reason}", res)
     out = _relu2_flip(ctx, blk, blk64, res)
     return out if isinstance(out, BlockDecision) else unknown(out, res)
+
+
+def degenerate_flip(ctx: Any, blk: Block, enumerate_: Any, lifted: Any, linear: Any, flip: Any) -> BlockDecision | str | None:
+    """For degenerate weights (a hypothesis of necessity fails, so no ``not_absorbable``): look
+    for an S with the routes that can find one — every S (n ≤ :data:`ENUMERATE_MAX_N`), the
+    index-set engine over the lifted columns, then over the linear condition alone — and hand
+    it to ``flip(b64, res)``, the flip witness, whose exact check alone decides ``absorbable``
+    (it uses no nondegeneracy). Returns that decision, or why the S found had no witness, or
+    None (no S found; an infeasibility proof is no verdict here). Both handlers' (``enumerate_``,
+    ``lifted``, ``linear`` build their routes' input from the float64 block)."""
+    b64 = blk.float64()
+    small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES
+    res = enumerate_(b64) if small and blk.n <= ENUMERATE_MAX_N else None
+    if res is not None and res.status is SearchStatus.INFEASIBLE:
+        return None  # (every S is beyond the tolerance: no witness of this kind)
+    if (res is None or res.status is not SearchStatus.FOUND) and small:
+        res = lifted_route(*lifted(b64), ctx)
+    if (res is None or res.status is not SearchStatus.FOUND) and not small:
+        res = linear_route(*linear(b64), ctx)
+    if res is None or res.status is not SearchStatus.FOUND or res.S is None:
+        return None
+    return flip(b64, res)
 
 
 def linear_route_first(ctx: Any, columns: Any, flip: Any) -> tuple[SearchResult | None, BlockDecision | str | None]:

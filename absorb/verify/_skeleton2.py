@@ -1,8 +1,9 @@
 """The checker's re-derivation of the degree-2 skeleton (docs/results/skeleton2.md), by its
 own route: σ's two-term form at ±∞ from its outermost pieces (``_asymptotic`` expansions, no
-sympy limit, no sample), the nondegeneracy of the weights, and
+sympy limit, no sample), and
 
-* ``not_absorbable``: its own proof that no index set S is within the tolerance of
+* ``not_absorbable``: the nondegeneracy of the weights (necessity needs it; the flip does not)
+  and its own proof that no index set S is within the tolerance of
   (Q) Σ_S w_i ⊗ u_i u_iᵀ = 0 and (L) M = −Σ_S (2αc_i + β) w_i u_iᵀ, measured as
   ‖(Q 1_S, L 1_S + vec M)‖₂ / ‖M‖_F — either an exact positive-definiteness test of QᵀQ − μI (Sylvester, integer elimination)
   (only S = ∅ is close to (Q), and S = ∅ is at distance 1), or every S enumerated with
@@ -342,11 +343,11 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
     ra, rb = _parse_number(arg.get("alpha")), _parse_number(arg.get("beta"))
     _require(ctx, ra is not None and rb is not None and decide_zero(ra - a) is True and decide_zero(rb - bb) is True, w,
              f"the recorded α = {a}, β = {bb} are σ's", f"recorded α = {arg.get('alpha')!r}, β = {arg.get('beta')!r}")
-    _nondegenerate(ctx, w, block)
     case = arg.get("case")
     _require(ctx, case in CASES, w, f"the case is one of {', '.join(CASES)}", f"recorded {case!r}")
     af, bf = Fraction(int(a.p), int(a.q)), Fraction(int(bb.p), int(bb.q))
     if b.get("verdict") == "not_absorbable":
+        _nondegenerate(ctx, w, block)  # (necessity only: the flip witness below is checked without it)
         _require(ctx, case in ("rank", "gram", "enumerate", "index-set", "linear"), w,
                  "a not_absorbable verdict rests on the rank, the Gram, the enumeration, the lifted index-set or the "
                  "linear route")
