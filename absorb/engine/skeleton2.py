@@ -10,8 +10,9 @@ f(x) = Mx + W_down σ(W_up x + b_up) + b_down only if some index set S has
     (Q)  Σ_{i∈S} w_i ⊗ u_i u_iᵀ = 0               (a d×d×d tensor)
     (L)  M = −Σ_{i∈S} (2α c_i + β) w_i u_iᵀ        (c = b_up, 0 when absent)
 
-For exact ReLU² (α = 1, β = 0) the condition is also sufficient: negating (u_i, c_i, w_i) for
-i in S changes the block by −Σ_S w_i (u_i·x + c_i)², which (Q) and (L) reduce to a constant
+For σ with σ(z) + σ(−z) = αz² + k for every real z (ReLU²: α = 1, k = 0; then β = 0;
+:func:`square_flip`) the condition is also sufficient: negating (u_i, c_i, w_i) for i in S
+changes the block by −Σ_S w_i (α(u_i·x + c_i)² + k), which (Q) and (L) reduce to a constant
 that b'_down absorbs.
 
 The search runs over the stacked columns k_i = (vec(w_i ⊗ u_i u_iᵀ), (2αc_i + β)·vec(w_i u_iᵀ))
