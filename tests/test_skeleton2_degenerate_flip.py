@@ -118,3 +118,19 @@ def test_gated_degenerate_without_a_flip_stays_unknown() -> None:
     blk = blk.replace(W_gate=G, skip=blk.M + np.array([[0.5, 0], [0, 0]]))
     bd = decide(blk).blocks[0]
     assert bd.verdict is Verdict.UNKNOWN and "nonzero" in bd.reason and "not_absorbable" in bd.reason, bd.reason
+
+
+def test_gated_not_absorbable_on_degenerate_weights_is_refused() -> None:
+    """The checker still demands the gated nondegeneracy for not_absorbable (only the flip is exempt)."""
+    good = _gated_planted()
+    good = good.replace(skip=good.M + np.array([[0.5, 0], [0, 0]]))
+    dec = decide(good)
+    assert dec.blocks[0].verdict is Verdict.NOT_ABSORBABLE, dec.blocks[0].reason
+    G = good.W_gate.copy()
+    G[3] = 0
+    bad = good.replace(W_gate=G)
+    bd_bad = decide(bad).blocks[0]
+    forged = dataclasses.replace(dec.blocks[0], block=bad, hypotheses=bd_bad.hypotheses)
+    rep = checker.verify_certificate(build_certificate(dataclasses.replace(dec, blocks=[forged]), bad, seed=0).to_json(), bad)
+    assert not rep.accepted
+    assert any("gate row is nonzero" in f.claim for f in rep.failures), [f.claim for f in rep.failures]
