@@ -134,3 +134,22 @@ def test_gated_not_absorbable_on_degenerate_weights_is_refused() -> None:
     rep = checker.verify_certificate(build_certificate(dataclasses.replace(dec, blocks=[forged]), bad, seed=0).to_json(), bad)
     assert not rep.accepted
     assert any("gate row is nonzero" in f.claim for f in rep.failures), [f.claim for f in rep.failures]
+
+
+def test_a_generic_degenerate_block_skips_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A zero row's unit has zero (Q) and (L) columns, so the rank route over the other units
+    proves no S is near: unknown at once, without the index-set engine."""
+    from absorb.engine import skeleton2 as sk2
+
+    def no_search(*a: object, **k: object) -> None:
+        raise AssertionError("the lifted search ran")
+
+    monkeypatch.setattr(sk2, "lifted_route", no_search)
+    rng = np.random.default_rng(0)
+    d, n = 4, 20  # n > 16: no enumeration
+    U = rng.standard_normal((n, d))
+    U[5] = 0
+    blk = Block(U, rng.standard_normal((d, n)), get_activation("relu2"), b_up=rng.standard_normal(n),
+                b_down=rng.standard_normal(d), skip=rng.standard_normal((d, d)))
+    bd = decide(blk).blocks[0]
+    assert bd.verdict is Verdict.UNKNOWN and "zero" in bd.reason, bd.reason
