@@ -153,3 +153,21 @@ def test_a_generic_degenerate_block_skips_the_search(monkeypatch: pytest.MonkeyP
                 b_down=rng.standard_normal(d), skip=rng.standard_normal((d, d)))
     bd = decide(blk).blocks[0]
     assert bd.verdict is Verdict.UNKNOWN and "zero" in bd.reason, bd.reason
+
+
+def test_a_generic_degenerate_gated_block_skips_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    from absorb.engine import skeleton2 as sk2
+
+    def no_search(*a: object, **k: object) -> None:
+        raise AssertionError("the lifted search ran")
+
+    monkeypatch.setattr(sk2, "lifted_route", no_search)
+    rng = np.random.default_rng(0)
+    d, n = 4, 20
+    D = rng.standard_normal((d, n))
+    D[:, 5] = 0
+    blk = Block(rng.standard_normal((n, d)), D, get_activation("silu"), W_gate=rng.standard_normal((n, d)),
+                b_gate=rng.standard_normal(n), b_up=rng.standard_normal(n), b_down=rng.standard_normal(d),
+                skip=rng.standard_normal((d, d)))
+    bd = decide(blk).blocks[0]
+    assert bd.verdict is Verdict.UNKNOWN and "W_down" in bd.reason, bd.reason

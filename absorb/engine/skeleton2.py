@@ -901,7 +901,7 @@ def degenerate_flip(ctx: Any, blk: Block, enumerate_: Any, lifted: Any, linear: 
     (it uses no nondegeneracy). Returns that decision, or why the S found had no witness, or
     None (no S found; an infeasibility proof is no verdict here). Both handlers' (``enumerate_``,
     ``lifted``, ``linear`` build their routes' input from the float64 block). ``independent(b64)``,
-    when given, is a quick proof that no S is near (the rank or Gram route over the units whose
+    when given, is a quick proof that no S is near (the Gram route over the units whose
     columns are not zero: a unit with zero columns changes no S's distance), which skips the search."""
     b64 = blk.float64()
     small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES
@@ -922,7 +922,7 @@ def degenerate_flip(ctx: Any, blk: Block, enumerate_: Any, lifted: Any, linear: 
 
 
 def _independent(b64: Block, tol: float) -> SearchResult | None:
-    """The rank or Gram route over the units with u_i ≠ 0 and w_i ≠ 0 (a unit with u_i = 0 or
+    """The Gram route over the units with u_i ≠ 0 and w_i ≠ 0 (a unit with u_i = 0 or
     w_i = 0 has zero (Q) and (L) columns, so it changes no S's distance): INFEASIBLE when only
     S = ∅ is near; None when neither route applies (a speed-up for :func:`degenerate_flip` only)."""
     U, D = np.asarray(b64.W_up), np.asarray(b64.W_down)
@@ -932,9 +932,7 @@ def _independent(b64: Block, tol: float) -> SearchResult | None:
     sub = b64.replace(W_up=U[keep], W_down=D[:, keep], b_up=None if b64.b_up is None else np.asarray(b64.b_up)[keep])
     if sub.n > sub.d * sub.d * (sub.d + 1) // 2:
         return None
-    if sub.d ** 3 * sub.n <= MAX_COLUMN_ENTRIES and sub.n <= EXACT_MAX_N:
-        return rank_route(sub, tol)
-    return gram_route(gram_rows_skeleton2(sub), sub.M, tol) if sub.n <= _gram.LARGE_MAX_N else None
+    return gram_route(gram_rows_skeleton2(sub), sub.M, tol)  # (float, rigorous: milliseconds where the exact rank route takes seconds)
 
 
 def linear_route_first(ctx: Any, columns: Any, flip: Any) -> tuple[SearchResult | None, BlockDecision | str | None]:
