@@ -483,7 +483,7 @@ def _gram_mu(bd: BlockDecision) -> str | None:
 
 def _skeleton2_argument(bd: BlockDecision) -> dict[str, Any]:
     """The degree-2 skeleton's numbers: α, β (re-derived by the checker from σ), the case (how
-    the verdict was reached: the rank route, the enumeration route, the ReLU² flip) and the
+    the verdict was reached: the rank route, the enumeration route, the degree-2 flip) and the
     nondegeneracy hypotheses it used. The search's bound is not recorded: the checker proves
     infeasibility itself (docs/results/skeleton2.md)."""
     val = (_prop(bd, "quadratic_skeleton") or {}).get("value", {})
@@ -509,8 +509,8 @@ def _skeleton2_argument(bd: BlockDecision) -> dict[str, Any]:
              r"every } S \text{ farther than the tolerance from (L) alone, so from (Q) and (L)}",
              "index-set": r"\text{the index-set search over the lifted columns } (\mathrm{vec}(u_iu_i^{\mathsf T}),\,"
              r"(2\alpha c_i+\beta)u_i) \text{ proves every } S \text{ farther than the tolerance}",
-             "relu2-flip": r"\mathrm{ReLU}(z)^2 + \mathrm{ReLU}(-z)^2 = z^2:\ \text{the flip of } S \text{ equals } f "
-             r"\text{ up to a constant}"}.get(str(case), ""),
+             "relu2-flip": r"\sigma(z) + \sigma(-z) = \alpha z^2 + k\ \forall z \in \mathbb{R}\ (\mathrm{ReLU}^2:\ "
+             r"\alpha = 1,\ k = 0):\ \text{the flip of } S \text{ equals } f \text{ up to a constant}"}.get(str(case), ""),
         ],
     }
 

@@ -97,19 +97,22 @@ def step_gate_verdict(ctx: Any, infeasible: SearchResult | None, c: Any) -> Bloc
 
 
 # ------------------------------------------------------------------ ReLU-like gates --
-def gated_columns(block: Block) -> tuple[list[list[Any]], np.ndarray, np.ndarray, np.ndarray]:
-    """(exact (Qg) columns, Qg, Lg, t) for a gated block: column i of Qg is
-    vec(w_i ⊗ (g_i u_iᵀ + u_i g_iᵀ)) (d³, exact rationals and float64), column i of Lg is
-    vec(w_i (c_i u_i + e_i g_i)ᵀ) (c = b_gate, e = b_up), and t = −vec M."""
+def gated_float_columns(block: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Qg, Lg, t) for a gated block in float64: column i of Qg is vec(w_i ⊗ (g_i u_iᵀ + u_i g_iᵀ))
+    (d³), column i of Lg is vec(w_i (c_i u_i + e_i g_i)ᵀ) (c = b_gate, e = b_up), and t = −vec M."""
     G, U, D = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
     n = U.shape[0]
     c = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
     e = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
-    exact = gated_exact_columns(block)
     with np.errstate(over="ignore", invalid="ignore"):  # (an overflow shows as inf: the routes refuse it)
         Q = (np.einsum("ai,ib,ic->abci", D, G, U) + np.einsum("ai,ib,ic->abci", D, U, G)).reshape(-1, n)
         L = np.einsum("ai,ib->abi", D, c[:, None] * U + e[:, None] * G).reshape(-1, n)
-    return exact, Q, L, -np.asarray(block.M, dtype=np.float64).reshape(-1)
+    return Q, L, -np.asarray(block.M, dtype=np.float64).reshape(-1)
+
+
+def gated_columns(block: Block) -> tuple[list[list[Any]], np.ndarray, np.ndarray, np.ndarray]:
+    """(exact (Qg) columns, Qg, Lg, t): :func:`gated_exact_columns` and :func:`gated_float_columns`."""
+    return (gated_exact_columns(block), *gated_float_columns(block))
 
 
 def gated_magnitudes(block: Block) -> np.ndarray:
@@ -158,6 +161,12 @@ def gated_lifted_columns(block: Block) -> tuple[np.ndarray, np.ndarray, np.ndarr
         A = np.hstack([(np.einsum("ib,ic->ibc", aG, aU) + np.einsum("ib,ic->ibc", aU, aG)).reshape(n, d * d),
                        np.abs(c)[:, None] * aU + np.abs(e)[:, None] * aG])
     return (*pad_lifted(np.hstack([sym, c[:, None] * U + e[:, None] * G]), D, np.hstack([np.zeros((d, d * d)), -M])), A)
+
+
+def _stacked(block: Block) -> tuple[np.ndarray, np.ndarray]:
+    """The enumeration route's stacked columns (Qg; Lg) and target (0; −vec M) (float64)."""
+    Q, L, t = gated_float_columns(block)
+    return np.vstack([Q, L]), np.concatenate([np.zeros(Q.shape[0]), t])
 
 
 def gated_linear_columns(block: Block) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -253,6 +262,7 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
         ENUMERATE_MAX_N,
         EXACT_MAX_N,
         MAX_COLUMN_ENTRIES,
+        degenerate_flip,
         enumeration_route_columns,
         gram_route,
         gram_rows_gated,
@@ -280,10 +290,14 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
     ctx.H.extend(hs)
 
     failing = [h.statement for h in hs if not h.holds]
-    if failing:
-        return unknown("the gated skeleton (ReLU-like gate) needs nondegenerate gated weights (d ≥ 2, gate rows nonzero and "
-                       "pairwise non-collinear, value rows not parallel to their gate rows, nonzero columns of W_down), and "
-                       + "; ".join(failing))
+    if failing:  # necessity needs them; the flip witness (sufficiency) does not: still look for S
+        why = ("the gated skeleton (ReLU-like gate) needs nondegenerate gated weights (d ≥ 2, gate rows nonzero and "
+               "pairwise non-collinear, value rows not parallel to their gate rows, nonzero columns of W_down) to prove "
+               "not_absorbable, and " + "; ".join(failing))
+        out = degenerate_flip(ctx, blk, lambda b: enumeration_route_columns(*_stacked(b), ctx.tol, A=gated_magnitudes(b)),
+                              gated_lifted_columns, gated_linear_columns, lambda b, res: _gated_flip(ctx, blk, b, res),
+                              lambda b: _gated_independent(b, ctx.tol))
+        return out if isinstance(out, BlockDecision) else unknown(why + (f"; {out}" if out else ""))
     b64 = blk.float64()
     small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES  # the exact and enumeration routes build the columns
     fits = blk.n <= blk.d * blk.d * (blk.d + 1) // 2  # else the (Qg) columns are dependent
@@ -328,6 +342,23 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
         return unknown(f"the gated skeleton applies, but the search did not decide: {res.reason}")
     out = _gated_flip(ctx, blk, b64, res)
     return out if isinstance(out, BlockDecision) else unknown(out)
+
+
+def _gated_independent(b64: Block, tol: float) -> SearchResult | None:
+    """The Gram route over the units whose (Qg) and (Lg) columns are not both zero by
+    construction (w_i = 0, or g_i = u_i = 0, zeroes both: such a unit changes no S's distance):
+    INFEASIBLE when only S = ∅ is near; None when neither route applies (a speed-up for
+    :func:`absorb.engine.skeleton2.degenerate_flip` only)."""
+    from absorb.engine.skeleton2 import gram_route, gram_rows_gated
+
+    G, U, D = (np.asarray(a) for a in (b64.W_gate, b64.W_up, b64.W_down))
+    keep = np.flatnonzero(np.any(D != 0, axis=0) & (np.any(G != 0, axis=1) | np.any(U != 0, axis=1)))
+    if keep.size == 0 or keep.size > b64.d * b64.d * (b64.d + 1) // 2:
+        return None
+    sub = b64.replace(W_gate=G[keep], W_up=U[keep], W_down=D[:, keep],
+                      b_gate=None if b64.b_gate is None else np.asarray(b64.b_gate)[keep],
+                      b_up=None if b64.b_up is None else np.asarray(b64.b_up)[keep])
+    return gram_route(gram_rows_gated(sub), sub.M, tol)  # (float, rigorous: milliseconds where the exact rank route takes seconds)
 
 
 def _gated_flip(ctx: Any, blk: Block, b64: Block, res: SearchResult) -> BlockDecision | str:

@@ -10,8 +10,9 @@ f(x) = Mx + W_down σ(W_up x + b_up) + b_down only if some index set S has
     (Q)  Σ_{i∈S} w_i ⊗ u_i u_iᵀ = 0               (a d×d×d tensor)
     (L)  M = −Σ_{i∈S} (2α c_i + β) w_i u_iᵀ        (c = b_up, 0 when absent)
 
-For exact ReLU² (α = 1, β = 0) the condition is also sufficient: negating (u_i, c_i, w_i) for
-i in S changes the block by −Σ_S w_i (u_i·x + c_i)², which (Q) and (L) reduce to a constant
+For σ with σ(z) + σ(−z) = αz² + k for every real z (ReLU²: α = 1, k = 0; then β = 0;
+:func:`square_flip`) the condition is also sufficient: negating (u_i, c_i, w_i) for i in S
+changes the block by −Σ_S w_i (α(u_i·x + c_i)² + k), which (Q) and (L) reduce to a constant
 that b'_down absorbs.
 
 The search runs over the stacked columns k_i = (vec(w_i ⊗ u_i u_iᵀ), (2αc_i + β)·vec(w_i u_iᵀ))
@@ -30,7 +31,9 @@ against the target t = (0, −vec M), with the distance of S measured as ‖K 1_
   distance from both conditions is at least its distance from (L)); a found S goes to the flip
   witness, whose exact check decides (Q).
 
-Beyond these, and for degenerate weights, the answer is ``unknown`` naming what failed.
+Beyond these the answer is ``unknown`` naming what failed. Degenerate weights fail a
+hypothesis of necessity only: no ``not_absorbable``, but an S found by a route that can find one
+(:func:`degenerate_flip`) still gets its flip witness, which needs no nondegeneracy.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ import sympy as sp
 from absorb.engine import _gram
 from absorb.engine import hypotheses as hyp
 from absorb.engine.verdict import BlockDecision, Theorem, Verdict, Witness
-from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error
+from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error, f0_lower
 from absorb.model.block import Block
 from absorb.rigorous import UNIT_ROUNDOFF, _dyadic, frobenius_bounds, gamma, magnitudes_ok
 from absorb.search._types import SearchResult, SearchStatus
@@ -70,9 +73,38 @@ class Quadratic:
     beta: Fraction
 
 
+@dataclass(frozen=True)
+class SquareFlip:
+    """σ(z) + σ(−z) = αz² + k for every real z (exact rationals; :func:`square_flip`)."""
+
+    alpha: Fraction
+    k: Fraction
+
+
+RELU2_FLIP = SquareFlip(Fraction(1), Fraction(0))
+
+
 def is_relu2(block: Block) -> bool:
-    """σ is exactly ReLU(z)² (the flip witness exists only for it)."""
+    """σ is exactly ReLU(z)² (then |f(0)| is computed exactly: σ(c) = max(c, 0)²)."""
     return sp.simplify(block.activation.expr - _RELU2) == 0
+
+
+def square_flip(block: Block, q: Quadratic) -> SquareFlip | str:
+    """σ's proved identity σ(z) + σ(−z) = αz² + k (:func:`absorb.symbolic.properties.square_flip`),
+    with α the skeleton's and β = 0 (both follow from the identity: σ(s) + σ(−s) = αs² + βs + o(s)
+    at +∞ is even), α and k rational; else why the flip witness does not exist."""
+    from absorb.symbolic import properties as props
+
+    pr = props.square_flip(block.activation)
+    if not pr.proved:
+        return f"the flip witness needs σ(z) + σ(−z) = α·z² + k for every real z ({pr.statement})"
+    a, k = pr.value["a"], pr.value["k"]
+    if not (isinstance(a, sp.Rational) and isinstance(k, sp.Rational)):
+        return f"σ(z) + σ(−z) = {a}·z² + {k}, but a, k are not rational, so its flip cannot be checked exactly"
+    sq = SquareFlip(Fraction(int(a.p), int(a.q)), Fraction(int(k.p), int(k.q)))
+    if sq.alpha != q.alpha or q.beta != 0:  # (cannot happen when both are proved)
+        return f"σ(z) + σ(−z) = {a}·z² + {k}, inconsistent with the skeleton's α = {q.alpha}, β = {q.beta}"
+    return sq
 
 
 # ---------------------------------------------------------------------------- columns --
@@ -578,19 +610,23 @@ def exact_check_too_large(block: Block, S: tuple[int, ...]) -> str | None:
             "this implementation checks")
 
 
-def flip_witness_block(block: Block, S: tuple[int, ...]) -> Block:
-    """The ReLU² witness: negate (u_i, c_i, w_i) for i in S (exact), and
-    b'_down = b_down + Σ_S c_i² w_i (rounded)."""
+def flip_witness_block(block: Block, S: tuple[int, ...], sq: SquareFlip = RELU2_FLIP) -> Block:
+    """The flip witness for σ(z) + σ(−z) = αz² + k (``sq``): negate (u_i, c_i, w_i) for i in S
+    (exact), and b'_down = b_down + Σ_S (αc_i² + k) w_i (rounded; for ReLU², Σ_S c_i² w_i)."""
     U, D = np.array(block.W_up, dtype=np.float64), np.array(block.W_down, dtype=np.float64)
     idx = list(S)
     U[idx] *= -1
     D[:, idx] *= -1
     b_up = None
     shift = np.zeros(block.d)
+    D0 = np.asarray(block.W_down, dtype=np.float64)[:, idx]
     if block.b_up is not None:
         b_up = np.array(block.b_up, dtype=np.float64)
-        shift = np.asarray(block.W_down, dtype=np.float64)[:, idx] @ (b_up[idx] ** 2)
+        cc = b_up[idx] ** 2
+        shift = D0 @ (cc if sq == RELU2_FLIP else float(sq.alpha) * cc + float(sq.k))
         b_up[idx] *= -1
+    elif sq.k != 0:
+        shift = D0 @ np.full(len(idx), float(sq.k))
     b_down = shift + (0 if block.b_down is None else np.asarray(block.b_down, dtype=np.float64))
     return block.replace(W_up=U, W_down=D, b_up=b_up, b_down=b_down if np.any(b_down) else None, skip=np.zeros((block.d, block.d)),
                          name=block.name + "'")
@@ -637,14 +673,19 @@ def inf_norm_sq(R: np.ndarray, L: int) -> tuple[Fraction, Fraction]:
     return Fraction(max(rows), 1 << L), Fraction(int(np.sum(R * R)) if R.size else 0, 1 << (2 * L))
 
 
-def exact_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[Fraction, Fraction, Fraction, Fraction, float]:
-    """For the ReLU² flip g = ``wb`` of S: f(x) − g(x) = Σ_S w_i (u_i·x)² + R_L x + R_0 exactly,
-    with R_L = M + 2Σ_S c_i w_i u_iᵀ and R_0 = b_down + Σ_S c_i² w_i − b'_down. Returns
-    (q, ‖R_L‖_{∞→∞}, |R_0|_∞, |f(0)|_∞) in exact rationals, where q = max_a Σ_{b,c} |Q_abc| for
-    the quadratic part's tensor Q = Σ_S w_i ⊗ u_i u_iᵀ, so |Σ_S w_i (u_i·x)²|_∞ ≤ q|x|²_∞
-    (q = 0 exactly when the quadratic part vanishes), and S's relative distance
-    (‖Q‖²_F + ‖R_L‖²_F)^½ / ‖M‖_F (:func:`exact_distance`). All in dyadic integers."""
+def exact_flip_residuals(block: Block, S: tuple[int, ...], wb: Block, sq: SquareFlip = RELU2_FLIP,
+                         f0: Fraction | None = None) -> tuple[Fraction, Fraction, Fraction, Fraction, float]:
+    """For the flip g = ``wb`` of S, σ(z) + σ(−z) = αz² + k (``sq``; ReLU²: α = 1, k = 0):
+    f(x) − g(x) = αΣ_S w_i (u_i·x)² + R_L x + R_0 exactly, with R_L = M + 2αΣ_S c_i w_i u_iᵀ and
+    R_0 = b_down + Σ_S (αc_i² + k) w_i − b'_down. Returns (q, ‖R_L‖_{∞→∞}, |R_0|_∞, |f(0)|_∞) in
+    exact rationals, where q = |α|·max_a Σ_{b,c} |Q_abc| for the tensor Q = Σ_S w_i ⊗ u_i u_iᵀ, so
+    |αΣ_S w_i (u_i·x)²|_∞ ≤ q|x|²_∞ (q = 0 exactly when the quadratic part vanishes), and S's
+    relative distance (‖Q‖²_F + ‖R_L‖²_F)^½ / ‖M‖_F (:func:`exact_distance`: the routes' measure).
+    |f(0)|_∞ is exact for ReLU² (σ(c) = max(c, 0)²) when ``f0`` (a rigorous lower bound, any
+    other σ) is not given. All in dyadic integers, α and k over their common denominator."""
     d, idx = block.d, list(S)
+    den = math.lcm(sq.alpha.denominator, sq.k.denominator)
+    A, K = int(sq.alpha * den), int(sq.k * den)  # α = A/den, k = K/den
     U = np.asarray(block.W_up, dtype=np.float64)
     D = np.asarray(block.W_down, dtype=np.float64)
     c = np.zeros(block.n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
@@ -653,18 +694,20 @@ def exact_flip_residuals(block: Block, S: tuple[int, ...], wb: Block) -> tuple[F
     Mi = dyadic_ints(block.M)
     lin = (np.dot(WS[0] * (2 * cS[0]), US[0]), WS[1] + cS[1] + US[1])
     (Mz, Lz), L = aligned_ints(Mi, lin)
-    rl, rl2 = inf_norm_sq(Mz + Lz, L)
+    rl, rl2 = inf_norm_sq(den * Mz + A * Lz, L)
     bd = dyadic_ints(np.zeros(d) if block.b_down is None else block.b_down)
     bd2 = dyadic_ints(np.zeros(d) if wb.b_down is None else wb.b_down)
     shift = (np.dot(WS[0], cS[0] * cS[0]), WS[1] + 2 * cS[1])
-    (z0, z1, z2), L0 = aligned_ints(bd, shift, bd2)
-    r0 = Fraction(max(abs(int(v)) for v in z0 + z1 - z2), 1 << L0)
-    cp = dyadic_ints(np.maximum(c, 0.0))
-    Dall = dyadic_ints(D.reshape(d, block.n))
-    (f_a, f_b), Lf = aligned_ints(bd, (np.dot(Dall[0], cp[0] * cp[0]), Dall[1] + 2 * cp[1]))
-    f0 = Fraction(max(abs(int(v)) for v in f_a + f_b), 1 << Lf)
+    moved = (np.sum(WS[0], axis=1) if len(idx) else np.zeros(d, dtype=object), WS[1])  # Σ_S w_i (k's share)
+    (z0, z1, zk, z2), L0 = aligned_ints(bd, shift, moved, bd2)
+    r0 = Fraction(max(abs(int(v)) for v in den * z0 + A * z1 + K * zk - den * z2), (1 << L0) * den)
+    if f0 is None:
+        cp = dyadic_ints(np.maximum(c, 0.0))
+        Dall = dyadic_ints(D.reshape(d, block.n))
+        (f_a, f_b), Lf = aligned_ints(bd, (np.dot(Dall[0], cp[0] * cp[0]), Dall[1] + 2 * cp[1]))
+        f0 = Fraction(max(abs(int(v)) for v in f_a + f_b), 1 << Lf)
     _, m2 = inf_norm_sq(*Mi)
-    return q, rl, r0, f0, exact_distance(q2 + rl2, m2)
+    return q * abs(sq.alpha), rl / den, r0, f0, exact_distance(q2 + rl2 / (den * den), m2)
 
 
 def exact_distance(num: Fraction, m2: Fraction) -> float:
@@ -677,29 +720,34 @@ def exact_distance(num: Fraction, m2: Fraction) -> float:
     return math.sqrt(float(num / m2))
 
 
-def relu2_scales(block: Block, units: tuple[int, ...] = ()) -> tuple[Fraction, Fraction, Fraction]:
+def relu2_scales(block: Block, units: tuple[int, ...] = (), alpha: Fraction = Fraction(1)) -> tuple[Fraction, Fraction, Fraction]:
     """The block's own coefficient scales (s₁, s₂) and s₂ over ``units`` only, exact rationals
-    (docs/results/skeleton2.md, "Within tolerance"): s₂ = max_a Σ_i |w_ai|·|u_i|₁² bounds the
-    quadratic part of f, |Σ_i w_i (u_i·x)²|_∞ ≤ s₂|x|²_∞, and s₁ = max(1, max_a (Σ_b |M_ab| +
-    Σ_i 2|c_i||w_ai||u_i|₁)) its linear part (the skip and the biases' cross terms); the 1 keeps
-    every flip's absolute linear allowance (ρ∞ ≤ τ, the linear-case guarantee's |x|_∞ term). The
-    third, s₂'s sum over ``units``, is a flip set's own quadratic size (:func:`flip_epsilon`)."""
+    (docs/results/skeleton2.md, "Within tolerance"), for σ(s) = αs² + o(s) at +∞ (ReLU²: α = 1):
+    s₂ = |α|·max_a Σ_i |w_ai|·|u_i|₁² bounds the quadratic part of f, |αΣ_i w_i (u_i·x)²|_∞ ≤
+    s₂|x|²_∞, and s₁ = max(1, max_a (Σ_b |M_ab| + |α|Σ_i 2|c_i||w_ai||u_i|₁)) its linear part (the
+    skip and the biases' cross terms); the 1 keeps every flip's absolute linear allowance (ρ∞ ≤ τ,
+    the linear-case guarantee's |x|_∞ term). The third, s₂'s sum over ``units``, is a flip set's
+    own quadratic size (:func:`flip_epsilon`)."""
     n, d = block.n, block.d
     Ui, eU = dyadic_ints(np.asarray(block.W_up, dtype=np.float64).reshape(n, d))
     Wi, eW = dyadic_ints(np.abs(np.asarray(block.W_down, dtype=np.float64)).reshape(d, n))
     ci, eC = dyadic_ints(np.abs(np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)))
     u1 = np.sum(np.abs(Ui), axis=1)
-    return scales_from_terms(block, Wi * (u1 * u1), eW + 2 * eU, np.dot(Wi, 2 * ci * u1), eW + eC + eU, units)
+    a = abs(alpha)
+    s1, s2, own = scales_from_terms(block, Wi * (u1 * u1), eW + 2 * eU, np.dot(Wi, 2 * ci * u1), eW + eC + eU, units, a)
+    return s1, s2 * a, own * a
 
 
 def scales_from_terms(block: Block, quad: np.ndarray, e_quad: int, cross: np.ndarray, e_cross: int,
-                      units: tuple[int, ...]) -> tuple[Fraction, Fraction, Fraction]:
+                      units: tuple[int, ...], cross_scale: Fraction = Fraction(1)) -> tuple[Fraction, Fraction, Fraction]:
     """(s₁, s₂, s₂ over ``units``) from the integer terms of a block's scales: ``quad`` (d×n, over
     2^e_quad) the quadratic sizes of each unit in each output, ``cross`` (d, over 2^e_cross) the
-    biases' linear cross terms of each output; s₁ = max(1, max_a (Σ_b |M_ab| + cross_a))."""
+    biases' linear cross terms of each output, times ``cross_scale`` ≥ 0; s₁ = max(1, max_a
+    (Σ_b |M_ab| + cross_scale·cross_a))."""
     Mi, eM = dyadic_ints(block.M)
     (Mz, Cz), L = aligned_ints((np.sum(np.abs(Mi), axis=1), eM), (cross, e_cross))
-    lin = Fraction(max(int(v) for v in Mz + Cz), 1 << L)
+    r = cross_scale
+    lin = Fraction(max(int(v) for v in r.denominator * Mz + r.numerator * Cz), (1 << L) * r.denominator)
     own = quad[:, list(units)]
     return (max(Fraction(1), lin), Fraction(max(int(v) for v in np.sum(quad, axis=1)), 1 << e_quad),
             Fraction(max(int(v) for v in np.sum(own, axis=1)) if own.size else 0, 1 << e_quad))
@@ -793,16 +841,20 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
     d2, nd = hyp.dimension(blk), hyp.nondegenerate(blk)
     ctx.H.extend([d2, *nd])
     failing = [h.statement for h in (d2, *nd) if not h.holds]
-    if failing:
-        return unknown("the degree-2 skeleton needs nondegenerate weights (d ≥ 2, nonzero and pairwise non-collinear rows of "
-                       f"W_up, nonzero columns of W_down), and {'; '.join(failing)}")
+    if failing:  # necessity needs them; the flip witness (sufficiency) does not: still look for S
+        why = ("the degree-2 skeleton needs nondegenerate weights (d ≥ 2, nonzero and pairwise non-collinear rows of "
+               f"W_up, nonzero columns of W_down) to prove not_absorbable, and {'; '.join(failing)}")
+        out = degenerate_flip(ctx, blk, lambda b64: enumeration_route(b64, q, ctx.tol),
+                              lambda b64: lifted_columns(b64, q), lambda b64: linear_columns(b64, q),
+                              lambda b64, res: _relu2_flip(ctx, blk, b64, res, q), lambda b64: _independent(b64, ctx.tol))
+        return out if isinstance(out, BlockDecision) else unknown(why + (f"; {out}" if out else ""))
     blk64 = blk.float64()
     small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES  # the exact and enumeration routes build the columns
     fits = blk.n <= blk.d * blk.d * (blk.d + 1) // 2  # else the (Q) columns are dependent (no rank / Gram route)
     failed: str | None = None  # why an S meeting the conditions (by a route that decides nothing alone) had no witness
 
     first = linear_first(blk)
-    res, out = linear_route_first(ctx, lambda: linear_columns(blk64, q), lambda lin: _relu2_flip(ctx, blk, blk64, lin))
+    res, out = linear_route_first(ctx, lambda: linear_columns(blk64, q), lambda lin: _relu2_flip(ctx, blk, blk64, lin, q))
     if isinstance(out, BlockDecision):
         return out
     failed = out
@@ -836,8 +888,51 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
                         f"{alone}).", search=res)
     if res.status is SearchStatus.UNKNOWN:
         return unknown(f"the degree-2 skeleton applies, but the search did not decide: {res.reason}", res)
-    out = _relu2_flip(ctx, blk, blk64, res)
+    out = _relu2_flip(ctx, blk, blk64, res, q)
     return out if isinstance(out, BlockDecision) else unknown(out, res)
+
+
+def degenerate_flip(ctx: Any, blk: Block, enumerate_: Any, lifted: Any, linear: Any, flip: Any,
+                    independent: Any = None) -> BlockDecision | str | None:
+    """For degenerate weights (a hypothesis of necessity fails, so no ``not_absorbable``): look
+    for an S with the routes that can find one — every S (n ≤ :data:`ENUMERATE_MAX_N`), the
+    index-set engine over the lifted columns, then over the linear condition alone — and hand
+    it to ``flip(b64, res)``, the flip witness, whose exact check alone decides ``absorbable``
+    (it uses no nondegeneracy). Returns that decision, or why the S found had no witness, or
+    None (no S found; an infeasibility proof is no verdict here). Both handlers' (``enumerate_``,
+    ``lifted``, ``linear`` build their routes' input from the float64 block). ``independent(b64)``,
+    when given, is a quick proof that no S is near (the Gram route over the units whose
+    columns are not zero: a unit with zero columns changes no S's distance), which skips the search."""
+    b64 = blk.float64()
+    small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES
+    if independent is not None:
+        pre = independent(b64)
+        if pre is not None and pre.status is SearchStatus.INFEASIBLE:
+            return None
+    res = enumerate_(b64) if small and blk.n <= ENUMERATE_MAX_N else None
+    if res is not None and res.status is SearchStatus.INFEASIBLE:
+        return None  # (every S is beyond the tolerance: no witness of this kind)
+    if (res is None or res.status is not SearchStatus.FOUND) and small:
+        res = lifted_route(*lifted(b64), ctx)
+    if (res is None or res.status is not SearchStatus.FOUND) and not small:
+        res = linear_route(*linear(b64), ctx)
+    if res is None or res.status is not SearchStatus.FOUND or res.S is None:
+        return None
+    return flip(b64, res)
+
+
+def _independent(b64: Block, tol: float) -> SearchResult | None:
+    """The Gram route over the units with u_i ≠ 0 and w_i ≠ 0 (a unit with u_i = 0 or
+    w_i = 0 has zero (Q) and (L) columns, so it changes no S's distance): INFEASIBLE when only
+    S = ∅ is near; None when neither route applies (a speed-up for :func:`degenerate_flip` only)."""
+    U, D = np.asarray(b64.W_up), np.asarray(b64.W_down)
+    keep = np.flatnonzero(np.any(U != 0, axis=1) & np.any(D != 0, axis=0))
+    if keep.size == 0:
+        return None
+    sub = b64.replace(W_up=U[keep], W_down=D[:, keep], b_up=None if b64.b_up is None else np.asarray(b64.b_up)[keep])
+    if sub.n > sub.d * sub.d * (sub.d + 1) // 2:
+        return None
+    return gram_route(gram_rows_skeleton2(sub), sub.M, tol)  # (float, rigorous: milliseconds where the exact rank route takes seconds)
 
 
 def linear_route_first(ctx: Any, columns: Any, flip: Any) -> tuple[SearchResult | None, BlockDecision | str | None]:
@@ -855,34 +950,47 @@ def linear_route_first(ctx: Any, columns: Any, flip: Any) -> tuple[SearchResult 
     return None, flip(lin)
 
 
-def _relu2_flip(ctx: Any, blk: Block, blk64: Block, res: SearchResult) -> BlockDecision | str:
-    """For an S found by a route: the ReLU² flip witness, checked exactly (``absorbable``), or
-    why S proves nothing (σ ≠ ReLU², a biased witness for a bias-free question, the check failed)."""
+def _relu2_flip(ctx: Any, blk: Block, blk64: Block, res: SearchResult, q0: Quadratic) -> BlockDecision | str:
+    """For an S found by a route: the flip witness of σ(z) + σ(−z) = αz² + k (ReLU² and the other
+    σ with that identity, :func:`square_flip`), checked exactly (``absorbable``), or why S proves
+    nothing (no such identity, a biased witness for a bias-free question, the check failed)."""
     assert res.S is not None
     what = "the linear condition (L)" if res.method == "linear" else "the degree-2 skeleton's conditions"
-    if not is_relu2(blk):
-        return (f"S = {list(res.S)} satisfies {what}, so the skeleton proves nothing, and "
-                f"the flip witness exists for exact ReLU² only (σ = {blk.activation_name})")
+    sq = square_flip(blk, q0)
+    if isinstance(sq, str):
+        return (f"S = {list(res.S)} satisfies {what}, so the skeleton proves nothing, and {sq} "
+                f"(σ = {blk.activation_name}; the flip witness exists for ReLU² and σ with that identity only)")
     if (too := exact_check_too_large(blk, res.S)) is not None:
         return f"S = {list(res.S)} satisfies {what}, but {too}"
-    wb = flip_witness_block(blk64, res.S)
+    wb = flip_witness_block(blk64, res.S, sq)
     if ctx.bias_free_class and (wb.b_up is not None or wb.b_down is not None):
         return f"S = {list(res.S)} gives a witness with biases, but the question is about bias-free blocks"
-    q, rl, r0, f0, dist = exact_flip_residuals(blk64, res.S, wb)
+    relu2 = sq == RELU2_FLIP and is_relu2(blk)
+    f0 = None if relu2 else Fraction(f0_lower(blk64))
+    q, rl, r0, f0, dist = exact_flip_residuals(blk64, res.S, wb, sq, f0)
     thr = eval_threshold(ctx.tol, blk.n)
-    s1, s2, s2_own = relu2_scales(blk64, tuple(res.S))
+    s1, s2, s2_own = relu2_scales(blk64, tuple(res.S), sq.alpha)
     eps, scaled = flip_epsilon(q, rl, r0, f0, s1, s2, thr, s2_own)
     err, m = evaluation_error(blk, wb, blk.d, seed=ctx.seed, accept=thr)
     how = flip_guarantee(eps, scaled, q, s1, s2)
+    a, k = _coef(sq.alpha), _coef(sq.k)
+    moved = "b_up,i²" if relu2 else f"({a}·b_up,i² + {k})" if sq.k else f"{a}·b_up,i²"
+    ident = "ReLU²" if relu2 else f"σ(z) + σ(−z) = {'' if sq.alpha == 1 else a + '·'}z²" + (f" + {k}" if sq.k else "") + " for every real z"
     w = Witness(S=res.S, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
-                description=f"negate the up rows, up biases and down columns in S; b'_down = b_down + Σ_S b_up,i²·w_i; {how}")
+                description=f"negate the up rows, up biases and down columns in S; b'_down = b_down + Σ_S {moved}·w_i; {how}")
+    lin = "2" if sq.alpha == 1 else f"2·{a}"
     if eps <= thr and err <= thr and dist <= ctx.tol:
-        cond = ("Σ_S w_i ⊗ u_i u_iᵀ = 0 exactly and M = −2·Σ_S b_up,i w_i u_iᵀ" if not scaled else
-                "Σ_S w_i ⊗ u_i u_iᵀ = 0 and M = −2·Σ_S b_up,i w_i u_iᵀ up to rounding")
+        cond = (f"Σ_S w_i ⊗ u_i u_iᵀ = 0 exactly and M = −{lin}·Σ_S b_up,i w_i u_iᵀ" if not scaled else
+                f"Σ_S w_i ⊗ u_i u_iᵀ = 0 and M = −{lin}·Σ_S b_up,i w_i u_iᵀ up to rounding")
+        change = f"{'' if sq.alpha == 1 else a + '·'}Σ_S w_i (u_i·x + b_up,i)²" + (f" + {k}·Σ_S w_i" if sq.k else "")
         return ctx.done(Verdict.ABSORBABLE, Theorem.SKELETON2,
-                        f"Degree-2 skeleton, ReLU²: S = {list(res.S)} has {cond} (relative residual {dist:.2e}); "
-                        f"negating (u_i, b_up,i, w_i) on S changes the block by −Σ_S w_i (u_i·x + b_up,i)², {flip_change(scaled, how)} "
+                        f"Degree-2 skeleton, {ident}: S = {list(res.S)} has {cond} (relative residual {dist:.2e}); "
+                        f"negating (u_i, b_up,i, w_i) on S changes the block by −({change}), {flip_change(scaled, how)} "
                         f"(rigorous bound {eps:.2e}; checked on {m} inputs, max relative error {err:.2e}).",
                         witness=w, search=res)
-    return (f"S = {list(res.S)} satisfies {what} within the tolerance, but its ReLU² flip witness failed its "
+    return (f"S = {list(res.S)} satisfies {what} within the tolerance, but its flip witness ({ident}) failed its "
             f"check ({flip_failure(q, s2_own, eps, thr, dist, err)})")
+
+
+def _coef(v: Fraction) -> str:
+    return str(v.numerator) if v.denominator == 1 else f"{v.numerator}/{v.denominator}"

@@ -221,6 +221,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                  'z \\ne 0,\\ c \\in \\mathbb{R})'],
                                        'value': {},
                                        'witness': None},
+                    'square_flip': {'name': 'square_flip',
+                                    'statement': 'σ(z) + σ(−z) = a·z² + k fails for every constant a, k',
+                                    'status': 'refuted',
+                                    'steps': ['\\sigma(x) = \\frac{x '
+                                              '\\left(\\operatorname{erf}{\\left(\\frac{\\sqrt{2} x}{2} \\right)} + '
+                                              '1\\right)}{2}',
+                                              'k = 2\\,\\sigma(0) = 0',
+                                              '\\frac{\\sigma(z) + \\sigma(-z) - k}{z^2} = 0.682689492137 \\text{ at } '
+                                              'z = 1,\\quad 0.477249868052 \\text{ at } z = 2'],
+                                    'value': {},
+                                    'witness': {'z=1': {'srepr': "Float('0.68268949213708589717046509126407584495582593345320818', "
+                                                                 'precision=169)'},
+                                                'z=2': {'srepr': "Float('0.47724986805182079279971736283346656252822377629832178', "
+                                                                 'precision=169)'}}},
                     'vanishing_gate': {'name': 'vanishing_gate',
                                        'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1/2",
                                        'status': 'proved',
@@ -513,6 +527,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                       '\\infty,\\ z \\ne 0,\\ c \\in \\mathbb{R})'],
                                             'value': {},
                                             'witness': None},
+                         'square_flip': {'name': 'square_flip',
+                                         'statement': 'σ(z) + σ(−z) = a·z² + k fails for every constant a, k',
+                                         'status': 'refuted',
+                                         'steps': ['\\sigma(x) = \\frac{x \\left(\\tanh{\\left(\\frac{\\sqrt{2} '
+                                                   '\\left(\\frac{8943 x^{3}}{200000} + x\\right)}{\\sqrt{\\pi}} '
+                                                   '\\right)} + 1\\right)}{2}',
+                                                   'k = 2\\,\\sigma(0) = 0',
+                                                   '\\frac{\\sigma(z) + \\sigma(-z) - k}{z^2} = 0.682383981217 \\text{ '
+                                                   'at } z = 1,\\quad 0.477298847044 \\text{ at } z = 2'],
+                                         'value': {},
+                                         'witness': {'z=1': {'srepr': "Float('0.68238398121655340956399155409036772165152294022801833', "
+                                                                      'precision=169)'},
+                                                     'z=2': {'srepr': "Float('0.47729884704388750939052069307535951982103061334293433', "
+                                                                      'precision=169)'}}},
                          'vanishing_gate': {'name': 'vanishing_gate',
                                             'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1/2",
                                             'status': 'proved',
@@ -693,6 +721,15 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                      '\\text{by the rules})'],
                                            'value': {},
                                            'witness': {'side': '-'}},
+                        'square_flip': {'name': 'square_flip',
+                                        'statement': 'σ(z) + σ(−z) = a·z² + k holds only with a = 0 (σ(z) + σ(−z) is '
+                                                     'constant)',
+                                        'status': 'refuted',
+                                        'steps': ['\\sigma(x) = x',
+                                                  'k = 2\\,\\sigma(0) = 0',
+                                                  '\\sigma(p) + \\sigma(-p) - k = 0 \\quad (p>0)'],
+                                        'value': {},
+                                        'witness': {'a': 0}},
                         'vanishing_gate': {'name': 'vanishing_gate',
                                            'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1",
                                            'status': 'proved',
@@ -884,6 +921,19 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                        '-s \\to -\\infty,\\ \\text{by the rules})'],
                                              'value': {},
                                              'witness': {'side': '-'}},
+                          'square_flip': {'name': 'square_flip',
+                                          'statement': 'σ(z) + σ(−z) = a·z² + k fails for every constant a, k',
+                                          'status': 'refuted',
+                                          'steps': ['\\sigma(x) = \\begin{cases} x & \\text{for}\\: x \\geq 0 '
+                                                    '\\\\\\frac{x}{100} & \\text{otherwise} \\end{cases}',
+                                                    'k = 2\\,\\sigma(0) = 0',
+                                                    '\\frac{\\sigma(z) + \\sigma(-z) - k}{z^2} = 0.99 \\text{ at } z = '
+                                                    '1,\\quad 0.495 \\text{ at } z = 2'],
+                                          'value': {},
+                                          'witness': {'z=1': {'srepr': "Float('0.99000000000000000000000000000000000000000000000000016', "
+                                                                       'precision=169)'},
+                                                      'z=2': {'srepr': "Float('0.49500000000000000000000000000000000000000000000000008', "
+                                                                       'precision=169)'}}},
                           'vanishing_gate': {'name': 'vanishing_gate',
                                              'statement': 'g is not differentiable at 0: one-sided derivatives 1 and '
                                                           '1/100',
@@ -1106,6 +1156,18 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                        '\\infty,\\ z \\ne 0,\\ c \\in \\mathbb{R})'],
                                              'value': {},
                                              'witness': None},
+                          'square_flip': {'name': 'square_flip',
+                                          'statement': 'σ(z) + σ(−z) = a·z² + k fails for every constant a, k',
+                                          'status': 'refuted',
+                                          'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- \\frac{851 x}{500}}}',
+                                                    'k = 2\\,\\sigma(0) = 0',
+                                                    '\\frac{\\sigma(z) + \\sigma(-z) - k}{z^2} = 0.691591531866 '
+                                                    '\\text{ at } z = 1,\\quad 0.467829311572 \\text{ at } z = 2'],
+                                          'value': {},
+                                          'witness': {'z=1': {'srepr': "Float('0.69159153186564259141421365305079467552439235315740735', "
+                                                                       'precision=169)'},
+                                                      'z=2': {'srepr': "Float('0.46782931157210407490362455570172581408846624168812782', "
+                                                                       'precision=169)'}}},
                           'vanishing_gate': {'name': 'vanishing_gate',
                                              'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1/2",
                                              'status': 'proved',
@@ -1287,6 +1349,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                  'z \\ne 0,\\ c \\in \\mathbb{R})'],
                                        'value': {},
                                        'witness': None},
+                    'square_flip': {'name': 'square_flip',
+                                    'statement': 'σ(z) + σ(−z) = a·z² + k fails for every constant a, k',
+                                    'status': 'refuted',
+                                    'steps': ['\\sigma(x) = \\max\\left(0, x\\right)',
+                                              'k = 2\\,\\sigma(0) = 0',
+                                              '\\frac{\\sigma(z) + \\sigma(-z) - k}{z^2} = 1 \\text{ at } z = 1,\\quad '
+                                              '0.5 \\text{ at } z = 2'],
+                                    'value': {},
+                                    'witness': {'z=1': {'srepr': "Float('1.0', precision=169)"},
+                                                'z=2': {'srepr': "Float('0.5', precision=169)"}}},
                     'vanishing_gate': {'name': 'vanishing_gate',
                                        'statement': 'g is not differentiable at 0: one-sided derivatives 1 and 0',
                                        'status': 'refuted',
@@ -1454,6 +1526,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                   'the rules})'],
                                         'value': {},
                                         'witness': {'side': '+'}},
+                     'square_flip': {'name': 'square_flip',
+                                     'statement': 'σ(z) + σ(−z) = a·z² + k holds for all z with a = 1, k = 0',
+                                     'status': 'proved',
+                                     'steps': ['\\sigma(x) = \\max\\left(0, x\\right)^{2}',
+                                               'k = 2\\,\\sigma(0) = 0',
+                                               '\\sigma(p) + \\sigma(-p) - k = p^{2} \\quad (p>0)',
+                                               '\\text{the same at } -p \\text{ by symmetry, and at } 0 \\text{ by the '
+                                               'choice of } k:\\ a = 1,\\ k = 0'],
+                                     'value': {'a': {'srepr': 'Integer(1)'}, 'k': {'srepr': 'Integer(0)'}},
+                                     'witness': None},
                      'vanishing_gate': {'name': 'vanishing_gate',
                                         'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 0",
                                         'status': 'proved',
@@ -1646,6 +1728,15 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                     'rules})'],
                                           'value': {},
                                           'witness': {'side': '+'}},
+                       'square_flip': {'name': 'square_flip',
+                                       'statement': 'σ(z) + σ(−z) = a·z² + k holds only with a = 0 (σ(z) + σ(−z) is '
+                                                    'constant)',
+                                       'status': 'refuted',
+                                       'steps': ['\\sigma(x) = \\frac{1}{1 + e^{- x}}',
+                                                 'k = 2\\,\\sigma(0) = 1',
+                                                 '\\sigma(p) + \\sigma(-p) - k = 0 \\quad (p>0)'],
+                                       'value': {},
+                                       'witness': {'a': 0}},
                        'vanishing_gate': {'name': 'vanishing_gate',
                                           'statement': 'g(0) = 1/2 ≠ 0',
                                           'status': 'refuted',
@@ -1827,6 +1918,18 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                  'z \\ne 0,\\ c \\in \\mathbb{R})'],
                                        'value': {},
                                        'witness': None},
+                    'square_flip': {'name': 'square_flip',
+                                    'statement': 'σ(z) + σ(−z) = a·z² + k fails for every constant a, k',
+                                    'status': 'refuted',
+                                    'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- x}}',
+                                              'k = 2\\,\\sigma(0) = 0',
+                                              '\\frac{\\sigma(z) + \\sigma(-z) - k}{z^2} = 0.46211715726 \\text{ at } '
+                                              'z = 1,\\quad 0.380797077978 \\text{ at } z = 2'],
+                                    'value': {},
+                                    'witness': {'z=1': {'srepr': "Float('0.4621171572600097585023184836436725487302892803301128', "
+                                                                 'precision=169)'},
+                                                'z=2': {'srepr': "Float('0.38079707797788244405972914130239679520638429862896811', "
+                                                                 'precision=169)'}}},
                     'vanishing_gate': {'name': 'vanishing_gate',
                                        'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1/2",
                                        'status': 'proved',
@@ -2024,6 +2127,18 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                      '\\infty,\\ z \\ne 0,\\ c \\in \\mathbb{R})'],
                                            'value': {},
                                            'witness': None},
+                        'square_flip': {'name': 'square_flip',
+                                        'statement': 'σ(z) + σ(−z) = a·z² + k fails for every constant a, k',
+                                        'status': 'refuted',
+                                        'steps': ['\\sigma(x) = \\log{\\left(e^{x} + 1 \\right)}',
+                                                  'k = 2\\,\\sigma(0) = \\log{\\left(4 \\right)}',
+                                                  '\\frac{\\sigma(z) + \\sigma(-z) - k}{z^2} = 0.240229013917 \\text{ '
+                                                  'at } z = 1,\\quad 0.216890415242 \\text{ at } z = 2'],
+                                        'value': {},
+                                        'witness': {'z=1': {'srepr': "Float('0.24022901391655504926352674701935814767955990262018608', "
+                                                                     'precision=169)'},
+                                                    'z=2': {'srepr': "Float('0.21689041524151359351324734245006393167941646422405145', "
+                                                                     'precision=169)'}}},
                         'vanishing_gate': {'name': 'vanishing_gate',
                                            'statement': 'g(0) = log(2) ≠ 0',
                                            'status': 'refuted',
@@ -2211,6 +2326,15 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                  'rules})'],
                                        'value': {},
                                        'witness': {'side': '+'}},
+                    'square_flip': {'name': 'square_flip',
+                                    'statement': 'σ(z) + σ(−z) = a·z² + k holds only with a = 0 (σ(z) + σ(−z) is '
+                                                 'constant)',
+                                    'status': 'refuted',
+                                    'steps': ['\\sigma(x) = \\tanh{\\left(x \\right)}',
+                                              'k = 2\\,\\sigma(0) = 0',
+                                              '\\sigma(p) + \\sigma(-p) - k = 0 \\quad (p>0)'],
+                                    'value': {},
+                                    'witness': {'a': 0}},
                     'vanishing_gate': {'name': 'vanishing_gate',
                                        'statement': "g(0) = 0 and g is differentiable at 0 with g'(0) = 1",
                                        'status': 'proved',

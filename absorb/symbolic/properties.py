@@ -21,6 +21,8 @@ Properties:
 * :func:`flip_identity` — ungated: σ(z) − σ(−z) = c z; gated: g(z) + g(−z) = c; with c ≠ 0
   constant, for every real z (z = 0 included: 2·g(0) = c). This is what lets the
   index-set construction absorb the skip.
+* :func:`square_flip` — σ(z) + σ(−z) = a z² + k, a ≠ 0 and k constants, for every real z (the
+  degree-2 skeleton's flip witness).
 * :func:`bounded` — σ continuous and bounded near ±∞ (boundedness argument).
 
 The proofs split on the sign of x: with ``p > 0`` a positive symbol, x ∈ {p, −p, 0} covers
@@ -299,6 +301,56 @@ def _flip_identity(e: sp.Expr, gated: bool) -> Property:
 
 
 # ---------------------------------------------------------------------------------------
+def _square_flip(e: sp.Expr) -> Property:
+    """σ(z) + σ(−z) = a·z² + k for every real z, a ≠ 0 and k constants — the even part's
+    counterpart of :func:`_flip_identity` (the degree-2 skeleton's flip witness). k = 2σ(0) is
+    forced at z = 0 (where the identity then holds by definition); for z = ±p (p > 0; the left
+    side is even in z, so one sign covers both) a = (σ(p) + σ(−p) − k)/p² must be free of p, by
+    the same exact algebra as the odd identity (the normalised form expanded, then simplify,
+    then the normalised retry). Refuted by two 50-digit values of that quotient that differ."""
+    name = "square_flip"
+    what = "σ(z) + σ(−z) = a·z² + k"
+    k = sp.simplify(2 * e.subs(X, 0))
+    steps = [rf"\sigma(x) = {sp.latex(e)}", rf"k = 2\,\sigma(0) = {sp.latex(k)}"]
+    if not _real_number(k):
+        return Property(name, Status.UNKNOWN, f"2·σ(0) = {k} is not a proved real number", steps=tuple(steps))
+    f = lambda z: (e.subs(X, z) + e.subs(X, -z) - k) / z**2  # noqa: E731
+    v1, v2 = _n(f(1)), _n(f(2))
+    if _real_number(v1) and _real_number(v2) and abs(v1 - v2) > _MARGIN:
+        steps.append(rf"\frac{{\sigma(z) + \sigma(-z) - k}}{{z^2}} = {float(v1):.12g} \text{{ at }} z = 1,\quad "
+                     rf"{float(v2):.12g} \text{{ at }} z = 2")
+        return Property(name, Status.REFUTED, f"{what} fails for every constant a, k", steps=tuple(steps),
+                        witness={"z=1": v1, "z=2": v2})
+    raw = e.subs(X, P) + e.subs(X, -P) - k
+    quick = sp.expand(normalise(raw))
+    a = sp.expand(quick / P**2)
+    if not a.free_symbols:
+        if normalise(raw) != raw:
+            steps.append(STEP)
+        lhs = quick
+    else:
+        lhs = sp.simplify(raw)
+        a = sp.simplify(lhs / P**2)
+    if a.free_symbols:  # sympy misses erf + erfc = 1 and friends: retry on the normalised form
+        alt = normalised_simplify(raw)
+        if alt is not None and not sp.simplify(alt / P**2).free_symbols:
+            lhs, a = alt, sp.simplify(alt / P**2)
+            steps.append(STEP)
+    steps.append(rf"\sigma(p) + \sigma(-p) - k = {sp.latex(lhs)} \quad (p>0)")
+    if not a.free_symbols and _real_number(a):
+        z = _is_zero(a)
+        if z is False:
+            steps.append(rf"\text{{the same at }} -p \text{{ by symmetry, and at }} 0 \text{{ by the choice of }} k:\ "
+                         rf"a = {sp.latex(a)},\ k = {sp.latex(k)}")
+            return Property(name, Status.PROVED, f"{what} holds for all z with a = {a}, k = {k}", value={"a": a, "k": k},
+                            steps=tuple(steps))
+        if z is True:
+            return Property(name, Status.REFUTED, f"{what} holds only with a = 0 (σ(z) + σ(−z) is constant)",
+                            steps=tuple(steps), witness={"a": 0})
+    return Property(name, Status.UNKNOWN, f"sympy could not decide whether {what}", steps=tuple(steps))
+
+
+# ---------------------------------------------------------------------------------------
 def _bounded(e: sp.Expr) -> Property:
     """Continuous, with finite limits (or an O(1) bound) at ±∞ by the asymptotic rules; each
     claimed limit cross-checked by 60-digit evaluations far out (which only withhold)."""
@@ -345,12 +397,13 @@ ANALYSES: tuple[tuple[str, Callable[[sp.Expr], Property]], ...] = (
     ("vanishing_slopes", _vanishing_slopes),
     ("flip_identity[ungated]", functools.partial(_flip_identity, gated=False)),
     ("flip_identity[gated]", functools.partial(_flip_identity, gated=True)),
+    ("square_flip", _square_flip),
     ("bounded", _bounded),
 )
 """Every analysis :func:`prepare` runs, by cache name; each maps σ's sympy form to a Property."""
 
 _NAMES = {"homogeneity": "homogeneous", "vanishing_gate": "vanishing_gate", "vanishing_slopes": "vanishing_slopes", "flip_identity[ungated]": "flip_identity",
-          "flip_identity[gated]": "flip_identity", "bounded": "bounded"}
+          "flip_identity[gated]": "flip_identity", "square_flip": "square_flip", "bounded": "bounded"}
 
 
 def register_analyses(*analyses: tuple[str, str, Callable[[sp.Expr], Property]]) -> None:
@@ -421,6 +474,13 @@ def flip_identity(act: Activation, *, gated: bool) -> Property:
     Gated: g(z) + g(−z) = c, z = 0 included (2·g(0) = c) (c = 1 for the sigmoid gate of GLU).
     """
     return _get(act, "flip_identity[gated]" if gated else "flip_identity[ungated]")
+
+
+def square_flip(act: Activation) -> Property:
+    """Decide σ(z) + σ(−z) = a·z² + k for every real z (a ≠ 0; k = 2σ(0)): the identity that lets
+    flipping units of a degree-2 block move a quadratic, linear and constant term (a = 1, k = 0 for
+    ReLU²; also x·|x|/2 + x²/2, x²(1 + erf x)/2, ReLU² + 1)."""
+    return _get(act, "square_flip")
 
 
 def bounded(act: Activation) -> Property:

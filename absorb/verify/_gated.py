@@ -94,15 +94,8 @@ def check_gated_skeleton(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
         ok, why = relu_like(act)
         _require(ctx, ok, w, "the gate is ReLU-like: σ_g(s) − s → 0 at +∞ and σ_g(s) → 0 at −∞ (the checker's own expansions "
                  "of the outermost pieces)", why, fail_only=True)
-    G = np.asarray(block.W_gate)
-    _require(ctx, block.d >= 2, w, "d ≥ 2", f"d = {block.d}")
-    _require(ctx, bool(np.all(np.any(G != 0, axis=1))), w, "every gate row is nonzero (exact)")
-    _require(ctx, bool(np.all(np.any(block.W_down != 0, axis=0))), w, "every column of W_down is nonzero (exact)")
-    pairs, _ = _gate_row_pairs(ctx, block)
-    _require(ctx, not pairs, w, "the gate rows are pairwise non-collinear (exact)",
-             f"rows {pairs[0][0]} and {pairs[0][1]} are collinear" if pairs else "")
-    par = parallel_units(ctx, block)
-    _require(ctx, not par, w, "no value row is zero or parallel to its gate row (exact)", f"unit {par[0]}" if par else "")
+    if case != "relu-like-flip":  # (necessity only: the flip witness is checked without it)
+        _gate_nondegenerate(ctx, w, block)
     if case == "step":
         search = b.get("search") or {}
         _require(ctx, search.get("status") == "infeasible", w, "the index-set search proved that no S exists",
@@ -112,3 +105,17 @@ def check_gated_skeleton(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
     from absorb.verify._gated_relu import check_relu_like
 
     return check_relu_like(ctx, w, b, block, case)
+
+
+def _gate_nondegenerate(ctx: _Ctx, w: str, block: Block) -> None:
+    """The gated skeleton's nondegeneracy, exactly: d ≥ 2, gate rows nonzero and pairwise
+    non-collinear, columns of W_down nonzero, no value row zero or parallel to its gate row."""
+    G = np.asarray(block.W_gate)
+    _require(ctx, block.d >= 2, w, "d ≥ 2", f"d = {block.d}")
+    _require(ctx, bool(np.all(np.any(G != 0, axis=1))), w, "every gate row is nonzero (exact)")
+    _require(ctx, bool(np.all(np.any(block.W_down != 0, axis=0))), w, "every column of W_down is nonzero (exact)")
+    pairs, _ = _gate_row_pairs(ctx, block)
+    _require(ctx, not pairs, w, "the gate rows are pairwise non-collinear (exact)",
+             f"rows {pairs[0][0]} and {pairs[0][1]} are collinear" if pairs else "")
+    par = parallel_units(ctx, block)
+    _require(ctx, not par, w, "no value row is zero or parallel to its gate row (exact)", f"unit {par[0]}" if par else "")

@@ -1,16 +1,18 @@
 """The checker's re-derivation of the degree-2 skeleton (docs/results/skeleton2.md), by its
 own route: σ's two-term form at ±∞ from its outermost pieces (``_asymptotic`` expansions, no
-sympy limit, no sample), the nondegeneracy of the weights, and
+sympy limit, no sample), and
 
-* ``not_absorbable``: its own proof that no index set S is within the tolerance of
+* ``not_absorbable``: the nondegeneracy of the weights (necessity needs it; the flip does not)
+  and its own proof that no index set S is within the tolerance of
   (Q) Σ_S w_i ⊗ u_i u_iᵀ = 0 and (L) M = −Σ_S (2αc_i + β) w_i u_iᵀ, measured as
   ‖(Q 1_S, L 1_S + vec M)‖₂ / ‖M‖_F — either an exact positive-definiteness test of QᵀQ − μI (Sylvester, integer elimination)
   (only S = ∅ is close to (Q), and S = ∅ is at distance 1), or every S enumerated with
   rounding bounds (n ≤ 16), or the Gram route; or the recorded index-set proof re-checked on
   the lifted problem (case ``index-set``) or on (L) alone (case ``linear``: up rows
   (2αc_i + β)·u_i built here, target −M — (L)'s distance is a lower bound on the joint one);
-* ``absorbable`` (exact ReLU² only, σ(z) + σ(−z) = z² re-derived by pieces): the flip of S
-  rebuilt here, f − g = Σ_S w_i (u_i·x)² + R_L x + R_0 exactly, with the quadratic part (zero,
+* ``absorbable`` (σ with σ(z) + σ(−z) = αz² + k for every real z, β = 0, k = 2σ(0) rational,
+  re-derived by pieces: ReLU² and others): the flip of S rebuilt here,
+  f − g = αΣ_S w_i (u_i·x)² + R_L x + R_0 exactly, with the quadratic part (zero,
   or for a set planted in float64 bounded by q|x|²_∞ within the tolerance of the block's own
   quadratic scale s₂, docs/user-guide.md "Witness check"), R_L and R_0 bounded exactly.
 
@@ -31,10 +33,10 @@ from absorb.verify import _gram
 from absorb.verify._asymptotic import why_not_at_infinity
 from absorb.verify._gram import mu_bound
 from absorb.verify._numerics import _gamma, _parse_number, rounding_allowance, sha256_f64
-from absorb.verify._pieces import decide_zero
+from absorb.verify._pieces import decide_zero, exact_value
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _variable, outer_pieces, vanishes_on_reals
-from absorb.verify._weights import InfNorm, _block_arrays
+from absorb.verify._weights import InfNorm, _block_arrays, _f0_lower
 
 CASES = ("rank", "gram", "enumerate", "index-set", "linear", "relu2-flip")
 ENUMERATE_MAX_N = 16
@@ -62,10 +64,24 @@ def two_term_form(expr: sp.Expr) -> tuple[tuple[sp.Expr, sp.Expr] | None, str]:
     return (a, b), ""
 
 
-def _square_flip(expr: sp.Expr) -> bool:
-    """σ(z) + σ(−z) = z² for every real z (0 at every break point, simplifies to 0 on every piece)."""
+def _square_flip(expr: sp.Expr, a: sp.Rational) -> sp.Rational | None:
+    """k with σ(z) + σ(−z) = a·z² + k for every real z, a = α re-derived from σ's pieces: k is
+    forced to 2σ(0) (z = 0) and must be rational; then σ(z) + σ(−z) − az² − k is 0 at every break
+    point and simplifies to 0 on every piece. None when that is not proved."""
     x = _variable(expr)
-    return vanishes_on_reals(expr + expr.subs(x, -x) - x**2, x)
+    try:
+        k = sp.simplify(2 * exact_value(expr, x, sp.Integer(0)))
+    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
+        return None
+    if not isinstance(k, sp.Rational):
+        return None
+    return k if vanishes_on_reals(expr + expr.subs(x, -x) - a * x**2 - k, x) else None
+
+
+def _is_relu2(expr: sp.Expr) -> bool:
+    """σ = ReLU(z)² for every real z (by pieces): then |f(0)| is computed exactly, σ(c) = max(c, 0)²."""
+    x = _variable(expr)
+    return vanishes_on_reals(expr - sp.Max(0, x) ** 2, x)
 
 
 def _q(v: float) -> Fraction:
@@ -304,16 +320,21 @@ def gram_bound(gram: tuple[np.ndarray, np.ndarray] | None, mu_rec: Any, M: np.nd
     return mu_bound(mu_rec, M, lambda m: gram_positive_definite(gram[0], gram[1], m))
 
 
-def _flip(block: Block, S: list[int]) -> Block:
-    """The producer's construction, rebuilt here: negate (u_i, c_i, w_i) on S, b'_down = b_down + Σ_S c_i² w_i."""
+def _flip(block: Block, S: list[int], a: Fraction = Fraction(1), k: Fraction = Fraction(0)) -> Block:
+    """The producer's construction, rebuilt here (the same float operations): negate (u_i, c_i, w_i)
+    on S, b'_down = b_down + Σ_S (a·c_i² + k) w_i (for a = 1, k = 0: Σ_S c_i² w_i)."""
     U, D = np.array(block.W_up, dtype=np.float64), np.array(block.W_down, dtype=np.float64)
     U[S] *= -1
     D[:, S] *= -1
     b_up, shift = None, np.zeros(block.d)
+    W0 = np.asarray(block.W_down, dtype=np.float64)[:, S]
     if block.b_up is not None:
         b_up = np.array(block.b_up, dtype=np.float64)
-        shift = np.asarray(block.W_down, dtype=np.float64)[:, S] @ (b_up[S] ** 2)
+        sq = b_up[S] ** 2
+        shift = W0 @ (sq if (a, k) == (1, 0) else float(a) * sq + float(k))
         b_up[S] *= -1
+    elif k != 0:
+        shift = W0 @ np.full(len(S), float(k))
     b_down = shift + (0 if block.b_down is None else np.asarray(block.b_down, dtype=np.float64))
     return block.replace(W_up=U, W_down=D, b_up=b_up, b_down=b_down if np.any(b_down) else None,
                          skip=np.zeros((block.d, block.d)), name=block.name + "'")
@@ -342,11 +363,11 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
     ra, rb = _parse_number(arg.get("alpha")), _parse_number(arg.get("beta"))
     _require(ctx, ra is not None and rb is not None and decide_zero(ra - a) is True and decide_zero(rb - bb) is True, w,
              f"the recorded α = {a}, β = {bb} are σ's", f"recorded α = {arg.get('alpha')!r}, β = {arg.get('beta')!r}")
-    _nondegenerate(ctx, w, block)
     case = arg.get("case")
     _require(ctx, case in CASES, w, f"the case is one of {', '.join(CASES)}", f"recorded {case!r}")
     af, bf = Fraction(int(a.p), int(a.q)), Fraction(int(bb.p), int(bb.q))
     if b.get("verdict") == "not_absorbable":
+        _nondegenerate(ctx, w, block)  # (necessity only: the flip witness below is checked without it)
         _require(ctx, case in ("rank", "gram", "enumerate", "index-set", "linear"), w,
                  "a not_absorbable verdict rests on the rank, the Gram, the enumeration, the lifted index-set or the "
                  "linear route")
@@ -366,30 +387,37 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
                  f"every index set S is at relative distance > τ = {ctx.tol:g} from (Q) and (L) ({case}, re-derived here)",
                  f"lower bound {bound!r}")
         return "not_absorbable", None, 0.0
-    _require(ctx, case == "relu2-flip", w, "an absorbable verdict comes with the ReLU² flip")
-    _require(ctx, _square_flip(act), w, "σ(z) + σ(−z) = z² for every real z (by pieces)")
+    _require(ctx, case == "relu2-flip", w, "an absorbable verdict comes with the degree-2 flip")
+    _require(ctx, bb == 0, w, "β = 0 (σ(z) + σ(−z) is even, so a flip identity needs it)", f"β = {bb}")
+    kk = _square_flip(act, a)
+    _require(ctx, kk is not None, w, f"σ(z) + σ(−z) = {a}·z² + k for every real z, k = 2σ(0) rational (by pieces)")
+    k = Fraction(int(kk.p), int(kk.q))  # type: ignore[union-attr]
     wit = b.get("witness") or {}
     S = wit.get("S")
     _require(ctx, isinstance(S, list) and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < block.n for i in S)
              and len(set(S)) == len(S), w, f"S is a set of distinct hidden units in 0..{block.n - 1}")
-    wb = _flip(block, sorted(S))
+    wb = _flip(block, sorted(S), af, k)
     U, W, c = _units(block)
     d = block.d
     M = [[_q(v) for v in row] for row in np.asarray(block.M, dtype=np.float64)]
     tensors = [_tensor(W[i], U[i]) for i in S]
-    q = quadratic_norm(tensors, d)
-    RL = [[M[r][k] + sum((2 * c[i] * W[i][r] * U[i][k] for i in S), Fraction(0)) for k in range(d)] for r in range(d)]
+    q = abs(af) * quadratic_norm(tensors, d)  # f − g = a·Σ_S w_i (u_i·x)² + R_L x + R_0
+    RL = [[M[r][j] + sum((2 * af * c[i] * W[i][r] * U[i][j] for i in S), Fraction(0)) for j in range(d)] for r in range(d)]
     rho = max(sum(abs(v) for v in row) for row in RL)
     bd = [_q(v) for v in block.b_down] if block.b_down is not None else [Fraction(0)] * d
     bd2 = [_q(v) for v in wb.b_down] if wb.b_down is not None else [Fraction(0)] * d
-    R0 = max(abs(bd[r] + sum((c[i] ** 2 * W[i][r] for i in S), Fraction(0)) - bd2[r]) for r in range(d))
-    f0 = max(abs(bd[r] + sum((max(c[i], Fraction(0)) ** 2 * W[i][r] for i in range(block.n)), Fraction(0))) for r in range(d))
+    R0 = max(abs(bd[r] + sum(((af * c[i] ** 2 + k) * W[i][r] for i in S), Fraction(0)) - bd2[r]) for r in range(d))
+    if (af, k) == (1, 0) and _is_relu2(act):  # σ(c) = max(c, 0)²: f(0) exactly
+        f0 = max(abs(bd[r] + sum((max(c[i], Fraction(0)) ** 2 * W[i][r] for i in range(block.n)), Fraction(0))) for r in range(d))
+    else:
+        f0 = Fraction(_f0_lower(block))
     u1 = [sum((abs(v) for v in u), Fraction(0)) for u in U]
-    s2 = max(sum((abs(W[i][r]) * u1[i] * u1[i] for i in S), Fraction(0)) for r in range(d))  # S's own quadratic size
+    s2 = abs(af) * max(sum((abs(W[i][r]) * u1[i] * u1[i] for i in S), Fraction(0)) for r in range(d))  # S's own quadratic size
     s1 = max([Fraction(1)] + [sum((abs(v) for v in M[r]), Fraction(0))
-                              + sum((2 * abs(c[i]) * abs(W[i][r]) * u1[i] for i in range(block.n)), Fraction(0)) for r in range(d)])
-    return accept_exact_flip(ctx, w, wit, wb, rho, R0, f0, linear="‖M + 2·Σ_S c_i w_i u_iᵀ‖_∞",
-                             bias="|b_down + Σ_S c_i² w_i − b'_down|_∞", quadratic="L",
+                              + abs(af) * sum((2 * abs(c[i]) * abs(W[i][r]) * u1[i] for i in range(block.n)), Fraction(0))
+                              for r in range(d)])
+    return accept_exact_flip(ctx, w, wit, wb, rho, R0, f0, linear=f"‖M + 2·{a}·Σ_S c_i w_i u_iᵀ‖_∞",
+                             bias=f"|b_down + Σ_S ({a}·c_i² + {k}) w_i − b'_down|_∞", quadratic="L",
                              quad=(q, s1, s2, relative_distance(tensors, RL, M, d)))
 
 
