@@ -71,3 +71,19 @@ HYPOTHESIS_LISTS = frozenset({
 #: the two properties of g and h each case of the linearization argument with a value activation uses
 LINEARIZATION_CASES = {"product": {"vanishing_slopes", "value_vanishing_slopes"}, "value-flat": {"bounded", "value_vanishing_slopes"},
                        "gate-flat": {"vanishing_slopes", "value_bounded"}}
+
+_ANY = {"M_nonzero_entry"}
+#: the fields each theorem's argument records (a field outside them is a claim its check does not read)
+ARGUMENT_FIELDS: dict[str, set[str]] = {
+    "trivial": _ANY, "none": _ANY, "canonical-form": _ANY, "bounded": _ANY | {"steps"},
+    "degree": _ANY | {"k", "k_activation", "k_value", "steps", "value_activation"},
+    "linearization": _ANY | {"case", "dg0", "g0", "g_bounded", "g_slopes", "h0", "h_bounded", "h_slopes", "jacobian_f_at_0",
+                             "steps", "value_activation"},
+    "exponential": _ANY | {"A", "C", "beta", "steps"},
+    "parity": _ANY | {"even", "steps"},
+    "linear": _ANY | {"c", "rank_limit", "sigma_lower_bound", "singular_values"},
+    "index-set": _ANY | {"c", "necessity_hypotheses", "target"},
+    "skeleton": _ANY | {"L_minus", "L_plus", "a", "b", "c_inf", "case", "nondegeneracy_hypotheses", "steps", "target"},
+    "skeleton2": _ANY | {"alpha", "beta", "case", "mu", "nondegeneracy_hypotheses", "steps"},
+    "gated-skeleton": _ANY | {"L_minus", "L_plus", "c", "case", "mu", "nondegeneracy_hypotheses", "route", "steps", "target"},
+}

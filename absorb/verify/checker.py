@@ -81,7 +81,7 @@ from absorb.verify._beyond import (
     class_statement,
 )
 from absorb.verify._canonical import check_canonical_form
-from absorb.verify._citations import HYPOTHESIS_LISTS, LINEARIZATION_CASES, citation_ok
+from absorb.verify._citations import ARGUMENT_FIELDS, HYPOTHESIS_LISTS, LINEARIZATION_CASES, citation_ok
 from absorb.verify._compose import check_composition
 from absorb.verify._gated import check_gated_skeleton
 from absorb.verify._infeasible import (  # noqa: F401
@@ -319,6 +319,8 @@ def _check_recorded_properties(ctx: _Ctx, w: str, b: dict[str, Any], th: str, va
     used = table.get(th, set()) if b.get("verdict") in ("absorbable", "not_absorbable") else set()
     if value and th == "linearization":  # the case names the two properties its check re-derives
         used = LINEARIZATION_CASES.get((b.get("argument") or {}).get("case"), set())
+    elif th == "gated-skeleton" and used:  # a step gate's limits, or a ReLU-like gate: not both
+        used = used - ({"relu_like_gate"} if (b.get("argument") or {}).get("case") == "step" else {"gate_limits"})
     for p in props:
         ok = (isinstance(p, dict) and p.get("name") in used and p.get("status") == "proved"
               and set(p) <= {"name", "status", "statement", "steps"})
@@ -358,6 +360,9 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
     class_statement(ctx, w, b, block)
     _must(ctx, b.get("activation") == block.activation_name, w, "the recorded activation name is the model's",
           f"recorded {b.get('activation')!r}, model {block.activation_name!r}")
+    extra_arg = sorted(set(arg) - ARGUMENT_FIELDS.get(th, set(arg))) if isinstance(arg, dict) else []
+    if extra_arg:
+        ctx.report.unchecked(w, f"every field of result {th!r}'s argument is one its check reads", f"not re-checked: {', '.join(extra_arg)}")
     for key in ("nondegeneracy_hypotheses", "necessity_hypotheses"):  # (the lists the theorems' checks re-derive)
         if key in arg:
             _must(ctx, tuple(arg[key]) in HYPOTHESIS_LISTS if isinstance(arg[key], list) else False, w,
