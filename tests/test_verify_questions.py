@@ -195,3 +195,21 @@ def test_a_collections_theorem_and_added_fields_are_checked(tmp_path: Path) -> N
                   "hypothesis": b["hypotheses"][0], "weights": b["weights"]["W_up"]}[where]
         target["proved_at_every_width"] = True
         assert _verify(cert, d, model) == 4, where
+
+
+def test_fields_of_another_case_or_outside_the_format_are_not_accepted(tmp_path: Path) -> None:
+    """A field no check reads — the value-activation variant's fields on a block without h, a Gram
+    bound on a rank-route argument, an added key in the search record or the activation record —
+    leaves the certificate not fully checked (exit 4)."""
+    model, cert, doc = _cert(tmp_path, CE / "relu2_bias_free_class.npz")
+    assert _verify(cert, doc, model) == 0
+    for edit in ("k_value", "search", "function"):
+        d = json.loads(json.dumps(doc))
+        b = d["blocks"][0]
+        if edit == "k_value":
+            b["argument"].update(value_activation="x**7", k_value=6)
+        elif edit == "search":
+            b["search"] = {"method": "mitm", "status": "infeasible", "all_sets": 1024}
+        else:
+            b["activation_function"]["lipschitz"] = 0
+        assert _verify(cert, d, model) in (1, 4), edit

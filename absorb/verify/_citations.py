@@ -87,3 +87,16 @@ ARGUMENT_FIELDS: dict[str, set[str]] = {
     "skeleton2": _ANY | {"alpha", "beta", "case", "mu", "nondegeneracy_hypotheses", "steps"},
     "gated-skeleton": _ANY | {"L_minus", "L_plus", "c", "case", "mu", "nondegeneracy_hypotheses", "route", "steps", "target"},
 }
+
+
+def argument_fields(theorem: str, arg: dict[str, Any], value: bool) -> set[str]:
+    """The fields result ``theorem``'s argument may record, for this case (``value``: the block has
+    a value activation h, whose variant records h's fields); every other field is one no check reads."""
+    allowed = set(ARGUMENT_FIELDS.get(theorem, set(arg)))
+    if theorem in ("linearization", "degree") and not value:
+        allowed -= {"case", "g_bounded", "g_slopes", "h0", "h_bounded", "h_slopes", "value_activation", "k_value"}
+    if "gram" not in (arg.get("case"), arg.get("route")):
+        allowed -= {"mu"}
+    if theorem == "gated-skeleton" and arg.get("case") == "step":
+        allowed -= {"route"}
+    return allowed

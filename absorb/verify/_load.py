@@ -106,6 +106,12 @@ _FIELDS = {
     "witness": {"S", "residual", "eval_error", "n_inputs", "exact", "construction", "c", "formula", "block"},
     "hypothesis": {"name", "holds", "statement", "at"},
     "array": {"shape", "sha256", "fro_norm", "max_abs", "values"},
+    "function": {"name", "text", "latex", "srepr"},
+    "entry": {"row", "col", "value"},
+    "search": {"method", "status", "reason", "S", "residual", "bound", "elapsed", "certificate"},
+    "line": {"e", "a", "units"},
+    "choice": {"B", "delta", "rank", "width"},
+    "witness_block": {"weights"},
 }
 
 
@@ -134,4 +140,19 @@ def unknown_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
             look(f"blocks.{i}.hypotheses.{j}", h, "hypothesis")
         for k, rec in ((b.get("weights") or {}).items() if isinstance(b.get("weights"), dict) else []):
             look(f"blocks.{i}.weights.{k}", rec, "array")
+        look(f"blocks.{i}.activation_function", b.get("activation_function"), "function")
+        look(f"blocks.{i}.value_activation_function", b.get("value_activation_function"), "function")
+        if isinstance(b.get("argument"), dict):
+            look(f"blocks.{i}.argument.M_nonzero_entry", b["argument"].get("M_nonzero_entry"), "entry")
+        look(f"blocks.{i}.search", b.get("search"), "search")
+        if isinstance(wit, dict):
+            look(f"blocks.{i}.witness.block", wit.get("block"), "witness_block")
+        cf = b.get("canonical_form")
+        if isinstance(cf, dict):
+            for j, ln in enumerate(cf.get("lines") if isinstance(cf.get("lines"), list) else []):
+                look(f"blocks.{i}.canonical_form.lines.{j}", ln, "line")
+            look(f"blocks.{i}.canonical_form.choice", cf.get("choice"), "choice")
+            look(f"blocks.{i}.canonical_form.near", cf.get("near"), "choice")
+    if isinstance(cert.get("stack"), dict):
+        look("stack.skip_product_nonzero_entry", cert["stack"].get("skip_product_nonzero_entry"), "entry")
     return out

@@ -81,7 +81,7 @@ from absorb.verify._beyond import (
     class_statement,
 )
 from absorb.verify._canonical import check_canonical_form
-from absorb.verify._citations import ARGUMENT_FIELDS, HYPOTHESIS_LISTS, LINEARIZATION_CASES, citation_ok
+from absorb.verify._citations import HYPOTHESIS_LISTS, LINEARIZATION_CASES, argument_fields, citation_ok
 from absorb.verify._compose import check_composition
 from absorb.verify._gated import check_gated_skeleton
 from absorb.verify._infeasible import (  # noqa: F401
@@ -360,7 +360,7 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
     class_statement(ctx, w, b, block)
     _must(ctx, b.get("activation") == block.activation_name, w, "the recorded activation name is the model's",
           f"recorded {b.get('activation')!r}, model {block.activation_name!r}")
-    extra_arg = sorted(set(arg) - ARGUMENT_FIELDS.get(th, set(arg))) if isinstance(arg, dict) else []
+    extra_arg = sorted(set(arg) - argument_fields(th, arg, _value_expr(block) is not None)) if isinstance(arg, dict) else []
     if extra_arg:
         ctx.report.unchecked(w, f"every field of result {th!r}'s argument is one its check reads", f"not re-checked: {', '.join(extra_arg)}")
     for key in ("nondegeneracy_hypotheses", "necessity_hypotheses"):  # (the lists the theorems' checks re-derive)
