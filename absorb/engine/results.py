@@ -533,10 +533,11 @@ class _IndexSet:
         # anisotropic M: ‖M‖_F is its largest direction). Search again strictly below its residual,
         # so that S and all as far are excluded, and check the next S found — only when the failure
         # is far beyond what the residual explains for an isotropic skip (error ≤ d·residual there,
-        # e.g. a set planted in float32 weights: no better S exists, and a search costs seconds).
+        # e.g. a set planted in float32 weights: no better S exists, and a search costs seconds) or
+        # when the residual itself is large (a large τ admits far sets first; a closer one may pass).
         tries = 0
         while (not ok and tries < self._RETRIES and res.residual is not None and res.residual > 0
-               and w.eval_error > blk.d * res.residual):
+               and (w.eval_error > blk.d * res.residual or res.residual > 1e-3)):
             tries += 1
             again = find_index_set(blk.W_up, blk.W_down, T, tol=res.residual / 2, method=ctx.method, seed=ctx.seed,
                                    timeout=ctx.timeout / (self._RETRIES + 1) if ctx.timeout else ctx.timeout)
