@@ -81,7 +81,7 @@ def gamma(k: int, unit: float = UNIT_ROUNDOFF) -> float:
     return 1.01 * ku / (1.0 - ku)
 
 
-def magnitudes_ok(*arrays: np.ndarray) -> bool:
+def magnitudes_ok(*arrays: np.ndarray, hi_exponent: int = SAFE_EXPONENT) -> bool:
     """True when every entry of every array is finite and every nonzero one has
     ``2^-SAFE_EXPONENT ≤ |x| ≤ 2^SAFE_EXPONENT``: the range in which the rounding analyses
     here (Higham's γ_k, relative errors only) hold.
@@ -97,8 +97,10 @@ def magnitudes_ok(*arrays: np.ndarray) -> bool:
     in :func:`gamma` exceeds 2^40 of them (the dual bound; the MITM windows also carry an
     absolute 8u).
     Outside the range a rigorous routine proves nothing; the index-set search first
-    rescales by exact powers of two (:func:`rescaled`)."""
-    lo, hi = 2.0**-SAFE_EXPONENT, 2.0**SAFE_EXPONENT
+    rescales by exact powers of two (:func:`rescaled`). ``hi_exponent``: another upper end, for a
+    caller whose analysis only needs the lower one (the witness evaluation: an overflow there
+    shows as inf and fails it)."""
+    lo, hi = 2.0**-SAFE_EXPONENT, 2.0**hi_exponent
     seen: set[int] = set()
     for a in arrays:
         if id(a) in seen:  # the same array twice (a witness sharing W_down with f)

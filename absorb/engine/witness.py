@@ -41,10 +41,9 @@ from absorb.engine.verdict import Witness
 from absorb.model.activations import is_builtin
 from absorb.model.block import Block, Stack
 from absorb.rigorous import (
-    SAFE_EXPONENT,
-    all_finite,
     flip_bias_error_upper,
     flip_inf_upper,
+    magnitudes_ok,
     relative_residual,
     row_slices,
 )
@@ -473,28 +472,7 @@ def _evaluable(*arrays: np.ndarray) -> bool:
     pre-activation at the hyperplane points (coordinates ≤ 2^600 = 2^400 / 2^-200, times rows
     ≤ 2^400, summed over d < 2^20: below 2^1021, so its float64 value exists). So a planted
     witness with biases of 2^190 (moved biases of 2^382) is evaluated, not refused."""
-    lo, hi = 2.0**-SAFE_EXPONENT, 2.0**EVAL_MAX_EXPONENT
-    seen: set[int] = set()
-    for a in arrays:
-        if id(a) in seen:
-            continue
-        seen.add(id(a))
-        a = np.atleast_2d(np.asarray(a))
-        if a.dtype.kind == "f" and a.dtype.itemsize <= 4:  # every finite float32 lies in [2^-149, 2^128]
-            if not all_finite(a):
-                return False
-            continue
-        a = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a
-        for sl in row_slices(a.shape[0], a.shape[1]):
-            x = np.abs(a[sl].astype(np.float64, copy=False))
-            if x.size == 0:
-                continue
-            if not float(x.max()) <= hi:  # also catches nan and inf
-                return False
-            nz = x[x != 0]
-            if nz.size and float(nz.min()) < lo:
-                return False
-    return True
+    return magnitudes_ok(*arrays, hi_exponent=EVAL_MAX_EXPONENT)
 
 
 def evaluation_error(f: Block | object, g: Block | object, d: int, *, seed: int, m: int = 48,
