@@ -10,6 +10,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from test_gated_skeleton import relu_like_planted
 
 from absorb import Block, Theorem, Verdict, get_activation
 from absorb.certificate import build_certificate
@@ -78,14 +79,8 @@ def test_degenerate_without_a_flip_stays_unknown_and_its_forgery_is_refused() ->
 
 
 def _gated_planted(act: str = "silu") -> Block:
-    """d = 2 (as tests/test_gated_skeleton.py): S = {0, 1} cancels in (Qg), M from (Lg)."""
-    G = np.array([[1.0, 0], [0, 1], [1, 1], [2, -1]])
-    U = np.array([[0.0, 1], [-1, 0], [1, -2], [0.5, 3]])
-    w = np.array([1.0, -2.0])
-    D = np.column_stack([w, w, [3.0, 1], [-1.0, 0.5]])
-    c, e = np.array([0.5, -1.0, 0.25, 1.5]), np.array([2.0, 0.75, -0.5, 1.0])
-    M = -sum(np.outer(D[:, i], c[i] * U[i] + e[i] * G[i]) for i in (0, 1))
-    return Block(U, D, get_activation(act), W_gate=G, b_gate=c, b_up=e, b_down=np.array([0.125, -0.5]), skip=M)
+    """d = 2, tests/test_gated_skeleton.py's: S = {0, 1} cancels in (Qg), M from (Lg)."""
+    return relu_like_planted(act)
 
 
 @pytest.mark.parametrize("how", ["zero gate row", "duplicate", "value parallel to gate", "zero down column"])
