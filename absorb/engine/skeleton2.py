@@ -619,16 +619,12 @@ def flip_witness_block(block: Block, S: tuple[int, ...], sq: SquareFlip = RELU2_
     idx = list(S)
     U[idx] *= -1
     D[:, idx] *= -1
-    b_up = None
-    shift = np.zeros(block.d)
-    D0 = np.asarray(block.W_down, dtype=np.float64)[:, idx]
-    if block.b_up is not None:
-        b_up = np.array(block.b_up, dtype=np.float64)
-        cc = b_up[idx] ** 2
-        shift = D0 @ (cc if sq == RELU2_FLIP else float(sq.alpha) * cc + float(sq.k))
+    b_up = None if block.b_up is None else np.array(block.b_up, dtype=np.float64)
+    cS = np.zeros(len(idx)) if b_up is None else b_up[idx]
+    # (ReLU²: 1.0·c² + 0.0 is c² exactly)
+    shift = np.asarray(block.W_down, dtype=np.float64)[:, idx] @ (float(sq.alpha) * cS**2 + float(sq.k))
+    if b_up is not None:
         b_up[idx] *= -1
-    elif sq.k != 0:
-        shift = D0 @ np.full(len(idx), float(sq.k))
     b_down = shift + (0 if block.b_down is None else np.asarray(block.b_down, dtype=np.float64))
     return block.replace(W_up=U, W_down=D, b_up=b_up, b_down=b_down if np.any(b_down) else None, skip=np.zeros((block.d, block.d)),
                          name=block.name + "'")
@@ -975,7 +971,7 @@ def _relu2_flip(ctx: Any, blk: Block, blk64: Block, res: SearchResult, q0: Quadr
     eps, scaled = flip_epsilon(q, rl, r0, f0, s1, s2, thr, s2_own)
     err, m = evaluation_error(blk, wb, blk.d, seed=ctx.seed, accept=thr)
     how = flip_guarantee(eps, scaled, q, s1, s2)
-    a, k = _coef(sq.alpha), _coef(sq.k)
+    a, k = str(sq.alpha), str(sq.k)  # (Fraction's own form: "3", "3/2")
     moved = "b_up,i²" if relu2 else f"({a}·b_up,i² + {k})" if sq.k else f"{a}·b_up,i²"
     ident = "ReLU²" if relu2 else f"σ(z) + σ(−z) = {'' if sq.alpha == 1 else a + '·'}z²" + (f" + {k}" if sq.k else "") + " for every real z"
     w = Witness(S=res.S, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
@@ -993,6 +989,3 @@ def _relu2_flip(ctx: Any, blk: Block, blk64: Block, res: SearchResult, q0: Quadr
     return (f"S = {list(res.S)} satisfies {what} within the tolerance, but its flip witness ({ident}) failed its "
             f"check ({flip_failure(q, s2_own, eps, thr, dist, err)})")
 
-
-def _coef(v: Fraction) -> str:
-    return str(v.numerator) if v.denominator == 1 else f"{v.numerator}/{v.denominator}"
