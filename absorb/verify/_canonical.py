@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from absorb.model.activations import get_activation
 from absorb.model.block import Block
 from absorb.verify._compose import prove
 from absorb.verify._numerics import _U, exact_rank, rounding_allowance
@@ -196,17 +197,15 @@ def _check_choice(ctx: _Ctx, w: str, choice: dict[str, Any], L0: Mat, lines: _Li
              f"{choice.get('width')} units (exact rank)", f"re-computed width {need}, rank {rank}")
 
 
-#: the activations of the "even" family whose Lipschitz constant this checker knows (in sympy's
-#: syntax, x the variable): GELU sup|σ′| = 1.129, GELU-tanh 1.13, SiLU and quick-GELU 1.0998 — 1.2
-#: bounds them all with a margin
-_EVEN_LIPSCHITZ = {"x*(erf(sqrt(2)*x/2) + 1)/2": 1.2, "x*(tanh(sqrt(2)*(8943*x**3/200000 + x)/sqrt(pi)) + 1)/2": 1.2,
-                   "x/(1 + exp(-x))": 1.2, "x/(1 + exp(-851*x/500))": 1.2}
+#: the registry's activations of the "even" family, whose sup |σ′| this checker knows
+#: (:data:`absorb.verify._compose.LIPSCHITZ`: 1.13 at most); 1.2 bounds them all with a margin
+_EVEN_LIPSCHITZ = {"gelu": 1.2, "gelu_tanh": 1.2, "silu": 1.2, "quick_gelu": 1.2}
 
 
 def _lipschitz(ctx: _Ctx, w: str, block: Block, family: str) -> float:
     """L with |σ(a) − σ(b)| ≤ L|a − b| for all real a, b, derived for this σ: the relu family's σ is
     σ(1)·z on z > 0 and −σ(−1)·z on z < 0, so L = max(|σ(1)|, |σ(−1)|) exactly (rounded up); an
-    even-family σ must be one of the activations of :data:`_EVEN_LIPSCHITZ` (structurally equal),
+    even-family σ must be one of the activations of :data:`_EVEN_LIPSCHITZ` (the same sympy form),
     else the witness's rounding cannot be bounded here (an unchecked claim: inf)."""
     act = block.activation.expr
     x = _variable(act)
@@ -214,9 +213,9 @@ def _lipschitz(ctx: _Ctx, w: str, block: Block, family: str) -> float:
         vals = [exact_value(act, x, sp.Integer(t)) for t in (1, -1)]
         if all(v is not None and v.is_Rational for v in vals):
             return float(max(abs(v) for v in vals)) * (1 + 4 * _U)
-    else:
-        for text, L in _EVEN_LIPSCHITZ.items():
-            if act == sp.sympify(text, locals={"x": x}):
+    else:  # (σ itself, by its exact form: a user's expr: of the same function counts too)
+        for name, L in _EVEN_LIPSCHITZ.items():
+            if block.activation.key == get_activation(name).key:
                 return L
     ctx.report.unchecked(w, "σ has a Lipschitz constant this checker derives (the witness's rounding is bounded with it)",
                          f"σ = {act}")
