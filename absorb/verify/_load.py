@@ -99,6 +99,12 @@ def model_blocks(model: Block | Stack | Sequence[Block], structure: str) -> Any:
 
 #: the fields of the fixed-shape parts of a certificate (a field outside them is a claim no check reads)
 _FIELDS = {
+    # a block's record: each field is re-derived (or prose, or listed as not a claim in docs/certificates.md)
+    "block": {"name", "kind", "activation", "activation_function", "value_activation_function", "d", "n", "skip", "verdict",
+              "theorem", "reason", "class", "tolerance", "weights", "hypotheses", "properties", "argument", "witness",
+              "canonical_form", "search"},
+    "canonical_form": {"family", "width", "L0", "lines", "dead_units", "inactive_lines", "choice", "min_width", "witness_exact",
+                       "near"},
     "": {"schema", "schema_version", "created", "tool", "command", "paper", "input", "parameters", "verdict", "theorem",
          "reason", "class", "blocks", "stack", "summary"},
     "parameters": {"tolerance", "seed", "activation_override", "method", "timeout", "checkpoint"},
@@ -117,8 +123,9 @@ _FIELDS = {
 
 def unknown_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """(where, fields) for every fixed-shape part of ``cert`` holding a field the format does not
-    have: the root, ``parameters``, ``input``, and in each block its witness (and the witness
-    block's array records), its hypotheses and its weight records."""
+    have: the root, ``parameters``, ``input``, each block's record and in it the witness (and the
+    witness block's array records), the hypotheses, the weight and activation records, the
+    nonzero entries, the search record and the canonical form (its lines and choices)."""
     out = []
 
     def look(where: str, obj: Any, kind: str) -> None:
@@ -131,6 +138,7 @@ def unknown_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
     for i, b in enumerate(cert.get("blocks") or []):
         if not isinstance(b, dict):
             continue
+        look(f"blocks.{i}", b, "block")
         wit = b.get("witness")
         look(f"blocks.{i}.witness", wit, "witness")
         recs = ((wit.get("block") or {}).get("weights") or {}) if isinstance(wit, dict) and isinstance(wit.get("block"), dict) else {}
@@ -148,6 +156,7 @@ def unknown_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
         if isinstance(wit, dict):
             look(f"blocks.{i}.witness.block", wit.get("block"), "witness_block")
         cf = b.get("canonical_form")
+        look(f"blocks.{i}.canonical_form", cf, "canonical_form")
         if isinstance(cf, dict):
             for j, ln in enumerate(cf.get("lines") if isinstance(cf.get("lines"), list) else []):
                 look(f"blocks.{i}.canonical_form.lines.{j}", ln, "line")
