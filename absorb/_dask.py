@@ -50,34 +50,39 @@ def dask_client(*, workers: int | None = None, scheduler: str | None = None, pro
     if workers is None and scheduler is None:
         raise InvalidInput("give --workers N or --scheduler ADDRESS")
     distributed = require_distributed()
-    cluster = None
     if scheduler is not None:
         try:
             client = distributed.Client(scheduler, timeout="10s")
         except (OSError, TimeoutError, ValueError) as exc:
             raise InvalidInput(f"--scheduler {scheduler}: cannot connect ({exc}); start one with 'dask scheduler' "
                                "or use --workers N") from None
-    else:
-        assert workers is not None
-        if workers < 1:
-            raise InvalidInput(f"workers = {workers} must be ≥ 1")
-        import dask
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    assert workers is not None
+    if workers < 1:
+        raise InvalidInput(f"workers = {workers} must be ≥ 1")
+    import dask
 
-        serial = serial_blas and processes
-        # non-daemonic workers: a worker analyses an expr: activation (gpt-oss's clamped unit, say) in a sandboxed
-        # child process (absorb/_sandbox.py), which a daemonic process may not start
-        with _environ({k: _USER_BLAS.get(k) for k in _BLAS_THREADS} if serial else {}), \
-                dask.config.set({"distributed.worker.daemon": False,
-                                 **({f"distributed.nanny.pre-spawn-environ.{k}": None for k in _BLAS_THREADS} if serial else {})}):
-            # silence_logs: a worker holding a whole layer is no reason to warn on the user's terminal
-            cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
-                                               dashboard_address=None, silence_logs=logging.ERROR)
+    serial = serial_blas and processes
+    # The environment and the nanny's pre-spawn settings hold for the cluster's whole life, not only
+    # its start: a nanny that (re)spawns a worker later reads them then (a worker started after they
+    # were restored got dask's one BLAS thread). Non-daemonic workers: a worker analyses an expr:
+    # activation (gpt-oss's clamped unit, say) in a sandboxed child process (absorb/_sandbox.py),
+    # which a daemonic process may not start.
+    with _environ({k: _USER_BLAS.get(k) for k in _BLAS_THREADS} if serial else {}), \
+            dask.config.set({"distributed.worker.daemon": False,
+                             **({f"distributed.nanny.pre-spawn-environ.{k}": None for k in _BLAS_THREADS} if serial else {})}):
+        # silence_logs: a worker holding a whole layer is no reason to warn on the user's terminal
+        cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
+                                           dashboard_address=None, silence_logs=logging.ERROR)
         client = distributed.Client(cluster)
-    try:
-        yield client
-    finally:
-        client.close()
-        if cluster is not None:
+        try:
+            yield client
+        finally:
+            client.close()
             cluster.close()
 
 
