@@ -71,16 +71,26 @@ def _send(conn: Any, out: tuple[str, Any]) -> None:
     conn.send_bytes(data)
 
 
-def _child(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict, memory: int, stages: bool = False) -> None:
+_NO_STAGE = object()
+
+
+def _child(conn: Any, fn: Callable[..., Any], args: tuple, kwargs: dict, memory: int, stages: bool = False,
+           ahead: bool = False) -> None:
     _limit_memory(memory)
     try:
         if not stages:
             _send(conn, ("ok", fn(*args, **kwargs)))
-        else:  # a generator: each value sent, the next computed only when the parent asks for it
-            for value in fn(*args, **kwargs):
+        else:  # a generator: each value sent, the next computed when the parent asks for it (ahead: at once)
+            it = iter(fn(*args, **kwargs))
+            value = next(it, _NO_STAGE)
+            while value is not _NO_STAGE:
                 _send(conn, ("ok", value))
+                if ahead:  # computed while the parent works; sent only when it asks
+                    value = next(it, _NO_STAGE)
                 if conn.recv_bytes() != b"next":
                     break
+                if not ahead:
+                    value = next(it, _NO_STAGE)
             else:
                 _send(conn, ("raise", RuntimeError("the worker has no further stage")))
     except MemoryError:
@@ -103,14 +113,16 @@ def _context(start_method: str | None) -> Any:
 
 class Job:
     """A child process computing the stages of a generator function, one at a time: each
-    :meth:`next` lets it compute the next value, within its own time budget. The child waits
-    (idle) between stages; :meth:`close` (or a budget exceeded) ends it. See :func:`start_limited`."""
+    :meth:`next` lets it compute the next value (or, ``ahead``, hands over the one computed
+    already), within its own time budget. The child waits between stages; :meth:`close` (or a
+    budget exceeded) ends it. See :func:`start_limited`."""
 
-    def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict, memory: int, start_method: str | None) -> None:
+    def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict, memory: int, start_method: str | None,
+                 ahead: bool = False) -> None:
         ctx = _context(start_method)
         self._conn, child_end = ctx.Pipe(duplex=True)
         self.memory = int(memory)
-        self._proc = ctx.Process(target=_child, args=(child_end, fn, args, kwargs, self.memory, True), daemon=True)
+        self._proc = ctx.Process(target=_child, args=(child_end, fn, args, kwargs, self.memory, True, ahead), daemon=True)
         self._proc.start()
         child_end.close()
         self._started = False
@@ -118,6 +130,14 @@ class Job:
     @property
     def alive(self) -> bool:
         return self._proc is not None and self._proc.is_alive()
+
+    @property
+    def ready(self) -> bool:
+        """A message from the child waits to be read (a value computed ahead, or its error)."""
+        try:
+            return self._proc is not None and self._conn.poll(0)
+        except (OSError, EOFError):
+            return False
 
     def next(self, timeout: float) -> Any:
         """The next stage's value, computed within ``timeout`` seconds of wall-clock time (the
@@ -158,12 +178,15 @@ class Job:
 
 
 def start_limited(fn: Callable[..., Any], /, *args: Any, memory: int = DEFAULT_MEMORY, start_method: str | None = None,
-                  **kwargs: Any) -> Job:
+                  ahead: bool = False, **kwargs: Any) -> Job:
     """Start ``fn(*args, **kwargs)``, a generator function, in a child process limited to
     ``memory`` bytes of address space beyond the parent's; its values are read one by one
-    with :meth:`Job.next`, each within its own time budget. The child computes a stage only
-    when asked for it: an idle job costs no CPU. Close the job when done."""
-    return Job(fn, args, kwargs, memory, start_method)
+    with :meth:`Job.next`, each within its own time budget (counted from the ask). The child
+    computes a stage only when asked for it: an idle job costs no CPU. With ``ahead`` it
+    computes the next stage as soon as it has sent one, while the parent works (on a second
+    core, the wait at the next ask shrinks or vanishes), and sends it when asked; it may then
+    spend CPU on a stage never asked for, until the job is closed. Close the job when done."""
+    return Job(fn, args, kwargs, memory, start_method, ahead)
 
 
 def _wait(conn: Any, proc: Any, timeout: float) -> tuple[bytes | None, bool]:

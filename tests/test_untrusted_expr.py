@@ -193,6 +193,39 @@ def test_staged_child_budgets_each_stage() -> None:
         job.next(1)
 
 
+def _stages_marking(path: str):  # module level: spawn pickles it by name
+    yield "validated"
+    with open(path, "w") as fh:
+        fh.write("analysing")
+    yield "analysed"
+
+
+def test_a_child_ahead_computes_the_next_stage_before_it_is_asked(tmp_path) -> None:
+    """ahead: the analyses start as soon as the validation is sent (the parent meanwhile reads
+    the file and imports the engine), and are handed over only when asked for; a stage's error
+    computed ahead is raised at the ask, and the job then reports it ready though the child ended."""
+    from absorb._sandbox import start_limited
+
+    mark = tmp_path / "mark"
+    job = start_limited(_stages_marking, str(mark), ahead=True)
+    assert job.next(30) == "validated"
+    deadline = time.monotonic() + 60
+    while not mark.exists() and time.monotonic() < deadline:  # no ask: the child went on by itself
+        time.sleep(0.01)
+    assert mark.exists()
+    assert job.next(30) == "analysed"
+    job.close()
+    job = start_limited(_stages, 0, ahead=True)
+    assert job.next(30) == "validated" and job.next(30) == "analysed"
+    deadline = time.monotonic() + 60
+    while not job.ready and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert job.ready
+    with pytest.raises(ZeroDivisionError):
+        job.next(30)
+    assert not job.alive
+
+
 def test_a_user_expression_is_validated_and_analysed_by_one_child(monkeypatch: pytest.MonkeyPatch) -> None:
     from absorb.symbolic import _core
 

@@ -294,9 +294,9 @@ def _user_activation(text: str) -> Activation:
     """A user's ``expr:`` activation: parsed and limit-checked here (no sympy), then read from
     the persistent analysis cache (:mod:`absorb._analysis_cache`: its sympy form as srepr,
     evaluated without sympy) or, on a miss, proved real and finite in a budgeted child
-    process, which stays (idle) to run the property analyses when
-    :func:`absorb.symbolic.prepare` asks for them: one child, whose sympy import this process
-    does not pay. Registered with the cache so that prepare reads or stores its properties there."""
+    process, which goes on to run the property analyses at once (while this process reads the
+    rest of the file and imports the engine) and hands them over when
+    :func:`absorb.symbolic.prepare` asks: one child, whose sympy import this process does not pay. Registered with the cache so that prepare reads or stores its properties there."""
     from absorb import _analysis_cache as cache
     from absorb.model._expr_numpy import UnsupportedExpression, numpy_form
     from absorb.model._expr_text import VALIDATE_SECONDS, _check_limits, canonical, parse

@@ -122,7 +122,7 @@ def prepare(act: Activation, *, timeout: float = 60.0) -> None:
 
 # ----- one child process per user expression: validation, then (when asked) the analyses ----
 _MAX_WAITING = 4
-"""Most validation children kept waiting (idle) for their analysis; the oldest is ended past it."""
+"""Most validation children kept waiting for their analysis to be asked for; the oldest is ended past it."""
 _waiting: collections.OrderedDict[str, Any] = collections.OrderedDict()
 
 
@@ -176,13 +176,15 @@ def start_analysis(text: str, tree: tuple) -> Any:
     from absorb._sandbox import start_limited
     from absorb.model._expr_text import VALIDATE_MEMORY
 
-    return start_limited(_validate_then_analyse, text, tree, memory=max(VALIDATE_MEMORY, PREPARE_MEMORY))
+    # ahead: the analyses run as soon as the expression is validated, while this process reads the
+    # rest of the file and imports the engine; prepare then finds them done or nearly so
+    return start_limited(_validate_then_analyse, text, tree, memory=max(VALIDATE_MEMORY, PREPARE_MEMORY), ahead=True)
 
 
 def keep_analysis(key: str, job: Any) -> None:
-    """Keep the validated child ``job`` of the activation ``key``; its analyses run when
-    :func:`prepare` asks (an idle child costs no CPU). Past :data:`_MAX_WAITING` the oldest
-    is ended (prepare then analyses in a new child)."""
+    """Keep the validated child ``job`` of the activation ``key``; it runs the analyses at once
+    and holds them until :func:`prepare` asks. Past :data:`_MAX_WAITING` the oldest is ended
+    (prepare then analyses in a new child)."""
     with _lock:
         old = _waiting.pop(key, None)
         _waiting[key] = job
@@ -200,7 +202,7 @@ def _from_job(act: Activation, timeout: float) -> dict[str, Property] | None:
         job = _waiting.pop(act.key, None)
     if job is None:
         return None
-    if not job.alive:  # it died while idle (killed from outside, say): analysed in a new child instead
+    if not job.alive and not job.ready:  # it died with no answer (killed from outside, say): analysed in a new child instead
         job.close()
         return None
     try:
