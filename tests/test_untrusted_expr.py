@@ -245,6 +245,31 @@ def test_a_user_expression_is_validated_and_analysed_by_one_child(monkeypatch: p
     get_activation.cache_clear()
 
 
+def test_work_given_while_validating_runs_once_during_a_childs_validation_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """absorb check imports the engine while a user expression's child validates it: the work
+    runs once, for an expression that needs a child, and never for a built-in activation."""
+    from absorb.model.activations import while_validating
+    from absorb.symbolic import _core
+
+    monkeypatch.setenv("ABSORB_CACHE_DIR", "off")
+    get_activation.cache_clear()
+    runs: list[int] = []
+    with while_validating(lambda: runs.append(1)):
+        get_activation("gelu")
+        assert runs == []
+        act = get_activation("expr:x*tanh(x)+2*x")
+        get_activation("expr:x*tanh(x)+3*x")
+    assert runs == [1]
+    with while_validating(lambda: runs.append(2)):
+        pass
+    get_activation("expr:x*tanh(x)+4*x")
+    assert runs == [1]  # the block ended: nothing left waiting
+    for key in list(_core._waiting):
+        _core._waiting.pop(key).close()
+    assert act.name.startswith("expr:")
+    get_activation.cache_clear()
+
+
 # ---- generated inputs: random token sequences of the grammar, and well-formed expressions
 TOKENS = ["x", "0", "1", "2", "3", "0.5", "1e-3", "pi", "E", "+", "-", "*", "/", "**", "(", ")", ",", "exp(", "log(",
           "sqrt(", "erf(", "tanh(", "sin(", "cos(", "Abs(", "Max(", "Min(", "atan(", "cosh("]

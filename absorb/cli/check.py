@@ -63,8 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # imported here so that building the parser (--help, usage errors) stays fast
-    from absorb.engine import Verdict, decide
+    # imported here so that building the parser (--help, usage errors) stays fast; the engine is
+    # imported while a user expression is validated in its child process, when there is one
     from absorb.io import is_checkpoint, load
 
     if args.no_cache:
@@ -81,7 +81,9 @@ def run(args: argparse.Namespace) -> int:
     if is_checkpoint(args.path) or (ckpt_opts and not str(args.path).endswith(".npz")):
         return _run_checkpoint(args)
     _refuse_checkpoint_options(args, ckpt_opts)
-    model = load(args.path, activation=args.activation)
+    with _engine_while_validating():
+        model = load(args.path, activation=args.activation)
+    from absorb.engine import Verdict, decide
     from absorb.io.npz import orientation_note
 
     note = orientation_note(model, str(args.path))
@@ -142,6 +144,16 @@ def _print_decision(args: argparse.Namespace, dec: Any, fields: list[dict[str, A
             sys.stdout.write("".join(line + "\n" for line in width_text(bd.block.name, extra)))
 
 
+def _engine_while_validating() -> Any:
+    """A block inside which reading the model imports the engine while a user expression's
+    child process validates it (that wait, sympy's import, then overlaps the engine's)."""
+    import importlib
+
+    from absorb.model.activations import while_validating
+
+    return while_validating(lambda: importlib.import_module("absorb.engine"))
+
+
 def _write_json(out: dict) -> None:
     """The one JSON writer of ``absorb check`` (the documented JSON: one object on stdout)."""
     # \u escapes where the terminal's encoding cannot show the text: the same JSON, losslessly
@@ -152,7 +164,6 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
     """A checkpoint: one block at a time, a progress bar on stderr, a per-layer table (or JSON)."""
     from tqdm import tqdm
 
-    from absorb.engine import Verdict, decide_checkpoint
     from absorb.io.safetensors import open_checkpoint
     from absorb.report.table import checkpoint_json, render_table
 
@@ -160,7 +171,9 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
         raise InvalidInput(f"{args.path}: --width and --min-width apply to .npz blocks; "
                            "export the layer with absorb.io.save_npz to ask them")
     opts = {"layers": args.layers, "up": args.up, "down": args.down, "gate": args.gate, "fold_norm": bool(args.fold_norm)}
-    ckpt = open_checkpoint(args.path, activation=args.activation, **opts)
+    with _engine_while_validating():
+        ckpt = open_checkpoint(args.path, activation=args.activation, **opts)
+    from absorb.engine import Verdict, decide_checkpoint
     entries: list[dict] | None = None
     on_block = None
     if args.certificate:  # each block's entry (with its weights' hashes) while its layer is loaded

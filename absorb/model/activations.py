@@ -13,9 +13,10 @@ every real x (that proof runs in a child process under a time and memory budget)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -290,6 +291,24 @@ def get_activation(spec: str) -> Activation:
     return Activation(name=name, expr=expr, np_fn=fn, gated_name=gated_name)
 
 
+_while_validating: list[Callable[[], object]] = []
+
+
+@contextlib.contextmanager
+def while_validating(work: Callable[[], object]) -> Iterator[None]:
+    """Inside the block, run ``work`` (once) while a user expression is validated in its child
+    process, which first imports sympy (~0.5 s): work the caller needs anyway — ``absorb
+    check`` imports the engine there — then overlaps that wait instead of following it. Not
+    run when no expression needs a child (a built-in activation, a cached expression): the
+    caller does that work itself after the block, as before."""
+    _while_validating.append(work)
+    try:
+        yield
+    finally:
+        if work in _while_validating:
+            _while_validating.remove(work)
+
+
 def _user_activation(text: str) -> Activation:
     """A user's ``expr:`` activation: parsed and limit-checked here (no sympy), then read from
     the persistent analysis cache (:mod:`absorb._analysis_cache`: its sympy form as srepr,
@@ -318,6 +337,8 @@ def _user_activation(text: str) -> Activation:
 
     _check_limits(text, tree)
     job = _core.start_analysis(text, tree)
+    while _while_validating:
+        _while_validating.pop(0)()
     try:
         srepr, shown = job.next(VALIDATE_SECONDS)
     except BudgetExceeded as exc:
