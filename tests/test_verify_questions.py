@@ -102,6 +102,27 @@ def test_non_finite_and_huge_numbers_are_bad_input_not_a_crash(tmp_path: Path, c
     assert _verify(cert, doc, model) == 1
 
 
+def test_json_a_reader_may_read_otherwise_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A repeated key (Python keeps the last value, other readers the first: "absorbable" then
+    "not_absorbable"), an integer past float64's range (it crashed comparisons with floats) and
+    nesting past the recursion limit are refused on reading: one line, exit 2."""
+    model, cert, doc = _cert(tmp_path, CE / "planted_relu.npz")
+    text = json.dumps(doc)
+    dup = text.replace('"verdict": "absorbable"', '"verdict": "not_absorbable", "verdict": "absorbable"', 1)
+    assert dup != text
+    for bad, word in ((dup, "'verdict' appears twice"),
+                      (text.replace('"tolerance": 1e-09', '"tolerance": 1' + "0" * 400, 1), "past float64's range"),
+                      (text.replace('"paper": {', '"paper": {"x": ' + "[" * 100_000 + "]" * 100_000 + ", ", 1), "nested too deeply")):
+        assert bad != text
+        cert.write_text(bad)
+        capsys.readouterr()
+        assert main(["verify", str(cert), str(model)]) == 2
+        err = capsys.readouterr().err
+        assert word in err and len(err.strip().splitlines()) == 1, err
+    cert.write_text(text.replace('"tolerance": 1e-09', '"tolerance": ' + str(2**1023), 1))  # in range: read, then judged
+    assert main(["verify", str(cert), str(model), "-q"]) == 1
+
+
 def test_canonical_form_indices_are_whole_numbers(tmp_path: Path) -> None:
     model, cert, doc = _cert(tmp_path, CE / "collinear_antipodal.npz")
     assert _verify(cert, doc, model) == 0

@@ -15,7 +15,30 @@ SUPPORTED_VERSIONS = (1,)
 
 
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"the number {name} (JSON has no non-finite numbers)")
+    raise ValueError(f"the number {name} (JSON has no non-finite numbers, and absorb writes only finite ones)")
+
+
+_FLOAT_LIMIT = 2**1024
+"""No integer absorb writes is this large (exact values are written as strings); past it a
+number cannot be compared with a float (OverflowError), so it is refused on reading."""
+
+
+def _int(text: str) -> int:
+    value = int(text)
+    if abs(value) >= _FLOAT_LIMIT:
+        raise ValueError(f"the integer {text[:12]}… ({len(text)} digits) is past float64's range")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose names are unique: with a repeated name, readers disagree on which value
+    counts (Python's json keeps the last, others the first), so a certificate holding one is refused."""
+    obj: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in obj:
+            raise ValueError(f"the key {k!r} appears twice in one object (a reader may see either value)")
+        obj[k] = v
+    return obj
 
 
 def load_certificate(path: str | Path) -> dict[str, Any]:
@@ -24,13 +47,17 @@ def load_certificate(path: str | Path) -> dict[str, Any]:
     if not p.is_file():
         raise InvalidInput(f"{p}: no such certificate file; make one with 'absorb check MODEL --certificate {p.name}'")
     try:
-        obj = json.loads(p.read_text(encoding="utf-8"), parse_constant=_no_constant)
+        obj = json.loads(p.read_text(encoding="utf-8"), parse_constant=_no_constant, parse_int=_int,
+                         object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise InvalidInput(f"{p}: nested too deeply to read (absorb writes a few levels); the certificate was edited — "
+                           "regenerate it") from None
     except UnicodeDecodeError:
         raise InvalidInput(f"{p}: not a text file; give the .json certificate (not the .pdf or .tex rendering)") from None
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno}); give the .json certificate") from None
-    except ValueError as exc:  # a non-finite number, or an integer past Python's digit limit
-        raise InvalidInput(f"{p}: {exc}; absorb writes only finite numbers, so the certificate was edited — regenerate it") from None
+    except ValueError as exc:  # a non-finite number, a huge integer, a repeated key, or past Python's digit limit
+        raise InvalidInput(f"{p}: {exc}; the certificate was edited — regenerate it") from None
     if not isinstance(obj, dict) or obj.get("schema") != SCHEMA:
         raise InvalidInput(f"{p}: not an absorb certificate (no \"schema\": \"{SCHEMA}\"); make one with 'absorb check MODEL --certificate OUT.json'")
     if obj.get("schema_version") not in SUPPORTED_VERSIONS:
