@@ -123,6 +123,23 @@ def test_json_a_reader_may_read_otherwise_is_bad_input(tmp_path: Path, capsys: p
     assert main(["verify", str(cert), str(model), "-q"]) == 1
 
 
+def test_hash_convention_and_nested_records_are_checked(tmp_path: Path) -> None:
+    """The named hash convention must be the checker's (else the array hashes mean something
+    else); fields outside the format inside the checkpoint options and the canonical form's
+    exact witness leave the certificate not fully checked (exit 4)."""
+    model, cert, doc = _cert(tmp_path, CE / "planted_relu.npz")
+    doc["input"]["hash_convention"] = "md5 of the float32 bytes"
+    assert _verify(cert, doc, model) == 1
+    model, cert, doc = _cert(tmp_path, CE / "collinear_antipodal.npz")
+    found = [b for b in doc["blocks"] if isinstance((b.get("canonical_form") or {}).get("witness_exact"), dict)]
+    assert found
+    found[0]["canonical_form"]["witness_exact"]["b_down"] = [["1"], ["2"]]
+    assert _verify(cert, doc, model) == 4
+    doc["parameters"]["checkpoint"] = {"layers": None, "up": None, "down": None, "gate": None, "fold_norm": False, "dtype": "bf16"}
+    from absorb.verify._load import unknown_fields
+    assert ("parameters.checkpoint", ["dtype"]) in unknown_fields(doc)
+
+
 def test_canonical_form_indices_are_whole_numbers(tmp_path: Path) -> None:
     model, cert, doc = _cert(tmp_path, CE / "collinear_antipodal.npz")
     assert _verify(cert, doc, model) == 0

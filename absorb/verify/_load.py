@@ -145,14 +145,16 @@ _FIELDS = {
     "line": {"e", "a", "units"},
     "choice": {"B", "delta", "rank", "width"},
     "witness_block": {"weights"},
+    "witness_exact": {"W_up", "W_down"},
+    "checkpoint": {"layers", "up", "down", "gate", "fold_norm"},
 }
 
 
 def unknown_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """(where, fields) for every fixed-shape part of ``cert`` holding a field the format does not
-    have: the root, ``parameters``, ``input``, each block's record and in it the witness (and the
+    have: the root, ``parameters`` (and its checkpoint options), ``input``, each block's record and in it the witness (and the
     witness block's array records), the hypotheses, the weight and activation records, the
-    nonzero entries, the search record and the canonical form (its lines and choices)."""
+    nonzero entries, the search record and the canonical form (its lines, choices and exact witness)."""
     out = []
 
     def look(where: str, obj: Any, kind: str) -> None:
@@ -162,6 +164,8 @@ def unknown_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
     look("certificate", cert, "")
     look("parameters", cert.get("parameters"), "parameters")
     look("input", cert.get("input"), "input")
+    if isinstance(cert.get("parameters"), dict):
+        look("parameters.checkpoint", cert["parameters"].get("checkpoint"), "checkpoint")
     for i, b in enumerate(cert.get("blocks") or []):
         if not isinstance(b, dict):
             continue
@@ -189,6 +193,7 @@ def unknown_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
                 look(f"blocks.{i}.canonical_form.lines.{j}", ln, "line")
             look(f"blocks.{i}.canonical_form.choice", cf.get("choice"), "choice")
             look(f"blocks.{i}.canonical_form.near", cf.get("near"), "choice")
+            look(f"blocks.{i}.canonical_form.witness_exact", cf.get("witness_exact"), "witness_exact")
     if isinstance(cert.get("stack"), dict):
         look("stack.skip_product_nonzero_entry", cert["stack"].get("skip_product_nonzero_entry"), "entry")
     return out

@@ -22,6 +22,10 @@ neither underflow nor overflow. What can still underflow, a square after a cance
 nothing."""
 
 
+HASH_CONVENTION = "sha256 of the float64 little-endian C-contiguous bytes (np.ascontiguousarray(a, dtype='<f8').tobytes())"
+"""The convention a certificate names (``input.hash_convention``): the one :func:`sha256_f64` follows."""
+
+
 def sha256_f64(a: np.ndarray) -> str:
     """SHA-256 of the float64 little-endian C-contiguous bytes (the certificate convention)."""
     return hashlib.sha256(np.ascontiguousarray(a, dtype="<f8").tobytes()).hexdigest()

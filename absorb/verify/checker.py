@@ -107,6 +107,7 @@ from absorb.verify._numerics import (  # noqa: F401
     _U,
     EXACT_ELIM_MAX_D,
     EXACT_WORK,
+    HASH_CONVENTION,
     _float_skip_product,
     _frac_matrix,
     _gamma,
@@ -418,6 +419,8 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
         report.fail("certificate", f"the recorded structure is the model's ({' or '.join(kinds)}): the overall verdict's "
                     "rule (one block, a composition, a collection) follows from what the model is", f"recorded {structure!r}")
         return report
+    if cert.get("input", {}).get("hash_convention") != HASH_CONVENTION:
+        report.fail("certificate", "the arrays' hashes follow the convention the certificate names", f"this checker's is {HASH_CONVENTION!r}")
     blocks = model_blocks(model, structure)
     entries = cert["blocks"]
     if not isinstance(tol, (int, float)) or isinstance(tol, bool) or not 0 < tol < 1:
