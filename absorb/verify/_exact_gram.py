@@ -29,13 +29,21 @@ terms (d³·|S|); beyond, the bound d·max_a ‖Q_a‖_F (the producer's limit t
 
 
 def ints(a: Any) -> tuple[np.ndarray, int]:
-    """(Z, L) with a = Z / 2^L exactly: Z an object array of Python integers, a's shape."""
-    arr = np.asarray(a, dtype=np.float64)
-    ratios = [float(v).as_integer_ratio() for v in arr.ravel()]
-    L = max((den.bit_length() - 1 for _num, den in ratios), default=0)
-    Z = np.empty(len(ratios), dtype=object)
-    Z[:] = [num << (L - den.bit_length() + 1) for num, den in ratios]
-    return Z.reshape(arr.shape), L
+    """(Z, L) with a = Z / 2^L exactly: Z an object array of Python integers, a's shape, L ≥ 0.
+    Each float is s·2^k with s its integer significand (frexp's fraction times 2^53, exact);
+    L = the largest −k, so only the final shifts are Python-integer operations. A non-finite
+    entry raises ValueError."""
+    x = np.asarray(a, dtype=np.float64)
+    if x.size == 0:
+        return np.zeros(x.shape, dtype=object), 0
+    if not np.all(np.isfinite(x)):
+        raise ValueError("a non-finite weight has no exact integer form")
+    fr, k = np.frexp(x.ravel())
+    sig = np.ldexp(fr, 53).astype(np.int64)
+    k = k.astype(np.int64) - 53
+    L = max(0, int(-k[sig != 0].min(initial=0)))
+    Z = sig.astype(object) << np.maximum(k + L, 0).astype(object)  # (k + L < 0 only where sig = 0)
+    return Z.reshape(x.shape), L
 
 
 def combine(*terms: tuple[Fraction | int, np.ndarray, int]) -> tuple[np.ndarray, int]:
