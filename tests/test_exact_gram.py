@@ -201,3 +201,20 @@ def test_rank_route_gram_matches_the_columns() -> None:
     Gz, e = gated_gram(blk)
     assert [[Fraction(int(v), 1 << e) for v in row] for row in Gz] == [[sum(x * y for x, y in zip(a, b)) for b in cols] for a in cols]
     assert math.isfinite(float(Fraction(int(Gz[0, 0]), 1 << e)))
+
+
+@pytest.mark.parametrize("act", ["relu2", "silu"])
+def test_past_the_term_limit_producer_and_checker_agree_on_a_rounded_planted_set(act: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A set planted in float64 (its quadratic part nonzero, ~1e-16 of its size): with both
+    term limits at 0 the producer and the checker bound q₁ by d·‖Q_a‖_F — the same value — and
+    accept it within tolerance; the recorded bound is the checker's."""
+    from tests.test_skeleton2_rounded import planted_rounded_gated, planted_rounded_relu2
+
+    monkeypatch.setattr(sk2, "MAX_COLUMN_ENTRIES", 0)
+    monkeypatch.setattr(vx, "ONE_NORM_MAX_TERMS", 0)
+    blk = planted_rounded_relu2(1, 3) if act == "relu2" else planted_rounded_gated(1, 3, act)
+    dec, doc = _certified(blk)
+    bd = dec.blocks[0]
+    assert bd.verdict is Verdict.ABSORBABLE and "within tolerance" in bd.witness.description, bd.reason
+    rep = _report(doc, blk)
+    assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
