@@ -115,6 +115,15 @@ def gated_columns(block: Block) -> tuple[list[list[Any]], np.ndarray, np.ndarray
     return (gated_exact_columns(block), *gated_float_columns(block))
 
 
+def gated_gram(block: Block) -> tuple[np.ndarray, int]:
+    """The (Qg) columns' exact Gram matrix (G, e), G / 2^e = QgᵀQg, from the weights' dyadic
+    integers (:func:`absorb.engine.skeleton2.exact_gram`: n²·d products, no d³-long column)."""
+    from absorb.engine.skeleton2 import dyadic_ints, exact_gram
+
+    G, U, D = (dyadic_ints(np.asarray(a, dtype=np.float64)) for a in (block.W_gate, block.W_up, block.W_down))
+    return exact_gram(D, G, U, sym=True)
+
+
 def gated_magnitudes(block: Block) -> np.ndarray:
     """The stacked (Qg; Lg) columns' entries with every product's absolute value summed:
     |w_a|(|g_b||u_c| + |u_b||g_c|) and |w_a|(|c_i||u_b| + |e_i||g_b|) — what the rounding of
@@ -270,7 +279,7 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
         linear_first,
         linear_route,
         linear_route_first,
-        rank_route_columns,
+        rank_route_gram,
     )
     from absorb.search._types import SearchStatus
 
@@ -308,11 +317,9 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
     failed = out  # why an S meeting (Lg) alone had no witness
     if res is None:
         if small and blk.n <= EXACT_MAX_N:
-            exact, Q, L, t = gated_columns(b64)
-            res = rank_route_columns(exact, b64.M, ctx.tol) if fits else None
+            res = rank_route_gram(*gated_gram(b64), b64.M, ctx.tol) if fits else None
             if res is None and blk.n <= ENUMERATE_MAX_N:
-                res = enumeration_route_columns(np.vstack([Q, L]), np.concatenate([np.zeros(Q.shape[0]), t]), ctx.tol,
-                                                A=gated_magnitudes(b64))
+                res = enumeration_route_columns(*_stacked(b64), ctx.tol, A=gated_magnitudes(b64))
         elif fits:
             res = gram_route(gram_rows_gated(b64), b64.M, ctx.tol)
         if (res is None or res.status is SearchStatus.UNKNOWN) and small:

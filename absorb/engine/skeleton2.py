@@ -51,7 +51,7 @@ from absorb.engine import hypotheses as hyp
 from absorb.engine.verdict import BlockDecision, Theorem, Verdict, Witness
 from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error, f0_lower
 from absorb.model.block import Block
-from absorb.rigorous import UNIT_ROUNDOFF, _dyadic, frobenius_bounds, gamma, magnitudes_ok
+from absorb.rigorous import UNIT_ROUNDOFF, frobenius_bounds, gamma, magnitudes_ok
 from absorb.search._types import SearchResult, SearchStatus
 from absorb.symbolic import growth
 
@@ -155,55 +155,52 @@ def ldl_positive_definite(G: list[list[int]]) -> bool:
     return True
 
 
-def _integer_columns(cols: list[list[Fraction]]) -> tuple[list[list[int]], int]:
-    """The columns scaled by L (a power of two: float products are dyadic) to integers, and L."""
-    L = 1
-    for col in cols:
-        for v in col:
-            if v.denominator > L:
-                L = v.denominator  # powers of two: the largest is a multiple of the others
-    return [[v.numerator * (L // v.denominator) for v in col] for col in cols], L
+def shifted_positive_definite(G: np.ndarray, m: int) -> bool:
+    """Whether G − mI is positive definite (G a symmetric integer matrix, m ≥ 0), proved exactly
+    on fewer bits: with G = 2^k G' + R, G' = ⌊G / 2^k⌋ entrywise, R symmetric with 0 ≤ R_ij < 2^k,
+    ‖R‖₂ ≤ max_i Σ_j |R_ij| < n·2^k, so λ_min(G − mI) ≥ 2^k λ_min(G') − m − ‖R‖₂ > 0 once
+    G' − (⌈m / 2^k⌉ + n)I is positive definite (:func:`ldl_positive_definite`; k = 0: G − mI). k keeps that
+    extra shift n·2^k below m·2^-30: the minors of G' have ~n·log₂(‖G‖/m) bits, not n times the
+    bits of G's entries (the dyadic integers of float weights: hundreds)."""
+    n = G.shape[0]
+    k = max(0, m.bit_length() - 31 - n.bit_length())
+    shift = -((-m) >> k) + n if k else m  # ⌈m / 2^k⌉ + n (k = 0: G itself, R = 0)
+    return ldl_positive_definite([[(int(G[i, j]) >> k) - (shift if i == j else 0) for j in range(n)] for i in range(n)])
 
 
 def rank_route(block: Block, tol: float) -> SearchResult | None:
-    """The rank route for the degree-2 skeleton's (Q) columns (:func:`rank_route_columns`)."""
+    """The rank route for the degree-2 skeleton's (Q) columns (:func:`rank_route_gram` on
+    :func:`exact_gram`: n²·d integer products, no d³-long column)."""
     n, d = block.n, block.d
     if n > EXACT_MAX_N or n > d * d * (d + 1) // 2:
         return None
-    return rank_route_columns(exact_q_columns(block), block.M, tol)
+    U, D = dyadic_ints(np.asarray(block.W_up, dtype=np.float64)), dyadic_ints(np.asarray(block.W_down, dtype=np.float64))
+    return rank_route_gram(*exact_gram(D, U, U), block.M, tol)
 
 
-def rank_route_columns(cols: list[list[Fraction]], M: np.ndarray, tol: float) -> SearchResult | None:
-    """The rank route over exact columns q_i (the conditions' homogeneous part): a rational μ
-    with G − μI positive definite (G = QᵀQ, exact positive-definiteness test) and μ > tol²‖M‖²_F, so every nonempty S
-    has ‖Q 1_S‖ ≥ √μ > tol‖M‖_F, and S = ∅ is at distance 1 (the target's other part is −M);
-    None when it does not apply."""
-    n = len(cols)
-    if n == 0 or n > EXACT_MAX_N or n > len(cols[0]):
+def rank_route_gram(G: np.ndarray, e: int, M: np.ndarray, tol: float) -> SearchResult | None:
+    """The rank route over the exact Gram matrix G / 2^e = QᵀQ of columns q_i (the conditions'
+    homogeneous part; G an n×n integer object array, :func:`exact_gram`): a rational μ with
+    G − μI positive definite (exact positive-definiteness test) and μ > tol²‖M‖²_F, so every
+    nonempty S has ‖Q 1_S‖ ≥ √μ > tol‖M‖_F, and S = ∅ is at distance 1 (the target's other part
+    is −M); None when it does not apply."""
+    n = G.shape[0]
+    if n == 0 or n > EXACT_MAX_N:
         return None
+    scale = 1 << e
     try:  # (a float guess of λ_min; the proof below is exact)
-        Qf = np.array([[float(v) for v in col] for col in cols]).T
-        with np.errstate(over="ignore", invalid="ignore"):
-            lam = float(np.linalg.eigvalsh(Qf.T @ Qf)[0])
-    except (np.linalg.LinAlgError, OverflowError):  # (columns past float64's range: no guess, no route)
+        Gf = np.array([[float(Fraction(int(v), scale)) for v in row] for row in G])
+        lam = float(np.linalg.eigvalsh(Gf)[0])
+    except (np.linalg.LinAlgError, OverflowError):  # (entries past float64's range: no guess, no route)
         return None
     if not (math.isfinite(lam) and lam > 0):
         return None
-    mu = Fraction(lam / 2)
     M2 = sum(v * v for v in _frac(M))
+    mi = math.floor(Fraction(lam / 2) * scale)  # μ = mi / 2^e, rounded down
+    mu = Fraction(mi, scale)
     if not mu > Fraction(tol) ** 2 * M2:
         return None
-    icols, scale = _integer_columns(cols)  # L·q_i integer: L²(G − μI) = Gᵢ − L²μ I
-    m = mu * scale * scale
-    if m.denominator != 1:  # round μ down to a multiple of 1/L² (still > tol²‖M‖² checked below)
-        mu = Fraction(m.numerator // m.denominator, scale * scale)
-        if not mu > Fraction(tol) ** 2 * M2:
-            return None
-    mi = int(mu * scale * scale)
-    C = np.array(icols, dtype=object)  # exact integers; numpy runs the loops (a Python sum took 7 s at n = 48, d = 16)
-    Gm = C @ C.T
-    G = [[int(Gm[i, j]) - (mi if i == j else 0) for j in range(n)] for i in range(n)]
-    if not ldl_positive_definite(G):
+    if not shifted_positive_definite(G, mi):
         return None
     try:
         bound = min(1.0, math.sqrt(float(mu / M2)) * (1 - 1e-12))
@@ -602,13 +599,19 @@ def linear_route(V: np.ndarray, D: np.ndarray, T: np.ndarray, a: np.ndarray, ctx
 
 
 # ---------------------------------------------------------------------------- witness --
+EXACT_FLIP_MAX_TERMS = 20_000_000
+"""A flip witness's exact check computes in integers: beyond this many products it is not run."""
+
+
 def exact_check_too_large(block: Block, S: tuple[int, ...]) -> str | None:
-    """Why a degree-2 flip witness of S is not checked exactly (its quadratic part has d³·|S|
-    rational terms, the block's scales n·d), or None: beyond :data:`MAX_COLUMN_ENTRIES` of either."""
-    terms = max(block.d ** 3 * max(len(S), 1), block.n * block.d)
-    if terms <= MAX_COLUMN_ENTRIES:
+    """Why a degree-2 (or gated) flip witness of S is not checked exactly, or None: its quadratic
+    part's Gram matrices cost |S|²·d integer products (:func:`exact_quadratic`), its linear
+    part d²·|S|, the block's scales and |f(0)| n·d; beyond :data:`EXACT_FLIP_MAX_TERMS` of any."""
+    s = max(len(S), 1)
+    terms = max(s * s * block.d, s * block.d * block.d, block.n * block.d)
+    if terms <= EXACT_FLIP_MAX_TERMS:
         return None
-    return (f"the exact check of its flip witness ({terms} rational terms) is beyond the {MAX_COLUMN_ENTRIES} "
+    return (f"the exact check of its flip witness ({terms} integer products) is beyond the {EXACT_FLIP_MAX_TERMS} "
             "this implementation checks")
 
 
@@ -633,12 +636,26 @@ def flip_witness_block(block: Block, S: tuple[int, ...], sq: SquareFlip = RELU2_
 def dyadic_ints(a: Any) -> tuple[np.ndarray, int]:
     """A float array as integers ``Z`` (an object array, same shape) and ``L`` with a = Z / 2^L
     exactly: sums and products of Z are exact integer arithmetic, no gcd on every step as
-    with Fractions (a planted d = 64 flip check took 46 s in Fractions)."""
+    with Fractions (a planted d = 64 flip check took 46 s in Fractions). L is the least such
+    L ≥ 0. Vectorised: x = m·2^e (numpy's frexp, exact) with the 53-bit integer mantissa
+    m·2^53 stripped of its trailing zeros, so only the final shifts are Python integers (a
+    float-by-float conversion took seconds on model-sized weights). Non-finite input raises
+    as ``float.as_integer_ratio`` does."""
     arr = np.asarray(a, dtype=np.float64)
     if arr.size == 0:
         return np.zeros(arr.shape, dtype=object), 0
-    Z, L = _dyadic(arr.reshape(1, -1) if arr.ndim < 2 else arr.reshape(arr.shape[0], -1))
-    return np.array(Z, dtype=object).reshape(arr.shape), L
+    flat = arr.ravel()
+    if not np.all(np.isfinite(flat)):
+        float(flat[~np.isfinite(flat)][0]).as_integer_ratio()  # raises (OverflowError / ValueError)
+    frac, ex = np.frexp(flat)
+    mant = np.ldexp(frac, 53).astype(np.int64)  # exact: |frac| < 1 has 53 bits
+    mag = np.abs(mant)
+    low = mag & -mag  # the lowest set bit (0 for x = 0)
+    tz = np.where(mag == 0, 0, np.frexp(low.astype(np.float64))[1] - 1)
+    mant, ex = mant >> tz, np.where(mag == 0, 0, ex.astype(np.int64) - 53 + tz)  # x = mant·2^ex, mant odd or 0
+    L = max(0, int(-ex.min()))
+    Z = mant.astype(object) << (ex + L).astype(object)
+    return Z.reshape(arr.shape), L
 
 
 def aligned_ints(*terms: tuple[Any, int]) -> tuple[list[Any], int]:
@@ -647,21 +664,67 @@ def aligned_ints(*terms: tuple[Any, int]) -> tuple[list[Any], int]:
     return [z * (1 << (L - e)) for z, e in terms], L
 
 
+def pair_products(A: tuple[np.ndarray, int], B: tuple[np.ndarray, int], sym: bool = False) -> tuple[np.ndarray, int]:
+    """(P, e): P_ij / 2^e = ⟨a_i b_iᵀ, a_j b_jᵀ⟩_F = (a_i·a_j)(b_i·b_j) exactly, the rows of A and B
+    dyadic integers (:func:`dyadic_ints`); ``sym``: of a_i b_iᵀ + b_i a_iᵀ, whose four cross terms
+    are equal in pairs, P_ij = 2[(a_i·a_j)(b_i·b_j) + (a_i·b_j)(b_i·a_j)] (so for the symmetric
+    part ½(a bᵀ + b aᵀ), a quarter of it). Two (three) integer Gram matrices: |S|²·d products."""
+    (Ai, eA), (Bi, eB) = A, B
+    AA = np.dot(Ai, Ai.T)
+    BB = AA if Bi is Ai else np.dot(Bi, Bi.T)
+    P = AA * BB
+    if sym:
+        AB = np.dot(Ai, Bi.T)
+        P = 2 * (P + AB * AB.T)
+    return P, 2 * (eA + eB)
+
+
+def exact_gram(W: tuple[np.ndarray, int], A: tuple[np.ndarray, int], B: tuple[np.ndarray, int],
+               sym: bool = False) -> tuple[np.ndarray, int]:
+    """(G, e): the Gram matrix G / 2^e of the columns q_i = vec(w_i ⊗ a_i b_iᵀ) (``sym``: of
+    vec(w_i ⊗ (a_i b_iᵀ + b_i a_iᵀ))), exactly: ⟨w ⊗ X, v ⊗ Y⟩ = (w·v)⟨X, Y⟩_F, so
+    G_ij = (w_i·w_j)·P_ij with P from :func:`pair_products` (W's columns, A's and B's rows dyadic
+    integers) — n²·d integer products where the columns have d³ entries each."""
+    Wi, eW = W
+    P, eP = pair_products(A, B, sym)
+    return np.dot(Wi.T, Wi) * P, 2 * eW + eP
+
+
+def _ceil_sqrt(v: int) -> int:
+    return 0 if v <= 0 else math.isqrt(v - 1) + 1
+
+
 def exact_quadratic(W: tuple[np.ndarray, int], A: tuple[np.ndarray, int], B: tuple[np.ndarray, int],
                     sym: bool = False) -> tuple[Fraction, Fraction]:
     """For the tensor Q = Σ_i w_i ⊗ a_i b_iᵀ (``sym``: Σ_i w_i ⊗ (a_i b_iᵀ + b_i a_iᵀ); the columns
-    of W, the rows of A and B, dyadic integers from :func:`dyadic_ints`): (max_a Σ_{b,c} |Q_abc|,
-    ‖Q‖²_F), exactly — one d×d slice at a time in integers (d³·|S| multiply-adds, no d³ list of
-    rationals)."""
+    of W, the rows of A and B, dyadic integers from :func:`dyadic_ints`): (q₁, ‖Q‖²_F) with
+    q₁ ≥ max_a Σ_{b,c} |Q_abc| (so |(xᵀQ_a x)_a|_∞ ≤ q₁|x|²_∞) and q₁ = 0 iff Q = 0, exactly.
+
+    By Gram matrices, not term by term: ‖Q_a‖²_F = Σ_{i,j} w_ai w_aj P_ij (P from
+    :func:`pair_products`), d·|S|² integer products, and ‖Q‖²_F = Σ_a ‖Q_a‖²_F. Q = 0 (the
+    flip's exact case) then costs no d³ work. Otherwise q₁ is the exact max_a Σ_{b,c} |Q_abc|,
+    one d×d slice at a time (d³·|S| products), when d³·|S| ≤ :data:`MAX_COLUMN_ENTRIES`, else
+    the bound d·max_a ⌈‖Q_a‖_F⌉ (Cauchy–Schwarz over a slice's d² entries: at most d times the
+    exact value, so a planted-in-float64 set with d³·|S| past that limit needs a d-times
+    smaller quadratic residual to be accepted)."""
     (Wi, eW), (Ai, eA), (Bi, eB) = W, A, B
-    one, sq = 0, 0
-    for a in range(Wi.shape[0]):
+    E = eW + eA + eB
+    d, s = Wi.shape[0], Ai.shape[0]
+    if s == 0 or d == 0:
+        return Fraction(0), Fraction(0)
+    P, _ = pair_products(A, B, sym)
+    N = [int(v) for v in np.sum(np.dot(Wi, P) * Wi, axis=1)]  # ‖Q_a‖²_F · 2^(2E)
+    sq = sum(N)
+    if sq == 0:
+        return Fraction(0), Fraction(0)
+    if d ** 3 * s > MAX_COLUMN_ENTRIES:
+        return Fraction(d * _ceil_sqrt(max(N)), 1 << E), Fraction(sq, 1 << (2 * E))
+    one = 0
+    for a in range(d):
         Qa = np.dot(Ai.T * Wi[a], Bi)
         if sym:
             Qa = Qa + Qa.T
-        one = max(one, int(np.sum(np.abs(Qa))) if Qa.size else 0)
-        sq += int(np.sum(Qa * Qa)) if Qa.size else 0
-    E = eW + eA + eB
+        one = max(one, int(np.sum(np.abs(Qa))))
     return Fraction(one, 1 << E), Fraction(sq, 1 << (2 * E))
 
 

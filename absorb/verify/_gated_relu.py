@@ -1,7 +1,7 @@
 """The checker's re-derivation of the gated skeleton for ReLU-like gates (docs/results/gated-skeleton.md):
 its own columns vec(w_i ⊗ (g_i u_iᵀ + u_i g_iᵀ)) and vec(w_i (c_i u_i + e_i g_i)ᵀ), infeasibility by
 its own exact positive-definiteness test or enumeration, and for ``relu-like-flip`` the flip of S rebuilt here with
-f − g checked in rationals (σ_g(z) − σ_g(−z) = z re-derived by pieces): its quadratic part zero, or (a set planted in
+f − g checked exactly, in integers (σ_g(z) − σ_g(−z) = z re-derived by pieces; :mod:`absorb.verify._exact_gram`): its quadratic part zero, or (a set planted in
 float64) within the tolerance of the block's own quadratic scale s₂ = max_a Σ_i |w_ai||g_i|₁|u_i|₁."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from absorb.model.block import Block
+from absorb.verify import _exact_gram
 from absorb.verify._numerics import _parse_number
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._skeleton2 import (
@@ -23,32 +24,9 @@ from absorb.verify._skeleton2 import (
     check_linear,
     enumeration_bound,
     gram_gated,
-    quadratic_norm,
-    rank_bound,
-    relative_distance,
 )
 from absorb.verify._symbolic import flip_constant
 from absorb.verify._weights import _f0_lower
-
-
-def _F(a: Any) -> list[Fraction]:
-    return [Fraction(float(v)) for v in np.asarray(a, dtype=np.float64).reshape(-1)]
-
-
-def _parts(block: Block) -> tuple[list[list[Fraction]], list[list[Fraction]], list[list[Fraction]], list[Fraction], list[Fraction]]:
-    n = block.n
-    G = [_F(r) for r in np.asarray(block.W_gate)]
-    U = [_F(r) for r in np.asarray(block.W_up)]
-    W = [_F(c) for c in np.asarray(block.W_down).T]
-    c = _F(block.b_gate) if block.b_gate is not None else [Fraction(0)] * n
-    e = _F(block.b_up) if block.b_up is not None else [Fraction(0)] * n
-    return G, U, W, c, e
-
-
-def _quad_cols(G: list, U: list, W: list, units: list[int] | None = None) -> list[list[Fraction]]:
-    """The (Qg) columns vec(w_i ⊗ (g_i u_iᵀ + u_i g_iᵀ)) exactly, for every unit or ``units`` only."""
-    return [[wa * (gb * uc + ub * gc) for wa in W[i] for gb, ub in zip(G[i], U[i]) for gc, uc in zip(G[i], U[i])]
-            for i in (range(len(G)) if units is None else units)]
 
 
 def _flip(block: Block, S: list[int]) -> Block:
@@ -86,7 +64,6 @@ def linear_rows_gated(block: Block) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: str) -> tuple[str, Block | None, float]:
-    G, U, W, c, e = _parts(block)
     d, n = block.d, block.n
     if b.get("verdict") == "not_absorbable":
         route = (b.get("argument") or {}).get("route")
@@ -108,7 +85,9 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
             return check_lifted(ctx, w, b, V, np.asarray(block.W_down, dtype=np.float64), np.asarray(block.M, dtype=np.float64), A)
         bound, how = None, "exact positive-definiteness test"
         if route == "rank":
-            bound = rank_bound(_quad_cols(G, U, W), block.M) if n <= min(d * d * (d + 1) // 2, RANK_MAX_N) else None
+            if n <= min(d * d * (d + 1) // 2, RANK_MAX_N):
+                G, U, W = (_exact_gram.ints(a) for a in (block.W_gate, block.W_up, block.W_down))
+                bound = _exact_gram.rank_bound(*_exact_gram.column_gram(W, G, U, sym=True), block.M)
         elif n <= ENUMERATE_MAX_N:
             Gf, Uf, Df = (np.asarray(a, dtype=np.float64) for a in (block.W_gate, block.W_up, block.W_down))
             cf = np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)
@@ -136,21 +115,8 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
     _require(ctx, isinstance(S, list) and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n for i in S)
              and len(set(S)) == len(S), w, f"S is a set of distinct hidden units in 0..{n - 1}")
     wb = _flip(block, sorted(S))
-    cols = _quad_cols(G, U, W, S)  # S's columns only (d³ rationals each)
-    q = quadratic_norm(cols, d, half=True)
-    M = [_F(r) for r in np.asarray(block.M)]
-    RL = [[M[a][k] + sum((W[i][a] * (c[i] * U[i][k] + e[i] * G[i][k]) for i in S), Fraction(0)) for k in range(d)] for a in range(d)]
-    rho = max(sum(abs(v) for v in row) for row in RL)
-    bd = _F(block.b_down) if block.b_down is not None else [Fraction(0)] * d
-    bd2 = _F(wb.b_down) if wb.b_down is not None else [Fraction(0)] * d
-    R0 = max(abs(bd[a] + sum((c[i] * e[i] * W[i][a] for i in S), Fraction(0)) - bd2[a]) for a in range(d))
-    g1 = [sum((abs(v) for v in g), Fraction(0)) for g in G]
-    u1 = [sum((abs(v) for v in u), Fraction(0)) for u in U]
-    s2 = max(sum((abs(W[i][a]) * g1[i] * u1[i] for i in S), Fraction(0)) for a in range(d))  # S's own quadratic size
-    s1 = max([Fraction(1)] + [sum((abs(v) for v in M[a]), Fraction(0))
-                              + sum((abs(W[i][a]) * (abs(c[i]) * u1[i] + abs(e[i]) * g1[i]) for i in range(n)), Fraction(0))
-                              for a in range(d)])
+    q, rho, R0, s1, s2, dist = _exact_gram.gated_flip(block, wb, sorted(S))
     return accept_exact_flip(ctx, w, wit, wb, rho, R0, Fraction(_f0_lower(block)),
                              linear="‖M + Σ_S w_i (c_i u_i + e_i g_i)ᵀ‖_∞",
                              bias="|b_down + Σ_S c_i e_i w_i − b'_down|_∞ (against a rigorous lower bound of |f(0)|)",
-                             quadratic="Lg", quad=(q, s1, s2, relative_distance(cols, RL, M, d)))
+                             quadratic="Lg", quad=(q, s1, s2, dist))

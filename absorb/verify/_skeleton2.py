@@ -10,6 +10,7 @@ sympy limit, no sample), and
   rounding bounds (n ≤ 16), or the Gram route; or the recorded index-set proof re-checked on
   the lifted problem (case ``index-set``) or on (L) alone (case ``linear``: up rows
   (2αc_i + β)·u_i built here, target −M — (L)'s distance is a lower bound on the joint one);
+  the exact test's Gram matrix and the flip's residuals in integers (:mod:`absorb.verify._exact_gram`);
 * ``absorbable`` (σ with σ(z) + σ(−z) = αz² + k for every real z, β = 0, k = 2σ(0) rational,
   re-derived by pieces: ReLU² and others): the flip of S rebuilt here,
   f − g = αΣ_S w_i (u_i·x)² + R_L x + R_0 exactly, with the quadratic part (zero,
@@ -29,7 +30,7 @@ import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
-from absorb.verify import _gram
+from absorb.verify import _exact_gram, _gram
 from absorb.verify._asymptotic import why_not_at_infinity
 from absorb.verify._gram import mu_bound
 from absorb.verify._numerics import _gamma, _parse_number, rounding_allowance, sha256_f64
@@ -84,66 +85,13 @@ def _is_relu2(expr: sp.Expr) -> bool:
     return vanishes_on_reals(expr - sp.Max(0, x) ** 2, x)
 
 
-def _q(v: float) -> Fraction:
-    return Fraction(float(v))
-
-
-def _units(block: Block) -> tuple[list[list[Fraction]], list[list[Fraction]], list[Fraction]]:
-    U = [[_q(v) for v in row] for row in np.asarray(block.W_up, dtype=np.float64)]
-    W = [[_q(v) for v in col] for col in np.asarray(block.W_down, dtype=np.float64).T]
-    c = [_q(v) for v in block.b_up] if block.b_up is not None else [Fraction(0)] * block.n
-    return U, W, c
-
-
-def _tensor(w: list[Fraction], u: list[Fraction]) -> list[Fraction]:
-    return [a * b * e for a in w for b in u for e in u]
-
-
-def _pos_def(G: list[list[int]]) -> bool:
-    """Sylvester's criterion on an integer matrix: every leading principal minor > 0, the minors
-    read off fraction-free Gaussian elimination (each pivot of step k is the k-th minor)."""
-    A = [r[:] for r in G]
-    last = 1
-    for k in range(len(A)):
-        piv = A[k][k]
-        if piv <= 0:
-            return False
-        for i in range(k + 1, len(A)):
-            A[i] = [A[i][j] if j <= k else (A[i][j] * piv - A[i][k] * A[k][j]) // last for j in range(len(A))]
-        last = piv
-    return True
-
-
 def _rank_bound(block: Block) -> float | None:
-    """The rank route for the degree-2 skeleton's (Q) columns vec(w_i ⊗ u_i u_iᵀ)."""
-    if block.n > RANK_MAX_N:  # (before building n·d³ exact rationals)
+    """The rank route for the degree-2 skeleton's (Q) columns vec(w_i ⊗ u_i u_iᵀ), from their
+    exact Gram matrix (w_i·w_j)(u_i·u_j)² (:mod:`absorb.verify._exact_gram`)."""
+    if block.n > RANK_MAX_N:
         return None
-    U, W, _ = _units(block)
-    return rank_bound([_tensor(W[i], U[i]) for i in range(block.n)], block.M)
-
-
-def rank_bound(cols: list[list[Fraction]], M: np.ndarray) -> float | None:
-    """A rigorous lower bound on min over S ≠ ∅ of ‖Σ_S q_i‖ / ‖M‖_F (≥ √μ/‖M‖_F with QᵀQ − μI
-    positive definite in exact rationals, μ chosen here); S = ∅ is at distance 1."""
-    n = len(cols)
-    if n == 0 or n > RANK_MAX_N or n > len(cols[0]):
-        return None
-    Qf = np.array([[float(v) for v in col] for col in cols]).T
-    lam = float(np.linalg.eigvalsh(Qf.T @ Qf)[0])
-    if not (math.isfinite(lam) and lam > 0):
-        return None
-    den = max(v.denominator for col in cols for v in col)  # dyadic: every denominator divides the largest
-    ic = [[int(v * den) for v in col] for col in cols]
-    mi = int(Fraction(lam) / 2 * den * den)  # μ = mi/den², rounded down
-    if mi <= 0:
-        return None
-    mu = Fraction(mi, den * den)
-    G = [[sum(a * b for a, b in zip(ic[i], ic[j])) - (mi if i == j else 0) for j in range(n)] for i in range(n)]
-    if not _pos_def(G):
-        return None
-    m2 = sum((_q(v) ** 2 for v in np.asarray(M, dtype=np.float64).ravel()), Fraction(0))
-    r = mu / m2
-    return math.sqrt(float(r)) * (1 - 1e-9) if r < 1 else 1.0 - 1e-9  # (r past float64: the bound is S = ∅'s, 1)
+    U = _exact_gram.ints(block.W_up)
+    return _exact_gram.rank_bound(*_exact_gram.column_gram(_exact_gram.ints(block.W_down), U, U), block.M)
 
 
 def _enumeration_bound(block: Block, a: Fraction, b: Fraction) -> float | None:
@@ -397,46 +345,11 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
     _require(ctx, isinstance(S, list) and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < block.n for i in S)
              and len(set(S)) == len(S), w, f"S is a set of distinct hidden units in 0..{block.n - 1}")
     wb = _flip(block, sorted(S), af, k)
-    U, W, c = _units(block)
-    d = block.d
-    M = [[_q(v) for v in row] for row in np.asarray(block.M, dtype=np.float64)]
-    tensors = [_tensor(W[i], U[i]) for i in S]
-    q = abs(af) * quadratic_norm(tensors, d)  # f − g = a·Σ_S w_i (u_i·x)² + R_L x + R_0
-    RL = [[M[r][j] + sum((2 * af * c[i] * W[i][r] * U[i][j] for i in S), Fraction(0)) for j in range(d)] for r in range(d)]
-    rho = max(sum(abs(v) for v in row) for row in RL)
-    bd = [_q(v) for v in block.b_down] if block.b_down is not None else [Fraction(0)] * d
-    bd2 = [_q(v) for v in wb.b_down] if wb.b_down is not None else [Fraction(0)] * d
-    R0 = max(abs(bd[r] + sum(((af * c[i] ** 2 + k) * W[i][r] for i in S), Fraction(0)) - bd2[r]) for r in range(d))
-    if (af, k) == (1, 0) and _is_relu2(act):  # σ(c) = max(c, 0)²: f(0) exactly
-        f0 = max(abs(bd[r] + sum((max(c[i], Fraction(0)) ** 2 * W[i][r] for i in range(block.n)), Fraction(0))) for r in range(d))
-    else:
-        f0 = Fraction(_f0_lower(block))
-    u1 = [sum((abs(v) for v in u), Fraction(0)) for u in U]
-    s2 = abs(af) * max(sum((abs(W[i][r]) * u1[i] * u1[i] for i in S), Fraction(0)) for r in range(d))  # S's own quadratic size
-    s1 = max([Fraction(1)] + [sum((abs(v) for v in M[r]), Fraction(0))
-                              + abs(af) * sum((2 * abs(c[i]) * abs(W[i][r]) * u1[i] for i in range(block.n)), Fraction(0))
-                              for r in range(d)])
+    exact_f0 = (af, k) == (1, 0) and _is_relu2(act)  # σ(c) = max(c, 0)²: f(0) exactly
+    q, rho, R0, f0, s1, s2, dist = _exact_gram.relu2_flip(block, wb, sorted(S), af, k, None if exact_f0 else Fraction(_f0_lower(block)))
     return accept_exact_flip(ctx, w, wit, wb, rho, R0, f0, linear=f"‖M + 2·{a}·Σ_S c_i w_i u_iᵀ‖_∞",
                              bias=f"|b_down + Σ_S ({a}·c_i² + {k}) w_i − b'_down|_∞", quadratic="L",
-                             quad=(q, s1, s2, relative_distance(tensors, RL, M, d)))
-
-
-def relative_distance(tensors: list[list[Fraction]], RL: list[list[Fraction]], M: list[list[Fraction]], d: int) -> float:
-    """‖(Σ_S q_i, R_L)‖₂ / ‖M‖_F in exact rationals (R_L = the linear condition's residual, the
-    stacked columns' second part less the target), its square root taken of the rounded ratio."""
-    tot = [sum((t[k] for t in tensors), Fraction(0)) for k in range(d ** 3)]
-    num = sum((v * v for v in tot), Fraction(0)) + sum((v * v for row in RL for v in row), Fraction(0))
-    den = sum((v * v for row in M for v in row), Fraction(0))
-    return math.sqrt(float(num / den)) if den else math.inf
-
-
-def quadratic_norm(tensors: list[list[Fraction]], d: int, half: bool = False) -> Fraction:
-    """q = max_a Σ_{b,c} |T_abc| for T the sum of the given d×d×d tensors (flattened a-major),
-    halved when each is a doubled symmetric part (w ⊗ (g uᵀ + u gᵀ)): then the quadratic form
-    x ↦ (xᵀ T_a x)_a (÷ 2) is within q|x|²_∞ in ∞-norm, for every x; q = 0 iff T = 0."""
-    tot = [sum((t[k] for t in tensors), Fraction(0)) for k in range(d ** 3)]
-    q = max(sum((abs(v) for v in tot[a * d * d:(a + 1) * d * d]), Fraction(0)) for a in range(d))
-    return q / 2 if half else q
+                             quad=(q, s1, s2, dist))
 
 
 def accept_exact_flip(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, rho: Fraction, R0: Fraction, f0: Fraction,
