@@ -417,9 +417,10 @@ def register_analyses(*analyses: tuple[str, str, Callable[[sp.Expr], Property]])
 
 
 def _with_growth() -> None:
-    """Register the growth analyses (:mod:`absorb.symbolic.growth` imports this module and
-    registers itself on import; imported here, not at module level, so there is no import cycle)."""
-    from absorb.symbolic import growth  # noqa: F401
+    """Register the growth and shift analyses (:mod:`absorb.symbolic.growth` and
+    :mod:`absorb.symbolic.shift` import this module and register themselves on import; imported
+    here, not at module level, so there is no import cycle)."""
+    from absorb.symbolic import growth, shift  # noqa: F401
 
 
 def _unknown_all(why: str) -> dict[str, Property]:
