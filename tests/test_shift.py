@@ -139,3 +139,15 @@ def test_generic_expression_block_is_unchanged() -> None:
     blk = Block(rng.standard_normal((5, 3)), rng.standard_normal((3, 5)), get_activation("expr:(x+Abs(x))/2"), skip=np.eye(3))
     assert decide(blk, seed=0, timeout=30).verdict.value == decide(blk.replace(activation=get_activation("relu")), seed=0,
                                                                       timeout=30).verdict.value == "not_absorbable"
+
+
+# ---- (A) the checker's own route -----------------------------------------------------------
+@pytest.mark.parametrize("text, s, c", [("Max(0, x - 3/2)", sp.Rational(-3, 2), 1), ("Max(0, x + 1/3)", sp.Rational(1, 3), 1),
+                                        ("2*Max(0, x - 1) + Min(0, x - 1)", sp.Integer(-1), 3),
+                                        ("Max(0, x - 3/2)", sp.Rational(-11, 8), None), ("Max(0, x - 3/2)", sp.Rational(3, 2), None),
+                                        ("Max(0, x - 3/2)", sp.Integer(0), None)])
+def test_checker_rederives_the_shifted_identity_and_refuses_a_tampered_shift(text: str, s: sp.Rational, c: int | None) -> None:
+    from absorb.verify._symbolic import shifted_flip_constant
+
+    got = shifted_flip_constant(get_activation("expr:" + text).expr, s)
+    assert (got is None) if c is None else got == c

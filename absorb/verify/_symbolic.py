@@ -189,6 +189,17 @@ def flip_constant(expr: sp.Expr, gated: bool) -> sp.Expr | None:
     return sp.nsimplify(c) if c.is_Float else c
 
 
+def shifted_flip_constant(expr: sp.Expr, s: sp.Rational) -> sp.Expr | None:
+    """c with σ(z) − σ(−z − 2s) = c·(z + s) for every real z, for the recorded shift ``s``; None if
+    none. By this checker's own route: τ(y) = σ(y − s) (exact substitution) must have the plain
+    flip identity τ(y) − τ(−y) = c·y for every y (:func:`flip_constant`: by pieces, exact at every
+    break point and at 0), which is the shifted identity at z = y − s. A tampered s makes τ lose it."""
+    if not isinstance(s, sp.Rational):
+        return None
+    x = _variable(expr)
+    return flip_constant(expr.subs(x, x - s), False)
+
+
 @functools.lru_cache(maxsize=128)
 def is_bounded(expr: sp.Expr) -> bool:
     """σ continuous on R with finite limits at ±∞ (hence bounded): every piece real and
