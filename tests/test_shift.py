@@ -151,3 +151,16 @@ def test_checker_rederives_the_shifted_identity_and_refuses_a_tampered_shift(tex
 
     got = shifted_flip_constant(get_activation("expr:" + text).expr, s)
     assert (got is None) if c is None else got == c
+
+
+@pytest.mark.parametrize("e, L", [
+    (sp.Max(0, X - sp.Rational(3, 2)), 1), ((X + sp.Abs(X)) / 2, 1), (sp.Max(0, X - 1) + sp.Min(0, X + 1) / 3, 1),
+    (-3 * sp.Abs(X - sp.Rational(1, 3)) + sp.Rational(1, 7), 3), (X, 1),
+    (X**2, None), (sp.exp(X), None), (sp.Integer(0) ** sp.Max(0, X), None),
+    (sp.Piecewise((X, X > 1), (0, True)), None),  # a jump at 1: no Lipschitz constant
+    (sp.Piecewise((X, X > 1), (1, True)), 1),
+])
+def test_checker_lipschitz_of_a_piecewise_linear_sigma(e: sp.Expr, L: int | None) -> None:
+    from absorb.verify._pieces import pl_lipschitz
+
+    assert pl_lipschitz(e, X) == L
