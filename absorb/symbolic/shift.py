@@ -29,7 +29,7 @@ from fractions import Fraction
 import sympy as sp
 
 from absorb.model.activations import X
-from absorb.symbolic.properties import Property, Status, _flip_identity, _get, _is_zero, register_analyses
+from absorb.symbolic.properties import Property, Status, _flip_identity, _get, _is_zero
 
 
 # ---------------------------------------------------------------------------------------
@@ -75,10 +75,7 @@ def _shifted_flip(e: sp.Expr) -> Property:
 def shifted_flip(act: object) -> Property:
     """Decide σ(z) − σ(−z − 2s) = c·(z + s) for every real z (c ≠ 0, rational s ≠ 0): the identity
     that lets flipping hidden units of a σ shifted from a flip-identity τ absorb the skip."""
-    return _get(act, "shifted_flip")  # type: ignore[arg-type]
-
-
-register_analyses(("shifted_flip", "shifted_flip", _shifted_flip))
+    return _get(act, "shifted_flip")  # type: ignore[arg-type]  # (registered by absorb.symbolic.properties)
 
 
 # ---------------------------------------------------------------------------------------
