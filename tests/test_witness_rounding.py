@@ -93,9 +93,10 @@ def test_the_allowance_is_a_bound_of_the_rounding() -> None:
 
 
 def test_a_user_expression_gets_no_allowance() -> None:
-    """σ given as an expression has no stated accuracy: no rounding bound, the measure stands."""
+    """σ given as an expression that is not piecewise linear has no stated accuracy: no rounding
+    bound, the measure stands (a piecewise-linear one's: tests/test_shift.py)."""
     blk = _cancelling()
-    user = blk.replace(activation=get_activation("expr:Max(0, x)"))
+    user = blk.replace(activation=get_activation("expr:x/(1+exp(-x))"))
     pts = W._Points(blk.d)
     pts.add(np.array([0.5, -1.0]))
     rd: list = []

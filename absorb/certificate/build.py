@@ -304,7 +304,10 @@ def _witness(bd: BlockDecision) -> dict[str, Any] | None:
         return None
     out = w.to_json()
     flip = _prop(bd, "flip_identity")
-    if w.S is not None and flip is not None:
+    shifted = _prop(bd, "shifted_flip")
+    if w.S is not None and flip is not None and flip.get("status") != "proved" and shifted is not None and shifted.get("status") == "proved":
+        out["c"] = shifted["value"].get("c")  # the shifted flip (its s is in the argument)
+    elif w.S is not None and flip is not None:
         out["c"] = flip["value"].get("c")
         if bd.theorem.value == Theorem.GATED_SKELETON.value:  # the ReLU-like gate's flip: σ_g(−z) = σ_g(z) − z
             out["formula"] = (
@@ -410,7 +413,12 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
         arg.update(_gated_skeleton_argument(bd))
     elif th == Theorem.INDEX_SET.value:
         flip = _prop(bd, "flip_identity") or {}
-        arg["c"] = flip.get("value", {}).get("c")
+        shifted = _prop(bd, "shifted_flip") or {}
+        if flip.get("status") != "proved" and shifted.get("status") == "proved" and bd.witness is not None:
+            # the shifted flip (σ(z) − σ(−z − 2s) = c·(z + s)): the witness's new biases need s
+            arg["c"], arg["s"] = shifted["value"]["c"], shifted["value"]["s"]
+        else:
+            arg["c"] = flip.get("value", {}).get("c")
         arg["target"] = "-M/c"
         arg["necessity_hypotheses"] = list(NECESSITY_HYPOTHESES)
     return arg
@@ -673,6 +681,9 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
                        if p.name in used_properties(bd.theorem.value, bd.verdict.value, value_activation=not b.value_identity)],
         "argument": _argument(bd),
     }
+    if entry["argument"].get("s") is not None:  # a shifted flip rests on the shifted identity, not the plain one
+        entry["properties"] = [{k: v for k, v in p.to_json().items() if k not in ("value", "witness")} for p in bd.properties
+                               if p.name == "shifted_flip"]
     w = _witness(bd)
     if w is not None:
         entry["witness"] = w

@@ -59,11 +59,26 @@ _PROVED_PLANES = 96
 _EXACT_MAX_WORK = 200_000  # |S|·d² multiply-adds in Fractions
 
 
-def flip_block(block: Block, S: tuple[int, ...], c: Fraction) -> Block:
-    """The residual-free block obtained by flipping the hidden units in ``S``."""
+def flip_block(block: Block, S: tuple[int, ...], c: Fraction, s: Fraction = Fraction(0)) -> Block:
+    """The residual-free block obtained by flipping the hidden units in ``S``.
+
+    ``s`` ≠ 0 (ungated σ with σ(z) − σ(−z − 2s) = c·(z + s), :func:`absorb.symbolic.shift.shifted_flip`):
+    the flipped units also get b'_up,i = −b_up,i − 2s, so that σ(−z_i − 2s) = σ(z_i) − c·(z_i + s), and
+    the output bias moves by c·D_S(b_S + s) (a bias-free f gets biases: the witness is in the biased class)."""
     idx = np.asarray(S, dtype=int)
     cf = float(c)
     D = block.W_down
+    if s:
+        if block.gated:
+            raise ValueError("a shifted flip is for an ungated σ")
+        W_up = block.W_up.copy()
+        W_up[idx] *= -1
+        b0 = np.zeros(block.n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+        b_up = b0.copy()
+        b_up[idx] = -b0[idx] - 2 * float(s)
+        moved = cf * matvec(D[:, idx], b0[idx] + float(s)) if idx.size else np.zeros(block.d)
+        b_down = moved if block.b_down is None else block.b_down + moved
+        return block.replace(W_up=W_up, b_up=b_up, b_down=b_down, skip=np.zeros((block.d, block.d)), name=block.name + "'")
     if block.gated:
         W_gate = block.W_gate.copy()
         W_gate[idx] *= -1
@@ -274,15 +289,39 @@ def _sigma_error(act: object, Zabs: np.ndarray, H: np.ndarray, delta: np.ndarray
     """A bound on |σ̂(ẑ) − σ(z)| from an upper bound ``Zabs`` of |ẑ|, ``H`` ≥ |σ̂(ẑ)| and
     ``delta`` ≥ |ẑ − z|: σ's sup |σ′| over [ẑ − δ, ẑ + δ] times δ (:data:`_SIGMA_LIPSCHITZ`;
     2(|ẑ| + δ) for ReLU²) plus the error of σ's numpy value (:data:`_EXACT_SIGMA`, else
-    :data:`_SIGMA_REL`). None for a σ with no stated bound (a user's expression)."""
+    :data:`_SIGMA_REL`); for a user's piecewise-linear expression its derived Lipschitz constant
+    and the bound a·|ẑ| + b of its float64 evaluation's error (:func:`expression_sigma`). None for
+    a σ with no stated bound (any other user's expression)."""
     if not is_builtin(act):  # type: ignore[arg-type]
-        return None
+        got = expression_sigma(act)
+        if got is None:
+            return None
+        L, a, b = got
+        return L * delta + a * Zabs + b
     name = act.name  # type: ignore[attr-defined]
     L = 2.0 * (Zabs + delta) if name == "relu2" else _SIGMA_LIPSCHITZ.get(name)
     if L is None:
         return None
     acc = _EXACT_SIGMA[name] * H if name in _EXACT_SIGMA else _SIGMA_REL * (H + Zabs + delta) + 2.0**-1000
     return L * delta + acc
+
+
+_EXPR_BOUNDS: dict[str, tuple[float, float, float] | None] = {}
+
+
+def expression_sigma(act: object) -> tuple[float, float, float] | None:
+    """``(L, a, b)`` for a user's piecewise-linear σ (:func:`absorb.symbolic.shift.expression_bounds`):
+    |σ(p) − σ(q)| ≤ L|p − q| for all real p, q and |σ̂(z) − σ(z)| ≤ a|z| + b for its float64 value
+    (L raised past its rounding); None for a built-in or any other expression (cached by key)."""
+    if is_builtin(act) or getattr(act, "expr", None) is None:  # type: ignore[arg-type]
+        return None
+    key = act.key  # type: ignore[attr-defined]
+    if key not in _EXPR_BOUNDS:
+        from absorb.symbolic.shift import expression_bounds
+
+        got = expression_bounds(act.expr)  # type: ignore[attr-defined]
+        _EXPR_BOUNDS[key] = None if got is None else (float(got[0]) * (1 + 2.0**-52), got[1], got[2])
+    return _EXPR_BOUNDS[key]
 
 
 def _hidden_error(blk: Block, X: np.ndarray, idx: slice | np.ndarray, W_up: np.ndarray, W_gate: np.ndarray | None,
@@ -876,7 +915,47 @@ def _affine_eps(block: Block, rho: float, e: float) -> tuple[float, float, str]:
     return max(rho, eps_b), eps_b, why
 
 
-def flip_bound(block: Block, wblock: Block, S: tuple[int, ...], c: Fraction, rel: float) -> tuple[float, float, str, tuple[float, float]]:
+_SHIFT_WORK = 200_000
+"""Most d·|S| for the exact constant error of a shifted flip (:func:`_shift_bias_error`)."""
+
+
+def _shift_bias_error(block: Block, wblock: Block, S: tuple[int, ...], c: Fraction, s: Fraction) -> float:
+    """A rigorous upper bound of the constant error |e|_∞ of a shifted flip g (:func:`flip_block` with
+    ``s``): g − f = −(M + c·D_S U_S) x + e for every x, where, with η_i = b'_up,i − (−b_up,i − 2s) the
+    rounding of a flipped unit's new bias, |e_r| ≤ |b'_down,r − b_down,r − c·Σ_S D_ri (b_up,i + s)|
+    + L·Σ_S |D_ri|·|η_i| (σ is L-Lipschitz: :data:`_SIGMA_LIPSCHITZ`, or a user's piecewise-linear
+    σ's :func:`expression_sigma`; needed only when some η_i ≠ 0). Exact rationals; inf past
+    :data:`_SHIFT_WORK`, or when an η_i ≠ 0 and σ has no stated Lipschitz constant."""
+    idx = sorted(S)
+    d = block.d
+    if d * len(idx) > _SHIFT_WORK:
+        return math.inf
+    try:
+        F = lambda v: Fraction(float(v))  # noqa: E731
+        b0 = [F(0.0)] * block.n if block.b_up is None else [F(v) for v in block.b_up]
+        eta = {i: F(wblock.b_up[i]) - (-b0[i] - 2 * s) for i in idx}
+        bd = [F(0.0)] * d if block.b_down is None else [F(v) for v in block.b_down]
+        bn = [F(0.0)] * d if wblock.b_down is None else [F(v) for v in wblock.b_down]
+    except (OverflowError, ValueError):  # an inf or nan weight
+        return math.inf
+    L: float | None = 0.0
+    if any(eta.values()):
+        act = block.activation
+        L = _SIGMA_LIPSCHITZ.get(act.name) if is_builtin(act) else (expression_sigma(act) or (None,))[0]
+        if L is None:
+            return math.inf
+    worst = Fraction(0)
+    for r in range(d):
+        Dr = {i: F(block.W_down[r, i]) for i in idx}
+        e = abs(bn[r] - bd[r] - c * sum((Dr[i] * (b0[i] + s) for i in idx), Fraction(0)))
+        e += Fraction(L) * sum((abs(Dr[i]) * abs(eta[i]) for i in idx), Fraction(0))
+        worst = max(worst, e)
+    out = float(worst)
+    return out if Fraction(out) >= worst else math.nextafter(out, math.inf)
+
+
+def flip_bound(block: Block, wblock: Block, S: tuple[int, ...], c: Fraction, rel: float,
+               s: Fraction = Fraction(0)) -> tuple[float, float, str, tuple[float, float]]:
     """The rigorous error of a flip witness g (:func:`flip_block`) of f: ``(ε, ε_b, why, (ρ∞, e))`` with
 
         |f(x) − g(x)|_∞ ≤ ρ∞·|x|_∞ + e ≤ ε·(|f(x)|_∞ + |x|_∞ + |f(0)|_∞)   for every x ∈ ℝ^d.
@@ -887,9 +966,11 @@ def flip_bound(block: Block, wblock: Block, S: tuple[int, ...], c: Fraction, rel
     ∞-operator norm of M + c·D_S U_S, :func:`flip_inf_upper`), the constant one
     |e|_∞ = ε_b·|f(0)|_∞ (ε_b from a rigorous lower bound of |f(0)|_∞, :func:`f0_lower`);
     ε = max(ρ∞, ε_b). ``rel``: the float64 relative residual of S. ``why`` says what is
-    missing when ε is inf."""
+    missing when ε is inf. ``s`` ≠ 0: a shifted flip (σ(z) − σ(−z − 2s) = c·(z + s)), whose
+    constant error also counts the shift and the rounding of the new biases (:func:`_shift_bias_error`)."""
     rho, _how = flip_inf_upper(block.W_up, block.W_down, None if block.skip is None else block.skip, c, S, rel)  # (None: M = I)
-    e = flip_bias_error_upper(block.W_down, block.b_up, block.b_down, wblock.b_down, S, c)
+    e = (_shift_bias_error(block, wblock, S, c, s) if s
+         else flip_bias_error_upper(block.W_down, block.b_up, block.b_down, wblock.b_down, S, c))
     eps, eps_b, why = _affine_eps(block, rho, e)
     return eps, eps_b, why, (rho, e)
 
@@ -914,7 +995,7 @@ def linear_bound(block: Block, wb: Block, c: Fraction) -> tuple[float, float, st
 
 
 def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: float, seed: int,
-                       residual: float | None = None) -> tuple[Witness, bool]:
+                       residual: float | None = None, s: Fraction = Fraction(0)) -> tuple[Witness, bool]:
     """Construct the flipped block for ``S`` and check it: a rigorous bound on its error
     (:func:`flip_bound`, the guarantee) and, as a second check, its evaluation against f
     (:func:`evaluation_error`, on random inputs and the kink hyperplanes).
@@ -924,15 +1005,16 @@ def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: fl
     The witness's ``eval_error`` is the larger of the bound and the sampled error. The sample
     is taken only when the bound holds (when it does not, the witness fails whatever the
     samples show: ``eval_error`` is the bound and ``n_inputs`` 0), a smaller one for a block of
-    n·d ≥ :data:`_LARGE_BLOCK`."""
+    n·d ≥ :data:`_LARGE_BLOCK`. ``s`` ≠ 0: the shifted flip of an ungated σ with
+    σ(z) − σ(−z − 2s) = c·(z + s) (:func:`flip_block`), checked the same way."""
     U = block.W_up
     # (T is kept alive: the row sums of this product are kept for flip_bound; not formed when
     # the caller has the residual: a d×d float64 array, 128 MiB at d = 4096)
     T = -block.M / float(c) if residual is None else None
     res = relative_residual(U, block.W_down, T, S) if residual is None else residual
-    wblock = flip_block(block, S, c)
+    wblock = flip_block(block, S, c, s)
     thr = eval_threshold(tol, block.n)
-    bound, eps_b, why, ae = flip_bound(block, wblock, S, c, res)
+    bound, eps_b, why, ae = flip_bound(block, wblock, S, c, res, s)
     del T
     proved = res <= tol and bound <= thr and eps_b <= rounding_allowance(block.n)
     if proved:  # the sampled check, second to the proof (a smaller sample for a large block)
@@ -943,6 +1025,8 @@ def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: fl
         err, m = 0.0, 0
     exact = exact_match(U, block.W_down, block.M, c, S) if len(S) * block.d * block.d <= _EXACT_MAX_WORK else None
     how = ("negate the gate rows and down-projection columns" if block.gated else "negate the up-projection rows") + " in S; keep the rest"
+    if s:
+        how = f"negate the up-projection rows in S and set their biases to −b_up,i − 2s (shift s = {s}); keep the rest"
     how += (f"; rigorous bound |f(x) − g(x)|∞ ≤ {bound:.3g}·(|f(x)|∞ + |x|∞ + |f(0)|∞) for every x" if not why else f"; {why}")
     w = Witness(S=tuple(int(i) for i in S), block=wblock, residual=res, eval_error=max(bound, err), n_inputs=m, exact=exact, description=how,
                 bound=ae if not why else None)

@@ -221,6 +221,18 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                  'z \\ne 0,\\ c \\in \\mathbb{R})'],
                                        'value': {},
                                        'witness': None},
+                    'shifted_flip': {'name': 'shifted_flip',
+                                     'statement': "the candidate shift is s = 0 (the plain flip identity's case)",
+                                     'status': 'unknown',
+                                     'steps': ['\\sigma(x) = \\frac{x '
+                                               '\\left(\\operatorname{erf}{\\left(\\frac{\\sqrt{2} x}{2} \\right)} + '
+                                               '1\\right)}{2}',
+                                               '\\sigma(x) = L_\\pm x + A_\\pm + o(1):\\ L_+ = 1,\\ L_- = 0,\\ A_+ = '
+                                               '0,\\ A_- = 0 \\quad (\\text{by the asymptotic rules; a candidate '
+                                               'only})',
+                                               's = \\frac{A_+ - A_-}{L_+ - L_-} = 0'],
+                                     'value': {},
+                                     'witness': None},
                     'square_flip': {'name': 'square_flip',
                                     'statement': 'σ(z) + σ(−z) = a·z² + k fails for every constant a, k',
                                     'status': 'refuted',
@@ -527,6 +539,18 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                       '\\infty,\\ z \\ne 0,\\ c \\in \\mathbb{R})'],
                                             'value': {},
                                             'witness': None},
+                         'shifted_flip': {'name': 'shifted_flip',
+                                          'statement': "the candidate shift is s = 0 (the plain flip identity's case)",
+                                          'status': 'unknown',
+                                          'steps': ['\\sigma(x) = \\frac{x \\left(\\tanh{\\left(\\frac{\\sqrt{2} '
+                                                    '\\left(\\frac{8943 x^{3}}{200000} + x\\right)}{\\sqrt{\\pi}} '
+                                                    '\\right)} + 1\\right)}{2}',
+                                                    '\\sigma(x) = L_\\pm x + A_\\pm + o(1):\\ L_+ = 1,\\ L_- = 0,\\ '
+                                                    'A_+ = 0,\\ A_- = 0 \\quad (\\text{by the asymptotic rules; a '
+                                                    'candidate only})',
+                                                    's = \\frac{A_+ - A_-}{L_+ - L_-} = 0'],
+                                          'value': {},
+                                          'witness': None},
                          'square_flip': {'name': 'square_flip',
                                          'statement': 'σ(z) + σ(−z) = a·z² + k fails for every constant a, k',
                                          'status': 'refuted',
@@ -721,6 +745,13 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                      '\\text{by the rules})'],
                                            'value': {},
                                            'witness': {'side': '-'}},
+                        'shifted_flip': {'name': 'shifted_flip',
+                                         'statement': 'no candidate shift: σ(z) − L±·z has no finite limits at ±∞ by '
+                                                      'the asymptotic rules, or L₊ = L₋',
+                                         'status': 'unknown',
+                                         'steps': ['\\sigma(x) = x'],
+                                         'value': {},
+                                         'witness': None},
                         'square_flip': {'name': 'square_flip',
                                         'statement': 'σ(z) + σ(−z) = a·z² + k holds only with a = 0 (σ(z) + σ(−z) is '
                                                      'constant)',
@@ -921,6 +952,17 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                        '-s \\to -\\infty,\\ \\text{by the rules})'],
                                              'value': {},
                                              'witness': {'side': '-'}},
+                          'shifted_flip': {'name': 'shifted_flip',
+                                           'statement': "the candidate shift is s = 0 (the plain flip identity's case)",
+                                           'status': 'unknown',
+                                           'steps': ['\\sigma(x) = \\begin{cases} x & \\text{for}\\: x \\geq 0 '
+                                                     '\\\\\\frac{x}{100} & \\text{otherwise} \\end{cases}',
+                                                     '\\sigma(x) = L_\\pm x + A_\\pm + o(1):\\ L_+ = 1,\\ L_- = '
+                                                     '\\frac{1}{100},\\ A_+ = 0,\\ A_- = 0 \\quad (\\text{by the '
+                                                     'asymptotic rules; a candidate only})',
+                                                     's = \\frac{A_+ - A_-}{L_+ - L_-} = 0'],
+                                           'value': {},
+                                           'witness': None},
                           'square_flip': {'name': 'square_flip',
                                           'statement': 'σ(z) + σ(−z) = a·z² + k fails for every constant a, k',
                                           'status': 'refuted',
@@ -1156,6 +1198,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                        '\\infty,\\ z \\ne 0,\\ c \\in \\mathbb{R})'],
                                              'value': {},
                                              'witness': None},
+                          'shifted_flip': {'name': 'shifted_flip',
+                                           'statement': "the candidate shift is s = 0 (the plain flip identity's case)",
+                                           'status': 'unknown',
+                                           'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- \\frac{851 x}{500}}}',
+                                                     '\\sigma(x) = L_\\pm x + A_\\pm + o(1):\\ L_+ = 1,\\ L_- = 0,\\ '
+                                                     'A_+ = 0,\\ A_- = 0 \\quad (\\text{by the asymptotic rules; a '
+                                                     'candidate only})',
+                                                     's = \\frac{A_+ - A_-}{L_+ - L_-} = 0'],
+                                           'value': {},
+                                           'witness': None},
                           'square_flip': {'name': 'square_flip',
                                           'statement': 'σ(z) + σ(−z) = a·z² + k fails for every constant a, k',
                                           'status': 'refuted',
@@ -1349,6 +1401,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                  'z \\ne 0,\\ c \\in \\mathbb{R})'],
                                        'value': {},
                                        'witness': None},
+                    'shifted_flip': {'name': 'shifted_flip',
+                                     'statement': "the candidate shift is s = 0 (the plain flip identity's case)",
+                                     'status': 'unknown',
+                                     'steps': ['\\sigma(x) = \\max\\left(0, x\\right)',
+                                               '\\sigma(x) = L_\\pm x + A_\\pm + o(1):\\ L_+ = 1,\\ L_- = 0,\\ A_+ = '
+                                               '0,\\ A_- = 0 \\quad (\\text{by the asymptotic rules; a candidate '
+                                               'only})',
+                                               's = \\frac{A_+ - A_-}{L_+ - L_-} = 0'],
+                                     'value': {},
+                                     'witness': None},
                     'square_flip': {'name': 'square_flip',
                                     'statement': 'σ(z) + σ(−z) = a·z² + k fails for every constant a, k',
                                     'status': 'refuted',
@@ -1526,6 +1588,13 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                   'the rules})'],
                                         'value': {},
                                         'witness': {'side': '+'}},
+                     'shifted_flip': {'name': 'shifted_flip',
+                                      'statement': 'no candidate shift: σ(z)/z has no finite limits at ±∞ by the '
+                                                   'asymptotic rules',
+                                      'status': 'unknown',
+                                      'steps': ['\\sigma(x) = \\max\\left(0, x\\right)^{2}'],
+                                      'value': {},
+                                      'witness': None},
                      'square_flip': {'name': 'square_flip',
                                      'statement': 'σ(z) + σ(−z) = a·z² + k holds for all z with a = 1, k = 0',
                                      'status': 'proved',
@@ -1728,6 +1797,13 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                     'rules})'],
                                           'value': {},
                                           'witness': {'side': '+'}},
+                       'shifted_flip': {'name': 'shifted_flip',
+                                        'statement': 'no candidate shift: σ(z) − L±·z has no finite limits at ±∞ by '
+                                                     'the asymptotic rules, or L₊ = L₋',
+                                        'status': 'unknown',
+                                        'steps': ['\\sigma(x) = \\frac{1}{1 + e^{- x}}'],
+                                        'value': {},
+                                        'witness': None},
                        'square_flip': {'name': 'square_flip',
                                        'statement': 'σ(z) + σ(−z) = a·z² + k holds only with a = 0 (σ(z) + σ(−z) is '
                                                     'constant)',
@@ -1918,6 +1994,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                  'z \\ne 0,\\ c \\in \\mathbb{R})'],
                                        'value': {},
                                        'witness': None},
+                    'shifted_flip': {'name': 'shifted_flip',
+                                     'statement': "the candidate shift is s = 0 (the plain flip identity's case)",
+                                     'status': 'unknown',
+                                     'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- x}}',
+                                               '\\sigma(x) = L_\\pm x + A_\\pm + o(1):\\ L_+ = 1,\\ L_- = 0,\\ A_+ = '
+                                               '0,\\ A_- = 0 \\quad (\\text{by the asymptotic rules; a candidate '
+                                               'only})',
+                                               's = \\frac{A_+ - A_-}{L_+ - L_-} = 0'],
+                                     'value': {},
+                                     'witness': None},
                     'square_flip': {'name': 'square_flip',
                                     'statement': 'σ(z) + σ(−z) = a·z² + k fails for every constant a, k',
                                     'status': 'refuted',
@@ -2127,6 +2213,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                      '\\infty,\\ z \\ne 0,\\ c \\in \\mathbb{R})'],
                                            'value': {},
                                            'witness': None},
+                        'shifted_flip': {'name': 'shifted_flip',
+                                         'statement': "the candidate shift is s = 0 (the plain flip identity's case)",
+                                         'status': 'unknown',
+                                         'steps': ['\\sigma(x) = \\log{\\left(e^{x} + 1 \\right)}',
+                                                   '\\sigma(x) = L_\\pm x + A_\\pm + o(1):\\ L_+ = 1,\\ L_- = 0,\\ A_+ '
+                                                   '= 0,\\ A_- = 0 \\quad (\\text{by the asymptotic rules; a candidate '
+                                                   'only})',
+                                                   's = \\frac{A_+ - A_-}{L_+ - L_-} = 0'],
+                                         'value': {},
+                                         'witness': None},
                         'square_flip': {'name': 'square_flip',
                                         'statement': 'σ(z) + σ(−z) = a·z² + k fails for every constant a, k',
                                         'status': 'refuted',
@@ -2326,6 +2422,13 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                  'rules})'],
                                        'value': {},
                                        'witness': {'side': '+'}},
+                    'shifted_flip': {'name': 'shifted_flip',
+                                     'statement': 'no candidate shift: σ(z) − L±·z has no finite limits at ±∞ by the '
+                                                  'asymptotic rules, or L₊ = L₋',
+                                     'status': 'unknown',
+                                     'steps': ['\\sigma(x) = \\tanh{\\left(x \\right)}'],
+                                     'value': {},
+                                     'witness': None},
                     'square_flip': {'name': 'square_flip',
                                     'statement': 'σ(z) + σ(−z) = a·z² + k holds only with a = 0 (σ(z) + σ(−z) is '
                                                  'constant)',

@@ -416,6 +416,17 @@ def register_analyses(*analyses: tuple[str, str, Callable[[sp.Expr], Property]])
     _NAMES.update({k: name for k, name, _ in analyses})
 
 
+def _shifted_flip(e: sp.Expr) -> Property:
+    """:func:`absorb.symbolic.shift.shifted_flip`'s analysis, registered here so that the registry
+    holds it wherever it is read (shift imports this module: imported on first use)."""
+    from absorb.symbolic.shift import _shifted_flip as analysis
+
+    return analysis(e)
+
+
+register_analyses(("shifted_flip", "shifted_flip", _shifted_flip))
+
+
 def _with_growth() -> None:
     """Register the growth analyses (:mod:`absorb.symbolic.growth` imports this module and
     registers itself on import; imported here, not at module level, so there is no import cycle)."""

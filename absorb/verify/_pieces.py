@@ -340,3 +340,26 @@ def decide_zero(e: sp.Expr) -> bool | None:
         if v.is_number and (not v.is_real or abs(v) > _TINY):
             return False
     return None
+
+
+def pl_lipschitz(e: sp.Expr, x: sp.Symbol) -> sp.Expr | None:
+    """L = max |slope| over the pieces, exactly, when σ is continuous and piecewise linear: every
+    piece a polynomial of degree ≤ 1 in x with real number coefficients, and at every break point
+    both neighbouring pieces' values equal σ's exact value there (decided exactly). Then
+    |σ(p) − σ(q)| ≤ L|p − q| for all real p, q. None otherwise (refused, curved, or a jump)."""
+    try:
+        pts, pcs = pieces(e, x)
+        slopes = []
+        for pc in pcs:
+            poly = sp.Poly(sp.expand(pc.expr), x)
+            if poly.degree() > 1 or not all(co.is_number and co.is_real for co in poly.all_coeffs()):
+                return None
+            slopes.append(abs(poly.coeff_monomial(x)))
+        for i, b in enumerate(pts):
+            v = exact_value(e, x, b)
+            for pc in (pcs[i], pcs[i + 1]):
+                if decide_zero(pc.expr.subs(x, b) - v) is not True:
+                    return None
+    except (Refused, sp.PolynomialError):
+        return None
+    return max(slopes, default=None)

@@ -11,11 +11,14 @@ half-lines). Anything the decomposition cannot handle is *not* proved (the claim
 from __future__ import annotations
 
 import functools
+import math
+from fractions import Fraction
+from typing import Any
 
 import sympy as sp
 
 from absorb.verify._asymptotic import limit_at_infinity, limit_at_point
-from absorb.verify._pieces import Piece, Refused, branch, decide_zero, exact_value, normal_form, pieces
+from absorb.verify._pieces import Piece, Refused, branch, decide_zero, exact_value, normal_form, pieces, pl_lipschitz
 
 _P = sp.Symbol("p", positive=True)
 _T = sp.Symbol("t", positive=True)
@@ -189,6 +192,17 @@ def flip_constant(expr: sp.Expr, gated: bool) -> sp.Expr | None:
     return sp.nsimplify(c) if c.is_Float else c
 
 
+def shifted_flip_constant(expr: sp.Expr, s: sp.Rational) -> sp.Expr | None:
+    """c with σ(z) − σ(−z − 2s) = c·(z + s) for every real z, for the recorded shift ``s``; None if
+    none. By this checker's own route: τ(y) = σ(y − s) (exact substitution) must have the plain
+    flip identity τ(y) − τ(−y) = c·y for every y (:func:`flip_constant`: by pieces, exact at every
+    break point and at 0), which is the shifted identity at z = y − s. A tampered s makes τ lose it."""
+    if not isinstance(s, sp.Rational):
+        return None
+    x = _variable(expr)
+    return flip_constant(expr.subs(x, x - s), False)
+
+
 @functools.lru_cache(maxsize=128)
 def is_bounded(expr: sp.Expr) -> bool:
     """σ continuous on R with finite limits at ±∞ (hence bounded): every piece real and
@@ -243,3 +257,63 @@ def is_identity(expr: sp.Expr) -> bool:
 
 
 __all__ = ["branch", "flip_constant", "homogeneous_of_degree", "is_bounded", "is_identity", "is_relu_or_gelu", "vanishing_slopes"]
+
+
+def _sigma_lipschitz(block: Any) -> float | None:
+    """This checker's Lipschitz constant of σ: the built-ins' table (:data:`absorb.verify._compose.LIPSCHITZ`),
+    or a continuous piecewise-linear σ's exact max |slope| (:func:`absorb.verify._pieces.pl_lipschitz`); None otherwise."""
+    from absorb.model.activations import is_builtin
+    from absorb.verify._compose import LIPSCHITZ
+    from absorb.verify._numerics import _U
+
+    if is_builtin(block.activation):
+        return LIPSCHITZ.get(block.activation.name)
+    e = block.activation.expr
+    L = pl_lipschitz(e, _variable(e))
+    return None if L is None else float(L) * (1 + 4 * _U)
+
+
+def shifted_bias_error(block: Any, wb: Any, S: tuple[int, ...], c: Fraction, s: Fraction) -> float:
+    """For the shifted flip ``wb`` of ``block`` (σ(z) − σ(−z − 2s) = c·(z + s)): an upper bound of the
+    constant error |e|_∞ in wb − f = −(M + c·D_S U_S) x + e, namely
+    max_r |b'_down,r − b_down,r − c·Σ_S D_ri (b_i + s)| + L·Σ_S |D_ri|·|η_i|, with η_i = b'_up,i − (−b_i − 2s)
+    the rounding of a flipped unit's new bias (σ L-Lipschitz, :func:`_sigma_lipschitz`, needed only
+    when some η_i ≠ 0). Exact rationals; inf past EXACT_WORK or without L."""
+    from absorb.verify._numerics import EXACT_WORK
+    from absorb.verify._weights import _float_up
+
+    idx, d = list(S), block.d
+    if d * len(idx) > EXACT_WORK:
+        return math.inf
+    F = lambda v: Fraction(float(v))  # noqa: E731
+    b0 = [Fraction(0)] * block.n if block.b_up is None else [F(v) for v in block.b_up]
+    eta = {i: F(wb.b_up[i]) - (-b0[i] - 2 * s) for i in idx}
+    L = 0.0
+    if any(eta.values()):
+        got = _sigma_lipschitz(block)
+        if got is None:
+            return math.inf
+        L = got
+    bd = [Fraction(0)] * d if block.b_down is None else [F(v) for v in block.b_down]
+    bn = [Fraction(0)] * d if wb.b_down is None else [F(v) for v in wb.b_down]
+    tot = Fraction(0)
+    for r in range(d):
+        Dr = {i: F(block.W_down[r, i]) for i in idx}
+        e = abs(bn[r] - bd[r] - c * sum((Dr[i] * (b0[i] + s) for i in idx), Fraction(0)))
+        tot = max(tot, e + Fraction(L) * sum((abs(Dr[i]) * abs(eta[i]) for i in idx), Fraction(0)))
+    return _float_up(tot)
+
+
+def shifted_flip_block(block: Any, idx: Any, c: float, s: Fraction) -> Any:
+    """The shifted flip of the units ``idx`` (σ(z) − σ(−z − 2s) = c·(z + s)), rebuilt here: their rows
+    negated, their biases −b_up,i − 2s, the output bias moved by c·W_down[:,S](b_S + s), no skip."""
+    import numpy as np
+
+    Un = block.W_up.copy()
+    Un[idx] *= -1
+    b0 = np.zeros(block.n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+    bu = b0.copy()
+    bu[idx] = -b0[idx] - 2 * float(s)
+    moved = c * (block.W_down[:, idx] @ (b0[idx] + float(s)))
+    return block.replace(W_up=Un, b_up=bu, b_down=moved if block.b_down is None else block.b_down + moved,
+                         skip=np.zeros((block.d, block.d)), name=block.name + "'")

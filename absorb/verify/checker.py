@@ -313,6 +313,8 @@ def _check_recorded_properties(ctx: _Ctx, w: str, b: dict[str, Any], th: str, va
     used = table.get(th, set()) if b.get("verdict") in ("absorbable", "not_absorbable") else set()
     if value and th == "linearization":  # the case names the two properties its check re-derives
         used = LINEARIZATION_CASES.get((b.get("argument") or {}).get("case"), set())
+    elif th == "index-set" and used and (b.get("argument") or {}).get("s") is not None:  # the shifted flip's identity
+        used = {"shifted_flip"}
     elif th == "gated-skeleton" and used:  # a step gate's limits, or a ReLU-like gate: not both
         used = used - ({"relu_like_gate"} if (b.get("argument") or {}).get("case") == "step" else {"gate_limits"})
     for p in props:

@@ -1,0 +1,155 @@
+"""Two facts about a user's σ that let more witnesses be built and checked.
+
+* :func:`shifted_flip` — σ(z) − σ(−z − 2s) = c·(z + s) for every real z, with exact constants
+  c ≠ 0 and s ≠ 0: σ is a shifted τ(y) = σ(y − s) with the plain flip identity
+  τ(y) − τ(−y) = c·y (``Max(0, x − 3/2)``: τ = ReLU, s = −3/2; ``(x+1)/(1+exp(−(x+1)))``: τ = SiLU,
+  s = 1). Flipping unit i then needs b'_up,i = −b_up,i − 2s besides the negated row (an index-set
+  witness with biases). The candidate s comes from the asymptotic constants σ(z) = L±·z + A± + o(1)
+  at ±∞ (by the rules of :mod:`absorb.symbolic.asymptotic`): at +∞ the identity reads
+  (L₊ + L₋)z + A₊ − A₋ + 2s·L₋ = c·z + c·s, so c = L₊ + L₋ and s = (A₊ − A₋)/(L₊ − L₋). The
+  candidate is only a candidate: the identity is *proved* for it by the exact algebra of
+  :func:`absorb.symbolic.properties._flip_identity` applied to τ(y) = σ(y − s) (for every real y,
+  y = 0 included), which is the identity for every z = y − s.
+* :func:`expression_bounds` — for a piecewise-linear σ written with ``Add``, ``Mul`` by constants,
+  ``Max``, ``Min`` and ``Abs`` of x and rational constants: a global Lipschitz constant L
+  (structural: a sum's is the sum of its terms', a constant multiple's |c| times, Max/Min/Abs the
+  largest of their arguments'; rigorous, and the exact max |slope| for the usual forms) and a bound
+  |σ̂(z) − σ(z)| ≤ a·|z| + b on the float64 evaluation σ̂ of that expression (every sum of k
+  terms within γ_{k−1} of its terms' absolute sum, in any order; every product likewise; a
+  rational constant within u of itself; Max, Min and Abs exact), so that the witness checks
+  can allow for σ's rounding as they do for a built-in's. None for any other expression.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import sympy as sp
+
+from absorb.model.activations import X
+from absorb.symbolic.properties import Property, Status, _flip_identity, _get, _is_zero
+
+
+# ---------------------------------------------------------------------------------------
+def _shifted_flip(e: sp.Expr) -> Property:
+    from absorb.symbolic import asymptotic as asy
+
+    name = "shifted_flip"
+    what = "σ(z) − σ(−z − 2s) = c·(z + s)"
+    steps = [rf"\sigma(x) = {sp.latex(e)}"]
+    slopes = {sign: asy.limit(e, sign, 1) for sign in (1, -1)}
+    if not all(slopes[sign].kind == "finite" for sign in (1, -1)):
+        return Property(name, Status.UNKNOWN, "no candidate shift: σ(z)/z has no finite limits at ±∞ by the asymptotic rules",
+                        steps=tuple(steps))
+    lp, lm = slopes[1].value, slopes[-1].value
+    consts = {sign: asy.limit(sp.expand(e - (lp if sign > 0 else lm) * X), sign, 0) for sign in (1, -1)}
+    if not all(consts[sign].kind == "finite" for sign in (1, -1)) or _is_zero(lp - lm) is not False:
+        return Property(name, Status.UNKNOWN, "no candidate shift: σ(z) − L±·z has no finite limits at ±∞ by the "
+                        "asymptotic rules, or L₊ = L₋", steps=tuple(steps))
+    ap, am = consts[1].value, consts[-1].value
+    s = sp.nsimplify(sp.simplify((ap - am) / (lp - lm)), rational=False)
+    steps.append(rf"\sigma(x) = L_\pm x + A_\pm + o(1):\ L_+ = {sp.latex(lp)},\ L_- = {sp.latex(lm)},\ A_+ = {sp.latex(ap)},"
+                 rf"\ A_- = {sp.latex(am)} \quad (\text{{by the asymptotic rules; a candidate only}})")
+    steps.append(rf"s = \frac{{A_+ - A_-}}{{L_+ - L_-}} = {sp.latex(s)}")
+    if not s.is_Rational:
+        return Property(name, Status.UNKNOWN, f"the candidate shift s = {s} is not rational", steps=tuple(steps))
+    if s == 0:
+        return Property(name, Status.UNKNOWN, "the candidate shift is s = 0 (the plain flip identity's case)", steps=tuple(steps))
+    tau = e.subs(X, X - s)
+    steps.append(rf"\tau(y) = \sigma(y - s) = {sp.latex(tau)}")
+    flip = _flip_identity(tau, gated=False)
+    steps += [st.replace(r"\sigma", r"\tau") for st in flip.steps[1:]]
+    if not flip.proved:
+        status = Status.REFUTED if flip.status is Status.REFUTED else Status.UNKNOWN
+        return Property(name, status, f"{what} fails for the candidate s = {s} ({flip.statement} for τ(y) = σ(y − s))",
+                        steps=tuple(steps), witness=None if flip.witness is None else {"s": s, **flip.witness})
+    c = flip.value["c"]
+    steps.append(rf"\tau(y) - \tau(-y) = c\,y \ \forall y \in \mathbb{{R}} \ \Rightarrow\ \sigma(z) - \sigma(-z - 2s) = c\,(z + s)"
+                 rf"\ \forall z \quad (y = z + s):\ c = {sp.latex(c)},\ s = {sp.latex(s)}")
+    return Property(name, Status.PROVED, f"{what} holds for all z with c = {c}, s = {s}", value={"c": c, "s": s},
+                    steps=tuple(steps))
+
+
+def shifted_flip(act: object) -> Property:
+    """Decide σ(z) − σ(−z − 2s) = c·(z + s) for every real z (c ≠ 0, rational s ≠ 0): the identity
+    that lets flipping hidden units of a σ shifted from a flip-identity τ absorb the skip."""
+    return _get(act, "shifted_flip")  # type: ignore[arg-type]  # (registered by absorb.symbolic.properties)
+
+
+# ---------------------------------------------------------------------------------------
+_U = Fraction(1, 2**53)
+_TINY = Fraction(1, 2**1074)
+
+
+def _gamma(k: int) -> Fraction:
+    return k * _U / (1 - k * _U)
+
+
+@dataclass(frozen=True)
+class _Bound:
+    """|v(z)| ≤ m1|z| + m0 (exact v), |v̂(z) − v(z)| ≤ e1|z| + e0 (float64 v̂), Lip(v) ≤ lip."""
+
+    m1: Fraction
+    m0: Fraction
+    e1: Fraction
+    e0: Fraction
+    lip: Fraction
+
+
+def _walk(e: sp.Expr) -> _Bound | None:
+    if e == X:
+        return _Bound(Fraction(1), Fraction(0), Fraction(0), Fraction(0), Fraction(1))
+    if e.is_Rational:
+        r = Fraction(int(e.p), int(e.q))
+        try:
+            rf = Fraction(float(r))
+        except OverflowError:
+            return None
+        return _Bound(Fraction(0), abs(r), Fraction(0), abs(rf - r), Fraction(0))
+    args = [_walk(a) for a in e.args]
+    if not args or any(a is None for a in args):
+        return None
+    ch: list[_Bound] = args  # type: ignore[assignment]
+    k = len(ch)
+    if isinstance(e, sp.Add):
+        m1, m0 = sum((a.m1 for a in ch), Fraction(0)), sum((a.m0 for a in ch), Fraction(0))
+        e1, e0 = sum((a.e1 for a in ch), Fraction(0)), sum((a.e0 for a in ch), Fraction(0))
+        g = _gamma(k - 1)
+        return _Bound(m1, m0, e1 + g * (m1 + e1), e0 + g * (m0 + e0) + k * _TINY, sum((a.lip for a in ch), Fraction(0)))
+    if isinstance(e, sp.Mul):
+        var = [i for i, a in enumerate(e.args) if a.has(X)]
+        if len(var) > 1:
+            return None  # a product of two functions of x: not piecewise linear
+        j = var[0] if var else 0
+        a = ch[j]
+        C, Ch = Fraction(1), Fraction(1)  # |Π c_i| and Π (|c_i| + err_i) over the constant factors
+        for i, b in enumerate(ch):
+            if i != j:
+                C, Ch = C * b.m0, Ch * (b.m0 + b.e0)
+        G = Ch * (1 + _gamma(k - 1))
+        return _Bound(C * a.m1, C * a.m0, (G - C) * a.m1 + G * a.e1, (G - C) * a.m0 + G * a.e0 + k * _TINY, C * a.lip)
+    if isinstance(e, (sp.Max, sp.Min)) or (isinstance(e, sp.Abs) and k == 1):
+        return _Bound(max(a.m1 for a in ch), max(a.m0 for a in ch), max(a.e1 for a in ch), max(a.e0 for a in ch),
+                      max(a.lip for a in ch))
+    return None
+
+
+def _up(q: Fraction) -> float:
+    """A float ≥ q (q ≥ 0)."""
+    f = float(q)
+    return f if Fraction(f) >= q else math.nextafter(f, math.inf)
+
+
+def expression_bounds(expr: sp.Expr) -> tuple[Fraction, float, float] | None:
+    """``(L, a, b)`` for a piecewise-linear σ (the module's docstring): |σ(p) − σ(q)| ≤ L|p − q|
+    for all real p, q (L exact), and |σ̂(z) − σ(z)| ≤ a|z| + b for the float64 evaluation σ̂ of
+    the expression at a float z; None for any other expression."""
+    try:
+        got = _walk(expr)
+    except RecursionError:
+        return None
+    if got is None or got.lip == 0:
+        return None
+    return got.lip, _up(got.e1), _up(got.e0)
