@@ -155,16 +155,17 @@ def test_canonical_form_indices_are_whole_numbers(tmp_path: Path) -> None:
         assert _verify(cert, doc, model) == 1, edit
 
 
-def test_an_honest_unknown_index_set_certificate_is_accepted(tmp_path: Path) -> None:
-    """σ(z) = ReLU(z − 3/2) has no flip identity σ(z) − σ(−z) = c·z: the verdict is unknown, and its
-    certificate claims nothing the checker could refute (it demanded the flip identity anyway)."""
+def test_an_honest_shifted_index_set_certificate_is_accepted(tmp_path: Path) -> None:
+    """σ(z) = ReLU(z − 3/2) has no flip identity σ(z) − σ(−z) = c·z but the shifted one
+    σ(z) − σ(−z − 2s) = c·(z + s), s = −3/2: with biases allowed the planted S is a witness (its
+    units get biases 3), and the certificate recording s is accepted."""
     U = np.array([[1.0, 0], [0, 1], [1, 1], [1, -2], [0.5, 3]])
     D = np.array([[-1.0, 0, 0.5, -0.25, 0.75], [0, -1, 1.25, 0.5, -1]])
     src = tmp_path / "src.npz"
     np.savez(src, W_up=U, W_down=D, activation=np.array("expr:Max(0,x-3/2)"))
     (tmp_path / "m").mkdir()
     model, cert, doc = _cert(tmp_path / "m", src, "--allow-biases")
-    assert doc["verdict"] == "unknown"
+    assert doc["verdict"] == "absorbable" and doc["blocks"][0]["argument"]["s"] == "-3/2"
     assert _verify(cert, doc, model) == 0
 
 

@@ -524,6 +524,9 @@ class _IndexSet:
     def _found(self, res: SearchResult, c: Fraction, T: np.ndarray | None = None) -> BlockDecision:
         ctx, blk = self.ctx, self.block
         if self.c_flip is None:  # only the skeleton's condition holds: no flip identity for σ itself
+            shifted = self._shifted(res)
+            if shifted is not None:
+                return shifted
             return self._necessity(None, f"Unknown: an index set S (|S| = {len(res.S)}) has (a + 2b)·W_down[:,S] W_up[S,:] = −M for "
                                    f"the skeleton σ∞ = {self.skeleton.describe()}, so the skeleton argument proves nothing, and σ "
                                    f"has no flip identity to build a residual-free block from S ({self.flip.statement}).", res)
@@ -555,6 +558,26 @@ class _IndexSet:
                         f"(residual {w.residual:.2e}, witness error {w.eval_error:.2e} against the accepted "
                         f"{eval_threshold(ctx.tol, blk.n):.2e}, in |f(x) − g(x)|∞ ≤ ε·(|f(x)|∞ + |x|∞ + |f(0)|∞)"
                         f"{eval_failure(w.eval_error)}).", search=res)
+
+    def _shifted(self, res: SearchResult) -> BlockDecision | None:
+        """σ(z) − σ(−z − 2s) = c·(z + s) (:func:`absorb.symbolic.shift.shifted_flip`, c the skeleton's
+        L₊ + L₋ that the search used): S flipped with the new biases −b_up,i − 2s is a witness, in
+        the biased class only (its b_up is not 0). None when that does not apply or its check fails."""
+        ctx, blk, sk = self.ctx, self.block, self.skeleton
+        if blk.gated or ctx.bias_free_class or sk is None:
+            return None
+        sh = ctx.prop(_analysis(blk.activation, "shifted_flip"))
+        c, s = (_fraction(sh, "c"), _fraction(sh, "s")) if sh.proved else (None, None)
+        if c is None or s is None or c != sk.c:
+            return None
+        w, ok = check_flip_witness(blk, res.S, c, tol=ctx.tol, seed=ctx.seed, residual=res.residual, s=s)
+        if not ok:
+            return None
+        return ctx.done(Verdict.ABSORBABLE, Theorem.INDEX_SET,
+                        f"Index set found (|S| = {len(res.S)}) with W_down[:,S] W_up[S,:] = {'-M' if c == 1 else f'-M/c (c = {c})'} "
+                        f"(relative residual {w.residual:.2e}); σ(z) − σ(−z − 2s) = c·(z + s) with s = {s}, so flipping those units "
+                        f"and setting their biases to −b_up,i − 2s gives a residual-free block with biases equal to f "
+                        f"(checked on {w.n_inputs} inputs, max relative error {w.eval_error:.2e}).", witness=w, search=res)
 
     def _infeasible(self, res: SearchResult) -> BlockDecision:
         if self.c_flip is not None and not self.failing:

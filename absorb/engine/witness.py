@@ -1183,12 +1183,12 @@ def _up(x: float, ops: int = 1) -> float:
 
 def lipschitz_upper(block: Block) -> float:
     """A rigorous upper bound of the ∞-norm Lipschitz constant of the block x ↦ f(x):
-    ‖M‖_∞ + L_σ·max_j Σ_i |W_down[j,i]|·‖W_up[i,:]‖₁ (L_σ from :data:`_SIGMA_LIPSCHITZ`), in
+    ‖M‖_∞ + L_σ·max_j Σ_i |W_down[j,i]|·‖W_up[i,:]‖₁ (L_σ from :data:`_SIGMA_LIPSCHITZ`, or a user's piecewise-linear σ's :func:`expression_sigma`), in
     float64 sums of nonnegative terms raised past their rounding (γ_{n+d+2} relative, and
     2⁻¹⁰⁰⁰ absolute for underflow). inf for a gated block (g(W_gate x) ⊙ (W_up x) is not
     globally Lipschitz) and for σ without a stated constant."""
     act = block.activation
-    L = _SIGMA_LIPSCHITZ.get(act.name) if is_builtin(act) else None
+    L = _SIGMA_LIPSCHITZ.get(act.name) if is_builtin(act) else (expression_sigma(act) or (None,))[0]
     if block.gated or L is None:
         return math.inf
     with np.errstate(all="ignore"):

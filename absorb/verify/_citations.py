@@ -82,7 +82,7 @@ ARGUMENT_FIELDS: dict[str, set[str]] = {
     "exponential": _ANY | {"A", "C", "beta", "steps"},
     "parity": _ANY | {"even", "steps"},
     "linear": _ANY | {"c", "rank_limit", "sigma_lower_bound", "singular_values"},
-    "index-set": _ANY | {"c", "necessity_hypotheses", "target"},
+    "index-set": _ANY | {"c", "necessity_hypotheses", "s", "target"},
     "skeleton": _ANY | {"L_minus", "L_plus", "a", "b", "c_inf", "case", "nondegeneracy_hypotheses", "steps", "target"},
     "skeleton2": _ANY | {"alpha", "beta", "case", "mu", "nondegeneracy_hypotheses", "steps"},
     "gated-skeleton": _ANY | {"L_minus", "L_plus", "c", "case", "mu", "nondegeneracy_hypotheses", "route", "steps", "target"},

@@ -50,10 +50,11 @@ def _lipschitz(block: Block) -> float:
     """A rigorous float upper bound of the ∞-norm Lipschitz constant of the block:
     ‖M‖_∞ + L_σ·max_j Σ_i |W_down[j, i]|·Σ_k |W_up[i, k]|, all terms nonnegative (each float sum
     within γ of its exact value, plus 2⁻¹⁰⁰⁰ for underflow). inf for gated blocks and σ not in
-    :data:`LIPSCHITZ`."""
+    :data:`LIPSCHITZ` (a user's continuous piecewise-linear σ: its exact max |slope|, by pieces)."""
     from absorb.model.activations import is_builtin
+    from absorb.verify._symbolic import _sigma_lipschitz
 
-    L = LIPSCHITZ.get(block.activation.name) if is_builtin(block.activation) else None
+    L = LIPSCHITZ.get(block.activation.name) if is_builtin(block.activation) else _sigma_lipschitz(block)
     if L is None or block.gated:
         return math.inf
     with np.errstate(all="ignore"):

@@ -23,6 +23,7 @@ from absorb.verify._symbolic import (
     homogeneous_of_degree,
     is_bounded,
     is_relu_or_gelu,
+    shifted_flip_constant,
     vanishing_slopes,
 )
 from absorb.verify._weights import (
@@ -199,11 +200,24 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
     """Returns (the verdict the evidence supports, the witness rebuilt here or None, the
     allowed linear error ‖c·(D_S U_S + M/c)‖ for the evaluation check)."""
     c = flip_constant(_act(block), block.gated)
+    arg = b.get("argument", {})
+    sq: Fraction = Fraction(0)
+    if arg.get("s") is not None:  # the shifted flip: σ(z) − σ(−z − 2s) = c·(z + s)
+        s_rec = _parse_number(arg.get("s"))
+        _require(ctx, not block.gated and isinstance(s_rec, sp.Rational) and s_rec != 0, w,
+                 "the recorded shift s is a nonzero rational (ungated σ)", f"recorded {arg.get('s')!r}")
+        sq = Fraction(int(s_rec.p), int(s_rec.q))
+        c = shifted_flip_constant(_act(block), s_rec)
+        _require(ctx, c is not None, w, f"σ(z) − σ(−z − 2s) = c·(z + s) for all z with s = {s_rec} (τ(y) = σ(y − s) has the "
+                 "flip identity, exact at 0 and every break point, by pieces)")
+        _require(ctx, bool(ctx.once.get("class_biases")), w, "the class allows biases (the shifted flip gives the flipped "
+                 "units biases −b_up,i − 2s)")
     wit0 = b.get("witness")
     if b.get("verdict") == "unknown" and c is None and not (isinstance(wit0, dict) and wit0.get("S") is not None):
         ctx.report.ok(w, "an 'unknown' verdict with no index set claims nothing: it needs no flip identity of σ")
         return "unknown", None, 0.0
-    _require(ctx, c is not None, w, ("g(z) + g(−z) = c" if block.gated else "σ(z) − σ(−z) = c·z") + " for all z, with a constant c ≠ 0 (exact at 0 and every break point, by pieces)")
+    what = "g(z) + g(−z) = c" if block.gated else "σ(z) − σ(−z − 2s) = c·(z + s)" if sq else "σ(z) − σ(−z) = c·z"
+    _require(ctx, c is not None, w, what + " for all z, with a constant c ≠ 0 (exact at 0 and every break point, by pieces)")
     rec_c = _parse_number(b.get("argument", {}).get("c"))
     _require(ctx, rec_c is not None and _zero(rec_c - c) is True, w, f"the flip constant is c = {c} as recorded",
              f"recorded {b.get('argument', {}).get('c')!r}")
@@ -228,7 +242,7 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
                  "the recorded residual matches", f"recorded {claimed!r}, re-computed {rel:.6g}")
         _require(ctx, wit.get("exact") is None or zero is None or wit.get("exact") == zero, w, "the recorded exactness matches",
                  f"recorded {wit.get('exact')!r}, re-derived {zero!r}")
-        wb = _flip_block(block, S, float(cq))
+        wb = _flip_block(block, S, float(cq), sq)
         check_witness_block(ctx, w, wit, wb, "the flip of S")
         # B'(x) − f(x) = −(M + c·D_S U_S) x + e exactly, so |B' − f|_∞ ≤ ρ∞|x|_∞ + |e|_∞: the
         # guarantee |f − B'|_∞ ≤ ε(|f(x)|_∞ + |x|_∞ + |f(0)|_∞) needs ρ∞ ≤ τ + the rounding allowance
@@ -237,7 +251,7 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
         _require(ctx, rho_inf <= ctx.tol + allowance, w,
                  f"‖M + c·W_down[:,S] W_up[S,:]‖_∞ ≤ τ + {allowance:.2g} (the absolute linear error per unit of |x|_∞)",
                  f"rigorous upper bound {rho_inf:.3g}")
-        prove(wb, rho_inf, _moved_bias_error(block, wb, tuple(int(i) for i in S), cq))  # (for a stack's composed bound)
+        prove(wb, rho_inf, _moved_bias_error(block, wb, tuple(int(i) for i in S), cq, sq))  # (for a stack's composed bound)
         return "absorbable", wb, InfNorm(rho_inf)
     search = b.get("search") or {}
     failing, note = _necessity_failures(ctx, block)

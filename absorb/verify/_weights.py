@@ -265,15 +265,22 @@ def _residual(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Seque
     return rel, (rn * (1 + _gamma(d * d + 2)) / tn + slack * 1.01) / (1 - _gamma(d * d + 2)), None, slack, rho_inf
 
 
-_FLIPS: weakref.WeakKeyDictionary[Block, tuple[Block, tuple[int, ...], float]] = weakref.WeakKeyDictionary()
-"""Witness blocks rebuilt by :func:`_flip_block` → (the block flipped, S, c): :func:`_evaluate`
+_FLIPS: weakref.WeakKeyDictionary[Block, tuple[Block, tuple[int, ...], float, Fraction]] = weakref.WeakKeyDictionary()
+"""Witness blocks rebuilt by :func:`_flip_block` → (the block flipped, S, c, s): :func:`_evaluate`
 bounds their constant error (the rounding of the moved bias) in exact arithmetic."""
 
 
-def _flip_block(block: Block, S: Sequence[int], c: float) -> Block:
-    """The residual-free block of result 5's sufficiency, rebuilt here from S."""
+def _flip_block(block: Block, S: Sequence[int], c: float, s: Fraction = Fraction(0)) -> Block:
+    """The residual-free block of result 5's sufficiency, rebuilt here from S (``s`` ≠ 0: the
+    shifted flip, :func:`absorb.verify._symbolic.shifted_flip_block`)."""
     idx = np.asarray(list(S), dtype=int)
     new: dict[str, Any] = {}
+    if s:
+        from absorb.verify._symbolic import shifted_flip_block
+
+        out = shifted_flip_block(block, idx, c, s)
+        _FLIPS[out] = (block, tuple(int(i) for i in idx), c, s)
+        return out
     if block.gated:
         G = block.W_gate.copy()
         G[idx] *= -1
@@ -296,7 +303,7 @@ def _flip_block(block: Block, S: Sequence[int], c: float) -> Block:
         shift = c * (block.W_down[:, idx] @ block.b_up[idx])
         new["b_down"] = shift if block.b_down is None else block.b_down + shift
     out = block.replace(**new, skip=np.zeros((block.d, block.d)), name=block.name + "'")
-    _FLIPS[out] = (block, tuple(int(i) for i in idx), c)
+    _FLIPS[out] = (block, tuple(int(i) for i in idx), c, Fraction(0))
     return out
 
 
@@ -306,11 +313,13 @@ SYMPY_POINTS = 256
 """A user's σ is evaluated in sympy (40 digits) at most at this many biases."""
 
 
-def _exact_c(block: Block, c: float) -> Fraction | None:
-    """The flip constant as a rational, re-derived from σ here (it must round to ``c``)."""
-    from absorb.verify._symbolic import flip_constant
+def _exact_c(block: Block, c: float, s: Fraction = Fraction(0)) -> Fraction | None:
+    """The flip constant as a rational, re-derived from σ here (it must round to ``c``); ``s`` ≠ 0:
+    the shifted identity's (:func:`absorb.verify._symbolic.shifted_flip_constant`)."""
+    from absorb.verify._symbolic import flip_constant, shifted_flip_constant
 
-    cs = _flip_constant_cached(block.activation.expr, block.gated, flip_constant)
+    cs = (shifted_flip_constant(block.activation.expr, sp.Rational(s.numerator, s.denominator)) if s
+          else _flip_constant_cached(block.activation.expr, block.gated, flip_constant))
     if cs is None or not cs.is_Rational:
         return None
     cq = Fraction(int(cs.p), int(cs.q))
@@ -322,9 +331,14 @@ def _flip_constant_cached(expr: sp.Expr, gated: bool, fn: Callable[[sp.Expr, boo
     return fn(expr, gated)
 
 
-def _moved_bias_error(block: Block, wb: Block, S: tuple[int, ...], c: Fraction) -> float:
+def _moved_bias_error(block: Block, wb: Block, S: tuple[int, ...], c: Fraction, s: Fraction = Fraction(0)) -> float:
     """Upper bound of |wb.b_down − b_down − c·W_down[:,S] b_up[S]|_∞: exact rationals when
-    d·|S| ≤ EXACT_WORK, else float64 with Higham's bound (inf out of range)."""
+    d·|S| ≤ EXACT_WORK, else float64 with Higham's bound (inf out of range); a shifted flip's
+    (``s`` ≠ 0): :func:`absorb.verify._symbolic.shifted_bias_error`."""
+    if s:
+        from absorb.verify._symbolic import shifted_bias_error
+
+        return shifted_bias_error(block, wb, S, c, s)
     d = block.d
     bd = np.zeros(d) if block.b_down is None else block.b_down
     bn = np.zeros(d) if wb.b_down is None else wb.b_down
@@ -418,13 +432,13 @@ def _constant_error(f: Block, g: Block) -> float:
     rec = _FLIPS.get(g)
     if rec is None or rec[0] is not f:
         return 0.0
-    _blk, S, c = rec
-    if f.b_up is None or not S:
+    _blk, S, c, s = rec
+    if (f.b_up is None and not s) or not S:
         return 0.0
-    cq = _exact_c(f, c)
+    cq = _exact_c(f, c, s)
     if cq is None:
         return math.inf
-    e = _moved_bias_error(f, g, S, cq)
+    e = _moved_bias_error(f, g, S, cq, s)
     if e == 0:
         return 0.0
     lo = _f0_lower(f) if math.isfinite(e) else 0.0
