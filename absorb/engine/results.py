@@ -525,11 +525,11 @@ class _IndexSet:
         ctx, blk = self.ctx, self.block
         if self.c_flip is None:  # only the skeleton's condition holds: no flip identity for σ itself
             shifted = self._shifted(res)
-            if shifted is not None:
+            if isinstance(shifted, BlockDecision):
                 return shifted
+            why = shifted or f"σ has no flip identity to build a residual-free block from S ({self.flip.statement})"
             return self._necessity(None, f"Unknown: an index set S (|S| = {len(res.S)}) has (a + 2b)·W_down[:,S] W_up[S,:] = −M for "
-                                   f"the skeleton σ∞ = {self.skeleton.describe()}, so the skeleton argument proves nothing, and σ "
-                                   f"has no flip identity to build a residual-free block from S ({self.flip.statement}).", res)
+                                   f"the skeleton σ∞ = {self.skeleton.describe()}, so the skeleton argument proves nothing, and {why}.", res)
         # res.residual: find_index_set recomputed it from blk.W_up, blk.W_down and T = −M/c
         w, ok = check_flip_witness(blk, res.S, c, tol=ctx.tol, seed=ctx.seed, residual=res.residual)
         # An S within the tolerance in relative Frobenius distance can still fail the witness (an
@@ -559,10 +559,11 @@ class _IndexSet:
                         f"{eval_threshold(ctx.tol, blk.n):.2e}, in |f(x) − g(x)|∞ ≤ ε·(|f(x)|∞ + |x|∞ + |f(0)|∞)"
                         f"{eval_failure(w.eval_error)}).", search=res)
 
-    def _shifted(self, res: SearchResult) -> BlockDecision | None:
+    def _shifted(self, res: SearchResult) -> BlockDecision | str | None:
         """σ(z) − σ(−z − 2s) = c·(z + s) (:func:`absorb.symbolic.shift.shifted_flip`, c the skeleton's
         L₊ + L₋ that the search used): S flipped with the new biases −b_up,i − 2s is a witness, in
-        the biased class only (its b_up is not 0). None when that does not apply or its check fails."""
+        the biased class only (its b_up is not 0). None when that does not apply; the reason when
+        its check fails."""
         ctx, blk, sk = self.ctx, self.block, self.skeleton
         if blk.gated or ctx.bias_free_class or sk is None:
             return None
@@ -572,7 +573,8 @@ class _IndexSet:
             return None
         w, ok = check_flip_witness(blk, res.S, c, tol=ctx.tol, seed=ctx.seed, residual=res.residual, s=s)
         if not ok:
-            return None
+            return (f"the shifted flip σ(z) − σ(−z − 2s) = c·(z + s) (s = {s}) gives a witness that failed its check (max "
+                    f"relative error {w.eval_error:.2e}{eval_failure(w.eval_error)})")
         return ctx.done(Verdict.ABSORBABLE, Theorem.INDEX_SET,
                         f"Index set found (|S| = {len(res.S)}) with W_down[:,S] W_up[S,:] = {'-M' if c == 1 else f'-M/c (c = {c})'} "
                         f"(relative residual {w.residual:.2e}); σ(z) − σ(−z − 2s) = c·(z + s) with s = {s}, so flipping those units "
