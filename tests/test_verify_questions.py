@@ -140,6 +140,21 @@ def test_hash_convention_and_nested_records_are_checked(tmp_path: Path) -> None:
     assert ("parameters.checkpoint", ["dtype"]) in unknown_fields(doc)
 
 
+def test_labels_no_route_reads_are_not_accepted_as_checked(tmp_path: Path) -> None:
+    """A search certificate's kind the checker's routes do not know is a claim nobody checked
+    (exit 4); a gated flip (absorbable) that names a search route claims a route it did not take."""
+    model, cert, doc = _cert(tmp_path, CE / "relu2_wide_generic.npz")
+    sc = doc["blocks"][0]["search"]["certificate"]
+    assert isinstance(sc, dict)
+    sc["kind"] = "exhaustive-exact-rational-proof"
+    assert _verify(cert, doc, model) == 4
+    model, cert, doc = _cert(tmp_path, CE / "swiglu_biased_planted.npz")
+    assert doc["verdict"] == "absorbable" and doc["blocks"][0]["argument"]["route"] is None
+    assert _verify(cert, doc, model) == 0
+    doc["blocks"][0]["argument"]["route"] = "linear"
+    assert _verify(cert, doc, model) == 1
+
+
 def test_canonical_form_indices_are_whole_numbers(tmp_path: Path) -> None:
     model, cert, doc = _cert(tmp_path, CE / "collinear_antipodal.npz")
     assert _verify(cert, doc, model) == 0

@@ -107,6 +107,8 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
                  f"lower bound {bound!r}")
         return "not_absorbable", None, 0.0
     _require(ctx, case == "relu-like-flip", w, "an absorbable verdict comes with the gated flip")
+    _require(ctx, (b.get("argument") or {}).get("route") is None, w, "the gated flip names no search route (S is checked "
+             "by the flip itself)", f"recorded route {(b.get('argument') or {}).get('route')!r}")
     _require(ctx, flip_constant(block.activation.expr, False) == 1, w, "σ_g(z) − σ_g(−z) = z for every real z (by pieces)")
     _require(ctx, _parse_number((b.get("argument") or {}).get("c")) == 1, w, "the recorded flip constant is 1",
              f"recorded {(b.get('argument') or {}).get('c')!r}")

@@ -125,6 +125,10 @@ def model_blocks(model: Block | Stack | Sequence[Block], structure: str) -> Any:
 
 
 #: the fields of the fixed-shape parts of a certificate (a field outside them is a claim no check reads)
+SEARCH_KINDS = ("enumeration", "meet-in-the-middle", "lattice", "lattice-enumeration", "z3-unsat", "index-set")
+"""The search certificates' kinds besides the dual ones: each names a route whose conclusion the
+checker re-derives its own way (another label is a claim no check reads)."""
+
 _FIELDS = {
     # a block's record: each field is re-derived (or prose, or listed as not a claim in docs/certificates.md)
     "block": {"name", "kind", "activation", "activation_function", "value_activation_function", "d", "n", "skip", "verdict",

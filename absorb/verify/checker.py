@@ -95,6 +95,7 @@ from absorb.verify._infeasible import (  # noqa: F401
 )
 from absorb.verify._load import (  # noqa: F401
     SCHEMA,
+    SEARCH_KINDS,
     SUPPORTED_VERSIONS,
     load_certificate,
     model_blocks,
@@ -398,6 +399,8 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
     sc = search.get("certificate") or {}
     known = {"dual": {"Y", "check"}, "dual-low-rank": {"A", "B", "rank", "tol", "bound_abs", "bound_rel", "iterations"}}
     extra = sorted(set(sc) - {"kind", "portfolio"} - known.get(str(sc.get("kind")), set())) if isinstance(sc, dict) else []
+    if isinstance(sc, dict) and sc.get("kind") not in (None, *known, *SEARCH_KINDS):  # a label no route reads: not a claim checked
+        extra.append(f"kind {sc.get('kind')!r}")
     if extra:
         ctx.report.unchecked(w, "every field of the search certificate is re-derived", f"not re-checked: {', '.join(extra)}")
     if search.get("S") is not None or search.get("residual") is not None:
