@@ -5,7 +5,22 @@ as srepr strings). tests/test_asymptotic_builtin_facts.py re-derives each entry 
 
 FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(Mul(Rational(1, 2), Pow(Integer(2), Rational(1, "
                   "2)), Symbol('x', real=True))), Integer(1)))",
-          'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+          'facts': {'affine_form': {'name': 'affine',
+                                    'statement': 'h is not affine: h − h(0) is not linear: (h − k)(-1) ≠ -1·(h − k)(1)',
+                                    'status': 'refuted',
+                                    'steps': ['h(x) = \\frac{x \\left(\\operatorname{erf}{\\left(\\frac{\\sqrt{2} '
+                                              'x}{2} \\right)} + 1\\right)}{2}',
+                                              'k = h(0) = 0',
+                                              '(h - k)(-1) - -1\\,(h - k)(1) = 0.682689492137 \\ne 0'],
+                                    'value': {},
+                                    'witness': {'sigma(1)': {'srepr': "Float('0.84134474606854294858523254563203792247791296672660409', "
+                                                                      'precision=169)'},
+                                                'sigma(z)': {'srepr': "Float('-0.15865525393145705141476745436796207752208703327339558', "
+                                                                      'precision=169)'},
+                                                'sigma(z)-z*sigma(1)': {'srepr': "Float('0.68268949213708589717046509126407584495582593345320818', "
+                                                                                 'precision=169)'},
+                                                'z': {'srepr': 'Integer(-1)'}}},
+                    'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                           'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c (a '
                                                        '= 1, b = 0)',
                                           'status': 'proved',
@@ -281,7 +296,24 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
  'gelu_tanh': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(tanh(Mul(Pow(Integer(2), Rational(1, 2)), "
                        "Pow(pi, Rational(-1, 2)), Add(Mul(Rational(8943, 200000), Pow(Symbol('x', real=True), "
                        "Integer(3))), Symbol('x', real=True)))), Integer(1)))",
-               'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+               'facts': {'affine_form': {'name': 'affine',
+                                         'statement': 'h is not affine: h − h(0) is not linear: (h − k)(-1) ≠ -1·(h − '
+                                                      'k)(1)',
+                                         'status': 'refuted',
+                                         'steps': ['h(x) = \\frac{x \\left(\\tanh{\\left(\\frac{\\sqrt{2} '
+                                                   '\\left(\\frac{8943 x^{3}}{200000} + x\\right)}{\\sqrt{\\pi}} '
+                                                   '\\right)} + 1\\right)}{2}',
+                                                   'k = h(0) = 0',
+                                                   '(h - k)(-1) - -1\\,(h - k)(1) = 0.682383981217 \\ne 0'],
+                                         'value': {},
+                                         'witness': {'sigma(1)': {'srepr': "Float('0.84119199060827670478199577704518386082576147011400983', "
+                                                                           'precision=169)'},
+                                                     'sigma(z)': {'srepr': "Float('-0.1588080093917232952180042229548161391742385298859905', "
+                                                                           'precision=169)'},
+                                                     'sigma(z)-z*sigma(1)': {'srepr': "Float('0.68238398121655340956399155409036772165152294022801833', "
+                                                                                      'precision=169)'},
+                                                     'z': {'srepr': 'Integer(-1)'}}},
+                         'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                                'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, '
                                                             'c (a = 1, b = 0)',
                                                'status': 'proved',
@@ -588,7 +620,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                         'right': {'srepr': 'Rational(1, 2)'}},
                                               'witness': None}}},
  'identity': {'expr': "Symbol('x', real=True)",
-              'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+              'facts': {'affine_form': {'name': 'affine',
+                                        'statement': 'h(z) = c·z + k for every real z with c = 1, k = 0',
+                                        'status': 'proved',
+                                        'steps': ['h(x) = x',
+                                                  'k = h(0) = 0',
+                                                  '\\frac{(h - k)(p)}{p} = 1 \\quad (p>0)',
+                                                  '(h - k)(-p) - c\\,(-p) = 0,\\quad (h - k)(0) = 0 \\quad (c = 1)'],
+                                        'value': {'c': {'srepr': 'Integer(1)'}, 'k': {'srepr': 'Integer(0)'}},
+                                        'witness': None},
+                        'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                               'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c '
                                                            '(a = 0, b = 1)',
                                               'status': 'proved',
@@ -764,7 +805,21 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                              'witness': None}}},
  'leaky_relu': {'expr': "Piecewise(ExprCondPair(Symbol('x', real=True), GreaterThan(Symbol('x', real=True), "
                         "Integer(0))), ExprCondPair(Mul(Rational(1, 100), Symbol('x', real=True)), true))",
-                'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+                'facts': {'affine_form': {'name': 'affine',
+                                          'statement': 'h is not affine: h − h(0) is not linear: (h − k)(-1) ≠ -1·(h − '
+                                                       'k)(1)',
+                                          'status': 'refuted',
+                                          'steps': ['h(x) = \\begin{cases} x & \\text{for}\\: x \\geq 0 '
+                                                    '\\\\\\frac{x}{100} & \\text{otherwise} \\end{cases}',
+                                                    'k = h(0) = 0',
+                                                    '(h - k)(-1) - -1\\,(h - k)(1) = \\frac{99}{100} \\ne 0'],
+                                          'value': {},
+                                          'witness': {'sigma(1)': {'srepr': "Float('1.0', precision=169)"},
+                                                      'sigma(z)': {'srepr': "Float('-0.010000000000000000000000000000000000000000000000000007', "
+                                                                            'precision=169)'},
+                                                      'sigma(z)-z*sigma(1)': {'srepr': 'Rational(99, 100)'},
+                                                      'z': {'srepr': 'Integer(-1)'}}},
+                          'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                                 'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, '
                                                              'c (a = 99/100, b = 1/100)',
                                                 'status': 'proved',
@@ -973,7 +1028,22 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                'witness': None}}},
  'quick_gelu': {'expr': "Mul(Symbol('x', real=True), Pow(Add(Integer(1), exp(Mul(Integer(-1), Rational(851, 500), "
                         "Symbol('x', real=True)))), Integer(-1)))",
-                'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+                'facts': {'affine_form': {'name': 'affine',
+                                          'statement': 'h is not affine: h − h(0) is not linear: (h − k)(-1) ≠ -1·(h − '
+                                                       'k)(1)',
+                                          'status': 'refuted',
+                                          'steps': ['h(x) = \\frac{x}{1 + e^{- \\frac{851 x}{500}}}',
+                                                    'k = h(0) = 0',
+                                                    '(h - k)(-1) - -1\\,(h - k)(1) = 0.691591531866 \\ne 0'],
+                                          'value': {},
+                                          'witness': {'sigma(1)': {'srepr': "Float('0.84579576593282129570710682652539733776219617657870367', "
+                                                                            'precision=169)'},
+                                                      'sigma(z)': {'srepr': "Float('-0.15420423406717870429289317347460266223780382342129633', "
+                                                                            'precision=169)'},
+                                                      'sigma(z)-z*sigma(1)': {'srepr': "Float('0.69159153186564259141421365305079467552439235315740735', "
+                                                                                       'precision=169)'},
+                                                      'z': {'srepr': 'Integer(-1)'}}},
+                          'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                                 'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, '
                                                              'c (a = 1, b = 0)',
                                                 'status': 'proved',
@@ -1211,7 +1281,18 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                          'right': {'srepr': 'Rational(1, 2)'}},
                                                'witness': None}}},
  'relu': {'expr': "Max(Integer(0), Symbol('x', real=True))",
-          'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+          'facts': {'affine_form': {'name': 'affine',
+                                    'statement': 'h is not affine: h − h(0) is not linear: (h − k)(-1) ≠ -1·(h − k)(1)',
+                                    'status': 'refuted',
+                                    'steps': ['h(x) = \\max\\left(0, x\\right)',
+                                              'k = h(0) = 0',
+                                              '(h - k)(-1) - -1\\,(h - k)(1) = 1 \\ne 0'],
+                                    'value': {},
+                                    'witness': {'sigma(1)': {'srepr': "Float('1.0', precision=169)"},
+                                                'sigma(z)': {'srepr': 'Integer(0)'},
+                                                'sigma(z)-z*sigma(1)': {'srepr': 'Integer(1)'},
+                                                'z': {'srepr': 'Integer(-1)'}}},
+                    'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                           'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c (a '
                                                        '= 1, b = 0)',
                                           'status': 'proved',
@@ -1391,7 +1472,19 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                    'right': {'srepr': 'Integer(1)'}},
                                          'witness': None}}},
  'relu2': {'expr': "Pow(Max(Integer(0), Symbol('x', real=True)), Integer(2))",
-           'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+           'facts': {'affine_form': {'name': 'affine',
+                                     'statement': 'h is not affine: h − h(0) is not linear: (h − k)(-1) ≠ -1·(h − '
+                                                  'k)(1)',
+                                     'status': 'refuted',
+                                     'steps': ['h(x) = \\max\\left(0, x\\right)^{2}',
+                                               'k = h(0) = 0',
+                                               '(h - k)(-1) - -1\\,(h - k)(1) = 1 \\ne 0'],
+                                     'value': {},
+                                     'witness': {'sigma(1)': {'srepr': "Float('1.0', precision=169)"},
+                                                 'sigma(z)': {'srepr': 'Integer(0)'},
+                                                 'sigma(z)-z*sigma(1)': {'srepr': 'Integer(1)'},
+                                                 'z': {'srepr': 'Integer(-1)'}}},
+                     'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                            'statement': 'σ(s)/s has no finite limit as s → +∞ (it tends to oo)',
                                            'status': 'refuted',
                                            'steps': ['\\sigma(x) = \\max\\left(0, x\\right)^{2}',
@@ -1568,7 +1661,22 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                     'right': {'srepr': 'Integer(0)'}},
                                           'witness': None}}},
  'sigmoid': {'expr': "Pow(Add(Integer(1), exp(Mul(Integer(-1), Symbol('x', real=True)))), Integer(-1))",
-             'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+             'facts': {'affine_form': {'name': 'affine',
+                                       'statement': 'h is not affine: h − h(0) is not linear: (h − k)(2) ≠ 2·(h − '
+                                                    'k)(1)',
+                                       'status': 'refuted',
+                                       'steps': ['h(x) = \\frac{1}{1 + e^{- x}}',
+                                                 'k = h(0) = \\frac{1}{2}',
+                                                 '(h - k)(2) - 2\\,(h - k)(1) = -0.0813200792821 \\ne 0'],
+                                       'value': {},
+                                       'witness': {'sigma(1)': {'srepr': "Float('0.2310585786300048792511592418218362743651446401650564', "
+                                                                         'precision=169)'},
+                                                   'sigma(z)': {'srepr': "Float('0.38079707797788244405972914130239679520638429862896811', "
+                                                                         'precision=169)'},
+                                                   'sigma(z)-z*sigma(1)': {'srepr': "Float('-0.081320079282127314442589342341275753523904981701144695', "
+                                                                                    'precision=169)'},
+                                                   'z': {'srepr': 'Integer(2)'}}},
+                       'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                              'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c '
                                                           '(a = 0, b = 0)',
                                              'status': 'proved',
@@ -1752,7 +1860,21 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                             'witness': {'sigma(0)': {'srepr': 'Rational(1, 2)'}}}}},
  'silu': {'expr': "Mul(Symbol('x', real=True), Pow(Add(Integer(1), exp(Mul(Integer(-1), Symbol('x', real=True)))), "
                   'Integer(-1)))',
-          'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+          'facts': {'affine_form': {'name': 'affine',
+                                    'statement': 'h is not affine: h − h(0) is not linear: (h − k)(-1) ≠ -1·(h − k)(1)',
+                                    'status': 'refuted',
+                                    'steps': ['h(x) = \\frac{x}{1 + e^{- x}}',
+                                              'k = h(0) = 0',
+                                              '(h - k)(-1) - -1\\,(h - k)(1) = 0.46211715726 \\ne 0'],
+                                    'value': {},
+                                    'witness': {'sigma(1)': {'srepr': "Float('0.73105857863000487925115924182183627436514464016505674', "
+                                                                      'precision=169)'},
+                                                'sigma(z)': {'srepr': "Float('-0.26894142136999512074884075817816372563485535983494326', "
+                                                                      'precision=169)'},
+                                                'sigma(z)-z*sigma(1)': {'srepr': "Float('0.4621171572600097585023184836436725487302892803301128', "
+                                                                                 'precision=169)'},
+                                                'z': {'srepr': 'Integer(-1)'}}},
+                    'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                           'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c (a '
                                                        '= 1, b = 0)',
                                           'status': 'proved',
@@ -1969,7 +2091,22 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                    'right': {'srepr': 'Rational(1, 2)'}},
                                          'witness': None}}},
  'softplus': {'expr': "log(Add(exp(Symbol('x', real=True)), Integer(1)))",
-              'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+              'facts': {'affine_form': {'name': 'affine',
+                                        'statement': 'h is not affine: h − h(0) is not linear: (h − k)(-1) ≠ -1·(h − '
+                                                     'k)(1)',
+                                        'status': 'refuted',
+                                        'steps': ['h(x) = \\log{\\left(e^{x} + 1 \\right)}',
+                                                  'k = h(0) = \\log{\\left(2 \\right)}',
+                                                  '(h - k)(-1) - -1\\,(h - k)(1) = 0.240229013917 \\ne 0'],
+                                        'value': {},
+                                        'witness': {'sigma(1)': {'srepr': "Float('0.62011450695827752463176337350967907383977995131009371', "
+                                                                          'precision=169)'},
+                                                    'sigma(z)': {'srepr': "Float('-0.37988549304172247536823662649032092616022004868990696', "
+                                                                          'precision=169)'},
+                                                    'sigma(z)-z*sigma(1)': {'srepr': "Float('0.24022901391655504926352674701935814767955990262018608', "
+                                                                                     'precision=169)'},
+                                                    'z': {'srepr': 'Integer(-1)'}}},
+                        'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                               'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c '
                                                            '(a = 1, b = 0)',
                                               'status': 'proved',
@@ -2154,7 +2291,21 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                              'value': {'g0': {'srepr': 'log(Integer(2))'}},
                                              'witness': {'sigma(0)': {'srepr': 'log(Integer(2))'}}}}},
  'tanh': {'expr': "tanh(Symbol('x', real=True))",
-          'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+          'facts': {'affine_form': {'name': 'affine',
+                                    'statement': 'h is not affine: h − h(0) is not linear: (h − k)(2) ≠ 2·(h − k)(1)',
+                                    'status': 'refuted',
+                                    'steps': ['h(x) = \\tanh{\\left(x \\right)}',
+                                              'k = h(0) = 0',
+                                              '(h - k)(2) - 2\\,(h - k)(1) = -0.559160731836 \\ne 0'],
+                                    'value': {},
+                                    'witness': {'sigma(1)': {'srepr': "Float('0.76159415595576488811945828260479359041276859725793622', "
+                                                                      'precision=169)'},
+                                                'sigma(z)': {'srepr': "Float('0.96402758007581688394641372410092315025502997624093451', "
+                                                                      'precision=169)'},
+                                                'sigma(z)-z*sigma(1)': {'srepr': "Float('-0.55916073183571289229250284110866403057050721827493792', "
+                                                                                 'precision=169)'},
+                                                'z': {'srepr': 'Integer(2)'}}},
+                    'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                           'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c (a '
                                                        '= 0, b = 0)',
                                           'status': 'proved',

@@ -1,0 +1,56 @@
+"""Affine value activations: h(z) = c·z + k for every real z.
+
+A gated unit g(w_g·x + b_g)·h(w_u·x + b_u) with an affine h is the unit with h(z) = z and
+(w_u, b_u) → (c·w_u, c·b_u + k): the same function. The engine uses this to decide such a
+block with the results for h(z) = z (:func:`absorb.engine.results.affine_value`).
+
+The proof is the linear form's (:func:`absorb.symbolic.growth.linear_form`) applied to
+h − h(0): k = h(0) exactly, then h(p) − k = c·p and h(−p) − k = −c·p for p > 0 by exact
+simplification (Max/Min/Abs/Piecewise resolved from the sign of p), and h(0) − k = 0. Any
+spelling is recognised (``2*x``, ``x + 1``, ``Max(0,x) + Min(0,x)``); no numeric sample is
+a proof, only the refutation uses exact (or 50-digit) values at a few points.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from absorb.model.activations import Activation, X
+from absorb.symbolic.growth import _fmt, _linear_form
+from absorb.symbolic.properties import Property, Status, _get, register_analyses
+
+
+def _affine_form(e: sp.Expr) -> Property:
+    name = "affine"
+    k = sp.simplify(e.subs(X, 0))
+    steps = [rf"h(x) = {_fmt(e)}", rf"k = h(0) = {_fmt(k)}"]
+    if k.free_symbols or not (k.is_real and k.is_finite):
+        return Property(name, Status.UNKNOWN, "h(0) is not proved a finite real number, so h is not proved affine",
+                        steps=tuple(steps))
+    lin = _linear_form(e - k)
+    steps += [s.replace(r"\sigma", r"(h - k)") for s in lin.steps[1:]]
+    if lin.status is Status.PROVED:
+        c = lin.value["c"]
+        return Property(name, Status.PROVED, f"h(z) = c·z + k for every real z with c = {c}, k = {k}",
+                        value={"c": c, "k": k}, steps=tuple(steps))
+    if lin.status is Status.REFUTED:
+        why = lin.statement.replace("σ is not linear", "h − h(0) is not linear").replace("σ", "(h − k)")
+        return Property(name, Status.REFUTED, f"h is not affine: {why}", steps=tuple(steps), witness=lin.witness)
+    return Property(name, Status.UNKNOWN, "sympy could not decide whether h is affine", steps=tuple(steps))
+
+
+def affine_form(act: Activation) -> Property:
+    """Decide whether h(z) = c·z + k for every real z (c, k constants; c = 0 allowed: h ≡ k).
+    value: ``c`` and ``k``.
+
+    >>> from absorb.model.activations import get_activation
+    >>> p = affine_form(get_activation("expr:Max(0,x) + Min(0,x) + 1/2"))
+    >>> p.value["c"], p.value["k"]
+    (1, 1/2)
+    """
+    return _get(act, "affine_form")
+
+
+register_analyses(("affine_form", "affine", _affine_form))
+
+__all__ = ["affine_form"]
