@@ -18,6 +18,7 @@ from absorb.verify._numerics import _U, _frac_matrix, _parse_number, rounding_al
 from absorb.verify._report import _Ctx, _require, _where
 from absorb.verify._symbolic import (
     _gate_derivative_at_zero,
+    _same_function,
     _zero,
     flip_constant,
     homogeneous_of_degree,
@@ -388,3 +389,53 @@ def _check_recorded_hypotheses(ctx: _Ctx, w: str, b: dict[str, Any], block: Bloc
             ok, detail = _near_failure(block, name, h.get("at"))       # a recorded place must be a failing one)
             if not ok:
                 _require(ctx, False, w, f"hypothesis {name} fails where recorded, as the producer decides it (|cos| ≥ 1 − τ)", detail)
+
+
+# ------------------------------------------------- an affine value activation --
+_AFFINE_EXACT_MAX = 200_000
+"""Up to this many entries c·W_up is checked exact entry by entry in rationals; above, only c = ±2^e."""
+
+
+def normalised_value_block(ctx: _Ctx, w: str, rec: Any, block: Block) -> tuple[Block, bool]:
+    """The entry's ``value_normalisation`` {c, k}: re-derive that the model's value activation is
+    h(z) = c·z + k for every real z (exactly at 0 and at every break point, and by exact
+    simplification on every piece), then rebuild here the block with h(z) = z, ``W_up * c`` and
+    ``b_up * c + k`` in float64 (the same function when exact). Returns (that block, whether the
+    float64 arrays are exactly c·W_up and c·b_up + k)."""
+    _require(ctx, isinstance(rec, dict) and set(rec) <= {"c", "k", "statement", "steps"}, w,
+             "the value normalisation records c, k (and h's proof)", f"recorded {rec!r}")
+    c, k = _parse_number(rec.get("c")), _parse_number(rec.get("k"))
+    _require(ctx, c is not None and k is not None and c != 0, w, "the normalisation's c and k are rational numbers, c ≠ 0",
+             f"recorded c = {rec.get('c')!r}, k = {rec.get('k')!r}")
+    h = _value_expr(block)
+    _require(ctx, block.gated and h is not None, w, "the block is gated with a value activation h (the normalisation's subject)")
+    y = sp.Symbol("y", real=True)
+    try:
+        same = _same_function(h, c * y + k)
+    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
+        same = False
+    _require(ctx, same, w, f"h(z) = {c}·z + {k} for every real z (exact at 0 and at every break point, and on every piece)",
+             f"h = {h}")
+    sentence = f"h(z) = c·z + k for every real z with c = {c}, k = {k}"
+    _require(ctx, rec.get("statement") in (None, sentence), w, "the normalisation's statement is the one c and k give",
+             f"recorded {rec.get('statement')!r}")
+    cq, kq = Fraction(int(c.p), int(c.q)), Fraction(int(k.p), int(k.q))
+    cf, kf = float(cq), float(kq)
+    W = np.asarray(block.W_up, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        W2 = W * cf
+        b = None if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+        b2 = (np.full(block.n, kf) if kq != 0 else None) if b is None else b * cf + kf
+    ok = bool(np.all(np.isfinite(W2))) and (b2 is None or bool(np.all(np.isfinite(b2)))) and Fraction(cf) == cq
+    if ok:
+        num, den = abs(cq.numerator), cq.denominator
+        if num & (num - 1) == 0 and den & (den - 1) == 0:  # c = ±2^e: exact where the product is normal or 0
+            ok = bool(np.all((W == 0) | (np.abs(W2) >= np.finfo(np.float64).tiny)))
+        else:
+            ok = W.size <= _AFFINE_EXACT_MAX and all(Fraction(float(v)) * cq == Fraction(float(v) * cf) for v in np.unique(W))
+    if ok:
+        bv = np.zeros(block.n) if b is None else b
+        ok = b2 is None or all(Fraction(float(v)) * cq + kq == Fraction(float(r)) for v, r in zip(bv, b2))
+    ctx.report.ok(w, f"h(z) = {c}·z + {k}: the block is rebuilt here with h(z) = z, W_up·{c}, b_up·{c} + {k} "
+                  f"({'exactly' if ok else 'with rounding'} in float64)")
+    return block.replace(W_up=W2, b_up=b2, value_activation=None), ok
