@@ -229,8 +229,9 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         biases = claimed_biases(ctx, w, b, block)
         ctx.once["class_biases"] = biases
         supported, witness, allowed = THEOREM_CHECKS[th](ctx, w, b, block)
-        _require(ctx, exact or supported != "not_absorbable", w, "a normalised block that proves not_absorbable is f exactly",
-                 "c·W_up or c·b_up + k rounds in float64")
+        if orig is not block:
+            _require(ctx, exact or supported != "not_absorbable", w, "a normalised block that proves not_absorbable is f exactly",
+                     "c·W_up or c·b_up + k rounds in float64")
         if supported == "not_absorbable" and th in BIAS_FREE_ONLY:
             _require(ctx, not biases, w, f"result {th!r} covers bias-free residual-free blocks only, and the verdict is about those",
                      "the certificate's class allows biases")
