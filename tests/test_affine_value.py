@@ -20,7 +20,7 @@ from absorb.certificate.build import build_certificate
 from absorb.engine.decide import decide, decide_block
 from absorb.engine.verdict import Verdict
 from absorb.model.activations import get_activation
-from absorb.model.block import Block, normalise_value
+from absorb.model.block import Block, Stack, normalise_value
 from absorb.symbolic import affine
 from absorb.symbolic._core import get as analysis
 from absorb.verify import checker
@@ -37,7 +37,7 @@ def _dyadic(a: np.ndarray) -> np.ndarray:
     return np.round(np.asarray(a) * 64) / 64
 
 
-def _verified(blk: Block, dec: object) -> tuple[dict, Report]:
+def _verified(blk: Block | Stack, dec: object) -> tuple[dict, Report]:
     doc = build_certificate(dec, blk, seed=0).to_json()
     return doc, checker.verify_certificate(doc, blk)
 
@@ -248,3 +248,59 @@ def test_checker_rebuilds_the_normalised_block_and_its_exactness() -> None:
     np.testing.assert_array_equal(nb.b_up, -3 * blk.b_up + 0.5)
     with pytest.raises(_Reject):
         normalised_value_block(ctx, "b", {"c": "3", "k": "1/2"}, blk)
+
+
+# ------------------------------------- linearization: a factor bounded near 0 only --
+def _gated(g: str, h: str, seed: int = 0, name: str = "block") -> Block:
+    rng = np.random.default_rng(seed)
+    d, n = 3, 4
+    return Block(rng.standard_normal((n, d)), rng.standard_normal((d, n)), get_activation(g), W_gate=rng.standard_normal((n, d)),
+                 value_activation=get_activation(h), name=name)
+
+
+NEAR = [("softplus", "expr:x**2", "value-flat", "g"), ("softplus", "relu2", "value-flat", "g"),
+        ("relu2", "expr:exp(x)", "gate-flat", "h")]
+"""The factor next to the o(|z|) one is unbounded on R but has finite limits at 0 (softplus: log 2;
+exp: 1): the units are still o(|x|) at 0."""
+
+
+@pytest.mark.parametrize(("g", "h", "case", "bounded"), NEAR)
+def test_a_factor_bounded_only_near_0_suffices_next_to_an_o_z_factor(g: str, h: str, case: str, bounded: str) -> None:
+    blk = _gated(g, h)
+    dec = decide(blk, timeout=30)
+    assert dec.verdict is Verdict.NOT_ABSORBABLE and dec.theorem.value == "linearization", dec.reason
+    assert "bounded near 0" in dec.reason and dec.blocks[0].flat_at_zero
+    doc, rep = _verified(blk, dec)
+    assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]
+    arg = doc["blocks"][0]["argument"]
+    assert arg["case"] == case and arg[f"{bounded}_bounded_near_0"] is True and f"{bounded}_bounded" not in arg
+
+
+def test_bounded_near_0_is_proved_by_finite_one_sided_limits() -> None:
+    p = affine.bounded_near_zero(get_activation("softplus"))
+    assert p.proved and str(p.value["right"]) == "log(2)"
+
+
+@pytest.mark.parametrize(("field", "value"), [("g_bounded", True), ("g_bounded_near_0", None), ("h_bounded_near_0", True)])
+def test_tampered_bounded_near_0_records_are_refused(field: str, value: object) -> None:
+    """softplus is bounded near 0 but not on R: recording it bounded on R (or not at all, or h too) is refused."""
+    blk = _gated("softplus", "expr:x**2")
+    doc, rep = _verified(blk, decide(blk, timeout=30))
+    assert _accepted(rep)
+    bad = copy.deepcopy(doc)
+    arg = bad["blocks"][0]["argument"]
+    if field == "g_bounded":
+        del arg["g_bounded_near_0"]
+    if value is None:
+        del arg[field]
+    else:
+        arg[field] = value
+    assert not checker.verify_certificate(bad, blk).accepted
+
+
+def test_depth_with_factors_bounded_near_0_only() -> None:
+    st = Stack((_gated("softplus", "expr:x**2"), _gated("relu2", "expr:exp(x)", 1, "b2")))
+    dec = decide(st, timeout=30)
+    assert dec.verdict is Verdict.NOT_ABSORBABLE and dec.theorem.value == "depth", dec.reason
+    doc, rep = _verified(st, dec)
+    assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]

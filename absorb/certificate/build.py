@@ -246,11 +246,18 @@ def _linearization_value_argument(bd: BlockDecision) -> dict[str, Any]:
     b = bd.block
     gate_p, value_p = bd.properties[-2:]
     case = {("vanishing_slopes", "value_vanishing_slopes"): "product", ("bounded", "value_vanishing_slopes"): "value-flat",
-            ("vanishing_slopes", "value_bounded"): "gate-flat"}[(gate_p.name, value_p.name)]
+            ("bounded_near_zero", "value_vanishing_slopes"): "value-flat",
+            ("vanishing_slopes", "value_bounded"): "gate-flat",
+            ("vanishing_slopes", "value_bounded_near_zero"): "gate-flat"}[(gate_p.name, value_p.name)]
     out: dict[str, Any] = {"case": case, "value_activation": str(b.value_activation.expr)}
+    near = False
     for f, pr in (("g", gate_p), ("h", value_p)):
         if pr.name.endswith("bounded"):
             out[f"{f}_bounded"] = True
+            continue
+        if pr.name.endswith("bounded_near_zero"):  # finite one-sided limits at 0: bounded on some (−δ, δ)
+            out[f"{f}_bounded_near_0"] = True
+            near = True
             continue
         out[f"{f}0"] = plain(pr.value["g0"])
         out[f"{f}_slopes"] = [plain(v) if getattr(v, "is_Rational", False) else None for v in (pr.value["right"], pr.value["left"])]
@@ -261,7 +268,8 @@ def _linearization_value_argument(bd: BlockDecision) -> dict[str, Any]:
                 r"|w'_{\mathrm{up},j}|\,|x|^2 \;\Rightarrow\; B'(tx)/t \to 0\ (t\to0^+)")
     else:
         small, big = ("h", "g") if case == "value-flat" else ("g", "h")
-        first = (rf"|{big}(z)| \le K\ \forall z,\quad {small}(0)=0,\ {small}'(0^\pm)=0:\ "
+        where = r"(|z| \le \delta)" if near else r"\forall z"
+        first = (rf"|{big}(z)| \le K\ {where},\quad {small}(0)=0,\ {small}'(0^\pm)=0:\ "
                  rf"|{small}(z)| \le \varepsilon|z|\ (|z| \le \delta_\varepsilon)")
         unit = (r"|g(t\,w'_{\mathrm{gate},j}\cdot x)\,h(t\,w'_{\mathrm{up},j}\cdot x)| \le K\varepsilon\,t\,|w'_j|\,|x| "
                 r"\;\Rightarrow\; B'(tx)/t \to 0\ (t\to0^+)")

@@ -197,8 +197,9 @@ def _flat_slopes(pr: Property) -> bool:
 def _linearization_value(ctx: Ctx) -> BlockDecision | None:
     """The linearization argument with a value activation h (bias-free): |g(z)| ≤ C|z| and
     |h(z)| ≤ C|z| near 0 (each g(0) = 0 with finite one-sided derivatives, proved by the σ
-    analysis) make every unit g(w_g·x)·h(w_u·x) O(|x|²); or one factor is bounded on R and the
-    other o(|z|) at 0 (vanishing with both one-sided derivatives 0), and the unit is o(|x|). Either
+    analysis) make every unit g(w_g·x)·h(w_u·x) O(|x|²); or one factor is bounded near 0 (on R, or
+    with finite one-sided limits at 0) and the other o(|z|) at 0 (vanishing with both one-sided
+    derivatives 0), and the unit is o(|x|): for fixed x and small t both arguments are near 0. Either
     way B'(tx)/t → 0 for every bias-free residual-free block, while f(tx)/t → M x. Both factors
     bounded: boundedness (any biases) answers."""
     blk = ctx.block
@@ -207,16 +208,20 @@ def _linearization_value(ctx: Ctx) -> BlockDecision | None:
     if bg.proved and bh.proved:
         return None  # the boundedness argument covers this block with or without biases: let it answer
     sg, sh = _analysis(g, "vanishing_slopes"), _analysis(h, "vanishing_slopes")
-    case = ("product" if sg.proved and sh.proved else "value-flat" if _flat_slopes(sh) and bg.proved
-            else "gate-flat" if _flat_slopes(sg) and bh.proved else None)
+    # the factor next to one that is o(|z|) at 0 need only be bounded near 0: bounded on R, or with
+    # finite one-sided limits at 0 (absorb.symbolic.affine.bounded_near_zero)
+    ng = bg if bg.proved or not _flat_slopes(sh) else _analysis(g, "bounded_near_zero")
+    nh = bh if bh.proved or not _flat_slopes(sg) else _analysis(h, "bounded_near_zero")
+    case = ("product" if sg.proved and sh.proved else "value-flat" if _flat_slopes(sh) and ng.proved
+            else "gate-flat" if _flat_slopes(sg) and nh.proved else None)
     if case is None:
         failed = [_slopes_failure(pr, f) for pr, f in ((sg, "g"), (sh, "h")) if not pr.proved]
         ctx.notes.append("the linearization argument needs g(0) = h(0) = 0 with |g(z)|, |h(z)| ≤ C·|z| near 0 (or one "
-                         "factor bounded and the other o(|z|) at 0), but " + "; ".join(failed))
+                         "factor bounded near 0 and the other o(|z|) at 0), but " + "; ".join(failed))
         return None
-    # the properties used: each factor's bound near 0 (slopes), or bounded on R for the bounded factor
-    gate_p = bg if case == "value-flat" else sg
-    value_p = bh if case == "gate-flat" else sh
+    # the properties used: each factor's bound near 0 (slopes), or bounded (on R, or near 0) for the bounded factor
+    gate_p = ng if case == "value-flat" else sg
+    value_p = nh if case == "gate-flat" else sh
     ctx.prop(dataclasses.replace(gate_p, statement=f"gate g: {gate_p.statement.replace('σ', 'g')}"))
     ctx.prop(dataclasses.replace(value_p, name=f"value_{value_p.name}", statement=f"value activation h: {value_p.statement.replace('σ', 'h')}"))
     if not _bias_free_only(ctx, "linearization argument (g(0) = h(0) = 0)" if case == "product" else
@@ -228,8 +233,9 @@ def _linearization_value(ctx: Ctx) -> BlockDecision | None:
                "unit g(w_g·x)·h(w_u·x) is O(|x|²)")
     else:
         small, big = ("h", "g") if case == "value-flat" else ("g", "h")
-        why = (f"{big} is bounded on R and {small}(0) = 0 with both one-sided derivatives 0 at 0 ({small} = o(|z|)), so every "
-               "gated unit g(w_g·x)·h(w_u·x) is o(|x|)")
+        where = "on R" if (bg if big == "g" else bh).proved else "near 0 (finite one-sided limits at 0)"
+        why = (f"{big} is bounded {where} and {small}(0) = 0 with both one-sided derivatives 0 at 0 ({small} = o(|z|)), so "
+               "every gated unit g(w_g·x)·h(w_u·x) is o(|x|)")
     return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.LINEARIZATION,
                     f"Linearization: {why}; every bias-free residual-free block B' then has "
                     "B'(tx)/t → 0 as t → 0, while f(tx)/t → M x ≠ 0 for some x.", flat_at_zero=True)

@@ -68,6 +68,21 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                           'asymptotic rules})'],
                                 'value': {},
                                 'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': 'Integer(0)'}}},
+                    'bounded_near_zero': {'name': 'bounded_near_zero',
+                                          'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 from '
+                                                       'the left), so σ is bounded near 0',
+                                          'status': 'proved',
+                                          'steps': ['\\sigma(x) = \\frac{x '
+                                                    '\\left(\\operatorname{erf}{\\left(\\frac{\\sqrt{2} x}{2} '
+                                                    '\\right)} + 1\\right)}{2}',
+                                                    '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                    '\\text{by the asymptotic rules})',
+                                                    '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                    '\\text{by the asymptotic rules})',
+                                                    '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                    '\\delta'],
+                                          'value': {'left': {'srepr': 'Integer(0)'}, 'right': {'srepr': 'Integer(0)'}},
+                                          'witness': None},
                     'bounded_on_reals': {'name': 'bounded',
                                          'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                          'status': 'refuted',
@@ -370,6 +385,22 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                'asymptotic rules})'],
                                      'value': {},
                                      'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': 'Integer(0)'}}},
+                         'bounded_near_zero': {'name': 'bounded_near_zero',
+                                               'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 '
+                                                            'from the left), so σ is bounded near 0',
+                                               'status': 'proved',
+                                               'steps': ['\\sigma(x) = \\frac{x \\left(\\tanh{\\left(\\frac{\\sqrt{2} '
+                                                         '\\left(\\frac{8943 x^{3}}{200000} + x\\right)}{\\sqrt{\\pi}} '
+                                                         '\\right)} + 1\\right)}{2}',
+                                                         '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                         '\\text{by the asymptotic rules})',
+                                                         '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                         '\\text{by the asymptotic rules})',
+                                                         '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                         '\\delta'],
+                                               'value': {'left': {'srepr': 'Integer(0)'},
+                                                         'right': {'srepr': 'Integer(0)'}},
+                                               'witness': None},
                          'bounded_on_reals': {'name': 'bounded',
                                               'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                               'status': 'refuted',
@@ -660,6 +691,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                               'rules})'],
                                     'value': {},
                                     'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': '-oo'}}},
+                        'bounded_near_zero': {'name': 'bounded_near_zero',
+                                              'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 '
+                                                           'from the left), so σ is bounded near 0',
+                                              'status': 'proved',
+                                              'steps': ['\\sigma(x) = x',
+                                                        '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                        '\\text{by the asymptotic rules})',
+                                                        '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                        '\\text{by the asymptotic rules})',
+                                                        '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                        '\\delta'],
+                                              'value': {'left': {'srepr': 'Integer(0)'},
+                                                        'right': {'srepr': 'Integer(0)'}},
+                                              'witness': None},
                         'bounded_on_reals': {'name': 'bounded',
                                              'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                              'status': 'refuted',
@@ -853,6 +898,21 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                 '\\text{by the asymptotic rules})'],
                                       'value': {},
                                       'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': '-oo'}}},
+                          'bounded_near_zero': {'name': 'bounded_near_zero',
+                                                'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 '
+                                                             'from the left), so σ is bounded near 0',
+                                                'status': 'proved',
+                                                'steps': ['\\sigma(x) = \\begin{cases} x & \\text{for}\\: x \\geq 0 '
+                                                          '\\\\\\frac{x}{100} & \\text{otherwise} \\end{cases}',
+                                                          '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                          '\\text{by the asymptotic rules})',
+                                                          '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                          '\\text{by the asymptotic rules})',
+                                                          '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                          '\\delta'],
+                                                'value': {'left': {'srepr': 'Integer(0)'},
+                                                          'right': {'srepr': 'Integer(0)'}},
+                                                'witness': None},
                           'bounded_on_reals': {'name': 'bounded',
                                                'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                                'status': 'refuted',
@@ -1082,6 +1142,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                       'value': {},
                                       'witness': {'limit_+inf': {'srepr': 'oo'},
                                                   'limit_-inf': {'srepr': 'Integer(0)'}}},
+                          'bounded_near_zero': {'name': 'bounded_near_zero',
+                                                'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 '
+                                                             'from the left), so σ is bounded near 0',
+                                                'status': 'proved',
+                                                'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- \\frac{851 x}{500}}}',
+                                                          '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                          '\\text{by the asymptotic rules})',
+                                                          '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                          '\\text{by the asymptotic rules})',
+                                                          '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                          '\\delta'],
+                                                'value': {'left': {'srepr': 'Integer(0)'},
+                                                          'right': {'srepr': 'Integer(0)'}},
+                                                'witness': None},
                           'bounded_on_reals': {'name': 'bounded',
                                                'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                                'status': 'refuted',
@@ -1322,6 +1396,19 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                           'rules})'],
                                 'value': {},
                                 'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': 'Integer(0)'}}},
+                    'bounded_near_zero': {'name': 'bounded_near_zero',
+                                          'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 from '
+                                                       'the left), so σ is bounded near 0',
+                                          'status': 'proved',
+                                          'steps': ['\\sigma(x) = \\max\\left(0, x\\right)',
+                                                    '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                    '\\text{by the asymptotic rules})',
+                                                    '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                    '\\text{by the asymptotic rules})',
+                                                    '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                    '\\delta'],
+                                          'value': {'left': {'srepr': 'Integer(0)'}, 'right': {'srepr': 'Integer(0)'}},
+                                          'witness': None},
                     'bounded_on_reals': {'name': 'bounded',
                                          'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                          'status': 'refuted',
@@ -1509,6 +1596,19 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                            'rules})'],
                                  'value': {},
                                  'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': 'Integer(0)'}}},
+                     'bounded_near_zero': {'name': 'bounded_near_zero',
+                                           'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 from '
+                                                        'the left), so σ is bounded near 0',
+                                           'status': 'proved',
+                                           'steps': ['\\sigma(x) = \\max\\left(0, x\\right)^{2}',
+                                                     '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                     '\\text{by the asymptotic rules})',
+                                                     '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                     '\\text{by the asymptotic rules})',
+                                                     '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                     '\\delta'],
+                                           'value': {'left': {'srepr': 'Integer(0)'}, 'right': {'srepr': 'Integer(0)'}},
+                                           'witness': None},
                      'bounded_on_reals': {'name': 'bounded',
                                           'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                           'status': 'refuted',
@@ -1715,6 +1815,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                    'value': {'inf_limit': {'srepr': 'Integer(0)'},
                                              'sup_limit': {'srepr': 'Integer(1)'}},
                                    'witness': None},
+                       'bounded_near_zero': {'name': 'bounded_near_zero',
+                                             'statement': 'σ has finite one-sided limits at 0 (1/2 from the right, 1/2 '
+                                                          'from the left), so σ is bounded near 0',
+                                             'status': 'proved',
+                                             'steps': ['\\sigma(x) = \\frac{1}{1 + e^{- x}}',
+                                                       '\\lim_{z\\to 0^+} \\sigma(z) = \\frac{1}{2} \\quad (z = \\pm '
+                                                       '1/s,\\ \\text{by the asymptotic rules})',
+                                                       '\\lim_{z\\to 0^-} \\sigma(z) = \\frac{1}{2} \\quad (z = \\pm '
+                                                       '1/s,\\ \\text{by the asymptotic rules})',
+                                                       '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                       '\\delta'],
+                                             'value': {'left': {'srepr': 'Rational(1, 2)'},
+                                                       'right': {'srepr': 'Rational(1, 2)'}},
+                                             'witness': None},
                        'bounded_on_reals': {'name': 'bounded',
                                             'statement': 'σ is bounded on R: σ(x) ∈ [0, 1] for every real x (interval '
                                                          'bound)',
@@ -1908,6 +2022,19 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                           'asymptotic rules})'],
                                 'value': {},
                                 'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': 'Integer(0)'}}},
+                    'bounded_near_zero': {'name': 'bounded_near_zero',
+                                          'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 from '
+                                                       'the left), so σ is bounded near 0',
+                                          'status': 'proved',
+                                          'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- x}}',
+                                                    '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                    '\\text{by the asymptotic rules})',
+                                                    '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                    '\\text{by the asymptotic rules})',
+                                                    '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                    '\\delta'],
+                                          'value': {'left': {'srepr': 'Integer(0)'}, 'right': {'srepr': 'Integer(0)'}},
+                                          'witness': None},
                     'bounded_on_reals': {'name': 'bounded',
                                          'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                          'status': 'refuted',
@@ -2141,6 +2268,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                               's}\\right) \\quad (s \\to +\\infty,\\ \\text{by the asymptotic rules})'],
                                     'value': {},
                                     'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': 'Integer(0)'}}},
+                        'bounded_near_zero': {'name': 'bounded_near_zero',
+                                              'statement': 'σ has finite one-sided limits at 0 (log(2) from the right, '
+                                                           'log(2) from the left), so σ is bounded near 0',
+                                              'status': 'proved',
+                                              'steps': ['\\sigma(x) = \\log{\\left(e^{x} + 1 \\right)}',
+                                                        '\\lim_{z\\to 0^+} \\sigma(z) = \\log{\\left(2 \\right)} '
+                                                        '\\quad (z = \\pm 1/s,\\ \\text{by the asymptotic rules})',
+                                                        '\\lim_{z\\to 0^-} \\sigma(z) = \\log{\\left(2 \\right)} '
+                                                        '\\quad (z = \\pm 1/s,\\ \\text{by the asymptotic rules})',
+                                                        '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                        '\\delta'],
+                                              'value': {'left': {'srepr': 'log(Integer(2))'},
+                                                        'right': {'srepr': 'log(Integer(2))'}},
+                                              'witness': None},
                         'bounded_on_reals': {'name': 'bounded',
                                              'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                              'status': 'refuted',
@@ -2343,6 +2484,19 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                           '\\sigma \\text{ is continuous on } \\mathbb{R}'],
                                 'value': {'inf_limit': {'srepr': 'Integer(-1)'}, 'sup_limit': {'srepr': 'Integer(1)'}},
                                 'witness': None},
+                    'bounded_near_zero': {'name': 'bounded_near_zero',
+                                          'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 from '
+                                                       'the left), so σ is bounded near 0',
+                                          'status': 'proved',
+                                          'steps': ['\\sigma(x) = \\tanh{\\left(x \\right)}',
+                                                    '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                    '\\text{by the asymptotic rules})',
+                                                    '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                    '\\text{by the asymptotic rules})',
+                                                    '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                    '\\delta'],
+                                          'value': {'left': {'srepr': 'Integer(0)'}, 'right': {'srepr': 'Integer(0)'}},
+                                          'witness': None},
                     'bounded_on_reals': {'name': 'bounded',
                                          'statement': 'σ is bounded on R: σ(x) ∈ [-1, 1] for every real x (interval '
                                                       'bound)',

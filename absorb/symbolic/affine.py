@@ -1,4 +1,4 @@
-"""Affine value activations: h(z) = c·z + k for every real z.
+"""Value activations: affine ones, h(z) = c·z + k for every real z; and factors bounded near 0.
 
 A gated unit g(w_g·x + b_g)·h(w_u·x + b_u) with an affine h is the unit with h(z) = z and
 (w_u, b_u) → (c·w_u, c·b_u + k): the same function. The engine uses this to decide such a
@@ -51,6 +51,43 @@ def affine_form(act: Activation) -> Property:
     return _get(act, "affine_form")
 
 
-register_analyses(("affine_form", "affine", _affine_form))
+# ------------------------------------------------------------ bounded near 0 --
+def _bounded_near_zero(e: sp.Expr) -> Property:
+    """σ has finite one-sided limits at 0 (by the asymptotic rules at h = ±1/s, s → +∞, each
+    cross-checked by 60-digit evaluations that only withhold): then |σ| ≤ max(|L₊|, |L₋|, |σ(0)|) + 1
+    on some (−δ, δ) (σ(0) is finite: the activation is real and finite on R). The linearization
+    argument needs no more of the factor next to one that is o(|z|) at 0."""
+    from absorb.symbolic import asymptotic as asy
 
-__all__ = ["affine_form"]
+    name = "bounded_near_zero"
+    steps = [rf"\sigma(x) = {_fmt(e)}"]
+    lims = {}
+    for side, where in ((1, "0^+"), (-1, "0^-")):
+        q = e.subs(X, side / X)
+        lim = asy.limit(q, 1, 0)
+        if lim.kind in ("+oo", "-oo"):
+            return Property(name, Status.REFUTED, f"σ tends to {'∞' if lim.kind == '+oo' else '−∞'} as z → {where[2]}0",
+                            steps=tuple(steps), witness={"side": side})
+        if lim.kind != "finite" or asy.numeric_check(q, 1, lim, 0, scales=(10, 20)):
+            return Property(name, Status.UNKNOWN, f"the asymptotic rules find no finite limit of σ at {where[2]}0",
+                            steps=tuple(steps))
+        lims[side] = lim.value
+        steps.append(rf"\lim_{{z\to {where}}} \sigma(z) = {_fmt(lim.value)} \quad (z = \pm 1/s,\ \text{{by the asymptotic rules}})")
+    steps.append(r"\Rightarrow\ |\sigma(z)| \le K\ \text{for } |z| \le \delta")
+    return Property(name, Status.PROVED, f"σ has finite one-sided limits at 0 ({lims[1]} from the right, {lims[-1]} from the "
+                    "left), so σ is bounded near 0", value={"right": lims[1], "left": lims[-1]}, steps=tuple(steps))
+
+
+def bounded_near_zero(act: Activation) -> Property:
+    """Decide whether σ has finite one-sided limits at 0 (so σ is bounded on a neighbourhood of 0).
+
+    >>> from absorb.model.activations import get_activation
+    >>> bounded_near_zero(get_activation("softplus")).proved
+    True
+    """
+    return _get(act, "bounded_near_zero")
+
+
+register_analyses(("affine_form", "affine", _affine_form), ("bounded_near_zero", "bounded_near_zero", _bounded_near_zero))
+
+__all__ = ["affine_form", "bounded_near_zero"]

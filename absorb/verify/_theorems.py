@@ -11,6 +11,7 @@ import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
+from absorb.verify._asymptotic import limit_at_point
 from absorb.verify._compose import prove
 from absorb.verify._gated import parallel_units
 from absorb.verify._infeasible import _check_infeasible
@@ -19,6 +20,7 @@ from absorb.verify._report import _Ctx, _require, _where
 from absorb.verify._symbolic import (
     _gate_derivative_at_zero,
     _same_function,
+    _variable,
     _zero,
     flip_constant,
     homogeneous_of_degree,
@@ -125,11 +127,18 @@ def _check_linearization_value(ctx: _Ctx, w: str, arg: dict[str, Any], block: Bl
              f"recorded {case!r}")
     for f, expr in (("g", _act(block)), ("h", h)):
         if (case, f) in (("value-flat", "g"), ("gate-flat", "h")):
-            _require(ctx, arg.get(f"{f}_bounded") is True and f"{f}_slopes" not in arg and f"{f}0" not in arg, w,
-                     f"the argument records {f} as the bounded factor", f"recorded {arg.get(f'{f}_bounded')!r}")
-            _require(ctx, is_bounded(expr), w, f"{f} is bounded on R (continuous, finite limits at ±∞; by pieces)")
+            on_r, near = arg.get(f"{f}_bounded") is True, arg.get(f"{f}_bounded_near_0") is True
+            _require(ctx, on_r != near and f"{f}_slopes" not in arg and f"{f}0" not in arg
+                     and f"{f}_bounded{'_near_0' if on_r else ''}" not in arg, w,
+                     f"the argument records {f} as the bounded factor (on R, or near 0)",
+                     f"recorded {arg.get(f'{f}_bounded')!r}, {arg.get(f'{f}_bounded_near_0')!r}")
+            if on_r:
+                _require(ctx, is_bounded(expr), w, f"{f} is bounded on R (continuous, finite limits at ±∞; by pieces)")
+            else:
+                _require(ctx, bounded_near_zero(expr), w, f"{f} is bounded near 0 (finite one-sided limits at 0, the pieces next to 0)")
             continue
-        _require(ctx, f"{f}_bounded" not in arg, w, f"the argument does not record {f} as a bounded factor")
+        _require(ctx, f"{f}_bounded" not in arg and f"{f}_bounded_near_0" not in arg, w,
+                 f"the argument does not record {f} as a bounded factor")
         sl = vanishing_slopes(expr)
         _require(ctx, sl is not None, w, f"{f}(0) = 0 and {f} has finite one-sided derivatives at 0, so |{f}(z)| ≤ C·|z| near 0 "
                  "(exact at 0, one-sided limits of the pieces next to 0)")
@@ -147,6 +156,20 @@ def _check_linearization_value(ctx: _Ctx, w: str, arg: dict[str, Any], block: Bl
         _require(ctx, ok, w, f"{f}'(0+) = {sl[0]}, {f}'(0−) = {sl[1]} as recorded", f"recorded {rec!r}")
 
 
+def bounded_near_zero(expr: sp.Expr) -> bool:
+    """σ is bounded on some (−δ, δ): bounded on R (by pieces), or with finite one-sided limits at
+    0 (the checker's own limits of the pieces next to 0; σ(0) is finite: the model's activation is
+    real and finite on R)."""
+    if is_bounded(expr):
+        return True
+    x = _variable(expr)
+    for side in (1, -1):
+        v = limit_at_point(expr, x, sp.Integer(0), side)
+        if v is None or v.free_symbols or not (v.is_finite and v.is_real):
+            return False
+    return True
+
+
 def _check_layer_flat_value(ctx: _Ctx, b: dict[str, Any], blk: Block, h: sp.Expr) -> None:
     """Flatness at 0 of a gated layer with a value activation h: g(0) = h(0) = 0 with finite
     one-sided derivatives (every unit O(|x|²)), or g and h positively homogeneous of degrees
@@ -158,8 +181,8 @@ def _check_layer_flat_value(ctx: _Ctx, b: dict[str, Any], blk: Block, h: sp.Expr
         ctx.report.ok(bw, "flat at 0: g(0) = h(0) = 0 with finite one-sided derivatives, so every unit is O(|x|²) (by pieces)")
         return
     for small, big, name in ((sh, act, "h"), (sg, h, "g")):
-        if small is not None and all(_zero(t) is True for t in small) and is_bounded(big):
-            ctx.report.ok(bw, f"flat at 0: {name} = o(|z|) at 0 and the other factor bounded on R, so every unit is o(|x|) (by pieces)")
+        if small is not None and all(_zero(t) is True for t in small) and bounded_near_zero(big):
+            ctx.report.ok(bw, f"flat at 0: {name} = o(|z|) at 0 and the other factor bounded near 0, so every unit is o(|x|) (by pieces)")
             return
     arg = b.get("argument") or {}
     kg, kh = _parse_number(arg.get("k_activation")), _parse_number(arg.get("k_value"))
