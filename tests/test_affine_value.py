@@ -304,3 +304,19 @@ def test_depth_with_factors_bounded_near_0_only() -> None:
     assert dec.verdict is Verdict.NOT_ABSORBABLE and dec.theorem.value == "depth", dec.reason
     doc, rep = _verified(st, dec)
     assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]
+
+
+@pytest.mark.parametrize(("c", "k", "h"), [(Fraction(1), Fraction(1), "expr:x + 1"), (Fraction(1, 3), Fraction(0), "expr:x/3")])
+def test_planted_block_whose_normalisation_rounds_is_absorbable_against_f_itself(c: Fraction, k: Fraction, h: str) -> None:
+    """b_up/3 + 1 (or W_up/3) rounds in float64: the normalised block's witness is still checked
+    against f with its h (no rigorous bound is claimed), and the checker evaluates it against f too."""
+    blk = step_planted(c, k, h, biased=True)
+    blk = blk.replace(b_up=np.random.default_rng(5).standard_normal(blk.n) / 3)
+    dec = decide(blk, tol=1e-7, timeout=30)
+    assert dec.verdict is Verdict.ABSORBABLE and "rounding in" in dec.reason, dec.reason
+    w = dec.blocks[0].witness
+    assert w.bound is None and "the normalisation rounds" in w.description
+    doc, rep = _verified(blk, dec)
+    assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]
+    claims = [f.claim for f in rep.findings]
+    assert any("equals f on" in x for x in claims) and any("equals f (as rebuilt for the check)" in x for x in claims), claims
