@@ -16,11 +16,15 @@ from __future__ import annotations
 import sympy as sp
 
 from absorb.model.activations import Activation, X
-from absorb.symbolic.growth import _fmt, _linear_form
 from absorb.symbolic.properties import Property, Status, _get, register_analyses
+
+# (absorb.symbolic.growth is imported inside the analyses: this module registers itself when
+# absorb.symbolic.properties is imported, before growth, so that every view of the registry has it)
 
 
 def _affine_form(e: sp.Expr) -> Property:
+    from absorb.symbolic.growth import _fmt, _linear_form
+
     name = "affine"
     k = sp.simplify(e.subs(X, 0))
     steps = [rf"h(x) = {_fmt(e)}", rf"k = h(0) = {_fmt(k)}"]
@@ -58,6 +62,7 @@ def _bounded_near_zero(e: sp.Expr) -> Property:
     on some (−δ, δ) (σ(0) is finite: the activation is real and finite on R). The linearization
     argument needs no more of the factor next to one that is o(|z|) at 0."""
     from absorb.symbolic import asymptotic as asy
+    from absorb.symbolic.growth import _fmt
 
     name = "bounded_near_zero"
     steps = [rf"\sigma(x) = {_fmt(e)}"]

@@ -418,9 +418,8 @@ def register_analyses(*analyses: tuple[str, str, Callable[[sp.Expr], Property]])
 
 def _with_growth() -> None:
     """Register the growth analyses (:mod:`absorb.symbolic.growth` imports this module and
-    registers itself on import; imported here, not at module level, so there is no import cycle),
-    and the affine value activation's (:mod:`absorb.symbolic.affine`, the same way)."""
-    from absorb.symbolic import affine, growth  # noqa: F401
+    registers itself on import; imported here, not at module level, so there is no import cycle)."""
+    from absorb.symbolic import growth  # noqa: F401
 
 
 def _unknown_all(why: str) -> dict[str, Property]:
@@ -488,3 +487,7 @@ def bounded(act: Activation) -> Property:
     """Decide whether σ is bounded on R: continuous with finite limits at ±∞."""
     return _get(act, "bounded")
 
+
+# the value activations' analyses (affine h, bounded near 0) register themselves; imported last, so
+# that the registry has them before absorb.symbolic.growth (which re-exports it) is imported
+from absorb.symbolic import affine  # noqa: E402,F401
