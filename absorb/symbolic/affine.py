@@ -16,10 +16,12 @@ from __future__ import annotations
 import sympy as sp
 
 from absorb.model.activations import Activation, X
-from absorb.symbolic.properties import Property, Status, _get, register_analyses
+from absorb.symbolic._core import Property, Status
+from absorb.symbolic._core import get as _get
 
-# (absorb.symbolic.growth is imported inside the analyses: this module registers itself when
-# absorb.symbolic.properties is imported, before growth, so that every view of the registry has it)
+# (absorb.symbolic.growth is imported inside the analyses, and absorb.symbolic.properties not at
+# all: properties registers ANALYSES below when it is imported, before growth, so that every view
+# of the registry — growth re-exports it — has them, with no import cycle)
 
 
 def _affine_form(e: sp.Expr) -> Property:
@@ -93,6 +95,7 @@ def bounded_near_zero(act: Activation) -> Property:
     return _get(act, "bounded_near_zero")
 
 
-register_analyses(("affine_form", "affine", _affine_form), ("bounded_near_zero", "bounded_near_zero", _bounded_near_zero))
+ANALYSES = (("affine_form", "affine", _affine_form), ("bounded_near_zero", "bounded_near_zero", _bounded_near_zero))
+"""(cache name, property name, analysis): registered by :mod:`absorb.symbolic.properties`."""
 
-__all__ = ["affine_form", "bounded_near_zero"]
+__all__ = ["ANALYSES", "affine_form", "bounded_near_zero"]
