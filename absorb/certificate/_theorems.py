@@ -327,11 +327,13 @@ WITH_VALUE_ACTIVATION: dict[str, dict[str, object]] = {
             r"have finite one-sided derivatives at $0$, so that $|g(z)|\le C|z|$ and $|h(z)|\le C|z|$ for $|z|\le\delta$. "
             r"Every unit $g(w_{\mathrm{gate}}\cdot x)\,h(w_{\mathrm{up}}\cdot x)$ is then $O(|x|^2)$ at $0$, so every "
             r"residual-free gated block of the same kind has $B'(tx)/t\to0$ as $t\to0^+$, while "
-            r"$f(tx)/t=Mx+B(tx)/t\to Mx$. The same holds when one of $g$, $h$ is bounded on $\mathbb{R}$ and the other "
+            r"$f(tx)/t=Mx+B(tx)/t\to Mx$. The same holds when one of $g$, $h$ is bounded near $0$ (on $\mathbb{R}$, or "
+            r"with finite one-sided limits at $0$) and the other "
             r"vanishes at $0$ with both one-sided derivatives $0$ (each unit is then $o(|x|)$). "
             r"Hence if $M\ne0$ the skip cannot be absorbed, at any width."
         ),
-        "needs": ["skip_nonzero", "bias_free", "vanishing_slopes", "value_vanishing_slopes", "bounded", "value_bounded"],
+        "needs": ["skip_nonzero", "bias_free", "vanishing_slopes", "value_vanishing_slopes", "bounded", "value_bounded",
+                  "bounded_near_zero", "value_bounded_near_zero"],
         "classes": "bias-free",
     },
 }

@@ -23,6 +23,7 @@ exact small quantities (a nonzero entry of ``M``, exact Jacobians at 0 for small
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime as _dt
 import json
 import math
@@ -41,7 +42,8 @@ from absorb._validate import float64_rows
 from absorb.certificate._theorems import NECESSITY_HYPOTHESES, PAPER, theorem_info
 from absorb.certificate._util import HASH_CONVENTION, array_sha256, file_sha256, plain
 from absorb.engine.verdict import BlockDecision, Decision, ResidualFreeClass, Theorem
-from absorb.model.block import Block, Stack
+from absorb.model.block import Block, Stack, normalise_value
+from absorb.symbolic import facts
 
 SCHEMA = "absorb-certificate"
 SCHEMA_VERSION = 1
@@ -244,11 +246,18 @@ def _linearization_value_argument(bd: BlockDecision) -> dict[str, Any]:
     b = bd.block
     gate_p, value_p = bd.properties[-2:]
     case = {("vanishing_slopes", "value_vanishing_slopes"): "product", ("bounded", "value_vanishing_slopes"): "value-flat",
-            ("vanishing_slopes", "value_bounded"): "gate-flat"}[(gate_p.name, value_p.name)]
+            ("bounded_near_zero", "value_vanishing_slopes"): "value-flat",
+            ("vanishing_slopes", "value_bounded"): "gate-flat",
+            ("vanishing_slopes", "value_bounded_near_zero"): "gate-flat"}[(gate_p.name, value_p.name)]
     out: dict[str, Any] = {"case": case, "value_activation": str(b.value_activation.expr)}
+    near = False
     for f, pr in (("g", gate_p), ("h", value_p)):
         if pr.name.endswith("bounded"):
             out[f"{f}_bounded"] = True
+            continue
+        if pr.name.endswith("bounded_near_zero"):  # finite one-sided limits at 0: bounded on some (−δ, δ)
+            out[f"{f}_bounded_near_0"] = True
+            near = True
             continue
         out[f"{f}0"] = plain(pr.value["g0"])
         out[f"{f}_slopes"] = [plain(v) if getattr(v, "is_Rational", False) else None for v in (pr.value["right"], pr.value["left"])]
@@ -259,7 +268,8 @@ def _linearization_value_argument(bd: BlockDecision) -> dict[str, Any]:
                 r"|w'_{\mathrm{up},j}|\,|x|^2 \;\Rightarrow\; B'(tx)/t \to 0\ (t\to0^+)")
     else:
         small, big = ("h", "g") if case == "value-flat" else ("g", "h")
-        first = (rf"|{big}(z)| \le K\ \forall z,\quad {small}(0)=0,\ {small}'(0^\pm)=0:\ "
+        where = r"(|z| \le \delta)" if near else r"\forall z"
+        first = (rf"|{big}(z)| \le K\ {where},\quad {small}(0)=0,\ {small}'(0^\pm)=0:\ "
                  rf"|{small}(z)| \le \varepsilon|z|\ (|z| \le \delta_\varepsilon)")
         unit = (r"|g(t\,w'_{\mathrm{gate},j}\cdot x)\,h(t\,w'_{\mathrm{up},j}\cdot x)| \le K\varepsilon\,t\,|w'_j|\,|x| "
                 r"\;\Rightarrow\; B'(tx)/t \to 0\ (t\to0^+)")
@@ -646,6 +656,9 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
     """One block's part of a certificate.  It needs the block's weights (for their hashes):
     for a checkpoint decided a layer at a time, build it in ``decide_collection``'s
     ``on_block`` and pass the entries to :func:`build_certificate`."""
+    normalised = _normalised_entry(bd)
+    if normalised is not None:
+        return normalised
     b = bd.block
     act = b.activation
     entry: dict[str, Any] = {
@@ -715,6 +728,34 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
             "certificate": _trim_search_certificate(s.certificate),
         }
     return plain(entry)
+
+
+def _normalised_entry(bd: BlockDecision) -> dict[str, Any] | None:
+    """A gated block with an affine value activation h(z) = c·z + k, decided as the block with
+    h(z) = z, ``c·W_up``, ``c·b_up + k`` (:func:`absorb.engine.results.affine_value`): the entry
+    of that normalised block (argument, hypotheses, witness, search), with f's own identity
+    (name, activations, weights' hashes) and ``value_normalisation`` (c, k exact, and h's proof)
+    from which the checker rebuilds the normalised block itself. None for any other decision."""
+    af = next((p for p in bd.properties if p.name == "value_affine"), None)
+    if af is None:
+        return None
+    b = bd.block
+    c, k = facts.rational(af.value, "c"), facts.rational(af.value, "k")
+    nb = normalise_value(b, c, k)[0]
+    rf = bd.residual_free_class
+    inner = block_entry(dataclasses.replace(
+        bd, block=nb, properties=tuple(p for p in bd.properties if p is not af),
+        residual_free_class=None if rf is None else dataclasses.replace(rf, activation=nb.activation_name)))
+    va = b.value_activation
+    inner.update(plain({
+        "activation": b.activation_name,
+        "value_activation_function": {"name": va.name, "text": str(va.expr), "latex": va.latex, "srepr": va.key},
+        "class": _class(bd),
+        "weights": block_weights(b),
+        "value_normalisation": {"c": str(c), "k": str(k), "statement": af.statement.removeprefix("value activation h: "),
+                                "steps": list(af.steps)},
+    }))
+    return inner
 
 
 def _stack_entry(decision: Decision) -> dict[str, Any] | None:

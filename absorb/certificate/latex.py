@@ -245,6 +245,12 @@ def _block_view(b: dict[str, Any]) -> dict[str, Any]:
         }
         for p in b["properties"]
     ]
+    norm = b.get("value_normalisation")
+    if norm:  # an affine value activation: the block is decided as its normalisation with h(z) = z
+        props.insert(0, {"name": "value affine", "status": _PMARK.get("proved", "proved"),
+                         "statement": f"{norm['statement']}; the block is decided as the same function with h(z) = z, "
+                                      f"W_up → c·W_up, b_up → c·b_up + k (c = {norm['c']}, k = {norm['k']})",
+                         "steps": norm.get("steps", [])})
     arg = _argument_view(b)
     search = b.get("search")
     weights = _weights_view(b["weights"])

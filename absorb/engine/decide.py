@@ -11,6 +11,8 @@ properties of σ it needs, and answers or passes the block on:
 5. Ungated, σ bounded on R: **bounded** (beyond; any biases).
 6. Ungated, σ(z) = c·z: **linear**, a rank condition (beyond; any biases).
 7. Ungated, σ = A·exp(βz) + C: **exponential** (beyond; any biases).
+   Gated with an affine value activation h(z) = c·z + k (c ≠ 0): the same block with h(z) = z,
+   ``c·W_up``, ``c·b_up + k``, decided by these results (``results.affine_value``).
 8. The **index set** ``D_S U_S = −M/c`` (flip identity): a found S is absorbable once its
    witness checks; its absence is ``not_absorbable`` by result 5 (bias-free ReLU/GELU,
    nondegenerate), by the **canonical form** (bias-free, degenerate weights) or by the

@@ -34,7 +34,7 @@ from absorb.engine.witness import (
     rounding_allowance,
 )
 from absorb.model.activations import get_activation
-from absorb.model.block import Block
+from absorb.model.block import Block, normalise_value
 from absorb.rigorous import SAFE_EXPONENT, magnitudes_ok
 from absorb.rigorous import gamma as _gamma  # Higham's γ_k, shared with the search backends
 from absorb.search import Method, find_index_set
@@ -197,8 +197,9 @@ def _flat_slopes(pr: Property) -> bool:
 def _linearization_value(ctx: Ctx) -> BlockDecision | None:
     """The linearization argument with a value activation h (bias-free): |g(z)| ≤ C|z| and
     |h(z)| ≤ C|z| near 0 (each g(0) = 0 with finite one-sided derivatives, proved by the σ
-    analysis) make every unit g(w_g·x)·h(w_u·x) O(|x|²); or one factor is bounded on R and the
-    other o(|z|) at 0 (vanishing with both one-sided derivatives 0), and the unit is o(|x|). Either
+    analysis) make every unit g(w_g·x)·h(w_u·x) O(|x|²); or one factor is bounded near 0 (on R, or
+    with finite one-sided limits at 0) and the other o(|z|) at 0 (vanishing with both one-sided
+    derivatives 0), and the unit is o(|x|): for fixed x and small t both arguments are near 0. Either
     way B'(tx)/t → 0 for every bias-free residual-free block, while f(tx)/t → M x. Both factors
     bounded: boundedness (any biases) answers."""
     blk = ctx.block
@@ -207,16 +208,20 @@ def _linearization_value(ctx: Ctx) -> BlockDecision | None:
     if bg.proved and bh.proved:
         return None  # the boundedness argument covers this block with or without biases: let it answer
     sg, sh = _analysis(g, "vanishing_slopes"), _analysis(h, "vanishing_slopes")
-    case = ("product" if sg.proved and sh.proved else "value-flat" if _flat_slopes(sh) and bg.proved
-            else "gate-flat" if _flat_slopes(sg) and bh.proved else None)
+    # the factor next to one that is o(|z|) at 0 need only be bounded near 0: bounded on R, or with
+    # finite one-sided limits at 0 (absorb.symbolic.affine.bounded_near_zero)
+    ng = bg if bg.proved or not _flat_slopes(sh) else _analysis(g, "bounded_near_zero")
+    nh = bh if bh.proved or not _flat_slopes(sg) else _analysis(h, "bounded_near_zero")
+    case = ("product" if sg.proved and sh.proved else "value-flat" if _flat_slopes(sh) and ng.proved
+            else "gate-flat" if _flat_slopes(sg) and nh.proved else None)
     if case is None:
         failed = [_slopes_failure(pr, f) for pr, f in ((sg, "g"), (sh, "h")) if not pr.proved]
         ctx.notes.append("the linearization argument needs g(0) = h(0) = 0 with |g(z)|, |h(z)| ≤ C·|z| near 0 (or one "
-                         "factor bounded and the other o(|z|) at 0), but " + "; ".join(failed))
+                         "factor bounded near 0 and the other o(|z|) at 0), but " + "; ".join(failed))
         return None
-    # the properties used: each factor's bound near 0 (slopes), or bounded on R for the bounded factor
-    gate_p = bg if case == "value-flat" else sg
-    value_p = bh if case == "gate-flat" else sh
+    # the properties used: each factor's bound near 0 (slopes), or bounded (on R, or near 0) for the bounded factor
+    gate_p = ng if case == "value-flat" else sg
+    value_p = nh if case == "gate-flat" else sh
     ctx.prop(dataclasses.replace(gate_p, statement=f"gate g: {gate_p.statement.replace('σ', 'g')}"))
     ctx.prop(dataclasses.replace(value_p, name=f"value_{value_p.name}", statement=f"value activation h: {value_p.statement.replace('σ', 'h')}"))
     if not _bias_free_only(ctx, "linearization argument (g(0) = h(0) = 0)" if case == "product" else
@@ -228,8 +233,9 @@ def _linearization_value(ctx: Ctx) -> BlockDecision | None:
                "unit g(w_g·x)·h(w_u·x) is O(|x|²)")
     else:
         small, big = ("h", "g") if case == "value-flat" else ("g", "h")
-        why = (f"{big} is bounded on R and {small}(0) = 0 with both one-sided derivatives 0 at 0 ({small} = o(|z|)), so every "
-               "gated unit g(w_g·x)·h(w_u·x) is o(|x|)")
+        where = "on R" if (bg if big == "g" else bh).proved else "near 0 (finite one-sided limits at 0)"
+        why = (f"{big} is bounded {where} and {small}(0) = 0 with both one-sided derivatives 0 at 0 ({small} = o(|z|)), so "
+               "every gated unit g(w_g·x)·h(w_u·x) is o(|x|)")
     return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.LINEARIZATION,
                     f"Linearization: {why}; every bias-free residual-free block B' then has "
                     "B'(tx)/t → 0 as t → 0, while f(tx)/t → M x ≠ 0 for some x.", flat_at_zero=True)
@@ -329,6 +335,68 @@ def skeleton2(ctx: Ctx) -> BlockDecision | None:
     return degree2_skeleton(ctx)
 
 
+def affine_value(ctx: Ctx) -> BlockDecision | None:
+    """Gated, with a value activation h(z) = c·z + k (c ≠ 0, proved for every real z): f is the
+    block with h(z) = z, ``W_up → c·W_up``, ``b_up → c·b_up + k`` (the same function), and the
+    residual-free blocks with h are those with h(z) = z under the same map (a bijection, c ≠ 0):
+    with biases, all of them; bias-free (k = 0 then, else the normalised f has b_up = k·1 and the
+    class asked is the one with biases). Decided by the other results on the normalised block;
+    a ``not_absorbable`` needs the float64 normalisation exact (the checker's rule too), an
+    ``absorbable`` witness is checked against f itself when it is not."""
+    blk = ctx.block
+    if not blk.gated or blk.value_identity:
+        return None
+    af = _analysis(blk.value_activation, "affine_form")
+    if not af.proved:
+        return None
+    c, k = _fraction(af, "c"), _fraction(af, "k")
+    if c is None or k is None or c == 0:
+        ctx.notes.append(f"h(z) = {af.value['c']}·z + {af.value['k']} is affine, but "
+                         + ("h is constant: each unit is k·g(W_gate x + b_gate), an ungated block with activation k·g, which "
+                            "is not decided as such here" if c == 0 else "c or k is not rational (the normalised block "
+                            "c·W_up, c·b_up + k must be exact)"))
+        return None
+    nb, w_exact, b_exact = normalise_value(blk, c, k)
+    sub = Ctx(block=nb, tol=ctx.tol, timeout=ctx.timeout, seed=ctx.seed, method=ctx.method,
+              allow_biases=ctx.allow_biases or blk.has_bias, search_progress=ctx.search_progress)
+    d = next(x for x in (result(sub) for result in RESULTS) if x is not None)
+    how = ("exactly in float64" if w_exact and b_exact else
+           "in float64, with rounding in " + " and ".join(n for n, ok in (("c·W_up", w_exact), ("c·b_up + k", b_exact)) if not ok))
+    cz = "z" if c == 1 else "−z" if c == -1 else f"{c}·z"
+    hz = cz + ("" if k == 0 else f" + {k}" if k > 0 else f" − {-k}")
+    cw, cb = cz.replace("z", "W_up"), hz.replace("z", "b_up")
+    lead = (f"The value activation h(z) = {hz} is affine (proved for every real z), so f is the block with h(z) = z and "
+            f"{'' if c == 1 else f'W_up → {cw}, '}b_up → {cb} "
+            f"(computed {how}), and the residual-free blocks with value activation h "
+            f"{'with any biases' if d.residual_free_class.biases else 'and no biases (k = 0)'} are exactly those with h(z) = z "
+            f"under the same map (c ≠ 0)" + (" (f is bias-free, but the normalised block has b_up = k·1, so the verdict is about "
+                                               "residual-free blocks with biases)" if k != 0 and not blk.has_bias and
+                                              not ctx.allow_biases else "") + ". ")
+    verdict, reason, witness = d.verdict, lead + d.reason.removeprefix("Unknown: "), d.witness
+    if verdict is Verdict.NOT_ABSORBABLE and not (w_exact and b_exact):
+        verdict = Verdict.UNKNOWN
+        reason = (lead + f"For the normalised block: {d.reason.rstrip('.')}; but {how.removeprefix('in float64, with ')} "
+                  "(float64), and that argument reads those weights, so it proves nothing for f.")
+    elif verdict is Verdict.ABSORBABLE and not (w_exact and b_exact):
+        err, m = evaluation_error(blk, witness.block, blk.d, seed=ctx.seed)  # against f itself, h and all
+        thr = eval_threshold(ctx.tol, blk.n)
+        witness = dataclasses.replace(witness, eval_error=max(err, witness.eval_error), n_inputs=m, bound=None,
+                                      description=witness.description + f"; against f with its value activation h "
+                                      f"(the normalisation rounds): sampled error {err:.2e} on {m} inputs")
+        if err > thr:
+            verdict, witness = Verdict.UNKNOWN, None
+            reason = lead + (f"The normalised block's witness differs from f itself by {err:.2e} > {thr:.2e} (the "
+                             "normalisation rounds).")
+    if verdict is Verdict.UNKNOWN:
+        reason = "Unknown: " + reason[0].lower() + reason[1:]
+    prop = dataclasses.replace(af, name="value_affine", statement=f"value activation h: {af.statement}")
+    cls = dataclasses.replace(d.residual_free_class, activation=blk.activation_name)
+    return BlockDecision(block=blk, verdict=verdict, theorem=d.theorem if verdict is not Verdict.UNKNOWN or d.verdict is
+                         Verdict.UNKNOWN else Theorem.NONE, reason=reason, tolerance=ctx.tol, hypotheses=d.hypotheses,
+                         properties=(prop, *d.properties), witness=witness, search=d.search, flat_at_zero=False,
+                         residual_free_class=cls)
+
+
 def gated_skeleton(ctx: Ctx) -> BlockDecision | None:
     """Beyond: gated, ReLU-like gate (σ_g(s) = s + o(1) at +∞, o(1) at −∞), any biases (absorb.engine.gated_skeleton)."""
     if not _value_linear(ctx):  # the skeleton's expansion assumes the value branch h(z) = z
@@ -340,8 +408,8 @@ def gated_skeleton(ctx: Ctx) -> BlockDecision | None:
     return relu_like_gated(ctx)
 
 
-RESULTS: tuple[Handler, ...] = (trivial, degree, linearization, parity, bounded, linear, exponential, skeleton2, gated_skeleton,
-                                index_set)
+RESULTS: tuple[Handler, ...] = (trivial, degree, linearization, parity, bounded, linear, exponential, skeleton2, affine_value,
+                                gated_skeleton, index_set)
 """The order in which the engine tries the results (the last always answers)."""
 
 

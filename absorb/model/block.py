@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as _dc_replace
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -460,6 +462,42 @@ def lift_hyper_connection(block: Block, hc: HyperConnection) -> Block:
         skip=np.kron(hc.H_res, eye),
         hc=hc,
     )
+
+
+_AFFINE_EXACT_MAX = 200_000
+"""Up to this many entries the exactness of ``c·W_up`` is checked entry by entry in rationals;
+above, only a power-of-two ``c`` (exact unless the product overflows or is subnormal)."""
+
+
+def normalise_value(block: Block, c: Fraction, k: Fraction) -> tuple[Block, bool, bool]:
+    """The gated block with value activation h(z) = c·z + k (c ≠ 0) written with h(z) = z: the
+    same function, with ``W_up → c·W_up`` and ``b_up → c·b_up + k``. Computed in float64 as
+    ``W_up * float(c)`` and ``b_up * float(c) + float(k)`` (one fixed order, so that a checker
+    redoing it gets the same arrays), and returned with whether each is exact: (block,
+    ``c·W_up`` exact, ``c·b_up + k`` exact)."""
+    if not block.gated or c == 0:
+        raise InvalidInput("normalise_value needs a gated block and c ≠ 0 (h(z) = c·z + k)")
+    cf, kf = float(c), float(k)
+    W = np.asarray(block.W_up, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        W2 = W * cf
+        b = None if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+        b2 = (np.full(block.n, kf) if k != 0 else None) if b is None else b * cf + kf
+    finite = bool(np.all(np.isfinite(W2))) and (b2 is None or bool(np.all(np.isfinite(b2))))
+    q = Fraction(cf) if math.isfinite(cf) else None
+    w_exact = finite and q == c
+    if w_exact:
+        num, den = abs(c.numerator), c.denominator
+        if num & (num - 1) == 0 and den & (den - 1) == 0:  # c = ±2^e: exact where the product is normal (or 0)
+            w_exact = bool(np.all((W == 0) | (np.abs(W2) >= np.finfo(np.float64).tiny)))
+        elif W.size <= _AFFINE_EXACT_MAX:
+            w_exact = all(Fraction(float(v)) * c == Fraction(float(v) * cf) for v in np.unique(W))
+        else:
+            w_exact = False
+    bvals = np.zeros(block.n) if b is None else b
+    b_exact = finite and (b2 is None or all(Fraction(float(v)) * c + k == Fraction(float(r)) for v, r in zip(bvals, b2)))
+    nb = replace(block, W_up=W2, b_up=b2, value_activation=None)
+    return nb, w_exact, b_exact
 
 
 def sinkhorn(logits: np.ndarray, *, iters: int = 200) -> np.ndarray:

@@ -5,7 +5,22 @@ as srepr strings). tests/test_asymptotic_builtin_facts.py re-derives each entry 
 
 FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(Mul(Rational(1, 2), Pow(Integer(2), Rational(1, "
                   "2)), Symbol('x', real=True))), Integer(1)))",
-          'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+          'facts': {'affine_form': {'name': 'affine',
+                                    'statement': 'h is not affine: h − h(0) is not linear: (h − k)(-1) ≠ -1·(h − k)(1)',
+                                    'status': 'refuted',
+                                    'steps': ['h(x) = \\frac{x \\left(\\operatorname{erf}{\\left(\\frac{\\sqrt{2} '
+                                              'x}{2} \\right)} + 1\\right)}{2}',
+                                              'k = h(0) = 0',
+                                              '(h - k)(-1) - -1\\,(h - k)(1) = 0.682689492137 \\ne 0'],
+                                    'value': {},
+                                    'witness': {'sigma(1)': {'srepr': "Float('0.84134474606854294858523254563203792247791296672660409', "
+                                                                      'precision=169)'},
+                                                'sigma(z)': {'srepr': "Float('-0.15865525393145705141476745436796207752208703327339558', "
+                                                                      'precision=169)'},
+                                                'sigma(z)-z*sigma(1)': {'srepr': "Float('0.68268949213708589717046509126407584495582593345320818', "
+                                                                                 'precision=169)'},
+                                                'z': {'srepr': 'Integer(-1)'}}},
+                    'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                           'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c (a '
                                                        '= 1, b = 0)',
                                           'status': 'proved',
@@ -53,6 +68,21 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                           'asymptotic rules})'],
                                 'value': {},
                                 'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': 'Integer(0)'}}},
+                    'bounded_near_zero': {'name': 'bounded_near_zero',
+                                          'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 from '
+                                                       'the left), so σ is bounded near 0',
+                                          'status': 'proved',
+                                          'steps': ['\\sigma(x) = \\frac{x '
+                                                    '\\left(\\operatorname{erf}{\\left(\\frac{\\sqrt{2} x}{2} '
+                                                    '\\right)} + 1\\right)}{2}',
+                                                    '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                    '\\text{by the asymptotic rules})',
+                                                    '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                    '\\text{by the asymptotic rules})',
+                                                    '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                    '\\delta'],
+                                          'value': {'left': {'srepr': 'Integer(0)'}, 'right': {'srepr': 'Integer(0)'}},
+                                          'witness': None},
                     'bounded_on_reals': {'name': 'bounded',
                                          'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                          'status': 'refuted',
@@ -293,7 +323,24 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
  'gelu_tanh': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(tanh(Mul(Pow(Integer(2), Rational(1, 2)), "
                        "Pow(pi, Rational(-1, 2)), Add(Mul(Rational(8943, 200000), Pow(Symbol('x', real=True), "
                        "Integer(3))), Symbol('x', real=True)))), Integer(1)))",
-               'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+               'facts': {'affine_form': {'name': 'affine',
+                                         'statement': 'h is not affine: h − h(0) is not linear: (h − k)(-1) ≠ -1·(h − '
+                                                      'k)(1)',
+                                         'status': 'refuted',
+                                         'steps': ['h(x) = \\frac{x \\left(\\tanh{\\left(\\frac{\\sqrt{2} '
+                                                   '\\left(\\frac{8943 x^{3}}{200000} + x\\right)}{\\sqrt{\\pi}} '
+                                                   '\\right)} + 1\\right)}{2}',
+                                                   'k = h(0) = 0',
+                                                   '(h - k)(-1) - -1\\,(h - k)(1) = 0.682383981217 \\ne 0'],
+                                         'value': {},
+                                         'witness': {'sigma(1)': {'srepr': "Float('0.84119199060827670478199577704518386082576147011400983', "
+                                                                           'precision=169)'},
+                                                     'sigma(z)': {'srepr': "Float('-0.1588080093917232952180042229548161391742385298859905', "
+                                                                           'precision=169)'},
+                                                     'sigma(z)-z*sigma(1)': {'srepr': "Float('0.68238398121655340956399155409036772165152294022801833', "
+                                                                                      'precision=169)'},
+                                                     'z': {'srepr': 'Integer(-1)'}}},
+                         'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                                'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, '
                                                             'c (a = 1, b = 0)',
                                                'status': 'proved',
@@ -350,6 +397,22 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                'asymptotic rules})'],
                                      'value': {},
                                      'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': 'Integer(0)'}}},
+                         'bounded_near_zero': {'name': 'bounded_near_zero',
+                                               'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 '
+                                                            'from the left), so σ is bounded near 0',
+                                               'status': 'proved',
+                                               'steps': ['\\sigma(x) = \\frac{x \\left(\\tanh{\\left(\\frac{\\sqrt{2} '
+                                                         '\\left(\\frac{8943 x^{3}}{200000} + x\\right)}{\\sqrt{\\pi}} '
+                                                         '\\right)} + 1\\right)}{2}',
+                                                         '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                         '\\text{by the asymptotic rules})',
+                                                         '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                         '\\text{by the asymptotic rules})',
+                                                         '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                         '\\delta'],
+                                               'value': {'left': {'srepr': 'Integer(0)'},
+                                                         'right': {'srepr': 'Integer(0)'}},
+                                               'witness': None},
                          'bounded_on_reals': {'name': 'bounded',
                                               'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                               'status': 'refuted',
@@ -612,7 +675,16 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                         'right': {'srepr': 'Rational(1, 2)'}},
                                               'witness': None}}},
  'identity': {'expr': "Symbol('x', real=True)",
-              'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+              'facts': {'affine_form': {'name': 'affine',
+                                        'statement': 'h(z) = c·z + k for every real z with c = 1, k = 0',
+                                        'status': 'proved',
+                                        'steps': ['h(x) = x',
+                                                  'k = h(0) = 0',
+                                                  '\\frac{(h - k)(p)}{p} = 1 \\quad (p>0)',
+                                                  '(h - k)(-p) - c\\,(-p) = 0,\\quad (h - k)(0) = 0 \\quad (c = 1)'],
+                                        'value': {'c': {'srepr': 'Integer(1)'}, 'k': {'srepr': 'Integer(0)'}},
+                                        'witness': None},
+                        'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                               'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c '
                                                            '(a = 0, b = 1)',
                                               'status': 'proved',
@@ -643,6 +715,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                               'rules})'],
                                     'value': {},
                                     'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': '-oo'}}},
+                        'bounded_near_zero': {'name': 'bounded_near_zero',
+                                              'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 '
+                                                           'from the left), so σ is bounded near 0',
+                                              'status': 'proved',
+                                              'steps': ['\\sigma(x) = x',
+                                                        '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                        '\\text{by the asymptotic rules})',
+                                                        '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                        '\\text{by the asymptotic rules})',
+                                                        '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                        '\\delta'],
+                                              'value': {'left': {'srepr': 'Integer(0)'},
+                                                        'right': {'srepr': 'Integer(0)'}},
+                                              'witness': None},
                         'bounded_on_reals': {'name': 'bounded',
                                              'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                              'status': 'refuted',
@@ -795,7 +881,21 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                              'witness': None}}},
  'leaky_relu': {'expr': "Piecewise(ExprCondPair(Symbol('x', real=True), GreaterThan(Symbol('x', real=True), "
                         "Integer(0))), ExprCondPair(Mul(Rational(1, 100), Symbol('x', real=True)), true))",
-                'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+                'facts': {'affine_form': {'name': 'affine',
+                                          'statement': 'h is not affine: h − h(0) is not linear: (h − k)(-1) ≠ -1·(h − '
+                                                       'k)(1)',
+                                          'status': 'refuted',
+                                          'steps': ['h(x) = \\begin{cases} x & \\text{for}\\: x \\geq 0 '
+                                                    '\\\\\\frac{x}{100} & \\text{otherwise} \\end{cases}',
+                                                    'k = h(0) = 0',
+                                                    '(h - k)(-1) - -1\\,(h - k)(1) = \\frac{99}{100} \\ne 0'],
+                                          'value': {},
+                                          'witness': {'sigma(1)': {'srepr': "Float('1.0', precision=169)"},
+                                                      'sigma(z)': {'srepr': "Float('-0.010000000000000000000000000000000000000000000000000007', "
+                                                                            'precision=169)'},
+                                                      'sigma(z)-z*sigma(1)': {'srepr': 'Rational(99, 100)'},
+                                                      'z': {'srepr': 'Integer(-1)'}}},
+                          'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                                 'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, '
                                                              'c (a = 99/100, b = 1/100)',
                                                 'status': 'proved',
@@ -829,6 +929,21 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                 '\\text{by the asymptotic rules})'],
                                       'value': {},
                                       'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': '-oo'}}},
+                          'bounded_near_zero': {'name': 'bounded_near_zero',
+                                                'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 '
+                                                             'from the left), so σ is bounded near 0',
+                                                'status': 'proved',
+                                                'steps': ['\\sigma(x) = \\begin{cases} x & \\text{for}\\: x \\geq 0 '
+                                                          '\\\\\\frac{x}{100} & \\text{otherwise} \\end{cases}',
+                                                          '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                          '\\text{by the asymptotic rules})',
+                                                          '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                          '\\text{by the asymptotic rules})',
+                                                          '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                          '\\delta'],
+                                                'value': {'left': {'srepr': 'Integer(0)'},
+                                                          'right': {'srepr': 'Integer(0)'}},
+                                                'witness': None},
                           'bounded_on_reals': {'name': 'bounded',
                                                'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                                'status': 'refuted',
@@ -1015,7 +1130,22 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                'witness': None}}},
  'quick_gelu': {'expr': "Mul(Symbol('x', real=True), Pow(Add(Integer(1), exp(Mul(Integer(-1), Rational(851, 500), "
                         "Symbol('x', real=True)))), Integer(-1)))",
-                'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+                'facts': {'affine_form': {'name': 'affine',
+                                          'statement': 'h is not affine: h − h(0) is not linear: (h − k)(-1) ≠ -1·(h − '
+                                                       'k)(1)',
+                                          'status': 'refuted',
+                                          'steps': ['h(x) = \\frac{x}{1 + e^{- \\frac{851 x}{500}}}',
+                                                    'k = h(0) = 0',
+                                                    '(h - k)(-1) - -1\\,(h - k)(1) = 0.691591531866 \\ne 0'],
+                                          'value': {},
+                                          'witness': {'sigma(1)': {'srepr': "Float('0.84579576593282129570710682652539733776219617657870367', "
+                                                                            'precision=169)'},
+                                                      'sigma(z)': {'srepr': "Float('-0.15420423406717870429289317347460266223780382342129633', "
+                                                                            'precision=169)'},
+                                                      'sigma(z)-z*sigma(1)': {'srepr': "Float('0.69159153186564259141421365305079467552439235315740735', "
+                                                                                       'precision=169)'},
+                                                      'z': {'srepr': 'Integer(-1)'}}},
+                          'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                                 'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, '
                                                              'c (a = 1, b = 0)',
                                                 'status': 'proved',
@@ -1054,6 +1184,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                       'value': {},
                                       'witness': {'limit_+inf': {'srepr': 'oo'},
                                                   'limit_-inf': {'srepr': 'Integer(0)'}}},
+                          'bounded_near_zero': {'name': 'bounded_near_zero',
+                                                'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 '
+                                                             'from the left), so σ is bounded near 0',
+                                                'status': 'proved',
+                                                'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- \\frac{851 x}{500}}}',
+                                                          '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                          '\\text{by the asymptotic rules})',
+                                                          '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                          '\\text{by the asymptotic rules})',
+                                                          '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                          '\\delta'],
+                                                'value': {'left': {'srepr': 'Integer(0)'},
+                                                          'right': {'srepr': 'Integer(0)'}},
+                                                'witness': None},
                           'bounded_on_reals': {'name': 'bounded',
                                                'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                                'status': 'refuted',
@@ -1263,7 +1407,18 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                          'right': {'srepr': 'Rational(1, 2)'}},
                                                'witness': None}}},
  'relu': {'expr': "Max(Integer(0), Symbol('x', real=True))",
-          'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+          'facts': {'affine_form': {'name': 'affine',
+                                    'statement': 'h is not affine: h − h(0) is not linear: (h − k)(-1) ≠ -1·(h − k)(1)',
+                                    'status': 'refuted',
+                                    'steps': ['h(x) = \\max\\left(0, x\\right)',
+                                              'k = h(0) = 0',
+                                              '(h - k)(-1) - -1\\,(h - k)(1) = 1 \\ne 0'],
+                                    'value': {},
+                                    'witness': {'sigma(1)': {'srepr': "Float('1.0', precision=169)"},
+                                                'sigma(z)': {'srepr': 'Integer(0)'},
+                                                'sigma(z)-z*sigma(1)': {'srepr': 'Integer(1)'},
+                                                'z': {'srepr': 'Integer(-1)'}}},
+                    'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                           'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c (a '
                                                        '= 1, b = 0)',
                                           'status': 'proved',
@@ -1293,6 +1448,19 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                           'rules})'],
                                 'value': {},
                                 'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': 'Integer(0)'}}},
+                    'bounded_near_zero': {'name': 'bounded_near_zero',
+                                          'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 from '
+                                                       'the left), so σ is bounded near 0',
+                                          'status': 'proved',
+                                          'steps': ['\\sigma(x) = \\max\\left(0, x\\right)',
+                                                    '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                    '\\text{by the asymptotic rules})',
+                                                    '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                    '\\text{by the asymptotic rules})',
+                                                    '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                    '\\delta'],
+                                          'value': {'left': {'srepr': 'Integer(0)'}, 'right': {'srepr': 'Integer(0)'}},
+                                          'witness': None},
                     'bounded_on_reals': {'name': 'bounded',
                                          'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                          'status': 'refuted',
@@ -1453,7 +1621,19 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                    'right': {'srepr': 'Integer(1)'}},
                                          'witness': None}}},
  'relu2': {'expr': "Pow(Max(Integer(0), Symbol('x', real=True)), Integer(2))",
-           'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+           'facts': {'affine_form': {'name': 'affine',
+                                     'statement': 'h is not affine: h − h(0) is not linear: (h − k)(-1) ≠ -1·(h − '
+                                                  'k)(1)',
+                                     'status': 'refuted',
+                                     'steps': ['h(x) = \\max\\left(0, x\\right)^{2}',
+                                               'k = h(0) = 0',
+                                               '(h - k)(-1) - -1\\,(h - k)(1) = 1 \\ne 0'],
+                                     'value': {},
+                                     'witness': {'sigma(1)': {'srepr': "Float('1.0', precision=169)"},
+                                                 'sigma(z)': {'srepr': 'Integer(0)'},
+                                                 'sigma(z)-z*sigma(1)': {'srepr': 'Integer(1)'},
+                                                 'z': {'srepr': 'Integer(-1)'}}},
+                     'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                            'statement': 'σ(s)/s has no finite limit as s → +∞ (it tends to oo)',
                                            'status': 'refuted',
                                            'steps': ['\\sigma(x) = \\max\\left(0, x\\right)^{2}',
@@ -1478,6 +1658,19 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                            'rules})'],
                                  'value': {},
                                  'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': 'Integer(0)'}}},
+                     'bounded_near_zero': {'name': 'bounded_near_zero',
+                                           'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 from '
+                                                        'the left), so σ is bounded near 0',
+                                           'status': 'proved',
+                                           'steps': ['\\sigma(x) = \\max\\left(0, x\\right)^{2}',
+                                                     '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                     '\\text{by the asymptotic rules})',
+                                                     '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                     '\\text{by the asymptotic rules})',
+                                                     '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                     '\\delta'],
+                                           'value': {'left': {'srepr': 'Integer(0)'}, 'right': {'srepr': 'Integer(0)'}},
+                                           'witness': None},
                      'bounded_on_reals': {'name': 'bounded',
                                           'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                           'status': 'refuted',
@@ -1637,7 +1830,22 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                     'right': {'srepr': 'Integer(0)'}},
                                           'witness': None}}},
  'sigmoid': {'expr': "Pow(Add(Integer(1), exp(Mul(Integer(-1), Symbol('x', real=True)))), Integer(-1))",
-             'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+             'facts': {'affine_form': {'name': 'affine',
+                                       'statement': 'h is not affine: h − h(0) is not linear: (h − k)(2) ≠ 2·(h − '
+                                                    'k)(1)',
+                                       'status': 'refuted',
+                                       'steps': ['h(x) = \\frac{1}{1 + e^{- x}}',
+                                                 'k = h(0) = \\frac{1}{2}',
+                                                 '(h - k)(2) - 2\\,(h - k)(1) = -0.0813200792821 \\ne 0'],
+                                       'value': {},
+                                       'witness': {'sigma(1)': {'srepr': "Float('0.2310585786300048792511592418218362743651446401650564', "
+                                                                         'precision=169)'},
+                                                   'sigma(z)': {'srepr': "Float('0.38079707797788244405972914130239679520638429862896811', "
+                                                                         'precision=169)'},
+                                                   'sigma(z)-z*sigma(1)': {'srepr': "Float('-0.081320079282127314442589342341275753523904981701144695', "
+                                                                                    'precision=169)'},
+                                                   'z': {'srepr': 'Integer(2)'}}},
+                       'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                              'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c '
                                                           '(a = 0, b = 0)',
                                              'status': 'proved',
@@ -1676,6 +1884,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                    'value': {'inf_limit': {'srepr': 'Integer(0)'},
                                              'sup_limit': {'srepr': 'Integer(1)'}},
                                    'witness': None},
+                       'bounded_near_zero': {'name': 'bounded_near_zero',
+                                             'statement': 'σ has finite one-sided limits at 0 (1/2 from the right, 1/2 '
+                                                          'from the left), so σ is bounded near 0',
+                                             'status': 'proved',
+                                             'steps': ['\\sigma(x) = \\frac{1}{1 + e^{- x}}',
+                                                       '\\lim_{z\\to 0^+} \\sigma(z) = \\frac{1}{2} \\quad (z = \\pm '
+                                                       '1/s,\\ \\text{by the asymptotic rules})',
+                                                       '\\lim_{z\\to 0^-} \\sigma(z) = \\frac{1}{2} \\quad (z = \\pm '
+                                                       '1/s,\\ \\text{by the asymptotic rules})',
+                                                       '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                       '\\delta'],
+                                             'value': {'left': {'srepr': 'Rational(1, 2)'},
+                                                       'right': {'srepr': 'Rational(1, 2)'}},
+                                             'witness': None},
                        'bounded_on_reals': {'name': 'bounded',
                                             'statement': 'σ is bounded on R: σ(x) ∈ [0, 1] for every real x (interval '
                                                          'bound)',
@@ -1828,7 +2050,21 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                             'witness': {'sigma(0)': {'srepr': 'Rational(1, 2)'}}}}},
  'silu': {'expr': "Mul(Symbol('x', real=True), Pow(Add(Integer(1), exp(Mul(Integer(-1), Symbol('x', real=True)))), "
                   'Integer(-1)))',
-          'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+          'facts': {'affine_form': {'name': 'affine',
+                                    'statement': 'h is not affine: h − h(0) is not linear: (h − k)(-1) ≠ -1·(h − k)(1)',
+                                    'status': 'refuted',
+                                    'steps': ['h(x) = \\frac{x}{1 + e^{- x}}',
+                                              'k = h(0) = 0',
+                                              '(h - k)(-1) - -1\\,(h - k)(1) = 0.46211715726 \\ne 0'],
+                                    'value': {},
+                                    'witness': {'sigma(1)': {'srepr': "Float('0.73105857863000487925115924182183627436514464016505674', "
+                                                                      'precision=169)'},
+                                                'sigma(z)': {'srepr': "Float('-0.26894142136999512074884075817816372563485535983494326', "
+                                                                      'precision=169)'},
+                                                'sigma(z)-z*sigma(1)': {'srepr': "Float('0.4621171572600097585023184836436725487302892803301128', "
+                                                                                 'precision=169)'},
+                                                'z': {'srepr': 'Integer(-1)'}}},
+                    'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                           'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c (a '
                                                        '= 1, b = 0)',
                                           'status': 'proved',
@@ -1862,6 +2098,19 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                           'asymptotic rules})'],
                                 'value': {},
                                 'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': 'Integer(0)'}}},
+                    'bounded_near_zero': {'name': 'bounded_near_zero',
+                                          'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 from '
+                                                       'the left), so σ is bounded near 0',
+                                          'status': 'proved',
+                                          'steps': ['\\sigma(x) = \\frac{x}{1 + e^{- x}}',
+                                                    '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                    '\\text{by the asymptotic rules})',
+                                                    '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                    '\\text{by the asymptotic rules})',
+                                                    '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                    '\\delta'],
+                                          'value': {'left': {'srepr': 'Integer(0)'}, 'right': {'srepr': 'Integer(0)'}},
+                                          'witness': None},
                     'bounded_on_reals': {'name': 'bounded',
                                          'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                          'status': 'refuted',
@@ -2055,7 +2304,22 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                                    'right': {'srepr': 'Rational(1, 2)'}},
                                          'witness': None}}},
  'softplus': {'expr': "log(Add(exp(Symbol('x', real=True)), Integer(1)))",
-              'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+              'facts': {'affine_form': {'name': 'affine',
+                                        'statement': 'h is not affine: h − h(0) is not linear: (h − k)(-1) ≠ -1·(h − '
+                                                     'k)(1)',
+                                        'status': 'refuted',
+                                        'steps': ['h(x) = \\log{\\left(e^{x} + 1 \\right)}',
+                                                  'k = h(0) = \\log{\\left(2 \\right)}',
+                                                  '(h - k)(-1) - -1\\,(h - k)(1) = 0.240229013917 \\ne 0'],
+                                        'value': {},
+                                        'witness': {'sigma(1)': {'srepr': "Float('0.62011450695827752463176337350967907383977995131009371', "
+                                                                          'precision=169)'},
+                                                    'sigma(z)': {'srepr': "Float('-0.37988549304172247536823662649032092616022004868990696', "
+                                                                          'precision=169)'},
+                                                    'sigma(z)-z*sigma(1)': {'srepr': "Float('0.24022901391655504926352674701935814767955990262018608', "
+                                                                                     'precision=169)'},
+                                                    'z': {'srepr': 'Integer(-1)'}}},
+                        'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                               'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c '
                                                            '(a = 1, b = 0)',
                                               'status': 'proved',
@@ -2090,6 +2354,20 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                               's}\\right) \\quad (s \\to +\\infty,\\ \\text{by the asymptotic rules})'],
                                     'value': {},
                                     'witness': {'limit_+inf': {'srepr': 'oo'}, 'limit_-inf': {'srepr': 'Integer(0)'}}},
+                        'bounded_near_zero': {'name': 'bounded_near_zero',
+                                              'statement': 'σ has finite one-sided limits at 0 (log(2) from the right, '
+                                                           'log(2) from the left), so σ is bounded near 0',
+                                              'status': 'proved',
+                                              'steps': ['\\sigma(x) = \\log{\\left(e^{x} + 1 \\right)}',
+                                                        '\\lim_{z\\to 0^+} \\sigma(z) = \\log{\\left(2 \\right)} '
+                                                        '\\quad (z = \\pm 1/s,\\ \\text{by the asymptotic rules})',
+                                                        '\\lim_{z\\to 0^-} \\sigma(z) = \\log{\\left(2 \\right)} '
+                                                        '\\quad (z = \\pm 1/s,\\ \\text{by the asymptotic rules})',
+                                                        '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                        '\\delta'],
+                                              'value': {'left': {'srepr': 'log(Integer(2))'},
+                                                        'right': {'srepr': 'log(Integer(2))'}},
+                                              'witness': None},
                         'bounded_on_reals': {'name': 'bounded',
                                              'statement': 'σ is unbounded: σ(x) → oo as x → +∞',
                                              'status': 'refuted',
@@ -2250,7 +2528,21 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                              'value': {'g0': {'srepr': 'log(Integer(2))'}},
                                              'witness': {'sigma(0)': {'srepr': 'log(Integer(2))'}}}}},
  'tanh': {'expr': "tanh(Symbol('x', real=True))",
-          'facts': {'asymptotic_slopes': {'name': 'asymptotic_slopes',
+          'facts': {'affine_form': {'name': 'affine',
+                                    'statement': 'h is not affine: h − h(0) is not linear: (h − k)(2) ≠ 2·(h − k)(1)',
+                                    'status': 'refuted',
+                                    'steps': ['h(x) = \\tanh{\\left(x \\right)}',
+                                              'k = h(0) = 0',
+                                              '(h - k)(2) - 2\\,(h - k)(1) = -0.559160731836 \\ne 0'],
+                                    'value': {},
+                                    'witness': {'sigma(1)': {'srepr': "Float('0.76159415595576488811945828260479359041276859725793622', "
+                                                                      'precision=169)'},
+                                                'sigma(z)': {'srepr': "Float('0.96402758007581688394641372410092315025502997624093451', "
+                                                                      'precision=169)'},
+                                                'sigma(z)-z*sigma(1)': {'srepr': "Float('-0.55916073183571289229250284110866403057050721827493792', "
+                                                                                 'precision=169)'},
+                                                'z': {'srepr': 'Integer(2)'}}},
+                    'asymptotic_slopes': {'name': 'asymptotic_slopes',
                                           'statement': 'σ(tz + c)/t → a·ReLU(z) + b·z as t → ∞ for every real z, c (a '
                                                        '= 0, b = 0)',
                                           'status': 'proved',
@@ -2288,6 +2580,19 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                           '\\sigma \\text{ is continuous on } \\mathbb{R}'],
                                 'value': {'inf_limit': {'srepr': 'Integer(-1)'}, 'sup_limit': {'srepr': 'Integer(1)'}},
                                 'witness': None},
+                    'bounded_near_zero': {'name': 'bounded_near_zero',
+                                          'statement': 'σ has finite one-sided limits at 0 (0 from the right, 0 from '
+                                                       'the left), so σ is bounded near 0',
+                                          'status': 'proved',
+                                          'steps': ['\\sigma(x) = \\tanh{\\left(x \\right)}',
+                                                    '\\lim_{z\\to 0^+} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                    '\\text{by the asymptotic rules})',
+                                                    '\\lim_{z\\to 0^-} \\sigma(z) = 0 \\quad (z = \\pm 1/s,\\ '
+                                                    '\\text{by the asymptotic rules})',
+                                                    '\\Rightarrow\\ |\\sigma(z)| \\le K\\ \\text{for } |z| \\le '
+                                                    '\\delta'],
+                                          'value': {'left': {'srepr': 'Integer(0)'}, 'right': {'srepr': 'Integer(0)'}},
+                                          'witness': None},
                     'bounded_on_reals': {'name': 'bounded',
                                          'statement': 'σ is bounded on R: σ(x) ∈ [-1, 1] for every real x (interval '
                                                       'bound)',

@@ -498,3 +498,9 @@ def bounded(act: Activation) -> Property:
     """Decide whether σ is bounded on R: continuous with finite limits at ±∞."""
     return _get(act, "bounded")
 
+
+# the value activations' analyses (affine h, bounded near 0), registered when this module is
+# imported, so that the registry has them before absorb.symbolic.growth (which re-exports it) is
+from absorb.symbolic.affine import ANALYSES as _VALUE_ANALYSES  # noqa: E402 - affine imports _core only
+
+register_analyses(*_VALUE_ANALYSES)

@@ -36,7 +36,7 @@ DIGESTS: dict[str, str] = {
 #: the records of results whose statement names a gated block's value activation h, cited for such a block
 VALUE_DIGESTS: dict[str, str] = {
     "degree": "3055f1b61385c112097e5f89512654ae4f6297437b447373395bfee629ea0dee",
-    "linearization": "76a375a5bf659e7148dcd5cef035c76fb1a5a85de141ce819035197434371df2",
+    "linearization": "0614e5f5129cf79150c34804c33b3fa46f4e3f8906fb1f469967cf0d82074c2b",
 }
 
 
@@ -69,15 +69,17 @@ HYPOTHESIS_LISTS = frozenset({
 })
 
 #: the two properties of g and h each case of the linearization argument with a value activation uses
-LINEARIZATION_CASES = {"product": {"vanishing_slopes", "value_vanishing_slopes"}, "value-flat": {"bounded", "value_vanishing_slopes"},
-                       "gate-flat": {"vanishing_slopes", "value_bounded"}}
+LINEARIZATION_CASES = {"product": {"vanishing_slopes", "value_vanishing_slopes"},
+                       "value-flat": {"bounded", "bounded_near_zero", "value_vanishing_slopes"},
+                       "gate-flat": {"vanishing_slopes", "value_bounded", "value_bounded_near_zero"}}
 
 _ANY = {"M_nonzero_entry"}
 #: the fields each theorem's argument records (a field outside them is a claim its check does not read)
 ARGUMENT_FIELDS: dict[str, set[str]] = {
     "trivial": _ANY, "none": _ANY, "canonical-form": _ANY, "bounded": _ANY | {"steps"},
     "degree": _ANY | {"k", "k_activation", "k_value", "steps", "value_activation"},
-    "linearization": _ANY | {"case", "dg0", "g0", "g_bounded", "g_slopes", "h0", "h_bounded", "h_slopes", "jacobian_f_at_0",
+    "linearization": _ANY | {"case", "dg0", "g0", "g_bounded", "g_bounded_near_0", "g_slopes", "h0", "h_bounded", "h_bounded_near_0",
+                             "h_slopes", "jacobian_f_at_0",
                              "steps", "value_activation"},
     "exponential": _ANY | {"A", "C", "beta", "steps"},
     "parity": _ANY | {"even", "steps"},
@@ -94,7 +96,8 @@ def argument_fields(theorem: str, arg: dict[str, Any], value: bool) -> set[str]:
     a value activation h, whose variant records h's fields); every other field is one no check reads."""
     allowed = set(ARGUMENT_FIELDS.get(theorem, set(arg)))
     if theorem in ("linearization", "degree") and not value:
-        allowed -= {"case", "g_bounded", "g_slopes", "h0", "h_bounded", "h_slopes", "value_activation", "k_value"}
+        allowed -= {"case", "g_bounded", "g_bounded_near_0", "g_slopes", "h0", "h_bounded", "h_bounded_near_0", "h_slopes",
+                    "value_activation", "k_value"}
     if "gram" not in (arg.get("case"), arg.get("route")):
         allowed -= {"mu"}
     if theorem == "gated-skeleton" and arg.get("case") == "step":

@@ -11,6 +11,7 @@ import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
+from absorb.verify._asymptotic import limit_at_point
 from absorb.verify._compose import prove
 from absorb.verify._gated import parallel_units
 from absorb.verify._infeasible import _check_infeasible
@@ -18,6 +19,8 @@ from absorb.verify._numerics import _U, _frac_matrix, _parse_number, rounding_al
 from absorb.verify._report import _Ctx, _require, _where
 from absorb.verify._symbolic import (
     _gate_derivative_at_zero,
+    _same_function,
+    _variable,
     _zero,
     flip_constant,
     homogeneous_of_degree,
@@ -125,11 +128,18 @@ def _check_linearization_value(ctx: _Ctx, w: str, arg: dict[str, Any], block: Bl
              f"recorded {case!r}")
     for f, expr in (("g", _act(block)), ("h", h)):
         if (case, f) in (("value-flat", "g"), ("gate-flat", "h")):
-            _require(ctx, arg.get(f"{f}_bounded") is True and f"{f}_slopes" not in arg and f"{f}0" not in arg, w,
-                     f"the argument records {f} as the bounded factor", f"recorded {arg.get(f'{f}_bounded')!r}")
-            _require(ctx, is_bounded(expr), w, f"{f} is bounded on R (continuous, finite limits at ±∞; by pieces)")
+            on_r, near = arg.get(f"{f}_bounded") is True, arg.get(f"{f}_bounded_near_0") is True
+            _require(ctx, on_r != near and f"{f}_slopes" not in arg and f"{f}0" not in arg
+                     and f"{f}_bounded{'_near_0' if on_r else ''}" not in arg, w,
+                     f"the argument records {f} as the bounded factor (on R, or near 0)",
+                     f"recorded {arg.get(f'{f}_bounded')!r}, {arg.get(f'{f}_bounded_near_0')!r}")
+            if on_r:
+                _require(ctx, is_bounded(expr), w, f"{f} is bounded on R (continuous, finite limits at ±∞; by pieces)")
+            else:
+                _require(ctx, bounded_near_zero(expr), w, f"{f} is bounded near 0 (finite one-sided limits at 0, the pieces next to 0)")
             continue
-        _require(ctx, f"{f}_bounded" not in arg, w, f"the argument does not record {f} as a bounded factor")
+        _require(ctx, f"{f}_bounded" not in arg and f"{f}_bounded_near_0" not in arg, w,
+                 f"the argument does not record {f} as a bounded factor")
         sl = vanishing_slopes(expr)
         _require(ctx, sl is not None, w, f"{f}(0) = 0 and {f} has finite one-sided derivatives at 0, so |{f}(z)| ≤ C·|z| near 0 "
                  "(exact at 0, one-sided limits of the pieces next to 0)")
@@ -147,6 +157,20 @@ def _check_linearization_value(ctx: _Ctx, w: str, arg: dict[str, Any], block: Bl
         _require(ctx, ok, w, f"{f}'(0+) = {sl[0]}, {f}'(0−) = {sl[1]} as recorded", f"recorded {rec!r}")
 
 
+def bounded_near_zero(expr: sp.Expr) -> bool:
+    """σ is bounded on some (−δ, δ): bounded on R (by pieces), or with finite one-sided limits at
+    0 (the checker's own limits of the pieces next to 0; σ(0) is finite: the model's activation is
+    real and finite on R)."""
+    if is_bounded(expr):
+        return True
+    x = _variable(expr)
+    for side in (1, -1):
+        v = limit_at_point(expr, x, sp.Integer(0), side)
+        if v is None or v.free_symbols or not (v.is_finite and v.is_real):
+            return False
+    return True
+
+
 def _check_layer_flat_value(ctx: _Ctx, b: dict[str, Any], blk: Block, h: sp.Expr) -> None:
     """Flatness at 0 of a gated layer with a value activation h: g(0) = h(0) = 0 with finite
     one-sided derivatives (every unit O(|x|²)), or g and h positively homogeneous of degrees
@@ -158,8 +182,8 @@ def _check_layer_flat_value(ctx: _Ctx, b: dict[str, Any], blk: Block, h: sp.Expr
         ctx.report.ok(bw, "flat at 0: g(0) = h(0) = 0 with finite one-sided derivatives, so every unit is O(|x|²) (by pieces)")
         return
     for small, big, name in ((sh, act, "h"), (sg, h, "g")):
-        if small is not None and all(_zero(t) is True for t in small) and is_bounded(big):
-            ctx.report.ok(bw, f"flat at 0: {name} = o(|z|) at 0 and the other factor bounded on R, so every unit is o(|x|) (by pieces)")
+        if small is not None and all(_zero(t) is True for t in small) and bounded_near_zero(big):
+            ctx.report.ok(bw, f"flat at 0: {name} = o(|z|) at 0 and the other factor bounded near 0, so every unit is o(|x|) (by pieces)")
             return
     arg = b.get("argument") or {}
     kg, kh = _parse_number(arg.get("k_activation")), _parse_number(arg.get("k_value"))
@@ -402,3 +426,53 @@ def _check_recorded_hypotheses(ctx: _Ctx, w: str, b: dict[str, Any], block: Bloc
             ok, detail = _near_failure(block, name, h.get("at"))       # a recorded place must be a failing one)
             if not ok:
                 _require(ctx, False, w, f"hypothesis {name} fails where recorded, as the producer decides it (|cos| ≥ 1 − τ)", detail)
+
+
+# ------------------------------------------------- an affine value activation --
+_AFFINE_EXACT_MAX = 200_000
+"""Up to this many entries c·W_up is checked exact entry by entry in rationals; above, only c = ±2^e."""
+
+
+def normalised_value_block(ctx: _Ctx, w: str, rec: Any, block: Block) -> tuple[Block, bool]:
+    """The entry's ``value_normalisation`` {c, k}: re-derive that the model's value activation is
+    h(z) = c·z + k for every real z (exactly at 0 and at every break point, and by exact
+    simplification on every piece), then rebuild here the block with h(z) = z, ``W_up * c`` and
+    ``b_up * c + k`` in float64 (the same function when exact). Returns (that block, whether the
+    float64 arrays are exactly c·W_up and c·b_up + k)."""
+    _require(ctx, isinstance(rec, dict) and set(rec) <= {"c", "k", "statement", "steps"}, w,
+             "the value normalisation records c, k (and h's proof)", f"recorded {rec!r}")
+    c, k = _parse_number(rec.get("c")), _parse_number(rec.get("k"))
+    _require(ctx, c is not None and k is not None and c != 0, w, "the normalisation's c and k are rational numbers, c ≠ 0",
+             f"recorded c = {rec.get('c')!r}, k = {rec.get('k')!r}")
+    h = _value_expr(block)
+    _require(ctx, block.gated and h is not None, w, "the block is gated with a value activation h (the normalisation's subject)")
+    y = sp.Symbol("y", real=True)
+    try:
+        same = _same_function(h, c * y + k)
+    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
+        same = False
+    _require(ctx, same, w, f"h(z) = {c}·z + {k} for every real z (exact at 0 and at every break point, and on every piece)",
+             f"h = {h}")
+    sentence = f"h(z) = c·z + k for every real z with c = {c}, k = {k}"
+    _require(ctx, rec.get("statement") in (None, sentence), w, "the normalisation's statement is the one c and k give",
+             f"recorded {rec.get('statement')!r}")
+    cq, kq = Fraction(int(c.p), int(c.q)), Fraction(int(k.p), int(k.q))
+    cf, kf = float(cq), float(kq)
+    W = np.asarray(block.W_up, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        W2 = W * cf
+        b = None if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+        b2 = (np.full(block.n, kf) if kq != 0 else None) if b is None else b * cf + kf
+    ok = bool(np.all(np.isfinite(W2))) and (b2 is None or bool(np.all(np.isfinite(b2)))) and Fraction(cf) == cq
+    if ok:
+        num, den = abs(cq.numerator), cq.denominator
+        if num & (num - 1) == 0 and den & (den - 1) == 0:  # c = ±2^e: exact where the product is normal or 0
+            ok = bool(np.all((W == 0) | (np.abs(W2) >= np.finfo(np.float64).tiny)))
+        else:
+            ok = W.size <= _AFFINE_EXACT_MAX and all(Fraction(float(v)) * cq == Fraction(float(v) * cf) for v in np.unique(W))
+    if ok:
+        bv = np.zeros(block.n) if b is None else b
+        ok = b2 is None or all(Fraction(float(v)) * cq + kq == Fraction(float(r)) for v, r in zip(bv, b2))
+    ctx.report.ok(w, f"h(z) = {c}·z + {k}: the block is rebuilt here with h(z) = z, W_up·{c}, b_up·{c} + {k} "
+                  f"({'exactly' if ok else 'with rounding'} in float64)")
+    return block.replace(W_up=W2, b_up=b2, value_activation=None), ok

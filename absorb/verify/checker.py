@@ -140,6 +140,7 @@ from absorb.verify._theorems import (
     _check_recorded_hypotheses,
     _check_witness_numbers,
     check_trivial_witness,
+    normalised_value_block,
 )
 from absorb.verify._weights import (  # noqa: F401
     COLLINEAR_SCREEN,
@@ -212,6 +213,9 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
     ctx.once.clear()
     try:
         _check_identity(ctx, b, block)
+        orig, exact = block, True
+        if b.get("value_normalisation") is not None:  # h(z) = c·z + k: checked as the block with h(z) = z, rebuilt here
+            block, exact = normalised_value_block(ctx, w, b["value_normalisation"], orig)
         _require(ctx, b.get("tolerance") == ctx.tol, w, "the block's tolerance is the certificate's")
         th = (b.get("theorem") or {}).get("id")
         verdict = b.get("verdict")
@@ -227,6 +231,9 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         biases = claimed_biases(ctx, w, b, block)
         ctx.once["class_biases"] = biases
         supported, witness, allowed = THEOREM_CHECKS[th](ctx, w, b, block)
+        if orig is not block:
+            _require(ctx, exact or supported != "not_absorbable", w, "a normalised block that proves not_absorbable is f exactly",
+                     "c·W_up or c·b_up + k rounds in float64")
         if supported == "not_absorbable" and th in BIAS_FREE_ONLY:
             _require(ctx, not biases, w, f"result {th!r} covers bias-free residual-free blocks only, and the verdict is about those",
                      "the certificate's class allows biases")
@@ -237,11 +244,13 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         else:
             _require(ctx, verdict == supported, w, f"the verdict {verdict!r} follows from result {th!r}",
                      f"the evidence supports {supported!r}")
-        _check_records(ctx, w, b, block, th, witness)
+        _check_records(ctx, w, b, block, th, witness, orig)
         if verdict == "absorbable" and witness is not None:
-            ok, worst, m = _evaluate(block, witness, [block], [witness], block.d, seed=ctx.seed, allowed_lin=allowed)
-            _require(ctx, ok, w, f"the residual-free block rebuilt here equals f on {m} inputs: fresh random ones and points exactly on the kink/gate hyperplanes",
-                     f"max relative difference {worst:.3g}")
+            for f in (block,) if exact else (block, orig):  # (a rounded normalisation: against f itself too)
+                ok, worst, m = _evaluate(f, witness, [f], [witness], f.d, seed=ctx.seed, allowed_lin=allowed)
+                _require(ctx, ok, w, f"the residual-free block rebuilt here equals f{'' if f is orig else ' (as rebuilt for the check)'} "
+                         f"on {m} inputs: fresh random ones and points exactly on the kink/gate hyperplanes",
+                         f"max relative difference {worst:.3g}")
         return verdict, witness
     except _Reject:
         return None, None
@@ -325,11 +334,14 @@ def _check_recorded_properties(ctx: _Ctx, w: str, b: dict[str, Any], th: str, va
               f"recorded {p.get('name') if isinstance(p, dict) else p!r}: {p.get('status') if isinstance(p, dict) else ''}")
 
 
-def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, witness: Block | None) -> None:
+def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, witness: Block | None,
+                   orig: Block | None = None) -> None:
     """The recorded numbers no theorem check reads are re-derived here too: every array record
     (the weights' and the witness block's), the nonzero entry of M, a search record (only the
-    theorems that use one may carry it; a found S and its residual are the witness's)."""
-    arrays = _block_arrays(block)
+    theorems that use one may carry it; a found S and its residual are the witness's). ``orig``:
+    the model's block when ``block`` is its normalisation (an affine value activation)."""
+    orig = block if orig is None else orig
+    arrays = _block_arrays(orig)
     n_rec = len(b.get("weights") or {})
     for k, rec in (b.get("weights") or {}).items():
         _check_array_record(ctx, w, rec, arrays[k], k)
@@ -351,9 +363,9 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
         _must(ctx, arg["target"] in labels.get(th, set()), w, f"the recorded target is result {th!r}'s",
               f"recorded {arg['target']!r}")
     _check_recorded_properties(ctx, w, b, th, value=_value_expr(block) is not None)
-    class_statement(ctx, w, b, block)
-    _must(ctx, b.get("activation") == block.activation_name, w, "the recorded activation name is the model's",
-          f"recorded {b.get('activation')!r}, model {block.activation_name!r}")
+    class_statement(ctx, w, b, orig)
+    _must(ctx, b.get("activation") == orig.activation_name, w, "the recorded activation name is the model's",
+          f"recorded {b.get('activation')!r}, model {orig.activation_name!r}")
     extra_arg = sorted(set(arg) - argument_fields(th, arg, _value_expr(block) is not None)) if isinstance(arg, dict) else []
     if extra_arg:
         ctx.report.unchecked(w, f"every field of result {th!r}'s argument is one its check reads", f"not re-checked: {', '.join(extra_arg)}")

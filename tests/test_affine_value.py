@@ -1,0 +1,322 @@
+"""Gated blocks with an affine value activation h(z) = c·z + k (c ≠ 0).
+
+Such a block is the block with h(z) = z and W_up → c·W_up, b_up → c·b_up + k (the same function),
+and the residual-free blocks with h are those with h(z) = z under the same map: the engine decides
+the normalised block with the results for h(z) = z, and the checker re-derives that h is affine
+with the recorded c, k, rebuilds the normalised block itself and checks the rest. Planted blocks
+are built absorbable for the normalised block and mapped back; weights are small dyadics (or
+multiples of them) so that the float64 normalisation is exact where a test needs it."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from absorb.certificate.build import build_certificate
+from absorb.engine.decide import decide, decide_block
+from absorb.engine.verdict import Verdict
+from absorb.model.activations import get_activation
+from absorb.model.block import Block, Stack, normalise_value
+from absorb.symbolic import affine
+from absorb.symbolic._core import get as analysis
+from absorb.verify import checker
+from absorb.verify._report import Report, _Ctx, _Reject
+from absorb.verify._theorems import normalised_value_block
+
+AFFINE = [(Fraction(2), Fraction(0), "expr:2*x"), (Fraction(1), Fraction(1), "expr:x + 1"),
+          (Fraction(-3), Fraction(1, 2), "expr:-3*x + 1/2"), (Fraction(1), Fraction(0), "expr:Max(0,x) + Min(0,x)")]
+RELU_LIKE = ("swiglu", "geglu")
+
+
+def _dyadic(a: np.ndarray) -> np.ndarray:
+    """``a`` rounded to multiples of 2^-6: c·a + k stays exact in float64 for the c, k above."""
+    return np.round(np.asarray(a) * 64) / 64
+
+
+def _verified(blk: Block | Stack, dec: object) -> tuple[dict, Report]:
+    doc = build_certificate(dec, blk, seed=0).to_json()
+    return doc, checker.verify_certificate(doc, blk)
+
+
+def _accepted(rep: Report) -> bool:
+    return rep.accepted and not rep.not_rechecked
+
+
+def relu_like_planted(gate: str, c: Fraction, k: Fraction, h: str, *, biased: bool = True) -> Block:
+    """tests/test_gated_skeleton.py's planted ReLU-like block, planted for the normalised weights
+    (c·W_up, c·b_up + k: units 0 and 1 cancel in (Qg), M from (Lg)) and mapped back to h."""
+    G = np.array([[1.0, 0], [0, 1], [1, 1], [2, -1]])
+    U = np.array([[0.0, 1], [-1, 0], [1, -2], [0.5, 3]])
+    w = np.array([1.0, -2.0])
+    D = np.column_stack([w, w, [3.0, 1], [-1.0, 0.5]])
+    bg, e = (np.array([0.5, -1.0, 0.25, 1.5]), np.array([2.0, 0.75, -0.5, 1.0])) if biased else (np.zeros(4), np.zeros(4))
+    Un, en = float(c) * U, float(c) * e + float(k)
+    M = -sum(np.outer(D[:, i], bg[i] * Un[i] + en[i] * G[i]) for i in (0, 1))
+    kw = dict(b_gate=bg, b_up=e, b_down=np.array([0.125, -0.5])) if biased else {}
+    return Block(U, D, get_activation(gate), W_gate=G, skip=M, value_activation=get_activation(h), **kw)
+
+
+def step_planted(c: Fraction, k: Fraction, h: str, *, biased: bool, seed: int = 2) -> Block:
+    """A sigmoid-gated (GLU) block with W_down[:,S] (c·W_up[S]) = −I for S = {0, 2, 3}, mapped back to h."""
+    rng = np.random.default_rng(seed)
+    d, n = 3, 6
+    U, G = _dyadic(rng.standard_normal((n, d))), rng.standard_normal((n, d))
+    D = rng.standard_normal((d, n))
+    S = [0, 2, 3]
+    D[:, S] = -np.linalg.pinv(float(c) * U[S])
+    kw = dict(b_gate=rng.standard_normal(n), b_up=_dyadic(rng.standard_normal(n)), b_down=rng.standard_normal(d)) if biased else {}
+    return Block(U, D, get_activation("sigmoid"), W_gate=G, value_activation=get_activation(h), **kw)
+
+
+def generic(gate: str, h: str, *, biased: bool, seed: int = 7) -> Block:
+    rng = np.random.default_rng(seed)
+    d, n = 3, 6
+    kw = dict(b_gate=rng.standard_normal(n), b_up=_dyadic(rng.standard_normal(n)), b_down=rng.standard_normal(d)) if biased else {}
+    return Block(_dyadic(rng.standard_normal((n, d))), rng.standard_normal((d, n)), get_activation(gate),
+                 W_gate=rng.standard_normal((n, d)), value_activation=get_activation(h), **kw)
+
+
+# ----------------------------------------------------------------------- the analysis --
+@pytest.mark.parametrize(("c", "k", "h"), AFFINE + [(Fraction(0), Fraction(1), "expr:1 + 0*x")])
+def test_affine_value_activations_are_proved_with_their_c_and_k(c: Fraction, k: Fraction, h: str) -> None:
+    p = affine.affine_form(get_activation(h))
+    assert p.proved and (p.value["c"], p.value["k"]) == (c, k), p.statement
+
+
+@pytest.mark.parametrize("h", ["expr:Max(0,x)", "expr:x**2 + x", "expr:Abs(x)", "tanh"])
+def test_other_value_activations_are_not_affine(h: str) -> None:
+    p = affine.affine_form(get_activation(h))
+    assert not p.proved
+
+
+# ---------------------------------------------------------------------- the engine --
+@pytest.mark.parametrize("gate", RELU_LIKE)
+@pytest.mark.parametrize(("c", "k", "h"), AFFINE)
+@pytest.mark.parametrize("biased", [True, False])
+def test_planted_relu_like_gated_blocks_with_affine_h_are_absorbable_and_verified(gate: str, c: Fraction, k: Fraction, h: str,
+                                                                                 biased: bool) -> None:
+    blk = relu_like_planted(gate, c, k, h, biased=biased)
+    dec = decide(blk, timeout=30)
+    assert dec.verdict is Verdict.ABSORBABLE, dec.reason
+    bd = dec.blocks[0]
+    if biased or k != 0:  # (bias-free with k = 0: M = 0, already residual-free)
+        assert dec.theorem.value == "gated-skeleton" and "is affine" in dec.reason, dec.reason
+        # the bias-free f with k ≠ 0 is compared with biased blocks: the normalised block has b_up = k·1
+        assert bd.residual_free_class.biases
+    X = np.random.default_rng(0).standard_normal((64, 2)) * 3
+    np.testing.assert_allclose(bd.witness.block(X), blk(X), rtol=1e-9, atol=1e-9)
+    doc, rep = _verified(blk, dec)
+    assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]
+
+
+@pytest.mark.parametrize(("c", "k", "h"), AFFINE[:3])
+@pytest.mark.parametrize("biased", [True, False])
+def test_planted_sigmoid_gated_blocks_with_affine_h_are_absorbable_and_verified(c: Fraction, k: Fraction, h: str,
+                                                                               biased: bool) -> None:
+    blk = step_planted(c, k, h, biased=biased)
+    dec = decide(blk, tol=1e-7, timeout=30)
+    assert dec.verdict is Verdict.ABSORBABLE and dec.theorem.value == "index-set", dec.reason
+    X = np.random.default_rng(0).standard_normal((32, 3)) * 3
+    np.testing.assert_allclose(dec.blocks[0].witness.block(X), blk(X), rtol=1e-6, atol=1e-6)
+    doc, rep = _verified(blk, dec)
+    assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]
+
+
+@pytest.mark.parametrize("gate", [*RELU_LIKE, "sigmoid"])
+@pytest.mark.parametrize(("c", "k", "h"), AFFINE)
+def test_generic_biased_gated_blocks_with_affine_h_are_not_absorbable_and_verified(gate: str, c: Fraction, k: Fraction,
+                                                                                  h: str) -> None:
+    blk = generic(gate, h, biased=True)
+    dec = decide(blk, timeout=30)
+    assert dec.verdict is Verdict.NOT_ABSORBABLE and dec.theorem.value == "gated-skeleton", dec.reason
+    assert "is affine" in dec.reason and dec.blocks[0].residual_free_class.biases
+    doc, rep = _verified(blk, dec)
+    assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]
+    assert doc["blocks"][0]["value_normalisation"]["c"] == str(c)
+
+
+@pytest.mark.parametrize("gate", [*RELU_LIKE, "sigmoid"])
+def test_generic_bias_free_gated_blocks_with_k_nonzero_are_decided_about_biased_blocks(gate: str) -> None:
+    """h(z) = z + 1 on a bias-free f: h(0) ≠ 0 (no linearization); the normalised block has b_up = 1,
+    so the verdict is about residual-free blocks with biases (which contain the bias-free ones with h)."""
+    blk = generic(gate, "expr:x + 1", biased=False)
+    dec = decide(blk, timeout=30)
+    assert dec.verdict is Verdict.NOT_ABSORBABLE and dec.theorem.value == "gated-skeleton", dec.reason
+    assert dec.blocks[0].residual_free_class.biases and "b_up = k·1" in dec.reason
+    doc, rep = _verified(blk, dec)
+    assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]
+
+
+def test_bias_free_h_2x_keeps_the_linearization_argument() -> None:
+    dec = decide(generic("swiglu", "expr:2*x", biased=False), timeout=30)
+    assert dec.verdict is Verdict.NOT_ABSORBABLE and dec.theorem.value == "linearization"
+
+
+def test_rounded_normalisation_proves_nothing_against_f() -> None:
+    """b_up + 1 rounds in float64 for these biases: the normalised block's proof reads b_up, so the
+    verdict is unknown, naming the rounding."""
+    rng = np.random.default_rng(3)
+    blk = generic("swiglu", "expr:x + 1", biased=True).replace(b_up=rng.standard_normal(6) / 3)
+    dec = decide_block(blk, timeout=30)
+    assert dec.verdict is Verdict.UNKNOWN and "rounding in c·b_up + k" in dec.reason, dec.reason
+    doc, rep = _verified(blk, decide(blk, timeout=30))
+    assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]
+
+
+def test_constant_value_activation_is_left_unknown_with_a_reason() -> None:
+    dec = decide_block(generic("swiglu", "expr:1 + 0*x", biased=True), timeout=30)
+    assert dec.verdict is Verdict.UNKNOWN and "h is constant" in dec.reason, dec.reason
+
+
+def test_normalise_value_reports_exactness() -> None:
+    blk = generic("swiglu", "expr:x + 1", biased=True)
+    nb, w_exact, b_exact = normalise_value(blk, Fraction(1, 3), Fraction(0))
+    assert not w_exact and nb.value_identity
+    nb, w_exact, b_exact = normalise_value(blk, Fraction(-3), Fraction(1, 2))
+    assert w_exact and b_exact
+    np.testing.assert_array_equal(nb.W_up, -3 * blk.W_up)
+
+
+# ---------------------------------------------------------------------- the checker --
+def _doc(gate: str = "swiglu", h: str = "expr:-3*x + 1/2") -> tuple[Block, dict]:
+    blk = generic(gate, h, biased=True)
+    doc, rep = _verified(blk, decide(blk, timeout=30))
+    assert _accepted(rep)
+    return blk, doc
+
+
+@pytest.mark.parametrize(("field", "value"), [("c", "-2"), ("k", "1/3"), ("c", "0"), ("k", None), ("extra", 1)])
+def test_tampered_normalisation_is_refused(field: str, value: object) -> None:
+    blk, doc = _doc()
+    bad = copy.deepcopy(doc)
+    bad["blocks"][0]["value_normalisation"][field] = value
+    rep = checker.verify_certificate(bad, blk)
+    assert not rep.accepted
+
+
+def test_missing_normalisation_is_refused() -> None:
+    blk, doc = _doc()
+    bad = copy.deepcopy(doc)
+    del bad["blocks"][0]["value_normalisation"]
+    assert not checker.verify_certificate(bad, blk).accepted
+
+
+def test_value_activation_that_is_not_affine_is_refused() -> None:
+    """The model's h is Max(0, x) (not affine); the certificate names it (so identity passes) and
+    claims a normalisation: the checker's own proof that h is affine fails."""
+    blk, doc = _doc(h="expr:2*x")
+    relu_h = get_activation("expr:Max(0,x)")
+    model = blk.replace(value_activation=relu_h)
+    bad = copy.deepcopy(doc)
+    bad["blocks"][0]["value_activation_function"] = {"name": relu_h.name, "text": str(relu_h.expr), "latex": relu_h.latex,
+                                                    "srepr": relu_h.key}
+    bad["blocks"][0]["activation"] = model.activation_name
+    rep = checker.verify_certificate(bad, model)
+    assert not rep.accepted
+    assert any("for every real z" in f.claim for f in rep.failures), [f.claim for f in rep.failures]
+
+
+def test_not_absorbable_from_a_rounded_normalisation_is_refused() -> None:
+    """A forged certificate: the normalised block's not_absorbable, wrapped without the engine's
+    downgrade although b_up + 1 rounds: the checker refuses it."""
+    rng = np.random.default_rng(3)
+    blk = generic("swiglu", "expr:x + 1", biased=True).replace(b_up=rng.standard_normal(6) / 3)
+    af = analysis(blk.value_activation, "affine_form")
+    nb, _, b_exact = normalise_value(blk, Fraction(1), Fraction(1))
+    assert not b_exact
+    inner = decide_block(nb, timeout=30)
+    assert inner.verdict is Verdict.NOT_ABSORBABLE
+    forged_bd = dataclasses.replace(inner, block=blk, properties=(dataclasses.replace(af, name="value_affine"), *inner.properties),
+                                    residual_free_class=dataclasses.replace(inner.residual_free_class, activation=blk.activation_name))
+    dec = decide(blk, timeout=30)
+    forged = dataclasses.replace(dec, verdict=forged_bd.verdict, theorem=forged_bd.theorem, blocks=(forged_bd,))
+    doc = build_certificate(forged, blk, seed=0).to_json()
+    rep = checker.verify_certificate(doc, blk)
+    assert not rep.accepted
+    assert any("is f exactly" in f.claim for f in rep.failures), [f.claim for f in rep.failures]
+
+
+def test_checker_rebuilds_the_normalised_block_and_its_exactness() -> None:
+    blk = generic("swiglu", "expr:-3*x + 1/2", biased=True)
+    ctx = _Ctx(report=Report(), tol=1e-9, seed=0)
+    nb, exact = normalised_value_block(ctx, "b", {"c": "-3", "k": "1/2"}, blk)
+    assert exact and nb.value_activation is None
+    np.testing.assert_array_equal(nb.b_up, -3 * blk.b_up + 0.5)
+    with pytest.raises(_Reject):
+        normalised_value_block(ctx, "b", {"c": "3", "k": "1/2"}, blk)
+
+
+# ------------------------------------- linearization: a factor bounded near 0 only --
+def _gated(g: str, h: str, seed: int = 0, name: str = "block") -> Block:
+    rng = np.random.default_rng(seed)
+    d, n = 3, 4
+    return Block(rng.standard_normal((n, d)), rng.standard_normal((d, n)), get_activation(g), W_gate=rng.standard_normal((n, d)),
+                 value_activation=get_activation(h), name=name)
+
+
+NEAR = [("softplus", "expr:x**2", "value-flat", "g"), ("softplus", "relu2", "value-flat", "g"),
+        ("relu2", "expr:exp(x)", "gate-flat", "h")]
+"""The factor next to the o(|z|) one is unbounded on R but has finite limits at 0 (softplus: log 2;
+exp: 1): the units are still o(|x|) at 0."""
+
+
+@pytest.mark.parametrize(("g", "h", "case", "bounded"), NEAR)
+def test_a_factor_bounded_only_near_0_suffices_next_to_an_o_z_factor(g: str, h: str, case: str, bounded: str) -> None:
+    blk = _gated(g, h)
+    dec = decide(blk, timeout=30)
+    assert dec.verdict is Verdict.NOT_ABSORBABLE and dec.theorem.value == "linearization", dec.reason
+    assert "bounded near 0" in dec.reason and dec.blocks[0].flat_at_zero
+    doc, rep = _verified(blk, dec)
+    assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]
+    arg = doc["blocks"][0]["argument"]
+    assert arg["case"] == case and arg[f"{bounded}_bounded_near_0"] is True and f"{bounded}_bounded" not in arg
+
+
+def test_bounded_near_0_is_proved_by_finite_one_sided_limits() -> None:
+    p = affine.bounded_near_zero(get_activation("softplus"))
+    assert p.proved and str(p.value["right"]) == "log(2)"
+
+
+@pytest.mark.parametrize(("field", "value"), [("g_bounded", True), ("g_bounded_near_0", None), ("h_bounded_near_0", True)])
+def test_tampered_bounded_near_0_records_are_refused(field: str, value: object) -> None:
+    """softplus is bounded near 0 but not on R: recording it bounded on R (or not at all, or h too) is refused."""
+    blk = _gated("softplus", "expr:x**2")
+    doc, rep = _verified(blk, decide(blk, timeout=30))
+    assert _accepted(rep)
+    bad = copy.deepcopy(doc)
+    arg = bad["blocks"][0]["argument"]
+    if field == "g_bounded":
+        del arg["g_bounded_near_0"]
+    if value is None:
+        del arg[field]
+    else:
+        arg[field] = value
+    assert not checker.verify_certificate(bad, blk).accepted
+
+
+def test_depth_with_factors_bounded_near_0_only() -> None:
+    st = Stack((_gated("softplus", "expr:x**2"), _gated("relu2", "expr:exp(x)", 1, "b2")))
+    dec = decide(st, timeout=30)
+    assert dec.verdict is Verdict.NOT_ABSORBABLE and dec.theorem.value == "depth", dec.reason
+    doc, rep = _verified(st, dec)
+    assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]
+
+
+@pytest.mark.parametrize(("c", "k", "h"), [(Fraction(1), Fraction(1), "expr:x + 1"), (Fraction(1, 3), Fraction(0), "expr:x/3")])
+def test_planted_block_whose_normalisation_rounds_is_absorbable_against_f_itself(c: Fraction, k: Fraction, h: str) -> None:
+    """b_up/3 + 1 (or W_up/3) rounds in float64: the normalised block's witness is still checked
+    against f with its h (no rigorous bound is claimed), and the checker evaluates it against f too."""
+    blk = step_planted(c, k, h, biased=True)
+    blk = blk.replace(b_up=np.random.default_rng(5).standard_normal(blk.n) / 3)
+    dec = decide(blk, tol=1e-7, timeout=30)
+    assert dec.verdict is Verdict.ABSORBABLE and "rounding in" in dec.reason, dec.reason
+    w = dec.blocks[0].witness
+    assert w.bound is None and "the normalisation rounds" in w.description
+    doc, rep = _verified(blk, dec)
+    assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]
+    claims = [f.claim for f in rep.findings]
+    assert any("equals f on" in x for x in claims) and any("equals f (as rebuilt for the check)" in x for x in claims), claims
