@@ -103,3 +103,33 @@ def argument_fields(theorem: str, arg: dict[str, Any], value: bool) -> set[str]:
     if theorem == "gated-skeleton" and arg.get("case") == "step":
         allowed -= {"route"}
     return allowed
+
+
+_PROPERTIES_USED = {
+    "degree": {"homogeneous"}, "linearization": {"vanishing_gate"}, "bounded": {"bounded"}, "linear": {"linear"},
+    "index-set": {"flip_identity"}, "parity": {"even"}, "exponential": {"exponential"}, "skeleton": {"asymptotic_slopes"},
+    "skeleton2": {"quadratic_skeleton"}, "gated-skeleton": {"gate_limits", "relu_like_gate", "flip_identity"},
+    "canonical-form": {"flip_identity"},
+}
+"""The properties of σ each theorem's check re-derives from σ itself. A certificate may record
+these (as proved, for a decided verdict) and no others: a recorded property is a claim."""
+_PROPERTIES_USED_WITH_VALUE = {
+    "degree": {"homogeneous", "value_homogeneous"},
+    "linearization": {"vanishing_slopes", "value_vanishing_slopes", "bounded", "value_bounded"},
+    "bounded": {"bounded"},
+}
+"""The same for a gated block with a value activation h (the checks then re-derive h's property too)."""
+
+
+def properties_used(th: str, verdict: Any, arg: dict[str, Any], value: bool) -> set[str]:
+    """The properties of σ (and h) result ``th``'s check re-derives for this verdict and case: the
+    only ones a certificate may record (``value``: the block has a value activation h)."""
+    table = _PROPERTIES_USED_WITH_VALUE if value else _PROPERTIES_USED
+    used = table.get(th, set()) if verdict in ("absorbable", "not_absorbable") else set()
+    if value and th == "linearization":  # the case names the two properties its check re-derives
+        used = LINEARIZATION_CASES.get(arg.get("case"), set())
+    elif th == "index-set" and used and arg.get("s") is not None:  # the shifted flip's identity
+        used = {"shifted_flip"}
+    elif th == "gated-skeleton" and used:  # a step gate's limits, or a ReLU-like gate: not both
+        used = used - ({"relu_like_gate"} if arg.get("case") == "step" else {"gate_limits"})
+    return set(used)

@@ -81,7 +81,7 @@ from absorb.verify._beyond import (
     class_statement,
 )
 from absorb.verify._canonical import check_canonical_form
-from absorb.verify._citations import HYPOTHESIS_LISTS, LINEARIZATION_CASES, argument_fields, citation_ok
+from absorb.verify._citations import HYPOTHESIS_LISTS, argument_fields, citation_ok, properties_used
 from absorb.verify._compose import check_composition
 from absorb.verify._gated import check_gated_skeleton
 from absorb.verify._infeasible import (  # noqa: F401
@@ -298,35 +298,12 @@ def arg_even_ok(b: dict[str, Any]) -> bool:
     return (b.get("argument") or {}).get("even", True) is True
 
 
-_PROPERTIES_USED = {
-    "degree": {"homogeneous"}, "linearization": {"vanishing_gate"}, "bounded": {"bounded"}, "linear": {"linear"},
-    "index-set": {"flip_identity"}, "parity": {"even"}, "exponential": {"exponential"}, "skeleton": {"asymptotic_slopes"},
-    "skeleton2": {"quadratic_skeleton"}, "gated-skeleton": {"gate_limits", "relu_like_gate", "flip_identity"},
-    "canonical-form": {"flip_identity"},
-}
-"""The properties of σ each theorem's check re-derives from σ itself. A certificate may record
-these (as proved, for a decided verdict) and no others: a recorded property is a claim."""
-_PROPERTIES_USED_WITH_VALUE = {
-    "degree": {"homogeneous", "value_homogeneous"},
-    "linearization": {"vanishing_slopes", "value_vanishing_slopes", "bounded", "value_bounded"},
-    "bounded": {"bounded"},
-}
-"""The same for a gated block with a value activation h (the checks then re-derive h's property too)."""
-
-
 def _check_recorded_properties(ctx: _Ctx, w: str, b: dict[str, Any], th: str, value: bool = False) -> None:
     """Each recorded property of σ is one the theorem's check re-derived (proved) for this verdict
     (``value``: the block has a value activation h)."""
     props = b.get("properties") or []
     _must(ctx, isinstance(props, list), w, "the recorded properties are a list")
-    table = _PROPERTIES_USED_WITH_VALUE if value else _PROPERTIES_USED
-    used = table.get(th, set()) if b.get("verdict") in ("absorbable", "not_absorbable") else set()
-    if value and th == "linearization":  # the case names the two properties its check re-derives
-        used = LINEARIZATION_CASES.get((b.get("argument") or {}).get("case"), set())
-    elif th == "index-set" and used and (b.get("argument") or {}).get("s") is not None:  # the shifted flip's identity
-        used = {"shifted_flip"}
-    elif th == "gated-skeleton" and used:  # a step gate's limits, or a ReLU-like gate: not both
-        used = used - ({"relu_like_gate"} if (b.get("argument") or {}).get("case") == "step" else {"gate_limits"})
+    used = properties_used(th, b.get("verdict"), b.get("argument") or {}, value)
     for p in props:
         ok = (isinstance(p, dict) and p.get("name") in used and p.get("status") == "proved"
               and set(p) <= {"name", "status", "statement", "steps"})
