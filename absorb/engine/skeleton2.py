@@ -29,7 +29,11 @@ against the target t = (0, −vec M), with the distance of S measured as ‖K 1_
   (up rows (2αc_i + β)·u_i, down columns w_i, target −M) — first at model size
   (:func:`linear_first`), a fallback otherwise. No S within tol of (L) proves ``not_absorbable`` (an S's
   distance from both conditions is at least its distance from (L)); a found S goes to the flip
-  witness, whose exact check decides (Q).
+  witness, whose exact check decides (Q);
+* the *null-space route* (:func:`nullspace_route`), when none of these found an S or proved none:
+  a planted S makes the (Q) Gram matrix singular with 1_S in its null space, so the 0/1 vectors
+  of its float null space, ranked by (L), are candidates for the flip witness (never
+  ``not_absorbable``).
 
 Beyond these the answer is ``unknown`` naming what failed. Degenerate weights fail a
 hypothesis of necessity only: no ``not_absorbable``, but an S found by a route that can find one
@@ -511,7 +515,7 @@ def null_route_flip(ctx: Any, lg: _gram.LowerGram | None, lin: tuple[np.ndarray,
         out = flip(res)
         if isinstance(out, BlockDecision):
             return out
-        ctx.notes.append(f"the null space of the Gram matrix proposed {out}")
+        ctx.notes.append(f"the null space of the Gram matrix proposed a candidate: {out}")
     return None
 
 
