@@ -270,7 +270,9 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
     from absorb.engine.skeleton2 import (
         ENUMERATE_MAX_N,
         EXACT_MAX_N,
+        GRAM_MAX_N,
         MAX_COLUMN_ENTRIES,
+        cached_gram,
         degenerate_flip,
         enumeration_route_columns,
         gram_route,
@@ -279,6 +281,7 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
         linear_first,
         linear_route,
         linear_route_first,
+        null_route_flip,
         rank_route_gram,
     )
     from absorb.search._types import SearchStatus
@@ -315,19 +318,27 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
     if isinstance(out, BlockDecision):
         return out
     failed = out  # why an S meeting (Lg) alone had no witness
+    lg = None  # the Gram route's matrix, kept for the null-space route
     if res is None:
         if small and blk.n <= EXACT_MAX_N:
             res = rank_route_gram(*gated_gram(b64), b64.M, ctx.tol) if fits else None
             if res is None and blk.n <= ENUMERATE_MAX_N:
                 res = enumeration_route_columns(*_stacked(b64), ctx.tol, A=gated_magnitudes(b64))
         elif fits:
-            res = gram_route(gram_rows_gated(b64), b64.M, ctx.tol)
+            lg = cached_gram(gram_rows_gated(b64))
+            res = gram_route(lg, b64.M, ctx.tol)
         if (res is None or res.status is SearchStatus.UNKNOWN) and small:
             res = lifted_route(*gated_lifted_columns(b64), ctx) or res
         if (res is None or res.status is SearchStatus.UNKNOWN) and not first:  # the linear condition alone, as a fallback
             lin = linear_route(*gated_linear_columns(b64), ctx)
             if lin is not None and (lin.status is SearchStatus.INFEASIBLE or res is None):
                 res = lin
+    if (res is None or res.status is SearchStatus.UNKNOWN) and fits:  # no S found, none excluded: read S off G's null space
+        if lg is None and blk.n <= GRAM_MAX_N:
+            lg = cached_gram(gram_rows_gated(b64))
+        out = null_route_flip(ctx, lg, gated_linear_columns(b64), lambda r: _gated_flip(ctx, blk, b64, r))
+        if out is not None:
+            return out
     if res is None and failed is not None:
         return unknown(failed)
     if res is None and not small:

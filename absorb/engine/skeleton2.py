@@ -29,7 +29,11 @@ against the target t = (0, −vec M), with the distance of S measured as ‖K 1_
   (up rows (2αc_i + β)·u_i, down columns w_i, target −M) — first at model size
   (:func:`linear_first`), a fallback otherwise. No S within tol of (L) proves ``not_absorbable`` (an S's
   distance from both conditions is at least its distance from (L)); a found S goes to the flip
-  witness, whose exact check decides (Q).
+  witness, whose exact check decides (Q);
+* the *null-space route* (:func:`nullspace_route`), when none of these found an S or proved none:
+  a planted S makes the (Q) Gram matrix singular with 1_S in its null space, so the 0/1 vectors
+  of its float null space, ranked by (L), are candidates for the flip witness (never
+  ``not_absorbable``).
 
 Beyond these the answer is ``unknown`` naming what failed. Degenerate weights fail a
 hypothesis of necessity only: no ``not_absorbable``, but an S found by a route that can find one
@@ -465,6 +469,54 @@ def _gram_result(lo: float, M: np.ndarray, tol: float, how: str) -> SearchResult
     return SearchResult(SearchStatus.INFEASIBLE, "gram", "the Gram matrix of the homogeneous condition's columns is "
                         f"positive definite (λ_min ≥ {lo:.3g}, rigorous float bound: {how}): only S = ∅ satisfies it, "
                         "and S = ∅ leaves M = 0", bound=bound, certificate={"route": "gram", "mu": str(mu)})
+
+
+# ------------------------------------------------------------------ null-space route --
+NULL_TRIES = 3
+"""At most this many null-space candidates go to the flip witness's exact check."""
+
+
+def cached_gram(lg: _gram.LowerGram | None) -> _gram.LowerGram | None:
+    """``lg`` with its small route's (Ĝ, E) built once: the Gram route and then the null-space
+    route (:func:`null_route_flip`) read the same matrix."""
+    import dataclasses
+    import functools
+
+    return None if lg is None else dataclasses.replace(lg, full=functools.cache(lg.full))
+
+
+def nullspace_route(gram: tuple[np.ndarray, np.ndarray] | None, V: np.ndarray, D: np.ndarray, T: np.ndarray,
+                    tol: float) -> list[SearchResult]:
+    """Candidate S read off the numerical null space of the homogeneous condition's float Gram
+    matrix (Ĝ, E) (:func:`absorb.engine._nullspace.null_candidates`: 1_S with Q 1_S = 0 is a
+    null vector of G), ranked by the linear condition alone in floats (V, D, T as
+    :func:`linear_columns` / the gated counterpart), those within 2·tol (+ rounding) of it only,
+    at most :data:`NULL_TRIES`. ``found`` results (method ``nullspace``): candidates for the flip
+    witness, whose exact check alone decides; an empty list proves nothing."""
+    from absorb.engine import _nullspace
+
+    if gram is None:
+        return []
+    cands = _nullspace.null_candidates(*gram)
+    ranked = [(r, S) for r, S in _nullspace.linear_residuals(cands, V, D, T) if r <= 2 * tol + 1e-9]
+    return [SearchResult(SearchStatus.FOUND, "nullspace", f"S = {list(S)} spans the null space of the homogeneous "
+                         f"condition's Gram matrix (read in floats) and meets the linear condition within {r:.2e}",
+                         S=S, residual=r, certificate={"route": "nullspace"}) for r, S in ranked[:NULL_TRIES]]
+
+
+def null_route_flip(ctx: Any, lg: _gram.LowerGram | None, lin: tuple[np.ndarray, ...], flip: Any) -> BlockDecision | None:
+    """The null-space route (:func:`nullspace_route`) for both handlers, where the other routes found
+    no S: each candidate to ``flip(res)`` (the flip witness and its exact check); its decision, or
+    None (why each candidate failed goes to ``ctx.notes``). ``lg``: the Gram route's
+    (:func:`cached_gram`; only when n ≤ :data:`GRAM_MAX_N`)."""
+    if lg is None or lg.n > GRAM_MAX_N:
+        return None
+    for res in nullspace_route(lg.full(), *lin[:3], ctx.tol):
+        out = flip(res)
+        if isinstance(out, BlockDecision):
+            return out
+        ctx.notes.append(f"the null space of the Gram matrix proposed a candidate: {out}")
+    return None
 
 
 # ------------------------------------------------------------------ lifted index-set route --
@@ -913,6 +965,7 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
     small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES  # the exact and enumeration routes build the columns
     fits = blk.n <= blk.d * blk.d * (blk.d + 1) // 2  # else the (Q) columns are dependent (no rank / Gram route)
     failed: str | None = None  # why an S meeting the conditions (by a route that decides nothing alone) had no witness
+    lg: _gram.LowerGram | None = None  # the Gram route's matrix, kept for the null-space route
 
     first = linear_first(blk)
     res, out = linear_route_first(ctx, lambda: linear_columns(blk64, q), lambda lin: _relu2_flip(ctx, blk, blk64, lin, q))
@@ -922,7 +975,8 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
     if res is None:
         res = rank_route(blk64, ctx.tol) if small else None
         if res is None and (blk.n > EXACT_MAX_N or not small) and fits:
-            res = gram_route(gram_rows_skeleton2(blk64), blk64.M, ctx.tol)
+            lg = cached_gram(gram_rows_skeleton2(blk64))
+            res = gram_route(lg, blk64.M, ctx.tol)
         if res is None and small:
             res = enumeration_route(blk64, q, ctx.tol)
         if (res is None or res.status is SearchStatus.UNKNOWN) and small:
@@ -931,6 +985,12 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
             lin = linear_route(*linear_columns(blk64, q), ctx)
             if lin is not None and (lin.status is SearchStatus.INFEASIBLE or res is None):
                 res = lin
+    if (res is None or res.status is SearchStatus.UNKNOWN) and fits:  # no S found, none excluded: read S off G's null space
+        if lg is None and blk.n <= GRAM_MAX_N:
+            lg = cached_gram(gram_rows_skeleton2(blk64))
+        out = null_route_flip(ctx, lg, linear_columns(blk64, q), lambda r: _relu2_flip(ctx, blk, blk64, r, q))
+        if out is not None:
+            return out
     if res is None:
         if failed is not None:
             return unknown(failed)
