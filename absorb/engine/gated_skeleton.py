@@ -388,7 +388,8 @@ def _gated_flip(ctx: Any, blk: Block, b64: Block, res: SearchResult) -> BlockDec
     from absorb.symbolic import properties as props
 
     assert res.S is not None
-    what = "the linear condition (Lg)" if res.method == "linear" else "the gated skeleton's conditions"
+    what = ("the linear condition (Lg)" if res.method == "linear" else "(Qg) and (Lg) in floats (a candidate of the null-space route)"
+            if res.method == "nullspace" else "the gated skeleton's conditions")
     flip = props.flip_identity(blk.activation, gated=False)
     if not (flip.proved and flip.value.get("c") == 1):
         return (f"S = {list(res.S)} satisfies {what}, so it proves nothing, and the gate has no "

@@ -1076,7 +1076,8 @@ def _relu2_flip(ctx: Any, blk: Block, blk64: Block, res: SearchResult, q0: Quadr
     σ with that identity, :func:`square_flip`), checked exactly (``absorbable``), or why S proves
     nothing (no such identity, a biased witness for a bias-free question, the check failed)."""
     assert res.S is not None
-    what = "the linear condition (L)" if res.method == "linear" else "the degree-2 skeleton's conditions"
+    what = ("the linear condition (L)" if res.method == "linear" else "(Q) and (L) in floats (a candidate of the null-space route)"
+            if res.method == "nullspace" else "the degree-2 skeleton's conditions")
     sq = square_flip(blk, q0)
     if isinstance(sq, str):
         return (f"S = {list(res.S)} satisfies {what}, so the skeleton proves nothing, and {sq} "
