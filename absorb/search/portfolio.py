@@ -332,13 +332,15 @@ def _cpsat_steps(run: _Portfolio) -> list[Step]:
     budget: CPSAT_SHARE of what is left, after the lattice proof's step and the Z3-PB look,
     in front of the lattice finder (planted d = 2, |S| = n/2: CP-SAT finds n = 96–256 in
     0.3–7 s on one worker, where the lattice finder needs BKZ-40 at n = 96 and declines at
-    n = 256, and HiGHS and Z3-PB stop at the budget).  On an instance without a set the
-    slice is budget spent: only finders come after it (the proofs come before)."""
+    n = 256, and HiGHS and Z3-PB stop at the budget), with one search a core (at most
+    :data:`~.cpsat.CHAINS`, each its own seed: the first set found ends them all).  On an
+    instance without a set the slice is budget spent: only finders come after it (the proofs
+    come before)."""
     from . import cpsat
 
     if not cpsat.available():
         return []
-    return [run.call("cp-sat", lambda: max(CPSAT_SHARE * run.left(), 0.05))]
+    return [run.call("cp-sat", lambda: max(CPSAT_SHARE * run.left(), 0.05), threads=_cores())]
 
 
 def _narrow(run: _Portfolio, steps: list[Step]) -> SearchResult:
@@ -407,7 +409,7 @@ def find_index_set(
     budget, 40 % of what is left in front of step 5 (after a Z3-PB look of at most 1 s).
     CP-SAT (``cp-sat``, with the optional ortools; a finder) gets :data:`CPSAT_SHARE` of what
     is left when MITM cannot run within the budget, after the lattice proof's step and the
-    Z3-PB look, in front of the lattice finder.
+    Z3-PB look, in front of the lattice finder (one search a core, up to two seeds at once).
 
     When MITM is expected to finish within :data:`QUICK_MITM_SECONDS`, it runs first; an
     infeasibility it proves is then returned only if step 1 proves less (step 1's dual
