@@ -193,7 +193,7 @@ def _spy(monkeypatch) -> list[float]:
     budgets: list[float] = []
 
     def spy(U, D, T, *, timeout, **kw):
-        assert kw["threads"] == pf._cores()
+        assert kw["threads"] == pf._idle_cores()
         budgets.append(timeout)
         return SearchResult(UNKNOWN, "cp-sat", "spy")
 
@@ -233,6 +233,16 @@ def test_portfolio_gives_cpsat_a_slice_only_past_mitms_reach(monkeypatch) -> Non
     step = dict(steps)["cp-sat"]
     assert step().status is UNKNOWN
     assert len(budgets) == 1 and 0.9 * pf.CPSAT_SHARE * 60 < budgets[0] <= pf.CPSAT_SHARE * 60
+
+
+def test_portfolio_gives_cpsat_a_second_search_only_with_an_idle_core(monkeypatch) -> None:
+    monkeypatch.setattr(pf, "_cores", lambda: 2)
+    for load, threads in ((0.2, 2), (1.0, 2), (1.4, 2), (1.6, 1), (2.0, 1), (11.0, 1)):
+        monkeypatch.setattr(pf.os, "getloadavg", lambda load=load: (load, load, load))
+        assert pf._idle_cores() == threads, load
+    monkeypatch.setattr(pf, "_cores", lambda: 1)
+    monkeypatch.setattr(pf.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert pf._idle_cores() == 1
 
 
 def test_portfolio_rechecks_the_cpsat_step_set(monkeypatch) -> None:
