@@ -68,7 +68,9 @@ LINEARIZATION_LEVEL = 2
 #: 1.82 / max 5.27 with one search and 1.36 / 3.39 with two; for n = 256, 4.89 / 5.99 and
 #: 2.58 / 2.72 (work units; two searches take two cores)
 CHAINS = 2
-#: each search starts from a solution hint: a vertex of the LP relaxation {K b = t,
+#: each search but the first (round 0's with the caller's seed, which stays the search the
+#: portfolio's tables were measured with: the hint made some of those slower, e.g. n = 128
+#: seed 2129 0.8 → 2.7–3.0 s) starts from a solution hint: a vertex of the LP relaxation {K b = t,
 #: 0 ≤ b ≤ 1} for a random objective drawn with the search's seed, rounded (a vertex has at
 #: most d_out·d_in fractional entries, so the hint is an LP-feasible corner up to those).
 #: Work units to a set with CP-SAT seeds 0 / 1, planted d = 2, |S| = n/2, with the hint
@@ -138,8 +140,9 @@ def solve_cpsat(
         if hint is not None:
             for m, sd in zip(models, seeds):
                 m.clear_hints()
-                for xi, bi in zip(x, hint(sd)):
-                    m.add_hint(xi, bi)
+                if sd != seeds[0] or rounds:  # the first search is the unhinted one of before
+                    for xi, bi in zip(x, hint(sd)):
+                        m.add_hint(xi, bi)
         answers = _round(cp_model, solvers, models, x, seeds, work, left)
         fresh = {S for _, _, S in answers if S is not None and S not in tried}
         for S in sorted(fresh):
