@@ -27,13 +27,16 @@ Two further tables (each alone, instead of the one above)::
 
     python benchmarks/bench_narrow.py --lattice [--quick]   # planted |S| = n/2, d ≤ 4, n to 256
     python benchmarks/bench_narrow.py --lattice --dims 2 --widths 128 256 --methods auto cp-sat   # a part of it
+    python benchmarks/bench_narrow.py --lattice --dims 2 3 4 --widths 128 192 256 --lattice-seeds 8 --methods auto
     python benchmarks/bench_narrow.py --market [--quick]    # Cornuéjols–Dawande market split
     python benchmarks/bench_narrow.py --market --ms 6 7 --methods auto lattice   # a part of it
 
 ``--lattice``: planted sets of exactly n/2 columns (D[:,S] = −pinv(U[S])), seeds
 ``1000·d + n + s``, (d, n) in (2, 64), (2, 96), (2, 128), (2, 256), (3, 128), (4, 128),
-(4, 256) (``--dims``/``--widths`` keep some); methods ``auto``, ``lattice`` (LLL/BKZ alone),
-``milp`` (HiGHS), ``z3-pb`` and, when ``ortools`` is importable, ``cp-sat`` (the backend
+(4, 256) (``--dims``/``--widths`` keep some; both given, every (d, n) of them, with
+``--lattice-seeds`` seeds each, as in the third command above); methods ``auto``,
+``lattice`` (LLL/BKZ alone), ``milp`` (HiGHS), ``z3-pb`` and, when ``ortools`` is
+importable, ``cp-sat`` (the backend
 ``method="cp-sat"``: one worker, the same entrywise box as HiGHS with coefficients scaled to
 integers, a finder only; ``auto`` gives it a slice where MITM cannot run).
 ``--market``: m rows of coefficients uniform in 0..99 and n = 10(m − 1) columns (numpy
@@ -218,10 +221,11 @@ def _have_ortools() -> bool:
 def extra_table(which: str, quick: bool, budget: float | None, only: list[str] | None = None,
                 ms: list[int] | None = None, kinds: list[str] | None = None,
                 market_seeds: list[int] | None = None, dims: list[int] | None = None,
-                widths: list[int] | None = None) -> int:
+                widths: list[int] | None = None, lattice_seeds: int | None = None) -> int:
     """The --lattice or --market table: one row per instance, seconds per method (``only``:
     these methods of auto, lattice, milp, z3-pb, cp-sat; ``dims``, ``widths``: --lattice
-    sizes with these d and n only; ``ms``: these market sizes m;
+    sizes with these d and n only, or, both given, every (d, n) of them; ``lattice_seeds``:
+    seeds a --lattice size (default 2); ``ms``: these market sizes m;
     ``kinds``: these market right sides; ``market_seeds``: these seeds instead of 100·m).
     An ``infeasible`` row also gets the checker's seconds (``verify._lattice``, its own
     enumeration, on a budget of max(30 s, 10× the slowest method that said infeasible))."""
@@ -233,8 +237,9 @@ def extra_table(which: str, quick: bool, budget: float | None, only: list[str] |
     if which == "lattice":
         sizes = [(3, 128), (4, 128)] if quick else [(2, 64), (2, 96), (2, 128), (2, 256), (3, 128), (4, 128),
                                                      (4, 256)]
-        sizes = [(d, n) for d, n in sizes if (dims is None or d in dims) and (widths is None or n in widths)]
-        seeds = 1 if quick else 2
+        sizes = [(d, n) for d in dims for n in widths] if dims and widths else \
+            [(d, n) for d, n in sizes if (dims is None or d in dims) and (widths is None or n in widths)]
+        seeds = lattice_seeds or (1 if quick else 2)
         budget = budget or (10.0 if quick else 60.0)
         cases = [(f"planted d={d} n={n}", 1000 * d + n + s, planted_half(d, n, 1000 * d + n + s))
                  for d, n in sizes for s in range(seeds)]
@@ -320,11 +325,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kinds", nargs="+", choices=("cd", "planted", "shifted"),
                     help="--market: these right sides (default: cd planted)")
     ap.add_argument("--market-seeds", type=int, nargs="+", help="--market: these seeds (default: 100·m)")
+    ap.add_argument("--lattice-seeds", type=int, help="--lattice: seeds a size (default 2)")
     args = ap.parse_args(argv)
     if args.lattice or args.market:
         explicit = args.budget if "--budget" in (argv if argv is not None else sys.argv) else None
         return extra_table("lattice" if args.lattice else "market", args.quick, explicit, args.methods, args.ms,
-                           args.kinds, args.market_seeds, args.dims, args.widths)
+                           args.kinds, args.market_seeds, args.dims, args.widths, args.lattice_seeds)
     dims, widths = tuple(args.dims or (2, 3, 4)), list(args.widths or (24, 32, 48))
     seeds, budget = args.seeds, args.budget
     if args.stretch:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 import types
 
@@ -61,6 +62,9 @@ class _LyingSolver:
     def status_name(self, status) -> str:
         return "X"
 
+    def stop_search(self) -> None:
+        pass
+
 
 def test_backend_rejects_a_wrong_candidate_and_its_infeasible_is_no_proof(monkeypatch) -> None:
     cp_model = pytest.importorskip("ortools.sat.python.cp_model")
@@ -71,6 +75,102 @@ def test_backend_rejects_a_wrong_candidate_and_its_infeasible_is_no_proof(monkey
     assert res.status is UNKNOWN
     assert "not a proof" in res.reason
     assert res.certificate["failed_candidates"] == 1
+
+
+def test_two_searches_offering_the_same_wrong_set_count_it_once(monkeypatch) -> None:
+    cp_model = pytest.importorskip("ortools.sat.python.cp_model")
+    monkeypatch.setattr(cp_model, "CpSolver", _LyingSolver)
+    U, D, T = generic(2, 12, seed=1)
+    res = cs.solve_cpsat(U, D, T, timeout=5, threads=2)
+    assert res.status is UNKNOWN and "not a proof" in res.reason
+    assert res.certificate["failed_candidates"] == 1
+
+
+class _SeededSolver:
+    """A stand-in for ``cp_model.CpSolver`` that records each search's (seed, work) and
+    answers with the set ``S`` only for seed ``finder``; the search it runs beside (seed
+    ``finder − 1``, until ``started`` is set) waits until stopped (at most 30 s) and answers
+    unknown; every other search answers unknown at once."""
+
+    def __init__(self, S: tuple[int, ...], finder: int, log: list, started: threading.Event) -> None:
+        from ortools.sat.python import cp_model
+
+        self.parameters = types.SimpleNamespace()
+        self.S, self.finder, self.log, self.started = S, finder, log, started
+        self.stopped = threading.Event()
+        self._cp = cp_model
+
+    def solve(self, model):
+        seed = self.parameters.random_seed
+        self.log.append((seed, self.parameters.max_deterministic_time))
+        if seed == self.finder:
+            self.started.wait(30)  # the other search of the round is under way
+            return self._cp.FEASIBLE
+        if seed == self.finder - 1 and not self.started.is_set():
+            self.started.set()
+            self.stopped.wait(30)
+        return self._cp.UNKNOWN
+
+    def boolean_value(self, literal) -> bool:
+        return literal.index in self.S
+
+    def status_name(self, status) -> str:
+        return "X"
+
+    def stop_search(self) -> None:
+        self.stopped.set()
+
+
+def test_two_searches_run_side_by_side_and_the_first_set_stops_the_other(monkeypatch) -> None:
+    """With threads ≥ 2: two searches a round, seeds 0, 1 then 2, 3 (the second round with
+    twice the work); the set found by seed 3 is verified and returned, and stops seed 2's
+    search."""
+    cp_model = pytest.importorskip("ortools.sat.python.cp_model")
+    U, D, T, S = planted(2, 24, seed=5)
+    log: list = []
+    made: list[_SeededSolver] = []
+    started = threading.Event()
+
+    def factory() -> _SeededSolver:
+        made.append(_SeededSolver(S, 3, log, started))
+        return made[-1]
+
+    monkeypatch.setattr(cp_model, "CpSolver", factory)
+    res = cs.solve_cpsat(U, D, T, timeout=60, threads=8)
+    assert res.status is FOUND and res.S == S
+    assert len(made) == cs.CHAINS == 2
+    w = cs.FIRST_ROUND_WORK
+    assert sorted(log) == [(0, w), (1, w), (2, 2 * w), (3, 2 * w)]
+    assert made[0].stopped.is_set()  # seed 2's search (the first chain) was told to stop
+    # one thread: one search a round, seeds 0, 1, 2, 3 in turn
+    log.clear(), made.clear(), started.set()
+    res = cs.solve_cpsat(U, D, T, timeout=60, threads=1)
+    assert res.status is FOUND and len(made) == 1
+    assert log == [(0, w), (1, 2 * w), (2, 4 * w), (3, 8 * w)]
+
+
+def test_each_search_but_the_first_starts_from_an_lp_vertex_hint(monkeypatch) -> None:
+    cp_model = pytest.importorskip("ortools.sat.python.cp_model")
+    U, D, T, S = planted(2, 24, seed=5)
+    hints: dict[int, list[int]] = {}
+
+    class Recorder(_SeededSolver):
+        def solve(self, model):
+            hint = model.proto.solution_hint
+            hints[self.parameters.random_seed] = [v for _, v in sorted(zip(hint.vars, hint.values))]
+            return super().solve(model)
+
+    started = threading.Event()
+    monkeypatch.setattr(cp_model, "CpSolver", lambda: Recorder(S, 1, [], started))
+    started.set()
+    res = cs.solve_cpsat(U, D, T, timeout=60, threads=2)
+    assert res.status is FOUND and res.S == S
+    assert sorted(hints) == [0, 1] and hints[0] == []  # the first search has none
+    assert len(hints[1]) == 24 and set(hints[1]) <= {0, 1}
+    K, t = cs.khatri_rao(U, D), T.ravel()
+    # the rounded vertex: its residual is that of rounding at most d_out·d_in = 4 entries
+    b = np.array(hints[1], dtype=float)
+    assert np.linalg.norm(K @ b - t) <= 4 * np.abs(K).max() + 1e-9
 
 
 def test_dispatcher_rejects_a_wrong_set_the_backend_calls_found(monkeypatch) -> None:
@@ -112,10 +212,12 @@ def test_missing_ortools_is_unknown_not_an_error(monkeypatch) -> None:
 
 
 def _spy(monkeypatch) -> list[float]:
-    """Replace the CP-SAT backend by one that records its budget and answers unknown."""
+    """Replace the CP-SAT backend by one that records its budget and answers unknown (and
+    checks that it is given one search thread a core)."""
     budgets: list[float] = []
 
     def spy(U, D, T, *, timeout, **kw):
+        assert kw["threads"] == pf._idle_cores()
         budgets.append(timeout)
         return SearchResult(UNKNOWN, "cp-sat", "spy")
 
@@ -155,6 +257,16 @@ def test_portfolio_gives_cpsat_a_slice_only_past_mitms_reach(monkeypatch) -> Non
     step = dict(steps)["cp-sat"]
     assert step().status is UNKNOWN
     assert len(budgets) == 1 and 0.9 * pf.CPSAT_SHARE * 60 < budgets[0] <= pf.CPSAT_SHARE * 60
+
+
+def test_portfolio_gives_cpsat_a_second_search_only_with_an_idle_core(monkeypatch) -> None:
+    monkeypatch.setattr(pf, "_cores", lambda: 2)
+    for load, threads in ((0.2, 2), (1.0, 2), (1.4, 2), (1.6, 1), (2.0, 1), (11.0, 1)):
+        monkeypatch.setattr(pf.os, "getloadavg", lambda load=load: (load, load, load))
+        assert pf._idle_cores() == threads, load
+    monkeypatch.setattr(pf, "_cores", lambda: 1)
+    monkeypatch.setattr(pf.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert pf._idle_cores() == 1
 
 
 def test_portfolio_rechecks_the_cpsat_step_set(monkeypatch) -> None:

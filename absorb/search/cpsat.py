@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import threading
 import time
+from typing import Any
 
 import numpy as np
 
@@ -54,9 +56,30 @@ def available() -> bool:
 #: the feasibility-jump worker, or with a second full solver, or two LP levels) spent 7–12
 #: CPU seconds on each n = 256 instance without finding it: the solutions come from the
 #: LP-guided search, and the second worker and its helpers only share the cores.  One worker
-#: also searches the same way for a seed.
+#: also searches the same way for a seed.  (search_branching LP_SEARCH and
+#: PSEUDO_COST_SEARCH gave the same searches as the default, to the work unit.)
 WORKERS = 1
 LINEARIZATION_LEVEL = 2
+#: with ``threads`` ≥ 2, this many such one-worker searches run side by side, each with its
+#: own random seed, and the first solution stops the others: the work to a set is
+#: heavy-tailed in the seed, and the least of two draws has a much shorter tail than one.
+#: Planted d = 2, |S| = n/2, seeds 2192–2199 and 2256–2257, CP-SAT seeds 0–3 each: the
+#: expected work under the rounds below (seeds as independent draws) is, for n = 192, mean
+#: 1.82 / max 5.27 with one search and 1.36 / 3.39 with two; for n = 256, 4.89 / 5.99 and
+#: 2.58 / 2.72 (work units; two searches take two cores)
+CHAINS = 2
+#: each search but the first (round 0's with the caller's seed, which stays the search the
+#: portfolio's tables were measured with: the hint made some of those slower, e.g. n = 128
+#: seed 2129 0.8 → 2.7–3.0 s) starts from a solution hint: a vertex of the LP relaxation {K b = t,
+#: 0 ≤ b ≤ 1} for a random objective drawn with the search's seed, rounded (a vertex has at
+#: most d_out·d_in fractional entries, so the hint is an LP-feasible corner up to those).
+#: Work units to a set with CP-SAT seeds 0 / 1, planted d = 2, |S| = n/2, with the hint
+#: against without: n = 256 seeds 2256–2261: 1.8/4.4, 0.7/0.8, 1.9/2.3, >12/2.5, 1.1/2.4,
+#: 1.6/2.8 against 1.7/10.5, 2.2/2.1, 2.8/4.9, >16/3.3, 7.0/5.5, 3.8/>12 (mean about 2.9
+#: against 6.0, counting a miss as its cap); 2262 with it 1.3/2.2; n = 192 seeds 2192, 2193,
+#: 2196: 2.4/0.8, 2.0/0.4, 0.9/1.0 against 1.7/1.7, 4.9/1.6, 2.5/0.8 (at n = 256 both seeds
+#: had the vertex of seed 0's objective)
+HINT = True
 #: the model's build in Python, which no time limit cuts short, costs about 1e-5 s a term of
 #: K (d_out·d_in·n terms; measured 2.5–3.1 s for 2.6–2.9e5 terms at load 3.5, counted
 #: double): a model expected to take over half the budget to build is not built
@@ -72,13 +95,14 @@ FIRST_ROUND_WORK = 4.0
 
 def solve_cpsat(
     U: np.ndarray, D: np.ndarray, T: np.ndarray, *, tol: float = 1e-9, timeout: float = 60.0,
-    seed: int = 0,
+    seed: int = 0, threads: int = 1,
 ) -> SearchResult:
     """Ask CP-SAT for a 0/1 point in the rounded box; ``found`` (verified) or ``unknown``.
 
-    ``seed`` is CP-SAT's ``random_seed`` in the first round, ``seed + k`` in round k (one
-    worker and rounds of deterministic work: the same seed, the same search, until the
-    budget's wall clock stops it)."""
+    ``min(threads, CHAINS)`` searches run side by side (threads; CP-SAT releases the GIL).
+    Search c of round k has ``random_seed`` ``seed + k·chains + c`` (one worker and rounds of
+    deterministic work: the same seeds, the same searches, until the budget's wall clock or
+    another search's solution stops them)."""
     t0 = time.perf_counter()
 
     def unknown(reason: str, **cert: object) -> SearchResult:
@@ -94,11 +118,62 @@ def solve_cpsat(
         from ortools.sat.python import cp_model
     except ImportError:
         return unknown("ortools is not installed (pip install 'absorb[cpsat]')")
+    built = _model(cp_model, U, D, T, tol)
+    if isinstance(built, str):
+        return unknown(built)
+    model, x = built
+    hint = _lp_vertex(khatri_rao(U, D), T.ravel().astype(np.float64)) if HINT else None
+    chains = max(1, min(int(threads), CHAINS))
+    models = [model] + [model.clone() for _ in range(chains - 1)]  # one each: no-goods go to all
+    solvers = [cp_model.CpSolver() for _ in range(chains)]
+    for solver in solvers:
+        solver.parameters.num_workers = WORKERS
+        solver.parameters.linearization_level = LINEARIZATION_LEVEL
+    tried: set[tuple[int, ...]] = set()
+    rounds, work = 0, FIRST_ROUND_WORK
+    while True:
+        left = timeout - (time.perf_counter() - t0)
+        if left <= 0.005:
+            return unknown(f"time budget {timeout:g}s spent ({len(tried)} CP-SAT candidates failed verification, "
+                           f"{rounds} rounds of {chains} searches)")
+        seeds = [(int(seed) + rounds * chains + c) % 2**31 for c in range(chains)]
+        if hint is not None:
+            for m, sd in zip(models, seeds):
+                m.clear_hints()
+                if sd != seeds[0] or rounds:  # the first search is the unhinted one of before
+                    for xi, bi in zip(x, hint(sd)):
+                        m.add_hint(xi, bi)
+        answers = _round(cp_model, solvers, models, x, seeds, work, left)
+        fresh = {S for _, _, S in answers if S is not None and S not in tried}
+        for S in sorted(fresh):
+            r = relative_residual(U, D, T, S)
+            if r <= tol:
+                return SearchResult(SearchStatus.FOUND, "cp-sat", "CP-SAT solution, re-verified in float64",
+                                    S=S, residual=r, elapsed=time.perf_counter() - t0)
+            tried.add(S)  # no-good clause: some b_i differs from this candidate
+            for m in models:
+                m.add_bool_or([x[i].Not() if i in S else x[i] for i in range(n)])
+        if fresh:
+            continue  # the candidates are cut off: the same round again
+        statuses = {st for st, _, _ in answers}
+        if cp_model.INFEASIBLE in statuses:
+            return unknown("CP-SAT reports the rounded box infeasible (not a proof)", cpsat="infeasible",
+                           failed_candidates=len(tried))
+        if statuses == {cp_model.UNKNOWN}:  # the round's work or the budget spent: other seeds, twice the work
+            rounds, work = rounds + 1, 2 * work
+            continue
+        names = ", ".join(sorted({name for _, name, _ in answers}))
+        return unknown(f"CP-SAT stopped without a solution ({names}); budget {timeout:g}s", cpsat=names)
+
+
+def _model(cp_model: Any, U: np.ndarray, D: np.ndarray, T: np.ndarray, tol: float) -> tuple[Any, list[Any]] | str:
+    """The rounded box as a CP-SAT model and its n Boolean variables, or why there is none."""
+    n = U.shape[0]
     K = khatri_rao(U, D)
     t = T.ravel().astype(np.float64)
     top = float(np.max(np.abs(K))) if K.size else 0.0
     if not (math.isfinite(top) and top > 0 and np.all(np.isfinite(t))):
-        return unknown("K is zero or not finite: nothing to encode")
+        return "K is zero or not finite: nothing to encode"
     scale = math.ldexp(1.0, SCALE_BITS - math.frexp(top)[1])  # a power of two: K·scale exact
     _, t_hi = frobenius_bounds(T)
     slack = n + 1 + tol * t_hi * scale
@@ -106,41 +181,62 @@ def solve_cpsat(
     lo = np.ceil(t * scale - slack)
     hi = np.floor(t * scale + slack)
     if not (np.all(np.abs(lo) < 2.0**62) and np.all(np.abs(hi) < 2.0**62)):
-        return unknown("the target scaled with K leaves int64's range")
-
+        return "the target scaled with K leaves int64's range"
     model = cp_model.CpModel()
     x = [model.new_bool_var(f"b{i}") for i in range(n)]
     for row, a, b in zip(coeffs, lo, hi):
         nz = np.nonzero(row)[0]
         model.add_linear_constraint(cp_model.LinearExpr.weighted_sum([x[i] for i in nz], row[nz].tolist()),
                                     int(a), int(b))
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = WORKERS
-    solver.parameters.linearization_level = LINEARIZATION_LEVEL
-    rejected, rounds, work = 0, 0, FIRST_ROUND_WORK
-    while True:
-        left = timeout - (time.perf_counter() - t0)
-        if left <= 0.005:
-            return unknown(f"time budget {timeout:g}s spent ({rejected} CP-SAT candidates failed verification, "
-                           f"{rounds} rounds)")
-        solver.parameters.random_seed = (int(seed) + rounds) % 2**31
+    return model, x
+
+
+def _lp_vertex(K: np.ndarray, t: np.ndarray) -> Any:
+    """``hint(seed)``: the rounded vertex of {K b = t, 0 ≤ b ≤ 1} (HiGHS) that
+    minimises a Gaussian objective drawn with ``seed``, as n Booleans (all False when the LP
+    fails: a hint is only where the search starts, never a verdict)."""
+    from scipy.optimize import linprog
+
+    def hint(seed: int) -> list[bool]:
+        c = np.random.default_rng(seed).standard_normal(K.shape[1])
+        res = linprog(c, A_eq=K, b_eq=t, bounds=(0, 1), method="highs")
+        return [bool(v > 0.5) for v in res.x] if res.status == 0 else [False] * K.shape[1]
+    return hint
+
+
+def _round(cp_model: Any, solvers: list[Any], models: list[Any], x: list[Any], seeds: list[int], work: float,
+           left: float) -> list[tuple[int, str, tuple[int, ...] | None]]:
+    """One round: solver c searches model c (its own copy) with seed c, side by side when
+    there are several; the first to end with a solution or "infeasible" stops the others
+    (one not yet started is skipped).  Each search's status, its name and the solution's set
+    (``None`` without one)."""
+    for solver, sd in zip(solvers, seeds):
+        solver.parameters.random_seed = sd
         solver.parameters.max_time_in_seconds = left
         solver.parameters.max_deterministic_time = work
-        status = solver.solve(model)
-        if status == cp_model.UNKNOWN:  # the round's work or the budget spent: another seed, twice the work
-            rounds, work = rounds + 1, 2 * work
-            continue
-        if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            S = tuple(i for i in range(n) if solver.boolean_value(x[i]))
-            r = relative_residual(U, D, T, S)
-            if r <= tol:
-                return SearchResult(SearchStatus.FOUND, "cp-sat", "CP-SAT solution, re-verified in float64",
-                                    S=S, residual=r, elapsed=time.perf_counter() - t0)
-            rejected += 1  # no-good clause: some b_i differs from this candidate
-            model.add_bool_or([x[i].Not() if i in S else x[i] for i in range(n)])
-            continue
-        if status == cp_model.INFEASIBLE:
-            return unknown("CP-SAT reports the rounded box infeasible (not a proof)", cpsat="infeasible",
-                           failed_candidates=rejected)
-        return unknown(f"CP-SAT stopped without a solution ({solver.status_name(status)}); budget {timeout:g}s",
-                       cpsat=solver.status_name(status))
+    answers: list[tuple[int, str, tuple[int, ...] | None]] = [(cp_model.UNKNOWN, "UNKNOWN", None)] * len(seeds)
+    done = threading.Event()
+
+    def search(c: int) -> None:
+        if done.is_set():
+            return
+        solver = solvers[c]
+        status = solver.solve(models[c])
+        S = tuple(i for i in range(len(x)) if solver.boolean_value(x[i])) \
+            if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
+        answers[c] = (status, solver.status_name(status), S)
+        if S is not None or status == cp_model.INFEASIBLE:
+            done.set()
+            for other in solvers:
+                if other is not solver:
+                    other.stop_search()
+
+    if len(seeds) == 1:
+        search(0)
+        return answers
+    workers = [threading.Thread(target=search, args=(c,), daemon=True) for c in range(len(seeds))]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return answers

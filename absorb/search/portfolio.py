@@ -62,8 +62,12 @@ LATTICE_BEFORE_MITM_SECONDS = 5.0
 LATTICE_SHARE = 0.4
 
 #: ``auto`` gives CP-SAT (when ortools is installed) this share of what is left when MITM
-#: cannot run within the budget, in front of the lattice finder's LATTICE_SHARE
-CPSAT_SHARE = 0.25
+#: cannot run within the budget, in front of the lattice finder's LATTICE_SHARE.  Half: it is
+#: the finder that finds planted d = 2 sets at n = 96–256 (the lattice finder needs BKZ-40 at
+#: n = 96 and found none of n = 192 seeds 2192–2194 in 13–66 s after CP-SAT's 25 % slice),
+#: and its work to a set is heavy-tailed: at load 6–8 on the 2 cores a 25 % slice (14 s of
+#: wall clock, about 1–1.5 work units) missed 2192 and 2194, which need 1.7 and 1.8 with seed 0
+CPSAT_SHARE = 0.5
 
 #: ``auto`` tries the lattice enumeration's proof (fpylll) in front of a complete MITM run
 #: expected to take longer than this (seconds): it reduces for at most a tenth of that
@@ -142,6 +146,19 @@ def _cores() -> int:
     except AttributeError:  # not on Linux
         n = os.cpu_count() or 1
     return max(1, min(n, 8))
+
+
+def _idle_cores() -> int:
+    """Cores free for a second CP-SAT search: :func:`_cores` less the 1-minute load average
+    beyond this search's own 1 (rounded, at least 1).  Two searches gain only when each has a
+    core: at load 11 on the 2 cores, planted d = 2, n = 256 seeds 2256/2257 took CP-SAT 21–30 s
+    with two searches against 14–23 s with one (the process got no more CPU time for its
+    second thread)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # not on Unix
+        return 1
+    return max(1, min(_cores(), round(_cores() - max(0.0, load - 1.0))))
 
 
 def _validate(U: Any, D: Any, T: Any, tol: float, timeout: float, method: str, seed: int
@@ -332,13 +349,15 @@ def _cpsat_steps(run: _Portfolio) -> list[Step]:
     budget: CPSAT_SHARE of what is left, after the lattice proof's step and the Z3-PB look,
     in front of the lattice finder (planted d = 2, |S| = n/2: CP-SAT finds n = 96–256 in
     0.3–7 s on one worker, where the lattice finder needs BKZ-40 at n = 96 and declines at
-    n = 256, and HiGHS and Z3-PB stop at the budget).  On an instance without a set the
-    slice is budget spent: only finders come after it (the proofs come before)."""
+    n = 256, and HiGHS and Z3-PB stop at the budget), with one search an idle core (at most
+    :data:`~.cpsat.CHAINS`, each its own seed: the first set found ends them all).  On an
+    instance without a set the slice is budget spent: only finders come after it (the proofs
+    come before)."""
     from . import cpsat
 
     if not cpsat.available():
         return []
-    return [run.call("cp-sat", lambda: max(CPSAT_SHARE * run.left(), 0.05))]
+    return [run.call("cp-sat", lambda: max(CPSAT_SHARE * run.left(), 0.05), threads=_idle_cores())]
 
 
 def _narrow(run: _Portfolio, steps: list[Step]) -> SearchResult:
@@ -407,7 +426,7 @@ def find_index_set(
     budget, 40 % of what is left in front of step 5 (after a Z3-PB look of at most 1 s).
     CP-SAT (``cp-sat``, with the optional ortools; a finder) gets :data:`CPSAT_SHARE` of what
     is left when MITM cannot run within the budget, after the lattice proof's step and the
-    Z3-PB look, in front of the lattice finder.
+    Z3-PB look, in front of the lattice finder (one search an idle core, up to two seeds at once).
 
     When MITM is expected to finish within :data:`QUICK_MITM_SECONDS`, it runs first; an
     infeasibility it proves is then returned only if step 1 proves less (step 1's dual
