@@ -126,6 +126,22 @@ def test_planted_relu2_at_model_size(d: int, n: int) -> None:
     assert _accepted(blk, dec)
 
 
+def test_a_zero_unit_keeps_the_null_space_route(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Degenerate weights (a zero column of W_down, outside S): no necessity proof, but the flip
+    witness needs none — the null space is read over the units with nonzero columns (a zero
+    unit zeroes the Gram matrix's diagonal), S mapped back to the block's unit numbers."""
+    blk = planted_relu2(9, 40, 96)
+    D = np.array(blk.W_down, dtype=np.float64)
+    D[:, 50] = 0.0
+    blk = blk.replace(W_down=D)
+    _no_linear(monkeypatch)
+    dec = decide(blk, timeout=60)
+    bd = dec.blocks[0]
+    assert bd.verdict is Verdict.ABSORBABLE, bd.reason
+    assert bd.search.method == "nullspace" and bd.witness.S == (0, 1, 2, 3)
+    assert _accepted(blk, dec)
+
+
 @pytest.mark.parametrize("act", ["relu", "silu"], ids=["reglu", "swiglu"])
 def test_planted_gated_block_is_absorbable_by_the_null_space_and_verifies(act: str, monkeypatch: pytest.MonkeyPatch) -> None:
     blk = planted_gated(9, 40, 96, act)

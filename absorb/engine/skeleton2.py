@@ -959,7 +959,8 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
                f"W_up, nonzero columns of W_down) to prove not_absorbable, and {'; '.join(failing)}")
         out = degenerate_flip(ctx, blk, lambda b64: enumeration_route(b64, q, ctx.tol),
                               lambda b64: lifted_columns(b64, q), lambda b64: linear_columns(b64, q),
-                              lambda b64, res: _relu2_flip(ctx, blk, b64, res, q), lambda b64: _independent(b64, ctx.tol))
+                              lambda b64, res: _relu2_flip(ctx, blk, b64, res, q), lambda b64: _independent(b64, ctx.tol),
+                              lambda b64: _degenerate_null(ctx, b64, q, lambda b, r: _relu2_flip(ctx, blk, b, r, q)))
         return out if isinstance(out, BlockDecision) else unknown(why + (f"; {out}" if out else ""))
     blk64 = blk.float64()
     small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES  # the exact and enumeration routes build the columns
@@ -1014,7 +1015,7 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
 
 
 def degenerate_flip(ctx: Any, blk: Block, enumerate_: Any, lifted: Any, linear: Any, flip: Any,
-                    independent: Any = None) -> BlockDecision | str | None:
+                    independent: Any = None, null: Any = None) -> BlockDecision | str | None:
     """For degenerate weights (a hypothesis of necessity fails, so no ``not_absorbable``): look
     for an S with the routes that can find one — every S (n ≤ :data:`ENUMERATE_MAX_N`), the
     index-set engine over the lifted columns, then over the linear condition alone — and hand
@@ -1023,7 +1024,9 @@ def degenerate_flip(ctx: Any, blk: Block, enumerate_: Any, lifted: Any, linear: 
     None (no S found; an infeasibility proof is no verdict here). Both handlers' (``enumerate_``,
     ``lifted``, ``linear`` build their routes' input from the float64 block). ``independent(b64)``,
     when given, is a quick proof that no S is near (the Gram route over the units whose
-    columns are not zero: a unit with zero columns changes no S's distance), which skips the search."""
+    columns are not zero: a unit with zero columns changes no S's distance), which skips the search.
+    ``null(b64)``, when given, is the null-space route over those units (its candidates' flips),
+    tried when no route found an S."""
     b64 = blk.float64()
     small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES
     if independent is not None:
@@ -1038,19 +1041,49 @@ def degenerate_flip(ctx: Any, blk: Block, enumerate_: Any, lifted: Any, linear: 
     if (res is None or res.status is not SearchStatus.FOUND) and not small:
         res = linear_route(*linear(b64), ctx)
     if res is None or res.status is not SearchStatus.FOUND or res.S is None:
-        return None
+        return None if null is None else null(b64)
     return flip(b64, res)
+
+
+def nonzero_units(b64: Block) -> tuple[np.ndarray, Block] | None:
+    """(the units with u_i ≠ 0 and w_i ≠ 0, the block of those units only), or None if there are
+    none: a unit with u_i = 0 or w_i = 0 has zero (Q) and (L) columns, so it changes no S's distance."""
+    U, D = np.asarray(b64.W_up), np.asarray(b64.W_down)
+    keep = np.flatnonzero(np.any(U != 0, axis=1) & np.any(D != 0, axis=0))
+    if keep.size == 0:
+        return None
+    return keep, b64.replace(W_up=U[keep], W_down=D[:, keep], b_up=None if b64.b_up is None else np.asarray(b64.b_up)[keep])
+
+
+def _degenerate_null(ctx: Any, b64: Block, q: Quadratic, flip: Any) -> BlockDecision | None:
+    """The null-space route for degenerate weights: over the units with nonzero columns (a zero
+    unit makes the Gram matrix's diagonal vanish), each candidate mapped back to the block's own
+    unit numbers and handed to ``flip(b64, res)``, whose exact check alone decides."""
+    import dataclasses
+
+    got = nonzero_units(b64)
+    if got is None:
+        return None
+    keep, sub = got
+    if sub.n > min(GRAM_MAX_N, sub.d * sub.d * (sub.d + 1) // 2):
+        return None
+    lg = gram_rows_skeleton2(sub)
+    for res in nullspace_route(None if lg is None else lg.full(), *linear_columns(sub, q)[:3], ctx.tol):
+        out = flip(b64, dataclasses.replace(res, S=tuple(int(keep[i]) for i in res.S or ())))
+        if isinstance(out, BlockDecision):
+            return out
+        ctx.notes.append(f"the null space of the Gram matrix proposed a candidate: {out}")
+    return None
 
 
 def _independent(b64: Block, tol: float) -> SearchResult | None:
     """The Gram route over the units with u_i ≠ 0 and w_i ≠ 0 (a unit with u_i = 0 or
     w_i = 0 has zero (Q) and (L) columns, so it changes no S's distance): INFEASIBLE when only
     S = ∅ is near; None when neither route applies (a speed-up for :func:`degenerate_flip` only)."""
-    U, D = np.asarray(b64.W_up), np.asarray(b64.W_down)
-    keep = np.flatnonzero(np.any(U != 0, axis=1) & np.any(D != 0, axis=0))
-    if keep.size == 0:
+    got = nonzero_units(b64)
+    if got is None:
         return None
-    sub = b64.replace(W_up=U[keep], W_down=D[:, keep], b_up=None if b64.b_up is None else np.asarray(b64.b_up)[keep])
+    sub = got[1]
     if sub.n > sub.d * sub.d * (sub.d + 1) // 2:
         return None
     return gram_route(gram_rows_skeleton2(sub), sub.M, tol)  # (float, rigorous: milliseconds where the exact rank route takes seconds)
