@@ -112,6 +112,8 @@ def test_json_a_reader_may_read_otherwise_is_bad_input(tmp_path: Path, capsys: p
     assert dup != text
     for bad, word in ((dup, "'verdict' appears twice"),
                       (text.replace('"tolerance": 1e-09', '"tolerance": 1' + "0" * 400, 1), "past float64's range"),
+                      (text.replace('"tolerance": 1e-09', '"tolerance": 1e400', 1), "past float64's range"),
+                      (text.replace('"tolerance": 1e-09', '"tolerance": -1e-400', 1), "below float64's smallest subnormal"),
                       (text.replace('"paper": {', '"paper": {"x": ' + "[" * 100_000 + "]" * 100_000 + ", ", 1), "nested too deeply")):
         assert bad != text
         cert.write_text(bad)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,18 @@ def _int(text: str) -> int:
     return value
 
 
+def _float(text: str) -> float:
+    """A JSON number with a fraction or exponent, as float64 — refused where that is not the
+    number written: past the range (it would read as ±inf) or a nonzero literal too small for a
+    float64 subnormal (it would read as 0). absorb writes every float by repr, which reads back exactly."""
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:24]} is past float64's range")
+    if value == 0 and any(ch in "123456789" for ch in text.lower().split("e")[0]):
+        raise ValueError(f"the number {text[:24]} is nonzero but below float64's smallest subnormal (it would read as 0)")
+    return value
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An object whose names are unique: with a repeated name, readers disagree on which value
     counts (Python's json keeps the last, others the first), so a certificate holding one is refused."""
@@ -47,7 +60,7 @@ def load_certificate(path: str | Path) -> dict[str, Any]:
     if not p.is_file():
         raise InvalidInput(f"{p}: no such certificate file; make one with 'absorb check MODEL --certificate {p.name}'")
     try:
-        obj = json.loads(p.read_text(encoding="utf-8"), parse_constant=_no_constant, parse_int=_int,
+        obj = json.loads(p.read_text(encoding="utf-8"), parse_constant=_no_constant, parse_int=_int, parse_float=_float,
                          object_pairs_hook=_unique_keys)
     except RecursionError:
         raise InvalidInput(f"{p}: nested too deeply to read (absorb writes a few levels); the certificate was edited — "
