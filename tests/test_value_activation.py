@@ -139,7 +139,9 @@ def test_a_non_o_z_value_activation_is_refused() -> None:
 
 @pytest.mark.parametrize(("gate", "h", "case"), [("glu", "expr:x**2", "value-flat"), ("glu", "expr:Max(0, x)**2", "value-flat"),
                                                  ("expr:Max(0, x)**2", "sigmoid", "gate-flat"),
-                                                 ("expr:Max(0, x)**2", "expr:Max(-7, Min(7, x)) + 1", "gate-flat")])
+                                                 ("expr:Max(0, x)**2", "expr:Max(-7, Min(7, x)) + 1", "gate-flat"),
+                                                 # bounded on R with no limits at ±∞: recorded (and checked) as bounded near 0
+                                                 ("expr:x**2", "expr:cos(x)", "gate-flat"), ("expr:cos(x)", "expr:x**2", "value-flat")])
 def test_a_bounded_factor_times_an_o_z_factor_is_not_absorbable_and_verified(gate: str, h: str, case: str) -> None:
     """One factor bounded on R, the other vanishing at 0 with both one-sided derivatives 0: every
     unit is o(|x|) (GLU's sigmoid gate with h = x²; a ReLU² gate with gpt-oss's clamp + 1)."""

@@ -33,7 +33,7 @@ from absorb.engine.witness import (
     linear_bound,
     rounding_allowance,
 )
-from absorb.model.activations import get_activation
+from absorb.model.activations import Activation, get_activation
 from absorb.model.block import Block, normalise_value
 from absorb.rigorous import SAFE_EXPONENT, magnitudes_ok
 from absorb.rigorous import gamma as _gamma  # Higham's γ_k, shared with the search backends
@@ -194,6 +194,12 @@ def _flat_slopes(pr: Property) -> bool:
     return pr.proved and _fraction(pr, "right") == 0 and _fraction(pr, "left") == 0
 
 
+def _near_zero_or(act: Activation, on_reals: Property) -> Property:
+    """σ's bound near 0 (finite one-sided limits at 0) where proved, else ``on_reals`` (bounded on R)."""
+    near = _analysis(act, "bounded_near_zero")
+    return near if near.proved else on_reals
+
+
 def _linearization_value(ctx: Ctx) -> BlockDecision | None:
     """The linearization argument with a value activation h (bias-free): |g(z)| ≤ C|z| and
     |h(z)| ≤ C|z| near 0 (each g(0) = 0 with finite one-sided derivatives, proved by the σ
@@ -208,10 +214,11 @@ def _linearization_value(ctx: Ctx) -> BlockDecision | None:
     if bg.proved and bh.proved:
         return None  # the boundedness argument covers this block with or without biases: let it answer
     sg, sh = _analysis(g, "vanishing_slopes"), _analysis(h, "vanishing_slopes")
-    # the factor next to one that is o(|z|) at 0 need only be bounded near 0: bounded on R, or with
-    # finite one-sided limits at 0 (absorb.symbolic.affine.bounded_near_zero)
-    ng = bg if bg.proved or not _flat_slopes(sh) else _analysis(g, "bounded_near_zero")
-    nh = bh if bh.proved or not _flat_slopes(sg) else _analysis(h, "bounded_near_zero")
+    # the factor next to one that is o(|z|) at 0 need only be bounded near 0: with finite one-sided
+    # limits at 0 (absorb.symbolic.affine.bounded_near_zero, the weaker claim, which the checker
+    # re-derives at 0 alone: cos, bounded on R with no limits at ±∞, has them), else bounded on R
+    ng = _near_zero_or(g, bg) if _flat_slopes(sh) else bg
+    nh = _near_zero_or(h, bh) if _flat_slopes(sg) else bh
     case = ("product" if sg.proved and sh.proved else "value-flat" if _flat_slopes(sh) and ng.proved
             else "gate-flat" if _flat_slopes(sg) and nh.proved else None)
     if case is None:
@@ -233,7 +240,7 @@ def _linearization_value(ctx: Ctx) -> BlockDecision | None:
                "unit g(w_g·x)·h(w_u·x) is O(|x|²)")
     else:
         small, big = ("h", "g") if case == "value-flat" else ("g", "h")
-        where = "on R" if (bg if big == "g" else bh).proved else "near 0 (finite one-sided limits at 0)"
+        where = "near 0 (finite one-sided limits at 0)" if (ng if big == "g" else nh).name == "bounded_near_zero" else "on R"
         why = (f"{big} is bounded {where} and {small}(0) = 0 with both one-sided derivatives 0 at 0 ({small} = o(|z|)), so "
                "every gated unit g(w_g·x)·h(w_u·x) is o(|x|)")
     return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.LINEARIZATION,
