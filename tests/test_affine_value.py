@@ -156,15 +156,44 @@ def test_bias_free_h_2x_keeps_the_linearization_argument() -> None:
     assert dec.verdict is Verdict.NOT_ABSORBABLE and dec.theorem.value == "linearization"
 
 
+def _enumerated_block() -> Block:
+    """A biased SwiGLU block with h(z) = z + 1, d = 2, n = 8 (past the (Qg) columns' rank: its proof
+    enumerates (Qg) and (Lg), which read b_up), whose b_up + 1 rounds in float64."""
+    r = np.random.default_rng(5)
+    d, n = 2, 8
+    return Block(_dyadic(r.standard_normal((n, d))), r.standard_normal((d, n)), get_activation("swiglu"),
+                 W_gate=r.standard_normal((n, d)), value_activation=get_activation("expr:x + 1"), b_gate=r.standard_normal(n),
+                 b_up=r.standard_normal(n) / 3, b_down=r.standard_normal(d))
+
+
 def test_rounded_normalisation_proves_nothing_against_f() -> None:
-    """b_up + 1 rounds in float64 for these biases: the normalised block's proof reads b_up, so the
-    verdict is unknown, naming the rounding."""
-    rng = np.random.default_rng(3)
-    blk = generic("swiglu", "expr:x + 1", biased=True).replace(b_up=rng.standard_normal(6) / 3)
+    """b_up + 1 rounds in float64 for these biases: where the normalised block's proof reads b_up
+    (the enumeration of (Qg) and (Lg), d = 2, n = 8: (Qg) alone leaves sets), the verdict is
+    unknown, naming the rounding."""
+    blk = _enumerated_block()
     dec = decide_block(blk, timeout=30)
     assert dec.verdict is Verdict.UNKNOWN and "rounding in c·b_up + k" in dec.reason, dec.reason
     doc, rep = _verified(blk, decide(blk, timeout=30))
     assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]
+
+
+@pytest.mark.parametrize("gate", ["swiglu", "expr:1/(1+exp(-x))"])
+def test_rounded_biases_do_not_matter_to_a_proof_that_reads_none(gate: str) -> None:
+    """The rank route of a ReLU-like gate (only S = ∅ meets (Qg); S = ∅ leaves M = 0) and the step
+    gate's condition (M = −W_down[:,S] W_up[S,:]) read no bias: b_up + 1 rounding in float64 changes
+    nothing, the verdict carries over to f, and the checker agrees; the same certificate whose
+    argument claims a route that reads the biases is refused."""
+    rng = np.random.default_rng(3)
+    blk = generic(gate, "expr:x + 1", biased=True).replace(b_up=rng.standard_normal(6) / 3)
+    dec = decide(blk, timeout=30)
+    assert dec.verdict is Verdict.NOT_ABSORBABLE and "reads W_gate, W_up and W_down only" in dec.reason, dec.reason
+    doc, rep = _verified(blk, dec)
+    assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]
+    arg = doc["blocks"][0]["argument"]
+    if arg.get("route") == "rank":
+        bad = copy.deepcopy(doc)
+        bad["blocks"][0]["argument"]["route"] = "enumerate"
+        assert not checker.verify_certificate(bad, blk).accepted
 
 
 def test_constant_value_activation_is_left_unknown_with_a_reason() -> None:
@@ -222,9 +251,9 @@ def test_value_activation_that_is_not_affine_is_refused() -> None:
 
 def test_not_absorbable_from_a_rounded_normalisation_is_refused() -> None:
     """A forged certificate: the normalised block's not_absorbable, wrapped without the engine's
-    downgrade although b_up + 1 rounds: the checker refuses it."""
-    rng = np.random.default_rng(3)
-    blk = generic("swiglu", "expr:x + 1", biased=True).replace(b_up=rng.standard_normal(6) / 3)
+    downgrade although b_up + 1 rounds and its proof (the enumeration of (Qg) and (Lg)) reads b_up:
+    the checker refuses it."""
+    blk = _enumerated_block()
     af = analysis(blk.value_activation, "affine_form")
     nb, _, b_exact = normalise_value(blk, Fraction(1), Fraction(1))
     assert not b_exact
@@ -243,8 +272,8 @@ def test_not_absorbable_from_a_rounded_normalisation_is_refused() -> None:
 def test_checker_rebuilds_the_normalised_block_and_its_exactness() -> None:
     blk = generic("swiglu", "expr:-3*x + 1/2", biased=True)
     ctx = _Ctx(report=Report(), tol=1e-9, seed=0)
-    nb, exact = normalised_value_block(ctx, "b", {"c": "-3", "k": "1/2"}, blk)
-    assert exact and nb.value_activation is None
+    nb, exact, w_exact = normalised_value_block(ctx, "b", {"c": "-3", "k": "1/2"}, blk)
+    assert exact and w_exact and nb.value_activation is None
     np.testing.assert_array_equal(nb.b_up, -3 * blk.b_up + 0.5)
     with pytest.raises(_Reject):
         normalised_value_block(ctx, "b", {"c": "3", "k": "1/2"}, blk)

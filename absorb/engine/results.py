@@ -342,6 +342,16 @@ def skeleton2(ctx: Ctx) -> BlockDecision | None:
     return degree2_skeleton(ctx)
 
 
+def _reads_no_biases(d: BlockDecision) -> bool:
+    """A gated skeleton's not_absorbable whose proof reads no bias: a step-like gate (M = −W_down[:,S]
+    W_up[S,:] for no S, up to the gate's limit) or a ReLU-like gate by the rank or Gram route (only
+    S = ∅ meets (Qg), which the weights alone decide, and S = ∅ leaves M = 0)."""
+    if d.theorem is not Theorem.GATED_SKELETON or d.verdict is not Verdict.NOT_ABSORBABLE:
+        return False
+    step = any(p.name == "gate_limits" and p.proved for p in d.properties)
+    return step or (d.search is not None and d.search.method in ("rank", "gram"))
+
+
 def affine_value(ctx: Ctx) -> BlockDecision | None:
     """Gated, with a value activation h(z) = c·z + k (c ≠ 0, proved for every real z): f is the
     block with h(z) = z, ``W_up → c·W_up``, ``b_up → c·b_up + k`` (the same function), and the
@@ -380,7 +390,10 @@ def affine_value(ctx: Ctx) -> BlockDecision | None:
                                                "residual-free blocks with biases)" if k != 0 and not blk.has_bias and
                                               not ctx.allow_biases else "") + ". ")
     verdict, reason, witness = d.verdict, lead + d.reason.removeprefix("Unknown: "), d.witness
-    if verdict is Verdict.NOT_ABSORBABLE and not (w_exact and b_exact):
+    if verdict is Verdict.NOT_ABSORBABLE and w_exact and not b_exact and _reads_no_biases(d):
+        reason += (" That argument reads W_gate, W_up and W_down only, not the biases, so the rounding of c·b_up + k "
+                   "changes nothing: it holds for f.")
+    elif verdict is Verdict.NOT_ABSORBABLE and not (w_exact and b_exact):
         verdict = Verdict.UNKNOWN
         reason = (lead + f"For the normalised block: {d.reason.rstrip('.')}; but {how.removeprefix('in float64, with ')} "
                   "(float64), and that argument reads those weights, so it proves nothing for f.")

@@ -433,12 +433,12 @@ _AFFINE_EXACT_MAX = 200_000
 """Up to this many entries c·W_up is checked exact entry by entry in rationals; above, only c = ±2^e."""
 
 
-def normalised_value_block(ctx: _Ctx, w: str, rec: Any, block: Block) -> tuple[Block, bool]:
+def normalised_value_block(ctx: _Ctx, w: str, rec: Any, block: Block) -> tuple[Block, bool, bool]:
     """The entry's ``value_normalisation`` {c, k}: re-derive that the model's value activation is
     h(z) = c·z + k for every real z (exactly at 0 and at every break point, and by exact
     simplification on every piece), then rebuild here the block with h(z) = z, ``W_up * c`` and
     ``b_up * c + k`` in float64 (the same function when exact). Returns (that block, whether the
-    float64 arrays are exactly c·W_up and c·b_up + k)."""
+    float64 arrays are exactly c·W_up and c·b_up + k, and whether c·W_up alone is)."""
     _require(ctx, isinstance(rec, dict) and set(rec) <= {"c", "k", "statement", "steps"}, w,
              "the value normalisation records c, k (and h's proof)", f"recorded {rec!r}")
     c, k = _parse_number(rec.get("c")), _parse_number(rec.get("k"))
@@ -470,9 +470,10 @@ def normalised_value_block(ctx: _Ctx, w: str, rec: Any, block: Block) -> tuple[B
             ok = bool(np.all((W == 0) | (np.abs(W2) >= np.finfo(np.float64).tiny)))
         else:
             ok = W.size <= _AFFINE_EXACT_MAX and all(Fraction(float(v)) * cq == Fraction(float(v) * cf) for v in np.unique(W))
+    w_ok = ok
     if ok:
         bv = np.zeros(block.n) if b is None else b
         ok = b2 is None or all(Fraction(float(v)) * cq + kq == Fraction(float(r)) for v, r in zip(bv, b2))
     ctx.report.ok(w, f"h(z) = {c}·z + {k}: the block is rebuilt here with h(z) = z, W_up·{c}, b_up·{c} + {k} "
-                  f"({'exactly' if ok else 'with rounding'} in float64)")
-    return block.replace(W_up=W2, b_up=b2, value_activation=None), ok
+                  f"({'exactly' if ok else 'with rounding in c·b_up + k' if w_ok else 'with rounding'} in float64)")
+    return block.replace(W_up=W2, b_up=b2, value_activation=None), ok, w_ok
