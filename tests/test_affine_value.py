@@ -336,16 +336,24 @@ def test_depth_with_factors_bounded_near_0_only() -> None:
 
 
 @pytest.mark.parametrize(("c", "k", "h"), [(Fraction(1), Fraction(1), "expr:x + 1"), (Fraction(1, 3), Fraction(0), "expr:x/3")])
-def test_planted_block_whose_normalisation_rounds_is_absorbable_against_f_itself(c: Fraction, k: Fraction, h: str) -> None:
-    """b_up/3 + 1 (or W_up/3) rounds in float64: the normalised block's witness is still checked
-    against f with its h (no rigorous bound is claimed), and the checker evaluates it against f too."""
+def test_planted_block_whose_normalisation_rounds_is_not_called_absorbable(c: Fraction, k: Fraction, h: str) -> None:
+    """b_up/3 + 1 (or W_up/3) rounds in float64: the normalised block's witness has a proved bound
+    for the normalised block only, and f differs from it by the rounding times the gates, which
+    grows with |x| (like |x|² where c·W_up rounds: a relative error of 2.8e-7 at τ = 1e-9 was
+    found), so the verdict is unknown; a certificate forged to claim the witness is refused."""
     blk = step_planted(c, k, h, biased=True)
     blk = blk.replace(b_up=np.random.default_rng(5).standard_normal(blk.n) / 3)
     dec = decide(blk, tol=1e-7, timeout=30)
-    assert dec.verdict is Verdict.ABSORBABLE and "rounding in" in dec.reason, dec.reason
-    w = dec.blocks[0].witness
-    assert w.bound is None and "the normalisation rounds" in w.description
+    assert dec.verdict is Verdict.UNKNOWN and "rounding in" in dec.reason and "grows with |x|" in dec.reason, dec.reason
     doc, rep = _verified(blk, dec)
     assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]
-    claims = [f.claim for f in rep.findings]
-    assert any("equals f on" in x for x in claims) and any("equals f (as rebuilt for the check)" in x for x in claims), claims
+    nb, _, _ = normalise_value(blk, c, k)
+    inner = decide_block(nb, tol=1e-7, timeout=30)
+    assert inner.verdict is Verdict.ABSORBABLE
+    af = analysis(blk.value_activation, "affine_form")
+    forged_bd = dataclasses.replace(inner, block=blk, properties=(dataclasses.replace(af, name="value_affine"), *inner.properties),
+                                    residual_free_class=dataclasses.replace(inner.residual_free_class, activation=blk.activation_name))
+    forged = dataclasses.replace(dec, verdict=forged_bd.verdict, theorem=forged_bd.theorem, blocks=(forged_bd,))
+    rep = checker.verify_certificate(build_certificate(forged, blk, seed=0).to_json(), blk)
+    assert not rep.accepted
+    assert any("is one for f" in f.claim for f in rep.failures), [f.claim for f in rep.failures]
