@@ -31,6 +31,17 @@ def _accepted(blk: Block, dec: Any) -> bool:
     return rep.accepted and not rep.not_rechecked
 
 
+def _found_by_the_null_space(blk: Block, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the linear route off, ``blk`` is decided absorbable by the null-space route with the
+    planted S = {0, 1, 2, 3}, and its certificate verifies."""
+    _no_linear(monkeypatch)
+    dec = decide(blk, timeout=60)
+    bd = dec.blocks[0]
+    assert bd.verdict is Verdict.ABSORBABLE, bd.reason
+    assert bd.search.method == "nullspace" and bd.witness.S == (0, 1, 2, 3)
+    assert _accepted(blk, dec)
+
+
 def two_planted(seed: int, d: int, n: int, use: tuple[bool, bool]) -> Block:
     """A biased ReLU² block with two disjoint planted sets S₁ = {0..3}, S₂ = {4..7} (each
     Σ w_i ⊗ u_i u_iᵀ = 0 exactly, as :func:`planted_relu2`), M from the sets chosen by ``use``."""
@@ -73,12 +84,7 @@ def test_candidates_of_planted_and_generic_gram_matrices() -> None:
 def test_planted_block_is_absorbable_by_the_null_space_and_verifies(monkeypatch: pytest.MonkeyPatch) -> None:
     blk = planted_relu2(4, 40, 96)
     assert blk.d ** 3 * blk.n > sk2.MAX_COLUMN_ENTRIES  # (no enumeration or lifted route)
-    _no_linear(monkeypatch)
-    dec = decide(blk, timeout=60)
-    bd = dec.blocks[0]
-    assert bd.verdict is Verdict.ABSORBABLE, bd.reason
-    assert bd.search.method == "nullspace" and bd.witness.S == (0, 1, 2, 3)
-    assert _accepted(blk, dec)
+    _found_by_the_null_space(blk, monkeypatch)
 
 
 @pytest.mark.parametrize("use, S", [((False, True), (4, 5, 6, 7)), ((True, True), tuple(range(8)))], ids=["second", "both"])
@@ -134,24 +140,14 @@ def test_a_zero_unit_keeps_the_null_space_route(monkeypatch: pytest.MonkeyPatch)
     D = np.array(blk.W_down, dtype=np.float64)
     D[:, 50] = 0.0
     blk = blk.replace(W_down=D)
-    _no_linear(monkeypatch)
-    dec = decide(blk, timeout=60)
-    bd = dec.blocks[0]
-    assert bd.verdict is Verdict.ABSORBABLE, bd.reason
-    assert bd.search.method == "nullspace" and bd.witness.S == (0, 1, 2, 3)
-    assert _accepted(blk, dec)
+    _found_by_the_null_space(blk, monkeypatch)
 
 
 @pytest.mark.parametrize("act", ["relu", "silu"], ids=["reglu", "swiglu"])
 def test_planted_gated_block_is_absorbable_by_the_null_space_and_verifies(act: str, monkeypatch: pytest.MonkeyPatch) -> None:
     blk = planted_gated(9, 40, 96, act)
     assert ns.null_candidates(*sk2.gram_gated(blk.float64())) == [(0, 1, 2, 3)]
-    _no_linear(monkeypatch)
-    dec = decide(blk, timeout=60)
-    bd = dec.blocks[0]
-    assert bd.verdict is Verdict.ABSORBABLE, bd.reason
-    assert bd.search.method == "nullspace" and bd.witness.S == (0, 1, 2, 3)
-    assert _accepted(blk, dec)
+    _found_by_the_null_space(blk, monkeypatch)
 
 
 def test_generic_gated_block_keeps_its_gram_route_proof(monkeypatch: pytest.MonkeyPatch) -> None:
