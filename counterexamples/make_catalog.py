@@ -406,6 +406,7 @@ def entries() -> list[Entry]:
                      witness=dict(W_up=_flip(U, S), W_down=D), extra={"S": S}))
 
     out += _value_activation_entries()
+    out += _shifted_flip_entries()
 
     # --- depth ---------------------------------------------------------------------------
     rng = np.random.default_rng(110)
@@ -463,7 +464,38 @@ def _value_activation_entries() -> list[Entry]:
                      "every bias-free residual-free block is O(|x|²) at 0, while f(tx)/t → x", N,
                      "the linearization argument with a value activation (docs/mathematics.md): B'(tx)/t → 0 for every bias-free "
                      "residual-free block of this kind, f(tx)/t → x ≠ 0"))
+    rng = np.random.default_rng(122)
+    d, n = 3, 6
+    out.append(Entry("swiglu_affine_value_generic", dict(W_up=rng.standard_normal((n, d)), W_gate=rng.standard_normal((n, d)),
+                                                         W_down=rng.standard_normal((d, n)), b_up=rng.standard_normal(n),
+                                                         b_gate=rng.standard_normal(n), b_down=rng.standard_normal(d),
+                                                         activation=np.array("swiglu"), value_activation=np.array("expr:x + 1")),
+                     "A biased SwiGLU block with the affine value activation h(z) = z + 1: the same function as the block with "
+                     "h(z) = z and b_up + 1, whose float64 value rounds here.",
+                     N, "gated-skeleton", "h is proved affine, so the normalised block (W_up, b_up + 1, h(z) = z) is decided: "
+                     "only S = ∅ meets (Qg) (the rank route, which reads W_gate, W_up and W_down only — so the rounding of b_up + 1 "
+                     "does not matter) and S = ∅ leaves M = 0", N,
+                     "the gated skeleton (docs/mathematics.md) on the normalised block, whose residual-free blocks with any biases "
+                     "are exactly those with h under the same map"))
     return out
+
+
+def _shifted_flip_entries() -> list[Entry]:
+    """σ(z) = τ(z + s) with τ's flip identity: σ(z) − σ(−z − 2s) = c·(z + s) for every z."""
+    rng = np.random.default_rng(130)
+    d, n, S, s = 2, 5, [0, 1], -1.5
+    U, D = _planted(rng, n, d, S)
+    b = np.array([2.25, -0.75, 1.0, 2.5, -1.25])  # units 0 and 3 active at x = 0: f(0) ≠ 0
+    Wf = _flip(U, S)
+    bf = b.copy()
+    bf[S] = -b[S] - 2 * s
+    return [Entry("shifted_relu_planted", dict(W_up=U, W_down=D, b_up=b, activation=np.array("expr:Max(0, x - 3/2)")),
+                  "A ReLU shifted by 3/2 (σ(z) = ReLU(z − 3/2)), with biases and a planted S: the plain flip identity fails, "
+                  "the shifted one σ(z) − σ(−z − 2s) = z + s (s = −3/2) holds.",
+                  A, "index-set", "S found with W_down[:,S] W_up[S,:] = −M; the shifted identity is proved exactly, and flipping S "
+                  "with the new biases −b_up,i − 2s gives a residual-free block with biases equal to f (checked, proved bound)",
+                  A, f"negate the rows of W_up in S = {S}, set their biases to −b_up,i + 3 and b'_down = D_S(b_S − 3/2)",
+                  witness=dict(W_up=Wf, W_down=D, b_up=bf, b_down=D[:, S] @ (b[S] + s)))]
 
 
 def _check_witness(e: Entry, path: Path) -> float:
