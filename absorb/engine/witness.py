@@ -324,6 +324,15 @@ def expression_sigma(act: object) -> tuple[float, float, float] | None:
     return _EXPR_BOUNDS[key]
 
 
+def sigma_lipschitz(act: object) -> float | None:
+    """σ's global Lipschitz constant where one is stated: a built-in's (:data:`_SIGMA_LIPSCHITZ`) or
+    a user's piecewise-linear expression's (:func:`expression_sigma`); None otherwise."""
+    if is_builtin(act):  # type: ignore[arg-type]
+        return _SIGMA_LIPSCHITZ.get(act.name)  # type: ignore[attr-defined]
+    got = expression_sigma(act)
+    return None if got is None else got[0]
+
+
 def _hidden_error(blk: Block, X: np.ndarray, idx: slice | np.ndarray, W_up: np.ndarray, W_gate: np.ndarray | None,
                   H: np.ndarray, Hn: np.ndarray | None, T: np.ndarray) -> np.ndarray | None:
     """A bound, entry by entry, on |T̂ − T| for the terms ``T`` = H (or H − s·H̄, ``Hn`` given) of
@@ -940,8 +949,7 @@ def _shift_bias_error(block: Block, wblock: Block, S: tuple[int, ...], c: Fracti
         return math.inf
     L: float | None = 0.0
     if any(eta.values()):
-        act = block.activation
-        L = _SIGMA_LIPSCHITZ.get(act.name) if is_builtin(act) else (expression_sigma(act) or (None,))[0]
+        L = sigma_lipschitz(block.activation)
         if L is None:
             return math.inf
     worst = Fraction(0)
@@ -1187,8 +1195,7 @@ def lipschitz_upper(block: Block) -> float:
     float64 sums of nonnegative terms raised past their rounding (γ_{n+d+2} relative, and
     2⁻¹⁰⁰⁰ absolute for underflow). inf for a gated block (g(W_gate x) ⊙ (W_up x) is not
     globally Lipschitz) and for σ without a stated constant."""
-    act = block.activation
-    L = _SIGMA_LIPSCHITZ.get(act.name) if is_builtin(act) else (expression_sigma(act) or (None,))[0]
+    L = sigma_lipschitz(block.activation)
     if block.gated or L is None:
         return math.inf
     with np.errstate(all="ignore"):
