@@ -1065,15 +1065,10 @@ def _degenerate_null(ctx: Any, b64: Block, q: Quadratic, flip: Any) -> BlockDeci
     if got is None:
         return None
     keep, sub = got
-    if sub.n > min(GRAM_MAX_N, sub.d * sub.d * (sub.d + 1) // 2):
+    if sub.n > sub.d * sub.d * (sub.d + 1) // 2:
         return None
-    lg = gram_rows_skeleton2(sub)
-    for res in nullspace_route(None if lg is None else lg.full(), *linear_columns(sub, q)[:3], ctx.tol):
-        out = flip(b64, dataclasses.replace(res, S=tuple(int(keep[i]) for i in res.S or ())))
-        if isinstance(out, BlockDecision):
-            return out
-        ctx.notes.append(f"the null space of the Gram matrix proposed a candidate: {out}")
-    return None
+    return null_route_flip(ctx, gram_rows_skeleton2(sub), linear_columns(sub, q),
+                           lambda r: flip(b64, dataclasses.replace(r, S=tuple(int(keep[i]) for i in r.S or ()))))
 
 
 def _independent(b64: Block, tol: float) -> SearchResult | None:
