@@ -314,8 +314,8 @@ def _witness(bd: BlockDecision) -> dict[str, Any] | None:
         return None
     out = w.to_json()
     flip = _prop(bd, "flip_identity")
-    shifted = _prop(bd, "shifted_flip")
-    if w.S is not None and flip is not None and flip.get("status") != "proved" and shifted is not None and shifted.get("status") == "proved":
+    shifted = _shifted_flip(bd)
+    if w.S is not None and flip is not None and shifted is not None:
         out["c"] = shifted["value"].get("c")  # the shifted flip (its s is in the argument)
     elif w.S is not None and flip is not None:
         out["c"] = flip["value"].get("c")
@@ -340,6 +340,15 @@ def _witness(bd: BlockDecision) -> dict[str, Any] | None:
             )
     out["block"] = {"weights": block_weights(w.block)}
     return out
+
+
+def _shifted_flip(bd: BlockDecision) -> dict[str, Any] | None:
+    """The proved shifted-flip property (σ(z) − σ(−z − 2s) = c·(z + s)) of a decision whose witness
+    rests on it — σ has no plain flip identity — or None."""
+    flip, shifted = _prop(bd, "flip_identity") or {}, _prop(bd, "shifted_flip")
+    if bd.witness is None or flip.get("status") == "proved" or shifted is None or shifted.get("status") != "proved":
+        return None
+    return shifted
 
 
 def _argument(bd: BlockDecision) -> dict[str, Any]:
@@ -422,13 +431,11 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
     elif th == Theorem.GATED_SKELETON.value:
         arg.update(_gated_skeleton_argument(bd))
     elif th == Theorem.INDEX_SET.value:
-        flip = _prop(bd, "flip_identity") or {}
-        shifted = _prop(bd, "shifted_flip") or {}
-        if flip.get("status") != "proved" and shifted.get("status") == "proved" and bd.witness is not None:
-            # the shifted flip (σ(z) − σ(−z − 2s) = c·(z + s)): the witness's new biases need s
+        shifted = _shifted_flip(bd)
+        if shifted is not None:  # the witness's new biases need s
             arg["c"], arg["s"] = shifted["value"]["c"], shifted["value"]["s"]
         else:
-            arg["c"] = flip.get("value", {}).get("c")
+            arg["c"] = (_prop(bd, "flip_identity") or {}).get("value", {}).get("c")
         arg["target"] = "-M/c"
         arg["necessity_hypotheses"] = list(NECESSITY_HYPOTHESES)
     return arg
