@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from absorb._errors import InvalidInput
-from absorb.engine.results import NECESSITY, RESULTS, Ctx, Progress
+from absorb.engine.results import NECESSITY, Ctx, Progress, answer
 from absorb.engine.verdict import BlockDecision, Decision, Theorem, Verdict, Witness
 from absorb.engine.witness import composed_bound, eval_threshold, evaluation_error
 from absorb.model.activations import get_activation
@@ -68,11 +68,7 @@ def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.
         props.prepare(act, timeout=props.analysis_budget(timeout))
     ctx = Ctx(block=block, tol=tol, timeout=timeout, seed=seed, method=method, allow_biases=allow_biases,
               search_progress=search_progress)
-    for result in RESULTS:
-        decision = result(ctx)
-        if decision is not None:
-            return decision
-    raise AssertionError("the last result always answers")  # pragma: no cover
+    return answer(ctx)
 
 
 def _activations(block: Block) -> tuple:

@@ -376,7 +376,7 @@ def affine_value(ctx: Ctx) -> BlockDecision | None:
     nb, w_exact, b_exact = normalise_value(blk, c, k)
     sub = Ctx(block=nb, tol=ctx.tol, timeout=ctx.timeout, seed=ctx.seed, method=ctx.method,
               allow_biases=ctx.allow_biases or blk.has_bias, search_progress=ctx.search_progress)
-    d = next(x for x in (result(sub) for result in RESULTS) if x is not None)
+    d = answer(sub)
     how = ("exactly in float64" if w_exact and b_exact else
            "in float64, with rounding in " + " and ".join(n for n, ok in (("c·W_up", w_exact), ("c·b_up + k", b_exact)) if not ok))
     cz = "z" if c == 1 else "−z" if c == -1 else f"{c}·z"
@@ -429,6 +429,15 @@ def gated_skeleton(ctx: Ctx) -> BlockDecision | None:
 RESULTS: tuple[Handler, ...] = (trivial, degree, linearization, parity, bounded, linear, exponential, skeleton2, affine_value,
                                 gated_skeleton, index_set)
 """The order in which the engine tries the results (the last always answers)."""
+
+
+def answer(ctx: Ctx) -> BlockDecision:
+    """The decision of the first result in :data:`RESULTS` that answers for ``ctx``."""
+    for result in RESULTS:
+        decision = result(ctx)
+        if decision is not None:
+            return decision
+    raise AssertionError("the last result always answers")  # pragma: no cover
 
 
 # ----------------------------------------------------------------------- linear σ --
