@@ -116,3 +116,15 @@ def test_the_rounding_slack_is_never_shrunk_by_an_overflowed_norm() -> None:
     D, a = np.ones((2, 3)), np.ones(3)
     assert slack_from_norms(a, 2, D, np.full((2, 2), 1.5e308)) > 0
     assert 0 < slack_from_norms(a, 2, D, -np.eye(2)) < 1e-14
+
+
+def test_enumeration_returns_the_nearest_s_not_the_first_within_tolerance():
+    """With large up-biases (L) outweighs (Q) in the stacked distance, so an S off (Q) by O(1)
+    can sit within tol while another S meets both exactly; the flip witness is tried on one S
+    only, so the enumeration hands over the nearest (here {0} comes first in its order and is
+    5e-10 away, {0, 1} is exact)."""
+    t = np.array([1.0e9, 0.0, 0.0])
+    e = np.array([0.0, 0.5, 0.0])  # ‖e‖/‖t‖ = 5e-10 ≤ tol
+    K = np.stack([-t + e, -e], axis=1)  # K1_S − tt with tt = −t: {0} → e, {1} → t − e, {0, 1} → 0
+    res = enumeration_route_columns(K, -t, 1e-9)
+    assert res is not None and res.S == (0, 1) and res.residual == 0.0

@@ -244,7 +244,7 @@ def _enumeration_range(K: np.ndarray, tt: np.ndarray) -> bool:
 
 def enumeration_route_columns(K: np.ndarray, tt: np.ndarray, tol: float, A: np.ndarray | None = None) -> SearchResult | None:
     """Every S (n ≤ ENUMERATE_MAX_N) against the stacked columns K (rows × n) and target tt
-    (whose nonzero part is −vec M): the first S with float distance ≤ tol is ``found``;
+    (whose nonzero part is −vec M): the S with the least float distance, when ≤ tol, is ``found``;
     otherwise ``infeasible`` when each S's rigorous lower bound exceeds tol. The lower bound:
     each entry of K̂ is within γ₅A of the exact one (at most four roundings; A ≥ |K̂| bounds
     the absolute values of the products an entry sums — a sum such as g_b u_c + u_b g_c or
@@ -276,8 +276,8 @@ def enumeration_route_columns(K: np.ndarray, tt: np.ndarray, tol: float, A: np.n
             return None
         dist = r / nM
         hit = np.flatnonzero(dist <= tol)
-        if hit.size and found is None:
-            j = int(hit[0])
+        if hit.size and float(dist[hit].min()) < best:  # the nearest S: with large biases (L) outweighs (Q) in this
+            j = int(hit[np.argmin(dist[hit])])  # distance, and an S off (Q) by O(1) can sit within tol before the exact one
             found, best = tuple(int(i) for i in np.flatnonzero(B[j])), float(dist[j])
         lowest = min(lowest, float(lo.min()))
     if found is not None:
