@@ -440,6 +440,10 @@ def check_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
     residual-free block of width n realises it iff rank A ≤ n."""
     _require(ctx, not block.gated, w, "the block is ungated")
     c = linear_constant(_act(block))
+    if c is None and sp.simplify(exact_value(_act(block), _variable(_act(block)), sp.Integer(0))) != 0:
+        from absorb.verify._linear import check_affine  # σ(0) ≠ 0: σ(z) = c·z + k, k ≠ 0
+
+        return check_affine(ctx, w, b, block)
     _require(ctx, c is not None, w, "σ(z) = c·z for every real z, c = σ(1) (exact at every break point, by pieces)")
     _require(ctx, isinstance(c, sp.Rational) and c != 0, w, "c is a nonzero rational", f"c = {c}")
     rec = (b.get("argument") or {}).get("c")
