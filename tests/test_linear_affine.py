@@ -184,3 +184,28 @@ def test_plain_linear_sigma_is_unchanged() -> None:
     b = _cert(blk, False)["blocks"][0]
     assert b["verdict"] == "absorbable" and "k" not in b["argument"] and "case" not in b["argument"]
     assert [p["name"] for p in b["properties"]] == ["linear"]
+
+
+@pytest.mark.parametrize("name, words", [
+    ("narrow-rank-n-v-out", r"\mathrm{rank}[A \mid kv] > n"),
+    ("square-v-zero", r"independent columns summing to $0$"),
+    ("narrow-generic-allow-biases", "the output bias takes up the constant"),
+    ("narrow-rank-n-v-in", r"W'_{\mathrm{down}}[c\,W'_{\mathrm{up}} \mid k\mathbf 1] = [A \mid kv]"),
+])
+def test_latex_states_k_and_the_class_argument(name: str, words: str, tmp_path: Path) -> None:
+    """The LaTeX view names k and the class's argument, and pdflatex compiles it."""
+    import shutil
+    import subprocess
+
+    from absorb.certificate import Certificate
+    from absorb.certificate.latex import render_latex
+
+    make, allow, _v, _c = CASES[name]
+    tex = render_latex(Certificate(_cert(make(), allow)))
+    assert r"\sigma(z) = cz + k" in tex and words in tex
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex not installed")
+    (tmp_path / "c.tex").write_text(tex)
+    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "c.tex"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:]
