@@ -209,3 +209,14 @@ def test_latex_states_k_and_the_class_argument(name: str, words: str, tmp_path: 
     run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "c.tex"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-2000:]
+
+
+@pytest.mark.parametrize("act", ["expr:2*x", "expr:2*x + 1"])
+def test_narrow_certificate_with_d_above_n_plus_2_verifies(act: str) -> None:
+    """The certificate records A's first n + 2 singular values; the checker once compared them with all
+    d of them, rejecting every honest narrow linear certificate with d > n + 2."""
+    blk = _block(8, 3, act=act)
+    doc = _cert(blk, True)
+    assert doc["blocks"][0]["verdict"] == "not_absorbable" and len(doc["blocks"][0]["argument"]["singular_values"]) == 5
+    ok, bad = _accepted(doc, blk)
+    assert ok, bad
