@@ -1001,21 +1001,27 @@ def linear_bound(block: Block, wb: Block, c: Fraction, k: Fraction = Fraction(0)
     rel = relative_residual(U2, D2, T, S2)
     rho, _how = flip_inf_upper(U2, D2, block.M, c, S2, rel)
     del T
-    if k:
-        e = affine_constant_error(block, wb, c, k)
+    if k:  # (|f(0)|∞'s lower bound from the same rationals: f0_lower evaluates a user's σ at ≤ 256 units only)
+        e, lo = affine_constant_error(block, wb, c, k)
+        eps_b = 0.0 if e == 0 else (e / lo if lo > 0 else math.inf)
+        why = ("no rigorous bound on the linear part of the error (a weight outside [2^-200, 2^200])" if not math.isfinite(rho) else
+               f"the constant g(0) − f(0) is off by up to {e:.3g} in float64, and |f(0)| is not provably larger" if
+               not math.isfinite(eps_b) else "")
+        return max(rho, eps_b), eps_b, why, (rho, e)
     else:
         e = flip_bias_error_upper(block.W_down, block.b_up, block.b_down, wb.b_down, tuple(range(block.n)), c)
     eps, eps_b, why = _affine_eps(block, rho, e)
     return eps, eps_b, why, (rho, e)
 
 
-def affine_constant_error(block: Block, wb: Block, c: Fraction, k: Fraction) -> float:
+def affine_constant_error(block: Block, wb: Block, c: Fraction, k: Fraction) -> tuple[float, float]:
     """A rigorous upper bound of |e|_∞, e = g(0) − f(0) = b'_down + k·W'_down 1 − b_down − c·W_down b_up
     − k·W_down 1: the constant part of the error of a witness g (no b'_up) of an ungated f with
-    σ(z) = c·z + k. Exact rationals (Fractions, row by row) when d·(n + n') ≤ EXACT_FLIP_WORK,
-    else float64 with Higham's bound; inf out of range or with a b'_up."""
+    σ(z) = c·z + k; and a rigorous lower bound of |f(0)|_∞ (f(0) = c·W_down b_up + k·W_down 1 + b_down).
+    Exact rationals (Fractions, row by row) when d·(n + n') ≤ EXACT_FLIP_WORK, else float64 with
+    Higham's bound; (inf, 0) out of range or with a b'_up."""
     if wb.b_up is not None and np.any(wb.b_up):
-        return math.inf
+        return math.inf, 0.0
     d = block.d
     D, W = np.asarray(block.W_down, dtype=np.float64), np.asarray(wb.W_down, dtype=np.float64)
     zero = np.zeros(d)
@@ -1023,24 +1029,27 @@ def affine_constant_error(block: Block, wb: Block, c: Fraction, k: Fraction) -> 
     bn = zero if wb.b_down is None else np.asarray(wb.b_down, dtype=np.float64)
     bu = np.zeros(block.n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
     if not all(np.isfinite(a).all() for a in (D, W, bd, bn, bu)):
-        return math.inf
+        return math.inf, 0.0
     if d * (D.shape[1] + W.shape[1]) <= EXACT_FLIP_WORK:
         Fr = Fraction
-        worst = Fraction(0)
+        worst, top = Fraction(0), Fraction(0)
         for r in range(d):
-            e = (Fr(float(bn[r])) - Fr(float(bd[r])) - c * sum((Fr(float(a)) * Fr(float(b)) for a, b in zip(D[r], bu)), Fr(0))
-                 - k * sum((Fr(float(a)) for a in D[r]), Fr(0)) + k * sum((Fr(float(a)) for a in W[r]), Fr(0)))
-            worst = max(worst, abs(e))
-        return float_up(worst)
+            f0 = (c * sum((Fr(float(a)) * Fr(float(b)) for a, b in zip(D[r], bu)), Fr(0)) + k * sum((Fr(float(a)) for a in D[r]), Fr(0))
+                  + Fr(float(bd[r])))
+            g0 = k * sum((Fr(float(a)) for a in W[r]), Fr(0)) + Fr(float(bn[r]))
+            worst, top = max(worst, abs(g0 - f0)), max(top, abs(f0))
+        return float_up(worst), max(0.0, float(top) * (1 - 4 * _gamma(1)))
     if not magnitudes_ok(D, W) or not magnitudes_ok(bd, bn, bu):
-        return math.inf
+        return math.inf, 0.0
     cf, kf = float(c), float(k)
     g = _gamma(max(D.shape[1], W.shape[1]) + 10)
     with np.errstate(over="ignore", invalid="ignore"):
-        y = bn - bd - cf * (D @ bu) - kf * D.sum(axis=1) + kf * W.sum(axis=1)
-        big = np.abs(bn) + np.abs(bd) + abs(cf) * (np.abs(D) @ np.abs(bu)) + abs(kf) * (np.abs(D).sum(axis=1) + np.abs(W).sum(axis=1))
-        out = float((np.abs(y) + 2 * g * big).max(initial=0.0)) * (1 + 4 * g)
-    return out if math.isfinite(out) else math.inf
+        f0 = cf * (D @ bu) + kf * D.sum(axis=1) + bd
+        big_f = abs(cf) * (np.abs(D) @ np.abs(bu)) + abs(kf) * np.abs(D).sum(axis=1) + np.abs(bd)
+        big_g = abs(kf) * np.abs(W).sum(axis=1) + np.abs(bn)
+        out = float((np.abs(kf * W.sum(axis=1) + bn - f0) + 2 * g * (big_f + big_g)).max(initial=0.0)) * (1 + 4 * g)
+        lo = float((np.abs(f0) - 2 * g * big_f).max(initial=0.0)) * (1 - 4 * g)
+    return (out if math.isfinite(out) else math.inf), (lo if math.isfinite(lo) and lo > 0 else 0.0)
 
 
 def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: float, seed: int,
