@@ -220,3 +220,11 @@ def test_narrow_certificate_with_d_above_n_plus_2_verifies(act: str) -> None:
     assert doc["blocks"][0]["verdict"] == "not_absorbable" and len(doc["blocks"][0]["argument"]["singular_values"]) == 5
     ok, bad = _accepted(doc, blk)
     assert ok, bad
+
+
+def test_wide_affine_block_past_256_units_is_proved() -> None:
+    """|f(0)|'s lower bound comes from the same exact rationals as the constant error: a user's σ is
+    evaluated in sympy at ≤ 256 units only, which once left every such witness unknown."""
+    blk = _block(4, 300)
+    dec = decide(blk, seed=0, timeout=30)
+    assert dec.verdict.value == "absorbable", dec.reason

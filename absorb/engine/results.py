@@ -511,14 +511,14 @@ def decide_linear(ctx: Ctx, c: Fraction, k: Fraction = Fraction(0)) -> BlockDeci
     if not k:
         lin = "f(x) = (M + W_down W_up) x + b" if c == 1 else f"σ(z) = {c}·z, so f(x) = (M + {c}·W_down W_up) x + b"
     else:
-        lin = (f"σ(z) = {c}·z + {k} (affine), so f(x) = (M + {c}·W_down W_up) x + b (b = {c}·W_down b_up + {k}·W_down 1 + b_down; "
+        lin = (f"{_affine_text(c, k)}, so f(x) = (M + c·W_down W_up) x + b (b = c·W_down b_up + k·W_down 1 + b_down; "
                "the class allows biases: b'_down takes up any constant)")
 
     if n >= d:
         w, ok, fail = checked(wb, "W'_up = [I; 0], W'_down = [(M + c·W_down W_up)/c, 0]" + (", b'_down = f(0) − k·W'_down 1" if k else ""),
                               0.0)
         if ok:
-            return done(Verdict.ABSORBABLE, f"σ is {'affine' if k else 'linear'}: {lin} is affine and n = {n} ≥ d = {d}: "
+            return done(Verdict.ABSORBABLE, f"{'' if k else 'σ is linear: '}{lin} is affine and n = {n} ≥ d = {d}: "
                         f"a residual-free {'affine' if k else 'linear'} block of width n realises it.", w)
         return done(Verdict.UNKNOWN, f"Unknown: {fail}.")
     tail = float(np.sqrt(np.sum(s[n:] ** 2)))
@@ -528,7 +528,7 @@ def decide_linear(ctx: Ctx, c: Fraction, k: Fraction = Fraction(0)) -> BlockDeci
                              **({"k": str(k)} if k else {})}))
     kind = "affine" if k else "linear"
     if lower > tol * scale:
-        return done(Verdict.NOT_ABSORBABLE, f"σ is {kind}: {lin} is affine with linear part of rank > n = {n}: "
+        return done(Verdict.NOT_ABSORBABLE, f"{'' if k else 'σ is linear: '}{lin} is affine with linear part of rank > n = {n}: "
                     f"σ_{n + 1} ≥ {lower:.3g} > tolerance, while a residual-free block of width n has rank ≤ n.")
     if tail <= tol * scale:
         w, ok, fail = checked(wb, "truncated SVD of M + c·W_down W_up" + (", b'_down = f(0) − k·W'_down 1" if k else ""), tail / scale)
@@ -537,6 +537,11 @@ def decide_linear(ctx: Ctx, c: Fraction, k: Fraction = Fraction(0)) -> BlockDeci
                         "SVD is a residual-free block equal to f.", w)
         return done(Verdict.UNKNOWN, f"Unknown: σ is {kind} and M + c·W_down W_up is within the tolerance of rank ≤ n = {n}, but {fail}.")
     return done(Verdict.UNKNOWN, f"Unknown: σ_{n + 1}(M + c·W_down W_up) = {s[n]:.3g} is within rounding of the tolerance.")
+
+
+def _affine_text(c: Fraction, k: Fraction) -> str:
+    cz = "z" if c == 1 else "−z" if c == -1 else f"{c}·z"
+    return f"σ(z) = {cz} {'+' if k > 0 else '−'} {abs(k)} is affine (c = {c}, k = {k})"
 
 
 def _affine_bias_free(ctx: Ctx, c: Fraction, k: Fraction, A: np.ndarray, svd: tuple[np.ndarray, np.ndarray, np.ndarray],
@@ -560,8 +565,8 @@ def _affine_bias_free(ctx: Ctx, c: Fraction, k: Fraction, A: np.ndarray, svd: tu
     err_t = (_gamma(n + 3) * float(np.linalg.norm(np.hstack([np.abs(M) + abs(cf) * (np.abs(D) @ np.abs(blk.W_up)),
                                                             abs(kf) * np.abs(D).sum(axis=1)[:, None]])))
              + 10 * (d + 1) * _EPS * float(st[0]))
-    form = (f"σ(z) = {c}·z + {k} (affine) and f, g are bias-free: f(x) = A x + {k}·v with A = M + {c}·W_down W_up, "
-            f"v = W_down 1, and g(x) = W'_down ({c}·W'_up x + {k}·1), so g = f iff W'_down [{c}·W'_up | {k}·1] = [A | {k}·v]")
+    form = (f"{_affine_text(c, k)} and f, g are bias-free: f(x) = A x + k·v with A = M + c·W_down W_up, "
+            "v = W_down 1, and g(x) = W'_down (c·W'_up x + k·1), so g = f iff W'_down [c·W'_up | k·1] = [A | k·v]")
     if n < d:
         lower_t = max(0.0, float(st[n]) - err_t)
         lower = max(0.0, float(s[n]) - err)
@@ -569,13 +574,13 @@ def _affine_bias_free(ctx: Ctx, c: Fraction, k: Fraction, A: np.ndarray, svd: tu
                                 {"singular_values": s[: n + 2].tolist(), "lower_bound": lower, "c": str(c), "k": str(k),
                                  "augmented_singular_values": st[: n + 2].tolist(), "augmented_lower_bound": lower_t}))
         if lower_t > tol * scale:
-            return done(Verdict.NOT_ABSORBABLE, f"{form}; σ_{n + 1}([A | {k}·v]) ≥ {lower_t:.3g} > tolerance, so that matrix "
-                        f"has rank > n = {n}, while W'_down [{c}·W'_up | {k}·1] has rank ≤ n.")
+            return done(Verdict.NOT_ABSORBABLE, f"{form}; σ_{n + 1}([A | k·v]) ≥ {lower_t:.3g} > tolerance, so that matrix "
+                        f"has rank > n = {n}, while W'_down [c·W'_up | k·1] has rank ≤ n.")
     if v_zero and n <= d:
         lower_n = max(0.0, float(s[n - 1]) - err)
         if lower_n > tol * scale:
             return done(Verdict.NOT_ABSORBABLE, f"{form}; v = W_down 1 = 0 exactly and σ_{n}(A) ≥ {lower_n:.3g} > tolerance, so "
-                        f"rank A ≥ n = {n}: W'_down W'_up = A/{c} needs n independent columns in W'_down, whose sum W'_down 1 "
+                        f"rank A ≥ n = {n}: W'_down W'_up = A/c needs n independent columns in W'_down, whose sum W'_down 1 "
                         "is then not 0 = v.")
     fails: list[str] = []
     tries: list[tuple[str, np.ndarray, np.ndarray, float]] = []
