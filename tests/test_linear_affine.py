@@ -133,14 +133,24 @@ def test_tampering_k_c_or_the_class_is_rejected(name: str, path: tuple[str, ...]
     assert not ok and any(claim in f for f in bad), bad
 
 
-def test_the_class_and_case_swapped_together_is_rejected() -> None:
-    """A bias-free not_absorbable (v ∉ col A) restated for the class with biases, case and class both edited."""
-    blk = CASES["narrow-rank-n-v-out"][0]()
-    doc = _cert(blk, False)
-    doc = _edit(_edit(doc, ("class", "biases"), True), ("argument", "case"), "affine-biases")
-    doc["blocks"][0]["class"]["statement"] = doc["blocks"][0]["class"]["statement"].replace("bias-free", "with any biases (b_up, b_down)")
+@pytest.mark.parametrize("name, biases, claim", [
+    # a bias-free not_absorbable (v ∉ col A) restated for the class with biases: there rank A = n ≤ n
+    ("narrow-rank-n-v-out", True, "rests on a rank bound"),
+    # the absorbable answer with biases restated for bias-free blocks: there rank [A | k·v] > n
+    ("narrow-rank-n-v-out-allow-biases", False, "follows from result"),
+])
+def test_the_class_case_and_statement_edited_together_are_rejected(name: str, biases: bool, claim: str) -> None:
+    make, allow, _v, _c = CASES[name]
+    blk = make()
+    doc = _cert(blk, allow)
+    doc = _edit(_edit(doc, ("class", "biases"), biases), ("argument", "case"), "affine-biases" if biases else "affine-bias-free")
+    words = ("bias-free", "with any biases (b_up, b_down)")
+    cls = doc["blocks"][0]["class"]
+    cls["statement"] = cls["statement"].replace(*(words if biases else words[::-1]))
+    doc["class"]["biases"] = biases
+    doc["class"]["statement"] = doc["class"]["statement"].replace(*(words if biases else words[::-1]))
     ok, bad = _accepted(doc, blk)
-    assert not ok and any("rank bound" in f for f in bad), bad
+    assert not ok and any(claim in f for f in bad), bad
 
 
 def _exact_eval(blk: Block, x: list[Fraction], c: Fraction, k: Fraction, residual: bool) -> list[Fraction]:

@@ -24,7 +24,7 @@ import sympy as sp
 
 from absorb.model.block import Block
 from absorb.verify._compose import prove
-from absorb.verify._numerics import _U, _gamma, _parse_number, rounding_allowance
+from absorb.verify._numerics import _U, _gamma, _in_range, _parse_number, rounding_allowance
 from absorb.verify._pieces import Refused, decide_zero, exact_value
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _same_function, _variable
@@ -165,6 +165,8 @@ def check_affine(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
     d, n = block.d, block.n
     U, D, M = block.W_up.astype(np.float64), block.W_down.astype(np.float64), block.M
     _require(ctx, all(np.isfinite(a).all() for a in (U, D, M)), w, "the weights are finite")
+    # (the rank bounds below model relative rounding only: products in the subnormals break them)
+    in_range = _in_range(U, D, M, np.array([cf, kf]))
     A = M + cf * (D @ U)
     absA = np.abs(M) + abs(cf) * (np.abs(D) @ np.abs(U))
     s = np.linalg.svd(A, compute_uv=False)
@@ -172,11 +174,11 @@ def check_affine(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
     scale = float(np.linalg.norm(M))
     tau = ctx.tol * scale
     verdict = b.get("verdict")
-    if biases and n < d and float(s[n]) - err > tau:
+    if in_range and biases and n < d and float(s[n]) - err > tau:
         ctx.report.ok(w, f"σ_{n + 1}(M + c·W_down W_up) ≥ {float(s[n]) - err:.3g} > τ‖M‖_F: rank > n, while every residual-free "
                       "block of width n (with biases) is affine with linear part of rank ≤ n")
         return "not_absorbable", None, 0.0
-    if not biases:
+    if in_range and not biases:
         v_zero = all(math.fsum(row) == 0.0 for row in D.tolist())  # correctly rounded: 0 iff the exact sum is
         if n < d:
             At = np.hstack([A, kf * D.sum(axis=1)[:, None]])
@@ -192,7 +194,8 @@ def check_affine(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
                           "n independent columns in W'_down, whose sum is not 0")
             return "not_absorbable", None, 0.0
     _require(ctx, verdict != "not_absorbable", w, "a not_absorbable verdict rests on a rank bound re-derived here",
-             "no rank bound above τ‖M‖_F for the recorded class")
+             "no rank bound above τ‖M‖_F for the recorded class" if in_range else
+             "a weight, c or k is outside [2^-200, 2^200], where the float rank bound holds")
     claims = []
     for wb in _witnesses(block, A, cf, kf, biases, ctx.tol):
         ok, rho, e, claim = _error(ctx, block, wb, cq, kq)
