@@ -467,7 +467,7 @@ def decide_linear(ctx: Ctx, c: Fraction, k: Fraction = Fraction(0)) -> BlockDeci
     ck = (np.array([float(c), float(k)]),) if k else ()  # (σ = c·z + k: the augmented rank bound scales by c and k)
     if not magnitudes_ok(U, D, M, *ck):  # the rank bound below models relative rounding only
         return done(Verdict.UNKNOWN, f"Unknown: σ is {'affine' if k else 'linear'}, but an entry of W_up, W_down or M is outside "
-                    f"[2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}] {' (or c, k are not)' if k else ''}, where the float64 rank bound holds (products there "
+                    f"[2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}]{' (or c, k are not)' if k else ''}, where the float64 rank bound holds (products there "
                     "can underflow or overflow); rescale the weights.")
     A = M + cf * (D @ U)
     Ul, s, Vt = np.linalg.svd(A)
