@@ -612,10 +612,10 @@ def _affine_bias_free(ctx: Ctx, c: Fraction, k: Fraction, A: np.ndarray, svd: tu
                               "taking q/|q| to 1/√n and t = k√n/|q| (so W'_down 1 = P q / k)", (t / cf) * (H @ Q[:, :d]), (P @ H) / t,
                               tail / scale))
             else:
-                fails.append("the factorisation of [A | k·v] has q = 0 (v is not seen in A's column space)")
+                fails.append("the factorisation of [A | k·v] has q = 0 (so v = W_down 1 is 0 within rounding)")
         else:
-            fails.append(f"σ_{n + 1}([A | k·v]) = {st[n] if n < st.size else 0.0:.3g} is above the tolerance but not provably "
-                         "(within rounding)" if n < st.size else "")
+            # (here n < d: with n = d the d × (d + 1) matrix has no σ_{n+1} and its tail is 0)
+            fails.append(f"σ_{n + 1}([A | k·v]) = {st[n]:.3g} is above the tolerance but not provably (within rounding)")
     for desc, Wu, Wd, res in tries:
         w, ok, fail = checked(witness(Wu, Wd, None), desc, res)
         if ok:
