@@ -83,7 +83,13 @@ THEOREMS: dict[str, dict[str, object]] = {
             r"and a residual-free block of width $n$ realises exactly the affine maps whose linear part "
             r"has rank $\le n$ "
             r"(a witness divides its $W'_{\mathrm{down}}$ by $c$). Hence $f$ is absorbable if and only if "
-            r"$\mathrm{rank}(M+c\,W_{\mathrm{down}}W_{\mathrm{up}})\le n$, with or without biases."
+            r"$\mathrm{rank}(M+c\,W_{\mathrm{down}}W_{\mathrm{up}})\le n$, with or without biases. "
+            r"With $\sigma(z)=cz+k$ ($k\ne0$) the same holds with biases (the output bias takes up the constant); "
+            r"for bias-free $f$ and residual-free blocks, $f(x)=Ax+k\,v$ with $v=W_{\mathrm{down}}\mathbf 1$ and "
+            r"$g(x)=W'_{\mathrm{down}}(c\,W'_{\mathrm{up}}x+k\,\mathbf 1)$, so $g=f$ iff "
+            r"$W'_{\mathrm{down}}[c\,W'_{\mathrm{up}}\mid k\mathbf 1]=[A\mid k v]$: $f$ is absorbable if and only if "
+            r"$\mathrm{rank}\,A\le n-1$, or $\mathrm{rank}\,A=n$, $v\in\mathrm{col}\,A$ and $v\ne0$; it is not when "
+            r"$\mathrm{rank}[A\mid kv]>n$, or when $v=0$ and $\mathrm{rank}\,A\ge n$."
         ),
         "needs": ["linear", "rank"],
         "classes": "any",

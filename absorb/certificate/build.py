@@ -287,6 +287,8 @@ def used_properties(theorem_id: str, verdict: str, *, value_activation: bool = F
     needs = set(theorem_info(theorem_id, value_activation=value_activation).get("needs") or ())
     if theorem_id == "gated-skeleton":
         needs |= {"relu_like_gate", "flip_identity"}
+    if theorem_id == "linear":  # σ(z) = c·z + k (k ≠ 0) rests on σ's affine form instead
+        needs |= {"affine"}
     return frozenset(needs)
 
 
@@ -402,10 +404,16 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
     elif th == Theorem.LINEAR.value:
         lf = _prop(bd, "linear") or {}
         arg["c"] = lf.get("value", {}).get("c")
+        af = _prop(bd, "affine")
+        if af is not None:  # σ(z) = c·z + k, k ≠ 0: k, and the class answered (its witness and proof differ)
+            arg["c"], arg["k"] = af["value"]["c"], af["value"]["k"]
+            arg["case"] = "affine-biases" if bd.residual_free_class.biases else "affine-bias-free"
         rank = _hyp(bd, "rank")
         if rank is not None:
             arg["singular_values"] = rank["value"].get("singular_values")
             arg["sigma_lower_bound"] = rank["value"].get("lower_bound")
+            if rank["value"].get("augmented_lower_bound") is not None:
+                arg["augmented_lower_bound"] = rank["value"]["augmented_lower_bound"]
         arg["rank_limit"] = b.n
     elif th == Theorem.PARITY.value:
         arg["even"] = True

@@ -198,6 +198,8 @@ def _argument_view(b: dict[str, Any]) -> dict[str, Any]:
     arg.setdefault("M_nonzero_entry", None)
     arg.setdefault("c", 1)
     arg.setdefault("singular_values", None)  # a wide linear block (n ≥ d) records none
+    arg.setdefault("k", None)  # σ(z) = c·z + k: only an affine σ records k (and its case)
+    arg.setdefault("augmented_lower_bound", None)
     return arg
 
 

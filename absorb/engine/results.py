@@ -16,6 +16,7 @@ linear, exponential, the asymptotic skeleton, and every witness) hold for both.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -294,16 +295,25 @@ def _bounded_gated(ctx: Ctx) -> BlockDecision | None:
 
 
 def linear(ctx: Ctx) -> BlockDecision | None:
-    """Beyond: ungated σ(z) = c·z — f is affine; a rank condition decides."""
+    """Beyond: ungated σ(z) = c·z, or c·z + k (k ≠ 0, proved by the affine form of
+    :mod:`absorb.symbolic.affine`) — f is affine; a rank condition decides."""
     if ctx.block.gated:
         return None
     lf = ctx.prop(_analysis(ctx.block.activation, "linear_form"))
-    if not lf.proved:
+    if lf.proved:
+        c = _fraction(lf, "c")
+        if c is None or c == 0:  # c = 0 is σ ≡ 0, bounded, decided above
+            return None
+        return decide_linear(ctx, c)
+    af = _analysis(ctx.block.activation, "affine_form")
+    if not af.proved:
         return None
-    c = _fraction(lf, "c")
-    if c is None or c == 0:  # c = 0 is σ ≡ 0, bounded, decided above
+    c, k = _fraction(af, "c"), _fraction(af, "k")
+    if c is None or k is None or c == 0 or k == 0:  # (c = 0: σ ≡ k, bounded, decided above)
         return None
-    return decide_linear(ctx, c)
+    ctx.P.remove(lf)  # (σ(0) = k ≠ 0: not linear; the affine form below is what the result rests on)
+    ctx.prop(dataclasses.replace(af, statement=af.statement.replace("h(z)", "σ(z)")))
+    return decide_linear(ctx, c, k)
 
 
 def exponential(ctx: Ctx) -> BlockDecision | None:
@@ -441,9 +451,11 @@ def answer(ctx: Ctx) -> BlockDecision:
 
 
 # ----------------------------------------------------------------------- linear σ --
-def decide_linear(ctx: Ctx, c: Fraction) -> BlockDecision:
+def decide_linear(ctx: Ctx, c: Fraction, k: Fraction = Fraction(0)) -> BlockDecision:
     """σ(z) = c·z: f(x) = A x + b with A = M + c·D U. A residual-free block realises exactly
-    the affine maps whose linear part has rank ≤ n, so absorbable iff rank A ≤ n."""
+    the affine maps whose linear part has rank ≤ n, so absorbable iff rank A ≤ n. σ(z) = c·z + k
+    (k ≠ 0): the same with biases (k·W_down 1 joins the constant, which b'_down takes up);
+    bias-free, :func:`_affine_bias_free` (docs/results/linear.md)."""
     block, tol, seed = ctx.block.float64(), ctx.tol, ctx.seed  # D @ U below: never in float32
     d, n = block.d, block.n
     U, D, M = block.W_up, block.W_down, block.M
@@ -452,28 +464,26 @@ def decide_linear(ctx: Ctx, c: Fraction) -> BlockDecision:
     def done(verdict: Verdict, reason: str, witness: Witness | None = None) -> BlockDecision:
         return ctx.done(verdict, Theorem.LINEAR, reason, witness=witness)
 
-    if not magnitudes_ok(U, D, M):  # the rank bound below models relative rounding only
-        return done(Verdict.UNKNOWN, f"Unknown: σ is linear, but an entry of W_up, W_down or M is outside "
-                    f"[2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}], where the float64 rank bound holds (products there "
+    ck = (np.array([float(c), float(k)]),) if k else ()  # (σ = c·z + k: the augmented rank bound scales by c and k)
+    if not magnitudes_ok(U, D, M, *ck):  # the rank bound below models relative rounding only
+        return done(Verdict.UNKNOWN, f"Unknown: σ is {'affine' if k else 'linear'}, but an entry of W_up, W_down or M is outside "
+                    f"[2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}]{' (or c, k are not)' if k else ''}, where the float64 rank bound holds (products there "
                     "can underflow or overflow); rescale the weights.")
     A = M + cf * (D @ U)
-    b = cf * (D @ block.b_up) if block.b_up is not None else 0
-    b = b + (block.b_down if block.b_down is not None else 0)
-    bvec = None if np.isscalar(b) else np.asarray(b, dtype=float)
     Ul, s, Vt = np.linalg.svd(A)
-    r = min(n, d)
-    W_up = np.zeros((n, d))
-    W_down = np.zeros((d, n))
-    W_up[:r] = Vt[:r]
-    W_down[:, :r] = Ul[:, :r] * (s[:r] / cf)
-    if n >= d:
-        W_up[:d], W_down[:, :d] = np.eye(d), A / cf
-    wb = block.replace(W_up=W_up, W_down=W_down, b_up=None, b_gate=None, b_down=bvec, skip=np.zeros((d, d)), name=block.name + "'")
-    lin = "f(x) = (M + W_down W_up) x + b" if c == 1 else f"σ(z) = {c}·z, so f(x) = (M + {c}·W_down W_up) x + b"
-    def checked(description: str, residual: float) -> tuple[Witness, bool, str]:
+    # Rigorous lower bounds on σ_i(A): rounding of A (γ_{n+3}(|M| + |c||D||U|)) plus SVD backward error.
+    err_A = _gamma(n + 3) * float(np.linalg.norm(np.abs(M) + abs(cf) * (np.abs(D) @ np.abs(U))))
+    err_svd = 10 * d * _EPS * float(s[0])
+    scale = float(np.linalg.norm(M))
+
+    def witness(W_up: np.ndarray, W_down: np.ndarray, bias: np.ndarray | None) -> Block:
+        return block.replace(W_up=W_up, W_down=W_down, b_up=None, b_gate=None, b_down=bias, skip=np.zeros((d, d)),
+                             name=block.name + "'")
+
+    def checked(wb: Block, description: str, residual: float) -> tuple[Witness, bool, str]:
         """The witness wb with its rigorous error (:func:`linear_bound`: f − wb is affine, bounded
         exactly or with a rounding account) and, as a second check, its sampled error."""
-        bound, eps_b, why, ae = linear_bound(block, wb, c)
+        bound, eps_b, why, ae = linear_bound(block, wb, c, k)
         err, m = evaluation_error(block, wb, d, seed=seed)
         thr = eval_threshold(tol, n)
         desc = description + (f"; rigorous bound |f(x) − g(x)|∞ ≤ {bound:.3g}·(|f(x)|∞ + |x|∞ + |f(0)|∞) for every x" if not why
@@ -481,34 +491,140 @@ def decide_linear(ctx: Ctx, c: Fraction) -> BlockDecision:
         w = Witness(S=None, block=wb, residual=residual, eval_error=max(bound, err), n_inputs=m, description=desc,
                     bound=None if why else ae)
         ok = bound <= thr and eps_b <= rounding_allowance(n) and err <= thr
-        fail = (f"the linear witness failed its check (rigorous bound {bound:.2e}, sampled error {err:.2e}, threshold {thr:.2e}"
-                f"{': ' + why if why else ''})")
+        fail = (f"the {'affine' if k else 'linear'} witness failed its check (rigorous bound {bound:.2e}, sampled error "
+                f"{err:.2e}, threshold {thr:.2e}{': ' + why if why else ''})")
         return w, ok, fail
 
+    if k and ctx.bias_free_class:
+        return _affine_bias_free(ctx, c, k, A, (Ul, s, Vt), err_A + err_svd, witness, checked, done)
+    r = min(n, d)
+    W_up = np.zeros((n, d))
+    W_down = np.zeros((d, n))
+    W_up[:r] = Vt[:r]
+    W_down[:, :r] = Ul[:, :r] * (s[:r] / cf)
     if n >= d:
-        w, ok, fail = checked("W'_up = [I; 0], W'_down = [(M + c·W_down W_up)/c, 0]", 0.0)
+        W_up[:d], W_down[:, :d] = np.eye(d), A / cf
+    b = cf * (D @ block.b_up) if block.b_up is not None else 0
+    b = b + (block.b_down if block.b_down is not None else 0)
+    if k:  # σ(z) = c·z + k: f(0) gains k·W_down 1, g(0) has k·W'_down 1; b'_down takes up the difference
+        b = b + float(k) * (D.sum(axis=1) - W_down.sum(axis=1))
+    wb = witness(W_up, W_down, None if np.isscalar(b) else np.asarray(b, dtype=float))
+    if not k:
+        lin = "f(x) = (M + W_down W_up) x + b" if c == 1 else f"σ(z) = {c}·z, so f(x) = (M + {c}·W_down W_up) x + b"
+    else:
+        lin = (f"{_affine_text(c, k)}, so f(x) = (M + c·W_down W_up) x + b (b = c·W_down b_up + k·W_down 1 + b_down; "
+               "the class allows biases: b'_down takes up any constant)")
+
+    if n >= d:
+        w, ok, fail = checked(wb, "W'_up = [I; 0], W'_down = [(M + c·W_down W_up)/c, 0]" + (", b'_down = f(0) − k·W'_down 1" if k else ""),
+                              0.0)
         if ok:
-            return done(Verdict.ABSORBABLE, f"σ is linear: {lin} is affine and n = {n} ≥ d = {d}: "
-                        "a residual-free linear block of width n realises it.", w)
+            return done(Verdict.ABSORBABLE, f"{'' if k else 'σ is linear: '}{lin} is affine and n = {n} ≥ d = {d}: "
+                        f"a residual-free {'affine' if k else 'linear'} block of width n realises it.", w)
         return done(Verdict.UNKNOWN, f"Unknown: {fail}.")
-    # Rigorous lower bound on σ_{n+1}(A): rounding of A (γ_{n+3}(|M| + |c||D||U|)) plus SVD backward error.
-    err_A = _gamma(n + 3) * float(np.linalg.norm(np.abs(M) + abs(cf) * (np.abs(D) @ np.abs(U))))
-    err_svd = 10 * d * _EPS * float(s[0])
     tail = float(np.sqrt(np.sum(s[n:] ** 2)))
     lower = max(0.0, float(s[n]) - err_A - err_svd)
-    scale = float(np.linalg.norm(M))
     ctx.H.append(Hypothesis("rank", None, f"σ_{n + 1}(M + c·W_down W_up) = {s[n]:.3g} (rigorous lower bound {lower:.3g})",
-                            {"singular_values": s[: n + 2].tolist(), "lower_bound": lower, "c": str(c)}))
+                            {"singular_values": s[: n + 2].tolist(), "lower_bound": lower, "c": str(c),
+                             **({"k": str(k)} if k else {})}))
+    kind = "affine" if k else "linear"
     if lower > tol * scale:
-        return done(Verdict.NOT_ABSORBABLE, f"σ is linear: {lin} is affine with linear part of rank > n = {n}: "
+        return done(Verdict.NOT_ABSORBABLE, f"{'' if k else 'σ is linear: '}{lin} is affine with linear part of rank > n = {n}: "
                     f"σ_{n + 1} ≥ {lower:.3g} > tolerance, while a residual-free block of width n has rank ≤ n.")
     if tail <= tol * scale:
-        w, ok, fail = checked("truncated SVD of M + c·W_down W_up", tail / scale)
+        w, ok, fail = checked(wb, "truncated SVD of M + c·W_down W_up" + (", b'_down = f(0) − k·W'_down 1" if k else ""), tail / scale)
         if ok:
-            return done(Verdict.ABSORBABLE, f"σ is linear and M + c·W_down W_up has rank ≤ n = {n} (tail {tail:.2e}): its truncated "
+            return done(Verdict.ABSORBABLE, f"σ is {kind} and M + c·W_down W_up has rank ≤ n = {n} (tail {tail:.2e}): its truncated "
                         "SVD is a residual-free block equal to f.", w)
-        return done(Verdict.UNKNOWN, f"Unknown: σ is linear and M + c·W_down W_up is within the tolerance of rank ≤ n = {n}, but {fail}.")
+        return done(Verdict.UNKNOWN, f"Unknown: σ is {kind} and M + c·W_down W_up is within the tolerance of rank ≤ n = {n}, but {fail}.")
     return done(Verdict.UNKNOWN, f"Unknown: σ_{n + 1}(M + c·W_down W_up) = {s[n]:.3g} is within rounding of the tolerance.")
+
+
+def _affine_text(c: Fraction, k: Fraction) -> str:
+    cz = "z" if c == 1 else "−z" if c == -1 else f"{c}·z"
+    return f"σ(z) = {cz} {'+' if k > 0 else '−'} {abs(k)} is affine (c = {c}, k = {k})"
+
+
+def _affine_bias_free(ctx: Ctx, c: Fraction, k: Fraction, A: np.ndarray, svd: tuple[np.ndarray, np.ndarray, np.ndarray],
+                      err: float, witness: Callable[..., Block], checked: Callable[..., tuple[Witness, bool, str]],
+                      done: Callable[..., BlockDecision]) -> BlockDecision:
+    """σ(z) = c·z + k (k ≠ 0), f and g bias-free: f(x) = A x + k·v (v = W_down 1), g(x) = c·W'_d W'_u x + k·W'_d 1.
+    g = f iff W'_d [c·W'_u | k·1] = [A | k·v] =: Ã. Not absorbable when rank Ã > n (a rigorous lower bound
+    on σ_{n+1}(Ã)), or when v = 0 exactly and rank A ≥ n (W'_d then has n independent columns, whose sum
+    is not 0). Absorbable with a checked witness: rank A ≤ n − 1 (n − 1 units of A's truncated SVD and
+    one unit u'_n = 0, w'_n = v − Σ w'_i), or rank Ã ≤ n with a factorisation P·Q of Ã whose last
+    column q of Q is nonzero (an invertible T with T q = k·1: W'_d = P T⁻¹, W'_u = T Q_{:d} / c)."""
+    blk, tol = ctx.block.float64(), ctx.tol
+    d, n, D, M = blk.d, blk.n, blk.W_down, blk.M
+    cf, kf = float(c), float(k)
+    Ul, s, Vt = svd
+    scale = float(np.linalg.norm(M))
+    v = D.sum(axis=1)
+    v_zero = all(math.fsum(row) == 0.0 for row in D.tolist())  # fsum is correctly rounded: 0 iff the exact sum is
+    At = np.hstack([A, kf * v[:, None]])
+    Ut, st, Vtt = np.linalg.svd(At)
+    err_t = (_gamma(n + 3) * float(np.linalg.norm(np.hstack([np.abs(M) + abs(cf) * (np.abs(D) @ np.abs(blk.W_up)),
+                                                            abs(kf) * np.abs(D).sum(axis=1)[:, None]])))
+             + 10 * (d + 1) * _EPS * float(st[0]))
+    form = (f"{_affine_text(c, k)} and f, g are bias-free: f(x) = A x + k·v with A = M + c·W_down W_up, "
+            "v = W_down 1, and g(x) = W'_down (c·W'_up x + k·1), so g = f iff W'_down [c·W'_up | k·1] = [A | k·v]")
+    if n < d:
+        lower_t = max(0.0, float(st[n]) - err_t)
+        lower = max(0.0, float(s[n]) - err)
+        ctx.H.append(Hypothesis("rank", None, f"σ_{n + 1}([A | k·W_down 1]) = {st[n]:.3g} (rigorous lower bound {lower_t:.3g})",
+                                {"singular_values": s[: n + 2].tolist(), "lower_bound": lower, "c": str(c), "k": str(k),
+                                 "augmented_singular_values": st[: n + 2].tolist(), "augmented_lower_bound": lower_t}))
+        if lower_t > tol * scale:
+            return done(Verdict.NOT_ABSORBABLE, f"{form}; σ_{n + 1}([A | k·v]) ≥ {lower_t:.3g} > tolerance, so that matrix "
+                        f"has rank > n = {n}, while W'_down [c·W'_up | k·1] has rank ≤ n.")
+    if v_zero and n <= d:
+        lower_n = max(0.0, float(s[n - 1]) - err)
+        if lower_n > tol * scale:
+            return done(Verdict.NOT_ABSORBABLE, f"{form}; v = W_down 1 = 0 exactly and σ_{n}(A) ≥ {lower_n:.3g} > tolerance, so "
+                        f"rank A ≥ n = {n}: W'_down W'_up = A/c needs n independent columns in W'_down, whose sum W'_down 1 "
+                        "is then not 0 = v.")
+    fails: list[str] = []
+    tries: list[tuple[str, np.ndarray, np.ndarray, float]] = []
+    if n >= d + 1:  # rank A ≤ d ≤ n − 1: A itself in d units, one unit u'_n = 0 for the constant
+        Wu, Wd = np.zeros((n, d)), np.zeros((d, n))
+        Wu[:d], Wd[:, :d] = np.eye(d), A / cf
+        Wd[:, n - 1] = v - Wd[:, :d].sum(axis=1)
+        tries.append(("W'_up = [I; 0], W'_down = [A/c, 0, v − (A/c) 1] (the last unit's u'_n = 0 carries the constant)", Wu, Wd, 0.0))
+    else:
+        tail1 = float(np.sqrt(np.sum(s[n - 1:] ** 2)))
+        if tail1 <= tol * scale:  # rank A ≤ n − 1 (within the tolerance)
+            Wu, Wd = np.zeros((n, d)), np.zeros((d, n))
+            Wu[: n - 1], Wd[:, : n - 1] = Vt[: n - 1], Ul[:, : n - 1] * (s[: n - 1] / cf)
+            Wd[:, n - 1] = v - Wd[:, : n - 1].sum(axis=1)
+            tries.append(("truncated SVD of A in n − 1 units, one unit u'_n = 0, w'_n = v − Σ w'_i", Wu, Wd, tail1 / scale))
+        tail = float(np.sqrt(np.sum(st[n:] ** 2)))
+        if tail <= tol * scale:  # rank [A | k·v] ≤ n: Ã ≈ P Q, Q's last column q moved onto k·1
+            P, Q = Ut[:, :n] * st[:n], Vtt[:n]
+            q = Q[:, d]
+            nq = float(np.linalg.norm(q))
+            if nq > 0:
+                e = np.full(n, 1 / math.sqrt(n))
+                h = q / nq - e
+                nh = float(np.linalg.norm(h))
+                H = np.eye(n) - 2 * np.outer(h, h) / nh**2 if nh > 0 else np.eye(n)  # H (q/|q|) = e, H = H⁻¹
+                t = kf * math.sqrt(n) / nq
+                tries.append(("[A | k·v] = P Q (truncated SVD), W'_down = P H / t, W'_up = t H Q_{:d} / c with H the reflection "
+                              "taking q/|q| to 1/√n and t = k√n/|q| (so W'_down 1 = P q / k)", (t / cf) * (H @ Q[:, :d]), (P @ H) / t,
+                              tail / scale))
+            else:
+                fails.append("the factorisation of [A | k·v] has q = 0 (so v = W_down 1 is 0 within rounding)")
+        else:
+            # (here n < d: with n = d the d × (d + 1) matrix has no σ_{n+1} and its tail is 0)
+            fails.append(f"σ_{n + 1}([A | k·v]) = {st[n]:.3g} is above the tolerance but not provably (within rounding)")
+    for desc, Wu, Wd, res in tries:
+        w, ok, fail = checked(witness(Wu, Wd, None), desc, res)
+        if ok:
+            return done(Verdict.ABSORBABLE, f"{form}; {desc} gives a bias-free residual-free block equal to f.", w)
+        fails.append(fail)
+    if v_zero and n <= d:
+        fails.append(f"v = W_down 1 = 0 exactly, and whether rank A ≥ n = {n} (not absorbable) is within rounding")
+    why = "; ".join(f for f in fails if f) or "no construction applies"
+    return done(Verdict.UNKNOWN, f"Unknown: {form}; {why}.")
 
 
 # ----------------------------------------------------------------- the index set --

@@ -41,8 +41,10 @@ from absorb.engine.verdict import Witness
 from absorb.model.activations import is_builtin
 from absorb.model.block import Block, Stack
 from absorb.rigorous import (
+    EXACT_FLIP_WORK,
     flip_bias_error_upper,
     flip_inf_upper,
+    float_up,
     magnitudes_ok,
     relative_residual,
     row_slices,
@@ -983,13 +985,15 @@ def flip_bound(block: Block, wblock: Block, S: tuple[int, ...], c: Fraction, rel
     return eps, eps_b, why, (rho, e)
 
 
-def linear_bound(block: Block, wb: Block, c: Fraction) -> tuple[float, float, str, tuple[float, float]]:
+def linear_bound(block: Block, wb: Block, c: Fraction, k: Fraction = Fraction(0)
+                 ) -> tuple[float, float, str, tuple[float, float]]:
     """The rigorous error of a linear witness g of f (σ(z) = c·z, ungated), as :func:`flip_bound`:
     f(x) − g(x) = (M + c·W_down W_up − c·W'_down W'_up) x + (c·W_down b_up + b_down − b'_down)
     exactly. The linear part is the residual of the index set "every unit" of the stacked
     arrays [W_up; W'_up] and [W_down, −W'_down] (:func:`flip_inf_upper`, exact rationals when
     small), the constant one the rounding of the output bias (:func:`flip_bias_error_upper`,
-    the moved bias of every unit)."""
+    the moved bias of every unit). σ(z) = c·z + k (k ≠ 0, g with b'_up = 0): the constant part
+    gains k·(W_down 1 − W'_down 1) (:func:`affine_constant_error`); the linear part is the same."""
     U2 = np.vstack([block.W_up, wb.W_up]).astype(np.float64)
     D2 = np.hstack([block.W_down, -wb.W_down]).astype(np.float64)
     S2 = tuple(range(U2.shape[0]))
@@ -997,9 +1001,55 @@ def linear_bound(block: Block, wb: Block, c: Fraction) -> tuple[float, float, st
     rel = relative_residual(U2, D2, T, S2)
     rho, _how = flip_inf_upper(U2, D2, block.M, c, S2, rel)
     del T
-    e = flip_bias_error_upper(block.W_down, block.b_up, block.b_down, wb.b_down, tuple(range(block.n)), c)
+    if k:  # (|f(0)|∞'s lower bound from the same rationals: f0_lower evaluates a user's σ at ≤ 256 units only)
+        e, lo = affine_constant_error(block, wb, c, k)
+        eps_b = 0.0 if e == 0 else (e / lo if lo > 0 else math.inf)
+        why = ("no rigorous bound on the linear part of the error (a weight outside [2^-200, 2^200])" if not math.isfinite(rho) else
+               f"the constant g(0) − f(0) is off by up to {e:.3g} in float64, and |f(0)| is not provably larger" if
+               not math.isfinite(eps_b) else "")
+        return max(rho, eps_b), eps_b, why, (rho, e)
+    else:
+        e = flip_bias_error_upper(block.W_down, block.b_up, block.b_down, wb.b_down, tuple(range(block.n)), c)
     eps, eps_b, why = _affine_eps(block, rho, e)
     return eps, eps_b, why, (rho, e)
+
+
+def affine_constant_error(block: Block, wb: Block, c: Fraction, k: Fraction) -> tuple[float, float]:
+    """A rigorous upper bound of |e|_∞, e = g(0) − f(0) = b'_down + k·W'_down 1 − b_down − c·W_down b_up
+    − k·W_down 1: the constant part of the error of a witness g (no b'_up) of an ungated f with
+    σ(z) = c·z + k; and a rigorous lower bound of |f(0)|_∞ (f(0) = c·W_down b_up + k·W_down 1 + b_down).
+    Exact rationals (Fractions, row by row) when d·(n + n') ≤ EXACT_FLIP_WORK, else float64 with
+    Higham's bound; (inf, 0) out of range or with a b'_up."""
+    if wb.b_up is not None and np.any(wb.b_up):
+        return math.inf, 0.0
+    d = block.d
+    D, W = np.asarray(block.W_down, dtype=np.float64), np.asarray(wb.W_down, dtype=np.float64)
+    zero = np.zeros(d)
+    bd = zero if block.b_down is None else np.asarray(block.b_down, dtype=np.float64)
+    bn = zero if wb.b_down is None else np.asarray(wb.b_down, dtype=np.float64)
+    bu = np.zeros(block.n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+    if not all(np.isfinite(a).all() for a in (D, W, bd, bn, bu)):
+        return math.inf, 0.0
+    if d * (D.shape[1] + W.shape[1]) <= EXACT_FLIP_WORK:
+        Fr = Fraction
+        worst, top = Fraction(0), Fraction(0)
+        for r in range(d):
+            f0 = (c * sum((Fr(float(a)) * Fr(float(b)) for a, b in zip(D[r], bu)), Fr(0)) + k * sum((Fr(float(a)) for a in D[r]), Fr(0))
+                  + Fr(float(bd[r])))
+            g0 = k * sum((Fr(float(a)) for a in W[r]), Fr(0)) + Fr(float(bn[r]))
+            worst, top = max(worst, abs(g0 - f0)), max(top, abs(f0))
+        return float_up(worst), max(0.0, float(top) * (1 - 4 * _gamma(1)))
+    if not magnitudes_ok(D, W) or not magnitudes_ok(bd, bn, bu):
+        return math.inf, 0.0
+    cf, kf = float(c), float(k)
+    g = _gamma(max(D.shape[1], W.shape[1]) + 10)
+    with np.errstate(over="ignore", invalid="ignore"):
+        f0 = cf * (D @ bu) + kf * D.sum(axis=1) + bd
+        big_f = abs(cf) * (np.abs(D) @ np.abs(bu)) + abs(kf) * np.abs(D).sum(axis=1) + np.abs(bd)
+        big_g = abs(kf) * np.abs(W).sum(axis=1) + np.abs(bn)
+        out = float((np.abs(kf * W.sum(axis=1) + bn - f0) + 2 * g * (big_f + big_g)).max(initial=0.0)) * (1 + 4 * g)
+        lo = float((np.abs(f0) - 2 * g * big_f).max(initial=0.0)) * (1 - 4 * g)
+    return (out if math.isfinite(out) else math.inf), (lo if math.isfinite(lo) and lo > 0 else 0.0)
 
 
 def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: float, seed: int,

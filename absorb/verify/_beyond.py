@@ -440,6 +440,10 @@ def check_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
     residual-free block of width n realises it iff rank A ≤ n."""
     _require(ctx, not block.gated, w, "the block is ungated")
     c = linear_constant(_act(block))
+    if c is None and sp.simplify(exact_value(_act(block), _variable(_act(block)), sp.Integer(0))) != 0:
+        from absorb.verify._linear import check_affine  # σ(0) ≠ 0: σ(z) = c·z + k, k ≠ 0
+
+        return check_affine(ctx, w, b, block)
     _require(ctx, c is not None, w, "σ(z) = c·z for every real z, c = σ(1) (exact at every break point, by pieces)")
     _require(ctx, isinstance(c, sp.Rational) and c != 0, w, "c is a nonzero rational", f"c = {c}")
     rec = (b.get("argument") or {}).get("c")
@@ -527,7 +531,7 @@ def _linear_error(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, wb: Block,
 
 
 def check_linear_numbers(ctx: _Ctx, w: str, arg: dict[str, Any], block: Block) -> None:
-    """A linear block's recorded singular values of A = M + c·W_down W_up are A's (Weyl: each within
+    """A linear block's recorded singular values of A = M + c·W_down W_up (the first n + 2, as recorded) are A's (Weyl: each within
     the rounding of A and of the SVD), and the recorded lower bound on σ_{n+1} is no further below it
     than 100 times that rounding (it is checked not to exceed it by the theorem's check)."""
     c = _parse_number(arg.get("c"))
@@ -539,7 +543,7 @@ def check_linear_numbers(ctx: _Ctx, w: str, arg: dict[str, Any], block: Block) -
     err = _gamma(block.n + 3) * float(np.linalg.norm(absA)) + 20 * block.d * _U * float(s[0])
     sv = arg.get("singular_values")
     if sv is not None:
-        ok = isinstance(sv, list) and len(sv) == len(s) and all(isinstance(v, float) and abs(v - t) <= 2 * err for v, t in zip(sv, s))
+        ok = isinstance(sv, list) and len(sv) == len(s[: block.n + 2]) and all(isinstance(v, float) and abs(v - t) <= 2 * err for v, t in zip(sv, s))
         _require_quiet(ctx, ok, w, "the recorded singular values of M + c·W_down W_up are its own (within the rounding)",
                  f"recorded {sv!r}, re-computed {s.tolist()!r}")
     lb = arg.get("sigma_lower_bound")

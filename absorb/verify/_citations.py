@@ -17,7 +17,7 @@ DIGESTS: dict[str, str] = {
     "degree": "f42e31a24fb502e0c9896883bb23d5f78187ddf5042ef66a6241a08d64ec4e4d",
     "linearization": "1390fbcdf2908999cc436c570239a4cd08b47d62c7f70cdc413a80048f8663da",
     "bounded": "c155e8dde9498bb219ff9af35534b2de8e22e8812008b3bd918b7861f664d9bf",
-    "linear": "dcb0d79b5f442ad8ec1f9218e699a7a6cdb7f8135aa97a85fa5d5406f2010b1a",
+    "linear": "f3c902738b87998ec5b2db83981302698f62cfaa70c8076ab2dc4e3444426ecf",
     "index-set": "9dca01ad4bff7f7190b886b4fe7df9184ec68dac3474150c17bde184fde66ba9",
     "parity": "6590616af02ab94982bea996efe87123687d7012fe5d013870dd8f1235ea3710",
     "exponential": "36d685782c48c74c17ec3e73c8fefc68bfe1040777329f5cc9d0f90077b0b801",
@@ -83,7 +83,7 @@ ARGUMENT_FIELDS: dict[str, set[str]] = {
                              "steps", "value_activation"},
     "exponential": _ANY | {"A", "C", "beta", "steps"},
     "parity": _ANY | {"even", "steps"},
-    "linear": _ANY | {"c", "rank_limit", "sigma_lower_bound", "singular_values"},
+    "linear": _ANY | {"augmented_lower_bound", "c", "case", "k", "rank_limit", "sigma_lower_bound", "singular_values"},
     "index-set": _ANY | {"c", "necessity_hypotheses", "s", "target"},
     "skeleton": _ANY | {"L_minus", "L_plus", "a", "b", "c_inf", "case", "nondegeneracy_hypotheses", "steps", "target"},
     "skeleton2": _ANY | {"alpha", "beta", "case", "mu", "nondegeneracy_hypotheses", "steps"},
@@ -106,7 +106,7 @@ def argument_fields(theorem: str, arg: dict[str, Any], value: bool) -> set[str]:
 
 
 _PROPERTIES_USED = {
-    "degree": {"homogeneous"}, "linearization": {"vanishing_gate"}, "bounded": {"bounded"}, "linear": {"linear"},
+    "degree": {"homogeneous"}, "linearization": {"vanishing_gate"}, "bounded": {"bounded"}, "linear": {"linear", "affine"},
     "index-set": {"flip_identity"}, "parity": {"even"}, "exponential": {"exponential"}, "skeleton": {"asymptotic_slopes"},
     "skeleton2": {"quadratic_skeleton"}, "gated-skeleton": {"gate_limits", "relu_like_gate", "flip_identity"},
     "canonical-form": {"flip_identity"},
