@@ -175,3 +175,14 @@ def test_out_of_range_products_give_unknown_not_an_exception():
     with np.errstate(all="ignore"):
         for method in ("auto", "linalg", "z3-pb"):
             assert find_index_set(U, D, -np.eye(d), method=method, timeout=5).status is UNKNOWN, method
+
+
+@pytest.mark.parametrize("method", ["auto", "enumerate", "mitm", "milp", "z3-pb", "lattice", "cp-sat", "linalg"])
+def test_subnormal_weights_give_an_answer_not_an_exception(method):
+    """W_up entries of 1e-323 (subnormal): CP-SAT's scale to integers, 2^(40 − e) for K's
+    largest entry 2^e, left float64 (OverflowError, "this is a bug"), and ``auto`` reaches
+    CP-SAT when its earlier steps run out of budget (a loaded machine). Every backend answers."""
+    U, D = np.full((4, 3), 1e-323), np.ones((3, 4))
+    with np.errstate(all="ignore"):
+        res = find_index_set(U, D, -np.eye(3), method=method, timeout=5)
+    assert res.status in (UNKNOWN, INFEASIBLE), (method, res)

@@ -174,7 +174,10 @@ def _model(cp_model: Any, U: np.ndarray, D: np.ndarray, T: np.ndarray, tol: floa
     top = float(np.max(np.abs(K))) if K.size else 0.0
     if not (math.isfinite(top) and top > 0 and np.all(np.isfinite(t))):
         return "K is zero or not finite: nothing to encode"
-    scale = math.ldexp(1.0, SCALE_BITS - math.frexp(top)[1])  # a power of two: K·scale exact
+    exp = SCALE_BITS - math.frexp(top)[1]
+    if exp > 1023:  # K's largest entry below ~2^-970 (subnormal weights): the scale would leave float64
+        return f"K's largest entry {top:.3g} is too small to scale to integers in float64"
+    scale = math.ldexp(1.0, exp)  # a power of two: K·scale exact
     _, t_hi = frobenius_bounds(T)
     slack = n + 1 + tol * t_hi * scale
     coeffs = np.rint(K * scale).astype(np.int64)
