@@ -136,6 +136,25 @@ def test_numeric_check_withholds_a_wrong_claim() -> None:
     assert asy.numeric_check(e, 1, wrong, 1) is not None
 
 
+def test_numeric_check_reads_a_disagreement_before_agreement_as_pre_asymptotic() -> None:
+    """σ(x)/x = (1 + erf(x/10^50))/2 → 1, but at 10^50 it is still 0.92: the rules' limit is
+    right and the 10^200 and 10^600 samples agree, so nothing is withheld (a generic block with
+    σ = x/2 + x·erf(x/10^50)/2 + tanh(x) was `unknown` where the skeleton decides it)."""
+    e = X / 2 + X * sp.erf(X / sp.Integer(10) ** 50) / 2 + sp.tanh(X)
+    lim = asy.limit(e, 1, 1)
+    assert lim.kind == "finite" and lim.value == 1
+    assert asy.numeric_check(e, 1, lim, 1) is None
+
+
+def test_numeric_check_withholds_a_claim_that_agrees_near_and_disagrees_far() -> None:
+    """σ(x)/x = 1 + erfc(10 − x/10^100): ≈ 1 at 10^50, 3 at 10^200 and 10^600; the (wrong)
+    claim 1 agrees with the nearest sample only: withheld, and the reason names the claim."""
+    e = X * (1 + sp.erfc(10 - X / sp.Integer(10) ** 100))
+    wrong = asy.Limit("finite", sp.Integer(1), asy.const(sp.Integer(1)))
+    why = asy.numeric_check(e, 1, wrong, 1)
+    assert why is not None and "10^200" in why and "not 1.0" in why
+
+
 def test_derivative_at_zero_by_rules() -> None:
     g = X / (1 + sp.exp(-X))
     lim, q = asy.one_sided_derivative(g, 0, 1)

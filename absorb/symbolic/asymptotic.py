@@ -785,14 +785,18 @@ def numeric_check(e: sp.Expr, sign: int, lim: Limit, divide_power: int = 0,
                   scales: Sequence[int] = SCALES) -> str | None:
     """None when 60-digit evaluations of σ(x)/x^divide_power at x = sign·10^k (k in
     :data:`SCALES`) agree with the claimed finite limit's expansion to 10^-10 relative
-    (plus 10^3 times the stated remainder scale); else a sentence saying what disagrees.
-    Samples that cannot be evaluated are skipped. It withholds a claim, never makes one."""
+    (plus 10^3 times the stated remainder scale) from some scale on — a sample that disagrees
+    before the farther ones agree is pre-asymptotic (σ = x·erf(x/10^60)… turns at 10^60), not
+    evidence against the limit; else a sentence saying what disagrees: the farthest sample, or
+    one that disagrees after a nearer one agreed. Samples that cannot be evaluated (or not
+    stably) are skipped; none at all is no evidence. It withholds a claim, never makes one."""
     import mpmath
 
     if lim.kind != "finite" or lim.expansion is None:
         return None
     f = lim.expansion
     target = mpmath.mpf(sp.N(lim.value, 70))
+    early, agreed = None, False  # a disagreement not yet followed by agreement; whether some sample agreed
     for k in scales:
         # 60 digits plus enough to survive cancellation between terms of size up to s^2
         dps = 60 + 2 * k
@@ -819,9 +823,14 @@ def numeric_check(e: sp.Expr, sign: int, lim: Limit, divide_power: int = 0,
                 continue  # the evaluation itself is not stable at this precision: no evidence either way
             v = vals[1]
             if abs(v - terms) > slack:
-                return (f"a 60-digit evaluation at x = {'-' if sign < 0 else ''}10^{k} gives "
-                        f"{mpmath.nstr(v, 12)}, not {mpmath.nstr(terms, 12)}")
-    return None
+                early = (f"a 60-digit evaluation at x = {'-' if sign < 0 else ''}10^{k} gives "
+                         f"{mpmath.nstr(v, 12)}, not {mpmath.nstr(target, 12)}"
+                         + ("" if terms == target else f" (the expansion there: {mpmath.nstr(terms, 12)})"))
+                if agreed:  # it agreed nearer and disagrees farther: not converging to the claim
+                    return early
+            else:
+                agreed, early = True, None
+    return early
 
 
 def _eval_scale(sc: Scale, s: object) -> object | None:
