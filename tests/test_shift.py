@@ -173,14 +173,14 @@ def test_checker_rebuilds_the_shifted_witness_and_bounds_its_constant_error() ->
 
     blk = _planted("expr:Max(0, x - 3/2)")
     s = Fraction(-3, 2)
-    mine = shifted_flip_block(blk, np.array([0, 1]), 1.0, s)
+    mine = shifted_flip_block(blk, np.array([0, 1]), Fraction(1), s)
     theirs = flip_block(blk, (0, 1), Fraction(1), s)
     for k in ("W_up", "W_down", "b_up", "b_down"):
         assert np.array_equal(getattr(mine, k), getattr(theirs, k)), k
     e = shifted_bias_error(blk, mine, (0, 1), Fraction(1), s)
     assert 0 < e < 1e-15  # 0.3 − 3 and −0.7 − 3... round: L·Σ|w_i||η_i|
     exact = blk.replace(b_up=np.array([0.25, -0.75, 1.1, 0.2]), b_down=np.array([0.125, 0.25]))  # dyadic: no rounding
-    assert shifted_bias_error(exact, shifted_flip_block(exact, np.array([0, 1]), 1.0, s), (0, 1), Fraction(1), s) == 0
+    assert shifted_bias_error(exact, shifted_flip_block(exact, np.array([0, 1]), Fraction(1), s), (0, 1), Fraction(1), s) == 0
     smooth = _planted("expr:(x+1)/(1+exp(-(x+1)))")
-    g = shifted_flip_block(smooth, np.array([0, 1]), 1.0, Fraction(1))
+    g = shifted_flip_block(smooth, np.array([0, 1]), Fraction(1), Fraction(1))
     assert shifted_bias_error(smooth, g, (0, 1), Fraction(1), Fraction(1)) == float("inf")

@@ -61,6 +61,23 @@ _PROVED_PLANES = 96
 _EXACT_MAX_WORK = 200_000  # |S|·d² multiply-adds in Fractions
 
 
+def moved_bias(block: Block, idx: np.ndarray, c: Fraction, b: np.ndarray, s: Fraction = Fraction(0)) -> np.ndarray:
+    """b'_down = b_down + c·D[:, idx] (b + s), rounded once from its exact value where that costs at
+    most :data:`_EXACT_MAX_WORK` rational products (else in float64): with a huge bias the sum
+    cancels (b_down = fl(3·b_up)), and the float64 sum kept its rounding, 2^78 at b_up = 2^130 —
+    the exact value (fl(3b) − 3b) is itself a float, so the witness is exact there."""
+    D = block.W_down
+    bd = np.zeros(block.d) if block.b_down is None else np.asarray(block.b_down, dtype=np.float64)
+    if block.d * idx.size > _EXACT_MAX_WORK or not (np.all(np.isfinite(b)) and np.all(np.isfinite(D[:, idx]))):
+        return bd + float(c) * matvec(D[:, idx], b + float(s))
+    bs = [Fraction(float(v)) + s for v in b]
+    out = np.empty(block.d)
+    for r in range(block.d):
+        row = D[r, idx]
+        out[r] = float(Fraction(float(bd[r])) + c * sum((Fraction(float(w)) * v for w, v in zip(row, bs) if w), Fraction(0)))
+    return out
+
+
 def flip_block(block: Block, S: tuple[int, ...], c: Fraction, s: Fraction = Fraction(0)) -> Block:
     """The residual-free block obtained by flipping the hidden units in ``S``.
 
@@ -68,7 +85,6 @@ def flip_block(block: Block, S: tuple[int, ...], c: Fraction, s: Fraction = Frac
     the flipped units also get b'_up,i = −b_up,i − 2s, so that σ(−z_i − 2s) = σ(z_i) − c·(z_i + s), and
     the output bias moves by c·D_S(b_S + s) (a bias-free f gets biases: the witness is in the biased class)."""
     idx = np.asarray(S, dtype=int)
-    cf = float(c)
     D = block.W_down
     if s:
         if block.gated:
@@ -78,8 +94,7 @@ def flip_block(block: Block, S: tuple[int, ...], c: Fraction, s: Fraction = Frac
         b0 = np.zeros(block.n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
         b_up = b0.copy()
         b_up[idx] = -b0[idx] - 2 * float(s)
-        moved = cf * matvec(D[:, idx], b0[idx] + float(s)) if idx.size else np.zeros(block.d)
-        b_down = moved if block.b_down is None else block.b_down + moved
+        b_down = moved_bias(block, idx, c, b0[idx], s)
         return block.replace(W_up=W_up, b_up=b_up, b_down=b_down, skip=np.zeros((block.d, block.d)), name=block.name + "'")
     if block.gated:
         W_gate = block.W_gate.copy()
@@ -98,8 +113,7 @@ def flip_block(block: Block, S: tuple[int, ...], c: Fraction, s: Fraction = Frac
             b_up[idx] *= -1
         new = dict(W_up=W_up, b_up=b_up)
     if block.b_up is not None and idx.size:
-        shift = cf * matvec(D[:, idx], block.b_up[idx])
-        new["b_down"] = shift if block.b_down is None else block.b_down + shift
+        new["b_down"] = moved_bias(block, idx, c, np.asarray(block.b_up, dtype=np.float64)[idx])
     return block.replace(**new, skip=np.zeros((block.d, block.d)), name=block.name + "'")
 
 

@@ -109,3 +109,22 @@ def _float_skip_product(blocks: list[Any]) -> tuple[np.ndarray, np.ndarray, np.n
             A = np.abs(blk.M)
             Pm, Pa, U = blk.M @ Pm, A @ Pa, (A @ U + d * 2.0**-1074) * (1 + 2.0**-40)
         return Pm, (Pa + U) * (1 + 2.0**-40), U
+
+
+MOVED_EXACT_WORK = 200_000
+"""A flip witness's moved output bias b_down + c·W_down[:,S](b_S + s) is rounded once from its exact
+value when d·|S| is at most this (docs/certificates.md), else summed in float64."""
+
+
+def moved_output_bias(b_down: np.ndarray | None, W_down: np.ndarray, idx: np.ndarray, c: Fraction, b: np.ndarray,
+                      s: Fraction = Fraction(0)) -> np.ndarray:
+    """b_down + c·W_down[:, idx](b + s) as the witness holds it: rounded once from the exact sum (or
+    in float64 past :data:`MOVED_EXACT_WORK` or with a non-finite entry)."""
+    d, c = W_down.shape[0], Fraction(c)  # (a float c is read exactly)
+    bd = np.zeros(d) if b_down is None else np.asarray(b_down, dtype=np.float64)
+    Ds = W_down[:, idx]
+    if d * len(idx) > MOVED_EXACT_WORK or not (np.all(np.isfinite(b)) and np.all(np.isfinite(Ds))):
+        return bd + float(c) * (Ds @ (b + float(s)))
+    bq = [Fraction(float(v)) + s for v in b]
+    return np.array([float(Fraction(float(bd[r])) + c * sum((Fraction(float(x)) * v for x, v in zip(Ds[r], bq)), Fraction(0)))
+                     for r in range(d)])

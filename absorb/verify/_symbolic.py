@@ -304,7 +304,7 @@ def shifted_bias_error(block: Any, wb: Any, S: tuple[int, ...], c: Fraction, s: 
     return _float_up(tot)
 
 
-def shifted_flip_block(block: Any, idx: Any, c: float, s: Fraction) -> Any:
+def shifted_flip_block(block: Any, idx: Any, c: Fraction, s: Fraction) -> Any:
     """The shifted flip of the units ``idx`` (σ(z) − σ(−z − 2s) = c·(z + s)), rebuilt here: their rows
     negated, their biases −b_up,i − 2s, the output bias moved by c·W_down[:,S](b_S + s), no skip."""
     import numpy as np
@@ -314,6 +314,7 @@ def shifted_flip_block(block: Any, idx: Any, c: float, s: Fraction) -> Any:
     b0 = np.zeros(block.n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
     bu = b0.copy()
     bu[idx] = -b0[idx] - 2 * float(s)
-    moved = c * (block.W_down[:, idx] @ (b0[idx] + float(s)))
-    return block.replace(W_up=Un, b_up=bu, b_down=moved if block.b_down is None else block.b_down + moved,
+    from absorb.verify._numerics import moved_output_bias
+
+    return block.replace(W_up=Un, b_up=bu, b_down=moved_output_bias(block.b_down, block.W_down, idx, c, b0[idx], s),
                          skip=np.zeros((block.d, block.d)), name=block.name + "'")

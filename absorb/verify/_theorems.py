@@ -266,7 +266,7 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
                  "the recorded residual matches", f"recorded {claimed!r}, re-computed {rel:.6g}")
         _require(ctx, wit.get("exact") is None or zero is None or wit.get("exact") == zero, w, "the recorded exactness matches",
                  f"recorded {wit.get('exact')!r}, re-derived {zero!r}")
-        wb = _flip_block(block, S, float(cq), sq)
+        wb = _flip_block(block, S, cq, sq)
         check_witness_block(ctx, w, wit, wb, "the flip of S")
         # B'(x) − f(x) = −(M + c·D_S U_S) x + e exactly, so |B' − f|_∞ ≤ ρ∞|x|_∞ + |e|_∞: the
         # guarantee |f − B'|_∞ ≤ ε(|f(x)|_∞ + |x|_∞ + |f(0)|_∞) needs ρ∞ ≤ τ + the rounding allowance

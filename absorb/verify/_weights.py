@@ -22,6 +22,7 @@ from absorb.verify._numerics import (
     _gamma,
     _in_range,
     exact_rank,
+    moved_output_bias,
     rounding_allowance,
     sha256_f64,
 )
@@ -270,16 +271,16 @@ _FLIPS: weakref.WeakKeyDictionary[Block, tuple[Block, tuple[int, ...], float, Fr
 bounds their constant error (the rounding of the moved bias) in exact arithmetic."""
 
 
-def _flip_block(block: Block, S: Sequence[int], c: float, s: Fraction = Fraction(0)) -> Block:
-    """The residual-free block of result 5's sufficiency, rebuilt here from S (``s`` ≠ 0: the
-    shifted flip, :func:`absorb.verify._symbolic.shifted_flip_block`)."""
+def _flip_block(block: Block, S: Sequence[int], c: Fraction, s: Fraction = Fraction(0)) -> Block:
+    """The residual-free block of result 5's sufficiency, rebuilt here from S and the exact flip
+    constant c (``s`` ≠ 0: the shifted flip, :func:`absorb.verify._symbolic.shifted_flip_block`)."""
     idx = np.asarray(list(S), dtype=int)
     new: dict[str, Any] = {}
     if s:
         from absorb.verify._symbolic import shifted_flip_block
 
         out = shifted_flip_block(block, idx, c, s)
-        _FLIPS[out] = (block, tuple(int(i) for i in idx), c, s)
+        _FLIPS[out] = (block, tuple(int(i) for i in idx), float(c), s)
         return out
     if block.gated:
         G = block.W_gate.copy()
@@ -300,10 +301,9 @@ def _flip_block(block: Block, S: Sequence[int], c: float, s: Fraction = Fraction
             bu[idx] *= -1
             new["b_up"] = bu
     if block.b_up is not None and idx.size:
-        shift = c * (block.W_down[:, idx] @ block.b_up[idx])
-        new["b_down"] = shift if block.b_down is None else block.b_down + shift
+        new["b_down"] = moved_output_bias(block.b_down, block.W_down, idx, c, np.asarray(block.b_up, dtype=np.float64)[idx])
     out = block.replace(**new, skip=np.zeros((block.d, block.d)), name=block.name + "'")
-    _FLIPS[out] = (block, tuple(int(i) for i in idx), c, Fraction(0))
+    _FLIPS[out] = (block, tuple(int(i) for i in idx), float(c), Fraction(0))
     return out
 
 
