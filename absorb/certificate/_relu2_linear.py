@@ -27,7 +27,7 @@ def relu2_linear_argument(bd: BlockDecision) -> dict[str, Any]:
         steps.append(r"g - f = \big(\beta\sum_i(\mu_i-1)A_i - M\big)x + \text{const},\ \ "
                      r"\sum_i \mu_i A_i = T = M/\beta + \sum_i A_i,\ \mu > 0")
     else:
-        out["rank_mu"] = cert.get("mu")  # the rank route's λ_min bound of the (Q) Gram matrix (the checker re-derives its own)
+        out["bound"] = cert.get("bound")  # |β|⟨Y, T⟩ / (‖Y‖_F ‖M‖_F), re-derived by the checker from Y
         out["Y"] = cert.get("Y")
         out["nondegeneracy_hypotheses"] = list(NONDEGENERACY)
         steps += [r"\text{Hessian jumps: } u'_i=\lambda_iu_i,\ c'_i=\lambda_ic_i;\ \ w_i\otimes u_iu_i^{\mathsf T}"

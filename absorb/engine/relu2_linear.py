@@ -103,13 +103,14 @@ def farkas_bound(block: Block, beta: Fraction, Y: np.ndarray) -> Fraction | None
 
 
 def witness_bound(block: Block, wb: Block, mu: list[Fraction], alpha: Fraction, beta: Fraction
-                  ) -> tuple[Fraction, Fraction, Fraction]:
-    """(q, l, r) with |f(x) − g(x)|_∞ ≤ q|x|²_∞ + l|x|_∞ + r for every x, exact rationals, g = ``wb``
+                  ) -> tuple[Fraction, Fraction, Fraction, Fraction]:
+    """(q, l, r, ρ²) with |f(x) − g(x)|_∞ ≤ q|x|²_∞ + l|x|_∞ + r for every x, exact rationals, g = ``wb``
     (float64 weights) against the exact witness ĝ of μ (u_i/μ_i, c_i/μ_i, μ_i² w_i):
     f − ĝ = −R_L x − R_0 exactly (R_L = βΣ(μ_i − 1)A_i − M, R_0 = βΣ(μ_i − 1)w_i c_i + b'_down − b_down),
     and unit by unit, with s = (u_i·x + c_i)/μ_i, s' = u'_i·x + c'_i, e = s' − s, δw = w'_i − μ_i² w_i:
     g_i − ĝ_i = δw σ(s') + μ_i² w_i (σ(s') − σ(s)), |σ(s')| ≤ |α|s'² + |β||s'|,
-    |σ(s') − σ(s)| ≤ |e|(|α|(|s| + |s'|) + |β|), each of |s|, |s'|, |e| ≤ a|x|_∞ + b."""
+    |σ(s') − σ(s)| ≤ |e|(|α|(|s| + |s'|) + |β|), each of |s|, |s'|, |e| ≤ a|x|_∞ + b; ρ² = ‖R_L‖²_F / ‖M‖²_F,
+    the squared relative residual of the linear program's equation (the witness's ``residual``)."""
     d, n = block.d, block.n
     U, D, M = _fr_mat(block.W_up), _fr_mat(block.W_down), _fr_mat(block.M)
     c = [Fraction(0)] * n if block.b_up is None else _fr(block.b_up)
@@ -141,7 +142,8 @@ def witness_bound(block: Block, wb: Block, mu: list[Fraction], alpha: Fraction, 
             q[a] += dw * sig[0] + w2 * dif[0]
             lin[a] += dw * sig[1] + w2 * dif[1]
             r[a] += dw * sig[2] + w2 * dif[2]
-    return max(q), max(lin), max(r)
+    rho2 = sum(v * v for row in RL for v in row) / sum(v * v for row in M for v in row)
+    return max(q), max(lin), max(r), rho2
 
 
 def f0_exact(block: Block, alpha: Fraction, beta: Fraction) -> Fraction:
@@ -280,10 +282,10 @@ def decide_relu2_linear(ctx: Any) -> BlockDecision | None:
         why = "no Farkas matrix Y was found" if Y is None else "the Farkas matrix Y failed its exact check" if b2 is None else (
             f"the Farkas bound {math.sqrt(float(b2)):.3g} is within the tolerance")
         return unknown(f"σ = {alpha}·ReLU² + {beta}·z, no flip possible, but {failed} and {why}")
-    bound = min(1.0, math.sqrt(float(b2)) * (1 - 1e-12))
+    bound = math.sqrt(float(b2)) * (1 - 1e-12)  # (≤ 1 up to rounding: μ = 1 is at distance 1)
     res = SearchResult(SearchStatus.INFEASIBLE, "farkas", "no μ ≥ 0 solves the linear condition within the tolerance",
                        bound=bound, certificate={"route": "farkas", "Y": [[float(v) for v in row] for row in Y],
-                                                 "mu": rank.certificate.get("mu") if rank.certificate else None})
+                                                 "bound": bound})
     return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.RELU2_LINEAR,
                     f"{lead}; the (Q) columns are linearly independent (so no unit is flipped), and a Farkas matrix Y with "
                     f"⟨Y, w_i u_iᵀ⟩ ≤ 0 for every i and ⟨Y, T⟩ > 0 (exact) puts every μ ≥ 0 at relative distance ≥ "
@@ -297,7 +299,7 @@ def _witness(ctx: Any, b64: Block, mu: np.ndarray, alpha: Fraction, beta: Fracti
     blk = ctx.block
     wb = witness_block(b64, mu, float(beta))
     mus = [Fraction(float(v)) for v in mu]
-    q, rl, r0 = witness_bound(b64, wb, mus, alpha, beta)
+    q, rl, r0, rho2 = witness_bound(b64, wb, mus, alpha, beta)
     f0 = f0_exact(b64, alpha, beta)
     s1, s2, _ = relu2_scales(b64, (), alpha)
     thr = eval_threshold(ctx.tol, blk.n)
@@ -307,9 +309,7 @@ def _witness(ctx: Any, b64: Block, mu: np.ndarray, alpha: Fraction, beta: Fracti
     err, m = evaluation_error(blk, wb, blk.d, seed=ctx.seed, accept=thr)
     if not err <= thr:
         return f"the witness of the linear program's μ failed the sampled check (error {err:.2e})"
-    A = _a_matrix(b64)
-    T = (np.asarray(b64.M) / float(beta)).reshape(-1) + A.sum(axis=1)
-    dist = float(abs(float(beta)) * np.linalg.norm(A @ mu - T) / max(np.linalg.norm(b64.M), 1e-300))
+    dist = math.sqrt(float(rho2))
     how = (f"|f(x) − g(x)|∞ ≤ {eps:.3g}·(|f(0)|∞ + s₁|x|∞ + s₂|x|∞²) for every x (s₁ = {float(s1):.6g}, "
            f"s₂ = {float(s2):.6g}), bounded in exact rationals from the float64 weights")
     w = Witness(S=None, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=False,

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -75,8 +76,9 @@ def rescaled(block: Block, mu: np.ndarray, beta: float) -> Block:
 
 
 def error_terms(block: Block, wb: Block, mu: list[Fraction], alpha: Fraction, beta: Fraction
-                ) -> tuple[Fraction, Fraction, Fraction]:
-    """(q, l, r): |f(x) − g(x)|_∞ ≤ q|x|²_∞ + l|x|_∞ + r for every x (exact)."""
+                ) -> tuple[Fraction, Fraction, Fraction, Fraction]:
+    """(q, l, r, ρ²): |f(x) − g(x)|_∞ ≤ q|x|²_∞ + l|x|_∞ + r for every x, and ρ² = ‖βΣ(μ_i − 1)w_i u_iᵀ − M‖²_F / ‖M‖²_F
+    (exact)."""
     d, n = block.d, block.n
     U, D, M = _qm(block.W_up), _qm(block.W_down), _qm(block.M)
     Ug, Dg = _qm(wb.W_up), _qm(wb.W_down)
@@ -88,8 +90,10 @@ def error_terms(block: Block, wb: Block, mu: list[Fraction], alpha: Fraction, be
     aa, ab = abs(alpha), abs(beta)
     # ĝ − f = (βΣ(μ_i − 1) w_i u_iᵀ − M) x + βΣ(μ_i − 1) c_i w_i + b'_down − b_down, exactly
     lin, con, quad = [], [], []
+    RL = [[beta * sum((mu[i] - 1) * D[a][i] * U[i][b] for i in range(n)) - M[a][b] for b in range(d)] for a in range(d)]
+    rho2 = sum(v * v for r in RL for v in r) / sum(v * v for r in M for v in r)
     for a in range(d):
-        lin.append(sum(abs(beta * sum((mu[i] - 1) * D[a][i] * U[i][b] for i in range(n)) - M[a][b]) for b in range(d)))
+        lin.append(sum(abs(v) for v in RL[a]))
         con.append(abs(beta * sum((mu[i] - 1) * c[i] * D[a][i] for i in range(n)) + bg[a] - b0[a]))
         quad.append(Fraction(0))
     for i in range(n):
@@ -105,7 +109,7 @@ def error_terms(block: Block, wb: Block, mu: list[Fraction], alpha: Fraction, be
             quad[a] += dw * sig[0] + big * dif[0]
             lin[a] += dw * sig[1] + big * dif[1]
             con[a] += dw * sig[2] + big * dif[2]
-    return max(quad), max(lin), max(con)
+    return max(quad), max(lin), max(con), rho2
 
 
 def scales(block: Block, alpha: Fraction) -> tuple[Fraction, Fraction, Fraction]:
@@ -171,15 +175,19 @@ def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tu
         y2 = sum(v * v for r in Yq for v in r)
         m2 = sum(v * v for r in M for v in r)
         ok = yt > 0 and (beta * yt) ** 2 > Fraction(ctx.tol) ** 2 * y2 * m2
-        _require(ctx, ok, w, f"|β|⟨Y, T⟩ > τ‖Y‖_F‖M‖_F, T = M/β + Σ_i w_i u_iᵀ (exact): every μ ≥ 0 is farther than τ",
+        _require(ctx, ok, w, "|β|⟨Y, T⟩ > τ‖Y‖_F‖M‖_F, T = M/β + Σ_i w_i u_iᵀ (exact): every μ ≥ 0 is farther than τ",
                  f"⟨Y, T⟩ = {float(yt):.3g}")
+        mine = math.sqrt(float((beta * yt) ** 2 / (y2 * m2)))
+        rec = arg.get("bound")
+        _require(ctx, isinstance(rec, float) and mine * (1 - 1e-11) <= rec <= mine, w,
+                 "the recorded bound is |β|⟨Y, T⟩ / (‖Y‖_F‖M‖_F) re-derived here", f"recorded {rec!r}, re-derived {mine!r}")
         return "not_absorbable", None, 0.0
     _require(ctx, case == "lp", w, "an absorbable verdict comes with the rescaling witness (case lp)", f"recorded {case!r}")
     mu = _floats(arg.get("scales"), (n,))
     _require(ctx, mu is not None and bool(np.all(mu > 0)), w, f"the recorded scales μ are {n} finite numbers > 0")
     assert mu is not None
     wb = rescaled(block, mu, float(beta))
-    q, lin, con = error_terms(block, wb, [Fraction(float(v)) for v in mu], alpha, beta)
+    q, lin, con, rho2 = error_terms(block, wb, [Fraction(float(v)) for v in mu], alpha, beta)
     s1, s2, _ = scales(block, alpha)
     f0 = f_at_zero(block, alpha, beta)
     thr = Fraction(ctx.tol) + Fraction(rounding_allowance(n))
@@ -196,4 +204,9 @@ def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tu
         isinstance(recs[k], dict) and recs[k].get("sha256") == sha256_f64(v) for k, v in mine.items()), w,
              "the witness block is the rescaling of μ rebuilt here (SHA-256)")
     _require(ctx, wit.get("exact") in (None, False), w, "the witness is not claimed exact", f"recorded {wit.get('exact')!r}")
+    r = math.sqrt(float(rho2))
+    res = wit.get("residual")
+    _require(ctx, isinstance(res, float) and abs(res - r) <= 1e-12 * r and res <= ctx.tol, w,
+             "the recorded residual is ‖β(Σ_i μ_i w_i u_iᵀ − T)‖_F / ‖M‖_F re-derived here (exact) and within τ",
+             f"recorded {res!r}, re-derived {r!r}")
     return "absorbable", wb, InfNorm(float(lin) * (1 + 1e-12), float(q) * (1 + 1e-12))  # (the constant: within |f(0)|'s share)

@@ -118,8 +118,8 @@ from absorb.verify._numerics import (  # noqa: F401
     sha256_f64,
 )
 from absorb.verify._plane import check_kinks, check_range, check_rank
-from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _where  # noqa: F401
 from absorb.verify._relu2_linear import check_relu2_linear
+from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _where  # noqa: F401
 from absorb.verify._skeleton2 import check_skeleton2
 from absorb.verify._symbolic import (  # noqa: F401
     _gate_derivative_at_zero,
