@@ -53,8 +53,8 @@ def relu2_linear_form(expr: Any) -> tuple[Fraction, Fraction] | str:
         return "σ is not a function of one variable"
     x = syms[0]
     try:
-        beta = sp.nsimplify(sp.simplify(-expr.subs(x, -1)))
-        alpha = sp.nsimplify(sp.simplify(expr.subs(x, 1) + expr.subs(x, -1)))
+        beta = sp.simplify(-expr.subs(x, -1))
+        alpha = sp.simplify(expr.subs(x, 1) + expr.subs(x, -1))
         if not (isinstance(alpha, sp.Rational) and isinstance(beta, sp.Rational)):
             return "σ(1), σ(−1) are not rational"
         if alpha == 0 or beta == 0:
@@ -246,7 +246,8 @@ def decide_relu2_linear(ctx: Any) -> BlockDecision | None:
     alpha, beta = form
     blk = ctx.block
     b64 = blk.float64()
-    lead = (f"σ(z) = {alpha}·ReLU(z)² + {beta}·z exactly, so with u'_i = λ_i u_i (nondegenerate weights, no flip) "
+    sig = f"σ(z) = {'' if alpha == 1 else f'{alpha}·'}ReLU(z)² {'+' if beta > 0 else '−'} {'' if abs(beta) == 1 else f'{abs(beta)}·'}z"
+    lead = (f"{sig} exactly, so with u'_i = λ_i u_i (nondegenerate weights, no flip) "
             "g = f iff Σ_i μ_i w_i u_iᵀ = M/β + Σ_i w_i u_iᵀ for some μ > 0 (μ_i = 1/λ_i)")
 
     def unknown(why: str) -> BlockDecision:
@@ -254,7 +255,7 @@ def decide_relu2_linear(ctx: Any) -> BlockDecision | None:
         return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {why}" + (f" (also: {notes})." if notes else "."))
 
     if blk.n * blk.d * blk.d > EXACT_MAX or blk.n > LP_MAX_N:
-        return unknown(f"σ = {alpha}·ReLU² + {beta}·z, but n·d² = {blk.n * blk.d ** 2} is beyond the {EXACT_MAX} "
+        return unknown(f"{sig}, but n·d² = {blk.n * blk.d ** 2} is beyond the {EXACT_MAX} "
                        "entries the exact checks of its linear program run to")
     d2, nd = hyp.dimension(blk), hyp.nondegenerate(blk)
     ctx.H.extend([d2, *nd])
@@ -268,20 +269,20 @@ def decide_relu2_linear(ctx: Any) -> BlockDecision | None:
         failed = "the linear program found no μ with every μ_i > 0"
     failing = [h.statement for h in (d2, *nd) if not h.holds]
     if failing:
-        return unknown(f"σ = {alpha}·ReLU² + {beta}·z: {failed}, and not_absorbable needs nondegenerate weights "
+        return unknown(f"{sig}: {failed}, and not_absorbable needs nondegenerate weights "
                        f"({'; '.join(failing)})")
     from absorb.engine.skeleton2 import rank_route
 
     rank = rank_route(b64, ctx.tol)
     if rank is None or rank.status is not SearchStatus.INFEASIBLE:
-        return unknown(f"σ = {alpha}·ReLU² + {beta}·z: {failed}, and the (Q) columns w_i ⊗ u_i u_iᵀ are not proved "
+        return unknown(f"{sig}: {failed}, and the (Q) columns w_i ⊗ u_i u_iᵀ are not proved "
                        "linearly independent (exact rank route, n ≤ 48), so a flipped unit is not excluded")
     Y = solve_farkas(b64, float(beta))
     b2 = None if Y is None else farkas_bound(blk, beta, Y)
     if b2 is None or not b2 > Fraction(ctx.tol) ** 2:
         why = "no Farkas matrix Y was found" if Y is None else "the Farkas matrix Y failed its exact check" if b2 is None else (
             f"the Farkas bound {math.sqrt(float(b2)):.3g} is within the tolerance")
-        return unknown(f"σ = {alpha}·ReLU² + {beta}·z, no flip possible, but {failed} and {why}")
+        return unknown(f"{sig}, no flip possible, but {failed} and {why}")
     bound = math.sqrt(float(b2)) * (1 - 1e-12)  # (≤ 1 up to rounding: μ = 1 is at distance 1)
     res = SearchResult(SearchStatus.INFEASIBLE, "farkas", "no μ ≥ 0 solves the linear condition within the tolerance",
                        bound=bound, certificate={"route": "farkas", "Y": [[float(v) for v in row] for row in Y],

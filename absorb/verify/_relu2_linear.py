@@ -43,14 +43,8 @@ def _qm(a: Any) -> list[list[Fraction]]:
 
 
 def _rational(v: Any) -> Fraction | None:
-    p = _parse_number(v)
-    if p is None:
-        return None
-    try:
-        p = sp.nsimplify(p)
-    except Exception:  # noqa: BLE001 - not a number sympy reads: not proved
-        return None
-    return Fraction(int(p.p), int(p.q)) if isinstance(p, sp.Rational) else None
+    p = _parse_number(v)  # (a sympy Rational, parsed with Fraction, or None)
+    return None if p is None else Fraction(int(p.p), int(p.q))
 
 
 def sigma_form(expr: sp.Expr, alpha: Fraction, beta: Fraction) -> bool:
