@@ -382,6 +382,7 @@ PROOF_NAMES: tuple[str, ...] = (
     "flip_identity",
     "asymptotic_skeleton",
     "skeleton2",
+    "relu2_linear",
     "gated_skeleton",
     "leaky_reduction",
     "parity",
