@@ -224,3 +224,27 @@ def test_another_activation_is_refused() -> None:
     _, doc = _cert(blk)
     other = blk.replace(activation=get_activation("expr:Max(0, x)**2 + tanh(x)"))
     assert not checker.verify_certificate(doc, other).accepted
+
+
+def test_degenerate_weights_with_a_witness_are_absorbable() -> None:
+    """Sufficiency needs no nondegeneracy: a collinear pair (u_4 = 2u_0) with planted μ > 0 still gets
+    its rescaling witness, which the checker accepts without re-deriving the hypotheses."""
+    rng = np.random.default_rng(21)
+    n, d = 6, 3
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    U[4] = 2 * U[0]
+    mu = rng.uniform(0.5, 2, n)
+    M = sum((mu[i] - 1) * np.outer(D[:, i], U[i]) for i in range(n))
+    blk = Block(U, D, get_activation(RELU2_X), skip=M, b_up=rng.standard_normal(n))
+    dec, doc = _cert(blk)
+    bd = dec.blocks[0]
+    assert bd.verdict is Verdict.ABSORBABLE and any(h.holds is False for h in bd.hypotheses), bd.reason
+    assert _fully_accepted(doc, blk)
+
+
+def test_a_witness_with_biases_claimed_for_the_bias_free_class_is_refused() -> None:
+    blk = planted(1, biases=True)
+    _, doc = _cert(blk)
+    bad = copy.deepcopy(doc)
+    bad["blocks"][0]["class"]["biases"] = False
+    assert not _fully_accepted(bad, blk)
