@@ -248,3 +248,18 @@ def test_a_witness_with_biases_claimed_for_the_bias_free_class_is_refused() -> N
     bad = copy.deepcopy(doc)
     bad["blocks"][0]["class"]["biases"] = False
     assert not _fully_accepted(bad, blk)
+
+
+def test_wide_independent_blocks_use_the_gram_route_and_refuse_an_overstated_mu() -> None:
+    """48 < n ≤ d·d(d+1)/2: the (Q) columns' independence by the skeleton's Gram route (μ recorded)."""
+    blk = generic(8, d=8, n=56, biases=True)  # (n < d²: M generically outside the span of the A_i)
+    dec, doc = _cert(blk)
+    bd = dec.blocks[0]
+    assert bd.verdict is Verdict.NOT_ABSORBABLE, bd.reason
+    arg = doc["blocks"][0]["argument"]
+    assert arg["route"] == "gram" and arg["mu"]
+    assert _fully_accepted(doc, blk)
+    for k, v in (("mu", str(Fraction(arg["mu"]) * 10)), ("route", "rank")):
+        bad = copy.deepcopy(doc)
+        bad["blocks"][0]["argument"][k] = v
+        assert not _fully_accepted(bad, blk), k

@@ -28,6 +28,9 @@ def relu2_linear_argument(bd: BlockDecision) -> dict[str, Any]:
                      r"\sum_i \mu_i A_i = T = M/\beta + \sum_i A_i,\ \mu > 0")
     else:
         out["bound"] = cert.get("bound")  # |β|⟨Y, T⟩ / (‖Y‖_F ‖M‖_F), re-derived by the checker from Y
+        out["route"] = cert.get("route")  # how the (Q) columns were proved independent: "rank" (exact) or "gram" (with μ)
+        if cert.get("route") == "gram":
+            out["mu"] = cert.get("mu")
         out["Y"] = cert.get("Y")
         out["nondegeneracy_hypotheses"] = list(NONDEGENERACY)
         steps += [r"\text{Hessian jumps: } u'_i=\lambda_iu_i,\ c'_i=\lambda_ic_i;\ \ w_i\otimes u_iu_i^{\mathsf T}"

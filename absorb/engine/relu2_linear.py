@@ -271,12 +271,16 @@ def decide_relu2_linear(ctx: Any) -> BlockDecision | None:
     if failing:
         return unknown(f"{sig}: {failed}, and not_absorbable needs nondegenerate weights "
                        f"({'; '.join(failing)})")
-    from absorb.engine.skeleton2 import rank_route
+    from absorb.engine.skeleton2 import EXACT_MAX_N, gram_route, gram_rows_skeleton2, rank_route
 
     rank = rank_route(b64, ctx.tol)
+    if rank is None and blk.n > EXACT_MAX_N and blk.n <= blk.d * blk.d * (blk.d + 1) // 2:
+        rank = gram_route(gram_rows_skeleton2(b64), b64.M, ctx.tol)  # (λ_min(QᵀQ) ≥ μ, rigorous in floats)
     if rank is None or rank.status is not SearchStatus.INFEASIBLE:
-        return unknown(f"{sig}: {failed}, and the (Q) columns w_i ⊗ u_i u_iᵀ are not proved "
-                       "linearly independent (exact rank route, n ≤ 48), so a flipped unit is not excluded")
+        return unknown(f"{sig}: {failed}, and the (Q) columns w_i ⊗ u_i u_iᵀ are not proved linearly independent with "
+                       "margin (the skeleton's exact rank route, n ≤ 48, or its Gram route, n ≤ d·d(d+1)/2), so a "
+                       "flipped unit is not excluded")
+    route = {"route": "gram", "mu": (rank.certificate or {}).get("mu")} if rank.method == "gram" else {"route": "rank"}
     Y = solve_farkas(b64, float(beta))
     b2 = None if Y is None else farkas_bound(blk, beta, Y)
     if b2 is None or not b2 > Fraction(ctx.tol) ** 2:
@@ -286,7 +290,7 @@ def decide_relu2_linear(ctx: Any) -> BlockDecision | None:
     bound = math.sqrt(float(b2)) * (1 - 1e-12)  # (≤ 1 up to rounding: μ = 1 is at distance 1)
     res = SearchResult(SearchStatus.INFEASIBLE, "farkas", "no μ ≥ 0 solves the linear condition within the tolerance",
                        bound=bound, certificate={"route": "farkas", "Y": [[float(v) for v in row] for row in Y],
-                                                 "bound": bound})
+                                                 "bound": bound, **route})
     return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.RELU2_LINEAR,
                     f"{lead}; the (Q) columns are linearly independent (so no unit is flipped), and a Farkas matrix Y with "
                     f"⟨Y, w_i u_iᵀ⟩ ≤ 0 for every i and ⟨Y, T⟩ > 0 (exact) puts every μ ≥ 0 at relative distance ≥ "

@@ -88,7 +88,8 @@ ARGUMENT_FIELDS: dict[str, set[str]] = {
     "index-set": _ANY | {"c", "necessity_hypotheses", "s", "target"},
     "skeleton": _ANY | {"L_minus", "L_plus", "a", "b", "c_inf", "case", "nondegeneracy_hypotheses", "steps", "target"},
     "skeleton2": _ANY | {"alpha", "beta", "case", "mu", "nondegeneracy_hypotheses", "steps"},
-    "relu2-linear": _ANY | {"alpha", "beta", "bound", "case", "nondegeneracy_hypotheses", "scales", "steps", "Y"},
+    "relu2-linear": _ANY | {"alpha", "beta", "bound", "case", "mu", "nondegeneracy_hypotheses", "route", "scales",
+                                     "steps", "Y"},
     "gated-skeleton": _ANY | {"L_minus", "L_plus", "c", "case", "mu", "nondegeneracy_hypotheses", "route", "steps", "target"},
 }
 

@@ -138,7 +138,7 @@ def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tu
     if b.get("verdict") == "unknown":
         return "unknown", None, 0.0
     from absorb.verify._beyond import _nondegenerate, _nonzero_skip
-    from absorb.verify._skeleton2 import _rank_bound
+    from absorb.verify._skeleton2 import _check_gram, _rank_bound, gram_s2
 
     arg = b.get("argument") or {}
     _require(ctx, not block.gated, w, "the block is ungated")
@@ -155,9 +155,15 @@ def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tu
     if b.get("verdict") == "not_absorbable":
         _require(ctx, case == "farkas", w, "a not_absorbable verdict rests on the Farkas case", f"recorded {case!r}")
         _nondegenerate(ctx, w, block)
-        rb = _rank_bound(block)
-        _require(ctx, rb is not None and rb > ctx.tol, w, "the (Q) columns w_i ⊗ u_i u_iᵀ are linearly independent, every "
-                 f"nonempty flip set at relative distance > τ = {ctx.tol:g} (exact Gram test)", f"bound {rb!r}")
+        route = arg.get("route")
+        _require(ctx, route in ("rank", "gram"), w, "the (Q) columns' independence rests on the rank or the Gram route",
+                 f"recorded {route!r}")
+        if route == "gram":  # (λ_min(QᵀQ) ≥ μ re-derived by the skeleton's own check; it requires μ > τ²‖M‖²_F)
+            _check_gram(ctx, w, block, arg.get("mu"), gram_s2, "(Q)")
+        else:
+            rb = _rank_bound(block)
+            _require(ctx, rb is not None and rb > ctx.tol, w, "the (Q) columns w_i ⊗ u_i u_iᵀ are linearly independent, "
+                     f"every nonempty flip set at relative distance > τ = {ctx.tol:g} (exact Gram test)", f"bound {rb!r}")
         Y = _floats(arg.get("Y"), (d, d))
         _require(ctx, Y is not None, w, f"Y is a finite {d}×{d} matrix")
         assert Y is not None
