@@ -407,6 +407,7 @@ def entries() -> list[Entry]:
 
     out += _value_activation_entries()
     out += _shifted_flip_entries()
+    out += _relu2_linear_entries()
 
     # --- depth ---------------------------------------------------------------------------
     rng = np.random.default_rng(110)
@@ -496,6 +497,35 @@ def _shifted_flip_entries() -> list[Entry]:
                   "with the new biases −b_up,i − 2s gives a residual-free block with biases equal to f (checked, proved bound)",
                   A, f"negate the rows of W_up in S = {S}, set their biases to −b_up,i + 3 and b'_down = D_S(b_S − 3/2)",
                   witness=dict(W_up=Wf, W_down=D, b_up=bf, b_down=D[:, S] @ (b[S] + s)))]
+
+
+def _relu2_linear_entries() -> list[Entry]:
+    """σ = ReLU² + x (linear at −∞, so not the degree-2 skeleton): a linear program over the units' scales."""
+    act = np.array("expr:Max(0, x)**2 + x")
+    rng = np.random.default_rng(140)
+    d, n = 3, 6
+    U, D, c, bd = rng.standard_normal((n, d)), rng.standard_normal((d, n)), rng.standard_normal(n), rng.standard_normal(d)
+    mu = np.array([0.5, 2.0, 1.25, 0.75, 1.5, 1.0])  # dyadic: the witness below is exact in float64
+    M = sum((mu[i] - 1) * np.outer(D[:, i], U[i]) for i in range(n))
+    wit = dict(W_up=U / mu[:, None], W_down=D * mu**2, b_up=c / mu, b_down=bd + D @ ((1 - mu) * c))
+    rng = np.random.default_rng(141)
+    G = dict(W_up=rng.standard_normal((5, 3)), W_down=rng.standard_normal((3, 5)), b_up=rng.standard_normal(5),
+             b_down=rng.standard_normal(3), skip=rng.standard_normal((3, 3)), activation=act)
+    return [
+        Entry("relu2_linear_planted", dict(W_up=U, W_down=D, b_up=c, b_down=bd, skip=M, activation=act),
+              "σ = ReLU² + x with biases and M = Σ_i (μ_i − 1) w_i u_iᵀ for planted scales μ > 0: rescaling each unit "
+              "(u_i/μ_i, b_up,i/μ_i, μ_i²w_i) changes only its linear part, by (μ_i − 1) w_i u_iᵀ.",
+              A, "relu2-linear", "the linear program Σ μ_i w_i u_iᵀ = M + Σ w_i u_iᵀ finds μ > 0, and the rescaled block "
+              "is checked (error bounded in exact rationals)",
+              A, "u'_i = u_i/μ_i, b'_up,i = b_up,i/μ_i, w'_i = μ_i² w_i, b'_down = b_down + Σ(1 − μ_i) b_up,i w_i, "
+              "μ = (1/2, 2, 5/4, 3/4, 3/2, 1)", witness=wit),
+        Entry("relu2_linear_generic", G,
+              "σ = ReLU² + x with biases, generic weights, d = 3, n = 5 < d²: M is generically outside the cone of the w_i u_iᵀ.",
+              N, "relu2-linear", "the (Q) columns are independent (no unit can be flipped) and a Farkas matrix Y "
+              "(⟨Y, w_i u_iᵀ⟩ ≤ 0, ⟨Y, M + Σ w_i u_iᵀ⟩ > 0, exact) excludes every μ ≥ 0",
+              N, "relu2-linear necessity (docs/results/skeleton2.md): g's units are f's rescaled by λ_i > 0, so "
+              "Σ λ_i⁻¹ w_i u_iᵀ = M + Σ w_i u_iᵀ, which Y excludes"),
+    ]
 
 
 def _check_witness(e: Entry, path: Path) -> float:

@@ -24,6 +24,8 @@ from absorb.engine import decide
 from absorb.io import load
 from absorb.verify import checker
 from tests.test_gated_skeleton import relu_like_planted
+from tests.test_relu2_linear import generic as relu2_linear_generic
+from tests.test_relu2_linear import planted as relu2_linear_planted
 from tests.test_skeleton2_rounded import planted_rounded_gated, planted_rounded_relu2
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -169,6 +171,8 @@ def _models() -> dict[str, Any]:
         "skeleton2-absorbable": _skeleton2_planted(),
         "skeleton2-rounded": planted_rounded_relu2(0, 3),
         "skeleton2-index-set": _skeleton2_generic(2, 20, 15),
+        "relu2-linear-absorbable": relu2_linear_planted(1, biases=True),
+        "relu2-linear-not": relu2_linear_generic(3, biases=True),
         "gated-skeleton": _gated_generic(),
         "gated-relu-like": _gated_generic("swiglu"),
         "gated-relu-like-enumerate": _gated_generic("swiglu", d=2, n=8),
@@ -289,7 +293,8 @@ def _pattern(path: tuple[Any, ...]) -> str:
 
 CASES = ["trivial", "degree", "linearization", "bounded", "linear", "parity", "exponential", "index-set-absorbable",
          "index-set-not", "index-set-gated", "index-set-low-rank", "index-set-mitm", "canonical-absorbable", "canonical-not", "canonical-near", "skeleton-nondegenerate",
-         "skeleton-degenerate", "skeleton2-rank", "skeleton2-enumerate", "skeleton2-gram", "skeleton2-absorbable", "skeleton2-rounded", "skeleton2-index-set", "gated-skeleton",
+         "skeleton-degenerate", "skeleton2-rank", "skeleton2-enumerate", "skeleton2-gram", "skeleton2-absorbable", "skeleton2-rounded", "skeleton2-index-set",
+         "relu2-linear-absorbable", "relu2-linear-not", "gated-skeleton",
          "gated-relu-like", "gated-relu-like-enumerate", "gated-relu-like-gram", "gated-relu-like-flip", "gated-relu-like-rounded", "gated-relu-like-index-set",
          "depth", "composition", "composition-cone",
          "linear-absorbable", "range", "rank", "kink-count", "none", "linearization-value", "degree-value",

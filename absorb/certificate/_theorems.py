@@ -302,6 +302,31 @@ THEOREMS: dict[str, dict[str, object]] = {
         "needs": ["bias_free", "ungated", "flip_identity", "canonical_form"],
         "classes": "bias-free (not absorbable); any (absorbable: the witness)",
     },
+    "relu2-linear": {
+        "title": "ReLU squared plus a linear term",
+        "source": "beyond the paper (docs/results/skeleton2.md)",
+        "statement": (
+            r"Let the block be ungated, biases allowed, with $\sigma(z)=\alpha\,\mathrm{ReLU}(z)^2+\beta z$ for "
+            r"every real $z$ ($\alpha,\beta\ne0$), and $A_i=w_iu_i^{\mathsf T}$, $T=M/\beta+\sum_iA_i$. If "
+            r"$\mu_i>0$ and $\sum_i\mu_iA_i=T$, the block with $u'_i=u_i/\mu_i$, $c'_i=c_i/\mu_i$, "
+            r"$w'_i=\mu_i^2w_i$, $b'_{\mathrm{down}}=b_{\mathrm{down}}+\beta\sum_i(1-\mu_i)c_iw_i$ and no skip "
+            r"equals $f$. Conversely, if the weights are nondegenerate ($d\ge2$, rows of $W_{\mathrm{up}}$ nonzero "
+            r"and pairwise non-collinear, columns of $W_{\mathrm{down}}$ nonzero) and the tensors "
+            r"$w_i\otimes u_iu_i^{\mathsf T}$ are linearly independent, the Hessian jumps of $f$ identify the units "
+            r"of any residual-free $g$ of width $n$, with or without biases, as $u'_i=\lambda_iu_i$, "
+            r"$c'_i=\lambda_ic_i$ with every $\lambda_i>0$, and $g=f$ only if $\sum_i\lambda_i^{-1}A_i=T$; so "
+            r"a matrix $Y$ with $\langle Y,A_i\rangle\le0$ for every $i$ and $\langle Y,T\rangle>0$ proves "
+            r"$f$ not absorbable."
+        ),
+        "needs": [
+            "skip_nonzero",
+            "d_at_least_2",
+            "rows_nonzero",
+            "columns_nonzero",
+            "rows_noncollinear",
+        ],
+        "classes": "any",
+    },
     "none": {
         "title": "No applicable result",
         "source": "--",
@@ -363,6 +388,7 @@ PROOF_NAMES: tuple[str, ...] = (
     "flip_identity",
     "asymptotic_skeleton",
     "skeleton2",
+    "relu2_linear",
     "gated_skeleton",
     "leaky_reduction",
     "parity",

@@ -438,6 +438,10 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
         arg.update(_skeleton2_argument(bd))
     elif th == Theorem.GATED_SKELETON.value:
         arg.update(_gated_skeleton_argument(bd))
+    elif th == Theorem.RELU2_LINEAR.value:
+        from absorb.certificate._relu2_linear import relu2_linear_argument
+
+        arg.update(relu2_linear_argument(bd))
     elif th == Theorem.INDEX_SET.value:
         shifted = _shifted_flip(bd)
         if shifted is not None:  # the witness's new biases need s

@@ -51,6 +51,7 @@ from absorb.certificate._proofs_beyond import (  # noqa: F401 - re-exported
     prove_leaky_reduction,
     prove_parity,
 )
+from absorb.certificate._proofs_relu2_linear import prove_relu2_linear
 from absorb.certificate._proofs_skeleton2 import (  # noqa: F401 - re-exported
     QUADRATIC_ACTIVATIONS,
     RELU_LIKE_GATES,
@@ -592,6 +593,7 @@ PROOFS: dict[str, Callable[[], Proof]] = {
     "flip_identity": prove_flip_identity,
     "asymptotic_skeleton": prove_asymptotic_skeleton,
     "skeleton2": prove_skeleton2,
+    "relu2_linear": prove_relu2_linear,
     "gated_skeleton": prove_gated_skeleton,
     "leaky_reduction": prove_leaky_reduction,
     "parity": prove_parity,

@@ -346,7 +346,11 @@ def index_set(ctx: Ctx) -> BlockDecision:
 def skeleton2(ctx: Ctx) -> BlockDecision | None:
     """Beyond: σ(s) = αs² + βs + o(s) at +∞, o(s) at −∞ — the degree-2 skeleton (absorb.engine.skeleton2)."""
     if ctx.block.gated or not _analysis(ctx.block.activation, "quadratic_skeleton").proved:
-        return None  # what degree2_skeleton answers first; checked here, it spares importing it (and sympy)
+        if ctx.block.gated or not ctx.block.activation.name.startswith("expr:"):
+            return None  # what degree2_skeleton answers first; checked here, it spares importing it (and sympy)
+        from absorb.engine.relu2_linear import decide_relu2_linear  # σ = α·ReLU² + β·z: linear at −∞
+
+        return decide_relu2_linear(ctx)
     from absorb.engine.skeleton2 import degree2_skeleton
 
     return degree2_skeleton(ctx)

@@ -52,6 +52,7 @@ class Theorem(str, enum.Enum):
     CANONICAL_FORM = "canonical-form"  # beyond: canonical-form decision for any ReLU/GELU/SiLU weights (docs/degenerate.md)
     SKELETON = "skeleton"  # beyond: the asymptotic (ReLU / two-slope) skeleton, biases allowed (docs/results/skeleton.md)
     SKELETON2 = "skeleton2"  # beyond: the degree-2 skeleton (ReLU², GELU², …), biases allowed (docs/results/skeleton2.md)
+    RELU2_LINEAR = "relu2-linear"  # beyond: σ = α·ReLU² + β·z, a linear program over the units' scales (docs/results/skeleton2.md)
     GATED_SKELETON = "gated-skeleton"  # beyond: gated blocks along rays, step-like gates (docs/results/gated-skeleton.md)
     PARITY = "parity"  # beyond: even σ, bias-free
     EXPONENTIAL = "exponential"  # beyond: σ = A·exp(βz) + C

@@ -23,6 +23,7 @@ DIGESTS: dict[str, str] = {
     "exponential": "36d685782c48c74c17ec3e73c8fefc68bfe1040777329f5cc9d0f90077b0b801",
     "skeleton": "4d44ea1419abdcb22e2f666756ff10c457f11c78cb6acdd8f68e7a1d7a578474",
     "skeleton2": "ea62c2bd54d6d4da8ef2fd6ec9ea6680e9d2916e857244e48f2a0a2e4a8cb382",
+    "relu2-linear": "05fe2a0d6914a052a4d973036c728fbdcdcf958201c6bf471217fba155129eba",
     "gated-skeleton": "818f160acb391d4d9f9a77db9d02fe132d9f7694819447294ea669967f590350",
     "depth": "0e7f0e9299fe9c989f8516831529be3d33585005fe47820e603a25e3100225f3",
     "rank": "231cc65cc921871109a7565ccbe1fb14bfe6f8b81ee1e55a5cdf5af5cbd5add8",
@@ -87,6 +88,8 @@ ARGUMENT_FIELDS: dict[str, set[str]] = {
     "index-set": _ANY | {"c", "necessity_hypotheses", "s", "target"},
     "skeleton": _ANY | {"L_minus", "L_plus", "a", "b", "c_inf", "case", "nondegeneracy_hypotheses", "steps", "target"},
     "skeleton2": _ANY | {"alpha", "beta", "case", "mu", "nondegeneracy_hypotheses", "steps"},
+    "relu2-linear": _ANY | {"alpha", "beta", "bound", "case", "mu", "nondegeneracy_hypotheses", "route", "scales",
+                                     "steps", "Y"},
     "gated-skeleton": _ANY | {"L_minus", "L_plus", "c", "case", "mu", "nondegeneracy_hypotheses", "route", "steps", "target"},
 }
 

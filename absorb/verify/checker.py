@@ -118,6 +118,7 @@ from absorb.verify._numerics import (  # noqa: F401
     sha256_f64,
 )
 from absorb.verify._plane import check_kinks, check_range, check_rank
+from absorb.verify._relu2_linear import check_relu2_linear
 from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _where  # noqa: F401
 from absorb.verify._skeleton2 import check_skeleton2
 from absorb.verify._symbolic import (  # noqa: F401
@@ -195,6 +196,7 @@ THEOREM_CHECKS: dict[str, Callable[[_Ctx, str, dict[str, Any], Block], _Outcome]
     "exponential": check_exponential,
     "skeleton": check_skeleton,
     "skeleton2": check_skeleton2,
+    "relu2-linear": check_relu2_linear,
     "gated-skeleton": check_gated_skeleton,
     "index-set": _check_index_set,
     "canonical-form": check_canonical_form,
