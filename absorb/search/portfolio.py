@@ -311,9 +311,9 @@ def _lattice_steps(run: _Portfolio, est: float, affordable: bool) -> list[Step]:
     at most 1 s (it finds planted d = 2, n = 64 sets in 0.07–0.5 s, as fast as LLL or
     faster), then LATTICE_SHARE of what is left (d = 2, n = 96 planted sets need BKZ-40:
     4–20 s; Z3-PB and HiGHS rarely find those at all).  A slice shorter than twice the LLL
-    estimate is left out (LLL cannot be cut short).  When neither fpylll nor python-flint
-    is installed the step answers at once that it is not, which the portfolio's reason then
-    says."""
+    estimate is left out (the reduction, in a child process, would be stopped at the slice's
+    end before it shows a set).  When neither fpylll nor python-flint is installed the step
+    answers at once that it is not, which the portfolio's reason then says."""
     from .lattice import LATTICE_MAX_N, lattice_engine, lattice_seconds
 
     n = run.U.shape[0]
