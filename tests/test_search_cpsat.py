@@ -173,6 +173,26 @@ def test_each_search_but_the_first_starts_from_an_lp_vertex_hint(monkeypatch) ->
     assert np.linalg.norm(K @ b - t) <= 4 * np.abs(K).max() + 1e-9
 
 
+def test_from_hint_first_n_on_the_first_search_starts_from_a_vertex_too(monkeypatch) -> None:
+    cp_model = pytest.importorskip("ortools.sat.python.cp_model")
+    U, D, T, S = planted(2, 24, seed=5)
+    hints: dict[int, list[int]] = {}
+
+    class Recorder(_SeededSolver):
+        def solve(self, model):
+            hint = model.proto.solution_hint
+            hints[self.parameters.random_seed] = [v for _, v in sorted(zip(hint.vars, hint.values))]
+            return super().solve(model)
+
+    started = threading.Event()
+    monkeypatch.setattr(cp_model, "CpSolver", lambda: Recorder(S, 1, [], started))
+    monkeypatch.setattr(cs, "HINT_FIRST_N", 24)  # n = 24 counts as wide enough here
+    started.set()
+    res = cs.solve_cpsat(U, D, T, timeout=60, threads=2)
+    assert res.status is FOUND and res.S == S
+    assert sorted(hints) == [0, 1] and len(hints[0]) == 24 and set(hints[0]) <= {0, 1}
+
+
 def test_dispatcher_rejects_a_wrong_set_the_backend_calls_found(monkeypatch) -> None:
     """Even a backend that lies about its residual is re-checked in one place (_checked)."""
     U, D, T = generic(2, 12, seed=1)
