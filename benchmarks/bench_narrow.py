@@ -221,11 +221,11 @@ def _have_ortools() -> bool:
 def extra_table(which: str, quick: bool, budget: float | None, only: list[str] | None = None,
                 ms: list[int] | None = None, kinds: list[str] | None = None,
                 market_seeds: list[int] | None = None, dims: list[int] | None = None,
-                widths: list[int] | None = None, lattice_seeds: int | None = None) -> int:
+                widths: list[int] | None = None, lattice_seeds: int | None = None, first_seed: int = 0) -> int:
     """The --lattice or --market table: one row per instance, seconds per method (``only``:
     these methods of auto, lattice, milp, z3-pb, cp-sat; ``dims``, ``widths``: --lattice
     sizes with these d and n only, or, both given, every (d, n) of them; ``lattice_seeds``:
-    seeds a --lattice size (default 2); ``ms``: these market sizes m;
+    seeds a --lattice size (default 2), s = ``first_seed``, … (held-out seeds: 8); ``ms``: these market sizes m;
     ``kinds``: these market right sides; ``market_seeds``: these seeds instead of 100·m).
     An ``infeasible`` row also gets the checker's seconds (``verify._lattice``, its own
     enumeration, on a budget of max(30 s, 10× the slowest method that said infeasible))."""
@@ -242,7 +242,7 @@ def extra_table(which: str, quick: bool, budget: float | None, only: list[str] |
         seeds = lattice_seeds or (1 if quick else 2)
         budget = budget or (10.0 if quick else 60.0)
         cases = [(f"planted d={d} n={n}", 1000 * d + n + s, planted_half(d, n, 1000 * d + n + s))
-                 for d, n in sizes for s in range(seeds)]
+                 for d, n in sizes for s in range(first_seed, first_seed + seeds)]
     else:
         ms = ms or ([4, 5] if quick else [4, 5, 6, 7, 8])
         budget = budget or (10.0 if quick else 300.0)
@@ -326,11 +326,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="--market: these right sides (default: cd planted)")
     ap.add_argument("--market-seeds", type=int, nargs="+", help="--market: these seeds (default: 100·m)")
     ap.add_argument("--lattice-seeds", type=int, help="--lattice: seeds a size (default 2)")
+    ap.add_argument("--lattice-first-seed", type=int, default=0,
+                    help="--lattice: the first s of the seeds 1000·d + n + s (default 0; 8: held-out seeds)")
     args = ap.parse_args(argv)
     if args.lattice or args.market:
         explicit = args.budget if "--budget" in (argv if argv is not None else sys.argv) else None
         return extra_table("lattice" if args.lattice else "market", args.quick, explicit, args.methods, args.ms,
-                           args.kinds, args.market_seeds, args.dims, args.widths, args.lattice_seeds)
+                           args.kinds, args.market_seeds, args.dims, args.widths, args.lattice_seeds,
+                           args.lattice_first_seed)
     dims, widths = tuple(args.dims or (2, 3, 4)), list(args.widths or (24, 32, 48))
     seeds, budget = args.seeds, args.budget
     if args.stretch:

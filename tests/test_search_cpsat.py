@@ -173,6 +173,26 @@ def test_each_search_but_the_first_starts_from_an_lp_vertex_hint(monkeypatch) ->
     assert np.linalg.norm(K @ b - t) <= 4 * np.abs(K).max() + 1e-9
 
 
+def test_from_hint_first_n_on_the_first_search_starts_from_a_vertex_too(monkeypatch) -> None:
+    cp_model = pytest.importorskip("ortools.sat.python.cp_model")
+    U, D, T, S = planted(2, 24, seed=5)
+    hints: dict[int, list[int]] = {}
+
+    class Recorder(_SeededSolver):
+        def solve(self, model):
+            hint = model.proto.solution_hint
+            hints[self.parameters.random_seed] = [v for _, v in sorted(zip(hint.vars, hint.values))]
+            return super().solve(model)
+
+    started = threading.Event()
+    monkeypatch.setattr(cp_model, "CpSolver", lambda: Recorder(S, 1, [], started))
+    monkeypatch.setattr(cs, "HINT_FIRST_N", 24)  # n = 24 counts as wide enough here
+    started.set()
+    res = cs.solve_cpsat(U, D, T, timeout=60, threads=2)
+    assert res.status is FOUND and res.S == S
+    assert sorted(hints) == [0, 1] and len(hints[0]) == 24 and set(hints[0]) <= {0, 1}
+
+
 def test_dispatcher_rejects_a_wrong_set_the_backend_calls_found(monkeypatch) -> None:
     """Even a backend that lies about its residual is re-checked in one place (_checked)."""
     U, D, T = generic(2, 12, seed=1)
@@ -246,17 +266,20 @@ def test_portfolio_gives_cpsat_a_slice_only_past_mitms_reach(monkeypatch) -> Non
         assert "cp-sat" not in [name for name, _ in _steps(*planted_half(d, n, seed=1), 60.0)], (d, n)
     # d = 2, n = 128 and 256: MITM cannot run; CP-SAT after the lattice proof's step and the
     # Z3-PB look, in front of the lattice finder (n = 128) or of Z3-PB and HiGHS (n = 256)
-    names = [name for name, _ in _steps(*planted_half(2, 128, seed=1), 60.0)]
+    steps = _steps(*planted_half(2, 128, seed=1), 60.0)
+    names = [name for name, _ in steps]
     assert names.count("cp-sat") == 1
     at = names.index("cp-sat")
     assert names[at - 1] == "z3-pb" and names[at + 1] == "lattice" and "lattice" in names[:at], names
+    # its budget: CPSAT_SHARE of what is left, when the lattice finder's slice follows ...
+    assert dict(steps)["cp-sat"]().status is UNKNOWN
+    assert len(budgets) == 1 and 0.9 * pf.CPSAT_SHARE * 60 < budgets[0] <= pf.CPSAT_SHARE * 60
     steps = _steps(*planted_half(2, 256, seed=1), 60.0)
     names = [name for name, _ in steps]
     assert names.count("cp-sat") == 1 and names.index("cp-sat") < names.index("z3-pb"), names
-    # its budget: CPSAT_SHARE of what is left
-    step = dict(steps)["cp-sat"]
-    assert step().status is UNKNOWN
-    assert len(budgets) == 1 and 0.9 * pf.CPSAT_SHARE * 60 < budgets[0] <= pf.CPSAT_SHARE * 60
+    # ... and CPSAT_ALONE_SHARE when none does (n = 256: LLL expected to outlast that slice)
+    assert dict(steps)["cp-sat"]().status is UNKNOWN
+    assert len(budgets) == 2 and 0.9 * pf.CPSAT_ALONE_SHARE * 60 < budgets[1] <= pf.CPSAT_ALONE_SHARE * 60
 
 
 def test_portfolio_gives_cpsat_a_second_search_only_with_an_idle_core(monkeypatch) -> None:

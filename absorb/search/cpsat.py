@@ -80,6 +80,12 @@ CHAINS = 2
 #: 2196: 2.4/0.8, 2.0/0.4, 0.9/1.0 against 1.7/1.7, 4.9/1.6, 2.5/0.8 (at n = 256 both seeds
 #: had the vertex of seed 0's objective)
 HINT = True
+#: ... and from this width on the first search starts from a vertex too: the slowdown above was
+#: at n = 128, while past it the hint cut the tail (all searches hinted: n = 192 8/8 in
+#: 2.7–9.4 s against 3.5–10.3; n = 256 8/8, 2259 / 2263 in 19.1 / 26.9 s, against 7/8 with
+#: 2263 `unknown`); seed 0's search with the hint against without, work units: n = 256 seeds
+#: 2257 0.68 / 2.22, 2268 6.9 / > 10, 2256 1.83 / 1.67, 2259 > 12 / > 12; 2263 4.49 with it
+HINT_FIRST_N = 192
 #: the model's build in Python, which no time limit cuts short, costs about 1e-5 s a term of
 #: K (d_out·d_in·n terms; measured 2.5–3.1 s for 2.6–2.9e5 terms at load 3.5, counted
 #: double): a model expected to take over half the budget to build is not built
@@ -140,7 +146,7 @@ def solve_cpsat(
         if hint is not None:
             for m, sd in zip(models, seeds):
                 m.clear_hints()
-                if sd != seeds[0] or rounds:  # the first search is the unhinted one of before
+                if sd != seeds[0] or rounds or n >= HINT_FIRST_N:  # below: the unhinted one of before
                     for xi, bi in zip(x, hint(sd)):
                         m.add_hint(xi, bi)
         answers = _round(cp_model, solvers, models, x, seeds, work, left)

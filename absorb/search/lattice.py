@@ -114,6 +114,7 @@ from typing import Any
 import numpy as np
 
 from absorb._dask import cores
+from absorb._sandbox import BudgetExceeded, run_limited, start_limited
 from absorb.rigorous import UNIT_ROUNDOFF, frobenius_bounds, gamma, magnitudes_ok, relative_residual
 
 from ._common import classify_candidates, khatri_rao
@@ -186,8 +187,9 @@ def lattice_seconds(n: int, r: int) -> float:
 
 def _reduce(engine: str, basis: list[list[int]], deadline: float) -> Iterator[tuple[str, list[list[int]]]]:
     """The reduced basis vectors after LLL and after each BKZ block size (fpylll only), until
-    ``deadline`` (perf_counter seconds): ``(step, vectors)``.  LLL itself cannot be cut short
-    (the portfolio gates it by :func:`lattice_seconds`); each BKZ call gets the time left."""
+    ``deadline`` (perf_counter seconds): ``(step, vectors)``.  LLL itself cannot be cut
+    short, nor a BKZ tour (fplll checks its time between tours): :func:`_reduced` runs this
+    in a child process, killed at the deadline."""
     if engine == "flint":
         import flint
 
@@ -228,6 +230,34 @@ def _reduce(engine: str, basis: list[list[int]], deadline: float) -> Iterator[tu
                 return
         last = time.perf_counter() - start
         yield f"BKZ-{block}", [list(M[i]) for i in range(M.nrows)]
+
+
+def _stages(engine: str, basis: list[list[int]], deadline: float) -> Iterator[tuple[str, list[list[int]]] | None]:
+    """:func:`_reduce`'s stages, then ``None`` (the end), in :func:`_reduced`'s child process."""
+    yield from _reduce(engine, basis, deadline)
+    yield None
+
+
+def _reduced(engine: str, basis: list[list[int]], deadline: float, note: list[str]
+             ) -> Iterator[tuple[str, list[list[int]]]]:
+    """:func:`_reduce`'s stages, computed in a child process (:func:`~absorb._sandbox.start_limited`,
+    the next stage while this one's sets are checked) that is killed at ``deadline``: LLL
+    cannot be interrupted, and its cost estimate assumes a quiet machine (under load a
+    finder slice of the ``auto`` portfolio once outlasted a 60 s budget by 23 s).  Why it
+    stopped early (the deadline, memory, a crash) is appended to ``note``."""
+    job = start_limited(_stages, engine, basis, deadline, ahead=True)
+    try:
+        while True:
+            try:
+                stage = job.next(max(deadline - time.perf_counter(), 0.01))
+            except BudgetExceeded as exc:
+                note.append(f"the reduction was stopped ({exc.kind}: {exc})")
+                return
+            if stage is None:
+                return
+            yield stage
+    finally:
+        job.close()
 
 
 def _integral(K: np.ndarray, t: np.ndarray, e: int) -> bool:
@@ -507,8 +537,12 @@ def solve_lattice(
                             certificate=dict(cert) or None)
 
     if prove and lattice_engine() == "fpylll":
-        plan = plan or lattice_plan(U, D, T, tol=tol, budget=min((0.25 if find else 0.1) * timeout,
-                                                                  max(0.2, 0.1 * rival)))
+        if plan is None:  # reduced in a child process, killed when the step's budget is spent
+            try:
+                plan = run_limited(lattice_plan, U, D, T, tol=tol, timeout=timeout,
+                                   budget=min((0.25 if find else 0.1) * timeout, max(0.2, 0.1 * rival)))
+            except BudgetExceeded as exc:
+                plan = LatticePlan(f"the reduction was stopped ({exc.kind}: {exc})")
         left = min(timeout - (time.perf_counter() - t0), 0.5 * rival)
         if plan.why_not is not None:
             proof_note = f"; no proof: {plan.why_not}"
@@ -535,7 +569,7 @@ def solve_lattice(
         return unknown(f"n = {n} > {LATTICE_MAX_N}: a reduction of that dimension is out of reach")
     K = khatri_rao(U, D)
     lll = lattice_seconds(n, K.shape[0])
-    if lll > 2 * timeout:  # LLL cannot be cut short
+    if lll > 2 * timeout:  # the slice would be spent before LLL ends (it is stopped then)
         return unknown(f"LLL of the {n + 1}-row basis is expected to take ~{lll:.0f}s, over twice "
                        f"the budget {timeout:g}s")
     t = T.ravel().astype(np.float64)
@@ -545,8 +579,8 @@ def solve_lattice(
     if basis is None:
         return unknown("the rows scaled to integers leave float64's range (entries near the subnormals against the target)")
     tried: set[tuple[int, ...]] = set()
-    done = "nothing"
-    for done, vectors in _reduce(engine, basis, deadline):
+    done, stopped = "nothing", []
+    for done, vectors in _reduced(engine, basis, deadline, stopped):
         for S in candidates(iter(vectors), n):
             if S in tried or not S:
                 continue
@@ -558,5 +592,6 @@ def solve_lattice(
                                     elapsed=time.perf_counter() - t0,
                                     certificate={"engine": engine, "reduction": done})
     return unknown(f"{engine} reduction up to {done} found no set within tol "
-                   f"({len(tried)} candidate sets failed verification; budget {timeout:g}s)",
+                   f"({len(tried)} candidate sets failed verification; budget {timeout:g}s)"
+                   + "".join(f"; {why}" for why in stopped),
                    engine=engine, reduction=done, failed_candidates=len(tried))

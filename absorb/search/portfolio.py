@@ -68,6 +68,12 @@ LATTICE_SHARE = 0.4
 #: and its work to a set is heavy-tailed: at load 6–8 on the 2 cores a 25 % slice (14 s of
 #: wall clock, about 1–1.5 work units) missed 2192 and 2194, which need 1.7 and 1.8 with seed 0
 CPSAT_SHARE = 0.5
+#: ... and this share when no lattice finder slice follows it (its LLL is expected to outlast
+#: LATTICE_SHARE of the budget: d = 2, n = 256), where only the Z3-PB and HiGHS steps, which
+#: found none of the planted d = 2, n = 192–256 sets, would get the other half: n = 256 seed
+#: 2263 was missed with a 60 s budget, and seed 2268 needs 7.7 work units with CP-SAT seed 1
+#: after seed 0's round (none within 10 units): 11.7 in all, ~25–40 s of wall clock at load 2–6
+CPSAT_ALONE_SHARE = 0.85
 
 #: ``auto`` tries the lattice enumeration's proof (fpylll) in front of a complete MITM run
 #: expected to take longer than this (seconds): it reduces for at most a tenth of that
@@ -289,8 +295,9 @@ def _narrow_steps(run: _Portfolio, steps: list[Step], quick: bool, est: float, m
         lattice = _lattice_steps(run, est, affordable)
         if not affordable:  # CP-SAT after the proof's step and the Z3-PB look, before the finder
             names = [name for name, _ in lattice]
-            cut = names.index("z3-pb") + 1 if "z3-pb" in names else len(lattice)
-            lattice[cut:cut] = _cpsat_steps(run)
+            finder = "z3-pb" in names  # the Z3-PB look comes only with the lattice finder's slice
+            cut = names.index("z3-pb") + 1 if finder else len(lattice)
+            lattice[cut:cut] = _cpsat_steps(run, CPSAT_SHARE if finder else CPSAT_ALONE_SHARE)
         steps[at:at] = lattice
     # Finders for what MITM could not cover: Z3-PB is quick on planted sets; HiGHS last.
     steps.append(run.call("z3-pb", lambda: max(0.5 * run.left(), 0.01)))
@@ -311,9 +318,9 @@ def _lattice_steps(run: _Portfolio, est: float, affordable: bool) -> list[Step]:
     at most 1 s (it finds planted d = 2, n = 64 sets in 0.07–0.5 s, as fast as LLL or
     faster), then LATTICE_SHARE of what is left (d = 2, n = 96 planted sets need BKZ-40:
     4–20 s; Z3-PB and HiGHS rarely find those at all).  A slice shorter than twice the LLL
-    estimate is left out (LLL cannot be cut short).  When neither fpylll nor python-flint
-    is installed the step answers at once that it is not, which the portfolio's reason then
-    says."""
+    estimate is left out (the reduction, in a child process, would be stopped at the slice's
+    end before it shows a set).  When neither fpylll nor python-flint is installed the step
+    answers at once that it is not, which the portfolio's reason then says."""
     from .lattice import LATTICE_MAX_N, lattice_engine, lattice_seconds
 
     n = run.U.shape[0]
@@ -344,9 +351,9 @@ def _lattice_steps(run: _Portfolio, est: float, affordable: bool) -> list[Step]:
             run.call("lattice", budget, prove=False)]
 
 
-def _cpsat_steps(run: _Portfolio) -> list[Step]:
+def _cpsat_steps(run: _Portfolio, share: float) -> list[Step]:
     """CP-SAT (:mod:`.cpsat`, a finder; optional ortools) where MITM cannot run within the
-    budget: CPSAT_SHARE of what is left, after the lattice proof's step and the Z3-PB look,
+    budget: ``share`` of what is left, after the lattice proof's step and the Z3-PB look,
     in front of the lattice finder (planted d = 2, |S| = n/2: CP-SAT finds n = 96–256 in
     0.3–7 s on one worker, where the lattice finder needs BKZ-40 at n = 96 and declines at
     n = 256, and HiGHS and Z3-PB stop at the budget), with one search an idle core (at most
@@ -357,7 +364,7 @@ def _cpsat_steps(run: _Portfolio) -> list[Step]:
 
     if not cpsat.available():
         return []
-    return [run.call("cp-sat", lambda: max(CPSAT_SHARE * run.left(), 0.05), threads=_idle_cores())]
+    return [run.call("cp-sat", lambda: max(share * run.left(), 0.05), threads=_idle_cores())]
 
 
 def _narrow(run: _Portfolio, steps: list[Step]) -> SearchResult:
@@ -426,7 +433,8 @@ def find_index_set(
     budget, 40 % of what is left in front of step 5 (after a Z3-PB look of at most 1 s).
     CP-SAT (``cp-sat``, with the optional ortools; a finder) gets :data:`CPSAT_SHARE` of what
     is left when MITM cannot run within the budget, after the lattice proof's step and the
-    Z3-PB look, in front of the lattice finder (one search an idle core, up to two seeds at once).
+    Z3-PB look, in front of the lattice finder (one search an idle core, up to two seeds at
+    once); :data:`CPSAT_ALONE_SHARE` when the lattice finder gets no slice.
 
     When MITM is expected to finish within :data:`QUICK_MITM_SECONDS`, it runs first; an
     infeasibility it proves is then returned only if step 1 proves less (step 1's dual
