@@ -52,13 +52,13 @@ def _fully_accepted(doc: dict, blk: Block) -> bool:
     ("Max(0, x)**2 + x", (1, 1)), ("2*Max(0, x)**2 - 3*x", (2, -3)), ("x*Abs(x)/2 + x**2/2 + x/4", (1, Fraction(1, 4))),
     ("Max(0, x)**2/3 - x", (Fraction(1, 3), -1))])
 def test_the_form_is_proved_with_its_constants(text: str, form: tuple) -> None:
-    assert r2l.relu2_linear_form(get_activation(f"expr:{text}").expr) == tuple(Fraction(v) for v in form)
+    assert r2l.relu2_linear_form(get_activation(f"expr:{text}")) == tuple(Fraction(v) for v in form)
 
 
 @pytest.mark.parametrize("text", ["Max(0, x)**2", "x", "Max(0, x)**2 + tanh(x)", "Max(0, x)**2 + x + 1",
                                   "Max(0, x)**2 + Max(0, x)", "Max(0, x - 1)**2 + x"])
 def test_other_activations_are_not_in_the_form(text: str) -> None:
-    assert isinstance(r2l.relu2_linear_form(get_activation(f"expr:{text}").expr), str)
+    assert isinstance(r2l.relu2_linear_form(get_activation(f"expr:{text}")), str)
 
 
 # ------------------------------------------------------------------------ verdicts --

@@ -15,7 +15,7 @@ def relu2_linear_argument(bd: BlockDecision) -> dict[str, Any]:
     as float64 (exact rationals; the checker redoes every inequality in exact arithmetic)."""
     from absorb.engine.relu2_linear import relu2_linear_form
 
-    form = relu2_linear_form(bd.block.activation.expr)
+    form = relu2_linear_form(bd.block.activation)
     a, b = (None, None) if isinstance(form, str) else form
     cert = {} if bd.search is None else (bd.search.certificate or {})
     case = "lp" if bd.verdict.value == "absorbable" else "farkas"

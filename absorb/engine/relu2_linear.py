@@ -40,32 +40,17 @@ MU_MIN = 1e-6
 
 
 # ------------------------------------------------------------------------------ σ --
-def relu2_linear_form(expr: Any) -> tuple[Fraction, Fraction] | str:
-    """(α, β) with σ(z) = α·ReLU(z)² + β·z for every real z (α, β rational, both nonzero), proved
-    by exact simplification on each side of 0 and at 0: σ(p) − αp² − βp = 0 and σ(−p) + βp = 0 for
-    p > 0 (a positive symbol), σ(0) = 0, with β = −σ(−1) and α = σ(1) + σ(−1) forced; else why not."""
-    import sympy as sp
+def relu2_linear_form(act: Any) -> tuple[Fraction, Fraction] | str:
+    """(α, β) with σ(z) = α·ReLU(z)² + β·z for every real z (both nonzero rationals), by σ's analysis
+    :func:`absorb.symbolic.relu2_linear.relu2_linear_form` (run with the others in the budgeted child
+    process and cached; read from the shipped table for a built-in σ); else why not."""
+    from absorb.symbolic._core import get
 
-    from absorb.symbolic.properties import P, _is_zero
-
-    syms = sorted(expr.free_symbols, key=str)
-    if len(syms) != 1:
-        return "σ is not a function of one variable"
-    x = syms[0]
-    try:
-        beta = sp.simplify(-expr.subs(x, -1))
-        alpha = sp.simplify(expr.subs(x, 1) + expr.subs(x, -1))
-        if not (isinstance(alpha, sp.Rational) and isinstance(beta, sp.Rational)):
-            return "σ(1), σ(−1) are not rational"
-        if alpha == 0 or beta == 0:
-            return f"α = {alpha}, β = {beta}: both must be nonzero"
-        ok = (_is_zero(expr.subs(x, P) - alpha * P**2 - beta * P) is True
-              and _is_zero(expr.subs(x, -P) + beta * P) is True and _is_zero(expr.subs(x, 0)) is True)
-    except Exception as exc:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
-        return f"sympy failed on σ ({type(exc).__name__})"
-    if not ok:
-        return f"σ(z) = {alpha}·ReLU(z)² + {beta}·z is not proved for every real z"
-    return Fraction(int(alpha.p), int(alpha.q)), Fraction(int(beta.p), int(beta.q))
+    pr = get(act, "relu2_linear")
+    if not pr.proved:
+        return pr.statement
+    a, b = pr.value["alpha"], pr.value["beta"]
+    return Fraction(int(a.p), int(a.q)), Fraction(int(b.p), int(b.q))
 
 
 # ---------------------------------------------------------------------------- exact --
@@ -234,7 +219,7 @@ def _candidate(ctx: Any) -> tuple[Fraction, Fraction] | None:
     blk = ctx.block
     if blk.gated or not blk.activation.name.startswith("expr:"):
         return None  # (no built-in σ is α·ReLU² + β·z with β ≠ 0)
-    form = relu2_linear_form(blk.activation.expr)
+    form = relu2_linear_form(blk.activation)
     return None if isinstance(form, str) else form
 
 

@@ -504,3 +504,6 @@ def bounded(act: Activation) -> Property:
 from absorb.symbolic.affine import ANALYSES as _VALUE_ANALYSES  # noqa: E402 - affine imports _core only
 
 register_analyses(*_VALUE_ANALYSES)
+from absorb.symbolic.relu2_linear import ANALYSES as _RELU2_LINEAR  # noqa: E402 - imports _core only
+
+register_analyses(*_RELU2_LINEAR)
