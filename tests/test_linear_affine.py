@@ -123,6 +123,10 @@ def _edit(doc: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, A
     ("narrow-rank-n-v-out", ("class", "biases"), True, ""),
     # the class narrowed to "bias-free": there v ∉ col A, so absorbable is false
     ("narrow-rank-n-v-out-allow-biases", ("class", "biases"), False, ""),
+    # a recorded rank bound is a claim: raised above the singular value it bounds, refused
+    ("narrow-rank-n-v-out", ("argument", "augmented_lower_bound"), 1e6, "augmented_lower_bound"),
+    ("narrow-rank-n-v-out", ("argument", "sigma_lower_bound"), 0.3, "sigma_lower_bound"),
+    ("narrow-generic", ("argument", "augmented_lower_bound"), 1e6, "augmented_lower_bound"),
 ])
 def test_tampering_k_c_or_the_class_is_rejected(name: str, path: tuple[str, ...], value: Any, claim: str) -> None:
     make, allow, _verdict, _case = CASES[name]

@@ -174,6 +174,19 @@ def check_affine(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
     scale = float(np.linalg.norm(M))
     tau = ctx.tol * scale
     verdict = b.get("verdict")
+    # a recorded bound is a claim: not above σ's own value plus the rounding (every case, every verdict)
+    bounds = [("sigma_lower_bound", float(s[n]) + err if n < d else math.inf)]
+    if n < d:
+        At = np.hstack([A, kf * D.sum(axis=1)[:, None]])
+        st = np.linalg.svd(At, compute_uv=False)
+        abs_t = np.hstack([absA, abs(kf) * np.abs(D).sum(axis=1)[:, None]])
+        err_t = _gamma(n + 3) * float(np.linalg.norm(abs_t)) + 20 * (d + 1) * _U * float(st[0])
+        bounds.append(("augmented_lower_bound", float(st[n]) + err_t))
+    for key, top in bounds:
+        got_b = arg.get(key)
+        _require(ctx, got_b is None or (isinstance(got_b, (int, float)) and not isinstance(got_b, bool) and got_b <= top), w,
+                 f"the recorded {key} is not above the singular value it bounds (plus rounding)",
+                 f"recorded {got_b!r}, re-derived at most {top:.6g}")
     if in_range and biases and n < d and float(s[n]) - err > tau:
         ctx.report.ok(w, f"σ_{n + 1}(M + c·W_down W_up) ≥ {float(s[n]) - err:.3g} > τ‖M‖_F: rank > n, while every residual-free "
                       "block of width n (with biases) is affine with linear part of rank ≤ n")
@@ -181,10 +194,6 @@ def check_affine(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
     if in_range and not biases:
         v_zero = all(math.fsum(row) == 0.0 for row in D.tolist())  # correctly rounded: 0 iff the exact sum is
         if n < d:
-            At = np.hstack([A, kf * D.sum(axis=1)[:, None]])
-            st = np.linalg.svd(At, compute_uv=False)
-            abs_t = np.hstack([absA, abs(kf) * np.abs(D).sum(axis=1)[:, None]])
-            err_t = _gamma(n + 3) * float(np.linalg.norm(abs_t)) + 20 * (d + 1) * _U * float(st[0])
             if float(st[n]) - err_t > tau:
                 ctx.report.ok(w, f"σ_{n + 1}([A | k·W_down 1]) ≥ {float(st[n]) - err_t:.3g} > τ‖M‖_F: rank > n, while a bias-free "
                               "residual-free block gives W'_down [c·W'_up | k·1], of rank ≤ n")
