@@ -242,3 +242,18 @@ def test_wide_affine_block_past_256_units_is_proved() -> None:
     blk = _block(4, 300)
     dec = decide(blk, seed=0, timeout=30)
     assert dec.verdict.value == "absorbable", dec.reason
+
+
+@pytest.mark.parametrize("act, biased", [("expr:2*x", True), ("expr:2*x", False), ("expr:2*x + 1", True), ("expr:2*x + 1", False)])
+def test_an_exactly_low_rank_integer_block_gets_its_witness(act: str, biased: bool) -> None:
+    """A = M + 2·W_down W_up is exactly of rank 1 (integers, d = 4, n = 3); its float SVD has noise
+    singular values 2.6e-17 and 2.1e-48, which put entries near 1e-64 into the truncated-SVD witness,
+    past the range where f − g is evaluated: `unknown`. Noise singular values are zero now (both sides)."""
+    U = np.array([[-1, 1, 0, -2], [2, 2, 2, -1], [-2, 1, -2, 2]], float)
+    D = np.array([[1, 1, 2], [0, -1, 0], [2, -2, 0], [-1, 1, 2]], float)
+    M = np.array([[7, -11, 4, -1], [3, 5, 4, -3], [12, 4, 8, 4], [3, -7, 4, -9]], float)
+    kw = dict(b_up=np.array([2.0, 1, -1]), b_down=np.array([0.0, -2, -1, 1])) if biased else {}
+    blk = Block(U, D, get_activation(act), skip=M, **kw)
+    doc = _cert(blk, False)
+    assert doc["blocks"][0]["verdict"] == "absorbable", doc["blocks"][0]["reason"]
+    assert _accepted(doc, blk)[0]

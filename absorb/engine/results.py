@@ -455,6 +455,16 @@ def answer(ctx: Ctx) -> BlockDecision:
 
 
 # ----------------------------------------------------------------------- linear σ --
+def _svd(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A's SVD with the singular values at or below max(A.shape)·ε·σ₁ (rounding noise: an exactly
+    rank-1 integer A gave 2.6e-17 and 2.1e-48) set to 0, so the witnesses built from it carry
+    zero columns there instead of entries like 1e-64, past the range where f − g is evaluated
+    (the bounds subtract a larger rounding account from σ_{n+1} and do not move)."""
+    Ul, s, Vt = np.linalg.svd(A)
+    s[s <= max(A.shape) * _EPS * (float(s[0]) if s.size else 0.0)] = 0.0
+    return Ul, s, Vt
+
+
 def decide_linear(ctx: Ctx, c: Fraction, k: Fraction = Fraction(0)) -> BlockDecision:
     """σ(z) = c·z: f(x) = A x + b with A = M + c·D U. A residual-free block realises exactly
     the affine maps whose linear part has rank ≤ n, so absorbable iff rank A ≤ n. σ(z) = c·z + k
@@ -474,7 +484,7 @@ def decide_linear(ctx: Ctx, c: Fraction, k: Fraction = Fraction(0)) -> BlockDeci
                     f"[2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}]{' (or c, k are not)' if k else ''}, where the float64 rank bound holds (products there "
                     "can underflow or overflow); rescale the weights.")
     A = M + cf * (D @ U)
-    Ul, s, Vt = np.linalg.svd(A)
+    Ul, s, Vt = _svd(A)
     # Rigorous lower bounds on σ_i(A): rounding of A (γ_{n+3}(|M| + |c||D||U|)) plus SVD backward error.
     err_A = _gamma(n + 3) * float(np.linalg.norm(np.abs(M) + abs(cf) * (np.abs(D) @ np.abs(U))))
     err_svd = 10 * d * _EPS * float(s[0])
@@ -566,7 +576,7 @@ def _affine_bias_free(ctx: Ctx, c: Fraction, k: Fraction, A: np.ndarray, svd: tu
     v = D.sum(axis=1)
     v_zero = all(math.fsum(row) == 0.0 for row in D.tolist())  # fsum is correctly rounded: 0 iff the exact sum is
     At = np.hstack([A, kf * v[:, None]])
-    Ut, st, Vtt = np.linalg.svd(At)
+    Ut, st, Vtt = _svd(At)
     err_t = (_gamma(n + 3) * float(np.linalg.norm(np.hstack([np.abs(M) + abs(cf) * (np.abs(D) @ np.abs(blk.W_up)),
                                                             abs(kf) * np.abs(D).sum(axis=1)[:, None]])))
              + 10 * (d + 1) * _EPS * float(st[0]))

@@ -98,6 +98,14 @@ def _error(ctx: _Ctx, block: Block, wb: Block, c: Fraction, k: Fraction) -> tupl
     return ok, rho, e, claim
 
 
+def _svd(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A's SVD as the witnesses use it: singular values ≤ max(A.shape)·u·σ₁ (with u = 2^-53:
+    float64's ε) are rounding noise, set to 0 (docs/results/linear.md)."""
+    Ul, s, Vt = np.linalg.svd(A)
+    s[s <= max(A.shape) * 2 * _U * (float(s[0]) if s.size else 0.0)] = 0.0
+    return Ul, s, Vt
+
+
 def _witnesses(block: Block, A: np.ndarray, cf: float, kf: float, biases: bool, tol: float) -> list[Block]:
     """The witnesses to try, in order (the constructions of docs/results/linear.md)."""
     d, n = block.d, block.n
@@ -107,7 +115,7 @@ def _witnesses(block: Block, A: np.ndarray, cf: float, kf: float, biases: bool, 
     def mk(Wu: np.ndarray, Wd: np.ndarray, bias: np.ndarray | None) -> Block:
         return block.replace(W_up=Wu, W_down=Wd, b_up=None, b_gate=None, b_down=bias, skip=np.zeros((d, d)), name=block.name + "'")
 
-    Ul, s, Vt = np.linalg.svd(A)
+    Ul, s, Vt = _svd(A)
     if biases:
         r = min(n, d)
         Wu, Wd = np.zeros((n, d)), np.zeros((d, n))
@@ -130,7 +138,7 @@ def _witnesses(block: Block, A: np.ndarray, cf: float, kf: float, biases: bool, 
         Wu[: n - 1], Wd[:, : n - 1] = Vt[: n - 1], Ul[:, : n - 1] * (s[: n - 1] / cf)
         Wd[:, n - 1] = v - Wd[:, : n - 1].sum(axis=1)
         out.append(mk(Wu, Wd, None))
-    Ut, st, Vtt = np.linalg.svd(np.hstack([A, kf * v[:, None]]))
+    Ut, st, Vtt = _svd(np.hstack([A, kf * v[:, None]]))
     if float(np.sqrt(np.sum(st[n:] ** 2))) <= tol * scale:
         P, Q = Ut[:, :n] * st[:n], Vtt[:n]
         q = Q[:, d]
