@@ -263,3 +263,18 @@ def test_wide_independent_blocks_use_the_gram_route_and_refuse_an_overstated_mu(
         bad = copy.deepcopy(doc)
         bad["blocks"][0]["argument"][k] = v
         assert not _fully_accepted(bad, blk), k
+
+
+def test_a_zero_column_leaves_its_scale_free_and_the_witness_is_found() -> None:
+    """W_down's column 2 is zero, so A_2 = 0 is in no equation and the LP left μ_2 at its bound 1e6,
+    which failed the ratio min μ / max μ ≥ 1e-6: `unknown` where the sufficiency (any weights) gives
+    an exact witness of the planted μ = (1/2, ·, 3/4, 1/4, 1)."""
+    U = np.array([[-1.0, -3], [2, 2], [4, -3], [2, -1], [1, 2]])
+    D = np.array([[1.0, 3, 0, 1, -3], [1, -1, 0, -1, 1]])
+    mu, beta = np.array([0.5, 1, 0.75, 0.25, 1]), -0.5
+    A = [np.outer(D[:, i], U[i]) for i in range(5)]
+    M = beta * (sum(m * a for m, a in zip(mu, A)) - sum(A))
+    blk = Block(U, D, get_activation("expr:-3*Max(0,x)**2 - x/2"), skip=M)
+    dec, doc = _cert(blk)
+    assert dec.verdict is Verdict.ABSORBABLE, dec.reason
+    assert _fully_accepted(doc, blk)

@@ -167,6 +167,8 @@ def solve_mu(b64: Block, beta: float) -> np.ndarray | None:
     if res.status != 0 or res.x is None:
         return None
     mu, t = np.asarray(res.x[:n], dtype=np.float64), float(res.x[-1])
+    mu[~A.any(axis=0)] = 1.0  # a unit with A_i = 0 (a zero column of W_down or row of W_up) is in no equation: the LP
+    # left its μ_i anywhere (up to the 1e6 bound, which failed the ratio below); 1 keeps it as it is
     if not (t > 0 and t >= MU_MIN * float(mu.max())):
         return None
     for _ in range(3):
