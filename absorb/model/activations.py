@@ -318,7 +318,7 @@ def _user_activation(text: str) -> Activation:
     :func:`absorb.symbolic.prepare` asks: one child, whose sympy import this process does not pay. Registered with the cache so that prepare reads or stores its properties there."""
     from absorb import _analysis_cache as cache
     from absorb.model._expr_numpy import UnsupportedExpression, numpy_form
-    from absorb.model._expr_text import VALIDATE_SECONDS, _check_limits, canonical, parse
+    from absorb.model._expr_text import VALIDATE_SECONDS, canonical, parse
 
     tree = parse(text, check_constants=False)
     canon = canonical(tree)
@@ -335,8 +335,7 @@ def _user_activation(text: str) -> Activation:
     from absorb._sandbox import BudgetExceeded
     from absorb.symbolic import _core
 
-    _check_limits(text, tree)
-    job = _core.start_analysis(text, tree)
+    job = _core.start_analysis(text, tree)  # (its first step: the limits on constants and exponents, in mpmath)
     while _while_validating:
         _while_validating.pop(0)()
     try:

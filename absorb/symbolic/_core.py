@@ -153,6 +153,9 @@ def _validate_then_analyse(text: str, tree: tuple) -> Any:
     srepr and its text), then every analysis — as table literals when they read back
     exactly as computed (:func:`_round_trips`; the parent then needs no sympy), else as
     Properties."""
+    from absorb.model._expr_text import _check_limits
+
+    _check_limits(text, tree)  # (here, not in the parent: mpmath's import, 0.05 s, then overlaps the parent's work)
     import sympy as sp
 
     from absorb.model._expr import _validate
