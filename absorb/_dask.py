@@ -76,14 +76,24 @@ def dask_client(*, workers: int | None = None, scheduler: str | None = None, pro
             dask.config.set({"distributed.worker.daemon": False,
                              **({f"distributed.nanny.pre-spawn-environ.{k}": None for k in _BLAS_THREADS} if serial else {})}):
         # silence_logs: a worker holding a whole layer is no reason to warn on the user's terminal
-        cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
-                                           dashboard_address=None, silence_logs=logging.ERROR)
+        cluster = _local_cluster(distributed, n_workers=workers, threads_per_worker=1, processes=processes,
+                                 dashboard_address=None, silence_logs=logging.ERROR)
         client = distributed.Client(cluster)
         try:
             yield client
         finally:
             client.close()
             cluster.close()
+
+
+def _local_cluster(distributed: Any, **kw: Any) -> Any:
+    """distributed.LocalCluster(**kw), tried a second time when its event loop did not start:
+    distributed waits 10 s for its IO-loop thread and then fails an internal assertion, which a
+    busy machine (a test run on two loaded cores) has met."""
+    try:
+        return distributed.LocalCluster(**kw)
+    except AssertionError:
+        return distributed.LocalCluster(**kw)
 
 
 @contextlib.contextmanager
