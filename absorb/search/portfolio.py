@@ -146,12 +146,10 @@ def _checked(result: SearchResult, U: np.ndarray, D: np.ndarray, T: np.ndarray |
 
 
 def _cores() -> int:
-    """CPU cores this process may use (capped at 8): the MITM backend's worker threads."""
-    try:
-        n = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        n = os.cpu_count() or 1
-    return max(1, min(n, 8))
+    """CPU cores this process may use (:func:`absorb._dask.cores`), capped at 8: the MITM backend's worker threads."""
+    from absorb._dask import cores
+
+    return max(1, min(cores(), 8))
 
 
 def _idle_cores() -> int:
