@@ -257,3 +257,14 @@ def test_an_exactly_low_rank_integer_block_gets_its_witness(act: str, biased: bo
     doc = _cert(blk, False)
     assert doc["blocks"][0]["verdict"] == "absorbable", doc["blocks"][0]["reason"]
     assert _accepted(doc, blk)[0]
+
+
+@pytest.mark.parametrize("act", ["expr:sqrt(2)*x", "expr:sqrt(2)*x + 1", "expr:x + pi"])
+def test_an_irrational_constant_is_unknown_naming_it(act: str) -> None:
+    """The rank rule is decided with exact rational c and k; with an irrational one the reason
+    says so (it named the index-set route's flip constant) and the certificate verifies."""
+    blk = _block(3, 2, act=act)
+    doc = _cert(blk, False)
+    b = doc["blocks"][0]
+    assert b["verdict"] == "unknown" and "not rational" in b["reason"], b["reason"]
+    assert _accepted(doc, blk)[0]

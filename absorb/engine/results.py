@@ -302,6 +302,8 @@ def linear(ctx: Ctx) -> BlockDecision | None:
     lf = ctx.prop(_analysis(ctx.block.activation, "linear_form"))
     if lf.proved:
         c = _fraction(lf, "c")
+        if c is None and lf.value.get("c") not in (None, 0):
+            return _irrational(ctx, f"σ(z) = {lf.value['c']}·z")
         if c is None or c == 0:  # c = 0 is σ ≡ 0, bounded, decided above
             return None
         return decide_linear(ctx, c)
@@ -309,11 +311,22 @@ def linear(ctx: Ctx) -> BlockDecision | None:
     if not af.proved:
         return None
     c, k = _fraction(af, "c"), _fraction(af, "k")
+    if (c is None or k is None) and af.value.get("c") not in (None, 0) and af.value.get("k") not in (None, 0):
+        return _irrational(ctx, f"σ(z) = {af.value['c']}·z + {af.value['k']}")
     if c is None or k is None or c == 0 or k == 0:  # (c = 0: σ ≡ k, bounded, decided above)
         return None
     ctx.P.remove(lf)  # (σ(0) = k ≠ 0: not linear; the affine form below is what the result rests on)
     ctx.prop(dataclasses.replace(af, statement=af.statement.replace("h(z)", "σ(z)")))
     return decide_linear(ctx, c, k)
+
+
+def _irrational(ctx: Ctx, form: str) -> BlockDecision:
+    """A linear or affine σ whose constants are not rational: the rank rule's mathematics holds, but
+    it is decided (and its certificate checked) with exact rational c and k only; nothing after it
+    decides such a σ (its flip constant is irrational too)."""
+    return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {form} is {'affine' if '+' in form else 'linear'}, so f is "
+                    "affine and the rank of M + c·W_down W_up decides (docs/results/linear.md), but c or k is not rational: "
+                    "that rule is decided with exact rational constants only.")
 
 
 def exponential(ctx: Ctx) -> BlockDecision | None:
