@@ -278,3 +278,19 @@ def test_a_zero_column_leaves_its_scale_free_and_the_witness_is_found() -> None:
     dec, doc = _cert(blk)
     assert dec.verdict is Verdict.ABSORBABLE, dec.reason
     assert _fully_accepted(doc, blk)
+
+
+def test_f0_zero_takes_the_witness_of_a_dyadic_mu() -> None:
+    """f(0) = 0 exactly (dyadic weights, σ = −ReLU² + z, n = 10 > d²): the LP's μ is not dyadic, so
+    b'_down = b_down + βΣ(1 − μ_i)c_i w_i rounds and no relative bound covers it against f(0) = 0;
+    μ rounded to a dyadic grid makes it exact (the equation's residual, 2^-40, is bounded as before)."""
+    U = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [1.0, -1.0], [3.25, -0.5], [1.25, 0.5], [2.25, -0.5], [-1.75, -2.5],
+                  [-0.75, 1.5], [1.25, 3.5]])
+    D = np.array([[-2.0, -2.0, 1.0, 1.0, -0.5, 0.5, -0.5, 1.0, 0.0, 0.5], [-1.0, -1.0, 0.5, 0.5, 0.0, 1.5, -0.5, -0.5, 1.5, -0.5]])
+    c = np.array([1.0, -1.0, 0.5, 2.0, 1.5, 1.5, -2.0, -1.5, 1.0, -0.5])
+    blk = Block(U, D, get_activation("expr:-1*Max(0,x)**2 + 1*x"), skip=np.array([[1.0, 1.0], [0.5, 0.5]]), b_up=c,
+                b_down=np.array([0.5, -1.0]))
+    assert not blk(np.zeros((1, 2))).any()  # f(0) = 0
+    dec, doc = _cert(blk)
+    assert dec.verdict is Verdict.ABSORBABLE, dec.reason
+    assert _fully_accepted(doc, blk)
