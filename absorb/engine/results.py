@@ -303,7 +303,7 @@ def linear(ctx: Ctx) -> BlockDecision | None:
     if lf.proved:
         c = _fraction(lf, "c")
         if c is None and lf.value.get("c") not in (None, 0):
-            return _irrational(ctx, f"σ(z) = {lf.value['c']}·z")
+            return _irrational(ctx, f"σ(z) = {lf.value['c']}·z", "linear")
         if c is None or c == 0:  # c = 0 is σ ≡ 0, bounded, decided above
             return None
         return decide_linear(ctx, c)
@@ -312,7 +312,7 @@ def linear(ctx: Ctx) -> BlockDecision | None:
         return None
     c, k = _fraction(af, "c"), _fraction(af, "k")
     if (c is None or k is None) and af.value.get("c") not in (None, 0) and af.value.get("k") not in (None, 0):
-        return _irrational(ctx, f"σ(z) = {af.value['c']}·z + {af.value['k']}")
+        return _irrational(ctx, f"σ(z) = {af.value['c']}·z + {af.value['k']}", "affine")
     if c is None or k is None or c == 0 or k == 0:  # (c = 0: σ ≡ k, bounded, decided above)
         return None
     ctx.P.remove(lf)  # (σ(0) = k ≠ 0: not linear; the affine form below is what the result rests on)
@@ -320,11 +320,11 @@ def linear(ctx: Ctx) -> BlockDecision | None:
     return decide_linear(ctx, c, k)
 
 
-def _irrational(ctx: Ctx, form: str) -> BlockDecision:
+def _irrational(ctx: Ctx, form: str, kind: str) -> BlockDecision:
     """A linear or affine σ whose constants are not rational: the rank rule's mathematics holds, but
     it is decided (and its certificate checked) with exact rational c and k only; nothing after it
     decides such a σ (its flip constant is irrational too)."""
-    return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {form} is {'affine' if '+' in form else 'linear'}, so f is "
+    return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {form} is {kind}, so f is "
                     "affine and the rank of M + c·W_down W_up decides (docs/results/linear.md), but c or k is not rational: "
                     "that rule is decided with exact rational constants only.")
 
