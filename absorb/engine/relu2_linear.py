@@ -249,9 +249,11 @@ def decide_relu2_linear(ctx: Any) -> BlockDecision | None:
     mu = solve_mu(b64, float(beta))
     if mu is not None:
         out = _witness(ctx, b64, mu, alpha, beta, lead)
-        for bits in (20, 40):  # μ on a dyadic grid: b'_down = b_down + βΣ(1 − μ_i)c_i w_i may then be exact, where
-            if isinstance(out, BlockDecision):  # f(0) = 0 leaves no room for its rounding (the equation's residual
-                break  # grows by ~2^-bits, bounded exactly like the rest)
+        # μ on a dyadic grid: b'_down = b_down + βΣ(1 − μ_i)c_i w_i may then be exact, where f(0) = 0 leaves no room
+        # for its rounding (the equation's residual grows by ~2^-bits, bounded exactly like the rest)
+        for bits in (20, 40):
+            if isinstance(out, BlockDecision):
+                break
             grid = np.round(mu * 2.0**bits) / 2.0**bits
             if np.all(grid > 0) and not np.array_equal(grid, mu):
                 out = _witness(ctx, b64, grid, alpha, beta, lead)
