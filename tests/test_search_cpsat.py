@@ -149,9 +149,8 @@ def test_two_searches_run_side_by_side_and_the_first_set_stops_the_other(monkeyp
     assert log == [(0, w), (1, 2 * w), (2, 4 * w), (3, 8 * w)]
 
 
-def test_each_search_but_the_first_starts_from_an_lp_vertex_hint(monkeypatch) -> None:
-    cp_model = pytest.importorskip("ortools.sat.python.cp_model")
-    U, D, T, S = planted(2, 24, seed=5)
+def _record_hints(monkeypatch, cp_model, S) -> dict[int, list[int]]:
+    """Each search's solution hint, by its seed (the solvers find S at once)."""
     hints: dict[int, list[int]] = {}
 
     class Recorder(_SeededSolver):
@@ -161,8 +160,15 @@ def test_each_search_but_the_first_starts_from_an_lp_vertex_hint(monkeypatch) ->
             return super().solve(model)
 
     started = threading.Event()
-    monkeypatch.setattr(cp_model, "CpSolver", lambda: Recorder(S, 1, [], started))
     started.set()
+    monkeypatch.setattr(cp_model, "CpSolver", lambda: Recorder(S, 1, [], started))
+    return hints
+
+
+def test_each_search_but_the_first_starts_from_an_lp_vertex_hint(monkeypatch) -> None:
+    cp_model = pytest.importorskip("ortools.sat.python.cp_model")
+    U, D, T, S = planted(2, 24, seed=5)
+    hints = _record_hints(monkeypatch, cp_model, S)
     res = cs.solve_cpsat(U, D, T, timeout=60, threads=2)
     assert res.status is FOUND and res.S == S
     assert sorted(hints) == [0, 1] and hints[0] == []  # the first search has none
@@ -176,18 +182,8 @@ def test_each_search_but_the_first_starts_from_an_lp_vertex_hint(monkeypatch) ->
 def test_from_hint_first_n_on_the_first_search_starts_from_a_vertex_too(monkeypatch) -> None:
     cp_model = pytest.importorskip("ortools.sat.python.cp_model")
     U, D, T, S = planted(2, 24, seed=5)
-    hints: dict[int, list[int]] = {}
-
-    class Recorder(_SeededSolver):
-        def solve(self, model):
-            hint = model.proto.solution_hint
-            hints[self.parameters.random_seed] = [v for _, v in sorted(zip(hint.vars, hint.values))]
-            return super().solve(model)
-
-    started = threading.Event()
-    monkeypatch.setattr(cp_model, "CpSolver", lambda: Recorder(S, 1, [], started))
+    hints = _record_hints(monkeypatch, cp_model, S)
     monkeypatch.setattr(cs, "HINT_FIRST_N", 24)  # n = 24 counts as wide enough here
-    started.set()
     res = cs.solve_cpsat(U, D, T, timeout=60, threads=2)
     assert res.status is FOUND and res.S == S
     assert sorted(hints) == [0, 1] and len(hints[0]) == 24 and set(hints[0]) <= {0, 1}
