@@ -42,6 +42,7 @@ from absorb.model.activations import is_builtin
 from absorb.model.block import Block, Stack
 from absorb.rigorous import (
     EXACT_FLIP_WORK,
+    _dyadic,
     flip_bias_error_upper,
     flip_inf_upper,
     float_up,
@@ -62,20 +63,20 @@ _EXACT_MAX_WORK = 200_000  # |S|·d² multiply-adds in Fractions
 
 
 def moved_bias(block: Block, idx: np.ndarray, c: Fraction, b: np.ndarray, s: Fraction = Fraction(0)) -> np.ndarray:
-    """b'_down = b_down + c·D[:, idx] (b + s), rounded once from its exact value where that costs at
-    most :data:`_EXACT_MAX_WORK` rational products (else in float64): with a huge bias the sum
-    cancels (b_down = fl(3·b_up)), and the float64 sum kept its rounding, 2^78 at b_up = 2^130 —
-    the exact value (fl(3b) − 3b) is itself a float, so the witness is exact there."""
+    """b'_down = b_down + c·D[:, idx] (b + s), rounded once from its exact value where d·|idx| is at
+    most :data:`EXACT_FLIP_WORK` (else in float64): with a huge bias the sum cancels (b_down =
+    fl(3·b_up)), and the float64 sum kept its rounding, 2^78 at b_up = 2^130 — the exact value
+    (fl(3b) − 3b) is itself a float, so the witness is exact there. The sums are taken in integers
+    (:func:`absorb.rigorous._dyadic`, as :func:`flip_bias_error_upper` takes them), one Fraction a row."""
     D = block.W_down
     bd = np.zeros(block.d) if block.b_down is None else np.asarray(block.b_down, dtype=np.float64)
-    if block.d * idx.size > _EXACT_MAX_WORK or not (np.all(np.isfinite(b)) and np.all(np.isfinite(D[:, idx]))):
+    if block.d * idx.size > EXACT_FLIP_WORK or not (np.all(np.isfinite(b)) and np.all(np.isfinite(D[:, idx]))):
         return bd + float(c) * matvec(D[:, idx], b + float(s))
-    bs = [Fraction(float(v)) + s for v in b]
-    out = np.empty(block.d)
-    for r in range(block.d):
-        row = D[r, idx]
-        out[r] = float(Fraction(float(bd[r])) + c * sum((Fraction(float(w)) * v for w, v in zip(row, bs) if w), Fraction(0)))
-    return out
+    Di, eD = _dyadic(D[:, idx])
+    (bi,), eb = _dyadic(np.asarray(b, dtype=np.float64)[None, :])
+    return np.array([float(Fraction(float(bd[r])) + c * (Fraction(sum(w * v for w, v in zip(row, bi)), 1 << (eD + eb))
+                                                         + s * Fraction(sum(row), 1 << eD)))
+                     for r, row in enumerate(Di)])
 
 
 def flip_block(block: Block, S: tuple[int, ...], c: Fraction, s: Fraction = Fraction(0)) -> Block:
