@@ -125,6 +125,16 @@ def moved_output_bias(b_down: np.ndarray | None, W_down: np.ndarray, idx: np.nda
     Ds = W_down[:, idx]
     if d * len(idx) > MOVED_EXACT_WORK or not (np.all(np.isfinite(b)) and np.all(np.isfinite(Ds))):
         return bd + float(c) * (Ds @ (b + float(s)))
-    bq = [Fraction(float(v)) + s for v in b]
-    return np.array([float(Fraction(float(bd[r])) + c * sum((Fraction(float(x)) * v for x, v in zip(Ds[r], bq)), Fraction(0)))
-                     for r in range(d)])
+    # in integers: every float is m/2^e, so with one common 2^L per array the sums need no gcd (one Fraction a row)
+    (bi,), eb = _integers(np.asarray(b, dtype=np.float64)[None, :])
+    Di, eD = _integers(Ds)
+    return np.array([float(Fraction(float(bd[r])) + c * (Fraction(sum(x * v for x, v in zip(row, bi)), 1 << (eD + eb))
+                                                         + s * Fraction(sum(row), 1 << eD)))
+                     for r, row in enumerate(Di)])
+
+
+def _integers(A: np.ndarray) -> tuple[list[list[int]], int]:
+    """(Z, L) with A = Z / 2^L exactly, Z integers (A finite floats)."""
+    rows = [[float(v).as_integer_ratio() for v in row] for row in np.atleast_2d(A)]
+    L = max((q.bit_length() - 1 for row in rows for _p, q in row), default=0)
+    return [[p << (L - q.bit_length() + 1) for p, q in row] for row in rows], L
