@@ -27,11 +27,11 @@ import sympy as sp
 
 from absorb.model.activations import get_activation
 from absorb.model.block import Block
-from absorb.verify._compose import prove
+from absorb.verify._compose import LIPSCHITZ, prove
 from absorb.verify._numerics import _U, exact_rank, rounding_allowance
 from absorb.verify._pieces import decide_zero, exact_value
 from absorb.verify._report import _Ctx, _require
-from absorb.verify._symbolic import _same_function, _variable, flip_constant, homogeneous_of_degree
+from absorb.verify._symbolic import _same_function, _sigma_lipschitz, _variable, flip_constant, homogeneous_of_degree
 from absorb.verify._weights import _bias_free
 
 Mat = list[list[Fraction]]
@@ -195,26 +195,26 @@ def _check_choice(ctx: _Ctx, w: str, choice: dict[str, Any], L0: Mat, lines: _Li
              f"{choice.get('width')} units (exact rank)", f"re-computed width {need}, rank {rank}")
 
 
-#: the registry's activations of the "even" family, whose sup |σ′| this checker knows
-#: (:data:`absorb.verify._compose.LIPSCHITZ`: 1.13 at most); 1.2 bounds them all with a margin
-_EVEN_LIPSCHITZ = {"gelu": 1.2, "gelu_tanh": 1.2, "silu": 1.2, "quick_gelu": 1.2}
-
-
 def _lipschitz(ctx: _Ctx, w: str, block: Block, family: str) -> float:
-    """L with |σ(a) − σ(b)| ≤ L|a − b| for all real a, b, derived for this σ: the relu family's σ is
-    σ(1)·z on z > 0 and −σ(−1)·z on z < 0, so L = max(|σ(1)|, |σ(−1)|) exactly (rounded up); an
-    even-family σ must be one of the activations of :data:`_EVEN_LIPSCHITZ` (the same sympy form),
+    """L with |σ(a) − σ(b)| ≤ L|a − b| for all real a, b, derived for this σ: this checker's constant
+    (:func:`absorb.verify._symbolic._sigma_lipschitz`: the built-ins' table, a piecewise-linear σ's
+    exact max |slope|); else, for the relu family, whose σ is σ(1)·z on z > 0 and −σ(−1)·z on z < 0,
+    L = max(|σ(1)|, |σ(−1)|) exactly (rounded up); else, for the even family, a built-in's constant
+    when σ is that activation (the same sympy form: a user's expr: of the same function counts too);
     else the witness's rounding cannot be bounded here (an unchecked claim: inf)."""
+    L = _sigma_lipschitz(block)
+    if L is not None:
+        return L
     act = block.activation.expr
-    x = _variable(act)
     if family == "relu":
+        x = _variable(act)
         vals = [exact_value(act, x, sp.Integer(t)) for t in (1, -1)]
         if all(v is not None and v.is_Rational for v in vals):
             return float(max(abs(v) for v in vals)) * (1 + 4 * _U)
-    else:  # (σ itself, by its exact form: a user's expr: of the same function counts too)
-        for name, L in _EVEN_LIPSCHITZ.items():
+    else:
+        for name in ("gelu", "gelu_tanh", "silu", "quick_gelu"):
             if block.activation.key == get_activation(name).key:
-                return L
+                return LIPSCHITZ[name]
     ctx.report.unchecked(w, "σ has a Lipschitz constant this checker derives (the witness's rounding is bounded with it)",
                          f"σ = {act}")
     return math.inf
