@@ -646,3 +646,24 @@ def test_peak_memory_is_one_layer(tmp_path: Path) -> None:
     print(f"peak RSS: 1 layer {one / 1024:.0f} MiB, {layers} layers {allk / 1024:.0f} MiB, "
           f"growth {growth / 2**20:.1f} MiB; one layer as float64 {layer_f64 / 2**20:.0f} MiB, model {layers * layer_f64 / 2**20:.0f} MiB")
     assert growth < 2 * layer_f64  # the whole model would add 7 layers' worth (176 MiB)
+
+
+@pytest.mark.parametrize("where", ["header", "config", "index"])
+@pytest.mark.parametrize("poison", ["digits", "depth"])
+def test_json_past_the_parser_limits_is_bad_input(tmp_path: Path, where: str, poison: str) -> None:
+    """A header, config.json or shard index holding an integer of thousands of digits, or nested
+    100 000 deep: json.loads raises ValueError or RecursionError, not JSONDecodeError — each is
+    bad input naming the file (exit 2, one line), not an internal error."""
+    text = "1" * 5000 if poison == "digits" else "[" * 100_000 + "]" * 100_000
+    ck = _small(tmp_path, shards=2 if where == "index" else 1)
+    if where == "header":
+        f = ck / "model.safetensors"
+        raw = f.read_bytes()
+        (hlen,) = struct.unpack("<Q", raw[:8])
+        hdr = json.loads(raw[8:8 + hlen])
+        blob = json.dumps({**hdr, "__metadata__": {"x": "y"}}).replace('{"x": "y"}', text).encode()
+        f.write_bytes(struct.pack("<Q", len(blob)) + blob + raw[8 + hlen:])
+    else:
+        f = ck / ("config.json" if where == "config" else "model.safetensors.index.json")
+        f.write_text(json.dumps({**json.loads(f.read_text()), "poison": 0}).replace('"poison": 0', f'"poison": {text}'))
+    _assert_one_line_exit2(run_cli(str(ck)), str(f))

@@ -128,6 +128,10 @@ class Certificate:
             raise InvalidInput(
                 f"{source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
             ) from None
+        except RecursionError:
+            raise InvalidInput(f"{source}: nested too deeply to read (absorb writes a few levels); regenerate it") from None
+        except ValueError as exc:  # an integer past Python's digit limit
+            raise InvalidInput(f"{source}: {exc}; regenerate it with 'absorb check --certificate'") from None
         return cls.from_json(obj, source=source)
 
 

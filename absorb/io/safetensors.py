@@ -106,11 +106,18 @@ def _raw_header(path: Path) -> tuple[bytes, int, int]:
     return raw, hlen, size
 
 
+def _json_why(exc: ValueError) -> str:
+    """What ``json.loads`` refused, in a user's words (Python's advice on its digit limit is for programmers)."""
+    return "it holds an integer of thousands of digits" if "integer string conversion" in str(exc) else str(exc)
+
+
 def _header_json(path: Path, raw: bytes) -> dict[str, Any]:
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidInput(f"{path}: the safetensors header is not valid JSON ({exc}); the file is truncated or corrupt") from None
+    except RecursionError:
+        raise InvalidInput(f"{path}: the safetensors header is nested too deeply to read (a header is a flat table); the file is corrupt") from None
+    except ValueError as exc:  # not UTF-8, not JSON, or an integer past Python's digit limit
+        raise InvalidInput(f"{path}: the safetensors header is not valid JSON ({_json_why(exc)}); the file is truncated or corrupt") from None
     if not isinstance(header, dict):
         raise InvalidInput(f"{path}: the safetensors header is not a JSON object; the file is corrupt")
     return header
@@ -145,8 +152,10 @@ def _read_json(path: Path, what: str) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidInput(f"{path}: the {what} is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise InvalidInput(f"{path}: the {what} is nested too deeply to read; the file is corrupt") from None
+    except ValueError as exc:  # not UTF-8, not JSON, or an integer past Python's digit limit
+        raise InvalidInput(f"{path}: the {what} is not valid JSON ({_json_why(exc)})") from None
 
 
 def _resolve(path: Path) -> tuple[list[Path], Path | None, Path, bool]:
