@@ -237,3 +237,29 @@ def test_scaled_activation_is_not_taken_for_the_plain_one(tmp_path: Path) -> Non
     f = g.save(tmp_path / "s.onnx", "x", g.op("Add", ["x", y], "/m/Add"))
     with pytest.raises(InvalidInput, match=r"the activation after /m/fc1/MatMul \(Mul\+Relu\) is not one absorb names"):
         open_checkpoint(f)
+
+
+def test_corrupt_skip_scalar_and_missing_external_data_exit_2_in_one_line(tmp_path: Path) -> None:
+    """A skip c·x with c = inf is refused for its Inf (one line: no numpy warning of 0·inf on
+    stderr); an initializer whose external data is missing or outside the model's folder is
+    refused naming it (onnx raises its own ValidationError there, not OSError)."""
+    g = _G()
+    up = g.op("MatMul", ["x", g.init("fc1.weight", np.ones((D, N)))], "/m/fc1/MatMul")
+    y = g.op("MatMul", [g.op("Relu", [up], "/m/act"), g.init("fc2.weight", np.ones((N, D)))], "/m/fc2/MatMul")
+    s = g.op("Mul", ["x", g.const(float("inf"))], "/m/skip/Mul")
+    f = g.save(tmp_path / "inf.onnx", "x", g.op("Add", [s, y], "/m/Add"))
+    _assert_one_line_exit2(run_cli(str(f)), "contains Inf")
+    (tmp_path / "ext").mkdir()
+    f, _ = _mlp_onnx(tmp_path / "ext" / "m.onnx", layers=1)
+    model = onnx.load(str(f))
+    onnx.save(model, str(f), save_as_external_data=True, all_tensors_to_one_file=True, location="m.onnx.data",
+              size_threshold=0)
+    (tmp_path / "ext" / "m.onnx.data").unlink()
+    _assert_one_line_exit2(run_cli(str(f)), "the external data is missing or corrupt")
+    for t in model.graph.initializer:  # a location outside the model's folder
+        t.data_location = TensorProto.EXTERNAL
+        del t.external_data[:]
+        t.external_data.add(key="location", value="../outside.data")
+        t.ClearField("raw_data")
+    onnx.save(model, str(f))
+    _assert_one_line_exit2(run_cli(str(f)), "cannot be read")

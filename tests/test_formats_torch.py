@@ -246,3 +246,14 @@ def test_trainer_dict_with_a_transformers_config_object(tmp_path: Path) -> None:
     ck = open_checkpoint(f)
     assert ck.specs[0].activation == "gelu" and "'config' entry activation_function" in ck.specs[0].activation_source
     assert "transformers" not in sys.modules
+
+
+def test_meta_tensor_is_refused_by_name(tmp_path: Path) -> None:
+    """A state_dict saved from a model on the meta device holds shapes and dtypes, no values:
+    the tensor read is named (exit 2, one line), not an internal error."""
+    torch = _torch()
+    sd = _fc_state_dict()
+    sd["encoder.layers.1.fc1.weight"] = torch.empty(N, D, device="meta")
+    torch.save(sd, tmp_path / "pytorch_model.bin")
+    _assert_one_line_exit2(run_cli(str(tmp_path / "pytorch_model.bin"), "--activation", "relu"),
+                           "tensor 'encoder.layers.1.fc1.weight' is on the meta device and holds no values")

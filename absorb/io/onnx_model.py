@@ -71,9 +71,10 @@ class _Linear:
 
 
 class _Graph:
-    def __init__(self, graph: Any, numpy_helper: Any) -> None:
+    def __init__(self, graph: Any, numpy_helper: Any, path: Path) -> None:
         self.g = graph
         self.nh = numpy_helper
+        self.path = path  # the model file: external data is read from its folder
         self.init = {t.name: t for t in graph.initializer}
         self.producer: dict[str, Any] = {}
         self.consumers: dict[str, list[Any]] = {}
@@ -101,7 +102,17 @@ class _Graph:
         t = self.init.get(name)
         if t is None or int(np.prod(t.dims, dtype=np.int64)) > 1 << 16:
             return None
-        return self.nh.to_array(t)
+        return self.read(name)
+
+    def read(self, name: str) -> np.ndarray:
+        """The initializer ``name``'s values (its external data too, from the model's folder); bad input when they cannot be read."""
+        try:
+            return self.nh.to_array(self.init[name], base_dir=str(self.path.parent))
+        except MemoryError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - OSError, ValueError, onnx's ValidationError (a location outside the model's folder, a link)
+            raise InvalidInput(f"{self.path}: initializer {name!r} cannot be read ({type(exc).__name__}: {str(exc)[:160]}); "
+                               "the external data is missing or corrupt — keep the model's .data file next to it") from None
 
     def is_const(self, name: str) -> bool:
         return name in self.consts or name in self.init
@@ -246,20 +257,17 @@ def _block_name(nodes: list[str], weights: list[str], k: int) -> str:
 class OnnxSource:
     """Initializers as numpy arrays, oriented [out, in], read one at a time (external data too)."""
 
-    def __init__(self, graph: _Graph, base_dir: Path, virtual: Mapping[str, tuple[str, bool, float | None]]) -> None:
+    def __init__(self, graph: _Graph, virtual: Mapping[str, tuple[str, bool, float | None]]) -> None:
         self.graph = graph
-        self.base = base_dir
         self.virtual = dict(virtual)  # tensor name → (initializer, transpose, scalar skip c)
 
     def load(self, info: TensorInfo) -> np.ndarray:
         init, transpose, scalar = self.virtual[info.name]
         if scalar is not None:  # the skip c·I
-            return np.eye(info.shape[0]) * scalar
-        t = self.graph.init[init]
-        try:
-            arr = self.graph.nh.to_array(t, base_dir=str(self.base))
-        except (OSError, ValueError) as exc:
-            raise InvalidInput(f"{info.file}: initializer {init!r} cannot be read ({exc}); the external data is missing or corrupt") from None
+            skip = np.zeros(info.shape)
+            np.fill_diagonal(skip, scalar)  # (np.eye·c would put 0·c = nan off the diagonal for c = ±inf)
+            return skip
+        arr = self.graph.read(init)
         if arr.dtype == np.float16:
             arr = arr.astype(np.float32)  # exact
         return np.ascontiguousarray(arr.T) if transpose else np.array(arr, copy=True)
@@ -275,7 +283,7 @@ def read_onnx(path: Path, *, activation: str | None) -> tuple[dict[str, TensorIn
     except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError, onnx its own errors
         raise InvalidInput(f"{path}: not a readable ONNX model ({type(exc).__name__}: {str(exc)[:160]}); "
                            "give an ONNX file (.onnx) written by onnx.save or torch.onnx.export") from None
-    g = _Graph(model.graph, numpy_helper)
+    g = _Graph(model.graph, numpy_helper, path)
     tensors: dict[str, TensorInfo] = {}
     virtual: dict[str, tuple[str, bool, float | None]] = {}
 
@@ -347,7 +355,7 @@ def read_onnx(path: Path, *, activation: str | None) -> tuple[dict[str, TensorIn
     det = Detection(blocks=tuple(specs), families=("onnx",), model_type=None,
                     notes=("ONNX MatMul weights stored [in, out] were transposed to [out, in]",)
                     if any(t.endswith("ᵀ") for s in specs for t in (s.up, s.down)) else ())
-    return tensors, OnnxSource(g, path.parent, virtual), det
+    return tensors, OnnxSource(g, virtual), det
 
 
 def _dims(g: _Graph, lin: _Linear) -> tuple[int, int]:
