@@ -91,6 +91,9 @@ def test_every_width_theorems() -> None:
 def test_bad_width() -> None:
     with pytest.raises(InvalidInput):
         decide_width(_generic(2, 2, "relu", 0), 0)
+    # a width whose block could not be built is refused by name, before anything is allocated
+    with pytest.raises(InvalidInput, match=r"--width 10000000000000000000000: .*at most \d+ units here"):
+        decide_width(_generic(2, 2, "relu", 0), 10**22)
 
 
 def test_cli_fields(tmp_path, capsys) -> None:
@@ -133,6 +136,13 @@ def test_main_witness_answers_width_n_and_above_and_bounds_min_width() -> None:
     assert decide_width(b, 19, decision=bd).verdict is Verdict.NOT_ABSORBABLE  # 20 active lines
     mw = minimal_width(b, decision=bd)
     assert mw.value == 20 and mw.upper == 20 and mw.lower == 20 and mw.witness is not None
+    # far above n: the padded block's values are the witness's (dead units add 0 exactly), so its errors
+    # are kept, not measured again at a cost linear in the width (200 000 units took ~70 s)
+    wide = decide_width(b, 200_000, decision=bd)
+    assert wide.verdict is Verdict.ABSORBABLE and wide.witness.block.n == 200_000
+    assert wide.witness.eval_error == bd.witness.eval_error and wide.witness.n_inputs == bd.witness.n_inputs
+    assert not np.any(wide.witness.block.W_up[20:]) and not np.any(wide.witness.block.W_down[:, 20:])
+    _checked_float(b, wide.witness)
     # without the decision the main check is run (a short run) and gives the same answers
     assert decide_width(b, 21).verdict is Verdict.ABSORBABLE
     assert minimal_width(b).value == 20

@@ -318,10 +318,14 @@ def _fix_near_zero(Z: np.ndarray, R: np.ndarray, b: np.ndarray | None, X: np.nda
     # error (≤ γ_d) is covered many times by the factor 2
     nr = np.sqrt(np.einsum("ij,ij->i", R, R))
     bound = 2.0 * _gamma(d + 2) * (np.outer(nx, nr) + (0.0 if b is None else np.abs(b))) + d * 2.0**-1060
-    P, I = np.nonzero(np.abs(Z) <= bound)
+    near = np.abs(Z) <= bound
     del bound
+    near[:, ~np.any(R != 0, axis=1)] = False  # a zero row's pre-activation is its bias, exactly (a padded dead unit, say)
+    P, I = np.nonzero(near)  # (P ascending: each point's rows are one slice)
+    del near
+    starts = np.searchsorted(P, np.arange(Z.shape[0] + 1))
     for p in np.unique(P).tolist():
-        rows = I[P == p]
+        rows = I[starts[p]:starts[p + 1]]
         src = pts.source[p]
         if src is not None:  # built on this very hyperplane: exactly zero
             on = np.array([_parallel(_plane(R[i], 0.0 if b is None else b[i]), src) for i in rows.tolist()], dtype=bool)

@@ -42,7 +42,7 @@ from absorb.engine.degenerate import (
     search,
 )
 from absorb.engine.verdict import BlockDecision, Theorem, Verdict, Witness
-from absorb.engine.witness import eval_threshold, evaluation_error
+from absorb.engine.witness import eval_threshold
 from absorb.model.block import Block
 
 _EVERY_WIDTH = (Theorem.DEGREE, Theorem.LINEARIZATION, Theorem.BOUNDED)
@@ -86,9 +86,19 @@ class MinWidth:
         return out
 
 
-def _check_width(width: int) -> int:
+#: the most numbers a residual-free block of the width asked about may hold (its witness is built and
+#: written out): 2^26 float64, 512 MiB
+MAX_WIDTH_NUMBERS = 1 << 26
+
+
+def _check_width(width: int, d: int) -> int:
     if isinstance(width, bool) or not isinstance(width, int) or width < 1:
         raise InvalidInput(f"width {width!r} must be a positive integer (the number of hidden units of the residual-free block)")
+    most = MAX_WIDTH_NUMBERS // (3 * d + 2)  # W_up, W_gate and W_down, two bias vectors
+    if width > most:
+        raise InvalidInput(f"--width {width}: a residual-free block of {width} hidden units on d = {d} inputs is larger than "
+                           f"absorb builds (at most {most} units here); ask about a width up to {most} — a block "
+                           "absorbable at some width is absorbable at every larger one (dead units pad it)")
     return width
 
 
@@ -115,10 +125,11 @@ def pad_witness(block: Block, w: Witness, width: int, *, tol: float, seed: int) 
 
         wb = wb.replace(W_up=rows(wb.W_up), W_gate=rows(wb.W_gate), W_down=np.hstack([wb.W_down, np.zeros((wb.d, extra))]),
                         b_up=vec(wb.b_up), b_gate=vec(wb.b_gate))
-    err, m = evaluation_error(block, wb, block.d, seed=seed)
+    # a dead unit adds W_down[:, i]·σ(0) = 0 exactly (σ is finite), so the padded block's values are w's,
+    # bit for bit: w's errors, proved and measured, are the padded block's (evaluating it again would
+    # cost time linear in the width, for nothing new)
     how = w.description + (f"; padded with {extra} dead units (zero rows and columns)" if extra else "")
-    # dead units change no value: w's proved error (its eval_error) holds for the padded block
-    out = Witness(S=w.S, block=wb, residual=w.residual, eval_error=max(err, w.eval_error), n_inputs=m, exact=w.exact, description=how,
+    out = Witness(S=w.S, block=wb, residual=w.residual, eval_error=w.eval_error, n_inputs=w.n_inputs, exact=w.exact, description=how,
                   bound=w.bound)
     # accepted only with a proved bound (w.bound: a witness checked on samples alone is not)
     return out, w.bound is not None and out.eval_error <= eval_threshold(tol, width)
@@ -164,7 +175,7 @@ def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: in
     ``decision``: the main decision of this block (``decide_block``), when already made; its
     witness or proof answers the widths it covers. Without it the main decision is made (a
     short run) only when the canonical-form procedure does not decide."""
-    width = _check_width(width)
+    width = _check_width(width, block.d)
     dd: DegenerateDecision | None = None
     given = decision if decision is not None and decision.block is block else None
     # the question is about residual-free blocks with biases (--allow-biases): the canonical form's
