@@ -576,3 +576,16 @@ def test_projection_screen_finds_exactly_the_collinear_pairs(seed, n, d, k, scal
     assert none is None and worst is not None
     assert sorted(full) == screened
     assert {(a, b) for a, b in planted if U[a].any() and U[b].any()} <= set(screened)
+
+
+def test_a_file_name_that_is_not_utf8_is_recorded_and_read_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Linux file names are bytes; Python reads b'\\xff' as the lone surrogate '\\udcff', which has no
+    UTF-8 form: the certificate records it as its JSON escape and the checker finds the same file."""
+    import os
+
+    model = os.fsdecode(os.path.join(os.fsencode(str(tmp_path)), b"m\xff.npz"))
+    shutil.copy(Path(__file__).resolve().parents[1] / "examples" / "planted_relu.npz", model)
+    cert = os.fsdecode(os.path.join(os.fsencode(str(tmp_path)), b"c\xff.json"))
+    assert main(["check", model, "--certificate", cert, "-q"]) == 0
+    assert "\\udcff" in Path(cert).read_text(encoding="utf-8")
+    assert main(["verify", cert, "-q"]) == 0

@@ -95,7 +95,10 @@ class Certificate:
 
     def dumps(self) -> str:
         """The document as JSON text; floats are written with ``repr`` and read back exactly."""
-        return json.dumps(self.document, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+        text = json.dumps(self.document, indent=2, allow_nan=False, ensure_ascii=False)
+        # a lone surrogate (a file name that is not UTF-8, as Python reads it) has no UTF-8 form: it is
+        # written as its JSON escape \udcXX, which reads back as the same str
+        return text.encode("utf-8", "backslashreplace").decode("utf-8") + "\n"
 
     @classmethod
     def from_json(cls, obj: object, *, source: str = "certificate") -> Certificate:
