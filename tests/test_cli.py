@@ -16,6 +16,7 @@ import pytest
 from conftest import run_absorb
 
 from absorb import InvalidInput, load_npz
+from absorb.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -235,3 +236,27 @@ def test_usage_errors_speak_with_the_same_prefix(capsys: pytest.CaptureFixture[s
     assert code == 2 and err.startswith("absorb: error: argument --tol: ") and "'absorb check --help'" in err
     code, _, err = _run(capsys, "prove", "nonsense", "--out", "unused")
     assert code == 2 and err.startswith("absorb: error: unknown proof")
+
+
+@pytest.mark.parametrize("term", ["xterm-256color", "dumb", None])
+def test_status_line_on_a_terminal(monkeypatch: pytest.MonkeyPatch, term: str | None) -> None:
+    """On a terminal, `absorb check` shows one self-erasing status line: erased with ANSI's ESC [ K,
+    except where the terminal would print that escape literally (TERM=dumb or unset): overwritten
+    with spaces there. It ends erased either way."""
+    import io
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    err = Tty()
+    monkeypatch.setattr(sys, "stderr", err)
+    if term is None:
+        monkeypatch.delenv("TERM", raising=False)
+    else:
+        monkeypatch.setenv("TERM", term)
+    assert main(["check", str(EXAMPLES / "planted_relu.npz")]) == 0
+    out = err.getvalue()
+    assert "deciding block" in out
+    assert ("\x1b" in out) == (term == "xterm-256color")
+    assert out.rsplit("\r", 2)[-2].strip() == "" or out.endswith("\x1b[K")  # the last write erases the line

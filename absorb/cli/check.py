@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     dec = decide(model, path=args.path, tol=args.tol, timeout=args.timeout, seed=args.seed, method=args.method,
                  allow_biases=args.allow_biases, progress=progress, search_progress=progress)
     if progress and show_progress(args):
-        sys.stderr.write("\r\x1b[K")
+        progress(None)  # the status line erased
     fields = []
     if args.width is not None or args.min_width:
         from absorb.engine.width import width_fields
@@ -116,13 +117,32 @@ def _refuse_checkpoint_options(args: argparse.Namespace, ckpt_opts: bool) -> Non
                            "an .npz file is decided in this process (drop the option)")
 
 
-def _progress(args: argparse.Namespace) -> Callable[[str], Any] | None:
-    """A self-erasing status line on a terminal, a note per line with -v, else None."""
+def _progress(args: argparse.Namespace) -> Callable[[str | None], Any] | None:
+    """A self-erasing status line on a terminal (``None`` erases it), a note per line with -v, else None."""
     if show_progress(args):  # one self-erasing status line on a terminal
-        return lambda name: sys.stderr.write(f"\rdeciding {name} …\x1b[K")
+        return _status_line()
     if verbosity(args) >= 2:  # -v: one note per line, also into a log file
         return lambda name: sys.stderr.write(f"absorb check: {name}\n")
     return None
+
+
+def _status_line() -> Callable[[str | None], None]:
+    """Write ``deciding NAME …`` over the line before: erased to its end with ANSI's ESC [ K, or,
+    on a terminal that shows escapes literally (TERM=dumb or unset: Emacs shells, some CI
+    consoles), overwritten with spaces."""
+    dumb = os.environ.get("TERM", "").strip() in ("", "dumb")
+    shown = [0]
+
+    def show(name: str | None) -> None:
+        text = "" if name is None else f"deciding {name} …"
+        if dumb:
+            sys.stderr.write("\r" + text + " " * max(0, shown[0] - len(text)) + ("\r" if name is None else ""))
+            shown[0] = len(text)
+        else:
+            sys.stderr.write(f"\r{text}\x1b[K")
+    return show
+
+
 
 
 def _print_decision(args: argparse.Namespace, dec: Any, fields: list[dict[str, Any]]) -> None:
