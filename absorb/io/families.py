@@ -27,8 +27,8 @@ a wrong guess would decide a different function.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Container, Mapping
+from dataclasses import dataclass, replace
 
 from absorb._errors import InvalidInput
 from absorb.io import family_config as fc
@@ -62,9 +62,19 @@ def _natural_key(name: str) -> tuple[object, ...]:
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
 
 
-def parse_layers(text: str) -> frozenset[int]:
-    """``"0-3,7"`` → {0, 1, 2, 3, 7}; a one-line error on anything else."""
-    out: set[int] = set()
+@dataclass(frozen=True)
+class LayerRanges:
+    """The layer numbers ``--layers`` selects, kept as ranges: ``0-99999999999`` costs what ``0-2`` does."""
+
+    ranges: tuple[range, ...]
+
+    def __contains__(self, layer: object) -> bool:
+        return any(layer in r for r in self.ranges)
+
+
+def parse_layers(text: str) -> LayerRanges:
+    """``"0-3,7"`` → the layers 0, 1, 2, 3 and 7 (a :class:`LayerRanges`); a one-line error on anything else."""
+    out: list[range] = []
     for part in str(text).split(","):
         part = part.strip()
         m = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
@@ -74,9 +84,8 @@ def parse_layers(text: str) -> frozenset[int]:
         b = int(m.group(2)) if m.group(2) is not None else a
         if b < a:
             raise InvalidInput(f"--layers {text!r}: range {part!r} runs backwards; write {b}-{a}")
-        out.update(range(a, b + 1))
-    return frozenset(out)
-
+        out.append(range(a, b + 1))
+    return LayerRanges(tuple(out))
 
 
 def _shape_error(source: str, tensor: str, shape: tuple[int, ...], want: str) -> InvalidInput:
@@ -330,7 +339,7 @@ def unknown_layout(names: Shapes, *, source: str, config: Mapping[str, object] |
                         "patterns ({i} for the layer) and --activation NAME")
 
 
-def select_layers(specs: list[BlockSpec], layers: frozenset[int] | None, *, source: str) -> list[BlockSpec]:
+def select_layers(specs: list[BlockSpec], layers: Container[int] | None, *, source: str) -> list[BlockSpec]:
     """The blocks whose layer number is in ``layers`` (all when None); a one-line error when none is."""
     if layers is None:
         return specs
@@ -343,7 +352,7 @@ def select_layers(specs: list[BlockSpec], layers: frozenset[int] | None, *, sour
 
 
 def detect(names: Shapes, config: Mapping[str, object] | None, *, source: str, activation: str | None = None,
-           manual: ManualRoles | None = None, layers: frozenset[int] | None = None, fold_norm: bool = False) -> Detection:
+           manual: ManualRoles | None = None, layers: Container[int] | None = None, fold_norm: bool = False) -> Detection:
     """Find every MLP block in a checkpoint from its tensor names and shapes.
 
     ``names`` maps each tensor name to its shape; ``config`` is config.json (or None).
@@ -539,4 +548,4 @@ def _manual(names: Shapes, config: Mapping[str, object] | None, manual: ManualRo
 
 
 __all__ = ["FAMILIES", "FAMILY_BY_KEY", "BlockSpec", "Detection", "Family", "ManualRoles", "NormSpec", "config_section", "detect",
-           "SLICES", "hidden_evidence", "hidden_for", "parse_layers", "select_layers", "split_slice", "suggest_roles", "unknown_layout"]
+           "LayerRanges", "SLICES", "hidden_evidence", "hidden_for", "parse_layers", "select_layers", "split_slice", "suggest_roles", "unknown_layout"]

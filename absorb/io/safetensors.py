@@ -32,7 +32,7 @@ import json
 import os
 import re
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -476,7 +476,7 @@ def is_checkpoint(path: str | os.PathLike[str]) -> bool:
     return sniff(p) not in ("npz", "zip", "json", "unknown") or p.suffix in (".safetensors", ".bin", ".pt", ".pth", ".ckpt")
 
 
-def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = None, layers: str | frozenset[int] | None = None,
+def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = None, layers: str | Container[int] | None = None,
                     up: str | None = None, down: str | None = None, gate: str | None = None,
                     fold_norm: bool = False) -> Checkpoint:
     """Open a checkpoint: check every header, refuse quantised weights, find the MLP blocks.
@@ -532,7 +532,7 @@ def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = No
 
 
 def _open_gpt_oss(p: Path, tensors: dict[str, TensorInfo], files: list[Path], config: dict[str, Any] | None, *, cfg_path: Path,
-                  source: TensorSource | None, activation: str | None, layers: str | frozenset[int] | None, fold_norm: bool,
+                  source: TensorSource | None, activation: str | None, layers: str | Container[int] | None, fold_norm: bool,
                   notes: list[str]) -> Checkpoint:
     """A gpt-oss checkpoint: one block per expert of every layer (absorb/io/gpt_oss.py)."""
     from absorb.io.gpt_oss import read_gpt_oss
@@ -548,7 +548,7 @@ def _open_gpt_oss(p: Path, tensors: dict[str, TensorInfo], files: list[Path], co
     return Checkpoint(p, tensors, tuple(files), config, det, fold_norm=False, source=src)
 
 
-def _open_graph_file(p: Path, kind: str, *, activation: str | None, layers: str | frozenset[int] | None,
+def _open_graph_file(p: Path, kind: str, *, activation: str | None, layers: str | Container[int] | None,
                      manual: ManualRoles | None, fold_norm: bool) -> Checkpoint:
     """An ONNX model or a GGUF file: blocks found by their own readers (absorb/io/onnx_model.py, gguf_file.py)."""
     what = "an ONNX model" if kind == "onnx" else "a GGUF file"
