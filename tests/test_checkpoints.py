@@ -668,3 +668,14 @@ def test_json_past_the_parser_limits_is_bad_input(tmp_path: Path, where: str, po
         f = ck / ("config.json" if where == "config" else "model.safetensors.index.json")
         f.write_text(json.dumps({**json.loads(f.read_text()), "poison": 0}).replace('"poison": 0', f'"poison": {text}'))
     _assert_one_line_exit2(run_cli(str(ck)), str(f))
+
+
+def test_a_role_pattern_may_repeat_its_layer_number() -> None:
+    """{i} (or {e}) twice in --up/--down/--gate: the same number at both places (a regex
+    back-reference), not re's "redefinition of group name" as an internal error."""
+    from absorb.io.families import _role_regex
+
+    rx = _role_regex("blocks.{i}.mlp.{i}.fc.weight", "--up")
+    assert rx.fullmatch("blocks.3.mlp.3.fc.weight").group("i") == "3"
+    assert rx.fullmatch("blocks.3.mlp.4.fc.weight") is None
+    assert _role_regex("x{e}.{e}.{i}", "--up").fullmatch("x7.7.2.weight") is not None

@@ -485,7 +485,10 @@ def _role_regex(pattern: str, flag: str) -> re.Pattern[str]:
         raise InvalidInput(f"{flag} {pattern!r}: a fused tensor's rows are selected with [:half], [half:] (halves) or "
                            "[0::2], [1::2] (interleaved) at the end of the pattern")
     pattern, sel = split_slice(pattern)
-    rx = re.escape(pattern).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{e\}", r"(?P<e>\d+)")
+    rx = re.escape(pattern)
+    for key in "ie":  # the first {i} (or {e}) reads the number; a repeated one must be the same number
+        first, *rest = rx.split(rf"\{{{key}\}}")
+        rx = first + (rf"(?P<{key}>\d+)" + rf"(?P={key})".join(rest) if rest else "")
     if not pattern.endswith(".weight"):
         rx += r"\.weight"
     if sel is not None:
