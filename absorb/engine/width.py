@@ -86,15 +86,16 @@ class MinWidth:
         return out
 
 
-#: the most numbers a residual-free block of the width asked about may hold (its witness is built and
-#: written out): 2^26 float64, 512 MiB
+#: the most numbers a residual-free block of the width asked about may hold (its witness is built):
+#: 2^26 float64, 512 MiB, or four times the block's own width, whichever is more
 MAX_WIDTH_NUMBERS = 1 << 26
 
 
-def _check_width(width: int, d: int) -> int:
+def _check_width(width: int, block: Block) -> int:
     if isinstance(width, bool) or not isinstance(width, int) or width < 1:
         raise InvalidInput(f"width {width!r} must be a positive integer (the number of hidden units of the residual-free block)")
-    most = MAX_WIDTH_NUMBERS // (3 * d + 2)  # W_up, W_gate and W_down, two bias vectors
+    d = block.d
+    most = max(MAX_WIDTH_NUMBERS // (3 * d + 2), 4 * block.n)  # W_up, W_gate and W_down, two bias vectors
     if width > most:
         raise InvalidInput(f"--width {width}: a residual-free block of {width} hidden units on d = {d} inputs is larger than "
                            f"absorb builds (at most {most} units here); ask about a width up to {most} — a block "
@@ -175,7 +176,7 @@ def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: in
     ``decision``: the main decision of this block (``decide_block``), when already made; its
     witness or proof answers the widths it covers. Without it the main decision is made (a
     short run) only when the canonical-form procedure does not decide."""
-    width = _check_width(width, block.d)
+    width = _check_width(width, block)
     dd: DegenerateDecision | None = None
     given = decision if decision is not None and decision.block is block else None
     # the question is about residual-free blocks with biases (--allow-biases): the canonical form's
