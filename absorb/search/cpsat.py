@@ -95,8 +95,14 @@ BUILD_SECONDS_PER_TERM = 2e-5
 #: a round's end does not move with the machine's load): the work to a set is heavy-tailed in
 #: the seed.  Planted d = 2 with seed 0: n = 128 seeds 2128/2129 0.14/0.40, n = 256 seeds
 #: 2256/2257/2258 1.7/2.2/2.8, n = 192 seed 2193 4.9, and n = 256 seed 2259 nothing in ~8;
-#: with seed 1, 2193 takes 1.6 and 2259 3.3 (rounds: 4 + 1.6 and 4 + 3.3)
-FIRST_ROUND_WORK = 4.0
+#: with seed 1, 2193 takes 1.6 and 2259 3.3 (rounds: 4 + 1.6 and 4 + 3.3).  That was before the
+#: LP hint; with it (every search hinted from n = 192), the lesser of the work to a set of seed
+#: 0's and seed 1's search (one search each, its seed's vertex as hint; planted d = 2, |S| = n/2,
+#: n = 256, seeds 2256–2279) is ≤ 3.0 for 19 of the 24 instances and 4.49 (2263), 6.17 (2274),
+#: 6.90 (2268), 7.54 (2259) and 9.52 (2277) for the five others: with 4 first, those miss round 0
+#: (2259, 2263, 2268 took 22–32 s of wall clock on a quiet machine); with 8, round 0 finds all
+#: but 2277, and an instance that needs a second round pays 4 more work units (~2 s)
+FIRST_ROUND_WORK = 8.0
 
 
 def solve_cpsat(
