@@ -571,6 +571,15 @@ def test_bad_unknown_layout_and_incomplete(tmp_path: Path) -> None:
     del tensors["model.layers.1.mlp.down_proj.weight"]
     with pytest.raises(InvalidInput, match="incomplete MLP block model.layers.1.mlp"):
         open_checkpoint(write(tmp_path / "i", tensors, CASES["llama"].config))
+    # layouts whose lone fc1 / output.dense elsewhere is no MLP (an attention output): a lone weight
+    # where the blocks are is a block missing the other one, not a layer to leave out in silence
+    for fam in ("bert", "opt"):
+        tensors, _ = build(CASES[fam])
+        names = sorted(k for k in tensors if k.endswith((".intermediate.dense.weight", ".fc1.weight")))
+        del tensors[names[-1]]
+        with pytest.raises(InvalidInput, match=r"incomplete MLP block \S+1: has "):
+            open_checkpoint(write(tmp_path / fam, tensors, CASES[fam].config))
+        assert len(open_checkpoint(write(tmp_path / f"{fam}_ok", build(CASES[fam])[0], CASES[fam].config)).specs) == L
 
 
 def test_bad_other_inputs(tmp_path: Path) -> None:

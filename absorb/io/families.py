@@ -407,6 +407,7 @@ def _choose(found: Found, *, source: str) -> list[tuple[Family, str]]:
     for fkey, container in found:
         by_container.setdefault(container, []).append(fkey)
     chosen: list[tuple[Family, str]] = []
+    lone: list[tuple[Family, str, InvalidInput]] = []
     for container, fkeys in by_container.items():
         complete = [FAMILY_BY_KEY[k] for k in fkeys if len(found[(k, container)]) == len(FAMILY_BY_KEY[k].roles)]
         if not complete:
@@ -414,15 +415,23 @@ def _choose(found: Found, *, source: str) -> list[tuple[Family, str]]:
             fam = FAMILY_BY_KEY[k]
             have = sorted(found[(k, container)].values())
             missing = [f"{container}.{suf}.weight" for r, suf in fam.roles if r not in found[(k, container)]]
+            error = InvalidInput(f"{source}: incomplete MLP block {container}: has {', '.join(have)} but no {', '.join(missing)}; "
+                                 "a tensor or shard is missing from the checkpoint")
             if fam.lone_role_elsewhere and len(have) == 1:
-                continue  # a lone fc1/output.dense elsewhere (an attention output, a head): not an MLP
-            raise InvalidInput(f"{source}: incomplete MLP block {container}: has {', '.join(have)} but no {', '.join(missing)}; "
-                               "a tensor or shard is missing from the checkpoint")
+                lone.append((fam, container, error))  # a lone fc1/output.dense elsewhere (an attention output, a head) is no MLP…
+                continue
+            raise error
         complete.sort(key=lambda f: -len(f.roles))
         if len(complete) > 1 and len(complete[0].roles) == len(complete[1].roles):
             raise InvalidInput(f"{source}: {container} fits both the {complete[0].label} and the {complete[1].label} layouts; "
                                "name the roles by hand with --up/--down/--gate")
         chosen.append((complete[0], container))
+    # … unless it sits where the complete blocks do (the same name but for the layer number): then it
+    # is a block whose other weight is missing, and leaving it out would decide the checkpoint without it
+    where = {(fam.key, re.sub(r"\d+", "#", container)) for fam, container in chosen}
+    for fam, container, error in lone:
+        if (fam.key, re.sub(r"\d+", "#", container)) in where:
+            raise error
     return chosen
 
 
