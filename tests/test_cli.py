@@ -260,3 +260,15 @@ def test_status_line_on_a_terminal(monkeypatch: pytest.MonkeyPatch, term: str | 
     assert "deciding block" in out
     assert ("\x1b" in out) == (term == "xterm-256color")
     assert out.rsplit("\r", 2)[-2].strip() == "" or out.endswith("\x1b[K")  # the last write erases the line
+
+
+def test_json_is_standard_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--json` is RFC 8259 JSON: an unbounded σ's limit (+∞) is the text "oo", never the bare
+    Infinity that JavaScript's JSON.parse and other strict parsers refuse."""
+    def refuse(token: str) -> None:
+        raise AssertionError(f"non-standard JSON token {token}")
+
+    assert main(["check", str(EXAMPLES / "planted_relu.npz"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    bounded = next(p for p in out["blocks"][0]["properties"] if p["name"] == "bounded")
+    assert bounded["status"] == "refuted" and bounded["witness"]["limit"] == "oo"

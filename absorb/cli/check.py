@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -175,9 +176,18 @@ def _engine_while_validating() -> Any:
 
 
 def _write_json(out: dict) -> None:
-    """The one JSON writer of ``absorb check`` (the documented JSON: one object on stdout)."""
+    """The one JSON writer of ``absorb check`` (the documented JSON: one object on stdout), standard
+    JSON only: a non-finite float is written as the text ``oo``, ``-oo`` or ``nan`` (RFC 8259 has no
+    such numbers; strict parsers refuse ``Infinity``)."""
+    def finite(v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            return "nan" if v != v else ("oo" if v > 0 else "-oo")
+        if isinstance(v, dict):
+            return {k: finite(x) for k, x in v.items()}
+        return [finite(x) for x in v] if isinstance(v, (list, tuple)) else v
+
     # \u escapes where the terminal's encoding cannot show the text: the same JSON, losslessly
-    sys.stdout.write(json.dumps(out, indent=2, default=str, ensure_ascii=not can_encode(sys.stdout)) + "\n")
+    sys.stdout.write(json.dumps(finite(out), indent=2, default=str, allow_nan=False, ensure_ascii=not can_encode(sys.stdout)) + "\n")
 
 
 def _run_checkpoint(args: argparse.Namespace) -> int:

@@ -57,6 +57,8 @@ class Property:
 
 
 def _jsonable(v: Any) -> Any:
+    """``v`` as standard JSON holds it: integers as numbers, rationals and the non-finite (``oo``,
+    ``-oo``, ``nan``: RFC 8259 has no such numbers, and strict parsers refuse ``Infinity``) as text."""
     import sympy as sp
 
     if isinstance(v, sp.Basic):
@@ -64,7 +66,7 @@ def _jsonable(v: Any) -> Any:
             return int(v)
         if v.is_Rational:
             return str(v)
-        if v.is_number:
+        if v.is_number and v.is_finite:
             return float(v)
         return str(v)
     return v
