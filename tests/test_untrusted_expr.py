@@ -18,11 +18,17 @@ from hypothesis import strategies as st
 from absorb import InvalidInput, get_activation
 from absorb._sandbox import BudgetExceeded, run_limited
 from absorb.cli import main
+from absorb.model._expr_text import VALIDATE_SECONDS
 from absorb.symbolic import ANALYSES, prepare
 from absorb.symbolic import properties as props
 
 MEMORY = 3 << 30  # address space of each CLI run
-SECONDS = 20  # wall clock of each CLI run (they take about 1 s alone, and two run at once)
+
+
+def hang_guard(budget: float) -> float:
+    """Seconds past which a run given ``budget`` seconds is taken to hang: a guard against a
+    budget that is not kept, not a measure of speed (far past what any machine needs)."""
+    return 20 * budget + 30
 
 REFUSED = [
     # removable singularities and worse at 0: undefined there as written
@@ -47,22 +53,22 @@ def _limits() -> None:  # in the child, before exec
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
 
 
-def _run(args: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120,
+def _run(args: list[str], timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout,
                           preexec_fn=_limits, env={**os.environ, "PYTHONWARNINGS": "default"})
 
 
 # The whole list in one process under the memory limit (the CLI's main, as `absorb` calls it),
 # one second of start-up instead of eighteen.
 _DRIVER = """
-import contextlib, io, json, sys, time
+import contextlib, io, json, sys
 from absorb.cli import main
 out = []
 for spec in json.loads(sys.argv[2]):
-    err, t = io.StringIO(), time.monotonic()
+    err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         rc = main(["check", sys.argv[1], "--activation", spec, "--timeout", "5"])
-    out.append([spec, rc, err.getvalue(), time.monotonic() - t])
+    out.append([spec, rc, err.getvalue()])
 print(json.dumps(out))
 """
 
@@ -70,21 +76,21 @@ print(json.dumps(out))
 def test_every_known_bad_expression_is_one_line_exit_2(npz: Path) -> None:
     import json
 
-    r = _run(["-c", _DRIVER, str(npz), json.dumps(["expr:" + s for s in REFUSED])])
+    # each expression may spend the validation's budget (they are refused in well under a second)
+    r = _run(["-c", _DRIVER, str(npz), json.dumps(["expr:" + s for s in REFUSED])],
+             timeout=len(REFUSED) * VALIDATE_SECONDS + hang_guard(VALIDATE_SECONDS))
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
-    for spec, rc, err, secs in json.loads(r.stdout):
+    for spec, rc, err in json.loads(r.stdout):
         assert rc == 2, (spec, rc, err)
         assert err.count("\n") == 1 and err.startswith("absorb: error: activation expression"), (spec, err)
-        assert secs < SECONDS, (spec, secs)
 
 
 @pytest.mark.parametrize("text", ["sin(x)/x", "x**x**x**x**x**x**x**x**x", "9**9**9"])
 def test_the_cli_itself_exits_2_in_one_line(npz: Path, text: str) -> None:
-    t = time.monotonic()
-    r = _run(["-m", "absorb", "check", str(npz), "--activation", "expr:" + text, "--timeout", "5"])
+    r = _run(["-m", "absorb", "check", str(npz), "--activation", "expr:" + text, "--timeout", "5"],
+             timeout=hang_guard(VALIDATE_SECONDS))
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
-    assert time.monotonic() - t < SECONDS
 
 
 @pytest.mark.parametrize("text", REFUSED)
@@ -132,7 +138,7 @@ def test_prepare_over_budget_is_invalid_input() -> None:
     t = time.monotonic()
     with pytest.raises(InvalidInput, match=r"too large to analyse within 1 s"):
         prepare(act, timeout=1)
-    assert time.monotonic() - t < 10
+    assert time.monotonic() - t < hang_guard(1)  # the child was killed at its budget (unbudgeted: over 400 s)
 
 
 def test_prepare_seeds_every_analysis_once() -> None:
@@ -179,12 +185,12 @@ def test_staged_child_budgets_each_stage() -> None:
     with pytest.raises(ZeroDivisionError):
         job.next(30)
     assert not job.alive
-    job = start_limited(_stages, 30)
+    job = start_limited(_stages, 120)
     assert job.next(30) == "validated"
     t = time.monotonic()
     with pytest.raises(BudgetExceeded) as exc:
         job.next(0.5)
-    assert exc.value.kind == "time" and time.monotonic() - t < 10 and not job.alive
+    assert exc.value.kind == "time" and time.monotonic() - t < hang_guard(0.5) and not job.alive
     job = start_limited(_stages, 0, start_method="spawn")
     assert job.next(60) == "validated"
     job.close()
@@ -304,7 +310,7 @@ def test_generated_expressions_keep_the_contract(tmp_path_factory: pytest.TempPa
     assert rc in (0, 2, 3), (text, rc)
     if rc == 2:
         assert err.getvalue().count("\n") == 1 and "Traceback" not in err.getvalue(), (text, err.getvalue())
-    assert time.monotonic() - t < 30, text
+    assert time.monotonic() - t < hang_guard(VALIDATE_SECONDS + 5), text  # validation, then --timeout 5
 
 
 def test_nesting_counts_parentheses_not_grammar_levels() -> None:
