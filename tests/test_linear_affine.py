@@ -127,6 +127,11 @@ def _edit(doc: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, A
     ("narrow-rank-n-v-out", ("argument", "augmented_lower_bound"), 1e6, "augmented_lower_bound"),
     ("narrow-rank-n-v-out", ("argument", "sigma_lower_bound"), 0.3, "sigma_lower_bound"),
     ("narrow-generic", ("argument", "augmented_lower_bound"), 1e6, "augmented_lower_bound"),
+    # an absorbable witness's recorded residual and exactness are claims re-derived here
+    ("wide-bias-free", ("witness", "residual"), 1.0, "recorded residual"),
+    ("narrow-rank-n-1", ("witness", "residual"), -1.0, "recorded residual"),
+    ("narrow-rank-n-v-out-allow-biases", ("witness", "residual"), 1.0, "recorded residual"),
+    ("narrow-rank-n-v-out-allow-biases", ("witness", "exact"), True, "recorded exactness"),
 ])
 def test_tampering_k_c_or_the_class_is_rejected(name: str, path: tuple[str, ...], value: Any, claim: str) -> None:
     make, allow, _verdict, _case = CASES[name]
@@ -268,3 +273,19 @@ def test_an_irrational_constant_is_unknown_naming_it(act: str) -> None:
     b = doc["blocks"][0]
     assert b["verdict"] == "unknown" and "not rational" in b["reason"], b["reason"]
     assert _accepted(doc, blk)[0]
+
+
+@pytest.mark.parametrize("act", ["identity", "expr:3*x"])
+def test_linear_absorbable_sigma_bound_is_a_claim_too(act: str) -> None:
+    """σ = c·z, rank A ≤ n < d, absorbable: a recorded lower bound on σ_{n+1} raised above σ_{n+1} (0
+    here) is refused, as it is on the not_absorbable side and on the affine route."""
+    rng = np.random.default_rng(5)
+    U, D = rng.standard_normal((2, 3)), rng.standard_normal((3, 2))
+    c = 1.0 if act == "identity" else 3.0
+    blk = Block(U, D, get_activation(act), skip=-c * D @ U + np.outer(rng.standard_normal(3), rng.standard_normal(3)))
+    doc = _cert(blk, False)
+    b = doc["blocks"][0]
+    assert b["verdict"] == "absorbable" and b["theorem"]["id"] == "linear", b["reason"]
+    assert _accepted(doc, blk)[0]
+    ok, bad = _accepted(_edit(doc, ("argument", "sigma_lower_bound"), 1.0), blk)
+    assert not ok and any("not overstated" in f for f in bad), bad

@@ -468,15 +468,18 @@ def check_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
             Uf, Df, Mf = _frac_matrix(U), _frac_matrix(D), _frac_matrix(M)
             Aq = [[Mf[i][j] + cq * sum((Df[i][k] * Uf[k][j] for k in range(n)), Fraction(0)) for j in range(d)] for i in range(d)]
             exact = exact_rank(Aq)
+        claimed = (b.get("argument") or {}).get("sigma_lower_bound")
+        # a recorded bound is a claim whatever the verdict: not above σ_{n+1} plus the rounding
+        _require(ctx, claimed is None or (isinstance(claimed, (int, float)) and not isinstance(claimed, bool)
+                                          and claimed <= float(s[n]) + err_A + err_svd), w,
+                 "the recorded lower bound on σ_{n+1} is not overstated", f"recorded {claimed!r}, computed {s[n]:.17g}")
         if b.get("verdict") == "not_absorbable":
-            claimed = (b.get("argument") or {}).get("sigma_lower_bound")
             # (the float account below is relative: products and squares in the subnormals break it)
             _require(ctx, exact is not None or _in_range(U, D, M), w, "every weight is within [2^-200, 2^200], where the float "
                      "rank bound holds (or the exact rank is computed)", "weights outside it and d too large for exact rank")
             _require(ctx, lower > ctx.tol * scale, w, f"σ_{n + 1}(M + c·W_down W_up) > τ‖M‖_F: rank > n",
                      f"rigorous lower bound {lower:.6g} (computed {s[n]:.6g})" + (f"; exact rank {exact}" if exact is not None else ""))
-            _require(ctx, isinstance(claimed, (int, float)) and claimed <= float(s[n]) + err_A + err_svd, w,
-                     "the recorded lower bound on σ_{n+1} is not overstated", f"recorded {claimed!r}, computed {s[n]:.17g}")
+            _require(ctx, claimed is not None, w, "the lower bound on σ_{n+1} is recorded", "none recorded")
             if exact is not None:
                 _require(ctx, exact > n, w, f"exact rank of M + c·W_down W_up is {exact} > n = {n}")
             return "not_absorbable", None, 0.0

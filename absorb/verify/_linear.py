@@ -106,8 +106,9 @@ def _svd(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return Ul, s, Vt
 
 
-def _witnesses(block: Block, A: np.ndarray, cf: float, kf: float, biases: bool, tol: float) -> list[Block]:
-    """The witnesses to try, in order (the constructions of docs/results/linear.md)."""
+def _witnesses(block: Block, A: np.ndarray, cf: float, kf: float, biases: bool, tol: float) -> list[tuple[Block, float]]:
+    """The witnesses to try, in order (the constructions of docs/results/linear.md), each with the
+    residual it is recorded with: the dropped singular values' tail over ‖M‖_F (0 when none is dropped)."""
     d, n = block.d, block.n
     D = block.W_down.astype(np.float64)
     scale = float(np.linalg.norm(block.M))
@@ -125,21 +126,23 @@ def _witnesses(block: Block, A: np.ndarray, cf: float, kf: float, biases: bool, 
         b: Any = cf * (D @ block.b_up) if block.b_up is not None else 0
         b = b + (block.b_down if block.b_down is not None else 0)
         b = b + kf * (D.sum(axis=1) - Wd.sum(axis=1))
-        return [mk(Wu, Wd, np.asarray(b, dtype=float))]
+        return [(mk(Wu, Wd, np.asarray(b, dtype=float)), 0.0 if n >= d else float(np.sqrt(np.sum(s[n:] ** 2))) / scale)]
     v = D.sum(axis=1)
     out = []
     if n >= d + 1:
         Wu, Wd = np.zeros((n, d)), np.zeros((d, n))
         Wu[:d], Wd[:, :d] = np.eye(d), A / cf
         Wd[:, n - 1] = v - Wd[:, :d].sum(axis=1)
-        return [mk(Wu, Wd, None)]
-    if float(np.sqrt(np.sum(s[n - 1:] ** 2))) <= tol * scale:
+        return [(mk(Wu, Wd, None), 0.0)]
+    tail1 = float(np.sqrt(np.sum(s[n - 1:] ** 2)))
+    if tail1 <= tol * scale:
         Wu, Wd = np.zeros((n, d)), np.zeros((d, n))
         Wu[: n - 1], Wd[:, : n - 1] = Vt[: n - 1], Ul[:, : n - 1] * (s[: n - 1] / cf)
         Wd[:, n - 1] = v - Wd[:, : n - 1].sum(axis=1)
-        out.append(mk(Wu, Wd, None))
+        out.append((mk(Wu, Wd, None), tail1 / scale))
     Ut, st, Vtt = _svd(np.hstack([A, kf * v[:, None]]))
-    if float(np.sqrt(np.sum(st[n:] ** 2))) <= tol * scale:
+    tail = float(np.sqrt(np.sum(st[n:] ** 2)))
+    if tail <= tol * scale:
         P, Q = Ut[:, :n] * st[:n], Vtt[:n]
         q = Q[:, d]
         nq = float(np.linalg.norm(q))
@@ -149,7 +152,7 @@ def _witnesses(block: Block, A: np.ndarray, cf: float, kf: float, biases: bool, 
             nh = float(np.linalg.norm(h))
             H = np.eye(n) - 2 * np.outer(h, h) / nh**2 if nh > 0 else np.eye(n)
             t = kf * math.sqrt(n) / nq
-            out.append(mk((t / cf) * (H @ Q[:, :d]), (P @ H) / t, None))
+            out.append((mk((t / cf) * (H @ Q[:, :d]), (P @ H) / t, None), tail / scale))
     return out
 
 
@@ -214,10 +217,20 @@ def check_affine(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
              "no rank bound above τ‖M‖_F for the recorded class" if in_range else
              "a weight, c or k is outside [2^-200, 2^200], where the float rank bound holds")
     claims = []
-    for wb in _witnesses(block, A, cf, kf, biases, ctx.tol):
+    for wb, want in _witnesses(block, A, cf, kf, biases, ctx.tol):
         ok, rho, e, claim = _error(ctx, block, wb, cq, kq)
         if ok:
             ctx.report.ok(w, claim)
+            wit = b.get("witness") or {}
+            rec_res, rec_exact = wit.get("residual"), wit.get("exact")
+            slack = 0.0 if want == 0 else 2 * (max(err, err_t) if n < d else err) / scale + 1e-12 * want
+            _require(ctx, (rec_res is None and verdict != "absorbable") or (
+                isinstance(rec_res, (int, float)) and not isinstance(rec_res, bool) and abs(rec_res - want) <= slack), w,
+                     "the witness's recorded residual is re-derived (the dropped singular values' tail over ‖M‖_F; 0 when none is)",
+                     f"recorded {rec_res!r}, re-computed {want:.6g}")
+            _require(ctx, rec_exact in (None, False) or (rec_exact is True and rho == 0 and e == 0), w,
+                     "the recorded exactness matches (exact only when the linear part and the constant agree exactly)",
+                     f"recorded {rec_exact!r}; re-derived linear residual {rho:.3g}, constant's error {e:.3g}")
             prove(wb, rho, e)
             return "absorbable", wb, InfNorm(rho)
         claims.append(claim)
