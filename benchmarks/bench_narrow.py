@@ -289,6 +289,49 @@ def extra_table(which: str, quick: bool, budget: float | None, only: list[str] |
     return 1 if failures else 0
 
 
+#: --cpsat-work: a search that has not found the set after this much work is a miss
+CPSAT_WORK_CAP = 20.0
+
+
+def cpsat_work_table(dims: list[int], widths: list[int], seeds: int, first: int, k: int) -> int:
+    """CP-SAT's work to the planted set (``max_deterministic_time`` units, the unit its rounds
+    are measured in: it does not move with the machine's load), one search per CP-SAT seed
+    0..k-1 with ``solve_cpsat``'s settings and its seed's LP-vertex hint; "miss" past
+    :data:`CPSAT_WORK_CAP`. The last column is the lesser of seeds 0 and 1 (auto's round 0 on
+    two idle cores runs those two side by side)."""
+    from ortools.sat.python import cp_model
+
+    import absorb.search.cpsat as cs
+    from absorb.search._common import khatri_rao
+
+    print(f"# bench_narrow --lattice --cpsat-work {k}: work units to the set, cap {CPSAT_WORK_CAP:g}")
+    print(f"# python {' '.join(sys.argv)}")
+    print("| instance | seed | " + " | ".join(f"CP-SAT seed {c}" for c in range(k)) + " | lesser of 0, 1 |")
+    print("|---|---|" + "---|" * (k + 1))
+    for d in dims:
+        for n in widths:
+            for s in range(first, first + seeds):
+                seed = 1000 * d + n + s
+                U, D, T = planted_half(d, n, seed)
+                model, x = cs._model(cp_model, U, D, T, 1e-9)
+                hint = cs._lp_vertex(khatri_rao(U, D), T.ravel().astype(np.float64))
+                works = []
+                for c in range(k):
+                    model.clear_hints()
+                    for xi, bi in zip(x, hint(c)):
+                        model.add_hint(xi, bi)
+                    solver = cp_model.CpSolver()
+                    solver.parameters.num_workers = cs.WORKERS
+                    solver.parameters.linearization_level = cs.LINEARIZATION_LEVEL
+                    solver.parameters.random_seed = c
+                    solver.parameters.max_deterministic_time = CPSAT_WORK_CAP
+                    found = solver.solve(model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+                    works.append(solver.deterministic_time if found else math.inf)
+                cells = [f"{w:.2f}" if math.isfinite(w) else "miss" for w in works + [min(works[:2])]]
+                print(f"| planted d={d} n={n} | {seed} | " + " | ".join(cells) + " |", flush=True)
+    return 0
+
+
 def _verify_cell(U, D, T, proofs: list[tuple[float, float]]) -> str:
     """The checker's own lattice enumeration on the smallest bound an infeasible verdict
     recorded, on max(30 s, 10× the slowest such verdict's seconds) as `absorb verify` allows: its
@@ -328,7 +371,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lattice-seeds", type=int, help="--lattice: seeds a size (default 2)")
     ap.add_argument("--lattice-first-seed", type=int, default=0,
                     help="--lattice: the first s of the seeds 1000·d + n + s (default 0; 8: held-out seeds)")
+    ap.add_argument("--cpsat-work", type=int, metavar="K",
+                    help="--lattice: instead of timing methods, CP-SAT's work to a set (deterministic time, load-free) "
+                         "of one search each for CP-SAT seeds 0..K-1, each from its seed's LP-vertex hint, as auto runs them")
     args = ap.parse_args(argv)
+    if args.lattice and args.cpsat_work:
+        return cpsat_work_table(args.dims or [2], args.widths or [256], args.lattice_seeds or 2, args.lattice_first_seed,
+                                args.cpsat_work)
     if args.lattice or args.market:
         explicit = args.budget if "--budget" in (argv if argv is not None else sys.argv) else None
         return extra_table("lattice" if args.lattice else "market", args.quick, explicit, args.methods, args.ms,

@@ -98,7 +98,8 @@ BUILD_SECONDS_PER_TERM = 2e-5
 #: with seed 1, 2193 takes 1.6 and 2259 3.3 (rounds: 4 + 1.6 and 4 + 3.3).  That was before the
 #: LP hint; with it (every search hinted from n = 192), the lesser of the work to a set of seed
 #: 0's and seed 1's search (one search each, its seed's vertex as hint; planted d = 2, |S| = n/2,
-#: n = 256, seeds 2256–2279) is ≤ 3.0 for 19 of the 24 instances and 4.49 (2263), 6.17 (2274),
+#: n = 256, seeds 2256–2279; `benchmarks/bench_narrow.py --lattice --cpsat-work 2 --dims 2 --widths
+#: 256 --lattice-seeds 24`) is ≤ 3.0 for 19 of the 24 instances and 4.49 (2263), 6.17 (2274),
 #: 6.90 (2268), 7.54 (2259) and 9.52 (2277) for the five others: with 4 first, those miss round 0
 #: (2259, 2263, 2268 took 22–32 s of wall clock on a quiet machine); with 8, round 0 finds all
 #: but 2277, and an instance that needs a second round pays 4 more work units (~2 s)
