@@ -271,8 +271,9 @@ class TorchSource:
         import torch
 
         t = self._tensors[info.name].detach()
-        if t.device.type != "cpu":  # map_location="cpu" moves every stored tensor but a meta one (shape and dtype, no values)
-            raise InvalidInput(f"{info.file}: tensor {info.name!r} is on the {t.device.type} device and holds no values; "
+        device = getattr(getattr(t, "device", None), "type", "cpu")
+        if device != "cpu":  # map_location="cpu" moves every stored tensor but a meta one (shape and dtype, no values)
+            raise InvalidInput(f"{info.file}: tensor {info.name!r} is on the {device} device and holds no values; "
                                "save the model's weights once they are loaded (the state_dict of a materialised model)")
         if t.dtype in (torch.float16, torch.bfloat16):
             return t.to(torch.float32).numpy()  # exact (every fp16/bf16 value is a float32); a new tensor
