@@ -75,9 +75,11 @@ def dask_client(*, workers: int | None = None, scheduler: str | None = None, pro
     with _environ({k: _USER_BLAS.get(k) for k in _BLAS_THREADS} if serial else {}), \
             dask.config.set({"distributed.worker.daemon": False,
                              **({f"distributed.nanny.pre-spawn-environ.{k}": None for k in _BLAS_THREADS} if serial else {})}):
-        # silence_logs: a worker holding a whole layer is no reason to warn on the user's terminal
+        # silence_logs: a worker holding a whole layer is no reason to warn on the user's terminal;
+        # dashboard_address: the scheduler's HTTP server on a free local port (with None it still tried
+        # 8787 and warned on stderr when that port was taken, by a notebook's dashboard, say)
         cluster = _local_cluster(distributed, n_workers=workers, threads_per_worker=1, processes=processes,
-                                 dashboard_address=None, silence_logs=logging.ERROR)
+                                 dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
         client = distributed.Client(cluster)
         try:
             yield client

@@ -241,3 +241,23 @@ def test_a_cluster_whose_event_loop_did_not_start_is_tried_once_more() -> None:
 
     assert ad._local_cluster(types.SimpleNamespace(LocalCluster=cluster), n_workers=1) == "cluster"
     assert calls == [{"n_workers": 1}] * 2
+
+
+@pytest.mark.slow
+def test_a_busy_dashboard_port_prints_nothing(checkpoints: dict[str, Path]) -> None:
+    """With dask's default port 8787 taken (a notebook's dashboard, another cluster), `absorb
+    check --workers` wrote distributed's 3-line "Port 8787 is already in use" warning on stderr;
+    the cluster's HTTP server now takes a free port on 127.0.0.1, so stderr stays empty."""
+    import socket
+
+    held = socket.socket()
+    try:
+        held.bind(("0.0.0.0", 8787))
+        held.listen(1)
+    except OSError:  # taken already: the same situation
+        pass
+    try:
+        out = run_absorb("check", str(checkpoints["llama"]), "--workers", "2", "--layers", "0")
+    finally:
+        held.close()
+    assert out.returncode == 0 and out.stderr == "", out.stderr
