@@ -102,7 +102,7 @@ BUILD_SECONDS_PER_TERM = 2e-5
 #: 256 --lattice-seeds 24`) is ≤ 3.0 for 19 of the 24 instances and 4.49 (2263), 6.17 (2274),
 #: 6.90 (2268), 7.54 (2259) and 9.52 (2277) for the five others: with 4 first, those miss round 0
 #: (2259, 2263, 2268 took 22–32 s of wall clock on a quiet machine); with 8, round 0 finds all
-#: but 2277, and an instance that needs a second round pays 4 more work units (~2 s)
+#: but 2277, and an instance that needs a second round pays 4 more work units (~6 s here)
 FIRST_ROUND_WORK = 8.0
 
 
