@@ -307,7 +307,7 @@ def test_layers_selection(tmp_path: Path) -> None:
     assert 10**20 in parse_layers("0-99999999999999999999999") and 7 not in parse_layers("8-99999999999999999999")
     with pytest.raises(InvalidInput, match="selects no block; the checkpoint's MLP layers are 0-4"):
         open_checkpoint(p, layers="7")
-    for bad in ("x", "3-1", "1-"):
+    for bad in ("x", "3-1", "1-", "\u0661"):
         with pytest.raises(InvalidInput, match="--layers"):
             parse_layers(bad)
 

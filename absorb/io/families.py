@@ -77,7 +77,7 @@ def parse_layers(text: str) -> LayerRanges:
     out: list[range] = []
     for part in str(text).split(","):
         part = part.strip()
-        m = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
+        m = re.fullmatch(r"([0-9]+)(?:\s*-\s*([0-9]+))?", part)  # ASCII digits only (re's \d takes any script's)
         if not m:
             raise InvalidInput(f"--layers {text!r}: {part!r} is not a layer number or range; write e.g. 0-3,7")
         a = int(m.group(1))
