@@ -272,3 +272,18 @@ def test_json_is_standard_json(capsys: pytest.CaptureFixture[str]) -> None:
     out = json.loads(capsys.readouterr().out, parse_constant=refuse)
     bounded = next(p for p in out["blocks"][0]["properties"] if p["name"] == "bounded")
     assert bounded["status"] == "refuted" and bounded["witness"]["limit"] == "oo"
+
+
+def test_json_with_a_file_name_that_is_not_utf8_is_utf8(tmp_path: Path) -> None:
+    """The path of a file named with the byte 0xff (Python's lone surrogate) is written as the JSON
+    escape \\udcff: stdout stays UTF-8, and strict JSON (the raw byte made it neither)."""
+    import os
+    import shutil
+
+    model = os.path.join(os.fsencode(str(tmp_path)), b"a\xff.npz")
+    shutil.copy(EXAMPLES / "planted_relu.npz", model)
+    r = subprocess.run([os.fsencode(sys.executable), b"-m", b"absorb", b"check", model, b"--json"], capture_output=True,
+                       cwd=str(ROOT), env={**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.decode("utf-8"))
+    assert out["path"].endswith("a\udcff.npz") and out["verdict"] == "absorbable"

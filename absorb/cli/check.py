@@ -186,8 +186,10 @@ def _write_json(out: dict) -> None:
             return {k: finite(x) for k, x in v.items()}
         return [finite(x) for x in v] if isinstance(v, (list, tuple)) else v
 
-    # \u escapes where the terminal's encoding cannot show the text: the same JSON, losslessly
-    sys.stdout.write(json.dumps(finite(out), indent=2, default=str, allow_nan=False, ensure_ascii=not can_encode(sys.stdout)) + "\n")
+    # \u escapes where the terminal's encoding cannot show the text: the same JSON, losslessly; a lone
+    # surrogate (a file name that is not UTF-8, as Python reads it) as its escape \udcXX, not the raw byte
+    text = json.dumps(finite(out), indent=2, default=str, allow_nan=False, ensure_ascii=not can_encode(sys.stdout))
+    sys.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
 
 
 def _run_checkpoint(args: argparse.Namespace) -> int:
