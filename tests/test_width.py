@@ -202,3 +202,16 @@ def test_cli_width_uses_main_witness(tmp_path, capsys) -> None:
         assert blk["verdict"] == "absorbable"
         assert blk["width"]["verdict"] == "absorbable" and blk["width"]["witness_width"] == N
         assert blk["min_width"] == 20 and blk["min_width_detail"]["upper"] == 20
+
+
+def test_stored_zero_biases_at_a_larger_width() -> None:
+    """A block that stores all-zero bias vectors (a checkpoint with bias tensors) is bias-free: the
+    canonical form's witness at width N > n has no biases (it kept f's length-n ones, an IndexError)."""
+    rng = np.random.default_rng(3)
+    d, n = 3, 4
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    D[:, [0, 1, 2]] = -np.linalg.inv(U[[0, 1, 2]])
+    b = Block(U, D, get_activation("relu"), b_up=np.zeros(n), b_down=np.zeros(d))
+    plain = Block(U, D, get_activation("relu"))
+    for N in (5, 16):
+        assert decide_width(b, N).verdict is decide_width(plain, N).verdict is not Verdict.UNKNOWN

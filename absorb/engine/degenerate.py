@@ -552,6 +552,7 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
         up, down = construct(cf, ch, N)
         exact = _canonical(up, down, _zeros(cf.d, cf.d), cf.family).key() == cf.key()
         wb = block.replace(W_up=_to_float(up, (N, cf.d)), W_down=_to_float(down, (cf.d, N)), skip=np.zeros((cf.d, cf.d)),
+                           b_up=None, b_gate=None, b_down=None,  # (f's biases are zero here: stored all-zero arrays have f's width)
                            name=block.name + "'")
         err, m_in = evaluation_error(block, wb, cf.d, seed=seed)
         # The float64 block rounds the exact construction (equal to f when exact): its error
@@ -578,7 +579,8 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
         # block and its measured error (``exact`` only when exact) — as the index-set route.
         ch = out.near
         W_up, W_down = construct_near(cf, ch, N)
-        wb = block.replace(W_up=W_up, W_down=W_down, skip=np.zeros((cf.d, cf.d)), name=block.name + "'")
+        wb = block.replace(W_up=W_up, W_down=W_down, skip=np.zeros((cf.d, cf.d)), b_up=None, b_gate=None, b_down=None,
+                           name=block.name + "'")
         err, m_in = evaluation_error(block, wb, cf.d, seed=seed)
         # No exact block equals f here: the error is bounded from the exact difference of the
         # two blocks' parameters (unit by unit), or decided exactly where f − g is piecewise

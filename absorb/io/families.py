@@ -72,6 +72,11 @@ class LayerRanges:
         return any(layer in r for r in self.ranges)
 
 
+def _layer_number(digits: str) -> int:
+    """A layer number; past 18 digits (beyond any model, and past Python's 4300-digit int() for some) 10^18."""
+    return int(digits) if len(digits.lstrip("0")) <= 18 else 10**18
+
+
 def parse_layers(text: str) -> LayerRanges:
     """``"0-3,7"`` → the layers 0, 1, 2, 3 and 7 (a :class:`LayerRanges`); a one-line error on anything else."""
     out: list[range] = []
@@ -80,8 +85,8 @@ def parse_layers(text: str) -> LayerRanges:
         m = re.fullmatch(r"([0-9]+)(?:\s*-\s*([0-9]+))?", part)  # ASCII digits only (re's \d takes any script's)
         if not m:
             raise InvalidInput(f"--layers {text!r}: {part!r} is not a layer number or range; write e.g. 0-3,7")
-        a = int(m.group(1))
-        b = int(m.group(2)) if m.group(2) is not None else a
+        a = _layer_number(m.group(1))
+        b = _layer_number(m.group(2)) if m.group(2) is not None else a
         if b < a:
             raise InvalidInput(f"--layers {text!r}: range {part!r} runs backwards; write {b}-{a}")
         out.append(range(a, b + 1))
