@@ -167,14 +167,15 @@ def test_gated_main_witness_gives_upper_bound_only() -> None:
     assert decide_width(b, 5, decision=bd).verdict is Verdict.UNKNOWN
 
 
-def test_padded_witness_is_checked_again() -> None:
+def test_padded_witness_needs_a_proved_bound() -> None:
+    """A witness checked on samples alone (no proved bound) is not accepted padded either."""
     from absorb.engine.decide import decide_block
     from absorb.engine.width import pad_witness
 
     b = _planted_large(n=6, d=3, seed=1, gated=True)
     w = decide_block(b).witness
     bad = type(w)(S=w.S, block=w.block.replace(W_down=w.block.W_down * 1.001), residual=w.residual, eval_error=0.0, n_inputs=0)
-    pw, ok = pad_witness(b, bad, 8, tol=1e-9, seed=0)
+    pw, ok = pad_witness(bad, 8, tol=1e-9)
     assert not ok and pw.block.n == 8
 
 

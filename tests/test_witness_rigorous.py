@@ -392,7 +392,7 @@ def test_padding_keeps_the_proved_bound() -> None:
     blk, _S = _planted(3, 4, 2, 6)
     dec = decide(blk, tol=TOL)
     assert dec.verdict.value == "absorbable", dec.reason
-    w2, ok = pad_witness(blk, dec.witness, 5, tol=TOL, seed=0)
+    w2, ok = pad_witness(dec.witness, 5, tol=TOL)
     assert ok and w2.eval_error >= dec.witness.eval_error
 
 

@@ -144,8 +144,6 @@ def _status_line() -> Callable[[str | None], None]:
     return show
 
 
-
-
 def _print_decision(args: argparse.Namespace, dec: Any, fields: list[dict[str, Any]]) -> None:
     """The decision (and the width fields, if asked for) as JSON or as the text report."""
     from absorb.report import render_text

@@ -110,10 +110,10 @@ def _main(block: Block, decision: BlockDecision | None, *, tol: float, seed: int
     return decide_block(block, tol=tol, seed=seed, timeout=10.0)
 
 
-def pad_witness(block: Block, w: Witness, width: int, *, tol: float, seed: int) -> tuple[Witness, bool]:
+def pad_witness(w: Witness, width: int, *, tol: float) -> tuple[Witness, bool]:
     """``w`` (a residual-free block of width n_w ≤ width equal to f) padded with dead units — zero
     rows of W_up / W_gate, zero columns of W_down, zero biases: a dead unit contributes
-    nothing — and checked again like any witness (evaluation, hyperplanes included)."""
+    nothing, so the padded block keeps w's checked errors — and whether it is accepted at ``tol``."""
     wb = w.block
     extra = width - wb.n
     assert extra >= 0
@@ -144,13 +144,13 @@ def _other(bd: BlockDecision) -> tuple[Verdict, str, str]:
     return Verdict.UNKNOWN, f"Unknown: the canonical-form procedure that decides the extra-width question does not apply: {why}.", Theorem.NONE.value
 
 
-def _from_main(block: Block, bd: BlockDecision, width: int, *, tol: float, seed: int) -> WidthDecision | None:
+def _from_main(block: Block, bd: BlockDecision, width: int, *, tol: float) -> WidthDecision | None:
     """What the main decision (about width n) says at ``width``: absorbable at n ⇒ at every
     N ≥ n (its witness, padded); not absorbable at n ⇒ at no N ≤ n (padding a width-N block
     would give one of width n); width-independent results at every width."""
     n = block.n
     if bd.verdict is Verdict.ABSORBABLE and bd.witness is not None and bd.witness.block.n <= width:
-        w, ok = pad_witness(block, bd.witness, width, tol=tol, seed=seed)
+        w, ok = pad_witness(bd.witness, width, tol=tol)
         if ok:
             k = width - bd.witness.block.n
             pad = f"; padded with {k} dead unit{'s' if k > 1 else ''} (zero rows and columns) it has width {width}" if k else ""
@@ -192,13 +192,13 @@ def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: in
                 return sk
             dd = None
         elif dd.verdict is Verdict.NOT_ABSORBABLE:
-            main = None if given is None else _from_main(block, given, width, tol=tol, seed=seed)
+            main = None if given is None else _from_main(block, given, width, tol=tol)
             if main is not None and main.verdict is Verdict.ABSORBABLE:  # not expected: both routes use the same tolerance
                 return WidthDecision(width, Verdict.UNKNOWN, f"Unknown: the canonical-form procedure says not absorbable ({dd.reason}) "
                                      f"but the main decision's witness checks at width {width} ({main.reason}).", Theorem.NONE.value)
             return WidthDecision(width, dd.verdict, dd.reason, Theorem.CANONICAL_FORM.value)
     bd = _main(block, decision, tol=tol, seed=seed)
-    main = _from_main(block, bd, width, tol=tol, seed=seed)
+    main = _from_main(block, bd, width, tol=tol)
     if main is not None:
         return main
     if dd is not None:
