@@ -493,12 +493,10 @@ def check_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
         else:
             return "unknown", None, 0.0
     # the recorded residual of the witness: 0 (n ≥ d: A itself), else the truncated SVD's tail ‖A − A_n‖_F / ‖M‖_F
-    rec_res = (b.get("witness") or {}).get("residual")
-    if rec_res is not None or b.get("verdict") == "absorbable":
-        want, slack = (0.0, 0.0) if n >= d else (tail / scale, 2 * (err_A + err_svd) / scale + 1e-12 * tail / scale)
-        _require(ctx, isinstance(rec_res, (int, float)) and not isinstance(rec_res, bool) and abs(rec_res - want) <= slack, w,
-                 "the witness's recorded residual is re-derived (0 for n ≥ d, else the truncated singular values' tail over ‖M‖_F)",
-                 f"recorded {rec_res!r}, re-computed {want:.6g}")
+    from absorb.verify._linear import require_recorded_residual
+
+    want, slack = (0.0, 0.0) if n >= d else (tail / scale, 2 * (err_A + err_svd) / scale + 1e-12 * tail / scale)
+    require_recorded_residual(ctx, w, b, want, slack)
     wb = linear_witness(block, cf)
     return _linear_error(ctx, w, b, block, wb, Fraction(int(c.p), int(c.q)), supported)
 
@@ -525,10 +523,9 @@ def _linear_error(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, wb: Block,
         ctx.report.ok(w, "the linear witness is not proved within the tolerance: 'unknown' is what the evidence supports", claim)
         return "unknown", None, 0.0
     _require(ctx, ok, w, claim)
-    rec = (b.get("witness") or {}).get("exact")
-    _require(ctx, rec in (None, False) or (rec is True and rho == 0 and e == 0), w,
-             "the recorded exactness matches (exact only when the linear part and the output bias agree exactly)",
-             f"recorded {rec!r}; re-derived linear residual {rho:.3g}, bias rounding {e:.3g}")
+    from absorb.verify._linear import require_recorded_exactness
+
+    require_recorded_exactness(ctx, w, b, rho, e)
     prove(wb, rho, e)
     return supported, wb, InfNorm(rho)
 

@@ -106,6 +106,24 @@ def _svd(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return Ul, s, Vt
 
 
+def require_recorded_residual(ctx: _Ctx, w: str, b: dict[str, Any], want: float, slack: float) -> None:
+    """The witness's recorded residual (required with an ``absorbable`` verdict) is ``want`` within ``slack``: the
+    dropped singular values' tail over ‖M‖_F, 0 when none is dropped (the linear and affine constructions)."""
+    rec = (b.get("witness") or {}).get("residual")
+    _require(ctx, (rec is None and b.get("verdict") != "absorbable") or (
+        isinstance(rec, (int, float)) and not isinstance(rec, bool) and abs(rec - want) <= slack), w,
+             "the witness's recorded residual is re-derived (the dropped singular values' tail over ‖M‖_F; 0 when none is)",
+             f"recorded {rec!r}, re-computed {want:.6g}")
+
+
+def require_recorded_exactness(ctx: _Ctx, w: str, b: dict[str, Any], rho: float, e: float) -> None:
+    """The witness is recorded exact only when its linear part and its constant agree with f's exactly (``rho``, ``e``: their errors)."""
+    rec = (b.get("witness") or {}).get("exact")
+    _require(ctx, rec in (None, False) or (rec is True and rho == 0 and e == 0), w,
+             "the recorded exactness matches (exact only when the linear part and the output bias agree exactly)",
+             f"recorded {rec!r}; re-derived linear residual {rho:.3g}, bias rounding {e:.3g}")
+
+
 def _witnesses(block: Block, A: np.ndarray, cf: float, kf: float, biases: bool, tol: float) -> list[tuple[Block, float]]:
     """The witnesses to try, in order (the constructions of docs/results/linear.md), each with the
     residual it is recorded with: the dropped singular values' tail over ‖M‖_F (0 when none is dropped)."""
@@ -221,16 +239,9 @@ def check_affine(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
         ok, rho, e, claim = _error(ctx, block, wb, cq, kq)
         if ok:
             ctx.report.ok(w, claim)
-            wit = b.get("witness") or {}
-            rec_res, rec_exact = wit.get("residual"), wit.get("exact")
             slack = 0.0 if want == 0 else 2 * (max(err, err_t) if n < d else err) / scale + 1e-12 * want
-            _require(ctx, (rec_res is None and verdict != "absorbable") or (
-                isinstance(rec_res, (int, float)) and not isinstance(rec_res, bool) and abs(rec_res - want) <= slack), w,
-                     "the witness's recorded residual is re-derived (the dropped singular values' tail over ‖M‖_F; 0 when none is)",
-                     f"recorded {rec_res!r}, re-computed {want:.6g}")
-            _require(ctx, rec_exact in (None, False) or (rec_exact is True and rho == 0 and e == 0), w,
-                     "the recorded exactness matches (exact only when the linear part and the constant agree exactly)",
-                     f"recorded {rec_exact!r}; re-derived linear residual {rho:.3g}, constant's error {e:.3g}")
+            require_recorded_residual(ctx, w, b, want, slack)
+            require_recorded_exactness(ctx, w, b, rho, e)
             prove(wb, rho, e)
             return "absorbable", wb, InfNorm(rho)
         claims.append(claim)
