@@ -129,24 +129,35 @@ _waiting: collections.OrderedDict[str, Any] = collections.OrderedDict()
 
 
 def _without_physical_units() -> None:
-    """In the analysis child only: the first ``sympy.simplify`` imports ``sympy.physics.units``
-    (0.25–0.3 s of a cold run's ~0.7 s: its unit systems) just to ask ``expr.has(Quantity)``. An
-    expression of the activation grammar holds no physical quantity, so the child registers a
-    stand-in module whose ``Quantity`` no expression is an instance of: ``has`` is False, as it
-    is for the real class (the analyses of 20 expressions of the docs and catalog compare equal
-    with and without it). The parent process and every other caller keep sympy's own module."""
+    """In the analysis child only: two sympy modules imported on first use, just to ask whether
+    an expression holds an object of one of their classes, are replaced by stand-ins whose
+    classes no expression is an instance of — the answer is no, as it is for the real classes,
+    since an expression of the activation grammar holds neither:
+
+    - the first ``sympy.simplify`` imports ``sympy.physics.units`` (0.25–0.3 s of a cold run's
+      ~0.7 s: its unit systems) to ask ``expr.has(Quantity)``;
+    - the first ``Add`` of non-numbers imports ``sympy.tensor.tensor`` (~0.03 s, with
+      ``sympy.combinatorics``) to ask ``isinstance(term, TensExpr)``.
+
+    The analyses of expressions of the docs and catalog compare equal with and without them
+    (tests/test_symbolic_child.py). The parent process and every other caller keep sympy's own
+    modules."""
     import sys
     import types
 
-    if "sympy.physics.units" in sys.modules:
-        return
-    units = types.ModuleType("sympy.physics.units", "absorb: a stand-in with no quantities (see absorb.symbolic._core)")
+    def no_instances(name: str, doc: str) -> type:
+        return type(name, (), {"__doc__": doc})
 
-    class Quantity:
-        """No sympy expression is a Quantity of this stand-in."""
-
-    units.Quantity = Quantity  # type: ignore[attr-defined]
-    sys.modules["sympy.physics.units"] = units
+    stand_ins = {"sympy.physics.units": {"Quantity": no_instances("Quantity", "No sympy expression is a Quantity of this stand-in.")},
+                 "sympy.tensor.tensor": {"TensExpr": no_instances("TensExpr", "No sympy expression is a TensExpr of this stand-in."),
+                                         "TensAdd": no_instances("TensAdd", "Never built: no term is a TensExpr.")}}
+    for name, members in stand_ins.items():
+        if name in sys.modules:
+            continue
+        module = types.ModuleType(name, "absorb: a stand-in whose classes nothing is an instance of (see absorb.symbolic._core)")
+        for attr, cls in members.items():
+            setattr(module, attr, cls)
+        sys.modules[name] = module
 
 
 def _validate_then_analyse(text: str, tree: tuple) -> Any:
