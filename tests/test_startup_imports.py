@@ -40,6 +40,8 @@ def test_small_builtin_block_needs_no_scipy(tmp_path) -> None:
     mods, rc, stdout = _loaded(["check", "-q", str(path)])
     assert rc == 0 and "not_absorbable" in stdout
     assert not any(m == "scipy" or m.startswith("scipy.") for m in mods)
+    # an .npz block needs no checkpoint reader (nor its name tables): imported only for a checkpoint
+    assert "absorb.io.safetensors" not in mods and "absorb.io.families" not in mods
 
 
 def test_small_builtin_blocks_are_decided_without_sympy(tmp_path) -> None:

@@ -179,12 +179,13 @@ def decide(model: Block | Stack | Checkpoint, *, path: str = "", tol: float = DE
     own identity skip, holding one layer in memory; ``path`` defaults to its own path. Bad
     arguments raise :class:`~absorb.InvalidInput`.
     """
-    from absorb.io.safetensors import Checkpoint
+    if not isinstance(model, (Block, Stack)):  # a checkpoint (its reader imported only here: an .npz run needs none), or bad input
+        from absorb.io.safetensors import Checkpoint
 
-    if isinstance(model, Checkpoint):
-        dec = decide_checkpoint(model, tol=tol, timeout=timeout, seed=seed, method=method, allow_biases=allow_biases,
-                                progress=progress)
-        return dataclasses.replace(dec, path=path) if path else dec
+        if isinstance(model, Checkpoint):
+            dec = decide_checkpoint(model, tol=tol, timeout=timeout, seed=seed, method=method, allow_biases=allow_biases,
+                                    progress=progress)
+            return dataclasses.replace(dec, path=path) if path else dec
     check_decide_inputs(model, tol=tol, timeout=timeout, seed=seed, method=method)
     stack = model if isinstance(model, Stack) else Stack((model,))
     return decide_stack(stack, path=path, tol=tol, timeout=timeout, seed=seed, method=method, allow_biases=allow_biases,

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from absorb._errors import InvalidInput
+from absorb._lazy import lazy_exports
 from absorb.io.npz import blocks_from_arrays, load_npz, save_npz
-from absorb.io.safetensors import Checkpoint, is_checkpoint, open_checkpoint
-from absorb.io.sniff import refusal, sniff
+from absorb.io.sniff import is_checkpoint, refusal, sniff
 from absorb.model.block import Block, Stack
+
+if TYPE_CHECKING:
+    from absorb.io.safetensors import Checkpoint, open_checkpoint
+
+# the checkpoint readers (and the name tables they import) load on first use: an .npz run never needs them
+__getattr__, __dir__ = lazy_exports(__name__, {"Checkpoint": "absorb.io.safetensors", "open_checkpoint": "absorb.io.safetensors"},
+                                    globals())
 
 
 def load(path: str | os.PathLike[str], *, activation: str | None = None) -> Block | Stack | Checkpoint:
@@ -27,11 +35,15 @@ def load(path: str | os.PathLike[str], *, activation: str | None = None) -> Bloc
     if not p.exists():
         raise InvalidInput(f"{p}: no such file")
     if p.is_dir() or p.name.endswith(".index.json"):
+        from absorb.io.safetensors import open_checkpoint
+
         return open_checkpoint(p, activation=activation)
     kind = sniff(p)
     if kind == "npz" or (kind in ("zip", "unknown", "json") and p.suffix == ".npz") or (kind == "zip" and not is_checkpoint(p)):
         return load_npz(p, activation=activation)  # a damaged or foreign .npz: the npz loader words it
     if is_checkpoint(p):
+        from absorb.io.safetensors import open_checkpoint
+
         return open_checkpoint(p, activation=activation)
     raise refusal(p, kind, "not a format absorb reads")
 

@@ -44,7 +44,7 @@ from absorb._validate import float64_rows, keeps_float32, matvec
 from absorb.io._validate import build_block
 from absorb.io.families import BlockSpec, Detection, ManualRoles, detect, parse_layers, select_layers, split_slice
 from absorb.io.gpt_oss import is_gpt_oss
-from absorb.io.sniff import is_ctranslate2_dir, refusal, sniff
+from absorb.io.sniff import is_checkpoint, is_ctranslate2_dir, refusal, sniff
 from absorb.io.tensor_info import TensorInfo
 from absorb.io.torch_state import TORCH_INDEX_NAME, TORCH_SUFFIXES, read_torch, torch_files_in, torch_missing
 from absorb.model.activations import get_activation
@@ -463,17 +463,6 @@ class Checkpoint:
 _OTHER_LABELS = {"onnx": "ONNX graph (MatMul/Gemm → activation → MatMul/Gemm, skip from the residual Add)",
                  "gpt_oss": "gpt-oss experts (mlp.experts.gate_up_proj interleaved gate/up, down_proj, biases; MXFP4 or plain)",
                  "gguf": "GGUF (llama.cpp blk.{i}.ffn_*)"}
-
-
-def is_checkpoint(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` names a checkpoint this module reads (or refuses with a message):
-    a directory, an index, or a file whose content (not its name) is not an ``.npz`` block."""
-    p = Path(path)
-    if p.is_dir() or p.name.endswith(".index.json"):
-        return True
-    if not p.is_file():
-        return p.suffix in (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx")
-    return sniff(p) not in ("npz", "zip", "json", "unknown") or p.suffix in (".safetensors", ".bin", ".pt", ".pth", ".ckpt")
 
 
 def open_checkpoint(path: str | os.PathLike[str], *, activation: str | None = None, layers: str | Container[int] | None = None,

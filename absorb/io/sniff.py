@@ -4,12 +4,13 @@ A Lightning ``.ckpt`` is a ``torch.save`` zip, a ``.bin`` may be a PyTorch pickl
 CTranslate2 model, an ``.npz`` is a zip of ``.npy`` members: the suffix says little. :func:`sniff`
 reads at most a few hundred bytes (and, for a zip, its member list) and names the format;
 :func:`refusal` is the one-line refusal of a format absorb does not read, naming what it saw
-and what it reads.
+and what it reads; :func:`is_checkpoint` tells a checkpoint from an ``.npz`` block.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import struct
 import zipfile
 from pathlib import Path
@@ -126,4 +127,17 @@ def optional_package(module: str, path: Path, what: str) -> Any:
         raise InvalidInput(f"{path}: {what}, and the {module} package is not installed; pip install {module} "
                            f"(the optional extra absorb[{module}]) to read it") from None
 
-__all__ = ["NAMES", "READS", "is_ctranslate2_dir", "optional_package", "refusal", "sniff"]
+
+
+def is_checkpoint(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names a checkpoint the readers of :mod:`absorb.io` read (or refuse with a message):
+    a directory, an index, or a file whose content (not its name) is not an ``.npz`` block."""
+    p = Path(path)
+    if p.is_dir() or p.name.endswith(".index.json"):
+        return True
+    if not p.is_file():
+        return p.suffix in (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".onnx")
+    return sniff(p) not in ("npz", "zip", "json", "unknown") or p.suffix in (".safetensors", ".bin", ".pt", ".pth", ".ckpt")
+
+
+__all__ = ["NAMES", "READS", "is_checkpoint", "is_ctranslate2_dir", "optional_package", "refusal", "sniff"]
