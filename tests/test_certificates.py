@@ -390,6 +390,26 @@ def test_missing_output_directory_is_bad_input(certs: dict, tmp_path: Path, caps
     assert "does not exist" in capsys.readouterr().err
 
 
+def test_certificate_at_a_symbolic_link_is_written_where_it_points(certs: dict, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """--certificate LINK keeps the link and replaces the file it points to (as open() would),
+    checking that file's folder; a link into a missing folder is refused before any work."""
+    model, reference = certs["relu2"]
+    (tmp_path / "store").mkdir()
+    target = tmp_path / "store" / "c.json"
+    target.write_text("old")
+    link = tmp_path / "c.json"
+    link.symlink_to(target)
+    assert main(["check", str(model), "--certificate", str(link)]) == 0
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    assert _doc(target)["verdict"] == _doc(reference)["verdict"] and sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "store"]
+    dangling = tmp_path / "d.json"
+    dangling.symlink_to(tmp_path / "missing" / "d.json")
+    capsys.readouterr()
+    assert main(["check", str(model), "--certificate", str(dangling)]) == 2
+    assert "does not exist" in capsys.readouterr().err and dangling.is_symlink()
+
+
 # --------------------------------------------------------------------- LaTeX / PDF --
 
 

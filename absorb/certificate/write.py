@@ -101,6 +101,11 @@ def first_latex_error(log: str) -> str:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all (a temporary file renamed over it). At a
+    symbolic link the file it points to is replaced and the link kept, as ``open(path, "w")``
+    would keep it."""
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise InvalidInput(f"--certificate {path}: directory {parent} does not exist; create it first")

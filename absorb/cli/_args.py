@@ -80,13 +80,14 @@ def seed(text: str) -> int:
 
 def check_writable(option: str, path: str) -> None:
     """Refuse, before any work, an output path that cannot be written: a missing or
-    read-only folder, or a folder where the file should be (raises InvalidInput)."""
+    read-only folder, or a folder where the file should be (raises InvalidInput); for a
+    symbolic link, those of the path it points to."""
     import os
     from pathlib import Path
 
     from absorb._errors import InvalidInput
 
-    out = Path(path)
+    out = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)  # a link: where it points is written
     parent = out.parent if str(out.parent) else Path(".")
     if out.is_dir():
         raise InvalidInput(f"{option} {path}: is a folder; give a file name")
