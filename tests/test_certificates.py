@@ -393,7 +393,8 @@ def test_missing_output_directory_is_bad_input(certs: dict, tmp_path: Path, caps
 def test_certificate_at_a_symbolic_link_is_written_where_it_points(certs: dict, tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """--certificate LINK keeps the link and replaces the file it points to (as open() would),
-    checking that file's folder; a link into a missing folder is refused before any work."""
+    checking that file's folder; a link into a missing folder, and a special file, are refused
+    before any work."""
     model, reference = certs["relu2"]
     (tmp_path / "store").mkdir()
     target = tmp_path / "store" / "c.json"
@@ -408,6 +409,17 @@ def test_certificate_at_a_symbolic_link_is_written_where_it_points(certs: dict, 
     capsys.readouterr()
     assert main(["check", str(model), "--certificate", str(dangling)]) == 2
     assert "does not exist" in capsys.readouterr().err and dangling.is_symlink()
+    # a special file (here a FIFO; as root, /dev/null behind a link) is refused, never renamed over
+    import os
+    import stat
+
+    fifo = tmp_path / "f.json"
+    os.mkfifo(fifo)
+    (tmp_path / "g.json").symlink_to(fifo)
+    for out in (fifo, tmp_path / "g.json"):
+        assert main(["check", str(model), "--certificate", str(out)]) == 2
+        assert "not a regular file" in capsys.readouterr().err
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and (tmp_path / "g.json").is_symlink()
 
 
 # --------------------------------------------------------------------- LaTeX / PDF --

@@ -103,9 +103,11 @@ def first_latex_error(log: str) -> str:
 def _atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` whole or not at all (a temporary file renamed over it). At a
     symbolic link the file it points to is replaced and the link kept, as ``open(path, "w")``
-    would keep it."""
+    would keep it; a special file (a device, FIFO or socket) is refused, never replaced."""
     if path.is_symlink():
         path = Path(os.path.realpath(path))
+    if path.exists() and not path.is_file():  # a device or FIFO (/dev/null, say) is never renamed over
+        raise InvalidInput(f"--certificate {path}: is not a regular file (a device, FIFO or socket); give a file name")
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise InvalidInput(f"--certificate {path}: directory {parent} does not exist; create it first")

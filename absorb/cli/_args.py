@@ -80,8 +80,9 @@ def seed(text: str) -> int:
 
 def check_writable(option: str, path: str) -> None:
     """Refuse, before any work, an output path that cannot be written: a missing or
-    read-only folder, or a folder where the file should be (raises InvalidInput); for a
-    symbolic link, those of the path it points to."""
+    read-only folder, a folder where the file should be, or a special file (a device, FIFO or
+    socket, which the atomic write would replace) there (raises InvalidInput); for a symbolic
+    link, those of the path it points to."""
     import os
     from pathlib import Path
 
@@ -91,6 +92,8 @@ def check_writable(option: str, path: str) -> None:
     parent = out.parent if str(out.parent) else Path(".")
     if out.is_dir():
         raise InvalidInput(f"{option} {path}: is a folder; give a file name")
+    if out.exists() and not out.is_file():  # a device, FIFO or socket: never replaced by the atomic rename
+        raise InvalidInput(f"{option} {path}: is not a regular file (a device, FIFO or socket); give a file name")
     if not parent.is_dir():
         raise InvalidInput(f"{option} {path}: the folder {str(parent)!r} does not exist; create it or choose another path")
     if not os.access(parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
