@@ -263,3 +263,26 @@ def test_corrupt_skip_scalar_and_missing_external_data_exit_2_in_one_line(tmp_pa
         t.ClearField("raw_data")
     onnx.save(model, str(f))
     _assert_one_line_exit2(run_cli(str(f)), "cannot be read")
+
+
+def test_a_name_defined_twice_is_refused_not_read_either_way(tmp_path: Path) -> None:
+    """A weight's name defined twice — two initializers, an initializer and a Constant node's
+    output, an initializer and a sparse initializer — leaves the block's weights undefined
+    (onnx.checker refuses such graphs): exit 2 naming the name, whichever definition comes first."""
+    for k, extra in enumerate(("initializer", "constant", "sparse")):
+        g = _G()
+        up = g.op("MatMul", ["x", g.init("fc1.weight", np.ones((D, N)))], "/m/fc1/MatMul")
+        y = g.op("MatMul", [g.op("Relu", [up], "/m/act"), g.init("fc2.weight", np.eye(N, D))], "/m/fc2/MatMul")
+        sparse = []
+        if extra == "initializer":
+            g.init("fc1.weight", -np.ones((D, N)))
+        elif extra == "constant":
+            g.nodes.insert(0, helper.make_node("Constant", [], ["fc2.weight"], value=numpy_helper.from_array(np.ones((N, D), np.float32), "c")))
+        else:
+            sparse = [helper.make_sparse_tensor(numpy_helper.from_array(np.array([5.0], np.float32), "fc2.weight"),
+                                                numpy_helper.from_array(np.array([0], dtype=np.int64), "i"), [N, D])]
+        graph = helper.make_graph(g.nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", D])],
+                                  [helper.make_tensor_value_info(y, TensorProto.FLOAT, ["b", D])], g.inits, sparse_initializer=sparse)
+        f = tmp_path / f"dup{k}.onnx"
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(f))
+        _assert_one_line_exit2(run_cli(str(f)), "is defined twice")

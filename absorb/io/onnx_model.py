@@ -75,6 +75,7 @@ class _Graph:
         self.g = graph
         self.nh = numpy_helper
         self.path = path  # the model file: external data is read from its folder
+        self._names_defined_once(graph)
         self.init = {t.name: t for t in graph.initializer}
         self.producer: dict[str, Any] = {}
         self.consumers: dict[str, list[Any]] = {}
@@ -90,6 +91,20 @@ class _Graph:
                         self.consts[node.output[0]] = numpy_helper.to_array(a.t)
                     elif a.name == "value_float":
                         self.consts[node.output[0]] = np.array(a.f)
+
+    def _names_defined_once(self, graph: Any) -> None:
+        """Bad input when a value's name is defined twice (two initializers, an initializer and a
+        sparse one or a node's output, two nodes' outputs): which weights the model holds is then
+        undefined (onnx.checker refuses such a graph: it is not in SSA form)."""
+        where: dict[str, str] = {}
+        defs = [(t.name, "an initializer") for t in graph.initializer]
+        defs += [(t.values.name, "a sparse initializer") for t in graph.sparse_initializer]
+        defs += [(o, f"the output of node {node.name or node.op_type!r}") for node in graph.node for o in node.output if o]
+        for name, what in defs:
+            if name in where:
+                raise InvalidInput(f"{self.path}: the name {name!r} is defined twice ({where[name]} and {what}), so the "
+                                   "model's weights are ambiguous; an ONNX graph defines each name once — fix the export")
+            where[name] = what
 
     def shape(self, name: str) -> tuple[int, ...] | None:
         t = self.init.get(name)
