@@ -241,6 +241,24 @@ def test_cli_full_disk_is_one_line() -> None:
     one_line_exit_2(r, "cannot write the output")
 
 
+def test_closed_standard_streams_keep_the_exit_codes() -> None:
+    """Standard output closed (``>&-``): exit 2, "cannot write the output", as for a full disk (not
+    an internal error, exit 3); standard error closed: bad input still exits 2 (check and verify),
+    a verdict still 0."""
+    e = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def closed(fd: int, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "absorb", *args], stdout=None if fd == 1 else subprocess.DEVNULL,
+                              stderr=None if fd == 2 else subprocess.PIPE, text=True, env=e, timeout=120,
+                              preexec_fn=lambda: os.close(fd))
+
+    one_line_exit_2(closed(1, "check", str(EXAMPLE), "-q"), "standard output is closed")
+    assert closed(2, "check", "/nonexistent/m.npz").returncode == 2
+    assert closed(2, "verify", "/nonexistent/cert.json", str(EXAMPLE)).returncode == 2
+    assert closed(2, "check", str(EXAMPLE), "--width", "0").returncode == 2
+    assert closed(2, "check", str(EXAMPLE), "-q").returncode == 0
+
+
 def test_prove_refuses_an_existing_file_as_out(tmp_path: Path) -> None:
     f = tmp_path / "file"
     f.write_text("keep me")

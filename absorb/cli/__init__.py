@@ -103,7 +103,21 @@ def _silence_stdout() -> None:
         pass
 
 
+def _closed_streams() -> bool:
+    """A standard stream the caller closed (``>&-``; Python then sets it to None): standard
+    error becomes a sink (the exit code still says what happened); with standard output closed
+    nothing can be reported, so True — the run stops as a failed write to it would (exit 2)."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # for the rest of the process
+    if sys.stdout is None:
+        sys.stderr.write("absorb: error: cannot write the output (standard output is closed); redirect it, e.g. >/dev/null\n")
+        return True
+    return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if _closed_streams():
+        return EXIT_USAGE
     _ascii_streams()
     parser = build_parser()
     args = parser.parse_args(argv)
