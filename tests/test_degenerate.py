@@ -148,6 +148,21 @@ def test_d1_single_unit() -> None:
     assert decide_degenerate(_block([[2.0]], [[1.0]], None, RELU)).verdict is Verdict.NOT_ABSORBABLE
 
 
+def test_a_canonical_form_witness_answers_allow_biases_too() -> None:
+    """A bias-free f whose canonical form gives a (bias-free) witness is absorbable in the class
+    with biases as well (biases 0): --allow-biases gave `unknown` while `--width n` answered
+    `absorbable` in the same run. Its not_absorbable stays bias-free-only (the class with biases
+    is then left to the other arguments)."""
+    f = _block([[0.0], [2.0]], [[2.0, -1.0]], None, RELU)  # unit 0 dead: f(x) = x − ReLU(2x) = −ReLU(x) − ReLU(−x)
+    for allow in (False, True):
+        dec = decide(f, allow_biases=allow)
+        assert dec.verdict is Verdict.ABSORBABLE and dec.blocks[0].theorem is Theorem.CANONICAL_FORM, (allow, dec.reason)
+        assert dec.blocks[0].residual_free_class.biases is allow
+    g = _block([[2.0]], [[1.0]], None, RELU)  # not absorbable bias-free; with biases: not by the canonical form
+    assert decide(g).blocks[0].theorem is Theorem.CANONICAL_FORM
+    assert decide(g, allow_biases=True).blocks[0].theorem is not Theorem.CANONICAL_FORM
+
+
 def test_dead_units_give_room() -> None:
     """Generic 2-d block plus two dead units: the spare pair realises the missing rank."""
     rng = np.random.default_rng(3)

@@ -843,12 +843,18 @@ class _IndexSet:
             if ctx.notes:
                 unknown_reason = unknown_reason.rstrip(".") + f" ({'; '.join(dict.fromkeys(ctx.notes))})."
             return ctx.done(Verdict.UNKNOWN, Theorem.INDEX_SET, unknown_reason, search=search)
-        if ctx.bias_free_class and self.failing and family_of(blk) is not None:
+        if not blk.has_bias and self.failing and family_of(blk) is not None:
+            # bias-free f: its canonical form decides the bias-free class; a witness it builds (a bias-free
+            # residual-free block) is one with biases 0, so an `absorbable` answers allow_biases too
             dd = decide_degenerate(blk, tol=ctx.tol, seed=ctx.seed)
-            if dd.verdict is not Verdict.UNKNOWN:
-                return ctx.done(dd.verdict, Theorem.CANONICAL_FORM, dd.reason, witness=dd.witness, search=search)
-            # (why the weights' own procedure did not decide: out of range, too large, the search stopped)
-            unknown_reason = unknown_reason.rstrip(".") + "; " + dd.reason.removeprefix("Unknown: ").rstrip(".") + "."
+            if dd.verdict is Verdict.ABSORBABLE or (dd.verdict is Verdict.NOT_ABSORBABLE and ctx.bias_free_class):
+                reason = dd.reason if ctx.bias_free_class else (dd.reason.rstrip(".") + "; that block has no biases, so it is "
+                                                                "also one of the residual-free blocks with biases asked about.")
+                return ctx.done(dd.verdict, Theorem.CANONICAL_FORM, reason, witness=dd.witness, search=search)
+            if dd.verdict is Verdict.NOT_ABSORBABLE:
+                _bias_free_only(ctx, "canonical form's proof (no bias-free block of this width)")
+            else:  # (why the weights' own procedure did not decide: out of range, too large, the search stopped)
+                unknown_reason = unknown_reason.rstrip(".") + "; " + dd.reason.removeprefix("Unknown: ").rstrip(".") + "."
         if sk is not None and sk.a != 0 and self.nondegenerate and infeasible is not None:
             return self._skeleton_verdict(
                 f"none exists ({infeasible.method}: every S is at relative distance ≥ {infeasible.bound:.3g} > tolerance)",
