@@ -47,6 +47,41 @@ def test_generic_minimal_width_is_max_n_d_plus_d(act: str, n: int, d: int) -> No
     assert _brute(b, mw.value - 1, family="relu" if act == "relu" else "even") > 1e-6
 
 
+def test_the_choice_without_search_answers_wide_widths_past_the_budget() -> None:
+    """B = ∅, δ = 0 (each line's unit, rank(L₀) antipodal pairs) needs m + 2·rank(L₀) ≤ n + 2d
+    units and no search: widths from there on are absorbable and bound the minimal width from
+    above even where the exact search exceeds its budget (d = 4, n = 16: 14 598 144 choices)."""
+    b = _generic(16, 4, "gelu", seed=5)
+    at = decide_width(b, 40, budget=1 << 17)
+    assert at.verdict is Verdict.ABSORBABLE
+    _checked(b, at.witness)
+    assert at.witness.block.n == 40
+    mw = minimal_width(b, budget=1 << 17)
+    assert mw.value is None and mw.upper == 16 + 2 * 4 and mw.lower == 17
+    _checked(b, mw.witness)
+    assert decide_width(b, 23, budget=1 << 17).verdict is Verdict.UNKNOWN  # below it the search is needed, and over budget
+
+
+def test_a_width_far_past_n_plus_2d_is_the_small_block_padded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past n + 2d every block of the family is absorbable (the choice without search), so a huge
+    width is answered by the block built at n + 2d units padded with dead units — not built unit by
+    unit in exact arithmetic (10^6 units took 43 s and 4.5 GB), with the small block's errors."""
+    import absorb.engine.degenerate as dg
+
+    built: list[int] = []
+    construct = dg.construct
+    monkeypatch.setattr(dg, "construct", lambda cf, choice, width: built.append(width) or construct(cf, choice, width))
+    b = _generic(3, 2, "relu", seed=0)
+    small = decide_width(b, 3 + 2 * 2)
+    wide = decide_width(b, 10**6)
+    assert built and max(built) == 7  # no block of 10^6 units built in exact arithmetic
+    assert small.verdict is wide.verdict is Verdict.ABSORBABLE and wide.theorem == "canonical-form"
+    assert wide.witness.block.n == 10**6 and wide.witness.eval_error == small.witness.eval_error
+    assert not np.any(wide.witness.block.W_up[7:]) and not np.any(wide.witness.block.W_down[:, 7:])
+    assert np.array_equal(wide.witness.block.W_up[:7], small.witness.block.W_up)  # (so its values are the small block's)
+    _checked(b, small.witness)
+
+
 def test_relu_d1_needs_two_units() -> None:
     assert minimal_width(_generic(5, 1, "relu", 0)).value == 2
 
@@ -190,7 +225,8 @@ def test_main_proof_answers_smaller_widths() -> None:
     assert decide_width(b, 20, decision=bd).verdict is Verdict.NOT_ABSORBABLE
     assert decide_width(b, 12, decision=bd).verdict is Verdict.NOT_ABSORBABLE
     mw = minimal_width(b, decision=bd)
-    assert mw.value is None and mw.lower == 21 and mw.upper is None
+    assert mw.value is None and mw.lower == 21 and mw.upper == 20 + 2 * 4  # (the choice without search: m + 2·rank(L₀))
+    _checked(b, mw.witness)
 
 
 def test_cli_width_uses_main_witness(tmp_path, capsys) -> None:

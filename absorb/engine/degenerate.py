@@ -203,9 +203,9 @@ class Choice:
 
 @dataclass(frozen=True)
 class SearchOutcome:
-    status: Literal["found", "none", "budget"]
+    status: Literal["found", "fits", "none", "budget"]
     cap: int
-    best: Choice | None = None  # the minimum-width choice (status found)
+    best: Choice | None = None  # the minimum-width choice (found); fits: a choice within cap, not proved minimal
     candidates: int = 0
     exact_checks: int = 0
     min_distance: float | None = None  # float distance of the linear parts to feasibility at cap
@@ -230,9 +230,16 @@ def search(cf: CanonicalForm, *, cap: int, budget: int = DEFAULT_BUDGET, scale: 
         return SearchOutcome("none", cap, reason=f"f has {m} active lines, each needing its own hidden unit, but the width is {cap}")
     bmax = min(d, m, cap - m)
     total = _count(m, bmax)
+    exact_ok = d * d * max(m, 1) <= MAX_EXACT_WORK
     if total > budget:
-        return SearchOutcome("budget", cap, candidates=total, reason=f"{total} choices (B, δ) exceed the budget of {budget}")
-    if d * d * max(m, 1) > MAX_EXACT_WORK:
+        why = f"{total} choices (B, δ) exceed the budget of {budget}"
+        r0 = _rank(cf.L0) if exact_ok else None
+        if r0 is not None and m + 2 * r0 <= cap:  # B = ∅, δ = 0 needs no search: each line's unit kept, rank(L₀) antipodal pairs
+            kept = Choice(B=(), delta=(0,) * m, rank=r0, value=m + 2 * r0)
+            return SearchOutcome("fits", cap, best=kept, candidates=1, reason=f"{why}; the choice B = ∅, δ = 0 (each line's "
+                                 f"unit kept, {r0} antipodal pairs for the linear part L₀) needs {kept.value} units")
+        return SearchOutcome("budget", cap, candidates=total, reason=why)
+    if not exact_ok:
         return SearchOutcome("budget", cap, reason=f"d²·m = {d * d * m} is too large for exact arithmetic")
     E = [list(ln.e) for ln in cf.lines]
     A = [list(ln.a) for ln in cf.lines]
@@ -546,7 +553,7 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
     det = {"active_lines": cf.m, "dead_units": len(cf.dead), "spare_units": N - cf.m}
     if out.status == "budget":
         return DegenerateDecision(Verdict.UNKNOWN, f"Unknown: {shape}; the exact search stopped: {out.reason}.", N, canonical=cf, outcome=out, details=det)
-    if out.status == "found":
+    if out.status in ("found", "fits"):
         ch = out.best
         assert ch is not None
         up, down = construct(cf, ch, N)

@@ -182,8 +182,22 @@ def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: in
     # the question is about residual-free blocks with biases (--allow-biases): the canonical form's
     # impossibility covers bias-free ones only; its witnesses (bias-free) answer both classes
     biased = given is not None and given.residual_free_class is not None and given.residual_free_class.biases
+    if given is not None and given.verdict is Verdict.ABSORBABLE:  # its witness, padded: nothing to search or build
+        main = _from_main(block, given, width, tol=tol)
+        if main is not None:
+            return main
     if _unsupported(block) is None:
-        dd = decide_degenerate(block, width=width, tol=tol, seed=seed, budget=budget)
+        # every f of the family is a block of width m + 2·rank(L₀) ≤ n + 2d (each line's unit, antipodal pairs for
+        # L₀): a wider block is that one padded with dead units, not built unit by unit in exact arithmetic
+        at = min(width, block.n + 2 * block.d)
+        dd = decide_degenerate(block, width=at, tol=tol, seed=seed, budget=budget)
+        if dd.verdict is Verdict.ABSORBABLE and dd.witness is not None and at < width:
+            w, ok = pad_witness(dd.witness, width, tol=tol)
+            if ok:
+                return WidthDecision(width, dd.verdict, f"{dd.reason} Padded with {width - at} dead units (zero rows and columns) "
+                                     f"it has width {width}.", Theorem.CANONICAL_FORM.value, w)
+        if at < width and dd.verdict is not Verdict.ABSORBABLE:
+            dd = decide_degenerate(block, width=width, tol=tol, seed=seed, budget=budget)
         if dd.verdict is Verdict.ABSORBABLE:
             return WidthDecision(width, dd.verdict, dd.reason, Theorem.CANONICAL_FORM.value, dd.witness)
         if dd.verdict is Verdict.NOT_ABSORBABLE and biased:
@@ -290,11 +304,19 @@ def _min_width_why(cf: CanonicalForm, out: SearchOutcome, w: int, best: WidthDec
 
 def _min_width_search_stopped(block: Block, cf: CanonicalForm, out: SearchOutcome, *, tol: float, seed: int, budget: int,
                               decision: BlockDecision | None) -> MinWidth:
-    """The exact search did not find the minimum: bounds from the main decision and from width m − 1."""
+    """The exact search did not find the minimum: bounds from the main decision, from width m − 1 and,
+    when it fits the cap, from the choice that needs no search (each line's unit, pairs for L₀)."""
     bd = _main(block, decision, tol=tol, seed=seed)
     below = decide_width(block, cf.m - 1, tol=tol, seed=seed, budget=budget, decision=bd) if cf.m > 1 else None
     lower = cf.m if below is None or below.verdict is Verdict.NOT_ABSORBABLE else None
     mw = _bounds_from_main(block, bd, f"The exact search stopped: {out.reason}.", Theorem.CANONICAL_FORM.value, lower=lower)
+    if out.status == "fits" and out.best is not None and mw.exists is not False and (mw.upper is None or out.best.value < mw.upper):
+        w = max(out.best.value, 1)  # the choice that needs no search (each line's unit, pairs for L₀): a witness of that width
+        wd = decide_width(block, w, tol=tol, seed=seed, budget=budget, decision=bd)
+        if wd.verdict is Verdict.ABSORBABLE:
+            mw = MinWidth(None, f"{mw.reason} That choice builds a residual-free block of width {w} equal to f (its witness "
+                                f"checked, bound {wd.witness.eval_error:.2e}), so the minimal width is at most {w}.", mw.theorem,
+                          witness=wd.witness, lower=mw.lower, upper=w, exists=True)
     if mw.upper is not None and mw.upper == mw.lower:
         return MinWidth(mw.upper, f"{mw.reason} It is also at least {lower}: f has {cf.m} active lines, each needing its own "
                                   f"unit (width {cf.m - 1} is proved impossible).", mw.theorem, witness=mw.witness,
