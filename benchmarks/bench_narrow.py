@@ -296,7 +296,7 @@ CPSAT_WORK_CAP = 20.0
 def cpsat_work_table(dims: list[int], widths: list[int], seeds: int, first: int, k: int) -> int:
     """CP-SAT's work to the planted set (``max_deterministic_time`` units, the unit its rounds
     are measured in: it does not move with the machine's load), one search per CP-SAT seed
-    0..k-1 with ``solve_cpsat``'s settings and its seed's LP-vertex hint; "miss" past
+    0..k-1 with ``solve_cpsat``'s settings (search c's LP level too) and its seed's LP-vertex hint; "miss" past
     :data:`CPSAT_WORK_CAP`. The last column is the lesser of seeds 0 and 1 (auto's round 0 on
     two idle cores runs those two side by side)."""
     from ortools.sat.python import cp_model
@@ -322,7 +322,7 @@ def cpsat_work_table(dims: list[int], widths: list[int], seeds: int, first: int,
                         model.add_hint(xi, bi)
                     solver = cp_model.CpSolver()
                     solver.parameters.num_workers = cs.WORKERS
-                    solver.parameters.linearization_level = cs.LINEARIZATION_LEVEL
+                    solver.parameters.linearization_level = cs.linearization_level(n, c)
                     solver.parameters.random_seed = c
                     solver.parameters.max_deterministic_time = CPSAT_WORK_CAP
                     found = solver.solve(model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)

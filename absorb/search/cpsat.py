@@ -60,6 +60,23 @@ def available() -> bool:
 #: PSEUDO_COST_SEARCH gave the same searches as the default, to the work unit.)
 WORKERS = 1
 LINEARIZATION_LEVEL = 2
+#: ... but from HINT_FIRST_N on (every search hinted) the even-numbered searches (seed + 0, 2, …:
+#: round 0's first of the two side by side) use level 1: how hard an instance is depends on the
+#: configuration more than on the seed, so two configurations racing are more independent draws
+#: than two seeds of one.  Work units to the set (``benchmarks/bench_narrow.py --lattice
+#: --cpsat-work``'s model, cap 10–20; planted d = 2, |S| = n/2, n = 256): the lesser of level 2
+#: with seeds 0 and 1 against level 1 seed 0 with level 2 seed 1, instances 2256–2279 max 9.52
+#: against 4.49 (over 6 units: 2259 7.54, 2268 6.90, 2274 6.17, 2277 9.52 against none; mean 2.26
+#: against 1.64), held-out 2280–2303 max 5.86 against 4.90 (mean 1.74 against 1.77).  On 2259,
+#: level 2 missed 4 units with 11 of seeds 0–11 (seed 1: 7.54), level 1 found it with seeds 0
+#: and 5 (3.59, 1.97)
+DIVERSE_LEVELS = (1, 2)
+
+
+def linearization_level(n: int, search: int) -> int:
+    """The LP level of the ``search``-th search (seed offset; round k's search c is k·chains + c)
+    on a model with ``n`` variables."""
+    return DIVERSE_LEVELS[search % 2] if n >= HINT_FIRST_N else LINEARIZATION_LEVEL
 #: with ``threads`` ≥ 2, this many such one-worker searches run side by side, each with its
 #: own random seed, and the first solution stops the others: the work to a set is
 #: heavy-tailed in the seed, and the least of two draws has a much shorter tail than one.
@@ -141,7 +158,6 @@ def solve_cpsat(
     solvers = [cp_model.CpSolver() for _ in range(chains)]
     for solver in solvers:
         solver.parameters.num_workers = WORKERS
-        solver.parameters.linearization_level = LINEARIZATION_LEVEL
     tried: set[tuple[int, ...]] = set()
     rounds, work = 0, FIRST_ROUND_WORK
     while True:
@@ -150,6 +166,8 @@ def solve_cpsat(
             return unknown(f"time budget {timeout:g}s spent ({len(tried)} CP-SAT candidates failed verification, "
                            f"{rounds} rounds of {chains} searches)")
         seeds = [(int(seed) + rounds * chains + c) % 2**31 for c in range(chains)]
+        for c, solver in enumerate(solvers):
+            solver.parameters.linearization_level = linearization_level(n, rounds * chains + c)
         if hint is not None:
             for m, sd in zip(models, seeds):
                 m.clear_hints()
