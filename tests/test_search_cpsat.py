@@ -192,9 +192,14 @@ def test_from_hint_first_n_on_the_first_search_starts_from_a_vertex_too(monkeypa
 def test_from_hint_first_n_on_the_searches_alternate_lp_levels(monkeypatch) -> None:
     """Round k's search c (the (k·chains + c)-th) uses LP level 1 when even, 2 when odd, from
     HINT_FIRST_N on; below, level 2 for every search. Each round's levels are read as it starts."""
-    cp_model = pytest.importorskip("ortools.sat.python.cp_model")
+    pytest.importorskip("ortools.sat.python.cp_model")
     U, D, T = generic(2, 24, seed=3)  # no set: the rounds go on until the budget
     levels: list[list[int]] = []
+    clock = [0.0]
+
+    def tick() -> float:
+        clock[0] += 1.0  # one "second" a reading: three rounds fit a 6.5-s budget
+        return clock[0]
 
     def no_answer(cp_model, solvers, models, x, seeds, work, left):
         levels.append([s.parameters.linearization_level for s in solvers])
@@ -204,12 +209,7 @@ def test_from_hint_first_n_on_the_searches_alternate_lp_levels(monkeypatch) -> N
     for first_n, threads, want in ((24, 2, [[1, 2], [1, 2], [1, 2]]), (24, 1, [[1], [2], [1]]), (25, 2, [[2, 2]] * 3)):
         monkeypatch.setattr(cs, "HINT_FIRST_N", first_n)
         levels.clear()
-        clock = [0.0]
-
-        def tick() -> float:
-            clock[0] += 1.0  # one "second" a reading: three rounds fit a 6.5-s budget
-            return clock[0]
-
+        clock[0] = 0.0
         monkeypatch.setattr(cs, "time", types.SimpleNamespace(perf_counter=tick))
         cs.solve_cpsat(U, D, T, timeout=6.5, threads=threads)
         assert levels[:3] == want, (first_n, threads, levels)
