@@ -239,6 +239,33 @@ def test_scaled_activation_is_not_taken_for_the_plain_one(tmp_path: Path) -> Non
         open_checkpoint(f)
 
 
+def test_an_activation_equal_to_a_registered_one_only_near_zero_is_refused(tmp_path: Path) -> None:
+    """Relu(z) + Relu(z − 1000) (Relu twice) and Relu(z) + 1e-30·z³ (the far scales) equal ReLU on
+    [−12, 12] but not on R: refused, not decided as ReLU; the usual decompositions are still named."""
+    rng = np.random.default_rng(9)
+    forms = {
+        "twice": lambda g, z: g.op("Add", [g.op("Relu", [z], "/m/act/Relu"),
+                                           g.op("Relu", [g.op("Sub", [z, g.const(1000.0)], "/m/act/Sub")], "/m/act/Relu_1")],
+                                   "/m/act/Add"),
+        "cubic": lambda g, z: g.op("Add", [g.op("Relu", [z], "/m/act/Relu"),
+                                           g.op("Mul", [g.op("Pow", [z, g.const(3.0)], "/m/act/Pow"), g.const(1e-30)], "/m/act/Mul")],
+                                   "/m/act/Add"),
+    }
+    for name, form in forms.items():
+        g = _G()
+        z = g.op("MatMul", ["x", g.init("W1", rng.standard_normal((D, N)))], "/m/fc1/MatMul")
+        y = g.op("MatMul", [form(g, z), g.init("W2", rng.standard_normal((N, D)))], "/m/fc2/MatMul")
+        f = g.save(tmp_path / f"{name}.onnx", "x", g.op("Add", ["x", y], "/m/Add"))
+        with pytest.raises(InvalidInput, match=r"is not one absorb names"):
+            open_checkpoint(f)
+    for kind in ("relu", "gelu", "gelu_tanh", "silu"):
+        g = _G()
+        z = g.op("MatMul", ["x", g.init("W1", rng.standard_normal((D, N)))], "/m/fc1/MatMul")
+        y = g.op("MatMul", [_act(g, z, kind, "/m"), g.init("W2", rng.standard_normal((N, D)))], "/m/fc2/MatMul")
+        f = g.save(tmp_path / f"{kind}.onnx", "x", g.op("Add", ["x", y], "/m/Add"))
+        assert [b.activation.name for b in open_checkpoint(f)] == [kind]
+
+
 def test_corrupt_skip_scalar_and_missing_external_data_exit_2_in_one_line(tmp_path: Path) -> None:
     """A skip c·x with c = inf is refused for its Inf (one line: no numpy warning of 0·inf on
     stderr); an initializer whose external data is missing or outside the model's folder is

@@ -7,8 +7,9 @@ one up projection's output — the activation as a node (``Relu``, ``Gelu``, ``S
 ``Tanh``…) or as its usual decomposition (the ``Erf`` form of GELU, the ``Tanh`` form,
 ``x·Sigmoid(x)``) — or, gated, of a gate projection's output times an up projection's output,
 both reading the same input. The activation is named only when the subgraph's operations
-are those of a registered activation **and** its values agree with it (relative 2e-7 on
-[-12, 12], the rounding of float32 constants); otherwise the block is refused naming the ops.
+are those of a registered activation (each non-arithmetic op once) **and** its values agree
+with it (relative 2e-7, the rounding of float32 constants, on [-12, 12] and at ±10^k up to
+10^300); otherwise the block is refused naming the ops.
 
 The skip is read from the graph: the ``Add`` that adds the block's output to a linear map of
 the block's input — the input itself (M = I), a scalar multiple (``Mul`` by a constant: M = c·I)
@@ -238,17 +239,28 @@ class _Graph:
         return out
 
     def activation(self, out: str, leaf: str, nodes: list[Any]) -> tuple[str, str] | None:
-        """(registered name, the form seen) when the subgraph ``leaf → out`` is one; else None."""
-        kinds = frozenset(n.op_type for n in nodes) - _ARITH
-        cands = _FORMS.get(kinds, ())
-        z = np.linspace(-12.0, 12.0, 4801)
+        """(registered name, the form seen) when the subgraph ``leaf → out`` is one; else None.
+
+        The form: its non-arithmetic ops are those of a registered activation's decomposition,
+        each once (``Relu(z) + Relu(z − 1000)`` is no ReLU, though equal to it near 0); its values
+        agree with the activation's on [−12, 12] and at ±10^k, k = −3…300, wherever both are
+        finite there (a naive exp overflows past ~709), to a relative 2·10⁻⁷."""
+        kinds = [n.op_type for n in nodes if n.op_type not in _ARITH]
+        cands = _FORMS.get(frozenset(kinds), ()) if len(kinds) == len(set(kinds)) else ()
+        near = np.linspace(-12.0, 12.0, 4801)
+        far = np.concatenate([-np.logspace(-3, 300, 304), np.logspace(-3, 300, 304)])
         with np.errstate(all="ignore"):
-            got = np.broadcast_to(self.evaluate(out, leaf, z), z.shape)
-        for cand in cands:
-            want = get_activation(cand).np_fn(z)
-            if np.all(np.isfinite(got)) and np.all(np.abs(got - want) <= 2e-7 * (1 + np.abs(want))):
-                ops = "+".join(sorted({n.op_type for n in nodes}))
-                return cand, ops
+            got = np.broadcast_to(self.evaluate(out, leaf, near), near.shape)
+            got_far = np.broadcast_to(self.evaluate(out, leaf, far), far.shape)
+            for cand in cands:
+                fn = get_activation(cand).np_fn
+                want, want_far = fn(near), fn(far)
+                both = np.isfinite(got_far) & np.isfinite(want_far)
+                if (np.all(np.isfinite(got)) and np.all(np.abs(got - want) <= 2e-7 * (1 + np.abs(want)))
+                        and not np.any(np.isnan(got_far))
+                        and np.all(np.abs(got_far[both] - want_far[both]) <= 2e-7 * (1 + np.abs(want_far[both])))):
+                    ops = "+".join(sorted({n.op_type for n in nodes}))
+                    return cand, ops
         return None
 
 
