@@ -420,6 +420,9 @@ def test_certificate_at_a_symbolic_link_is_written_where_it_points(certs: dict, 
         assert main(["check", str(model), "--certificate", str(out)]) == 2
         assert "not a regular file" in capsys.readouterr().err
     assert stat.S_ISFIFO(os.stat(fifo).st_mode) and (tmp_path / "g.json").is_symlink()
+    (tmp_path / "h.json").symlink_to(str(tmp_path / "nofolder") + "/")  # a link to a folder not made yet
+    assert main(["check", str(model), "--certificate", str(tmp_path / "h.json")]) == 2
+    assert "is a link to a folder" in capsys.readouterr().err and not (tmp_path / "nofolder").exists()
 
 
 # --------------------------------------------------------------------- LaTeX / PDF --

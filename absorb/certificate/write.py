@@ -104,14 +104,20 @@ def _atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` whole or not at all (a temporary file renamed over it). At a
     symbolic link the file it points to is replaced and the link kept, as ``open(path, "w")``
     would keep it; a special file (a device, FIFO or socket) is refused, never replaced."""
+    asked = path
     if path.is_symlink():
+        if os.readlink(path).endswith("/"):  # a link to a folder that is not there (yet): no file is written in its place
+            raise InvalidInput(f"--certificate {asked}: is a link to a folder ({os.readlink(path)}); give a file name")
         path = Path(os.path.realpath(path))
     if path.exists() and not path.is_file():  # a device or FIFO (/dev/null, say) is never renamed over
         raise InvalidInput(f"--certificate {path}: is not a regular file (a device, FIFO or socket); give a file name")
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise InvalidInput(f"--certificate {path}: directory {parent} does not exist; create it first")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+    except OSError as exc:  # named by the path asked for, not by a temporary file's
+        raise OSError(exc.errno, exc.strerror, str(asked)) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -121,11 +127,13 @@ def _atomic_write(path: Path, data: bytes) -> None:
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.filename == tmp:  # named by the path asked for, not by the temporary file
+            raise OSError(exc.errno, exc.strerror, str(asked)) from None
         raise
 
 

@@ -88,6 +88,8 @@ def check_writable(option: str, path: str) -> None:
 
     from absorb._errors import InvalidInput
 
+    if Path(path).is_symlink() and os.readlink(path).endswith("/"):
+        raise InvalidInput(f"{option} {path}: is a link to a folder ({os.readlink(path)}); give a file name")
     out = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)  # a link: where it points is written
     parent = out.parent if str(out.parent) else Path(".")
     if out.is_dir():
