@@ -240,8 +240,9 @@ def test_scaled_activation_is_not_taken_for_the_plain_one(tmp_path: Path) -> Non
 
 
 def test_an_activation_equal_to_a_registered_one_only_near_zero_is_refused(tmp_path: Path) -> None:
-    """Relu(z) + Relu(z − 1000) (Relu twice) and Relu(z) + 1e-30·z³ (the far scales) equal ReLU on
-    [−12, 12] but not on R: refused, not decided as ReLU; the usual decompositions are still named."""
+    """Relu(z) + Relu(z − 1000) (Relu twice), Relu(z) + 1e-30·z³ (the far scales) and Relu(z) +
+    (z/13)^400 (equal to ReLU at every sample point where it is finite: refused for its extra nodes)
+    are not ReLU on R: refused, not decided as ReLU; the usual decompositions are still named."""
     rng = np.random.default_rng(9)
     forms = {
         "twice": lambda g, z: g.op("Add", [g.op("Relu", [z], "/m/act/Relu"),
@@ -250,6 +251,9 @@ def test_an_activation_equal_to_a_registered_one_only_near_zero_is_refused(tmp_p
         "cubic": lambda g, z: g.op("Add", [g.op("Relu", [z], "/m/act/Relu"),
                                            g.op("Mul", [g.op("Pow", [z, g.const(3.0)], "/m/act/Pow"), g.const(1e-30)], "/m/act/Mul")],
                                    "/m/act/Add"),
+        "overflowing": lambda g, z: g.op("Add", [g.op("Relu", [z], "/m/act/Relu"),  # (z/13)^400: inf at |z| ≥ 100
+                                                 g.op("Pow", [g.op("Div", [z, g.const(13.0)], "/m/act/Div"), g.const(400.0)],
+                                                      "/m/act/Pow")], "/m/act/Add"),
     }
     for name, form in forms.items():
         g = _G()

@@ -7,7 +7,8 @@ one up projection's output — the activation as a node (``Relu``, ``Gelu``, ``S
 ``Tanh``…) or as its usual decomposition (the ``Erf`` form of GELU, the ``Tanh`` form,
 ``x·Sigmoid(x)``) — or, gated, of a gate projection's output times an up projection's output,
 both reading the same input. The activation is named only when the subgraph's operations
-are those of a registered activation (each non-arithmetic op once) **and** its values agree
+are those of a registered activation (each non-arithmetic op once, no more nodes than its
+forms have) **and** its values agree
 with it (relative 2e-7, the rounding of float32 constants, on [-12, 12] and at ±10^k up to
 10^300); otherwise the block is refused naming the ops.
 
@@ -55,6 +56,10 @@ _FORMS: dict[frozenset[str], tuple[str, ...]] = {
     frozenset({"LeakyRelu"}): ("leaky_relu",),
     frozenset({"Exp", "Log"}): ("softplus",),
 }
+# the most nodes (Identity and Cast not counted) of each activation's forms as exporters write them: a node
+# beyond those is refused, whatever the values at the sample points (a term vanishing there is possible)
+_MOST_NODES = {"relu": 1, "relu2": 2, "leaky_relu": 1, "tanh": 1, "sigmoid": 1, "silu": 2, "quick_gelu": 3, "softplus": 3,
+               "gelu": 5, "gelu_tanh": 9}
 _QUANT_OPS = frozenset({"QLinearMatMul", "MatMulInteger", "DequantizeLinear", "QuantizeLinear", "MatMulNBits",
                         "DynamicQuantizeLinear", "QGemm"})
 
@@ -242,11 +247,14 @@ class _Graph:
         """(registered name, the form seen) when the subgraph ``leaf → out`` is one; else None.
 
         The form: its non-arithmetic ops are those of a registered activation's decomposition,
-        each once (``Relu(z) + Relu(z − 1000)`` is no ReLU, though equal to it near 0); its values
-        agree with the activation's on [−12, 12] and at ±10^k, k = −3…300, wherever both are
-        finite there (a naive exp overflows past ~709), to a relative 2·10⁻⁷."""
+        each once (``Relu(z) + Relu(z − 1000)`` is no ReLU, though equal to it near 0), and no more
+        nodes than the activation's forms have (:data:`_MOST_NODES`: ``Relu(z) + (z/13)^400`` is no
+        ReLU either); its values agree with the activation's on [−12, 12] and at ±10^k, k = −3…300,
+        wherever both are finite there (a naive exp overflows past ~709), to a relative 2·10⁻⁷."""
         kinds = [n.op_type for n in nodes if n.op_type not in _ARITH]
+        size = sum(n.op_type not in ("Identity", "Cast") for n in nodes)
         cands = _FORMS.get(frozenset(kinds), ()) if len(kinds) == len(set(kinds)) else ()
+        cands = tuple(c for c in cands if size <= _MOST_NODES.get(c, 0))
         near = np.linspace(-12.0, 12.0, 4801)
         far = np.concatenate([-np.logspace(-3, 300, 304), np.logspace(-3, 300, 304)])
         with np.errstate(all="ignore"):
