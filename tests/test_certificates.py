@@ -423,6 +423,13 @@ def test_certificate_at_a_symbolic_link_is_written_where_it_points(certs: dict, 
     (tmp_path / "h.json").symlink_to(str(tmp_path / "nofolder") + "/")  # a link to a folder not made yet
     assert main(["check", str(model), "--certificate", str(tmp_path / "h.json")]) == 2
     assert "is a link to a folder" in capsys.readouterr().err and not (tmp_path / "nofolder").exists()
+    (tmp_path / "i.json").symlink_to(tmp_path / "h.json")  # the same, one link removed
+    (tmp_path / "l1.json").symlink_to(tmp_path / "l2.json")  # a loop
+    (tmp_path / "l2.json").symlink_to(tmp_path / "l1.json")
+    for out, why in (("i.json", "is a link to a folder"), ("l1.json", "is a loop")):
+        assert main(["check", str(model), "--certificate", str(tmp_path / out)]) == 2
+        assert why in capsys.readouterr().err and (tmp_path / out).is_symlink()
+    assert not (tmp_path / "nofolder").exists()
 
 
 # --------------------------------------------------------------------- LaTeX / PDF --

@@ -100,15 +100,26 @@ def first_latex_error(log: str) -> str:
     return "no error line in the log (exit status nonzero)"
 
 
+def output_target(path: str | os.PathLike[str], option: str = "--certificate") -> Path:
+    """Where writing ``path`` lands: the path itself or, for a symbolic link (or a chain of them),
+    the path it finally names. Bad input (naming ``option``) for a loop of links or a link to a
+    folder (a target ending in ``/``, which need not exist yet)."""
+    p = Path(path)
+    for _ in range(40):  # (the kernel's own limit on a chain of links)
+        if not p.is_symlink():
+            return p
+        target = os.readlink(p)
+        if target.endswith("/"):
+            raise InvalidInput(f"{option} {path}: is a link to a folder ({target}); give a file name")
+        p = p.parent / target
+    raise InvalidInput(f"{option} {path}: is a loop (or a chain of over 40) of symbolic links; give a file name")
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` whole or not at all (a temporary file renamed over it). At a
     symbolic link the file it points to is replaced and the link kept, as ``open(path, "w")``
     would keep it; a special file (a device, FIFO or socket) is refused, never replaced."""
-    asked = path
-    if path.is_symlink():
-        if os.readlink(path).endswith("/"):  # a link to a folder that is not there (yet): no file is written in its place
-            raise InvalidInput(f"--certificate {asked}: is a link to a folder ({os.readlink(path)}); give a file name")
-        path = Path(os.path.realpath(path))
+    asked, path = path, output_target(path)
     if path.exists() and not path.is_file():  # a device or FIFO (/dev/null, say) is never renamed over
         raise InvalidInput(f"--certificate {path}: is not a regular file (a device, FIFO or socket); give a file name")
     parent = path.parent if str(path.parent) else Path(".")

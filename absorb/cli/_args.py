@@ -87,10 +87,9 @@ def check_writable(option: str, path: str) -> None:
     from pathlib import Path
 
     from absorb._errors import InvalidInput
+    from absorb.certificate.write import output_target
 
-    if Path(path).is_symlink() and os.readlink(path).endswith("/"):
-        raise InvalidInput(f"{option} {path}: is a link to a folder ({os.readlink(path)}); give a file name")
-    out = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)  # a link: where it points is written
+    out = output_target(path, option)  # a link: where it points is written
     parent = out.parent if str(out.parent) else Path(".")
     if out.is_dir():
         raise InvalidInput(f"{option} {path}: is a folder; give a file name")
