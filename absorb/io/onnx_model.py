@@ -58,7 +58,7 @@ _FORMS: dict[frozenset[str], tuple[str, ...]] = {
 }
 # the most nodes (Identity and Cast not counted) of each activation's forms as exporters write them: a node
 # beyond those is refused, whatever the values at the sample points (a term vanishing there is possible)
-_MOST_NODES = {"relu": 1, "relu2": 2, "leaky_relu": 1, "tanh": 1, "sigmoid": 1, "silu": 2, "quick_gelu": 3, "softplus": 3,
+_MOST_NODES = {"relu": 1, "relu2": 2, "leaky_relu": 1, "tanh": 1, "sigmoid": 1, "silu": 3, "quick_gelu": 3, "softplus": 3,
                "gelu": 5, "gelu_tanh": 9}
 _QUANT_OPS = frozenset({"QLinearMatMul", "MatMulInteger", "DequantizeLinear", "QuantizeLinear", "MatMulNBits",
                         "DynamicQuantizeLinear", "QGemm"})
