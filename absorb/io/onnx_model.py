@@ -255,6 +255,8 @@ class _Graph:
         size = sum(n.op_type not in ("Identity", "Cast") for n in nodes)
         cands = _FORMS.get(frozenset(kinds), ()) if len(kinds) == len(set(kinds)) else ()
         cands = tuple(c for c in cands if size <= _MOST_NODES.get(c, 0))
+        if any(n.op_type == "Cast" and self.attr(n, "to", 0) not in (1, 10, 11, 16) for n in nodes):
+            cands = ()  # a Cast to an integer or bool type truncates: read as "no change" it would hide a step function
         near = np.linspace(-12.0, 12.0, 4801)
         far = np.concatenate([-np.logspace(-3, 300, 304), np.logspace(-3, 300, 304)])
         with np.errstate(all="ignore"):
