@@ -251,6 +251,8 @@ def test_an_activation_equal_to_a_registered_one_only_near_zero_is_refused(tmp_p
         "cubic": lambda g, z: g.op("Add", [g.op("Relu", [z], "/m/act/Relu"),
                                            g.op("Mul", [g.op("Pow", [z, g.const(3.0)], "/m/act/Pow"), g.const(1e-30)], "/m/act/Mul")],
                                    "/m/act/Add"),
+        "truncated": lambda g, z: g.op("Cast", [g.op("Cast", [g.op("Relu", [z], "/m/act/Relu")], "/m/act/Cast", to=6)],
+                                       "/m/act/Cast_1", to=1),  # trunc(ReLU(z)) through an int32
         "overflowing": lambda g, z: g.op("Add", [g.op("Relu", [z], "/m/act/Relu"),  # (z/13)^400: inf at |z| ≥ 100
                                                  g.op("Pow", [g.op("Div", [z, g.const(13.0)], "/m/act/Div"), g.const(400.0)],
                                                       "/m/act/Pow")], "/m/act/Add"),
