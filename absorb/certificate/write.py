@@ -102,11 +102,14 @@ def first_latex_error(log: str) -> str:
 
 def output_target(path: str | os.PathLike[str], option: str = "--certificate") -> Path:
     """Where writing ``path`` lands: the path itself or, for a symbolic link (or a chain of them),
-    the path it finally names. Bad input (naming ``option``) for a loop of links or a link to a
-    folder (a target ending in ``/``, which need not exist yet)."""
+    the path it finally names. Bad input (naming ``option``) for a loop of links, a link to a
+    folder (a target ending in ``/``, which need not exist yet), or a special file there (a
+    device, FIFO or socket: the atomic rename would replace it — /dev/null, say)."""
     p = Path(path)
     for _ in range(40):  # (the kernel's own limit on a chain of links)
         if not p.is_symlink():
+            if p.exists() and not p.is_file() and not p.is_dir():
+                raise InvalidInput(f"{option} {path}: is not a regular file (a device, FIFO or socket); give a file name")
             return p
         target = os.readlink(p)
         if target.endswith("/"):
@@ -120,8 +123,6 @@ def _atomic_write(path: Path, data: bytes) -> None:
     symbolic link the file it points to is replaced and the link kept, as ``open(path, "w")``
     would keep it; a special file (a device, FIFO or socket) is refused, never replaced."""
     asked, path = path, output_target(path)
-    if path.exists() and not path.is_file():  # a device or FIFO (/dev/null, say) is never renamed over
-        raise InvalidInput(f"--certificate {path}: is not a regular file (a device, FIFO or socket); give a file name")
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise InvalidInput(f"--certificate {path}: directory {parent} does not exist; create it first")

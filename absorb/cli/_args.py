@@ -89,12 +89,10 @@ def check_writable(option: str, path: str) -> None:
     from absorb._errors import InvalidInput
     from absorb.certificate.write import output_target
 
-    out = output_target(path, option)  # a link: where it points is written
+    out = output_target(path, option)  # a link: where it points is written; a special file refused there
     parent = out.parent if str(out.parent) else Path(".")
     if out.is_dir():
         raise InvalidInput(f"{option} {path}: is a folder; give a file name")
-    if out.exists() and not out.is_file():  # a device, FIFO or socket: never replaced by the atomic rename
-        raise InvalidInput(f"{option} {path}: is not a regular file (a device, FIFO or socket); give a file name")
     if not parent.is_dir():
         raise InvalidInput(f"{option} {path}: the folder {str(parent)!r} does not exist; create it or choose another path")
     if not os.access(parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
