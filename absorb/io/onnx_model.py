@@ -8,9 +8,9 @@ one up projection's output — the activation as a node (``Relu``, ``Gelu``, ``S
 ``x·Sigmoid(x)``) — or, gated, of a gate projection's output times an up projection's output,
 both reading the same input. The activation is named only when the subgraph's operations
 are those of a registered activation (each non-arithmetic op once, no more nodes than its
-forms have) **and** its values agree
-with it (relative 2e-7, the rounding of float32 constants, on [-12, 12] and at ±10^k up to
-10^300); otherwise the block is refused naming the ops.
+forms have) **and** its values agree with it (relative 2e-7, the rounding of float32
+constants, on [-12, 12] and at ±10^k up to 10^300); otherwise the block is refused naming
+the ops.
 
 The skip is read from the graph: the ``Add`` that adds the block's output to a linear map of
 the block's input — the input itself (M = I), a scalar multiple (``Mul`` by a constant: M = c·I)
@@ -257,6 +257,8 @@ class _Graph:
         cands = tuple(c for c in cands if size <= _MOST_NODES.get(c, 0))
         if any(n.op_type == "Cast" and self.attr(n, "to", 0) not in (1, 10, 11, 16) for n in nodes):
             cands = ()  # a Cast to an integer or bool type truncates: read as "no change" it would hide a step function
+        if not cands:
+            return None
         near = np.linspace(-12.0, 12.0, 4801)
         far = np.concatenate([-np.logspace(-3, 300, 304), np.logspace(-3, 300, 304)])
         with np.errstate(all="ignore"):

@@ -128,7 +128,6 @@ def optional_package(module: str, path: Path, what: str) -> Any:
                            f"(the optional extra absorb[{module}]) to read it") from None
 
 
-
 def is_checkpoint(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` names a checkpoint the readers of :mod:`absorb.io` read (or refuse with a message):
     a directory, an index, or a file whose content (not its name) is not an ``.npz`` block."""
