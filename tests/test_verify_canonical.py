@@ -81,7 +81,7 @@ def test_degenerate_instances_verify_completely(act: str, seed: int) -> None:
     U = rng.integers(-2, 3, size=(n, d)).astype(float)
     for i in range(1, n):
         if rng.random() < 0.5:
-            U[i] = U[rng.integers(0, i)] * (rng.choice([1.0, -1.0, 2.0, -0.5]) if act == "relu" else rng.choice([1.0, -1.0]))
+            U[i] = U[rng.integers(0, i)] * rng.choice([1.0, -1.0, 2.0, -0.5])  # even family: 2e is another line
     D = rng.integers(-2, 3, size=(d, n)).astype(float)
     M = np.eye(d) if rng.random() < 0.5 else rng.integers(-2, 3, size=(d, d)).astype(float)
     blk = Block(U, D, get_activation(act), skip=M)
@@ -91,6 +91,22 @@ def test_degenerate_instances_verify_completely(act: str, seed: int) -> None:
     assert rep.accepted, [f.claim + " — " + f.detail for f in rep.failures]
     if dec.theorem.value == "canonical-form" and dec.verdict.value != "unknown":
         assert not rep.not_rechecked, [f.claim for f in rep.not_rechecked]
+
+
+@pytest.mark.parametrize("act", ["gelu", "silu"])
+def test_even_family_parallel_lines_of_different_lengths(act: str) -> None:
+    """Even family: u = 2e and u = e are two lines (σ(2z) is no multiple of σ(z)). The witness
+    unit −2x lies on line 2x only; counting it on line x too gave that line both signs, and the
+    honest certificate was rejected for a choice (B, δ) it does not make."""
+    blk = Block(np.array([[-1.0], [2.0], [1.0]]), np.array([[0.0, -1.0, -2.0]]), get_activation(act))
+    dec = decide(blk)
+    assert (dec.verdict.value, dec.theorem.value) == ("absorbable", "canonical-form")
+    doc = build_certificate(dec, blk, seed=0).to_json()
+    rep = checker.verify_certificate(doc, blk)
+    assert rep.accepted and not rep.not_rechecked, [f.claim + " — " + f.detail for f in rep.failures + rep.not_rechecked]
+    bad = copy.deepcopy(doc)
+    bad["blocks"][0]["canonical_form"]["choice"]["B"] = [0, 1]
+    assert not checker.verify_certificate(bad, blk).accepted
 
 
 def test_softplus_dead_unit_is_not_dropped() -> None:

@@ -220,9 +220,11 @@ def _lipschitz(ctx: _Ctx, w: str, block: Block, family: str) -> float:
     return math.inf
 
 
-def _choice_of(Up: Mat, Dp: Mat, lines: _Lines) -> tuple[list[int], list[int]]:
+def _choice_of(Up: Mat, Dp: Mat, lines: _Lines, family: str) -> tuple[list[int], list[int]]:
     """The choice (B, δ) the exact witness ``(Up, Dp)`` makes, read off its live units: a line ℓ
-    is in B when it holds units u = s·e_ℓ of both signs, δ_ℓ = 1 when all of its units have s < 0."""
+    is in B when it holds units u = s·e_ℓ of both signs, δ_ℓ = 1 when all of its units have s < 0.
+    In the relu family a line is a ray pair (any s ≠ 0); in the even family it is e_ℓ itself, so
+    s = ±1 (2·e_ℓ is another line: σ(2z) is not a multiple of σ(z))."""
     B, delta = [], []
     for l, (e, _a) in enumerate(lines):
         k = next(i for i, v in enumerate(e) if v != 0)
@@ -230,7 +232,7 @@ def _choice_of(Up: Mat, Dp: Mat, lines: _Lines) -> tuple[list[int], list[int]]:
         for j, u in enumerate(Up):
             if any(Dp[r][j] != 0 for r in range(len(Dp))) and u[k] != 0:
                 s = u[k] / e[k]
-                if all(ui == s * ei for ui, ei in zip(u, e)):
+                if (family == "relu" or abs(s) == 1) and all(ui == s * ei for ui, ei in zip(u, e)):
                     signs.add(s > 0)
         if signs == {True, False}:
             B.append(l)
@@ -260,7 +262,7 @@ def _check_absorbable(ctx: _Ctx, w: str, b: dict[str, Any], rec: dict[str, Any],
     L0w, lines_w = canonical(Up, Dp, [[Fraction(0)] * block.d for _ in range(block.d)], family)
     _require(ctx, L0w == L0 and lines_w == lines_d, w,
              "the exact residual-free witness has f's canonical form, so it equals f (exact rationals)")
-    B, delta = _choice_of(Up, Dp, lines)
+    B, delta = _choice_of(Up, Dp, lines, family)
     _require(ctx, sorted(choice.get("B", [])) == B and list(choice.get("delta", [])) == delta, w,
              "the recorded choice (B, δ) is the exact witness's: the lines with units of both signs, the lines flipped",
              f"recorded B = {choice.get('B')!r}, δ = {choice.get('delta')!r}; the witness makes B = {B}, δ = {delta}")
