@@ -259,6 +259,25 @@ def test_closed_standard_streams_keep_the_exit_codes() -> None:
     assert closed(2, "check", str(EXAMPLE), "-q").returncode == 0
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("how", ["full", "read-only"])
+def test_unwritable_standard_error_keeps_the_exit_codes(how: str, tmp_path: Path) -> None:
+    """Standard error open but failing every write (``2>/dev/full``, or a descriptor open for
+    reading): bad input still exits 2, a verdict still 0, also with -v (progress notes)."""
+    e = {**os.environ, "PYTHONPATH": str(ROOT)}
+    junk = tmp_path / "bad.npz"
+    junk.write_text("x")
+
+    def code(*args: str) -> int:
+        with open("/dev/full", "w") if how == "full" else open(os.devnull) as err:
+            return subprocess.run([sys.executable, "-m", "absorb", *args], stdout=subprocess.DEVNULL, stderr=err,
+                                  env=e, timeout=120).returncode
+
+    assert code("check", str(junk)) == 2
+    assert code("verify", str(junk)) == 2
+    assert code("check", str(EXAMPLE), "-v") == 0
+
+
 def test_prove_refuses_an_existing_file_as_out(tmp_path: Path) -> None:
     f = tmp_path / "file"
     f.write_text("keep me")

@@ -10,7 +10,8 @@ Every subcommand takes ``-q/--quiet`` (nothing on standard error but errors; ``c
 ``verify`` print only their verdict or result line) and ``-v/--verbose`` (progress notes on
 standard error, also when it is not a terminal). Every error line starts ``absorb: error:``.
 Output that the terminal's encoding cannot show (✓, σ, ≥ on a cp1252 console) falls back
-to ASCII (v, sigma, >=) instead of failing.
+to ASCII (v, sigma, >=) instead of failing. A standard error that is closed or cannot be
+written does not change the exit code.
 """
 
 from __future__ import annotations
@@ -115,10 +116,42 @@ def _closed_streams() -> bool:
     return False
 
 
+class _ErrorsBestEffort:
+    """Standard error whose failed writes are dropped (``2>/dev/full``, a descriptor open for
+    reading only): what it carries is advice, and the exit code must not depend on it."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except (OSError, ValueError):
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if _closed_streams():
         return EXIT_USAGE
     _ascii_streams()
+    stderr = sys.stderr
+    sys.stderr = _ErrorsBestEffort(stderr)  # type: ignore[assignment]
+    try:
+        return _main(argv)
+    finally:
+        sys.stderr = stderr
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if verbosity(args) == 0:  # -q: standard error carries errors only, not numerical warnings
