@@ -430,6 +430,31 @@ def test_certificate_at_a_symbolic_link_is_written_where_it_points(certs: dict, 
         assert main(["check", str(model), "--certificate", str(tmp_path / out)]) == 2
         assert why in capsys.readouterr().err and (tmp_path / out).is_symlink()
     assert not (tmp_path / "nofolder").exists()
+    (tmp_path / "j.json").symlink_to(str(tmp_path / "newdir") + "/.")  # "newdir/.": a folder too (pathlib drops "/.")
+    assert main(["check", str(model), "--certificate", str(tmp_path / "j.json")]) == 2
+    assert "is a link to a folder" in capsys.readouterr().err and not (tmp_path / "newdir").exists()
+
+
+def test_overwritten_certificate_keeps_its_permission_bits(certs: dict, tmp_path: Path) -> None:
+    """An existing certificate (or the file a link names) keeps its mode, as open(path, "w")
+    would keep it: a private 0600 file does not become world-readable; a new file gets 0666
+    less the umask."""
+    import os
+    import stat
+
+    model, _ = certs["relu2"]
+    plain, target, link, new = (tmp_path / n for n in ("plain.json", "target.json", "link.json", "new.json"))
+    for f in (plain, target):
+        f.write_text("old")
+        f.chmod(0o600)
+    link.symlink_to(target)
+    for out in (plain, link, new):
+        assert main(["check", str(model), "--certificate", str(out), "-q"]) == 0
+    assert stat.S_IMODE(plain.stat().st_mode) == 0o600 and stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert _doc(target)["verdict"] == _doc(plain)["verdict"] and link.is_symlink()
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(new.stat().st_mode) == 0o666 & ~umask
 
 
 # --------------------------------------------------------------------- LaTeX / PDF --

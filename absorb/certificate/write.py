@@ -15,6 +15,7 @@ import argparse
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Iterable
@@ -112,7 +113,7 @@ def output_target(path: str | os.PathLike[str], option: str = "--certificate") -
                 raise InvalidInput(f"{option} {path}: is not a regular file (a device, FIFO or socket); give a file name")
             return p
         target = os.readlink(p)
-        if target.endswith("/"):
+        if os.path.basename(target) in ("", ".", ".."):  # "dir/", "dir/." (pathlib would drop the "/.")
             raise InvalidInput(f"{option} {path}: is a link to a folder ({target}); give a file name")
         p = p.parent / target
     raise InvalidInput(f"{option} {path}: is a loop (or a chain of over 40) of symbolic links; give a file name")
@@ -121,7 +122,9 @@ def output_target(path: str | os.PathLike[str], option: str = "--certificate") -
 def _atomic_write(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` whole or not at all (a temporary file renamed over it). At a
     symbolic link the file it points to is replaced and the link kept, as ``open(path, "w")``
-    would keep it; a special file (a device, FIFO or socket) is refused, never replaced."""
+    would keep it, and an existing file's permission bits are kept (its other hard links, if any,
+    keep the old contents: the rename gives the name a new file); a special file (a device, FIFO
+    or socket) is refused, never replaced."""
     asked, path = path, output_target(path)
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
@@ -135,9 +138,13 @@ def _atomic_write(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        umask = os.umask(0)  # mkstemp makes the file 0600; give it the permissions open() would
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        try:  # mkstemp makes the file 0600; give it the permissions open() would: the existing file's
+            mode = stat.S_IMODE(path.stat().st_mode)
+        except FileNotFoundError:  # a new file: 0666 less the umask
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException as exc:
         try:
