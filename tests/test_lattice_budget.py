@@ -59,10 +59,13 @@ def test_the_proofs_reduction_is_stopped_at_the_budget() -> None:
 @pytest.mark.usefixtures("no_gate")
 def test_a_tiny_budget_on_a_big_instance_returns_unknown() -> None:
     """The portfolio on d = 2, n = 256 with a budget of one second: it returns, unknown (the
-    lattice steps were started, every reduction stopped or declined within the budget)."""
+    lattice steps were started, every reduction stopped or declined within the budget). A
+    first run imports the solvers: on a loaded machine those imports alone once spent the
+    second before the lattice step's turn, and the portfolio stops at its budget."""
     U, D, T = _big(2, 256)
-    res = find_index_set(U, D, T, tol=1e-9, timeout=1.0, method="auto")
-    assert res.status is SearchStatus.UNKNOWN
+    for _ in range(2):
+        res = find_index_set(U, D, T, tol=1e-9, timeout=1.0, method="auto")
+        assert res.status is SearchStatus.UNKNOWN
     assert "lattice" in {step["method"] for step in res.certificate["portfolio"]}
 
 
