@@ -111,13 +111,18 @@ def _json_why(exc: ValueError) -> str:
     return "it holds an integer of thousands of digits" if "integer string conversion" in str(exc) else str(exc)
 
 
-def _header_json(path: Path, raw: bytes) -> dict[str, Any]:
+def _parse_json(path: Path, raw: bytes, what: str, advice: str = "") -> Any:
+    """``raw`` (UTF-8 JSON text) parsed, or one line naming ``path`` and ``what`` it should hold."""
     try:
-        header = json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"))
     except RecursionError:
-        raise InvalidInput(f"{path}: the safetensors header is nested too deeply to read (a header is a flat table); the file is corrupt") from None
+        raise InvalidInput(f"{path}: the {what} is nested too deeply to read; the file is corrupt") from None
     except ValueError as exc:  # not UTF-8, not JSON, or an integer past Python's digit limit
-        raise InvalidInput(f"{path}: the safetensors header is not valid JSON ({_json_why(exc)}); the file is truncated or corrupt") from None
+        raise InvalidInput(f"{path}: the {what} is not valid JSON ({_json_why(exc)}){advice}") from None
+
+
+def _header_json(path: Path, raw: bytes) -> dict[str, Any]:
+    header = _parse_json(path, raw, "safetensors header", "; the file is truncated or corrupt")
     if not isinstance(header, dict):
         raise InvalidInput(f"{path}: the safetensors header is not a JSON object; the file is corrupt")
     return header
@@ -149,13 +154,10 @@ def _header_entry(path: Path, name: str, ent: object, *, data_len: int, data_sta
 def _read_json(path: Path, what: str) -> Any:
     require_regular_file(path, what)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
-    except RecursionError:
-        raise InvalidInput(f"{path}: the {what} is nested too deeply to read; the file is corrupt") from None
-    except ValueError as exc:  # not UTF-8, not JSON, or an integer past Python's digit limit
-        raise InvalidInput(f"{path}: the {what} is not valid JSON ({_json_why(exc)})") from None
+    return _parse_json(path, raw, what)
 
 
 def _resolve(path: Path) -> tuple[list[Path], Path | None, Path, bool]:
