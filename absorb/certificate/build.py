@@ -603,17 +603,29 @@ def _gated_skeleton_argument(bd: BlockDecision) -> dict[str, Any]:
     }
 
 
-def _canonical_record(bd: BlockDecision, block: Block | None = None) -> dict[str, Any] | None:
+def _canonical_record(bd: BlockDecision, block: Block | None = None, *, width: int | None = None,
+                      verdict: str | None = None) -> dict[str, Any] | None:
     """What the checker needs for a canonical-form verdict (docs/degenerate.md): the exact
     canonical form, the chosen (B, δ) with its width, and for ``absorbable`` the constructed
     block in exact rationals (its float64 rounding is the recorded witness block). ``block``
     (default the decided block) is the one whose canonical form decides: for a skeleton
-    verdict, the bias-free ReLU skeleton."""
+    verdict, the bias-free ReLU skeleton. ``width`` (default n) and ``verdict`` (default the
+    decision's): the question at another width (``absorb check --width``)."""
+    return canonical_parts(bd, block, width=width, verdict=verdict)[0]
+
+
+def canonical_parts(bd: BlockDecision, block: Block | None = None, *, width: int | None = None,
+                    verdict: str | None = None) -> tuple[dict[str, Any] | None, Any]:
+    """:func:`_canonical_record` and the canonical-form decision it records (its witness block)."""
     from absorb.engine.degenerate import construct, decide_degenerate
 
-    dd = decide_degenerate(bd.block if block is None else block, tol=bd.tolerance)
+    dd = decide_degenerate(bd.block if block is None else block, tol=bd.tolerance, width=width)
+    return _canonical_from(bd, dd, verdict, construct), dd
+
+
+def _canonical_from(bd: BlockDecision, dd: Any, verdict: str | None, construct: Any) -> dict[str, Any] | None:
     cf, out = dd.canonical, dd.outcome
-    if cf is None or out is None or dd.verdict != bd.verdict:
+    if cf is None or out is None or dd.verdict.value != (bd.verdict.value if verdict is None else verdict):
         return None
     q = lambda v: str(v)  # noqa: E731  (Fraction → "p/q", read back exactly with Fraction(str))
     rec: dict[str, Any] = {
@@ -624,7 +636,7 @@ def _canonical_record(bd: BlockDecision, block: Block | None = None) -> dict[str
         "dead_units": list(cf.dead),
         "inactive_lines": [list(g) for g in cf.inactive],
     }
-    if dd.verdict.value == "absorbable" and out.status != "found":
+    if dd.verdict.value == "absorbable" and out.status not in ("found", "fits"):
         # absorbable within the tolerance, not exactly: the choice whose linear part is within
         # τ·‖M‖_F of the rank it is allowed (the checker re-derives the distance and builds its
         # own block); no exact choice or minimum is claimed
@@ -638,7 +650,7 @@ def _canonical_record(bd: BlockDecision, block: Block | None = None) -> dict[str
     if out.best is not None:
         ch = out.best
         rec["choice"] = {"B": list(ch.B), "delta": list(ch.delta), "rank": ch.rank, "width": ch.value}
-        if out.status == "found":
+        if out.status == "found" or out.status == "fits" and dd.verdict.value == "absorbable":
             up, down = construct(cf, ch, dd.width)
             rec["witness_exact"] = {
                 "W_up": [[q(v) for v in row] for row in up],

@@ -102,10 +102,12 @@ def run(args: argparse.Namespace) -> int:
         fields = [width_fields(bd.block, width=args.width, min_width=args.min_width, tol=args.tol, seed=args.seed, decision=bd) for bd in dec.blocks]
     if args.certificate:  # certificates work: written atomically before any output
         from absorb.certificate import write_certificate
-        write_certificate(dec, model, args.certificate, seed=args.seed, activation=args.activation, method=args.method, timeout=args.timeout)
-        if fields and verbosity(args) >= 1:
-            sys.stderr.write(f"note: {args.certificate} certifies the verdict at each block's own width n; the --width/--min-width "
-                             "answers are not in it (absorb verify does not check them)\n")
+        entries = None
+        if fields:  # the width answers with their evidence, re-derived by absorb verify (docs/min-width.md)
+            from absorb.certificate._width import width_entries
+            entries = width_entries(dec, fields, seed=args.seed)
+        write_certificate(dec, model, args.certificate, seed=args.seed, activation=args.activation, method=args.method, timeout=args.timeout,
+                          entries=entries)
     _print_decision(args, dec, fields)
     if args.width is not None:
         return EXIT_UNKNOWN if any(f["width"]["verdict"] == Verdict.UNKNOWN.value for f in fields) else EXIT_OK

@@ -160,6 +160,7 @@ from absorb.verify._weights import (  # noqa: F401
     _skip_nonzero,
     _value_expr,
 )
+from absorb.verify._width import check_widths
 
 _Outcome = tuple[str, "Block | None", float]
 """What a per-theorem check returns: the verdict its evidence supports, the witness rebuilt
@@ -439,6 +440,7 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
     results = []
     for b, blk in zip(entries, blocks):
         verdict, witness = check_block(ctx, b, blk)
+        check_widths(ctx, b, blk, verdict, witness)  # (absorb check --width/--min-width: docs/min-width.md)
         results.append((verdict, None if structure == "collection" else witness))  # (stacks need the witnesses)
         del blk, witness
     verdicts = [v for v, _ in results]
