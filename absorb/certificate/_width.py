@@ -81,10 +81,14 @@ def min_width_record(bd: BlockDecision, detail: dict[str, Any], *, tol: float, s
     if detail.get("exists") is False:
         return rec
     up, lo = detail.get("upper"), detail.get("lower")
-    if isinstance(up, int):
-        rec["upper_claim"] = _claim(bd, up, tol, seed)
-    if isinstance(lo, int) and lo > 1:
-        rec["lower_claim"] = _claim(bd, lo - 1, tol, seed)
+    if isinstance(up, int):  # a width with a witness: the main decision's, else the canonical form's at that width
+        claim = width_record(bd, up, Verdict.ABSORBABLE.value, Theorem.NONE.value)
+        if claim["route"] != "none":
+            rec["upper_claim"] = claim
+    if isinstance(lo, int) and lo > 1:  # the width below the bound, proved impossible
+        claim = _claim(bd, lo - 1, tol, seed)
+        if claim["verdict"] == Verdict.NOT_ABSORBABLE.value and claim["route"] != "none":
+            rec["lower_claim"] = claim
     return rec
 
 

@@ -1,0 +1,207 @@
+"""Certified width answers: ``absorb check --width N --min-width --certificate C.json`` records each
+block's width and minimal-width answers with their evidence, and ``absorb verify`` re-derives each
+by its own route (absorb/verify/_width.py; docs/min-width.md, docs/certificates.md)."""
+
+from __future__ import annotations
+
+import copy
+import glob
+import json
+from pathlib import Path
+
+import pytest
+
+from absorb.cli import main
+from absorb.io import load
+from absorb.verify import checker
+
+CE = Path("counterexamples")
+
+
+def _cert(tmp_path: Path, path: Path | str, *args: str) -> dict:
+    out = tmp_path / "c.json"
+    assert main(["check", str(path), "-q", "--certificate", str(out), *args]) in (0, 3)
+    return json.loads(out.read_text())
+
+
+def _verify(doc: dict, path: Path | str) -> checker.Report:
+    return checker.verify_certificate(doc, load(str(path)))
+
+
+def _width_failures(rep: checker.Report) -> list[str]:
+    return [f"{f.where}: {f.claim} ({f.detail})" for f in rep.failures if "width" in f.where]
+
+
+def _honest(rep: checker.Report) -> None:
+    assert rep.accepted and not rep.not_rechecked, [f.to_json() for f in rep.failures + rep.not_rechecked]
+    assert any("width" in f.where for f in rep.findings)
+
+
+def _rejected(doc: dict, path: Path | str) -> list[str]:
+    rep = _verify(doc, path)
+    fails = _width_failures(rep)
+    assert not rep.accepted and fails, [f.to_json() for f in rep.failures]
+    return fails
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory) -> dict[str, dict]:
+    """Honest certificates, one per route (each a few hundred ms to make)."""
+    t = tmp_path_factory.mktemp("wcert")
+    made = {}
+    for key, path, args in [
+        ("relu_1", CE / "planted_relu.npz", ("--width", "1", "--min-width")),  # canonical form: not absorbable; min width 6
+        ("relu_7", CE / "planted_relu.npz", ("--width", "7")),  # the main witness (6 units) and a dead unit
+        ("relu_1_biases", CE / "planted_relu.npz", ("--width", "1", "--allow-biases")),  # the skeleton
+        ("dead_4", CE / "dead_unit.npz", ("--width", "4", "--min-width")),  # the canonical form's exact witness; min width 4
+        ("dead_2", CE / "dead_unit.npz", ("--width", "2")),  # the main proof at n = 3
+        ("bounded_5", CE / "gpt_oss_expert.npz", ("--width", "5", "--min-width")),  # width-independent: no width works
+        ("leaky_1", CE / "leaky_relu_generic.npz", ("--width", "1",)),
+    ]:
+        made[key] = (_cert(t, path, *args), path)
+    return made
+
+
+@pytest.mark.parametrize("key, route, verdict", [
+    ("relu_1", "canonical-form", "not_absorbable"), ("relu_7", "main-witness", "absorbable"),
+    ("relu_1_biases", "skeleton", "not_absorbable"), ("dead_4", "canonical-form", "absorbable"),
+    ("dead_2", "main-proof", "not_absorbable"), ("bounded_5", "every-width", "not_absorbable"),
+    ("leaky_1", "main-proof", "not_absorbable"),
+])
+def test_honest_certificates_verify(certs, key, route, verdict) -> None:
+    doc, path = certs[key]
+    w = doc["blocks"][0]["width"]
+    assert (w["route"], w["verdict"]) == (route, verdict)
+    _honest(_verify(doc, path))
+
+
+def test_min_width_records(certs) -> None:
+    mw = certs["relu_1"][0]["blocks"][0]["min_width"]
+    assert (mw["value"], mw["lower"], mw["upper"]) == (6, 6, 6)
+    assert mw["upper_claim"]["asked"] == 6 and mw["upper_claim"]["route"] == "main-witness"
+    assert mw["lower_claim"]["asked"] == 5 and mw["lower_claim"]["verdict"] == "not_absorbable"
+    mw = certs["dead_4"][0]["blocks"][0]["min_width"]
+    assert mw["value"] == 4 and mw["upper_claim"]["route"] == "canonical-form"
+    mw = certs["bounded_5"][0]["blocks"][0]["min_width"]
+    assert mw["exists"] is False and "upper_claim" not in mw
+
+
+def _tamper(certs, key: str, edit) -> list[str]:
+    doc, path = certs[key]
+    doc = copy.deepcopy(doc)
+    edit(doc["blocks"][0])
+    return _rejected(doc, path)
+
+
+def test_changed_width_is_rejected(certs) -> None:
+    def asked(v):
+        return lambda b: b["width"].update(asked=v)
+    assert any("dead units" in f for f in _tamper(certs, "relu_7", asked(8)))
+    _tamper(certs, "relu_1", asked(6))  # 6 units suffice (within the tolerance: the planted block is rounded)
+    assert any("≤ n" in f for f in _tamper(certs, "dead_2", asked(4)))  # the main proof covers widths up to n only
+    _tamper(certs, "relu_1_biases", asked(6))
+
+
+def test_changed_witness_is_rejected(certs) -> None:
+    def entry(b):
+        wx = b["width"]["canonical_form"]["witness_exact"]
+        wx["W_up"][0][0] = str(float(wx["W_up"][0][0]) + 1)
+
+    def drop_unit(b):
+        wx = b["width"]["canonical_form"]["witness_exact"]
+        wx["W_up"].pop()
+        for row in wx["W_down"]:
+            row.pop()
+
+    def hash_(b):
+        b["width"]["witness"]["block"]["weights"]["W_up"]["sha256"] = "0" * 64
+
+    def choice(b):
+        b["width"]["canonical_form"]["choice"]["width"] -= 1
+
+    for edit in (entry, drop_unit, hash_, choice):
+        _tamper(certs, "dead_4", edit)
+
+    def fewer(b):
+        b["width"]["witness_width"] = 5
+        b["width"]["dead_units"] = 2
+    assert any("main witness" in f for f in _tamper(certs, "relu_7", fewer))
+
+
+def test_changed_min_width_is_rejected(certs) -> None:
+    edits = [
+        lambda m: m.update(value=5),
+        lambda m: m.update(value=5, lower=5, upper=5),
+        lambda m: m.update(lower=7),
+        lambda m: m.update(value=None, upper=7),
+        lambda m: m.update(theorem="degree"),
+        lambda m: m["lower_claim"].update(verdict="absorbable"),
+        lambda m: m["upper_claim"].update(asked=5, dead_units=-1),
+    ]
+    for edit in edits:
+        _tamper(certs, "relu_1", lambda b, e=edit: e(b["min_width"]))
+    _tamper(certs, "bounded_5", lambda b: b["min_width"].update(exists=True, value=5, lower=5, upper=5))
+
+
+def test_changed_theorem_route_or_verdict_is_rejected(certs) -> None:
+    _tamper(certs, "relu_1", lambda b: b["width"].update(theorem="index-set"))
+    _tamper(certs, "relu_7", lambda b: b["width"].update(theorem="canonical-form"))
+    _tamper(certs, "bounded_5", lambda b: b["width"].update(theorem="degree"))
+    _tamper(certs, "relu_1", lambda b: b["width"].update(route="main-proof"))  # the main verdict is absorbable
+    _tamper(certs, "relu_1", lambda b: b["width"].update(route="every-width"))
+    _tamper(certs, "relu_7", lambda b: b["width"].update(verdict="not_absorbable", route="main-proof"))
+    _tamper(certs, "bounded_5", lambda b: b["width"].update(verdict="absorbable"))
+    # σ = leaky ReLU: its slope at −∞ is not ReLU's, so the skeleton route does not apply
+    assert any("slopes" in f for f in _tamper(certs, "leaky_1", lambda b: b["width"].update(route="skeleton", theorem="skeleton")))
+
+
+def test_changed_class_is_rejected(certs) -> None:
+    """The canonical form's impossibility is about bias-free blocks: with the class widened to
+    biases (the main verdict, absorbable, still checks) the width answer no longer follows."""
+    doc, path = certs["relu_1"]
+    doc = copy.deepcopy(doc)
+    doc["blocks"][0]["class"].update(biases=True, statement=None)
+    doc["class"].update(biases=True, statement=None)
+    doc["theorem"] = doc["blocks"][0]["theorem"]
+    fails = _rejected(doc, path)
+    assert any("bias-free" in f for f in fails)
+
+
+def test_unverifiable_claims_are_not_rechecked(certs) -> None:
+    doc, path = certs["relu_7"]
+    doc = copy.deepcopy(doc)
+    doc["blocks"][0]["width"]["extra"] = 1
+    rep = _verify(doc, path)
+    assert rep.accepted and any("extra" in f.detail for f in rep.not_rechecked)
+    doc, path = certs["relu_1"]
+    doc = copy.deepcopy(doc)
+    doc["blocks"][0]["width"].update(route="none", verdict="not_absorbable")
+    del doc["blocks"][0]["min_width"]["lower_claim"]
+    rep = _verify(doc, path)
+    assert rep.accepted and len([f for f in rep.not_rechecked if "width" in f.where]) == 2
+
+
+def test_cli_note_only_for_latex(tmp_path, capsys) -> None:
+    p = CE / "dead_unit.npz"
+    assert main(["check", str(p), "--width", "4", "--certificate", str(tmp_path / "c.json")]) == 0
+    assert "note:" not in capsys.readouterr().err
+    assert main(["check", str(p), "--width", "4", "--certificate", str(tmp_path / "c.tex")]) == 0
+    assert ".json certificate only" in capsys.readouterr().err
+
+
+def _widths(n: int, d: int) -> list[int]:
+    return sorted({k for k in (1, n - 1, n, n + 1, n + 2 * d) if k >= 1})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", sorted(glob.glob("counterexamples/*.npz") + glob.glob("examples/*.npz")))
+def test_every_catalogue_file_verifies(tmp_path, path) -> None:
+    """Honest certificates at widths 1, n − 1, n, n + 1, n + 2d with --min-width, with and without
+    --allow-biases: nothing rejected, nothing left not re-checked."""
+    model = load(path)
+    first = model if hasattr(model, "W_up") else list(getattr(model, "blocks", model))[0]
+    for biases in ((), ("--allow-biases",)):
+        for k in _widths(first.n, first.d):
+            doc = _cert(tmp_path, path, "--width", str(k), "--min-width", *biases)
+            rep = _verify(doc, path)
+            assert rep.accepted and not rep.not_rechecked, (k, biases, [f.to_json() for f in rep.failures + rep.not_rechecked])
