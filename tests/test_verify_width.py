@@ -137,6 +137,7 @@ def test_changed_min_width_is_rejected(certs) -> None:
         lambda m: m.update(theorem="degree"),
         lambda m: m["lower_claim"].update(verdict="absorbable"),
         lambda m: m["upper_claim"].update(asked=5, dead_units=-1),
+        lambda m: m.update(value=None, lower=None),  # a lower bound's record without the bound
     ]
     for edit in edits:
         _tamper(certs, "relu_1", lambda b, e=edit: e(b["min_width"]))

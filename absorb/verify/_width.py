@@ -234,7 +234,8 @@ def _check_min(ctx: _Ctx, w: str, rec: Any, block: Block, main: _Main) -> None:
             check_claim(ctx, w + f" (lower bound {lo})", rec["lower_claim"], block, main, asked=lo - 1, want="not_absorbable")
         elif lo > 1:
             ctx.report.unchecked(w, f"the minimal width is at least {lo}", f"no width record at {lo - 1}")
-    _must(ctx, lo is None or lo > 1 or "lower_claim" not in rec, w, "a lower-bound record comes with a lower bound above 1")
+    _must(ctx, ("lower_claim" not in rec or isinstance(lo, int) and lo > 1) and ("upper_claim" not in rec or up is not None), w,
+          "a bound's record comes with that bound (a lower one above 1)", f"bounds {lo!r}..{up!r}")
     ctx.report.ok(w, "the minimal width " + (f"is {value}" if value is not None else
                                              f"lies in [{lo or 1}, {up if up is not None else '∞'}]") + " (its records checked)")
 
