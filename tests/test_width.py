@@ -142,9 +142,12 @@ def test_cli_fields(tmp_path, capsys) -> None:
     assert blk["min_width"] == 8
     assert main(["check", str(p), "--width", "7"]) == 0
     assert "width 7: NOT_ABSORBABLE" in capsys.readouterr().out
-    # a certificate answers width n only: said on standard error when a width is asked too
+    # a JSON certificate records the width answers too (no note); absorb verify re-derives them
     assert main(["check", str(p), "--width", "8", "--certificate", str(tmp_path / "c.json")]) == 0
-    assert "the --width/--min-width answers are not in it" in capsys.readouterr().err
+    assert "note:" not in capsys.readouterr().err
+    assert json.loads((tmp_path / "c.json").read_text())["blocks"][0]["width"]["asked"] == 8
+    assert main(["verify", str(tmp_path / "c.json"), str(p)]) == 0
+    assert "accepted" in capsys.readouterr().out
     assert main(["check", str(p), "--certificate", str(tmp_path / "d.json")]) == 0
     assert "--width" not in capsys.readouterr().err
 
