@@ -215,6 +215,18 @@ def test_squared_activations_have_two_exact_terms(spec: str, plus, minus) -> Non
     assert asy.quadratic_terms((X + 3)**2, -1) == (1, 6)
 
 
+@pytest.mark.parametrize("text,sign", [
+    ("Max(0,x)**2 + x*sqrt(Abs(x))", 1), ("Max(0,x)**2 + x*sqrt(Abs(x))", -1), ("Max(0,x)**2 + x*log(1 + x**2)", 1),
+    ("x**2 + x*Abs(x)**(1/3)", 1), ("x**2 - 3*x*log(x**2 + 1)**2 + x", -1),
+])
+def test_a_term_between_x_and_x_squared_leaves_no_quadratic_form(text: str, sign: int) -> None:
+    """x^1.5, x·log x, x^(4/3) lie strictly between x and x²: σ is then no α x² + β x + o(x),
+    whatever the coefficients of x² and x are (they were read off and the term dropped, and a
+    skeleton proof rested on the false form)."""
+    e = get_activation("expr:" + text).expr
+    assert asy.quadratic_terms(e, sign) is None
+
+
 def test_leading_term_gives_growth_class() -> None:
     c, sc = asy.leading(X**3 / (1 + X**2), 1)
     assert c == 1 and sc == asy.Scale((), sp.Integer(1), sp.Integer(0))

@@ -35,6 +35,15 @@ def test_other_activations_are_not(act: str) -> None:
     assert not growth.quadratic_skeleton(get_activation(act)).proved
 
 
+@pytest.mark.parametrize("act", ["expr:Max(0,x)**2 + x*sqrt(Abs(x))", "expr:Max(0,x)**2 + x*log(1 + x**2)"])
+def test_a_term_between_z_and_z_squared_is_no_skeleton(act: str) -> None:
+    """σ(z) − z² = z^1.5 (or z·log z) at +∞ is no βz + o(z): the skeleton's hypothesis fails,
+    so a generic block is not called not_absorbable by it."""
+    assert not growth.quadratic_skeleton(get_activation(act)).proved
+    dec = decide_block(_generic(0, 2, 5, act, biases=True))
+    assert dec.theorem is not Theorem.SKELETON2, dec.reason
+
+
 def _planted(act: str = "relu2", *, biases: bool = True) -> Block:
     """d = 2: units e1, e2, (1,1), (1,−1) with w, w, −w/2, −w/2 cancel in (Q) (S = {0,1,2,3}),
     two generic units, and M from (L): M = −2Σ_S c_i w_i u_iᵀ (dyadic: exact in float64)."""

@@ -665,11 +665,14 @@ def leading(e: sp.Expr, sign: int) -> tuple[sp.Expr, Scale] | None:
 
 def quadratic_terms(e: sp.Expr, sign: int) -> tuple[sp.Expr, sp.Expr] | None:
     """(α, β) with σ(x) = α x² + β x + o(x) as x → sign·∞, when the rules prove such a form
-    (nothing above x², the remainder below x); None otherwise. For GELU², SiLU², softplus²."""
+    (nothing above x², nothing strictly between x and x², the remainder below x); None
+    otherwise. For GELU², SiLU², softplus²."""
     try:
         f = expand(at_infinity(e, sign))
         s2, s1 = Scale((), sp.Integer(2), sp.Integer(0)), Scale((), sp.Integer(1), sp.Integer(0))
         if f.terms and cmp(f.terms[0][1], s2) > 0:
+            return None
+        if any(cmp(sc, s1) > 0 and cmp(sc, s2) < 0 for _c, sc in f.terms):  # s^1.5, s·log s: no such form
             return None
         if f.rem is not None and cmp(f.rem, s1) >= 0:
             return None
