@@ -32,13 +32,18 @@ D, N = 3, 8
 class _G:
     """A graph under construction: nodes, initializers, fresh names."""
 
-    def __init__(self) -> None:
+    def __init__(self, dtype: int = TensorProto.FLOAT) -> None:
         self.nodes: list = []
         self.inits: list = []
         self.k = 0
+        self.dtype = dtype  # FLOAT, FLOAT16 or BFLOAT16: initializers and the graph's input and output
 
     def init(self, name: str, arr: np.ndarray) -> str:
-        self.inits.append(numpy_helper.from_array(np.asarray(arr, dtype=np.float32), name))
+        arr = np.asarray(arr, dtype=np.float64)
+        if self.dtype == TensorProto.BFLOAT16:  # (numpy has no bfloat16: onnx rounds the floats to it)
+            self.inits.append(helper.make_tensor(name, self.dtype, arr.shape, arr.ravel().tolist()))
+        else:
+            self.inits.append(numpy_helper.from_array(arr.astype(np.float16 if self.dtype == TensorProto.FLOAT16 else np.float32), name))
         return name
 
     def op(self, op: str, inputs: list[str], name: str, **attrs: object) -> str:
@@ -52,8 +57,8 @@ class _G:
         return self.init(f"c{self.k}", np.array(value, dtype=np.float32))
 
     def save(self, path: Path, x: str, y: str) -> Path:
-        graph = helper.make_graph(self.nodes, "g", [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["b", D])],
-                                  [helper.make_tensor_value_info(y, TensorProto.FLOAT, ["b", D])], self.inits)
+        graph = helper.make_graph(self.nodes, "g", [helper.make_tensor_value_info(x, self.dtype, ["b", D])],
+                                  [helper.make_tensor_value_info(y, self.dtype, ["b", D])], self.inits)
         onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
         return path
 
@@ -319,3 +324,71 @@ def test_a_name_defined_twice_is_refused_not_read_either_way(tmp_path: Path) -> 
         f = tmp_path / f"dup{k}.onnx"
         onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(f))
         _assert_one_line_exit2(run_cli(str(f)), "is defined twice")
+
+
+@pytest.mark.filterwarnings("ignore")  # torch.onnx's TorchScript exporter is deprecated
+def test_float16_and_bfloat16_exports_of_gelu_forms_are_named(tmp_path: Path) -> None:
+    """torch.onnx.export of a float16 or bfloat16 module stores the decomposition's constants in
+    that dtype (1/√2 → 0.70703125): GELU, tanh-GELU and quick-GELU are named, with every weight as
+    the module holds it."""
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+
+    class QuickGELU(nn.Module):
+        def forward(self, x):
+            return x * torch.sigmoid(1.702 * x)
+
+    class MLP(nn.Module):
+        def __init__(self, act: nn.Module) -> None:
+            super().__init__()
+            self.fc1, self.fc2, self.act = nn.Linear(D, N), nn.Linear(N, D), act
+
+        def forward(self, x):
+            return x + self.fc2(self.act(self.fc1(x)))
+
+    for dt in (torch.float16, torch.bfloat16):
+        for name, act in (("gelu", nn.GELU()), ("gelu_tanh", nn.GELU(approximate="tanh")), ("quick_gelu", QuickGELU())):
+            torch.manual_seed(0)
+            mod, f = MLP(act).to(dt).eval(), tmp_path / f"{name}.onnx"
+            try:
+                torch.onnx.export(mod, (torch.randn(2, D, dtype=dt),), str(f), opset_version=17, dynamo=False)
+            except Exception as exc:  # noqa: BLE001 - an exporter this torch build lacks
+                pytest.skip(f"torch.onnx.export unavailable: {exc}")
+            ck = open_checkpoint(f)
+            assert [s.activation for s in ck.specs] == [name], (dt, name)
+            blk = next(iter(ck.blocks()))
+            assert np.array_equal(blk.W_up, mod.fc1.weight.detach().float().numpy().astype(np.float64))
+            assert np.array_equal(blk.W_down, mod.fc2.weight.detach().float().numpy().astype(np.float64))
+
+
+def _erf_gelu_onnx(path: Path, dtype: int, *, scale: float, op: str = "Div", half: float = 0.5) -> Path:
+    """x + W2 · (z · half · (1 + erf(z op scale))), z = W1 x, every constant stored in ``dtype``."""
+    rng = np.random.default_rng(4)
+    g = _G(dtype)
+    z = g.op("MatMul", ["x", g.init("W1", rng.standard_normal((D, N)))], "/m/fc1/MatMul")
+    e = g.op("Erf", [g.op(op, [z, g.const(scale)], "/m/act/Div")], "/m/act/Erf")
+    h = g.op("Mul", [g.op("Mul", [z, g.op("Add", [e, g.const(1.0)], "/m/act/Add")], "/m/act/Mul"), g.const(half)], "/m/act/Mul_1")
+    y = g.op("MatMul", [h, g.init("W2", rng.standard_normal((N, D)))], "/m/fc2/MatMul")
+    return g.save(path, "x", g.op("Add", ["x", y], "/m/Add"))
+
+
+def test_rounded_constants_are_allowed_only_as_the_graphs_own_rounding(tmp_path: Path) -> None:
+    """A float16/bfloat16 graph is GELU when some constants that round to its stored ones make it
+    GELU (√2 stored as 1.4140625); a constant one ulp or more off the rounding of √2 or 0.5 is
+    not GELU, and a float32 graph gets no float16 room (its √2 rounded to float16 is refused)."""
+    F32, F16, BF16 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16
+    named = [(F32, 1.4142135381698608, "Div", 0.5), (F32, 0.7071067690849304, "Mul", 0.5),
+             (F16, 2 ** 0.5, "Div", 0.5), (F16, 0.5 ** 0.5, "Mul", 0.5), (BF16, 2 ** 0.5, "Div", 0.5), (BF16, 0.5 ** 0.5, "Mul", 0.5)]
+    refused = [(F32, 1.4140625, "Div", 0.5),  # √2 rounded to float16, in a float32 graph
+               (F32, 0.70, "Mul", 0.5), (F16, 0.70, "Mul", 0.5), (BF16, 0.70, "Mul", 0.5),  # near misses of 1/√2
+               (F16, 1.4140625 + 2 ** -10, "Div", 0.5), (F16, 1.4140625 - 2 ** -10, "Div", 0.5),  # one float16 ulp off
+               (BF16, 1.4140625 + 2 ** -7, "Div", 0.5), (BF16, 1.4140625 - 2 ** -7, "Div", 0.5),  # one bfloat16 ulp off
+               (F16, 2 ** 0.5, "Div", 0.5 + 2 ** -11), (BF16, 2 ** 0.5, "Div", 0.5 - 2 ** -9)]  # 0.5 one ulp off
+    for k, (dtype, scale, op, half) in enumerate(named + refused):
+        f = _erf_gelu_onnx(tmp_path / f"g{k}.onnx", dtype, scale=scale, op=op, half=half)
+        if k < len(named):
+            assert [s.activation for s in open_checkpoint(f).specs] == ["gelu"], (dtype, scale, op, half)
+        else:
+            with pytest.raises(InvalidInput, match=r"the activation after /m/fc1/MatMul \(Add\+Div\+Erf\+Mul\) is not one absorb names"
+                               if op == "Div" else r"\(Add\+Erf\+Mul\) is not one absorb names"):
+                open_checkpoint(f)

@@ -9,8 +9,9 @@ one up projection's output — the activation as a node (``Relu``, ``Gelu``, ``S
 both reading the same input. The activation is named only when the subgraph's operations
 are those of a registered activation (each non-arithmetic op once, no more nodes than its
 forms have) **and** its values agree with it (relative 2e-7, the rounding of float32
-constants, on [-12, 12] and at ±10^k up to 10^300); otherwise the block is refused naming
-the ops.
+constants, on [-12, 12] and at ±10^k up to 10^300) — with the constants as stored or, for
+float16/bfloat16 constants, with some reals that round to them (each within half an ulp);
+otherwise the block is refused naming the ops.
 
 The skip is read from the graph: the ``Add`` that adds the block's output to a linear map of
 the block's input — the input itself (M = I), a scalar multiple (``Mul`` by a constant: M = c·I)
@@ -60,6 +61,9 @@ _FORMS: dict[frozenset[str], tuple[str, ...]] = {
 # beyond those is refused, whatever the values at the sample points (a term vanishing there is possible)
 _MOST_NODES = {"relu": 1, "relu2": 2, "leaky_relu": 1, "tanh": 1, "sigmoid": 1, "silu": 3, "quick_gelu": 3, "softplus": 3,
                "gelu": 5, "gelu_tanh": 9}
+# float16 and bfloat16 constants: (significand bits p with the implicit one, least normal exponent); a real c rounds to
+# the stored value ĉ when |c − ĉ| ≤ half an ulp of ĉ, 2^(e − p) for 2^e ≤ |ĉ| < 2^(e+1) (half that below a power of two)
+_NARROW = {10: (11, -14), 16: (8, -126)}
 _QUANT_OPS = frozenset({"QLinearMatMul", "MatMulInteger", "DequantizeLinear", "QuantizeLinear", "MatMulNBits",
                         "DynamicQuantizeLinear", "QGemm"})
 
@@ -86,6 +90,7 @@ class _Graph:
         self.producer: dict[str, Any] = {}
         self.consumers: dict[str, list[Any]] = {}
         self.consts: dict[str, np.ndarray] = {}
+        self.const_type: dict[str, int] = {t.name: t.data_type for t in graph.initializer}  # ONNX TensorProto type
         for node in graph.node:
             for o in node.output:
                 self.producer[o] = node
@@ -95,8 +100,10 @@ class _Graph:
                 for a in node.attribute:
                     if a.name == "value":
                         self.consts[node.output[0]] = numpy_helper.to_array(a.t)
+                        self.const_type[node.output[0]] = a.t.data_type
                     elif a.name == "value_float":
                         self.consts[node.output[0]] = np.array(a.f)
+                        self.const_type[node.output[0]] = 1
 
     def _names_defined_once(self, graph: Any) -> None:
         """Bad input when a value's name is defined twice (two initializers, an initializer and a
@@ -213,7 +220,9 @@ class _Graph:
             out |= sub
         return out
 
-    def evaluate(self, name: str, leaf: str, z: np.ndarray, memo: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    def evaluate(self, name: str, leaf: str, z: np.ndarray, memo: dict[str, np.ndarray] | None = None,
+                 subst: Mapping[str, float] | None = None) -> np.ndarray:
+        """The subgraph ``leaf → name`` at ``z`` in float64, with the constants in ``subst`` replaced by those values."""
         from scipy.special import erf
 
         memo = {} if memo is None else memo
@@ -221,12 +230,14 @@ class _Graph:
             return z
         if name in memo:
             return memo[name]
+        if subst is not None and name in subst:
+            return np.float64(subst[name])
         if self.is_const(name):
             c = self.const(name)
             assert c is not None
             return np.float64(c.reshape(()).astype(np.float64))
         node = self.producer[name]
-        args = [self.evaluate(i, leaf, z, memo) for i in node.input if i]
+        args = [self.evaluate(i, leaf, z, memo, subst) for i in node.input if i]
         op = node.op_type
         ops: dict[str, Callable[..., np.ndarray]] = {
             "Relu": lambda a: np.maximum(a, 0.0), "Sigmoid": lambda a: 1 / (1 + np.exp(-a)), "Tanh": np.tanh, "Erf": erf,
@@ -250,7 +261,9 @@ class _Graph:
         each once (``Relu(z) + Relu(z − 1000)`` is no ReLU, though equal to it near 0), and no more
         nodes than the activation's forms have (:data:`_MOST_NODES`: ``Relu(z) + (z/13)^400`` is no
         ReLU either); its values agree with the activation's on [−12, 12] and at ±10^k, k = −3…300,
-        wherever both are finite there (a naive exp overflows past ~709), to a relative 2·10⁻⁷."""
+        wherever both are finite there (a naive exp overflows past ~709), to a relative 2·10⁻⁷ —
+        with the constants as stored, or, for constants stored in float16 or bfloat16, with some
+        real constants each of which rounds to the stored one (:meth:`_unrounded`)."""
         kinds = [n.op_type for n in nodes if n.op_type not in _ARITH]
         size = sum(n.op_type not in ("Identity", "Cast") for n in nodes)
         cands = _FORMS.get(frozenset(kinds), ()) if len(kinds) == len(set(kinds)) else ()
@@ -259,21 +272,88 @@ class _Graph:
             cands = ()  # a Cast to an integer or bool type truncates: read as "no change" it would hide a step function
         if not cands:
             return None
-        near = np.linspace(-12.0, 12.0, 4801)
-        far = np.concatenate([-np.logspace(-3, 300, 304), np.logspace(-3, 300, 304)])
-        with np.errstate(all="ignore"):
-            got = np.broadcast_to(self.evaluate(out, leaf, near), near.shape)
-            got_far = np.broadcast_to(self.evaluate(out, leaf, far), far.shape)
-            for cand in cands:
-                fn = get_activation(cand).np_fn
-                want, want_far = fn(near), fn(far)
-                both = np.isfinite(got_far) & np.isfinite(want_far)
-                if (np.all(np.isfinite(got)) and np.all(np.abs(got - want) <= 2e-7 * (1 + np.abs(want)))
-                        and not np.any(np.isnan(got_far))
-                        and np.all(np.abs(got_far[both] - want_far[both]) <= 2e-7 * (1 + np.abs(want_far[both])))):
-                    ops = "+".join(sorted({n.op_type for n in nodes}))
-                    return cand, ops
+        pts = np.concatenate([np.linspace(-12.0, 12.0, 4801), -np.logspace(-3, 300, 304), np.logspace(-3, 300, 304)])
+        near = np.arange(pts.size) < 4801
+        narrow = sorted({i for n in nodes for i in n.input if i and self.is_const(i) and self.const_type.get(i) in _NARROW})
+        for cand in cands:
+            with np.errstate(all="ignore"):
+                want = get_activation(cand).np_fn(pts)
+            if self._agrees(out, leaf, pts, near, want, None) or (
+                    narrow and self._agrees(out, leaf, pts, near, want, self._unrounded(out, leaf, narrow, pts, want))):
+                return cand, "+".join(sorted({n.op_type for n in nodes}))
         return None
+
+    def _agrees(self, out: str, leaf: str, pts: np.ndarray, near: np.ndarray, want: np.ndarray,
+                subst: Mapping[str, float] | None) -> bool:
+        """The subgraph (its constants replaced as ``subst`` says) is ``want`` to a relative 2·10⁻⁷:
+        finite on [−12, 12], no NaN at the far scales, equal wherever both are finite."""
+        with np.errstate(all="ignore"):
+            got = np.broadcast_to(self.evaluate(out, leaf, pts, subst=subst), pts.shape)
+            both = np.isfinite(got) & np.isfinite(want)
+            return bool(np.all(np.isfinite(got[near])) and not np.any(np.isnan(got))
+                        and np.all(np.abs(got[both] - want[both]) <= 2e-7 * (1 + np.abs(want[both])))
+                        and np.all(both[near]))
+
+    def _unrounded(self, out: str, leaf: str, names: list[str], pts: np.ndarray, want: np.ndarray) -> dict[str, float]:
+        """Constants c_i within the rounding of the float16/bfloat16 constants ``names`` that bring
+        the subgraph closest to ``want`` (bounded least squares, Gauss–Newton from the stored ĉ_i).
+
+        An exporter stores the constants of an activation's decomposition in the graph's dtype
+        (1/√2 as 0.70703125 in float16), so the graph computes σ with each c_i rounded to ĉ_i:
+        |c_i − ĉ_i| ≤ half an ulp of ĉ_i, 2^(e − p) for 2^e ≤ |ĉ_i| < 2^(e+1) (half that below a
+        power of two), at most |ĉ_i|·2⁻¹¹ in float16 and |ĉ_i|·2⁻⁸ in bfloat16; that moves the
+        value by about |∂g/∂c_i|·|c_i|·2^-p (|c·σ'|·2^-p for a scale inside σ), up to ~10⁻³
+        relative in float16, far above the 2·10⁻⁷ a float32 graph is allowed. The caller names σ
+        only when the graph with the constants found here agrees with σ to that same 2·10⁻⁷:
+        every constant stays inside its own rounding interval, so a constant one ulp or more off
+        (0.70 for 1/√2, or 0.7109375 in bfloat16) is refused unless another constant's rounding
+        makes up for it exactly, and float32/float64 constants are never moved."""
+        from scipy.optimize import lsq_linear
+
+        stored: dict[str, float] = {}
+        lo: list[float] = []
+        hi: list[float] = []
+        for name in names:
+            p, emin = _NARROW[self.const_type[name]]
+            c_arr = self.const(name)
+            assert c_arr is not None
+            c = float(c_arr.reshape(()).astype(np.float64))
+            if not np.isfinite(c):
+                continue
+            e = max(int(np.frexp(c)[1]) - 1, emin) if c != 0.0 else emin
+            up = 2.0 ** (e - p)
+            down = up / 2 if c != 0.0 and abs(c) == 2.0 ** e and e > emin else up
+            stored[name] = c
+            lo.append(c - (down if c >= 0 else up))
+            hi.append(c + (up if c >= 0 else down))
+        cur = dict(stored)
+        keys = list(stored)
+        if not keys:
+            return cur
+        lo_a, hi_a = np.array(lo), np.array(hi)
+        w = 1 + np.abs(pts) + np.abs(want)  # (the fit only searches: rows scaled so that none overflows its squares)
+        with np.errstate(all="ignore"):
+            for _ in range(4):
+                got = np.broadcast_to(self.evaluate(out, leaf, pts, subst=cur), pts.shape)
+                cols = []
+                for k, name in enumerate(keys):
+                    step = (hi_a[k] - lo_a[k]) / 64
+                    plus = np.broadcast_to(self.evaluate(out, leaf, pts, subst={**cur, name: cur[name] + step}), pts.shape)
+                    minus = np.broadcast_to(self.evaluate(out, leaf, pts, subst={**cur, name: cur[name] - step}), pts.shape)
+                    cols.append((plus - minus) / (2 * step) / w)
+                J = np.stack(cols, axis=1)
+                r = (want - got) / w
+                ok = np.isfinite(r) & np.all(np.isfinite(J), axis=1)
+                if not np.any(ok):
+                    break
+                x = np.array([cur[k] for k in keys])
+                step_lo, step_hi = lo_a - x, hi_a - x
+                fixed = step_hi - step_lo <= 0  # (a zero-width interval cannot happen, but lsq_linear needs lo < hi)
+                step_hi = np.where(fixed, step_lo + 1e-300, step_hi)
+                dx = lsq_linear(J[ok], r[ok], bounds=(step_lo, step_hi)).x
+                x = np.clip(x + dx, lo_a, hi_a)
+                cur = {k: float(v) for k, v in zip(keys, x)}
+        return cur
 
 
 def _common(names: list[str], sep: str) -> str:
