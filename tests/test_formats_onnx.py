@@ -392,3 +392,91 @@ def test_rounded_constants_are_allowed_only_as_the_graphs_own_rounding(tmp_path:
             with pytest.raises(InvalidInput, match=r"the activation after /m/fc1/MatMul \(Add\+Div\+Erf\+Mul\) is not one absorb names"
                                if op == "Div" else r"\(Add\+Erf\+Mul\) is not one absorb names"):
                 open_checkpoint(f)
+
+
+@pytest.mark.filterwarnings("ignore")  # torch.onnx's TorchScript exporter is deprecated
+def test_weights_read_through_a_transpose_as_when_folded(tmp_path: Path) -> None:
+    """Bias-free nn.Linear exported without constant folding is MatMul(x, Transpose(W)): SwiGLU,
+    GeGLU and bias-free ungated blocks are found in every dtype, with the same blocks, weights and
+    verdicts as the constant-folded export (which stores Wᵀ as an initializer)."""
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+
+    class Gated(nn.Module):
+        def __init__(self, act) -> None:
+            super().__init__()
+            self.gate_proj, self.up_proj = nn.Linear(D, N, bias=False), nn.Linear(D, N, bias=False)
+            self.down_proj, self.act = nn.Linear(N, D, bias=False), act
+
+        def forward(self, x):
+            return x + self.down_proj(self.act(self.gate_proj(x)) * self.up_proj(x))
+
+    class Plain(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.up_proj, self.down_proj = nn.Linear(D, N, bias=False), nn.Linear(N, D, bias=False)
+
+        def forward(self, x):
+            return x + self.down_proj(torch.relu(self.up_proj(x)))
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = nn.ModuleList([Gated(nn.SiLU()), Gated(nn.GELU()), Plain()])
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    for dt in (torch.float32, torch.float16, torch.bfloat16):
+        torch.manual_seed(1)
+        net = Net().to(dt).eval()
+        read = []
+        for fold in (True, False):
+            f = tmp_path / f"{fold}.onnx"
+            try:
+                torch.onnx.export(net, (torch.randn(2, D, dtype=dt),), str(f), opset_version=17, dynamo=False,
+                                  do_constant_folding=fold)
+            except Exception as exc:  # noqa: BLE001 - an exporter this torch build lacks
+                pytest.skip(f"torch.onnx.export unavailable: {exc}")
+            if not fold:
+                assert "Transpose" in {n.op_type for n in onnx.load(str(f)).graph.node}
+            ck = open_checkpoint(f)
+            assert [(s.activation, s.gated) for s in ck.specs] == [("silu", True), ("gelu", True), ("relu", False)], (dt, fold)
+            blocks = list(ck.blocks())
+            for blk, mod in zip(blocks, net.layers):
+                assert np.array_equal(blk.W_up, mod.up_proj.weight.detach().float().numpy().astype(np.float64))
+                assert np.array_equal(blk.W_down, mod.down_proj.weight.detach().float().numpy().astype(np.float64))
+                assert blk.skip is None
+            dec = decide_checkpoint(ck, tol=1e-9, timeout=10, seed=0)
+            read.append(([b.verdict for b in dec.blocks], [b.theorem for b in dec.blocks],
+                         [(blk.W_up, blk.W_down, blk.W_gate) for blk in blocks]))
+        assert read[0][:2] == read[1][:2], dt
+        for a, b in zip(read[0][2], read[1][2]):
+            assert all(np.array_equal(u, v) for u, v in zip(a, b) if u is not None) and (a[2] is None) == (b[2] is None)
+
+
+def test_gemm_and_matmul_weights_through_a_transpose(tmp_path: Path) -> None:
+    """MatMul(x, Transpose(W)) and Gemm(x, Transpose(W)) read W as [out, in]; Gemm(x, Transpose(W), transB = 1)
+    as [in, out]; a Transpose with perm [0, 1] (no transpose) or of a non-initializer is no weight."""
+    rng = np.random.default_rng(5)
+    W1, W2 = rng.standard_normal((N, D)).astype(np.float32), rng.standard_normal((D, N)).astype(np.float32)
+    for k, (op1, op2) in enumerate((("MatMul", "Gemm"), ("Gemm", "GemmT"), ("GemmT", "MatMul"))):
+        g = _G()
+
+        def lin(inp: str, W: np.ndarray, op: str, nm: str, g: _G = g) -> str:
+            if op == "GemmT":  # Gemm with transB = 1 of Transpose(W): W stored [in, out]
+                return g.op("Gemm", [inp, g.op("Transpose", [g.init(f"{nm}.w", W.T)], f"/m/{nm}/Transpose")], f"/m/{nm}/Gemm", transB=1)
+            t = g.op("Transpose", [g.init(f"{nm}.w", W)], f"/m/{nm}/Transpose", perm=[1, 0])
+            return g.op(op, [inp, t], f"/m/{nm}/{op}")
+
+        y = lin(_act(g, lin("x", W1, op1, "fc1"), "relu", "/m"), W2, op2, "fc2")
+        f = g.save(tmp_path / f"t{k}.onnx", "x", g.op("Add", ["x", y], "/m/Add"))
+        blk = next(iter(open_checkpoint(f).blocks()))
+        assert np.array_equal(blk.W_up, W1.astype(np.float64)) and np.array_equal(blk.W_down, W2.astype(np.float64)), (op1, op2)
+    g = _G()
+    t = g.op("Transpose", [g.init("fc1.w", W1.T)], "/m/fc1/Transpose", perm=[0, 1])
+    y = g.op("MatMul", [_act(g, g.op("MatMul", ["x", t], "/m/fc1/MatMul"), "relu", "/m"), g.init("fc2.w", W2.T)], "/m/fc2/MatMul")
+    with pytest.raises(InvalidInput, match="no MatMul/Gemm → activation → MatMul/Gemm pattern"):
+        open_checkpoint(g.save(tmp_path / "p01.onnx", "x", g.op("Add", ["x", y], "/m/Add")))

@@ -21,7 +21,9 @@ or there is none, the block is analysed as the isolated block with an identity s
 report says what the graph does instead.
 
 Weights are initializers: ``MatMul(x, W)`` stores W as [in, out] (transposed here to the
-contract's [out, in]); ``Gemm`` with ``transB = 1`` stores [out, in]. Initializers are read
+contract's [out, in]); ``Gemm`` with ``transB = 1`` stores [out, in]; a weight reached through a
+``Transpose`` of a 2-D initializer (perm [1, 0] or none: torch.onnx's bias-free ``nn.Linear``
+without constant folding, ``MatMul(x, Transpose(W))``) is read with the orientation flipped. Initializers are read
 one at a time when a block is read (external data too); an inline-data model's protobuf is
 in memory while the checkpoint is open (the file's size).
 """
@@ -153,22 +155,40 @@ class _Graph:
         return default
 
     # ---- linear maps ----
+    def weight(self, name: str) -> tuple[str, bool] | None:
+        """(initializer, transposed) for a weight operand: a 2-D initializer itself, or read
+        through a ``Transpose`` of one (perm [1, 0], or no perm: reversed, the same on 2-D), as
+        torch.onnx writes a bias-free ``nn.Linear`` without constant folding: MatMul(x, Transpose(W))."""
+        shp = self.shape(name)
+        if shp is not None:
+            return (name, False) if len(shp) == 2 else None
+        node = self.producer.get(name)
+        if node is None or node.op_type != "Transpose" or len(node.input) != 1:
+            return None
+        perm = next((list(a.ints) for a in node.attribute if a.name == "perm"), None)
+        src = self.shape(node.input[0])
+        if src is None or len(src) != 2 or perm not in (None, [1, 0]):
+            return None
+        return node.input[0], True
+
     def _bare(self, node: Any) -> _Linear | None:
-        """MatMul(x, W) or Gemm(x, W[, C]) with W a 2-D initializer."""
+        """MatMul(x, W) or Gemm(x, W[, C]) with W a 2-D initializer (or a Transpose of one)."""
         if node.op_type == "MatMul" and len(node.input) == 2:
             x, w = node.input
-            if self.shape(w) is not None and len(self.shape(w)) == 2 and not self.is_const(x):
-                return _Linear(x, w, False, None, node.output[0], node.name)
+            got = self.weight(w)
+            if got is not None and not self.is_const(x):
+                return _Linear(x, got[0], got[1], None, node.output[0], node.name)
         if node.op_type == "Gemm" and len(node.input) >= 2:
             if self.attr(node, "alpha", 1.0) != 1.0 or self.attr(node, "beta", 1.0) != 1.0 or self.attr(node, "transA", 0):
                 return None
             x, w = node.input[0], node.input[1]
             c = node.input[2] if len(node.input) > 2 and node.input[2] else None
-            if self.shape(w) is not None and len(self.shape(w)) == 2 and not self.is_const(x):
+            got = self.weight(w)
+            if got is not None and not self.is_const(x):
                 bias = c if c is not None and self.shape(c) is not None and len(self.shape(c)) == 1 else None
                 if c is not None and bias is None:
                     return None
-                return _Linear(x, w, bool(self.attr(node, "transB", 0)), bias, node.output[0], node.name)
+                return _Linear(x, got[0], bool(self.attr(node, "transB", 0)) != got[1], bias, node.output[0], node.name)
         return None
 
     def linear_at(self, name: str) -> _Linear | None:
