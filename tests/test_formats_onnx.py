@@ -480,3 +480,76 @@ def test_gemm_and_matmul_weights_through_a_transpose(tmp_path: Path) -> None:
     y = g.op("MatMul", [_act(g, g.op("MatMul", ["x", t], "/m/fc1/MatMul"), "relu", "/m"), g.init("fc2.w", W2.T)], "/m/fc2/MatMul")
     with pytest.raises(InvalidInput, match="no MatMul/Gemm → activation → MatMul/Gemm pattern"):
         open_checkpoint(g.save(tmp_path / "p01.onnx", "x", g.op("Add", ["x", y], "/m/Add")))
+
+
+def _one_block(path: Path, wire, *, act: str = "relu", seed: int = 6) -> tuple[Path, dict[str, np.ndarray]]:
+    """x → wire(g, x, B(x)) for one biased block B; returns the file and B's arrays."""
+    rng = np.random.default_rng(seed)
+    arrs = {"W_up": rng.standard_normal((N, D)), "b_up": rng.standard_normal(N), "W_down": rng.standard_normal((D, N)),
+            "b_down": rng.standard_normal(D)}
+    arrs = {k: v.astype(np.float32).astype(np.float64) for k, v in arrs.items()}
+    g = _G()
+    z = g.op("Add", [g.op("MatMul", ["x", g.init("W1", arrs["W_up"].T)], "/m/fc1/MatMul"), g.init("b1", arrs["b_up"])], "/m/fc1/Add")
+    y = g.op("MatMul", [_act(g, z, act, "/m"), g.init("W2", arrs["W_down"].T)], "/m/fc2/MatMul")
+    y = g.op("Add", [y, g.init("b2", arrs["b_down"])], "/m/fc2/Add")
+    return g.save(path, "x", wire(g, "x", y)), arrs
+
+
+def test_the_skip_is_what_the_graph_adds_in_all(tmp_path: Path) -> None:
+    """2x + B(x) written as Add(Add(x, B), x) or Add(x, Add(x, B)) is the block with skip 2·I (not x + B(x)
+    with the outer Add ignored); x − B(x) is x + B'(x) with B's down projection and bias negated; B(x) − x
+    and B(x) + x·c have skips −I and c·I; LayerScale x + γ ⊙ B(x) scales B's rows. Each verdict and
+    recorded skip is that of the .npz block with those arrays."""
+    gamma = np.array([0.5, -2.0, 0.25], dtype=np.float32)
+    cases = {
+        "add_add_x": (lambda g, x, y: g.op("Add", [g.op("Add", [x, y], "/m/Add"), x], "/m/Add_1"), 2.0, 1.0),
+        "x_add_add": (lambda g, x, y: g.op("Add", [x, g.op("Add", [x, y], "/m/Add")], "/m/Add_1"), 2.0, 1.0),
+        "add_sub_x": (lambda g, x, y: g.op("Sub", [g.op("Add", [y, x], "/m/Add"), g.op("Mul", [x, g.const(3.0)], "/m/Mul")],
+                                           "/m/Sub"), -2.0, 1.0),
+        "x_minus_b": (lambda g, x, y: g.op("Sub", [x, y], "/m/Sub"), 1.0, -1.0),
+        "b_minus_x": (lambda g, x, y: g.op("Sub", [y, x], "/m/Sub"), -1.0, 1.0),
+        "neg_then_add": (lambda g, x, y: g.op("Add", [g.op("Neg", [y], "/m/Neg"), x], "/m/Add"), 1.0, -1.0),
+        "x_times_c": (lambda g, x, y: g.op("Add", [y, g.op("Mul", [g.const(0.5), x], "/m/Mul")], "/m/Add"), 0.5, 1.0),
+        "layer_scale": (lambda g, x, y: g.op("Add", [x, g.op("Mul", [y, g.init("gamma", gamma)], "/m/ls/Mul")], "/m/Add"),
+                        1.0, gamma.astype(np.float64)),
+        "halved": (lambda g, x, y: g.op("Mul", [g.op("Add", [x, y], "/m/Add"), g.const(0.5)], "/m/Mul"), 0.5, 0.5),
+    }
+    for name, (wire, c, scale) in cases.items():
+        f, arrs = _one_block(tmp_path / f"{name}.onnx", wire)
+        ck = open_checkpoint(f)
+        spec, blk = ck.specs[0], next(iter(ck.blocks()))
+        want = dict(arrs, W_down=arrs["W_down"] * np.reshape(scale, (-1, 1)), b_down=arrs["b_down"] * scale)
+        if c != 1.0:
+            want["skip"] = c * np.eye(D)
+        for k, v in want.items():
+            assert np.array_equal(getattr(blk, k), v), (name, k)
+        assert (blk.skip is None) == (c == 1.0), name
+        assert "read from the graph" in spec.residual and "f(x) = " in spec.residual, (name, spec.residual)
+        got = decide_checkpoint(ck, tol=1e-9, timeout=10, seed=0).blocks[0]
+        ref = decide(build_block(want, source="x", activation=get_activation("relu")), tol=1e-9, timeout=10, seed=0)
+        assert (got.verdict, got.theorem) == (ref.verdict, ref.blocks[0].theorem), name
+        assert ("M x + B(x) with the skip M the graph wires" if c != 1.0 else "with the identity skip the graph wires") in \
+            ck.analysed(spec), (name, ck.analysed(spec))
+
+
+def test_residuals_absorb_does_not_read_are_said_not_misread(tmp_path: Path) -> None:
+    """I plus a matrix, a division of the block's output, two scalings, t + t, a residual from another
+    tensor: the block is analysed with its own identity skip and the report says what the graph does."""
+    rng = np.random.default_rng(7)
+    M = rng.standard_normal((D, D))
+    cases = {
+        "i_plus_matrix": (lambda g, x, y: g.op("Add", [g.op("Add", [x, y], "/m/Add"), g.op("MatMul", [x, g.init("S", M)], "/m/S")],
+                                               "/m/Add_1"), "does not read as one"),
+        "divided": (lambda g, x, y: g.op("Add", [x, g.op("Div", [y, g.const(3.0)], "/m/Div")], "/m/Add"), "divides"),
+        "scaled_twice": (lambda g, x, y: g.op("Add", [x, g.op("Mul", [g.op("Mul", [y, g.const(3.0)], "/m/Mul"), g.const(0.5)],
+                                                                 "/m/Mul_1")], "/m/Add"), "again"),
+        "doubled": (lambda g, x, y: g.op("Add", [g.op("Add", [x, y], "/m/Add")] * 2, "/m/Add_1"), "with itself"),
+        "other_tensor": (lambda g, x, y: g.op("Add", [g.op("Relu", [x], "/m/r"), y], "/m/Add"), "not a linear map"),
+        "none": (lambda g, x, y: g.op("Relu", [y], "/m/r"), "adds no residual"),
+    }
+    for name, (wire, says) in cases.items():
+        f, _ = _one_block(tmp_path / f"{name}.onnx", wire)
+        ck = open_checkpoint(f)
+        assert ck.specs[0].skip is None and says in ck.specs[0].residual, (name, ck.specs[0].residual)
+        assert "read from the graph" not in ck.specs[0].residual, name
+        assert "with its own identity skip" in ck.analysed(ck.specs[0]), name

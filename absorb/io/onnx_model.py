@@ -13,12 +13,16 @@ constants, on [-12, 12] and at ±10^k up to 10^300) — with the constants as st
 float16/bfloat16 constants, with some reals that round to them (each within half an ulp);
 otherwise the block is refused naming the ops.
 
-The skip is read from the graph: the ``Add`` that adds the block's output to a linear map of
-the block's input — the input itself (M = I), a scalar multiple (``Mul`` by a constant: M = c·I)
-or a ``MatMul``/``Gemm`` by a d×d initializer (M that matrix) — is the block's skip. When the
-residual ``Add`` adds something else (a pre-norm layer adds the norm's input, not the MLP's),
-or there is none, the block is analysed as the isolated block with an identity skip and the
-report says what the graph does instead.
+The skip is read from the graph: the block's output is followed through the ``Add``/``Sub``
+nodes that add a linear map of the block's input to it — the input itself, a scalar multiple
+(``Mul`` by a constant) or a ``MatMul``/``Gemm`` by a d×d initializer — and through ``Neg`` and
+``Mul`` by a constant (a scalar, or LayerScale's per-channel vector), as long as each result
+feeds only the next; what the last one computes, a·x + s ⊙ B(x) or x M + s ⊙ B(x), is
+f(x) = M x + B(x) with M = a·I or that matrix and B's down projection and bias multiplied by s
+(``Add(Add(x, B(x)), x)`` is 2x + B(x), ``x − B(x)`` has B negated). When nothing adds a linear
+map of the input (a pre-norm layer adds the norm's input, not the MLP's), or the combination is
+one absorb does not read (I plus a matrix, a division), the block is analysed as the isolated
+block with an identity skip and the report says what the graph does instead.
 
 Weights are initializers: ``MatMul(x, W)`` stores W as [in, out] (transposed here to the
 contract's [out, in]); ``Gemm`` with ``transB = 1`` stores [out, in]; a weight reached through a
@@ -68,6 +72,10 @@ _MOST_NODES = {"relu": 1, "relu2": 2, "leaky_relu": 1, "tanh": 1, "sigmoid": 1, 
 _NARROW = {10: (11, -14), 16: (8, -126)}
 _QUANT_OPS = frozenset({"QLinearMatMul", "MatMulInteger", "DequantizeLinear", "QuantizeLinear", "MatMulNBits",
                         "DynamicQuantizeLinear", "QGemm"})
+
+
+# a tensor the blocks read: (initializer, transposed, the scalar c of a skip c·I, a factor (scalar or per row) it is multiplied by)
+_Virtual = tuple[str, bool, "float | None", "np.ndarray | None"]
 
 
 @dataclass(frozen=True)
@@ -396,12 +404,12 @@ def _block_name(nodes: list[str], weights: list[str], k: int) -> str:
 class OnnxSource:
     """Initializers as numpy arrays, oriented [out, in], read one at a time (external data too)."""
 
-    def __init__(self, graph: _Graph, virtual: Mapping[str, tuple[str, bool, float | None]]) -> None:
+    def __init__(self, graph: _Graph, virtual: Mapping[str, _Virtual]) -> None:
         self.graph = graph
-        self.virtual = dict(virtual)  # tensor name → (initializer, transpose, scalar skip c)
+        self.virtual = dict(virtual)  # tensor name → (initializer, transpose, scalar skip c, factor)
 
     def load(self, info: TensorInfo) -> np.ndarray:
-        init, transpose, scalar = self.virtual[info.name]
+        init, transpose, scalar, factor = self.virtual[info.name]
         if scalar is not None:  # the skip c·I
             skip = np.zeros(info.shape)
             np.fill_diagonal(skip, scalar)  # (np.eye·c would put 0·c = nan off the diagonal for c = ±inf)
@@ -409,7 +417,11 @@ class OnnxSource:
         arr = self.graph.read(init)
         if arr.dtype == np.float16:
             arr = arr.astype(np.float32)  # exact
-        return np.ascontiguousarray(arr.T) if transpose else np.array(arr, copy=True)
+        arr = np.ascontiguousarray(arr.T) if transpose else np.array(arr, copy=True)
+        if factor is not None:  # the graph scales the block's output: rows (and the bias) times a stored constant,
+            # exact in float64 (two float32 or narrower significands fit in 53 bits)
+            arr = arr.astype(np.float64) * (factor.reshape(-1, 1) if arr.ndim == 2 and factor.size > 1 else factor)
+        return arr
 
 
 def read_onnx(path: Path, *, activation: str | None) -> tuple[dict[str, TensorInfo], OnnxSource, Detection]:
@@ -424,26 +436,27 @@ def read_onnx(path: Path, *, activation: str | None) -> tuple[dict[str, TensorIn
                            "give an ONNX file (.onnx) written by onnx.save or torch.onnx.export") from None
     g = _Graph(model.graph, numpy_helper, path)
     tensors: dict[str, TensorInfo] = {}
-    virtual: dict[str, tuple[str, bool, float | None]] = {}
+    virtual: dict[str, _Virtual] = {}
 
-    def register(init: str, stored_out_in: bool) -> str:
+    def register(init: str, stored_out_in: bool, scale: tuple[str, np.ndarray] | None = None) -> str:
         shp = g.shape(init)
         assert shp is not None
-        key = init if stored_out_in else f"{init}ᵀ"
+        key = (f"{scale[0]}·" if scale else "") + (init if stored_out_in else f"{init}ᵀ")
         if key not in tensors:
             t = g.init[init]
             tensors[key] = TensorInfo(key, path, _DTYPE.get(t.data_type, f"ONNX type {t.data_type}"),
                                       shp if stored_out_in else shp[::-1], 0, 0, 0)
-            virtual[key] = (init, not stored_out_in, None)
+            virtual[key] = (init, not stored_out_in, None, scale[1] if scale else None)
         return key
 
-    def vector(init: str) -> str:
+    def vector(init: str, scale: tuple[str, np.ndarray] | None = None) -> str:
         shp = g.shape(init)
         assert shp is not None
         t = g.init[init]
-        tensors.setdefault(init, TensorInfo(init, path, _DTYPE.get(t.data_type, f"ONNX type {t.data_type}"), shp, 0, 0, 0))
-        virtual.setdefault(init, (init, False, None))
-        return init
+        key = (f"{scale[0]}·" if scale else "") + init
+        tensors.setdefault(key, TensorInfo(key, path, _DTYPE.get(t.data_type, f"ONNX type {t.data_type}"), shp, 0, 0, 0))
+        virtual.setdefault(key, (init, False, None, scale[1] if scale else None))
+        return key
 
     specs: list[BlockSpec] = []
     refused: list[str] = []
@@ -470,12 +483,13 @@ def read_onnx(path: Path, *, activation: str | None) -> tuple[dict[str, TensorIn
         lins = [up, down] + ([gate] if gate else [])
         name = _block_name([lin.node for lin in lins], [lin.weight for lin in lins], k)
         layer = next((int(m) for m in re.findall(r"\d+", name)), k)
-        skip_key, residual = _skip(g, up, down, register, tensors, virtual, path, d_out)
+        skip_key, residual, scale = _wiring(g, up.x, down, register, tensors, virtual, path, d_out)
         specs.append(BlockSpec(
-            name=name, layer=layer, family="onnx", up=register(up.weight, up.out_in), down=register(down.weight, down.out_in),
+            name=name, layer=layer, family="onnx", up=register(up.weight, up.out_in),
+            down=register(down.weight, down.out_in, scale),
             gate=register(gate.weight, gate.out_in) if gate else None,
             b_up=vector(up.bias) if up.bias else None, b_gate=vector(gate.bias) if gate and gate.bias else None,
-            b_down=vector(down.bias) if down.bias else None, activation=act,
+            b_down=vector(down.bias, scale) if down.bias else None, activation=act,
             activation_source=f"the ONNX graph ({form} after {up.node or up.weight})" if activation is None else "--activation",
             residual=residual, d=d_out, n=n, skip=skip_key))
     if not specs:
@@ -546,32 +560,127 @@ def _match_block(g: _Graph, down: _Linear, leaves: list[str], activation: str | 
     return None
 
 
-def _skip(g: _Graph, up: _Linear, down: _Linear, register: Callable[[str, bool], str], tensors: dict[str, TensorInfo],
-          virtual: dict[str, tuple[str, bool, float | None]], path: Path, d: int) -> tuple[str | None, str]:
-    """(tensor key of the skip M or None for the identity, the sentence the report gives)."""
-    x = up.x
-    adds = [n for n in g.consumers.get(down.out, []) if n.op_type == "Add"]
-    if not adds:
-        return None, "the graph adds no residual around this block (no Add consumes its output)"
-    add = adds[0]
-    s = add.input[1] if add.input[0] == down.out else add.input[0]
-    where = f"the graph's residual Add {add.name or add.output[0]}"
-    if s == x:
-        return None, f"{where} adds the block's input: f(x) = x + B(x), read from the graph"
-    prod = g.producer.get(s)
-    if prod is not None and prod.op_type == "Mul" and x in prod.input:
-        c = g.const(prod.input[1] if prod.input[0] == x else prod.input[0])
+def _x_term(g: _Graph, name: str, x: str, d: int) -> float | tuple[_Linear, float] | None:
+    """``name`` as a linear map of the block's input ``x``: its coefficient c for c·x (``x`` itself,
+    ``Mul`` by a nonzero scalar constant, ``Neg``, through ``Identity``), or (the d×d bias-free
+    MatMul/Gemm of x, 1) for x M; None for anything else."""
+    if name == x:
+        return 1.0
+    node = g.producer.get(name)
+    if node is None:
+        return None
+    if node.op_type == "Identity" and len(node.input) == 1:
+        return _x_term(g, node.input[0], x, d)
+    if node.op_type == "Neg" and len(node.input) == 1 and node.input[0] == x:
+        return -1.0
+    if node.op_type == "Mul" and len(node.input) == 2 and x in node.input and node.input[0] != node.input[1]:
+        c = g.const(node.input[1] if node.input[0] == x else node.input[0])
         if c is not None and c.size == 1 and float(c.reshape(())) != 0.0:
-            cval = float(c.reshape(()))
-            key = f"{prod.name or s}: {cval!r}·I"
-            tensors[key] = TensorInfo(key, path, "F64", (d, d), 0, 0, 0)
-            virtual[key] = ("", False, cval)
-            return key, f"{where} adds {cval!r}·x: f(x) = {cval!r}·x + B(x), read from the graph"
-    lin = g.linear_at(s)
+            return float(c.reshape(()))
+        return None
+    lin = g.linear_at(name)
     if lin is not None and lin.x == x and lin.bias is None and _dims(g, lin) == (d, d):
-        return register(lin.weight, lin.out_in), f"{where} adds M x with M the initializer {lin.weight!r}: f(x) = M x + B(x), read from the graph"
-    return None, (f"{where} adds {s!r}, not a linear map of the block's input (e.g. the input of a norm before the MLP); "
-                  "the block is analysed with its own identity skip")
+        return lin, 1.0
+    return None
+
+
+def _wiring(g: _Graph, x: str, down: _Linear, register: Callable[..., str], tensors: dict[str, TensorInfo],
+            virtual: dict[str, _Virtual], path: Path, d: int) -> tuple[str | None, str, tuple[str, np.ndarray] | None]:
+    """(tensor key of the skip M or None for the identity, the sentence the report gives, the
+    factor the graph multiplies the block's output by or None for 1).
+
+    The block's output is followed through the nodes that keep it a linear combination of itself
+    and of linear maps of x — ``Add``/``Sub`` of c·x or x M (:func:`_x_term`), ``Neg``, ``Mul`` by
+    a constant (a scalar, or a per-channel vector before any skip is added: LayerScale) — as long
+    as each result feeds only the next (the first step: the first such consumer, as the residual
+    Add is), so ``Add(Add(x, B(x)), x)`` is 2x + B(x) (skip 2·I) and ``x − B(x)`` is x + B'(x) with
+    B's down projection and bias negated. The walk ends at a node of any other kind (the next
+    layer's norm, an attention output added); what it computes then is f(x) = M x + s ⊙ B(x) with
+    M = a·I or one matrix, read from the graph. When nothing adds a linear map of x, or the
+    combination is one absorb does not read (I plus a matrix, two scalings, a division), the block
+    is analysed with its own identity skip and the sentence says what the graph does instead."""
+    a, mats, sign, factor, label = 0.0, [], 1.0, None, ""
+    t, last, steps, added = down.out, None, 0, False
+    outputs = {o.name for o in g.g.output}
+    isolated = "the block is analysed with its own identity skip"
+    while steps < 64:
+        users = list({id(n): n for n in g.consumers.get(t, [])}.values())  # a node reading t twice (t + t) once
+        if steps == 0:
+            node = next((n for op in ("Add", "Sub") for n in users if n.op_type == op), users[0] if len(users) == 1 else None)
+        else:
+            node = users[0] if len(users) == 1 and t not in outputs else None
+        if node is None or not node.output:
+            break
+        op, ins = node.op_type, [i for i in node.input]
+        where = f"the graph's residual Add {node.name or node.output[0]}" if op == "Add" else f"the graph's {op} {node.name or node.output[0]}"
+        if op in ("Add", "Sub") and len(ins) == 2:
+            if ins[0] == ins[1]:
+                return None, f"{where} combines the block's output with itself, which absorb does not read; {isolated}", None
+            other = ins[1] if ins[0] == t else ins[0]
+            term = _x_term(g, other, x, d)
+            if term is None:
+                if steps == 0 and op == "Add":
+                    return None, (f"{where} adds {other!r}, not a linear map of the block's input (e.g. the input of a norm "
+                                  f"before the MLP); {isolated}"), None
+                break
+            if op == "Sub" and ins[0] == other:  # other − t: the block's output and what was added change sign
+                sign, a, mats = -sign, -a, [(m, -c) for m, c in mats]
+                term_sign = 1.0
+            else:
+                term_sign = -1.0 if op == "Sub" else 1.0
+            if isinstance(term, tuple):
+                mats.append((term[0], term_sign * term[1]))
+            else:
+                a += term_sign * term
+            added = True
+        elif op == "Neg" and len(ins) == 1:
+            sign, a, mats = -sign, -a, [(m, -c) for m, c in mats]
+        elif op == "Mul" and len(ins) == 2 and ins[0] != ins[1]:
+            c = g.const(ins[1] if ins[0] == t else ins[0])
+            if c is None:
+                break  # a product with a variable (a gate): the block's output ends before it
+            cname = ins[1] if ins[0] == t else ins[0]
+            if (factor is not None or c.size not in (1, d) or (c.size > 1 and (added or c.ndim != 1))
+                    or g.const_type.get(cname) not in (1, 10, 16)):
+                why = "again" if factor is not None else "after adding a skip" if added and c.size > 1 else "here"
+                return None, (f"{where} multiplies the block's output by the constant {cname!r} (shape {tuple(c.shape)}) {why}, "
+                              f"which absorb does not read; {isolated}"), None
+            factor = np.array(c, dtype=np.float64).reshape(-1) if c.size > 1 else np.array(float(c.reshape(())))
+            label = repr(float(factor)) if c.size == 1 else repr(cname)
+            if c.size == 1:
+                a *= float(factor)
+                mats = [(m, cm * float(factor)) for m, cm in mats]
+        elif op == "Div" and len(ins) == 2 and ins[0] == t and g.const(ins[1]) is not None:
+            return None, f"{where} divides the block's output by a constant, which absorb does not read exactly; {isolated}", None
+        else:
+            break
+        t, last, steps = node.output[0], node, steps + 1
+    if not added or last is None:
+        return None, "the graph adds no residual around this block (nothing adds a linear map of its input to its output)", None
+    name = last.name or last.output[0]
+    where = f"the graph's residual Add {name}" if last.op_type == "Add" else f"the graph's residual Add (here the {last.op_type} {name})"
+    if mats and (a != 0.0 or len(mats) > 1):
+        return None, (f"{where} makes the block's output a sum of the skips {a!r}·x and "
+                      f"{', '.join(repr(m.weight) for m, _ in mats)}, which absorb does not read as one; {isolated}"), None
+    scale = None
+    if factor is not None or sign != 1.0:
+        by = ("−" if sign < 0 else "") + (label if factor is not None else "1")
+        scale = (f"({by})", (factor if factor is not None else np.array(1.0)) * sign)
+    block = ("−" if sign < 0 else "+") + " " + (f"{label} ⊙ " if factor is not None else "") + "B(x)"
+    scaled = "" if scale is None else f" with B's down projection and bias multiplied by {scale[0][1:-1]}"
+    if mats:
+        m, cm = mats[0]
+        key = register(m.weight, m.out_in, None if cm == 1.0 else (f"({cm!r})", np.array(cm)))
+        what = f"M = {'' if cm == 1.0 else f'{cm!r}·'}the initializer {m.weight!r}"
+        return key, f"{where} computes M x {block}, {what}: f(x) = M x + B(x){scaled}, read from the graph", scale
+    if a == 1.0 and scale is None:
+        return None, f"{where} adds the block's input: f(x) = x + B(x), read from the graph", None
+    if a == 1.0:
+        return None, f"{where} computes x {block}: f(x) = x + B(x){scaled}, read from the graph", scale
+    key = f"{name}: {a!r}·I"
+    tensors[key] = TensorInfo(key, path, "F64", (d, d), 0, 0, 0)
+    virtual[key] = ("", False, a, None)
+    return key, f"{where} computes {a!r}·x {block}: f(x) = {a!r}·x + B(x){scaled}, read from the graph", scale
 
 
 __all__ = ["OnnxSource", "read_onnx"]
