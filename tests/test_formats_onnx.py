@@ -498,7 +498,7 @@ def _one_block(path: Path, wire, *, act: str = "relu", seed: int = 6) -> tuple[P
 def test_the_skip_is_what_the_graph_adds_in_all(tmp_path: Path) -> None:
     """2x + B(x) written as Add(Add(x, B), x) or Add(x, Add(x, B)) is the block with skip 2·I (not x + B(x)
     with the outer Add ignored); x − B(x) is x + B'(x) with B's down projection and bias negated; B(x) − x
-    and B(x) + x·c have skips −I and c·I; LayerScale x + γ ⊙ B(x) scales B's rows. Each verdict and
+    and B(x) + x·c have skips −I and c·I, x ⊙ γ + B(x) has diag(γ); LayerScale x + γ ⊙ B(x) scales B's rows. Each verdict and
     recorded skip is that of the .npz block with those arrays."""
     gamma = np.array([0.5, -2.0, 0.25], dtype=np.float32)
     cases = {
@@ -513,22 +513,28 @@ def test_the_skip_is_what_the_graph_adds_in_all(tmp_path: Path) -> None:
         "layer_scale": (lambda g, x, y: g.op("Add", [x, g.op("Mul", [y, g.init("gamma", gamma)], "/m/ls/Mul")], "/m/Add"),
                         1.0, gamma.astype(np.float64)),
         "halved": (lambda g, x, y: g.op("Mul", [g.op("Add", [x, y], "/m/Add"), g.const(0.5)], "/m/Mul"), 0.5, 0.5),
+        "x_times_vector": (lambda g, x, y: g.op("Add", [g.op("Mul", [x, g.init("gamma", gamma)], "/m/Mul"),
+                                                        g.op("Identity", [y], "/m/Id")], "/m/Add"), np.diag(gamma.astype(np.float64)), 1.0),
+        "x_plus_x_times_vector": (lambda g, x, y: g.op("Add", [g.op("Add", [y, g.op("Identity", [x], "/m/Id")], "/m/Add"),
+                                                               g.op("Mul", [g.init("gamma", gamma), x], "/m/Mul")], "/m/Add_1"),
+                                  np.diag(1 + gamma.astype(np.float64)), 1.0),
     }
     for name, (wire, c, scale) in cases.items():
         f, arrs = _one_block(tmp_path / f"{name}.onnx", wire)
         ck = open_checkpoint(f)
         spec, blk = ck.specs[0], next(iter(ck.blocks()))
         want = dict(arrs, W_down=arrs["W_down"] * np.reshape(scale, (-1, 1)), b_down=arrs["b_down"] * scale)
-        if c != 1.0:
-            want["skip"] = c * np.eye(D)
+        identity = np.ndim(c) == 0 and c == 1.0
+        if not identity:
+            want["skip"] = c * np.eye(D) if np.ndim(c) == 0 else c
         for k, v in want.items():
             assert np.array_equal(getattr(blk, k), v), (name, k)
-        assert (blk.skip is None) == (c == 1.0), name
+        assert (blk.skip is None) == identity, name
         assert "read from the graph" in spec.residual and "f(x) = " in spec.residual, (name, spec.residual)
         got = decide_checkpoint(ck, tol=1e-9, timeout=10, seed=0).blocks[0]
         ref = decide(build_block(want, source="x", activation=get_activation("relu")), tol=1e-9, timeout=10, seed=0)
         assert (got.verdict, got.theorem) == (ref.verdict, ref.blocks[0].theorem), name
-        assert ("M x + B(x) with the skip M the graph wires" if c != 1.0 else "with the identity skip the graph wires") in \
+        assert ("M x + B(x) with the skip M the graph wires" if not identity else "with the identity skip the graph wires") in \
             ck.analysed(spec), (name, ck.analysed(spec))
 
 

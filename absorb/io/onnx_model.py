@@ -14,11 +14,11 @@ float16/bfloat16 constants, with some reals that round to them (each within half
 otherwise the block is refused naming the ops.
 
 The skip is read from the graph: the block's output is followed through the ``Add``/``Sub``
-nodes that add a linear map of the block's input to it — the input itself, a scalar multiple
-(``Mul`` by a constant) or a ``MatMul``/``Gemm`` by a d×d initializer — and through ``Neg`` and
+nodes that add a linear map of the block's input to it — the input itself, a multiple (``Mul``
+by a scalar or per-channel constant) or a ``MatMul``/``Gemm`` by a d×d initializer — and through ``Neg`` and
 ``Mul`` by a constant (a scalar, or LayerScale's per-channel vector), as long as each result
-feeds only the next; what the last one computes, a·x + s ⊙ B(x) or x M + s ⊙ B(x), is
-f(x) = M x + B(x) with M = a·I or that matrix and B's down projection and bias multiplied by s
+feeds only the next; what the last one computes, a ⊙ x + s ⊙ B(x) or x M + s ⊙ B(x), is
+f(x) = M x + B(x) with M = diag(a) or that matrix and B's down projection and bias multiplied by s
 (``Add(Add(x, B(x)), x)`` is 2x + B(x), ``x − B(x)`` has B negated). When nothing adds a linear
 map of the input (a pre-norm layer adds the norm's input, not the MLP's), or the combination is
 one absorb does not read (I plus a matrix, a division), the block is analysed as the isolated
@@ -75,7 +75,7 @@ _QUANT_OPS = frozenset({"QLinearMatMul", "MatMulInteger", "DequantizeLinear", "Q
 
 
 # a tensor the blocks read: (initializer, transposed, the scalar c of a skip c·I, a factor (scalar or per row) it is multiplied by)
-_Virtual = tuple[str, bool, "float | None", "np.ndarray | None"]
+_Virtual = tuple[str, bool, "float | np.ndarray | None", "np.ndarray | None"]
 
 
 @dataclass(frozen=True)
@@ -406,11 +406,11 @@ class OnnxSource:
 
     def __init__(self, graph: _Graph, virtual: Mapping[str, _Virtual]) -> None:
         self.graph = graph
-        self.virtual = dict(virtual)  # tensor name → (initializer, transpose, scalar skip c, factor)
+        self.virtual = dict(virtual)  # tensor name → (initializer, transpose, skip diagonal c (c·I or diag c), factor)
 
     def load(self, info: TensorInfo) -> np.ndarray:
         init, transpose, scalar, factor = self.virtual[info.name]
-        if scalar is not None:  # the skip c·I
+        if scalar is not None:  # the skip c·I (or diag(c))
             skip = np.zeros(info.shape)
             np.fill_diagonal(skip, scalar)  # (np.eye·c would put 0·c = nan off the diagonal for c = ±inf)
             return skip
@@ -560,28 +560,42 @@ def _match_block(g: _Graph, down: _Linear, leaves: list[str], activation: str | 
     return None
 
 
-def _x_term(g: _Graph, name: str, x: str, d: int) -> float | tuple[_Linear, float] | None:
+def _x_term(g: _Graph, name: str, x: str, d: int, depth: int = 0) -> float | list[Any] | tuple[_Linear, float] | None:
     """``name`` as a linear map of the block's input ``x``: its coefficient c for c·x (``x`` itself,
-    ``Mul`` by a nonzero scalar constant, ``Neg``, through ``Identity``), or (the d×d bias-free
-    MatMul/Gemm of x, 1) for x M; None for anything else."""
+    ``Mul`` by a nonzero scalar constant, ``Neg``, through ``Identity``), [the vector, its name] for
+    x ⊙ c (``Mul`` by a constant d-vector), or (the d×d bias-free MatMul/Gemm of x, 1) for x M; None
+    for anything else."""
     if name == x:
         return 1.0
     node = g.producer.get(name)
-    if node is None:
+    if node is None or depth > 64:  # (a malformed graph may loop)
         return None
     if node.op_type == "Identity" and len(node.input) == 1:
-        return _x_term(g, node.input[0], x, d)
+        return _x_term(g, node.input[0], x, d, depth + 1)
     if node.op_type == "Neg" and len(node.input) == 1 and node.input[0] == x:
         return -1.0
     if node.op_type == "Mul" and len(node.input) == 2 and x in node.input and node.input[0] != node.input[1]:
-        c = g.const(node.input[1] if node.input[0] == x else node.input[0])
+        cname = node.input[1] if node.input[0] == x else node.input[0]
+        c = g.const(cname)
         if c is not None and c.size == 1 and float(c.reshape(())) != 0.0:
             return float(c.reshape(()))
+        if c is not None and c.ndim == 1 and c.size == d and d > 1:  # x ⊙ c: the skip diag(c)
+            return [np.array(c, dtype=np.float64), cname]
         return None
     lin = g.linear_at(name)
     if lin is not None and lin.x == x and lin.bias is None and _dims(g, lin) == (d, d):
         return lin, 1.0
     return None
+
+
+def _coef(a: np.ndarray, names: list[str]) -> str:
+    """The skip's coefficient as the report writes it: ``2.0``, or ``diag([0.5, 1.5, 2.0])`` for a
+    per-channel one (``diag(c)`` naming the vectors it is made of when d > 6)."""
+    if a.ndim == 0:
+        return repr(float(a))
+    if a.size <= 6:
+        return f"diag([{', '.join(repr(float(v)) for v in a)}])"
+    return f"diag(c) (c from {', '.join(repr(n) for n in names)})"
 
 
 def _wiring(g: _Graph, x: str, down: _Linear, register: Callable[..., str], tensors: dict[str, TensorInfo],
@@ -590,16 +604,17 @@ def _wiring(g: _Graph, x: str, down: _Linear, register: Callable[..., str], tens
     factor the graph multiplies the block's output by or None for 1).
 
     The block's output is followed through the nodes that keep it a linear combination of itself
-    and of linear maps of x — ``Add``/``Sub`` of c·x or x M (:func:`_x_term`), ``Neg``, ``Mul`` by
+    and of linear maps of x — ``Add``/``Sub`` of c·x, x ⊙ c or x M (:func:`_x_term`), ``Neg``, ``Identity``, ``Mul`` by
     a constant (a scalar, or a per-channel vector before any skip is added: LayerScale) — as long
     as each result feeds only the next (the first step: the first such consumer, as the residual
     Add is), so ``Add(Add(x, B(x)), x)`` is 2x + B(x) (skip 2·I) and ``x − B(x)`` is x + B'(x) with
     B's down projection and bias negated. The walk ends at a node of any other kind (the next
     layer's norm, an attention output added); what it computes then is f(x) = M x + s ⊙ B(x) with
-    M = a·I or one matrix, read from the graph. When nothing adds a linear map of x, or the
+    M = a·I, diag(a) or one matrix, read from the graph. When nothing adds a linear map of x, or the
     combination is one absorb does not read (I plus a matrix, two scalings, a division), the block
     is analysed with its own identity skip and the sentence says what the graph does instead."""
-    a, mats, sign, factor, label = 0.0, [], 1.0, None, ""
+    a, mats, sign, factor, label = np.array(0.0), [], 1.0, None, ""
+    names: list[str] = []  # the per-channel skip vectors added
     t, last, steps, added = down.out, None, 0, False
     outputs = {o.name for o in g.g.output}
     isolated = "the block is analysed with its own identity skip"
@@ -631,8 +646,11 @@ def _wiring(g: _Graph, x: str, down: _Linear, register: Callable[..., str], tens
             if isinstance(term, tuple):
                 mats.append((term[0], term_sign * term[1]))
             else:
-                a += term_sign * term
+                a = a + term_sign * np.asarray(term[0] if isinstance(term, list) else term, dtype=np.float64)
+                names += [term[1]] if isinstance(term, list) else []
             added = True
+        elif op == "Identity" and len(ins) == 1:
+            pass
         elif op == "Neg" and len(ins) == 1:
             sign, a, mats = -sign, -a, [(m, -c) for m, c in mats]
         elif op == "Mul" and len(ins) == 2 and ins[0] != ins[1]:
@@ -648,7 +666,7 @@ def _wiring(g: _Graph, x: str, down: _Linear, register: Callable[..., str], tens
             factor = np.array(c, dtype=np.float64).reshape(-1) if c.size > 1 else np.array(float(c.reshape(())))
             label = repr(float(factor)) if c.size == 1 else repr(cname)
             if c.size == 1:
-                a *= float(factor)
+                a = a * float(factor)
                 mats = [(m, cm * float(factor)) for m, cm in mats]
         elif op == "Div" and len(ins) == 2 and ins[0] == t and g.const(ins[1]) is not None:
             return None, f"{where} divides the block's output by a constant, which absorb does not read exactly; {isolated}", None
@@ -659,8 +677,8 @@ def _wiring(g: _Graph, x: str, down: _Linear, register: Callable[..., str], tens
         return None, "the graph adds no residual around this block (nothing adds a linear map of its input to its output)", None
     name = last.name or last.output[0]
     where = f"the graph's residual Add {name}" if last.op_type == "Add" else f"the graph's residual Add (here the {last.op_type} {name})"
-    if mats and (a != 0.0 or len(mats) > 1):
-        return None, (f"{where} makes the block's output a sum of the skips {a!r}·x and "
+    if mats and (np.any(a != 0.0) or len(mats) > 1):
+        return None, (f"{where} makes the block's output a sum of the skips {_coef(a, names)}{'·' if a.ndim == 0 else ' '}x and "
                       f"{', '.join(repr(m.weight) for m, _ in mats)}, which absorb does not read as one; {isolated}"), None
     scale = None
     if factor is not None or sign != 1.0:
@@ -673,14 +691,16 @@ def _wiring(g: _Graph, x: str, down: _Linear, register: Callable[..., str], tens
         key = register(m.weight, m.out_in, None if cm == 1.0 else (f"({cm!r})", np.array(cm)))
         what = f"M = {'' if cm == 1.0 else f'{cm!r}·'}the initializer {m.weight!r}"
         return key, f"{where} computes M x {block}, {what}: f(x) = M x + B(x){scaled}, read from the graph", scale
-    if a == 1.0 and scale is None:
+    if np.all(a == 1.0) and scale is None:
         return None, f"{where} adds the block's input: f(x) = x + B(x), read from the graph", None
-    if a == 1.0:
+    if np.all(a == 1.0):
         return None, f"{where} computes x {block}: f(x) = x + B(x){scaled}, read from the graph", scale
-    key = f"{name}: {a!r}·I"
+    coef = _coef(a, names)
+    key = f"{name}: {coef}·I" if a.ndim == 0 else f"{name}: {coef}"
+    mx = f"{coef}·x" if a.ndim == 0 else f"{coef} x"
     tensors[key] = TensorInfo(key, path, "F64", (d, d), 0, 0, 0)
-    virtual[key] = ("", False, a, None)
-    return key, f"{where} computes {a!r}·x {block}: f(x) = {a!r}·x + B(x){scaled}, read from the graph", scale
+    virtual[key] = ("", False, float(a) if a.ndim == 0 else a, None)
+    return key, f"{where} computes {mx} {block}: f(x) = {mx} + B(x){scaled}, read from the graph", scale
 
 
 __all__ = ["OnnxSource", "read_onnx"]
