@@ -540,7 +540,8 @@ def test_the_skip_is_what_the_graph_adds_in_all(tmp_path: Path) -> None:
 
 def test_residuals_absorb_does_not_read_are_said_not_misread(tmp_path: Path) -> None:
     """I plus a matrix, a division of the block's output, two scalings, t + t, a residual from another
-    tensor: the block is analysed with its own identity skip and the report says what the graph does."""
+    tensor, x + B(x) followed by an affine or nonlinear function of x or a constant: the block is analysed
+    with its own identity skip and the report says what the graph does (not x + B(x) read from the graph)."""
     rng = np.random.default_rng(7)
     M = rng.standard_normal((D, D))
     cases = {
@@ -552,6 +553,13 @@ def test_residuals_absorb_does_not_read_are_said_not_misread(tmp_path: Path) -> 
         "doubled": (lambda g, x, y: g.op("Add", [g.op("Add", [x, y], "/m/Add")] * 2, "/m/Add_1"), "with itself"),
         "other_tensor": (lambda g, x, y: g.op("Add", [g.op("Relu", [x], "/m/r"), y], "/m/Add"), "not a linear map"),
         "none": (lambda g, x, y: g.op("Relu", [y], "/m/r"), "adds no residual"),
+        "then_affine": (lambda g, x, y: g.op("Add", [g.op("Add", [x, y], "/m/Add"),
+                                                     g.op("Gemm", [x, g.init("S", M), g.init("s", np.ones(D))], "/m/S")], "/m/Add_1"),
+                        "a function of the block's input"),
+        "then_nonlinear": (lambda g, x, y: g.op("Sub", [g.op("Add", [x, y], "/m/Add"), g.op("Relu", [x], "/m/r")], "/m/Sub"),
+                           "a function of the block's input"),
+        "then_constant": (lambda g, x, y: g.op("Add", [g.op("Add", [x, y], "/m/Add"), g.init("k", np.ones(D))], "/m/Add_1"),
+                          "a constant"),
     }
     for name, (wire, says) in cases.items():
         f, _ = _one_block(tmp_path / f"{name}.onnx", wire)

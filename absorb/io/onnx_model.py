@@ -21,7 +21,8 @@ feeds only the next; what the last one computes, a ⊙ x + s ⊙ B(x) or x M + s
 f(x) = M x + B(x) with M = diag(a) or that matrix and B's down projection and bias multiplied by s
 (``Add(Add(x, B(x)), x)`` is 2x + B(x), ``x − B(x)`` has B negated). When nothing adds a linear
 map of the input (a pre-norm layer adds the norm's input, not the MLP's), or the combination is
-one absorb does not read (I plus a matrix, a division), the block is analysed as the isolated
+one absorb does not read (I plus a matrix, a division, a constant or a nonlinear function of the
+input added after the skip), the block is analysed as the isolated
 block with an identity skip and the report says what the graph does instead.
 
 Weights are initializers: ``MatMul(x, W)`` stores W as [in, out] (transposed here to the
@@ -588,6 +589,24 @@ def _x_term(g: _Graph, name: str, x: str, d: int, depth: int = 0) -> float | lis
     return None
 
 
+def _reaches(g: _Graph, name: str, x: str) -> bool:
+    """Whether ``x`` is among the values ``name`` is computed from (True past 65 536 values: not known)."""
+    seen, todo = set(), [name]
+    while todo:
+        if len(seen) >= 1 << 16:
+            return True
+        v = todo.pop()
+        if v == x:
+            return True
+        if v in seen:
+            continue
+        seen.add(v)
+        node = g.producer.get(v)
+        if node is not None:
+            todo.extend(i for i in node.input if i)
+    return False
+
+
 def _coef(a: np.ndarray, names: list[str]) -> str:
     """The skip's coefficient as the report writes it: ``2.0``, or ``diag([0.5, 1.5, 2.0])`` for a
     per-channel one (``diag(c)`` naming the vectors it is made of when d > 6)."""
@@ -611,7 +630,8 @@ def _wiring(g: _Graph, x: str, down: _Linear, register: Callable[..., str], tens
     B's down projection and bias negated. The walk ends at a node of any other kind (the next
     layer's norm, an attention output added); what it computes then is f(x) = M x + s ⊙ B(x) with
     M = a·I, diag(a) or one matrix, read from the graph. When nothing adds a linear map of x, or the
-    combination is one absorb does not read (I plus a matrix, two scalings, a division), the block
+    combination is one absorb does not read (I plus a matrix, two scalings, a division, a constant or
+    a nonlinear function of x added after the skip), the block
     is analysed with its own identity skip and the sentence says what the graph does instead."""
     a, mats, sign, factor, label = np.array(0.0), [], 1.0, None, ""
     names: list[str] = []  # the per-channel skip vectors added
@@ -637,7 +657,11 @@ def _wiring(g: _Graph, x: str, down: _Linear, register: Callable[..., str], tens
                 if steps == 0 and op == "Add":
                     return None, (f"{where} adds {other!r}, not a linear map of the block's input (e.g. the input of a norm "
                                   f"before the MLP); {isolated}"), None
-                break
+                if steps > 0 and (g.is_const(other) or _reaches(g, other, x)):  # x + B(x) + (a constant, or x + 1, x², …)
+                    kind = "a constant" if g.is_const(other) else "a function of the block's input"
+                    return None, (f"{where} {'adds' if op == 'Add' else 'subtracts'} {other!r}, {kind} that is not a "
+                                  f"linear map of it, to the block's output after its skip; {isolated}"), None
+                break  # a term of other inputs (an attention branch beside the MLP): the block's output ends before it
             if op == "Sub" and ins[0] == other:  # other − t: the block's output and what was added change sign
                 sign, a, mats = -sign, -a, [(m, -c) for m, c in mats]
                 term_sign = 1.0
