@@ -140,3 +140,17 @@ def test_bias_free_only_results_are_never_used_for_biased_classes(seed: int, bia
         dec = decide_block(blk, allow_biases=allow)
         if dec.residual_free_class.biases:
             assert dec.theorem not in (Theorem.DEGREE, Theorem.LINEARIZATION, Theorem.PARITY, Theorem.CANONICAL_FORM)
+
+
+def test_a_skeleton_linear_up_to_the_tolerance_claims_nothing() -> None:
+    """σ(z) = z + 10⁻¹²|z|: σ∞ = 2·10⁻¹²·ReLU + (1 − 10⁻¹²)·z. The exact skeleton argument rules out
+    an exact residual-free block, but g(x) = [I + W_down W_up, 0]·σ([I; 0] x) (same width) matches
+    f within about 10⁻¹¹ relatively, i.e. within the tolerance:
+    the answer is unknown, not a not_absorbable that the tolerance contradicts."""
+    rng = np.random.default_rng(0)
+    blk = Block(rng.standard_normal((5, 2)), rng.standard_normal((2, 5)), get_activation("expr:x + Abs(x)/10**12"))
+    dec = decide_block(blk)
+    assert dec.verdict is Verdict.UNKNOWN and "linear up to the tolerance" in dec.reason, dec.reason
+    # a kink well above the tolerance still decides
+    blk = blk.replace(activation=get_activation("expr:x + Abs(x)/10**6"))
+    assert decide_block(blk).verdict is Verdict.NOT_ABSORBABLE
