@@ -241,6 +241,15 @@ def test_cli_full_disk_is_one_line() -> None:
     one_line_exit_2(r, "cannot write the output")
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [("--help",), ("--version",), ("check", "--help")])
+def test_help_and_version_to_a_full_disk_is_one_line(args: tuple[str, ...]) -> None:
+    """argparse swallows a failed write of its help text and exits 0: the text was lost silently."""
+    with open("/dev/full", "w") as full:
+        r = run(*args, stdout=full)
+    one_line_exit_2(r, "cannot write the output")
+
+
 def test_closed_standard_streams_keep_the_exit_codes() -> None:
     """Standard output closed (``>&-``): exit 2, "cannot write the output", as for a full disk (not
     an internal error, exit 3); standard error closed: bad input still exits 2 (check and verify),

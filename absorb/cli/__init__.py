@@ -47,6 +47,11 @@ def show_progress(args: argparse.Namespace) -> bool:
 class _Parser(argparse.ArgumentParser):
     """argparse, but usage errors are one line and exit 2."""
 
+    def _print_message(self, message: str, file: Any = None) -> None:
+        """As argparse's, but a failed write (--help to a full disk) is not swallowed: main() reports it."""
+        if message:
+            (file or sys.stderr).write(message)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         message = " ".join(message.split())  # one voice: every error line starts "absorb: error:"
         sys.stderr.write(f"absorb: error: {message} (see '{self.prog} --help')\n")
@@ -146,7 +151,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     stderr = sys.stderr
     sys.stderr = _ErrorsBestEffort(stderr)  # type: ignore[assignment]
     try:
-        return _main(argv)
+        try:
+            return _main(argv)
+        except SystemExit as exc:  # --help, --version: argparse wrote to stdout and exits 0
+            if exc.code in (0, None):
+                sys.stdout.flush()  # (a failed write must not wait for the exit, which would drop it)
+            raise
+    except OSError as err:  # writing --help or --version (a run's own failed writes are reported in _main)
+        _silence_stdout()
+        sys.stderr.write(f"absorb: error: cannot write the output ({err.strerror or err}); free space or redirect it elsewhere\n")
+        return EXIT_USAGE
     finally:
         sys.stderr = stderr
 
