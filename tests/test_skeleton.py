@@ -154,3 +154,7 @@ def test_a_skeleton_linear_up_to_the_tolerance_claims_nothing() -> None:
     # a kink well above the tolerance still decides
     blk = blk.replace(activation=get_activation("expr:x + Abs(x)/10**6"))
     assert decide_block(blk).verdict is Verdict.NOT_ABSORBABLE
+    # σ∞ = ReLU is far from linear at any tolerance (b = 0): a large --tol does not make it unknown
+    gelu = blk.replace(activation=get_activation("gelu"), b_up=rng.standard_normal(5))
+    dec = decide_block(gelu, tol=0.2)
+    assert (dec.verdict, dec.theorem) == (Verdict.NOT_ABSORBABLE, Theorem.SKELETON), dec.reason

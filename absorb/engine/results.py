@@ -894,13 +894,13 @@ class _IndexSet:
     def _skeleton_verdict(self, why: str, *, search: SearchResult | None = None, degenerate: bool = False) -> BlockDecision:
         sk = self.skeleton
         assert sk is not None
-        if sk.a != 0 and abs(sk.a) <= 10 * self.ctx.tol * (abs(sk.a) + abs(sk.b)):
+        if sk.a != 0 and abs(sk.a) <= 10 * self.ctx.tol * abs(sk.b):
             # σ∞ is linear up to the tolerance (σ(z) = z + 10⁻¹²|z|, say): a residual-free block built on σ's
             # linear part matches f within the tolerance, so the exact argument would contradict the
             # within-tolerance meaning of "absorbable"; no verdict is claimed
             return self.ctx.done(Verdict.UNKNOWN, Theorem.NONE,
                                  f"Unknown: the asymptotic skeleton σ∞ = {sk.describe()} is linear up to the tolerance (its kink "
-                                 f"a = {float(sk.a):.3g} is within {10 * self.ctx.tol:g}·(|a| + |b|)), so a residual-free block may "
+                                 f"a = {float(sk.a):.3g} is within {10 * self.ctx.tol:g}·|b|), so a residual-free block may "
                                  "match f within the tolerance although the exact skeleton argument rules out an exact one.",
                                  search=search)
         lead = (f"Asymptotic skeleton: σ(tz + c)/t → σ∞(z) = {sk.describe()} (t → ∞), so f = g for a residual-free g of width n, "
