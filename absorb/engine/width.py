@@ -263,21 +263,22 @@ def minimal_width(block: Block, *, tol: float = DEFAULT_TOL, seed: int = 0, budg
                                  Theorem.NONE.value)
     assert out.best is not None
     w = max(out.best.value, 1)  # f ≡ 0 needs no unit, but widths start at 1 (one zero unit)
-    lower_m = None if biased else cf.m
     if bd is not None and bd.verdict is Verdict.ABSORBABLE and bd.witness is not None:
         w = min(w, bd.witness.block.n)
     # w is a width with a witness; walk down while the width below is absorbable (within the
     # tolerance a smaller width can work than the exact minimum of the stored floats)
+    # (m lines need m units exactly; within the tolerance two lines 1e-13 apart need one: a lower bound
+    # is stated only with a width below it decided not absorbable, which is robust at the tolerance)
     best = decide_width(block, w, tol=tol, seed=seed, budget=budget, decision=decision)
     if best.verdict is not Verdict.ABSORBABLE:
-        return MinWidth(None, f"Unknown: the width-{w} witness did not check ({best.reason})", Theorem.CANONICAL_FORM.value, lower=lower_m)
+        return MinWidth(None, f"Unknown: the width-{w} witness did not check ({best.reason})", Theorem.CANONICAL_FORM.value)
     while True:
         below = decide_width(block, w - 1, tol=tol, seed=seed, budget=budget, decision=decision) if w > 1 else None
         if below is None or below.verdict is Verdict.NOT_ABSORBABLE:
             break
         if below.verdict is Verdict.UNKNOWN:
             return MinWidth(None, f"Unknown: width {w} works (witness checked), width {w - 1} is undecided: {below.reason}",
-                            best.theorem, witness=best.witness, lower=lower_m, upper=w, exists=True)
+                            best.theorem, witness=best.witness, upper=w, exists=True)
         w, best = w - 1, below
     if biased and below is not None:
         return MinWidth(w, f"{w} units: a residual-free block of width {w} equals f ({best.reason}), and width {w - 1} is proved "
