@@ -182,3 +182,14 @@ def test_allow_biases_width_cites_the_skeleton_not_the_canonical_form(act: str) 
         assert (wd.verdict.value, wd.theorem) == ("not_absorbable", want), wd.reason
         mw = minimal_width(blk, decision=bd)  # the width below the minimum is refuted by the same argument
         assert mw.value is not None and mw.theorem == want, mw.reason
+
+
+def test_zero_bias_arrays_are_no_biases_for_the_witness() -> None:
+    """A bias-free f stored with explicit all-zero b_up and b_down: the checker's rebuilt witness
+    listed those arrays and the honest certificate was rejected for the arrays it lists."""
+    blk = Block(np.array([[1.0], [2.0]]), np.array([[-2.0, 2.0]]), get_activation("relu"),  # x − 2ReLU(x) + 2ReLU(2x)
+                b_up=np.zeros(2), b_down=np.zeros(1))
+    dec = decide(blk)
+    assert (dec.verdict.value, dec.theorem.value) == ("absorbable", "canonical-form"), dec.reason
+    rep = checker.verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk)
+    assert rep.accepted and not rep.not_rechecked, [f.claim + " — " + f.detail for f in rep.failures + rep.not_rechecked]

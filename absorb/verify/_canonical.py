@@ -268,7 +268,7 @@ def _check_absorbable(ctx: _Ctx, w: str, b: dict[str, Any], rec: dict[str, Any],
              f"recorded B = {choice.get('B')!r}, δ = {choice.get('delta')!r}; the witness makes B = {B}, δ = {delta}")
     Wu = np.array([[float(v) for v in r] for r in Up]).reshape(N, block.d)
     Wd = np.array([[float(v) for v in r] for r in Dp]).reshape(block.d, N)
-    wb = block.replace(W_up=Wu, W_down=Wd, skip=np.zeros((block.d, block.d)), name=block.name + "'")
+    wb = block.replace(W_up=Wu, W_down=Wd, skip=np.zeros((block.d, block.d)), b_up=None, b_down=None, name=block.name + "'")  # (f bias-free: zero arrays, if stored, are no biases)
     from absorb.verify._theorems import check_witness_block
 
     check_witness_block(ctx, w, b.get("witness") or {}, wb, "the float64 rounding of the exact witness")
@@ -425,7 +425,7 @@ def _check_near(ctx: _Ctx, w: str, b: dict[str, Any], near: Any, block: Block, N
     if ups:
         Wu[: len(ups)] = np.array(ups)
         Wd[:, : len(ups)] = np.array(downs).T
-    wb = block.replace(W_up=Wu, W_down=Wd, skip=np.zeros((d, d)), name=block.name + "'")
+    wb = block.replace(W_up=Wu, W_down=Wd, skip=np.zeros((d, d)), b_up=None, b_down=None, name=block.name + "'")
     # f − g = (R − R_p)x + the float error of V (‖(C_δ − V E_Bᵀ) − R‖) + rounding of the units; generous factor 4
     v_err = float(np.linalg.norm(Cf - (V @ np.array([[float(x) for x in lines[l][0]] for l in B]).reshape(len(B), d) if B else 0) - R)) if B else 0.0
     allowed = (tail + margin + 4 * v_err
