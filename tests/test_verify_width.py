@@ -206,3 +206,18 @@ def test_every_catalogue_file_verifies(tmp_path, path) -> None:
             doc = _cert(tmp_path, path, "--width", str(k), "--min-width", *biases)
             rep = _verify(doc, path)
             assert rep.accepted and not rep.not_rechecked, (k, biases, [f.to_json() for f in rep.failures + rep.not_rechecked])
+
+
+def test_a_within_tolerance_width_answer_verifies(tmp_path: Path) -> None:
+    """--tol 0.1 --width 6 on a generic ReLU block (d = 2, n = 5): absorbable within the
+    tolerance by the canonical form (rigorous ∞-norm bound 0.0725). The checker bounded the same
+    block's error by √d·‖·‖₂ (0.105 > 0.1) and rejected the honest answer; it now takes the
+    largest row sum of the linear part when that is less."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    p = tmp_path / "b.npz"
+    np.savez(p, W_up=rng.standard_normal((5, 2)), W_down=rng.standard_normal((2, 5)), activation="relu")
+    doc = _cert(tmp_path, p, "--tol", "0.1", "--width", "6")
+    assert doc["blocks"][0]["width"]["verdict"] == "absorbable" and "near" in doc["blocks"][0]["width"]["canonical_form"]
+    _honest(_verify(doc, p))
