@@ -495,10 +495,17 @@ def _one_block(path: Path, wire, *, act: str = "relu", seed: int = 6) -> tuple[P
     return g.save(path, "x", wire(g, "x", y)), arrs
 
 
+def _identities(g: _G, t: str, k: int) -> str:
+    for i in range(k):
+        t = g.op("Identity", [t], f"/m/Id_{i}")
+    return t
+
+
 def test_the_skip_is_what_the_graph_adds_in_all(tmp_path: Path) -> None:
     """2x + B(x) written as Add(Add(x, B), x) or Add(x, Add(x, B)) is the block with skip 2·I (not x + B(x)
     with the outer Add ignored); x − B(x) is x + B'(x) with B's down projection and bias negated; B(x) − x
-    and B(x) + x·c have skips −I and c·I, x ⊙ γ + B(x) has diag(γ); LayerScale x + γ ⊙ B(x) scales B's rows. Each verdict and
+    and B(x) + x·c have skips −I and c·I (0·x: skip 0), x ⊙ γ + B(x) has diag(γ); Identity nodes, however many, pass
+    the output on; LayerScale x + γ ⊙ B(x) scales B's rows. Each verdict and
     recorded skip is that of the .npz block with those arrays."""
     gamma = np.array([0.5, -2.0, 0.25], dtype=np.float32)
     cases = {
@@ -515,6 +522,9 @@ def test_the_skip_is_what_the_graph_adds_in_all(tmp_path: Path) -> None:
         "halved": (lambda g, x, y: g.op("Mul", [g.op("Add", [x, y], "/m/Add"), g.const(0.5)], "/m/Mul"), 0.5, 0.5),
         "x_times_vector": (lambda g, x, y: g.op("Add", [g.op("Mul", [x, g.init("gamma", gamma)], "/m/Mul"),
                                                         g.op("Identity", [y], "/m/Id")], "/m/Add"), np.diag(gamma.astype(np.float64)), 1.0),
+        "x_times_zero": (lambda g, x, y: g.op("Add", [y, g.op("Mul", [x, g.const(0.0)], "/m/Mul")], "/m/Add"), 0.0, 1.0),
+        "long_identity_chain": (lambda g, x, y: g.op("Add", [_identities(g, g.op("Add", [x, y], "/m/Add"), 70), x], "/m/Add_1"),
+                                2.0, 1.0),
         "x_plus_x_times_vector": (lambda g, x, y: g.op("Add", [g.op("Add", [y, g.op("Identity", [x], "/m/Id")], "/m/Add"),
                                                                g.op("Mul", [g.init("gamma", gamma), x], "/m/Mul")], "/m/Add_1"),
                                   np.diag(1 + gamma.astype(np.float64)), 1.0),

@@ -563,7 +563,7 @@ def _match_block(g: _Graph, down: _Linear, leaves: list[str], activation: str | 
 
 def _x_term(g: _Graph, name: str, x: str, d: int, depth: int = 0) -> float | list[Any] | tuple[_Linear, float] | None:
     """``name`` as a linear map of the block's input ``x``: its coefficient c for c·x (``x`` itself,
-    ``Mul`` by a nonzero scalar constant, ``Neg``, through ``Identity``), [the vector, its name] for
+    ``Mul`` by a scalar constant, ``Neg``, through ``Identity``), [the vector, its name] for
     x ⊙ c (``Mul`` by a constant d-vector), or (the d×d bias-free MatMul/Gemm of x, 1) for x M; None
     for anything else."""
     if name == x:
@@ -578,7 +578,7 @@ def _x_term(g: _Graph, name: str, x: str, d: int, depth: int = 0) -> float | lis
     if node.op_type == "Mul" and len(node.input) == 2 and x in node.input and node.input[0] != node.input[1]:
         cname = node.input[1] if node.input[0] == x else node.input[0]
         c = g.const(cname)
-        if c is not None and c.size == 1 and float(c.reshape(())) != 0.0:
+        if c is not None and c.size == 1:  # (0·x too: the skip M = 0, read as the graph has it)
             return float(c.reshape(()))
         if c is not None and c.ndim == 1 and c.size == d and d > 1:  # x ⊙ c: the skip diag(c)
             return [np.array(c, dtype=np.float64), cname]
@@ -638,7 +638,8 @@ def _wiring(g: _Graph, x: str, down: _Linear, register: Callable[..., str], tens
     t, last, steps, added = down.out, None, 0, False
     outputs = {o.name for o in g.g.output}
     isolated = "the block is analysed with its own identity skip"
-    while steps < 64:
+    hops, most = 0, len(g.g.node)  # (Identity nodes are free steps; every node at most once: a loop ends)
+    while steps < 64 and hops <= most:
         users = list({id(n): n for n in g.consumers.get(t, [])}.values())  # a node reading t twice (t + t) once
         if steps == 0:
             node = next((n for op in ("Add", "Sub") for n in users if n.op_type == op), users[0] if len(users) == 1 else None)
@@ -696,7 +697,10 @@ def _wiring(g: _Graph, x: str, down: _Linear, register: Callable[..., str], tens
             return None, f"{where} divides the block's output by a constant, which absorb does not read exactly; {isolated}", None
         else:
             break
-        t, last, steps = node.output[0], node, steps + 1
+        t, last, hops = node.output[0], node, hops + 1
+        steps += op != "Identity"
+    if steps >= 64 or hops > most:  # (a chain longer than any exporter writes, or a loop: what follows is not read)
+        return None, f"the block's output passes through more than 64 nodes (or a loop) after the block; {isolated}", None
     if not added or last is None:
         return None, "the graph adds no residual around this block (nothing adds a linear map of its input to its output)", None
     name = last.name or last.output[0]
