@@ -656,3 +656,20 @@ def test_a_file_name_that_is_not_utf8_is_recorded_and_read_back(tmp_path: Path, 
     assert main(["check", model, "--certificate", cert, "-q"]) == 0
     assert "\\udcff" in Path(cert).read_text(encoding="utf-8")
     assert main(["verify", cert, "-q"]) == 0
+
+
+def test_a_jacobian_sympy_cannot_evaluate_at_zero_is_left_out() -> None:
+    """Gate g(z) = Max(0, z)² + z·√|z|: g(0) = 0 and the linearization holds (J_f(0) = M), but
+    sympy's symbolic derivative of z·√|z| reads 0/0 = nan at 0. The certificate recorded
+    "nan" as the exact Jacobian and its own checker rejected it; now the record is left out."""
+    from absorb import Block, get_activation
+
+    rng = np.random.default_rng(0)
+    blk = Block(rng.standard_normal((4, 2)), rng.standard_normal((2, 4)), get_activation("expr:Max(0, x)**2 + x*sqrt(Abs(x))"),
+                W_gate=rng.standard_normal((4, 2)))
+    dec = decide(blk)
+    assert (dec.verdict.value, dec.theorem.value) == ("not_absorbable", "linearization"), dec.reason
+    doc = build_certificate(dec, blk, seed=0).to_json()
+    assert doc["blocks"][0]["argument"]["jacobian_f_at_0"] is None
+    rep = checker.verify_certificate(doc, blk)
+    assert rep.accepted, [f.claim for f in rep.failures]

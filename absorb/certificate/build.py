@@ -241,6 +241,8 @@ def _symbolic_jacobian_at_zero(block: Block) -> list[list[str]] | None:
     f = block.symbolic(xs)
     J = f.jacobian(sp.Matrix(xs)).subs({x: 0 for x in xs})
     J = J.applyfunc(sp.simplify)
+    if not all(v.is_Rational for v in J):  # d/dz of z·√|z| at 0 reads 0/0 = nan: no exact value to record
+        return None
     return [[str(J[i, j]) for j in range(block.d)] for i in range(block.d)]
 
 
