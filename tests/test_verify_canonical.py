@@ -155,7 +155,7 @@ def test_within_tolerance_canonical_form_certificate_is_accepted() -> None:
     assert rec["near"]["width"] <= 3 and "choice" not in rec and "witness_exact" not in rec
     rep = checker.verify_certificate(doc, blk)
     assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
-    assert any("within τ·‖M‖_F" in f.claim for f in rep.findings)
+    assert any("within τ·max(‖M‖_F, 1)" in f.claim for f in rep.findings)
     # the same record at a tolerance below the true distance (≈ 7e-17 relative) is rejected
     low = copy.deepcopy(doc)
     low["parameters"]["tolerance"] = low["blocks"][0]["tolerance"] = 1e-20
@@ -193,3 +193,24 @@ def test_zero_bias_arrays_are_no_biases_for_the_witness() -> None:
     assert (dec.verdict.value, dec.theorem.value) == ("absorbable", "canonical-form"), dec.reason
     rep = checker.verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk)
     assert rep.accepted and not rep.not_rechecked, [f.claim + " — " + f.detail for f in rep.failures + rep.not_rechecked]
+
+
+def test_a_tiny_skip_is_not_the_scale_of_the_tolerance() -> None:
+    """f(x) = 10⁻¹²·x + ReLU(x) (d = 1, n = 1): g = ReLU is within 10⁻¹² of f per unit of |x|,
+    i.e. within the tolerance; measured against ‖M‖_F = 10⁻¹² the linear part was 'far' and the
+    answer not_absorbable. The scale is max(‖M‖_F, 1): absorbable within the tolerance, verified."""
+    blk = Block(np.array([[1.0]]), np.array([[1.0]]), get_activation("relu"), skip=np.array([[1e-12]]))
+    dec = decide(blk)
+    assert (dec.verdict.value, dec.theorem.value) == ("absorbable", "canonical-form"), dec.reason
+    rep = checker.verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk)
+    assert rep.accepted, [f.claim + " — " + f.detail for f in rep.failures]
+
+
+def test_a_unit_of_size_1e_15_does_not_make_width_1_impossible() -> None:
+    """M = 0, a second unit 10⁻¹⁵ in size: one unit matches f within 10⁻¹⁵; width 1 is not
+    'not absorbable' (no line's coefficient is far from zero once the scale is at least 1)."""
+    from absorb.engine.width import decide_width
+
+    blk = Block(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[1.0, 1e-15], [2.0, 0.0]]), get_activation("relu"),
+                skip=np.zeros((2, 2)))
+    assert decide_width(blk, 1).verdict.value != "not_absorbable"

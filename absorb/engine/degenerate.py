@@ -545,7 +545,9 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
     if why is not None:
         return DegenerateDecision(Verdict.UNKNOWN, f"Unknown: the canonical-form procedure does not apply: {why}.", N)
     cf = canonical_form(block)
-    scale = max(float(np.linalg.norm(block.M)), np.finfo(float).tiny)
+    # distances relative to ‖M‖_F, but at least 1: a witness's error is per unit of |x| (and |f(x)|), so with
+    # M = 0 or tiny a choice 10⁻¹² from fitting is within the tolerance, not "not absorbable"
+    scale = max(float(np.linalg.norm(block.M)), 1.0)
     name = "ReLU" if cf.family == "relu" else block.activation_name
     shape = (f"f = L₀x + Σ a_ℓ·{'ReLU' if cf.family == 'relu' else 'σ'}(e_ℓ·x) over m = {cf.m} active lines "
              f"({len(cf.dead)} dead units, {len(cf.inactive)} lines whose units cancel)")

@@ -320,7 +320,7 @@ def _tail(s: np.ndarray, p: int, R: np.ndarray) -> tuple[float, float]:
 
 def _robust(ctx: _Ctx, w: str, block: Block, family: str, N: int, L0: Mat, lines: _Lines, bmax: int) -> None:
     """'Not absorbable' at the tolerance, as the verdict claims: no choice's linear part is within
-    τ·‖M‖_F of the rank it is allowed, no line's coefficient is within τ·‖M‖_F of zero, no two lines
+    τ·s of the rank it is allowed, no line's coefficient is within τ·s of zero (s = max(‖M‖_F, 1)), no two lines
     nearly coincide (|cos| ≥ 1 − 10⁻¹⁰, or ±u within 10⁻¹⁰ relatively): otherwise a block within the
     tolerance might fit, and the answer is unknown."""
     m, d = len(lines), block.d
@@ -328,10 +328,12 @@ def _robust(ctx: _Ctx, w: str, block: Block, family: str, N: int, L0: Mat, lines
     top = float(np.max(np.abs(Mf))) if Mf.size else 0.0
     # ‖M‖_F from M scaled by its largest entry (no square under- or overflows; a tiny M once gave τ = 0)
     mn = top * float(np.linalg.norm(Mf / top)) * (1 + (d * d + 4) * _U) if top > 0 else 0.0
-    tau = ctx.tol * mn
+    # the scale is ‖M‖_F but at least 1: a witness's error is measured per unit of |x| (and of |f(x)|), so
+    # with M = 0 or tiny a choice 10⁻¹² from fitting is within the tolerance however small ‖M‖ is
+    tau = ctx.tol * max(mn, 1.0)
     es = [np.array([float(v) for v in e]) for e, _ in lines]
     small = [l for l, (e, a) in enumerate(lines) if float(np.linalg.norm([float(v) for v in a])) * float(np.linalg.norm(es[l])) * (1 - 4 * d * _U) <= tau]
-    _require(ctx, not small, w, f"no line's coefficient is within τ·‖M‖_F = {tau:.3g} of zero", f"lines {small}")
+    _require(ctx, not small, w, f"no line's coefficient is within τ·max(‖M‖_F, 1) = {tau:.3g} of zero", f"lines {small}")
     near = []
     sq = [sum((v * v for v in e), Fraction(0)) for e, _ in lines]  # (in exact rationals: no norm under- or overflows)
     for i, j in itertools.combinations(range(m), 2):
@@ -357,7 +359,7 @@ def _robust(ctx: _Ctx, w: str, block: Block, family: str, N: int, L0: Mat, lines
                 _, _, R = _near_parts(L0, lines, B, dict(zip(rest, bits)))
                 tail, margin = _tail(np.linalg.svd(R, compute_uv=False), p, R)
                 worst = min(worst, tail - margin)
-    _require(ctx, worst > tau, w, f"every choice's linear part is farther than τ·‖M‖_F = {tau:.3g} from the rank its width allows",
+    _require(ctx, worst > tau, w, f"every choice's linear part is farther than τ·max(‖M‖_F, 1) = {tau:.3g} from the rank its width allows",
              f"the closest is within {worst:.3g}")
 
 
@@ -379,7 +381,7 @@ def _inverse(G: Mat) -> Mat:
 def _check_near(ctx: _Ctx, w: str, b: dict[str, Any], near: Any, block: Block, N: int, L0: Mat,
                 lines: _Lines, family: str) -> tuple[str, Block | None, float]:
     """Absorbable *within the tolerance*: the recorded choice (B, δ, p) fits in width N, the
-    linear part R = C_δ P_B is within τ·‖M‖_F of rank ≤ p (Frobenius, re-derived with a rounding
+    linear part R = C_δ P_B is within τ·max(‖M‖_F, 1) of rank ≤ p (Frobenius, re-derived with a rounding
     account), and the checker's own width-N block — the units of the choice with the truncated SVD
     of R for the antipodal pairs — equals f up to that distance (evaluated against f)."""
     _require(ctx, isinstance(near, dict), w, "the within-tolerance choice is an object")
@@ -398,9 +400,9 @@ def _check_near(ctx: _Ctx, w: str, b: dict[str, Any], near: Any, block: Block, N
     Cf, V, R = _near_parts(L0, lines, B, delta)
     Ul, s, Vt = np.linalg.svd(R)
     tail, margin = _tail(s, p, R)
-    mn = float(np.linalg.norm(block.M)) * (1 - (d * d + 2) * _U)
+    mn = max(float(np.linalg.norm(block.M)) * (1 - (d * d + 2) * _U), 1.0)  # (the scale is ‖M‖_F, at least 1: as _robust's)
     dist_hi = (tail + margin) / mn if mn > 0 else math.inf
-    _require(ctx, dist_hi <= ctx.tol, w, f"C_δ P_B is within τ·‖M‖_F of rank ≤ {p}: relative distance ≤ {dist_hi:.3g} ≤ τ = {ctx.tol:g}",
+    _require(ctx, dist_hi <= ctx.tol, w, f"C_δ P_B is within τ·max(‖M‖_F, 1) of rank ≤ {p}: relative distance ≤ {dist_hi:.3g} ≤ τ = {ctx.tol:g}",
              f"tail of the singular values {tail:.3g}, rounding margin {margin:.3g}")
     wit = b.get("witness") or {}
     _require(ctx, "distance" not in near and wit.get("residual") is None and wit.get("exact") is False and wit.get("S") is None
