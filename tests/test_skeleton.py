@@ -158,3 +158,25 @@ def test_a_skeleton_linear_up_to_the_tolerance_claims_nothing() -> None:
     gelu = blk.replace(activation=get_activation("gelu"), b_up=rng.standard_normal(5))
     dec = decide_block(gelu, tol=0.2)
     assert (dec.verdict, dec.theorem) == (Verdict.NOT_ABSORBABLE, Theorem.SKELETON), dec.reason
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu"])
+def test_a_block_within_the_tolerance_of_its_skip_claims_nothing(act: str) -> None:
+    """W_down of size 10⁻¹²: f is within 10⁻¹¹|x| of x ↦ x, which 2d antipodal pairs realise
+    exactly; result 5's exact proof (no index set) would be a not_absorbable the tolerance
+    contradicts, so the answer is unknown."""
+    rng = np.random.default_rng(0)
+    blk = Block(rng.standard_normal((5, 2)), 1e-12 * rng.standard_normal((2, 5)), get_activation(act))
+    dec = decide_block(blk)
+    assert dec.verdict is Verdict.UNKNOWN and "within the tolerance of 0" in dec.reason, dec.reason
+    big = blk.replace(W_down=rng.standard_normal((2, 5)))
+    assert decide_block(big).verdict is Verdict.NOT_ABSORBABLE
+
+
+def test_a_skeleton_whose_kinks_reach_less_than_the_tolerance_claims_nothing() -> None:
+    """σ = z + 10⁻⁷|z| with W_down of size 10⁻³: the kinks' reach a·Σ|w_i|∞|u_i|₁ is about 10⁻⁹;
+    antipodal pairs cancel the |z| parts and match f within the tolerance."""
+    rng = np.random.default_rng(1)
+    blk = Block(rng.standard_normal((5, 2)), 1e-3 * rng.standard_normal((2, 5)), get_activation("expr:x + Abs(x)/10**7"))
+    dec = decide_block(blk)
+    assert dec.verdict is Verdict.UNKNOWN, dec.reason

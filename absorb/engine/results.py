@@ -112,6 +112,33 @@ def _value_linear(ctx: Ctx) -> bool:
     return ctx.block.value_identity
 
 
+def _block_size(block: Block) -> float:
+    """Σ_i |w_i|∞·|u_i|₁ (w_i a column of W_down, u_i a row of W_up), rounded up: |W_down φ(W_up x)|∞ ≤
+    λ·size·|x|∞ for any φ with |φ(z)| ≤ λ|z| — the block's reach per unit of |x|∞."""
+    U, D = np.abs(np.asarray(block.W_up, dtype=np.float64)), np.abs(np.asarray(block.W_down, dtype=np.float64))
+    return float(np.sum(np.max(D, axis=0) * np.sum(U, axis=1))) * (1 + (block.d + 2) * 2.0**-52)
+
+
+def _near_a_linear_map(ctx: Ctx) -> str | None:
+    """Why an exact not_absorbable would contradict the tolerance, or None: a bias-free ungated f whose
+    σ-part is within the tolerance of 0 (|B(x)|∞ ≤ L·size·|x|∞ ≤ τ|x|∞, L σ's Lipschitz constant, σ(0) = 0)
+    is within τ of x ↦ M x, which n ≥ 2·rank(M) units realise exactly in antipodal pairs (σ(z) − σ(−z) = c·z)."""
+    from absorb.engine.witness import sigma_lipschitz
+
+    blk = ctx.block
+    if blk.gated or blk.has_bias:
+        return None
+    L = sigma_lipschitz(blk.activation)
+    if L is None:
+        return None
+    reach = L * _block_size(blk)
+    if reach > ctx.tol or 2 * int(np.linalg.matrix_rank(blk.M)) > blk.n:
+        return None
+    return (f"Unknown: the block's σ-part is within the tolerance of 0 (|W_down σ(W_up x)|∞ ≤ {reach:.3g}·|x|∞), so f is within "
+            f"the tolerance of x ↦ M x, which {blk.n} ≥ 2·rank(M) units realise in antipodal pairs; the exact argument rules out "
+            "an exact residual-free block only.")
+
+
 # ---------------------------------------------------------------------------- results --
 def trivial(ctx: Ctx) -> BlockDecision | None:
     """``M = 0``: already residual-free."""
@@ -820,6 +847,9 @@ class _IndexSet:
                         f"(checked on {w.n_inputs} inputs, max relative error {w.eval_error:.2e}).", witness=w, search=res)
 
     def _infeasible(self, res: SearchResult) -> BlockDecision:
+        near = _near_a_linear_map(self.ctx)
+        if near is not None:
+            return self.ctx.done(Verdict.UNKNOWN, Theorem.NONE, near, search=res)
         if self.c_flip is not None and not self.failing:
             return self.ctx.done(Verdict.NOT_ABSORBABLE, Theorem.INDEX_SET,
                                  f"No index set S has W_down[:,S] W_up[S,:] = -M (proved by {res.method}: every S is at relative "
@@ -894,13 +924,16 @@ class _IndexSet:
     def _skeleton_verdict(self, why: str, *, search: SearchResult | None = None, degenerate: bool = False) -> BlockDecision:
         sk = self.skeleton
         assert sk is not None
-        if sk.a != 0 and abs(sk.a) <= 10 * self.ctx.tol * abs(sk.b):
+        near = _near_a_linear_map(self.ctx)
+        if near is not None:
+            return self.ctx.done(Verdict.UNKNOWN, Theorem.NONE, near, search=search)
+        if sk.a != 0 and (abs(sk.a) <= 10 * self.ctx.tol * abs(sk.b) or abs(sk.a) * _block_size(self.block) <= 10 * self.ctx.tol):
             # σ∞ is linear up to the tolerance (σ(z) = z + 10⁻¹²|z|, say): a residual-free block built on σ's
             # linear part matches f within the tolerance, so the exact argument would contradict the
             # within-tolerance meaning of "absorbable"; no verdict is claimed
             return self.ctx.done(Verdict.UNKNOWN, Theorem.NONE,
                                  f"Unknown: the asymptotic skeleton σ∞ = {sk.describe()} is linear up to the tolerance (its kink "
-                                 f"a = {float(sk.a):.3g} is within {10 * self.ctx.tol:g}·|b|), so a residual-free block may "
+                                 f"a = {float(sk.a):.3g} is within {10 * self.ctx.tol:g}·|b|, or its kinks' reach a·Σ|w_i|∞|u_i|₁ is), so a residual-free block may "
                                  "match f within the tolerance although the exact skeleton argument rules out an exact one.",
                                  search=search)
         lead = (f"Asymptotic skeleton: σ(tz + c)/t → σ∞(z) = {sk.describe()} (t → ∞), so f = g for a residual-free g of width n, "
