@@ -214,3 +214,14 @@ def test_a_unit_of_size_1e_15_does_not_make_width_1_impossible() -> None:
     blk = Block(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[1.0, 1e-15], [2.0, 0.0]]), get_activation("relu"),
                 skip=np.zeros((2, 2)))
     assert decide_width(blk, 1).verdict.value != "not_absorbable"
+
+
+def test_a_gelu_tanh_not_absorbable_certificate_is_checked_in_seconds() -> None:
+    """σ = GELU-tanh, d = 1: the checker compares σ with each σ whose canonical form is unique,
+    erf-GELU first; sympy's decision that tanh-GELU − erf-GELU vanishes on a piece never
+    returned. A difference seen at 30 digits (about 10⁻³ here) now answers 'not the same' first."""
+    blk = Block(np.array([[1.0], [2.0], [-0.5], [3.0]]), np.array([[0.7, -0.3, 1.1, 0.25]]), get_activation("gelu_tanh"))
+    dec = decide(blk)
+    assert (dec.verdict.value, dec.theorem.value) == ("not_absorbable", "canonical-form"), dec.reason
+    rep = checker.verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk)
+    assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
