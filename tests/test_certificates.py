@@ -673,3 +673,19 @@ def test_a_jacobian_sympy_cannot_evaluate_at_zero_is_left_out() -> None:
     assert doc["blocks"][0]["argument"]["jacobian_f_at_0"] is None
     rep = checker.verify_certificate(doc, blk)
     assert rep.accepted, [f.claim for f in rep.failures]
+
+
+def test_a_cancelling_custom_sigma_is_evaluated_with_its_terms_rounding() -> None:
+    """σ = log(1 + eᶻ) − log 2 (σ(z) − σ(−z) = z): the planted flip witness is exact, but float64
+    evaluates σ near 0 with an error of ulps of log 2, not of |σ(z)|; the checker's rounding
+    allowance assumed the latter and rejected the honest certificate."""
+    from absorb import Block, get_activation
+
+    rng = np.random.default_rng(11)
+    U, D = rng.standard_normal((5, 2)), rng.standard_normal((2, 5))
+    D[:, :2] = -np.linalg.inv(U[:2])
+    blk = Block(U, D, get_activation("expr:log(1 + exp(x)) - log(2)"))
+    dec = decide(blk)
+    assert dec.verdict.value == "absorbable", dec.reason
+    rep = checker.verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk)
+    assert rep.accepted, [f.claim + " — " + f.detail for f in rep.failures]
