@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -138,3 +140,42 @@ def _integers(A: np.ndarray) -> tuple[list[list[int]], int]:
     rows = [[float(v).as_integer_ratio() for v in row] for row in np.atleast_2d(A)]
     L = max((q.bit_length() - 1 for row in rows for _p, q in row), default=0)
     return [[p << (L - q.bit_length() + 1) for p, q in row] for row in rows], L
+
+
+@functools.lru_cache(maxsize=64)
+def _term_sizes(expr: sp.Expr) -> Callable[[np.ndarray], np.ndarray] | None:
+    """z ↦ the sum of the absolute sizes of σ's terms, for a user's σ: a sum of terms that nearly
+    cancel (log(1 + eᶻ) − log 2 near 0) is computed in float64 with an error of a few ulps of
+    that size, not of |σ(z)|. Sums add their terms' sizes, products multiply them, any other node
+    counts as its own absolute value (None: no numpy form). Not a proof of the evaluation error:
+    the samples are a second check beside the witness's own bound."""
+    def size(e: sp.Expr) -> sp.Expr:
+        if e.is_Add:
+            return sp.Add(*[size(a) for a in e.args])
+        if e.is_Mul:
+            return sp.Mul(*[size(a) for a in e.args])
+        return sp.Abs(e)
+
+    from absorb.model._expr_numpy import UnsupportedExpression, numpy_form
+
+    try:
+        return numpy_form(sp.srepr(size(expr)))
+    except (UnsupportedExpression, RecursionError):  # a head the evaluator lacks: no allowance from here
+        return None
+
+
+def sigma_term_error(act: Any, Z: np.ndarray) -> np.ndarray | float:
+    """Beyond a few ulps of |σ(z)|: a few ulps of the size of σ's terms (a user's σ only)."""
+    from absorb.model.activations import is_builtin
+
+    if is_builtin(act):
+        return 0.0
+    fn = _term_sizes(act.expr)
+    if fn is None:  # (no allowance beyond |σ(z)|'s: never a bound that passes everything)
+        return 0.0
+    try:
+        with np.errstate(all="ignore"):
+            out = np.abs(np.asarray(fn(np.asarray(Z, dtype=float)), dtype=float))
+    except (ValueError, TypeError, OverflowError):
+        return 0.0
+    return np.where(np.isfinite(out), out, 0.0)

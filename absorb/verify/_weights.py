@@ -26,6 +26,7 @@ from absorb.verify._numerics import (
     rounding_allowance,
     sha256_f64,
 )
+from absorb.verify._numerics import sigma_term_error as _sigma_error
 from absorb.verify._report import _Ctx, _require, _where
 
 COLLINEAR_SCREEN = 1e-6
@@ -443,41 +444,6 @@ def _constant_error(f: Block, g: Block) -> float:
         return 0.0
     lo = _f0_lower(f) if math.isfinite(e) else 0.0
     return e / lo if lo > 0 else math.inf
-
-
-@functools.lru_cache(maxsize=64)
-def _term_sizes(expr: sp.Expr) -> Callable[[np.ndarray], np.ndarray] | None:
-    """z ↦ the sum of the absolute sizes of σ's terms, for a user's σ: a sum of terms that nearly
-    cancel (log(1 + eᶻ) − log 2 near 0) is computed in float64 with an error of a few ulps of
-    that size, not of |σ(z)|. Sums add their terms' sizes, products multiply them, any other node
-    counts as its own absolute value (None: no numpy form). Not a proof of the evaluation error:
-    the samples are a second check beside the witness's own bound."""
-    def size(e: sp.Expr) -> sp.Expr:
-        if e.is_Add:
-            return sp.Add(*[size(a) for a in e.args])
-        if e.is_Mul:
-            return sp.Mul(*[size(a) for a in e.args])
-        return sp.Abs(e)
-
-    try:
-        x = sorted(expr.free_symbols, key=str)
-        return sp.lambdify(x[0], size(expr), "numpy") if len(x) == 1 else None
-    except Exception:  # noqa: BLE001 - a head numpy lacks: no bound from here
-        return None
-
-
-def _sigma_error(act: Any, Z: np.ndarray) -> np.ndarray | float:
-    """Beyond a few ulps of |σ(z)|: a few ulps of the size of σ's terms (a user's σ only)."""
-    from absorb.model.activations import is_builtin
-
-    if is_builtin(act):
-        return 0.0
-    fn = _term_sizes(act.expr)
-    if fn is None:  # (no allowance beyond |σ(z)|'s: never a bound that passes everything)
-        return 0.0
-    with np.errstate(all="ignore"):
-        out = np.abs(np.asarray(fn(Z), dtype=float))
-    return np.where(np.isfinite(out), out, 0.0)
 
 
 def _round_bound(block: Block, X: np.ndarray) -> np.ndarray:
