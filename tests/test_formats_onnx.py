@@ -577,3 +577,28 @@ def test_residuals_absorb_does_not_read_are_said_not_misread(tmp_path: Path) -> 
         assert ck.specs[0].skip is None and says in ck.specs[0].residual, (name, ck.specs[0].residual)
         assert "read from the graph" not in ck.specs[0].residual, name
         assert "with its own identity skip" in ck.analysed(ck.specs[0]), name
+
+
+def test_a_half_precision_pow_exponent_is_not_moved(tmp_path: Path) -> None:
+    """tanh-GELU written with Pow(z, 3.0) (NewGELU) in float16: the constants are fitted within
+    their rounding, but an exponent is no rounded real (3.0 is exact); moving it made z^3.0004
+    nan for z < 0 and the honest export was refused."""
+    rng = np.random.default_rng(3)
+    U, W = rng.standard_normal((5, 3)), rng.standard_normal((3, 5))
+
+    def c(name: str, v: object) -> object:
+        return numpy_helper.from_array(np.asarray(v, dtype=np.float16), name)
+
+    N = helper.make_node
+    inits = [c("Wu", U.T), c("Wd", W.T), c("three", 3.0), c("a", 0.044715), c("k", (2 / np.pi) ** 0.5), c("h", 0.5), c("one", 1.0)]
+    nodes = [N("MatMul", ["x", "Wu"], ["z"], name="up"), N("Pow", ["z", "three"], ["z3"]), N("Mul", ["z3", "a"], ["az3"]),
+             N("Add", ["z", "az3"], ["inner"]), N("Mul", ["inner", "k"], ["ki"]), N("Tanh", ["ki"], ["t"]), N("Add", ["t", "one"], ["t1"]),
+             N("Mul", ["z", "h"], ["zh"]), N("Mul", ["zh", "t1"], ["g"]), N("MatMul", ["g", "Wd"], ["b"], name="down"),
+             N("Add", ["x", "b"], ["y"], name="res")]
+    gr = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, ["b", 3])],
+                           [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)], inits)
+    m = helper.make_model(gr, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, str(tmp_path / "g.onnx"))
+    ck = open_checkpoint(tmp_path / "g.onnx")
+    assert ck.specs[0].activation == "gelu_tanh", ck.specs[0].activation

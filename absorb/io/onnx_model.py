@@ -303,7 +303,9 @@ class _Graph:
             return None
         pts = np.concatenate([np.linspace(-12.0, 12.0, 4801), -np.logspace(-3, 300, 304), np.logspace(-3, 300, 304)])
         near = np.arange(pts.size) < 4801
-        narrow = sorted({i for n in nodes for i in n.input if i and self.is_const(i) and self.const_type.get(i) in _NARROW})
+        # (a Pow's exponent is not a rounded real: x³ is stored as 3.0 exactly, and moving it makes z^3.0004 nan for z < 0)
+        narrow = sorted({i for n in nodes for k, i in enumerate(n.input) if i and self.is_const(i) and self.const_type.get(i) in _NARROW
+                         and not (n.op_type == "Pow" and k == 1)})
         for cand in cands:
             with np.errstate(all="ignore"):
                 want = get_activation(cand).np_fn(pts)
