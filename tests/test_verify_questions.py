@@ -114,7 +114,9 @@ def test_json_a_reader_may_read_otherwise_is_bad_input(tmp_path: Path, capsys: p
                       (text.replace('"tolerance": 1e-09', '"tolerance": 1' + "0" * 400, 1), "past float64's range"),
                       (text.replace('"tolerance": 1e-09', '"tolerance": 1e400', 1), "past float64's range"),
                       (text.replace('"tolerance": 1e-09', '"tolerance": -1e-400', 1), "below float64's smallest subnormal"),
-                      (text.replace('"paper": {', '"paper": {"x": ' + "[" * 100_000 + "]" * 100_000 + ", ", 1), "nested too deeply")):
+                      (text.replace('"paper": {', '"paper": {"x": ' + "[" * 100_000 + "]" * 100_000 + ", ", 1), "nested too deeply"),
+                      (text.replace('"tolerance": 1e-09', '"tolerance": ' + "9" * 5000, 1), "an integer of thousands of digits"),
+                      (text[: text.index('"verdict": "') + 14], "Unterminated string starting at: line 1")):
         assert bad != text
         cert.write_text(bad)
         capsys.readouterr()

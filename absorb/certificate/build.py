@@ -129,7 +129,7 @@ class Certificate:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InvalidInput(
-                f"{source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+                f"{source}: not valid JSON ({exc.msg}: line {exc.lineno}, column {exc.colno})"
             ) from None
         except RecursionError:
             raise InvalidInput(f"{source}: nested too deeply to read (absorb writes a few levels); regenerate it") from None

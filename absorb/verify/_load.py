@@ -68,9 +68,10 @@ def load_certificate(path: str | Path) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise InvalidInput(f"{p}: not a text file; give the .json certificate (not the .pdf or .tex rendering)") from None
     except json.JSONDecodeError as exc:
-        raise InvalidInput(f"{p}: not valid JSON ({exc.msg} at line {exc.lineno}); give the .json certificate") from None
+        raise InvalidInput(f"{p}: not valid JSON ({exc.msg}: line {exc.lineno}); give the .json certificate") from None
     except ValueError as exc:  # a non-finite number, a huge integer, a repeated key, or past Python's digit limit
-        raise InvalidInput(f"{p}: {exc}; the certificate was edited — regenerate it") from None
+        why = "it holds an integer of thousands of digits" if "integer string conversion" in str(exc) else str(exc)
+        raise InvalidInput(f"{p}: {why}; the certificate was edited — regenerate it") from None
     if not isinstance(obj, dict) or obj.get("schema") != SCHEMA:
         raise InvalidInput(f"{p}: not an absorb certificate (no \"schema\": \"{SCHEMA}\"); make one with 'absorb check MODEL --certificate OUT.json'")
     if obj.get("schema_version") not in SUPPORTED_VERSIONS:
