@@ -116,7 +116,8 @@ def _block_size(block: Block) -> float:
     """Σ_i |w_i|∞·|u_i|₁ (w_i a column of W_down, u_i a row of W_up), rounded up: |W_down φ(W_up x)|∞ ≤
     λ·size·|x|∞ for any φ with |φ(z)| ≤ λ|z| — the block's reach per unit of |x|∞."""
     U, D = np.abs(np.asarray(block.W_up, dtype=np.float64)), np.abs(np.asarray(block.W_down, dtype=np.float64))
-    return float(np.sum(np.max(D, axis=0) * np.sum(U, axis=1))) * (1 + (block.d + 2) * 2.0**-52)
+    with np.errstate(over="ignore"):  # (inf: no bound, as it should be)
+        return float(np.sum(np.max(D, axis=0) * np.sum(U, axis=1))) * (1 + (block.d + 2) * 2.0**-52)
 
 
 def _near_a_linear_map(ctx: Ctx) -> str | None:
