@@ -83,6 +83,11 @@ class Ctx:
         return p
 
     def done(self, verdict: Verdict, theorem: Theorem, reason: str, **kw: object) -> BlockDecision:
+        if verdict is Verdict.NOT_ABSORBABLE:  # every exact proof, against the within-tolerance meaning of absorbable
+            near = _within_tolerance(self)
+            if near is not None:
+                verdict, theorem, reason = Verdict.UNKNOWN, Theorem.NONE, near
+                kw = {k: v for k, v in kw.items() if k == "search"}
         return BlockDecision(block=self.block, verdict=verdict, theorem=theorem, reason=reason, tolerance=self.tol,
                              hypotheses=tuple(self.H), properties=tuple(self.P), residual_free_class=self.rf_class, **kw)
 
@@ -120,24 +125,43 @@ def _block_size(block: Block) -> float:
         return float(np.sum(np.max(D, axis=0) * np.sum(U, axis=1))) * (1 + (block.d + 2) * 2.0**-52)
 
 
-def _near_a_linear_map(ctx: Ctx) -> str | None:
-    """Why an exact not_absorbable would contradict the tolerance, or None: a bias-free ungated f whose
-    σ-part is within the tolerance of 0 (|B(x)|∞ ≤ L·size·|x|∞ ≤ τ|x|∞, L σ's Lipschitz constant, σ(0) = 0)
-    is within τ of x ↦ M x, which n ≥ 2·rank(M) units realise exactly in antipodal pairs (σ(z) − σ(−z) = c·z)."""
+def _within_tolerance(ctx: Ctx) -> str | None:
+    """Why an exact not_absorbable would contradict the tolerance (``absorbable`` means
+    |f(x) − g(x)|∞ ≤ τ(|f(x)|∞ + |x|∞ + |f(0)|∞) for a residual-free g), or None. Two residual-free
+    blocks of width n are tried by bound, with no search:
+
+    * f without its skip, g = B: f − g = M x, |M x|∞ ≤ ‖M‖∞|x|∞ (largest absolute row sum);
+    * for a bias-free ungated f with σ(0) = 0, σ L-Lipschitz and σ(z) − σ(−z) = c·z (c ≠ 0):
+      antipodal pairs realise x ↦ M x exactly with 2·rank(M) ≤ n units, and f − g = B(x),
+      |B(x)|∞ ≤ L·Σ_i |w_i|∞|u_i|₁·|x|∞ = r|x|∞, while |f(x)|∞ ≥ (s − r)|x|∞ with s = σ_min(M)/√d."""
     from absorb.engine.witness import sigma_lipschitz
 
-    blk = ctx.block
-    if blk.gated or blk.has_bias:
+    blk, tol = ctx.block, ctx.tol
+    normM = 1.0 if blk.skip is None else float(np.max(np.sum(np.abs(blk.skip), axis=1))) * (1 + (blk.d + 2) * 2.0**-52)
+    if normM <= tol:
+        return (f"Unknown: f is within the tolerance of its own residual-free part B (|M x|∞ ≤ {normM:.3g}·|x|∞), so "
+                "the exact argument rules out an exact residual-free block only.")
+    if blk.gated or blk.has_bias or blk.n * blk.d > 1 << 24:
         return None
+    flip = _analysis(blk.activation, "flip_identity[ungated]")  # (read, not recorded: the verdict does not rest on it)
+    c = _fraction(flip, "c") if flip.proved else None
     L = sigma_lipschitz(blk.activation)
-    if L is None:
+    with np.errstate(all="ignore"):
+        zero = float(np.asarray(blk.activation(np.zeros(1)), dtype=float).reshape(-1)[0])
+    if not c or L is None or zero != 0.0:
         return None
-    reach = L * _block_size(blk)
-    if reach > ctx.tol or 2 * int(np.linalg.matrix_rank(blk.M)) > blk.n:
+    r = L * _block_size(blk)
+    if not r <= tol * (1 + normM):  # (s ≤ ‖M‖₂/√d ≤ ‖M‖∞: no SVD needed to say no)
         return None
-    return (f"Unknown: the block's σ-part is within the tolerance of 0 (|W_down σ(W_up x)|∞ ≤ {reach:.3g}·|x|∞), so f is within "
-            f"the tolerance of x ↦ M x, which {blk.n} ≥ 2·rank(M) units realise in antipodal pairs; the exact argument rules out "
-            "an exact residual-free block only.")
+    if not r <= tol:
+        s_min = float(np.linalg.svd(blk.M, compute_uv=False)[-1]) / math.sqrt(blk.d) * (1 - 1e-12)
+        if not r <= tol * (1 + max(s_min - r, 0.0)):
+            return None
+    if 2 * int(np.linalg.matrix_rank(blk.M)) > blk.n:
+        return None
+    return (f"Unknown: the block's σ-part is within the tolerance (|W_down σ(W_up x)|∞ ≤ {r:.3g}·|x|∞), so f is within the "
+            f"tolerance of x ↦ M x, which {blk.n} ≥ 2·rank(M) units realise in antipodal pairs (σ(z) − σ(−z) = {c}·z); the "
+            "exact argument rules out an exact residual-free block only.")
 
 
 # ---------------------------------------------------------------------------- results --
@@ -848,9 +872,6 @@ class _IndexSet:
                         f"(checked on {w.n_inputs} inputs, max relative error {w.eval_error:.2e}).", witness=w, search=res)
 
     def _infeasible(self, res: SearchResult) -> BlockDecision:
-        near = _near_a_linear_map(self.ctx)
-        if near is not None:
-            return self.ctx.done(Verdict.UNKNOWN, Theorem.NONE, near, search=res)
         if self.c_flip is not None and not self.failing:
             return self.ctx.done(Verdict.NOT_ABSORBABLE, Theorem.INDEX_SET,
                                  f"No index set S has W_down[:,S] W_up[S,:] = -M (proved by {res.method}: every S is at relative "
@@ -925,16 +946,13 @@ class _IndexSet:
     def _skeleton_verdict(self, why: str, *, search: SearchResult | None = None, degenerate: bool = False) -> BlockDecision:
         sk = self.skeleton
         assert sk is not None
-        near = _near_a_linear_map(self.ctx)
-        if near is not None:
-            return self.ctx.done(Verdict.UNKNOWN, Theorem.NONE, near, search=search)
-        if sk.a != 0 and (abs(sk.a) <= 10 * self.ctx.tol * abs(sk.b) or abs(sk.a) * _block_size(self.block) <= 10 * self.ctx.tol):
+        if sk.a != 0 and abs(sk.a) <= 10 * self.ctx.tol * abs(sk.b):
             # σ∞ is linear up to the tolerance (σ(z) = z + 10⁻¹²|z|, say): a residual-free block built on σ's
             # linear part matches f within the tolerance, so the exact argument would contradict the
             # within-tolerance meaning of "absorbable"; no verdict is claimed
             return self.ctx.done(Verdict.UNKNOWN, Theorem.NONE,
                                  f"Unknown: the asymptotic skeleton σ∞ = {sk.describe()} is linear up to the tolerance (its kink "
-                                 f"a = {float(sk.a):.3g} is within {10 * self.ctx.tol:g}·|b|, or its kinks' reach a·Σ|w_i|∞|u_i|₁ is), so a residual-free block may "
+                                 f"a = {float(sk.a):.3g} is within {10 * self.ctx.tol:g}·|b|), so a residual-free block may "
                                  "match f within the tolerance although the exact skeleton argument rules out an exact one.",
                                  search=search)
         lead = (f"Asymptotic skeleton: σ(tz + c)/t → σ∞(z) = {sk.describe()} (t → ∞), so f = g for a residual-free g of width n, "
