@@ -141,21 +141,26 @@ def _within_tolerance(ctx: Ctx) -> str | None:
     if normM <= tol:
         return (f"Unknown: f is within the tolerance of its own residual-free part B (|M x|∞ ≤ {normM:.3g}·|x|∞), so "
                 "the exact argument rules out an exact residual-free block only.")
-    if blk.gated or blk.has_bias or blk.n * blk.d > 1 << 24:
+    if blk.gated or blk.has_bias or blk.n * blk.d > 1 << 24 or not normM < 2.0**500:  # (pairs for a huge M overflow)
         return None
     flip = _analysis(blk.activation, "flip_identity[ungated]")  # (read, not recorded: the verdict does not rest on it)
     c = _fraction(flip, "c") if flip.proved else None
+    if not c:
+        return None
+    size = _block_size(blk)
+    if not abs(float(c)) / 2 * size <= tol * (1 + normM):  # L ≥ |c|/2, and s ≤ ‖M‖₂/√d ≤ ‖M‖∞: most blocks stop here
+        return None
     L = sigma_lipschitz(blk.activation)
     with np.errstate(all="ignore"):
         zero = float(np.asarray(blk.activation(np.zeros(1)), dtype=float).reshape(-1)[0])
-    if not c or L is None or zero != 0.0:
+    if L is None or zero != 0.0:
         return None
-    r = L * _block_size(blk)
-    if not r <= tol * (1 + normM):  # (s ≤ ‖M‖₂/√d ≤ ‖M‖∞: no SVD needed to say no)
+    r = L * size
+    if not r <= tol * (1 + normM):
         return None
     if not r <= tol:
         s_min = float(np.linalg.svd(blk.M, compute_uv=False)[-1]) / math.sqrt(blk.d) * (1 - 1e-12)
-        if not r <= tol * (1 + max(s_min - r, 0.0)):
+        if not (math.isfinite(s_min) and r <= tol * (1 + max(s_min - r, 0.0))):
             return None
     if 2 * int(np.linalg.matrix_rank(blk.M)) > blk.n:
         return None
