@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -175,6 +176,21 @@ def test_onnx_refusals_name_the_format(tmp_path: Path) -> None:
         open_checkpoint(f, up="a.{i}", down="b.{i}")
 
 
+def _torch_mlp(torch: Any) -> Any:
+    """The class of an ungated torch block x + fc2(act(fc1(x))) (d = D, n = N)."""
+    nn = torch.nn
+
+    class MLP(nn.Module):
+        def __init__(self, act: Any) -> None:
+            super().__init__()
+            self.fc1, self.fc2, self.act = nn.Linear(D, N), nn.Linear(N, D), act
+
+        def forward(self, x):
+            return x + self.fc2(self.act(self.fc1(x)))
+
+    return MLP
+
+
 @pytest.mark.filterwarnings("ignore")  # torch.onnx's TorchScript exporter is deprecated (it is what most .onnx files came from)
 @pytest.mark.parametrize("opset", [17, 20])
 def test_torch_onnx_export_read_as_exported(tmp_path: Path, opset: int) -> None:
@@ -184,13 +200,7 @@ def test_torch_onnx_export_read_as_exported(tmp_path: Path, opset: int) -> None:
     torch = pytest.importorskip("torch")
     nn = torch.nn
 
-    class MLP(nn.Module):
-        def __init__(self, act: nn.Module) -> None:
-            super().__init__()
-            self.fc1, self.fc2, self.act = nn.Linear(D, N), nn.Linear(N, D), act
-
-        def forward(self, x):
-            return x + self.fc2(self.act(self.fc1(x)))
+    MLP = _torch_mlp(torch)
 
     class Gated(nn.Module):
         def __init__(self) -> None:
@@ -338,13 +348,7 @@ def test_float16_and_bfloat16_exports_of_gelu_forms_are_named(tmp_path: Path) ->
         def forward(self, x):
             return x * torch.sigmoid(1.702 * x)
 
-    class MLP(nn.Module):
-        def __init__(self, act: nn.Module) -> None:
-            super().__init__()
-            self.fc1, self.fc2, self.act = nn.Linear(D, N), nn.Linear(N, D), act
-
-        def forward(self, x):
-            return x + self.fc2(self.act(self.fc1(x)))
+    MLP = _torch_mlp(torch)
 
     for dt in (torch.float16, torch.bfloat16):
         for name, act in (("gelu", nn.GELU()), ("gelu_tanh", nn.GELU(approximate="tanh")), ("quick_gelu", QuickGELU())):
