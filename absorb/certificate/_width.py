@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from absorb.certificate._util import plain
-from absorb.certificate.build import block_entry, block_weights, canonical_parts, skeleton_block  # noqa: F401
+from absorb.certificate.build import block_entry, block_weights, canonical_parts
 from absorb.engine.verdict import BlockDecision, Decision, Theorem, Verdict
 
 _EVERY_WIDTH = (Theorem.DEGREE.value, Theorem.LINEARIZATION.value, Theorem.BOUNDED.value)

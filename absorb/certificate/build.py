@@ -605,27 +605,29 @@ def _gated_skeleton_argument(bd: BlockDecision) -> dict[str, Any]:
     }
 
 
-def _canonical_record(bd: BlockDecision, block: Block | None = None, *, width: int | None = None,
-                      verdict: str | None = None) -> dict[str, Any] | None:
+def _canonical_record(bd: BlockDecision, block: Block | None = None) -> dict[str, Any] | None:
     """What the checker needs for a canonical-form verdict (docs/degenerate.md): the exact
     canonical form, the chosen (B, δ) with its width, and for ``absorbable`` the constructed
     block in exact rationals (its float64 rounding is the recorded witness block). ``block``
     (default the decided block) is the one whose canonical form decides: for a skeleton
-    verdict, the bias-free ReLU skeleton. ``width`` (default n) and ``verdict`` (default the
-    decision's): the question at another width (``absorb check --width``)."""
-    return canonical_parts(bd, block, width=width, verdict=verdict)[0]
+    verdict, the bias-free ReLU skeleton."""
+    return canonical_parts(bd, block)[0]
 
 
 def canonical_parts(bd: BlockDecision, block: Block | None = None, *, width: int | None = None,
                     verdict: str | None = None) -> tuple[dict[str, Any] | None, Any]:
-    """:func:`_canonical_record` and the canonical-form decision it records (its witness block)."""
-    from absorb.engine.degenerate import construct, decide_degenerate
+    """:func:`_canonical_record` and the canonical-form decision it records (its witness block).
+    ``width`` (default n) and ``verdict`` (default the decision's): the question at another width
+    (``absorb check --width``)."""
+    from absorb.engine.degenerate import decide_degenerate
 
     dd = decide_degenerate(bd.block if block is None else block, tol=bd.tolerance, width=width)
-    return _canonical_from(bd, dd, verdict, construct), dd
+    return _canonical_from(bd, dd, verdict), dd
 
 
-def _canonical_from(bd: BlockDecision, dd: Any, verdict: str | None, construct: Any) -> dict[str, Any] | None:
+def _canonical_from(bd: BlockDecision, dd: Any, verdict: str | None) -> dict[str, Any] | None:
+    from absorb.engine.degenerate import construct
+
     cf, out = dd.canonical, dd.outcome
     if cf is None or out is None or dd.verdict.value != (bd.verdict.value if verdict is None else verdict):
         return None
