@@ -103,12 +103,13 @@ def run(args: argparse.Namespace) -> int:
     if args.certificate:  # certificates work: written atomically before any output
         from absorb.certificate import write_certificate
         entries = None
-        if fields and args.certificate.lower().endswith(".json"):  # the width answers with their evidence, re-derived by absorb verify
+        as_json = args.certificate.lower().endswith(".json")
+        if fields and as_json:  # the width answers with their evidence, re-derived by absorb verify
             from absorb.certificate._width import width_entries
             entries = width_entries(dec, fields, seed=args.seed)
         write_certificate(dec, model, args.certificate, seed=args.seed, activation=args.activation, method=args.method, timeout=args.timeout,
                           entries=entries)
-        if fields and not args.certificate.lower().endswith(".json") and verbosity(args) >= 1:
+        if fields and not as_json and verbosity(args) >= 1:
             sys.stderr.write(f"note: {args.certificate} shows the verdict at each block's own width n; the --width/--min-width "
                              "answers and their evidence are in a .json certificate only (absorb verify checks them there)\n")
     _print_decision(args, dec, fields)
