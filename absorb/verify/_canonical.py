@@ -429,24 +429,23 @@ def _check_near(ctx: _Ctx, w: str, b: dict[str, Any], near: Any, block: Block, N
         Wd[:, : len(ups)] = np.array(downs).T
     wb = block.replace(W_up=Wu, W_down=Wd, skip=np.zeros((d, d)), b_up=None, b_down=None, name=block.name + "'")
     # f − g = (R − R_p)x + the float error of V (‖(C_δ − V E_Bᵀ) − R‖) + rounding of the units; generous factor 4
-    v_err = float(np.linalg.norm(Cf - (V @ np.array([[float(x) for x in lines[l][0]] for l in B]).reshape(len(B), d) if B else 0) - R)) if B else 0.0
-    allowed = (tail + margin + 4 * v_err
-               + 4 * _U * float(np.sum(np.linalg.norm(Wd, axis=0) * np.linalg.norm(Wu, axis=1))) * _lipschitz(ctx, w, block, family))
+    Eb = np.array([[float(x) for x in lines[l][0]] for l in B]).reshape(len(B), d)
+    VE = V @ Eb if B else np.zeros((d, d))
+    v_err = float(np.linalg.norm(Cf - VE - R)) if B else 0.0
+    units = 4 * _U * float(np.sum(np.linalg.norm(Wd, axis=0) * np.linalg.norm(Wu, axis=1))) * _lipschitz(ctx, w, block, family)
+    allowed = tail + margin + 4 * v_err + units
     # The guarantee is absolute in |x|∞ (not relative to ‖M‖), and that ε must be within the tolerance plus the
     # rounding allowance; the samples are a second check. With the units' exact lines and coefficients, the pairs
     # make f − g = A x, A = C_δ − V E_Bᵀ − Σ_{j<p} s_j u_j v_jᵀ (V, u_j, s_j, v_j the floats the block holds): so
     # |f − g|∞ ≤ ‖A‖_∞|x|∞ (largest absolute row sum), A's float evaluation bounded entrywise (each of its
     # ≤ |B| + p + 2 products and sums, the roundings of C_δ and E_B, generously doubled); the units' own rounding
     # (through σ's Lipschitz constant, a ‖·‖₂ bound) adds √d times its part of ``allowed``.
-    Eb = np.array([[float(x) for x in lines[l][0]] for l in B]).reshape(len(B), d)
-    VE = V @ Eb if B else np.zeros((d, d))
     USV = (Ul[:, :p] * s[:p]) @ Vt[:p] if p else np.zeros((d, d))
     A = Cf - VE - USV
     absVE = np.abs(V) @ np.abs(Eb) if B else np.zeros((d, d))
     absUSV = (np.abs(Ul[:, :p]) * s[:p]) @ np.abs(Vt[:p]) if p else np.zeros((d, d))
     err = 2 * (len(B) + p + 8) * _U * (np.abs(Cf) + absVE + absUSV)
     lin_inf = float(np.max(np.sum(np.abs(A) + err, axis=1))) * (1 + (d + 4) * _U)
-    units = 4 * _U * float(np.sum(np.linalg.norm(Wd, axis=0) * np.linalg.norm(Wu, axis=1))) * _lipschitz(ctx, w, block, family)
     eps = min(allowed * math.sqrt(d), lin_inf + units * math.sqrt(d)) * (1 + 8 * _U)
     allowance = rounding_allowance(N)
     _require(ctx, eps <= ctx.tol + allowance, w,

@@ -25,8 +25,8 @@ from absorb.verify._numerics import (
     moved_output_bias,
     rounding_allowance,
     sha256_f64,
+    sigma_term_error,
 )
-from absorb.verify._numerics import sigma_term_error as _sigma_error
 from absorb.verify._report import _Ctx, _require, _where
 
 COLLINEAR_SCREEN = 1e-6
@@ -465,11 +465,11 @@ def _round_bound(block: Block, X: np.ndarray) -> np.ndarray:
             Hv = np.asarray(block.value_activation(Hv), dtype=float)
         gv = np.abs(block.activation(G))
         h = gv * np.abs(Hv)
-        e_h = g * (2 * pre_g * (np.abs(Hv) + g * pre_u) + gv * pre_u + 4 * h) + 4 * _U * _sigma_error(block.activation, G) * np.abs(Hv)
+        e_h = g * (2 * pre_g * (np.abs(Hv) + g * pre_u) + gv * pre_u + 4 * h) + 4 * _U * sigma_term_error(block.activation, G) * np.abs(Hv)
     else:
         Hv = X @ block.W_up.T + (0 if block.b_up is None else block.b_up)
         h = np.abs(block.activation(Hv))
-        e_h = g * (2 * pre_u + 4 * h) + 4 * _U * _sigma_error(block.activation, Hv)
+        e_h = g * (2 * pre_u + 4 * h) + 4 * _U * sigma_term_error(block.activation, Hv)
     absD = np.abs(block.W_down)
     lin = A @ np.abs(block.M).T + (0 if block.b_down is None else np.abs(block.b_down))
     out = _gamma(block.n + block.d + 4) * (lin + h @ absD.T) + e_h @ absD.T
