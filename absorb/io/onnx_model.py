@@ -306,24 +306,19 @@ class _Graph:
         # (a Pow's exponent is not a rounded real: x³ is stored as 3.0 exactly, and moving it makes z^3.0004 nan for z < 0)
         narrow = sorted({i for n in nodes for k, i in enumerate(n.input) if i and self.is_const(i) and self.const_type.get(i) in _NARROW
                          and not (n.op_type == "Pow" and k == 1)})
+        stored = self._values(out, leaf, pts, None)
         for cand in cands:
             with np.errstate(all="ignore"):
                 want = get_activation(cand).np_fn(pts)
-            if self._agrees(out, leaf, pts, near, want, None) or (
-                    narrow and self._agrees(out, leaf, pts, near, want, self._unrounded(out, leaf, narrow, pts, want))):
+            if _agrees(stored, near, want) or (
+                    narrow and _agrees(self._values(out, leaf, pts, self._unrounded(out, leaf, narrow, pts, want)), near, want)):
                 return cand, "+".join(sorted({n.op_type for n in nodes}))
         return None
 
-    def _agrees(self, out: str, leaf: str, pts: np.ndarray, near: np.ndarray, want: np.ndarray,
-                subst: Mapping[str, float] | None) -> bool:
-        """The subgraph (its constants replaced as ``subst`` says) is ``want`` to a relative 2·10⁻⁷:
-        finite on [−12, 12], no NaN at the far scales, equal wherever both are finite."""
+    def _values(self, out: str, leaf: str, pts: np.ndarray, subst: Mapping[str, float] | None) -> np.ndarray:
+        """The subgraph ``leaf → out`` at ``pts`` (its constants replaced as ``subst`` says), one value per point."""
         with np.errstate(all="ignore"):
-            got = np.broadcast_to(self.evaluate(out, leaf, pts, subst=subst), pts.shape)
-            both = np.isfinite(got) & np.isfinite(want)
-            return bool(np.all(np.isfinite(got[near])) and not np.any(np.isnan(got))
-                        and np.all(np.abs(got[both] - want[both]) <= 2e-7 * (1 + np.abs(want[both])))
-                        and np.all(both[near]))
+            return np.broadcast_to(self.evaluate(out, leaf, pts, subst=subst), pts.shape)
 
     def _unrounded(self, out: str, leaf: str, names: list[str], pts: np.ndarray, want: np.ndarray) -> dict[str, float]:
         """Constants c_i within the rounding of the float16/bfloat16 constants ``names`` that bring
@@ -365,12 +360,12 @@ class _Graph:
         w = 1 + np.abs(pts) + np.abs(want)  # (the fit only searches: rows scaled so that none overflows its squares)
         with np.errstate(all="ignore"):
             for _ in range(4):
-                got = np.broadcast_to(self.evaluate(out, leaf, pts, subst=cur), pts.shape)
+                got = self._values(out, leaf, pts, cur)
                 cols = []
                 for k, name in enumerate(keys):
                     step = (hi_a[k] - lo_a[k]) / 64
-                    plus = np.broadcast_to(self.evaluate(out, leaf, pts, subst={**cur, name: cur[name] + step}), pts.shape)
-                    minus = np.broadcast_to(self.evaluate(out, leaf, pts, subst={**cur, name: cur[name] - step}), pts.shape)
+                    plus = self._values(out, leaf, pts, {**cur, name: cur[name] + step})
+                    minus = self._values(out, leaf, pts, {**cur, name: cur[name] - step})
                     cols.append((plus - minus) / (2 * step) / w)
                 J = np.stack(cols, axis=1)
                 r = (want - got) / w
@@ -385,6 +380,16 @@ class _Graph:
                 x = np.clip(x + dx, lo_a, hi_a)
                 cur = {k: float(v) for k, v in zip(keys, x)}
         return cur
+
+
+def _agrees(got: np.ndarray, near: np.ndarray, want: np.ndarray) -> bool:
+    """The subgraph's values ``got`` are ``want`` to a relative 2·10⁻⁷: finite on [−12, 12] (the
+    points ``near``), no NaN at the far scales, equal wherever both are finite."""
+    with np.errstate(all="ignore"):
+        both = np.isfinite(got) & np.isfinite(want)
+        return bool(np.all(np.isfinite(got[near])) and not np.any(np.isnan(got))
+                    and np.all(np.abs(got[both] - want[both]) <= 2e-7 * (1 + np.abs(want[both])))
+                    and np.all(both[near]))
 
 
 def _common(names: list[str], sep: str) -> str:
