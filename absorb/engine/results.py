@@ -118,8 +118,9 @@ def _value_linear(ctx: Ctx) -> bool:
 
 
 def _block_size(block: Block) -> float:
-    """Σ_i |w_i|∞·|u_i|₁ (w_i a column of W_down, u_i a row of W_up), rounded up: |W_down φ(W_up x)|∞ ≤
-    λ·size·|x|∞ for any φ with |φ(z)| ≤ λ|z| — the block's reach per unit of |x|∞."""
+    """Σ_i |w_i|∞·|u_i|₁ (w_i a column of W_down, u_i a row of W_up), with a small margin for its float
+    rounding (not a rigorous one for large n: the screen that reads it only ever withholds a verdict):
+    |W_down φ(W_up x)|∞ ≤ λ·size·|x|∞ for any φ with |φ(z)| ≤ λ|z| — the block's reach per unit of |x|∞."""
     U, D = np.abs(np.asarray(block.W_up, dtype=np.float64)), np.abs(np.asarray(block.W_down, dtype=np.float64))
     with np.errstate(over="ignore"):  # (inf: no bound, as it should be)
         return float(np.sum(np.max(D, axis=0) * np.sum(U, axis=1))) * (1 + (block.d + 2) * 2.0**-52)
