@@ -144,6 +144,17 @@ class _ErrorsBestEffort:
         return getattr(self._stream, name)
 
 
+def _os_error(exc: OSError) -> int:
+    """One line for a failed read or write (a full disk, a closed pipe, an unwritable output): exit 2."""
+    why = exc.strerror or " ".join(str(exc).split())
+    if getattr(exc, "filename", None):
+        sys.stderr.write(f"absorb: error: {exc.filename}: {why}; check the path and its permissions\n")
+    else:
+        _silence_stdout()
+        sys.stderr.write(f"absorb: error: cannot write the output ({why}); free space or redirect it elsewhere\n")
+    return EXIT_USAGE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if _closed_streams():
         return EXIT_USAGE
@@ -157,10 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if exc.code in (0, None):
                 sys.stdout.flush()  # (a failed write must not wait for the exit, which would drop it)
             raise
-    except OSError as err:  # writing --help or --version (a run's own failed writes are reported in _main)
-        _silence_stdout()
-        sys.stderr.write(f"absorb: error: cannot write the output ({err.strerror or err}); free space or redirect it elsewhere\n")
-        return EXIT_USAGE
+    except OSError as exc:  # writing --help or --version (a run's own failed writes are reported in _main)
+        return _os_error(exc)
     finally:
         sys.stderr = stderr
 
@@ -186,13 +195,7 @@ def _main(argv: Sequence[str] | None) -> int:
         sys.stderr.write("absorb: error: out of memory; the input is too large for this machine\n")
         return EXIT_USAGE
     except OSError as exc:  # a full disk, a closed pipe, an unwritable output
-        why = exc.strerror or " ".join(str(exc).split())
-        if getattr(exc, "filename", None):
-            sys.stderr.write(f"absorb: error: {exc.filename}: {why}; check the path and its permissions\n")
-        else:
-            _silence_stdout()
-            sys.stderr.write(f"absorb: error: cannot write the output ({why}); free space or redirect it elsewhere\n")
-        return EXIT_USAGE
+        return _os_error(exc)
     except Exception as exc:  # noqa: BLE001 - the last resort: one line, never a traceback by default
         if verbosity(args) >= 2:
             import traceback
