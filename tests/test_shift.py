@@ -184,3 +184,21 @@ def test_checker_rebuilds_the_shifted_witness_and_bounds_its_constant_error() ->
     smooth = _planted("expr:(x+1)/(1+exp(-(x+1)))")
     g = shifted_flip_block(smooth, np.array([0, 1]), Fraction(1), Fraction(1))
     assert shifted_bias_error(smooth, g, (0, 1), Fraction(1), Fraction(1)) == float("inf")
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu", "gelu_tanh", "silu", "quick_gelu", "leaky_relu",
+                                 "expr:x + Abs(x)/10**7", "expr:Max(0, x)", "expr:Max(x, x/10) + Abs(x)/3"])
+def test_even_growth_bounds_the_even_part(act: str) -> None:
+    """|σ(z) − (c/2)·z| ≤ K|z| at many z (c from σ(z) − σ(−z) = c·z): the bound the tolerance
+    screen uses for the distance of f from a linear map that antipodal pairs realise."""
+    from absorb.engine.witness import sigma_even_growth, sigma_lipschitz
+    from absorb.symbolic._core import get
+
+    a = get_activation(act)
+    c = Fraction(str(get(a, "flip_identity[ungated]").value["c"]))
+    K = sigma_even_growth(a, c)
+    assert K is not None and K <= sigma_lipschitz(a)  # never weaker than |σ(z)| ≤ L|z|
+    z = np.concatenate([np.linspace(-30, 30, 6001), np.geomspace(1e-8, 1e8, 400), -np.geomspace(1e-8, 1e8, 400)])
+    z = z[z != 0]
+    got = np.abs(np.asarray(a(z), dtype=np.float64) - float(c) / 2 * z) / np.abs(z)
+    assert np.all(got <= K * (1 + 1e-9) + 1e-12), (float(np.max(got)), K)

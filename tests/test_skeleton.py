@@ -196,3 +196,29 @@ def test_no_screen_without_sigma_0_or_a_flip_identity(act: str) -> None:
     U[0] = 0.0
     blk = Block(U, 1e-12 * rng.standard_normal((2, 5)), get_activation(act))
     assert "antipodal pairs" not in decide_block(blk).reason
+
+
+def test_a_block_within_the_tolerance_of_its_linear_part_claims_nothing() -> None:
+    """σ(z) = z + 10⁻⁷|z| (σ(z) − σ(−z) = 2z) with W_down of size 10⁻³: the σ-part is not small,
+    but f(x) = (M + W_down W_up) x + 10⁻⁷·W_down |W_up x| is within ~10⁻¹⁰|x| of a linear map that
+    antipodal pairs realise exactly, so the skeleton's exact proof would contradict the tolerance."""
+    rng = np.random.default_rng(0)
+    U, D = rng.standard_normal((5, 2)), rng.standard_normal((2, 5))
+    blk = Block(U, 1e-3 * D, get_activation("expr:x + Abs(x)/10**7"))
+    dec = decide_block(blk)
+    assert dec.verdict is Verdict.UNKNOWN and "M + (2/2)·W_down W_up" in dec.reason, dec.reason
+    assert decide_block(blk.replace(W_down=D)).verdict is Verdict.NOT_ABSORBABLE  # 10⁻⁷·|D| |U x| is not small
+    # ReLU: f = (M + ½DU)x + ½D|Ux| is far from linear unless D is tiny
+    relu = blk.replace(activation=get_activation("relu"))
+    assert decide_block(relu).verdict is Verdict.NOT_ABSORBABLE
+
+
+def test_a_gated_block_within_the_tolerance_of_a_linear_map_claims_nothing() -> None:
+    """A sigmoid-gated block with W_down of size 10⁻¹²: f is within ~10⁻¹¹|x| of x ↦ x, which
+    gated units with gate row 0 realise (sigmoid(0) = 1/2): unknown, not an exact not_absorbable."""
+    rng = np.random.default_rng(0)
+    U, G, D = rng.standard_normal((4, 2)), rng.standard_normal((4, 2)), rng.standard_normal((2, 4))
+    blk = Block(U, 1e-12 * D, get_activation("sigmoid"), W_gate=G)
+    dec = decide_block(blk)
+    assert dec.verdict is Verdict.UNKNOWN and "gate row 0" in dec.reason, dec.reason
+    assert decide_block(blk.replace(W_down=D)).verdict is Verdict.NOT_ABSORBABLE

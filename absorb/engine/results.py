@@ -34,7 +34,7 @@ from absorb.engine.witness import (
     linear_bound,
     rounding_allowance,
 )
-from absorb.model.activations import Activation, get_activation
+from absorb.model.activations import Activation, get_activation, is_builtin
 from absorb.model.block import Block, normalise_value
 from absorb.rigorous import SAFE_EXPONENT, magnitudes_ok
 from absorb.rigorous import gamma as _gamma  # Higham's γ_k, shared with the search backends
@@ -128,46 +128,84 @@ def _block_size(block: Block) -> float:
 
 def _within_tolerance(ctx: Ctx) -> str | None:
     """Why an exact not_absorbable would contradict the tolerance (``absorbable`` means
-    |f(x) − g(x)|∞ ≤ τ(|f(x)|∞ + |x|∞ + |f(0)|∞) for a residual-free g), or None. Two residual-free
+    |f(x) − g(x)|∞ ≤ τ(|f(x)|∞ + |x|∞ + |f(0)|∞) for a residual-free g), or None. Residual-free
     blocks of width n are tried by bound, with no search:
 
     * f without its skip, g = B: f − g = M x, |M x|∞ ≤ ‖M‖∞|x|∞ (largest absolute row sum);
-    * for a bias-free ungated f with σ(0) = 0, σ L-Lipschitz and σ(z) − σ(−z) = c·z (c ≠ 0):
-      antipodal pairs realise x ↦ M x exactly with 2·rank(M) ≤ n units, and f − g = B(x),
-      |B(x)|∞ ≤ L·Σ_i |w_i|∞|u_i|₁·|x|∞ = r|x|∞, while |f(x)|∞ ≥ (s − r)|x|∞ with s = σ_min(M)/√d."""
-    from absorb.engine.witness import sigma_lipschitz
-
+    * for a bias-free f, a linear map x ↦ A x that residual-free units realise exactly, with
+      |f(x) − A x|∞ ≤ K·Σ_i |w_i|∞|u_i|₁·|x|∞ = r|x|∞ (:func:`_linear_parts`), while
+      |f(x)|∞ ≥ (s − r)|x|∞ with s = σ_min(A)/√d."""
     blk, tol = ctx.block, ctx.tol
-    normM = 1.0 if blk.skip is None else float(np.max(np.sum(np.abs(blk.skip), axis=1))) * (1 + (blk.d + 2) * 2.0**-52)
+    normM = 1.0 if blk.skip is None else _row_sum(blk.M, blk.d)
     if normM <= tol:
         return (f"Unknown: f is within the tolerance of its own residual-free part B (|M x|∞ ≤ {normM:.3g}·|x|∞), so "
                 "the exact argument rules out an exact residual-free block only.")
-    if blk.gated or blk.has_bias or blk.n * blk.d > 1 << 24 or not normM < 2.0**500:  # (pairs for a huge M overflow)
+    if blk.has_bias or blk.n * blk.d > 1 << 24 or not normM < 2.0**500:  # (pairs for a huge M overflow)
         return None
+    size = _block_size(blk)
+    for A, K, per_rank, how, units in _linear_parts(blk, normM, size, tol):
+        r = K * size
+        normA = _row_sum(A, blk.d)
+        if not (r <= tol * (1 + normA) and per_rank * int(np.linalg.matrix_rank(A)) <= blk.n):
+            continue
+        if not r <= tol:
+            s_min = float(np.linalg.svd(A, compute_uv=False)[-1]) / math.sqrt(blk.d) * (1 - 1e-12)
+            if not (math.isfinite(s_min) and r <= tol * (1 + max(s_min - r, 0.0))):
+                continue
+        return (f"Unknown: f is within the tolerance (|f(x) − A x|∞ ≤ {r:.3g}·|x|∞) of the linear map A = {how}, which "
+                f"{blk.n} ≥ {per_rank}·rank(A) residual-free units realise {units}; the exact argument rules out an exact "
+                "residual-free block only.")
+    return None
+
+
+def _row_sum(A: np.ndarray, d: int) -> float:
+    """‖A‖∞ (largest absolute row sum), raised past its rounding."""
+    return float(np.max(np.sum(np.abs(A), axis=1))) * (1 + (d + 2) * 2.0**-52)
+
+
+def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: ignore[no-untyped-def]
+    """Candidates (A, K, units per rank, A's formula, how the units realise it) with |f(x) − A x|∞ ≤ K·size·|x|∞ for the
+    bias-free block f, and units that realise x ↦ A x exactly, ``units per rank`` of them per
+    rank-one term (read, not recorded: no verdict rests on them; a candidate that cannot pass
+    the screen's first test is not formed):
+
+    * ungated, σ(0) = 0 and σ(z) − σ(−z) = c·z (c ≠ 0): antipodal pairs (u, w/c), (−u, −w/c)
+      give w·(u·x), 2 units per rank; A = M with K = σ's Lipschitz constant L
+      (|σ(z)| ≤ L|z|), and A = M + (c/2)·W_down W_up with K ≥ sup |σ(z) − (c/2)z|/|z|
+      (σ's even part: :func:`absorb.engine.witness.sigma_even_growth`);
+    * gated with a linear value branch, gate g bounded with γ = g(0) ≠ 0: one unit with gate
+      row 0 gives γ·w·(u·x); A = M with K = sup |g|, and A = M + γ·W_down W_up with
+      K = sup |g − γ| (:data:`absorb.engine.witness.GATE_BOUNDS`)."""
+    from absorb.engine.witness import GATE_BOUNDS, sigma_even_growth, sigma_lipschitz
+
+    reach = tol * (1 + normM)  # r ≤ τ(1 + ‖A‖∞) with ‖A‖∞ ≤ ‖M‖∞ + |γ|·size for either A
+    if blk.gated:
+        bounds = GATE_BOUNDS.get(getattr(blk.activation, "name", None)) if blk.value_identity else None
+        if bounds is None or not is_builtin(blk.activation):
+            return
+        gamma, sup_g, sup_dev = bounds
+        units = f"as gated units with gate row 0 (g(0) = {gamma})"
+        if sup_g * size <= reach + tol * gamma * size:
+            yield blk.M, sup_g, 1, "M", units
+        if sup_dev * size <= reach + tol * gamma * size:
+            yield blk.M + gamma * (blk.W_down @ blk.W_up), sup_dev, 1, f"M + {gamma}·W_down W_up", units
+        return
     flip = _analysis(blk.activation, "flip_identity[ungated]")  # (read, not recorded: the verdict does not rest on it)
     c = _fraction(flip, "c") if flip.proved else None
     if not c:
-        return None
-    size = _block_size(blk)
-    if not abs(float(c)) / 2 * size <= tol * (1 + normM):  # L ≥ |c|/2, and s ≤ ‖M‖₂/√d ≤ ‖M‖∞: most blocks stop here
-        return None
-    L = sigma_lipschitz(blk.activation)
+        return
+    half = abs(float(c)) / 2
     with np.errstate(all="ignore"):
         zero = float(np.asarray(blk.activation(np.zeros(1)), dtype=float).reshape(-1)[0])
-    if L is None or zero != 0.0:
-        return None
-    r = L * size
-    if not r <= tol * (1 + normM):
-        return None
-    if not r <= tol:
-        s_min = float(np.linalg.svd(blk.M, compute_uv=False)[-1]) / math.sqrt(blk.d) * (1 - 1e-12)
-        if not (math.isfinite(s_min) and r <= tol * (1 + max(s_min - r, 0.0))):
-            return None
-    if 2 * int(np.linalg.matrix_rank(blk.M)) > blk.n:
-        return None
-    return (f"Unknown: the block's σ-part is within the tolerance (|W_down σ(W_up x)|∞ ≤ {r:.3g}·|x|∞), so f is within the "
-            f"tolerance of x ↦ M x, which {blk.n} ≥ 2·rank(M) units realise in antipodal pairs (σ(z) − σ(−z) = {c}·z); the "
-            "exact argument rules out an exact residual-free block only.")
+    if zero != 0.0:
+        return
+    units = f"in antipodal pairs (σ(z) − σ(−z) = {c}·z)"
+    L = sigma_lipschitz(blk.activation)
+    if L is not None and L * size <= reach:
+        yield blk.M, L, 2, "M", units
+    K = sigma_even_growth(blk.activation, c)
+    if K is not None and K * size <= reach + tol * half * size:
+        yield blk.M + float(c) / 2 * (blk.W_down @ blk.W_up), K, 2, f"M + ({c}/2)·W_down W_up", units
 
 
 # ---------------------------------------------------------------------------- results --

@@ -350,6 +350,31 @@ def sigma_lipschitz(act: object) -> float | None:
     return None if got is None else got[0]
 
 
+_EVEN_GROWTH = {"relu": 0.5, "gelu": 0.5, "gelu_tanh": 0.5, "silu": 0.5, "quick_gelu": 0.5, "leaky_relu": 0.495}
+"""K with |σ(z) − (c/2)·z| ≤ K|z| for every real z, where σ(z) − σ(−z) = c·z (c = 1; leaky ReLU
+c = 1.01): σ's even part is |z|/2 (ReLU), z(Φ(z) − 1/2) (GELU), z(s(z) − 1/2) (SiLU), z(s(1.702z) −
+1/2) (quick-GELU), (z/2)·tanh(·) (GELU-tanh), each at most |z|/2; 0.99|z|/2 for leaky ReLU."""
+
+GATE_BOUNDS = {"sigmoid": (0.5, 1.0, 0.5)}
+"""(γ = g(0), sup |g|, sup |g − γ|) for a bounded gate g with g(0) ≠ 0: sigmoid (1/2, 1, 1/2)."""
+
+
+def sigma_even_growth(act: object, c: Fraction) -> float | None:
+    """A K ≥ sup_z |σ(z) − (c/2)·z| / |z| for a σ with σ(0) = 0 and σ(z) − σ(−z) = c·z: a
+    built-in's (:data:`_EVEN_GROWTH`); for a user's piecewise-linear expression the least of σ's
+    Lipschitz constant and the structural growth bounds of σ(x) − (c/2)x and (σ(x) + σ(−x))/2
+    (:func:`absorb.symbolic.shift.even_growth`); None otherwise."""
+    if is_builtin(act):  # type: ignore[arg-type]
+        return _EVEN_GROWTH.get(act.name)  # type: ignore[attr-defined]
+    got = expression_sigma(act)
+    if got is None:
+        return None
+    from absorb.symbolic.shift import even_growth
+
+    k = even_growth(act.expr, c)  # type: ignore[attr-defined]
+    return got[0] if k is None else min(got[0], float(k) * (1 + 2.0**-50))
+
+
 def _hidden_error(blk: Block, X: np.ndarray, idx: slice | np.ndarray, W_up: np.ndarray, W_gate: np.ndarray | None,
                   H: np.ndarray, Hn: np.ndarray | None, T: np.ndarray) -> np.ndarray | None:
     """A bound, entry by entry, on |T̂ − T| for the terms ``T`` = H (or H − s·H̄, ``Hn`` given) of

@@ -136,6 +136,23 @@ def _walk(e: sp.Expr) -> _Bound | None:
     return None
 
 
+def even_growth(expr: sp.Expr, c: Fraction) -> Fraction | None:
+    """A K with |σ(z) − (c/2)·z| ≤ K|z| for every real z, for a piecewise-linear σ (the module's
+    docstring) with σ(z) − σ(−z) = c·z: the lesser of the structural bounds |v(z)| ≤ m1|z| + m0
+    (with m0 = 0) of v = σ(x) − (c/2)x and of v = (σ(x) + σ(−x))/2 (the same function, written
+    two ways); None when neither has m0 = 0."""
+    half = sp.Rational(c.numerator, c.denominator) / 2
+    ks = []
+    for v in (sp.expand(expr - half * X), (expr + expr.subs(X, -X)) / 2):
+        try:
+            got = _walk(v)
+        except RecursionError:
+            got = None
+        if got is not None and got.m0 == 0:
+            ks.append(got.m1)
+    return min(ks) if ks else None
+
+
 def _up(q: Fraction) -> float:
     """A float ≥ q (q ≥ 0)."""
     f = float(q)
