@@ -222,3 +222,15 @@ def test_a_gated_block_within_the_tolerance_of_a_linear_map_claims_nothing() -> 
     dec = decide_block(blk)
     assert dec.verdict is Verdict.UNKNOWN and "gate row 0" in dec.reason, dec.reason
     assert decide_block(blk.replace(W_down=D)).verdict is Verdict.NOT_ABSORBABLE
+
+
+@pytest.mark.parametrize("act", ["relu", "silu", "expr:Max(0, x)"])
+def test_a_biased_block_within_the_tolerance_of_an_affine_map_claims_nothing(act: str) -> None:
+    """f with biases and W_down of size 10⁻¹²: f is within ~10⁻¹¹|x| of x ↦ M x + β, which antipodal
+    pairs with biases and b_down realise exactly: unknown, not the skeleton's exact not_absorbable."""
+    rng = np.random.default_rng(1)
+    U, D = rng.standard_normal((5, 2)), rng.standard_normal((2, 5))
+    blk = Block(U, 1e-12 * D, get_activation(act), b_up=rng.standard_normal(5), b_down=rng.standard_normal(2))
+    dec = decide_block(blk)
+    assert dec.verdict is Verdict.UNKNOWN and "affine map" in dec.reason, dec.reason
+    assert decide_block(blk.replace(W_down=D)).verdict is Verdict.NOT_ABSORBABLE

@@ -132,15 +132,16 @@ def _within_tolerance(ctx: Ctx) -> str | None:
     blocks of width n are tried by bound, with no search:
 
     * f without its skip, g = B: f − g = M x, |M x|∞ ≤ ‖M‖∞|x|∞ (largest absolute row sum);
-    * for a bias-free f, a linear map x ↦ A x that residual-free units realise exactly, with
+    * a linear map x ↦ A x that residual-free units realise exactly, with
       |f(x) − A x|∞ ≤ K·Σ_i |w_i|∞|u_i|₁·|x|∞ = r|x|∞ (:func:`_linear_parts`), while
-      |f(x)|∞ ≥ (s − r)|x|∞ with s = σ_min(A)/√d."""
+      |f(x)|∞ ≥ (s − r)|x|∞ with s = σ_min(A)/√d (bias-free f); for f with biases an affine map
+      x ↦ A x + β with |f(x) − A x − β|∞ ≤ r|x|∞, r ≤ τ (the measure's other terms unused)."""
     blk, tol = ctx.block, ctx.tol
     normM = 1.0 if blk.skip is None else _row_sum(blk.M, blk.d)
     if normM <= tol:
         return (f"Unknown: f is within the tolerance of its own residual-free part B (|M x|∞ ≤ {normM:.3g}·|x|∞), so "
                 "the exact argument rules out an exact residual-free block only.")
-    if blk.has_bias or blk.n * blk.d > 1 << 24 or not normM < 2.0**500:  # (pairs for a huge M overflow)
+    if blk.n * blk.d > 1 << 24 or not normM < 2.0**500:  # (pairs for a huge M overflow)
         return None
     size = _block_size(blk)
     for A, K, per_rank, how, units in _linear_parts(blk, normM, size, tol):
@@ -149,10 +150,12 @@ def _within_tolerance(ctx: Ctx) -> str | None:
         if not (r <= tol * (1 + normA) and per_rank * int(np.linalg.matrix_rank(A)) <= blk.n):
             continue
         if not r <= tol:
+            if blk.has_bias:
+                continue
             s_min = float(np.linalg.svd(A, compute_uv=False)[-1]) / math.sqrt(blk.d) * (1 - 1e-12)
             if not (math.isfinite(s_min) and r <= tol * (1 + max(s_min - r, 0.0))):
                 continue
-        return (f"Unknown: f is within the tolerance (|f(x) − A x|∞ ≤ {r:.3g}·|x|∞) of the linear map A = {how}, which "
+        return (f"Unknown: f is within the tolerance (|f(x) − A x|∞ ≤ {r:.3g}·|x|∞) of {how}, which "
                 f"{blk.n} ≥ {per_rank}·rank(A) residual-free units realise {units}; the exact argument rules out an exact "
                 "residual-free block only.")
     return None
@@ -164,8 +167,8 @@ def _row_sum(A: np.ndarray, d: int) -> float:
 
 
 def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: ignore[no-untyped-def]
-    """Candidates (A, K, units per rank, A's formula, how the units realise it) with |f(x) − A x|∞ ≤ K·size·|x|∞ for the
-    bias-free block f, and units that realise x ↦ A x exactly, ``units per rank`` of them per
+    """Candidates (A, K, units per rank, A's formula, how the units realise it) with
+    |f(x) − A x|∞ ≤ K·size·|x|∞ (up to a constant where f has biases) and units that realise x ↦ A x exactly, ``units per rank`` of them per
     rank-one term (read, not recorded: no verdict rests on them; a candidate that cannot pass
     the screen's first test is not formed):
 
@@ -175,10 +178,15 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
       (σ's even part: :func:`absorb.engine.witness.sigma_even_growth`);
     * gated with a linear value branch, gate g bounded with γ = g(0) ≠ 0: one unit with gate
       row 0 gives γ·w·(u·x); A = M with K = sup |g|, and A = M + γ·W_down W_up with
-      K = sup |g − γ| (:data:`absorb.engine.witness.GATE_BOUNDS`)."""
+      K = sup |g − γ| (:data:`absorb.engine.witness.GATE_BOUNDS`);
+    * f with biases, ungated, σ(z) − σ(−z) = c·z (c ≠ 0), σ L-Lipschitz: pairs (u, b, w/c),
+      (−u, −b, −w/c) give w·(u·x + b), so units and b_down realise x ↦ M x + b_down + W_down σ(b_up),
+      and |W_down(σ(W_up x + b_up) − σ(b_up))|∞ ≤ L·size·|x|∞: A = M with K = L."""
     from absorb.engine.witness import GATE_BOUNDS, sigma_even_growth, sigma_lipschitz
 
     reach = tol * (1 + normM)  # r ≤ τ(1 + ‖A‖∞) with ‖A‖∞ ≤ ‖M‖∞ + |γ|·size for either A
+    if blk.gated and blk.has_bias:
+        return
     if blk.gated:
         bounds = GATE_BOUNDS.get(getattr(blk.activation, "name", None)) if blk.value_identity else None
         if bounds is None or not is_builtin(blk.activation):
@@ -186,26 +194,30 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
         gamma, sup_g, sup_dev = bounds
         units = f"as gated units with gate row 0 (g(0) = {gamma})"
         if sup_g * size <= reach + tol * gamma * size:
-            yield blk.M, sup_g, 1, "M", units
+            yield blk.M, sup_g, 1, "the linear map A = M", units
         if sup_dev * size <= reach + tol * gamma * size:
-            yield blk.M + gamma * (blk.W_down @ blk.W_up), sup_dev, 1, f"M + {gamma}·W_down W_up", units
+            yield blk.M + gamma * (blk.W_down @ blk.W_up), sup_dev, 1, f"the linear map A = M + {gamma}·W_down W_up", units
         return
     flip = _analysis(blk.activation, "flip_identity[ungated]")  # (read, not recorded: the verdict does not rest on it)
     c = _fraction(flip, "c") if flip.proved else None
     if not c:
         return
     half = abs(float(c)) / 2
+    units = f"in antipodal pairs (σ(z) − σ(−z) = {c}·z)"
+    L = sigma_lipschitz(blk.activation)
+    if blk.has_bias:
+        if L is not None and L * size <= tol:
+            yield blk.M, L, 2, "the affine map x ↦ A x + β, A = M, β = b_down + W_down σ(b_up)", units
+        return
     with np.errstate(all="ignore"):
         zero = float(np.asarray(blk.activation(np.zeros(1)), dtype=float).reshape(-1)[0])
     if zero != 0.0:
         return
-    units = f"in antipodal pairs (σ(z) − σ(−z) = {c}·z)"
-    L = sigma_lipschitz(blk.activation)
     if L is not None and L * size <= reach:
-        yield blk.M, L, 2, "M", units
+        yield blk.M, L, 2, "the linear map A = M", units
     K = sigma_even_growth(blk.activation, c)
     if K is not None and K * size <= reach + tol * half * size:
-        yield blk.M + float(c) / 2 * (blk.W_down @ blk.W_up), K, 2, f"M + ({c}/2)·W_down W_up", units
+        yield blk.M + float(c) / 2 * (blk.W_down @ blk.W_up), K, 2, f"the linear map A = M + ({c}/2)·W_down W_up", units
 
 
 # ---------------------------------------------------------------------------- results --
