@@ -146,6 +146,8 @@ def _within_tolerance(ctx: Ctx) -> str | None:
     size = _block_size(blk)
     for A, K, per_rank, how, units in _linear_parts(blk, normM, size, tol):
         r = K * size
+        if not np.all(np.isfinite(A)):
+            continue
         normA = _row_sum(A, blk.d)
         if not (r <= tol * (1 + normA) and per_rank * int(np.linalg.matrix_rank(A)) <= blk.n):
             continue
@@ -196,7 +198,7 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
         if sup_g * size <= reach + tol * gamma * size:
             yield blk.M, sup_g, 1, "the linear map A = M", units
         if sup_dev * size <= reach + tol * gamma * size:
-            yield blk.M + gamma * (blk.W_down @ blk.W_up), sup_dev, 1, f"the linear map A = M + {gamma}·W_down W_up", units
+            yield _plus_product(blk, gamma), sup_dev, 1, f"the linear map A = M + {gamma}·W_down W_up", units
         return
     flip = _analysis(blk.activation, "flip_identity[ungated]")  # (read, not recorded: the verdict does not rest on it)
     c = _fraction(flip, "c") if flip.proved else None
@@ -217,7 +219,13 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
         yield blk.M, L, 2, "the linear map A = M", units
     K = sigma_even_growth(blk.activation, c)
     if K is not None and K * size <= reach + tol * half * size:
-        yield blk.M + float(c) / 2 * (blk.W_down @ blk.W_up), K, 2, f"the linear map A = M + ({c}/2)·W_down W_up", units
+        yield _plus_product(blk, float(c) / 2), K, 2, f"the linear map A = M + ({c}/2)·W_down W_up", units
+
+
+def _plus_product(blk: Block, t: float) -> np.ndarray:
+    """M + t·W_down W_up in float64 (inf or nan where it overflows: the screen then skips it)."""
+    with np.errstate(all="ignore"):
+        return blk.M + t * (np.asarray(blk.W_down, dtype=np.float64) @ np.asarray(blk.W_up, dtype=np.float64))
 
 
 # ---------------------------------------------------------------------------- results --
