@@ -234,3 +234,24 @@ def test_a_biased_block_within_the_tolerance_of_an_affine_map_claims_nothing(act
     dec = decide_block(blk)
     assert dec.verdict is Verdict.UNKNOWN and "affine map" in dec.reason, dec.reason
     assert decide_block(blk.replace(W_down=D)).verdict is Verdict.NOT_ABSORBABLE
+
+
+@pytest.mark.parametrize("act", ["relu", "silu", "expr:Abs(x)"])
+def test_a_block_that_dominates_its_skip_claims_nothing(act: str) -> None:
+    """W_up rows e1, e2, −e1 − e2 (every direction has an active unit) and W_down of size 10¹²:
+    |B(x)|∞ ≥ ~10¹¹|x|∞, so g = B (f without its skip) is within the tolerance, which counts
+    |f(x)|∞: no exact not_absorbable (the answer says the check was sampled)."""
+    U = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])
+    D = np.array([[2.0, 1.0, 1.0], [1.0, 2.0, 1.0]])
+    blk = Block(U, 1e12 * D, get_activation(act))
+    dec = decide_block(blk)
+    assert dec.verdict is Verdict.UNKNOWN and "sampled inputs" in dec.reason, dec.reason
+    assert decide_block(blk.replace(W_down=D)).verdict is Verdict.NOT_ABSORBABLE
+
+
+def test_a_large_tolerance_counts_the_size_of_f() -> None:
+    """d = n = 1, f(x) = x + tanh(x): |f(x)| ≥ |x|, so g = tanh is within --tol 0.6
+    (|x| ≤ 0.6·(|f(x)| + |x|)) but not within 0.4 (at large |x|, |f(x)| ≈ |x|)."""
+    blk = Block(np.ones((1, 1)), np.ones((1, 1)), get_activation("tanh"))
+    assert decide_block(blk, tol=0.6).verdict is Verdict.UNKNOWN
+    assert decide_block(blk, tol=0.4).verdict is Verdict.NOT_ABSORBABLE
