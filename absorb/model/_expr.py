@@ -286,6 +286,10 @@ def _validate_unguarded(text: str, tree: tuple) -> sp.Expr:
             raise InvalidInput(f"activation expression {text!r}: exponent {pw.exp} has a denominator larger than {MAX_EXPONENT}; "
                                "too large to analyse")
     issue = real_finite_issue(expr)
+    if not issue:  # the expression as written: sympy's automatic evaluation may have cancelled an undefined
+        with sp.evaluate(False):  # piece (exp(log(x)) -> x, x/x -> 1, log(x) - log(x) -> 0)
+            written = _build(tree)
+        issue = real_finite_issue(written)
     if issue:
         why, hint = issue
         raise InvalidInput(f"activation expression {text!r} is not proved real and finite for every real x: {why}; {hint}")
