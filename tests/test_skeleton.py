@@ -255,3 +255,14 @@ def test_a_large_tolerance_counts_the_size_of_f() -> None:
     blk = Block(np.ones((1, 1)), np.ones((1, 1)), get_activation("tanh"))
     assert decide_block(blk, tol=0.6).verdict is Verdict.UNKNOWN
     assert decide_block(blk, tol=0.4).verdict is Verdict.NOT_ABSORBABLE
+
+
+def test_a_softplus_block_within_the_tolerance_of_an_affine_map_claims_nothing() -> None:
+    """Bias-free softplus (σ(0) = log 2 ≠ 0) with W_down of size 10⁻¹²: antipodal pairs realise M x
+    and one unit with up row 0 the constant W_down σ(0)·1, within ~10⁻¹¹|x| of f."""
+    rng = np.random.default_rng(2)
+    U, D = rng.standard_normal((5, 2)), rng.standard_normal((2, 5))
+    blk = Block(U, 1e-12 * D, get_activation("softplus"))
+    dec = decide_block(blk)
+    assert dec.verdict is Verdict.UNKNOWN and "affine map" in dec.reason, dec.reason
+    assert decide_block(blk.replace(W_down=D)).verdict is Verdict.NOT_ABSORBABLE
