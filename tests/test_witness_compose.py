@@ -244,8 +244,9 @@ def test_checker_rejects_a_stack_whose_composed_error_exceeds_the_tolerance(monk
 
     Dm = importlib.import_module("absorb.engine.decide")  # (the package's name `decide` is the function)
     monkeypatch.setattr(Dm, "composed_bound", lambda *a, **k: (0.0, 0.0, 0.0, ""))
+    monkeypatch.setattr(Dm, "evaluation_error", lambda *a, **k: (0.0, 1))
     dec = decide(st, tol=TOL)
-    assert dec.verdict.value == "absorbable", dec.reason  # (the old acceptance: sampled, up to L·threshold)
+    assert dec.verdict.value == "absorbable", dec.reason  # (a producer that trusted a wrong bound and no sample)
     cert = _cert(dec, st)
     monkeypatch.undo()
     rep = checker.verify_certificate(cert, st)
@@ -400,3 +401,15 @@ def test_a_stack_of_absorbable_gated_blocks_is_unknown_with_the_reason() -> None
     assert b.gated and decide(b).verdict.value == "absorbable"
     dec = decide(Stack((b.replace(name="blocks.0"), b.replace(name="blocks.1"))))
     assert dec.verdict.value == "unknown" and "gated" in dec.reason, dec.reason
+
+
+def test_the_identity_skip_counts_in_the_lipschitz_bound() -> None:
+    """f₀(x) = x + 6.5·ReLU(x) has Lipschitz constant 7.5, not 6.5 (the identity skip counts):
+    composed after it, f₁'s index-set witness (relative residual 1.45e-10) errs by 1.09e-9·|x| at
+    x = 1 (F(1) ≈ −1.1e-9), past the tolerance, so the stack is not absorbable by composition."""
+    relu = get_activation("relu")
+    f0 = Block(np.array([[1.0], [1.0]]), np.array([[3.25, 3.25]]), relu)
+    f1 = Block(np.array([[1.0], [-1.0]]), np.array([[-(1 + 1.45e-10), 0.5]]), relu)
+    assert lipschitz_upper(f0) >= 7.5
+    dec = decide(Stack((f0, f1)))
+    assert dec.verdict.value != "absorbable", dec.reason

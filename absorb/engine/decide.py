@@ -130,7 +130,7 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
                "for every x" if not why else f"no rigorous bound: {why}")
         w = Witness(S=None, block=decisions[0].witness.block, residual=None, eval_error=max(err, bound), n_inputs=m,
                     description="the composition of the blocks' witnesses; " + how, bound=None if why else (alpha, beta))
-        if bound <= thr and err <= thr * L:
+        if bound <= thr and err <= thr:
             return Decision(path=path, verdict=Verdict.ABSORBABLE, theorem=Theorem.COMPOSITION,
                             reason=f"Every one of the {L} blocks is absorbable; composing their residual-free witnesses gives "
                                    f"{L} residual-free blocks equal to F within the tolerance: {how} (each block's proved error, "

@@ -1292,7 +1292,7 @@ def lipschitz_upper(block: Block) -> float:
         us = np.concatenate([np.abs(block.W_up[sl].astype(np.float64)).sum(axis=1) for sl in row_slices(block.n, block.d)]
                             or [np.zeros(0)])
         hid = np.abs(block.W_down.astype(np.float64)) @ us
-        lin = np.zeros(block.d) if block.skip is None else np.abs(np.asarray(block.M, dtype=np.float64)).sum(axis=1)
+        lin = np.abs(np.asarray(block.M, dtype=np.float64)).sum(axis=1)  # (M = I when no skip is given)
         g = 1 + _gamma(block.n + block.d + 4)
         top = float((lin * g + L * hid * g * (1 + 2.0**-51)).max(initial=0.0))
     return _up(top, 2)
