@@ -84,7 +84,7 @@ class Ctx:
 
     def done(self, verdict: Verdict, theorem: Theorem, reason: str, **kw: object) -> BlockDecision:
         if verdict is Verdict.NOT_ABSORBABLE:  # every exact proof, against the within-tolerance meaning of absorbable
-            near = _within_tolerance(self)
+            near = within_tolerance(self.block, self.tol, self.seed)
             if near is not None:
                 verdict, theorem, reason = Verdict.UNKNOWN, Theorem.NONE, near
                 kw = {k: v for k, v in kw.items() if k == "search"}
@@ -126,22 +126,23 @@ def _block_size(block: Block) -> float:
         return float(np.sum(np.max(D, axis=0) * np.sum(U, axis=1))) * (1 + (block.d + 2) * 2.0**-52)
 
 
-def _within_tolerance(ctx: Ctx) -> str | None:
+def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None) -> str | None:
     """Why an exact not_absorbable would contradict the tolerance (``absorbable`` means
     |f(x) − g(x)|∞ ≤ τ(|f(x)|∞ + |x|∞ + |f(0)|∞) for a residual-free g), or None. Residual-free
-    blocks of width n are tried by bound, with no search:
+    blocks of width ``width`` (n when None; a narrower g is padded with dead units) are tried by
+    bound, with no search:
 
     * f without its skip, g = B: f − g = M x, |M x|∞ ≤ ‖M‖∞|x|∞ (largest absolute row sum);
     * a linear map x ↦ A x that residual-free units realise exactly, with
       |f(x) − A x|∞ ≤ K·Σ_i |w_i|∞|u_i|₁·|x|∞ = r|x|∞ (:func:`_linear_parts`), while
       |f(x)|∞ ≥ (s − r)|x|∞ with s = σ_min(A)/√d (bias-free f); for f with biases an affine map
       x ↦ A x + β with |f(x) − A x − β|∞ ≤ r|x|∞, r ≤ τ (the measure's other terms unused)."""
-    blk, tol = ctx.block, ctx.tol
+    width = blk.n if width is None else width
     normM = 1.0 if blk.skip is None else _row_sum(blk.M, blk.d)
-    if normM <= tol:
+    if normM <= tol and width >= blk.n:
         return (f"Unknown: f is within the tolerance of its own residual-free part B (|M x|∞ ≤ {normM:.3g}·|x|∞), so "
                 "the exact argument rules out an exact residual-free block only.")
-    sampled = _without_skip_sampled(blk, tol, ctx.seed)
+    sampled = _without_skip_sampled(blk, tol, seed) if width >= blk.n else None
     if sampled is not None:
         return sampled
     if blk.n * blk.d > 1 << 24 or not normM < 2.0**500:  # (pairs for a huge M overflow)
@@ -153,7 +154,7 @@ def _within_tolerance(ctx: Ctx) -> str | None:
             continue
         normA = _row_sum(A, blk.d)
         affine = how.startswith("the affine map")
-        if not (r <= tol * (1 + normA) and per_rank * int(np.linalg.matrix_rank(A)) + (affine and not blk.has_bias) <= blk.n):
+        if not (r <= tol * (1 + normA) and per_rank * int(np.linalg.matrix_rank(A)) + (affine and not blk.has_bias) <= width):
             continue
         if not r <= tol:
             if affine:
@@ -162,7 +163,7 @@ def _within_tolerance(ctx: Ctx) -> str | None:
             if not (math.isfinite(s_min) and r <= tol * (1 + max(s_min - r, 0.0))):
                 continue
         return (f"Unknown: f is within the tolerance (|f(x) − A x|∞ ≤ {r:.3g}·|x|∞) of {how}, which "
-                f"{blk.n} ≥ {per_rank}·rank(A) residual-free units realise {units}; the exact argument rules out an exact "
+                f"{width} ≥ {per_rank}·rank(A) residual-free units realise {units}; the exact argument rules out an exact "
                 "residual-free block only.")
     return None
 

@@ -175,8 +175,19 @@ def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: in
 
     ``decision``: the main decision of this block (``decide_block``), when already made; its
     witness or proof answers the widths it covers. Without it the main decision is made (a
-    short run) only when the canonical-form procedure does not decide."""
+    short run) only when the canonical-form procedure does not decide. An exact not_absorbable
+    is withheld (unknown) when a block of that width is within the tolerance of f by bound
+    (:func:`absorb.engine.results.within_tolerance`)."""
+    from absorb.engine.results import within_tolerance
+
     width = _check_width(width, block)
+    wd = _decide_width(block, width, tol=tol, seed=seed, budget=budget, decision=decision)
+    near = within_tolerance(block, tol, seed, width) if wd.verdict is Verdict.NOT_ABSORBABLE else None
+    return wd if near is None else WidthDecision(width, Verdict.UNKNOWN, near, Theorem.NONE.value)
+
+
+def _decide_width(block: Block, width: int, *, tol: float, seed: int, budget: int,
+                  decision: BlockDecision | None) -> WidthDecision:
     dd: DegenerateDecision | None = None
     given = decision if decision is not None and decision.block is block else None
     # the question is about residual-free blocks with biases (--allow-biases): the canonical form's

@@ -50,6 +50,7 @@ from absorb.verify._canonical import (
 from absorb.verify._pieces import exact_value
 from absorb.verify._report import _Ctx, _Reject, _require, _where
 from absorb.verify._symbolic import _variable, homogeneous_of_degree
+from absorb.verify._tolerance import contradiction
 from absorb.verify._weights import _bias_free, _evaluate
 
 EVERY_WIDTH = ("degree", "linearization", "bounded")
@@ -163,6 +164,8 @@ def check_claim(ctx: _Ctx, w: str, rec: Any, block: Block, main: _Main, *, asked
                                  "no evidence recorded that this checker re-derives")
         return
     _must(ctx, v != "unknown", w, "an unknown answer has no route", f"route {route!r}")
+    near = contradiction(block, ctx.tol, N) if v == "not_absorbable" else None
+    _require(ctx, near is None, w, f"no residual-free block of width {N} found by bound is within the tolerance of f", f"{near}")
     if v == "absorbable":
         k = _whole(ctx, w, rec.get("witness_width"), "the witness's width", 1)
         _require(ctx, k <= N and rec.get("dead_units") == N - k, w, f"the witness's {k} units and {N - k} dead units make {N}",

@@ -1,0 +1,153 @@
+"""A ``not_absorbable`` against the tolerance, re-derived here.
+
+The exact arguments (degree, linearization, result 5, the skeleton, the canonical form …) rule
+out a residual-free g *equal* to f. ``absorbable`` means within the tolerance τ:
+|f(x) − g(x)|∞ ≤ τ(|f(x)|∞ + |x|∞ + |f(0)|∞) for every x. So a ``not_absorbable`` is false at τ
+when some residual-free g of f's width and class is that close, and this module looks for one by
+bound, with no search (this checker's own derivation; it shares no code with the producer):
+
+* g = B, f without its skip: f − g = M x and |M x|∞ ≤ ‖M‖∞|x|∞ (exact row sums).
+* g a block of units that realise an affine map x ↦ A x + β exactly, with
+  |f(x) − A x − β|∞ ≤ r|x|∞, r = K·Σ_i |w_i|∞|u_i|₁ (w_i a column of W_down, u_i a row of W_up):
+  - ungated, σ(z) − σ(−z) = c·z with c ≠ 0 (:func:`absorb.verify._symbolic.flip_constant`): a pair
+    (u, b, w/c), (−u, −b, −w/c) gives w·(u·x + b), so 2·rank(A) units (one more for a constant
+    W_down σ(0)·1 of a bias-free f, up row 0): A = M, K = σ's Lipschitz constant; and, bias-free
+    with σ(0) = 0, A = M + (c/2)·W_down W_up with K = the Lipschitz constant of σ(z) − (c/2)z;
+  - gated, linear value branch, bias-free, a gate with γ = g(0) ≠ 0 and sup |g|, sup |g − γ| in
+    :data:`GATES`: a unit with gate row 0 gives γ·w·(u·x), so rank(A) units: A = M, K = sup |g|;
+    A = M + γ·W_down W_up, K = sup |g − γ|.
+  For a bias-free f, |f(x)|∞ ≥ (s − r)|x|∞ with s = σ_min(A)/√d, so r ≤ τ(1 + max(s − r, 0))
+  suffices; with biases r ≤ τ.
+
+To never reject an honest certificate whose producer bounded the same quantities a little more
+loosely, r is doubled here (a not_absorbable within a factor 2 of the line is let through).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from absorb.verify._numerics import _U, exact_rank
+from absorb.verify._pieces import pl_lipschitz
+from absorb.verify._symbolic import _sigma_lipschitz, _variable, flip_constant
+
+EVEN = {"relu": 0.5, "leaky_relu": 0.495, "gelu": 0.5, "gelu_tanh": 0.5, "silu": 0.5, "quick_gelu": 0.5}
+"""sup |σ′(z) − c/2| is not needed for these: |σ(z) − (c/2)z| ≤ K|z| with K = 1/2 (ReLU |z|/2, GELU
+z(Φ(z) − 1/2), SiLU z(s(z) − 1/2), quick-GELU z(s(1.702z) − 1/2), GELU-tanh (z/2)·tanh(·)); leaky
+ReLU (slope 1/100) 0.99/2."""
+
+GATES = {"sigmoid": (0.5, 1.0, 0.5)}
+"""(g(0), sup |g|, sup |g − g(0)|) of a bounded gate with g(0) ≠ 0."""
+
+_SAFETY = 2.0
+
+
+@lru_cache(maxsize=64)
+def _flip(srepr: str) -> Fraction | None:
+    e = sp.sympify(srepr)
+    c = flip_constant(e, gated=False)
+    return Fraction(int(c.p), int(c.q)) if c is not None and c.is_Rational else None
+
+
+@lru_cache(maxsize=64)
+def _even_lipschitz(srepr: str, c: Fraction) -> float | None:
+    e = sp.sympify(srepr)
+    x = _variable(e)
+    L = pl_lipschitz(sp.expand(e - sp.Rational(c.numerator, c.denominator) / 2 * x), x)
+    return None if L is None else float(L) * (1 + 4 * _U)
+
+
+def _up(v: float, ops: int) -> float:
+    return v * (1 + (ops + 2) * _U) if math.isfinite(v) else math.inf
+
+
+def _rank_at_most(A: np.ndarray, k: int) -> bool:
+    """rank(A) ≤ k, exactly (A's float entries as rationals); False when not decided cheaply."""
+    if min(A.shape) <= k:
+        return True
+    if A.shape[0] > 64:
+        return False
+    return exact_rank([[Fraction(float(v)) for v in row] for row in A]) <= k
+
+
+def contradiction(block: Any, tol: float, width: int | None = None) -> str | None:
+    """Why a not_absorbable of ``block`` at tolerance ``tol`` is false (a residual-free g of ``width``
+    units (n when None) and f's class within the tolerance, found by bound), or None."""
+    d, n = block.d, block.n
+    width = n if width is None else width
+    M = np.asarray(block.M, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        normM = _up(float(np.max(np.sum(np.abs(M), axis=1))), d)
+    if normM <= tol and width >= n:
+        return f"‖M‖∞ ≤ {normM:.3g} ≤ τ: f is within the tolerance of its own residual-free part B"
+    if n * d > 1 << 24 or not normM < 2.0**500:
+        return None
+    U, D = np.asarray(block.W_up, dtype=np.float64), np.asarray(block.W_down, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        size = _up(float(np.sum(np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1))), n + d)
+    biased = any(getattr(block, k) is not None and np.any(getattr(block, k)) for k in ("b_up", "b_down", "b_gate"))
+    for A, K, units in _maps(block, M, U, D, biased):
+        r = _SAFETY * K * size
+        if not (math.isfinite(r) and np.all(np.isfinite(A)) and units <= width):
+            continue
+        ok = r <= tol
+        if not ok and not biased:
+            sv = np.linalg.svd(A, compute_uv=False)
+            s = max(float(sv[-1]) - 1e-10 * float(sv[0]), 0.0) / math.sqrt(d)
+            ok = r <= tol * (1 + max(s - r, 0.0))
+        if ok:
+            return (f"f is within {r:.3g}·|x|∞ of an affine map that {units} ≤ {width} residual-free units realise exactly, "
+                    "which is within the tolerance")
+    return None
+
+
+def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool):  # type: ignore[no-untyped-def]
+    """(A, K, units needed) for the maps of the module's docstring, cheapest first."""
+    from absorb.model.activations import is_builtin
+
+    act = block.activation
+    name = act.name if is_builtin(act) else None
+    if block.W_gate is not None:
+        if biased or not block.value_identity or name not in GATES:
+            return
+        gamma, sup_g, sup_dev = GATES[name]
+        for A, K in ((M, sup_g), (None, sup_dev)):
+            if A is None:
+                with np.errstate(all="ignore"):
+                    A = M + gamma * (D @ U)
+            r = np.linalg.matrix_rank(A) if np.all(np.isfinite(A)) else block.d
+            if _rank_at_most(A, int(r)):
+                yield A, K, int(r)
+        return
+    c = _flip(sp.srepr(act.expr))
+    if not c:
+        return
+    L = _sigma_lipschitz(block)
+    with np.errstate(all="ignore"):
+        zero = float(np.asarray(act(np.zeros(1)), dtype=float).reshape(-1)[0])
+    if not math.isfinite(zero):
+        return
+    extra = 1 if zero != 0.0 and not biased else 0
+    r = int(np.linalg.matrix_rank(M))
+    if L is not None and _rank_at_most(M, r):
+        yield M, L, 2 * r + extra
+    if biased or zero != 0.0:
+        return
+    K = EVEN.get(name) if name is not None else _even_lipschitz(sp.srepr(act.expr), c)
+    if K is None:
+        return
+    with np.errstate(all="ignore"):
+        A = M + float(c) / 2 * (D @ U)
+    if not np.all(np.isfinite(A)):
+        return
+    # A in float64 is within γ_{n+2}·|c|/2·Σ_i |w_i||u_i| of the exact map: counted in K
+    K = K + (block.n + 4) * _U * abs(float(c)) / 2
+    r = int(np.linalg.matrix_rank(A))
+    if _rank_at_most(A, r):
+        yield A, K, 2 * r

@@ -1,0 +1,70 @@
+"""The checker's own screen of a not_absorbable against the tolerance (absorb/verify/_tolerance.py):
+a block within the tolerance of a residual-free block of its width (found by bound) has no honest
+not_absorbable, so a certificate that claims one — forged from another block's — is rejected; an
+honest not_absorbable still verifies."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from absorb import Block, decide, get_activation
+from absorb.certificate import build_certificate
+from absorb.verify._tolerance import contradiction
+from absorb.verify.checker import verify_certificate
+
+_IDENTITY = ("name", "kind", "activation", "activation_function", "value_activation_function", "d", "n", "skip", "weights")
+
+
+def _blocks(act: str, scale: float, *, gated: bool = False, biased: bool = False, seed: int = 0) -> tuple[Block, Block]:
+    rng = np.random.default_rng(seed)
+    U, D, G = rng.standard_normal((4, 2)), rng.standard_normal((2, 4)), rng.standard_normal((4, 2))
+    kw = {"W_gate": G} if gated else {}
+    if biased:
+        kw.update(b_up=rng.standard_normal(4), b_down=rng.standard_normal(2))
+    return Block(U, scale * D, get_activation(act), **kw), Block(U, D, get_activation(act), **kw)
+
+
+@pytest.mark.parametrize(("act", "scale", "gated", "biased"), [
+    ("relu", 1e-13, False, False), ("gelu", 1e-13, False, False), ("silu", 1e-13, False, True),
+    ("sigmoid", 1e-13, True, False), ("expr:x + Abs(x)/10**7", 1e-3, False, False),
+])
+def test_a_block_within_the_tolerance_contradicts_not_absorbable(act: str, scale: float, gated: bool, biased: bool) -> None:
+    near, far = _blocks(act, scale, gated=gated, biased=biased)
+    assert contradiction(near, 1e-9) is not None
+    assert contradiction(far, 1e-9) is None
+
+
+def test_the_width_counts() -> None:
+    """x ↦ x needs 2·rank = 4 units in antipodal pairs: no contradiction at width 3; softplus
+    (σ(0) = log 2) one more for the constant W_down σ(0)·1."""
+    near, _ = _blocks("relu", 1e-13)
+    assert contradiction(near, 1e-9, 3) is None and contradiction(near, 1e-9, 4) is not None
+    near, _ = _blocks("softplus", 1e-13)
+    assert contradiction(near, 1e-9, 4) is None and contradiction(near, 1e-9, 5) is not None
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu"])
+def test_a_forged_not_absorbable_of_a_block_within_the_tolerance_is_rejected(act: str) -> None:
+    """The honest certificate of a far block (not_absorbable), its identity fields replaced by those
+    of f = x + 10⁻¹³·B(x) (honestly unknown): the checker rejects it at its tolerance screen."""
+    near, far = _blocks(act, 1e-13, seed=3)
+    donor = decide(far)
+    assert donor.verdict.value == "not_absorbable"
+    A = build_certificate(donor, far, seed=0).to_json()
+    honest = build_certificate(decide(near), near, seed=0).to_json()
+    assert honest["verdict"] == "unknown"
+    assert verify_certificate(A, far).accepted
+    forged = json.loads(json.dumps(A))
+    fb, hb = forged["blocks"][0], honest["blocks"][0]
+    for k in _IDENTITY:
+        if k in hb:
+            fb[k] = hb[k]
+        else:
+            fb.pop(k, None)
+    forged["input"], fb["class"], forged["class"] = honest["input"], hb["class"], honest["class"]
+    rep = verify_certificate(forged, near)
+    assert not rep.accepted
+    assert any("within the tolerance" in str(f) for f in rep.findings), rep.findings
