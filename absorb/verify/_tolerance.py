@@ -63,6 +63,17 @@ def _even_lipschitz(srepr: str, c: Fraction) -> float | None:
     return None if L is None else float(L) * (1 + 4 * _U)
 
 
+_LIPSCHITZ: dict[str, float | None] = {}
+
+
+def _lipschitz(block: Any) -> float | None:
+    """:func:`absorb.verify._symbolic._sigma_lipschitz` of a user's σ, once per expression."""
+    key = sp.srepr(block.activation.expr)
+    if key not in _LIPSCHITZ:
+        _LIPSCHITZ[key] = _sigma_lipschitz(block)
+    return _LIPSCHITZ[key]
+
+
 def _up(v: float, ops: int) -> float:
     return v * (1 + (ops + 2) * _U) if math.isfinite(v) else math.inf
 
@@ -92,7 +103,8 @@ def contradiction(block: Any, tol: float, width: int | None = None) -> str | Non
     with np.errstate(all="ignore"):
         size = _up(float(np.sum(np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1))), n + d)
     biased = any(getattr(block, k) is not None and np.any(getattr(block, k)) for k in ("b_up", "b_down", "b_gate"))
-    for A, K, units in _maps(block, M, U, D, biased):
+    reach = tol * (1 + normM) / (_SAFETY * size) if size else math.inf
+    for A, K, units in _maps(block, M, U, D, biased, reach, tol):
         r = _SAFETY * K * size
         if not (math.isfinite(r) and np.all(np.isfinite(A)) and units <= width):
             continue
@@ -107,8 +119,11 @@ def contradiction(block: Any, tol: float, width: int | None = None) -> str | Non
     return None
 
 
-def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool):  # type: ignore[no-untyped-def]
-    """(A, K, units needed) for the maps of the module's docstring, cheapest first."""
+def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool, reach: float,  # type: ignore[no-untyped-def]
+          tol: float):
+    """(A, K, units needed) for the maps of the module's docstring, cheapest first. ``reach``: τ(1 + ‖M‖∞)/(2·size),
+    the K below which a map with ‖A‖∞ ≤ ‖M‖∞ can pass (‖A‖∞ ≤ ‖M‖∞ + |γ|·size otherwise); σ's flip constant
+    (sympy work) is derived only when some map can pass."""
     from absorb.model.activations import is_builtin
 
     act = block.activation
@@ -125,17 +140,22 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool)
             if _rank_at_most(A, int(r)):
                 yield A, K, int(r)
         return
+    L = _lipschitz(block) if name is None else _sigma_lipschitz(block)
+    if L is None:  # (then σ is not piecewise linear, and no K below is known either)
+        return
+    # a built-in's K are known without c (|c| ≤ 2L): neither map can pass past this
+    if name is not None and not (L <= reach or EVEN.get(name, math.inf) <= reach + tol * L / 2):
+        return
     c = _flip(sp.srepr(act.expr))
     if not c:
         return
-    L = _sigma_lipschitz(block)
     with np.errstate(all="ignore"):
         zero = float(np.asarray(act(np.zeros(1)), dtype=float).reshape(-1)[0])
     if not math.isfinite(zero):
         return
     extra = 1 if zero != 0.0 and not biased else 0
     r = int(np.linalg.matrix_rank(M))
-    if L is not None and _rank_at_most(M, r):
+    if _rank_at_most(M, r):
         yield M, L, 2 * r + extra
     if biased or zero != 0.0:
         return
