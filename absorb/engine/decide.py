@@ -97,6 +97,21 @@ def _skip_product_nonzero(blocks: Iterable[Block]) -> tuple[bool, float]:
     return bool(np.any(np.isfinite(margin) & (margin > 0))), float(np.abs(Pm).max())
 
 
+def _stack_within_tolerance(stack: Stack, tol: float, seed: int) -> str | None:
+    """Why the stack's exact arguments (depth, rank, kink count, range) would contradict the
+    tolerance, or None: a block within the tolerance of a residual-free block of its width, by
+    the bounds of :func:`absorb.engine.results.within_tolerance` (a residual-free stack may then
+    be within the tolerance of F while none equals it)."""
+    from absorb.engine.results import within_tolerance
+
+    for k, blk in enumerate(stack.blocks):
+        why = within_tolerance(blk, tol, seed)
+        if why is not None:
+            return (f"Unknown: block {k} ({blk.name}) is within the tolerance of a residual-free block ({why.removeprefix('Unknown: ')}); "
+                    "the exact stack arguments rule out an exact residual-free stack only.")
+    return None
+
+
 def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0,
                  method: Method = "auto", allow_biases: bool = False, progress: Progress | None = None,
                  search_progress: Progress | None = None) -> Decision:
@@ -141,7 +156,8 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
                         reason=f"Unknown: every one of the {L} blocks is absorbable, but the composition of their witnesses is not "
                                f"proved within the tolerance ({how}; threshold {thr:.2e}; sampled error {err:.2e}).",
                         blocks=tuple(decisions), tolerance=tol, structure="stack")
-    if all(d.flat_at_zero for d in decisions):
+    near = _stack_within_tolerance(stack, tol, seed)
+    if all(d.flat_at_zero for d in decisions) and near is None:
         nonzero, _ = _skip_product_nonzero(stack.blocks)
         if nonzero:
             return Decision(path=path, verdict=Verdict.NOT_ABSORBABLE, theorem=Theorem.DEPTH,
@@ -153,8 +169,12 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
     # beyond: the stack results of absorb.plane — rank, kink count, range (a late import: absorb.plane uses the engine)
     from absorb.plane.decide import decide_narrow_stack
 
-    if (narrow := decide_narrow_stack(stack, tuple(decisions), path=path, tol=tol, allow_biases=allow_biases)) is not None:
+    if near is None and (narrow := decide_narrow_stack(stack, tuple(decisions), path=path, tol=tol,
+                                                       allow_biases=allow_biases)) is not None:
         return narrow
+    if near is not None:
+        return Decision(path=path, verdict=Verdict.UNKNOWN, theorem=Theorem.NONE, reason=near, blocks=tuple(decisions),
+                        tolerance=tol, structure="stack")
     if all(b.activation.expr in tuple(get_activation(n).expr for n in NECESSITY) and not b.gated for b in stack.blocks):
         why = ("whether deep compositions of ReLU/GELU residual blocks can be absorbed is the paper's open problem; "
                "per-block verdicts are for each block in isolation")
