@@ -68,3 +68,40 @@ def test_a_forged_not_absorbable_of_a_block_within_the_tolerance_is_rejected(act
     rep = verify_certificate(forged, near)
     assert not rep.accepted
     assert any("within the tolerance" in str(f) for f in rep.findings), rep.findings
+
+
+@pytest.mark.parametrize("path", ["counterexamples/planted_relu.npz", "counterexamples/biases_planted.npz",
+                                  "counterexamples/glu_planted.npz", "counterexamples/swiglu_rounded_planted.npz"])
+def test_a_recorded_witness_error_below_the_truth_is_rejected(path: str) -> None:
+    """A witness within the tolerance but not exact: its recorded error 0 is false (the checker re-derives
+    that the witness is not exact); for an index-set flip, an error below half the error at a vertex of
+    the unit cube (g − f = R x + e) is false too, where that error is above R's rounding (planted_relu:
+    residual 1e-14; the others' residuals are at the rounding's level). The honest record verifies."""
+    from pathlib import Path
+
+    from absorb import load
+
+    model = load(str(Path(__file__).resolve().parents[1] / path))
+    cert = build_certificate(decide(model), model, seed=0).to_json()
+    assert verify_certificate(cert, model).accepted
+    wit = cert["blocks"][0]["witness"]
+    assert wit["exact"] is False
+    lies = [0.0] if not path.endswith("planted_relu.npz") else [0.0, 1e-300, wit["eval_error"] * 1e-6]
+    for lie in lies:
+        forged = json.loads(json.dumps(cert))
+        forged["blocks"][0]["witness"]["eval_error"] = lie
+        if "witness" in forged and isinstance(forged["witness"], dict) and "eval_error" in forged["witness"]:
+            forged["witness"]["eval_error"] = lie
+        assert not verify_certificate(forged, model).accepted, lie
+
+
+def test_a_stack_of_blocks_within_the_tolerance_claims_nothing() -> None:
+    """f_k(x) = 10⁻¹²·x + B_k(x): the skip-free stack B_1 ∘ B_0 is within ~10⁻¹¹ of F, so the exact stack
+    arguments (kink count, rank) are withheld: unknown."""
+    from absorb import Stack
+
+    rng = np.random.default_rng(5)
+    blocks = tuple(Block(rng.standard_normal((4, 2)), rng.standard_normal((2, 4)), get_activation("relu"), skip=1e-12 * np.eye(2),
+                         name=f"b{k}") for k in range(2))
+    dec = decide(Stack(blocks))
+    assert dec.verdict.value == "unknown" and "within the tolerance" in dec.reason, dec.reason

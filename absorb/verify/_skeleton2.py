@@ -384,6 +384,8 @@ def accept_exact_flip(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, rho: Fr
              f"{float(R0):.3g} against |f(0)| ≥ {float(f0):.3g}")
     exact = q == 0 and rho == 0 and R0 == 0
     _require(ctx, wit.get("exact") in (None, exact), w, "the recorded exactness matches", f"recorded {wit.get('exact')!r}")
+    _require(ctx, exact or wit.get("eval_error") != 0, w, "a witness that is not exact records a nonzero error",
+             f"recorded {wit.get('eval_error')!r}")
     res = wit.get("residual")
     _require(ctx, res is None or (isinstance(res, (int, float)) and not isinstance(res, bool) and 0 <= res <= ctx.tol
                                   and ((res == 0) == (rho == 0) if not scaled else abs(res - r) <= 1e-12 * r)), w,

@@ -275,6 +275,10 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
         _require(ctx, rho_inf <= ctx.tol + allowance, w,
                  f"‖M + c·W_down[:,S] W_up[S,:]‖_∞ ≤ τ + {allowance:.2g} (the absolute linear error per unit of |x|_∞)",
                  f"rigorous upper bound {rho_inf:.3g}")
+        low = _error_at_a_vertex(block, S, cq, _moved_bias_error(block, wb, tuple(int(i) for i in S), cq, sq))
+        e = wit.get("eval_error")
+        _require(ctx, not isinstance(e, (int, float)) or (e >= low / 2 and (e > 0 or zero is not False)), w, "the recorded witness error is at least half the "
+                 "error re-derived here at a vertex of the unit cube", f"recorded {e!r}, at least {low:.3g} at that vertex")
         prove(wb, rho_inf, _moved_bias_error(block, wb, tuple(int(i) for i in S), cq, sq))  # (for a stack's composed bound)
         return "absorbable", wb, InfNorm(rho_inf)
     search = b.get("search") or {}
@@ -290,6 +294,33 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
     if search.get("status") == "infeasible" and not failing and recorded_all_hold and not ctx.once.get("class_biases"):
         return "not_absorbable", None, 0.0  # the certificate's own evidence proves more than it claims
     return "unknown", None, 0.0
+
+
+def _error_at_a_vertex(block: Block, S: list[int], c: Fraction, e_up: float) -> float:
+    """A lower bound of a flip witness's relative error |g(x) − f(x)|∞ / (|f(x)|∞ + |x|∞ + |f(0)|∞) at
+    x = sign(R_r) (|x|∞ = 1), where g − f = R x + e, R = −(M + c·W_down[:,S] W_up[S,:]), |e|∞ ≤ ``e_up`` (the
+    moved bias's rounding), and r is R's row of largest absolute sum, so |R x + e|∞ ≥ ‖R‖∞ − e_up: R in
+    float64 less its rounding, over |f(x)|, |f(0)| in float64 plus 10⁻¹² of their terms' absolute sum
+    (far past any σ's rounding)."""
+    idx = list(S)
+    M = np.asarray(block.M, dtype=np.float64)
+    D, U = np.asarray(block.W_down, dtype=np.float64)[:, idx], np.asarray(block.W_up, dtype=np.float64)[idx]
+    with np.errstate(all="ignore"):
+        R = M + float(c) * (D @ U)
+        err = (len(idx) + 4) * 2.0**-52 * (np.abs(M) + abs(float(c)) * (np.abs(D) @ np.abs(U))) + 2.0**-1060
+        rows = np.sum(np.abs(R), axis=1) - np.sum(err, axis=1)
+        r = int(np.argmax(rows))
+        if not (np.isfinite(rows[r]) and rows[r] > 0):
+            return 0.0
+        X = np.vstack([np.where(R[r] < 0, -1.0, 1.0), np.zeros(block.d)])
+        F = block(X)
+        terms = np.abs(X) @ np.abs(M).T + (0.0 if block.b_down is None else np.abs(block.b_down))
+        for sl, Wu, Wg, Wd in block.unit_blocks():
+            terms = terms + np.abs(block.hidden(X, sl, Wu, Wg)) @ np.abs(np.asarray(Wd, dtype=np.float64)).T
+        size = np.max(np.abs(F), axis=1) + 1e-12 * np.max(terms, axis=1) + 2.0**-1000
+    den = float(size[0]) + 1.0 + float(size[1])
+    low = (float(rows[r]) * (1 - 2.0**-50) - e_up) / den
+    return low if math.isfinite(low) else 0.0
 
 
 def check_witness_block(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, what: str) -> None:

@@ -501,6 +501,8 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
                              "kink_certificate"}, w,
              f"the stack record names its {len(blocks)} layers and holds only fields re-derived here",
              f"recorded layers {st.get('layers')!r}, fields {sorted(st)}")
+    near = next((f"{b.name}: {c}" for b in blocks if (c := contradiction(b, ctx.tol))), None) if top == "not_absorbable" else None
+    _require(ctx, near is None, w, "no layer is within the tolerance of a residual-free block found by bound", f"{near}")
     if top == "absorbable":
         _check_stack_composition(ctx, w, th, blocks, verdicts, witnesses)
         if isinstance(st.get("composition_witness"), dict):
