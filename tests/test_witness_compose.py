@@ -413,3 +413,26 @@ def test_the_identity_skip_counts_in_the_lipschitz_bound() -> None:
     assert lipschitz_upper(f0) >= 7.5
     dec = decide(Stack((f0, f1)))
     assert dec.verdict.value != "absorbable", dec.reason
+
+
+def test_an_honest_biased_stack_verifies() -> None:
+    """A biased stack (layer 0 planted exactly, layer 1 with ρ∞ = 3·10⁻¹¹ and up-biases): the composed
+    witness has a constant error, which the guarantee measures against max_k |f_k(0)|∞; the checker's
+    sampled check allows it (it allowed a linear error only and rejected this true certificate)."""
+    from absorb.certificate import build_certificate
+    from absorb.verify import checker
+
+    relu = get_activation("relu")
+    U0 = np.array([[2.0, 1.0], [0.0, 0.5], [0.15675108662422516, -0.18693094462995438], [-2.516759710820513, -0.5386928958466366]])
+    D0 = np.array([[-0.5, 1.0, -0.048500945401071985, 0.11330898600330756], [-0.0, -2.0, -1.5301357655053935, -0.47775327603393064]])
+    U1 = np.array([[2.0, 1.0], [0.0, 0.5], [-1.344214547285082, -0.45761576104021817], [-1.901222739800844, -1.289537739784976]])
+    D1 = np.array([[-0.5, 1.0, -1.8417350377917323, -0.23509113107468127], [-0.0, -2.0, -1.2674464814437032, 0.2712643588217015]])
+    D1[:, :2] *= 1 + 3e-11
+    st = Stack((Block(U0, D0, relu, b_up=np.array([-0.0325217049455206, 0.8843898673831739, -0.583600432743302, -0.11170194958415963]),
+                      b_down=np.array([0.11046414324948059, 0.06378177425506196]), name="b0"),
+                Block(U1, D1, relu, b_up=np.array([-0.9785190780566395, -0.8088372394255993, 1.0608986233860787, -0.8075346753318965]),
+                      name="b1")))
+    dec = decide(st)
+    assert dec.verdict.value == "absorbable", dec.reason
+    rep = checker.verify_certificate(build_certificate(dec, st, seed=0).to_json(), st)
+    assert rep.accepted, [f.claim + ": " + f.detail for f in rep.failures]

@@ -586,8 +586,9 @@ def _evaluate(f: Callable[[np.ndarray], np.ndarray], g: Callable[[np.ndarray], n
             for bf, bg in zip(blocks_f, blocks_g):
                 bound = bound + _round_bound(bf, Xf) + _round_bound(bg, Xg)
                 Xf, Xg = bf(Xf), bg(Xg)
-            if len(blocks_f) > 1:  # error amplification through later layers: generous factor
-                bound = bound * 10.0 ** len(blocks_f)
+            if len(blocks_f) > 1:  # error amplification through later layers: generous factor; and the constant part
+                f0 = max(float(np.abs(b(np.zeros((1, d)))).max()) for b in blocks_f)  # the measure allows (biases)
+                bound = (bound + float(allowed_lin) * f0) * 10.0 ** len(blocks_f)
             ok = ok and bool(np.all(diff <= bound))
             rel = diff / (np.abs(fx).max(axis=1) + np.abs(X).max(axis=1) + 1e-300)
             # an overflow or a nan is reported as inf (Python's max would skip a nan)
