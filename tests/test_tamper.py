@@ -555,3 +555,15 @@ def test_value_activation_name_and_property_tampering_is_rejected(certs: dict[st
     # the same weights with h(0) ≠ 0 (sigmoid): the certificate's verdict is not re-derived
     blk = model.replace(value_activation=get_activation("sigmoid"))
     assert not checker.verify_certificate(doc, blk).accepted
+
+
+def test_an_unread_field_in_a_portfolio_entry_is_not_rechecked() -> None:
+    """The search portfolio's entries hold method, status, elapsed and reason (shown, not claims); any
+    other field is reported as not re-checked (exit 4), not silently accepted."""
+    model = load(str(Path(__file__).resolve().parents[1] / "counterexamples" / "glu_generic.npz"))
+    cert = build_certificate(decide(model), model, seed=0).to_json()
+    assert checker.verify_certificate(cert, model).accepted
+    forged = copy.deepcopy(cert)
+    forged["blocks"][0]["search"]["certificate"]["portfolio"][0]["bound"] = 1.0
+    rep = checker.verify_certificate(forged, model)
+    assert rep.not_rechecked and any("portfolio" in f.where or "portfolio" in f.detail for f in rep.not_rechecked)

@@ -221,3 +221,33 @@ def test_a_within_tolerance_width_answer_verifies(tmp_path: Path) -> None:
     doc = _cert(tmp_path, p, "--tol", "0.1", "--width", "6")
     assert doc["blocks"][0]["width"]["verdict"] == "absorbable" and "near" in doc["blocks"][0]["width"]["canonical_form"]
     _honest(_verify(doc, p))
+
+
+def test_changed_nested_width_records_are_caught(certs) -> None:
+    """The array records of a width witness are re-derived (max |entry|, shape); a min-width record's
+    theorem is one of its bounds' records'; an unknown width cites no result; a field the checker does not
+    read in a width record's canonical form is 'not re-checked'."""
+    def max_abs(b):
+        recs = b["width"]["witness"]["block"]["weights"]
+        recs["W_down"]["max_abs"] *= 10
+
+    def shape(b):
+        recs = b["width"]["witness"]["block"]["weights"]
+        recs["W_down"]["shape"] = [recs["W_down"]["shape"][0], -recs["W_down"]["shape"][1]]
+
+    for edit in (max_abs, shape):
+        _tamper(certs, "dead_4", edit)
+    _tamper(certs, "relu_1", lambda b: b["min_width"].update(theorem="skeleton"))  # its lower bound is by the canonical form
+    doc, path = certs["dead_4"]
+    doc = copy.deepcopy(doc)
+    doc["blocks"][0]["width"]["canonical_form"]["lines"][0]["note"] = 1
+    rep = _verify(doc, path)
+    assert rep.accepted and rep.not_rechecked, [f.to_json() for f in rep.failures]
+
+
+def test_an_unknown_width_cites_no_result(tmp_path) -> None:
+    doc = _cert(tmp_path, CE / "glu_planted.npz", "--width", "3")
+    w = doc["blocks"][0]["width"]
+    assert (w["verdict"], w["route"]) == ("unknown", "none")
+    doc["blocks"][0]["width"]["theorem"] = "bounded"
+    _rejected(doc, CE / "glu_planted.npz")

@@ -165,6 +165,7 @@ _FIELDS = {
     "witness_block": {"weights"},
     "witness_exact": {"W_up", "W_down"},
     "checkpoint": {"layers", "up", "down", "gate", "fold_norm"},
+    "portfolio": {"method", "status", "elapsed", "reason"},
 }
 
 
@@ -178,6 +179,15 @@ def unknown_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
     def look(where: str, obj: Any, kind: str) -> None:
         if isinstance(obj, dict) and set(obj) - _FIELDS[kind]:
             out.append((where, sorted(set(obj) - _FIELDS[kind])))
+
+    def form(where: str, cf: Any) -> None:
+        look(where, cf, "canonical_form")
+        if isinstance(cf, dict):
+            for j, ln in enumerate(cf.get("lines") if isinstance(cf.get("lines"), list) else []):
+                look(f"{where}.lines.{j}", ln, "line")
+            look(f"{where}.choice", cf.get("choice"), "choice")
+            look(f"{where}.near", cf.get("near"), "choice")
+            look(f"{where}.witness_exact", cf.get("witness_exact"), "witness_exact")
 
     look("certificate", cert, "")
     look("parameters", cert.get("parameters"), "parameters")
@@ -202,16 +212,17 @@ def unknown_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
         if isinstance(b.get("argument"), dict):
             look(f"blocks.{i}.argument.M_nonzero_entry", b["argument"].get("M_nonzero_entry"), "entry")
         look(f"blocks.{i}.search", b.get("search"), "search")
+        sc = b["search"].get("certificate") if isinstance(b.get("search"), dict) else None
+        for j, e in enumerate(sc.get("portfolio") if isinstance(sc, dict) and isinstance(sc.get("portfolio"), list) else []):
+            look(f"blocks.{i}.search.certificate.portfolio.{j}", e, "portfolio")
         if isinstance(wit, dict):
             look(f"blocks.{i}.witness.block", wit.get("block"), "witness_block")
-        cf = b.get("canonical_form")
-        look(f"blocks.{i}.canonical_form", cf, "canonical_form")
-        if isinstance(cf, dict):
-            for j, ln in enumerate(cf.get("lines") if isinstance(cf.get("lines"), list) else []):
-                look(f"blocks.{i}.canonical_form.lines.{j}", ln, "line")
-            look(f"blocks.{i}.canonical_form.choice", cf.get("choice"), "choice")
-            look(f"blocks.{i}.canonical_form.near", cf.get("near"), "choice")
-            look(f"blocks.{i}.canonical_form.witness_exact", cf.get("witness_exact"), "witness_exact")
+        form(f"blocks.{i}.canonical_form", b.get("canonical_form"))
+        mw = b.get("min_width") if isinstance(b.get("min_width"), dict) else {}
+        for key, rec in (("width", b.get("width")), ("min_width.upper_claim", mw.get("upper_claim")),
+                         ("min_width.lower_claim", mw.get("lower_claim"))):
+            if isinstance(rec, dict):
+                form(f"blocks.{i}.{key}.canonical_form", rec.get("canonical_form"))
     if isinstance(cert.get("stack"), dict):
         look("stack.skip_product_nonzero_entry", cert["stack"].get("skip_product_nonzero_entry"), "entry")
     return out

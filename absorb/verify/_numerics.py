@@ -179,3 +179,29 @@ def sigma_term_error(act: Any, Z: np.ndarray) -> np.ndarray | float:
     except (ValueError, TypeError, OverflowError):
         return 0.0
     return np.where(np.isfinite(out), out, 0.0)
+
+
+def check_array_record(ctx: Any, w: str, rec: Any, a: np.ndarray, what: str) -> None:
+    """A recorded array's numbers are ``a``'s: shape, max |entry| exactly, the Frobenius norm to
+    within its rounding (a sum of ``a.size`` squares: relative error ≤ (size + 2)·u, doubled for the
+    producer's own summation order), and the embedded values exactly."""
+    from absorb.verify._report import _require
+
+    if not isinstance(rec, dict):
+        _require(ctx, False, w, f"the record of {what} is an object")
+    top = float(np.abs(a).max()) if a.size else 0.0
+    with np.errstate(over="ignore"):  # (finite entries whose norm overflows: recorded as "inf")
+        fro = float(np.linalg.norm(a)) if a.size else 0.0
+    rf, rm = rec.get("fro_norm"), rec.get("max_abs")
+    fro_ok = ((isinstance(rf, float) and not isinstance(rf, bool)
+               and abs(rf - fro) <= 2 * (a.size + 2) * _U * fro + 2.0**-1074)
+              or (rf == "inf" and fro == math.inf))
+    vals = rec.get("values")
+    try:
+        same = vals is None or np.array_equal(np.asarray(vals, dtype=float).reshape(a.shape), a)
+    except (TypeError, ValueError):
+        same = False
+    if not (list(rec.get("shape", [])) == list(a.shape) and fro_ok and rm == top and same):
+        _require(ctx, False, w,
+                 f"the recorded shape, Frobenius norm, max |entry| and values of {what} are its own",
+                 f"recorded {rec.get('shape')}, ‖·‖_F {rf!r}, max {rm!r}; re-derived {list(a.shape)}, {fro!r}, {top!r}")

@@ -47,11 +47,12 @@ from absorb.verify._canonical import (
     _q,
     canonical,
 )
+from absorb.verify._numerics import check_array_record
 from absorb.verify._pieces import exact_value
 from absorb.verify._report import _Ctx, _Reject, _require, _where
 from absorb.verify._symbolic import _variable, homogeneous_of_degree
 from absorb.verify._tolerance import contradiction
-from absorb.verify._weights import _bias_free, _evaluate
+from absorb.verify._weights import _bias_free, _block_arrays, _evaluate
 
 EVERY_WIDTH = ("degree", "linearization", "bounded")
 """Main results whose argument never uses the width: not absorbable at n ⇒ at every width."""
@@ -123,6 +124,11 @@ def _canonical_witness(ctx: _Ctx, w: str, rec: dict[str, Any], block: Block, k: 
         _, wb, allowed = _check_absorbable(ctx, w, {"witness": rec.get("witness") or {}}, cf, bare, choice, k, L0, lines_d,
                                            family, lines)
     assert wb is not None
+    recs = ((rec.get("witness") or {}).get("block") or {}).get("weights")
+    mine = _block_arrays(wb)
+    _must(ctx, recs is None or (isinstance(recs, dict) and set(recs) <= set(mine)), w, "the witness's arrays are the rebuilt block's")
+    for key, r in (recs or {}).items():
+        check_array_record(ctx, w, r, mine[key], f"the width-{k} witness's {key}")
     ok, worst, m = _evaluate(block, wb, [block], [wb], block.d, seed=ctx.seed, allowed_lin=allowed)
     _require(ctx, ok, w, f"the width-{k} block rebuilt here equals f on {m} inputs: fresh random ones and points exactly on "
              "the kink hyperplanes", f"max relative difference {worst:.3g}")
@@ -158,6 +164,7 @@ def check_claim(ctx: _Ctx, w: str, rec: Any, block: Block, main: _Main, *, asked
              "the record holds a witness's width exactly when absorbable, a canonical form only on that route")
     if route == "none":
         if v == "unknown":
+            _must(ctx, th in (None, "none"), w, "an unknown width answer cites no result", f"theorem {th!r}")
             ctx.report.ok(w, f"width {N}: unknown (claims nothing)")
         else:
             ctx.report.unchecked(w, f"f is {'a' if v == 'absorbable' else 'no'} residual-free block of width {N} (result {th!r})",
@@ -222,6 +229,9 @@ def _check_min(ctx: _Ctx, w: str, rec: Any, block: Block, main: _Main) -> None:
              "the minimal width exists exactly when a width with a witness (upper) is recorded", f"exists {exists!r}, upper {up!r}")
     _must(ctx, th not in EVERY_WIDTH and th in ("canonical-form", "skeleton", "none", main.theorem), w,
              "the minimal-width record cites a result that bounds it (not a width-independent impossibility)", f"theorem {th!r}")
+    low = rec.get("lower_claim")
+    _must(ctx, not isinstance(low, dict) or th in ("none", low.get("theorem")), w, "the minimal-width record cites the result "
+          "of its lower bound's record (which proves the width below impossible), or none", f"theorem {th!r}")
     if value is not None:
         _require(ctx, value == lo == up, w, "the minimal width is both bounds", f"value {value!r}, bounds {lo!r}..{up!r}")
     if up is not None:

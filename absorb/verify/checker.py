@@ -59,7 +59,6 @@ per-theorem checks). The names used by callers are re-exported here.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
@@ -103,19 +102,17 @@ from absorb.verify._load import (  # noqa: F401
     structures,
     unknown_fields,
 )
-from absorb.verify._numerics import (  # noqa: F401
-    _RANGE_EXPONENT,
-    _U,
+from absorb.verify._numerics import (
     EXACT_ELIM_MAX_D,
-    EXACT_WORK,
     HASH_CONVENTION,
     _float_skip_product,
     _frac_matrix,
     _gamma,
-    _in_range,
     _parse_number,
-    exact_rank,
     sha256_f64,
+)
+from absorb.verify._numerics import (
+    check_array_record as _check_array_record,
 )
 from absorb.verify._plane import check_kinks, check_range, check_rank
 from absorb.verify._relu2_linear import check_relu2_linear
@@ -282,28 +279,6 @@ def _must(ctx: _Ctx, cond: bool, w: str, claim: str, detail: str = "") -> None:
     summed up in one line)."""
     if not cond:
         _require(ctx, cond, w, claim, detail)
-
-
-def _check_array_record(ctx: _Ctx, w: str, rec: Any, a: np.ndarray, what: str) -> None:
-    """A recorded array's numbers are ``a``'s: shape, max |entry| exactly, the Frobenius norm to
-    within its rounding (a sum of ``a.size`` squares: relative error ≤ (size + 2)·u, doubled for the
-    producer's own summation order), and the embedded values exactly."""
-    _must(ctx, isinstance(rec, dict), w, f"the record of {what} is an object")
-    top = float(np.abs(a).max()) if a.size else 0.0
-    with np.errstate(over="ignore"):  # (finite entries whose norm overflows: recorded as "inf")
-        fro = float(np.linalg.norm(a)) if a.size else 0.0
-    rf, rm = rec.get("fro_norm"), rec.get("max_abs")
-    fro_ok = ((isinstance(rf, float) and not isinstance(rf, bool)
-               and abs(rf - fro) <= 2 * (a.size + 2) * _U * fro + 2.0**-1074)
-              or (rf == "inf" and fro == math.inf))
-    vals = rec.get("values")
-    try:
-        same = vals is None or np.array_equal(np.asarray(vals, dtype=float).reshape(a.shape), a)
-    except (TypeError, ValueError):
-        same = False
-    _must(ctx, list(rec.get("shape", [])) == list(a.shape) and fro_ok and rm == top and same, w,
-             f"the recorded shape, Frobenius norm, max |entry| and values of {what} are its own",
-             f"recorded {rec.get('shape')}, ‖·‖_F {rf!r}, max {rm!r}; re-derived {list(a.shape)}, {fro!r}, {top!r}")
 
 
 def arg_even_ok(b: dict[str, Any]) -> bool:
