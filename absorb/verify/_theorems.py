@@ -337,13 +337,13 @@ def check_witness_block(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, what:
                  f"the witness's {key}' is {what} (SHA-256)")
 
 
-def _check_witness_numbers(ctx: _Ctx, w: str, wit: dict[str, Any], n: int, layers: int = 1) -> None:
+def _check_witness_numbers(ctx: _Ctx, w: str, wit: dict[str, Any], n: int) -> None:
     """The producer's own measure of its witness (``eval_error``, on ``n_inputs`` inputs) is not
     re-derived — this checker evaluates the block it rebuilt on inputs of its own — but it must
     be a number the verdict allows: an error in [0, τ + 1000·2⁻⁵²·√(n+1)] (the stated tolerance
-    and rounding allowance every absorbable verdict is within; ``layers`` times that for a
-    stack's composed witness, whose sampled error may reach it) on a whole number of inputs."""
-    thr = layers * (ctx.tol + rounding_allowance(n))
+    and rounding allowance every absorbable verdict is within, a stack's composed witness too)
+    on a whole number of inputs (lower bounds of the error: the witness checks)."""
+    thr = ctx.tol + rounding_allowance(n)
     if "eval_error" in wit:
         e = wit["eval_error"]
         _require(ctx, isinstance(e, (int, float)) and not isinstance(e, bool) and 0 <= e <= thr, w,

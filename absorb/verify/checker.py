@@ -481,7 +481,7 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
     if top == "absorbable":
         _check_stack_composition(ctx, w, th, blocks, verdicts, witnesses)
         if isinstance(st.get("composition_witness"), dict):
-            _check_witness_numbers(ctx, w, st["composition_witness"], max(b.n for b in blocks), layers=len(blocks))
+            _check_witness_numbers(ctx, w, st["composition_witness"], max(b.n for b in blocks))
     elif top == "not_absorbable" and th == "range":  # beyond: the range argument (absorb/verify/_plane.py)
         check_range(ctx, w, blocks, st.get("range_certificate"))
     elif top == "not_absorbable" and th == "rank":  # beyond: the first-layer rank argument (absorb/verify/_plane.py)
