@@ -237,7 +237,7 @@ def test_changed_nested_width_records_are_caught(certs) -> None:
 
     for edit in (max_abs, shape):
         _tamper(certs, "dead_4", edit)
-    _tamper(certs, "relu_1", lambda b: b["min_width"].update(theorem="skeleton"))  # its lower bound is by the canonical form
+    _tamper(certs, "relu_1", lambda b: b["min_width"].update(theorem="skeleton"))  # cited by neither bound's record
     doc, path = certs["dead_4"]
     doc = copy.deepcopy(doc)
     doc["blocks"][0]["width"]["canonical_form"]["lines"][0]["note"] = 1
