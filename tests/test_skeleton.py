@@ -266,3 +266,28 @@ def test_a_softplus_block_within_the_tolerance_of_an_affine_map_claims_nothing()
     dec = decide_block(blk)
     assert dec.verdict is Verdict.UNKNOWN and "affine map" in dec.reason, dec.reason
     assert decide_block(blk.replace(W_down=D)).verdict is Verdict.NOT_ABSORBABLE
+
+
+def test_the_sampled_screen_looks_on_the_kink_lines_and_far_out() -> None:
+    """B = K·e1·|ℓ·x| vanishes on the line ℓ·x = 0 (where f(x) = x): g = B is not within the tolerance,
+    and the canonical form's not_absorbable stands; with a huge b_down the constant hides the skip
+    only up to |x| ~ |f(0)|/tol, where the sample now also looks (the skeleton's proof stands)."""
+    U = np.array([[1.0, -0.7], [-1.0, 0.7]])
+    blk = Block(U, 1e13 * np.array([[1.0, 1.0], [0.0, 0.0]]), get_activation("relu"))
+    assert decide_block(blk).verdict is Verdict.NOT_ABSORBABLE
+    rng = np.random.default_rng(4)
+    g = Block(rng.standard_normal((5, 3)), rng.standard_normal((3, 5)), get_activation("gelu"), b_up=rng.standard_normal(5),
+              b_down=np.full(3, 1e18))
+    assert decide_block(g).verdict is Verdict.NOT_ABSORBABLE
+
+
+def test_a_biased_sigmoid_gated_block_within_the_tolerance_claims_nothing() -> None:
+    """Gate and value biases, W_down and b_down of size 10⁻¹³: units with gate row 0 (sigmoid(0) = 1/2)
+    and b_down realise x ↦ x + f(0), within ~10⁻¹²|x|."""
+    rng = np.random.default_rng(6)
+    U, G, D = rng.standard_normal((5, 3)), rng.standard_normal((5, 3)), rng.standard_normal((3, 5))
+    kw = dict(W_gate=G, b_gate=rng.standard_normal(5), b_up=rng.standard_normal(5))
+    blk = Block(U, 1e-13 * D, get_activation("sigmoid"), b_down=1e-13 * rng.standard_normal(3), **kw)
+    dec = decide_block(blk)
+    assert dec.verdict is Verdict.UNKNOWN and "gate row 0" in dec.reason, dec.reason
+    assert decide_block(blk.replace(W_down=D)).verdict is Verdict.NOT_ABSORBABLE

@@ -105,3 +105,24 @@ def test_a_stack_of_blocks_within_the_tolerance_claims_nothing() -> None:
                          name=f"b{k}") for k in range(2))
     dec = decide(Stack(blocks))
     assert dec.verdict.value == "unknown" and "within the tolerance" in dec.reason, dec.reason
+
+
+def test_the_checker_flags_a_not_absorbable_that_its_sample_contradicts() -> None:
+    """d = n = 1, f(x) = x + 0.1|x| at τ = 0.6: g = B is within the tolerance (|f| ≥ 0.9|x|). A
+    not_absorbable certificate made at τ = 0.6 (the engine now withholds it; forged here from the same
+    block's exact proof) is 'not re-checked': the checker's sample contradicts it, and a sample proves nothing."""
+    from absorb.verify._tolerance import sampled_near
+
+    blk = Block(np.ones((1, 1)), np.full((1, 1), 0.1), get_activation("expr:Abs(x)"))
+    assert sampled_near(blk, 0.6, 0) is not None and sampled_near(blk, 0.4, 0) is None
+    cert = build_certificate(decide(blk, tol=0.4), blk, seed=0).to_json()
+    assert cert["verdict"] == "not_absorbable" and verify_certificate(cert, blk).accepted
+    forged = json.loads(json.dumps(cert))
+    forged["parameters"]["tolerance"] = forged["blocks"][0]["tolerance"] = 0.6
+    rep = verify_certificate(forged, blk)
+    assert any("agrees with the tolerance" in f.claim for f in rep.not_rechecked), [f.claim for f in rep.failures]
+
+
+def test_a_biased_gated_block_within_the_tolerance_contradicts_not_absorbable() -> None:
+    near, far = _blocks("sigmoid", 1e-13, gated=True, biased=True)
+    assert contradiction(near, 1e-9) is not None and contradiction(far, 1e-9) is None

@@ -173,24 +173,37 @@ def _without_skip_sampled(blk: Block, tol: float, seed: int) -> str | None:
     τ(|f(x)|∞ + |x|∞ + |f(0)|∞), which holds for every x when B dominates (|B(x)|∞ ≥ c|x|∞, c ≫
     ‖M‖∞/τ) although ‖M‖∞ > τ. Sampled, not proved: enough to withhold an exact verdict (the answer
     becomes unknown, saying so), never to claim one. A handful of inputs first (most blocks stop
-    there), then ±e_j and random directions at scales 10⁻⁸ … 10⁸."""
+    there), then ±e_j, random directions and points on the kink/gate hyperplanes (where B may
+    vanish on a thin cone), at scales 10⁻⁸ … 10⁸ and up to 10⁴·(1 + |f(0)|∞)/τ (where the constant
+    |f(0)|∞ no longer hides the skip)."""
+    from absorb.engine._kink_points import _hyperplane_points
+
     d = blk.d
     rng = np.random.default_rng(seed)
     dirs = rng.standard_normal((256, d))
-    batches = [dirs[:4]] + [np.vstack([np.eye(d)[: 256], -np.eye(d)[: 256], dirs]) * 10.0**k for k in range(-8, 9, 2)]
     with np.errstate(all="ignore"):
         f0 = float(np.max(np.abs(blk(np.zeros((1, d))))))
+        far = (1 + f0) / tol if math.isfinite(f0) else math.inf
+        first = [dirs[:4]]
+        if not math.isfinite(far):
+            return None
+        kinks = _hyperplane_points(blk, blk, None, seed).X
+        kinks = kinks[np.any(kinks != 0, axis=1)]
+        kinks = kinks / np.max(np.abs(kinks), axis=1, keepdims=True) if len(kinks) else kinks
+        base = np.vstack([np.eye(d)[:256], -np.eye(d)[:256], dirs, kinks])
+        scales = [10.0**k for k in range(-8, 9, 2)] + [far * 10.0**k for k in (0, 2, 4)]
         m = 0
-        for X in batches:
+        for X in first + [base * t for t in scales]:
             F, MX = blk(X), blk.linear(X)
             den = np.max(np.abs(F), axis=1) + np.max(np.abs(X), axis=1) + f0
             q = np.max(np.abs(MX), axis=1) / den
             if not (np.all(np.isfinite(q)) and np.all(den > 0) and float(np.max(q)) <= tol * (1 - 1e-6)):
                 return None
             m += len(X)
-    return (f"Unknown: at {m} sampled inputs (scales 1e-8 to 1e8) f is within the tolerance of its own residual-free "
-            "part B (|M x|∞ ≤ tol·(|f(x)|∞ + |x|∞ + |f(0)|∞): B dominates the skip). Sampled, not proved for every x, "
-            "but enough to withhold the exact argument, which rules out an exact residual-free block only.")
+    return (f"Unknown: at {m} sampled inputs (random, on the kink hyperplanes, at scales 1e-8 to {scales[-1]:.0e}) f is within "
+            "the tolerance of its own residual-free part B (|M x|∞ ≤ tol·(|f(x)|∞ + |x|∞ + |f(0)|∞): B dominates the skip). "
+            "Sampled, not proved for every x, but enough to withhold the exact argument, which rules out an exact "
+            "residual-free block only.")
 
 
 def _row_sum(A: np.ndarray, d: int) -> float:
@@ -219,14 +232,17 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
     from absorb.engine.witness import GATE_BOUNDS, sigma_even_growth, sigma_lipschitz
 
     reach = tol * (1 + normM)  # r ≤ τ(1 + ‖A‖∞) with ‖A‖∞ ≤ ‖M‖∞ + |γ|·size for either A
-    if blk.gated and blk.has_bias:
-        return
     if blk.gated:
         bounds = GATE_BOUNDS.get(getattr(blk.activation, "name", None)) if blk.value_identity else None
         if bounds is None or not is_builtin(blk.activation):
             return
-        gamma, sup_g, sup_dev = bounds
+        gamma, sup_g, sup_dev, lip = bounds
         units = f"as gated units with gate row 0 (g(0) = {gamma})"
+        if blk.has_bias:  # f − (M x + f(0)) = W_down[g(G x + c) ⊙ U x + (g(G x + c) − g(c)) ⊙ b_up]
+            r = _gated_reach(blk, sup_g, lip)
+            if r <= tol:
+                yield blk.M, r / size if size > 0 else 0.0, 1, "the affine map x ↦ A x + β, A = M, β = f(0)", units
+            return
         if sup_g * size <= reach + tol * gamma * size:
             yield blk.M, sup_g, 1, "the linear map A = M", units
         if sup_dev * size <= reach + tol * gamma * size:
@@ -250,6 +266,16 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
     K = sigma_even_growth(blk.activation, c)
     if K is not None and K * size <= reach + tol * half * size:
         yield _plus_product(blk, float(c) / 2), K, 2, f"the linear map A = M + ({c}/2)·W_down W_up", units
+
+
+def _gated_reach(blk: Block, sup_g: float, lip: float) -> float:
+    """Σ_i |w_i|∞·(sup |g|·|u_i|₁ + sup |g′|·|b_up,i|·|g_i|₁) (g_i a row of W_gate), with a margin for its
+    float rounding: |f(x) − M x − f(0)|∞ ≤ that·|x|∞ for a gated f with biases and a linear value branch."""
+    U, G, D = (np.abs(np.asarray(a, dtype=np.float64)) for a in (blk.W_up, blk.W_gate, blk.W_down))
+    bu = np.zeros(blk.n) if blk.b_up is None else np.abs(np.asarray(blk.b_up, dtype=np.float64))
+    with np.errstate(all="ignore"):
+        r = float(np.sum(np.max(D, axis=0) * (sup_g * np.sum(U, axis=1) + lip * bu * np.sum(G, axis=1))))
+    return r * (1 + (blk.d + 4) * 2.0**-52) if math.isfinite(r) else math.inf
 
 
 def _plus_product(blk: Block, t: float) -> np.ndarray:

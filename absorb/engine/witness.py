@@ -355,8 +355,8 @@ _EVEN_GROWTH = {"relu": 0.5, "gelu": 0.5, "gelu_tanh": 0.5, "silu": 0.5, "quick_
 c = 1.01): σ's even part is |z|/2 (ReLU), z(Φ(z) − 1/2) (GELU), z(s(z) − 1/2) (SiLU), z(s(1.702z) −
 1/2) (quick-GELU), (z/2)·tanh(·) (GELU-tanh), each at most |z|/2; 0.99|z|/2 for leaky ReLU."""
 
-GATE_BOUNDS = {"sigmoid": (0.5, 1.0, 0.5)}
-"""(γ = g(0), sup |g|, sup |g − γ|) for a bounded gate g with g(0) ≠ 0: sigmoid (1/2, 1, 1/2)."""
+GATE_BOUNDS = {"sigmoid": (0.5, 1.0, 0.5, 0.25)}
+"""(γ = g(0), sup |g|, sup |g − γ|, sup |g′|) for a bounded gate g with g(0) ≠ 0: sigmoid (1/2, 1, 1/2, 1/4)."""
 
 
 def sigma_even_growth(act: object, c: Fraction) -> float | None:

@@ -140,7 +140,7 @@ from absorb.verify._theorems import (
     check_trivial_witness,
     normalised_value_block,
 )
-from absorb.verify._tolerance import contradiction
+from absorb.verify._tolerance import contradiction, sampled_near
 from absorb.verify._weights import (  # noqa: F401
     COLLINEAR_SCREEN,
     EVAL_INPUTS,
@@ -254,6 +254,8 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         _check_records(ctx, w, b, block, th, witness, orig)
         near = contradiction(orig, ctx.tol) if verdict == "not_absorbable" else None
         _require(ctx, near is None, w, "no residual-free block found by bound is within the tolerance of f", f"{near}")
+        if verdict == "not_absorbable" and (near := sampled_near(orig, ctx.tol, ctx.seed)):
+            ctx.report.unchecked(w, "the exact not_absorbable agrees with the tolerance", near)
         if verdict == "absorbable" and witness is not None:
             for f in (block,) if exact else (block, orig):  # (against f itself too where a normalisation rounds)
                 ok, worst, m = _evaluate(f, witness, [f], [witness], f.d, seed=ctx.seed, allowed_lin=allowed)
