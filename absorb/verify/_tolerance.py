@@ -187,11 +187,20 @@ def sampled_near(block: Any, tol: float, seed: int) -> str | None:
     """Whether g = B (f without its skip) is within the tolerance at this checker's own sampled inputs
     (|M x|∞ ≤ τ(|f(x)|∞ + |x|∞ + |f(0)|∞): B dominates the skip), or None. A sample proves nothing,
     so a not_absorbable it contradicts is reported as not re-checked, not rejected."""
+    from absorb.verify._weights import _kink_points
+
     d = block.d
     rng = np.random.default_rng(seed + 104729)
     dirs = np.vstack([np.eye(d), -np.eye(d), rng.standard_normal((128, d))]) if d <= 512 else rng.standard_normal((128, d))
     with np.errstate(all="ignore"):
         f0 = float(np.max(np.abs(block(np.zeros((1, d))))))
+        q0 = np.abs(block.linear(dirs[:2])).max(axis=1) / (np.abs(block(dirs[:2])).max(axis=1) + 1 + f0)
+        if not float(np.max(q0)) <= tol:
+            return None  # (most blocks stop here, before the kink points are built)
+        kinks = _kink_points([block, block], d, [block])
+        kinks = kinks[np.any(kinks != 0, axis=1)]
+        if len(kinks):  # on the kink/gate hyperplanes, where B may vanish on a thin cone
+            dirs = np.vstack([dirs, kinks / np.max(np.abs(kinks), axis=1, keepdims=True)])
         if not math.isfinite(f0):
             return None
         far = (1 + f0) / tol
