@@ -126,3 +126,13 @@ def test_the_checker_flags_a_not_absorbable_that_its_sample_contradicts() -> Non
 def test_a_biased_gated_block_within_the_tolerance_contradicts_not_absorbable() -> None:
     near, far = _blocks("sigmoid", 1e-13, gated=True, biased=True)
     assert contradiction(near, 1e-9) is not None and contradiction(far, 1e-9) is None
+
+
+def test_an_honest_not_absorbable_whose_b_vanishes_on_a_line_is_fully_checked() -> None:
+    """B = 10¹³·e1·|ℓ·x| vanishes on the line ℓ·x = 0, where f(x) = x: g = B is not within the tolerance;
+    the checker's sample (on the kink hyperplanes too) finds that, and the certificate is fully checked."""
+    blk = Block(np.array([[1.0, -0.7], [-1.0, 0.7]]), 1e13 * np.array([[1.0, 1.0], [0.0, 0.0]]), get_activation("relu"))
+    dec = decide(blk)
+    assert dec.verdict.value == "not_absorbable"
+    rep = verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk)
+    assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.not_rechecked]
