@@ -136,3 +136,15 @@ def test_an_honest_not_absorbable_whose_b_vanishes_on_a_line_is_fully_checked() 
     assert dec.verdict.value == "not_absorbable"
     rep = verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk)
     assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.not_rechecked]
+
+
+@pytest.mark.parametrize("act", ["expr:x*(1+erf(x/sqrt(2)))/2", "expr:x/(1+exp(-x))", "expr:x*(1+tanh(x))/2"])
+def test_a_users_smooth_sigma_within_the_tolerance(act: str) -> None:
+    """σ(z) − σ(−z) = z but no piecewise-linear Lipschitz constant: the producer withholds the exact
+    verdict with σ's Lipschitz constant estimated on a grid (said in the reason); the checker, whose
+    estimate is not a bound either, reports such a not_absorbable as not re-checked rather than rejecting it."""
+    near, far = _blocks(act, 1e-13)
+    dec = decide(near)
+    assert dec.verdict.value == "unknown" and "estimated" in dec.reason, dec.reason
+    assert contradiction(near, 1e-9) is None and contradiction(near, 1e-9, estimated=True) is not None
+    assert contradiction(far, 1e-9, estimated=True) is None

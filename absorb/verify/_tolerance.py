@@ -74,6 +74,16 @@ def _lipschitz(block: Any) -> float | None:
     return _LIPSCHITZ[key]
 
 
+def _grid_lipschitz(act: Any) -> float | None:
+    """1.5 × σ's largest difference quotient on [−50, 50] (step 1/400) and tails to ±10⁹: an estimate of
+    sup |σ′| for a user's smooth σ, not a bound — a claim resting on it is reported as not re-checked."""
+    z = np.unique(np.concatenate([-np.logspace(9, np.log10(50), 300), np.arange(-20000, 20001) / 400, np.logspace(np.log10(50), 9, 300)]))
+    with np.errstate(all="ignore"):
+        v = np.asarray(act(z), dtype=np.float64)
+        q = np.abs(np.diff(v)) / np.diff(z)
+    return float(np.max(q)) * 1.5 if np.all(np.isfinite(q)) else None
+
+
 def _up(v: float, ops: int) -> float:
     return v * (1 + (ops + 2) * _U) if math.isfinite(v) else math.inf
 
@@ -87,7 +97,7 @@ def _rank_at_most(A: np.ndarray, k: int) -> bool:
     return exact_rank([[Fraction(float(v)) for v in row] for row in A]) <= k
 
 
-def contradiction(block: Any, tol: float, width: int | None = None) -> str | None:
+def contradiction(block: Any, tol: float, width: int | None = None, estimated: bool = False) -> str | None:
     """Why a not_absorbable of ``block`` at tolerance ``tol`` is false (a residual-free g of ``width``
     units (n when None) and f's class within the tolerance, found by bound), or None."""
     d, n = block.d, block.n
@@ -104,7 +114,7 @@ def contradiction(block: Any, tol: float, width: int | None = None) -> str | Non
         size = _up(float(np.sum(np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1))), n + d)
     biased = any(getattr(block, k) is not None and np.any(getattr(block, k)) for k in ("b_up", "b_down", "b_gate"))
     reach = tol * (1 + normM) / (_SAFETY * size) if size else math.inf
-    for A, K, units in _maps(block, M, U, D, biased, reach, tol):
+    for A, K, units in _maps(block, M, U, D, biased, reach, tol, estimated):
         r = _SAFETY * K * size
         if not (math.isfinite(r) and np.all(np.isfinite(A)) and units <= width):
             continue
@@ -120,7 +130,7 @@ def contradiction(block: Any, tol: float, width: int | None = None) -> str | Non
 
 
 def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool, reach: float,  # type: ignore[no-untyped-def]
-          tol: float):
+          tol: float, estimated: bool = False):
     """(A, K, units needed) for the maps of the module's docstring, cheapest first. ``reach``: τ(1 + ‖M‖∞)/(2·size),
     the K below which a map with ‖A‖∞ ≤ ‖M‖∞ can pass (‖A‖∞ ≤ ‖M‖∞ + |γ|·size otherwise); σ's flip constant
     (sympy work) is derived only when some map can pass."""
@@ -151,6 +161,8 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
                 yield A, K, int(r)
         return
     L = _lipschitz(block) if name is None else _sigma_lipschitz(block)
+    if estimated:  # only the maps that need a user's smooth σ's Lipschitz constant, estimated on a grid (not a bound)
+        L = _grid_lipschitz(act) if L is None and name is None else None
     if L is None:  # (then σ is not piecewise linear, and no K below is known either)
         return
     # a built-in's K are known without c (|c| ≤ 2L): neither map can pass past this
