@@ -163,7 +163,7 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
     L = _lipschitz(block) if name is None else _sigma_lipschitz(block)
     if estimated:  # only the maps that need a user's smooth σ's Lipschitz constant, estimated on a grid (not a bound)
         L = _grid_lipschitz(act) if L is None and name is None else None
-    if L is None:  # (then σ is not piecewise linear, and no K below is known either)
+    if L is None or (estimated and not L <= reach):  # (then σ is not piecewise linear: no K below is known either)
         return
     # a built-in's K are known without c (|c| ≤ 2L): neither map can pass past this
     if name is not None and not (L <= reach or EVEN.get(name, math.inf) <= reach + tol * L / 2):
