@@ -148,3 +148,15 @@ def test_a_users_smooth_sigma_within_the_tolerance(act: str) -> None:
     assert dec.verdict.value == "unknown" and "estimated" in dec.reason, dec.reason
     assert contradiction(near, 1e-9) is None and contradiction(near, 1e-9, estimated=True) is not None
     assert contradiction(far, 1e-9, estimated=True) is None
+
+
+def test_a_biased_block_with_a_large_skip_counts_the_size_of_f() -> None:
+    """M = 100·I, biases, W_down of size 10⁻⁸: r ≈ 6·10⁻⁸ > τ, but |f(x)|∞ + |f(0)|∞ ≥ (100 − r)|x|∞, so
+    x ↦ 100·x + f(0) (pairs and b_down) is within the tolerance: no exact not_absorbable, and the checker agrees."""
+    rng = np.random.default_rng(7)
+    U, D = rng.standard_normal((4, 2)), rng.standard_normal((2, 4))
+    kw = dict(b_up=rng.standard_normal(4), b_down=rng.standard_normal(2), skip=100 * np.eye(2))
+    near = Block(U, 1e-8 * D, get_activation("relu"), **kw)
+    assert decide(near).verdict.value == "unknown"
+    assert contradiction(near, 1e-9) is not None
+    assert contradiction(Block(U, D, get_activation("relu"), **kw), 1e-9) is None

@@ -135,8 +135,8 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
     * f without its skip, g = B: f − g = M x, |M x|∞ ≤ ‖M‖∞|x|∞ (largest absolute row sum);
     * a linear map x ↦ A x that residual-free units realise exactly, with
       |f(x) − A x|∞ ≤ K·Σ_i |w_i|∞|u_i|₁·|x|∞ = r|x|∞ (:func:`_linear_parts`), while
-      |f(x)|∞ ≥ (s − r)|x|∞ with s = σ_min(A)/√d (bias-free f); for f with biases an affine map
-      x ↦ A x + β with |f(x) − A x − β|∞ ≤ r|x|∞, r ≤ τ (the measure's other terms unused)."""
+      |f(x)|∞ ≥ (s − r)|x|∞ with s = σ_min(A)/√d; for f with biases (or σ(0) ≠ 0) an affine map
+      x ↦ A x + β, β = f(0), with |f(x) − A x − β|∞ ≤ r|x|∞, and |f(x)|∞ + |f(0)|∞ ≥ (s − r)|x|∞."""
     width = blk.n if width is None else width
     normM = 1.0 if blk.skip is None else _row_sum(blk.M, blk.d)
     if normM <= tol and width >= blk.n:
@@ -156,9 +156,7 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
         affine = how.startswith("the affine map")
         if not (r <= tol * (1 + normA) and per_rank * int(np.linalg.matrix_rank(A)) + (affine and not blk.has_bias) <= width):
             continue
-        if not r <= tol:
-            if affine:
-                continue
+        if not r <= tol:  # (for x ↦ A x + β, β = f(0): |f(x)|∞ + |f(0)|∞ ≥ |A x|∞ − r|x|∞ all the same)
             s_min = float(np.linalg.svd(A, compute_uv=False)[-1]) / math.sqrt(blk.d) * (1 - 1e-12)
             if not (math.isfinite(s_min) and r <= tol * (1 + max(s_min - r, 0.0))):
                 continue
@@ -240,7 +238,7 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
         units = f"as gated units with gate row 0 (g(0) = {gamma})"
         if blk.has_bias:  # f − (M x + f(0)) = W_down[g(G x + c) ⊙ U x + (g(G x + c) − g(c)) ⊙ b_up]
             r = _gated_reach(blk, sup_g, lip)
-            if r <= tol:
+            if r <= reach:
                 yield blk.M, r / size if size > 0 else 0.0, 1, "the affine map x ↦ A x + β, A = M, β = f(0)", units
             return
         if sup_g * size <= reach + tol * gamma * size:
@@ -261,7 +259,7 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
     with np.errstate(all="ignore"):
         zero = float(np.asarray(blk.activation(np.zeros(1)), dtype=float).reshape(-1)[0])
     if blk.has_bias or zero != 0.0:
-        if L is not None and L * size <= tol and math.isfinite(zero):
+        if L is not None and L * size <= reach and math.isfinite(zero):
             yield blk.M, L, 2, "the affine map x ↦ A x + β, A = M, β = b_down + W_down σ(b_up)", units
         return
     if L is not None and L * size <= reach:

@@ -16,8 +16,8 @@ bound, with no search (this checker's own derivation; it shares no code with the
   - gated, linear value branch, bias-free, a gate with γ = g(0) ≠ 0 and sup |g|, sup |g − γ| in
     :data:`GATES`: a unit with gate row 0 gives γ·w·(u·x), so rank(A) units: A = M, K = sup |g|;
     A = M + γ·W_down W_up, K = sup |g − γ|.
-  For a bias-free f, |f(x)|∞ ≥ (s − r)|x|∞ with s = σ_min(A)/√d, so r ≤ τ(1 + max(s − r, 0))
-  suffices; with biases r ≤ τ.
+  |f(x)|∞ + |f(0)|∞ ≥ (s − r)|x|∞ with s = σ_min(A)/√d (β = f(0) where there is a constant), so
+  r ≤ τ(1 + max(s − r, 0)) suffices.
 
 To never reject an honest certificate whose producer bounded the same quantities a little more
 loosely, r is doubled here (a not_absorbable within a factor 2 of the line is let through).
@@ -119,7 +119,7 @@ def contradiction(block: Any, tol: float, width: int | None = None, estimated: b
         if not (math.isfinite(r) and np.all(np.isfinite(A)) and units <= width):
             continue
         ok = r <= tol
-        if not ok and not biased:
+        if not ok:  # (with biases, x ↦ A x + f(0): |f(x)|∞ + |f(0)|∞ ≥ |A x|∞ − r|x|∞ all the same)
             sv = np.linalg.svd(A, compute_uv=False)
             s = max(float(sv[-1]) - 1e-10 * float(sv[0]), 0.0) / math.sqrt(d)
             ok = r <= tol * (1 + max(s - r, 0.0))
