@@ -253,7 +253,7 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
                      f"the evidence supports {supported!r}")
         _check_records(ctx, w, b, block, th, witness, orig)
         near = contradiction(orig, ctx.tol) if verdict == "not_absorbable" else None
-        _require(ctx, near is None, w, "no residual-free block found by bound is within the tolerance of f", f"{near}")
+        _must(ctx, near is None, w, "no residual-free block found by bound is within the tolerance of f", f"{near}")
         if verdict == "not_absorbable" and (near := sampled_near(orig, ctx.tol, ctx.seed) or contradiction(orig, ctx.tol, estimated=True)):
             ctx.report.unchecked(w, "the exact not_absorbable agrees with the tolerance", near)
         if verdict == "absorbable" and witness is not None:
@@ -479,7 +479,7 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
              f"the stack record names its {len(blocks)} layers and holds only fields re-derived here",
              f"recorded layers {st.get('layers')!r}, fields {sorted(st)}")
     near = next((f"{b.name}: {c}" for b in blocks if (c := contradiction(b, ctx.tol))), None) if top == "not_absorbable" else None
-    _require(ctx, near is None, w, "no layer is within the tolerance of a residual-free block found by bound", f"{near}")
+    _must(ctx, near is None, w, "no layer is within the tolerance of a residual-free block found by bound", f"{near}")
     if top == "absorbable":
         _check_stack_composition(ctx, w, th, blocks, verdicts, witnesses)
         if isinstance(st.get("composition_witness"), dict):
