@@ -179,6 +179,8 @@ def _without_skip_sampled(blk: Block, tol: float, seed: int) -> str | None:
     d = blk.d
     rng = np.random.default_rng(seed)
     dirs = rng.standard_normal((256, d))
+    if _skip_shows_far_out(blk, dirs[:4], tol):
+        return None
     with np.errstate(all="ignore"):
         f0 = float(np.max(np.abs(blk(np.zeros((1, d))))))
         far = (1 + f0) / tol if math.isfinite(f0) else math.inf
@@ -202,6 +204,24 @@ def _without_skip_sampled(blk: Block, tol: float, seed: int) -> str | None:
             "the tolerance of its own residual-free part B (|M x|∞ ≤ tol·(|f(x)|∞ + |x|∞ + |f(0)|∞): B dominates the skip). "
             "Sampled, not proved for every x, but enough to withhold the exact argument, which rules out an exact "
             "residual-free block only.")
+
+
+def _skip_shows_far_out(blk: Block, X: np.ndarray, tol: float) -> bool:
+    """For a user's ungated σ with proved slopes L± at ±∞ (read from its cached facts: no σ evaluated,
+    no scipy or sympy imported): whether the skip shows at the inputs t·X as t → ∞, where f(tx)/t →
+    M x + W_down σ∞(W_up x), σ∞(z) = L₊z (z > 0), L₋z (z < 0), by more than twice the tolerance —
+    then the sampled screen's far samples fail too, and it need not evaluate f."""
+    if blk.gated or is_builtin(blk.activation) or blk.n * blk.d > 1 << 24:
+        return False
+    sl = _analysis(blk.activation, "asymptotic_slopes")
+    lp, lm = (_fraction(sl, "L_plus"), _fraction(sl, "L_minus")) if sl.proved else (None, None)
+    if lp is None or lm is None:
+        return False
+    with np.errstate(all="ignore"):
+        Z = X @ np.asarray(blk.W_up, dtype=np.float64).T
+        F = blk.linear(X) + np.where(Z > 0, float(lp) * Z, float(lm) * Z) @ np.asarray(blk.W_down, dtype=np.float64).T
+        q = np.max(np.abs(blk.linear(X)), axis=1) / (np.max(np.abs(F), axis=1) + np.max(np.abs(X), axis=1))
+    return bool(np.all(np.isfinite(q)) and float(np.max(q)) > 2 * tol)
 
 
 def _row_sum(A: np.ndarray, d: int) -> float:
@@ -251,9 +271,18 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
     if not c:
         return
     half = abs(float(c)) / 2
+    # lower bounds read from σ's cached facts (no σ evaluated, no sympy): L ≥ |c|/2 and L ≥ |L±|, and the
+    # even part's K ≥ |L± − c/2| (σ(z)/z → L± at ±∞); a map that cannot pass is not formed
+    sl = _analysis(blk.activation, "asymptotic_slopes")
+    ends = [v for v in ((_fraction(sl, "L_plus"), _fraction(sl, "L_minus")) if sl.proved else ()) if v is not None]
+    L_low = max([half, *(abs(float(v)) for v in ends)])
+    K_low = max([0.0, *(abs(float(v) - float(c) / 2) for v in ends)])
+    first, second = L_low * size <= reach, K_low * size <= reach + tol * half * size
+    if not (first or second):
+        return
     units = f"in antipodal pairs (σ(z) − σ(−z) = {c}·z)"
-    L = sigma_lipschitz(blk.activation)
-    if L is None:  # a user's smooth σ: sup |σ′| estimated on a fine grid (the screen only withholds a verdict)
+    L = sigma_lipschitz(blk.activation) if first else None
+    if L is None and first:  # a user's smooth σ: sup |σ′| estimated on a fine grid (the screen only withholds a verdict)
         L = _sampled_lipschitz(blk.activation)
         units += f" (σ's Lipschitz constant estimated from samples as {L:.3g})" if L is not None else ""
     with np.errstate(all="ignore"):
@@ -264,7 +293,7 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
         return
     if L is not None and L * size <= reach:
         yield blk.M, L, 2, "the linear map A = M", units
-    K = sigma_even_growth(blk.activation, c)
+    K = sigma_even_growth(blk.activation, c) if second else None
     if K is not None and K * size <= reach + tol * half * size:
         yield _plus_product(blk, float(c) / 2), K, 2, f"the linear map A = M + ({c}/2)·W_down W_up", units
 
