@@ -187,7 +187,7 @@ def test_checker_rebuilds_the_shifted_witness_and_bounds_its_constant_error() ->
 
 
 @pytest.mark.parametrize("act", ["relu", "gelu", "gelu_tanh", "silu", "quick_gelu", "leaky_relu",
-                                 "expr:x + Abs(x)/10**7", "expr:Max(0, x)", "expr:Max(x, x/10) + Abs(x)/3"])
+                                 "expr:x + Abs(x)/10**7", "expr:Max(0, x)", "expr:Max(x, x/10) + Abs(x)/3", "expr:Max(x, 2*x)"])
 def test_even_growth_bounds_the_even_part(act: str) -> None:
     """|σ(z) − (c/2)·z| ≤ K|z| at many z (c from σ(z) − σ(−z) = c·z): the bound the tolerance
     screen uses for the distance of f from a linear map that antipodal pairs realise."""
@@ -202,3 +202,14 @@ def test_even_growth_bounds_the_even_part(act: str) -> None:
     z = z[z != 0]
     got = np.abs(np.asarray(a(z), dtype=np.float64) - float(c) / 2 * z) / np.abs(z)
     assert np.all(got <= K * (1 + 1e-9) + 1e-12), (float(np.max(got)), K)
+
+
+@pytest.mark.parametrize(("text", "c", "K"), [("Max(x, 2*x)", 3, Fraction(1, 2)), ("Max(0, x)", 1, Fraction(1, 2)),
+                                              ("Max(x, x/10) + Abs(x)/3", Fraction(11, 10), Fraction(47, 60))])
+def test_even_growth_is_the_pieces_largest_slope(text: str, c: Fraction, K: Fraction) -> None:
+    """σ − (c/2)x written Max(x, 2x) − 3x/2 has no structural bound below 2; its pieces' slopes ±1/2
+    are the exact bound (the checker derives the same by its own pieces, and rejected the producer's
+    not_absorbable of a block within the tolerance of (I + 1.5·W_down W_up)x)."""
+    from absorb.symbolic.shift import even_growth
+
+    assert even_growth(get_activation("expr:" + text).expr, Fraction(c)) == K
