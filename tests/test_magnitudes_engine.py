@@ -199,3 +199,16 @@ def test_verify_refuses_a_linear_rank_proof_from_subnormal_products() -> None:
     doc["verdict"] = doc["blocks"][0]["verdict"] = "not_absorbable"
     doc["blocks"][0]["argument"]["sigma_lower_bound"] = float(np.linalg.svd(M + D @ U, compute_uv=False)[2])
     assert not checker.verify_certificate(doc, blk).accepted
+
+
+def test_a_subnormal_weight_in_the_tolerance_screens() -> None:
+    """W_up = [[0, 5e-324]] with biases: the sampled tolerance screen's points on the kink hyperplanes
+    would overflow (an exact coordinate past float64); it skips them, and the exact verdict stands."""
+    from absorb import decide_block
+
+    blk = Block(np.array([[0.0, 5e-324]]), np.array([[0.33043708], [-1.30315723]]), get_activation("relu"),
+                b_up=np.array([0.90535587]), b_down=np.array([0.44637457, -0.53695324]))
+    from absorb.verify._tolerance import sampled_near
+
+    assert decide_block(blk).verdict.value in ("not_absorbable", "unknown")
+    assert sampled_near(blk, 1e-9, 0) is None

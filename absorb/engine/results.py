@@ -187,8 +187,11 @@ def _without_skip_sampled(blk: Block, tol: float, seed: int) -> str | None:
         first = [dirs[:4]]
         if not math.isfinite(far):
             return None
-        kinks = _hyperplane_points(blk, blk, None, seed).X
-        kinks = kinks[np.any(kinks != 0, axis=1)]
+        try:  # (exact points on the hyperplanes: past the weights' safe magnitudes their arithmetic can overflow)
+            kinks = _hyperplane_points(blk, blk, None, seed).X
+        except (OverflowError, ValueError, ZeroDivisionError):
+            kinks = np.zeros((0, d))
+        kinks = kinks[np.all(np.isfinite(kinks), axis=1) & np.any(kinks != 0, axis=1)]
         kinks = kinks / np.max(np.abs(kinks), axis=1, keepdims=True) if len(kinks) else kinks
         base = np.vstack([np.eye(d)[:256], -np.eye(d)[:256], dirs, kinks])
         scales = [10.0**k for k in range(-8, 9, 2)] + [far * 10.0**k for k in (0, 2, 4)]

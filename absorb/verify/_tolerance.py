@@ -209,8 +209,11 @@ def sampled_near(block: Any, tol: float, seed: int) -> str | None:
         q0 = np.abs(block.linear(dirs[:2])).max(axis=1) / (np.abs(block(dirs[:2])).max(axis=1) + 1 + f0)
         if not float(np.max(q0)) <= tol:
             return None  # (most blocks stop here, before the kink points are built)
-        kinks = _kink_points([block, block], d, [block])
-        kinks = kinks[np.any(kinks != 0, axis=1)]
+        try:  # (exact points on the hyperplanes: past the weights' safe magnitudes their arithmetic can overflow)
+            kinks = _kink_points([block, block], d, [block])
+        except (OverflowError, ValueError, ZeroDivisionError):
+            kinks = np.zeros((0, d))
+        kinks = kinks[np.all(np.isfinite(kinks), axis=1) & np.any(kinks != 0, axis=1)]
         if len(kinks):  # on the kink/gate hyperplanes, where B may vanish on a thin cone
             dirs = np.vstack([dirs, kinks / np.max(np.abs(kinks), axis=1, keepdims=True)])
         if not math.isfinite(f0):

@@ -164,7 +164,8 @@ def check_claim(ctx: _Ctx, w: str, rec: Any, block: Block, main: _Main, *, asked
              "the record holds a witness's width exactly when absorbable, a canonical form only on that route")
     if route == "none":
         if v == "unknown":
-            _must(ctx, th in (None, "none"), w, "an unknown width answer cites no result", f"theorem {th!r}")
+            _must(ctx, th in (None, "none", "canonical-form", main.theorem), w, "an unknown width answer cites no result, "
+                  "the canonical-form procedure that ran, or the block's own result", f"theorem {th!r}")
             ctx.report.ok(w, f"width {N}: unknown (claims nothing)")
         else:
             ctx.report.unchecked(w, f"f is {'a' if v == 'absorbable' else 'no'} residual-free block of width {N} (result {th!r})",
