@@ -213,3 +213,12 @@ def test_even_growth_is_the_pieces_largest_slope(text: str, c: Fraction, K: Frac
     from absorb.symbolic.shift import even_growth
 
     assert even_growth(get_activation("expr:" + text).expr, Fraction(c)) == K
+
+
+def test_even_growth_of_a_long_sum_of_switches_is_quick_and_exact() -> None:
+    """Σ_j Max(x, (j+2)x), 16 terms: piecewise_fold would multiply out 2^16 branches; σ is positively
+    homogeneous of degree 1, so σ(z) − 84z is too and its bound is max(|σ(1) − 84|, |σ(−1) + 84|) = 68."""
+    from absorb.symbolic.shift import even_growth
+
+    e = get_activation("expr:" + " + ".join(f"Max(x, {j + 2}*x)" for j in range(16))).expr
+    assert even_growth(e, Fraction(168)) == 68

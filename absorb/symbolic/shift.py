@@ -143,6 +143,11 @@ def even_growth(expr: sp.Expr, c: Fraction) -> Fraction | None:
     two ways); None when neither has m0 = 0."""
     half = sp.Rational(c.numerator, c.denominator) / 2
     ks = []
+    hom = _get_or_none(expr)
+    if hom is not None:  # σ positively homogeneous of degree 1: so is σ(z) − (c/2)z, whose |·|/|z| is its value at ±1
+        ends = [sp.nsimplify(expr.subs(X, t) - half * t) for t in (1, -1)]
+        if all(e.is_Rational for e in ends):
+            ks.append(max(abs(Fraction(int(e.p), int(e.q))) for e in ends))
     for v in (sp.expand(expr - half * X), (expr + expr.subs(X, -X)) / 2):
         try:
             got = _walk(v)
@@ -157,6 +162,22 @@ def even_growth(expr: sp.Expr, c: Fraction) -> Fraction | None:
     return min(ks) if ks else None
 
 
+def _get_or_none(expr: sp.Expr) -> bool | None:
+    """True when σ is proved positively homogeneous of degree 1 (the analysis of
+    :mod:`absorb.symbolic.properties`), else None."""
+    from absorb.symbolic.properties import analyse
+
+    try:
+        hom = analyse(expr, "homogeneity").get("homogeneity")
+    except Exception:  # noqa: BLE001 - an analysis that fails proves nothing here
+        return None
+    return True if hom is not None and hom.proved and hom.value.get("k") == 1 else None
+
+
+_MAX_SWITCHES = 6
+"""Most Max/Min/Abs nodes whose branches :func:`_branch_slopes` multiplies out (2^6 = 64 branches at most)."""
+
+
 def _branch_slopes(v: sp.Expr) -> Fraction | None:
     """max |slope| over the branches of v's Piecewise form (``piecewise_fold``) that are taken at some
     point of a dense sample of the line (a branch whose condition no sample meets is taken as never
@@ -164,6 +185,8 @@ def _branch_slopes(v: sp.Expr) -> Fraction | None:
     only withholds a verdict); None when a branch is not linear."""
     import numpy as np
 
+    if sum(1 for a in sp.preorder_traversal(v) if isinstance(a, (sp.Max, sp.Min, sp.Abs))) > _MAX_SWITCHES:
+        return None  # (piecewise_fold multiplies out every switch's branches: 2^k of them)
     try:
         pw = sp.piecewise_fold(v.rewrite(sp.Piecewise))
         branches = list(pw.args) if isinstance(pw, sp.Piecewise) else [(pw, sp.true)]
