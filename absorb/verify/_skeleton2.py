@@ -331,7 +331,11 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
                           for u, ci in zip(Uf, cf)])
             return check_lifted(ctx, w, b, V, np.asarray(block.W_down, dtype=np.float64), np.asarray(block.M, dtype=np.float64), A)
         bound = _rank_bound(block) if case == "rank" else _enumeration_bound(block, af, bf)
-        _require(ctx, bound is not None and bound > ctx.tol, w,
+        if bound is None:  # (the checker's own bound declined: too many sets, or entries out of its range)
+            ctx.report.unchecked(w, f"every index set S is at relative distance > τ from (Q) and (L) ({case})",
+                                 "this checker's own bound declined on this block")
+            return "not_absorbable", None, 0.0
+        _require(ctx, bound > ctx.tol, w,
                  f"every index set S is at relative distance > τ = {ctx.tol:g} from (Q) and (L) ({case}, re-derived here)",
                  f"lower bound {bound!r}")
         return "not_absorbable", None, 0.0
