@@ -148,12 +148,11 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
     if blk.n * blk.d > 1 << 24 or not normM < 2.0**500:  # (pairs for a huge M overflow)
         return None
     size = _block_size(blk)
-    for A, K, per_rank, how, units in _linear_parts(blk, normM, size, tol):
+    for A, K, per_rank, how, units, affine in _linear_parts(blk, normM, size, tol):
         r = K * size
         if not np.all(np.isfinite(A)):
             continue
         normA = _row_sum(A, blk.d)
-        affine = how.startswith("the affine map")
         if not (r <= tol * (1 + normA) and per_rank * int(np.linalg.matrix_rank(A)) + (affine and not blk.has_bias) <= width):
             continue
         if not r <= tol:  # (for x ↦ A x + β, β = f(0): |f(x)|∞ + |f(0)|∞ ≥ |A x|∞ − r|x|∞ all the same)
@@ -221,9 +220,9 @@ def _skip_shows_far_out(blk: Block, X: np.ndarray, tol: float) -> bool:
     if lp is None or lm is None:
         return False
     with np.errstate(all="ignore"):
-        Z = X @ np.asarray(blk.W_up, dtype=np.float64).T
-        F = blk.linear(X) + np.where(Z > 0, float(lp) * Z, float(lm) * Z) @ np.asarray(blk.W_down, dtype=np.float64).T
-        q = np.max(np.abs(blk.linear(X)), axis=1) / (np.max(np.abs(F), axis=1) + np.max(np.abs(X), axis=1))
+        Z, MX = X @ np.asarray(blk.W_up, dtype=np.float64).T, blk.linear(X)
+        F = MX + np.where(Z > 0, float(lp) * Z, float(lm) * Z) @ np.asarray(blk.W_down, dtype=np.float64).T
+        q = np.max(np.abs(MX), axis=1) / (np.max(np.abs(F), axis=1) + np.max(np.abs(X), axis=1))
     return bool(np.all(np.isfinite(q)) and float(np.max(q)) > 2 * tol)
 
 
@@ -233,7 +232,7 @@ def _row_sum(A: np.ndarray, d: int) -> float:
 
 
 def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: ignore[no-untyped-def]
-    """Candidates (A, K, units per rank, A's formula, how the units realise it) with
+    """Candidates (A, K, units per rank, A's formula, how the units realise it, whether a constant β = f(0) is added) with
     |f(x) − A x|∞ ≤ K·size·|x|∞ (up to a constant where f has biases) and units that realise x ↦ A x exactly, ``units per rank`` of them per
     rank-one term (read, not recorded: no verdict rests on them; a candidate that cannot pass
     the screen's first test is not formed):
@@ -262,12 +261,12 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
         if blk.has_bias:  # f − (M x + f(0)) = W_down[g(G x + c) ⊙ U x + (g(G x + c) − g(c)) ⊙ b_up]
             r = _gated_reach(blk, sup_g, lip)
             if r <= reach:
-                yield blk.M, r / size if size > 0 else 0.0, 1, "the affine map x ↦ A x + β, A = M, β = f(0)", units
+                yield blk.M, r / size if size > 0 else 0.0, 1, "the affine map x ↦ A x + β, A = M, β = f(0)", units, True
             return
         if sup_g * size <= reach + tol * gamma * size:
-            yield blk.M, sup_g, 1, "the linear map A = M", units
+            yield blk.M, sup_g, 1, "the linear map A = M", units, False
         if sup_dev * size <= reach + tol * gamma * size:
-            yield _plus_product(blk, gamma), sup_dev, 1, f"the linear map A = M + {gamma}·W_down W_up", units
+            yield _plus_product(blk, gamma), sup_dev, 1, f"the linear map A = M + {gamma}·W_down W_up", units, False
         return
     flip = _analysis(blk.activation, "flip_identity[ungated]")  # (read, not recorded: the verdict does not rest on it)
     c = _fraction(flip, "c") if flip.proved else None
@@ -292,13 +291,13 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
         zero = float(np.asarray(blk.activation(np.zeros(1)), dtype=float).reshape(-1)[0])
     if blk.has_bias or zero != 0.0:
         if L is not None and L * size <= reach and math.isfinite(zero):
-            yield blk.M, L, 2, "the affine map x ↦ A x + β, A = M, β = b_down + W_down σ(b_up)", units
+            yield blk.M, L, 2, "the affine map x ↦ A x + β, A = M, β = b_down + W_down σ(b_up)", units, True
         return
     if L is not None and L * size <= reach:
-        yield blk.M, L, 2, "the linear map A = M", units
+        yield blk.M, L, 2, "the linear map A = M", units, False
     K = sigma_even_growth(blk.activation, c) if second else None
     if K is not None and K * size <= reach + tol * half * size:
-        yield _plus_product(blk, float(c) / 2), K, 2, f"the linear map A = M + ({c}/2)·W_down W_up", units
+        yield _plus_product(blk, float(c) / 2), K, 2, f"the linear map A = M + ({c}/2)·W_down W_up", units, False
 
 
 def _gated_reach(blk: Block, sup_g: float, lip: float) -> float:
