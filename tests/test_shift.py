@@ -221,4 +221,4 @@ def test_even_growth_of_a_long_sum_of_switches_is_quick_and_exact() -> None:
     from absorb.symbolic.shift import even_growth
 
     e = get_activation("expr:" + " + ".join(f"Max(x, {j + 2}*x)" for j in range(16))).expr
-    assert even_growth(e, Fraction(168)) == 68
+    assert even_growth(e, Fraction(168), homogeneous=True) == 68

@@ -362,16 +362,17 @@ GATE_BOUNDS = {"sigmoid": (0.5, 1.0, 0.5, 0.25)}
 def sigma_even_growth(act: object, c: Fraction) -> float | None:
     """A K ≥ sup_z |σ(z) − (c/2)·z| / |z| for a σ with σ(0) = 0 and σ(z) − σ(−z) = c·z: a
     built-in's (:data:`_EVEN_GROWTH`); for a user's piecewise-linear expression the least of σ's
-    Lipschitz constant and the structural growth bounds of σ(x) − (c/2)x and (σ(x) + σ(−x))/2
-    (:func:`absorb.symbolic.shift.even_growth`); None otherwise."""
+    Lipschitz constant and :func:`absorb.symbolic.shift.even_growth`'s bounds; None otherwise."""
     if is_builtin(act):  # type: ignore[arg-type]
         return _EVEN_GROWTH.get(act.name)  # type: ignore[attr-defined]
     got = expression_sigma(act)
     if got is None:
         return None
+    from absorb.symbolic._core import get
     from absorb.symbolic.shift import even_growth
 
-    k = even_growth(act.expr, c)  # type: ignore[attr-defined]
+    hom = get(act, "homogeneity")  # (σ's cached facts: proved once per expression)
+    k = even_growth(act.expr, c, homogeneous=hom.proved and hom.value.get("k") == 1)  # type: ignore[attr-defined]
     return got[0] if k is None else min(got[0], float(k) * (1 + 2.0**-50))
 
 

@@ -136,19 +136,21 @@ def _walk(e: sp.Expr) -> _Bound | None:
     return None
 
 
-def even_growth(expr: sp.Expr, c: Fraction) -> Fraction | None:
+def even_growth(expr: sp.Expr, c: Fraction, homogeneous: bool = False) -> Fraction | None:
     """A K with |σ(z) − (c/2)·z| ≤ K|z| for every real z, for a piecewise-linear σ (the module's
-    docstring) with σ(z) − σ(−z) = c·z: the lesser of the structural bounds |v(z)| ≤ m1|z| + m0
+    docstring) with σ(z) − σ(−z) = c·z: the least of the structural bounds |v(z)| ≤ m1|z| + m0
     (with m0 = 0) of v = σ(x) − (c/2)x and of v = (σ(x) + σ(−x))/2 (the same function, written
-    two ways); None when neither has m0 = 0."""
+    two ways), of v's pieces' largest slope (:func:`_branch_slopes`), and, for σ positively
+    homogeneous of degree 1 (``homogeneous``, proved by the caller), max(|v(1)|, |v(−1)|);
+    None when neither structural bound has m0 = 0."""
     half = sp.Rational(c.numerator, c.denominator) / 2
+    odd_free = sp.expand(expr - half * X)
     ks = []
-    hom = _get_or_none(expr)
-    if hom is not None:  # σ positively homogeneous of degree 1: so is σ(z) − (c/2)z, whose |·|/|z| is its value at ±1
+    if homogeneous:  # v is then positively homogeneous of degree 1 too: |v(z)|/|z| is |v(±1)|
         ends = [sp.nsimplify(expr.subs(X, t) - half * t) for t in (1, -1)]
         if all(e.is_Rational for e in ends):
             ks.append(max(abs(Fraction(int(e.p), int(e.q))) for e in ends))
-    for v in (sp.expand(expr - half * X), (expr + expr.subs(X, -X)) / 2):
+    for v in (odd_free, (expr + expr.subs(X, -X)) / 2):
         try:
             got = _walk(v)
         except RecursionError:
@@ -156,22 +158,10 @@ def even_growth(expr: sp.Expr, c: Fraction) -> Fraction | None:
         if got is not None and got.m0 == 0:
             ks.append(got.m1)
     if ks:  # the pieces' slopes (σ − (c/2)x is continuous, piecewise linear and 0 at 0: |·| ≤ max |slope|·|z|)
-        k = _branch_slopes(sp.expand(expr - half * X))
+        k = _branch_slopes(odd_free)
         if k is not None:
             ks.append(k)
     return min(ks) if ks else None
-
-
-def _get_or_none(expr: sp.Expr) -> bool | None:
-    """True when σ is proved positively homogeneous of degree 1 (the analysis of
-    :mod:`absorb.symbolic.properties`), else None."""
-    from absorb.symbolic.properties import analyse
-
-    try:
-        hom = analyse(expr, "homogeneity").get("homogeneity")
-    except Exception:  # noqa: BLE001 - an analysis that fails proves nothing here
-        return None
-    return True if hom is not None and hom.proved and hom.value.get("k") == 1 else None
 
 
 _MAX_SWITCHES = 6
