@@ -206,8 +206,15 @@ def sampled_near(block: Any, tol: float, seed: int) -> str | None:
     dirs = np.vstack([np.eye(d), -np.eye(d), rng.standard_normal((128, d))]) if d <= 512 else rng.standard_normal((128, d))
     with np.errstate(all="ignore"):
         f0 = float(np.max(np.abs(block(np.zeros((1, d))))))
-        q0 = np.abs(block.linear(dirs[:2])).max(axis=1) / (np.abs(block(dirs[:2])).max(axis=1) + 1 + f0)
-        if not float(np.max(q0)) <= tol:
+        if not math.isfinite(f0):
+            return None
+
+        def within(X: np.ndarray) -> bool:
+            den = np.max(np.abs(block(X)), axis=1) + np.max(np.abs(X), axis=1) + f0
+            q = np.max(np.abs(block.linear(X)), axis=1) / den
+            return bool(np.all(np.isfinite(q)) and np.all(den > 0) and float(np.max(q)) <= tol)
+
+        if not within(dirs[:2]):
             return None  # (most blocks stop here, before the kink points are built)
         try:  # (exact points on the hyperplanes: past the weights' safe magnitudes their arithmetic can overflow)
             kinks = _kink_points([block, block], d, [block])
@@ -216,15 +223,8 @@ def sampled_near(block: Any, tol: float, seed: int) -> str | None:
         kinks = kinks[np.all(np.isfinite(kinks), axis=1) & np.any(kinks != 0, axis=1)]
         if len(kinks):  # on the kink/gate hyperplanes, where B may vanish on a thin cone
             dirs = np.vstack([dirs, kinks / np.max(np.abs(kinks), axis=1, keepdims=True)])
-        if not math.isfinite(f0):
-            return None
         far = (1 + f0) / tol
-        for t in [1.0] + [10.0**k for k in range(-8, 9, 4)] + [far, far * 1e4]:
-            X = dirs[:2] * t if t == 1.0 and len(dirs) > 2 else dirs * t
-            F, MX = block(X), block.linear(X)
-            den = np.max(np.abs(F), axis=1) + np.max(np.abs(X), axis=1) + f0
-            q = np.max(np.abs(MX), axis=1) / den
-            if not (np.all(np.isfinite(q)) and np.all(den > 0) and float(np.max(q)) <= tol):
-                return None
+        if not all(within(dirs * t) for t in [10.0**k for k in range(-8, 9, 4)] + [far, far * 1e4]):
+            return None
     return ("at this checker's sampled inputs (scales 1e-8 to 1e8 and past |f(0)|/τ) g = B, f without its skip, is within "
             "the tolerance: the exact not_absorbable may contradict it")
