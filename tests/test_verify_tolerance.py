@@ -160,3 +160,51 @@ def test_a_biased_block_with_a_large_skip_counts_the_size_of_f() -> None:
     assert decide(near).verdict.value == "unknown"
     assert contradiction(near, 1e-9) is not None
     assert contradiction(Block(U, D, get_activation("relu"), **kw), 1e-9) is None
+
+
+def _sized(act: str, size: float, n: int = 4, seed: int = 0) -> Block:
+    """A bias-free d = 2 block with Σ_i |w_i|∞·|u_i|₁ = ``size`` (skip = identity)."""
+    rng = np.random.default_rng(seed)
+    U, D = rng.standard_normal((n, 2)), rng.standard_normal((2, n))
+    D *= size / float(np.sum(np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1)))
+    return Block(U, D, get_activation(act))
+
+
+@pytest.mark.parametrize("act", ["expr:x*(1 + erf(x/sqrt(2)))/2", "expr:x/(1 + exp(-x))"])
+def test_a_users_smooth_sigma_whose_even_part_is_within_the_tolerance(act: str) -> None:
+    """size 3·10⁻⁹ at τ = 10⁻⁹: |σ(z)| ≤ |z| puts g = M x outside, but σ(z) − z/2 is at most |z|/2, so the
+    4 antipodal units of A = I + ½·W_down W_up are within it (as the built-in's table says); the producer
+    estimates that sup on a grid for a user's σ and withholds. The checker (a factor 2 looser) reports an old
+    producer's not_absorbable at size 1.3·10⁻⁹ as not re-checked; at size 10⁻⁸ neither finds anything."""
+    mid, near, far = _sized(act, 3e-9), _sized(act, 1.3e-9), _sized(act, 1e-8)
+    dec = decide(mid)
+    assert dec.verdict.value == "unknown" and "estimated" in dec.reason and "W_down W_up" in dec.reason, dec.reason
+    assert decide(near).verdict.value == "unknown"
+    assert contradiction(near, 1e-9) is None and contradiction(near, 1e-9, estimated=True) is not None
+    assert decide(far).verdict.value == "not_absorbable"
+    assert contradiction(far, 1e-9, estimated=True) is None
+
+
+def test_a_narrow_bump_counts_sigmas_growth_not_its_slope() -> None:
+    """σ = ReLU + an even bump of slope 10 at |z| ≈ 55, σ(0) = −2: |σ(z) − σ(0)| ≤ 1.04|z| though σ′ reaches 20.
+    Bias-free, g(x) = M x + f(0) (4 antipodal units and one with up row 0) is within 2.1·10⁻¹⁰|x|∞ of f
+    at size 2·10⁻¹⁰: the screen bounds f − g by that growth, not by the Lipschitz constant."""
+    near = _sized("expr:Max(0, x) + tanh(10*(x - 55)) - tanh(10*(x + 55))", 2e-10, n=6)
+    dec = decide(near)
+    assert dec.verdict.value == "unknown" and "σ(z) − σ(0)" in dec.reason, dec.reason
+    assert contradiction(near, 1e-9, estimated=True) is not None
+
+
+def test_the_checkers_sample_climbs_into_a_thin_cone() -> None:
+    """counterexamples/swiglu_affine_value_generic at τ = 0.3: g = B fails on a thin cone (ratio ≈ 0.44 > τ) that a
+    random sample often misses; both sides climb from their worst inputs and find it, for every seed tried."""
+    from pathlib import Path
+
+    from absorb.engine.results import _without_skip_sampled
+    from absorb.io import load
+    from absorb.verify._tolerance import sampled_near
+
+    blk = load(Path(__file__).resolve().parents[1] / "counterexamples" / "swiglu_affine_value_generic.npz")
+    assert not any(sampled_near(blk, 0.3, s) for s in range(40))
+    assert not any(_without_skip_sampled(blk, 0.3, s) for s in range(40))
+    assert sampled_near(blk, 0.6, 0) is not None
