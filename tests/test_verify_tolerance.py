@@ -200,7 +200,7 @@ def test_the_checkers_sample_climbs_into_a_thin_cone() -> None:
     random sample often misses; both sides climb from their worst inputs and find it, for every seed tried."""
     from pathlib import Path
 
-    from absorb.engine.results import _without_skip_sampled
+    from absorb.engine.tolerance import _without_skip_sampled
     from absorb.io import load
     from absorb.verify._tolerance import sampled_near
 

@@ -100,9 +100,9 @@ def _skip_product_nonzero(blocks: Iterable[Block]) -> tuple[bool, float]:
 def _stack_within_tolerance(stack: Stack, tol: float, seed: int) -> str | None:
     """Why the stack's exact arguments (depth, rank, kink count, range) would contradict the
     tolerance, or None: a block within the tolerance of a residual-free block of its width, by
-    the bounds of :func:`absorb.engine.results.within_tolerance` (a residual-free stack may then
+    the bounds of :func:`absorb.engine.tolerance.within_tolerance` (a residual-free stack may then
     be within the tolerance of F while none equals it)."""
-    from absorb.engine.results import within_tolerance
+    from absorb.engine.tolerance import within_tolerance
 
     for k, blk in enumerate(stack.blocks):
         why = within_tolerance(blk, tol, seed)

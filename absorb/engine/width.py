@@ -177,8 +177,8 @@ def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: in
     witness or proof answers the widths it covers. Without it the main decision is made (a
     short run) only when the canonical-form procedure does not decide. An exact not_absorbable
     is withheld (unknown) when a block of that width is within the tolerance of f by bound
-    (:func:`absorb.engine.results.within_tolerance`)."""
-    from absorb.engine.results import within_tolerance
+    (:func:`absorb.engine.tolerance.within_tolerance`)."""
+    from absorb.engine.tolerance import within_tolerance
 
     width = _check_width(width, block)
     wd = _decide_width(block, width, tol=tol, seed=seed, budget=budget, decision=decision)

@@ -1,0 +1,267 @@
+"""How close f is to a residual-free block: the screens that keep an exact ``not_absorbable`` from
+contradicting the tolerance.
+
+The exact arguments (degree, linearization, result 5, the skeleton, the canonical form …) rule out a
+residual-free g *equal* to f; ``absorbable`` means within the tolerance. :func:`within_tolerance`
+looks, by bound and with no search, for a residual-free block of the asked width within the
+tolerance of f (f without its skip; units that realise a linear or affine map exactly), and by
+sample for B dominating its skip. What it finds only ever withholds a verdict (the answer becomes
+``unknown``, saying why); it never claims one. The checker re-derives the same question its own way
+(``absorb.verify._tolerance``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from absorb.model.activations import Activation, is_builtin
+from absorb.model.block import Block
+from absorb.symbolic import facts
+from absorb.symbolic._core import get as _analysis  # the property functions' cache, without importing sympy
+
+
+def _block_size(block: Block) -> float:
+    """Σ_i |w_i|∞·|u_i|₁ (w_i a column of W_down, u_i a row of W_up), with a small margin for its float
+    rounding (not a rigorous one for large n: the screen that reads it only ever withholds a verdict):
+    |W_down φ(W_up x)|∞ ≤ λ·size·|x|∞ for any φ with |φ(z)| ≤ λ|z| — the block's reach per unit of |x|∞."""
+    U, D = np.abs(np.asarray(block.W_up, dtype=np.float64)), np.abs(np.asarray(block.W_down, dtype=np.float64))
+    with np.errstate(over="ignore"):  # (inf: no bound, as it should be)
+        return float(np.sum(np.max(D, axis=0) * np.sum(U, axis=1))) * (1 + (block.d + 2) * 2.0**-52)
+
+
+def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None) -> str | None:
+    """Why an exact not_absorbable would contradict the tolerance (``absorbable`` means
+    |f(x) − g(x)|∞ ≤ τ(|f(x)|∞ + |x|∞ + |f(0)|∞) for a residual-free g), or None. Residual-free
+    blocks of width ``width`` (n when None; a narrower g is padded with dead units) are tried by
+    bound, with no search:
+
+    * f without its skip, g = B: f − g = M x, |M x|∞ ≤ ‖M‖∞|x|∞ (largest absolute row sum);
+    * a linear map x ↦ A x that residual-free units realise exactly, with
+      |f(x) − A x|∞ ≤ K·Σ_i |w_i|∞|u_i|₁·|x|∞ = r|x|∞ (:func:`_linear_parts`), while
+      |f(x)|∞ ≥ (s − r)|x|∞ with s = σ_min(A)/√d; for f with biases (or σ(0) ≠ 0) an affine map
+      x ↦ A x + β, β = f(0), with |f(x) − A x − β|∞ ≤ r|x|∞, and |f(x)|∞ + |f(0)|∞ ≥ (s − r)|x|∞."""
+    width = blk.n if width is None else width
+    normM = 1.0 if blk.skip is None else _row_sum(blk.M, blk.d)
+    if normM <= tol and width >= blk.n:
+        return (f"Unknown: f is within the tolerance of its own residual-free part B (|M x|∞ ≤ {normM:.3g}·|x|∞), so "
+                "the exact argument rules out an exact residual-free block only.")
+    sampled = _without_skip_sampled(blk, tol, seed) if width >= blk.n else None
+    if sampled is not None:
+        return sampled
+    if blk.n * blk.d > 1 << 24 or not normM < 2.0**500:  # (pairs for a huge M overflow)
+        return None
+    size = _block_size(blk)
+    for A, K, per_rank, how, units, affine in _linear_parts(blk, normM, size, tol):
+        r = K * size
+        if not np.all(np.isfinite(A)):
+            continue
+        normA = _row_sum(A, blk.d)
+        if not (r <= tol * (1 + normA) and per_rank * int(np.linalg.matrix_rank(A)) + (affine and not blk.has_bias) <= width):
+            continue
+        if not r <= tol:  # (for x ↦ A x + β, β = f(0): |f(x)|∞ + |f(0)|∞ ≥ |A x|∞ − r|x|∞ all the same)
+            s_min = float(np.linalg.svd(A, compute_uv=False)[-1]) / math.sqrt(blk.d) * (1 - 1e-12)
+            if not (math.isfinite(s_min) and r <= tol * (1 + max(s_min - r, 0.0))):
+                continue
+        return (f"Unknown: f is within the tolerance (|f(x) − A x|∞ ≤ {r:.3g}·|x|∞) of {how}, which "
+                f"{width} ≥ {per_rank}·rank(A) residual-free units realise {units}; the exact argument rules out an exact "
+                "residual-free block only.")
+    return None
+
+
+def _without_skip_sampled(blk: Block, tol: float, seed: int) -> str | None:
+    """Whether g = B (f without its skip) is within the tolerance at sampled inputs — |M x|∞ ≤
+    τ(|f(x)|∞ + |x|∞ + |f(0)|∞), which holds for every x when B dominates (|B(x)|∞ ≥ c|x|∞, c ≫
+    ‖M‖∞/τ) although ‖M‖∞ > τ. Sampled, not proved: enough to withhold an exact verdict (the answer
+    becomes unknown, saying so), never to claim one. A handful of inputs first (most blocks stop
+    there), then ±e_j, random directions and points on the kink/gate hyperplanes (where B may
+    vanish on a thin cone), at scales 10⁻⁸ … 10⁸ and up to 10⁴·(1 + |f(0)|∞)/τ (where the constant
+    |f(0)|∞ no longer hides the skip)."""
+    from absorb.engine._kink_points import _hyperplane_points
+
+    d = blk.d
+    rng = np.random.default_rng(seed)
+    dirs = rng.standard_normal((256, d))
+    if _skip_shows_far_out(blk, dirs[:4], tol):
+        return None
+    with np.errstate(all="ignore"):
+        f0 = float(np.max(np.abs(blk(np.zeros((1, d))))))
+        far = (1 + f0) / tol if math.isfinite(f0) else math.inf
+        first = [dirs[:4]]
+        if not math.isfinite(far):
+            return None
+        try:  # (exact points on the hyperplanes: past the weights' safe magnitudes their arithmetic can overflow)
+            kinks = _hyperplane_points(blk, blk, None, seed).X
+        except (OverflowError, ValueError, ZeroDivisionError):
+            kinks = np.zeros((0, d))
+        kinks = kinks[np.all(np.isfinite(kinks), axis=1) & np.any(kinks != 0, axis=1)]
+        kinks = kinks / np.max(np.abs(kinks), axis=1, keepdims=True) if len(kinks) else kinks
+        base = np.vstack([np.eye(d)[:256], -np.eye(d)[:256], dirs, kinks])
+        scales = [10.0**k for k in range(-8, 9, 2)] + [far * 10.0**k for k in (0, 2, 4)]
+        def ratio(X: np.ndarray) -> np.ndarray | None:
+            den = np.max(np.abs(blk(X)), axis=1) + np.max(np.abs(X), axis=1) + f0
+            q = np.max(np.abs(blk.linear(X)), axis=1) / den
+            return q if np.all(np.isfinite(q)) and np.all(den > 0) and float(np.max(q)) <= tol * (1 - 1e-6) else None
+
+        m, best = 0, []
+        for X in first + [base * t for t in scales]:
+            q = ratio(X)
+            if q is None:
+                return None
+            m += len(X)
+            best += [(float(q[i]), X[i]) for i in np.argsort(q)[-2:]]
+        # then climb from the 8 worst inputs (random steps, shrinking where none helps): a thin cone the sample touched
+        X = np.array([x for _, x in sorted(best, key=lambda t: t[0])[-8:]])
+        q, step = ratio(X), 0.3
+        for _ in range(40):
+            if q is None:
+                return None
+            Y = X + step * np.max(np.abs(X), axis=1, keepdims=True) * rng.standard_normal(X.shape)
+            w = ratio(Y)
+            if w is None:
+                return None
+            up = w > q
+            X[up], q[up], step = Y[up], w[up], step if np.any(up) else step * 0.6
+            m += len(Y)
+    return (f"Unknown: at {m} sampled inputs (random, on the kink hyperplanes, at scales 1e-8 to {scales[-1]:.0e}) f is within "
+            "the tolerance of its own residual-free part B (|M x|∞ ≤ tol·(|f(x)|∞ + |x|∞ + |f(0)|∞): B dominates the skip). "
+            "Sampled, not proved for every x, but enough to withhold the exact argument, which rules out an exact "
+            "residual-free block only.")
+
+
+def _skip_shows_far_out(blk: Block, X: np.ndarray, tol: float) -> bool:
+    """For a user's ungated σ with proved slopes L± at ±∞ (read from its cached facts: no σ evaluated,
+    no scipy or sympy imported): whether the skip shows at the inputs t·X as t → ∞, where f(tx)/t →
+    M x + W_down σ∞(W_up x), σ∞(z) = L₊z (z > 0), L₋z (z < 0), by more than twice the tolerance —
+    then the sampled screen's far samples fail too, and it need not evaluate f."""
+    if blk.gated or is_builtin(blk.activation) or blk.n * blk.d > 1 << 24:
+        return False
+    sl = _analysis(blk.activation, "asymptotic_slopes")
+    lp, lm = (facts.rational(sl.value, "L_plus"), facts.rational(sl.value, "L_minus")) if sl.proved else (None, None)
+    if lp is None or lm is None:
+        return False
+    with np.errstate(all="ignore"):
+        Z, MX = X @ np.asarray(blk.W_up, dtype=np.float64).T, blk.linear(X)
+        F = MX + np.where(Z > 0, float(lp) * Z, float(lm) * Z) @ np.asarray(blk.W_down, dtype=np.float64).T
+        q = np.max(np.abs(MX), axis=1) / (np.max(np.abs(F), axis=1) + np.max(np.abs(X), axis=1))
+    return bool(np.all(np.isfinite(q)) and float(np.max(q)) > 2 * tol)
+
+
+def _row_sum(A: np.ndarray, d: int) -> float:
+    """‖A‖∞ (largest absolute row sum), raised past its rounding."""
+    return float(np.max(np.sum(np.abs(A), axis=1))) * (1 + (d + 2) * 2.0**-52)
+
+
+def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: ignore[no-untyped-def]
+    """Candidates (A, K, units per rank, A's formula, how the units realise it, whether a constant β = f(0) is added) with
+    |f(x) − A x|∞ ≤ K·size·|x|∞ (up to a constant where f has biases) and units that realise x ↦ A x exactly, ``units per rank`` of them per
+    rank-one term (read, not recorded: no verdict rests on them; a candidate that cannot pass
+    the screen's first test is not formed):
+
+    * ungated, σ(0) = 0 and σ(z) − σ(−z) = c·z (c ≠ 0): antipodal pairs (u, w/c), (−u, −w/c)
+      give w·(u·x), 2 units per rank; A = M with K = σ's Lipschitz constant L
+      (|σ(z)| ≤ L|z|), and A = M + (c/2)·W_down W_up with K ≥ sup |σ(z) − (c/2)z|/|z|
+      (σ's even part: :func:`absorb.engine.witness.sigma_even_growth`); for a user's smooth σ
+      both sups, |σ(z) − σ(0)|/|z| and |σ(z) − (c/2)z|/|z|, are estimated on a grid
+      (:func:`_sampled_quotient`), and the reason says so;
+    * gated with a linear value branch, gate g bounded with γ = g(0) ≠ 0: one unit with gate
+      row 0 gives γ·w·(u·x); A = M with K = sup |g|, and A = M + γ·W_down W_up with
+      K = sup |g − γ| (:data:`absorb.engine.witness.GATE_BOUNDS`);
+    * f with biases, ungated, σ(z) − σ(−z) = c·z (c ≠ 0), σ L-Lipschitz: pairs (u, b, w/c),
+      (−u, −b, −w/c) give w·(u·x + b), so units and b_down realise x ↦ M x + b_down + W_down σ(b_up),
+      and |W_down(σ(W_up x + b_up) − σ(b_up))|∞ ≤ L·size·|x|∞: A = M with K = L. The same for a
+      bias-free f with σ(0) ≠ 0 (softplus), the constant W_down σ(0)·1 then given by one more unit
+      with up row 0 (and down column W_down·1)."""
+    from absorb.engine.witness import GATE_BOUNDS, sigma_even_growth, sigma_lipschitz
+
+    reach = tol * (1 + normM)  # r ≤ τ(1 + ‖A‖∞) with ‖A‖∞ ≤ ‖M‖∞ + |γ|·size for either A
+    if blk.gated:
+        bounds = GATE_BOUNDS.get(getattr(blk.activation, "name", None)) if blk.value_identity else None
+        if bounds is None or not is_builtin(blk.activation):
+            return
+        gamma, sup_g, sup_dev, lip = bounds
+        units = f"as gated units with gate row 0 (g(0) = {gamma})"
+        if blk.has_bias:  # f − (M x + f(0)) = W_down[g(G x + c) ⊙ U x + (g(G x + c) − g(c)) ⊙ b_up]
+            r = _gated_reach(blk, sup_g, lip)
+            if r <= reach:
+                yield blk.M, r / size if size > 0 else 0.0, 1, "the affine map x ↦ A x + β, A = M, β = f(0)", units, True
+            return
+        if sup_g * size <= reach + tol * gamma * size:
+            yield blk.M, sup_g, 1, "the linear map A = M", units, False
+        if sup_dev * size <= reach + tol * gamma * size:
+            yield _plus_product(blk, gamma), sup_dev, 1, f"the linear map A = M + {gamma}·W_down W_up", units, False
+        return
+    flip = _analysis(blk.activation, "flip_identity[ungated]")  # (read, not recorded: the verdict does not rest on it)
+    c = facts.rational(flip.value, "c") if flip.proved else None
+    if not c:
+        return
+    half = abs(float(c)) / 2
+    # lower bounds read from σ's cached facts (no σ evaluated, no sympy): L ≥ |c|/2 and L ≥ |L±|, and the
+    # even part's K ≥ |L± − c/2| (σ(z)/z → L± at ±∞); a map that cannot pass is not formed
+    sl = _analysis(blk.activation, "asymptotic_slopes")
+    ends = [v for v in ((facts.rational(sl.value, "L_plus"), facts.rational(sl.value, "L_minus")) if sl.proved else ()) if v is not None]
+    L_low = max([half, *(abs(float(v)) for v in ends)])
+    K_low = max([0.0, *(abs(float(v) - float(c) / 2) for v in ends)])
+    first, second = L_low * size <= reach, K_low * size <= reach + tol * half * size
+    if not (first or second):
+        return
+    act, units = blk.activation, f"in antipodal pairs (σ(z) − σ(−z) = {c}·z)"
+    L = sigma_lipschitz(act) if first else None
+    if L is None and first:  # a user's smooth σ: estimated on a fine grid (the screen only withholds a verdict); bias-free,
+        # f − g = W_down(σ(W_up x) − σ(0)) needs only |σ(z) − σ(0)| ≤ G|z| (G ≤ L; a narrow steep bump makes L ≫ G)
+        L = _sampled_lipschitz(act) if blk.has_bias else _sampled_quotient(act, 0.0)
+        what = "Lipschitz constant" if blk.has_bias else "sup |σ(z) − σ(0)|/|z|"
+        units += f" (σ's {what} estimated from samples as {L:.3g})" if L is not None else ""
+    with np.errstate(all="ignore"):
+        zero = float(np.asarray(act(np.zeros(1)), dtype=float).reshape(-1)[0])
+    if blk.has_bias or zero != 0.0:
+        if L is not None and L * size <= reach and math.isfinite(zero):
+            yield blk.M, L, 2, "the affine map x ↦ A x + β, A = M, β = b_down + W_down σ(b_up)", units, True
+        return
+    if L is not None and L * size <= reach:
+        yield blk.M, L, 2, "the linear map A = M", units, False
+    K = sigma_even_growth(act, c) if second else None
+    even = f"in antipodal pairs (σ(z) − σ(−z) = {c}·z)"
+    if K is None and second and not is_builtin(act):  # a user's smooth σ: sup |σ(z) − (c/2)z|/|z| estimated likewise
+        K = _sampled_quotient(act, float(c) / 2)
+        even += f" (sup |σ(z) − ({c}/2)z|/|z| estimated from samples as {K:.3g})" if K is not None else ""
+    if K is not None and K * size <= reach + tol * half * size:
+        yield _plus_product(blk, float(c) / 2), K, 2, f"the linear map A = M + ({c}/2)·W_down W_up", even, False
+
+
+def _gated_reach(blk: Block, sup_g: float, lip: float) -> float:
+    """Σ_i |w_i|∞·(sup |g|·|u_i|₁ + sup |g′|·|b_up,i|·|g_i|₁) (g_i a row of W_gate), with a margin for its
+    float rounding: |f(x) − M x − f(0)|∞ ≤ that·|x|∞ for a gated f with biases and a linear value branch."""
+    U, G, D = (np.abs(np.asarray(a, dtype=np.float64)) for a in (blk.W_up, blk.W_gate, blk.W_down))
+    bu = np.zeros(blk.n) if blk.b_up is None else np.abs(np.asarray(blk.b_up, dtype=np.float64))
+    with np.errstate(all="ignore"):
+        r = float(np.sum(np.max(D, axis=0) * (sup_g * np.sum(U, axis=1) + lip * bu * np.sum(G, axis=1))))
+    return r * (1 + (blk.d + 4) * 2.0**-52) if math.isfinite(r) else math.inf
+
+
+def _sampled_lipschitz(act: Activation) -> float | None:
+    """1.25 × the largest difference quotient of σ on a fine grid of [−60, 60] and geometric tails to
+    ±10⁸: an estimate of sup |σ′|, not a bound (the tolerance screen that reads it only withholds a
+    verdict); None where σ is not finite on the grid."""
+    z = np.unique(np.concatenate([-np.geomspace(1e8, 60, 400), np.linspace(-60, 60, 48001), np.geomspace(60, 1e8, 400)]))
+    with np.errstate(all="ignore"):
+        v = np.asarray(act(z), dtype=np.float64)
+        q = np.abs(np.diff(v)) / np.diff(z)
+    return float(np.max(q)) * 1.25 if np.all(np.isfinite(q)) else None
+
+
+def _sampled_quotient(act: Activation, slope: float) -> float | None:
+    """The largest |σ(z) − σ(0) − slope·z|/|z| on the grid of :func:`_sampled_lipschitz` (z ≠ 0): an estimate of
+    its sup from below, not a bound (the screen that reads it only withholds a verdict); None where σ is not finite there."""
+    z = np.concatenate([-np.geomspace(1e8, 1e-6, 600), np.linspace(-60, 60, 48000), np.geomspace(1e-6, 1e8, 600)])
+    with np.errstate(all="ignore"):
+        v = np.asarray(act(z), dtype=np.float64) - float(np.asarray(act(np.zeros(1)), dtype=np.float64).reshape(-1)[0])
+        q = np.abs(v - slope * z) / np.abs(z)
+    return float(np.max(q)) if np.all(np.isfinite(q)) else None
+
+
+def _plus_product(blk: Block, t: float) -> np.ndarray:
+    """M + t·W_down W_up in float64 (inf or nan where it overflows: the screen then skips it)."""
+    with np.errstate(all="ignore"):
+        return blk.M + t * (np.asarray(blk.W_down, dtype=np.float64) @ np.asarray(blk.W_up, dtype=np.float64))
