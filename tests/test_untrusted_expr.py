@@ -321,3 +321,12 @@ def test_nesting_counts_parentheses_not_grammar_levels() -> None:
     get_activation("expr:x*(1+tanh(sqrt(2/pi)*(x+0.044715*x**3)))/2")
     with pytest.raises(InvalidInput, match="nested"):
         get_activation("expr:" + "-" * 30 + "x")
+
+
+@pytest.mark.parametrize("text", ["x*２", "x\u00a0+1", "x\u2003*2", "x*\u0663"])
+def test_only_ascii_digits_and_white_space_are_read(text: str) -> None:
+    """The grammar's numbers and white space are ASCII: a fullwidth or Arabic-Indic digit (which Python's
+    regular expressions would read as a digit) and a non-breaking space are refused by name, in one line."""
+    with pytest.raises(InvalidInput) as exc:
+        get_activation("expr:" + text)
+    assert "\n" not in str(exc.value) and "unexpected text" in str(exc.value)

@@ -33,7 +33,7 @@ VALIDATE_SECONDS = 10.0
 VALIDATE_MEMORY = 2 << 30
 """Memory budget of that proof (bytes of address space)."""
 
-_EXPR_TOKENS = re.compile(r"\s*(?:(\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|([A-Za-z_][A-Za-z_0-9]*)|(\*\*|\^|[-+*/(),]))")
+_EXPR_TOKENS = re.compile(r"\s*(?:(\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|([A-Za-z_][A-Za-z_0-9]*)|(\*\*|\^|[-+*/(),]))", re.ASCII)
 UNARY_NAMES = ("exp", "log", "sqrt", "erf", "erfc", "tanh", "sinh", "cosh", "atan", "sin", "cos", "Abs", "abs")
 """The one-argument functions of the grammar (``abs`` is ``Abs``)."""
 VARIADIC_NAMES = ("Max", "max", "Min", "min")
@@ -51,7 +51,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
     while pos < len(text):
         m = _EXPR_TOKENS.match(text, pos)
         if not m or m.end() == pos:
-            rest = text[pos:].strip()
+            rest = text[pos:].strip(" \t\n\r\f\v")  # (ASCII white space only, as in the token pattern)
             if not rest:
                 break
             raise InvalidInput(f"activation expression {text!r}: unexpected text {rest[:20]!r}; {_GRAMMAR_HINT}")
