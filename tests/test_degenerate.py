@@ -134,6 +134,20 @@ def test_theory_example_collinear_antipodal() -> None:
     assert dec.blocks[0].witness.exact
 
 
+@pytest.mark.parametrize("spec", ["expr:Max(0, x)", "expr:max(x, 0)"])
+def test_relu_written_as_an_expression_gets_the_canonical_form_too(spec: str) -> None:
+    """ReLU spelled as an expression is ReLU as written (the same sympy form): the canonical form's witness
+    gets the same rigorous rounding bound (σ's Lipschitz constant 1, derived from its pieces), and the
+    checker accepts the certificate."""
+    from absorb.certificate import build_certificate
+    from absorb.verify.checker import verify_certificate
+
+    b = _block([[1, 0], [-1, 0], [0, 1]], [[2, 5, 0], [3, 7, -1]], None, get_activation(spec))
+    dec = decide(b)
+    assert dec.verdict is Verdict.ABSORBABLE and dec.theorem is Theorem.CANONICAL_FORM, dec.reason
+    assert verify_certificate(build_certificate(dec, b, seed=0).to_json(), b).accepted
+
+
 @pytest.mark.parametrize("a,b", [(0.0, 0.0), (1.0, -3.0), (2.0, 5.0), (-1.0, 0.5)])
 def test_d1_relu_always_absorbable_from_two_units(a: float, b: float) -> None:
     """d = 1, n ≥ 2: f = (A+1)ReLU(x) + (B−1)ReLU(−x) is always a width-2 block (theory.md §3)."""

@@ -347,7 +347,12 @@ def sigma_lipschitz(act: object) -> float | None:
     if is_builtin(act):  # type: ignore[arg-type]
         return _SIGMA_LIPSCHITZ.get(act.name)  # type: ignore[attr-defined]
     got = expression_sigma(act)
-    return None if got is None else got[0]
+    if got is not None:
+        return got[0]
+    from absorb.model.activations import get_activation
+
+    key = getattr(act, "key", None)  # a user's expression that is a built-in as written (same sympy form): its constant
+    return next((L for name, L in _SIGMA_LIPSCHITZ.items() if key is not None and get_activation(name).key == key), None)
 
 
 _EVEN_GROWTH = {"relu": 0.5, "gelu": 0.5, "gelu_tanh": 0.5, "silu": 0.5, "quick_gelu": 0.5, "leaky_relu": 0.495}
@@ -1144,7 +1149,7 @@ def rounded_construction_bound(block: Block, up: list[list[Fraction]], down: lis
     ‖w σ(u·x) − ŵ σ(û·x)‖₂ ≤ L(‖w − ŵ‖₂‖u‖₂ + ‖ŵ‖₂‖u − û‖₂)‖x‖₂ (each unit is Lipschitz in its
     weights, σ(0) = 0), summed to K, and |f − g|_∞ ≤ ‖f − g‖₂ ≤ K‖x‖₂ ≤ K√d|x|_∞: ε = K√d.
     inf for a σ without a stated Lipschitz constant."""
-    L = _LIPSCHITZ.get(block.activation.name) if is_builtin(block.activation) else None
+    L = sigma_lipschitz(block.activation)
     if L is None or wb.gated or wb.b_up is not None or wb.b_down is not None:
         return math.inf
     total = 0.0
