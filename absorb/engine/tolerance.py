@@ -40,7 +40,7 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
     * f without its skip, g = B: f − g = M x, |M x|∞ ≤ ‖M‖∞|x|∞ (largest absolute row sum);
     * a linear map x ↦ A x that residual-free units realise exactly, with
       |f(x) − A x|∞ ≤ K·Σ_i |w_i|∞|u_i|₁·|x|∞ = r|x|∞ (:func:`_linear_parts`), while
-      |f(x)|∞ ≥ (s − r)|x|∞ with s = σ_min(A)/√d; for f with biases (or σ(0) ≠ 0) an affine map
+      |f(x)|∞ ≥ (s − r)|x|∞ with s ≤ min |A x|∞/|x|∞ (:func:`_gain`); for f with biases (or σ(0) ≠ 0) an affine map
       x ↦ A x + β, β = f(0), with |f(x) − A x − β|∞ ≤ r|x|∞, and |f(x)|∞ + |f(0)|∞ ≥ (s − r)|x|∞."""
     width = blk.n if width is None else width
     normM = 1.0 if blk.skip is None else _row_sum(blk.M, blk.d)
@@ -58,16 +58,37 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
         if not np.all(np.isfinite(A)):
             continue
         normA = _row_sum(A, blk.d)
-        if not (r <= tol * (1 + normA) and per_rank * int(np.linalg.matrix_rank(A)) + (affine and not blk.has_bias) <= width):
+        rank = int(np.linalg.matrix_rank(A))
+        # a bias-free g carries a constant W_down σ(0)·1 (σ(0) ≠ 0) on an unbalanced pair (tu, w/(ct)), (−tu, −w/(ct) + v):
+        # w(u·x) + v σ(−t u·x), within |v|·G·t|u|₁|x|∞ of w(u·x) + v σ(0) for any t > 0; with no pair, one unit with up row 0
+        extra = 1 if affine and not blk.has_bias and rank == 0 else 0
+        if not (r <= tol * (1 + normA) and per_rank * rank + extra <= width):
             continue
-        if not r <= tol:  # (for x ↦ A x + β, β = f(0): |f(x)|∞ + |f(0)|∞ ≥ |A x|∞ − r|x|∞ all the same)
-            s_min = float(np.linalg.svd(A, compute_uv=False)[-1]) / math.sqrt(blk.d) * (1 - 1e-12)
-            if not (math.isfinite(s_min) and r <= tol * (1 + max(s_min - r, 0.0))):
+        if not r < tol:  # (for x ↦ A x + β, β = f(0): |f(x)|∞ + |f(0)|∞ ≥ |A x|∞ − r|x|∞ all the same)
+            s = _gain(A)
+            if not r < tol * (1 + max(s - r, 0.0)):
                 continue
         return (f"Unknown: f is within the tolerance (|f(x) − A x|∞ ≤ {r:.3g}·|x|∞) of {how}, which "
                 f"{width} ≥ {per_rank}·rank(A) residual-free units realise {units}; the exact argument rules out an exact "
                 "residual-free block only.")
     return None
+
+
+def _gain(A: np.ndarray) -> float:
+    """A lower bound of min |A x|∞/|x|∞ over x ≠ 0 (0 where A is singular or the bound fails): with X ≈ A⁻¹ and
+    R = I − X A, x = X(A x) + R x gives |A x|∞ ≥ (1 − ‖R‖∞)/‖X‖∞·|x|∞ (R's float64 rounding counted; exact for
+    A = I, where σ_min(A)/√d would lose a factor √d)."""
+    d = A.shape[0]
+    try:
+        with np.errstate(all="ignore"):
+            X = np.linalg.inv(A)
+            E = np.abs(np.eye(d) - X @ A) + (d + 3) * 2.0**-52 * (np.abs(X) @ np.abs(A) + 1)
+    except np.linalg.LinAlgError:
+        return 0.0
+    rho, nx = _row_sum(E, d), _row_sum(X, d)
+    if not (math.isfinite(rho) and math.isfinite(nx) and rho < 1 and nx > 0):
+        return 0.0
+    return (1 - rho) / nx * (1 - 1e-12)
 
 
 def _without_skip_sampled(blk: Block, tol: float, seed: int) -> str | None:
@@ -155,79 +176,85 @@ def _row_sum(A: np.ndarray, d: int) -> float:
 
 def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: ignore[no-untyped-def]
     """Candidates (A, K, units per rank, A's formula, how the units realise it, whether a constant β = f(0) is added) with
-    |f(x) − A x|∞ ≤ K·size·|x|∞ (up to a constant where f has biases) and units that realise x ↦ A x exactly, ``units per rank`` of them per
-    rank-one term (read, not recorded: no verdict rests on them; a candidate that cannot pass
-    the screen's first test is not formed):
+    |f(x) − A x − β|∞ ≤ K·size·|x|∞ and units that realise x ↦ A x exactly, ``units per rank`` of them per rank-one
+    term (read, not recorded: no verdict rests on them; a candidate that cannot pass the screen's first test is not formed):
 
-    * ungated, σ(0) = 0 and σ(z) − σ(−z) = c·z (c ≠ 0): antipodal pairs (u, w/c), (−u, −w/c)
-      give w·(u·x), 2 units per rank; A = M with K = σ's Lipschitz constant L
-      (|σ(z)| ≤ L|z|), and A = M + (c/2)·W_down W_up with K ≥ sup |σ(z) − (c/2)z|/|z|
-      (σ's even part: :func:`absorb.engine.witness.sigma_even_growth`); for a user's smooth σ
-      both sups, |σ(z) − σ(0)|/|z| and |σ(z) − (c/2)z|/|z|, are estimated on a grid
-      (:func:`_sampled_quotient`), and the reason says so;
+    * ungated, σ(z) − σ(−z) = c·z (c ≠ 0): antipodal pairs (u, w/c), (−u, −w/c) give w·(u·x), 2 units per
+      rank (with biases (u, b, w/c), (−u, −b, −w/c) give w·(u·x + b), and b_down the rest of f(0)). With
+      e the even part σ(z) − (c/2)z:
+      - A = M: f − A x − β = W_down(σ(W_up x + b_up) − σ(b_up)), K ≥ sup |σ(z) − σ(0)|/|z| bias-free, σ's
+        Lipschitz constant with biases;
+      - A = M + (c/2)·W_down W_up: f − A x − β = W_down(e(W_up x + b_up) − e(b_up)), K ≥ sup |e(z) − e(0)|/|z|
+        bias-free (:func:`absorb.engine.witness.sigma_even_growth` for σ(0) = 0), e's Lipschitz constant with
+        biases (:func:`absorb.engine.witness.sigma_even_lipschitz`);
+      β = f(0) where f has biases or σ(0) ≠ 0. For a user's σ that is not piecewise linear these sups are
+      estimated on a grid (:func:`_trusted_grid`), and the reason says so;
     * gated with a linear value branch, gate g bounded with γ = g(0) ≠ 0: one unit with gate
       row 0 gives γ·w·(u·x); A = M with K = sup |g|, and A = M + γ·W_down W_up with
-      K = sup |g − γ| (:data:`absorb.engine.witness.GATE_BOUNDS`);
-    * f with biases, ungated, σ(z) − σ(−z) = c·z (c ≠ 0), σ L-Lipschitz: pairs (u, b, w/c),
-      (−u, −b, −w/c) give w·(u·x + b), so units and b_down realise x ↦ M x + b_down + W_down σ(b_up),
-      and |W_down(σ(W_up x + b_up) − σ(b_up))|∞ ≤ L·size·|x|∞: A = M with K = L. The same for a
-      bias-free f with σ(0) ≠ 0 (softplus), the constant W_down σ(0)·1 then given by one more unit
-      with up row 0 (and down column W_down·1)."""
-    from absorb.engine.witness import GATE_BOUNDS, sigma_even_growth, sigma_lipschitz
+      K = sup |g − γ| (:data:`absorb.engine.witness.GATE_BOUNDS`; for a user's gate, estimated on the grid);
+      with biases x ↦ M x + f(0) within :func:`_gated_reach`."""
+    from absorb.engine.witness import GATE_BOUNDS, sigma_even_growth, sigma_even_lipschitz, sigma_lipschitz
 
     reach = tol * (1 + normM)  # r ≤ τ(1 + ‖A‖∞) with ‖A‖∞ ≤ ‖M‖∞ + |γ|·size for either A
+    act = blk.activation
     if blk.gated:
-        bounds = GATE_BOUNDS.get(getattr(blk.activation, "name", None)) if blk.value_identity else None
-        if bounds is None or not is_builtin(blk.activation):
+        if not blk.value_identity:
+            return
+        bounds, units = GATE_BOUNDS.get(getattr(act, "name", None)) if is_builtin(act) else None, ""
+        if bounds is None and not is_builtin(act):
+            bounds = _sampled_gate(act)
+            units = " (the gate's bounds estimated from samples)"
+        if bounds is None:
             return
         gamma, sup_g, sup_dev, lip = bounds
-        units = f"as gated units with gate row 0 (g(0) = {gamma})"
+        units = f"as gated units with gate row 0 (g(0) = {gamma:.6g}){units}"
         if blk.has_bias:  # f − (M x + f(0)) = W_down[g(G x + c) ⊙ U x + (g(G x + c) − g(c)) ⊙ b_up]
             r = _gated_reach(blk, sup_g, lip)
             if r <= reach:
                 yield blk.M, r / size if size > 0 else 0.0, 1, "the affine map x ↦ A x + β, A = M, β = f(0)", units, True
             return
-        if sup_g * size <= reach + tol * gamma * size:
+        if sup_g * size <= reach + tol * abs(gamma) * size:
             yield blk.M, sup_g, 1, "the linear map A = M", units, False
-        if sup_dev * size <= reach + tol * gamma * size:
-            yield _plus_product(blk, gamma), sup_dev, 1, f"the linear map A = M + {gamma}·W_down W_up", units, False
+        if sup_dev * size <= reach + tol * abs(gamma) * size:
+            yield _plus_product(blk, gamma), sup_dev, 1, f"the linear map A = M + {gamma:.6g}·W_down W_up", units, False
         return
-    flip = _analysis(blk.activation, "flip_identity[ungated]")  # (read, not recorded: the verdict does not rest on it)
+    flip = _analysis(act, "flip_identity[ungated]")  # (read, not recorded: the verdict does not rest on it)
     c = facts.rational(flip.value, "c") if flip.proved else None
     if not c:
         return
     half = abs(float(c)) / 2
-    # lower bounds read from σ's cached facts (no σ evaluated, no sympy): L ≥ |c|/2 and L ≥ |L±|, and the
-    # even part's K ≥ |L± − c/2| (σ(z)/z → L± at ±∞); a map that cannot pass is not formed
-    sl = _analysis(blk.activation, "asymptotic_slopes")
+    # lower bounds read from σ's cached facts (no σ evaluated, no sympy): either K for A = M is ≥ |c|/2 and ≥ |L±|,
+    # and for the even part ≥ |L± − c/2| (σ(z)/z → L± at ±∞); a map that cannot pass is not formed
+    sl = _analysis(act, "asymptotic_slopes")
     ends = [v for v in ((facts.rational(sl.value, "L_plus"), facts.rational(sl.value, "L_minus")) if sl.proved else ()) if v is not None]
     L_low = max([half, *(abs(float(v)) for v in ends)])
     K_low = max([0.0, *(abs(float(v) - float(c) / 2) for v in ends)])
     first, second = L_low * size <= reach, K_low * size <= reach + tol * half * size
     if not (first or second):
         return
-    act, units = blk.activation, f"in antipodal pairs (σ(z) − σ(−z) = {c}·z)"
-    L = sigma_lipschitz(act) if first else None
-    if L is None and first:  # a user's smooth σ: estimated on a fine grid (the screen only withholds a verdict); bias-free,
-        # f − g = W_down(σ(W_up x) − σ(0)) needs only |σ(z) − σ(0)| ≤ G|z| (G ≤ L; a narrow steep bump makes L ≫ G)
-        L = _sampled_lipschitz(act) if blk.has_bias else _sampled_quotient(act, 0.0)
-        what = "Lipschitz constant" if blk.has_bias else "sup |σ(z) − σ(0)|/|z|"
-        units += f" (σ's {what} estimated from samples as {L:.3g})" if L is not None else ""
     with np.errstate(all="ignore"):
         zero = float(np.asarray(act(np.zeros(1)), dtype=float).reshape(-1)[0])
-    if blk.has_bias or zero != 0.0:
-        if L is not None and L * size <= reach and math.isfinite(zero):
-            yield blk.M, L, 2, "the affine map x ↦ A x + β, A = M, β = b_down + W_down σ(b_up)", units, True
+    if not math.isfinite(zero):
         return
-    if L is not None and L * size <= reach:
-        yield blk.M, L, 2, "the linear map A = M", units, False
-    K = sigma_even_growth(act, c) if second else None
-    even = f"in antipodal pairs (σ(z) − σ(−z) = {c}·z)"
-    if K is None and second and not is_builtin(act):  # a user's smooth σ: sup |σ(z) − (c/2)z|/|z| estimated likewise
-        K = _sampled_quotient(act, float(c) / 2)
-        even += f" (sup |σ(z) − ({c}/2)z|/|z| estimated from samples as {K:.3g})" if K is not None else ""
-    if K is not None and K * size <= reach + tol * half * size:
-        yield _plus_product(blk, float(c) / 2), K, 2, f"the linear map A = M + ({c}/2)·W_down W_up", even, False
+    affine, biased, user = blk.has_bias or zero != 0.0, blk.has_bias, not is_builtin(act)
+    pairs = f"in antipodal pairs (σ(z) − σ(−z) = {c}·z)"
+    to = "the affine map x ↦ A x + β, β = f(0), " if affine else "the linear map "
+    if first:
+        L, note = sigma_lipschitz(act), ""
+        if L is None and user:  # |σ(z) − σ(0)| ≤ G|z| bias-free (G ≤ L: a narrow steep bump makes L ≫ G)
+            L = _sampled_lipschitz(act) if biased else _sampled_quotient(act, 0.0)
+            what = "Lipschitz constant" if biased else "sup |σ(z) − σ(0)|/|z|"
+            note = f" (σ's {what} estimated from samples as {L:.3g})" if L is not None else ""
+        if L is not None and L * size <= reach:
+            yield blk.M, L, 2, to + "A = M", pairs + note, affine
+    if second:
+        K, note = (sigma_even_lipschitz(act, c) if affine else sigma_even_growth(act, c)), ""
+        if K is None and user:
+            K = _sampled_lipschitz(act, float(c) / 2) if biased else _sampled_quotient(act, float(c) / 2)
+            what = f"{'Lipschitz constant' if biased else 'sup |e(z) − e(0)|/|z|'} of its even part e(z) = σ(z) − ({c}/2)z"
+            note = f" (σ's {what} estimated from samples as {K:.3g})" if K is not None else ""
+        if K is not None and K * size <= reach + tol * half * size:
+            yield _plus_product(blk, float(c) / 2), K, 2, to + f"A = M + ({c}/2)·W_down W_up", pairs + note, affine
 
 
 def _gated_reach(blk: Block, sup_g: float, lip: float) -> float:
@@ -240,25 +267,77 @@ def _gated_reach(blk: Block, sup_g: float, lip: float) -> float:
     return r * (1 + (blk.d + 4) * 2.0**-52) if math.isfinite(r) else math.inf
 
 
-def _sampled_lipschitz(act: Activation) -> float | None:
-    """1.25 × the largest difference quotient of σ on a fine grid of [−60, 60] and geometric tails to
-    ±10⁸: an estimate of sup |σ′|, not a bound (the tolerance screen that reads it only withholds a
-    verdict); None where σ is not finite on the grid."""
-    z = np.unique(np.concatenate([-np.geomspace(1e8, 60, 400), np.linspace(-60, 60, 48001), np.geomspace(60, 1e8, 400)]))
+_GRID = np.unique(np.concatenate([-np.geomspace(1e8, 1e-6, 800), np.linspace(-60, 60, 48001), np.geomspace(1e-6, 1e8, 800)]))
+"""The screens' sample of the real line: a fine grid of [−60, 60] (step 0.0025) and geometric tails to ±10⁸."""
+_TRUSTED: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _trusted_grid(act: Activation) -> tuple[np.ndarray, np.ndarray]:
+    """(z, σ(z)) at the points of :data:`_GRID` where σ's float64 value is finite and, for a user's expression,
+    trusted: every 16th point is evaluated again in mpmath at 128 and 192 bits, and a stretch of the grid is kept
+    only where both ends agree with the float64 value (relative 10⁻⁷): an expression that loses its digits in
+    float64 (cosh(x)**2 − sinh(x)**2 at x = 30) or even at 128 bits is read only where it is right. A sample,
+    not a bound: the screens that read it only withhold a verdict."""
+    key = getattr(act, "key", "")
+    if key in _TRUSTED:
+        return _TRUSTED[key]
+    z = _GRID
     with np.errstate(all="ignore"):
         v = np.asarray(act(z), dtype=np.float64)
-        q = np.abs(np.diff(v)) / np.diff(z)
-    return float(np.max(q)) * 1.25 if np.all(np.isfinite(q)) else None
+    ok = np.isfinite(v)
+    if not is_builtin(act):
+        from absorb.model._expr_numpy import UnsupportedExpression, precise_form
+
+        try:
+            lo, hi = precise_form(key), precise_form(key, bits=192)
+        except UnsupportedExpression:
+            lo = hi = None
+        if lo is not None and hi is not None:
+            idx = np.arange(0, len(z), 16)
+            a, b = lo(z[idx]), hi(z[idx])
+            with np.errstate(all="ignore"):
+                tol = 1e-7 * (np.abs(b) + 1e-300)
+                good = (np.abs(a - b) <= tol) & (np.abs(v[idx] - b) <= tol)
+            nxt = np.append(good[1:], good[-1])
+            ok &= np.repeat(good & nxt, 16)[: len(z)]
+    _TRUSTED[key] = (z[ok], v[ok])
+    return _TRUSTED[key]
+
+
+def _sampled_lipschitz(act: Activation, slope: float = 0.0) -> float | None:
+    """1.25 × the largest difference quotient of σ(z) − slope·z between neighbouring trusted points of the
+    grid (:func:`_trusted_grid`): an estimate of sup |σ′ − slope|, not a bound (the screen that reads it only
+    withholds a verdict); None with fewer than 2 trusted points."""
+    z, v = _trusted_grid(act)
+    if len(z) < 2:
+        return None
+    q = np.abs(np.diff(v - slope * z)) / np.diff(z)
+    return float(np.max(q)) * 1.25
 
 
 def _sampled_quotient(act: Activation, slope: float) -> float | None:
-    """The largest |σ(z) − σ(0) − slope·z|/|z| on the grid of :func:`_sampled_lipschitz` (z ≠ 0): an estimate of
-    its sup from below, not a bound (the screen that reads it only withholds a verdict); None where σ is not finite there."""
-    z = np.concatenate([-np.geomspace(1e8, 1e-6, 600), np.linspace(-60, 60, 48000), np.geomspace(1e-6, 1e8, 600)])
+    """The largest |σ(z) − σ(0) − slope·z|/|z| at the trusted points z ≠ 0 of the grid (:func:`_trusted_grid`): an
+    estimate of its sup from below, not a bound (the screen that reads it only withholds a verdict); None without
+    a finite σ(0) or a trusted point."""
+    z, v = _trusted_grid(act)
     with np.errstate(all="ignore"):
-        v = np.asarray(act(z), dtype=np.float64) - float(np.asarray(act(np.zeros(1)), dtype=np.float64).reshape(-1)[0])
-        q = np.abs(v - slope * z) / np.abs(z)
-    return float(np.max(q)) if np.all(np.isfinite(q)) else None
+        v0 = float(np.asarray(act(np.zeros(1)), dtype=np.float64).reshape(-1)[0])
+    keep = z != 0
+    if not (math.isfinite(v0) and np.any(keep)):
+        return None
+    return float(np.max(np.abs(v[keep] - v0 - slope * z[keep]) / np.abs(z[keep])))
+
+
+def _sampled_gate(act: Activation) -> tuple[float, float, float, float] | None:
+    """(γ = g(0), sup |g|, sup |g − γ|, sup |g′|) of a user's gate, the sups estimated on the trusted grid
+    (:func:`_trusted_grid`; :func:`_sampled_lipschitz`); None where γ = 0 or is not finite."""
+    z, v = _trusted_grid(act)
+    with np.errstate(all="ignore"):
+        gamma = float(np.asarray(act(np.zeros(1)), dtype=np.float64).reshape(-1)[0])
+    lip = _sampled_lipschitz(act)
+    if not (math.isfinite(gamma) and gamma != 0.0 and len(z) and lip is not None):
+        return None
+    return gamma, float(np.max(np.abs(v))), float(np.max(np.abs(v - gamma))), lip
 
 
 def _plus_product(blk: Block, t: float) -> np.ndarray:

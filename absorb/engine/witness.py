@@ -360,8 +360,31 @@ _EVEN_GROWTH = {"relu": 0.5, "gelu": 0.5, "gelu_tanh": 0.5, "silu": 0.5, "quick_
 c = 1.01): σ's even part is |z|/2 (ReLU), z(Φ(z) − 1/2) (GELU), z(s(z) − 1/2) (SiLU), z(s(1.702z) −
 1/2) (quick-GELU), (z/2)·tanh(·) (GELU-tanh), each at most |z|/2; 0.99|z|/2 for leaky ReLU."""
 
+_EVEN_LIPSCHITZ = {"relu": 0.5, "leaky_relu": 0.495, "gelu": 0.63, "gelu_tanh": 0.63, "silu": 0.6, "quick_gelu": 0.6}
+"""L_e ≥ sup |e′| for σ's even part e(z) = σ(z) − (c/2)·z: |z|/2 (ReLU), 0.99|z|/2 (leaky ReLU); for GELU
+e′(z) = Φ(z) + zφ(z) − 1/2, largest at z = ±√2 (0.62890…; its tanh form 0.62899…); for SiLU e′(z) =
+s(z)(1 + z(1 − s(z))) − 1/2, largest at z ≈ ±2.3994 (0.59984…), the same for quick-GELU (SiLU at 1.702z,
+scaled); each → 1/2 at ±∞."""
+
 GATE_BOUNDS = {"sigmoid": (0.5, 1.0, 0.5, 0.25)}
 """(γ = g(0), sup |g|, sup |g − γ|, sup |g′|) for a bounded gate g with g(0) ≠ 0: sigmoid (1/2, 1, 1/2, 1/4)."""
+
+
+def sigma_even_lipschitz(act: object, c: Fraction) -> float | None:
+    """A Lipschitz constant of σ's even part σ(z) − (c/2)·z, where σ(z) − σ(−z) = c·z: a built-in's
+    (:data:`_EVEN_LIPSCHITZ`); a user's piecewise-linear expression's, derived from its pieces
+    (:func:`absorb.symbolic.shift.expression_bounds`); None otherwise."""
+    if is_builtin(act):  # type: ignore[arg-type]
+        return _EVEN_LIPSCHITZ.get(act.name)  # type: ignore[attr-defined]
+    if expression_sigma(act) is None:
+        return None
+    import sympy as sp
+
+    from absorb.model.activations import X
+    from absorb.symbolic.shift import expression_bounds
+
+    got = expression_bounds(sp.expand(act.expr - sp.Rational(c.numerator, c.denominator) / 2 * X))  # type: ignore[attr-defined]
+    return None if got is None else float(got[0]) * (1 + 2.0**-50)
 
 
 def sigma_even_growth(act: object, c: Fraction) -> float | None:

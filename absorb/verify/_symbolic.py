@@ -275,6 +275,12 @@ def _sigma_lipschitz(block: Any) -> float | None:
 
     if is_builtin(block.activation):
         return LIPSCHITZ.get(block.activation.name)
+    from absorb.model.activations import get_activation
+
+    key = block.activation.key  # an expression that is a built-in as written (the same sympy form): the built-in's
+    twin = next((L for name, L in LIPSCHITZ.items() if get_activation(name).key == key), None)
+    if twin is not None:
+        return twin
     e = block.activation.expr
     L = pl_lipschitz(e, _variable(e))
     return None if L is None else float(L) * (1 + 4 * _U)

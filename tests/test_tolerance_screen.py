@@ -1,0 +1,95 @@
+"""The producer's tolerance screen (absorb/engine/tolerance.py): an exact ``not_absorbable`` is withheld
+(``unknown``, with the reason) when a residual-free block of f's width is within the tolerance by bound.
+Each case here was a wrong ``not_absorbable``: the residual-free block named in the docstring is within the
+tolerance (the bound is in the docstring; the witness blocks are in the test where they are short)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from absorb import Block, decide, get_activation
+from absorb.engine.tolerance import _gain
+
+
+def _scaled(rng: np.random.Generator, d: int, n: int, size: float, act: str, **kw: object) -> Block:
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    D *= size / float(np.sum(np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1)))
+    return Block(U, D, get_activation(act), **kw)
+
+
+def test_the_gain_of_a_near_identity_map_is_near_one() -> None:
+    """min |A x|∞/|x|∞ for A = I + small is about 1 (σ_min/√d would give 1/4 at d = 16); a singular A gives 0."""
+    rng = np.random.default_rng(0)
+    A = np.eye(16) + 1e-4 * rng.standard_normal((16, 16))
+    g = _gain(A)
+    X = rng.standard_normal((2000, 16))
+    assert 0.99 < g <= float(np.min(np.max(np.abs(X @ A.T), axis=1) / np.max(np.abs(X), axis=1)))
+    assert _gain(np.zeros((3, 3))) == 0.0 and _gain(np.array([[1.0, 1.0], [1.0, 1.0]])) == 0.0
+
+
+@pytest.mark.parametrize("biased", [False, True])
+def test_a_wide_block_near_an_affine_map_counts_the_infinity_norm(biased: bool) -> None:
+    """d = 16, n = 32, ReLU, size 1.5τ (τ = 10⁻³): x ↦ x + f(0) (biased) or (I + ½W_down W_up)x is within
+    about 0.75τ·|x|∞ of f, and |f(x)|∞ ≥ (1 − 1.5τ)|x|∞ − |f(0)|∞: within the tolerance."""
+    rng = np.random.default_rng(1)
+    kw = dict(b_up=rng.standard_normal(32), b_down=rng.standard_normal(16)) if biased else {}
+    blk = _scaled(rng, 16, 32, 1.5e-3, "relu", **kw)
+    dec = decide(blk, tol=1e-3)
+    assert dec.verdict.value == "unknown" and "within the tolerance" in dec.reason, dec.reason
+
+
+def test_a_biased_block_gets_the_even_part_map() -> None:
+    """Biased ReLU, size 3τ: A = M + ½W_down W_up with β = f(0) leaves W_down(|W_up x + b|/2 − |b|/2), within 1.5τ|x|∞."""
+    rng = np.random.default_rng(5)
+    blk = _scaled(rng, 2, 4, 3e-3, "relu", b_up=rng.standard_normal(4), b_down=rng.standard_normal(2))
+    dec = decide(blk, tol=1e-3)
+    assert dec.verdict.value == "unknown" and "W_down W_up" in dec.reason and "β = f(0)" in dec.reason, dec.reason
+
+
+@pytest.mark.parametrize("act", ["softplus", "expr:log(1 + exp(x))", "expr:Max(0, x) + 1"])
+def test_a_constant_rides_on_an_unbalanced_pair(act: str) -> None:
+    """Bias-free, σ(0) ≠ 0, n = 2d, size 10⁻¹²: 2 antipodal pairs give x, and an unbalanced pair carries
+    W_down σ(0)·1 (within any ε > 0), so no fifth unit is needed; also with --allow-biases."""
+    rng = np.random.default_rng(7)
+    blk = _scaled(rng, 2, 4, 1e-12, act)
+    for allow in (False, True):
+        dec = decide(blk, allow_biases=allow)
+        assert dec.verdict.value == "unknown" and "within the tolerance" in dec.reason, dec.reason
+    U = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    t, sig = 1e-4, get_activation(act)
+    v = (blk.W_down @ sig(np.zeros(4))) / float(sig(np.zeros(1))[0])
+    D = np.column_stack([[1 / t, 0], v - np.array([1 / t, 0]), [0, 1 / t], [0, -1 / t]])
+    g = Block(t * U, D, sig, skip=np.zeros((2, 2)))
+    X = rng.standard_normal((500, 2)) * np.geomspace(1e-3, 1e3, 500)[:, None]
+    err = np.max(np.abs(blk(X) - g(X)), axis=1) / (np.max(np.abs(blk(X)), axis=1) + np.max(np.abs(X), axis=1))
+    assert float(np.max(err)) < 1e-6  # (float64 rounding of the pairs at t = 1e-4; the exact pair is within 1e-16)
+
+
+@pytest.mark.parametrize("gate", ["expr:1/(1 + exp(-x))", "expr:(1 + tanh(x))/2", "expr:atan(x)/pi + 1/2"])
+def test_a_users_bounded_gate_with_a_nonzero_value_at_zero(gate: str) -> None:
+    """A tiny gated block (linear value branch) with a user's gate g, g(0) = ½: units with gate row 0 give
+    ½w(u·x); the gate's bounds are estimated on a grid, which the reason says. At --width 2 too."""
+    rng = np.random.default_rng(3)
+    U, D, G = rng.standard_normal((4, 2)), rng.standard_normal((2, 4)), rng.standard_normal((4, 2))
+    D *= 1e-12 / float(np.sum(np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1)))
+    blk = Block(U, D, get_activation(gate), W_gate=G)
+    dec = decide(blk)
+    assert dec.verdict.value == "unknown" and "estimated" in dec.reason, dec.reason
+
+
+@pytest.mark.parametrize("act", ["expr:x + log(cosh(200*x))/200", "expr:Max(0, x) + cosh(x)**2 - sinh(x)**2 - 1"])
+def test_an_expression_that_overflows_or_loses_its_digits_is_sampled_where_it_is_right(act: str) -> None:
+    """cosh(200x) overflows past |x| ≈ 3.5 (float64 and the 4096 mpmath re-evaluations give up); cosh² − sinh² loses
+    every digit past |x| ≈ 20. The grid keeps the points where float64, mpmath at 128 and at 192 bits agree, so
+    the tiny block (size 10⁻¹², g = x within 2·10⁻¹²) is withheld, not called not_absorbable."""
+    rng = np.random.default_rng(2)
+    dec = decide(_scaled(rng, 2, 4, 1e-12, act))
+    assert dec.verdict.value == "unknown" and "within the tolerance" in dec.reason, dec.reason
+
+
+def test_a_far_block_is_still_decided() -> None:
+    """The same constructions at size 10 are not near any of these maps: the exact verdict stands."""
+    rng = np.random.default_rng(1)
+    assert decide(_scaled(rng, 2, 4, 10.0, "relu", b_up=rng.standard_normal(4), b_down=rng.standard_normal(2))).verdict.value != "unknown"
+    assert decide(_scaled(rng, 2, 4, 10.0, "softplus")).verdict.value == "not_absorbable"
