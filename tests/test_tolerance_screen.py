@@ -93,3 +93,19 @@ def test_a_far_block_is_still_decided() -> None:
     rng = np.random.default_rng(1)
     assert decide(_scaled(rng, 2, 4, 10.0, "relu", b_up=rng.standard_normal(4), b_down=rng.standard_normal(2))).verdict.value != "unknown"
     assert decide(_scaled(rng, 2, 4, 10.0, "softplus")).verdict.value == "not_absorbable"
+
+
+@pytest.mark.parametrize(("act", "gated"), [("relu", False), ("gelu", False), ("softplus", False), ("sigmoid", True)])
+def test_a_few_tiny_units_beside_ordinary_ones(act: str, gated: bool) -> None:
+    """d = 2: two ordinary units and the others ×10⁻¹³ (near-dead, pruned). g keeps the ordinary units and spends
+    the tiny units' slots on pairs (units with gate row 0) that give x: within about 10⁻¹³. Withheld, with the
+    kept units named; with the tiny units at ordinary size the exact verdict stands."""
+    rng = np.random.default_rng(11)
+    n = 4 if gated else 6
+    U, D = rng.standard_normal((n, 2)), rng.standard_normal((2, n))
+    kw = {"W_gate": rng.standard_normal((n, 2))} if gated else {}
+    tiny = D.copy()
+    tiny[:, 2:] *= 1e-13
+    dec = decide(Block(U, tiny, get_activation(act), **kw))
+    assert dec.verdict.value == "unknown" and "kept as they are" in dec.reason, dec.reason
+    assert decide(Block(U, D, get_activation(act), **kw)).verdict.value != "unknown"

@@ -52,6 +52,38 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
         return sampled
     if blk.n * blk.d > 1 << 24 or not normM < 2.0**500:  # (pairs for a huge M overflow)
         return None
+    for sub, kept in _unit_subsets(blk):
+        why = _near_linear(sub, kept, normM, tol, width)
+        if why is not None:
+            return why
+    return None
+
+
+def _unit_subsets(blk: Block):  # type: ignore[no-untyped-def]
+    """(f restricted to a set T of its units, n − |T|): all units, then the smallest units by |w_i|∞|u_i|₁ in sets
+    of the sizes the maps of :func:`_linear_parts` need (2·rank(M), 2d, rank(M), d, +1): a residual-free g may keep
+    f's other units as they are and spend T's slots on the map, so that a few tiny units near ordinary ones
+    (near-dead or pruned) count as what they are."""
+    yield blk, 0
+    n, d = blk.n, blk.d
+    U, D = np.abs(np.asarray(blk.W_up, dtype=np.float64)), np.abs(np.asarray(blk.W_down, dtype=np.float64))
+    with np.errstate(all="ignore"):
+        sizes = np.max(D, axis=0) * np.sum(U, axis=1)
+    if not np.all(np.isfinite(sizes)) or n * d > 1 << 20:
+        return
+    order, total = np.argsort(sizes, kind="stable"), float(np.sum(sizes))
+    rank = int(np.linalg.matrix_rank(blk.M)) if blk.skip is not None else d
+    for t in sorted({2 * rank, 2 * rank + 1, 2 * d, rank, d}):
+        T = np.sort(order[:t])
+        if not 0 < t < n or not float(np.sum(sizes[T])) < 0.5 * total:
+            continue
+        pick = {k: (None if getattr(blk, k) is None else np.asarray(getattr(blk, k))[T]) for k in ("W_up", "W_gate", "b_up", "b_gate")}
+        yield blk.replace(W_down=np.asarray(blk.W_down)[:, T], **pick), n - t
+
+
+def _near_linear(blk: Block, kept: int, normM: float, tol: float, width: int) -> str | None:
+    """The first map of :func:`_linear_parts` for ``blk`` (f's units in T) within the tolerance, with ``kept`` of f's
+    other units kept as they are, or None."""
     size = _block_size(blk)
     for A, K, per_rank, how, units, affine in _linear_parts(blk, normM, size, tol):
         r = K * size
@@ -62,15 +94,19 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
         # a bias-free g carries a constant W_down σ(0)·1 (σ(0) ≠ 0) on an unbalanced pair (tu, w/(ct)), (−tu, −w/(ct) + v):
         # w(u·x) + v σ(−t u·x), within |v|·G·t|u|₁|x|∞ of w(u·x) + v σ(0) for any t > 0; with no pair, one unit with up row 0
         extra = 1 if affine and not blk.has_bias and rank == 0 else 0
-        if not (r <= tol * (1 + normA) and per_rank * rank + extra <= width):
+        if not (r <= tol * (1 + normA) and per_rank * rank + extra + kept <= width):
             continue
-        if not r < tol:  # (for x ↦ A x + β, β = f(0): |f(x)|∞ + |f(0)|∞ ≥ |A x|∞ − r|x|∞ all the same)
-            s = _gain(A)
+        if not r < tol:  # (for x ↦ A x + β, β = f(0): |f(x)|∞ + |f(0)|∞ ≥ |A x|∞ − r|x|∞ all the same; not so
+            s = _gain(A) if not kept else 0.0  # where kept units add to f)
             if not r < tol * (1 + max(s - r, 0.0)):
                 continue
-        return (f"Unknown: f is within the tolerance (|f(x) − A x|∞ ≤ {r:.3g}·|x|∞) of {how}, which "
-                f"{width} ≥ {per_rank}·rank(A) residual-free units realise {units}; the exact argument rules out an exact "
-                "residual-free block only.")
+        where = f"{width} ≥ {per_rank}·rank(A) residual-free units realise {units}"
+        if kept:
+            where = (f"{per_rank}·rank(A) residual-free units realise {units} in the slots of f's {blk.n} smallest units, "
+                     f"the other {kept} kept as they are ({width} in all at most)")
+            how = how.replace("f(0)", "f(0) of those units")
+        return (f"Unknown: f is within the tolerance (|f(x) − g(x)|∞ ≤ {r:.3g}·|x|∞) of g = {how}, which {where}; "
+                "the exact argument rules out an exact residual-free block only.")
     return None
 
 
