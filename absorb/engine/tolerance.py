@@ -237,8 +237,13 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
         if not blk.value_identity:
             return
         bounds, units = GATE_BOUNDS.get(getattr(act, "name", None)) if is_builtin(act) else None, ""
-        if bounds is None and not is_builtin(act):
-            bounds = _sampled_gate(act)
+        if bounds is None and not is_builtin(act):  # a user's gate: estimated on the grid where a map can pass
+            with np.errstate(all="ignore"):  # (sup |g| ≥ |g(0)|, sup |g − g(0)| ≥ |g(±30) − g(0)|: a filter)
+                g = np.asarray(act(np.array([0.0, -30.0, 30.0])), dtype=np.float64)
+            lo = float(np.max(np.abs(g[1:] - g[0])))
+            lo = min(abs(float(g[0])), lo if math.isfinite(lo) else math.inf)
+            if math.isfinite(g[0]) and g[0] != 0 and lo * size <= reach + tol * abs(float(g[0])) * size:
+                bounds = _sampled_gate(act)
             units = " (the gate's bounds estimated from samples)"
         if bounds is None:
             return

@@ -78,25 +78,66 @@ def _lipschitz(block: Any) -> float | None:
     return _LIPSCHITZ[key]
 
 
-def _grid_lipschitz(act: Any) -> float | None:
-    """1.5 × σ's largest difference quotient on [−50, 50] (step 1/400) and tails to ±10⁹: an estimate of
-    sup |σ′| for a user's smooth σ, not a bound — a claim resting on it is reported as not re-checked."""
-    z = np.unique(np.concatenate([-np.logspace(9, np.log10(50), 300), np.arange(-20000, 20001) / 400, np.logspace(np.log10(50), 9, 300)]))
-    with np.errstate(all="ignore"):
-        v = np.asarray(act(z), dtype=np.float64)
-        q = np.abs(np.diff(v)) / np.diff(z)
-    return float(np.max(q)) * 1.5 if np.all(np.isfinite(q)) else None
+_Z = np.unique(np.concatenate([-np.logspace(9, -7, 800), np.arange(-20000, 20001) / 400, np.logspace(-7, 9, 800)]))
+"""This checker's sample of the line: [−50, 50] in steps of 1/400 and logarithmic tails to ±10⁹."""
+_SEEN: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _grid(act: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(z, σ(z)) at the points of :data:`_Z` where σ's float64 value is finite and, for a user's expression, agrees
+    with mpmath at 160 and 224 bits at the ends of its stretch of 20 points (relative 10⁻⁸): σ is read only where
+    its value is right (cosh(200x) overflows past |x| ≈ 3.5; cosh(x)**2 − sinh(x)**2 loses every digit past 20)."""
+    from absorb.model.activations import is_builtin
+
+    key = act.key
+    if key not in _SEEN:
+        with np.errstate(all="ignore"):
+            v = np.asarray(act(_Z), dtype=np.float64)
+        ok = np.isfinite(v)
+        if not is_builtin(act):
+            from absorb.model._expr_numpy import UnsupportedExpression, precise_form
+
+            try:
+                at = np.arange(0, len(_Z), 20)
+                a, b = precise_form(key, bits=160)(_Z[at]), precise_form(key, bits=224)(_Z[at])
+                with np.errstate(all="ignore"):
+                    right = (np.abs(a - b) <= 1e-8 * np.abs(b)) & (np.abs(v[at] - b) <= 1e-8 * np.abs(b) + 1e-300)
+                ok &= np.repeat(right & np.append(right[1:], right[-1]), 20)[: len(_Z)]
+            except UnsupportedExpression:
+                pass
+        _SEEN[key] = (_Z[ok], v[ok])
+    return _SEEN[key]
+
+
+def _grid_lipschitz(act: Any, slope: float = 0.0) -> float | None:
+    """1.5 × the largest difference quotient of σ(z) − slope·z between neighbouring points of :func:`_grid`: an
+    estimate of sup |σ′ − slope| for a user's smooth σ, not a bound — a claim resting on it is reported as not re-checked."""
+    z, v = _grid(act)
+    return float(np.max(np.abs(np.diff(v - slope * z)) / np.diff(z))) * 1.5 if len(z) > 1 else None
 
 
 def _grid_ratio(act: Any, slope: float) -> float | None:
-    """The largest |σ(z) − σ(0) − slope·z|/|z| on the grid of :func:`_grid_lipschitz` (z ≠ 0) and near 0: an estimate of its
-    sup from below, not a bound — a claim resting on it is reported as not re-checked."""
-    z = np.concatenate([-np.logspace(9, -7, 800), np.arange(-20000, 20001) / 400, np.logspace(-7, 9, 800)])
-    z = z[z != 0]
+    """The largest |σ(z) − σ(0) − slope·z|/|z| at the points z ≠ 0 of :func:`_grid`: an estimate of its sup from
+    below, not a bound — a claim resting on it is reported as not re-checked."""
+    z, v = _grid(act)
     with np.errstate(all="ignore"):
-        v = np.asarray(act(z), dtype=np.float64) - float(np.asarray(act(np.zeros(1)), dtype=np.float64).reshape(-1)[0])
-        q = np.abs(v - slope * z) / np.abs(z)
-    return float(np.max(q)) if np.all(np.isfinite(q)) else None
+        v0 = float(np.asarray(act(np.zeros(1)), dtype=np.float64).reshape(-1)[0])
+    keep = z != 0
+    if not (math.isfinite(v0) and np.any(keep)):
+        return None
+    return float(np.max(np.abs(v[keep] - v0 - slope * z[keep]) / np.abs(z[keep])))
+
+
+def _grid_gate(act: Any) -> tuple[float, float, float, float] | None:
+    """(g(0), sup |g|, sup |g − g(0)|, sup |g′|) of a user's gate, the sups estimated on :func:`_grid` (not bounds);
+    None where g(0) is 0 or not finite."""
+    z, v = _grid(act)
+    with np.errstate(all="ignore"):
+        g0 = float(np.asarray(act(np.zeros(1)), dtype=np.float64).reshape(-1)[0])
+    lip = _grid_lipschitz(act)
+    if not (math.isfinite(g0) and g0 != 0.0 and len(z) and lip is not None):
+        return None
+    return g0, float(np.max(np.abs(v))), float(np.max(np.abs(v - g0))), lip
 
 
 def _up(v: float, ops: int) -> float:
@@ -114,7 +155,8 @@ def _rank_at_most(A: np.ndarray, k: int) -> bool:
 
 def contradiction(block: Any, tol: float, width: int | None = None, estimated: bool = False) -> str | None:
     """Why a not_absorbable of ``block`` at tolerance ``tol`` is false (a residual-free g of ``width``
-    units (n when None) and f's class within the tolerance, found by bound), or None."""
+    units (n when None) and f's class within the tolerance, found by bound), or None. g may keep some of
+    f's units as they are and spend the slots of its smallest units on the map (:func:`_subsets`)."""
     d, n = block.d, block.n
     width = n if width is None else width
     M = np.asarray(block.M, dtype=np.float64)
@@ -124,24 +166,60 @@ def contradiction(block: Any, tol: float, width: int | None = None, estimated: b
         return f"‖M‖∞ ≤ {normM:.3g} ≤ τ: f is within the tolerance of its own residual-free part B"
     if n * d > 1 << 24 or not normM < 2.0**500:
         return None
-    U, D = np.asarray(block.W_up, dtype=np.float64), np.asarray(block.W_down, dtype=np.float64)
-    with np.errstate(all="ignore"):
-        size = _up(float(np.sum(np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1))), n + d)
     biased = any(getattr(block, k) is not None and np.any(getattr(block, k)) for k in ("b_up", "b_down", "b_gate"))
-    reach = tol * (1 + normM) / (_SAFETY * size) if size else math.inf
-    for A, K, units in _maps(block, M, U, D, biased, reach, tol, estimated):
-        r = _SAFETY * K * size
-        if not (math.isfinite(r) and np.all(np.isfinite(A)) and units <= width):
-            continue
-        ok = r <= tol
-        if not ok:  # (with biases, x ↦ A x + f(0): |f(x)|∞ + |f(0)|∞ ≥ |A x|∞ − r|x|∞ all the same)
-            sv = np.linalg.svd(A, compute_uv=False)
-            s = max(float(sv[-1]) - 1e-10 * float(sv[0]), 0.0) / math.sqrt(d)
-            ok = r <= tol * (1 + max(s - r, 0.0))
-        if ok:
-            return (f"f is within {r:.3g}·|x|∞ of an affine map that {units} ≤ {width} residual-free units realise exactly, "
-                    "which is within the tolerance")
+    for part, kept in _subsets(block):
+        U, D = np.asarray(part.W_up, dtype=np.float64), np.asarray(part.W_down, dtype=np.float64)
+        with np.errstate(all="ignore"):
+            size = _up(float(np.sum(np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1))), part.n + d)
+        reach = tol * (1 + normM) / (_SAFETY * size) if size else math.inf
+        for A, K, units in _maps(part, M, U, D, biased, reach, tol, estimated):
+            r = _SAFETY * K * size
+            if not (math.isfinite(r) and np.all(np.isfinite(A)) and units + kept <= width):
+                continue
+            # (x ↦ A x + f(0): |f(x)|∞ + |f(0)|∞ ≥ |A x|∞ − r|x|∞ all the same; not where kept units add to f)
+            if r < tol or (not kept and r < tol * (1 + max(_lower_gain(A) - r, 0.0))):
+                return (f"f is within {r:.3g}·|x|∞ of a block of {units} residual-free units that realise an affine map exactly"
+                        + (f" and {kept} of f's units kept as they are" if kept else "") + f", ≤ {width} units, which is within the tolerance")
     return None
+
+
+def _lower_gain(A: np.ndarray) -> float:
+    """≤ min |A x|∞/|x|∞: with Y ≈ A⁻¹ and E ≥ |I − Y A| (its rounding included), |x|∞ ≤ ‖Y‖∞|A x|∞ + ‖E‖∞|x|∞,
+    so (1 − ‖E‖∞)/‖Y‖∞ is one; 0 where that fails."""
+    d = A.shape[0]
+    try:
+        with np.errstate(all="ignore"):
+            Y = np.linalg.inv(A)
+            E = np.abs(np.eye(d) - Y @ A) + _up((d + 2) * _U, d) * (np.abs(Y) @ np.abs(A) + 1)
+            e, y = _up(float(np.max(np.sum(E, axis=1))), d), _up(float(np.max(np.sum(np.abs(Y), axis=1))), d)
+    except np.linalg.LinAlgError:
+        return 0.0
+    return (1 - e) / y * (1 - 8 * _U) if math.isfinite(e) and math.isfinite(y) and e < 1 and y > 0 else 0.0
+
+
+def _subsets(block: Any):  # type: ignore[no-untyped-def]
+    """(f with only the units T, the number of f's other units): all of them first; then T the t smallest units by
+    |w_i|∞·|u_i|₁ for t ∈ {rank M, 2·rank M, 2·rank M + 1, d, 2d}, where they hold under half of f's size. A g that
+    keeps the other units realises f's T-part's map in T's slots."""
+    yield block, 0
+    n, d = block.n, block.d
+    with np.errstate(all="ignore"):
+        w = np.max(np.abs(np.asarray(block.W_down, dtype=np.float64)), axis=0) * np.sum(np.abs(np.asarray(block.W_up, dtype=np.float64)), axis=1)
+    if n * d > 1 << 20 or not np.all(np.isfinite(w)):
+        return
+    rank = int(np.linalg.matrix_rank(np.asarray(block.M, dtype=np.float64)))
+    order = np.argsort(w, kind="stable")
+    for t in sorted({rank, 2 * rank, 2 * rank + 1, d, 2 * d}):
+        T = np.sort(order[:t])
+        if 0 < t < n and float(np.sum(w[T])) < 0.5 * float(np.sum(w)):
+            cut = {k: None if getattr(block, k) is None else np.asarray(getattr(block, k))[T] for k in ("W_up", "W_gate", "b_up", "b_gate")}
+            yield block.replace(W_down=np.asarray(block.W_down)[:, T], **cut), n - t
+
+
+EVEN_LIPSCHITZ = {"relu": 0.5, "leaky_relu": 0.495, "gelu": 0.63, "gelu_tanh": 0.63, "silu": 0.6, "quick_gelu": 0.6}
+"""sup |e′| of the even part e(z) = σ(z) − (c/2)z (needed with biases, or σ(0) ≠ 0): ReLU 1/2, leaky ReLU 0.99/2;
+GELU e′(z) = Φ(z) + zφ(z) − 1/2, largest at ±√2 (0.6289, the tanh form 0.6290); SiLU e′(z) = s(z)(1 + z(1 − s(z))) − 1/2,
+largest at ±2.3994 (0.5998; quick-GELU is SiLU at 1.702z, scaled: the same)."""
 
 
 def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool, reach: float,  # type: ignore[no-untyped-def]
@@ -154,9 +232,18 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
     act = block.activation
     name = act.name if is_builtin(act) else None
     if block.W_gate is not None:
-        if not block.value_identity or name not in GATES:
+        if not block.value_identity:
             return
-        gamma, sup_g, sup_dev, lip = GATES[name]
+        bounds = GATES.get(name) if name is not None and not estimated else None
+        if name is None and estimated:  # a user's gate: estimated on the grid, where a map can pass (sup |g| ≥ |g(0)|,
+            with np.errstate(all="ignore"):  # sup |g − g(0)| ≥ |g(±30) − g(0)|: a filter)
+                g = np.asarray(act(np.array([0.0, -30.0, 30.0])), dtype=np.float64)
+            lo = float(np.max(np.abs(g[1:] - g[0])))
+            if math.isfinite(g[0]) and g[0] != 0 and min(abs(float(g[0])), lo if math.isfinite(lo) else math.inf) <= reach + tol * abs(float(g[0])):
+                bounds = _grid_gate(act)
+        if bounds is None:
+            return
+        gamma, sup_g, sup_dev, lip = bounds
         if biased:  # f − (M x + f(0)) = W_down[g(G x + c) ⊙ U x + (g(G x + c) − g(c)) ⊙ b_up]: units with gate row 0
             bu = np.zeros(block.n) if block.b_up is None else np.abs(np.asarray(block.b_up, dtype=np.float64))
             with np.errstate(all="ignore"):
@@ -179,36 +266,42 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
     smooth = name is None and L is None  # a user's σ that is not piecewise linear: its constants only estimated
     if estimated != smooth:  # (the estimated pass covers exactly the maps that need those estimates)
         return
-    K_est = None
-    if estimated:  # on a grid, not bounds: sup |σ(z) − σ(0)|/|z| (σ's Lipschitz constant with biases); the even part's
-        L = _grid_lipschitz(act) if biased else _grid_ratio(act, 0.0)
-        with np.errstate(all="ignore"):  # (c read numerically first, so that sympy runs only where a map can pass)
-            c_num = float(np.asarray(act(np.ones(1)) - act(-np.ones(1)), dtype=np.float64).reshape(-1)[0])
-        K_est = None if biased or not math.isfinite(c_num) else _grid_ratio(act, c_num / 2)
-        if not ((L is not None and L <= reach) or (K_est is not None and K_est <= reach + tol * abs(c_num) / 2)):
-            return
-    if L is None:
-        return
-    # a built-in's K are known without c (|c| ≤ 2L): neither map can pass past this
-    if name is not None and not (L <= reach or EVEN.get(name, math.inf) <= reach + tol * L / 2):
-        return
-    c = _flip(sp.srepr(act.expr))
-    if not c:
-        return
     with np.errstate(all="ignore"):
         zero = float(np.asarray(act(np.zeros(1)), dtype=float).reshape(-1)[0])
     if not math.isfinite(zero):
         return
-    extra = 1 if zero != 0.0 and not biased else 0
-    r = int(np.linalg.matrix_rank(M))
-    if _rank_at_most(M, r):
-        yield M, L, 2 * r + extra
-    if biased or zero != 0.0:
+    affine = biased or zero != 0.0
+    if estimated:  # on a grid, not bounds: with biases Lipschitz constants, bias-free sup |σ(z) − σ(0) − slope·z|/|z|
+        with np.errstate(all="ignore"):  # (c read numerically first, so that sympy runs only where a map can pass)
+            c_num = float(np.asarray(act(np.ones(1)) - act(-np.ones(1)), dtype=np.float64).reshape(-1)[0])
+            ends = np.asarray(act(np.array([-30.0, 30.0])), dtype=np.float64) - zero
+            k_lo = float(np.max(np.abs(ends - c_num / 2 * np.array([-30.0, 30.0])))) / 30  # (about the sup's size: a filter)
+        if not (abs(c_num) / 2 <= reach or not k_lo > reach + tol * abs(c_num) / 2):
+            return  # (neither map can pass: the grid, with its mpmath points, is not formed)
+        L = _grid_lipschitz(act) if biased else _grid_ratio(act, 0.0)
+        K_est = None if not math.isfinite(c_num) else _grid_lipschitz(act, c_num / 2) if biased else _grid_ratio(act, c_num / 2)
+        if not ((L is not None and L <= reach) or (K_est is not None and K_est <= reach + tol * abs(c_num) / 2)):
+            return
+    if L is None:
         return
+    even_table = EVEN_LIPSCHITZ if affine else EVEN
+    # a built-in's K are known without c (|c| ≤ 2L): neither map can pass past this
+    if name is not None and not (L <= reach or even_table.get(name, math.inf) <= reach + tol * L / 2):
+        return
+    c = _flip(sp.srepr(act.expr))
+    if not c:
+        return
+    r = int(np.linalg.matrix_rank(M))
+    # a bias-free g carries a constant W_down σ(0)·1 on an unbalanced pair (tu, w/(ct)), (−tu, −w/(ct) + v), within
+    # |v|·L·t|u|₁|x|∞ of w(u·x) + v σ(0) for any t > 0; only with no pair at all does it need a unit of its own
+    if _rank_at_most(M, r):
+        yield M, L, 2 * r + (1 if affine and not biased and r == 0 else 0)
     if estimated:
-        K = _grid_ratio(act, float(c) / 2)
+        K = _grid_lipschitz(act, float(c) / 2) if biased else _grid_ratio(act, float(c) / 2)
+    elif name is not None:
+        K = even_table.get(name)
     else:
-        K = EVEN.get(name) if name is not None else _even_lipschitz(sp.srepr(act.expr), c)
+        K = _even_lipschitz(sp.srepr(act.expr), c)  # (sup |e′| ≥ sup |e(z) − e(0)|/|z|)
     if K is None:
         return
     with np.errstate(all="ignore"):
@@ -219,7 +312,7 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
     K = K + (block.n + 4) * _U * abs(float(c)) / 2
     r = int(np.linalg.matrix_rank(A))
     if _rank_at_most(A, r):
-        yield A, K, 2 * r
+        yield A, K, 2 * r + (1 if affine and not biased and r == 0 else 0)
 
 
 def sampled_near(block: Any, tol: float, seed: int) -> str | None:
