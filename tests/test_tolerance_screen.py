@@ -109,3 +109,17 @@ def test_a_few_tiny_units_beside_ordinary_ones(act: str, gated: bool) -> None:
     dec = decide(Block(U, tiny, get_activation(act), **kw))
     assert dec.verdict.value == "unknown" and "kept as they are" in dec.reason, dec.reason
     assert decide(Block(U, D, get_activation(act), **kw)).verdict.value != "unknown"
+
+
+@pytest.mark.parametrize("act", ["expr:exp(x)", "expr:cosh(x)"])
+def test_where_f_overflows_b_dominates_and_the_sample_says_so(act: str) -> None:
+    """W_up = [e1; e2; −e1; −e2], W_down = 10⁴·[I, I]: f_a(x) = x_a + 2·10⁴ cosh(x_a), so |x|∞ ≤ 2.5·10⁻⁵·(|f(x)|∞ + |x|∞ +
+    |f(0)|∞) for every x: g = B is within τ = 10⁻³. At the far samples f overflows (0·inf = nan in the product): that is
+    B's size, not a sign of the skip, on both sides."""
+    from absorb.verify._tolerance import sampled_near
+
+    U = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])
+    blk = Block(U, 1e4 * np.hstack([np.eye(2), np.eye(2)]), get_activation(act))
+    dec = decide(blk, tol=1e-3)
+    assert dec.verdict.value == "unknown" and "B dominates" in dec.reason, dec.reason
+    assert sampled_near(blk, 1e-3, 0) is not None

@@ -159,7 +159,8 @@ def _without_skip_sampled(blk: Block, tol: float, seed: int) -> str | None:
         def ratio(X: np.ndarray) -> np.ndarray | None:
             den = np.max(np.abs(blk(X)), axis=1) + np.max(np.abs(X), axis=1) + f0
             q = np.max(np.abs(blk.linear(X)), axis=1) / den
-            return q if np.all(np.isfinite(q)) and np.all(den > 0) and float(np.max(q)) <= tol * (1 - 1e-6) else None
+            q[np.isnan(den)] = 0.0  # (f overflowed there, 0·inf or inf − inf: B's size, not a sign of the skip; not counted)
+            return q if np.all(np.isfinite(q)) and not np.any(den <= 0) and float(np.max(q)) <= tol * (1 - 1e-6) else None
 
         m, best = 0, []
         for X in first + [base * t for t in scales]:

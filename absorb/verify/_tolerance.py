@@ -333,9 +333,9 @@ def sampled_near(block: Any, tol: float, seed: int) -> str | None:
 
         def within(X: np.ndarray) -> bool:
             den = np.max(np.abs(block(X)), axis=1) + np.max(np.abs(X), axis=1) + f0
-            q = np.max(np.abs(block.linear(X)), axis=1) / den
+            q = np.where(np.isnan(den), 0.0, np.max(np.abs(block.linear(X)), axis=1) / den)  # (f overflowed: not counted)
             seen.extend(X[np.argsort(q)[-2:]] if np.all(np.isfinite(q)) else [])
-            return bool(np.all(np.isfinite(q)) and np.all(den > 0) and float(np.max(q)) <= tol)
+            return bool(np.all(np.isfinite(q)) and not np.any(den <= 0) and float(np.max(q)) <= tol)
 
         if not within(dirs[:2]):
             return None  # (most blocks stop here, before the kink points are built)
