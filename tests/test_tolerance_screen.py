@@ -123,3 +123,14 @@ def test_where_f_overflows_b_dominates_and_the_sample_says_so(act: str) -> None:
     dec = decide(blk, tol=1e-3)
     assert dec.verdict.value == "unknown" and "B dominates" in dec.reason, dec.reason
     assert sampled_near(blk, 1e-3, 0) is not None
+
+
+@pytest.mark.parametrize(("s", "tol"), [(1.0005e-3, 1e-3), (0.2, 0.17)])
+def test_the_linear_routes_rank_bound_is_the_tolerance_measure(s: float, tol: float) -> None:
+    """σ = identity, d = 2, n = 1, skip diag(1, s), B = 0: g(x) = (x₁, 0) errs by s|x₂| ≤ s/(1 + s)·(|f(x)|∞ + |x|∞) < τ.
+    σ₂ = s exceeds τ‖M‖_F, which was the old bar; the bar is now √d·τ/(1 − τ), past which no rank-1 map is within τ.
+    At s = 0.5, τ = 10⁻³ the exact answer stands."""
+    blk = Block(np.zeros((1, 2)), np.zeros((2, 1)), get_activation("identity"), skip=np.diag([1.0, s]))
+    assert decide(blk, tol=tol).verdict.value != "not_absorbable"
+    far = Block(np.zeros((1, 2)), np.zeros((2, 1)), get_activation("identity"), skip=np.diag([1.0, 0.5]))
+    assert decide(far, tol=1e-3).verdict.value == "not_absorbable"

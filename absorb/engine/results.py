@@ -561,7 +561,7 @@ def decide_linear(ctx: Ctx, c: Fraction, k: Fraction = Fraction(0)) -> BlockDeci
                             {"singular_values": s[: n + 2].tolist(), "lower_bound": lower, "c": str(c),
                              **({"k": str(k)} if k else {})}))
     kind = "affine" if k else "linear"
-    if lower > tol * scale:
+    if lower > _rank_bar(tol, d):
         return done(Verdict.NOT_ABSORBABLE, f"{'' if k else 'σ is linear: '}{lin} is affine with linear part of rank > n = {n}: "
                     f"σ_{n + 1} ≥ {lower:.3g} > tolerance, while a residual-free block of width n has rank ≤ n.")
     if tail <= tol * scale:
@@ -571,6 +571,14 @@ def decide_linear(ctx: Ctx, c: Fraction, k: Fraction = Fraction(0)) -> BlockDeci
                         "SVD is a residual-free block equal to f.", w)
         return done(Verdict.UNKNOWN, f"Unknown: σ is {kind} and M + c·W_down W_up is within the tolerance of rank ≤ n = {n}, but {fail}.")
     return done(Verdict.UNKNOWN, f"Unknown: σ_{n + 1}(M + c·W_down W_up) = {s[n]:.3g} is within rounding of the tolerance.")
+
+
+def _rank_bar(tol: float, d: int, f0: float = 0.0) -> float:
+    """The σ_{n+1} above which no residual-free g of rank ≤ n is within the tolerance of an affine f(x) = A x + b
+    (|b|∞ = ``f0``; σ_{n+1} of [A | b] where g is bias-free, of A otherwise): some y = (x, t) ≠ 0 in the span of the
+    top n + 1 right singular vectors has G x + b′t = 0, and at x/t (or along x, t = 0) the error is f itself, with
+    |f|∞/(|f|∞ + |x|∞ + |f(0)|∞) ≥ a/(1 + a), a = σ_{n+1}/(√d·(1 + |b|∞)): more than τ when a > τ/(1 − τ)."""
+    return math.sqrt(d) * (1 + f0) * tol / (1 - tol)
 
 
 def _affine_text(c: Fraction, k: Fraction) -> str:
@@ -607,12 +615,12 @@ def _affine_bias_free(ctx: Ctx, c: Fraction, k: Fraction, A: np.ndarray, svd: tu
         ctx.H.append(Hypothesis("rank", None, f"σ_{n + 1}([A | k·W_down 1]) = {st[n]:.3g} (rigorous lower bound {lower_t:.3g})",
                                 {"singular_values": s[: n + 2].tolist(), "lower_bound": lower, "c": str(c), "k": str(k),
                                  "augmented_singular_values": st[: n + 2].tolist(), "augmented_lower_bound": lower_t}))
-        if lower_t > tol * scale:
+        if lower_t > _rank_bar(tol, d, float(np.max(np.abs(kf * v)))):
             return done(Verdict.NOT_ABSORBABLE, f"{form}; σ_{n + 1}([A | k·v]) ≥ {lower_t:.3g} > tolerance, so that matrix "
                         f"has rank > n = {n}, while W'_down [c·W'_up | k·1] has rank ≤ n.")
     if v_zero and n <= d:
         lower_n = max(0.0, float(s[n - 1]) - err)
-        if lower_n > tol * scale:
+        if lower_n > _rank_bar(tol, d):  # (f(0) = 0 makes g(0) = k·W'_down 1 = 0 exactly: rank G ≤ n − 1)
             return done(Verdict.NOT_ABSORBABLE, f"{form}; v = W_down 1 = 0 exactly and σ_{n}(A) ≥ {lower_n:.3g} > tolerance, so "
                         f"rank A ≥ n = {n}: W'_down W'_up = A/c needs n independent columns in W'_down, whose sum W'_down 1 "
                         "is then not 0 = v.")

@@ -477,7 +477,10 @@ def check_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
             # (the float account below is relative: products and squares in the subnormals break it)
             _require(ctx, exact is not None or _in_range(U, D, M), w, "every weight is within [2^-200, 2^200], where the float "
                      "rank bound holds (or the exact rank is computed)", "weights outside it and d too large for exact rank")
-            _require(ctx, lower > ctx.tol * scale, w, f"σ_{n + 1}(M + c·W_down W_up) > τ‖M‖_F: rank > n",
+            # no g of rank ≤ n is within the tolerance when σ_{n+1}/√d > τ/(1 − τ): along an x in the top n + 1 right
+            # singular vectors with G x = 0 the error is f's linear part, |A x|∞/(|A x|∞ + |x|∞) ≥ a/(1 + a), a = σ_{n+1}/√d
+            bar = math.sqrt(d) * ctx.tol / (1 - ctx.tol) * (1 + 4 * _U)
+            _require(ctx, lower > bar, w, f"σ_{n + 1}(M + c·W_down W_up) > √d·τ/(1 − τ) = {bar:.3g}: no rank-n map is within the tolerance",
                      f"rigorous lower bound {lower:.6g} (computed {s[n]:.6g})" + (f"; exact rank {exact}" if exact is not None else ""))
             _require(ctx, claimed is not None, w, "the lower bound on σ_{n+1} is recorded", "none recorded")
             if exact is not None:

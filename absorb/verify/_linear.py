@@ -201,7 +201,11 @@ def check_affine(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
     s = np.linalg.svd(A, compute_uv=False)
     err = _gamma(n + 3) * float(np.linalg.norm(absA)) + 20 * d * _U * float(s[0])
     scale = float(np.linalg.norm(M))
-    tau = ctx.tol * scale
+    # no g of rank ≤ n within the tolerance once σ_{n+1} > √d(1 + |f(0)|∞)·τ/(1 − τ): at a y = (x, t) of the top n + 1
+    # right singular vectors with G x + b′t = 0, the error at x/t is f itself, |f|/(|f| + |x| + |f(0)|) ≥ a/(1 + a),
+    # a = σ_{n+1}/(√d(1 + |f(0)|∞)) (t = 0: along x, a = σ_{n+1}/√d)
+    tau = math.sqrt(d) * ctx.tol / (1 - ctx.tol) * (1 + 4 * _U)
+    tau_t = tau * (1 + abs(kf) * float(np.max(np.abs(D).sum(axis=1)))) * (1 + 4 * _U)
     verdict = b.get("verdict")
     # a recorded bound is a claim: not above σ's own value plus the rounding (every case, every verdict)
     bounds = [("sigma_lower_bound", float(s[n]) + err if n < d else math.inf)]
@@ -217,22 +221,22 @@ def check_affine(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
                  f"the recorded {key} is not above the singular value it bounds (plus rounding)",
                  f"recorded {got_b!r}, re-derived at most {top:.6g}")
     if in_range and biases and n < d and float(s[n]) - err > tau:
-        ctx.report.ok(w, f"σ_{n + 1}(M + c·W_down W_up) ≥ {float(s[n]) - err:.3g} > τ‖M‖_F: rank > n, while every residual-free "
+        ctx.report.ok(w, f"σ_{n + 1}(M + c·W_down W_up) ≥ {float(s[n]) - err:.3g} > √d·τ/(1 − τ): rank > n, while every residual-free "
                       "block of width n (with biases) is affine with linear part of rank ≤ n")
         return "not_absorbable", None, 0.0
     if in_range and not biases:
         v_zero = all(math.fsum(row) == 0.0 for row in D.tolist())  # correctly rounded: 0 iff the exact sum is
         if n < d:
-            if float(st[n]) - err_t > tau:
-                ctx.report.ok(w, f"σ_{n + 1}([A | k·W_down 1]) ≥ {float(st[n]) - err_t:.3g} > τ‖M‖_F: rank > n, while a bias-free "
+            if float(st[n]) - err_t > tau_t:
+                ctx.report.ok(w, f"σ_{n + 1}([A | k·W_down 1]) ≥ {float(st[n]) - err_t:.3g} > √d(1 + |f(0)|∞)·τ/(1 − τ): rank > n, while a bias-free "
                               "residual-free block gives W'_down [c·W'_up | k·1], of rank ≤ n")
                 return "not_absorbable", None, 0.0
         if v_zero and n <= d and float(s[n - 1]) - err > tau:
-            ctx.report.ok(w, f"W_down 1 = 0 exactly and σ_{n}(A) ≥ {float(s[n - 1]) - err:.3g} > τ‖M‖_F: W'_down W'_up = A/c needs "
+            ctx.report.ok(w, f"W_down 1 = 0 exactly and σ_{n}(A) ≥ {float(s[n - 1]) - err:.3g} > √d·τ/(1 − τ): W'_down W'_up = A/c needs "
                           "n independent columns in W'_down, whose sum is not 0")
             return "not_absorbable", None, 0.0
     _require(ctx, verdict != "not_absorbable", w, "a not_absorbable verdict rests on a rank bound re-derived here",
-             "no rank bound above τ‖M‖_F for the recorded class" if in_range else
+             "no rank bound above √d·τ/(1 − τ) for the recorded class" if in_range else
              "a weight, c or k is outside [2^-200, 2^200], where the float rank bound holds")
     claims = []
     for wb, want in _witnesses(block, A, cf, kf, biases, ctx.tol):
