@@ -134,3 +134,31 @@ def test_the_linear_routes_rank_bound_is_the_tolerance_measure(s: float, tol: fl
     assert decide(blk, tol=tol).verdict.value != "not_absorbable"
     far = Block(np.zeros((1, 2)), np.zeros((2, 1)), get_activation("identity"), skip=np.diag([1.0, 0.5]))
     assert decide(far, tol=1e-3).verdict.value == "not_absorbable"
+
+
+@pytest.mark.parametrize("den", ["1000", "1024"])
+def test_a_piecewise_linear_sigma_whose_even_part_is_small(den: str) -> None:
+    """σ(z) = z + Σ_{k≤4}(|z − k| + |z + k| − 2k)/den: σ(z) − σ(−z) = 2z and |σ(z) − z| ≤ 8|z|/den, so 2 antipodal pairs
+    give A = I + W_down W_up within 8·10⁻⁵·|x|∞ (size 0.01, τ = 10⁻³). /1000 evaluates σ(0) to 3.5·10⁻¹⁸ (exactly 0:
+    sympy says so); /1024 has an even part with no structural growth bound (its Lipschitz constant 8/1024 serves).
+    Both sides find the map: the producer withholds, the checker would reject an older not_absorbable."""
+    from absorb.verify._tolerance import contradiction
+
+    terms = " + ".join(f"Abs(x-{k})+Abs(x+{k})-{2 * k}" for k in range(1, 5))
+    rng = np.random.default_rng(5)
+    blk = _scaled(rng, 2, 4, 0.01, f"expr:x + ({terms})/{den}")
+    dec = decide(blk, tol=1e-3)
+    assert dec.verdict.value == "unknown" and "W_down W_up" in dec.reason, dec.reason
+    assert contradiction(blk, 1e-3) is not None
+
+
+def test_an_all_dead_cone_found_by_a_small_lp_keeps_the_exact_verdict() -> None:
+    """GELU, d = n = 32, W_down ×10⁶, τ = 10⁻⁶: where W_up x ≤ −1 every unit is nearly 0 and f(x) ≈ x, so g = B is not
+    within the tolerance; the sampled screen now also looks there (one LP), and the exact verdict stands."""
+    rng = np.random.default_rng(3)
+    U, D = rng.standard_normal((32, 32)), 1e6 * rng.standard_normal((32, 32))
+    from absorb.engine.tolerance import _dead_cones
+
+    cone = _dead_cones(Block(U, D, get_activation("gelu")))
+    assert len(cone) and np.all(U @ cone[0] <= -1 + 1e-6)
+    assert decide(Block(U, D, get_activation("gelu")), tol=1e-6).verdict.value != "unknown"

@@ -148,19 +148,26 @@ def _without_skip_sampled(blk: Block, tol: float, seed: int) -> str | None:
         first = [dirs[:4]]
         if not math.isfinite(far):
             return None
-        try:  # (exact points on the hyperplanes: past the weights' safe magnitudes their arithmetic can overflow)
-            kinks = _hyperplane_points(blk, blk, None, seed).X
-        except (OverflowError, ValueError, ZeroDivisionError):
-            kinks = np.zeros((0, d))
-        kinks = kinks[np.all(np.isfinite(kinks), axis=1) & np.any(kinks != 0, axis=1)]
-        kinks = kinks / np.max(np.abs(kinks), axis=1, keepdims=True) if len(kinks) else kinks
-        base = np.vstack([np.eye(d)[:256], -np.eye(d)[:256], dirs, kinks])
-        scales = [10.0**k for k in range(-8, 9, 2)] + [far * 10.0**k for k in (0, 2, 4)]
         def ratio(X: np.ndarray) -> np.ndarray | None:
             den = np.max(np.abs(blk(X)), axis=1) + np.max(np.abs(X), axis=1) + f0
             q = np.max(np.abs(blk.linear(X)), axis=1) / den
             q[np.isnan(den)] = 0.0  # (f overflowed there, 0·inf or inf − inf: B's size, not a sign of the skip; not counted)
             return q if np.all(np.isfinite(q)) and not np.any(den <= 0) and float(np.max(q)) <= tol * (1 - 1e-6) else None
+
+        if ratio(np.vstack(first + [dirs[:4] * 1e8, dirs[:4] * far])) is None:  # (one evaluation of f)
+            return None  # (most blocks stop here, before the kink points and the dead cones are formed)
+        try:  # (exact points on the hyperplanes: past the weights' safe magnitudes their arithmetic can overflow)
+            kinks = _hyperplane_points(blk, blk, None, seed).X
+        except (OverflowError, ValueError, ZeroDivisionError):
+            kinks = np.zeros((0, d))
+        kinks = np.vstack([kinks, _dead_cones(blk)])
+        kinks = kinks[np.all(np.isfinite(kinks), axis=1) & np.any(kinks != 0, axis=1)]
+        kinks = kinks / np.max(np.abs(kinks), axis=1, keepdims=True) if len(kinks) else kinks
+        k = min(d, 256)
+        axes = np.zeros((2 * k, d))
+        axes[np.arange(k), np.arange(k)], axes[k + np.arange(k), np.arange(k)] = 1.0, -1.0
+        base = np.vstack([axes, dirs, kinks])
+        scales = [10.0**k for k in range(-8, 9, 2)] + [far * 10.0**k for k in (0, 2, 4)]
 
         m, best = 0, []
         for X in first + [base * t for t in scales]:
@@ -186,6 +193,28 @@ def _without_skip_sampled(blk: Block, tol: float, seed: int) -> str | None:
             "the tolerance of its own residual-free part B (|M x|∞ ≤ tol·(|f(x)|∞ + |x|∞ + |f(0)|∞): B dominates the skip). "
             "Sampled, not proved for every x, but enough to withhold the exact argument, which rules out an exact "
             "residual-free block only.")
+
+
+def _dead_cones(blk: Block) -> np.ndarray:
+    """Points x with R x ≤ −1 and with R x ≥ 1 (R = W_gate for a gated block, else W_up; one small LP each, HiGHS):
+    on such a cone every unit sits at one end of σ (or of its gate), where B may vanish although no random input
+    lands there (ordinary weights: n ≤ 2d makes the cone likely). Empty where the LP is infeasible, too large
+    (n·d > 2·10⁵) or fails."""
+    R = np.asarray(blk.W_gate if blk.gated else blk.W_up, dtype=np.float64)
+    n, d = R.shape
+    if n * d > 200_000 or not np.all(np.isfinite(R)):
+        return np.zeros((0, d))
+    from scipy.optimize import linprog
+
+    out = []
+    for sign in (1.0, -1.0):
+        try:
+            res = linprog(np.zeros(d), A_ub=sign * R, b_ub=-np.ones(n), bounds=[(-1e6, 1e6)] * d, method="highs")
+        except (ValueError, np.linalg.LinAlgError):
+            continue
+        if res.status == 0 and res.x is not None:
+            out.append(np.asarray(res.x, dtype=np.float64))
+    return np.array(out).reshape(-1, d)
 
 
 def _skip_shows_far_out(blk: Block, X: np.ndarray, tol: float) -> bool:
@@ -274,8 +303,7 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
     first, second = L_low * size <= reach, K_low * size <= reach + tol * half * size
     if not (first or second):
         return
-    with np.errstate(all="ignore"):
-        zero = float(np.asarray(act(np.zeros(1)), dtype=float).reshape(-1)[0])
+    zero = _at_zero(act)
     if not math.isfinite(zero):
         return
     affine, biased, user = blk.has_bias or zero != 0.0, blk.has_bias, not is_builtin(act)
@@ -297,6 +325,21 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
             note = f" (σ's {what} estimated from samples as {K:.3g})" if K is not None else ""
         if K is not None and K * size <= reach + tol * half * size:
             yield _plus_product(blk, float(c) / 2), K, 2, to + f"A = M + ({c}/2)·W_down W_up", pairs + note, affine
+
+
+def _at_zero(act: Activation) -> float:
+    """σ(0) in float64, and exactly 0 where a user's expression is 0 at 0 though its float64 value is not (a sum of
+    terms that cancel, 3.5·10⁻¹⁸): a tiny value is checked with sympy."""
+    with np.errstate(all="ignore"):
+        zero = float(np.asarray(act(np.zeros(1)), dtype=float).reshape(-1)[0])
+    if 0 < abs(zero) < 1e-9 and not is_builtin(act):
+        import sympy as sp
+
+        from absorb.model.activations import X
+
+        if sp.simplify(act.expr.subs(X, 0)) == 0:  # type: ignore[attr-defined]
+            return 0.0
+    return zero
 
 
 def _gated_reach(blk: Block, sup_g: float, lip: float) -> float:

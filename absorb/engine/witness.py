@@ -401,7 +401,8 @@ def sigma_even_growth(act: object, c: Fraction) -> float | None:
 
     hom = get(act, "homogeneity")  # (σ's cached facts: proved once per expression)
     k = even_growth(act.expr, c, homogeneous=hom.proved and hom.value.get("k") == 1)  # type: ignore[attr-defined]
-    return got[0] if k is None else min(got[0], float(k) * (1 + 2.0**-50))
+    lip = sigma_even_lipschitz(act, c)  # (σ(0) = 0: |e(z)| = |e(z) − e(0)| ≤ Lip(e)|z|)
+    return min(v for v in (got[0], None if k is None else float(k) * (1 + 2.0**-50), lip) if v is not None)
 
 
 def _hidden_error(blk: Block, X: np.ndarray, idx: slice | np.ndarray, W_up: np.ndarray, W_gate: np.ndarray | None,

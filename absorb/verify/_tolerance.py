@@ -38,7 +38,7 @@ import numpy as np
 import sympy as sp
 
 from absorb.verify._numerics import _U, exact_rank
-from absorb.verify._pieces import pl_lipschitz
+from absorb.verify._pieces import decide_zero, pl_lipschitz
 from absorb.verify._symbolic import _sigma_lipschitz, _variable, flip_constant
 
 EVEN = {"relu": 0.5, "leaky_relu": 0.495, "gelu": 0.5, "gelu_tanh": 0.5, "silu": 0.5, "quick_gelu": 0.5}
@@ -270,6 +270,8 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
         zero = float(np.asarray(act(np.zeros(1)), dtype=float).reshape(-1)[0])
     if not math.isfinite(zero):
         return
+    if 0 < abs(zero) < 1e-9 and name is None and decide_zero(act.expr.subs(_variable(act.expr), 0)) is True:
+        zero = 0.0  # (a sum of terms that cancel at 0 evaluates to 3.5e-18 in float64: σ(0) = 0 exactly)
     affine = biased or zero != 0.0
     if estimated:  # on a grid, not bounds: with biases Lipschitz constants, bias-free sup |σ(z) − σ(0) − slope·z|/|z|
         with np.errstate(all="ignore"):  # (c read numerically first, so that sympy runs only where a map can pass)
