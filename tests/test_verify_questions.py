@@ -271,3 +271,17 @@ def test_fields_of_another_case_or_outside_the_format_are_not_accepted(tmp_path:
         else:
             b["activation_function"]["lipschitz"] = 0
         assert _verify(cert, d, model) in (1, 4), edit
+
+
+@pytest.mark.parametrize("gone", ["blocks.0.class", "blocks.0.hypotheses", "blocks.0.properties", "blocks.0.argument",
+                                  "input.structure", "blocks.0.witness.block"])
+def test_a_record_without_a_field_its_format_writes_is_rejected(tmp_path: Path, gone: str) -> None:
+    """Deleting a field the checker reads is a tampering, not a certificate that says less."""
+    model, cert, doc = _cert(tmp_path, CE / "planted_relu.npz")
+    assert doc["verdict"] == "absorbable" and _verify(cert, doc, model) == 0
+    *path, key = gone.split(".")
+    rec = doc
+    for p in path:
+        rec = rec[int(p)] if p.isdigit() else rec[p]
+    del rec[key]
+    assert _verify(cert, doc, model) == 1

@@ -169,6 +169,20 @@ _FIELDS = {
 }
 
 
+_REQUIRED = {"block": ("class", "hypotheses", "properties", "argument"), "input": ("structure",)}
+"""Fields every certificate writes and the checker reads: a record without one is not the format's."""
+
+
+def missing_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """(where, fields) for the input record and each block's record that lacks a field of :data:`_REQUIRED`."""
+    out = []
+    parts = [("input", cert.get("input"), "input")] + [(f"blocks.{i}", b, "block") for i, b in enumerate(cert.get("blocks") or [])]
+    for where, obj, kind in parts:
+        if isinstance(obj, dict) and (gone := [k for k in _REQUIRED[kind] if k not in obj]):
+            out.append((where, gone))
+    return out
+
+
 def unknown_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """(where, fields) for every fixed-shape part of ``cert`` holding a field the format does not
     have: the root, ``parameters`` (and its checkpoint options), ``input``, each block's record and in it the witness (and the

@@ -97,6 +97,7 @@ from absorb.verify._load import (  # noqa: F401
     SEARCH_KINDS,
     SUPPORTED_VERSIONS,
     load_certificate,
+    missing_fields,
     model_blocks,
     resolve_model_path,
     structures,
@@ -312,6 +313,8 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
     for k, rec in (b.get("weights") or {}).items():
         _check_array_record(ctx, w, rec, arrays[k], k)
     wit = b.get("witness") or {}
+    near = isinstance(b.get("canonical_form"), dict) and "near" in b["canonical_form"]  # (this checker builds that block itself)
+    _must(ctx, not isinstance(wit, dict) or not wit or near or "block" in wit, w, "the witness record holds its block's arrays")
     recs = (wit.get("block") or {}).get("weights")
     if recs is not None:
         _must(ctx, witness is not None, w, "the recorded witness block is one the checker rebuilt")
@@ -413,6 +416,8 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
     ctx = _Ctx(report, float(tol), seed)
     for where, extra in unknown_fields(cert):
         report.unchecked(where, "every field of the certificate's record is one of its format's", f"not re-checked: {', '.join(extra)}")
+    for where, gone in missing_fields(cert):
+        report.fail(where, "the record has every field its format writes", f"missing: {', '.join(gone)}")
     if len(entries) != len(blocks) or cert.get("input", {}).get("blocks") != len(entries):
         report.fail("certificate", "the certificate covers the model's blocks", f"{len(entries)} blocks certified "
                     f"({cert.get('input', {}).get('blocks')!r} recorded), model has {len(blocks)}")
