@@ -168,9 +168,9 @@ def test_f0_bounds_enclose_f0() -> None:
     assert f0_upper(free) == 0.0 == f0_lower(free)
 
 
-def test_composed_bound_with_biases_is_stated_against_the_largest_f0() -> None:
+def test_composed_bound_with_biases_is_stated_against_the_stacks_own_f0() -> None:
     """A constant error in the first block is carried through the second block's Lipschitz
-    constant; with no |f_k(0)| to state it against, there is no bound."""
+    constant and stated against |F(0)|∞ (here F(0) = (1, 0)); with no |F(0)| to state it against, there is no bound."""
     relu = get_activation("relu")
     f = Block(np.eye(2), -np.eye(2), relu, skip=np.eye(2), b_down=np.array([1.0, 0.0]))
     eps, alpha, beta, why = composed_bound([f, f], [f, f], [(0.0, 1e-12), (0.0, 0.0)])
@@ -417,7 +417,7 @@ def test_the_identity_skip_counts_in_the_lipschitz_bound() -> None:
 
 def test_an_honest_biased_stack_verifies() -> None:
     """A biased stack (layer 0 planted exactly, layer 1 with ρ∞ = 3·10⁻¹¹ and up-biases): the composed
-    witness has a constant error, which the guarantee measures against max_k |f_k(0)|∞; the checker's
+    witness has a constant error, which the guarantee measures against the stack's |F(0)|∞; the checker's
     sampled check allows it (it allowed a linear error only and rejected this true certificate)."""
     from absorb.certificate import build_certificate
     from absorb.verify import checker
@@ -436,3 +436,31 @@ def test_an_honest_biased_stack_verifies() -> None:
     assert dec.verdict.value == "absorbable", dec.reason
     rep = checker.verify_certificate(build_certificate(dec, st, seed=0).to_json(), st)
     assert rep.accepted, [f.claim + ": " + f.detail for f in rep.failures]
+
+
+def test_a_stack_whose_biases_cancel_is_measured_against_its_own_f0() -> None:
+    """Two exactly planted biased ReLU layers with b_up ≈ 10⁶ whose biases cancel through the stack: F(0) ≈ 5·10⁻¹⁰
+    while |f_1(0)|∞ ≈ 1.7·10⁶. Each flip's moved bias rounds by ≈ 2·10⁻¹¹, which is small against a layer's f(0)
+    but not against F(0) (relative error 0.05 at x = 0): unknown, not absorbable; both sides' |F(0)| bounds
+    (an enclosure carried through the layers) see it, and a layer-sized F(0) is still bounded from below."""
+    from absorb.engine.witness import stack_f0_lower
+    from absorb.verify._compose import _f0_of_stack
+
+    rng = np.random.default_rng(3)
+    relu = get_activation("relu")
+
+    def layer() -> dict:
+        U, D = np.vstack([np.eye(2), rng.standard_normal((2, 2))]), np.hstack([-np.eye(2), rng.standard_normal((2, 2))])
+        return dict(W_up=U, W_down=D, b_up=np.concatenate([1e6 * (1 + rng.uniform(size=2)), rng.standard_normal(2)]),
+                    b_down=rng.standard_normal(2))
+
+    L1, L2 = layer(), layer()
+    f1 = Block(L1["W_up"], L1["W_down"], relu, b_up=L1["b_up"], b_down=L1["b_down"], name="b0")
+    f2 = Block(L2["W_up"], L2["W_down"], relu, b_up=L2["b_up"], b_down=L2["b_down"], name="b1")
+    f2 = f2.replace(b_down=L2["b_down"] - f2(f1(np.zeros((1, 2))))[0])
+    st = Stack((f1, f2))
+    assert stack_f0_lower([f1, f2]) < 1e-3 and _f0_of_stack([f1, f2]) < 1e-3
+    assert decide(st, allow_biases=True).verdict.value == "unknown"
+    lo, lo_c = stack_f0_lower([f1, f1]), _f0_of_stack([f1, f1])
+    true = float(np.abs(f1(f1(np.zeros((1, 2))))).max())
+    assert 0.99 * true < lo <= true and 0.99 * true < lo_c <= true

@@ -141,7 +141,7 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
         # the blocks after it (composed_bound); the sampled error is a second check.
         bound, alpha, beta, why = composed_bound(list(stack.blocks), list(G.blocks), [d.witness.bound for d in decisions])
         err, m = evaluation_error(stack, G, stack.blocks[0].d, seed=seed)
-        how = (f"rigorous bound |F(x) − G(x)|∞ ≤ {alpha:.3g}·|x|∞ + {beta:.3g} ≤ {bound:.3g}·(|F(x)|∞ + |x|∞ + max_k |f_k(0)|∞) "
+        how = (f"rigorous bound |F(x) − G(x)|∞ ≤ {alpha:.3g}·|x|∞ + {beta:.3g} ≤ {bound:.3g}·(|F(x)|∞ + |x|∞ + |F(0)|∞) "
                "for every x" if not why else f"no rigorous bound: {why}")
         w = Witness(S=None, block=decisions[0].witness.block, residual=None, eval_error=max(err, bound), n_inputs=m,
                     description="the composition of the blocks' witnesses; " + how, bound=None if why else (alpha, beta))

@@ -562,17 +562,17 @@ def _rel_errors(diff: np.ndarray, scale: np.ndarray) -> np.ndarray:
 
 
 def stated_scale(f: object) -> float:
-    """``|f(0)|_∞`` of a block (for a stack, the largest ``|f_k(0)|_∞`` of its blocks), in float64:
-    the constant term of the scale ``|f(x)|_∞ + |x|_∞ + |f(0)|_∞`` against which a witness's
-    error is stated (0 for a bias-free block, whose f(0) is 0, and for other callables)."""
+    """``|f(0)|_∞`` of a block or a stack (F(0), the blocks composed), in float64: the constant term
+    of the scale ``|f(x)|_∞ + |x|_∞ + |f(0)|_∞`` against which a witness's error is stated (0 for a
+    bias-free block, whose f(0) is 0, and for other callables)."""
     blocks = _blocks_of(f)
-    if not blocks:
+    if not blocks or not any(b.has_bias or np.any(b.activation(np.zeros(1))) for b in blocks):
         return 0.0
-    c0 = 0.0
-    for b in blocks:
-        with np.errstate(all="ignore"):
-            if b.has_bias or np.any(b.activation(np.zeros(1))):
-                c0 = max(c0, float(np.abs(b(np.zeros((1, b.d)))[0]).max(initial=0.0)))
+    with np.errstate(all="ignore"):
+        y = np.zeros((1, blocks[0].d))
+        for b in blocks:
+            y = b(y)
+        c0 = float(np.abs(y[0]).max(initial=0.0))
     return c0 if math.isfinite(c0) else 0.0
 
 
@@ -1328,21 +1328,56 @@ def lipschitz_upper(block: Block) -> float:
     return _up(top, 2)
 
 
+def stack_f0_lower(fs: list[Block]) -> float:
+    """A rigorous lower bound of |F(0)|_∞, F = f_L ∘ … ∘ f_1 (0 where none is known): the float64 values
+    ŷ_k = f_k(ŷ_{k−1}), ŷ_0 = 0, each an f_k(0)-enclosure (:func:`_f0_enclosure`) of f_k with its biases
+    moved by ŷ_{k−1} (b_up + W_up ŷ, b_down + M ŷ, their rounding δ counted through σ's Lipschitz constant),
+    the error before it carried by f_k's ∞-norm Lipschitz bound (:func:`lipschitz_upper`)."""
+    if not fs or any(f.gated for f in fs):
+        return 0.0
+    d = fs[0].d
+    y, err = np.zeros(d), 0.0
+    for f in fs:
+        L, Lf = sigma_lipschitz(f.activation), lipschitz_upper(f)
+        if L is None or not math.isfinite(Lf):
+            return 0.0
+        U, D, M = (np.asarray(a, dtype=np.float64) for a in (f.W_up, f.W_down, f.M))
+        bu = np.zeros(f.n) if f.b_up is None else np.asarray(f.b_up, dtype=np.float64)
+        bd = np.zeros(d) if f.b_down is None else np.asarray(f.b_down, dtype=np.float64)
+        with np.errstate(all="ignore"):
+            nu, nd = U @ y + bu, M @ y + bd
+            du = _gamma(d + 2) * (np.abs(U) @ np.abs(y) + np.abs(bu))
+            dd = _gamma(d + 2) * (np.abs(M) @ np.abs(y) + np.abs(bd))
+        got = _f0_enclosure(f.replace(b_up=nu, b_down=nd, b_gate=None))
+        if got is None:
+            return 0.0
+        yn, ey = got
+        with np.errstate(all="ignore"):
+            ev = (ey * (1 + 4 * _gamma(1)) + (np.abs(D) @ (L * du)) * (1 + _gamma(f.n + 2)) + dd) * (1 + 4 * _gamma(1))
+            err = float(np.max(ev, initial=0.0)) + _up(Lf * err, 1)
+        y = yn
+        if not (math.isfinite(err) and np.all(np.isfinite(y))):
+            return 0.0
+    lo = (float(np.max(np.abs(y), initial=0.0)) - err * (1 + 4 * _gamma(1))) * (1 - 4 * _gamma(1))
+    return lo if lo > 0 else 0.0
+
+
 def composed_bound(fs: list[Block], gs: list[Block], bounds: list[tuple[float, float] | None]) -> tuple[float, float, float, str]:
     """The error of the composed witness G = g_L ∘ … ∘ g_1 of F = f_L ∘ … ∘ f_1, from each block's
     proved bound |f_k(y) − g_k(y)|_∞ ≤ a_k|y|_∞ + e_k (``bounds``, :attr:`Witness.bound`):
     ``(ε, α, β, why)`` with
 
-        |F(x) − G(x)|_∞ ≤ α|x|_∞ + β ≤ ε·(|F(x)|_∞ + |x|_∞ + max_k |f_k(0)|_∞)   for every x.
+        |F(x) − G(x)|_∞ ≤ α|x|_∞ + β ≤ ε·(|F(x)|_∞ + |x|_∞ + |F(0)|_∞)   for every x.
 
     With y_k = f_k(y_{k−1}) and z_k = g_k(z_{k−1}) (y_0 = z_0 = x):
     |y_k − z_k| ≤ |f_k(y_{k−1}) − g_k(y_{k−1})| + |g_k(y_{k−1}) − g_k(z_{k−1})|
     ≤ a_k|y_{k−1}| + e_k + Lip(g_k)|y_{k−1} − z_{k−1}|, and |y_k| ≤ Lip(f_k)|y_{k−1}| + |f_k(0)|
     (:func:`lipschitz_upper`, :func:`f0_upper`): so |y_k| ≤ P_k|x| + Q_k and
     α_k = Lip(g_k)α_{k−1} + a_kP_{k−1}, β_k = Lip(g_k)β_{k−1} + a_kQ_{k−1} + e_k, each step
-    raised past its float rounding. ε = max(α, β / s) with s a rigorous lower bound of
-    max_k |f_k(0)|_∞ (:func:`f0_lower`); ε = α when β = 0. ``why`` names what is missing when
-    ε is inf."""
+    raised past its float rounding. ε = max(α, β / s) with s a rigorous lower bound of the stack's own
+    |F(0)|_∞ ≥ |f_L(0)|_∞ − Lip(f_L)·|y_{L−1}(0)|_∞ ≥ :func:`f0_lower`(f_L) − Lip(f_L)·Q_{L−1} (layers whose
+    biases cancel through the stack leave F(0) small: a constant error is stated against F's own, not
+    against a layer's); ε = α when β = 0. ``why`` names what is missing when ε is inf."""
     P, Q, alpha, beta = 1.0, 0.0, 0.0, 0.0
     for k, (f, g, ab) in enumerate(zip(fs, gs, bounds)):
         if ab is None:
@@ -1363,7 +1398,8 @@ def composed_bound(fs: list[Block], gs: list[Block], bounds: list[tuple[float, f
         return math.inf, alpha, beta, "the composed bound overflowed"
     if beta == 0.0:
         return alpha, alpha, beta, ""
-    s = max((f0_lower(f) for f in fs), default=0.0)
+    s = max(stack_f0_lower(fs), f0_lower(fs[-1]) - (_up(lipschitz_upper(fs[-1]) * Q, 1) if Q else 0.0))  # (|y_{L−1}(0)|∞ ≤ Q)
+    s *= 1 - 2.0**-50
     if not s > 0:
-        return math.inf, alpha, beta, f"the composed constant error {beta:.3g} has no provably larger |f_k(0)|∞ to be stated against"
+        return math.inf, alpha, beta, f"the composed constant error {beta:.3g} has no provably nonzero |F(0)|∞ to be stated against"
     return max(alpha, _up(beta / s, 1)), alpha, beta, ""

@@ -11,7 +11,7 @@ Then
 
 so D_L ≤ α|x|_∞ + β with α, β computed here in exact rationals from rigorous float upper
 bounds of each Lip and |f_k(0)|; the stack's guarantee is ε = max(α, β / s) with s a
-rigorous lower bound of max_k |f_k(0)|_∞ (ε = α when β = 0).
+rigorous lower bound of the stack's own |F(0)|_∞ ≥ |f_L(0)|_∞ − Lip(f_L)·|F_{L−1}(0)|_∞ (ε = α when β = 0).
 """
 
 from __future__ import annotations
@@ -95,28 +95,64 @@ def _f0_bounds(block: Block) -> tuple[float, float]:
     return _f0_lower(block), (hi if math.isfinite(hi) else math.inf)
 
 
+def _f0_of_stack(fs: list[Block]) -> float:
+    """A rigorous lower bound of |F(0)|_∞ (0 where none is known): ŷ_k = f_k(ŷ_{k−1}) in float64 from ŷ_0 = 0 as
+    the hidden layer at 0 of f_k with b_up moved by W_up ŷ (:func:`absorb.verify._weights._hidden_at_zero`), with
+    an error bound carried through σ's Lipschitz constant (the moved bias's rounding) and f_k's (the error before)."""
+    from absorb.model.activations import is_builtin
+    from absorb.verify._symbolic import _sigma_lipschitz
+
+    y, err = np.zeros(fs[0].d), 0.0
+    for f in fs:
+        L = LIPSCHITZ.get(f.activation.name) if is_builtin(f.activation) else _sigma_lipschitz(f)
+        lf = _lipschitz(f)
+        if f.gated or L is None or not math.isfinite(lf):
+            return 0.0
+        U, D, M = (np.asarray(a, dtype=np.float64) for a in (f.W_up, f.W_down, f.M))
+        bu = np.zeros(f.n) if f.b_up is None else np.asarray(f.b_up, dtype=np.float64)
+        bd = np.zeros(f.d) if f.b_down is None else np.asarray(f.b_down, dtype=np.float64)
+        with np.errstate(all="ignore"):
+            z, c = U @ y + bu, M @ y + bd
+            ez = _gamma(f.d + 2) * (np.abs(U) @ np.abs(y) + np.abs(bu))
+            ec = _gamma(f.d + 2) * (np.abs(M) @ np.abs(y) + np.abs(bd))
+        got = _hidden_at_zero(f.replace(b_up=z))
+        if got is None:
+            return 0.0
+        h, e = got
+        with np.errstate(all="ignore"):
+            yn = D @ h + c
+            bound = (_gamma(f.n + 4) * (np.abs(D) @ np.abs(h) + np.abs(c)) + np.abs(D) @ (e + L * ez) + ec) * (1 + _gamma(f.n + 6))
+            err = float(np.max(bound, initial=0.0)) + lf * err * (1 + 4 * _U)
+        y = yn
+        if not (math.isfinite(err) and np.all(np.isfinite(y))):
+            return 0.0
+    lo = (float(np.max(np.abs(y), initial=0.0)) - err * (1 + 8 * _U)) * (1 - 8 * _U)
+    return lo if lo > 0 else 0.0
+
+
 def composed_epsilon(fs: list[Block], gs: list[Block], bounds: list[tuple[float, float]]) -> tuple[float, str]:
-    """ε with |F(x) − G(x)|_∞ ≤ ε·(|F(x)|_∞ + |x|_∞ + max_k |f_k(0)|_∞) for every x (the module
+    """ε with |F(x) − G(x)|_∞ ≤ ε·(|F(x)|_∞ + |x|_∞ + |F(0)|_∞) for every x (the module
     docstring), and how; inf with the reason when a Lipschitz constant or |f_k(0)| is unknown."""
     Y = (Fraction(1), Fraction(0))  # Y_k ≤ Y[0]·|x| + Y[1]
     Dk = (Fraction(0), Fraction(0))  # D_k ≤ Dk[0]·|x| + Dk[1]
-    lows = []
+    last = Fraction(0)
     for k, (f, g, (a, e)) in enumerate(zip(fs, gs, bounds)):
         lg = _lipschitz(g) if k else 0.0
-        lf = _lipschitz(f) if k < len(fs) - 1 else 0.0
+        lf = _lipschitz(f)
         lo, c = _f0_bounds(f)
-        lows.append(lo)
         if not all(math.isfinite(v) for v in (lg, lf, c, a, e)):
             return math.inf, f"layer {k}: no rigorous Lipschitz constant or |f(0)| bound (gated, or σ without a stated constant)"
         A, E, LG, LF, C = (Fraction(v) for v in (a, e, lg, lf, c))
         Dk = (LG * Dk[0] + A * Y[0], LG * Dk[1] + A * Y[1] + E)
+        # |F(0)| = |f_L(y_{L−1}(0))| ≥ |f_L(0)| − Lip(f_L)·|y_{L−1}(0)|, |y_{L−1}(0)| ≤ Y[1] (before this layer)
+        last = Fraction(lo) - LF * Y[1]
         Y = (LF * Y[0], LF * Y[1] + C)
     alpha, beta = Dk
     if beta == 0:
         return _float_up(alpha), f"|F − G|∞ ≤ {float(alpha):.3g}·|x|∞"
-    s = max(lows, default=0.0)
+    s = max(float(last) * (1 - 4 * _U) if last > 0 else 0.0, _f0_of_stack(fs))
     if not s > 0:
-        return math.inf, f"a constant error {float(beta):.3g} and no provably nonzero |f_k(0)|∞ to state it against"
+        return math.inf, f"a constant error {float(beta):.3g} and no provably nonzero |F(0)|∞ to state it against"
     return _float_up(max(alpha, beta / Fraction(s))), f"|F − G|∞ ≤ {float(alpha):.3g}·|x|∞ + {float(beta):.3g}, s ≥ {s:.3g}"
 
 
@@ -134,6 +170,6 @@ def check_composition(ctx: Any, w: str, blocks: list[Block], witnesses: list[Blo
     eps, how = composed_epsilon(blocks, witnesses, bounds)  # type: ignore[arg-type]
     allowance = rounding_allowance(max(b.n for b in blocks))
     _require(ctx, eps <= ctx.tol + allowance, w,
-             f"the composed witnesses are within τ + {allowance:.2g} of F: |F − G|∞ ≤ ε·(|F(x)|∞ + |x|∞ + max_k |f_k(0)|∞), "
+             f"the composed witnesses are within τ + {allowance:.2g} of F: |F − G|∞ ≤ ε·(|F(x)|∞ + |x|∞ + |F(0)|∞), "
              "each layer's re-derived error carried through the Lipschitz constants of the later layers (exact rationals)",
              f"ε ≤ {eps:.3g} ({how})")

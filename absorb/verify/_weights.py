@@ -587,7 +587,10 @@ def _evaluate(f: Callable[[np.ndarray], np.ndarray], g: Callable[[np.ndarray], n
                 bound = bound + _round_bound(bf, Xf) + _round_bound(bg, Xg)
                 Xf, Xg = bf(Xf), bg(Xg)
             if len(blocks_f) > 1:  # error amplification through later layers: generous factor; and the constant part
-                f0 = max(float(np.abs(b(np.zeros((1, d)))).max()) for b in blocks_f)  # the measure allows (biases)
+                Y0 = np.zeros((1, d))
+                for b in blocks_f:  # the measure's constant: the stack's own |F(0)|∞
+                    Y0 = b(Y0)
+                f0 = float(np.abs(Y0).max())
                 bound = (bound + float(allowed_lin) * f0) * 10.0 ** len(blocks_f)
             ok = ok and bool(np.all(diff <= bound))
             rel = diff / (np.abs(fx).max(axis=1) + np.abs(X).max(axis=1) + 1e-300)
