@@ -162,3 +162,25 @@ def test_an_all_dead_cone_found_by_a_small_lp_keeps_the_exact_verdict() -> None:
     cone = _dead_cones(Block(U, D, get_activation("gelu")))
     assert len(cone) and np.all(U @ cone[0] <= -1 + 1e-6)
     assert decide(Block(U, D, get_activation("gelu")), tol=1e-6).verdict.value != "unknown"
+
+
+@pytest.mark.parametrize(("act", "biased"), [("softplus", False), ("softplus", True), ("expr:Max(0, x)", True),
+                                             ("expr:Max(0, x) - Max(1, Abs(x)) + Max(2, Abs(x)) - Max(3, Abs(x)) + Max(4, Abs(x)) - 2", True)])
+def test_the_even_part_map_with_the_least_constant(act: str, biased: bool) -> None:
+    """Size 3τ (τ = 10⁻³): A = M with K = 1 is outside, A = M + ½W_down W_up with the even part's Lipschitz constant
+    (½: softplus's e′ = tanh(z/2)/2; ReLU as an expression; ReLU minus an even bounded bump, whose pieces' bound
+    term by term is much larger, read from the sample) is inside — withheld."""
+    rng = np.random.default_rng(5)
+    kw = dict(b_up=rng.standard_normal(4), b_down=rng.standard_normal(2)) if biased else {}
+    dec = decide(_scaled(rng, 2, 4, 3e-3, act, **kw), tol=1e-3)
+    assert dec.verdict.value == "unknown" and "W_down W_up" in dec.reason, dec.reason
+
+
+def test_a_biased_sigmoid_glu_gets_the_gamma_map() -> None:
+    """Sigmoid-GLU with biases, size 3τ: A = M + ½W_down W_up (K = sup |g − ½| = ½) with β = f(0)."""
+    rng = np.random.default_rng(2)
+    U, D, G = rng.standard_normal((3, 2)), rng.standard_normal((2, 3)), rng.standard_normal((3, 2))
+    D *= 3e-3 / float(np.sum(np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1)))
+    blk = Block(U, D, get_activation("sigmoid"), W_gate=G, b_gate=rng.standard_normal(3), b_down=rng.standard_normal(2))
+    dec = decide(blk, tol=1e-3)
+    assert dec.verdict.value == "unknown" and "W_down W_up" in dec.reason, dec.reason

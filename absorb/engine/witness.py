@@ -344,15 +344,22 @@ def expression_sigma(act: object) -> tuple[float, float, float] | None:
 def sigma_lipschitz(act: object) -> float | None:
     """σ's global Lipschitz constant where one is stated: a built-in's (:data:`_SIGMA_LIPSCHITZ`) or
     a user's piecewise-linear expression's (:func:`expression_sigma`); None otherwise."""
-    if is_builtin(act):  # type: ignore[arg-type]
-        return _SIGMA_LIPSCHITZ.get(act.name)  # type: ignore[attr-defined]
+    name = builtin_name(act)
+    if name is not None:
+        return _SIGMA_LIPSCHITZ.get(name)
     got = expression_sigma(act)
-    if got is not None:
-        return got[0]
+    return None if got is None else got[0]
+
+
+def builtin_name(act: object) -> str | None:
+    """The built-in σ that ``act`` is: its own name, or for a user's expression written as a built-in's sympy
+    form (``expr:Max(0,x)`` is ReLU) that built-in's name; None otherwise."""
+    if is_builtin(act):  # type: ignore[arg-type]
+        return act.name  # type: ignore[attr-defined]
     from absorb.model.activations import get_activation
 
-    key = getattr(act, "key", None)  # a user's expression that is a built-in as written (same sympy form): its constant
-    return next((L for name, L in _SIGMA_LIPSCHITZ.items() if key is not None and get_activation(name).key == key), None)
+    key = getattr(act, "key", None)
+    return next((name for name in _SIGMA_LIPSCHITZ if key is not None and get_activation(name).key == key), None)
 
 
 _EVEN_GROWTH = {"relu": 0.5, "gelu": 0.5, "gelu_tanh": 0.5, "silu": 0.5, "quick_gelu": 0.5, "leaky_relu": 0.495}
@@ -360,11 +367,11 @@ _EVEN_GROWTH = {"relu": 0.5, "gelu": 0.5, "gelu_tanh": 0.5, "silu": 0.5, "quick_
 c = 1.01): σ's even part is |z|/2 (ReLU), z(Φ(z) − 1/2) (GELU), z(s(z) − 1/2) (SiLU), z(s(1.702z) −
 1/2) (quick-GELU), (z/2)·tanh(·) (GELU-tanh), each at most |z|/2; 0.99|z|/2 for leaky ReLU."""
 
-_EVEN_LIPSCHITZ = {"relu": 0.5, "leaky_relu": 0.495, "gelu": 0.63, "gelu_tanh": 0.63, "silu": 0.6, "quick_gelu": 0.6}
+_EVEN_LIPSCHITZ = {"relu": 0.5, "leaky_relu": 0.495, "gelu": 0.63, "gelu_tanh": 0.63, "silu": 0.6, "quick_gelu": 0.6, "softplus": 0.5}
 """L_e ≥ sup |e′| for σ's even part e(z) = σ(z) − (c/2)·z: |z|/2 (ReLU), 0.99|z|/2 (leaky ReLU); for GELU
 e′(z) = Φ(z) + zφ(z) − 1/2, largest at z = ±√2 (0.62890…; its tanh form 0.62899…); for SiLU e′(z) =
 s(z)(1 + z(1 − s(z))) − 1/2, largest at z ≈ ±2.3994 (0.59984…), the same for quick-GELU (SiLU at 1.702z,
-scaled); each → 1/2 at ±∞."""
+scaled); each → 1/2 at ±∞. Softplus: e(z) = log(2cosh(z/2)), e′ = tanh(z/2)/2, below 1/2."""
 
 GATE_BOUNDS = {"sigmoid": (0.5, 1.0, 0.5, 0.25)}
 """(γ = g(0), sup |g|, sup |g − γ|, sup |g′|) for a bounded gate g with g(0) ≠ 0: sigmoid (1/2, 1, 1/2, 1/4)."""
@@ -374,8 +381,9 @@ def sigma_even_lipschitz(act: object, c: Fraction) -> float | None:
     """A Lipschitz constant of σ's even part σ(z) − (c/2)·z, where σ(z) − σ(−z) = c·z: a built-in's
     (:data:`_EVEN_LIPSCHITZ`); a user's piecewise-linear expression's, derived from its pieces
     (:func:`absorb.symbolic.shift.expression_bounds`); None otherwise."""
-    if is_builtin(act):  # type: ignore[arg-type]
-        return _EVEN_LIPSCHITZ.get(act.name)  # type: ignore[attr-defined]
+    name = builtin_name(act)
+    if name is not None:
+        return _EVEN_LIPSCHITZ.get(name)
     if expression_sigma(act) is None:
         return None
     import sympy as sp
@@ -391,8 +399,9 @@ def sigma_even_growth(act: object, c: Fraction) -> float | None:
     """A K ≥ sup_z |σ(z) − (c/2)·z| / |z| for a σ with σ(0) = 0 and σ(z) − σ(−z) = c·z: a
     built-in's (:data:`_EVEN_GROWTH`); for a user's piecewise-linear expression the least of σ's
     Lipschitz constant and :func:`absorb.symbolic.shift.even_growth`'s bounds; None otherwise."""
-    if is_builtin(act):  # type: ignore[arg-type]
-        return _EVEN_GROWTH.get(act.name)  # type: ignore[attr-defined]
+    name = builtin_name(act)
+    if name is not None:
+        return _EVEN_GROWTH.get(name)
     got = expression_sigma(act)
     if got is None:
         return None
@@ -1253,9 +1262,9 @@ def unit_difference_bound(f: Block, g: Block) -> float:
     f − g = (A_f − A_g) x + Σ over f's rows matched to g's nearest (W σ(u·x) − W′ σ(u′·x)),
     each at most L(‖W − W′‖‖u‖ + ‖W′‖‖u − u′‖)‖x‖ (or the two terms' L‖W‖‖u‖‖x‖ each,
     whichever is smaller; unmatched rows the latter)."""
-    name = f.activation.name
+    name = builtin_name(f.activation) or ""
     c, L = _FLIP_C.get(name), _LIPSCHITZ.get(name)
-    if (c is None or L is None or not is_builtin(f.activation) or f.activation.expr != g.activation.expr or f.d != g.d
+    if (c is None or L is None or f.activation.expr != g.activation.expr or f.d != g.d
             or f.gated or g.gated or f.has_bias or g.has_bias or (f.n + g.n + f.d) * f.d > _UNIT_WORK):
         return math.inf
     hom = name in _HOMOGENEOUS

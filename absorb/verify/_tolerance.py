@@ -110,10 +110,10 @@ def _grid(act: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _grid_lipschitz(act: Any, slope: float = 0.0) -> float | None:
-    """1.5 × the largest difference quotient of σ(z) − slope·z between neighbouring points of :func:`_grid`: an
+    """The largest difference quotient of σ(z) − slope·z between neighbouring points of :func:`_grid`: an
     estimate of sup |σ′ − slope| for a user's smooth σ, not a bound — a claim resting on it is reported as not re-checked."""
     z, v = _grid(act)
-    return float(np.max(np.abs(np.diff(v - slope * z)) / np.diff(z))) * 1.5 if len(z) > 1 else None
+    return float(np.max(np.abs(np.diff(v - slope * z)) / np.diff(z))) if len(z) > 1 else None
 
 
 def _grid_ratio(act: Any, slope: float) -> float | None:
@@ -216,10 +216,11 @@ def _subsets(block: Any):  # type: ignore[no-untyped-def]
             yield block.replace(W_down=np.asarray(block.W_down)[:, T], **cut), n - t
 
 
-EVEN_LIPSCHITZ = {"relu": 0.5, "leaky_relu": 0.495, "gelu": 0.63, "gelu_tanh": 0.63, "silu": 0.6, "quick_gelu": 0.6}
+EVEN_LIPSCHITZ = {"relu": 0.5, "leaky_relu": 0.495, "gelu": 0.63, "gelu_tanh": 0.63, "silu": 0.6, "quick_gelu": 0.6, "softplus": 0.5}
 """sup |e′| of the even part e(z) = σ(z) − (c/2)z (needed with biases, or σ(0) ≠ 0): ReLU 1/2, leaky ReLU 0.99/2;
 GELU e′(z) = Φ(z) + zφ(z) − 1/2, largest at ±√2 (0.6289, the tanh form 0.6290); SiLU e′(z) = s(z)(1 + z(1 − s(z))) − 1/2,
-largest at ±2.3994 (0.5998; quick-GELU is SiLU at 1.702z, scaled: the same)."""
+largest at ±2.3994 (0.5998; quick-GELU is SiLU at 1.702z, scaled: the same); softplus e(z) = log(2cosh(z/2)),
+e′ = tanh(z/2)/2, below 1/2."""
 
 
 def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool, reach: float,  # type: ignore[no-untyped-def]
@@ -244,15 +245,20 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
         if bounds is None:
             return
         gamma, sup_g, sup_dev, lip = bounds
-        if biased:  # f − (M x + f(0)) = W_down[g(G x + c) ⊙ U x + (g(G x + c) − g(c)) ⊙ b_up]: units with gate row 0
-            bu = np.zeros(block.n) if block.b_up is None else np.abs(np.asarray(block.b_up, dtype=np.float64))
-            with np.errstate(all="ignore"):
-                reach_i = sup_g * np.sum(np.abs(U), axis=1) + lip * bu * np.sum(np.abs(np.asarray(block.W_gate, dtype=np.float64)), axis=1)
-                size = float(np.sum(np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1)))
-                r = _up(float(np.sum(np.max(np.abs(D), axis=0) * reach_i)), block.n + block.d)
-            rank = int(np.linalg.matrix_rank(M))
-            if size > 0 and math.isfinite(r) and _rank_at_most(M, rank):
-                yield M, r / size * (1 + 4 * _U), rank
+        if biased:  # f − (A x + f(0)) = W_down[(g(G x + c) − t) ⊙ U x + (g(G x + c) − g(c)) ⊙ b_up], t = 0 (A = M) or
+            bu = np.zeros(block.n) if block.b_up is None else np.abs(np.asarray(block.b_up, dtype=np.float64))  # γ (A = M + γDU)
+            for A, sup in ((M, sup_g), (None, sup_dev)):
+                with np.errstate(all="ignore"):
+                    if A is None:
+                        A = M + gamma * (D @ U)  # (its float rounding: within γ_{n+2}|γ|Σ|w_i||u_i|, counted below)
+                    reach_i = sup * np.sum(np.abs(U), axis=1) + lip * bu * np.sum(np.abs(np.asarray(block.W_gate, dtype=np.float64)), axis=1)
+                    size = float(np.sum(np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1)))
+                    r = _up(float(np.sum(np.max(np.abs(D), axis=0) * reach_i)), block.n + block.d)
+                if not (size > 0 and math.isfinite(r) and np.all(np.isfinite(A))):
+                    continue
+                rank = int(np.linalg.matrix_rank(A))
+                if _rank_at_most(A, rank):
+                    yield A, r / size * (1 + 4 * _U) + (block.n + 4) * _U * abs(gamma), rank
             return
         for A, K in ((M, sup_g), (None, sup_dev)):
             if A is None:
