@@ -33,8 +33,15 @@ def _big(d: int = 4, n: int = 256) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 @pytest.fixture
 def no_gate(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every reduction is started whatever its estimated cost (the gate that refuses an LLL
-    expected to outlast twice the budget would otherwise answer before any reduction)."""
+    expected to outlast twice the budget would otherwise answer before any reduction). The reductions run in
+    forked children, which see this patch: a spawned one (the sandbox's choice when another thread is alive in
+    this worker, which depends on the tests run before) would not."""
+    import multiprocessing as mp
+
+    import absorb._sandbox as sandbox
+
     monkeypatch.setattr(lat, "lattice_seconds", lambda n, r: 0.0)
+    monkeypatch.setattr(sandbox, "_context", lambda start_method: mp.get_context("fork"))
 
 
 @needs_engine

@@ -166,11 +166,11 @@ def test_a_wrong_set_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
     wrong = tuple(sorted(set(range(24)) - set(S)))
     n = U.shape[0]
 
-    def fake_reduce(engine, basis, deadline):
+    def fake_reduced(engine, basis, deadline, note):  # (in this process: a spawned child would not see a patch)
         yield "LLL", [[2 if i in wrong else -2 for i in range(n)] + [-2, 0, 0, 0, 0]]
 
     monkeypatch.setattr(lat, "lattice_engine", lambda: "fpylll")
-    monkeypatch.setattr(lat, "_reduce", fake_reduce)
+    monkeypatch.setattr(lat, "_reduced", fake_reduced)
     res = lat.solve_lattice(U, D, T, timeout=5, prove=False)
     assert res.status is UNKNOWN and "1 candidate" in res.reason
 
