@@ -154,8 +154,9 @@ def _without_skip_sampled(blk: Block, tol: float, seed: int) -> str | None:
             q[np.isnan(den)] = 0.0  # (f overflowed there, 0·inf or inf − inf: B's size, not a sign of the skip; not counted)
             return q if np.all(np.isfinite(q)) and not np.any(den <= 0) and float(np.max(q)) <= tol * (1 - 1e-6) else None
 
-        if ratio(np.vstack(first + [dirs[:4] * 1e8, dirs[:4] * far])) is None:  # (one evaluation of f)
-            return None  # (most blocks stop here, before the kink points and the dead cones are formed)
+        k = int(np.clip(1e8 / max(blk.n * d, 1), 4, 32))  # (directions per scale: fewer where f is costly)
+        if ratio(np.vstack(first + [dirs[:k] * t for t in (1e-4, 1e-2, 1.0, 1e2, 1e4, 1e8, far)])) is None:  # (one evaluation)
+            return None  # (most blocks stop here, at a few directions over the scales, before the kink points and dead cones)
         try:  # (exact points on the hyperplanes: past the weights' safe magnitudes their arithmetic can overflow)
             kinks = _hyperplane_points(blk, blk, None, seed).X
         except (OverflowError, ValueError, ZeroDivisionError):
