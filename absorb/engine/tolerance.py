@@ -22,13 +22,19 @@ from absorb.symbolic import facts
 from absorb.symbolic._core import get as _analysis  # the property functions' cache, without importing sympy
 
 
-def _block_size(block: Block) -> float:
-    """Σ_i |w_i|∞·|u_i|₁ (w_i a column of W_down, u_i a row of W_up), with a small margin for its float
-    rounding (not a rigorous one for large n: the screen that reads it only ever withholds a verdict):
-    |W_down φ(W_up x)|∞ ≤ λ·size·|x|∞ for any φ with |φ(z)| ≤ λ|z| — the block's reach per unit of |x|∞."""
+def _unit_sizes(block: Block) -> np.ndarray:
+    """|w_i|∞·|u_i|₁ for each unit (w_i a column of W_down, u_i a row of W_up): its reach per unit of |x|∞."""
     U, D = np.abs(np.asarray(block.W_up, dtype=np.float64)), np.abs(np.asarray(block.W_down, dtype=np.float64))
-    with np.errstate(over="ignore"):  # (inf: no bound, as it should be)
-        return float(np.sum(np.max(D, axis=0) * np.sum(U, axis=1))) * (1 + (block.d + 2) * 2.0**-52)
+    with np.errstate(all="ignore"):  # (inf: no bound, as it should be)
+        return np.max(D, axis=0) * np.sum(U, axis=1)
+
+
+def _block_size(block: Block) -> float:
+    """Σ_i |w_i|∞·|u_i|₁ (:func:`_unit_sizes`), with a small margin for its float rounding (not a rigorous one
+    for large n: the screen that reads it only ever withholds a verdict): |W_down φ(W_up x)|∞ ≤ λ·size·|x|∞ for
+    any φ with |φ(z)| ≤ λ|z| — the block's reach per unit of |x|∞."""
+    with np.errstate(over="ignore"):
+        return float(np.sum(_unit_sizes(block))) * (1 + (block.d + 2) * 2.0**-52)
 
 
 def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None) -> str | None:
@@ -66,9 +72,7 @@ def _unit_subsets(blk: Block):  # type: ignore[no-untyped-def]
     (near-dead or pruned) count as what they are."""
     yield blk, 0
     n, d = blk.n, blk.d
-    U, D = np.abs(np.asarray(blk.W_up, dtype=np.float64)), np.abs(np.asarray(blk.W_down, dtype=np.float64))
-    with np.errstate(all="ignore"):
-        sizes = np.max(D, axis=0) * np.sum(U, axis=1)
+    sizes = _unit_sizes(blk)
     if not np.all(np.isfinite(sizes)) or n * d > 1 << 20:
         return
     order, total = np.argsort(sizes, kind="stable"), float(np.sum(sizes))
@@ -145,17 +149,19 @@ def _without_skip_sampled(blk: Block, tol: float, seed: int) -> str | None:
     with np.errstate(all="ignore"):
         f0 = float(np.max(np.abs(blk(np.zeros((1, d))))))
         far = (1 + f0) / tol if math.isfinite(f0) else math.inf
-        first = [dirs[:4]]
         if not math.isfinite(far):
             return None
+
         def ratio(X: np.ndarray) -> np.ndarray | None:
             den = np.max(np.abs(blk(X)), axis=1) + np.max(np.abs(X), axis=1) + f0
             q = np.max(np.abs(blk.linear(X)), axis=1) / den
             q[np.isnan(den)] = 0.0  # (f overflowed there, 0·inf or inf − inf: B's size, not a sign of the skip; not counted)
             return q if np.all(np.isfinite(q)) and not np.any(den <= 0) and float(np.max(q)) <= tol * (1 - 1e-6) else None
 
-        k = int(np.clip(1e8 / max(blk.n * d, 1), 4, 32))  # (directions per scale: fewer where f is costly)
-        if ratio(np.vstack(first + [dirs[:k] * t for t in (1e-4, 1e-2, 1.0, 1e2, 1e4, 1e8, far)])) is None:  # (one evaluation)
+        per_scale = int(np.clip(1e8 / max(blk.n * d, 1), 4, 32))  # (directions per scale: fewer where f is costly)
+        X0 = np.vstack([dirs[:4]] + [dirs[:per_scale] * t for t in (1e-4, 1e-2, 1.0, 1e2, 1e4, 1e8, far)])
+        q0 = ratio(X0)  # (one evaluation of f)
+        if q0 is None:
             return None  # (most blocks stop here, at a few directions over the scales, before the kink points and dead cones)
         try:  # (exact points on the hyperplanes: past the weights' safe magnitudes their arithmetic can overflow)
             kinks = _hyperplane_points(blk, blk, None, seed).X
@@ -164,14 +170,14 @@ def _without_skip_sampled(blk: Block, tol: float, seed: int) -> str | None:
         kinks = np.vstack([kinks, _dead_cones(blk)])
         kinks = kinks[np.all(np.isfinite(kinks), axis=1) & np.any(kinks != 0, axis=1)]
         kinks = kinks / np.max(np.abs(kinks), axis=1, keepdims=True) if len(kinks) else kinks
-        k = min(d, 256)
-        axes = np.zeros((2 * k, d))
-        axes[np.arange(k), np.arange(k)], axes[k + np.arange(k), np.arange(k)] = 1.0, -1.0
+        na = min(d, 256)
+        axes = np.zeros((2 * na, d))
+        axes[np.arange(na), np.arange(na)], axes[na + np.arange(na), np.arange(na)] = 1.0, -1.0
         base = np.vstack([axes, dirs, kinks])
-        scales = [10.0**k for k in range(-8, 9, 2)] + [far * 10.0**k for k in (0, 2, 4)]
+        scales = [10.0**e for e in range(-8, 9, 2)] + [far * 10.0**e for e in (0, 2, 4)]
 
-        m, best = 0, []
-        for X in first + [base * t for t in scales]:
+        m, best = 4, [(float(q0[i]), X0[i]) for i in np.argsort(q0[:4])[-2:]]  # (its 4 unscaled inputs start the count and the climb)
+        for X in (base * t for t in scales):
             q = ratio(X)
             if q is None:
                 return None
@@ -317,12 +323,12 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
     zero = _at_zero(act)
     if not math.isfinite(zero):
         return
-    affine, biased, user = blk.has_bias or zero != 0.0, blk.has_bias, not is_builtin(act)
+    affine, biased = blk.has_bias or zero != 0.0, blk.has_bias
     pairs = f"in antipodal pairs (σ(z) − σ(−z) = {c}·z)"
     to = "the affine map x ↦ A x + β, β = f(0), " if affine else "the linear map "
     # a user's σ (not a built-in as written): where the sample reads a smaller constant than the one derived (the
     # pieces' structural bound is not the least; none for a smooth σ), the estimate serves — the screen only withholds
-    user = user and builtin_name(act) is None
+    user = builtin_name(act) is None
     if first:
         L, note = sigma_lipschitz(act), ""
         est = (_sampled_lipschitz(act) if biased else _sampled_quotient(act, 0.0)) if user else None
@@ -341,11 +347,16 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
             yield _plus_product(blk, float(c) / 2), K, 2, to + f"A = M + ({c}/2)·W_down W_up", pairs + note, affine
 
 
+def _float_at_zero(act: Activation) -> float:
+    """σ(0) as σ's float64 evaluation gives it."""
+    with np.errstate(all="ignore"):
+        return float(np.asarray(act(np.zeros(1)), dtype=np.float64).reshape(-1)[0])
+
+
 def _at_zero(act: Activation) -> float:
     """σ(0) in float64, and exactly 0 where a user's expression is 0 at 0 though its float64 value is not (a sum of
     terms that cancel, 3.5·10⁻¹⁸): a tiny value is checked with sympy."""
-    with np.errstate(all="ignore"):
-        zero = float(np.asarray(act(np.zeros(1)), dtype=float).reshape(-1)[0])
+    zero = _float_at_zero(act)
     if 0 < abs(zero) < 1e-9 and not is_builtin(act):
         import sympy as sp
 
@@ -419,8 +430,7 @@ def _sampled_quotient(act: Activation, slope: float) -> float | None:
     estimate of its sup from below, not a bound (the screen that reads it only withholds a verdict); None without
     a finite σ(0) or a trusted point."""
     z, v = _trusted_grid(act)
-    with np.errstate(all="ignore"):
-        v0 = float(np.asarray(act(np.zeros(1)), dtype=np.float64).reshape(-1)[0])
+    v0 = _float_at_zero(act)
     keep = z != 0
     if not (math.isfinite(v0) and np.any(keep)):
         return None
@@ -431,8 +441,7 @@ def _sampled_gate(act: Activation) -> tuple[float, float, float, float] | None:
     """(γ = g(0), sup |g|, sup |g − γ|, sup |g′|) of a user's gate, the sups estimated on the trusted grid
     (:func:`_trusted_grid`; :func:`_sampled_lipschitz`); None where γ = 0 or is not finite."""
     z, v = _trusted_grid(act)
-    with np.errstate(all="ignore"):
-        gamma = float(np.asarray(act(np.zeros(1)), dtype=np.float64).reshape(-1)[0])
+    gamma = _float_at_zero(act)
     lip = _sampled_lipschitz(act)
     if not (math.isfinite(gamma) and gamma != 0.0 and len(z) and lip is not None):
         return None
