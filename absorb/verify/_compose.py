@@ -99,12 +99,11 @@ def _f0_of_stack(fs: list[Block]) -> float:
     """A rigorous lower bound of |F(0)|_∞ (0 where none is known): ŷ_k = f_k(ŷ_{k−1}) in float64 from ŷ_0 = 0 as
     the hidden layer at 0 of f_k with b_up moved by W_up ŷ (:func:`absorb.verify._weights._hidden_at_zero`), with
     an error bound carried through σ's Lipschitz constant (the moved bias's rounding) and f_k's (the error before)."""
-    from absorb.model.activations import is_builtin
     from absorb.verify._symbolic import _sigma_lipschitz
 
     y, err = np.zeros(fs[0].d), 0.0
     for f in fs:
-        L = LIPSCHITZ.get(f.activation.name) if is_builtin(f.activation) else _sigma_lipschitz(f)
+        L = _sigma_lipschitz(f)  # (the built-ins' table, else a piecewise-linear σ's exact constant)
         lf = _lipschitz(f)
         if f.gated or L is None or not math.isfinite(lf):
             return 0.0

@@ -109,6 +109,12 @@ def _grid(act: Any) -> tuple[np.ndarray, np.ndarray]:
     return _SEEN[key]
 
 
+def _at_zero(act: Any) -> float:
+    """σ(0) as σ's float64 evaluation gives it."""
+    with np.errstate(all="ignore"):
+        return float(np.asarray(act(np.zeros(1)), dtype=np.float64).reshape(-1)[0])
+
+
 def _grid_lipschitz(act: Any, slope: float = 0.0) -> float | None:
     """The largest difference quotient of σ(z) − slope·z between neighbouring points of :func:`_grid`: an
     estimate of sup |σ′ − slope| for a user's smooth σ, not a bound — a claim resting on it is reported as not re-checked."""
@@ -120,8 +126,7 @@ def _grid_ratio(act: Any, slope: float) -> float | None:
     """The largest |σ(z) − σ(0) − slope·z|/|z| at the points z ≠ 0 of :func:`_grid`: an estimate of its sup from
     below, not a bound — a claim resting on it is reported as not re-checked."""
     z, v = _grid(act)
-    with np.errstate(all="ignore"):
-        v0 = float(np.asarray(act(np.zeros(1)), dtype=np.float64).reshape(-1)[0])
+    v0 = _at_zero(act)
     keep = z != 0
     if not (math.isfinite(v0) and np.any(keep)):
         return None
@@ -132,8 +137,7 @@ def _grid_gate(act: Any) -> tuple[float, float, float, float] | None:
     """(g(0), sup |g|, sup |g − g(0)|, sup |g′|) of a user's gate, the sups estimated on :func:`_grid` (not bounds);
     None where g(0) is 0 or not finite."""
     z, v = _grid(act)
-    with np.errstate(all="ignore"):
-        g0 = float(np.asarray(act(np.zeros(1)), dtype=np.float64).reshape(-1)[0])
+    g0 = _at_zero(act)
     lip = _grid_lipschitz(act)
     if not (math.isfinite(g0) and g0 != 0.0 and len(z) and lip is not None):
         return None
@@ -247,13 +251,15 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
         gamma, sup_g, sup_dev, lip = bounds
         if biased:  # f − (A x + f(0)) = W_down[(g(G x + c) − t) ⊙ U x + (g(G x + c) − g(c)) ⊙ b_up], t = 0 (A = M) or
             bu = np.zeros(block.n) if block.b_up is None else np.abs(np.asarray(block.b_up, dtype=np.float64))  # γ (A = M + γDU)
+            with np.errstate(all="ignore"):
+                wmax, u1 = np.max(np.abs(D), axis=0), np.sum(np.abs(U), axis=1)
+                gate_i = lip * bu * np.sum(np.abs(np.asarray(block.W_gate, dtype=np.float64)), axis=1)
+                size = float(np.sum(wmax * u1))
             for A, sup in ((M, sup_g), (None, sup_dev)):
                 with np.errstate(all="ignore"):
                     if A is None:
                         A = M + gamma * (D @ U)  # (its float rounding: within γ_{n+2}|γ|Σ|w_i||u_i|, counted below)
-                    reach_i = sup * np.sum(np.abs(U), axis=1) + lip * bu * np.sum(np.abs(np.asarray(block.W_gate, dtype=np.float64)), axis=1)
-                    size = float(np.sum(np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1)))
-                    r = _up(float(np.sum(np.max(np.abs(D), axis=0) * reach_i)), block.n + block.d)
+                    r = _up(float(np.sum(wmax * (sup * u1 + gate_i))), block.n + block.d)
                 if not (size > 0 and math.isfinite(r) and np.all(np.isfinite(A))):
                     continue
                 rank = int(np.linalg.matrix_rank(A))
@@ -272,8 +278,7 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
     smooth = name is None and L is None  # a user's σ that is not piecewise linear: its constants only estimated
     if estimated != smooth:  # (the estimated pass covers exactly the maps that need those estimates)
         return
-    with np.errstate(all="ignore"):
-        zero = float(np.asarray(act(np.zeros(1)), dtype=float).reshape(-1)[0])
+    zero = _at_zero(act)
     if not math.isfinite(zero):
         return
     if 0 < abs(zero) < 1e-9 and name is None and decide_zero(act.expr.subs(_variable(act.expr), 0)) is True:
