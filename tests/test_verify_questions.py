@@ -285,3 +285,30 @@ def test_a_record_without_a_field_its_format_writes_is_rejected(tmp_path: Path, 
         rec = rec[int(p)] if p.isdigit() else rec[p]
     del rec[key]
     assert _verify(cert, doc, model) == 1
+
+
+@pytest.mark.parametrize("tol", ["0.1", "0.3"])
+def test_twenty_units_are_re_enumerated_bound_included(tmp_path: Path, tol: str) -> None:
+    """n = 20 (the search's own enumeration limit): the checker re-enumerates every set itself,
+    so the honest certificate is accepted in full (it was exit 4: the checker stopped at 16) and
+    a recorded search bound raised tenfold is rejected."""
+    model, cert, doc = _cert(tmp_path, CE / "relu2_wide_generic.npz", "--tol", tol)
+    assert doc["verdict"] == "not_absorbable"
+    assert _verify(cert, doc, model) == 0
+    search = doc["blocks"][0].get("search")
+    if search:  # (the lifted index-set route records its search; the skeleton's own enumeration does not)
+        search["bound"] = 10 * search["bound"]
+        assert _verify(cert, doc, model) == 1
+
+
+@pytest.mark.parametrize("n,low_bits", [(0, 14), (1, 14), (5, 2), (7, 3), (6, 14)])
+def test_subset_sums_cover_every_set_once_in_code_order(n: int, low_bits: int) -> None:
+    """The checker's chunked enumeration: chunk h, row j is the set with code h·2^low_bits + j
+    (integer entries, so every float sum is exact and the comparison is exact anywhere)."""
+    from absorb.verify._numerics import subset_sums
+
+    K = np.random.default_rng(n).integers(-50, 50, size=(n, 3)).astype(np.float64)
+    rows = np.concatenate(list(subset_sums(K, low_bits)), axis=0)
+    assert rows.shape == (1 << n, 3)
+    for code in range(1 << n):
+        assert np.array_equal(rows[code], K[[i for i in range(n) if code >> i & 1]].sum(axis=0))

@@ -11,21 +11,22 @@ import numpy as np
 
 from absorb.model.block import Block
 from absorb.verify import _numerics
-from absorb.verify._numerics import _RANGE_EXPONENT, _U, _frac_matrix, _gamma, _in_range
+from absorb.verify._numerics import _RANGE_EXPONENT, _U, _frac_matrix, _gamma, _in_range, subset_sums
 from absorb.verify._report import _Ctx, _require
 
-ENUM_MAX_N = 16
-"""Exhaustive re-enumeration of index sets up to this width (2^16 sets)."""
-ENUM_MAX_ENTRIES = 1 << 24
+ENUM_MAX_N = 20
+"""Exhaustive re-enumeration of index sets up to this width (2^20 sets, the search's own limit)."""
+ENUM_MAX_ENTRIES = 1 << 28
+"""… and up to 2^n · d² residual entries in all (formed in chunks)."""
 
 
 def _enumerate_lower_bound(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple[float, float] | None:
     """(rigorous lower bound, upper bound) on min_S ‖D_S U_S − T‖_F / ‖T‖_F over all 2^n sets.
 
     Written from scratch: ``a_i = vec(w_i u_iᵀ)`` (rounded products: |â − a| ≤ u|a|), all
-    subset sums by doubling, each entry a float sum of ≤ n + 1 terms so
+    subset sums (``subset_sums``), each entry a float sum of ≤ n + 1 terms so
     |r̂_S − r_S| ≤ e := γ_{n+1}(Σ|â_i| + |t|) + u(1+u)Σ|â_i| entrywise; the computed norm
-    is within γ_{m+2} relatively. None when n > ENUM_MAX_N, the table is too large, or an
+    is within γ_{m+2} relatively. None when n > ENUM_MAX_N, the work is too large, or an
     entry is outside the range of ``_in_range``.
     """
     n, d = U.shape
@@ -35,10 +36,7 @@ def _enumerate_lower_bound(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple
     U, D = U.astype(np.float64, copy=False), D.astype(np.float64, copy=False)  # float32 weights: the products below in float64
     K = (D.T[:, :, None] * U[:, None, :]).reshape(n, m)
     t = T.reshape(-1)
-    sums = np.zeros((1, m))
-    for i in range(n):
-        sums = np.concatenate([sums, sums + K[i]], axis=0)
-    norms = np.sqrt(np.einsum("ij,ij->i", sums - t, sums - t))
+    best = min(float(np.sqrt(np.einsum("ij,ij->i", s - t, s - t)).min()) for s in subset_sums(K))
     absK = np.abs(K).sum(axis=0)
     e = _gamma(n + 1) * (absK + np.abs(t)) + _U * (1 + _U) * absK
     gm = _gamma(m + 2)
@@ -46,7 +44,6 @@ def _enumerate_lower_bound(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> tuple
     e_norm = float(np.linalg.norm(e)) * (1 + gm) + math.sqrt(m) * 2.0**-537
     tn = float(np.linalg.norm(t))
     t_hi, t_lo = tn * (1 + gm), tn * (1 - gm)
-    best = float(norms.min())
     lower = max(0.0, best * (1 - gm) - e_norm) / t_hi
     upper = (best * (1 + gm) + e_norm) / t_lo
     return lower, upper
@@ -159,7 +156,7 @@ def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T
                 done = True
     if not done:
         res = _enumerate_lower_bound(U, D, T)
-        if res is None and block.n > ENUM_MAX_N:
+        if res is None and _in_range(U, D, T):  # (too many sets to enumerate)
             tried = None
             if cert.get("kind") == "lattice-enumeration":  # the search's own route first
                 tried = _check_by_lattice(ctx, w, block, search, T, float(claimed))
@@ -225,7 +222,7 @@ def _check_by_mitm(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T: n
                 if lattice_declined is None:
                     return
             ctx.report.unchecked(w, f"infeasibility proved by {search.get('method')}",
-                                 f"n = {block.n} > {ENUM_MAX_N}, no dual matrix recorded, and the checker's meet-in-the-middle "
+                                 f"2^{block.n} sets are too many to enumerate here, no dual matrix recorded, and the checker's meet-in-the-middle "
                                  f"declined: {first}; at the tolerance: {res}; its lattice enumeration: {lattice_declined}")
             return
     el = time.perf_counter() - t0

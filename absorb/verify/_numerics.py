@@ -44,6 +44,23 @@ def _gamma(k: int) -> float:
     return ku / (1 - ku) if ku < 0.5 else math.inf
 
 
+def subset_sums(K: np.ndarray, low_bits: int = 14):
+    """Σ_{i∈S} K_i (K: n × m, float64) for every S ⊆ {0, …, n−1}, in chunks of 2^low_bits
+    rows: a table of the sums over the low units plus, per chunk, one sum over the high ones
+    (each entry a float sum of ≤ n terms, in some order: γ_{n−1} relative to Σ|K_i| bounds its
+    rounding whatever the order). Chunk h holds the sets whose code is h·2^low_bits + j."""
+    n = K.shape[0]
+    k = min(n, low_bits)
+    low = np.zeros((1, K.shape[1]))
+    for i in range(k):
+        low = np.concatenate([low, low + K[i]], axis=0)
+    high = np.zeros((1, K.shape[1]))
+    for i in range(k, n):
+        high = np.concatenate([high, high + K[i]], axis=0)
+    for h in high:
+        yield low + h
+
+
 def _frac_matrix(a: np.ndarray) -> list[list[Fraction]]:
     return [[Fraction(float(v)) for v in row] for row in np.atleast_2d(a)]
 

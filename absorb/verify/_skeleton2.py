@@ -7,7 +7,7 @@ sympy limit, no sample), and
   (Q) Σ_S w_i ⊗ u_i u_iᵀ = 0 and (L) M = −Σ_S (2αc_i + β) w_i u_iᵀ, measured as
   ‖(Q 1_S, L 1_S + vec M)‖₂ / ‖M‖_F — either an exact positive-definiteness test of QᵀQ − μI (Sylvester, integer elimination)
   (only S = ∅ is close to (Q), and S = ∅ is at distance 1), or every S enumerated with
-  rounding bounds (n ≤ 16), or the Gram route; or the recorded index-set proof re-checked on
+  rounding bounds (n ≤ 20), or the Gram route; or the recorded index-set proof re-checked on
   the lifted problem (case ``index-set``) or on (L) alone (case ``linear``: up rows
   (2αc_i + β)·u_i built here, target −M — (L)'s distance is a lower bound on the joint one);
   the exact test's Gram matrix and the flip's residuals in integers (:mod:`absorb.verify._exact_gram`);
@@ -33,14 +33,14 @@ from absorb.model.block import Block
 from absorb.verify import _exact_gram, _gram
 from absorb.verify._asymptotic import why_not_at_infinity
 from absorb.verify._gram import mu_bound
-from absorb.verify._numerics import _gamma, _parse_number, rounding_allowance, sha256_f64
+from absorb.verify._numerics import _gamma, _parse_number, rounding_allowance, sha256_f64, subset_sums
 from absorb.verify._pieces import decide_zero, exact_value
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _variable, outer_pieces, vanishes_on_reals
 from absorb.verify._weights import InfNorm, _block_arrays, _f0_lower
 
 CASES = ("rank", "gram", "enumerate", "index-set", "linear", "relu2-flip")
-ENUMERATE_MAX_N = 16
+ENUMERATE_MAX_N = 20
 RANK_MAX_N = 48
 
 
@@ -114,12 +114,12 @@ def _enumeration_bound(block: Block, a: Fraction, b: Fraction) -> float | None:
 
 def enumeration_bound(K: np.ndarray, zeros: int, M: np.ndarray, A: np.ndarray | None = None) -> float | None:
     """min over every S of a rigorous lower bound on ‖Σ_S k_i − (0, −vec M)‖ / ‖M‖_F (K: n ×
-    rows, the first ``zeros`` rows against 0; float64, n ≤ 16): r̂ is within γ(A1_S + |t|) of
+    rows, the first ``zeros`` rows against 0; float64, n ≤ ENUMERATE_MAX_N): r̂ is within γ(A1_S + |t|) of
     the exact residual entrywise, γ = γ_{n+rows+8} covering the ≤ 4 roundings of an entry, the
     sums and the norms; A bounds the absolute values of the products an entry of K sums (an
     entry that is a sum may cancel: its rounding is relative to its terms); |K| when None."""
     n = K.shape[0]
-    if n > ENUMERATE_MAX_N:
+    if n > ENUMERATE_MAX_N or (1 << n) * K.shape[1] > 1 << 28:
         return None
     A = np.abs(K) if A is None else A
     t = np.concatenate([np.zeros(zeros), -np.asarray(M, dtype=np.float64).ravel()])
@@ -133,14 +133,13 @@ def enumeration_bound(K: np.ndarray, zeros: int, M: np.ndarray, A: np.ndarray | 
     nm = float(np.linalg.norm(M)) * (1 + g)
     tiny = math.sqrt(K.shape[1]) * n * 2.0**-1070
     worst = math.inf
-    for code in range(1 << n):
-        sel = [i for i in range(n) if code >> i & 1]
-        r = K[sel].sum(axis=0) - t
-        e = A[sel].sum(axis=0) + np.abs(t)
-        lo = (float(np.linalg.norm(r)) * (1 - g) - g * (1 + g) ** 2 * float(np.linalg.norm(e)) - tiny) / nm
-        if not math.isfinite(lo):  # (a nan would be skipped by min(): no bound)
+    for r, e in zip(subset_sums(K), subset_sums(A)):
+        r -= t
+        e += np.abs(t)
+        lo = (np.sqrt(np.einsum("ij,ij->i", r, r)) * (1 - g) - g * (1 + g) ** 2 * np.sqrt(np.einsum("ij,ij->i", e, e)) - tiny) / nm
+        if not np.all(np.isfinite(lo)):  # (a nan would be skipped by min(): no bound)
             return None
-        worst = min(worst, lo)
+        worst = min(worst, float(lo.min()))
     return worst
 
 
