@@ -132,3 +132,27 @@ def test_sigmoid_is_within_three_ulp_of_the_true_value() -> None:
     assert np.isnan(got[0]) and list(got[1:]) == [1.0, 0.0]
     assert _sigmoid(np.float32([0.5])).dtype == np.float32 and _sigmoid(np.float16([0.5])).dtype == np.float32
     assert _sigmoid(np.array([1, 2])).dtype == np.float64 and np.ndim(_sigmoid(0.5)) == 0
+
+
+@pytest.mark.parametrize("name", ["relu", "relu2", "silu", "quick_gelu", "leaky_relu", "sigmoid", "tanh", "softplus", "identity"])
+def test_builtins_without_cancellation_are_relatively_accurate(name: str) -> None:
+    """The witness checks trust these built-ins' numpy values to 2⁻⁴⁰|σ̂(z)| + 2⁻¹⁰⁰⁰ (no |z| term,
+    which only GELU's 1 + erf and GELU-tanh's 1 + tanh need): checked against 60-digit mpmath over
+    every scale, huge negative z (underflow) included."""
+    import mpmath
+
+    act = get_activation(name)
+    x = sorted(act.expr.free_symbols, key=str)[0]
+    fn = sp.lambdify(x, act.expr, "mpmath")
+    if name == "softplus":  # (log(1 + e^z) loses e^z below 10^-60 at 60 digits; log1p does not)
+        fn = lambda v: mpmath.log1p(mpmath.exp(v))  # noqa: E731
+    rng = np.random.default_rng(3)
+    z = np.concatenate([rng.standard_normal(200) * 3, rng.uniform(-800, 800, 300), -(10.0 ** rng.uniform(0, 300, 100)),
+                        10.0 ** rng.uniform(0, 300, 100), [-745.0, -744.0, -438.0, -1e-300, 0.0, 1e-300]])
+    with np.errstate(all="ignore"):
+        got = np.asarray(act(z), dtype=np.float64)
+    with mpmath.workdps(60):
+        want = [fn(mpmath.mpf(v)) for v in z.tolist()]
+        bad = [(v, g, w) for v, g, w in zip(z.tolist(), got.tolist(), want)
+               if not abs(mpmath.mpf(g) - w) <= 2.0**-40 * abs(g) + 2.0**-1000]
+    assert not bad, bad[:3]

@@ -228,3 +228,25 @@ def test_the_hidden_rounding_bound_holds_in_rationals(act: str, gated: bool, mir
         ex = _exact_unit_sum(blk, [Fraction(float(v)) for v in pts.X[p]], units.tolist(), None if signs is None else signs.tolist())
         for r in range(d):
             assert abs(Fraction(float(out[p, r])) - ex[r]) <= Fraction(float(rd[0][p, r])), (p, r)
+
+
+@pytest.mark.parametrize("k", [40, 100])
+def test_a_sigmoid_gated_flip_at_huge_biases_is_absorbable_and_verifies(k: int, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """GLU (sigmoid gate), the planted catalog block with gate and value biases times 2^k: the
+    sigmoid at a bias of 2^k is trusted to a few ulps of its value (no |z| term: nothing cancels),
+    so |f(0)| is provably large and the moved bias's rounding small against it — absorbable, and
+    the checker, by its own account, accepts the certificate (both were unknown / rejected)."""
+    from pathlib import Path
+
+    from absorb.cli import main
+
+    src = Path(__file__).resolve().parents[1] / "counterexamples" / "glu_biased_planted.npz"
+    z = dict(np.load(src))
+    z["b_gate"], z["b_up"] = z["b_gate"] * 2.0**k, z["b_up"] * 2.0**k
+    model, cert = tmp_path / "glu.npz", tmp_path / "c.json"
+    np.savez(model, **z)
+    assert main(["check", str(model), "--certificate", str(cert), "-q"]) == 0
+    import json
+
+    assert json.loads(cert.read_text())["verdict"] == "absorbable"
+    assert main(["verify", str(cert), str(model), "-q"]) == 0

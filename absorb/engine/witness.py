@@ -902,7 +902,15 @@ def eval_threshold(tol: float, n: int) -> float:
 
 _SIGMA_REL = 2.0**-40
 """Accuracy assumed of a built-in σ's numpy evaluation: |σ̂(z) − σ(z)| ≤ 2⁻⁴⁰(|σ̂(z)| + |z|) + 2⁻¹⁰⁰⁰
-(libm's erf, tanh and exp are within a few ulps; |z| covers the cancellation of GELU's 1 + erf)."""
+for GELU and GELU-tanh (libm's erf and tanh are within a few ulps; |z| covers the cancellation of
+1 + erf and 1 + tanh at negative z), 2⁻⁴⁰|σ̂(z)| + 2⁻¹⁰⁰⁰ for the others: ReLU, leaky ReLU and
+ReLU² are exact or one rounding; the sigmoid is formed from e^−|z| ∈ (0, 1] without cancellation
+(relative error a few ulps; an argument rounded by ≤ 2⁻⁵³ relative, as quick-GELU's 1.702z, moves
+log s by at most |z|·2⁻⁵³ ≤ 2⁻⁴³ while e^−|z| is normal, |z| < 745, and below that the true value
+is under |z|e^−745 < 2⁻¹⁰⁰⁰ where it is not subnormal-rounded); SiLU and quick-GELU multiply by z
+(one rounding); tanh is libm's; softplus is numpy's logaddexp (log1p of e^−|z| plus max(z, 0))."""
+_SIGMA_CANCELS = frozenset({"gelu", "gelu_tanh"})
+"""The built-ins whose evaluation may cancel at negative z (their error counts |z|, above)."""
 _SYMPY_UNITS = 256
 """Most hidden units whose σ(b) a user's σ is evaluated at in sympy (high precision) for f(0)."""
 
@@ -913,7 +921,8 @@ def _sigma_at(act: object, z: np.ndarray) -> tuple[np.ndarray, np.ndarray] | Non
     if is_builtin(act):  # type: ignore[arg-type]
         with np.errstate(all="ignore"):
             h = np.asarray(act(z), dtype=np.float64)  # type: ignore[operator]
-        return h, _SIGMA_REL * (np.abs(h) + np.abs(z)) + 2.0**-1000
+        size = np.abs(h) + np.abs(z) if act.name in _SIGMA_CANCELS else np.abs(h)  # type: ignore[attr-defined]
+        return h, _SIGMA_REL * size + 2.0**-1000
     if z.size > _SYMPY_UNITS:
         return None
     import sympy as sp

@@ -309,7 +309,13 @@ def _flip_block(block: Block, S: Sequence[int], c: Fraction, s: Fraction = Fract
 
 
 SIGMA_ACCURACY = 2.0**-40
-"""A built-in σ's numpy value is trusted to |σ̂(z) − σ(z)| ≤ 2⁻⁴⁰(|σ̂(z)| + |z|) + 2⁻¹⁰⁰⁰."""
+"""A built-in σ's numpy value is trusted to |σ̂(z) − σ(z)| ≤ 2⁻⁴⁰(|σ̂(z)| + |z|) + 2⁻¹⁰⁰⁰ where its
+formula cancels at negative z (``_CANCELLING``: 1 + erf, 1 + tanh), else to 2⁻⁴⁰|σ̂(z)| + 2⁻¹⁰⁰⁰:
+max and where are exact, a square or a product by z one rounding, and the sigmoid, softplus and tanh
+are formed without cancellation from e^−|z| ≤ 1 (libm: a few ulps; an argument off by 2⁻⁵³
+relative, as 1.702z, changes log σ by ≤ 745·2⁻⁵³ while e^−|z| does not underflow, and past that the
+value itself is below 2⁻¹⁰⁰⁰)."""
+_CANCELLING = frozenset({"gelu", "gelu_tanh"})
 SYMPY_POINTS = 256
 """A user's σ is evaluated in sympy (40 digits) at most at this many biases."""
 
@@ -390,7 +396,7 @@ def _hidden_at_zero(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
     if is_builtin(block.activation):
         with np.errstate(all="ignore"):
             h = np.asarray(block.activation(z), dtype=np.float64)
-        e = SIGMA_ACCURACY * (np.abs(h) + np.abs(z)) + 2.0**-1000
+        e = SIGMA_ACCURACY * (np.abs(h) + (np.abs(z) if block.activation.name in _CANCELLING else 0)) + 2.0**-1000
     elif n <= SYMPY_POINTS:
         x = sorted(block.activation.expr.free_symbols, key=str)
         sym = x[0] if x else sp.Symbol("x")
