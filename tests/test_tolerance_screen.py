@@ -184,3 +184,39 @@ def test_a_biased_sigmoid_glu_gets_the_gamma_map() -> None:
     blk = Block(U, D, get_activation("sigmoid"), W_gate=G, b_gate=rng.standard_normal(3), b_down=rng.standard_normal(2))
     dec = decide(blk, tol=1e-3)
     assert dec.verdict.value == "unknown" and "W_down W_up" in dec.reason, dec.reason
+
+
+def _biased(act: str, size: float) -> Block:
+    rng = np.random.default_rng(3)
+    return _scaled(rng, 2, 4, size, act, b_up=rng.standard_normal(4), b_down=rng.standard_normal(2))
+
+
+@pytest.mark.parametrize("act", ["expr:Max(0, x - 3/2)", "expr:(x + 1)/(1 + exp(-(x + 1)))", "expr:log(1 + exp(x - 2))"])
+def test_a_shifted_sigma_with_biases_gets_the_maps(act: str) -> None:
+    """σ(z) = τ(z + s) with a flip identity for τ, biased, size 1.5τ (τ = 10⁻³): pairs with biases b − s, −b − s
+    realise x ↦ A x + f(0) within the tolerance (the same f as τ with b_up + s, which was withheld already). The
+    checker finds such a map too (exactly for the piecewise-linear σ, by estimate for the smooth ones). At size 10
+    the exact verdict stands."""
+    from absorb.verify._tolerance import contradiction
+
+    near = _biased(act, 1.5e-3)
+    dec = decide(near, tol=1e-3)
+    assert dec.verdict.value == "unknown" and "σ(z) − σ(−z − 2s)" in dec.reason, dec.reason
+    assert contradiction(near, 1e-3) is not None or contradiction(near, 1e-3, estimated=True) is not None
+    assert decide(_biased(act, 10.0), tol=1e-3).verdict.value == "not_absorbable"
+
+
+def test_a_steep_bounded_bump_costs_its_height_not_its_slope() -> None:
+    """σ = ReLU + (tanh(10⁴(z − 5)) − tanh(10⁴(z + 5)))/100 (even, slope 100 at |z| = 5), biased, size 1.5τ: σ's even
+    part is |z|/2 plus a part that varies by 0.02, so x ↦ (I + ½W_down W_up)x + f(0) is within 0.75τ|x|∞ + 0.02·Σ|w_i|∞,
+    inside τ(|x|∞ + |f(0)|∞). Producer and checker (by estimate: exit 4, never a rejection) both see it; a bump of
+    height 100 does not fit under τ|f(0)|∞, and the exact verdict stands."""
+    from absorb.verify._tolerance import contradiction
+
+    near = _biased("expr:Max(0,x) + (tanh(10000*(x-5)) - tanh(10000*(x+5)))/100", 1.5e-3)
+    dec = decide(near, tol=1e-3)
+    assert dec.verdict.value == "unknown" and "varies by" in dec.reason, dec.reason
+    assert contradiction(near, 1e-3) is None and contradiction(near, 1e-3, estimated=True) is not None
+    tall = _biased("expr:Max(0,x) + 100*(tanh(10000*(x-5)) - tanh(10000*(x+5)))", 1.5e-3)
+    assert decide(tall, tol=1e-3).verdict.value == "not_absorbable"
+    assert contradiction(tall, 1e-3, estimated=True) is None

@@ -58,8 +58,17 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
         return sampled
     if blk.n * blk.d > 1 << 24 or not normM < 2.0**500:  # (pairs for a huge M overflow)
         return None
+    f0: list[float] = []  # (a rigorous lower bound of |f(0)|∞, formed when a map with a constant error needs it)
+
+    def f0_low() -> float:
+        if not f0:
+            from absorb.engine.witness import f0_lower
+
+            f0.append(f0_lower(blk))
+        return f0[0]
+
     for sub, kept in _unit_subsets(blk):
-        why = _near_linear(sub, kept, normM, tol, width)
+        why = _near_linear(sub, kept, normM, tol, width, f0_low)
         if why is not None:
             return why
     return None
@@ -85,14 +94,20 @@ def _unit_subsets(blk: Block):  # type: ignore[no-untyped-def]
         yield blk.replace(W_down=np.asarray(blk.W_down)[:, T], **pick), n - t
 
 
-def _near_linear(blk: Block, kept: int, normM: float, tol: float, width: int) -> str | None:
+def _near_linear(blk: Block, kept: int, normM: float, tol: float, width: int, f0_low) -> str | None:  # type: ignore[no-untyped-def]
     """The first map of :func:`_linear_parts` for ``blk`` (f's units in T) within the tolerance, with ``kept`` of f's
-    other units kept as they are, or None."""
+    other units kept as they are, or None. ``f0_low()``: a lower bound of the whole f's |f(0)|∞, for a map whose
+    error has a constant part C·Σ_i |w_i|∞ besides r|x|∞ (then r < τ and that constant ≤ τ|f(0)|∞ suffice)."""
     size = _block_size(blk)
-    for A, K, per_rank, how, units, affine in _linear_parts(blk, normM, size, tol):
+    for A, K, per_rank, how, units, affine, C in _linear_parts(blk, normM, size, tol):
         r = K * size
         if not np.all(np.isfinite(A)):
             continue
+        if C:
+            with np.errstate(all="ignore"):
+                const = C * float(np.sum(np.max(np.abs(np.asarray(blk.W_down, dtype=np.float64)), axis=0)))
+            if not (r < tol and const <= tol * f0_low()):
+                continue
         normA = _row_sum(A, blk.d)
         rank = int(np.linalg.matrix_rank(A))
         # a bias-free g carries a constant W_down σ(0)·1 (σ(0) ≠ 0) on an unbalanced pair (tu, w/(ct)), (−tu, −w/(ct) + v):
@@ -248,8 +263,8 @@ def _row_sum(A: np.ndarray, d: int) -> float:
 
 
 def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: ignore[no-untyped-def]
-    """Candidates (A, K, units per rank, A's formula, how the units realise it, whether a constant β = f(0) is added) with
-    |f(x) − A x − β|∞ ≤ K·size·|x|∞ and units that realise x ↦ A x exactly, ``units per rank`` of them per rank-one
+    """Candidates (A, K, units per rank, A's formula, how the units realise it, whether a constant β = f(0) is added, C) with
+    |f(x) − A x − β|∞ ≤ K·size·|x|∞ + C·Σ_i |w_i|∞ and units that realise x ↦ A x exactly, ``units per rank`` of them per rank-one
     term (read, not recorded: no verdict rests on them; a candidate that cannot pass the screen's first test is not formed):
 
     * ungated, σ(z) − σ(−z) = c·z (c ≠ 0): antipodal pairs (u, w/c), (−u, −w/c) give w·(u·x), 2 units per
@@ -261,7 +276,11 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
         bias-free (:func:`absorb.engine.witness.sigma_even_growth` for σ(0) = 0), e's Lipschitz constant with
         biases (:func:`absorb.engine.witness.sigma_even_lipschitz`);
       β = f(0) where f has biases or σ(0) ≠ 0. For a user's σ that is not piecewise linear these sups are
-      estimated on a grid (:func:`_trusted_grid`), and the reason says so;
+      estimated on a grid (:func:`_trusted_grid`), and the reason says so. With biases σ(z) − σ(−z − 2s) = c·(z + s)
+      (a shifted flip) serves as well: pairs (u, b − s, w/c), (−u, −b − s, −w/c) give w·(u·x + b). For a user's σ
+      with a constant in the map, where K is too large (a steep bump), the split σ(z) − t·z = q(z) + ρ(z)
+      (:func:`_sampled_oscillation`: q the hinge of σ's slopes at ±∞, ρ bounded) gives
+      |f(x) − A x − β|∞ ≤ K_q·size·|x|∞ + osc ρ·Σ_i |w_i|∞ (the last element: osc ρ; 0 for the others);
     * gated with a linear value branch, gate g bounded with γ = g(0) ≠ 0: one unit with gate
       row 0 gives γ·w·(u·x); A = M with K = sup |g|, and A = M + γ·W_down W_up with
       K = sup |g − γ| (:data:`absorb.engine.witness.GATE_BOUNDS`; for a user's gate, estimated on the grid);
@@ -295,19 +314,24 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
         if blk.has_bias:  # f − (A x + f(0)) = W_down[(g(G x + c) − t) ⊙ U x + (g(G x + c) − g(c)) ⊙ b_up], t = 0 or γ
             r = _gated_reach(blk, sup_g, lip)
             if r <= reach:
-                yield blk.M, r / size if size > 0 else 0.0, 1, "the affine map x ↦ A x + β, A = M, β = f(0)", units, True
+                yield blk.M, r / size if size > 0 else 0.0, 1, "the affine map x ↦ A x + β, A = M, β = f(0)", units, True, 0.0
             r = _gated_reach(blk, sup_dev, lip)
             if r <= reach + tol * abs(gamma) * size:
                 yield (_plus_product(blk, gamma), r / size if size > 0 else 0.0, 1,
-                       f"the affine map x ↦ A x + β, A = M + {gamma:.6g}·W_down W_up, β = f(0)", units, True)
+                       f"the affine map x ↦ A x + β, A = M + {gamma:.6g}·W_down W_up, β = f(0)", units, True, 0.0)
             return
         if sup_g * size <= reach + tol * abs(gamma) * size:
-            yield blk.M, sup_g, 1, "the linear map A = M", units, False
+            yield blk.M, sup_g, 1, "the linear map A = M", units, False, 0.0
         if sup_dev * size <= reach + tol * abs(gamma) * size:
-            yield _plus_product(blk, gamma), sup_dev, 1, f"the linear map A = M + {gamma:.6g}·W_down W_up", units, False
+            yield _plus_product(blk, gamma), sup_dev, 1, f"the linear map A = M + {gamma:.6g}·W_down W_up", units, False, 0.0
         return
     flip = _analysis(act, "flip_identity[ungated]")  # (read, not recorded: the verdict does not rest on it)
     c = facts.rational(flip.value, "c") if flip.proved else None
+    shift = None
+    if not c and blk.has_bias:  # σ(z) − σ(−z − 2s) = c·(z + s): the pairs' biases take the shift
+        sh = _analysis(act, "shifted_flip")
+        if sh.proved:
+            c, shift = facts.rational(sh.value, "c"), facts.rational(sh.value, "s")
     if not c:
         return
     half = abs(float(c)) / 2
@@ -324,7 +348,8 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
     if not math.isfinite(zero):
         return
     affine, biased = blk.has_bias or zero != 0.0, blk.has_bias
-    pairs = f"in antipodal pairs (σ(z) − σ(−z) = {c}·z)"
+    pairs = (f"in antipodal pairs (σ(z) − σ(−z) = {c}·z)" if shift is None else
+             f"in antipodal pairs with biases b − s, −b − s (σ(z) − σ(−z − 2s) = {c}·(z + s), s = {shift})")
     to = "the affine map x ↦ A x + β, β = f(0), " if affine else "the linear map "
     # a user's σ (not a built-in as written): where the sample reads a smaller constant than the one derived (the
     # pieces' structural bound is not the least; none for a smooth σ), the estimate serves — the screen only withholds
@@ -332,19 +357,30 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
     if first:
         L, note = sigma_lipschitz(act), ""
         est = (_sampled_lipschitz(act) if biased else _sampled_quotient(act, 0.0)) if user else None
-        if est is not None and (L is None or est < L):  # |σ(z) − σ(0)| ≤ G|z| bias-free (G ≤ L: a steep bump makes L ≫ G)
+        if est is not None and (L is None or est < L * (1 - 1e-6)):  # |σ(z) − σ(0)| ≤ G|z| bias-free (G ≤ L: a steep bump makes L ≫ G)
             L, what = est, ("Lipschitz constant" if biased else "sup |σ(z) − σ(0)|/|z|")
             note = f" (σ's {what} estimated from samples as {L:.3g})"
         if L is not None and L * size <= reach:
-            yield blk.M, L, 2, to + "A = M", pairs + note, affine
+            yield blk.M, L, 2, to + "A = M", pairs + note, affine, 0.0
+        elif user and affine and len(ends) == 2 and L_low * size < tol:
+            osc = _sampled_oscillation(act, 0.0, ends, shift)
+            if osc is not None:
+                yield (blk.M, L_low, 2, to + "A = M", pairs + f" (σ within {L_low:.3g}|z| plus a part that varies by "
+                       f"{osc:.3g}, estimated from samples)", affine, osc)
     if second:
         K, note = (sigma_even_lipschitz(act, c) if affine else sigma_even_growth(act, c)), ""
         est = (_sampled_lipschitz(act, float(c) / 2) if biased else _sampled_quotient(act, float(c) / 2)) if user else None
-        if est is not None and (K is None or est < K):
+        if est is not None and (K is None or est < K * (1 - 1e-6)):
             K, what = est, f"{'Lipschitz constant' if biased else 'sup |e(z) − e(0)|/|z|'} of its even part e(z) = σ(z) − ({c}/2)z"
             note = f" (σ's {what} estimated from samples as {K:.3g})"
         if K is not None and K * size <= reach + tol * half * size:
-            yield _plus_product(blk, float(c) / 2), K, 2, to + f"A = M + ({c}/2)·W_down W_up", pairs + note, affine
+            yield _plus_product(blk, float(c) / 2), K, 2, to + f"A = M + ({c}/2)·W_down W_up", pairs + note, affine, 0.0
+        elif user and affine and len(ends) == 2 and K_low * size < tol:
+            osc = _sampled_oscillation(act, float(c) / 2, ends, shift)
+            if osc is not None:
+                yield (_plus_product(blk, float(c) / 2), K_low, 2, to + f"A = M + ({c}/2)·W_down W_up",
+                       pairs + f" (its even part e(z) = σ(z) − ({c}/2)z within {K_low:.3g}|z| plus a part that varies by "
+                       f"{osc:.3g}, estimated from samples)", affine, osc)
 
 
 def _float_at_zero(act: Activation) -> float:
@@ -446,6 +482,23 @@ def _sampled_gate(act: Activation) -> tuple[float, float, float, float] | None:
     if not (math.isfinite(gamma) and gamma != 0.0 and len(z) and lip is not None):
         return None
     return gamma, float(np.max(np.abs(v))), float(np.max(np.abs(v - gamma))), lip
+
+
+def _sampled_oscillation(act: Activation, slope: float, ends: list, shift: object) -> float | None:  # type: ignore[type-arg]
+    """max − min of ρ(z) = σ(z) − slope·z − q(z) at the trusted points of the grid (:func:`_trusted_grid`), q the
+    hinge at h = −s (0 without a shift s) with slopes L₊ − slope right of h and L₋ − slope left of it (``ends`` =
+    [L₊, L₋], σ(z)/z → L± at ±∞): σ(z) − slope·z = q(z) + ρ(z) with q Lipschitz (max |L± − slope|), so
+    |(σ − slope·z)(y) − (σ − slope·z)(b)| ≤ max |L± − slope|·|y − b| + osc ρ — a steep bounded bump costs its
+    height, not its slope. An estimate from below, not a bound (the screen that reads it only withholds a verdict)."""
+    z, v = _trusted_grid(act)
+    if len(z) < 2:
+        return None
+    h = -float(shift) if shift else 0.0  # type: ignore[arg-type]
+    lp, lm = float(ends[0]) - slope, float(ends[1]) - slope
+    with np.errstate(all="ignore"):
+        rho = v - slope * z - np.where(z >= h, lp * (z - h), lm * (z - h))
+    out = float(rho.max() - rho.min())
+    return out if math.isfinite(out) else None
 
 
 def _plus_product(blk: Block, t: float) -> np.ndarray:

@@ -21,10 +21,13 @@ bound, with no search (this checker's own derivation; it shares no code with the
 
 For a user's σ that is not piecewise linear none of these constants is known: ``estimated=True`` runs the
 ungated maps with sup |σ(z) − σ(0)|/|z| (bias-free; with biases σ's Lipschitz constant) and sup |σ(z) − (c/2)z|/|z|
-estimated on a grid, and what it finds is reported as not re-checked, never as a rejection.
+estimated on a grid, and for any user's σ with a constant in the map (biases, or σ(0) ≠ 0) the split
+σ(z) − t·z = q(z) + ρ(z) (:func:`_split`: a hinge q with σ's slopes at ±∞ and a bounded ρ, whose variation is read on
+the grid); what it finds is reported as not re-checked, never as a rejection. With biases, σ(z) − σ(−z − 2s) = c·(z + s)
+serves as well as the flip identity (pairs with biases b − s, −b − s; s read from σ far out, then proved exactly).
 
-To never reject an honest certificate whose producer bounded the same quantities a little more
-loosely, r is doubled here (a not_absorbable within a factor 2 of the line is let through).
+Every constant here is an upper bound (or, in the estimated pass, an estimate), so a map found within the
+tolerance is a residual-free g within it: the not_absorbable is false, whatever the producer's screen missed.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ import sympy as sp
 
 from absorb.verify._numerics import _U, exact_rank
 from absorb.verify._pieces import decide_zero, pl_lipschitz
-from absorb.verify._symbolic import _sigma_lipschitz, _variable, flip_constant
+from absorb.verify._symbolic import _sigma_lipschitz, _variable, flip_constant, shifted_flip_constant
 
 EVEN = {"relu": 0.5, "leaky_relu": 0.495, "gelu": 0.5, "gelu_tanh": 0.5, "silu": 0.5, "quick_gelu": 0.5}
 """sup |σ′(z) − c/2| is not needed for these: |σ(z) − (c/2)z| ≤ K|z| with K = 1/2 (ReLU |z|/2, GELU
@@ -49,7 +52,7 @@ ReLU (slope 1/100) 0.99/2."""
 GATES = {"sigmoid": (0.5, 1.0, 0.5, 0.25)}
 """(g(0), sup |g|, sup |g − g(0)|, sup |g′|) of a bounded gate with g(0) ≠ 0."""
 
-_SAFETY = 2.0
+_SAFETY = 1.0
 
 
 @lru_cache(maxsize=64)
@@ -57,6 +60,42 @@ def _flip(srepr: str) -> Fraction | None:
     e = sp.sympify(srepr)
     c = flip_constant(e, gated=False)
     return Fraction(int(c.p), int(c.q)) if c is not None and c.is_Rational else None
+
+
+def _ends(act: Any) -> tuple[float, float, float] | None:
+    """(L₊, L₋, s) read from σ at ±10⁶ and ±2·10⁶: the slopes σ(z)/z → L± and the shift
+    s = (A₊ − A₋)/(L₊ − L₋) of σ(z) = L±z + A± + o(1) — numbers to try, never a claim (the shift
+    is then proved exactly, :func:`_shifted`); None where σ is not finite there."""
+    Z = 1e6
+    with np.errstate(all="ignore"):
+        v = np.asarray(act(np.array([-2 * Z, -Z, Z, 2 * Z])), dtype=np.float64)
+    if not np.all(np.isfinite(v)):
+        return None
+    lp, lm = (v[3] - v[2]) / Z, (v[1] - v[0]) / Z
+    ap, am = v[2] - lp * Z, v[1] + lm * Z
+    return lp, lm, ((ap - am) / (lp - lm) if abs(lp - lm) > 1e-9 else 0.0)
+
+
+@lru_cache(maxsize=64)
+def _shifted(srepr: str, s: Fraction) -> Fraction | None:
+    """c with σ(z) − σ(−z − 2s) = c·(z + s) for every real z, proved exactly for this s (:func:`shifted_flip_constant`)."""
+    c = shifted_flip_constant(sp.sympify(srepr), sp.Rational(s.numerator, s.denominator))
+    return Fraction(int(c.p), int(c.q)) if c is not None and c.is_Rational and c != 0 else None
+
+
+def _flip_or_shift(act: Any, biased: bool) -> tuple[Fraction | None, Fraction | None]:
+    """(c, None) for σ(z) − σ(−z) = c·z; with biases, else (c, s) for σ(z) − σ(−z − 2s) = c·(z + s) — pairs
+    (u, b − s, w/c), (−u, −b − s, −w/c) give w·(u·x + b); (None, None) when neither is proved."""
+    key = sp.srepr(act.expr)
+    c = _flip(key)
+    if c or not biased:
+        return c, None
+    got = _ends(act)
+    if got is None or not math.isfinite(got[2]) or got[2] == 0:
+        return None, None
+    s = Fraction(got[2]).limit_denominator(1000)
+    c = _shifted(key, s) if s else None
+    return (c, s) if c else (None, None)
 
 
 @lru_cache(maxsize=64)
@@ -171,14 +210,31 @@ def contradiction(block: Any, tol: float, width: int | None = None, estimated: b
     if n * d > 1 << 24 or not normM < 2.0**500:
         return None
     biased = any(getattr(block, k) is not None and np.any(getattr(block, k)) for k in ("b_up", "b_down", "b_gate"))
+    low: list[float] = []
+
+    def f0_low() -> float:  # (a rigorous lower bound of the whole f's |f(0)|∞, formed where a map needs it)
+        if not low:
+            from absorb.verify._weights import _f0_lower
+
+            low.append(_f0_lower(block))
+        return low[0]
+
     for part, kept in _subsets(block):
         U, D = np.asarray(part.W_up, dtype=np.float64), np.asarray(part.W_down, dtype=np.float64)
         with np.errstate(all="ignore"):
             size = _up(float(np.sum(np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1))), part.n + d)
         reach = tol * (1 + normM) / (_SAFETY * size) if size else math.inf
-        for A, K, units in _maps(part, M, U, D, biased, reach, tol, estimated):
+        for A, K, units, C in _maps(part, M, U, D, biased, reach, tol, estimated):
             r = _SAFETY * K * size
             if not (math.isfinite(r) and np.all(np.isfinite(A)) and units + kept <= width):
+                continue
+            if C is not None:  # (an error r|x|∞ + C·Σ_i |w_i|∞: within τ(|x|∞ + |f(0)|∞) when r < τ and the constant ≤ τ|f(0)|∞)
+                with np.errstate(all="ignore"):
+                    const = _SAFETY * C * _up(float(np.sum(np.max(np.abs(D), axis=0))), part.n)
+                if r < tol and const <= tol * f0_low():
+                    return (f"f is within {r:.3g}·|x|∞ + {const:.3g} of a block of {units} residual-free units that realise "
+                            "an affine map exactly" + (f" and {kept} of f's units kept as they are" if kept else "")
+                            + f", ≤ {width} units, which is within the tolerance (|f(0)|∞ ≥ {f0_low():.3g})")
                 continue
             # (x ↦ A x + f(0): |f(x)|∞ + |f(0)|∞ ≥ |A x|∞ − r|x|∞ all the same; not where kept units add to f)
             if r < tol or (not kept and r < tol * (1 + max(_lower_gain(A) - r, 0.0))):
@@ -264,7 +320,7 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
                     continue
                 rank = int(np.linalg.matrix_rank(A))
                 if _rank_at_most(A, rank):
-                    yield A, r / size * (1 + 4 * _U) + (block.n + 4) * _U * abs(gamma), rank
+                    yield A, r / size * (1 + 4 * _U) + (block.n + 4) * _U * abs(gamma), rank, None
             return
         for A, K in ((M, sup_g), (None, sup_dev)):
             if A is None:
@@ -272,18 +328,22 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
                     A = M + gamma * (D @ U)
             r = np.linalg.matrix_rank(A) if np.all(np.isfinite(A)) else block.d
             if _rank_at_most(A, int(r)):
-                yield A, K, int(r)
+                yield A, K, int(r), None
         return
     L = _lipschitz(block) if name is None else _sigma_lipschitz(block)
     smooth = name is None and L is None  # a user's σ that is not piecewise linear: its constants only estimated
-    if estimated != smooth:  # (the estimated pass covers exactly the maps that need those estimates)
-        return
     zero = _at_zero(act)
     if not math.isfinite(zero):
         return
     if 0 < abs(zero) < 1e-9 and name is None and decide_zero(act.expr.subs(_variable(act.expr), 0)) is True:
         zero = 0.0  # (a sum of terms that cancel at 0 evaluates to 3.5e-18 in float64: σ(0) = 0 exactly)
     affine = biased or zero != 0.0
+    if estimated and name is not None or not estimated and smooth:
+        return
+    if estimated and affine:  # a user's σ (any): a slope plus a bounded part, the part's size read on the grid
+        yield from _split(block, M, U, D, biased, tol)
+    if estimated != smooth:  # (the estimated pass covers exactly the maps that need those estimates)
+        return
     if estimated:  # on a grid, not bounds: with biases Lipschitz constants, bias-free sup |σ(z) − σ(0) − slope·z|/|z|
         with np.errstate(all="ignore"):  # (c read numerically first, so that sympy runs only where a map can pass)
             c_num = float(np.asarray(act(np.ones(1)) - act(-np.ones(1)), dtype=np.float64).reshape(-1)[0])
@@ -301,14 +361,14 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
     # a built-in's K are known without c (|c| ≤ 2L): neither map can pass past this
     if name is not None and not (L <= reach or even_table.get(name, math.inf) <= reach + tol * L / 2):
         return
-    c = _flip(sp.srepr(act.expr))
+    c, _s = _flip_or_shift(act, biased)
     if not c:
         return
     r = int(np.linalg.matrix_rank(M))
     # a bias-free g carries a constant W_down σ(0)·1 on an unbalanced pair (tu, w/(ct)), (−tu, −w/(ct) + v), within
     # |v|·L·t|u|₁|x|∞ of w(u·x) + v σ(0) for any t > 0; only with no pair at all does it need a unit of its own
     if _rank_at_most(M, r):
-        yield M, L, 2 * r + (1 if affine and not biased and r == 0 else 0)
+        yield M, L, 2 * r + (1 if affine and not biased and r == 0 else 0), None
     if estimated:
         K = _grid_lipschitz(act, float(c) / 2) if biased else _grid_ratio(act, float(c) / 2)
     elif name is not None:
@@ -325,7 +385,41 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
     K = K + (block.n + 4) * _U * abs(float(c)) / 2
     r = int(np.linalg.matrix_rank(A))
     if _rank_at_most(A, r):
-        yield A, K, 2 * r + (1 if affine and not biased and r == 0 else 0)
+        yield A, K, 2 * r + (1 if affine and not biased and r == 0 else 0), None
+
+
+def _split(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool, tol: float):  # type: ignore[no-untyped-def]
+    """(A, k, units, C) for a user's σ with σ(z) − t·z = q(z) + ρ(z), t = 0 (A = M) or c/2 (A = M + (c/2)·W_down W_up),
+    q the hinge at −s with slopes L± − t (k = max |L± − t|, read at ±10⁶: :func:`_ends`) and ρ varying by C on
+    :func:`_grid`: |f(x) − A x − f(0)|∞ ≤ k·Σ|w_i|∞|u_i|₁·|x|∞ + C·Σ|w_i|∞ — a steep bounded bump costs its height, not
+    its slope. Estimates, never bounds: what they find is reported as not re-checked."""
+    act = block.activation
+    ends = _ends(act)
+    if ends is None:
+        return
+    lp, lm, _ = ends
+    with np.errstate(all="ignore"):
+        size = float(np.sum(np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1)))
+    # (c = L₊ − L₋ for either identity: the even slope is about |L₊ + L₋|/2; sympy runs only where a map can pass)
+    if not (math.isfinite(size) and _SAFETY * min(max(abs(lp), abs(lm)), abs(lp + lm) / 2) * size < tol):
+        return
+    c, s = _flip_or_shift(act, biased)
+    if not c:
+        return
+    z, v = _grid(act)
+    h = -float(s) if s else 0.0
+    for t in (0.0, float(c) / 2):
+        k = max(abs(lp - t), abs(lm - t)) * (1 + 1e-6)
+        if not (_SAFETY * k * size < tol and len(z) > 1):
+            continue
+        with np.errstate(all="ignore"):
+            rho = v - t * z - np.where(z >= h, (lp - t) * (z - h), (lm - t) * (z - h))
+            A = M if t == 0.0 else M + t * (D @ U)
+            C = float(rho.max() - rho.min())
+        if math.isfinite(C) and np.all(np.isfinite(A)):
+            rank = int(np.linalg.matrix_rank(A))
+            if _rank_at_most(A, rank):
+                yield A, k, 2 * rank, C
 
 
 def sampled_near(block: Any, tol: float, seed: int) -> str | None:
