@@ -220,3 +220,24 @@ def test_a_steep_bounded_bump_costs_its_height_not_its_slope() -> None:
     tall = _biased("expr:Max(0,x) + 100*(tanh(10000*(x-5)) - tanh(10000*(x+5)))", 1.5e-3)
     assert decide(tall, tol=1e-3).verdict.value == "not_absorbable"
     assert contradiction(tall, 1e-3, estimated=True) is None
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_a_gate_that_vanishes_at_zero_still_serves_with_a_gate_bias(allow: bool) -> None:
+    """Gate tanh(max(0, z)) (g(0) = 0, bounded): with biases in the class a unit with gate row 0 and gate bias c,
+    g(c) ≠ 0, gives g(c)·w·(u·x), so x ↦ M x (+ f(0)) is realised and f at reach 0.5τ is within the tolerance —
+    for a biased f, and for its bias-free twin asked with allow_biases (bias-free, the gated skeleton's exact
+    verdict stands). The checker finds the map too (an estimate for a user's gate: not re-checked)."""
+    from absorb.verify._tolerance import contradiction
+
+    rng = np.random.default_rng(11)
+    G, U, D = rng.standard_normal((2, 2)), rng.standard_normal((2, 2)), rng.standard_normal((2, 2))
+    bg, bu, bd = rng.standard_normal(2), rng.standard_normal(2), rng.standard_normal(2)
+    bias = {} if allow else dict(b_gate=bg, b_up=bu, b_down=bd)
+    reach = np.sum(np.max(np.abs(D), axis=0) * (np.sum(np.abs(U), axis=1) + (0 if allow else np.abs(bu) * np.sum(np.abs(G), axis=1))))
+    blk = Block(U, D * 0.5e-3 / reach, get_activation("expr:tanh(Max(0, x))"), W_gate=G, **bias)
+    dec = decide(blk, tol=1e-3, allow_biases=allow)
+    assert dec.verdict.value == "unknown" and "g(c) ≠ 0" in dec.reason, dec.reason
+    assert contradiction(blk, 1e-3, estimated=True, biases=allow) is not None
+    if allow:
+        assert decide(blk, tol=1e-3).verdict.value == "not_absorbable"

@@ -85,7 +85,7 @@ class Ctx:
 
     def done(self, verdict: Verdict, theorem: Theorem, reason: str, **kw: object) -> BlockDecision:
         if verdict is Verdict.NOT_ABSORBABLE:  # every exact proof, against the within-tolerance meaning of absorbable
-            near = within_tolerance(self.block, self.tol, self.seed)
+            near = within_tolerance(self.block, self.tol, self.seed, biases=self.rf_class.biases)
             if near is not None:
                 verdict, theorem, reason = Verdict.UNKNOWN, Theorem.NONE, near
                 kw = {k: v for k, v in kw.items() if k == "search"}

@@ -37,7 +37,7 @@ def _block_size(block: Block) -> float:
         return float(np.sum(_unit_sizes(block))) * (1 + (block.d + 2) * 2.0**-52)
 
 
-def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None) -> str | None:
+def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None, biases: bool | None = None) -> str | None:
     """Why an exact not_absorbable would contradict the tolerance (``absorbable`` means
     |f(x) − g(x)|∞ ≤ τ(|f(x)|∞ + |x|∞ + |f(0)|∞) for a residual-free g), or None. Residual-free
     blocks of width ``width`` (n when None; a narrower g is padded with dead units) are tried by
@@ -47,8 +47,12 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
     * a linear map x ↦ A x that residual-free units realise exactly, with
       |f(x) − A x|∞ ≤ K·Σ_i |w_i|∞|u_i|₁·|x|∞ = r|x|∞ (:func:`_linear_parts`), while
       |f(x)|∞ ≥ (s − r)|x|∞ with s ≤ min |A x|∞/|x|∞ (:func:`_gain`); for f with biases (or σ(0) ≠ 0) an affine map
-      x ↦ A x + β, β = f(0), with |f(x) − A x − β|∞ ≤ r|x|∞, and |f(x)|∞ + |f(0)|∞ ≥ (s − r)|x|∞."""
+      x ↦ A x + β, β = f(0), with |f(x) − A x − β|∞ ≤ r|x|∞, and |f(x)|∞ + |f(0)|∞ ≥ (s − r)|x|∞.
+
+    ``biases``: whether g may have biases (the question's class; f's own biases when None) — then a shifted
+    flip's pairs and gated units whose gate sees only a bias c with g(c) ≠ 0 realise the maps too."""
     width = blk.n if width is None else width
+    biases = blk.has_bias if biases is None else biases or blk.has_bias
     normM = 1.0 if blk.skip is None else _row_sum(blk.M, blk.d)
     if normM <= tol and width >= blk.n:
         return (f"Unknown: f is within the tolerance of its own residual-free part B (|M x|∞ ≤ {normM:.3g}·|x|∞), so "
@@ -68,7 +72,7 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
         return f0[0]
 
     for sub, kept in _unit_subsets(blk):
-        why = _near_linear(sub, kept, normM, tol, width, f0_low)
+        why = _near_linear(sub, kept, normM, tol, width, f0_low, biases)
         if why is not None:
             return why
     return None
@@ -94,12 +98,12 @@ def _unit_subsets(blk: Block):  # type: ignore[no-untyped-def]
         yield blk.replace(W_down=np.asarray(blk.W_down)[:, T], **pick), n - t
 
 
-def _near_linear(blk: Block, kept: int, normM: float, tol: float, width: int, f0_low) -> str | None:  # type: ignore[no-untyped-def]
+def _near_linear(blk: Block, kept: int, normM: float, tol: float, width: int, f0_low, biases: bool) -> str | None:  # type: ignore[no-untyped-def]
     """The first map of :func:`_linear_parts` for ``blk`` (f's units in T) within the tolerance, with ``kept`` of f's
     other units kept as they are, or None. ``f0_low()``: a lower bound of the whole f's |f(0)|∞, for a map whose
     error has a constant part C·Σ_i |w_i|∞ besides r|x|∞ (then r < τ and that constant ≤ τ|f(0)|∞ suffice)."""
     size = _block_size(blk)
-    for A, K, per_rank, how, units, affine, C in _linear_parts(blk, normM, size, tol):
+    for A, K, per_rank, how, units, affine, C in _linear_parts(blk, normM, size, tol, biases):
         r = K * size
         if not np.all(np.isfinite(A)):
             continue
@@ -262,7 +266,7 @@ def _row_sum(A: np.ndarray, d: int) -> float:
     return float(np.max(np.sum(np.abs(A), axis=1))) * (1 + (d + 2) * 2.0**-52)
 
 
-def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: ignore[no-untyped-def]
+def _linear_parts(blk: Block, normM: float, size: float, tol: float, biases: bool):  # type: ignore[no-untyped-def]
     """Candidates (A, K, units per rank, A's formula, how the units realise it, whether a constant β = f(0) is added, C) with
     |f(x) − A x − β|∞ ≤ K·size·|x|∞ + C·Σ_i |w_i|∞ and units that realise x ↦ A x exactly, ``units per rank`` of them per rank-one
     term (read, not recorded: no verdict rests on them; a candidate that cannot pass the screen's first test is not formed):
@@ -304,31 +308,36 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float):  # type: i
                 g = np.asarray(act(np.array([0.0, -30.0, 30.0])), dtype=np.float64)
             lo = float(np.max(np.abs(g[1:] - g[0])))
             lo = min(abs(float(g[0])), lo if math.isfinite(lo) else math.inf)
-            if math.isfinite(g[0]) and g[0] != 0 and lo * size <= reach + tol * abs(float(g[0])) * size:
-                bounds = _sampled_gate(act)
+            if math.isfinite(g[0]) and (g[0] != 0 or biases) and lo * size <= reach + tol * abs(float(g[0])) * size:
+                bounds = _sampled_gate(act, biases)
             units = " (the gate's bounds estimated from samples)"
         if bounds is None:
             return
         gamma, sup_g, sup_dev, lip = bounds
-        units = f"as gated units with gate row 0 (g(0) = {gamma:.6g}){units}"
-        if blk.has_bias:  # f − (A x + f(0)) = W_down[(g(G x + c) − t) ⊙ U x + (g(G x + c) − g(c)) ⊙ b_up], t = 0 or γ
-            r = _gated_reach(blk, sup_g, lip)
-            if r <= reach:
-                yield blk.M, r / size if size > 0 else 0.0, 1, "the affine map x ↦ A x + β, A = M, β = f(0)", units, True, 0.0
-            r = _gated_reach(blk, sup_dev, lip)
-            if r <= reach + tol * abs(gamma) * size:
-                yield (_plus_product(blk, gamma), r / size if size > 0 else 0.0, 1,
-                       f"the affine map x ↦ A x + β, A = M + {gamma:.6g}·W_down W_up, β = f(0)", units, True, 0.0)
+        if gamma == 0.0:  # (with biases: a gate row 0 and a gate bias c with g(c) ≠ 0 give g(c)·w·(u·x); A = M only)
+            units = f"as gated units with gate row 0 and a gate bias c where g(c) ≠ 0{units}"
+            sup_dev = math.inf
+        else:
+            units = f"as gated units with gate row 0 (g(0) = {gamma:.6g}){units}"
+        if not blk.has_bias:
+            if sup_g * size <= reach + tol * abs(gamma) * size:
+                yield blk.M, sup_g, 1, "the linear map A = M", units, False, 0.0
+            if sup_dev * size <= reach + tol * abs(gamma) * size:
+                yield _plus_product(blk, gamma), sup_dev, 1, f"the linear map A = M + {gamma:.6g}·W_down W_up", units, False, 0.0
             return
-        if sup_g * size <= reach + tol * abs(gamma) * size:
-            yield blk.M, sup_g, 1, "the linear map A = M", units, False, 0.0
-        if sup_dev * size <= reach + tol * abs(gamma) * size:
-            yield _plus_product(blk, gamma), sup_dev, 1, f"the linear map A = M + {gamma:.6g}·W_down W_up", units, False, 0.0
+        # f − (A x + f(0)) = W_down[(g(G x + c) − t) ⊙ U x + (g(G x + c) − g(c)) ⊙ b_up], t = 0 or γ
+        r = _gated_reach(blk, sup_g, lip)
+        if r <= reach:
+            yield blk.M, r / size if size > 0 else 0.0, 1, "the affine map x ↦ A x + β, A = M, β = f(0)", units, True, 0.0
+        r = _gated_reach(blk, sup_dev, lip)
+        if r <= reach + tol * abs(gamma) * size:
+            yield (_plus_product(blk, gamma), r / size if size > 0 else 0.0, 1,
+                   f"the affine map x ↦ A x + β, A = M + {gamma:.6g}·W_down W_up, β = f(0)", units, True, 0.0)
         return
     flip = _analysis(act, "flip_identity[ungated]")  # (read, not recorded: the verdict does not rest on it)
     c = facts.rational(flip.value, "c") if flip.proved else None
     shift = None
-    if not c and blk.has_bias:  # σ(z) − σ(−z − 2s) = c·(z + s): the pairs' biases take the shift
+    if not c and biases:  # σ(z) − σ(−z − 2s) = c·(z + s): the pairs' biases take the shift
         sh = _analysis(act, "shifted_flip")
         if sh.proved:
             c, shift = facts.rational(sh.value, "c"), facts.rational(sh.value, "s")
@@ -473,13 +482,14 @@ def _sampled_quotient(act: Activation, slope: float) -> float | None:
     return float(np.max(np.abs(v[keep] - v0 - slope * z[keep]) / np.abs(z[keep])))
 
 
-def _sampled_gate(act: Activation) -> tuple[float, float, float, float] | None:
+def _sampled_gate(act: Activation, zero_ok: bool = False) -> tuple[float, float, float, float] | None:
     """(γ = g(0), sup |g|, sup |g − γ|, sup |g′|) of a user's gate, the sups estimated on the trusted grid
-    (:func:`_trusted_grid`; :func:`_sampled_lipschitz`); None where γ = 0 or is not finite."""
+    (:func:`_trusted_grid`; :func:`_sampled_lipschitz`); None where γ is not finite, or is 0 (unless ``zero_ok``:
+    with biases a gate bias c with g(c) ≠ 0 serves — None then where g is 0 at every point of the grid)."""
     z, v = _trusted_grid(act)
     gamma = _float_at_zero(act)
     lip = _sampled_lipschitz(act)
-    if not (math.isfinite(gamma) and gamma != 0.0 and len(z) and lip is not None):
+    if not (math.isfinite(gamma) and (gamma != 0.0 or zero_ok and np.any(v != 0)) and len(z) and lip is not None):
         return None
     return gamma, float(np.max(np.abs(v))), float(np.max(np.abs(v - gamma))), lip
 

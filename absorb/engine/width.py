@@ -182,7 +182,8 @@ def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: in
 
     width = _check_width(width, block)
     wd = _decide_width(block, width, tol=tol, seed=seed, budget=budget, decision=decision)
-    near = within_tolerance(block, tol, seed, width) if wd.verdict is Verdict.NOT_ABSORBABLE else None
+    biases = getattr(getattr(decision, "residual_free_class", None), "biases", None)  # (the question's class: g may have biases)
+    near = within_tolerance(block, tol, seed, width, biases) if wd.verdict is Verdict.NOT_ABSORBABLE else None
     return wd if near is None else WidthDecision(width, Verdict.UNKNOWN, near, Theorem.NONE.value)
 
 

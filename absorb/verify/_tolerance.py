@@ -172,13 +172,13 @@ def _grid_ratio(act: Any, slope: float) -> float | None:
     return float(np.max(np.abs(v[keep] - v0 - slope * z[keep]) / np.abs(z[keep])))
 
 
-def _grid_gate(act: Any) -> tuple[float, float, float, float] | None:
+def _grid_gate(act: Any, zero_ok: bool = False) -> tuple[float, float, float, float] | None:
     """(g(0), sup |g|, sup |g − g(0)|, sup |g′|) of a user's gate, the sups estimated on :func:`_grid` (not bounds);
-    None where g(0) is 0 or not finite."""
+    None where g(0) is not finite, or 0 (unless ``zero_ok`` and g ≠ 0 somewhere on the grid)."""
     z, v = _grid(act)
     g0 = _at_zero(act)
     lip = _grid_lipschitz(act)
-    if not (math.isfinite(g0) and g0 != 0.0 and len(z) and lip is not None):
+    if not (math.isfinite(g0) and (g0 != 0.0 or zero_ok and np.any(v != 0)) and len(z) and lip is not None):
         return None
     return g0, float(np.max(np.abs(v))), float(np.max(np.abs(v - g0))), lip
 
@@ -196,10 +196,11 @@ def _rank_at_most(A: np.ndarray, k: int) -> bool:
     return exact_rank([[Fraction(float(v)) for v in row] for row in A]) <= k
 
 
-def contradiction(block: Any, tol: float, width: int | None = None, estimated: bool = False) -> str | None:
+def contradiction(block: Any, tol: float, width: int | None = None, estimated: bool = False, biases: bool = False) -> str | None:
     """Why a not_absorbable of ``block`` at tolerance ``tol`` is false (a residual-free g of ``width``
     units (n when None) and f's class within the tolerance, found by bound), or None. g may keep some of
-    f's units as they are and spend the slots of its smallest units on the map (:func:`_subsets`)."""
+    f's units as they are and spend the slots of its smallest units on the map (:func:`_subsets`).
+    ``biases``: the class allows g biases though f has none (a shifted flip's pairs, a gate bias c with g(c) ≠ 0)."""
     d, n = block.d, block.n
     width = n if width is None else width
     M = np.asarray(block.M, dtype=np.float64)
@@ -210,6 +211,7 @@ def contradiction(block: Any, tol: float, width: int | None = None, estimated: b
     if n * d > 1 << 24 or not normM < 2.0**500:
         return None
     biased = any(getattr(block, k) is not None and np.any(getattr(block, k)) for k in ("b_up", "b_down", "b_gate"))
+    g_biases = biases or biased
     low: list[float] = []
 
     def f0_low() -> float:  # (a rigorous lower bound of the whole f's |f(0)|∞, formed where a map needs it)
@@ -224,7 +226,7 @@ def contradiction(block: Any, tol: float, width: int | None = None, estimated: b
         with np.errstate(all="ignore"):
             size = _up(float(np.sum(np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1))), part.n + d)
         reach = tol * (1 + normM) / (_SAFETY * size) if size else math.inf
-        for A, K, units, C in _maps(part, M, U, D, biased, reach, tol, estimated):
+        for A, K, units, C in _maps(part, M, U, D, biased, reach, tol, estimated, g_biases):
             r = _SAFETY * K * size
             if not (math.isfinite(r) and np.all(np.isfinite(A)) and units + kept <= width):
                 continue
@@ -284,7 +286,7 @@ e′ = tanh(z/2)/2, below 1/2."""
 
 
 def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool, reach: float,  # type: ignore[no-untyped-def]
-          tol: float, estimated: bool = False):
+          tol: float, estimated: bool = False, g_biases: bool = False):
     """(A, K, units needed) for the maps of the module's docstring, cheapest first. ``reach``: τ(1 + ‖M‖∞)/(2·size),
     the K below which a map with ‖A‖∞ ≤ ‖M‖∞ can pass (‖A‖∞ ≤ ‖M‖∞ + |γ|·size otherwise); σ's flip constant
     (sympy work) is derived only when some map can pass."""
@@ -300,11 +302,13 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
             with np.errstate(all="ignore"):  # sup |g − g(0)| ≥ |g(±30) − g(0)|: a filter)
                 g = np.asarray(act(np.array([0.0, -30.0, 30.0])), dtype=np.float64)
             lo = float(np.max(np.abs(g[1:] - g[0])))
-            if math.isfinite(g[0]) and g[0] != 0 and min(abs(float(g[0])), lo if math.isfinite(lo) else math.inf) <= reach + tol * abs(float(g[0])):
-                bounds = _grid_gate(act)
+            if math.isfinite(g[0]) and (g[0] != 0 or g_biases) and min(abs(float(g[0])), lo if math.isfinite(lo) else math.inf) <= reach + tol * abs(float(g[0])):
+                bounds = _grid_gate(act, g_biases)
         if bounds is None:
             return
         gamma, sup_g, sup_dev, lip = bounds
+        if gamma == 0.0:  # (g's biases: gate row 0, gate bias c with g(c) ≠ 0 gives g(c)·w·(u·x); only A = M)
+            sup_dev = math.inf
         if biased:  # f − (A x + f(0)) = W_down[(g(G x + c) − t) ⊙ U x + (g(G x + c) − g(c)) ⊙ b_up], t = 0 (A = M) or
             bu = np.zeros(block.n) if block.b_up is None else np.abs(np.asarray(block.b_up, dtype=np.float64))  # γ (A = M + γDU)
             with np.errstate(all="ignore"):
@@ -341,7 +345,7 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
     if estimated and name is not None or not estimated and smooth:
         return
     if estimated and affine:  # a user's σ (any): a slope plus a bounded part, the part's size read on the grid
-        yield from _split(block, M, U, D, biased, tol)
+        yield from _split(block, M, U, D, g_biases, tol)
     if estimated != smooth:  # (the estimated pass covers exactly the maps that need those estimates)
         return
     if estimated:  # on a grid, not bounds: with biases Lipschitz constants, bias-free sup |σ(z) − σ(0) − slope·z|/|z|
@@ -361,7 +365,7 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
     # a built-in's K are known without c (|c| ≤ 2L): neither map can pass past this
     if name is not None and not (L <= reach or even_table.get(name, math.inf) <= reach + tol * L / 2):
         return
-    c, _s = _flip_or_shift(act, biased)
+    c, _s = _flip_or_shift(act, g_biases)
     if not c:
         return
     r = int(np.linalg.matrix_rank(M))

@@ -172,7 +172,7 @@ def check_claim(ctx: _Ctx, w: str, rec: Any, block: Block, main: _Main, *, asked
                                  "no evidence recorded that this checker re-derives")
         return
     _must(ctx, v != "unknown", w, "an unknown answer has no route", f"route {route!r}")
-    near = contradiction(block, ctx.tol, N) if v == "not_absorbable" else None
+    near = contradiction(block, ctx.tol, N, biases=bool(ctx.once.get("class_biases"))) if v == "not_absorbable" else None
     _must(ctx, near is None, w, f"no residual-free block of width {N} found by bound is within the tolerance of f", f"{near}")
     if v == "absorbable":
         k = _whole(ctx, w, rec.get("witness_width"), "the witness's width", 1)

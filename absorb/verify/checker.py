@@ -253,9 +253,10 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
             _require(ctx, verdict == supported, w, f"the verdict {verdict!r} follows from result {th!r}",
                      f"the evidence supports {supported!r}")
         _check_records(ctx, w, b, block, th, witness, orig)
-        near = contradiction(orig, ctx.tol) if verdict == "not_absorbable" else None
+        near = contradiction(orig, ctx.tol, biases=bool(biases)) if verdict == "not_absorbable" else None
         _must(ctx, near is None, w, "no residual-free block found by bound is within the tolerance of f", f"{near}")
-        if verdict == "not_absorbable" and (near := sampled_near(orig, ctx.tol, ctx.seed) or contradiction(orig, ctx.tol, estimated=True)):
+        if verdict == "not_absorbable" and (near := sampled_near(orig, ctx.tol, ctx.seed)
+                                            or contradiction(orig, ctx.tol, estimated=True, biases=bool(biases))):
             ctx.report.unchecked(w, "the exact not_absorbable agrees with the tolerance", near)
         if verdict == "absorbable" and witness is not None:
             for f in (block,) if exact else (block, orig):  # (against f itself too where a normalisation rounds)
