@@ -312,3 +312,29 @@ def test_subset_sums_cover_every_set_once_in_code_order(n: int, low_bits: int) -
     assert rows.shape == (1 << n, 3)
     for code in range(1 << n):
         assert np.array_equal(rows[code], K[[i for i in range(n) if code >> i & 1]].sum(axis=0))
+
+
+@pytest.mark.parametrize("gate", ["tanh(Max(0,x))", "1/(1+exp(-x)) + exp(-x**2)/10", "Max(0,tanh(x))"])
+def test_honest_gated_skeleton_certificates_of_users_step_gates_verify(tmp_path: Path, gate: str) -> None:
+    """A step-like user gate (L₋ = 0, L₊ = 1) without a flip identity: the refuted flip identity (tried for a witness)
+    is not recorded, and max(0, tanh z)'s finiteness and limits are derived by the checker (by structure, and as
+    the max of its arguments' limits), so the honest not_absorbable verifies."""
+    rng = np.random.default_rng(11)
+    G, U, D = rng.standard_normal((2, 2)), rng.standard_normal((2, 2)), rng.standard_normal((2, 2))
+    model, cert = tmp_path / "g.npz", tmp_path / "c.json"
+    np.savez(model, W_gate=G, W_up=U, W_down=D, activation=np.array("expr:" + gate))
+    main(["check", str(model), "--tol", "1e-3", "--certificate", str(cert), "-q"])
+    doc = json.loads(cert.read_text())
+    assert doc["verdict"] == "not_absorbable" and all(p["status"] == "proved" for p in doc["blocks"][0]["properties"])
+    assert main(["verify", str(cert), str(model), "-q"]) == 0
+
+
+def test_finiteness_by_structure_refuses_division_roots_and_logs() -> None:
+    import sympy as sp
+
+    from absorb.verify._beyond import _finite_by_structure
+
+    x = sp.Symbol("x", real=True)
+    assert _finite_by_structure(sp.Max(0, sp.tanh(x)) + sp.exp(-x**2) * x**3 - sp.Abs(sp.atan(x)))
+    for bad in (1 / x, sp.log(1 + x**2), sp.sqrt(x), x ** sp.Rational(1, 3), sp.Max(0, 1 / (1 + sp.exp(-x))), sp.nan, sp.oo * x):
+        assert not _finite_by_structure(bad), bad

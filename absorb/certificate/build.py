@@ -731,9 +731,10 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
         "hypotheses": [_hypothesis_record(h) for h in bd.hypotheses],
         # σ's properties the verdict's theorem uses (name, status, statement, proof steps), each
         # re-derived from σ itself by the checker; the others are left out (the checker has no
-        # route for them, and a certificate records only what it re-derives)
+        # route for them, and a certificate records only what it re-derives), and so is one that
+        # failed (the gated skeleton's flip identity, tried for a witness: the verdict does not rest on it)
         "properties": [{k: v for k, v in p.to_json().items() if k not in ("value", "witness")} for p in bd.properties
-                       if p.name in used_properties(bd.theorem.value, bd.verdict.value, value_activation=not b.value_identity)],
+                       if p.proved and p.name in used_properties(bd.theorem.value, bd.verdict.value, value_activation=not b.value_identity)],
         "argument": _argument(bd),
     }
     if entry["argument"].get("s") is not None:  # a shifted flip rests on the shifted identity, not the plain one

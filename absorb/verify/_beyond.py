@@ -92,10 +92,29 @@ def _formula_finite(e: sp.Expr, x: sp.Symbol, pc: Piece) -> bool:
     return bool(v.is_number and v.is_real and v.is_finite)
 
 
+_FINITE_HEADS = (sp.exp, sp.tanh, sp.erf, sp.erfc, sp.atan, sp.sin, sp.cos, sp.Abs, sp.Max, sp.Min, sp.Add, sp.Mul)
+
+
+def _finite_by_structure(e: sp.Expr) -> bool:
+    """Every real argument gives a finite real value by the expression's shape alone: real numbers, the
+    variable, sums, products, natural powers and exp, tanh, erf, erfc, atan, sin, cos, |·|, max, min of such
+    (each maps finite reals to finite reals; no division, root or log) — max(0, tanh z), whose break point
+    the pieces cannot place, is one."""
+    if e.is_Symbol:
+        return True
+    if e.is_Number:
+        return bool(e.is_real and e.is_finite)
+    if isinstance(e, sp.Pow):
+        return bool(e.exp.is_Integer and e.exp >= 0) and _finite_by_structure(e.base)
+    return isinstance(e, _FINITE_HEADS) and all(_finite_by_structure(a) for a in e.args)
+
+
 @functools.lru_cache(maxsize=128)
 def finite_on_reals(expr: sp.Expr) -> bool:
-    """σ(z) is a finite real number for every real z (see the module doc)."""
+    """σ(z) is a finite real number for every real z (see the module doc; or by structure, :func:`_finite_by_structure`)."""
     x = _variable(expr)
+    if _finite_by_structure(expr):
+        return True
     try:
         pts, pcs = pieces(expr, x)
         return (all(_finite_number(exact_value(expr, x, b)) for b in pts)

@@ -17,7 +17,7 @@ from absorb.verify._asymptotic import why_not_at_infinity
 from absorb.verify._numerics import _parse_number
 from absorb.verify._pieces import decide_zero
 from absorb.verify._report import _Ctx, _require
-from absorb.verify._symbolic import outer_pieces
+from absorb.verify._symbolic import _variable, outer_pieces
 from absorb.verify._weights import _collinear_pairs, _gate_row_pairs
 
 CASES = ("step", "relu-like", "relu-like-flip")
@@ -39,7 +39,11 @@ def relu_like(expr: sp.Expr) -> tuple[bool, str]:
 def gate_limits(expr: sp.Expr) -> tuple[tuple[sp.Expr, sp.Expr] | None, str]:
     """((L₊, L₋), "") with L± = lim σ(s) as s → ±∞ on the outermost pieces, finite; else (None, why)."""
     split = outer_pieces(expr)
-    if isinstance(split, str):
+    if isinstance(split, str):  # (max/min of expressions whose limits exist: the max/min of those limits)
+        x = _variable(expr)
+        got = [_limit_through_max(expr, x, sign) for sign in (1, -1)]
+        if all(L is not None and not L.has(sp.Float) for L in got):
+            return (got[0], got[1]), ""  # type: ignore[return-value]
         return None, split
     x, pcs = split
     out = []
@@ -49,6 +53,18 @@ def gate_limits(expr: sp.Expr) -> tuple[tuple[sp.Expr, sp.Expr] | None, str]:
             return None, f"{name}: {why or 'inexact'}"
         out.append(L)
     return (out[0], out[1]), ""
+
+
+def _limit_through_max(e: sp.Expr, x: sp.Symbol, sign: int) -> sp.Expr | None:
+    """lim e(s) as s → sign·∞ where e is max/min (nested) of expressions with finite limits by the checker's own
+    expansions: max and min are continuous, so the limit is the max/min of the limits; None otherwise."""
+    if isinstance(e, (sp.Max, sp.Min)):
+        parts = [_limit_through_max(a, x, sign) for a in e.args]
+        if any(p is None or not p.is_finite for p in parts):
+            return None
+        return (sp.Max if isinstance(e, sp.Max) else sp.Min)(*parts)
+    L, _why = why_not_at_infinity(e, x, sign)
+    return L if L is not None and L.is_finite else None
 
 
 def _parallel_units(G: np.ndarray, U: np.ndarray) -> list[int]:
