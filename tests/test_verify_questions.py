@@ -338,3 +338,35 @@ def test_finiteness_by_structure_refuses_division_roots_and_logs() -> None:
     assert _finite_by_structure(sp.Max(0, sp.tanh(x)) + sp.exp(-x**2) * x**3 - sp.Abs(sp.atan(x)))
     for bad in (1 / x, sp.log(1 + x**2), sp.sqrt(x), x ** sp.Rational(1, 3), sp.Max(0, 1 / (1 + sp.exp(-x))), sp.nan, sp.oo * x):
         assert not _finite_by_structure(bad), bad
+
+
+def test_checkpoint_options_of_a_wrong_type_are_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """parameters.checkpoint records the options as written (strings or null, fold_norm a boolean): another type
+    is a malformed certificate (exit 2, one line naming the field), never an internal error nor accepted."""
+    ck, cert = tmp_path / "ck", tmp_path / "c.json"
+    subprocess.run([sys.executable, str(ROOT / "examples" / "make_checkpoint.py"), "--family", "falcon", "--d", "3", "--n", "6",
+                    "--layers", "2", "--planted", "0", str(ck)], check=True, capture_output=True, timeout=120)
+    main(["check", str(ck), "--layers", "1", "--certificate", str(cert), "-q"])
+    ok = json.loads(cert.read_text())
+    for key, val in (("layers", 1), ("layers", [1]), ("layers", True), ("fold_norm", "yes"), ("fold_norm", 1), ("up", 5)):
+        doc = json.loads(json.dumps(ok))
+        doc["parameters"]["checkpoint"][key] = val
+        capsys.readouterr()
+        assert _verify(cert, doc, ck) == 2, (key, val)
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and f"parameters.checkpoint.{key}" in err, err
+
+
+def test_a_gate_whose_float_value_at_zero_is_rounding_is_zero() -> None:
+    """tanh(x) + sin(3)² + cos(3)² − 1 is tanh exactly (float64 gives g(0) = −1.1·10⁻¹⁶): no map of 'gate row 0'
+    units is claimed (such units are 0), and the block is decided as with tanh (linearization)."""
+    from absorb import Block, decide, get_activation
+    from absorb.verify._tolerance import contradiction
+
+    rng = np.random.default_rng(11)
+    G, U, D = rng.standard_normal((2, 2)), rng.standard_normal((2, 2)), 1e-5 * rng.standard_normal((2, 2))
+    for gate in ("tanh(x)", "tanh(x) + sin(3)**2 + cos(3)**2 - 1"):
+        blk = Block(U, D, get_activation("expr:" + gate), W_gate=G)
+        dec = decide(blk, tol=1e-3)
+        assert dec.verdict.value == "not_absorbable" and dec.theorem.value == "linearization", (gate, dec.reason)
+        assert contradiction(blk, 1e-3, estimated=True) is None

@@ -85,6 +85,15 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidInput(f"{args.certificate}: the certificate answers for the activation {act!r}, which overrides the "
                            f"one the model stores (absorb check --activation); verify it with --activation {_quoted(act)}")
     if isinstance(opts, dict):  # made from a checkpoint: re-open it with the same options, read lazily
+        from absorb._errors import InvalidInput
+
+        for k in ("layers", "up", "down", "gate"):
+            if not (opts.get(k) is None or isinstance(opts.get(k), str)):
+                raise InvalidInput(f"{args.certificate}: parameters.checkpoint.{k} is {opts.get(k)!r}; the format records "
+                                   "the option as written on the command line (a string) or null")
+        if not isinstance(opts.get("fold_norm", False), bool):
+            raise InvalidInput(f"{args.certificate}: parameters.checkpoint.fold_norm is {opts.get('fold_norm')!r}; the format "
+                               "records true or false")
         model = open_checkpoint(path, activation=act, **{k: opts.get(k) for k in ("layers", "up", "down", "gate")},
                                 fold_norm=bool(opts.get("fold_norm")))
     else:

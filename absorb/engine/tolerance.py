@@ -306,6 +306,7 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float, biases: boo
         if bounds is None and not is_builtin(act):  # a user's gate: estimated on the grid where a map can pass
             with np.errstate(all="ignore"):  # (sup |g| ≥ |g(0)|, sup |g − g(0)| ≥ |g(±30) − g(0)|: a filter)
                 g = np.asarray(act(np.array([0.0, -30.0, 30.0])), dtype=np.float64)
+            g[0] = _at_zero(act)
             lo = float(np.max(np.abs(g[1:] - g[0])))
             lo = min(abs(float(g[0])), lo if math.isfinite(lo) else math.inf)
             if math.isfinite(g[0]) and (g[0] != 0 or biases) and lo * size <= reach + tol * abs(float(g[0])) * size:
@@ -487,7 +488,7 @@ def _sampled_gate(act: Activation, zero_ok: bool = False) -> tuple[float, float,
     (:func:`_trusted_grid`; :func:`_sampled_lipschitz`); None where γ is not finite, or is 0 (unless ``zero_ok``:
     with biases a gate bias c with g(c) ≠ 0 serves — None then where g is 0 at every point of the grid)."""
     z, v = _trusted_grid(act)
-    gamma = _float_at_zero(act)
+    gamma = _at_zero(act)  # (exactly 0 where a tiny float64 value is rounding: tanh(x) + sin(3)² + cos(3)² − 1)
     lip = _sampled_lipschitz(act)
     if not (math.isfinite(gamma) and (gamma != 0.0 or zero_ok and np.any(v != 0)) and len(z) and lip is not None):
         return None

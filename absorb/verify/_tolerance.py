@@ -149,9 +149,13 @@ def _grid(act: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _at_zero(act: Any) -> float:
-    """σ(0) as σ's float64 evaluation gives it."""
+    """σ(0) as σ's float64 evaluation gives it, and exactly 0 where a user's expression is 0 at 0 though its
+    float64 value is not (terms that cancel: 3.5·10⁻¹⁸, sin(3)² + cos(3)² − 1 = −1.1·10⁻¹⁶), decided exactly."""
     with np.errstate(all="ignore"):
-        return float(np.asarray(act(np.zeros(1)), dtype=np.float64).reshape(-1)[0])
+        v = float(np.asarray(act(np.zeros(1)), dtype=np.float64).reshape(-1)[0])
+    if 0 < abs(v) < 1e-9 and getattr(act, "expr", None) is not None and decide_zero(act.expr.subs(_variable(act.expr), 0)) is True:
+        return 0.0
+    return v
 
 
 def _grid_lipschitz(act: Any, slope: float = 0.0) -> float | None:
@@ -301,6 +305,7 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
         if name is None and estimated:  # a user's gate: estimated on the grid, where a map can pass (sup |g| ≥ |g(0)|,
             with np.errstate(all="ignore"):  # sup |g − g(0)| ≥ |g(±30) − g(0)|: a filter)
                 g = np.asarray(act(np.array([0.0, -30.0, 30.0])), dtype=np.float64)
+            g[0] = _at_zero(act)
             lo = float(np.max(np.abs(g[1:] - g[0])))
             if math.isfinite(g[0]) and (g[0] != 0 or g_biases) and min(abs(float(g[0])), lo if math.isfinite(lo) else math.inf) <= reach + tol * abs(float(g[0])):
                 bounds = _grid_gate(act, g_biases)
@@ -339,8 +344,6 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
     zero = _at_zero(act)
     if not math.isfinite(zero):
         return
-    if 0 < abs(zero) < 1e-9 and name is None and decide_zero(act.expr.subs(_variable(act.expr), 0)) is True:
-        zero = 0.0  # (a sum of terms that cancel at 0 evaluates to 3.5e-18 in float64: σ(0) = 0 exactly)
     affine = biased or zero != 0.0
     if estimated and name is not None or not estimated and smooth:
         return
