@@ -309,12 +309,9 @@ def _flip_block(block: Block, S: Sequence[int], c: Fraction, s: Fraction = Fract
 
 
 SIGMA_ACCURACY = 2.0**-40
-"""A built-in σ's numpy value is trusted to |σ̂(z) − σ(z)| ≤ 2⁻⁴⁰(|σ̂(z)| + |z|) + 2⁻¹⁰⁰⁰ where its
-formula cancels at negative z (``_CANCELLING``: 1 + erf, 1 + tanh), else to 2⁻⁴⁰|σ̂(z)| + 2⁻¹⁰⁰⁰:
-max and where are exact, a square or a product by z one rounding, and the sigmoid, softplus and tanh
-are formed without cancellation from e^−|z| ≤ 1 (libm: a few ulps; an argument off by 2⁻⁵³
-relative, as 1.702z, changes log σ by ≤ 745·2⁻⁵³ while e^−|z| does not underflow, and past that the
-value itself is below 2⁻¹⁰⁰⁰)."""
+"""A built-in σ's numpy value is trusted to 2⁻⁴⁰(|σ̂(z)| + |z|) + 2⁻¹⁰⁰⁰ where its formula cancels at negative z
+(``_CANCELLING``: 1 + erf, 1 + tanh), else to 2⁻⁴⁰|σ̂(z)| + 2⁻¹⁰⁰⁰ (max, square, ×z: exact or one rounding; sigmoid,
+softplus, tanh from e^−|z| ≤ 1 without cancellation; tests/test_activations.py checks it at 60 digits)."""
 _CANCELLING = frozenset({"gelu", "gelu_tanh"})
 SYMPY_POINTS = 256
 """A user's σ is evaluated in sympy (40 digits) at most at this many biases."""
@@ -387,8 +384,7 @@ def _sqrt_up(q: Fraction) -> float:
 
 
 def _hidden_at_zero(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
-    """The hidden layer at x = 0 and a bound on its error, or None where σ's accuracy is not
-    known (a user's σ at more than SYMPY_POINTS biases)."""
+    """The hidden layer at x = 0 and a bound on its error, or None (a user's σ at more than SYMPY_POINTS biases)."""
     from absorb.model.activations import is_builtin
 
     n = block.n
@@ -417,8 +413,7 @@ def _hidden_at_zero(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _f0_lower(block: Block) -> float:
-    """A rigorous lower bound of |f(0)|_∞ (0 where none is known): max_j of |y_j| less its
-    error bound, y the float64 value."""
+    """A rigorous lower bound of |f(0)|_∞ (0 where none is known): max_j |y_j| less its error bound, y the float64 value."""
     got = _hidden_at_zero(block)
     if got is None:
         return 0.0
@@ -433,9 +428,8 @@ def _f0_lower(block: Block) -> float:
 
 
 def _constant_error(f: Block, g: Block) -> float:
-    """For a flip g of f rebuilt by :func:`_flip_block`, g − f = −(M + c·D_S U_S)x + e exactly
-    (e the rounding of the moved bias): ε_b with |e|_∞ ≤ ε_b·|f(0)|_∞ (0 when e = 0, inf when
-    |f(0)|_∞ is not provably large enough). 0 for any other pair."""
+    """ε_b with |e|_∞ ≤ ε_b·|f(0)|_∞ for a flip g of f (:func:`_flip_block`), g − f = −(M + c·D_S U_S)x + e exactly
+    (0 when e = 0 or for any other pair, inf when |f(0)|_∞ is not provably large enough)."""
     rec = _FLIPS.get(g)
     if rec is None or rec[0] is not f:
         return 0.0
