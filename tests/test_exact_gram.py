@@ -185,7 +185,8 @@ def test_tampered_witnesses_fail_producer_and_checker(gated: bool, monkeypatch: 
     # ... and the checker refuses the honest (exact) record bound to the nudged weights
     forged = dataclasses.replace(honest, block=bad)
     rep = _report(build_certificate(dataclasses.replace(dec, blocks=[forged]), bad, seed=0).to_json(), bad)
-    assert not rep.accepted and "recorded residual" in rep.failures[0].claim, [f.claim for f in rep.failures]
+    assert not rep.accepted and ("recorded residual" in rep.failures[0].claim or "quadratic part of f − g" in rep.failures[0].claim), \
+        [f.claim for f in rep.failures]
     assert vx.quadratic_part(vx.ints(bad.W_down[:, :4]), vx.ints((bad.W_gate if gated else bad.W_up)[:4]), vx.ints(bad.W_up[:4]),
                              sym=gated)[0] > 0
 
@@ -205,9 +206,9 @@ def test_rank_route_gram_matches_the_columns() -> None:
 
 @pytest.mark.parametrize("act", ["relu2", "silu"])
 def test_past_the_term_limit_producer_and_checker_agree_on_a_rounded_planted_set(act: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A set planted in float64 (its quadratic part nonzero, ~1e-16 of its size): with both
-    term limits at 0 the producer and the checker bound q₁ by d·‖Q_a‖_F — the same value — and
-    accept it within tolerance; the recorded bound is the checker's."""
+    """A set planted in float64 (its quadratic part nonzero, ~1e-16 of its size): with both term limits at 0 the
+    producer finds S but its flip is no witness within the tolerance's measure (a nonzero quadratic part of f − g
+    exceeds τ|x| where f grows only linearly): unknown, and its certificate verifies."""
     from tests.test_skeleton2_rounded import planted_rounded_gated, planted_rounded_relu2
 
     monkeypatch.setattr(sk2, "MAX_COLUMN_ENTRIES", 0)
@@ -215,6 +216,6 @@ def test_past_the_term_limit_producer_and_checker_agree_on_a_rounded_planted_set
     blk = planted_rounded_relu2(1, 3) if act == "relu2" else planted_rounded_gated(1, 3, act)
     dec, doc = _certified(blk)
     bd = dec.blocks[0]
-    assert bd.verdict is Verdict.ABSORBABLE and "within tolerance" in bd.witness.description, bd.reason
+    assert bd.verdict is Verdict.UNKNOWN and "not the tolerance's measure" in bd.reason, bd.reason
     rep = _report(doc, blk)
     assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]

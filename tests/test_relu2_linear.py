@@ -21,10 +21,12 @@ RELU2_X = "expr:Max(0, x)**2 + x"
 
 def planted(seed: int = 0, d: int = 3, n: int = 6, *, biases: bool = False, act: str = RELU2_X, beta: float = 1.0,
             mu: np.ndarray | None = None) -> Block:
-    """M = βΣ(μ_i − 1) w_i u_iᵀ for a planted μ (> 0 unless given): absorbable with exactly those scales."""
+    """M = βΣ(μ_i − 1) w_i u_iᵀ for a planted μ (> 0 unless given): absorbable with exactly those scales — powers of
+    two, so that the rescaled units u_i/μ_i, μ_i²w_i are exact in float64 (the quadratic part of f − g is then 0,
+    as a witness within the tolerance needs)."""
     rng = np.random.default_rng(seed)
     U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
-    mu = rng.uniform(0.5, 2, n) if mu is None else mu
+    mu = 2.0 ** rng.integers(-2, 3, n) if mu is None else mu
     M = beta * sum((mu[i] - 1) * np.outer(D[:, i], U[i]) for i in range(n))
     extra = dict(b_up=rng.standard_normal(n), b_down=rng.standard_normal(d)) if biases else {}
     return Block(U, D, get_activation(act), skip=M, **extra)
@@ -84,11 +86,13 @@ def test_generic_narrow_blocks_are_not_absorbable_and_verified(biases: bool) -> 
     assert _fully_accepted(doc, blk)
 
 
-def test_wide_generic_blocks_are_absorbable() -> None:
-    """n ≫ d²: the A_i = w_i u_iᵀ positively span R^{d×d}, so every M is reached (no independence needed)."""
+def test_wide_generic_blocks_have_a_witness_only_up_to_rounding() -> None:
+    """n ≫ d²: the A_i = w_i u_iᵀ positively span R^{d×d}, so every M is reached (no independence needed) — by real
+    scales μ; the float64 witness's rows u_i/μ_i round, so the quadratic part of f − g is a few ulps, not 0: no
+    error within the tolerance's measure (it exceeds τ|x| where f grows only linearly), and the answer is unknown."""
     blk = generic(4, d=2, n=12, biases=True)
     dec, doc = _cert(blk)
-    assert dec.blocks[0].verdict is Verdict.ABSORBABLE, dec.blocks[0].reason
+    assert dec.blocks[0].verdict is Verdict.UNKNOWN and "not the tolerance's measure" in dec.blocks[0].reason
     assert _fully_accepted(doc, blk)
 
 
@@ -106,8 +110,7 @@ def test_brute_force_cross_check_of_the_linear_program(seed: int) -> None:
     """d = 2, n = 4: the A_i form a basis, so Σμ_i A_i = T has the one solution μ* (solved here
     directly); the verdict must be absorbable iff every μ*_i > 0, and the witness's μ must be μ*."""
     rng = np.random.default_rng(100 + seed)
-    mu = rng.uniform(-1, 2, 4)
-    mu[np.abs(mu) < 0.05] = 0.3
+    mu = rng.choice([-1.0, -0.5, 0.25, 0.5, 1.0, 2.0], 4)  # (positive ones powers of two: the witness is exact in float64)
     blk = planted(200 + seed, d=2, n=4, mu=mu, biases=bool(seed % 2))
     A = np.einsum("ai,ib->abi", blk.W_down, blk.W_up).reshape(4, 4)
     T = blk.M.reshape(-1) + A.sum(axis=1)
@@ -124,12 +127,15 @@ def test_brute_force_cross_check_of_the_linear_program(seed: int) -> None:
 def test_witness_error_bound_holds_exactly_at_kinks() -> None:
     """|f(x) − g(x)|_∞ ≤ q|x|²_∞ + l|x|_∞ + r in exact rationals, at random points and on every
     kink hyperplane u_i·x + c_i = 0 of f (where g's kink is only near: the rounding of u_i/μ_i)."""
-    blk = planted(7, biases=True)
-    bd = decide(blk).blocks[0]
-    wb = bd.witness.block
-    mu = [Fraction(float(x)) for x in bd.search.certificate["mu"]]
+    blk = planted(7, biases=True, mu=np.random.default_rng(7).uniform(0.5, 2, 6))  # (not powers of two: u_i/μ_i rounds)
+    mu_f = r2l.solve_mu(blk, 1.0)
+    assert mu_f is not None
+    wb = r2l.witness_block(blk, mu_f, 1.0)
+    mu = [Fraction(float(x)) for x in mu_f]
     q, lin, r, _ = r2l.witness_bound(blk, wb, mu, Fraction(1), Fraction(1))
     assert q > 0 and q < Fraction(1, 10**12)
+    dec = decide(blk).blocks[0]  # (such a witness is no answer: a nonzero quadratic part is outside the tolerance's measure)
+    assert dec.verdict is Verdict.UNKNOWN and "not the tolerance's measure" in dec.reason, dec.reason
 
     def ev(b: Block, x: list[Fraction]) -> list[Fraction]:
         U, D = [[Fraction(float(v)) for v in row] for row in b.W_up], [[Fraction(float(v)) for v in row] for row in b.W_down]
@@ -233,7 +239,7 @@ def test_degenerate_weights_with_a_witness_are_absorbable() -> None:
     n, d = 6, 3
     U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
     U[4] = 2 * U[0]
-    mu = rng.uniform(0.5, 2, n)
+    mu = 2.0 ** rng.integers(-2, 3, n)
     M = sum((mu[i] - 1) * np.outer(D[:, i], U[i]) for i in range(n))
     blk = Block(U, D, get_activation(RELU2_X), skip=M, b_up=rng.standard_normal(n))
     dec, doc = _cert(blk)

@@ -1,14 +1,13 @@
 """Sets planted the way users plant them — in float64, by a null space and least squares — so
 that the degree-2 skeleton's conditions hold only up to rounding: biased ReLU² blocks and biased
-SwiGLU / GeGLU blocks are absorbable *within tolerance* (docs/user-guide.md, "Witness check":
-|f(x) − g(x)|∞ ≤ ε(|f(0)|∞ + s₁|x|∞ + s₂|x|²∞) with s₁, s₂ the block's own scales), their
-certificates verify, and a forged one (a weight nudged by 10⁻⁶, S changed, M nudged) is
-rejected by the checker's own bound; a quadratic residual 10³ times the tolerance is not
-accepted."""
+SwiGLU / GeGLU blocks. The search finds S, but the flip leaves a quadratic part of f − g of a few
+ulps·|x|², which is no error within the tolerance's measure τ(|f(x)|∞ + |x|∞ + |f(0)|∞) (it
+exceeds τ|x| wherever f grows only linearly): the answer is unknown, saying so, and the checker
+rejects such a flip claimed absorbable; a quadratic residual 10³ times the tolerance fails its
+check outright."""
 
 from __future__ import annotations
 
-import dataclasses
 from fractions import Fraction
 from pathlib import Path
 
@@ -83,59 +82,43 @@ def _block(act: str, seed: int, d: int) -> Block:
 
 
 @pytest.mark.parametrize("act, seed, d", CASES)
-def test_rounded_planted_set_is_absorbable_within_tolerance(act: str, seed: int, d: int) -> None:
+def test_rounded_planted_set_is_found_but_is_no_witness(act: str, seed: int, d: int) -> None:
     blk = _block(act, seed, d)
     dec = decide_block(blk)
-    th = Theorem.SKELETON2 if act == "relu2" else Theorem.GATED_SKELETON
-    assert (dec.verdict, dec.theorem) == (Verdict.ABSORBABLE, th), dec.reason
     k = d * (d + 1) // 2 + 1
-    assert dec.witness.S == tuple(range(k)) and not dec.witness.exact
-    assert "up to rounding" in dec.reason and "within tolerance" in dec.witness.description
-    assert dec.witness.eval_error <= 1e-9
-    # the stated guarantee, sampled: |f − g| ≤ ε(|f(0)| + s₁|x| + s₂|x|²), ε raised to cover the
-    # float64 evaluation of both sides (each within ~n·2⁻⁵² of the same scale)
-    s1, s2 = _scales(blk)
-    f0 = float(np.abs(blk(np.zeros((1, d)))).max())
-    X = np.random.default_rng(seed).standard_normal((256, d)) * np.repeat([0.01, 1.0, 100.0], [86, 85, 85])[:, None]
-    xn = np.abs(X).max(axis=1)
-    diff = np.abs(blk(X) - dec.witness.block(X)).max(axis=1)
-    assert np.all(diff <= max(dec.witness.eval_error, 1e-12) * (f0 + s1 * xn + s2 * xn ** 2))
+    assert dec.verdict is Verdict.UNKNOWN, dec.reason
+    assert f"S = {list(range(k))}" in dec.reason and "not the tolerance's measure" in dec.reason, dec.reason
+    # the reason's premise, sampled: f − g grows like |x|² (the rounding of the planted set), f no faster
+    from absorb.engine.skeleton2 import RELU2_FLIP, flip_witness_block
+
+    if act == "relu2":
+        g = flip_witness_block(blk, tuple(range(k)), RELU2_FLIP)
+        x = np.random.default_rng(seed).standard_normal((1, d))
+        small, big = (float(np.abs(blk(t * x) - g(t * x)).max()) for t in (1.0, 1e6))
+        assert big > small
 
 
 @pytest.mark.parametrize("act, seed, d", [c for c in CASES if c[2] <= 3])
-def test_rounded_planted_certificate_verifies_and_forgeries_do_not(act: str, seed: int, d: int) -> None:
+def test_rounded_planted_certificate_verifies(act: str, seed: int, d: int) -> None:
+    """The honest unknown verifies (a flip claimed absorbable with a nonzero quadratic part is rejected:
+    tests/test_exact_gram.py)."""
     blk = _block(act, seed, d)
     dec = decide(blk)
     doc = build_certificate(dec, blk, seed=0).to_json()
     rep = checker.verify_certificate(doc, blk)
     assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
-    D = blk.W_down.copy()
-    D[:, 0] *= 1 + 1e-6
-    forged = {"w_0 × (1 + 1e-6)": (blk.replace(W_down=D), None),
-              "M × (1 + 1e-6)": (blk.replace(skip=blk.M * (1 + 1e-6)), None),
-              "S without unit 0": (blk, dec.blocks[0].witness.S[1:])}
-    for what, (bad, S) in forged.items():
-        # the honest decision bound to other weights (or another S): the weights' hashes match,
-        # so only the checker's own bound on f − g can refuse it
-        bd = dataclasses.replace(dec.blocks[0], block=bad)
-        if S is not None:
-            bd = dataclasses.replace(bd, witness=dataclasses.replace(bd.witness, S=S))
-        rep = checker.verify_certificate(build_certificate(dataclasses.replace(dec, blocks=[bd]), bad, seed=0).to_json(), bad)
-        assert not rep.accepted, what
-        claim = rep.failures[0].claim
-        assert ("quadratic part of f − g" in claim) if what != "M × (1 + 1e-6)" else ("linear scale" in claim), (what, claim)
 
 
 @pytest.mark.parametrize("act, seed, d, extra", [("relu2", 1, 6, 2), ("relu2", 3, 4, 13), ("silu", 0, 6, 4), ("gelu", 1, 5, 4)])
 def test_past_the_enumeration_the_index_set_engine_finds_s(act: str, seed: int, d: int, extra: int) -> None:
     """n > 16 with dependent columns: neither route applies, and the index-set engine, run over
-    the lifted columns (vec(u uᵀ), 2c·u) against [0 | −M], finds S; the flip witness decides."""
+    the lifted columns (vec(u uᵀ), 2c·u) against [0 | −M], finds S; its flip is no witness within the
+    tolerance's measure (the planted set's rounding), so the answer is unknown, and its certificate verifies."""
     blk = planted_rounded_relu2(seed, d, extra) if act == "relu2" else planted_rounded_gated(seed, d, act, extra)
     assert blk.n > 16
     dec = decide(blk)
     bd = dec.blocks[0]
-    assert bd.verdict is Verdict.ABSORBABLE, bd.reason
-    assert bd.witness.S == tuple(range(d * (d + 1) // 2 + 1)) and bd.search.method != "enumerate"
+    assert bd.verdict is Verdict.UNKNOWN and f"S = {list(range(d * (d + 1) // 2 + 1))}" in bd.reason, bd.reason
     rep = checker.verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk)
     assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
 
@@ -178,11 +161,11 @@ def test_past_the_enumeration_a_generic_block_is_not_absorbable(act: str, d: int
     assert decide_block(planted).verdict is not Verdict.NOT_ABSORBABLE
 
 
-def test_cli_check_and_verify_exit_0(tmp_path: Path) -> None:
+def test_cli_check_unknown_and_verify_exit_0(tmp_path: Path) -> None:
     for name, blk in (("relu2", planted_rounded_relu2(5, 3)), ("swiglu", planted_rounded_gated(5, 3))):
         model, cert = tmp_path / f"{name}.npz", tmp_path / f"{name}.json"
         save_npz(model, blk)
-        assert main(["check", str(model), "--certificate", str(cert)]) == 0
+        assert main(["check", str(model), "--certificate", str(cert)]) == 3
         assert main(["verify", str(cert), str(model)]) == 0
 
 

@@ -409,6 +409,10 @@ def _gated_flip(ctx: Any, blk: Block, b64: Block, res: SearchResult) -> BlockDec
     w = Witness(S=res.S, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
                 description="negate the gate rows, gate biases, value rows, value biases and down columns in S; "
                 f"b'_down = b_down + Σ_S b_gate,i b_up,i w_i; {how}")
+    if eps <= thr and err <= thr and dist <= ctx.tol and scaled:
+        from absorb.engine.skeleton2 import DEGREE2_GAP
+
+        return f"S = {list(res.S)} satisfies {what} up to rounding (relative residual {dist:.2e}), but its gated flip witness: {DEGREE2_GAP}"
     if eps <= thr and err <= thr and dist <= ctx.tol:
         ctx.prop(flip)
         cond = ("Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 exactly and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ)" if not scaled else

@@ -911,6 +911,13 @@ def flip_change(scaled: bool, how: str) -> str:
             f"a constant that b'_down absorbs, up to the rounding of the planted weights ({how})")
 
 
+DEGREE2_GAP = ("its bound is ε(|f(0)|∞ + s₁|x|∞ + s₂|x|∞²), not the tolerance's measure: the quadratic part of f − g is "
+               "not exactly 0 (or its linear part is above τ), and where f grows only linearly (a cone on which no unit's "
+               "quadratic part acts) such an error eventually exceeds τ(|f(x)|∞ + |x|∞ + |f(0)|∞); no lower bound of f's "
+               "growth is proved, so the witness proves nothing")
+"""Why a degree-2 witness accepted only in the degree-2 measure (:func:`flip_epsilon`'s scaled case) is no answer."""
+
+
 def flip_failure(q: Fraction, s2_own: Fraction, eps: float, thr: float, dist: float, err: float) -> str:
     """Why a degree-2 flip witness failed its check, in words (``s2_own``: S's own quadratic
     size, which the acceptance measures q against: :func:`flip_epsilon`)."""
@@ -1129,6 +1136,8 @@ def _relu2_flip(ctx: Any, blk: Block, blk64: Block, res: SearchResult, q0: Quadr
     w = Witness(S=res.S, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
                 description=f"negate the up rows, up biases and down columns in S; b'_down = b_down + Σ_S {moved}·w_i; {how}")
     lin = "2" if sq.alpha == 1 else f"2·{a}"
+    if eps <= thr and err <= thr and dist <= ctx.tol and scaled:
+        return f"S = {list(res.S)} satisfies {what} up to rounding (relative residual {dist:.2e}), but its flip witness ({ident}): {DEGREE2_GAP}"
     if eps <= thr and err <= thr and dist <= ctx.tol:
         cond = (f"Σ_S w_i ⊗ u_i u_iᵀ = 0 exactly and M = −{lin}·Σ_S b_up,i w_i u_iᵀ" if not scaled else
                 f"Σ_S w_i ⊗ u_i u_iᵀ = 0 and M = −{lin}·Σ_S b_up,i w_i u_iᵀ up to rounding")
