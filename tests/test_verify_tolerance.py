@@ -229,3 +229,19 @@ def test_the_checker_finds_this_rounds_near_maps_by_its_own_route() -> None:
     assert contradiction(Block(U, D, get_activation("relu")), 1e-9) is None
     gated = Block(U[:4], 1e-13 * D[:, :4], get_activation("expr:(1 + tanh(x))/2"), W_gate=rng.standard_normal((4, 2)))
     assert contradiction(gated, 1e-9) is None and contradiction(gated, 1e-9, estimated=True) is not None
+
+
+def test_the_checkers_sample_looks_in_the_dead_cone_and_the_null_space() -> None:
+    """B dominates its skip except where it vanishes or stays bounded: on the cone W_up x ≤ −1 (ReLU, n ≤ 2d, a large
+    W_down) and on ker W_up (n < d). No random input lands there; the checker's sample adds a point of each (an LP,
+    an SVD), so it does not doubt an honest not_absorbable (ratio 1/2 there)."""
+    from absorb.verify._tolerance import sampled_near
+
+    rng = np.random.default_rng(0)
+    cone = Block(rng.standard_normal((16, 8)), 1e6 * rng.standard_normal((8, 16)), get_activation("relu"))
+    assert sampled_near(cone, 1e-3, 0) is None
+    kernel = Block(rng.standard_normal((1, 3)), 1e6 * rng.standard_normal((3, 1)), get_activation("identity"),
+                   b_up=rng.standard_normal(1), b_down=rng.standard_normal(3))
+    assert sampled_near(kernel, 0.1, 0) is None
+    near = Block(rng.standard_normal((16, 8)), 1e6 * rng.standard_normal((8, 16)), get_activation("gelu"))
+    assert sampled_near(near.replace(skip=1e-12 * np.eye(8)), 1e-3, 0) is not None  # (a skip B truly dominates: still seen)

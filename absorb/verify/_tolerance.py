@@ -457,6 +457,7 @@ def sampled_near(block: Any, tol: float, seed: int) -> str | None:
             kinks = _kink_points([block, block], d, [block])
         except (OverflowError, ValueError, ZeroDivisionError):
             kinks = np.zeros((0, d))
+        kinks = np.vstack([kinks, _blind_spots(block)])
         kinks = kinks[np.all(np.isfinite(kinks), axis=1) & np.any(kinks != 0, axis=1)]
         if len(kinks):  # on the kink/gate hyperplanes, where B may vanish on a thin cone
             dirs = np.vstack([dirs, kinks / np.max(np.abs(kinks), axis=1, keepdims=True)])
@@ -467,6 +468,31 @@ def sampled_near(block: Any, tol: float, seed: int) -> str | None:
             return None
     return ("at this checker's sampled inputs (scales 1e-8 to 1e8 and past |f(0)|/τ) g = B, f without its skip, is within "
             "the tolerance: the exact not_absorbable may contradict it")
+
+
+def _blind_spots(block: Any) -> np.ndarray:
+    """Directions no random sample finds, where B may stay bounded while x grows: the null space of the up (and gate)
+    rows (n < d), and the cones {R x ≤ −s·1} and {R x ≥ s·1} (R the gate rows of a gated block, else the up rows:
+    every unit at one end of σ or its gate) — each cone's point of largest margin s ≤ 1 with |x|∞ ≤ 1, by one
+    linear program (scipy's HiGHS), kept where s > 0. Empty past 2·10⁵ weights."""
+    R = np.asarray(block.W_gate if block.W_gate is not None else block.W_up, dtype=np.float64)
+    n, d = R.shape
+    if n * d > 200_000 or not np.all(np.isfinite(R)):
+        return np.zeros((0, d))
+    rows = np.vstack([R, np.asarray(block.W_up, dtype=np.float64)]) if block.W_gate is not None else R
+    _, sv, Vt = np.linalg.svd(rows)
+    out = list(Vt[int(np.sum(sv > sv.max(initial=0.0) * 1e-12)):][:4])  # (the null space: B is constant there)
+    from scipy.optimize import linprog
+
+    for sign in (1.0, -1.0):  # maximise s subject to sign·R x + s ≤ 0, |x|∞ ≤ 1, s ≤ 1
+        try:
+            res = linprog(np.r_[np.zeros(d), -1.0], A_ub=np.hstack([sign * R, np.ones((n, 1))]), b_ub=np.zeros(n),
+                          bounds=[(-1.0, 1.0)] * d + [(None, 1.0)], method="highs")
+        except (ValueError, np.linalg.LinAlgError):
+            continue
+        if res.status == 0 and res.x is not None and res.x[-1] > 0:
+            out.append(np.asarray(res.x[:d], dtype=np.float64))
+    return np.array(out, dtype=np.float64).reshape(-1, d)
 
 
 def _climbed(within: Any, X: np.ndarray, rng: np.random.Generator, rounds: int = 60) -> bool:
