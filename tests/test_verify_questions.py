@@ -370,3 +370,31 @@ def test_a_gate_whose_float_value_at_zero_is_rounding_is_zero() -> None:
         dec = decide(blk, tol=1e-3)
         assert dec.verdict.value == "not_absorbable" and dec.theorem.value == "linearization", (gate, dec.reason)
         assert contradiction(blk, 1e-3, estimated=True) is None
+
+
+def test_records_cut_short_or_padded_are_not_fully_checked(tmp_path: Path) -> None:
+    """A record the producer always writes in full, with a field deleted (a flip's constant c, every hypothesis, an
+    argument's M_nonzero_entry, the witness block's arrays, min_width.exists), or a field the format does not have
+    inside a --min-width claim's witness: not fully checked (exit 4) or rejected, never accepted as checked."""
+    model, cert, doc = _cert(tmp_path, CE / "biases_planted.npz", "--tol", "1e-3")
+    assert _verify(cert, doc, model) == 0
+    for cut in (("witness", "c"), ("argument", "M_nonzero_entry")):
+        d = json.loads(json.dumps(doc))
+        del d["blocks"][0][cut[0]][cut[1]]
+        assert _verify(cert, d, model) == 4, cut
+    d = json.loads(json.dumps(doc))
+    d["blocks"][0]["hypotheses"] = []
+    assert _verify(cert, d, model) == 4
+    model, cert, doc = _cert(tmp_path, CE / "collinear_antipodal.npz", "--tol", "1e-3", "--min-width")
+    assert _verify(cert, doc, model) == 0
+    d = json.loads(json.dumps(doc))
+    del d["blocks"][0]["min_width"]["exists"]
+    assert _verify(cert, d, model) in (1, 4)
+    wit = (d["blocks"][0]["min_width"].get("upper_claim") or {}).get("witness")
+    if isinstance(wit, dict):
+        d = json.loads(json.dumps(doc))
+        d["blocks"][0]["min_width"]["upper_claim"]["witness"]["zz"] = 1
+        assert _verify(cert, d, model) == 4
+    d = json.loads(json.dumps(doc))
+    del d["blocks"][0]["witness"]["block"]["weights"]
+    assert _verify(cert, d, model) in (1, 4)

@@ -183,6 +183,47 @@ def missing_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
     return out
 
 
+_WRITTEN = {
+    "witness.block": {"weights"},
+    "canonical_form": {"family", "width", "L0", "lines", "dead_units", "inactive_lines"},
+    "min_width": {"exists", "lower", "upper", "value", "theorem", "reason"},
+}
+"""Fields the producer writes in every record of these kinds (a record without one was cut: not fully checked)."""
+_ARGUMENT = {"index-set": {"c", "target", "necessity_hypotheses"}, "skeleton": {"nondegeneracy_hypotheses", "case", "target"},
+             "skeleton2": {"nondegeneracy_hypotheses", "case"}, "gated-skeleton": {"nondegeneracy_hypotheses", "case"},
+             "degree": {"k"}, "linearization": {"g0"}, "relu2-linear": {"case"}, "canonical-form": set(), "bounded": set()}
+"""An exact verdict's argument fields, per theorem (with ``M_nonzero_entry``, which every one of these writes)."""
+
+
+def cut_records(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """(where, fields) for records the producer always writes in full that lack a field (:data:`_WRITTEN`,
+    :data:`_ARGUMENT`; a flip's constant c; an exact verdict's hypotheses): a record cut short is a claim
+    nobody can re-read — reported as not re-checked."""
+    out = []
+
+    def need(where: str, obj: Any, fields: set[str]) -> None:
+        if isinstance(obj, dict) and (gone := sorted(fields - set(obj))):
+            out.append((where, gone))
+
+    for i, b in enumerate(cert.get("blocks") or []):
+        if not isinstance(b, dict):
+            continue
+        th = b.get("theorem") if isinstance(b.get("theorem"), str) else (b.get("theorem") or {}).get("id") if isinstance(b.get("theorem"), dict) else None
+        wit = b.get("witness")
+        if isinstance(wit, dict):
+            need(f"blocks.{i}.witness.block", wit.get("block"), _WRITTEN["witness.block"])
+            if "S" in wit and th in ("index-set", "gated-skeleton"):
+                need(f"blocks.{i}.witness", wit, {"c"})
+        need(f"blocks.{i}.canonical_form", b.get("canonical_form"), _WRITTEN["canonical_form"])
+        need(f"blocks.{i}.min_width", b.get("min_width"), _WRITTEN["min_width"])
+        if b.get("verdict") in ("absorbable", "not_absorbable") and th in _ARGUMENT:
+            extra = _ARGUMENT[th] if b.get("verdict") == "not_absorbable" or th in ("index-set",) else set()
+            need(f"blocks.{i}.argument", b.get("argument"), {"M_nonzero_entry"} | extra)
+            if isinstance(b.get("hypotheses"), list) and not b["hypotheses"]:
+                out.append((f"blocks.{i}.hypotheses", ["(every hypothesis record)"]))
+    return out
+
+
 def unknown_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """(where, fields) for every fixed-shape part of ``cert`` holding a field the format does not
     have: the root, ``parameters`` (and its checkpoint options), ``input``, each block's record and in it the witness (and the
@@ -203,6 +244,14 @@ def unknown_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
             look(f"{where}.near", cf.get("near"), "choice")
             look(f"{where}.witness_exact", cf.get("witness_exact"), "witness_exact")
 
+    def witness(where: str, wit: Any) -> None:  # (a witness record, its block and that block's array records)
+        look(where, wit, "witness")
+        blk = wit.get("block") if isinstance(wit, dict) else None
+        look(f"{where}.block", blk, "witness_block")
+        recs = blk.get("weights") if isinstance(blk, dict) else None
+        for k, rec in (recs.items() if isinstance(recs, dict) else []):
+            look(f"{where}.block.weights.{k}", rec, "array")
+
     look("certificate", cert, "")
     look("parameters", cert.get("parameters"), "parameters")
     look("input", cert.get("input"), "input")
@@ -213,10 +262,7 @@ def unknown_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
             continue
         look(f"blocks.{i}", b, "block")
         wit = b.get("witness")
-        look(f"blocks.{i}.witness", wit, "witness")
-        recs = ((wit.get("block") or {}).get("weights") or {}) if isinstance(wit, dict) and isinstance(wit.get("block"), dict) else {}
-        for k, rec in (recs.items() if isinstance(recs, dict) else []):
-            look(f"blocks.{i}.witness.block.weights.{k}", rec, "array")
+        witness(f"blocks.{i}.witness", wit)
         for j, h in enumerate(b.get("hypotheses") or [] if isinstance(b.get("hypotheses"), list) else []):
             look(f"blocks.{i}.hypotheses.{j}", h, "hypothesis")
         for k, rec in ((b.get("weights") or {}).items() if isinstance(b.get("weights"), dict) else []):
@@ -229,14 +275,13 @@ def unknown_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
         sc = b["search"].get("certificate") if isinstance(b.get("search"), dict) else None
         for j, e in enumerate(sc.get("portfolio") if isinstance(sc, dict) and isinstance(sc.get("portfolio"), list) else []):
             look(f"blocks.{i}.search.certificate.portfolio.{j}", e, "portfolio")
-        if isinstance(wit, dict):
-            look(f"blocks.{i}.witness.block", wit.get("block"), "witness_block")
         form(f"blocks.{i}.canonical_form", b.get("canonical_form"))
         mw = b.get("min_width") if isinstance(b.get("min_width"), dict) else {}
         for key, rec in (("width", b.get("width")), ("min_width.upper_claim", mw.get("upper_claim")),
                          ("min_width.lower_claim", mw.get("lower_claim"))):
             if isinstance(rec, dict):
                 form(f"blocks.{i}.{key}.canonical_form", rec.get("canonical_form"))
+                witness(f"blocks.{i}.{key}.witness", rec.get("witness"))
     if isinstance(cert.get("stack"), dict):
         look("stack.skip_product_nonzero_entry", cert["stack"].get("skip_product_nonzero_entry"), "entry")
     return out

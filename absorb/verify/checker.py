@@ -96,6 +96,7 @@ from absorb.verify._load import (  # noqa: F401
     SCHEMA,
     SEARCH_KINDS,
     SUPPORTED_VERSIONS,
+    cut_records,
     load_certificate,
     missing_fields,
     model_blocks,
@@ -419,6 +420,8 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
         report.unchecked(where, "every field of the certificate's record is one of its format's", f"not re-checked: {', '.join(extra)}")
     for where, gone in missing_fields(cert):
         report.fail(where, "the record has every field its format writes", f"missing: {', '.join(gone)}")
+    for where, gone in cut_records(cert):
+        report.unchecked(where, "the record has every field the producer writes in it", f"cut: {', '.join(gone)}")
     if len(entries) != len(blocks) or cert.get("input", {}).get("blocks") != len(entries):
         report.fail("certificate", "the certificate covers the model's blocks", f"{len(entries)} blocks certified "
                     f"({cert.get('input', {}).get('blocks')!r} recorded), model has {len(blocks)}")
