@@ -241,3 +241,26 @@ def test_a_gate_that_vanishes_at_zero_still_serves_with_a_gate_bias(allow: bool)
     assert contradiction(blk, 1e-3, estimated=True, biases=allow) is not None
     if allow:
         assert decide(blk, tol=1e-3).verdict.value == "not_absorbable"
+
+
+def test_pairs_serve_within_a_small_flip_defect() -> None:
+    """σ = ReLU + a unit bump at z = 10⁶ (piecewise linear): σ(z) − σ(−z) = z + δ(z) with |δ(z)| ≤ 10⁻⁶|z| exactly
+    (its break points), so antipodal pairs realise A x within that defect's share, and a bias-free block of size
+    1.5τ is within the tolerance of A = M + ½W_down W_up. Without a flip identity the skeleton's exact verdict
+    was given. The defect's sup is exact (the bump's peak); a bump of height 10⁵ is not small, and the verdict stands."""
+    from fractions import Fraction
+
+    import sympy as sp
+
+    from absorb.model.activations import X
+    from absorb.symbolic.shift import flip_defect
+
+    assert flip_defect(sp.Max(0, X) + sp.Max(0, 1 - sp.Abs(X - 10**6)), Fraction(1)) == Fraction(1, 10**6)
+    assert flip_defect(sp.Max(0, X), Fraction(1)) == 0
+    rng = np.random.default_rng(3)
+    near = _scaled(rng, 2, 4, 1.5e-3, "expr:Max(0,x) + Max(0, 1 - Abs(x - 10**6))")
+    dec = decide(near, tol=1e-3)
+    assert dec.verdict.value == "unknown" and "defect" in dec.reason, dec.reason
+    rng = np.random.default_rng(3)
+    tall = _scaled(rng, 2, 4, 1.5e-3, "expr:Max(0,x) + Max(0, 10**5 - Abs(x - 10**6))")
+    assert decide(tall, tol=1e-3).verdict.value == "not_absorbable"

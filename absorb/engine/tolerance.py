@@ -342,8 +342,11 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float, biases: boo
         sh = _analysis(act, "shifted_flip")
         if sh.proved:
             c, shift = facts.rational(sh.value, "c"), facts.rational(sh.value, "s")
-    if not c:
-        return
+    defect = 0.0
+    if not c:  # a user's σ whose flip identity fails by a small δ(z) = σ(z) − σ(−z) − c·z (c = L₊ − L₋): pairs still serve
+        c, defect = _near_flip(act, blk.d)
+        if not c:
+            return
     half = abs(float(c)) / 2
     # lower bounds read from σ's cached facts (no σ evaluated, no sympy): either K for A = M is ≥ |c|/2 and ≥ |L±|,
     # and for the even part ≥ |L± − c/2| (σ(z)/z → L± at ±∞); a map that cannot pass is not formed
@@ -360,6 +363,15 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float, biases: boo
     affine, biased = blk.has_bias or zero != 0.0, blk.has_bias
     pairs = (f"in antipodal pairs (σ(z) − σ(−z) = {c}·z)" if shift is None else
              f"in antipodal pairs with biases b − s, −b − s (σ(z) − σ(−z − 2s) = {c}·(z + s), s = {shift})")
+    if defect:
+        pairs = (f"in antipodal pairs, within their defect (σ(z) − σ(−z) = {c}·z + δ(z), |δ(z)| ≤ {defect:.3g}|z|, which the "
+                 "error counts)")
+
+    def with_defect(A: np.ndarray, K: float) -> float:  # pairs (v, s·u/c), (−v, −s·u/c) per singular triple of A add δ's share
+        if not defect or size <= 0:
+            return K
+        S = np.linalg.svd(A, compute_uv=True)
+        return K + defect * float(np.sum(S[1] * (np.max(np.abs(S[0]), axis=0) * np.sum(np.abs(S[2]), axis=1)))) / (abs(float(c)) * size)
     to = "the affine map x ↦ A x + β, β = f(0), " if affine else "the linear map "
     # a user's σ (not a built-in as written): where the sample reads a smaller constant than the one derived (the
     # pieces' structural bound is not the least; none for a smooth σ), the estimate serves — the screen only withholds
@@ -371,11 +383,11 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float, biases: boo
             L, what = est, ("Lipschitz constant" if biased else "sup |σ(z) − σ(0)|/|z|")
             note = f" (σ's {what} estimated from samples as {L:.3g})"
         if L is not None and L * size <= reach:
-            yield blk.M, L, 2, to + "A = M", pairs + note, affine, 0.0
+            yield blk.M, with_defect(blk.M, L), 2, to + "A = M", pairs + note, affine, 0.0
         elif user and affine and len(ends) == 2 and L_low * size < tol:
             osc = _sampled_oscillation(act, 0.0, ends, shift)
             if osc is not None:
-                yield (blk.M, L_low, 2, to + "A = M", pairs + f" (σ within {L_low:.3g}|z| plus a part that varies by "
+                yield (blk.M, with_defect(blk.M, L_low), 2, to + "A = M", pairs + f" (σ within {L_low:.3g}|z| plus a part that varies by "
                        f"{osc:.3g}, estimated from samples)", affine, osc)
     if second:
         K, note = (sigma_even_lipschitz(act, c) if affine else sigma_even_growth(act, c)), ""
@@ -384,13 +396,47 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float, biases: boo
             K, what = est, f"{'Lipschitz constant' if biased else 'sup |e(z) − e(0)|/|z|'} of its even part e(z) = σ(z) − ({c}/2)z"
             note = f" (σ's {what} estimated from samples as {K:.3g})"
         if K is not None and K * size <= reach + tol * half * size:
-            yield _plus_product(blk, float(c) / 2), K, 2, to + f"A = M + ({c}/2)·W_down W_up", pairs + note, affine, 0.0
+            A = _plus_product(blk, float(c) / 2)
+            if np.all(np.isfinite(A)):
+                yield A, with_defect(A, K), 2, to + f"A = M + ({c}/2)·W_down W_up", pairs + note, affine, 0.0
         elif user and affine and len(ends) == 2 and K_low * size < tol:
             osc = _sampled_oscillation(act, float(c) / 2, ends, shift)
-            if osc is not None:
-                yield (_plus_product(blk, float(c) / 2), K_low, 2, to + f"A = M + ({c}/2)·W_down W_up",
+            A = _plus_product(blk, float(c) / 2)
+            if osc is not None and np.all(np.isfinite(A)):
+                yield (A, with_defect(A, K_low), 2, to + f"A = M + ({c}/2)·W_down W_up",
                        pairs + f" (its even part e(z) = σ(z) − ({c}/2)z within {K_low:.3g}|z| plus a part that varies by "
                        f"{osc:.3g}, estimated from samples)", affine, osc)
+
+
+def _near_flip(act: Activation, d: int) -> tuple[object, float]:
+    """(c, κ) for a user's σ whose flip identity is not proved: c = L₊ − L₋ ≠ 0 from σ's proved slopes at ±∞ and
+    κ ≥ sup |σ(z) − σ(−z) − c·z|/|z|, exactly from the break points for a piecewise-linear σ
+    (:func:`absorb.symbolic.shift.flip_defect`), else read at the trusted points of the grid (:func:`_trusted_grid`)
+    whose mirror is trusted too — a pair (u, w/c), (−u, −w/c) then gives w·(u·x) within |w|∞κ|u·x|/|c|. An estimate (the screen that
+    reads it only withholds a verdict); (None, 0) for a built-in, past d = 512 (an SVD per map), or without both slopes."""
+    if is_builtin(act) or d > 512:
+        return None, 0.0
+    sl = _analysis(act, "asymptotic_slopes")
+    lp, lm = (facts.rational(sl.value, "L_plus"), facts.rational(sl.value, "L_minus")) if sl.proved else (None, None)
+    if lp is None or lm is None or lp == lm:
+        return None, 0.0
+    c = lp - lm
+    from absorb.engine.witness import expression_sigma
+
+    if expression_sigma(act) is not None:  # piecewise linear: δ's sup ratio exactly, from its break points
+        from absorb.symbolic.shift import flip_defect
+
+        k = flip_defect(act.expr, c)  # type: ignore[attr-defined]
+        return (c, float(k) * (1 + 2.0**-50)) if k else (None, 0.0)
+    z, v = _trusted_grid(act)
+    pos = z > 0
+    both, i, j = np.intersect1d(z[pos], -z[~pos], return_indices=True)
+    if not len(both):
+        return None, 0.0
+    neg_v = v[~pos][j]
+    with np.errstate(all="ignore"):
+        kappa = float(np.max(np.abs(v[pos][i] - neg_v - float(c) * both) / both))
+    return (c, kappa) if math.isfinite(kappa) and kappa > 0 else (None, 0.0)
 
 
 def _float_at_zero(act: Activation) -> float:

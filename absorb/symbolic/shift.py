@@ -213,3 +213,44 @@ def expression_bounds(expr: sp.Expr) -> tuple[Fraction, float, float] | None:
     if got is None or got.lip == 0:
         return None
     return got.lip, _up(got.e1), _up(got.e0)
+
+
+def flip_defect(expr: sp.Expr, c: Fraction) -> Fraction | None:
+    """sup over z ≠ 0 of |δ(z)|/|z|, δ(z) = σ(z) − σ(−z) − c·z, exactly, for a piecewise-linear σ: δ is piecewise
+    linear and δ(0) = 0, so on each linear stretch |δ(z)|/|z| is monotone between its ends — the sup is at a break
+    point, or the slope next to 0, or the outer slopes at ±∞. The break points lie where a condition of δ's
+    Piecewise form (``piecewise_fold``) changes, each the root of one linear relation; δ is evaluated exactly there,
+    at half the smallest nonzero |break point| (the stretch at 0) and twice the largest (the outer stretches).
+    None when δ is not piecewise linear with rational break points, or has more than :data:`_MAX_SWITCHES` switches."""
+    delta = sp.expand(expr - expr.subs(X, -X) - sp.Rational(c.numerator, c.denominator) * X)
+    if sum(1 for a in sp.preorder_traversal(delta) if isinstance(a, (sp.Max, sp.Min, sp.Abs))) > _MAX_SWITCHES:
+        return None
+    try:
+        pw = sp.piecewise_fold(delta.rewrite(sp.Piecewise))
+        branches = list(pw.args) if isinstance(pw, sp.Piecewise) else [(pw, sp.true)]
+        pts: set[sp.Rational] = set()
+        for e, cond in branches:
+            if sp.diff(e, X, 2) != 0 or not sp.diff(e, X).is_Rational:
+                return None
+            for rel in (cond.atoms(sp.core.relational.Relational) if cond not in (sp.true, sp.false) else ()):
+                root = sp.solve(sp.Eq(rel.lhs - rel.rhs, 0), X)
+                if len(root) != 1 or not root[0].is_Rational:
+                    return None
+                pts.add(root[0])
+        nonzero = [p for p in pts if p != 0]
+        lo = min((abs(p) for p in nonzero), default=sp.Integer(1)) / 2
+        hi = 2 * max((abs(p) for p in nonzero), default=sp.Integer(1))
+        best = Fraction(0)
+        for z in [*nonzero, lo, -lo, hi, -hi, 2 * hi, -2 * hi]:
+            v = delta.subs(X, z)
+            if not v.is_Rational:
+                return None
+            best = max(best, abs(Fraction(int(v.p), int(v.q)) / Fraction(int(sp.Rational(z).p), int(sp.Rational(z).q))))
+        for a, b in ((hi, 2 * hi), (-hi, -2 * hi)):  # the outer slopes
+            s = (delta.subs(X, b) - delta.subs(X, a)) / (b - a)
+            if not s.is_Rational:
+                return None
+            best = max(best, abs(Fraction(int(s.p), int(s.q))))
+        return best
+    except (TypeError, ValueError, AttributeError, NotImplementedError, RecursionError):
+        return None
