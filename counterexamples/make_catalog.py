@@ -507,7 +507,7 @@ def _relu2_linear_entries() -> list[Entry]:
     rng = np.random.default_rng(140)
     d, n = 3, 6
     U, D, c, bd = rng.standard_normal((n, d)), rng.standard_normal((d, n)), rng.standard_normal(n), rng.standard_normal(d)
-    mu = np.array([0.5, 2.0, 1.25, 0.75, 1.5, 1.0])  # dyadic: the witness below is exact in float64
+    mu = np.array([0.5, 2.0, 4.0, 0.25, 2.0, 1.0])  # powers of two: the witness below is exact in float64
     M = sum((mu[i] - 1) * np.outer(D[:, i], U[i]) for i in range(n))
     wit = dict(W_up=U / mu[:, None], W_down=D * mu**2, b_up=c / mu, b_down=bd + D @ ((1 - mu) * c))
     rng = np.random.default_rng(141)
@@ -517,11 +517,11 @@ def _relu2_linear_entries() -> list[Entry]:
         Entry("relu2_linear_planted", dict(W_up=U, W_down=D, b_up=c, b_down=bd, skip=M, activation=act),
               "σ = ReLU² + x with biases and M = Σ_i (μ_i − 1) w_i u_iᵀ for planted scales μ > 0: rescaling each unit "
               "(u_i/μ_i, b_up,i/μ_i, μ_i²w_i) changes only its linear part, by (μ_i − 1) w_i u_iᵀ.",
-              "unknown", "none", "the linear program Σ μ_i w_i u_iᵀ = M + Σ w_i u_iᵀ finds μ > 0, but the rescaled rows u_i/μ_i "
-              "round in float64: the quadratic part of f − g is a few ulps, not 0, so that witness is not within the "
-              "tolerance's measure for every x (the exact real block is)",
+              A, "relu2-linear", "the linear program Σ μ_i w_i u_iᵀ = M + Σ w_i u_iᵀ finds μ > 0, powers of two here, so the "
+              "rescaled units are exact in float64 and the quadratic part of f − g is 0; the rescaled block is checked (error "
+              "bounded in exact rationals). With other scales u_i/μ_i rounds, and that witness is no answer (unknown)",
               A, "u'_i = u_i/μ_i, b'_up,i = b_up,i/μ_i, w'_i = μ_i² w_i, b'_down = b_down + Σ(1 − μ_i) b_up,i w_i, "
-              "μ = (1/2, 2, 5/4, 3/4, 3/2, 1)", witness=wit),
+              "μ = (1/2, 2, 4, 1/4, 2, 1)", witness=wit),
         Entry("relu2_linear_generic", G,
               "σ = ReLU² + x with biases, generic weights, d = 3, n = 5 < d²: M is generically outside the cone of the w_i u_iᵀ.",
               N, "relu2-linear", "the (Q) columns are independent (no unit can be flipped) and a Farkas matrix Y "
