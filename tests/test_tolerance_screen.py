@@ -261,6 +261,10 @@ def test_pairs_serve_within_a_small_flip_defect() -> None:
     near = _scaled(rng, 2, 4, 1.5e-3, "expr:Max(0,x) + Max(0, 1 - Abs(x - 10**6))")
     dec = decide(near, tol=1e-3)
     assert dec.verdict.value == "unknown" and "defect" in dec.reason, dec.reason
+    from absorb.verify._tolerance import contradiction
+
+    assert contradiction(near, 1e-3) is None and contradiction(near, 1e-3, estimated=True) is not None  # (checker: exit 4)
     rng = np.random.default_rng(3)
     tall = _scaled(rng, 2, 4, 1.5e-3, "expr:Max(0,x) + Max(0, 10**5 - Abs(x - 10**6))")
     assert decide(tall, tol=1e-3).verdict.value == "not_absorbable"
+    assert contradiction(tall, 1e-3, estimated=True) is None

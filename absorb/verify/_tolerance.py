@@ -349,6 +349,8 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
         return
     if estimated and affine:  # a user's σ (any): a slope plus a bounded part, the part's size read on the grid
         yield from _split(block, M, U, D, g_biases, tol)
+    if estimated and _flip_or_shift(act, g_biases)[0] is None:  # pairs within a small flip defect (an estimate)
+        yield from _defect_maps(block, M, U, D, biased, smooth, L)
     if estimated != smooth:  # (the estimated pass covers exactly the maps that need those estimates)
         return
     if estimated:  # on a grid, not bounds: with biases Lipschitz constants, bias-free sup |σ(z) − σ(0) − slope·z|/|z|
@@ -427,6 +429,66 @@ def _split(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool
             rank = int(np.linalg.matrix_rank(A))
             if _rank_at_most(A, rank):
                 yield A, k, 2 * rank, C
+
+
+def _defect(act: Any, c: float, smooth: bool) -> float | None:
+    """κ ≥ sup_{z≠0} |σ(z) − σ(−z) − c·z|/|z|: for a piecewise-linear σ at its break points and their mirrors (the
+    defect δ is linear between them and δ(0) = 0), next to 0 and far out, exactly (sympy); for a smooth σ read on
+    :func:`_grid`'s points whose mirror is there too. An estimate either way for what it serves (reported as not
+    re-checked)."""
+    if smooth:
+        z, v = _grid(act)
+        pos = z > 0
+        both, i, j = np.intersect1d(z[pos], -z[~pos], return_indices=True)
+        if not len(both):
+            return None
+        with np.errstate(all="ignore"):
+            k = float(np.max(np.abs(v[pos][i] - v[~pos][j] - c * both) / both))
+        return k if math.isfinite(k) else None
+    from absorb.verify._pieces import exact_value, pieces
+
+    e = act.expr
+    x = _variable(e)
+    try:
+        pts, _ = pieces(e, x)
+        cq = sp.nsimplify(c)
+        cand = {abs(p) for p in pts if p != 0}
+        lo, hi = (min(cand) / 2, 2 * max(cand)) if cand else (sp.Integer(1), sp.Integer(2))
+        out = 0.0
+        for t in [*cand, lo, hi, 2 * hi]:
+            for z in (t, -t):
+                dz = exact_value(e, x, z) - exact_value(e, x, -z) - cq * z
+                out = max(out, float(abs(dz / z)))
+        return out * (1 + 1e-12)
+    except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: no estimate
+        return None
+
+
+def _defect_maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool, smooth: bool, L: float | None):  # type: ignore[no-untyped-def]
+    """(A, K, units, None) for A = M and A = M + (c/2)·W_down W_up realised by antipodal pairs of a σ whose flip identity
+    fails by a defect δ: c = L₊ − L₋ (σ's slopes at ±∞, :func:`_ends`), κ = :func:`_defect`, and a pair (v, s·u/c),
+    (−v, −s·u/c) per singular triple (s, u, v) of A gives s·u(v·x) within s|u|∞κ|v·x|/|c|, added to K."""
+    act = block.activation
+    ends = _ends(act)
+    if ends is None or abs(ends[0] - ends[1]) < 1e-9 or block.d > 512:
+        return
+    c = float(Fraction(ends[0] - ends[1]).limit_denominator(1000))
+    kappa = _defect(act, c, smooth)
+    if kappa is None:
+        return
+    with np.errstate(all="ignore"):
+        size = float(np.sum(np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1)))
+    for t, K in ((0.0, L if L is not None else _grid_lipschitz(act) if biased else _grid_ratio(act, 0.0)),
+                 (c / 2, _grid_lipschitz(act, c / 2) if biased else _grid_ratio(act, c / 2))):
+        with np.errstate(all="ignore"):
+            A = M if t == 0.0 else M + t * (D @ U)
+        if K is None or not (size > 0 and np.all(np.isfinite(A))):
+            continue
+        Us, S, Vt = np.linalg.svd(A)
+        share = kappa * float(np.sum(S * np.max(np.abs(Us), axis=0) * np.sum(np.abs(Vt), axis=1))) / (abs(c) * size)
+        rank = int(np.linalg.matrix_rank(A))
+        if _rank_at_most(A, rank):
+            yield A, K + share, 2 * rank, None
 
 
 def sampled_near(block: Any, tol: float, seed: int) -> str | None:
