@@ -5,6 +5,7 @@ checker's refusal of tampered ones."""
 from __future__ import annotations
 
 import copy
+import json
 from fractions import Fraction
 
 import numpy as np
@@ -300,3 +301,21 @@ def test_f0_zero_takes_the_witness_of_a_dyadic_mu() -> None:
     dec, doc = _cert(blk)
     assert dec.verdict is Verdict.ABSORBABLE, dec.reason
     assert _fully_accepted(doc, blk)
+
+
+def test_the_checker_wants_a_witness_in_the_tolerance_measure() -> None:
+    """The rescaling witness rebuilt from recorded scales that are not powers of two has a nonzero quadratic part
+    (u_i/μ_i rounds): no error within τ(|f(x)| + |x| + |f(0)|) — rejected, as is a recorded error of 0 for a
+    witness that is not exact; the honest certificate (powers of two) is accepted."""
+    blk = planted(7, biases=True)
+    dec, doc = _cert(blk)
+    assert dec.blocks[0].verdict is Verdict.ABSORBABLE and _fully_accepted(doc, blk)
+    bad = json.loads(json.dumps(doc))
+    bad["blocks"][0]["argument"]["scales"] = [v * (1 + 2.0**-30) for v in bad["blocks"][0]["argument"]["scales"]]
+    rep = checker.verify_certificate(bad, blk)
+    assert not rep.accepted and "quadratic error" in rep.failures[0].claim, [f.claim for f in rep.failures]
+    if not doc["blocks"][0]["witness"].get("exact"):
+        zero = json.loads(json.dumps(doc))
+        zero["blocks"][0]["witness"]["eval_error"] = 0.0
+        ok = checker.verify_certificate(zero, blk)
+        assert ok.accepted == (dec.blocks[0].witness.eval_error == 0.0)

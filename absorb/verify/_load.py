@@ -191,7 +191,7 @@ _WRITTEN = {
 """Fields the producer writes in every record of these kinds (a record without one was cut: not fully checked)."""
 _ARGUMENT = {"index-set": {"c", "target", "necessity_hypotheses"}, "skeleton": {"nondegeneracy_hypotheses", "case", "target"},
              "skeleton2": {"nondegeneracy_hypotheses", "case"}, "gated-skeleton": {"nondegeneracy_hypotheses", "case"},
-             "degree": {"k"}, "linearization": {"g0"}, "relu2-linear": {"case"}, "canonical-form": set(), "bounded": set()}
+             "degree": {"k"}, "linearization": set(), "relu2-linear": {"case"}, "canonical-form": set(), "bounded": set()}
 """An exact verdict's argument fields, per theorem (with ``M_nonzero_entry``, which every one of these writes)."""
 
 

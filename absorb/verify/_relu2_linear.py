@@ -7,9 +7,9 @@
   w'_i = μ_i² w_i, b'_down = b_down + βΣ(1 − μ_i)c_i w_i is rebuilt here (its SHA-256 must be the
   recorded one), and |f(x) − g(x)|_∞ ≤ q|x|²_∞ + l|x|_∞ + r is bounded here: f − ĝ is affine
   exactly for the exact rescaling ĝ of μ, and each float unit of g differs from ĝ's by the
-  rounding of its weights; then max(q/s₂, l/s₁, r/|f(0)|_∞) ≤ τ + the rounding allowance, with
-  the block's own scales s₂ = |α| max_a Σ_i |w_ai| |u_i|₁², s₁ = max(1, max_a (Σ_b |M_ab| +
-  2|α| Σ_i |c_i| |w_ai| |u_i|₁));
+  rounding of its weights; then q = 0 (every μ_i a power of two) and l, r/|f(0)|_∞ ≤ τ + the
+  rounding allowance (a quadratic error, or a linear one measured against f's own scales, is
+  outside the tolerance's measure);
 * ``not_absorbable`` (case ``farkas``): the nondegeneracy, the (Q) columns w_i ⊗ u_i u_iᵀ linearly
   independent with margin (the exact Gram test of ``_skeleton2``), and the recorded Y with
   ⟨Y, w_i u_iᵀ⟩ ≤ 0 for every i and |β|⟨Y, T⟩ > τ‖Y‖_F‖M‖_F, T = M/β + Σ_i w_i u_iᵀ.
@@ -106,18 +106,6 @@ def error_terms(block: Block, wb: Block, mu: list[Fraction], alpha: Fraction, be
     return max(quad), max(lin), max(con), rho2
 
 
-def scales(block: Block, alpha: Fraction) -> tuple[Fraction, Fraction, Fraction]:
-    """(s₁, s₂, |f(0)|_∞) of the block, exact (σ(c) = α max(c, 0)² + βc needs β: f(0) below)."""
-    d, n = block.d, block.n
-    U, D, M = _qm(block.W_up), _qm(block.W_down), _qm(block.M)
-    c = [Fraction(0)] * n if block.b_up is None else _q(block.b_up)
-    u1 = [sum(abs(v) for v in U[i]) for i in range(n)]
-    s2 = abs(alpha) * max(sum(abs(D[a][i]) * u1[i] ** 2 for i in range(n)) for a in range(d))
-    s1 = max(Fraction(1), max(sum(abs(v) for v in M[a]) + 2 * abs(alpha) * sum(abs(c[i]) * abs(D[a][i]) * u1[i] for i in range(n))
-                              for a in range(d)))
-    return s1, s2, Fraction(0)
-
-
 def f_at_zero(block: Block, alpha: Fraction, beta: Fraction) -> Fraction:
     c = [Fraction(0)] * block.n if block.b_up is None else _q(block.b_up)
     b0 = [Fraction(0)] * block.d if block.b_down is None else _q(block.b_down)
@@ -188,13 +176,13 @@ def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tu
     assert mu is not None
     wb = rescaled(block, mu, float(beta))
     q, lin, con, rho2 = error_terms(block, wb, [Fraction(float(v)) for v in mu], alpha, beta)
-    s1, s2, _ = scales(block, alpha)
     f0 = f_at_zero(block, alpha, beta)
     thr = Fraction(ctx.tol) + Fraction(rounding_allowance(n))
-    _require(ctx, s2 > 0 and q <= thr * s2, w, "the quadratic error of g is ≤ (τ + allowance)·s₂|x|²_∞ (exact)",
-             f"{float(q):.3g} against s₂ = {float(s2):.6g}")
-    _require(ctx, lin <= thr * s1, w, "the linear error of g is ≤ (τ + allowance)·s₁|x|_∞ (exact)",
-             f"{float(lin):.3g} against s₁ = {float(s1):.6g}")
+    # (a quadratic error of any size, or a linear one measured against f's own scale s₁ > 1, is no error within
+    # τ(|f(x)|∞ + |x|∞ + |f(0)|∞): where f grows only linearly, or is constant, it exceeds it)
+    _require(ctx, q == 0, w, "the quadratic error of g is exactly 0 (every μ_i a power of two: u_i/μ_i, μ_i²w_i exact)",
+             f"≤ {float(q):.3g}·|x|²_∞")
+    _require(ctx, lin <= thr, w, "the linear error of g is ≤ (τ + allowance)·|x|_∞ (exact)", f"{float(lin):.3g}")
     _require(ctx, con == 0 or con <= thr * f0, w, "the constant error of g is ≤ (τ + allowance)·|f(0)|_∞ (exact)",
              f"{float(con):.3g} against |f(0)| = {float(f0):.3g}")
     wit = b.get("witness") or {}
@@ -203,7 +191,11 @@ def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tu
     _require(ctx, isinstance(recs, dict) and set(recs) == set(mine) and all(
         isinstance(recs[k], dict) and recs[k].get("sha256") == sha256_f64(v) for k, v in mine.items()), w,
              "the witness block is the rescaling of μ rebuilt here (SHA-256)")
-    _require(ctx, wit.get("exact") in (None, False), w, "the witness is not claimed exact", f"recorded {wit.get('exact')!r}")
+    exact = lin == 0 and con == 0
+    _require(ctx, wit.get("exact") in (False, exact), w, "the recorded exactness is the witness's", f"recorded {wit.get('exact')!r}")
+    ev = wit.get("eval_error")
+    _require(ctx, isinstance(ev, (int, float)) and not isinstance(ev, bool) and (exact or ev > 0), w,
+             "the recorded error is nonzero for a witness that is not exact", f"recorded {ev!r}")
     r = math.sqrt(float(rho2))
     res = wit.get("residual")
     _require(ctx, isinstance(res, float) and abs(res - r) <= 1e-12 * r and res <= ctx.tol, w,
