@@ -268,3 +268,21 @@ def test_pairs_serve_within_a_small_flip_defect() -> None:
     tall = _scaled(rng, 2, 4, 1.5e-3, "expr:Max(0,x) + Max(0, 10**5 - Abs(x - 10**6))")
     assert decide(tall, tol=1e-3).verdict.value == "not_absorbable"
     assert contradiction(tall, 1e-3, estimated=True) is None
+
+
+@pytest.mark.parametrize(("act", "M", "w", "tol", "d"), [("tanh", 0.5, -0.25, 0.34, 1), ("expr:atan(x)", 0.5, -0.25, 0.34, 1),
+                                                        ("relu", 1.0, -0.5, 0.6, 2), ("silu", 1.0, -0.5, 0.6, 2)])
+def test_at_a_large_tolerance_a_small_f_is_near_the_constant_g(act: str, M: float, w: float, tol: float, d: int) -> None:
+    """g = 0 (no unit at all) is within τ of f wherever |f(x)|∞ ≤ τ/(1 − τ)·|x|∞: f = x/2 − tanh(x)/4 at τ = 0.34
+    (f(x)/x ∈ [1/4, 1/2)), f = (x₁ − σ(x₁)/2, x₂) at τ = 0.6. The exact arguments (bounded, index set, skeleton)
+    rule out an equal g only: unknown, and the checker finds it too (by estimate: exit 4)."""
+    from absorb.verify._tolerance import contradiction
+
+    if d == 1:
+        blk = Block(np.array([[1.0]]), np.array([[w]]), get_activation(act), skip=np.array([[M]]))
+    else:
+        blk = Block(np.array([[1.0, 0.0]]), np.array([[w], [0.0]]), get_activation(act))
+    dec = decide(blk, tol=tol)
+    assert dec.verdict.value == "unknown" and "constant g = f(0)" in dec.reason, dec.reason
+    assert contradiction(blk, tol, estimated=True) is not None
+    assert decide(blk, tol=tol / 2).verdict.value == "not_absorbable"

@@ -110,7 +110,8 @@ def test_a_stack_of_blocks_within_the_tolerance_claims_nothing() -> None:
 def test_the_checker_flags_a_not_absorbable_that_its_sample_contradicts() -> None:
     """d = n = 1, f(x) = x + 0.1|x| at τ = 0.6: g = B is within the tolerance (|f| ≥ 0.9|x|). A
     not_absorbable certificate made at τ = 0.6 (the engine now withholds it; forged here from the same
-    block's exact proof) is 'not re-checked': the checker's sample contradicts it, and a sample proves nothing."""
+    block's exact proof) is not accepted: a bound finds g = 0 within it (else the checker's sample would contradict
+    it, and a sample proves nothing: not re-checked)."""
     from absorb.verify._tolerance import sampled_near
 
     blk = Block(np.ones((1, 1)), np.full((1, 1), 0.1), get_activation("expr:Abs(x)"))
@@ -120,7 +121,9 @@ def test_the_checker_flags_a_not_absorbable_that_its_sample_contradicts() -> Non
     forged = json.loads(json.dumps(cert))
     forged["parameters"]["tolerance"] = forged["blocks"][0]["tolerance"] = 0.6
     rep = verify_certificate(forged, blk)
-    assert any("agrees with the tolerance" in f.claim for f in rep.not_rechecked), [f.claim for f in rep.failures]
+    # (rejected outright where a bound finds a g: the constant g = 0, |f| ≤ 1.1|x| ≤ τ/(1 − τ)|x| at τ = 0.6)
+    assert (not rep.accepted and "found by bound" in rep.failures[0].claim) or any(
+        "agrees with the tolerance" in f.claim for f in rep.not_rechecked), [f.claim for f in rep.failures]
 
 
 def test_a_biased_gated_block_within_the_tolerance_contradicts_not_absorbable() -> None:

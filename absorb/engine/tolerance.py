@@ -57,6 +57,9 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
     if normM <= tol and width >= blk.n:
         return (f"Unknown: f is within the tolerance of its own residual-free part B (|M x|∞ ≤ {normM:.3g}·|x|∞), so "
                 "the exact argument rules out an exact residual-free block only.")
+    flat = _near_constant(blk, normM, tol, biases)
+    if flat is not None:
+        return flat
     sampled = _without_skip_sampled(blk, tol, seed) if width >= blk.n else None
     if sampled is not None:
         return sampled
@@ -76,6 +79,54 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
         if why is not None:
             return why
     return None
+
+
+def _near_constant(blk: Block, normM: float, tol: float, biases: bool) -> str | None:
+    """Whether g = f(0), a constant (no unit at all: b_down = f(0); with no biases allowed only where f(0) = 0), is
+    within the tolerance: |f(x) − f(0)|∞ ≤ r|x|∞, and |f(x)|∞ + |f(0)|∞ ≥ |f(x) − f(0)|∞, so (1 − τ)·r ≤ τ suffices
+    — at a large tolerance a small f needs no unit at all. An ungated block: σ(z) − σ(b) = t·(z − b) + (the rest),
+    so r = ‖M + t·W_down W_up‖∞ + K_t·Σ_i |w_i|∞|u_i|₁ with K_t ≥ the rest's Lipschitz constant (sup |σ(z) − σ(0) −
+    t·z|/|z| bias-free); t = 0 with σ's stated Lipschitz constant, and t ∈ {0, σ's mean slopes} with K_t read on
+    the grid (an estimate: this only withholds)."""
+    from absorb.engine.witness import sigma_lipschitz
+
+    if not tol < 1 or blk.n * blk.d > 1 << 22 or blk.gated and not blk.value_identity:
+        return None
+    zero = not blk.has_bias and (blk.gated or _float_at_zero(blk.activation) == 0.0 and (is_builtin(blk.activation) or _at_zero(blk.activation) == 0.0))
+    if not (biases or zero):
+        return None
+    size, bar = _block_size(blk), tol / (1 - tol) * (1 - 1e-12)
+    if blk.gated:  # f − f(0) = (M + t·W_down W_up)x + W_down[(g(G x + c) − t) ⊙ U x + (g(G x + c) − g(c)) ⊙ b_up]
+        z, v = _trusted_grid(blk.activation)
+        lip = _sampled_lipschitz(blk.activation)
+        if not len(z) or lip is None:
+            return None
+        for t in sorted({0.0, _at_zero(blk.activation), float(np.max(v) + np.min(v)) / 2}):
+            dev = float(np.max(np.abs(v - t)))
+            r = _row_sum(_plus_product(blk, t), blk.d) + (_gated_reach(blk, dev, lip) if blk.has_bias else dev * size)
+            if math.isfinite(r) and r <= bar:
+                return _constant_reason(r, f" (the gate's deviation from {t:.6g} estimated from samples)")
+        return None
+    L = sigma_lipschitz(blk.activation)
+    if L is not None and normM + L * size <= bar:
+        return _constant_reason(normM + L * size, "")
+    if normM - size * (L if L is not None else math.inf) > bar:  # (no t can help: ‖M + tDU‖ ≥ ‖M‖ − |t|·size)
+        return None
+    with np.errstate(all="ignore"):
+        ends = np.asarray(blk.activation(np.array([-1.0, 1.0, -1e6, 1e6])), dtype=np.float64)
+    ts = {0.0, float(ends[1] - ends[0]) / 2, float(ends[3] - ends[2]) / 4e6}
+    for t in sorted(t for t in ts if math.isfinite(t)):
+        K = _sampled_lipschitz(blk.activation, t) if blk.has_bias else _sampled_quotient(blk.activation, t)
+        r = _row_sum(_plus_product(blk, t), blk.d) + (K if K is not None else math.inf) * size
+        if math.isfinite(r) and r <= bar:
+            return _constant_reason(r, f" (σ(z) − {t:.6g}·z's constant estimated from samples)")
+    return None
+
+
+def _constant_reason(r: float, note: str) -> str:
+    return (f"Unknown: f is within the tolerance of the constant g = f(0) (|f(x) − f(0)|∞ ≤ {r:.3g}·|x|∞ ≤ τ/(1 − τ)·|x|∞"
+            f"{note}), a residual-free block with no unit at all; the exact argument rules out an exact residual-free "
+            "block only.")
 
 
 def _unit_subsets(blk: Block):  # type: ignore[no-untyped-def]

@@ -42,6 +42,7 @@ import sympy as sp
 
 from absorb.verify._numerics import _U, exact_rank
 from absorb.verify._pieces import decide_zero, pl_lipschitz
+from absorb.verify._sampled import sampled_near  # noqa: F401  (the sampled screen, re-exported)
 from absorb.verify._symbolic import _sigma_lipschitz, _variable, flip_constant, shifted_flip_constant
 
 EVEN = {"relu": 0.5, "leaky_relu": 0.495, "gelu": 0.5, "gelu_tanh": 0.5, "silu": 0.5, "quick_gelu": 0.5}
@@ -216,6 +217,8 @@ def contradiction(block: Any, tol: float, width: int | None = None, estimated: b
         return None
     biased = any(getattr(block, k) is not None and np.any(getattr(block, k)) for k in ("b_up", "b_down", "b_gate"))
     g_biases = biases or biased
+    if (flat := _constant_g(block, normM, tol, g_biases, biased, estimated)) is not None:
+        return flat
     low: list[float] = []
 
     def f0_low() -> float:  # (a rigorous lower bound of the whole f's |f(0)|∞, formed where a map needs it)
@@ -246,6 +249,59 @@ def contradiction(block: Any, tol: float, width: int | None = None, estimated: b
             if r < tol or (not kept and r < tol * (1 + max(_lower_gain(A) - r, 0.0))):
                 return (f"f is within {r:.3g}·|x|∞ of a block of {units} residual-free units that realise an affine map exactly"
                         + (f" and {kept} of f's units kept as they are" if kept else "") + f", ≤ {width} units, which is within the tolerance")
+    return None
+
+
+def _constant_g(block: Any, normM: float, tol: float, g_biases: bool, biased: bool, estimated: bool) -> str | None:
+    """g = f(0) with no unit (b_down = f(0); bias-free only where f(0) = 0 exactly): |f(x) − f(0)|∞ ≤ r|x|∞ and
+    |f(x)|∞ + |f(0)|∞ ≥ |f(x) − f(0)|∞, so (1 − τ)·r ≤ τ puts g within the tolerance. Exact pass (ungated):
+    r = ‖M‖∞ + L·Σ_i |w_i|∞|u_i|₁, L σ's Lipschitz constant (this checker's own). Estimated pass: σ(z) = t·z + (the
+    rest) for t ∈ {0, σ's mean slopes}, r = ‖M + t·W_down W_up‖∞ + K_t·size with K_t read on the grid (gated, a
+    linear value branch: the gate's deviation from t, and with biases its slope times |b_up|)."""
+    from absorb.model.activations import is_builtin
+
+    if not tol < 1 or block.n * block.d > 1 << 22:
+        return None
+    act = block.activation
+    gated = block.W_gate is not None
+    if gated and not block.value_identity:
+        return None
+    if not (g_biases or not biased and (gated or _at_zero(act) == 0.0)):
+        return None
+    U, D, M = (np.asarray(a, dtype=np.float64) for a in (block.W_up, block.W_down, block.M))
+    with np.errstate(all="ignore"):
+        wmax, u1 = np.max(np.abs(D), axis=0), np.sum(np.abs(U), axis=1)
+        size = _up(float(np.sum(wmax * u1)), block.n + block.d)
+    rs: list[float] = []
+    if not estimated and not gated:
+        L = _lipschitz(block) if not is_builtin(act) else _sigma_lipschitz(block)
+        rs = [] if L is None else [_up(normM + L * size, 4)]
+    elif estimated:
+        z, v = _grid(act)
+        if len(z) < 2:
+            return None
+        if gated:
+            lip = _grid_lipschitz(act) or 0.0
+            bu = np.zeros(block.n) if block.b_up is None else np.abs(np.asarray(block.b_up, dtype=np.float64))
+            gate = lip * bu * np.sum(np.abs(np.asarray(block.W_gate, dtype=np.float64)), axis=1)
+            ts = {0.0, _at_zero(act), float(np.max(v) + np.min(v)) / 2}
+        else:
+            ts = {0.0, float(np.mean(np.diff(v[[0, -1]]) / np.diff(z[[0, -1]]))), float((v[np.searchsorted(z, 1.0)] - v[np.searchsorted(z, -1.0)]) / 2)}
+        for t in ts:
+            if not math.isfinite(t):
+                continue
+            with np.errstate(all="ignore"):
+                Mt = _up(float(np.max(np.sum(np.abs(M + t * (D @ U)), axis=1))), block.n + block.d)
+                if gated:
+                    K_part = float(np.sum(wmax * (float(np.max(np.abs(v - t))) * u1 + (gate if biased else 0.0))))
+                else:
+                    K = _grid_lipschitz(act, t) if biased else _grid_ratio(act, t)
+                    K_part = math.inf if K is None else K * size
+            rs.append(Mt + K_part)
+    for r in rs:
+        if math.isfinite(r) and (1 - tol) * r < tol:
+            return (f"f is within {r:.3g}·|x|∞ ≤ τ/(1 − τ)·|x|∞ of the constant f(0), a residual-free block with no unit: "
+                    "within the tolerance")
     return None
 
 
@@ -489,82 +545,3 @@ def _defect_maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased
         rank = int(np.linalg.matrix_rank(A))
         if _rank_at_most(A, rank):
             yield A, K + share, 2 * rank, None
-
-
-def sampled_near(block: Any, tol: float, seed: int) -> str | None:
-    """Whether g = B (f without its skip) is within the tolerance at this checker's own sampled inputs
-    (|M x|∞ ≤ τ(|f(x)|∞ + |x|∞ + |f(0)|∞): B dominates the skip), or None. A sample proves nothing,
-    so a not_absorbable it contradicts is reported as not re-checked, not rejected."""
-    from absorb.verify._weights import _kink_points
-
-    d = block.d
-    rng = np.random.default_rng(seed + 104729)
-    dirs = np.vstack([np.eye(d), -np.eye(d), rng.standard_normal((128, d))]) if d <= 512 else rng.standard_normal((128, d))
-    with np.errstate(all="ignore"):
-        f0 = float(np.max(np.abs(block(np.zeros((1, d))))))
-        if not math.isfinite(f0):
-            return None
-
-        seen: list[np.ndarray] = []
-
-        def within(X: np.ndarray) -> bool:
-            den = np.max(np.abs(block(X)), axis=1) + np.max(np.abs(X), axis=1) + f0
-            q = np.where(np.isnan(den), 0.0, np.max(np.abs(block.linear(X)), axis=1) / den)  # (f overflowed: not counted)
-            seen.extend(X[np.argsort(q)[-2:]] if np.all(np.isfinite(q)) else [])
-            return bool(np.all(np.isfinite(q)) and not np.any(den <= 0) and float(np.max(q)) <= tol)
-
-        if not within(dirs[:2]):
-            return None  # (most blocks stop here, before the kink points are built)
-        try:  # (exact points on the hyperplanes: past the weights' safe magnitudes their arithmetic can overflow)
-            kinks = _kink_points([block, block], d, [block])
-        except (OverflowError, ValueError, ZeroDivisionError):
-            kinks = np.zeros((0, d))
-        kinks = np.vstack([kinks, _blind_spots(block)])
-        kinks = kinks[np.all(np.isfinite(kinks), axis=1) & np.any(kinks != 0, axis=1)]
-        if len(kinks):  # on the kink/gate hyperplanes, where B may vanish on a thin cone
-            dirs = np.vstack([dirs, kinks / np.max(np.abs(kinks), axis=1, keepdims=True)])
-        far = (1 + f0) / tol
-        if not all(within(dirs * t) for t in [10.0**k for k in range(-8, 9, 2)] + [far, far * 1e2, far * 1e4]):
-            return None
-        if not _climbed(within, np.array(seen), rng):
-            return None
-    return ("at this checker's sampled inputs (scales 1e-8 to 1e8 and past |f(0)|/τ) g = B, f without its skip, is within "
-            "the tolerance: the exact not_absorbable may contradict it")
-
-
-def _blind_spots(block: Any) -> np.ndarray:
-    """Directions no random sample finds, where B may stay bounded while x grows: the null space of the up (and gate)
-    rows (n < d), and the cones {R x ≤ −s·1} and {R x ≥ s·1} (R the gate rows of a gated block, else the up rows:
-    every unit at one end of σ or its gate) — each cone's point of largest margin s ≤ 1 with |x|∞ ≤ 1, by one
-    linear program (scipy's HiGHS), kept where s > 0. Empty past 2·10⁵ weights."""
-    R = np.asarray(block.W_gate if block.W_gate is not None else block.W_up, dtype=np.float64)
-    n, d = R.shape
-    if n * d > 200_000 or not np.all(np.isfinite(R)):
-        return np.zeros((0, d))
-    rows = np.vstack([R, np.asarray(block.W_up, dtype=np.float64)]) if block.W_gate is not None else R
-    _, sv, Vt = np.linalg.svd(rows)
-    out = list(Vt[int(np.sum(sv > sv.max(initial=0.0) * 1e-12)):][:4])  # (the null space: B is constant there)
-    from scipy.optimize import linprog
-
-    for sign in (1.0, -1.0):  # maximise s subject to sign·R x + s ≤ 0, |x|∞ ≤ 1, s ≤ 1
-        try:
-            res = linprog(np.r_[np.zeros(d), -1.0], A_ub=np.hstack([sign * R, np.ones((n, 1))]), b_ub=np.zeros(n),
-                          bounds=[(-1.0, 1.0)] * d + [(None, 1.0)], method="highs")
-        except (ValueError, np.linalg.LinAlgError):
-            continue
-        if res.status == 0 and res.x is not None and res.x[-1] > 0:
-            out.append(np.asarray(res.x[:d], dtype=np.float64))
-    return np.array(out, dtype=np.float64).reshape(-1, d)
-
-
-def _climbed(within: Any, X: np.ndarray, rng: np.random.Generator, rounds: int = 60) -> bool:
-    """Whether ``within`` still holds after a random local search from the inputs ``X`` (the sample's worst):
-    each round tries a random step from every input one at a time and keeps a step on which ``within``
-    fails (then False); steps shrink where nothing fails. A thin cone the sample came near is found so."""
-    step = 0.5
-    for _ in range(rounds):
-        Y = X + step * np.max(np.abs(X), axis=1, keepdims=True) * rng.standard_normal(X.shape)
-        if not within(Y):
-            return False
-        step *= 0.9
-    return True

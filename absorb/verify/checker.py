@@ -119,6 +119,7 @@ from absorb.verify._numerics import (
 from absorb.verify._plane import check_kinks, check_range, check_rank
 from absorb.verify._relu2_linear import check_relu2_linear
 from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _where  # noqa: F401
+from absorb.verify._sampled import sampled_near
 from absorb.verify._skeleton2 import check_skeleton2
 from absorb.verify._symbolic import (  # noqa: F401
     _gate_derivative_at_zero,
@@ -142,7 +143,7 @@ from absorb.verify._theorems import (
     check_trivial_witness,
     normalised_value_block,
 )
-from absorb.verify._tolerance import contradiction, sampled_near
+from absorb.verify._tolerance import contradiction
 from absorb.verify._weights import (  # noqa: F401
     COLLINEAR_SCREEN,
     EVAL_INPUTS,
