@@ -385,6 +385,9 @@ def test_records_cut_short_or_padded_are_not_fully_checked(tmp_path: Path) -> No
     d = json.loads(json.dumps(doc))
     d["blocks"][0]["hypotheses"] = []
     assert _verify(cert, d, model) == 4
+    d = json.loads(json.dumps(doc))
+    del d["blocks"][0]["hypotheses"][0]["statement"]
+    assert _verify(cert, d, model) == 4
     model, cert, doc = _cert(tmp_path, CE / "collinear_antipodal.npz", "--tol", "1e-3", "--min-width")
     assert _verify(cert, doc, model) == 0
     d = json.loads(json.dumps(doc))

@@ -221,6 +221,8 @@ def cut_records(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
             need(f"blocks.{i}.argument", b.get("argument"), {"M_nonzero_entry"} | extra)
             if isinstance(b.get("hypotheses"), list) and not b["hypotheses"]:
                 out.append((f"blocks.{i}.hypotheses", ["(every hypothesis record)"]))
+        for j, h in enumerate(b.get("hypotheses") if isinstance(b.get("hypotheses"), list) else []):
+            need(f"blocks.{i}.hypotheses.{j}", h, {"name", "statement"})
     return out
 
 
