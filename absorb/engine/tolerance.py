@@ -92,6 +92,10 @@ def _near_constant(blk: Block, normM: float, tol: float, biases: bool) -> str | 
 
     if not tol < 1 or blk.n * blk.d > 1 << 22 or blk.gated and not blk.value_identity:
         return None
+    if not blk.gated and not is_builtin(blk.activation):  # (a user's σ: finite slopes at ±∞ from its cached facts first —
+        sl = _analysis(blk.activation, "asymptotic_slopes")  # no sympy for σ that grows faster, x**2)
+        if not (sl.proved and facts.rational(sl.value, "L_plus") is not None and facts.rational(sl.value, "L_minus") is not None):
+            return None
     zero = not blk.has_bias and (blk.gated or _float_at_zero(blk.activation) == 0.0 and (is_builtin(blk.activation) or _at_zero(blk.activation) == 0.0))
     if not (biases or zero):
         return None

@@ -529,6 +529,8 @@ def _defect_maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased
     if ends is None or abs(ends[0] - ends[1]) < 1e-9 or block.d > 512:
         return
     c = float(Fraction(ends[0] - ends[1]).limit_denominator(1000))
+    if c == 0:
+        return
     kappa = _defect(act, c, smooth)
     if kappa is None:
         return
