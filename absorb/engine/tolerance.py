@@ -100,6 +100,14 @@ def _near_constant(blk: Block, normM: float, tol: float, biases: bool) -> str | 
     if not (biases or zero):
         return None
     size, bar = _block_size(blk), tol / (1 - tol) * (1 - 1e-12)
+    # every r below bounds sup |f(x) − f(0)|∞/|x|∞ from above: a few inputs where that ratio is already past the bar
+    # rule the map out at the cost of one evaluation of f (no σ constant read, no grid, no sympy)
+    X = np.vstack([np.zeros((1, blk.d)), np.random.default_rng(0).standard_normal((3, blk.d)) * np.array([[1e-3], [1.0], [1e3]])])
+    with np.errstate(all="ignore"):
+        F = blk(X)
+        seen = np.max(np.abs(F[1:] - F[0]), axis=1) / np.max(np.abs(X[1:]), axis=1)
+    if np.any(seen > bar) or not np.all(np.isfinite(seen)):
+        return None
     if blk.gated:  # f − f(0) = (M + t·W_down W_up)x + W_down[(g(G x + c) − t) ⊙ U x + (g(G x + c) − g(c)) ⊙ b_up]
         z, v = _trusted_grid(blk.activation)
         lip = _sampled_lipschitz(blk.activation)
@@ -401,9 +409,9 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float, biases: boo
         sh = _analysis(act, "shifted_flip")
         if sh.proved:
             c, shift = facts.rational(sh.value, "c"), facts.rational(sh.value, "s")
-    defect = 0.0
+    defect, approx = 0.0, False
     if not c:  # a user's σ whose flip identity fails by a small δ(z) = σ(z) − σ(−z) − c·z (c = L₊ − L₋): pairs still serve
-        c, defect = _near_flip(act, blk.d)
+        c, approx = _slope_gap(act, blk.d), True
         if not c:
             return
     half = abs(float(c)) / 2
@@ -419,6 +427,10 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float, biases: boo
     zero = _at_zero(act)
     if not math.isfinite(zero):
         return
+    if approx:  # (only now, where a map can pass: the defect's sup costs σ's pieces or the grid)
+        defect = _flip_defect(act, c)
+        if not defect:
+            return
     affine, biased = blk.has_bias or zero != 0.0, blk.has_bias
     pairs = (f"in antipodal pairs (σ(z) − σ(−z) = {c}·z)" if shift is None else
              f"in antipodal pairs with biases b − s, −b − s (σ(z) − σ(−z − 2s) = {c}·(z + s), s = {shift})")
@@ -467,35 +479,37 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float, biases: boo
                        f"{osc:.3g}, estimated from samples)", affine, osc)
 
 
-def _near_flip(act: Activation, d: int) -> tuple[object, float]:
-    """(c, κ) for a user's σ whose flip identity is not proved: c = L₊ − L₋ ≠ 0 from σ's proved slopes at ±∞ and
-    κ ≥ sup |σ(z) − σ(−z) − c·z|/|z|, exactly from the break points for a piecewise-linear σ
-    (:func:`absorb.symbolic.shift.flip_defect`), else read at the trusted points of the grid (:func:`_trusted_grid`)
-    whose mirror is trusted too — a pair (u, w/c), (−u, −w/c) then gives w·(u·x) within |w|∞κ|u·x|/|c|. An estimate (the screen that
-    reads it only withholds a verdict); (None, 0) for a built-in, past d = 512 (an SVD per map), or without both slopes."""
+def _slope_gap(act: Activation, d: int) -> object:
+    """c = L₊ − L₋ ≠ 0 from a user's σ's proved slopes at ±∞ (its cached facts: no σ evaluated, no sympy): the flip
+    constant pairs would have if σ(z) − σ(−z) = c·z held up to a small defect (:func:`_flip_defect`); None for a
+    built-in, past d = 512 (an SVD per map), or without both slopes."""
     if is_builtin(act) or d > 512:
-        return None, 0.0
+        return None
     sl = _analysis(act, "asymptotic_slopes")
     lp, lm = (facts.rational(sl.value, "L_plus"), facts.rational(sl.value, "L_minus")) if sl.proved else (None, None)
-    if lp is None or lm is None or lp == lm:
-        return None, 0.0
-    c = lp - lm
+    return None if lp is None or lm is None or lp == lm else lp - lm
+
+
+def _flip_defect(act: Activation, c: object) -> float | None:
+    """κ ≥ sup |σ(z) − σ(−z) − c·z|/|z|: exactly from the break points for a piecewise-linear σ
+    (:func:`absorb.symbolic.shift.flip_defect`), else read at the trusted points of the grid (:func:`_trusted_grid`)
+    whose mirror is trusted too — a pair (u, w/c), (−u, −w/c) then gives w·(u·x) within |w|∞κ|u·x|/|c|. An
+    estimate for a smooth σ (the screen that reads it only withholds a verdict); None (or 0) where none is found."""
     from absorb.engine.witness import expression_sigma
 
     if expression_sigma(act) is not None:  # piecewise linear: δ's sup ratio exactly, from its break points
         from absorb.symbolic.shift import flip_defect
 
-        k = flip_defect(act.expr, c)  # type: ignore[attr-defined]
-        return (c, float(k) * (1 + 2.0**-50)) if k else (None, 0.0)
+        k = flip_defect(act.expr, c)  # type: ignore[attr-defined,arg-type]
+        return float(k) * (1 + 2.0**-50) if k else None
     z, v = _trusted_grid(act)
     pos = z > 0
     both, i, j = np.intersect1d(z[pos], -z[~pos], return_indices=True)
     if not len(both):
-        return None, 0.0
-    neg_v = v[~pos][j]
+        return None
     with np.errstate(all="ignore"):
-        kappa = float(np.max(np.abs(v[pos][i] - neg_v - float(c) * both) / both))
-    return (c, kappa) if math.isfinite(kappa) and kappa > 0 else (None, 0.0)
+        kappa = float(np.max(np.abs(v[pos][i] - v[~pos][j] - float(c) * both) / both))  # type: ignore[arg-type]
+    return kappa if math.isfinite(kappa) and kappa > 0 else None
 
 
 def _float_at_zero(act: Activation) -> float:
