@@ -92,14 +92,25 @@ def _near_constant(blk: Block, normM: float, tol: float, biases: bool) -> str | 
 
     if not tol < 1 or blk.n * blk.d > 1 << 22 or blk.gated and not blk.value_identity:
         return None
+    bar = tol / (1 - tol) * (1 - 1e-12)
     if not blk.gated and not is_builtin(blk.activation):  # (a user's σ: finite slopes at ±∞ from its cached facts first —
         sl = _analysis(blk.activation, "asymptotic_slopes")  # no sympy for σ that grows faster, x**2)
-        if not (sl.proved and facts.rational(sl.value, "L_plus") is not None and facts.rational(sl.value, "L_minus") is not None):
+        lp, lm = (facts.rational(sl.value, "L_plus"), facts.rational(sl.value, "L_minus")) if sl.proved else (None, None)
+        if lp is None or lm is None:
+            return None
+        # (f(tv)/t → M v + W_down σ∞(W_up v) as t → ∞, σ∞(z) = L±·z: a direction whose limit is past the bar rules the
+        # map out with no σ evaluated — a user's σ costs a compilation at its first evaluation)
+        V = np.random.default_rng(0).standard_normal((3, blk.d))
+        with np.errstate(all="ignore"):
+            Z = V @ np.asarray(blk.W_up, dtype=np.float64).T
+            F = blk.linear(V) + np.where(Z > 0, float(lp) * Z, float(lm) * Z) @ np.asarray(blk.W_down, dtype=np.float64).T
+            lim = np.max(np.abs(F), axis=1) / np.max(np.abs(V), axis=1)
+        if np.any(lim > bar * (1 + 1e-9)):
             return None
     zero = not blk.has_bias and (blk.gated or _float_at_zero(blk.activation) == 0.0 and (is_builtin(blk.activation) or _at_zero(blk.activation) == 0.0))
     if not (biases or zero):
         return None
-    size, bar = _block_size(blk), tol / (1 - tol) * (1 - 1e-12)
+    size = _block_size(blk)
     # every r below bounds sup |f(x) − f(0)|∞/|x|∞ from above: a few inputs where that ratio is already past the bar
     # rule the map out at the cost of one evaluation of f (no σ constant read, no grid, no sympy)
     X = np.vstack([np.zeros((1, blk.d)), np.random.default_rng(0).standard_normal((3, blk.d)) * np.array([[1e-3], [1.0], [1e3]])])
