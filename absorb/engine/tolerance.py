@@ -124,9 +124,10 @@ def _near_constant(blk: Block, normM: float, tol: float, biases: bool) -> str | 
         lip = _sampled_lipschitz(blk.activation)
         if not len(z) or lip is None:
             return None
+        DU = _product(blk)  # (formed once for the t below)
         for t in sorted({0.0, _at_zero(blk.activation), float(np.max(v) + np.min(v)) / 2}):
             dev = float(np.max(np.abs(v - t)))
-            r = _row_sum(_plus_product(blk, t), blk.d) + (_gated_reach(blk, dev, lip) if blk.has_bias else dev * size)
+            r = _row_sum(_plus_product(blk, t, DU), blk.d) + (_gated_reach(blk, dev, lip) if blk.has_bias else dev * size)
             if math.isfinite(r) and r <= bar:
                 return _constant_reason(r, f" (the gate's deviation from {t:.6g} estimated from samples)")
         return None
@@ -138,9 +139,10 @@ def _near_constant(blk: Block, normM: float, tol: float, biases: bool) -> str | 
     with np.errstate(all="ignore"):
         ends = np.asarray(blk.activation(np.array([-1.0, 1.0, -1e6, 1e6])), dtype=np.float64)
     ts = {0.0, float(ends[1] - ends[0]) / 2, float(ends[3] - ends[2]) / 4e6}
+    DU = _product(blk)  # (formed once for the t below)
     for t in sorted(t for t in ts if math.isfinite(t)):
         K = _sampled_lipschitz(blk.activation, t) if blk.has_bias else _sampled_quotient(blk.activation, t)
-        r = _row_sum(_plus_product(blk, t), blk.d) + (K if K is not None else math.inf) * size
+        r = _row_sum(_plus_product(blk, t, DU), blk.d) + (K if K is not None else math.inf) * size
         if math.isfinite(r) and r <= bar:
             return _constant_reason(r, f" (σ(z) − {t:.6g}·z's constant estimated from samples)")
     return None
@@ -642,7 +644,14 @@ def _sampled_oscillation(act: Activation, slope: float, ends: list, shift: objec
     return out if math.isfinite(out) else None
 
 
-def _plus_product(blk: Block, t: float) -> np.ndarray:
-    """M + t·W_down W_up in float64 (inf or nan where it overflows: the screen then skips it)."""
+def _product(blk: Block) -> np.ndarray:
+    """W_down W_up in float64."""
     with np.errstate(all="ignore"):
-        return blk.M + t * (np.asarray(blk.W_down, dtype=np.float64) @ np.asarray(blk.W_up, dtype=np.float64))
+        return np.asarray(blk.W_down, dtype=np.float64) @ np.asarray(blk.W_up, dtype=np.float64)
+
+
+def _plus_product(blk: Block, t: float, DU: np.ndarray | None = None) -> np.ndarray:
+    """M + t·W_down W_up in float64 (inf or nan where it overflows: the screen then skips it); ``DU``: W_down W_up
+    when the caller already formed it (:func:`_product`, for a loop over several t)."""
+    with np.errstate(all="ignore"):
+        return blk.M + t * (_product(blk) if DU is None else DU)

@@ -287,11 +287,13 @@ def _constant_g(block: Any, normM: float, tol: float, g_biases: bool, biased: bo
             ts = {0.0, _at_zero(act), float(np.max(v) + np.min(v)) / 2}
         else:
             ts = {0.0, float(np.mean(np.diff(v[[0, -1]]) / np.diff(z[[0, -1]]))), float((v[np.searchsorted(z, 1.0)] - v[np.searchsorted(z, -1.0)]) / 2)}
+        with np.errstate(all="ignore"):
+            DU = D @ U  # (formed once for the t below)
         for t in ts:
             if not math.isfinite(t):
                 continue
             with np.errstate(all="ignore"):
-                Mt = _up(float(np.max(np.sum(np.abs(M + t * (D @ U)), axis=1))), block.n + block.d)
+                Mt = _up(float(np.max(np.sum(np.abs(M + t * DU), axis=1))), block.n + block.d)
                 if gated:
                     K_part = float(np.sum(wmax * (float(np.max(np.abs(v - t))) * u1 + (gate if biased else 0.0))))
                 else:
