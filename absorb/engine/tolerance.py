@@ -107,7 +107,7 @@ def _near_constant(blk: Block, normM: float, tol: float, biases: bool) -> str | 
             lim = np.max(np.abs(F), axis=1) / np.max(np.abs(V), axis=1)
         if np.any(lim > bar * (1 + 1e-9)):
             return None
-    zero = not blk.has_bias and (blk.gated or _float_at_zero(blk.activation) == 0.0 and (is_builtin(blk.activation) or _at_zero(blk.activation) == 0.0))
+    zero = not blk.has_bias and (blk.gated or _float_at_zero(blk.activation) == 0.0)  # (f(0) = 0: this only withholds)
     if not (biases or zero):
         return None
     size = _block_size(blk)
