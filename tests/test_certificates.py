@@ -171,11 +171,11 @@ def _degree_for_relu(doc: dict) -> None:
 
 TAMPERINGS = [
     # (id, instance, mutation of the JSON document, substring of the rejection)
-    ("changed S", "planted_relu", _set(["blocks", 0, "witness", "S"], [1, 4, 5]), "≤ τ"),
+    ("changed S", "planted_relu", _set(["blocks", 0, "witness", "S"], [1, 4, 5]), "max(τ, √d"),
     ("changed residual", "planted_relu", _set(["blocks", 0, "witness", "residual"], 1e-10), "recorded residual"),
     ("changed verdict: absorbable -> not", "planted_relu", _set(["blocks", 0, "verdict"], "not_absorbable"), "follows from"),
     ("overstated bound", "generic_relu", _set(["blocks", 0, "search", "bound"], 50.0), "not overstated"),
-    ("bound below tolerance", "generic_relu", _set(["blocks", 0, "search", "bound"], 1e-12), "exceeds the tolerance"),
+    ("bound below tolerance", "generic_relu", _set(["blocks", 0, "search", "bound"], 1e-12), "exceeds the distance bar"),
     ("changed verdict: not -> absorbable", "generic_relu", _set(["blocks", 0, "verdict"], "absorbable"), "index set S"),
     ("overall verdict changed", "generic_relu", _set(["verdict"], "absorbable"), "overall verdict"),
     ("wrong theorem for ReLU (degree)", "generic_relu", _degree_for_relu, "homogeneous of degree 2"),
@@ -241,7 +241,7 @@ def test_changed_weight_with_matching_hash_is_still_rejected(certs: dict, tmp_pa
     bad.write_text(json.dumps(doc))
     capsys.readouterr()
     assert main(["verify", str(bad), str(other)]) == 1
-    assert "≤ τ" in capsys.readouterr().out
+    assert "max(τ, √d" in capsys.readouterr().out
 
 
 # ------------------------------------------------------------- checker components --

@@ -46,6 +46,18 @@ def test_shifted_flip_is_proved_with_an_exact_shift(text: str, c: int, s: Fracti
         assert sp.simplify(lhs - c * (z + pr.value["s"])) == 0
 
 
+@pytest.mark.parametrize("text, s", [("Max(0, x - sqrt(2))", -sp.sqrt(2)), ("Max(0, x + pi)/2 + Min(0, x + pi)/4", sp.pi),
+                                     ("log(1 + exp(x - sqrt(3)))", -sp.sqrt(3))])
+def test_shifted_flip_is_proved_with_an_irrational_shift(text: str, s: sp.Expr) -> None:
+    """An irrational s is proved the same way (its value feeds the tolerance screens only: no float64 witness
+    carries it, so the index-set witness needs a rational one)."""
+    from absorb.engine.results import _fraction
+
+    pr = shifted_flip(get_activation("expr:" + text))
+    assert pr.proved, pr.statement
+    assert sp.simplify(pr.value["s"] - s) == 0 and _fraction(pr, "s") is None
+
+
 @pytest.mark.parametrize("text", ["relu", "gelu", "tanh", "expr:Max(0,x-1)+Min(0,x+1)/3", "expr:Max(0,x)+x**2", "expr:x"])
 def test_shifted_flip_is_not_claimed_otherwise(text: str) -> None:
     """No shift (s = 0: the plain identity's case), no candidate, or the candidate's identity refuted."""

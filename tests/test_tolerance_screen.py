@@ -191,12 +191,14 @@ def _biased(act: str, size: float) -> Block:
     return _scaled(rng, 2, 4, size, act, b_up=rng.standard_normal(4), b_down=rng.standard_normal(2))
 
 
-@pytest.mark.parametrize("act", ["expr:Max(0, x - 3/2)", "expr:(x + 1)/(1 + exp(-(x + 1)))", "expr:log(1 + exp(x - 2))"])
+@pytest.mark.parametrize("act", ["expr:Max(0, x - 3/2)", "expr:(x + 1)/(1 + exp(-(x + 1)))", "expr:log(1 + exp(x - 2))",
+                                 "expr:Max(0, x - sqrt(2))", "expr:log(1 + exp(x + sqrt(3)))"])
 def test_a_shifted_sigma_with_biases_gets_the_maps(act: str) -> None:
     """σ(z) = τ(z + s) with a flip identity for τ, biased, size 1.5τ (τ = 10⁻³): pairs with biases b − s, −b − s
     realise x ↦ A x + f(0) within the tolerance (the same f as τ with b_up + s, which was withheld already). The
     checker finds such a map too (exactly for the piecewise-linear σ, by estimate for the smooth ones). At size 10
-    the exact verdict stands."""
+    the exact verdict stands. An irrational shift (√2, √3) is proved the same way; no float64 witness carries it
+    exactly, but the screens only withhold a verdict, and a map whose pairs' biases round is as near."""
     from absorb.verify._tolerance import contradiction
 
     near = _biased(act, 1.5e-3)
@@ -286,3 +288,48 @@ def test_at_a_large_tolerance_a_small_f_is_near_the_constant_g(act: str, M: floa
     assert dec.verdict.value == "unknown" and "constant g = f(0)" in dec.reason, dec.reason
     assert contradiction(blk, tol, estimated=True) is not None
     assert decide(blk, tol=tol / 2).verdict.value == "not_absorbable"
+
+
+def _small_skip(act: str, c: float) -> Block:
+    """d = 2, n = 4; W_down[:, :2] ×0.01 and M = −c·W_down[:, :2] W_up[:2] + R0 with ‖R0‖∞ = 5·10⁻⁴: the flip of
+    S = {0, 1} has linear error ρ∞ = ‖R0‖∞ ≤ τ = 10⁻³, while its distance relative to the small skip (‖M‖∞ ≈ 0.02)
+    is a few per cent."""
+    rng = np.random.default_rng(3)
+    U, D = rng.standard_normal((4, 2)), rng.standard_normal((2, 4))
+    D[:, :2] *= 0.01
+    R0 = rng.standard_normal((2, 2))
+    R0 *= 5e-4 / np.abs(R0).sum(1).max()
+    G = rng.standard_normal((4, 2))
+    return Block(U, D, get_activation(act), skip=-c * D[:, :2] @ U[:2] + R0, W_gate=G if act == "glu" else None)
+
+
+@pytest.mark.parametrize("act, c", [("relu", 1.0), ("gelu", 1.0), ("softplus", 1.0), ("leaky_relu", 1.01), ("glu", 1.0)])
+def test_a_flip_within_the_tolerance_is_found_for_a_small_skip(act: str, c: float) -> None:
+    """The index-set routes measure S's distance relative to ‖M‖_F, the witness check its flip's absolute linear
+    error ρ∞ = ‖M + c·W_down[:,S] W_up[S,:]‖∞. With a small skip a flip with ρ∞ ≤ τ sat at a relative distance
+    > τ, and every S was "proved" farther than τ: not_absorbable, accepted by the checker. The searches now look
+    within max(τ, √d·(τ + allowance)/‖M‖_F), past which no flip passes: the flip is found and is the witness."""
+    from absorb.certificate import build_certificate
+    from absorb.verify.checker import verify_certificate
+
+    blk = _small_skip(act, c)
+    dec = decide(blk, tol=1e-3)
+    bd = dec.blocks[0]
+    assert bd.verdict.value == "absorbable" and bd.witness is not None and bd.witness.eval_error <= 1e-3, bd.reason
+    assert verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk).accepted
+
+
+def test_the_checker_rejects_a_proof_that_excludes_a_flip_within_the_tolerance(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The producer as it was (every S farther than τ relative to ‖M‖_F: not_absorbable) — its certificate is
+    rejected: the checker's own distance bar is max(τ, √d·(τ + allowance)/‖M‖_F)."""
+    from absorb.certificate import build_certificate
+    from absorb.engine import results
+    from absorb.verify.checker import verify_certificate
+
+    monkeypatch.setattr(results.Ctx, "dist_tol", property(lambda self: self.tol))
+    blk = _small_skip("relu", 1.0)
+    dec = decide(blk, tol=1e-3)
+    assert dec.blocks[0].verdict.value == "not_absorbable"  # (the old answer, reproduced)
+    rep = verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk)
+    why = " ".join(f.claim for f in rep.failures)
+    assert not rep.accepted and "max(τ, √d" in why, why

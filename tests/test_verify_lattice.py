@@ -68,7 +68,7 @@ def test_lattice_certificate_is_rechecked_and_a_moved_one_rejected(tmp_path: Pat
     moved.write_text(json.dumps(doc))
     assert main(["verify", str(moved), str(planted)]) == 1
     out = capsys.readouterr().out
-    assert "rejected: block: no index set is within the tolerance" in out and str(S) in out
+    assert "rejected: block: no index set is within the distance bar" in out and str(S) in out
 
 
 def test_lattice_checker_declines_a_radius_out_of_scale() -> None:

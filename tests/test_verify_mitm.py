@@ -45,7 +45,7 @@ def test_generic_mitm_certificate_is_rechecked_and_a_moved_one_rejected(tmp_path
     moved.write_text(json.dumps(doc))
     assert main(["verify", str(moved), str(planted)]) == 1
     out = capsys.readouterr().out
-    assert "rejected: block: no index set is within the tolerance" in out and "[2, 9, 17]" in out
+    assert "rejected: block: no index set is within the distance bar" in out and "[2, 9, 17]" in out
 
 
 def _all_distances(U: np.ndarray, D: np.ndarray, T: np.ndarray) -> np.ndarray:

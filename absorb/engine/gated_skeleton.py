@@ -306,9 +306,9 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
         why = ("the gated skeleton (ReLU-like gate) needs nondegenerate gated weights (d ≥ 2, gate rows nonzero and "
                "pairwise non-collinear, value rows not parallel to their gate rows, nonzero columns of W_down) to prove "
                "not_absorbable, and " + "; ".join(failing))
-        out = degenerate_flip(ctx, blk, lambda b: enumeration_route_columns(*_stacked(b), ctx.tol, A=gated_magnitudes(b)),
+        out = degenerate_flip(ctx, blk, lambda b: enumeration_route_columns(*_stacked(b), ctx.dist_tol, A=gated_magnitudes(b)),
                               gated_lifted_columns, gated_linear_columns, lambda b, res: _gated_flip(ctx, blk, b, res),
-                              lambda b: _gated_independent(b, ctx.tol))
+                              lambda b: _gated_independent(b, ctx.dist_tol))
         return out if isinstance(out, BlockDecision) else unknown(why + (f"; {out}" if out else ""))
     b64 = blk.float64()
     small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES  # the exact and enumeration routes build the columns
@@ -321,12 +321,12 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
     lg = None  # the Gram route's matrix, kept for the null-space route
     if res is None:
         if small and blk.n <= EXACT_MAX_N:
-            res = rank_route_gram(*gated_gram(b64), b64.M, ctx.tol) if fits else None
+            res = rank_route_gram(*gated_gram(b64), b64.M, ctx.dist_tol) if fits else None
             if res is None and blk.n <= ENUMERATE_MAX_N:
-                res = enumeration_route_columns(*_stacked(b64), ctx.tol, A=gated_magnitudes(b64))
+                res = enumeration_route_columns(*_stacked(b64), ctx.dist_tol, A=gated_magnitudes(b64))
         elif fits:
             lg = cached_gram(gram_rows_gated(b64))
-            res = gram_route(lg, b64.M, ctx.tol)
+            res = gram_route(lg, b64.M, ctx.dist_tol)
         if (res is None or res.status is SearchStatus.UNKNOWN) and small:
             res = lifted_route(*gated_lifted_columns(b64), ctx) or res
         if (res is None or res.status is SearchStatus.UNKNOWN) and not first:  # the linear condition alone, as a fallback
@@ -409,11 +409,11 @@ def _gated_flip(ctx: Any, blk: Block, b64: Block, res: SearchResult) -> BlockDec
     w = Witness(S=res.S, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
                 description="negate the gate rows, gate biases, value rows, value biases and down columns in S; "
                 f"b'_down = b_down + Σ_S b_gate,i b_up,i w_i; {how}")
-    if eps <= thr and err <= thr and dist <= ctx.tol and scaled:
+    if eps <= thr and err <= thr and dist <= ctx.dist_tol and scaled:
         from absorb.engine.skeleton2 import DEGREE2_GAP
 
         return f"S = {list(res.S)} satisfies {what} up to rounding (relative residual {dist:.2e}), but its gated flip witness: {DEGREE2_GAP}"
-    if eps <= thr and err <= thr and dist <= ctx.tol:
+    if eps <= thr and err <= thr and dist <= ctx.dist_tol:
         ctx.prop(flip)
         cond = ("Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 exactly and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ)" if not scaled else
                 "Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ) up to rounding")
@@ -443,7 +443,7 @@ def step_gate_search(ctx: Any) -> BlockDecision | None:
     if not (lm == 0 and isinstance(lp, sp.Rational) and lp != 0):
         return None
     c = Fraction(int(lp.p), int(lp.q))
-    res = find_index_set(blk.W_up, blk.W_down, -blk.M / float(c), tol=ctx.tol, timeout=ctx.timeout, method=ctx.method,
+    res = find_index_set(blk.W_up, blk.W_down, -blk.M / float(c), tol=ctx.dist_tol, timeout=ctx.timeout, method=ctx.method,
                          seed=ctx.seed, progress=ctx.search_progress)
     if res.status is SearchStatus.INFEASIBLE:
         return step_gate_verdict(ctx, res, c)

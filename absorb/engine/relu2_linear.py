@@ -271,9 +271,9 @@ def decide_relu2_linear(ctx: Any) -> BlockDecision | None:
                        f"({'; '.join(failing)})")
     from absorb.engine.skeleton2 import EXACT_MAX_N, gram_route, gram_rows_skeleton2, rank_route
 
-    rank = rank_route(b64, ctx.tol)
+    rank = rank_route(b64, ctx.dist_tol)
     if rank is None and blk.n > EXACT_MAX_N and blk.n <= blk.d * blk.d * (blk.d + 1) // 2:
-        rank = gram_route(gram_rows_skeleton2(b64), b64.M, ctx.tol)  # (λ_min(QᵀQ) ≥ μ, rigorous in floats)
+        rank = gram_route(gram_rows_skeleton2(b64), b64.M, ctx.dist_tol)  # (λ_min(QᵀQ) ≥ μ, rigorous in floats)
     if rank is None or rank.status is not SearchStatus.INFEASIBLE:
         return unknown(f"{sig}: {failed}, and the (Q) columns w_i ⊗ u_i u_iᵀ are not proved linearly independent with "
                        "margin (the skeleton's exact rank route, n ≤ 48, or its Gram route, n ≤ d·d(d+1)/2), so a "
@@ -281,7 +281,7 @@ def decide_relu2_linear(ctx: Any) -> BlockDecision | None:
     route = {"route": "gram", "mu": (rank.certificate or {}).get("mu")} if rank.method == "gram" else {"route": "rank"}
     Y = solve_farkas(b64, float(beta))
     b2 = None if Y is None else farkas_bound(blk, beta, Y)
-    if b2 is None or not b2 > Fraction(ctx.tol) ** 2:
+    if b2 is None or not b2 > Fraction(ctx.dist_tol) ** 2:
         why = "no Farkas matrix Y was found" if Y is None else "the Farkas matrix Y failed its exact check" if b2 is None else (
             f"the Farkas bound {math.sqrt(float(b2)):.3g} is within the tolerance")
         return unknown(f"{sig}, no flip possible, but {failed} and {why}")

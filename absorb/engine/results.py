@@ -16,6 +16,7 @@ linear, exponential, the asymptotic skeleton, and every witness) hold for both.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from absorb.engine.tolerance import within_tolerance
 from absorb.engine.verdict import BlockDecision, Hypothesis, ResidualFreeClass, Theorem, Verdict, Witness
 from absorb.engine.witness import (
     check_flip_witness,
+    distance_tolerance,
     eval_failure,
     eval_threshold,
     evaluation_error,
@@ -37,7 +39,7 @@ from absorb.engine.witness import (
 )
 from absorb.model.activations import Activation, get_activation
 from absorb.model.block import Block, normalise_value
-from absorb.rigorous import SAFE_EXPONENT, magnitudes_ok
+from absorb.rigorous import SAFE_EXPONENT, frobenius_bounds, magnitudes_ok
 from absorb.rigorous import gamma as _gamma  # Higham's γ_k, shared with the search backends
 from absorb.search import Method, find_index_set
 from absorb.search._types import SearchResult, SearchStatus
@@ -83,7 +85,26 @@ class Ctx:
         self.P.append(p)
         return p
 
+    @functools.cached_property
+    def distance_bar(self) -> float:
+        """The relative distance every index set must exceed for a proof that none counts
+        (:func:`~absorb.engine.witness.distance_tolerance`: τ, or more when the skip is small;
+        at 1 or more — ‖M‖_F ≤ √d·(τ + allowance) — no such proof exists)."""
+        b = self.block
+        m_lo = math.sqrt(b.d) if b.skip is None else frobenius_bounds(b.skip)[0]
+        return distance_tolerance(self.tol, b.n, b.d, m_lo) if m_lo > 0 else math.inf
+
+    @property
+    def dist_tol(self) -> float:
+        """The searches' tolerance: :attr:`distance_bar`, capped below 1 (a search's tolerance is < 1)."""
+        return min(self.distance_bar, _SEARCH_CAP)
+
     def done(self, verdict: Verdict, theorem: Theorem, reason: str, **kw: object) -> BlockDecision:
+        if verdict is Verdict.NOT_ABSORBABLE and theorem in _DISTANCE_THEOREMS and self.distance_bar > _SEARCH_CAP:
+            verdict, theorem = Verdict.UNKNOWN, Theorem.NONE
+            reason = (f"Unknown: the skip is small for the tolerance (‖M‖_F ≤ √d·(τ + allowance)), so no distance of an index "
+                      f"set from the target proves that no flip is within the tolerance ({reason.rstrip('.')}).")
+            kw = {k: v for k, v in kw.items() if k == "search"}
         if verdict is Verdict.NOT_ABSORBABLE:  # every exact proof, against the within-tolerance meaning of absorbable
             near = within_tolerance(self.block, self.tol, self.seed, biases=self.rf_class.biases)
             if near is not None:
@@ -92,6 +113,11 @@ class Ctx:
         return BlockDecision(block=self.block, verdict=verdict, theorem=theorem, reason=reason, tolerance=self.tol,
                              hypotheses=tuple(self.H), properties=tuple(self.P), residual_free_class=self.rf_class, **kw)
 
+
+_SEARCH_CAP = 1 - 2.0**-10
+"""The searches' tolerance stays below this (they take a relative tolerance < 1)."""
+_DISTANCE_THEOREMS = frozenset({Theorem.INDEX_SET, Theorem.SKELETON, Theorem.SKELETON2, Theorem.RELU2_LINEAR, Theorem.GATED_SKELETON})
+"""The results whose not_absorbable rests on every index set's (or scale vector's) distance exceeding the bar."""
 
 Handler = Callable[[Ctx], "BlockDecision | None"]
 
@@ -751,7 +777,7 @@ class _IndexSet:
         c = self.c_flip if self.c_flip is not None else sk.c  # type: ignore[union-attr]
         blk = self.block
         T = None if blk.skip is None and c == 1 else -blk.M / float(c)  # None: −I, without a d×d array
-        res = find_index_set(blk.W_up, blk.W_down, T, tol=ctx.tol, timeout=ctx.timeout, method=ctx.method, seed=ctx.seed,
+        res = find_index_set(blk.W_up, blk.W_down, T, tol=ctx.dist_tol, timeout=ctx.timeout, method=ctx.method, seed=ctx.seed,
                              progress=ctx.search_progress)
         if res.status is SearchStatus.FOUND:
             return self._found(res, c, T)

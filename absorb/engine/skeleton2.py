@@ -511,7 +511,7 @@ def null_route_flip(ctx: Any, lg: _gram.LowerGram | None, lin: tuple[np.ndarray,
     (:func:`cached_gram`; only when n ≤ :data:`GRAM_MAX_N`)."""
     if lg is None or lg.n > GRAM_MAX_N:
         return None
-    for res in nullspace_route(lg.full(), *lin[:3], ctx.tol):
+    for res in nullspace_route(lg.full(), *lin[:3], ctx.dist_tol):
         out = flip(res)
         if isinstance(out, BlockDecision):
             return out
@@ -596,13 +596,13 @@ def _engine_route(V: np.ndarray, D: np.ndarray, T: np.ndarray, ctx: Any, *, slac
     if not (np.any(T) and np.all(np.isfinite(V)) and np.all(np.isfinite(T))):
         return None  # (u_i u_iᵀ overflows past 2^512: the engine would refuse the input)
     try:
-        res = find_index_set(V, D, T, tol=ctx.tol, timeout=timeout, method=ctx.method, seed=ctx.seed,
+        res = find_index_set(V, D, T, tol=ctx.dist_tol, timeout=timeout, method=ctx.method, seed=ctx.seed,
                              progress=getattr(ctx, "search_progress", None))
     except InvalidInput:  # the lifted problem is the engine's input, not the user's: no verdict from it
         return None
     if res.status is SearchStatus.FOUND and res.S is not None:
         return res
-    if res.status is SearchStatus.INFEASIBLE and res.bound is not None and res.bound - slack > ctx.tol:
+    if res.status is SearchStatus.INFEASIBLE and res.bound is not None and res.bound - slack > ctx.dist_tol:
         return res
     return None
 
@@ -964,9 +964,9 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
     if failing:  # necessity needs them; the flip witness (sufficiency) does not: still look for S
         why = ("the degree-2 skeleton needs nondegenerate weights (d ≥ 2, nonzero and pairwise non-collinear rows of "
                f"W_up, nonzero columns of W_down) to prove not_absorbable, and {'; '.join(failing)}")
-        out = degenerate_flip(ctx, blk, lambda b64: enumeration_route(b64, q, ctx.tol),
+        out = degenerate_flip(ctx, blk, lambda b64: enumeration_route(b64, q, ctx.dist_tol),
                               lambda b64: lifted_columns(b64, q), lambda b64: linear_columns(b64, q),
-                              lambda b64, res: _relu2_flip(ctx, blk, b64, res, q), lambda b64: _independent(b64, ctx.tol),
+                              lambda b64, res: _relu2_flip(ctx, blk, b64, res, q), lambda b64: _independent(b64, ctx.dist_tol),
                               lambda b64: _degenerate_null(ctx, b64, q, lambda b, r: _relu2_flip(ctx, blk, b, r, q)))
         return out if isinstance(out, BlockDecision) else unknown(why + (f"; {out}" if out else ""))
     blk64 = blk.float64()
@@ -981,12 +981,12 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
         return out
     failed = out
     if res is None:
-        res = rank_route(blk64, ctx.tol) if small else None
+        res = rank_route(blk64, ctx.dist_tol) if small else None
         if res is None and (blk.n > EXACT_MAX_N or not small) and fits:
             lg = cached_gram(gram_rows_skeleton2(blk64))
-            res = gram_route(lg, blk64.M, ctx.tol)
+            res = gram_route(lg, blk64.M, ctx.dist_tol)
         if res is None and small:
-            res = enumeration_route(blk64, q, ctx.tol)
+            res = enumeration_route(blk64, q, ctx.dist_tol)
         if (res is None or res.status is SearchStatus.UNKNOWN) and small:
             res = lifted_route(*lifted_columns(blk64, q), ctx) or res
         if (res is None or res.status is SearchStatus.UNKNOWN) and not first:  # the linear condition alone, as a fallback
@@ -1136,9 +1136,9 @@ def _relu2_flip(ctx: Any, blk: Block, blk64: Block, res: SearchResult, q0: Quadr
     w = Witness(S=res.S, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
                 description=f"negate the up rows, up biases and down columns in S; b'_down = b_down + Σ_S {moved}·w_i; {how}")
     lin = "2" if sq.alpha == 1 else f"2·{a}"
-    if eps <= thr and err <= thr and dist <= ctx.tol and scaled:
+    if eps <= thr and err <= thr and dist <= ctx.dist_tol and scaled:
         return f"S = {list(res.S)} satisfies {what} up to rounding (relative residual {dist:.2e}), but its flip witness ({ident}): {DEGREE2_GAP}"
-    if eps <= thr and err <= thr and dist <= ctx.tol:
+    if eps <= thr and err <= thr and dist <= ctx.dist_tol:
         cond = (f"Σ_S w_i ⊗ u_i u_iᵀ = 0 exactly and M = −{lin}·Σ_S b_up,i w_i u_iᵀ" if not scaled else
                 f"Σ_S w_i ⊗ u_i u_iᵀ = 0 and M = −{lin}·Σ_S b_up,i w_i u_iᵀ up to rounding")
         change = f"{'' if sq.alpha == 1 else a + '·'}Σ_S w_i (u_i·x + b_up,i)²" + (f" + {k}·Σ_S w_i" if sq.k else "")

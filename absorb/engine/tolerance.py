@@ -420,8 +420,10 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float, biases: boo
     shift = None
     if not c and biases:  # σ(z) − σ(−z − 2s) = c·(z + s): the pairs' biases take the shift
         sh = _analysis(act, "shifted_flip")
-        if sh.proved:
-            c, shift = facts.rational(sh.value, "c"), facts.rational(sh.value, "s")
+        if sh.proved:  # (s may be irrational, √2: the pairs' biases −s then round, by ≤ ulp(s)/2 each, which moves
+            # each pair's output by a constant ≤ 2L·|s − ŝ|·|w/c|, not counted: the screen only withholds a
+            # not_absorbable, so a map it overrates costs an unknown, never a wrong verdict)
+            c, shift = facts.rational(sh.value, "c"), facts.rational(sh.value, "s") or float(sh.value["s"])
     defect, approx = 0.0, False
     if not c:  # a user's σ whose flip identity fails by a small δ(z) = σ(z) − σ(−z) − c·z (c = L₊ − L₋): pairs still serve
         c, approx = _slope_gap(act, blk.d), True

@@ -900,6 +900,19 @@ def eval_threshold(tol: float, n: int) -> float:
     return tol + rounding_allowance(n)
 
 
+def distance_tolerance(tol: float, n: int, d: int, m_fro_lower: float) -> float:
+    """The relative distance ‖R_S‖_F / ‖M‖_F (R_S = M + c·W_down[:,S] W_up[S,:], the linear
+    error of S's flip) that an index set must exceed for a proof that no S counts: the larger
+    of τ and √d·thr/‖M‖_F (thr = :func:`eval_threshold`). The witness check accepts a flip by
+    ρ∞ = ‖R_S‖∞ ≤ thr (an absolute bound, not relative to M), and ‖R‖∞ ≥ max_r ‖R_r‖₂ ≥ ‖R‖_F/√d,
+    so every S beyond this distance has ρ∞ > thr: no flip the witness check would accept is
+    ever excluded — also when the skip is small (‖M‖_F < √d), where τ alone would exclude
+    flips with ‖R_S‖∞ ≤ τ. ``m_fro_lower``: a rigorous lower bound on ‖M‖_F (√d for the
+    identity); the factor 1 + 2⁻²⁰ covers this product's roundings and keeps it above any
+    re-derivation of the same bar from a looser bound on ‖M‖_F."""
+    return max(tol, math.sqrt(d) * eval_threshold(tol, n) / m_fro_lower * (1 + 2.0**-20))
+
+
 _SIGMA_REL = 2.0**-40
 """Accuracy assumed of a built-in σ's numpy evaluation: |σ̂(z) − σ(z)| ≤ 2⁻⁴⁰(|σ̂(z)| + |z|) + 2⁻¹⁰⁰⁰
 for GELU and GELU-tanh (libm's erf and tanh are within a few ulps; |z| covers the cancellation of
@@ -1162,7 +1175,8 @@ def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: fl
     thr = eval_threshold(tol, block.n)
     bound, eps_b, why, ae = flip_bound(block, wblock, S, c, res, s)
     del T
-    proved = res <= tol and bound <= thr and eps_b <= rounding_allowance(block.n)
+    # (the bound is the guarantee: no condition on the relative residual, which is relative to ‖M‖)
+    proved = bound <= thr and eps_b <= rounding_allowance(block.n)
     if proved:  # the sampled check, second to the proof (a smaller sample for a large block)
         large = block.n * block.d >= _LARGE_BLOCK
         err, m = evaluation_error(block, wblock, block.d, seed=seed, accept=thr, m=_PROVED_SAMPLE if large else 48,

@@ -13,7 +13,7 @@ import numpy as np
 
 from absorb.model.block import Block
 from absorb.verify import _exact_gram
-from absorb.verify._numerics import _parse_number
+from absorb.verify._numerics import _parse_number, distance_bar
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._skeleton2 import (
     ENUMERATE_MAX_N,
@@ -102,8 +102,10 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
                                               np.outer(aD[:, i], abs(cf[i]) * aU[i] + abs(ef[i]) * aG[i]).ravel()])
                               for i in range(n)])
             bound, how = enumeration_bound(K, d ** 3, block.M, A), "enumeration"
-        _require(ctx, bound is not None and bound > ctx.tol, w,
-                 f"every index set S is at relative distance > τ = {ctx.tol:g} from (Qg) and (Lg) ({how}, re-derived here)",
+        bar = distance_bar(ctx.tol, n, block.M)
+        _require(ctx, bound is not None and bound > bar, w,
+                 f"every index set S is at relative distance > {bar:.3g} = max(τ, √d·(τ + allowance)/‖M‖_F) from (Qg) and (Lg) "
+                 f"({how}, re-derived here)",
                  f"lower bound {bound!r}")
         return "not_absorbable", None, 0.0
     _require(ctx, case == "relu-like-flip", w, "an absorbable verdict comes with the gated flip")

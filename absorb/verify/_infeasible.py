@@ -11,7 +11,7 @@ import numpy as np
 
 from absorb.model.block import Block
 from absorb.verify import _numerics
-from absorb.verify._numerics import _RANGE_EXPONENT, _U, _frac_matrix, _gamma, _in_range, subset_sums
+from absorb.verify._numerics import _RANGE_EXPONENT, _U, _frac_matrix, _gamma, _in_range, distance_bar, subset_sums
 from absorb.verify._report import _Ctx, _require
 
 ENUM_MAX_N = 20
@@ -114,15 +114,20 @@ def _array(v: object) -> np.ndarray | None:
     return a if a.ndim == 2 and np.all(np.isfinite(a)) else None
 
 
-def _check_dual_record(ctx: _Ctx, w: str, cert: dict[str, Any], A: np.ndarray, claimed: float, T: np.ndarray) -> None:
+def _check_dual_record(ctx: _Ctx, w: str, cert: dict[str, Any], A: np.ndarray, claimed: float, T: np.ndarray,
+                       bar: float) -> None:
     """The numbers a low-rank dual certificate records next to A and B are the search record's:
-    its rank is A's, its tolerance the certificate's, its relative bound the recorded bound and its
+    its rank is A's, its tolerance the search's (the certificate's τ, or the distance ``bar`` re-derived here: the
+    producer adds a factor 1 + 2⁻²⁰ and bounds ‖M‖_F its own way, agreeing to γ of M's size), its relative bound the recorded bound and its
     absolute bound that times ‖T‖_F (to a few ulps, or to the rounding of a rigorous upper bound on
     ‖T‖_F, which the search divides by: γ_{size+8} relative for a dense T). (The CG iteration count is
     not a claim.)"""
     t = float(np.linalg.norm(T))
     rel = 1e-12 + 2 * _gamma(T.size + 8)
-    checks = [("rank", lambda v: v == A.shape[1]), ("tol", lambda v: v == ctx.tol), ("bound_rel", lambda v: v == claimed),
+    agree = 1e-8 + 4 * _gamma(T.size + 8)
+    checks = [("rank", lambda v: v == A.shape[1]),
+              ("tol", lambda v: v == ctx.tol or (isinstance(v, float) and abs(v / bar / (1 + 2.0**-20) - 1) <= agree)),
+              ("bound_rel", lambda v: v == claimed),
               ("bound_abs", lambda v: isinstance(v, float) and abs(v - claimed * t) <= rel * abs(claimed * t))]
     bad = [k for k, ok in checks if k in cert and not ok(cert[k])]
     if bad:
@@ -130,11 +135,16 @@ def _check_dual_record(ctx: _Ctx, w: str, cert: dict[str, Any], A: np.ndarray, c
                  ", ".join(f"{k} = {cert[k]!r}" for k in bad))
 
 
-def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T: np.ndarray) -> None:
-    """Re-derive 'no index set within tol' and that the recorded bound is not overstated."""
+def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T: np.ndarray, bar: float | None = None,
+                      rec_bar: float | None = None) -> None:
+    """Re-derive 'no index set within the distance bar' and that the recorded bound is not overstated.
+    The bar (:func:`distance_bar`) is τ, or more for a small skip: past it no S's flip passes the
+    witness check; ``bar``: given by a caller whose problem is not the block's own (a lifted one: the block's bar
+    plus the rounding of the lifted rows), ``rec_bar`` then the block's own, which the search recorded."""
     claimed = search.get("bound")
-    _require(ctx, isinstance(claimed, (int, float)) and claimed > ctx.tol, w, "the recorded bound exceeds the tolerance",
-             f"bound {claimed!r}, tolerance {ctx.tol:g}")
+    bar = distance_bar(ctx.tol, block.n, block.M) if bar is None else bar
+    _require(ctx, isinstance(claimed, (int, float)) and claimed > bar, w,
+             "the recorded bound exceeds the distance bar max(τ, √d·(τ + allowance)/‖M‖_F)", f"bound {claimed!r}, bar {bar:.6g}")
     cert = search.get("certificate") or {}
     U, D = block.W_up, block.W_down
     done = False
@@ -144,12 +154,12 @@ def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T
         if A is None or B is None or A.shape != B.shape or A.shape[0] != block.d:
             ctx.report.unchecked(w, "dual certificate Y = A Bᵀ", "the certificate's A, B (or Y) are missing, omitted or malformed")
         else:
-            _check_dual_record(ctx, w, cert, A, claimed, T)
+            _check_dual_record(ctx, w, cert, A, claimed, T, bar if rec_bar is None else rec_bar)
             rel, how = _dual_relative(U, D, T, A, B, claimed if isinstance(claimed, (int, float)) else None)
             if rel is None:
                 ctx.report.unchecked(w, "dual certificate Y = A Bᵀ", how)
             else:
-                _require(ctx, rel > ctx.tol, w, "the dual certificate proves every S is farther than the tolerance",
+                _require(ctx, rel > bar, w, "the dual certificate proves every S is farther than the distance bar",
                          f"re-computed bound {rel:.6g} by {how}")
                 _require(ctx, claimed <= rel * (1 + 1e-9) + 1e-300, w, "the recorded bound is not overstated",
                          f"recorded {claimed:.17g}, re-computed {rel:.17g}")
@@ -159,24 +169,24 @@ def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T
         if res is None and _in_range(U, D, T):  # (too many sets to enumerate)
             tried = None
             if cert.get("kind") == "lattice-enumeration":  # the search's own route first
-                tried = _check_by_lattice(ctx, w, block, search, T, float(claimed))
+                tried = _check_by_lattice(ctx, w, block, search, T, float(claimed), bar)
                 if tried is None:
                     return
-            _check_by_mitm(ctx, w, block, search, T, float(claimed), lattice_declined=tried)
+            _check_by_mitm(ctx, w, block, search, T, float(claimed), bar, lattice_declined=tried)
             return
         if res is None:
             why = f"an entry is outside [2^-{_RANGE_EXPONENT}, 2^{_RANGE_EXPONENT}], where the checker's float64 bounds hold"
             ctx.report.unchecked(w, f"infeasibility proved by {search.get('method')}", f"{why} and no dual matrix was recorded")
             return
         lower, upper = res
-        _require(ctx, lower > ctx.tol, w, f"re-enumerating all 2^{block.n} index sets: every S is farther than the tolerance",
+        _require(ctx, lower > bar, w, f"re-enumerating all 2^{block.n} index sets: every S is farther than the distance bar {bar:.3g}",
                  f"min relative distance ≥ {lower:.6g}")
         _require(ctx, claimed <= upper, w, "the recorded bound is not overstated",
                  f"recorded {claimed:.17g}, true minimum ≤ {upper:.17g}")
 
 
 
-def _check_by_lattice(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T: np.ndarray, claimed: float) -> str | None:
+def _check_by_lattice(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T: np.ndarray, claimed: float, bar: float) -> str | None:
     """The checker's own lattice enumeration (``_lattice``): no S closer than the recorded
     bound, which proves both claims (None: checked), or why it declined (nothing reported),
     within 10× the search's recorded time (at least 30 s)."""
@@ -192,8 +202,8 @@ def _check_by_lattice(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T
     how = (f"the checker's lattice enumeration: fpylll {res.reduction}, {res.nodes:.3g} nodes, {res.vectors} vectors "
            f"inside the exact radius, {len(res.closer)} sets closer than the bound; {el:.2f} s"
            + (f" (the search took {rec:.2f} s)" if isinstance(rec, (int, float)) else ""))
-    within = [(S, rel) for S, rel in res.closer if rel <= ctx.tol]
-    _require(ctx, not within, w, f"no index set is within the tolerance: all 2^{block.n} sets are farther than τ = {ctx.tol:g}",
+    within = [(S, rel) for S, rel in res.closer if rel <= bar]
+    _require(ctx, not within, w, f"no index set is within the distance bar: all 2^{block.n} sets are farther than {bar:.3g}",
              f"{how}; S = {within[0][0]} has relative distance {within[0][1]:.3g}" if within else how)
     _require(ctx, not res.closer, w, "the recorded bound is not overstated: no index set is closer than it",
              f"recorded {claimed:.17g}; S = {res.closer[0][0]} is at {res.closer[0][1]!r}" if res.closer
@@ -201,7 +211,7 @@ def _check_by_lattice(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T
     return None
 
 
-def _check_by_mitm(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T: np.ndarray, claimed: float,
+def _check_by_mitm(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T: np.ndarray, claimed: float, bar: float,
                    lattice_declined: str | None = None) -> None:
     """The checker's own meet-in-the-middle (``_mitm``): no S closer than the recorded bound
     (which proves both claims); if that radius is too wide, no S within the tolerance (and
@@ -215,10 +225,10 @@ def _check_by_mitm(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T: n
     if isinstance(res, str):
         first = res
         radius_is_bound = False
-        res = mitm_no_set_closer(block.W_up, block.W_down, T, ctx.tol * (1 + 2.0**-40))
+        res = mitm_no_set_closer(block.W_up, block.W_down, T, bar * (1 + 2.0**-40))
         if isinstance(res, str):
             if lattice_declined is None:
-                lattice_declined = _check_by_lattice(ctx, w, block, search, T, claimed)
+                lattice_declined = _check_by_lattice(ctx, w, block, search, T, claimed, bar)
                 if lattice_declined is None:
                     return
             ctx.report.unchecked(w, f"infeasibility proved by {search.get('method')}",
@@ -230,8 +240,8 @@ def _check_by_mitm(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T: n
     how = (f"the checker's meet-in-the-middle: rank {res.rank} eliminated, 2^{res.free} free assignments, "
            f"{res.pairs} pairs in the windows, {res.survivors} checked in ℚ; {el:.2f} s"
            + (f" (the search took {rec:.2f} s)" if isinstance(rec, (int, float)) else ""))
-    within = [(S, rel) for S, rel in res.closer if rel <= ctx.tol]
-    _require(ctx, not within, w, f"no index set is within the tolerance: all 2^{block.n} sets are farther than τ = {ctx.tol:g}",
+    within = [(S, rel) for S, rel in res.closer if rel <= bar]
+    _require(ctx, not within, w, f"no index set is within the distance bar: all 2^{block.n} sets are farther than {bar:.3g}",
              f"{how}; S = {within[0][0]} has relative distance {within[0][1]:.3g}" if within else how)
     if radius_is_bound:
         best = min((rel for _, rel in res.closer), default=None)

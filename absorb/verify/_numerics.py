@@ -39,6 +39,32 @@ def rounding_allowance(n: int) -> float:
     return 1e3 * 2 * _U * math.sqrt(n + 1)
 
 
+def distance_bar(tol: float, n: int, M: np.ndarray) -> float:
+    """The relative distance ‖R_S‖_F / ‖M‖_F every index set must exceed for an accepted proof that
+    none counts (R_S = M + c·W_down[:,S] W_up[S,:], the linear error of S's flip): the larger of τ
+    and √d·(τ + allowance)/‖M‖_F. A flip witness passes when ‖R_S‖∞ ≤ τ + allowance, and
+    ‖R‖∞ (the largest absolute row sum) ≥ the largest row's 2-norm ≥ ‖R‖_F/√d, so past this bar
+    no S's flip would pass — also for a small skip, where τ alone leaves flips with
+    ‖R_S‖∞ ≤ τ. ‖M‖_F from below: M scaled by a power of two (exact) to entries ≤ 1, those below
+    2⁻⁵⁰⁰ dropped, the float sum of squares less Higham's γ_{m+2}; inf when M = 0."""
+    d = M.shape[0]
+    a = np.abs(np.asarray(M, dtype=np.float64)).ravel()
+    top = float(a.max(initial=0.0))
+    if not top > 0:
+        return math.inf
+    if not math.isfinite(top):
+        return tol
+    e = math.frexp(top)[1]  # scaled by 2^-e (exact): entries in (0, 1]; those below 2^-500 dropped (a lower bound)
+    b = np.ldexp(a, -e)
+    b = b[b >= 2.0**-500]
+    sq = float(np.dot(b, b)) * (1 - _gamma(b.size + 2))
+    try:
+        m_lo = math.ldexp(math.sqrt(sq) * (1 - 2 * _U), e)
+    except OverflowError:
+        return tol
+    return max(tol, math.sqrt(d) * (tol + rounding_allowance(n)) / m_lo * (1 + 2.0**-40))
+
+
 def _gamma(k: int) -> float:
     ku = k * _U
     return ku / (1 - ku) if ku < 0.5 else math.inf

@@ -25,7 +25,7 @@ import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
-from absorb.verify._numerics import _parse_number, rounding_allowance, sha256_f64
+from absorb.verify._numerics import _parse_number, distance_bar, rounding_allowance, sha256_f64
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _variable, vanishes_on_reals
 from absorb.verify._weights import InfNorm, _block_arrays
@@ -141,6 +141,7 @@ def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tu
     _require(ctx, n * d * d <= EXACT_MAX, w, f"n·d² ≤ {EXACT_MAX} (the exact checks' size)", f"n·d² = {n * d * d}")
     case = arg.get("case")
     if b.get("verdict") == "not_absorbable":
+        bar = distance_bar(ctx.tol, n, block.M)
         _require(ctx, case == "farkas", w, "a not_absorbable verdict rests on the Farkas case", f"recorded {case!r}")
         _nondegenerate(ctx, w, block)
         route = arg.get("route")
@@ -150,8 +151,8 @@ def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tu
             _check_gram(ctx, w, block, arg.get("mu"), gram_s2, "(Q)")
         else:
             rb = _rank_bound(block)
-            _require(ctx, rb is not None and rb > ctx.tol, w, "the (Q) columns w_i ⊗ u_i u_iᵀ are linearly independent, "
-                     f"every nonempty flip set at relative distance > τ = {ctx.tol:g} (exact Gram test)", f"bound {rb!r}")
+            _require(ctx, rb is not None and rb > bar, w, "the (Q) columns w_i ⊗ u_i u_iᵀ are linearly independent, "
+                     f"every nonempty flip set at relative distance > {bar:.3g} (exact Gram test)", f"bound {rb!r}")
         Y = _floats(arg.get("Y"), (d, d))
         _require(ctx, Y is not None, w, f"Y is a finite {d}×{d} matrix")
         assert Y is not None
@@ -162,8 +163,9 @@ def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tu
         yt = sum(Yq[a][k] * M[a][k] for a in range(d) for k in range(d)) / beta + sum(inner)
         y2 = sum(v * v for r in Yq for v in r)
         m2 = sum(v * v for r in M for v in r)
-        ok = yt > 0 and (beta * yt) ** 2 > Fraction(ctx.tol) ** 2 * y2 * m2
-        _require(ctx, ok, w, "|β|⟨Y, T⟩ > τ‖Y‖_F‖M‖_F, T = M/β + Σ_i w_i u_iᵀ (exact): every μ ≥ 0 is farther than τ",
+        ok = yt > 0 and (beta * yt) ** 2 > Fraction(bar) ** 2 * y2 * m2
+        _require(ctx, ok, w, "|β|⟨Y, T⟩ > b‖Y‖_F‖M‖_F, T = M/β + Σ_i w_i u_iᵀ (exact): every μ ≥ 0 is farther than "
+                 f"b = {bar:.3g} = max(τ, √d·(τ + allowance)/‖M‖_F), past which no rescaling's linear error is within τ",
                  f"⟨Y, T⟩ = {float(yt):.3g}")
         mine = math.sqrt(float((beta * yt) ** 2 / (y2 * m2)))
         rec = arg.get("bound")
@@ -198,7 +200,7 @@ def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tu
              "the recorded error is nonzero for a witness that is not exact", f"recorded {ev!r}")
     r = math.sqrt(float(rho2))
     res = wit.get("residual")
-    _require(ctx, isinstance(res, float) and abs(res - r) <= 1e-12 * r and res <= ctx.tol, w,
-             "the recorded residual is ‖β(Σ_i μ_i w_i u_iᵀ − T)‖_F / ‖M‖_F re-derived here (exact) and within τ",
+    _require(ctx, isinstance(res, float) and abs(res - r) <= 1e-12 * r, w,
+             "the recorded residual is ‖β(Σ_i μ_i w_i u_iᵀ − T)‖_F / ‖M‖_F re-derived here (exact)",
              f"recorded {res!r}, re-derived {r!r}")
     return "absorbable", wb, InfNorm(float(lin) * (1 + 1e-12), float(q) * (1 + 1e-12))  # (the constant: within |f(0)|'s share)

@@ -33,7 +33,7 @@ from absorb.model.block import Block
 from absorb.verify import _exact_gram, _gram
 from absorb.verify._asymptotic import why_not_at_infinity
 from absorb.verify._gram import mu_bound
-from absorb.verify._numerics import _gamma, _parse_number, rounding_allowance, sha256_f64, subset_sums
+from absorb.verify._numerics import _gamma, _parse_number, distance_bar, rounding_allowance, sha256_f64, subset_sums
 from absorb.verify._pieces import decide_zero, exact_value
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _variable, outer_pieces, vanishes_on_reals
@@ -334,8 +334,10 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
             ctx.report.unchecked(w, f"every index set S is at relative distance > τ from (Q) and (L) ({case})",
                                  "this checker's own bound declined on this block")
             return "not_absorbable", None, 0.0
-        _require(ctx, bound > ctx.tol, w,
-                 f"every index set S is at relative distance > τ = {ctx.tol:g} from (Q) and (L) ({case}, re-derived here)",
+        bar = distance_bar(ctx.tol, block.n, block.M)
+        _require(ctx, bound > bar, w,
+                 f"every index set S is at relative distance > {bar:.3g} = max(τ, √d·(τ + allowance)/‖M‖_F) from (Q) and (L) "
+                 f"({case}, re-derived here)",
                  f"lower bound {bound!r}")
         return "not_absorbable", None, 0.0
     _require(ctx, case == "relu2-flip", w, "an absorbable verdict comes with the degree-2 flip")
@@ -380,9 +382,9 @@ def accept_exact_flip(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, rho: Fr
     _require(ctx, exact or wit.get("eval_error") != 0, w, "a witness that is not exact records a nonzero error",
              f"recorded {wit.get('eval_error')!r}")
     res = wit.get("residual")
-    _require(ctx, res is None or (isinstance(res, (int, float)) and not isinstance(res, bool) and 0 <= res <= ctx.tol
+    _require(ctx, res is None or (isinstance(res, (int, float)) and not isinstance(res, bool) and 0 <= res < math.inf
                                   and (res == 0) == (rho == 0)), w,
-             f"the recorded residual is within the tolerance (0 iff ({quadratic}) holds exactly)", f"recorded {res!r}")
+             f"the recorded residual is finite and ≥ 0 (0 iff ({quadratic}) holds exactly)", f"recorded {res!r}")
     recs = (wit.get("block") or {}).get("weights")
     if recs is not None:
         mine = _block_arrays(wb)
@@ -425,10 +427,11 @@ def check_lifted(ctx: _Ctx, w: str, b: dict[str, Any], V: np.ndarray, D: np.ndar
         nm = top * float(np.sqrt(np.sum((M / top) ** 2))) * (1 - 1e-12) if top > 0 else 0.0
         slack = float(np.sqrt(np.sum(D * D, axis=0)) @ err) * 1.02 / nm if nm > 0 else math.inf
     claimed = search.get("bound")
-    _require(ctx, isinstance(claimed, (int, float)) and math.isfinite(slack) and claimed - slack > ctx.tol, w,
-             f"the recorded bound exceeds the tolerance by more than the rounding of {cols}",
-             f"bound {claimed!r}, rounding allowance {slack:.3g}")
-    _check_infeasible(ctx, w, Block(V, Dp, get_activation("identity"), skip=-Tp), search, Tp)
+    bar = distance_bar(ctx.tol, n, M)  # (the block's own d and ‖M‖_F, not the padded problem's)
+    _require(ctx, isinstance(claimed, (int, float)) and math.isfinite(slack) and claimed - slack > bar, w,
+             f"the recorded bound exceeds the distance bar max(τ, √d·(τ + allowance)/‖M‖_F) = {bar:.3g} by more than the "
+             f"rounding of {cols}", f"bound {claimed!r}, rounding allowance {slack:.3g}")
+    _check_infeasible(ctx, w, Block(V, Dp, get_activation("identity"), skip=-Tp), search, Tp, bar=bar + slack, rec_bar=bar)
     return "not_absorbable", None, 0.0
 
 
@@ -464,7 +467,8 @@ def _check_gram(ctx: _Ctx, w: str, block: Block, mu: Any, build: Any, name: str)
     the Cholesky criterion, by row blocks) up to :data:`absorb.verify._gram.LARGE_MAX_N`;
     declined (not re-checked) beyond, or when d·d(d+1)/2 < n (the columns are then dependent)."""
     n, d = block.n, block.d
-    claim = f"every index set S is at relative distance > τ = {ctx.tol:g} from {name} (Gram route: QᵀQ − μI positive definite)"
+    bar = distance_bar(ctx.tol, n, block.M)
+    claim = f"every index set S is at relative distance > {bar:.3g} = max(τ, √d·(τ + allowance)/‖M‖_F) from {name} (Gram route: QᵀQ − μI positive definite)"
     if n > _gram.LARGE_MAX_N:
         ctx.report.unchecked(w, claim, f"n = {n} > {_gram.LARGE_MAX_N}: the checker declines the Gram route at this size")
         return "not_absorbable", None, 0.0
@@ -475,6 +479,6 @@ def _check_gram(ctx: _Ctx, w: str, block: Block, mu: Any, build: Any, name: str)
     else:
         bound, why = gram_bound(build(block), mu, block.M)
         how = "Sylvester's law of inertia"
-    _require(ctx, bound is not None and bound > ctx.tol, w, claim + f", re-derived here by {how}",
+    _require(ctx, bound is not None and bound > bar, w, claim + f", re-derived here by {how}",
              why or f"lower bound {bound!r}")
     return "not_absorbable", None, 0.0

@@ -192,12 +192,14 @@ def flip_constant(expr: sp.Expr, gated: bool) -> sp.Expr | None:
     return sp.nsimplify(c) if c.is_Float else c
 
 
-def shifted_flip_constant(expr: sp.Expr, s: sp.Rational) -> sp.Expr | None:
+def shifted_flip_constant(expr: sp.Expr, s: sp.Expr, exact_real: bool = False) -> sp.Expr | None:
     """c with σ(z) − σ(−z − 2s) = c·(z + s) for every real z, for the recorded shift ``s``; None if
     none. By this checker's own route: τ(y) = σ(y − s) (exact substitution) must have the plain
     flip identity τ(y) − τ(−y) = c·y for every y (:func:`flip_constant`: by pieces, exact at every
-    break point and at 0), which is the shifted identity at z = y − s. A tampered s makes τ lose it."""
-    if not isinstance(s, sp.Rational):
+    break point and at 0), which is the shifted identity at z = y − s. A tampered s makes τ lose it.
+    s must be rational (a witness's biases carry it), or with ``exact_real`` any real number (√2, π: a
+    tolerance screen's candidate, which no witness carries)."""
+    if not (isinstance(s, sp.Rational) or (exact_real and s.is_number and s.is_real and s.is_finite)):
         return None
     x = _variable(expr)
     return flip_constant(expr.subs(x, x - s), False)

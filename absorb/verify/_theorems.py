@@ -15,7 +15,7 @@ from absorb.verify._asymptotic import limit_at_point
 from absorb.verify._compose import prove
 from absorb.verify._gated import parallel_units
 from absorb.verify._infeasible import _check_infeasible
-from absorb.verify._numerics import _U, _frac_matrix, _parse_number, rounding_allowance, sha256_f64
+from absorb.verify._numerics import _U, _frac_matrix, _parse_number, distance_bar, rounding_allowance, sha256_f64
 from absorb.verify._report import _Ctx, _require, _where
 from absorb.verify._symbolic import (
     _gate_derivative_at_zero,
@@ -260,7 +260,9 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
         rel, upper, zero, slack, rho_inf = _residual(block.W_up, block.W_down, block.M, cq, S)
         how = ("exactly 0 (rationals)" if zero else f"{rel:.3g}, exact rationals" if zero is False
                else f"{rel:.3g}, rigorous upper bound {upper:.3g} (float64)")
-        _require(ctx, upper <= ctx.tol, w, f"‖W_down[:,S] W_up[S,:] + M/c‖_F / ‖M/c‖_F ≤ τ = {ctx.tol:g}", f"relative residual {how}")
+        bar = distance_bar(ctx.tol, block.n, block.M)  # (implied by ρ∞ ≤ τ + allowance below; a cheap first screen)
+        _require(ctx, upper <= bar, w, f"‖W_down[:,S] W_up[S,:] + M/c‖_F / ‖M/c‖_F ≤ {bar:.3g} = max(τ, √d·(τ + allowance)/‖M‖_F)",
+                 f"relative residual {how}")
         claimed = wit.get("residual")
         _require(ctx, isinstance(claimed, (int, float)) and abs(claimed - rel) <= 1e-6 * rel + 2 * slack + 2 * (upper - rel), w,
                  "the recorded residual matches", f"recorded {claimed!r}, re-computed {rel:.6g}")

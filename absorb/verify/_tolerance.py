@@ -78,15 +78,43 @@ def _ends(act: Any) -> tuple[float, float, float] | None:
 
 
 @lru_cache(maxsize=64)
-def _shifted(srepr: str, s: Fraction) -> Fraction | None:
-    """c with σ(z) − σ(−z − 2s) = c·(z + s) for every real z, proved exactly for this s (:func:`shifted_flip_constant`)."""
-    c = shifted_flip_constant(sp.sympify(srepr), sp.Rational(s.numerator, s.denominator))
+def _shifted(srepr: str, s: sp.Expr) -> Fraction | None:
+    """c with σ(z) − σ(−z − 2s) = c·(z + s) for every real z, proved exactly for this s (:func:`shifted_flip_constant`;
+    s rational, or a real algebraic number such as √2 — a tolerance screen only withholds a verdict, and needs no
+    float64 witness that carries s exactly)."""
+    c = shifted_flip_constant(sp.sympify(srepr), s, exact_real=True)
     return Fraction(int(c.p), int(c.q)) if c is not None and c.is_Rational and c != 0 else None
 
 
-def _flip_or_shift(act: Any, biased: bool) -> tuple[Fraction | None, Fraction | None]:
+def _shift_candidates(act: Any, s_num: float) -> list[sp.Expr]:
+    """Exact shifts to try near the float estimate ``s_num``: its rational approximation (denominator ≤ 1000), minus
+    each exact break point of σ (a hinge at h = −s: ``Max(0, x − √2)``), and the estimate in terms of σ's own
+    irrational constants (:func:`sympy.nsimplify` with them) — candidates only: each is then proved exactly."""
+    out: list[sp.Expr] = [sp.Rational(*Fraction(s_num).limit_denominator(1000).as_integer_ratio())]
+    e = act.expr
+    x = _variable(e)
+    try:
+        from absorb.verify._pieces import Refused, break_points
+
+        out += [-p for p in break_points(e, x)]
+    except Refused:  # (a σ whose break points this checker cannot list: the other candidates remain)
+        pass
+    consts = [a for a in e.atoms(sp.Pow, sp.NumberSymbol) if a.is_number and a.is_real and not a.is_Rational]
+    if consts:
+        try:
+            out.append(sp.nsimplify(s_num, consts, tolerance=1e-9))
+        except (ValueError, TypeError, NotImplementedError):
+            pass
+    close = [c for c in dict.fromkeys(out) if c.is_number and c.is_real and c != 0
+             and abs(float(c) - s_num) <= 1e-6 * (1 + abs(s_num))]
+    return close
+
+
+def _flip_or_shift(act: Any, biased: bool) -> tuple[Fraction | None, Fraction | float | None]:
     """(c, None) for σ(z) − σ(−z) = c·z; with biases, else (c, s) for σ(z) − σ(−z − 2s) = c·(z + s) — pairs
-    (u, b − s, w/c), (−u, −b − s, −w/c) give w·(u·x + b); (None, None) when neither is proved."""
+    (u, b − s, w/c), (−u, −b − s, −w/c) give w·(u·x + b); (None, None) when neither is proved. s is a Fraction, or a
+    float for an irrational s (the pairs' biases round: each pair's output moves by a constant ≤ 2L·|s − ŝ|, not
+    counted — these maps only withhold a not_absorbable)."""
     key = sp.srepr(act.expr)
     c = _flip(key)
     if c or not biased:
@@ -94,9 +122,11 @@ def _flip_or_shift(act: Any, biased: bool) -> tuple[Fraction | None, Fraction | 
     got = _ends(act)
     if got is None or not math.isfinite(got[2]) or got[2] == 0:
         return None, None
-    s = Fraction(got[2]).limit_denominator(1000)
-    c = _shifted(key, s) if s else None
-    return (c, s) if c else (None, None)
+    for s in _shift_candidates(act, got[2]):
+        c = _shifted(key, s)
+        if c:
+            return c, (Fraction(int(s.p), int(s.q)) if s.is_Rational else float(s))
+    return None, None
 
 
 @lru_cache(maxsize=64)
