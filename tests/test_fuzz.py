@@ -35,8 +35,22 @@ HARD_CAP = 60.0  # seconds per case; the cases here take well under a second or 
 ALLOWED = {"check": {0, 2, 3}, "verify": {0, 1, 2}, "prove": {0, 1, 2}, "montecarlo": {0, 1, 2}, "explore-depth": {0, 2}}
 
 _SERVER = textwrap.dedent(r'''
-    import io, json, os, resource, signal, sys, time
+    import ctypes, io, json, os, resource, signal, sys, time
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+    def die_with_parent():  # Linux: SIGKILL when the parent exits, so that no case outlives the test run
+        try:
+            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+    def kill_group(pid):  # the case and whatever it started (a pool, a cluster, a sandbox)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    die_with_parent()
     import numpy as np
     from absorb.cli import main
     from absorb.engine import decide
@@ -51,6 +65,8 @@ _SERVER = textwrap.dedent(r'''
         pid = os.fork()
         if pid == 0:
             try:
+                os.setpgid(0, 0)
+                die_with_parent()
                 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
                 os.dup2(fo, 1); os.dup2(fe, 2)
                 sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding=case.get("encoding", "utf-8"), line_buffering=False)
@@ -76,10 +92,11 @@ _SERVER = textwrap.dedent(r'''
             if done:
                 break
             if time.monotonic() - t0 > case["timeout"]:
-                os.kill(pid, signal.SIGKILL); os.waitpid(pid, 0); timed_out = True
+                kill_group(pid); os.waitpid(pid, 0); timed_out = True
                 status = 0
                 break
             time.sleep(0.005)
+        kill_group(pid)  # (a finished case's stray children too)
         os.close(fo); os.close(fe)
         rc = os.waitstatus_to_exitcode(status) if not timed_out else None
         out.write(json.dumps({"rc": rc, "timed_out": timed_out, "elapsed": time.monotonic() - t0}) + "\n")
