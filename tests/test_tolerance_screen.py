@@ -333,3 +333,14 @@ def test_the_checker_rejects_a_proof_that_excludes_a_flip_within_the_tolerance(m
     rep = verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk)
     why = " ".join(f.claim for f in rep.failures)
     assert not rep.accepted and "max(τ, √d" in why, why
+
+
+def test_a_rescaling_within_the_tolerance_is_not_excluded_for_a_small_skip() -> None:
+    """σ = ReLU² + z, M = −1.05·w₄u₄ᵀ with unit 4's down column ×0.035 (‖M‖∞ ≈ 0.01, τ = 10⁻³): keeping units 1–3
+    and rescaling unit 4 by μ = 2⁻⁴⁰ (u₄ → 2⁴⁰u₄, w₄ → 2⁻⁸⁰w₄) leaves f − g = R x exactly with ‖R‖∞ ≈ 5·10⁻⁴ ≤ τ. The
+    Farkas bound puts every μ ≥ 0 at 4.6 % of ‖M‖_F — beyond τ, within the distance bar: no not_absorbable."""
+    rng = np.random.default_rng(11)
+    U, D = rng.standard_normal((4, 2)), rng.standard_normal((2, 4))
+    D[:, 3] *= 0.035
+    blk = Block(U, D, get_activation("expr:Max(0,x)**2+x"), skip=-1.05 * np.outer(D[:, 3], U[3]))
+    assert decide(blk, tol=1e-3).verdict.value != "not_absorbable"
