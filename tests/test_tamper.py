@@ -55,11 +55,12 @@ def _blk(U: Any, D: Any, act: str, M: Any = None, **kw: Any) -> Block:
 
 
 def _near_block() -> Block:
-    """A width-3 degenerate ReLU block with an antipodal pair (d = 2), its skip moved by one ulp in
-    two entries: exactly it needs 5 units, within the tolerance 3 (absorbable, not exactly)."""
+    """A width-3 degenerate ReLU block with an antipodal pair (d = 2), its skip moved by 10⁻¹¹ in
+    two entries: exactly it needs 5 units, within the tolerance 3 (absorbable, not exactly) — and not within
+    τ = 10⁻³⁰⁰ plus the rounding allowance."""
     U = [[1.0, 1.0], [-1.0, -1.0], [2.0, 1.0]]
     D = [[0.0, -1.0, 2.0], [-1.0, -1.0, 3.0]]
-    M = [[np.nextafter(-2.0, 10.0), -2.0], [1.0, 1.0 + 2.0**-52]]
+    M = [[-2.0 + 1e-11, -2.0], [1.0, 1.0 + 1e-11]]
     return _blk(U, D, "relu", M)
 
 

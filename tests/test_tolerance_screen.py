@@ -344,3 +344,33 @@ def test_a_rescaling_within_the_tolerance_is_not_excluded_for_a_small_skip() -> 
     D[:, 3] *= 0.035
     blk = Block(U, D, get_activation("expr:Max(0,x)**2+x"), skip=-1.05 * np.outer(D[:, 3], U[3]))
     assert decide(blk, tol=1e-3).verdict.value != "not_absorbable"
+
+
+def _canonical_small_tail() -> Block:
+    """Degenerate ReLU (a dead unit; lines (0,1), (1,1), (1,−2)), d = 2, width 4: one line may take two units, which
+    absorbs the linear part along (0,1); what is left, v·(1, 0) with v = 1.3·10⁻³·(1, 1)/√2, must vanish. Dropping it
+    errs by ‖v (1,0)‖∞ = 9.2·10⁻⁴ ≤ τ = 10⁻³ per unit of |x|∞, though its Frobenius norm 1.3·10⁻³ exceeds τ·max(‖M‖_F, 1)."""
+    U = np.array([[0.0, 1.0], [1.0, 1.0], [1.0, -2.0], [0.0, 0.0]])
+    D = np.array([[0.8, 0.1, 0.7, 0.1], [-0.4, 0.9, 0.2, 0.3]])
+    v = 1.3e-3 * np.array([1, 1]) / np.sqrt(2)
+    return Block(U, D, get_activation("relu"), skip=np.outer(v, [1.0, 0.0]) + np.outer([0.2, -0.1], [0.0, 1.0]))
+
+
+def test_the_canonical_form_keeps_a_near_block_whose_dropped_part_is_within_the_tolerance(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The canonical form's 'none within the tolerance' now needs every choice farther than √d·(τ + allowance) too
+    (not only τ·max(‖M‖_F, 1)): the near block is built and proved within the tolerance. The producer as it was
+    (bar τ: not_absorbable) writes a certificate the checker rejects."""
+    from absorb.certificate import build_certificate
+    from absorb.engine import degenerate
+    from absorb.verify.checker import verify_certificate
+
+    blk = _canonical_small_tail()
+    dec = decide(blk, tol=1e-3)
+    bd = dec.blocks[0]
+    assert bd.verdict.value == "absorbable" and bd.theorem.value == "canonical-form" and bd.witness.eval_error <= 1e-3, bd.reason
+    assert verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk).accepted
+    monkeypatch.setattr(degenerate, "eval_threshold", lambda tol, n: tol / 2)  # bar = τ here, as before
+    old = decide(blk, tol=1e-3)
+    assert old.blocks[0].verdict.value == "not_absorbable"
+    rep = verify_certificate(build_certificate(old, blk, seed=0).to_json(), blk)
+    assert not rep.accepted and "√d·(τ + allowance)" in " ".join(f.claim for f in rep.failures)

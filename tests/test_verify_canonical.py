@@ -135,10 +135,10 @@ def test_softplus_dead_unit_is_not_dropped() -> None:
 
 def _near_block() -> Block:
     """An exact width-3 degenerate ReLU block (d = 2, up rows 0 and 1 antipodal), its skip moved
-    by one ulp in two entries: exactly the canonical form needs 5 units, within tol 3."""
+    by 10⁻¹¹ in two entries: exactly the canonical form needs 5 units, within tol 3."""
     U = np.array([[1.0, 1.0], [-1.0, -1.0], [2.0, 1.0]])
     D = np.array([[0.0, -1.0, 2.0], [-1.0, -1.0, 3.0]])
-    M = np.array([[np.nextafter(-2.0, 10.0), -2.0], [1.0, 1.0 + 2.0**-52]])
+    M = np.array([[-2.0 + 1e-11, -2.0], [1.0, 1.0 + 1e-11]])
     return Block(U, D, get_activation("relu"), skip=M)
 
 
@@ -155,8 +155,8 @@ def test_within_tolerance_canonical_form_certificate_is_accepted() -> None:
     assert rec["near"]["width"] <= 3 and "choice" not in rec and "witness_exact" not in rec
     rep = checker.verify_certificate(doc, blk)
     assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
-    assert any("within τ·max(‖M‖_F, 1)" in f.claim for f in rep.findings)
-    # the same record at a tolerance below the true distance (≈ 7e-17 relative) is rejected
+    assert any("C_δ P_B is near rank" in f.claim for f in rep.findings)
+    # the same record at a tolerance whose bar is below the true distance (≈ 3e-12 relative) is rejected
     low = copy.deepcopy(doc)
     low["parameters"]["tolerance"] = low["blocks"][0]["tolerance"] = 1e-20
     assert not checker.verify_certificate(low, blk).accepted

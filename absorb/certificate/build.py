@@ -549,12 +549,12 @@ def _skeleton2_argument(bd: BlockDecision) -> dict[str, Any]:
             r"t:\ M = -\sum_{i\in S} (2\alpha c_i + \beta)\, w_i u_i^{\mathsf T}",
             {"rank": r"\text{the (Q) columns are independent: only } S=\emptyset,\ \text{which needs } M = 0",
              "enumerate": r"\text{every } S \text{ checked with rounding bounds: none satisfies (Q) and (L)}",
-             "gram": r"\lambda_{\min}(Q^{\mathsf T}Q) \ge \mu > \tau^2\|M\|_F^2:\ \text{only } S=\emptyset,\ "
+             "gram": r"\lambda_{\min}(Q^{\mathsf T}Q) \ge \mu > \bar\tau^2\|M\|_F^2:\ \text{only } S=\emptyset,\ "
              r"\text{which needs } M = 0",
              "linear": r"\text{the index-set search for } (u_i \mapsto (2\alpha c_i+\beta)u_i,\ w_i,\ -M) \text{ proves "
-             r"every } S \text{ farther than the tolerance from (L) alone, so from (Q) and (L)}",
+             r"every } S \text{ farther than } \bar\tau = \max(\tau, \sqrt{d}(\tau + \epsilon_n)/\|M\|_F) \text{ from (L) alone, so from (Q) and (L)}",
              "index-set": r"\text{the index-set search over the lifted columns } (\mathrm{vec}(u_iu_i^{\mathsf T}),\,"
-             r"(2\alpha c_i+\beta)u_i) \text{ proves every } S \text{ farther than the tolerance}",
+             r"(2\alpha c_i+\beta)u_i) \text{ proves every } S \text{ farther than } \bar\tau = \max(\tau, \sqrt{d}(\tau + \epsilon_n)/\|M\|_F)",
              "relu2-flip": r"\sigma(z) + \sigma(-z) = \alpha z^2 + k\ \forall z \in \mathbb{R}\ (\mathrm{ReLU}^2:\ "
              r"\alpha = 1,\ k = 0):\ \text{the flip of } S \text{ equals } f \text{ up to a constant}"}.get(str(case), ""),
         ],

@@ -26,8 +26,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--activation", metavar="NAME", help="override the file's activation (a name, or 'expr:<sympy expression in x>')")
     p.add_argument("--json", action="store_true", help="print one JSON object (see docs/user-guide.md) instead of the text report")
     p.add_argument("--tol", type=tolerance, default=DEFAULT_TOL, metavar="T",
-                   help="relative tolerance, strictly between 0 and 1: an index set S counts when "
-                   f"‖W_down[:,S] W_up[S,:] + M/c‖_F ≤ T·‖M/c‖_F (default {DEFAULT_TOL:g}; see 'Tolerances' in docs/user-guide.md)")
+                   help="tolerance, strictly between 0 and 1: a witness g may err by |f(x) − g(x)|∞ ≤ T·(|f(x)|∞ + |x|∞ + "
+                   "|f(0)|∞) plus a rounding allowance; index sets are searched within a relative distance "
+                   f"‖W_down[:,S] W_up[S,:] + M/c‖_F / ‖M/c‖_F of T, more for a small skip (default {DEFAULT_TOL:g}; "
+                   "see 'Tolerances' in docs/user-guide.md)")
     p.add_argument("--seed", type=seed, default=0, metavar="S", help="seed for the random inputs and randomised solvers, 0 to 2^32-1 (default 0)")
     p.add_argument("--timeout", type=seconds, default=60.0, metavar="SEC",
                    help="time budget in seconds of the index-set search; a third of it bounds the symbolic analysis "

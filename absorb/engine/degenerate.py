@@ -513,10 +513,12 @@ def _unsupported(block: Block) -> str | None:
 
 
 def _robustness(cf: CanonicalForm, outcome: SearchOutcome, *, tol: float, scale: float) -> list[str]:
-    """Why an exact 'none' might not survive a perturbation within the tolerance."""
+    """Why an exact 'none' might not survive a perturbation within the tolerance (``tol``: the distance bar,
+    relative to ``scale``)."""
     issues = []
     if outcome.min_distance is not None and outcome.min_distance <= tol:
-        issues.append(f"the linear parts are within relative distance {outcome.min_distance:.2e} ≤ tol of a feasible choice")
+        issues.append(f"the linear parts are within relative distance {outcome.min_distance:.2e} ≤ {tol:.3g} of a feasible choice "
+                      "(the distance bar max(τ, √d·(τ + allowance)/max(‖M‖_F, 1)))")
     es = [np.array([float(v) for v in ln.e]) for ln in cf.lines]
     for l, ln in enumerate(cf.lines):
         if np.linalg.norm([float(v) for v in ln.a]) * np.linalg.norm(es[l]) <= tol * scale:
@@ -548,6 +550,9 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
     # distances relative to ‖M‖_F, but at least 1: a witness's error is per unit of |x| (and |f(x)|), so with
     # M = 0 or tiny a choice 10⁻¹² from fitting is within the tolerance, not "not absorbable"
     scale = max(float(np.linalg.norm(block.M)), 1.0)
+    # a near block's error is its dropped linear part R (and dropped lines), accepted by ρ∞ = ‖R‖∞ ≤ τ + allowance;
+    # ρ∞ ≥ ‖R‖_F/√d, so 'none within the tolerance' needs every choice farther than √d·(τ + allowance) too
+    bar = max(tol, math.sqrt(block.d) * eval_threshold(tol, N) / scale * (1 + 2.0**-20))
     name = "ReLU" if cf.family == "relu" else block.activation_name
     shape = (f"f = L₀x + Σ a_ℓ·{'ReLU' if cf.family == 'relu' else 'σ'}(e_ℓ·x) over m = {cf.m} active lines "
              f"({len(cf.dead)} dead units, {len(cf.inactive)} lines whose units cancel)")
@@ -583,7 +588,7 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
                                   witness=None, canonical=cf, outcome=out, details=det)
     need = (f"the cheapest of these choices needs {out.best.value} units" if out.best is not None
             else "no choice fits")
-    if out.near is not None and out.min_distance is not None and out.min_distance <= tol:
+    if out.near is not None and out.min_distance is not None and out.min_distance <= bar:
         # One semantics on every route: absorbable *within the tolerance*, with a constructed
         # block and its measured error (``exact`` only when exact) — as the index-set route.
         ch = out.near
@@ -606,7 +611,7 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
         if bound <= eval_threshold(tol, N) and err <= eval_threshold(tol, N):
             return DegenerateDecision(Verdict.ABSORBABLE,
                                       f"Canonical form ({name}): {shape}; exactly, the stored weights need more than {N} units ({need}), "
-                                      f"but they are within relative distance {out.min_distance:.2e} (float64) ≤ tol = {tol:g} of a residual-free "
+                                      f"but they are within relative distance {out.min_distance:.2e} (float64) of a residual-free "
                                       f"block of width {N}: {how}. The constructed block matches f on {m_in} inputs (max relative error "
                                       f"{err:.2e}); absorbable within the tolerance, not exactly.", N, witness=w, canonical=cf,
                                       outcome=out, details=det)
@@ -614,7 +619,7 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
                                   f"Unknown: exactly, f is not a residual-free block of width {N} ({need}), but it lies within relative "
                                   f"distance {out.min_distance:.2e} ≤ tol of one, and the block constructed there failed its check "
                                   f"(error {w.eval_error:.2e}{eval_failure(w.eval_error)}): {how}.", N, canonical=cf, outcome=out, details=det)
-    issues = _robustness(cf, out, tol=tol, scale=scale)
+    issues = _robustness(cf, out, tol=bar, scale=scale)
     if issues:
         return DegenerateDecision(Verdict.UNKNOWN,
                                   f"Unknown: exactly, f is not a residual-free block of width {N} ({out.reason}; {need}), but the answer is "

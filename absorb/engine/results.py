@@ -100,13 +100,11 @@ class Ctx:
         return min(self.distance_bar, _SEARCH_CAP)
 
     def done(self, verdict: Verdict, theorem: Theorem, reason: str, **kw: object) -> BlockDecision:
-        if verdict is Verdict.NOT_ABSORBABLE and theorem in _DISTANCE_THEOREMS and self.distance_bar > _SEARCH_CAP:
-            verdict, theorem = Verdict.UNKNOWN, Theorem.NONE
-            reason = (f"Unknown: the skip is small for the tolerance (‖M‖_F ≤ √d·(τ + allowance)), so no distance of an index "
-                      f"set from the target proves that no flip is within the tolerance ({reason.rstrip('.')}).")
-            kw = {k: v for k, v in kw.items() if k == "search"}
         if verdict is Verdict.NOT_ABSORBABLE:  # every exact proof, against the within-tolerance meaning of absorbable
             near = within_tolerance(self.block, self.tol, self.seed, biases=self.rf_class.biases)
+            if near is None and theorem in _DISTANCE_THEOREMS and self.distance_bar > _SEARCH_CAP:
+                near = (f"Unknown: the skip is small for the tolerance (‖M‖_F ≤ √d·(τ + allowance)), so no distance of an index "
+                        f"set from the target proves that no flip is within the tolerance ({reason.rstrip('.')}).")
             if near is not None:
                 verdict, theorem, reason = Verdict.UNKNOWN, Theorem.NONE, near
                 kw = {k: v for k, v in kw.items() if k == "search"}

@@ -261,7 +261,7 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
         how = ("exactly 0 (rationals)" if zero else f"{rel:.3g}, exact rationals" if zero is False
                else f"{rel:.3g}, rigorous upper bound {upper:.3g} (float64)")
         bar = distance_bar(ctx.tol, block.n, block.M)  # (implied by ρ∞ ≤ τ + allowance below; a cheap first screen)
-        _require(ctx, upper <= bar, w, f"‖W_down[:,S] W_up[S,:] + M/c‖_F / ‖M/c‖_F ≤ {bar:.3g} = max(τ, √d·(τ + allowance)/‖M‖_F)",
+        _require(ctx, upper <= bar, w, f"‖W_down[:,S] W_up[S,:] + M/c‖_F / ‖M/c‖_F ≤ {bar:.6g} = max(τ, √d·(τ + allowance)/‖M‖_F)",
                  f"relative residual {how}")
         claimed = wit.get("residual")
         _require(ctx, isinstance(claimed, (int, float)) and abs(claimed - rel) <= 1e-6 * rel + 2 * slack + 2 * (upper - rel), w,
