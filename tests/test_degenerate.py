@@ -284,10 +284,12 @@ def test_feasible_up_to_rounding_is_absorbable_within_tolerance(act: str) -> Non
 
 @pytest.mark.parametrize("act", ["relu", "gelu"])
 def test_far_from_feasible_stays_not_absorbable(act: str) -> None:
-    """Off by 1e-6 (≫ tol): the near choice is not within the tolerance: not absorbable."""
+    """Off by 1e-6 (≫ tol): the near choice is not within the tolerance: not absorbable (and off by 1e-10 at 1e-12)."""
     b = Block(ROUNDED, np.array([[1.0, 3, 0], [0, 0, -1 / 3 + 1e-6]]), get_activation(act))
     assert decide_degenerate(b).verdict is Verdict.NOT_ABSORBABLE
     near = Block(ROUNDED, np.array([[1.0, 3, 0], [0, 0, -1 / 3 + 1e-12]]), get_activation(act))
     dd = decide_degenerate(near)
     assert dd.verdict is Verdict.ABSORBABLE and dd.witness.exact is False
-    assert decide_degenerate(near, tol=1e-14).verdict is Verdict.NOT_ABSORBABLE
+    # off by 1e-10 at τ = 1e-12: farther than the distance bar √d·(τ + allowance)·(1 + K)/‖M‖_F (K: f's gain)
+    off = Block(ROUNDED, np.array([[1.0, 3, 0], [0, 0, -1 / 3 + 1e-10]]), get_activation(act))
+    assert decide_degenerate(off, tol=1e-12).verdict is Verdict.NOT_ABSORBABLE

@@ -234,3 +234,32 @@ def test_even_growth_of_a_long_sum_of_switches_is_quick_and_exact() -> None:
 
     e = get_activation("expr:" + " + ".join(f"Max(x, {j + 2}*x)" for j in range(16))).expr
     assert even_growth(e, Fraction(168), homogeneous=True) == 68
+
+
+@pytest.mark.parametrize("text, s", [
+    ("Max(0, x - 6145/4096) + log(1 + (x - 6145/4096)**2)", sp.Rational(-6145, 4096)),   # σ − z grows like log |z|
+    ("log(1 + exp(x - 6145/4096)) + log(1 + (x - 6145/4096)**2)", sp.Rational(-6145, 4096)),
+    ("log(1 + exp(x - 1 - 2**-52))", -1 - sp.Rational(1, 2**52)),                          # no float rounding of s
+])
+def test_shifted_flip_is_found_where_the_asymptotic_constants_do_not_give_it(text: str, s: sp.Expr) -> None:
+    """An even part of τ that grows (log(1 + y²)) leaves σ − L±z without finite limits: the candidate then comes
+    from a break point or the identity's root at z = 0 (reconstructed exactly), and is proved as before. A shift
+    1 + 2⁻⁵² is kept exact (nsimplify would round it to 1 and the identity would fail: no REFUTED for that)."""
+    pr = shifted_flip(get_activation("expr:" + text))
+    assert pr.proved, pr.statement
+    assert sp.simplify(pr.value["s"] - s) == 0
+
+
+@pytest.mark.parametrize("text, s", [("Max(0, x - 2**27)", -2**27), ("log(1 + exp(x - log(2)))", -sp.log(2)),
+                                     ("Max(0, x - 6145/4096) + log(1 + (x - 6145/4096)**2)", sp.Rational(-6145, 4096)),
+                                     ("log(1 + exp(x - 3/2048))", sp.Rational(-3, 2048))])
+def test_the_checkers_screen_finds_the_shift_by_its_own_route(text: str, s: sp.Expr) -> None:
+    """The checker's candidates: its float estimates at several scales (2²⁷ is flat at 10⁶), the identity's root at
+    z = 0 at 50 digits, reconstructed as a rational or in common constants (log 2 leaves σ: exp(x − log 2) is folded
+    into exp(x)/2), and σ's break points — each then proved exactly. An irrational s is not used where f(0) = 0."""
+    from absorb.verify._shift import _flip_or_shift
+
+    c, got = _flip_or_shift(get_activation("expr:" + text), True)
+    assert c == 1 and abs(float(got) - float(s)) <= 1e-12 * (1 + abs(float(s)))
+    if not isinstance(s, sp.Rational) and not isinstance(s, int):
+        assert _flip_or_shift(get_activation("expr:" + text), True, f_zero=True) == (None, None)

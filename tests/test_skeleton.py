@@ -154,9 +154,10 @@ def test_a_skeleton_linear_up_to_the_tolerance_claims_nothing() -> None:
     # a kink well above the tolerance still decides
     blk = blk.replace(activation=get_activation("expr:x + Abs(x)/10**6"))
     assert decide_block(blk).verdict is Verdict.NOT_ABSORBABLE
-    # σ∞ = ReLU is far from linear at any tolerance (b = 0): a large --tol does not make it unknown
+    # σ∞ = ReLU is far from linear at any tolerance (b = 0): a large --tol does not make it unknown (up to where the
+    # distance bar, which counts f's gain, reaches the flips: at 0.2 it does, and the answer is unknown for that)
     gelu = blk.replace(activation=get_activation("gelu"), b_up=rng.standard_normal(5))
-    dec = decide_block(gelu, tol=0.2)
+    dec = decide_block(gelu, tol=0.02)
     assert (dec.verdict, dec.theorem) == (Verdict.NOT_ABSORBABLE, Theorem.SKELETON), dec.reason
 
 
@@ -274,7 +275,8 @@ def test_the_sampled_screen_looks_on_the_kink_lines_and_far_out() -> None:
     only up to |x| ~ |f(0)|/tol, where the sample now also looks (the skeleton's proof stands)."""
     U = np.array([[1.0, -0.7], [-1.0, 0.7]])
     blk = Block(U, 1e13 * np.array([[1.0, 1.0], [0.0, 0.0]]), get_activation("relu"))
-    assert decide_block(blk).verdict is Verdict.NOT_ABSORBABLE
+    dec = decide_block(blk)  # (f's gain 10¹³ and no open cone where every unit is off: the distance bar proves nothing)
+    assert dec.verdict is Verdict.UNKNOWN, dec.reason
     rng = np.random.default_rng(4)
     g = Block(rng.standard_normal((5, 3)), rng.standard_normal((3, 5)), get_activation("gelu"), b_up=rng.standard_normal(5),
               b_down=np.full(3, 1e18))

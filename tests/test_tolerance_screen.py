@@ -285,7 +285,8 @@ def test_at_a_large_tolerance_a_small_f_is_near_the_constant_g(act: str, M: floa
     else:
         blk = Block(np.array([[1.0, 0.0]]), np.array([[w], [0.0]]), get_activation(act))
     dec = decide(blk, tol=tol)
-    assert dec.verdict.value == "unknown" and "constant g = f(0)" in dec.reason, dec.reason
+    # (or the flip of the unit: within the distance bar, which counts f's gain, its witness fails — unknown either way)
+    assert dec.verdict.value == "unknown" and ("constant g = f(0)" in dec.reason or "witness failed" in dec.reason), dec.reason
     assert contradiction(blk, tol, estimated=True) is not None
     assert decide(blk, tol=tol / 2).verdict.value == "not_absorbable"
 
@@ -370,7 +371,37 @@ def test_the_canonical_form_keeps_a_near_block_whose_dropped_part_is_within_the_
     assert bd.verdict.value == "absorbable" and bd.theorem.value == "canonical-form" and bd.witness.eval_error <= 1e-3, bd.reason
     assert verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk).accepted
     monkeypatch.setattr(degenerate, "eval_threshold", lambda tol, n: tol / 2)  # bar = τ here, as before
+    monkeypatch.setattr(degenerate, "asymptotic_gain", lambda *a: 0.0)
     old = decide(blk, tol=1e-3)
     assert old.blocks[0].verdict.value == "not_absorbable"
     rep = verify_certificate(build_certificate(old, blk, seed=0).to_json(), blk)
     assert not rep.accepted and "√d·(τ + allowance)" in " ".join(f.claim for f in rep.failures)
+
+
+def _large_f(act: str) -> Block:
+    """d = 2, n = 6, M = I: units 0, 1 with W_down[:,S] W_up[S,:] = −I + 5·10⁻³·I (the flip of S = {0, 1} errs by
+    ρ∞ = 5τ at τ = 10⁻³), units 2–5 two near-antipodal pairs with down weights 50, so |f(x)|∞ ≥ 45|x|∞ in every
+    direction and that flip is within the tolerance in f's own measure (|R x|/(|f(x)| + |x|) ≤ 1.1·10⁻⁴)."""
+    US = np.array([[1.0, 0.3], [0.2, 1.0]])
+    DS = (-np.eye(2) + 5e-3 * np.eye(2)) @ np.linalg.inv(US)
+    UT = np.array([[1.0, 0.05], [-1.0, 0.07], [0.04, 1.0], [0.06, -1.0]])
+    DT = 50.0 * np.array([[1.0, 1.0, 0, 0], [0, 0, 1.0, 1.0]])
+    return Block(np.vstack([US, UT]), np.hstack([DS, DT]), get_activation(act))
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu", "softplus"])
+def test_a_flip_within_the_tolerance_because_f_is_large_is_not_excluded(act: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The distance bar counts f's gain at infinity K (|f∞(v)|∞ ≤ K|v|∞; a flip's ratio along v tends to
+    |Rv|∞/(|f∞(v)|∞ + |v|∞) ≥ ρ∞/(1 + K)): no not_absorbable here. The producer as it was (no gain) is
+    rejected by the checker, which re-derives K by its own code."""
+    from absorb.certificate import build_certificate
+    from absorb.engine import results
+    from absorb.verify.checker import verify_certificate
+
+    blk = _large_f(act)
+    assert decide(blk, tol=1e-3).verdict.value != "not_absorbable"
+    monkeypatch.setattr(results, "asymptotic_gain", lambda *a: 0.0)
+    old = decide(blk, tol=1e-3)
+    assert old.verdict.value == "not_absorbable"
+    rep = verify_certificate(build_certificate(old, blk, seed=0).to_json(), blk)
+    assert not rep.accepted and "gain at infinity" in " ".join(f.claim for f in rep.failures)

@@ -132,10 +132,10 @@ def test_a_biased_gated_block_within_the_tolerance_contradicts_not_absorbable() 
 
 
 def test_an_honest_not_absorbable_whose_b_vanishes_on_a_line_is_fully_checked() -> None:
-    """B = 10¹³·e1·|ℓ·x| vanishes on the line ℓ·x = 0, where f(x) = x: g = B is not within the tolerance;
+    """B = 10⁵·e1·|ℓ·x| vanishes on the line ℓ·x = 0, where f(x) = x: g = B is not within the tolerance;
     the checker's sample (on the kink hyperplanes too) finds that, and the certificate is fully checked."""
-    blk = Block(np.array([[1.0, -0.7], [-1.0, 0.7]]), 1e13 * np.array([[1.0, 1.0], [0.0, 0.0]]), get_activation("relu"))
-    dec = decide(blk)
+    blk = Block(np.array([[1.0, -0.7], [-1.0, 0.7]]), 1e5 * np.array([[1.0, 1.0], [0.0, 0.0]]), get_activation("relu"))
+    dec = decide(blk)  # (at 10¹³ the distance bar, which counts f's gain, proves nothing: unknown)
     assert dec.verdict.value == "not_absorbable"
     rep = verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk)
     assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.not_rechecked]

@@ -685,9 +685,12 @@ def header_class(entries: list[dict[str, Any]]) -> dict[str, Any] | None:
 def _search_used(bd: BlockDecision, arg: dict[str, Any]) -> bool:
     """Whether the verdict's argument reads the index-set search (so the checker re-checks it):
     result 5, the skeleton's nondegenerate case, the step-gate case and the degree-2 / gated
-    skeletons' lifted ``index-set`` and ``linear`` routes; an unknown verdict claims nothing."""
+    skeletons' lifted ``index-set`` and ``linear`` routes; an unknown verdict claims nothing, and records none (its
+    reason says what the search found)."""
     th = bd.theorem.value
-    return (th == Theorem.INDEX_SET.value or bd.verdict.value == "unknown"
+    if bd.verdict.value == "unknown":
+        return False
+    return (th == Theorem.INDEX_SET.value
             or th == Theorem.SKELETON.value and arg.get("case") == "nondegenerate"
             or th == Theorem.GATED_SKELETON.value and arg.get("case") == "step"
             or th == Theorem.SKELETON2.value and arg.get("case") in ("index-set", "linear")

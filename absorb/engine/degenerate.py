@@ -64,6 +64,8 @@ from absorb.engine._exact import (
 from absorb.engine.hypotheses import COLLINEAR_TAU
 from absorb.engine.verdict import Verdict, Witness
 from absorb.engine.witness import (
+    asymptotic_gain,
+    dead_cone_gain,
     eval_failure,
     eval_threshold,
     evaluation_error,
@@ -518,7 +520,7 @@ def _robustness(cf: CanonicalForm, outcome: SearchOutcome, *, tol: float, scale:
     issues = []
     if outcome.min_distance is not None and outcome.min_distance <= tol:
         issues.append(f"the linear parts are within relative distance {outcome.min_distance:.2e} ≤ {tol:.3g} of a feasible choice "
-                      "(the distance bar max(τ, √d·(τ + allowance)/max(‖M‖_F, 1)))")
+                      "(the distance bar max(τ, √d·(τ + allowance)·(1 + K)/max(‖M‖_F, 1)), K ≥ f's gain at infinity)")
     es = [np.array([float(v) for v in ln.e]) for ln in cf.lines]
     for l, ln in enumerate(cf.lines):
         if np.linalg.norm([float(v) for v in ln.a]) * np.linalg.norm(es[l]) <= tol * scale:
@@ -552,7 +554,12 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
     scale = max(float(np.linalg.norm(block.M)), 1.0)
     # a near block's error is its dropped linear part R (and dropped lines), accepted by ρ∞ = ‖R‖∞ ≤ τ + allowance;
     # ρ∞ ≥ ‖R‖_F/√d, so 'none within the tolerance' needs every choice farther than √d·(τ + allowance) too
-    bar = max(tol, math.sqrt(block.d) * eval_threshold(tol, N) / scale * (1 + 2.0**-20))
+    # (and times 1 + K, K ≥ f's gain at infinity: the error is relative to |f(x)|∞ + |x|∞; σ(z)/z → 1, 0 here)
+    gain = asymptotic_gain(block.skip, block.W_up, block.W_down, 1.0)
+    bar = max(tol, math.sqrt(block.d) * eval_threshold(tol, N) * (1 + gain) / scale * (1 + 2.0**-20))
+    if bar > 1e-3:  # (a cone where every unit is off at infinity often gives far less: one LP)
+        gain = min(gain, dead_cone_gain(block.skip, block.W_up))
+        bar = max(tol, math.sqrt(block.d) * eval_threshold(tol, N) * (1 + gain) / scale * (1 + 2.0**-20))
     name = "ReLU" if cf.family == "relu" else block.activation_name
     shape = (f"f = L₀x + Σ a_ℓ·{'ReLU' if cf.family == 'relu' else 'σ'}(e_ℓ·x) over m = {cf.m} active lines "
              f"({len(cf.dead)} dead units, {len(cf.inactive)} lines whose units cancel)")

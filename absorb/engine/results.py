@@ -29,7 +29,9 @@ from absorb.engine.degenerate import decide_degenerate, family_of
 from absorb.engine.tolerance import within_tolerance
 from absorb.engine.verdict import BlockDecision, Hypothesis, ResidualFreeClass, Theorem, Verdict, Witness
 from absorb.engine.witness import (
+    asymptotic_gain,
     check_flip_witness,
+    dead_cone_gain,
     distance_tolerance,
     eval_failure,
     eval_threshold,
@@ -65,6 +67,9 @@ class Ctx:
     method: Method
     allow_biases: bool = False
     search_progress: Progress | None = None
+    gain: float = 0.0
+    """K ≥ f's gain at infinity where the route knows it (:func:`~absorb.engine.witness.asymptotic_gain`): the
+    distance bar grows with it (0: the bar for the witness check's ρ∞ alone)."""
     H: list[Hypothesis] = field(default_factory=list)
     P: list[Property] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -86,13 +91,17 @@ class Ctx:
         return p
 
     @functools.cached_property
+    def _m_lower(self) -> float:
+        b = self.block
+        return math.sqrt(b.d) if b.skip is None else frobenius_bounds(b.skip)[0]
+
+    @property
     def distance_bar(self) -> float:
         """The relative distance every index set must exceed for a proof that none counts
-        (:func:`~absorb.engine.witness.distance_tolerance`: τ, or more when the skip is small;
-        at 1 or more — ‖M‖_F ≤ √d·(τ + allowance) — no such proof exists)."""
-        b = self.block
-        m_lo = math.sqrt(b.d) if b.skip is None else frobenius_bounds(b.skip)[0]
-        return distance_tolerance(self.tol, b.n, b.d, m_lo) if m_lo > 0 else math.inf
+        (:func:`~absorb.engine.witness.distance_tolerance`: τ, or more when the skip is small or f's gain
+        :attr:`gain` large; at 1 or more — ‖M‖_F ≤ √d·(τ + allowance)·(1 + K) — no such proof exists)."""
+        b, m_lo = self.block, self._m_lower
+        return distance_tolerance(self.tol, b.n, b.d, m_lo, self.gain) if m_lo > 0 else math.inf
 
     @property
     def dist_tol(self) -> float:
@@ -112,6 +121,8 @@ class Ctx:
                              hypotheses=tuple(self.H), properties=tuple(self.P), residual_free_class=self.rf_class, **kw)
 
 
+_CONE_WORTH = 1e-3
+"""Past this distance bar the dead cone's (smaller) gain is worth an LP (:func:`~absorb.engine.witness.dead_cone_gain`)."""
 _SEARCH_CAP = 1 - 2.0**-10
 """The searches' tolerance stays below this (they take a relative tolerance < 1)."""
 _DISTANCE_THEOREMS = frozenset({Theorem.INDEX_SET, Theorem.SKELETON, Theorem.SKELETON2, Theorem.RELU2_LINEAR, Theorem.GATED_SKELETON})
@@ -774,6 +785,12 @@ class _IndexSet:
             return self._skeleton_without_search(sk)
         c = self.c_flip if self.c_flip is not None else sk.c  # type: ignore[union-attr]
         blk = self.block
+        if not blk.gated and self.slopes is not None and self.slopes.proved:  # f's gain at infinity (the distance bar)
+            ends = [facts.rational(self.slopes.value, k) for k in ("L_plus", "L_minus")]
+            slope = max(abs(float(v if v is not None else self.slopes.value[k])) for v, k in zip(ends, ("L_plus", "L_minus")))
+            ctx.gain = asymptotic_gain(blk.skip, blk.W_up, blk.W_down, slope * (1 + 2.0**-40))
+            if ctx.distance_bar > _CONE_WORTH and self.slopes.value.get("L_minus") == 0:  # (σ∞ = 0 on a cone: often far less)
+                ctx.gain = min(ctx.gain, dead_cone_gain(blk.skip, blk.W_up))
         T = None if blk.skip is None and c == 1 else -blk.M / float(c)  # None: −I, without a d×d array
         res = find_index_set(blk.W_up, blk.W_down, T, tol=ctx.dist_tol, timeout=ctx.timeout, method=ctx.method, seed=ctx.seed,
                              progress=ctx.search_progress)

@@ -13,6 +13,7 @@ sample for B dominating its skip. What it finds only ever withholds a verdict (t
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -424,6 +425,8 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float, biases: boo
             # each pair's output by a constant ≤ 2L·|s − ŝ|·|w/c|, not counted: the screen only withholds a
             # not_absorbable, so a map it overrates costs an unknown, never a wrong verdict)
             c, shift = facts.rational(sh.value, "c"), facts.rational(sh.value, "s") or float(sh.value["s"])
+            if not isinstance(shift, Fraction) and not blk.has_bias:  # (f(0) = 0: the rounding of −s is not within τ|f(0)|)
+                c, shift = None, None
     defect, approx = 0.0, False
     if not c:  # a user's σ whose flip identity fails by a small δ(z) = σ(z) − σ(−z) − c·z (c = L₊ − L₋): pairs still serve
         c, approx = _slope_gap(act, blk.d), True

@@ -900,7 +900,7 @@ def eval_threshold(tol: float, n: int) -> float:
     return tol + rounding_allowance(n)
 
 
-def distance_tolerance(tol: float, n: int, d: int, m_fro_lower: float) -> float:
+def distance_tolerance(tol: float, n: int, d: int, m_fro_lower: float, gain: float = 0.0) -> float:
     """The relative distance ‖R_S‖_F / ‖M‖_F (R_S = M + c·W_down[:,S] W_up[S,:], the linear
     error of S's flip) that an index set must exceed for a proof that no S counts: the larger
     of τ and √d·thr/‖M‖_F (thr = :func:`eval_threshold`). The witness check accepts a flip by
@@ -909,8 +909,65 @@ def distance_tolerance(tol: float, n: int, d: int, m_fro_lower: float) -> float:
     ever excluded — also when the skip is small (‖M‖_F < √d), where τ alone would exclude
     flips with ‖R_S‖∞ ≤ τ. ``m_fro_lower``: a rigorous lower bound on ‖M‖_F (√d for the
     identity); the factor 1 + 2⁻²⁰ covers this product's roundings and keeps it above any
-    re-derivation of the same bar from a looser bound on ‖M‖_F."""
-    return max(tol, math.sqrt(d) * eval_threshold(tol, n) / m_fro_lower * (1 + 2.0**-20))
+    re-derivation of the same bar from a looser bound on ‖M‖_F.
+
+    ``gain`` K ≥ 0: an upper bound of f's gain at infinity, |f(tv)|∞/t → |f∞(v)|∞ ≤ K|v|∞ (an ungated σ with
+    finite slopes: K = ‖M‖∞ + max|L±|·max_r Σ_i |W_down[r,i]|·‖u_i‖₁, :func:`asymptotic_gain`). The tolerance
+    measures |f − g| against |f(x)|∞ + |x|∞ + |f(0)|∞, so a flip with ρ∞ > τ can still be within it where f is
+    large; but along a direction v, |R(tv) + e|/(|f(tv)|∞ + t|v|∞ + |f(0)|∞) → |Rv|∞/(|f∞(v)|∞ + |v|∞) ≥
+    |Rv|∞/((1 + K)|v|∞), whose sup over v is ρ∞/(1 + K): the bar √d·thr·(1 + K)/‖M‖_F leaves no S whose flip is
+    within the tolerance in f's own measure."""
+    return max(tol, math.sqrt(d) * eval_threshold(tol, n) * (1 + gain) / m_fro_lower * (1 + 2.0**-20))
+
+
+def asymptotic_gain(M: np.ndarray | None, W_up: np.ndarray, W_down: np.ndarray, slope: float) -> float:
+    """K ≥ sup_v |f∞(v)|∞/|v|∞ for f∞(v) = M v + W_down σ∞(W_up v), |σ∞(z)| ≤ ``slope``·|z| (σ's largest asymptotic
+    slope): ‖M‖∞ + slope·max_r Σ_i |W_down[r,i]|·‖u_i‖₁ (M = None: the identity), sums of nonnegative terms in
+    float64 raised by γ_{n+d+2} (one matrix-vector product: no n×d temporary beyond |W_down|'s rows in blocks)."""
+    d, n = W_down.shape
+    norms = np.zeros(n)
+    with np.errstate(all="ignore"):  # (an overflow is an infinite gain: no distance proves anything then)
+        for sl in row_slices(n, d):
+            norms[sl] = np.abs(np.asarray(W_up[sl], dtype=np.float64)).sum(axis=1)
+        spread = 0.0
+        for sl in row_slices(d, n):
+            spread = max(spread, float(np.max(np.abs(np.asarray(W_down[sl], dtype=np.float64)) @ norms, initial=0.0)))
+        m_inf = 1.0 if M is None else float(np.max(np.abs(np.asarray(M, dtype=np.float64)).sum(axis=1), initial=0.0))
+        out = (m_inf + abs(slope) * spread) * (1 + _gamma(n + d + 2))
+    return out if math.isfinite(out) else math.inf
+
+
+def dead_cone_gain(M: np.ndarray | None, W_up: np.ndarray) -> float:
+    """A smaller effective gain than :func:`asymptotic_gain` where σ∞ vanishes on the negative side (L₋ = 0: ReLU,
+    GELU, SiLU, softplus) and the up rows admit a cone {W_up x < 0} (one LP, HiGHS, n·d ≤ 2²⁰; inf otherwise).
+    With x₀ of margin s (W_up x₀ ≤ −s·1, |x₀|∞ ≤ 1, verified here with rounding) and δ = s/(2·max_i ‖u_i‖₁), every
+    v = x₀ ± δe_j has W_up v < 0, so f∞(v) = M v; at those 2d directions a flip's ratio tends to
+    |Rv|∞/(|Mv|∞ + |v|∞) ≥ |Rv|∞/((1 + ‖M‖∞)(1 + δ)), and max_{j,±} |Rv|∞ ≥ δ·max |R_ij| ≥ δ‖R‖_F/d: so the sup is
+    ≥ ‖R‖_F/X with X = d(1 + ‖M‖∞)(1 + δ)/δ. Returned as the K with √d(1 + K) = X (the bar's form)."""
+    U = np.asarray(W_up, dtype=np.float64)
+    n, d = U.shape
+    if n * d > 1 << 20 or not np.all(np.isfinite(U)):
+        return math.inf
+    from scipy.optimize import linprog
+
+    try:  # maximise s subject to U x + s ≤ 0, |x|∞ ≤ 1, s ≤ 1
+        res = linprog(np.r_[np.zeros(d), -1.0], A_ub=np.hstack([U, np.ones((n, 1))]), b_ub=np.zeros(n),
+                      bounds=[(-1.0, 1.0)] * d + [(None, 1.0)], method="highs")
+    except (ValueError, np.linalg.LinAlgError):
+        return math.inf
+    if res.status != 0 or res.x is None:
+        return math.inf
+    x = np.clip(np.asarray(res.x[:d], dtype=np.float64), -1.0, 1.0)
+    with np.errstate(all="ignore"):
+        margin = -float(np.max(U @ x + _gamma(d + 2) * (np.abs(U) @ np.abs(x)))) * (1 - 1e-6)  # (rounding of U x)
+        width = float(np.max(np.abs(U).sum(axis=1))) * (1 + _gamma(d + 2))
+    if not (margin > 0 and 0 < width < math.inf):
+        return math.inf
+    delta = margin / (2 * width)
+    with np.errstate(all="ignore"):
+        m_inf = 1.0 if M is None else float(np.max(np.abs(np.asarray(M, dtype=np.float64)).sum(axis=1), initial=0.0)) * (1 + _gamma(d + 2))
+        X = d * (1 + m_inf) * (1 + delta) / delta * (1 + 1e-9)
+    return X / math.sqrt(d) - 1 if math.isfinite(X) else math.inf
 
 
 _SIGMA_REL = 2.0**-40

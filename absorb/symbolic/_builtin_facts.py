@@ -856,7 +856,8 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                            'witness': {'side': '-'}},
                         'shifted_flip': {'name': 'shifted_flip',
                                          'statement': 'no candidate shift: σ(z) − L±·z has no finite limits at ±∞ by '
-                                                      'the asymptotic rules, or L₊ = L₋',
+                                                      'the asymptotic rules, or L₊ = L₋, and no break point or root of '
+                                                      'the identity at z = 0 gave one',
                                          'status': 'unknown',
                                          'steps': ['\\sigma(x) = x'],
                                          'value': {},
@@ -2080,7 +2081,8 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                           'witness': {'side': '+'}},
                        'shifted_flip': {'name': 'shifted_flip',
                                         'statement': 'no candidate shift: σ(z) − L±·z has no finite limits at ±∞ by '
-                                                     'the asymptotic rules, or L₊ = L₋',
+                                                     'the asymptotic rules, or L₊ = L₋, and no break point or root of '
+                                                     'the identity at z = 0 gave one',
                                         'status': 'unknown',
                                         'steps': ['\\sigma(x) = \\frac{1}{1 + e^{- x}}'],
                                         'value': {},
@@ -2812,7 +2814,8 @@ FACTS = {'gelu': {'expr': "Mul(Rational(1, 2), Symbol('x', real=True), Add(erf(M
                                        'witness': {'side': '+'}},
                     'shifted_flip': {'name': 'shifted_flip',
                                      'statement': 'no candidate shift: σ(z) − L±·z has no finite limits at ±∞ by the '
-                                                  'asymptotic rules, or L₊ = L₋',
+                                                  'asymptotic rules, or L₊ = L₋, and no break point or root of the '
+                                                  'identity at z = 0 gave one',
                                      'status': 'unknown',
                                      'steps': ['\\sigma(x) = \\tanh{\\left(x \\right)}'],
                                      'value': {},

@@ -391,7 +391,7 @@ def check_skeleton(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[
                  f"search status {search.get('status')!r}")
         from absorb.verify._infeasible import _check_infeasible
 
-        _check_infeasible(ctx, w, block, search, -block.M / float(c))
+        _check_infeasible(ctx, w, block, search, -block.M / float(c), slopes=(float(Lp), float(Lm)))
     else:  # degenerate-relu
         _require(ctx, a == 1 and bb == 0, w, "σ∞ = ReLU (a = 1, b = 0)", f"a = {a}, b = {bb}")
         from absorb.verify._canonical import check_canonical_form

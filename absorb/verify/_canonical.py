@@ -332,10 +332,15 @@ def _robust(ctx: _Ctx, w: str, block: Block, family: str, N: int, L0: Mat, lines
     # with M = 0 or tiny a choice 10⁻¹² from fitting is within the tolerance however small ‖M‖ is
     # and at least √d·(τ + allowance): a block within the tolerance has its dropped linear part R (or line) at
     # ‖R‖∞ ≤ τ + allowance, and ‖R‖∞ ≥ ‖R‖_F/√d (|a|∞‖e‖₁ ≥ ‖a‖₂‖e‖₂/√d for a line)
-    tau = max(ctx.tol * max(mn, 1.0), math.sqrt(d) * (ctx.tol + rounding_allowance(N)) * (1 + 2.0**-40))
+    # — times 1 + K, K ≥ f's gain at infinity (σ(z)/z → 1, 0): the tolerance is relative to |f(x)|∞ + |x|∞ too
+    from absorb.verify._infeasible import cone_gain, gain_at_infinity
+
+    K = gain_at_infinity(block, 1.0)
+    K = min(K, cone_gain(block)) if math.sqrt(d) * (ctx.tol + rounding_allowance(N)) * (1 + K) > 1e-3 else K
+    tau = max(ctx.tol * max(mn, 1.0), math.sqrt(d) * (ctx.tol + rounding_allowance(N)) * (1 + K) * (1 + 2.0**-40))
     es = [np.array([float(v) for v in e]) for e, _ in lines]
     small = [l for l, (e, a) in enumerate(lines) if float(np.linalg.norm([float(v) for v in a])) * float(np.linalg.norm(es[l])) * (1 - 4 * d * _U) <= tau]
-    _require(ctx, not small, w, f"no line's coefficient is within max(τ·max(‖M‖_F, 1), √d·(τ + allowance)) = {tau:.3g} of zero",
+    _require(ctx, not small, w, f"no line's coefficient is within max(τ·max(‖M‖_F, 1), √d·(τ + allowance)·(1 + K)) = {tau:.3g} of zero",
              f"lines {small}")
     near = []
     sq = [sum((v * v for v in e), Fraction(0)) for e, _ in lines]  # (in exact rationals: no norm under- or overflows)
@@ -362,7 +367,7 @@ def _robust(ctx: _Ctx, w: str, block: Block, family: str, N: int, L0: Mat, lines
                 _, _, R = _near_parts(L0, lines, B, dict(zip(rest, bits)))
                 tail, margin = _tail(np.linalg.svd(R, compute_uv=False), p, R)
                 worst = min(worst, tail - margin)
-    _require(ctx, worst > tau, w, f"every choice's linear part is farther than max(τ·max(‖M‖_F, 1), √d·(τ + allowance)) = {tau:.3g} "
+    _require(ctx, worst > tau, w, f"every choice's linear part is farther than max(τ·max(‖M‖_F, 1), √d·(τ + allowance)·(1 + K)) = {tau:.3g} "
              "from the rank its width allows",
              f"the closest is within {worst:.3g}")
 
@@ -406,7 +411,10 @@ def _check_near(ctx: _Ctx, w: str, b: dict[str, Any], near: Any, block: Block, N
     tail, margin = _tail(s, p, R)
     mn = max(float(np.linalg.norm(block.M)) * (1 - (d * d + 2) * _U), 1.0)  # (the scale is ‖M‖_F, at least 1: as _robust's)
     dist_hi = (tail + margin) / mn if mn > 0 else math.inf
-    bar = max(ctx.tol, math.sqrt(d) * (ctx.tol + rounding_allowance(N)) / mn * (1 + 2.0**-20) * (1 + 1e-9))  # (the producer's bar, or more)
+    from absorb.verify._infeasible import gain_at_infinity
+
+    K = gain_at_infinity(block, 1.0) * (1 + 1e-9)
+    bar = max(ctx.tol, math.sqrt(d) * (ctx.tol + rounding_allowance(N)) * (1 + K) / mn * (1 + 2.0**-20) * (1 + 1e-9))  # (≥ the producer's)
     _require(ctx, dist_hi <= bar, w, f"C_δ P_B is near rank ≤ {p}: relative distance ≤ {dist_hi:.3g} ≤ max(τ, √d·(τ + allowance)/max(‖M‖_F, 1))"
              f" = {bar:.3g}",
              f"tail of the singular values {tail:.3g}, rounding margin {margin:.3g}")

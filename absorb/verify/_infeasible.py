@@ -135,16 +135,65 @@ def _check_dual_record(ctx: _Ctx, w: str, cert: dict[str, Any], A: np.ndarray, c
                  ", ".join(f"{k} = {cert[k]!r}" for k in bad))
 
 
+def gain_at_infinity(block: Block, slope: float) -> float:
+    """K ≥ sup_v |f∞(v)|∞/|v|∞, f∞(v) = M v + W_down σ∞(W_up v), |σ∞(z)| ≤ ``slope``·|z|: ‖M‖∞ plus slope times
+    the largest row of |W_down| applied to the rows' ℓ1 norms of W_up (nonnegative sums, raised by γ_{n+d+4})."""
+    with np.errstate(all="ignore"):  # (an overflow: an infinite gain, and no distance proves anything)
+        D = np.abs(np.asarray(block.W_down, dtype=np.float64))
+        norms = np.abs(np.asarray(block.W_up, dtype=np.float64)).sum(axis=1)
+        m_inf = float(np.abs(np.asarray(block.M, dtype=np.float64)).sum(axis=1).max(initial=0.0))
+        out = (m_inf + abs(slope) * float((D @ norms).max(initial=0.0))) * (1 + _gamma(block.n + block.d + 4))
+    return out if math.isfinite(out) else math.inf
+
+
+def cone_gain(block: Block) -> float:
+    """Where σ∞ is 0 on the negative side: the K with √d(1 + K) = d(1 + ‖M‖∞)(1 + δ)/δ, from this checker's own
+    cone point — x with W_up x ≤ −s·1, |x|∞ ≤ 1 (one LP: the largest margin s), s re-derived here with the
+    rounding of W_up x, δ = s/(2·max_i ‖u_i‖₁): at v = x ± δe_j every unit is off at infinity, f∞(v) = M v, and a
+    flip's ratio there is ≥ δ·max|R_ij|/((1 + ‖M‖∞)(1 + δ)) ≥ ‖R‖_F/(d(1 + ‖M‖∞)(1 + δ)/δ). inf where no cone."""
+    U = np.asarray(block.W_up, dtype=np.float64)
+    n, d = U.shape
+    if n * d > 1 << 20 or not np.all(np.isfinite(U)):
+        return math.inf
+    from scipy.optimize import linprog
+
+    try:
+        res = linprog(np.r_[np.zeros(d), -1.0], A_ub=np.hstack([U, np.ones((n, 1))]), b_ub=np.zeros(n),
+                      bounds=[(-1.0, 1.0)] * d + [(None, 1.0)], method="highs")
+    except (ValueError, np.linalg.LinAlgError):
+        return math.inf
+    if res.status != 0 or res.x is None:
+        return math.inf
+    x = np.clip(np.asarray(res.x[:d], dtype=np.float64), -1.0, 1.0)
+    with np.errstate(all="ignore"):
+        s = -float(np.max(U @ x + _gamma(d + 2) * (np.abs(U) @ np.abs(x))))
+        top = float(np.abs(U).sum(axis=1).max()) * (1 + _gamma(d + 2))
+        if not (s > 0 and 0 < top < math.inf):
+            return math.inf
+        delta = s / (2 * top)
+        m_inf = float(np.abs(np.asarray(block.M, dtype=np.float64)).sum(axis=1).max(initial=0.0)) * (1 + _gamma(d + 2))
+        out = d * (1 + m_inf) * (1 + delta) / delta / math.sqrt(d) - 1
+    return out if math.isfinite(out) else math.inf
+
+
 def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T: np.ndarray, bar: float | None = None,
-                      rec_bar: float | None = None) -> None:
+                      rec_bar: float | None = None, slopes: tuple[float, float] | None = None) -> None:
     """Re-derive 'no index set within the distance bar' and that the recorded bound is not overstated.
     The bar (:func:`distance_bar`) is τ, or more for a small skip: past it no S's flip passes the
     witness check; ``bar``: given by a caller whose problem is not the block's own (a lifted one: the block's bar
-    plus the rounding of the lifted rows), ``rec_bar`` then the block's own, which the search recorded."""
+    plus the rounding of the lifted rows), ``rec_bar`` then the block's own, which the search recorded. ``slopes``:
+    σ's asymptotic slopes (L₊, L₋), for an ungated block whose f grows linearly — the bar then counts f's gain at
+    infinity (:func:`gain_at_infinity`, or where L₋ = 0 and it helps :func:`cone_gain`), as the tolerance is
+    relative to |f(x)|∞ too."""
     claimed = search.get("bound")
-    bar = distance_bar(ctx.tol, block.n, block.M) if bar is None else bar
+    slope = None if slopes is None else max(abs(slopes[0]), abs(slopes[1]))
+    if bar is None:
+        bar = distance_bar(ctx.tol, block.n, block.M, 0.0 if slope is None else gain_at_infinity(block, slope))
+        if slopes is not None and slopes[1] == 0 and not (isinstance(claimed, (int, float)) and claimed > bar):
+            bar = min(bar, distance_bar(ctx.tol, block.n, block.M, cone_gain(block)))
     _require(ctx, isinstance(claimed, (int, float)) and claimed > bar, w,
-             "the recorded bound exceeds the distance bar max(τ, √d·(τ + allowance)/‖M‖_F)", f"bound {claimed!r}, bar {bar:.6g}")
+             "the recorded bound exceeds the distance bar max(τ, √d·(τ + allowance)·(1 + K)/‖M‖_F)" + (
+                 "" if slope is None else ", K ≥ f's gain at infinity"), f"bound {claimed!r}, bar {bar:.6g}")
     cert = search.get("certificate") or {}
     U, D = block.W_up, block.W_down
     done = False

@@ -39,14 +39,17 @@ def rounding_allowance(n: int) -> float:
     return 1e3 * 2 * _U * math.sqrt(n + 1)
 
 
-def distance_bar(tol: float, n: int, M: np.ndarray) -> float:
+def distance_bar(tol: float, n: int, M: np.ndarray, gain: float = 0.0) -> float:
     """The relative distance ‖R_S‖_F / ‖M‖_F every index set must exceed for an accepted proof that
     none counts (R_S = M + c·W_down[:,S] W_up[S,:], the linear error of S's flip): the larger of τ
     and √d·(τ + allowance)/‖M‖_F. A flip witness passes when ‖R_S‖∞ ≤ τ + allowance, and
     ‖R‖∞ (the largest absolute row sum) ≥ the largest row's 2-norm ≥ ‖R‖_F/√d, so past this bar
     no S's flip would pass — also for a small skip, where τ alone leaves flips with
     ‖R_S‖∞ ≤ τ. ‖M‖_F from below: M scaled by a power of two (exact) to entries ≤ 1, those below
-    2⁻⁵⁰⁰ dropped, the float sum of squares less Higham's γ_{m+2}; inf when M = 0."""
+    2⁻⁵⁰⁰ dropped, the float sum of squares less Higham's γ_{m+2}; inf when M = 0. ``gain`` K: an upper bound
+    of f's gain at infinity (|f∞(v)|∞ ≤ K|v|∞), which multiplies the second term by 1 + K: the tolerance is
+    relative to |f(x)|∞ + |x|∞, and along v a flip's error ratio tends to |Rv|∞/(|f∞(v)|∞ + |v|∞) ≥
+    |Rv|∞/((1 + K)|v|∞), whose sup is ρ∞/(1 + K)."""
     d = M.shape[0]
     a = np.abs(np.asarray(M, dtype=np.float64)).ravel()
     top = float(a.max(initial=0.0))
@@ -62,7 +65,7 @@ def distance_bar(tol: float, n: int, M: np.ndarray) -> float:
         m_lo = math.ldexp(math.sqrt(sq) * (1 - 2 * _U), e)
     except OverflowError:
         return tol
-    return max(tol, math.sqrt(d) * (tol + rounding_allowance(n)) / m_lo * (1 + 2.0**-40))
+    return max(tol, math.sqrt(d) * (tol + rounding_allowance(n)) * (1 + gain) / m_lo * (1 + 2.0**-40))
 
 
 def _gamma(k: int) -> float:

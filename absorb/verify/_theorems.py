@@ -291,7 +291,7 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
                  "rows of W_up nonzero and pairwise non-collinear, columns of W_down nonzero", "; ".join(failing) or note)
         _require(ctx, search.get("status") == "infeasible", w, "the index-set search proved infeasibility",
                  f"search status {search.get('status')!r}")
-        _check_infeasible(ctx, w, block, search, -block.M / float(cq))
+        _check_infeasible(ctx, w, block, search, -block.M / float(cq), slopes=(1.0, 0.0))  # (ReLU, GELU: σ(z)/z → 1, 0)
         return "not_absorbable", None, 0.0
     recorded_all_hold = all(h.get("holds") is not False for h in b.get("hypotheses", []))
     if search.get("status") == "infeasible" and not failing and recorded_all_hold and not ctx.once.get("class_biases"):

@@ -43,7 +43,8 @@ import sympy as sp
 from absorb.verify._numerics import _U, exact_rank
 from absorb.verify._pieces import decide_zero, pl_lipschitz
 from absorb.verify._sampled import sampled_near  # noqa: F401  (the sampled screen, re-exported)
-from absorb.verify._symbolic import _sigma_lipschitz, _variable, flip_constant, shifted_flip_constant
+from absorb.verify._shift import _ends, _flip_or_shift
+from absorb.verify._symbolic import _sigma_lipschitz, _variable
 
 EVEN = {"relu": 0.5, "leaky_relu": 0.495, "gelu": 0.5, "gelu_tanh": 0.5, "silu": 0.5, "quick_gelu": 0.5}
 """sup |σ′(z) − c/2| is not needed for these: |σ(z) − (c/2)z| ≤ K|z| with K = 1/2 (ReLU |z|/2, GELU
@@ -54,79 +55,6 @@ GATES = {"sigmoid": (0.5, 1.0, 0.5, 0.25)}
 """(g(0), sup |g|, sup |g − g(0)|, sup |g′|) of a bounded gate with g(0) ≠ 0."""
 
 _SAFETY = 1.0
-
-
-@lru_cache(maxsize=64)
-def _flip(srepr: str) -> Fraction | None:
-    e = sp.sympify(srepr)
-    c = flip_constant(e, gated=False)
-    return Fraction(int(c.p), int(c.q)) if c is not None and c.is_Rational else None
-
-
-def _ends(act: Any) -> tuple[float, float, float] | None:
-    """(L₊, L₋, s) read from σ at ±10⁶ and ±2·10⁶: the slopes σ(z)/z → L± and the shift
-    s = (A₊ − A₋)/(L₊ − L₋) of σ(z) = L±z + A± + o(1) — numbers to try, never a claim (the shift
-    is then proved exactly, :func:`_shifted`); None where σ is not finite there."""
-    Z = 1e6
-    with np.errstate(all="ignore"):
-        v = np.asarray(act(np.array([-2 * Z, -Z, Z, 2 * Z])), dtype=np.float64)
-    if not np.all(np.isfinite(v)):
-        return None
-    lp, lm = (v[3] - v[2]) / Z, (v[1] - v[0]) / Z
-    ap, am = v[2] - lp * Z, v[1] + lm * Z
-    return lp, lm, ((ap - am) / (lp - lm) if abs(lp - lm) > 1e-9 else 0.0)
-
-
-@lru_cache(maxsize=64)
-def _shifted(srepr: str, s: sp.Expr) -> Fraction | None:
-    """c with σ(z) − σ(−z − 2s) = c·(z + s) for every real z, proved exactly for this s (:func:`shifted_flip_constant`;
-    s rational, or a real algebraic number such as √2 — a tolerance screen only withholds a verdict, and needs no
-    float64 witness that carries s exactly)."""
-    c = shifted_flip_constant(sp.sympify(srepr), s, exact_real=True)
-    return Fraction(int(c.p), int(c.q)) if c is not None and c.is_Rational and c != 0 else None
-
-
-def _shift_candidates(act: Any, s_num: float) -> list[sp.Expr]:
-    """Exact shifts to try near the float estimate ``s_num``: its rational approximation (denominator ≤ 1000), minus
-    each exact break point of σ (a hinge at h = −s: ``Max(0, x − √2)``), and the estimate in terms of σ's own
-    irrational constants (:func:`sympy.nsimplify` with them) — candidates only: each is then proved exactly."""
-    out: list[sp.Expr] = [sp.Rational(*Fraction(s_num).limit_denominator(1000).as_integer_ratio())]
-    e = act.expr
-    x = _variable(e)
-    try:
-        from absorb.verify._pieces import Refused, break_points
-
-        out += [-p for p in break_points(e, x)]
-    except Refused:  # (a σ whose break points this checker cannot list: the other candidates remain)
-        pass
-    consts = [a for a in e.atoms(sp.Pow, sp.NumberSymbol) if a.is_number and a.is_real and not a.is_Rational]
-    if consts:
-        try:
-            out.append(sp.nsimplify(s_num, consts, tolerance=1e-9))
-        except (ValueError, TypeError, NotImplementedError):
-            pass
-    close = [c for c in dict.fromkeys(out) if c.is_number and c.is_real and c != 0
-             and abs(float(c) - s_num) <= 1e-6 * (1 + abs(s_num))]
-    return close
-
-
-def _flip_or_shift(act: Any, biased: bool) -> tuple[Fraction | None, Fraction | float | None]:
-    """(c, None) for σ(z) − σ(−z) = c·z; with biases, else (c, s) for σ(z) − σ(−z − 2s) = c·(z + s) — pairs
-    (u, b − s, w/c), (−u, −b − s, −w/c) give w·(u·x + b); (None, None) when neither is proved. s is a Fraction, or a
-    float for an irrational s (the pairs' biases round: each pair's output moves by a constant ≤ 2L·|s − ŝ|, not
-    counted — these maps only withhold a not_absorbable)."""
-    key = sp.srepr(act.expr)
-    c = _flip(key)
-    if c or not biased:
-        return c, None
-    got = _ends(act)
-    if got is None or not math.isfinite(got[2]) or got[2] == 0:
-        return None, None
-    for s in _shift_candidates(act, got[2]):
-        c = _shifted(key, s)
-        if c:
-            return c, (Fraction(int(s.p), int(s.q)) if s.is_Rational else float(s))
-    return None, None
 
 
 @lru_cache(maxsize=64)
@@ -437,7 +365,7 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
         return
     if estimated and affine:  # a user's σ (any): a slope plus a bounded part, the part's size read on the grid
         yield from _split(block, M, U, D, g_biases, tol)
-    if estimated and _flip_or_shift(act, g_biases)[0] is None:  # pairs within a small flip defect (an estimate)
+    if estimated and _flip_or_shift(act, g_biases, not biased)[0] is None:  # pairs within a small flip defect (an estimate)
         yield from _defect_maps(block, M, U, D, biased, smooth, L)
     if estimated != smooth:  # (the estimated pass covers exactly the maps that need those estimates)
         return
@@ -458,7 +386,7 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
     # a built-in's K are known without c (|c| ≤ 2L): neither map can pass past this
     if name is not None and not (L <= reach or even_table.get(name, math.inf) <= reach + tol * L / 2):
         return
-    c, _s = _flip_or_shift(act, g_biases)
+    c, _s = _flip_or_shift(act, g_biases, not biased)
     if not c:
         return
     r = int(np.linalg.matrix_rank(M))
@@ -500,7 +428,8 @@ def _split(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool
     # (c = L₊ − L₋ for either identity: the even slope is about |L₊ + L₋|/2; sympy runs only where a map can pass)
     if not (math.isfinite(size) and _SAFETY * min(max(abs(lp), abs(lm)), abs(lp + lm) / 2) * size < tol):
         return
-    c, s = _flip_or_shift(act, biased)
+    f_zero = not any(getattr(block, k) is not None and np.any(getattr(block, k)) for k in ("b_up", "b_down", "b_gate"))
+    c, s = _flip_or_shift(act, biased, f_zero)
     if not c:
         return
     z, v = _grid(act)
