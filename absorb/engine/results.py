@@ -786,10 +786,11 @@ class _IndexSet:
         c = self.c_flip if self.c_flip is not None else sk.c  # type: ignore[union-attr]
         blk = self.block
         if not blk.gated and self.slopes is not None and self.slopes.proved:  # f's gain at infinity (the distance bar)
-            ends = [facts.rational(self.slopes.value, k) for k in ("L_plus", "L_minus")]
-            slope = max(abs(float(v if v is not None else self.slopes.value[k])) for v, k in zip(ends, ("L_plus", "L_minus")))
-            ctx.gain = asymptotic_gain(blk.skip, blk.W_up, blk.W_down, slope * (1 + 2.0**-40))
-            if ctx.distance_bar > _CONE_WORTH and self.slopes.value.get("L_minus") == 0:  # (σ∞ = 0 on a cone: often far less)
+            ends = [facts.rational(self.slopes.value, k) for k in ("L_plus", "L_minus")]  # (read without sympy)
+            pair = tuple(float(v if v is not None else self.slopes.value[k]) for v, k in zip(ends, ("L_plus", "L_minus")))
+            slope = max(abs(pair[0]), abs(pair[1]))
+            ctx.gain = asymptotic_gain(blk.skip, blk.W_up, blk.W_down, slope * (1 + 2.0**-40), pair)  # type: ignore[arg-type]
+            if ctx.distance_bar > _CONE_WORTH and pair[1] == 0:  # (σ∞ = 0 on a cone: often far less)
                 ctx.gain = min(ctx.gain, dead_cone_gain(blk.skip, blk.W_up))
         T = None if blk.skip is None and c == 1 else -blk.M / float(c)  # None: −I, without a d×d array
         res = find_index_set(blk.W_up, blk.W_down, T, tol=ctx.dist_tol, timeout=ctx.timeout, method=ctx.method, seed=ctx.seed,

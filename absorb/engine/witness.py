@@ -920,7 +920,8 @@ def distance_tolerance(tol: float, n: int, d: int, m_fro_lower: float, gain: flo
     return max(tol, math.sqrt(d) * eval_threshold(tol, n) * (1 + gain) / m_fro_lower * (1 + 2.0**-20))
 
 
-def asymptotic_gain(M: np.ndarray | None, W_up: np.ndarray, W_down: np.ndarray, slope: float) -> float:
+def asymptotic_gain(M: np.ndarray | None, W_up: np.ndarray, W_down: np.ndarray, slope: float,
+                    ends: tuple[float, float] | None = None) -> float:
     """K ≥ sup_v |f∞(v)|∞/|v|∞ for f∞(v) = M v + W_down σ∞(W_up v), |σ∞(z)| ≤ ``slope``·|z| (σ's largest asymptotic
     slope): ‖M‖∞ + slope·max_r Σ_i |W_down[r,i]|·‖u_i‖₁ (M = None: the identity), sums of nonnegative terms in
     float64 raised by γ_{n+d+2} (one matrix-vector product: no n×d temporary beyond |W_down|'s rows in blocks)."""
@@ -934,6 +935,30 @@ def asymptotic_gain(M: np.ndarray | None, W_up: np.ndarray, W_down: np.ndarray, 
             spread = max(spread, float(np.max(np.abs(np.asarray(W_down[sl], dtype=np.float64)) @ norms, initial=0.0)))
         m_inf = 1.0 if M is None else float(np.max(np.abs(np.asarray(M, dtype=np.float64)).sum(axis=1), initial=0.0))
         out = (m_inf + abs(slope) * spread) * (1 + _gamma(n + d + 2))
+    if ends is not None and d * d * n <= 1 << 26:
+        out = min(out, _coordinate_gain(M, W_up, W_down, ends))
+    return out if math.isfinite(out) else math.inf
+
+
+def _coordinate_gain(M: np.ndarray | None, W_up: np.ndarray, W_down: np.ndarray, ends: tuple[float, float]) -> float:
+    """The effective K from the 2d directions ±e_j (σ∞(z) = L₊z for z > 0, L₋z for z < 0): at v = ±e_j a flip's
+    ratio tends to |R v|∞/(|f∞(v)|∞ + 1) ≥ |R v|∞/W, W = 1 + max_{j,±} |f∞(±e_j)|∞; the 2d values |R(±e_j)|∞ are
+    the entries of R, and max |R_ij| ≥ ‖R‖_F/d, so the sup is ≥ ‖R‖_F/(d·W): √d(1 + K) = d·W. Each |f∞(±e_j)|∞
+    raised by γ_{n+3} times the size of its terms (float64)."""
+    U = np.asarray(W_up, dtype=np.float64)
+    D = np.asarray(W_down, dtype=np.float64)
+    d = D.shape[0]
+    Mf = np.eye(d) if M is None else np.asarray(M, dtype=np.float64)
+    lp, lm = ends
+    worst = 0.0
+    with np.errstate(all="ignore"):
+        for sign in (1.0, -1.0):
+            Z = sign * U  # column j: the pre-activations at v = sign·e_j
+            S = np.where(Z > 0, lp * Z, lm * Z)
+            F = sign * Mf + D @ S  # column j: f∞(sign·e_j)
+            size = np.abs(Mf) + np.abs(D) @ np.abs(S)
+            worst = max(worst, float(np.max(np.abs(F) + _gamma(U.shape[0] + 3) * size)))
+    out = math.sqrt(d) * (1 + worst) * (1 + 1e-12) - 1
     return out if math.isfinite(out) else math.inf
 
 

@@ -335,7 +335,7 @@ def _robust(ctx: _Ctx, w: str, block: Block, family: str, N: int, L0: Mat, lines
     # — times 1 + K, K ≥ f's gain at infinity (σ(z)/z → 1, 0): the tolerance is relative to |f(x)|∞ + |x|∞ too
     from absorb.verify._infeasible import cone_gain, gain_at_infinity
 
-    K = gain_at_infinity(block, 1.0)
+    K = gain_at_infinity(block, 1.0, (1.0, 0.0))
     K = min(K, cone_gain(block)) if math.sqrt(d) * (ctx.tol + rounding_allowance(N)) * (1 + K) > 1e-3 else K
     tau = max(ctx.tol * max(mn, 1.0), math.sqrt(d) * (ctx.tol + rounding_allowance(N)) * (1 + K) * (1 + 2.0**-40))
     es = [np.array([float(v) for v in e]) for e, _ in lines]
@@ -413,7 +413,7 @@ def _check_near(ctx: _Ctx, w: str, b: dict[str, Any], near: Any, block: Block, N
     dist_hi = (tail + margin) / mn if mn > 0 else math.inf
     from absorb.verify._infeasible import gain_at_infinity
 
-    K = gain_at_infinity(block, 1.0) * (1 + 1e-9)
+    K = gain_at_infinity(block, 1.0, (1.0, 0.0)) * (1 + 1e-9)
     bar = max(ctx.tol, math.sqrt(d) * (ctx.tol + rounding_allowance(N)) * (1 + K) / mn * (1 + 2.0**-20) * (1 + 1e-9))  # (≥ the producer's)
     _require(ctx, dist_hi <= bar, w, f"C_δ P_B is near rank ≤ {p}: relative distance ≤ {dist_hi:.3g} ≤ max(τ, √d·(τ + allowance)/max(‖M‖_F, 1))"
              f" = {bar:.3g}",

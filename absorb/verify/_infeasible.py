@@ -135,7 +135,7 @@ def _check_dual_record(ctx: _Ctx, w: str, cert: dict[str, Any], A: np.ndarray, c
                  ", ".join(f"{k} = {cert[k]!r}" for k in bad))
 
 
-def gain_at_infinity(block: Block, slope: float) -> float:
+def gain_at_infinity(block: Block, slope: float, ends: tuple[float, float] | None = None) -> float:
     """K ≥ sup_v |f∞(v)|∞/|v|∞, f∞(v) = M v + W_down σ∞(W_up v), |σ∞(z)| ≤ ``slope``·|z|: ‖M‖∞ plus slope times
     the largest row of |W_down| applied to the rows' ℓ1 norms of W_up (nonnegative sums, raised by γ_{n+d+4})."""
     with np.errstate(all="ignore"):  # (an overflow: an infinite gain, and no distance proves anything)
@@ -143,6 +143,25 @@ def gain_at_infinity(block: Block, slope: float) -> float:
         norms = np.abs(np.asarray(block.W_up, dtype=np.float64)).sum(axis=1)
         m_inf = float(np.abs(np.asarray(block.M, dtype=np.float64)).sum(axis=1).max(initial=0.0))
         out = (m_inf + abs(slope) * float((D @ norms).max(initial=0.0))) * (1 + _gamma(block.n + block.d + 4))
+    if ends is not None and block.d * block.d * block.n <= 1 << 26:  # the directions ±e_j: often far less
+        out = min(out, _at_unit_vectors(block, ends))
+    return out if math.isfinite(out) else math.inf
+
+
+def _at_unit_vectors(block: Block, ends: tuple[float, float]) -> float:
+    """K with √d(1 + K) = d·W, W = 1 + max over v = ±e_j of |f∞(v)|∞ (rounded up): there a flip's ratio tends to
+    |Rv|∞/(|f∞(v)|∞ + 1), and the largest |R e_j|∞ is max |R_ij| ≥ ‖R‖_F/d."""
+    U, D = np.asarray(block.W_up, dtype=np.float64), np.asarray(block.W_down, dtype=np.float64)
+    M = np.asarray(block.M, dtype=np.float64)
+    top = 0.0
+    with np.errstate(all="ignore"):
+        for sign in (1.0, -1.0):
+            P = sign * U.T  # row j: the pre-activations at sign·e_j
+            A = np.where(P > 0, ends[0] * P, ends[1] * P)
+            V = sign * M.T + A @ D.T  # row j: f∞(sign·e_j)
+            err = _gamma(block.n + 4) * (np.abs(M.T) + np.abs(A) @ np.abs(D.T))
+            top = max(top, float((np.abs(V) + err).max()))
+    out = math.sqrt(block.d) * (1 + top) - 1
     return out if math.isfinite(out) else math.inf
 
 
@@ -188,7 +207,7 @@ def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T
     claimed = search.get("bound")
     slope = None if slopes is None else max(abs(slopes[0]), abs(slopes[1]))
     if bar is None:
-        bar = distance_bar(ctx.tol, block.n, block.M, 0.0 if slope is None else gain_at_infinity(block, slope))
+        bar = distance_bar(ctx.tol, block.n, block.M, 0.0 if slopes is None else gain_at_infinity(block, slope, slopes))
         if slopes is not None and slopes[1] == 0 and not (isinstance(claimed, (int, float)) and claimed > bar):
             bar = min(bar, distance_bar(ctx.tol, block.n, block.M, cone_gain(block)))
     _require(ctx, isinstance(claimed, (int, float)) and claimed > bar, w,
