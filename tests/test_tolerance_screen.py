@@ -405,3 +405,17 @@ def test_a_flip_within_the_tolerance_because_f_is_large_is_not_excluded(act: str
     assert old.verdict.value == "not_absorbable"
     rep = verify_certificate(build_certificate(old, blk, seed=0).to_json(), blk)
     assert not rep.accepted and "gain at infinity" in " ".join(f.claim for f in rep.failures)
+
+
+def test_a_gated_flip_within_the_tolerance_because_f_is_large_is_not_excluded() -> None:
+    """GLU (a sigmoid gate: limits 1 and 0, so f is linear along rays), d = 2, n = 6, M = I, τ = 10⁻³: the flip of
+    S = {0, 1} errs by R = 5τ·I exactly, and units 2–5 (down weights 50) make |f(x)|∞ ≳ 45|x|∞ in every direction,
+    so that flip is within the tolerance in f's measure. The gated routes' distance bar now counts f's gain too
+    (K ≤ ‖M‖∞ + max|g(±∞)|·max_r Σ_i |W_down[r,i]|·‖u_i‖₁): no not_absorbable."""
+    GS, US = np.array([[1.0, 0.2], [0.3, 1]]), np.array([[0.2, 1.0], [1, -0.1]])
+    DS = (-np.eye(2) + 5e-3 * np.eye(2)) @ np.linalg.inv(US)
+    GT = np.array([[1.0, 0.05], [-1, 0.07], [0.04, 1], [0.06, -1]])
+    UT = np.array([[1.0, 0], [1, 0], [0, 1], [0, 1]])
+    blk = Block(np.vstack([US, UT]), np.hstack([DS, 50 * np.array([[1.0, 1, 0, 0], [0, 0, 1, 1]])]), get_activation("glu"),
+                W_gate=np.vstack([GS, GT]))
+    assert decide(blk, tol=1e-3).verdict.value != "not_absorbable"

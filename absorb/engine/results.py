@@ -792,6 +792,13 @@ class _IndexSet:
             ctx.gain = asymptotic_gain(blk.skip, blk.W_up, blk.W_down, slope * (1 + 2.0**-40), pair)  # type: ignore[arg-type]
             if ctx.distance_bar > _CONE_WORTH and pair[1] == 0:  # (σ∞ = 0 on a cone: often far less)
                 ctx.gain = min(ctx.gain, dead_cone_gain(blk.skip, blk.W_up))
+        elif blk.gated and blk.value_identity:  # a gate with finite limits: f is linear along rays, K from its largest limit
+            from absorb.engine.gated_skeleton import _gate_limits
+
+            gl = _gate_limits(blk)
+            lims = [facts.rational(gl.value, k) for k in ("L_plus", "L_minus")] if gl is not None else []
+            if lims and all(v is not None for v in lims):
+                ctx.gain = asymptotic_gain(blk.skip, blk.W_up, blk.W_down, max(abs(float(v)) for v in lims) * (1 + 2.0**-40))  # type: ignore[arg-type]
         T = None if blk.skip is None and c == 1 else -blk.M / float(c)  # None: −I, without a d×d array
         res = find_index_set(blk.W_up, blk.W_down, T, tol=ctx.dist_tol, timeout=ctx.timeout, method=ctx.method, seed=ctx.seed,
                              progress=ctx.search_progress)

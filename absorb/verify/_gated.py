@@ -116,7 +116,7 @@ def check_gated_skeleton(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> 
         search = b.get("search") or {}
         _require(ctx, search.get("status") == "infeasible", w, "the index-set search proved that no S exists",
                  f"search status {search.get('status')!r}")
-        _check_infeasible(ctx, w, block, search, -block.M / float(lp))
+        _check_infeasible(ctx, w, block, search, -block.M / float(lp), level=abs(float(lp)))  # (f linear along rays: its gain)
         return "not_absorbable", None, 0.0
     from absorb.verify._gated_relu import check_relu_like
 

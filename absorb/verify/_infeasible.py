@@ -196,7 +196,7 @@ def cone_gain(block: Block) -> float:
 
 
 def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T: np.ndarray, bar: float | None = None,
-                      rec_bar: float | None = None, slopes: tuple[float, float] | None = None) -> None:
+                      rec_bar: float | None = None, slopes: tuple[float, float] | None = None, level: float | None = None) -> None:
     """Re-derive 'no index set within the distance bar' and that the recorded bound is not overstated.
     The bar (:func:`distance_bar`) is τ, or more for a small skip: past it no S's flip passes the
     witness check; ``bar``: given by a caller whose problem is not the block's own (a lifted one: the block's bar
@@ -205,9 +205,9 @@ def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T
     infinity (:func:`gain_at_infinity`, or where L₋ = 0 and it helps :func:`cone_gain`), as the tolerance is
     relative to |f(x)|∞ too."""
     claimed = search.get("bound")
-    slope = None if slopes is None else max(abs(slopes[0]), abs(slopes[1]))
+    slope = level if slopes is None else max(abs(slopes[0]), abs(slopes[1]))  # (level: a step gate's largest limit)
     if bar is None:
-        bar = distance_bar(ctx.tol, block.n, block.M, 0.0 if slopes is None else gain_at_infinity(block, slope, slopes))
+        bar = distance_bar(ctx.tol, block.n, block.M, 0.0 if slope is None else gain_at_infinity(block, slope, slopes))
         if slopes is not None and slopes[1] == 0 and not (isinstance(claimed, (int, float)) and claimed > bar):
             bar = min(bar, distance_bar(ctx.tol, block.n, block.M, cone_gain(block)))
     _require(ctx, isinstance(claimed, (int, float)) and claimed > bar, w,
