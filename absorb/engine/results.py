@@ -112,8 +112,9 @@ class Ctx:
         if verdict is Verdict.NOT_ABSORBABLE:  # every exact proof, against the within-tolerance meaning of absorbable
             near = within_tolerance(self.block, self.tol, self.seed, biases=self.rf_class.biases)
             if near is None and theorem in _DISTANCE_THEOREMS and self.distance_bar > _SEARCH_CAP:
-                near = (f"Unknown: the skip is small for the tolerance (‖M‖_F ≤ √d·(τ + allowance)), so no distance of an index "
-                        f"set from the target proves that no flip is within the tolerance ({reason.rstrip('.')}).")
+                near = (f"Unknown: the skip is small for the tolerance and f's gain at infinity K = {self.gain:.3g} "
+                        "(‖M‖_F ≤ √d·(τ + allowance)·(1 + K)), so no distance of an index set from the target proves that no "
+                        f"flip is within the tolerance ({reason.rstrip('.')}).")
             if near is not None:
                 verdict, theorem, reason = Verdict.UNKNOWN, Theorem.NONE, near
                 kw = {k: v for k, v in kw.items() if k == "search"}
