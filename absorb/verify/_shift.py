@@ -88,6 +88,10 @@ def _plausible(e: sp.Expr, x: sp.Symbol, s: sp.Expr, c: float) -> bool:
     return True
 
 
+_PSLQ_MAX = 6
+"""Up to this many constants of σ, one integer-relation search over all of them; beyond, one per constant."""
+
+
 def _shift_candidates(act: Any) -> list[sp.Expr]:
     """Exact shifts to try (the module doc's list), each nonzero, real, and at most :data:`_MAX_CANDIDATES`."""
     import mpmath as mp
@@ -110,9 +114,10 @@ def _shift_candidates(act: Any) -> list[sp.Expr]:
             q = Fraction(int(mp.floor(r * 10**30)), 10**30).limit_denominator(10**9)
             if abs(r - mp.mpf(q.numerator) / q.denominator) < mp.mpf(10) ** -30:
                 out.append(sp.Rational(q.numerator, q.denominator))
-            if consts:
+            # (PSLQ over many constants at once runs for minutes: beyond a few, one constant at a time)
+            for basis in ([consts] if len(consts) <= _PSLQ_MAX else [[k] for k in consts]):
                 try:
-                    out.append(sp.nsimplify(sp.Float(mp.nstr(r, 45), 45), consts, tolerance=1e-35))
+                    out.append(sp.nsimplify(sp.Float(mp.nstr(r, 45), 45), basis, tolerance=1e-35))
                 except (ValueError, TypeError, NotImplementedError):
                     pass
     try:

@@ -173,6 +173,8 @@ def flip_constant(expr: sp.Expr, gated: bool) -> sp.Expr | None:
     """
     x = _variable(expr)
     h = expr + expr.subs(x, -x) if gated else expr - expr.subs(x, -x)
+    if _not_constant(h if gated else h / x, x):
+        return None
     try:
         pts, pcs = pieces(h, x, (sp.Integer(0),))
         c = None
@@ -190,6 +192,21 @@ def flip_constant(expr: sp.Expr, gated: bool) -> sp.Expr | None:
     except Refused:
         return None
     return sp.nsimplify(c) if c.is_Float else c
+
+
+def _not_constant(q: sp.Expr, x: sp.Symbol) -> bool:
+    """q takes two values at four rational points that differ beyond 30-digit rounding (10⁻¹² relative): a cheap
+    proof that no constant c fits, before the exact simplification by pieces (which on a σ with many irrational
+    constants runs for minutes). A point sympy does not evaluate to a finite number proves nothing."""
+    vals = []
+    for z in (sp.Rational(1, 3), sp.Rational(-7, 5), sp.Rational(5, 2), sp.Rational(-11, 3)):
+        try:
+            v = sp.N(q.subs(x, z), 30)
+        except Exception:  # noqa: BLE001 - no number here
+            continue
+        if v.is_Number and v.is_finite and v.is_real:
+            vals.append(v)
+    return any(abs(a - b) > sp.Float("1e-12") * (1 + abs(a) + abs(b)) for a in vals for b in vals)
 
 
 def shifted_flip_constant(expr: sp.Expr, s: sp.Expr, exact_real: bool = False) -> sp.Expr | None:
