@@ -240,6 +240,7 @@ def _ctx() -> Any:
     class C:
         tol: float = 1e-9
         dist_tol: float = 1e-9
+        linear_dist_tol: float = 1e-9
         timeout: float = 60.0
         method: str = "auto"
         seed: int = 0

@@ -310,6 +310,10 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
                               gated_lifted_columns, gated_linear_columns, lambda b, res: _gated_flip(ctx, blk, b, res),
                               lambda b: _gated_independent(b, ctx.dist_tol))
         return out if isinstance(out, BlockDecision) else unknown(why + (f"; {out}" if out else ""))
+    from absorb.engine._growth2 import gated_gain, set_gain
+    from absorb.engine.witness import sigma_lipschitz
+
+    set_gain(ctx, gated_gain(blk, sigma_lipschitz(blk.activation)))
     b64 = blk.float64()
     small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES  # the exact and enumeration routes build the columns
     fits = blk.n <= blk.d * blk.d * (blk.d + 1) // 2  # else the (Qg) columns are dependent

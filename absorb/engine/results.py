@@ -70,6 +70,12 @@ class Ctx:
     gain: float = 0.0
     """K ≥ f's gain at infinity where the route knows it (:func:`~absorb.engine.witness.asymptotic_gain`): the
     distance bar grows with it (0: the bar for the witness check's ρ∞ alone)."""
+    gain_linear: float | None = None
+    """K_L ≤ :attr:`gain` for a distance from the linear condition alone (the degree-2 routes' linear route): a
+    candidate's quadratic residual is not part of that distance (:mod:`absorb.engine._growth2`)."""
+    gain_unknown: str = ""
+    """Why no K bounds f's size (a degree-2 route, :mod:`absorb.engine._growth2`): the searches then look with
+    K = 0 for witnesses, and a not_absorbable that rests on a distance is unknown with this reason."""
     H: list[Hypothesis] = field(default_factory=list)
     P: list[Property] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -104,14 +110,39 @@ class Ctx:
         return distance_tolerance(self.tol, b.n, b.d, m_lo, self.gain) if m_lo > 0 else math.inf
 
     @property
+    def linear_bar(self) -> float:
+        """:attr:`distance_bar` for a distance from the linear condition alone (K = :attr:`gain_linear` where set)."""
+        b, m_lo = self.block, self._m_lower
+        K = self.gain if self.gain_linear is None else self.gain_linear
+        return distance_tolerance(self.tol, b.n, b.d, m_lo, K) if m_lo > 0 else math.inf
+
+    @property
     def dist_tol(self) -> float:
         """The searches' tolerance: :attr:`distance_bar`, capped below 1 (a search's tolerance is < 1)."""
-        return min(self.distance_bar, _SEARCH_CAP)
+        return self._search_tol(self.distance_bar)
+
+    @property
+    def linear_dist_tol(self) -> float:
+        """The linear route's search tolerance (:attr:`linear_bar`, like :attr:`dist_tol`)."""
+        return self._search_tol(self.linear_bar)
+
+    def _search_tol(self, bar: float) -> float:
+        """``bar`` capped below 1; where it is past the cap (no distance can prove anything) or f's size is unbounded,
+        the bar with K = 0 — every flip the witness check can accept (ρ∞ ≤ τ + allowance) is within it, so the search
+        still finds witnesses without working for a proof that cannot conclude."""
+        if bar > _SEARCH_CAP or self.gain_unknown:
+            b, m_lo = self.block, self._m_lower
+            bar = distance_tolerance(self.tol, b.n, b.d, m_lo, 0.0) if m_lo > 0 else math.inf
+        return min(bar, _SEARCH_CAP)
 
     def done(self, verdict: Verdict, theorem: Theorem, reason: str, **kw: object) -> BlockDecision:
         if verdict is Verdict.NOT_ABSORBABLE:  # every exact proof, against the within-tolerance meaning of absorbable
             near = within_tolerance(self.block, self.tol, self.seed, biases=self.rf_class.biases)
-            if near is None and theorem in _DISTANCE_THEOREMS and self.distance_bar > _SEARCH_CAP:
+            if near is None and theorem in _DISTANCE_THEOREMS and self.gain_unknown:
+                near = (f"Unknown: {reason.rstrip('.')}; but a flip whose error is within the tolerance in f's own measure "
+                        f"(|f(x)|∞ + |x|∞ + |f(0)|∞) is not excluded: {self.gain_unknown}.")
+            linear = getattr(kw.get("search"), "method", None) == "linear"
+            if near is None and theorem in _DISTANCE_THEOREMS and (self.linear_bar if linear else self.distance_bar) > _SEARCH_CAP:
                 near = (f"Unknown: the skip is small for the tolerance and f's gain at infinity K = {self.gain:.3g} "
                         "(‖M‖_F ≤ √d·(τ + allowance)·(1 + K)), so no distance of an index set from the target proves that no "
                         f"flip is within the tolerance ({reason.rstrip('.')}).")

@@ -52,8 +52,9 @@ import sympy as sp
 
 from absorb.engine import _gram
 from absorb.engine import hypotheses as hyp
+from absorb.engine._growth2 import set_gain, ungated_gain
 from absorb.engine.verdict import BlockDecision, Theorem, Verdict, Witness
-from absorb.engine.witness import eval_failure, eval_threshold, evaluation_error, f0_lower
+from absorb.engine.witness import builtin_name, eval_failure, eval_threshold, evaluation_error, f0_lower
 from absorb.model.block import Block
 from absorb.rigorous import UNIT_ROUNDOFF, frobenius_bounds, gamma, magnitudes_ok
 from absorb.search._types import SearchResult, SearchStatus
@@ -586,7 +587,8 @@ def lifted_route(V: np.ndarray, D: np.ndarray, T: np.ndarray, A: np.ndarray, ctx
     return _engine_route(V, D, T, ctx, slack=lifted_slack(A, D, T), timeout=min(float(ctx.timeout), LIFTED_SECONDS))
 
 
-def _engine_route(V: np.ndarray, D: np.ndarray, T: np.ndarray, ctx: Any, *, slack: float, timeout: float) -> SearchResult | None:
+def _engine_route(V: np.ndarray, D: np.ndarray, T: np.ndarray, ctx: Any, *, slack: float, timeout: float,
+                  linear: bool = False) -> SearchResult | None:
     """The index-set engine on (V, D, T) within ``timeout``: a found S, or a proof that every S of
     this rounded problem is farther than tol + ``slack`` (the rounding of V's effect); else None
     (:func:`lifted_route`, :func:`linear_route`)."""
@@ -595,14 +597,15 @@ def _engine_route(V: np.ndarray, D: np.ndarray, T: np.ndarray, ctx: Any, *, slac
 
     if not (np.any(T) and np.all(np.isfinite(V)) and np.all(np.isfinite(T))):
         return None  # (u_i u_iᵀ overflows past 2^512: the engine would refuse the input)
+    tol = ctx.linear_dist_tol if linear else ctx.dist_tol  # ((L) alone: its bar counts f's linear size K_L only)
     try:
-        res = find_index_set(V, D, T, tol=ctx.dist_tol, timeout=timeout, method=ctx.method, seed=ctx.seed,
+        res = find_index_set(V, D, T, tol=tol, timeout=timeout, method=ctx.method, seed=ctx.seed,
                              progress=getattr(ctx, "search_progress", None))
     except InvalidInput:  # the lifted problem is the engine's input, not the user's: no verdict from it
         return None
     if res.status is SearchStatus.FOUND and res.S is not None:
         return res
-    if res.status is SearchStatus.INFEASIBLE and res.bound is not None and res.bound - slack > ctx.dist_tol:
+    if res.status is SearchStatus.INFEASIBLE and res.bound is not None and res.bound - slack > tol:
         return res
     return None
 
@@ -644,7 +647,7 @@ def linear_route(V: np.ndarray, D: np.ndarray, T: np.ndarray, a: np.ndarray, ctx
     import dataclasses
 
     slack = slack_from_norms(a, V.shape[1], D, T)
-    res = _engine_route(V, D, T, ctx, slack=slack, timeout=float(ctx.timeout))
+    res = _engine_route(V, D, T, ctx, slack=slack, timeout=float(ctx.timeout), linear=True)
     if res is None:
         return None
     return dataclasses.replace(res, method="linear", reason=f"the linear condition alone ({res.method}): {res.reason}")
@@ -969,6 +972,7 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
                               lambda b64, res: _relu2_flip(ctx, blk, b64, res, q), lambda b64: _independent(b64, ctx.dist_tol),
                               lambda b64: _degenerate_null(ctx, b64, q, lambda b, r: _relu2_flip(ctx, blk, b, r, q)))
         return out if isinstance(out, BlockDecision) else unknown(why + (f"; {out}" if out else ""))
+    set_gain(ctx, ungated_gain(blk, (Fraction(1), Fraction(0)) if builtin_name(blk.activation) == "relu2" else None))
     blk64 = blk.float64()
     small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES  # the exact and enumeration routes build the columns
     fits = blk.n <= blk.d * blk.d * (blk.d + 1) // 2  # else the (Q) columns are dependent (no rank / Gram route)

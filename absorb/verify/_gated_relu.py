@@ -13,17 +13,19 @@ import numpy as np
 
 from absorb.model.block import Block
 from absorb.verify import _exact_gram
-from absorb.verify._numerics import _parse_number, distance_bar
+from absorb.verify._numerics import _parse_number
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._skeleton2 import (
     ENUMERATE_MAX_N,
     RANK_MAX_N,
     _check_gram,
     accept_exact_flip,
+    bar2,
     check_lifted,
     check_linear,
     enumeration_bound,
     gram_gated,
+    size_bound,
 )
 from absorb.verify._symbolic import flip_constant
 from absorb.verify._weights import _f0_lower
@@ -66,6 +68,9 @@ def linear_rows_gated(block: Block) -> tuple[np.ndarray, np.ndarray]:
 def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: str) -> tuple[str, Block | None, float]:
     d, n = block.d, block.n
     if b.get("verdict") == "not_absorbable":
+        from absorb.verify._symbolic import _sigma_lipschitz
+
+        size_bound(ctx, w, block, None, _sigma_lipschitz(block))
         route = (b.get("argument") or {}).get("route")
         _require(ctx, case == "relu-like" and route in ("rank", "gram", "enumerate", "index-set", "linear"), w,
                  "a not_absorbable verdict rests on the rank, the Gram, the enumeration, the lifted index-set or the "
@@ -102,9 +107,9 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
                                               np.outer(aD[:, i], abs(cf[i]) * aU[i] + abs(ef[i]) * aG[i]).ravel()])
                               for i in range(n)])
             bound, how = enumeration_bound(K, d ** 3, block.M, A), "enumeration"
-        bar = distance_bar(ctx.tol, n, block.M)
+        bar = bar2(ctx, n, block.M)
         _require(ctx, bound is not None and bound > bar, w,
-                 f"every index set S is at relative distance > {bar:.3g} = max(τ, √d·(τ + allowance)/‖M‖_F) from (Qg) and (Lg) "
+                 f"every index set S is at relative distance > {bar:.3g} = max(τ, √d·(τ + allowance)·(1 + K)/‖M‖_F) from (Qg) and (Lg) "
                  f"({how}, re-derived here)",
                  f"lower bound {bound!r}")
         return "not_absorbable", None, 0.0

@@ -25,7 +25,7 @@ import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
-from absorb.verify._numerics import _parse_number, distance_bar, rounding_allowance, sha256_f64
+from absorb.verify._numerics import _parse_number, rounding_allowance, sha256_f64
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _variable, vanishes_on_reals
 from absorb.verify._weights import InfNorm, _block_arrays
@@ -126,7 +126,7 @@ def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tu
     if b.get("verdict") == "unknown":
         return "unknown", None, 0.0
     from absorb.verify._beyond import _nondegenerate, _nonzero_skip
-    from absorb.verify._skeleton2 import _check_gram, _rank_bound, gram_s2
+    from absorb.verify._skeleton2 import _check_gram, _rank_bound, bar2, gram_s2, size_bound
 
     arg = b.get("argument") or {}
     _require(ctx, not block.gated, w, "the block is ungated")
@@ -141,7 +141,8 @@ def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tu
     _require(ctx, n * d * d <= EXACT_MAX, w, f"n·d² ≤ {EXACT_MAX} (the exact checks' size)", f"n·d² = {n * d * d}")
     case = arg.get("case")
     if b.get("verdict") == "not_absorbable":
-        bar = distance_bar(ctx.tol, n, block.M)
+        size_bound(ctx, w, block, (alpha, beta))
+        bar = bar2(ctx, n, block.M)
         _require(ctx, case == "farkas", w, "a not_absorbable verdict rests on the Farkas case", f"recorded {case!r}")
         _nondegenerate(ctx, w, block)
         route = arg.get("route")
@@ -165,7 +166,7 @@ def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tu
         m2 = sum(v * v for r in M for v in r)
         ok = yt > 0 and (beta * yt) ** 2 > Fraction(bar) ** 2 * y2 * m2
         _require(ctx, ok, w, "|β|⟨Y, T⟩ > b‖Y‖_F‖M‖_F, T = M/β + Σ_i w_i u_iᵀ (exact): every μ ≥ 0 is farther than "
-                 f"b = {bar:.3g} = max(τ, √d·(τ + allowance)/‖M‖_F), past which no rescaling's linear error is within τ",
+                 f"b = {bar:.3g} = max(τ, √d·(τ + allowance)·(1 + K)/‖M‖_F), past which no rescaling's linear error is within τ",
                  f"⟨Y, T⟩ = {float(yt):.3g}")
         mine = math.sqrt(float((beta * yt) ** 2 / (y2 * m2)))
         rec = arg.get("bound")

@@ -315,6 +315,9 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
     af, bf = Fraction(int(a.p), int(a.q)), Fraction(int(bb.p), int(bb.q))
     if b.get("verdict") == "not_absorbable":
         _nondegenerate(ctx, w, block)  # (necessity only: the flip witness below is checked without it)
+        from absorb.verify._relu2_linear import sigma_form
+
+        size_bound(ctx, w, block, (af, Fraction(0)) if bf == 0 and sigma_form(act, af, Fraction(0)) else None)
         _require(ctx, case in ("rank", "gram", "enumerate", "index-set", "linear"), w,
                  "a not_absorbable verdict rests on the rank, the Gram, the enumeration, the lifted index-set or the "
                  "linear route")
@@ -334,9 +337,9 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
             ctx.report.unchecked(w, f"every index set S is at relative distance > τ from (Q) and (L) ({case})",
                                  "this checker's own bound declined on this block")
             return "not_absorbable", None, 0.0
-        bar = distance_bar(ctx.tol, block.n, block.M)
+        bar = bar2(ctx, block.n, block.M)
         _require(ctx, bound > bar, w,
-                 f"every index set S is at relative distance > {bar:.3g} = max(τ, √d·(τ + allowance)/‖M‖_F) from (Q) and (L) "
+                 f"every index set S is at relative distance > {bar:.3g} = max(τ, √d·(τ + allowance)·(1 + K)/‖M‖_F) from (Q) and (L) "
                  f"({case}, re-derived here)",
                  f"lower bound {bound!r}")
         return "not_absorbable", None, 0.0
@@ -395,7 +398,8 @@ def accept_exact_flip(ctx: _Ctx, w: str, wit: dict[str, Any], wb: Block, rho: Fr
 
 
 def check_lifted(ctx: _Ctx, w: str, b: dict[str, Any], V: np.ndarray, D: np.ndarray, M: np.ndarray,
-                 A: np.ndarray, p: int | None = None, cols: str = "the lifted columns") -> tuple[str, None, float]:
+                 A: np.ndarray, p: int | None = None, cols: str = "the lifted columns", linear: bool = False
+                 ) -> tuple[str, None, float]:
     """The lifted index-set route: unit i's stacked column (its quadratic and its linear part) is
     vec(w_i v_iᵀ) up to the order of entries, v_i = row i of ``V`` (built by the caller from
     the weights), so "no S within τ of (Q) and (L)" is the index-set statement for the block
@@ -427,9 +431,9 @@ def check_lifted(ctx: _Ctx, w: str, b: dict[str, Any], V: np.ndarray, D: np.ndar
         nm = top * float(np.sqrt(np.sum((M / top) ** 2))) * (1 - 1e-12) if top > 0 else 0.0
         slack = float(np.sqrt(np.sum(D * D, axis=0)) @ err) * 1.02 / nm if nm > 0 else math.inf
     claimed = search.get("bound")
-    bar = distance_bar(ctx.tol, n, M)  # (the block's own d and ‖M‖_F, not the padded problem's)
+    bar = bar2(ctx, n, M, linear)  # (the block's own d and ‖M‖_F, not the padded problem's)
     _require(ctx, isinstance(claimed, (int, float)) and math.isfinite(slack) and claimed - slack > bar, w,
-             f"the recorded bound exceeds the distance bar max(τ, √d·(τ + allowance)/‖M‖_F) = {bar:.3g} by more than the "
+             f"the recorded bound exceeds the distance bar max(τ, √d·(τ + allowance)·(1 + K)/‖M‖_F) = {bar:.3g} by more than the "
              f"rounding of {cols}", f"bound {claimed!r}, rounding allowance {slack:.3g}")
     _check_infeasible(ctx, w, Block(V, Dp, get_activation("identity"), skip=-Tp), search, Tp, bar=bar + slack, rec_bar=bar)
     return "not_absorbable", None, 0.0
@@ -458,7 +462,7 @@ def check_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, V: np.ndarr
     _require(ctx, V.shape == (block.n, block.d) and np.all(np.isfinite(V)) and np.all(np.isfinite(r)), w,
              "the linear condition's rows are finite (an n × d problem)")
     return check_lifted(ctx, w, b, V, np.asarray(block.W_down, dtype=np.float64), np.asarray(block.M, dtype=np.float64),
-                        np.asarray(r, dtype=np.float64)[:, None], p=block.d, cols="the linear condition's rows")
+                        np.asarray(r, dtype=np.float64)[:, None], p=block.d, cols="the linear condition's rows", linear=True)
 
 
 def _check_gram(ctx: _Ctx, w: str, block: Block, mu: Any, build: Any, name: str) -> tuple[str, Block | None, float]:
@@ -467,8 +471,8 @@ def _check_gram(ctx: _Ctx, w: str, block: Block, mu: Any, build: Any, name: str)
     the Cholesky criterion, by row blocks) up to :data:`absorb.verify._gram.LARGE_MAX_N`;
     declined (not re-checked) beyond, or when d·d(d+1)/2 < n (the columns are then dependent)."""
     n, d = block.n, block.d
-    bar = distance_bar(ctx.tol, n, block.M)
-    claim = f"every index set S is at relative distance > {bar:.3g} = max(τ, √d·(τ + allowance)/‖M‖_F) from {name} (Gram route: QᵀQ − μI positive definite)"
+    bar = bar2(ctx, n, block.M)
+    claim = f"every index set S is at relative distance > {bar:.3g} = max(τ, √d·(τ + allowance)·(1 + K)/‖M‖_F) from {name} (Gram route: QᵀQ − μI positive definite)"
     if n > _gram.LARGE_MAX_N:
         ctx.report.unchecked(w, claim, f"n = {n} > {_gram.LARGE_MAX_N}: the checker declines the Gram route at this size")
         return "not_absorbable", None, 0.0
@@ -482,3 +486,22 @@ def _check_gram(ctx: _Ctx, w: str, block: Block, mu: Any, build: Any, name: str)
     _require(ctx, bound is not None and bound > bar, w, claim + f", re-derived here by {how}",
              why or f"lower bound {bound!r}")
     return "not_absorbable", None, 0.0
+
+
+def size_bound(ctx: _Ctx, w: str, block: Block, form: tuple[Fraction, Fraction] | None, lip: float | None = None) -> None:
+    """K ≥ f's size for the degree-2 routes' distance bar (:mod:`absorb.verify._growth2`), required finite and kept
+    for :func:`bar2` (``form``: σ = α·ReLU² + β·z where checked; ``lip``: a gated block's gate Lipschitz constant)."""
+    from absorb.verify import _growth2
+
+    K, KL, why = _growth2.gated_gain(block, lip) if block.gated else _growth2.ungated_gain(block, form)
+    _require(ctx, K is not None, w, "f's size is bounded (|f(x) − f(0)|∞ ≤ L|x|∞ + Q|x|²∞, f's quadratic part at "
+             f"infinity ≤ Q∞|x|²∞: K = K_L + √d·Q∞ = {K if K is not None else math.inf:.4g}), so a distance bar excludes "
+             "every flip whose error is within the tolerance in f's measure", why)
+    ctx.once["gain2"], ctx.once["gain2_linear"] = K, KL
+
+
+def bar2(ctx: _Ctx, n: int, M: np.ndarray, linear: bool = False) -> float:
+    """The degree-2 routes' distance bar: :func:`distance_bar` with the K of :func:`size_bound` (inf without one);
+    ``linear``: for a distance from the linear condition alone, with K_L (a candidate's quadratic residual is not
+    part of it)."""
+    return distance_bar(ctx.tol, n, M, ctx.once.get("gain2_linear" if linear else "gain2", math.inf))

@@ -1,0 +1,161 @@
+"""The degree-2 routes' distance bar counts f's size (absorb.engine._growth2, absorb.verify._growth2).
+
+A candidate g of these routes (a flip of S, a rescaling μ) leaves f − g = E(x) + R x + δ, and the bar
+claims that some x has |f − g|∞ > ρ∞/(1 + K)·(|f(x)|∞ + |x|∞ + |f(0)|∞), ρ∞ = ‖R‖∞. These tests measure
+that ratio along the maximising sign vector of R on a dense grid of radii and require the claimed
+lower bound — of the producer's K and of the checker's — to hold (with K = 0 it failed: a large
+|f(0)| or a large linear part hid flips whose ρ∞ is several times τ). They also decide blocks where
+such a flip is within τ in f's measure (never not_absorbable) and generic blocks at the default
+tolerance (still not_absorbable: the bar is not so wide that it decides nothing).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from absorb.engine import _growth2 as producer
+from absorb.engine.decide import decide_block
+from absorb.engine.verdict import Verdict
+from absorb.model.activations import get_activation
+from absorb.model.block import Block
+from absorb.verify import _growth2 as checker
+
+GELU2 = "expr:(x*(1 + erf(x/sqrt(2)))/2)**2"
+SOFTPLUS2 = "expr:log(1 + exp(x))**2"
+
+
+def _sup_ratio(f: Block, g: Block, v: np.ndarray) -> float:
+    """max over ±t·v (t on a log grid, 400 per decade) of |f − g|∞ / (|f|∞ + |x|∞ + |f(0)|∞)."""
+    t = 10.0 ** np.linspace(-6, 6, 4801)
+    X = np.concatenate([t[:, None] * v, -t[:, None] * v])
+    F, G = f(X), g(X)
+    f0 = np.max(np.abs(f(np.zeros((1, f.d)))))
+    return float(np.max(np.max(np.abs(F - G), axis=1) / (np.max(np.abs(F), axis=1) + np.max(np.abs(X), axis=1) + f0)))
+
+
+def _check_bound(f: Block, g: Block, R: np.ndarray, Ks: list[float]) -> None:
+    r = int(np.argmax(np.abs(R).sum(axis=1)))
+    v = np.sign(R[r])
+    v[v == 0] = 1.0
+    rho = float(np.abs(R).sum(axis=1).max())
+    got = _sup_ratio(f, g, v)
+    for K in Ks:
+        assert got >= 0.98 * rho / (1 + K), (got, rho, K)
+
+
+def _ungated(rng: np.random.Generator, act: str, d: int, n: int, f0: float) -> Block:
+    return Block(W_up=rng.standard_normal((n, d)), W_down=rng.standard_normal((d, n)), activation=get_activation(act),
+                 skip=rng.standard_normal((d, d)), b_up=rng.standard_normal(n), b_down=f0 * rng.standard_normal(d))
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("f0", [0.0, 1e4])
+def test_relu2_flip_error_is_at_least_the_claimed_share(seed: int, f0: float) -> None:
+    rng = np.random.default_rng(seed)
+    f = _ungated(rng, "relu2", 3, 6, f0)
+    if f0 == 0.0:
+        f = Block(W_up=f.W_up, W_down=f.W_down, activation=f.activation, skip=f.skip)
+    S = rng.permutation(6)[:3]
+    s = np.ones(6)
+    s[S] = -1
+    c = np.zeros(6) if f.b_up is None else f.b_up
+    g = Block(W_up=f.W_up * s[:, None], W_down=f.W_down * s, activation=f.activation, skip=np.zeros((3, 3)),
+              b_up=c * s, b_down=f.b_down)
+    R = f.M + 2 * (f.W_down[:, S] * c[S]) @ f.W_up[S]  # ReLU²(z) + ReLU²(−z) = z²: f − g = Σ_S w_i (u_i·x + c_i)² + M x
+    form = (producer.Fraction(1), producer.Fraction(0))
+    Ks = [producer.ungated_gain(f, form)[0], producer.ungated_gain(f, None)[0], checker.ungated_gain(f, form)[1],
+          checker.ungated_gain(f, None)[1]]  # (K_L: the linear part's share)
+    assert all(np.isfinite(Ks))
+    _check_bound(f, g, R, Ks)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_relu2_linear_rescaling_error_is_at_least_the_claimed_share(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    act = "expr:Max(0, x)**2 + x"
+    f = _ungated(rng, act, 2, 4, 0.0)
+    f = Block(W_up=f.W_up, W_down=50 * f.W_down, activation=f.activation, skip=0.01 * f.skip)  # the linear part dominates
+    mu = 1 + 0.05 * rng.random(4)
+    g = Block(W_up=f.W_up / mu[:, None], W_down=f.W_down * mu**2, activation=f.activation, skip=np.zeros((2, 2)))
+    R = f.M - ((f.W_down * (mu - 1)) @ f.W_up)  # σ = ReLU² + z: f − g = (M − Σ(μ_i − 1) w_i u_iᵀ) x
+    form = (producer.Fraction(1), producer.Fraction(1))
+    _check_bound(f, g, R, [producer.ungated_gain(f, form)[0], checker.ungated_gain(f, form)[1]])
+
+
+@pytest.mark.parametrize("act", [GELU2, SOFTPLUS2])
+def test_squares_of_lipschitz_functions_get_a_finite_gain_with_biases(act: str) -> None:
+    rng = np.random.default_rng(3)
+    f = _ungated(rng, act, 3, 5, 10.0)
+    assert np.isfinite(producer.ungated_gain(f, None)[0])
+    assert checker.ungated_gain(f, None)[0] is not None
+
+
+def test_a_sigma_without_a_size_bound_gets_none() -> None:
+    f = _ungated(np.random.default_rng(0), "expr:x**2*tanh(x)**2 + x**3/(1 + x**2)", 2, 3, 1.0)
+    KL, KQ, why = producer.ungated_gain(f, None)
+    assert KL == KQ == np.inf and "not bounded" in why
+    assert checker.ungated_gain(f, None)[0] is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("biased", [False, True])
+def test_swiglu_gate_flip_error_is_at_least_the_claimed_share(seed: int, biased: bool) -> None:
+    rng = np.random.default_rng(seed)
+    d, n = 3, 6
+    G, U, D = rng.standard_normal((n, d)), rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    c, e = (rng.standard_normal(n), rng.standard_normal(n)) if biased else (None, None)
+    bd = 1e3 * rng.standard_normal(d) if biased else None
+    act = get_activation("swiglu")
+    f = Block(W_up=U, W_down=D, W_gate=G, activation=act, skip=rng.standard_normal((d, d)), b_gate=c, b_up=e, b_down=bd)
+    S = rng.permutation(n)[:2]
+    s = np.ones(n)
+    s[S] = -1
+    g = Block(W_up=U, W_down=D, W_gate=G * s[:, None], activation=act, skip=np.zeros((d, d)),
+              b_gate=None if c is None else c * s, b_up=e, b_down=bd)
+    cc, ee = (np.zeros(n), np.zeros(n)) if c is None else (c, e)
+    R = f.M + D[:, S] @ (cc[S, None] * U[S] + ee[S, None] * G[S])  # SiLU(z) − SiLU(−z) = z
+    from absorb.engine.witness import sigma_lipschitz
+    from absorb.verify._symbolic import _sigma_lipschitz
+
+    _check_bound(f, g, R, [producer.gated_gain(f, sigma_lipschitz(act))[0], checker.gated_gain(f, _sigma_lipschitz(f))[1]])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_quadratic_residual_is_at_least_the_claimed_share_at_infinity(seed: int) -> None:
+    """Flip S without (Q): f − g has the quadratic part E = Σ_S w_i (u_i·x)², and along some direction the ratio
+    tends to |E(v)|∞/|f₂(v)|∞ ≥ ‖E‖_F/(d·Q∞) = ‖E‖_F/(√d·K_Q) (measured at |x| = 10⁶, 720 directions)."""
+    rng = np.random.default_rng(seed)
+    d, n = 2, 6
+    f = Block(W_up=rng.standard_normal((n, d)), W_down=rng.standard_normal((d, n)), activation=get_activation("relu2"),
+              skip=rng.standard_normal((d, d)))
+    S = [0, 1]
+    s = np.ones(n)
+    s[S] = -1
+    g = Block(W_up=f.W_up * s[:, None], W_down=f.W_down * s, activation=f.activation, skip=np.zeros((d, d)))
+    E = np.einsum("ri,ij,ik->rjk", f.W_down[:, S], f.W_up[S], f.W_up[S])
+    a = np.linspace(0, 2 * np.pi, 720, endpoint=False)
+    X = 1e6 * np.stack([np.cos(a), np.sin(a)], 1)
+    F, G = f(X), g(X)
+    got = float(np.max(np.max(np.abs(F - G), axis=1) / (np.max(np.abs(F), axis=1) + np.max(np.abs(X), axis=1))))
+    form = (producer.Fraction(1), producer.Fraction(0))
+    for KQ in (producer.ungated_gain(f, form)[1], checker.ungated_gain(f, form)[0] - checker.ungated_gain(f, form)[1]):
+        assert got >= 0.98 * np.linalg.norm(E) / (np.sqrt(d) * KQ), (got, KQ)
+
+
+def _planted_relu2(tol: float) -> Block:
+    """A ReLU² block with (Q) exact for S = 0..3 and (L) off by 3τ, |f(0)| = 1e4 and a coercive quadratic part:
+    the flip of S is within τ/30 in f's measure."""
+    US = np.array([[1., 0], [0, 1], [1, 1], [1, -1]])
+    DS = np.array([[1., 1, -.5, -.5], [0, 0, 0, 0]])
+    cS = 10 * np.array([1., -1, .5, 2])
+    UT = np.array([[1., 0.3], [-1, 0.2], [0.1, 1], [0.25, -1]])
+    M0 = -2 * sum(cS[i] * np.outer(DS[:, i], US[i]) for i in range(4))
+    return Block(W_up=np.vstack([US, UT]), W_down=np.hstack([DS, 10 * np.ones((2, 4))]), activation=get_activation("relu2"),
+                 skip=M0 * (1 + 3 * tol), b_up=np.r_[cS, np.zeros(4)], b_down=1e4 * np.ones(2))
+
+
+def test_a_flip_within_the_tolerance_in_fs_measure_is_never_excluded() -> None:
+    blk = _planted_relu2(1e-3)
+    assert decide_block(blk, tol=1e-3).verdict is not Verdict.NOT_ABSORBABLE
+    assert decide_block(blk, tol=1e-9).verdict is Verdict.NOT_ABSORBABLE  # 3e-9 off: far outside at the default
