@@ -303,24 +303,25 @@ def _without_skip_sampled(blk: Block, tol: float, seed: int) -> str | None:
 
 
 def _dead_cones(blk: Block) -> np.ndarray:
-    """Points x with R x ≤ −1 and with R x ≥ 1 (R = W_gate for a gated block, else W_up; one small LP each, HiGHS):
+    """Points x with R x ≤ −1 and with R x ≥ 1 (R = W_gate for a gated block, else W_up; one small LP each,
+    :func:`absorb.engine.witness.cone_point`, scaled by its margin):
     on such a cone every unit sits at one end of σ (or of its gate), where B may vanish although no random input
     lands there (ordinary weights: n ≤ 2d makes the cone likely). Empty where the LP is infeasible, too large
     (n·d > 2·10⁵) or fails."""
+    from absorb.engine.witness import cone_point
+
     R = np.asarray(blk.W_gate if blk.gated else blk.W_up, dtype=np.float64)
     n, d = R.shape
-    if n * d > 200_000 or not np.all(np.isfinite(R)):
+    if n * d > 200_000:
         return np.zeros((0, d))
-    from scipy.optimize import linprog
-
     out = []
     for sign in (1.0, -1.0):
-        try:
-            res = linprog(np.zeros(d), A_ub=sign * R, b_ub=-np.ones(n), bounds=[(-1e6, 1e6)] * d, method="highs")
-        except (ValueError, np.linalg.LinAlgError):
-            continue
-        if res.status == 0 and res.x is not None:
-            out.append(np.asarray(res.x, dtype=np.float64))
+        x = cone_point(sign * R)
+        if x is not None:
+            with np.errstate(all="ignore"):
+                s = float(np.min(-sign * (R @ x)))
+            if s >= 1e-6:  # (R x ≤ −1 resp. ≥ 1 after scaling by 1/s, within the old |x|∞ ≤ 10⁶)
+                out.append(x / s)
     return np.array(out).reshape(-1, d)
 
 

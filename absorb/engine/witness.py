@@ -962,6 +962,25 @@ def _coordinate_gain(M: np.ndarray | None, W_up: np.ndarray, W_down: np.ndarray,
     return out if math.isfinite(out) else math.inf
 
 
+def cone_point(R: np.ndarray) -> np.ndarray | None:
+    """x with |x|∞ ≤ 1 maximising the margin s of R x ≤ −s·1 (one LP, HiGHS; s ≤ 1), or None where R has no such
+    cone (s ≤ 0), is not finite or the LP fails. The margin is the caller's to verify with rounding."""
+    R = np.asarray(R, dtype=np.float64)
+    n, d = R.shape
+    if not np.all(np.isfinite(R)):
+        return None
+    from scipy.optimize import linprog
+
+    try:  # maximise s subject to R x + s ≤ 0, |x|∞ ≤ 1, s ≤ 1
+        res = linprog(np.r_[np.zeros(d), -1.0], A_ub=np.hstack([R, np.ones((n, 1))]), b_ub=np.zeros(n),
+                      bounds=[(-1.0, 1.0)] * d + [(None, 1.0)], method="highs")
+    except (ValueError, np.linalg.LinAlgError):
+        return None
+    if res.status != 0 or res.x is None or not res.x[d] > 0:
+        return None
+    return np.clip(np.asarray(res.x[:d], dtype=np.float64), -1.0, 1.0)
+
+
 def dead_cone_gain(M: np.ndarray | None, W_up: np.ndarray) -> float:
     """A smaller effective gain than :func:`asymptotic_gain` where σ∞ vanishes on the negative side (L₋ = 0: ReLU,
     GELU, SiLU, softplus) and the up rows admit a cone {W_up x < 0} (one LP, HiGHS, n·d ≤ 2²⁰; inf otherwise).
@@ -971,18 +990,11 @@ def dead_cone_gain(M: np.ndarray | None, W_up: np.ndarray) -> float:
     ≥ ‖R‖_F/X with X = d(1 + ‖M‖∞)(1 + δ)/δ. Returned as the K with √d(1 + K) = X (the bar's form)."""
     U = np.asarray(W_up, dtype=np.float64)
     n, d = U.shape
-    if n * d > 1 << 20 or not np.all(np.isfinite(U)):
+    if n * d > 1 << 20:
         return math.inf
-    from scipy.optimize import linprog
-
-    try:  # maximise s subject to U x + s ≤ 0, |x|∞ ≤ 1, s ≤ 1
-        res = linprog(np.r_[np.zeros(d), -1.0], A_ub=np.hstack([U, np.ones((n, 1))]), b_ub=np.zeros(n),
-                      bounds=[(-1.0, 1.0)] * d + [(None, 1.0)], method="highs")
-    except (ValueError, np.linalg.LinAlgError):
+    x = cone_point(U)
+    if x is None:
         return math.inf
-    if res.status != 0 or res.x is None:
-        return math.inf
-    x = np.clip(np.asarray(res.x[:d], dtype=np.float64), -1.0, 1.0)
     with np.errstate(all="ignore"):
         margin = -float(np.max(U @ x + _gamma(d + 2) * (np.abs(U) @ np.abs(x)))) * (1 - 1e-6)  # (rounding of U x)
         width = float(np.max(np.abs(U).sum(axis=1))) * (1 + _gamma(d + 2))
