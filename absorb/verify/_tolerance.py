@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from absorb.verify import _shift
 from absorb.verify._numerics import _U, exact_rank
 from absorb.verify._pieces import decide_zero, pl_lipschitz
 from absorb.verify._sampled import sampled_near  # noqa: F401  (the sampled screen, re-exported)
@@ -207,6 +208,8 @@ def contradiction(block: Any, tol: float, width: int | None = None, estimated: b
             if r < tol or (not kept and r < tol * (1 + max(_lower_gain(A) - r, 0.0))):
                 return (f"f is within {r:.3g}·|x|∞ of a block of {units} residual-free units that realise an affine map exactly"
                         + (f" and {kept} of f's units kept as they are" if kept else "") + f", ≤ {width} units, which is within the tolerance")
+    if estimated and not block.gated and sp.srepr(block.activation.expr) in _shift.UNDECIDED:
+        return f"σ's flip and shifted-flip identities were not decided within {_shift.BUDGET:g} s, so their maps were not tried"
     return None
 
 
