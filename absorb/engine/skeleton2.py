@@ -89,6 +89,17 @@ class SquareFlip:
 RELU2_FLIP = SquareFlip(Fraction(1), Fraction(0))
 
 
+def relu2_multiple_form(block: Block) -> tuple[Fraction, Fraction] | None:
+    """(α, 0) where σ = α·ReLU² exactly (the built-in, or a piecewise-polynomial spelling proved so by
+    :func:`absorb.symbolic.relu2_linear.relu2_multiple`); None otherwise."""
+    if builtin_name(block.activation) == "relu2":
+        return Fraction(1), Fraction(0)
+    from absorb.symbolic.relu2_linear import relu2_multiple
+
+    a = relu2_multiple(block.activation)
+    return None if a is None else (Fraction(int(a.p), int(a.q)), Fraction(0))
+
+
 def is_relu2(block: Block) -> bool:
     """σ is exactly ReLU(z)² (then |f(0)| is computed exactly: σ(c) = max(c, 0)²)."""
     return sp.simplify(block.activation.expr - _RELU2) == 0
@@ -972,7 +983,7 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
                               lambda b64, res: _relu2_flip(ctx, blk, b64, res, q), lambda b64: _independent(b64, ctx.dist_tol),
                               lambda b64: _degenerate_null(ctx, b64, q, lambda b, r: _relu2_flip(ctx, blk, b, r, q)))
         return out if isinstance(out, BlockDecision) else unknown(why + (f"; {out}" if out else ""))
-    set_gain(ctx, ungated_gain(blk, (Fraction(1), Fraction(0)) if builtin_name(blk.activation) == "relu2" else None))
+    set_gain(ctx, ungated_gain(blk, relu2_multiple_form(blk)))
     blk64 = blk.float64()
     small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES  # the exact and enumeration routes build the columns
     fits = blk.n <= blk.d * blk.d * (blk.d + 1) // 2  # else the (Q) columns are dependent (no rank / Gram route)

@@ -27,7 +27,6 @@ def _piecewise_polynomial(e: sp.Expr) -> bool:
 
 
 def _relu2_linear_form(e: sp.Expr) -> Property:
-    from absorb.symbolic.properties import P, _is_zero
 
     name = "relu2_linear"
     if not _piecewise_polynomial(e):
@@ -39,14 +38,32 @@ def _relu2_linear_form(e: sp.Expr) -> Property:
         return Property(name, Status.UNKNOWN, "σ(1), σ(−1) are not proved rational")
     if alpha == 0 or beta == 0:
         return Property(name, Status.REFUTED, f"σ(1) + σ(−1) = {alpha}, −σ(−1) = {beta}: α·ReLU(z)² + β·z needs both nonzero")
-    ok = (_is_zero(e.subs(X, P) - alpha * P**2 - beta * P) is True and _is_zero(e.subs(X, -P) + beta * P) is True
-          and _is_zero(e.subs(X, 0)) is True)
-    if not ok:
+    if not _holds(e, alpha, beta):
         return Property(name, Status.UNKNOWN, f"σ(z) = {alpha}·ReLU(z)² + {beta}·z is not proved for every real z")
     return Property(name, Status.PROVED, f"σ(z) = {alpha}·ReLU(z)² + {beta}·z for every real z",
                     value={"alpha": alpha, "beta": beta},
                     steps=(rf"\sigma(p) - {sp.latex(alpha)}p^2 - {sp.latex(beta)}p = 0,\ \sigma(-p) + {sp.latex(beta)}p = 0"
                            r"\ (p > 0),\ \sigma(0) = 0",))
+
+
+def _holds(e: sp.Expr, alpha: sp.Rational, beta: sp.Rational) -> bool:
+    """σ(p) − αp² − βp = 0 and σ(−p) + βp = 0 for p > 0 (a positive symbol), σ(0) = 0: exact simplification."""
+    from absorb.symbolic.properties import P, _is_zero
+
+    return (_is_zero(e.subs(X, P) - alpha * P**2 - beta * P) is True and _is_zero(e.subs(X, -P) + beta * P) is True
+            and _is_zero(e.subs(X, 0)) is True)
+
+
+def relu2_multiple(act: Activation) -> sp.Rational | None:
+    """α where σ(z) = α·ReLU(z)² for every real z (a piecewise polynomial spelling, checked exactly as
+    :func:`relu2_linear_form` does, which wants β ≠ 0); None otherwise."""
+    e = act.expr
+    if not _piecewise_polynomial(e):
+        return None
+    beta, alpha = sp.simplify(-e.subs(X, -1)), sp.simplify(e.subs(X, 1) + e.subs(X, -1))
+    if beta != 0 or not isinstance(alpha, sp.Rational) or alpha == 0:
+        return None
+    return alpha if _holds(e, alpha, sp.Integer(0)) else None
 
 
 def relu2_linear_form(act: Activation) -> Property:
