@@ -159,3 +159,76 @@ def test_a_flip_within_the_tolerance_in_fs_measure_is_never_excluded() -> None:
     blk = _planted_relu2(1e-3)
     assert decide_block(blk, tol=1e-3).verdict is not Verdict.NOT_ABSORBABLE
     assert decide_block(blk, tol=1e-9).verdict is Verdict.NOT_ABSORBABLE  # 3e-9 off: far outside at the default
+
+
+# ------------------------------------------------------------------ units f can spare --
+_A, _B = np.array([100., 50.]), np.array([0.25, 1.0])
+_U4 = np.array([[1., 0], [-0.5, 0.875], [-0.5, -0.875], [0.75, 0.125]])
+
+
+def _spare_blocks() -> dict[str, Block]:
+    """f whose skip a residual-free block with biases absorbs within 10⁻⁷ (checked below): a negligible unit (weight
+    2⁻³⁰) or a nearly collinear pair frees a slot, and one ReLU² unit with a large bias (2¹⁵) is affine on a
+    half-space, realising the rank-one skip a bᵀ; f's coercive quadratic part hides the rest."""
+    D = np.ones((2, 4))
+    D[:, 3] = 2.0**-30
+    UB = _U4.copy()
+    UB[3] = (1, 2.0**-14)
+    G = _U4 + np.array([[0, 0.0625], [-0.0625, 0], [0.0625, 0], [0, 0.5]])
+    relu2 = get_activation("relu2")
+    return {"tiny": Block(W_up=_U4, W_down=D, activation=relu2, skip=np.outer(_A, _B)),
+            "merge": Block(W_up=UB, W_down=np.ones((2, 4)), activation=relu2, skip=np.outer(_A, _B)),
+            "gated": Block(W_up=G, W_gate=_U4, W_down=D, activation=get_activation("swiglu"), skip=np.outer(_A, _B))}
+
+
+def test_the_linearizer_witness_is_within_the_tolerance() -> None:
+    """The construction itself (tiny case): g keeps units 0–2, turns unit 3 into a·ReLU²(b·x/2¹⁶ + 2¹⁵), drops the skip."""
+    f = _spare_blocks()["tiny"]
+    U2, D2 = f.W_up.copy(), f.W_down.copy()
+    U2[3], D2[:, 3] = _B / 2**16, _A
+    g = Block(W_up=U2, W_down=D2, activation=f.activation, skip=np.zeros((2, 2)), b_up=np.array([0, 0, 0, 2.0**15]),
+              b_down=-_A * 2.0**30)
+    from fractions import Fraction as Q
+
+    def exact(b: Block, x: list[Q]) -> list[Q]:  # (in rationals: float64 cancels terms of size 2⁶⁰ at small |x|)
+        up = [sum((Q(float(b.W_up[i, j])) * x[j] for j in range(2)), Q(0)) + (Q(0) if b.b_up is None else Q(float(b.b_up[i])))
+              for i in range(4)]
+        return [sum((Q(float(b.W_down[r, i])) * max(up[i], Q(0)) ** 2 for i in range(4)), Q(0))
+                + sum((Q(float(b.M[r, j])) * x[j] for j in range(2)), Q(0)) + (Q(0) if b.b_down is None else Q(float(b.b_down[r])))
+                for r in range(2)]
+
+    worst = Q(0)
+    for k in range(72):
+        for e in range(-4, 13, 2):
+            x = [Q(float(10.0**e * np.cos(k * np.pi / 36))), Q(float(10.0**e * np.sin(k * np.pi / 36)))]
+            F, Gx = exact(f, x), exact(g, x)
+            worst = max(worst, max(abs(p - q) for p, q in zip(F, Gx)) / (max(abs(v) for v in F) + max(abs(v) for v in x)))
+    assert worst < Q(1, 10**6)  # (≈ 8·10⁻⁸)
+
+
+@pytest.mark.parametrize("name", ["tiny", "merge", "gated"])
+def test_a_block_that_can_spare_a_unit_is_not_not_absorbable(name: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from absorb.verify._sampled import spare_units
+
+    blk = _spare_blocks()[name]
+    bd = decide_block(blk, tol=1e-3, allow_biases=True)
+    assert bd.verdict is not Verdict.NOT_ABSORBABLE, bd.reason
+    assert spare_units(blk, 1e-3, 0, True) is not None  # (the checker's own screen sees it too)
+    assert spare_units(blk, 1e-3, 0, False) is None  # (two slots per rank-one part where f grows linearly: one is free)
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu"])
+def test_two_units_that_nearly_cancel_are_both_spare(act: str) -> None:
+    """Units 0 and 1 are nearly the same unit with opposite down columns (each large, together 10⁻¹⁰ of f): both
+    slots are free, and an antipodal pair in them realises a rank-one skip — not not_absorbable, on either side."""
+    from absorb.verify._sampled import spare_units
+
+    rng = np.random.default_rng(11)
+    U = rng.standard_normal((6, 2))
+    U[1] = U[0] * (1 + 1e-12)
+    D = rng.standard_normal((2, 6))
+    D[:, 1] = -D[:, 0]
+    blk = Block(W_up=U, W_down=D, activation=get_activation(act), skip=np.outer([1.0, 2.0], [0.5, -1.0]))
+    assert spare_units(blk, 1e-6, 0, False) is not None
+    bd = decide_block(blk, tol=1e-6)
+    assert bd.verdict is not Verdict.NOT_ABSORBABLE, bd.reason

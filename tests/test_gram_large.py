@@ -139,15 +139,11 @@ def test_units_of_very_different_norms_are_decided_after_diagonal_scaling(monkey
     assert not vgram.large_positive_definite(blk, 2 * float(np.diag(_small(blk)[0]).min()))[0]
     monkeypatch.setattr(sk2, "GRAM_MAX_N", 16)
     monkeypatch.setattr(vsk2, "GRAM_MAX_N", 16)
-    bd = _bd(blk)  # (L) alone decides: its bar counts f's linear size only
-    assert (bd.verdict, bd.search.method) == (Verdict.NOT_ABSORBABLE, "linear"), bd.reason
-    rep = _verify(blk)
-    assert rep.accepted and not rep.not_rechecked, rep.failures
-    # the Gram route alone proves λ_min, but far below the (Q) part's bar: the 2^12 rows make f's quadratic size
-    # Q∞ huge, and a flip's quadratic error is measured against it
-    monkeypatch.setattr(sk2, "linear_route", lambda *a: None)
+    # the verdict: the units scaled by 2^-12 are negligible beside those scaled by 2^12 (shares ~1e-14 of f), and with
+    # biases one spare ReLU² unit with a large bias realises a rank-one part of the skip — so no not_absorbable
+    # (the Gram route alone would also fall short: its λ_min is far below the (Q) part's bar, Q∞ set by the 2^12 rows)
     bd = _bd(blk)
-    assert bd.verdict is Verdict.UNKNOWN, bd.reason
+    assert bd.verdict is Verdict.UNKNOWN and "can spare" in bd.reason, bd.reason
 
 
 # ------------------------------------------------ the verdicts: same as the small route ---

@@ -198,7 +198,7 @@ def gated_gain(blk: Block, lip: float | None) -> tuple[float, float, str]:
             F0 = float(np.max(np.abs(D) @ (gam * np.abs(e)) + np.abs(bd), initial=0.0))
             gm = 1 + gamma(n + d + 4)
             K = _combine(L * gm, F0 * gm, lip * Qinf * gm)
-    return _result(K, Qinf, d, "")
+    return _result(K, 2 * Qinf, d, "")  # (the (Qg) columns hold 2·sym(g_i u_iᵀ): twice E)
 
 
 def set_gain(ctx: Any, got: tuple[float, float, str]) -> None:
@@ -206,6 +206,7 @@ def set_gain(ctx: Any, got: tuple[float, float, str]) -> None:
     alone that of (L) alone (the linear route); without them, why makes a not_absorbable that rests on a distance
     unknown (the searches still look for witnesses with K = 0)."""
     KL, KQ, why = got
+    ctx.spare_one = True  # (f grows quadratically: one spare unit realises a rank-one part of the skip)
     if math.isfinite(KL) and math.isfinite(KQ):
         ctx.gain, ctx.gain_linear = _up(KL + KQ), KL
     else:

@@ -73,6 +73,9 @@ class Ctx:
     gain_linear: float | None = None
     """K_L ≤ :attr:`gain` for a distance from the linear condition alone (the degree-2 routes' linear route): a
     candidate's quadratic residual is not part of that distance (:mod:`absorb.engine._growth2`)."""
+    spare_one: bool = False
+    """A degree-2 route (f grows quadratically): one unit that f can spare realises a rank-one part of the skip
+    (:func:`absorb.engine.tolerance.within_tolerance`)."""
     gain_unknown: str = ""
     """Why no K bounds f's size (a degree-2 route, :mod:`absorb.engine._growth2`): the searches then look with
     K = 0 for witnesses, and a not_absorbable that rests on a distance is unknown with this reason."""
@@ -137,7 +140,8 @@ class Ctx:
 
     def done(self, verdict: Verdict, theorem: Theorem, reason: str, **kw: object) -> BlockDecision:
         if verdict is Verdict.NOT_ABSORBABLE:  # every exact proof, against the within-tolerance meaning of absorbable
-            near = within_tolerance(self.block, self.tol, self.seed, biases=self.rf_class.biases)
+            near = within_tolerance(self.block, self.tol, self.seed, biases=self.rf_class.biases,
+                                    one_per_rank=theorem in _DEGREE_TWO and self.spare_one)
             if near is None and theorem in _DISTANCE_THEOREMS and self.gain_unknown:
                 near = (f"Unknown: {reason.rstrip('.')}; but a flip whose error is within the tolerance in f's own measure "
                         f"(|f(x)|∞ + |x|∞ + |f(0)|∞) is not excluded: {self.gain_unknown}.")
@@ -157,6 +161,8 @@ _CONE_WORTH = 1e-3
 """Past this distance bar the dead cone's (smaller) gain is worth an LP (:func:`~absorb.engine.witness.dead_cone_gain`)."""
 _SEARCH_CAP = 1 - 2.0**-10
 """The searches' tolerance stays below this (they take a relative tolerance < 1)."""
+_DEGREE_TWO = frozenset({Theorem.SKELETON2, Theorem.RELU2_LINEAR, Theorem.GATED_SKELETON})
+"""The results where f may grow quadratically (the gated skeleton's ReLU-like case sets :attr:`Ctx.spare_one`)."""
 _DISTANCE_THEOREMS = frozenset({Theorem.INDEX_SET, Theorem.SKELETON, Theorem.SKELETON2, Theorem.RELU2_LINEAR, Theorem.GATED_SKELETON})
 """The results whose not_absorbable rests on every index set's (or scale vector's) distance exceeding the bar."""
 

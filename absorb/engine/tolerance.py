@@ -38,7 +38,8 @@ def _block_size(block: Block) -> float:
         return float(np.sum(_unit_sizes(block))) * (1 + (block.d + 2) * 2.0**-52)
 
 
-def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None, biases: bool | None = None) -> str | None:
+def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None, biases: bool | None = None,
+                     one_per_rank: bool = False) -> str | None:
     """Why an exact not_absorbable would contradict the tolerance (``absorbable`` means
     |f(x) − g(x)|∞ ≤ τ(|f(x)|∞ + |x|∞ + |f(0)|∞) for a residual-free g), or None. Residual-free
     blocks of width ``width`` (n when None; a narrower g is padded with dead units) are tried by
@@ -51,7 +52,11 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
       x ↦ A x + β, β = f(0), with |f(x) − A x − β|∞ ≤ r|x|∞, and |f(x)|∞ + |f(0)|∞ ≥ (s − r)|x|∞.
 
     ``biases``: whether g may have biases (the question's class; f's own biases when None) — then a shifted
-    flip's pairs and gated units whose gate sees only a bias c with g(c) ≠ 0 realise the maps too."""
+    flip's pairs and gated units whose gate sees only a bias c with g(c) ≠ 0 realise the maps too.
+
+    And by sample, units that f can spare (:func:`_spare_units`): ``one_per_rank`` where one spare unit realises a
+    rank-one part of the skip (f growing quadratically: a unit with a large bias, or a small up row and a large down
+    column, is affine where f does not hide it), else two (an antipodal pair)."""
     width = blk.n if width is None else width
     biases = blk.has_bias if biases is None else biases or blk.has_bias
     normM = 1.0 if blk.skip is None else _row_sum(blk.M, blk.d)
@@ -79,7 +84,7 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
         why = _near_linear(sub, kept, normM, tol, width, f0_low, biases)
         if why is not None:
             return why
-    return None
+    return _spare_units(blk, tol, seed, one_per_rank) if width >= blk.n else None
 
 
 def _near_constant(blk: Block, normM: float, tol: float, biases: bool) -> str | None:
@@ -225,6 +230,116 @@ def _gain(A: np.ndarray) -> float:
     if not (math.isfinite(rho) and math.isfinite(nx) and rho < 1 and nx > 0):
         return 0.0
     return (1 - rho) / nx * (1 - 1e-12)
+
+
+_SPARE_MAX = 1 << 22
+"""n·d above this: no spare-unit screen (its samples evaluate every unit; merges compare every pair)."""
+
+
+def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool) -> str | None:
+    """Units f can spare, by sample: a unit whose own output stays within τ/2 of |f(x)|∞ + |x|∞ + |f(0)|∞ at every
+    sampled x (a negligible unit), or a unit j that moved onto a nearly collinear unit i's line (u_j → λu_i, c_j → λc_i
+    for σ homogeneous of degree k, merging into w_i + λ^k w_j; u_j → u_i, c_j → c_i otherwise) changes f as little
+    (ungated blocks); the smallest first while their errors add up to τ/2. Each freed slot can realise part of the
+    skip: an antipodal pair w·σ(b·x) − w·σ(−b·x) = w·c·b·x a rank-one part where σ(z) − σ(−z) = c·z, and
+    (``one_per_rank``) one unit where f grows quadratically. As many freed slots as the skip's numerical rank needs
+    (singular values above τ·σ₁) withhold the verdict. Sampled, not proved: a sample can only under-estimate a
+    unit's share, so this errs towards unknown; it never claims absorbable."""
+    n, d = blk.n, blk.d
+    if n * d > _SPARE_MAX:
+        return None
+    rng = np.random.default_rng(seed + 17)
+    dirs = rng.standard_normal((64, d))
+    with np.errstate(all="ignore"):
+        f0 = float(np.max(np.abs(blk(np.zeros((1, d))))))
+        if not math.isfinite(f0):
+            return None
+        scales = [1e-4, 1e-2, 1.0, 1e2, 1e4, 1e6, 1e8] + ([max(f0, 1.0) ** 0.5, max(f0, 1.0)] if f0 > 0 else [])
+        X = np.vstack([dirs * t for t in scales])
+        den = np.max(np.abs(blk(X)), axis=1) + np.max(np.abs(X), axis=1) + f0
+        if not np.all(np.isfinite(den)) or np.any(den <= 0):
+            return None
+        wmax = np.max(np.abs(np.asarray(blk.W_down, dtype=np.float64)), axis=0)  # |w_i|∞
+        U = np.asarray(blk.W_up, dtype=np.float64)
+        c = np.zeros(n) if blk.b_up is None else np.asarray(blk.b_up, dtype=np.float64)
+        Z = X @ U.T + c
+        if blk.gated:
+            G = np.asarray(blk.W_gate, dtype=np.float64)
+            cg = np.zeros(n) if blk.b_gate is None else np.asarray(blk.b_gate, dtype=np.float64)
+            H = blk.activation(X @ G.T + cg) * (blk.value_activation(Z) if not blk.value_identity else Z)
+        else:
+            H = blk.activation(Z)
+        share = np.max(np.abs(H) * wmax / den[:, None], axis=0)  # unit i's sampled share
+        shares = [float(v) for v in share if math.isfinite(v)]
+        moves = [] if blk.gated else _merge_errors(blk, U, c, wmax, Z, X, den)
+    if len(shares) != n:
+        return None
+    tiny = [(v, f"unit {i} (share {v:.2e})", (i,), ()) for i, v in enumerate(shares)]
+    joint = [m for m in moves if not m[3]]
+    freed = max(_greedy(tiny + moves, tol / 2), _greedy(tiny + joint, tol / 2), key=len)  # (a near-cancelling pair
+    # frees both units jointly, where merging one into the other first would free one)
+    if not freed:
+        return None
+    M = np.asarray(blk.M, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        sv = np.linalg.svd(M, compute_uv=False) if np.all(np.isfinite(M)) else np.zeros(0)
+    rank = int(np.sum(sv > tol * sv[0])) if sv.size and sv[0] > 0 else 0
+    need = rank if one_per_rank else 2 * rank
+    if len(freed) < need:
+        return None
+    how = "one unit each (f grows quadratically: a unit with a large bias is affine where f does not hide it)" if one_per_rank \
+        else "an antipodal pair each"
+    return (f"Unknown: f can spare {len(freed)} unit(s) within the tolerance ({', '.join(freed[:4])}"
+            f"{', …' if len(freed) > 4 else ''}; sampled), and the freed slots can realise the skip's {rank} rank-one "
+            f"part(s), {how}; the exact argument rules out an exact residual-free block only.")
+
+
+def _greedy(cands: list[tuple[float, str, tuple[int, ...], tuple[int, ...]]], budget: float) -> list[str]:
+    """The cheapest first while their errors fit in ``budget``: what each frees (a unit once, never onto a freed one)."""
+    freed: list[str] = []
+    gone: set[int] = set()
+    for err, what, frees, keeps in sorted(cands, key=lambda t: t[0]):
+        if err > budget:
+            break
+        if gone & {*frees, *keeps}:
+            continue
+        budget -= err
+        gone.update(frees)
+        freed.extend([what] * len(frees))
+    return freed
+
+
+def _merge_errors(blk: Block, U: np.ndarray, c: np.ndarray, wmax: np.ndarray, Z: np.ndarray, X: np.ndarray,
+                  den: np.ndarray) -> list[tuple[float, str, tuple[int, ...], tuple[int, ...]]]:
+    """(sampled share, what, units freed, units kept) for nearly collinear pairs (cos ≥ 1 − 10⁻⁴, n ≤ 4096): unit b
+    moved onto unit a's line (frees b, keeps a), and the pair's joint output (frees both: two units that nearly
+    cancel)."""
+    n = U.shape[0]
+    if n > 4096:
+        return []
+    norms = np.linalg.norm(U, axis=1)
+    if np.any(norms == 0):
+        return []
+    C = (U / norms[:, None]) @ (U / norms[:, None]).T
+    pairs = list(zip(*np.nonzero(np.triu(C, 1) >= 1 - 1e-4)))
+    if not pairs:
+        return []
+    hom = _analysis(blk.activation, "homogeneity")  # (read only where a pair is near: no σ fact otherwise)
+    k = hom.value.get("k") if hom.proved else None
+    out = []
+    for i, j in pairs:
+        for a, b in ((i, j), (j, i)):  # (move b onto a's line: σ(λ(u_a·x + c_a)) = λ^k σ(u_a·x + c_a), λ > 0)
+            lam = float(U[b] @ U[a]) / float(U[a] @ U[a]) if k is not None else 1.0
+            moved = lam ** float(k) * blk.activation(Z[:, a]) if k is not None else blk.activation(Z[:, a])
+            err = float(np.max(np.abs(blk.activation(Z[:, b]) - moved) * wmax[b] / den))
+            if math.isfinite(err):
+                out.append((err, f"unit {b} merged into unit {a} (error {err:.2e})", (int(b),), (int(a),)))
+        W = np.asarray(blk.W_down, dtype=np.float64)
+        both = float(np.max(np.max(np.abs(np.outer(blk.activation(Z[:, i]), W[:, i]) + np.outer(blk.activation(Z[:, j]), W[:, j])),
+                                   axis=1) / den))
+        if math.isfinite(both):
+            out.append((both, f"units {i} and {j} together (share {both:.2e})", (int(i), int(j)), ()))
+    return out
 
 
 def _without_skip_sampled(blk: Block, tol: float, seed: int) -> str | None:

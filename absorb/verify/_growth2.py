@@ -133,7 +133,7 @@ def gated_gain(block: Any, lip: float | None) -> tuple[float | None, float | Non
             L = _raise(float(np.max(np.sum(np.abs(M), axis=1) + np.abs(D) @ (lip * gn * np.abs(e) + sg * un))), n + d + 4)
             F0 = _raise(float(np.max(np.abs(D) @ (sg * np.abs(e)) + np.abs(bd))), n + 4)
             K = L + 2 * math.sqrt(2 * F0 * lip * Qinf)
-    return _pair(K, Qinf, d, "f's size overflows")
+    return _pair(K, 2 * Qinf, d, "f's size overflows")  # (the (Qg) columns: 2·sym(g_i u_iᵀ), twice E)
 
 
 def _square(expr: sp.Expr) -> tuple[float, float] | None:

@@ -88,3 +88,77 @@ def _climbed(within: Any, X: np.ndarray, rng: np.random.Generator, rounds: int =
             return False
         step *= 0.9
     return True
+
+
+def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool) -> str | None:
+    """Whether f can spare enough units within the tolerance, at this checker's own sampled inputs, to realise its
+    skip in the freed slots (an antipodal pair per rank-one part; one unit where f grows quadratically,
+    ``one_per_rank``: a unit with a large bias is affine where f does not hide it): a unit whose output stays below
+    τ/2 of |f(x)|∞ + |x|∞ + |f(0)|∞, or one of a nearly collinear pair (cos ≥ 1 − 10⁻⁴) whose move onto the other's
+    line (its up row and bias scaled by λ, σ homogeneous of degree k ∈ {1, 2}; λ = 1 otherwise) changes f as
+    little; the errors add up to τ/2 at most. Ungated units only for the merges; a sample proves nothing (exit 4)."""
+    import sympy as sp
+
+    d, n = block.d, block.n
+    if n * d > 1 << 22:
+        return None
+    rng = np.random.default_rng(seed + 7919)
+    V = rng.standard_normal((48, d))
+    with np.errstate(all="ignore"):
+        f0 = float(np.max(np.abs(block(np.zeros((1, d))))))
+        if not math.isfinite(f0):
+            return None
+        ts = [10.0**k for k in range(-4, 9, 2)] + ([math.sqrt(max(f0, 1.0)), max(f0, 1.0)] if f0 > 0 else [])
+        X = np.concatenate([t * V for t in ts])
+        den = np.max(np.abs(block(X)), axis=1) + np.max(np.abs(X), axis=1) + f0
+        if not (np.all(np.isfinite(den)) and np.all(den > 0)):
+            return None
+        W = np.asarray(block.W_down, dtype=np.float64)
+        top = np.max(np.abs(W), axis=0)
+        U = np.asarray(block.W_up, dtype=np.float64)
+        Z = X @ U.T + (0.0 if block.b_up is None else np.asarray(block.b_up, dtype=np.float64))
+        if block.W_gate is not None:
+            Y = X @ np.asarray(block.W_gate, dtype=np.float64).T + (0.0 if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64))
+            vals = block.activation(Y) * (Z if block.value_identity else block.value_activation(Z))
+        else:
+            vals = block.activation(Z)
+        cand = [(float(v), (i,), ()) for i, v in enumerate(np.max(np.abs(vals) * top / den[:, None], axis=0))]
+        if block.W_gate is None and n <= 4096:
+            from absorb.verify._symbolic import homogeneous_of_degree
+
+            k = next((k for k in (1, 2) if homogeneous_of_degree(block.activation.expr, sp.Integer(k))), None)
+            nrm = np.sqrt(np.sum(U * U, axis=1))
+            if np.all(nrm > 0):
+                cos = (U / nrm[:, None]) @ (U / nrm[:, None]).T
+                for a, b in zip(*np.nonzero(cos >= 1 - 1e-4)):
+                    if a == b:
+                        continue
+                    lam = float(U[b] @ U[a] / (U[a] @ U[a])) if k else 1.0
+                    there = lam**k * vals[:, a] if k else vals[:, a]
+                    cand.append((float(np.max(np.abs(vals[:, b] - there) * top[b] / den)), (int(b),), (int(a),)))
+                    if a < b:  # (the pair's joint output: two units that nearly cancel free both)
+                        joint = np.abs(vals[:, [a]] * W[:, a] + vals[:, [b]] * W[:, b]).max(axis=1)
+                        cand.append((float(np.max(joint / den)), (int(a), int(b)), ()))
+    if any(not math.isfinite(e) for e, _, _ in cand):
+        return None
+    gone = max(_take(cand, tol / 2), _take([t for t in cand if not t[2]], tol / 2), key=len)  # (joint pairs before merges)
+    M = np.asarray(block.M, dtype=np.float64)
+    sv = np.linalg.svd(M, compute_uv=False) if np.all(np.isfinite(M)) else np.zeros(0)
+    rank = int(np.sum(sv > tol * sv[0])) if sv.size and sv[0] > 0 else 0
+    if not gone or len(gone) < (rank if one_per_rank else 2 * rank):
+        return None
+    return (f"at this checker's sampled inputs f can spare {len(gone)} unit(s) within the tolerance (negligible, or merged "
+            f"into a nearly collinear one), enough to realise the skip's {rank} rank-one part(s) in their slots: the exact "
+            "not_absorbable may contradict the tolerance")
+
+
+def _take(cand: list[tuple[float, tuple[int, ...], tuple[int, ...]]], left: float) -> set[int]:
+    """Units freed, cheapest first, while the errors fit in ``left`` (each unit once, none onto a freed unit)."""
+    gone: set[int] = set()
+    for e, frees, keeps in sorted(cand, key=lambda t: t[0]):
+        if e > left:
+            break
+        if not gone & {*frees, *keeps}:
+            left -= e
+            gone.update(frees)
+    return gone

@@ -119,7 +119,7 @@ from absorb.verify._numerics import (
 from absorb.verify._plane import check_kinks, check_range, check_rank
 from absorb.verify._relu2_linear import check_relu2_linear
 from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _where  # noqa: F401
-from absorb.verify._sampled import sampled_near
+from absorb.verify._sampled import sampled_near, spare_units
 from absorb.verify._skeleton2 import check_skeleton2
 from absorb.verify._symbolic import (  # noqa: F401
     _gate_derivative_at_zero,
@@ -208,6 +208,7 @@ THEOREM_CHECKS: dict[str, Callable[[_Ctx, str, dict[str, Any], Block], _Outcome]
 a function that re-derives its claims (``_require`` each, raising on the first failure) and
 returns what its evidence supports."""
 _BLOCK_THEOREMS = set(THEOREM_CHECKS)
+_QUADRATIC = frozenset({"skeleton2", "relu2-linear", "gated-skeleton"})  # (f may grow like |x|²: one spare unit per rank)
 
 
 def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None, Block | None]:
@@ -258,7 +259,8 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         near = contradiction(orig, ctx.tol, biases=bool(biases)) if verdict == "not_absorbable" else None
         _must(ctx, near is None, w, "no residual-free block found by bound is within the tolerance of f", f"{near}")
         if verdict == "not_absorbable" and (near := sampled_near(orig, ctx.tol, ctx.seed)
-                                            or contradiction(orig, ctx.tol, estimated=True, biases=bool(biases))):
+                                            or contradiction(orig, ctx.tol, estimated=True, biases=bool(biases))
+                                            or spare_units(orig, ctx.tol, ctx.seed, th in _QUADRATIC)):
             ctx.report.unchecked(w, "the exact not_absorbable agrees with the tolerance", near)
         if verdict == "absorbable" and witness is not None:
             for f in (block,) if exact else (block, orig):  # (against f itself too where a normalisation rounds)
