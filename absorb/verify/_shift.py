@@ -165,7 +165,7 @@ def _flip_or_shift(act: Any, biased: bool, f_zero: bool = False) -> tuple[Fracti
 
 _FOUND: dict[str, tuple[Any, Any]] = {}
 BUDGET = 20.0
-"""Seconds of exact simplification per σ for its flip and shifted-flip identities (main thread only)."""
+"""CPU seconds of exact simplification per σ for its flip and shifted-flip identities (main thread only)."""
 UNDECIDED: set[str] = set()
 """σ (by srepr) whose identities were not decided within :data:`BUDGET`."""
 
@@ -176,7 +176,7 @@ class _OverBudget(BaseException):  # (not swallowed by a broad except Exception 
 
 @contextmanager
 def _budget(seconds: float) -> Iterator[None]:
-    """Raise :class:`_OverBudget` inside the block after ``seconds`` (a real-time timer; only in the main thread, where
+    """Raise :class:`_OverBudget` inside the block after ``seconds`` of CPU time (only in the main thread, where
     signals are delivered — elsewhere no limit)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
@@ -185,10 +185,12 @@ def _budget(seconds: float) -> Iterator[None]:
     def stop(signum: int, frame: Any) -> None:
         raise _OverBudget
 
-    old = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # CPU time (ITIMER_VIRTUAL, SIGVTALRM): the same budget on a loaded machine, and SIGALRM stays with the lattice
+    # enumeration's own alarm (cysignals installs it in C: replacing it from Python would disarm or kill it)
+    old = signal.signal(signal.SIGVTALRM, stop)
     try:
+        signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, old if old is not None else signal.SIG_IGN)

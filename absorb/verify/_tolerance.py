@@ -209,7 +209,7 @@ def contradiction(block: Any, tol: float, width: int | None = None, estimated: b
                 return (f"f is within {r:.3g}·|x|∞ of a block of {units} residual-free units that realise an affine map exactly"
                         + (f" and {kept} of f's units kept as they are" if kept else "") + f", ≤ {width} units, which is within the tolerance")
     if estimated and not block.gated and sp.srepr(block.activation.expr) in _shift.UNDECIDED:
-        return f"σ's flip and shifted-flip identities were not decided within {_shift.BUDGET:g} s, so their maps were not tried"
+        return f"σ's flip and shifted-flip identities were not decided within {_shift.BUDGET:g} s of CPU time, so their maps were not tried"
     return None
 
 
