@@ -201,12 +201,14 @@ def gated_gain(blk: Block, lip: float | None) -> tuple[float, float, str]:
     return _result(K, 2 * Qinf, d, "")  # (the (Qg) columns hold 2·sym(g_i u_iᵀ): twice E)
 
 
-def set_gain(ctx: Any, got: tuple[float, float, str]) -> None:
+def set_gain(ctx: Any, got: tuple[float, float, str], one_unit: bool = False) -> None:
     """Put a route's (K_L, K_Q, why) on its context: K_L + K_Q widens the distance bar of (Q) and (L) jointly, K_L
     alone that of (L) alone (the linear route); without them, why makes a not_absorbable that rests on a distance
     unknown (the searches still look for witnesses with K = 0)."""
     KL, KQ, why = got
-    ctx.spare_one = True  # (f grows quadratically: one spare unit realises a rank-one part of the skip)
+    # (f grows quadratically: one spare unit realises a rank-one part of the skip where it can be affine — with a
+    # large bias, or with σ'(0) ≠ 0 and σ(0) = 0, a small up row and a large down column (the relu2-linear σ))
+    ctx.spare_one = bool(ctx.rf_class.biases or one_unit)
     if math.isfinite(KL) and math.isfinite(KQ):
         ctx.gain, ctx.gain_linear = _up(KL + KQ), KL
     else:

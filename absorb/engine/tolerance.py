@@ -232,6 +232,8 @@ def _gain(A: np.ndarray) -> float:
     return (1 - rho) / nx * (1 - 1e-12)
 
 
+_PAIRS_MAX = 64
+"""Nearly collinear pairs tried per block (the closest first)."""
 _SPARE_MAX = 1 << 22
 """n·d above this: no spare-unit screen (its samples evaluate every unit; merges compare every pair)."""
 
@@ -254,7 +256,8 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool) -> str |
         f0 = float(np.max(np.abs(blk(np.zeros((1, d))))))
         if not math.isfinite(f0):
             return None
-        scales = [1e-4, 1e-2, 1.0, 1e2, 1e4, 1e6, 1e8] + ([max(f0, 1.0) ** 0.5, max(f0, 1.0)] if f0 > 0 else [])
+        reach = _bias_reach(blk)  # (units that switch on only far out: sampled there too)
+        scales = [1e-4, 1e-2, 1.0, 1e2, 1e4, 1e6, 1e8] + ([max(f0, 1.0) ** 0.5, max(f0, 1.0)] if f0 > 0 else []) + reach
         X = np.vstack([dirs * t for t in scales])
         den = np.max(np.abs(blk(X)), axis=1) + np.max(np.abs(X), axis=1) + f0
         if not np.all(np.isfinite(den)) or np.any(den <= 0):
@@ -283,7 +286,9 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool) -> str |
     M = np.asarray(blk.M, dtype=np.float64)
     with np.errstate(all="ignore"):
         sv = np.linalg.svd(M, compute_uv=False) if np.all(np.isfinite(M)) else np.zeros(0)
-    rank = int(np.sum(sv > tol * sv[0])) if sv.size and sv[0] > 0 else 0
+        size = float(np.max(np.max(np.abs(blk(dirs)), axis=1) / np.max(np.abs(dirs), axis=1)))  # (f's size at |x| = 1)
+    # (a part of the skip below τ·f's size needs no slot: dropping it is within the tolerance already)
+    rank = int(np.sum(sv > tol * max(sv[0], size if math.isfinite(size) else 0.0))) if sv.size and sv[0] > 0 else 0
     need = rank if one_per_rank else 2 * rank
     if len(freed) < need:
         return None
@@ -292,6 +297,20 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool) -> str |
     return (f"Unknown: f can spare {len(freed)} unit(s) within the tolerance ({', '.join(freed[:4])}"
             f"{', …' if len(freed) > 4 else ''}; sampled), and the freed slots can realise the skip's {rank} rank-one "
             f"part(s), {how}; the exact argument rules out an exact residual-free block only.")
+
+
+def _bias_reach(blk: Block) -> list[float]:
+    """Scales where units with large biases switch on or off: 10 and 1000 times max_i |b_i|/‖u_i‖₂ (up and gate rows),
+    where that is past the fixed scales; else none."""
+    out = []
+    for W, b in ((blk.W_up, blk.b_up), (blk.W_gate, blk.b_gate)):
+        if W is None or b is None:
+            continue
+        with np.errstate(all="ignore"):
+            r = float(np.max(np.abs(np.asarray(b, dtype=np.float64)) / np.linalg.norm(np.asarray(W, dtype=np.float64), axis=1)))
+        if math.isfinite(r) and r > 1e7:
+            out += [10 * r, 1e3 * r]
+    return out
 
 
 def _greedy(cands: list[tuple[float, str, tuple[int, ...], tuple[int, ...]]], budget: float) -> list[str]:
@@ -321,7 +340,9 @@ def _merge_errors(blk: Block, U: np.ndarray, c: np.ndarray, wmax: np.ndarray, Z:
     if np.any(norms == 0):
         return []
     C = (U / norms[:, None]) @ (U / norms[:, None]).T
-    pairs = list(zip(*np.nonzero(np.triu(C, 1) >= 1 - 1e-4)))
+    iu = np.nonzero(np.triu(C, 1) >= 1 - 1e-4)
+    order = np.argsort(-C[iu], kind="stable")[:_PAIRS_MAX]  # (the most nearly collinear pairs only: a Python loop each)
+    pairs = list(zip(iu[0][order], iu[1][order]))
     if not pairs:
         return []
     hom = _analysis(blk.activation, "homogeneity")  # (read only where a pair is near: no σ fact otherwise)

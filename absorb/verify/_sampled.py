@@ -109,6 +109,10 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool) -> str | 
         if not math.isfinite(f0):
             return None
         ts = [10.0**k for k in range(-4, 9, 2)] + ([math.sqrt(max(f0, 1.0)), max(f0, 1.0)] if f0 > 0 else [])
+        for R, b in ((block.W_up, block.b_up), (block.W_gate, block.b_gate)):  # (units that switch on only far out)
+            if R is not None and b is not None:
+                far = float(np.max(np.abs(np.asarray(b, dtype=np.float64)) / np.sqrt(np.sum(np.asarray(R, dtype=np.float64) ** 2, axis=1))))
+                ts += [10 * far, 1e3 * far] if math.isfinite(far) and far > 1e7 else []
         X = np.concatenate([t * V for t in ts])
         den = np.max(np.abs(block(X)), axis=1) + np.max(np.abs(X), axis=1) + f0
         if not (np.all(np.isfinite(den)) and np.all(den > 0)):
@@ -130,9 +134,10 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool) -> str | 
             nrm = np.sqrt(np.sum(U * U, axis=1))
             if np.all(nrm > 0):
                 cos = (U / nrm[:, None]) @ (U / nrm[:, None]).T
-                for a, b in zip(*np.nonzero(cos >= 1 - 1e-4)):
-                    if a == b:
-                        continue
+                np.fill_diagonal(cos, -2.0)
+                ia, ib = np.nonzero(cos >= 1 - 1e-4)
+                keep = np.argsort(-cos[ia, ib], kind="stable")[:128]  # (the closest pairs, both orders, only)
+                for a, b in zip(ia[keep], ib[keep]):
                     lam = float(U[b] @ U[a] / (U[a] @ U[a])) if k else 1.0
                     there = lam**k * vals[:, a] if k else vals[:, a]
                     cand.append((float(np.max(np.abs(vals[:, b] - there) * top[b] / den)), (int(b),), (int(a),)))
@@ -144,7 +149,9 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool) -> str | 
     gone = max(_take(cand, tol / 2), _take([t for t in cand if not t[2]], tol / 2), key=len)  # (joint pairs before merges)
     M = np.asarray(block.M, dtype=np.float64)
     sv = np.linalg.svd(M, compute_uv=False) if np.all(np.isfinite(M)) else np.zeros(0)
-    rank = int(np.sum(sv > tol * sv[0])) if sv.size and sv[0] > 0 else 0
+    with np.errstate(all="ignore"):  # (a part of the skip below τ·f's size at |x| = 1 needs no slot)
+        size = float(np.max(np.max(np.abs(block(V)), axis=1) / np.max(np.abs(V), axis=1)))
+    rank = int(np.sum(sv > tol * max(sv[0], size if math.isfinite(size) else 0.0))) if sv.size and sv[0] > 0 else 0
     if not gone or len(gone) < (rank if one_per_rank else 2 * rank):
         return None
     return (f"at this checker's sampled inputs f can spare {len(gone)} unit(s) within the tolerance (negligible, or merged "
