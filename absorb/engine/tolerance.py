@@ -259,7 +259,8 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool) -> str |
         reach = _bias_reach(blk)  # (units that switch on only far out: sampled there too)
         scales = [1e-4, 1e-2, 1.0, 1e2, 1e4, 1e6, 1e8] + ([max(f0, 1.0) ** 0.5, max(f0, 1.0)] if f0 > 0 else []) + reach
         X = np.vstack([dirs * t for t in scales])
-        den = np.max(np.abs(blk(X)), axis=1) + np.max(np.abs(X), axis=1) + f0
+        F = blk(X)
+        den = np.max(np.abs(F), axis=1) + np.max(np.abs(X), axis=1) + f0
         if not np.all(np.isfinite(den)) or np.any(den <= 0):
             return None
         wmax = np.max(np.abs(np.asarray(blk.W_down, dtype=np.float64)), axis=0)  # |w_i|∞
@@ -274,7 +275,7 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool) -> str |
             H = blk.activation(Z)
         share = np.max(np.abs(H) * wmax / den[:, None], axis=0)  # unit i's sampled share
         shares = [float(v) for v in share if math.isfinite(v)]
-        moves = [] if blk.gated else _merge_errors(blk, U, c, wmax, Z, X, den)
+        moves = [] if blk.gated else _merge_errors(blk, U, H, wmax, den)
     if len(shares) != n:
         return None
     tiny = [(v, f"unit {i} (share {v:.2e})", (i,), ()) for i, v in enumerate(shares)]
@@ -286,7 +287,9 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool) -> str |
     M = np.asarray(blk.M, dtype=np.float64)
     with np.errstate(all="ignore"):
         sv = np.linalg.svd(M, compute_uv=False) if np.all(np.isfinite(M)) else np.zeros(0)
-        size = float(np.max(np.max(np.abs(blk(dirs)), axis=1) / np.max(np.abs(dirs), axis=1)))  # (f's size at |x| = 1)
+        k1 = scales.index(1.0)  # (the rows of X at scale 1: f's size at |x| = 1)
+        one = slice(k1 * len(dirs), (k1 + 1) * len(dirs))
+        size = float(np.max(np.max(np.abs(F[one]), axis=1) / np.max(np.abs(X[one]), axis=1)))
     # (a part of the skip below τ·f's size needs no slot: dropping it is within the tolerance already)
     rank = int(np.sum(sv > tol * max(sv[0], size if math.isfinite(size) else 0.0))) if sv.size and sv[0] > 0 else 0
     need = rank if one_per_rank else 2 * rank
@@ -328,11 +331,11 @@ def _greedy(cands: list[tuple[float, str, tuple[int, ...], tuple[int, ...]]], bu
     return freed
 
 
-def _merge_errors(blk: Block, U: np.ndarray, c: np.ndarray, wmax: np.ndarray, Z: np.ndarray, X: np.ndarray,
+def _merge_errors(blk: Block, U: np.ndarray, H: np.ndarray, wmax: np.ndarray,
                   den: np.ndarray) -> list[tuple[float, str, tuple[int, ...], tuple[int, ...]]]:
     """(sampled share, what, units freed, units kept) for nearly collinear pairs (cos ≥ 1 − 10⁻⁴, n ≤ 4096): unit b
     moved onto unit a's line (frees b, keeps a), and the pair's joint output (frees both: two units that nearly
-    cancel)."""
+    cancel). ``H``: σ at the sampled pre-activations, one column per unit."""
     n = U.shape[0]
     if n > 4096:
         return []
@@ -347,17 +350,16 @@ def _merge_errors(blk: Block, U: np.ndarray, c: np.ndarray, wmax: np.ndarray, Z:
         return []
     hom = _analysis(blk.activation, "homogeneity")  # (read only where a pair is near: no σ fact otherwise)
     k = hom.value.get("k") if hom.proved else None
+    W = np.asarray(blk.W_down, dtype=np.float64)
     out = []
     for i, j in pairs:
         for a, b in ((i, j), (j, i)):  # (move b onto a's line: σ(λ(u_a·x + c_a)) = λ^k σ(u_a·x + c_a), λ > 0)
             lam = float(U[b] @ U[a]) / float(U[a] @ U[a]) if k is not None else 1.0
-            moved = lam ** float(k) * blk.activation(Z[:, a]) if k is not None else blk.activation(Z[:, a])
-            err = float(np.max(np.abs(blk.activation(Z[:, b]) - moved) * wmax[b] / den))
+            moved = lam ** float(k) * H[:, a] if k is not None else H[:, a]
+            err = float(np.max(np.abs(H[:, b] - moved) * wmax[b] / den))
             if math.isfinite(err):
                 out.append((err, f"unit {b} merged into unit {a} (error {err:.2e})", (int(b),), (int(a),)))
-        W = np.asarray(blk.W_down, dtype=np.float64)
-        both = float(np.max(np.max(np.abs(np.outer(blk.activation(Z[:, i]), W[:, i]) + np.outer(blk.activation(Z[:, j]), W[:, j])),
-                                   axis=1) / den))
+        both = float(np.max(np.max(np.abs(np.outer(H[:, i], W[:, i]) + np.outer(H[:, j], W[:, j])), axis=1) / den))
         if math.isfinite(both):
             out.append((both, f"units {i} and {j} together (share {both:.2e})", (int(i), int(j)), ()))
     return out
