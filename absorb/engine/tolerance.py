@@ -84,7 +84,7 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
         why = _near_linear(sub, kept, normM, tol, width, f0_low, biases)
         if why is not None:
             return why
-    return _spare_units(blk, tol, seed, one_per_rank) if width >= blk.n else None
+    return _spare_units(blk, tol, seed, one_per_rank, biases) if width >= blk.n else None
 
 
 def _near_constant(blk: Block, normM: float, tol: float, biases: bool) -> str | None:
@@ -238,15 +238,18 @@ _SPARE_MAX = 1 << 22
 """n·d above this: no spare-unit screen (its samples evaluate every unit; merges compare every pair)."""
 
 
-def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool) -> str | None:
+def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: bool = False) -> str | None:
     """Units f can spare, by sample: a unit whose own output stays within τ/2 of |f(x)|∞ + |x|∞ + |f(0)|∞ at every
-    sampled x (a negligible unit), or a unit j that moved onto a nearly collinear unit i's line (u_j → λu_i, c_j → λc_i
-    for σ homogeneous of degree k, merging into w_i + λ^k w_j; u_j → u_i, c_j → c_i otherwise) changes f as little
-    (ungated blocks); the smallest first while their errors add up to τ/2. Each freed slot can realise part of the
-    skip: an antipodal pair w·σ(b·x) − w·σ(−b·x) = w·c·b·x a rank-one part where σ(z) − σ(−z) = c·z, and
-    (``one_per_rank``) one unit where f grows quadratically. As many freed slots as the skip's numerical rank needs
-    (singular values above τ·σ₁) withhold the verdict. Sampled, not proved: a sample can only under-estimate a
-    unit's share, so this errs towards unknown; it never claims absorbable."""
+    sampled x (a negligible unit); a unit j that moved onto a nearly collinear unit i's line (u_j → λu_i, c_j → λc_i
+    for σ homogeneous of degree k, merging into w_i + λ^k w_j; u_j → u_i, c_j → c_i otherwise) changes f as little;
+    a nearly antipodal pair whose joint output is within as little of a map x ↦ v(u_i·x) + β (σ(z) − σ(−z) = c·z:
+    both slots free, the map joins the skip); for gated blocks, a unit whose gate row is nearly collinear with
+    another's, merged into it (their value rows or down columns nearly collinear); the smallest first while their
+    errors add up to τ/2. Each freed slot can realise part of the skip: an antipodal pair w·σ(b·x) − w·σ(−b·x) =
+    w·c·b·x a rank-one part where σ(z) − σ(−z) = c·z, and (``one_per_rank``, or a gated unit whose gate sees only a
+    bias c with g(c) ≠ 0: ``biases``, or g(0) ≠ 0) one unit where f grows quadratically. As many freed slots as the
+    skip's numerical rank needs (singular values above τ·max(σ₁, f's size)) withhold the verdict. Sampled, not
+    proved: a sample can only under-estimate a unit's share, so this errs towards unknown; it never claims absorbable."""
     n, d = blk.n, blk.d
     if n * d > _SPARE_MAX:
         return None
@@ -267,39 +270,80 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool) -> str |
         U = np.asarray(blk.W_up, dtype=np.float64)
         c = np.zeros(n) if blk.b_up is None else np.asarray(blk.b_up, dtype=np.float64)
         Z = X @ U.T + c
+        kappa = 0.0  # (κ/|c| with σ(z) − σ(−z) = c·z + δ(z), |δ(z)| ≤ κ|z|: what a pair's realisation misses)
         if blk.gated:
             G = np.asarray(blk.W_gate, dtype=np.float64)
             cg = np.zeros(n) if blk.b_gate is None else np.asarray(blk.b_gate, dtype=np.float64)
-            H = blk.activation(X @ G.T + cg) * (blk.value_activation(Z) if not blk.value_identity else Z)
+            gates = blk.activation(X @ G.T + cg)
+            H = gates * (blk.value_activation(Z) if not blk.value_identity else Z)
+            moves = _gated_merges(blk, X, gates, Z, den)
+            # (a unit with gate row 0 is affine where its gate sees a constant c with g(c) ≠ 0; bias-free with g(0) = 0,
+            # up row 0 makes it g(G x)·h(0), an ungated unit for a pair, where h(0) ≠ 0 — else no unit is linear)
+            if one_per_rank or biases or _at_zero(blk.activation) != 0.0:
+                one_per_rank = True
+            elif blk.value_identity or _at_zero(blk.value_activation) == 0.0:
+                return None
         else:
+            kappa = 0.0 if one_per_rank else _pair_defect(blk.activation, biases, blk.has_bias)
+            if kappa is None:  # (no pair of σ's units is nearly linear: freed slots realise no part of the skip)
+                return None
             H = blk.activation(Z)
+            moves = _merge_errors(blk, U, H, wmax, den) + _antipodal_pairs(blk, X, U, H, den, biases)
         share = np.max(np.abs(H) * wmax / den[:, None], axis=0)  # unit i's sampled share
         shares = [float(v) for v in share if math.isfinite(v)]
-        moves = [] if blk.gated else _merge_errors(blk, U, H, wmax, den)
     if len(shares) != n:
         return None
-    tiny = [(v, f"unit {i} (share {v:.2e})", (i,), ()) for i, v in enumerate(shares)]
-    joint = [m for m in moves if not m[3]]
-    freed = max(_greedy(tiny + moves, tol / 2), _greedy(tiny + joint, tol / 2), key=len)  # (a near-cancelling pair
-    # frees both units jointly, where merging one into the other first would free one)
-    if not freed:
-        return None
+    tiny = [(v, f"unit {i} (share {v:.2e})", (i,), (), None) for i, v in enumerate(shares)]
     M = np.asarray(blk.M, dtype=np.float64)
-    with np.errstate(all="ignore"):
-        sv = np.linalg.svd(M, compute_uv=False) if np.all(np.isfinite(M)) else np.zeros(0)
-        k1 = scales.index(1.0)  # (the rows of X at scale 1: f's size at |x| = 1)
-        one = slice(k1 * len(dirs), (k1 + 1) * len(dirs))
-        size = float(np.max(np.max(np.abs(F[one]), axis=1) / np.max(np.abs(X[one]), axis=1)))
-    # (a part of the skip below τ·f's size needs no slot: dropping it is within the tolerance already)
-    rank = int(np.sum(sv > tol * max(sv[0], size if math.isfinite(size) else 0.0))) if sv.size and sv[0] > 0 else 0
-    need = rank if one_per_rank else 2 * rank
-    if len(freed) < need:
-        return None
-    how = "one unit each (f grows quadratically: a unit with a large bias is affine where f does not hide it)" if one_per_rank \
+    how = "one unit each (f grows quadratically, or a gated unit whose gate is constant is affine)" if one_per_rank \
         else "an antipodal pair each"
-    return (f"Unknown: f can spare {len(freed)} unit(s) within the tolerance ({', '.join(freed[:4])}"
-            f"{', …' if len(freed) > 4 else ''}; sampled), and the freed slots can realise the skip's {rank} rank-one "
-            f"part(s), {how}; the exact argument rules out an exact residual-free block only.")
+    # (a near-cancelling pair frees both units jointly, where merging one into the other first would free one; an
+    # antipodal pair's map joins the skip, which may raise its rank: each choice of candidates is tried, at half the
+    # tolerance and at the whole, the skip's parts past what the freed slots realise counted against what is left)
+    for cands in (tiny + moves, tiny + [m for m in moves if not m[3]], tiny + [m for m in moves if m[4] is None]):
+        for budget in (tol / 2, tol):
+            freed, maps, spent = _greedy(cands, budget)
+            if not freed:
+                continue
+            rank = len(freed) if one_per_rank else len(freed) // 2
+            with np.errstate(all="ignore"):
+                drop, kept = _beyond_rank(M + sum(maps, np.zeros_like(M)), rank, X, den)
+            if spent + drop + kappa * kept <= tol * (1 - 1e-3):
+                named = list(dict.fromkeys(freed))  # (a pair frees two slots: named once)
+                return (f"Unknown: f can spare {len(freed)} unit(s) within the tolerance ({', '.join(named[:4])}"
+                        f"{', …' if len(named) > 4 else ''}; sampled), and the freed slots can realise the skip's "
+                        f"{min(rank, d)} largest rank-one part(s), {how}, the rest within {drop:.2e} of f's scale; the "
+                        "exact argument rules out an exact residual-free block only.")
+    return None
+
+
+def _beyond_rank(A: np.ndarray, rank: int, X: np.ndarray, den: np.ndarray) -> tuple[float, float]:
+    """(max over the sampled x of |A_r x|∞/den(x), A_r the part of A past its ``rank`` largest singular triples (what
+    slots that realise those leave of the map x ↦ A x); Σ s|p|∞|q|₁ over those triples (s, p, q), which a pair's
+    defect scales); inf where A is not finite."""
+    if not np.all(np.isfinite(A)):
+        return math.inf, math.inf
+    P, S, Qt = np.linalg.svd(A)
+    kept = float(np.sum(S[:rank] * np.max(np.abs(P[:, :rank]), axis=0) * np.sum(np.abs(Qt[:rank]), axis=1)))
+    if rank >= A.shape[0]:
+        return 0.0, kept
+    out = float(np.max(np.max(np.abs(X @ ((P[:, rank:] * S[rank:]) @ Qt[rank:]).T), axis=1) / den))
+    return (out if math.isfinite(out) else math.inf), kept
+
+
+def _pair_defect(act: Activation, biases: bool, biased: bool) -> float | None:
+    """κ/|c| for antipodal pairs of σ that realise a linear map: 0 where σ(z) − σ(−z) = c·z is proved (or, with biases,
+    σ(z) − σ(−z − 2s) = c·(z + s)), κ ≥ sup |σ(z) − σ(−z) − c·z|/|z| for a user's σ with slopes L± at ±∞, c = L₊ − L₋
+    (:func:`_flip_defect`: exact for a piecewise-linear σ, else estimated); None where no pair is nearly linear."""
+    flip = _analysis(act, "flip_identity[ungated]")
+    if flip.proved and facts.rational(flip.value, "c"):
+        return 0.0
+    sh = _analysis(act, "shifted_flip") if biases else None
+    if sh is not None and sh.proved and (biased or facts.rational(sh.value, "s") is not None):
+        return 0.0  # (an irrational s rounds in the pairs' biases: a constant, not within τ|f(0)| where f(0) = 0)
+    c = _slope_gap(act, 1)
+    kappa = _flip_defect(act, c) if c else None
+    return kappa / abs(float(c)) if kappa is not None else None
 
 
 def _bias_reach(blk: Block) -> list[float]:
@@ -316,52 +360,119 @@ def _bias_reach(blk: Block) -> list[float]:
     return out
 
 
-def _greedy(cands: list[tuple[float, str, tuple[int, ...], tuple[int, ...]]], budget: float) -> list[str]:
-    """The cheapest first while their errors fit in ``budget``: what each frees (a unit once, never onto a freed one)."""
+_Cand = tuple[float, str, tuple[int, ...], tuple[int, ...], "np.ndarray | None"]
+"""(sampled error, what, units freed, units kept, the linear map the freed slots take on besides the skip)."""
+
+
+def _greedy(cands: list[_Cand], budget: float) -> tuple[list[str], list[np.ndarray], float]:
+    """The cheapest first while their errors fit in ``budget``: what each frees (a unit once, never onto a freed one),
+    the linear maps the chosen candidates hand to the freed slots, and their errors' sum."""
     freed: list[str] = []
+    maps: list[np.ndarray] = []
     gone: set[int] = set()
-    for err, what, frees, keeps in sorted(cands, key=lambda t: t[0]):
-        if err > budget:
+    spent = 0.0
+    for err, what, frees, keeps, lin in sorted(cands, key=lambda t: t[0]):
+        if spent + err > budget:
             break
         if gone & {*frees, *keeps}:
             continue
-        budget -= err
+        spent += err
         gone.update(frees)
         freed.extend([what] * len(frees))
-    return freed
+        maps += [] if lin is None else [lin]
+    return freed, maps, spent
 
 
-def _merge_errors(blk: Block, U: np.ndarray, H: np.ndarray, wmax: np.ndarray,
-                  den: np.ndarray) -> list[tuple[float, str, tuple[int, ...], tuple[int, ...]]]:
-    """(sampled share, what, units freed, units kept) for nearly collinear pairs (cos ≥ 1 − 10⁻⁴, n ≤ 4096): unit b
-    moved onto unit a's line (frees b, keeps a), and the pair's joint output (frees both: two units that nearly
-    cancel). ``H``: σ at the sampled pre-activations, one column per unit."""
-    n = U.shape[0]
-    if n > 4096:
+def _close_pairs(R: np.ndarray, sign: float = 1.0) -> list[tuple[int, int]]:
+    """Pairs i < j of rows of R with sign·cos ≥ 1 − 10⁻⁴, the closest first (at most :data:`_PAIRS_MAX`; none past
+    4096 rows or with a zero row)."""
+    n = R.shape[0]
+    norms = np.linalg.norm(R, axis=1)
+    if n > 4096 or np.any(norms == 0):
         return []
-    norms = np.linalg.norm(U, axis=1)
-    if np.any(norms == 0):
-        return []
-    C = (U / norms[:, None]) @ (U / norms[:, None]).T
+    C = sign * ((R / norms[:, None]) @ (R / norms[:, None]).T)
     iu = np.nonzero(np.triu(C, 1) >= 1 - 1e-4)
     order = np.argsort(-C[iu], kind="stable")[:_PAIRS_MAX]  # (the most nearly collinear pairs only: a Python loop each)
-    pairs = list(zip(iu[0][order], iu[1][order]))
+    return [(int(i), int(j)) for i, j in zip(iu[0][order], iu[1][order])]
+
+
+def _merge_errors(blk: Block, U: np.ndarray, H: np.ndarray, wmax: np.ndarray, den: np.ndarray) -> list[_Cand]:
+    """Candidates (:data:`_Cand`) for nearly collinear pairs (cos ≥ 1 − 10⁻⁴, n ≤ 4096): unit b moved onto unit a's
+    line (frees b, keeps a), and the pair's joint output (frees both: two units that nearly cancel). ``H``: σ at the
+    sampled pre-activations, one column per unit."""
+    pairs = _close_pairs(U)
     if not pairs:
         return []
     hom = _analysis(blk.activation, "homogeneity")  # (read only where a pair is near: no σ fact otherwise)
     k = hom.value.get("k") if hom.proved else None
     W = np.asarray(blk.W_down, dtype=np.float64)
-    out = []
+    out: list[_Cand] = []
     for i, j in pairs:
         for a, b in ((i, j), (j, i)):  # (move b onto a's line: σ(λ(u_a·x + c_a)) = λ^k σ(u_a·x + c_a), λ > 0)
             lam = float(U[b] @ U[a]) / float(U[a] @ U[a]) if k is not None else 1.0
             moved = lam ** float(k) * H[:, a] if k is not None else H[:, a]
             err = float(np.max(np.abs(H[:, b] - moved) * wmax[b] / den))
             if math.isfinite(err):
-                out.append((err, f"unit {b} merged into unit {a} (error {err:.2e})", (int(b),), (int(a),)))
+                out.append((err, f"unit {b} merged into unit {a} (error {err:.2e})", (b,), (a,), None))
         both = float(np.max(np.max(np.abs(np.outer(H[:, i], W[:, i]) + np.outer(H[:, j], W[:, j])), axis=1) / den))
         if math.isfinite(both):
-            out.append((both, f"units {i} and {j} together (share {both:.2e})", (int(i), int(j)), ()))
+            out.append((both, f"units {i} and {j} together (share {both:.2e})", (i, j), (), None))
+    return out
+
+
+def _antipodal_pairs(blk: Block, X: np.ndarray, U: np.ndarray, H: np.ndarray, den: np.ndarray, biases: bool) -> list[_Cand]:
+    """Candidates (:data:`_Cand`) for nearly antipodal pairs (cos ≤ −1 + 10⁻⁴): their joint output r(x) against the
+    map v·(u_i·x) + β fitted to it (least squares weighted by 1/den; β = 0 unless g may have biases) — where
+    σ(z) − σ(−z) = c·z the pair is nearly that map, and a residual-free g spends both slots elsewhere, the map
+    v u_iᵀ joining the skip its freed slots realise (β in b_down)."""
+    W = np.asarray(blk.W_down, dtype=np.float64)
+    out: list[_Cand] = []
+    for i, j in _close_pairs(U, -1.0):
+        r = (np.outer(H[:, i], W[:, i]) + np.outer(H[:, j], W[:, j])) / den[:, None]
+        z = X @ U[i]
+        A = np.column_stack([z, np.ones_like(z)] if biases else [z]) / den[:, None]
+        coef = np.linalg.lstsq(A, r, rcond=None)[0]
+        err = float(np.max(np.abs(r - A @ coef)))
+        if math.isfinite(err) and np.all(np.isfinite(coef)):
+            out.append((err, f"units {i} and {j}, nearly antipodal, as a linear map (error {err:.2e})", (i, j), (),
+                        np.outer(coef[0], U[i])))
+    return out
+
+
+def _gated_merges(blk: Block, X: np.ndarray, gates: np.ndarray, Z: np.ndarray, den: np.ndarray) -> list[_Cand]:
+    """Candidates (:data:`_Cand`) for gated units whose gate rows (and gate biases) are nearly collinear: unit b given
+    unit a's gate (scaled by λ^k for a gate homogeneous of degree k, else as it is), then merged into a — their
+    value parts v(x) = u·x + c nearly proportional (w_a + μw_b), or their down columns (v_a + νv_b) — frees b; the
+    pair's joint output frees both (two units that nearly cancel). The value branch must be linear (h(z) = z)
+    for the merges."""
+    G = np.asarray(blk.W_gate, dtype=np.float64)
+    cg = np.zeros(blk.n) if blk.b_gate is None else np.asarray(blk.b_gate, dtype=np.float64)
+    pairs = _close_pairs(np.column_stack([G, cg]))
+    if not pairs:
+        return []
+    W = np.asarray(blk.W_down, dtype=np.float64)
+    vals = Z if blk.value_identity else blk.value_activation(Z)
+    hom = _analysis(blk.activation, "homogeneity")
+    k = hom.value.get("k") if hom.proved else None
+    out: list[_Cand] = []
+    for i, j in pairs:
+        pair = np.outer(gates[:, i] * vals[:, i], W[:, i]) + np.outer(gates[:, j] * vals[:, j], W[:, j])
+        both = float(np.max(np.max(np.abs(pair), axis=1) / den))
+        if math.isfinite(both):
+            out.append((both, f"units {i} and {j} together (share {both:.2e})", (i, j), (), None))
+        if not blk.value_identity:
+            continue
+        for a, b in ((i, j), (j, i)):
+            ga, gb = np.r_[G[a], cg[a]], np.r_[G[b], cg[b]]
+            lam = float(gb @ ga) / float(ga @ ga) if k is not None else 1.0
+            shared = lam ** float(k) * gates[:, a] if k is not None else gates[:, a]  # (b's gate, as a's)
+            mu = float(vals[:, b] @ vals[:, a]) / float(vals[:, a] @ vals[:, a]) if np.any(vals[:, a]) else 0.0
+            nu = float(W[:, b] @ W[:, a]) / float(W[:, a] @ W[:, a]) if np.any(W[:, a]) else 0.0
+            for merged in (np.outer(gates[:, a] * vals[:, a], W[:, a]) + np.outer(shared * mu * vals[:, a], W[:, b]),
+                           np.outer(gates[:, a] * vals[:, a] + shared * nu * vals[:, b], W[:, a])):
+                err = float(np.max(np.max(np.abs(pair - merged), axis=1) / den))
+                if math.isfinite(err):
+                    out.append((err, f"unit {b} merged into unit {a} (error {err:.2e})", (b,), (a,), None))
     return out
 
 

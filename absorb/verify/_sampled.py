@@ -90,13 +90,16 @@ def _climbed(within: Any, X: np.ndarray, rng: np.random.Generator, rounds: int =
     return True
 
 
-def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool) -> str | None:
+def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: bool = False) -> str | None:
     """Whether f can spare enough units within the tolerance, at this checker's own sampled inputs, to realise its
     skip in the freed slots (an antipodal pair per rank-one part; one unit where f grows quadratically,
-    ``one_per_rank``: a unit with a large bias is affine where f does not hide it): a unit whose output stays below
-    τ/2 of |f(x)|∞ + |x|∞ + |f(0)|∞, or one of a nearly collinear pair (cos ≥ 1 − 10⁻⁴) whose move onto the other's
-    line (its up row and bias scaled by λ, σ homogeneous of degree k ∈ {1, 2}; λ = 1 otherwise) changes f as
-    little; the errors add up to τ/2 at most. Ungated units only for the merges; a sample proves nothing (exit 4)."""
+    ``one_per_rank``, or a gated unit whose gate sees a constant with a nonzero value — ``biases`` (the class allows
+    them: an antipodal pair's map may then carry a constant too), or g(0) ≠ 0):
+    a unit whose output stays below τ/2 of |f(x)|∞ + |x|∞ + |f(0)|∞; one of a nearly collinear pair (cos ≥ 1 − 10⁻⁴;
+    the gate rows of a gated block) moved onto the other's line (its up row and bias scaled by λ, σ homogeneous of
+    degree k ∈ {1, 2}; λ = 1 otherwise), or a pair that nearly cancels; a nearly antipodal pair whose joint output is
+    as close to a map x ↦ v(u·x) (+ β), the map joining the skip; the errors add up to τ/2 at most. A sample
+    proves nothing (exit 4)."""
     import sympy as sp
 
     d, n = block.d, block.n
@@ -104,6 +107,8 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool) -> str | 
         return None
     rng = np.random.default_rng(seed + 7919)
     V = rng.standard_normal((48, d))
+    gated = block.W_gate is not None
+    kappa = 0.0  # (κ/|c| for pairs of a σ with σ(z) − σ(−z) = c·z + δ(z), |δ(z)| ≤ κ|z|)
     with np.errstate(all="ignore"):
         f0 = float(np.max(np.abs(block(np.zeros((1, d))))))
         if not math.isfinite(f0):
@@ -121,51 +126,122 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool) -> str | 
         top = np.max(np.abs(W), axis=0)
         U = np.asarray(block.W_up, dtype=np.float64)
         Z = X @ U.T + (0.0 if block.b_up is None else np.asarray(block.b_up, dtype=np.float64))
-        if block.W_gate is not None:
-            Y = X @ np.asarray(block.W_gate, dtype=np.float64).T + (0.0 if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64))
-            vals = block.activation(Y) * (Z if block.value_identity else block.value_activation(Z))
+        if gated:
+            Gb = np.column_stack([np.asarray(block.W_gate, dtype=np.float64),
+                                  np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)])
+            gate = block.activation(np.column_stack([X, np.ones(len(X))]) @ Gb.T)
+            lin = Z if block.value_identity else block.value_activation(Z)
+            vals = gate * lin
+            from absorb.verify._tolerance import _at_zero  # (exactly 0 where a float value at 0 is rounding)
+
+            at0 = [_at_zero(h) if h is not None else 0.0 for h in (block.activation, block.value_activation)]
+            if one_per_rank or biases or at0[0] != 0.0:  # (gate row 0: affine where the gate sees a constant c with g(c) ≠ 0)
+                one_per_rank = True
+            elif block.value_identity or at0[1] == 0.0:  # (bias-free, g(0) = 0 and h(0) = 0: no unit is linear)
+                return None
         else:
+            kappa = 0.0 if one_per_rank else _pair_defect(block, biases)
+            if kappa is None:  # (no pair of σ's units is nearly linear: freed slots realise no part of the skip)
+                return None
             vals = block.activation(Z)
-        cand = [(float(v), (i,), ()) for i, v in enumerate(np.max(np.abs(vals) * top / den[:, None], axis=0))]
-        if block.W_gate is None and n <= 4096:
+        cand: list[tuple[float, tuple[int, ...], tuple[int, ...], Any]] = [
+            (float(v), (i,), (), None) for i, v in enumerate(np.max(np.abs(vals) * top / den[:, None], axis=0))]
+        if n <= 4096:
             from absorb.verify._symbolic import homogeneous_of_degree
 
             k = next((k for k in (1, 2) if homogeneous_of_degree(block.activation.expr, sp.Integer(k))), None)
-            nrm = np.sqrt(np.sum(U * U, axis=1))
-            if np.all(nrm > 0):
-                cos = (U / nrm[:, None]) @ (U / nrm[:, None]).T
-                np.fill_diagonal(cos, -2.0)
-                ia, ib = np.nonzero(cos >= 1 - 1e-4)
-                keep = np.argsort(-cos[ia, ib], kind="stable")[:128]  # (the closest pairs, both orders, only)
-                for a, b in zip(ia[keep], ib[keep]):
-                    lam = float(U[b] @ U[a] / (U[a] @ U[a])) if k else 1.0
-                    there = lam**k * vals[:, a] if k else vals[:, a]
-                    cand.append((float(np.max(np.abs(vals[:, b] - there) * top[b] / den)), (int(b),), (int(a),)))
-                    if a < b:  # (the pair's joint output: two units that nearly cancel free both)
-                        joint = np.abs(vals[:, [a]] * W[:, a] + vals[:, [b]] * W[:, b]).max(axis=1)
-                        cand.append((float(np.max(joint / den)), (int(a), int(b)), ()))
-    if any(not math.isfinite(e) for e, _, _ in cand):
+            R = Gb if gated else U
+            for a, b in _near(R, 1.0):
+                joint = np.abs(np.outer(vals[:, a], W[:, a]) + np.outer(vals[:, b], W[:, b])).max(axis=1)
+                if a < b:  # (the pair's joint output: two units that nearly cancel free both)
+                    cand.append((float(np.max(joint / den)), (int(a), int(b)), (), None))
+                lam = float(R[b] @ R[a] / (R[a] @ R[a])) if k else 1.0
+                there = lam**k * (gate[:, a] if gated else vals[:, a]) if k else (gate[:, a] if gated else vals[:, a])
+                if not gated:
+                    cand.append((float(np.max(np.abs(vals[:, b] - there) * top[b] / den)), (int(b),), (int(a),), None))
+                elif block.value_identity:  # (b under a's gate, then one unit: value parts or down columns proportional)
+                    both = np.outer(vals[:, a], W[:, a]) + np.outer(vals[:, b], W[:, b])
+                    p = float(lin[:, b] @ lin[:, a] / (lin[:, a] @ lin[:, a])) if np.any(lin[:, a]) else 0.0
+                    q = float(W[:, b] @ W[:, a] / (W[:, a] @ W[:, a])) if np.any(W[:, a]) else 0.0
+                    for one in (np.outer(vals[:, a], W[:, a]) + np.outer(there * p * lin[:, a], W[:, b]),
+                                np.outer(vals[:, a] + there * q * lin[:, b], W[:, a])):
+                        cand.append((float(np.max(np.abs(both - one).max(axis=1) / den)), (int(b),), (int(a),), None))
+            if not gated:  # nearly antipodal pairs: joint output against v·(u_a·x) + β fitted (weights 1/den)
+                for a, b in _near(U, -1.0):
+                    if a < b:
+                        r = (np.outer(vals[:, a], W[:, a]) + np.outer(vals[:, b], W[:, b])) / den[:, None]
+                        basis = np.column_stack([X @ U[a]] + ([np.ones(len(X))] if biases else [])) / den[:, None]
+                        coef = np.linalg.lstsq(basis, r, rcond=None)[0]
+                        cand.append((float(np.max(np.abs(r - basis @ coef))), (int(a), int(b)), (), np.outer(coef[0], U[a])))
+    if any(not math.isfinite(e) for e, _, _, _ in cand):
         return None
-    gone = max(_take(cand, tol / 2), _take([t for t in cand if not t[2]], tol / 2), key=len)  # (joint pairs before merges)
     M = np.asarray(block.M, dtype=np.float64)
-    sv = np.linalg.svd(M, compute_uv=False) if np.all(np.isfinite(M)) else np.zeros(0)
-    with np.errstate(all="ignore"):  # (a part of the skip below τ·f's size at |x| = 1 needs no slot)
-        size = float(np.max(np.max(np.abs(block(V)), axis=1) / np.max(np.abs(V), axis=1)))
-    rank = int(np.sum(sv > tol * max(sv[0], size if math.isfinite(size) else 0.0))) if sv.size and sv[0] > 0 else 0
-    if not gone or len(gone) < (rank if one_per_rank else 2 * rank):
-        return None
-    return (f"at this checker's sampled inputs f can spare {len(gone)} unit(s) within the tolerance (negligible, or merged "
-            f"into a nearly collinear one), enough to realise the skip's {rank} rank-one part(s) in their slots: the exact "
-            "not_absorbable may contradict the tolerance")
+    for pick in (cand, [t for t in cand if not t[2]], [t for t in cand if t[3] is None]):  # (joint pairs before merges)
+        for left in (tol / 2, tol):
+            gone, extra, used = _take(pick, left)
+            r = len(gone) if one_per_rank else len(gone) // 2
+            A = M + sum(extra, np.zeros_like(M))
+            rest = miss = math.inf
+            if np.all(np.isfinite(A)):  # (what r rank-one parts leave of the map, at the sampled inputs; what pairs miss)
+                P, S, Qt = np.linalg.svd(A)
+                miss = kappa * float(np.sum(S[:r] * np.abs(P[:, :r]).max(axis=0) * np.abs(Qt[:r]).sum(axis=1)))
+                with np.errstate(all="ignore"):
+                    rest = 0.0 if r >= d else float(np.max(np.abs(X @ ((P[:, r:] * S[r:]) @ Qt[r:]).T).max(axis=1) / den))
+            if gone and used + rest + miss <= tol * (1 - 1e-3):
+                return (f"at this checker's sampled inputs f can spare {len(gone)} unit(s) within the tolerance "
+                        "(negligible, merged into a nearly collinear one, or a nearly antipodal pair taken as a linear "
+                        f"map), enough to realise the skip's {min(r, d)} largest rank-one part(s) in their slots, the rest "
+                        f"within {rest:.2e}: the exact not_absorbable may contradict the tolerance")
+    return None
 
 
-def _take(cand: list[tuple[float, tuple[int, ...], tuple[int, ...]]], left: float) -> set[int]:
-    """Units freed, cheapest first, while the errors fit in ``left`` (each unit once, none onto a freed unit)."""
+def _near(R: np.ndarray, sign: float) -> list[tuple[int, int]]:
+    """Ordered pairs (a, b), a ≠ b, of rows of R with sign·cos ≥ 1 − 10⁻⁴, the closest 128 (none with a zero row)."""
+    nrm = np.sqrt(np.sum(R * R, axis=1))
+    if not np.all(nrm > 0):
+        return []
+    cos = sign * ((R / nrm[:, None]) @ (R / nrm[:, None]).T)
+    np.fill_diagonal(cos, -2.0)
+    ia, ib = np.nonzero(cos >= 1 - 1e-4)
+    keep = np.argsort(-cos[ia, ib], kind="stable")[:128]
+    return [(int(a), int(b)) for a, b in zip(ia[keep], ib[keep])]
+
+
+def _take(cand: list[tuple[float, tuple[int, ...], tuple[int, ...], Any]], left: float) -> tuple[set[int], list[Any], float]:
+    """Units freed, cheapest first, while the errors fit in ``left`` (each unit once, none onto a freed unit), the
+    linear maps the chosen pairs hand to the freed slots, and the errors' sum."""
     gone: set[int] = set()
-    for e, frees, keeps in sorted(cand, key=lambda t: t[0]):
-        if e > left:
+    maps: list[Any] = []
+    used = 0.0
+    for e, frees, keeps, lin in sorted(cand, key=lambda t: t[0]):
+        if used + e > left:
             break
         if not gone & {*frees, *keeps}:
-            left -= e
+            used += e
             gone.update(frees)
-    return gone
+            maps += [] if lin is None else [lin]
+    return gone, maps, used
+
+
+def _pair_defect(block: Any, biases: bool) -> float | None:
+    """κ/|c| for this checker's antipodal pairs of σ: 0 where σ(z) − σ(−z) = c·z (or, with biases, a shifted flip) is
+    proved here (:func:`absorb.verify._shift._flip_or_shift`); else c = L₊ − L₋ from σ's slopes and κ ≥ sup |σ(z) −
+    σ(−z) − c·z|/|z| (:func:`absorb.verify._tolerance._defect`); None where neither is found."""
+    from fractions import Fraction
+
+    from absorb.model.activations import is_builtin
+    from absorb.verify._shift import _ends, _flip_or_shift
+    from absorb.verify._tolerance import _defect, _lipschitz
+
+    act = block.activation
+    f_zero = all(getattr(block, k) is None for k in ("b_up", "b_down"))
+    if _flip_or_shift(act, biases or not f_zero, f_zero)[0]:
+        return 0.0
+    ends = _ends(act)
+    if ends is None or abs(ends[0] - ends[1]) < 1e-9:
+        return None
+    c = float(Fraction(ends[0] - ends[1]).limit_denominator(1000))
+    if is_builtin(act):  # (a built-in σ with no flip identity — ELU, tanh — has no nearly linear pair)
+        return None
+    kappa = _defect(act, c, _lipschitz(block) is None) if c else None  # (exact at the break points of a piecewise-linear σ)
+    return kappa / abs(c) if kappa is not None else None

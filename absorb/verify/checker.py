@@ -260,7 +260,8 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         _must(ctx, near is None, w, "no residual-free block found by bound is within the tolerance of f", f"{near}")
         if verdict == "not_absorbable" and (near := sampled_near(orig, ctx.tol, ctx.seed)
                                             or contradiction(orig, ctx.tol, estimated=True, biases=bool(biases))
-                                            or spare_units(orig, ctx.tol, ctx.seed, th in _QUADRATIC and (bool(biases) or th == "relu2-linear"))):
+                                            or spare_units(orig, ctx.tol, ctx.seed, th in _QUADRATIC and (bool(biases) or th == "relu2-linear"),
+                                                        bool(biases))):
             ctx.report.unchecked(w, "the exact not_absorbable agrees with the tolerance", near)
         if verdict == "absorbable" and witness is not None:
             for f in (block,) if exact else (block, orig):  # (against f itself too where a normalisation rounds)
