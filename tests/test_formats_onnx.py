@@ -606,3 +606,22 @@ def test_a_half_precision_pow_exponent_is_not_moved(tmp_path: Path) -> None:
     onnx.save(m, str(tmp_path / "g.onnx"))
     ck = open_checkpoint(tmp_path / "g.onnx")
     assert ck.specs[0].activation == "gelu_tanh", ck.specs[0].activation
+
+
+def test_a_one_element_bias_is_broadcast_over_its_units(tmp_path: Path) -> None:
+    """An Add of a bias of shape (1,) broadcasts it (ONNX's rules): read as that value for every unit — up and down —
+    and the certificate verifies."""
+    rng = np.random.default_rng(3)
+    Wu, Wd = rng.standard_normal((N, D)).astype(np.float32), rng.standard_normal((D, N)).astype(np.float32)
+    g = _G()
+    z = g.op("Add", [g.op("MatMul", ["x", g.init("W1", Wu.T)], "/m/fc1/MatMul"), g.init("b1", np.array([0.5]))], "/m/fc1/Add")
+    y = g.op("MatMul", [g.op("Relu", [z], "/m/act"), g.init("W2", Wd.T)], "/m/fc2/MatMul")
+    y = g.op("Add", [y, g.init("b2", np.array([-0.25]))], "/m/fc2/Add")
+    path = g.save(tmp_path / "m.onnx", "x", g.op("Add", ["x", y], "/res"))
+    blk = next(iter(open_checkpoint(path).blocks()))
+    np.testing.assert_array_equal(blk.b_up, np.full(N, 0.5))
+    np.testing.assert_array_equal(blk.b_down, np.full(D, -0.25))
+    got = run_cli(str(path), "-q", "--certificate", str(tmp_path / "c.json"))
+    assert got.returncode in (0, 3) and not got.stderr, got.stderr
+    ver = run_absorb("verify", str(tmp_path / "c.json"))
+    assert ver.returncode == 0, ver.stdout[-400:]

@@ -426,6 +426,8 @@ class OnnxSource:
         if arr.dtype == np.float16:
             arr = arr.astype(np.float32)  # exact
         arr = np.ascontiguousarray(arr.T) if transpose else np.array(arr, copy=True)
+        if len(info.shape) == 1 and arr.shape == (1,) and tuple(info.shape) != (1,):  # (a one-element bias, broadcast)
+            arr = np.full(tuple(info.shape), arr[0], dtype=arr.dtype)
         if factor is not None:  # the graph scales the block's output: rows (and the bias) times a stored constant,
             # exact in float64 (two float32 or narrower significands fit in 53 bits)
             arr = arr.astype(np.float64) * (factor.reshape(-1, 1) if arr.ndim == 2 and factor.size > 1 else factor)
@@ -457,11 +459,13 @@ def read_onnx(path: Path, *, activation: str | None) -> tuple[dict[str, TensorIn
             virtual[key] = (init, not stored_out_in, None, scale[1] if scale else None)
         return key
 
-    def vector(init: str, scale: tuple[str, np.ndarray] | None = None) -> str:
+    def vector(init: str, length: int, scale: tuple[str, np.ndarray] | None = None) -> str:
         shp = g.shape(init)
         assert shp is not None
         t = g.init[init]
         key = (f"{scale[0]}·" if scale else "") + init
+        if tuple(shp) == (1,) and length != 1:  # (an Add of a one-element bias broadcasts it over every unit)
+            shp, key = (length,), f"{key}[broadcast to {length}]"
         tensors.setdefault(key, TensorInfo(key, path, _DTYPE.get(t.data_type, f"ONNX type {t.data_type}"), shp, 0, 0, 0))
         virtual.setdefault(key, (init, False, None, scale[1] if scale else None))
         return key
@@ -496,8 +500,8 @@ def read_onnx(path: Path, *, activation: str | None) -> tuple[dict[str, TensorIn
             name=name, layer=layer, family="onnx", up=register(up.weight, up.out_in),
             down=register(down.weight, down.out_in, scale),
             gate=register(gate.weight, gate.out_in) if gate else None,
-            b_up=vector(up.bias) if up.bias else None, b_gate=vector(gate.bias) if gate and gate.bias else None,
-            b_down=vector(down.bias, scale) if down.bias else None, activation=act,
+            b_up=vector(up.bias, n) if up.bias else None, b_gate=vector(gate.bias, n) if gate and gate.bias else None,
+            b_down=vector(down.bias, d_out, scale) if down.bias else None, activation=act,
             activation_source=f"the ONNX graph ({form} after {up.node or up.weight})" if activation is None else "--activation",
             residual=residual, d=d_out, n=n, skip=skip_key))
     if not specs:
