@@ -288,7 +288,8 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
             if kappa is None:  # (no pair of σ's units is nearly linear: freed slots realise no part of the skip)
                 return None
             H = blk.activation(Z)
-            moves = _merge_errors(blk, U, H, wmax, den) + _antipodal_pairs(blk, X, U, H, den, biases)
+            same, opposite = _close_pairs(U)
+            moves = _merge_errors(blk, same, U, H, wmax, den) + _antipodal_pairs(blk, opposite, X, U, H, den, biases)
         share = np.max(np.abs(H) * wmax / den[:, None], axis=0)  # unit i's sampled share
         shares = [float(v) for v in share if math.isfinite(v)]
     if len(shares) != n:
@@ -323,6 +324,14 @@ def _beyond_rank(A: np.ndarray, rank: int, X: np.ndarray, den: np.ndarray) -> tu
     defect scales); inf where A is not finite."""
     if not np.all(np.isfinite(A)):
         return math.inf, math.inf
+    a = np.diagonal(A)
+    if not np.any(A - np.diag(a)):  # (a diagonal skip, the identity most often: its singular triples are (|a_i|, ±e_i, e_i),
+        top = np.argsort(-np.abs(a), kind="stable")  # no SVD of a model-sized d × d matrix)
+        kept = float(np.sum(np.abs(a[top[:rank]])))
+        rest = np.zeros_like(a)
+        rest[top[rank:]] = a[top[rank:]]
+        out = float(np.max(np.max(np.abs(X * rest), axis=1) / den)) if rank < len(a) else 0.0
+        return (out if math.isfinite(out) else math.inf), kept
     P, S, Qt = np.linalg.svd(A)
     kept = float(np.sum(S[:rank] * np.max(np.abs(P[:, :rank]), axis=0) * np.sum(np.abs(Qt[:rank]), axis=1)))
     if rank >= A.shape[0]:
@@ -383,24 +392,27 @@ def _greedy(cands: list[_Cand], budget: float) -> tuple[list[str], list[np.ndarr
     return freed, maps, spent
 
 
-def _close_pairs(R: np.ndarray, sign: float = 1.0) -> list[tuple[int, int]]:
-    """Pairs i < j of rows of R with sign·cos ≥ 1 − 10⁻⁴, the closest first (at most :data:`_PAIRS_MAX`; none past
-    4096 rows or with a zero row)."""
+def _close_pairs(R: np.ndarray) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Pairs i < j of rows of R with cos ≥ 1 − 10⁻⁴ (nearly collinear), and with cos ≤ −1 + 10⁻⁴ (nearly antipodal),
+    the closest first (at most :data:`_PAIRS_MAX` each; none past 4096 rows or with a zero row)."""
     n = R.shape[0]
     norms = np.linalg.norm(R, axis=1)
     if n > 4096 or np.any(norms == 0):
-        return []
-    C = sign * ((R / norms[:, None]) @ (R / norms[:, None]).T)
-    iu = np.nonzero(np.triu(C, 1) >= 1 - 1e-4)
-    order = np.argsort(-C[iu], kind="stable")[:_PAIRS_MAX]  # (the most nearly collinear pairs only: a Python loop each)
-    return [(int(i), int(j)) for i, j in zip(iu[0][order], iu[1][order])]
+        return [], []
+    C = np.triu((R / norms[:, None]) @ (R / norms[:, None]).T, 1)  # (one n × n product for both signs)
+    out = []
+    for sign in (1.0, -1.0):
+        iu = np.nonzero(sign * C >= 1 - 1e-4)
+        order = np.argsort(-sign * C[iu], kind="stable")[:_PAIRS_MAX]  # (the closest pairs only: a Python loop each)
+        out.append([(int(i), int(j)) for i, j in zip(iu[0][order], iu[1][order])])
+    return out[0], out[1]
 
 
-def _merge_errors(blk: Block, U: np.ndarray, H: np.ndarray, wmax: np.ndarray, den: np.ndarray) -> list[_Cand]:
-    """Candidates (:data:`_Cand`) for nearly collinear pairs (cos ≥ 1 − 10⁻⁴, n ≤ 4096): unit b moved onto unit a's
-    line (frees b, keeps a), and the pair's joint output (frees both: two units that nearly cancel). ``H``: σ at the
+def _merge_errors(blk: Block, pairs: list[tuple[int, int]], U: np.ndarray, H: np.ndarray, wmax: np.ndarray,
+                  den: np.ndarray) -> list[_Cand]:
+    """Candidates (:data:`_Cand`) for nearly collinear pairs (:func:`_close_pairs`): unit b moved onto unit a's line
+    (frees b, keeps a), and the pair's joint output (frees both: two units that nearly cancel). ``H``: σ at the
     sampled pre-activations, one column per unit."""
-    pairs = _close_pairs(U)
     if not pairs:
         return []
     hom = _analysis(blk.activation, "homogeneity")  # (read only where a pair is near: no σ fact otherwise)
@@ -420,14 +432,15 @@ def _merge_errors(blk: Block, U: np.ndarray, H: np.ndarray, wmax: np.ndarray, de
     return out
 
 
-def _antipodal_pairs(blk: Block, X: np.ndarray, U: np.ndarray, H: np.ndarray, den: np.ndarray, biases: bool) -> list[_Cand]:
-    """Candidates (:data:`_Cand`) for nearly antipodal pairs (cos ≤ −1 + 10⁻⁴): their joint output r(x) against the
+def _antipodal_pairs(blk: Block, pairs: list[tuple[int, int]], X: np.ndarray, U: np.ndarray, H: np.ndarray, den: np.ndarray,
+                     biases: bool) -> list[_Cand]:
+    """Candidates (:data:`_Cand`) for nearly antipodal pairs (:func:`_close_pairs`): their joint output r(x) against the
     map v·(u_i·x) + β fitted to it (least squares weighted by 1/den; β = 0 unless g may have biases) — where
     σ(z) − σ(−z) = c·z the pair is nearly that map, and a residual-free g spends both slots elsewhere, the map
     v u_iᵀ joining the skip its freed slots realise (β in b_down)."""
     W = np.asarray(blk.W_down, dtype=np.float64)
     out: list[_Cand] = []
-    for i, j in _close_pairs(U, -1.0):
+    for i, j in pairs:
         r = (np.outer(H[:, i], W[:, i]) + np.outer(H[:, j], W[:, j])) / den[:, None]
         z = X @ U[i]
         A = np.column_stack([z, np.ones_like(z)] if biases else [z]) / den[:, None]
@@ -447,7 +460,7 @@ def _gated_merges(blk: Block, X: np.ndarray, gates: np.ndarray, Z: np.ndarray, d
     for the merges."""
     G = np.asarray(blk.W_gate, dtype=np.float64)
     cg = np.zeros(blk.n) if blk.b_gate is None else np.asarray(blk.b_gate, dtype=np.float64)
-    pairs = _close_pairs(np.column_stack([G, cg]))
+    pairs = _close_pairs(np.column_stack([G, cg]))[0]
     if not pairs:
         return []
     W = np.asarray(blk.W_down, dtype=np.float64)

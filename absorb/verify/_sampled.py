@@ -182,7 +182,16 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
             r = len(gone) if one_per_rank else len(gone) // 2
             A = M + sum(extra, np.zeros_like(M))
             rest = miss = math.inf
-            if np.all(np.isfinite(A)):  # (what r rank-one parts leave of the map, at the sampled inputs; what pairs miss)
+            if not np.all(np.isfinite(A)):
+                pass
+            elif np.count_nonzero(A - np.diag(np.diag(A))) == 0:  # (diagonal, the identity most often: no d × d SVD)
+                diag = np.diag(A).copy()
+                big = np.argsort(np.abs(diag))[::-1][:r]
+                miss = kappa * float(np.sum(np.abs(diag[big])))
+                diag[big] = 0.0
+                with np.errstate(all="ignore"):
+                    rest = float(np.max(np.abs(X * diag).max(axis=1) / den))
+            else:  # (what r rank-one parts leave of the map, at the sampled inputs; what pairs miss)
                 P, S, Qt = np.linalg.svd(A)
                 miss = kappa * float(np.sum(S[:r] * np.abs(P[:, :r]).max(axis=0) * np.abs(Qt[:r]).sum(axis=1)))
                 with np.errstate(all="ignore"):
