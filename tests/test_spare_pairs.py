@@ -90,3 +90,20 @@ def test_gated_units_with_nearly_equal_gates_merge(act: str) -> None:
     assert bd.verdict is not Verdict.NOT_ABSORBABLE, bd.reason
     assert spare_units(f, 1e-2, 0, False, True) is not None  # (the checker's screen: one slot per rank with biases)
     assert spare_units(f, 1e-2, 0, False, False) is None  # (bias-free: a gate with g(0) = 0 makes no linear unit)
+
+
+def test_a_diagonal_skip_is_split_as_its_svd_would() -> None:
+    """The producer reads a diagonal skip's parts off its diagonal (no d × d SVD): the same remainder and kept sum as
+    the SVD route gives, for every rank."""
+    from absorb.engine.tolerance import _beyond_rank
+
+    rng = np.random.default_rng(2)
+    A = np.diag([3.0, -1.0, 0.5, 2.0, -0.25])
+    X = rng.standard_normal((50, 5))
+    den = 1 + np.abs(X).max(axis=1)
+    for r in range(6):
+        P, S, Qt = np.linalg.svd(A)
+        rest = float(np.max(np.abs(X @ ((P[:, r:] * S[r:]) @ Qt[r:]).T).max(axis=1) / den)) if r < 5 else 0.0
+        kept = float(np.sum(S[:r] * np.abs(P[:, :r]).max(axis=0) * np.abs(Qt[:r]).sum(axis=1)))
+        got = _beyond_rank(A, r, X, den)
+        assert got == pytest.approx((rest, kept), rel=1e-12, abs=1e-15)
