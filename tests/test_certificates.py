@@ -180,6 +180,7 @@ TAMPERINGS = [
     ("overall verdict changed", "generic_relu", _set(["verdict"], "absorbable"), "overall verdict"),
     ("wrong theorem for ReLU (degree)", "generic_relu", _degree_for_relu, "homogeneous of degree 2"),
     ("changed weight hash", "generic_relu", _set(["blocks", 0, "weights", "W_up", "sha256"], "0" * 64), "SHA-256 of W_up"),
+    ("changed recorded shape", "generic_relu", _set(["blocks", 0, "weights", "W_up", "shape"], [1, 1]), "with shape (1, 1)"),
     ("changed activation", "generic_relu", _set(["blocks", 0, "activation_function", "srepr"], "Symbol('x')"), "activation"),
     ("raised tolerance", "generic_relu", _set(["parameters", "tolerance"], 2.0), "tolerance"),
     ("changed degree k", "relu2", lambda d: d["blocks"][0]["argument"].update(k=3, k_activation=3), "homogeneous of degree 3"),
