@@ -558,12 +558,25 @@ def _check_witness(e: Entry, path: Path) -> float:
     return worst
 
 
+def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """``np.savez`` with a fixed timestamp on every member, so that running the script twice writes the same bytes
+    (``np.savez`` stamps each member with the current time)."""
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as z:
+        for key, a in arrays.items():
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.asanyarray(a), allow_pickle=False)
+            z.writestr(zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0)), buf.getvalue())
+
+
 def main() -> None:
     expected: dict[str, Any] = {}
     rows = []
     for e in entries():
         path = HERE / f"{e.name}.npz"
-        np.savez(path, **e.arrays)
+        _save_npz(path, e.arrays)
         if e.truth == A:
             assert e.witness is not None or e.flip is not None, f"{e.name}: a true 'absorbable' needs a witness"
             err = _check_witness(e, path)
