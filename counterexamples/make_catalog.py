@@ -3,7 +3,9 @@
     python counterexamples/make_catalog.py
 
 Deterministic: every array is written out literally or drawn from ``default_rng`` with a
-fixed seed. Each entry states what it shows, the verdict the *current* engine is expected
+fixed seed, and each ``.npz`` member has a fixed timestamp, so a rerun on the same machine
+writes the same bytes. Arrays computed by linear algebra (``pinv``, ``null_space``, products)
+may differ in their last bits under another BLAS build; the shipped files are the reference. Each entry states what it shows, the verdict the *current* engine is expected
 to give (hand-written, with the reason; ``tests/test_catalog.py`` compares it with
 ``absorb check --json``), and the mathematically true answer. Where the truth is
 "absorbable" the entry carries an explicit residual-free block, and this script checks
