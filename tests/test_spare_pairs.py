@@ -19,10 +19,12 @@ _FLIP = {"relu": 1.0, "gelu": 1.0, "silu": 1.0, "leaky_relu": 1.01}
 """c with σ(z) − σ(−z) = c·z."""
 
 
-def _measured(f: Block, g: Block, seed: int = 5) -> float:
-    """max |f(x) − g(x)|∞ / (|f(x)|∞ + |x|∞ + |f(0)|∞) over random x at scales 10⁻⁴ … 10⁸ (a fresh sample)."""
-    rng = np.random.default_rng(seed)
-    X = np.vstack([rng.standard_normal((400, f.d)) * t for t in 10.0 ** np.arange(-4, 9)])
+def _measured(f: Block, g: Block) -> float:
+    """max |f(x) − g(x)|∞ / (|f(x)|∞ + |x|∞ + |f(0)|∞) over a sweep of 20001 directions of the plane (d = 2) at scales
+    10⁻⁴ … 10¹⁰: dense enough to meet the thin wedges next to the units' hyperplanes, where random inputs miss the
+    largest errors."""
+    th = np.linspace(0, 2 * np.pi, 20001)
+    X = np.vstack([np.column_stack([np.cos(th), np.sin(th)]) * t for t in 10.0 ** np.arange(-4, 11)])
     f0 = float(np.max(np.abs(f(np.zeros((1, f.d))))))
     return float(np.max(np.max(np.abs(f(X) - g(X)), axis=1) / (np.max(np.abs(f(X)), axis=1) + np.max(np.abs(X), axis=1) + f0)))
 
@@ -63,21 +65,26 @@ def test_a_pair_that_adds_to_the_skip_or_is_far_from_linear_frees_nothing(act: s
 
 
 def _gated_pairs(act: str) -> tuple[Block, Block]:
-    """f: bias-free gated (d = 2, identity skip), units 0/1 with gates 2⁻²⁰ apart and equal down columns, units 2/3
-    with gates 2⁻²⁰ apart and value rows u, 2u; g (with biases): unit 1 merged into 0 (value rows added), unit 3
-    into 2 (down columns added), and the two freed units with gate row 0, gate bias 8 and value rows e_j / σ_g(8):
-    σ_g(8)·(e_j·x)/σ_g(8) = x_j — the skip, exactly."""
+    """f: bias-free gated (d = 2, identity skip) with four units whose quadratic part 10·e₁|x|² makes f grow like |x|²
+    in every direction (g(z)·z − g(−z)·z = z² for these gates), units 4/5 with gates 2⁻¹⁴ apart and equal down
+    columns, units 6/7 with gates 2⁻¹⁴ apart and value rows z, 2z; g (with biases): the same four units, unit 5
+    merged into 4 (value rows added), unit 7 into 6 (down columns added), and the two freed units with gate row 0,
+    gate bias 8 and value rows e_j / g(8): g(8)·(e_j·x)/g(8) = x_j — the skip, exactly. A merge moves f by about
+    2⁻¹⁴|x|², which f's coercive quadratic part keeps within the tolerance (where f grew like |x| in some direction,
+    no merge of distinct gates would be: the error grows like |x|² there)."""
     rng = np.random.default_rng(4)
     a, b, u, v, w, z = (rng.standard_normal(2) for _ in range(6))
-    G = np.array([a, a + 2.0**-20 * rng.standard_normal(2), b, b + 2.0**-20 * rng.standard_normal(2)])
-    U = np.array([u, v, z, 2 * z])
-    D = np.column_stack([w, w, rng.standard_normal(2), rng.standard_normal(2)])
+    E = np.eye(2)
+    Gc, Uc, Dc = np.array([E[0], -E[0], E[1], -E[1]]), np.array([E[0], -E[0], E[1], -E[1]]), 10 * np.column_stack([E[0]] * 4)
+    G = np.vstack([Gc, [a, a + 2.0**-14 * rng.standard_normal(2), b, b + 2.0**-14 * rng.standard_normal(2)]])
+    U = np.vstack([Uc, [u, v, z, 2 * z]])
+    D = np.column_stack([Dc, w, w, rng.standard_normal(2), rng.standard_normal(2)])
     sigma = get_activation(act)
     f = Block(W_up=U, W_gate=G, W_down=D, activation=sigma, skip=np.eye(2))
     s8 = float(np.asarray(sigma(np.array([8.0]))).reshape(-1)[0])
-    Dg = np.column_stack([w, D[:, 2] + 2 * D[:, 3], [1.0, 0.0], [0.0, 1.0]])
-    g = Block(W_up=np.array([u + v, z, [1 / s8, 0.0], [0.0, 1 / s8]]), W_gate=np.array([a, b, [0.0, 0.0], [0.0, 0.0]]),
-              W_down=Dg, activation=sigma, skip=np.zeros((2, 2)), b_gate=np.array([0.0, 0.0, 8.0, 8.0]))
+    Dg = np.column_stack([Dc, w, D[:, 6] + 2 * D[:, 7], [1.0, 0.0], [0.0, 1.0]])
+    g = Block(W_up=np.vstack([Uc, [u + v, z, [1 / s8, 0.0], [0.0, 1 / s8]]]), W_gate=np.vstack([Gc, [a, b, [0.0, 0.0], [0.0, 0.0]]]),
+              W_down=Dg, activation=sigma, skip=np.zeros((2, 2)), b_gate=np.r_[np.zeros(6), 8.0, 8.0])
     return f, g
 
 
@@ -105,5 +112,98 @@ def test_a_diagonal_skip_is_split_as_its_svd_would() -> None:
         P, S, Qt = np.linalg.svd(A)
         rest = float(np.max(np.abs(X @ ((P[:, r:] * S[r:]) @ Qt[r:]).T).max(axis=1) / den)) if r < 5 else 0.0
         kept = float(np.sum(S[:r] * np.abs(P[:, :r]).max(axis=0) * np.abs(Qt[:r]).sum(axis=1)))
-        got = _beyond_rank(A, r, X, den)
+        got = _beyond_rank(A, [], r, X, den)
         assert got == pytest.approx((rest, kept), rel=1e-12, abs=1e-15)
+
+
+@pytest.mark.parametrize("d,rank,m", [(5, 1, 1), (5, 2, 1), (6, 3, 2), (6, 4, 2), (6, 6, 1), (7, 5, 3), (4, 0, 1)])
+def test_an_identity_skip_with_maps_is_split_as_its_svd_would(d: int, rank: int, m: int) -> None:
+    """A = c·I + Σ v uᵀ is split in the maps' span (no d × d SVD): the same remainder as the SVD route gives at the
+    sampled inputs where A's r largest triples all lie in the maps' span, and a rank ≤ r split otherwise."""
+    from absorb.engine.tolerance import _beyond_rank
+
+    rng = np.random.default_rng(d + rank + m)
+    X = rng.standard_normal((60, d))
+    den = 1 + np.abs(X).max(axis=1)
+    for c in (1.0, -2.0, 0.0):
+        maps = [(rng.standard_normal(d), rng.standard_normal(d)) for _ in range(m)]
+        A = c * np.eye(d) + sum(np.outer(v, u) for v, u in maps)
+        P, S, Qt = np.linalg.svd(A)
+        rest = float(np.max(np.abs(X @ ((P[:, rank:] * S[rank:]) @ Qt[rank:]).T).max(axis=1) / den)) if rank < d else 0.0
+        got = _beyond_rank(c * np.eye(d), maps, rank, X, den)[0]
+        if rank <= int(np.sum(S > abs(c) * (1 + 1e-9))) or rank >= d:  # (the r largest triples all in the maps' span)
+            assert got == pytest.approx(rest, rel=1e-9, abs=1e-12), (c, got, rest)
+        else:  # (else some rank ≤ r split: what it leaves is |c| on the rest of the complement at most)
+            assert 0 <= got <= rest + abs(c) * float(np.max(np.abs(X).max(axis=1) / den)) + 1e-12, (c, got, rest)
+
+
+@pytest.mark.parametrize("d,rank,m", [(5, 1, 1), (5, 2, 1), (6, 3, 2), (6, 4, 2), (6, 6, 1), (7, 5, 3), (4, 0, 1)])
+def test_the_checker_splits_an_identity_skip_with_maps_as_its_svd_would(d: int, rank: int, m: int) -> None:
+    """The checker's own split of A = c·I + Σ v uᵀ (absorb.verify._sampled): the SVD route's remainder."""
+    from absorb.verify._sampled import _leftover
+
+    rng = np.random.default_rng(7 * d + rank + m)
+    X = rng.standard_normal((60, d))
+    den = 1 + np.abs(X).max(axis=1)
+    for c in (1.0, -2.0, 0.0):
+        maps = [(rng.standard_normal(d), rng.standard_normal(d)) for _ in range(m)]
+        A = c * np.eye(d) + sum(np.outer(v, u) for v, u in maps)
+        P, S, Qt = np.linalg.svd(A)
+        rest = float(np.max(np.abs(X @ ((P[:, rank:] * S[rank:]) @ Qt[rank:]).T).max(axis=1) / den)) if rank < d else 0.0
+        got = _leftover(c * np.eye(d), maps, rank, 0.0, X, den)[0]
+        if rank <= int(np.sum(S > abs(c) * (1 + 1e-9))) or rank >= d:
+            assert got == pytest.approx(rest, rel=1e-9, abs=1e-12), (c, got, rest)
+        else:
+            assert 0 <= got <= rest + abs(c) * float(np.max(np.abs(X).max(axis=1) / den)) + 1e-12, (c, got, rest)
+
+
+def test_scaled_pairs_serve_where_f0_is_not_zero() -> None:
+    """σ = Max(0, x + 1) (bias-free, σ(0) = 1, no flip identity: σ(z) − σ(−z) − z is bounded, not o(1)·|z| at 0), a
+    rank-one skip and two negligible units: the pair (t e₁, e₁/t), (−t e₁, −e₁/t) gives x₁ + δ(t x₁)/t with |δ| ≤ 1,
+    a constant within τ|f(0)| for t large — f is within the tolerance of a bias-free g (built here, t = 2³⁰), and
+    neither side may call it not_absorbable."""
+    rng = np.random.default_rng(1)
+    U, D = rng.standard_normal((6, 2)), rng.standard_normal((2, 6))
+    D[:, 4:] *= 1e-9
+    sigma = get_activation("expr:Max(0, x + 1)")
+    f = Block(W_up=U, W_down=D, activation=sigma, skip=np.diag([1.0, 0.0]))
+    t = 2.0**30
+    g = Block(W_up=np.vstack([U[:4], [[t, 0.0], [-t, 0.0]]]), W_down=np.hstack([D[:, :4], [[1 / t, -1 / t], [0.0, 0.0]]]),
+              activation=sigma, skip=np.zeros((2, 2)))
+    assert _measured(f, g) < 1e-6
+    assert decide_block(f, tol=1e-3).verdict is not Verdict.NOT_ABSORBABLE
+    assert spare_units(f, 1e-3, 0, False) is not None
+
+
+def test_a_flipped_unit_merges_into_its_opposite() -> None:
+    """σ(−z) = σ(z) − z: a unit nearly opposite another, with its own down column, is that unit's line plus a linear map
+    that joins the skip — here the skip then has rank one, and the freed slot with a negligible unit holds the pair
+    (the construction of a red-team case, d = 2, n = 5, ReLU): not not_absorbable at τ = 10⁻³, on either side."""
+    rng = np.random.default_rng(11)
+    U = rng.standard_normal((5, 2))
+    D = np.column_stack([w * np.sign(w @ u) for w, u in zip(rng.standard_normal((5, 2)), U)])
+    u = U[0]
+    th = np.arctan2(u[1], u[0]) + 1e-4
+    U[1] = -np.linalg.norm(u) * np.array([np.cos(th), np.sin(th)])
+    D[:, 1] = u / (u @ u) + 0.7 * np.array([-u[1], u[0]]) / np.linalg.norm(u)
+    D[:, 2] *= 1e-12
+    f = Block(W_up=U, W_down=D, activation=get_activation("relu"), skip=np.eye(2))
+    A = np.eye(2) - np.outer(D[:, 1], U[0])
+    P, S, Qt = np.linalg.svd(A)
+    g = Block(W_up=np.vstack([U[0], Qt[0], -Qt[0], U[3], U[4]]), activation=f.activation, skip=np.zeros((2, 2)),
+              W_down=np.column_stack([D[:, 0] + D[:, 1], S[0] * P[:, 0], -S[0] * P[:, 0], D[:, 3], D[:, 4]]))
+    assert _measured(f, g) < 5e-4
+    assert decide_block(f, tol=1e-3).verdict is not Verdict.NOT_ABSORBABLE
+    assert spare_units(f, 1e-3, 0, False) is not None
+
+
+def test_a_bounded_value_branch_makes_no_linear_unit() -> None:
+    """GLU with h = tanh and biases: a unit with gate row 0 is g(c)·tanh(u·x + b), bounded — freed slots realise no
+    part of the skip, and the boundedness verdict stands on both sides."""
+    rng = np.random.default_rng(2)
+    G, U, D = rng.standard_normal((4, 2)), rng.standard_normal((4, 2)), rng.standard_normal((2, 4))
+    D[:, 2:] *= 1e-9
+    f = Block(W_up=U, W_gate=G, W_down=D, activation=get_activation("sigmoid"), skip=np.eye(2),
+              value_activation=get_activation("tanh"), b_up=rng.standard_normal(4))
+    assert decide_block(f, tol=1e-3).verdict is Verdict.NOT_ABSORBABLE
+    assert spare_units(f, 1e-3, 0, False, True) is None

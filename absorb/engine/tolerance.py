@@ -13,6 +13,7 @@ sample for B dominating its skip. What it finds only ever withholds a verdict (t
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -254,11 +255,39 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
     if n * d > _SPARE_MAX:
         return None
     rng = np.random.default_rng(seed + 17)
-    dirs = rng.standard_normal((64, d))
+    U = np.asarray(blk.W_up, dtype=np.float64)
+    W = np.asarray(blk.W_down, dtype=np.float64)
+    c = np.zeros(n) if blk.b_up is None else np.asarray(blk.b_up, dtype=np.float64)
     with np.errstate(all="ignore"):
         f0 = float(np.max(np.abs(blk(np.zeros((1, d))))))
-        if not math.isfinite(f0):
+    if not math.isfinite(f0):
+        return None
+    kappa = 0.0  # (κ/|c| with σ(z) − σ(−z) = c·z + δ(z), |δ(z)| ≤ κ|z|: what a pair's realisation misses)
+    if blk.gated:
+        # (a unit with gate row 0 is g(c)·h(u·x + b): affine where h is (h(z) = z here) and its gate sees a constant
+        # c with g(c) ≠ 0 — biases allowed, or g(0) ≠ 0; else no gated unit is linear and freed slots realise nothing)
+        if not blk.value_identity or not (one_per_rank or biases or _at_zero(blk.activation) != 0.0):
             return None
+        one_per_rank = True
+        G = np.asarray(blk.W_gate, dtype=np.float64)
+        cg = np.zeros(n) if blk.b_gate is None else np.asarray(blk.b_gate, dtype=np.float64)
+        R = np.column_stack([G, cg])
+    else:
+        if not one_per_rank:
+            kappa = _pair_defect(blk.activation, biases, blk.has_bias, f0 > 0)  # type: ignore[assignment]
+            if kappa is None:  # (no pair of σ's units is nearly linear: freed slots realise no part of the skip)
+                return None
+        R = np.column_stack([U, c])
+    def degree() -> object:  # (σ's degree of homogeneity: read only where a pair is near — reading a fact parses it)
+        hom = _analysis(blk.activation, "homogeneity")
+        return hom.value.get("k") if hom.proved else None
+
+    with np.errstate(all="ignore"):
+        same, opposite = _close_pairs(R, W * (np.abs(U).sum(axis=1) if blk.gated else 1.0), degree)
+        k = degree() if same or opposite else None
+        # (random directions, and for the closest pairs the directions where their difference shows most: the sign
+        # vector of the rows' difference, and its part on the first unit's hyperplane)
+        dirs = np.vstack([rng.standard_normal((64, d)), _pair_directions(R[:, :d], same, opposite, k)])
         reach = _bias_reach(blk)  # (units that switch on only far out: sampled there too)
         scales = [1e-4, 1e-2, 1.0, 1e2, 1e4, 1e6, 1e8] + ([max(f0, 1.0) ** 0.5, max(f0, 1.0)] if f0 > 0 else []) + reach
         X = np.vstack([dirs * t for t in scales])
@@ -266,32 +295,18 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
         den = np.max(np.abs(F), axis=1) + np.max(np.abs(X), axis=1) + f0
         if not np.all(np.isfinite(den)) or np.any(den <= 0):
             return None
-        wmax = np.max(np.abs(np.asarray(blk.W_down, dtype=np.float64)), axis=0)  # |w_i|∞
-        U = np.asarray(blk.W_up, dtype=np.float64)
-        c = np.zeros(n) if blk.b_up is None else np.asarray(blk.b_up, dtype=np.float64)
+        wmax = np.max(np.abs(W), axis=0)  # |w_i|∞
         Z = X @ U.T + c
-        kappa = 0.0  # (κ/|c| with σ(z) − σ(−z) = c·z + δ(z), |δ(z)| ≤ κ|z|: what a pair's realisation misses)
         if blk.gated:
-            G = np.asarray(blk.W_gate, dtype=np.float64)
-            cg = np.zeros(n) if blk.b_gate is None else np.asarray(blk.b_gate, dtype=np.float64)
             gates = blk.activation(X @ G.T + cg)
-            H = gates * (blk.value_activation(Z) if not blk.value_identity else Z)
-            moves = _gated_merges(blk, X, gates, Z, den)
-            # (a unit with gate row 0 is affine where its gate sees a constant c with g(c) ≠ 0; bias-free with g(0) = 0,
-            # up row 0 makes it g(G x)·h(0), an ungated unit for a pair, where h(0) ≠ 0 — else no unit is linear)
-            if one_per_rank or biases or _at_zero(blk.activation) != 0.0:
-                one_per_rank = True
-            elif blk.value_identity or _at_zero(blk.value_activation) == 0.0:
-                return None
+            H = gates * Z
+            moves = _gated_merges(blk, same, X, gates, Z, den)
         else:
-            kappa = 0.0 if one_per_rank else _pair_defect(blk.activation, biases, blk.has_bias)
-            if kappa is None:  # (no pair of σ's units is nearly linear: freed slots realise no part of the skip)
-                return None
             H = blk.activation(Z)
-            same, opposite = _close_pairs(U)
-            moves = _merge_errors(blk, same, U, H, wmax, den) + _antipodal_pairs(blk, opposite, X, U, H, den, biases)
+            moves = _merge_errors(blk, same, U, H, wmax, den, k)
+        moves += _antipodal_pairs(blk, opposite, X, U, H, den, biases)
         share = np.max(np.abs(H) * wmax / den[:, None], axis=0)  # unit i's sampled share
-        shares = [float(v) for v in share if math.isfinite(v)]
+    shares = [float(v) for v in share if math.isfinite(v)]
     if len(shares) != n:
         return None
     tiny = [(v, f"unit {i} (share {v:.2e})", (i,), (), None) for i, v in enumerate(shares)]
@@ -301,14 +316,21 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
     # (a near-cancelling pair frees both units jointly, where merging one into the other first would free one; an
     # antipodal pair's map joins the skip, which may raise its rank: each choice of candidates is tried, at half the
     # tolerance and at the whole, the skip's parts past what the freed slots realise counted against what is left)
-    for cands in (tiny + moves, tiny + [m for m in moves if not m[3]], tiny + [m for m in moves if m[4] is None]):
+    seen: dict[tuple[tuple[int, ...], int], tuple[float, float]] = {}
+    flips = {id(m) for m in moves if m[3] and m[4] is not None}  # (a flipped merge: which of the two units stays matters)
+    for cands in (tiny + moves, tiny + [m for m in moves if not m[3]], tiny + [m for m in moves if m[4] is None],
+                  tiny + [m for m in moves if id(m) not in flips or m[3][0] < m[2][0]],
+                  tiny + [m for m in moves if id(m) not in flips or m[3][0] > m[2][0]]):
         for budget in (tol / 2, tol):
             freed, maps, spent = _greedy(cands, budget)
             if not freed:
                 continue
             rank = len(freed) if one_per_rank else len(freed) // 2
-            with np.errstate(all="ignore"):
-                drop, kept = _beyond_rank(M + sum(maps, np.zeros_like(M)), rank, X, den)
+            key = (tuple(sorted(id(m) for m in maps)), rank)  # (the choices often agree: one SVD of a d × d map each)
+            if key not in seen:
+                with np.errstate(all="ignore"):
+                    seen[key] = _beyond_rank(M, maps, rank, X, den)
+            drop, kept = seen[key]
             if spent + drop + kappa * kept <= tol * (1 - 1e-3):
                 named = list(dict.fromkeys(freed))  # (a pair frees two slots: named once)
                 return (f"Unknown: f can spare {len(freed)} unit(s) within the tolerance ({', '.join(named[:4])}"
@@ -318,41 +340,72 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
     return None
 
 
-def _beyond_rank(A: np.ndarray, rank: int, X: np.ndarray, den: np.ndarray) -> tuple[float, float]:
-    """(max over the sampled x of |A_r x|∞/den(x), A_r the part of A past its ``rank`` largest singular triples (what
-    slots that realise those leave of the map x ↦ A x); Σ s|p|∞|q|₁ over those triples (s, p, q), which a pair's
-    defect scales); inf where A is not finite."""
-    if not np.all(np.isfinite(A)):
+def _beyond_rank(M: np.ndarray, maps: list[tuple[np.ndarray, np.ndarray]], rank: int, X: np.ndarray,
+                 den: np.ndarray) -> tuple[float, float]:
+    """For A = M + Σ v uᵀ over ``maps``: (max over the sampled x of |A_r x|∞/den(x), A_r the part of A past its
+    ``rank`` largest singular triples — what slots that realise those leave of x ↦ A x; Σ s|p|∞|q|₁ over those triples
+    (s, p, q), which a pair's defect scales); inf where A is not finite. No d × d SVD where M is diagonal and no map
+    joins it (its triples are (|m_i|, ±e_i, e_i)), nor where M = c·I (the identity skip) with maps: A = c·I on the
+    complement of the maps' span Q, and Qᵀ A Q is small."""
+    d = M.shape[0]
+    if not (np.all(np.isfinite(M)) and all(np.all(np.isfinite(v)) and np.all(np.isfinite(u)) for v, u in maps)):
         return math.inf, math.inf
-    a = np.diagonal(A)
-    if not np.any(A - np.diag(a)):  # (a diagonal skip, the identity most often: its singular triples are (|a_i|, ±e_i, e_i),
-        top = np.argsort(-np.abs(a), kind="stable")  # no SVD of a model-sized d × d matrix)
+    a = np.diagonal(M)
+    diagonal = not np.any(M - np.diag(a))
+    if diagonal and not maps:
+        top = np.argsort(-np.abs(a), kind="stable")
         kept = float(np.sum(np.abs(a[top[:rank]])))
         rest = np.zeros_like(a)
         rest[top[rank:]] = a[top[rank:]]
-        out = float(np.max(np.max(np.abs(X * rest), axis=1) / den)) if rank < len(a) else 0.0
+        out = float(np.max(np.max(np.abs(X * rest), axis=1) / den)) if rank < d else 0.0
         return (out if math.isfinite(out) else math.inf), kept
+    if diagonal and np.all(a == a[0]) and 2 * len(maps) < d:
+        c = float(a[0])
+        V, Uu = np.column_stack([v for v, _ in maps]), np.column_stack([u for _, u in maps])
+        Q = np.linalg.qr(np.column_stack([V, Uu]))[0]  # (d × q, q ≤ 2·len(maps))
+        B = c * np.eye(Q.shape[1]) + (Q.T @ V) @ (Uu.T @ Q)
+        Pb, Sb, Qbt = np.linalg.svd(B)
+        q = Q.shape[1]
+        mine = min(int(np.sum(Sb >= abs(c))), rank)  # (the r largest: B's above |c|, the complement's d − q of value |c|,
+        other = min(rank - mine, d - q)  # then B's below)
+        mine = min(rank - other, q)
+        # (part of the complement only: counted whole, an over-estimate — what is left of it is |c| all the same)
+        P, Qr = Q @ Pb[:, :mine], Q @ Qbt[:mine].T
+        kept = float(np.sum(Sb[:mine] * np.max(np.abs(P), axis=0) * np.sum(np.abs(Qr), axis=0))) + other * abs(c) * math.sqrt(d)
+        Y = X @ Q  # (A_r x = c(x − Q Qᵀx) [none of it where the complement is realised] + Q (B − B_mine) Qᵀ x)
+        Bm = B - (Pb[:, :mine] * Sb[:mine]) @ Qbt[:mine]
+        out = np.abs((Y @ Bm.T) @ Q.T + (0.0 if other == d - q else c * (X - Y @ Q.T)))
+        out = float(np.max(np.max(out, axis=1) / den))
+        return (out if math.isfinite(out) else math.inf), kept
+    A = M + sum((np.outer(v, u) for v, u in maps), np.zeros_like(M))
     P, S, Qt = np.linalg.svd(A)
     kept = float(np.sum(S[:rank] * np.max(np.abs(P[:, :rank]), axis=0) * np.sum(np.abs(Qt[:rank]), axis=1)))
-    if rank >= A.shape[0]:
+    if rank >= d:
         return 0.0, kept
     out = float(np.max(np.max(np.abs(X @ ((P[:, rank:] * S[rank:]) @ Qt[rank:]).T), axis=1) / den))
     return (out if math.isfinite(out) else math.inf), kept
 
 
-def _pair_defect(act: Activation, biases: bool, biased: bool) -> float | None:
+def _pair_defect(act: Activation, biases: bool, biased: bool, f0: bool) -> float | None:
     """κ/|c| for antipodal pairs of σ that realise a linear map: 0 where σ(z) − σ(−z) = c·z is proved (or, with biases,
-    σ(z) − σ(−z − 2s) = c·(z + s)), κ ≥ sup |σ(z) − σ(−z) − c·z|/|z| for a user's σ with slopes L± at ±∞, c = L₊ − L₋
-    (:func:`_flip_defect`: exact for a piecewise-linear σ, else estimated); None where no pair is nearly linear."""
+    σ(z) − σ(−z − 2s) = c·(z + s)); 0 too where f(0) ≠ 0 (``f0``) and σ has slopes L± at ±∞ with c = L₊ − L₋ ≠ 0 —
+    the scaled pair (tu, w/(ct)), (−tu, −w/(ct)) gives w(u·x) + (w/(ct))·δ(t u·x) with δ(y) = σ(y) − σ(−y) − c·y =
+    o(|y|), within τ(|x|∞ + |f(0)|∞) for t large; else κ ≥ sup |δ(z)|/|z| for a user's σ (:func:`_flip_defect`:
+    exact for a piecewise-linear σ, else estimated); None where no pair is nearly linear."""
     flip = _analysis(act, "flip_identity[ungated]")
     if flip.proved and facts.rational(flip.value, "c"):
         return 0.0
     sh = _analysis(act, "shifted_flip") if biases else None
     if sh is not None and sh.proved and (biased or facts.rational(sh.value, "s") is not None):
         return 0.0  # (an irrational s rounds in the pairs' biases: a constant, not within τ|f(0)| where f(0) = 0)
-    c = _slope_gap(act, 1)
-    kappa = _flip_defect(act, c) if c else None
-    return kappa / abs(float(c)) if kappa is not None else None
+    sl = _analysis(act, "asymptotic_slopes")
+    lp, lm = (facts.rational(sl.value, "L_plus"), facts.rational(sl.value, "L_minus")) if sl.proved else (None, None)
+    if lp is None or lm is None or lp == lm:
+        return None
+    if f0:
+        return 0.0
+    kappa = None if is_builtin(act) else _flip_defect(act, lp - lm)
+    return kappa / abs(float(lp - lm)) if kappa is not None else None
 
 
 def _bias_reach(blk: Block) -> list[float]:
@@ -369,15 +422,15 @@ def _bias_reach(blk: Block) -> list[float]:
     return out
 
 
-_Cand = tuple[float, str, tuple[int, ...], tuple[int, ...], "np.ndarray | None"]
-"""(sampled error, what, units freed, units kept, the linear map the freed slots take on besides the skip)."""
+_Cand = tuple[float, str, tuple[int, ...], tuple[int, ...], "tuple[np.ndarray, np.ndarray] | None"]
+"""(sampled error, what, units freed, units kept, (v, u): the map v uᵀ the freed slots take on besides the skip)."""
 
 
-def _greedy(cands: list[_Cand], budget: float) -> tuple[list[str], list[np.ndarray], float]:
+def _greedy(cands: list[_Cand], budget: float) -> tuple[list[str], list[tuple[np.ndarray, np.ndarray]], float]:
     """The cheapest first while their errors fit in ``budget``: what each frees (a unit once, never onto a freed one),
     the linear maps the chosen candidates hand to the freed slots, and their errors' sum."""
     freed: list[str] = []
-    maps: list[np.ndarray] = []
+    maps: list[tuple[np.ndarray, np.ndarray]] = []
     gone: set[int] = set()
     spent = 0.0
     for err, what, frees, keeps, lin in sorted(cands, key=lambda t: t[0]):
@@ -392,37 +445,73 @@ def _greedy(cands: list[_Cand], budget: float) -> tuple[list[str], list[np.ndarr
     return freed, maps, spent
 
 
-def _close_pairs(R: np.ndarray) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """Pairs i < j of rows of R with cos ≥ 1 − 10⁻⁴ (nearly collinear), and with cos ≤ −1 + 10⁻⁴ (nearly antipodal),
-    the closest first (at most :data:`_PAIRS_MAX` each; none past 4096 rows or with a zero row)."""
+_CLOSE = 1 - 1e-3
+"""|cos| of two rows at least this: a pair the screen tries (the closest :data:`_PAIRS_MAX` by :func:`_close_pairs`)."""
+
+
+def _close_pairs(R: np.ndarray, W: np.ndarray, degree: Callable[[], object]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Pairs i < j of rows of R (up or gate rows, with their bias) with cos ≥ :data:`_CLOSE` (nearly collinear) and
+    cos ≤ −:data:`_CLOSE` (nearly antipodal), each list the :data:`_PAIRS_MAX` whose merge (or joint output) is
+    nearest by a first-order estimate — |w|∞·|r̂_j ∓ r_i|₁ plus |w_i ± ŵ_j|∞·|r_i|₁, with unit j rescaled to unit i's
+    row length (r̂_j = r_j/λ, ŵ_j = λ^k w_j) where σ is homogeneous of degree k (``degree()``, asked only where a pair
+    is near) — not the most nearly parallel: many near pairs that do not merge do not hide one that does. None past
+    4096 rows or with a zero row."""
     n = R.shape[0]
     norms = np.linalg.norm(R, axis=1)
-    if n > 4096 or np.any(norms == 0):
+    if n > 4096 or np.any(norms == 0) or not np.all(np.isfinite(R)):
         return [], []
     C = np.triu((R / norms[:, None]) @ (R / norms[:, None]).T, 1)  # (one n × n product for both signs)
+    near = {sign: np.nonzero(sign * C >= _CLOSE) for sign in (1.0, -1.0)}
+    if not any(len(iu[0]) for iu in near.values()):
+        return [], []
+    k = degree()
     out = []
     for sign in (1.0, -1.0):
-        iu = np.nonzero(sign * C >= 1 - 1e-4)
-        order = np.argsort(-sign * C[iu], kind="stable")[:_PAIRS_MAX]  # (the closest pairs only: a Python loop each)
-        out.append([(int(i), int(j)) for i, j in zip(iu[0][order], iu[1][order])])
+        iu = near[sign]
+        keep = np.argsort(-sign * C[iu], kind="stable")[: max(_PAIRS_MAX, (1 << 22) // max(R.shape[1], 1))]
+        a, b = iu[0][keep], iu[1][keep]
+        lam = norms[b] / norms[a] if k is not None else np.ones(len(a))
+        rb = R[b] / lam[:, None]
+        wb = W[:, b].T * (lam ** float(k))[:, None] if k is not None else W[:, b].T
+        wa = W[:, a].T
+        gap = np.abs(rb - sign * R[a]).sum(axis=1) * np.maximum(np.abs(wa).max(axis=1), np.abs(wb).max(axis=1))
+        lone = np.minimum(np.abs(wa + wb).max(axis=1), np.abs(wa - wb).max(axis=1)) * np.abs(R[a]).sum(axis=1)
+        est = gap if sign > 0 else gap + lone  # (a merge costs the move; an opposite pair also its down columns' mismatch)
+        order = np.argsort(np.where(np.isfinite(est), est, np.inf), kind="stable")[:_PAIRS_MAX]
+        out.append([(int(a[t]), int(b[t])) for t in order])
     return out[0], out[1]
 
 
+def _pair_directions(R: np.ndarray, same: list[tuple[int, int]], opposite: list[tuple[int, int]], k: object) -> np.ndarray:
+    """For the 16 closest pairs of each kind: ±s and ±(s with its part along r_i removed), s the sign vector of
+    r̂_j ∓ r_i (rows rescaled as in :func:`_close_pairs`) — where |(r̂_j ∓ r_i)·x| is largest for |x|∞ = 1, and on unit
+    i's hyperplane, where a random direction rarely looks."""
+    out = []
+    for sign, pairs in ((1.0, same[:16]), (-1.0, opposite[:16])):
+        for i, j in pairs:
+            ri, rj = R[i], R[j]
+            lam = float(np.linalg.norm(rj) / np.linalg.norm(ri)) if k is not None else 1.0
+            sv = np.sign(rj / lam - sign * ri)
+            if not np.any(sv):
+                continue
+            on = sv - float(sv @ ri) / float(ri @ ri) * ri
+            out += [sv, -sv] + ([on, -on] if np.all(np.isfinite(on)) and np.any(on) else [])
+    return np.array(out, dtype=np.float64).reshape(-1, R.shape[1])
+
+
 def _merge_errors(blk: Block, pairs: list[tuple[int, int]], U: np.ndarray, H: np.ndarray, wmax: np.ndarray,
-                  den: np.ndarray) -> list[_Cand]:
+                  den: np.ndarray, k: object) -> list[_Cand]:
     """Candidates (:data:`_Cand`) for nearly collinear pairs (:func:`_close_pairs`): unit b moved onto unit a's line
     (frees b, keeps a), and the pair's joint output (frees both: two units that nearly cancel). ``H``: σ at the
     sampled pre-activations, one column per unit."""
     if not pairs:
         return []
-    hom = _analysis(blk.activation, "homogeneity")  # (read only where a pair is near: no σ fact otherwise)
-    k = hom.value.get("k") if hom.proved else None
     W = np.asarray(blk.W_down, dtype=np.float64)
     out: list[_Cand] = []
     for i, j in pairs:
         for a, b in ((i, j), (j, i)):  # (move b onto a's line: σ(λ(u_a·x + c_a)) = λ^k σ(u_a·x + c_a), λ > 0)
             lam = float(U[b] @ U[a]) / float(U[a] @ U[a]) if k is not None else 1.0
-            moved = lam ** float(k) * H[:, a] if k is not None else H[:, a]
+            moved = lam ** float(k) * H[:, a] if k is not None else H[:, a]  # type: ignore[arg-type]
             err = float(np.max(np.abs(H[:, b] - moved) * wmax[b] / den))
             if math.isfinite(err):
                 out.append((err, f"unit {b} merged into unit {a} (error {err:.2e})", (b,), (a,), None))
@@ -448,11 +537,23 @@ def _antipodal_pairs(blk: Block, pairs: list[tuple[int, int]], X: np.ndarray, U:
         err = float(np.max(np.abs(r - A @ coef)))
         if math.isfinite(err) and np.all(np.isfinite(coef)):
             out.append((err, f"units {i} and {j}, nearly antipodal, as a linear map (error {err:.2e})", (i, j), (),
-                        np.outer(coef[0], U[i])))
+                        (coef[0], U[i])))
+        if blk.gated:
+            continue
+        for a, b in ((i, j), (j, i)):  # (σ(−z) = σ(z) − c·z: unit b flipped onto a's line, merged into a, its linear part
+            z = X @ U[a]  # joining the skip — h_b ≈ α·h_a + γ·(u_a·x) + β, fitted with weights |w_b|∞/den)
+            scale = np.max(np.abs(W[:, b])) / den
+            A = np.column_stack([H[:, a], z] + ([np.ones_like(z)] if biases else [])) * scale[:, None]
+            coef = np.linalg.lstsq(A, H[:, b] * scale, rcond=None)[0]
+            err = float(np.max(np.abs(H[:, b] * scale - A @ coef)))
+            if math.isfinite(err) and np.all(np.isfinite(coef)):
+                out.append((err, f"unit {b} flipped and merged into unit {a} (error {err:.2e})", (b,), (a,),
+                            (coef[1] * W[:, b], U[a])))
     return out
 
 
-def _gated_merges(blk: Block, X: np.ndarray, gates: np.ndarray, Z: np.ndarray, den: np.ndarray) -> list[_Cand]:
+def _gated_merges(blk: Block, pairs: list[tuple[int, int]], X: np.ndarray, gates: np.ndarray, Z: np.ndarray,
+                  den: np.ndarray) -> list[_Cand]:
     """Candidates (:data:`_Cand`) for gated units whose gate rows (and gate biases) are nearly collinear: unit b given
     unit a's gate (scaled by λ^k for a gate homogeneous of degree k, else as it is), then merged into a — their
     value parts v(x) = u·x + c nearly proportional (w_a + μw_b), or their down columns (v_a + νv_b) — frees b; the
@@ -460,7 +561,6 @@ def _gated_merges(blk: Block, X: np.ndarray, gates: np.ndarray, Z: np.ndarray, d
     for the merges."""
     G = np.asarray(blk.W_gate, dtype=np.float64)
     cg = np.zeros(blk.n) if blk.b_gate is None else np.asarray(blk.b_gate, dtype=np.float64)
-    pairs = _close_pairs(np.column_stack([G, cg]))[0]
     if not pairs:
         return []
     W = np.asarray(blk.W_down, dtype=np.float64)
@@ -691,8 +791,9 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float, biases: boo
             if not isinstance(shift, Fraction) and not blk.has_bias:  # (f(0) = 0: the rounding of −s is not within τ|f(0)|)
                 c, shift = None, None
     defect, approx = 0.0, False
-    if not c:  # a user's σ whose flip identity fails by a small δ(z) = σ(z) − σ(−z) − c·z (c = L₊ − L₋): pairs still serve
-        c, approx = _slope_gap(act, blk.d), True
+    if not c:  # σ whose flip identity fails by δ(z) = σ(z) − σ(−z) − c·z (c = L₊ − L₋ ≠ 0): pairs still serve, within a
+        # small defect (a user's σ), or scaled where f(0) ≠ 0 (below)
+        c, approx = _slope_gap(act, blk.d, any_sigma=blk.has_bias or _at_zero(act) != 0.0), True
         if not c:
             return
     half = abs(float(c)) / 2
@@ -708,13 +809,20 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float, biases: boo
     zero = _at_zero(act)
     if not math.isfinite(zero):
         return
-    if approx:  # (only now, where a map can pass: the defect's sup costs σ's pieces or the grid)
+    affine, biased = blk.has_bias or zero != 0.0, blk.has_bias
+    # (where f(0) may be ≠ 0 the scaled pair (tu, w/(ct)), (−tu, −w/(ct)) gives w(u·x) + (w/(ct))·δ(t u·x), δ(y) = o(|y|):
+    # within τ(|x|∞ + |f(0)|∞) for t large where |f(0)|∞ > 0 — a constant part as small as wished, checked below)
+    scaled = approx and affine
+    if approx and not scaled:  # (only now, where a map can pass: the defect's sup costs σ's pieces or the grid)
         defect = _flip_defect(act, c)
         if not defect:
             return
-    affine, biased = blk.has_bias or zero != 0.0, blk.has_bias
     pairs = (f"in antipodal pairs (σ(z) − σ(−z) = {c}·z)" if shift is None else
              f"in antipodal pairs with biases b − s, −b − s (σ(z) − σ(−z − 2s) = {c}·(z + s), s = {shift})")
+    if scaled:
+        pairs = (f"in scaled antipodal pairs (tu, w/({c}t)), (−tu, −w/({c}t)) (σ(z) − σ(−z) = {c}·z + δ(z), δ(y) = o(|y|): "
+                 "the rest within τ|f(0)| for t large)")
+    floor = 2.0**-1000 if scaled else 0.0  # (a positive constant part: the map then needs |f(0)|∞ > 0, proved below)
     if defect:
         pairs = (f"in antipodal pairs, within their defect (σ(z) − σ(−z) = {c}·z + δ(z), |δ(z)| ≤ {defect:.3g}|z|, which the "
                  "error counts)")
@@ -735,12 +843,12 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float, biases: boo
             L, what = est, ("Lipschitz constant" if biased else "sup |σ(z) − σ(0)|/|z|")
             note = f" (σ's {what} estimated from samples as {L:.3g})"
         if L is not None and L * size <= reach:
-            yield blk.M, with_defect(blk.M, L), 2, to + "A = M", pairs + note, affine, 0.0
+            yield blk.M, with_defect(blk.M, L), 2, to + "A = M", pairs + note, affine, floor
         elif user and affine and len(ends) == 2 and L_low * size < tol:
             osc = _sampled_oscillation(act, 0.0, ends, shift)
             if osc is not None:
                 yield (blk.M, with_defect(blk.M, L_low), 2, to + "A = M", pairs + f" (σ within {L_low:.3g}|z| plus a part that varies by "
-                       f"{osc:.3g}, estimated from samples)", affine, osc)
+                       f"{osc:.3g}, estimated from samples)", affine, osc + floor)
     if second:
         K, note = (sigma_even_lipschitz(act, c) if affine else sigma_even_growth(act, c)), ""
         est = (_sampled_lipschitz(act, float(c) / 2) if biased else _sampled_quotient(act, float(c) / 2)) if user else None
@@ -750,21 +858,22 @@ def _linear_parts(blk: Block, normM: float, size: float, tol: float, biases: boo
         if K is not None and K * size <= reach + tol * half * size:
             A = _plus_product(blk, float(c) / 2)
             if np.all(np.isfinite(A)):
-                yield A, with_defect(A, K), 2, to + f"A = M + ({c}/2)·W_down W_up", pairs + note, affine, 0.0
+                yield A, with_defect(A, K), 2, to + f"A = M + ({c}/2)·W_down W_up", pairs + note, affine, floor
         elif user and affine and len(ends) == 2 and K_low * size < tol:
             osc = _sampled_oscillation(act, float(c) / 2, ends, shift)
             A = _plus_product(blk, float(c) / 2)
             if osc is not None and np.all(np.isfinite(A)):
                 yield (A, with_defect(A, K_low), 2, to + f"A = M + ({c}/2)·W_down W_up",
                        pairs + f" (its even part e(z) = σ(z) − ({c}/2)z within {K_low:.3g}|z| plus a part that varies by "
-                       f"{osc:.3g}, estimated from samples)", affine, osc)
+                       f"{osc:.3g}, estimated from samples)", affine, osc + floor)
 
 
-def _slope_gap(act: Activation, d: int) -> object:
+def _slope_gap(act: Activation, d: int, any_sigma: bool = False) -> object:
     """c = L₊ − L₋ ≠ 0 from a user's σ's proved slopes at ±∞ (its cached facts: no σ evaluated, no sympy): the flip
     constant pairs would have if σ(z) − σ(−z) = c·z held up to a small defect (:func:`_flip_defect`); None for a
-    built-in, past d = 512 (an SVD per map), or without both slopes."""
-    if is_builtin(act) or d > 512:
+    built-in, past d = 512 (an SVD per map), or without both slopes — except with ``any_sigma`` (f(0) may be ≠ 0:
+    scaled pairs, no defect to count), any σ at any d."""
+    if not any_sigma and (is_builtin(act) or d > 512):
         return None
     sl = _analysis(act, "asymptotic_slopes")
     lp, lm = (facts.rational(sl.value, "L_plus"), facts.rational(sl.value, "L_minus")) if sl.proved else (None, None)

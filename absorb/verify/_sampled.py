@@ -93,110 +93,112 @@ def _climbed(within: Any, X: np.ndarray, rng: np.random.Generator, rounds: int =
 def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: bool = False) -> str | None:
     """Whether f can spare enough units within the tolerance, at this checker's own sampled inputs, to realise its
     skip in the freed slots (an antipodal pair per rank-one part; one unit where f grows quadratically,
-    ``one_per_rank``, or a gated unit whose gate sees a constant with a nonzero value — ``biases`` (the class allows
-    them: an antipodal pair's map may then carry a constant too), or g(0) ≠ 0):
-    a unit whose output stays below τ/2 of |f(x)|∞ + |x|∞ + |f(0)|∞; one of a nearly collinear pair (cos ≥ 1 − 10⁻⁴;
-    the gate rows of a gated block) moved onto the other's line (its up row and bias scaled by λ, σ homogeneous of
-    degree k ∈ {1, 2}; λ = 1 otherwise), or a pair that nearly cancels; a nearly antipodal pair whose joint output is
-    as close to a map x ↦ v(u·x) (+ β), the map joining the skip; the errors add up to τ/2 at most. A sample
-    proves nothing (exit 4)."""
+    ``one_per_rank``, or a gated unit with a linear value branch whose gate sees a constant with a nonzero value —
+    ``biases`` (the class allows them: a pair's map may then carry a constant too), or g(0) ≠ 0): a unit whose
+    output stays small against |f(x)|∞ + |x|∞ + |f(0)|∞; for the near pairs of :func:`_near` (up rows, or the gate
+    rows of a gated block), one moved onto the other's line (its row scaled by λ, σ homogeneous of degree k ∈ {1, 2};
+    λ = 1 otherwise) and merged, a pair that nearly cancels, a nearly antipodal pair whose joint output is nearly a
+    map x ↦ v(u·x) (+ β), and an ungated unit flipped onto an antipodal one's line (σ(−z) = σ(z) − c·z) and merged —
+    the maps joining the skip; the errors, the skip's parts the slots leave and the pairs' flip defect add up to
+    less than τ. A sample proves nothing (exit 4)."""
     import sympy as sp
 
     d, n = block.d, block.n
     if n * d > 1 << 22:
         return None
-    rng = np.random.default_rng(seed + 7919)
-    V = rng.standard_normal((48, d))
     gated = block.W_gate is not None
-    kappa = 0.0  # (κ/|c| for pairs of a σ with σ(z) − σ(−z) = c·z + δ(z), |δ(z)| ≤ κ|z|)
+    U = np.asarray(block.W_up, dtype=np.float64)
+    W = np.asarray(block.W_down, dtype=np.float64)
+    bu = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
     with np.errstate(all="ignore"):
         f0 = float(np.max(np.abs(block(np.zeros((1, d))))))
-        if not math.isfinite(f0):
-            return None
-        ts = [10.0**k for k in range(-4, 9, 2)] + ([math.sqrt(max(f0, 1.0)), max(f0, 1.0)] if f0 > 0 else [])
-        for R, b in ((block.W_up, block.b_up), (block.W_gate, block.b_gate)):  # (units that switch on only far out)
-            if R is not None and b is not None:
-                far = float(np.max(np.abs(np.asarray(b, dtype=np.float64)) / np.sqrt(np.sum(np.asarray(R, dtype=np.float64) ** 2, axis=1))))
+    if not math.isfinite(f0):
+        return None
+    kappa: float | None = 0.0  # (κ/|c| for pairs of a σ with σ(z) − σ(−z) = c·z + δ(z), |δ(z)| ≤ κ|z|)
+    if gated:
+        from absorb.verify._tolerance import _at_zero  # (exactly 0 where a float value at 0 is rounding)
+
+        if not block.value_identity or not (one_per_rank or biases or _at_zero(block.activation) != 0.0):
+            return None  # (gate row 0 gives g(c)·h(u·x + b): affine only for h(z) = z, and a constant c with g(c) ≠ 0)
+        one_per_rank = True
+        R = np.column_stack([np.asarray(block.W_gate, dtype=np.float64),
+                             np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)])
+    else:
+        if not one_per_rank:
+            kappa = _pair_defect(block, biases, f0 > 0)
+            if kappa is None:  # (no pair of σ's units is nearly linear: freed slots realise no part of the skip)
+                return None
+        R = np.column_stack([U, bu])
+    from absorb.verify._symbolic import homogeneous_of_degree
+
+    k = next((k for k in (1, 2) if homogeneous_of_degree(block.activation.expr, sp.Integer(k))), None) if n <= 4096 else None
+    with np.errstate(all="ignore"):
+        near = _near(R, W * (np.abs(U).sum(axis=1) if gated else 1.0), k) if n <= 4096 else ([], [])
+        rng = np.random.default_rng(seed + 7919)
+        V = np.vstack([rng.standard_normal((48, d)), _worst_directions(R[:, :d], near, k)])
+        ts = [10.0**e for e in range(-4, 9, 2)] + ([math.sqrt(max(f0, 1.0)), max(f0, 1.0)] if f0 > 0 else [])
+        for Rw, b in ((block.W_up, block.b_up), (block.W_gate, block.b_gate)):  # (units that switch on only far out)
+            if Rw is not None and b is not None:
+                far = float(np.max(np.abs(np.asarray(b, dtype=np.float64)) / np.sqrt(np.sum(np.asarray(Rw, dtype=np.float64) ** 2, axis=1))))
                 ts += [10 * far, 1e3 * far] if math.isfinite(far) and far > 1e7 else []
         X = np.concatenate([t * V for t in ts])
         den = np.max(np.abs(block(X)), axis=1) + np.max(np.abs(X), axis=1) + f0
         if not (np.all(np.isfinite(den)) and np.all(den > 0)):
             return None
-        W = np.asarray(block.W_down, dtype=np.float64)
         top = np.max(np.abs(W), axis=0)
-        U = np.asarray(block.W_up, dtype=np.float64)
-        Z = X @ U.T + (0.0 if block.b_up is None else np.asarray(block.b_up, dtype=np.float64))
+        Z = X @ U.T + bu
         if gated:
-            Gb = np.column_stack([np.asarray(block.W_gate, dtype=np.float64),
-                                  np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)])
-            gate = block.activation(np.column_stack([X, np.ones(len(X))]) @ Gb.T)
-            lin = Z if block.value_identity else block.value_activation(Z)
-            vals = gate * lin
-            from absorb.verify._tolerance import _at_zero  # (exactly 0 where a float value at 0 is rounding)
-
-            at0 = [_at_zero(h) if h is not None else 0.0 for h in (block.activation, block.value_activation)]
-            if one_per_rank or biases or at0[0] != 0.0:  # (gate row 0: affine where the gate sees a constant c with g(c) ≠ 0)
-                one_per_rank = True
-            elif block.value_identity or at0[1] == 0.0:  # (bias-free, g(0) = 0 and h(0) = 0: no unit is linear)
-                return None
+            gate = block.activation(np.column_stack([X, np.ones(len(X))]) @ R.T)
+            vals = gate * Z
         else:
-            kappa = 0.0 if one_per_rank else _pair_defect(block, biases)
-            if kappa is None:  # (no pair of σ's units is nearly linear: freed slots realise no part of the skip)
-                return None
             vals = block.activation(Z)
         cand: list[tuple[float, tuple[int, ...], tuple[int, ...], Any]] = [
             (float(v), (i,), (), None) for i, v in enumerate(np.max(np.abs(vals) * top / den[:, None], axis=0))]
-        if n <= 4096:
-            from absorb.verify._symbolic import homogeneous_of_degree
-
-            k = next((k for k in (1, 2) if homogeneous_of_degree(block.activation.expr, sp.Integer(k))), None)
-            R = Gb if gated else U
-            for a, b in _near(R, 1.0):
-                joint = np.abs(np.outer(vals[:, a], W[:, a]) + np.outer(vals[:, b], W[:, b])).max(axis=1)
+        for i, j in near[0]:
+            for a, b in ((i, j), (j, i)):
+                both = np.outer(vals[:, a], W[:, a]) + np.outer(vals[:, b], W[:, b])
                 if a < b:  # (the pair's joint output: two units that nearly cancel free both)
-                    cand.append((float(np.max(joint / den)), (int(a), int(b)), (), None))
+                    cand.append((float(np.max(np.abs(both).max(axis=1) / den)), (a, b), (), None))
                 lam = float(R[b] @ R[a] / (R[a] @ R[a])) if k else 1.0
                 there = lam**k * (gate[:, a] if gated else vals[:, a]) if k else (gate[:, a] if gated else vals[:, a])
                 if not gated:
-                    cand.append((float(np.max(np.abs(vals[:, b] - there) * top[b] / den)), (int(b),), (int(a),), None))
-                elif block.value_identity:  # (b under a's gate, then one unit: value parts or down columns proportional)
-                    both = np.outer(vals[:, a], W[:, a]) + np.outer(vals[:, b], W[:, b])
-                    p = float(lin[:, b] @ lin[:, a] / (lin[:, a] @ lin[:, a])) if np.any(lin[:, a]) else 0.0
-                    q = float(W[:, b] @ W[:, a] / (W[:, a] @ W[:, a])) if np.any(W[:, a]) else 0.0
-                    for one in (np.outer(vals[:, a], W[:, a]) + np.outer(there * p * lin[:, a], W[:, b]),
-                                np.outer(vals[:, a] + there * q * lin[:, b], W[:, a])):
-                        cand.append((float(np.max(np.abs(both - one).max(axis=1) / den)), (int(b),), (int(a),), None))
-            if not gated:  # nearly antipodal pairs: joint output against v·(u_a·x) + β fitted (weights 1/den)
-                for a, b in _near(U, -1.0):
-                    if a < b:
-                        r = (np.outer(vals[:, a], W[:, a]) + np.outer(vals[:, b], W[:, b])) / den[:, None]
-                        basis = np.column_stack([X @ U[a]] + ([np.ones(len(X))] if biases else [])) / den[:, None]
-                        coef = np.linalg.lstsq(basis, r, rcond=None)[0]
-                        cand.append((float(np.max(np.abs(r - basis @ coef))), (int(a), int(b)), (), np.outer(coef[0], U[a])))
+                    cand.append((float(np.max(np.abs(vals[:, b] - there) * top[b] / den)), (b,), (a,), None))
+                    continue
+                p = float(Z[:, b] @ Z[:, a] / (Z[:, a] @ Z[:, a])) if np.any(Z[:, a]) else 0.0
+                q = float(W[:, b] @ W[:, a] / (W[:, a] @ W[:, a])) if np.any(W[:, a]) else 0.0
+                for one in (np.outer(vals[:, a], W[:, a]) + np.outer(there * p * Z[:, a], W[:, b]),  # (b under a's gate,
+                            np.outer(vals[:, a] + there * q * Z[:, b], W[:, a])):  # value parts or down columns proportional)
+                    cand.append((float(np.max(np.abs(both - one).max(axis=1) / den)), (b,), (a,), None))
+        for a, b in near[1]:  # nearly antipodal: the joint output against v·(u_a·x) + β, fitted with weights 1/den
+            r = (np.outer(vals[:, a], W[:, a]) + np.outer(vals[:, b], W[:, b])) / den[:, None]
+            basis = np.column_stack([X @ U[a]] + ([np.ones(len(X))] if biases else [])) / den[:, None]
+            coef = np.linalg.lstsq(basis, r, rcond=None)[0]
+            cand.append((float(np.max(np.abs(r - basis @ coef))), (a, b), (), (coef[0], U[a])))
+            for a2, b2 in ((a, b), (b, a)) if not gated else ():  # (b2 flipped onto a2's line: v_b2 ≈ α v_a2 + γ u_a2·x + β)
+                wgt = top[b2] / den
+                basis = np.column_stack([vals[:, a2], X @ U[a2]] + ([np.ones(len(X))] if biases else [])) * wgt[:, None]
+                coef = np.linalg.lstsq(basis, vals[:, b2] * wgt, rcond=None)[0]
+                cand.append((float(np.max(np.abs(vals[:, b2] * wgt - basis @ coef))), (b2,), (a2,),
+                             (coef[1] * W[:, b2], U[a2])))
     if any(not math.isfinite(e) for e, _, _, _ in cand):
         return None
     M = np.asarray(block.M, dtype=np.float64)
-    for pick in (cand, [t for t in cand if not t[2]], [t for t in cand if t[3] is None]):  # (joint pairs before merges)
+    flipped = {id(t) for t in cand if t[2] and t[3] is not None}
+    picks = (cand, [t for t in cand if not t[2]], [t for t in cand if t[3] is None],  # (joint pairs before merges)
+             [t for t in cand if id(t) not in flipped or t[2][0] < t[1][0]],  # (which unit of a flipped
+             [t for t in cand if id(t) not in flipped or t[2][0] > t[1][0]])  # pair stays matters)
+    done: dict[tuple[tuple[int, ...], int], tuple[float, float]] = {}
+    for pick in picks:
         for left in (tol / 2, tol):
             gone, extra, used = _take(pick, left)
+            if not gone:
+                continue
             r = len(gone) if one_per_rank else len(gone) // 2
-            A = M + sum(extra, np.zeros_like(M))
-            rest = miss = math.inf
-            if not np.all(np.isfinite(A)):
-                pass
-            elif np.count_nonzero(A - np.diag(np.diag(A))) == 0:  # (diagonal, the identity most often: no d × d SVD)
-                diag = np.diag(A).copy()
-                big = np.argsort(np.abs(diag))[::-1][:r]
-                miss = kappa * float(np.sum(np.abs(diag[big])))
-                diag[big] = 0.0
-                with np.errstate(all="ignore"):
-                    rest = float(np.max(np.abs(X * diag).max(axis=1) / den))
-            else:  # (what r rank-one parts leave of the map, at the sampled inputs; what pairs miss)
-                P, S, Qt = np.linalg.svd(A)
-                miss = kappa * float(np.sum(S[:r] * np.abs(P[:, :r]).max(axis=0) * np.abs(Qt[:r]).sum(axis=1)))
-                with np.errstate(all="ignore"):
-                    rest = 0.0 if r >= d else float(np.max(np.abs(X @ ((P[:, r:] * S[r:]) @ Qt[r:]).T).max(axis=1) / den))
-            if gone and used + rest + miss <= tol * (1 - 1e-3):
+            key = (tuple(sorted(id(m) for m in extra)), r)  # (the picks often agree: one d × d SVD per distinct map)
+            if key not in done:
+                done[key] = _leftover(M, extra, r, kappa, X, den)
+            rest, miss = done[key]
+            if used + rest + miss <= tol * (1 - 1e-3):
                 return (f"at this checker's sampled inputs f can spare {len(gone)} unit(s) within the tolerance "
                         "(negligible, merged into a nearly collinear one, or a nearly antipodal pair taken as a linear "
                         f"map), enough to realise the skip's {min(r, d)} largest rank-one part(s) in their slots, the rest "
@@ -204,16 +206,85 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
     return None
 
 
-def _near(R: np.ndarray, sign: float) -> list[tuple[int, int]]:
-    """Ordered pairs (a, b), a ≠ b, of rows of R with sign·cos ≥ 1 − 10⁻⁴, the closest 128 (none with a zero row)."""
+def _leftover(M: np.ndarray, extra: list[Any], r: int, kappa: float, X: np.ndarray, den: np.ndarray) -> tuple[float, float]:
+    """For A = M + Σ v uᵀ over ``extra``: (max over the sampled x of |A_r x|∞/den, A_r what r rank-one parts of A leave;
+    κ/|c| times those parts' Σ s|p|∞|q|₁, what pairs realising them miss); inf where A is not finite. A diagonal M
+    alone needs no SVD; M = c·I with maps needs one in the maps' span only, where the r parts take all of the
+    complement (value |c|) or none of it."""
+    d = M.shape[0]
+    if not (np.all(np.isfinite(M)) and all(np.all(np.isfinite(v)) and np.all(np.isfinite(u)) for v, u in extra)):
+        return math.inf, math.inf
+    diag = np.diag(M).copy()
+    plain = np.count_nonzero(M - np.diag(diag)) == 0
+    if plain and not extra:
+        big = np.argsort(np.abs(diag))[::-1][:r]
+        miss = kappa * float(np.sum(np.abs(diag[big])))
+        diag[big] = 0.0
+        with np.errstate(all="ignore"):
+            return float(np.max(np.abs(X * diag).max(axis=1) / den)), miss
+    if plain and np.all(diag == diag[0]) and 2 * len(extra) < d:
+        c = float(diag[0])
+        Vs, Us = np.array([v for v, _ in extra]).T, np.array([u for _, u in extra]).T
+        basis, _ = np.linalg.qr(np.hstack([Vs, Us]))
+        small = c * np.eye(basis.shape[1]) + (basis.T @ Vs) @ (Us.T @ basis)  # (A on the span; c on its complement)
+        Ps, Ss, Qs = np.linalg.svd(small)
+        room = d - basis.shape[1]
+        above = int(np.sum(Ss >= abs(c)))
+        take_c = max(0, min(r - min(above, r), room))
+        take_s = min(r - take_c, basis.shape[1])
+        # (part of the complement only: counted whole, an over-estimate — what is left of it is |c| anyway)
+        lead = basis @ Ps[:, :take_s], basis @ Qs[:take_s].T
+        miss = kappa * (float(np.sum(Ss[:take_s] * np.abs(lead[0]).max(axis=0) * np.abs(lead[1]).sum(axis=0)))
+                        + take_c * abs(c) * math.sqrt(d))
+        proj = X @ basis
+        left = (proj @ (small - (Ps[:, :take_s] * Ss[:take_s]) @ Qs[:take_s]).T) @ basis.T
+        if take_c < room:
+            left = left + c * (X - proj @ basis.T)
+        with np.errstate(all="ignore"):
+            return float(np.max(np.abs(left).max(axis=1) / den)), miss
+    A = M + sum((np.outer(v, u) for v, u in extra), np.zeros_like(M))
+    P, S, Qt = np.linalg.svd(A)
+    miss = kappa * float(np.sum(S[:r] * np.abs(P[:, :r]).max(axis=0) * np.abs(Qt[:r]).sum(axis=1)))
+    with np.errstate(all="ignore"):
+        rest = 0.0 if r >= d else float(np.max(np.abs(X @ ((P[:, r:] * S[r:]) @ Qt[r:]).T).max(axis=1) / den))
+    return rest, miss
+
+
+def _near(R: np.ndarray, W: np.ndarray, k: int | None) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Pairs (a, b), a < b, of rows of R with cos ≥ 1 − 10⁻³ and with cos ≤ −1 + 10⁻³, at most 128 of each: those
+    whose merge looks cheapest to first order — |r_b/λ ∓ r_a|₁ times the larger |w|∞, plus for an antipodal pair
+    min |w_a ± λ^k w_b|∞·|r_a|₁ (λ = |r_b|/|r_a| where σ is homogeneous of degree k, else 1) — not the most nearly
+    parallel (none with a zero row)."""
     nrm = np.sqrt(np.sum(R * R, axis=1))
-    if not np.all(nrm > 0):
-        return []
-    cos = sign * ((R / nrm[:, None]) @ (R / nrm[:, None]).T)
-    np.fill_diagonal(cos, -2.0)
-    ia, ib = np.nonzero(cos >= 1 - 1e-4)
-    keep = np.argsort(-cos[ia, ib], kind="stable")[:128]
-    return [(int(a), int(b)) for a, b in zip(ia[keep], ib[keep])]
+    if not (np.all(nrm > 0) and np.all(np.isfinite(R))):
+        return [], []
+    cos = (R / nrm[:, None]) @ (R / nrm[:, None]).T
+    got = []
+    for sign in (1.0, -1.0):
+        ia, ib = np.nonzero(np.triu(sign * cos, 1) >= 1 - 1e-3)
+        first = np.argsort(-sign * cos[ia, ib], kind="stable")[: max(128, (1 << 22) // R.shape[1])]
+        ia, ib = ia[first], ib[first]
+        lam = nrm[ib] / nrm[ia] if k else np.ones(len(ia))
+        wa, wb = W[:, ia].T, W[:, ib].T * ((lam**k)[:, None] if k else 1.0)
+        cost = np.abs(R[ib] / lam[:, None] - sign * R[ia]).sum(axis=1) * np.maximum(np.abs(wa).max(axis=1), np.abs(wb).max(axis=1))
+        if sign < 0:
+            cost = cost + np.minimum(np.abs(wa + wb).max(axis=1), np.abs(wa - wb).max(axis=1)) * np.abs(R[ia]).sum(axis=1)
+        best = np.argsort(np.nan_to_num(cost, nan=np.inf), kind="stable")[:128]
+        got.append([(int(ia[t]), int(ib[t])) for t in best])
+    return got[0], got[1]
+
+
+def _worst_directions(R: np.ndarray, near: tuple[list[tuple[int, int]], list[tuple[int, int]]], k: int | None) -> np.ndarray:
+    """For the first 16 pairs of each kind: ±sign(r_b/λ ∓ r_a) — where that difference shows most at |x|∞ = 1 — and
+    the same with its part along r_a removed (on unit a's hyperplane), directions a random sample rarely meets."""
+    out: list[np.ndarray] = []
+    for sign, pairs in ((1.0, near[0][:16]), (-1.0, near[1][:16])):
+        for a, b in pairs:
+            lam = float(np.sqrt(R[b] @ R[b] / (R[a] @ R[a]))) if k else 1.0
+            s = np.sign(R[b] / lam - sign * R[a])
+            flat = s - float(s @ R[a]) / float(R[a] @ R[a]) * R[a]
+            out += ([s, -s] if np.any(s) else []) + ([flat, -flat] if np.all(np.isfinite(flat)) and np.any(flat) else [])
+    return np.array(out, dtype=np.float64).reshape(-1, R.shape[1])
 
 
 def _take(cand: list[tuple[float, tuple[int, ...], tuple[int, ...], Any]], left: float) -> tuple[set[int], list[Any], float]:
@@ -232,10 +303,11 @@ def _take(cand: list[tuple[float, tuple[int, ...], tuple[int, ...], Any]], left:
     return gone, maps, used
 
 
-def _pair_defect(block: Any, biases: bool) -> float | None:
+def _pair_defect(block: Any, biases: bool, f0: bool) -> float | None:
     """κ/|c| for this checker's antipodal pairs of σ: 0 where σ(z) − σ(−z) = c·z (or, with biases, a shifted flip) is
-    proved here (:func:`absorb.verify._shift._flip_or_shift`); else c = L₊ − L₋ from σ's slopes and κ ≥ sup |σ(z) −
-    σ(−z) − c·z|/|z| (:func:`absorb.verify._tolerance._defect`); None where neither is found."""
+    proved here (:func:`absorb.verify._shift._flip_or_shift`); 0 where f(0) ≠ 0 (``f0``) and σ has distinct slopes at
+    ±∞ (a pair scaled by t leaves (w/t)·δ(t u·x), δ(y) = o(|y|): within τ|f(0)| for t large); else c = L₊ − L₋ from
+    σ's slopes and κ ≥ sup |σ(z) − σ(−z) − c·z|/|z| (:func:`absorb.verify._tolerance._defect`); None otherwise."""
     from fractions import Fraction
 
     from absorb.model.activations import is_builtin
@@ -249,6 +321,8 @@ def _pair_defect(block: Any, biases: bool) -> float | None:
     ends = _ends(act)
     if ends is None or abs(ends[0] - ends[1]) < 1e-9:
         return None
+    if f0:
+        return 0.0
     c = float(Fraction(ends[0] - ends[1]).limit_denominator(1000))
     if is_builtin(act):  # (a built-in σ with no flip identity — ELU, tanh — has no nearly linear pair)
         return None

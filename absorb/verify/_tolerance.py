@@ -364,12 +364,16 @@ def _maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool,
     if not math.isfinite(zero):
         return
     affine = biased or zero != 0.0
-    if estimated and name is not None or not estimated and smooth:
+    if estimated and name is not None:  # (a built-in σ with no flip identity, ELU: scaled pairs where f(0) may be ≠ 0)
+        if affine and _flip_or_shift(act, g_biases, not biased)[0] is None:
+            yield from _defect_maps(block, M, U, D, biased, smooth, L, affine, reach)
+        return
+    if not estimated and smooth:
         return
     if estimated and affine:  # a user's σ (any): a slope plus a bounded part, the part's size read on the grid
         yield from _split(block, M, U, D, g_biases, tol)
     if estimated and _flip_or_shift(act, g_biases, not biased)[0] is None:  # pairs within a small flip defect (an estimate)
-        yield from _defect_maps(block, M, U, D, biased, smooth, L)
+        yield from _defect_maps(block, M, U, D, biased, smooth, L, affine, reach)
     if estimated != smooth:  # (the estimated pass covers exactly the maps that need those estimates)
         return
     if estimated:  # on a grid, not bounds: with biases Lipschitz constants, bias-free sup |σ(z) − σ(0) − slope·z|/|z|
@@ -484,18 +488,22 @@ def _defect(act: Any, c: float, smooth: bool) -> float | None:
         return None
 
 
-def _defect_maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool, smooth: bool, L: float | None):  # type: ignore[no-untyped-def]
-    """(A, K, units, None) for A = M and A = M + (c/2)·W_down W_up realised by antipodal pairs of a σ whose flip identity
+def _defect_maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased: bool, smooth: bool, L: float | None,  # type: ignore[no-untyped-def]
+                 affine: bool = False, reach: float = math.inf):
+    """(A, K, units, C) for A = M and A = M + (c/2)·W_down W_up realised by antipodal pairs of a σ whose flip identity
     fails by a defect δ: c = L₊ − L₋ (σ's slopes at ±∞, :func:`_ends`), κ = :func:`_defect`, and a pair (v, s·u/c),
-    (−v, −s·u/c) per singular triple (s, u, v) of A gives s·u(v·x) within s|u|∞κ|v·x|/|c|, added to K."""
+    (−v, −s·u/c) per singular triple (s, u, v) of A gives s·u(v·x) within s|u|∞κ|v·x|/|c|, added to K (C None). Where
+    f(0) may be ≠ 0 (``affine``) the pair scaled by t, (tv, s·u/(ct)), (−tv, −s·u/(ct)), leaves s·u·δ(t v·x)/(ct),
+    δ(y) = o(|y|): within τ(|x|∞ + |f(0)|∞) for t large — κ = 0, and C a positive constant as small as wished (the
+    caller then asks |f(0)|∞ > 0)."""
     act = block.activation
     ends = _ends(act)
-    if ends is None or abs(ends[0] - ends[1]) < 1e-9 or block.d > 512:
+    if ends is None or abs(ends[0] - ends[1]) < 1e-9 or (block.d > 512 and not affine):
         return
     c = float(Fraction(ends[0] - ends[1]).limit_denominator(1000))
     if c == 0:
         return
-    kappa = _defect(act, c, smooth)
+    kappa = 0.0 if affine else _defect(act, c, smooth)
     if kappa is None:
         return
     with np.errstate(all="ignore"):
@@ -504,10 +512,12 @@ def _defect_maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased
                  (c / 2, _grid_lipschitz(act, c / 2) if biased else _grid_ratio(act, c / 2))):
         with np.errstate(all="ignore"):
             A = M if t == 0.0 else M + t * (D @ U)
-        if K is None or not (size > 0 and np.all(np.isfinite(A))):
+        if K is None or not (size > 0 and np.all(np.isfinite(A))) or (affine and K > reach):  # (reach: no map past it passes)
             continue
-        Us, S, Vt = np.linalg.svd(A)
-        share = kappa * float(np.sum(S * np.max(np.abs(Us), axis=0) * np.sum(np.abs(Vt), axis=1))) / (abs(c) * size)
+        share = 0.0
+        if kappa:
+            Us, S, Vt = np.linalg.svd(A)
+            share = kappa * float(np.sum(S * np.max(np.abs(Us), axis=0) * np.sum(np.abs(Vt), axis=1))) / (abs(c) * size)
         rank = int(np.linalg.matrix_rank(A))
         if _rank_at_most(A, rank):
-            yield A, K + share, 2 * rank, None
+            yield A, K + share, 2 * rank, (2.0**-1000 if affine else None)

@@ -57,15 +57,11 @@ def _check_identity(ctx: _Ctx, b: dict[str, Any], block: Block) -> None:
     recs = b.get("weights", {})
     _require(ctx, set(recs) == set(arrays), w, "the certificate lists exactly the model's arrays",
              f"certificate {sorted(recs)}, model {sorted(arrays)}")
-    for k, a in arrays.items():
-        rec = recs[k]
-        h = sha256_f64(a)
-        shape = rec.get("shape", []) if isinstance(rec, dict) else None
-        why = (f"certificate records {k} with shape {tuple(shape) if isinstance(shape, list) else shape!r}, the model's is {a.shape}"
-               if not isinstance(shape, list) or list(shape) != list(a.shape) else
-               f"model {k} {a.shape} hashes to {h[:16]}…, certificate says {str(rec.get('sha256'))[:16]}…")
-        _require(ctx, isinstance(rec, dict) and list(shape or []) == list(a.shape) and rec.get("sha256") == h, w,
-                 f"SHA-256 of {k} matches", why)
+    for k, a, rec in ((k, a, recs[k]) for k, a in arrays.items()):
+        h, shape = sha256_f64(a), rec.get("shape")
+        _require(ctx, list(shape or []) == list(a.shape) and rec.get("sha256") == h, w, f"SHA-256 of {k} matches",
+                 f"model {k} {a.shape} hashes to {h[:16]}…, certificate says {str(rec.get('sha256'))[:16]}…" if list(shape or [])
+                 == list(a.shape) else f"certificate records {k} with shape {tuple(shape or [])}, the model's is {a.shape}")
         if "values" in rec:
             same = np.array_equal(np.asarray(rec["values"], dtype=float).reshape(a.shape), a)
             _require(ctx, same, w, f"the printed values of {k} are the model's", "embedded values differ from the weights", fail_only=True)
