@@ -116,12 +116,24 @@ def test_a_diagonal_skip_is_split_as_its_svd_would() -> None:
         assert got == pytest.approx((rest, kept), rel=1e-12, abs=1e-15)
 
 
-@pytest.mark.parametrize("d,rank,m", [(5, 1, 1), (5, 2, 1), (6, 3, 2), (6, 4, 2), (6, 6, 1), (7, 5, 3), (4, 0, 1)])
-def test_an_identity_skip_with_maps_is_split_as_its_svd_would(d: int, rank: int, m: int) -> None:
-    """A = c·I + Σ v uᵀ is split in the maps' span (no d × d SVD): the same remainder as the SVD route gives at the
-    sampled inputs where A's r largest triples all lie in the maps' span, and a rank ≤ r split otherwise."""
+def _producer_split(M: np.ndarray, maps: list, rank: int, X: np.ndarray, den: np.ndarray) -> float:
     from absorb.engine.tolerance import _beyond_rank
 
+    return _beyond_rank(M, maps, rank, X, den)[0]
+
+
+def _checker_split(M: np.ndarray, maps: list, rank: int, X: np.ndarray, den: np.ndarray) -> float:
+    from absorb.verify._sampled import _leftover
+
+    return _leftover(M, maps, rank, 0.0, X, den)[0]
+
+
+@pytest.mark.parametrize("split", [_producer_split, _checker_split], ids=["producer", "checker"])
+@pytest.mark.parametrize("d,rank,m", [(5, 1, 1), (5, 2, 1), (6, 3, 2), (6, 4, 2), (6, 6, 1), (7, 5, 3), (4, 0, 1)])
+def test_an_identity_skip_with_maps_is_split_as_its_svd_would(split, d: int, rank: int, m: int) -> None:  # type: ignore[no-untyped-def]
+    """A = c·I + Σ v uᵀ is split in the maps' span (no d × d SVD), by each side's own code: the same remainder as the
+    SVD route gives at the sampled inputs where A's r largest triples all lie in the maps' span, and a rank ≤ r split
+    otherwise (what it leaves is at most |c| on the rest of the complement)."""
     rng = np.random.default_rng(d + rank + m)
     X = rng.standard_normal((60, d))
     den = 1 + np.abs(X).max(axis=1)
@@ -130,28 +142,8 @@ def test_an_identity_skip_with_maps_is_split_as_its_svd_would(d: int, rank: int,
         A = c * np.eye(d) + sum(np.outer(v, u) for v, u in maps)
         P, S, Qt = np.linalg.svd(A)
         rest = float(np.max(np.abs(X @ ((P[:, rank:] * S[rank:]) @ Qt[rank:]).T).max(axis=1) / den)) if rank < d else 0.0
-        got = _beyond_rank(c * np.eye(d), maps, rank, X, den)[0]
+        got = split(c * np.eye(d), maps, rank, X, den)
         if rank <= int(np.sum(S > abs(c) * (1 + 1e-9))) or rank >= d:  # (the r largest triples all in the maps' span)
-            assert got == pytest.approx(rest, rel=1e-9, abs=1e-12), (c, got, rest)
-        else:  # (else some rank ≤ r split: what it leaves is |c| on the rest of the complement at most)
-            assert 0 <= got <= rest + abs(c) * float(np.max(np.abs(X).max(axis=1) / den)) + 1e-12, (c, got, rest)
-
-
-@pytest.mark.parametrize("d,rank,m", [(5, 1, 1), (5, 2, 1), (6, 3, 2), (6, 4, 2), (6, 6, 1), (7, 5, 3), (4, 0, 1)])
-def test_the_checker_splits_an_identity_skip_with_maps_as_its_svd_would(d: int, rank: int, m: int) -> None:
-    """The checker's own split of A = c·I + Σ v uᵀ (absorb.verify._sampled): the SVD route's remainder."""
-    from absorb.verify._sampled import _leftover
-
-    rng = np.random.default_rng(7 * d + rank + m)
-    X = rng.standard_normal((60, d))
-    den = 1 + np.abs(X).max(axis=1)
-    for c in (1.0, -2.0, 0.0):
-        maps = [(rng.standard_normal(d), rng.standard_normal(d)) for _ in range(m)]
-        A = c * np.eye(d) + sum(np.outer(v, u) for v, u in maps)
-        P, S, Qt = np.linalg.svd(A)
-        rest = float(np.max(np.abs(X @ ((P[:, rank:] * S[rank:]) @ Qt[rank:]).T).max(axis=1) / den)) if rank < d else 0.0
-        got = _leftover(c * np.eye(d), maps, rank, 0.0, X, den)[0]
-        if rank <= int(np.sum(S > abs(c) * (1 + 1e-9))) or rank >= d:
             assert got == pytest.approx(rest, rel=1e-9, abs=1e-12), (c, got, rest)
         else:
             assert 0 <= got <= rest + abs(c) * float(np.max(np.abs(X).max(axis=1) / den)) + 1e-12, (c, got, rest)
