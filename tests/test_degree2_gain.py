@@ -232,3 +232,19 @@ def test_two_units_that_nearly_cancel_are_both_spare(act: str) -> None:
     assert spare_units(blk, 1e-6, 0, False) is not None
     bd = decide_block(blk, tol=1e-6)
     assert bd.verdict is not Verdict.NOT_ABSORBABLE, bd.reason
+
+
+@pytest.mark.parametrize("spelling,k", [("(x*(1+tanh(x/2))/2)**2", 0.0), ("log(1+exp(x))**2 - log(2)**2", 0.4804530139182014),
+                                        ("log(1+exp(x))**2 + 3", 3.0), ("(x/(1+exp(-x)))**2", 0.0)])
+def test_a_square_of_a_builtin_plus_a_constant_is_recognised_both_sides(spelling: str, k: float) -> None:
+    """σ = h² + k for a built-in h (SiLU² spelled with tanh; softplus² shifted to σ(0) = 0): the degree-2 routes' size
+    bound needs only h's Lipschitz constant and |k|; each side recognises it its own way (the producer by expansion
+    after rewriting tanh through exp, the checker by pieces). h² + x is no such σ."""
+    from absorb.verify._growth2 import _square
+
+    act = get_activation("expr:" + spelling)
+    got, mine = producer.square_of_lipschitz(act), _square(act.expr)
+    assert got is not None and mine is not None
+    assert got[2] == pytest.approx(k, rel=1e-9, abs=1e-300) and mine[2] == pytest.approx(k, rel=1e-9, abs=1e-300)
+    other = get_activation("expr:log(1+exp(x))**2 + x")
+    assert producer.square_of_lipschitz(other) is None and _square(other.expr) is None

@@ -124,13 +124,13 @@ def ungated_gain(blk: Block, form: tuple[Fraction, Fraction] | None) -> tuple[fl
         return _result(_combine(_lin_gain(M, U, D, s), F0, abs(a) * Qinf * (1 + 1e-12)), Qinf, d, "")
     K = math.inf
     sq = square_of_lipschitz(blk.activation)
-    if sq is not None:  # σ = h², |h(a) − h(b)| ≤ Lh|a − b|: |σ(c + z) − σ(c)| ≤ 2|h(c)|·Lh|z| + Lh²z², |h(c)| ≤ |h(0)| + Lh|c|
-        Lh, h0 = sq
+    if sq is not None:  # σ = h² + k, |h(a) − h(b)| ≤ Lh|a − b|: |σ(c + z) − σ(c)| ≤ 2|h(c)|·Lh|z| + Lh²z², |h(c)| ≤ |h(0)| + Lh|c|
+        Lh, h0, k = sq
         with np.errstate(all="ignore"):
             hc = (h0 + Lh * np.abs(c)) * (1 + 1e-12)
             gm = 1 + gamma(n + d + 4)
             L = float(np.max(np.abs(M).sum(axis=1) + np.abs(D) @ (2 * Lh * hc * np.abs(U).sum(axis=1)), initial=0.0)) * gm
-            F0 = float(np.max(np.abs(D) @ (hc * hc) + np.abs(bd), initial=0.0)) * gm
+            F0 = float(np.max(np.abs(D) @ (hc * hc + k) + np.abs(bd), initial=0.0)) * gm
             K = _combine(L, F0, Lh * Lh * Qinf * gm)
     if not (np.any(c) or np.any(bd)):
         s0, ds0 = _at_zero(blk.activation, False), _at_zero(blk.activation, True)
@@ -140,13 +140,16 @@ def ungated_gain(blk: Block, form: tuple[Fraction, Fraction] | None) -> tuple[fl
                       "Lipschitz, or bias-free with σ(0) = 0 and an exact σ'(0)), so f's size is not bounded")
 
 
-def square_of_lipschitz(act: Any) -> tuple[float, float] | None:
-    """(Lh, |h(0)|) where σ = h² for a built-in h with a stated Lipschitz constant Lh (sympy's expansion of σ − h² is
-    0, after a 30-digit screen at three points); None otherwise."""
+def square_of_lipschitz(act: Any) -> tuple[float, float, float] | None:
+    """(Lh, |h(0)|, |k|) where σ = h² + k for a built-in h with a stated Lipschitz constant Lh and a constant k: σ − h²
+    constant at three points to 30 digits first, then exactly — sympy's expansion of σ − h² − k is 0, as written or
+    with tanh, erfc, sinh, cosh rewritten through exp and erf (:func:`absorb.symbolic.rewrite.normalise`, an exact
+    identity: SiLU² spelled with tanh); None otherwise."""
     import sympy as sp
 
     from absorb.engine.witness import _SIGMA_LIPSCHITZ
     from absorb.model.activations import get_activation
+    from absorb.symbolic.rewrite import normalise
 
     try:
         e = act.expr
@@ -155,19 +158,22 @@ def square_of_lipschitz(act: Any) -> tuple[float, float] | None:
         return None
     for name, Lh in sorted(_SIGMA_LIPSCHITZ.items()):
         h = get_activation(name).expr
-        diff = e - h.subs(sorted(h.free_symbols, key=str)[0], x) ** 2 if h.free_symbols else None
-        if diff is None:
+        if not h.free_symbols:
             continue
+        h = h.subs(sorted(h.free_symbols, key=str)[0], x)
         try:
-            if any(abs(sp.N(diff.subs(x, z), 30)) > 1e-20 for z in (sp.Rational(1, 3), sp.Rational(-7, 5), sp.Rational(5, 2))):
+            diff = e - h**2
+            at = [sp.N(diff.subs(x, z), 30) for z in (sp.Rational(1, 3), sp.Rational(-7, 5), sp.Rational(5, 2))]
+            if any(abs(v - at[0]) > 1e-20 for v in at[1:]):
                 continue
-            if sp.expand(diff) != 0:
+            k = sp.sympify(diff.subs(x, 0))
+            if sp.expand(diff - k) != 0 and sp.expand(normalise(diff - k)) != 0:
                 continue
-            h0 = _zero_or_float(sp.sympify(h.subs(sorted(h.free_symbols, key=str)[0], 0)))
+            h0, kf = _zero_or_float(sp.sympify(h.subs(x, 0))), _zero_or_float(k)
         except Exception:  # noqa: BLE001 - not recognised
             continue
-        if h0 is not None:
-            return Lh, h0
+        if h0 is not None and kf is not None:
+            return Lh, h0, abs(kf) * (1 + 1e-12)
     return None
 
 

@@ -86,12 +86,12 @@ def ungated_gain(block: Any, form: tuple[Fraction, Fraction] | None) -> tuple[fl
     if form is None:
         best = math.inf
         sq = _square(block.activation.expr)
-        if sq is not None:  # σ = h², h Lh-Lipschitz: |σ(c + z) − σ(c)| ≤ |h(c + z) − h(c)|·|h(c + z) + h(c)|
-            Lh, h0 = sq
+        if sq is not None:  # σ = h² + k, h Lh-Lipschitz: |σ(c + z) − σ(c)| ≤ |h(c + z) − h(c)|·|h(c + z) + h(c)|
+            Lh, h0, k = sq
             with np.errstate(all="ignore"):
                 hc = (h0 + Lh * np.abs(c)) * (1 + 2.0**-40)
                 L = _raise(float(np.max(np.sum(np.abs(M), axis=1) + np.abs(D) @ (2 * Lh * hc * np.sum(np.abs(U), axis=1)))), n + d + 4)
-                F0 = _raise(float(np.max(np.abs(D) @ (hc * hc) + np.abs(bd))), n + 4)
+                F0 = _raise(float(np.max(np.abs(D) @ (hc * hc + k) + np.abs(bd))), n + 4)
                 best = L + 2 * math.sqrt(2 * F0 * Lh * Lh * Qinf)
         if not (np.any(c != 0) or np.any(bd != 0)):
             s0, s1 = _value_at_zero(block.activation.expr, 0), _value_at_zero(block.activation.expr, 1)
@@ -136,19 +136,22 @@ def gated_gain(block: Any, lip: float | None) -> tuple[float | None, float | Non
     return _pair(K, 2 * Qinf, d, "f's size overflows")  # (the (Qg) columns: 2·sym(g_i u_iᵀ), twice E)
 
 
-def _square(expr: sp.Expr) -> tuple[float, float] | None:
-    """(Lh, |h(0)|) where σ ≡ h² on R for a built-in h of this checker's Lipschitz table (by pieces); else None."""
+def _square(expr: sp.Expr) -> tuple[float, float, float] | None:
+    """(Lh, |h(0)|, |k|) where σ ≡ h² + k on R for a built-in h of this checker's Lipschitz table and the constant
+    k = σ(0) − h(0)² (by pieces); else None."""
     from absorb.model.activations import get_activation
     from absorb.verify._compose import LIPSCHITZ
-    from absorb.verify._symbolic import _same_function
+    from absorb.verify._symbolic import _same_function, _variable
 
+    x = _variable(expr)
     for name in sorted(LIPSCHITZ):
         h = get_activation(name).expr
         try:
-            if _same_function(expr, h**2):
-                h0 = _value_at_zero(h, 0)
-                if h0 is not None:
-                    return LIPSCHITZ[name], h0
+            k = sp.sympify(expr.subs(x, 0) - h.subs(_variable(h), 0) ** 2)
+            if _same_function(expr, h**2 + k):
+                h0, kk = _value_at_zero(h, 0), _value_at_zero(k, 0)
+                if h0 is not None and kk is not None:
+                    return LIPSCHITZ[name], h0, kk
         except Exception:  # noqa: BLE001 - not recognised
             continue
     return None
