@@ -240,17 +240,19 @@ _SPARE_MAX = 1 << 22
 
 
 def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: bool = False) -> str | None:
-    """Units f can spare, by sample: a unit whose own output stays within τ/2 of |f(x)|∞ + |x|∞ + |f(0)|∞ at every
-    sampled x (a negligible unit); a unit j that moved onto a nearly collinear unit i's line (u_j → λu_i, c_j → λc_i
-    for σ homogeneous of degree k, merging into w_i + λ^k w_j; u_j → u_i, c_j → c_i otherwise) changes f as little;
-    a nearly antipodal pair whose joint output is within as little of a map x ↦ v(u_i·x) + β (σ(z) − σ(−z) = c·z:
-    both slots free, the map joins the skip); for gated blocks, a unit whose gate row is nearly collinear with
-    another's, merged into it (their value rows or down columns nearly collinear); the smallest first while their
-    errors add up to τ/2. Each freed slot can realise part of the skip: an antipodal pair w·σ(b·x) − w·σ(−b·x) =
-    w·c·b·x a rank-one part where σ(z) − σ(−z) = c·z, and (``one_per_rank``, or a gated unit whose gate sees only a
-    bias c with g(c) ≠ 0: ``biases``, or g(0) ≠ 0) one unit where f grows quadratically. As many freed slots as the
-    skip's numerical rank needs (singular values above τ·max(σ₁, f's size)) withhold the verdict. Sampled, not
-    proved: a sample can only under-estimate a unit's share, so this errs towards unknown; it never claims absorbable."""
+    """Units f can spare, by sample: a unit whose own output stays small against |f(x)|∞ + |x|∞ + |f(0)|∞ at every
+    sampled x (a negligible unit); for the close pairs of :func:`_close_pairs` (up rows with their biases, or gate rows
+    of a gated block): a unit j moved onto unit i's line (u_j → λu_i, c_j → λc_i for σ homogeneous of degree k,
+    merging into w_i + λ^k w_j; u_j → u_i otherwise), a pair that nearly cancels, gated units merged under one gate
+    (:func:`_gated_merges`), a nearly antipodal pair whose joint output is nearly a map x ↦ v(u_i·x) + β, and an ungated
+    unit flipped onto an antipodal one's line and merged (σ(−z) = σ(z) − c·z; :func:`_antipodal_pairs`) — the maps
+    joining the skip. The samples are random directions and each close pair's worst ones (:func:`_pair_directions`).
+    Each freed slot can realise part of the skip: an antipodal pair w·σ(b·x) − w·σ(−b·x) = w·c·b·x a rank-one part
+    (within the flip defect's share, :func:`_pair_defect`), and (``one_per_rank``; a gated unit with a linear value
+    branch whose gate sees a constant c with g(c) ≠ 0: ``biases``, or g(0) ≠ 0) one unit. The cheapest candidates
+    first, within τ/2 and within τ: where their errors, the skip's parts the freed slots do not realise
+    (:func:`_beyond_rank`) and the pairs' defect add up to less than τ, the verdict is withheld. Sampled, not proved:
+    this errs towards unknown; it never claims absorbable."""
     n, d = blk.n, blk.d
     if n * d > _SPARE_MAX:
         return None
@@ -278,6 +280,7 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
             if kappa is None:  # (no pair of σ's units is nearly linear: freed slots realise no part of the skip)
                 return None
         R = np.column_stack([U, c])
+
     def degree() -> object:  # (σ's degree of homogeneity: read only where a pair is near — reading a fact parses it)
         hom = _analysis(blk.activation, "homogeneity")
         return hom.value.get("k") if hom.proved else None
