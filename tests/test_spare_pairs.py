@@ -199,3 +199,52 @@ def test_a_bounded_value_branch_makes_no_linear_unit() -> None:
               value_activation=get_activation("tanh"), b_up=rng.standard_normal(4))
     assert decide_block(f, tol=1e-3).verdict is Verdict.NOT_ABSORBABLE
     assert spare_units(f, 1e-3, 0, False, True) is None
+
+
+def _rank_one_skip_with_distractors(k: int, seed: int = 5) -> tuple[Block, Block]:
+    """ReLU, d = 8, skip M = 10·p qᵀ: a target pair nearly opposite (angle 2·10⁻⁴, down columns 0.3p and a random one),
+    one 10⁻¹² unit, k cheaper distractor pairs (angle 5·10⁻⁵, random down columns) and 40 generic units. g: the
+    target's second unit flipped into the first (σ(−z) = σ(z) − z), its linear part 0.3p uᵀ joins the skip, which stays
+    rank one: one exact antipodal pair in the freed slots (the distractors kept as they are)."""
+    rng = np.random.default_rng(seed)
+    d = 8
+    p, q = rng.standard_normal(d), rng.standard_normal(d)
+    p, q = p / np.linalg.norm(p), q / np.linalg.norm(q)
+
+    def opposite(u: np.ndarray, e: float) -> np.ndarray:
+        t = rng.standard_normal(d)
+        t -= (t @ u) / (u @ u) * u
+        return -np.cos(e) * u + np.sin(e) * np.linalg.norm(u) * t / np.linalg.norm(t)
+
+    rows, cols = [], []
+    u = rng.standard_normal(d)
+    rows += [u, opposite(u, 2e-4)]
+    cols += [rng.standard_normal(d), 0.3 * p]
+    rows.append(rng.standard_normal(d))
+    cols.append(1e-12 * rng.standard_normal(d))
+    for _ in range(k):
+        v = rng.standard_normal(d)
+        rows += [v, opposite(v, 5e-5)]
+        cols += [rng.standard_normal(d), rng.standard_normal(d)]
+    for _ in range(40):
+        rows.append(rng.standard_normal(d))
+        cols.append(rng.standard_normal(d))
+    U, D, M = np.array(rows), np.column_stack(cols), 10 * np.outer(p, q)
+    f = Block(W_up=U, W_down=D, activation=get_activation("relu"), skip=M)
+    A = M - np.outer(D[:, 1], U[0])  # (unit 1 ≈ σ(−u·x) = σ(u·x) − u·x: its column onto unit 0, −w₁uᵀ to the skip)
+    P, S, Qt = np.linalg.svd(A)
+    gU, gD = U.copy(), D.copy()
+    gD[:, 0] += D[:, 1]
+    gU[1], gD[:, 1], gU[2], gD[:, 2] = Qt[0], S[0] * P[:, 0], -Qt[0], -S[0] * P[:, 0]
+    return f, Block(W_up=gU, W_down=gD, activation=f.activation, skip=np.zeros((d, d)))
+
+
+@pytest.mark.parametrize("k", [0, 3])
+def test_cheaper_merges_that_raise_the_skips_rank_do_not_crowd_out_one_that_does_not(k: int) -> None:
+    f, g = _rank_one_skip_with_distractors(k)
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.standard_normal((4000, 8)) * t for t in 10.0 ** np.arange(-4, 9, 2)])
+    err = float(np.max(np.abs(f(X) - g(X)).max(axis=1) / (np.abs(f(X)).max(axis=1) + np.abs(X).max(axis=1))))
+    assert err < 5e-4, err  # (the g the screen finds is within τ = 10⁻³)
+    assert decide_block(f, tol=1e-3).verdict is not Verdict.NOT_ABSORBABLE
+    assert spare_units(f, 1e-3, 0, False) is not None

@@ -250,7 +250,8 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
     Each freed slot can realise part of the skip: an antipodal pair w·σ(b·x) − w·σ(−b·x) = w·c·b·x a rank-one part
     (within the flip defect's share, :func:`_pair_defect`), and (``one_per_rank``; a gated unit with a linear value
     branch whose gate sees a constant c with g(c) ≠ 0: ``biases``, or g(0) ≠ 0) one unit. The cheapest candidates
-    first, within τ/2 and within τ: where their errors, the skip's parts the freed slots do not realise
+    first within τ/2 (a sampled error may be a few times below the true one): where their errors, the skip's parts
+    the freed slots do not realise
     (:func:`_beyond_rank`) and the pairs' defect add up to less than τ, the verdict is withheld. Sampled, not proved:
     this errs towards unknown; it never claims absorbable."""
     n, d = blk.n, blk.d
@@ -275,10 +276,7 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
         cg = np.zeros(n) if blk.b_gate is None else np.asarray(blk.b_gate, dtype=np.float64)
         R = np.column_stack([G, cg])
     else:
-        if not one_per_rank:
-            kappa = _pair_defect(blk.activation, biases, blk.has_bias, f0 > 0)  # type: ignore[assignment]
-            if kappa is None:  # (no pair of σ's units is nearly linear: freed slots realise no part of the skip)
-                return None
+        kappa = 0.0 if one_per_rank else math.nan  # (read where a unit is freed: a user's σ's defect costs a grid)
         R = np.column_stack([U, c])
 
     def degree() -> object:  # (σ's degree of homogeneity: read only where a pair is near — reading a fact parses it)
@@ -321,13 +319,20 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
     # tolerance and at the whole, the skip's parts past what the freed slots realise counted against what is left)
     seen: dict[tuple[tuple[int, ...], int], tuple[float, float]] = {}
     flips = {id(m) for m in moves if m[3] and m[4] is not None}  # (a flipped merge: which of the two units stays matters)
+    inside = _in_skip_range(M, [m for m in moves if m[4] is not None])  # (maps that add no rank to a low-rank skip)
     for cands in (tiny + moves, tiny + [m for m in moves if not m[3]], tiny + [m for m in moves if m[4] is None],
                   tiny + [m for m in moves if id(m) not in flips or m[3][0] < m[2][0]],
-                  tiny + [m for m in moves if id(m) not in flips or m[3][0] > m[2][0]]):
-        for budget in (tol / 2, tol):
+                  tiny + [m for m in moves if id(m) not in flips or m[3][0] > m[2][0]],
+                  tiny + [m for m in moves if m[4] is None or id(m) in inside]):
+        for budget in (tol / 2,):  # (sampled errors can be a few times below the true ones: half the tolerance)
             freed, maps, spent = _greedy(cands, budget)
             if not freed:
                 continue
+            if math.isnan(kappa):
+                got = _pair_defect(blk.activation, biases, blk.has_bias, f0 > 0)
+                if got is None:  # (no pair of σ's units is nearly linear: freed slots realise no part of the skip)
+                    return None
+                kappa = got
             rank = len(freed) if one_per_rank else len(freed) // 2
             key = (tuple(sorted(id(m) for m in maps)), rank)  # (the choices often agree: one SVD of a d × d map each)
             if key not in seen:
@@ -341,6 +346,33 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
                         f"{min(rank, d)} largest rank-one part(s), {how}, the rest within {drop:.2e} of f's scale; the "
                         "exact argument rules out an exact residual-free block only.")
     return None
+
+
+def _in_skip_range(M: np.ndarray, cands: list[_Cand]) -> set[int]:
+    """ids of the candidates whose map v uᵀ adds no rank to M (to a relative 10⁻²): v in M's column space or u in its
+    row space — cheaper candidates whose maps would each cost the skip a rank-one part must not crowd them out of the
+    greedy choice. M's spaces from its diagonal, or its SVD (d ≤ 1024; none past it)."""
+    if not cands or not np.all(np.isfinite(M)):
+        return set()
+    d = M.shape[0]
+    diag = np.diagonal(M)
+    if not np.any(M - np.diag(diag)):
+        off = diag == 0
+        col = row = None
+    elif d <= 1024:
+        P, S, Qt = np.linalg.svd(M)
+        r = int(np.sum(S > S[0] * 1e-9)) if S.size and S[0] > 0 else 0
+        col, row, off = P[:, :r], Qt[:r].T, None
+    else:
+        return set()
+    out = set()
+    for m in cands:
+        v, u = m[4]  # type: ignore[misc]
+        for x, basis in ((v, col), (u, row)):
+            rest = x * off if off is not None else x - basis @ (basis.T @ x)  # type: ignore[union-attr]
+            if float(np.linalg.norm(rest)) <= 1e-2 * float(np.linalg.norm(x)):
+                out.add(id(m))
+    return out
 
 
 def _beyond_rank(M: np.ndarray, maps: list[tuple[np.ndarray, np.ndarray]], rank: int, X: np.ndarray,
@@ -454,34 +486,42 @@ _CLOSE = 1 - 1e-3
 
 def _close_pairs(R: np.ndarray, W: np.ndarray, degree: Callable[[], object]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """Pairs i < j of rows of R (up or gate rows, with their bias) with cos ≥ :data:`_CLOSE` (nearly collinear) and
-    cos ≤ −:data:`_CLOSE` (nearly antipodal), each list the :data:`_PAIRS_MAX` whose merge (or joint output) is
-    nearest by a first-order estimate — |w|∞·|r̂_j ∓ r_i|₁ plus |w_i ± ŵ_j|∞·|r_i|₁, with unit j rescaled to unit i's
-    row length (r̂_j = r_j/λ, ŵ_j = λ^k w_j) where σ is homogeneous of degree k (``degree()``, asked only where a pair
-    is near) — not the most nearly parallel: many near pairs that do not merge do not hide one that does. None past
-    4096 rows or with a zero row."""
-    n = R.shape[0]
+    cos ≤ −:data:`_CLOSE` (nearly antipodal): the :data:`_PAIRS_MAX` whose merge is nearest by a first-order estimate
+    — |w|∞·|r̂_j ∓ r_i|₁, with unit j rescaled to unit i's row length (r̂_j = r_j/λ, ŵ_j = λ^k w_j) where σ is
+    homogeneous of degree k (``degree()``, asked only where a pair is near) — and for antipodal pairs also the
+    :data:`_PAIRS_MAX` whose joint output is nearest a linear map (that estimate plus |w_i ± ŵ_j|∞·|r_i|₁): not the
+    most nearly parallel, so that many near pairs that do not merge do not hide one that does. The cosines are formed
+    in blocks of rows (none past n²·d = 2³⁵, or with a zero row)."""
+    n, m = R.shape
     norms = np.linalg.norm(R, axis=1)
-    if n > 4096 or np.any(norms == 0) or not np.all(np.isfinite(R)):
+    if float(n) * n * m > 2.0**35 or np.any(norms == 0) or not np.all(np.isfinite(R)):
         return [], []
-    C = np.triu((R / norms[:, None]) @ (R / norms[:, None]).T, 1)  # (one n × n product for both signs)
-    near = {sign: np.nonzero(sign * C >= _CLOSE) for sign in (1.0, -1.0)}
-    if not any(len(iu[0]) for iu in near.values()):
+    Rn = R / norms[:, None]
+    found: dict[float, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {1.0: [], -1.0: []}
+    for lo in range(0, n, 512):  # (blocks of 512 rows against all: no n × n matrix for a wide layer)
+        C = Rn[lo:lo + 512] @ Rn.T
+        C[np.arange(C.shape[0])[:, None] >= np.arange(n)[None, :] - lo] = 0.0  # (pairs i < j only)
+        for sign in (1.0, -1.0):
+            ii, jj = np.nonzero(sign * C >= _CLOSE)
+            found[sign].append((ii + lo, jj, sign * C[ii, jj]))
+    if not any(len(p[0]) for v in found.values() for p in v):
         return [], []
     k = degree()
     out = []
     for sign in (1.0, -1.0):
-        iu = near[sign]
-        keep = np.argsort(-sign * C[iu], kind="stable")[: max(_PAIRS_MAX, (1 << 22) // max(R.shape[1], 1))]
-        a, b = iu[0][keep], iu[1][keep]
+        a, b, cos = (np.concatenate([p[t] for p in found[sign]]) for t in range(3))
+        keep = np.argsort(-cos, kind="stable")[: max(_PAIRS_MAX, (1 << 22) // max(m, 1))]
+        a, b = a[keep], b[keep]
         lam = norms[b] / norms[a] if k is not None else np.ones(len(a))
-        rb = R[b] / lam[:, None]
         wb = W[:, b].T * (lam ** float(k))[:, None] if k is not None else W[:, b].T
         wa = W[:, a].T
-        gap = np.abs(rb - sign * R[a]).sum(axis=1) * np.maximum(np.abs(wa).max(axis=1), np.abs(wb).max(axis=1))
-        lone = np.minimum(np.abs(wa + wb).max(axis=1), np.abs(wa - wb).max(axis=1)) * np.abs(R[a]).sum(axis=1)
-        est = gap if sign > 0 else gap + lone  # (a merge costs the move; an opposite pair also its down columns' mismatch)
-        order = np.argsort(np.where(np.isfinite(est), est, np.inf), kind="stable")[:_PAIRS_MAX]
-        out.append([(int(a[t]), int(b[t])) for t in order])
+        gap = np.abs(R[b] / lam[:, None] - sign * R[a]).sum(axis=1) * np.maximum(np.abs(wa).max(axis=1), np.abs(wb).max(axis=1))
+        gap = np.where(np.isfinite(gap), gap, np.inf)
+        picks = list(np.argsort(gap, kind="stable")[:_PAIRS_MAX])
+        if sign < 0:  # (an opposite pair also as a linear map: its down columns' mismatch counts)
+            lone = np.minimum(np.abs(wa + wb).max(axis=1), np.abs(wa - wb).max(axis=1)) * np.abs(R[a]).sum(axis=1)
+            picks += [t for t in np.argsort(np.where(np.isfinite(lone), gap + lone, np.inf), kind="stable")[:_PAIRS_MAX] if t not in picks]
+        out.append([(int(a[t]), int(b[t])) for t in picks])
     return out[0], out[1]
 
 

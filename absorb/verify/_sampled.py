@@ -99,8 +99,8 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
     rows of a gated block), one moved onto the other's line (its row scaled by λ, σ homogeneous of degree k ∈ {1, 2};
     λ = 1 otherwise) and merged, a pair that nearly cancels, a nearly antipodal pair whose joint output is nearly a
     map x ↦ v(u·x) (+ β), and an ungated unit flipped onto an antipodal one's line (σ(−z) = σ(z) − c·z) and merged —
-    the maps joining the skip; the errors, the skip's parts the slots leave and the pairs' flip defect add up to
-    less than τ. A sample proves nothing (exit 4)."""
+    the maps joining the skip; the errors (within τ/2: a sample may read them low), the skip's parts the slots leave
+    and the pairs' flip defect add up to less than τ. A sample proves nothing (exit 4)."""
     import sympy as sp
 
     d, n = block.d, block.n
@@ -125,15 +125,13 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
                              np.zeros(n) if block.b_gate is None else np.asarray(block.b_gate, dtype=np.float64)])
     else:
         if not one_per_rank:
-            kappa = _pair_defect(block, biases, f0 > 0)
-            if kappa is None:  # (no pair of σ's units is nearly linear: freed slots realise no part of the skip)
-                return None
+            kappa = math.nan  # (read where a unit is freed: a user's σ's defect costs a grid)
         R = np.column_stack([U, bu])
     from absorb.verify._symbolic import homogeneous_of_degree
 
-    k = next((k for k in (1, 2) if homogeneous_of_degree(block.activation.expr, sp.Integer(k))), None) if n <= 4096 else None
+    k = next((k for k in (1, 2) if homogeneous_of_degree(block.activation.expr, sp.Integer(k))), None)
     with np.errstate(all="ignore"):
-        near = _near(R, W * (np.abs(U).sum(axis=1) if gated else 1.0), k) if n <= 4096 else ([], [])
+        near = _near(R, W * (np.abs(U).sum(axis=1) if gated else 1.0), k)
         rng = np.random.default_rng(seed + 7919)
         V = np.vstack([rng.standard_normal((48, d)), _worst_directions(R[:, :d], near, k)])
         ts = [10.0**e for e in range(-4, 9, 2)] + ([math.sqrt(max(f0, 1.0)), max(f0, 1.0)] if f0 > 0 else [])
@@ -184,15 +182,21 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
         return None
     M = np.asarray(block.M, dtype=np.float64)
     flipped = {id(t) for t in cand if t[2] and t[3] is not None}
+    low = _adds_no_rank(M, [t for t in cand if t[3] is not None])  # (maps a low-rank skip absorbs: not crowded out)
     picks = (cand, [t for t in cand if not t[2]], [t for t in cand if t[3] is None],  # (joint pairs before merges)
              [t for t in cand if id(t) not in flipped or t[2][0] < t[1][0]],  # (which unit of a flipped
-             [t for t in cand if id(t) not in flipped or t[2][0] > t[1][0]])  # pair stays matters)
+             [t for t in cand if id(t) not in flipped or t[2][0] > t[1][0]],  # pair stays matters)
+             [t for t in cand if t[3] is None or id(t) in low])
     done: dict[tuple[tuple[int, ...], int], tuple[float, float]] = {}
     for pick in picks:
-        for left in (tol / 2, tol):
+        for left in (tol / 2,):  # (a sampled error may be a few times below the true one)
             gone, extra, used = _take(pick, left)
             if not gone:
                 continue
+            if math.isnan(kappa):  # type: ignore[arg-type]
+                kappa = _pair_defect(block, biases, f0 > 0)
+                if kappa is None:  # (no pair of σ's units is nearly linear: freed slots realise no part of the skip)
+                    return None
             r = len(gone) if one_per_rank else len(gone) // 2
             key = (tuple(sorted(id(m) for m in extra)), r)  # (the picks often agree: one d × d SVD per distinct map)
             if key not in done:
@@ -204,6 +208,33 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
                         f"map), enough to realise the skip's {min(r, d)} largest rank-one part(s) in their slots, the rest "
                         f"within {rest:.2e}: the exact not_absorbable may contradict the tolerance")
     return None
+
+
+def _adds_no_rank(M: np.ndarray, cand: list[tuple[float, tuple[int, ...], tuple[int, ...], Any]]) -> set[int]:
+    """ids of the candidates whose map v uᵀ lies (to 1 %) in M's column space by v or in its row space by u, read off
+    M's SVD (d ≤ 1024) or, for a diagonal M, its nonzero diagonal."""
+    d = M.shape[0]
+    if not cand or not np.all(np.isfinite(M)) or (d > 1024 and np.count_nonzero(M - np.diag(np.diag(M)))):
+        return set()
+    if np.count_nonzero(M - np.diag(np.diag(M))) == 0:
+        zero = np.diag(M) == 0
+
+        def outside(x: np.ndarray, _: Any) -> np.ndarray:
+            return x * zero
+        cols = rows = None
+    else:
+        P, S, Qt = np.linalg.svd(M)
+        r = int(np.sum(S > 1e-9 * S[0])) if S[0] > 0 else 0
+        cols, rows = P[:, :r], Qt[:r].T
+
+        def outside(x: np.ndarray, B: Any) -> np.ndarray:
+            return x - B @ (B.T @ x)
+    keep = set()
+    for t in cand:
+        v, u = t[3]
+        if any(np.linalg.norm(outside(x, B)) <= 1e-2 * np.linalg.norm(x) for x, B in ((v, cols), (u, rows))):
+            keep.add(id(t))
+    return keep
 
 
 def _leftover(M: np.ndarray, extra: list[Any], r: int, kappa: float, X: np.ndarray, den: np.ndarray) -> tuple[float, float]:
@@ -251,25 +282,37 @@ def _leftover(M: np.ndarray, extra: list[Any], r: int, kappa: float, X: np.ndarr
 
 
 def _near(R: np.ndarray, W: np.ndarray, k: int | None) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """Pairs (a, b), a < b, of rows of R with cos ≥ 1 − 10⁻³ and with cos ≤ −1 + 10⁻³, at most 128 of each: those
-    whose merge looks cheapest to first order — |r_b/λ ∓ r_a|₁ times the larger |w|∞, plus for an antipodal pair
-    min |w_a ± λ^k w_b|∞·|r_a|₁ (λ = |r_b|/|r_a| where σ is homogeneous of degree k, else 1) — not the most nearly
-    parallel (none with a zero row)."""
+    """Pairs (a, b), a < b, of rows of R with cos ≥ 1 − 10⁻³ and with cos ≤ −1 + 10⁻³: the 128 whose merge looks
+    cheapest to first order — |r_b/λ ∓ r_a|₁ times the larger |w|∞ (λ = |r_b|/|r_a| where σ is homogeneous of degree
+    k, else 1) — and for antipodal pairs also the 128 whose joint output looks nearest a linear map (that plus
+    min |w_a ± λ^k w_b|∞·|r_a|₁); not the most nearly parallel. Cosines by blocks of 256 rows (none past n²·d = 2³⁵,
+    or with a zero row)."""
+    n, m = R.shape
     nrm = np.sqrt(np.sum(R * R, axis=1))
-    if not (np.all(nrm > 0) and np.all(np.isfinite(R))):
+    if not (np.all(nrm > 0) and np.all(np.isfinite(R))) or float(n) * n * m > 2.0**35:
         return [], []
-    cos = (R / nrm[:, None]) @ (R / nrm[:, None]).T
+    unit = R / nrm[:, None]
     got = []
     for sign in (1.0, -1.0):
-        ia, ib = np.nonzero(np.triu(sign * cos, 1) >= 1 - 1e-3)
-        first = np.argsort(-sign * cos[ia, ib], kind="stable")[: max(128, (1 << 22) // R.shape[1])]
+        ia_l, ib_l, cs_l = [], [], []
+        for lo in range(0, n, 256):
+            cos = sign * (unit[lo:lo + 256] @ unit.T)
+            ra, rb = np.nonzero(cos >= 1 - 1e-3)
+            up = rb > ra + lo
+            ia_l.append(ra[up] + lo)
+            ib_l.append(rb[up])
+            cs_l.append(cos[ra[up], rb[up]])
+        ia, ib, cs = np.concatenate(ia_l), np.concatenate(ib_l), np.concatenate(cs_l)
+        first = np.argsort(-cs, kind="stable")[: max(128, (1 << 22) // m)]
         ia, ib = ia[first], ib[first]
         lam = nrm[ib] / nrm[ia] if k else np.ones(len(ia))
         wa, wb = W[:, ia].T, W[:, ib].T * ((lam**k)[:, None] if k else 1.0)
-        cost = np.abs(R[ib] / lam[:, None] - sign * R[ia]).sum(axis=1) * np.maximum(np.abs(wa).max(axis=1), np.abs(wb).max(axis=1))
+        cost = np.nan_to_num(np.abs(R[ib] / lam[:, None] - sign * R[ia]).sum(axis=1)
+                             * np.maximum(np.abs(wa).max(axis=1), np.abs(wb).max(axis=1)), nan=np.inf)
+        best = list(np.argsort(cost, kind="stable")[:128])
         if sign < 0:
-            cost = cost + np.minimum(np.abs(wa + wb).max(axis=1), np.abs(wa - wb).max(axis=1)) * np.abs(R[ia]).sum(axis=1)
-        best = np.argsort(np.nan_to_num(cost, nan=np.inf), kind="stable")[:128]
+            lin = cost + np.minimum(np.abs(wa + wb).max(axis=1), np.abs(wa - wb).max(axis=1)) * np.abs(R[ia]).sum(axis=1)
+            best += [t for t in np.argsort(np.nan_to_num(lin, nan=np.inf), kind="stable")[:128] if t not in set(best)]
         got.append([(int(ia[t]), int(ib[t])) for t in best])
     return got[0], got[1]
 
