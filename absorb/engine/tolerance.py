@@ -234,7 +234,7 @@ def _gain(A: np.ndarray) -> float:
 
 
 _PAIRS_MAX = 64
-"""Nearly collinear pairs tried per block (the closest first)."""
+"""Close pairs tried per block and kind, the cheapest first by :func:`_close_pairs`'s estimate."""
 _SPARE_MAX = 1 << 22
 """n·d above this: no spare-unit screen (its samples evaluate every unit; merges compare every pair)."""
 
