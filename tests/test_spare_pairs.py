@@ -102,7 +102,7 @@ def test_gated_units_with_nearly_equal_gates_merge(act: str) -> None:
 def test_a_diagonal_skip_is_split_as_its_svd_would() -> None:
     """The producer reads a diagonal skip's parts off its diagonal (no d × d SVD): the same remainder and kept sum as
     the SVD route gives, for every rank."""
-    from absorb.engine.tolerance import _beyond_rank
+    from absorb.engine._spare import _beyond_rank
 
     rng = np.random.default_rng(2)
     A = np.diag([3.0, -1.0, 0.5, 2.0, -0.25])
@@ -117,7 +117,7 @@ def test_a_diagonal_skip_is_split_as_its_svd_would() -> None:
 
 
 def _producer_split(M: np.ndarray, maps: list, rank: int, X: np.ndarray, den: np.ndarray) -> float:
-    from absorb.engine.tolerance import _beyond_rank
+    from absorb.engine._spare import _beyond_rank
 
     return _beyond_rank(M, maps, rank, X, den)[0]
 
