@@ -89,11 +89,11 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
         if blk.gated:
             gates = blk.activation(X @ G.T + cg)
             H = gates * Z
-            moves = _gated_merges(blk, same, X, gates, Z, den)
+            moves = _gated_merges(same, R, W, gates, Z, den, k)
         else:
             H = blk.activation(Z)
-            moves = _merge_errors(blk, same, U, H, wmax, den, k)
-        moves += _antipodal_pairs(blk, opposite, X, U, H, den, biases)
+            moves = _merge_errors(same, U, W, H, wmax, den, k)
+        moves += _antipodal_pairs(opposite, X, U, W, H, wmax, den, biases, not blk.gated)
         share = np.max(np.abs(H) * wmax / den[:, None], axis=0)  # unit i's sampled share
     shares = [float(v) for v in share if math.isfinite(v)]
     if len(shares) != n:
@@ -330,14 +330,11 @@ def _pair_directions(R: np.ndarray, same: list[tuple[int, int]], opposite: list[
     return np.array(out, dtype=np.float64).reshape(-1, R.shape[1])
 
 
-def _merge_errors(blk: Block, pairs: list[tuple[int, int]], U: np.ndarray, H: np.ndarray, wmax: np.ndarray,
+def _merge_errors(pairs: list[tuple[int, int]], U: np.ndarray, W: np.ndarray, H: np.ndarray, wmax: np.ndarray,
                   den: np.ndarray, k: object) -> list[_Cand]:
     """Candidates (:data:`_Cand`) for nearly collinear pairs (:func:`_close_pairs`): unit b moved onto unit a's line
     (frees b, keeps a), and the pair's joint output (frees both: two units that nearly cancel). ``H``: σ at the
     sampled pre-activations, one column per unit."""
-    if not pairs:
-        return []
-    W = np.asarray(blk.W_down, dtype=np.float64)
     out: list[_Cand] = []
     for i, j in pairs:
         for a, b in ((i, j), (j, i)):  # (move b onto a's line: σ(λ(u_a·x + c_a)) = λ^k σ(u_a·x + c_a), λ > 0)
@@ -352,13 +349,13 @@ def _merge_errors(blk: Block, pairs: list[tuple[int, int]], U: np.ndarray, H: np
     return out
 
 
-def _antipodal_pairs(blk: Block, pairs: list[tuple[int, int]], X: np.ndarray, U: np.ndarray, H: np.ndarray, den: np.ndarray,
-                     biases: bool) -> list[_Cand]:
+def _antipodal_pairs(pairs: list[tuple[int, int]], X: np.ndarray, U: np.ndarray, W: np.ndarray, H: np.ndarray,
+                     wmax: np.ndarray, den: np.ndarray, biases: bool, flips: bool) -> list[_Cand]:
     """Candidates (:data:`_Cand`) for nearly antipodal pairs (:func:`_close_pairs`): their joint output r(x) against the
     map v·(u_i·x) + β fitted to it (least squares weighted by 1/den; β = 0 unless g may have biases) — where
     σ(z) − σ(−z) = c·z the pair is nearly that map, and a residual-free g spends both slots elsewhere, the map
-    v u_iᵀ joining the skip its freed slots realise (β in b_down)."""
-    W = np.asarray(blk.W_down, dtype=np.float64)
+    v u_iᵀ joining the skip its freed slots realise (β in b_down); with ``flips`` (ungated) also each unit flipped
+    onto the other's line and merged into it."""
     out: list[_Cand] = []
     for i, j in pairs:
         r = (np.outer(H[:, i], W[:, i]) + np.outer(H[:, j], W[:, j])) / den[:, None]
@@ -369,11 +366,11 @@ def _antipodal_pairs(blk: Block, pairs: list[tuple[int, int]], X: np.ndarray, U:
         if math.isfinite(err) and np.all(np.isfinite(coef)):
             out.append((err, f"units {i} and {j}, nearly antipodal, as a linear map (error {err:.2e})", (i, j), (),
                         (coef[0], U[i])))
-        if blk.gated:
+        if not flips:
             continue
         for a, b in ((i, j), (j, i)):  # (σ(−z) = σ(z) − c·z: unit b flipped onto a's line, merged into a, its linear part
             z = X @ U[a]  # joining the skip — h_b ≈ α·h_a + γ·(u_a·x) + β, fitted with weights |w_b|∞/den)
-            scale = np.max(np.abs(W[:, b])) / den
+            scale = wmax[b] / den
             A = np.column_stack([H[:, a], z] + ([np.ones_like(z)] if biases else [])) * scale[:, None]
             coef = np.linalg.lstsq(A, H[:, b] * scale, rcond=None)[0]
             err = float(np.max(np.abs(H[:, b] * scale - A @ coef)))
@@ -383,37 +380,25 @@ def _antipodal_pairs(blk: Block, pairs: list[tuple[int, int]], X: np.ndarray, U:
     return out
 
 
-def _gated_merges(blk: Block, pairs: list[tuple[int, int]], X: np.ndarray, gates: np.ndarray, Z: np.ndarray,
-                  den: np.ndarray) -> list[_Cand]:
-    """Candidates (:data:`_Cand`) for gated units whose gate rows (and gate biases) are nearly collinear: unit b given
-    unit a's gate (scaled by λ^k for a gate homogeneous of degree k, else as it is), then merged into a — their
-    value parts v(x) = u·x + c nearly proportional (w_a + μw_b), or their down columns (v_a + νv_b) — frees b; the
-    pair's joint output frees both (two units that nearly cancel). The value branch must be linear (h(z) = z)
-    for the merges."""
-    G = np.asarray(blk.W_gate, dtype=np.float64)
-    cg = np.zeros(blk.n) if blk.b_gate is None else np.asarray(blk.b_gate, dtype=np.float64)
-    if not pairs:
-        return []
-    W = np.asarray(blk.W_down, dtype=np.float64)
-    vals = Z if blk.value_identity else blk.value_activation(Z)
-    hom = _analysis(blk.activation, "homogeneity")
-    k = hom.value.get("k") if hom.proved else None
+def _gated_merges(pairs: list[tuple[int, int]], R: np.ndarray, W: np.ndarray, gates: np.ndarray, Z: np.ndarray,
+                  den: np.ndarray, k: object) -> list[_Cand]:
+    """Candidates (:data:`_Cand`) for gated units (linear value branch, values ``Z``) whose gate rows with their gate
+    biases (``R``) are nearly collinear: unit b given unit a's gate (scaled by λ^k for a gate homogeneous of degree k,
+    else as it is), then merged into a — their value parts v(x) = u·x + c nearly proportional (w_a + μw_b), or their
+    down columns (v_a + νv_b) — frees b; the pair's joint output frees both (two units that nearly cancel)."""
     out: list[_Cand] = []
     for i, j in pairs:
-        pair = np.outer(gates[:, i] * vals[:, i], W[:, i]) + np.outer(gates[:, j] * vals[:, j], W[:, j])
+        pair = np.outer(gates[:, i] * Z[:, i], W[:, i]) + np.outer(gates[:, j] * Z[:, j], W[:, j])
         both = float(np.max(np.max(np.abs(pair), axis=1) / den))
         if math.isfinite(both):
             out.append((both, f"units {i} and {j} together (share {both:.2e})", (i, j), (), None))
-        if not blk.value_identity:
-            continue
         for a, b in ((i, j), (j, i)):
-            ga, gb = np.r_[G[a], cg[a]], np.r_[G[b], cg[b]]
-            lam = float(gb @ ga) / float(ga @ ga) if k is not None else 1.0
-            shared = lam ** float(k) * gates[:, a] if k is not None else gates[:, a]  # (b's gate, as a's)
-            mu = float(vals[:, b] @ vals[:, a]) / float(vals[:, a] @ vals[:, a]) if np.any(vals[:, a]) else 0.0
+            lam = float(R[b] @ R[a]) / float(R[a] @ R[a]) if k is not None else 1.0
+            shared = lam ** float(k) * gates[:, a] if k is not None else gates[:, a]  # type: ignore[arg-type]  # (b's gate, as a's)
+            mu = float(Z[:, b] @ Z[:, a]) / float(Z[:, a] @ Z[:, a]) if np.any(Z[:, a]) else 0.0
             nu = float(W[:, b] @ W[:, a]) / float(W[:, a] @ W[:, a]) if np.any(W[:, a]) else 0.0
-            for merged in (np.outer(gates[:, a] * vals[:, a], W[:, a]) + np.outer(shared * mu * vals[:, a], W[:, b]),
-                           np.outer(gates[:, a] * vals[:, a] + shared * nu * vals[:, b], W[:, a])):
+            for merged in (np.outer(gates[:, a] * Z[:, a], W[:, a]) + np.outer(shared * mu * Z[:, a], W[:, b]),
+                           np.outer(gates[:, a] * Z[:, a] + shared * nu * Z[:, b], W[:, a])):
                 err = float(np.max(np.max(np.abs(pair - merged), axis=1) / den))
                 if math.isfinite(err):
                     out.append((err, f"unit {b} merged into unit {a} (error {err:.2e})", (b,), (a,), None))
