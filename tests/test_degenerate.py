@@ -134,11 +134,12 @@ def test_theory_example_collinear_antipodal() -> None:
     assert dec.blocks[0].witness.exact
 
 
-@pytest.mark.parametrize("spec", ["expr:Max(0, x)", "expr:max(x, 0)"])
+@pytest.mark.parametrize("spec", ["expr:Max(0, x)", "expr:max(x, 0)", "expr:(x + Abs(x))/2", "expr:(x + sqrt(x**2))/2",
+                                  "expr:Max(0, 2*x)/2"])
 def test_relu_written_as_an_expression_gets_the_canonical_form_too(spec: str) -> None:
-    """ReLU spelled as an expression is ReLU as written (the same sympy form): the canonical form's witness
-    gets the same rigorous rounding bound (σ's Lipschitz constant 1, derived from its pieces), and the
-    checker accepts the certificate."""
+    """ReLU spelled as an expression — the same sympy form, or another one proved positively homogeneous of
+    degree 1 with σ(1) = 1 and σ(−1) = 0 — is ReLU: the canonical form's witness gets the same rigorous rounding
+    bound (σ's Lipschitz constant 1, derived from its pieces), and the checker accepts the certificate."""
     from absorb.certificate import build_certificate
     from absorb.verify.checker import verify_certificate
 
@@ -146,6 +147,19 @@ def test_relu_written_as_an_expression_gets_the_canonical_form_too(spec: str) ->
     dec = decide(b)
     assert dec.verdict is Verdict.ABSORBABLE and dec.theorem is Theorem.CANONICAL_FORM, dec.reason
     assert verify_certificate(build_certificate(dec, b, seed=0).to_json(), b).accepted
+
+
+@pytest.mark.parametrize("spec", ["expr:(x + Abs(x))/2*(1 + 10**-30)", "expr:Max(x, x/100)", "expr:Abs(x)",
+                                  "expr:Max(0, x)**2", "expr:Max(0, x) + x/10**40"])
+def test_what_is_not_relu_is_not_taken_for_it(spec: str) -> None:
+    """Near misses (σ(1) ≠ 1 by 10⁻³⁰, leaky, |z|, a square, a tiny linear part) are not ReLU: the index-set
+    necessity and the canonical form are not cited for them."""
+    from absorb.engine.degenerate import is_relu
+
+    assert not is_relu(get_activation(spec))
+    dec = decide(_block([[1, 0], [-1, 0], [0, 1]], [[2, 5, 0], [3, 7, -1]], None, get_activation(spec)))
+    assert dec.theorem is not Theorem.CANONICAL_FORM, dec.reason
+    assert dec.verdict is Verdict.UNKNOWN or dec.theorem is not Theorem.INDEX_SET, dec.reason
 
 
 @pytest.mark.parametrize("a,b", [(0.0, 0.0), (1.0, -3.0), (2.0, 5.0), (-1.0, 0.5)])

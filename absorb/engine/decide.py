@@ -40,10 +40,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from absorb._errors import InvalidInput
-from absorb.engine.results import NECESSITY, Ctx, Progress, answer
+from absorb.engine.results import Ctx, Progress, answer, necessity_sigma
 from absorb.engine.verdict import BlockDecision, Decision, Theorem, Verdict, Witness
 from absorb.engine.witness import composed_bound, eval_threshold, evaluation_error
-from absorb.model.activations import get_activation
 from absorb.model.block import Block, Stack, check_decide_inputs
 from absorb.rigorous import gamma as _gamma  # Higham's γ_k, shared with the search backends
 from absorb.search import Method
@@ -175,7 +174,7 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
     if near is not None:
         return Decision(path=path, verdict=Verdict.UNKNOWN, theorem=Theorem.NONE, reason=near, blocks=tuple(decisions),
                         tolerance=tol, structure="stack")
-    if all(b.activation.expr in tuple(get_activation(n).expr for n in NECESSITY) and not b.gated for b in stack.blocks):
+    if all(necessity_sigma(b.activation) and not b.gated for b in stack.blocks):
         why = ("whether deep compositions of ReLU/GELU residual blocks can be absorbed is the paper's open problem; "
                "per-block verdicts are for each block in isolation")
     else:

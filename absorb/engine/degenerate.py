@@ -73,14 +73,14 @@ from absorb.engine.witness import (
     rounded_construction_bound,
     unit_difference_bound,
 )
-from absorb.model.activations import get_activation
+from absorb.model.activations import Activation, get_activation, is_builtin
 from absorb.model.block import Block
 from absorb.rigorous import SAFE_EXPONENT, magnitudes_ok
+from absorb.symbolic._core import get as _analysis  # the property functions' cache, without importing sympy
 
 Family = Literal["relu", "even"]
 
 _EPS = float(np.finfo(float).eps)
-_RELU = ("relu",)
 _EVEN = ("gelu", "gelu_tanh", "silu", "quick_gelu")
 """σ = z/2 + h(z), h even, real-analytic and not a polynomial: the uniqueness lemma of
 docs/degenerate.md (§2) holds for these; other σ are not decided here."""
@@ -132,14 +132,35 @@ class CanonicalForm:
                 "lines": [{"units": list(ln.units), "direction": [float(v) for v in ln.e]} for ln in self.lines]}
 
 
+def is_relu(act: Activation) -> bool:
+    """σ equals ReLU at every real z: the built-in, or a user's expression (``(x + Abs(x))/2``)
+    proved positively homogeneous of degree 1 (σ(tz) = tσ(z) for t > 0, σ(0) = 0) with σ(1) = 1
+    and σ(−1) = 0 exactly — then σ(z) = z·σ(1) = z for z > 0 and σ(z) = |z|·σ(−1) = 0 for z < 0.
+    The built-ins are told apart by their keys (read without sympy)."""
+    if act.key == get_activation("relu").key:
+        return True
+    if is_builtin(act):
+        return False
+    hom = _analysis(act, "homogeneity")
+    if not hom.proved or hom.value.get("k") != 1:
+        return False
+    import sympy as sp
+
+    e = act.expr
+    if len(e.free_symbols) != 1:
+        return False
+    (z,) = e.free_symbols
+    return all(sp.simplify(e.subs(z, t) - v) == 0 for t, v in ((1, 1), (-1, 0)))
+
+
 def family_of(block: Block) -> Family | None:
     """``relu`` or ``even`` when σ is one of the activations the uniqueness lemma covers."""
     if block.gated:
         return None
+    if is_relu(block.activation):
+        return "relu"
     # srepr keys: equal exactly when the sympy forms are, and read without sympy
     e = block.activation.key
-    if any(e == get_activation(n).key for n in _RELU):
-        return "relu"
     if any(e == get_activation(n).key for n in _EVEN):
         return "even"
     return None

@@ -25,7 +25,7 @@ from fractions import Fraction
 import numpy as np
 
 from absorb.engine import hypotheses as hyp
-from absorb.engine.degenerate import decide_degenerate, family_of
+from absorb.engine.degenerate import decide_degenerate, family_of, is_relu
 from absorb.engine.tolerance import within_tolerance
 from absorb.engine.verdict import BlockDecision, Hypothesis, ResidualFreeClass, Theorem, Verdict, Witness
 from absorb.engine.witness import (
@@ -49,7 +49,11 @@ from absorb.symbolic import facts
 from absorb.symbolic._core import Property
 from absorb.symbolic._core import get as _analysis  # the property functions' cache, without importing sympy
 
-NECESSITY = ("relu", "gelu")
+
+def necessity_sigma(act: Activation) -> bool:
+    """σ is one that result 5's necessity covers: ReLU (also a user's expression proved equal to it,
+    :func:`~absorb.engine.degenerate.is_relu`) or GELU (the built-in's own expression)."""
+    return is_relu(act) or act.key == get_activation("gelu").key  # same srepr: same expression
 """σ for which result 5's necessity is the paper's (arXiv 2604.23705)."""
 _EPS = np.finfo(float).eps
 
@@ -791,7 +795,7 @@ class _IndexSet:
         failing = []
         if blk.gated:
             failing.append("the block is gated (necessity is proved for ungated ReLU and GELU only)")
-        elif not any(blk.activation.key == get_activation(n).key for n in NECESSITY):  # same srepr: same expression
+        elif not necessity_sigma(blk.activation):
             failing.append(f"σ = {blk.activation_name} is not ReLU or GELU (necessity is proved for those only)")
         if blk.has_bias:  # the statement trivial() recorded ("the block has nonzero biases: …")
             failing.append(next(h.statement for h in self.ctx.H if h.name == "bias_free"))
