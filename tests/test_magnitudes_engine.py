@@ -212,3 +212,14 @@ def test_a_subnormal_weight_in_the_tolerance_screens() -> None:
 
     assert decide_block(blk).verdict.value in ("not_absorbable", "unknown")
     assert sampled_near(blk, 1e-9, 0) is None
+
+
+def test_a_planted_flip_whose_moved_bias_leaves_float64_is_unknown() -> None:
+    """b_up = 10³⁰⁸ and b_down = −10³⁰⁸ with a planted flip: the witness's output bias b_down + W_S b_S is past
+    float64's range, so no finite witness exists — unknown with the reason, not an OverflowError."""
+    r = np.random.default_rng(0)
+    U, W = r.standard_normal((6, 3)), r.standard_normal((3, 6))
+    U[:3] = -np.linalg.inv(W[:, :3])
+    b = Block(U, W, get_activation("relu"), b_up=np.full(6, 1e308), b_down=np.full(3, -1e308))
+    dec = decide(b)
+    assert dec.verdict is Verdict.UNKNOWN and "witness" in dec.reason

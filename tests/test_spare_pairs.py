@@ -248,3 +248,37 @@ def test_cheaper_merges_that_raise_the_skips_rank_do_not_crowd_out_one_that_does
     assert err < 5e-4, err  # (the g the screen finds is within τ = 10⁻³)
     assert decide_block(f, tol=1e-3).verdict is not Verdict.NOT_ABSORBABLE
     assert spare_units(f, 1e-3, 0, False) is not None
+
+
+def _flip_and_spare(act: str, biased: bool) -> tuple[Block, Block, bool]:
+    """f = x + W_down σ(W_up x + b_up) + b_down (d = 2, n = 5): units 0 and 1 with W_S U_S = −I + R, R = e₁e₁ᵀ/2 (no
+    index set: far from −I), units 2 and 3 of size 10⁻¹², unit 4 generic. g: units 0 and 1 flipped (σ(z) = σ(−z) + z:
+    the skip becomes R, the biases' share joins b_down), units 2 and 3 the antipodal pair e₁σ(x₁)/2 − e₁σ(−x₁)/2 = R x,
+    unit 4 kept — so g − f is the two small units' output."""
+    r = np.random.default_rng(7)
+    U, W = r.standard_normal((5, 2)), r.standard_normal((2, 5))
+    R = np.array([[0.5, 0.0], [0.0, 0.0]])
+    W[:, :2] = (-np.eye(2) + R) @ np.linalg.inv(U[:2])
+    W[:, 2:4] *= 1e-12
+    b, bd = (r.standard_normal(5), r.standard_normal(2)) if biased else (None, None)
+    sigma = get_activation(act)
+    f = Block(W_up=U, W_down=W, activation=sigma, skip=np.eye(2), b_up=b, b_down=bd)
+    Ug, Wg = U.copy(), W.copy()
+    Ug[:2] *= -1
+    Ug[2:4], Wg[:, 2:4] = [[1.0, 0.0], [-1.0, 0.0]], [[0.5, -0.5], [0.0, 0.0]]
+    bg = None if b is None else np.concatenate([-b[:2], [0.0, 0.0], b[4:]])
+    bdg = None if bd is None else bd + W[:, :2] @ b[:2]
+    return f, Block(W_up=Ug, W_down=Wg, activation=sigma, skip=np.zeros((2, 2)), b_up=bg, b_down=bdg), biased
+
+
+@pytest.mark.parametrize("act,biased", [("relu", False), ("gelu", True)])
+def test_a_flip_of_the_other_units_leaves_what_the_freed_slots_realise(act: str, biased: bool) -> None:
+    """Spare units combine with a flip: the index-set search proves that no S meets −I, but S = {0, 1} leaves a rank-one
+    skip that the two spare units realise. Both sides withhold the exact verdict (it was not_absorbable [index-set],
+    resp. [skeleton], and the checker accepted it)."""
+    f, g, biases = _flip_and_spare(act, biased)
+    assert _measured(f, g) < 1e-10
+    bd = decide_block(f, tol=1e-9)
+    assert bd.verdict is not Verdict.NOT_ABSORBABLE, bd.reason
+    assert "flip of units [0, 1]" in bd.reason
+    assert spare_units(f, 1e-9, 0, False, biases) is not None

@@ -113,7 +113,7 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
                   tiny + [m for m in moves if id(m) not in flips or m[3][0] > m[2][0]],
                   tiny + [m for m in moves if m[4] is None or id(m) in inside]):
         for budget in (tol / 2,):  # (sampled errors can be a few times below the true ones: half the tolerance)
-            freed, maps, spent = _greedy(cands, budget)
+            freed, maps, spent, gone, into = _greedy(cands, budget)
             if not freed:
                 continue
             if math.isnan(kappa):
@@ -127,12 +127,39 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
                 with np.errstate(all="ignore"):
                     seen[key] = _beyond_rank(M, maps, rank, X, den)
             drop, kept = seen[key]
+            named = list(dict.fromkeys(freed))  # (a pair frees two slots: named once)
+            spare = (f"Unknown: f can spare {len(freed)} unit(s) within the tolerance ({', '.join(named[:4])}"
+                     f"{', …' if len(named) > 4 else ''}; sampled), and the freed slots can realise ")
             if spent + drop + kappa * kept <= tol * (1 - 1e-3):
-                named = list(dict.fromkeys(freed))  # (a pair frees two slots: named once)
-                return (f"Unknown: f can spare {len(freed)} unit(s) within the tolerance ({', '.join(named[:4])}"
-                        f"{', …' if len(named) > 4 else ''}; sampled), and the freed slots can realise the skip's "
-                        f"{min(rank, d)} largest rank-one part(s), {how}, the rest within {drop:.2e} of f's scale; the "
-                        "exact argument rules out an exact residual-free block only.")
+                return (f"{spare}the skip's {min(rank, d)} largest rank-one part(s), {how}, the rest within {drop:.2e} "
+                        "of f's scale; the exact argument rules out an exact residual-free block only.")
+            if 1 <= rank < d and len(gone) < n:
+                # (f's other units may be flipped so that what is left of the skip has rank ≤ rank: every set of the
+                # units that stay is tried where σ(z) = σ(−z) + c·z and they are few; else — a gate's flip, a degree-2
+                # one, a flip within a defect, many units — the verdict is withheld)
+                stay = sorted(set(range(n)) - gone)
+                c = _flip_constant(blk.activation, biases) if not (blk.gated or one_per_rank) and kappa == 0.0 else None
+                if c is None or len(stay) > _FLIP_SEARCH or (1 << len(stay)) * d**3 > 1 << 28:
+                    return (f"{spare}any rank-{rank} linear map, {how}; a flip of f's other units may leave no more of the "
+                            "skip than that, which no search here rules out; the exact argument rules out an exact "
+                            "residual-free block only.")
+                with np.errstate(all="ignore"):
+                    drop, S = _flipped_rest(M, maps, rank, U, W, c, stay, into, X, den)
+                if spent + drop <= tol * (1 - 1e-3):
+                    return (f"{spare}the rank-{rank} part of the skip that a flip of units {S} (σ(z) = σ(−z) + {c:g}·z) "
+                            f"leaves, {how}, the rest within {drop:.2e} of f's scale; the exact argument rules out an "
+                            "exact residual-free block only.")
+    return None
+
+
+def _flip_constant(act: Activation, biases: bool) -> float | None:
+    """c where σ(z) − σ(−z) = c·z is proved (or, with biases, σ(z) − σ(−z − 2s) = c·(z + s): a flip's constants join
+    the output bias); None otherwise."""
+    for name in ("flip_identity[ungated]",) + (("shifted_flip",) if biases else ()):
+        pr = _analysis(act, name)
+        c = facts.rational(pr.value, "c") if pr.proved else None
+        if c:
+            return float(c)
     return None
 
 
@@ -249,12 +276,15 @@ _Cand = tuple[float, str, tuple[int, ...], tuple[int, ...], "tuple[np.ndarray, n
 """(sampled error, what, units freed, units kept, (v, u): the map v uᵀ the freed slots take on besides the skip)."""
 
 
-def _greedy(cands: list[_Cand], budget: float) -> tuple[list[str], list[tuple[np.ndarray, np.ndarray]], float]:
+def _greedy(cands: list[_Cand], budget: float) -> tuple[list[str], list[tuple[np.ndarray, np.ndarray]], float,
+                                                          set[int], dict[int, int]]:
     """The cheapest first while their errors fit in ``budget``: what each frees (a unit once, never onto a freed one),
-    the linear maps the chosen candidates hand to the freed slots, and their errors' sum."""
+    the linear maps the chosen candidates hand to the freed slots, their errors' sum, the units freed, and those of
+    them merged into one that stays (freed unit → the unit it joins)."""
     freed: list[str] = []
     maps: list[tuple[np.ndarray, np.ndarray]] = []
     gone: set[int] = set()
+    into: dict[int, int] = {}
     spent = 0.0
     for err, what, frees, keeps, lin in sorted(cands, key=lambda t: t[0]):
         if spent + err > budget:
@@ -265,7 +295,39 @@ def _greedy(cands: list[_Cand], budget: float) -> tuple[list[str], list[tuple[np
         gone.update(frees)
         freed.extend([what] * len(frees))
         maps += [] if lin is None else [lin]
-    return freed, maps, spent
+        into.update({j: keeps[0] for j in frees} if keeps and lin is None else {})
+    return freed, maps, spent, gone, into
+
+
+_FLIP_SEARCH = 14
+"""Most units (left after the freed ones) whose flips :func:`_flipped_rest` enumerates (2¹⁴ sets)."""
+
+
+def _flipped_rest(M: np.ndarray, maps: list[tuple[np.ndarray, np.ndarray]], rank: int, U: np.ndarray, W: np.ndarray,
+                  c: float, stay: list[int], into: dict[int, int], X: np.ndarray, den: np.ndarray) -> tuple[float, list[int]]:
+    """The least sampled |A_r x|∞/den(x) over sets S of the units that stay (each with the units merged into it), A = M
+    + Σ maps + c·Σ_{i∈S} w_i u_iᵀ — a flip of S (σ(z) = σ(−z) + c·z) moves c·w_i u_iᵀ into the skip — and A_r its part
+    past the ``rank`` largest singular triples (what the freed slots leave); with the best S. Every S is tried (2^|stay|
+    d × d spectra); the five nearest rank ``rank`` by their singular values are sampled."""
+    T = np.stack([np.outer(W[:, i], U[i]) + sum((np.outer(W[:, j], U[j]) for j, i2 in into.items() if i2 == i),
+                                                np.zeros_like(M)) for i in stay])
+    A0 = M + sum((np.outer(v, u) for v, u in maps), np.zeros_like(M))
+    k = len(stay)
+    bits = (np.arange(1 << k)[:, None] >> np.arange(k)[None, :]) & 1
+    with np.errstate(all="ignore"):
+        A = A0[None] + c * np.einsum("sk,kij->sij", bits.astype(np.float64), T)
+        sv = np.linalg.svd(A, compute_uv=False) if np.all(np.isfinite(A)) else None
+    if sv is None:
+        return math.inf, []
+    tail = np.sum(sv[:, rank:], axis=1)
+    best, at = math.inf, []
+    for t in np.argsort(tail, kind="stable")[:5]:
+        P, S, Qt = np.linalg.svd(A[t])
+        with np.errstate(all="ignore"):
+            out = float(np.max(np.max(np.abs(X @ ((P[:, rank:] * S[rank:]) @ Qt[rank:]).T), axis=1) / den))
+        if out < best:
+            best, at = out, [stay[i] for i in range(k) if bits[t, i]]
+    return best, at
 
 
 _CLOSE = 1 - 1e-3

@@ -74,9 +74,17 @@ def moved_bias(block: Block, idx: np.ndarray, c: Fraction, b: np.ndarray, s: Fra
         return bd + float(c) * matvec(D[:, idx], b + float(s))
     Di, eD = _dyadic(D[:, idx])
     (bi,), eb = _dyadic(np.asarray(b, dtype=np.float64)[None, :])
-    return np.array([float(Fraction(float(bd[r])) + c * (Fraction(sum(w * v for w, v in zip(row, bi)), 1 << (eD + eb))
-                                                         + s * Fraction(sum(row), 1 << eD)))
+    return np.array([_to_float(Fraction(float(bd[r])) + c * (Fraction(sum(w * v for w, v in zip(row, bi)), 1 << (eD + eb))
+                                                             + s * Fraction(sum(row), 1 << eD)))
                      for r, row in enumerate(Di)])
+
+
+def _to_float(q: Fraction) -> float:
+    """q rounded to float64, ±inf past its range (a moved bias that float64 cannot hold: no witness is formed from it)."""
+    try:
+        return float(q)
+    except OverflowError:
+        return math.inf if q > 0 else -math.inf
 
 
 def flip_block(block: Block, S: tuple[int, ...], c: Fraction, s: Fraction = Fraction(0)) -> Block:

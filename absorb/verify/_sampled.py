@@ -190,7 +190,7 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
     done: dict[tuple[tuple[int, ...], int], tuple[float, float]] = {}
     for pick in picks:
         for left in (tol / 2,):  # (a sampled error may be a few times below the true one)
-            gone, extra, used = _take(pick, left)
+            gone, extra, used, joined = _take(pick, left)
             if not gone:
                 continue
             if math.isnan(kappa):  # type: ignore[arg-type]
@@ -202,11 +202,29 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
             if key not in done:
                 done[key] = _leftover(M, extra, r, kappa, X, den)
             rest, miss = done[key]
+            spared = (f"at this checker's sampled inputs f can spare {len(gone)} unit(s) within the tolerance "
+                      "(negligible, merged into a nearly collinear one, or a nearly antipodal pair taken as a linear "
+                      "map), ")
             if used + rest + miss <= tol * (1 - 1e-3):
-                return (f"at this checker's sampled inputs f can spare {len(gone)} unit(s) within the tolerance "
-                        "(negligible, merged into a nearly collinear one, or a nearly antipodal pair taken as a linear "
-                        f"map), enough to realise the skip's {min(r, d)} largest rank-one part(s) in their slots, the rest "
+                return (f"{spared}enough to realise the skip's {min(r, d)} largest rank-one part(s) in their slots, the rest "
                         f"within {rest:.2e}: the exact not_absorbable may contradict the tolerance")
+            if 1 <= r < d and len(gone) < n:  # (a flip of the units that stay may leave a skip of rank ≤ r)
+                stay = [i for i in range(n) if i not in gone]
+                c = None
+                if not (gated or one_per_rank) and kappa == 0.0:
+                    from absorb.verify._shift import _flip_or_shift
+
+                    c = _flip_or_shift(block.activation, biases or block.has_bias, f0 == 0.0)[0]
+                if c is None or len(stay) > 14 or (1 << len(stay)) * d**3 > 1 << 28:
+                    return (f"{spared}whose slots realise any rank-{r} linear map; flipping some of the other units may "
+                            "leave no more of the skip than that, which this checker does not search: the exact "
+                            "not_absorbable may contradict the tolerance")
+                with np.errstate(all="ignore"):
+                    after = _after_flips(M, extra, r, U, W, float(c), stay, joined, X, den)
+                if used + after <= tol * (1 - 1e-3):
+                    return (f"{spared}whose slots realise the rank-{r} part of the skip that a flip of some of the other "
+                            f"units leaves, the rest within {after:.2e}: the exact not_absorbable may contradict the "
+                            "tolerance")
     return None
 
 
@@ -330,11 +348,13 @@ def _worst_directions(R: np.ndarray, near: tuple[list[tuple[int, int]], list[tup
     return np.array(out, dtype=np.float64).reshape(-1, R.shape[1])
 
 
-def _take(cand: list[tuple[float, tuple[int, ...], tuple[int, ...], Any]], left: float) -> tuple[set[int], list[Any], float]:
+def _take(cand: list[tuple[float, tuple[int, ...], tuple[int, ...], Any]], left: float) -> tuple[set[int], list[Any], float,
+                                                                                           list[tuple[int, int]]]:
     """Units freed, cheapest first, while the errors fit in ``left`` (each unit once, none onto a freed unit), the
-    linear maps the chosen pairs hand to the freed slots, and the errors' sum."""
+    linear maps the chosen pairs hand to the freed slots, the errors' sum, and (freed, kept) for each plain merge."""
     gone: set[int] = set()
     maps: list[Any] = []
+    joined: list[tuple[int, int]] = []
     used = 0.0
     for e, frees, keeps, lin in sorted(cand, key=lambda t: t[0]):
         if used + e > left:
@@ -343,7 +363,31 @@ def _take(cand: list[tuple[float, tuple[int, ...], tuple[int, ...], Any]], left:
             used += e
             gone.update(frees)
             maps += [] if lin is None else [lin]
-    return gone, maps, used
+            joined += [(frees[0], keeps[0])] if keeps and lin is None else []
+    return gone, maps, used, joined
+
+
+def _after_flips(M: np.ndarray, extra: list[Any], r: int, U: np.ndarray, W: np.ndarray, c: float, stay: list[int],
+                 joined: list[tuple[int, int]], X: np.ndarray, den: np.ndarray) -> float:
+    """min over sets S of the units in ``stay`` of what r rank-one parts leave of A_S = M + Σ v uᵀ (``extra``) +
+    c·Σ_{i∈S} (w_i u_iᵀ + the units merged into i), sampled (:func:`_leftover`) for the three S whose (r+1)-th singular
+    value is least; the sets are walked in Gray-code order, one rank-one term added or taken away per step."""
+    terms = {i: np.outer(W[:, i], U[i]) for i in stay}
+    for j, i in joined:
+        if i in terms:
+            terms[i] = terms[i] + np.outer(W[:, j], U[j])
+    A = M + sum((np.outer(v, u) for v, u in extra), np.zeros_like(M))
+    mats, on = [A.copy()], [False] * len(stay)
+    for step in range(1, 1 << len(stay)):
+        bit = (step & -step).bit_length() - 1  # (Gray code: the lowest set bit of step flips)
+        A = A - c * terms[stay[bit]] if on[bit] else A + c * terms[stay[bit]]
+        on[bit] = not on[bit]
+        mats.append(A.copy())
+    stack = np.array(mats)
+    if not np.all(np.isfinite(stack)):
+        return math.inf
+    nxt = np.linalg.svd(stack, compute_uv=False)[:, r]
+    return min(_leftover(stack[t], [], r, 0.0, X, den)[0] for t in np.argsort(nxt)[:3])
 
 
 def _pair_defect(block: Any, biases: bool, f0: bool) -> float | None:
