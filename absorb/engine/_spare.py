@@ -201,14 +201,15 @@ _NEAR_MAX = 256
 def _near_collinear(P: np.ndarray, share: np.ndarray, tol: float) -> list[tuple[int, int, float]]:
     """Pairs (i, j, cos) of rows of P (up rows, or gate rows, without their biases; a unit whose share is inf is left
     out) that the exact arguments count as non-collinear (|cos| < 1 − 10⁻¹⁰) but whose angle is small for the
-    tolerance: sin θ · min(share_i, share_j) ≤
-    4√d·τ (moving the smaller unit onto the other's line changes f by about its share times θ, within √d); the
-    :data:`_NEAR_MAX` with the least product. Cosines by blocks of rows; none past n²·d = 2³⁵."""
+    tolerance: sin θ · min(share_i, share_j) ≤ 4√d·τ (moving the smaller unit onto the other's line changes f by about
+    its share times θ, within √d); the :data:`_NEAR_MAX` with the least product. Cosines by blocks of rows (each row
+    scaled by its largest entry first, so that 10³⁰⁸ does not overflow); none past n²·d = 2³⁵."""
     n, d = P.shape
-    norms = np.linalg.norm(P, axis=1)
-    if float(n) * n * d > 2.0**35 or np.any(norms == 0) or not np.all(np.isfinite(P)) or np.any(np.isnan(share)):
+    top = np.max(np.abs(P), axis=1) if n else np.zeros(0)
+    if float(n) * n * d > 2.0**35 or np.any(top == 0) or not np.all(np.isfinite(P)) or np.any(np.isnan(share)):
         return []
-    Pn = P / norms[:, None]
+    Pn = P / top[:, None]
+    Pn /= np.linalg.norm(Pn, axis=1)[:, None]
     lim = 4 * math.sqrt(d) * tol
     got: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     for lo in range(0, n, 512):
@@ -227,8 +228,8 @@ def _near_collinear(P: np.ndarray, share: np.ndarray, tol: float) -> list[tuple[
 def _moved_onto_line(blk: Block, near: list[tuple[int, int, float]], R: np.ndarray, wmax: np.ndarray, X: np.ndarray,
                      den: np.ndarray, scales: list[float], tol: float, f0: float) -> str | None:
     """Why f is within the tolerance of a block whose rows are collinear, or None: for each pair of
-    :func:`_near_collinear`, unit b's row (up row, or gate row) moved onto unit a's line with b's length, orientation
-    and bias kept, by sample — at the screen's inputs and along the 16 closest pairs' worst directions (the sign vector
+    :func:`_near_collinear`, unit b's row (up row, or gate row) moved onto unit a's line with b's length (or its
+    projection's), orientation and bias kept, by sample — at the screen's inputs and along the 16 closest pairs' worst directions (the sign vector
     of the move, and its part on a's hyperplane). The exact arguments need non-collinear rows, so a block that merges,
     cancels or rescales such a pair is not ruled out (where the move costs about τ, it is within the tolerance)."""
     d = blk.d
@@ -247,15 +248,15 @@ def _moved_onto_line(blk: Block, near: list[tuple[int, int, float]], R: np.ndarr
     U = np.asarray(blk.W_up, dtype=np.float64)
     cu = np.zeros(blk.n) if blk.b_up is None else np.asarray(blk.b_up, dtype=np.float64)
     for i, j, cos in near:
-        for a, b in ((i, j), (j, i)):
-            pb = math.copysign(1.0, cos) * float(np.linalg.norm(P[b]) / np.linalg.norm(P[a])) * P[a]
+        for a, b, lam in ((i, j, 1.0), (j, i, 1.0), (i, j, abs(cos)), (j, i, abs(cos))):  # (length kept, or projected)
+            pb = math.copysign(lam, cos) * float(np.linalg.norm(P[b]) / np.linalg.norm(P[a])) * P[a]
             diff = np.abs(blk.activation(X @ pb + q[b]) - blk.activation(X @ P[b] + q[b]))
             if blk.gated:
                 diff = diff * np.abs(X @ U[b] + cu[b])
             err = float(np.max(diff * wmax[b] / den))
             if err <= tol * (1 - 1e-3):
                 return (f"Unknown: units {a} and {b} are nearly collinear ({'gate' if blk.gated else 'up'} rows at cos "
-                        f"{cos:.6f}): unit {b}'s row moved onto unit {a}'s line (its length, orientation and bias kept) "
+                        f"{cos:.6f}): unit {b}'s row moved onto unit {a}'s line (orientation and bias kept) "
                         f"changes f by {err:.2e} of its scale at the sampled inputs, within the tolerance, and the exact "
                         "argument needs non-collinear rows — a residual-free block that merges, cancels or rescales such "
                         "a pair is not ruled out.")
@@ -503,6 +504,8 @@ def _merge_errors(pairs: list[tuple[int, int]], U: np.ndarray, W: np.ndarray, H:
     out: list[_Cand] = []
     for i, j in pairs:
         for a, b in ((i, j), (j, i)):  # (move b onto a's line: σ(λ(u_a·x + c_a)) = λ^k σ(u_a·x + c_a), λ > 0)
+            if k is not None and not U[a] @ U[a] > 0:  # (a zero up row: no line to move onto)
+                continue
             lam = float(U[b] @ U[a]) / float(U[a] @ U[a]) if k is not None else 1.0
             moved = lam ** float(k) * H[:, a] if k is not None else H[:, a]  # type: ignore[arg-type]
             err = float(np.max(np.abs(H[:, b] - moved) * wmax[b] / den))

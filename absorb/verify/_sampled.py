@@ -357,6 +357,8 @@ def _worst_directions(R: np.ndarray, near: tuple[list[tuple[int, int]], list[tup
     out: list[np.ndarray] = []
     for sign, pairs in ((1.0, near[0][:16]), (-1.0, near[1][:16])):
         for a, b in pairs:
+            if not (R[a] @ R[a] > 0 and R[b] @ R[b] > 0):  # (a zero row has no line)
+                continue
             lam = float(np.sqrt(R[b] @ R[b] / (R[a] @ R[a]))) if k else 1.0
             s = np.sign(R[b] / lam - sign * R[a])
             flat = s - float(s @ R[a]) / float(R[a] @ R[a]) * R[a]
@@ -388,10 +390,11 @@ def _tau_pairs(P: np.ndarray, sh: np.ndarray, tol: float, use: np.ndarray) -> li
     (|cos| < 1 − 10⁻¹⁰) with sin θ times the smaller share at most 4√d·τ: the 256 with the least product, by blocks
     of 256 rows (none past n²·d = 2³⁵, or with a zero row)."""
     n, d = P.shape
-    nrm = np.sqrt(np.sum(P * P, axis=1))
-    if not (np.all(nrm > 0) and np.all(np.isfinite(P)) and np.all(np.isfinite(sh))) or float(n) * n * d > 2.0**35:
+    big = np.max(np.abs(P), axis=1) if n else np.zeros(0)  # (rows scaled by their largest entry: no overflow at 10³⁰⁸)
+    if not (np.all(big > 0) and np.all(np.isfinite(P)) and np.all(np.isfinite(sh))) or float(n) * n * d > 2.0**35:
         return []
-    unit = P / nrm[:, None]
+    unit = P / big[:, None]
+    unit = unit / np.sqrt(np.sum(unit * unit, axis=1))[:, None]
     pa, pb, pv, pc = [], [], [], []
     for lo in range(0, n, 256):
         cos = np.clip(unit[lo:lo + 256] @ unit.T, -1.0, 1.0)
@@ -431,7 +434,8 @@ def _collinear_within(block: Any, R: np.ndarray, sh: np.ndarray, top: np.ndarray
     got = _tau_pairs(P, sh, tol, sh > tol)
     if not got or not linear():
         return None
-    unit = P / np.sqrt(np.sum(P * P, axis=1))[:, None]
+    unit = P / np.max(np.abs(P), axis=1)[:, None]
+    unit = unit / np.sqrt(np.sum(unit * unit, axis=1))[:, None]
     Ub = np.asarray(block.W_up, dtype=np.float64)
     bu = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
     moves = [(a, b, cs) for i, j, cs in got for a, b in ((i, j), (j, i))]
