@@ -101,9 +101,13 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
         else:
             H = blk.activation(Z)
         share = np.max(np.abs(H) * wmax / den[:, None], axis=0)  # unit i's sampled share
+        amp = _amplitudes(R[:, :d], U, wmax, X, den, blk.gated)
         # (pairs nearly collinear for the tolerance past the fixed cut — a negligible unit's among them — also go
         # through the constructions below: two units each within τ may cancel only jointly)
-        more = [(i, j) for i, j, cs in _near_collinear(R[:, :d], share, tol) if (i, j) not in same + opposite]
+        # (one cosine pass for both uses: every unit, for the constructions; units not negligible, for the outright
+        # withholding below)
+        every, sizable = _near_collinear(R[:, :d], [amp, np.where(share > tol, amp, np.inf)], tol, [64, _NEAR_MAX])
+        more = [(i, j) for i, j, cs in every if (i, j) not in same + opposite]
         if more and k is None:
             k = degree()
         same, opposite = same + [(i, j) for i, j in more if R[i, :d] @ R[j, :d] > 0], \
@@ -122,7 +126,7 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
     shares = [float(v) for v in share if math.isfinite(v)]
     if len(shares) != n:
         return None
-    near = _near_collinear(R[:, :d], np.where(share > tol, share, np.inf), tol)  # (a negligible unit: below)
+    near = sizable  # (a negligible unit: below)
     if near and (blk.gated or one_per_rank or _pair_defect(blk.activation, biases, blk.has_bias, f0 > 0) is not None):
         with np.errstate(all="ignore"):
             why = _moved_onto_line(blk, near, R, wmax, X, den, scales, tol, f0)
@@ -198,31 +202,59 @@ _NEAR_MAX = 256
 """Nearly collinear pairs whose moves :func:`_moved_onto_line` samples."""
 
 
-def _near_collinear(P: np.ndarray, share: np.ndarray, tol: float) -> list[tuple[int, int, float]]:
-    """Pairs (i, j, cos) of rows of P (up rows, or gate rows, without their biases; a unit whose share is inf is left
-    out) that the exact arguments count as non-collinear (|cos| < 1 − 10⁻¹⁰) but whose angle is small for the
-    tolerance: sin θ · min(share_i, share_j) ≤ 4√d·τ (moving the smaller unit onto the other's line changes f by about
-    its share times θ, within √d); the :data:`_NEAR_MAX` with the least product. Cosines by blocks of rows (each row
-    scaled by its largest entry first, so that 10³⁰⁸ does not overflow); none past n²·d = 2³⁵."""
+def _amplitudes(P: np.ndarray, U: np.ndarray, wmax: np.ndarray, X: np.ndarray, den: np.ndarray, gated: bool) -> np.ndarray:
+    """What moving unit i's row (up row, or gate row) by an angle θ costs f per unit of θ, to first order where f is
+    read at its largest sampled inputs: |w_i|∞·‖p_i‖₂ over max den(x)/|x|∞ there (σ's slope taken as 1), and for a
+    gated unit times ‖u_i‖₂ over max den(x)/|x|∞² (the gate's change meets the value u_i·x)."""
+    xs = np.max(np.abs(X), axis=1)
+    far = xs >= max(float(xs.max()) / 100, 1.0)
+    if not np.any(far):
+        return np.full(len(P), np.inf)
+    size = _row_norms(P) * wmax
+    if gated:
+        return size * _row_norms(U) / float(np.max(den[far] / xs[far] ** 2))
+    return size / float(np.max(den[far] / xs[far]))
+
+
+def _row_norms(P: np.ndarray) -> np.ndarray:
+    """‖p_i‖₂, each row scaled by its largest entry first (no overflow at 10³⁰⁸)."""
+    top = np.max(np.abs(P), axis=1) if len(P) else np.zeros(0)
+    with np.errstate(all="ignore"):
+        return top * np.linalg.norm(P / np.where(top > 0, top, 1.0)[:, None], axis=1)
+
+
+def _near_collinear(P: np.ndarray, amps: list[np.ndarray], tol: float, mosts: list[int]) -> list[list[tuple[int, int, float]]]:
+    """For each amplitude vector of ``amps`` (:func:`_amplitudes`; a unit whose amplitude is inf is left out): the pairs
+    (i, j, cos) of rows of P (up rows, or gate rows, without their biases) that the exact arguments count as
+    non-collinear (|cos| < 1 − 10⁻¹⁰) but whose angle is small for the tolerance — sin θ · min(amp_i, amp_j) ≤ 2τ:
+    moving the smaller unit onto the other's line costs about that where f is read far out — the ``most`` with the
+    least product. One pass of cosines by blocks of rows (rows scaled by their largest entry first); none past
+    n²·d = 2³⁵."""
     n, d = P.shape
-    top = np.max(np.abs(P), axis=1) if n else np.zeros(0)
-    if float(n) * n * d > 2.0**35 or np.any(top == 0) or not np.all(np.isfinite(P)) or np.any(np.isnan(share)):
-        return []
-    Pn = P / top[:, None]
-    Pn /= np.linalg.norm(Pn, axis=1)[:, None]
-    lim = 4 * math.sqrt(d) * tol
-    got: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    norms = _row_norms(P)
+    if float(n) * n * d > 2.0**35 or not np.all(norms > 0) or not np.all(np.isfinite(P)) or any(np.any(np.isnan(a)) for a in amps):
+        return [[] for _ in amps]
+    top = np.max(np.abs(P), axis=1)
+    Pn = P / top[:, None] / (norms / top)[:, None]
+    got: list[list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in amps]
     for lo in range(0, n, 512):
         C = np.clip(Pn[lo:lo + 512] @ Pn.T, -1.0, 1.0)
-        with np.errstate(invalid="ignore"):  # (0·inf where a negligible unit's share is inf: left out below)
-            prod = np.sqrt(np.maximum(0.0, 1.0 - C * C)) * np.minimum(share[lo:lo + 512, None], share[None, :])
-        ok = (prod <= lim) & (np.abs(C) < 1 - 1e-10) & np.isfinite(share[lo:lo + 512, None]) & np.isfinite(share[None, :])
-        ok[np.arange(C.shape[0])[:, None] >= np.arange(n)[None, :] - lo] = False  # (pairs i < j only)
-        ii, jj = np.nonzero(ok)
-        got.append((ii + lo, jj, prod[ii, jj], C[ii, jj]))
-    a, b, prod, cos = (np.concatenate([g[t] for g in got]) for t in range(4))
-    keep = np.argsort(prod, kind="stable")[:_NEAR_MAX]
-    return [(int(a[t]), int(b[t]), float(cos[t])) for t in keep]
+        sin = np.sqrt(np.maximum(0.0, 1.0 - C * C))
+        base = np.abs(C) < 1 - 1e-10
+        base[np.arange(C.shape[0])[:, None] >= np.arange(n)[None, :] - lo] = False  # (pairs i < j only)
+        for amp, most, out in zip(amps, mosts, got):
+            with np.errstate(invalid="ignore"):  # (0·inf where a unit left out has amplitude inf)
+                prod = sin * np.minimum(amp[lo:lo + 512, None], amp[None, :])
+            ii, jj = np.nonzero(base & (prod <= 2 * tol) & np.isfinite(prod))
+            if len(ii) > most:  # (the block's own least first: no sort of every pair of a wide layer)
+                part = np.argpartition(prod[ii, jj], most)[:most]
+                ii, jj = ii[part], jj[part]
+            out.append((ii + lo, jj, prod[ii, jj], C[ii, jj]))
+    res = []
+    for most, g in zip(mosts, got):
+        a, b, prod, cos = (np.concatenate([x[t] for x in g]) for t in range(4))
+        res.append([(int(a[t]), int(b[t]), float(cos[t])) for t in np.argsort(prod, kind="stable")[:most]])
+    return res
 
 
 def _moved_onto_line(blk: Block, near: list[tuple[int, int, float]], R: np.ndarray, wmax: np.ndarray, X: np.ndarray,

@@ -155,8 +155,18 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
         sh = np.max(np.abs(vals) * top / den[:, None], axis=0)
         cand: list[tuple[float, tuple[int, ...], tuple[int, ...], Any]] = [(float(v), (i,), (), None) for i, v in enumerate(sh)]
         # (pairs nearly collinear for the tolerance past the fixed cut, negligible units' too, join the pairs below)
-        extra_pairs = [(a, b, cs) for a, b, cs in _tau_pairs(R[:, :d], sh, tol, np.ones(n, dtype=bool))
-                       if (a, b) not in set(near[0]) | set(near[1])]
+        xs = np.max(np.abs(X), axis=1)
+        far = xs >= max(float(xs.max()) / 100, 1.0)  # (f read far out: a row turned by θ costs about amp·θ there)
+        amp = top * np.hypot.reduce(R[:, :d], axis=1)  # (hypot: no overflow at 10³⁰⁸)
+        if not np.any(far):
+            amp = np.full(n, np.inf)
+        elif gated:
+            amp = amp * np.hypot.reduce(U, axis=1) / np.max(den[far] / xs[far] ** 2)
+        else:
+            amp = amp / np.max(den[far] / xs[far])
+        every, sizable = _tau_pairs(R[:, :d], tol, [amp, np.where(sh > tol, amp, np.inf)], [64, 256])
+        had = set(near[0]) | set(near[1])
+        extra_pairs = [(a, b, cs) for a, b, cs in every if (a, b) not in had]
         near = (near[0] + [(a, b) for a, b, cs in extra_pairs if cs > 0], near[1] + [(a, b) for a, b, cs in extra_pairs if cs < 0])
         if gated:  # (a unit whose gate is nearly g(c), c its gate bias: nearly an affine unit, its map joining the skip)
             g0 = block.activation(R[:, d])
@@ -192,7 +202,7 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
     if any(not math.isfinite(e) for e, _, _, _ in cand):
         return None
     with np.errstate(all="ignore"):
-        why = _collinear_within(block, R, sh, top, X, den, ts, tol, f0,
+        why = _collinear_within(block, R, sizable, top, X, den, ts, tol, f0,
                                 lambda: gated or one_per_rank or _pair_defect(block, biases, f0 > 0) is not None)
     if why is not None:
         return why
@@ -385,25 +395,31 @@ def _take(cand: list[tuple[float, tuple[int, ...], tuple[int, ...], Any]], left:
     return gone, maps, used, joined
 
 
-def _tau_pairs(P: np.ndarray, sh: np.ndarray, tol: float, use: np.ndarray) -> list[tuple[int, int, float]]:
-    """Pairs (a, b, cos), a < b, of the rows of P marked in ``use`` that the exact arguments count as non-collinear
-    (|cos| < 1 − 10⁻¹⁰) with sin θ times the smaller share at most 4√d·τ: the 256 with the least product, by blocks
-    of 256 rows (none past n²·d = 2³⁵, or with a zero row)."""
+def _tau_pairs(P: np.ndarray, tol: float, amps: list[np.ndarray], most: list[int]) -> list[list[tuple[int, int, float]]]:
+    """For each amplitude vector (a unit's cost per radian of turning its row, read far out; inf leaves it out): the
+    pairs (a, b, cos), a < b, of rows of P that the exact arguments count as non-collinear (|cos| < 1 − 10⁻¹⁰) with
+    sin θ times the smaller amplitude at most 2τ, the ``most`` least — one pass of cosines by blocks of 256 rows
+    (rows scaled by their largest entry first; none past n²·d = 2³⁵, or with a zero row)."""
     n, d = P.shape
-    big = np.max(np.abs(P), axis=1) if n else np.zeros(0)  # (rows scaled by their largest entry: no overflow at 10³⁰⁸)
-    if not (np.all(big > 0) and np.all(np.isfinite(P)) and np.all(np.isfinite(sh))) or float(n) * n * d > 2.0**35:
-        return []
+    big = np.max(np.abs(P), axis=1) if n else np.zeros(0)
+    if not (np.all(big > 0) and np.all(np.isfinite(P))) or any(np.any(np.isnan(a)) for a in amps) or float(n) * n * d > 2.0**35:
+        return [[] for _ in amps]
     unit = P / big[:, None]
     unit = unit / np.sqrt(np.sum(unit * unit, axis=1))[:, None]
-    pa, pb, pv, pc = [], [], [], []
+    found: list[list[tuple[int, int, float, float]]] = [[] for _ in amps]
     for lo in range(0, n, 256):
         cos = np.clip(unit[lo:lo + 256] @ unit.T, -1.0, 1.0)
-        val = np.sqrt(np.maximum(0.0, 1.0 - cos**2)) * np.minimum(sh[lo:lo + 256, None], sh[None, :])
-        ra, rb = np.nonzero((val <= 4 * math.sqrt(d) * tol) & (np.abs(cos) < 1 - 1e-10) & use[lo:lo + 256, None] & use[None, :])
-        up = rb > ra + lo
-        pa.append(ra[up] + lo), pb.append(rb[up]), pv.append(val[ra[up], rb[up]]), pc.append(cos[ra[up], rb[up]])
-    ia, ib, iv, ic = (np.concatenate(v) for v in (pa, pb, pv, pc))
-    return [(int(ia[t]), int(ib[t]), float(ic[t])) for t in np.argsort(iv, kind="stable")[:256]]
+        sin = np.sqrt(np.maximum(0.0, 1.0 - cos**2))
+        ok0 = (np.abs(cos) < 1 - 1e-10) & (np.arange(n)[None, :] > np.arange(lo, lo + cos.shape[0])[:, None])
+        for amp, m, out in zip(amps, most, found):
+            with np.errstate(invalid="ignore"):
+                val = sin * np.minimum(amp[lo:lo + 256, None], amp[None, :])
+            ra, rb = np.nonzero(ok0 & (val <= 2 * tol) & np.isfinite(val))
+            if len(ra) > m:
+                pick = np.argpartition(val[ra, rb], m)[:m]
+                ra, rb = ra[pick], rb[pick]
+            out += [(int(x) + lo, int(y), float(val[x, y]), float(cos[x, y])) for x, y in zip(ra, rb)]
+    return [[(a, b, c) for a, b, _, c in sorted(out, key=lambda t: t[2])[:m]] for out, m in zip(found, most)]
 
 
 _EXP: dict[str, bool] = {}
@@ -421,17 +437,16 @@ def _exponential(act: Any) -> bool:
     return _EXP[key]
 
 
-def _collinear_within(block: Any, R: np.ndarray, sh: np.ndarray, top: np.ndarray, X: np.ndarray, den: np.ndarray,
-                      ts: list[float], tol: float, f0: float, linear: Any) -> str | None:
+def _collinear_within(block: Any, R: np.ndarray, got: list[tuple[int, int, float]], top: np.ndarray, X: np.ndarray,
+                      den: np.ndarray, ts: list[float], tol: float, f0: float, linear: Any) -> str | None:
     """Whether two units that are not negligible (share > τ) and that the exact arguments count as non-collinear
-    (|cos| < 1 − 10⁻¹⁰ between their rows, biases left out) come within τ of collinear: pairs with sin θ times the
-    smaller share at most 4√d·τ (the 256 least, by blocks of 256 rows), unit b's row replaced by its projection on
-    unit a's line (bias kept), the change sampled here — at this checker's inputs and along the first 16 pairs' sign
-    vectors of the change (and those on a's hyperplane)). Only where residual-free units can realise a linear map
+    (|cos| < 1 − 10⁻¹⁰ between their rows, biases left out) come within τ of collinear: for the pairs ``got``
+    (:func:`_tau_pairs`), unit b's row replaced by its projection on unit a's line (bias kept), the change sampled
+    here — at this checker's inputs and along the first 16 pairs' sign vectors of the change (and those on a's
+    hyperplane). Only where residual-free units can realise a linear map
     (``linear()``, asked once a pair is found): else the exact argument is a limit that no near block escapes."""
     d, n = block.d, block.n
     P = R[:, :d]
-    got = _tau_pairs(P, sh, tol, sh > tol)
     if not got or not linear():
         return None
     unit = P / np.max(np.abs(P), axis=1)[:, None]
