@@ -76,7 +76,7 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
 
     def degree() -> object:  # (σ's degree of homogeneity: read only where a pair is near — reading a fact parses it)
         hom = _analysis(blk.activation, "homogeneity")
-        return hom.value.get("k") if hom.proved else None
+        return facts.rational(hom.value, "k") if hom.proved else None  # (a rational k read without sympy)
 
     with np.errstate(all="ignore"):
         same, opposite = _close_pairs(R, W * (np.abs(U).sum(axis=1) if blk.gated else 1.0), degree)
@@ -122,6 +122,8 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
                       for i in range(n) if math.isfinite(off[i]) and (biases or c[i] == 0.0)]
         else:
             moves = _merge_errors(same, U, W, H, wmax, den, k)
+            if biases:  # (a unit with a large bias nearly affine where f shows it: its map joins the skip)
+                moves += _affine_units(X @ U.T, H, W, U, wmax, den)
         moves += _antipodal_pairs(opposite, X, U, W, H, wmax, den, biases, not blk.gated)
     shares = [float(v) for v in share if math.isfinite(v)]
     if len(shares) != n:
@@ -293,6 +295,22 @@ def _moved_onto_line(blk: Block, near: list[tuple[int, int, float]], R: np.ndarr
                         "argument needs non-collinear rows — a residual-free block that merges, cancels or rescales such "
                         "a pair is not ruled out.")
     return None
+
+
+def _affine_units(Zx: np.ndarray, H: np.ndarray, W: np.ndarray, U: np.ndarray, wmax: np.ndarray, den: np.ndarray) -> list[_Cand]:
+    """Candidates for ungated units that are nearly affine where f is read: σ(u_i·x + c_i) ≈ α_i + β_i·(u_i·x), fitted
+    by least squares weighted by 1/den (``Zx``: u_i·x at the samples, ``H``: σ there); the unit frees its slot and
+    hands the map β_i·w_i u_iᵀ to the skip (α_i·w_i to the output bias, so only where biases are allowed)."""
+    wt = 1.0 / den[:, None]
+    s0, s1, s2 = np.sum(wt**2, axis=0), np.sum(wt**2 * Zx, axis=0), np.sum(wt**2 * Zx * Zx, axis=0)
+    t0, t1 = np.sum(wt**2 * H, axis=0), np.sum(wt**2 * H * Zx, axis=0)
+    det = s0 * s2 - s1 * s1
+    with np.errstate(all="ignore"):
+        beta = np.where(det > 0, (s0 * t1 - s1 * t0) / det, 0.0)
+        alpha = (t0 - beta * s1) / s0
+        err = np.max(np.abs(H - alpha - beta * Zx) * wmax * wt, axis=0)
+    return [(float(err[i]), f"unit {i} nearly affine (error {err[i]:.2e})", (i,), (), (beta[i] * W[:, i], U[i]))
+            for i in range(len(err)) if math.isfinite(err[i]) and math.isfinite(beta[i])]
 
 
 def _in_skip_range(M: np.ndarray, cands: list[_Cand]) -> set[int]:

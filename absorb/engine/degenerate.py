@@ -76,6 +76,7 @@ from absorb.engine.witness import (
 from absorb.model.activations import Activation, get_activation, is_builtin
 from absorb.model.block import Block
 from absorb.rigorous import SAFE_EXPONENT, magnitudes_ok
+from absorb.symbolic import facts
 from absorb.symbolic._core import get as _analysis  # the property functions' cache, without importing sympy
 
 Family = Literal["relu", "even"]
@@ -142,7 +143,7 @@ def is_relu(act: Activation) -> bool:
     if is_builtin(act):
         return False
     hom = _analysis(act, "homogeneity")
-    if not hom.proved or hom.value.get("k") != 1:
+    if not hom.proved or facts.rational(hom.value, "k") != 1:  # (read without sympy: σ = z² decides without it)
         return False
     import sympy as sp
 

@@ -168,6 +168,16 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
         had = set(near[0]) | set(near[1])
         extra_pairs = [(a, b, cs) for a, b, cs in every if (a, b) not in had]
         near = (near[0] + [(a, b) for a, b, cs in extra_pairs if cs > 0], near[1] + [(a, b) for a, b, cs in extra_pairs if cs < 0])
+        if biases and not gated:  # (a unit nearly affine where f is read, σ(u·x + c) ≈ α + β·u·x by least squares
+            # weighted 1/den in centred form: its map β·w uᵀ joins the skip, α·w the output bias)
+            zx, q = X @ U.T, (1.0 / den)[:, None] ** 2
+            mz, mv = (q * zx).sum(axis=0) / q.sum(), (q * vals).sum(axis=0) / q.sum()
+            with np.errstate(all="ignore"):
+                var = (q * (zx - mz) ** 2).sum(axis=0)
+                beta = np.where(var > 0, (q * (zx - mz) * (vals - mv)).sum(axis=0) / var, 0.0)
+                off = np.max(np.abs(vals - mv - beta * (zx - mz)) * top / den[:, None], axis=0)
+            cand += [(float(off[i]), (i,), (), (beta[i] * W[:, i], U[i])) for i in range(n)
+                     if math.isfinite(off[i]) and math.isfinite(beta[i])]
         if gated:  # (a unit whose gate is nearly g(c), c its gate bias: nearly an affine unit, its map joining the skip)
             g0 = block.activation(R[:, d])
             dev = np.max(np.abs(gate - g0) * np.abs(Z) * top / den[:, None], axis=0)
