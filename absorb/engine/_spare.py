@@ -172,10 +172,10 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
                         "of f's scale; the exact argument rules out an exact residual-free block only.")
             if 1 <= rank < d and len(gone) < n:
                 # (f's other units may be flipped so that what is left of the skip has rank ≤ rank: every set of the
-                # units that stay is tried where σ(z) = σ(−z) + c·z and they are few; else — a gate's flip, a degree-2
-                # one, a flip within a defect, many units — the verdict is withheld)
+                # units that stay is tried where σ(z) = σ(−z) + c·z (a gate: g(z) + g(−z) = c) and they are few; else —
+                # a ReLU-like gate's flip, a degree-2 one, a flip within a defect, many units — it is withheld)
                 stay = sorted(set(range(n)) - gone)
-                c = _flip_constant(blk.activation, biases) if not (blk.gated or one_per_rank) and kappa == 0.0 else None
+                c = _flip_constant(blk.activation, biases, blk.gated) if blk.gated or (not one_per_rank and kappa == 0.0) else None
                 if c is None or len(stay) > _FLIP_SEARCH or (1 << len(stay)) * d**3 > 1 << 28:
                     return (f"{spare}any rank-{rank} linear map, {how}; a flip of f's other units may leave no more of the "
                             "skip than that, which no search here rules out; the exact argument rules out an exact "
@@ -189,10 +189,11 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
     return None
 
 
-def _flip_constant(act: Activation, biases: bool) -> float | None:
+def _flip_constant(act: Activation, biases: bool, gated: bool = False) -> float | None:
     """c where σ(z) − σ(−z) = c·z is proved (or, with biases, σ(z) − σ(−z − 2s) = c·(z + s): a flip's constants join
-    the output bias); None otherwise."""
-    for name in ("flip_identity[ungated]",) + (("shifted_flip",) if biases else ()):
+    the output bias); for a gate, c where g(z) + g(−z) = c (a unit g(G_i x)(u_i·x + β_i) flipped moves c·w_i u_iᵀ into
+    the skip, c·w_i β_i into the output bias); None otherwise."""
+    for name in (("flip_identity[gated]",) if gated else ("flip_identity[ungated]",) + (("shifted_flip",) if biases else ())):
         pr = _analysis(act, name)
         c = facts.rational(pr.value, "c") if pr.proved else None
         if c:

@@ -247,7 +247,12 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
             if 1 <= r < d and len(gone) < n:  # (a flip of the units that stay may leave a skip of rank ≤ r)
                 stay = [i for i in range(n) if i not in gone]
                 c = None
-                if not (gated or one_per_rank) and kappa == 0.0:
+                if gated:  # (g(z) + g(−z) = c: a flipped gated unit moves c·w uᵀ into the skip)
+                    from absorb.verify._symbolic import flip_constant
+
+                    got = flip_constant(block.activation.expr, True)
+                    c = float(got) if got is not None and got.is_Rational else None
+                elif not one_per_rank and kappa == 0.0:
                     from absorb.verify._shift import _flip_or_shift
 
                     c = _flip_or_shift(block.activation, biases or block.has_bias, f0 == 0.0)[0]
