@@ -287,3 +287,17 @@ def test_a_flip_of_the_other_units_leaves_what_the_freed_slots_realise(act: str,
     assert bd.verdict is not Verdict.NOT_ABSORBABLE, bd.reason
     assert "flip of units [0, 1]" in bd.reason
     assert spare_units(f, 1e-9, 0, False, biases) is not None
+
+
+def test_a_pruned_gated_unit_leaves_a_flip_search_over_fifteen_units() -> None:
+    """GLU (g(z) + g(−z) = 1), d = 4, n = 16, one unit pruned to 10⁻⁴ of its size at τ = 10⁻²: its freed slot realises
+    one rank-one part, and every flip of the 15 units that stay leaves the identity skip far from rank one (σ₂ ≥ 0.6),
+    so the exact not_absorbable stands on both sides (it was withheld unsearched past 14 units)."""
+    rng = np.random.default_rng(3)
+    d, n = 4, 16
+    U, G, D = rng.standard_normal((n, d)) / 2, rng.standard_normal((n, d)) / 2, rng.standard_normal((d, n)) / 4
+    D[:, 0] *= 1e-4
+    f = Block(W_up=U, W_down=D, activation=get_activation("glu"), W_gate=G)
+    bd = decide_block(f, tol=1e-2)
+    assert bd.verdict is Verdict.NOT_ABSORBABLE, bd.reason
+    assert spare_units(f, 1e-2, 0, False) is None

@@ -176,7 +176,7 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
                 # a ReLU-like gate's flip, a degree-2 one, a flip within a defect, many units — it is withheld)
                 stay = sorted(set(range(n)) - gone)
                 c = _flip_constant(blk.activation, biases, blk.gated) if blk.gated or (not one_per_rank and kappa == 0.0) else None
-                if c is None or len(stay) > _FLIP_SEARCH or (1 << len(stay)) * d**3 > 1 << 28:
+                if c is None or len(stay) > _FLIP_SEARCH or (1 << len(stay)) * d**3 > 1 << 30:
                     return (f"{spare}any rank-{rank} linear map, {how}; a flip of f's other units may leave no more of the "
                             "skip than that, which no search here rules out; the exact argument rules out an exact "
                             "residual-free block only.")
@@ -452,8 +452,8 @@ def _greedy(cands: list[_Cand], budget: float) -> tuple[list[str], list[tuple[np
     return freed, maps, spent, gone, into
 
 
-_FLIP_SEARCH = 14
-"""Most units (left after the freed ones) whose flips :func:`_flipped_rest` enumerates (2¹⁴ sets)."""
+_FLIP_SEARCH = 20
+"""Most units (left after the freed ones) whose flips :func:`_flipped_rest` enumerates (2²⁰ sets, and 2^k·d³ ≤ 2³⁰)."""
 
 
 def _flipped_rest(M: np.ndarray, maps: list[tuple[np.ndarray, np.ndarray]], rank: int, U: np.ndarray, W: np.ndarray,
@@ -466,20 +466,26 @@ def _flipped_rest(M: np.ndarray, maps: list[tuple[np.ndarray, np.ndarray]], rank
                                                 np.zeros_like(M)) for i in stay])
     A0 = M + sum((np.outer(v, u) for v, u in maps), np.zeros_like(M))
     k = len(stay)
-    bits = (np.arange(1 << k)[:, None] >> np.arange(k)[None, :]) & 1
-    with np.errstate(all="ignore"):
-        A = A0[None] + c * np.einsum("sk,kij->sij", bits.astype(np.float64), T)
-        sv = np.linalg.svd(A, compute_uv=False) if np.all(np.isfinite(A)) else None
-    if sv is None:
-        return math.inf, []
-    tail = np.sum(sv[:, rank:], axis=1)
+    tails, codes = [], []
+    for lo in range(0, 1 << k, 1 << 14):  # (2¹⁴ sets at a time: the five least tails of each chunk kept)
+        code = np.arange(lo, min(lo + (1 << 14), 1 << k))
+        bits = ((code[:, None] >> np.arange(k)[None, :]) & 1).astype(np.float64)
+        with np.errstate(all="ignore"):
+            A = A0[None] + c * np.einsum("sk,kij->sij", bits, T)
+            if not np.all(np.isfinite(A)):
+                return math.inf, []
+            tail = np.sum(np.linalg.svd(A, compute_uv=False)[:, rank:], axis=1)
+        keep = np.argsort(tail, kind="stable")[:5]
+        tails += list(tail[keep])
+        codes += list(code[keep])
     best, at = math.inf, []
-    for t in np.argsort(tail, kind="stable")[:5]:
-        P, S, Qt = np.linalg.svd(A[t])
+    for t in np.argsort(tails, kind="stable")[:5]:
+        S_ = [stay[i] for i in range(k) if int(codes[t]) >> i & 1]
+        P, S, Qt = np.linalg.svd(A0 + c * sum((T[stay.index(i)] for i in S_), np.zeros_like(A0)))
         with np.errstate(all="ignore"):
             out = float(np.max(np.max(np.abs(X @ ((P[:, rank:] * S[rank:]) @ Qt[rank:]).T), axis=1) / den))
         if out < best:
-            best, at = out, [stay[i] for i in range(k) if bits[t, i]]
+            best, at = out, S_
     return best, at
 
 

@@ -256,7 +256,7 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
                     from absorb.verify._shift import _flip_or_shift
 
                     c = _flip_or_shift(block.activation, biases or block.has_bias, f0 == 0.0)[0]
-                if c is None or len(stay) > 14 or (1 << len(stay)) * d**3 > 1 << 28:
+                if c is None or len(stay) > 20 or (1 << len(stay)) * d**3 > 1 << 30:
                     return (f"{spared}whose slots realise any rank-{r} linear map; flipping some of the other units may "
                             "leave no more of the skip than that, which this checker does not search: the exact "
                             "not_absorbable may contradict the tolerance")
@@ -496,23 +496,33 @@ def _after_flips(M: np.ndarray, extra: list[Any], r: int, U: np.ndarray, W: np.n
                  joined: list[tuple[int, int]], X: np.ndarray, den: np.ndarray) -> float:
     """min over sets S of the units in ``stay`` of what r rank-one parts leave of A_S = M + Σ v uᵀ (``extra``) +
     c·Σ_{i∈S} (w_i u_iᵀ + the units merged into i), sampled (:func:`_leftover`) for the three S whose (r+1)-th singular
-    value is least; the sets are walked in Gray-code order, one rank-one term added or taken away per step."""
+    value is least. The units are split in two halves, each half's sums walked in Gray-code order (one rank-one term
+    added or taken away per step); every sum of the second half is added to all of the first's at once."""
     terms = {i: np.outer(W[:, i], U[i]) for i in stay}
     for j, i in joined:
         if i in terms:
             terms[i] = terms[i] + np.outer(W[:, j], U[j])
-    A = M + sum((np.outer(v, u) for v, u in extra), np.zeros_like(M))
-    mats, on = [A.copy()], [False] * len(stay)
-    for step in range(1, 1 << len(stay)):
-        bit = (step & -step).bit_length() - 1  # (Gray code: the lowest set bit of step flips)
-        A = A - c * terms[stay[bit]] if on[bit] else A + c * terms[stay[bit]]
-        on[bit] = not on[bit]
-        mats.append(A.copy())
-    stack = np.array(mats)
-    if not np.all(np.isfinite(stack)):
+
+    def walk(units: list[int], start: np.ndarray) -> np.ndarray:
+        A, mats, on = start.copy(), [start.copy()], [False] * len(units)
+        for step in range(1, 1 << len(units)):
+            bit = (step & -step).bit_length() - 1  # (Gray code: the lowest set bit of step flips)
+            A = A - c * terms[units[bit]] if on[bit] else A + c * terms[units[bit]]
+            on[bit] = not on[bit]
+            mats.append(A.copy())
+        return np.array(mats)
+
+    half = len(stay) // 2
+    low = walk(stay[:half], M + sum((np.outer(v, u) for v, u in extra), np.zeros_like(M)))
+    high = walk(stay[half:], np.zeros_like(M))
+    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
         return math.inf
-    nxt = np.linalg.svd(stack, compute_uv=False)[:, r]
-    return min(_leftover(stack[t], [], r, 0.0, X, den)[0] for t in np.argsort(nxt)[:3])
+    best: list[tuple[float, np.ndarray]] = []
+    for h in high:
+        stack = low + h
+        nxt = np.linalg.svd(stack, compute_uv=False)[:, r]
+        best = sorted(best + [(float(nxt[t]), stack[t]) for t in np.argsort(nxt)[:3]], key=lambda t: t[0])[:3]
+    return min(_leftover(A, [], r, 0.0, X, den)[0] for _, A in best)
 
 
 def _pair_defect(block: Any, biases: bool, f0: bool) -> float | None:
