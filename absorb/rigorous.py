@@ -501,7 +501,7 @@ def flip_bias_error_upper(D: np.ndarray, b_up: np.ndarray | None, b_down: np.nda
     if b_up is None or idx.size == 0:
         return 0.0 if np.array_equal(bd, bn) else math.inf
     bs = np.asarray(b_up, dtype=np.float64)[idx]
-    if not all(np.all(np.isfinite(a)) for a in (bs, bd, bn, D[:, idx])):
+    if not all(all_finite(a) for a in (bs, bd, bn, D[:, idx])):
         return math.inf  # (a moved bias past float64's range: no finite witness)
     if d * idx.size <= EXACT_FLIP_WORK:
         # exact, in integers: q·2^L·e = q·(b_new − b_down)·2^L − p·(D_S b_S)·2^L with c = p/q

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from absorb.engine._collinear import _normalised_block
 from absorb.engine._sigma_samples import _at_zero, _flip_defect
 from absorb.model.activations import Activation, is_builtin
 from absorb.model.block import Block
@@ -94,7 +95,8 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
             return None
         X, den = X[ok], den[ok]
         wmax = np.max(np.abs(W), axis=0)  # |w_i|∞
-        Z = X @ U.T + c
+        XU = X @ U.T
+        Z = XU + c
         if blk.gated:
             gates = blk.activation(X @ G.T + cg)
             H = gates * Z
@@ -107,7 +109,8 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
         # (one cosine pass for both uses: every unit, for the constructions; units not negligible, for the outright
         # withholding below)
         every, sizable = _near_collinear(R[:, :d], [amp, np.where(share > tol, amp, np.inf)], tol, [64, _NEAR_MAX])
-        more = [(i, j) for i, j, cs in every if (i, j) not in same + opposite]
+        had = set(same) | set(opposite)
+        more = [(i, j) for i, j, cs in every if (i, j) not in had]
         if more and k is None:
             k = degree()
         same, opposite = same + [(i, j) for i, j in more if R[i, :d] @ R[j, :d] > 0], \
@@ -123,15 +126,14 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
         else:
             moves = _merge_errors(same, U, W, H, wmax, den, k)
             if biases:  # (a unit with a large bias nearly affine where f shows it: its map joins the skip)
-                moves += _affine_units(X @ U.T, H, W, U, wmax, den)
+                moves += _affine_units(XU, H, W, U, wmax, den)
         moves += _antipodal_pairs(opposite, X, U, W, H, wmax, den, biases, not blk.gated)
     shares = [float(v) for v in share if math.isfinite(v)]
     if len(shares) != n:
         return None
-    near = sizable  # (a negligible unit: below)
-    if near and (blk.gated or one_per_rank or _pair_defect(blk.activation, biases, blk.has_bias, f0 > 0) is not None):
+    if sizable and (blk.gated or one_per_rank or _pair_defect(blk.activation, biases, blk.has_bias, f0 > 0) is not None):
         with np.errstate(all="ignore"):
-            why = _moved_onto_line(blk, near, R, wmax, X, den, scales, tol, f0)
+            why = _moved_onto_line(blk, sizable, R, wmax, X, den, scales, tol, f0)
         if why is not None:
             return why
     tiny = [(v, f"unit {i} (share {v:.2e})", (i,), (), None) for i, v in enumerate(shares)]
@@ -231,14 +233,13 @@ def _near_collinear(P: np.ndarray, amps: list[np.ndarray], tol: float, mosts: li
     (i, j, cos) of rows of P (up rows, or gate rows, without their biases) that the exact arguments count as
     non-collinear (|cos| < 1 − 10⁻¹⁰) but whose angle is small for the tolerance — sin θ · min(amp_i, amp_j) ≤ 2τ:
     moving the smaller unit onto the other's line costs about that where f is read far out — the ``most`` with the
-    least product. One pass of cosines by blocks of rows (rows scaled by their largest entry first); none past
-    n²·d = 2³⁵."""
+    least product. One pass of cosines by blocks of rows (unit rows by
+    :func:`absorb.engine._collinear._normalised_block`: no overflow at 10³⁰⁸); none past n²·d = 2³⁵."""
     n, d = P.shape
-    norms = _row_norms(P)
-    if float(n) * n * d > 2.0**35 or not np.all(norms > 0) or not np.all(np.isfinite(P)) or any(np.any(np.isnan(a)) for a in amps):
+    if float(n) * n * d > 2.0**35 or not np.all(np.any(P != 0, axis=1)) or not np.all(np.isfinite(P)) \
+            or any(np.any(np.isnan(a)) for a in amps):
         return [[] for _ in amps]
-    top = np.max(np.abs(P), axis=1)
-    Pn = P / top[:, None] / (norms / top)[:, None]
+    Pn = _normalised_block(P, 0, n)
     got: list[list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in amps]
     for lo in range(0, n, 512):
         C = np.clip(Pn[lo:lo + 512] @ Pn.T, -1.0, 1.0)
@@ -269,10 +270,11 @@ def _moved_onto_line(blk: Block, near: list[tuple[int, int, float]], R: np.ndarr
     cancels or rescales such a pair is not ruled out (where the move costs about τ, it is within the tolerance)."""
     d = blk.d
     P, q = R[:, :d], R[:, d]
+    norms = _row_norms(P)
     extra = []
     for i, j, cos in near[:16]:
         for a, b in ((i, j), (j, i)):
-            sv = np.sign(math.copysign(1.0, cos) * np.linalg.norm(P[b]) / np.linalg.norm(P[a]) * P[a] - P[b])
+            sv = np.sign(math.copysign(1.0, cos) * float(norms[b] / norms[a]) * P[a] - P[b])
             on = sv - float(sv @ P[a]) / float(P[a] @ P[a]) * P[a]
             extra += [sv, -sv] + ([on, -on] if np.all(np.isfinite(on)) and np.any(on) else [])
     if extra:
@@ -284,7 +286,7 @@ def _moved_onto_line(blk: Block, near: list[tuple[int, int, float]], R: np.ndarr
     cu = np.zeros(blk.n) if blk.b_up is None else np.asarray(blk.b_up, dtype=np.float64)
     for i, j, cos in near:
         for a, b, lam in ((i, j, 1.0), (j, i, 1.0), (i, j, abs(cos)), (j, i, abs(cos))):  # (length kept, or projected)
-            pb = math.copysign(lam, cos) * float(np.linalg.norm(P[b]) / np.linalg.norm(P[a])) * P[a]
+            pb = math.copysign(lam, cos) * float(norms[b] / norms[a]) * P[a]
             diff = np.abs(blk.activation(X @ pb + q[b]) - blk.activation(X @ P[b] + q[b]))
             if blk.gated:
                 diff = diff * np.abs(X @ U[b] + cu[b])
@@ -393,8 +395,7 @@ def _pair_defect(act: Activation, biases: bool, biased: bool, f0: bool) -> float
     the scaled pair (tu, w/(ct)), (−tu, −w/(ct)) gives w(u·x) + (w/(ct))·δ(t u·x) with δ(y) = σ(y) − σ(−y) − c·y =
     o(|y|), within τ(|x|∞ + |f(0)|∞) for t large; else κ ≥ sup |δ(z)|/|z| for a user's σ (:func:`_flip_defect`:
     exact for a piecewise-linear σ, else estimated); None where no pair is nearly linear."""
-    flip = _analysis(act, "flip_identity[ungated]")
-    if flip.proved and facts.rational(flip.value, "c"):
+    if _flip_constant(act, False) is not None:
         return 0.0
     if _analysis(act, "exponential_form").proved:  # (σ = A·e^{βz} + C: the scaled pair (σ(εz) − σ(−εz))/(2Aβε) = z +
         return 0.0  # O(ε²z³), within τ where f grows like e^{|β||x|} — read as realised: this only withholds)

@@ -146,7 +146,8 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
             return None
         X, den = X[fine], den[fine]
         top = np.max(np.abs(W), axis=0)
-        Z = X @ U.T + bu
+        XU = X @ U.T
+        Z = XU + bu
         if gated:
             gate = block.activation(np.column_stack([X, np.ones(len(X))]) @ R.T)
             vals = gate * Z
@@ -170,7 +171,7 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
         near = (near[0] + [(a, b) for a, b, cs in extra_pairs if cs > 0], near[1] + [(a, b) for a, b, cs in extra_pairs if cs < 0])
         if biases and not gated:  # (a unit nearly affine where f is read, σ(u·x + c) ≈ α + β·u·x by least squares
             # weighted 1/den in centred form: its map β·w uᵀ joins the skip, α·w the output bias)
-            zx, q = X @ U.T, (1.0 / den)[:, None] ** 2
+            zx, q = XU, (1.0 / den)[:, None] ** 2
             mz, mv = (q * zx).sum(axis=0) / q.sum(), (q * vals).sum(axis=0) / q.sum()
             with np.errstate(all="ignore"):
                 var = (q * (zx - mz) ** 2).sum(axis=0)
@@ -410,6 +411,12 @@ def _take(cand: list[tuple[float, tuple[int, ...], tuple[int, ...], Any]], left:
     return gone, maps, used, joined
 
 
+def _unit_rows(P: np.ndarray) -> np.ndarray:
+    """P's rows (none zero) scaled to unit length, each divided by its largest entry first (no overflow at 10³⁰⁸)."""
+    unit = P / np.max(np.abs(P), axis=1)[:, None]
+    return unit / np.sqrt(np.sum(unit * unit, axis=1))[:, None]
+
+
 def _tau_pairs(P: np.ndarray, tol: float, amps: list[np.ndarray], most: list[int]) -> list[list[tuple[int, int, float]]]:
     """For each amplitude vector (a unit's cost per radian of turning its row, read far out; inf leaves it out): the
     pairs (a, b, cos), a < b, of rows of P that the exact arguments count as non-collinear (|cos| < 1 − 10⁻¹⁰) with
@@ -419,8 +426,7 @@ def _tau_pairs(P: np.ndarray, tol: float, amps: list[np.ndarray], most: list[int
     big = np.max(np.abs(P), axis=1) if n else np.zeros(0)
     if not (np.all(big > 0) and np.all(np.isfinite(P))) or any(np.any(np.isnan(a)) for a in amps) or float(n) * n * d > 2.0**35:
         return [[] for _ in amps]
-    unit = P / big[:, None]
-    unit = unit / np.sqrt(np.sum(unit * unit, axis=1))[:, None]
+    unit = _unit_rows(P)
     found: list[list[tuple[int, int, float, float]]] = [[] for _ in amps]
     for lo in range(0, n, 256):
         cos = np.clip(unit[lo:lo + 256] @ unit.T, -1.0, 1.0)
@@ -464,8 +470,7 @@ def _collinear_within(block: Any, R: np.ndarray, got: list[tuple[int, int, float
     P = R[:, :d]
     if not got or not linear():
         return None
-    unit = P / np.max(np.abs(P), axis=1)[:, None]
-    unit = unit / np.sqrt(np.sum(unit * unit, axis=1))[:, None]
+    unit = _unit_rows(P)
     Ub = np.asarray(block.W_up, dtype=np.float64)
     bu = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
     moves = [(a, b, cs) for i, j, cs in got for a, b in ((i, j), (j, i))]
