@@ -67,6 +67,11 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
     flat = _near_constant(blk, normM, tol, biases)
     if flat is not None:
         return flat
+    from absorb.engine._rounding import float_blind
+
+    blind = float_blind(blk, tol, seed)
+    if blind is not None:
+        return blind
     sampled = _without_skip_sampled(blk, tol, seed) if width >= blk.n else None
     if sampled is not None:
         return sampled

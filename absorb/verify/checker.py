@@ -119,6 +119,7 @@ from absorb.verify._numerics import (
 from absorb.verify._plane import check_kinks, check_range, check_rank
 from absorb.verify._relu2_linear import check_relu2_linear
 from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _where  # noqa: F401
+from absorb.verify._resolution import float_resolution
 from absorb.verify._sampled import sampled_near, spare_units
 from absorb.verify._skeleton2 import check_skeleton2
 from absorb.verify._symbolic import (  # noqa: F401
@@ -258,7 +259,7 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         _check_records(ctx, w, b, block, th, witness, orig)
         near = contradiction(orig, ctx.tol, biases=bool(biases)) if verdict == "not_absorbable" else None
         _must(ctx, near is None, w, "no residual-free block found by bound is within the tolerance of f", f"{near}")
-        if verdict == "not_absorbable" and (near := sampled_near(orig, ctx.tol, ctx.seed)
+        if verdict == "not_absorbable" and (near := float_resolution(orig, ctx.tol, ctx.seed) or sampled_near(orig, ctx.tol, ctx.seed)
                                             or contradiction(orig, ctx.tol, estimated=True, biases=bool(biases))
                                             or spare_units(orig, ctx.tol, ctx.seed, th in _QUADRATIC and (bool(biases) or th == "relu2-linear"),
                                                         bool(biases))):
