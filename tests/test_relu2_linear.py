@@ -87,6 +87,21 @@ def test_generic_narrow_blocks_are_not_absorbable_and_verified(biases: bool) -> 
     assert _fully_accepted(doc, blk)
 
 
+@pytest.mark.parametrize("biases", [False, True])
+def test_scales_at_the_boundary_are_absorbable_within_the_tolerance(biases: bool) -> None:
+    """μ_S = 0 (a flip-like set: M = −βΣ_S w_i u_iᵀ): no μ > 0 solves the equation exactly, but units rescaled by
+    μ_i = 2⁻⁴⁰ keep their ReLU² part exactly and leave β·2⁻⁴⁰·w_i u_iᵀ of the linear one — within τ = 10⁻⁹."""
+    blk = planted(3, biases=biases, mu=np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0]))
+    dec, doc = _cert(blk)
+    bd = dec.blocks[0]
+    assert (bd.verdict, bd.theorem) == (Verdict.ABSORBABLE, Theorem.RELU2_LINEAR), bd.reason
+    assert "reaches 0" in bd.reason
+    X = np.random.default_rng(6).standard_normal((256, blk.d)) * 10.0 ** np.random.default_rng(7).uniform(-3, 6, (256, 1))
+    den = np.max(np.abs(blk(X)), axis=1) + np.max(np.abs(X), axis=1) + float(np.max(np.abs(blk(np.zeros((1, blk.d))))))
+    assert float(np.max(np.max(np.abs(bd.witness.block(X) - blk(X)), axis=1) / den)) <= 1e-9
+    assert _fully_accepted(doc, blk)
+
+
 def test_wide_generic_blocks_have_a_witness_only_up_to_rounding() -> None:
     """n ≫ d²: the A_i = w_i u_iᵀ positively span R^{d×d}, so every M is reached (no independence needed) — by real
     scales μ; the float64 witness's rows u_i/μ_i round, so the quadratic part of f − g is a few ulps, not 0: no

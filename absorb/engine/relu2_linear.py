@@ -153,6 +153,40 @@ def solve_mu(b64: Block, beta: float) -> np.ndarray | None:
     """μ > 0 with Σ μ_i A_i = T (HiGHS: maximise t subject to μ_i ≥ t, t ≤ 1, then a few
     least-squares corrections of the equation's float residual that keep μ ≥ t/2); None when
     the LP's best t is below :data:`MU_MIN`·max μ (no strictly positive solution found)."""
+    got = _lp_mu(b64, beta)
+    if got is None:
+        return None
+    mu, t, A, T = got
+    if not (t > 0 and t >= MU_MIN * float(mu.max())):
+        return None
+    for _ in range(3):
+        r = T - A @ mu
+        step = np.linalg.lstsq(A, r, rcond=None)[0]
+        if not np.all(mu + step >= t / 2):
+            break
+        mu = mu + step
+    return mu
+
+
+def boundary_mu(b64: Block, beta: float) -> list[np.ndarray]:
+    """Where the LP's μ ≥ 0 reaches the boundary (some μ_i → 0: the unit's part must vanish, as in a flip's set, and
+    no μ > 0 solves the equation exactly): μ with those entries raised to ε = 2⁻²⁰, 2⁻⁴⁰ or 2⁻⁶⁰ — the rescaled unit
+    u_i/ε, ε²·w_i keeps its ReLU² part exactly and leaves β·ε·w_i u_iᵀ of the linear one, a witness within the
+    tolerance when that is small (:func:`_witness` bounds it exactly). Empty where the LP is infeasible."""
+    got = _lp_mu(b64, beta)
+    if got is None:
+        return []
+    mu = got[0]
+    top = float(mu.max()) if len(mu) else 0.0
+    if not (top > 0 and math.isfinite(top)):
+        return []
+    low = mu <= 2.0**-30 * top
+    return [np.where(low, eps, mu) for eps in (2.0**-20, 2.0**-40, 2.0**-60)] if np.any(low) else []
+
+
+def _lp_mu(b64: Block, beta: float) -> tuple[np.ndarray, float, np.ndarray, np.ndarray] | None:
+    """The LP's μ ≥ 0 and its best t (maximise t with μ_i ≥ t, t ≤ 1, Σ μ_i A_i = T), with A and T; None when it
+    fails or is infeasible."""
     from scipy.optimize import linprog
 
     A = _a_matrix(b64)
@@ -168,16 +202,8 @@ def solve_mu(b64: Block, beta: float) -> np.ndarray | None:
         return None
     mu, t = np.asarray(res.x[:n], dtype=np.float64), float(res.x[-1])
     mu[~A.any(axis=0)] = 1.0  # a unit with A_i = 0 (a zero column of W_down or row of W_up) is in no equation: the LP
-    # left its μ_i anywhere (up to the 1e6 bound, which failed the ratio below); 1 keeps it as it is
-    if not (t > 0 and t >= MU_MIN * float(mu.max())):
-        return None
-    for _ in range(3):
-        r = T - A @ mu
-        step = np.linalg.lstsq(A, r, rcond=None)[0]
-        if not np.all(mu + step >= t / 2):
-            break
-        mu = mu + step
-    return mu
+    # left its μ_i anywhere (up to the 1e6 bound, which failed the ratio of solve_mu); 1 keeps it as it is
+    return mu, t, A, T
 
 
 def solve_farkas(b64: Block, beta: float) -> np.ndarray | None:
@@ -246,9 +272,14 @@ def decide_relu2_linear(ctx: Any) -> BlockDecision | None:
                        "entries the exact checks of its linear program run to")
     d2, nd = hyp.dimension(blk), hyp.nondegenerate(blk)
     ctx.H.extend([d2, *nd])
-    mu = solve_mu(b64, float(beta))
-    if mu is not None:
-        out = _witness(ctx, b64, mu, alpha, beta, lead)
+    exact_mu = solve_mu(b64, float(beta))
+    edge = [] if exact_mu is not None else boundary_mu(b64, float(beta))
+    failed = "the linear program found no μ with every μ_i > 0"
+    for mu in [exact_mu] if exact_mu is not None else edge:
+        why = lead if exact_mu is not None else (f"{lead}; the linear program's μ ≥ 0 reaches 0 (no μ > 0 solves it "
+                                                 f"exactly), and its zeros raised to {float(mu.min()):.3g} leave a "
+                                                 "rescaled block within the tolerance")
+        out = _witness(ctx, b64, mu, alpha, beta, why, exact_mu is None)
         # μ on a dyadic grid: b'_down = b_down + βΣ(1 − μ_i)c_i w_i may then be exact, where f(0) = 0 leaves no room
         # for its rounding (the equation's residual grows by ~2^-bits, bounded exactly like the rest)
         # μ a power of two per unit (where it is one up to 2^-30): then u_i/μ_i and μ_i²·w_i are exact, and so the
@@ -259,12 +290,11 @@ def decide_relu2_linear(ctx: Any) -> BlockDecision | None:
             if isinstance(out, BlockDecision):
                 break
             if np.all(grid > 0) and not np.array_equal(grid, mu):
-                out = _witness(ctx, b64, grid, alpha, beta, lead)
+                out = _witness(ctx, b64, grid, alpha, beta, why, exact_mu is None)
         if isinstance(out, BlockDecision):
             return out
-        failed = out
-    else:
-        failed = "the linear program found no μ with every μ_i > 0"
+        failed = out if exact_mu is not None else \
+            f"the linear program found no μ with every μ_i > 0, and raising its zeros to 2⁻²⁰, 2⁻⁴⁰ or 2⁻⁶⁰ fails ({out})"
     failing = [h.statement for h in (d2, *nd) if not h.holds]
     if failing:
         return unknown(f"{sig}: {failed}, and not_absorbable needs nondegenerate weights "
@@ -297,7 +327,8 @@ def decide_relu2_linear(ctx: Any) -> BlockDecision | None:
                     f"{bound:.3g} > tolerance.", search=res)
 
 
-def _witness(ctx: Any, b64: Block, mu: np.ndarray, alpha: Fraction, beta: Fraction, lead: str) -> BlockDecision | str:
+def _witness(ctx: Any, b64: Block, mu: np.ndarray, alpha: Fraction, beta: Fraction, lead: str,
+             raised: bool = False) -> BlockDecision | str:
     from absorb.engine.skeleton2 import flip_epsilon, relu2_scales
     from absorb.engine.witness import eval_threshold, evaluation_error
 
@@ -327,6 +358,7 @@ def _witness(ctx: Any, b64: Block, mu: np.ndarray, alpha: Fraction, beta: Fracti
     res = SearchResult(SearchStatus.FOUND, "lp", "μ > 0 from the linear program", S=(), residual=dist, certificate={
         "route": "lp", "mu": [float(v) for v in mu]})
     return ctx.done(Verdict.ABSORBABLE, Theorem.RELU2_LINEAR,
-                    f"{lead}; the linear program gives μ > 0 (min μ_i = {float(mu.min()):.3g}, relative residual {dist:.2e}), "
+                    f"{lead}; {'with' if raised else 'the linear program gives'} μ > 0 (min μ_i = {float(mu.min()):.3g}, "
+                    f"relative residual {dist:.2e}), "
                     f"and the rescaled block equals f: {how} (checked on {m} inputs, max relative error {err:.2e}).",
                     witness=w, search=res)
