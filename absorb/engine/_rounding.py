@@ -6,6 +6,7 @@ block's exact not_absorbable is withheld (:func:`float_blind`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -35,6 +36,15 @@ def float_blind(blk: Block, tol: float, seed: int) -> str | None:
     screens' comparisons share — and the estimate leaves out the summation's growth with n: it errs towards reading
     f as finer than it is."""
     n, d = blk.n, blk.d
+    if not blk.has_bias and n * d > _SPARE_MAX:
+        return None  # (bias-free: f(0) = W_down·σ(0) is read later by what needs it; a pass over a large f spared)
+    with np.errstate(all="ignore"):
+        f0 = float(np.max(np.abs(blk(np.zeros((1, d))))))
+    if not math.isfinite(f0):  # (|f(0)|∞ is part of the tolerance's measure: past float64 nothing is read)
+        return (f"Unknown: f(0) is past float64's range ({f0}), and |f(0)|∞ is part of the tolerance's measure "
+                "(|f(x) − g(x)|∞ ≤ τ(|f(x)|∞ + |x|∞ + |f(0)|∞)): f without its skip, or any block near f, may be "
+                "within the tolerance, which float64 cannot read; the exact argument rules out an exact "
+                "residual-free block only.")
     if n * d > _SPARE_MAX:
         return None
     rng = np.random.default_rng(seed + 31)
@@ -43,7 +53,6 @@ def float_blind(blk: Block, tol: float, seed: int) -> str | None:
     X = np.vstack([dirs * t for t in scales])
     with np.errstate(all="ignore"):
         F = blk(X)
-        f0 = float(np.max(np.abs(blk(np.zeros((1, d))))))
         den = np.max(np.abs(F), axis=1) + np.max(np.abs(X), axis=1) + f0
         ok = np.isfinite(den) & (den > 0)
         if not np.any(ok):

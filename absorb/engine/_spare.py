@@ -490,6 +490,8 @@ def _antipodal_pairs(pairs: list[tuple[int, int]], X: np.ndarray, U: np.ndarray,
         r = (np.outer(H[:, i], W[:, i]) + np.outer(H[:, j], W[:, j])) / den[:, None]
         z = X @ U[i]
         A = np.column_stack([z, np.ones_like(z)] if biases else [z]) / den[:, None]
+        if not (np.all(np.isfinite(A)) and np.all(np.isfinite(r))):  # (LAPACK may not return on inf or NaN)
+            continue
         coef = np.linalg.lstsq(A, r, rcond=None)[0]
         err = float(np.max(np.abs(r - A @ coef)))
         if math.isfinite(err) and np.all(np.isfinite(coef)):
@@ -501,6 +503,8 @@ def _antipodal_pairs(pairs: list[tuple[int, int]], X: np.ndarray, U: np.ndarray,
             z = X @ U[a]  # joining the skip — h_b ≈ α·h_a + γ·(u_a·x) + β, fitted with weights |w_b|∞/den)
             scale = wmax[b] / den
             A = np.column_stack([H[:, a], z] + ([np.ones_like(z)] if biases else [])) * scale[:, None]
+            if not (np.all(np.isfinite(A)) and np.all(np.isfinite(H[:, b] * scale))):
+                continue
             coef = np.linalg.lstsq(A, H[:, b] * scale, rcond=None)[0]
             err = float(np.max(np.abs(H[:, b] * scale - A @ coef)))
             if math.isfinite(err) and np.all(np.isfinite(coef)):

@@ -202,11 +202,15 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
         for a, b in near[1]:  # nearly antipodal: the joint output against v·(u_a·x) + β, fitted with weights 1/den
             r = (np.outer(vals[:, a], W[:, a]) + np.outer(vals[:, b], W[:, b])) / den[:, None]
             basis = np.column_stack([X @ U[a]] + ([np.ones(len(X))] if biases else [])) / den[:, None]
+            if not (np.isfinite(basis).all() and np.isfinite(r).all()):
+                return None  # (no fit on inf or NaN: LAPACK may not return)
             coef = np.linalg.lstsq(basis, r, rcond=None)[0]
             cand.append((float(np.max(np.abs(r - basis @ coef))), (a, b), (), (coef[0], U[a])))
             for a2, b2 in ((a, b), (b, a)) if not gated else ():  # (b2 flipped onto a2's line: v_b2 ≈ α v_a2 + γ u_a2·x + β)
                 wgt = top[b2] / den
                 basis = np.column_stack([vals[:, a2], X @ U[a2]] + ([np.ones(len(X))] if biases else [])) * wgt[:, None]
+                if not (np.isfinite(basis).all() and np.isfinite(vals[:, b2] * wgt).all()):
+                    return None
                 coef = np.linalg.lstsq(basis, vals[:, b2] * wgt, rcond=None)[0]
                 cand.append((float(np.max(np.abs(vals[:, b2] * wgt - basis @ coef))), (b2,), (a2,),
                              (coef[1] * W[:, b2], U[a2])))
