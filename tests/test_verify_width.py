@@ -251,3 +251,23 @@ def test_an_unknown_width_cites_no_result(tmp_path) -> None:
     assert (w["verdict"], w["route"]) == ("unknown", "none")
     doc["blocks"][0]["width"]["theorem"] = "bounded"
     _rejected(doc, CE / "glu_planted.npz")
+
+
+def test_a_narrower_not_absorbable_that_two_merging_lines_contradict_is_not_rechecked(tmp_path: Path,
+                                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A certificate claiming not_absorbable at width 1 for f within 10⁻⁴ of a width-1 block (two up rows 10⁻⁴ rad
+    apart, the rest of f an exact antipodal cancellation of the skip) — as a producer without the narrower screen
+    wrote it: the checker's own screen finds the pair, so the width claim is not re-checked (exit 4)."""
+    import numpy as np
+
+    import absorb.engine.tolerance as tolerance_mod  # (width.py reads it at call time; the main decision has its own)
+    from test_width import _near_line_pair
+
+    f = _near_line_pair(1e-4, 1.0)
+    path = tmp_path / "f.npz"
+    np.savez(path, W_up=f.W_up, W_down=f.W_down, activation=np.array("relu"))
+    monkeypatch.setattr(tolerance_mod, "within_tolerance", lambda *a, **k: None)
+    doc = _cert(tmp_path, path, "--width", "1", "--tol", "1e-3")
+    assert doc["blocks"][0]["width"]["verdict"] == "not_absorbable"
+    rep = _verify(doc, path)
+    assert rep.accepted and any("width 1" in f.claim and "nearly collinear" in f.detail for f in rep.not_rechecked)

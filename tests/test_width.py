@@ -260,3 +260,28 @@ def test_stored_zero_biases_at_a_larger_width() -> None:
     plain = Block(U, D, get_activation("relu"))
     for N in (5, 16):
         assert decide_width(b, N).verdict is decide_width(plain, N).verdict is not Verdict.UNKNOWN
+
+
+def _near_line_pair(theta: float, scale: float) -> Block:
+    """Two antipodal pairs realise −x, and units 4, 5 sit on lines θ apart: f = a·ReLU(u·x) + b·ReLU(u₂·x), within
+    |b|∞·|u₂ − u|₁ of the width-1 block (a + b)·ReLU(u·x)."""
+    u = np.array([0.6, 0.8])
+    u2 = np.array([[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]]) @ u
+    U = np.array([[1, 0], [-1, 0], [0, 1], [0, -1], u, u2], dtype=float)
+    W = np.zeros((2, 6))
+    W[:, :4] = [[-1, 1, 0, 0], [0, 0, -1, 1]]
+    W[:, 4], W[:, 5] = [1.0, -2.0], np.array([1.0, 0.5]) * scale
+    return Block(U, W, get_activation("relu"))
+
+
+@pytest.mark.parametrize("tol, scale", [(1e-3, 1.0), (1e-6, 1e-3)])
+def test_a_narrower_width_is_withheld_when_two_lines_merge_within_the_tolerance(tol: float, scale: float) -> None:
+    f = _near_line_pair(1e-4, scale)
+    g = Block(f.W_up[4:5], (f.W_down[:, 4] + f.W_down[:, 5])[:, None], get_activation("relu"), skip=np.zeros((2, 2)))
+    X = np.random.default_rng(0).standard_normal((4000, 2)) * 10.0 ** np.random.default_rng(1).uniform(-3, 3, (4000, 1))
+    err = np.max(np.abs(f(X) - g(X)), axis=1) / (np.max(np.abs(f(X)), axis=1) + np.max(np.abs(X), axis=1))
+    assert float(err.max()) < tol  # (g of width 1 is within τ: a not_absorbable at width 1 would be wrong)
+    wd = decide_width(f, 1, tol=tol)
+    assert wd.verdict is Verdict.UNKNOWN and "nearly collinear" in wd.reason
+    mw = minimal_width(f, tol=tol)
+    assert mw.value in (None, 1) and (mw.lower is None or mw.lower <= 1)

@@ -28,7 +28,8 @@ _SPARE_MAX = 1 << 22
 """n·d above this: no spare-unit screen (its samples evaluate every unit; merges compare every pair)."""
 
 
-def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: bool = False) -> str | None:
+def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: bool = False,
+                 width: int | None = None) -> str | None:
     """Units f can spare, by sample: a unit whose own output stays small against |f(x)|∞ + |x|∞ + |f(0)|∞ at every
     sampled x (a negligible unit); for the close pairs of :func:`_close_pairs` (up rows with their biases, or gate rows
     of a gated block): a unit j moved onto unit i's line (u_j → λu_i, c_j → λc_i for σ homogeneous of degree k,
@@ -47,7 +48,11 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
     withheld. Before all that, two units that are not negligible but nearly collinear for the tolerance
     (:mod:`absorb.engine._near_pairs`) withhold it: f is then within τ of a block whose rows are
     collinear, which the exact arguments do not cover. Sampled, not proved: this errs towards unknown; it never claims
-    absorbable."""
+    absorbable.
+
+    ``width`` below n (a narrower g asked for): only whether f is within τ of a block with fewer units — a nearly
+    collinear pair, any two units, whose move onto one line is within τ (the exact width arguments count distinct
+    lines), or a unit that is not dead but whose share is at most τ (a block with one active unit fewer)."""
     n, d = blk.n, blk.d
     if n * d > _SPARE_MAX:
         return None
@@ -63,7 +68,7 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
     if blk.gated:
         # (a unit with gate row 0 is g(c)·h(u·x + b): affine where h is (h(z) = z here) and its gate sees a constant
         # c with g(c) ≠ 0 — biases allowed, or g(0) ≠ 0; else no gated unit is linear and freed slots realise nothing)
-        if not blk.value_identity or not (one_per_rank or biases or _at_zero(blk.activation) != 0.0):
+        if not blk.value_identity or not (width is not None or one_per_rank or biases or _at_zero(blk.activation) != 0.0):
             return None
         one_per_rank = True
         G = np.asarray(blk.W_gate, dtype=np.float64)
@@ -108,6 +113,16 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
         # through the constructions below: two units each within τ may cancel only jointly)
         # (one cosine pass for both uses: every unit, for the constructions; units not negligible, for the outright
         # withholding below)
+        if width is not None:  # (a narrower g: units that merge or drop within τ, whatever the skip)
+            alive = share[share > 0]  # (a dead unit is the exact argument's own: it counts it)
+            if len(alive) and float(alive.min()) <= tol * (1 - 1e-3):
+                i = int(np.flatnonzero(share == alive.min())[0])
+                return (f"Unknown: unit {i}'s output is {share[i]:.2e} of f's scale at the sampled inputs, within the "
+                        "tolerance: f is within it of a block with one active unit fewer, which the exact width argument "
+                        "does not cover.")
+            live = np.where(share > 0, amp, np.inf)  # (a dead unit moved anywhere changes nothing the argument reads)
+            return _moved_onto_line(blk, _near_collinear(R[:, :d], [live], tol, [_NEAR_MAX])[0], R, wmax, X, den, scales,
+                                    tol, f0)
         every, sizable = _near_collinear(R[:, :d], [amp, np.where(share > tol, amp, np.inf)], tol, [64, _NEAR_MAX])
         had = set(same) | set(opposite)
         more = [(i, j) for i, j, cs in every if (i, j) not in had]

@@ -90,11 +90,9 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
         why = _near_linear(sub, kept, normM, tol, width, f0_low, biases)
         if why is not None:
             return why
-    if width < blk.n:
-        return None
     from absorb.engine._spare import _spare_units
 
-    return _spare_units(blk, tol, seed, one_per_rank, biases)
+    return _spare_units(blk, tol, seed, one_per_rank, biases, width if width < blk.n else None)
 
 
 def _near_constant(blk: Block, normM: float, tol: float, biases: bool) -> str | None:

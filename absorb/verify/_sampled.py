@@ -90,7 +90,8 @@ def _climbed(within: Any, X: np.ndarray, rng: np.random.Generator, rounds: int =
     return True
 
 
-def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: bool = False) -> str | None:
+def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: bool = False,
+                width: int | None = None) -> str | None:
     """Whether f can spare enough units within the tolerance, at this checker's own sampled inputs, to realise its
     skip in the freed slots (an antipodal pair per rank-one part; one unit where f grows quadratically,
     ``one_per_rank``, or a gated unit with a linear value branch whose gate sees a constant with a nonzero value —
@@ -100,7 +101,9 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
     λ = 1 otherwise) and merged, a pair that nearly cancels, a nearly antipodal pair whose joint output is nearly a
     map x ↦ v(u·x) (+ β), and an ungated unit flipped onto an antipodal one's line (σ(−z) = σ(z) − c·z) and merged —
     the maps joining the skip; the errors (within τ), the skip's parts the slots leave
-    and the pairs' flip defect add up to less than τ. A sample proves nothing (exit 4)."""
+    and the pairs' flip defect add up to less than τ. A sample proves nothing (exit 4). ``width`` below n: only
+    whether a unit that is not dead stays within τ or two units come within τ of collinear (a block of fewer active
+    units or lines)."""
     import sympy as sp
 
     d, n = block.d, block.n
@@ -118,7 +121,7 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
     if gated:
         from absorb.verify._tolerance import _at_zero  # (exactly 0 where a float value at 0 is rounding)
 
-        if not block.value_identity or not (one_per_rank or biases or _at_zero(block.activation) != 0.0):
+        if not block.value_identity or not (width is not None or one_per_rank or biases or _at_zero(block.activation) != 0.0):
             return None  # (gate row 0 gives g(c)·h(u·x + b): affine only for h(z) = z, and a constant c with g(c) ≠ 0)
         one_per_rank = True
         R = np.column_stack([np.asarray(block.W_gate, dtype=np.float64),
@@ -165,6 +168,13 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
             amp = amp * np.hypot.reduce(U, axis=1) / np.max(den[far] / xs[far] ** 2)
         else:
             amp = amp / np.max(den[far] / xs[far])
+        if width is not None:
+            live = sh[sh > 0]
+            if len(live) and float(live.min()) <= tol:
+                return (f"a unit that is not dead has output {float(live.min()):.2e} of f's scale at this checker's "
+                        "inputs: f is within the tolerance of a block with one active unit fewer")
+            return _collinear_within(block, R, _tau_pairs(R[:, :d], tol, [np.where(sh > 0, amp, np.inf)], [256])[0], top,
+                                     X, den, ts, tol, f0, lambda: True)
         every, sizable = _tau_pairs(R[:, :d], tol, [amp, np.where(sh > tol, amp, np.inf)], [64, 256])
         had = set(near[0]) | set(near[1])
         extra_pairs = [(a, b, cs) for a, b, cs in every if (a, b) not in had]

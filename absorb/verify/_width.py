@@ -174,6 +174,12 @@ def check_claim(ctx: _Ctx, w: str, rec: Any, block: Block, main: _Main, *, asked
     _must(ctx, v != "unknown", w, "an unknown answer has no route", f"route {route!r}")
     near = contradiction(block, ctx.tol, N, biases=bool(ctx.once.get("class_biases"))) if v == "not_absorbable" else None
     _must(ctx, near is None, w, f"no residual-free block of width {N} found by bound is within the tolerance of f", f"{near}")
+    if v == "not_absorbable" and N < block.n:
+        from absorb.verify._sampled import spare_units
+
+        fewer = spare_units(block, ctx.tol, ctx.seed, False, bool(ctx.once.get("class_biases")), width=N)
+        if fewer is not None:
+            ctx.report.unchecked(w, f"the exact answer at width {N} agrees with the tolerance", fewer)
     if v == "absorbable":
         k = _whole(ctx, w, rec.get("witness_width"), "the witness's width", 1)
         _require(ctx, k <= N and rec.get("dead_units") == N - k, w, f"the witness's {k} units and {N - k} dead units make {N}",
