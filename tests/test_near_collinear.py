@@ -96,3 +96,60 @@ def test_zero_up_rows_with_biases_give_no_pair_direction() -> None:
               b_down=rng.standard_normal(3))
     assert decide_block(f, tol=1e-3).verdict in set(Verdict)
     spare_units(f, 1e-3, 0, False, True)  # (the checker's screen: no ZeroDivisionError either)
+
+
+def test_a_gated_unit_nearly_affine_through_its_gate_slope() -> None:
+    """SwiGLU, units 5 and 6 with gate and up biases B = 2¹⁶ and down columns 1/g(B): each is
+    g(G·x + B)(u·x + B)/g(B) ≈ B + u·x + B·g'(B)/g(B)·G·x — an affine map whose gate slope is a linear part of its
+    own (the screen credited the value row's map only). g: those two slots realise A = 100·I + Σ e_k(u_k + B·g'(B)/g(B)·G_k)ᵀ
+    exactly (gate row 0, gate bias 1, value row A_i, down column e_i/g(1))."""
+    silu = get_activation("silu")
+    gt = [20, 92, 164, 236, 308, 40, 110]
+    G = np.array([[np.cos(np.radians(t)), np.sin(np.radians(t))] for t in gt])
+    U = np.array([[np.cos(np.radians(t + 40)), np.sin(np.radians(t + 40))] for t in gt])
+    B = 2.0**16
+    gB = float(silu(np.array([B]))[0])
+    slope = 1.0  # (silu'(B) = 1 in float64 at 2¹⁶)
+    W = np.zeros((2, 7))
+    W[:, :5] = [[1.0, 0.8, 1.2, 0.9, 1.1], [0.3, -0.5, 0.2, 0.7, -0.4]]
+    W[0, 5] = W[1, 6] = 1 / gB
+    cg = np.array([0, 0, 0, 0, 0, B, B])
+    bd = np.full(2, -B)
+    f = Block(U, W, get_activation("swiglu"), W_gate=G, b_gate=cg, b_up=cg.copy(), b_down=bd, skip=100 * np.eye(2))
+    A = 100 * np.eye(2) + np.array([U[5] + B * slope / gB * G[5], U[6] + B * slope / gB * G[6]])
+    G2, cg2, U2, W2 = G.copy(), cg.copy(), U.copy(), W.copy()
+    g1 = float(silu(np.array([1.0]))[0])
+    for i, k in enumerate((5, 6)):
+        G2[k], cg2[k], U2[k] = 0.0, 1.0, A[i]
+        W2[:, k] = 0.0
+        W2[i, k] = 1 / g1
+    g = Block(U2, W2, get_activation("swiglu"), W_gate=G2, b_gate=cg2, b_up=np.zeros(7), b_down=bd + B,
+              skip=np.zeros((2, 2)))
+    assert _ratio(f, g, _sample(2, 4, (1e-3, 1.0, 1e2, 1e4, 1e6))) < 1e-3
+    dec = decide_block(f, tol=1e-3)
+    assert dec.verdict is Verdict.UNKNOWN and "through its gate" in dec.reason
+    assert spare_units(f, 1e-3, 0, True, True) is not None
+
+
+def test_nearly_collinear_twins_past_the_screens_size_are_withheld() -> None:
+    """ReLU, d = 1024, n = 4100 (n·d past 2²², where the rest of the spare-unit screen stops): 2048 units each with a
+    twin 5·10⁻⁵ away on one coordinate and a down column 0.1 times as large; each twin moved onto its partner's line
+    changes f by about |w|·5·10⁻⁵ of its scale — a block with collinear rows within τ = 10⁻³ (the exact argument needs
+    them non-collinear). Both sides find a pair."""
+    from absorb.engine._spare import _spare_units
+
+    rng = np.random.default_rng(0)
+    d, n = 1024, 4100
+    U = rng.standard_normal((n, d))
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    W = rng.standard_normal((d, n)) / np.sqrt(n)
+    for p, k in enumerate(rng.integers(0, d, 2048)):
+        U[2 * p + 1] = U[2 * p]
+        U[2 * p + 1, k] += 5e-5
+        W[:, 2 * p + 1] *= 0.1
+    f = Block(U, W, get_activation("relu"), skip=100 * np.eye(d))
+    # (g: each twin merged into its partner, whose column takes both — the moved twin's cost is |w|∞·|Δu|₁·|x|∞, against
+    # |x|∞ in the measure: at most 0.1·max|w|·5·10⁻⁵ here)
+    assert float(np.max(np.abs(W[:, 1:4096:2]))) * 5e-5 < 1e-3
+    assert "nearly collinear" in (_spare_units(f, 1e-3, 0, False, False) or "")
+    assert "nearly collinear" in (spare_units(f, 1e-3, 0, False, False) or "")

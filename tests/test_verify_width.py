@@ -259,9 +259,9 @@ def test_a_narrower_not_absorbable_that_two_merging_lines_contradict_is_not_rech
     apart, the rest of f an exact antipodal cancellation of the skip) — as a producer without the narrower screen
     wrote it: the checker's own screen finds the pair, so the width claim is not re-checked (exit 4)."""
     import numpy as np
+    from test_width import _near_line_pair
 
     import absorb.engine.tolerance as tolerance_mod  # (width.py reads it at call time; the main decision has its own)
-    from test_width import _near_line_pair
 
     f = _near_line_pair(1e-4, 1.0)
     path = tmp_path / "f.npz"

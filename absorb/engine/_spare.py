@@ -54,7 +54,8 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
     collinear pair, any two units, whose move onto one line is within τ (the exact width arguments count distinct
     lines), or a unit that is not dead but whose share is at most τ (a block with one active unit fewer)."""
     n, d = blk.n, blk.d
-    if n * d > _SPARE_MAX:
+    large = n * d > _SPARE_MAX  # (past it only the nearly collinear pairs: their cosines cost n²·d, the rest more)
+    if large and (width is not None or float(n) * n * d > 2.0**35):
         return None
     rng = np.random.default_rng(seed + 17)
     U = np.asarray(blk.W_up, dtype=np.float64)
@@ -85,11 +86,11 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
         return facts.rational(hom.value, "k") if hom.proved else None  # (a rational k read without sympy)
 
     with np.errstate(all="ignore"):
-        same, opposite = _close_pairs(R, W * (np.abs(U).sum(axis=1) if blk.gated else 1.0), degree)
+        same, opposite = ([], []) if large else _close_pairs(R, W * (np.abs(U).sum(axis=1) if blk.gated else 1.0), degree)
         k = degree() if same or opposite else None
         # (random directions, and for the closest pairs the directions where their difference shows most: the sign
         # vector of the rows' difference, and its part on the first unit's hyperplane)
-        dirs = np.vstack([rng.standard_normal((64, d)), _pair_directions(R[:, :d], same, opposite, k)])
+        dirs = np.vstack([rng.standard_normal((16 if large else 64, d)), _pair_directions(R[:, :d], same, opposite, k)])
         reach = _bias_reach(blk)  # (units that switch on only far out: sampled there too)
         scales = [1e-4, 1e-2, 1.0, 1e2, 1e4, 1e6, 1e8] + ([max(f0, 1.0) ** 0.5, max(f0, 1.0)] if f0 > 0 else []) + reach
         X = np.vstack([dirs * t for t in scales])
@@ -103,7 +104,8 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
         XU = X @ U.T
         Z = XU + c
         if blk.gated:
-            gates = blk.activation(X @ G.T + cg)
+            XG = X @ G.T
+            gates = blk.activation(XG + cg)
             H = gates * Z
         else:
             H = blk.activation(Z)
@@ -124,6 +126,11 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
             return _moved_onto_line(blk, _near_collinear(R[:, :d], [live], tol, [_NEAR_MAX])[0], R, wmax, X, den, scales,
                                     tol, f0)
         every, sizable = _near_collinear(R[:, :d], [amp, np.where(share > tol, amp, np.inf)], tol, [64, _NEAR_MAX])
+        if large:
+            pairing = blk.gated or one_per_rank or _pair_defect(blk.activation, biases, blk.has_bias, f0 > 0) is not None
+            # (negligible units too: without the pair directions a unit's share reads low, and one pair moved within τ
+            # is a block the exact argument does not cover)
+            return _moved_onto_line(blk, every, R, wmax, X, den, scales, tol, f0) if every and pairing else None
         had = set(same) | set(opposite)
         more = [(i, j) for i, j, cs in every if (i, j) not in had]
         if more and k is None:
@@ -138,6 +145,7 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
             off = np.max(np.abs(gates - g0) * np.abs(Z) * wmax / den[:, None], axis=0)
             moves += [(float(off[i]), f"unit {i} nearly affine (error {off[i]:.2e})", (i,), (), (g0[i] * W[:, i], U[i]))
                       for i in range(n) if math.isfinite(off[i]) and (biases or c[i] == 0.0)]
+            moves += _gated_affine(XU, XG, H, W, U, G, wmax, den, biases)
         else:
             moves = _merge_errors(same, U, W, H, wmax, den, k)
             if biases:  # (a unit with a large bias nearly affine where f shows it: its map joins the skip)
@@ -232,6 +240,40 @@ def _affine_units(Zx: np.ndarray, H: np.ndarray, W: np.ndarray, U: np.ndarray, w
         err = np.max(np.abs(H - alpha - beta * Zx) * wmax * wt, axis=0)
     return [(float(err[i]), f"unit {i} nearly affine (error {err[i]:.2e})", (i,), (), (beta[i] * W[:, i], U[i]))
             for i in range(len(err)) if math.isfinite(err[i]) and math.isfinite(beta[i])]
+
+
+def _gated_affine(XU: np.ndarray, XG: np.ndarray, H: np.ndarray, W: np.ndarray, U: np.ndarray, G: np.ndarray,
+                  wmax: np.ndarray, den: np.ndarray, biases: bool) -> list[_Cand]:
+    """Candidates for gated units nearly affine where f is read through both rows: g(G_i·x + c)(u_i·x + b) ≈
+    α + β·(u_i·x) + γ·(G_i·x) — a gate with a large bias is g(c) + g'(c)·G_i·x there, and times a large b its slope
+    is a linear part of its own — by least squares weighted 1/den (α = 0 unless g may have biases); the unit frees its
+    slot and hands w_i(β u_i + γ G_i)ᵀ to the skip (α·w_i to the output bias)."""
+    n = H.shape[1]
+    wt = 1.0 / den
+    cols = [np.ones_like(XU), XU, XG] if biases else [XU, XG]
+    A = np.stack(cols, axis=2) * wt[:, None, None]  # (samples, units, parameters)
+    y = H * wt[:, None]
+    with np.errstate(all="ignore"):
+        top = np.maximum(np.max(np.abs(A), axis=0), 1e-300)  # (columns scaled to 1: normal equations well scaled)
+        As = A / top[None]
+        N = np.einsum("sip,siq->ipq", As, As)
+        rhs = np.einsum("sip,si->ip", As, y)
+        out: list[_Cand] = []
+        ok = np.all(np.isfinite(N), axis=(1, 2)) & np.all(np.isfinite(rhs), axis=1)
+        coef = np.full(rhs.shape, np.nan)
+        for i in np.flatnonzero(ok):
+            try:
+                coef[i] = np.linalg.solve(N[i], rhs[i])
+            except np.linalg.LinAlgError:
+                continue
+        err = np.max(np.abs(y - np.einsum("sip,ip->si", As, coef)) * wmax, axis=0)
+        coef = coef / top
+    for i in range(n):
+        if math.isfinite(err[i]) and np.all(np.isfinite(coef[i])):
+            beta, gamma = coef[i, -2], coef[i, -1]
+            out.append((float(err[i]), f"unit {i} nearly affine through its gate (error {err[i]:.2e})", (i,), (),
+                        (W[:, i], beta * U[i] + gamma * G[i])))
+    return out
 
 
 def _in_skip_range(M: np.ndarray, cands: list[_Cand]) -> set[int]:

@@ -107,7 +107,8 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
     import sympy as sp
 
     d, n = block.d, block.n
-    if n * d > 1 << 22:
+    wide = n * d > 1 << 22  # (past it only units within τ of collinear: n²·d cosines, the rest costs more)
+    if wide and (width is not None or float(n) * n * d > 2.0**35):
         return None
     gated = block.W_gate is not None
     U = np.asarray(block.W_up, dtype=np.float64)
@@ -134,9 +135,9 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
 
     k = next((k for k in (1, 2) if homogeneous_of_degree(block.activation.expr, sp.Integer(k))), None)
     with np.errstate(all="ignore"):
-        near = _near(R, W * (np.abs(U).sum(axis=1) if gated else 1.0), k)
+        near = ([], []) if wide else _near(R, W * (np.abs(U).sum(axis=1) if gated else 1.0), k)
         rng = np.random.default_rng(seed + 7919)
-        V = np.vstack([rng.standard_normal((48, d)), _worst_directions(R[:, :d], near, k)])
+        V = np.vstack([rng.standard_normal((12 if wide else 48, d)), _worst_directions(R[:, :d], near, k)])
         ts = [10.0**e for e in range(-4, 9, 2)] + ([math.sqrt(max(f0, 1.0)), max(f0, 1.0)] if f0 > 0 else [])
         for Rw, b in ((block.W_up, block.b_up), (block.W_gate, block.b_gate)):  # (units that switch on only far out)
             if Rw is not None and b is not None:
@@ -176,6 +177,9 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
             return _collinear_within(block, R, _tau_pairs(R[:, :d], tol, [np.where(sh > 0, amp, np.inf)], [256])[0], top,
                                      X, den, ts, tol, f0, lambda: True)
         every, sizable = _tau_pairs(R[:, :d], tol, [amp, np.where(sh > tol, amp, np.inf)], [64, 256])
+        if wide:  # (negligible units too: their shares read low without the pair directions)
+            return _collinear_within(block, R, every, top, X, den, ts, tol, f0,
+                                     lambda: gated or one_per_rank or _pair_defect(block, biases, f0 > 0) is not None)
         had = set(near[0]) | set(near[1])
         extra_pairs = [(a, b, cs) for a, b, cs in every if (a, b) not in had]
         near = (near[0] + [(a, b) for a, b, cs in extra_pairs if cs > 0], near[1] + [(a, b) for a, b, cs in extra_pairs if cs < 0])
@@ -194,6 +198,8 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
             dev = np.max(np.abs(gate - g0) * np.abs(Z) * top / den[:, None], axis=0)
             cand += [(float(dev[i]), (i,), (), (g0[i] * W[:, i], U[i])) for i in range(n)
                      if math.isfinite(dev[i]) and (biases or bu[i] == 0.0)]
+            cand += _through_gate(X @ np.asarray(block.W_gate, dtype=np.float64).T, XU, vals, W, U,
+                                  np.asarray(block.W_gate, dtype=np.float64), top, den, biases)
         for i, j in near[0]:
             for a, b in ((i, j), (j, i)):
                 both = np.outer(vals[:, a], W[:, a]) + np.outer(vals[:, b], W[:, b])
@@ -423,6 +429,26 @@ def _take(cand: list[tuple[float, tuple[int, ...], tuple[int, ...], Any]], left:
             maps += [] if lin is None else [lin]
             joined += [(frees[0], keeps[0])] if keeps and lin is None else []
     return gone, maps, used, joined
+
+
+def _through_gate(P: np.ndarray, Z: np.ndarray, vals: np.ndarray, W: np.ndarray, U: np.ndarray, G: np.ndarray,
+                  top: np.ndarray, den: np.ndarray, biases: bool) -> list[tuple[float, tuple[int, ...], tuple[int, ...], Any]]:
+    """Gated units nearly affine through both rows where f is read: the unit's value against a·(u·x) + b·(G·x) (+ a
+    constant where g may have biases: both sides centred), by least squares weighted 1/den, solved by Cramer's rule;
+    the map w(a u + b G)ᵀ joins the skip."""
+    q = (1.0 / den)[:, None] ** 2
+    with np.errstate(all="ignore"):
+        if biases:
+            mean = [(q * v).sum(axis=0) / q.sum() for v in (Z, P, vals)]
+            Z, P, vals = Z - mean[0], P - mean[1], vals - mean[2]
+        szz, spp, szp = (q * Z * Z).sum(axis=0), (q * P * P).sum(axis=0), (q * Z * P).sum(axis=0)
+        szv, spv = (q * Z * vals).sum(axis=0), (q * P * vals).sum(axis=0)
+        det = szz * spp - szp * szp
+        a = np.where(det != 0, (szv * spp - spv * szp) / det, 0.0)
+        b = np.where(det != 0, (szz * spv - szp * szv) / det, 0.0)
+        off = np.max(np.abs(vals - a * Z - b * P) * top / den[:, None], axis=0)
+    return [(float(off[i]), (i,), (), (W[:, i], a[i] * U[i] + b[i] * G[i])) for i in range(len(off))
+            if math.isfinite(off[i]) and math.isfinite(a[i]) and math.isfinite(b[i])]
 
 
 def _unit_rows(P: np.ndarray) -> np.ndarray:
