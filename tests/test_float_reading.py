@@ -107,3 +107,38 @@ def test_a_huge_bias_cancelled_by_the_output_bias_hides_a_relu_unit() -> None:
     f = Block(W_up=U, W_down=W, b_up=bu, b_down=-W[:, 0] * bu[0], activation=get_activation("relu"))
     assert float_blind(f, 1e-9, 0) is None
     assert float_resolution(f, 1e-9, 0) is None
+
+
+def test_two_nearly_affine_units_jointly_within_the_tolerance() -> None:
+    """ReLU², units 5 and 6 with bias 2²⁰ and down columns 2⁻²¹·e_k: each is e_k(u·x) plus 2⁻²¹(u·x)² past the
+    output bias — a g within 6.5·10⁻⁷ of f (exact rationals) at τ = 10⁻⁶, although each unit alone reads up to
+    ~7·10⁻⁷: their misfits peak at different inputs (the screen adds them sample by sample), and near x = 0 the bias
+    rounds u·x by 2⁻³³ (taken off as rounding). It was not_absorbable [skeleton2]."""
+    U = np.array([[math.cos(math.radians(t)), math.sin(math.radians(t))] for t in (20, 92, 164, 236, 308, 40, 110)])
+    B, a = 2.0**20, 2.0**-21
+    W = np.zeros((2, 7))
+    W[:, :5] = [[1.0, 0.8, 1.2, 0.9, 1.1], [0.3, -0.5, 0.2, 0.7, -0.4]]
+    W[0, 5] = W[1, 6] = a
+    bu = np.array([0, 0, 0, 0, 0, B, B])
+    f = Block(W_up=U, W_down=W, b_up=bu, b_down=np.full(2, -a * B * B), activation=get_activation("relu2"))
+    eps = 2.0**-50
+    A = np.eye(2) + np.array([U[5], U[6]])
+    U2, W2, bu2 = U.copy(), W.copy(), np.zeros(7)
+    for i, k in enumerate((5, 6)):
+        U2[k], W2[:, k], bu2[k] = eps * A[i], 0.0, 1.0
+        W2[i, k] = 1 / (2 * eps)
+    g = Block(W_up=U2, W_down=W2, b_up=bu2, b_down=np.full(2, -1 / (2 * eps)), skip=np.zeros((2, 2)),
+              activation=get_activation("relu2"))
+    fe, ge = _exact(f), _exact(g)
+    rng, worst = random.Random(1), Fraction(0)
+    for _ in range(800):
+        s = 10 ** rng.uniform(-4, 12)
+        x = [Fraction(rng.gauss(0, 1) * s), Fraction(rng.gauss(0, 1) * s)]
+        fx, gx = fe(x), ge(x)
+        worst = max(worst, max(abs(p - q) for p, q in zip(fx, gx)) / (max(abs(v) for v in fx) + max(abs(v) for v in x)))
+    assert float(worst) < 1e-6
+    d = decide_block(f, tol=1e-6)
+    assert d.verdict.value == "unknown" and "nearly affine" in d.reason
+    from absorb.verify._sampled import spare_units
+
+    assert spare_units(f, 1e-6, 0, True, True) is not None

@@ -11,13 +11,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from absorb.engine._spare import _SPARE_MAX, _bias_reach
+from absorb.engine._spare import _EPS, _SPARE_MAX, _bias_reach, _value_rounding
 from absorb.model.block import Block
 
-_EPS = 2.0**-52
-_SPREAD = 2.0**16
-"""A pre-activation's rounding ε·(|u|·|x| + |b|) is spread by this factor before σ sees it, so that σ's own rounding
-does not hide the change it makes; the change is scaled back by the same factor."""
 _FAR = 256.0
 """A term of f this many times f's scale at x cancels against the others there."""
 _SHARE = 0.125
@@ -95,9 +91,7 @@ def _units(blk: Block, X: np.ndarray, A: np.ndarray) -> tuple[np.ndarray, np.nda
         return Z, _EPS * a
 
     def moved(fn: Callable[[np.ndarray], np.ndarray], Z: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        v = fn(Z)
-        s = np.maximum(np.abs(fn(Z + _SPREAD * e) - v), np.abs(fn(Z - _SPREAD * e) - v)) / _SPREAD
-        return v, s
+        return fn(Z), _value_rounding(fn, Z, e)
 
     Z, e = pre(blk.W_up, blk.b_up)
     if not blk.gated:

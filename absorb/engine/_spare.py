@@ -109,7 +109,9 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
             H = gates * Z
         else:
             H = blk.activation(Z)
-        share = np.max(np.abs(H) * wmax / den[:, None], axis=0)  # unit i's sampled share
+        part = np.abs(H) * wmax / den[:, None]  # (unit i's share at each sample)
+        share = np.max(part, axis=0)  # unit i's sampled share
+        profiles: dict[int, np.ndarray] = {}  # (a candidate's error at each sample, where it is known: summed jointly)
         amp = _amplitudes(R[:, :d], U, wmax, X, den, blk.gated)
         # (pairs nearly collinear for the tolerance past the fixed cut — a negligible unit's among them — also go
         # through the constructions below: two units each within τ may cancel only jointly)
@@ -149,7 +151,11 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
         else:
             moves = _merge_errors(same, U, W, H, wmax, den, k)
             if biases:  # (a unit with a large bias nearly affine where f shows it: its map joins the skip)
-                moves += _affine_units(XU, H, W, U, wmax, den)
+                e = _EPS * (np.abs(X) @ np.abs(U).T + np.abs(c))  # (each pre-activation's rounding)
+                h = np.maximum(np.abs(c), 1.0) * 2.0**-20  # (σ's slope at the bias by a central difference)
+                slope = (blk.activation(c + h) - blk.activation(c - h)) / (2 * h)
+                moves += _affine_units(XU, H, W, U, wmax, den, _EPS * np.abs(H) + _value_rounding(blk.activation, Z, e),
+                                       profiles, (blk.activation(c), slope))
         moves += _antipodal_pairs(opposite, X, U, W, H, wmax, den, biases, not blk.gated)
     shares = [float(v) for v in share if math.isfinite(v)]
     if len(shares) != n:
@@ -160,6 +166,7 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
         if why is not None:
             return why
     tiny = [(v, f"unit {i} (share {v:.2e})", (i,), (), None) for i, v in enumerate(shares)]
+    profiles.update({id(t): part[:, i] for i, t in enumerate(tiny)})
     M = np.asarray(blk.M, dtype=np.float64)
     how = "one unit each (f grows quadratically, or a gated unit whose gate is constant is affine)" if one_per_rank \
         else "an antipodal pair each"
@@ -175,7 +182,7 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
                   tiny + [m for m in moves if m[4] is None or id(m) in inside]):
         for budget in (tol,):  # (the whole tolerance: a construction within it is a g within it — a sampled error reads
             # low, which errs towards unknown)
-            freed, maps, spent, gone, into = _greedy(cands, budget)
+            freed, maps, spent, gone, into = _greedy(cands, budget, profiles)
             if not freed:
                 continue
             if math.isnan(kappa):
@@ -226,10 +233,28 @@ def _flip_constant(act: Activation, biases: bool, gated: bool = False) -> float 
     return None
 
 
-def _affine_units(Zx: np.ndarray, H: np.ndarray, W: np.ndarray, U: np.ndarray, wmax: np.ndarray, den: np.ndarray) -> list[_Cand]:
+_EPS = 2.0**-52
+_SPREAD = 2.0**16
+"""An argument's rounding is spread by this factor before σ sees it, so that σ's own rounding does not hide the move."""
+
+
+def _value_rounding(fn: Callable[[np.ndarray], np.ndarray], Z: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """What fn's value moves when its argument Z moves by its rounding ``e`` (read by a difference, spread and scaled
+    back by :data:`_SPREAD`)."""
+    v = fn(Z)
+    return np.maximum(np.abs(fn(Z + _SPREAD * e) - v), np.abs(fn(Z - _SPREAD * e) - v)) / _SPREAD
+
+
+def _affine_units(Zx: np.ndarray, H: np.ndarray, W: np.ndarray, U: np.ndarray, wmax: np.ndarray, den: np.ndarray,
+                  noise: np.ndarray, profiles: dict[int, np.ndarray], tangent: tuple[np.ndarray, np.ndarray]) -> list[_Cand]:
     """Candidates for ungated units that are nearly affine where f is read: σ(u_i·x + c_i) ≈ α_i + β_i·(u_i·x), fitted
     by least squares weighted by 1/den (``Zx``: u_i·x at the samples, ``H``: σ there); the unit frees its slot and
-    hands the map β_i·w_i u_iᵀ to the skip (α_i·w_i to the output bias, so only where biases are allowed)."""
+    hands the map β_i·w_i u_iᵀ to the skip (α_i·w_i to the output bias, so only where biases are allowed). ``noise``:
+    the rounding of each H (a large bias rounds u·x + c before σ sees it), taken off each sample's misfit — a unit
+    whose misfit is rounding is affine (errs towards unknown). Each candidate's misfit per sample goes to
+    ``profiles`` (by the candidate's id), for :func:`_greedy`'s joint account. ``tangent`` (σ(c_i), σ'(c_i)): σ's
+    tangent at the bias, tried too — a unit with a large bias is that line plus its Taylor remainder, which the
+    weighted fit, pulled by the rounding near 0, can miss."""
     wt = 1.0 / den[:, None]
     s0, s1, s2 = np.sum(wt**2, axis=0), np.sum(wt**2 * Zx, axis=0), np.sum(wt**2 * Zx * Zx, axis=0)
     t0, t1 = np.sum(wt**2 * H, axis=0), np.sum(wt**2 * H * Zx, axis=0)
@@ -237,9 +262,18 @@ def _affine_units(Zx: np.ndarray, H: np.ndarray, W: np.ndarray, U: np.ndarray, w
     with np.errstate(all="ignore"):
         beta = np.where(det > 0, (s0 * t1 - s1 * t0) / det, 0.0)
         alpha = (t0 - beta * s1) / s0
-        err = np.max(np.abs(H - alpha - beta * Zx) * wmax * wt, axis=0)
-    return [(float(err[i]), f"unit {i} nearly affine (error {err[i]:.2e})", (i,), (), (beta[i] * W[:, i], U[i]))
-            for i in range(len(err)) if math.isfinite(err[i]) and math.isfinite(beta[i])]
+        miss = np.maximum(np.abs(H - alpha - beta * Zx) - noise, 0.0) * wmax * wt
+        near = np.maximum(np.abs(H - tangent[0] - tangent[1] * Zx) - noise, 0.0) * wmax * wt
+        better = np.max(near, axis=0) < np.max(miss, axis=0)
+        miss = np.where(better, near, miss)
+        beta = np.where(better, tangent[1], beta)
+        err = np.max(miss, axis=0)
+    out: list[_Cand] = []
+    for i in range(len(err)):
+        if math.isfinite(err[i]) and math.isfinite(beta[i]):
+            out.append((float(err[i]), f"unit {i} nearly affine (error {err[i]:.2e})", (i,), (), (beta[i] * W[:, i], U[i])))
+            profiles[id(out[-1])] = miss[:, i]
+    return out
 
 
 def _gated_affine(XU: np.ndarray, XG: np.ndarray, H: np.ndarray, W: np.ndarray, U: np.ndarray, G: np.ndarray,
@@ -390,22 +424,31 @@ _Cand = tuple[float, str, tuple[int, ...], tuple[int, ...], "tuple[np.ndarray, n
 """(sampled error, what, units freed, units kept, (v, u): the map v uᵀ the freed slots take on besides the skip)."""
 
 
-def _greedy(cands: list[_Cand], budget: float) -> tuple[list[str], list[tuple[np.ndarray, np.ndarray]], float,
-                                                          set[int], dict[int, int]]:
+def _greedy(cands: list[_Cand], budget: float, profiles: dict[int, np.ndarray] | None = None
+            ) -> tuple[list[str], list[tuple[np.ndarray, np.ndarray]], float, set[int], dict[int, int]]:
     """The cheapest first while their errors fit in ``budget``: what each frees (a unit once, never onto a freed one),
     the linear maps the chosen candidates hand to the freed slots, their errors' sum, the units freed, and those of
-    them merged into one that stays (freed unit → the unit it joins)."""
+    them merged into one that stays (freed unit → the unit it joins). Where every chosen candidate's error is known
+    at each sample (``profiles``), their sum is taken per sample, then its largest — the joint construction's error
+    there, which two units whose misfits peak at different inputs do not double."""
     freed: list[str] = []
     maps: list[tuple[np.ndarray, np.ndarray]] = []
     gone: set[int] = set()
     into: dict[int, int] = {}
     spent = 0.0
-    for err, what, frees, keeps, lin in sorted(cands, key=lambda t: t[0]):
-        if spent + err > budget:
-            break
+    joint: np.ndarray | None = None if not profiles else 0.0  # type: ignore[assignment]
+    for cand in sorted(cands, key=lambda t: t[0]):
+        err, what, frees, keeps, lin = cand
+        prof = None if joint is None or profiles is None else profiles.get(id(cand))
+        total = float(np.max(joint + prof)) if prof is not None else spent + err
+        if total > budget:
+            if prof is None:
+                break
+            continue  # (a profiled candidate that does not fit jointly: a cheaper mix may still)
         if gone & {*frees, *keeps}:
             continue
-        spent += err
+        joint = joint + prof if prof is not None else None
+        spent = total
         gone.update(frees)
         freed.extend([what] * len(frees))
         maps += [] if lin is None else [lin]

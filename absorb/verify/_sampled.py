@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from absorb.verify._affine_fit import affine_units, through_gate
+
 
 def sampled_near(block: Any, tol: float, seed: int) -> str | None:
     """Whether g = B (f without its skip) is within the tolerance at this checker's own sampled inputs
@@ -157,8 +159,11 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
             vals = gate * Z
         else:
             vals = block.activation(Z)
-        sh = np.max(np.abs(vals) * top / den[:, None], axis=0)
+        part = np.abs(vals) * top / den[:, None]
+        sh = np.max(part, axis=0)
+        profile: dict[int, np.ndarray] = {}  # (a candidate's error at each sample, where known: summed jointly)
         cand: list[tuple[float, tuple[int, ...], tuple[int, ...], Any]] = [(float(v), (i,), (), None) for i, v in enumerate(sh)]
+        profile.update({id(t): part[:, i] for i, t in enumerate(cand)})
         # (pairs nearly collinear for the tolerance past the fixed cut, negligible units' too, join the pairs below)
         xs = np.max(np.abs(X), axis=1)
         far = xs >= max(float(xs.max()) / 100, 1.0)  # (f read far out: a row turned by θ costs about amp·θ there)
@@ -183,22 +188,14 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
         had = set(near[0]) | set(near[1])
         extra_pairs = [(a, b, cs) for a, b, cs in every if (a, b) not in had]
         near = (near[0] + [(a, b) for a, b, cs in extra_pairs if cs > 0], near[1] + [(a, b) for a, b, cs in extra_pairs if cs < 0])
-        if biases and not gated:  # (a unit nearly affine where f is read, σ(u·x + c) ≈ α + β·u·x by least squares
-            # weighted 1/den in centred form: its map β·w uᵀ joins the skip, α·w the output bias)
-            zx, q = XU, (1.0 / den)[:, None] ** 2
-            mz, mv = (q * zx).sum(axis=0) / q.sum(), (q * vals).sum(axis=0) / q.sum()
-            with np.errstate(all="ignore"):
-                var = (q * (zx - mz) ** 2).sum(axis=0)
-                beta = np.where(var > 0, (q * (zx - mz) * (vals - mv)).sum(axis=0) / var, 0.0)
-                off = np.max(np.abs(vals - mv - beta * (zx - mz)) * top / den[:, None], axis=0)
-            cand += [(float(off[i]), (i,), (), (beta[i] * W[:, i], U[i])) for i in range(n)
-                     if math.isfinite(off[i]) and math.isfinite(beta[i])]
+        if biases and not gated:  # (a unit nearly affine where f is read: its map joins the skip)
+            cand += affine_units(block.activation, X, XU, bu, U, W, vals, top, den, profile)
         if gated:  # (a unit whose gate is nearly g(c), c its gate bias: nearly an affine unit, its map joining the skip)
             g0 = block.activation(R[:, d])
             dev = np.max(np.abs(gate - g0) * np.abs(Z) * top / den[:, None], axis=0)
             cand += [(float(dev[i]), (i,), (), (g0[i] * W[:, i], U[i])) for i in range(n)
                      if math.isfinite(dev[i]) and (biases or bu[i] == 0.0)]
-            cand += _through_gate(X @ np.asarray(block.W_gate, dtype=np.float64).T, XU, vals, W, U,
+            cand += through_gate(X @ np.asarray(block.W_gate, dtype=np.float64).T, XU, vals, W, U,
                                   np.asarray(block.W_gate, dtype=np.float64), top, den, biases)
         for i, j in near[0]:
             for a, b in ((i, j), (j, i)):
@@ -247,7 +244,7 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
     done: dict[tuple[tuple[int, ...], int], tuple[float, float]] = {}
     for pick in picks:
         for left in (tol,):  # (the whole tolerance: a sampled error reads low, which errs towards "not fully checked")
-            gone, extra, used, joined = _take(pick, left)
+            gone, extra, used, joined = _take(pick, left, profile)
             if not gone:
                 continue
             if math.isnan(kappa):  # type: ignore[arg-type]
@@ -412,43 +409,31 @@ def _worst_directions(R: np.ndarray, near: tuple[list[tuple[int, int]], list[tup
     return np.array(out, dtype=np.float64).reshape(-1, R.shape[1])
 
 
-def _take(cand: list[tuple[float, tuple[int, ...], tuple[int, ...], Any]], left: float) -> tuple[set[int], list[Any], float,
-                                                                                           list[tuple[int, int]]]:
+def _take(cand: list[tuple[float, tuple[int, ...], tuple[int, ...], Any]], left: float,
+          profile: dict[int, np.ndarray]) -> tuple[set[int], list[Any], float, list[tuple[int, int]]]:
     """Units freed, cheapest first, while the errors fit in ``left`` (each unit once, none onto a freed unit), the
-    linear maps the chosen pairs hand to the freed slots, the errors' sum, and (freed, kept) for each plain merge."""
+    linear maps the chosen pairs hand to the freed slots, the errors' sum, and (freed, kept) for each plain merge.
+    While every one taken has its error at each sample (``profile``) they are added sample by sample."""
     gone: set[int] = set()
     maps: list[Any] = []
     joined: list[tuple[int, int]] = []
-    used = 0.0
-    for e, frees, keeps, lin in sorted(cand, key=lambda t: t[0]):
-        if used + e > left:
-            break
+    used, acc = 0.0, np.zeros(0)
+    both = True
+    for t in sorted(cand, key=lambda t: t[0]):
+        e, frees, keeps, lin = t
+        p = profile.get(id(t)) if both else None
+        now = float(np.max(acc + p)) if p is not None and len(acc) else (float(np.max(p)) if p is not None else used + e)
+        if now > left:
+            if p is None:
+                break
+            continue
         if not gone & {*frees, *keeps}:
-            used += e
+            acc, both = (acc + p if len(acc) else p.copy(), True) if p is not None else (acc, False)
+            used = now
             gone.update(frees)
             maps += [] if lin is None else [lin]
             joined += [(frees[0], keeps[0])] if keeps and lin is None else []
     return gone, maps, used, joined
-
-
-def _through_gate(P: np.ndarray, Z: np.ndarray, vals: np.ndarray, W: np.ndarray, U: np.ndarray, G: np.ndarray,
-                  top: np.ndarray, den: np.ndarray, biases: bool) -> list[tuple[float, tuple[int, ...], tuple[int, ...], Any]]:
-    """Gated units nearly affine through both rows where f is read: the unit's value against a·(u·x) + b·(G·x) (+ a
-    constant where g may have biases: both sides centred), by least squares weighted 1/den, solved by Cramer's rule;
-    the map w(a u + b G)ᵀ joins the skip."""
-    q = (1.0 / den)[:, None] ** 2
-    with np.errstate(all="ignore"):
-        if biases:
-            mean = [(q * v).sum(axis=0) / q.sum() for v in (Z, P, vals)]
-            Z, P, vals = Z - mean[0], P - mean[1], vals - mean[2]
-        szz, spp, szp = (q * Z * Z).sum(axis=0), (q * P * P).sum(axis=0), (q * Z * P).sum(axis=0)
-        szv, spv = (q * Z * vals).sum(axis=0), (q * P * vals).sum(axis=0)
-        det = szz * spp - szp * szp
-        a = np.where(det != 0, (szv * spp - spv * szp) / det, 0.0)
-        b = np.where(det != 0, (szz * spv - szp * szv) / det, 0.0)
-        off = np.max(np.abs(vals - a * Z - b * P) * top / den[:, None], axis=0)
-    return [(float(off[i]), (i,), (), (W[:, i], a[i] * U[i] + b[i] * G[i])) for i in range(len(off))
-            if math.isfinite(off[i]) and math.isfinite(a[i]) and math.isfinite(b[i])]
 
 
 def _unit_rows(P: np.ndarray) -> np.ndarray:
