@@ -142,3 +142,15 @@ def test_two_nearly_affine_units_jointly_within_the_tolerance() -> None:
     from absorb.verify._sampled import spare_units
 
     assert spare_units(f, 1e-6, 0, True, True) is not None
+
+
+def test_f0_past_float64_is_unknown_on_both_sides() -> None:
+    """σ = e^z with an up bias of 712: f(0) overflows, and |f(0)|∞ is in the tolerance's measure — f's own block
+    without the skip is within e^-700 of f there — so nothing near f can be read (it was not_absorbable
+    [exponential])."""
+    rng = np.random.default_rng(2)
+    f = Block(W_up=rng.standard_normal((4, 2)), W_down=rng.standard_normal((2, 4)), b_up=np.full(4, 712.0),
+              activation=get_activation("expr:exp(x)"))
+    d = decide_block(f, tol=1e-9)
+    assert d.verdict.value == "unknown" and "f(0)" in d.reason
+    assert float_resolution(f, 1e-9, 0) is not None
