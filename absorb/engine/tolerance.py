@@ -57,7 +57,11 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
 
     And by sample, units that f can spare (:func:`absorb.engine._spare._spare_units`): ``one_per_rank`` where one spare unit realises a
     rank-one part of the skip (f growing quadratically: a unit with a large bias, or a small up row and a large down
-    column, is affine where f does not hide it), else two (an antipodal pair)."""
+    column, is affine where f does not hide it), else two (an antipodal pair); for a narrower ``width``, whether f is
+    within τ of a block with fewer active units or lines.
+
+    Before the sampled screens, whether float64 reads f to the tolerance at all
+    (:func:`absorb.engine._rounding.float_blind`: f(0) past float64, or terms that cancel far past f's size)."""
     width = blk.n if width is None else width
     biases = blk.has_bias if biases is None else biases or blk.has_bias
     normM = 1.0 if blk.skip is None else _row_sum(blk.M, blk.d)
