@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from absorb.engine._spare import _EPS, _SPARE_MAX, _bias_reach, _value_rounding
+from absorb.engine._nearly_affine import _EPS, _value_rounding
+from absorb.engine._spare import _SPARE_MAX, _bias_reach
 from absorb.model.block import Block
 
 _FAR = 256.0
