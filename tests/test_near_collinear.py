@@ -153,3 +153,22 @@ def test_nearly_collinear_twins_past_the_screens_size_are_withheld() -> None:
     assert float(np.max(np.abs(W[:, 1:4096:2]))) * 5e-5 < 1e-3
     assert "nearly collinear" in (_spare_units(f, 1e-3, 0, False, False) or "")
     assert "nearly collinear" in (spare_units(f, 1e-3, 0, False, False) or "")
+
+
+def test_nearly_collinear_twins_past_every_pair_cosine_are_found_by_projection() -> None:
+    """d = 512, n = 16384 (n²·d = 2³⁷: every pair's cosine would cost minutes): 64 twin pairs as above, found by the
+    sorted random projections, at τ = 10⁻³ (a twin's move costs ≤ 0.1·max|w|·5·10⁻⁵·… of f's scale)."""
+    from absorb.engine._spare import _spare_units
+
+    rng = np.random.default_rng(0)
+    d, n = 512, 16384
+    U = rng.standard_normal((n, d))
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    W = rng.standard_normal((d, n)) / np.sqrt(n)
+    for p, k in enumerate(rng.integers(0, d, 64)):
+        U[2 * p + 1] = U[2 * p]
+        U[2 * p + 1, k] += 5e-5
+        W[:, 2 * p + 1] *= 0.1
+    f = Block(U, W, get_activation("relu"), skip=100 * np.eye(d))
+    assert float(np.max(np.abs(W[:, 1:128:2]))) * 5e-5 < 1e-3
+    assert "nearly collinear" in (_spare_units(f, 1e-3, 0, False, False) or "")

@@ -13,6 +13,8 @@ import numpy as np
 from absorb.engine._collinear import _normalised_block
 from absorb.model.block import Block
 
+_ALL_PAIRS_MAX = 1 << 22
+"""n·d past this: nearly collinear pairs by projections, not by every pair's cosine (n²·d of them cost seconds)."""
 _NEAR_MAX = 256
 """Nearly collinear pairs whose moves :func:`_moved_onto_line` samples."""
 
@@ -35,6 +37,8 @@ def _row_norms(P: np.ndarray) -> np.ndarray:
     """‖p_i‖₂, each row scaled by its largest entry first (no overflow at 10³⁰⁸)."""
     top = np.max(np.abs(P), axis=1) if len(P) else np.zeros(0)
     with np.errstate(all="ignore"):
+        if len(P) and 1e-150 < float(top.min()) and float(top.max()) < 1e150:  # (no overflow or underflow: no copy)
+            return np.sqrt(np.einsum("ij,ij->i", P, P))
         return top * np.linalg.norm(P / np.where(top > 0, top, 1.0)[:, None], axis=1)
 
 
@@ -44,12 +48,14 @@ def _near_collinear(P: np.ndarray, amps: list[np.ndarray], tol: float, mosts: li
     non-collinear (|cos| < 1 − 10⁻¹⁰) but whose angle is small for the tolerance — sin θ · min(amp_i, amp_j) ≤ 2τ:
     moving the smaller unit onto the other's line costs about that where f is read far out — the ``most`` with the
     least product. One pass of cosines by blocks of rows (unit rows by
-    :func:`absorb.engine._collinear._normalised_block`: no overflow at 10³⁰⁸); none past n²·d = 2³⁵."""
+    :func:`absorb.engine._collinear._normalised_block`: no overflow at 10³⁰⁸); past n·d = 2²² (or n²·d = 2³⁵) by
+    projections (:func:`_projected_pairs`)."""
     n, d = P.shape
-    if float(n) * n * d > 2.0**35 or not np.all(np.any(P != 0, axis=1)) or not np.all(np.isfinite(P)) \
-            or any(np.any(np.isnan(a)) for a in amps):
+    if not np.all(np.any(P != 0, axis=1)) or not np.all(np.isfinite(P)) or any(np.any(np.isnan(a)) for a in amps):
         return [[] for _ in amps]
     Pn = _normalised_block(P, 0, n)
+    if float(n) * n * d > 2.0**35 or n * d > _ALL_PAIRS_MAX:
+        return [_projected_pairs(Pn, amp, tol, most) for amp, most in zip(amps, mosts)]
     got: list[list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in amps]
     for lo in range(0, n, 512):
         C = np.clip(Pn[lo:lo + 512] @ Pn.T, -1.0, 1.0)
@@ -72,17 +78,17 @@ def _near_collinear(P: np.ndarray, amps: list[np.ndarray], tol: float, mosts: li
 
 
 def _moved_onto_line(blk: Block, near: list[tuple[int, int, float]], R: np.ndarray, wmax: np.ndarray, X: np.ndarray,
-                     den: np.ndarray, scales: list[float], tol: float, f0: float) -> str | None:
+                     den: np.ndarray, scales: list[float], tol: float, f0: float, worst: int = 16) -> str | None:
     """Why f is within the tolerance of a block whose rows are collinear, or None: for each pair of
     :func:`_near_collinear`, unit b's row (up row, or gate row) moved onto unit a's line with b's length (or its
-    projection's), orientation and bias kept, by sample — at the screen's inputs and along the 16 closest pairs' worst directions (the sign vector
+    projection's), orientation and bias kept, by sample — at the screen's inputs and along the ``worst`` closest pairs' worst directions (the sign vector
     of the move, and its part on a's hyperplane). The exact arguments need non-collinear rows, so a block that merges,
     cancels or rescales such a pair is not ruled out (where the move costs about τ, it is within the tolerance)."""
     d = blk.d
     P, q = R[:, :d], R[:, d]
     norms = _row_norms(P)
     extra = []
-    for i, j, cos in near[:16]:
+    for i, j, cos in near[:worst]:
         for a, b in ((i, j), (j, i)):
             sv = np.sign(math.copysign(1.0, cos) * float(norms[b] / norms[a]) * P[a] - P[b])
             on = sv - float(sv @ P[a]) / float(P[a] @ P[a]) * P[a]
@@ -108,3 +114,36 @@ def _moved_onto_line(blk: Block, near: list[tuple[int, int, float]], R: np.ndarr
                         "argument needs non-collinear rows — a residual-free block that merges, cancels or rescales such "
                         "a pair is not ruled out.")
     return None
+
+
+def _projected_pairs(Pn: np.ndarray, amp: np.ndarray, tol: float, most: int) -> list[tuple[int, int, float]]:
+    """:func:`_near_collinear`'s pairs where every pair's cosine costs too much (past n²·d = 2³⁵, or n·d = 2²²): unit
+    rows ``Pn`` signed alike (by a random direction, so that nearly antipodal rows meet too) and projected on 8 random
+    Gaussian directions — two rows θ apart differ by θ·N(0, 1) in each; sorted by each of the first 3 projections, the
+    8 next rows of each row are candidates, kept where all 8 projections differ by at most 8·(2τ/min amp); their exact
+    cosines decide. A screen: a pair with more than 8 rows between it in all three orders, or projections more than 8θ
+    apart, is missed."""
+    n, d = Pn.shape
+    rng = np.random.default_rng(1234)
+    sign = np.where(Pn @ rng.standard_normal(d) < 0, -1.0, 1.0)
+    S = Pn * sign[:, None]
+    V = S @ rng.standard_normal((d, 8))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reach = np.where(np.isfinite(amp) & (amp > 0), 16 * tol / amp, 0.0)  # (8·θ_max with θ_max = 2τ/amp)
+    keys = []
+    for key in range(3):
+        order = np.argsort(V[:, key], kind="stable")
+        for k in range(1, min(9, n)):
+            a, b = order[:-k], order[k:]
+            near = np.all(np.abs(V[a] - V[b]) <= np.maximum(reach[a], reach[b])[:, None], axis=1)
+            keys.append(np.minimum(a, b)[near].astype(np.int64) * n + np.maximum(a, b)[near])
+    both = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+    if not len(both):
+        return []
+    a, b = both // n, both % n
+    c = np.concatenate([np.einsum("ij,ij->i", S[a[t:t + 4096]], S[b[t:t + 4096]]) for t in range(0, len(a), 4096)])
+    c = np.clip(c, -1.0, 1.0) * sign[a] * sign[b]
+    prod = np.sqrt(np.maximum(0.0, 1.0 - c * c)) * np.minimum(amp[a], amp[b])
+    keep = np.flatnonzero((np.abs(c) < 1 - 1e-10) & (prod <= 2 * tol) & np.isfinite(prod))
+    keep = keep[np.argsort(prod[keep], kind="stable")][:most]
+    return [(int(a[t]), int(b[t]), float(c[t])) for t in keep]

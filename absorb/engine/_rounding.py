@@ -37,11 +37,13 @@ def float_blind(blk: Block, tol: float, seed: int) -> str | None:
         return None  # (bias-free: f(0) = W_down·σ(0) is read later by what needs it; a pass over a large f spared)
     with np.errstate(all="ignore"):
         f0 = float(np.max(np.abs(blk(np.zeros((1, d))))))
-    if not math.isfinite(f0):  # (|f(0)|∞ is part of the tolerance's measure: past float64 nothing is read)
-        return (f"Unknown: f(0) is past float64's range ({f0}), and |f(0)|∞ is part of the tolerance's measure "
+    if not math.isfinite(f0 / tol):  # (|f(0)|∞ is part of the tolerance's measure: past float64 nothing is read)
+        what = ("is not a number in float64 (a unit's value overflows where its weight is 0)" if math.isnan(f0) else
+                f"is {f0:.3g}, so τ·|f(0)|∞ is past float64's range" if math.isfinite(f0) else "is past float64's range")
+        return (f"Unknown: f(0) {what}, and |f(0)|∞ is part of the tolerance's measure "
                 "(|f(x) − g(x)|∞ ≤ τ(|f(x)|∞ + |x|∞ + |f(0)|∞)): f without its skip, or any block near f, may be "
-                "within the tolerance, which float64 cannot read; the exact argument rules out an exact "
-                "residual-free block only.")
+                "within the tolerance at every input float64 holds, which it cannot read; the exact argument rules out "
+                "an exact residual-free block only.")
     if n * d > _SPARE_MAX:
         return None
     rng = np.random.default_rng(seed + 31)

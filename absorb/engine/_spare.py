@@ -55,8 +55,8 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
     collinear pair, any two units, whose move onto one line is within τ (the exact width arguments count distinct
     lines), or a unit that is not dead but whose share is at most τ (a block with one active unit fewer)."""
     n, d = blk.n, blk.d
-    large = n * d > _SPARE_MAX  # (past it only the nearly collinear pairs: their cosines cost n²·d, the rest more)
-    if large and (width is not None or float(n) * n * d > 2.0**35):
+    large = n * d > _SPARE_MAX  # (past it only the nearly collinear pairs, by cosines or projections: the rest costs more)
+    if large and width is not None:
         return None
     rng = np.random.default_rng(seed + 17)
     U = np.asarray(blk.W_up, dtype=np.float64)
@@ -91,7 +91,7 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
         k = degree() if same or opposite else None
         # (random directions, and for the closest pairs the directions where their difference shows most: the sign
         # vector of the rows' difference, and its part on the first unit's hyperplane)
-        dirs = np.vstack([rng.standard_normal((16 if large else 64, d)), _pair_directions(R[:, :d], same, opposite, k)])
+        dirs = np.vstack([rng.standard_normal((8 if large else 64, d)), _pair_directions(R[:, :d], same, opposite, k)])
         reach = _bias_reach(blk)  # (units that switch on only far out: sampled there too)
         scales = [1e-4, 1e-2, 1.0, 1e2, 1e4, 1e6, 1e8] + ([max(f0, 1.0) ** 0.5, max(f0, 1.0)] if f0 > 0 else []) + reach
         X = np.vstack([dirs * t for t in scales])
@@ -113,7 +113,7 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
         part = np.abs(H) * wmax / den[:, None]  # (unit i's share at each sample)
         share = np.max(part, axis=0)  # unit i's sampled share
         profiles: dict[int, np.ndarray] = {}  # (a candidate's error at each sample, where it is known: summed jointly)
-        amp = _amplitudes(R[:, :d], U, wmax, X, den, blk.gated)
+        amp = _amplitudes(G if blk.gated else U, U, wmax, X, den, blk.gated)  # (contiguous rows: R's are a strided view)
         # (pairs nearly collinear for the tolerance past the fixed cut — a negligible unit's among them — also go
         # through the constructions below: two units each within τ may cancel only jointly)
         # (one cosine pass for both uses: every unit, for the constructions; units not negligible, for the outright
@@ -133,7 +133,8 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
             pairing = blk.gated or one_per_rank or _pair_defect(blk.activation, biases, blk.has_bias, f0 > 0) is not None
             # (negligible units too: without the pair directions a unit's share reads low, and one pair moved within τ
             # is a block the exact argument does not cover)
-            return _moved_onto_line(blk, every, R, wmax, X, den, scales, tol, f0) if every and pairing else None
+            return _moved_onto_line(blk, every, R, wmax, X, den, [1.0, 1e4, 1e8], tol, f0, worst=4) \
+                if every and pairing else None  # (each extra input costs a pass over a large f: few)
         had = set(same) | set(opposite)
         more = [(i, j) for i, j, cs in every if (i, j) not in had]
         if more and k is None:
@@ -338,7 +339,10 @@ def _bias_reach(blk: Block) -> list[float]:
         if W is None or b is None:
             continue
         with np.errstate(all="ignore"):
-            r = float(np.max(np.abs(np.asarray(b, dtype=np.float64)) / np.linalg.norm(np.asarray(W, dtype=np.float64), axis=1)))
+            bb = np.abs(np.asarray(b, dtype=np.float64))
+            if float(np.max(bb / np.max(np.abs(W), axis=1))) <= 1e7:  # (‖u‖₂ ≥ |u|∞: no unit switches far out; no
+                continue  # float64 copy of a large W read for its norms)
+            r = float(np.max(bb / np.linalg.norm(np.asarray(W, dtype=np.float64), axis=1)))
         if math.isfinite(r) and r > 1e7:
             out += [10 * r, 1e3 * r]
     return out

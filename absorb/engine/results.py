@@ -145,7 +145,8 @@ class Ctx:
     def done(self, verdict: Verdict, theorem: Theorem, reason: str, **kw: object) -> BlockDecision:
         if verdict is Verdict.NOT_ABSORBABLE:  # every exact proof, against the within-tolerance meaning of absorbable
             near = within_tolerance(self.block, self.tol, self.seed, biases=self.rf_class.biases,
-                                    one_per_rank=theorem in _DEGREE_TWO and self.spare_one)
+                                    one_per_rank=theorem in _DEGREE_TWO and self.spare_one,
+                                    reads_f=theorem is not Theorem.BOUNDED)
             if near is None and theorem in _DISTANCE_THEOREMS and self.gain_unknown:
                 near = (f"Unknown: {reason.rstrip('.')}; but a flip whose error is within the tolerance in f's own measure "
                         f"(|f(x)|∞ + |x|∞ + |f(0)|∞) is not excluded: {self.gain_unknown}.")

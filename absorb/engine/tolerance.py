@@ -40,7 +40,7 @@ def _block_size(block: Block) -> float:
 
 
 def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None, biases: bool | None = None,
-                     one_per_rank: bool = False) -> str | None:
+                     one_per_rank: bool = False, reads_f: bool = True) -> str | None:
     """Why an exact not_absorbable would contradict the tolerance (``absorbable`` means
     |f(x) − g(x)|∞ ≤ τ(|f(x)|∞ + |x|∞ + |f(0)|∞) for a residual-free g), or None. Residual-free
     blocks of width ``width`` (n when None; a narrower g is padded with dead units) are tried by
@@ -61,7 +61,9 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
     within τ of a block with fewer active units or lines.
 
     Before the sampled screens, whether float64 reads f to the tolerance at all
-    (:func:`absorb.engine._rounding.float_blind`: f(0) past float64, or terms that cancel far past f's size)."""
+    (:func:`absorb.engine._rounding.float_blind`: f(0) past float64, or terms that cancel far past f's size) — unless
+    ``reads_f`` is False: an argument that holds along rays to infinity whatever f's finite values (boundedness: every
+    residual-free g is bounded) needs no reading of them."""
     width = blk.n if width is None else width
     biases = blk.has_bias if biases is None else biases or blk.has_bias
     normM = 1.0 if blk.skip is None else _row_sum(blk.M, blk.d)
@@ -73,7 +75,7 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
         return flat
     from absorb.engine._rounding import float_blind
 
-    blind = float_blind(blk, tol, seed)
+    blind = float_blind(blk, tol, seed) if reads_f else None
     if blind is not None:
         return blind
     sampled = _without_skip_sampled(blk, tol, seed) if width >= blk.n else None

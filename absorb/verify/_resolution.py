@@ -27,9 +27,10 @@ def float_resolution(block: Any, tol: float, seed: int) -> str | None:
     X = _inputs(block, rng)
     with np.errstate(all="ignore"):
         f0 = float(np.max(np.abs(block(np.zeros((1, d))))))
-        if not np.isfinite(f0):
-            return (f"f(0) is past float64's range ({f0}) and |f(0)|∞ is part of the tolerance's measure: this checker "
-                    "cannot read f to the tolerance, so the exact not_absorbable is not re-checked against it")
+        if not np.isfinite(f0 / tol):
+            return (f"|f(0)|∞ = {f0} over the tolerance is past float64's range, and |f(0)|∞ is part of the tolerance's "
+                    "measure: this checker cannot read f to the tolerance, so the exact not_absorbable is not re-checked "
+                    "against it")
         den = np.max(np.abs(block(X)), axis=1) + np.max(np.abs(X), axis=1) + f0
         keep = np.isfinite(den) & (den > 0)
         X, den = X[keep], den[keep]

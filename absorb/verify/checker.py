@@ -259,7 +259,7 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         _check_records(ctx, w, b, block, th, witness, orig)
         near = contradiction(orig, ctx.tol, biases=bool(biases)) if verdict == "not_absorbable" else None
         _must(ctx, near is None, w, "no residual-free block found by bound is within the tolerance of f", f"{near}")
-        if verdict == "not_absorbable" and (near := float_resolution(orig, ctx.tol, ctx.seed) or sampled_near(orig, ctx.tol, ctx.seed)
+        if verdict == "not_absorbable" and (near := (th != "bounded" and float_resolution(orig, ctx.tol, ctx.seed)) or sampled_near(orig, ctx.tol, ctx.seed)
                                             or contradiction(orig, ctx.tol, estimated=True, biases=bool(biases))
                                             or spare_units(orig, ctx.tol, ctx.seed, th in _QUADRATIC and (bool(biases) or th == "relu2-linear"),
                                                         bool(biases))):
