@@ -154,3 +154,31 @@ def test_f0_past_float64_is_unknown_on_both_sides() -> None:
     d = decide_block(f, tol=1e-9)
     assert d.verdict.value == "unknown" and "f(0)" in d.reason
     assert float_resolution(f, 1e-9, 0) is not None
+
+
+def test_f0_whose_tolerance_share_is_past_float64_is_unknown() -> None:
+    """σ = e^z with up biases 700: f(0) ≈ 10³⁰⁴ is finite, but τ·|f(0)|∞ is past every float64 input, so f's own block
+    without the skip is within the tolerance wherever float64 reads f (it was not_absorbable [exponential])."""
+    rng = np.random.default_rng(2)
+    f = Block(W_up=rng.standard_normal((4, 2)), W_down=rng.standard_normal((2, 4)) * 1e-3, b_up=np.full(4, 700.0),
+              activation=get_activation("expr:exp(x)"))
+    d = decide_block(f, tol=1e-9)
+    assert d.verdict.value == "unknown" and "f(0)" in d.reason
+    assert float_resolution(f, 1e-9, 0) is not None
+
+
+def test_boundedness_does_not_read_cancelling_terms() -> None:
+    """tanh units saturated by a bias of 30 with down weights 10⁸ cancelled by b_down: every residual-free g is
+    bounded while f grows like |x|, whatever float64 reads of f's finite values — still not_absorbable [bounded]."""
+    rng = np.random.default_rng(4)
+    W = rng.standard_normal((3, 6)) * 1e8
+    f = Block(W_up=rng.standard_normal((6, 3)), W_down=W, b_up=np.full(6, 30.0), b_down=-W.sum(axis=1),
+              activation=get_activation("tanh"))
+    d = decide_block(f, tol=1e-9)
+    assert (d.verdict.value, d.theorem.value) == ("not_absorbable", "bounded"), d.reason
+    from absorb.certificate import build_certificate
+    from absorb.engine import decide
+    from absorb.verify import checker
+
+    rep = checker.verify_certificate(build_certificate(decide(f), f, seed=0).to_json(), f)
+    assert rep.accepted and not rep.not_rechecked, [x.detail for x in rep.not_rechecked]
