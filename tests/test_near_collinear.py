@@ -131,44 +131,36 @@ def test_a_gated_unit_nearly_affine_through_its_gate_slope() -> None:
     assert spare_units(f, 1e-3, 0, True, True) is not None
 
 
-def test_nearly_collinear_twins_past_the_screens_size_are_withheld() -> None:
-    """ReLU, d = 1024, n = 4100 (n·d past 2²², where the rest of the spare-unit screen stops): 2048 units each with a
-    twin 5·10⁻⁵ away on one coordinate and a down column 0.1 times as large; each twin moved onto its partner's line
-    changes f by about |w|·5·10⁻⁵ of its scale — a block with collinear rows within τ = 10⁻³ (the exact argument needs
-    them non-collinear). Both sides find a pair."""
-    from absorb.engine._spare import _spare_units
-
+def _twins(d: int, n: int, pairs: int) -> Block:
+    """ReLU with skip 100·I: units 2p and 2p + 1 (p < ``pairs``) are twins — the second a copy of the first with one
+    coordinate moved by 5·10⁻⁵ and a down column 0.1 times as large; unit rows of norm 1, down columns N(0, 1/n). Merging
+    each twin into its partner (whose column takes both) moves f by |w|∞·|Δu|₁·|x|∞, against |x|∞ in the measure."""
     rng = np.random.default_rng(0)
-    d, n = 1024, 4100
     U = rng.standard_normal((n, d))
     U /= np.linalg.norm(U, axis=1, keepdims=True)
     W = rng.standard_normal((d, n)) / np.sqrt(n)
-    for p, k in enumerate(rng.integers(0, d, 2048)):
+    for p, k in enumerate(rng.integers(0, d, pairs)):
         U[2 * p + 1] = U[2 * p]
         U[2 * p + 1, k] += 5e-5
         W[:, 2 * p + 1] *= 0.1
     f = Block(U, W, get_activation("relu"), skip=100 * np.eye(d))
-    # (g: each twin merged into its partner, whose column takes both — the moved twin's cost is |w|∞·|Δu|₁·|x|∞, against
-    # |x|∞ in the measure: at most 0.1·max|w|·5·10⁻⁵ here)
-    assert float(np.max(np.abs(W[:, 1:4096:2]))) * 5e-5 < 1e-3
+    assert float(np.max(np.abs(W[:, 1:2 * pairs:2]))) * 5e-5 < 1e-3  # (the merge is within τ = 10⁻³)
+    return f
+
+
+def test_nearly_collinear_twins_past_the_screens_size_are_withheld() -> None:
+    """d = 1024, n = 4100 (n·d past 2²², where the rest of the spare-unit screen stops), 2048 twin pairs: a block with
+    collinear rows within τ = 10⁻³ (the exact argument needs them non-collinear). Both sides find a pair."""
+    from absorb.engine._spare import _spare_units
+
+    f = _twins(1024, 4100, 2048)
     assert "nearly collinear" in (_spare_units(f, 1e-3, 0, False, False) or "")
     assert "nearly collinear" in (spare_units(f, 1e-3, 0, False, False) or "")
 
 
 def test_nearly_collinear_twins_past_every_pair_cosine_are_found_by_projection() -> None:
-    """d = 512, n = 16384 (n²·d = 2³⁷: every pair's cosine would cost minutes): 64 twin pairs as above, found by the
-    sorted random projections, at τ = 10⁻³ (a twin's move costs ≤ 0.1·max|w|·5·10⁻⁵·… of f's scale)."""
+    """d = 512, n = 16384 (n²·d = 2³⁷: every pair's cosine would cost minutes), 64 twin pairs, found by the sorted
+    random projections at τ = 10⁻³."""
     from absorb.engine._spare import _spare_units
 
-    rng = np.random.default_rng(0)
-    d, n = 512, 16384
-    U = rng.standard_normal((n, d))
-    U /= np.linalg.norm(U, axis=1, keepdims=True)
-    W = rng.standard_normal((d, n)) / np.sqrt(n)
-    for p, k in enumerate(rng.integers(0, d, 64)):
-        U[2 * p + 1] = U[2 * p]
-        U[2 * p + 1, k] += 5e-5
-        W[:, 2 * p + 1] *= 0.1
-    f = Block(U, W, get_activation("relu"), skip=100 * np.eye(d))
-    assert float(np.max(np.abs(W[:, 1:128:2]))) * 5e-5 < 1e-3
-    assert "nearly collinear" in (_spare_units(f, 1e-3, 0, False, False) or "")
+    assert "nearly collinear" in (_spare_units(_twins(512, 16384, 64), 1e-3, 0, False, False) or "")
