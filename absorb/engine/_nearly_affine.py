@@ -22,6 +22,12 @@ _SPREAD = 2.0**16
 def _value_rounding(fn: Callable[[np.ndarray], np.ndarray], Z: np.ndarray, e: np.ndarray) -> np.ndarray:
     """What fn's value moves when its argument Z moves by its rounding ``e`` (read by a difference, spread and scaled
     back by :data:`_SPREAD`)."""
+    out = np.zeros(np.shape(Z))
+    cols = np.flatnonzero(np.any(e != 0, axis=0)) if np.ndim(Z) == 2 else None
+    if cols is not None and len(cols) < Z.shape[1]:  # (only the units whose arguments move: σ read on those)
+        if len(cols):
+            out[:, cols] = _value_rounding(fn, Z[:, cols], e[:, cols])
+        return out
     v = fn(Z)
     return np.maximum(np.abs(fn(Z + _SPREAD * e) - v), np.abs(fn(Z - _SPREAD * e) - v)) / _SPREAD
 
