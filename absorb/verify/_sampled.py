@@ -109,8 +109,8 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
     import sympy as sp
 
     d, n = block.d, block.n
-    wide = n * d > 1 << 22  # (past it only units within τ of collinear: n²·d cosines, the rest costs more)
-    if wide and (width is not None or float(n) * n * d > 2.0**35):
+    wide = n * d > 1 << 22  # (past it only units within τ of collinear: by cosines, or past n²·d = 2³⁵ projections)
+    if wide and (width is not None or n * d > 1 << 24):
         return None
     gated = block.W_gate is not None
     U = np.asarray(block.W_up, dtype=np.float64)
@@ -446,12 +446,17 @@ def _tau_pairs(P: np.ndarray, tol: float, amps: list[np.ndarray], most: list[int
     """For each amplitude vector (a unit's cost per radian of turning its row, read far out; inf leaves it out): the
     pairs (a, b, cos), a < b, of rows of P that the exact arguments count as non-collinear (|cos| < 1 − 10⁻¹⁰) with
     sin θ times the smaller amplitude at most 2τ, the ``most`` least — one pass of cosines by blocks of 256 rows
-    (rows scaled by their largest entry first; none past n²·d = 2³⁵, or with a zero row)."""
+    (rows scaled by their largest entry first; none with a zero row; past n²·d = 2³⁵ by projections,
+    :func:`absorb.verify._far_pairs.far_pairs`)."""
     n, d = P.shape
     big = np.max(np.abs(P), axis=1) if n else np.zeros(0)
-    if not (np.all(big > 0) and np.all(np.isfinite(P))) or any(np.any(np.isnan(a)) for a in amps) or float(n) * n * d > 2.0**35:
+    if not (np.all(big > 0) and np.all(np.isfinite(P))) or any(np.any(np.isnan(a)) for a in amps):
         return [[] for _ in amps]
     unit = _unit_rows(P)
+    if float(n) * n * d > 2.0**35:
+        from absorb.verify._far_pairs import far_pairs
+
+        return [far_pairs(unit, amp, tol, m) for amp, m in zip(amps, most)]
     found: list[list[tuple[int, int, float, float]]] = [[] for _ in amps]
     for lo in range(0, n, 256):
         cos = np.clip(unit[lo:lo + 256] @ unit.T, -1.0, 1.0)
