@@ -19,6 +19,12 @@ _SPREAD = 2.0**16
 """An argument's rounding is spread by this factor before σ sees it, so that σ's own rounding does not hide the move."""
 
 
+def _argument_rounding(A: np.ndarray, R: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    """Each pre-activation's rounding at the rows of X (``A`` = |X|, rows R, biases b): ε·(|X|·|R|ᵀ + |b|)."""
+    a = A @ np.abs(R).T
+    return _EPS * (a if b is None else a + np.abs(b))
+
+
 def _value_rounding(fn: Callable[[np.ndarray], np.ndarray], Z: np.ndarray, e: np.ndarray) -> np.ndarray:
     """What fn's value moves when its argument Z moves by its rounding ``e`` (read by a difference, spread and scaled
     back by :data:`_SPREAD`)."""

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from absorb.engine._nearly_affine import _EPS, _value_rounding
+from absorb.engine._nearly_affine import _EPS, _argument_rounding, _value_rounding
 from absorb.engine._spare import _SPARE_MAX, _bias_reach
 from absorb.model.block import Block
 
@@ -87,11 +87,9 @@ def _units(blk: Block, X: np.ndarray, A: np.ndarray) -> tuple[np.ndarray, np.nda
 
     def pre(R: np.ndarray | None, b: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         R = np.asarray(R, dtype=np.float64)
-        Z, a = X @ R.T, A @ np.abs(R).T
-        if b is not None:
-            b = np.asarray(b, dtype=np.float64)
-            Z, a = Z + b, a + np.abs(b)
-        return Z, _EPS * a
+        b = None if b is None else np.asarray(b, dtype=np.float64)
+        Z = X @ R.T if b is None else X @ R.T + b
+        return Z, _argument_rounding(A, R, b)
 
     def moved(fn: Callable[[np.ndarray], np.ndarray], Z: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return fn(Z), _value_rounding(fn, Z, e)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from absorb.engine._near_pairs import _NEAR_MAX, _amplitudes, _moved_onto_line, _near_collinear, _row_norms
-from absorb.engine._nearly_affine import _EPS, _affine_units, _Cand, _gated_affine, _value_rounding
+from absorb.engine._nearly_affine import _EPS, _affine_units, _argument_rounding, _Cand, _gated_affine, _value_rounding
 from absorb.engine._sigma_samples import _at_zero, _flip_defect
 from absorb.model.activations import Activation, is_builtin
 from absorb.model.block import Block
@@ -153,7 +153,7 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
         else:
             moves = _merge_errors(same, U, W, H, wmax, den, k)
             if biases:  # (a unit with a large bias nearly affine where f shows it: its map joins the skip)
-                e = _EPS * (np.abs(X) @ np.abs(U).T + np.abs(c))  # (each pre-activation's rounding: read where a bias
+                e = _argument_rounding(np.abs(X), U, c)  # (each pre-activation's rounding: read where a bias
                 e[:, np.abs(c) < 1e3 * _row_norms(U)] = 0.0  # dominates its row — elsewhere it is σ's own, ε·|h|)
                 h = np.maximum(np.abs(c), 1.0) * 2.0**-20  # (σ's slope at the bias by a central difference)
                 slope = (blk.activation(c + h) - blk.activation(c - h)) / (2 * h)
