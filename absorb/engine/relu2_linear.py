@@ -149,11 +149,12 @@ def _a_matrix(b64: Block) -> np.ndarray:
     return np.einsum("ai,ib->abi", D, U).reshape(-1, b64.n)
 
 
-def solve_mu(b64: Block, beta: float) -> np.ndarray | None:
+def solve_mu(b64: Block, beta: float, lp: tuple | None = None) -> np.ndarray | None:
     """μ > 0 with Σ μ_i A_i = T (HiGHS: maximise t subject to μ_i ≥ t, t ≤ 1, then a few
     least-squares corrections of the equation's float residual that keep μ ≥ t/2); None when
-    the LP's best t is below :data:`MU_MIN`·max μ (no strictly positive solution found)."""
-    got = _lp_mu(b64, beta)
+    the LP's best t is below :data:`MU_MIN`·max μ (no strictly positive solution found). ``lp``: :func:`_lp_mu`'s
+    answer, when already solved."""
+    got = _lp_mu(b64, beta) if lp is None else lp
     if got is None:
         return None
     mu, t, A, T = got
@@ -168,12 +169,13 @@ def solve_mu(b64: Block, beta: float) -> np.ndarray | None:
     return mu
 
 
-def boundary_mu(b64: Block, beta: float) -> list[np.ndarray]:
+def boundary_mu(b64: Block, beta: float, lp: tuple | None = None) -> list[np.ndarray]:
     """Where the LP's μ ≥ 0 reaches the boundary (some μ_i → 0: the unit's part must vanish, as in a flip's set, and
     no μ > 0 solves the equation exactly): μ with those entries raised to ε = 2⁻²⁰, 2⁻⁴⁰ or 2⁻⁶⁰ — the rescaled unit
     u_i/ε, ε²·w_i keeps its ReLU² part exactly and leaves β·ε·w_i u_iᵀ of the linear one, a witness within the
-    tolerance when that is small (:func:`_witness` bounds it exactly). Empty where the LP is infeasible."""
-    got = _lp_mu(b64, beta)
+    tolerance when that is small (:func:`_witness` bounds it exactly). Empty where the LP is infeasible. ``lp``:
+    :func:`_lp_mu`'s answer, when already solved."""
+    got = _lp_mu(b64, beta) if lp is None else lp
     if got is None:
         return []
     mu = got[0]
@@ -272,8 +274,9 @@ def decide_relu2_linear(ctx: Any) -> BlockDecision | None:
                        "entries the exact checks of its linear program run to")
     d2, nd = hyp.dimension(blk), hyp.nondegenerate(blk)
     ctx.H.extend([d2, *nd])
-    exact_mu = solve_mu(b64, float(beta))
-    edge = [] if exact_mu is not None else boundary_mu(b64, float(beta))
+    lp = _lp_mu(b64, float(beta))  # (one LP for both readings: μ > 0, or its zeros raised)
+    exact_mu = None if lp is None else solve_mu(b64, float(beta), lp)
+    edge = [] if exact_mu is not None or lp is None else boundary_mu(b64, float(beta), lp)
     failed = "the linear program found no μ with every μ_i > 0"
     for mu in [exact_mu] if exact_mu is not None else edge:
         why = lead if exact_mu is not None else (f"{lead}; the linear program's μ ≥ 0 reaches 0 (no μ > 0 solves it "
