@@ -35,8 +35,7 @@ def float_blind(blk: Block, tol: float, seed: int) -> str | None:
     n, d = blk.n, blk.d
     if not blk.has_bias and n * d > _SPARE_MAX:
         return None  # (bias-free: f(0) = W_down·σ(0) is read later by what needs it; a pass over a large f spared)
-    with np.errstate(all="ignore"):
-        f0 = float(np.max(np.abs(blk(np.zeros((1, d))))))
+    f0 = blk.f0_inf
     if not math.isfinite(f0 / tol):  # (|f(0)|∞ is part of the tolerance's measure: past float64 nothing is read)
         what = ("is not a number in float64 (a unit's value overflows where its weight is 0)" if math.isnan(f0) else
                 f"is {f0:.3g}, so τ·|f(0)|∞ is past float64's range" if math.isfinite(f0) else "is past float64's range")

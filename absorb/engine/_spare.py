@@ -62,8 +62,7 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
     U = np.asarray(blk.W_up, dtype=np.float64)
     W = np.asarray(blk.W_down, dtype=np.float64)
     c = np.zeros(n) if blk.b_up is None else np.asarray(blk.b_up, dtype=np.float64)
-    with np.errstate(all="ignore"):
-        f0 = float(np.max(np.abs(blk(np.zeros((1, d))))))
+    f0 = blk.f0_inf
     if not math.isfinite(f0):
         return None
     kappa = 0.0  # (κ/|c| with σ(z) − σ(−z) = c·z + δ(z), |δ(z)| ≤ κ|z|: what a pair's realisation misses)

@@ -266,7 +266,7 @@ def _without_skip_sampled(blk: Block, tol: float, seed: int) -> str | None:
         # sees a bias and σ(0) = 0 exactly (a gated unit with a linear value branch is 0 at 0 whatever its gate)
         zero = not blk.has_bias and (blk.gated and blk.value_identity
                                      or not blk.gated and is_builtin(blk.activation) and _float_at_zero(blk.activation) == 0.0)
-        f0 = 0.0 if zero else float(np.max(np.abs(blk(np.zeros((1, d))))))
+        f0 = 0.0 if zero else blk.f0_inf
         far = (1 + f0) / tol if math.isfinite(f0) else math.inf
         if not math.isfinite(far):
             return None

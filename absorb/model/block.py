@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as _dc_replace
 from fractions import Fraction
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -336,6 +337,12 @@ class Block:
         """``f(x) = M x + B(x)`` for each row of ``X``."""
         X = np.atleast_2d(X)
         return self.linear(X) + self.mlp(X)
+
+    @cached_property
+    def f0_inf(self) -> float:
+        """|f(0)|∞ in float64 — ∞ or NaN where a unit's value overflows (one pass over the weights, kept)."""
+        with np.errstate(all="ignore"):
+            return float(np.max(np.abs(self(np.zeros((1, self.d))))))
 
     # ---- symbolic form --------------------------------------------------------------
     def symbolic(self, xs: Sequence[sp.Symbol] | None = None, *, exact: bool = True) -> sp.Matrix:
