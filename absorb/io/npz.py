@@ -269,8 +269,8 @@ def blocks_from_arrays(data: Mapping[str, np.ndarray], *, source: str, activatio
         raise InvalidInput(f"{source}: key {stray[0]!r} sits beside blocks.<i>.* keys; put it under each block (blocks.<i>.{stray[0]}) or drop the blocks.* keys")
     idx = sorted(stacked)
     if idx != list(range(len(idx))):
-        missing = sorted(set(range(idx[-1] + 1)) - set(idx))
-        raise InvalidInput(f"{source}: stack indices must run 0..L-1 without gaps; missing blocks.{missing[0]}.*")
+        missing = next(i for i, j in enumerate(idx) if i != j)  # (the first gap: idx is sorted, distinct, ≥ 0)
+        raise InvalidInput(f"{source}: stack indices must run 0..L-1 without gaps; missing blocks.{missing}.*")
     blocks = []
     for i in idx:
         arrs = stacked[i]
