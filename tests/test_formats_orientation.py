@@ -8,6 +8,7 @@ the layers it names — or be absent, with the readings stated.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -54,6 +55,37 @@ def test_gpt2_names_without_anything_fixing_d_refused_with_both_readings(tmp_pat
     with pytest.raises(InvalidInput, match=rf"reads two ways .* as Conv1D \[in, out\] \(GPT-2\) d = {N}, n = {D}; "
                                            rf"as nn.Linear \[out, in\] \(GPT-BigCode\) d = {D}, n = {N}"):
         open_checkpoint(_save(tmp_path, t), activation="gelu_tanh")
+
+
+def _square(conv1d: bool, attn: bool) -> dict[str, np.ndarray]:
+    """A GPT-2-named MLP with n = d (both readings fit every shape), stored as Conv1D or as nn.Linear."""
+    rng = np.random.default_rng(2)
+    up, down = rng.standard_normal((D, D)).astype(np.float32), rng.standard_normal((D, D)).astype(np.float32)
+    t = {"transformer.wte.weight": rng.standard_normal((256, D)).astype(np.float32),
+         "transformer.h.0.mlp.c_fc.weight": np.ascontiguousarray(up.T) if conv1d else up,
+         "transformer.h.0.mlp.c_proj.weight": np.ascontiguousarray(down.T) if conv1d else down}
+    if attn:  # (Conv1D [d, 3d]; nn.Linear multi-query [d + 2·head_dim, d])
+        t["transformer.h.0.attn.c_attn.weight"] = np.zeros((D, 3 * D) if conv1d else (D + 8, D), np.float32)
+    return t
+
+
+@pytest.mark.parametrize("conv1d", [False, True], ids=["nn.Linear", "Conv1D"])
+@pytest.mark.parametrize("told_by", ["model_type", "c_attn"])
+def test_square_mlp_orientation_told_by_the_model_type_or_the_attention(tmp_path: Path, conv1d: bool, told_by: str) -> None:
+    # a square GPT-BigCode MLP was read as GPT-2's Conv1D and transposed: the verdict was about another f
+    t = _square(conv1d, attn=told_by == "c_attn")
+    if told_by == "model_type":
+        (tmp_path / "config.json").write_text(
+            json.dumps({"model_type": "gpt2" if conv1d else "gpt_bigcode", "n_embd": D, "n_inner": D}))
+    ck = open_checkpoint(_save(tmp_path, t), activation="gelu_tanh")
+    assert [s.transposed for s in ck.specs] == [conv1d]
+    up = t["transformer.h.0.mlp.c_fc.weight"]
+    assert np.array_equal(ck.block(ck.specs[0]).W_up, (up.T if conv1d else up).astype(np.float64))
+
+
+def test_square_mlp_with_nothing_telling_the_orientation_refused(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match=r"c_fc.weight \[16, 16\] is square, so it reads both as Conv1D"):
+        open_checkpoint(_save(tmp_path, _square(False, attn=False)), activation="gelu_tanh")
 
 
 def _custom(rng: np.random.Generator, *, gate: bool = False, emb: bool = True) -> dict[str, np.ndarray]:

@@ -476,6 +476,8 @@ def _family_spec(fam: Family, container: str, m: re.Match[str], roles: dict[Role
         b_down=_bias(names, roles["down"]), transposed=fam.transposed, activation=act[0], activation_source=act[1],
         norm=fc.norm(fam, cfg, root, names, source=source, fold=fold_norm, block=container),
         residual=fc.residual(fam, cfg, root, names))
+    if fam.orientation_by_shape and len(shp := names[roles["up"]]) == 2 and shp[0] == shp[1]:
+        spec = replace(spec, transposed=_square_orientation(fam, cfg, names, root, roles["up"], source=source))
     hidden = _hidden_size(cfg)
     if hidden is None and fam.hidden_from_norm is not None:
         hidden = _hidden_from_norm(names, root, roles["up"], fam.hidden_from_norm)
@@ -490,6 +492,29 @@ def _family_spec(fam: Family, container: str, m: re.Match[str], roles: dict[Role
                                f"as Conv1D [in, out] (GPT-2) d = {a}, n = {b}; as nn.Linear [out, in] (GPT-BigCode) d = {b}, "
                                f"n = {a}; put the model's config.json (n_embd) beside it rather than have absorb guess")
     return _dims(spec, names, source=source, hidden=hidden, by_shape=fam.orientation_by_shape)
+
+
+# Where a square up projection (n = d) cannot tell GPT-2's Conv1D [in, out] from GPT-BigCode's nn.Linear [out, in]
+_SQUARE_ORIENTATION = {"gpt2": True, "gpt_bigcode": False}
+
+
+def _square_orientation(fam: Family, cfg: Mapping[str, object] | None, names: Shapes, root: str, up: str, *,
+                        source: str) -> bool:
+    """Whether a square up projection (n = d: both readings fit every shape) is stored ``[in, out]``: by config.json's
+    model_type where it names one reading, else by the attention's fused ``c_attn`` ([d, 3d] as Conv1D; [3d, d] or,
+    multi-query, [d + 2·head_dim, d] as nn.Linear); with neither, refused — a transposed reading is another f."""
+    mt = _model_type(cfg)
+    if mt in _SQUARE_ORIENTATION:
+        return _SQUARE_ORIENTATION[mt]
+    attn = names.get(f"{root}.attn.c_attn.weight")
+    if attn is not None and len(attn) == 2 and attn[1] == 3 * attn[0] != 0:
+        return True
+    if attn is not None and len(attn) == 2 and attn[0] > attn[1] > 0:
+        return False
+    raise InvalidInput(f"{source}: {up} {list(names[up])} is square, so it reads both as Conv1D [in, out] (GPT-2) and as "
+                       f"nn.Linear [out, in] (GPT-BigCode), and nothing tells which (no config.json model_type 'gpt2' or "
+                       f"'gpt_bigcode', no attn.c_attn tensor beside it); put the model's config.json beside the weights "
+                       f"rather than have absorb guess")
 
 
 def _role_regex(pattern: str, flag: str) -> re.Pattern[str]:
