@@ -127,6 +127,19 @@ def test_json_a_reader_may_read_otherwise_is_bad_input(tmp_path: Path, capsys: p
     assert main(["verify", str(cert), str(model), "-q"]) == 1
 
 
+@pytest.mark.parametrize("key", ["input", "parameters", "theorem", "class"])
+def test_root_records_of_the_wrong_json_type_are_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str) -> None:
+    """A root record that must be an object (null allowed for theorem and class) given as a list, a string or a number
+    crashed verify (exit 3, an AttributeError): refused on reading, one line, exit 2."""
+    model, cert, doc = _cert(tmp_path, CE / "planted_relu.npz")
+    for bad in ([], "x", 7) + ((None,) if key in ("input", "parameters") else ()):
+        cert.write_text(json.dumps({**doc, key: bad}))
+        capsys.readouterr()
+        assert main(["verify", str(cert), str(model)]) == 2
+        err = capsys.readouterr().err
+        assert f"key {key!r} must be a JSON object" in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_hash_convention_and_nested_records_are_checked(tmp_path: Path) -> None:
     """The named hash convention must be the checker's (else the array hashes mean something
     else); fields outside the format inside the checkpoint options and the canonical form's

@@ -81,6 +81,10 @@ def load_certificate(path: str | Path) -> dict[str, Any]:
             raise InvalidInput(f"{p}: certificate lacks the key {key!r}; regenerate it with 'absorb check --certificate'")
     if not isinstance(obj["blocks"], list) or not obj["blocks"]:
         raise InvalidInput(f"{p}: key 'blocks' must be a non-empty list")
+    for key in ("parameters", "input", "theorem", "class", "stack"):  # (objects; the last three may be null or absent)
+        if not isinstance(obj.get(key), dict) and (key in ("parameters", "input") or obj.get(key) is not None):
+            raise InvalidInput(f"{p}: key {key!r} must be a JSON object{'' if key in ('parameters', 'input') else ' or null'}, "
+                               f"not {type(obj[key]).__name__}; the certificate was edited — regenerate it")
     return obj
 
 
