@@ -98,6 +98,16 @@ def test_a_member_that_is_not_an_array_is_refused_as_np_load_gives_it(tmp_path: 
         load_npz(p)
 
 
+def test_a_large_member_that_is_not_an_array_is_refused_unread(tmp_path: Path) -> None:
+    # a 1 MB deflated run of zeros inflating to 1 GiB was read whole, only to be refused as an unknown key
+    p = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(p, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("W_up.npy", _npy(np.ones((2, 3))))
+        zf.writestr("readme.txt", bytes(64 << 20))
+    with pytest.raises(InvalidInput, match=r"^[^:]*bomb.npz: member 'readme.txt' is not a .npy array and inflates to 67108864 bytes"):
+        _read_all(p, max_bytes=None)
+
+
 def test_a_float32_layer_is_read_as_float32(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     U = rng.standard_normal((40, 8)).astype(np.float32)

@@ -165,6 +165,9 @@ def _sequential(fh: BinaryIO) -> None:
             pass
 
 
+_OTHER_MAX = 1 << 20  # (bytes: a member that is not a .npy array is read, to be named in the refusal, up to this size)
+
+
 def _read_all(path: Path, *, max_bytes: int | None) -> dict[str, np.ndarray]:
     """Every member of the archive, as np.load gives them (a ``.npy`` member as its array,
     under its name without ``.npy``, read with ``allow_pickle=False``; any other member as
@@ -193,6 +196,9 @@ def _read_all(path: Path, *, max_bytes: int | None) -> dict[str, np.ndarray]:
             for info in zf.infolist():
                 m = members.get(info.filename)
                 if m is None:
+                    if info.file_size > _OTHER_MAX:  # (not inflated to be refused: a 1 MB member may inflate to 1 GiB)
+                        raise InvalidInput(f"{path}: member {info.filename!r} is not a .npy array and inflates to "
+                                           f"{info.file_size} bytes; an .npz block holds numpy arrays only (numpy.savez)")
                     out[info.filename] = zf.read(info)  # type: ignore[assignment]  # (as np.load: refused as an unknown key)
                     continue
                 start = _stored_offset(fh, m.info)
@@ -201,6 +207,8 @@ def _read_all(path: Path, *, max_bytes: int | None) -> dict[str, np.ndarray]:
                 else:
                     with zf.open(m.info) as member:
                         out[m.key] = np.lib.format.read_array(member, allow_pickle=False)
+        except InvalidInput:
+            raise
         except ValueError as exc:
             raise InvalidInput(f"{path}: {exc}; store plain numeric arrays") from None
         except zipfile.BadZipFile as exc:
