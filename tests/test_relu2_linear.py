@@ -238,6 +238,9 @@ def test_tampered_scales_and_form_are_refused() -> None:
     bad = copy.deepcopy(doc)
     bad["blocks"][0]["argument"]["scales"] = [-v for v in doc["blocks"][0]["argument"]["scales"]]
     assert not _fully_accepted(bad, blk)
+    bad = copy.deepcopy(doc)  # (a finite μ whose witness μ²w overflows crashed the checker: now a failed check)
+    bad["blocks"][0]["argument"]["scales"][0] = 1e300
+    assert not _fully_accepted(bad, blk)
 
 
 def test_another_activation_is_refused() -> None:

@@ -177,7 +177,10 @@ def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tu
     mu = _floats(arg.get("scales"), (n,))
     _require(ctx, mu is not None and bool(np.all(mu > 0)), w, f"the recorded scales μ are {n} finite numbers > 0")
     assert mu is not None
-    wb = rescaled(block, mu, float(beta))
+    with np.errstate(all="ignore"):
+        wb = rescaled(block, mu, float(beta))
+    _require(ctx, all(a is None or bool(np.all(np.isfinite(a))) for a in (wb.W_up, wb.W_down, wb.b_up, wb.b_down)), w,
+             "the rescaling of μ is finite in float64 (u_i/μ_i, μ_i²w_i, the bias shift)")
     q, lin, con, rho2 = error_terms(block, wb, [Fraction(float(v)) for v in mu], alpha, beta)
     f0 = f_at_zero(block, alpha, beta)
     thr = Fraction(ctx.tol) + Fraction(rounding_allowance(n))
