@@ -125,6 +125,34 @@ def test_gguf_refusals(tmp_path: Path) -> None:
         open_checkpoint(g)
 
 
+def test_arcee_is_ungated_relu2(tmp_path: Path) -> None:
+    # llama.cpp's arcee graph is ReLU², ungated: it was read as SiLU (a verdict about another f)
+    rng = np.random.default_rng(4)
+    t = {"blk.0.ffn_up.weight": (rng.standard_normal((N, D)), "F32"), "blk.0.ffn_down.weight": (rng.standard_normal((D, N)), "F32")}
+    assert [s.activation for s in open_checkpoint(_write(tmp_path / "a.gguf", "arcee", t)).specs] == ["relu2"]
+    t["blk.0.ffn_gate.weight"] = (rng.standard_normal((N, D)), "F32")
+    with pytest.raises(InvalidInput, match="architecture 'arcee' is ungated in llama.cpp, but blk.0.ffn has an ffn_gate"):
+        open_checkpoint(_write(tmp_path / "b.gguf", "arcee", t))
+
+
+def test_malformed_or_unread_mlp_tensors_refused(tmp_path: Path) -> None:
+    """A gated architecture's block without ffn_gate, a 3-D ffn_up, expert stacks of different sizes and MPT's AWQ
+    activation scales (blk.{i}.ffn.act.scales: the graph divides σ's output by them) are refused, not read as another f."""
+    rng = np.random.default_rng(5)
+    up, down = (rng.standard_normal((N, D)), "F32"), (rng.standard_normal((D, N)), "F32")
+    cases = [("llama", {"blk.0.ffn_up.weight": up, "blk.0.ffn_down.weight": down}, "is gated in llama.cpp, but blk.0.ffn has no ffn_gate"),
+             ("llama", {"blk.0.ffn_up.weight": (rng.standard_normal((2, N, D)), "F32"), "blk.0.ffn_down.weight": down},
+              "tensor blk.0.ffn_up.weight has 3 dimensions"),
+             ("qwen2moe", {"blk.0.ffn_gate_exps.weight": (rng.standard_normal((2, N, D)), "F32"),
+                           "blk.0.ffn_up_exps.weight": (rng.standard_normal((3, N, D)), "F32"),
+                           "blk.0.ffn_down_exps.weight": (rng.standard_normal((3, D, N)), "F32")}, "experts but"),
+             ("mpt", {"blk.0.ffn_up.weight": up, "blk.0.ffn_down.weight": down, "blk.0.ffn.act.scales": (np.ones(N), "F32")},
+              r"activation or weight scales \(blk.0.ffn.act.scales\)")]
+    for k, (arch, t, msg) in enumerate(cases):
+        with pytest.raises(InvalidInput, match=msg):
+            open_checkpoint(_write(tmp_path / f"{k}.gguf", arch, t))
+
+
 @pytest.mark.parametrize("qt,block_bytes,scale_at", [("Q4_K", 144, (0, 2)), ("Q6_K", 210, (208,))])
 def test_k_quant_types_dequantised(tmp_path: Path, qt: str, block_bytes: int, scale_at: tuple[int, ...]) -> None:
     """K-quant tensors (gguf's Python side cannot quantise them): raw blocks with set f16 scales,

@@ -10,8 +10,9 @@ block per expert) and the shared expert ``ffn_*_shexp``.
 
 The activation is what llama.cpp's graph computes for the architecture (it is not in the
 metadata): SiLU-gated for the LLaMA family, the tanh GELU (``ggml_gelu``) for Gemma (gated)
-and for GPT-2, StarCoder, Phi-2, BLOOM, Falcon, GPT-NeoX (ungated). Other architectures are
-refused unless ``--activation`` names it.
+and for GPT-2, StarCoder, Phi-2, BLOOM, Falcon, GPT-NeoX, MPT, GPT-J (ungated), ReLU² for Arcee
+(ungated). Other architectures are refused unless ``--activation`` names it; so is a gated
+architecture's block without ``ffn_gate`` and an ungated one's with it.
 
 Quantised tensors (Q8_0, Q4_K, IQ…) are dequantised with ``gguf.quants.dequantize``, one
 tensor (one expert of a stacked tensor) at a time, to float32; every verdict is then about the
@@ -37,13 +38,16 @@ from absorb.model.activations import get_activation
 
 _SILU = ("llama", "mistral", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "phi3", "deepseek", "deepseek2", "granite",
          "granitemoe", "internlm2", "olmo", "olmo2", "olmoe", "exaone", "command-r", "cohere2", "minicpm", "stablelm",
-         "smollm3", "mixtral", "arcee", "ernie4_5")
+         "smollm3", "mixtral", "ernie4_5", "refact")
 _GELU_GATED = ("gemma", "gemma2", "gemma3")
-_GELU = ("gpt2", "starcoder", "phi2", "bloom", "falcon", "gptneox", "refact", "mpt", "gptj")
+_GELU = ("gpt2", "starcoder", "phi2", "bloom", "falcon", "gptneox", "mpt", "gptj")
+_RELU2 = ("arcee",)  # (ungated ReLU²: llama.cpp's arcee graph, LLM_FFN_RELU_SQR)
+_UNGATED = _GELU + _RELU2
 ARCH_ACTIVATION: dict[str, tuple[str, str]] = {
     **{a: ("silu", "llama.cpp's graph: SiLU-gated (LLM_FFN_SILU, LLM_FFN_PAR)") for a in _SILU},
     **{a: ("gelu_tanh", "llama.cpp's graph: ggml_gelu (the tanh form), gated") for a in _GELU_GATED},
     **{a: ("gelu_tanh", "llama.cpp's graph: ggml_gelu (the tanh form)") for a in _GELU},
+    **{a: ("relu2", "llama.cpp's graph: ReLU², ungated (LLM_FFN_RELU_SQR)") for a in _RELU2},
 }
 _FLOAT = {"F32": "F32", "F16": "F16", "F64": "F64", "BF16": "BF16"}
 _ROLE = re.compile(r"^blk\.(?P<i>\d+)\.ffn_(?P<role>gate|up|down)(?P<kind>_exps|_shexp|)\.weight$")
@@ -118,19 +122,28 @@ def read_gguf(path: Path, *, activation: str | None) -> tuple[dict[str, TensorIn
     else:
         raise InvalidInput(f"{path}: a GGUF file of architecture {arch!r}, whose MLP activation absorb does not know "
                            "(GGUF metadata does not store it); pass --activation NAME")
-    scaled = next((t.name for t in reader.tensors if re.match(r"^blk\.\d+\.ffn_(act|\w*scale)", t.name)), None)
+    scaled = next((t.name for t in reader.tensors if re.match(r"^blk\.\d+\.ffn[._](act|\w*scale)", t.name)), None)
     if scaled is not None:
         raise InvalidInput(f"{path}: a GGUF file whose MLP has activation or weight scales ({scaled}); the block is not "
                            "W_down σ(W_up x + b) and absorb does not read it")
     d_meta = _field(reader, f"{arch}.embedding_length")
     by_layer: dict[tuple[int, str, int | None], dict[str, Any]] = {}
+    n_exps: dict[int, tuple[str, int]] = {}  # (layer → the first stacked tensor's name and expert count)
     tensors_by_name = {t.name: t for t in reader.tensors}
     for t in reader.tensors:
         m = _ROLE.match(t.name)
         if m is None:
             continue
         i, role, kind = int(m.group("i")), m.group("role"), m.group("kind")
+        if len(t.shape) != (3 if kind == "_exps" else 2):
+            raise InvalidInput(f"{path}: tensor {t.name} has {len(t.shape)} dimensions {[int(x) for x in t.shape]}; "
+                               f"an {'expert-stacked ' if kind == '_exps' else ''}MLP weight has "
+                               f"{3 if kind == '_exps' else 2}; the file is malformed")
         if kind == "_exps":
+            first, count = n_exps.setdefault(i, (t.name, int(t.data.shape[0])))
+            if int(t.data.shape[0]) != count:
+                raise InvalidInput(f"{path}: {t.name} stacks {int(t.data.shape[0])} experts but {first} stacks {count}; "
+                                   "the file is malformed")
             for e in range(int(t.data.shape[0])):
                 by_layer.setdefault((i, kind, e), {})[role] = _Ref(t, e)
         else:
@@ -190,8 +203,12 @@ def read_gguf(path: Path, *, activation: str | None) -> tuple[dict[str, TensorIn
         notes.append(f"quantised weights ({', '.join(sorted(qtypes))}) are dequantised to float32 one tensor at a time; "
                      "every verdict is about the dequantised weights")
     gated = [s for s in specs if s.gate is not None]
-    if activation is None and arch in _GELU and gated:
+    if activation is None and arch in _UNGATED and gated:
         raise InvalidInput(f"{path}: architecture {arch!r} is ungated in llama.cpp, but {gated[0].name} has an ffn_gate; pass --activation NAME")
+    ungated = [s for s in specs if s.gate is None]
+    if activation is None and arch not in _UNGATED and ungated:
+        raise InvalidInput(f"{path}: architecture {arch!r} is gated in llama.cpp, but {ungated[0].name} has no ffn_gate "
+                           "(its ffn_up may hold the gate and up rows together); pass --activation NAME for an ungated block")
     return tensors, GgufSource(refs), Detection(blocks=tuple(specs), families=("gguf",), model_type=arch, notes=tuple(notes))
 
 
