@@ -140,6 +140,16 @@ def test_root_records_of_the_wrong_json_type_are_bad_input(tmp_path: Path, capsy
         assert f"key {key!r} must be a JSON object" in err and len(err.strip().splitlines()) == 1, err
 
 
+def test_fields_read_before_the_checker_of_the_wrong_type_are_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model, cert, doc = _cert(tmp_path, CE / "planted_relu.npz")
+    for where, key, args in (("input", "path", []), ("parameters", "activation_override", [str(model)])):
+        for bad in (7, [1], True):
+            cert.write_text(json.dumps({**doc, where: {**doc[where], key: bad}}))
+            capsys.readouterr()
+            assert main(["verify", str(cert), *args]) == 2
+            assert f"{where}.{key} must be a string or null" in capsys.readouterr().err
+
+
 def test_hash_convention_and_nested_records_are_checked(tmp_path: Path) -> None:
     """The named hash convention must be the checker's (else the array hashes mean something
     else); fields outside the format inside the checkpoint options and the canonical form's

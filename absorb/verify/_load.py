@@ -85,6 +85,11 @@ def load_certificate(path: str | Path) -> dict[str, Any]:
         if not isinstance(obj.get(key), dict) and (key in ("parameters", "input") or obj.get(key) is not None):
             raise InvalidInput(f"{p}: key {key!r} must be a JSON object{'' if key in ('parameters', 'input') else ' or null'}, "
                                f"not {type(obj[key]).__name__}; the certificate was edited — regenerate it")
+    for where, key in (("input", "path"), ("parameters", "activation_override")):  # (read before the checker runs)
+        v = obj[where].get(key)
+        if v is not None and not isinstance(v, str):
+            raise InvalidInput(f"{p}: {where}.{key} must be a string or null, not {type(v).__name__}; the certificate "
+                               "was edited — regenerate it")
     return obj
 
 
