@@ -500,6 +500,15 @@ def _small(tmp_path: Path, name: str = "c", **kw: object) -> Path:
     return write(tmp_path / name, tensors, CASES["llama"].config, **kw)
 
 
+def test_certificate_never_overwrites_what_the_checkpoint_is_read_from(tmp_path: Path) -> None:
+    # --certificate DIR/config.json replaced the config it had just read (the checkpoint no longer loaded)
+    ck = _small(tmp_path)
+    cfg = (ck / "config.json").read_bytes()
+    _assert_one_line_exit2(run_cli(str(ck), "--certificate", str(ck / "config.json")), "would overwrite a file the input is read with")
+    assert (ck / "config.json").read_bytes() == cfg
+    _assert_one_line_exit2(run_cli(str(ck / "config.json"), "--certificate", str(ck / "config.json")), "would overwrite the input")
+
+
 def test_bad_truncated_header(tmp_path: Path) -> None:
     f = _small(tmp_path) / "model.safetensors"
     f.write_bytes(f.read_bytes()[:40])

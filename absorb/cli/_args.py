@@ -78,11 +78,12 @@ def seed(text: str) -> int:
     return _from_validator(check_seed, int)(text)  # type: ignore[return-value]
 
 
-def check_writable(option: str, path: str) -> None:
+def check_writable(option: str, path: str, source: str | None = None) -> None:
     """Refuse, before any work, an output path that cannot be written: a missing or
     read-only folder, a folder where the file should be, or a special file (a device, FIFO or
     socket, which the atomic write would replace) there (raises InvalidInput); for a symbolic
-    link, those of the path it points to."""
+    link, those of the path it points to. With ``source`` (the input): also the input itself,
+    and, in a checkpoint's folder, the JSON files its reading takes (config.json, a shard index)."""
     import os
     from pathlib import Path
 
@@ -97,6 +98,13 @@ def check_writable(option: str, path: str) -> None:
         raise InvalidInput(f"{option} {path}: the folder {str(parent)!r} does not exist; create it or choose another path")
     if not os.access(parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
         raise InvalidInput(f"{option} {path}: no permission to write there; choose another path")
+    if source is not None and out.exists():
+        src = Path(source)
+        folder = src if src.is_dir() else src.parent
+        read = out.name == "config.json" or out.name.endswith(".index.json")
+        if out.resolve() == src.resolve() or (read and out.parent.resolve() == folder.resolve()):
+            raise InvalidInput(f"{option} {path}: would overwrite {'the input' if out.resolve() == src.resolve() else 'a file the input is read with'} "
+                               f"({out.name}); choose another path")
 
 
 def require_pdflatex(option: str) -> None:

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         _analysis_cache.disable()
 
     if args.certificate:  # up front: never decide for a minute and then fail to write
-        check_writable("--certificate", args.certificate)
+        check_writable("--certificate", args.certificate, str(args.path))
         if args.certificate.lower().endswith(".pdf"):
             require_pdflatex(f"--certificate {args.certificate}")
     ckpt_opts = any(getattr(args, k, None) for k in ("layers", "up", "down", "gate", "fold_norm"))
