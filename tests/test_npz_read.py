@@ -98,6 +98,16 @@ def test_a_member_that_is_not_an_array_is_refused_as_np_load_gives_it(tmp_path: 
         load_npz(p)
 
 
+def test_members_whose_elements_are_huge_are_refused_from_their_headers(tmp_path: Path) -> None:
+    # a 0-d 800 MB string or record passed the size check (8 bytes an element) and was inflated before its refusal
+    for name, arr, msg in (("activation", np.array("x" * (1 << 21)), "key 'activation' holds 8388608 bytes of text"),
+                           ("skip", np.zeros((), dtype=[("a", "<f8", (1 << 18,))]), "key 'skip' has dtype")):
+        p = tmp_path / f"{name}.npz"
+        np.savez_compressed(p, W_up=np.ones((2, 3)), **{name: arr})
+        with pytest.raises(InvalidInput, match=msg):
+            _read_all(p, max_bytes=None)
+
+
 def test_a_large_member_that_is_not_an_array_is_refused_unread(tmp_path: Path) -> None:
     # a 1 MB deflated run of zeros inflating to 1 GiB was read whole, only to be refused as an unknown key
     p = tmp_path / "bomb.npz"

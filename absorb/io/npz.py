@@ -80,12 +80,17 @@ def _check_headers(path: Path, zf: zipfile.ZipFile, max_bytes: int) -> list[_Mem
             raise InvalidInput(f"{path}: member {key!r} is not a valid .npy array ({exc}); re-save the file with numpy.savez") from None
         if dtype.hasobject:
             raise InvalidInput(f"{path}: key {key!r} is an object array; store plain numeric arrays (objects are never unpickled)")
+        if dtype.kind == "V":  # (a record or raw bytes: refused from the header, before its bytes are inflated)
+            raise InvalidInput(f"{path}: key {key!r} has dtype {str(dtype)[:60]} (records or raw bytes); store plain numeric arrays")
         count = int(np.prod(shape, dtype=object))
         need = count * dtype.itemsize
+        if dtype.kind in "US" and need > _OTHER_MAX:  # (a name or an expression: a few hundred characters)
+            raise InvalidInput(f"{path}: key {key!r} holds {need} bytes of text; an activation is a name or an "
+                               "expression of a few hundred characters")
         if header_len + need > info.file_size:
             raise InvalidInput(f"{path}: key {key!r} promises shape {shape} ({need} bytes) but holds only {info.file_size - header_len}; the file is truncated or corrupt")
         kept32 = key.rsplit(".", 1)[-1] in ("W_up", "W_down", "W_gate") and keeps_float32(dtype, shape)
-        total += count * (4 if kept32 else 8)  # as held once loaded (large float32 weight matrices stay float32)
+        total += count * max(4 if kept32 else 8, dtype.itemsize)  # (as held once loaded: large float32 weights stay float32)
         members.append(_Member(info, shape, fortran, dtype, header_len))
     if total > max_bytes:
         raise InvalidInput(f"{path}: the arrays need {total / 2**30:.1f} GiB once loaded, more than the {max_bytes / 2**30:.1f} GiB allowed; "

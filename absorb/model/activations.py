@@ -273,7 +273,7 @@ def get_activation(spec: str) -> Activation:
     'swiglu'
     """
     if not isinstance(spec, str) or not spec.strip():
-        raise InvalidInput(f"activation {spec!r} is not a name; try one of: {', '.join(NAMES)} or 'expr:<sympy expression in x>'")
+        raise InvalidInput(f"activation {str(spec)[:40]!r} is not a name; try one of: {', '.join(NAMES)} or 'expr:<sympy expression in x>'")
     raw = spec.strip()
     if raw.lower().startswith("expr:"):
         return _user_activation(raw[5:])
@@ -284,7 +284,7 @@ def get_activation(spec: str) -> Activation:
     name = ALIASES.get(name, name)
     if name not in _BUILTIN:
         raise InvalidInput(
-            f"unknown activation {spec!r}; known names: {', '.join(NAMES)}, or 'expr:<sympy expression in x>' "
+            f"unknown activation {spec if len(spec) <= 60 else spec[:40] + '…'!r}; known names: {', '.join(NAMES)}, or 'expr:<sympy expression in x>' "
             "such as 'expr:x*(1+erf(x/sqrt(2)))/2'"
         )
     expr, fn = _BUILTIN[name]
