@@ -80,10 +80,10 @@ def _check_headers(path: Path, zf: zipfile.ZipFile, max_bytes: int) -> list[_Mem
             raise InvalidInput(f"{path}: member {key!r} is not a valid .npy array ({exc}); re-save the file with numpy.savez") from None
         if dtype.hasobject:
             raise InvalidInput(f"{path}: key {key!r} is an object array; store plain numeric arrays (objects are never unpickled)")
-        if dtype.kind == "V":  # (a record or raw bytes: refused from the header, before its bytes are inflated)
-            raise InvalidInput(f"{path}: key {key!r} has dtype {str(dtype)[:60]} (records or raw bytes); store plain numeric arrays")
         count = int(np.prod(shape, dtype=object))
         need = count * dtype.itemsize
+        if dtype.kind == "V" and need > _OTHER_MAX:  # (refused later all the same: here before its bytes are inflated)
+            raise InvalidInput(f"{path}: key {key!r} has dtype {str(dtype)[:60]} (records or raw bytes); store plain numeric arrays")
         if dtype.kind in "US" and need > _OTHER_MAX:  # (a name or an expression: a few hundred characters)
             raise InvalidInput(f"{path}: key {key!r} holds {need} bytes of text; an activation is a name or an "
                                "expression of a few hundred characters")
