@@ -114,6 +114,9 @@ def _bad_cases(tmp: Path) -> list[tuple[str, list[str], str]]:
     add("stack_gap", "missing blocks.1", **{"blocks.0.W_up": g["W_up"], "blocks.0.W_down": g["W_down"], "blocks.2.W_up": g["W_up"], "blocks.2.W_down": g["W_down"], "activation": g["activation"]})
     add("stack_huge_index", "missing blocks.0", **{"blocks.99999999999999999999.W_up": g["W_up"],  # (no set of 10²⁰ indices built)
                                                    "blocks.99999999999999999999.W_down": g["W_down"], "activation": g["activation"]})
+    add("stack_alias", "is not written 0, 1, 2", **{"blocks.0.W_up": g["W_up"], "blocks.0.W_down": g["W_down"],  # (blocks.1 and
+        "blocks.1.W_up": g["W_up"], "blocks.1.W_down": g["W_down"], "blocks.01.W_up": g["W_up"],  # blocks.01 were one index:
+        "blocks.01.W_down": g["W_down"], "activation": g["activation"]})  # one pair silently dropped)
     add("stack_d_mismatch", "one d throughout", **{"blocks.0.W_up": g["W_up"], "blocks.0.W_down": g["W_down"], "blocks.1.W_up": rng.standard_normal((5, 4)),
                                               "blocks.1.W_down": rng.standard_normal((4, 5)), "activation": g["activation"]})
     add("empty", "holds no arrays")

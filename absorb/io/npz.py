@@ -24,7 +24,8 @@ from absorb._validate import keeps_float32
 from absorb.io._validate import BLOCK_KEYS, build_block, resolve_activation, resolve_value_activation
 from absorb.model.block import Block, Stack
 
-_STACK_KEY = re.compile(r"^blocks\.(\d+)\.(.+)$")
+_STACK_KEY = re.compile(r"^blocks\.(0|[1-9][0-9]*)\.(.+)$")  # (one spelling per index: blocks.01, blocks.١ refused)
+_STACK_LIKE = re.compile(r"^blocks\.([^.]*)\.(.+)$")
 MAX_BYTES_DEFAULT = None  # None: half of physical memory
 
 
@@ -262,6 +263,10 @@ def blocks_from_arrays(data: Mapping[str, np.ndarray], *, source: str, activatio
     top: dict[str, np.ndarray] = {}
     for key, arr in data.items():
         m = _STACK_KEY.match(key)
+        loose = None if m else _STACK_LIKE.match(key)
+        if loose and loose.group(2) in BLOCK_KEYS:
+            raise InvalidInput(f"{source}: key {key!r}: the block index {loose.group(1)!r} is not written 0, 1, 2, … "
+                               f"(ASCII digits, no leading zero); rename it blocks.<i>.{loose.group(2)}")
         if m:
             sub = m.group(2)
             if sub not in BLOCK_KEYS:
