@@ -138,6 +138,7 @@ def _bad_cases(tmp: Path) -> list[tuple[str, list[str], str]]:
     # tolerances >= 1 let S = {} (drop the skip) pass as absorption
     cases.append(("tol_one", [str(tmp / "good.npz"), "--tol", "1"], "strictly between 0 and 1"))
     cases.append(("tol_two", [str(tmp / "good.npz"), "--tol", "2"], "strictly between 0 and 1"))
+    cases.append(("tol_negative_exponent", [str(tmp / "good.npz"), "--tol", "-1e-9"], "strictly between 0 and 1"))  # (not "expected one argument")
     cases.append(("negative_seed", [str(tmp / "good.npz"), "--seed", "-1"], "from 0 to 4294967295"))
     cases.append(("huge_seed", [str(tmp / "good.npz"), "--seed", str(2**32)], "from 0 to 4294967295"))
     cases.append(("infinite_timeout", [str(tmp / "good.npz"), "--timeout", "inf"], "finite number of seconds"))

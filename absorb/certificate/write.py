@@ -151,7 +151,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
-        if isinstance(exc, OSError) and exc.filename == tmp:  # named by the path asked for, not by the temporary file
+        if isinstance(exc, OSError) and exc.filename in (tmp, None):  # named by the path asked for (a full disk names none)
             raise OSError(exc.errno, exc.strerror, str(asked)) from None
         raise
 

@@ -17,8 +17,10 @@ written does not change the exit code.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -148,7 +150,8 @@ def _os_error(exc: OSError) -> int:
     """One line for a failed read or write (a full disk, a closed pipe, an unwritable output): exit 2."""
     why = exc.strerror or " ".join(str(exc).split())
     if getattr(exc, "filename", None):
-        sys.stderr.write(f"absorb: error: {exc.filename}: {why}; check the path and its permissions\n")
+        fix = "free space or choose another path" if exc.errno == errno.ENOSPC else "check the path and its permissions"
+        sys.stderr.write(f"absorb: error: {exc.filename}: {why}; {fix}\n")
     else:
         _silence_stdout()
         sys.stderr.write(f"absorb: error: cannot write the output ({why}); free space or redirect it elsewhere\n")
@@ -174,9 +177,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr = stderr
 
 
+_NEGATIVE_EXP = re.compile(r"^-\d[\d.]*[eE][-+]?\d+$")
+
+
+def _negative_values(argv: Sequence[str]) -> list[str]:
+    """``--tol -1e-9`` as ``--tol=-1e-9``: argparse reads a negative number with an exponent as an option (then says
+    'expected one argument'), not as the value whose range check names what is wrong."""
+    out: list[str] = []
+    for tok in argv:
+        if out and _NEGATIVE_EXP.match(tok) and out[-1].startswith("--") and "=" not in out[-1]:
+            out[-1] = f"{out[-1]}={tok}"
+        else:
+            out.append(tok)
+    return out
+
+
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_negative_values(sys.argv[1:] if argv is None else argv))
     if verbosity(args) == 0:  # -q: standard error carries errors only, not numerical warnings
         import warnings
 
