@@ -176,6 +176,22 @@ def test_onnx_refusals_name_the_format(tmp_path: Path) -> None:
         open_checkpoint(f, up="a.{i}", down="b.{i}")
 
 
+def test_operators_whose_meaning_is_not_onnx_s_are_refused(tmp_path: Path) -> None:
+    # a Relu of a custom domain (its kernel is a runtime's) and a Gelu at opset 17 (Gelu is opset 20's) were read by name
+    f, _ = _mlp_onnx(tmp_path / "m.onnx", layers=1, act="relu")
+    model = onnx.load(str(f))
+    next(n for n in model.graph.node if n.op_type == "Relu").domain = "my.domain"
+    model.opset_import.append(helper.make_opsetid("my.domain", 1))
+    onnx.save(model, str(tmp_path / "custom.onnx"))
+    with pytest.raises(InvalidInput, match="is Relu of the custom domain 'my.domain'"):
+        open_checkpoint(tmp_path / "custom.onnx")
+    model = onnx.load(str(f))
+    next(n for n in model.graph.node if n.op_type == "Relu").op_type = "Gelu"
+    onnx.save(model, str(tmp_path / "gelu17.onnx"))
+    with pytest.raises(InvalidInput, match="is Gelu, an ONNX operator since opset 20, but the model imports opset 17"):
+        open_checkpoint(tmp_path / "gelu17.onnx")
+
+
 def _torch_mlp(torch: Any) -> Any:
     """The class of an ungated torch block x + fc2(act(fc1(x))) (d = D, n = N)."""
     nn = torch.nn

@@ -434,6 +434,29 @@ class OnnxSource:
         return arr
 
 
+_SINCE = {"Gelu": 20, "HardSwish": 14}  # (default-domain operators younger than opset 1: the version that added them)
+_READ_BY_NAME = _ELEMENTWISE | {"MatMul", "Gemm", "Transpose", "Constant"}
+
+
+def _standard_ops(model: Any, path: Path) -> None:
+    """Refuse a node that this reader would interpret by its name but whose meaning is not ONNX's: an operator of a
+    custom domain (a runtime supplies its kernel; ``com.microsoft``'s Gelu, the exact GELU, excepted), or a default-domain
+    operator the model's opset does not have yet (``Gelu`` before opset 20: onnx.checker refuses such a model)."""
+    opset = max((int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), default=None)
+    for node in model.graph.node:
+        dom, op, name = node.domain or "", node.op_type, node.name or node.op_type
+        if op not in _READ_BY_NAME:
+            continue
+        if dom in ("", "ai.onnx"):
+            if opset is not None and opset < _SINCE.get(op, 1):
+                raise InvalidInput(f"{path}: node {name!r} is {op}, an ONNX operator since opset {_SINCE[op]}, but the model "
+                                   f"imports opset {opset}: not a valid ONNX model; re-export it with opset ≥ {_SINCE[op]}")
+        elif not (dom == "com.microsoft" and op == "Gelu"):
+            raise InvalidInput(f"{path}: node {name!r} is {op} of the custom domain {dom!r}, whose meaning the file does not "
+                               "define (a runtime supplies its kernel); absorb reads standard ONNX operators — export the "
+                               "model without custom operators")
+
+
 def read_onnx(path: Path, *, activation: str | None) -> tuple[dict[str, TensorInfo], OnnxSource, Detection]:
     """Parse ``path`` and find its MLP blocks (see the module docstring)."""
     onnx = optional_package("onnx", path, "an ONNX model")
@@ -444,6 +467,7 @@ def read_onnx(path: Path, *, activation: str | None) -> tuple[dict[str, TensorIn
     except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError, onnx its own errors
         raise InvalidInput(f"{path}: not a readable ONNX model ({type(exc).__name__}: {str(exc)[:160]}); "
                            "give an ONNX file (.onnx) written by onnx.save or torch.onnx.export") from None
+    _standard_ops(model, path)
     g = _Graph(model.graph, numpy_helper, path)
     tensors: dict[str, TensorInfo] = {}
     virtual: dict[str, _Virtual] = {}
