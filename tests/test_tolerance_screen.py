@@ -289,7 +289,8 @@ def test_at_a_large_tolerance_a_small_f_is_near_the_constant_g(act: str, M: floa
         blk = Block(np.array([[1.0, 0.0]]), np.array([[w], [0.0]]), get_activation(act))
     dec = decide(blk, tol=tol)
     # (or the flip of the unit: within the distance bar, which counts f's gain, its witness fails — unknown either way)
-    assert dec.verdict.value == "unknown" and ("constant g = f(0)" in dec.reason or "witness failed" in dec.reason), dec.reason
+    # (here ‖M‖∞/(1 + ‖M‖∞) ≤ τ as well: B scaled by 1/(1 + ‖M‖∞) is within the tolerance too, and is found first)
+    assert dec.verdict.value == "unknown" and any(w in dec.reason for w in ("constant g = f(0)", "witness failed", "scaled by c")), dec.reason
     assert contradiction(blk, tol, estimated=True) is not None
     assert decide(blk, tol=tol / 2).verdict.value == "not_absorbable"
 
@@ -422,3 +423,25 @@ def test_a_gated_flip_within_the_tolerance_because_f_is_large_is_not_excluded() 
     blk = Block(np.vstack([US, UT]), np.hstack([DS, 50 * np.array([[1.0, 1, 0, 0], [0, 0, 1, 1]])]), get_activation("glu"),
                 W_gate=np.vstack([GS, GT]))
     assert decide(blk, tol=1e-3).verdict.value != "not_absorbable"
+
+
+@pytest.mark.parametrize("act,gated", [("relu2", False), ("swiglu", True)])
+@pytest.mark.parametrize("m,tol", [(1.0005e-3, 1e-3), (1.0, 0.55), (0.05, 0.048)])
+def test_a_skip_within_tau_over_one_minus_tau_is_within_the_tolerance_of_the_scaled_block(act: str, gated: bool, m: float,
+                                                                                          tol: float) -> None:
+    """g = c·B, c = 1/(1 + m), is within the tolerance of f = m·x + B(x) whenever m/(1 + m) ≤ τ, though m > τ:
+    f − cB = (1 − c)·f + c·m·x, so |f − cB|∞ ≤ m/(1 + m)·(|f(x)|∞ + |x|∞). The degree and linearization
+    arguments said not_absorbable, and the checker accepted their certificates."""
+    rng = np.random.default_rng(5)
+    d, n = 3, 8
+    U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    blk = Block(U, D, get_activation(act), W_gate=rng.standard_normal((n, d)) if gated else None, skip=m * np.eye(d))
+    dec = decide(blk, tol=tol)
+    assert dec.verdict.value == "unknown" and "scaled by c = 1/(1 + ‖M‖∞)" in dec.reason, dec.reason
+    from absorb.verify._tolerance import contradiction
+
+    assert contradiction(blk, tol) is not None and contradiction(blk, m / (1 + m) * 0.99) is None
+    g = blk.replace(W_down=D / (1 + m), skip=np.zeros((d, d)))  # (the witness, sampled: within m/(1 + m) < τ)
+    X = rng.standard_normal((2000, d)) * 10.0 ** rng.uniform(-3, 3, (2000, 1))
+    err = np.max(np.abs(blk(X) - g(X)), axis=1) / (np.max(np.abs(blk(X)), axis=1) + np.max(np.abs(X), axis=1))
+    assert float(np.max(err)) <= m / (1 + m) * (1 + 1e-9) <= tol

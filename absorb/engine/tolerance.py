@@ -67,9 +67,10 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
     width = blk.n if width is None else width
     biases = blk.has_bias if biases is None else biases or blk.has_bias
     normM = 1.0 if blk.skip is None else _row_sum(blk.M, blk.d)
-    if normM <= tol and width >= blk.n:
-        return (f"Unknown: f is within the tolerance of its own residual-free part B (|M x|∞ ≤ {normM:.3g}·|x|∞), so "
-                "the exact argument rules out an exact residual-free block only.")
+    if normM * (1 - tol) <= tol and width >= blk.n:  # (g = c·B, c = 1/(1 + ‖M‖∞): f − cB = (1 − c)f + c·M x)
+        return (f"Unknown: f is within the tolerance of its own residual-free part B scaled by c = 1/(1 + ‖M‖∞) "
+                f"(|M x|∞ ≤ {normM:.3g}·|x|∞, and f − cB = (1 − c)·f + c·M x is at most ‖M‖∞/(1 + ‖M‖∞)·(|f(x)|∞ + |x|∞) "
+                "≤ τ(|f(x)|∞ + |x|∞)), so the exact argument rules out an exact residual-free block only.")
     flat = _near_constant(blk, normM, tol, biases)
     if flat is not None:
         return flat
@@ -206,7 +207,7 @@ def _near_linear(blk: Block, kept: int, normM: float, tol: float, width: int, f0
         if C:
             with np.errstate(all="ignore"):
                 const = C * float(np.sum(np.max(np.abs(np.asarray(blk.W_down, dtype=np.float64)), axis=0)))
-            if not (r < tol and const <= tol * f0_low()):
+            if not (r * (1 - tol) < tol and const * (1 - tol) <= tol * f0_low()):  # (g scaled by 1 − τ, as below)
                 continue
         normA = _row_sum(A, blk.d)
         rank = int(np.linalg.matrix_rank(A))
@@ -215,10 +216,14 @@ def _near_linear(blk: Block, kept: int, normM: float, tol: float, width: int, f0
         extra = 1 if affine and not blk.has_bias and rank == 0 else 0
         if not (r <= tol * (1 + normA) and per_rank * rank + extra + kept <= width):
             continue
-        if not r < tol:  # (for x ↦ A x + β, β = f(0): |f(x)|∞ + |f(0)|∞ ≥ |A x|∞ − r|x|∞ all the same; not so
+        # (1 − τ)g is residual-free too (W_down, b_down scaled) and f − (1 − τ)g = τ·f + (1 − τ)(f − g): within the tolerance
+        # where (1 − τ)·r ≤ τ, whatever |f(x)|; else |f(x)|∞ ≥ (s − r)|x|∞ must make up for r ≥ τ
+        if not r * (1 - tol) < tol:  # (for x ↦ A x + β, β = f(0): |f(x)|∞ + |f(0)|∞ ≥ |A x|∞ − r|x|∞ all the same; not so
             s = _gain(A) if not kept else 0.0  # where kept units add to f)
             if not r < tol * (1 + max(s - r, 0.0)):
                 continue
+        elif r >= tol:
+            how = f"(1 − τ) times {how}"
         where = f"{width} ≥ {per_rank}·rank(A) residual-free units realise {units}"
         if kept:
             where = (f"{per_rank}·rank(A) residual-free units realise {units} in the slots of f's {blk.n} smallest units, "

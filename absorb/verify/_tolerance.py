@@ -170,8 +170,9 @@ def contradiction(block: Any, tol: float, width: int | None = None, estimated: b
     M = np.asarray(block.M, dtype=np.float64)
     with np.errstate(all="ignore"):
         normM = _up(float(np.max(np.sum(np.abs(M), axis=1))), d)
-    if normM <= tol and width >= n:
-        return f"‖M‖∞ ≤ {normM:.3g} ≤ τ: f is within the tolerance of its own residual-free part B"
+    if (1 - tol) * normM <= tol and width >= n:  # (|f − cB|∞ ≤ (1 − c)|f(x)|∞ + c‖M‖∞|x|∞ = ‖M‖∞/(1 + ‖M‖∞)·(|f(x)|∞ + |x|∞))
+        return (f"‖M‖∞ = {normM:.3g} ≤ τ/(1 − τ): f is within the tolerance of c·B, its own residual-free part scaled by "
+                "c = 1/(1 + ‖M‖∞) (f − cB = (1 − c)·f + c·M x)")
     if n * d > 1 << 24 or not normM < 2.0**500:
         return None
     biased = any(getattr(block, k) is not None and np.any(getattr(block, k)) for k in ("b_up", "b_down", "b_gate"))
@@ -199,13 +200,13 @@ def contradiction(block: Any, tol: float, width: int | None = None, estimated: b
             if C is not None:  # (an error r|x|∞ + C·Σ_i |w_i|∞: within τ(|x|∞ + |f(0)|∞) when r < τ and the constant ≤ τ|f(0)|∞)
                 with np.errstate(all="ignore"):
                     const = _SAFETY * C * _up(float(np.sum(np.max(np.abs(D), axis=0))), part.n)
-                if r < tol and const <= tol * f0_low():
+                if (1 - tol) * r < tol and (1 - tol) * const <= tol * f0_low():  # ((1 − τ)g: f − (1 − τ)g = τf + (1 − τ)(f − g))
                     return (f"f is within {r:.3g}·|x|∞ + {const:.3g} of a block of {units} residual-free units that realise "
                             "an affine map exactly" + (f" and {kept} of f's units kept as they are" if kept else "")
                             + f", ≤ {width} units, which is within the tolerance (|f(0)|∞ ≥ {f0_low():.3g})")
                 continue
             # (x ↦ A x + f(0): |f(x)|∞ + |f(0)|∞ ≥ |A x|∞ − r|x|∞ all the same; not where kept units add to f)
-            if r < tol or (not kept and r < tol * (1 + max(_lower_gain(A) - r, 0.0))):
+            if (1 - tol) * r < tol or (not kept and r < tol * (1 + max(_lower_gain(A) - r, 0.0))):
                 return (f"f is within {r:.3g}·|x|∞ of a block of {units} residual-free units that realise an affine map exactly"
                         + (f" and {kept} of f's units kept as they are" if kept else "") + f", ≤ {width} units, which is within the tolerance")
     if estimated and not block.gated and sp.srepr(block.activation.expr) in _shift.UNDECIDED:
