@@ -425,3 +425,17 @@ def test_records_cut_short_or_padded_are_not_fully_checked(tmp_path: Path) -> No
     d = json.loads(json.dumps(doc))
     del d["blocks"][0]["witness"]["block"]["weights"]
     assert _verify(cert, d, model) in (1, 4)
+
+
+def test_a_record_written_as_null_is_a_record_cut(tmp_path: Path) -> None:
+    """A field every certificate writes, or one a record always carries, set to null counts as absent: the witness's
+    float block and the properties were silently not checked (exit 0)."""
+    model, cert, doc = _cert(tmp_path, CE / "planted_relu.npz")
+    for path, code in ((("witness", "block"), 4), (("witness", "block", "weights"), 4), (("argument", "M_nonzero_entry"), 4),
+                       (("properties",), 1)):
+        bad = json.loads(json.dumps(doc))
+        rec = bad["blocks"][0]
+        for k in path[:-1]:
+            rec = rec[k]
+        rec[path[-1]] = None
+        assert _verify(cert, bad, model, "-q") == code, path

@@ -187,7 +187,7 @@ def missing_fields(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
     out = []
     parts = [("input", cert.get("input"), "input")] + [(f"blocks.{i}", b, "block") for i, b in enumerate(cert.get("blocks") or [])]
     for where, obj, kind in parts:
-        if isinstance(obj, dict) and (gone := [k for k in _REQUIRED[kind] if k not in obj]):
+        if isinstance(obj, dict) and (gone := [k for k in _REQUIRED[kind] if obj.get(k) is None]):  # (null: as absent)
             out.append((where, gone))
     return out
 
@@ -210,8 +210,9 @@ def cut_records(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
     nobody can re-read — reported as not re-checked."""
     out = []
 
-    def need(where: str, obj: Any, fields: set[str]) -> None:
-        if isinstance(obj, dict) and (gone := sorted(fields - set(obj))):
+    def need(where: str, obj: Any, fields: set[str], nullable: frozenset[str] = frozenset({"value", "lower", "upper"})) -> None:
+        # (a field written as null counts as cut too, but for the widths a min_width record leaves open)
+        if isinstance(obj, dict) and (gone := sorted(k for k in fields if k not in obj or obj[k] is None and k not in nullable)):
             out.append((where, gone))
 
     for i, b in enumerate(cert.get("blocks") or []):
@@ -220,10 +221,14 @@ def cut_records(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
         th = b.get("theorem") if isinstance(b.get("theorem"), str) else (b.get("theorem") or {}).get("id") if isinstance(b.get("theorem"), dict) else None
         wit = b.get("witness")
         if isinstance(wit, dict):
+            if not (isinstance(b.get("canonical_form"), dict) and b["canonical_form"].get("near") is not None):
+                need(f"blocks.{i}.witness", wit, {"block"})  # (a within-tolerance canonical form records no float block)
             need(f"blocks.{i}.witness.block", wit.get("block"), _WRITTEN["witness.block"])
             if "S" in wit and th in ("index-set", "gated-skeleton"):
                 need(f"blocks.{i}.witness", wit, {"c"})
-        need(f"blocks.{i}.canonical_form", b.get("canonical_form"), _WRITTEN["canonical_form"])
+        cf = b.get("canonical_form")  # (an exact form records its choice, and a not_absorbable its minimum width)
+        need(f"blocks.{i}.canonical_form", cf, _WRITTEN["canonical_form"] | ({"choice"} if isinstance(cf, dict) and cf.get("near") is None else set())
+             | ({"min_width"} if b.get("verdict") == "not_absorbable" else set()))
         need(f"blocks.{i}.min_width", b.get("min_width"), _WRITTEN["min_width"])
         if b.get("verdict") in ("absorbable", "not_absorbable") and th in _ARGUMENT:
             extra = _ARGUMENT[th] if b.get("verdict") == "not_absorbable" or th in ("index-set",) else set()
