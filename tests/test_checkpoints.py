@@ -307,7 +307,10 @@ def test_layers_selection(tmp_path: Path) -> None:
     assert 10**18 in parse_layers("0-99999999999999999999999") and 7 not in parse_layers("8-99999999999999999999")
     assert 3 not in parse_layers("1" * 5000) and 10**18 in parse_layers("5-" + "9" * 5000)  # past int()'s digit limit
     with pytest.raises(InvalidInput, match="selects no block; the checkpoint's MLP layers are 0-4"):
-        open_checkpoint(p, layers="7")
+        open_checkpoint(p, layers="7-9")
+    with pytest.raises(InvalidInput, match="names layer 9, which has no MLP block in this checkpoint"):  # (was ignored)
+        open_checkpoint(p, layers="0,2,9")
+    assert [s.layer for s in open_checkpoint(p, layers="3-99").specs] == [3, 4]  # (a range may reach past the last)
     for bad in ("x", "3-1", "1-", "\u0661"):
         with pytest.raises(InvalidInput, match="--layers"):
             parse_layers(bad)

@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     # --- checkpoints (absorb/io/safetensors.py, absorb/io/families.py) ---
     g = p.add_argument_group("checkpoints", "options for checkpoints: .safetensors, sharded indexes, PyTorch .bin/.pt with torch installed (each MLP block decided on its own, "
                              "with its own identity skip; --timeout is then per block)")
-    g.add_argument("--layers", metavar="SPEC", help="only these layer numbers, e.g. 0-3,7")
+    g.add_argument("--layers", metavar="SPEC", help="only these layer numbers, e.g. 0-3,7 (a single number must name a layer the checkpoint has; a range may reach past the last)")
     g.add_argument("--up", metavar="PATTERN", help="name the roles by hand: the up (value) projection's tensor name with {i} for "
                    "the layer, e.g. 'model.layers.{i}.mlp.fc_in.weight' (stored nn.Linear [out, in])")
     g.add_argument("--down", metavar="PATTERN", help="the down projection's tensor name pattern (with --up)")

@@ -350,8 +350,12 @@ def select_layers(specs: list[BlockSpec], layers: Container[int] | None, *, sour
         return specs
     present = sorted({s.layer for s in specs})
     out = [s for s in specs if s.layer in layers]
+    span = f"{present[0]}-{present[-1]}" if present else "none"
+    gone = [r.start for r in getattr(layers, "ranges", ()) if len(r) == 1 and r.start not in present]  # (a range may overreach)
+    if gone:
+        raise InvalidInput(f"{source}: --layers names layer {gone[0]}, which has no MLP block in this checkpoint "
+                           f"(its MLP layers are {span})")
     if not out:
-        span = f"{present[0]}-{present[-1]}" if present else "none"
         raise InvalidInput(f"{source}: --layers selects no block; the checkpoint's MLP layers are {span}")
     return out
 
