@@ -464,3 +464,24 @@ def test_a_stack_whose_biases_cancel_is_measured_against_its_own_f0() -> None:
     lo, lo_c = stack_f0_lower([f1, f1]), _f0_of_stack([f1, f1])
     true = float(np.abs(f1(f1(np.zeros((1, 2))))).max())
     assert 0.99 * true < lo <= true and 0.99 * true < lo_c <= true
+
+
+def test_a_composed_witness_recorded_as_error_free_is_rejected() -> None:
+    """A stack's composed witness is not exact here (the flips round): its recorded error 0 was accepted; an extra
+    field in its record was too."""
+    from absorb.verify.checker import verify_certificate
+
+    rng = np.random.default_rng(5)
+    U, D = rng.standard_normal((8, 3)), rng.standard_normal((3, 8))
+    S = [0, 2, 5, 7]
+    D[:, S] = -np.linalg.pinv(U[S])
+    blk = Block(U, D, get_activation("relu"))
+    st = Stack((blk.replace(name="blocks.0"), blk.replace(name="blocks.1")))
+    doc = _cert(decide(st), st)
+    assert verify_certificate(doc, st).accepted and doc["stack"]["composition_witness"]["eval_error"] > 0
+    doc["stack"]["composition_witness"]["eval_error"] = 0.0
+    assert not verify_certificate(doc, st).accepted
+    doc = _cert(decide(st), st)
+    doc["stack"]["composition_witness"]["extra"] = 1
+    rep = verify_certificate(doc, st)
+    assert rep.not_rechecked  # (exit 4)

@@ -499,9 +499,17 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
     near = next((f"{b.name}: {c}" for b in blocks if (c := contradiction(b, ctx.tol))), None) if top == "not_absorbable" else None
     _must(ctx, near is None, w, "no layer is within the tolerance of a residual-free block found by bound", f"{near}")
     if top == "absorbable":
-        _check_stack_composition(ctx, w, th, blocks, verdicts, witnesses)
-        if isinstance(st.get("composition_witness"), dict):
-            _check_witness_numbers(ctx, w, st["composition_witness"], max(b.n for b in blocks))
+        worst = _check_stack_composition(ctx, w, th, blocks, verdicts, witnesses)
+        cw = st.get("composition_witness")
+        if isinstance(cw, dict):
+            _check_witness_numbers(ctx, w, cw, max(b.n for b in blocks))
+            if set(cw) - {"eval_error", "n_inputs", "construction"}:
+                ctx.report.unchecked(w, "every field of the composed witness's record is one its check reads",
+                                     f"not re-checked: {', '.join(sorted(set(cw) - {'eval_error', 'n_inputs', 'construction'}))}")
+            e = cw.get("eval_error")
+            _require(ctx, not (isinstance(e, (int, float)) and worst > 0 and e < worst / 1e3), w,
+                     "the recorded error of the composed witness is not far below what its evaluation here finds "
+                     "(0 only for an exact composition)", f"recorded {e!r}, found {worst:.3g}")
     elif top == "not_absorbable" and th == "range":  # beyond: the range argument (absorb/verify/_plane.py)
         check_range(ctx, w, blocks, st.get("range_certificate"))
     elif top == "not_absorbable" and th == "rank":  # beyond: the first-layer rank argument (absorb/verify/_plane.py)
@@ -523,8 +531,8 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
 
 
 def _check_stack_composition(ctx: _Ctx, w: str, th: Any, blocks: list[Block], verdicts: list[str | None],
-                             witnesses: list[Block | None]) -> None:
-    """absorbable: every block is, and the composed witnesses equal F."""
+                             witnesses: list[Block | None]) -> float:
+    """absorbable: every block is, and the composed witnesses equal F; the largest relative difference found."""
     _require(ctx, th == "composition" and all(v == "absorbable" for v in verdicts) and all(x is not None for x in witnesses), w,
              "every block is absorbable, so the stack is (composition)")
     st = Stack(tuple(blocks))
@@ -533,6 +541,7 @@ def _check_stack_composition(ctx: _Ctx, w: str, th: Any, blocks: list[Block], ve
     ok, worst, m = _evaluate(st, G, blocks, list(witnesses), blocks[0].d, seed=ctx.seed, allowed_lin=allowed)  # type: ignore[arg-type]
     _require(ctx, ok, w, f"the composed witnesses equal F on {m} inputs: fresh random ones and points exactly on the first layer's kink/gate hyperplanes", f"max relative difference {worst:.3g}")
     check_composition(ctx, w, blocks, list(witnesses))  # type: ignore[arg-type]
+    return float(worst)
 
 
 def _check_skip_product_entry(ctx: _Ctx, w: str, e: Any, blocks: list[Block]) -> None:
