@@ -220,6 +220,9 @@ def test_tampered_farkas_matrix_is_refused() -> None:
         else:
             a["bound"] = arg["bound"] * 1.01
         assert not _fully_accepted(bad, blk), how
+    bad = copy.deepcopy(doc)  # (its verdict changed to unknown with the Farkas evidence kept: was accepted)
+    bad["verdict"] = bad["blocks"][0]["verdict"] = "unknown"
+    assert not _fully_accepted(bad, blk)
 
 
 def test_tampered_scales_and_form_are_refused() -> None:

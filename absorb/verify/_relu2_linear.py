@@ -123,7 +123,9 @@ def _floats(v: Any, shape: tuple[int, ...]) -> np.ndarray | None:
 
 
 def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
-    if b.get("verdict") == "unknown":
+    if b.get("verdict") == "unknown":  # (the producer's unknowns cite no result: evidence kept under one was a verdict changed)
+        _require(ctx, (b.get("argument") or {}).get("case") is None, w, "an unknown keeps no evidence of this result "
+                 "(the Farkas matrix or the scales μ prove a verdict)", f"case {(b.get('argument') or {}).get('case')!r} recorded")
         return "unknown", None, 0.0
     from absorb.verify._beyond import _nondegenerate, _nonzero_skip
     from absorb.verify._skeleton2 import _check_gram, _rank_bound, bar2, gram_s2, size_bound
