@@ -275,6 +275,7 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
         cached_gram,
         degenerate_flip,
         enumeration_route_columns,
+        enumeration_why,
         gram_route,
         gram_rows_gated,
         lifted_route,
@@ -350,8 +351,7 @@ def relu_like_gated(ctx: Any) -> BlockDecision | None:
                        f"the time limit, the Gram matrix of its (Qg) columns is not proved positive definite, "
                        f"and its columns (d³·n = {blk.d ** 3 * blk.n}) are beyond what the other routes build")
     if res is None:
-        return unknown(f"the gated skeleton applies, but its (Qg) columns are not proved independent and n = {blk.n} > "
-                       f"{ENUMERATE_MAX_N} is beyond exhaustive search")
+        return unknown("the gated skeleton applies, but its (Qg) columns are not proved independent and " + enumeration_why(blk.n))
     lead = ("Gated skeleton, ReLU-like gate: σ_g(s) = s + o(1) at +∞ and o(1) at −∞, so f(tx) = t²·Σ_i w_i ReLU(g_i·x)(u_i·x) "
             "+ t·(…) + o(t) for any biases; for nondegenerate gated weights a residual-free block (with or without biases) equals "
             "f only if some S has Σ_S w_i ⊗ sym(g_i u_iᵀ) = 0 and M = −Σ_S w_i (b_gate,i u_iᵀ + b_up,i g_iᵀ)")

@@ -227,6 +227,15 @@ def rank_route_gram(G: np.ndarray, e: int, M: np.ndarray, tol: float) -> SearchR
                         certificate={"route": "rank", "mu": str(mu)})
 
 
+def enumeration_why(n: int) -> str:
+    """Why the exhaustive search over index sets decided nothing (for an unknown's reason)."""
+    if n > ENUMERATE_MAX_N:
+        return f"n = {n} > {ENUMERATE_MAX_N} is beyond exhaustive search"
+    return (f"the exhaustive search over its 2^{n} index sets bounded none of them (it runs where its columns' entries lie "
+            f"in [2^-{_ENUMERATION_EXPONENT}, 2^{_ENUMERATION_EXPONENT}] and the skip's norm is finite: float64 norms of "
+            "them neither overflow nor underflow)")
+
+
 def enumeration_route(block: Block, q: Quadratic, tol: float) -> SearchResult | None:
     """The enumeration route over the degree-2 skeleton's stacked columns (:func:`enumeration_route_columns`)."""
     if block.n > ENUMERATE_MAX_N:
@@ -1023,8 +1032,7 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
             return unknown(f"the degree-2 skeleton applies, but the index-set engine did not decide the linear condition alone "
                            f"within the time limit, {why}, and its columns (d³·n = {blk.d ** 3 * blk.n} entries) "
                            f"are beyond the {MAX_COLUMN_ENTRIES} the other routes build")
-        return unknown(f"the degree-2 skeleton applies, but the (Q) columns are not proved independent and n = {blk.n} > "
-                       f"{ENUMERATE_MAX_N} is beyond exhaustive search")
+        return unknown("the degree-2 skeleton applies, but the (Q) columns are not proved independent and " + enumeration_why(blk.n))
     if res.status is SearchStatus.INFEASIBLE:
         alone = " from (L) alone, so from both" if res.method == "linear" else ""
         return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.SKELETON2,
