@@ -311,7 +311,7 @@ def test_layers_selection(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="names layer 9, which has no MLP block in this checkpoint"):  # (was ignored)
         open_checkpoint(p, layers="0,2,9")
     assert [s.layer for s in open_checkpoint(p, layers="3-99").specs] == [3, 4]  # (a range may reach past the last)
-    for bad in ("x", "3-1", "1-", "\u0661"):
+    for bad in ("x", "3-1", "1-", "\u0661", "0,2,2", "0-3,2"):
         with pytest.raises(InvalidInput, match="--layers"):
             parse_layers(bad)
 

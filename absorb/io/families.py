@@ -90,6 +90,10 @@ def parse_layers(text: str) -> LayerRanges:
         if b < a:
             raise InvalidInput(f"--layers {text!r}: range {part!r} runs backwards; write {b}-{a}")
         out.append(range(a, b + 1))
+    spans = sorted(out, key=lambda r: r.start)  # (a layer named twice reads once: the recorded text would overstate)
+    for r, nxt in zip(spans, spans[1:]):
+        if nxt.start < r.stop:
+            raise InvalidInput(f"--layers {text!r}: layer {nxt.start} is named twice; name each layer once")
     return LayerRanges(tuple(out))
 
 
