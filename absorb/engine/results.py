@@ -158,6 +158,13 @@ class Ctx:
             if near is not None:
                 verdict, theorem, reason = Verdict.UNKNOWN, Theorem.NONE, near
                 kw = {k: v for k, v in kw.items() if k == "search"}
+        wit = kw.get("witness")
+        err = getattr(wit, "eval_error", None)
+        if verdict is Verdict.ABSORBABLE and isinstance(err, float) and err > self.tol:  # (said where the allowance is used)
+            from absorb.engine.witness import rounding_allowance
+
+            reason = (f"{reason.rstrip()} That error exceeds τ = {self.tol:g} but not τ plus the rounding allowance "
+                      f"1000·ε·√(n+1) = {rounding_allowance(self.block.n):.2g} that every absorbable verdict allows.")
         return BlockDecision(block=self.block, verdict=verdict, theorem=theorem, reason=reason, tolerance=self.tol,
                              hypotheses=tuple(self.H), properties=tuple(self.P), residual_free_class=self.rf_class, **kw)
 
