@@ -210,7 +210,7 @@ def cut_records(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
     nobody can re-read — reported as not re-checked."""
     out = []
 
-    def need(where: str, obj: Any, fields: set[str], nullable: frozenset[str] = frozenset({"value", "lower", "upper"})) -> None:
+    def need(where: str, obj: Any, fields: set[str], nullable: frozenset[str] = frozenset({"value", "lower", "upper", "exists"})) -> None:
         # (a field written as null counts as cut too, but for the widths a min_width record leaves open)
         if isinstance(obj, dict) and (gone := sorted(k for k in fields if k not in obj or obj[k] is None and k not in nullable)):
             out.append((where, gone))
