@@ -208,6 +208,14 @@ def test_every_catalogue_file_verifies(tmp_path, path) -> None:
             assert rep.accepted and not rep.not_rechecked, (k, biases, [f.to_json() for f in rep.failures + rep.not_rechecked])
 
 
+def test_a_min_width_whose_existence_is_open_verifies_fully(tmp_path: Path) -> None:
+    # (exists: null is honest — a null-as-absent rule left such certificates not fully checked)
+    doc = _cert(tmp_path, CE / "biased_gelu_generic.npz", "--width", "3", "--min-width")
+    assert doc["blocks"][0]["min_width"].get("exists") is None
+    rep = _verify(doc, CE / "biased_gelu_generic.npz")
+    assert rep.accepted and not rep.not_rechecked, [f.to_json() for f in rep.failures + rep.not_rechecked]
+
+
 def test_a_within_tolerance_width_answer_verifies(tmp_path: Path) -> None:
     """--tol 0.1 --width 6 on a generic ReLU block (d = 2, n = 5): absorbable within the
     tolerance by the canonical form (rigorous ∞-norm bound 0.0725). The checker bounded the same
