@@ -204,15 +204,20 @@ _ARGUMENT = {"index-set": {"c", "target", "necessity_hypotheses"}, "skeleton": {
 """An exact verdict's argument fields, per theorem (with ``M_nonzero_entry``, which every one of these writes)."""
 
 
+_NEVER_NULL = frozenset({"block", "weights", "M_nonzero_entry", "choice", "min_width", "c", "name", "statement", "family",
+                         "width", "L0", "lines"})
+"""Fields of the records above that the producer never writes as null: null there is a record cut short."""
+
+
 def cut_records(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """(where, fields) for records the producer always writes in full that lack a field (:data:`_WRITTEN`,
     :data:`_ARGUMENT`; a flip's constant c; an exact verdict's hypotheses): a record cut short is a claim
     nobody can re-read — reported as not re-checked."""
     out = []
 
-    def need(where: str, obj: Any, fields: set[str], nullable: frozenset[str] = frozenset({"value", "lower", "upper", "exists"})) -> None:
-        # (a field written as null counts as cut too, but for the widths a min_width record leaves open)
-        if isinstance(obj, dict) and (gone := sorted(k for k in fields if k not in obj or obj[k] is None and k not in nullable)):
+    def need(where: str, obj: Any, fields: set[str]) -> None:
+        # (a field the producer never writes as null counts as cut when it is: _NEVER_NULL)
+        if isinstance(obj, dict) and (gone := sorted(k for k in fields if k not in obj or obj[k] is None and k in _NEVER_NULL)):
             out.append((where, gone))
 
     for i, b in enumerate(cert.get("blocks") or []):

@@ -357,6 +357,19 @@ def _check_witness_numbers(ctx: _Ctx, w: str, wit: dict[str, Any], n: int) -> No
               "the recorded number of inputs is a whole number", f"recorded {m!r}")
 
 
+def check_composed_numbers(ctx: _Ctx, w: str, cw: dict[str, Any], n: int, worst: float) -> None:
+    """A stack's composed witness record: its numbers as :func:`_check_witness_numbers` asks, its error not far
+    below ``worst`` (what the evaluation here found: 0 only for an exact composition), and no field its check does
+    not read."""
+    _check_witness_numbers(ctx, w, cw, n)
+    if extra := sorted(set(cw) - {"eval_error", "n_inputs", "construction"}):
+        ctx.report.unchecked(w, "every field of the composed witness's record is one its check reads", f"not re-checked: {', '.join(extra)}")
+    e = cw.get("eval_error")
+    _require(ctx, not (isinstance(e, (int, float)) and worst > 0 and e < worst / 1e3), w,
+             "the recorded error of the composed witness is not far below what its evaluation here finds "
+             "(0 only for an exact composition)", f"recorded {e!r}, found {worst:.3g}")
+
+
 def check_trivial_witness(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> Block:
     """M = 0: the witness is B itself. Every recorded witness field must say so."""
     wb = block.as_residual_free()
