@@ -257,3 +257,13 @@ def test_meta_tensor_is_refused_by_name(tmp_path: Path) -> None:
     torch.save(sd, tmp_path / "pytorch_model.bin")
     _assert_one_line_exit2(run_cli(str(tmp_path / "pytorch_model.bin"), "--activation", "relu"),
                            "tensor 'encoder.layers.1.fc1.weight' is on the meta device and holds no values")
+
+
+def test_a_training_scripts_generic_activation_key_is_not_taken_for_the_layers(tmp_path: Path, lightning_attrdict: type) -> None:
+    # a Lightning module's hyper-parameter 'activation' (its classifier head's, say) was read as the MLP's activation
+    torch = _torch()
+    f = tmp_path / "epoch=1-step=10.ckpt"
+    torch.save({"state_dict": {f"model.{k}": v for k, v in _fc_state_dict().items()}, "epoch": 1,
+                "hyper_parameters": lightning_attrdict(activation="relu", lr=0.001)}, f)
+    with pytest.raises(InvalidInput, match="'hyper_parameters' entry names no activation of this layout"):
+        open_checkpoint(f)

@@ -107,7 +107,10 @@ def activation(fam: Family, cfg: Mapping[str, object] | None, *, override: str |
             return found
     if fam.hard_coded is not None:
         return fam.hard_coded, f"hard-coded in the original {fam.label.split(' (')[0]} code"
-    why = "no config.json beside the checkpoint" if not has_config else "config.json names no activation"
+    keys = " or ".join(fam.act_keys) or "an activation key"
+    why = ("no config.json beside the checkpoint" if not has_config else "config.json names no activation" if config_name(cfg) == "config.json"
+           else f"{config_name(cfg)} names no activation of this layout (its {keys}: a training script's other keys may be "
+                "another module's)")
     usual = fam.usual.split(" ")[0]
     raise InvalidInput(f"{source}: {why}, so the activation of the {fam.label} layout (e.g. {example}; usually {fam.usual}) "
                        f"is not known; put the model's config.json beside it or pass --activation {usual}")
@@ -124,7 +127,11 @@ def _configured_activation(fam: Family, cfg: Mapping[str, object], *, source: st
             if isinstance(v, str):
                 return _check_activation_name(v, source=source, where=f"{where} {rule.key}"), f"{where} {rule.key} = {v!r}"
             return rule.fixed, rule.why
-    for key in fam.act_keys + tuple(k for k in _ACT_KEYS_ANY if k not in fam.act_keys):
+    # (a training script's hyper-parameters — Lightning's, fairseq's args — may name another module's activation under a
+    # generic key such as 'activation': there only the family's own keys count)
+    src = cfg.get("__source__")
+    loose = not isinstance(src, str) or src.endswith(("'config' entry", "'model_config' entry"))
+    for key in fam.act_keys + (tuple(k for k in _ACT_KEYS_ANY if k not in fam.act_keys) if loose else ()):
         v = cfg.get(key)
         if isinstance(v, str):
             return _check_activation_name(v, source=source, where=f"{where} {key}"), f"{where} {key} = {v!r}"
