@@ -177,3 +177,15 @@ def test_fused_layout_named_with_both_slicings_not_guessed() -> None:
     assert cmd is None
     assert "--gate 'net.{i}.ff.w12.weight[:half]' --up 'net.{i}.ff.w12.weight[half:]' --down 'net.{i}.ff.w3.weight'" in why
     assert "--gate 'net.{i}.ff.w12.weight[0::2]' --up 'net.{i}.ff.w12.weight[1::2]'" in why
+
+
+def test_an_ungated_layout_with_a_gate_beside_it_is_refused(tmp_path: Path) -> None:
+    # llm-foundry's mptglu MPT stores ffn.gate_proj beside up_proj/down_proj: read as the ungated MPT MLP, the gate was ignored
+    rng = np.random.default_rng(3)
+    p = "transformer.blocks.0.ffn."
+    t = {p + "up_proj.weight": rng.standard_normal((N, D)).astype(np.float32),
+         p + "down_proj.weight": rng.standard_normal((D, N)).astype(np.float32),
+         p + "gate_proj.weight": rng.standard_normal((N, D)).astype(np.float32)}
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "mpt", "d_model": D}))
+    with pytest.raises(InvalidInput, match="holds transformer.blocks.0.ffn.gate_proj.weight beside its up and down projections"):
+        open_checkpoint(_save(tmp_path, t))

@@ -477,6 +477,14 @@ def _family_spec(fam: Family, container: str, m: re.Match[str], roles: dict[Role
                  cfg: Mapping[str, object] | None, act: tuple[str, str], *, source: str, fold_norm: bool) -> BlockSpec:
     """The checked :class:`BlockSpec` of one container that ``fam`` fits."""
     root = m.group("root")
+    if "gate" not in roles and "gate_up" not in roles:  # (an ungated layout with a gate beside it computes another f)
+        used = {t for t in roles.values() if t}
+        gate = next((t for t in sorted(names) if t.startswith(f"{container}.") and t not in used and len(names[t]) == 2
+                     and "gate" in t[len(container) + 1:].lower()), None)
+        if gate is not None:
+            raise InvalidInput(f"{source}: {container} holds {gate} beside its up and down projections: a gated MLP (llm-foundry's "
+                               f"mptglu, say), which the {fam.label} layout reads as ungated; name the roles with --up, --down "
+                               "and --gate (and the activation with --activation)")
     spec = BlockSpec(
         name=container, layer=int(m.group("i")), family=fam.key, down=roles["down"], up=roles.get("up"),
         gate=roles.get("gate"), gate_up=roles.get("gate_up"),
