@@ -189,3 +189,16 @@ def test_an_ungated_layout_with_a_gate_beside_it_is_refused(tmp_path: Path) -> N
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "mpt", "d_model": D}))
     with pytest.raises(InvalidInput, match="holds transformer.blocks.0.ffn.gate_proj.weight beside its up and down projections"):
         open_checkpoint(_save(tmp_path, t))
+
+
+@pytest.mark.parametrize("scale", ["lambda_2", "layer_scale2.lambda1", "gate_ffn"])
+def test_a_scaled_mlp_branch_is_refused_not_read_unscaled(tmp_path: Path, scale: str) -> None:
+    # BEiT's lambda_2 (h + λ ⊙ B(norm(h))) was ignored: the verdict was about x + B(x)
+    rng = np.random.default_rng(4)
+    p = "beit.encoder.layer.0."
+    t = {p + "intermediate.dense.weight": rng.standard_normal((N, D)).astype(np.float32),
+         p + "output.dense.weight": rng.standard_normal((D, N)).astype(np.float32),
+         p + "layernorm_after.weight": np.ones(D, np.float32), p + scale: np.full(1 if scale == "gate_ffn" else D, 0.5, np.float32)}
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "beit", "hidden_size": D, "hidden_act": "gelu"}))
+    with pytest.raises(InvalidInput, match=f"{re.escape(scale)} .* scales the MLP branch of beit.encoder.layer.0"):
+        open_checkpoint(_save(tmp_path, t))

@@ -485,6 +485,11 @@ def _family_spec(fam: Family, container: str, m: re.Match[str], roles: dict[Role
             raise InvalidInput(f"{source}: {container} holds {gate} beside its up and down projections: a gated MLP (llm-foundry's "
                                f"mptglu, say), which the {fam.label} layout reads as ungated; name the roles with --up, --down "
                                "and --gate (and the activation with --activation)")
+    scale = next((t for t in sorted(names) if t.startswith(f"{root}.") and _BRANCH_SCALE.fullmatch(t[len(root) + 1:])), None)
+    if scale is not None:  # (h + λ ⊙ B(norm(h)): decided without λ, the verdict would be about another f)
+        raise InvalidInput(f"{source}: {scale} {list(names[scale])} scales the MLP branch of {root} (LayerScale or a gate: "
+                           "h + λ·B(norm(h))), which absorb does not fold from this format; multiply it into the down "
+                           "projection's rows and bias (an .npz of the block), or export the model to ONNX, whose reader folds it")
     spec = BlockSpec(
         name=container, layer=int(m.group("i")), family=fam.key, down=roles["down"], up=roles.get("up"),
         gate=roles.get("gate"), gate_up=roles.get("gate_up"),
@@ -531,6 +536,10 @@ def _square_orientation(fam: Family, cfg: Mapping[str, object] | None, names: Sh
                        f"nn.Linear [out, in] (GPT-BigCode), and nothing tells which (no config.json model_type 'gpt2' or "
                        f"'gpt_bigcode', no attn.c_attn tensor beside it); put the model's config.json beside the weights "
                        f"rather than have absorb guess")
+
+
+# A layer's own factor on its MLP branch: BEiT/Data2Vec lambda_2, DINOv2 layer_scale2, timm ls2, Mllama gate_ffn
+_BRANCH_SCALE = re.compile(r"(lambda_?2|layer_?scale_?2(\.lambda1|\.gamma|\.scale)?|ls2\.(gamma|scale)|gamma_?2|gate_ffn)(\.weight)?")
 
 
 def _role_regex(pattern: str, flag: str) -> re.Pattern[str]:
