@@ -202,3 +202,37 @@ def test_a_scaled_mlp_branch_is_refused_not_read_unscaled(tmp_path: Path, scale:
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "beit", "hidden_size": D, "hidden_act": "gelu"}))
     with pytest.raises(InvalidInput, match=f"{re.escape(scale)} .* scales the MLP branch of beit.encoder.layer.0"):
         open_checkpoint(_save(tmp_path, t))
+
+
+def _fc_post_or_pre(tmp_path: Path, model_type: str | None) -> Path:
+    rng = np.random.default_rng(5)
+    p = "model.encoder.layers.0."
+    t = {"model.shared.weight": rng.standard_normal((40, D)).astype(np.float32),
+         p + "fc1.weight": rng.standard_normal((N, D)).astype(np.float32), p + "fc2.weight": rng.standard_normal((D, N)).astype(np.float32)}
+    for norm in ("self_attn_layer_norm", "final_layer_norm"):
+        t[p + norm + ".weight"], t[p + norm + ".bias"] = np.ones(D, np.float32), np.zeros(D, np.float32)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    if model_type is not None:
+        (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type, "d_model": D, "activation_function": "relu"}))
+    return _save(tmp_path, t)
+
+
+@pytest.mark.parametrize("model_type", ["fsmt", "time_series_transformer", None])
+def test_fold_norm_on_a_layout_shared_by_pre_and_post_norm_models_needs_a_known_model_type(tmp_path: Path, model_type) -> None:
+    # FSMT, DETR, the time-series transformers and fairseq's default are post-LN: final_layer_norm follows the MLP,
+    # and folding it (as for OPT) gave a verdict about another f
+    with pytest.raises(InvalidInput, match="--fold-norm: .* shared by pre-norm models"):
+        open_checkpoint(_fc_post_or_pre(tmp_path, model_type), fold_norm=True, activation="relu")
+    assert open_checkpoint(_fc_post_or_pre(tmp_path / "m", "mbart"), fold_norm=True).specs[0].norm.weight.endswith("final_layer_norm.weight")
+
+
+def test_gpt1_is_post_norm_and_names_its_activation_afn(tmp_path: Path) -> None:
+    rng = np.random.default_rng(6)
+    t = {"tokens_embed.weight": rng.standard_normal((40, D)).astype(np.float32),
+         "h.0.mlp.c_fc.weight": rng.standard_normal((D, N)).astype(np.float32),
+         "h.0.mlp.c_proj.weight": rng.standard_normal((N, D)).astype(np.float32)}
+    for norm in ("ln_1", "ln_2"):
+        t[f"h.0.{norm}.weight"], t[f"h.0.{norm}.bias"] = np.ones(D, np.float32), np.zeros(D, np.float32)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "openai-gpt", "n_embd": D, "afn": "gelu"}))
+    spec = open_checkpoint(_save(tmp_path, t), fold_norm=True).specs[0]
+    assert spec.norm.weight == "h.0.ln_1.weight" and spec.activation == "gelu" and spec.residual.startswith("post-norm")

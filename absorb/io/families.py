@@ -516,7 +516,7 @@ def _family_spec(fam: Family, container: str, m: re.Match[str], roles: dict[Role
 
 
 # Where a square up projection (n = d) cannot tell GPT-2's Conv1D [in, out] from GPT-BigCode's nn.Linear [out, in]
-_SQUARE_ORIENTATION = {"gpt2": True, "imagegpt": True, "gpt_bigcode": False, "gpt_neo": False}
+_SQUARE_ORIENTATION = {"gpt2": True, "imagegpt": True, "openai-gpt": True, "gpt_bigcode": False, "gpt_neo": False}
 
 
 def _square_orientation(fam: Family, cfg: Mapping[str, object] | None, names: Shapes, root: str, up: str, *,

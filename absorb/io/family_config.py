@@ -175,14 +175,19 @@ def residual(fam: Family, cfg: Mapping[str, object] | None, root: str, names: Sh
 def norm(fam: Family, cfg: Mapping[str, object] | None, root: str, names: Shapes, *, source: str,
          fold: bool, block: str) -> NormSpec | None:
     """The norm preceding the MLP, or None; with ``fold`` a one-line error when it is not known."""
-    cands = next((r.norms for r in fam.norm_rules if holds(r.when, cfg, root, names)), fam.norms)
+    rule = next((r for r in fam.norm_rules if holds(r.when, cfg, root, names)), None)
+    cands = fam.norms if rule is None else rule.norms
     found = next((c for c in cands if f"{root}.{c}.weight" in names), None)
     if not fold:
         return None
+    mt = _model_type(cfg)
+    if rule is None and fam.fold_types is not None and (mt is None or not re.fullmatch(fam.fold_types, mt)):
+        why = "no config.json gives the model_type" if mt is None else f"model_type {mt!r} is not one absorb knows the wiring of"
+        raise InvalidInput(f"{source}: --fold-norm: {why}, and the {fam.label} layout is shared by pre-norm models (the norm "
+                           f"{cands[0]} feeds the MLP) and post-norm ones (it follows the MLP); add config.json or drop --fold-norm")
     if found is None:
         looked = ", ".join(f"{root}.{c}.weight" for c in cands)
         raise InvalidInput(f"{source}: --fold-norm: no norm found before {block} (looked for {looked}); drop --fold-norm")
-    mt = _model_type(cfg)
     offset = _gain_offset(mt, source=source) if fam.gain_by_model_type else 0.0
     w = f"{root}.{found}.weight"
     b = f"{root}.{found}.bias"

@@ -84,6 +84,10 @@ DEFAULT_WIRING = (Wiring("pre-norm with a post-MLP norm: the layer computes h + 
 # (mBART, Pegasus, M2M100/NLLB, Blenderbot, Whisper and OPT by default are pre-LN.)
 _POST_LN_FC = frozenset({"bart", "marian", "blenderbot-small", "plbart", "mvp", "led"})
 _POST_LN_FC_TYPES = "|".join(re.escape(t) for t in sorted(_POST_LN_FC))
+# fc1/fc2 models known to be pre-LN (final_layer_norm feeds the MLP); others (FSMT, DETR, the time-series
+# transformers, fairseq's post-LN default, TrOCR…) are post-LN or unknown: --fold-norm is refused there
+_PRE_LN_FC_TYPES = "|".join(re.escape(t) for t in sorted({"opt", "mbart", "pegasus", "pegasus_x", "m2m_100", "blenderbot",
+                                                          "whisper", "xglm", "biogpt", "speech_to_text"}))
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,9 @@ class Family:
     """How the layer wires the residual: the first rule that holds (the last always holds)."""
     norm_rules: tuple[NormRule, ...] = ()
     """Layers whose MLP is fed by another norm than ``norms`` (the first rule that holds)."""
+    fold_types: str | None = None
+    """A layout shared by pre- and post-norm models: ``--fold-norm`` takes ``norms`` only where config.json's
+    ``model_type`` fullmatches this (or a norm rule holds); None: wherever the layout is found."""
     gain_by_model_type: bool = False
     """The norm names are shared by gains w (LLaMA) and 1 + w (Gemma, Nemotron): the model_type decides."""
     layer_norm: bool = False
@@ -166,6 +173,12 @@ FAMILIES: tuple[Family, ...] = (
            rf"(?P<root>{_PRE}h\.(?P<i>\d+))\.mlp", (("up", "c_fc"), ("down", "c_proj")),
            ("activation_function",), "gelu_new", ("ln_2",), transposed=True,
            config_default={"gpt2": "gelu_new", "gpt_bigcode": "gelu_pytorch_tanh"}, layer_norm=True,
+           # GPT-1 (openai-gpt) is post-LN: ln_1 (after the attention) feeds the MLP, ln_2 follows it; its activation is afn
+           activation_rules=(ActivationRule(When(model_type="openai-gpt"), "afn", "gelu",
+                                            "GPT-1: OpenAIGPTConfig's afn defaults to 'gelu'"),),
+           wiring=(Wiring(POST_NORM_OF_NORM, When(model_type="openai-gpt")), Wiring(PRE_NORM)),
+           norm_rules=(NormRule(When(model_type="openai-gpt"), ("ln_1",)),),
+           fold_types="gpt2|gpt_bigcode|gpt_neo|imagegpt|decision_transformer",
            # GPT-2 stores Conv1D [in, out]; GPT-BigCode uses nn.Linear with the same names
            orientation_by_shape=True, hidden_from_norm="ln_2"),
     Family("neox", "GPT-NeoX / Pythia / Persimmon (dense_h_to_4h, dense_4h_to_h)",
@@ -199,7 +212,8 @@ FAMILIES: tuple[Family, ...] = (
                    Wiring("post-norm: the layer computes norm(h + B(h))")),
            # BART: a decoder layer's cross-attention norm feeds its MLP; post-LN OPT (350m): the attention's norm
            norm_rules=(NormRule(When(model_type=_POST_LN_FC_TYPES), ("encoder_attn_layer_norm", "self_attn_layer_norm")),
-                       NormRule(When(flag="do_layer_norm_before", flag_is=False), ("self_attn_layer_norm",)))),
+                       NormRule(When(flag="do_layer_norm_before", flag_is=False), ("self_attn_layer_norm",))),
+           fold_types=_PRE_LN_FC_TYPES),
     Family("phi", "Phi-1/1.5/2 (mlp.fc1, fc2; also CLIP/SigLIP)",
            rf"(?P<root>{_LAYERS})\.mlp", (("up", "fc1"), ("down", "fc2")),
            ("hidden_act",), "gelu_new (Phi)", ("post_attention_layernorm", "layer_norm2", "input_layernorm"),
