@@ -5,6 +5,8 @@ tolerance (the bound is in the docstring; the witness blocks are in the test whe
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -332,6 +334,7 @@ def test_the_checker_rejects_a_proof_that_excludes_a_flip_within_the_tolerance(m
     from absorb.verify.checker import verify_certificate
 
     monkeypatch.setattr(results.Ctx, "dist_tol", property(lambda self: self.tol))
+    monkeypatch.setattr(results.Ctx, "scaled_bar", property(lambda self: 0.0))  # (nor its scaled flips counted)
     blk = _small_skip("relu", 1.0)
     dec = decide(blk, tol=1e-3)
     assert dec.blocks[0].verdict.value == "not_absorbable"  # (the old answer, reproduced)
@@ -445,3 +448,34 @@ def test_a_skip_within_tau_over_one_minus_tau_is_within_the_tolerance_of_the_sca
     X = rng.standard_normal((2000, d)) * 10.0 ** rng.uniform(-3, 3, (2000, 1))
     err = np.max(np.abs(blk(X) - g(X)), axis=1) / (np.max(np.abs(blk(X)), axis=1) + np.max(np.abs(X), axis=1))
     assert float(np.max(err)) <= m / (1 + m) * (1 + 1e-9) <= tol
+
+
+def _leaky_near_linear() -> Block:
+    """d = n = 2, σ = max(z, 9z/10), W_up = I, W_down = k·I with 1 + (19/20)k = −3(1 + (19/10)k): f = −3·R x + (1/20)·k·|x|
+    (R = I + (19/10)·k·I, the flip of both units' linear error), so g = (3/4)·g_flip, the flip scaled, is within
+    (1/4)·(1/20)|k|·|x| of f — within τ = 10⁻² — though ρ∞(R) = 1/7 ≫ τ."""
+    k = -4 / (3.5 * 1.9)
+    return Block(np.eye(2), k * np.eye(2), get_activation("expr:Max(x, 9*x/10)"))
+
+
+def test_a_scaled_flip_within_the_tolerance_withholds_the_distance_verdict() -> None:
+    """f − c·g = (1 − c)·f + c·(f − g): a flip's error cancels against f where f is nearly linear. The skeleton said
+    not_absorbable at τ = 10⁻², and the checker accepted it; at τ = 10⁻⁹ the verdict stands."""
+    from absorb.certificate import build_certificate
+    from absorb.verify.checker import verify_certificate
+
+    blk = _leaky_near_linear()
+    g = blk.replace(W_up=-blk.W_up, W_down=0.75 * blk.W_down, skip=np.zeros((2, 2)))
+    X = np.random.default_rng(0).standard_normal((4000, 2))
+    err = np.max(np.abs(blk(X) - g(X)), axis=1) / (np.max(np.abs(blk(X)), axis=1) + np.max(np.abs(X), axis=1))
+    assert float(err.max()) < 1e-2
+    assert decide(blk, tol=1e-2).verdict.value == "unknown"
+    dec = decide(blk, tol=1e-9)
+    assert dec.verdict.value == "not_absorbable"
+    doc = json.loads(json.dumps(build_certificate(dec, blk, seed=0).to_json()))
+    assert verify_certificate(doc, blk).accepted and not verify_certificate(doc, blk).not_rechecked
+    for k in ("parameters", "blocks"):  # (the τ = 10⁻⁹ certificate relabelled to τ = 10⁻²: not re-checked)
+        for rec in ([doc[k]] if k == "parameters" else doc[k]):
+            rec["tolerance"] = 1e-2
+    rep = verify_certificate(doc, blk)
+    assert not (rep.accepted and not rep.not_rechecked)

@@ -80,6 +80,14 @@ class Ctx:
     spare_one: bool = False
     """A degree-2 route (f grows quadratically): one unit that f can spare realises a rank-one part of the skip
     (:func:`absorb.engine.tolerance.within_tolerance`)."""
+    scaled: bool = False
+    """The route's candidates are flips (f − g affine): the bar also excludes every scaled flip c·g
+    (:func:`absorb.engine._scaled.scaled_gain`)."""
+    scaled_exact: bool = False
+    """The flips' identity holds at every z (σ(z) − σ(−z) = c·z): ν may be read at any scale."""
+    nonlinear: float | None = None
+    """ν read by :func:`absorb.engine._scaled.scaled_gain` (for the reasons)."""
+    _scaled_memo: dict[tuple[float, float], float] = field(default_factory=dict)
     gain_unknown: str = ""
     """Why no K bounds f's size (a degree-2 route, :mod:`absorb.engine._growth2`): the searches then look with
     K = 0 for witnesses, and a not_absorbable that rests on a distance is unknown with this reason."""
@@ -115,6 +123,23 @@ class Ctx:
         :attr:`gain` large; at 1 or more — ‖M‖_F ≤ √d·(τ + allowance)·(1 + K) — no such proof exists)."""
         b, m_lo = self.block, self._m_lower
         return distance_tolerance(self.tol, b.n, b.d, m_lo, self.gain) if m_lo > 0 else math.inf
+
+    @property
+    def scaled_bar(self) -> float:
+        """:attr:`distance_bar` with every scaled flip c·g counted (:func:`absorb.engine._scaled.scaled_gain`)."""
+        b, m_lo = self.block, self._m_lower
+        return distance_tolerance(self.tol, b.n, b.d, m_lo, self._scaled(self.gain)) if m_lo > 0 else math.inf
+
+    def _scaled(self, K: float) -> float:
+        if not self.scaled:
+            return K
+        key = (K, self.tol)
+        if key not in self._scaled_memo:
+            from absorb.engine._scaled import scaled_gain
+
+            b = self.block
+            self._scaled_memo[key], self.nonlinear = scaled_gain(b, K, eval_threshold(self.tol, b.n), self.seed, self.scaled_exact)
+        return self._scaled_memo[key]
 
     @property
     def linear_bar(self) -> float:
@@ -849,11 +874,26 @@ class _IndexSet:
             lims = [facts.rational(gl.value, k) for k in ("L_plus", "L_minus")] if gl is not None else []
             if lims and all(v is not None for v in lims):
                 ctx.gain = asymptotic_gain(blk.skip, blk.W_up, blk.W_down, max(abs(float(v)) for v in lims) * (1 + 2.0**-40))  # type: ignore[arg-type]
+        ctx.scaled = not blk.gated or blk.value_identity  # (every candidate a flip: f − g affine, so c·g too is a candidate)
+        ctx.scaled_exact = self.c_flip is not None
         T = None if blk.skip is None and c == 1 else -blk.M / float(c)  # None: −I, without a d×d array
         res = find_index_set(blk.W_up, blk.W_down, T, tol=ctx.dist_tol, timeout=ctx.timeout, method=ctx.method, seed=ctx.seed,
                              progress=ctx.search_progress)
         if res.status is SearchStatus.FOUND:
             return self._found(res, c, T)
+        if res.status is SearchStatus.INFEASIBLE and ctx.scaled and not res.bound > (wide := ctx.scaled_bar):
+            # (c·g_S for c < 1 is a candidate too: its exclusion needs every S past the wider bar — searched again)
+            again = None if wide > _SEARCH_CAP else find_index_set(
+                blk.W_up, blk.W_down, T, tol=wide, timeout=ctx.timeout, method=ctx.method, seed=ctx.seed, progress=ctx.search_progress)
+            if again is None or again.status is not SearchStatus.INFEASIBLE:
+                out = self._infeasible(res)  # (the screens' own reasons first, where they find a block near f)
+                if out.verdict is not Verdict.NOT_ABSORBABLE:
+                    return out
+                nu = "" if ctx.nonlinear is None else f" (f's second differences read only ν = {ctx.nonlinear:.3g} of its scale)"
+                return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {out.reason.rstrip('.')}; but a flip scaled by some "
+                                f"c < 1 is not excluded: f − c·g = (1 − c)·f + c·R x cancels where f is nearly linear{nu}, and no "
+                                f"search proved every S past {min(wide, 1.0):.3g}.", search=res)
+            res = again
         if res.status is SearchStatus.INFEASIBLE:
             return self._infeasible(res)
         return self._necessity(None, f"Unknown: the index-set search did not decide: {res.reason}", res)

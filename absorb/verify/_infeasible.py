@@ -213,6 +213,19 @@ def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T
     _require(ctx, isinstance(claimed, (int, float)) and claimed > bar, w,
              "the recorded bound exceeds the distance bar max(τ, √d·(τ + allowance)·(1 + K)/‖M‖_F)" + (
                  "" if slope is None else ", K ≥ f's gain at infinity"), f"bound {claimed!r}, bar {bar:.6g}")
+    if slope is not None and rec_bar is None:  # (flips: f − g affine, so c·g is a candidate too; absorb/verify/_scaled.py)
+        from absorb.verify._numerics import rounding_allowance
+        from absorb.verify._scaled import needed_gain
+
+        K = gain_at_infinity(block, slope, slopes)
+        if slopes is not None and slopes[1] == 0:
+            K = min(K, cone_gain(block))
+        exact = slopes == (1.0, 0.0) and all(getattr(block, k) is None or not np.any(getattr(block, k)) for k in ("b_up", "b_down"))
+        K2, nu = needed_gain(block, K, ctx.tol + rounding_allowance(block.n), ctx.seed, exact)  # (exact: the ReLU/GELU flip)
+        wide = distance_bar(ctx.tol, block.n, block.M, K2)
+        if not claimed > wide:
+            ctx.report.unchecked(w, "the recorded bound also excludes every scaled flip c·g_S, c ∈ (0, 1) (f − c·g_S = "
+                                 "(1 − c)·f + c·R_S x)", f"bound {claimed!r}, bar with f's sampled nonlinearity ν = {nu:.3g}: {wide:.6g}")
     cert = search.get("certificate") or {}
     U, D = block.W_up, block.W_down
     done = False
