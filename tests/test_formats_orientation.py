@@ -236,3 +236,17 @@ def test_gpt1_is_post_norm_and_names_its_activation_afn(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "openai-gpt", "n_embd": D, "afn": "gelu"}))
     spec = open_checkpoint(_save(tmp_path, t), fold_norm=True).specs[0]
     assert spec.norm.weight == "h.0.ln_1.weight" and spec.activation == "gelu" and spec.residual.startswith("post-norm")
+
+
+def test_t5s_dense_act_fn_names_the_gate_where_it_differs(tmp_path: Path) -> None:
+    # Pop2Piano: feed_forward_proj 'gated-gelu' with dense_act_fn 'relu' — its layers call ReLU (was read as gelu_tanh)
+    rng = np.random.default_rng(7)
+    p = "encoder.block.0.layer.1.DenseReluDense."
+    t = {"shared.weight": rng.standard_normal((40, D)).astype(np.float32),
+         p + "wi_0.weight": rng.standard_normal((N, D)).astype(np.float32), p + "wi_1.weight": rng.standard_normal((N, D)).astype(np.float32),
+         p + "wo.weight": rng.standard_normal((D, N)).astype(np.float32)}
+    cfg = {"model_type": "t5", "d_model": D, "feed_forward_proj": "gated-gelu", "dense_act_fn": "relu"}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    assert open_checkpoint(_save(tmp_path, t)).specs[0].activation in ("relu", "reglu")
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, "dense_act_fn": "gelu_new"}))  # (T5's own: unchanged)
+    assert open_checkpoint(tmp_path).specs[0].activation in ("gelu_tanh", "geglu_tanh")

@@ -156,6 +156,10 @@ def _t5_activation(fam: Family, cfg: Mapping[str, object], *, source: str) -> tu
         raise InvalidInput(f"{source}: config.json feed_forward_proj = {ffp!r} but the tensors are {have}; the config does not match the weights")
     act = "gelu_tanh" if ffp == "gated-gelu" else parts[-1]
     note = " (transformers maps it to gelu_new)" if ffp == "gated-gelu" else ""
+    dense = cfg.get("dense_act_fn")  # (what T5's layers call; a config may set it apart from feed_forward_proj: Pop2Piano)
+    if isinstance(dense, str) and dense != parts[-1] and not (ffp == "gated-gelu" and dense == "gelu_new"):
+        return (_check_activation_name(dense, source=source, where="config.json dense_act_fn"),
+                f"config.json dense_act_fn = {dense!r} (feed_forward_proj = {ffp!r})")
     return (_check_activation_name(act, source=source, where="config.json feed_forward_proj"),
             f"config.json feed_forward_proj = {ffp!r}" + note)
 
