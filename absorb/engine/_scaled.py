@@ -22,14 +22,16 @@ import math
 import numpy as np
 
 from absorb.model.block import Block
+from absorb.rigorous import row_slices
 
 _LARGE = 1 << 22
 """n·d past which the second differences are read along fewer directions (each costs two passes over f)."""
 
 
-def _samples(blk: Block, seed: int, exact: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, float] | None:
-    """(X, f(X), f(−X)) at the large scale of the module doc, and |f(0)|∞; None where f overflows there. ``exact``: the
-    flips' identity holds at every z (f − g exactly affine), so where f overflows there smaller scales serve too."""
+def _samples(blk: Block, seed: int, exact: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float] | None:
+    """(X, f(X), f(−X), f(0)) at the large scale of the module doc (one pass over the weights), and |f(0)|∞; None where
+    f overflows there. ``exact``: the flips' identity holds at every z (f − g exactly affine), so where f overflows
+    there smaller scales serve too."""
     d = blk.d
     rng = np.random.default_rng(seed + 7919)
     few = blk.n * d > _LARGE
@@ -42,9 +44,10 @@ def _samples(blk: Block, seed: int, exact: bool) -> tuple[np.ndarray, np.ndarray
         if not (math.isfinite(scale) and scale < 1e290):
             continue
         with np.errstate(all="ignore"):
-            F = blk(np.vstack([scale * X, -scale * X]))
+            F = blk(np.vstack([scale * X, -scale * X, np.zeros((1, d))]))
             if np.all(np.isfinite(F)) and math.isfinite(float(np.sum(np.max(np.abs(F), axis=1)))):
-                return scale * X, F[: len(X)], F[len(X):], f0
+                m = len(X)
+                return scale * X, F[:m], F[m: 2 * m], F[-1], f0
     return None
 
 
@@ -58,9 +61,8 @@ def scaled_gain(blk: Block, K: float, thr: float, seed: int, exact: bool = False
     got = _samples(blk, seed, exact)
     if got is None:
         return math.inf, 0.0
-    X, Fp, Fm, f0 = got
+    X, Fp, Fm, F0, f0 = got
     with np.errstate(all="ignore"):
-        F0 = blk(np.zeros((1, blk.d)))[0]
         ax = np.max(np.abs(X), axis=1)
         ap, am = np.max(np.abs(Fp), axis=1), np.max(np.abs(Fm), axis=1)
         nus = np.max(np.abs(Fp + Fm - 2 * F0), axis=1) / (ap + am + 2 * ax + 6 * f0)
@@ -70,11 +72,13 @@ def scaled_gain(blk: Block, K: float, thr: float, seed: int, exact: bool = False
         size = np.concatenate([ap, am]) if plain else np.zeros(0)
         dens = size + np.concatenate([ax, ax]) + f0 if plain else np.zeros(0)
         q = np.zeros(0)
-        if plain:
-            Z = np.asarray(blk.W_up, dtype=np.float64) @ X.T  # (n × m; the same units for −X, each either way)
-            either = np.maximum(np.abs(blk.activation(Z)), np.abs(blk.activation(-Z)))
-            q = np.max(np.abs(np.asarray(blk.W_down, dtype=np.float64)) @ either, axis=0) * (1 + 1e-12)
-            q = np.concatenate([q, q])
+        if plain:  # (units a block of rows at a time: a float32 layer is never copied whole to float64)
+            acc = np.zeros((len(X), blk.d))
+            for sl in row_slices(blk.n, blk.d):
+                Z = X @ np.asarray(blk.W_up[sl], dtype=np.float64).T  # (m × units; the same for −X, each unit either way)
+                either = np.maximum(np.abs(blk.activation(Z)), np.abs(blk.activation(-Z)))
+                acc += either @ np.abs(np.asarray(blk.W_down[:, sl], dtype=np.float64)).T
+            q = np.tile(np.max(acc, axis=1) * (1 + 1e-12), 2)
     # B(c) = (1 − c)ν > thr exactly for c < 1 − thr/ν; C(c) > thr at some sample exactly for c < max (|f| − thr·den)/q:
     # both decrease in c, so [0, c*) is covered and [c*, 1] asks ρ∞ > (thr(1 + K) + (1 − c)K)/c, largest at c*
     cut = 1 - thr / nu if nu > thr else 0.0
