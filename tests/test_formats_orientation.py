@@ -250,3 +250,19 @@ def test_t5s_dense_act_fn_names_the_gate_where_it_differs(tmp_path: Path) -> Non
     assert open_checkpoint(_save(tmp_path, t)).specs[0].activation in ("relu", "reglu")
     (tmp_path / "config.json").write_text(json.dumps({**cfg, "dense_act_fn": "gelu_new"}))  # (T5's own: unchanged)
     assert open_checkpoint(tmp_path).specs[0].activation in ("gelu_tanh", "geglu_tanh")
+
+
+def test_olmo2_has_no_norm_before_its_mlp_to_fold(tmp_path: Path) -> None:
+    # OLMo 2's post_attention_layernorm normalises the attention's output; its MLP reads h itself
+    rng = np.random.default_rng(8)
+    p = "model.layers.0."
+    t = {"model.embed_tokens.weight": rng.standard_normal((40, D)).astype(np.float32),
+         p + "mlp.gate_proj.weight": rng.standard_normal((N, D)).astype(np.float32),
+         p + "mlp.up_proj.weight": rng.standard_normal((N, D)).astype(np.float32),
+         p + "mlp.down_proj.weight": rng.standard_normal((D, N)).astype(np.float32),
+         p + "post_attention_layernorm.weight": np.ones(D, np.float32), p + "post_feedforward_layernorm.weight": np.ones(D, np.float32)}
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "olmo2", "hidden_size": D, "hidden_act": "silu"}))
+    ck = open_checkpoint(_save(tmp_path, t))
+    assert ck.specs[0].residual.startswith("post-MLP norm only")
+    with pytest.raises(InvalidInput, match="--fold-norm: no norm found before"):
+        open_checkpoint(tmp_path, fold_norm=True)

@@ -148,6 +148,16 @@ FAMILIES: tuple[Family, ...] = (
            # transformers' Gemma ignores the legacy hidden_act and uses the tanh GELU
            activation_rules=(ActivationRule(When(model_type="gemma.*"), "hidden_activation", "gelu_tanh",
                                             "Gemma: transformers uses gelu_pytorch_tanh when hidden_activation is absent"),),
+           # (what the layer around the MLP computes, said in the report; the block decided is x + B(x) in each case)
+           wiring=(Wiring("pre-norm with a scaled branch: the layer computes h + m·B(norm(h)), m its config's "
+                          "residual_multiplier (Granite) or scale_depth/√layers (MiniCPM)", When(model_type="granite.*|minicpm.*")),
+                   Wiring("parallel: the layer computes h + attn(norm(h)) + B(norm(h))", When(model_type="cohere.*")),
+                   Wiring("post-MLP norm only: the layer computes h + norm(B(h))", When(model_type="olmo2|olmo3")),
+                   Wiring("pre-norm with a post-MLP norm: the layer computes h + norm_post(B(norm_pre(h)))",
+                          When(has=("post_feedforward_layernorm",))),
+                   Wiring(PRE_NORM)),
+           # (OLMo 2's post_attention_layernorm normalises the attention's output: no norm feeds its MLP, none is folded)
+           norm_rules=(NormRule(When(model_type="olmo2|olmo3"), ()),),
            gain_by_model_type=True),
     Family("meta", "LLaMA, Meta original (feed_forward.w1 gate, w3 up, w2 down)",
            rf"(?P<root>{_LAYERS})\.feed_forward", (("gate", "w1"), ("up", "w3"), ("down", "w2")),
