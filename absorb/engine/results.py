@@ -81,13 +81,11 @@ class Ctx:
     """A degree-2 route (f grows quadratically): one unit that f can spare realises a rank-one part of the skip
     (:func:`absorb.engine.tolerance.within_tolerance`)."""
     scaled: bool = False
-    """The route's candidates are flips (f − g affine): the bar also excludes every scaled flip c·g
-    (:func:`absorb.engine._scaled.scaled_gain`)."""
+    """The route's candidates are flips (f − g affine): a not_absorbable also needs every S past :attr:`scaled_bar`."""
     scaled_exact: bool = False
     """The flips' identity holds at every z (σ(z) − σ(−z) = c·z): ν may be read at any scale."""
     nonlinear: float | None = None
     """ν read by :func:`absorb.engine._scaled.scaled_gain` (for the reasons)."""
-    _scaled_memo: dict[tuple[float, float], float] = field(default_factory=dict)
     gain_unknown: str = ""
     """Why no K bounds f's size (a degree-2 route, :mod:`absorb.engine._growth2`): the searches then look with
     K = 0 for witnesses, and a not_absorbable that rests on a distance is unknown with this reason."""
@@ -126,20 +124,13 @@ class Ctx:
 
     @property
     def scaled_bar(self) -> float:
-        """:attr:`distance_bar` with every scaled flip c·g counted (:func:`absorb.engine._scaled.scaled_gain`)."""
+        """:attr:`distance_bar` with every scaled flip c·g counted (:func:`absorb.engine._scaled.scaled_gain`; read once,
+        by the index-set route after its search, which keeps ν in :attr:`nonlinear` for its reason)."""
+        from absorb.engine._scaled import scaled_gain
+
         b, m_lo = self.block, self._m_lower
-        return distance_tolerance(self.tol, b.n, b.d, m_lo, self._scaled(self.gain)) if m_lo > 0 else math.inf
-
-    def _scaled(self, K: float) -> float:
-        if not self.scaled:
-            return K
-        key = (K, self.tol)
-        if key not in self._scaled_memo:
-            from absorb.engine._scaled import scaled_gain
-
-            b = self.block
-            self._scaled_memo[key], self.nonlinear = scaled_gain(b, K, eval_threshold(self.tol, b.n), self.seed, self.scaled_exact)
-        return self._scaled_memo[key]
+        K, self.nonlinear = scaled_gain(b, self.gain, eval_threshold(self.tol, b.n), self.seed, self.scaled_exact)
+        return distance_tolerance(self.tol, b.n, b.d, m_lo, K) if m_lo > 0 else math.inf
 
     @property
     def linear_bar(self) -> float:
@@ -186,8 +177,6 @@ class Ctx:
         wit = kw.get("witness")
         err = getattr(wit, "eval_error", None)
         if verdict is Verdict.ABSORBABLE and isinstance(err, float) and err > self.tol:  # (said where the allowance is used)
-            from absorb.engine.witness import rounding_allowance
-
             reason = (f"{reason.rstrip()} That error exceeds τ = {self.tol:g} but not τ plus the rounding allowance "
                       f"1000·ε·√(n+1) = {rounding_allowance(self.block.n):.2g} that every absorbable verdict allows.")
         return BlockDecision(block=self.block, verdict=verdict, theorem=theorem, reason=reason, tolerance=self.tol,
