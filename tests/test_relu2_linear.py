@@ -340,3 +340,22 @@ def test_the_checker_wants_a_witness_in_the_tolerance_measure() -> None:
         zero["blocks"][0]["witness"]["eval_error"] = 0.0
         ok = checker.verify_certificate(zero, blk)
         assert ok.accepted == (dec.blocks[0].witness.eval_error == 0.0)
+
+
+@pytest.mark.parametrize("entry", [1e308, -1e308])
+def test_a_farkas_matrix_past_float64_is_rejected_not_a_crash(tmp_path, entry: float) -> None:
+    """A certificate's Y with an entry ±1e308 (finite JSON): the exact sums are past float64, and formatting them
+    for the message crashed verify (OverflowError, exit 3); it is a failed check (exit 1)."""
+    import shutil
+    from pathlib import Path
+
+    from conftest import run_absorb
+
+    src = Path(__file__).resolve().parents[1] / "counterexamples" / "relu2_linear_generic.npz"
+    shutil.copy(src, tmp_path / "m.npz")
+    assert run_absorb("check", str(tmp_path / "m.npz"), "--certificate", str(tmp_path / "c.json"), "-q").returncode == 0
+    doc = json.loads((tmp_path / "c.json").read_text())
+    doc["blocks"][0]["argument"]["Y"][0][1] = entry
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    r = run_absorb("verify", str(tmp_path / "c.json"), str(tmp_path / "m.npz"))
+    assert r.returncode == 1 and "internal error" not in r.stderr, r.stdout + r.stderr

@@ -207,15 +207,28 @@ def gated_gain(blk: Block, lip: float | None) -> tuple[float, float, str]:
     return _result(K, 2 * Qinf, d, "")  # (the (Qg) columns hold 2·sym(g_i u_iᵀ): twice E)
 
 
-def set_gain(ctx: Any, got: tuple[float, float, str], one_unit: bool = False) -> None:
+def set_gain(ctx: Any, got: tuple[float, float, str], one_unit: bool = False, exact: bool = False) -> None:
     """Put a route's (K_L, K_Q, why) on its context: K_L + K_Q widens the distance bar of (Q) and (L) jointly, K_L
-    alone that of (L) alone (the linear route); without them, why makes a not_absorbable that rests on a distance
+    alone that of (L) alone (the linear route), each widened again so that the bar excludes every scaled candidate
+    c·g too (:func:`absorb.engine._scaled.scaled_gain` with third differences: a candidate's f − g is quadratic;
+    ``exact``: its identity holds at every z); without them, why makes a not_absorbable that rests on a distance
     unknown (the searches still look for witnesses with K = 0)."""
+    from absorb.engine._scaled import nonlinearity, widen
+    from absorb.engine.witness import eval_threshold
+
     KL, KQ, why = got
     # (f grows quadratically: one spare unit realises a rank-one part of the skip where it can be affine — with a
     # large bias, or with σ'(0) ≠ 0 and σ(0) = 0, a small up row and a large down column (the relu2-linear σ))
     ctx.spare_one = bool(ctx.rf_class.biases or one_unit)
-    if math.isfinite(KL) and math.isfinite(KQ):
-        ctx.gain, ctx.gain_linear = _up(KL + KQ), KL
-    else:
+    if not (math.isfinite(KL) and math.isfinite(KQ)):
         ctx.gain_unknown = why or "f's size is not bounded"
+        return
+    blk = ctx.block
+    thr = eval_threshold(ctx.tol, blk.n)
+    nu, reach = nonlinearity(blk, thr, ctx.seed, exact, order=3)
+    K, ctx.nonlinear, ctx.nonlinear_order = widen(_up(KL + KQ), thr, nu, reach), nu, 3
+    if not math.isfinite(K):
+        ctx.gain_unknown = (f"a candidate scaled by some c ≠ 1 is not excluded: f − c·g = (1 − c)·f + c·(f − g) cancels where f "
+                            f"is nearly quadratic, and f's third differences read only ν = {nu:.3g} of its scale")
+        return
+    ctx.gain, ctx.gain_linear = K, widen(KL, thr, nu, reach)

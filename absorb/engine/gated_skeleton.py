@@ -449,9 +449,12 @@ def step_gate_search(ctx: Any) -> BlockDecision | None:
     c = Fraction(int(lp.p), int(lp.q))
     # f is linear along rays (the gate tends to L₊ or 0): its gain at infinity K ≤ ‖M‖∞ + |L₊|·max_r Σ_i |w_ri|·‖u_i‖₁
     # (u_i the value rows) widens the distance bar, as a flip's error is measured against |f(x)| too
-    from absorb.engine.witness import asymptotic_gain
+    from absorb.engine._scaled import scaled_gain
+    from absorb.engine.witness import asymptotic_gain, eval_threshold
 
-    ctx.gain = asymptotic_gain(blk.skip, blk.W_up, blk.W_down, abs(float(c)) * (1 + 2.0**-40))
+    K = asymptotic_gain(blk.skip, blk.W_up, blk.W_down, abs(float(c)) * (1 + 2.0**-40))
+    # (c·g for real c too: f − g is linear along rays at infinity, so f's second differences there bound it)
+    ctx.gain, ctx.nonlinear = scaled_gain(blk, K, eval_threshold(ctx.tol, blk.n), ctx.seed)
     res = find_index_set(blk.W_up, blk.W_down, -blk.M / float(c), tol=ctx.dist_tol, timeout=ctx.timeout, method=ctx.method,
                          seed=ctx.seed, progress=ctx.search_progress)
     if res.status is SearchStatus.INFEASIBLE:

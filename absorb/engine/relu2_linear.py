@@ -305,7 +305,7 @@ def decide_relu2_linear(ctx: Any) -> BlockDecision | None:
     from absorb.engine._growth2 import set_gain, ungated_gain
     from absorb.engine.skeleton2 import EXACT_MAX_N, gram_route, gram_rows_skeleton2, rank_route
 
-    set_gain(ctx, ungated_gain(blk, form), one_unit=True)  # (σ'(0) = β ≠ 0: a unit with a small up row is linear)
+    set_gain(ctx, ungated_gain(blk, form), one_unit=True, exact=True)  # (σ'(0) = β ≠ 0: a unit with a small up row is linear)
     rank = rank_route(b64, ctx.dist_tol)
     if rank is None and blk.n > EXACT_MAX_N and blk.n <= blk.d * blk.d * (blk.d + 1) // 2:
         rank = gram_route(gram_rows_skeleton2(b64), b64.M, ctx.dist_tol)  # (λ_min(QᵀQ) ≥ μ, rigorous in floats)

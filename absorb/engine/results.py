@@ -86,6 +86,8 @@ class Ctx:
     """The flips' identity holds at every z (σ(z) − σ(−z) = c·z): ν may be read at any scale."""
     nonlinear: float | None = None
     """ν read by :func:`absorb.engine._scaled.scaled_gain` (for the reasons)."""
+    nonlinear_order: int = 2
+    """The finite differences ν was read with (3: a degree-2 route's candidates differ from f by a quadratic)."""
     gain_unknown: str = ""
     """Why no K bounds f's size (a degree-2 route, :mod:`absorb.engine._growth2`): the searches then look with
     K = 0 for witnesses, and a not_absorbable that rests on a distance is unknown with this reason."""
@@ -168,7 +170,10 @@ class Ctx:
                         f"(|f(x)|∞ + |x|∞ + |f(0)|∞) is not excluded: {self.gain_unknown}.")
             linear = getattr(kw.get("search"), "method", None) == "linear"
             if near is None and theorem in _DISTANCE_THEOREMS and (self.linear_bar if linear else self.distance_bar) > _SEARCH_CAP:
-                near = (f"Unknown: the skip is small for the tolerance and f's gain at infinity K = {self.gain:.3g} "
+                scaled = "" if self.nonlinear is None else (
+                    f", counting every candidate scaled by a real c (f's {'third' if self.nonlinear_order == 3 else 'second'} "
+                    f"differences read ν = {self.nonlinear:.3g} of its scale)")
+                near = (f"Unknown: the skip is small for the tolerance and f's gain K = {self.gain:.3g}{scaled} "
                         "(‖M‖_F ≤ √d·(τ + allowance)·(1 + K)), so no distance of an index set from the target proves that no "
                         f"flip is within the tolerance ({reason.rstrip('.')}).")
             if near is not None:
@@ -880,7 +885,7 @@ class _IndexSet:
                     return out
                 nu = "" if ctx.nonlinear is None else f" (f's second differences read only ν = {ctx.nonlinear:.3g} of its scale)"
                 return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {out.reason.rstrip('.')}; but a flip scaled by some "
-                                f"c < 1 is not excluded: f − c·g = (1 − c)·f + c·R x cancels where f is nearly linear{nu}, and no "
+                                f"real c ≠ 1 is not excluded: f − c·g = (1 − c)·f + c·R x cancels where f is nearly linear{nu}, and no "
                                 f"search proved every S past {min(wide, 1.0):.3g}.", search=res)
             res = again
         if res.status is SearchStatus.INFEASIBLE:

@@ -992,7 +992,8 @@ def degree2_skeleton(ctx: Any) -> BlockDecision | None:
                               lambda b64, res: _relu2_flip(ctx, blk, b64, res, q), lambda b64: _independent(b64, ctx.dist_tol),
                               lambda b64: _degenerate_null(ctx, b64, q, lambda b, r: _relu2_flip(ctx, blk, b, r, q)))
         return out if isinstance(out, BlockDecision) else unknown(why + (f"; {out}" if out else ""))
-    set_gain(ctx, ungated_gain(blk, relu2_multiple_form(blk)))
+    form = relu2_multiple_form(blk)
+    set_gain(ctx, ungated_gain(blk, form), exact=form is not None)  # (σ = α·ReLU² + β·z: the flip's identity is exact)
     blk64 = blk.float64()
     small = blk.d ** 3 * blk.n <= MAX_COLUMN_ENTRIES  # the exact and enumeration routes build the columns
     fits = blk.n <= blk.d * blk.d * (blk.d + 1) // 2  # else the (Q) columns are dependent (no rank / Gram route)

@@ -25,6 +25,7 @@ from absorb.verify._skeleton2 import (
     check_linear,
     enumeration_bound,
     gram_gated,
+    scaled2,
     size_bound,
 )
 from absorb.verify._symbolic import flip_constant
@@ -112,6 +113,7 @@ def check_relu_like(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, case: st
                  f"every index set S is at relative distance > {bar:.3g} = max(τ, √d·(τ + allowance)·(1 + K)/‖M‖_F) from (Qg) and (Lg) "
                  f"({how}, re-derived here)",
                  f"lower bound {bound!r}")
+        scaled2(ctx, w, bound, n, block.M)
         return "not_absorbable", None, 0.0
     _require(ctx, case == "relu-like-flip", w, "an absorbable verdict comes with the gated flip")
     _require(ctx, (b.get("argument") or {}).get("route") is None, w, "the gated flip names no search route (S is checked "

@@ -224,7 +224,7 @@ def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T
         K2, nu = needed_gain(block, K, ctx.tol + rounding_allowance(block.n), ctx.seed, exact)  # (exact: the ReLU/GELU flip)
         wide = distance_bar(ctx.tol, block.n, block.M, K2)
         if not claimed > wide:
-            ctx.report.unchecked(w, "the recorded bound also excludes every scaled flip c·g_S, c ∈ (0, 1) (f − c·g_S = "
+            ctx.report.unchecked(w, "the recorded bound also excludes every scaled flip c·g_S, c real (f − c·g_S = "
                                  "(1 − c)·f + c·R_S x)", f"bound {claimed!r}, bar with f's sampled nonlinearity ν = {nu:.3g}: {wide:.6g}")
     cert = search.get("certificate") or {}
     U, D = block.W_up, block.W_down

@@ -128,7 +128,7 @@ def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tu
                  "(the Farkas matrix or the scales μ prove a verdict)", f"case {(b.get('argument') or {}).get('case')!r} recorded")
         return "unknown", None, 0.0
     from absorb.verify._beyond import _nondegenerate, _nonzero_skip
-    from absorb.verify._skeleton2 import _check_gram, _rank_bound, bar2, gram_s2, size_bound
+    from absorb.verify._skeleton2 import _check_gram, _rank_bound, bar2, gram_s2, scaled2, size_bound
 
     arg = b.get("argument") or {}
     _require(ctx, not block.gated, w, "the block is ungated")
@@ -156,21 +156,26 @@ def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tu
             rb = _rank_bound(block)
             _require(ctx, rb is not None and rb > bar, w, "the (Q) columns w_i ⊗ u_i u_iᵀ are linearly independent, "
                      f"every nonempty flip set at relative distance > {bar:.3g} (exact Gram test)", f"bound {rb!r}")
+            scaled2(ctx, w, rb, n, block.M)
         Y = _floats(arg.get("Y"), (d, d))
         _require(ctx, Y is not None, w, f"Y is a finite {d}×{d} matrix")
         assert Y is not None
         U, D, M, Yq = _qm(block.W_up), _qm(block.W_down), _qm(block.M), _qm(Y)
         inner = [sum(D[a][i] * sum(Yq[a][k] * U[i][k] for k in range(d)) for a in range(d)) for i in range(n)]
         worst = max(inner)
-        _require(ctx, worst <= 0, w, "⟨Y, w_i u_iᵀ⟩ ≤ 0 for every unit i (exact)", f"max {float(worst):.3g}")
+        _require(ctx, worst <= 0, w, "⟨Y, w_i u_iᵀ⟩ ≤ 0 for every unit i (exact)", f"max {_show(worst)}")
         yt = sum(Yq[a][k] * M[a][k] for a in range(d) for k in range(d)) / beta + sum(inner)
         y2 = sum(v * v for r in Yq for v in r)
         m2 = sum(v * v for r in M for v in r)
         ok = yt > 0 and (beta * yt) ** 2 > Fraction(bar) ** 2 * y2 * m2
         _require(ctx, ok, w, "|β|⟨Y, T⟩ > b‖Y‖_F‖M‖_F, T = M/β + Σ_i w_i u_iᵀ (exact): every μ ≥ 0 is farther than "
                  f"b = {bar:.3g} = max(τ, √d·(τ + allowance)·(1 + K)/‖M‖_F), past which no rescaling's linear error is within τ",
-                 f"⟨Y, T⟩ = {float(yt):.3g}")
-        mine = math.sqrt(float((beta * yt) ** 2 / (y2 * m2)))
+                 f"⟨Y, T⟩ = {_show(yt)}")
+        try:
+            mine = math.sqrt(float((beta * yt) ** 2 / (y2 * m2)))
+        except OverflowError:  # (past float64: no recorded float equals it)
+            mine = math.inf
+        scaled2(ctx, w, mine, n, block.M)
         rec = arg.get("bound")
         _require(ctx, isinstance(rec, float) and mine * (1 - 1e-11) <= rec <= mine, w,
                  "the recorded bound is |β|⟨Y, T⟩ / (‖Y‖_F‖M‖_F) re-derived here", f"recorded {rec!r}, re-derived {mine!r}")
@@ -210,3 +215,11 @@ def check_relu2_linear(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tu
              "the recorded residual is ‖β(Σ_i μ_i w_i u_iᵀ − T)‖_F / ‖M‖_F re-derived here (exact)",
              f"recorded {res!r}, re-derived {r!r}")
     return "absorbable", wb, InfNorm(float(lin) * (1 + 1e-12), float(q) * (1 + 1e-12))  # (the constant: within |f(0)|'s share)
+
+
+def _show(q: Fraction) -> str:
+    """An exact rational for a message, in float64's range or named as past it (a hostile Y: ±1e308 entries)."""
+    try:
+        return f"{float(q):.3g}"
+    except OverflowError:
+        return "past float64's range (" + ("−" if q < 0 else "+") + ")"

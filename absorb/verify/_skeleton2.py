@@ -342,6 +342,7 @@ def check_skeleton2(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple
                  f"every index set S is at relative distance > {bar:.3g} = max(τ, √d·(τ + allowance)·(1 + K)/‖M‖_F) from (Q) and (L) "
                  f"({case}, re-derived here)",
                  f"lower bound {bound!r}")
+        scaled2(ctx, w, bound, block.n, block.M)
         return "not_absorbable", None, 0.0
     _require(ctx, case == "relu2-flip", w, "an absorbable verdict comes with the degree-2 flip")
     _require(ctx, bb == 0, w, "β = 0 (σ(z) + σ(−z) is even, so a flip identity needs it)", f"β = {bb}")
@@ -435,6 +436,7 @@ def check_lifted(ctx: _Ctx, w: str, b: dict[str, Any], V: np.ndarray, D: np.ndar
     _require(ctx, isinstance(claimed, (int, float)) and math.isfinite(slack) and claimed - slack > bar, w,
              f"the recorded bound exceeds the distance bar max(τ, √d·(τ + allowance)·(1 + K)/‖M‖_F) = {bar:.3g} by more than the "
              f"rounding of {cols}", f"bound {claimed!r}, rounding allowance {slack:.3g}")
+    scaled2(ctx, w, claimed - slack, n, M, linear)
     _check_infeasible(ctx, w, Block(V, Dp, get_activation("identity"), skip=-Tp), search, Tp, bar=bar + slack, rec_bar=bar)
     return "not_absorbable", None, 0.0
 
@@ -485,6 +487,7 @@ def _check_gram(ctx: _Ctx, w: str, block: Block, mu: Any, build: Any, name: str)
         how = "Sylvester's law of inertia"
     _require(ctx, bound is not None and bound > bar, w, claim + f", re-derived here by {how}",
              why or f"lower bound {bound!r}")
+    scaled2(ctx, w, bound, n, block.M)
     return "not_absorbable", None, 0.0
 
 
@@ -498,6 +501,26 @@ def size_bound(ctx: _Ctx, w: str, block: Block, form: tuple[Fraction, Fraction] 
              f"infinity ≤ Q∞|x|²∞: K = K_L + √d·Q∞ = {K if K is not None else math.inf:.4g}), so a distance bar excludes "
              "every flip whose error is within the tolerance in f's measure", why)
     ctx.once["gain2"], ctx.once["gain2_linear"] = K, KL
+    if K is not None and KL is not None:  # (c·g for real c: f − g is quadratic, so f's third differences bound it)
+        from absorb.verify._numerics import rounding_allowance
+        from absorb.verify._scaled import needed_gain
+
+        thr = ctx.tol + rounding_allowance(block.n)
+        ctx.once["gain2s"], ctx.once["nu2"] = needed_gain(block, K, thr, ctx.seed, form is not None and not block.gated, 3)
+        ctx.once["gain2s_linear"] = needed_gain(block, KL, thr, ctx.seed, form is not None and not block.gated, 3)[0]
+
+
+def scaled2(ctx: _Ctx, w: str, bound: Any, n: int, M: np.ndarray, linear: bool = False) -> None:
+    """A degree-2 distance that clears :func:`bar2` but not the bar with every scaled candidate c·g counted
+    (:func:`absorb.verify._scaled.needed_gain`, third differences: sampled) leaves the verdict not fully checked."""
+    K2 = ctx.once.get("gain2s_linear" if linear else "gain2s")
+    if K2 is None:
+        return
+    wide = distance_bar(ctx.tol, n, M, K2)
+    if not (isinstance(bound, (int, float)) and bound > wide):
+        ctx.report.unchecked(w, "the distance also excludes every candidate scaled by a real c (f − c·g = (1 − c)·f + c·(f − g), "
+                             "f − g quadratic)", f"bound {bound!r}, bar with f's sampled third differences ν = "
+                             f"{ctx.once.get('nu2', 0.0):.3g}: {wide:.6g}")
 
 
 def bar2(ctx: _Ctx, n: int, M: np.ndarray, linear: bool = False) -> float:
