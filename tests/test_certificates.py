@@ -518,7 +518,7 @@ def test_evaluation_bound_is_not_vacuous() -> None:
     D = rng.standard_normal((3, 5))
     D[:, [0, 2, 3]] = -np.linalg.inv(U[[0, 2, 3]])
     blk = Block(U, D, get_activation("gelu"))
-    *_, rho_inf = checker._residual(U, D, blk.M, checker.Fraction(1), [0, 2, 3])
+    *_, rho_inf = checker._residual(U, D, blk.M, Fraction(1), [0, 2, 3])
     from absorb.verify._weights import InfNorm
 
     allowed = InfNorm(rho_inf)  # per unit of |x|∞, as the index-set check passes it
@@ -573,7 +573,9 @@ def test_checker_decides_diagonal_skips_exactly_without_an_svd(monkeypatch: pyte
         raise AssertionError("an SVD was computed for a diagonal matrix")
 
     monkeypatch.setattr(checker.np.linalg, "svd", no_svd)
-    d = checker.EXACT_ELIM_MAX_D + 5  # past the exact-rank route
+    from absorb.verify._numerics import EXACT_ELIM_MAX_D
+
+    d = EXACT_ELIM_MAX_D + 5  # past the exact-rank route
     assert checker._invertible(np.eye(d))[0] is True
     tiny = np.diag(np.r_[np.full(d - 1, 2.0), 1e-300])  # the SVD route could not decide this
     assert checker._invertible(tiny)[0] is True

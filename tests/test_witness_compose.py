@@ -485,3 +485,52 @@ def test_a_composed_witness_recorded_as_error_free_is_rejected() -> None:
     doc["stack"]["composition_witness"]["extra"] = 1
     rep = verify_certificate(doc, st)
     assert rep.not_rechecked  # (exit 4)
+
+
+def _tiny_product_stack(eps: float, act: str) -> Stack:
+    """F = ε·x₁·e₁ + B₂∘B₁ exactly (d = 3): M₁ = e₁e₁ᵀ, M₂ = ε·e₁e₁ᵀ + e₂e₃ᵀ (each skip of ∞-norm 1), B₁'s outputs
+    along e₂, and B₂'s rows blind to x₁ — so the skips' cross terms vanish and M₂M₁ = ε·e₁e₁ᵀ."""
+    rng = np.random.default_rng(0)
+    M1, M2 = np.zeros((3, 3)), np.zeros((3, 3))
+    M1[0, 0], M2[0, 0], M2[1, 2] = 1.0, eps, 1.0
+    U1, D1 = rng.standard_normal((3, 3)), np.zeros((3, 3))
+    D1[1] = rng.standard_normal(3)
+    U2, D2 = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+    U2[:, 0] = 0.0
+    kw1, kw2 = {}, {}
+    if act == "swiglu":
+        G1, G2 = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+        G2[:, 0] = 0.0
+        kw1, kw2 = {"W_gate": G1}, {"W_gate": G2}
+    a = get_activation(act)
+    return Stack((Block(U1, D1, a, skip=M1, **kw1), Block(U2, D2, a, skip=M2, **kw2)))
+
+
+@pytest.mark.parametrize(("eps", "act", "tol"), [(1e-5, "relu2", 1e-3), (1e-12, "relu2", 1e-9), (1e-5, "swiglu", 1e-3)])
+def test_depth_needs_the_skip_product_large_for_the_tolerance(tmp_path, eps: float, act: str, tol: float) -> None:
+    """The depth argument bounds the error near 0 below by ‖P‖∞/(1 + ‖P‖∞) (P = M_L⋯M_1) and no more: with
+    ‖P‖∞ = ε ≤ τ the skip-free composition B₂∘B₁ is within ε of F, so not_absorbable [depth] was wrong (and verify
+    accepted it). Now unknown, and a depth certificate paired with these weights is rejected."""
+    from conftest import run_absorb
+
+    stack = _tiny_product_stack(eps, act)
+    G = Stack(tuple(Block(b.W_up, b.W_down, b.activation, W_gate=b.W_gate, skip=np.zeros((3, 3))) for b in stack.blocks))
+    rng = np.random.default_rng(3)
+    X = np.vstack([s * rng.standard_normal((100, 3)) for s in (1e-6, 1e-2, 1.0, 1e2, 1e6)])
+    F, Gx = stack(X), G(X)
+    ratio = np.max(np.abs(F - Gx), axis=1) / (np.max(np.abs(F), axis=1) + np.max(np.abs(X), axis=1))
+    assert float(np.max(ratio)) <= eps * (1 + 1e-6) and eps <= tol
+    dec = decide(stack, tol=tol)
+    assert dec.verdict.value == "unknown" and "small for the tolerance" in dec.reason, dec.reason
+    big = _tiny_product_stack(0.5, act)
+    assert decide(big, tol=tol).verdict.value == "not_absorbable"
+    arrays = {f"blocks.{k}.{name}": getattr(b, attr) for k, b in enumerate(big.blocks)
+              for name, attr in (("W_up", "W_up"), ("W_down", "W_down"), ("skip", "skip"), ("W_gate", "W_gate"))
+              if getattr(b, attr) is not None}
+    np.savez(tmp_path / "big.npz", **arrays)
+    np.savez(tmp_path / "tiny.npz", **{k: (v if not k.endswith("1.skip") else stack.blocks[1].skip) for k, v in arrays.items()})
+    r = run_absorb("check", str(tmp_path / "big.npz"), "--activation", act, "--tol", str(tol), "--certificate", str(tmp_path / "c.json"))
+    assert r.returncode == 0, r.stderr
+    assert run_absorb("verify", str(tmp_path / "c.json"), str(tmp_path / "big.npz"), "--activation", act).returncode == 0
+    r = run_absorb("verify", str(tmp_path / "c.json"), str(tmp_path / "tiny.npz"), "--activation", act)
+    assert r.returncode == 1, r.stdout + r.stderr

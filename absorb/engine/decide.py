@@ -81,7 +81,7 @@ def _skip_product_nonzero(blocks: Iterable[Block]) -> tuple[bool, float]:
     the relative part, plus an absolute part E for products that underflow (each ≤ 2^-1075,
     d an entry, carried through the later factors: E_k = |M_k| E_{k−1}(1 + 2γ) + (d+1)·2^-1074),
     so |P̂ − P| ≤ 2γ·|M_L|⋯|M_1| + E with |M_L|⋯|M_1| ≤ (P̂a + E)(1 + 2γ). A product that lands
-    in the subnormals proves nothing (the exact one may be 0)."""
+    in the subnormals proves nothing (the exact one may be 0). Returns (P ≠ 0, a lower bound of ‖P‖∞)."""
     blocks = list(blocks)
     if all(b.skip is None for b in blocks):
         return True, 1.0
@@ -93,7 +93,9 @@ def _skip_product_nonzero(blocks: Iterable[Block]) -> tuple[bool, float]:
             A = np.abs(b.M)
             Pm, Pa, E = b.M @ Pm, A @ Pa, (A @ E) * (1 + 2 * g) + (d + 1) * 2.0**-1074
         margin = np.abs(Pm) - 2 * g * (Pa + E) * (1 + 2 * g) - E
-    return bool(np.any(np.isfinite(margin) & (margin > 0))), float(np.abs(Pm).max())
+        low = np.where(np.isfinite(margin) & (margin > 0), margin, 0.0)
+        norm = float(np.max(np.sum(low, axis=1))) * (1 - _gamma(d + 2))  # (a row sum of nonnegative lower bounds, rounded down)
+    return bool(np.any(low > 0)), norm
 
 
 def _stack_within_tolerance(stack: Stack, tol: float, seed: int) -> str | None:
@@ -157,14 +159,22 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
                         blocks=tuple(decisions), tolerance=tol, structure="stack")
     near = _stack_within_tolerance(stack, tol, seed)
     if all(d.flat_at_zero for d in decisions) and near is None:
-        nonzero, _ = _skip_product_nonzero(stack.blocks)
-        if nonzero:
+        nonzero, norm = _skip_product_nonzero(stack.blocks)
+        thr = eval_threshold(tol, max(b.n for b in stack.blocks))
+        if nonzero and not norm > thr * (1 + norm):
+            # (near 0 the depth argument bounds the ratio below by ‖P‖∞/(1 + ‖P‖∞) only: B_L∘⋯∘B_1 itself errs by P x)
+            near = (f"Unknown: each block is o(|x|) at 0 and M_L⋯M_1 ≠ 0, but ‖M_L⋯M_1‖∞ ≥ {norm:.3g} is small for the "
+                    f"tolerance: the depth argument bounds the error near 0 below by ‖P‖∞/(1 + ‖P‖∞) only, which is within "
+                    f"{thr:.3g}, and the composition of the blocks without their skips errs by about P x there.")
+        elif nonzero:
             return Decision(path=path, verdict=Verdict.NOT_ABSORBABLE, theorem=Theorem.DEPTH,
                             reason=f"Depth argument: each of the {L} residual-free blocks is o(|x|) at 0 (homogeneous of degree > 1, or a gate "
                                    "with g(0) = 0 differentiable at 0"
                                    f"{'' if all(b.value_identity for b in stack.blocks) else ', or a gate g and a value activation h with g(0) = h(0) = 0 and finite one-sided derivatives at 0'}"
                                    "), so their composition G has G(tx)/t → 0 as t → 0, while "
-                                   "F(tx)/t → M_L⋯M_1 x ≠ 0.", blocks=tuple(decisions), tolerance=tol, structure="stack")
+                                   f"F(tx)/t → M_L⋯M_1 x ≠ 0, so near 0 every G errs by at least ‖P‖∞/(1 + ‖P‖∞) ≥ "
+                                   f"{norm / (1 + norm):.3g} of |F(x)|∞ + |x|∞ > the tolerance (P = M_L⋯M_1).",
+                            blocks=tuple(decisions), tolerance=tol, structure="stack")
     # beyond: the stack results of absorb.plane — rank, kink count, range (a late import: absorb.plane uses the engine)
     from absorb.plane.decide import decide_narrow_stack
 
