@@ -83,7 +83,7 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
     if sampled is not None:
         return sampled
     if blk.n * blk.d > 1 << 24 or not normM < 2.0**500:  # (pairs for a huge M overflow)
-        return None
+        return _nearly_linear(blk, tol, width)
     f0: list[float] = []  # (a rigorous lower bound of |f(0)|∞, formed when a map with a constant error needs it)
 
     def f0_low() -> float:
@@ -99,7 +99,7 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
             return why
     from absorb.engine._spare import _spare_units
 
-    return _spare_units(blk, tol, seed, one_per_rank, biases, width if width < blk.n else None)
+    return _spare_units(blk, tol, seed, one_per_rank, biases, width if width < blk.n else None) or _nearly_linear(blk, tol, width)
 
 
 def _near_constant(blk: Block, normM: float, tol: float, biases: bool) -> str | None:
@@ -365,6 +365,44 @@ def _skip_shows_far_out(blk: Block, X: np.ndarray, tol: float) -> bool:
         F = MX + np.where(Z > 0, float(lp) * Z, float(lm) * Z) @ np.asarray(blk.W_down, dtype=np.float64).T
         q = np.max(np.abs(MX), axis=1) / (np.max(np.abs(F), axis=1) + np.max(np.abs(X), axis=1))
     return bool(np.all(np.isfinite(q)) and float(np.max(q)) > 2 * tol)
+
+
+def _nearly_linear(blk: Block, tol: float, width: int) -> str | None:
+    """Why f is too nearly linear for an exact argument: an ungated f whose σ grows linearly (asymptotic slopes not
+    both 0: units can approximate a linear map) and whose units add at most β|x|∞ to its affine part, β = L·max_r
+    Σ_i |W_down[r,i]|·‖u_i‖₁ ≤ τ (L: σ's Lipschitz constant; for a user's σ the grid's estimate — this only
+    withholds), and more units than rank M; None otherwise. Then f is within τ of the linear map M x, and a
+    residual-free g that approximates M x — nonlinearly too: three ReLU units at 120° are within 0.289 of the
+    identity in d = 2, with fewer units than the 2·rank M an exact realisation takes — may be within the tolerance;
+    no exact argument bounds that. (With n ≤ rank M units no g comes close: its even part matches its linear part
+    where every u_i·x = 1.)"""
+    from absorb.engine.witness import sigma_lipschitz
+    from absorb.rigorous import row_slices
+
+    if blk.gated:
+        return None
+    sl = _analysis(blk.activation, "asymptotic_slopes")  # (cached facts: no sympy)
+    lp, lm = (facts.rational(sl.value, "L_plus"), facts.rational(sl.value, "L_minus")) if sl.proved else (None, None)
+    if lp is None or lm is None or lp == lm == 0:
+        return None
+    L = sigma_lipschitz(blk.activation) if is_builtin(blk.activation) else _sampled_lipschitz(blk.activation)
+    if L is None or not math.isfinite(L):
+        return None
+    acc = np.zeros(blk.d)
+    with np.errstate(all="ignore"):
+        for sl_ in row_slices(blk.n, blk.d):
+            u1 = np.sum(np.abs(np.asarray(blk.W_up[sl_], dtype=np.float64)), axis=1)
+            acc += np.abs(np.asarray(blk.W_down[:, sl_], dtype=np.float64)) @ u1
+        beta = float(np.max(acc, initial=0.0)) * L * (1 + (blk.n + blk.d + 4) * 2.0**-52)
+    if not beta <= tol:
+        return None
+    rank = blk.d if blk.skip is None else int(np.linalg.matrix_rank(np.asarray(blk.M, dtype=np.float64)))
+    if width <= rank:  # (n ≤ rank M units: at x with u_i·x = 1 for all i, g's even part is as large as its odd part A x)
+        return None
+    return (f"Unknown: f is within β = {beta:.3g} (times |x|∞) of the affine map M x + f(0) — its units add at most that, "
+            f"β ≤ τ — so a residual-free block that approximates M x with {width} units, nonlinearly as well, may be "
+            "within the tolerance, and no lower bound on that approximation is proved; the exact argument rules out an "
+            "exact residual-free block only.")
 
 
 def _row_sum(A: np.ndarray, d: int) -> float:

@@ -174,7 +174,7 @@ def contradiction(block: Any, tol: float, width: int | None = None, estimated: b
         return (f"‖M‖∞ = {normM:.3g} ≤ τ/(1 − τ): f is within the tolerance of c·B, its own residual-free part scaled by "
                 "c = 1/(1 + ‖M‖∞) (f − cB = (1 − c)·f + c·M x)")
     if n * d > 1 << 24 or not normM < 2.0**500:
-        return None
+        return _nearly_linear(block, tol, width) if estimated else None
     biased = any(getattr(block, k) is not None and np.any(getattr(block, k)) for k in ("b_up", "b_down", "b_gate"))
     g_biases = biases or biased
     if (flat := _constant_g(block, normM, tol, g_biases, biased, estimated)) is not None:
@@ -211,7 +211,7 @@ def contradiction(block: Any, tol: float, width: int | None = None, estimated: b
                         + (f" and {kept} of f's units kept as they are" if kept else "") + f", ≤ {width} units, which is within the tolerance")
     if estimated and not block.gated and sp.srepr(block.activation.expr) in _shift.UNDECIDED:
         return f"σ's flip and shifted-flip identities were not decided within {_shift.BUDGET:g} s of CPU time, so their maps were not tried"
-    return None
+    return _nearly_linear(block, tol, width) if estimated else None
 
 
 def _constant_g(block: Any, normM: float, tol: float, g_biases: bool, biased: bool, estimated: bool) -> str | None:
@@ -267,6 +267,31 @@ def _constant_g(block: Any, normM: float, tol: float, g_biases: bool, biased: bo
             return (f"f is within {r:.3g}·|x|∞ ≤ τ/(1 − τ)·|x|∞ of the constant f(0), a residual-free block with no unit: "
                     "within the tolerance")
     return None
+
+
+def _nearly_linear(block: Any, tol: float, width: int) -> str | None:
+    """An ungated f with σ of linear growth (σ(z)/z → slopes not both 0, this checker's own limits) within β|x|∞ of
+    its affine part (β = L·max_r Σ_i |W_down[r,i]|·‖u_i‖₁, L σ's Lipschitz constant) with β ≤ τ: a residual-free g
+    approximating M x alone, nonlinearly (fewer units than an exact realisation takes), may be within the tolerance;
+    no exact argument bounds that approximation."""
+    from absorb.verify._beyond import slopes
+    from absorb.verify._symbolic import _sigma_lipschitz
+
+    if block.W_gate is not None:
+        return None
+    got = slopes(block.activation.expr)
+    if got is None or got[0] == got[1] == 0:
+        return None
+    L = _sigma_lipschitz(block)
+    if L is None or not math.isfinite(L):
+        return None
+    with np.errstate(all="ignore"):
+        u1 = np.sum(np.abs(np.asarray(block.W_up, dtype=np.float64)), axis=1)
+        beta = _up(float(np.max(np.abs(np.asarray(block.W_down, dtype=np.float64)) @ u1, initial=0.0)) * L, block.n + block.d)
+    if not beta <= tol or width <= int(np.linalg.matrix_rank(np.asarray(block.M, dtype=np.float64))):
+        return None  # (n ≤ rank M units: where every u_i·x = 1 their even part is as large as their linear part)
+    return (f"f is within β = {beta:.3g}·|x|∞ of its affine part, β ≤ τ: a residual-free block approximating M x with "
+            "its units, nonlinearly too, may be within the tolerance (not bounded by the exact argument)")
 
 
 def _lower_gain(A: np.ndarray) -> float:
