@@ -216,8 +216,11 @@ def cut_records(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
     out = []
 
     def need(where: str, obj: Any, fields: set[str]) -> None:
-        # (a field the producer never writes as null counts as cut when it is: _NEVER_NULL)
-        if isinstance(obj, dict) and (gone := sorted(k for k in fields if k not in obj or obj[k] is None and k in _NEVER_NULL)):
+        # (a field the producer never writes as null counts as cut when it is: _NEVER_NULL; a record written as
+        # something other than an object — 0, a list — is cut whole)
+        if obj is not None and not isinstance(obj, dict):
+            out.append((where, [f"(the record, written as {type(obj).__name__})"]))
+        elif isinstance(obj, dict) and (gone := sorted(k for k in fields if k not in obj or obj[k] is None and k in _NEVER_NULL)):
             out.append((where, gone))
 
     for i, b in enumerate(cert.get("blocks") or []):
@@ -240,6 +243,9 @@ def cut_records(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
             need(f"blocks.{i}.argument", b.get("argument"), {"M_nonzero_entry"} | extra)
             if isinstance(b.get("hypotheses"), list) and not b["hypotheses"]:
                 out.append((f"blocks.{i}.hypotheses", ["(every hypothesis record)"]))
+        for key in ("hypotheses", "properties"):  # (lists the producer always writes: another type is a record cut)
+            if key in b and not isinstance(b[key], list):
+                out.append((f"blocks.{i}.{key}", [f"(the list, written as {type(b[key]).__name__})"]))
         for j, h in enumerate(b.get("hypotheses") if isinstance(b.get("hypotheses"), list) else []):
             need(f"blocks.{i}.hypotheses.{j}", h, {"name", "statement"})
     return out
