@@ -177,3 +177,22 @@ def test_k_quant_types_dequantised(tmp_path: Path, qt: str, block_bytes: int, sc
     blk = ck.block(spec)
     assert np.array_equal(blk.W_up, quants.dequantize(raw, Q[qt]).astype(np.float64))
     assert np.array_equal(blk.W_gate, quants.dequantize(raw[::-1].copy(), Q[qt]).astype(np.float64))
+
+
+@pytest.mark.parametrize(("arch", "extra", "said"), [
+    ("gptj", {}, "parallel residual"),
+    ("phi2", {}, "parallel residual"),
+    ("gemma2", {"blk.0.ffn_norm.weight": (np.ones(D), "F32"), "blk.0.post_ffw_norm.weight": (np.ones(D), "F32")},
+     "pre-norm with a post-MLP norm, h + norm_post(B(norm(h)))"),
+    ("llama", {"blk.0.ffn_norm.weight": (np.ones(D), "F32")}, "pre-norm, h + B(norm(h))"),
+])
+def test_gguf_wiring_sentence_follows_llama_cpps_graph(tmp_path: Path, arch: str, extra: dict, said: str) -> None:
+    # gptj (and phi2, falcon, command-r) add attention and MLP of the same normed input; gemma2 norms the MLP's output:
+    # every architecture was said to be 'pre-norm, h + B(norm(h))'
+    rng = np.random.default_rng(8)
+    t = {"blk.0.ffn_up.weight": (rng.standard_normal((N, D)), "F32"), "blk.0.ffn_down.weight": (rng.standard_normal((D, N)), "F32"),
+         **extra}
+    if arch in ("gemma2", "llama"):
+        t["blk.0.ffn_gate.weight"] = (rng.standard_normal((N, D)), "F32")
+    spec = open_checkpoint(_write(tmp_path / "m.gguf", arch, t)).specs[0]
+    assert spec.residual.startswith(f"llama.cpp's {arch} layer ({said}")

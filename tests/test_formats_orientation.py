@@ -19,6 +19,7 @@ from safetensors.numpy import save_file
 from absorb._errors import InvalidInput
 from absorb.io.families import suggest_roles
 from absorb.io.safetensors import open_checkpoint
+from tests.test_checkpoints import _assert_one_line_exit2, run_cli
 
 D, N, L = 16, 64, 3
 
@@ -204,6 +205,166 @@ def test_a_scaled_mlp_branch_is_refused_not_read_unscaled(tmp_path: Path, scale:
         open_checkpoint(_save(tmp_path, t))
 
 
+def _mlp(rng: np.random.Generator, p: str, up: str, down: str, *, biases: bool = False) -> dict[str, np.ndarray]:
+    t = {f"{p}.{up}.weight": rng.standard_normal((N, D)).astype(np.float32), f"{p}.{down}.weight": rng.standard_normal((D, N)).astype(np.float32)}
+    if biases:
+        t |= {f"{p}.{up}.bias": rng.standard_normal(N).astype(np.float32), f"{p}.{down}.bias": rng.standard_normal(D).astype(np.float32)}
+    return t
+
+
+@pytest.mark.parametrize("kind", ["mpt", "neox"])
+def test_awq_activation_scales_beside_an_mlp_are_refused_by_name(tmp_path: Path, kind: str) -> None:
+    # AutoAWQ's ScaledActivation (act(x) / s, written by llama.cpp's apply_awq or export_compatible) was ignored: the
+    # verdict was about down(act(up x)) instead of down(act(up x) / s)
+    rng = np.random.default_rng(9)
+    if kind == "mpt":
+        p, t = "transformer.blocks.0.ffn", _mlp(rng, "transformer.blocks.0.ffn", "up_proj", "down_proj")
+        cfg = {"model_type": "mpt", "d_model": D}
+    else:
+        p, t = "gpt_neox.layers.0.mlp", _mlp(rng, "gpt_neox.layers.0.mlp", "dense_h_to_4h", "dense_4h_to_h", biases=True)
+        cfg = {"model_type": "gpt_neox", "hidden_size": D, "hidden_act": "gelu"}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    assert open_checkpoint(_save(tmp_path, t)).specs[0].name == p  # (without the scales: read as before)
+    t[f"{p}.act.scales"] = np.full(N, 2.0, np.float32)
+    with pytest.raises(InvalidInput, match=rf"{re.escape(p)} holds {re.escape(p)}\.act\.scales beside .*AutoAWQ's ScaledActivation"):
+        open_checkpoint(_save(tmp_path, t))
+    _assert_one_line_exit2(run_cli(str(tmp_path)), f"{p}.act.scales beside its up and down projections")
+
+
+def test_a_tensor_inside_the_mlp_module_that_is_not_read_is_refused_by_name(tmp_path: Path) -> None:
+    # an unmerged LoRA adapter (or anything else) inside the MLP's own module changes the block: named, not ignored
+    rng = np.random.default_rng(10)
+    p = "model.layers.0.mlp"
+    t = {**_mlp(rng, p, "up_proj", "down_proj"), f"{p}.gate_proj.weight": rng.standard_normal((N, D)).astype(np.float32),
+         f"{p}.up_proj.lora_A.weight": rng.standard_normal((2, D)).astype(np.float32)}
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": D}))
+    with pytest.raises(InvalidInput, match=rf"holds {re.escape(p)}\.up_proj\.lora_A\.weight beside .* none of the projections"):
+        open_checkpoint(_save(tmp_path, t))
+    del t[f"{p}.up_proj.lora_A.weight"]
+    assert open_checkpoint(_save(tmp_path, t)).specs[0].gated
+
+
+@pytest.mark.parametrize("layout", ["dinov2", "timm"])
+def test_roles_named_by_hand_refuse_a_branch_scale_at_their_layer(tmp_path: Path, layout: str) -> None:
+    # DINOv2 (layer_scale2.lambda1) and timm LayerScale (ls2.gamma) compute h + λ ⊙ B(norm(h)): the unknown-layout refusal
+    # printed --up/--down for them, and that command decided x + B(x)
+    rng = np.random.default_rng(11)
+    root, scale = ("encoder.layer.{i}", "layer_scale2.lambda1") if layout == "dinov2" else ("blocks.{i}", "ls2.gamma")
+    t = {"layernorm.weight": np.ones(D, np.float32)}
+    for i in range(2):
+        t |= _mlp(rng, root.format(i=i) + ".mlp", "fc1", "fc2", biases=True)
+        t[f"{root.format(i=i)}.{scale}"] = np.full(D, 0.5, np.float32)
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_size": D, "hidden_act": "gelu"}))
+    p = _save(tmp_path, t)
+    with pytest.raises(InvalidInput, match="no known MLP layout") as exc:
+        open_checkpoint(p)
+    assert "the shapes fit one reading" not in str(exc.value) and f"{root.format(i=0)}.{scale} [{D}] scales the MLP branch" in str(exc.value)
+    with pytest.raises(InvalidInput, match=rf"{re.escape(root.format(i=0))}\.{re.escape(scale)} \[{D}\] scales the MLP branch"):
+        open_checkpoint(p, up=f"{root}.mlp.fc1.weight", down=f"{root}.mlp.fc2.weight")
+    for i in range(2):
+        del t[f"{root.format(i=i)}.{scale}"]
+    assert len(open_checkpoint(_save(tmp_path, t), up=f"{root}.mlp.fc1.weight", down=f"{root}.mlp.fc2.weight").specs) == 2
+
+
+def _btlm(tmp_path: Path, *, config: bool) -> tuple[Path, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(12)
+    p = "transformer.h.0.mlp"
+    t = {"transformer.wte.weight": rng.standard_normal((30, D)).astype(np.float32), "transformer.h.0.ln_2.weight": np.ones(D, np.float32)}
+    for name, shape in (("c_fc", (D, N)), ("c_fc2", (D, N)), ("c_proj", (N, D))):  # Conv1D [in, out]
+        t[f"{p}.{name}.weight"] = rng.standard_normal(shape).astype(np.float32)
+        t[f"{p}.{name}.bias"] = rng.standard_normal(shape[1]).astype(np.float32)
+    if config:
+        (tmp_path / "config.json").write_text(json.dumps({"model_type": "btlm", "activation_function": "swiglu", "n_embd": D}))
+    return _save(tmp_path, t), t
+
+
+@pytest.mark.parametrize("config", [True, False], ids=["config", "no-config"])
+def test_btlm_jais_second_input_projection_c_fc2_is_refused_by_name(tmp_path: Path, config: bool) -> None:
+    # BTLM / JAIS: c_proj(c_fc(x) ⊙ silu(c_fc2(x))) under GPT-2 names. c_fc2 was ignored; the refusal named a key that does
+    # not exist (W_gate) and advised --activation silu (or, without config.json, gelu_new), which decided another f
+    p, t = _btlm(tmp_path, config=config)
+    for act in (None, "silu"):
+        with pytest.raises(InvalidInput, match=r"holds transformer\.h\.0\.mlp\.c_fc2\.(bias|weight) beside .* a second input "
+                                               "projection") as exc:
+            open_checkpoint(p, activation=act)
+        assert "W_gate" not in str(exc.value) and "--activation silu" not in str(exc.value) and "gelu_new" not in str(exc.value)
+    cmd = _command(str(exc.value))  # the command it gives reads the gated block: gate c_fc2, value c_fc, Conv1D transposed
+    blk = next(open_checkpoint(p, activation="swiglu", **cmd).blocks())
+    assert np.array_equal(blk.W_gate, t["transformer.h.0.mlp.c_fc2.weight"].T) and np.array_equal(blk.W_up, t["transformer.h.0.mlp.c_fc.weight"].T)
+    assert np.array_equal(blk.W_down, t["transformer.h.0.mlp.c_proj.weight"].T) and np.array_equal(blk.b_gate, t["transformer.h.0.mlp.c_fc2.bias"])
+
+
+def test_chatglm6b_alpha_scaled_skip_is_refused_not_read_as_the_identity(tmp_path: Path) -> None:
+    # ChatGLM-6B / GLM-130B: output = α·mlp_input + mlp(mlp_input), α = √(2·num_layers). It was read as x + B(x) (called a
+    # parallel residual), and the refusal for want of an activation advised an --activation that then decided another f
+    rng = np.random.default_rng(13)
+    t = {"transformer.word_embeddings.weight": rng.standard_normal((30, D)).astype(np.float32)}
+    for i in range(2):
+        t |= _mlp(rng, f"transformer.layers.{i}.mlp", "dense_h_to_4h", "dense_4h_to_h", biases=True)
+        t[f"transformer.layers.{i}.post_attention_layernorm.weight"] = np.ones(D, np.float32)
+    cfg = {"model_type": "chatglm", "hidden_size": D, "inner_hidden_size": N, "num_layers": 2, "position_encoding_2d": True}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    p = _save(tmp_path, t)
+    for act in (None, "gelu", "gelu_tanh"):
+        with pytest.raises(InvalidInput, match=r"model_type 'chatglm'.*scales the MLP's skip.*α = √\(2·num_layers\)") as exc:
+            open_checkpoint(p, activation=act)
+        assert "--activation" not in str(exc.value) and "parallel residual: the layer computes" not in str(exc.value)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt_neox", "hidden_size": D, "hidden_act": "gelu"}))
+    assert len(open_checkpoint(p).specs) == 2  # (GPT-NeoX, the same names: read as before)
+
+
+def test_encoder_decoder_config_sections_name_each_towers_activation(tmp_path: Path) -> None:
+    # VisionEncoderDecoder (ViT + GPT-2 captioners, TrOCR, Donut…) nests the towers' configs under 'encoder' and 'decoder':
+    # it was refused as naming no activation (and --activation would have given both towers one)
+    rng = np.random.default_rng(14)
+    t = {**_mlp(rng, "encoder.encoder.layer.0", "intermediate.dense", "output.dense", biases=True),
+         "encoder.encoder.layer.0.layernorm_after.weight": np.ones(D, np.float32),
+         "decoder.transformer.h.0.mlp.c_fc.weight": rng.standard_normal((D, N)).astype(np.float32),
+         "decoder.transformer.h.0.mlp.c_proj.weight": rng.standard_normal((N, D)).astype(np.float32),
+         "decoder.transformer.h.0.ln_2.weight": np.ones(D, np.float32)}
+    cfg = {"model_type": "vision-encoder-decoder", "encoder": {"model_type": "vit", "hidden_act": "gelu", "hidden_size": D},
+           "decoder": {"model_type": "gpt2", "activation_function": "gelu_new", "n_embd": D}}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    specs = {s.name: s for s in open_checkpoint(_save(tmp_path, t)).specs}
+    assert specs["encoder.encoder.layer.0"].activation == "gelu" and specs["decoder.transformer.h.0.mlp"].activation == "gelu_tanh"
+    assert specs["decoder.transformer.h.0.mlp"].transposed and specs["decoder.transformer.h.0.mlp"].d == D
+
+
+_BERT_NORMS = {"esm": "LayerNorm", "megatron-bert": "ln", "roberta-prelayernorm": "intermediate.LayerNorm"}
+
+
+@pytest.mark.parametrize(("model_type", "said"), [
+    *((mt, "pre-norm: the layer computes h + B(norm(h))") for mt in _BERT_NORMS),
+    ("stablelm", "parallel: the layer computes h + attn(norm(h)) + B(norm(h))"),
+    ("glm4", "pre-norm with a post-MLP norm"),
+    ("minicpmv", "pre-norm: the layer computes h + B(norm(h))"),
+    ("qwen2_moe", "an expert of a mixture-of-experts MLP"),
+    ("fsmt", "post-norm: the layer computes norm(h + B(h))"),
+])
+def test_wiring_sentence_follows_the_model(tmp_path: Path, model_type: str, said: str) -> None:
+    # ESM, Megatron-BERT and RoBERTa-PreLayerNorm are pre-LN (were said post-norm); StableLM's use_parallel_residual, GLM-4's
+    # post_mlp_layernorm, MiniCPM-V 2.6's Qwen2 LLM (no scaled branch), a router-weighted expert and FSMT (post-LN) were
+    # each said to be something they are not (the block decided, x + B(x), is the same: only the sentence was wrong)
+    rng = np.random.default_rng(15)
+    cfg: dict[str, object] = {"model_type": model_type, "hidden_size": D, "hidden_act": "gelu"}
+    if model_type in _BERT_NORMS:
+        p = "encoder.layer.0"
+        t = {**_mlp(rng, p, "intermediate.dense", "output.dense", biases=True), f"{p}.{_BERT_NORMS[model_type]}.weight": np.ones(D, np.float32)}
+    elif model_type == "fsmt":
+        p = "model.encoder.layers.0"
+        t = {**_mlp(rng, p, "fc1", "fc2", biases=True), f"{p}.final_layer_norm.weight": np.ones(D, np.float32)}
+        cfg = {"model_type": "fsmt", "d_model": D, "activation_function": "relu"}
+    else:
+        p = "model.layers.0.mlp" + (".experts.0" if model_type == "qwen2_moe" else "")
+        t = {**_mlp(rng, p, "up_proj", "down_proj"), f"{p}.gate_proj.weight": rng.standard_normal((N, D)).astype(np.float32),
+             "model.layers.0.input_layernorm.weight": np.ones(D, np.float32)}
+        t |= {"model.layers.0.post_mlp_layernorm.weight": np.ones(D, np.float32)} if model_type == "glm4" else {}
+        cfg |= {"use_parallel_residual": True} if model_type == "stablelm" else {}
+        cfg |= {"version": 2.6} if model_type == "minicpmv" else {}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    assert open_checkpoint(_save(tmp_path, t)).specs[0].residual.startswith(said)
+
+
 def _fc_post_or_pre(tmp_path: Path, model_type: str | None) -> Path:
     rng = np.random.default_rng(5)
     p = "model.encoder.layers.0."
@@ -235,7 +396,17 @@ def test_gpt1_is_post_norm_and_names_its_activation_afn(tmp_path: Path) -> None:
         t[f"h.0.{norm}.weight"], t[f"h.0.{norm}.bias"] = np.ones(D, np.float32), np.zeros(D, np.float32)
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "openai-gpt", "n_embd": D, "afn": "gelu"}))
     spec = open_checkpoint(_save(tmp_path, t), fold_norm=True).specs[0]
-    assert spec.norm.weight == "h.0.ln_1.weight" and spec.activation == "gelu" and spec.residual.startswith("post-norm")
+    # modeling_openai maps afn through its own ACT_FNS, where 'gelu' is gelu_new (the tanh GELU), not ACT2FN's erf GELU
+    assert spec.norm.weight == "h.0.ln_1.weight" and spec.activation == "gelu_tanh" and spec.residual.startswith("post-norm")
+    assert "ACT_FNS" in spec.activation_source
+    for afn, act in (("swish", "silu"), ("relu", "relu")):
+        (tmp_path / "config.json").write_text(json.dumps({"model_type": "openai-gpt", "n_embd": D, "afn": afn}))
+        assert open_checkpoint(tmp_path).specs[0].activation == act
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "openai-gpt", "n_embd": D}))
+    assert open_checkpoint(tmp_path).specs[0].activation == "gelu_tanh"  # (OpenAIGPTConfig's default afn = 'gelu')
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "openai-gpt", "n_embd": D, "afn": "gelu_new"}))
+    with pytest.raises(InvalidInput, match="afn = 'gelu_new' is not in modeling_openai's ACT_FNS"):
+        open_checkpoint(tmp_path)
 
 
 def test_t5s_dense_act_fn_names_the_gate_where_it_differs(tmp_path: Path) -> None:

@@ -267,3 +267,45 @@ def test_a_training_scripts_generic_activation_key_is_not_taken_for_the_layers(t
                 "hyper_parameters": lightning_attrdict(activation="relu", lr=0.001)}, f)
     with pytest.raises(InvalidInput, match="'hyper_parameters' entry names no activation of this layout"):
         open_checkpoint(f)
+
+
+@pytest.mark.parametrize("entry", ["config", "model_config"])
+def test_a_trainer_dicts_generic_config_activation_is_not_taken_for_the_layers(tmp_path: Path, entry: str) -> None:
+    # a trainer dict's 'config' (the training script's settings: lr, dropout, a head's 'activation') lent its generic
+    # 'activation' = 'relu' to BERT MLPs that compute GELU (transformers' hidden_act default): a verdict about another f
+    torch = _torch()
+    g = torch.Generator().manual_seed(11)
+    p = "bert.encoder.layer.0"
+    sd = {f"{p}.intermediate.dense.weight": torch.randn(N, D, generator=g), f"{p}.output.dense.weight": torch.randn(D, N, generator=g),
+          "bert.embeddings.word_embeddings.weight": torch.randn(30, D, generator=g)}
+    f = tmp_path / "best_model.pt"
+    torch.save({"epoch": 3, "model_state_dict": sd, entry: {"base_model": "bert-base-uncased", "lr": 2e-5, "activation": "relu"}}, f)
+    with pytest.raises(InvalidInput, match=f"'{entry}' entry names no activation of this layout"):
+        open_checkpoint(f)
+    torch.save({"epoch": 3, "model_state_dict": sd, entry: {"lr": 2e-5, "activation": "relu", "hidden_act": "gelu"}}, f)
+    assert open_checkpoint(f).specs[0].activation == "gelu"  # (the layout's own key still counts)
+
+
+def _normformer(tmp_path: Path, **extra: object) -> Path:
+    """A fairseq transformer_lm checkpoint ({'model': state_dict, 'args': Namespace}) with NormFormer's extras."""
+    torch = _torch()
+    sd = _fc_state_dict(prefix="decoder.layers.{i}", layers=1, seed=9)
+    sd.update({f"decoder.layers.0.{k}": v for k, v in extra.items()})
+    args = argparse.Namespace(arch="transformer_lm", activation_fn="gelu", decoder_normalize_before=True, scale_fc=True,
+                              decoder_embed_dim=D, decoder_ffn_embed_dim=N)
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    f = tmp_path / "checkpoint_best.pt"
+    torch.save({"model": sd, "args": args}, f)
+    return f
+
+
+def test_normformer_ffn_layernorm_and_w_resid_are_refused_by_name(tmp_path: Path) -> None:
+    # fairseq NormFormer (scale_fc): B(x) = fc2(LN(gelu(fc1 x))); the ffn_layernorm was ignored and the verdict (and the
+    # witness) was about fc2(gelu(fc1 x)). scale_resids: the MLP's skip is w_resid ⊙ x
+    torch = _torch()
+    f = _normformer(tmp_path, **{"ffn_layernorm.weight": torch.ones(N), "ffn_layernorm.bias": torch.zeros(N)})
+    _assert_one_line_exit2(run_cli(str(f)), "decoder.layers.0 holds decoder.layers.0.ffn_layernorm.bias beside its up and down "
+                                            "projections: a LayerNorm between the activation and the down projection")
+    with pytest.raises(InvalidInput, match=r"decoder\.layers\.0\.w_resid .* a factor on the MLP's residual"):
+        open_checkpoint(_normformer(tmp_path / "r", w_resid=torch.ones(D)))
+    assert open_checkpoint(_normformer(tmp_path / "plain")).specs[0].activation == "gelu"  # (without them: read as before)

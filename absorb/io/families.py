@@ -26,8 +26,9 @@ a wrong guess would decide a different function.
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Container, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from absorb._errors import InvalidInput
@@ -326,11 +327,32 @@ def suggest_roles(names: Shapes, config: Mapping[str, object] | None = None) -> 
     else:
         return None, (f"{', '.join(u for u, _, _ in ups)} all have the up projection's shape [{n}, {d}] and no name says "
                       "which is the gate")
+    blocked = _suggestion_unread(names, cmd)
+    if blocked is not None:
+        return None, f"{cmd} fits the shapes, but {blocked}"
     act = next((v for k in _ACT_KEYS_ANY if config is not None and isinstance(v := config.get(k), str)), None)
     cmd += "" if act is not None else " --activation NAME"
     layers = len(pats[down])
     why = f"d = {d} ({evidence[d]}), n = {n}, {layers} layer{'s' if layers != 1 else ''}"
     return cmd, why
+
+
+def _suggestion_unread(names: Shapes, cmd: str) -> str | None:
+    """Why the roles-by-hand path would refuse the command ``cmd`` (a LayerScale beside the MLP), or None."""
+    rx = [_role_regex(p, f"--{role}") for role, p in re.findall(r"--(up|down|gate) '([^']+)'", cmd)]
+    layers: dict[str, list[str]] = {}
+    for name in names:
+        m = next((m for r in rx if (m := r.fullmatch(name))), None)
+        if m is not None:
+            layers.setdefault(m.group("i"), []).append(name)
+    near = Neighbours(names)
+    for i, used in sorted(layers.items(), key=lambda kv: int(kv[0])):
+        module = _common_prefix(used)
+        why = unread(near, root=_layer_root(module, i), container=module, used=used, ungated=False, label="roles named by hand",
+                     own_module=False)
+        if why is not None:
+            return why
+    return None
 
 
 def unknown_layout(names: Shapes, *, source: str, config: Mapping[str, object] | None = None) -> InvalidInput:
@@ -456,6 +478,7 @@ def _by_family(names: Shapes, config: Mapping[str, object] | None, *, source: st
         raise unknown_layout(names, source=source, config=config)
     specs: list[BlockSpec] = []
     act_cache: dict[tuple[str, str], tuple[str, str]] = {}
+    near = Neighbours(names)
     for fam, container in chosen:
         roles = found[(fam.key, container)]
         cfg = config_section(config, container)
@@ -463,7 +486,13 @@ def _by_family(names: Shapes, config: Mapping[str, object] | None, *, source: st
         if mt in _EXPECTED and fam.key not in _EXPECTED[mt]:
             raise InvalidInput(f"{source}: {fc.config_name(cfg)} says model_type {mt!r} but {container} has the {fam.label} layout; "
                                "the config does not match the weights (or a tensor is missing)")
-        ck = (fam.key, _section_key(container))
+        refusal = next((r for r in fam.refusals if fc.holds(r.when, cfg, matches[(fam.key, container)].group("root"), names)), None)
+        if refusal is not None:
+            raise InvalidInput(f"{source}: {fc.config_name(cfg)} says model_type {mt!r}, and {container} has the {fam.label} "
+                               f"layout: {refusal.why}; {refusal.fix}")
+        refuse_unread(near, root=matches[(fam.key, container)].group("root"), container=container, used=roles.values(),
+                      ungated=not fam.gated, label=fam.label, source=source)
+        ck = (fam.key, _section_key(container, config))
         if ck not in act_cache:
             act_cache[ck] = fc.activation(fam, cfg, override=activation, source=source, has_config=config is not None,
                                           example=roles["down"])
@@ -477,19 +506,6 @@ def _family_spec(fam: Family, container: str, m: re.Match[str], roles: dict[Role
                  cfg: Mapping[str, object] | None, act: tuple[str, str], *, source: str, fold_norm: bool) -> BlockSpec:
     """The checked :class:`BlockSpec` of one container that ``fam`` fits."""
     root = m.group("root")
-    if "gate" not in roles and "gate_up" not in roles:  # (an ungated layout with a gate beside it computes another f)
-        used = {t for t in roles.values() if t}
-        gate = next((t for t in sorted(names) if t.startswith(f"{container}.") and t not in used and len(names[t]) == 2
-                     and "gate" in t[len(container) + 1:].lower()), None)
-        if gate is not None:
-            raise InvalidInput(f"{source}: {container} holds {gate} beside its up and down projections: a gated MLP (llm-foundry's "
-                               f"mptglu, say), which the {fam.label} layout reads as ungated; name the roles with --up, --down "
-                               "and --gate (and the activation with --activation)")
-    scale = next((t for t in sorted(names) if t.startswith(f"{root}.") and _BRANCH_SCALE.fullmatch(t[len(root) + 1:])), None)
-    if scale is not None:  # (h + λ ⊙ B(norm(h)): decided without λ, the verdict would be about another f)
-        raise InvalidInput(f"{source}: {scale} {list(names[scale])} scales the MLP branch of {root} (LayerScale or a gate: "
-                           "h + λ·B(norm(h))), which absorb does not fold from this format; multiply it into the down "
-                           "projection's rows and bias (an .npz of the block), or export the model to ONNX, whose reader folds it")
     spec = BlockSpec(
         name=container, layer=int(m.group("i")), family=fam.key, down=roles["down"], up=roles.get("up"),
         gate=roles.get("gate"), gate_up=roles.get("gate_up"),
@@ -541,6 +557,105 @@ def _square_orientation(fam: Family, cfg: Mapping[str, object] | None, names: Sh
 # A layer's own factor on its MLP branch: BEiT/Data2Vec lambda_2, DINOv2 layer_scale2, timm ls2, Mllama gate_ffn
 _BRANCH_SCALE = re.compile(r"(lambda_?2|layer_?scale_?2(\.lambda1|\.gamma|\.scale)?|ls2\.(gamma|scale)|gamma_?2|gate_ffn)(\.weight)?")
 
+# Tensors of a layer (names relative to the layer root) that change what its MLP block computes, though
+# they are none of the projections absorb reads: (pattern, what the block then computes, what would fix it)
+_NPZ_FIX = "write the block as an .npz (docs/user-guide.md) with this factor folded in"
+_ALTERS: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"(.+\.)?(\w*act\w*|gelu_impl)\.scales"),
+     "AutoAWQ's ScaledActivation: the block computes down(act(up·x) / s), the activation's output divided by these scales",
+     "divide the down projection's columns by the scales (an .npz of the block), or analyse the checkpoint from before AWQ"),
+    (re.compile(r"(.+\.)?c_fc2\.(weight|bias)"),
+     "a second input projection (BTLM / JAIS SwiGLU: c_proj(c_fc(x) ⊙ silu(c_fc2(x)))), a gated MLP, which absorb does not "
+     "read in this layout",
+     "name the roles by hand, with the gate: --up '{u}' --down '{d}' --gate '{g}' --activation swiglu"),
+    (re.compile(r"(.+\.)?ffn_layernorm\.(weight|bias)"),
+     "a LayerNorm between the activation and the down projection (fairseq NormFormer's scale_fc: "
+     "B(x) = fc2(LN(act(fc1·x))))", "absorb decides blocks down(act(up·x)) with no norm inside, from any format, so "
+     "this model's MLP is not one it can decide; analyse a model trained without scale_fc"),
+    (re.compile(r"w_resid"),
+     "a factor on the MLP's residual (fairseq NormFormer's scale_resids: w ⊙ x + B(x)), not the identity skip",
+     _NPZ_FIX + " as the skip matrix diag(w)"),
+)
+
+
+class Neighbours:
+    """A checkpoint's tensor names, indexed for :func:`refuse_unread`: sorted (the tensors inside a
+    module are a slice), and the few whose name ends as a branch factor or a :data:`_ALTERS` tensor."""
+
+    _TAIL = re.compile(r"(^|\.)(" + _BRANCH_SCALE.pattern + "|" + "|".join(rx.pattern for rx, _, _ in _ALTERS) + ")$")
+
+    def __init__(self, names: Shapes) -> None:
+        self.names = names
+        self.order = sorted(names)
+        self.suspects = [t for t in self.order if self._TAIL.search(t)]
+
+    def inside(self, module: str) -> list[str]:
+        """The tensors whose name starts with ``module.`` ('/' sorts right after '.')."""
+        return self.order[bisect.bisect_left(self.order, module + "."):bisect.bisect_left(self.order, module + "/")]
+
+
+def refuse_unread(near: Neighbours, *, root: str | None, container: str, used: Iterable[str | None], ungated: bool, label: str,
+                  source: str, own_module: bool = True) -> None:
+    """Refuse (one line naming the tensor, :func:`unread`) a layer whose MLP block computes more than absorb reads of it."""
+    why = unread(near, root=root, container=container, used=used, ungated=ungated, label=label, own_module=own_module)
+    if why is not None:
+        raise InvalidInput(f"{source}: {why}")
+
+
+def unread(near: Neighbours, *, root: str | None, container: str, used: Iterable[str | None], ungated: bool, label: str,
+           own_module: bool = True) -> str | None:
+    """Why the block ``container`` computes more than absorb reads of it (naming the tensor), or None.
+
+    The block is read as ``down(act(up·x) [⊙ gate]) + biases`` with the identity skip. Named:
+    a factor on the MLP branch at the layer ``root`` (LayerScale), a tensor of the layer known to
+    change the block (:data:`_ALTERS`), a gate-named weight beside an ungated layout, and any other
+    tensor inside the MLP's own module ``container`` (when it is not the whole layer) that is none
+    of the projections read nor their biases: ignored, it would make the verdict one about another f.
+    Roles named by hand (``own_module`` False) skip the last two: the user chose what the block reads.
+    """
+    names = near.names
+    read = {split_slice(t)[0] for t in used if t}
+    read |= {t[: -len(".weight")] + ".bias" for t in read if t.endswith(".weight")}
+    for t in (t for t in near.suspects if root is not None and t.startswith(f"{root}.") and t not in read):
+        rel = t[len(f"{root}."):]
+        if _BRANCH_SCALE.fullmatch(rel):  # (h + λ ⊙ B(norm(h)): decided without λ, the verdict would be about another f)
+            return (f"{t} {list(names[t])} scales the MLP branch of {root} (LayerScale or a gate: h + λ·B(norm(h))), which "
+                    "absorb does not fold from this format; multiply it into the down projection's rows and bias (an .npz of "
+                    "the block), or export the model to ONNX, whose reader folds it")
+        alter = next(((why, fix) for rx, why, fix in _ALTERS if rx.fullmatch(rel)), None)
+        if alter is not None:
+            return _beside(t, container, root, alter)
+    for t in near.inside(container) if own_module else ():
+        if split_slice(t)[0] in read:
+            continue
+        if ungated and len(names[t]) == 2 and "gate" in t[len(container) + 1:].lower():
+            return _beside(t, container, root, (f"a gated MLP (llm-foundry's mptglu, say), which the {label} layout reads as "
+                                                "ungated", "name the roles with --up, --down and --gate (and the activation "
+                                                "with --activation)"))
+        if container != root:
+            return _beside(t, container, root, ("a tensor inside the MLP's own module that is none of the projections absorb "
+                                                f"reads ({', '.join(sorted(read))}), so the block may compute more than "
+                                                "down(act(up·x))", "analyse a checkpoint without it, or write the block as an "
+                                                ".npz of what it computes"))
+    return None
+
+
+def _beside(t: str, container: str, root: str | None, alter: tuple[str, str]) -> str:
+    why, fix = alter
+    if "{g}" in fix:  # BTLM / JAIS: the command that reads the gated block
+        stem = t[: t.rindex("c_fc2.")]
+        fix = fix.format(g=_generic(stem + "c_fc2.weight", root), u=_generic(stem + "c_fc.weight", root),
+                         d=_generic(stem + "c_proj.weight", root))
+    return f"{container} holds {t} beside its up and down projections: {why}; {fix}"
+
+
+def _generic(tensor: str, root: str | None) -> str:
+    """``tensor`` with the layer number of ``root`` written ``{i}`` (as role patterns take it)."""
+    if root is None or not tensor.startswith(f"{root}."):
+        return tensor
+    m = re.search(r"(\d+)$", root)
+    return tensor if m is None else f"{root[: m.start()]}{{i}}{tensor[len(root):]}"
+
 
 def _role_regex(pattern: str, flag: str) -> re.Pattern[str]:
     if "{i}" not in pattern and "{e}" not in pattern and "{" in pattern:
@@ -571,6 +686,14 @@ def _manual_activation(cfg: Mapping[str, object] | None, activation: str | None,
     return _check_activation_name(v[1], source=source, where=f"config.json {v[0]}"), f"config.json {v[0]} = {v[1]!r}"
 
 
+def _layer_root(module: str, layer: str | None) -> str | None:
+    """The part of ``module`` up to the component that is the layer number (``encoder.layer.0`` of
+    ``encoder.layer.0.mlp``), where the layer's own tensors (a LayerScale) sit; None without one."""
+    parts = module.split(".")
+    at = [k for k, c in enumerate(parts) if layer is not None and c == layer]
+    return ".".join(parts[: at[-1] + 1]) if at else None
+
+
 def _manual(names: Shapes, config: Mapping[str, object] | None, manual: ManualRoles, *, source: str,
             activation: str | None, fold_norm: bool) -> list[BlockSpec]:
     if fold_norm:
@@ -591,6 +714,7 @@ def _manual(names: Shapes, config: Mapping[str, object] | None, manual: ManualRo
                                f"with {{i}} for the layer number (this checkpoint has e.g. {example!r})")
     act, src = _manual_activation(config, activation, source=source)
     evidence = hidden_evidence(names)
+    near = Neighbours(names)
     specs = []
     for (i, _e), roles in groups.items():
         missing = [r for r in rx if r not in roles]
@@ -600,6 +724,8 @@ def _manual(names: Shapes, config: Mapping[str, object] | None, manual: ManualRo
                                f"{getattr(manual, missing[0])!r} for layer {i}; check the pattern")
         tensors = list(roles.values())
         name = _common_prefix(tensors) or roles["up"]
+        refuse_unread(near, root=_layer_root(name, i), container=name, used=tensors, ungated=False, label="roles named by hand",
+                      source=source, own_module=False)
         spec = BlockSpec(name=name, layer=int(i) if i is not None else 0, family="manual", down=roles["down"], up=roles["up"],
                          gate=roles.get("gate"), b_up=_bias(names, roles["up"]), b_gate=_bias(names, roles.get("gate")),
                          b_down=_bias(names, roles["down"]), activation=act, activation_source=src,

@@ -34,17 +34,22 @@ def config_section(config: Mapping[str, object] | None, tensor: str) -> Mapping[
     """The part of config.json that describes the tower ``tensor`` belongs to.
 
     Multimodal configs nest the language model under ``text_config`` and the vision tower
-    under ``vision_config``; their keys override the top level for that tower.
+    under ``vision_config``; (vision-, speech-) encoder-decoder configs nest the towers whose
+    tensors start ``encoder.`` and ``decoder.`` under ``encoder`` and ``decoder``. The
+    section's keys override the top level for that tower.
     """
     if config is None:
         return None
-    sub = config.get(_section_key(tensor))
+    sub = config.get(_section_key(tensor, config))
     if isinstance(sub, Mapping):
         return {**config, **sub}
     return config
 
 
-def _section_key(tensor: str) -> str:
+def _section_key(tensor: str, config: Mapping[str, object] | None = None) -> str:
+    mt = _model_type(config)
+    if mt is not None and mt.endswith("encoder-decoder") and (m := re.match(r"(encoder|decoder)\.", tensor)):
+        return m.group(1)
     return "vision_config" if re.search(r"(^|\.)(vision|visual)", tensor) else "text_config"
 
 
@@ -124,13 +129,18 @@ def _configured_activation(fam: Family, cfg: Mapping[str, object], *, source: st
     for rule in fam.activation_rules:
         if holds(rule.when, cfg, "", {}):
             v = cfg.get(rule.key) if rule.key is not None else None
+            if isinstance(v, str) and rule.names is not None:
+                if v not in rule.names:
+                    raise InvalidInput(f"{source}: {where} {rule.key} = {v!r} is not in {rule.table} "
+                                       f"({', '.join(sorted(rule.names))}); fix {rule.key} or pass --activation NAME")
+                return rule.names[v], f"{where} {rule.key} = {v!r} ({rule.table} reads it as {rule.names[v]})"
             if isinstance(v, str):
                 return _check_activation_name(v, source=source, where=f"{where} {rule.key}"), f"{where} {rule.key} = {v!r}"
             return rule.fixed, rule.why
-    # (a training script's hyper-parameters — Lightning's, fairseq's args — may name another module's activation under a
-    # generic key such as 'activation': there only the family's own keys count)
-    src = cfg.get("__source__")
-    loose = not isinstance(src, str) or src.endswith(("'config' entry", "'model_config' entry"))
+    # (a configuration stored in a training checkpoint — Lightning's hyper-parameters, fairseq's args, a trainer's
+    # 'config' or 'model_config' entry — may name another module's activation, a classifier head's, under a generic key
+    # such as 'activation': there only the family's own keys count)
+    loose = not isinstance(cfg.get("__source__"), str)
     for key in fam.act_keys + (tuple(k for k in _ACT_KEYS_ANY if k not in fam.act_keys) if loose else ()):
         v = cfg.get(key)
         if isinstance(v, str):

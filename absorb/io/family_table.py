@@ -63,6 +63,21 @@ class ActivationRule:
     key: str | None
     fixed: str
     why: str
+    names: Mapping[str, str] | None = None
+    """The model's own table from ``key``'s values to activations (GPT-1's ``ACT_FNS``), where it has
+    one instead of transformers' ``ACT2FN``; a value outside it is refused (the model would not load)."""
+    table: str = ""
+    """How reports name that table."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A model sharing these names whose layer wires its MLP into a block absorb does not read from this
+    format (``why``), when ``when`` holds: refused, with ``fix``, rather than decided as x + B(x)."""
+
+    when: When
+    why: str
+    fix: str
 
 
 @dataclass(frozen=True)
@@ -75,9 +90,18 @@ class NormRule:
 
 PRE_NORM = "pre-norm: the layer computes h + B(norm(h))"
 POST_NORM_OF_NORM = "post-norm: the layer computes norm(h + B(h)), h itself the output of a norm"
-DEFAULT_WIRING = (Wiring("pre-norm with a post-MLP norm: the layer computes h + norm_post(B(norm_pre(h)))",
-                         When(has=("post_feedforward_layernorm",))),
+_POST_MLP_NORM = "pre-norm with a post-MLP norm: the layer computes h + norm_post(B(norm_pre(h)))"
+# (Gemma 2/3's post_feedforward_layernorm; GLM-4's post_mlp_layernorm)
+DEFAULT_WIRING = (Wiring(_POST_MLP_NORM, When(has=("post_feedforward_layernorm",))),
+                  Wiring(_POST_MLP_NORM, When(has=("post_mlp_layernorm",))),
                   Wiring(PRE_NORM))
+# A routed expert (or a gated shared expert) is one weighted term of the layer's MLP
+_ROUTED = (Wiring("an expert of a mixture-of-experts MLP: the layer computes h + Σₑ pₑ(norm(h))·Bₑ(norm(h)) (pₑ the router's "
+                  "weights; a shared expert, where there is one, under its own gate or none), so this block is one weighted "
+                  "term of the layer's MLP"),)
+
+_SCALED_BRANCH = ("pre-norm with a scaled branch: the layer computes h + m·B(norm(h)), m its config's residual_multiplier "
+                  "(Granite) or scale_depth/√layers (MiniCPM)")
 
 # fc1/fc2 encoder-decoders whose layers are post-LN, as in BART: the MLP reads the output of the
 # attention's norm (the cross-attention's in a decoder layer) and final_layer_norm follows the MLP.
@@ -118,6 +142,8 @@ class Family:
     """How the layer wires the residual: the first rule that holds (the last always holds)."""
     norm_rules: tuple[NormRule, ...] = ()
     """Layers whose MLP is fed by another norm than ``norms`` (the first rule that holds)."""
+    refusals: tuple[Refusal, ...] = ()
+    """Models with these names whose block is not x + B(x): refused (the first rule that holds)."""
     fold_types: str | None = None
     """A layout shared by pre- and post-norm models: ``--fold-norm`` takes ``norms`` only where config.json's
     ``model_type`` fullmatches this (or a norm rule holds); None: wherever the layout is found."""
@@ -149,13 +175,14 @@ FAMILIES: tuple[Family, ...] = (
            activation_rules=(ActivationRule(When(model_type="gemma.*"), "hidden_activation", "gelu_tanh",
                                             "Gemma: transformers uses gelu_pytorch_tanh when hidden_activation is absent"),),
            # (what the layer around the MLP computes, said in the report; the block decided is x + B(x) in each case)
-           wiring=(Wiring("pre-norm with a scaled branch: the layer computes h + m·B(norm(h)), m its config's "
-                          "residual_multiplier (Granite) or scale_depth/√layers (MiniCPM)", When(model_type="granite.*|minicpm.*")),
+           # (MiniCPM-V / -o: the LLM is MiniCPM — scale_depth — in 2.0, Qwen2 or LLaMA 3 since 2.5)
+           wiring=(Wiring(_SCALED_BRANCH, When(model_type="granite.*|minicpm|minicpm3")),
+                   Wiring(_SCALED_BRANCH, When(model_type="minicpm.*", flag="scale_depth", flag_default=False)),
                    Wiring("parallel: the layer computes h + attn(norm(h)) + B(norm(h))", When(model_type="cohere.*")),
+                   Wiring("parallel: the layer computes h + attn(norm(h)) + B(norm(h))",
+                          When(model_type="stablelm", flag="use_parallel_residual", flag_default=False)),
                    Wiring("post-MLP norm only: the layer computes h + norm(B(h))", When(model_type="olmo2|olmo3")),
-                   Wiring("pre-norm with a post-MLP norm: the layer computes h + norm_post(B(norm_pre(h)))",
-                          When(has=("post_feedforward_layernorm",))),
-                   Wiring(PRE_NORM)),
+                   *DEFAULT_WIRING),
            # (OLMo 2's post_attention_layernorm normalises the attention's output: no norm feeds its MLP, none is folded)
            norm_rules=(NormRule(When(model_type="olmo2|olmo3"), ()),),
            gain_by_model_type=True),
@@ -167,10 +194,10 @@ FAMILIES: tuple[Family, ...] = (
            (("gate", "gate_proj"), ("up", "up_proj"), ("down", "down_proj")),
            ("hidden_act",), "silu", ("post_attention_layernorm",),
            config_default={"qwen2_moe": "silu", "qwen3_moe": "silu", "deepseek_v2": "silu", "deepseek_v3": "silu"},
-           gain_by_model_type=True),
+           wiring=_ROUTED, gain_by_model_type=True),
     Family("mixtral", "Mixtral experts (block_sparse_moe.experts.{e}: w1 gate, w3 up, w2 down)",
            rf"(?P<root>{_LAYERS})\.block_sparse_moe\.experts\.(?P<e>\d+)", (("gate", "w1"), ("up", "w3"), ("down", "w2")),
-           ("hidden_act",), "silu", ("post_attention_layernorm",), config_default={"mixtral": "silu"}),
+           ("hidden_act",), "silu", ("post_attention_layernorm",), config_default={"mixtral": "silu"}, wiring=_ROUTED),
     Family("phi3", "Phi-3 (fused gate_up_proj: rows 0:I gate, I:2I up)",
            rf"(?P<root>{_LAYERS})\.mlp", (("gate_up", "gate_up_proj"), ("down", "down_proj")),
            ("hidden_act",), "silu", ("post_attention_layernorm",), config_default={"phi3": "silu"},
@@ -184,8 +211,12 @@ FAMILIES: tuple[Family, ...] = (
            ("activation_function",), "gelu_new", ("ln_2",), transposed=True,
            config_default={"gpt2": "gelu_new", "gpt_bigcode": "gelu_pytorch_tanh"}, layer_norm=True,
            # GPT-1 (openai-gpt) is post-LN: ln_1 (after the attention) feeds the MLP, ln_2 follows it; its activation is afn
-           activation_rules=(ActivationRule(When(model_type="openai-gpt"), "afn", "gelu",
-                                            "GPT-1: OpenAIGPTConfig's afn defaults to 'gelu'"),),
+           # (modeling_openai maps afn through its own ACT_FNS, where 'gelu' is gelu_new, the tanh form)
+           activation_rules=(ActivationRule(When(model_type="openai-gpt"), "afn", "gelu_tanh",
+                                            "GPT-1: OpenAIGPTConfig's afn defaults to 'gelu', which modeling_openai's "
+                                            "ACT_FNS maps to gelu_new (the tanh GELU)",
+                                            names={"relu": "relu", "silu": "silu", "swish": "silu", "gelu": "gelu_tanh"},
+                                            table="modeling_openai's ACT_FNS"),),
            wiring=(Wiring(POST_NORM_OF_NORM, When(model_type="openai-gpt")), Wiring(PRE_NORM)),
            norm_rules=(NormRule(When(model_type="openai-gpt"), ("ln_1",)),),
            fold_types="gpt2|gpt_bigcode|gpt_neo|imagegpt|decision_transformer",
@@ -195,6 +226,14 @@ FAMILIES: tuple[Family, ...] = (
            rf"(?P<root>{_LAYERS})\.mlp", (("up", "dense_h_to_4h"), ("down", "dense_4h_to_h")),
            ("hidden_act",), "gelu (Persimmon: relu2)", ("post_attention_layernorm",),
            config_default={"gpt_neox": "gelu", "persimmon": "relu2"}, layer_norm=True,
+           # ChatGLM-6B (v1) / GLM-130B (GLMBlock): output = α·mlp_input + mlp(mlp_input), α = √(2·num_layers);
+           # ChatGLM2/3 (ffn_hidden_size, a fused SwiGLU under encoder.layers) add the plain residual
+           refusals=(Refusal(When(model_type="chatglm", flag="ffn_hidden_size", flag_default=False, flag_is=False),
+                             "ChatGLM-6B / GLM-130B's GLMBlock scales the MLP's skip: the layer computes α·norm(h) + "
+                             "B(norm(h)) with α = √(2·num_layers), so the block is f(x) = α·x + B(x), not x + B(x) (and "
+                             "not a parallel residual)",
+                             "write the block as an .npz with the skip matrix α·I (docs/user-guide.md), which absorb "
+                             "decides as it is"),),
            wiring=(Wiring(PRE_NORM, When(model_type="persimmon")),
                    Wiring("parallel residual: the layer computes h + attn(norm₁(h)) + B(norm₂(h))",
                           When(flag="use_parallel_residual")),
@@ -217,7 +256,7 @@ FAMILIES: tuple[Family, ...] = (
            ("activation_function", "hidden_act"), "relu (OPT)", ("final_layer_norm",), config_default={"opt": "relu"},
            layer_norm=True, lone_role_elsewhere=True,
            # without config.json a BART-style post-LN model cannot be told from OPT/Whisper: it is said to be assumed
-           wiring=(Wiring(POST_NORM_OF_NORM, When(model_type=_POST_LN_FC_TYPES)),
+           wiring=(Wiring(POST_NORM_OF_NORM, When(model_type=_POST_LN_FC_TYPES + "|fsmt")),
                    Wiring(PRE_NORM, When(flag="do_layer_norm_before")),
                    Wiring("post-norm: the layer computes norm(h + B(h))")),
            # BART: a decoder layer's cross-attention norm feeds its MLP; post-LN OPT (350m): the attention's norm
@@ -236,7 +275,9 @@ FAMILIES: tuple[Family, ...] = (
            ("hidden_act",), "gelu", ("layernorm_after", "attention.output.LayerNorm"),
            config_default={"bert": "gelu", "roberta": "gelu", "vit": "gelu", "xlm-roberta": "gelu"},
            layer_norm=True, lone_role_elsewhere=True,
-           wiring=(Wiring(PRE_NORM, When(has=("layernorm_after",))), Wiring(POST_NORM_OF_NORM))),
+           # (ESM, Megatron-BERT and RoBERTa-PreLayerNorm are pre-LN: LayerNorm / ln / intermediate.LayerNorm feed the MLP)
+           wiring=(Wiring(PRE_NORM, When(has=("layernorm_after",))),
+                   Wiring(PRE_NORM, When(model_type="esm|megatron-bert|roberta-prelayernorm")), Wiring(POST_NORM_OF_NORM))),
     Family("distilbert", "DistilBERT (ffn.lin1, lin2)",
            rf"(?P<root>{_PRE}layer\.(?P<i>\d+))\.ffn", (("up", "lin1"), ("down", "lin2")),
            ("activation",), "gelu", ("sa_layer_norm",), config_default={"distilbert": "gelu"}, layer_norm=True,
@@ -366,4 +407,4 @@ class Detection:
 
 
 __all__ = ["DEFAULT_WIRING", "FAMILIES", "FAMILY_BY_KEY", "ActivationRule", "BlockSpec", "Detection", "Family", "ManualRoles",
-           "NormRule", "NormSpec", "Role", "Shapes", "When", "Wiring"]
+           "NormRule", "NormSpec", "Refusal", "Role", "Shapes", "When", "Wiring"]

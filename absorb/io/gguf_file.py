@@ -104,6 +104,22 @@ def _field(reader: Any, key: str) -> Any:
         return None
 
 
+# llama.cpp graphs whose layer feeds the attention and the MLP the same normed input and adds both (parallel residual)
+_PARALLEL = ("gptj", "phi2", "falcon", "command-r", "cohere2")
+
+
+def _wiring(arch: str | None, i: int, tensors_by_name: dict[str, Any], reader: Any) -> str:
+    """How llama.cpp's graph for ``arch`` wires layer ``i``'s MLP (a phrase for the report)."""
+    has = {k: f"blk.{i}.{k}.weight" in tensors_by_name for k in ("ffn_norm", "post_ffw_norm")}
+    par = _field(reader, f"{arch}.use_parallel_residual")
+    if arch in _PARALLEL or (arch == "gptneox" and par is not False) or (arch == "stablelm" and not has["ffn_norm"]):
+        return "parallel residual, h + attn(norm(h)) + B(norm'(h))"
+    if has["post_ffw_norm"]:
+        return ("pre-norm with a post-MLP norm, h + norm_post(B(norm(h)))" if has["ffn_norm"] else
+                "post-MLP norm only, h + norm(B(h))")
+    return "pre-norm, h + B(norm(h))"
+
+
 def read_gguf(path: Path, *, activation: str | None) -> tuple[dict[str, TensorInfo], GgufSource, Detection]:
     """Parse ``path`` and find its MLP blocks (see the module docstring)."""
     gguf = optional_package("gguf", path, "a GGUF file")
@@ -190,7 +206,7 @@ def read_gguf(path: Path, *, activation: str | None) -> tuple[dict[str, TensorIn
             raise InvalidInput(f"{path}: {where}: ffn_up has d = {d} but the metadata's {arch}.embedding_length is {d_meta}")
         q = sorted({refs[k].tensor.tensor_type.name for k in (up, down, gate) if k})
         stored = ", ".join(q)
-        residual = (f"llama.cpp's {arch} layer (pre-norm, h + B(norm(h))); weights stored {stored}"
+        residual = (f"llama.cpp's {arch} layer ({_wiring(arch, i, tensors_by_name, reader)}); weights stored {stored}"
                     + ("" if all(x in _FLOAT for x in q) else ", dequantised with gguf.quants.dequantize: the verdict is "
                        "about the dequantised weights"))
         specs.append(BlockSpec(name=where, layer=i, family="gguf", up=up, down=down, gate=gate,
