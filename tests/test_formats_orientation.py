@@ -95,7 +95,7 @@ def _custom(rng: np.random.Generator, *, gate: bool = False, emb: bool = True) -
     for i in range(L):
         t[f"blocks.{i}.ff.proj_in.weight"] = rng.standard_normal((N, D)).astype(np.float32)
         t[f"blocks.{i}.ff.proj_out.weight"] = rng.standard_normal((D, N)).astype(np.float32)
-        t[f"blocks.{i}.ff.scale.weight"] = rng.standard_normal((1, 192)).astype(np.float32)  # a [1, 192] vector: no role
+        t[f"blocks.{i}.misc.weight"] = rng.standard_normal((1, 192)).astype(np.float32)  # a [1, 192] vector: no role
         t[f"blocks.{i}.attn.qkv.weight"] = rng.standard_normal((3 * D, D)).astype(np.float32)
         t[f"blocks.{i}.attn.out.weight"] = rng.standard_normal((D, D)).astype(np.float32)
         if gate:
@@ -123,6 +123,17 @@ def test_suggested_command_reads_the_layers_it_names(tmp_path: Path, gate: bool)
     for spec, blk in zip(ck.specs, ck.blocks()):
         assert np.array_equal(blk.W_up, t[f"blocks.{spec.layer}.ff.proj_in.weight"].astype(np.float64))
         assert np.array_equal(blk.W_down, t[f"blocks.{spec.layer}.ff.proj_out.weight"].astype(np.float64))
+
+
+def test_no_command_where_the_mlp_module_holds_a_tensor_it_would_not_read(tmp_path: Path) -> None:
+    """Advice is a reading: a [1, 192] ff.scale beside the projections (RWKV's receptance, a scale) may change what the
+    block computes, so no ready-made command is printed — the refusal names the tensor."""
+    t = _custom(np.random.default_rng(2))
+    for i in range(L):
+        t[f"blocks.{i}.ff.scale.weight"] = t.pop(f"blocks.{i}.misc.weight")
+    with pytest.raises(InvalidInput, match=r"fits the shapes, but blocks\.0\.ff holds blocks\.0\.ff\.scale\.weight") as exc:
+        open_checkpoint(_save(tmp_path, t))
+    assert "--up 'blocks.{i}.ff.proj_in.weight' --down 'blocks.{i}.ff.proj_out.weight' --activation" not in str(exc.value)
 
 
 def test_no_command_when_the_reading_is_ambiguous() -> None:

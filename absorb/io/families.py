@@ -349,7 +349,7 @@ def _suggestion_unread(names: Shapes, cmd: str) -> str | None:
     for i, used in sorted(layers.items(), key=lambda kv: int(kv[0])):
         module = _common_prefix(used)
         why = unread(near, root=_layer_root(module, i), container=module, used=used, ungated=False, label="roles named by hand",
-                     own_module=False)
+                     own_module=True)  # (advice: a module with a tensor the command would not read gets none)
         if why is not None:
             return why
     return None
