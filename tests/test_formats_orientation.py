@@ -448,3 +448,27 @@ def test_olmo2_has_no_norm_before_its_mlp_to_fold(tmp_path: Path) -> None:
     assert ck.specs[0].residual.startswith("post-MLP norm only")
     with pytest.raises(InvalidInput, match="--fold-norm: no norm found before"):
         open_checkpoint(tmp_path, fold_norm=True)
+
+
+def test_mlp_tensors_of_another_stack_are_named_as_not_analysed() -> None:
+    """BridgeTower: the text tower (BERT names) is read, the vision tower's CLIP resblocks are not — the verdict
+    covered the text MLP only, without a word about the others; now a note names them. Layers of the stack read
+    (a MoE router beside its experts) raise no note."""
+    from absorb.io.families import detect
+
+    d, n = 6, 12
+    names = {}
+    for i in range(2):
+        p = f"bridgetower.text_model.encoder.layer.{i}"
+        names.update({f"{p}.intermediate.dense.weight": (n, d), f"{p}.intermediate.dense.bias": (n,),
+                      f"{p}.output.dense.weight": (d, n), f"{p}.output.dense.bias": (d,), f"{p}.output.LayerNorm.weight": (d,)})
+        q = f"bridgetower.vision_model.visual.transformer.resblocks.{i}.mlp"
+        names.update({f"{q}.c_fc.weight": (n, d), f"{q}.c_proj.weight": (d, n)})
+    det = detect(names, {"model_type": "bert", "hidden_act": "gelu", "hidden_size": d}, source="m")
+    note = next((x for x in det.notes if x.startswith("not analysed")), None)
+    assert note is not None and "resblocks.0.mlp.c_fc.weight" in note and "4 MLP-looking" in note, det.notes
+    moe = {f"model.layers.0.block_sparse_moe.experts.{e}.{w}.weight": s for e in range(2)
+           for w, s in (("w1", (n, d)), ("w2", (d, n)), ("w3", (n, d)))}
+    moe["model.layers.0.block_sparse_moe.gate.weight"] = (2, d)
+    det = detect(moe, {"model_type": "mixtral", "hidden_act": "silu", "hidden_size": d}, source="m")
+    assert not any(x.startswith("not analysed") for x in det.notes), det.notes

@@ -400,6 +400,7 @@ def detect(names: Shapes, config: Mapping[str, object] | None, *, source: str, a
         fams: tuple[str, ...] = ("manual",)
     else:
         specs, fams = _by_family(names, config, source=source, activation=activation, fold_norm=fold_norm)
+    elsewhere = _outside_layers(names, specs) if manual is None else []
     specs = select_layers(specs, layers, source=source)
     specs.sort(key=lambda s: _natural_key(s.name))
     notes = []
@@ -407,7 +408,22 @@ def detect(names: Shapes, config: Mapping[str, object] | None, *, source: str, a
         notes.append("Conv1D weights stored [in, out] were transposed to [out, in]")
     if any(s.gate_up for s in specs):
         notes.append("fused gate_up_proj split: rows 0:I are the gate, rows I:2I the up projection")
+    if elsewhere:
+        notes.append(f"not analysed: {len(elsewhere)} MLP-looking tensor(s) in layers of another stack (a tower or a layout "
+                     f"absorb does not read), e.g. {', '.join(elsewhere[:3])}; the verdict covers the blocks read only (name "
+                     "their roles with --up/--down to decide them)")
     return Detection(blocks=tuple(specs), families=fams, model_type=_model_type(config), notes=tuple(notes))
+
+
+def _outside_layers(names: Shapes, specs: list[BlockSpec]) -> list[str]:
+    """MLP-looking 2-D tensors (:func:`_mlp_looking`) of numbered layers none of whose roots — the name up to the
+    layer number — holds a block read (a vision tower beside the language model's layers, a layout not known)."""
+    def root(name: str) -> str | None:
+        m = _LAYER_NUM.search(name)
+        return None if m is None else name[: m.end()]
+
+    read = {root(s.name) for s in specs}
+    return [t for t in _mlp_looking(names) if (r := root(t)) is not None and r not in read]
 
 
 
