@@ -472,3 +472,27 @@ def test_mlp_tensors_of_another_stack_are_named_as_not_analysed() -> None:
     moe["model.layers.0.block_sparse_moe.gate.weight"] = (2, d)
     det = detect(moe, {"model_type": "mixtral", "hidden_act": "silu", "hidden_size": d}, source="m")
     assert not any(x.startswith("not analysed") for x in det.notes), det.notes
+
+
+def test_starcoder2_is_read_with_its_own_layout(tmp_path: Path) -> None:
+    """StarCoder2: model.layers.{i}.mlp.c_fc / c_proj are nn.Linear ([out, in]) with biases, σ = hidden_act
+    (gelu_pytorch_tanh); it was refused as an unknown layout though the printed command read it."""
+    import json
+
+    rng = np.random.default_rng(4)
+    t = {}
+    for i in range(2):
+        p = f"model.layers.{i}"
+        t.update({f"{p}.mlp.c_fc.weight": rng.standard_normal((N, D)).astype(np.float32),
+                  f"{p}.mlp.c_fc.bias": rng.standard_normal(N).astype(np.float32),
+                  f"{p}.mlp.c_proj.weight": rng.standard_normal((D, N)).astype(np.float32),
+                  f"{p}.mlp.c_proj.bias": rng.standard_normal(D).astype(np.float32),
+                  f"{p}.post_attention_layernorm.weight": np.ones(D, dtype=np.float32),
+                  f"{p}.post_attention_layernorm.bias": np.zeros(D, dtype=np.float32)})
+    d = _save(tmp_path / "sc2", t)
+    (d / "config.json").write_text(json.dumps({"model_type": "starcoder2", "hidden_act": "gelu_pytorch_tanh", "hidden_size": D}))
+    ck = open_checkpoint(d)
+    for spec, blk in zip(ck.specs, ck.blocks()):
+        assert blk.activation_name == "gelu_tanh"
+        assert np.array_equal(blk.W_up, t[f"model.layers.{spec.layer}.mlp.c_fc.weight"].astype(np.float64))
+        assert np.array_equal(blk.b_down, t[f"model.layers.{spec.layer}.mlp.c_proj.bias"].astype(np.float64))
