@@ -496,3 +496,35 @@ def test_starcoder2_is_read_with_its_own_layout(tmp_path: Path) -> None:
         assert blk.activation_name == "gelu_tanh"
         assert np.array_equal(blk.W_up, t[f"model.layers.{spec.layer}.mlp.c_fc.weight"].astype(np.float64))
         assert np.array_equal(blk.b_down, t[f"model.layers.{spec.layer}.mlp.c_proj.bias"].astype(np.float64))
+
+
+@pytest.mark.parametrize(("vision_type", "act"), [("clip_vision_model", "quick_gelu"), ("siglip_vision_model", "gelu_tanh"), (None, None)])
+def test_a_vision_tower_left_at_its_class_default_activation(tmp_path: Path, vision_type: str | None, act: str | None) -> None:
+    """LLaVA / PaliGemma / Gemma 3 configs leave the vision tower's hidden_act out (the class default: CLIP quick_gelu,
+    SigLIP gelu_pytorch_tanh); they were refused, with advice (--activation) that would name every tower's activation.
+    Without the section's model_type the refusal asks for the section's key, never --activation."""
+    import json
+
+    rng = np.random.default_rng(6)
+    t = {}
+    for i in range(2):
+        p = f"vision_tower.vision_model.encoder.layers.{i}"
+        t.update({f"{p}.mlp.fc1.weight": rng.standard_normal((N, D)).astype(np.float32),
+                  f"{p}.mlp.fc2.weight": rng.standard_normal((D, N)).astype(np.float32),
+                  f"{p}.layer_norm2.weight": np.ones(D, dtype=np.float32)})
+        q = f"language_model.model.layers.{i}.mlp"
+        t.update({f"{q}.gate_proj.weight": rng.standard_normal((N, D)).astype(np.float32),
+                  f"{q}.up_proj.weight": rng.standard_normal((N, D)).astype(np.float32),
+                  f"{q}.down_proj.weight": rng.standard_normal((D, N)).astype(np.float32)})
+    d = _save(tmp_path / "mm", t)
+    vision = {"hidden_size": D} | ({"model_type": vision_type} if vision_type else {})
+    (d / "config.json").write_text(json.dumps({"model_type": "llava", "vision_config": vision,
+                                               "text_config": {"model_type": "llama", "hidden_size": D}}))
+    if act is None:
+        with pytest.raises(InvalidInput, match="section 'vision_config' of config.json names none") as exc:
+            open_checkpoint(d)
+        assert "--activation would apply to every tower" in str(exc.value)
+        return
+    ck = open_checkpoint(d)
+    got = {s.name.split(".")[0]: b.activation_name for s, b in zip(ck.specs, ck.blocks())}
+    assert got == {"vision_tower": act, "language_model": "swiglu"}, got

@@ -117,6 +117,11 @@ def activation(fam: Family, cfg: Mapping[str, object] | None, *, override: str |
            else f"{config_name(cfg)} names no activation of this layout (its {keys}: a training script's other keys may be "
                 "another module's)")
     usual = fam.usual.split(" ")[0]
+    if cfg is not None and any(isinstance(cfg.get(k), Mapping) for k in ("text_config", "vision_config", "encoder", "decoder")):
+        # (several towers: --activation would name every tower's activation, the other towers' wrongly)
+        raise InvalidInput(f"{source}: {why} for the tower of {example} (the {fam.label} layout; usually {fam.usual}), and its "
+                           f"section {_section_key(example, cfg)!r} of config.json names none either; add that tower's "
+                           f"\"{fam.act_keys[0] if fam.act_keys else 'hidden_act'}\" there (--activation would apply to every tower)")
     raise InvalidInput(f"{source}: {why}, so the activation of the {fam.label} layout (e.g. {example}; usually {fam.usual}) "
                        f"is not known; put the model's config.json beside it or pass --activation {usual}")
 

@@ -270,7 +270,10 @@ FAMILIES: tuple[Family, ...] = (
     Family("phi", "Phi-1/1.5/2 (mlp.fc1, fc2; also CLIP/SigLIP)",
            rf"(?P<root>{_LAYERS})\.mlp", (("up", "fc1"), ("down", "fc2")),
            ("hidden_act",), "gelu_new (Phi)", ("post_attention_layernorm", "layer_norm2", "input_layernorm"),
-           config_default={"phi": "gelu_new"}, layer_norm=True,
+           # (CLIPVisionConfig / SiglipVisionConfig: hidden_act left out of a real vision_config is the class default)
+           config_default={"phi": "gelu_new", "clip_vision_model": "quick_gelu", "clip_text_model": "quick_gelu",
+                           "siglip_vision_model": "gelu_pytorch_tanh", "siglip_text_model": "gelu_pytorch_tanh"},
+           layer_norm=True,
            wiring=(Wiring("parallel residual: the layer computes h + attn(norm(h)) + B(norm(h))",
                           When(has=("input_layernorm",), lacks=("post_attention_layernorm",))),
                    Wiring(PRE_NORM))),
