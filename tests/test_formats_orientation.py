@@ -528,3 +528,17 @@ def test_a_vision_tower_left_at_its_class_default_activation(tmp_path: Path, vis
     ck = open_checkpoint(d)
     got = {s.name.split(".")[0]: b.activation_name for s, b in zip(ck.specs, ck.blocks())}
     assert got == {"vision_tower": act, "language_model": "swiglu"}, got
+
+
+def test_tower_sections_of_blip2_and_minicpm_v() -> None:
+    """BLIP-2's Q-Former (qformer.encoder.layer.{i}) is described by qformer_config, MiniCPM-V's SigLIP tower (vpm.*) by
+    vision_config: both were checked against the language model's section and refused as mismatched."""
+    from absorb.io.family_config import config_section
+
+    cfg = {"model_type": "blip-2", "qformer_config": {"hidden_act": "gelu", "hidden_size": 8},
+           "text_config": {"model_type": "opt", "hidden_size": 6}, "vision_config": {"hidden_size": 4}}
+    assert config_section(cfg, "qformer.encoder.layer.0.intermediate.dense.weight")["hidden_size"] == 8
+    assert config_section(cfg, "language_model.model.decoder.layers.0.fc1.weight")["hidden_size"] == 6
+    mini = {"model_type": "minicpmv", "hidden_size": 6, "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 4}}
+    assert config_section(mini, "vpm.encoder.layers.0.mlp.fc1.weight")["model_type"] == "siglip_vision_model"
+    assert config_section(mini, "llm.model.layers.0.mlp.up_proj.weight")["hidden_size"] == 6

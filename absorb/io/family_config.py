@@ -50,7 +50,9 @@ def _section_key(tensor: str, config: Mapping[str, object] | None = None) -> str
     mt = _model_type(config)
     if mt is not None and mt.endswith("encoder-decoder") and (m := re.match(r"(encoder|decoder)\.", tensor)):
         return m.group(1)
-    return "vision_config" if re.search(r"(^|\.)(vision|visual)", tensor) else "text_config"
+    if re.match(r"(.*\.)?qformer\.", tensor):  # (BLIP-2 / InstructBLIP: the Q-Former is a BERT under qformer_config)
+        return "qformer_config"
+    return "vision_config" if re.search(r"(^|\.)(vision|visual|vpm\.)", tensor) else "text_config"
 
 
 def config_name(cfg: Mapping[str, object] | None) -> str:
