@@ -9,6 +9,7 @@ decide like the same (dequantised) arrays. Skips cleanly without the gguf packag
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -147,7 +148,7 @@ def test_malformed_or_unread_mlp_tensors_refused(tmp_path: Path) -> None:
                            "blk.0.ffn_up_exps.weight": (rng.standard_normal((3, N, D)), "F32"),
                            "blk.0.ffn_down_exps.weight": (rng.standard_normal((3, D, N)), "F32")}, "experts but"),
              ("mpt", {"blk.0.ffn_up.weight": up, "blk.0.ffn_down.weight": down, "blk.0.ffn.act.scales": (np.ones(N), "F32")},
-              r"activation or weight scales \(blk.0.ffn.act.scales\)")]
+              r"activation or weight scales or a norm inside it \(blk.0.ffn.act.scales\)")]
     for k, (arch, t, msg) in enumerate(cases):
         with pytest.raises(InvalidInput, match=msg):
             open_checkpoint(_write(tmp_path / f"{k}.gguf", arch, t))
@@ -196,3 +197,20 @@ def test_gguf_wiring_sentence_follows_llama_cpps_graph(tmp_path: Path, arch: str
         t["blk.0.ffn_gate.weight"] = (rng.standard_normal((N, D)), "F32")
     spec = open_checkpoint(_write(tmp_path / "m.gguf", arch, t)).specs[0]
     assert spec.residual.startswith(f"llama.cpp's {arch} layer ({said}")
+
+
+@pytest.mark.parametrize("extra", ["ffn_sub_norm.weight", "ffn_up.scale", "ffn_down.scale"])
+def test_gguf_norm_or_scales_inside_the_mlp_are_refused_before_any_advice(tmp_path: Path, extra: str) -> None:
+    """BitNet's ffn_sub_norm (a norm before the down projection) and per-projection .scale tensors: the file was first
+    refused for its unknown activation with advice to pass --activation, which then decided the block without them."""
+    rng = np.random.default_rng(9)
+    t = {}
+    for i in range(2):
+        t |= {f"blk.{i}.ffn_up.weight": (rng.standard_normal((N, D)), "F32"),
+              f"blk.{i}.ffn_gate.weight": (rng.standard_normal((N, D)), "F32"),
+              f"blk.{i}.ffn_down.weight": (rng.standard_normal((D, N)), "F32"),
+              f"blk.{i}.{extra}": (rng.standard_normal(N if "sub_norm" in extra else 1), "F32")}
+    p = _write(tmp_path / "b.gguf", "bitnet", t)
+    for kw in ({}, {"activation": "swiglu"}):
+        with pytest.raises(InvalidInput, match=re.escape(f"blk.0.{extra}")):
+            open_checkpoint(p, **kw)

@@ -249,9 +249,12 @@ def test_a_tensor_inside_the_mlp_module_that_is_not_read_is_refused_by_name(tmp_
     t = {**_mlp(rng, p, "up_proj", "down_proj"), f"{p}.gate_proj.weight": rng.standard_normal((N, D)).astype(np.float32),
          f"{p}.up_proj.lora_A.weight": rng.standard_normal((2, D)).astype(np.float32)}
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": D}))
-    with pytest.raises(InvalidInput, match=rf"holds {re.escape(p)}\.up_proj\.lora_A\.weight beside .* none of the projections"):
+    with pytest.raises(InvalidInput, match=rf"holds {re.escape(p)}\.up_proj\.lora_A\.weight beside .* inside the module of the projection"):
         open_checkpoint(_save(tmp_path, t))
-    del t[f"{p}.up_proj.lora_A.weight"]
+    t[f"{p}.adapter.weight"] = t.pop(f"{p}.up_proj.lora_A.weight")  # (beside the projections, in the MLP's module)
+    with pytest.raises(InvalidInput, match=rf"holds {re.escape(p)}\.adapter\.weight beside .* none of the projections"):
+        open_checkpoint(_save(tmp_path, t))
+    del t[f"{p}.adapter.weight"]
     assert open_checkpoint(_save(tmp_path, t)).specs[0].gated
 
 
@@ -542,3 +545,75 @@ def test_tower_sections_of_blip2_and_minicpm_v() -> None:
     mini = {"model_type": "minicpmv", "hidden_size": 6, "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 4}}
     assert config_section(mini, "vpm.encoder.layers.0.mlp.fc1.weight")["model_type"] == "siglip_vision_model"
     assert config_section(mini, "llm.model.layers.0.mlp.up_proj.weight")["hidden_size"] == 6
+
+
+@pytest.mark.parametrize(("layout", "extra"), [
+    ("internvit", "ls2"),                      # InternViT's bare LayerScale (gguf-py lists it for InternVL)
+    ("internvit", "mlp.gamma2.weight"),        # mmpretrain's ffn.gamma2 (a prefix before the scale's name)
+    ("internvit", "layer_scale_parameter"),    # HF ConvNeXt
+    ("internvit", "ls_2.gamma"),               # open_clip
+    ("internvit", "res_scale2.scale"),         # timm MetaFormer: a factor on the skip
+    ("opt", "fc2.lora_A.weight"),              # an unmerged loralib adapter inside a projection's module
+])
+def test_scales_and_adapters_under_more_names_are_refused(tmp_path: Path, layout: str, extra: str) -> None:
+    """Branch and skip factors under the names other codebases give them, anywhere under the layer, and tensors inside
+    a projection's own module (the projection is then more than W x + b) were read past: a witness 0.36–1.18 off the
+    block the layer computes. A norm's TF-style .gamma and the attention's own scale are not such factors."""
+    import json
+
+    rng = np.random.default_rng(7)
+    t = {}
+    for i in range(2):
+        if layout == "opt":
+            root = f"model.decoder.layers.{i}"
+            t |= _mlp(rng, root, "fc1", "fc2", biases=True)
+            t[f"{root}.final_layer_norm.weight"] = np.ones(D, dtype=np.float32)
+            cfg = {"model_type": "opt", "activation_function": "relu", "hidden_size": D, "do_layer_norm_before": True}
+        else:
+            root = f"vision_model.encoder.layers.{i}"
+            t |= _mlp(rng, root + ".mlp", "fc1", "fc2", biases=True)
+            t[f"{root}.norm2.weight"] = np.ones(D, dtype=np.float32)
+            cfg = {"model_type": "intern_vit_6b", "hidden_act": "gelu", "hidden_size": D}
+        t[f"{root}.{extra}"] = rng.standard_normal((1, D) if "lora" not in extra else (4, N)).astype(np.float32)
+        t[f"{root}.attn.layer_scale"] = np.ones(D, dtype=np.float32)   # (the attention's: not the MLP's)
+        t[f"{root}.norm1.gamma"] = np.ones(D, dtype=np.float32)          # (a norm's gain, TF naming)
+    d = _save(tmp_path / "m", t)
+    (d / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(InvalidInput, match=re.escape(f"{root.rsplit('.', 1)[0]}.0.{extra}")):
+        open_checkpoint(d)
+    if layout == "opt":  # (the adapter inside fc2 is refused with roles named by hand too)
+        with pytest.raises(InvalidInput, match="lora_A"):
+            open_checkpoint(d, up="model.decoder.layers.{i}.fc1.weight", down="model.decoder.layers.{i}.fc2.weight",
+                            activation="relu")
+
+
+def test_gemma3n_activation_sparsity_is_refused(tmp_path: Path) -> None:
+    """Gemma 3n keeps only the gate's top activations in layers with activation_sparsity_pattern > 0 (a Gaussian top-k):
+    such a layer was decided as a plain GeGLU block."""
+    import json
+
+    rng = np.random.default_rng(8)
+    t = {}
+    for i in range(2):
+        q = f"model.language_model.layers.{i}.mlp"
+        t |= {f"{q}.{r}.weight": rng.standard_normal((N, D) if r != "down_proj" else (D, N)).astype(np.float32)
+              for r in ("gate_proj", "up_proj", "down_proj")}
+    d = _save(tmp_path / "g3n", t)
+    (d / "config.json").write_text(json.dumps({"model_type": "gemma3n_text", "hidden_activation": "gelu_pytorch_tanh",
+                                               "hidden_size": D, "activation_sparsity_pattern": [0.95, 0.0]}))
+    with pytest.raises(InvalidInput, match="activation_sparsity_pattern 0.95 for layer 0"):
+        open_checkpoint(d)
+
+
+def test_tower_sections_of_internvl_and_audio_towers() -> None:
+    """InternVL keeps its language model under llm_config (it was refused with advice, --activation silu, that named the
+    GELU vision tower's activation too); Qwen2-Audio / Voxtral keep their audio tower under audio_config."""
+    from absorb.io.family_config import config_section
+
+    cfg = {"model_type": "internvl_chat", "llm_config": {"model_type": "qwen2", "hidden_act": "silu", "hidden_size": 6},
+           "vision_config": {"hidden_act": "gelu", "hidden_size": 4}}
+    assert config_section(cfg, "language_model.model.layers.0.mlp.up_proj.weight")["hidden_act"] == "silu"
+    assert config_section(cfg, "vision_model.encoder.layers.0.mlp.fc1.weight")["hidden_act"] == "gelu"
+    audio = {"model_type": "qwen2_audio", "audio_config": {"activation_function": "gelu", "d_model": 4},
+             "text_config": {"model_type": "qwen2", "hidden_size": 6}}
+    assert config_section(audio, "audio_tower.layers.0.fc1.weight")["d_model"] == 4

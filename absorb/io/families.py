@@ -506,6 +506,12 @@ def _by_family(names: Shapes, config: Mapping[str, object] | None, *, source: st
         if refusal is not None:
             raise InvalidInput(f"{source}: {fc.config_name(cfg)} says model_type {mt!r}, and {container} has the {fam.label} "
                                f"layout: {refusal.why}; {refusal.fix}")
+        sparse = None if cfg is None else cfg.get("activation_sparsity_pattern")
+        layer = int(matches[(fam.key, container)].group("i"))
+        if isinstance(sparse, list) and layer < len(sparse) and isinstance(sparse[layer], (int, float)) and sparse[layer] > 0:
+            raise InvalidInput(f"{source}: {fc.config_name(cfg)} gives activation_sparsity_pattern {sparse[layer]} for layer {layer} "
+                               f"({container}): Gemma 3n keeps only the gate's top activations there (a Gaussian top-k), so the "
+                               "block is not σ(gate)·up; absorb does not read it")
         refuse_unread(near, root=matches[(fam.key, container)].group("root"), container=container, used=roles.values(),
                       ungated=not fam.gated, label=fam.label, source=source)
         ck = (fam.key, _section_key(container, config))
@@ -571,7 +577,16 @@ def _square_orientation(fam: Family, cfg: Mapping[str, object] | None, names: Sh
 
 
 # A layer's own factor on its MLP branch: BEiT/Data2Vec lambda_2, DINOv2 layer_scale2, timm ls2, Mllama gate_ffn
-_BRANCH_SCALE = re.compile(r"(lambda_?2|layer_?scale_?2(\.lambda1|\.gamma|\.scale)?|ls2\.(gamma|scale)|gamma_?2|gate_ffn)(\.weight)?")
+_BRANCH_SCALE = re.compile(r"(lambda_?2|layer_?scale(_?2|_parameter)?|ls_?2|gamma_?2|gamma|res_scale_?2|gate_ffn|cross_attn_mlp_gate)"
+                           r"(\.(lambda1|gamma|scale|weight))?")
+"""The last components of a layer's factor on its MLP branch (or its skip), anywhere under the layer: BEiT/Data2Vec
+lambda_2, DINOv2 layer_scale2, HF ConvNeXt layer_scale_parameter, timm ls2 / ls_2 / ConvNeXt gamma / MetaFormer
+res_scale2, mmpretrain ffn.gamma2, InternViT ls2, Mllama gate_ffn / cross_attn_mlp_gate (a norm's TF-style .gamma is not one)."""
+
+
+def _branch_scale(rel: str) -> bool:
+    return (bool(re.search(r"(^|\.)(" + _BRANCH_SCALE.pattern + ")$", rel)) and not re.search(r"(norm|ln)[^.]*\.gamma$", rel, re.I)
+            and not re.search(r"(^|\.)\w*(attn|attention)\w*\.", rel, re.I))  # (the attention's own scale is not the MLP's)
 
 # Tensors of a layer (names relative to the layer root) that change what its MLP block computes, though
 # they are none of the projections absorb reads: (pattern, what the block then computes, what would fix it)
@@ -634,13 +649,20 @@ def unread(near: Neighbours, *, root: str | None, container: str, used: Iterable
     read |= {t[: -len(".weight")] + ".bias" for t in read if t.endswith(".weight")}
     for t in (t for t in near.suspects if root is not None and t.startswith(f"{root}.") and t not in read):
         rel = t[len(f"{root}."):]
-        if _BRANCH_SCALE.fullmatch(rel):  # (h + λ ⊙ B(norm(h)): decided without λ, the verdict would be about another f)
+        if _branch_scale(rel):  # (h + λ ⊙ B(norm(h)): decided without λ, the verdict would be about another f)
             return (f"{t} {list(names[t])} scales the MLP branch of {root} (LayerScale or a gate: h + λ·B(norm(h))), which "
                     "absorb does not fold from this format; multiply it into the down projection's rows and bias (an .npz of "
                     "the block), or export the model to ONNX, whose reader folds it")
         alter = next(((why, fix) for rx, why, fix in _ALTERS if rx.fullmatch(rel)), None)
         if alter is not None:
             return _beside(t, container, root, alter)
+    for w in sorted(t for t in read if t.endswith(".weight")):  # (a projection's own module: W x + b and nothing else)
+        extra = next((t for t in near.inside(w[: -len(".weight")]) if split_slice(t)[0] not in read), None)
+        if extra is not None:
+            return _beside(extra, container, root, ("a tensor inside the module of the projection " + w + " (an unmerged LoRA "
+                                                    "adapter, a quantisation scale), so the projection computes more than "
+                                                    "W x + b", "merge it into the weight it modifies (or write the block as "
+                                                    "an .npz of what it computes)"))
     for t in near.inside(container) if own_module else ():
         if split_slice(t)[0] in read:
             continue
@@ -651,8 +673,8 @@ def unread(near: Neighbours, *, root: str | None, container: str, used: Iterable
         if container != root:
             return _beside(t, container, root, ("a tensor inside the MLP's own module that is none of the projections absorb "
                                                 f"reads ({', '.join(sorted(read))}), so the block may compute more than "
-                                                "down(act(up·x))", "analyse a checkpoint without it, or write the block as an "
-                                                ".npz of what it computes"))
+                                                "down(act(up·x))", "merge or fold it into the weights it modifies (an .npz "
+                                                "of what the block computes) — dropping it would decide another f"))
     return None
 
 

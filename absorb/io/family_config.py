@@ -40,7 +40,12 @@ def config_section(config: Mapping[str, object] | None, tensor: str) -> Mapping[
     """
     if config is None:
         return None
-    sub = config.get(_section_key(tensor, config))
+    key = _section_key(tensor, config)
+    if key == "text_config" and "text_config" not in config and isinstance(config.get("llm_config"), Mapping):
+        key = "llm_config"  # (InternVL: the language model's settings)
+    if key == "text_config" and re.match(r"(.*\.)?audio_tower\.", tensor):
+        key = "audio_config"  # (Qwen2-Audio, Voxtral)
+    sub = config.get(key)
     if isinstance(sub, Mapping):
         return {**config, **sub}
     return config

@@ -130,6 +130,12 @@ def read_gguf(path: Path, *, activation: str | None) -> tuple[dict[str, TensorIn
                            "the file is truncated or corrupt") from None
     arch = _field(reader, "general.architecture")
     arch = arch if isinstance(arch, str) else None
+    # (before the activation: advice to pass --activation must not lead to a block read without these)
+    scaled = next((t.name for t in reader.tensors
+                   if re.match(r"^blk\.\d+\.ffn[._](act|sub_norm|\w*scale|\w+\.scales?$)", t.name)), None)
+    if scaled is not None:
+        raise InvalidInput(f"{path}: a GGUF file whose MLP has activation or weight scales or a norm inside it ({scaled}); the "
+                           "block is not W_down σ(W_up x + b) and absorb does not read it")
     if activation is not None:
         act, act_src = get_activation(activation).name, "--activation"
     elif arch in ARCH_ACTIVATION:
@@ -138,10 +144,6 @@ def read_gguf(path: Path, *, activation: str | None) -> tuple[dict[str, TensorIn
     else:
         raise InvalidInput(f"{path}: a GGUF file of architecture {arch!r}, whose MLP activation absorb does not know "
                            "(GGUF metadata does not store it); pass --activation NAME")
-    scaled = next((t.name for t in reader.tensors if re.match(r"^blk\.\d+\.ffn[._](act|\w*scale)", t.name)), None)
-    if scaled is not None:
-        raise InvalidInput(f"{path}: a GGUF file whose MLP has activation or weight scales ({scaled}); the block is not "
-                           "W_down σ(W_up x + b) and absorb does not read it")
     d_meta = _field(reader, f"{arch}.embedding_length")
     by_layer: dict[tuple[int, str, int | None], dict[str, Any]] = {}
     n_exps: dict[int, tuple[str, int]] = {}  # (layer → the first stacked tensor's name and expert count)
