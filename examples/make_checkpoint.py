@@ -373,6 +373,21 @@ def gpt_bigcode(rng: np.random.Generator, *, d: int = 8, n: int = 32, layers: in
     return t, cfg
 
 
+def starcoder2(rng: np.random.Generator, *, d: int = 8, n: int = 32, layers: int = 2, planted: int | None = None) -> tuple[Tensors, dict]:
+    """StarCoder2: ``model.layers.{i}.mlp.c_fc``/``c_proj`` (``nn.Linear``, biases), tanh GELU, pre-LN."""
+    t: Tensors = {"model.embed_tokens.weight": rng.standard_normal((32, d))}
+    for i in range(layers):
+        p = f"model.layers.{i}"
+        _norm(t, rng, f"{p}.input_layernorm", d)
+        _attn(t, rng, f"{p}.self_attn", d, ("q_proj", "k_proj", "v_proj", "o_proj"), bias=True)
+        _norm(t, rng, f"{p}.post_attention_layernorm", d)
+        _mlp(t, rng, d=d, n=n, up=f"{p}.mlp.c_fc", down=f"{p}.mlp.c_proj", bias=True, planted=i == planted)
+    _norm(t, rng, "model.norm", d)
+    cfg = {"model_type": "starcoder2", "architectures": ["Starcoder2ForCausalLM"], "hidden_size": d, "intermediate_size": n,
+           "num_hidden_layers": layers, "num_attention_heads": 2, "hidden_act": "gelu_pytorch_tanh", "use_bias": True}
+    return t, cfg
+
+
 def opt(rng: np.random.Generator, *, d: int = 8, n: int = 32, layers: int = 2, planted: int | None = None) -> tuple[Tensors, dict]:
     """OPT: ``model.decoder.layers.{i}.fc1``/``fc2`` with biases, ReLU, pre-LN ``final_layer_norm``."""
     t: Tensors = {"model.decoder.embed_tokens.weight": rng.standard_normal((32, d)),
@@ -783,6 +798,7 @@ SYNTHETIC: dict[str, Synthetic] = {s.key: s for s in (
     Synthetic("persimmon", persimmon, "Persimmon, Fuyu (language model)"),
     Synthetic("gpt2", gpt2, "GPT-2, DistilGPT-2", flip=True),
     Synthetic("gpt_bigcode", gpt_bigcode, "StarCoder, SantaCoder (GPT-BigCode)", flip=True),
+    Synthetic("starcoder2", starcoder2, "StarCoder2", flip=True),
     Synthetic("opt", opt, "OPT", flip=True),
     Synthetic("neox", neox, "GPT-NeoX, Pythia", flip=True),
     Synthetic("falcon", falcon, "Falcon-7B (bias-free)", flip=True, optional_bias=True),

@@ -43,6 +43,7 @@ EXPECT: dict[str, tuple[str, int, int, set[int], str, str]] = {
     "persimmon": ("neox", 2, 8, {32}, "ungated", "relu2"),
     "gpt2": ("gpt2", 2, 8, {32}, "ungated", "gelu_tanh"),
     "gpt_bigcode": ("gpt2", 2, 8, {32}, "ungated", "gelu_tanh"),
+    "starcoder2": ("starcoder2", 2, 8, {32}, "ungated", "gelu_tanh"),
     "opt": ("opt", 2, 8, {32}, "ungated", "relu"),
     "neox": ("neox", 2, 8, {32}, "ungated", "gelu"),
     "falcon": ("falcon", 2, 8, {32}, "ungated", "gelu"),

@@ -288,8 +288,15 @@ def _nearly_linear(block: Any, tol: float, width: int) -> str | None:
     with np.errstate(all="ignore"):
         u1 = np.sum(np.abs(np.asarray(block.W_up, dtype=np.float64)), axis=1)
         beta = _up(float(np.max(np.abs(np.asarray(block.W_down, dtype=np.float64)) @ u1, initial=0.0)) * L, block.n + block.d)
-    if not beta <= tol or width <= int(np.linalg.matrix_rank(np.asarray(block.M, dtype=np.float64))):
-        return None  # (n ≤ rank M units: where every u_i·x = 1 their even part is as large as their linear part)
+    if not beta <= tol:
+        return None
+    sv = np.linalg.svd(np.asarray(block.M, dtype=np.float64), compute_uv=False)
+    rank = int(np.sum(sv > sv[0] * block.d * 2.0**-52)) if sv.size and sv[0] > 0 else 0
+    if width <= rank:  # (n ≤ rank M units: where every u_i·x = 1 their even part is as large as their linear part)
+        return None
+    rest = float(sv[width // 2]) if width // 2 < rank else 0.0  # (what pairs cannot realise; fits err a fraction of it)
+    if tol < rest / (8 * (1 + float(sv[0]))):
+        return None
     return (f"f is within β = {beta:.3g}·|x|∞ of its affine part, β ≤ τ: a residual-free block approximating M x with "
             "its units, nonlinearly too, may be within the tolerance (not bounded by the exact argument)")
 
