@@ -158,7 +158,7 @@ def test_a_skeleton_linear_up_to_the_tolerance_claims_nothing() -> None:
     # units come within the tolerance of collinear — units 0 and 2, antipodal to 1.7·10⁻² — or the distance bar,
     # which counts f's gain, reaches the flips: at 0.2 it does, and the answer is unknown for that)
     gelu = blk.replace(activation=get_activation("gelu"), b_up=rng.standard_normal(5))
-    dec = decide_block(gelu, tol=0.005)
+    dec = decide_block(gelu, tol=0.003)  # (at 0.005 the screens' 4× margin reaches that pair: unknown)
     assert (dec.verdict, dec.theorem) == (Verdict.NOT_ABSORBABLE, Theorem.SKELETON), dec.reason
 
 

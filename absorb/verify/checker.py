@@ -258,11 +258,14 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         _check_records(ctx, w, b, block, th, witness, orig)
         near = contradiction(orig, ctx.tol, biases=bool(biases)) if verdict == "not_absorbable" else None
         _must(ctx, near is None, w, "no residual-free block found by bound is within the tolerance of f", f"{near}")
-        if verdict == "not_absorbable" and (near := (th != "bounded" and float_resolution(orig, ctx.tol, ctx.seed)) or sampled_near(orig, ctx.tol, ctx.seed)
-                                            or contradiction(orig, ctx.tol, estimated=True, biases=bool(biases))
-                                            or spare_units(orig, ctx.tol, ctx.seed, th in _QUADRATIC and (bool(biases) or th == "relu2-linear"),
-                                                        bool(biases))):
-            ctx.report.unchecked(w, "the exact not_absorbable agrees with the tolerance", near)
+        def screens(t: float) -> str | None:
+            return (sampled_near(orig, t, ctx.seed) or contradiction(orig, t, estimated=True, biases=bool(biases))
+                    or spare_units(orig, t, ctx.seed, th in _QUADRATIC and (bool(biases) or th == "relu2-linear"), bool(biases)))
+
+        if verdict == "not_absorbable" and (near := (th != "bounded" and float_resolution(orig, ctx.tol, ctx.seed)) or screens(ctx.tol)
+                                            or (th in ("index-set", "skeleton") and 4 * ctx.tol < 0.5 and screens(4 * ctx.tol))):
+            ctx.report.unchecked(w, "the exact not_absorbable agrees with the tolerance (the screens' candidates are estimates: "
+                                 "at 4× the tolerance too, for flips)", near)
         if verdict == "absorbable" and witness is not None:
             for f in (block,) if exact else (block, orig):  # (against f itself too where a normalisation rounds)
                 ok, worst, m = _evaluate(f, witness, [f], [witness], f.d, seed=ctx.seed, allowed_lin=allowed)
@@ -497,7 +500,8 @@ def _check_stack(ctx: _Ctx, cert: dict[str, Any], blocks: list[Block], entries: 
              f"recorded layers {st.get('layers')!r}, fields {sorted(st)}")
     near = next((f"{b.name}: {c}" for b in blocks if (c := contradiction(b, ctx.tol))), None) if top == "not_absorbable" else None
     _must(ctx, near is None, w, "no layer is within the tolerance of a residual-free block found by bound", f"{near}")
-    if top == "not_absorbable" and (near := next((f"{b.name}: {c}" for b in blocks if (c := contradiction(b, ctx.tol, estimated=True))), None)):
+    if top == "not_absorbable" and (near := next((f"{b.name}: {c}" for b in blocks if (c := contradiction(b, ctx.tol, estimated=True)
+                                                                                    or contradiction(b, min(4 * ctx.tol, 0.5), estimated=True))), None)):
         ctx.report.unchecked(w, "the exact stack argument agrees with the tolerance", near)
     if top == "absorbable":
         worst = _check_stack_composition(ctx, w, th, blocks, verdicts, witnesses)
