@@ -167,8 +167,8 @@ class Ctx:
                                     reads_f=theorem is not Theorem.BOUNDED)
             wide = min(SCREEN_MARGIN * self.tol, 0.5)
             if near is None and theorem in _SCREENED and wide > self.tol:
-                again = within_tolerance(self.block, wide, self.seed, biases=self.rf_class.biases,
-                                         one_per_rank=theorem in _DEGREE_TWO and self.spare_one, reads_f=True)
+                again = within_tolerance(self.block, wide, self.seed, biases=self.rf_class.biases,  # (float64's reading: at τ)
+                                         one_per_rank=theorem in _DEGREE_TWO and self.spare_one, reads_f=False)
                 if again is not None:
                     near = (f"Unknown: {reason.rstrip('.')}; but the screens for other residual-free blocks find one within "
                             f"{SCREEN_MARGIN:g}× the tolerance ({again.removeprefix('Unknown: ').rstrip('.')}), and their "

@@ -383,7 +383,6 @@ def _nearly_linear(blk: Block, tol: float, width: int) -> str | None:
     no exact argument bounds that. (With n ≤ rank M units no g comes close: its even part matches its linear part
     where every u_i·x = 1.)"""
     from absorb.engine.witness import sigma_lipschitz
-    from absorb.rigorous import row_slices
 
     if blk.gated:
         return None
@@ -394,12 +393,7 @@ def _nearly_linear(blk: Block, tol: float, width: int) -> str | None:
     L = sigma_lipschitz(blk.activation) if is_builtin(blk.activation) else _sampled_lipschitz(blk.activation)
     if L is None or not math.isfinite(L):
         return None
-    acc = np.zeros(blk.d)
-    with np.errstate(all="ignore"):
-        for sl_ in row_slices(blk.n, blk.d):
-            u1 = np.sum(np.abs(np.asarray(blk.W_up[sl_], dtype=np.float64)), axis=1)
-            acc += np.abs(np.asarray(blk.W_down[:, sl_], dtype=np.float64)) @ u1
-        beta = float(np.max(acc, initial=0.0)) * L * (1 + (blk.n + blk.d + 4) * 2.0**-52)
+    beta = blk.row_reach * L
     if not beta <= tol:
         return None
     sv = np.ones(blk.d) if blk.skip is None else np.linalg.svd(np.asarray(blk.M, dtype=np.float64), compute_uv=False)

@@ -344,6 +344,19 @@ class Block:
         with np.errstate(all="ignore"):
             return float(np.max(np.abs(self(np.zeros((1, self.d))))))
 
+    @cached_property
+    def row_reach(self) -> float:
+        """max_r Σ_i |W_down[r,i]|·‖u_i‖₁ in float64, raised past its rounding (a block of rows at a time; kept): the
+        units add at most L·row_reach·|x|∞ to f − f(0) for a σ with Lipschitz constant L."""
+        from absorb.rigorous import row_slices
+
+        acc = np.zeros(self.d)
+        with np.errstate(all="ignore"):
+            for sl in row_slices(self.n, self.d):
+                u1 = np.sum(np.abs(np.asarray(self.W_up[sl], dtype=np.float64)), axis=1)
+                acc += np.abs(np.asarray(self.W_down[:, sl], dtype=np.float64)) @ u1
+            return float(np.max(acc, initial=0.0)) * (1 + (self.n + self.d + 4) * 2.0**-52)
+
     # ---- symbolic form --------------------------------------------------------------
     def symbolic(self, xs: Sequence[sp.Symbol] | None = None, *, exact: bool = True) -> sp.Matrix:
         """``f(x)`` as a sympy column vector, weights as exact rationals (floats are dyadic).
