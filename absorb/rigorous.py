@@ -31,6 +31,7 @@ __all__ = [
     "all_finite",
     "abs_row_sums",
     "row_slices",
+    "unit_reach",
     "relative_residual",
     "remember_rows",
     "rescaled",
@@ -51,6 +52,21 @@ def row_slices(rows: int, width: int, nbytes: int = 32 << 20) -> list[slice]:
     how the routes that meet a float32 matrix read it (one float64 block at a time)."""
     step = max(1, nbytes // (8 * max(width, 1)))
     return [slice(i, min(rows, i + step)) for i in range(0, rows, step)]
+
+
+def unit_reach(W_up: np.ndarray, W_down: np.ndarray) -> float:
+    """max_r Σ_i |W_down[r,i]|·‖u_i‖₁ as computed in float64 (a sum of nonnegative terms: the caller raises it past
+    its rounding; inf on an overflow): the units of a block with a σ of slope at most L add at most L·(this)·|x|∞. One
+    matrix-vector product, |W_up| and |W_down| read a block of rows at a time (no full float64 copy of a float32 layer)."""
+    d, n = W_down.shape
+    norms = np.zeros(n)
+    with np.errstate(all="ignore"):
+        for sl in row_slices(n, d):
+            norms[sl] = np.abs(np.asarray(W_up[sl], dtype=np.float64)).sum(axis=1)
+        spread = 0.0
+        for sl in row_slices(d, n):
+            spread = max(spread, float(np.max(np.abs(np.asarray(W_down[sl], dtype=np.float64)) @ norms, initial=0.0)))
+    return spread if math.isfinite(spread) else math.inf
 
 
 def all_finite(a: np.ndarray) -> bool:

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from absorb import Block, decide, get_activation
+from absorb.engine import tolerance as tolerance_module
 from absorb.engine.tolerance import _gain
 
 
@@ -341,7 +342,7 @@ def test_the_checker_rejects_a_proof_that_excludes_a_flip_within_the_tolerance(m
 
     monkeypatch.setattr(results.Ctx, "dist_tol", property(lambda self: self.tol))
     monkeypatch.setattr(results.Ctx, "scaled_bar", property(lambda self: 0.0))  # (nor its scaled flips counted)
-    monkeypatch.setattr(results, "SCREEN_MARGIN", 1.0)  # (nor the screens' margin)
+    monkeypatch.setattr(tolerance_module, "SCREEN_MARGIN", 1.0)  # (nor the screens' margin)
     blk = _small_skip("relu", 1.0)
     dec = decide(blk, tol=1e-3)
     assert dec.blocks[0].verdict.value == "not_absorbable"  # (the old answer, reproduced)
@@ -415,7 +416,7 @@ def test_a_flip_within_the_tolerance_because_f_is_large_is_not_excluded(act: str
     blk = _large_f(act)
     assert decide(blk, tol=1e-3).verdict.value != "not_absorbable"
     monkeypatch.setattr(results, "asymptotic_gain", lambda *a: 0.0)
-    monkeypatch.setattr(results, "SCREEN_MARGIN", 1.0)  # (nor the screens' margin)
+    monkeypatch.setattr(tolerance_module, "SCREEN_MARGIN", 1.0)  # (nor the screens' margin)
     old = decide(blk, tol=1e-3)
     assert old.verdict.value == "not_absorbable"
     rep = verify_certificate(build_certificate(old, blk, seed=0).to_json(), blk)
@@ -537,7 +538,6 @@ def test_a_fitted_near_block_past_the_screens_is_withheld_by_their_margin(monkey
     own candidate (a row moved onto the other's line) errs 3.2e-2. The screens now run at 4× the tolerance before a
     flip route's not_absorbable (unknown here; the checker: not fully checked)."""
     from absorb.certificate import build_certificate
-    from absorb.engine import results
     from absorb.verify.checker import verify_certificate
 
     U = np.array([[0.27279133916445375, -0.9821881249409777], [-1.107373047165193, 0.19958453284708083],
@@ -558,7 +558,7 @@ def test_a_fitted_near_block_past_the_screens_is_withheld_by_their_margin(monkey
     assert float(np.max(ratio)) < 0.0136
     dec = decide(blk, tol=0.02)
     assert dec.verdict.value == "unknown" and "4× the tolerance" in dec.reason, dec.reason
-    monkeypatch.setattr(results, "SCREEN_MARGIN", 1.0)  # (the producer as it was)
+    monkeypatch.setattr(tolerance_module, "SCREEN_MARGIN", 1.0)  # (the producer as it was)
     old = decide(blk, tol=0.02)
     assert old.verdict.value == "not_absorbable"
     rep = verify_certificate(build_certificate(old, blk, seed=0).to_json(), blk)

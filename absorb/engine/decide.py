@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from absorb._errors import InvalidInput
-from absorb.engine.results import SCREEN_MARGIN, Ctx, Progress, answer, necessity_sigma
+from absorb.engine.results import Ctx, Progress, answer, necessity_sigma
 from absorb.engine.verdict import BlockDecision, Decision, Theorem, Verdict, Witness
 from absorb.engine.witness import composed_bound, eval_threshold, evaluation_error
 from absorb.model.block import Block, Stack, check_decide_inputs
@@ -103,20 +103,18 @@ def _stack_within_tolerance(stack: Stack, tol: float, seed: int) -> str | None:
     tolerance, or None: a block within the tolerance of a residual-free block of its width, by
     the bounds of :func:`absorb.engine.tolerance.within_tolerance` (a residual-free stack may then
     be within the tolerance of F while none equals it)."""
-    from absorb.engine.tolerance import within_tolerance
+    from absorb.engine.tolerance import within_margin, within_tolerance
 
     for k, blk in enumerate(stack.blocks):
         why = within_tolerance(blk, tol, seed)
         if why is not None:
             return (f"Unknown: block {k} ({blk.name}) is within the tolerance of a residual-free block ({why.removeprefix('Unknown: ')}); "
                     "the exact stack arguments rule out an exact residual-free stack only.")
-    wide = min(SCREEN_MARGIN * tol, 0.5)
     for k, blk in enumerate(stack.blocks):  # (the screens' candidates are estimates: fitted blocks come several times closer)
-        why = within_tolerance(blk, wide, seed) if wide > tol else None
+        why = within_margin(blk, tol, seed)
         if why is not None:
-            return (f"Unknown: block {k} ({blk.name}) is within {SCREEN_MARGIN:g}× the tolerance of a residual-free block found by "
-                    f"the screens ({why.removeprefix('Unknown: ').rstrip('.')}), and fitted blocks come several times closer; the "
-                    "exact stack arguments rule out an exact residual-free stack only.")
+            return (f"Unknown: block {k} ({blk.name}) is within {why} of a residual-free block found by the screens, and fitted "
+                    "blocks come several times closer; the exact stack arguments rule out an exact residual-free stack only.")
     return None
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from absorb.engine import hypotheses as hyp
 from absorb.engine.degenerate import decide_degenerate, family_of, is_relu
-from absorb.engine.tolerance import within_tolerance
+from absorb.engine.tolerance import within_margin, within_tolerance
 from absorb.engine.verdict import BlockDecision, Hypothesis, ResidualFreeClass, Theorem, Verdict, Witness
 from absorb.engine.witness import (
     asymptotic_gain,
@@ -165,14 +165,10 @@ class Ctx:
             near = within_tolerance(self.block, self.tol, self.seed, biases=self.rf_class.biases,
                                     one_per_rank=theorem in _DEGREE_TWO and self.spare_one,
                                     reads_f=theorem is not Theorem.BOUNDED)
-            wide = min(SCREEN_MARGIN * self.tol, 0.5)
-            if near is None and theorem in _SCREENED and wide > self.tol:
-                again = within_tolerance(self.block, wide, self.seed, biases=self.rf_class.biases,  # (float64's reading: at τ)
-                                         one_per_rank=theorem in _DEGREE_TWO and self.spare_one, reads_f=False)
-                if again is not None:
-                    near = (f"Unknown: {reason.rstrip('.')}; but the screens for other residual-free blocks find one within "
-                            f"{SCREEN_MARGIN:g}× the tolerance ({again.removeprefix('Unknown: ').rstrip('.')}), and their "
-                            "candidates are estimates: fits found by optimisation come several times closer.")
+            if near is None and theorem in _SCREENED and (again := within_margin(self.block, self.tol, self.seed,
+                                                                                  biases=self.rf_class.biases)) is not None:
+                near = (f"Unknown: {reason.rstrip('.')}; but the screens for other residual-free blocks find one within "
+                        f"{again}, and their candidates are estimates: fits found by optimisation come several times closer.")
             if near is None and theorem in _DISTANCE_THEOREMS and self.gain_unknown:
                 near = (f"Unknown: {reason.rstrip('.')}; but a flip whose error is within the tolerance in f's own measure "
                         f"(|f(x)|∞ + |x|∞ + |f(0)|∞) is not excluded: {self.gain_unknown}.")
@@ -201,16 +197,11 @@ _CONE_WORTH = 1e-3
 _SEARCH_CAP = 1 - 2.0**-10
 """The searches' tolerance stays below this (they take a relative tolerance < 1)."""
 _DEGREE_TWO = frozenset({Theorem.SKELETON2, Theorem.RELU2_LINEAR, Theorem.GATED_SKELETON})
-SCREEN_MARGIN = 4.0
-"""A not_absorbable resting on a distance (the route's own candidates: flips) is withheld where the sampled screens find
-another residual-free block within this multiple of the tolerance: their candidates (a unit moved onto a near-collinear
-one's line, pairs realising the skip) err several times more than fits found by optimisation (9°-apart rows: the screen's
-3.4e-2 against a fitted 1.35e-2)."""
 """The results where f may grow quadratically (the gated skeleton's ReLU-like case sets :attr:`Ctx.spare_one`)."""
 _DISTANCE_THEOREMS = frozenset({Theorem.INDEX_SET, Theorem.SKELETON, Theorem.SKELETON2, Theorem.RELU2_LINEAR, Theorem.GATED_SKELETON})
+"""The results whose not_absorbable rests on every index set's (or scale vector's) distance exceeding the bar."""
 _SCREENED = frozenset({Theorem.INDEX_SET, Theorem.SKELETON})
 """The routes whose near blocks the red teams fitted past the screens (ReLU, GELU, SiLU, leaky: flips of units)."""
-"""The results whose not_absorbable rests on every index set's (or scale vector's) distance exceeding the bar."""
 
 Handler = Callable[[Ctx], "BlockDecision | None"]
 

@@ -102,6 +102,21 @@ def within_tolerance(blk: Block, tol: float, seed: int, width: int | None = None
     return _spare_units(blk, tol, seed, one_per_rank, biases, width if width < blk.n else None) or _nearly_linear(blk, tol, width)
 
 
+SCREEN_MARGIN = 4.0
+"""A not_absorbable resting on a distance (the route's own candidates: flips) is withheld where the sampled screens find
+another residual-free block within this multiple of the tolerance: their candidates (a unit moved onto a near-collinear
+one's line, pairs realising the skip) err several times more than fits found by optimisation (9°-apart rows: the screen's
+3.4e-2 against a fitted 1.35e-2)."""
+
+
+def within_margin(blk: Block, tol: float, seed: int, biases: bool | None = None) -> str | None:
+    """:func:`within_tolerance` at :data:`SCREEN_MARGIN`·τ (at most 1/2; float64's reading of f was judged at τ), after
+    it found nothing at τ: "<margin>× the tolerance (<what it found>)", or None."""
+    wide = min(SCREEN_MARGIN * tol, 0.5)
+    why = within_tolerance(blk, wide, seed, biases=biases, reads_f=False) if wide > tol else None
+    return None if why is None else f"{SCREEN_MARGIN:g}× the tolerance ({why.removeprefix('Unknown: ').rstrip('.')})"
+
+
 def _near_constant(blk: Block, normM: float, tol: float, biases: bool) -> str | None:
     """Whether g = f(0), a constant (no unit at all: b_down = f(0); with no biases allowed only where f(0) = 0), is
     within the tolerance: |f(x) − f(0)|∞ ≤ r|x|∞, and |f(x)|∞ + |f(0)|∞ ≥ |f(x) − f(0)|∞, so (1 − τ)·r ≤ τ suffices

@@ -49,6 +49,7 @@ from absorb.rigorous import (
     magnitudes_ok,
     relative_residual,
     row_slices,
+    unit_reach,
 )
 from absorb.rigorous import gamma as _gamma
 
@@ -934,13 +935,8 @@ def asymptotic_gain(M: np.ndarray | None, W_up: np.ndarray, W_down: np.ndarray, 
     slope): ‖M‖∞ + slope·max_r Σ_i |W_down[r,i]|·‖u_i‖₁ (M = None: the identity), sums of nonnegative terms in
     float64 raised by γ_{n+d+2} (one matrix-vector product: no n×d temporary beyond |W_down|'s rows in blocks)."""
     d, n = W_down.shape
-    norms = np.zeros(n)
+    spread = unit_reach(W_up, W_down)
     with np.errstate(all="ignore"):  # (an overflow is an infinite gain: no distance proves anything then)
-        for sl in row_slices(n, d):
-            norms[sl] = np.abs(np.asarray(W_up[sl], dtype=np.float64)).sum(axis=1)
-        spread = 0.0
-        for sl in row_slices(d, n):
-            spread = max(spread, float(np.max(np.abs(np.asarray(W_down[sl], dtype=np.float64)) @ norms, initial=0.0)))
         m_inf = 1.0 if M is None else float(np.max(np.abs(np.asarray(M, dtype=np.float64)).sum(axis=1), initial=0.0))
         out = (m_inf + abs(slope) * spread) * (1 + _gamma(n + d + 2))
     if ends is not None and d * d * n <= 1 << 26:

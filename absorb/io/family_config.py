@@ -30,6 +30,10 @@ _PLAIN_GAIN_LLAMA = frozenset({"llama", "mistral", "qwen2", "qwen3", "mixtral", 
 _LAYER_NORM_TYPES = frozenset({"nemotron"})  # LayerNorm1P without a bias tensor
 
 
+_SECTIONS = ("text_config", "vision_config", "qformer_config", "llm_config", "audio_config", "encoder", "decoder")
+"""The keys of config.json that describe one tower each (:func:`_section_key` picks among them)."""
+
+
 def config_section(config: Mapping[str, object] | None, tensor: str) -> Mapping[str, object] | None:
     """The part of config.json that describes the tower ``tensor`` belongs to.
 
@@ -124,7 +128,7 @@ def activation(fam: Family, cfg: Mapping[str, object] | None, *, override: str |
            else f"{config_name(cfg)} names no activation of this layout (its {keys}: a training script's other keys may be "
                 "another module's)")
     usual = fam.usual.split(" ")[0]
-    if cfg is not None and any(isinstance(cfg.get(k), Mapping) for k in ("text_config", "vision_config", "encoder", "decoder")):
+    if cfg is not None and any(isinstance(cfg.get(k), Mapping) for k in _SECTIONS):
         # (several towers: --activation would name every tower's activation, the other towers' wrongly)
         raise InvalidInput(f"{source}: {why} for the tower of {example} (the {fam.label} layout; usually {fam.usual}), and its "
                            f"section {_section_key(example, cfg)!r} of config.json names none either; add that tower's "

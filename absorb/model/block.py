@@ -29,7 +29,7 @@ import numpy as np
 from absorb._errors import InvalidInput
 from absorb._validate import _CALLS, _label, as_float_array
 from absorb.model.activations import Activation, display_name
-from absorb.rigorous import row_slices
+from absorb.rigorous import row_slices, unit_reach
 
 if TYPE_CHECKING:
     import sympy as sp
@@ -346,16 +346,10 @@ class Block:
 
     @cached_property
     def row_reach(self) -> float:
-        """max_r Σ_i |W_down[r,i]|·‖u_i‖₁ in float64, raised past its rounding (a block of rows at a time; kept): the
+        """max_r Σ_i |W_down[r,i]|·‖u_i‖₁, raised past its rounding (:func:`absorb.rigorous.unit_reach`; kept): the
         units add at most L·row_reach·|x|∞ to f − f(0) for a σ with Lipschitz constant L."""
-        from absorb.rigorous import row_slices
-
-        acc = np.zeros(self.d)
         with np.errstate(all="ignore"):
-            for sl in row_slices(self.n, self.d):
-                u1 = np.sum(np.abs(np.asarray(self.W_up[sl], dtype=np.float64)), axis=1)
-                acc += np.abs(np.asarray(self.W_down[:, sl], dtype=np.float64)) @ u1
-            return float(np.max(acc, initial=0.0)) * (1 + (self.n + self.d + 4) * 2.0**-52)
+            return unit_reach(self.W_up, self.W_down) * (1 + (self.n + self.d + 4) * 2.0**-52)
 
     # ---- symbolic form --------------------------------------------------------------
     def symbolic(self, xs: Sequence[sp.Symbol] | None = None, *, exact: bool = True) -> sp.Matrix:

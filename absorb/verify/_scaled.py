@@ -35,7 +35,14 @@ def _worst(K: float, thr: float, nu: float, edge: float) -> float | None:
 
 
 def needed_gain(block: Any, K: float, thr: float, seed: int, exact: bool = False, order: int = 2) -> tuple[float, float]:
-    """(K', ν): the gain whose distance bar excludes every c·g, c real (module doc), from this checker's inputs:
+    """(K', ν) for one gain K (:func:`needed_gains`)."""
+    (K2,), nu = needed_gains(block, (K,), thr, seed, exact, order)
+    return K2, nu
+
+
+def needed_gains(block: Any, Ks: tuple[float, ...], thr: float, seed: int, exact: bool = False,
+                 order: int = 2) -> tuple[list[float], float]:
+    """([K' for each K], ν): the gain whose distance bar excludes every c·g, c real (module doc), from this checker's inputs:
     ±e_j (up to 12) and 6 random directions (2 and 2 past 2²² weights), scaled to 10⁶·(1 + |f(0)|∞), where a candidate
     whose identity holds only asymptotically is a polynomial up to a negligible part (``exact``: smaller scales too)."""
     d = block.d
@@ -55,7 +62,7 @@ def needed_gain(block: Any, K: float, thr: float, seed: int, exact: bool = False
             if all(np.all(np.isfinite(v)) for v in vals) and math.isfinite(float(sum(np.max(np.abs(v)) for v in vals))):
                 break
         else:
-            return math.inf, 0.0
+            return [math.inf] * len(Ks), 0.0
         sx = np.max(np.abs(X), axis=1)
         mags = [np.max(np.abs(v), axis=1) for v in vals]
         top = np.max(np.abs(sum(aj * v for aj, v in zip(a, vals))), axis=1)
@@ -75,7 +82,8 @@ def needed_gain(block: Any, K: float, thr: float, seed: int, exact: bool = False
             ends = ends[~np.isnan(ends)]
             if ends.size:
                 edge = max(0.0, float(np.max(ends)) * (1 - 1e-10))  # (|c| below it: (|f| − |c|·q)/den > thr)
-    rho = _worst(K, thr, nu, edge)
-    if rho is None:
-        return K, nu
-    return (max(K, rho / thr - 1) if math.isfinite(rho) else math.inf), nu
+    out = []
+    for K in Ks:  # (one reading of f serves every gain)
+        rho = _worst(K, thr, nu, edge)
+        out.append(K if rho is None else max(K, rho / thr - 1) if math.isfinite(rho) else math.inf)
+    return out, nu

@@ -503,11 +503,11 @@ def size_bound(ctx: _Ctx, w: str, block: Block, form: tuple[Fraction, Fraction] 
     ctx.once["gain2"], ctx.once["gain2_linear"] = K, KL
     if K is not None and KL is not None:  # (c·g for real c: f − g is quadratic, so f's third differences bound it)
         from absorb.verify._numerics import rounding_allowance
-        from absorb.verify._scaled import needed_gain
+        from absorb.verify._scaled import needed_gains
 
         thr = ctx.tol + rounding_allowance(block.n)
-        ctx.once["gain2s"], ctx.once["nu2"] = needed_gain(block, K, thr, ctx.seed, form is not None and not block.gated, 3)
-        ctx.once["gain2s_linear"] = needed_gain(block, KL, thr, ctx.seed, form is not None and not block.gated, 3)[0]
+        (ctx.once["gain2s"], ctx.once["gain2s_linear"]), ctx.once["nu2"] = needed_gains(
+            block, (K, KL), thr, ctx.seed, form is not None and not block.gated, 3)
 
 
 def scaled2(ctx: _Ctx, w: str, bound: Any, n: int, M: np.ndarray, linear: bool = False) -> None:
