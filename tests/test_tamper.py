@@ -578,3 +578,38 @@ def test_an_unread_field_in_a_portfolio_entry_is_not_rechecked() -> None:
     forged["blocks"][0]["search"]["certificate"]["portfolio"][0]["bound"] = 1.0
     rep = checker.verify_certificate(forged, model)
     assert rep.not_rechecked and any("portfolio" in f.where or "portfolio" in f.detail for f in rep.not_rechecked)
+
+
+def _array_records(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every array record (shape, SHA-256, norms, values) of the certificate, with its place."""
+    for bi, b in enumerate(doc["blocks"]):
+        for where, recs in (("weights", b.get("weights")), ("witness.block.weights", ((b.get("witness") or {}).get("block") or {}).get("weights"))):
+            for k, rec in (recs or {}).items():
+                if isinstance(rec, dict) and "values" in rec:
+                    yield f"blocks.{bi}.{where}.{k}", rec
+
+
+def test_records_of_another_json_type_are_not_accepted(certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    """A record the producer always writes as an object or a list, written as another JSON type, or
+    an array's embedded values written as null, is never fully accepted (a cut record, exit 4, or a
+    failed check): a null ``values`` was read as "not embedded" while the producer embeds every small array."""
+    done = 0
+    for name, (doc, model) in certs.items():
+        for bi, b in enumerate(doc["blocks"]):
+            for key, value in (("hypotheses", {}), ("properties", 0), ("argument", [])):
+                if key in b:
+                    bad = copy.deepcopy(doc)
+                    bad["blocks"][bi][key] = value
+                    assert not _fully_accepted(bad, model), (name, key, value)
+                    done += 1
+            if isinstance((b.get("witness") or {}).get("block"), dict):
+                bad = copy.deepcopy(doc)
+                bad["blocks"][bi]["witness"]["block"] = 0
+                assert not _fully_accepted(bad, model), (name, "witness.block", 0)
+        for where, _rec in _array_records(doc):
+            bad = copy.deepcopy(doc)
+            rec = dict(_array_records(bad))[where]
+            rec["values"] = None
+            assert not _fully_accepted(bad, model), (name, where)
+            done += 1
+    assert done >= 20

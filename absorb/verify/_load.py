@@ -246,6 +246,8 @@ def cut_records(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
         for key in ("hypotheses", "properties"):  # (lists the producer always writes: another type is a record cut)
             if key in b and not isinstance(b[key], list):
                 out.append((f"blocks.{i}.{key}", [f"(the list, written as {type(b[key]).__name__})"]))
+        if "argument" in b and not isinstance(b["argument"], dict):  # (an object the producer always writes)
+            out.append((f"blocks.{i}.argument", [f"(the record, written as {type(b['argument']).__name__})"]))
         for j, h in enumerate(b.get("hypotheses") if isinstance(b.get("hypotheses"), list) else []):
             need(f"blocks.{i}.hypotheses.{j}", h, {"name", "statement"})
     return out

@@ -244,7 +244,7 @@ def check_array_record(ctx: Any, w: str, rec: Any, a: np.ndarray, what: str) -> 
               or (rf == "inf" and fro == math.inf))
     vals = rec.get("values")
     try:
-        same = vals is None or np.array_equal(np.asarray(vals, dtype=float).reshape(a.shape), a)
+        same = "values" not in rec or vals is not None and np.array_equal(np.asarray(vals, dtype=float).reshape(a.shape), a)
     except (TypeError, ValueError):
         same = False
     if not (list(rec.get("shape", [])) == list(a.shape) and fro_ok and rm == top and same):
