@@ -368,8 +368,11 @@ def test_every_tampered_number_is_caught(name: str, certs: dict[str, tuple[dict[
     # (the Gram route's μ is proved as recorded: lowered, or raised by +1 below λ_min, it is still
     # true; raised past λ_min it is rejected, tests/test_gram_route.py)
     gram_mu = name.endswith("-gram")
+    # (the robust bar is proved as recorded: raised, it is a weaker claim and still true below the search's distance;
+    # lowered or raised past the distance it is rejected: test_robust_bar_understated_or_past_the_distance_is_rejected)
     keep = lambda p: not ((mitm_bound and _dotted(p) == "blocks.search.bound")  # noqa: E731
-                          or (gram_mu and _dotted(p) == "blocks.argument.mu"))
+                          or (gram_mu and _dotted(p) == "blocks.argument.mu")
+                          or _dotted(p) == "blocks.argument.robust_bar")
     assert _accepted_tamperings(doc, model, keep=keep) == []
 
 
@@ -613,3 +616,49 @@ def test_records_of_another_json_type_are_not_accepted(certs: dict[str, tuple[di
             assert not _fully_accepted(bad, model), (name, where)
             done += 1
     assert done >= 20
+
+
+def test_robust_bar_understated_or_past_the_distance_is_rejected(certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    """The robust skeleton bar (every block within τ is a flip up to it): recorded below the checker's own bar (a claim
+    stronger than it proves), zero, or past the search's proved distance, the certificate is rejected."""
+    done = 0
+    for name, (doc, model) in certs.items():
+        for i, b in enumerate(doc["blocks"]):
+            rec = (b.get("argument") or {}).get("robust_bar")
+            if rec is None:
+                continue
+            assert checker.verify_certificate(doc, model).accepted, name
+            for value in (rec / 2, 0.0, b["search"]["bound"] * 2):
+                bad = copy.deepcopy(doc)
+                bad["blocks"][i]["argument"]["robust_bar"] = value
+                assert not checker.verify_certificate(bad, model).accepted, (name, value)
+                done += 1
+    assert done >= 6
+
+
+def test_records_the_producer_always_writes_are_not_dropped_silently(certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    """An absorbable verdict's witness, the index-set search, the skeleton's slopes, c∞, target and nondegeneracy list,
+    a small array's embedded values — deleted or emptied — and JSON true in place of a number are never fully accepted."""
+    done = 0
+    for name, (doc, model) in certs.items():
+        for bi, b in enumerate(doc["blocks"]):
+            th = b["theorem"]["id"] if isinstance(b.get("theorem"), dict) else b.get("theorem")
+            edits: list[tuple[str, Any]] = []
+            if b["verdict"] == "absorbable" and b.get("witness"):
+                edits.append(("witness", lambda e: e.pop("witness")))
+            if th == "index-set" and b["verdict"] != "unknown" and "search" in b:
+                edits.append(("search", lambda e: e.pop("search")))
+            if th == "skeleton" and b["verdict"] == "not_absorbable" and (b.get("argument") or {}).get("case") == "nondegenerate":
+                edits += [("c_inf", lambda e: e["argument"].pop("c_inf")), ("target", lambda e: e["argument"].update(target=None)),
+                          ("hyps", lambda e: e["argument"].update(nondegeneracy_hypotheses=[]))]
+            for k, rec in (b.get("weights") or {}).items():
+                if isinstance(rec.get("values"), list) and rec["values"] and isinstance(rec["values"][0], list):
+                    edits.append((f"{k}.values", lambda e, k=k: e["weights"][k].pop("values")))
+                    edits.append((f"{k}.max_abs", lambda e, k=k: e["weights"][k].update(max_abs=True)))
+                    break
+            for what, edit in edits:
+                bad = copy.deepcopy(doc)
+                edit(bad["blocks"][bi])
+                assert not _fully_accepted(bad, model), (name, what)
+                done += 1
+    assert done >= 12

@@ -740,6 +740,8 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
                        if p.proved and p.name in used_properties(bd.theorem.value, bd.verdict.value, value_activation=not b.value_identity)],
         "argument": _argument(bd),
     }
+    if bd.robust_bar is not None:  # (the robust skeleton bound: the verdict covers every block within τ; re-derived by the checker)
+        entry["argument"]["robust_bar"] = bd.robust_bar
     if entry["argument"].get("s") is not None:  # a shifted flip rests on the shifted identity, not the plain one
         entry["properties"] = [{k: v for k, v in p.to_json().items() if k not in ("value", "witness")} for p in bd.properties
                                if p.name == "shifted_flip"]

@@ -200,6 +200,7 @@ def _argument_view(b: dict[str, Any]) -> dict[str, Any]:
     arg.setdefault("singular_values", None)  # a wide linear block (n ≥ d) records none
     arg.setdefault("k", None)  # σ(z) = c·z + k: only an affine σ records k (and its case)
     arg.setdefault("augmented_lower_bound", None)
+    arg.setdefault("robust_bar", None)  # (the robust skeleton bound, where it concludes)
     return arg
 
 

@@ -165,7 +165,7 @@ class Ctx:
             near = within_tolerance(self.block, self.tol, self.seed, biases=self.rf_class.biases,
                                     one_per_rank=theorem in _DEGREE_TWO and self.spare_one,
                                     reads_f=theorem is not Theorem.BOUNDED)
-            if near is None and theorem in _SCREENED and (again := within_margin(self.block, self.tol, self.seed,
+            if near is None and theorem in _SCREENED and kw.get("robust_bar") is None and (again := within_margin(self.block, self.tol, self.seed,
                                                                                   biases=self.rf_class.biases)) is not None:
                 near = (f"Unknown: {reason.rstrip('.')}; but the screens for other residual-free blocks find one within "
                         f"{again}, and their candidates are estimates: fits found by optimisation come several times closer.")
@@ -809,6 +809,7 @@ class _IndexSet:
         self.flip = ctx.prop(_analysis(act, "flip_identity[gated]" if gated else "flip_identity[ungated]"))
         self.c_flip = _fraction(self.flip, "c") if self.flip.proved else None
         self.skeleton: Skeleton | None = None
+        self._robust_memo: tuple[SearchResult, tuple[float | None, str]] | None = None
         self.slopes = None if gated else ctx.prop(_analysis(act, "asymptotic_slopes"))
         if self.slopes is not None:
             sl = self.slopes
@@ -881,7 +882,8 @@ class _IndexSet:
                              progress=ctx.search_progress)
         if res.status is SearchStatus.FOUND:
             return self._found(res, c, T)
-        if res.status is SearchStatus.INFEASIBLE and ctx.scaled and not res.bound > (wide := ctx.scaled_bar):
+        if (res.status is SearchStatus.INFEASIBLE and ctx.scaled and not res.bound > (wide := ctx.scaled_bar)
+                and self._robust(res)[0] is None):  # (the robust bound covers every block within τ, c·g_S too)
             # (c·g_S for c < 1 is a candidate too: its exclusion needs every S past the wider bar — searched again)
             again = None if wide > _SEARCH_CAP else find_index_set(
                 blk.W_up, blk.W_down, T, tol=wide, timeout=ctx.timeout, method=ctx.method, seed=ctx.seed, progress=ctx.search_progress)
@@ -972,13 +974,36 @@ class _IndexSet:
                         f"and setting their biases to −b_up,i − 2s gives a residual-free block with biases equal to f "
                         f"(checked on {w.n_inputs} inputs, max relative error {w.eval_error:.2e}).", witness=w, search=res)
 
+    def _robust(self, res: SearchResult | None) -> tuple[float | None, str]:
+        """The robust skeleton bound (:mod:`absorb.engine._robust`) against the search's proved bound: (the bar, where
+        the bound clears it, else None; the sentence the reason gets)."""
+        from absorb.engine._robust import robust_bar
+
+        sk, blk, bound = self.skeleton, self.block, getattr(res, "bound", None)
+        if sk is None or not isinstance(bound, float) or blk.gated or (self.c_flip is not None and self.c_flip != sk.c):
+            return None, ""
+        if self._robust_memo is not None and self._robust_memo[0] is res:
+            return self._robust_memo[1]
+        bar = robust_bar(blk.W_up, blk.W_down, blk.M, float(sk.a), float(sk.b), self.ctx.tol + rounding_allowance(blk.n))
+        if isinstance(bar, float) and bound > bar:
+            out: tuple[float | None, str] = bar, (f" This rules out every residual-free block within the tolerance, not only an equal one: by the robust "
+                         f"skeleton bound every such block flips f's units up to an error that puts its S within relative "
+                         f"distance {bar:.3g} of the target, below the proved {bound:.3g}.")
+        else:
+            why = f"its bar {bar:.3g} is not below the proved {bound:.3g}" if isinstance(bar, float) else bar
+            out = None, (" Blocks equal to f are ruled out, and the near blocks the screens build are not within the tolerance; "
+                         f"the robust skeleton bound, which would rule out every block within it, does not conclude: {why}.")
+        self._robust_memo = (res, out)
+        return out
+
     def _infeasible(self, res: SearchResult) -> BlockDecision:
         if self.c_flip is not None and not self.failing:
+            bar, robust = self._robust(res)
             return self.ctx.done(Verdict.NOT_ABSORBABLE, Theorem.INDEX_SET,
                                  f"No index set S has W_down[:,S] W_up[S,:] = -M (proved by {res.method}: every S is at relative "
                                  f"distance ≥ {res.bound:.3g} > tolerance); by result 5 (with result 1's reduction of the invertible "
-                                 "skip), for nondegenerate ReLU/GELU weights a bias-free block absorbs the skip only with such an S.",
-                                 search=res)
+                                 "skip), for nondegenerate ReLU/GELU weights a bias-free block absorbs the skip only with such an S."
+                                 + robust, search=res, robust_bar=bar)
         return self._necessity(res, f"Unknown: no index set exists (proved by {res.method}, relative distance ≥ {res.bound:.3g}), "
                                f"but no necessity argument applies: {'; '.join(self._why_not())}.", res)
 
@@ -1058,9 +1083,11 @@ class _IndexSet:
                                  search=search)
         lead = (f"Asymptotic skeleton: σ(tz + c)/t → σ∞(z) = {sk.describe()} (t → ∞), so f = g for a residual-free g of width n, "
                 "with or without biases, would make the bias-free σ∞-skeleton (M, W_up, W_down) absorbable at width n")
+        bar = None
         if not degenerate:
+            bar, robust = self._robust(search)
             lead += (f"; for these nondegenerate weights the kink lines identify the units, which needs an index set S with "
-                     f"{self._condition(sk)}, and {why}.")
+                     f"{self._condition(sk)}, and {why}.{robust}")
         else:
             lead += f"; but {why}."
-        return self.ctx.done(Verdict.NOT_ABSORBABLE, Theorem.SKELETON, lead, search=search)
+        return self.ctx.done(Verdict.NOT_ABSORBABLE, Theorem.SKELETON, lead, search=search, robust_bar=bar)

@@ -151,6 +151,10 @@ class BlockDecision:
     """B'(x) = o(|x|) at 0 for every residual-free block of this kind (used by the depth result)."""
     residual_free_class: ResidualFreeClass | None = None
     """Which residual-free blocks the verdict is about."""
+    robust_bar: float | None = None
+    """A flip route's not_absorbable that the robust skeleton bound extends to every block within the tolerance:
+    that bound's distance bar, which the search's proved bound clears (None: only blocks equal to f are ruled out,
+    with the screened near blocks)."""
 
     def to_json(self) -> dict[str, Any]:
         b = self.block

@@ -36,6 +36,7 @@ from absorb.model.block import Block
 from absorb.verify import _numerics
 from absorb.verify._asymptotic import limit_at_infinity, limit_at_point, why_not_at_infinity
 from absorb.verify._compose import prove
+from absorb.verify._infeasible import _check_infeasible
 from absorb.verify._numerics import (
     _U,
     EXACT_ELIM_MAX_D,
@@ -48,13 +49,8 @@ from absorb.verify._numerics import (
 )
 from absorb.verify._pieces import Piece, Refused, decide_zero, exact_value, pieces
 from absorb.verify._report import _Ctx, _require
-from absorb.verify._symbolic import (
-    _same_function,
-    _variable,
-    is_bounded,
-    outer_pieces,
-    vanishes_on_reals,
-)
+from absorb.verify._robust import check_robust
+from absorb.verify._symbolic import _same_function, _variable, is_bounded, outer_pieces, vanishes_on_reals
 from absorb.verify._weights import InfNorm, _bias_free, _f0_lower, _moved_bias_error, _residual, _row_pairs, _value_expr
 
 _Y = sp.Symbol("y", real=True)
@@ -389,9 +385,8 @@ def check_skeleton(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[
         search = b.get("search") or {}
         _require(ctx, search.get("status") == "infeasible", w, "the index-set search proved that no S exists",
                  f"search status {search.get('status')!r}")
-        from absorb.verify._infeasible import _check_infeasible
-
         _check_infeasible(ctx, w, block, search, -block.M / float(c), slopes=(float(Lp), float(Lm)))
+        check_robust(ctx, w, b, block, float(a), float(bb))
     else:  # degenerate-relu
         _require(ctx, a == 1 and bb == 0, w, "σ∞ = ReLU (a = 1, b = 0)", f"a = {a}, b = {bb}")
         from absorb.verify._canonical import check_canonical_form

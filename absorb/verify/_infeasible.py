@@ -244,6 +244,7 @@ def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T
                          f"re-computed bound {rel:.6g} by {how}")
                 _require(ctx, claimed <= rel * (1 + 1e-9) + 1e-300, w, "the recorded bound is not overstated",
                          f"recorded {claimed:.17g}, re-computed {rel:.17g}")
+                ctx.once["distance_lower"] = rel
                 done = True
     if not done:
         res = _enumerate_lower_bound(U, D, T)
@@ -264,6 +265,7 @@ def _check_infeasible(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T
                  f"min relative distance ≥ {lower:.6g}")
         _require(ctx, claimed <= upper, w, "the recorded bound is not overstated",
                  f"recorded {claimed:.17g}, true minimum ≤ {upper:.17g}")
+        ctx.once["distance_lower"] = lower
 
 
 
@@ -289,6 +291,7 @@ def _check_by_lattice(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T
     _require(ctx, not res.closer, w, "the recorded bound is not overstated: no index set is closer than it",
              f"recorded {claimed:.17g}; S = {res.closer[0][0]} is at {res.closer[0][1]!r}" if res.closer
              else f"recorded {claimed:.17g}; {how}")
+    ctx.once["distance_lower"] = claimed
     return None
 
 
@@ -328,6 +331,8 @@ def _check_by_mitm(ctx: _Ctx, w: str, block: Block, search: dict[str, Any], T: n
         best = min((rel for _, rel in res.closer), default=None)
         _require(ctx, best is None, w, "the recorded bound is not overstated: no index set is closer than it",
                  f"recorded {claimed:.17g}; S = {res.closer[0][0]} is at {best!r}" if res.closer else f"recorded {claimed:.17g}; {how}")
+        ctx.once["distance_lower"] = claimed
     else:
+        ctx.once["distance_lower"] = bar
         ctx.report.unchecked(w, "the recorded bound is not overstated",
                              f"recorded {claimed:.6g}; only the tolerance was re-checked ({first})")

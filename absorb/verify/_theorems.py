@@ -17,6 +17,7 @@ from absorb.verify._gated import parallel_units
 from absorb.verify._infeasible import _check_infeasible
 from absorb.verify._numerics import _U, _frac_matrix, _parse_number, distance_bar, rounding_allowance, sha256_f64
 from absorb.verify._report import _Ctx, _require, _where
+from absorb.verify._robust import check_robust
 from absorb.verify._symbolic import (
     _gate_derivative_at_zero,
     _same_function,
@@ -292,6 +293,7 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
         _require(ctx, search.get("status") == "infeasible", w, "the index-set search proved infeasibility",
                  f"search status {search.get('status')!r}")
         _check_infeasible(ctx, w, block, search, -block.M / float(cq), slopes=(1.0, 0.0))  # (ReLU, GELU: σ(z)/z → 1, 0)
+        check_robust(ctx, w, b, block, 1.0, 0.0)  # (σ∞ = ReLU)
         return "not_absorbable", None, 0.0
     recorded_all_hold = all(h.get("holds") is not False for h in b.get("hypotheses", []))
     if search.get("status") == "infeasible" and not failing and recorded_all_hold and not ctx.once.get("class_biases"):

@@ -1,0 +1,110 @@
+"""The robust skeleton bound (absorb/engine/_robust.py, the checker's absorb/verify/_robust.py): where a flip route's
+proved distance clears it, not_absorbable covers every residual-free block within the tolerance, not only an equal one."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.special import betainc
+
+from absorb import Block, get_activation
+from absorb.certificate import build_certificate
+from absorb.engine import decide
+from absorb.engine._robust import _frac, robust_bar
+from absorb.io import load
+from absorb.verify._robust import _band, robust_distance_bar
+from absorb.verify.checker import verify_certificate
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("m", [2, 3, 4, 5, 8, 16, 64, 1000])
+def test_the_band_bound_is_above_the_exact_measure(m: int) -> None:
+    """{p ∈ S^{m-1} : |q·p| ≤ w} has measure I_{w²}(1/2, (m−1)/2) (the regularised incomplete beta function); both
+    sides' bounds min(1, a_m·w) are at least that, on a grid of w."""
+    w = np.concatenate([np.geomspace(1e-12, 1, 400), np.linspace(0, 1, 401)])
+    exact = betainc(0.5, (m - 1) / 2, w * w)
+    assert np.all(_frac(w, m) >= exact * (1 - 1e-12))
+    assert all(_band(float(x), m) >= e * (1 - 1e-12) for x, e in zip(w, exact))
+
+
+def test_on_the_circle_a_band_holds_both_points_or_none() -> None:
+    assert _frac(np.array([0.5, 0.999, 1.0, 2.0]), 1).tolist() == [0.0, 0.0, 1.0, 1.0]
+    assert [_band(x, 1) for x in (0.5, 0.999, 1.0, 2.0)] == [0.0, 0.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_two_sides_agree_and_the_checkers_bar_is_not_above_the_producers(seed: int) -> None:
+    """Written apart (Gram matrix vs Lagrange minors), the two bars agree to 10⁻⁶ and the checker's is not larger (the
+    producer's angles are the more cautious), so an honest record is at least the checker's bar."""
+    rng = np.random.default_rng(seed)
+    d, n = int(rng.integers(2, 7)), int(rng.integers(2, 12))
+    U, D, M = rng.standard_normal((n, d)), rng.standard_normal((d, n)), np.eye(d) + 0.3 * rng.standard_normal((d, d))
+    for tol in (1e-12, 1e-9, 1e-6):
+        p, (c, why) = robust_bar(U, D, M, 1.0, 0.0, tol), robust_distance_bar(U, D, M, 1.0, 0.0, tol)
+        assert isinstance(p, float) == (c is not None), (p, why)
+        if c is not None:
+            assert c <= p * (1 + 1e-7) and p <= c * (1 + 1e-6)
+
+
+def test_a_fitted_near_block_is_never_ruled_out() -> None:
+    """d = 2, n = 5 ReLU: a residual-free g fitted by optimisation is within 0.0135 of f, while every S is at distance
+    ≥ 0.778. The robust bar must not fall below that distance at any τ ≥ 0.0135 (it would prove g impossible); at
+    τ = 10⁻⁹ it is far below it, and the verdict says so."""
+    U = np.array([[0.27279133916445375, -0.9821881249409777], [-1.107373047165193, 0.19958453284708083],
+                  [-0.46674961687980204, 0.23550561173022522], [0.7595195224783792, -1.6487873663509485],
+                  [0.2543881165176173, 1.2246469675357323]])
+    D = np.array([[-0.4615976122529125, -1.2579371666251085, 1.1670676479387698, 0.3932092479353685, 1.389916554264939],
+                  [-0.5355844371254272, -2.2989649165612787, -0.17067604914869303, -0.691679472958286, 1.2028750741372745]])
+    for tol in (0.0135, 0.02, 0.1):
+        p, (c, _) = robust_bar(U, D, np.eye(2), 1.0, 0.0, tol), robust_distance_bar(U, D, np.eye(2), 1.0, 0.0, tol)
+        assert (isinstance(p, str) or p >= 0.778) and (c is None or c >= 0.778)
+    dec = decide(Block(U, D, get_activation("relu")), tol=1e-9).blocks[0]
+    assert dec.verdict.value == "not_absorbable" and dec.robust_bar is not None and dec.robust_bar < 1e-4
+    assert "every residual-free block within the tolerance" in dec.reason
+
+
+def test_the_robust_bar_grows_with_the_tolerance_and_never_undercuts_the_plain_bar() -> None:
+    """Δ ≥ ε = τ'(1 + K), so the bar is at least √d·τ(1 + K)/‖M‖_F — the distance a flip within τ can have."""
+    rng = np.random.default_rng(3)
+    U, D = rng.standard_normal((6, 3)), rng.standard_normal((3, 6))
+    bars = [robust_bar(U, D, np.eye(3), 1.0, 0.0, t) for t in (1e-12, 1e-10, 1e-8, 1e-6)]
+    assert all(isinstance(b, float) for b in bars) and bars == sorted(bars)
+    for t, b in zip((1e-12, 1e-10, 1e-8, 1e-6), bars):
+        assert b >= math.sqrt(3) * t / math.sqrt(3)  # (‖I‖_F = √3; K ≥ 0)
+
+
+@pytest.mark.parametrize("path, tol, robust", [("counterexamples/generic_relu.npz", 1e-9, True),
+                                               ("examples/generic_gelu.npz", 1e-9, True),
+                                               ("counterexamples/biased_gelu_generic.npz", 1e-9, True),
+                                               ("counterexamples/generic_relu.npz", 1e-2, False)])
+def test_verdicts_say_which_blocks_they_rule_out_and_the_checker_agrees(path: str, tol: float, robust: bool) -> None:
+    blk = load(ROOT / path)
+    whole = decide(blk, tol=tol)
+    dec = whole.blocks[0]
+    assert dec.verdict.value == "not_absorbable"
+    assert (dec.robust_bar is not None) == robust
+    assert ("rules out every residual-free block within the tolerance" in dec.reason) == robust
+    doc = build_certificate(whole, blk, seed=0).to_json()
+    assert ("robust_bar" in doc["blocks"][0]["argument"]) == robust
+    rep = verify_certificate(doc, blk)
+    assert rep.accepted
+    assert any("robust skeleton bound" in f.claim for f in rep.findings if f.status == "ok") == robust
+
+
+def test_a_robust_verdict_skips_the_screens_margin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the robust bound holds, the 4× screens (estimates for near blocks) are not asked: the verdict is proved for
+    every block within τ, and a block between τ and 4τ does not make it unknown; where it does not hold, it does."""
+    from absorb.engine import _robust as robust_module
+    from absorb.engine import results as results_module
+
+    blk = load(ROOT / "counterexamples/generic_relu.npz")
+    monkeypatch.setattr(results_module, "within_margin", lambda *a, **k: "4× the tolerance (a screen's candidate)")
+    dec = decide(blk, tol=1e-6).blocks[0]
+    assert dec.robust_bar is not None and dec.verdict.value == "not_absorbable"
+    monkeypatch.setattr(robust_module, "robust_bar", lambda *a, **k: "not concluding here")
+    dec = decide(blk, tol=1e-6).blocks[0]
+    assert dec.robust_bar is None and dec.verdict.value == "unknown" and "4× the tolerance" in dec.reason
