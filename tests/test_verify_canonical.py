@@ -225,3 +225,42 @@ def test_a_gelu_tanh_not_absorbable_certificate_is_checked_in_seconds() -> None:
     assert (dec.verdict.value, dec.theorem.value) == ("not_absorbable", "canonical-form"), dec.reason
     rep = checker.verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk)
     assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
+
+
+def _mergeable_relu() -> Block:
+    """d = 2, n = 4 ReLU: an exact antipodal pair (the canonical-form route) and units 2, 3 nearly antipodal
+    (u3 = −R(10⁻⁴)·u2) with a small down column: a width-4 block merging them is within 6.6·10⁻¹⁰ of f."""
+    U = np.array([[0.1257302210933933, -0.1321048632913019], [-0.1257302210933933, 0.1321048632913019],
+                  [-0.535669373161111, 0.36159505490948474], [0.5357055299881948, -0.3615414861642826]])
+    D = np.array([[-0.7037352358069926, -1.2654214710460525, -0.6232744625373522, 1.6530391738897442e-06],
+                  [-2.3250307746388343, -0.21879166393254573, -1.2459109472530652, -2.9290694188138067e-05]])
+    return Block(U, D, get_activation("relu"))
+
+
+def _mergeable_gelu(eps: float) -> Block:
+    """GELU rows u and −(1 + ε)u beside an exact antipodal pair: distinct atoms of the canonical form, one merge apart."""
+    r = np.random.default_rng(0)
+    U = r.standard_normal((4, 2))
+    U[1] = -U[0]
+    U[3] = -(1 + eps) * U[2]
+    return Block(U, r.standard_normal((2, 4)), get_activation("gelu"))
+
+
+@pytest.mark.parametrize("blk, tol", [(_mergeable_relu(), 1e-9), (_mergeable_gelu(1e-9), 1e-9), (_mergeable_gelu(1e-3), 1e-3)])
+def test_lines_that_merge_within_the_tolerance_withhold_the_canonical_verdict(blk: Block, tol: float,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A width-4 block with two of f's lines merged is within the tolerance (red team: 6.6·10⁻¹⁰ at τ = 10⁻⁹ for ReLU, ~τ/16
+    for GELU), while the lines were 'distinct' at the fixed relative 10⁻¹⁰: not_absorbable [canonical-form] was wrong and
+    verify accepted it. Now the merge's cost (a bound) within 4× the tolerance withholds the verdict, and the checker
+    leaves such a certificate not fully checked."""
+    from absorb.certificate import build_certificate
+    from absorb.engine import degenerate as degenerate_module
+    from absorb.verify.checker import verify_certificate
+
+    dec = decide(blk, tol=tol)
+    assert dec.verdict.value == "unknown" and "merge" in dec.reason, dec.reason
+    monkeypatch.setattr(degenerate_module, "_mergeable", lambda *a, **k: [])  # (the producer as it was)
+    old = decide(blk, tol=tol)
+    assert old.verdict.value == "not_absorbable" and old.theorem.value == "canonical-form"
+    rep = verify_certificate(build_certificate(old, blk, seed=0).to_json(), blk)
+    assert any("merge" in f.claim for f in rep.not_rechecked), rep.findings

@@ -318,6 +318,34 @@ def _tail(s: np.ndarray, p: int, R: np.ndarray) -> tuple[float, float]:
     return tail, (1 + 20 * d * d) * _U * float(np.linalg.norm(R)) * 1.01 + (d + 2) * _U * tail + 2.0**-1000
 
 
+def _merge_cost(ctx: _Ctx, w: str, block: Block, family: str, lines: _Lines) -> tuple[float, int, int] | None:
+    """(the least change of f per unit of |x|∞ that moves one line onto another's, the pair): for ReLU the row's
+    component off the other line, |a|∞·√d·|e|₂·sin θ (sin θ from |e|²|e'|² − (e·e')², exact in rationals); for the even
+    family's atoms |a|∞·(L + 1/2)·min ‖e ∓ e'‖₁, h = σ − z/2 even with Lipschitz constant at most L + 1/2."""
+    m, d = len(lines), block.d
+    if m < 2:
+        return None
+    tops = [max(abs(float(v)) for v in a) for _, a in lines]
+    lip = None if family == "relu" else _lipschitz(ctx, w, block, family) + 0.5
+    best: tuple[float, int, int] | None = None
+    for i, j in itertools.combinations(range(m), 2):
+        ei, ej = lines[i][0], lines[j][0]
+        if family == "relu":
+            si, sj = sum((v * v for v in ei), Fraction(0)), sum((v * v for v in ej), Fraction(0))
+            dot = sum((a * b for a, b in zip(ei, ej)), Fraction(0))
+            cross = float(si * sj - dot * dot)  # = |e_i|²|e_j|² sin²θ ≥ 0
+            cost = min(tops[i] * math.sqrt(cross / float(sj)), tops[j] * math.sqrt(cross / float(si))) * math.sqrt(d)
+        elif math.isfinite(lip):
+            dist = min(sum(abs(float(a - b)) for a, b in zip(ei, ej)), sum(abs(float(a + b)) for a, b in zip(ei, ej)))
+            cost = min(tops[i], tops[j]) * lip * dist
+        else:
+            return None
+        cost *= 1 + 1e-9
+        if best is None or cost < best[0]:
+            best = (cost, i, j)
+    return best
+
+
 def _robust(ctx: _Ctx, w: str, block: Block, family: str, N: int, L0: Mat, lines: _Lines, bmax: int) -> None:
     """'Not absorbable' at the tolerance, as the verdict claims: no choice's linear part is within
     τ·s of the rank it is allowed, no line's coefficient is within τ·s of zero (s = max(‖M‖_F, 1)), no two lines
@@ -354,6 +382,12 @@ def _robust(ctx: _Ctx, w: str, block: Block, family: str, N: int, L0: Mat, lines
         if close:
             near.append((i, j))
     _require(ctx, not near, w, "no two distinct lines nearly coincide (relative 10⁻¹⁰)", f"lines {near}")
+    merge = _merge_cost(ctx, w, block, family, lines)
+    reach = 4 * (ctx.tol + rounding_allowance(N)) * (1 + K)
+    if merge is not None and merge[0] <= reach:
+        ctx.report.unchecked(w, "no two lines merge within 4× the tolerance (a block with them merged may fit)",
+                             f"lines {merge[1]} and {merge[2]}: moving one onto the other changes f by at most {merge[0]:.3g}·|x|∞, "
+                             f"4·(τ + allowance)·(1 + K) = {reach:.3g}")
     if m > N:
         return
     worst = math.inf
