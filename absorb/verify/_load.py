@@ -248,6 +248,18 @@ def cut_records(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
                 out.append((f"blocks.{i}.{key}", [f"(the list, written as {type(b[key]).__name__})"]))
         if "argument" in b and not isinstance(b["argument"], dict):  # (an object the producer always writes)
             out.append((f"blocks.{i}.argument", [f"(the record, written as {type(b['argument']).__name__})"]))
+        if b.get("verdict") == "absorbable" and not (isinstance(wit, dict) and wit):  # (every absorbable verdict has its witness)
+            out.append((f"blocks.{i}.witness", ["(the witness of an absorbable verdict)"]))
+        if th == "index-set" and b.get("verdict") in ("absorbable", "not_absorbable") and not isinstance(b.get("search"), dict):
+            out.append((f"blocks.{i}.search", ["(the index-set search record)"]))
+        arg = b.get("argument")
+        if th == "skeleton" and isinstance(arg, dict) and b.get("verdict") == "not_absorbable":
+            # (the producer writes the slopes, a, b and c∞ always; the target and the nondegeneracy hypotheses where the case reads them)
+            gone = [k for k in ("L_plus", "L_minus", "a", "b", "c_inf") if arg.get(k) is None]
+            if arg.get("case") == "nondegenerate":
+                gone += [k for k in ("target", "nondegeneracy_hypotheses") if not arg.get(k)]
+            if gone:
+                out.append((f"blocks.{i}.argument", gone))
         for j, h in enumerate(b.get("hypotheses") if isinstance(b.get("hypotheses"), list) else []):
             need(f"blocks.{i}.hypotheses.{j}", h, {"name", "statement"})
     return out

@@ -115,6 +115,10 @@ def f_at_zero(block: Block, alpha: Fraction, beta: Fraction) -> Fraction:
 
 
 def _floats(v: Any, shape: tuple[int, ...]) -> np.ndarray | None:
+    from absorb.verify._numerics import _has_bool
+
+    if _has_bool(v):  # (JSON true is not the number 1)
+        return None
     try:
         a = np.asarray(v, dtype=np.float64)
     except (TypeError, ValueError):
