@@ -165,6 +165,15 @@ def test_exponential_proved(spec: str, A, beta, C) -> None:
     assert not any(v.has(sp.Float) for v in pr.value.values())
 
 
+def test_a_value_with_no_correct_digit_refutes_nothing() -> None:
+    """Differences of numbers near 10¹⁷⁰ that cancel to 0 evaluate, at 50 digits, to "0.e+15" — no digit at all; read as
+    a value it refuted σ = exp(100z)'s exponential form and 2cosh(100z)'s evenness. sympy's strict evaluation gives no
+    value there, so nothing is refuted by it."""
+    pr = exponential_form(act("exp(100*x)"))
+    assert pr.status is Status.PROVED and pr.value["beta"] == 100, pr.statement
+    assert parity(act("(1+exp(200*x))*exp(-100*x)")).status is not Status.REFUTED
+
+
 @pytest.mark.parametrize("spec", ["exp(x) + x", "identity", "0*x", "cosh(x)", "exp(Abs(x))", "relu", "exp(x) + 10**-9*x**2",
                                   "Max(exp(x), 1)"])
 def test_exponential_near_misses_not_proved(spec: str) -> None:

@@ -39,7 +39,7 @@ from sympy.calculus.accumulationbounds import AccumulationBounds
 from absorb.model.activations import Activation, X, continuity_issue
 from absorb.symbolic import asymptotic as asy
 from absorb.symbolic._interval import _WHOLE, _is_infinite, _range
-from absorb.symbolic.properties import _DIGITS, P, Property, Status, _get, _is_zero, _n, register_analyses
+from absorb.symbolic.properties import P, Property, Status, _get, _is_zero, _n, register_analyses
 from absorb.symbolic.rewrite import STEP, normalised_simplify
 
 _OO = sp.oo
@@ -118,7 +118,7 @@ def _value_at(e: sp.Expr, s: sp.Expr) -> sp.Float | None:
                 a = sp.N(arg.subs(X, s), 15)
                 if not a.is_number or not a.is_extended_real or abs(a) > _EXP_ARG_CAP:
                     return None
-        v = sp.N(e.subs(X, s), _DIGITS)
+        v = _n(e.subs(X, s))
     except Exception:  # noqa: BLE001 - evalf can raise on exotic expressions
         return None
     if not (v.is_number and v.is_extended_real and v.is_finite):

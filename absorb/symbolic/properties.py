@@ -73,7 +73,7 @@ def _is_zero(expr: sp.Expr) -> bool | None:
         return bool(expr == 0)
     if expr.is_number and not expr.has(sp.nan, sp.zoo, sp.oo, -sp.oo, sp.AccumBounds):
         # a number far from 0 needs no simplify (whose first call imports sympy.physics: ~1 s)
-        val = sp.N(expr, _DIGITS)
+        val = _n(expr)
         if val.is_number and val.is_extended_real and abs(val) > sp.Float(10) ** (-_DIGITS // 2):
             return False
     e = sp.simplify(expr)
@@ -85,14 +85,20 @@ def _is_zero(expr: sp.Expr) -> bool | None:
     if z is not None:
         return bool(z)
     if e.is_number:
-        val = sp.N(e, _DIGITS)
-        if val.is_number and abs(val) > sp.Float(10) ** (-_DIGITS // 2):
+        val = _n(e)
+        if val.is_number and val.is_extended_real and abs(val) > sp.Float(10) ** (-_DIGITS // 2):
             return False
     return None
 
 
-def _n(expr: sp.Expr) -> sp.Expr:
-    return sp.N(expr, _DIGITS)
+def _n(expr: sp.Expr, digits: int = _DIGITS) -> sp.Expr:
+    """``expr`` to ``digits`` significant digits — all of them correct (sympy's strict evaluation), or nan where
+    sympy cannot reach them (a cancellation to 0 of numbers near 10¹⁷⁰ evaluates to "0.e+15", no digit at all:
+    taken as a value, it refuted σ = exp(100z)'s exponential form)."""
+    try:
+        return sp.N(expr, digits, strict=True)
+    except Exception:  # noqa: BLE001  (PrecisionExhausted, or evalf failing on an exotic expression: no value)
+        return sp.nan
 
 
 def _real_number(v: sp.Expr) -> bool:
