@@ -330,3 +330,26 @@ def test_only_ascii_digits_and_white_space_are_read(text: str) -> None:
     with pytest.raises(InvalidInput) as exc:
         get_activation("expr:" + text)
     assert "\n" not in str(exc.value) and "unexpected text" in str(exc.value)
+
+
+def _nap(seconds: float) -> str:
+    time.sleep(seconds)
+    return "woke"
+
+
+def _spin(seconds: float) -> str:
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    return "done"
+
+
+@pytest.mark.skipif(not os.path.exists(f"/proc/{os.getpid()}/stat"), reason="the child's CPU time is read from /proc")
+def test_the_budget_is_the_childs_cpu_time_on_a_loaded_machine() -> None:
+    """A child that waits (as one does on a loaded machine, where other processes hold the cores) is not refused at the
+    budget in wall time — its own CPU time counts, within a few times the budget; one that computes past it is."""
+    assert run_limited(_nap, 1.5, timeout=1.0, start_method="fork") == "woke"
+    t0 = time.monotonic()
+    with pytest.raises(BudgetExceeded):
+        run_limited(_spin, 30.0, timeout=1.0, start_method="fork")
+    assert time.monotonic() - t0 < 6.0
