@@ -563,3 +563,32 @@ def test_a_fitted_near_block_past_the_screens_is_withheld_by_their_margin(monkey
     assert old.verdict.value == "not_absorbable"
     rep = verify_certificate(build_certificate(old, blk, seed=0).to_json(), blk)
     assert rep.accepted and any("4× the tolerance" in f.claim for f in rep.not_rechecked), rep.findings  # (exit 4)
+
+
+def test_the_canonical_form_is_screened_at_the_margin_too() -> None:
+    """d = 2, n = 6 SiLU, identity skip (outside result 5: the canonical form decides): a fitted residual-free g is within
+    0.0044 of f (sampled over 10⁵ inputs at scales 10⁻⁶–10⁶ and on the kink lines), while the screens at τ = 0.0045
+    found nothing and not_absorbable [canonical-form] was accepted by verify. The canonical form is screened at 4× too."""
+    U = np.array([[-0.06957008698046126, -1.1075061566240967], [2.040089487170476, 0.17761176958791589],
+                  [-1.3420383269747214, -0.891433449836664], [0.0975848755045005, 0.6129699383674597],
+                  [-1.3421550645818923, 0.7113368741009568], [-1.3732920829103488, -0.7943888387036288]])
+    D = np.array([[0.4265506312840982, 0.8504986146473281, -0.0423539358108771, -0.15476930870285788, 0.6339495743197565,
+                   -0.535989443465],
+                  [0.13896091535899627, 0.11662278607853827, 0.5046608801053537, 0.1492892186665263, -0.13319716719878183,
+                   0.3072772921932594]])
+    gU = np.array([[0.06785145562244421, 1.12610689363894], [2.039549950264589, 0.17798938015415286],
+                   [1.3104162834490767, 0.8666439115409458], [-1.3245510622946404, 0.7028647944701556],
+                   [1.3509039313452702, -0.721422930168064], [-1.3347121233317925, -0.7767409833314317]])
+    gD = np.array([[0.33722611159964244, 0.8554236323866061, 0.02087063413464403, -0.057692899486357745, 0.6873223069856629,
+                    -0.6237444985513191],
+                   [0.20925165701040058, 0.11642270453710685, 0.5456716374970602, 0.4050788141161709, -0.5308163079386645,
+                    0.29305226124736344]])
+    blk = Block(U, D, get_activation("silu"))
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((100_000, 2)) * 10.0 ** rng.uniform(-6, 6, (100_000, 1))
+    silu = lambda z: z / (1 + np.exp(-z))  # noqa: E731
+    F, G = blk(X), silu(X @ gU.T) @ gD.T
+    ratio = np.max(np.abs(F - G), axis=1) / (np.max(np.abs(F), axis=1) + np.max(np.abs(X), axis=1))
+    assert float(np.max(ratio)) < 0.0045
+    dec = decide(blk, tol=0.0045)
+    assert dec.verdict.value == "unknown" and "4× the tolerance" in dec.reason, dec.reason

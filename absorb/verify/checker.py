@@ -263,7 +263,7 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
                     or spare_units(orig, t, ctx.seed, th in _QUADRATIC and (bool(biases) or th == "relu2-linear"), bool(biases)))
 
         if verdict == "not_absorbable" and (near := (th != "bounded" and float_resolution(orig, ctx.tol, ctx.seed)) or screens(ctx.tol)
-                                            or (th in ("index-set", "skeleton") and not ctx.once.get("robust") and 4 * ctx.tol < 0.5 and screens(4 * ctx.tol))):
+                                            or (th in ("index-set", "skeleton", "canonical-form") and not ctx.once.get("robust") and 4 * ctx.tol < 0.5 and screens(4 * ctx.tol))):
             ctx.report.unchecked(w, "the exact not_absorbable agrees with the tolerance (the screens' candidates are estimates: "
                                  "at 4× the tolerance too, for flips)", near)
         if verdict == "absorbable" and witness is not None:
