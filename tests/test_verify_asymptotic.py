@@ -255,3 +255,22 @@ def test_an_underived_slope_says_why() -> None:
     assert sl is None and "L₊" in why and "O(1)" in why
     sl, why = slopes_or_reason(_expr("relu2"))
     assert sl is None and "grows without bound" in why
+
+
+def test_a_constant_with_no_correct_digit_has_no_sign() -> None:
+    """c = 10¹⁵⁰·atan 2 + 10¹⁵⁰·atan 3 − 10¹⁵⁰·3π/4 is exactly 0 and evaluates to "0.e-10" at 60 digits: the checker read a
+    sign from it, expanded tanh(c·s) → 1 and accepted the slopes L± = 1, 0 of σ = x(1 + tanh(c·x))/2 = x/2 (verify
+    exit 0 on a not_absorbable for a linear f). Both sides now evaluate strictly: no digit, no sign."""
+    import sympy as sp
+
+    from absorb.symbolic import asymptotic as producer
+    from absorb.verify import _asymptotic as checker_side
+    from absorb.verify._pieces import decide_zero
+
+    K = sp.Integer(10) ** 150
+    c = sp.Add(K * sp.atan(2), K * sp.atan(3), -K * 3 * sp.pi / 4, evaluate=False)
+    with pytest.raises(checker_side.Stuck):
+        checker_side._sign(c)
+    with pytest.raises(producer.Unknown):
+        producer._sgn(c)
+    assert decide_zero(c) is not False

@@ -73,7 +73,10 @@ def _sgn(c: sp.Expr) -> int:
     c2 = sp.simplify(c)
     if c2 == 0:
         return 0
-    v = sp.N(c2, 50)
+    try:  # (strict: every digit correct, or no value — a cancellation to 0 evaluates to "0.e-10", no digit at all)
+        v = sp.N(c2, 50, strict=True)
+    except Exception:  # noqa: BLE001  (PrecisionExhausted)
+        raise Unknown(f"the sign of the constant {c} could not be decided") from None
     if v.is_number and v.is_extended_real and abs(v) > _ZERO_EPS:
         return 1 if v > 0 else -1
     raise Unknown(f"the sign of the constant {c} could not be decided")

@@ -66,7 +66,10 @@ SKELETON_CASES = ("nondegenerate", "flip-even", "zero", "degenerate-relu")
 def _finite_number(v: sp.Expr) -> bool:
     if not isinstance(v, sp.Expr) or v.free_symbols or v.has(sp.nan, sp.zoo, sp.oo, -sp.oo) or isinstance(v, sp.Piecewise):
         return False
-    n = sp.N(v, _PREC)
+    try:
+        n = sp.N(v, _PREC, strict=True)  # (every digit correct, or no claim)
+    except Exception:  # noqa: BLE001
+        return False
     return bool(n.is_number and n.is_real and n.is_finite)
 
 
@@ -79,13 +82,15 @@ def _formula_finite(e: sp.Expr, x: sp.Symbol, pc: Piece) -> bool:
             base, strict_positive = node.args[0], True
         else:
             continue
-        v = sp.N(base.subs(x, pc.sample), _PREC)
+        try:  # (strict: a value with no correct digit has no sign)
+            v = sp.N(base.subs(x, pc.sample), _PREC, strict=True)
+        except Exception:  # noqa: BLE001
+            return False
         if not (v.is_number and v.is_real and v.is_finite):
             return False
         if (v <= 0) if strict_positive else (abs(v) < sp.Float(10) ** -40):
             return False
-    v = sp.N(e.subs(x, pc.sample), _PREC)
-    return bool(v.is_number and v.is_real and v.is_finite)
+    return _finite_number(e.subs(x, pc.sample))
 
 
 _FINITE_HEADS = (sp.exp, sp.tanh, sp.erf, sp.erfc, sp.atan, sp.sin, sp.cos, sp.Abs, sp.Max, sp.Min, sp.Add, sp.Mul)

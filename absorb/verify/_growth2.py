@@ -66,7 +66,7 @@ def _value_at_zero(expr: sp.Expr, order: int) -> float | None:
             return 0.0
         if not (v.is_real and v.is_finite):
             return None
-        got = abs(float(v.evalf(40)))
+        got = abs(float(sp.N(v, 40, strict=True)))
     except Exception:  # noqa: BLE001 - no bound from sympy
         return None
     return got * (1 + 1e-15) + 1e-300 if math.isfinite(got) else None

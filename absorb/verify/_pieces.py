@@ -44,8 +44,19 @@ class Piece:
     sample: sp.Rational
 
 
+def _digits(e: sp.Expr) -> sp.Expr:
+    """``e`` to _PREC correct digits (sympy's strict evaluation), or Refused: a value with no correct digit
+    ("0.e-10" for a constant that is exactly 0, 10¹⁵⁰·(atan 2 + atan 3 − 3π/4)) has no sign to read."""
+    try:
+        return sp.N(e, _PREC, strict=True)
+    except Refused:
+        raise
+    except Exception as exc:  # (PrecisionExhausted, or evalf failing on an exotic expression)
+        raise Refused(f"cannot evaluate {e} to {_PREC} correct digits") from exc
+
+
 def _num(e: sp.Expr, x: sp.Symbol, at: sp.Expr) -> sp.Expr:
-    return sp.N(e.subs(x, at), _PREC)
+    return _digits(e.subs(x, at))
 
 
 def _sign_at(e: sp.Expr, x: sp.Symbol, at: sp.Rational, zero_on_piece: bool) -> int:
@@ -68,10 +79,10 @@ def _sample(lo: sp.Expr, hi: sp.Expr) -> sp.Rational:
     if lo == -sp.oo and hi == sp.oo:
         return sp.Rational(1, 3)
     if lo == -sp.oo:
-        return sp.floor(sp.N(hi, _PREC)) - 1
+        return sp.floor(_digits(hi)) - 1
     if hi == sp.oo:
-        return sp.ceiling(sp.N(lo, _PREC)) + 1
-    a, b = sp.N(lo, _PREC), sp.N(hi, _PREC)
+        return sp.ceiling(_digits(lo)) + 1
+    a, b = _digits(lo), _digits(hi)
     q = sp.nsimplify((a + b) / 2, rational=True, tolerance=(b - a) / 8)
     if not (a < q < b):
         raise Refused(f"no rational sample in ({lo}, {hi})")
@@ -79,7 +90,7 @@ def _sample(lo: sp.Expr, hi: sp.Expr) -> sp.Rational:
 
 
 def _real_point(r: sp.Expr) -> sp.Expr:
-    v = sp.N(r, _PREC)
+    v = _digits(r)
     if not (v.is_real and v.is_finite):
         raise Refused(f"break point {r} is not a real number")
     return r
@@ -93,7 +104,7 @@ def _intervals(points: list[sp.Expr]) -> list[tuple[sp.Expr, sp.Expr]]:
 def _sorted_points(points: set[sp.Expr]) -> list[sp.Expr]:
     out: list[tuple[sp.Float, sp.Expr]] = []
     for p in points:
-        v = sp.N(p, _PREC)
+        v = _digits(p)
         if any(abs(v - w) < _TINY for w, _ in out):
             # two exact expressions for (numerically) one point: they must be equal exactly
             twin = next(q for w, q in out if abs(v - w) < _TINY)
@@ -173,11 +184,11 @@ def break_points(e: sp.Expr, x: sp.Symbol) -> tuple[sp.Expr, ...]:
 def _inside(r: sp.Expr, lo: sp.Expr, hi: sp.Expr) -> bool:
     """lo < r < hi for exact real numbers (±oo ends), decided at 60 digits with a margin; a
     point too close to an end to tell is refused unless it equals it exactly (then outside)."""
-    v = sp.N(r, _PREC)
+    v = _digits(r)
     for end, side in ((lo, 1), (hi, -1)):
         if end in (sp.oo, -sp.oo):
             continue
-        gap = (v - sp.N(end, _PREC)) * side
+        gap = (v - _digits(end)) * side
         if abs(gap) < _TINY:
             if decide_zero(r - end) is True:
                 return False
@@ -336,7 +347,10 @@ def decide_zero(e: sp.Expr) -> bool | None:
             return True
         s = t if not t.has(sp.zoo, sp.oo, -sp.oo, sp.nan) else s
     if s.is_number:
-        v = sp.N(s, _PREC)
+        try:
+            v = _digits(s)
+        except Refused:  # (no correct digit: undecided)
+            return None
         if v.is_number and (not v.is_real or abs(v) > _TINY):
             return False
     return None

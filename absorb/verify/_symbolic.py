@@ -101,7 +101,10 @@ def _real_on_piece(e: sp.Expr, x: sp.Symbol, pc: Piece) -> bool:
             base = node.args[0]
         else:
             continue
-        v = sp.N(base.subs(x, pc.sample), 40)
+        try:  # (strict: a value with no correct digit has no sign)
+            v = sp.N(base.subs(x, pc.sample), 40, strict=True)
+        except Exception:  # noqa: BLE001
+            return False
         if not (v.is_real and v > 0):
             return False
     return True
@@ -201,8 +204,8 @@ def _not_constant(q: sp.Expr, x: sp.Symbol) -> bool:
     vals = []
     for z in (sp.Rational(1, 3), sp.Rational(-7, 5), sp.Rational(5, 2), sp.Rational(-11, 3)):
         try:
-            v = sp.N(q.subs(x, z), 30)
-        except Exception:  # noqa: BLE001 - no number here
+            v = sp.N(q.subs(x, z), 30, strict=True)
+        except Exception:  # noqa: BLE001 - no number here (or none with correct digits)
             continue
         if v.is_Number and v.is_finite and v.is_real:
             vals.append(v)
