@@ -35,14 +35,17 @@ def _round(v: sp.Expr, up: bool) -> sp.Expr:
         return v
     if v.is_Rational:
         return v
-    f = sp.N(v, 30)
+    try:  # (strict: every digit correct — a cancellation evaluates to digits that are not v's, and the margin below
+        f = sp.N(v, 30, strict=True)  # would not cover them)
+    except Exception:  # noqa: BLE001  (PrecisionExhausted: no safe side to round to but ±∞)
+        return _OO if up else -_OO
     if not (f.is_number and f.is_extended_real and f.is_finite):
         return _OO if up else -_OO
-    r = sp.Rational(f)
-    if abs(r) > _BIG:
+    if abs(f) > sp.Float(_BIG, 30):  # (before the exact Rational: exp(10¹²) to a Rational took minutes)
         if up:
-            return _OO if r > 0 else -_BIG / 2
-        return -_OO if r < 0 else _BIG / 2
+            return _OO if f > 0 else -_BIG / 2
+        return -_OO if f < 0 else _BIG / 2
+    r = sp.Rational(f)
     margin = abs(r) / sp.Integer(10) ** 20 + sp.Integer(10) ** -50
     return r + margin if up else r - margin
 
