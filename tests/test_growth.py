@@ -333,3 +333,11 @@ def test_results_serialise_and_are_cached(spec: str) -> None:
         assert fn(a) is pr
         if pr.status is Status.REFUTED:
             assert pr.witness
+
+
+def test_the_exponential_form_is_refuted_by_the_growth_where_the_points_are_flat() -> None:
+    """σ = ReLU plus a bump at |z| = 5 of height 2·10⁻² (two steep tanh): at the points the refutation reads, the
+    differences are 1 and 0 up to e^-40000, which no 50-digit evaluation resolves; the rules' finite slopes at ±∞
+    refute A·exp(βz) + C (unbounded over s on one side) at once, instead of a proof attempt that ran out of its budget."""
+    pr = exponential_form(act("tanh(10000*x - 50000)/100 - tanh(10000*x + 50000)/100 + Max(0, x)"))
+    assert pr.status is Status.REFUTED and "finite limits" in pr.statement, pr.statement

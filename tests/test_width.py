@@ -282,6 +282,6 @@ def test_a_narrower_width_is_withheld_when_two_lines_merge_within_the_tolerance(
     err = np.max(np.abs(f(X) - g(X)), axis=1) / (np.max(np.abs(f(X)), axis=1) + np.max(np.abs(X), axis=1))
     assert float(err.max()) < tol  # (g of width 1 is within τ: a not_absorbable at width 1 would be wrong)
     wd = decide_width(f, 1, tol=tol)
-    assert wd.verdict is Verdict.UNKNOWN and "nearly collinear" in wd.reason
+    assert wd.verdict is Verdict.UNKNOWN and ("nearly collinear" in wd.reason or "merged block may fit" in wd.reason)
     mw = minimal_width(f, tol=tol)
     assert mw.value in (None, 1) and (mw.lower is None or mw.lower <= 1)

@@ -436,6 +436,13 @@ def _exp_refutation(e: sp.Expr) -> tuple[str, str, dict[str, Any]] | None:
         if ok and v < 0:
             return (f"σ({z0 + 2}) − σ({z0 + 1}) and σ({z0 + 1}) − σ({z0}) differ in sign, which forces e^β < 0",
                     where + rf"\Delta_0\Delta_1 = {_fmt(v) if v.is_Rational else f'{float(v):.12g}'} < 0", {**witness, "d0*d1": v})
+    # σ's growth: A·exp(βs) + C over s is unbounded on one side; the rules' finite limits of σ(s)/s on both sides (checked
+    # far out) refute the form where the values at those points cannot (a σ flat there up to e^-40000)
+    lims = {sign: asy.limit(e, sign, 1) for sign in (1, -1)}
+    if all(lims[sign].kind == "finite" and not asy.numeric_check(e, sign, lims[sign], 1) for sign in (1, -1)):
+        return ("σ(s)/s has finite limits at both ±∞ (by the asymptotic rules), while A·exp(βs)/s is unbounded on one side",
+                rf"\lim_{{s\to+\infty}} \sigma(s)/s = {_fmt(lims[1].value)},\ \lim_{{s\to-\infty}} \sigma(s)/s = {_fmt(lims[-1].value)}",
+                {"L_plus": lims[1].value, "L_minus": lims[-1].value})
     return None
 
 
