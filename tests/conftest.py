@@ -84,3 +84,15 @@ def run_absorb(*args: str) -> subprocess.CompletedProcess[str]:
         except SystemExit as exc:  # argparse: --help, --version, usage errors
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     return subprocess.CompletedProcess(["absorb", *args], code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def screens_at_any_tolerance(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The screens for near blocks, and the exact arguments they guard, at tolerances past 10⁻⁴ too: there the index-set,
+    skeleton and canonical-form routes answer not_absorbable only with the robust skeleton bound (tests/test_robust.py),
+    so tests of the screens themselves (which also serve every τ up to 10⁻⁴ and the other routes) lift that rule."""
+    from absorb.engine import results
+    from absorb.verify import checker
+
+    monkeypatch.setattr(results, "SCREENED_TOL_MAX", 1.0)
+    monkeypatch.setattr(checker, "SCREENED_TOL_MAX", 1.0)

@@ -85,6 +85,9 @@ def test_verdicts_say_which_blocks_they_rule_out_and_the_checker_agrees(path: st
     blk = load(ROOT / path)
     whole = decide(blk, tol=tol)
     dec = whole.blocks[0]
+    if not robust:  # (past τ = 10⁻⁴ a flip route needs the robust bound: unknown, saying so)
+        assert dec.verdict.value == "unknown" and "robust skeleton bound" in dec.reason, dec.reason
+        return
     assert dec.verdict.value == "not_absorbable"
     assert (dec.robust_bar is not None) == robust
     assert ("rules out every residual-free block within the tolerance" in dec.reason) == robust
@@ -108,3 +111,48 @@ def test_a_robust_verdict_skips_the_screens_margin(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(robust_module, "robust_bar", lambda *a, **k: "not concluding here")
     dec = decide(blk, tol=1e-6).blocks[0]
     assert dec.robust_bar is None and dec.verdict.value == "unknown" and "4× the tolerance" in dec.reason
+
+
+def test_past_the_screened_range_a_flip_route_needs_the_robust_bound() -> None:
+    """d = 2, n = 8 ReLU, Gaussian skip: not_absorbable [index-set] at τ = 0.014–0.025 was wrong (verify exit 0) — a fitted
+    width-8 g is within 0.0138 (0.55τ at τ = 0.025) while the screens found nothing even at 4τ. Past τ = 10⁻⁴ the route
+    answers not_absorbable only with the robust bound, which does not conclude here; the checker leaves the old verdict's
+    certificate not fully checked."""
+    from absorb.engine import results as results_module
+
+    U = np.array([[0.08434885076115327, 1.0825546501385463], [-1.361415899469512, -0.08002323669387834],
+                  [0.4712736382815932, -0.38139552372937824], [-0.19773819667417775, 0.7119008201186471],
+                  [-0.5968431318039679, -0.9665044207563379], [0.7722137763102623, 0.2683662165280098],
+                  [-0.9716157988656038, 0.45727707819602825], [-0.5376127356953474, 0.6626300876609809]])
+    D = np.array([[0.028041448525953565, -0.528684485215937, -1.501617583748532, 0.44742135249231185, -0.04898019901001227,
+                   3.8262789087634097, -0.04637386300055815, -2.6532983586492174],
+                  [4.179886800778634, -4.035428777182072, 3.342290834967433, -1.6858235452028674, 2.815646363572456,
+                   -0.33200344438613216, 1.1221080861863644, 0.09519425782792144]])
+    M = np.array([[-0.09339558421005838, 0.5373561080684924], [-0.6264275124884702, 0.49340285858683025]])
+    gU = np.array([[0.08039525023671187, 1.0317239898746215], [-1.3120517461366188, -0.05336959237285054],
+                   [0.5214417374470379, -0.43107147921016586], [0.1618459916598588, -0.5732242228458777],
+                   [-0.6329971779102861, -1.0241699961257598], [0.8221353043865252, 0.3038508410899045],
+                   [-0.9939380772505869, 0.46635356577259546], [-0.46548219746718, 0.573713975719786]])
+    gD = np.array([[0.3787793892481076, -0.7374762326584668, -1.9203478696184522, -0.060422613684328885, -0.24379383398730006,
+                    3.79141856022263, 0.2482727463808318, -2.5609514310911243],
+                   [4.050617577056688, -3.9636194055491805, 3.1936660841607116, -1.5296344702805695, 2.8564586793900206,
+                    -0.8257950061530073, 1.157479305446433, -0.2398867819020846]])
+    blk = Block(U, D, get_activation("relu"), skip=M)
+    t = np.linspace(0, 2 * np.pi, 400_001)
+    X = np.c_[np.cos(t), np.sin(t)]  # (bias-free, positively homogeneous: the circle covers every x)
+    F, G = blk(X), np.maximum(X @ gU.T, 0) @ gD.T
+    ratio = np.max(np.abs(F - G), axis=1) / (np.max(np.abs(F), axis=1) + np.max(np.abs(X), axis=1))
+    assert float(np.max(ratio)) < 0.0139
+    for tol in (0.014, 0.0251):  # (past 10⁻⁴)
+        dec = decide(blk, tol=tol).blocks[0]
+        assert dec.verdict.value == "unknown" and dec.robust_bar is None, dec.reason
+    old = pytest.MonkeyPatch()
+    old.setattr(results_module, "SCREENED_TOL_MAX", 1.0)  # (the producer as it was)
+    try:
+        whole = decide(blk, tol=0.0251)
+    finally:
+        old.undo()
+    assert whole.verdict.value == "not_absorbable"
+    rep = verify_certificate(build_certificate(whole, blk, seed=0).to_json(), blk)
+    assert any("robust skeleton bound" in f.claim for f in rep.not_rechecked), rep.findings
+    assert results_module.SCREENED_TOL_MAX == 1e-4

@@ -142,6 +142,7 @@ def test_bias_free_only_results_are_never_used_for_biased_classes(seed: int, bia
             assert dec.theorem not in (Theorem.DEGREE, Theorem.LINEARIZATION, Theorem.PARITY, Theorem.CANONICAL_FORM)
 
 
+@pytest.mark.usefixtures("screens_at_any_tolerance")  # (its large τ: past 10⁻⁴, tests/conftest.py)
 def test_a_skeleton_linear_up_to_the_tolerance_claims_nothing() -> None:
     """σ(z) = z + 10⁻¹²|z|: σ∞ = 2·10⁻¹²·ReLU + (1 − 10⁻¹²)·z. The exact skeleton argument rules out
     an exact residual-free block, but g(x) = [I + W_down W_up, 0]·σ([I; 0] x) (same width) matches

@@ -15,6 +15,8 @@ from absorb.model.activations import get_activation
 from absorb.model.block import Block
 from absorb.verify._sampled import spare_units
 
+pytestmark = pytest.mark.usefixtures("screens_at_any_tolerance")  # (the screens past 10⁻⁴ too: tests/conftest.py)
+
 _FLIP = {"relu": 1.0, "gelu": 1.0, "silu": 1.0, "leaky_relu": 1.01}
 """c with σ(z) − σ(−z) = c·z."""
 

@@ -17,6 +17,7 @@ from absorb import Block, decide, get_activation
 from absorb.engine import tolerance as tolerance_module
 from absorb.engine.tolerance import _gain
 
+pytestmark = pytest.mark.usefixtures("screens_at_any_tolerance")  # (the screens past 10⁻⁴ too: tests/conftest.py)
 
 def _scaled(rng: np.random.Generator, d: int, n: int, size: float, act: str, **kw: object) -> Block:
     U, D = rng.standard_normal((n, d)), rng.standard_normal((d, n))

@@ -247,6 +247,7 @@ def _mergeable_gelu(eps: float) -> Block:
 
 
 @pytest.mark.parametrize("blk, tol", [(_mergeable_relu(), 1e-9), (_mergeable_gelu(1e-9), 1e-9), (_mergeable_gelu(1e-3), 1e-3)])
+@pytest.mark.usefixtures("screens_at_any_tolerance")  # (τ = 10⁻³ past 10⁻⁴: tests/conftest.py)
 def test_lines_that_merge_within_the_tolerance_withhold_the_canonical_verdict(blk: Block, tol: float,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """A width-4 block with two of f's lines merged is within the tolerance (red team: 6.6·10⁻¹⁰ at τ = 10⁻⁹ for ReLU, ~τ/16

@@ -165,6 +165,13 @@ class Ctx:
             near = within_tolerance(self.block, self.tol, self.seed, biases=self.rf_class.biases,
                                     one_per_rank=theorem in _DEGREE_TWO and self.spare_one,
                                     reads_f=theorem is not Theorem.BOUNDED)
+            if near is None and theorem in _SCREENED and kw.get("robust_bar") is None and self.tol > SCREENED_TOL_MAX:
+                near = (f"Unknown: {reason.rstrip('.')}; but that rules out blocks equal to f, and at τ = {self.tol:g} (past "
+                        f"{SCREENED_TOL_MAX:g}) blocks fitted by optimisation have come within the tolerance where no screen "
+                        "found them: this route answers not_absorbable under such a tolerance only where the robust skeleton "
+                        "bound proves it for every block within τ, "
+                        + ("which covers nondegenerate weights, not the canonical form's." if theorem is Theorem.CANONICAL_FORM
+                           else "and here it does not."))
             if near is None and theorem in _SCREENED and kw.get("robust_bar") is None and (again := within_margin(self.block, self.tol, self.seed,
                                                                                   biases=self.rf_class.biases)) is not None:
                 near = (f"Unknown: {reason.rstrip('.')}; but the screens for other residual-free blocks find one within "
@@ -200,6 +207,11 @@ _DEGREE_TWO = frozenset({Theorem.SKELETON2, Theorem.RELU2_LINEAR, Theorem.GATED_
 """The results where f may grow quadratically (the gated skeleton's ReLU-like case sets :attr:`Ctx.spare_one`)."""
 _DISTANCE_THEOREMS = frozenset({Theorem.INDEX_SET, Theorem.SKELETON, Theorem.SKELETON2, Theorem.RELU2_LINEAR, Theorem.GATED_SKELETON})
 """The results whose not_absorbable rests on every index set's (or scale vector's) distance exceeding the bar."""
+SCREENED_TOL_MAX = 1e-4
+"""Past this tolerance a :data:`_SCREENED` route's not_absorbable needs the robust skeleton bound: there red teams fitted
+residual-free blocks within τ that the screens missed even at 4τ (d = 2, n = 8, index set, a fit at 0.55τ for τ = 0.025;
+the smallest τ with such a fit 0.0135, the closest fit at smaller τ 1.75τ at τ = 0.0041); up to it none was found, and
+the verdict is the exact proof plus the screens, as documented (float32 layers are checked at τ ≈ 10⁻⁵)."""
 _SCREENED = frozenset({Theorem.INDEX_SET, Theorem.SKELETON, Theorem.CANONICAL_FORM})
 """The routes whose near blocks the red teams fitted past the screens (ReLU, GELU, SiLU, leaky: flips of units, and the
 canonical form's count of lines: a SiLU block fitted within 0.0044 where the screens at τ = 0.0045 found nothing)."""

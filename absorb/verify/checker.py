@@ -208,6 +208,7 @@ THEOREM_CHECKS: dict[str, Callable[[_Ctx, str, dict[str, Any], Block], _Outcome]
 a function that re-derives its claims (``_require`` each, raising on the first failure) and
 returns what its evidence supports."""
 _BLOCK_THEOREMS = set(THEOREM_CHECKS)
+SCREENED_TOL_MAX = 1e-4  # (past it, an index-set, skeleton or canonical-form not_absorbable needs the robust bound)
 _QUADRATIC = frozenset({"skeleton2", "relu2-linear", "gated-skeleton"})  # (f may grow like |x|²: one spare unit per rank)
 
 
@@ -262,6 +263,9 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
             return (sampled_near(orig, t, ctx.seed) or contradiction(orig, t, estimated=True, biases=bool(biases))
                     or spare_units(orig, t, ctx.seed, th in _QUADRATIC and (bool(biases) or th == "relu2-linear"), bool(biases)))
 
+        if verdict == "not_absorbable" and th in ("index-set", "skeleton", "canonical-form") and not ctx.once.get("robust") and ctx.tol > SCREENED_TOL_MAX:
+            ctx.report.unchecked(w, "past τ = 1e-4 this route's not_absorbable covers every block within τ (the robust skeleton "
+                                 "bound), not only blocks equal to f", "the robust bound was not re-derived here")
         if verdict == "not_absorbable" and (near := (th != "bounded" and float_resolution(orig, ctx.tol, ctx.seed)) or screens(ctx.tol)
                                             or (th in ("index-set", "skeleton", "canonical-form") and not ctx.once.get("robust") and 4 * ctx.tol < 0.5 and screens(4 * ctx.tol))):
             ctx.report.unchecked(w, "the exact not_absorbable agrees with the tolerance (the screens' candidates are estimates: "
