@@ -166,12 +166,11 @@ class Ctx:
                                     one_per_rank=theorem in _DEGREE_TWO and self.spare_one,
                                     reads_f=theorem is not Theorem.BOUNDED)
             if near is None and theorem in _SCREENED and kw.get("robust_bar") is None and self.tol > SCREENED_TOL_MAX:
-                near = (f"Unknown: {reason.rstrip('.')}; but that rules out blocks equal to f, and at τ = {self.tol:g} (past "
-                        f"{SCREENED_TOL_MAX:g}) blocks fitted by optimisation have come within the tolerance where no screen "
-                        "found them: this route answers not_absorbable under such a tolerance only where the robust skeleton "
-                        "bound proves it for every block within τ, "
-                        + ("which covers nondegenerate weights, not the canonical form's." if theorem is Theorem.CANONICAL_FORM
-                           else "and here it does not."))
+                near = (f"Unknown: {reason.rstrip('.')}. Past τ = {SCREENED_TOL_MAX:g} this route answers not_absorbable only "
+                        "where the robust skeleton bound proves it for every block within τ "
+                        + ("(it covers nondegenerate weights, not the canonical form's)" if theorem is Theorem.CANONICAL_FORM
+                           else "(here it does not)")
+                        + ": at such tolerances blocks fitted by optimisation have come within τ where no screen found them.")
             if near is None and theorem in _SCREENED and kw.get("robust_bar") is None and (again := within_margin(self.block, self.tol, self.seed,
                                                                                   biases=self.rf_class.biases)) is not None:
                 near = (f"Unknown: {reason.rstrip('.')}; but the screens for other residual-free blocks find one within "
