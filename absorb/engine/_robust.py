@@ -59,17 +59,17 @@ def _frac(w: np.ndarray, m: int) -> np.ndarray:
     return np.minimum(1.0, a_m * w * (1 + _SLACK))
 
 
-def robust_bar(U: np.ndarray, D: np.ndarray, M: np.ndarray, a: float, b: float, tol: float) -> float | str:
+def robust_bar(U: np.ndarray, D: np.ndarray, M: np.ndarray | None, a: float, b: float, tol: float) -> float | str:
     """√d·Δ/‖M‖_F (module doc) for the skeleton σ∞ = a·ReLU + b·z at tolerance ``tol`` (the allowance
     included by the caller), or why the argument does not conclude (a sentence)."""
-    U = np.asarray(U, dtype=np.float64)
-    D = np.asarray(D, dtype=np.float64)
-    M = np.asarray(M, dtype=np.float64)
     n, d = U.shape
     if d < 2 or a == 0:
         return "it needs d ≥ 2 and a kink in σ∞"
-    if n * n * d * d > _MAX_WORK:
+    if n * n * d * d > _MAX_WORK:  # (before any float64 copy: a 7B-sized float32 layer is not copied for a no)
         return f"n²·d² = {n * n * d * d:.3g} is past the pairwise work it allows ({_MAX_WORK:.3g})"
+    U = np.asarray(U, dtype=np.float64)
+    D = np.asarray(D, dtype=np.float64)
+    M = np.eye(d) if M is None else np.asarray(M, dtype=np.float64)  # (None: the identity skip)
     if not (np.all(np.isfinite(U)) and np.all(np.isfinite(D)) and np.all(np.isfinite(M))):
         return "a weight is not finite"
     u = float(np.finfo(np.float64).eps) / 2

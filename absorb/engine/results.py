@@ -996,7 +996,7 @@ class _IndexSet:
             return None, ""
         if self._robust_memo is not None and self._robust_memo[0] is res:
             return self._robust_memo[1]
-        bar = robust_bar(blk.W_up, blk.W_down, blk.M, float(sk.a), float(sk.b), self.ctx.tol + rounding_allowance(blk.n))
+        bar = robust_bar(blk.W_up, blk.W_down, blk.skip, float(sk.a), float(sk.b), self.ctx.tol + rounding_allowance(blk.n))
         if isinstance(bar, float) and bound > bar:
             out: tuple[float | None, str] = bar, (f" This rules out every residual-free block within the tolerance, not only an equal one: by the robust "
                          f"skeleton bound every such block flips f's units up to an error that puts its S within relative "

@@ -60,15 +60,16 @@ def _line_angles(U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return sin_lo, np.minimum(cos_hi, 1.0)
 
 
-def robust_distance_bar(U: np.ndarray, D: np.ndarray, M: np.ndarray, a: float, b: float, tol: float) -> tuple[float | None, str]:
+def robust_distance_bar(U: np.ndarray, D: np.ndarray, M: np.ndarray | None, a: float, b: float, tol: float) -> tuple[float | None, str]:
     """(the bar, how) — or (None, why not): every residual-free g within ``tol`` of f has an S with
     ‖M + c·D_S U_S‖_F/‖M‖_F ≤ bar."""
-    U, D, M = (np.asarray(x, dtype=np.float64) for x in (U, D, M))
     n, d = U.shape
     if d < 2 or a == 0:
         return None, "d < 2 or σ∞ has no kink"
-    if n * n * d * d > MAX_WORK:
+    if n * n * d * d > MAX_WORK:  # (before any float64 copy of a large float32 layer)
         return None, f"n²·d² = {n * n * d * d:.3g} is past the checker's budget for the angles ({MAX_WORK:.3g})"
+    U, D = (np.asarray(x, dtype=np.float64) for x in (U, D))
+    M = np.eye(d) if M is None else np.asarray(M, dtype=np.float64)  # (None: the identity skip)
     with np.errstate(all="ignore"):
         if not (np.isfinite(U).all() and np.isfinite(D).all() and np.isfinite(M).all()):
             return None, "a weight is not finite"
@@ -134,7 +135,7 @@ def check_robust(ctx: Any, w: str, b: dict[str, Any], block: Any, a: float, bb: 
 
     rec = (b.get("argument") or {}).get("robust_bar")
     low = ctx.once.get("distance_lower")
-    bar, how = robust_distance_bar(block.W_up, block.W_down, block.M, a, bb, ctx.tol + rounding_allowance(block.n))
+    bar, how = robust_distance_bar(block.W_up, block.W_down, block.skip, a, bb, ctx.tol + rounding_allowance(block.n))
     if bar is None or not isinstance(low, float):
         if rec is not None:
             ctx.report.unchecked(w, "the robust skeleton bound rules out every residual-free block within the tolerance",
