@@ -156,3 +156,19 @@ def test_past_the_screened_range_a_flip_route_needs_the_robust_bound() -> None:
     rep = verify_certificate(build_certificate(whole, blk, seed=0).to_json(), blk)
     assert any("robust skeleton bound" in f.claim for f in rep.not_rechecked), rep.findings
     assert results_module.SCREENED_TOL_MAX == 1e-4
+
+
+@pytest.mark.parametrize("scale", [-534, -300, 0, 300])
+def test_rows_scaled_by_a_power_of_two_give_the_same_bar(scale: int) -> None:
+    """f is unchanged by u_i → 2^s·u_i, w_i → 2^-s·w_i, and so is the bound: at s = −534 the Gram entries were subnormal,
+    whose rounding is absolute, and two rows 10⁻³ rad apart read 0.16 rad — the bound concluded on the scaled file and
+    not on the same f unscaled. Rows are now scaled to a largest entry in [1/2, 1) before any square or product."""
+    th = np.array([0.3, 0.301, 2.0])
+    U = np.c_[np.cos(th), np.sin(th)]
+    D = np.array([[1.0, -0.5, 0.7], [0.2, 0.9, -1.1]])
+    base = robust_bar(U, D, None, 1.0, 0.0, 1e-6), robust_distance_bar(U, D, None, 1.0, 0.0, 1e-6)
+    got = (robust_bar(np.ldexp(U, scale), np.ldexp(D, -scale), None, 1.0, 0.0, 1e-6),
+           robust_distance_bar(np.ldexp(U, scale), np.ldexp(D, -scale), None, 1.0, 0.0, 1e-6))
+    assert isinstance(base[0], str) == isinstance(got[0], str) and (base[1][0] is None) == (got[1][0] is None)
+    if not isinstance(base[0], str):
+        assert got[0] == pytest.approx(base[0], rel=1e-9) and got[1][0] == pytest.approx(base[1][0], rel=1e-9)

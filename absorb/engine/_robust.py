@@ -75,7 +75,12 @@ def robust_bar(U: np.ndarray, D: np.ndarray, M: np.ndarray | None, a: float, b: 
     u = float(np.finfo(np.float64).eps) / 2
     g = (d + 2) * u / (1 - (d + 2) * u)
     with np.errstate(all="ignore"):
-        nu = np.sqrt(np.einsum("ij,ij->i", U, U))
+        # rows scaled by powers of 2 (exact) to a largest entry in [1/2, 1): the angles do not change, and no square or
+        # product is subnormal (there float64's rounding is absolute, not relative: rows 2^-534 apart read 0.16 rad for 1e-3)
+        ex = np.frexp(np.abs(U).max(axis=1, initial=0.0))[1]
+        Us = np.ldexp(U, -ex[:, None])
+        nus = np.sqrt(np.einsum("ij,ij->i", Us, Us))
+        nu = np.ldexp(nus, ex)
         wmax = np.abs(D).max(axis=0) if n else np.zeros(0)
         c = a + 2 * b
         K = (float(np.abs(M).sum(axis=1).max()) + max(abs(a + b), abs(b))
@@ -87,8 +92,8 @@ def robust_bar(U: np.ndarray, D: np.ndarray, M: np.ndarray | None, a: float, b: 
             return (f"unit {i}'s kink (|a|·|w_i|∞·|u_i|₂ = {J[i]:.3g}) is not above 2ε = {2 * eps:.3g} "
                     "(ε = τ'·(1 + K)): a block within the tolerance need not have a kink near it")
         r = 4 * eps / (J - 2 * eps) * (1 + _SLACK)
-        G = U @ U.T
-        outer = np.outer(nu, nu)
+        G = Us @ Us.T
+        outer = np.outer(nus, nus)
         cos_hi = np.minimum(1.0, (np.abs(G) + g * outer) / (outer * (1 - g)))
         sin_lo = np.sqrt(np.maximum(0.0, 1 - cos_hi * cos_hi)) * (1 - _SLACK)
         off = ~np.eye(n, dtype=bool)

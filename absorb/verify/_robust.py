@@ -73,7 +73,9 @@ def robust_distance_bar(U: np.ndarray, D: np.ndarray, M: np.ndarray | None, a: f
     with np.errstate(all="ignore"):
         if not (np.isfinite(U).all() and np.isfinite(D).all() and np.isfinite(M).all()):
             return None, "a weight is not finite"
-        unorm = np.sqrt((U * U).sum(axis=1))
+        ex = np.frexp(np.abs(U).max(axis=1, initial=0.0))[1]  # (rows scaled by powers of 2, exactly: no subnormal square)
+        Us = np.ldexp(U, -ex[:, None])
+        unorm = np.ldexp(np.sqrt((Us * Us).sum(axis=1)), ex)
         u_lo, u_hi = unorm * (1 - (d + 2) * _U), unorm * (1 + (d + 2) * _U)
         wtop = np.abs(D).max(axis=0)
         reach = float(np.max(np.abs(D) @ np.abs(U).sum(axis=1))) * (1 + (n + d + 4) * _U)
@@ -83,7 +85,7 @@ def robust_distance_bar(U: np.ndarray, D: np.ndarray, M: np.ndarray | None, a: f
         if not (math.isfinite(eps) and np.all(jump > 2 * eps)):
             return None, f"a unit's kink |a|·|w_i|∞·|u_i|₂ (least {float(jump.min()):.3g}) is not above 2ε = {2 * eps:.3g}"
         r = 4 * eps / (jump - 2 * eps) * _WIDEN
-        sin_lo, cos_hi = _line_angles(U)
+        sin_lo, cos_hi = _line_angles(Us)  # (angles do not change with the rows' scales)
         off = ~np.eye(n, dtype=bool)
         if n > 1 and not np.all(sin_lo[off] > 0):
             return None, "two rows' lines are not separated"
