@@ -537,13 +537,15 @@ def _unsupported(block: Block) -> str | None:
     return None
 
 
-def _mergeable(cf: CanonicalForm, lip: float | None, reach: float) -> list[str]:
-    """Pairs of distinct lines one of which moves onto the other's with a change of f below ``reach``·|x|∞ (a bound, not a
+def _mergeable(cf: CanonicalForm, lip: float | None, eps: float) -> list[str]:
+    """Pairs of distinct lines one of which moves onto the other's with a change of f below SCREEN_MARGIN·``eps``·|x|∞
+    (``eps`` = (τ + allowance)(1 + K); a bound, not a
     sample): ReLU lines by projection, |a_j|∞·‖e_j − λe_i‖₁ ≤ |a_j|∞·√d·|e_j|₂·sin θ (ReLU is 1-Lipschitz); the even
     family's atoms by h = σ − z/2 (even, Lipschitz L_σ + 1/2), |a_j|∞·(L_σ + 1/2)·min ‖e_j ∓ e_i‖₁, its linear part kept
     in the skip's share. A block with the lines merged is within the tolerance of f, and may fit where f does not."""
     from absorb.engine.tolerance import SCREEN_MARGIN
 
+    reach = SCREEN_MARGIN * eps
     es = np.array([[float(v) for v in ln.e] for ln in cf.lines])
     if len(es) < 2:
         return []
@@ -565,15 +567,15 @@ def _mergeable(cf: CanonicalForm, lip: float | None, reach: float) -> list[str]:
     if not cost[i, j] <= reach:
         return []
     return [f"lines {i} and {j} merge with a change of f of at most {cost[i, j]:.3g}·|x|∞ (one moved onto the other's "
-            f"{'line' if cf.family == 'relu' else 'atom'}), within {SCREEN_MARGIN:g}× the tolerance's {reach / SCREEN_MARGIN:.3g}, "
+            f"{'line' if cf.family == 'relu' else 'atom'}), within {SCREEN_MARGIN:g}× the tolerance's {eps:.3g}, "
             "and the merged block may fit"]
 
 
 def _robustness(cf: CanonicalForm, outcome: SearchOutcome, *, tol: float, scale: float,
-                lip: float | None = None, reach: float = 0.0) -> list[str]:
+                lip: float | None = None, eps: float = 0.0) -> list[str]:
     """Why an exact 'none' might not survive a perturbation within the tolerance (``tol``: the distance bar,
-    relative to ``scale``; ``reach``: the change of f per unit of |x|∞ that two lines' merge may cost, :func:`_mergeable`)."""
-    issues = _mergeable(cf, lip, reach)
+    relative to ``scale``; ``eps``: the tolerance per unit of |x|∞ that two lines' merge is measured against, :func:`_mergeable`)."""
+    issues = _mergeable(cf, lip, eps)
     if outcome.min_distance is not None and outcome.min_distance <= tol:
         issues.append(f"the linear parts are within relative distance {outcome.min_distance:.2e} ≤ {tol:.3g} of a feasible choice "
                       "(the distance bar max(τ, √d·(τ + allowance)·(1 + K)/max(‖M‖_F, 1)), K ≥ f's gain at infinity)")
@@ -682,10 +684,8 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
                                   f"Unknown: exactly, f is not a residual-free block of width {N} ({need}), but it lies within relative "
                                   f"distance {out.min_distance:.2e} ≤ tol of one, and the block constructed there failed its check "
                                   f"(error {w.eval_error:.2e}{eval_failure(w.eval_error)}): {how}.", N, canonical=cf, outcome=out, details=det)
-    from absorb.engine.tolerance import SCREEN_MARGIN
-
     issues = _robustness(cf, out, tol=bar, scale=scale, lip=sigma_lipschitz(block.activation),
-                         reach=SCREEN_MARGIN * eval_threshold(tol, N) * (1 + gain))
+                         eps=eval_threshold(tol, N) * (1 + gain))
     if issues:
         return DegenerateDecision(Verdict.UNKNOWN,
                                   f"Unknown: exactly, f is not a residual-free block of width {N} ({out.reason}; {need}), but the answer is "

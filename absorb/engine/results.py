@@ -165,16 +165,16 @@ class Ctx:
             near = within_tolerance(self.block, self.tol, self.seed, biases=self.rf_class.biases,
                                     one_per_rank=theorem in _DEGREE_TWO and self.spare_one,
                                     reads_f=theorem is not Theorem.BOUNDED)
-            if near is None and theorem in _SCREENED and kw.get("robust_bar") is None and self.tol > SCREENED_TOL_MAX:
-                near = (f"Unknown: {reason.rstrip('.')}. Past τ = {SCREENED_TOL_MAX:g} this route answers not_absorbable only "
-                        "where the robust skeleton bound proves it for every block within τ "
-                        + ("(it covers nondegenerate weights, not the canonical form's)" if theorem is Theorem.CANONICAL_FORM
-                           else "(here it does not)")
-                        + ": at such tolerances blocks fitted by optimisation have come within τ where no screen found them.")
-            if near is None and theorem in _SCREENED and kw.get("robust_bar") is None and (again := within_margin(self.block, self.tol, self.seed,
-                                                                                  biases=self.rf_class.biases)) is not None:
-                near = (f"Unknown: {reason.rstrip('.')}; but the screens for other residual-free blocks find one within "
-                        f"{again}, and their candidates are estimates: fits found by optimisation come several times closer.")
+            if near is None and theorem in _SCREENED and kw.get("robust_bar") is None:  # (no proof for every block within τ)
+                if self.tol > SCREENED_TOL_MAX:
+                    near = (f"Unknown: {reason.rstrip('.')}. Past τ = {SCREENED_TOL_MAX:g} this route answers not_absorbable only "
+                            "where the robust skeleton bound proves it for every block within τ "
+                            + ("(it covers nondegenerate weights, not the canonical form's)" if theorem is Theorem.CANONICAL_FORM
+                               else "(here it does not)")
+                            + ": at such tolerances blocks fitted by optimisation have come within τ where no screen found them.")
+                elif (again := within_margin(self.block, self.tol, self.seed, biases=self.rf_class.biases)) is not None:
+                    near = (f"Unknown: {reason.rstrip('.')}; but the screens for other residual-free blocks find one within "
+                            f"{again}, and their candidates are estimates: fits found by optimisation come several times closer.")
             if near is None and theorem in _DISTANCE_THEOREMS and self.gain_unknown:
                 near = (f"Unknown: {reason.rstrip('.')}; but a flip whose error is within the tolerance in f's own measure "
                         f"(|f(x)|∞ + |x|∞ + |f(0)|∞) is not excluded: {self.gain_unknown}.")

@@ -47,7 +47,7 @@ from absorb.verify._numerics import (
     exact_rank,
     rounding_allowance,
 )
-from absorb.verify._pieces import Piece, Refused, decide_zero, exact_value, pieces
+from absorb.verify._pieces import Piece, Refused, _digits, decide_zero, exact_value, pieces
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._robust import check_robust
 from absorb.verify._symbolic import _same_function, _variable, is_bounded, outer_pieces, vanishes_on_reals
@@ -67,8 +67,8 @@ def _finite_number(v: sp.Expr) -> bool:
     if not isinstance(v, sp.Expr) or v.free_symbols or v.has(sp.nan, sp.zoo, sp.oo, -sp.oo) or isinstance(v, sp.Piecewise):
         return False
     try:
-        n = sp.N(v, _PREC, strict=True)  # (every digit correct, or no claim)
-    except Exception:  # noqa: BLE001
+        n = _digits(v)  # (every digit correct, or no claim)
+    except Refused:
         return False
     return bool(n.is_number and n.is_real and n.is_finite)
 
@@ -82,9 +82,9 @@ def _formula_finite(e: sp.Expr, x: sp.Symbol, pc: Piece) -> bool:
             base, strict_positive = node.args[0], True
         else:
             continue
-        try:  # (strict: a value with no correct digit has no sign)
-            v = sp.N(base.subs(x, pc.sample), _PREC, strict=True)
-        except Exception:  # noqa: BLE001
+        try:  # (a value with no correct digit has no sign)
+            v = _digits(base.subs(x, pc.sample))
+        except Refused:
             return False
         if not (v.is_number and v.is_real and v.is_finite):
             return False
