@@ -42,6 +42,8 @@ import math
 
 import numpy as np
 
+from absorb.engine.witness import asymptotic_gain
+
 _SLACK = 1e-9
 """Relative widening of each derived quantity (past float64's rounding of the few operations it took)."""
 _R_CAP = 1e3
@@ -83,8 +85,7 @@ def robust_bar(U: np.ndarray, D: np.ndarray, M: np.ndarray | None, a: float, b: 
         nu = np.ldexp(nus, ex)
         wmax = np.abs(D).max(axis=0) if n else np.zeros(0)
         c = a + 2 * b
-        K = (float(np.abs(M).sum(axis=1).max()) + max(abs(a + b), abs(b))
-             * float((np.abs(D) @ np.abs(U).sum(axis=1)).max(initial=0.0))) * (1 + _SLACK)
+        K = asymptotic_gain(M, U, D, max(abs(a + b), abs(b)))  # (‖M‖∞ + max|L±|·max_r Σ_i |w_ri|·‖u_i‖₁, raised past rounding)
         eps = tol * (1 + K) * (1 + _SLACK)
         J = abs(a) * wmax * nu * (1 - _SLACK)
         if not math.isfinite(eps) or np.any(J <= 2 * eps):
