@@ -13,6 +13,7 @@ Fast by default; ``@pytest.mark.slow`` ones use bigger sizes.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from fractions import Fraction
 
@@ -503,6 +504,46 @@ def test_checker_below_exact_under_adversarial_scaling(d, n, r, seed, spread) ->
     assert below_exact(chk.absolute, numer, ysq)
     if n <= 6:
         assert chk.absolute <= all_residuals(U, D, T).min() * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("k", [-534, -700, 534, 900])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_checker_bound_is_scale_invariant(k: int, dtype: type) -> None:
+    """u_i·2^k, w_i·2^−k is the same f: the bound must not be lost to ‖w_i‖² overflowing or to
+    the underflow slack (at 2^∓534 the plain evaluation proved 0 and verify rejected an honest
+    certificate)."""
+    rng = np.random.default_rng(3)
+    U = rng.standard_normal((6, 3))
+    D = rng.standard_normal((3, 6))
+    res = solve_linalg(U, D, None)
+    assert res.status is SearchStatus.INFEASIBLE
+    A, B = res.certificate["A"], res.certificate["B"]
+    if dtype is np.float32:
+        U, D, A, B = U.astype(np.float32), D.astype(np.float32), _f32(A), _f32(B)
+        k = max(-120, min(120, k))  # (float32's range)
+    plain = check_dual_bound(U, D, None, A, B).absolute
+    scaled = check_dual_bound(np.ldexp(U, k), np.ldexp(D, -k), None, A, B).absolute
+    assert plain > 0 and scaled == pytest.approx(plain, rel=1e-4)
+    half = np.ldexp(U, k)
+    half[0] = U[0]  # one unit left unscaled: the others are balanced, unit 0 as it was
+    assert check_dual_bound(half, np.ldexp(D, -k) * np.where(np.arange(6) == 0, 2.0**k, 1.0)[None, :].astype(dtype),
+                            None, A, B).absolute == pytest.approx(plain, rel=1e-4)
+
+
+def test_verify_accepts_a_certificate_at_far_scales(tmp_path) -> None:
+    """The same ReLU f written with W_up·2^−534 and W_down·2^534: check and verify agree with
+    the unscaled file (verify rejected it, its dual bound re-computed to 0)."""
+    from absorb.cli import main
+
+    rng = np.random.default_rng(5)
+    U, D = rng.standard_normal((6, 3)), rng.standard_normal((3, 6))
+    for k in (0, -534, 700):
+        f = tmp_path / f"s{k}.npz"
+        np.savez(f, W_up=np.ldexp(U, k), W_down=np.ldexp(D, -k), activation=np.array("relu"))
+        c = tmp_path / f"c{k}.json"
+        assert main(["check", str(f), "--certificate", str(c), "--quiet"]) == 0
+        assert json.loads(c.read_text())["verdict"] == "not_absorbable"
+        assert main(["verify", str(c), str(f), "--quiet"]) == 0
 
 
 # ------------------------------------------------------------------------- collinear --

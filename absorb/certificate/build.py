@@ -164,7 +164,8 @@ def weight_record(a: np.ndarray) -> dict[str, Any]:
         fro = math.sqrt(sq)
     else:
         a = np.asarray(a, dtype=np.float64)
-        fro = float(np.linalg.norm(a)) if a.size else 0.0
+        with np.errstate(over="ignore"):  # (finite entries whose norm overflows: recorded as "inf")
+            fro = float(np.linalg.norm(a)) if a.size else 0.0
         top = float(np.abs(a).max()) if a.size else 0.0
     rec: dict[str, Any] = {"shape": list(a.shape), "sha256": array_sha256(a), "fro_norm": fro, "max_abs": top}
     if a.ndim <= 2 and all(s <= EMBED_MAX_DIM for s in a.shape):

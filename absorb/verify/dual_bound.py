@@ -39,7 +39,10 @@ all arithmetic is IEEE binary64, round to nearest, unit roundoff ``u = 2⁻⁵³
   safe direction: a correctly rounded result is within half an ulp of the exact one, so one
   ulp outward is a rigorous bound (this also covers underflow to zero).
 * Overflow is not modelled: any non-finite intermediate makes the checker refuse
-  (``absolute = 0``). A finite floating sum of squares implies no entry overflowed.
+  (``absolute = 0``). A finite floating sum of squares implies no entry overflowed. A bound
+  that comes out 0 is computed once more on a balanced copy (each unit's row u_i and column
+  w_i scaled by 2^±k_i, exactly, to comparable sizes): the products w_i u_iᵀ are the same, so
+  a block written as u_i·2⁻⁵³⁴, w_i·2⁵³⁴ is checked as the unscaled one is.
 
 float32 weights (both matrices) take the **float32 route**: the certificate is rounded to
 float32 (``Y' = fl32(A) fl32(B)ᵀ`` is just another dual matrix; the bound is for it), the
@@ -299,6 +302,37 @@ def check_dual_bound(
         return _refuse("A or B has a non-finite entry")
     if T is not None and not np.isfinite(T).all():
         return _refuse("T has a non-finite entry")
+    res = _routes(U, D, T, A, B, block_bytes, float32_products)
+    if res.absolute == 0.0 and (bal := _balanced(U, D)) is not None:
+        # units whose row and column sit at far-apart scales (u_i ~ 2⁻⁵³⁴, w_i ~ 2⁵³⁴: the same
+        # f) overflow ‖w_i‖² or drown in the underflow slack; the balanced copy has the same
+        # products w_i u_iᵀ exactly, hence the same bound to prove
+        res = _routes(*bal, T, A, B, block_bytes, float32_products)
+    return res
+
+
+def _balanced(U: np.ndarray, D: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(U', D')`` with u'_i = 2^k_i·u_i and w'_i = 2^−k_i·w_i, the largest entries of the two
+    within a factor 4 of each other: every product w_i u_iᵀ, hence D diag(b) U and each
+    w_iᵀ Y u_i, is unchanged. None when no unit needs it or when a scaled entry is not exact
+    (a subnormal result, an overflow: checked by scaling back)."""
+    with np.errstate(all="ignore"):
+        mu, mw = np.abs(U).max(axis=1, initial=0.0), np.abs(D).max(axis=0, initial=0.0)
+    live = (mu > 0) & (mw > 0) & np.isfinite(mu) & np.isfinite(mw)
+    k = np.where(live, (np.frexp(mw)[1] - np.frexp(mu)[1]) // 2, 0).astype(np.int32)
+    if not np.any(np.abs(k) > 1):
+        return None
+    with np.errstate(all="ignore"):
+        U2 = np.ldexp(U, k[:, None]).astype(U.dtype)
+        D2 = np.ldexp(D, -k[None, :]).astype(D.dtype)
+        exact = (np.array_equal(np.ldexp(U2, -k[:, None]), U) and np.array_equal(np.ldexp(D2, k[None, :]), D)
+                 and np.isfinite(U2).all() and np.isfinite(D2).all())
+    return (U2, D2) if exact else None
+
+
+def _routes(U: np.ndarray, D: np.ndarray, T: np.ndarray | None, A: np.ndarray, B: np.ndarray,
+            block_bytes: int, float32_products: bool) -> DualBound:
+    """The float32 route where it applies, else (or where it proves nothing) float64."""
     if U.dtype == D.dtype == np.float32 and not float32_products:
         with np.errstate(over="ignore"):
             A, B = A.astype(np.float32).astype(np.float64), B.astype(np.float32).astype(np.float64)
