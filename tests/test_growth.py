@@ -341,3 +341,30 @@ def test_the_exponential_form_is_refuted_by_the_growth_where_the_points_are_flat
     refute A·exp(βz) + C (unbounded over s on one side) at once, instead of a proof attempt that ran out of its budget."""
     pr = exponential_form(act("tanh(10000*x - 50000)/100 - tanh(10000*x + 50000)/100 + Max(0, x)"))
     assert pr.status is Status.REFUTED and "finite limits" in pr.statement, pr.statement
+
+
+@pytest.mark.parametrize("spec", ["x*tanh(x*10**64)", "x*tanh(x/10**64)"])
+def test_homogeneity_is_refuted_by_degrees_that_differ_far_apart(spec: str) -> None:
+    """x·tanh(10⁶⁴x) reads as degree 1 at ±1/2, ±1 (its values are |x| to every digit) and degree 2
+    near 0: two points whose σ(2x)/σ(x) differ refute homogeneity at once — the proof attempt's
+    simplify ran past the analysis budget and the expression was refused."""
+    from absorb.symbolic.properties import analyse
+
+    pr = analyse(act(spec).expr, only="homogeneity")["homogeneity"]
+    assert pr.status is Status.REFUTED, pr.statement
+    assert pr.witness["implied_k"] != pr.witness["implied_k_other"]
+
+
+def test_an_identity_in_disguise_is_analysed_in_its_short_form() -> None:
+    """x/2 + x·(tanh x − (2/(1 + e^{−2x}) − 1)) is x/2: the analyses read the exact rewrite (shorter), so σ
+    is proved linear with c = 1/2 and every proof opens with the rewrite — simplify of the long form ran
+    past the analysis budget and the expression was refused. The checker finds the same c by its own
+    rewrite (it rejected the honest certificate: σ(1) did not simplify to a rational)."""
+    from absorb.symbolic.properties import analyse
+    from absorb.verify._beyond import linear_constant
+
+    e = act("x/2 + x*(tanh(x) - (2/(1 + exp(-2*x)) - 1))").expr
+    pr = analyse(e, only="linear_form")["linear_form"]
+    assert pr.status is Status.PROVED and pr.value["c"] == R(1, 2)
+    assert "tanh" in pr.steps[0] and "rewritten" in pr.steps[0]
+    assert linear_constant(e) == R(1, 2)

@@ -39,8 +39,10 @@ expression changed) is analysed in-process, each analysis when first asked for.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import sympy as sp
 
@@ -123,11 +125,18 @@ def _homogeneity(e: sp.Expr) -> Property:
     # The cheap refutation first (50-digit values at a few points); simplify is slow.
     # Refutation: at a point x0 where σ(x0) ≠ 0, homogeneity forces σ(t x0) = t^k σ(x0);
     # the degrees implied by t = 2 and t = 3 must agree.
-    for x0 in (1, -1, sp.Rational(1, 2), -sp.Rational(1, 2)):
+    # Degree k makes σ(2x)/σ(x) = 2^k at every x: implied degrees that differ between points far
+    # apart (x·tanh(10⁶⁴x): 2 near 0, 1 beyond) refute it too, before simplify is tried.
+    implied: dict[bool, tuple[Any, sp.Expr]] = {}
+    # (There, values are strict: every digit correct, so a tiny σ(x) is still a value.)
+    far = tuple(sg * sp.Integer(10)**q for q in (-90, 90) for sg in (1, -1))
+    for x0 in (1, -1, sp.Rational(1, 2), -sp.Rational(1, 2), *far):
         v1 = _n(e.subs(X, x0))
         v2, v3 = _n(e.subs(X, 2 * x0)), _n(e.subs(X, 3 * x0))
-        if not all(_real_number(v) for v in (v1, v2, v3)) or abs(v1) <= _MARGIN:
+        if not all(_real_number(v) for v in (v1, v2, v3)) or v1 == 0 or (abs(v1) <= _MARGIN and x0 not in far):
             continue
+        if x0 in far and (v2 / v1 <= 0 or v3 / v1 <= 0):
+            continue  # (the sign test below keeps its margins)
         if v2 / v1 <= 0 or v3 / v1 <= 0:
             if min(abs(v2), abs(v3)) <= _MARGIN and not (_is_zero(e.subs(X, 2 * x0)) or _is_zero(e.subs(X, 3 * x0))):
                 continue  # a sign from an evaluation too close to 0 to trust
@@ -138,6 +147,14 @@ def _homogeneity(e: sp.Expr) -> Property:
             steps.append(rf"\text{{at }} x={x0}: \log_2\frac{{\sigma(2x)}}{{\sigma(x)}} = {float(k2):.12g} \ne {float(k3):.12g} = \log_3\frac{{\sigma(3x)}}{{\sigma(x)}}")
             return Property(name, Status.REFUTED, "σ is not positively homogeneous of any degree",
                             steps=tuple(steps), witness={"x": x0, "implied_k_t2": k2, "implied_k_t3": k3})
+        side = x0 > 0
+        if side in implied and abs(_n(k2 - implied[side][1])) > _MARGIN:
+            x1, k1 = implied[side]
+            steps.append(rf"\log_2\frac{{\sigma(2x)}}{{\sigma(x)}} = {float(k1):.12g} \text{{ at }} x={sp.latex(x1)},\quad "
+                         rf"{float(k2):.12g} \text{{ at }} x={sp.latex(x0)}")
+            return Property(name, Status.REFUTED, "σ(2x)/σ(x) is not the same power of 2 at every x of one sign: not positively homogeneous",
+                            steps=tuple(steps), witness={"x": x1, "implied_k": k1, "x_other": x0, "implied_k_other": k2})
+        implied.setdefault(side, (x0, k2))
     pos, neg = sp.simplify(e.subs(X, P)), sp.simplify(e.subs(X, -P))
     steps = [rf"\sigma(x) = {s}", rf"\sigma(p) = {sp.latex(pos)},\quad \sigma(-p) = {sp.latex(neg)},\quad \sigma(0) = {sp.latex(zero)} \quad (p>0)"]
     degrees = []
@@ -451,16 +468,24 @@ def analyse(expr: sp.Expr, only: str | None = None) -> dict[str, Property]:
     issue = real_finite_issue(expr)
     if issue is not None:  # the Activation invariant, checked again: nothing is claimed outside it
         return _unknown_all(f"σ is not proved real and finite on R ({issue[0]}), so no property is claimed")
+    # σ written with tanh beside its exp form (x/2 + x·(tanh x − (2/(1 + e^{−2x}) − 1)) = x/2) sends
+    # simplify past any budget; where the exact rewrite of :func:`normalise` is shorter, the analyses
+    # read that (equal to σ at every real x) and each proof opens with the rewrite.
+    short = normalise(expr)
+    short = short if short != expr and sp.count_ops(short) < sp.count_ops(expr) else None
+    opening = () if short is None else (rf"\sigma(x) = {sp.latex(expr)} = {sp.latex(short)}\quad({STEP})",)
     out = {}
     for k, fn in ANALYSES:
         if only is not None and k != only:
             continue
         try:
-            out[k] = fn(expr)
+            out[k] = fn(expr if short is None else short)
         except (MemoryError, RecursionError):
             raise
         except Exception as exc:  # noqa: BLE001 - sympy raises assorted errors on hard input: no claim, and no crash
             out[k] = _unknown_all(f"sympy failed on σ ({type(exc).__name__}), so nothing is claimed")[k]
+        if opening:
+            out[k] = dataclasses.replace(out[k], steps=opening + tuple(out[k].steps))
     return out
 
 

@@ -47,7 +47,7 @@ from absorb.verify._numerics import (
     exact_rank,
     rounding_allowance,
 )
-from absorb.verify._pieces import Piece, Refused, _digits, decide_zero, exact_value, pieces
+from absorb.verify._pieces import Piece, Refused, _digits, decide_zero, exact_value, normal_form, pieces
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._robust import check_robust
 from absorb.verify._symbolic import _same_function, _variable, is_bounded, outer_pieces, vanishes_on_reals
@@ -270,6 +270,8 @@ def linear_constant(expr: sp.Expr) -> sp.Expr | None:
     x = _variable(expr)
     try:
         c = sp.simplify(exact_value(expr, x, sp.Integer(1)))
+        if not c.is_Rational:  # (tanh 1 beside 2/(1 + e^−2) − 1: equal, which simplify alone does not see)
+            c = sp.simplify(normal_form(c))
     except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
         return None
     if not _finite_number(c) or not _same_function(expr, c * _Y):
