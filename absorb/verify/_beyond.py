@@ -17,8 +17,7 @@ plus an exact simplification (or a limit, or an interval enclosure) on every ope
 * **bounded** — every piece bounded: an interval enclosure of its formula over its interval
   (mpmath's outward-rounded interval arithmetic), else finite one-sided limits at both ends
   of the interval (the formula is continuous inside it; each limit is the exact value where
-  the formula is structurally continuous, else an ``_asymptotic`` expansion); plus finite
-  values at break points.
+  the formula is structurally continuous, else an ``_asymptotic`` expansion); plus finite values at break points.
 """
 
 from __future__ import annotations
@@ -269,9 +268,8 @@ def linear_constant(expr: sp.Expr) -> sp.Expr | None:
     """c with σ(z) = c·z for every real z (c = σ(1), exact; the identity by pieces)."""
     x = _variable(expr)
     try:
-        c = sp.simplify(exact_value(expr, x, sp.Integer(1)))
-        if not c.is_Rational:  # (tanh 1 beside 2/(1 + e^−2) − 1: equal, which simplify alone does not see)
-            c = sp.simplify(normal_form(c))
+        c = sp.simplify(exact_value(expr, x, sp.Integer(1)))  # (then with tanh, erfc… rewritten: tanh 1 = 2/(1 + e^−2) − 1)
+        c = c if c.is_Rational else sp.simplify(normal_form(c))
     except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
         return None
     if not _finite_number(c) or not _same_function(expr, c * _Y):
