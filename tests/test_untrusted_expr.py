@@ -353,3 +353,28 @@ def test_the_budget_is_the_childs_cpu_time_on_a_loaded_machine() -> None:
     with pytest.raises(BudgetExceeded):
         run_limited(_spin, 30.0, timeout=1.0, start_method="fork")
     assert time.monotonic() - t0 < 20.0  # (refused long before its 30 s: at 1 s of CPU, or 6 s of wall time on a busy machine)
+
+
+ZERO_IN_DISGUISE = "erf(10**20*(atan(2)+atan(3)-3*pi/4))"  # exactly 0: atan 2 + atan 3 = 3π/4
+
+
+@pytest.mark.parametrize("text", [
+    f"Max(0,x) + x*exp({ZERO_IN_DISGUISE}*x**64)",  # = ReLU + x; sympy read ζ as negative: the slopes of ReLU
+    f"x + 0**(x**2 + Abs({ZERO_IN_DISGUISE}))",  # = x + [x = 0]; sympy built it as x
+    f"x/(x**2 + {ZERO_IN_DISGUISE})",  # = 1/x, accepted as finite and 'proved' bounded
+    "x*erf(10**20*log(1 + atan(2) + atan(3) - 3*pi/4))",  # no cancellation at any one node, log(1) = 0 inside
+    "Max(0,x) + 10**60*(atan(2)+atan(3)-3*pi/4)",
+])
+def test_a_constant_whose_sign_is_not_certified_is_refused(text: str) -> None:
+    with pytest.raises(InvalidInput) as exc:
+        get_activation("expr:" + text)
+    msg = str(exc.value)
+    assert "\n" not in msg and "sign is not certified" in msg and "write it exactly" in msg, msg
+
+
+@pytest.mark.parametrize("text", ["x*log(1)", "x*(1-1)", "x*(tanh(20)-1)", "x*Max(2, pi) - x*Min(-1, -E)",
+                                  "0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x**3)))"])
+def test_constants_with_a_certified_sign_or_exactly_zero_pass(text: str) -> None:
+    from absorb.model._expr_text import parse
+
+    parse(text)  # (Max(2, pi) was refused as 'not a finite real number': mpmath's lazy pi is not an mpf)
