@@ -89,7 +89,7 @@ def run_absorb(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def screens_at_any_tolerance(monkeypatch: pytest.MonkeyPatch) -> None:
     """The screens for near blocks, and the exact arguments they guard, at tolerances past 10⁻⁴ too: there the index-set,
-    skeleton and canonical-form routes answer not_absorbable only with the robust skeleton bound (tests/test_robust.py),
+    skeleton, canonical-form and degree-2 routes answer not_absorbable only with the robust skeleton bound (tests/test_robust.py),
     so tests of the screens themselves (which also serve every τ up to 10⁻⁴ and the other routes) lift that rule."""
     from absorb.engine import results
     from absorb.verify import checker

@@ -9,6 +9,7 @@ against the weights) are listed in ``INFORMATIONAL`` with the reason."""
 from __future__ import annotations
 
 import copy
+import json
 import math
 from collections.abc import Iterator
 from fractions import Fraction
@@ -662,3 +663,17 @@ def test_records_the_producer_always_writes_are_not_dropped_silently(certs: dict
                 assert not _fully_accepted(bad, model), (name, what)
                 done += 1
     assert done >= 12
+
+
+@pytest.mark.parametrize("text", ["1e999999999", "1/1e99999999"])
+def test_a_recorded_rational_with_a_huge_exponent_is_refused_at_once(tmp_path: Path, text: str) -> None:
+    """'1e999999999' in a canonical form's L0 made Fraction build a billion-digit integer: verify ran for minutes."""
+    from absorb.cli import main
+
+    model = Path(__file__).parent.parent / "counterexamples" / "dead_unit.npz"
+    cert = tmp_path / "c.json"
+    assert main(["check", str(model), "--certificate", str(cert), "-q"]) == 0
+    doc = json.loads(cert.read_text())
+    doc["blocks"][0]["canonical_form"]["L0"][0][0] = text
+    cert.write_text(json.dumps(doc))
+    assert main(["verify", str(cert), str(model), "-q"]) in (1, 2)

@@ -538,11 +538,13 @@ def _unsupported(block: Block) -> str | None:
 
 
 def _mergeable(cf: CanonicalForm, lip: float | None, eps: float) -> list[str]:
-    """Pairs of distinct lines one of which moves onto the other's with a change of f below SCREEN_MARGIN·``eps``·|x|∞
-    (``eps`` = (τ + allowance)(1 + K); a bound, not a
-    sample): ReLU lines by projection, |a_j|∞·‖e_j − λe_i‖₁ ≤ |a_j|∞·√d·|e_j|₂·sin θ (ReLU is 1-Lipschitz); the even
-    family's atoms by h = σ − z/2 (even, Lipschitz L_σ + 1/2), |a_j|∞·(L_σ + 1/2)·min ‖e_j ∓ e_i‖₁, its linear part kept
-    in the skip's share. A block with the lines merged is within the tolerance of f, and may fit where f does not."""
+    """Pairs of distinct lines that might merge into one with a change of f below SCREEN_MARGIN·``eps``·|x|∞
+    (``eps`` = (τ + allowance)(1 + K)): an estimate from below of the best merge, not a bound — merging onto the
+    midpoint halves moving one line onto the other, and the change is read in ℓ2, not ℓ1 (a √d apart). ReLU lines:
+    min(|a_i|∞|e_i|₂, |a_j|∞|e_j|₂)·sin θ/4. The even family's atoms (h = σ − z/2 even, Lipschitz L_σ + 1/2), with
+    δ = e_i ∓ e_j split along and across the midpoint m: (L_σ + 1/2)·|δ_⊥|₂/4 + |δ_∥|₂²/(16|m|₂) times the smaller
+    |a|∞ — rows u and (1 + η)u merge at second order (h((1 + η)s) + h((1 − η)s) − 2h(s) ≈ η²s²h''(s)). A block with the
+    lines merged may fit where f does not."""
     from absorb.engine.tolerance import SCREEN_MARGIN
 
     reach = SCREEN_MARGIN * eps
@@ -551,24 +553,32 @@ def _mergeable(cf: CanonicalForm, lip: float | None, eps: float) -> list[str]:
         return []
     tops = np.array([max(abs(float(v)) for v in ln.a) for ln in cf.lines])
     with np.errstate(all="ignore"):
+        nrm = np.sqrt(np.einsum("ij,ij->i", es, es))
         if cf.family == "relu":
-            nrm = np.sqrt(np.einsum("ij,ij->i", es, es))
             cos = np.clip(np.abs(es @ es.T) / np.outer(nrm, nrm), 0.0, 1.0)
             sin = np.sqrt(np.maximum(0.0, 1 - cos * cos))
-            move = tops[:, None] * np.sqrt(cf.d) * nrm[:, None] * sin  # (row i moved onto line j)
+            size = tops * nrm
+            cost = np.minimum(size[:, None], size[None, :]) * sin / 4
         elif lip is not None:
-            diff = np.minimum(np.abs(es[:, None, :] - es[None, :, :]).sum(-1), np.abs(es[:, None, :] + es[None, :, :]).sum(-1))
-            move = tops[:, None] * (lip + 0.5) * diff
+            cost = np.full((len(es), len(es)), np.inf)
+            for sg in (1.0, -1.0):
+                dl = es[:, None, :] - sg * es[None, :, :]
+                mid = (es[:, None, :] + sg * es[None, :, :]) / 2
+                mm = np.einsum("ijk,ijk->ij", mid, mid)
+                along = np.einsum("ijk,ijk->ij", dl, mid) / mm
+                par = np.abs(along) * np.sqrt(mm)  # |δ_∥|₂
+                perp = np.sqrt(np.maximum(0.0, np.einsum("ijk,ijk->ij", dl, dl) - par * par))
+                est = (lip + 0.5) * perp / 4 + par * par / (16 * np.sqrt(mm))
+                cost = np.fmin(cost, np.where(mm > 0, est, np.inf))
+            cost = np.minimum(tops[:, None], tops[None, :]) * cost
         else:
             return []
-        cost = np.minimum(move, move.T)
     np.fill_diagonal(cost, np.inf)
     i, j = np.unravel_index(np.argmin(cost), cost.shape)
     if not cost[i, j] <= reach:
         return []
-    return [f"lines {i} and {j} merge with a change of f of at most {cost[i, j]:.3g}·|x|∞ (one moved onto the other's "
-            f"{'line' if cf.family == 'relu' else 'atom'}), within {SCREEN_MARGIN:g}× the tolerance's {eps:.3g}, "
-            "and the merged block may fit"]
+    return [f"lines {i} and {j} might merge with a change of f near {cost[i, j]:.3g}·|x|∞ (an estimate of the best merge, "
+            f"from below), within {SCREEN_MARGIN:g}× the tolerance's {eps:.3g}, and the merged block may fit"]
 
 
 def _robustness(cf: CanonicalForm, outcome: SearchOutcome, *, tol: float, scale: float,

@@ -25,8 +25,9 @@ from fractions import Fraction
 import numpy as np
 
 from absorb.engine import hypotheses as hyp
+from absorb.engine._fit import fitted_near
 from absorb.engine.degenerate import decide_degenerate, family_of, is_relu
-from absorb.engine.tolerance import within_margin, within_tolerance
+from absorb.engine.tolerance import SCREEN_MARGIN, within_margin, within_tolerance
 from absorb.engine.verdict import BlockDecision, Hypothesis, ResidualFreeClass, Theorem, Verdict, Witness
 from absorb.engine.witness import (
     asymptotic_gain,
@@ -165,12 +166,17 @@ class Ctx:
             near = within_tolerance(self.block, self.tol, self.seed, biases=self.rf_class.biases,
                                     one_per_rank=theorem in _DEGREE_TWO and self.spare_one,
                                     reads_f=theorem is not Theorem.BOUNDED)
+            if (near is None and theorem in _SCREENED and kw.get("robust_bar") is None and self.tol <= SCREENED_TOL_MAX
+                    and self.rf_class.width == self.block.n
+                    and (fit := fitted_near(self.block, self.tol, self.seed, self.rf_class.biases, SCREEN_MARGIN)) is not None):
+                near = (f"Unknown: {reason.rstrip('.')}; but {fit} — the exact argument rules out blocks equal to f, and "
+                        "this one is within the screens' margin of the tolerance.")
             if near is None and theorem in _SCREENED and kw.get("robust_bar") is None:  # (no proof for every block within τ)
                 if self.tol > SCREENED_TOL_MAX:
                     near = (f"Unknown: {reason.rstrip('.')}. Past τ = {SCREENED_TOL_MAX:g} this route answers not_absorbable only "
                             "where the robust skeleton bound proves it for every block within τ "
-                            + ("(it covers nondegenerate weights, not the canonical form's)" if theorem is Theorem.CANONICAL_FORM
-                               else "(here it does not)")
+                            + ("(here it does not)" if theorem in (Theorem.INDEX_SET, Theorem.SKELETON)
+                               else "(it covers the index-set and skeleton routes' nondegenerate weights only)")
                             + ": at such tolerances blocks fitted by optimisation have come within τ where no screen found them.")
                 elif (again := within_margin(self.block, self.tol, self.seed, biases=self.rf_class.biases)) is not None:
                     near = (f"Unknown: {reason.rstrip('.')}; but the screens for other residual-free blocks find one within "
@@ -211,9 +217,12 @@ SCREENED_TOL_MAX = 1e-4
 residual-free blocks within τ that the screens missed even at 4τ (d = 2, n = 8, index set, a fit at 0.55τ for τ = 0.025;
 the smallest τ with such a fit 0.0135, the closest fit at smaller τ 1.75τ at τ = 0.0041); up to it none was found, and
 the verdict is the exact proof plus the screens, as documented (float32 layers are checked at τ ≈ 10⁻⁵)."""
-_SCREENED = frozenset({Theorem.INDEX_SET, Theorem.SKELETON, Theorem.CANONICAL_FORM})
+_SCREENED = frozenset({Theorem.INDEX_SET, Theorem.SKELETON, Theorem.CANONICAL_FORM, *_DEGREE_TWO})
 """The routes whose near blocks the red teams fitted past the screens (ReLU, GELU, SiLU, leaky: flips of units, and the
-canonical form's count of lines: a SiLU block fitted within 0.0044 where the screens at τ = 0.0045 found nothing)."""
+canonical form's count of lines: a SiLU block fitted within 0.0044 where the screens at τ = 0.0045 found nothing; ReLU²
+and gated blocks: bias or value shifts on two nearly antipodal units realising a small skip, ~0.1τ at every τ). Up to
+:data:`SCREENED_TOL_MAX` their not_absorbable is screened by a block fitted near f's own units
+(:func:`~absorb.engine._fit.fitted_near`) and at :data:`~absorb.engine.tolerance.SCREEN_MARGIN`·τ."""
 
 Handler = Callable[[Ctx], "BlockDecision | None"]
 

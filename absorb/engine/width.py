@@ -177,13 +177,20 @@ def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: in
     witness or proof answers the widths it covers. Without it the main decision is made (a
     short run) only when the canonical-form procedure does not decide. An exact not_absorbable
     is withheld (unknown) when a block of that width is within the tolerance of f by bound
-    (:func:`absorb.engine.tolerance.within_tolerance`)."""
+    (:func:`absorb.engine.tolerance.within_tolerance`), or, at f's own width, fitted near its units
+    (:func:`absorb.engine._fit.fitted_near`)."""
     from absorb.engine.tolerance import within_tolerance
 
     width = _check_width(width, block)
     wd = _decide_width(block, width, tol=tol, seed=seed, budget=budget, decision=decision)
     biases = getattr(getattr(decision, "residual_free_class", None), "biases", None)  # (the question's class: g may have biases)
     near = within_tolerance(block, tol, seed, width, biases) if wd.verdict is Verdict.NOT_ABSORBABLE else None
+    if near is None and wd.verdict is Verdict.NOT_ABSORBABLE and width == block.n:  # (at f's width: a block fitted near its units)
+        from absorb.engine._fit import fitted_near
+        from absorb.engine.tolerance import SCREEN_MARGIN
+
+        fit = fitted_near(block, tol, seed, bool(biases), SCREEN_MARGIN)
+        near = None if fit is None else f"Unknown: {wd.reason.rstrip('.')}; but {fit}."
     return wd if near is None else WidthDecision(width, Verdict.UNKNOWN, near, Theorem.NONE.value)
 
 

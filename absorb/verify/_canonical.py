@@ -28,7 +28,7 @@ import sympy as sp
 from absorb.model.activations import get_activation
 from absorb.model.block import Block
 from absorb.verify._compose import LIPSCHITZ, prove
-from absorb.verify._numerics import _U, exact_rank, rounding_allowance
+from absorb.verify._numerics import _U, _huge_exponent, exact_rank, rounding_allowance
 from absorb.verify._pieces import decide_zero, exact_value
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _same_function, _sigma_lipschitz, _variable, flip_constant, homogeneous_of_degree
@@ -53,7 +53,15 @@ def _q(a: np.ndarray) -> Mat:
 
 
 def _parse(rows: Any) -> Mat:
-    return [[Fraction(str(v)) for v in row] for row in rows]
+    """Recorded rational strings as Fractions; a string past 1000 characters or with a decimal exponent past ±10000
+    ('1e999999999' would build a billion-digit integer) is a malformed record (ValueError), refused at once."""
+    out = []
+    for row in rows:
+        texts = [str(v) for v in row]
+        if any(len(t) > 1000 or _huge_exponent(t) for t in texts):
+            raise ValueError("a recorded rational is too long or has a decimal exponent past ±10000")
+        out.append([Fraction(t) for t in texts])
+    return out
 
 
 def canonical(U: Mat, D: Mat, M: Mat, family: str,
@@ -319,28 +327,40 @@ def _tail(s: np.ndarray, p: int, R: np.ndarray) -> tuple[float, float]:
 
 
 def _merge_cost(ctx: _Ctx, w: str, block: Block, family: str, lines: _Lines) -> tuple[float, int, int] | None:
-    """(the least change of f per unit of |x|∞ that moves one line onto another's, the pair): for ReLU the row's
-    component off the other line, |a|∞·√d·|e|₂·sin θ (sin θ from |e|²|e'|² − (e·e')², exact in rationals); for the even
-    family's atoms |a|∞·(L + 1/2)·min ‖e ∓ e'‖₁, h = σ − z/2 even with Lipschitz constant at most L + 1/2."""
-    m, d = len(lines), block.d
+    """(an estimate from below of the least change of f per unit of |x|∞ that merges two lines into one, the pair):
+    the midpoint halves moving one line onto the other, and the change is read in ℓ2. ReLU: the smaller |a|∞·|e|₂ times
+    sin θ/4 (sin²θ = 1 − (e·e')²/(|e|²|e'|²), exact in rationals). The even family (h = σ − z/2 even, Lipschitz ≤ L + 1/2):
+    with δ = e ∓ e' and the midpoint c = (e ± e')/2, (L + 1/2)·|δ − δ_c|₂/4 + |δ_c|₂²/(16|c|₂), δ_c = (δ·c/|c|²)·c — two
+    parallel rows u, (1 + η)u merge at second order — times the smaller |a|∞."""
+    m = len(lines)
     if m < 2:
         return None
     tops = [max(abs(float(v)) for v in a) for _, a in lines]
     lip = None if family == "relu" else _lipschitz(ctx, w, block, family) + 0.5
+    if lip is not None and not math.isfinite(lip):
+        return None
+    sq = [sum((v * v for v in e), Fraction(0)) for e, _ in lines]
     best: tuple[float, int, int] | None = None
     for i, j in itertools.combinations(range(m), 2):
         ei, ej = lines[i][0], lines[j][0]
         if family == "relu":
-            si, sj = sum((v * v for v in ei), Fraction(0)), sum((v * v for v in ej), Fraction(0))
             dot = sum((a * b for a, b in zip(ei, ej)), Fraction(0))
-            cross = float(si * sj - dot * dot)  # = |e_i|²|e_j|² sin²θ ≥ 0
-            cost = min(tops[i] * math.sqrt(cross / float(sj)), tops[j] * math.sqrt(cross / float(si))) * math.sqrt(d)
-        elif math.isfinite(lip):
-            dist = min(sum(abs(float(a - b)) for a, b in zip(ei, ej)), sum(abs(float(a + b)) for a, b in zip(ei, ej)))
-            cost = min(tops[i], tops[j]) * lip * dist
+            sin2 = 1 - dot * dot / (sq[i] * sq[j])  # ≥ 0 exactly
+            cost = min(tops[i] * math.sqrt(float(sq[i])), tops[j] * math.sqrt(float(sq[j]))) * math.sqrt(float(sin2)) / 4
         else:
-            return None
-        cost *= 1 + 1e-9
+            cost = math.inf
+            for sg in (1, -1):
+                dl = [a - sg * b for a, b in zip(ei, ej)]
+                c = [(a + sg * b) / 2 for a, b in zip(ei, ej)]
+                cc = sum((v * v for v in c), Fraction(0))
+                if cc == 0:
+                    continue
+                t = sum((a * b for a, b in zip(dl, c)), Fraction(0)) / cc
+                par2 = t * t * cc  # |δ_c|²
+                perp2 = sum((v * v for v in dl), Fraction(0)) - par2
+                cost = min(cost, lip * math.sqrt(float(perp2)) / 4 + float(par2) / (16 * math.sqrt(float(cc))))
+            cost *= min(tops[i], tops[j])
+        cost *= 1 - 1e-9  # (an estimate: read low, so a pair at the edge is reported)
         if best is None or cost < best[0]:
             best = (cost, i, j)
     return best
@@ -385,8 +405,8 @@ def _robust(ctx: _Ctx, w: str, block: Block, family: str, N: int, L0: Mat, lines
     merge = _merge_cost(ctx, w, block, family, lines)
     reach = 4 * (ctx.tol + rounding_allowance(N)) * (1 + K)
     if merge is not None and merge[0] <= reach:
-        ctx.report.unchecked(w, "no two lines merge within 4× the tolerance (a block with them merged may fit)",
-                             f"lines {merge[1]} and {merge[2]}: moving one onto the other changes f by at most {merge[0]:.3g}·|x|∞, "
+        ctx.report.unchecked(w, "no two lines might merge within 4× the tolerance (a block with them merged may fit)",
+                             f"lines {merge[1]} and {merge[2]}: a merge may change f by as little as {merge[0]:.3g}·|x|∞, "
                              f"4·(τ + allowance)·(1 + K) = {reach:.3g}")
     if m > N:
         return

@@ -180,6 +180,12 @@ def check_claim(ctx: _Ctx, w: str, rec: Any, block: Block, main: _Main, *, asked
         fewer = spare_units(block, ctx.tol, ctx.seed, False, bool(ctx.once.get("class_biases")), width=N)
         if fewer is not None:
             ctx.report.unchecked(w, f"the exact answer at width {N} agrees with the tolerance", fewer)
+    elif v == "not_absorbable" and N == block.n:
+        from absorb.verify._fitted import fitted_block
+
+        fit = fitted_block(block, 4 * ctx.tol, ctx.seed, bool(ctx.once.get("class_biases")))
+        if fit is not None:
+            ctx.report.unchecked(w, f"the exact answer at width {N} agrees with the tolerance (at 4× it, a fitted block)", fit)
     if v == "absorbable":
         k = _whole(ctx, w, rec.get("witness_width"), "the witness's width", 1)
         _require(ctx, k <= N and rec.get("dead_units") == N - k, w, f"the witness's {k} units and {N - k} dead units make {N}",

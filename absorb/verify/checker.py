@@ -82,6 +82,7 @@ from absorb.verify._canonical import check_canonical_form
 from absorb.verify._citations import HYPOTHESIS_LISTS, argument_fields, citation_ok, properties_used
 from absorb.verify._compose import check_composition
 from absorb.verify._depth import check_skip_product
+from absorb.verify._fitted import fitted_block
 from absorb.verify._gated import check_gated_skeleton
 from absorb.verify._infeasible import (  # noqa: F401
     ENUM_MAX_ENTRIES,
@@ -208,7 +209,9 @@ THEOREM_CHECKS: dict[str, Callable[[_Ctx, str, dict[str, Any], Block], _Outcome]
 a function that re-derives its claims (``_require`` each, raising on the first failure) and
 returns what its evidence supports."""
 _BLOCK_THEOREMS = set(THEOREM_CHECKS)
-SCREENED_TOL_MAX = 1e-4  # (past it, an index-set, skeleton or canonical-form not_absorbable needs the robust bound)
+SCREENED_TOL_MAX = 1e-4  # (past it, a not_absorbable of the routes in _FITTED needs the robust bound)
+_FITTED = frozenset({"index-set", "skeleton", "canonical-form", "skeleton2", "relu2-linear", "gated-skeleton"})
+"""The routes whose not_absorbable is screened by a block fitted near f's units (where no robust bound covers τ)."""
 _QUADRATIC = frozenset({"skeleton2", "relu2-linear", "gated-skeleton"})  # (f may grow like |x|²: one spare unit per rank)
 
 
@@ -261,15 +264,20 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         _must(ctx, near is None, w, "no residual-free block found by bound is within the tolerance of f", f"{near}")
         def screens(t: float) -> str | None:
             return (sampled_near(orig, t, ctx.seed) or contradiction(orig, t, estimated=True, biases=bool(biases))
-                    or spare_units(orig, t, ctx.seed, th in _QUADRATIC and (bool(biases) or th == "relu2-linear"), bool(biases)))
+                    or spare_units(orig, t, ctx.seed, th in _QUADRATIC and (bool(biases) or th == "relu2-linear"), bool(biases))
+                    or wide(t))
 
-        if verdict == "not_absorbable" and th in ("index-set", "skeleton", "canonical-form") and not ctx.once.get("robust") and ctx.tol > SCREENED_TOL_MAX:
+        def wide(t: float) -> str | None:  # (at 4τ: a block fitted near f's units, where the rule past 1e-4 leaves it)
+            return fitted_block(orig, t, ctx.seed, bool(biases)) if t > ctx.tol and ctx.tol <= SCREENED_TOL_MAX else None
+
+        if verdict == "not_absorbable" and th in _FITTED and not ctx.once.get("robust") and ctx.tol > SCREENED_TOL_MAX:
             ctx.report.unchecked(w, "past τ = 1e-4 this route's not_absorbable covers every block within τ (the robust skeleton "
                                  "bound), not only blocks equal to f", "the robust bound was not re-derived here")
         if verdict == "not_absorbable" and (near := (th != "bounded" and float_resolution(orig, ctx.tol, ctx.seed)) or screens(ctx.tol)
-                                            or (th in ("index-set", "skeleton", "canonical-form") and not ctx.once.get("robust") and 4 * ctx.tol < 0.5 and screens(4 * ctx.tol))):
+                                            or (th in _FITTED and not ctx.once.get("robust") and 4 * ctx.tol < 0.5
+                                                and (wide if th in _QUADRATIC else screens)(4 * ctx.tol))):
             ctx.report.unchecked(w, "the exact not_absorbable agrees with the tolerance (the screens' candidates are estimates: "
-                                 "at 4× the tolerance too, for flips)", near)
+                                 "at 4× the tolerance too, with a block fitted near f's units)", near)
         if verdict == "absorbable" and witness is not None:
             for f in (block,) if exact else (block, orig):  # (against f itself too where a normalisation rounds)
                 ok, worst, m = _evaluate(f, witness, [f], [witness], f.d, seed=ctx.seed, allowed_lin=allowed)

@@ -1,0 +1,180 @@
+"""A local fit of a residual-free block to f: the screen for near blocks that no bound of
+:mod:`absorb.engine.tolerance` models.
+
+An exact not_absorbable rules out blocks *equal* to f; under a tolerance, a route without the
+robust skeleton bound (docs/results/robust.md) also needs that no block within τ exists, and the
+bounded screens try only the candidates they know (flips, units moved onto a near line, pairs
+realising the skip). Red teams found others by optimisation: bias shifts on two nearly antipodal
+units of a ReLU² or gated block realise a small skip up to ~0.1τ. This screen does what they did,
+locally: it starts from f's own units with the skip dropped, adjusts every weight (and bias, where
+the class allows them) by Levenberg–Marquardt on f's relative error at sampled inputs — with the
+Jacobian in closed form, σ' by central differences — and measures the fitted g on fresh inputs and
+on the kink (gate) hyperplanes of both blocks. A sample, not a proof: it withholds, never decides.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from absorb.model.block import Block, replace
+from absorb.rigorous import magnitudes_ok
+
+FIT_MAX_PARAMS = 100
+"""Blocks with more parameters than this are not fitted (the Jacobian has (inputs·d) × parameters entries)."""
+_POINTS_PER_PARAM = 6
+_ITERATIONS = 60
+
+
+def _keys(blk: Block, biases: bool) -> list[str]:
+    keys = ["W_up", "W_down"] + (["W_gate"] if blk.gated else [])
+    return keys + (["b_up", "b_down"] + (["b_gate"] if blk.gated else []) if biases else [])
+
+
+def _start(blk: Block, keys: list[str]) -> dict[str, np.ndarray]:
+    out = {}
+    for k in keys:
+        a = getattr(blk, k)
+        out[k] = (np.zeros(blk.d if k == "b_down" else blk.n) if a is None else np.asarray(a, dtype=np.float64)).copy()
+    return out
+
+
+def _slope(act, Z: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+    h = 1e-6 * (1.0 + np.abs(Z))
+    return (act(Z + h) - act(Z - h)) / (2 * h)
+
+
+def _inputs(rng: np.random.Generator, m: int, d: int, planes: list[tuple[np.ndarray, np.ndarray | None]]) -> np.ndarray:
+    """m inputs at scales 10⁻³…10⁵ (|x|∞), and as many again projected onto the hyperplanes u·x + b = 0 of ``planes``."""
+    Z = rng.standard_normal((m, d))
+    Z /= np.maximum(np.abs(Z).max(axis=1, keepdims=True), 1e-300)
+    X = Z * 10.0 ** rng.uniform(-3, 5, m)[:, None]
+    out = [X]
+    rows = [(u, 0.0 if b is None else b[i]) for R, b in planes for i, u in enumerate(R)]
+    for k, (u, b) in enumerate(rows):
+        nu = float(u @ u)
+        if nu > 0:
+            Q = X[k::max(1, len(rows))][: max(4, m // max(1, len(rows)))]
+            out.append(Q - np.outer((Q @ u + b) / nu, u))
+    return np.vstack(out)
+
+
+def _planes(b: Block) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    return [(b.W_gate, b.b_gate)] if b.gated else [(b.W_up, b.b_up)]
+
+
+def _ratio(f: Block, g: Block, X: np.ndarray, f0: float) -> float:
+    with np.errstate(all="ignore"):
+        F = f(X)
+        den = np.abs(F).max(axis=1) + np.abs(X).max(axis=1) + f0
+        r = np.abs(F - g(X)).max(axis=1) / den
+    return float(np.max(r)) if np.all(np.isfinite(r)) else float("inf")
+
+
+def fitted_near(blk: Block, tol: float, seed: int, biases: bool, margin: float) -> str | None:
+    """Why a not_absorbable would contradict the tolerance: a residual-free block of f's width fitted to f within
+    ``margin``·τ at every sampled input (fresh inputs and both blocks' hyperplanes), or None."""
+    from scipy.optimize import least_squares
+
+    if blk.hc is not None or blk.skip is not None and not np.any(blk.skip):
+        return None
+    biases = biases or blk.has_bias
+    keys = _keys(blk, biases)
+    start = _start(blk, keys)
+    shapes = [(k, start[k].shape) for k in keys]
+    P = sum(a.size for a in start.values())
+    if P > FIT_MAX_PARAMS or not blk.is_float64 or not magnitudes_ok(*start.values(), blk.M):
+        return None  # (past 2^±200 a fit's sums overflow or lose every bit: the bounded screens and the rules on scale serve)
+    rng = np.random.default_rng(seed + 7919)
+    d, n = blk.d, blk.n
+    X = _inputs(rng, _POINTS_PER_PARAM * P, d, _planes(blk))
+    with np.errstate(all="ignore"):
+        F = blk(X)
+        f0 = float(np.abs(blk(np.zeros((1, d)))).max())
+        den = np.abs(F).max(axis=1) + np.abs(X).max(axis=1) + f0
+    if not (np.all(np.isfinite(F)) and np.isfinite(f0)):
+        return None
+    keep = den > 0  # (x = 0 with f(0) = 0: no error is measured there)
+    X, F, den = X[keep], F[keep], den[keep]
+    rf = replace(blk, skip=np.zeros((d, d)))
+    wt = 1.0 / den
+
+    def unpack(th: np.ndarray) -> dict[str, np.ndarray]:
+        out, o = {}, 0
+        for k, s in shapes:
+            size = int(np.prod(s))
+            out[k] = th[o:o + size].reshape(s)
+            o += size
+        return out
+
+    def parts(th: np.ndarray):  # type: ignore[no-untyped-def]
+        p = unpack(th)
+        bu, bg = p.get("b_up"), p.get("b_gate")
+        if blk.gated:
+            Zg = X @ p["W_gate"].T + (0.0 if bg is None else bg)
+            V = X @ p["W_up"].T + (0.0 if bu is None else bu)
+            hv = V if blk.value_identity else blk.value_activation(V)
+            return p, blk.activation(Zg), hv, Zg, V
+        Z = X @ p["W_up"].T + (0.0 if bu is None else bu)
+        return p, blk.activation(Z), None, Z, None
+
+    def residual(th: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            p, S, hv, _, _ = parts(th)
+            H = S if hv is None else S * hv
+            r = (((H @ p["W_down"].T + p.get("b_down", 0.0)) - F) * wt[:, None]).ravel()
+        return np.where(np.isfinite(r), r, 1e150)
+
+    def jacobian(th: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            J = _jacobian(th)
+        return np.where(np.isfinite(J), J, 0.0)
+
+    def _jacobian(th: np.ndarray) -> np.ndarray:
+        p, S, hv, Z, V = parts(th)
+        D = p["W_down"]
+        H = S if hv is None else S * hv
+        m = X.shape[0]
+        J = np.zeros((m, d, P))
+        o = 0
+        for k, s in shapes:
+            size = int(np.prod(s))
+            if k == "W_down":  # ∂G_r/∂D_ri = H_i
+                blkJ = np.zeros((m, d, d, n))
+                for r in range(d):
+                    blkJ[:, r, r, :] = H
+                J[:, :, o:o + size] = blkJ.reshape(m, d, size)
+            elif k == "b_down":
+                J[:, :, o:o + size] = np.broadcast_to(np.eye(d), (m, d, d))
+            else:
+                if k in ("W_up", "b_up"):  # ungated: σ'(Z); gated: the value branch, σ(Z_g)·h'(V)
+                    Dz = _slope(blk.activation, Z) if hv is None else S * (1.0 if blk.value_identity else _slope(blk.value_activation, V))
+                else:  # the gate: σ'(Z_g)·h(V)
+                    Dz = _slope(blk.activation, Z) * hv
+                A = Dz[:, None, :] * D[None, :, :]  # (m, d, n): ∂G_r/∂z_i
+                if k.startswith("W_"):
+                    J[:, :, o:o + size] = (A[:, :, :, None] * X[:, None, None, :]).reshape(m, d, size)
+                else:
+                    J[:, :, o:o + size] = A
+            o += size
+        return (J * wt[:, None, None]).reshape(m * d, P)
+
+    th0 = np.concatenate([start[k].ravel() for k in keys])
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (scipy's own warnings on a hard problem: the fit is measured below anyway)
+            sol = least_squares(residual, th0, jac=jacobian, method="lm", max_nfev=_ITERATIONS, xtol=1e-15, ftol=1e-15, gtol=1e-15)
+    except (ValueError, np.linalg.LinAlgError, FloatingPointError):
+        return None
+    if not np.all(np.isfinite(sol.x)):
+        return None
+    g = replace(rf, **{k: v.copy() for k, v in unpack(sol.x).items()})
+    with np.errstate(all="ignore"):
+        X2 = _inputs(np.random.default_rng(seed + 104729), 2 * _POINTS_PER_PARAM * P, d, _planes(blk) + _planes(g))
+    err = _ratio(blk, g, X2, f0)
+    if not err <= margin * tol:
+        return None
+    return (f"a residual-free block fitted to f (f's own units with the skip dropped, every weight{' and bias' if biases else ''} "
+            f"adjusted by least squares) is within {err:.3g} = {err / tol:.2g}·τ of f at {X2.shape[0]} sampled inputs (fresh "
+            "ones and both blocks' kink hyperplanes)")

@@ -1,0 +1,80 @@
+"""The fitted screen: a residual-free block fitted near f's own units withholds a not_absorbable that no robust bound
+covers (the producer's absorb/engine/_fit.py, the checker's absorb/verify/_fitted.py, two codes).
+
+Red team cases (each a HIGH with verify exit 0 before): two nearly antipodal units (angle π − 10⁻³) beside a skip
+M = 100τ along their line. σ(z) − σ(−z) = z (ReLU, GELU, the gates of ReGLU/SwiGLU), σ(z) + σ(−z) = z² (ReLU²) or
+g(z) + g(−z) = 1 (sigmoid GLU) turn opposite moves of one parameter of the pair — up biases, value biases, down columns,
+value rows — into M x, with an error ~0.1τ. No bound of the screens models it; the fit finds it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from absorb.certificate import build_certificate
+from absorb.engine import decide
+from absorb.engine import results as results_module
+from absorb.engine._fit import fitted_near
+from absorb.model.activations import get_activation
+from absorb.model.block import Block
+from absorb.verify._fitted import fitted_block
+from absorb.verify.checker import verify_certificate
+
+EPS = 1e-3
+W = np.array([1.0, 0.5])
+
+
+def _relu2(tol: float) -> Block:
+    U = np.array([[1.0, 0.0], [-1.0, EPS]])
+    return Block(U, np.stack([W, W], 1), get_activation("relu2"), skip=100 * tol * np.outer(W, U[0]), b_down=np.array([1.0, 0.3]))
+
+
+def _gated(tol: float, act: str) -> Block:
+    G = np.array([[1.0, 0.0], [-1.0, EPS]])
+    return Block(np.array([[0.3, 1.0], [0.7, -0.4]]), np.stack([W, W], 1), get_activation(act), W_gate=G,
+                 b_up=np.array([0.2, -0.1]), b_down=np.array([1.0, 0.3]), skip=100 * tol * np.outer(W, G[0]))
+
+
+def _bias_free(tol: float, act: str) -> Block:
+    U = np.array([[1.0, 0.0], [-1.0, EPS]])
+    v = 100 * tol * np.array([0.6, -0.8])
+    return Block(U, np.stack([W, W], 1), get_activation(act), skip=np.outer(v, U[0]))
+
+
+CASES = [(_relu2, (), 1e-9), (_relu2, (), 1e-6), (_gated, ("reglu",), 1e-9), (_gated, ("swiglu",), 1e-6),
+         (_gated, ("glu",), 1e-6), (_bias_free, ("relu",), 1e-9), (_bias_free, ("gelu",), 1e-6)]
+
+
+@pytest.mark.parametrize("make, args, tol", CASES)
+def test_a_near_block_through_a_nearly_antipodal_pair_is_found_by_both_fits(make, args, tol: float) -> None:
+    blk = make(tol, *args)
+    dec = decide(blk, tol=tol)
+    assert dec.verdict.value == "unknown" and "fitted to f" in dec.reason, dec.reason
+    assert fitted_block(blk, 4 * tol, 0, blk.has_bias) is not None  # (the checker's own fit)
+
+
+@pytest.mark.parametrize("make, args, tol", CASES[:1] + CASES[2:3] + CASES[5:6])
+def test_the_verdict_without_the_fit_is_left_not_fully_checked(make, args, tol: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    blk = make(tol, *args)
+    monkeypatch.setattr(results_module, "fitted_near", lambda *a, **k: None)  # (the producer as it was)
+    old = decide(blk, tol=tol)
+    assert old.verdict.value == "not_absorbable", old.reason
+    rep = verify_certificate(build_certificate(old, blk, seed=0).to_json(), blk)
+    assert any("fitted here" in str(f.detail) for f in rep.not_rechecked), rep.findings
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu", "relu2"])
+def test_a_generic_block_is_not_fitted_within_the_tolerance(act: str) -> None:
+    rng = np.random.default_rng(4)
+    blk = Block(rng.standard_normal((6, 3)), rng.standard_normal((3, 6)), get_activation(act))
+    assert fitted_near(blk, 1e-6, 0, False, 4.0) is None
+    assert fitted_block(blk, 4e-6, 0, False) is None
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu"])
+def test_the_minimal_width_is_not_overstated_past_a_fitted_block(act: str) -> None:
+    """--min-width said 3 ('any fewer cannot reproduce f') for the d = 2, n = 2 blocks above; a width-2 block is within 0.1τ."""
+    from absorb.engine.width import minimal_width
+
+    mw = minimal_width(_bias_free(1e-9, act), tol=1e-9)
+    assert mw.lower is None or mw.lower <= 2, mw
