@@ -392,3 +392,80 @@ def test_checker_rejects_a_rank_claim_with_a_singular_block_matrix() -> None:
     forged = dataclasses.replace(dec, verdict=Verdict.NOT_ABSORBABLE, theorem=Theorem.RANK)
     rep = checker.verify_certificate(build_certificate(forged, bad_stack, seed=0).to_json(), bad_stack)
     assert not rep.accepted and any("nonsingular" in f.claim for f in rep.failures)
+
+
+def _stack_near_residual_free(tau: float, variant: str) -> Stack:
+    """Red team 38b/05: F = (x₁, |x₁|/2 − τ'·|x₂|) with τ' = 0.9τ (rank: first width 2) or smaller (range: first width 4),
+    within 0.9τ (0.34τ) of the residual-free G = (x₁, |x₁|/2) of the same widths; both arguments are exact only."""
+    if variant == "rank":
+        tp = 0.9 * tau
+        U1, D1 = np.array([[0, 1.0], [0, 0]]), np.array([[0, 0], [2.0, 0]])
+    else:
+        V, c = np.array([[1.0, 2.0], [-2.0, 1.0], [1.0, -3.0]]), np.array([1.0, -0.5, 0.7])
+        tp = 0.9 * tau / (1 + np.sum(np.abs(c) * np.abs(V).sum(1)))
+        U1 = np.vstack([[0, 1.0], V])
+        D1 = np.zeros((2, 4))
+        D1[1, 0], D1[1, 1:] = 2.0, c
+    relu = get_activation("relu")
+    return Stack([Block(U1, D1, relu, skip=np.diag([1.0, -1])),
+                  Block(np.array([[1.0, 0], [0, 0]]), np.array([[0, 0], [1.0, 0]]), relu, skip=np.array([[1.0, 0], [-0.5, -tp]]))])
+
+
+@pytest.mark.parametrize("variant, tau", [("rank", 1e-9), ("rank", 1e-4), ("range", 1e-9), ("range", 1e-6)])
+def test_a_stack_within_the_tolerance_of_a_residual_free_one_is_not_ruled_out(variant: str, tau: float) -> None:
+    """The rank argument proves no G equals F, but a product nonsingular by ~τ is within τ of a singular one: withheld
+    (a screen). The range argument now asks the range to span with a margin μ > τ, which rules out every G within τ
+    (G's range in a half-plane v·G ≥ β gives v·F(x_j) ≥ −τ(|F(x_j)|∞ + |x_j|∞) for every j)."""
+    from absorb.engine import decide
+
+    dec = decide(_stack_near_residual_free(tau, variant), tol=tau)
+    assert dec.verdict.value != "not_absorbable", dec.reason
+    far = decide(_stack_near_residual_free(1e3 * tau, variant), tol=tau)  # (τ' = 900τ: the margin holds)
+    assert far.verdict.value == "not_absorbable" and far.theorem.value == variant, far.reason
+    if variant == "range":
+        assert Q(far.extra["range_certificate"]["margin"]) > Q(tau) and "μ =" in far.reason
+
+
+def test_the_range_margin_is_exact_and_sound_on_the_four_axes() -> None:
+    """μ of the four points ±e₁, ±e₂ mapped to themselves: −v·e_j/2 is largest at 1/4 for v = ±(1/2, 1/2)… over the ℓ1 circle
+    the least of max_j −v·F̂_j is 1/4 (at v = ±(1/2, ±1/2))."""
+    from fractions import Fraction
+
+    from absorb.plane.range import range_margin
+
+    one, zero = Fraction(1), Fraction(0)
+    pts = [(one, zero), (-one, zero), (zero, one), (zero, -one)]
+    assert range_margin(pts, pts) == Fraction(1, 4)
+
+
+def test_the_checker_re_derives_the_range_margin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An honest range certificate (margin > τ) is accepted; a margin overstated by the producer is rejected, and one left
+    out where the range spans by less than τ leaves the certificate not fully checked."""
+    from absorb.certificate import build_certificate
+    from absorb.engine import decide
+    from absorb.plane import range as range_module
+    from absorb.verify.checker import verify_certificate
+
+    far = _stack_near_residual_free(1e-6, "range")
+    assert verify_certificate(build_certificate(decide(far, tol=1e-9), far, seed=0).to_json(), far).accepted
+    near = _stack_near_residual_free(1e-9, "range")
+    monkeypatch.setattr(range_module, "range_margin", lambda *a: Q(1))  # (a producer that overstates μ)
+    old = decide(near, tol=1e-9)
+    assert old.verdict.value == "not_absorbable"
+    doc = build_certificate(old, near, seed=0).to_json()
+    rep = verify_certificate(doc, near)
+    assert not rep.accepted and any("margin" in f.claim for f in rep.failures), rep.findings
+    cert = next(v for k, v in _walk(doc) if k == "range_certificate")
+    del cert["margin"]
+    rep = verify_certificate(doc, near)
+    assert any("by more than τ" in f.claim for f in rep.not_rechecked), rep.findings
+
+
+def _walk(node: object):  # type: ignore[no-untyped-def]
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield k, v
+            yield from _walk(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _walk(v)

@@ -56,7 +56,23 @@ def range_certificate(blocks: Sequence[Block]) -> dict[str, Any] | None:
     lam = positive_spanning([F(r) for r in xs])
     if lam is None:
         return None
-    return {"points": [[_s(x[0]), _s(x[1])] for x in xs], "lambdas": [_s(v) for v in lam]}
+    return {"points": [[_s(x[0]), _s(x[1])] for x in xs], "lambdas": [_s(v) for v in lam],
+            "margin": _s(range_margin([F(r) for r in xs], xs))}
+
+
+def range_margin(imgs: Sequence[tuple[Fraction, Fraction]], xs: Sequence[tuple[Fraction, Fraction]]) -> Fraction:
+    """μ = min over |v|₁ = 1 of max_j −v·F(x_j)/D_j, D_j = |F(x_j)|∞ + |x_j|∞, exactly (d = 2). A residual-free G within τ
+    of F (F bias-free and homogeneous, so F(0) = 0) keeps v·F(t x_j) ≥ β − tτD_j on rays, for the v with v·G ≥ β: so
+    μ > τ rules out every such G, not only one equal to F. The max over j is convex and piecewise linear in v: its least
+    value on the ℓ1 circle is at a vertex ±e_i or where two pieces meet (v ⟂ F̂_j − F̂_k)."""
+    hat = [(a / D, b / D) for (a, b), x in zip(imgs, xs) for D in [max(abs(a), abs(b)) + max(abs(x[0]), abs(x[1]))]]
+    cands = [(Fraction(1), Fraction(0)), (Fraction(-1), Fraction(0)), (Fraction(0), Fraction(1)), (Fraction(0), Fraction(-1))]
+    for j in range(len(hat)):
+        for k in range(j + 1, len(hat)):
+            a, b = hat[j][0] - hat[k][0], hat[j][1] - hat[k][1]
+            if a or b:
+                cands += [(b / (abs(a) + abs(b)), -a / (abs(a) + abs(b))), (-b / (abs(a) + abs(b)), a / (abs(a) + abs(b)))]
+    return min(max(-(v[0] * p + v[1] * q) for p, q in hat) for v in cands)
 
 
 def _s(q: Fraction) -> str:
@@ -68,12 +84,14 @@ def decide_range(stack: Stack, decisions: tuple[BlockDecision, ...], *, path: st
     if range_applies(stack.blocks) is not None:
         return None
     cert = range_certificate(stack.blocks)
-    if cert is None:
+    if cert is None or Fraction(cert["margin"]) <= Fraction(tol):  # (spanning by less than τ: a G within τ may exist)
         return None
     L, d, nL = len(stack), stack.blocks[0].d, stack.blocks[-1].n
     reason = (f"Range argument (beyond the paper): the last residual-free block has width {nL} ≤ d = {d}, so the range of any "
               f"{L} residual-free blocks lies in a closed half-space (the cone of {nL} down-projection columns, shifted); "
               f"the range of F positively spans R^{d} — {len(cert['points'])} points x_j with Σ λ_j F(x_j) = 0, λ_j > 0, "
-              f"exact rationals — so no such G equals F, with or without biases.")
+              f"exact rationals — so no such G equals F, with or without biases; and every direction v has some "
+              f"−v·F(x_j) ≥ μ·(|F(x_j)|∞ + |x_j|∞)·|v|₁ with μ = {float(Fraction(cert['margin'])):.3g} > τ, so none is within "
+              "the tolerance either.")
     return Decision(path=path, verdict=Verdict.NOT_ABSORBABLE, theorem=Theorem.RANGE, reason=reason, blocks=decisions,
                     tolerance=tol, structure="stack", extra={"range_certificate": cert})

@@ -30,6 +30,7 @@ every sector" (used in the measurements of docs/open-problem.md).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from absorb.engine._exact import _fr, _rank
@@ -80,10 +81,28 @@ def singular_subset(blocks: Sequence[Block]) -> tuple[int, list[int]] | None:
     return None
 
 
+def nearly_singular(blocks: Sequence[Block], tol: float) -> bool:
+    """Whether some ``P = M_ℓ + W_down[:, A] W_up[A, :]`` has σ_min(P) ≤ 4·√d·τ·(1 + ‖P‖₂) (float64): the argument is exact,
+    and a product that is nonsingular only by about τ is within the tolerance of a singular one — a stack with
+    F = (x₁, |x₁|/2 − 0.9τ|x₂|) was within 0.9τ of a residual-free one (a screen, not a bound)."""
+    import numpy as np
+
+    for b in blocks:
+        M, U, D = (np.asarray(a, dtype=np.float64) for a in (b.M, b.W_up, b.W_down))
+        for mask in range(2 ** b.n):
+            A = [i for i in range(b.n) if mask >> i & 1]
+            s = np.linalg.svd(M + D[:, A] @ U[A, :], compute_uv=False)
+            if s[-1] <= 4 * math.sqrt(b.d) * tol * (1 + s[0]):
+                return True
+    return False
+
+
 def decide_rank(stack: Stack, decisions: tuple[BlockDecision, ...], *, path: str, tol: float) -> Decision | None:
     """``not_absorbable`` by Theorem K, or None when it does not apply (the checker re-derives
     every hypothesis from the weights; nothing but the theorem id is recorded)."""
     if rank_applies(stack.blocks) is not None or singular_subset(stack.blocks) is not None:
+        return None
+    if nearly_singular(stack.blocks, tol):  # (exact nonsingularity by a hair: a G within τ may have a singular product)
         return None
     L, d, n1 = len(stack), stack.blocks[0].d, stack.blocks[0].n
     reason = (f"First-layer rank argument (beyond the paper): any {L} residual-free ReLU blocks whose first has width {n1} < 2d = {2 * d} "

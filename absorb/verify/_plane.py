@@ -18,13 +18,15 @@ Nothing of the producer (absorb.plane) is used.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
-from absorb.verify._numerics import _frac_matrix, exact_rank
+from absorb.verify._numerics import _frac_matrix, _huge_exponent, exact_rank
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _same_function
 from absorb.verify._weights import _bias_free
@@ -34,7 +36,7 @@ MAX_DIGITS = 4000  # a recorded rational longer than this is rejected (untrusted
 
 
 def _rational(v: Any) -> Fraction | None:
-    if not isinstance(v, str) or len(v) > MAX_DIGITS:
+    if not isinstance(v, str) or len(v) > MAX_DIGITS or _huge_exponent(v):  # ('1e99999999': a hundred-million-digit integer)
         return None
     try:
         return Fraction(v.strip())
@@ -75,6 +77,34 @@ def check_range(ctx: _Ctx, w: str, blocks: list[Block], rec: Any) -> None:
     _require(ctx, exact_rank(imgs) == d, w, f"the F(x_j) span R^{d} (exact rank)")
     ctx.report.ok(w, f"range argument: the range of F positively spans R^{d}, the last residual-free block's range cannot "
                      "(width ≤ d), so no residual-free stack equals F")
+    mu = _spanning_margin(pts, imgs) if d == 2 else None  # type: ignore[arg-type]
+    rec_mu = _rational(rec["margin"]) if "margin" in rec else None
+    _require(ctx, "margin" not in rec or (rec_mu is not None and rec_mu == mu), w, "the recorded margin μ is the points' own",
+             f"recorded {rec.get('margin')!r}, re-derived {mu}")
+    if mu is None or not mu > Fraction(ctx.tol):
+        ctx.report.unchecked(w, "the range spans R^d by more than τ: for every v some −v·F(x_j) > τ·(|F(x_j)|∞ + |x_j|∞)·|v|₁, "
+                             "so no residual-free stack within the tolerance either", f"margin {mu} at τ = {ctx.tol:g}")
+    else:
+        ctx.report.ok(w, f"the range spans with margin μ = {float(mu):.3g} > τ: no residual-free stack is within the tolerance")
+
+
+def _spanning_margin(pts: list[list[Fraction]], imgs: list[list[Fraction]]) -> Fraction:
+    """min over v on the ℓ1 unit circle of max_j −v·F(x_j)/(|F(x_j)|∞ + |x_j|∞) (d = 2), exactly: the max is convex and
+    piecewise linear in v, so on each side of the ℓ1 circle its least value is at a corner or where two of its pieces
+    are equal."""
+    scaled = []
+    for x, y in zip(pts, imgs):
+        den = max(abs(y[0]), abs(y[1])) + max(abs(x[0]), abs(x[1]))
+        scaled.append((y[0] / den, y[1] / den))
+    one, zero = Fraction(1), Fraction(0)
+    dirs = [(one, zero), (-one, zero), (zero, one), (zero, -one)]
+    for i, (p0, p1) in enumerate(scaled):
+        for q0, q1 in scaled[:i]:
+            n0, n1 = p1 - q1, q0 - p0  # ⟂ (p − q)
+            size = abs(n0) + abs(n1)
+            if size:
+                dirs += [(n0 / size, n1 / size), (-n0 / size, -n1 / size)]
+    return min(max(-(v0 * y0 + v1 * y1) for y0, y1 in scaled) for v0, v1 in dirs)
 
 
 SUBSET_WORK = 2_000_000  # the checker's own budget for the exact subset check (Σ 2^n·d²·n)
@@ -108,6 +138,17 @@ def check_rank(ctx: _Ctx, w: str, blocks: list[Block]) -> None:
              "matrices, exact rank over ℚ)", f"singular for block {singular[0]}, A = {singular[1]}" if singular else "")
     ctx.report.ok(w, f"rank argument: F's Jacobian is a product of nonsingular matrices wherever it exists, while any residual-free "
                      f"stack with a first block of width {n1} < {2 * d} has a singular one on an open set")
+    # exact nonsingularity says nothing about blocks within τ: a product singular up to ~τ is screened (not bounded)
+    worst = math.inf
+    for b in blocks:
+        M, U, D = (np.asarray(a, dtype=np.float64) for a in (b.M, b.W_up, b.W_down))
+        for mask in range(2 ** b.n):
+            act = [i for i in range(b.n) if mask >> i & 1]
+            sv = np.linalg.svd(M + D[:, act] @ U[act, :], compute_uv=False)
+            worst = min(worst, float(sv[-1] / (1 + sv[0])))
+    if worst <= 4 * math.sqrt(d) * ctx.tol:
+        ctx.report.unchecked(w, "every product is nonsingular by more than the tolerance (σ_min/(1 + σ_max) > 4√d·τ)",
+                             f"σ_min/(1 + σ_max) = {worst:.3g}: a stack within the tolerance may have a singular one")
 
 
 def _upper(v: list[Fraction]) -> bool:
