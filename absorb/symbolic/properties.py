@@ -296,6 +296,13 @@ def _flip_identity(e: sp.Expr, gated: bool) -> Property:
                 steps.append(STEP)
                 side = "g(p) + g(-p)" if gated else r"\sigma(p) - \sigma(-p)"
                 steps.append(rf"{side} = {sp.latex(lhs)} \quad (p>0)")
+    if c.free_symbols and raw.has(sp.Max, sp.Min):  # nested Max/Min (hardswish, hardsigmoid): one formula per piece
+        pieces = sp.simplify(sp.piecewise_fold(raw.rewrite(sp.Piecewise)))
+        c_pw = pieces if gated else sp.simplify(pieces / P)
+        if not c_pw.free_symbols:
+            lhs, c = pieces, c_pw
+            side = "g(p) + g(-p)" if gated else r"\sigma(p) - \sigma(-p)"
+            steps.append(rf"{side} = {sp.latex(lhs)} \quad (p>0;\ \max, \min \text{{ written piece by piece}})")
     if not c.free_symbols and _real_number(c) and _is_zero(c) is False:
         if not gated:  # at z = 0 both sides are 0 since σ(0) is finite
             steps.append(rf"\text{{the same at }} -p \text{{ by symmetry, and trivially at }} 0:\ c = {sp.latex(c)}")
