@@ -677,3 +677,24 @@ def test_a_recorded_rational_with_a_huge_exponent_is_refused_at_once(tmp_path: P
     doc["blocks"][0]["canonical_form"]["L0"][0][0] = text
     cert.write_text(json.dumps(doc))
     assert main(["verify", str(cert), str(model), "-q"]) in (1, 2)
+
+
+def test_the_gated_skeletons_step_record_cut_is_not_fully_checked(tmp_path: Path) -> None:
+    """The step case's argument is written in full (slopes, target, hypotheses), as the ungated skeleton's: a field
+    deleted is a record cut (exit 4), not a certificate that silently claims less (it was exit 0)."""
+    from absorb.cli import main
+
+    r = np.random.default_rng(5)
+    model = tmp_path / "glu.npz"
+    np.savez(model, W_up=r.standard_normal((5, 3)), W_gate=r.standard_normal((5, 3)), W_down=r.standard_normal((3, 5)),
+             activation=np.array("glu"))
+    cert = tmp_path / "c.json"
+    main(["check", str(model), "--certificate", str(cert), "-q"])
+    doc = json.loads(cert.read_text())
+    arg = doc["blocks"][0].get("argument") or {}
+    if doc["blocks"][0]["theorem"]["id"] != "gated-skeleton" or arg.get("case") != "step":
+        pytest.skip("this block is not decided by the gated skeleton's step case")
+    assert main(["verify", str(cert), str(model), "-q"]) == 0
+    del arg["target"]
+    cert.write_text(json.dumps(doc))
+    assert main(["verify", str(cert), str(model), "-q"]) == 4

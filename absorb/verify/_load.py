@@ -260,6 +260,10 @@ def cut_records(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
                 gone += [k for k in ("target", "nondegeneracy_hypotheses") if not arg.get(k)]
             if gone:
                 out.append((f"blocks.{i}.argument", gone))
+        if th == "gated-skeleton" and isinstance(arg, dict) and arg.get("case") == "step" and b.get("verdict") == "not_absorbable":
+            gone = [k for k in ("L_plus", "L_minus", "target", "nondegeneracy_hypotheses") if not arg.get(k) and arg.get(k) != 0]
+            if gone:  # (the step case's record is written in full, as the ungated skeleton's)
+                out.append((f"blocks.{i}.argument", gone))
         for j, h in enumerate(b.get("hypotheses") if isinstance(b.get("hypotheses"), list) else []):
             need(f"blocks.{i}.hypotheses.{j}", h, {"name", "statement"})
     return out
