@@ -698,3 +698,19 @@ def test_the_gated_skeletons_step_record_cut_is_not_fully_checked(tmp_path: Path
     del arg["target"]
     cert.write_text(json.dumps(doc))
     assert main(["verify", str(cert), str(model), "-q"]) == 4
+
+
+@pytest.mark.parametrize("make, theorem", [(_kink_stack, "kink-count"), (_rank_stack, "rank")])
+def test_stack_counts_that_hold_by_about_the_tolerance_are_withheld(make, theorem: str) -> None:
+    """The kink count and the rank argument are exact: at a τ where one of F's kinks (a sector's sign, a product's
+    nonsingularity) holds by about τ only, a stack within τ may lack it — both sides withhold; at 1e-9 they decide."""
+    from absorb.plane.conic import stack_map
+    from absorb.plane.kinks import barely
+    from absorb.plane.rank import nearly_singular
+
+    stack = make()
+    assert decide(stack, tol=1e-9).theorem.value == theorem
+    F = stack_map([(b.W_up, b.W_down, b.skip) for b in stack.blocks])
+    big = 0.05
+    screened = barely(F, big) if theorem == "kink-count" else nearly_singular(stack.blocks, big)
+    assert screened and decide(stack, tol=big).theorem.value != theorem

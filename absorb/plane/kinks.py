@@ -28,6 +28,7 @@ for about half of the random stacks of ``benchmarks/bench_plane.py`` (docs/open-
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -85,6 +86,23 @@ def kinks_certificate(blocks: Sequence[Block]) -> dict[str, Any] | None:
     return {"rays": [[str(r[0]), str(r[1])] for r in F.rays]}
 
 
+def barely(F: ConicPL, tol: float) -> bool:
+    """Whether the count holds by about τ only (a screen, not a bound): a kink whose Jacobian jump ‖J_{k+1} − J_k‖_F is at
+    most 4√2·τ·(1 + max ‖J‖_F), or a sector determinant at most 4τ·(1 + max ‖J‖_F)² — the argument is exact, and a stack
+    within τ of F may miss such a kink or have a singular sector."""
+    norms = [math.hypot(*(float(v) for row in J for v in row)) for J in F.mats]
+    top = 1.0 + max(norms, default=0.0)
+    m = len(F.mats)
+    for k in range(m):
+        J, K = F.mats[k], F.mats[(k + 1) % m]
+        jump = math.hypot(*(float(K[r][c] - J[r][c]) for r in range(2) for c in range(2)))
+        if 0 < jump <= 4 * math.sqrt(2) * tol * top:
+            return True
+        if abs(float(J[0][0] * J[1][1] - J[0][1] * J[1][0])) <= 4 * tol * top * top:
+            return True
+    return False
+
+
 def decide_kinks(stack: Stack, decisions: tuple[BlockDecision, ...], *, path: str, tol: float,
                  allow_biases: bool = False) -> Decision | None:
     """``not_absorbable`` by Theorem H with its certificate, or None when it does not apply."""
@@ -94,6 +112,8 @@ def decide_kinks(stack: Stack, decisions: tuple[BlockDecision, ...], *, path: st
     if cert is None:
         return None
     F = stack_map([(b.W_up, b.W_down, b.skip) for b in stack.blocks])
+    if barely(F, tol):  # (a kink or a determinant's sign that holds by about τ: a G within τ may lack it)
+        return None
     L, k = len(stack), len(F.kink_rays())
     if one_sign_local_homeomorphism(F):
         why = (f"F is a local homeomorphism of the plane (all {len(F.mats)} sector matrices nonsingular, determinants of one "

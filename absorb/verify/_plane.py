@@ -212,6 +212,13 @@ def check_kinks(ctx: _Ctx, w: str, blocks: list[Block], rec: Any, class_biases: 
                  f"depth {L}, winding {wind}")
         bound = 12
     _require(ctx, kinks > bound, w, f"F has {kinks} kink rays > {bound}, the most a residual-free stack of widths ≤ 4 equal to F has")
+    # the count is exact: a kink or a sign that holds by about τ says nothing of stacks within τ (a screen, not a bound)
+    size = 1 + max(math.sqrt(sum(float(v) ** 2 for row in J for v in row)) for J in Js)
+    jumps = [math.sqrt(sum(float(Js[k][r][c] - Js[k - 1][r][c]) ** 2 for r in range(2) for c in range(2))) for k in range(m)]
+    weak = min([j for j in jumps if j > 0] + [math.inf]) <= 4 * math.sqrt(2) * ctx.tol * size
+    if weak or min(abs(float(v)) for v in dets) <= 4 * ctx.tol * size * size:
+        ctx.report.unchecked(w, "every kink and every sector's sign holds by more than the tolerance (jumps > 4√2·τ·(1 + max ‖J‖), "
+                             "|det| > 4τ·(1 + max ‖J‖)²)", "a stack within the tolerance may lack a kink or have a singular sector")
 
 
 def _winding(pts: list[list[Fraction]]) -> int:
