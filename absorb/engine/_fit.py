@@ -81,6 +81,8 @@ def fitted_near(blk: Block, tol: float, seed: int, biases: bool, margin: float) 
         return None
     biases = biases or blk.has_bias
     keys = _keys(blk, biases)
+    if blk.n * blk.d * (3 if blk.gated else 2) + 2 * blk.n + blk.d > FIT_MAX_PARAMS:  # (before any copy: a 7B layer's is GBs)
+        return None
     start = _start(blk, keys)
     shapes = [(k, start[k].shape) for k in keys]
     P = sum(a.size for a in start.values())

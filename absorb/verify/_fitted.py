@@ -61,6 +61,8 @@ def fitted_block(block: Any, tol: float, seed: int, biases: bool) -> str | None:
     if not isinstance(block, Block) or block.hc is not None or not block.is_float64:
         return None
     biases = biases or block.has_bias
+    if block.n * block.d * (3 if block.gated else 2) > MAX_PARAMETERS:  # (checked before any copy of the weights)
+        return None
     names = _names(block, biases)
     start = []
     for k in names:
