@@ -10,6 +10,7 @@ registry that uses it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -47,22 +48,122 @@ _VARIADIC_FUNCS: dict[str, object] = {"Max": sp.Max, "max": sp.Max, "Min": sp.Mi
 _CONSTANTS: dict[str, object] = {"pi": sp.pi, "E": sp.E}
 
 
-def _build(tree: tuple) -> sp.Expr:
-    """The sympy expression of a parsed (and limit-checked) tree."""
+def _build(tree: tuple, check: Callable[[sp.Expr], None] | None = None) -> sp.Expr:
+    """The sympy expression of a parsed (and limit-checked) tree; ``check`` sees every node as it is built, before
+    its parent is (:func:`_certify`)."""
     kind = tree[0]
     if kind == "num":
         return sp.Rational(tree[1].numerator, tree[1].denominator)
     if kind == "x":
         return X
     if kind == "const":
-        return _CONSTANTS[tree[1]]
-    if kind == "call":
+        out = _CONSTANTS[tree[1]]
+    elif kind == "call":
         f = _UNARY_FUNCS.get(tree[1]) or _VARIADIC_FUNCS[tree[1]]
-        return f(*(_build(a) for a in tree[2]))
-    if kind == "neg":
-        return -_build(tree[1])
-    a, b = _build(tree[1]), _build(tree[2])
-    return {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "div": lambda: a / b, "pow": lambda: a**b}[kind]()
+        out = f(*(_build(a, check) for a in tree[2]))
+    elif kind == "neg":
+        out = -_build(tree[1], check)
+    else:
+        a, b = _build(tree[1], check), _build(tree[2], check)
+        out = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "div": lambda: a / b, "pow": lambda: a**b}[kind]()
+    if check is not None:
+        check(out)
+    return out
+
+
+# ----- constants with a certified sign ---------------------------------------------------
+_CERTIFY_DIGITS = (60, 600)
+"""Working precisions of the interval enclosures of constants (:func:`_certify`): the second only where the first fails."""
+
+
+class _NoEnclosure(Exception):
+    pass
+
+
+def _enclose(e: sp.Expr, iv: Any, mp: Any) -> Any:
+    """An interval (mpmath ``iv``, outward rounding) holding the constant ``e``; _NoEnclosure for a head it does not know.
+    erf and erfc (which mpmath's interval context cannot evaluate) by monotonicity, their ends at 40 more bits widened by
+    2^−(prec − 8); atan by atan2; tanh, sinh, cosh through exp."""
+    if e.is_Rational:
+        return iv.mpf(int(e.p)) / int(e.q)
+    if e is sp.pi:
+        return iv.pi
+    if e is sp.E:
+        return iv.e
+    args = [_enclose(a, iv, mp) for a in e.args]
+    if e.is_Add:
+        return sum(args[1:], args[0])
+    if e.is_Mul:
+        out = args[0]
+        for a in args[1:]:
+            out = out * a
+        return out
+    if e.is_Pow:
+        base, ex = args
+        if e.exp.is_Integer:
+            return base ** int(e.exp)
+        if base.a > 0:
+            return iv.exp(ex * iv.log(base))
+        raise _NoEnclosure
+    head = type(e)
+    if head in (sp.exp, sp.log, sp.sin, sp.cos):
+        return getattr(iv, head.__name__)(args[0])
+    if head is sp.atan:
+        return iv.atan2(args[0], 1)
+    if head is sp.tanh:
+        return 1 - 2 / (iv.exp(2 * args[0]) + 1)
+    if head in (sp.sinh, sp.cosh):
+        u, w = iv.exp(args[0]), iv.exp(-args[0])
+        return (u - w) / 2 if head is sp.sinh else (u + w) / 2
+    if head in (sp.erf, sp.erfc):
+        lo, hi = (mp.mpf(v) for v in args[0]._mpi_)
+        with mp.workprec(iv.prec + 40):
+            ends = sorted([mp.erf(lo), mp.erf(hi)] if head is sp.erf else [mp.erfc(lo), mp.erfc(hi)])
+        slack = mp.mpf(2) ** (8 - iv.prec)
+        return iv.mpf([ends[0] - slack * (1 + abs(ends[0])), ends[1] + slack * (1 + abs(ends[1]))])
+    if head is sp.Abs:
+        return abs(args[0])
+    if head in (sp.Max, sp.Min):
+        pick = max if head is sp.Max else min
+        return iv.mpf([pick(mp.mpf(a._mpi_[0]) for a in args), pick(mp.mpf(a._mpi_[1]) for a in args)])
+    raise _NoEnclosure
+
+
+def _certify(text: str) -> Callable[[sp.Expr], None]:
+    """The check :func:`_build` applies to each node: a constant node (no x: a constant of the text, or one sympy folded
+    out of x, as in atan(2 + 0·x)) and the constant part of a sum or product in x must have a sign certified by interval
+    arithmetic (60 digits, then 600), unless they are rationals. sympy gives such a constant a sign from evaluations that
+    do not track lost digits — erf(10²⁰·(atan 2 + atan 3 − 3π/4)) is exactly 0 and was read as negative, so
+    Max(0, x) + x·exp(ζx⁶⁴) (= ReLU + x) got ReLU's slopes and x + 0**(x² + |ζ|) was built as x."""
+    import mpmath
+
+    def one(c: sp.Expr) -> None:
+        if c.is_Rational or c.free_symbols:
+            return
+        for digits in _CERTIFY_DIGITS:
+            iv, saved = mpmath.iv, mpmath.iv.dps
+            iv.dps = digits
+            try:
+                box = _enclose(c, iv, mpmath.mp)
+            except (_NoEnclosure, ValueError, ZeroDivisionError, OverflowError, ArithmeticError):
+                box = None
+            finally:
+                iv.dps = saved
+            if box is not None:
+                lo, hi = (mpmath.mpf(v) for v in box._mpi_)
+                if lo > 0 or hi < 0 or lo == hi == 0:
+                    return
+        far = "" if box is None else f" is within {mpmath.nstr(max(-lo, hi), 2)} of 0 and its sign"
+        raise InvalidInput(f"activation expression {text!r}: the constant {c}{far or ' has a sign that'} is not certified at "
+                           f"{_CERTIFY_DIGITS[-1]} digits; write it exactly (0 if it is 0) or remove it")
+
+    def check(e: sp.Expr) -> None:
+        if not e.free_symbols:
+            one(e)
+        elif e.is_Add or e.is_Mul:
+            one(e.as_independent(X, as_Add=e.is_Add)[0])
+
+    return check
 
 
 # ----- real and finite on all of R -------------------------------------------------------
@@ -275,7 +376,7 @@ def _validate(text: str, tree: tuple) -> sp.Expr:
 
 
 def _validate_unguarded(text: str, tree: tuple) -> sp.Expr:
-    expr = _build(tree)
+    expr = _build(tree, _certify(text))
     if not isinstance(expr, sp.Expr) or expr.free_symbols - {X}:
         raise InvalidInput(f"activation expression {text!r} must be an expression in x alone")
     if expr.has(sp.zoo, sp.nan, sp.oo, -sp.oo, sp.I):

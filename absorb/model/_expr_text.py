@@ -10,7 +10,6 @@ its expression there never imports sympy. :mod:`absorb.model._expr` builds the s
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from fractions import Fraction
 
 from absorb._errors import InvalidInput
@@ -259,106 +258,6 @@ def _check_limits(text: str, tree: tuple) -> None:
 
     with mpmath.workdps(20):
         walk(tree)
-    _certify_constants(tree, fail)
-
-
-_CERTIFY_DIGITS = 60
-"""Working precision of the interval enclosures of constants (:func:`_certify_constants`)."""
-
-
-def _certify_constants(tree: tuple, fail: Callable[[str], InvalidInput]) -> None:
-    """Refuse a constant sub-expression whose sign is not certified: each is enclosed by interval arithmetic
-    (mpmath's ``iv``, 60 digits, outward rounding); one whose enclosure holds 0 while it is not exactly 0 by rational
-    arithmetic is refused. Such a constant — erf(10²⁰·(atan 2 + atan 3 − 3π/4)) is exactly 0 — gets a sign from sympy's
-    and mpmath's own evaluations, which do not track lost digits through erf, tanh or log: it was read as negative,
-    and σ = Max(0, x) + x·exp(ζ·x⁶⁴) (= ReLU + x) got the slopes of ReLU, 0**(x² + |ζ|) was built as 0."""
-    import mpmath
-
-    iv = mpmath.iv
-
-    def pretty(t: tuple) -> str:
-        kind = t[0]
-        if kind == "num":
-            return str(t[1])
-        if kind in ("x", "const"):
-            return t[1] if kind == "const" else "x"
-        if kind == "call":
-            return f"{t[1]}({', '.join(pretty(a) for a in t[2])})"
-        if kind == "neg":
-            return f"-({pretty(t[1])})"
-        op = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}[kind]
-        return f"({pretty(t[1])} {op} {pretty(t[2])})"
-
-    def monotone(fn: Callable[[object], object], v: object, increasing: bool = True) -> object:
-        lo, hi = (fn(iv.mpf(v.a)), fn(iv.mpf(v.b))) if increasing else (fn(iv.mpf(v.b)), fn(iv.mpf(v.a)))
-        return iv.mpf([lo.a, hi.b])
-
-    def walk(t: tuple) -> tuple[object, Fraction | None] | None:
-        """(enclosure, exact rational value or None) of a constant sub-tree; None where it depends on x."""
-        kind = t[0]
-        if kind == "num":
-            return iv.mpf(t[1].numerator) / t[1].denominator, t[1]
-        if kind == "x":
-            return None
-        if kind == "const":
-            return (iv.pi if t[1] == "pi" else iv.e), None
-        subs = [walk(a) for a in (t[2] if kind == "call" else t[1:])]
-        if any(v is None for v in subs):
-            return None
-        vals = [v for v, _ in subs]
-        exact = [q for _, q in subs]
-        q: Fraction | None = None
-        if kind == "call":
-            name, v = t[1], vals[0]
-            if name in ("Max", "max", "Min", "min"):
-                big = name.lower() == "max"
-                out = iv.mpf([max(w.a for w in vals) if big else min(w.a for w in vals),
-                              max(w.b for w in vals) if big else min(w.b for w in vals)])
-                if all(e is not None for e in exact):
-                    q = max(exact) if big else min(exact)
-            elif name in ("Abs", "abs"):
-                out = abs(v)
-                q = None if exact[0] is None else abs(exact[0])
-            elif name == "atan":
-                out = iv.atan2(v, 1)
-            elif name == "tanh":
-                out = monotone(lambda z: 1 - 2 / (iv.exp(2 * z) + 1), v)
-            elif name == "sinh":
-                out = (iv.exp(v) - iv.exp(-v)) / 2
-            elif name == "cosh":
-                out = (iv.exp(v) + iv.exp(-v)) / 2
-            else:
-                out = getattr(iv, name)(v)
-        elif kind == "neg":
-            out, q = -vals[0], None if exact[0] is None else -exact[0]
-        else:
-            a, b = vals
-            qa, qb = exact
-            if kind == "pow":
-                integral = qb is not None and qb.denominator == 1
-                out = a ** int(qb) if integral else iv.exp(b * iv.log(a)) if a.a > 0 else a ** b
-                if qa is not None and integral and (qa != 0 or qb >= 0):
-                    q = qa ** int(qb)
-            else:
-                out = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "div": lambda: a / b}[kind]()
-                if qa is not None and qb is not None and not (kind == "div" and qb == 0):
-                    q = {"add": qa + qb, "sub": qa - qb, "mul": qa * qb, "div": qa / qb if qb else qa}[kind]
-        if q is None and out.a <= 0 <= out.b and not (out.a == 0 and out.b == 0):
-            lo, hi = (mpmath.mpf(e) for e in out._mpi_)  # (the ends, exactly)
-            raise fail(f"the constant {pretty(t)} is within {mpmath.nstr(max(-lo, hi), 2)} of 0 and its sign is not "
-                       f"certified at {_CERTIFY_DIGITS} digits; write it exactly (0 if it is 0) or remove it")
-        return out, q
-
-    saved = iv.dps
-    iv.dps = _CERTIFY_DIGITS
-    try:
-        walk(tree)
-    except InvalidInput:
-        raise
-    except (ValueError, ZeroDivisionError, OverflowError) as exc:
-        raise fail(f"a constant in it cannot be enclosed ({type(exc).__name__}); write a simpler constant") from None
-    finally:
-        iv.dps = saved
 
 
 def parse(text: str, *, check_constants: bool = True) -> tuple:
