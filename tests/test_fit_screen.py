@@ -49,7 +49,8 @@ CASES = [(_relu2, (), 1e-9), (_relu2, (), 1e-6), (_gated, ("reglu",), 1e-9), (_g
 def test_a_near_block_through_a_nearly_antipodal_pair_is_found_by_both_fits(make, args, tol: float) -> None:
     blk = make(tol, *args)
     dec = decide(blk, tol=tol)
-    assert dec.verdict.value == "unknown" and "fitted to f" in dec.reason, dec.reason
+    assert dec.verdict.value == "unknown" and ("fitted to f" in dec.reason or "nearly antipodal" in dec.reason), dec.reason
+    assert fitted_near(blk, tol, 0, blk.has_bias, 4.0) is not None  # (the fit finds it too, where the pairs' estimate does)
     assert fitted_block(blk, 4 * tol, 0, blk.has_bias) is not None  # (the checker's own fit)
 
 
@@ -57,10 +58,11 @@ def test_a_near_block_through_a_nearly_antipodal_pair_is_found_by_both_fits(make
 def test_the_verdict_without_the_fit_is_left_not_fully_checked(make, args, tol: float, monkeypatch: pytest.MonkeyPatch) -> None:
     blk = make(tol, *args)
     monkeypatch.setattr(results_module, "fitted_near", lambda *a, **k: None)  # (the producer as it was)
+    monkeypatch.setattr(results_module, "pairs_realise_skip", lambda *a, **k: None)
     old = decide(blk, tol=tol)
     assert old.verdict.value == "not_absorbable", old.reason
     rep = verify_certificate(build_certificate(old, blk, seed=0).to_json(), blk)
-    assert any("fitted here" in str(f.detail) for f in rep.not_rechecked), rep.findings
+    assert any("fitted here" in str(f.detail) or "nearly opposite" in str(f.detail) for f in rep.not_rechecked), rep.findings
 
 
 @pytest.mark.parametrize("act", ["relu", "gelu", "relu2"])
@@ -78,3 +80,41 @@ def test_the_minimal_width_is_not_overstated_past_a_fitted_block(act: str) -> No
 
     mw = minimal_width(_bias_free(1e-9, act), tol=1e-9)
     assert mw.lower is None or mw.lower <= 2, mw
+
+
+def _large_relu2(tol: float) -> Block:
+    """Red team 39a/01: d = 4, n = 12 (112 parameters: past the fit's cap) with one nearly antipodal pair beside a skip
+    M = 3000τ·w e₁ᵀ; bias shifts ±1500τ on the pair are within ~0.2τ."""
+    rng = np.random.default_rng(3)
+    U = np.vstack([[1.0, 0, 0, 0], [-1.0, 2.5e-4, 0, 0], rng.standard_normal((10, 4))])
+    w = np.array([1.0, 0.5, -0.3, 0.2])
+    D = np.hstack([np.c_[w, w], rng.standard_normal((4, 10))])
+    return Block(U, D, get_activation("relu2"), skip=3000 * tol * np.outer(w, np.eye(4)[0]), b_down=rng.standard_normal(4))
+
+
+def _gated_large_skip(tol: float) -> Block:
+    """Red team 39a/04: ReGLU d = 2, n = 3, a skip of 2000τ along a nearly antipodal gate pair (3·10⁻⁴): the value-bias
+    moves ±2000τ are far from f's units, and the local fit stalls at ~40τ; the pairs' least squares finds them."""
+    G = np.array([[1.0, 0.0], [-1.0, 3e-4], [0.3, 0.9]])
+    w = np.array([1.0, 0.5])
+    return Block(np.array([[0.3, 1.0], [0.7, -0.4], [-0.2, 0.5]]), np.c_[w, w, [0.4, -0.7]], get_activation("reglu"), W_gate=G,
+                 b_up=np.array([0.2, -0.1, 0.3]), b_down=np.array([1.0, 0.3]), skip=2000 * tol * np.outer(w, G[0]))
+
+
+@pytest.mark.parametrize("make, tol", [(_large_relu2, 1e-6), (_large_relu2, 1e-9), (_gated_large_skip, 1e-4)])
+def test_nearly_antipodal_pairs_that_may_realise_the_skip_withhold(make, tol: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    blk = make(tol)
+    dec = decide(blk, tol=tol)
+    assert dec.verdict.value == "unknown" and "nearly antipodal" in dec.reason, dec.reason
+    monkeypatch.setattr(results_module, "pairs_realise_skip", lambda *a, **k: None)  # (the producer as it was)
+    monkeypatch.setattr(results_module, "fitted_near", lambda *a, **k: None)
+    assert decide(blk, tol=tol).verdict.value == "not_absorbable"
+
+
+def test_the_checker_estimates_the_pairs_by_its_own_code() -> None:
+    from absorb.verify._fitted import antipodal_pairs
+
+    assert antipodal_pairs(_gated_large_skip(1e-4), 4e-4) is not None
+    assert antipodal_pairs(_large_relu2(1e-6), 4e-6) is not None
+    rng = np.random.default_rng(4)
+    assert antipodal_pairs(Block(rng.standard_normal((6, 3)), rng.standard_normal((3, 6)), get_activation("relu")), 4e-6) is None

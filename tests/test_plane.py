@@ -469,3 +469,17 @@ def _walk(node: object):  # type: ignore[no-untyped-def]
     elif isinstance(node, list):
         for v in node:
             yield from _walk(v)
+
+
+def test_a_product_of_blocks_each_barely_nonsingular_is_screened() -> None:
+    """Red team 39a/05: two blocks each nonsingular by s = 20τ (past a per-block screen at 4√2·τ) make F's Jacobian
+    nonsingular by s² = 400τ²: F = (h(x₁), s²x₂) is within 0.04τ of the residual-free G = (h(x₁), 0) at τ = 10⁻⁴."""
+    from absorb.engine import decide
+
+    tau, relu = 1e-4, get_activation("relu")
+    U = np.array([[1.0, 0.0], [-1.0, 0.0]])
+    s = 20 * tau
+    F = Stack([Block(U, np.array([[0.5, 0.3], [0, 0]]), relu, skip=np.diag([1.0, s])),
+               Block(U, np.array([[0.4, 0.2], [0, 0]]), relu, skip=np.diag([1.0, s]))])
+    assert decide(F, tol=tau).theorem.value != "rank"
+    assert decide(F, tol=1e-12).theorem.value == "rank"

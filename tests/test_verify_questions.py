@@ -384,18 +384,21 @@ def test_checkpoint_options_of_a_wrong_type_are_a_one_line_error(tmp_path: Path,
 
 
 def test_a_gate_whose_float_value_at_zero_is_rounding_is_zero() -> None:
-    """tanh(x) + sin(3)² + cos(3)² − 1 is tanh exactly (float64 gives g(0) = −1.1·10⁻¹⁶): no map of 'gate row 0'
-    units is claimed (such units are 0), and the block is decided as with tanh (linearization)."""
+    """tanh(x) + sin(3)² + cos(3)² − 1 is tanh exactly (float64 gives g(0) = −1.1·10⁻¹⁶): its constant has no certified
+    sign, so that spelling is refused (write 0); tanh itself is decided (linearization) with no map of 'gate row 0' units
+    claimed (such units are 0)."""
     from absorb import Block, decide, get_activation
+    from absorb._errors import InvalidInput
     from absorb.verify._tolerance import contradiction
 
     rng = np.random.default_rng(11)
     G, U, D = rng.standard_normal((2, 2)), rng.standard_normal((2, 2)), 1e-5 * rng.standard_normal((2, 2))
-    for gate in ("tanh(x)", "tanh(x) + sin(3)**2 + cos(3)**2 - 1"):
-        blk = Block(U, D, get_activation("expr:" + gate), W_gate=G)
-        dec = decide(blk, tol=1e-3)
-        assert dec.verdict.value == "not_absorbable" and dec.theorem.value == "linearization", (gate, dec.reason)
-        assert contradiction(blk, 1e-3, estimated=True) is None
+    blk = Block(U, D, get_activation("expr:tanh(x)"), W_gate=G)
+    dec = decide(blk, tol=1e-3)
+    assert dec.verdict.value == "not_absorbable" and dec.theorem.value == "linearization", dec.reason
+    assert contradiction(blk, 1e-3, estimated=True) is None
+    with pytest.raises(InvalidInput, match="sign is not certified"):
+        get_activation("expr:tanh(x) + sin(3)**2 + cos(3)**2 - 1")
 
 
 def test_records_cut_short_or_padded_are_not_fully_checked(tmp_path: Path) -> None:

@@ -180,3 +180,46 @@ def fitted_near(blk: Block, tol: float, seed: int, biases: bool, margin: float) 
     return (f"a residual-free block fitted to f (f's own units with the skip dropped, every weight{' and bias' if biases else ''} "
             f"adjusted by least squares) is within {err:.3g} = {err / tol:.2g}·τ of f at {X2.shape[0]} sampled inputs (fresh "
             "ones and both blocks' kink hyperplanes)")
+
+
+_PAIR_ANGLE = 0.2
+"""Nearly antipodal pairs up to this ‖û_i + û_j‖₁ (unit rows) take part in :func:`pairs_realise_skip`."""
+
+
+def pairs_realise_skip(blk: Block, tol: float, margin: float) -> str | None:
+    """Whether nearly antipodal units may realise f's skip within ``margin``·τ — the mechanism a local fit misses on a large
+    block or for a large skip: opposite moves of one parameter of a pair i, j with û_j ≈ −û_i (down columns, up or value
+    biases, value rows) add v·(σ(û·x) − σ(−û·x + η)) ≈ v·(û·x), erring by about L·|v|∞·|η|, |η| ≤ ‖û_i + û_j‖₁|x|∞. The
+    skip's parts along the pairs' lines, M ≈ Σ_p v_p û_pᵀ, are fitted by least squares weighted by those errors (ridge
+    δ_p² on v_p), and the estimate ‖M − Σ v_p û_pᵀ‖∞ + L·Σ_p |v_p|∞δ_p (L = 1.2, ReLU/GELU/SiLU's flip slopes and more)
+    is compared with margin·τ. An estimate, not a bound: it withholds, never decides."""
+    R = np.asarray(blk.W_gate if blk.gated else blk.W_up)
+    n, d = R.shape
+    if n < 2 or n * n * d > 1 << 26 or not np.any(blk.M):
+        return None
+    from absorb.engine.degenerate import is_relu
+
+    with np.errstate(all="ignore"):
+        size = np.linalg.norm(R, axis=1, keepdims=True)
+        Rn = R / size
+        ok = np.all(np.isfinite(Rn), axis=1)
+        i, j = np.nonzero(np.triu(Rn @ Rn.T < -0.5, 1) & ok[:, None] & ok[None, :])
+        if not blk.gated and is_relu(blk.activation):  # (ReLU(−λs) = λReLU(−s): rows of unequal length pair as well)
+            delta = np.abs(Rn[i] + Rn[j]).sum(axis=1)
+        else:  # (σ(s) − σ(−λs) is linear only for λ = 1: the rows themselves must nearly cancel)
+            delta = np.abs(R[i] + R[j]).sum(axis=1) / np.maximum(size[i, 0], size[j, 0])
+    keep = delta <= _PAIR_ANGLE
+    if not np.any(keep):
+        return None
+    i, delta = i[keep], delta[keep]
+    Uh = Rn[i]  # (pairs, d): each pair's line
+    M = np.asarray(blk.M, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        G = Uh @ Uh.T + np.diag(delta**2)
+        V = np.linalg.lstsq(G, Uh @ M.T, rcond=None)[0].T  # (d, pairs): M ≈ V Uh
+        rest = np.abs(M - V @ Uh).sum(axis=1).max()
+        est = float(rest + 1.2 * np.sum(np.abs(V).max(axis=0) * delta))
+    if not est <= margin * tol:
+        return None
+    return (f"nearly antipodal units ({len(i)} pair(s), the closest {float(delta.min()):.2g} from antipodal) may realise the skip "
+            f"by opposite moves of one parameter of each pair, erring by about {est:.3g} = {est / tol:.2g}·τ (an estimate)")

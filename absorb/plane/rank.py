@@ -82,19 +82,22 @@ def singular_subset(blocks: Sequence[Block]) -> tuple[int, list[int]] | None:
 
 
 def nearly_singular(blocks: Sequence[Block], tol: float) -> bool:
-    """Whether some ``P = M_ℓ + W_down[:, A] W_up[A, :]`` has σ_min(P) ≤ 4·√d·τ·(1 + ‖P‖₂) (float64): the argument is exact,
-    and a product that is nonsingular only by about τ is within the tolerance of a singular one — a stack with
-    F = (x₁, |x₁|/2 − 0.9τ|x₂|) was within 0.9τ of a residual-free one (a screen, not a bound)."""
+    """Whether F's Jacobian, a product of one ``P = M_ℓ + W_down[:, A] W_up[A, :]`` per block, may be singular up to about τ:
+    with s_ℓ = min over A of σ_min(P)/(1 + σ_max(P)) (float64), whether Π_ℓ s_ℓ ≤ 4·√d·τ — the argument is exact, and a
+    product nonsingular only by about τ is within the tolerance of a singular one (F = (x₁, |x₁|/2 − 0.9τ|x₂|) was within
+    0.9τ of a residual-free stack; two blocks each nonsingular by 20τ make a product nonsingular by 400τ²). A screen."""
     import numpy as np
 
+    worst = 1.0
     for b in blocks:
         M, U, D = (np.asarray(a, dtype=np.float64) for a in (b.M, b.W_up, b.W_down))
+        s_min = math.inf
         for mask in range(2 ** b.n):
             A = [i for i in range(b.n) if mask >> i & 1]
             s = np.linalg.svd(M + D[:, A] @ U[A, :], compute_uv=False)
-            if s[-1] <= 4 * math.sqrt(b.d) * tol * (1 + s[0]):
-                return True
-    return False
+            s_min = min(s_min, float(s[-1] / (1 + s[0])))
+        worst *= s_min
+    return worst <= 4 * math.sqrt(blocks[0].d) * tol
 
 
 def decide_rank(stack: Stack, decisions: tuple[BlockDecision, ...], *, path: str, tol: float) -> Decision | None:

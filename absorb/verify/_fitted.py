@@ -151,3 +151,34 @@ def fitted_block(block: Any, tol: float, seed: int, biases: bool) -> str | None:
         return None
     return (f"a residual-free block fitted here to f (its units, the skip dropped, every weight{' and bias' if biases else ''} "
             f"fitted) is within {worst:.3g} of f at {len(Y)} inputs, on the kink hyperplanes too")
+
+
+def antipodal_pairs(block: Any, tol: float) -> str | None:
+    """Whether pairs of nearly opposite unit rows (gate rows when gated), r̂_j ≈ −r̂_i within 0.2 in ℓ1, may carry f's skip:
+    each pair adds v·(σ(r̂·x) − σ(−r̂·x + η)) ≈ v·(r̂·x) for opposite moves of one of its parameters, off by about
+    1.2·|v|∞·‖r̂_i + r̂_j‖₁·|x|∞. Here M ≈ Σ v_p r̂_pᵀ is solved with those weights as a ridge, and the leftover row sums
+    plus the pairs' errors are compared with τ. An estimate (this checker's own), reported as not re-checked."""
+    R = np.asarray(block.W_gate if block.gated else block.W_up, dtype=np.float64)
+    n, d = R.shape
+    M = np.asarray(block.M, dtype=np.float64)
+    if n < 2 or n * n * d > 1 << 26 or not M.any():
+        return None
+    with np.errstate(all="ignore"):
+        length = np.sqrt(np.einsum("ij,ij->i", R, R))
+        unit = R / length[:, None]
+        lines, widths = [], []
+        for i in range(n):
+            for j in range(i + 1, n):  # (the rows themselves nearly cancel: σ(s) − σ(−λs) is linear only for λ = 1)
+                gap = float(np.abs(R[i] + R[j]).sum() / max(length[i], length[j]))
+                if math.isfinite(gap) and gap <= 0.2 and float(unit[i] @ unit[j]) < 0:
+                    lines.append(unit[i])
+                    widths.append(gap)
+        if not lines:
+            return None
+        L, w = np.array(lines), np.array(widths)
+        V = np.linalg.solve(L @ L.T + np.diag(w * w) + 1e-300 * np.eye(len(w)), L @ M.T).T
+        left = float(np.max(np.sum(np.abs(M - V @ L), axis=1)))
+        guess = left + 1.2 * float(np.sum(np.max(np.abs(V), axis=0) * w))
+    if not guess <= tol:
+        return None
+    return f"{len(w)} nearly opposite pair(s) of unit rows may carry the skip, off by about {guess:.3g} (an estimate)"

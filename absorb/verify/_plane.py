@@ -139,16 +139,19 @@ def check_rank(ctx: _Ctx, w: str, blocks: list[Block]) -> None:
     ctx.report.ok(w, f"rank argument: F's Jacobian is a product of nonsingular matrices wherever it exists, while any residual-free "
                      f"stack with a first block of width {n1} < {2 * d} has a singular one on an open set")
     # exact nonsingularity says nothing about blocks within τ: a product singular up to ~τ is screened (not bounded)
-    worst = math.inf
+    worst = 1.0  # (F's Jacobian is a product of one such matrix per block: their relative σ_min multiply)
     for b in blocks:
         M, U, D = (np.asarray(a, dtype=np.float64) for a in (b.M, b.W_up, b.W_down))
+        least = math.inf
         for mask in range(2 ** b.n):
             act = [i for i in range(b.n) if mask >> i & 1]
             sv = np.linalg.svd(M + D[:, act] @ U[act, :], compute_uv=False)
-            worst = min(worst, float(sv[-1] / (1 + sv[0])))
+            least = min(least, float(sv[-1] / (1 + sv[0])))
+        worst *= least
     if worst <= 4 * math.sqrt(d) * ctx.tol:
-        ctx.report.unchecked(w, "every product is nonsingular by more than the tolerance (σ_min/(1 + σ_max) > 4√d·τ)",
-                             f"σ_min/(1 + σ_max) = {worst:.3g}: a stack within the tolerance may have a singular one")
+        ctx.report.unchecked(w, "F's Jacobian is nonsingular by more than the tolerance (Π_ℓ min σ_min/(1 + σ_max) > 4√d·τ)",
+                             f"the product of the blocks' least σ_min/(1 + σ_max) is {worst:.3g}: a stack within the tolerance "
+                             "may have a singular Jacobian")
 
 
 def _upper(v: list[Fraction]) -> bool:
