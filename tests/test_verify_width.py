@@ -9,6 +9,7 @@ import glob
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from absorb.cli import main
@@ -284,3 +285,20 @@ def test_a_narrower_not_absorbable_that_two_merging_lines_contradict_is_not_rech
     rep = _verify(doc, path)
     assert rep.accepted and any("width 1" in f.claim and ("nearly collinear" in f.detail or "merge" in f.detail)
                                 for f in rep.not_rechecked), rep.findings
+
+
+@pytest.mark.slow
+def test_a_min_width_witness_whose_linear_pairs_land_on_a_line_verifies(tmp_path) -> None:
+    """Red team 39a/06: bias-free GELU d = 4, n = 13 with M = v·e₁ᵀ and unit 0's row e₁; the exact search runs over budget,
+    the upper bound's choice is B = ∅ with antipodal pairs for L₀ — one of which lands on line 0, so the witness reads as
+    B = [0]. verify rejected the honest certificate (exit 1); the witness is another description of the same form."""
+    from absorb.cli import main
+
+    rng = np.random.default_rng(1)
+    U = rng.normal(size=(13, 4))
+    U[0], U[1] = [1, 0, 0, 0], [-1, 0.5, 0, 0]
+    model, cert = tmp_path / "f.npz", tmp_path / "c.json"
+    np.savez(model, W_up=U, W_down=rng.normal(size=(4, 13)), skip=np.outer(rng.normal(size=4), [1, 0, 0, 0]) * 5e-3,
+             activation=np.array("gelu"))
+    main(["check", str(model), "--tol", "1e-4", "--min-width", "--certificate", str(cert), "-q"])
+    assert main(["verify", str(cert), str(model), "-q"]) == 0

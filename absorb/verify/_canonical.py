@@ -271,7 +271,14 @@ def _check_absorbable(ctx: _Ctx, w: str, b: dict[str, Any], rec: dict[str, Any],
     _require(ctx, L0w == L0 and lines_w == lines_d, w,
              "the exact residual-free witness has f's canonical form, so it equals f (exact rationals)")
     B, delta = _choice_of(Up, Dp, lines, family)
-    _require(ctx, sorted(choice.get("B", [])) == B and list(choice.get("delta", [])) == delta, w,
+    same = sorted(choice.get("B", [])) == B and list(choice.get("delta", [])) == delta
+    # (a pair realising L₀ along a line's direction puts units of both signs on it: the witness then reads as another
+    # choice of the same form; the recorded one is re-derived on its own, and the witness is checked in full below)
+    extra = set(B) - set(choice.get("B", []))  # (lines the L₀ pairs landed on: their δ reads 0 with both signs)
+    rec_delta = list(choice.get("delta", []))
+    landed = (set(choice.get("B", [])) <= set(B) and len(rec_delta) == len(delta)
+              and all(rec_delta[l] == delta[l] for l in range(len(delta)) if l not in extra))
+    _require(ctx, same or landed, w,
              "the recorded choice (B, δ) is the exact witness's: the lines with units of both signs, the lines flipped",
              f"recorded B = {choice.get('B')!r}, δ = {choice.get('delta')!r}; the witness makes B = {B}, δ = {delta}")
     Wu = np.array([[float(v) for v in r] for r in Up]).reshape(N, block.d)
