@@ -81,7 +81,8 @@ def fitted_near(blk: Block, tol: float, seed: int, biases: bool, margin: float) 
         return None
     biases = biases or blk.has_bias
     keys = _keys(blk, biases)
-    if blk.n * blk.d * (3 if blk.gated else 2) + 2 * blk.n + blk.d > FIT_MAX_PARAMS:  # (before any copy: a 7B layer's is GBs)
+    sizes = {"W_up": blk.n * blk.d, "W_down": blk.n * blk.d, "W_gate": blk.n * blk.d, "b_up": blk.n, "b_gate": blk.n, "b_down": blk.d}
+    if sum(sizes[k] for k in keys) > FIT_MAX_PARAMS:  # (before any copy: a 7B layer's weights are GBs)
         return None
     start = _start(blk, keys)
     shapes = [(k, start[k].shape) for k in keys]
