@@ -198,14 +198,15 @@ def pairs_realise_skip(blk: Block, tol: float, margin: float) -> str | None:
     n, d = R.shape
     if n < 2 or n * n * d > 1 << 26 or not np.any(blk.M):
         return None
-    from absorb.engine.degenerate import is_relu
+    from absorb.symbolic._core import get as analysis
 
+    homogeneous = analysis(blk.activation, "homogeneity").proved  # (σ, or the gate: σ(−λs) = λ^k·σ(−s))
     with np.errstate(all="ignore"):
         size = np.linalg.norm(R, axis=1, keepdims=True)
         Rn = R / size
         ok = np.all(np.isfinite(Rn), axis=1)
         i, j = np.nonzero(np.triu(Rn @ Rn.T < -0.5, 1) & ok[:, None] & ok[None, :])
-        if not blk.gated and is_relu(blk.activation):  # (ReLU(−λs) = λReLU(−s): rows of unequal length pair as well)
+        if homogeneous:  # (ReLU(−λs) = λ·ReLU(−s), ReLU² λ²: rows of unequal length pair as well, the move rescaled)
             delta = np.abs(Rn[i] + Rn[j]).sum(axis=1)
         else:  # (σ(s) − σ(−λs) is linear only for λ = 1: the rows themselves must nearly cancel)
             delta = np.abs(R[i] + R[j]).sum(axis=1) / np.maximum(size[i, 0], size[j, 0])
