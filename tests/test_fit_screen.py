@@ -118,3 +118,22 @@ def test_the_checker_estimates_the_pairs_by_its_own_code() -> None:
     assert antipodal_pairs(_large_relu2(1e-6), 4e-6) is not None
     rng = np.random.default_rng(4)
     assert antipodal_pairs(Block(rng.standard_normal((6, 3)), rng.standard_normal((3, 6)), get_activation("relu")), 4e-6) is None
+
+
+@pytest.mark.parametrize("act", ["relu", "gelu"])
+def test_a_negligible_unit_re_aimed_opposite_a_kept_unit_withholds(act: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Red team 40/01: unit 1 adds at most 0.3τ·|x|∞; moved to −u₀ with down column −v while w₀ += v, it realises the skip
+    M = v·u₀ᵀ exactly (σ(s) − σ(−s) = s): a block within ~0.13τ that no pair, merge or local fit reached."""
+    from absorb.engine._fit import freed_units_realise_skip
+    from absorb.verify._fitted import freed_slots
+
+    tol = 1e-4
+    rng = np.random.default_rng(2)
+    U = np.vstack([[1.0, 0, 0, 0], rng.standard_normal((12, 4))])
+    D = rng.standard_normal((4, 13))
+    D[:, 1] *= 0.3 * tol / (np.abs(D[:, 1]).max() * np.abs(U[1]).sum())
+    v = 50 * tol * np.array([1.0, -0.4, 0.7, 0.2])
+    blk = Block(U, D, get_activation(act), skip=np.outer(v, U[0]))
+    dec = decide(blk, tol=tol)
+    assert dec.verdict.value == "unknown", dec.reason
+    assert freed_units_realise_skip(blk, tol, 4.0) is not None and freed_slots(blk, 4 * tol) is not None

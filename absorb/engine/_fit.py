@@ -225,3 +225,38 @@ def pairs_realise_skip(blk: Block, tol: float, margin: float) -> str | None:
         return None
     return (f"nearly antipodal units ({len(i)} pair(s), the closest {float(delta.min()):.2g} from antipodal) may realise the skip "
             f"by opposite moves of one parameter of each pair, erring by about {est:.3g} = {est / tol:.2g}·τ (an estimate)")
+
+
+def freed_units_realise_skip(blk: Block, tol: float, margin: float) -> str | None:
+    """Whether f's smallest units, freed and re-aimed opposite some of f's other units, may realise the skip within
+    ``margin``·τ (ungated σ with σ(z) − σ(−z) = c·z): a unit k whose output is at most L·|w_k|∞·‖u_k‖₁·|x|∞ is dropped, its
+    slot takes the row −u_i of a unit i that f keeps, and w_i moves with it, adding v·(u_i·x) exactly; the skip's parts
+    along t of f's unit lines (chosen greedily, least squares) are fitted, and the leftover ‖·‖∞ plus the t smallest
+    units' sizes is compared with margin·τ. An estimate: it withholds, never decides."""
+    from absorb.symbolic._core import get as analysis
+
+    if blk.gated or blk.has_bias or blk.n < 2 or blk.n * blk.d > 1 << 22 or not np.any(blk.M):
+        return None
+    flip = analysis(blk.activation, "flip_identity[ungated]")
+    if not flip.proved:
+        return None
+    with np.errstate(all="ignore"):
+        U, D, M = (np.asarray(a, dtype=np.float64) for a in (blk.W_up, blk.W_down, blk.M))
+        size = 1.2 * np.abs(D).max(axis=0) * np.abs(U).sum(axis=1)  # (a unit's output per unit of |x|∞, Lip ≤ 1.2)
+        cheap = np.sort(size)
+        norms = np.linalg.norm(U, axis=1)
+        live = np.isfinite(norms) & (norms > 0)
+        lines = U[live] / norms[live, None]
+        chosen: list[int] = []
+        rest = M
+        for t in range(1, min(blk.d, blk.n - 1) + 1):
+            if not cheap[t - 1] <= margin * tol:
+                break
+            chosen.append(int(np.argmax(np.linalg.norm(rest @ lines.T, axis=0))))
+            L = lines[chosen]
+            rest = M - np.linalg.lstsq(L.T, M.T, rcond=None)[0].T @ L
+            est = float(np.abs(rest).sum(axis=1).max() + cheap[:t].sum())
+            if est <= margin * tol:
+                return (f"{t} of f's smallest units (each adding at most {cheap[t - 1]:.2g}·|x|∞), freed and re-aimed opposite "
+                        f"{t} of its other units, may realise the skip, erring by about {est:.3g} = {est / tol:.2g}·τ (an estimate)")
+    return None

@@ -182,3 +182,35 @@ def antipodal_pairs(block: Any, tol: float) -> str | None:
     if not guess <= tol:
         return None
     return f"{len(w)} nearly opposite pair(s) of unit rows may carry the skip, off by about {guess:.3g} (an estimate)"
+
+
+def freed_slots(block: Any, tol: float) -> str | None:
+    """Whether f's smallest units, dropped and re-aimed at −u_i for units i that stay (σ(z) − σ(−z) = c·z, ungated,
+    bias-free), may carry the skip: the skip's parts along t unit lines picked one by one (largest ‖R u_i‖ first, then
+    least squares on all picked) leave row sums that, with the t smallest units' sizes 1.2·|w_k|∞·‖u_k‖₁, are compared
+    with τ. This checker's own estimate, reported as not re-checked."""
+    from absorb.verify._symbolic import flip_constant
+
+    if block.gated or block.has_bias or block.n < 2 or block.n * block.d > 1 << 22:
+        return None
+    M = np.asarray(block.M, dtype=np.float64)
+    if not M.any() or flip_constant(block.activation.expr, gated=False) is None:
+        return None
+    with np.errstate(all="ignore"):
+        U, D = np.asarray(block.W_up, dtype=np.float64), np.asarray(block.W_down, dtype=np.float64)
+        sizes = sorted(1.2 * float(np.abs(D[:, k]).max()) * float(np.abs(U[k]).sum()) for k in range(block.n))
+        rows = [U[k] / float(np.linalg.norm(U[k])) for k in range(block.n) if np.linalg.norm(U[k]) > 0]
+        if not rows:
+            return None
+        picked: list[np.ndarray] = []
+        R = M
+        for t in range(1, min(block.d, block.n - 1) + 1):
+            if not sizes[t - 1] <= tol:
+                return None
+            picked.append(max(rows, key=lambda r: float(np.linalg.norm(R @ r))))
+            P = np.array(picked)
+            R = M - (M @ P.T) @ np.linalg.pinv(P @ P.T) @ P
+            guess = float(np.max(np.sum(np.abs(R), axis=1))) + sum(sizes[:t])
+            if guess <= tol:
+                return f"{t} small unit(s) re-aimed opposite kept units may carry the skip, off by about {guess:.3g} (an estimate)"
+    return None
