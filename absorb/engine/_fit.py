@@ -247,6 +247,8 @@ def freed_units_realise_skip(blk: Block, tol: float, margin: float) -> str | Non
         norms = np.linalg.norm(U, axis=1)
         live = np.isfinite(norms) & (norms > 0)
         lines = U[live] / norms[live, None]
+        if not len(lines):
+            return None  # (no row with a norm: subnormal rows square to 0)
         chosen: list[int] = []
         rest = M
         for t in range(1, min(blk.d, blk.n - 1) + 1):

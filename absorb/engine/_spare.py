@@ -552,10 +552,11 @@ def _gated_merges(pairs: list[tuple[int, int]], R: np.ndarray, W: np.ndarray, ga
         if math.isfinite(both):
             out.append((both, f"units {i} and {j} together (share {both:.2e})", (i, j), (), None))
         for a, b in ((i, j), (j, i)):
-            lam = float(R[b] @ R[a]) / float(R[a] @ R[a]) if k is not None else 1.0
+            ra, za, wa = float(R[a] @ R[a]), float(Z[:, a] @ Z[:, a]), float(W[:, a] @ W[:, a])  # (0 for subnormal rows too)
+            lam = float(R[b] @ R[a]) / ra if k is not None and ra > 0 else 1.0
             shared = lam ** float(k) * gates[:, a] if k is not None else gates[:, a]  # type: ignore[arg-type]  # (b's gate, as a's)
-            mu = float(Z[:, b] @ Z[:, a]) / float(Z[:, a] @ Z[:, a]) if np.any(Z[:, a]) else 0.0
-            nu = float(W[:, b] @ W[:, a]) / float(W[:, a] @ W[:, a]) if np.any(W[:, a]) else 0.0
+            mu = float(Z[:, b] @ Z[:, a]) / za if za > 0 else 0.0
+            nu = float(W[:, b] @ W[:, a]) / wa if wa > 0 else 0.0
             for merged in (np.outer(gates[:, a] * Z[:, a], W[:, a]) + np.outer(shared * mu * Z[:, a], W[:, b]),
                            np.outer(gates[:, a] * Z[:, a] + shared * nu * Z[:, b], W[:, a])):
                 err = float(np.max(np.max(np.abs(pair - merged), axis=1) / den))
