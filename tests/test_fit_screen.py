@@ -57,8 +57,8 @@ def test_a_near_block_through_a_nearly_antipodal_pair_is_found_by_both_fits(make
 @pytest.mark.parametrize("make, args, tol", CASES[:1] + CASES[2:3] + CASES[5:6])
 def test_the_verdict_without_the_fit_is_left_not_fully_checked(make, args, tol: float, monkeypatch: pytest.MonkeyPatch) -> None:
     blk = make(tol, *args)
-    monkeypatch.setattr(results_module, "fitted_near", lambda *a, **k: None)  # (the producer as it was)
-    monkeypatch.setattr(results_module, "pairs_realise_skip", lambda *a, **k: None)
+    monkeypatch.setattr(results_module, "near_block", lambda *a, **k: None)  # (the producer as it was)
+    monkeypatch.setattr(results_module, "near_block", lambda *a, **k: None)
     old = decide(blk, tol=tol)
     assert old.verdict.value == "not_absorbable", old.reason
     rep = verify_certificate(build_certificate(old, blk, seed=0).to_json(), blk)
@@ -106,8 +106,8 @@ def test_nearly_antipodal_pairs_that_may_realise_the_skip_withhold(make, tol: fl
     blk = make(tol)
     dec = decide(blk, tol=tol)
     assert dec.verdict.value == "unknown" and "nearly antipodal" in dec.reason, dec.reason
-    monkeypatch.setattr(results_module, "pairs_realise_skip", lambda *a, **k: None)  # (the producer as it was)
-    monkeypatch.setattr(results_module, "fitted_near", lambda *a, **k: None)
+    monkeypatch.setattr(results_module, "near_block", lambda *a, **k: None)  # (the producer as it was)
+    monkeypatch.setattr(results_module, "near_block", lambda *a, **k: None)
     assert decide(blk, tol=tol).verdict.value == "not_absorbable"
 
 

@@ -148,7 +148,7 @@ def test_past_the_screened_range_a_flip_route_needs_the_robust_bound() -> None:
         assert dec.verdict.value == "unknown" and dec.robust_bar is None, dec.reason
     old = pytest.MonkeyPatch()
     old.setattr(results_module, "SCREENED_TOL_MAX", 1.0)  # (the producer as it was)
-    old.setattr(results_module, "fitted_near", lambda *a, **k: None)  # (and without the fit, which finds a near block)
+    old.setattr(results_module, "near_block", lambda *a, **k: None)  # (and without the fit, which finds a near block)
     try:
         whole = decide(blk, tol=0.0251)
     finally:

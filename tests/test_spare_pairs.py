@@ -67,7 +67,7 @@ def test_a_pair_far_from_linear_frees_nothing_and_one_near_collinear_withholds(a
 
     f = _antipodal(act, 1e-1)[0]
     assert "fitted to f" in decide_block(f, tol=1e-2).reason
-    monkeypatch.setattr(results, "fitted_near", lambda *a, **k: None)
+    monkeypatch.setattr(results, "near_block", lambda *a, **k: None)
     assert decide_block(f, tol=1e-2).verdict is Verdict.NOT_ABSORBABLE
     assert spare_units(f, 1e-2, 0, False) is None
     f = _antipodal(act, 1e-3, sign=-1.0)[0]

@@ -390,8 +390,8 @@ def test_the_canonical_form_keeps_a_near_block_whose_dropped_part_is_within_the_
     monkeypatch.setattr(degenerate, "asymptotic_gain", lambda *a: 0.0)
     from absorb.engine import results
 
-    monkeypatch.setattr(results, "fitted_near", lambda *a, **k: None)
-    monkeypatch.setattr(results, "freed_units_realise_skip", lambda *a, **k: None)
+    monkeypatch.setattr(results, "near_block", lambda *a, **k: None)
+    monkeypatch.setattr(results, "near_block", lambda *a, **k: None)
     old = decide(blk, tol=1e-3)
     assert old.blocks[0].verdict.value == "not_absorbable"
     rep = verify_certificate(build_certificate(old, blk, seed=0).to_json(), blk)
@@ -422,7 +422,7 @@ def test_a_flip_within_the_tolerance_because_f_is_large_is_not_excluded(act: str
     assert decide(blk, tol=1e-3).verdict.value != "not_absorbable"
     monkeypatch.setattr(results, "asymptotic_gain", lambda *a: 0.0)
     monkeypatch.setattr(tolerance_module, "SCREEN_MARGIN", 1.0)  # (nor the screens' margin)
-    monkeypatch.setattr(results, "fitted_near", lambda *a, **k: None)  # (nor the fit)
+    monkeypatch.setattr(results, "near_block", lambda *a, **k: None)  # (nor the fit)
     old = decide(blk, tol=1e-3)
     assert old.verdict.value == "not_absorbable"
     rep = verify_certificate(build_certificate(old, blk, seed=0).to_json(), blk)
@@ -567,7 +567,7 @@ def test_a_fitted_near_block_past_the_screens_is_withheld_by_their_margin(monkey
     monkeypatch.setattr(tolerance_module, "SCREEN_MARGIN", 1.0)  # (the producer as it was)
     from absorb.engine import results
 
-    monkeypatch.setattr(results, "fitted_near", lambda *a, **k: None)
+    monkeypatch.setattr(results, "near_block", lambda *a, **k: None)
     old = decide(blk, tol=0.02)
     assert old.verdict.value == "not_absorbable"
     rep = verify_certificate(build_certificate(old, blk, seed=0).to_json(), blk)

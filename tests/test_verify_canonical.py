@@ -264,7 +264,7 @@ def test_lines_that_merge_within_the_tolerance_withhold_the_canonical_verdict(bl
 
     monkeypatch.setattr(degenerate_module, "_mergeable", lambda *a, **k: [])  # (the producer as it was)
     monkeypatch.setattr(results_module, "within_margin", lambda *a, **k: None)
-    monkeypatch.setattr(results_module, "fitted_near", lambda *a, **k: None)
+    monkeypatch.setattr(results_module, "near_block", lambda *a, **k: None)
     old = decide(blk, tol=tol)
     assert old.verdict.value == "not_absorbable" and old.theorem.value == "canonical-form"
     rep = verify_certificate(build_certificate(old, blk, seed=0).to_json(), blk)
@@ -297,6 +297,6 @@ def test_merges_cheaper_than_moving_one_line_onto_the_other_withhold(blk: Block,
     from absorb.engine import results as results_module
     from absorb.verify._canonical import _merge_cost  # noqa: F401  (the checker's estimate, exercised through verify)
 
-    monkeypatch.setattr(results_module, "fitted_near", lambda *a, **k: None)  # (the merge estimate alone)
+    monkeypatch.setattr(results_module, "near_block", lambda *a, **k: None)  # (the merge estimate alone)
     dec = decide(blk, tol=tol)
     assert dec.verdict.value == "unknown" and "merge" in dec.reason, dec.reason

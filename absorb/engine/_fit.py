@@ -262,3 +262,10 @@ def freed_units_realise_skip(blk: Block, tol: float, margin: float) -> str | Non
                 return (f"{t} of f's smallest units (each adding at most {cheap[t - 1]:.2g}·|x|∞), freed and re-aimed opposite "
                         f"{t} of its other units, may realise the skip, erring by about {est:.3g} = {est / tol:.2g}·τ (an estimate)")
     return None
+
+
+def near_block(blk: Block, tol: float, seed: int, biases: bool, margin: float) -> str | None:
+    """The screens of this module in order of cost — pairs, freed units, the local fit — : why a block within
+    ``margin``·τ may exist, or None."""
+    return (pairs_realise_skip(blk, tol, margin) or freed_units_realise_skip(blk, tol, margin)
+            or fitted_near(blk, tol, seed, biases, margin))

@@ -25,7 +25,7 @@ from fractions import Fraction
 import numpy as np
 
 from absorb.engine import hypotheses as hyp
-from absorb.engine._fit import fitted_near, freed_units_realise_skip, pairs_realise_skip
+from absorb.engine._fit import near_block
 from absorb.engine.degenerate import decide_degenerate, family_of, is_relu
 from absorb.engine.tolerance import SCREEN_MARGIN, within_margin, within_tolerance
 from absorb.engine.verdict import BlockDecision, Hypothesis, ResidualFreeClass, Theorem, Verdict, Witness
@@ -168,9 +168,7 @@ class Ctx:
                                     reads_f=theorem is not Theorem.BOUNDED)
             if (near is None and theorem in _SCREENED and kw.get("robust_bar") is None and self.tol <= SCREENED_TOL_MAX
                     and self.rf_class.width == self.block.n
-                    and (fit := pairs_realise_skip(self.block, self.tol, SCREEN_MARGIN)
-                         or freed_units_realise_skip(self.block, self.tol, SCREEN_MARGIN)
-                         or fitted_near(self.block, self.tol, self.seed, self.rf_class.biases, SCREEN_MARGIN)) is not None):
+                    and (fit := near_block(self.block, self.tol, self.seed, self.rf_class.biases, SCREEN_MARGIN)) is not None):
                 near = (f"Unknown: {reason.rstrip('.')}; but {fit} — the exact argument rules out blocks equal to f, and "
                         "this one is within the screens' margin of the tolerance.")
             if near is None and theorem in _SCREENED and kw.get("robust_bar") is None:  # (no proof for every block within τ)

@@ -186,10 +186,10 @@ def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: in
     biases = getattr(getattr(decision, "residual_free_class", None), "biases", None)  # (the question's class: g may have biases)
     near = within_tolerance(block, tol, seed, width, biases) if wd.verdict is Verdict.NOT_ABSORBABLE else None
     if near is None and wd.verdict is Verdict.NOT_ABSORBABLE and width == block.n:  # (at f's width: a block fitted near its units)
-        from absorb.engine._fit import fitted_near, pairs_realise_skip
+        from absorb.engine._fit import near_block
         from absorb.engine.tolerance import SCREEN_MARGIN
 
-        fit = pairs_realise_skip(block, tol, SCREEN_MARGIN) or fitted_near(block, tol, seed, bool(biases), SCREEN_MARGIN)
+        fit = near_block(block, tol, seed, bool(biases), SCREEN_MARGIN)
         near = None if fit is None else f"Unknown: {wd.reason.rstrip('.')}; but {fit}."
     return wd if near is None else WidthDecision(width, Verdict.UNKNOWN, near, Theorem.NONE.value)
 

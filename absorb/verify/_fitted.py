@@ -214,3 +214,8 @@ def freed_slots(block: Any, tol: float) -> str | None:
             if guess <= tol:
                 return f"{t} small unit(s) re-aimed opposite kept units may carry the skip, off by about {guess:.3g} (an estimate)"
     return None
+
+
+def near_fitted(block: Any, tol: float, seed: int, biases: bool) -> str | None:
+    """This module's screens in order of cost — pairs, freed slots, the fit —: why a block within ``tol`` may exist."""
+    return antipodal_pairs(block, tol) or freed_slots(block, tol) or fitted_block(block, tol, seed, biases)

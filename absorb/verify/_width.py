@@ -181,9 +181,9 @@ def check_claim(ctx: _Ctx, w: str, rec: Any, block: Block, main: _Main, *, asked
         if fewer is not None:
             ctx.report.unchecked(w, f"the exact answer at width {N} agrees with the tolerance", fewer)
     elif v == "not_absorbable" and N == block.n:
-        from absorb.verify._fitted import fitted_block
+        from absorb.verify._fitted import near_fitted
 
-        fit = fitted_block(block, 4 * ctx.tol, ctx.seed, bool(ctx.once.get("class_biases")))
+        fit = near_fitted(block, 4 * ctx.tol, ctx.seed, bool(ctx.once.get("class_biases")))
         if fit is not None:
             ctx.report.unchecked(w, f"the exact answer at width {N} agrees with the tolerance (at 4× it, a fitted block)", fit)
     if v == "absorbable":

@@ -82,7 +82,7 @@ from absorb.verify._canonical import check_canonical_form
 from absorb.verify._citations import HYPOTHESIS_LISTS, argument_fields, citation_ok, properties_used
 from absorb.verify._compose import check_composition
 from absorb.verify._depth import check_skip_product
-from absorb.verify._fitted import antipodal_pairs, fitted_block, freed_slots
+from absorb.verify._fitted import near_fitted
 from absorb.verify._gated import check_gated_skeleton
 from absorb.verify._infeasible import (  # noqa: F401
     ENUM_MAX_ENTRIES,
@@ -270,7 +270,7 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         def wide(t: float) -> str | None:  # (at 4τ: a block fitted near f's units, where the rule past 1e-4 leaves it)
             if t <= ctx.tol or ctx.tol > SCREENED_TOL_MAX:
                 return None
-            return antipodal_pairs(orig, t) or freed_slots(orig, t) or fitted_block(orig, t, ctx.seed, bool(biases))
+            return near_fitted(orig, t, ctx.seed, bool(biases))
 
         if verdict == "not_absorbable" and th in _FITTED and not ctx.once.get("robust") and ctx.tol > SCREENED_TOL_MAX:
             ctx.report.unchecked(w, "past τ = 1e-4 this route's not_absorbable covers every block within τ (the robust skeleton "
