@@ -254,13 +254,20 @@ def test_a_tolerance_outside_0_1_is_rejected(tmp_path: Path, tol: object) -> Non
 
 def test_an_out_of_range_block_names_the_range_and_the_fix(tmp_path: Path) -> None:
     """docs/degenerate.md: outside [2^-200, 2^200] the canonical form's answer is unknown, naming the
-    range and the fix; the reason printed is the index set's, so it must carry the canonical form's."""
+    range and the fix; the reason printed is the index set's, so it must carry the canonical form's. A block
+    wholly at 2^300 is decided through its exact rescaling (docs/user-guide.md, Scale); rows at 2^300 and
+    2^-300 side by side stay out of range in every frame."""
     U, D = np.array([[1.0, 0], [-1, 0], [0, 1]]), np.array([[2.0, 5, 0], [3, 7, -1]])
     model = tmp_path / "b.npz"
-    np.savez(model, W_up=U * 2.0**300, W_down=D * 2.0**-300, activation=np.array("relu"))
-    r = subprocess.run([sys.executable, "-m", "absorb", "check", str(model), "--json"], capture_output=True, text=True,
-                       timeout=120, cwd=ROOT)
-    b = json.loads(r.stdout)["blocks"][0]
+
+    def check(s: np.ndarray) -> dict:
+        np.savez(model, W_up=U * s[:, None], W_down=D / s[None, :], activation=np.array("relu"))
+        r = subprocess.run([sys.executable, "-m", "absorb", "check", str(model), "--json"], capture_output=True, text=True,
+                           timeout=120, cwd=ROOT)
+        return json.loads(r.stdout)["blocks"][0]
+
+    assert check(np.full(3, 2.0**300))["verdict"] == check(np.ones(3))["verdict"] == "absorbable"
+    b = check(np.array([2.0**300, 2.0**300, 2.0**-300]))
     assert b["verdict"] == "unknown" and "2^200" in b["reason"] and "rescale" in b["reason"], b["reason"]
 
 

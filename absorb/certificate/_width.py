@@ -98,6 +98,7 @@ def width_entries(decision: Decision, fields: list[dict[str, Any]], *, seed: int
     out = []
     for bd, f in zip(decision.blocks, fields, strict=True):
         entry = block_entry(bd)
+        bd = bd if bd.input_scale is None else bd.input_scale[1]  # (a rescaled block's widths are F's, as its evidence)
         if "width" in f:
             w = f["width"]
             entry["width"] = plain(width_record(bd, w["asked"], w["verdict"], w["theorem"], w["reason"]))

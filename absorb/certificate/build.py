@@ -702,6 +702,13 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
     """One block's part of a certificate.  It needs the block's weights (for their hashes):
     for a checkpoint decided a layer at a time, build it in ``decide_collection``'s
     ``on_block`` and pass the entries to :func:`build_certificate`."""
+    if bd.input_scale is not None:  # decided as F(x) = 2^-k·f(2^k·x): F's entry, with f's identity and k
+        k, inner = bd.input_scale
+        entry = block_entry(inner)
+        entry.update(plain({"name": bd.block.name, "reason": bd.reason, "weights": block_weights(bd.block),
+                            "input_scale": {"exponent": k, "statement": f"checked as F(x) = 2^{-k}·f(2^{k}·x): rows times "
+                                            f"2^{k}, W_down and b_down times 2^{-k}, exact in float64"}}))
+        return entry
     normalised = _normalised_entry(bd)
     if normalised is not None:
         return normalised

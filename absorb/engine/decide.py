@@ -43,7 +43,7 @@ from absorb._errors import InvalidInput
 from absorb.engine.results import Ctx, Progress, answer, necessity_sigma
 from absorb.engine.verdict import BlockDecision, Decision, Theorem, Verdict, Witness
 from absorb.engine.witness import composed_bound, eval_threshold, evaluation_error
-from absorb.model.block import Block, Stack, check_decide_inputs
+from absorb.model.block import FRAME_FREE, Block, Stack, check_decide_inputs, frame_exponent, rescale_inputs
 from absorb.rigorous import gamma as _gamma  # Higham's γ_k, shared with the search backends
 from absorb.search import Method
 from absorb.search._types import DEFAULT_TOL
@@ -54,20 +54,45 @@ if TYPE_CHECKING:
 
 
 def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.0, seed: int = 0, method: Method = "auto",
-                 allow_biases: bool = False, search_progress: Progress | None = None) -> BlockDecision:
+                 allow_biases: bool = False, search_progress: Progress | None = None, rescale: bool = True) -> BlockDecision:
     """Decide whether ``f(x) = M x + B(x)`` equals some residual-free block of width n.
 
     The results are tried in the order of :data:`absorb.engine.results.RESULTS`. With
     ``allow_biases`` the residual-free block may have biases even when f has none (the
     wider question; results that cover bias-free blocks only are then not used).
     ``search_progress`` (optional) is called now and then during a long index-set search
-    with a short note, e.g. ``"meet-in-the-middle: 120/2048 regions"``."""
+    with a short note, e.g. ``"meet-in-the-middle: 120/2048 regions"``. With ``rescale``, a
+    block whose rows' typical size is past 2^±8 is decided as the exactly rescaled block
+    2^-k·f(2^k·x) of rows of size ~1 (:func:`_in_frame`): the same answer, read where σ's
+    shape shows."""
     check_decide_inputs(block, tol=tol, timeout=timeout, seed=seed, method=method)
     for act in _activations(block):  # σ's (and a value activation's) properties, within a share of the budget
         props.prepare(act, timeout=props.analysis_budget(timeout))
-    ctx = Ctx(block=block, tol=tol, timeout=timeout, seed=seed, method=method, allow_biases=allow_biases,
-              search_progress=search_progress)
-    return answer(ctx)
+
+    def ctx(blk: Block) -> Ctx:
+        return Ctx(block=blk, tol=tol, timeout=timeout, seed=seed, method=method, allow_biases=allow_biases,
+                   search_progress=search_progress)
+
+    k = frame_exponent(block) if rescale and block.hc is None else 0
+    if abs(k) > FRAME_FREE and (nb := rescale_inputs(block, k)) is not None:
+        bd = _in_frame(block, answer(ctx(nb)), k)
+        if bd is not None:
+            return bd
+    return answer(ctx(block))
+
+
+def _in_frame(block: Block, inner: BlockDecision, k: int) -> BlockDecision | None:
+    """f's decision from the decision ``inner`` of F(x) = 2^-k·f(2^k·x): F's verdict, theorem and evidence (the
+    same answer: g ↦ 2^-k·g(2^k·x) maps residual-free blocks onto residual-free blocks and the tolerance's
+    inequality onto itself), its witness G mapped back to g(x) = 2^k·G(2^-k·x), whose proved error
+    |f − g|∞ ≤ a|x|∞ + 2^k·e follows from G's a|x|∞ + e. None where g does not map back exactly in float64."""
+    w = None if inner.witness is None else inner.witness.in_frame(k)
+    if inner.witness is not None and w is None:
+        return None
+    rows = "W_gate, W_up" if block.gated else "W_up"
+    note = (f" (Decided as F(x) = 2^{-k}·f(2^{k}·x), exact in float64 — {rows} times 2^{k}, W_down and b_down times "
+            f"2^{-k} — since f's rows have typical size 2^{-k}: F has the same answer at every tolerance.)")
+    return dataclasses.replace(inner, block=block, witness=w, reason=inner.reason + note, input_scale=(k, inner))
 
 
 def _activations(block: Block) -> tuple:
@@ -134,7 +159,7 @@ def decide_stack(stack: Stack, *, path: str = "", tol: float = DEFAULT_TOL, time
             progress(blk.name)
         note = None if search_progress is None else (lambda s, name=blk.name: search_progress(f"{name}: {s}"))
         decisions.append(decide_block(blk, tol=tol, timeout=timeout / max(1, len(stack)), seed=seed, method=method,
-                                      allow_biases=allow_biases, search_progress=note))
+                                      allow_biases=allow_biases, search_progress=note, rescale=len(stack) == 1))
     if len(stack) == 1:
         (bd,) = decisions
         return Decision(path=path, verdict=bd.verdict, theorem=bd.theorem, reason=bd.reason, blocks=(bd,), tolerance=tol,

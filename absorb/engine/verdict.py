@@ -8,12 +8,13 @@ steps), the search result, and the checked witness.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from absorb.model.block import Block
+from absorb.model.block import Block, rescale_inputs
 from absorb.search._types import SearchResult
 from absorb.symbolic._core import Property
 
@@ -117,6 +118,15 @@ class Witness:
     """``(a, e)`` proved: |f(x) − B'(x)|_∞ ≤ a·|x|_∞ + e for every x (None: no rigorous bound;
     not part of the JSON). A stack's composition is bounded from its blocks' (a, e)."""
 
+    def in_frame(self, k: int) -> Witness | None:
+        """This witness G of F(x) = 2^-k·f(2^k·x) as one of f: g(x) = 2^k·G(2^-k·x) (rows times 2^-k, W_down and
+        b_down times 2^k), whose proved error a|x|∞ + 2^k·e follows from G's a|x|∞ + e. None where g rounds."""
+        g = rescale_inputs(self.block, -k)
+        if g is None:
+            return None
+        e = None if self.bound is None else math.ldexp(self.bound[1], k)
+        return replace(self, block=g, bound=None if e is None or not math.isfinite(e) else (self.bound[0], e))
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if self.S is not None:
@@ -155,6 +165,10 @@ class BlockDecision:
     """A flip route's not_absorbable that the robust skeleton bound extends to every block within the tolerance:
     that bound's distance bar, which the search's proved bound clears (None: only blocks equal to f are ruled out,
     with the screened near blocks)."""
+    input_scale: tuple[int, BlockDecision] | None = None
+    """``(k, the decision of F(x) = 2^-k·f(2^k·x))`` when f was decided through that exact rescaling (its rows'
+    typical size far from 1): the verdict, theorem and evidence are F's (the same answer), the witness mapped back
+    to f (:func:`absorb.model.block.rescale_inputs`); a certificate records F's evidence and k."""
 
     def to_json(self) -> dict[str, Any]:
         b = self.block

@@ -24,7 +24,7 @@ every route (docs/degenerate.md §3).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -182,6 +182,12 @@ def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: in
     from absorb.engine.tolerance import within_tolerance
 
     width = _check_width(width, block)
+    if decision is not None and decision.input_scale is not None and decision.block is block:
+        k, inner = decision.input_scale  # (f decided as F(x) = 2^-k·f(2^k·x): so is each width, its witness mapped back)
+        wd = decide_width(inner.block, width, tol=tol, seed=seed, budget=budget, decision=inner)
+        g = None if wd.witness is None else wd.witness.in_frame(k)
+        if wd.witness is None or g is not None:
+            return replace(wd, witness=g)
     wd = _decide_width(block, width, tol=tol, seed=seed, budget=budget, decision=decision)
     biases = getattr(getattr(decision, "residual_free_class", None), "biases", None)  # (the question's class: g may have biases)
     near = within_tolerance(block, tol, seed, width, biases) if wd.verdict is Verdict.NOT_ABSORBABLE else None

@@ -525,3 +525,38 @@ def sinkhorn(logits: np.ndarray, *, iters: int = 200) -> np.ndarray:
         K = K / K.sum(axis=1, keepdims=True)
         K = K / K.sum(axis=0, keepdims=True)
     return K
+
+
+FRAME_FREE = 8
+"""Blocks whose rows' typical size is within 2^±FRAME_FREE of 1 are decided as they are (:func:`frame_exponent`)."""
+
+
+def frame_exponent(block: Block) -> int:
+    """The k for which ``2^-k·f(2^k·x)`` has rows of typical size 1: the median over nonzero rows of
+    ``max_j |W[i, j]|`` (W the gate rows of a gated block, the up rows otherwise) is in [2^-k, 2^(1-k)).
+    0 where no row is nonzero."""
+    W = block.W_gate if block.gated else block.W_up
+    with np.errstate(all="ignore"):
+        top = np.max(np.abs(W), axis=1) if W.size else np.zeros(0)
+    top = top[(top > 0) & np.isfinite(top)]
+    if not top.size:
+        return 0
+    return 1 - int(np.frexp(float(np.sort(top)[(top.size - 1) // 2]))[1])  # (the lower median: no sum to overflow)
+
+
+def rescale_inputs(block: Block, k: int) -> Block | None:
+    """``F(x) = 2^-k·f(2^k·x)``: ``W_up``, ``W_gate`` times 2^k, ``W_down``, ``b_down`` times 2^-k (M and the
+    inner biases kept), or None where an entry would round or overflow in its dtype. F has the same
+    answer as f at every tolerance: g ↦ 2^-k·g(2^k·x) maps the residual-free blocks of each class onto
+    themselves and the tolerance's inequality for (f, g) onto the one for (F, G)."""
+    out: dict[str, np.ndarray] = {}
+    for key, e in (("W_up", k), ("W_gate", k), ("W_down", -k), ("b_down", -k)):
+        a = getattr(block, key)
+        if a is None:
+            continue
+        with np.errstate(all="ignore"):
+            b = np.ldexp(a, e).astype(a.dtype, copy=False)
+            if not (np.all(np.isfinite(b)) and np.array_equal(np.ldexp(b, -e).astype(a.dtype, copy=False), a)):
+                return None
+        out[key] = b
+    return replace(block, **out)

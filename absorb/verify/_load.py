@@ -156,7 +156,7 @@ _FIELDS = {
     # a block's record: each field is re-derived (or prose, or listed as not a claim in docs/certificates.md)
     "block": {"name", "kind", "activation", "activation_function", "value_activation_function", "d", "n", "skip", "verdict",
               "theorem", "reason", "class", "tolerance", "weights", "hypotheses", "properties", "argument", "witness",
-              "canonical_form", "search", "value_normalisation", "width", "min_width"},
+              "canonical_form", "search", "value_normalisation", "input_scale", "width", "min_width"},
     "canonical_form": {"family", "width", "L0", "lines", "dead_units", "inactive_lines", "choice", "min_width", "witness_exact",
                        "near"},
     "": {"schema", "schema_version", "created", "tool", "command", "paper", "input", "parameters", "verdict", "theorem",

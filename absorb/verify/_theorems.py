@@ -527,3 +527,34 @@ def normalised_value_block(ctx: _Ctx, w: str, rec: Any, block: Block) -> tuple[B
     ctx.report.ok(w, f"h(z) = {c}·z + {k}: the block is rebuilt here with h(z) = z, W_up·{c}, b_up·{c} + {k} "
                   f"({'exactly' if ok else 'with rounding in c·b_up + k' if w_ok else 'with rounding'} in float64)")
     return block.replace(W_up=W2, b_up=b2, value_activation=None), ok, w_ok
+
+
+# ------------------------------------------------------- an exact input rescaling --
+_SCALE_EXPONENT_MAX = 2200  # (beyond it every nonzero float64 entry overflows or vanishes)
+
+
+def rescaled_block(ctx: _Ctx, w: str, rec: Any, block: Block) -> Block:
+    """The entry's ``input_scale`` {exponent: k}: the block F(x) = 2^-k·f(2^k·x), rebuilt here — the weight
+    rows (up and gate) times 2^k, the down weights and output bias times 2^-k, the skip and inner biases as
+    they are — and required exact in each array's dtype. Any k is then sound: g ↦ 2^-k·g(2^k·x) maps
+    residual-free blocks of each class onto themselves, and |f − g|∞ ≤ τ(|f(x)|∞ + |x|∞ + |f(0)|∞) for all x
+    holds exactly when the same holds for F and that image of g. The rest of the entry is checked on F."""
+    _require(ctx, isinstance(rec, dict) and set(rec) <= {"exponent", "statement"}, w,
+             "the input rescaling records its exponent", f"recorded {rec!r}")
+    k = rec.get("exponent")
+    _require(ctx, isinstance(k, int) and not isinstance(k, bool) and abs(k) <= _SCALE_EXPONENT_MAX, w,
+             "the input rescaling's exponent is an integer", f"recorded {k!r}")
+    _require(ctx, block.hc is None, w, "the rescaled block is not a lifted Hyper-Connection block")
+    arrays = {}
+    for key, e in (("W_up", k), ("W_gate", k), ("W_down", -k), ("b_down", -k)):
+        a = getattr(block, key)
+        if a is None:
+            continue
+        with np.errstate(over="ignore", under="ignore"):
+            r = np.ldexp(a, e).astype(a.dtype)
+            back = np.ldexp(r, -e).astype(a.dtype)
+        _require(ctx, bool(np.all(np.isfinite(r))) and np.array_equal(back, a), w, f"{key} times 2^{e} is exact in {a.dtype}",
+                 "an entry rounds or overflows", fail_only=True)
+        arrays[key] = r
+    ctx.report.ok(w, f"f is checked as F(x) = 2^{-k}·f(2^{k}·x), rebuilt here exactly (the same answer at every tolerance)")
+    return block.replace(**arrays)

@@ -105,16 +105,8 @@ from absorb.verify._load import (  # noqa: F401
     structures,
     unknown_fields,
 )
-from absorb.verify._numerics import (
-    HASH_CONVENTION,
-    _float_skip_product,
-    _gamma,
-    _parse_number,
-    sha256_f64,
-)
-from absorb.verify._numerics import (
-    check_array_record as _check_array_record,
-)
+from absorb.verify._numerics import HASH_CONVENTION, _float_skip_product, _gamma, _parse_number, sha256_f64
+from absorb.verify._numerics import check_array_record as _check_array_record
 from absorb.verify._plane import check_kinks, check_range, check_rank
 from absorb.verify._relu2_linear import check_relu2_linear
 from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _where  # noqa: F401
@@ -143,6 +135,7 @@ from absorb.verify._theorems import (
     check_composed_numbers,
     check_trivial_witness,
     normalised_value_block,
+    rescaled_block,
 )
 from absorb.verify._tolerance import contradiction
 from absorb.verify._weights import (  # noqa: F401
@@ -222,6 +215,8 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
     ctx.once.clear()
     try:
         _check_identity(ctx, b, block)
+        model, block = block, block if b.get("input_scale") is None else rescaled_block(ctx, w, b["input_scale"], block)
+        ctx.once["frame"] = block  # (F(x) = 2^-k·f(2^k·x) where the entry rescales: the entry's and widths' records are F's)
         orig, exact, w_exact = block, True, True
         if b.get("value_normalisation") is not None:  # h(z) = c·z + k: checked as the block with h(z) = z, rebuilt here
             block, exact, w_exact = normalised_value_block(ctx, w, b["value_normalisation"], orig)
@@ -259,7 +254,7 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         else:
             _require(ctx, verdict == supported, w, f"the verdict {verdict!r} follows from result {th!r}",
                      f"the evidence supports {supported!r}")
-        _check_records(ctx, w, b, block, th, witness, orig)
+        _check_records(ctx, w, b, block, th, witness, orig, model)
         near = contradiction(orig, ctx.tol, biases=bool(biases)) if verdict == "not_absorbable" else None
         _must(ctx, near is None, w, "no residual-free block found by bound is within the tolerance of f", f"{near}")
         def screens(t: float) -> str | None:
@@ -325,13 +320,12 @@ def _check_recorded_properties(ctx: _Ctx, w: str, b: dict[str, Any], th: str, va
 
 
 def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, witness: Block | None,
-                   orig: Block | None = None) -> None:
+                   orig: Block, model: Block) -> None:
     """The recorded numbers no theorem check reads are re-derived here too: every array record
-    (the weights' and the witness block's), the nonzero entry of M, a search record (only the
-    theorems that use one may carry it; a found S and its residual are the witness's). ``orig``:
-    the model's block when ``block`` is its normalisation (an affine value activation)."""
-    orig = block if orig is None else orig
-    arrays = _block_arrays(orig)
+    (the weights' — ``model``'s, the file's block — and the witness block's), the nonzero entry of M, a search
+    record (only the theorems that use one may carry it; a found S and its residual are the witness's). ``orig``:
+    f as checked (rescaled where the entry says so), ``block`` its normalisation (an affine value activation)."""
+    arrays = _block_arrays(model)
     n_rec = len(b.get("weights") or {})
     for k, rec in (b.get("weights") or {}).items():
         _check_array_record(ctx, w, rec, arrays[k], k)
@@ -451,10 +445,12 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
         report.fail("certificate", "the certificate covers the model's blocks", f"{len(entries)} blocks certified "
                     f"({cert.get('input', {}).get('blocks')!r} recorded), model has {len(blocks)}")
         return report
+    if structure == "stack" and len(entries) > 1 and any(isinstance(b, dict) and "input_scale" in b for b in entries):
+        return report.fail("certificate", "no block of a stack records an input rescaling (their witnesses compose)") or report
     results = []
     for b, blk in zip(entries, blocks):
         verdict, witness = check_block(ctx, b, blk)
-        check_widths(ctx, b, blk, verdict, witness)  # (absorb check --width/--min-width: docs/min-width.md)
+        check_widths(ctx, b, ctx.once.get("frame", blk), verdict, witness)  # (absorb check --width/--min-width: docs/min-width.md)
         results.append((verdict, None if structure == "collection" else witness))  # (stacks need the witnesses)
         del blk, witness
     verdicts = [v for v, _ in results]
