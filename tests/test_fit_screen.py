@@ -137,3 +137,60 @@ def test_a_negligible_unit_re_aimed_opposite_a_kept_unit_withholds(act: str, mon
     dec = decide(blk, tol=tol)
     assert dec.verdict.value == "unknown", dec.reason
     assert freed_units_realise_skip(blk, tol, 4.0) is not None and freed_slots(blk, 4 * tol) is not None
+
+
+# ---- red team 41: near blocks that combine two mechanisms (a freed unit or a nearly antipodal pair beside flips) ----
+def _pair_plus_flip(act: str, d: int, n: int, tol: float, seed: int = 4) -> tuple[Block, Block]:
+    """M = −w_k u_kᵀ + v·u₀ᵀ: an exact flip of unit k removes the first part, units 0 and 1 (‖û₀ + û₁‖₁ ≈ 10⁻³) carry
+    the second by opposite moves of their down columns; g within ~0.1τ."""
+    rng = np.random.default_rng(seed)
+    U, W = rng.normal(size=(n, d)), rng.normal(size=(d, n))
+    r = rng.normal(size=d)
+    U[1] = -U[0] + 1e-3 * np.linalg.norm(U[0]) * r / np.abs(r).sum()
+    W[:, 2] *= 0.05 / np.abs(W[:, 2]).max()
+    v = rng.normal(size=d)
+    v *= 100 * tol / np.abs(v).max()
+    f = Block(W_up=U, W_down=W, skip=-np.outer(W[:, 2], U[2]) + np.outer(v, U[0]), activation=get_activation(act))
+    Ug, Wg = U.copy(), W.copy()
+    Wg[:, 0] += v
+    Wg[:, 1] -= v
+    Ug[2] = -U[2]
+    return f, Block(W_up=Ug, W_down=Wg, skip=np.zeros((d, d)), activation=get_activation(act))
+
+
+def _biased_freed(act: str, d: int, n: int, tol: float, seed: int = 2) -> tuple[Block, Block]:
+    """A unit of size 0.3τ freed and re-aimed opposite unit 0 (its bias too) carries M = v·u₀ᵀ exactly."""
+    rng = np.random.default_rng(seed)
+    U, W, bu, bd = rng.normal(size=(n, d)), rng.normal(size=(d, n)), rng.normal(size=n), rng.normal(size=d)
+    W[:, 3] *= 0.3 * tol / (np.abs(W[:, 3]).max() * (np.abs(U[3]).sum() + abs(bu[3])))
+    v = rng.normal(size=d)
+    v *= 1000 * tol / np.abs(v).max()
+    f = Block(W_up=U, W_down=W, b_up=bu, b_down=bd, skip=np.outer(v, U[0]), activation=get_activation(act))
+    Ug, Wg, bug, bdg = U.copy(), W.copy(), bu.copy(), bd.copy()
+    Ug[3], bug[3], Wg[:, 3] = -U[0], -bu[0], -v
+    Wg[:, 0] += v
+    bdg -= v * bu[0]
+    return f, Block(W_up=Ug, W_down=Wg, b_up=bug, b_down=bdg, skip=np.zeros((d, d)), activation=get_activation(act))
+
+
+def _rel_error(f: Block, g: Block, seed: int = 0) -> float:
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((20000, f.d)) * np.exp(rng.uniform(-6, 12, size=(20000, 1)))
+    num = np.abs(f(X) - g(X)).max(axis=1)
+    return float(np.max(num / (np.abs(f(X)).max(axis=1) + np.abs(X).max(axis=1) + f.f0_inf)))
+
+
+@pytest.mark.parametrize("make, act, d, n, tol", [(_pair_plus_flip, "relu", 4, 13, 1e-4), (_pair_plus_flip, "gelu", 4, 13, 1e-4),
+                                                  (_pair_plus_flip, "relu", 3, 6, 1e-4), (_biased_freed, "relu", 4, 13, 1e-4),
+                                                  (_biased_freed, "silu", 4, 13, 1e-5)])
+def test_combined_mechanisms_withhold_not_absorbable(tmp_path, make, act, d, n, tol) -> None:
+    f, g = make(act, d, n, tol)
+    assert _rel_error(f, g) <= tol  # (g is residual-free, of f's width and class, within τ)
+    dec = decide(f, tol=tol)
+    assert dec.verdict.value != "not_absorbable", dec.reason
+    # a forged not_absorbable (the exact argument's certificate with the verdict kept) is not accepted as fully checked
+    doc = build_certificate(decide(f, tol=1e-9), f, seed=0).to_json()
+    if doc["verdict"] == "not_absorbable":
+        doc["parameters"]["tolerance"] = doc["blocks"][0]["tolerance"] = tol
+        rep = verify_certificate(doc, f)
+        assert not rep.accepted or rep.not_rechecked

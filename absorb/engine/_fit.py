@@ -187,85 +187,94 @@ _PAIR_ANGLE = 0.2
 """Nearly antipodal pairs up to this ‖û_i + û_j‖₁ (unit rows) take part in :func:`pairs_realise_skip`."""
 
 
-def pairs_realise_skip(blk: Block, tol: float, margin: float) -> str | None:
-    """Whether nearly antipodal units may realise f's skip within ``margin``·τ — the mechanism a local fit misses on a large
-    block or for a large skip: opposite moves of one parameter of a pair i, j with û_j ≈ −û_i (down columns, up or value
-    biases, value rows) add v·(σ(û·x) − σ(−û·x + η)) ≈ v·(û·x), erring by about L·|v|∞·|η|, |η| ≤ ‖û_i + û_j‖₁|x|∞. The
-    skip's parts along the pairs' lines, M ≈ Σ_p v_p û_pᵀ, are fitted by least squares weighted by those errors (ridge
-    δ_p² on v_p), and the estimate ‖M − Σ v_p û_pᵀ‖∞ + L·Σ_p |v_p|∞δ_p (L = 1.2, ReLU/GELU/SiLU's flip slopes and more)
-    is compared with margin·τ. An estimate, not a bound: it withholds, never decides."""
-    R = np.asarray(blk.W_gate if blk.gated else blk.W_up)
+def _antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The nearly antipodal pairs (i, j) of rows of R with their ‖û_i + û_j‖₁ ≤ :data:`_PAIR_ANGLE` (rows of unequal length
+    pair where σ is homogeneous, else the rows themselves must nearly cancel): a Gram of the unit rows, or past n²d = 2²⁶
+    the projection screen of :func:`absorb.engine._collinear.near_collinear_pairs` (|cos| ≥ 0.98 holds every such pair)."""
     n, d = R.shape
-    if n < 2 or n * n * d > 1 << 26 or not np.any(blk.M):
-        return None
-    from absorb.symbolic._core import get as analysis
-
-    homogeneous = analysis(blk.activation, "homogeneity").proved  # (σ, or the gate: σ(−λs) = λ^k·σ(−s))
     with np.errstate(all="ignore"):
         size = np.linalg.norm(R, axis=1, keepdims=True)
         Rn = R / size
         ok = np.all(np.isfinite(Rn), axis=1)
-        i, j = np.nonzero(np.triu(Rn @ Rn.T < -0.5, 1) & ok[:, None] & ok[None, :])
+        if n * n * d <= 1 << 26:
+            i, j = np.nonzero(np.triu(Rn @ Rn.T < -0.5, 1) & ok[:, None] & ok[None, :])
+        else:
+            from absorb.engine._collinear import near_collinear_pairs
+
+            pairs = [(a, b) for a, b, c in near_collinear_pairs(R, tau=0.02) if c < 0 and ok[a] and ok[b]]
+            i, j = (np.array([p[k] for p in pairs], dtype=np.intp) for k in (0, 1))
         if homogeneous:  # (ReLU(−λs) = λ·ReLU(−s), ReLU² λ²: rows of unequal length pair as well, the move rescaled)
             delta = np.abs(Rn[i] + Rn[j]).sum(axis=1)
         else:  # (σ(s) − σ(−λs) is linear only for λ = 1: the rows themselves must nearly cancel)
             delta = np.abs(R[i] + R[j]).sum(axis=1) / np.maximum(size[i, 0], size[j, 0])
     keep = delta <= _PAIR_ANGLE
-    if not np.any(keep):
+    return i[keep], Rn[i[keep]], delta[keep]
+
+
+def pairs_realise_skip(blk: Block, tol: float, margin: float, gap: float = 0.0) -> str | None:
+    """Whether nearly antipodal units may realise f's skip within ``margin``·τ — the mechanism a local fit misses on a large
+    block or for a large skip: opposite moves of one parameter of a pair i, j with û_j ≈ −û_i (down columns, up or value
+    biases, value rows) add v·(σ(û·x) − σ(−û·x + η)) ≈ v·(û·x), erring by about L·|v|∞·|η|, |η| ≤ ‖û_i + û_j‖₁|x|∞. The
+    skip's parts along the pairs' lines, M ≈ Σ_p v_p û_pᵀ, are fitted by least squares weighted by those errors (ridge
+    δ_p² on v_p), and the estimate ‖M − Σ v_p û_pᵀ‖∞ + L·Σ_p |v_p|∞δ_p (L = 1.2, ReLU/GELU/SiLU's flip slopes and more)
+    is compared with margin·τ. Beside flips of other units (exact moves), the pairs must carry what the flips leave, at
+    least ``gap`` = a proved lower bound of min_S ‖M + c·W_down[:,S] W_up[S,:]‖_F (0: none known): where their capacity
+    √d·margin·τ·(1 + Σ_p 1/(L·δ_p)) reaches it, that is not excluded either. An estimate, not a bound: it withholds,
+    never decides."""
+    R = np.asarray(blk.W_gate if blk.gated else blk.W_up)
+    n, d = R.shape
+    if n < 2 or not np.any(blk.M):
         return None
-    i, delta = i[keep], delta[keep]
-    Uh = Rn[i]  # (pairs, d): each pair's line
+    from absorb.symbolic._core import get as analysis
+
+    i, Uh, delta = _antipodal(R, analysis(blk.activation, "homogeneity").proved)  # (σ, or the gate: σ(−λs) = λ^k·σ(−s))
+    if not len(i):
+        return None
     M = np.asarray(blk.M, dtype=np.float64)
     with np.errstate(all="ignore"):
         G = Uh @ Uh.T + np.diag(delta**2)
         V = np.linalg.lstsq(G, Uh @ M.T, rcond=None)[0].T  # (d, pairs): M ≈ V Uh
         rest = np.abs(M - V @ Uh).sum(axis=1).max()
         est = float(rest + 1.2 * np.sum(np.abs(V).max(axis=0) * delta))
-    if not est <= margin * tol:
-        return None
-    return (f"nearly antipodal units ({len(i)} pair(s), the closest {float(delta.min()):.2g} from antipodal) may realise the skip "
-            f"by opposite moves of one parameter of each pair, erring by about {est:.3g} = {est / tol:.2g}·τ (an estimate)")
-
-
-def freed_units_realise_skip(blk: Block, tol: float, margin: float) -> str | None:
-    """Whether f's smallest units, freed and re-aimed opposite some of f's other units, may realise the skip within
-    ``margin``·τ (ungated σ with σ(z) − σ(−z) = c·z): a unit k whose output is at most L·|w_k|∞·‖u_k‖₁·|x|∞ is dropped, its
-    slot takes the row −u_i of a unit i that f keeps, and w_i moves with it, adding v·(u_i·x) exactly; the skip's parts
-    along t of f's unit lines (chosen greedily, least squares) are fitted, and the leftover ‖·‖∞ plus the t smallest
-    units' sizes is compared with margin·τ. An estimate: it withholds, never decides."""
-    from absorb.symbolic._core import get as analysis
-
-    if blk.gated or blk.has_bias or blk.n < 2 or blk.n * blk.d > 1 << 22 or not np.any(blk.M):
-        return None
-    flip = analysis(blk.activation, "flip_identity[ungated]")
-    if not flip.proved:
-        return None
-    with np.errstate(all="ignore"):
-        U, D, M = (np.asarray(a, dtype=np.float64) for a in (blk.W_up, blk.W_down, blk.M))
-        size = 1.2 * np.abs(D).max(axis=0) * np.abs(U).sum(axis=1)  # (a unit's output per unit of |x|∞, Lip ≤ 1.2)
-        cheap = np.sort(size)
-        norms = np.linalg.norm(U, axis=1)
-        live = np.isfinite(norms) & (norms > 0)
-        lines = U[live] / norms[live, None]
-        if not len(lines):
-            return None  # (no row with a norm: subnormal rows square to 0)
-        chosen: list[int] = []
-        rest = M
-        for t in range(1, min(blk.d, blk.n - 1) + 1):
-            if not cheap[t - 1] <= margin * tol:
-                break
-            chosen.append(int(np.argmax(np.linalg.norm(rest @ lines.T, axis=0))))
-            L = lines[chosen]
-            rest = M - np.linalg.lstsq(L.T, M.T, rcond=None)[0].T @ L
-            est = float(np.abs(rest).sum(axis=1).max() + cheap[:t].sum())
-            if est <= margin * tol:
-                return (f"{t} of f's smallest units (each adding at most {cheap[t - 1]:.2g}·|x|∞), freed and re-aimed opposite "
-                        f"{t} of its other units, may realise the skip, erring by about {est:.3g} = {est / tol:.2g}·τ (an estimate)")
+        cap = float(np.sqrt(d) * margin * tol * (1 + np.sum(1 / (1.2 * delta[delta > 0]))))
+    if est <= margin * tol:
+        return (f"nearly antipodal units ({len(i)} pair(s), the closest {float(delta.min()):.2g} from antipodal) may realise the "
+                f"skip by opposite moves of one parameter of each pair, erring by about {est:.3g} = {est / tol:.2g}·τ (an estimate)")
+    if np.any(delta > 0) and cap >= gap:
+        return (f"nearly antipodal units ({int(np.sum(delta > 0))} pair(s), the closest {float(delta[delta > 0].min()):.2g} from "
+                f"antipodal) may carry parts of the skip up to ‖·‖_F ≈ {cap:.3g} within the tolerance, "
+                + (f"at least the {gap:.3g} that every flip of other units leaves (the search's bound)" if gap > 0 else
+                   "and this route proves no bound on what flips of other units leave")
+                + ": a block combining them is not excluded (an estimate)")
     return None
 
 
-def near_block(blk: Block, tol: float, seed: int, biases: bool, margin: float) -> str | None:
+def freed_units_realise_skip(blk: Block, tol: float, margin: float) -> str | None:
+    """Whether f's smallest units, freed and re-aimed opposite some of f's other units, may take part in a block within
+    ``margin``·τ (ungated σ with σ(z) − σ(−z) = c·z, any biases): a unit k whose output varies by at most
+    L·|w_k|∞·‖u_k‖₁·|x|∞ (L = 1.2) is dropped (its value at 0 moves into b_down), its slot takes the row −u_i and bias −b_i
+    of a unit i that f keeps, and w_i moves with it, adding v·(u_i·x) exactly — a rank-one part of the skip along any of
+    f's unit lines, which beside flips of other units and nearly antipodal pairs is not excluded by any search of the
+    exact routes. So a unit of nonzero size ≤ margin·τ withholds (a dead unit is the exact routes' free slot). An
+    estimate: it withholds, never decides."""
+    from absorb.symbolic._core import get as analysis
+
+    if blk.gated or blk.n < 2 or not np.any(blk.M) or not analysis(blk.activation, "flip_identity[ungated]").proved:
+        return None
+    with np.errstate(all="ignore"):
+        size = 1.2 * np.abs(blk.W_down).max(axis=0).astype(np.float64) * np.abs(blk.W_up).sum(axis=1).astype(np.float64)
+    cheap = np.flatnonzero((size > 0) & (size <= margin * tol))
+    if not cheap.size:
+        return None
+    k = int(cheap[np.argmin(size[cheap])])
+    return (f"{cheap.size} unit(s) of f vary by at most {float(size[cheap].max()):.2g}·|x|∞ (unit {k}: {float(size[k]):.2g}), "
+            "within the tolerance: freed and re-aimed opposite a unit f keeps, each carries a rank-one part of the skip "
+            "exactly, and with flips or nearly antipodal pairs of other units a block within the tolerance is not excluded")
+
+
+def near_block(blk: Block, tol: float, seed: int, biases: bool, margin: float, gap: float = 0.0) -> str | None:
     """The screens of this module in order of cost — pairs, freed units, the local fit — : why a block within
-    ``margin``·τ may exist, or None."""
-    return (pairs_realise_skip(blk, tol, margin) or freed_units_realise_skip(blk, tol, margin)
+    ``margin``·τ may exist, or None. ``gap``: a proved lower bound of what flips leave of the skip (0: none known;
+    :func:`pairs_realise_skip`)."""
+    return (pairs_realise_skip(blk, tol, margin, gap) or freed_units_realise_skip(blk, tol, margin)
             or fitted_near(blk, tol, seed, biases, margin))

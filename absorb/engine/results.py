@@ -61,6 +61,19 @@ _EPS = np.finfo(float).eps
 Progress = Callable[[str], None]
 
 
+def _flip_gap(blk: Block, search: object, theorem: Theorem) -> float:
+    """A lower bound of min_S ‖M + c·W_down[:,S] W_up[S,:]‖_F from the index-set or skeleton search's proved relative
+    distance to its target −M/c (0 where none was proved, and for the other routes): what flips leave of the skip, for
+    :func:`absorb.engine._fit.pairs_realise_skip`."""
+    bound = getattr(search, "bound", None)
+    if (theorem not in (Theorem.INDEX_SET, Theorem.SKELETON) or not isinstance(bound, float) or not bound > 0
+            or getattr(search, "S", None) is not None):
+        return 0.0
+    with np.errstate(all="ignore"):
+        m = float(np.linalg.norm(np.asarray(blk.M, dtype=np.float64)))
+    return bound * m * (1 - 1e-6) if math.isfinite(m) else 0.0
+
+
 @dataclass
 class Ctx:
     """One block being decided: its options and what has been checked so far."""
@@ -168,7 +181,8 @@ class Ctx:
                                     reads_f=theorem is not Theorem.BOUNDED)
             if (near is None and theorem in _SCREENED and kw.get("robust_bar") is None and self.tol <= SCREENED_TOL_MAX
                     and self.rf_class.width == self.block.n
-                    and (fit := near_block(self.block, self.tol, self.seed, self.rf_class.biases, SCREEN_MARGIN)) is not None):
+                    and (fit := near_block(self.block, self.tol, self.seed, self.rf_class.biases, SCREEN_MARGIN,
+                                           _flip_gap(self.block, kw.get("search"), theorem))) is not None):
                 near = (f"Unknown: {reason.rstrip('.')}; but {fit} — the exact argument rules out blocks equal to f, and "
                         "this one is within the screens' margin of the tolerance.")
             if near is None and theorem in _SCREENED and kw.get("robust_bar") is None:  # (no proof for every block within τ)

@@ -153,69 +153,82 @@ def fitted_block(block: Any, tol: float, seed: int, biases: bool) -> str | None:
             f"fitted) is within {worst:.3g} of f at {len(Y)} inputs, on the kink hyperplanes too")
 
 
-def antipodal_pairs(block: Any, tol: float) -> str | None:
-    """Whether pairs of nearly opposite unit rows (gate rows when gated), r̂_j ≈ −r̂_i within 0.2 in ℓ1, may carry f's skip:
-    each pair adds v·(σ(r̂·x) − σ(−r̂·x + η)) ≈ v·(r̂·x) for opposite moves of one of its parameters, off by about
-    1.2·|v|∞·‖r̂_i + r̂_j‖₁·|x|∞. Here M ≈ Σ v_p r̂_pᵀ is solved with those weights as a ridge, and the leftover row sums
-    plus the pairs' errors are compared with τ. An estimate (this checker's own), reported as not re-checked."""
-    R = np.asarray(block.W_gate if block.gated else block.W_up, dtype=np.float64)
-    n, d = R.shape
-    M = np.asarray(block.M, dtype=np.float64)
-    if n < 2 or n * n * d > 1 << 26 or not M.any():
-        return None
+def _opposite_rows(R: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs i < j of rows that nearly cancel, ‖r_i + r_j‖₁ ≤ 0.2·max(|r_i|₂, |r_j|₂) with r_i·r_j < 0: (i, the unit rows
+    r̂_i, those ℓ1 gaps), from cosines computed a block of rows at a time."""
+    n = R.shape[0]
     with np.errstate(all="ignore"):
         length = np.sqrt(np.einsum("ij,ij->i", R, R))
         unit = R / length[:, None]
-        lines, widths = [], []
-        for i in range(n):
-            for j in range(i + 1, n):  # (the rows themselves nearly cancel: σ(s) − σ(−λs) is linear only for λ = 1)
-                gap = float(np.abs(R[i] + R[j]).sum() / max(length[i], length[j]))
-                if math.isfinite(gap) and gap <= 0.2 and float(unit[i] @ unit[j]) < 0:
-                    lines.append(unit[i])
-                    widths.append(gap)
-        if not lines:
-            return None
-        L, w = np.array(lines), np.array(widths)
+        good = np.isfinite(unit).all(axis=1)
+        unit = np.where(good[:, None], unit, 0.0)
+        found_i, found_j = [], []
+        step = max(1, (1 << 22) // max(1, n))
+        for a in range(0, n, step):
+            C = unit[a:a + step] @ unit.T  # (rows a.., all rows)
+            ii, jj = np.nonzero(C < -0.97)
+            ii = ii + a
+            keep = jj > ii
+            found_i.append(ii[keep])
+            found_j.append(jj[keep])
+        I, J = np.concatenate(found_i), np.concatenate(found_j)
+        gaps = np.abs(R[I] + R[J]).sum(axis=1) / np.maximum(length[I], length[J])
+    keep = np.isfinite(gaps) & (gaps <= 0.2)
+    return I[keep], unit[I[keep]], gaps[keep]
+
+
+def antipodal_pairs(block: Any, tol: float, gap: float = 0.0) -> str | None:
+    """Whether pairs of nearly opposite unit rows (gate rows when gated), r̂_j ≈ −r̂_i within 0.2 in ℓ1, may carry f's skip:
+    each pair adds v·(σ(r̂·x) − σ(−r̂·x + η)) ≈ v·(r̂·x) for opposite moves of one of its parameters, off by about
+    1.2·|v|∞·‖r̂_i + r̂_j‖₁·|x|∞. Here M ≈ Σ v_p r̂_pᵀ is solved with those weights as a ridge, and the leftover row sums
+    plus the pairs' errors are compared with τ. Beside exact flips of other units, the pairs must carry what the flips
+    leave, at least ``gap`` (the recorded search's bound times ‖M‖_F; 0: none): pairs not exactly opposite that can carry
+    √d·τ·(1 + Σ 1/(1.2·gap_p)) ≥ that leave it open too. An estimate (this checker's own), reported as not re-checked."""
+    R = np.asarray(block.W_gate if block.gated else block.W_up, dtype=np.float64)
+    n, d = R.shape
+    M = np.asarray(block.M, dtype=np.float64)
+    if n < 2 or float(n) * n * d > 2.0**34 or not M.any():
+        return None
+    _, L, w = _opposite_rows(R)
+    if not len(w):
+        return None
+    with np.errstate(all="ignore"):
         V = np.linalg.solve(L @ L.T + np.diag(w * w) + 1e-300 * np.eye(len(w)), L @ M.T).T
         left = float(np.max(np.sum(np.abs(M - V @ L), axis=1)))
         guess = left + 1.2 * float(np.sum(np.max(np.abs(V), axis=0) * w))
-    if not guess <= tol:
-        return None
-    return f"{len(w)} nearly opposite pair(s) of unit rows may carry the skip, off by about {guess:.3g} (an estimate)"
+        carry = math.sqrt(d) * tol * (1 + float(np.sum(1 / (1.2 * w[w > 0]))))
+    if guess <= tol:
+        return f"{len(w)} nearly opposite pair(s) of unit rows may carry the skip, off by about {guess:.3g} (an estimate)"
+    if np.any(w > 0) and carry >= gap:
+        return (f"{int(np.sum(w > 0))} nearly opposite pair(s) of unit rows may carry parts of the skip up to about {carry:.3g} "
+                f"(‖·‖_F), {'past' if gap > 0 else 'and no bound is recorded on'} what flips of other units leave"
+                + (f" ({gap:.3g})" if gap > 0 else "") + " (an estimate)")
+    return None
 
 
 def freed_slots(block: Any, tol: float) -> str | None:
-    """Whether f's smallest units, dropped and re-aimed at −u_i for units i that stay (σ(z) − σ(−z) = c·z, ungated,
-    bias-free), may carry the skip: the skip's parts along t unit lines picked one by one (largest ‖R u_i‖ first, then
-    least squares on all picked) leave row sums that, with the t smallest units' sizes 1.2·|w_k|∞·‖u_k‖₁, are compared
-    with τ. This checker's own estimate, reported as not re-checked."""
+    """Whether a unit of f small within τ may be freed and re-aimed at −u_i (bias −b_i) for a unit i that stays (σ(z) −
+    σ(−z) = c·z, ungated, any biases): it then carries v·(u_i·x) exactly, a rank-one part of the skip along any unit line,
+    which beside flips or nearly opposite pairs of other units no search of the exact routes rules out. A unit of nonzero
+    size 1.2·|w_k|∞·‖u_k‖₁ ≤ τ leaves the verdict open. This checker's own estimate, reported as not re-checked."""
     from absorb.verify._symbolic import flip_constant
 
-    if block.gated or block.has_bias or block.n < 2 or block.n * block.d > 1 << 22:
+    if block.gated or block.n < 2:
         return None
     M = np.asarray(block.M, dtype=np.float64)
     if not M.any() or flip_constant(block.activation.expr, gated=False) is None:
         return None
     with np.errstate(all="ignore"):
         U, D = np.asarray(block.W_up, dtype=np.float64), np.asarray(block.W_down, dtype=np.float64)
-        sizes = sorted(1.2 * float(np.abs(D[:, k]).max()) * float(np.abs(U[k]).sum()) for k in range(block.n))
-        rows = [U[k] / float(np.linalg.norm(U[k])) for k in range(block.n) if np.linalg.norm(U[k]) > 0]
-        if not rows:
-            return None
-        picked: list[np.ndarray] = []
-        R = M
-        for t in range(1, min(block.d, block.n - 1) + 1):
-            if not sizes[t - 1] <= tol:
-                return None
-            picked.append(max(rows, key=lambda r: float(np.linalg.norm(R @ r))))
-            P = np.array(picked)
-            R = M - (M @ P.T) @ np.linalg.pinv(P @ P.T) @ P
-            guess = float(np.max(np.sum(np.abs(R), axis=1))) + sum(sizes[:t])
-            if guess <= tol:
-                return f"{t} small unit(s) re-aimed opposite kept units may carry the skip, off by about {guess:.3g} (an estimate)"
-    return None
+        sizes = 1.2 * np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1)
+    small = [k for k in range(block.n) if 0 < sizes[k] <= tol]
+    if not small:
+        return None
+    return (f"{len(small)} unit(s) vary by at most {max(sizes[k] for k in small):.3g}·|x|∞: re-aimed opposite kept units they "
+            "carry rank-one parts of the skip, which with flips or nearly opposite pairs may complete a block (an estimate)")
 
 
-def near_fitted(block: Any, tol: float, seed: int, biases: bool) -> str | None:
-    """This module's screens in order of cost — pairs, freed slots, the fit —: why a block within ``tol`` may exist."""
-    return antipodal_pairs(block, tol) or freed_slots(block, tol) or fitted_block(block, tol, seed, biases)
+def near_fitted(block: Any, tol: float, seed: int, biases: bool, gap: float = 0.0) -> str | None:
+    """This module's screens in order of cost — pairs, freed slots, the fit —: why a block within ``tol`` may exist
+    (``gap``: what flips leave of the skip at least, :func:`antipodal_pairs`)."""
+    return antipodal_pairs(block, tol, gap) or freed_slots(block, tol) or fitted_block(block, tol, seed, biases)

@@ -265,7 +265,10 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         def wide(t: float) -> str | None:  # (at 4τ: a block fitted near f's units, where the rule past 1e-4 leaves it)
             if t <= ctx.tol or ctx.tol > SCREENED_TOL_MAX:
                 return None
-            return near_fitted(orig, t, ctx.seed, bool(biases))
+            rec = b.get("search") if th in ("index-set", "skeleton") and isinstance(b.get("search"), dict) else {}
+            bound = rec.get("bound") if rec.get("S") is None else None  # (re-derived above; what flips leave of ‖M‖_F)
+            gap = bound * float(np.linalg.norm(orig.M)) * (1 - 1e-6) if isinstance(bound, float) and bound > 0 else 0.0
+            return near_fitted(orig, t, ctx.seed, bool(biases), gap if np.isfinite(gap) else 0.0)
 
         if verdict == "not_absorbable" and th in _FITTED and not ctx.once.get("robust") and ctx.tol > SCREENED_TOL_MAX:
             ctx.report.unchecked(w, "past τ = 1e-4 this route's not_absorbable covers every block within τ (the robust skeleton "
