@@ -483,3 +483,35 @@ def test_a_product_of_blocks_each_barely_nonsingular_is_screened() -> None:
                Block(U, np.array([[0.4, 0.2], [0, 0]]), relu, skip=np.diag([1.0, s]))])
     assert decide(F, tol=tau).theorem.value != "rank"
     assert decide(F, tol=1e-12).theorem.value == "rank"
+
+
+def test_kink_count_withheld_for_a_thin_bump_a_stack_within_tau_lacks() -> None:
+    """Red team 41a/06: block 1 carries a thin bump (two nearly collinear units with opposite jumps, ~8τ at the block's
+    level) whose direction every sector Jacobian of block 2 nearly kills; F has 12 kink rays > 8, yet a residual-free
+    stack of the same widths without the bump is within 0.1τ. The thin sector's kinks merge within τ: not not_absorbable."""
+    from absorb.engine.decide import decide
+
+    tol = 1e-4
+    rng = np.random.default_rng(0)
+    w = np.array([1.0, 0.3]) / np.linalg.norm([1.0, 0.3])
+    wp = np.array([-w[1], w[0]])
+    A1, P1, C1 = np.eye(2) + 0.1 * rng.normal(size=(2, 2)), rng.normal(size=(2, 2)), 0.3 * rng.normal(size=(2, 2))
+    q = rng.normal(size=2)
+    q /= np.abs(q).sum()
+    U1 = np.vstack([P1, q, q + 70 * tol * np.array([0.6, -0.4])])
+    W1 = np.column_stack([C1, 0.3 * w, -0.3 * w])
+    A2 = np.outer([1.0, 0.2], wp) + 0.01 * np.outer([0.1, 1.0], w)
+    P2 = np.vstack([wp, rng.normal(size=2)])
+    U2 = np.vstack([P2, -P2])
+    W2 = np.column_stack([[0.3, -0.2], [0.2, 0.1], [-0.25, 0.15], [0.4, 0.3]])
+    W2[:, 1] *= 0.002 / np.abs(W2[:, 1]).max()
+    W2[:, 3] *= 0.002 / np.abs(W2[:, 3]).max()
+    relu = get_activation("relu")
+    F = Stack((Block(W_up=U1, W_down=W1, skip=A1, activation=relu), Block(W_up=U2, W_down=W2, skip=A2, activation=relu)))
+    B1, B2 = -A1 @ np.linalg.inv(P1), -A2 @ np.linalg.inv(P2)
+    G = Stack((Block(W_up=np.vstack([P1, -P1]), W_down=np.column_stack([C1 - B1, B1]), skip=np.zeros((2, 2)), activation=relu),
+               Block(W_up=U2, W_down=W2 + np.column_stack([-B2, B2]), skip=np.zeros((2, 2)), activation=relu)))
+    X = rng.standard_normal((50000, 2)) * np.exp(rng.uniform(-5, 8, size=(50000, 1)))
+    err = np.abs(F(X) - G(X)).max(axis=1) / (np.abs(F(X)).max(axis=1) + np.abs(X).max(axis=1))
+    assert float(err.max()) <= tol
+    assert decide(F, tol=tol).verdict.value != "not_absorbable"

@@ -88,15 +88,25 @@ def kinks_certificate(blocks: Sequence[Block]) -> dict[str, Any] | None:
 
 def barely(F: ConicPL, tol: float) -> bool:
     """Whether the count holds by about τ only (a screen, not a bound): a kink whose Jacobian jump ‖J_{k+1} − J_k‖_F is at
-    most 4√2·τ·(1 + max ‖J‖_F), or a sector determinant at most 4τ·(1 + max ‖J‖_F)² — the argument is exact, and a stack
-    within τ of F may miss such a kink or have a singular sector."""
+    most 4√2·τ·(1 + max ‖J‖_F), a thin sector whose matrix differs from a neighbour's by a jump that, times the sine of its
+    angle, is at most that (two kinks that a stack within τ may merge into one: a thin bump), or a sector determinant at
+    most 4τ·(1 + max ‖J‖_F)² — the argument is exact, and a stack within τ of F may miss such a kink or have a singular
+    sector."""
     norms = [math.hypot(*(float(v) for row in J for v in row)) for J in F.mats]
     top = 1.0 + max(norms, default=0.0)
     m = len(F.mats)
+
+    def jump(a: int, b: int) -> float:
+        J, K = F.mats[a % m], F.mats[b % m]
+        return math.hypot(*(float(K[r][c] - J[r][c]) for r in range(2) for c in range(2)))
+
     for k in range(m):
-        J, K = F.mats[k], F.mats[(k + 1) % m]
-        jump = math.hypot(*(float(K[r][c] - J[r][c]) for r in range(2) for c in range(2)))
-        if 0 < jump <= 4 * math.sqrt(2) * tol * top:
+        J = F.mats[k]
+        if 0 < jump(k, k + 1) <= 4 * math.sqrt(2) * tol * top:
+            return True
+        (ax, ay), (bx, by) = ([float(v) for v in F.rays[i % m]] for i in (k, k + 1))
+        sine = abs(ax * by - ay * bx) / (math.hypot(ax, ay) * math.hypot(bx, by))
+        if m > 2 and 0 < min(jump(k - 1, k), jump(k, k + 1)) * sine <= 4 * math.sqrt(2) * tol * top:
             return True
         if abs(float(J[0][0] * J[1][1] - J[0][1] * J[1][0])) <= 4 * tol * top * top:
             return True

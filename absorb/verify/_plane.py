@@ -219,6 +219,10 @@ def check_kinks(ctx: _Ctx, w: str, blocks: list[Block], rec: Any, class_biases: 
     size = 1 + max(math.sqrt(sum(float(v) ** 2 for row in J for v in row)) for J in Js)
     jumps = [math.sqrt(sum(float(Js[k][r][c] - Js[k - 1][r][c]) ** 2 for r in range(2) for c in range(2))) for k in range(m)]
     weak = min([j for j in jumps if j > 0] + [math.inf]) <= 4 * math.sqrt(2) * ctx.tol * size
+    for k in range(m if m > 2 else 0):  # (a thin sector: its two kinks may merge into one within τ)
+        (ax, ay), (bx, by) = [float(v) for v in rays[k]], [float(v) for v in rays[(k + 1) % m]]
+        thin = min(jumps[k], jumps[(k + 1) % m]) * abs(ax * by - ay * bx) / (math.hypot(ax, ay) * math.hypot(bx, by))
+        weak = weak or 0 < thin <= 4 * math.sqrt(2) * ctx.tol * size
     if weak or min(abs(float(v)) for v in dets) <= 4 * ctx.tol * size * size:
         ctx.report.unchecked(w, "every kink and every sector's sign holds by more than the tolerance (jumps > 4√2·τ·(1 + max ‖J‖), "
                              "|det| > 4τ·(1 + max ‖J‖)²)", "a stack within the tolerance may lack a kink or have a singular sector")
