@@ -63,11 +63,13 @@ Progress = Callable[[str], None]
 
 def _flip_gap(blk: Block, search: object, theorem: Theorem) -> float:
     """A lower bound of min_S ‖M + c·W_down[:,S] W_up[S,:]‖_F from the index-set or skeleton search's proved relative
-    distance to its target −M/c (0 where none was proved, and for the other routes): what flips leave of the skip, for
+    distance to its target −M/c (0 where none was proved, for the other routes, and beside a dead unit — a free slot that
+    re-aimed carries any rank-one part along a unit line): what flips leave of the skip, for
     :func:`absorb.engine._fit.pairs_realise_skip`."""
     bound = getattr(search, "bound", None)
+    dead = np.any(np.all(blk.W_up == 0, axis=1) | np.all(blk.W_down == 0, axis=0))  # (a free slot beside the pairs)
     if (theorem not in (Theorem.INDEX_SET, Theorem.SKELETON) or not isinstance(bound, float) or not bound > 0
-            or getattr(search, "S", None) is not None):
+            or getattr(search, "S", None) is not None or dead):
         return 0.0
     with np.errstate(all="ignore"):
         m = float(np.linalg.norm(np.asarray(blk.M, dtype=np.float64)))

@@ -266,7 +266,8 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
             if t <= ctx.tol or ctx.tol > SCREENED_TOL_MAX:
                 return None
             rec = b.get("search") if th in ("index-set", "skeleton") and isinstance(b.get("search"), dict) else {}
-            bound = rec.get("bound") if rec.get("S") is None else None  # (re-derived above; what flips leave of ‖M‖_F)
+            dead = np.any(np.all(orig.W_up == 0, axis=1) | np.all(orig.W_down == 0, axis=0))  # (a free slot: no gap)
+            bound = rec.get("bound") if rec.get("S") is None and not dead else None  # (re-derived above; what flips leave)
             gap = bound * float(np.linalg.norm(orig.M)) * (1 - 1e-6) if isinstance(bound, float) and bound > 0 else 0.0
             return near_fitted(orig, t, ctx.seed, bool(biases), gap if np.isfinite(gap) else 0.0)
 
