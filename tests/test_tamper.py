@@ -714,3 +714,34 @@ def test_stack_counts_that_hold_by_about_the_tolerance_are_withheld(make, theore
     big = 0.05
     screened = barely(F, big) if theorem == "kink-count" else nearly_singular(stack.blocks, big)
     assert screened and decide(stack, tol=big).theorem.value != theorem
+
+
+def test_malformed_rationals_ids_and_the_boundary_tolerance_are_rejected(tmp_path: Path) -> None:
+    """Red team 41c: a recorded rational '1/0' (main and width canonical forms) and a theorem id written as a list were
+    internal errors (exit 3); a degree certificate relabelled to τ = ‖M‖∞/(1 + ‖M‖∞) = 1/2 was accepted although
+    g = B/2 is within τ of f = x + B(x) exactly at that boundary. Each is rejected now."""
+    blk = _blk([[1.0, 0], [-1, 0], [0, 1]], [[2.0, 5, 0], [3, 7, -1]], "relu")
+    from absorb.certificate._width import width_entries
+    from absorb.engine.width import width_fields
+
+    dec = decide(blk)
+    fields = [width_fields(bd.block, width=5, min_width=False, decision=bd) for bd in dec.blocks]
+    doc = build_certificate(dec, blk, seed=0, entries=width_entries(dec, fields, seed=0)).to_json()
+    assert checker.verify_certificate(doc, blk).accepted
+    for where in ("canonical_form", "width"):
+        rec = doc["blocks"][0].get(where)
+        rec = rec.get("canonical_form") if where == "width" and isinstance(rec, dict) else rec
+        if isinstance(rec, dict) and rec.get("L0"):
+            bad = copy.deepcopy(doc)
+            target = bad["blocks"][0][where] if where != "width" else bad["blocks"][0]["width"]["canonical_form"]
+            target["L0"][0][0] = "1/0"
+            assert not checker.verify_certificate(bad, blk).accepted, where
+    for bad_id in ([], {}, ["canonical-form"]):
+        bad = copy.deepcopy(doc)
+        bad["blocks"][0]["theorem"]["id"] = bad_id
+        assert not checker.verify_certificate(bad, blk).accepted
+    sq = _blk([[1.0, 0.5], [-0.3, 1], [0.7, -0.2]], [[0.5, -1, 0.25], [1, 0.3, -0.6]], "relu2")
+    doc = build_certificate(decide(sq, tol=1e-4), sq, seed=0).to_json()
+    assert doc["verdict"] == "not_absorbable" and doc["theorem"]["id"] == "degree"
+    doc["parameters"]["tolerance"] = doc["blocks"][0]["tolerance"] = 0.5
+    assert not checker.verify_certificate(doc, sq).accepted

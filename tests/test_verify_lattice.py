@@ -44,6 +44,10 @@ def test_lattice_certificate_is_rechecked_and_a_moved_one_rejected(tmp_path: Pat
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     rng = np.random.default_rng(6402)
     U, D = rng.standard_normal((64, 2)), rng.standard_normal((2, 64))
+    # (rows folded into a cone of angles (0.25, π − 0.25): no nearly antipodal pair, which beside flips could carry
+    # ~10⁻⁶ of the skip within τ — with one, the search must prove that much, past what the lattice does in 600 s)
+    ang, r = 0.25 + (np.arctan2(U[:, 1], U[:, 0]) % np.pi) * (np.pi - 0.5) / np.pi, np.linalg.norm(U, axis=1)
+    U = np.column_stack([r * np.cos(ang), r * np.sin(ang)])
     model = tmp_path / "generic.npz"
     np.savez(model, W_up=U, W_down=D, activation=np.array("relu"))
     cert = tmp_path / "generic.json"

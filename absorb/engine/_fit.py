@@ -14,6 +14,7 @@ on the kink (gate) hyperplanes of both blocks. A sample, not a proof: it withhol
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -211,7 +212,24 @@ def _antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.ndarray
     return i[keep], Rn[i[keep]], delta[keep]
 
 
-def pairs_realise_skip(blk: Block, tol: float, margin: float, gap: float = 0.0) -> str | None:
+def pair_capacity(blk: Block, tol: float, margin: float) -> tuple[float, float, int]:
+    """(cap, δ_min, count) for the nearly antipodal pairs of f's units not exactly antipodal (count 0: none, cap 0): beside
+    flips of other units they can carry at most ‖R‖_F ≤ cap = √d·margin·τ·(1 + 1/(L·δ_min)) of what the flips leave, R =
+    Σ_p v_p û_pᵀ (up to margin·τ), since each costs L·|v_p|∞·δ_p ≥ L·δ_min·|v_p|₂/√d and Σ_p |v_p|₂ ≥ ‖R‖_F (L = 1.2)."""
+    R = np.asarray(blk.W_gate if blk.gated else blk.W_up)
+    if R.shape[0] < 2 or not np.any(blk.M):
+        return 0.0, math.inf, 0
+    from absorb.symbolic._core import get as analysis
+
+    delta = _antipodal(R, analysis(blk.activation, "homogeneity").proved)[2]
+    delta = delta[delta > 0]
+    if not delta.size:
+        return 0.0, math.inf, 0
+    lo = float(delta.min())
+    return float(math.sqrt(R.shape[1]) * margin * tol * (1 + 1 / (1.2 * lo))), lo, int(delta.size)
+
+
+def pairs_realise_skip(blk: Block, tol: float, margin: float, gap: float | None = 0.0) -> str | None:
     """Whether nearly antipodal units may realise f's skip within ``margin``·τ — the mechanism a local fit misses on a large
     block or for a large skip: opposite moves of one parameter of a pair i, j with û_j ≈ −û_i (down columns, up or value
     biases, value rows) add v·(σ(û·x) − σ(−û·x + η)) ≈ v·(û·x), erring by about L·|v|∞·|η|, |η| ≤ ‖û_i + û_j‖₁|x|∞. The
@@ -219,8 +237,8 @@ def pairs_realise_skip(blk: Block, tol: float, margin: float, gap: float = 0.0) 
     δ_p² on v_p), and the estimate ‖M − Σ v_p û_pᵀ‖∞ + L·Σ_p |v_p|∞δ_p (L = 1.2, ReLU/GELU/SiLU's flip slopes and more)
     is compared with margin·τ. Beside flips of other units (exact moves), the pairs must carry what the flips leave, at
     least ``gap`` = a proved lower bound of min_S ‖M + c·W_down[:,S] W_up[S,:]‖_F (0: none known): where their capacity
-    √d·margin·τ·(1 + Σ_p 1/(L·δ_p)) reaches it, that is not excluded either. An estimate, not a bound: it withholds,
-    never decides."""
+    (:func:`pair_capacity`) reaches it, that is not excluded either (None: the route's condition is not
+    of that form, and only the least-squares estimate runs). An estimate, not a bound: it withholds, never decides."""
     R = np.asarray(blk.W_gate if blk.gated else blk.W_up)
     n, d = R.shape
     if n < 2 or not np.any(blk.M):
@@ -236,12 +254,12 @@ def pairs_realise_skip(blk: Block, tol: float, margin: float, gap: float = 0.0) 
         V = np.linalg.lstsq(G, Uh @ M.T, rcond=None)[0].T  # (d, pairs): M ≈ V Uh
         rest = np.abs(M - V @ Uh).sum(axis=1).max()
         est = float(rest + 1.2 * np.sum(np.abs(V).max(axis=0) * delta))
-        cap = float(np.sqrt(d) * margin * tol * (1 + np.sum(1 / (1.2 * delta[delta > 0]))))
     if est <= margin * tol:
         return (f"nearly antipodal units ({len(i)} pair(s), the closest {float(delta.min()):.2g} from antipodal) may realise the "
                 f"skip by opposite moves of one parameter of each pair, erring by about {est:.3g} = {est / tol:.2g}·τ (an estimate)")
-    if np.any(delta > 0) and cap >= gap:
-        return (f"nearly antipodal units ({int(np.sum(delta > 0))} pair(s), the closest {float(delta[delta > 0].min()):.2g} from "
+    cap, lo, count = pair_capacity(blk, tol, margin)
+    if gap is not None and count and cap >= gap:
+        return (f"nearly antipodal units ({count} pair(s), the closest {lo:.2g} from "
                 f"antipodal) may carry parts of the skip up to ‖·‖_F ≈ {cap:.3g} within the tolerance, "
                 + (f"at least the {gap:.3g} that every flip of other units leaves (the search's bound)" if gap > 0 else
                    "and this route proves no bound on what flips of other units leave")
@@ -272,7 +290,7 @@ def freed_units_realise_skip(blk: Block, tol: float, margin: float) -> str | Non
             "exactly, and with flips or nearly antipodal pairs of other units a block within the tolerance is not excluded")
 
 
-def near_block(blk: Block, tol: float, seed: int, biases: bool, margin: float, gap: float = 0.0) -> str | None:
+def near_block(blk: Block, tol: float, seed: int, biases: bool, margin: float, gap: float | None = 0.0) -> str | None:
     """The screens of this module in order of cost — pairs, freed units, the local fit — : why a block within
     ``margin``·τ may exist, or None. ``gap``: a proved lower bound of what flips leave of the skip (0: none known;
     :func:`pairs_realise_skip`)."""

@@ -61,15 +61,19 @@ _EPS = np.finfo(float).eps
 Progress = Callable[[str], None]
 
 
-def _flip_gap(blk: Block, search: object, theorem: Theorem) -> float:
-    """A lower bound of min_S ‖M + c·W_down[:,S] W_up[S,:]‖_F from the index-set or skeleton search's proved relative
-    distance to its target −M/c (0 where none was proved, for the other routes, and beside a dead unit — a free slot that
-    re-aimed carries any rank-one part along a unit line): what flips leave of the skip, for
-    :func:`absorb.engine._fit.pairs_realise_skip`."""
+def _flip_gap(blk: Block, search: object, theorem: Theorem) -> float | None:
+    """What flips of units leave of the skip at least, for :func:`absorb.engine._fit.pairs_realise_skip`: for the
+    index-set and skeleton routes a lower bound of min_S ‖M + c·W_down[:,S] W_up[S,:]‖_F from their search's proved
+    relative distance to the target −M/c (0 where none was proved, and beside a dead unit — a free slot that re-aimed
+    carries any rank-one part along a unit line); 0 for the canonical form; None for the degree-2 and gated routes,
+    whose conditions are not of that form (their pairs' least-squares estimate alone)."""
+    if theorem is Theorem.CANONICAL_FORM:
+        return 0.0
+    if theorem not in (Theorem.INDEX_SET, Theorem.SKELETON):
+        return None
     bound = getattr(search, "bound", None)
-    dead = np.any(np.all(blk.W_up == 0, axis=1) | np.all(blk.W_down == 0, axis=0))  # (a free slot beside the pairs)
-    if (theorem not in (Theorem.INDEX_SET, Theorem.SKELETON) or not isinstance(bound, float) or not bound > 0
-            or getattr(search, "S", None) is not None or dead):
+    dead = np.any(np.all(blk.W_up == 0, axis=1) | np.all(blk.W_down == 0, axis=0))
+    if not isinstance(bound, float) or not bound > 0 or getattr(search, "S", None) is not None or dead:
         return 0.0
     with np.errstate(all="ignore"):
         m = float(np.linalg.norm(np.asarray(blk.M, dtype=np.float64)))
@@ -839,6 +843,18 @@ class Skeleton:
 class _IndexSet:
     """The index-set result with its three necessity arguments, for one block."""
 
+    def _pairs_bar(self) -> float:
+        """The search's tolerance: :attr:`Ctx.dist_tol`, raised at τ ≤ 10⁻⁴ to the share of ‖M‖_F that f's nearly antipodal
+        units could carry beside flips within the screens' margin (:func:`absorb.engine._fit.pair_capacity`) — a proof that
+        every S is farther leaves them nothing to complete (else the screen withholds the verdict)."""
+        ctx = self.ctx
+        if ctx.tol > SCREENED_TOL_MAX or ctx._m_lower <= 0:
+            return ctx.dist_tol
+        from absorb.engine._fit import pair_capacity
+
+        cap = pair_capacity(self.block, ctx.tol, SCREEN_MARGIN)[0]
+        return max(ctx.dist_tol, min(cap / ctx._m_lower, _SEARCH_CAP))
+
     def __init__(self, ctx: Ctx) -> None:
         self.ctx = ctx
         self.block = ctx.block
@@ -915,8 +931,8 @@ class _IndexSet:
         ctx.scaled = not blk.gated or blk.value_identity  # (every candidate a flip: f − g affine, so c·g too is a candidate)
         ctx.scaled_exact = self.c_flip is not None
         T = None if blk.skip is None and c == 1 else -blk.M / float(c)  # None: −I, without a d×d array
-        res = find_index_set(blk.W_up, blk.W_down, T, tol=ctx.dist_tol, timeout=ctx.timeout, method=ctx.method, seed=ctx.seed,
-                             progress=ctx.search_progress)
+        res = find_index_set(blk.W_up, blk.W_down, T, tol=self._pairs_bar(), timeout=ctx.timeout, method=ctx.method,
+                             seed=ctx.seed, progress=ctx.search_progress)
         if res.status is SearchStatus.FOUND:
             return self._found(res, c, T)
         if (res.status is SearchStatus.INFEASIBLE and ctx.scaled and not res.bound > (wide := ctx.scaled_bar)

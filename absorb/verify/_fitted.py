@@ -177,13 +177,14 @@ def _opposite_rows(R: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return I[keep], unit[I[keep]], gaps[keep]
 
 
-def antipodal_pairs(block: Any, tol: float, gap: float = 0.0) -> str | None:
+def antipodal_pairs(block: Any, tol: float, gap: float | None = 0.0) -> str | None:
     """Whether pairs of nearly opposite unit rows (gate rows when gated), r̂_j ≈ −r̂_i within 0.2 in ℓ1, may carry f's skip:
     each pair adds v·(σ(r̂·x) − σ(−r̂·x + η)) ≈ v·(r̂·x) for opposite moves of one of its parameters, off by about
     1.2·|v|∞·‖r̂_i + r̂_j‖₁·|x|∞. Here M ≈ Σ v_p r̂_pᵀ is solved with those weights as a ridge, and the leftover row sums
     plus the pairs' errors are compared with τ. Beside exact flips of other units, the pairs must carry what the flips
     leave, at least ``gap`` (the recorded search's bound times ‖M‖_F; 0: none): pairs not exactly opposite that can carry
-    √d·τ·(1 + Σ 1/(1.2·gap_p)) ≥ that leave it open too. An estimate (this checker's own), reported as not re-checked."""
+    √d·τ·(1 + 1/(1.2·min gap_p)) ≥ that leave it open too (None: a route whose condition is not of that form). An
+    estimate (this checker's own), reported as not re-checked."""
     R = np.asarray(block.W_gate if block.gated else block.W_up, dtype=np.float64)
     n, d = R.shape
     M = np.asarray(block.M, dtype=np.float64)
@@ -196,10 +197,10 @@ def antipodal_pairs(block: Any, tol: float, gap: float = 0.0) -> str | None:
         V = np.linalg.solve(L @ L.T + np.diag(w * w) + 1e-300 * np.eye(len(w)), L @ M.T).T
         left = float(np.max(np.sum(np.abs(M - V @ L), axis=1)))
         guess = left + 1.2 * float(np.sum(np.max(np.abs(V), axis=0) * w))
-        carry = math.sqrt(d) * tol * (1 + float(np.sum(1 / (1.2 * w[w > 0]))))
+        carry = math.sqrt(d) * tol * (1 + 1 / (1.2 * float(np.min(w[w > 0], initial=math.inf))))  # (Σ|v_p|₂δ_p ≥ δ_min‖R‖_F)
     if guess <= tol:
         return f"{len(w)} nearly opposite pair(s) of unit rows may carry the skip, off by about {guess:.3g} (an estimate)"
-    if np.any(w > 0) and carry >= gap:
+    if gap is not None and np.any(w > 0) and carry >= gap:
         return (f"{int(np.sum(w > 0))} nearly opposite pair(s) of unit rows may carry parts of the skip up to about {carry:.3g} "
                 f"(‖·‖_F), {'past' if gap > 0 else 'and no bound is recorded on'} what flips of other units leave"
                 + (f" ({gap:.3g})" if gap > 0 else "") + " (an estimate)")
@@ -228,7 +229,7 @@ def freed_slots(block: Any, tol: float) -> str | None:
             "carry rank-one parts of the skip, which with flips or nearly opposite pairs may complete a block (an estimate)")
 
 
-def near_fitted(block: Any, tol: float, seed: int, biases: bool, gap: float = 0.0) -> str | None:
+def near_fitted(block: Any, tol: float, seed: int, biases: bool, gap: float | None = 0.0) -> str | None:
     """This module's screens in order of cost — pairs, freed slots, the fit —: why a block within ``tol`` may exist
     (``gap``: what flips leave of the skip at least, :func:`antipodal_pairs`)."""
     return antipodal_pairs(block, tol, gap) or freed_slots(block, tol) or fitted_block(block, tol, seed, biases)

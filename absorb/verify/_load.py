@@ -227,6 +227,7 @@ def cut_records(cert: dict[str, Any]) -> list[tuple[str, list[str]]]:
         if not isinstance(b, dict):
             continue
         th = b.get("theorem") if isinstance(b.get("theorem"), str) else (b.get("theorem") or {}).get("id") if isinstance(b.get("theorem"), dict) else None
+        th = th if isinstance(th, str) else None  # (an id written as a list or an object names no theorem)
         wit = b.get("witness")
         if isinstance(wit, dict):
             if not (isinstance(b.get("canonical_form"), dict) and b["canonical_form"].get("near") is not None):

@@ -170,7 +170,8 @@ def contradiction(block: Any, tol: float, width: int | None = None, estimated: b
     M = np.asarray(block.M, dtype=np.float64)
     with np.errstate(all="ignore"):
         normM = _up(float(np.max(np.sum(np.abs(M), axis=1))), d)
-    if (1 - tol) * normM <= tol and width >= n:  # (|f − cB|∞ ≤ (1 − c)|f(x)|∞ + c‖M‖∞|x|∞ = ‖M‖∞/(1 + ‖M‖∞)·(|f(x)|∞ + |x|∞))
+        low = float(np.max(np.sum(np.abs(M), axis=1))) * (1 - (d + 2) * 2.0**-52)  # (rounded down: τ at the boundary is within)
+    if (1 - tol) * low <= tol and width >= n:  # (|f − cB|∞ ≤ (1 − c)|f(x)|∞ + c‖M‖∞|x|∞ = ‖M‖∞/(1 + ‖M‖∞)·(|f(x)|∞ + |x|∞))
         return (f"‖M‖∞ = {normM:.3g} ≤ τ/(1 − τ): f is within the tolerance of c·B, its own residual-free part scaled by "
                 "c = 1/(1 + ‖M‖∞) (f − cB = (1 − c)·f + c·M x)")
     if n * d > 1 << 24 or not normM < 2.0**500:

@@ -283,5 +283,5 @@ def check_widths(ctx: _Ctx, b: dict[str, Any], block: Block, verdict: str | None
             fn(ctx, w, b[key], block, main)
         except _Reject:
             pass
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError, AssertionError) as exc:  # a malformed record
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, AssertionError, ArithmeticError) as exc:  # a malformed record
             ctx.report.fail(w, "the width record is well-formed", f"{type(exc).__name__}: {exc}")

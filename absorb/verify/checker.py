@@ -269,7 +269,8 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
             dead = np.any(np.all(orig.W_up == 0, axis=1) | np.all(orig.W_down == 0, axis=0))  # (a free slot: no gap)
             bound = rec.get("bound") if rec.get("S") is None and not dead else None  # (re-derived above; what flips leave)
             gap = bound * float(np.linalg.norm(orig.M)) * (1 - 1e-6) if isinstance(bound, float) and bound > 0 else 0.0
-            return near_fitted(orig, t, ctx.seed, bool(biases), gap if np.isfinite(gap) else 0.0)
+            gap = None if th not in ("index-set", "skeleton", "canonical-form") else gap if np.isfinite(gap) else 0.0
+            return near_fitted(orig, t, ctx.seed, bool(biases), gap)
 
         if verdict == "not_absorbable" and th in _FITTED and not ctx.once.get("robust") and ctx.tol > SCREENED_TOL_MAX:
             ctx.report.unchecked(w, "past τ = 1e-4 this route's not_absorbable covers every block within τ (the robust skeleton "
@@ -288,7 +289,7 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         return verdict, witness
     except _Reject:
         return None, None
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a malformed (or forged) document
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError) as exc:  # a malformed (or forged) document
         ctx.report.fail(w, "the certificate is well-formed", f"{type(exc).__name__}: {exc}")
         return None, None
 
@@ -465,7 +466,7 @@ def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Blo
         _check_overall(ctx, cert, top, th, structure, blocks, entries, verdicts, [wb for _, wb in results])
     except _Reject:
         pass
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError) as exc:
         report.fail("certificate", "the certificate is well-formed", f"{type(exc).__name__}: {exc}")
     return report
 
