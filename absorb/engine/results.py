@@ -844,9 +844,9 @@ class _IndexSet:
     """The index-set result with its three necessity arguments, for one block."""
 
     def _pairs_bar(self) -> float:
-        """The search's tolerance: :attr:`Ctx.dist_tol`, raised at τ ≤ 10⁻⁴ to the share of ‖M‖_F that f's nearly antipodal
-        units could carry beside flips within the screens' margin (:func:`absorb.engine._fit.pair_capacity`) — a proof that
-        every S is farther leaves them nothing to complete (else the screen withholds the verdict)."""
+        """:attr:`Ctx.dist_tol`, raised at τ ≤ 10⁻⁴ to the share of ‖M‖_F that f's nearly antipodal units could carry
+        beside flips within the screens' margin (:func:`absorb.engine._fit.pair_capacity`): a search that proves every S
+        farther leaves them nothing to complete (else the pairs' screen withholds the verdict)."""
         ctx = self.ctx
         if ctx.tol > SCREENED_TOL_MAX or ctx._m_lower <= 0:
             return ctx.dist_tol
@@ -931,8 +931,12 @@ class _IndexSet:
         ctx.scaled = not blk.gated or blk.value_identity  # (every candidate a flip: f − g affine, so c·g too is a candidate)
         ctx.scaled_exact = self.c_flip is not None
         T = None if blk.skip is None and c == 1 else -blk.M / float(c)  # None: −I, without a d×d array
-        res = find_index_set(blk.W_up, blk.W_down, T, tol=self._pairs_bar(), timeout=ctx.timeout, method=ctx.method,
-                             seed=ctx.seed, progress=ctx.search_progress)
+        res = find_index_set(blk.W_up, blk.W_down, T, tol=ctx.dist_tol, timeout=ctx.timeout, method=ctx.method, seed=ctx.seed,
+                             progress=ctx.search_progress)
+        if res.status is SearchStatus.INFEASIBLE and not res.bound > (pairs := self._pairs_bar()):
+            again = find_index_set(blk.W_up, blk.W_down, T, tol=pairs, timeout=ctx.timeout, method=ctx.method, seed=ctx.seed,
+                                   progress=ctx.search_progress)  # (else the pairs' screen withholds the verdict, naming them)
+            res = again if again.status is SearchStatus.INFEASIBLE else res
         if res.status is SearchStatus.FOUND:
             return self._found(res, c, T)
         if (res.status is SearchStatus.INFEASIBLE and ctx.scaled and not res.bound > (wide := ctx.scaled_bar)
