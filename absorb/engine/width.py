@@ -191,7 +191,8 @@ def decide_width(block: Block, width: int, *, tol: float = DEFAULT_TOL, seed: in
     wd = _decide_width(block, width, tol=tol, seed=seed, budget=budget, decision=decision)
     biases = getattr(getattr(decision, "residual_free_class", None), "biases", None)  # (the question's class: g may have biases)
     near = within_tolerance(block, tol, seed, width, biases) if wd.verdict is Verdict.NOT_ABSORBABLE else None
-    if near is None and wd.verdict is Verdict.NOT_ABSORBABLE and width == block.n:  # (at f's width: a block fitted near its units)
+    screened = decision is not None and decision.block is block and decision.verdict is Verdict.NOT_ABSORBABLE  # (its screens ran)
+    if near is None and wd.verdict is Verdict.NOT_ABSORBABLE and width == block.n and not screened:  # (a block fitted near f)
         from absorb.engine._fit import near_block
         from absorb.engine.tolerance import SCREEN_MARGIN
 
