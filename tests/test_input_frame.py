@@ -146,3 +146,10 @@ def test_widths_are_decided_in_the_frame_and_verified(make, seed, width) -> None
         doc = build(dec, F, seed=0, entries=width_entries(dec, fields, seed=0)).to_json()
         rep = checker.verify_certificate(doc, F)
         assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
+
+
+def test_json_names_the_rescaling() -> None:
+    F = _scaled(_glu(7), 60)
+    (bd,) = decide(F).blocks
+    assert bd.to_json()["input_scale"] == bd.input_scale[0]
+    assert "input_scale" not in decide_block(_glu(7)).to_json()

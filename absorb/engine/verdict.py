@@ -194,6 +194,8 @@ class BlockDecision:
                              "residual": s.residual, "bound": s.bound, "elapsed": round(s.elapsed, 6)}
         if b.hc is not None:
             out["hyper_connection"] = {"streams": b.hc.s, "H_res": b.hc.H_res.tolist()}
+        if self.input_scale is not None:  # (decided as 2^-k·f(2^k·x), exactly rescaled: docs/user-guide.md, Scale)
+            out["input_scale"] = self.input_scale[0]
         return out
 
 
