@@ -194,3 +194,30 @@ def test_combined_mechanisms_withhold_not_absorbable(tmp_path, make, act, d, n, 
         doc["parameters"]["tolerance"] = doc["blocks"][0]["tolerance"] = tol
         rep = verify_certificate(doc, f)
         assert not rep.accepted or rep.not_rechecked
+
+
+def _pair_small_partner(act: str, d: int, n: int, tol: float, seed: int = 30, rel: float = 0.2) -> tuple[Block, Block]:
+    """Red team 42/03: unit 2 nearly opposes unit 1 (‖u₂ + u₁‖₁ = 0.2‖u₁‖₁, past the pairs' angle) with a down column
+    so small that turning it exactly opposite costs 0.9τ (its size is ~9τ: not a freed unit); the exact pair then
+    carries any q·u₁ᵀ, here |q|∞ = 0.1 — a block of 12–20 units, past the local fit."""
+    rng = np.random.default_rng(seed)
+    U, W = rng.normal(size=(n, d)), rng.normal(size=(d, n))
+    dl = rng.normal(size=d)
+    dl *= rel * np.abs(U[1]).sum() / np.abs(dl).sum()
+    U[2] = -U[1] + dl
+    W[:, 2] *= 0.9 * tol / (np.abs(W[:, 2]).max() * 1.2 * np.abs(dl).sum())
+    q = rng.normal(size=d)
+    q *= 0.1 / np.abs(q).max()
+    Ug, Wg = U.copy(), W.copy()
+    Ug[2] = -U[1]
+    Wg[:, 1] += q
+    Wg[:, 2] -= q
+    return (Block(W_up=U, W_down=W, skip=np.outer(q, U[1]), activation=get_activation(act)),
+            Block(W_up=Ug, W_down=Wg, skip=np.zeros((d, d)), activation=get_activation(act)))
+
+
+@pytest.mark.parametrize("act, d, n", [("relu", 6, 12), ("gelu", 6, 12)])
+def test_a_unit_turned_exactly_opposite_its_partner_withholds(act: str, d: int, n: int) -> None:
+    f, g = _pair_small_partner(act, d, n, 1e-4)
+    assert _rel_error(f, g) <= 1e-4
+    assert decide(f, tol=1e-4).verdict.value != "not_absorbable"

@@ -188,7 +188,7 @@ _PAIR_ANGLE = 0.2
 """Nearly antipodal pairs up to this ‖û_i + û_j‖₁ (unit rows) take part in :func:`pairs_realise_skip`."""
 
 
-def _antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The nearly antipodal pairs (i, j) of rows of R with their ‖û_i + û_j‖₁ ≤ :data:`_PAIR_ANGLE` (rows of unequal length
     pair where σ is homogeneous, else the rows themselves must nearly cancel): a Gram of the unit rows, or past n²d = 2²⁶
     the projection screen of :func:`absorb.engine._collinear.near_collinear_pairs` (|cos| ≥ 0.98 holds every such pair)."""
@@ -209,7 +209,7 @@ def _antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.ndarray
         else:  # (σ(s) − σ(−λs) is linear only for λ = 1: the rows themselves must nearly cancel)
             delta = np.abs(R[i] + R[j]).sum(axis=1) / np.maximum(size[i, 0], size[j, 0])
     keep = delta <= _PAIR_ANGLE
-    return i[keep], Rn[i[keep]], delta[keep]
+    return i[keep], Rn[i[keep]], delta[keep], j[keep]
 
 
 def pair_capacity(blk: Block, tol: float, margin: float) -> tuple[float, float, int]:
@@ -245,7 +245,7 @@ def pairs_realise_skip(blk: Block, tol: float, margin: float, gap: float | None 
         return None
     from absorb.symbolic._core import get as analysis
 
-    i, Uh, delta = _antipodal(R, analysis(blk.activation, "homogeneity").proved)  # (σ, or the gate: σ(−λs) = λ^k·σ(−s))
+    i, Uh, delta, _ = _antipodal(R, analysis(blk.activation, "homogeneity").proved)  # (σ, or the gate: σ(−λs) = λ^k·σ(−s))
     if not len(i):
         return None
     M = np.asarray(blk.M, dtype=np.float64)
@@ -268,26 +268,41 @@ def pairs_realise_skip(blk: Block, tol: float, margin: float, gap: float | None 
 
 
 def freed_units_realise_skip(blk: Block, tol: float, margin: float) -> str | None:
-    """Whether f's smallest units, freed and re-aimed opposite some of f's other units, may take part in a block within
-    ``margin``·τ (ungated σ with σ(z) − σ(−z) = c·z, any biases): a unit k whose output varies by at most
-    L·|w_k|∞·‖u_k‖₁·|x|∞ (L = 1.2) is dropped (its value at 0 moves into b_down), its slot takes the row −u_i and bias −b_i
-    of a unit i that f keeps, and w_i moves with it, adding v·(u_i·x) exactly — a rank-one part of the skip along any of
-    f's unit lines, which beside flips of other units and nearly antipodal pairs is not excluded by any search of the
-    exact routes. So a unit of nonzero size ≤ margin·τ withholds (a dead unit is the exact routes' free slot). An
-    estimate: it withholds, never decides."""
+    """Whether a unit of f can be made, within ``margin``·τ, a free slot along one of f's unit lines (ungated σ with
+    σ(z) − σ(−z) = c·z, any biases): dropped (its output varies by at most L·|w_k|∞·‖u_k‖₁·|x|∞, L = 1.2; its value at 0
+    moves into b_down) and re-aimed opposite a unit i that f keeps, or, where it nearly opposes a unit i already, turned
+    exactly opposite it (a change of L·|w_k|∞·‖u_k − u_k'‖₁·|x|∞, u_k' = −λu_i, λ = |u_k|₂/|u_i|₂ where σ is homogeneous,
+    else 1; bias −λb_i). The pair (i, k) then carries v·(u_i·x) exactly, of any size — a rank-one part of the skip, which
+    beside flips and other pairs no search of the exact routes rules out: such a unit withholds by itself (a dead unit is
+    the exact routes' free slot). An estimate: it withholds, never decides."""
     from absorb.symbolic._core import get as analysis
 
     if blk.gated or blk.n < 2 or not np.any(blk.M) or not analysis(blk.activation, "flip_identity[ungated]").proved:
         return None
     with np.errstate(all="ignore"):
-        size = 1.2 * np.abs(blk.W_down).max(axis=0).astype(np.float64) * np.abs(blk.W_up).sum(axis=1).astype(np.float64)
+        wmax = 1.2 * np.abs(blk.W_down).max(axis=0).astype(np.float64)
+        size = wmax * np.abs(blk.W_up).sum(axis=1).astype(np.float64)
+        R = np.asarray(blk.W_up, dtype=np.float64)
+        i, _, _, j = _antipodal(R, analysis(blk.activation, "homogeneity").proved)
+        norms, homogeneous = np.linalg.norm(R, axis=1), analysis(blk.activation, "homogeneity").proved
+        if len(i):
+            for a, b in ((i, j), (j, i)):  # (unit b turned opposite unit a)
+                lam = norms[b] / norms[a] if homogeneous else np.ones(len(a))
+                turn = wmax[b] * np.abs(R[b] + lam[:, None] * R[a]).sum(axis=1)
+                np.minimum.at(size, b, np.where(np.isfinite(turn), turn, np.inf))
+        # (past the pairs' angle ‖u_k + λu_i‖₁ ≥ 0.2·|u_k|₂ ≥ 0.2·‖u_k‖₁/√d: only a unit of size ≤ 5√d·margin·τ may turn cheaply)
+        for k in np.flatnonzero((size > margin * tol) & (size <= 5 * np.sqrt(blk.d) * margin * tol))[:256]:
+            scale = norms[k] / norms if homogeneous else np.ones(blk.n)  # (u_i scaled to |u_k|₂ where σ is homogeneous)
+            turn = wmax[k] * np.abs(R[k] + scale[:, None] * R).sum(axis=1)
+            turn[k] = np.inf
+            size[k] = min(size[k], float(np.min(np.where(np.isfinite(turn), turn, np.inf))))
     cheap = np.flatnonzero((size > 0) & (size <= margin * tol))
     if not cheap.size:
         return None
     k = int(cheap[np.argmin(size[cheap])])
-    return (f"{cheap.size} unit(s) of f vary by at most {float(size[cheap].max()):.2g}·|x|∞ (unit {k}: {float(size[k]):.2g}), "
-            "within the tolerance: freed and re-aimed opposite a unit f keeps, each carries a rank-one part of the skip "
-            "exactly, and with flips or nearly antipodal pairs of other units a block within the tolerance is not excluded")
+    return (f"{cheap.size} unit(s) of f can be freed, or turned exactly opposite a unit they nearly oppose, within "
+            f"{float(size[cheap].max()):.2g}·|x|∞ (unit {k}: {float(size[k]):.2g}) — within the tolerance: each then carries a "
+            "rank-one part of the skip exactly, and with flips or other pairs a block within the tolerance is not excluded")
 
 
 def near_block(blk: Block, tol: float, seed: int, biases: bool, margin: float, gap: float | None = 0.0) -> str | None:

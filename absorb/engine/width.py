@@ -268,7 +268,10 @@ def minimal_width(block: Block, *, tol: float = DEFAULT_TOL, seed: int = 0, budg
                   decision: BlockDecision | None = None) -> MinWidth:
     """The smallest N' such that f is a residual-free block of width N' (Theorem D / W), or
     the bounds that are proved: ``upper`` (a checked witness of that width — the main
-    decision's, when it found one) and ``lower``."""
+    decision's, when it found one) and ``lower``. A block decided through its exact rescaling
+    (``decision.input_scale``) is answered in that frame (widths are the same)."""
+    if decision is not None and decision.input_scale is not None and decision.block is block:
+        return minimal_width(decision.input_scale[1].block, tol=tol, seed=seed, budget=budget, decision=decision.input_scale[1])
     if _unsupported(block) is not None:
         bd = _main(block, decision, tol=tol, seed=seed)
         v, why, thm = _other(bd)

@@ -153,9 +153,9 @@ def fitted_block(block: Any, tol: float, seed: int, biases: bool) -> str | None:
             f"fitted) is within {worst:.3g} of f at {len(Y)} inputs, on the kink hyperplanes too")
 
 
-def _opposite_rows(R: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _opposite_rows(R: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Pairs i < j of rows that nearly cancel, ‖r_i + r_j‖₁ ≤ 0.2·max(|r_i|₂, |r_j|₂) with r_i·r_j < 0: (i, the unit rows
-    r̂_i, those ℓ1 gaps), from cosines computed a block of rows at a time."""
+    r̂_i, those ℓ1 gaps, j), from cosines computed a block of rows at a time."""
     n = R.shape[0]
     with np.errstate(all="ignore"):
         length = np.sqrt(np.einsum("ij,ij->i", R, R))
@@ -174,7 +174,7 @@ def _opposite_rows(R: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         I, J = np.concatenate(found_i), np.concatenate(found_j)
         gaps = np.abs(R[I] + R[J]).sum(axis=1) / np.maximum(length[I], length[J])
     keep = np.isfinite(gaps) & (gaps <= 0.2)
-    return I[keep], unit[I[keep]], gaps[keep]
+    return I[keep], unit[I[keep]], gaps[keep], J[keep]
 
 
 def antipodal_pairs(block: Any, tol: float, gap: float | None = 0.0) -> str | None:
@@ -190,7 +190,7 @@ def antipodal_pairs(block: Any, tol: float, gap: float | None = 0.0) -> str | No
     M = np.asarray(block.M, dtype=np.float64)
     if n < 2 or float(n) * n * d > 2.0**34 or not M.any():
         return None
-    _, L, w = _opposite_rows(R)
+    _, L, w, _ = _opposite_rows(R)
     if not len(w):
         return None
     with np.errstate(all="ignore"):
@@ -208,8 +208,9 @@ def antipodal_pairs(block: Any, tol: float, gap: float | None = 0.0) -> str | No
 
 
 def freed_slots(block: Any, tol: float) -> str | None:
-    """Whether a unit of f small within τ may be freed and re-aimed at −u_i (bias −b_i) for a unit i that stays (σ(z) −
-    σ(−z) = c·z, ungated, any biases): it then carries v·(u_i·x) exactly, a rank-one part of the skip along any unit line,
+    """Whether a unit of f small within τ may be freed and re-aimed at −u_i (bias −b_i) for a unit i that stays, or one
+    nearly opposite u_i turned exactly opposite it (1.2·|w_k|∞·‖u_k + u_i‖₁ within τ) (σ(z) − σ(−z) = c·z, ungated, any
+    biases): it then carries v·(u_i·x) exactly, a rank-one part of the skip along any unit line,
     which beside flips or nearly opposite pairs of other units no search of the exact routes rules out. A unit of nonzero
     size 1.2·|w_k|∞·‖u_k‖₁ ≤ τ leaves the verdict open. This checker's own estimate, reported as not re-checked."""
     from absorb.verify._symbolic import flip_constant
@@ -222,6 +223,14 @@ def freed_slots(block: Any, tol: float) -> str | None:
     with np.errstate(all="ignore"):
         U, D = np.asarray(block.W_up, dtype=np.float64), np.asarray(block.W_down, dtype=np.float64)
         sizes = 1.2 * np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1)
+        if block.n * block.n * block.d <= 2.0**34:  # (a unit nearly opposite another, turned exactly opposite it: a free slot)
+            I, _, _, J = _opposite_rows(U)
+            for a, k in zip(np.concatenate([I, J]).tolist(), np.concatenate([J, I]).tolist()):
+                sizes[k] = min(sizes[k], 1.2 * float(np.max(np.abs(D[:, k]))) * float(np.sum(np.abs(U[k] + U[a]))))
+        for k in [k for k in range(block.n) if tol < sizes[k] <= 5 * math.sqrt(block.d) * tol][:256]:  # (beyond the pairs)
+            turn = 1.2 * float(np.max(np.abs(D[:, k]))) * np.sum(np.abs(U[k] + U), axis=1)
+            turn[k] = np.inf
+            sizes[k] = min(sizes[k], float(np.min(np.where(np.isfinite(turn), turn, np.inf))))
     small = [k for k in range(block.n) if 0 < sizes[k] <= tol]
     if not small:
         return None
