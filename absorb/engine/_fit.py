@@ -188,10 +188,15 @@ _PAIR_ANGLE = 0.2
 """Nearly antipodal pairs up to this ‖û_i + û_j‖₁ (unit rows) take part in :func:`pairs_realise_skip`."""
 
 
+_PAIRS_MAX_N = 4096
+"""Past this many units the nearly antipodal pairs are not looked for (:func:`_antipodal`)."""
+
+
 def _antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The nearly antipodal pairs (i, j) of rows of R with their ‖û_i + û_j‖₁ ≤ :data:`_PAIR_ANGLE` (rows of unequal length
     pair where σ is homogeneous, else the rows themselves must nearly cancel): a Gram of the unit rows, or past n²d = 2²⁶
-    the projection screen of :func:`absorb.engine._collinear.near_collinear_pairs` (|cos| ≥ 0.98 holds every such pair)."""
+    the blocked search of :func:`absorb.engine._collinear.near_collinear_pairs` (|cos| ≥ 0.98 holds every such pair); none
+    past :data:`_PAIRS_MAX_N` units."""
     n, d = R.shape
     with np.errstate(all="ignore"):
         size = np.linalg.norm(R, axis=1, keepdims=True)
@@ -199,11 +204,13 @@ def _antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.ndarray
         ok = np.all(np.isfinite(Rn), axis=1)
         if n * n * d <= 1 << 26:
             i, j = np.nonzero(np.triu(Rn @ Rn.T < -0.5, 1) & ok[:, None] & ok[None, :])
-        else:
+        elif n <= _PAIRS_MAX_N:
             from absorb.engine._collinear import near_collinear_pairs
 
             pairs = [(a, b) for a, b, c in near_collinear_pairs(R, tau=0.02) if c < 0 and ok[a] and ok[b]]
             i, j = (np.array([p[k] for p in pairs], dtype=np.intp) for k in (0, 1))
+        else:  # (a 7B layer's pair search takes seconds, past its budget: not looked for — a known gap)
+            i = j = np.zeros(0, dtype=np.intp)
         if homogeneous:  # (ReLU(−λs) = λ·ReLU(−s), ReLU² λ²: rows of unequal length pair as well, the move rescaled)
             delta = np.abs(Rn[i] + Rn[j]).sum(axis=1)
         else:  # (σ(s) − σ(−λs) is linear only for λ = 1: the rows themselves must nearly cancel)

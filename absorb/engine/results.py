@@ -848,8 +848,9 @@ class _IndexSet:
         beside flips within the screens' margin (:func:`absorb.engine._fit.pair_capacity`): a search that proves every S
         farther leaves them nothing to complete (else the pairs' screen withholds the verdict)."""
         ctx = self.ctx
-        if ctx.tol > SCREENED_TOL_MAX or ctx._m_lower <= 0:
-            return ctx.dist_tol
+        mc = next((h.value.get("max_abs_cos") for h in ctx.H if h.name == "rows_noncollinear"), None)
+        if ctx.tol > SCREENED_TOL_MAX or ctx._m_lower <= 0 or (isinstance(mc, float) and mc < 0.97):
+            return ctx.dist_tol  # (no two rows with |cos| ≥ 0.97: no pair within the pairs' angle)
         from absorb.engine._fit import pair_capacity
 
         cap = pair_capacity(self.block, ctx.tol, SCREEN_MARGIN)[0]

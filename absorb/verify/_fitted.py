@@ -188,7 +188,7 @@ def antipodal_pairs(block: Any, tol: float, gap: float | None = 0.0) -> str | No
     R = np.asarray(block.W_gate if block.gated else block.W_up, dtype=np.float64)
     n, d = R.shape
     M = np.asarray(block.M, dtype=np.float64)
-    if n < 2 or float(n) * n * d > 2.0**34 or not M.any():
+    if n < 2 or n > 4096 or not M.any():  # (past 4096 units the pairs are not looked for, as on the producer's side)
         return None
     _, L, w, _ = _opposite_rows(R)
     if not len(w):
@@ -223,7 +223,7 @@ def freed_slots(block: Any, tol: float) -> str | None:
     with np.errstate(all="ignore"):
         U, D = np.asarray(block.W_up, dtype=np.float64), np.asarray(block.W_down, dtype=np.float64)
         sizes = 1.2 * np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1)
-        if block.n * block.n * block.d <= 2.0**34:  # (a unit nearly opposite another, turned exactly opposite it: a free slot)
+        if block.n <= 4096:  # (a unit nearly opposite another, turned exactly opposite it: a free slot)
             I, _, _, J = _opposite_rows(U)
             for a, k in zip(np.concatenate([I, J]).tolist(), np.concatenate([J, I]).tolist()):
                 sizes[k] = min(sizes[k], 1.2 * float(np.max(np.abs(D[:, k]))) * float(np.sum(np.abs(U[k] + U[a]))))
