@@ -198,19 +198,19 @@ def _antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.ndarray
     the blocked search of :func:`absorb.engine._collinear.near_collinear_pairs` (|cos| ≥ 0.98 holds every such pair); none
     past :data:`_PAIRS_MAX_N` units."""
     n, d = R.shape
+    if n > _PAIRS_MAX_N:  # (a 7B layer's pair search takes seconds, past its budget: not looked for — a known gap)
+        return (np.zeros(0, dtype=np.intp), np.zeros((0, d)), np.zeros(0), np.zeros(0, dtype=np.intp))
     with np.errstate(all="ignore"):
         size = np.linalg.norm(R, axis=1, keepdims=True)
         Rn = R / size
         ok = np.all(np.isfinite(Rn), axis=1)
         if n * n * d <= 1 << 26:
             i, j = np.nonzero(np.triu(Rn @ Rn.T < -0.5, 1) & ok[:, None] & ok[None, :])
-        elif n <= _PAIRS_MAX_N:
+        else:
             from absorb.engine._collinear import near_collinear_pairs
 
             pairs = [(a, b) for a, b, c in near_collinear_pairs(R, tau=0.02) if c < 0 and ok[a] and ok[b]]
             i, j = (np.array([p[k] for p in pairs], dtype=np.intp) for k in (0, 1))
-        else:  # (a 7B layer's pair search takes seconds, past its budget: not looked for — a known gap)
-            i = j = np.zeros(0, dtype=np.intp)
         if homogeneous:  # (ReLU(−λs) = λ·ReLU(−s), ReLU² λ²: rows of unequal length pair as well, the move rescaled)
             delta = np.abs(Rn[i] + Rn[j]).sum(axis=1)
         else:  # (σ(s) − σ(−λs) is linear only for λ = 1: the rows themselves must nearly cancel)
@@ -286,9 +286,16 @@ def freed_units_realise_skip(blk: Block, tol: float, margin: float) -> str | Non
 
     if blk.gated or blk.n < 2 or not np.any(blk.M) or not analysis(blk.activation, "flip_identity[ungated]").proved:
         return None
-    with np.errstate(all="ignore"):
-        wmax = 1.2 * np.abs(blk.W_down).max(axis=0).astype(np.float64)
-        size = wmax * np.abs(blk.W_up).sum(axis=1).astype(np.float64)
+    with np.errstate(all="ignore"):  # (a block of rows at a time: no copy of a large layer)
+        wmax = 1.2 * np.concatenate([np.maximum(c.max(axis=0), -c.min(axis=0)) for c in np.array_split(
+            blk.W_down, max(1, blk.n // 2048), axis=1)]).astype(np.float64)
+        size = wmax * np.concatenate([np.abs(r).sum(axis=1) for r in np.array_split(blk.W_up, max(1, blk.n // 2048))])
+        if blk.n > _PAIRS_MAX_N:  # (units turned opposite others are not looked for past it, as the pairs)
+            cheap = np.flatnonzero((size > 0) & (size <= margin * tol))
+            return None if not cheap.size else (
+                f"{cheap.size} unit(s) of f vary by at most {float(size[cheap].max()):.2g}·|x|∞, within the tolerance: freed and "
+                "re-aimed opposite a unit f keeps, each carries a rank-one part of the skip exactly, and with flips or "
+                "nearly antipodal pairs a block within the tolerance is not excluded")
         R = np.asarray(blk.W_up, dtype=np.float64)
         i, _, _, j = _antipodal(R, analysis(blk.activation, "homogeneity").proved)
         norms, homogeneous = np.linalg.norm(R, axis=1), analysis(blk.activation, "homogeneity").proved

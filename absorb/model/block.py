@@ -536,8 +536,8 @@ def frame_exponent(block: Block) -> int:
     ``max_j |W[i, j]|`` (W the gate rows of a gated block, the up rows otherwise) is in [2^-k, 2^(1-k)).
     0 where no row is nonzero."""
     W = block.W_gate if block.gated else block.W_up
-    with np.errstate(all="ignore"):
-        top = np.max(np.abs(W), axis=1) if W.size else np.zeros(0)
+    with np.errstate(all="ignore"):  # (max and −min: no copy of a large layer)
+        top = np.maximum(W.max(axis=1), -W.min(axis=1)).astype(np.float64) if W.size else np.zeros(0)
     top = top[(top > 0) & np.isfinite(top)]
     if not top.size:
         return 0

@@ -221,16 +221,17 @@ def freed_slots(block: Any, tol: float) -> str | None:
     if not M.any() or flip_constant(block.activation.expr, gated=False) is None:
         return None
     with np.errstate(all="ignore"):
-        U, D = np.asarray(block.W_up, dtype=np.float64), np.asarray(block.W_down, dtype=np.float64)
-        sizes = 1.2 * np.max(np.abs(D), axis=0) * np.sum(np.abs(U), axis=1)
+        sizes = np.array([1.2 * float(np.max(np.abs(block.W_down[:, k]))) * float(np.sum(np.abs(block.W_up[k], dtype=np.float64)))
+                          for k in range(block.n)])  # (unit by unit: no copy of a large layer)
         if block.n <= 4096:  # (a unit nearly opposite another, turned exactly opposite it: a free slot)
+            U, D = np.asarray(block.W_up, dtype=np.float64), np.asarray(block.W_down, dtype=np.float64)
             I, _, _, J = _opposite_rows(U)
             for a, k in zip(np.concatenate([I, J]).tolist(), np.concatenate([J, I]).tolist()):
                 sizes[k] = min(sizes[k], 1.2 * float(np.max(np.abs(D[:, k]))) * float(np.sum(np.abs(U[k] + U[a]))))
-        for k in [k for k in range(block.n) if tol < sizes[k] <= 5 * math.sqrt(block.d) * tol][:256]:  # (beyond the pairs)
-            turn = 1.2 * float(np.max(np.abs(D[:, k]))) * np.sum(np.abs(U[k] + U), axis=1)
-            turn[k] = np.inf
-            sizes[k] = min(sizes[k], float(np.min(np.where(np.isfinite(turn), turn, np.inf))))
+            for k in [k for k in range(block.n) if tol < sizes[k] <= 5 * math.sqrt(block.d) * tol][:256]:  # (past the pairs)
+                turn = 1.2 * float(np.max(np.abs(D[:, k]))) * np.sum(np.abs(U[k] + U), axis=1)
+                turn[k] = np.inf
+                sizes[k] = min(sizes[k], float(np.min(np.where(np.isfinite(turn), turn, np.inf))))
     small = [k for k in range(block.n) if 0 < sizes[k] <= tol]
     if not small:
         return None
