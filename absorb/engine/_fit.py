@@ -228,12 +228,16 @@ def pair_capacity(blk: Block, tol: float, margin: float) -> tuple[float, float, 
         return 0.0, math.inf, 0
     from absorb.symbolic._core import get as analysis
 
-    delta = _antipodal(R, analysis(blk.activation, "homogeneity").proved)[2]
+    return _capacity(_antipodal(R, analysis(blk.activation, "homogeneity").proved)[2], R.shape[1], tol, margin)
+
+
+def _capacity(delta: np.ndarray, d: int, tol: float, margin: float) -> tuple[float, float, int]:
+    """:func:`pair_capacity` from the pairs' defects δ (those not exactly antipodal count)."""
     delta = delta[delta > 0]
     if not delta.size:
         return 0.0, math.inf, 0
     lo = float(delta.min())
-    return float(math.sqrt(R.shape[1]) * margin * tol * (1 + 1 / (1.2 * lo))), lo, int(delta.size)
+    return float(math.sqrt(d) * margin * tol * (1 + 1 / (1.2 * lo))), lo, int(delta.size)
 
 
 def pairs_realise_skip(blk: Block, tol: float, margin: float, gap: float | None = 0.0) -> str | None:
@@ -264,7 +268,7 @@ def pairs_realise_skip(blk: Block, tol: float, margin: float, gap: float | None 
     if est <= margin * tol:
         return (f"nearly antipodal units ({len(i)} pair(s), the closest {float(delta.min()):.2g} from antipodal) may realise the "
                 f"skip by opposite moves of one parameter of each pair, erring by about {est:.3g} = {est / tol:.2g}·τ (an estimate)")
-    cap, lo, count = pair_capacity(blk, tol, margin)
+    cap, lo, count = _capacity(delta, d, tol, margin)  # (the pairs found above: not searched again)
     if gap is not None and count and cap >= gap:
         return (f"nearly antipodal units ({count} pair(s), the closest {lo:.2g} from "
                 f"antipodal) may carry parts of the skip up to ‖·‖_F ≈ {cap:.3g} within the tolerance, "
@@ -290,26 +294,20 @@ def freed_units_realise_skip(blk: Block, tol: float, margin: float) -> str | Non
         wmax = 1.2 * np.concatenate([np.maximum(c.max(axis=0), -c.min(axis=0)) for c in np.array_split(
             blk.W_down, max(1, blk.n // 2048), axis=1)]).astype(np.float64)
         size = wmax * np.concatenate([np.abs(r).sum(axis=1) for r in np.array_split(blk.W_up, max(1, blk.n // 2048))])
-        if blk.n > _PAIRS_MAX_N:  # (units turned opposite others are not looked for past it, as the pairs)
-            cheap = np.flatnonzero((size > 0) & (size <= margin * tol))
-            return None if not cheap.size else (
-                f"{cheap.size} unit(s) of f vary by at most {float(size[cheap].max()):.2g}·|x|∞, within the tolerance: freed and "
-                "re-aimed opposite a unit f keeps, each carries a rank-one part of the skip exactly, and with flips or "
-                "nearly antipodal pairs a block within the tolerance is not excluded")
-        R = np.asarray(blk.W_up, dtype=np.float64)
-        i, _, _, j = _antipodal(R, analysis(blk.activation, "homogeneity").proved)
-        norms, homogeneous = np.linalg.norm(R, axis=1), analysis(blk.activation, "homogeneity").proved
-        if len(i):
+        if blk.n <= _PAIRS_MAX_N:  # (units turned opposite others are looked for as far as the pairs)
+            R, homogeneous = np.asarray(blk.W_up, dtype=np.float64), analysis(blk.activation, "homogeneity").proved
+            norms = np.linalg.norm(R, axis=1)
+            i, _, _, j = _antipodal(R, homogeneous)
             for a, b in ((i, j), (j, i)):  # (unit b turned opposite unit a)
                 lam = norms[b] / norms[a] if homogeneous else np.ones(len(a))
                 turn = wmax[b] * np.abs(R[b] + lam[:, None] * R[a]).sum(axis=1)
                 np.minimum.at(size, b, np.where(np.isfinite(turn), turn, np.inf))
-        # (past the pairs' angle ‖u_k + λu_i‖₁ ≥ 0.2·|u_k|₂ ≥ 0.2·‖u_k‖₁/√d: only a unit of size ≤ 5√d·margin·τ may turn cheaply)
-        for k in np.flatnonzero((size > margin * tol) & (size <= 5 * np.sqrt(blk.d) * margin * tol))[:256]:
-            scale = norms[k] / norms if homogeneous else np.ones(blk.n)  # (u_i scaled to |u_k|₂ where σ is homogeneous)
-            turn = wmax[k] * np.abs(R[k] + scale[:, None] * R).sum(axis=1)
-            turn[k] = np.inf
-            size[k] = min(size[k], float(np.min(np.where(np.isfinite(turn), turn, np.inf))))
+            # (past the pairs' angle ‖u_k + λu_i‖₁ ≥ 0.2·|u_k|₂ ≥ 0.2·‖u_k‖₁/√d: only a unit of size ≤ 5√d·margin·τ turns cheaply)
+            for k in np.flatnonzero((size > margin * tol) & (size <= 5 * np.sqrt(blk.d) * margin * tol))[:256]:
+                scale = norms[k] / norms if homogeneous else np.ones(blk.n)  # (u_i scaled to |u_k|₂ where σ is homogeneous)
+                turn = wmax[k] * np.abs(R[k] + scale[:, None] * R).sum(axis=1)
+                turn[k] = np.inf
+                size[k] = min(size[k], float(np.min(np.where(np.isfinite(turn), turn, np.inf))))
     cheap = np.flatnonzero((size > 0) & (size <= margin * tol))
     if not cheap.size:
         return None

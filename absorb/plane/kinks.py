@@ -96,17 +96,15 @@ def barely(F: ConicPL, tol: float) -> bool:
     top = 1.0 + max(norms, default=0.0)
     m = len(F.mats)
 
-    def jump(a: int, b: int) -> float:
-        J, K = F.mats[a % m], F.mats[b % m]
-        return math.hypot(*(float(K[r][c] - J[r][c]) for r in range(2) for c in range(2)))
-
+    jumps = [math.hypot(*(float(F.mats[(k + 1) % m][r][c] - F.mats[k][r][c]) for r in range(2) for c in range(2)))
+             for k in range(m)]  # (jumps[k]: across the ray between sectors k and k + 1)
     for k in range(m):
         J = F.mats[k]
-        if 0 < jump(k, k + 1) <= 4 * math.sqrt(2) * tol * top:
+        if 0 < jumps[k] <= 4 * math.sqrt(2) * tol * top:
             return True
         (ax, ay), (bx, by) = ([float(v) for v in F.rays[i % m]] for i in (k, k + 1))
         sine = abs(ax * by - ay * bx) / (math.hypot(ax, ay) * math.hypot(bx, by))
-        if m > 2 and 0 < min(jump(k - 1, k), jump(k, k + 1)) * sine <= 4 * math.sqrt(2) * tol * top:
+        if m > 2 and 0 < min(jumps[k - 1], jumps[k]) * sine <= 4 * math.sqrt(2) * tol * top:
             return True
         if abs(float(J[0][0] * J[1][1] - J[0][1] * J[1][0])) <= 4 * tol * top * top:
             return True
