@@ -221,3 +221,34 @@ def test_a_unit_turned_exactly_opposite_its_partner_withholds(act: str, d: int, 
     f, g = _pair_small_partner(act, d, n, 1e-4)
     assert _rel_error(f, g) <= 1e-4
     assert decide(f, tol=1e-4).verdict.value != "not_absorbable"
+
+
+def _wide_pair(d: int, n: int, tol: float, seed: int = 5) -> Block:
+    """Red team 41a/05's construction past 4096 units: units 0 and 1 nearly antipodal (‖û₀ + û₁‖₁ ≈ 10⁻³), the skip
+    v·u₀ᵀ carried by opposite moves of their down columns (g within ~0.05τ)."""
+    rng = np.random.default_rng(seed)
+    U, D = rng.normal(size=(n, d)), rng.normal(size=(d, n))
+    r = rng.normal(size=d)
+    U[1] = -U[0] + 1e-3 * np.linalg.norm(U[0]) * r / np.abs(r).sum()
+    v = rng.normal(size=d)
+    return Block(W_up=U.astype(np.float32), W_down=D.astype(np.float32), skip=np.outer(50 * tol * v / np.abs(v).max(), U[0]),
+                 activation=get_activation("relu"))
+
+
+@pytest.mark.parametrize("sketch", [False, True])
+def test_nearly_antipodal_pairs_are_looked_for_past_4096_units(sketch: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pairs' screens used to stop at 4096 units (a known gap): a wide layer's pair carrying the skip is found now,
+    by the producer's projection screen and by the checker's own sketch; a wide random layer has none."""
+    from absorb.engine._fit import pairs_realise_skip
+    from absorb.verify import _fitted
+    from absorb.verify._fitted import antipodal_pairs, freed_slots
+
+    if sketch:  # (the checker's sketch, which it uses past n²d = 2³⁴: here on a smaller layer)
+        monkeypatch.setattr(_fitted, "SKETCH_PAST", 1 << 20)
+    f = _wide_pair(24, 4200, 1e-4)
+    assert pairs_realise_skip(f, 1e-4, 4.0) is not None
+    assert antipodal_pairs(f, 4e-4) is not None
+    rng = np.random.default_rng(1)
+    g = Block(W_up=rng.normal(size=(4200, 24)).astype(np.float32), W_down=rng.normal(size=(24, 4200)).astype(np.float32),
+              activation=get_activation("relu"))
+    assert pairs_realise_skip(g, 1e-4, 4.0) is None and antipodal_pairs(g, 4e-4) is None and freed_slots(g, 4e-4) is None

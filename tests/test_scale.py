@@ -594,6 +594,18 @@ def test_collinear_screen_large_n_matches_exact() -> None:
             near_collinear_pairs(U, tau=tau, method="exact")
 
 
+@pytest.mark.parametrize("dim", [16, 24, None])
+def test_collinear_screen_of_antipodal_pairs_at_a_small_dimension_matches_exact(dim: int | None) -> None:
+    """The antipodal screen at a dimension far below ⌈8·d·τ⌉ (what the pairs' screens of a layer past 4096 units use)
+    misses no pair: it lets more non-pairs through to the exact check, never fewer pairs."""
+    rng = np.random.default_rng(7)
+    U = _with_structure(rng, 400, 64)
+    U[30] = -U[31] + 0.2 * np.linalg.norm(U[31]) * rng.standard_normal(64) / 8  # (cos ≈ −0.98: at the pairs' bar)
+    for tau in (0.0205, 0.05):
+        want = [p for p in near_collinear_pairs(U, tau=tau, method="exact") if p[2] < 0]
+        assert want and near_collinear_pairs(U, tau=tau, method="screen", dim=dim, antipodal=True) == want
+
+
 def test_collinear_exact_boundary() -> None:
     U = np.array([[3.0, 4.0], [1.0, 0.0]])  # cos = 3/5 exactly
     assert [p[:2] for p in near_collinear_pairs(U, tau=0.4)] == [(0, 1)]  # 1 − fl(0.4) < 3/5

@@ -66,6 +66,12 @@ def live_rows(U: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.concatenate([np.any(U[sl] != 0, axis=1) for sl in row_slices(U.shape[0], U.shape[1])]))
 
 
+def _gamma32(k: int) -> float:
+    """Higham's γ_k for float32 (unit roundoff 2⁻²⁴)."""
+    u = 2.0**-24
+    return k * u / (1 - k * u)
+
+
 def _row_blocks(n: int, d: int, nbytes: int = 32 << 20) -> list[tuple[int, int]]:
     return [(sl.start, sl.stop) for sl in row_slices(n, d, nbytes)]
 
@@ -153,6 +159,8 @@ def near_collinear_pairs(
     method: Literal["auto", "exact", "screen"] = "auto",
     exact_max_n: int = 4096,
     seed: int = 0,
+    dim: int | None = None,
+    antipodal: bool = False,
 ) -> list[tuple[int, int, float]]:
     """All pairs ``(i, j, cos)``, ``i < j``, of nonzero rows of ``U`` with
     ``|cos(u_i, u_j)| ≥ 1 − tau``, sorted; ``cos`` is signed (−1: antipodal).
@@ -161,7 +169,10 @@ def near_collinear_pairs(
     projection screen of the module docstring (cannot miss a pair; a few passes over U);
     ``"auto"`` picks exact for ``n ≤ exact_max_n``. Both routes decide each candidate the
     same way, exactly at the boundary, so they return the same list. ``tau`` must lie in
-    ``[0, 1)``; ``seed`` fixes the projection.
+    ``[0, 1)``; ``seed`` fixes the projection; ``dim`` its dimension m (default ⌈8·d·τ⌉, at least
+    16: a smaller m costs less per pair and lets more non-collinear pairs through to the exact check,
+    about 2m/d against 2τ in (†); at m ≈ 2·d·τ a random layer's survivors are still a few per mille). ``antipodal``: only
+    the pairs with cos < 0 (the screen then keeps ‖z_i + z_j‖² ≤ 2τ alone: half the survivors).
 
     Example::
 
@@ -184,10 +195,12 @@ def near_collinear_pairs(
     if method == "exact" or (method == "auto" and n <= exact_max_n):
         I, J = _exact_candidates(U, live, c - margin)
     else:
-        I, J = _screen_candidates(U, live, float(tau), seed)
+        I, J = _screen_candidates(U, live, float(tau), seed, dim, antipodal)
     if I.size == 0:
         return []
     cos = _pair_cosines(U, I, J)
+    if antipodal:
+        I, J, cos = I[cos < 0], J[cos < 0], cos[cos < 0]
     out = _decide(U, I, J, cos, float(tau), margin)
     out.sort()
     return out
@@ -214,37 +227,55 @@ def _exact_candidates(U: np.ndarray, live: np.ndarray, thr: float) -> tuple[np.n
 
 
 def _screen_candidates(U: np.ndarray, live: np.ndarray, tau: float,
-                       seed: int) -> tuple[np.ndarray, np.ndarray]:
+                       seed: int, dim: int | None = None, antipodal: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Pairs (i<j) of live rows passing the projection screen (†), (‡) of the module
-    docstring; a superset of the near-collinear pairs."""
+    docstring (projected to ``dim`` dimensions, default ⌈8·d·τ⌉; ``antipodal``: (†) with ‖z_i + z_j‖² only);
+    a superset of the near-collinear (antipodal) pairs."""
     n, d = U.shape
-    m = int(min(d, max(16, math.ceil(8 * d * tau))))
+    m = int(min(d, max(16, math.ceil(8 * d * tau) if dim is None else dim)))
     if m >= d // 2:
         return _exact_candidates(U, live, 1.0 - tau - 16.0 * _gamma(d + 8))
     rng = np.random.default_rng(seed)
     Gt, _ = np.linalg.qr(rng.standard_normal((d, m)))  # d×m, orthonormal columns
     # ν ≥ ‖G‖₂² ≤ ‖GᵀG‖₂ ≤ 1 + ‖GᵀG − I‖_F (+ its rounding error)
     nu = 1.0 + float(np.linalg.norm(Gt.T @ Gt - np.eye(m))) + 4 * _gamma(d + m)
-    Z = np.empty((live.size, m))
+    # float32 where its rounding is small beside the window (a wide τ): each projected coordinate of a unit row is then off
+    # by at most γ32(d + 3) (a float32 product of d terms of unit-bounded ℓ2 mass, the two operands rounded once each),
+    # so a projected point by √m·γ32(d + 3)·√ν; the float32 Gram of the m-vectors (each ‖z‖² ≤ ν) adds γ32(m + 8)·4ν
+    g32 = math.sqrt(m * nu) * _gamma32(d + 3) + 2.0**-100  # (+ what underflow in float32 may lose, absolutely)
+    single = g32 <= math.sqrt(2.0 * tau) / 16
+    Z = np.empty((live.size, m), dtype=np.float32 if single else np.float64)
+    G_ = Gt.astype(np.float32) if single else Gt
     Ul = U if live.size == U.shape[0] else U[live]  # no copy when every row is live
     for a, b in _row_blocks(live.size, d):
-        Z[a:b] = _normalised_block(Ul, a, b) @ Gt
-    err = 16.0 * _gamma(d + m + 8) * nu
-    thr = 2.0 * tau * nu + err  # (†) with margin
-    win = math.sqrt(thr) + err  # (‡) with margin
+        X = _normalised_block(Ul, a, b)
+        Z[a:b] = (X.astype(np.float32) if single else X) @ G_
+    if single:
+        win = math.sqrt(2.0 * tau * nu) + 2 * g32  # (‡): ‖z_i ± z_j‖ of the true points ≤ √(2τν), each computed one off by g32
+        thr = win * win + 8 * _gamma32(m + 8) * nu  # (†) with margin
+    else:
+        err = 16.0 * _gamma(d + m + 8) * nu
+        thr = 2.0 * tau * nu + err  # (†) with margin
+        win = math.sqrt(thr) + err  # (‡) with margin
     key = np.abs(Z[:, 0])
     order = np.argsort(key, kind="stable")
     Zs, ks = Z[order], key[order]
     sq = np.einsum("ij,ij->i", Zs, Zs)
     Is, Js = [], []
-    step = 1024
+    step = 512 if single else 1024  # (a block of the Gram and its distances: 3 temporaries of step × n)
     for a in range(0, Zs.shape[0], step):
         b = min(Zs.shape[0], a + step)
         hi = int(np.searchsorted(ks, ks[b - 1] + win, side="right"))
         if hi <= a + 1:
             continue
-        G = Zs[a:b] @ Zs[a:hi].T
-        dist = sq[a:b, None] + sq[None, a:hi] - 2.0 * np.abs(G)
+        dist = Zs[a:b] @ Zs[a:hi].T  # (the Gram, turned into the squared distances in place)
+        if not antipodal:
+            np.abs(dist, out=dist)
+        dist *= 2.0 if antipodal else -2.0
+        dist += sq[None, a:hi]
+        dist += sq[a:b, None]
+        if not dist.min() <= thr:  # (most blocks hold no candidate: one reduction instead of a mask and its scan)
+            continue
         ii, jj = np.nonzero(dist <= thr)
         jj = jj + a
         ii = ii + a

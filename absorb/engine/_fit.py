@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 import warnings
+import weakref
 
 import numpy as np
 
 from absorb.model.block import Block, replace
-from absorb.rigorous import magnitudes_ok
+from absorb.rigorous import magnitudes_ok, row_slices
 
 FIT_MAX_PARAMS = 100
 """Blocks with more parameters than this are not fitted (the Jacobian has (inputs·d) × parameters entries)."""
@@ -188,35 +189,52 @@ _PAIR_ANGLE = 0.2
 """Nearly antipodal pairs up to this ‖û_i + û_j‖₁ (unit rows) take part in :func:`pairs_realise_skip`."""
 
 
-_PAIRS_MAX_N = 4096
-"""Past this many units the nearly antipodal pairs are not looked for (:func:`_antipodal`)."""
+_PAIR_TAU = 0.0205
+"""1 − cos of the widest angle a pair within :data:`_PAIR_ANGLE` can make: ‖û_i + û_j‖₂ ≤ 0.2 gives cos ≤ −0.98, and rows
+with ‖r_i + r_j‖₂ ≤ 0.2·max(|r_i|, |r_j|) make an angle of at most asin 0.2 with −r_j (cos ≤ −0.9798)."""
+_PAIR_DIM = 2.0
+"""The projection screen that finds the pairs of a block past n²d = 2²⁶ projects to ⌈2·d·τ⌉ dimensions (τ =
+:data:`_PAIR_TAU`; :func:`absorb.engine._collinear.near_collinear_pairs`): it cannot miss a pair, and a random layer's
+non-pairs pass it a few per mille of the time (to the exact cosine), at a quarter of the default dimension's cost."""
+_antipodal_memo: list[tuple[weakref.ref, bool, tuple]] = []
 
 
 def _antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The nearly antipodal pairs (i, j) of rows of R with their ‖û_i + û_j‖₁ ≤ :data:`_PAIR_ANGLE` (rows of unequal length
     pair where σ is homogeneous, else the rows themselves must nearly cancel): a Gram of the unit rows, or past n²d = 2²⁶
-    the blocked search of :func:`absorb.engine._collinear.near_collinear_pairs` (|cos| ≥ 0.98 holds every such pair); none
-    past :data:`_PAIRS_MAX_N` units."""
+    the exact Gram of :func:`absorb.engine._collinear.near_collinear_pairs` up to 4096 units and its projection screen
+    past them (|cos| ≥ 1 − :data:`_PAIR_TAU` holds every such pair); ``(i, û_i, δ, j)``. Only the pairs' rows are copied;
+    the last answer is kept for the same array (the screens of one block ask up to three times)."""
+    for ref, hom, out in _antipodal_memo:
+        if ref() is R and hom == homogeneous:
+            return out
+    from absorb.engine.hypotheses import _norms
+
     n, d = R.shape
-    if n > _PAIRS_MAX_N:  # (a 7B layer's pair search takes seconds, past its budget: not looked for — a known gap)
-        return (np.zeros(0, dtype=np.intp), np.zeros((0, d)), np.zeros(0), np.zeros(0, dtype=np.intp))
     with np.errstate(all="ignore"):
-        size = np.linalg.norm(R, axis=1, keepdims=True)
-        Rn = R / size
-        ok = np.all(np.isfinite(Rn), axis=1)
+        size = _norms(R, 1)
         if n * n * d <= 1 << 26:
+            Rn = R / size[:, None]
+            ok = np.all(np.isfinite(Rn), axis=1)
             i, j = np.nonzero(np.triu(Rn @ Rn.T < -0.5, 1) & ok[:, None] & ok[None, :])
         else:
             from absorb.engine._collinear import near_collinear_pairs
 
-            pairs = [(a, b) for a, b, c in near_collinear_pairs(R, tau=0.02) if c < 0 and ok[a] and ok[b]]
+            pairs = near_collinear_pairs(R, tau=_PAIR_TAU, dim=math.ceil(_PAIR_DIM * d * _PAIR_TAU), antipodal=True)
             i, j = (np.array([p[k] for p in pairs], dtype=np.intp) for k in (0, 1))
+        Ri, Rj = np.asarray(R[i], dtype=np.float64), np.asarray(R[j], dtype=np.float64)
+        Ui = Ri / size[i, None]
         if homogeneous:  # (ReLU(−λs) = λ·ReLU(−s), ReLU² λ²: rows of unequal length pair as well, the move rescaled)
-            delta = np.abs(Rn[i] + Rn[j]).sum(axis=1)
+            delta = np.abs(Ui + Rj / size[j, None]).sum(axis=1)
         else:  # (σ(s) − σ(−λs) is linear only for λ = 1: the rows themselves must nearly cancel)
-            delta = np.abs(R[i] + R[j]).sum(axis=1) / np.maximum(size[i, 0], size[j, 0])
-    keep = delta <= _PAIR_ANGLE
-    return i[keep], Rn[i[keep]], delta[keep], j[keep]
+            delta = np.abs(Ri + Rj).sum(axis=1) / np.maximum(size[i], size[j])
+    keep = np.isfinite(delta) & (delta <= _PAIR_ANGLE)
+    out = (i[keep], Ui[keep], delta[keep], j[keep])
+    try:
+        _antipodal_memo[:] = [(weakref.ref(R), homogeneous, out)]
+    except TypeError:  # (not an object a weak reference can name)
+        pass
+    return out
 
 
 def pair_capacity(blk: Block, tol: float, margin: float) -> tuple[float, float, int]:
@@ -294,20 +312,23 @@ def freed_units_realise_skip(blk: Block, tol: float, margin: float) -> str | Non
         wmax = 1.2 * np.concatenate([np.maximum(c.max(axis=0), -c.min(axis=0)) for c in np.array_split(
             blk.W_down, max(1, blk.n // 2048), axis=1)]).astype(np.float64)
         size = wmax * np.concatenate([np.abs(r).sum(axis=1) for r in np.array_split(blk.W_up, max(1, blk.n // 2048))])
-        if blk.n <= _PAIRS_MAX_N:  # (units turned opposite others are looked for as far as the pairs)
-            R, homogeneous = np.asarray(blk.W_up, dtype=np.float64), analysis(blk.activation, "homogeneity").proved
-            norms = np.linalg.norm(R, axis=1)
-            i, _, _, j = _antipodal(R, homogeneous)
-            for a, b in ((i, j), (j, i)):  # (unit b turned opposite unit a)
-                lam = norms[b] / norms[a] if homogeneous else np.ones(len(a))
-                turn = wmax[b] * np.abs(R[b] + lam[:, None] * R[a]).sum(axis=1)
-                np.minimum.at(size, b, np.where(np.isfinite(turn), turn, np.inf))
-            # (past the pairs' angle ‖u_k + λu_i‖₁ ≥ 0.2·|u_k|₂ ≥ 0.2·‖u_k‖₁/√d: only a unit of size ≤ 5√d·margin·τ turns cheaply)
-            for k in np.flatnonzero((size > margin * tol) & (size <= 5 * np.sqrt(blk.d) * margin * tol))[:256]:
-                scale = norms[k] / norms if homogeneous else np.ones(blk.n)  # (u_i scaled to |u_k|₂ where σ is homogeneous)
-                turn = wmax[k] * np.abs(R[k] + scale[:, None] * R).sum(axis=1)
-                turn[k] = np.inf
-                size[k] = min(size[k], float(np.min(np.where(np.isfinite(turn), turn, np.inf))))
+        from absorb.engine.hypotheses import _norms
+
+        R, homogeneous = np.asarray(blk.W_up), analysis(blk.activation, "homogeneity").proved
+        norms = _norms(R, 1)
+        i, _, _, j = _antipodal(R, homogeneous)  # (units turned opposite others: the pairs' rows only are read)
+        for a, b in ((i, j), (j, i)):  # (unit b turned opposite unit a)
+            lam = norms[b] / norms[a] if homogeneous else np.ones(len(a))
+            turn = wmax[b] * np.abs(np.asarray(R[b], dtype=np.float64) + lam[:, None] * R[a]).sum(axis=1)
+            np.minimum.at(size, b, np.where(np.isfinite(turn), turn, np.inf))
+        # (past the pairs' angle ‖u_k + λu_i‖₁ ≥ 0.2·|u_k|₂ ≥ 0.2·‖u_k‖₁/√d: only a unit of size ≤ 5√d·margin·τ turns cheaply)
+        for k in np.flatnonzero((size > margin * tol) & (size <= 5 * np.sqrt(blk.d) * margin * tol))[:256]:
+            scale = norms[k] / norms if homogeneous else np.ones(blk.n)  # (u_i scaled to |u_k|₂ where σ is homogeneous)
+            rk = np.asarray(R[k], dtype=np.float64)
+            turn = np.concatenate([wmax[k] * np.abs(rk + scale[sl, None] * R[sl]).sum(axis=1)  # (a block of rows at a time)
+                                   for sl in row_slices(blk.n, blk.d)])
+            turn[k] = np.inf
+            size[k] = min(size[k], float(np.min(np.where(np.isfinite(turn), turn, np.inf))))
     cheap = np.flatnonzero((size > 0) & (size <= margin * tol))
     if not cheap.size:
         return None

@@ -153,28 +153,64 @@ def fitted_block(block: Any, tol: float, seed: int, biases: bool) -> str | None:
             f"fitted) is within {worst:.3g} of f at {len(Y)} inputs, on the kink hyperplanes too")
 
 
-def _opposite_rows(R: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Pairs i < j of rows that nearly cancel, ‖r_i + r_j‖₁ ≤ 0.2·max(|r_i|₂, |r_j|₂) with r_i·r_j < 0: (i, the unit rows
-    r̂_i, those ℓ1 gaps, j), from cosines computed a block of rows at a time."""
-    n = R.shape[0]
+SKETCH_PAST = 1 << 34
+"""Past n²d = this many products the nearly opposite rows are found through a sketch (:func:`_candidates`)."""
+
+
+def _lengths(R: np.ndarray) -> np.ndarray:
+    """|r_i|₂ in float64, 2048 rows at a time (no float64 copy of a float32 layer); inf past the range, 0 for a zero row."""
+    out = np.empty(R.shape[0])
     with np.errstate(all="ignore"):
-        length = np.sqrt(np.einsum("ij,ij->i", R, R))
-        unit = R / length[:, None]
-        good = np.isfinite(unit).all(axis=1)
-        unit = np.where(good[:, None], unit, 0.0)
-        found_i, found_j = [], []
-        step = max(1, (1 << 22) // max(1, n))
-        for a in range(0, n, step):
-            C = unit[a:a + step] @ unit.T  # (rows a.., all rows)
-            ii, jj = np.nonzero(C < -0.97)
-            ii = ii + a
-            keep = jj > ii
-            found_i.append(ii[keep])
-            found_j.append(jj[keep])
-        I, J = np.concatenate(found_i), np.concatenate(found_j)
-        gaps = np.abs(R[I] + R[J]).sum(axis=1) / np.maximum(length[I], length[J])
-    keep = np.isfinite(gaps) & (gaps <= 0.2)
-    return I[keep], unit[I[keep]], gaps[keep], J[keep]
+        for a in range(0, R.shape[0], 2048):
+            B = np.asarray(R[a:a + 2048], dtype=np.float64)
+            top = np.max(np.abs(B), axis=1, initial=0.0)
+            out[a:a + 2048] = top * np.sqrt(np.einsum("ij,ij->i", B / np.where(top > 0, top, 1.0)[:, None],
+                                                      B / np.where(top > 0, top, 1.0)[:, None]))
+    return out
+
+
+def _candidates(R: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs i < j that may have cos(r_i, r_j) ≤ −0.975: every such pair, and few others. Up to n²d = 2³⁴ cosines a block
+    of rows at a time; past that a Gaussian sketch Y = R̂·G (d×m, m = ⌈d/16⌉, seeded here): ‖G·v‖₂ ≤ s·|v|₂ with s² the
+    largest eigenvalue of GᵀG (raised past its rounding), and cos ≤ −0.975 means |r̂_i + r̂_j|₂² ≤ 0.05, so every such pair
+    has |y_i + y_j|₂² ≤ 0.05·s² — while a random pair's is about 2m ≈ 0.125·d, against 0.05·s² ≈ 0.08·d."""
+    n, d = R.shape
+    good = np.isfinite(length) & (length > 0)
+    scale = np.where(good, length, np.inf)
+    found_i, found_j = [], []
+    sketch = n * n * d > SKETCH_PAST
+    if sketch:
+        m = max(8, math.ceil(d / 16))
+        G = np.random.default_rng(20261205).standard_normal((d, m))
+        s2 = float(np.max(np.linalg.eigvalsh(G.T @ G))) * (1 + 1e-9) + 1e-9 * d * m
+        Y = np.concatenate([(np.asarray(R[a:a + 2048], dtype=np.float64) / scale[a:a + 2048, None]) @ G
+                            for a in range(0, n, 2048)])
+        Y = np.where(np.isfinite(Y), Y, 0.0)
+        q = np.einsum("ij,ij->i", Y, Y)
+        bar = 0.05 * s2 * (1 + 1e-6) + 1e-6
+    else:
+        Y = np.where(good[:, None], np.asarray(R, dtype=np.float64) / scale[:, None], 0.0)
+    step = max(1, (1 << 22) // max(1, n))
+    for a in range(0, n, step):
+        C = Y[a:a + step] @ Y.T  # (rows a.., all rows)
+        ii, jj = np.nonzero(q[a:a + step, None] + q[None, :] + 2 * C <= bar) if sketch else np.nonzero(C < -0.97)
+        ii = ii + a
+        keep = (jj > ii) & good[ii] & good[jj]
+        found_i.append(ii[keep])
+        found_j.append(jj[keep])
+    return np.concatenate(found_i), np.concatenate(found_j)
+
+
+def _opposite_rows(R: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs i < j of rows that nearly cancel, ‖r_i + r_j‖₁ ≤ 0.2·max(|r_i|₂, |r_j|₂) (which makes cos(r_i, r_j) ≤
+    −cos(asin 0.2) < −0.979): (i, the unit rows r̂_i, those ℓ1 gaps, j), from the candidates of :func:`_candidates`."""
+    length = _lengths(R)
+    with np.errstate(all="ignore"):
+        I, J = _candidates(R, length)
+        RI, RJ = np.asarray(R[I], dtype=np.float64), np.asarray(R[J], dtype=np.float64)
+        gaps = np.abs(RI + RJ).sum(axis=1) / np.maximum(length[I], length[J])
+        keep = np.isfinite(gaps) & (gaps <= 0.2)
+        return I[keep], RI[keep] / length[I[keep], None], gaps[keep], J[keep]
 
 
 def antipodal_pairs(block: Any, tol: float, gap: float | None = 0.0) -> str | None:
@@ -185,10 +221,10 @@ def antipodal_pairs(block: Any, tol: float, gap: float | None = 0.0) -> str | No
     leave, at least ``gap`` (the recorded search's bound times ‖M‖_F; 0: none): pairs not exactly opposite that can carry
     √d·τ·(1 + 1/(1.2·min gap_p)) ≥ that leave it open too (None: a route whose condition is not of that form). An
     estimate (this checker's own), reported as not re-checked."""
-    R = np.asarray(block.W_gate if block.gated else block.W_up, dtype=np.float64)
+    R = np.asarray(block.W_gate if block.gated else block.W_up)
     n, d = R.shape
     M = np.asarray(block.M, dtype=np.float64)
-    if n < 2 or n > 4096 or not M.any():  # (past 4096 units the pairs are not looked for, as on the producer's side)
+    if n < 2 or not M.any():
         return None
     _, L, w, _ = _opposite_rows(R)
     if not len(w):
@@ -223,15 +259,17 @@ def freed_slots(block: Any, tol: float) -> str | None:
     with np.errstate(all="ignore"):
         sizes = np.array([1.2 * float(np.max(np.abs(block.W_down[:, k]))) * float(np.sum(np.abs(block.W_up[k], dtype=np.float64)))
                           for k in range(block.n)])  # (unit by unit: no copy of a large layer)
-        if block.n <= 4096:  # (a unit nearly opposite another, turned exactly opposite it: a free slot)
-            U, D = np.asarray(block.W_up, dtype=np.float64), np.asarray(block.W_down, dtype=np.float64)
-            I, _, _, J = _opposite_rows(U)
-            for a, k in zip(np.concatenate([I, J]).tolist(), np.concatenate([J, I]).tolist()):
-                sizes[k] = min(sizes[k], 1.2 * float(np.max(np.abs(D[:, k]))) * float(np.sum(np.abs(U[k] + U[a]))))
-            for k in [k for k in range(block.n) if tol < sizes[k] <= 5 * math.sqrt(block.d) * tol][:256]:  # (past the pairs)
-                turn = 1.2 * float(np.max(np.abs(D[:, k]))) * np.sum(np.abs(U[k] + U), axis=1)
-                turn[k] = np.inf
-                sizes[k] = min(sizes[k], float(np.min(np.where(np.isfinite(turn), turn, np.inf))))
+        U = np.asarray(block.W_up)  # (a unit nearly opposite another, turned exactly opposite it: a free slot)
+        I, _, _, J = _opposite_rows(U)
+        for a, k in zip(np.concatenate([I, J]).tolist(), np.concatenate([J, I]).tolist()):
+            turned = np.asarray(U[k], dtype=np.float64) + U[a]
+            sizes[k] = min(sizes[k], 1.2 * float(np.max(np.abs(block.W_down[:, k]))) * float(np.sum(np.abs(turned))))
+        for k in [k for k in range(block.n) if tol < sizes[k] <= 5 * math.sqrt(block.d) * tol][:256]:  # (past the pairs)
+            uk = np.asarray(U[k], dtype=np.float64)
+            turn = 1.2 * float(np.max(np.abs(block.W_down[:, k]))) * np.concatenate(
+                [np.sum(np.abs(uk + U[a:a + 2048]), axis=1) for a in range(0, block.n, 2048)])
+            turn[k] = np.inf
+            sizes[k] = min(sizes[k], float(np.min(np.where(np.isfinite(turn), turn, np.inf))))
     small = [k for k in range(block.n) if 0 < sizes[k] <= tol]
     if not small:
         return None
