@@ -348,7 +348,7 @@ def test_planted_block_whose_normalisation_rounds_is_not_called_absorbable(c: Fr
     doc, rep = _verified(blk, dec)
     assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]
     nb, _, _ = normalise_value(blk, c, k)
-    inner = decide_block(nb, tol=1e-7, timeout=30)
+    inner = decide_block(nb, tol=1e-7, timeout=30, rescale=False)  # (the forgery: the normalised block's own evidence)
     assert inner.verdict is Verdict.ABSORBABLE
     af = analysis(blk.value_activation, "affine_form")
     forged_bd = dataclasses.replace(inner, block=blk, properties=(dataclasses.replace(af, name="value_affine"), *inner.properties),

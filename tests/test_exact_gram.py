@@ -20,6 +20,7 @@ from absorb.certificate import build_certificate
 from absorb.engine import decide
 from absorb.engine import skeleton2 as sk2
 from absorb.engine.gated_skeleton import gated_gram
+from absorb.model.block import frame_exponent, rescale_inputs
 from absorb.search._types import SearchResult, SearchStatus
 from absorb.verify import _exact_gram as vx
 from absorb.verify import checker
@@ -157,6 +158,7 @@ def _nudge(a: np.ndarray, idx: tuple[int, int]) -> np.ndarray:
 def test_tampered_witnesses_fail_producer_and_checker(gated: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     d, n = 40, 80
     blk = planted_gated(8, d, n) if gated else planted_relu2(7, d, n)
+    blk = rescale_inputs(blk, frame_exponent(blk))  # (in its canonical frame: decided as it is, the witness edited below is f's own)
     monkeypatch.setattr(sk2, "linear_route", _found((0, 1, 2, 3)))
     dec, doc = _certified(blk)
     exact = "the quadratic part of f − g is 0"

@@ -74,7 +74,8 @@ def test_frame_exponent_and_exact_rescaling() -> None:
 def test_verdict_is_the_same_at_every_scale(make, seed) -> None:
     blk = make(seed)
     base = decide_block(blk)
-    assert base.verdict is Verdict.NOT_ABSORBABLE and base.input_scale is None
+    assert base.verdict is Verdict.NOT_ABSORBABLE
+    assert base.input_scale is None or base.input_scale[0] == frame_exponent(blk)  # (a biased gated block: its canonical frame)
     for e in (-60, 60, 120):
         F = _scaled(blk, e)
         dec = decide(F)
@@ -84,6 +85,26 @@ def test_verdict_is_the_same_at_every_scale(make, seed) -> None:
         doc, rep = _verify(F, dec)
         assert doc["blocks"][0]["input_scale"]["exponent"] == bd.input_scale[0]
         assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]
+
+
+def test_a_biased_geglu_block_has_one_answer_inside_the_window_too() -> None:
+    """Red team 42/04: a biased GeGLU block at τ = 10⁻⁴ was not_absorbable [gated-skeleton] at s·f(x/s) for s = 1, 2^8,
+    2^-4, 2^-12 but unknown at s = 2^-6, 2^-8, 2^-9 — inside 2^±8, where blocks were decided as given, the gain's quadratic
+    part (which scales as 1/s) made the skip "small for the tolerance". A gated block with biases is now decided in its
+    canonical frame (rows of typical size in [1, 2)) at every scale."""
+    rng = np.random.default_rng(0)
+    G, U, D = rng.normal(size=(6, 3)), rng.normal(size=(6, 3)), rng.normal(size=(3, 6))
+    bg, bu, bd = rng.normal(size=6), rng.normal(size=6), rng.normal(size=3)
+    got = set()
+    for j in (0, 8, -4, -6, -8, -9, -12):
+        f = Block(W_up=U / 2.0**j, W_down=D * 2.0**j, W_gate=G / 2.0**j, b_up=bu, b_gate=bg, b_down=bd * 2.0**j,
+                  activation=get_activation("geglu"))
+        dec = decide(f, tol=1e-4)
+        got.add((dec.verdict, dec.blocks[0].theorem))
+        if j == -8:
+            doc, rep = _verify(f, dec)
+            assert rep.accepted and not rep.not_rechecked, [x.claim for x in rep.failures + rep.not_rechecked]
+    assert got == {(Verdict.NOT_ABSORBABLE, dec.blocks[0].theorem)} and dec.blocks[0].theorem.value == "gated-skeleton", got
 
 
 def test_absorbable_witness_is_mapped_back_to_f() -> None:

@@ -62,9 +62,9 @@ def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.
     wider question; results that cover bias-free blocks only are then not used).
     ``search_progress`` (optional) is called now and then during a long index-set search
     with a short note, e.g. ``"meet-in-the-middle: 120/2048 regions"``. With ``rescale``, a
-    block whose rows' typical size is past 2^±8 is decided as the exactly rescaled block
-    2^-k·f(2^k·x) of rows of size ~1 (:func:`_in_frame`): the same answer, read where σ's
-    shape shows."""
+    block whose rows' typical size is past 2^±8 — or, for a block that may grow like |x|², is not in [1, 2) — is
+    decided as the exactly rescaled block 2^-k·f(2^k·x) of rows of size ~1 (:func:`_in_frame`): the same answer, read
+    where σ's shape shows."""
     check_decide_inputs(block, tol=tol, timeout=timeout, seed=seed, method=method)
     for act in _activations(block):  # σ's (and a value activation's) properties, within a share of the budget
         props.prepare(act, timeout=props.analysis_budget(timeout))
@@ -74,11 +74,21 @@ def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.
                    search_progress=search_progress)
 
     k = frame_exponent(block) if rescale and block.hc is None else 0
-    if abs(k) > FRAME_FREE and (nb := rescale_inputs(block, k)) is not None:
+    if (abs(k) > FRAME_FREE or k and _grows_quadratically(block, allow_biases)) and (nb := rescale_inputs(block, k)) is not None:
         bd = _in_frame(block, answer(ctx(nb)), k)
         if bd is not None:
             return bd
     return answer(ctx(block))
+
+
+def _grows_quadratically(block: Block, allow_biases: bool) -> bool:
+    """f may grow like |x|² and is decided by a distance (a gated block with biases in its class, or σ with a degree-2
+    skeleton): those routes weigh a quadratic part against a linear one, which 2^-k·f(2^k·x) scales apart — such a block
+    is decided in its canonical frame (rows of typical size in [1, 2)) at every scale, so that s·f(x/s) gets f's answer
+    for every power of two s. (A bias-free gated class is decided by the degree or the linearization: at any scale.)"""
+    if block.gated:
+        return block.has_bias or allow_biases
+    return props.get(block.activation, "quadratic_skeleton").proved
 
 
 def _in_frame(block: Block, inner: BlockDecision, k: int) -> BlockDecision | None:

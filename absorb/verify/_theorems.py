@@ -536,15 +536,23 @@ _SCALE_EXPONENT_MAX = 2200  # (beyond it every nonzero float64 entry overflows o
 def rescaled_block(ctx: _Ctx, w: str, rec: Any, block: Block) -> Block:
     """The entry's ``input_scale`` {exponent: k}: the block F(x) = 2^-k·f(2^k·x), rebuilt here — the weight
     rows (up and gate) times 2^k, the down weights and output bias times 2^-k, the skip and inner biases as
-    they are — and required exact in each array's dtype. Any k is then sound: g ↦ 2^-k·g(2^k·x) maps
+    they are — and required exact in each array's dtype, k the frame's rule's (re-derived here: the recorded number is
+    checked, though any k would be sound: g ↦ 2^-k·g(2^k·x) maps
     residual-free blocks of each class onto themselves, and |f − g|∞ ≤ τ(|f(x)|∞ + |x|∞ + |f(0)|∞) for all x
-    holds exactly when the same holds for F and that image of g. The rest of the entry is checked on F."""
+    holds exactly when the same holds for F and that image of g). The rest of the entry is checked on F."""
     _require(ctx, isinstance(rec, dict) and set(rec) <= {"exponent", "statement"}, w,
              "the input rescaling records its exponent", f"recorded {rec!r}")
     k = rec.get("exponent")
     _require(ctx, isinstance(k, int) and not isinstance(k, bool) and abs(k) <= _SCALE_EXPONENT_MAX, w,
              "the input rescaling's exponent is an integer", f"recorded {k!r}")
     _require(ctx, block.hc is None, w, "the rescaled block is not a lifted Hyper-Connection block")
+    rows = block.W_gate if block.gated else block.W_up  # (the frame's rule, re-derived: any k is sound, this one is recorded)
+    with np.errstate(all="ignore"):  # (2048 rows at a time: no float64 copy of a large layer)
+        tops = [float(t) for a in range(0, rows.shape[0], 2048)
+                for t in np.max(np.abs(np.asarray(rows[a:a + 2048], dtype=np.float64)), axis=1, initial=0.0) if 0 < t < math.inf]
+    own = 1 - math.frexp(sorted(tops)[(len(tops) - 1) // 2])[1] if tops else 0
+    _require(ctx, k == own, w, "the exponent is the frame's rule's: the lower median over nonzero rows of max |entry| "
+             "(gate rows when gated) times 2^k lies in [1, 2)", f"recorded {k}, the rule gives {own}")
     arrays = {}
     for key, e in (("W_up", k), ("W_gate", k), ("W_down", -k), ("b_down", -k)):
         a = getattr(block, key)
