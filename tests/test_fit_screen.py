@@ -252,3 +252,56 @@ def test_nearly_antipodal_pairs_are_looked_for_past_4096_units(sketch: bool, mon
     g = Block(W_up=rng.normal(size=(4200, 24)).astype(np.float32), W_down=rng.normal(size=(24, 4200)).astype(np.float32),
               activation=get_activation("relu"))
     assert pairs_realise_skip(g, 1e-4, 4.0) is None and antipodal_pairs(g, 4e-4) is None and freed_slots(g, 4e-4) is None
+
+
+# ---- red team 43a: a unit nearly affine where f is read, in the bias-free class, beside exact flips or alone ----
+def _leaky_nearly_linear(tol: float, seed: int = 1, n: int = 10, a: float = 0.99) -> tuple[Block, Block]:
+    """σ = max(z, 0.99z) = 0.995z + 0.005|z|: unit 0's kink is 0.3τ while its linear part is ~60τ; the skip is an exact
+    flip of units 1, 2 plus half of unit 0's linear map, M = −c(W_S U_S + ½ w₀u₀ᵀ) — g flips 1, 2 and kills unit 0,
+    |f − g|∞ = w₀·0.005|u₀·x| ≤ 0.3τ|x|∞ for every x. The other units cancel f's linear part (f far from linear)."""
+    c, d = 1 + a, 3
+    rng = np.random.default_rng(seed)
+    U, W = rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    S, R = [1, 2], list(range(3, n))
+    P = np.eye(len(R)) - U[R] @ np.linalg.pinv(U[R])
+    W[:, R] = (W[:, R] @ P) * 30.0 + (W[:, S] @ U[S] / a) @ np.linalg.pinv(U[R])
+    W[:, 0] *= 0.3 * tol / ((1 - a) / 2) / (np.max(np.abs(W[:, 0])) * np.sum(np.abs(U[0])))
+    M = -c * (W[:, S] @ U[S] + 0.5 * np.outer(W[:, 0], U[0]))
+    Ug, Wg = U.copy(), W.copy()
+    Ug[S] *= -1
+    Wg[:, 0] = 0.0
+    act = get_activation("expr:Max(x, 99*x/100)")
+    return Block(W_up=U, W_down=W, skip=M, activation=act), Block(W_up=Ug, W_down=Wg, skip=np.zeros((d, d)), activation=act)
+
+
+def _exp_tiny_row(tol: float, seed: int = 0) -> tuple[Block, Block]:
+    """σ = eˣ: unit 0's row is ε·û, so w₀e^{u₀·x} = w₀ + w₀(u₀·x) + O(ε²|x|²) where f is read; M = −w₀u₀ᵀ, and g keeps
+    unit 0 with a zero row (the constant w₀, σ(0) = 1) and no skip; the other units' e^{0.47|x|} hide e^{ε|x|}."""
+    rng = np.random.default_rng(seed)
+    ang = np.array([0, 0.5, 1, 1.5]) * np.pi + rng.uniform(-0.3, 0.3, 4)
+    u0 = rng.standard_normal(2)
+    U = np.vstack([u0 * 1e-3 * (tol / 1e-5) ** 0.5 / np.linalg.norm(u0), np.c_[np.cos(ang), np.sin(ang)] * rng.uniform(1, 1.5, (4, 1))])
+    W = np.abs(rng.standard_normal((2, 5))) + 0.5
+    W[:, 0] = 100.0 * (np.abs(rng.standard_normal(2)) + 0.5)
+    act = get_activation("expr:exp(x)")
+    Ug = U.copy()
+    Ug[0] = 0.0
+    return (Block(W_up=U, W_down=W, skip=-np.outer(W[:, 0], U[0]), activation=act),
+            Block(W_up=Ug, W_down=W, skip=np.zeros((2, 2)), activation=act))
+
+
+@pytest.mark.parametrize("make, tol", [(_leaky_nearly_linear, 1e-5), (_leaky_nearly_linear, 1e-9), (_exp_tiny_row, 1e-5)])
+def test_a_nearly_affine_unit_withholds_in_the_bias_free_class(make, tol: float) -> None:
+    """Red team 43a/01–02 (HIGH, verify exit 0 before): the spare-unit screens built nearly affine units only where the
+    class allows biases, and counted one freed slot as rank 0, which skipped the search of flips of the other units."""
+    f, g = make(tol)
+    X = np.random.default_rng(0).standard_normal((20000, f.d)) * np.exp(np.random.default_rng(1).uniform(-9, 4, size=(20000, 1)))
+    err = np.abs(f(X) - g(X)).max(axis=1) / (np.abs(f(X)).max(axis=1) + np.abs(X).max(axis=1) + f.f0_inf)
+    assert float(err.max()) <= tol  # (g is residual-free, bias-free, of f's width, within τ)
+    dec = decide(f, tol=tol)
+    assert dec.verdict.value != "not_absorbable", dec.reason
+    doc = build_certificate(decide(f, tol=1e-12), f, seed=0).to_json()  # (the exact argument, relabelled to τ)
+    if doc["verdict"] == "not_absorbable":
+        doc["parameters"]["tolerance"] = doc["blocks"][0]["tolerance"] = tol
+        rep = verify_certificate(doc, f)
+        assert not rep.accepted or rep.not_rechecked

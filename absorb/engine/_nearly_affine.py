@@ -39,22 +39,29 @@ def _value_rounding(fn: Callable[[np.ndarray], np.ndarray], Z: np.ndarray, e: np
 
 
 def _affine_units(Zx: np.ndarray, H: np.ndarray, W: np.ndarray, U: np.ndarray, wmax: np.ndarray, den: np.ndarray,
-                  noise: np.ndarray, profiles: dict[int, np.ndarray], tangent: tuple[np.ndarray, np.ndarray]) -> list[_Cand]:
+                  noise: np.ndarray, profiles: dict[int, np.ndarray], tangent: tuple[np.ndarray, np.ndarray],
+                  through_zero: bool = False) -> list[_Cand]:
     """Candidates for ungated units that are nearly affine where f is read: σ(u_i·x + c_i) ≈ α_i + β_i·(u_i·x), fitted
     by least squares weighted by 1/den (``Zx``: u_i·x at the samples, ``H``: σ there); the unit frees its slot and
-    hands the map β_i·w_i u_iᵀ to the skip (α_i·w_i to the output bias, so only where biases are allowed). ``noise``:
+    hands the map β_i·w_i u_iᵀ to the skip (α_i·w_i to the output bias where biases are allowed; bias-free, to a unit
+    of zero row — the freed slot then holds that constant, counted free all the same: an over-count errs towards
+    unknown). ``noise``:
     the rounding of each H (a large bias rounds u·x + c before σ sees it), taken off each sample's misfit — a unit
     whose misfit is rounding is affine (errs towards unknown). Each candidate's misfit per sample goes to
     ``profiles`` (by the candidate's id), for :func:`_greedy`'s joint account. ``tangent`` (σ(c_i), σ'(c_i)): σ's
     tangent at the bias, tried too — a unit with a large bias is that line plus its Taylor remainder, which the
-    weighted fit, pulled by the rounding near 0, can miss."""
+    weighted fit, pulled by the rounding near 0, can miss. ``through_zero``: the line through 0 (α = 0: a bias-free g
+    keeps no constant of a unit whose σ(0) = 0, and its freed slot is then dead)."""
     wt = 1.0 / den[:, None]
     s0, s1, s2 = np.sum(wt**2, axis=0), np.sum(wt**2 * Zx, axis=0), np.sum(wt**2 * Zx * Zx, axis=0)
     t0, t1 = np.sum(wt**2 * H, axis=0), np.sum(wt**2 * H * Zx, axis=0)
     det = s0 * s2 - s1 * s1
     with np.errstate(all="ignore"):
-        beta = np.where(det > 0, (s0 * t1 - s1 * t0) / det, 0.0)
-        alpha = (t0 - beta * s1) / s0
+        if through_zero:
+            beta, alpha = np.where(s2 > 0, t1 / s2, 0.0), np.zeros_like(s0)
+        else:
+            beta = np.where(det > 0, (s0 * t1 - s1 * t0) / det, 0.0)
+            alpha = (t0 - beta * s1) / s0
         miss = np.maximum(np.abs(H - alpha - beta * Zx) - noise, 0.0) * wmax * wt
         near = np.maximum(np.abs(H - tangent[0] - tangent[1] * Zx) - noise, 0.0) * wmax * wt
         better = np.max(near, axis=0) < np.max(miss, axis=0)

@@ -156,8 +156,14 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
                 e[:, np.abs(c) < 1e3 * _row_norms(U)] = 0.0  # dominates its row — elsewhere it is σ's own, ε·|h|)
                 h = np.maximum(np.abs(c), 1.0) * 2.0**-20  # (σ's slope at the bias by a central difference)
                 slope = (blk.activation(c + h) - blk.activation(c - h)) / (2 * h)
-                moves += _affine_units(XU, H, W, U, wmax, den, _EPS * np.abs(H) + _value_rounding(blk.activation, Z, e),
-                                       profiles, (blk.activation(c), slope))
+                moves += _affine_units(XU, H, W, U, wmax, den, _EPS * np.abs(H) + _value_rounding(blk.activation, Z, e)
+                                       + 2 * _own_rounding(blk.activation, Z, H), profiles, (blk.activation(c), slope))
+            else:  # (bias-free: a unit nearly linear — a kink of a nearly linear σ, a tiny row of exp or softplus² — hands
+                # its map to the skip; its constant σ(0)·w stays in its slot by a zero row, or is 0 where σ(0) = 0)
+                s0, h = _at_zero(blk.activation), 2.0**-20
+                slope = (blk.activation(np.array([h])) - blk.activation(np.array([-h]))) / (2 * h)
+                moves += _affine_units(XU, H, W, U, wmax, den, _EPS * np.abs(H) + 2 * _own_rounding(blk.activation, Z, H),
+                                       profiles, (np.full(n, s0), np.full(n, float(slope[0]))), through_zero=s0 == 0.0)
         moves += _antipodal_pairs(opposite, X, U, W, H, wmax, den, biases, not blk.gated)
     shares = [float(v) for v in share if math.isfinite(v)]
     if len(shares) != n:
@@ -187,12 +193,12 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
             freed, maps, spent, gone, into = _greedy(cands, budget, profiles)
             if not freed:
                 continue
-            if math.isnan(kappa):
+            if math.isnan(kappa):  # (inf: no pair of σ's units is nearly linear — freed slots realise no part of the skip)
                 got = _pair_defect(blk.activation, biases, blk.has_bias, f0 > 0)
-                if got is None:  # (no pair of σ's units is nearly linear: freed slots realise no part of the skip)
-                    return None
-                kappa = got
-            rank = len(freed) if one_per_rank else len(freed) // 2
+                kappa = math.inf if got is None else got
+            if not maps and not math.isfinite(kappa):
+                continue
+            rank = len(freed) if one_per_rank else len(freed) // 2 if math.isfinite(kappa) else 0
             key = (tuple(sorted(id(m) for m in maps)), rank)  # (the choices often agree: one SVD of a d × d map each)
             if key not in seen:
                 with np.errstate(all="ignore"):
@@ -201,15 +207,17 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
             named = list(dict.fromkeys(freed))  # (a pair frees two slots: named once)
             spare = (f"Unknown: f can spare {len(freed)} unit(s) within the tolerance ({', '.join(named[:4])}"
                      f"{', …' if len(named) > 4 else ''}; sampled), and the freed slots can realise ")
-            if spent + drop + kappa * kept <= tol * (1 - 1e-3):
+            if spent + drop + (kappa * kept if rank else 0.0) <= tol * (1 - 1e-3):
                 return (f"{spare}the skip's {min(rank, d)} largest rank-one part(s), {how}, the rest within {drop:.2e} "
                         "of f's scale; the exact argument rules out an exact residual-free block only.")
-            if 1 <= rank < d and len(gone) < n:
+            if (1 <= rank or maps) and rank < d and len(gone) < n:  # (rank 0: the maps that joined the skip, flips cancelling)
                 # (f's other units may be flipped so that what is left of the skip has rank ≤ rank: every set of the
                 # units that stay is tried where σ(z) = σ(−z) + c·z (a gate: g(z) + g(−z) = c) and they are few; else —
                 # a ReLU-like gate's flip, a degree-2 one, a flip within a defect, many units — it is withheld)
                 stay = sorted(set(range(n)) - gone)
                 c = _flip_constant(blk.activation, biases, blk.gated) if blk.gated or (not one_per_rank and kappa == 0.0) else None
+                if c is None and not rank and not blk.gated and _flip_constant(blk.activation, biases) is None:
+                    continue  # (σ has no flip: nothing cancels the maps but the slots, which realise nothing here)
                 if c is None or len(stay) > _FLIP_SEARCH or (1 << len(stay)) * d**3 > 1 << 30:
                     return (f"{spare}any rank-{rank} linear map, {how}; a flip of f's other units may leave no more of the "
                             "skip than that, which no search here rules out; the exact argument rules out an exact "
@@ -221,6 +229,21 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
                             f"leaves, {how}, the rest within {drop:.2e} of f's scale; the exact argument rules out an "
                             "exact residual-free block only.")
     return None
+
+
+def _own_rounding(act: Activation, Z: np.ndarray, H: np.ndarray) -> np.ndarray:
+    """An estimate of σ's own float64 rounding at Z (H = σ(Z)): |σ(Z) in extended precision − H| — a user's σ = eˣ − 1
+    at a tiny argument cancels to a few digits, which a unit's misfit must not count (0 where σ has no extended
+    evaluation)."""
+    try:
+        with np.errstate(all="ignore"):
+            wide = np.asarray(act(Z.astype(np.longdouble)))
+        if wide.dtype != np.longdouble or wide.shape != H.shape:
+            return np.zeros_like(H)
+        out = np.abs(wide - H).astype(np.float64)
+    except (TypeError, ValueError, AttributeError):
+        return np.zeros_like(H)
+    return np.where(np.isfinite(out), out, 0.0)
 
 
 def _flip_constant(act: Activation, biases: bool, gated: bool = False) -> float | None:

@@ -228,7 +228,8 @@ def _mp_again(fn: Callable[[Any], Any], z: np.ndarray) -> np.ndarray:
 
 
 def numpy_form(srepr: str, *, few_points: bool = False) -> Callable[[np.ndarray], np.ndarray]:
-    """The numpy function (float64 in, float64 out, same shape) of the expression whose sympy
+    """The numpy function (float64 in, float64 out, same shape; long double in, long double out — its constants
+    float64 — for an estimate of σ's own rounding) of the expression whose sympy
     ``srepr`` is ``srepr``; :class:`UnsupportedExpression` when it uses a head not known here.
     ``few_points``: erf/erfc from Python's math module instead of scipy (slow per point, but
     no scipy import): for a check at a handful of points, never for σ's numpy form."""
@@ -244,10 +245,11 @@ def numpy_form(srepr: str, *, few_points: bool = False) -> Callable[[np.ndarray]
     mp_fn: list[Callable[[Any], Any]] = []
 
     def np_fn(z: np.ndarray) -> np.ndarray:
-        z = np.asarray(z, dtype=float)
+        z = np.asarray(z)
+        z = z if z.dtype == np.longdouble else z.astype(float)  # (extended precision kept: an estimate of the rounding)
         with np.errstate(all="ignore"):
             v = fn(z) if callable(fn) else fn
-            out = np.broadcast_to(np.asarray(v, dtype=float), np.shape(z)).copy()
+            out = np.broadcast_to(np.asarray(v, dtype=z.dtype), np.shape(z)).copy()
             bad = ~np.isfinite(out) & np.isfinite(z)
         if bad.any() and callable(fn):
             idx = np.flatnonzero(bad)[:_MP_MAX_ENTRIES]  # (past it: the entries keep ±inf or nan)

@@ -15,20 +15,31 @@ _U = 2.0**-53
 
 
 def affine_units(act: Any, X: np.ndarray, XU: np.ndarray, bu: np.ndarray, U: np.ndarray, W: np.ndarray,
-                 vals: np.ndarray, top: np.ndarray, den: np.ndarray, profile: dict[int, np.ndarray]
+                 vals: np.ndarray, top: np.ndarray, den: np.ndarray, profile: dict[int, np.ndarray], origin: bool = False
                  ) -> list[tuple[float, tuple[int, ...], tuple[int, ...], Any]]:
     """Ungated units nearly affine where f is read: σ(u·x + c) against α + β·u·x (least squares weighted 1/den in
     centred form, or σ's tangent at c by a symmetric difference), its map β·w uᵀ joining the skip, α·w the output
     bias. Each sample's misfit less the value's rounding there: the pre-activation moved by a random ±2⁻³⁰ of its
-    terms, scaled back to the unit roundoff, plus the roundoff of the value itself. The misfit at each sample is
-    recorded in ``profile`` by the candidate's id."""
+    terms, scaled back to the unit roundoff, plus the roundoff of the value itself, plus twice its difference from σ in
+    long double (σ = eˣ − 1 at a tiny argument keeps a few digits in float64). The misfit at each sample is recorded in
+    ``profile`` by the candidate's id. ``origin``: lines through 0 only (a bias-free class where σ(0) = 0: no unit
+    keeps a constant)."""
     q = (1.0 / den)[:, None] ** 2
     with np.errstate(all="ignore"):
         rng = np.random.default_rng(3)
         moved = act((X * (1 + _STEP * rng.choice((-1.0, 1.0), size=X.shape))) @ U.T
                     + bu * (1 + _STEP * rng.choice((-1.0, 1.0), size=bu.shape)))
         noise = np.abs(moved - vals) * (_U / _STEP) * 4 + 2 * _U * np.abs(vals)
+        try:
+            ext = np.asarray(act((XU + bu).astype(np.longdouble)))
+            if ext.dtype == np.longdouble and ext.shape == vals.shape:
+                gap = np.abs(ext - vals).astype(np.float64)
+                noise = noise + 2 * np.where(np.isfinite(gap), gap, 0.0)
+        except (TypeError, ValueError, AttributeError):
+            pass
         mz, mv = (q * XU).sum(axis=0) / q.sum(), (q * vals).sum(axis=0) / q.sum()
+        if origin:
+            mz, mv = np.zeros_like(mz), np.zeros_like(mv)
         var = (q * (XU - mz) ** 2).sum(axis=0)
         beta = np.where(var > 0, (q * (XU - mz) * (vals - mv)).sum(axis=0) / var, 0.0)
         fit = np.maximum(np.abs(vals - mv - beta * (XU - mz)) - noise, 0.0) * top / den[:, None]

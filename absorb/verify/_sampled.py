@@ -188,8 +188,10 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
         had = set(near[0]) | set(near[1])
         extra_pairs = [(a, b, cs) for a, b, cs in every if (a, b) not in had]
         near = (near[0] + [(a, b) for a, b, cs in extra_pairs if cs > 0], near[1] + [(a, b) for a, b, cs in extra_pairs if cs < 0])
-        if biases and not gated:  # (a unit nearly affine where f is read: its map joins the skip)
-            cand += affine_units(block.activation, X, XU, bu, U, W, vals, top, den, profile)
+        if not gated:  # (a unit nearly affine where f is read: its map joins the skip; bias-free, its constant stays in
+            # its slot by a zero row, or is 0 where σ(0) = 0 — a nearly linear σ's kink, a tiny row of eˣ)
+            zero = not biases and float(block.activation(np.zeros(1))[0]) == 0.0
+            cand += affine_units(block.activation, X, XU, bu, U, W, vals, top, den, profile, origin=zero)
         if gated:  # (a unit whose gate is nearly g(c), c its gate bias: nearly an affine unit, its map joining the skip)
             g0 = block.activation(R[:, d])
             dev = np.max(np.abs(gate - g0) * np.abs(Z) * top / den[:, None], axis=0)
@@ -247,14 +249,14 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
             gone, extra, used, joined = _take(pick, left, profile)
             if not gone:
                 continue
-            if math.isnan(kappa):  # type: ignore[arg-type]
-                kappa = _pair_defect(block, biases, f0 > 0)
-                if kappa is None:  # (no pair of σ's units is nearly linear: freed slots realise no part of the skip)
-                    return None
-            r = len(gone) if one_per_rank else len(gone) // 2
+            if kappa is not None and math.isnan(kappa):  # (None: no pair of σ's units is nearly linear — freed slots
+                kappa = _pair_defect(block, biases, f0 > 0)  # realise no part of the skip, the maps may still cancel it)
+            if kappa is None and not extra:
+                continue
+            r = len(gone) if one_per_rank else len(gone) // 2 if kappa is not None else 0
             key = (tuple(sorted(id(m) for m in extra)), r)  # (the picks often agree: one d × d SVD per distinct map)
             if key not in done:
-                done[key] = _leftover(M, extra, r, kappa, X, den)
+                done[key] = _leftover(M, extra, r, kappa or 0.0, X, den)
             rest, miss = done[key]
             spared = (f"at this checker's sampled inputs f can spare {len(gone)} unit(s) within the tolerance "
                       "(negligible, merged into a nearly collinear one, or a nearly antipodal pair taken as a linear "
@@ -262,7 +264,7 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
             if used + rest + miss <= tol * (1 - 1e-3):
                 return (f"{spared}enough to realise the skip's {min(r, d)} largest rank-one part(s) in their slots, the rest "
                         f"within {rest:.2e}: the exact not_absorbable may contradict the tolerance")
-            if 1 <= r < d and len(gone) < n:  # (a flip of the units that stay may leave a skip of rank ≤ r)
+            if (1 <= r or extra) and r < d and len(gone) < n:  # (a flip of the units that stay may leave a skip of rank ≤ r)
                 stay = [i for i in range(n) if i not in gone]
                 c = None
                 if gated:  # (g(z) + g(−z) = c: a flipped gated unit moves c·w uᵀ into the skip)
@@ -274,6 +276,8 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
                     from absorb.verify._shift import _flip_or_shift
 
                     c = _flip_or_shift(block.activation, biases or block.has_bias, f0 == 0.0)[0]
+                if c is None and not r and not gated and kappa is None:
+                    continue  # (σ has no flip: only the slots cancel the maps, and they realise nothing here)
                 if c is None or len(stay) > 20 or (1 << len(stay)) * d**3 > 1 << 30:
                     return (f"{spared}whose slots realise any rank-{r} linear map; flipping some of the other units may "
                             "leave no more of the skip than that, which this checker does not search: the exact "
