@@ -305,3 +305,65 @@ def test_a_nearly_affine_unit_withholds_in_the_bias_free_class(make, tol: float)
         doc["parameters"]["tolerance"] = doc["blocks"][0]["tolerance"] = tol
         rep = verify_certificate(doc, f)
         assert not rep.accepted or rep.not_rechecked
+
+
+# ---- red team 43c: the screens priced a construction per |x|∞, while τ is relative to |f(x)|∞ + |x|∞ + |f(0)|∞ ----
+def _gated_pair_large_f(act: str, delta: float = 0.05, theta: float = 5e-4, seed: int = 5, d: int = 3, n: int = 10
+                        ) -> tuple[Block, Block]:
+    """Units 0, 1: gate rows a and −(cos θ·a + sin θ·r), gate biases ±β, the same value row and bias, down columns ±w;
+    M = δ·w·aᵀ. Raising both value biases by δ adds δ·w·aᵀx (σ_g(z) − σ_g(−z) = z): g errs by ~δθ|x|, small against
+    f (other units with down weights 2)."""
+    rng = np.random.default_rng(seed)
+    G, U, W = rng.standard_normal((n, d)), rng.standard_normal((n, d)), rng.standard_normal((d, n))
+    G /= np.linalg.norm(G, axis=1, keepdims=True)
+    U[2:] = G[2:] + 0.3 * rng.standard_normal((n - 2, d))
+    W[0, 2:] = 2.0
+    bg, bu = rng.standard_normal(n), rng.standard_normal(n)
+    a = G[0]
+    r = rng.standard_normal(d)
+    r -= (r @ a) * a
+    G[1] = -(np.cos(theta) * a + np.sin(theta) * r / np.linalg.norm(r))
+    bg[1], U[1], bu[1], W[:, 1] = -bg[0], U[0], bu[0], -W[:, 0]
+    bd = rng.standard_normal(d)
+    bu2 = bu.copy()
+    bu2[:2] += delta
+    act_ = get_activation(act)
+    return (Block(W_up=U, W_down=W, W_gate=G, b_up=bu, b_gate=bg, b_down=bd, skip=delta * np.outer(W[:, 0], a), activation=act_),
+            Block(W_up=U, W_down=W, W_gate=G, b_up=bu2, b_gate=bg, b_down=bd - delta * W[:, 0] * bg[0],
+                  skip=np.zeros((d, d)), activation=act_))
+
+
+def _freed_unit_large_f(act: str, tol: float, seed: int = 8, d: int = 3, n: int = 12) -> tuple[Block, Block]:
+    """Biased GELU/SiLU with down weights ~20: unit 11 varies by 10τ·|x|∞ — 0.5τ of f's measure — and is re-aimed
+    opposite unit 0, the pair carrying M = v·u₀ᵀ exactly."""
+    rng = np.random.default_rng(seed)
+    U = rng.standard_normal((n, d))
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    W = np.abs(rng.standard_normal((d, n))) * 20.0
+    b, bd = rng.standard_normal(n), rng.standard_normal(d)
+    k = n - 1
+    W[:, k] = rng.standard_normal(d)
+    W[:, k] *= 10 * tol / (1.2 * np.abs(W[:, k]).max() * np.abs(U[k]).sum())
+    v = rng.standard_normal(d)
+    act_ = get_activation(act)
+    U2, W2, b2 = U.copy(), W.copy(), b.copy()
+    f0k = W[:, k] * act_(np.array([b[k]]))[0]
+    U2[k], b2[k], W2[:, k] = -U[0], -b[0], -v
+    W2[:, 0] += v
+    return (Block(W_up=U, W_down=W, b_up=b, b_down=bd, skip=np.outer(v, U[0]), activation=act_),
+            Block(W_up=U2, W_down=W2, b_up=b2, b_down=bd - v * b[0] + f0k, skip=np.zeros((d, d)), activation=act_))
+
+
+@pytest.mark.parametrize("make, args, tol", [(_gated_pair_large_f, ("swiglu",), 1e-5), (_gated_pair_large_f, ("reglu",), 1e-5),
+                                             (_freed_unit_large_f, ("gelu", 1e-5), 1e-5), (_freed_unit_large_f, ("silu", 1e-6), 1e-6)])
+def test_near_blocks_are_priced_in_the_tolerance_measure(make, args, tol: float) -> None:
+    """Red team 43c/01, 03 (HIGH, verify exit 0 before): a gated nearly antipodal pair and a freed GELU/SiLU unit were
+    priced at 2.9τ and 10τ per |x|∞, while f, large against |x|, puts them at 0.3–0.56τ and 0.1τ of its measure."""
+    f, g = make(*args)
+    assert _rel_error(f, g) <= tol
+    assert decide(f, tol=tol).verdict.value != "not_absorbable"
+    doc = build_certificate(decide(f, tol=1e-12), f, seed=0).to_json()  # (the exact argument, relabelled to τ)
+    if doc["verdict"] == "not_absorbable":
+        doc["parameters"]["tolerance"] = doc["blocks"][0]["tolerance"] = tol
+        rep = verify_certificate(doc, f)
+        assert not rep.accepted or rep.not_rechecked

@@ -77,7 +77,9 @@ def test_a_skip_whose_norm_overflows_has_an_honest_certificate(tmp_path: Path) -
     model = tmp_path / "huge_skip.npz"
     np.savez(model, W_up=U, W_down=D, skip=np.eye(2) * 1.7e308, activation=np.array("relu"))
     cert = tmp_path / "huge_skip.json"
-    assert run_absorb("check", str(model), "-q", "--certificate", str(cert)).returncode == 0
+    # (unknown since the screens price a unit against f's measure: f ≈ 1.7e308·x leaves the units' 5|x|∞ within
+    # τ·|f(x)|∞, and antipodal pairs of width 2d = 4 realise M exactly — a block within τ the exact argument misses)
+    assert run_absorb("check", str(model), "-q", "--certificate", str(cert)).returncode in (0, 3)
     r = run_absorb("verify", str(cert), "-q")
     assert r.returncode in (0, 4), r.stdout + r.stderr
     assert "Frobenius" not in r.stdout + r.stderr

@@ -237,6 +237,37 @@ def _antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.ndarray
     return out
 
 
+_reach_memo: list[tuple[weakref.ref, int, float]] = []
+
+
+def _reach(blk: Block, seed: int = 0) -> float:
+    """s = the largest sampled |x|∞ / (|f(x)|∞ + |x|∞ + |f(0)|∞), in (0, 1]: an error a·|x|∞ is at most a·s of the
+    tolerance's measure at those inputs. The screens below price a construction by its absolute error per |x|∞; where f
+    is large against |x| the tolerance allows 1/s times more (red team 43c: a gated pair, a ReLU² pair and a freed GELU
+    unit 0.02–0.56τ from f were priced at several τ). Sampled at random directions over 10⁻⁴…10⁸ (fewer on a large
+    block): a sample's s is at most the true one, so a cost read with it is at most the true relative cost — the screens
+    withhold more, never less. 1 where f overflows or nothing is read. The last answer is kept for the same block."""
+    for ref, sd, out in _reach_memo:
+        if ref() is blk and sd == seed:
+            return out
+    rng = np.random.default_rng(seed + 29)
+    large = blk.n * blk.d > 1 << 22
+    dirs = rng.standard_normal((4 if large else 32, blk.d))
+    X = np.vstack([dirs * t for t in ((1e-2, 1.0, 1e4) if large else (1e-4, 1e-2, 1.0, 1e2, 1e4, 1e6, 1e8))])
+    with np.errstate(all="ignore"):
+        F = blk(X)
+        xs = np.max(np.abs(X), axis=1)
+        den = np.max(np.abs(F), axis=1) + xs + blk.f0_inf
+        ok = np.isfinite(den) & (den > 0)
+        out = float(np.max(xs[ok] / den[ok])) if np.any(ok) else 1.0
+    out = min(max(out, 1e-300), 1.0) if math.isfinite(out) else 1.0
+    try:
+        _reach_memo[:] = [(weakref.ref(blk), seed, out)]
+    except TypeError:
+        pass
+    return out
+
+
 def pair_capacity(blk: Block, tol: float, margin: float) -> tuple[float, float, int]:
     """(cap, δ_min, count) for the nearly antipodal pairs of f's units not exactly antipodal (count 0: none, cap 0): beside
     flips of other units they can carry at most ‖R‖_F ≤ cap = √d·margin·τ·(1 + 1/(L·δ_min)) of what the flips leave, R =
@@ -246,7 +277,7 @@ def pair_capacity(blk: Block, tol: float, margin: float) -> tuple[float, float, 
         return 0.0, math.inf, 0
     from absorb.symbolic._core import get as analysis
 
-    return _capacity(_antipodal(R, analysis(blk.activation, "homogeneity").proved)[2], R.shape[1], tol, margin)
+    return _capacity(_antipodal(R, analysis(blk.activation, "homogeneity").proved)[2], R.shape[1], tol / _reach(blk), margin)
 
 
 def _capacity(delta: np.ndarray, d: int, tol: float, margin: float) -> tuple[float, float, int]:
@@ -283,10 +314,12 @@ def pairs_realise_skip(blk: Block, tol: float, margin: float, gap: float | None 
         V = np.linalg.lstsq(G, Uh @ M.T, rcond=None)[0].T  # (d, pairs): M ≈ V Uh
         rest = np.abs(M - V @ Uh).sum(axis=1).max()
         est = float(rest + 1.2 * np.sum(np.abs(V).max(axis=0) * delta))
-    if est <= margin * tol:
+    reach = _reach(blk)  # (an error a·|x|∞ is a·reach of the tolerance's measure: f may be large against |x|)
+    if est * reach <= margin * tol:
         return (f"nearly antipodal units ({len(i)} pair(s), the closest {float(delta.min()):.2g} from antipodal) may realise the "
-                f"skip by opposite moves of one parameter of each pair, erring by about {est:.3g} = {est / tol:.2g}·τ (an estimate)")
-    cap, lo, count = _capacity(delta, d, tol, margin)  # (the pairs found above: not searched again)
+                f"skip by opposite moves of one parameter of each pair, erring by about {est:.3g}·|x|∞ = "
+                f"{est * reach / tol:.2g}·τ of f's measure (an estimate)")
+    cap, lo, count = _capacity(delta, d, tol / reach, margin)  # (the pairs found above: not searched again)
     if gap is not None and count and cap >= gap:
         return (f"nearly antipodal units ({count} pair(s), the closest {lo:.2g} from "
                 f"antipodal) may carry parts of the skip up to ‖·‖_F ≈ {cap:.3g} within the tolerance, "
@@ -322,14 +355,15 @@ def freed_units_realise_skip(blk: Block, tol: float, margin: float) -> str | Non
             turn = wmax[b] * np.abs(np.asarray(R[b], dtype=np.float64) + lam[:, None] * R[a]).sum(axis=1)
             np.minimum.at(size, b, np.where(np.isfinite(turn), turn, np.inf))
         # (past the pairs' angle ‖u_k + λu_i‖₁ ≥ 0.2·|u_k|₂ ≥ 0.2·‖u_k‖₁/√d: only a unit of size ≤ 5√d·margin·τ turns cheaply)
-        for k in np.flatnonzero((size > margin * tol) & (size <= 5 * np.sqrt(blk.d) * margin * tol))[:256]:
+        budget = margin * tol / _reach(blk)  # (a change a·|x|∞ is a·reach of the tolerance's measure)
+        for k in np.flatnonzero((size > budget) & (size <= 5 * np.sqrt(blk.d) * budget))[:256]:
             scale = norms[k] / norms if homogeneous else np.ones(blk.n)  # (u_i scaled to |u_k|₂ where σ is homogeneous)
             rk = np.asarray(R[k], dtype=np.float64)
             turn = np.concatenate([wmax[k] * np.abs(rk + scale[sl, None] * R[sl]).sum(axis=1)  # (a block of rows at a time)
                                    for sl in row_slices(blk.n, blk.d)])
             turn[k] = np.inf
             size[k] = min(size[k], float(np.min(np.where(np.isfinite(turn), turn, np.inf))))
-    cheap = np.flatnonzero((size > 0) & (size <= margin * tol))
+    cheap = np.flatnonzero((size > 0) & (size <= budget))
     if not cheap.size:
         return None
     k = int(cheap[np.argmin(size[cheap])])

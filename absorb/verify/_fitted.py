@@ -213,6 +213,23 @@ def _opposite_rows(R: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
         return I[keep], RI[keep] / length[I[keep], None], gaps[keep], J[keep]
 
 
+def _room(block: Any) -> float:
+    """max |x|∞ / (|f(x)|∞ + |x|∞ + |f(0)|∞) over this checker's own inputs (in (0, 1]): an error a·|x|∞ is at most
+    a·(this) of the tolerance's measure there, so where f is large against |x| a construction may cost more per |x|∞
+    (a sample reads the maximum low: the estimates below then withhold more, never less). 1 where nothing is read."""
+    rng = np.random.default_rng(4099)
+    big = block.n * block.d > 1 << 22
+    V = rng.standard_normal((5 if big else 40, block.d))
+    X = np.concatenate([V * 10.0**e for e in ((-1, 1, 3) if big else range(-5, 10, 2))])
+    with np.errstate(all="ignore"):
+        f0 = float(np.max(np.abs(block(np.zeros((1, block.d))))))
+        size = np.max(np.abs(X), axis=1)
+        den = np.max(np.abs(block(X)), axis=1) + size + (f0 if math.isfinite(f0) else math.inf)
+        ratio = size / den
+    ratio = ratio[np.isfinite(ratio) & (ratio > 0)]
+    return float(min(1.0, ratio.max())) if ratio.size else 1.0
+
+
 def antipodal_pairs(block: Any, tol: float, gap: float | None = 0.0) -> str | None:
     """Whether pairs of nearly opposite unit rows (gate rows when gated), r̂_j ≈ −r̂_i within 0.2 in ℓ1, may carry f's skip:
     each pair adds v·(σ(r̂·x) − σ(−r̂·x + η)) ≈ v·(r̂·x) for opposite moves of one of its parameters, off by about
@@ -229,6 +246,7 @@ def antipodal_pairs(block: Any, tol: float, gap: float | None = 0.0) -> str | No
     _, L, w, _ = _opposite_rows(R)
     if not len(w):
         return None
+    tol = tol / _room(block)  # (the estimates below are per |x|∞: f large against |x| leaves them more room)
     with np.errstate(all="ignore"):
         V = np.linalg.solve(L @ L.T + np.diag(w * w) + 1e-300 * np.eye(len(w)), L @ M.T).T
         left = float(np.max(np.sum(np.abs(M - V @ L), axis=1)))
@@ -264,6 +282,7 @@ def freed_slots(block: Any, tol: float) -> str | None:
         for a, k in zip(np.concatenate([I, J]).tolist(), np.concatenate([J, I]).tolist()):
             turned = np.asarray(U[k], dtype=np.float64) + U[a]
             sizes[k] = min(sizes[k], 1.2 * float(np.max(np.abs(block.W_down[:, k]))) * float(np.sum(np.abs(turned))))
+        tol = tol / _room(block)  # (sizes per |x|∞: f large against |x| leaves them more room)
         for k in [k for k in range(block.n) if tol < sizes[k] <= 5 * math.sqrt(block.d) * tol][:256]:  # (past the pairs)
             uk = np.asarray(U[k], dtype=np.float64)
             turn = 1.2 * float(np.max(np.abs(block.W_down[:, k]))) * np.concatenate(
