@@ -77,8 +77,6 @@ def _ratio(f: Block, g: Block, X: np.ndarray, f0: float) -> float:
 def fitted_near(blk: Block, tol: float, seed: int, biases: bool, margin: float) -> str | None:
     """Why a not_absorbable would contradict the tolerance: a residual-free block of f's width fitted to f within
     ``margin``·τ at every sampled input (fresh inputs and both blocks' hyperplanes), or None."""
-    from scipy.optimize import least_squares
-
     if blk.hc is not None or blk.skip is not None and not np.any(blk.skip):
         return None
     biases = biases or blk.has_bias
@@ -86,6 +84,8 @@ def fitted_near(blk: Block, tol: float, seed: int, biases: bool, margin: float) 
     sizes = {"W_up": blk.n * blk.d, "W_down": blk.n * blk.d, "W_gate": blk.n * blk.d, "b_up": blk.n, "b_gate": blk.n, "b_down": blk.d}
     if sum(sizes[k] for k in keys) > FIT_MAX_PARAMS:  # (before any copy: a 7B layer's weights are GBs)
         return None
+    from scipy.optimize import least_squares  # (after the size test: 0.3 s of imports a large layer never needs)
+
     start = _start(blk, keys)
     shapes = [(k, start[k].shape) for k in keys]
     P = sum(a.size for a in start.values())
@@ -253,11 +253,11 @@ def _reach(blk: Block, seed: int = 0) -> float:
     rng = np.random.default_rng(seed + 29)
     large = blk.n * blk.d > 1 << 22
     dirs = rng.standard_normal((4 if large else 32, blk.d))
-    X = np.vstack([dirs * t for t in ((1e-2, 1.0, 1e4) if large else (1e-4, 1e-2, 1.0, 1e2, 1e4, 1e6, 1e8))])
+    X = np.vstack([np.zeros((1, blk.d))] + [dirs * t for t in ((1e-2, 1.0, 1e4) if large else (1e-4, 1e-2, 1.0, 1e2, 1e4, 1e6, 1e8))])
     with np.errstate(all="ignore"):
-        F = blk(X)
-        xs = np.max(np.abs(X), axis=1)
-        den = np.max(np.abs(F), axis=1) + xs + blk.f0_inf
+        F = blk(X)  # (f(0) in the same pass: row 0)
+        xs = np.max(np.abs(X[1:]), axis=1)
+        den = np.max(np.abs(F[1:]), axis=1) + xs + np.max(np.abs(F[0]))
         ok = np.isfinite(den) & (den > 0)
         out = float(np.max(xs[ok] / den[ok])) if np.any(ok) else 1.0
     out = min(max(out, 1e-300), 1.0) if math.isfinite(out) else 1.0
