@@ -9,6 +9,7 @@ shows. The verdicts of s·f(x/s) must not depend on s, and every certificate mus
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -174,3 +175,14 @@ def test_json_names_the_rescaling() -> None:
     (bd,) = decide(F).blocks
     assert bd.to_json()["input_scale"] == bd.input_scale[0]
     assert "input_scale" not in decide_block(_glu(7)).to_json()
+
+
+def test_a_relu2_plus_linear_block_has_one_answer_at_every_scale() -> None:
+    """Red team 44c/02: σ(z) = z + ReLU(z)² grows like |x|² and its route decides by a distance, but its σ has no
+    degree-2 skeleton (linear at −∞), so it was decided as given inside 2^±8: not_absorbable for s = 2^-6…2^3, unknown
+    at 2^-8, 2^-7 and 2^4…2^8. It is decided in its canonical frame now, as the degree-2 routes are."""
+    from absorb.io import load
+
+    blk = load(str(Path(__file__).parent.parent / "counterexamples" / "relu2_linear_generic.npz"))
+    got = {(d.verdict, d.blocks[0].theorem) for d in (decide(_scaled(blk, j), tol=1e-4) for j in (-8, -7, 0, 4, 8))}
+    assert len(got) == 1, got

@@ -302,3 +302,18 @@ def test_a_min_width_witness_whose_linear_pairs_land_on_a_line_verifies(tmp_path
              activation=np.array("gelu"))
     main(["check", str(model), "--tol", "1e-4", "--min-width", "--certificate", str(cert), "-q"])
     assert main(["verify", str(cert), str(model), "-q"]) == 0
+
+
+@pytest.mark.parametrize("name, n", [("relu2_biased_planted", 5), ("swiglu_biased_planted", 4), ("relu2_linear_planted", 6)])
+def test_an_exact_degree_two_witness_answers_every_wider_width(tmp_path, name, n) -> None:
+    """Red team 44c/01: the degree-2 skeleton's, the gated skeleton's and the relu2-linear witnesses carried no proved
+    (a, e) bound, so padding them (--width N ≥ n) was refused and even --width n came back unknown beside an absorbable
+    verdict; their quadratic part is 0 exactly, so f − g = R_L x + R_0 and the bound is (‖R_L‖∞, |R_0|∞)."""
+    model = Path(__file__).parent.parent / "counterexamples" / f"{name}.npz"
+    for width in (n, n + 2):
+        cert = tmp_path / f"w{width}.json"
+        assert main(["check", str(model), "--tol", "1e-6", "--width", str(width), "--certificate", str(cert), "-q"]) == 0
+        doc = json.loads(cert.read_text())
+        entry = doc["blocks"][0]["width"]
+        assert entry["verdict"] == "absorbable", entry
+        assert checker.verify_certificate(doc, load(str(model))).accepted

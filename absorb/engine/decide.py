@@ -82,13 +82,19 @@ def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.
 
 
 def _grows_quadratically(block: Block, allow_biases: bool) -> bool:
-    """f may grow like |x|² and is decided by a distance (a gated block with biases in its class, or σ with a degree-2
-    skeleton): those routes weigh a quadratic part against a linear one, which 2^-k·f(2^k·x) scales apart — such a block
+    """f may grow like |x|² and is decided by a distance (a gated block with biases in its class, σ with a degree-2
+    skeleton, or σ = α·ReLU² + β·z): those routes weigh a quadratic part against a linear one, which 2^-k·f(2^k·x) scales apart — such a block
     is decided in its canonical frame (rows of typical size in [1, 2)) at every scale, so that s·f(x/s) gets f's answer
     for every power of two s. (A bias-free gated class is decided by the degree or the linearization: at any scale.)"""
     if block.gated:
         return block.has_bias or allow_biases
-    return props.get(block.activation, "quadratic_skeleton").proved
+    if props.get(block.activation, "quadratic_skeleton").proved:
+        return True
+    if not block.activation.name.startswith("expr:"):
+        return False
+    from absorb.engine.relu2_linear import relu2_linear_form  # (σ = α·ReLU² + β·z: quadratic at +∞ only)
+
+    return not isinstance(relu2_linear_form(block.activation), str)
 
 
 def _in_frame(block: Block, inner: BlockDecision, k: int) -> BlockDecision | None:

@@ -387,7 +387,14 @@ def _gated_flip(ctx: Any, blk: Block, b64: Block, res: SearchResult) -> BlockDec
     """For an S found by a route: the gated flip witness, checked exactly (``absorbable``), or why
     S proves nothing (no flip identity, too large to check exactly, a biased witness for a
     bias-free question, the check failed)."""
-    from absorb.engine.skeleton2 import exact_check_too_large, flip_change, flip_epsilon, flip_failure, flip_guarantee
+    from absorb.engine.skeleton2 import (
+        exact_check_too_large,
+        flip_change,
+        flip_epsilon,
+        flip_failure,
+        flip_guarantee,
+        linear_error_bound,
+    )
     from absorb.engine.witness import eval_threshold, evaluation_error, f0_lower
     from absorb.symbolic import properties as props
 
@@ -412,7 +419,7 @@ def _gated_flip(ctx: Any, blk: Block, b64: Block, res: SearchResult) -> BlockDec
     how = flip_guarantee(eps, scaled, q, s1, s2)
     w = Witness(S=res.S, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
                 description="negate the gate rows, gate biases, value rows, value biases and down columns in S; "
-                f"b'_down = b_down + Σ_S b_gate,i b_up,i w_i; {how}")
+                f"b'_down = b_down + Σ_S b_gate,i b_up,i w_i; {how}", bound=linear_error_bound(q, rl_norm, r0, scaled))
     if eps <= thr and err <= thr and dist <= ctx.dist_tol and scaled:
         from absorb.engine.skeleton2 import DEGREE2_GAP
 

@@ -332,7 +332,7 @@ def decide_relu2_linear(ctx: Any) -> BlockDecision | None:
 
 def _witness(ctx: Any, b64: Block, mu: np.ndarray, alpha: Fraction, beta: Fraction, lead: str,
              raised: bool = False) -> BlockDecision | str:
-    from absorb.engine.skeleton2 import flip_epsilon, relu2_scales
+    from absorb.engine.skeleton2 import flip_epsilon, linear_error_bound, relu2_scales
     from absorb.engine.witness import eval_threshold, evaluation_error
 
     blk = ctx.block
@@ -357,7 +357,7 @@ def _witness(ctx: Any, b64: Block, mu: np.ndarray, alpha: Fraction, beta: Fracti
            "rationals from the float64 weights")
     w = Witness(S=None, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=False,
                 description=f"u'_i = u_i/μ_i, b'_up,i = b_up,i/μ_i, w'_i = μ_i²·w_i, b'_down = b_down + β·Σ_i (1 − μ_i) "
-                            f"b_up,i w_i (min μ_i = {float(mu.min()):.3g}); {how}")
+                            f"b_up,i w_i (min μ_i = {float(mu.min()):.3g}); {how}", bound=linear_error_bound(q, rl, r0, scaled))
     res = SearchResult(SearchStatus.FOUND, "lp", "μ > 0 from the linear program", S=(), residual=dist, certificate={
         "route": "lp", "mu": [float(v) for v in mu]})
     return ctx.done(Verdict.ABSORBABLE, Theorem.RELU2_LINEAR,

@@ -919,6 +919,17 @@ def flip_epsilon(q: Fraction, rl: Fraction, r0: Fraction, f0: Fraction | float, 
     return max(float(q / own), float(rl / s1), e0) * (1 + 1e-12), True
 
 
+def linear_error_bound(q: Fraction, rl: Fraction, r0: Fraction, scaled: bool) -> tuple[float, float] | None:
+    """A degree-2 witness's proved ``(a, e)``, |f(x) − g(x)|∞ ≤ a·|x|∞ + e for every x, where its quadratic part is 0
+    exactly (f − g = R_L x + R_0: a = ‖R_L‖∞, e = |R_0|∞, raised to floats); None otherwise (a bound with |x|² is not of
+    that form). Padding the witness with dead units (``--width``, ``--min-width``) keeps it."""
+    if q != 0 or scaled:
+        return None
+    from absorb.rigorous import float_up
+
+    return float_up(Fraction(rl)), float_up(Fraction(r0))
+
+
 def flip_guarantee(eps: float, scaled: bool, q: Fraction, s1: Fraction, s2: Fraction) -> str:
     """What a degree-2 flip witness's bound (:func:`flip_epsilon`) guarantees, in words."""
     if not scaled:
@@ -1158,7 +1169,8 @@ def _relu2_flip(ctx: Any, blk: Block, blk64: Block, res: SearchResult, q0: Quadr
     moved = "b_up,i²" if relu2 else f"({a}·b_up,i² + {k})" if sq.k else f"{a}·b_up,i²"
     ident = "ReLU²" if relu2 else f"σ(z) + σ(−z) = {'' if sq.alpha == 1 else a + '·'}z²" + (f" + {k}" if sq.k else "") + " for every real z"
     w = Witness(S=res.S, block=wb, residual=dist, eval_error=max(eps, err), n_inputs=m, exact=q == 0 and eps == 0,
-                description=f"negate the up rows, up biases and down columns in S; b'_down = b_down + Σ_S {moved}·w_i; {how}")
+                description=f"negate the up rows, up biases and down columns in S; b'_down = b_down + Σ_S {moved}·w_i; {how}",
+                bound=linear_error_bound(q, rl, r0, scaled))
     lin = "2" if sq.alpha == 1 else f"2·{a}"
     if eps <= thr and err <= thr and dist <= ctx.dist_tol and scaled:
         return f"S = {list(res.S)} satisfies {what} up to rounding (relative residual {dist:.2e}), but its flip witness ({ident}): {DEGREE2_GAP}"
