@@ -240,6 +240,13 @@ def _antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.ndarray
 _reach_memo: list[tuple[weakref.ref, int, float]] = []
 
 
+def forget() -> None:
+    """Drop the kept answers of :func:`_antipodal` and :func:`_reach` (a decision starts afresh: an array changed in
+    place since would otherwise read a stale answer)."""
+    _antipodal_memo.clear()
+    _reach_memo.clear()
+
+
 def _reach(blk: Block, seed: int = 0) -> float:
     """s = the largest sampled |x|∞ / (|f(x)|∞ + |x|∞ + |f(0)|∞), in (0, 1]: an error a·|x|∞ is at most a·s of the
     tolerance's measure at those inputs. The screens below price a construction by its absolute error per |x|∞; where f

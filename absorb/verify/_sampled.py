@@ -276,8 +276,11 @@ def spare_units(block: Any, tol: float, seed: int, one_per_rank: bool, biases: b
                     from absorb.verify._shift import _flip_or_shift
 
                     c = _flip_or_shift(block.activation, biases or block.has_bias, f0 == 0.0)[0]
-                if c is None and not r and not gated and kappa is None:
-                    continue  # (σ has no flip: only the slots cancel the maps, and they realise nothing here)
+                if c is None and not r and not gated:
+                    from absorb.verify._shift import _flip_or_shift
+
+                    if _flip_or_shift(block.activation, biases or block.has_bias, f0 == 0.0)[0] is None:
+                        continue  # (σ has no flip: only the slots cancel the maps, and they realise nothing here)
                 if c is None or len(stay) > 20 or (1 << len(stay)) * d**3 > 1 << 30:
                     return (f"{spared}whose slots realise any rank-{r} linear map; flipping some of the other units may "
                             "leave no more of the skip than that, which this checker does not search: the exact "
