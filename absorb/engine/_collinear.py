@@ -44,6 +44,9 @@ from absorb._errors import InvalidInput
 from absorb.rigorous import all_finite, row_slices
 from absorb.rigorous import gamma as _gamma  # Higham's γ_k, the one rounding helper
 
+_U32 = 2.0**-24
+"""float32's unit roundoff (the projection screen's single-precision route)."""
+
 __all__ = ["cosine_error", "live_rows", "near_collinear_pairs", "max_abs_cosine", "zero_rows"]
 
 def cosine_error(d: int) -> float:
@@ -64,12 +67,6 @@ def _check_matrix(U: object) -> np.ndarray:
 def live_rows(U: np.ndarray) -> np.ndarray:
     """Indices of the nonzero rows of U (read in row blocks: no full-size temporary)."""
     return np.flatnonzero(np.concatenate([np.any(U[sl] != 0, axis=1) for sl in row_slices(U.shape[0], U.shape[1])]))
-
-
-def _gamma32(k: int) -> float:
-    """Higham's γ_k for float32 (unit roundoff 2⁻²⁴)."""
-    u = 2.0**-24
-    return k * u / (1 - k * u)
 
 
 def _row_blocks(n: int, d: int, nbytes: int = 32 << 20) -> list[tuple[int, int]]:
@@ -242,7 +239,7 @@ def _screen_candidates(U: np.ndarray, live: np.ndarray, tau: float,
     # float32 where its rounding is small beside the window (a wide τ): each projected coordinate of a unit row is then off
     # by at most γ32(d + 3) (a float32 product of d terms of unit-bounded ℓ2 mass, the two operands rounded once each),
     # so a projected point by √m·γ32(d + 3)·√ν; the float32 Gram of the m-vectors (each ‖z‖² ≤ ν) adds γ32(m + 8)·4ν
-    g32 = math.sqrt(m * nu) * _gamma32(d + 3) + 2.0**-100  # (+ what underflow in float32 may lose, absolutely)
+    g32 = math.sqrt(m * nu) * _gamma(d + 3, _U32) + 2.0**-100  # (+ what underflow in float32 may lose, absolutely)
     single = g32 <= math.sqrt(2.0 * tau) / 16
     Z = np.empty((live.size, m), dtype=np.float32 if single else np.float64)
     G_ = Gt.astype(np.float32) if single else Gt
@@ -252,7 +249,7 @@ def _screen_candidates(U: np.ndarray, live: np.ndarray, tau: float,
         Z[a:b] = (X.astype(np.float32) if single else X) @ G_
     if single:
         win = math.sqrt(2.0 * tau * nu) + 2 * g32  # (‡): ‖z_i ± z_j‖ of the true points ≤ √(2τν), each computed one off by g32
-        thr = win * win + 8 * _gamma32(m + 8) * nu  # (†) with margin
+        thr = win * win + 8 * _gamma(m + 8, _U32) * nu  # (†) with margin
     else:
         err = 16.0 * _gamma(d + m + 8) * nu
         thr = 2.0 * tau * nu + err  # (†) with margin

@@ -17,11 +17,15 @@ from __future__ import annotations
 import math
 import warnings
 import weakref
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
 from absorb.model.block import Block, replace
 from absorb.rigorous import magnitudes_ok, row_slices
+
+T = TypeVar("T")
 
 FIT_MAX_PARAMS = 100
 """Blocks with more parameters than this are not fitted (the Jacobian has (inputs·d) × parameters entries)."""
@@ -196,7 +200,27 @@ _PAIR_DIM = 2.0
 """The projection screen that finds the pairs of a block past n²d = 2²⁶ projects to ⌈2·d·τ⌉ dimensions (τ =
 :data:`_PAIR_TAU`; :func:`absorb.engine._collinear.near_collinear_pairs`): it cannot miss a pair, and a random layer's
 non-pairs pass it a few per mille of the time (to the exact cosine), at a quarter of the default dimension's cost."""
-_antipodal_memo: list[tuple[weakref.ref, bool, tuple]] = []
+_kept: dict[str, tuple[weakref.ref, object, object]] = {}
+"""The last answer of :func:`_antipodal` and of :func:`_reach`, by the object it is about (its identity, held weakly) and
+the other arguments: the screens of one block ask up to three times."""
+
+
+def _recall(name: str, obj: object, args: object, compute: Callable[[], T]) -> T:
+    """``compute()``, or the answer kept for the same object and ``args`` (:data:`_kept`; dropped by :func:`forget`)."""
+    got = _kept.get(name)
+    if got is not None and got[0]() is obj and got[1] == args:
+        return got[2]  # type: ignore[return-value]
+    out = compute()
+    try:
+        _kept[name] = (weakref.ref(obj), args, out)
+    except TypeError:  # (not an object a weak reference can name)
+        pass
+    return out
+
+
+def forget() -> None:
+    """Drop the kept answers (a decision starts afresh: an array changed in place since would otherwise read a stale one)."""
+    _kept.clear()
 
 
 def _antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -205,9 +229,10 @@ def _antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.ndarray
     the exact Gram of :func:`absorb.engine._collinear.near_collinear_pairs` up to 4096 units and its projection screen
     past them (|cos| ≥ 1 − :data:`_PAIR_TAU` holds every such pair); ``(i, û_i, δ, j)``. Only the pairs' rows are copied;
     the last answer is kept for the same array (the screens of one block ask up to three times)."""
-    for ref, hom, out in _antipodal_memo:
-        if ref() is R and hom == homogeneous:
-            return out
+    return _recall("antipodal", R, homogeneous, lambda: _find_antipodal(R, homogeneous))
+
+
+def _find_antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     from absorb.engine.hypotheses import _norms
 
     n, d = R.shape
@@ -229,22 +254,7 @@ def _antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.ndarray
         else:  # (σ(s) − σ(−λs) is linear only for λ = 1: the rows themselves must nearly cancel)
             delta = np.abs(Ri + Rj).sum(axis=1) / np.maximum(size[i], size[j])
     keep = np.isfinite(delta) & (delta <= _PAIR_ANGLE)
-    out = (i[keep], Ui[keep], delta[keep], j[keep])
-    try:
-        _antipodal_memo[:] = [(weakref.ref(R), homogeneous, out)]
-    except TypeError:  # (not an object a weak reference can name)
-        pass
-    return out
-
-
-_reach_memo: list[tuple[weakref.ref, int, float]] = []
-
-
-def forget() -> None:
-    """Drop the kept answers of :func:`_antipodal` and :func:`_reach` (a decision starts afresh: an array changed in
-    place since would otherwise read a stale answer)."""
-    _antipodal_memo.clear()
-    _reach_memo.clear()
+    return i[keep], Ui[keep], delta[keep], j[keep]
 
 
 def _reach(blk: Block, seed: int = 0) -> float:
@@ -254,9 +264,10 @@ def _reach(blk: Block, seed: int = 0) -> float:
     unit 0.02–0.56τ from f were priced at several τ). Sampled at random directions over 10⁻⁴…10⁸ (fewer on a large
     block): a sample's s is at most the true one, so a cost read with it is at most the true relative cost — the screens
     withhold more, never less. 1 where f overflows or nothing is read. The last answer is kept for the same block."""
-    for ref, sd, out in _reach_memo:
-        if ref() is blk and sd == seed:
-            return out
+    return _recall("reach", blk, seed, lambda: _sampled_reach(blk, seed))
+
+
+def _sampled_reach(blk: Block, seed: int) -> float:
     rng = np.random.default_rng(seed + 29)
     large = blk.n * blk.d > 1 << 22
     dirs = rng.standard_normal((4 if large else 32, blk.d))
@@ -267,12 +278,7 @@ def _reach(blk: Block, seed: int = 0) -> float:
         den = np.max(np.abs(F[1:]), axis=1) + xs + np.max(np.abs(F[0]))
         ok = np.isfinite(den) & (den > 0)
         out = float(np.max(xs[ok] / den[ok])) if np.any(ok) else 1.0
-    out = min(max(out, 1e-300), 1.0) if math.isfinite(out) else 1.0
-    try:
-        _reach_memo[:] = [(weakref.ref(blk), seed, out)]
-    except TypeError:
-        pass
-    return out
+    return min(max(out, 1e-300), 1.0) if math.isfinite(out) else 1.0
 
 
 def pair_capacity(blk: Block, tol: float, margin: float) -> tuple[float, float, int]:

@@ -151,19 +151,17 @@ def _spare_units(blk: Block, tol: float, seed: int, one_per_rank: bool, biases: 
             moves += _gated_affine(XU, XG, H, W, U, G, wmax, den, biases)
         else:
             moves = _merge_errors(same, U, W, H, wmax, den, k)
-            if biases:  # (a unit with a large bias nearly affine where f shows it: its map joins the skip)
-                e = _argument_rounding(np.abs(X), U, c)  # (each pre-activation's rounding: read where a bias
-                e[:, np.abs(c) < 1e3 * _row_norms(U)] = 0.0  # dominates its row — elsewhere it is σ's own, ε·|h|)
-                h = np.maximum(np.abs(c), 1.0) * 2.0**-20  # (σ's slope at the bias by a central difference)
-                slope = (blk.activation(c + h) - blk.activation(c - h)) / (2 * h)
-                moves += _affine_units(XU, H, W, U, wmax, den, _EPS * np.abs(H) + _value_rounding(blk.activation, Z, e)
-                                       + 2 * _own_rounding(blk.activation, Z, H), profiles, (blk.activation(c), slope))
-            else:  # (bias-free: a unit nearly linear — a kink of a nearly linear σ, a tiny row of exp or softplus² — hands
-                # its map to the skip; its constant σ(0)·w stays in its slot by a zero row, or is 0 where σ(0) = 0)
-                s0, h = _at_zero(blk.activation), 2.0**-20
-                slope = (blk.activation(np.array([h])) - blk.activation(np.array([-h]))) / (2 * h)
-                moves += _affine_units(XU, H, W, U, wmax, den, _EPS * np.abs(H) + 2 * _own_rounding(blk.activation, Z, H),
-                                       profiles, (np.full(n, s0), np.full(n, float(slope[0]))), through_zero=s0 == 0.0)
+            # (a unit nearly affine where f shows it — a large bias's tangent; bias-free, a nearly linear σ's small kink or
+            # a tiny row of exp or softplus² —: its map joins the skip; its constant joins the output bias where biases are
+            # allowed, else stays in its slot by a zero row (w·σ(0)), or is 0 where σ(0) = 0)
+            e = _argument_rounding(np.abs(X), U, c)  # (each pre-activation's rounding: read where a bias
+            e[:, np.abs(c) < 1e3 * _row_norms(U)] = 0.0  # dominates its row — elsewhere it is σ's own, ε·|h|)
+            h = np.maximum(np.abs(c), 1.0) * 2.0**-20  # (σ's slope at the bias by a central difference)
+            slope = (blk.activation(c + h) - blk.activation(c - h)) / (2 * h)
+            s0 = None if biases else _at_zero(blk.activation)
+            moves += _affine_units(XU, H, W, U, wmax, den, _EPS * np.abs(H) + _value_rounding(blk.activation, Z, e)
+                                   + 2 * _own_rounding(blk.activation, Z, H), profiles,
+                                   (blk.activation(c) if biases else np.full(n, s0), slope), through_zero=s0 == 0.0)
         moves += _antipodal_pairs(opposite, X, U, W, H, wmax, den, biases, not blk.gated)
     shares = [float(v) for v in share if math.isfinite(v)]
     if len(shares) != n:
