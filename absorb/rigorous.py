@@ -504,19 +504,20 @@ def flip_inf_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray | None, c: Fracti
 
 
 def flip_bias_error_upper(D: np.ndarray, b_up: np.ndarray | None, b_down: np.ndarray | None, b_new: np.ndarray | None,
-                          S: Iterable[int], c: Fraction) -> float:
-    """A rigorous upper bound of ``|e|_∞``, ``e = b_new − b_down − c·D[:,S] b_up[S]``: what a
+                          S: Iterable[int], c: Fraction, s: Fraction = Fraction(0)) -> float:
+    """A rigorous upper bound of ``|e|_∞``, ``e = b_new − b_down − c·D[:,S] (b_up[S] + s)``: what a
     flip witness's output bias ``b_new`` misses of the exact shift (the constant part of its
     error; 0 for a bias-free block). Exact rationals when d·|S| ≤ EXACT_FLIP_WORK, else
-    float64 with a rounding account."""
+    float64 with a rounding account (``s`` ≠ 0 — the value h(z) = c_h·z + k of a gated unit,
+    s = k/c_h — exact rationals only: inf past that size)."""
     idx = np.asarray(sorted(S), dtype=np.intp)
     d = D.shape[0]
     zero = np.zeros(d)
     bd = zero if b_down is None else np.asarray(b_down, dtype=np.float64)
     bn = zero if b_new is None else np.asarray(b_new, dtype=np.float64)
-    if b_up is None or idx.size == 0:
+    if (b_up is None and not s) or idx.size == 0:
         return 0.0 if np.array_equal(bd, bn) else math.inf
-    bs = np.asarray(b_up, dtype=np.float64)[idx]
+    bs = np.zeros(idx.size) if b_up is None else np.asarray(b_up, dtype=np.float64)[idx]
     if not all(all_finite(a) for a in (bs, bd, bn, D[:, idx])):
         return math.inf  # (a moved bias past float64's range: no finite witness)
     if d * idx.size <= EXACT_FLIP_WORK:
@@ -527,12 +528,14 @@ def flip_bias_error_upper(D: np.ndarray, b_up: np.ndarray | None, b_down: np.nda
         (oi,), eo = _dyadic(bd[None, :])
         L = max(eD + eb, en, eo)
         p, q = c.numerator, c.denominator
+        ps, qs = s.numerator, s.denominator  # (c·s·Σ_S D_ri: the shift's share, L ≥ eD)
         tot = 0
         for r in range(d):
-            acc = q * ((ni[r] << (L - en)) - (oi[r] << (L - eo))) - p * (sum(w * v for w, v in zip(Di[r], bi)) << (L - eD - eb))
+            acc = (qs * (q * ((ni[r] << (L - en)) - (oi[r] << (L - eo))) - p * (sum(w * v for w, v in zip(Di[r], bi)) << (L - eD - eb)))
+                   - (p * ps * (sum(Di[r]) << (L - eD)) if ps else 0))
             tot = max(tot, abs(acc))
-        return float_up(Fraction(tot, q << L))
-    if not (magnitudes_ok(bs, bd, bn) and magnitudes_ok(D[:, idx])):
+        return float_up(Fraction(tot, (q * qs) << L))
+    if s or not (magnitudes_ok(bs, bd, bn) and magnitudes_ok(D[:, idx])):
         return math.inf
     cf = float(c)
     p = np.zeros(d)

@@ -340,11 +340,17 @@ def test_planted_block_whose_normalisation_rounds_is_not_called_absorbable(c: Fr
     """b_up/3 + 1 (or W_up/3) rounds in float64: the normalised block's witness has a proved bound
     for the normalised block only, and f differs from it by the rounding times the gates, which
     grows with |x| (like |x|² where c·W_up rounds: a relative error of 2.8e-7 at τ = 1e-9 was
-    found), so the verdict is unknown; a certificate forged to claim the witness is refused."""
+    found), so that witness is not f's; where only the biases round, the same S flipped in f's own
+    class is (absorbable), else the verdict is unknown; a certificate forged to claim the
+    normalised block's witness is refused."""
     blk = step_planted(c, k, h, biased=True)
     blk = blk.replace(b_up=np.random.default_rng(5).standard_normal(blk.n) / 3)
     dec = decide(blk, tol=1e-7, timeout=30)
-    assert dec.verdict is Verdict.UNKNOWN and "rounding in" in dec.reason and "grows with |x|" in dec.reason, dec.reason
+    if k:  # (c·W_up exact: the flip in f's own class)
+        assert dec.verdict is Verdict.ABSORBABLE and "f's own class" in dec.reason, dec.reason
+        assert dec.blocks[0].witness.block.value_activation is not None
+    else:
+        assert dec.verdict is Verdict.UNKNOWN and "rounding in" in dec.reason and "grows with |x|" in dec.reason, dec.reason
     doc, rep = _verified(blk, dec)
     assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]
     nb, _, _ = normalise_value(blk, c, k)
@@ -356,4 +362,53 @@ def test_planted_block_whose_normalisation_rounds_is_not_called_absorbable(c: Fr
     forged = dataclasses.replace(dec, verdict=forged_bd.verdict, theorem=forged_bd.theorem, blocks=(forged_bd,))
     rep = checker.verify_certificate(build_certificate(forged, blk, seed=0).to_json(), blk)
     assert not rep.accepted
-    assert any("is one for f" in f.claim for f in rep.failures), [f.claim for f in rep.failures]
+    assert any("is one for f" in f.claim or "is the flip of S" in f.claim for f in rep.failures), [f.claim for f in rep.failures]
+
+
+# ------------------------- a rounded c·b_up + k: the flip built in f's own class --
+def _sigmoid_planted_rounding(h: str = "expr:2*x + 1", seed: int = 3, scale: float = 0.1) -> Block:
+    """A biased GLU (sigmoid gate) with h(z) = 2z + 1 whose units 0, 1 flip the skip away
+    (2·D_S U_S = −I: g(a) + g(−a) = 1), and whose b_up makes 2·b_up + 1 round in float64."""
+    rng = np.random.default_rng(seed)
+    d, n = 2, 4
+    U = rng.standard_normal((n, d))
+    U[:2] = np.eye(2)
+    D = rng.standard_normal((d, n))
+    D[:, :2] = -0.5 * np.eye(2)
+    return Block(U, D, get_activation("sigmoid"), W_gate=rng.standard_normal((n, d)), b_gate=rng.standard_normal(n),
+                 b_up=rng.standard_normal(n) * scale, b_down=rng.standard_normal(d), value_activation=get_activation(h))
+
+
+@pytest.mark.parametrize(("seed", "scale"), [(3, 0.1), (4, 1.0), (5, 2.0**60), (6, 1e-3)])
+def test_rounded_biases_keep_a_flip_built_in_fs_own_class(seed: int, scale: float) -> None:
+    """(red team 41c/03) 2·b_up + 1 rounds, so the normalised block is not f and its flip is no
+    witness for f; the same S flipped in f's own class (h and f's b_up kept, the output bias moved
+    by D_S h(b_S) in exact rationals) is within a rounding of f: absorbable, and the checker
+    rebuilds that witness itself. Measured against f in exact arithmetic at x = 0 and far out."""
+    blk = _sigmoid_planted_rounding(seed=seed, scale=scale)
+    assert not normalise_value(blk, Fraction(2), Fraction(1))[2]
+    dec = decide(blk, timeout=30)
+    assert dec.verdict is Verdict.ABSORBABLE, dec.blocks[0].reason
+    wb = dec.blocks[0].witness.block
+    assert wb.value_activation is not None and np.array_equal(wb.W_up, blk.W_up) and np.array_equal(wb.b_up, blk.b_up)
+    # g − f is the constant b'_down − b_down − D_S h(b_S) (g(a) + g(−a) = 1, 2·D_S U_S = −I): one rounding of b'_down
+    bs = [2 * Fraction(float(v)) + 1 for v in blk.b_up[:2]]
+    for r in range(2):
+        exact = Fraction(float(blk.b_down[r])) + sum(Fraction(float(blk.W_down[r, i])) * bs[i] for i in range(2))
+        assert abs(Fraction(float(wb.b_down[r])) - exact) <= abs(exact) * Fraction(1, 2**52)
+    doc, rep = _verified(blk, dec)
+    assert _accepted(rep), [f.claim for f in rep.failures + rep.not_rechecked]
+    # the normalised block's own flip (b_down moved by D_S fl(2·b_S + 1)) in its place: refused
+    bad = copy.deepcopy(doc)
+    wrec = bad["blocks"][0]["witness"]["block"]["weights"]
+    key = next(k for k in wrec if k.endswith("b_down"))
+    wrec[key] = {**wrec[key], "sha256": "0" * 64}
+    assert not checker.verify_certificate(bad, blk).accepted
+
+
+def test_rounded_biases_with_a_flip_off_the_skip_stay_unknown() -> None:
+    """The same block with its skip moved by 10⁻⁶: no flip is within τ = 10⁻⁹ of f, in either class."""
+    blk = _sigmoid_planted_rounding()
+    blk = blk.replace(skip=np.eye(2) * (1 + 1e-6))
+    dec = decide_block(blk, timeout=30)
+    assert dec.verdict is not Verdict.ABSORBABLE, dec.reason

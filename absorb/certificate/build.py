@@ -802,6 +802,11 @@ def _normalised_entry(bd: BlockDecision) -> dict[str, Any] | None:
     inner = block_entry(dataclasses.replace(
         bd, block=nb, properties=tuple(p for p in bd.properties if p is not af),
         residual_free_class=None if rf is None else dataclasses.replace(rf, activation=nb.activation_name)))
+    if bd.witness is not None and bd.witness.block is not None and bd.witness.block.value_activation is not None:
+        inner["witness"]["formula"] = (  # the flip built in f's own class (c·b_up + k rounds; absorb.engine.results)
+            r"W'_{\mathrm{gate}}[i,:]=-W_{\mathrm{gate}}[i,:],\ b'_{\mathrm{gate},i}=-b_{\mathrm{gate},i},\ "
+            r"W'_{\mathrm{down}}[:,i]=-W_{\mathrm{down}}[:,i]\ (i\in S),\ W_{\mathrm{up}},\ b_{\mathrm{up}},\ h\ \mathrm{kept};"
+            r"\ b'_{\mathrm{down}}=b_{\mathrm{down}}+c\,W_{\mathrm{down}}[:,S]\,h(b_{\mathrm{up}}[S])\ \mathrm{(exact,\ rounded\ once)};\ M'=0")
     va = b.value_activation
     inner.update(plain({
         "activation": b.activation_name,

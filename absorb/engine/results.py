@@ -581,6 +581,11 @@ def affine_value(ctx: Ctx) -> BlockDecision | None:
         verdict = Verdict.UNKNOWN
         reason = (lead + f"For the normalised block: {d.reason.rstrip('.')}; but {how.removeprefix('in float64, with ')} "
                   "(float64), and that argument reads those weights, so it proves nothing for f.")
+    elif verdict is Verdict.ABSORBABLE and w_exact and not b_exact and (flip := _flip_in_own_class(ctx, d, c, k)) is not None:
+        witness = flip  # (the normalised block's S, flipped in f's own class: nothing rounds but the moved output bias)
+        reason = (lead + f"The normalised block is absorbable ({d.reason.rstrip('.')}); c·b_up + k rounds in float64, so the "
+                  f"witness is that flip built in f's own class (value activation h, f's own b_up; the output bias moved by "
+                  f"c_g·W_down[:,S] h(b_S) exactly, rounded once): max relative error {flip.eval_error:.2e}, proved for every x.")
     elif verdict is Verdict.ABSORBABLE and not (w_exact and b_exact):
         # the witness's proved bound is the normalised block's; f differs from that block by
         # Σ w_i g(gate_i)·(rounding of c·u_i·x + c·b_i + k): up to |x|² where c·W_up rounds, |x| where
@@ -597,6 +602,20 @@ def affine_value(ctx: Ctx) -> BlockDecision | None:
                          Verdict.UNKNOWN else Theorem.NONE, reason=reason, tolerance=ctx.tol, hypotheses=d.hypotheses,
                          properties=(prop, *d.properties), witness=witness, search=d.search, flat_at_zero=False,
                          residual_free_class=cls)
+
+
+def _flip_in_own_class(ctx: Ctx, d: BlockDecision, c: Fraction, k: Fraction) -> Witness | None:
+    """The flip witness of the normalised block's decision ``d`` (index set S, gate flip constant c_g),
+    rebuilt for f itself — value activation h(z) = c·z + k kept, the output bias moved by
+    c_g·D_S(c·b_S + k) in exact rationals (:func:`absorb.engine.witness.flip_block`) — and checked
+    against f (its own proved bound), or None where d has no such witness or the check fails."""
+    w = d.witness
+    flip = _analysis(ctx.block.activation, "flip_identity[gated]")
+    cg = _fraction(flip, "c") if flip.proved else None
+    if d.theorem is not Theorem.INDEX_SET or w is None or w.S is None or cg is None or w.block is None or not w.block.gated:
+        return None
+    wit, ok = check_flip_witness(ctx.block, tuple(w.S), cg, tol=ctx.tol, seed=ctx.seed, value=(c, k))
+    return wit if ok else None
 
 
 def gated_skeleton(ctx: Ctx) -> BlockDecision | None:

@@ -88,8 +88,13 @@ def _to_float(q: Fraction) -> float:
         return math.inf if q > 0 else -math.inf
 
 
-def flip_block(block: Block, S: tuple[int, ...], c: Fraction, s: Fraction = Fraction(0)) -> Block:
+def flip_block(block: Block, S: tuple[int, ...], c: Fraction, s: Fraction = Fraction(0),
+               value: tuple[Fraction, Fraction] | None = None) -> Block:
     """The residual-free block obtained by flipping the hidden units in ``S``.
+
+    ``value`` = (c_h, k): a gated block whose value activation is h(z) = c_h·z + k, flipped in its
+    own class (its value rows and biases kept): each flipped unit hands c·w_i·h(v_i·x + b_i) to
+    the skip, so the output bias moves by c·D_S(c_h·b_S + k), exactly, rounded once.
 
     ``s`` ≠ 0 (ungated σ with σ(z) − σ(−z − 2s) = c·(z + s), :func:`absorb.symbolic.shift.shifted_flip`):
     the flipped units also get b'_up,i = −b_up,i − 2s, so that σ(−z_i − 2s) = σ(z_i) − c·(z_i + s), and
@@ -122,8 +127,10 @@ def flip_block(block: Block, S: tuple[int, ...], c: Fraction, s: Fraction = Frac
         if b_up is not None:
             b_up[idx] *= -1
         new = dict(W_up=W_up, b_up=b_up)
-    if block.b_up is not None and idx.size:
-        new["b_down"] = moved_bias(block, idx, c, np.asarray(block.b_up, dtype=np.float64)[idx])
+    ch, k = value if value is not None and block.gated else (Fraction(1), Fraction(0))
+    if (block.b_up is not None or k) and idx.size:
+        b_S = np.zeros(idx.size) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)[idx]
+        new["b_down"] = moved_bias(block, idx, c * ch, b_S, k / ch)
     return block.replace(**new, skip=np.zeros((block.d, block.d)), name=block.name + "'")
 
 
@@ -1051,7 +1058,7 @@ def _sigma_at(act: object, z: np.ndarray) -> tuple[np.ndarray, np.ndarray] | Non
 
 
 def _f0_enclosure(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(y, e)``: f(0) = W_down σ(b_up) + b_down (gated: W_down (g(b_gate) ⊙ b_up) + b_down) is
+    """``(y, e)``: f(0) = W_down σ(b_up) + b_down (gated: W_down (g(b_gate) ⊙ h(b_up)) + b_down) is
     within e of the float64 y, entrywise; ``(b_down, 0)`` exactly when no unit sees a bias and
     σ(0) = 0 (exact substitution); None when σ's accuracy is not known (:func:`_sigma_at`)."""
     n, d = block.n, block.d
@@ -1060,7 +1067,7 @@ def _f0_enclosure(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
     if block.b_up is None or not np.any(block.b_up):  # gated: g(b_gate) ⊙ 0; ungated: σ(0) per unit
         expr = block.activation.expr
         x = next(iter(expr.free_symbols), None)
-        if block.gated or x is None and expr == 0 or x is not None and expr.subs(x, 0) == 0:
+        if block.gated and block.value_identity or not block.gated and (x is None and expr == 0 or x is not None and expr.subs(x, 0) == 0):
             return bd, np.zeros(d)
     z = np.zeros(n) if zb is None else zb
     got = _sigma_at(block.activation, np.asarray(z, dtype=np.float64))
@@ -1068,8 +1075,14 @@ def _f0_enclosure(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     h, eh = got
     if block.gated:
-        v = np.zeros(n) if block.b_up is None else block.b_up
-        eh = eh * np.abs(v) + 2 * _gamma(1) * np.abs(h * v)
+        v = np.zeros(n) if block.b_up is None else np.asarray(block.b_up, dtype=np.float64)
+        ev = np.zeros(n)
+        if not block.value_identity:  # (h(b_up), enclosed as σ is)
+            got_v = _sigma_at(block.value_activation, v)
+            if got_v is None:
+                return None
+            v, ev = got_v
+        eh = eh * np.abs(v) + (np.abs(h) + eh) * ev + 2 * _gamma(1) * np.abs(h * v)
         h = h * v
     with np.errstate(all="ignore"):
         y = matvec(block.W_down, h) + bd
@@ -1164,7 +1177,8 @@ def _shift_bias_error(block: Block, wblock: Block, S: tuple[int, ...], c: Fracti
 
 
 def flip_bound(block: Block, wblock: Block, S: tuple[int, ...], c: Fraction, rel: float,
-               s: Fraction = Fraction(0)) -> tuple[float, float, str, tuple[float, float]]:
+               s: Fraction = Fraction(0), value: tuple[Fraction, Fraction] | None = None
+               ) -> tuple[float, float, str, tuple[float, float]]:
     """The rigorous error of a flip witness g (:func:`flip_block`) of f: ``(ε, ε_b, why, (ρ∞, e))`` with
 
         |f(x) − g(x)|_∞ ≤ ρ∞·|x|_∞ + e ≤ ε·(|f(x)|_∞ + |x|_∞ + |f(0)|_∞)   for every x ∈ ℝ^d.
@@ -1176,10 +1190,15 @@ def flip_bound(block: Block, wblock: Block, S: tuple[int, ...], c: Fraction, rel
     |e|_∞ = ε_b·|f(0)|_∞ (ε_b from a rigorous lower bound of |f(0)|_∞, :func:`f0_lower`);
     ε = max(ρ∞, ε_b). ``rel``: the float64 relative residual of S. ``why`` says what is
     missing when ε is inf. ``s`` ≠ 0: a shifted flip (σ(z) − σ(−z − 2s) = c·(z + s)), whose
-    constant error also counts the shift and the rounding of the new biases (:func:`_shift_bias_error`)."""
-    rho, _how = flip_inf_upper(block.W_up, block.W_down, None if block.skip is None else block.skip, c, S, rel)  # (None: M = I)
+    constant error also counts the shift and the rounding of the new biases (:func:`_shift_bias_error`).
+    ``value`` = (c_h, k): a gated f with value activation h(z) = c_h·z + k flipped in its own class
+    (:func:`flip_block`): the same with U = c_h·W_up (exact in float64: the caller's condition) and the
+    bias shifted by c·D_S(c_h·b_S + k)."""
+    ch, k = value if value is not None else (Fraction(1), Fraction(0))
+    U = block.W_up if ch == 1 else block.W_up * float(ch)
+    rho, _how = flip_inf_upper(U, block.W_down, None if block.skip is None else block.skip, c, S, rel)  # (None: M = I)
     e = (_shift_bias_error(block, wblock, S, c, s) if s
-         else flip_bias_error_upper(block.W_down, block.b_up, block.b_down, wblock.b_down, S, c))
+         else flip_bias_error_upper(block.W_down, block.b_up, block.b_down, wblock.b_down, S, c * ch, k / ch))
     eps, eps_b, why = _affine_eps(block, rho, e)
     return eps, eps_b, why, (rho, e)
 
@@ -1252,7 +1271,8 @@ def affine_constant_error(block: Block, wb: Block, c: Fraction, k: Fraction) -> 
 
 
 def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: float, seed: int,
-                       residual: float | None = None, s: Fraction = Fraction(0)) -> tuple[Witness, bool]:
+                       residual: float | None = None, s: Fraction = Fraction(0),
+                       value: tuple[Fraction, Fraction] | None = None) -> tuple[Witness, bool]:
     """Construct the flipped block for ``S`` and check it: a rigorous bound on its error
     (:func:`flip_bound`, the guarantee) and, as a second check, its evaluation against f
     (:func:`evaluation_error`, on random inputs and the kink hyperplanes).
@@ -1263,15 +1283,16 @@ def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: fl
     is taken only when the bound holds (when it does not, the witness fails whatever the
     samples show: ``eval_error`` is the bound and ``n_inputs`` 0), a smaller one for a block of
     n·d ≥ :data:`_LARGE_BLOCK`. ``s`` ≠ 0: the shifted flip of an ungated σ with
-    σ(z) − σ(−z − 2s) = c·(z + s) (:func:`flip_block`), checked the same way."""
-    U = block.W_up
+    σ(z) − σ(−z − 2s) = c·(z + s) (:func:`flip_block`), checked the same way. ``value`` = (c_h, k): a
+    gated f with value activation h(z) = c_h·z + k (c_h·W_up exact in float64), flipped in its own class."""
+    U = block.W_up if value is None or value[0] == 1 else block.W_up * float(value[0])
     # (T is kept alive: the row sums of this product are kept for flip_bound; not formed when
     # the caller has the residual: a d×d float64 array, 128 MiB at d = 4096)
     T = -block.M / float(c) if residual is None else None
     res = relative_residual(U, block.W_down, T, S) if residual is None else residual
-    wblock = flip_block(block, S, c, s)
+    wblock = flip_block(block, S, c, s, value)
     thr = eval_threshold(tol, block.n)
-    bound, eps_b, why, ae = flip_bound(block, wblock, S, c, res, s)
+    bound, eps_b, why, ae = flip_bound(block, wblock, S, c, res, s, value)
     del T
     # (the bound is the guarantee: no condition on the relative residual, which is relative to ‖M‖)
     proved = bound <= thr and eps_b <= rounding_allowance(block.n)

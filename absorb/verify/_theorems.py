@@ -30,6 +30,7 @@ from absorb.verify._symbolic import (
     shifted_flip_constant,
     vanishing_slopes,
 )
+from absorb.verify._value_flip import value_flip_block
 from absorb.verify._weights import (
     InfNorm,
     _bias_free,
@@ -269,7 +270,13 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
                  "the recorded residual matches", f"recorded {claimed!r}, re-computed {rel:.6g}")
         _require(ctx, wit.get("exact") is None or zero is None or wit.get("exact") == zero, w, "the recorded exactness matches",
                  f"recorded {wit.get('exact')!r}, re-derived {zero!r}")
-        wb = _flip_block(block, S, cq, sq)
+        own = ctx.once.get("value_map") if block.gated and not sq else None  # (f, c_h, k): c_h·b_up + k rounds
+        wb, e_own = _flip_block(block, S, cq, sq), 0.0
+        if own is not None:  # the flip built in f's own class (h kept, the shift c·D_S h(b_S) exact): a witness for f itself
+            wb, e_own, eps_b = value_flip_block(own[0], S, cq, own[1], own[2])
+            ctx.once["value_flip"] = wb
+            _require(ctx, eps_b <= rounding_allowance(block.n), w, "the flip in f's own class moves its output bias exactly up "
+                     "to a rounding within the allowance of |f(0)|∞ (rationals)", f"|e|∞ ≤ {e_own:.3g} = {eps_b:.3g}·|f(0)|∞")
         check_witness_block(ctx, w, wit, wb, "the flip of S")
         # B'(x) − f(x) = −(M + c·D_S U_S) x + e exactly, so |B' − f|_∞ ≤ ρ∞|x|_∞ + |e|_∞: the
         # guarantee |f − B'|_∞ ≤ ε(|f(x)|_∞ + |x|_∞ + |f(0)|_∞) needs ρ∞ ≤ τ + the rounding allowance
@@ -278,12 +285,13 @@ def _check_index_set(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tupl
         _require(ctx, rho_inf <= ctx.tol + allowance, w,
                  f"‖M + c·W_down[:,S] W_up[S,:]‖_∞ ≤ τ + {allowance:.2g} (the absolute linear error per unit of |x|_∞)",
                  f"rigorous upper bound {rho_inf:.3g}")
-        low = _error_at_a_vertex(block, S, cq, _moved_bias_error(block, wb, tuple(int(i) for i in S), cq, sq))
+        e_up = e_own if own is not None else _moved_bias_error(block, wb, tuple(int(i) for i in S), cq, sq)
+        low = _error_at_a_vertex(block, S, cq, e_up)
         e = wit.get("eval_error")
         if isinstance(e, (int, float)) and not (e >= low / 2 and (e > 0 or zero is not False)):
             _require(ctx, False, w, "the recorded witness error is at least half the "
                      "error re-derived here at a vertex of the unit cube", f"recorded {e!r}, at least {low:.3g} at that vertex")
-        prove(wb, rho_inf, _moved_bias_error(block, wb, tuple(int(i) for i in S), cq, sq))  # (for a stack's composed bound)
+        prove(wb, rho_inf, e_up)  # (for a stack's composed bound)
         return "absorbable", wb, InfNorm(rho_inf)
     search = b.get("search") or {}
     failing, note = _necessity_failures(ctx, block)
@@ -524,6 +532,8 @@ def normalised_value_block(ctx: _Ctx, w: str, rec: Any, block: Block) -> tuple[B
     if ok:
         bv = np.zeros(block.n) if b is None else b
         ok = b2 is None or all(Fraction(float(v)) * cq + kq == Fraction(float(r)) for v, r in zip(bv, b2))
+    if w_ok and not ok:  # (an index set's flip is then rebuilt in f's own class: absorb.verify._value_flip)
+        ctx.once["value_map"] = (block, cq, kq)
     ctx.report.ok(w, f"h(z) = {c}·z + {k}: the block is rebuilt here with h(z) = z, W_up·{c}, b_up·{c} + {k} "
                   f"({'exactly' if ok else 'with rounding in c·b_up + k' if w_ok else 'with rounding'} in float64)")
     return block.replace(W_up=W2, b_up=b2, value_activation=None), ok, w_ok

@@ -412,9 +412,9 @@ def _hidden_at_zero(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
     return h, e
 
 
-def _f0_lower(block: Block) -> float:
+def _f0_lower(block: Block, got: tuple[np.ndarray, np.ndarray] | None = None) -> float:
     """A rigorous lower bound of |f(0)|_∞ (0 where none is known): max_j |y_j| less its error bound, y the float64 value."""
-    got = _hidden_at_zero(block)
+    got = _hidden_at_zero(block) if got is None else got  # (or the hidden layer at 0 and its error, given)
     if got is None:
         return 0.0
     h, e = got
