@@ -412,3 +412,25 @@ def test_rounded_biases_with_a_flip_off_the_skip_stay_unknown() -> None:
     blk = blk.replace(skip=np.eye(2) * (1 + 1e-6))
     dec = decide_block(blk, timeout=30)
     assert dec.verdict is not Verdict.ABSORBABLE, dec.reason
+
+
+@pytest.mark.parametrize("h", ["expr:2*x + 1", "expr:-3*x + 1/2", "expr:x**2 + 1"])
+def test_f0_lower_bounds_read_the_value_activation(h: str) -> None:
+    """|f(0)|∞ = |W_down (g(b_gate) ⊙ h(b_up)) + b_down|∞: both sides' lower bounds (each its own
+    code) read h(b_up), not b_up — below the value at 50 digits and within 10⁻¹⁰ of it."""
+    import mpmath
+
+    from absorb.engine.witness import f0_lower
+    from absorb.verify._at_zero import _f0_lower
+
+    blk = _sigmoid_planted_rounding(h=h, seed=8, scale=1.0)
+    expr = get_activation(h).expr
+    (x,) = expr.free_symbols
+    with mpmath.workdps(50):
+        sig = [1 / (1 + mpmath.exp(-mpmath.mpf(float(v)))) for v in blk.b_gate]
+        hv = [mpmath.mpf(str(expr.subs(x, Fraction(float(v))).evalf(60))) for v in blk.b_up]
+        f0 = [abs(sum(mpmath.mpf(float(blk.W_down[r, i])) * sig[i] * hv[i] for i in range(blk.n)) + mpmath.mpf(float(blk.b_down[r])))
+              for r in range(blk.d)]
+        top = max(f0)
+    for lo in (f0_lower(blk), _f0_lower(blk)):
+        assert lo <= top and lo >= top * (1 - 1e-10), (lo, top)

@@ -23,7 +23,8 @@ from absorb.certificate import build_certificate
 from absorb.engine.witness import check_flip_witness, eval_threshold, flip_block, rounding_allowance
 from absorb.rigorous import flip_bias_error_upper, flip_inf_upper, relative_residual
 from absorb.verify import checker
-from absorb.verify._weights import _evaluate, _f0_lower, _flip_block, _moved_bias_error
+from absorb.verify._at_zero import _f0_lower
+from absorb.verify._weights import _evaluate, _flip_block, _moved_bias_error
 
 TOL = 1e-9
 
@@ -441,7 +442,7 @@ def test_moved_bias_rounding_where_f0_is_zero_is_refused_by_both() -> None:
 def test_f0_lower_bounds_are_infinity_norm_lower_bounds() -> None:
     """Producer's and checker's |f(0)|∞ lower bounds (each its own code): below the exact
     value, and within a rounding of it."""
-    from absorb.verify._weights import _f0_lower
+    from absorb.verify._at_zero import _f0_lower
 
     for seed in range(4):
         rng = np.random.default_rng(seed)

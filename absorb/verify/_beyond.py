@@ -1,6 +1,6 @@
 """Checks of the results beyond the paper that rest on facts about σ on the whole real line:
-the asymptotic skeleton, parity, exponential σ, bounded σ (continuity not needed) and
-linear σ = c·z — and of the residual-free class a verdict is about.
+the asymptotic skeleton, parity, exponential σ, bounded σ (continuity not needed) and linear σ = c·z — and of the
+residual-free class a verdict is about.
 
 Every fact is re-derived by the checker's own route (``_pieces``): σ is split at its break
 points into switch-free formulas; a "for all z" fact is exact evaluation at every break point
@@ -11,9 +11,8 @@ plus an exact simplification (or a limit, or an interval enclosure) on every ope
   negative integer exponent, nonzero) and each log a positive argument; the zeros of those
   bases are break points, so the sign at the piece's sample is the sign on the whole piece.
   The other heads (exp, erf, tanh, sin, …) are finite for real arguments.
-* **slopes** — on the outermost pieces σ is one analytic formula; ``L± = lim σ(±s)/(±s)`` as
-  s → +∞ is read off the checker's own truncated asymptotic expansion (``_asymptotic``: exact
-  leading terms with a remainder class, no sympy limit, no numeric sample).
+* **slopes** — on the outermost pieces σ is one analytic formula; ``L± = lim σ(±s)/(±s)`` as s → +∞ is read off the checker's
+  own truncated asymptotic expansion (``_asymptotic``: exact leading terms, a remainder class, no sympy limit, no sample).
 * **bounded** — every piece bounded: an interval enclosure of its formula over its interval
   (mpmath's outward-rounded interval arithmetic), else finite one-sided limits at both ends
   of the interval (the formula is continuous inside it; each limit is the exact value where
@@ -34,6 +33,7 @@ import sympy as sp
 from absorb.model.block import Block
 from absorb.verify import _numerics
 from absorb.verify._asymptotic import limit_at_infinity, limit_at_point, why_not_at_infinity
+from absorb.verify._at_zero import _f0_lower
 from absorb.verify._compose import prove
 from absorb.verify._infeasible import _check_infeasible
 from absorb.verify._numerics import (
@@ -50,7 +50,7 @@ from absorb.verify._pieces import Piece, Refused, _digits, decide_zero, exact_va
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._robust import check_robust
 from absorb.verify._symbolic import _same_function, _variable, is_bounded, outer_pieces, vanishes_on_reals
-from absorb.verify._weights import InfNorm, _bias_free, _f0_lower, _moved_bias_error, _residual, _row_pairs, _value_expr
+from absorb.verify._weights import InfNorm, _bias_free, _moved_bias_error, _residual, _row_pairs, _value_expr
 
 _Y = sp.Symbol("y", real=True)
 _PREC = 50

@@ -25,8 +25,9 @@ import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
+from absorb.verify._at_zero import _f0_lower, _hidden_at_zero
 from absorb.verify._numerics import _U, _gamma, rounding_allowance
-from absorb.verify._weights import _f0_lower, _float_up, _hidden_at_zero
+from absorb.verify._weights import _float_up
 
 _PROVED: weakref.WeakKeyDictionary[Block, tuple[float, float]] = weakref.WeakKeyDictionary()
 """Witness blocks rebuilt by a theorem check → (a, e) re-derived there."""
@@ -97,7 +98,7 @@ def _f0_bounds(block: Block) -> tuple[float, float]:
 
 def _f0_of_stack(fs: list[Block]) -> float:
     """A rigorous lower bound of |F(0)|_∞ (0 where none is known): ŷ_k = f_k(ŷ_{k−1}) in float64 from ŷ_0 = 0 as
-    the hidden layer at 0 of f_k with b_up moved by W_up ŷ (:func:`absorb.verify._weights._hidden_at_zero`), with
+    the hidden layer at 0 of f_k with b_up moved by W_up ŷ (:func:`absorb.verify._at_zero._hidden_at_zero`), with
     an error bound carried through σ's Lipschitz constant (the moved bias's rounding) and f_k's (the error before)."""
     from absorb.verify._symbolic import _sigma_lipschitz
 

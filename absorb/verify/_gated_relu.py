@@ -13,6 +13,7 @@ import numpy as np
 
 from absorb.model.block import Block
 from absorb.verify import _exact_gram
+from absorb.verify._at_zero import _f0_lower
 from absorb.verify._numerics import _parse_number
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._skeleton2 import (
@@ -29,7 +30,6 @@ from absorb.verify._skeleton2 import (
     size_bound,
 )
 from absorb.verify._symbolic import flip_constant
-from absorb.verify._weights import _f0_lower
 
 
 def _flip(block: Block, S: list[int]) -> Block:

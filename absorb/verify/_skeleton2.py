@@ -32,12 +32,13 @@ import sympy as sp
 from absorb.model.block import Block
 from absorb.verify import _exact_gram, _gram
 from absorb.verify._asymptotic import why_not_at_infinity
+from absorb.verify._at_zero import _f0_lower
 from absorb.verify._gram import mu_bound
 from absorb.verify._numerics import _gamma, _parse_number, distance_bar, rounding_allowance, sha256_f64, subset_sums
 from absorb.verify._pieces import decide_zero, exact_value
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._symbolic import _variable, outer_pieces, vanishes_on_reals
-from absorb.verify._weights import InfNorm, _block_arrays, _f0_lower
+from absorb.verify._weights import InfNorm, _block_arrays
 
 CASES = ("rank", "gram", "enumerate", "index-set", "linear", "relu2-flip")
 ENUMERATE_MAX_N = 20

@@ -184,7 +184,7 @@ def contradiction(block: Any, tol: float, width: int | None = None, estimated: b
 
     def f0_low() -> float:  # (a rigorous lower bound of the whole f's |f(0)|∞, formed where a map needs it)
         if not low:
-            from absorb.verify._weights import _f0_lower
+            from absorb.verify._at_zero import _f0_lower
 
             low.append(_f0_lower(block))
         return low[0]

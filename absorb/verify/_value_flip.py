@@ -20,8 +20,8 @@ from fractions import Fraction
 import numpy as np
 
 from absorb.model.block import Block
-from absorb.verify._numerics import _U, EXACT_WORK, moved_output_bias
-from absorb.verify._weights import _f0_lower, _hidden_at_zero
+from absorb.verify._at_zero import _f0_lower
+from absorb.verify._numerics import EXACT_WORK, moved_output_bias
 
 
 def value_flip_block(f: Block, S: Sequence[int], c: Fraction, ch: Fraction, k: Fraction) -> tuple[Block, float, float]:
@@ -40,27 +40,8 @@ def value_flip_block(f: Block, S: Sequence[int], c: Fraction, ch: Fraction, k: F
     new = moved_output_bias(f.b_down, f.W_down, idx, c * ch, b_S, k / ch) if idx.size else f.b_down
     g = f.replace(W_gate=G, b_gate=bg, W_down=Dn, b_down=new, skip=np.zeros((f.d, f.d)), name=f.name + "'")
     e = _constant_error(f, g, idx, c, ch, k)
-    lo = _value_f0_lower(f, ch, k) if 0 < e < math.inf else 0.0
+    lo = _f0_lower(f) if 0 < e < math.inf else 0.0  # (f(0) = W_down (g(b_gate) ⊙ h(b_up)) + b_down)
     return g, e, 0.0 if e == 0 else e / lo if lo > 0 else math.inf
-
-
-def _value_f0_lower(f: Block, ch: Fraction, k: Fraction) -> float:
-    """A rigorous lower bound of |f(0)|_∞, f(0) = W_down (g(b_gate) ⊙ h(b_up)) + b_down: the gate's
-    values at b_gate as the checker encloses σ, h(b_i) rounded once from its exact value."""
-    got = _hidden_at_zero(f.replace(value_activation=None, b_up=np.ones(f.n)))  # (g(b_gate)·1 and its error)
-    if got is None:
-        return 0.0
-    gv, eg = got
-    b = np.zeros(f.n) if f.b_up is None else np.asarray(f.b_up, dtype=np.float64)
-    try:
-        v = np.array([float(ch * Fraction(float(x)) + k) for x in b])
-    except (OverflowError, ValueError):
-        return 0.0
-    ev = 2.0**-53 * np.abs(v) + 2.0**-1074
-    with np.errstate(all="ignore"):
-        h = gv * v
-        e = eg * np.abs(v) + (np.abs(gv) + eg) * ev + 4 * _U * np.abs(h)
-    return _f0_lower(f, (h, e))
 
 
 def _constant_error(f: Block, g: Block, idx: np.ndarray, c: Fraction, ch: Fraction, k: Fraction) -> float:

@@ -15,6 +15,7 @@ import sympy as sp
 
 from absorb.model.block import Block
 from absorb.verify import _numerics
+from absorb.verify._at_zero import _f0_lower
 from absorb.verify._numerics import (
     _U,
     EXACT_ELIM_MAX_D,
@@ -308,13 +309,7 @@ def _flip_block(block: Block, S: Sequence[int], c: Fraction, s: Fraction = Fract
     return out
 
 
-SIGMA_ACCURACY = 2.0**-40
-"""A built-in σ's numpy value is trusted to 2⁻⁴⁰(|σ̂(z)| + |z|) + 2⁻¹⁰⁰⁰ where its formula cancels at negative z
-(``_CANCELLING``: 1 + erf, 1 + tanh), else to 2⁻⁴⁰|σ̂(z)| + 2⁻¹⁰⁰⁰ (max, square, ×z: exact or one rounding; sigmoid,
-softplus, tanh from e^−|z| ≤ 1 without cancellation; tests/test_activations.py checks it at 60 digits)."""
-_CANCELLING = frozenset({"gelu", "gelu_tanh"})
-SYMPY_POINTS = 256
-"""A user's σ is evaluated in sympy (40 digits) at most at this many biases."""
+
 
 
 def _exact_c(block: Block, c: float, s: Fraction = Fraction(0)) -> Fraction | None:
@@ -381,50 +376,6 @@ def _sqrt_up(q: Fraction) -> float:
     while math.isfinite(x) and Fraction(x) ** 2 < q:
         x = math.nextafter(x, math.inf)
     return x
-
-
-def _hidden_at_zero(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
-    """The hidden layer at x = 0 and a bound on its error, or None (a user's σ at more than SYMPY_POINTS biases)."""
-    from absorb.model.activations import is_builtin
-
-    n = block.n
-    z = np.zeros(n) if (block.b_gate if block.gated else block.b_up) is None else np.asarray(block.b_gate if block.gated else block.b_up)
-    if is_builtin(block.activation):
-        with np.errstate(all="ignore"):
-            h = np.asarray(block.activation(z), dtype=np.float64)
-        e = SIGMA_ACCURACY * (np.abs(h) + (np.abs(z) if block.activation.name in _CANCELLING else 0)) + 2.0**-1000
-    elif n <= SYMPY_POINTS:
-        x = sorted(block.activation.expr.free_symbols, key=str)
-        sym = x[0] if x else sp.Symbol("x")
-        vals = []
-        for v in z.tolist():
-            r = sp.N(block.activation.expr.subs(sym, sp.Rational(v)), 40)
-            if not (r.is_real and r.is_finite):
-                return None
-            vals.append(float(r))
-        h = np.array(vals)
-        e = 2.0**-50 * np.abs(h) + 2.0**-1000
-    else:
-        return None
-    if block.gated:
-        v = np.zeros(n) if block.b_up is None else block.b_up
-        return h * v, e * np.abs(v) + 4 * _U * np.abs(h * v)
-    return h, e
-
-
-def _f0_lower(block: Block, got: tuple[np.ndarray, np.ndarray] | None = None) -> float:
-    """A rigorous lower bound of |f(0)|_∞ (0 where none is known): max_j |y_j| less its error bound, y the float64 value."""
-    got = _hidden_at_zero(block) if got is None else got  # (or the hidden layer at 0 and its error, given)
-    if got is None:
-        return 0.0
-    h, e = got
-    bd = np.zeros(block.d) if block.b_down is None else block.b_down
-    D = block.W_down.astype(np.float64)
-    with np.errstate(all="ignore"):
-        y = D @ h + bd
-        err = (_gamma(block.n + 4) * (np.abs(D) @ np.abs(h) + np.abs(bd)) + np.abs(D) @ e) * (1 + _gamma(block.n + 4))
-        lo = float((np.abs(y) - err * (1 + 4 * _U)).max(initial=0.0)) * (1 - 4 * _U)
-    return lo if math.isfinite(lo) and lo > 0 else 0.0
 
 
 def _constant_error(f: Block, g: Block) -> float:
