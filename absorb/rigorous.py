@@ -462,6 +462,8 @@ def flip_inf_upper(U: np.ndarray, D: np.ndarray, M: np.ndarray | None, c: Fracti
         return np.eye(d_out) if M is None else M
 
     if idx.size * d_out * d_in <= EXACT_FLIP_WORK:
+        if not (all_finite(U[idx]) and all_finite(D[:, idx]) and all_finite(entries())):
+            return math.inf, "out of range"  # (no rational for an inf entry: nothing is bounded)
         sums = [(sum(abs(a) for a in accs), den) for accs, _tms, den in _exact_flip_rows(U, D, entries(), c, idx)]
         return float_up(max((Fraction(t, den) for t, den in sums), default=Fraction(0))), "exact"
     small = U.dtype == np.float32 and D.dtype == np.float32

@@ -289,3 +289,18 @@ def test_linear_absorbable_sigma_bound_is_a_claim_too(act: str) -> None:
     assert _accepted(doc, blk)[0]
     ok, bad = _accepted(_edit(doc, ("argument", "sigma_lower_bound"), 1.0), blk)
     assert not ok and any("not overstated" in f for f in bad), bad
+
+
+@pytest.mark.parametrize("scaled", ["x", "(Max(0,x) + Min(0,x))", "Max(0,x)", "log(1 + exp(x))"])
+def test_a_subnormal_constant_of_sigma_is_unknown_not_an_internal_error(scaled: str) -> None:
+    """(red team 45a/01) σ = 10⁻³¹⁰·z (or 10⁻³¹⁰ times ReLU, softplus): a valid expression whose slope is subnormal. The
+    linear witness divides by c and the index-set target −M/c overflows: the answer is `unknown` naming the range, not an
+    internal error (OverflowError in an exact rational) or a refusal that blames f's finite weights; its certificate verifies."""
+    rng = np.random.default_rng(1)
+    U, D = rng.standard_normal((8, 3)), rng.standard_normal((3, 8))
+    D[:, :3] = -np.linalg.inv(U[:3])
+    blk = Block(U, D, get_activation(f"expr:10**-62*10**-62*10**-62*10**-62*10**-62*{scaled}"))
+    dec = decide(blk, timeout=30)
+    assert dec.verdict.value == "unknown" and ("outside" in dec.blocks[0].reason or "overflows" in dec.blocks[0].reason), dec.blocks[0].reason
+    rep = verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk)
+    assert rep.accepted, [f.claim for f in rep.failures]

@@ -602,3 +602,18 @@ def test_the_canonical_form_is_screened_at_the_margin_too() -> None:
     assert float(np.max(ratio)) < 0.0045
     dec = decide(blk, tol=0.0045)
     assert dec.verdict.value == "unknown" and ("4× the tolerance" in dec.reason or "fitted to f" in dec.reason), dec.reason
+
+
+def test_a_sampled_lipschitz_constant_is_not_stated_as_a_bound() -> None:
+    """(red team 45a/02) σ(z) = z·erf(10⁻⁹⁶z): its grid never reaches |z| ~ 10⁹⁶, where σ′ → ±1, so the estimated β is
+    ~10⁻⁸⁷ while the units add ~|W_down||W_up|·|x|∞ there. The verdict withholds (unknown); its reason must call β an
+    estimate, not state that f is within β of the affine map."""
+    rng = np.random.default_rng(1)
+    U, D = rng.standard_normal((8, 3)), rng.standard_normal((3, 8))
+    D[:, :3] = -np.linalg.inv(U[:3])
+    dec = decide(Block(U, D, get_activation("expr:x*erf(x*(10**-6)**16)")), timeout=60)
+    reason = dec.blocks[0].reason
+    assert dec.verdict.value == "unknown", reason
+    assert "f is within β" not in reason
+    if "β ≈" in reason:
+        assert "not a bound" in reason, reason

@@ -247,6 +247,8 @@ def test_changed_nested_width_records_are_caught(certs) -> None:
     for edit in (max_abs, shape):
         _tamper(certs, "dead_4", edit)
     _tamper(certs, "relu_1", lambda b: b["min_width"].update(theorem="skeleton"))  # cited by neither bound's record
+    assert certs["relu_1"][0]["blocks"][0]["min_width"]["value"] is not None
+    _tamper(certs, "relu_1", lambda b: b["min_width"].update(theorem="none"))  # (red team 45c/01: a value that cites nothing)
     doc, path = certs["dead_4"]
     doc = copy.deepcopy(doc)
     doc["blocks"][0]["width"]["canonical_form"]["lines"][0]["note"] = 1

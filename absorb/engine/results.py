@@ -667,10 +667,10 @@ def decide_linear(ctx: Ctx, c: Fraction, k: Fraction = Fraction(0)) -> BlockDeci
     def done(verdict: Verdict, reason: str, witness: Witness | None = None) -> BlockDecision:
         return ctx.done(verdict, Theorem.LINEAR, reason, witness=witness)
 
-    ck = (np.array([float(c), float(k)]),) if k else ()  # (σ = c·z + k: the augmented rank bound scales by c and k)
-    if not magnitudes_ok(U, D, M, *ck):  # the rank bound below models relative rounding only
-        return done(Verdict.UNKNOWN, f"Unknown: σ is {'affine' if k else 'linear'}, but an entry of W_up, W_down or M is outside "
-                    f"[2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}]{' (or c, k are not)' if k else ''}, where the float64 rank bound holds (products there "
+    ck = np.array([float(c), float(k)])  # (the rank bound scales by c, and by k where σ = c·z + k; the witness divides by c)
+    if not magnitudes_ok(U, D, M, ck):  # the rank bound below models relative rounding only
+        return done(Verdict.UNKNOWN, f"Unknown: σ is {'affine' if k else 'linear'}, but an entry of W_up, W_down or M (or c, k) is "
+                    f"outside [2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}], where the float64 rank bound holds (products there "
                     "can underflow or overflow); rescale the weights.")
     A = M + cf * (D @ U)
     Ul, s, Vt = _svd(A)
@@ -950,7 +950,11 @@ class _IndexSet:
                 ctx.gain = asymptotic_gain(blk.skip, blk.W_up, blk.W_down, max(abs(float(v)) for v in lims) * (1 + 2.0**-40))  # type: ignore[arg-type]
         ctx.scaled = not blk.gated or blk.value_identity  # (every candidate a flip: f − g affine, so c·g too is a candidate)
         ctx.scaled_exact = self.c_flip is not None
-        T = None if blk.skip is None and c == 1 else -blk.M / float(c)  # None: −I, without a d×d array
+        with np.errstate(all="ignore"):
+            T = None if blk.skip is None and c == 1 else -blk.M / float(c)  # None: −I, without a d×d array
+        if T is not None and not np.all(np.isfinite(T)):  # (a user's σ with a constant past float64's range, c = 10⁻³¹⁰)
+            return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: the target −M/c of the index-set search (c = {float(c):.3g}) "
+                            "overflows float64; no search was run (rescale σ's constant).")
         res = find_index_set(blk.W_up, blk.W_down, T, tol=ctx.dist_tol, timeout=ctx.timeout, method=ctx.method, seed=ctx.seed,
                              progress=ctx.search_progress)
         if res.status is SearchStatus.INFEASIBLE and not res.bound > (pairs := self._pairs_bar()):

@@ -419,8 +419,10 @@ def _nearly_linear(blk: Block, tol: float, width: int) -> str | None:
     rest = float(sv[pairs]) if pairs < rank else 0.0  # the red team's best fits err 0.27·σ (identity) to 0.9·σ (diag(1, .02)))
     if tol < rest / (_APPROX * (1 + float(sv[0]))):
         return None
-    return (f"Unknown: f is within β = {beta:.3g} (times |x|∞) of the affine map M x + f(0) — its units add at most that, "
-            f"β ≤ τ — so a residual-free block that approximates M x with {width} units, nonlinearly as well, may be "
+    near = (f"is within β = {beta:.3g} (times |x|∞) of the affine map M x + f(0) — its units add at most that, β ≤ τ —"
+            if is_builtin(blk.activation) else f"may be within β ≈ {beta:.3g} (times |x|∞) of the affine map M x + f(0) — an "
+            "estimate from σ's Lipschitz constant sampled on a grid, not a bound (it only withholds a verdict), β ≤ τ —")
+    return (f"Unknown: f {near} so a residual-free block that approximates M x with {width} units, nonlinearly as well, may be "
             "within the tolerance, and no lower bound on that approximation is proved; the exact argument rules out an "
             "exact residual-free block only.")
 

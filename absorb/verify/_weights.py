@@ -226,11 +226,11 @@ def _residual(U: np.ndarray, D: np.ndarray, M: np.ndarray, c: Fraction, S: Seque
     """
     d = U.shape[1]
     idx = list(S)
-    T = -M / float(c)
     Us, Ds = U[idx].astype(np.float64, copy=False), D[:, idx].astype(np.float64, copy=False)  # float32 weights too: products in float64
     with np.errstate(over="ignore", invalid="ignore"):  # past 2^±500 the slack is nan: no match
+        T = -M / float(c)
         tn = float(np.linalg.norm(T))
-        if tn == 0:
+        if tn == 0 or not (np.all(np.isfinite(Us)) and np.all(np.isfinite(Ds)) and math.isfinite(tn)):  # (an inf: no rational)
             return math.inf, math.inf, None, 0.0, math.inf
         sw = float(np.sum(np.linalg.norm(Ds, axis=0) * np.linalg.norm(Us, axis=1))) if idx else 0.0
         slack = (_gamma(len(idx) + 2) * (sw + tn) + (2 * _U * tn if c != 1 else 0.0)) / tn * (1 + _gamma(d * d + 2)) + _gamma(d * d + 2)

@@ -247,6 +247,7 @@ def _check_min(ctx: _Ctx, w: str, rec: Any, block: Block, main: _Main) -> None:
     whole = (lo is None or lo == 1 or "lower_claim" in rec) and (up is None or "upper_claim" in rec)  # (else: not re-checked)
     _must(ctx, not (cited and whole) or th in cited | {"none", "canonical-form"}, w, "the minimal-width record cites the result of one of its bounds' "
           "records (each re-derived below), the canonical form that computed it, or none", f"theorem {th!r}; its records cite {sorted(map(str, cited))}")
+    _must(ctx, value is None or th != "none", w, "a minimal width stated as a value cites the result that gives it (not none)", f"value {value!r}")
     if value is not None:
         _require(ctx, value == lo == up, w, "the minimal width is both bounds", f"value {value!r}, bounds {lo!r}..{up!r}")
     if up is not None:
