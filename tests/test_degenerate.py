@@ -307,3 +307,35 @@ def test_far_from_feasible_stays_not_absorbable(act: str) -> None:
     # off by 1e-10 at τ = 1e-12: farther than the distance bar √d·(τ + allowance)·(1 + K)/‖M‖_F (K: f's gain)
     off = Block(ROUNDED, np.array([[1.0, 3, 0], [0, 0, -1 / 3 + 1e-10]]), get_activation(act))
     assert decide_degenerate(off, tol=1e-12).verdict is Verdict.NOT_ABSORBABLE
+
+
+def test_a_failed_flip_on_degenerate_weights_falls_back_to_the_canonical_form() -> None:
+    """(red team 45c/02) Degenerate bias-free ReLU weights (units on two lines, a dead unit, the pairs ±e_j carrying −I)
+    with M = I + 2·10⁻⁹·a bᵀ: the search proposes S = the pairs, whose flip misses by 2·10⁻⁹ > τ; where the search does not
+    decide the canonical form is asked, and it must be asked here too — f is a bias-free block of its width (the pairs'
+    units realise M's linear part), absorbable, and its certificate verifies."""
+    from absorb.certificate import build_certificate
+    from absorb.verify.checker import verify_certificate
+
+    rng = np.random.default_rng(1)
+    for _ in range(2):  # (the red team's generator: its second block)
+        d = int(rng.integers(3, 6))
+        m = int(rng.integers(1, d + 1))
+        L = rng.standard_normal((m, d))
+        if rng.random() < 0.5:
+            L = np.round(L * 2) / 2 + (L == 0)
+        units = [L[line] * rng.choice([-1.5, -1, 1, 2]) for line in range(m) for _ in range(int(rng.integers(1, 3)))]
+        U = np.array(units)
+        D = rng.standard_normal((d, len(U)))
+        if rng.random() < 0.3:
+            D[:, rng.integers(len(U))] = 0
+        eps = float(rng.choice([0, 3e-10, 8e-10, 2e-9]))
+        U, D = np.vstack([U, np.eye(d), -np.eye(d)]), np.hstack([D, -np.eye(d), np.eye(d)])
+        M = np.eye(d) + eps * np.outer(rng.standard_normal(d), rng.standard_normal(d))
+        rng.choice(["relu", "gelu"])
+    assert (d, U.shape[0], eps) == (5, 14, 2e-9)
+    blk = Block(U, D, get_activation("relu"), skip=M)
+    dec = decide(blk, timeout=60)
+    assert dec.verdict is Verdict.ABSORBABLE and dec.theorem.value == "canonical-form", dec.blocks[0].reason
+    rep = verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk)
+    assert rep.accepted and not rep.not_rechecked, [f.claim for f in rep.failures + rep.not_rechecked]

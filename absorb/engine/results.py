@@ -1027,11 +1027,11 @@ class _IndexSet:
                             f"Index set found (|S| = {len(res.S)}) with W_down[:,S] W_up[S,:] = {'-M' if c == 1 else f'-M/c (c = {c})'} "
                             f"(relative residual {w.residual:.2e}); flipping those units gives a residual-free block equal to f "
                             f"(checked on {w.n_inputs} inputs, max relative error {w.eval_error:.2e}).", witness=w, search=res)
-        return ctx.done(Verdict.UNKNOWN, Theorem.INDEX_SET,
-                        f"Unknown: {res.method} proposed an index set but its witness failed the independent check "
-                        f"(residual {w.residual:.2e}, witness error {w.eval_error:.2e} against the accepted "
-                        f"{eval_threshold(ctx.tol, blk.n):.2e}, in |f(x) − g(x)|∞ ≤ ε·(|f(x)|∞ + |x|∞ + |f(0)|∞)"
-                        f"{eval_failure(w.eval_error)}).", search=res)
+        # (degenerate weights: the canonical form still decides, as where the search does not; red team 45c/02)
+        return self._necessity(None, f"Unknown: {res.method} proposed an index set but its witness failed the independent check "
+                               f"(residual {w.residual:.2e}, witness error {w.eval_error:.2e} against the accepted "
+                               f"{eval_threshold(ctx.tol, blk.n):.2e}, in |f(x) − g(x)|∞ ≤ ε·(|f(x)|∞ + |x|∞ + |f(0)|∞)"
+                               f"{eval_failure(w.eval_error)}).", res)
 
     def _shifted(self, res: SearchResult) -> BlockDecision | str | None:
         """σ(z) − σ(−z − 2s) = c·(z + s) (:func:`absorb.symbolic.shift.shifted_flip`, c the skeleton's
