@@ -304,3 +304,16 @@ def test_a_subnormal_constant_of_sigma_is_unknown_not_an_internal_error(scaled: 
     assert dec.verdict.value == "unknown" and ("outside" in dec.blocks[0].reason or "overflows" in dec.blocks[0].reason), dec.blocks[0].reason
     rep = verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk)
     assert rep.accepted, [f.claim for f in rep.failures]
+
+
+@pytest.mark.parametrize("act", ["Max(0,x)**2 + 10**-62*10**-62*10**-62*10**-62*10**-62*x",
+                                 "10**-62*10**-62*10**-62*10**-62*10**-62*(Max(0,x)**2 + x)"])
+def test_a_subnormal_constant_of_relu2_linear_sigma_is_unknown(act: str) -> None:
+    """(red team 45a/01) σ = ReLU² + 10⁻³¹⁰·z: the relu2-linear route's linear program reads M/β, which overflows; the
+    answer is `unknown` naming the range (its LP was fed inf: an internal error), and its certificate verifies."""
+    rng = np.random.default_rng(1)
+    U, D = rng.standard_normal((8, 3)), rng.standard_normal((3, 8))
+    blk = Block(U, D, get_activation("expr:" + act))
+    dec = decide(blk, timeout=30)
+    assert dec.verdict.value == "unknown" and "outside" in dec.blocks[0].reason, dec.blocks[0].reason
+    assert verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk).accepted

@@ -29,6 +29,7 @@ import numpy as np
 from absorb.engine import hypotheses as hyp
 from absorb.engine.verdict import BlockDecision, Theorem, Verdict, Witness
 from absorb.model.block import Block
+from absorb.rigorous import SAFE_EXPONENT, magnitudes_ok
 from absorb.search._types import SearchResult, SearchStatus
 
 EXACT_MAX = 200_000
@@ -261,7 +262,8 @@ def decide_relu2_linear(ctx: Any) -> BlockDecision | None:
     alpha, beta = form
     blk = ctx.block
     b64 = blk.float64()
-    sig = f"σ(z) = {'' if alpha == 1 else f'{alpha}·'}ReLU(z)² {'+' if beta > 0 else '−'} {'' if abs(beta) == 1 else f'{abs(beta)}·'}z"
+    a_, b_ = (str(q) if len(str(q)) <= 24 else f"{float(q):.6g}" for q in (alpha, abs(beta)))  # (10⁻³¹⁰ as a float)
+    sig = f"σ(z) = {'' if alpha == 1 else f'{a_}·'}ReLU(z)² {'+' if beta > 0 else '−'} {'' if abs(beta) == 1 else f'{b_}·'}z"
     lead = (f"{sig} exactly, so with u'_i = λ_i u_i (nondegenerate weights, no flip) "
             "g = f iff Σ_i μ_i w_i u_iᵀ = M/β + Σ_i w_i u_iᵀ for some μ > 0 (μ_i = 1/λ_i)")
 
@@ -272,6 +274,9 @@ def decide_relu2_linear(ctx: Any) -> BlockDecision | None:
     if blk.n * blk.d * blk.d > EXACT_MAX or blk.n > LP_MAX_N:
         return unknown(f"{sig}, but n·d² = {blk.n * blk.d ** 2} is beyond the {EXACT_MAX} "
                        "entries the exact checks of its linear program run to")
+    if not magnitudes_ok(np.array([float(alpha), float(beta)])):  # (M/β overflows at β = 10⁻³¹⁰: red team 45a/01)
+        return unknown(f"{sig}, but α or β is outside [2^-{SAFE_EXPONENT}, 2^{SAFE_EXPONENT}], where its linear program's "
+                       "float64 data (M/β) and rounding bounds hold; rescale σ's constants")
     d2, nd = hyp.dimension(blk), hyp.nondegenerate(blk)
     ctx.H.extend([d2, *nd])
     lp = _lp_mu(b64, float(beta))  # (one LP for both readings: μ > 0, or its zeros raised)
