@@ -464,7 +464,7 @@ def construct_near(cf: CanonicalForm, choice: Choice, width: int) -> tuple[np.nd
     V = None
     if choice.B:
         Eb = E[list(choice.B)].T  # d×b
-        V = C @ Eb @ np.linalg.inv(Eb.T @ Eb)
+        V = np.linalg.lstsq(Eb, C.T, rcond=None)[0].T  # (least squares; E_B may be rank-deficient: red team 45c/03)
         R = C - V @ Eb.T
     else:
         R = C
