@@ -373,8 +373,26 @@ def test_every_tampered_number_is_caught(name: str, certs: dict[str, tuple[dict[
     # lowered or raised past the distance it is rejected: test_robust_bar_understated_or_past_the_distance_is_rejected)
     keep = lambda p: not ((mitm_bound and _dotted(p) == "blocks.search.bound")  # noqa: E731
                           or (gram_mu and _dotted(p) == "blocks.argument.mu")
-                          or _dotted(p) == "blocks.argument.robust_bar")
+                          or _dotted(p) in ("blocks.argument.robust_bar", "blocks.argument.direction"))
     assert _accepted_tamperings(doc, model, keep=keep) == []
+
+
+def test_exponential_ray_that_lets_a_unit_grow_or_understates_the_skip_is_rejected(
+        certs: dict[str, tuple[dict[str, Any], Any]]) -> None:
+    """The exponential route's ray v is any direction its checks prove (β·(u_i·v) ≤ 0 for every unit, the skip's share
+    past τ): another such v is still true (so the sweep above skips it); one on which a unit grows, one with no skip
+    share, a missing one, or a recorded ratio past the true one is rejected."""
+    doc, model = certs["exponential"]
+    v = doc["blocks"][0]["argument"]["direction"]
+    U = np.asarray(model.W_up, float)
+    grow = list(U[int(np.argmax(U @ np.asarray(v)))] * 1.0)  # (a unit's own row: u·u > 0, it grows on that ray)
+    for edit in (grow, [0.0] * len(v), None, v[:-1]):
+        bad = copy.deepcopy(doc)
+        bad["blocks"][0]["argument"]["direction"] = edit
+        assert not _fully_accepted(bad, model), edit
+    bad = copy.deepcopy(doc)
+    bad["blocks"][0]["argument"]["ratio"] = float(np.nextafter(1.0, 0.0))
+    assert not _fully_accepted(bad, model)
 
 
 def test_meet_in_the_middle_bound_past_the_truth_is_rejected(certs: dict[str, tuple[dict[str, Any], Any]]) -> None:

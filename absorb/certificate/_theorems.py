@@ -135,7 +135,10 @@ THEOREMS: dict[str, dict[str, object]] = {
             r"the exponentials with distinct exponents, the constant and $(Me)\,t$ are linearly "
             r"independent, so "
             r"$f=g$ forces $Me=0$ for every $e$, i.e.\ $M=0$. Hence if $M\ne0$ the skip cannot be "
-            r"absorbed, at any width."
+            r"absorbed, at any width. Within a tolerance $\tau$: if $\beta\,(u_i\cdot v)\le0$ for every unit of $f$ "
+            r"(nonzero down column), $f(tv)=tMv+O(1)$ as $t\to\infty$; a $g$ with $|f-g|_\infty\le\tau(|f(x)|_\infty+"
+            r"|x|_\infty+|f(0)|_\infty)$ for every $x$ stays bounded on that ray (a term of positive rate outgrows $O(t)$), "
+            r"so $\tau\ge\|Mv\|_\infty/(\|Mv\|_\infty+\|v\|_\infty)$: a larger ratio rules out every $g$ within $\tau$."
         ),
         "needs": ["skip_nonzero", "exponential"],
         "classes": "any",

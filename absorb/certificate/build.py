@@ -436,6 +436,8 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
         ex = _prop(bd, "exponential") or {}
         for k in ("A", "beta", "C"):
             arg[k] = ex.get("value", {}).get(k)
+        if bd.direction is not None:  # (within the tolerance: the ray on which f's units stay bounded, and the skip's share)
+            arg["direction"], arg["ratio"] = list(bd.direction[0]), bd.direction[1]
         arg["steps"] = [
             r"g(x) = \sum_j w'_j\,(A e^{\beta b'_j} e^{\beta u'_j\cdot x} + C) + b'_{\mathrm{down}}:\ "
             r"f(x) - g(x) = Mx + \sum_k c_k e^{\beta v_k\cdot x} + c_0",

@@ -493,10 +493,25 @@ def exponential(ctx: Ctx) -> BlockDecision | None:
     ex = ctx.prop(_analysis(ctx.block.activation, "exponential_form"))
     if not ex.proved:
         return None
+    from absorb.engine._decay import decay_direction
+
+    exact = ("Exponential σ: f(x) − B'(x) = M x + Σ_j c_j·exp(β v_j·x) + constant for any residual-free block B' (biases "
+             "only rescale the exponentials); exponentials with distinct exponents, constants and a nonzero linear map "
+             "are linearly independent, so f = B' forces M = 0; but M ≠ 0")
+    beta = facts.rational(ex.value, "beta")
+    pos = float(beta if beta is not None else ex.value["beta"]) > 0
+    got = decay_direction(ctx.block, pos, ctx.tol + rounding_allowance(ctx.block.n))
+    if got is None:  # (red team 46c/01: f's units grow in every direction, and nudged down weights came within 0.07·τ)
+        return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {exact[0].lower() + exact[1:]} — which rules out B' = f only. "
+                        "Within the tolerance nothing is proved: no direction v was found with β·W_up v ≤ 0 (a ray on which "
+                        "every unit of f stays bounded) along which the skip's share ‖Mv‖∞/(‖Mv‖∞ + ‖v‖∞) exceeds τ; where f's "
+                        "units grow in every direction, |f(x)| dwarfs the skip and a residual-free block may come within τ.")
+    v, r = got
     return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.EXPONENTIAL,
-                    "Exponential σ: f(x) − B'(x) = M x + Σ_j c_j·exp(β v_j·x) + constant for any residual-free block B' (biases "
-                    "only rescale the exponentials); exponentials with distinct exponents, constants and a nonzero linear map "
-                    "are linearly independent, so f = B' forces M = 0; but M ≠ 0.")
+                    f"{exact}. Within the tolerance too: on the ray x = t·v (v = {np.array2string(v, precision=4)}) every unit of f "
+                    "stays bounded (β·W_up v ≤ 0, exact), so a residual-free block within τ of f must too (a growing exponential "
+                    "would outgrow f's linear growth there), and then its error ratio tends to ‖Mv‖∞/(‖Mv‖∞ + ‖v‖∞) = "
+                    f"{r:.6g} > τ.", direction=(tuple(float(x) for x in v), r))
 
 
 def index_set(ctx: Ctx) -> BlockDecision:

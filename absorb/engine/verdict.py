@@ -165,6 +165,9 @@ class BlockDecision:
     """A flip route's not_absorbable that the robust skeleton bound extends to every block within the tolerance:
     that bound's distance bar, which the search's proved bound clears (None: only blocks equal to f are ruled out,
     with the screened near blocks)."""
+    direction: tuple[tuple[float, ...], float] | None = None
+    """The exponential result within a tolerance: (v, r), a ray x = t·v on which every unit of f stays bounded and the
+    skip's share r = ‖Mv‖∞/(‖Mv‖∞ + ‖v‖∞) exceeds the tolerance (:mod:`absorb.engine._decay`)."""
     input_scale: tuple[int, BlockDecision] | None = None
     """``(k, the decision of F(x) = 2^-k·f(2^k·x))`` when f was decided through that exact rescaling (its rows'
     typical size far from 1): the verdict, theorem and evidence are F's (the same answer), the witness mapped back

@@ -413,27 +413,6 @@ def check_parity(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
     return "not_absorbable", None, 0.0
 
 
-def check_exponential(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
-    """σ = A·e^{βz} + C with A, β ≠ 0: exponentials and a nonzero linear map are independent."""
-    if b.get("verdict") == "unknown":
-        return "unknown", None, 0.0
-    arg = b.get("argument") or {}
-    _require(ctx, not block.gated, w, "the block is ungated")
-    _nonzero_skip(ctx, w, b, block)
-    abc = exponential_constants(_act(block))
-    _require(ctx, abc is not None, w, "σ(z) − A·e^{βz} − C ≡ 0 with real constants A ≠ 0, β ≠ 0 (derived here; exact at every "
-             "break point, by pieces)")
-    A, beta, C = abc  # type: ignore[misc]
-    for key, mine in (("A", A), ("beta", beta), ("C", C)):
-        rec = arg.get(key)
-        if rec is None:
-            continue
-        q = _parse_number(rec)
-        _require(ctx, (decide_zero(q - mine) is True) if q is not None else str(rec) == str(mine), w,
-                 f"the recorded {key} = {mine} is σ's", f"recorded {rec!r}")
-    return "not_absorbable", None, 0.0
-
-
 def check_bounded(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
     """σ bounded on R (continuity not needed), biases allowed: every residual-free block is
     bounded, f is not."""
@@ -594,6 +573,6 @@ def linear_witness(block: Block, c: float) -> Block:
                          name=block.name + "'")
 
 
-__all__ = ["BIAS_FREE_ONLY", "bounded_by_pieces", "check_bounded", "check_exponential", "check_linear", "check_parity",
+__all__ = ["BIAS_FREE_ONLY", "bounded_by_pieces", "check_bounded", "check_linear", "check_parity",
            "check_linear_numbers", "check_skeleton", "claimed_biases", "class_statement", "exponential_constants", "finite_on_reals", "is_even", "linear_constant",
            "linear_witness", "slopes"]

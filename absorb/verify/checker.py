@@ -70,7 +70,6 @@ from absorb.verify import DEFAULT_SEED
 from absorb.verify._beyond import (
     BIAS_FREE_ONLY,
     check_bounded,
-    check_exponential,
     check_linear,
     check_linear_numbers,
     check_parity,
@@ -82,6 +81,7 @@ from absorb.verify._canonical import check_canonical_form
 from absorb.verify._citations import HYPOTHESIS_LISTS, argument_fields, citation_ok, properties_used
 from absorb.verify._compose import check_composition
 from absorb.verify._depth import check_skip_product
+from absorb.verify._exponential import check_exponential
 from absorb.verify._fitted import near_fitted
 from absorb.verify._gated import check_gated_skeleton
 from absorb.verify._infeasible import (  # noqa: F401
