@@ -312,3 +312,32 @@ def test_sigma_facts_by_pieces(text: str, bounded: bool, finite: bool, slopes: t
     assert finite_on_reals(e) is finite
     got = slopes_of(e) if finite else None
     assert got == (None if slopes is None else tuple(sp.Rational(str(v)) for v in slopes))
+
+
+def test_a_tiny_rational_flip_constant_is_decided_nonzero() -> None:
+    """(red team 46a/01) g(z) = 2⁻¹⁴⁰·sigmoid(z): g(z) + g(−z) = 2⁻¹⁴⁰, a rational inside the documented range; the checker's
+    zero test read it by 60 digits (|c| ≤ 10⁻⁴⁰: undecided) and rejected the tool's own absorbable certificate."""
+    import sympy as sp
+
+    from absorb.verify._pieces import decide_zero
+    from absorb.verify._symbolic import flip_constant
+
+    assert decide_zero(sp.Rational(1, 2**140)) is False and decide_zero(sp.Rational(0)) is True
+    x = sp.Symbol("x", real=True)
+    assert flip_constant(sp.Rational(1, 2**140) / (1 + sp.exp(-x)), True) == sp.Rational(1, 2**140)
+
+
+def test_duplicate_up_rows_do_not_break_the_checkers_pair_screen() -> None:
+    """(red team 46a/02) rows e₁/2, e₁/2, −e₁/2 (d = 2, n = 3, M = I, GELU): the checker's estimate for nearly opposite pairs
+    solved a singular system (LinAlgError: the honest certificate was rejected as malformed); now a least-squares solution."""
+    import numpy as np
+
+    from absorb import Block, decide, get_activation
+    from absorb.certificate import build_certificate
+    from absorb.verify.checker import verify_certificate
+
+    f = Block(np.array([[0.5, 0.0], [0.5, 0.0], [-0.5, 0.0]]), np.array([[1.0, -2.0, 0.5], [0.25, 1.0, -1.0]]), get_activation("gelu"))
+    dec = decide(f, timeout=60)
+    rep = verify_certificate(build_certificate(dec, f, seed=0).to_json(), f)
+    assert rep.accepted or rep.not_rechecked, [x.to_json() for x in rep.failures]
+    assert not any("well-formed" in x.claim for x in rep.failures)

@@ -339,6 +339,8 @@ def decide_zero(e: sp.Expr) -> bool | None:
     s = sp.simplify(e)
     if s == 0:
         return True
+    if s.is_Rational:  # (a nonzero rational, however small: 2^-140 is decided, not a digit count)
+        return False
     if s.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
         return False
     if s.has(*(h for h, _ in _REWRITES)):
