@@ -54,3 +54,23 @@ def test_a_ray_where_the_units_stay_bounded_proves_it_within_the_tolerance(act: 
     doc = build_certificate(dec, f, seed=0).to_json()
     rep = verify_certificate(doc, f)
     assert rep.accepted and not rep.not_rechecked, [x.claim for x in rep.failures + rep.not_rechecked]
+
+
+@pytest.mark.parametrize("act", ["expr:exp(sqrt(2)*x)", "expr:3*exp(-pi*x) + 1"])
+def test_an_irrational_rate_is_recorded_as_its_rounding_and_verifies(act: str) -> None:
+    """β = √2 or −π is recorded as its float64 rounding; the checker compared it exactly with its own √2 and rejected the
+    tool's own certificate. Now the rounding of the checker's exact constant must equal the record; another float is
+    still rejected."""
+    import copy
+
+    rng = np.random.default_rng(3)
+    U = np.abs(rng.standard_normal((5, 3))) * (1 if "-pi" in act else -1)
+    f = Block(U, rng.standard_normal((3, 5)), get_activation(act))
+    dec = decide(f, timeout=30)
+    assert dec.verdict.value == "not_absorbable", dec.blocks[0].reason
+    doc = build_certificate(dec, f, seed=0).to_json()
+    rep = verify_certificate(doc, f)
+    assert rep.accepted and not rep.not_rechecked, [x.claim for x in rep.failures + rep.not_rechecked]
+    bad = copy.deepcopy(doc)
+    bad["blocks"][0]["argument"]["beta"] = float(np.nextafter(bad["blocks"][0]["argument"]["beta"], 0.0))
+    assert not verify_certificate(bad, f).accepted

@@ -39,8 +39,11 @@ def check_exponential(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tup
         if rec is None:
             continue
         q = _parse_number(rec)
-        _require(ctx, (decide_zero(q - mine) is True) if q is not None else str(rec) == str(mine), w,
-                 f"the recorded {key} = {mine} is σ's", f"recorded {rec!r}")
+        same = (decide_zero(q - mine) is True) if q is not None else str(rec) == str(mine)
+        if not same and isinstance(rec, float) and not mine.is_Rational:  # (an irrational constant: its float64 rounding)
+            same = float(mine) == rec
+        _require(ctx, same, w, f"the recorded {key} = {mine} is σ's" + ("" if mine.is_Rational else " (or its float64 rounding)"),
+                 f"recorded {rec!r}")
     v = arg.get("direction")
     _require(ctx, isinstance(v, list) and len(v) == block.d and all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                                                       and np.isfinite(x) for x in v), w,
