@@ -21,15 +21,16 @@ import numpy as np
 from absorb.model.block import Block
 
 _EXACT_WORK = 200_000
-"""Most n·d multiply-adds of the exact check of a direction (rationals); past it, no direction is claimed."""
+"""Most (n + d)·d multiply-adds of the exact check of a direction (U v and M v in rationals); past it, none is claimed."""
 _ROWS = 16
 """Past d = 2·_ROWS, the linear programs maximise only the _ROWS rows of M with the largest 1-norms."""
 
 
-def decay_direction(blk: Block, beta_positive: bool, tol: float) -> tuple[np.ndarray, float] | None:
+def decay_direction(blk: Block, beta_positive: bool, tol: Fraction) -> tuple[np.ndarray, float] | None:
     """(v, r): a direction with sign(β)·u_i·v ≤ 0 exactly for every unit i with a nonzero down column, and
     r = ‖Mv‖∞/(‖Mv‖∞ + ‖v‖∞) (rounded down) > ``tol`` — the bound every residual-free block's error ratio
-    reaches along x = t·v; None where no such direction is found (linear programs, then the exact check)."""
+    reaches along x = t·v (``tol`` exact: τ plus the rounding allowance); None where no such direction is found (linear
+    programs, then the exact check)."""
     from scipy.optimize import linprog
 
     d = blk.d
@@ -37,7 +38,7 @@ def decay_direction(blk: Block, beta_positive: bool, tol: float) -> tuple[np.nda
     live = np.any(np.asarray(blk.W_down) != 0, axis=0) & np.any(U != 0, axis=1)
     Us = U[live] * (1.0 if beta_positive else -1.0)
     M = np.asarray(blk.M, dtype=np.float64)
-    if Us.shape[0] * d > _EXACT_WORK or not (np.all(np.isfinite(Us)) and np.all(np.isfinite(M))):
+    if (Us.shape[0] + d) * d > _EXACT_WORK or not (np.all(np.isfinite(Us)) and np.all(np.isfinite(M))):  # (U v and M v)
         return None
     rows = range(d) if d <= 2 * _ROWS else np.argsort(-np.abs(M).sum(axis=1))[:_ROWS]
     slack = np.abs(Us).sum(axis=1) * 1e-9  # (strictly inside the cone where it has an interior: the exact check then holds)
@@ -55,7 +56,7 @@ def decay_direction(blk: Block, beta_positive: bool, tol: float) -> tuple[np.nda
     return None
 
 
-def _exact_ratio(Us: np.ndarray, M: np.ndarray, v: np.ndarray, tol: float) -> float | None:
+def _exact_ratio(Us: np.ndarray, M: np.ndarray, v: np.ndarray, tol: Fraction) -> float | None:
     """‖Mv‖∞/(‖Mv‖∞ + ‖v‖∞) rounded down, when every row of ``Us`` has u·v ≤ 0 and it exceeds ``tol`` (exact
     rationals); else None."""
     q = [Fraction(float(x)) for x in v]
@@ -66,7 +67,9 @@ def _exact_ratio(Us: np.ndarray, M: np.ndarray, v: np.ndarray, tol: float) -> fl
     if vmax == 0 or top == 0:
         return None
     ratio = top / (top + vmax)
+    if not ratio > tol:
+        return None
     out = float(ratio)
     if Fraction(out) > ratio:
         out = float(np.nextafter(out, 0.0))
-    return out if out > tol else None
+    return out

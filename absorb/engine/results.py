@@ -500,7 +500,7 @@ def exponential(ctx: Ctx) -> BlockDecision | None:
              "are linearly independent, so f = B' forces M = 0; but M ≠ 0")
     beta = facts.rational(ex.value, "beta")
     pos = float(beta if beta is not None else ex.value["beta"]) > 0
-    got = decay_direction(ctx.block, pos, ctx.tol + rounding_allowance(ctx.block.n))
+    got = decay_direction(ctx.block, pos, Fraction(ctx.tol) + Fraction(rounding_allowance(ctx.block.n)))  # (the checker's sum)
     if got is None:  # (red team 46c/01: f's units grow in every direction, and nudged down weights came within 0.07·τ)
         return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {exact[0].lower() + exact[1:]} — which rules out B' = f only. "
                         "Within the tolerance nothing is proved: no direction v was found with β·W_up v ≤ 0 (a ray on which "

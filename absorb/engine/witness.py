@@ -1194,7 +1194,7 @@ def flip_bound(block: Block, wblock: Block, S: tuple[int, ...], c: Fraction, rel
     ``value`` = (c_h, k): a gated f with value activation h(z) = c_h·z + k flipped in its own class
     (:func:`flip_block`): the same with U = c_h·W_up (exact in float64: the caller's condition) and the
     bias shifted by c·D_S(c_h·b_S + k)."""
-    ch, k = value if value is not None else (Fraction(1), Fraction(0))
+    ch, k = value if value is not None and block.gated else (Fraction(1), Fraction(0))  # (as flip_block reads it)
     U = block.W_up if ch == 1 else block.W_up * float(ch)
     rho, _how = flip_inf_upper(U, block.W_down, None if block.skip is None else block.skip, c, S, rel)  # (None: M = I)
     e = (_shift_bias_error(block, wblock, S, c, s) if s
@@ -1285,7 +1285,7 @@ def check_flip_witness(block: Block, S: tuple[int, ...], c: Fraction, *, tol: fl
     n·d ≥ :data:`_LARGE_BLOCK`. ``s`` ≠ 0: the shifted flip of an ungated σ with
     σ(z) − σ(−z − 2s) = c·(z + s) (:func:`flip_block`), checked the same way. ``value`` = (c_h, k): a
     gated f with value activation h(z) = c_h·z + k (c_h·W_up exact in float64), flipped in its own class."""
-    U = block.W_up if value is None or value[0] == 1 else block.W_up * float(value[0])
+    U = block.W_up if value is None or value[0] == 1 or not block.gated else block.W_up * float(value[0])
     # (T is kept alive: the row sums of this product are kept for flip_bound; not formed when
     # the caller has the residual: a d×d float64 array, 128 MiB at d = 4096)
     T = -block.M / float(c) if residual is None else None

@@ -69,7 +69,7 @@ def _ray_ratio(block: Block, q: list[Fraction], sign: int) -> Fraction | None:
     """‖Mv‖∞/(‖Mv‖∞ + ‖v‖∞) where sign·u_i·v ≤ 0 for every unit i with a nonzero down column (exact), else None."""
     U, D = np.asarray(block.W_up, dtype=np.float64), np.asarray(block.W_down)
     live = np.any(D != 0, axis=0)
-    if block.n * block.d > EXACT_WORK or not np.all(np.isfinite(U)) or not np.all(np.isfinite(block.M)):
+    if (block.n + block.d) * block.d > EXACT_WORK or not np.all(np.isfinite(U)) or not np.all(np.isfinite(block.M)):
         return None
     for i in np.nonzero(live)[0]:
         if sign * sum((Fraction(float(a)) * x for a, x in zip(U[i], q) if a), Fraction(0)) > 0:

@@ -41,7 +41,7 @@ def value_flip_block(f: Block, S: Sequence[int], c: Fraction, ch: Fraction, k: F
     g = f.replace(W_gate=G, b_gate=bg, W_down=Dn, b_down=new, skip=np.zeros((f.d, f.d)), name=f.name + "'")
     e = _constant_error(f, g, idx, c, ch, k)
     lo = _f0_lower(f) if 0 < e < math.inf else 0.0  # (f(0) = W_down (g(b_gate) ⊙ h(b_up)) + b_down)
-    return g, e, 0.0 if e == 0 else e / lo if lo > 0 else math.inf
+    return g, e, 0.0 if e == 0 else math.nextafter(e / lo, math.inf) if lo > 0 else math.inf  # (rounded up)
 
 
 def _constant_error(f: Block, g: Block, idx: np.ndarray, c: Fraction, ch: Fraction, k: Fraction) -> float:
