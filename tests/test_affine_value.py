@@ -434,3 +434,15 @@ def test_f0_lower_bounds_read_the_value_activation(h: str) -> None:
         top = max(f0)
     for lo in (f0_lower(blk), _f0_lower(blk)):
         assert lo <= top and lo >= top * (1 - 1e-10), (lo, top)
+
+
+def test_stack_f0_bounds_read_the_value_activation_at_zero() -> None:
+    """A gated block with no b_up and h(z) = 2z + 1: its hidden layer at 0 is g(b_gate)·h(0) = g(b_gate), not 0. The
+    checker's bounds of |f(0)|∞ (stacks' composed bound) took a gated block without b_up as exactly b_down (0 here)."""
+    from absorb.verify._compose import _f0_bounds
+
+    blk = _sigmoid_planted_rounding(seed=9).replace(b_up=None, b_down=None)
+    sig = 1 / (1 + np.exp(-blk.b_gate))
+    exact = float(np.max(np.abs(blk.W_down @ sig)))
+    lo, hi = _f0_bounds(blk)
+    assert lo <= exact <= hi and lo > 0.99 * exact, (lo, exact, hi)

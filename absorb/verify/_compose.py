@@ -69,12 +69,13 @@ def _lipschitz(block: Block) -> float:
 
 
 def _zero_hidden_at_zero(block: Block) -> bool:
-    """The hidden layer is exactly 0 at x = 0: no value bias (gated), or no bias and σ(0) = 0."""
+    """The hidden layer is exactly 0 at x = 0: no value bias and h(0) = 0 (gated: g(b_gate) ⊙ h(0); h(z) = z without a value
+    activation), or no bias and σ(0) = 0."""
     if block.b_up is not None and np.any(block.b_up):
         return False
-    if block.gated:
+    if block.gated and block.value_activation is None:
         return True
-    expr = block.activation.expr
+    expr = (block.value_activation if block.gated else block.activation).expr
     syms = sorted(expr.free_symbols, key=str)
     return bool(sp.simplify(expr.subs(syms[0], 0) if syms else expr) == 0)
 
@@ -93,7 +94,7 @@ def _f0_bounds(block: Block) -> tuple[float, float]:
     with np.errstate(all="ignore"):
         # |f(0)_j| ≤ Σ_i |D_ji|(|h_i| + e_i) + |b_j|: nonnegative terms, one γ for the sum
         hi = float(np.max(D @ (np.abs(h) + e) + bd, initial=0.0)) * (1 + _gamma(block.n + 4)) * (1 + 4 * _U)
-    return _f0_lower(block), (hi if math.isfinite(hi) else math.inf)
+    return _f0_lower(block, got), (hi if math.isfinite(hi) else math.inf)  # (the hidden layer at 0 read once)
 
 
 def _f0_of_stack(fs: list[Block]) -> float:
