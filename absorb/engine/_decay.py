@@ -60,9 +60,13 @@ def _exact_ratio(Us: np.ndarray, M: np.ndarray, v: np.ndarray, tol: Fraction) ->
     """‖Mv‖∞/(‖Mv‖∞ + ‖v‖∞) rounded down, when every row of ``Us`` has u·v ≤ 0 and it exceeds ``tol`` (exact
     rationals); else None."""
     q = [Fraction(float(x)) for x in v]
-    if any(sum((Fraction(float(a)) * x for a, x in zip(row, q) if a), Fraction(0)) > 0 for row in Us):
+
+    def dot(row: np.ndarray) -> Fraction:  # (row·v, exactly)
+        return sum((Fraction(float(a)) * x for a, x in zip(row, q) if a), Fraction(0))
+
+    if any(dot(row) > 0 for row in Us):
         return None
-    top = max((abs(sum((Fraction(float(a)) * x for a, x in zip(row, q) if a), Fraction(0))) for row in M), default=Fraction(0))
+    top = max((abs(dot(row)) for row in M), default=Fraction(0))
     vmax = max(abs(x) for x in q)
     if vmax == 0 or top == 0:
         return None

@@ -46,9 +46,10 @@ def _hidden_at_zero(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     if block.gated:  # g(b_gate) ⊙ h(b_up), h's values enclosed as σ's are (the ungated block with activation h)
         v, ev = (np.zeros(n) if block.b_up is None else block.b_up), 0.0
-        va = block.value_activation
-        if va is not None and not (isinstance(va.expr, sp.Symbol) and va.expr.is_real is not False):
-            got = _hidden_at_zero(block.replace(W_gate=None, b_gate=None, activation=va, value_activation=None, b_up=v))
+        from absorb.verify._weights import _value_expr  # (the checker's one reading of "h is not the identity")
+
+        if _value_expr(block) is not None:
+            got = _hidden_at_zero(block.replace(W_gate=None, b_gate=None, activation=block.value_activation, value_activation=None, b_up=v))
             if got is None:
                 return None
             v, ev = got
@@ -58,7 +59,7 @@ def _hidden_at_zero(block: Block) -> tuple[np.ndarray, np.ndarray] | None:
 
 def _f0_lower(block: Block, got: tuple[np.ndarray, np.ndarray] | None = None) -> float:
     """A rigorous lower bound of |f(0)|_∞ (0 where none is known): max_j |y_j| less its error bound, y the float64 value."""
-    got = _hidden_at_zero(block) if got is None else got  # (or the hidden layer at 0 and its error, given)
+    got = _hidden_at_zero(block) if got is None else got  # (or the hidden layer at 0 and its error, read by the caller)
     if got is None:
         return 0.0
     h, e = got

@@ -235,13 +235,13 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         biases = claimed_biases(ctx, w, b, block)
         ctx.once["class_biases"] = biases
         supported, witness, allowed = THEOREM_CHECKS[th](ctx, w, b, block)
+        own = witness is not None and ctx.once.get("value_flip") is witness  # (an index set's flip built in f's own class)
         if orig is not block:  # (a gated skeleton's step case, or its rank / Gram route, reads no bias)
             arg = b.get("argument") or {}
             no_bias = th == "gated-skeleton" and (arg.get("case") == "step" or arg.get("route") in ("rank", "gram"))
             _require(ctx, exact or (w_exact and no_bias) or supported != "not_absorbable", w, "a normalised block that proves "
                      "not_absorbable is f exactly (or differs in biases its argument does not read)",
                      "c·W_up or c·b_up + k rounds in float64")
-            own = ctx.once.get("value_flip") is witness is not None  # (an index set's flip built in f's own class)
             _require(ctx, exact or own or supported != "absorbable", w, "a normalised block's witness is one for f: the block is f "
                      "exactly (a rounding of c·W_up or c·b_up + k, times the gates, grows with |x| past any bound of the "
                      "witness's form)", "c·W_up or c·b_up + k rounds in float64")
@@ -282,7 +282,7 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
             ctx.report.unchecked(w, "the exact not_absorbable agrees with the tolerance (the screens' candidates are estimates: "
                                  "at 4× the tolerance too, with a block fitted near f's units)", near)
         if verdict == "absorbable" and witness is not None:
-            for f in (block,) if exact else (orig,) if ctx.once.get("value_flip") is witness else (block, orig):  # (f itself too where it rounds)
+            for f in (block,) if exact else (orig,) if own else (block, orig):  # (against f itself too where a normalisation rounds)
                 ok, worst, m = _evaluate(f, witness, [f], [witness], f.d, seed=ctx.seed, allowed_lin=allowed)
                 _require(ctx, ok, w, f"the residual-free block rebuilt here equals f{'' if f is orig else ' (as rebuilt for the check)'} "
                          f"on {m} inputs: fresh random ones and points exactly on the kink/gate hyperplanes",
