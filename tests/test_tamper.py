@@ -370,10 +370,12 @@ def test_every_tampered_number_is_caught(name: str, certs: dict[str, tuple[dict[
     # true; raised past λ_min it is rejected, tests/test_gram_route.py)
     gram_mu = name.endswith("-gram")
     # (the robust bar is proved as recorded: raised, it is a weaker claim and still true below the search's distance;
-    # lowered or raised past the distance it is rejected: test_robust_bar_understated_or_past_the_distance_is_rejected)
+    # lowered or raised past the distance it is rejected: test_robust_bar_understated_or_past_the_distance_is_rejected;
+    # the exponential ray and the parity point: another one whose checks pass is a true claim, tests below and
+    # tests/test_parity_tolerance.py reject the false ones)
     keep = lambda p: not ((mitm_bound and _dotted(p) == "blocks.search.bound")  # noqa: E731
                           or (gram_mu and _dotted(p) == "blocks.argument.mu")
-                          or _dotted(p) in ("blocks.argument.robust_bar", "blocks.argument.direction"))
+                          or _dotted(p) in ("blocks.argument.robust_bar", "blocks.argument.direction", "blocks.argument.point"))
     assert _accepted_tamperings(doc, model, keep=keep) == []
 
 

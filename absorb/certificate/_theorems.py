@@ -119,7 +119,10 @@ THEOREMS: dict[str, dict[str, object]] = {
             r"$f(x)-f(-x)=2Mx$. Hence $f=B'$ forces $M=0$: if $M\ne0$ the skip cannot be absorbed by a "
             r"bias-free "
             r"block, at any width. (With biases $B'$ need not be even: the argument covers the bias-free "
-            r"class only.)"
+            r"class only.) Within a tolerance $\tau$: a $B'$ with $|f(y)-B'(y)|_\infty\le\tau\,\mathrm{den}(y)$, "
+            r"$\mathrm{den}(y)=|f(y)|_\infty+|y|_\infty+|f(0)|_\infty$, at $y=x$ and $y=-x$ gives "
+            r"$2|Mx|_\infty=|f(x)-f(-x)|_\infty\le\tau(\mathrm{den}(x)+\mathrm{den}(-x))$: one point $x$ where "
+            r"$2|Mx|_\infty/(\mathrm{den}(x)+\mathrm{den}(-x))>\tau$ rules out every bias-free $B'$ within $\tau$."
         ),
         "needs": ["skip_nonzero", "bias_free", "even"],
         "classes": "bias-free",

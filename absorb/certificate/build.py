@@ -432,6 +432,8 @@ def _argument(bd: BlockDecision) -> dict[str, Any]:
             r"B(x)\ \text{(bias-free)}",
             r"B' = f \;\Rightarrow\; 0 = B'(x) - B'(-x) = f(x) - f(-x) = 2Mx\ \ \forall x \;\Rightarrow\; M = 0",
         ]
+        if bd.direction is not None:  # (within the tolerance: a point where the skip's share of f(x) − f(−x) exceeds τ)
+            arg["point"], arg["ratio"] = list(bd.direction[0]), bd.direction[1]
     elif th == Theorem.EXPONENTIAL.value:
         ex = _prop(bd, "exponential") or {}
         for k in ("A", "beta", "C"):

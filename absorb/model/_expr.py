@@ -80,17 +80,22 @@ class _NoEnclosure(Exception):
     pass
 
 
-def _enclose(e: sp.Expr, iv: Any, mp: Any) -> Any:
-    """An interval (mpmath ``iv``, outward rounding) holding the constant ``e``; _NoEnclosure for a head it does not know.
-    erf and erfc (which mpmath's interval context cannot evaluate) by monotonicity, their ends at 40 more bits widened by
-    2^−(prec − 8); atan by atan2; tanh, sinh, cosh through exp."""
+def _enclose(e: sp.Expr, iv: Any, mp: Any, at: Any = None) -> Any:
+    """An interval (mpmath ``iv``, outward rounding) holding the constant ``e`` — or, with ``at`` (an interval), every
+    value of ``e`` at the points of ``at`` — ; _NoEnclosure for a head it does not know. erf and erfc (which mpmath's
+    interval context cannot evaluate) by monotonicity, their ends at 40 more bits widened by 2^−(prec − 8); atan by atan2;
+    tanh, sinh, cosh through exp; a power with a positive exponent of a base ≥ 0 that may be 0 by its upper end."""
+    if e.is_Symbol:
+        if at is None:
+            raise _NoEnclosure
+        return at
     if e.is_Rational:
         return iv.mpf(int(e.p)) / int(e.q)
     if e is sp.pi:
         return iv.pi
     if e is sp.E:
         return iv.e
-    args = [_enclose(a, iv, mp) for a in e.args]
+    args = [_enclose(a, iv, mp, at) for a in e.args]
     if e.is_Add:
         return sum(args[1:], args[0])
     if e.is_Mul:
@@ -104,6 +109,8 @@ def _enclose(e: sp.Expr, iv: Any, mp: Any) -> Any:
             return base ** int(e.exp)
         if base.a > 0:
             return iv.exp(ex * iv.log(base))
+        if base.a == 0 and ex.a > 0:  # (x^p for x in [0, b], p > 0: between 0 and b^p's enclosure)
+            return iv.mpf(0) if base.b == 0 else iv.mpf([0, iv.exp(ex * iv.log(iv.mpf(base.b))).b])
         raise _NoEnclosure
     head = type(e)
     if head in (sp.exp, sp.log, sp.sin, sp.cos):
@@ -164,6 +171,35 @@ def _certify(text: str) -> Callable[[sp.Expr], None]:
             one(e.as_independent(X, as_Add=e.is_Add)[0])
 
     return check
+
+
+def enclose_at(expr: sp.Expr, lo: np.ndarray, hi: np.ndarray, digits: int = 30) -> tuple[np.ndarray, np.ndarray] | None:
+    """Float64 arrays [a_i, b_i] holding ``expr``'s every value on [lo_i, hi_i] (interval arithmetic at ``digits``
+    digits, outward rounding, each end rounded outward to float64); None where an enclosure is not finite or a head
+    has none (:func:`_enclose`)."""
+    import math
+
+    import mpmath
+
+    iv, saved = mpmath.iv, mpmath.iv.dps
+    iv.dps = digits
+    out_lo, out_hi = np.empty(len(lo)), np.empty(len(lo))
+    memo: dict[tuple[float, float], tuple[float, float]] = {}
+    try:
+        for i, (a, b) in enumerate(zip(np.asarray(lo, dtype=np.float64).tolist(), np.asarray(hi, dtype=np.float64).tolist())):
+            got = memo.get((a, b))
+            if got is None:
+                box = _enclose(expr, iv, mpmath.mp, iv.mpf([a, b]))
+                ends = [float(mpmath.mpf(v)) for v in box._mpi_]
+                if not all(math.isfinite(v) for v in ends):
+                    return None
+                got = memo[(a, b)] = (math.nextafter(ends[0], -math.inf), math.nextafter(ends[1], math.inf))
+            out_lo[i], out_hi[i] = got
+    except (_NoEnclosure, ValueError, ZeroDivisionError, OverflowError, ArithmeticError, TypeError):
+        return None
+    finally:
+        iv.dps = saved
+    return out_lo, out_hi
 
 
 # ----- real and finite on all of R -------------------------------------------------------

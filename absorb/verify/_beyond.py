@@ -402,17 +402,6 @@ def check_skeleton(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[
     return "not_absorbable", None, 0.0
 
 
-def check_parity(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
-    """σ even and f bias-free: B and every bias-free B' are even, f(x) − f(−x) = 2Mx."""
-    if b.get("verdict") == "unknown":
-        return "unknown", None, 0.0
-    _require(ctx, not block.gated, w, "the block is ungated")
-    _require(ctx, _bias_free(block), w, "the block is bias-free (exact)")
-    _nonzero_skip(ctx, w, b, block)
-    _require(ctx, is_even(_act(block)), w, "σ(−z) = σ(z) for every real z (exact at 0 and every break point, by pieces)")
-    return "not_absorbable", None, 0.0
-
-
 def check_bounded(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
     """σ bounded on R (continuity not needed), biases allowed: every residual-free block is
     bounded, f is not."""
@@ -573,6 +562,6 @@ def linear_witness(block: Block, c: float) -> Block:
                          name=block.name + "'")
 
 
-__all__ = ["BIAS_FREE_ONLY", "bounded_by_pieces", "check_bounded", "check_linear", "check_parity",
+__all__ = ["BIAS_FREE_ONLY", "bounded_by_pieces", "check_bounded", "check_linear",
            "check_linear_numbers", "check_skeleton", "claimed_biases", "class_statement", "exponential_constants", "finite_on_reals", "is_even", "linear_constant",
            "linear_witness", "slopes"]

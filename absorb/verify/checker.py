@@ -72,7 +72,6 @@ from absorb.verify._beyond import (
     check_bounded,
     check_linear,
     check_linear_numbers,
-    check_parity,
     check_skeleton,
     claimed_biases,
     class_statement,
@@ -107,6 +106,7 @@ from absorb.verify._load import (  # noqa: F401
 )
 from absorb.verify._numerics import HASH_CONVENTION, _float_skip_product, _gamma, _parse_number, sha256_f64
 from absorb.verify._numerics import check_array_record as _check_array_record
+from absorb.verify._parity import check_parity
 from absorb.verify._plane import check_kinks, check_range, check_rank
 from absorb.verify._relu2_linear import check_relu2_linear
 from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _where  # noqa: F401

@@ -1,0 +1,70 @@
+"""The parity result within a tolerance: a point where the skip's share of f(x) − f(−x) exceeds τ, or `unknown`.
+
+Exactly, every bias-free residual-free block g is even (σ is) while f(x) − f(−x) = 2Mx, so no such g equals f. Within τ
+that proves nothing by itself; a g within τ of f at x and at −x gives 2|Mx|∞ ≤ τ'·(den(x) + den(−x)), den(y) = |f(y)|∞
++ |y|∞ + |f(0)|∞. The verdict is `not_absorbable` only with a point x where that ratio exceeds τ' — bounded rigorously by
+the engine (rounding accounted, σ by interval arithmetic) and re-derived by the checker (exact rationals, σ by strict
+evaluation)."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from absorb import Block, decide, get_activation
+from absorb.certificate import build_certificate
+from absorb.verify.checker import verify_certificate
+
+
+def _even(act: str, scale: float = 1.0, seed: int = 0) -> Block:
+    rng = np.random.default_rng(seed)
+    return Block(rng.standard_normal((6, 3)), rng.standard_normal((3, 6)) * scale, get_activation(act))
+
+
+def _share(f: Block, x: np.ndarray) -> float:
+    """2|Mx|∞/(den(x) + den(−x)) in float64."""
+    f0 = float(np.abs(f(np.zeros((1, f.d)))).max())
+    den = sum(float(np.abs(f(s * x[None])).max()) + float(np.abs(x).max()) + f0 for s in (1.0, -1.0))
+    return 2 * float(np.abs(f.M @ x).max()) / den
+
+
+@pytest.mark.parametrize("act", ["expr:Abs(x)", "expr:x*erf(x)", "expr:cosh(x)", "expr:sqrt(1 + x**2)", "expr:log(1 + x**2)"])
+@pytest.mark.parametrize("tol", [1e-9, 1e-3])
+def test_a_point_proves_it_within_the_tolerance(act: str, tol: float) -> None:
+    f = _even(act)
+    dec = decide(f, tol=tol, timeout=30)
+    bd = dec.blocks[0]
+    assert dec.verdict.value == "not_absorbable" and bd.theorem.value == "parity", bd.reason
+    x, r = bd.direction
+    assert tol < r <= _share(f, np.asarray(x)) * (1 + 1e-9)
+    doc = build_certificate(dec, f, seed=0).to_json()
+    assert doc["blocks"][0]["argument"]["point"] == list(x)
+    rep = verify_certificate(doc, f)
+    assert rep.accepted and not rep.not_rechecked, [c.claim for c in rep.failures + rep.not_rechecked]
+
+
+def test_no_point_past_the_tolerance_is_unknown() -> None:
+    """cosh units with down weights ~10⁷: f(0) ~ 10⁷ and the skip's share stays below 10⁻⁷ everywhere (B itself, the
+    skip dropped, is within 4·10⁻⁸ of f): the exact argument rules out g = f only."""
+    f = _even("expr:cosh(x)", scale=1e7, seed=1)
+    dec = decide(f, tol=1e-7, timeout=30)
+    assert dec.verdict.value == "unknown", dec.blocks[0].reason
+    assert verify_certificate(build_certificate(dec, f, seed=0).to_json(), f).accepted
+
+
+def test_a_false_point_or_an_overstated_ratio_is_rejected() -> None:
+    f = _even("expr:cosh(x)")
+    dec = decide(f, tol=1e-7, timeout=30)
+    doc = build_certificate(dec, f, seed=0).to_json()
+    x = doc["blocks"][0]["argument"]["point"]
+    tiny = [v * 2.0**-80 for v in x]  # (near 0 the share tends to 0: f(±x) ≈ f(0) = σ(0)·W_down 1)
+    assert _share(f, np.asarray(tiny)) < 1e-7
+    for edit in (tiny, [0.0] * len(x), None, x[:-1], [float("nan")] * len(x)):
+        bad = copy.deepcopy(doc)
+        bad["blocks"][0]["argument"]["point"] = edit
+        assert not verify_certificate(bad, f).accepted, edit
+    bad = copy.deepcopy(doc)
+    bad["blocks"][0]["argument"]["ratio"] = float(np.nextafter(1.0, 0.0))
+    assert not verify_certificate(bad, f).accepted
