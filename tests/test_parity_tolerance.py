@@ -68,3 +68,48 @@ def test_a_false_point_or_an_overstated_ratio_is_rejected() -> None:
     bad = copy.deepcopy(doc)
     bad["blocks"][0]["argument"]["ratio"] = float(np.nextafter(1.0, 0.0))
     assert not verify_certificate(bad, f).accepted
+
+
+@pytest.mark.parametrize(("act", "true"), [
+    ("expr:3*2**64*(Max(x**2, 1/3) - 1/3 + 2**-54/3)", lambda mp, z: 3 * mp.mpf(2) ** 64 * (
+        max(z * z, mp.mpf(1) / 3) - mp.mpf(1) / 3 + mp.mpf(2) ** -54 / 3)),
+    ("expr:3*2**64*(erf(x**2 + 1/3) - erf(1/3 - 2**-54/3))", lambda mp, z: 3 * mp.mpf(2) ** 64 * (
+        mp.erf(z * z + mp.mpf(1) / 3) - mp.erf(mp.mpf(1) / 3 - mp.mpf(2) ** -54 / 3))),
+])
+def test_the_enclosure_of_sigma_holds_its_true_value(act: str, true: object) -> None:
+    """(red team 47a/01) Max/Min and erf read their arguments' interval ends at mpmath's 53 bits: σ(0) = 1024 was enclosed
+    as 0 (a cancellation of 2^-54 times 3·2^64), and the engine proved a parity point with the wrong f(0). Both sides
+    enclose it now, and the block — g = W_down σ(W_up x) is within 3·10⁻⁶ of f — is not called not_absorbable."""
+    import mpmath
+
+    from absorb.model._expr import enclose_at
+    from absorb.verify._parity import _box
+
+    expr = get_activation(act).expr
+    zs = np.array([0.0, 0.5, -1.5, 1e-20])
+    lo, hi = enclose_at(expr, zs, zs)
+    x = next(iter(expr.free_symbols))
+    with mpmath.workdps(60):
+        vals = [true(mpmath.mp, mpmath.mpf(float(z))) for z in zs]
+        assert all(a <= v <= b for a, v, b in zip(lo, vals, hi)), (lo, vals, hi)
+        for z, v in zip(zs, vals):
+            saved, mpmath.iv.prec = mpmath.iv.prec, 120
+            try:
+                box = _box(expr, x, mpmath.iv.mpf(float(z)), mpmath.iv, mpmath.mp)
+            finally:
+                mpmath.iv.prec = saved
+            assert mpmath.mpf(box.a) <= v <= mpmath.mpf(box.b), (z, box, v)
+    f = Block(np.eye(2), np.eye(2), get_activation(act), skip=0.01 * np.eye(2))
+    dec = decide(f, tol=1e-3, timeout=60)
+    assert not (dec.verdict.value == "not_absorbable" and dec.blocks[0].theorem.value == "parity"), dec.blocks[0].reason
+
+
+def test_a_far_point_of_a_gaussian_is_checked_quickly() -> None:
+    """(red team 47c/01) The point the engine proves for a Gaussian σ lies far out (x ~ 10¹⁸: σ = e^{−10³¹} at the units):
+    the checker's strict sympy evaluation there grew past gigabytes; its interval enclosure reads it at once."""
+    f = Block(np.array([[-0.0069713], [0.00354714]]), np.array([[773086.77821055, 786744.85241058]]),
+              get_activation("expr:exp(-x**2)"), skip=np.array([[-3.40108093e-05]]))
+    dec = decide(f, tol=1e-5, timeout=60)
+    assert dec.verdict.value == "not_absorbable" and dec.blocks[0].theorem.value == "parity", dec.blocks[0].reason
+    rep = verify_certificate(build_certificate(dec, f, seed=0).to_json(), f)
+    assert rep.accepted and not rep.not_rechecked, [c.claim for c in rep.failures + rep.not_rechecked]

@@ -464,7 +464,11 @@ def prove_parity() -> Proof:
         r"argument "
         r"does not apply ($\sigma(-y+b)\ne\sigma(y+b)$ in general); biased blocks are covered by the "
         r"asymptotic "
-        r"skeleton where $\sigma$ has finite slopes ($|z|$: $\sigma_\infty=2\,\mathrm{ReLU}(z)-z$)."
+        r"skeleton where $\sigma$ has finite slopes ($|z|$: $\sigma_\infty=2\,\mathrm{ReLU}(z)-z$). "
+        r"Within a tolerance $\tau$: a $B'$ with $|f(y)-B'(y)|_\infty\le\tau\,\mathrm{den}(y)$ at $y=\pm x$ "
+        r"($\mathrm{den}(y)=|f(y)|_\infty+|y|_\infty+|f(0)|_\infty$) gives, $B'$ being even, "
+        r"$2|Mx|_\infty\le\tau(\mathrm{den}(x)+\mathrm{den}(-x))$: one point where the ratio exceeds $\tau$ rules "
+        r"out every bias-free $B'$ within $\tau$."
     )
     return pf
 
@@ -530,6 +534,9 @@ def prove_exponential() -> Proof:
         r"distinct "
         r"and nonzero (all $e$ off finitely many hyperplanes); the line argument gives $Me=0$. Such $e$ "
         r"are dense, "
-        r"so $M=0$: a nonzero skip cannot be absorbed, at any width, with or without biases."
+        r"so $M=0$: a nonzero skip cannot be absorbed, at any width, with or without biases. Within a tolerance "
+        r"$\tau$: on a ray $x=tv$ with $\beta\,u_i^\top v\le0$ for every unit of $f$, $f(tv)=tMv+O(1)$; a $B'$ within "
+        r"$\tau$ stays bounded there (a term of positive rate outgrows $O(t)$), so its error ratio tends to "
+        r"$\|Mv\|_\infty/(\|Mv\|_\infty+\|v\|_\infty)$, which must be at most $\tau$."
     )
     return pf

@@ -418,11 +418,12 @@ def parity(ctx: Ctx) -> BlockDecision | None:
     exact = ("Parity: σ is even, so every bias-free residual-free block B' is an even function, and so is B; "
              "f(x) − f(−x) = 2·M x would then vanish for every x, forcing M = 0; but M ≠ 0")
     got = parity_point(ctx.block, Fraction(ctx.tol) + Fraction(rounding_allowance(ctx.block.n)), ctx.seed)
-    if got is None:  # (the exact argument rules out B' = f only; within τ it needs a point)
-        return ctx.done(Verdict.UNKNOWN, Theorem.NONE, f"Unknown: {exact[0].lower() + exact[1:]} — which rules out B' = f only. "
-                        "Within the tolerance nothing is proved: no point x was found where 2|Mx|∞ exceeds τ·(den(x) + den(−x)) "
-                        "(den(y) = |f(y)|∞ + |y|∞ + |f(0)|∞, bounded rigorously), the most an even B' within τ of f at x and −x "
-                        "allows.")
+    if got is None:  # (the exact argument rules out B' = f only; within τ it needs a point. Later results — boundedness,
+        # the skeleton — may still decide: an even σ can be bounded (e^{−z²}) or have finite slopes (|z|))
+        ctx.notes.append("the parity argument (σ even) rules out B' = f only, and no point x was found where 2|Mx|∞ exceeds "
+                         "τ·(den(x) + den(−x)) (den(y) = |f(y)|∞ + |y|∞ + |f(0)|∞, bounded rigorously), the most an even B' "
+                         "within τ of f at x and −x allows")
+        return None
     x, r = got
     return ctx.done(Verdict.NOT_ABSORBABLE, Theorem.PARITY,
                     f"{exact}. Within the tolerance too: at x = {np.array2string(x, precision=4)} (and −x) an even B' within τ of "

@@ -123,16 +123,18 @@ def _enclose(e: sp.Expr, iv: Any, mp: Any, at: Any = None) -> Any:
         u, w = iv.exp(args[0]), iv.exp(-args[0])
         return (u - w) / 2 if head is sp.sinh else (u + w) / 2
     if head in (sp.erf, sp.erfc):
-        lo, hi = (mp.mpf(v) for v in args[0]._mpi_)
-        with mp.workprec(iv.prec + 40):
+        with mp.workprec(iv.prec + 40):  # (the ends read exactly, the values and their widening at 40 more bits: red team
+            lo, hi = (mp.mpf(v) for v in args[0]._mpi_)  # 47a/01 — read at mp's 53 bits they lost what the slack covers)
             ends = sorted([mp.erf(lo), mp.erf(hi)] if head is sp.erf else [mp.erfc(lo), mp.erfc(hi)])
-        slack = mp.mpf(2) ** (8 - iv.prec)
-        return iv.mpf([ends[0] - slack * (1 + abs(ends[0])), ends[1] + slack * (1 + abs(ends[1]))])
+            slack = mp.mpf(2) ** (8 - iv.prec)
+            wide = [ends[0] - slack * (1 + abs(ends[0])), ends[1] + slack * (1 + abs(ends[1]))]
+            return iv.mpf(wide)  # (rounded outwards to iv's precision)
     if head is sp.Abs:
         return abs(args[0])
     if head in (sp.Max, sp.Min):
         pick = max if head is sp.Max else min
-        return iv.mpf([pick(mp.mpf(a._mpi_[0]) for a in args), pick(mp.mpf(a._mpi_[1]) for a in args)])
+        with mp.workprec(iv.prec + 8):  # (each end read exactly)
+            return iv.mpf([pick(mp.mpf(a._mpi_[0]) for a in args), pick(mp.mpf(a._mpi_[1]) for a in args)])
     raise _NoEnclosure
 
 

@@ -4,8 +4,10 @@ Exactly, every bias-free residual-free block B' is even (σ is) while f(x) − f
 tolerance τ, a B' within τ of f at x and at −x gives 2|Mx|∞ ≤ τ'·(den(x) + den(−x)), den(y) = |f(y)|∞ + |y|∞ +
 |f(0)|∞ (τ' = τ plus the rounding allowance). The certificate records a point x (``argument.point``) where the ratio
 2|Mx|∞/(den(x) + den(−x)) exceeds τ'; it is re-derived here in exact rationals: M x and U x exactly, σ at each
-(rational) u_i·x by sympy's strict evaluation to 30 digits with the error bound it guarantees, B(−x) = B(x) because σ is
-even (checked first), f(0) = σ(0)·W_down 1 (bias-free).
+(rational) u_i·x enclosed by this module's own walk of σ's expression in mpmath's interval arithmetic (outward rounding,
+at _BITS bits; erf/erfc by monotonicity at 60 more bits), B(−x) = B(x) because σ is even (checked first), f(0) =
+σ(0)·W_down 1 (bias-free). (Strict sympy evaluation was tried first: at a far point of a Gaussian σ, e^{−10³¹}, it
+grew past gigabytes — red team 47c/01.)
 """
 
 from __future__ import annotations
@@ -23,9 +25,17 @@ from absorb.verify._report import _Ctx, _require
 from absorb.verify._weights import _bias_free
 
 _UNITS = 4096
-"""Most units whose σ is evaluated (one strict evaluation each); past it the point is not re-derived (exit 4)."""
-_DIGITS = 30
-"""Digits of each strict evaluation of σ; its error is taken as |value|·10^−(_DIGITS − 2)."""
+"""Most units whose σ is enclosed (one interval evaluation each); past it the point is not re-derived (exit 4)."""
+_BITS = 120
+"""Working precision (bits) of the interval enclosures of σ."""
+_FLOOR = -1100
+"""An enclosure inside ±2^_FLOOR is read as [−2^_FLOOR, 2^_FLOOR] (its exact rationals would be astronomically long)."""
+_CEIL = 4000
+"""An enclosure past 2^_CEIL is not read (σ's value does not matter there as a rational)."""
+
+
+class _NoBox(Exception):
+    pass
 
 
 def check_parity(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[str, Block | None, float]:
@@ -52,7 +62,7 @@ def check_parity(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
     allowed = Fraction(ctx.tol) + Fraction(rounding_allowance(block.n))
     _require(ctx, ratio > allowed, w, "every bias-free residual-free block within τ of f at x and −x has 2|Mx|∞ ≤ τ'·(den(x) + "
              f"den(−x)), den(y) = |f(y)|∞ + |y|∞ + |f(0)|∞; at the recorded x the ratio exceeds τ' = τ + "
-             f"{float(allowed - Fraction(ctx.tol)):.2g} (exact rationals, σ by strict evaluation)", f"{float(ratio):.6g}")
+             f"{float(allowed - Fraction(ctx.tol)):.2g} (exact rationals, σ by interval arithmetic)", f"{float(ratio):.6g}")
     rec = arg.get("ratio")
     _require(ctx, isinstance(rec, float) and Fraction(rec) <= ratio and rec > ctx.tol, w,
              "the recorded ratio is at most the one re-derived here", f"recorded {rec!r}, re-derived {float(ratio):.17g}")
@@ -60,37 +70,37 @@ def check_parity(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
 
 
 def _point_ratio(block: Block, q: list[Fraction]) -> Fraction | str:
-    """A lower bound of 2|Mq|∞/(den(q) + den(−q)) (exact rationals; σ's values within their strict bounds), or why not."""
+    """A lower bound of 2|Mq|∞/(den(q) + den(−q)) (exact rationals; σ's values within their interval enclosures), or why not."""
     expr = _act(block)
     syms = sorted(expr.free_symbols, key=str)
     U, D, M = (np.asarray(a, dtype=np.float64) for a in (block.W_up, block.W_down, block.M))
     if not (np.all(np.isfinite(U)) and np.all(np.isfinite(D)) and np.all(np.isfinite(M))):
         return "a weight is not finite"
     seen: dict[Fraction, tuple[Fraction, Fraction]] = {}
+    import mpmath
 
-    def sigma(z: Fraction) -> tuple[Fraction, Fraction]:  # (value, error bound); σ even: read at |z|
+    iv, saved = mpmath.iv, mpmath.iv.prec
+
+    def sigma(z: Fraction) -> tuple[Fraction, Fraction]:  # (midpoint, radius); σ even: read at |z|
         z = abs(z)
         if z not in seen:
-            e = expr.subs(syms[0], sp.Rational(z.numerator, z.denominator)) if syms else expr
-            if e.is_Rational:
-                seen[z] = (Fraction(int(e.p), int(e.q)), Fraction(0))
-            else:
-                v = sp.N(e, _DIGITS, strict=True)
-                if not (v.is_real and v.is_finite) or not v.is_Float and not v.is_Rational:
-                    raise ArithmeticError(f"σ({float(z):.6g}) = {v}")
-                r = sp.Rational(v)
-                val = Fraction(int(r.p), int(r.q))
-                seen[z] = (val, abs(val) / 10 ** (_DIGITS - 2))
+            at = iv.mpf(z.numerator) / z.denominator
+            box = _box(expr, syms[0] if syms else None, at, iv, mpmath.mp)._mpi_
+            lo, hi = _fraction(box[0], up=False), _fraction(box[1], up=True)
+            seen[z] = ((lo + hi) / 2, (hi - lo) / 2)
         return seen[z]
 
     def dot(row: np.ndarray) -> Fraction:
         return sum((Fraction(float(a)) * v for a, v in zip(row, q) if a), Fraction(0))
 
+    iv.prec = _BITS
     try:
         s0, e0 = sigma(Fraction(0))
         s = [sigma(dot(row)) for row in U]
-    except Exception as exc:  # noqa: BLE001 - sympy raises assorted errors (PrecisionExhausted among them): not re-derived
-        return f"σ is not evaluated to {_DIGITS} digits at a unit's input ({type(exc).__name__}: {exc})"
+    except (_NoBox, ValueError, ZeroDivisionError, OverflowError, ArithmeticError, TypeError) as exc:
+        return f"σ has no finite interval enclosure at a unit's input ({type(exc).__name__}: {exc})"
+    finally:
+        iv.prec = saved
     top, plus, minus, f0 = Fraction(0), Fraction(0), Fraction(0), Fraction(0)
     for j in range(block.d):
         mx = dot(M[j])
@@ -105,3 +115,78 @@ def _point_ratio(block: Block, q: list[Fraction]) -> Fraction | str:
         f0 = max(f0, abs(s0 * col) + e0 * absd)
     den = plus + minus + 2 * max((abs(v) for v in q), default=Fraction(0)) + 2 * f0
     return 2 * top / den if den > 0 else "den(x) + den(−x) = 0 at the recorded point"
+
+
+def _fraction(raw: tuple, up: bool) -> Fraction:
+    """An end of an enclosure (an mpmath raw float: sign, mantissa, exponent, bits) as an exact rational, moved outwards
+    (``up``: an upper end) where it is inside ±2^_FLOOR — to ±2^_FLOOR or 0 — as exact rationals there would be
+    astronomically long; not finite or past 2^_CEIL: _NoBox."""
+    sign, man, exp, bc = raw
+    if man == 0:
+        if raw[2:] != (0, 0):  # (inf, nan)
+            raise _NoBox("not finite")
+        return Fraction(0)
+    if exp + bc > _CEIL:
+        raise _NoBox(f"|value| past 2^{_CEIL}")
+    if exp + bc < _FLOOR:  # (|v| < 2^_FLOOR: an upper end to 2^_FLOOR or 0, a lower end to 0 or −2^_FLOOR)
+        return (Fraction(1, 1 << -_FLOOR) if up else Fraction(0)) if not sign else (Fraction(0) if up else Fraction(-1, 1 << -_FLOOR))
+    v = Fraction(man << exp) if exp >= 0 else Fraction(man, 1 << -exp)
+    return -v if sign else v
+
+
+def _box(e: sp.Expr, x: sp.Symbol | None, at: object, iv: object, mp: object) -> object:
+    """An interval (mpmath ``iv``, outward rounding) holding every value of e at the points of ``at``; _NoBox for a head
+    without one. The checker's own walk (it shares no code with the engine's)."""
+    if e == x:
+        return at
+    if e.is_Rational:
+        return iv.mpf(int(e.p)) / int(e.q)
+    if e is sp.pi:
+        return iv.pi
+    if e is sp.E:
+        return iv.e
+    a = [_box(t, x, at, iv, mp) for t in e.args]
+    if e.is_Add:
+        return sum(a[1:], a[0])
+    if e.is_Mul:
+        out = a[0]
+        for t in a[1:]:
+            out = out * t
+        return out
+    if e.is_Pow:
+        base, k = a
+        if e.exp.is_Integer:
+            if int(e.exp) < 0 and base.a <= 0 <= base.b:
+                raise _NoBox("a negative power of an interval holding 0")
+            return base ** int(e.exp)
+        if base.a > 0:
+            return iv.exp(k * iv.log(base))
+        if base.a >= 0 and k.a > 0:  # (y^p on [0, b], p > 0: from 0 to at most b^p)
+            return iv.mpf(0) if base.b == 0 else iv.mpf([0, iv.exp(k * iv.log(base.b)).b])
+        raise _NoBox(f"{e}")
+    f = e.func
+    if f is sp.log:
+        if not a[0].a > 0:
+            raise _NoBox("log of an interval reaching 0")
+        return iv.log(a[0])
+    if f in (sp.exp, sp.sin, sp.cos):
+        return getattr(iv, f.__name__)(a[0])
+    if f is sp.atan:
+        return iv.atan2(a[0], 1)
+    if f in (sp.tanh, sp.sinh, sp.cosh):
+        u, w = iv.exp(a[0]), iv.exp(-a[0])
+        return (u - w) / (u + w) if f is sp.tanh else (u - w) / 2 if f is sp.sinh else (u + w) / 2
+    if f in (sp.erf, sp.erfc):  # (monotone: the ends' values at 60 more bits, widened by 2^(−prec + 4) relative)
+        with mp.workprec(iv.prec + 60):
+            ends = [mp.mpf(v) for v in a[0]._mpi_]
+            vals = sorted(mp.erf(v) if f is sp.erf else mp.erfc(v) for v in ends)
+            eps = mp.mpf(2) ** (4 - iv.prec)
+            return iv.mpf([vals[0] - eps * (abs(vals[0]) + mp.mpf(2) ** -2000),
+                           vals[1] + eps * (abs(vals[1]) + mp.mpf(2) ** -2000)])
+    if f is sp.Abs:
+        return abs(a[0])
+    if f in (sp.Max, sp.Min):
+        with mp.workprec(iv.prec + 8):
+            los, his = [mp.mpf(t._mpi_[0]) for t in a], [mp.mpf(t._mpi_[1]) for t in a]
+            return iv.mpf([max(los), max(his)] if f is sp.Max else [min(los), min(his)])
+    raise _NoBox(f"no enclosure for {f.__name__}")
