@@ -194,40 +194,70 @@ def _iv(v: sp.Expr) -> Any:
 
 
 def _enclose(e: sp.Expr, x: sp.Symbol, X: Any) -> Any | None:
-    """An interval that contains the switch-free ``e`` for every x in the interval ``X``
-    (None when no finite enclosure is found)."""
+    """An interval (mpmath ``iv`` at its current precision, outward rounding) that contains ``e`` for every x in the
+    interval ``X`` (None when no finite enclosure is found). On a finite argument each head is enclosed tightly (erf,
+    erfc, tanh, atan, sinh by monotonicity, erf/erfc at 60 more bits and widened by 2^(4 − prec)); on an unbounded one a
+    bounded head by its range. Abs, Max and Min too (σ at a point, for the parity check); rationals exactly."""
     iv = mpmath.iv
     if e == x:
         return X
+    if e.is_Rational:
+        return iv.mpf(int(e.p)) / int(e.q)
     if not e.has(x):
         return _iv(e) if _finite_number(e) else None
+    parts = [_enclose(a, x, X) for a in e.args]
+    if any(p is None for p in parts):
+        return None
     if isinstance(e, (sp.Add, sp.Mul)):
-        parts = [_enclose(a, x, X) for a in e.args]
-        if any(p is None for p in parts):
-            return None
         acc = parts[0]
         for p in parts[1:]:
             acc = acc + p if isinstance(e, sp.Add) else acc * p
         return acc
-    if isinstance(e, sp.Pow) and e.exp.is_Integer:
-        B = _enclose(e.base, x, X)
-        if B is None:
-            return None
-        k = int(e.exp)
-        if k >= 0:
-            return B**k
-        P = B ** (-k)
-        return None if P.a <= 0 <= P.b else 1 / P
+    if isinstance(e, sp.Pow):
+        B, K = parts
+        if e.exp.is_Integer:
+            P = B ** abs(int(e.exp))
+            return P if int(e.exp) >= 0 else None if P.a <= 0 <= P.b else 1 / P
+        if B.a > 0:
+            return iv.exp(K * iv.log(B))
+        if B.a >= 0 and K.a > 0 and _finite_iv(B):  # (y^p on [0, b], p > 0: from 0 to at most b^p)
+            return iv.mpf(0) if B.b == 0 else iv.mpf([0, iv.exp(K * iv.log(B.b)).b])
+        return None
+    A = parts[0]
     if isinstance(e, sp.exp):
-        A = _enclose(e.args[0], x, X)
-        return None if A is None else iv.exp(A)
-    if isinstance(e, (sp.erf, sp.tanh, sp.sin, sp.cos)):
-        return iv.mpf([-1, 1])
-    if isinstance(e, sp.erfc):
-        return iv.mpf([0, 2])
+        return iv.exp(A)
+    if isinstance(e, sp.log):
+        return iv.log(A) if A.a > 0 and _finite_iv(A) else None
+    if isinstance(e, sp.Abs):
+        return abs(A)
+    if isinstance(e, (sp.Max, sp.Min)):
+        with mpmath.workprec(iv.prec + 8):  # (each end read exactly)
+            los, his = [mpmath.mpf(p._mpi_[0]) for p in parts], [mpmath.mpf(p._mpi_[1]) for p in parts]
+            return iv.mpf([max(los), max(his)] if isinstance(e, sp.Max) else [min(los), min(his)])
+    if not _finite_iv(A):  # (a bounded head on an unbounded argument: its range)
+        ranges = {sp.erf: [-1, 1], sp.tanh: [-1, 1], sp.sin: [-1, 1], sp.cos: [-1, 1], sp.erfc: [0, 2], sp.atan: [-2, 2]}
+        return iv.mpf(ranges[e.func]) if e.func in ranges else None
+    if isinstance(e, (sp.sin, sp.cos)):
+        return iv.sin(A) if isinstance(e, sp.sin) else iv.cos(A)
+    if isinstance(e, sp.cosh):
+        return (iv.exp(A) + iv.exp(-A)) / 2
     if isinstance(e, sp.atan):
-        return iv.mpf([-2, 2])
+        return iv.atan2(A, 1)
+    if isinstance(e, (sp.tanh, sp.sinh)):  # (increasing: each end as a point)
+        ends = [iv.mpf(p) for p in (A.a, A.b)]
+        vals = [1 - 2 / (iv.exp(2 * v) + 1) if isinstance(e, sp.tanh) else (iv.exp(v) - iv.exp(-v)) / 2 for v in ends]
+        return iv.mpf([vals[0].a, vals[1].b])
+    if isinstance(e, (sp.erf, sp.erfc)):  # (monotone: the ends' values at 60 more bits, widened outwards)
+        with mpmath.workprec(iv.prec + 60):
+            vals = sorted((mpmath.erf if isinstance(e, sp.erf) else mpmath.erfc)(mpmath.mpf(v)) for v in A._mpi_)
+            eps = mpmath.mpf(2) ** (4 - iv.prec)
+            return iv.mpf([vals[0] - eps * (abs(vals[0]) + mpmath.mpf(2) ** -2000),
+                           vals[1] + eps * (abs(vals[1]) + mpmath.mpf(2) ** -2000)])
     return None
+
+
+def _finite_iv(A: Any) -> bool:
+    return bool(mpmath.isfinite(A.a) and mpmath.isfinite(A.b))
 
 
 def _bounded_interval(iv: Any) -> bool:

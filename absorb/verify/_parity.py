@@ -4,8 +4,8 @@ Exactly, every bias-free residual-free block B' is even (σ is) while f(x) − f
 tolerance τ, a B' within τ of f at x and at −x gives 2|Mx|∞ ≤ τ'·(den(x) + den(−x)), den(y) = |f(y)|∞ + |y|∞ +
 |f(0)|∞ (τ' = τ plus the rounding allowance). The certificate records a point x (``argument.point``) where the ratio
 2|Mx|∞/(den(x) + den(−x)) exceeds τ'; it is re-derived here in exact rationals: M x and U x exactly, σ at each
-(rational) u_i·x enclosed by this module's own walk of σ's expression in mpmath's interval arithmetic (outward rounding,
-at _BITS bits; erf/erfc by monotonicity at 60 more bits), B(−x) = B(x) because σ is even (checked first), f(0) =
+(rational) u_i·x enclosed in mpmath's interval arithmetic (outward rounding, at _BITS bits; the checker's own walk of σ's
+expression, :func:`absorb.verify._beyond._enclose`), B(−x) = B(x) because σ is even (checked first), f(0) =
 σ(0)·W_down 1 (bias-free). (Strict sympy evaluation was tried first: at a far point of a Gaussian σ, e^{−10³¹}, it
 grew past gigabytes — red team 47c/01.)
 """
@@ -19,7 +19,7 @@ import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
-from absorb.verify._beyond import _act, _nonzero_skip, is_even
+from absorb.verify._beyond import _act, _enclose, _nonzero_skip, is_even
 from absorb.verify._numerics import EXACT_WORK, rounding_allowance
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._weights import _bias_free
@@ -85,7 +85,10 @@ def _point_ratio(block: Block, q: list[Fraction]) -> Fraction | str:
         z = abs(z)
         if z not in seen:
             at = iv.mpf(z.numerator) / z.denominator
-            box = _box(expr, syms[0] if syms else None, at, iv, mpmath.mp)._mpi_
+            got = _enclose(expr, syms[0] if syms else sp.Symbol("x"), at)
+            if got is None:
+                raise _NoBox(f"no finite enclosure of σ at {float(z):.6g}")
+            box = got._mpi_
             lo, hi = _fraction(box[0], up=False), _fraction(box[1], up=True)
             seen[z] = ((lo + hi) / 2, (hi - lo) / 2)
         return seen[z]
@@ -132,61 +135,3 @@ def _fraction(raw: tuple, up: bool) -> Fraction:
         return (Fraction(1, 1 << -_FLOOR) if up else Fraction(0)) if not sign else (Fraction(0) if up else Fraction(-1, 1 << -_FLOOR))
     v = Fraction(man << exp) if exp >= 0 else Fraction(man, 1 << -exp)
     return -v if sign else v
-
-
-def _box(e: sp.Expr, x: sp.Symbol | None, at: object, iv: object, mp: object) -> object:
-    """An interval (mpmath ``iv``, outward rounding) holding every value of e at the points of ``at``; _NoBox for a head
-    without one. The checker's own walk (it shares no code with the engine's)."""
-    if e == x:
-        return at
-    if e.is_Rational:
-        return iv.mpf(int(e.p)) / int(e.q)
-    if e is sp.pi:
-        return iv.pi
-    if e is sp.E:
-        return iv.e
-    a = [_box(t, x, at, iv, mp) for t in e.args]
-    if e.is_Add:
-        return sum(a[1:], a[0])
-    if e.is_Mul:
-        out = a[0]
-        for t in a[1:]:
-            out = out * t
-        return out
-    if e.is_Pow:
-        base, k = a
-        if e.exp.is_Integer:
-            if int(e.exp) < 0 and base.a <= 0 <= base.b:
-                raise _NoBox("a negative power of an interval holding 0")
-            return base ** int(e.exp)
-        if base.a > 0:
-            return iv.exp(k * iv.log(base))
-        if base.a >= 0 and k.a > 0:  # (y^p on [0, b], p > 0: from 0 to at most b^p)
-            return iv.mpf(0) if base.b == 0 else iv.mpf([0, iv.exp(k * iv.log(base.b)).b])
-        raise _NoBox(f"{e}")
-    f = e.func
-    if f is sp.log:
-        if not a[0].a > 0:
-            raise _NoBox("log of an interval reaching 0")
-        return iv.log(a[0])
-    if f in (sp.exp, sp.sin, sp.cos):
-        return getattr(iv, f.__name__)(a[0])
-    if f is sp.atan:
-        return iv.atan2(a[0], 1)
-    if f in (sp.tanh, sp.sinh, sp.cosh):
-        u, w = iv.exp(a[0]), iv.exp(-a[0])
-        return (u - w) / (u + w) if f is sp.tanh else (u - w) / 2 if f is sp.sinh else (u + w) / 2
-    if f in (sp.erf, sp.erfc):  # (monotone: the ends' values at 60 more bits, widened by 2^(−prec + 4) relative)
-        with mp.workprec(iv.prec + 60):
-            ends = [mp.mpf(v) for v in a[0]._mpi_]
-            vals = sorted(mp.erf(v) if f is sp.erf else mp.erfc(v) for v in ends)
-            eps = mp.mpf(2) ** (4 - iv.prec)
-            return iv.mpf([vals[0] - eps * (abs(vals[0]) + mp.mpf(2) ** -2000),
-                           vals[1] + eps * (abs(vals[1]) + mp.mpf(2) ** -2000)])
-    if f is sp.Abs:
-        return abs(a[0])
-    if f in (sp.Max, sp.Min):
-        with mp.workprec(iv.prec + 8):
-            los, his = [mp.mpf(t._mpi_[0]) for t in a], [mp.mpf(t._mpi_[1]) for t in a]
-            return iv.mpf([max(los), max(his)] if f is sp.Max else [min(los), min(his)])
-    raise _NoBox(f"no enclosure for {f.__name__}")
