@@ -113,3 +113,16 @@ def test_a_far_point_of_a_gaussian_is_checked_quickly() -> None:
     assert dec.verdict.value == "not_absorbable" and dec.blocks[0].theorem.value == "parity", dec.blocks[0].reason
     rep = verify_certificate(build_certificate(dec, f, seed=0).to_json(), f)
     assert rep.accepted and not rep.not_rechecked, [c.claim for c in rep.failures + rep.not_rechecked]
+
+
+@pytest.mark.parametrize("act", ["expr:Abs(x)", "expr:x*erf(x)"])
+def test_a_nearly_antipodal_pair_does_not_withhold_what_the_point_proves(act: str) -> None:
+    """(red team 47a/02) Up rows (1, 0) and (−1, 10⁻³): the near-pair screen withheld ("a block that merges, cancels or
+    rescales such a pair is not ruled out"), though the point rules out every bias-free block within τ (an even σ's
+    antipodal pair realises no linear map); the checker likewise asks no screen of a proved point."""
+    f = Block(np.array([[1.0, 0.0], [-1.0, 0.001]]), 1e-3 * np.array([[1.0, 2.0], [-1.0, 1.0]]), get_activation(act))
+    for tol in (1e-6, 1e-3):
+        dec = decide(f, tol=tol, timeout=60)
+        assert dec.verdict.value == "not_absorbable" and dec.blocks[0].theorem.value == "parity", dec.blocks[0].reason
+        rep = verify_certificate(build_certificate(dec, f, seed=0).to_json(), f)
+        assert rep.accepted and not rep.not_rechecked, [c.claim for c in rep.failures + rep.not_rechecked]

@@ -181,7 +181,10 @@ class Ctx:
         return min(bar, _SEARCH_CAP)
 
     def done(self, verdict: Verdict, theorem: Theorem, reason: str, **kw: object) -> BlockDecision:
-        if verdict is Verdict.NOT_ABSORBABLE:  # every exact proof, against the within-tolerance meaning of absorbable
+        # every exact proof, against the within-tolerance meaning of absorbable — but parity's point and the exponential ray
+        # prove it for every residual-free block within τ, where a screen's candidate can only be wrong (red team 47a/02:
+        # a nearly antipodal pair of an even σ withheld what the point proves; such a pair realises no linear map)
+        if verdict is Verdict.NOT_ABSORBABLE and not (theorem in (Theorem.PARITY, Theorem.EXPONENTIAL) and kw.get("direction")):
             near = within_tolerance(self.block, self.tol, self.seed, biases=self.rf_class.biases,
                                     one_per_rank=theorem in _DEGREE_TWO and self.spare_one,
                                     reads_f=theorem is not Theorem.BOUNDED)
