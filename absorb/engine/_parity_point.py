@@ -25,6 +25,8 @@ from absorb.rigorous import gamma
 
 _UNITS = 20_000
 """Most units whose σ is enclosed (one interval evaluation each); past it, no point is claimed."""
+_WORK = 2_000_000
+"""Most (n + d)·d: past it the checker would not re-derive the point in its exact rationals, and none is claimed."""
 _SCALES = tuple(2.0**k for k in range(-60, 61, 3))
 """The scales t of the searched points t·v (|v|∞ = 1)."""
 _RANDOM = 24
@@ -39,7 +41,7 @@ def parity_point(blk: Block, tol: Fraction, seed: int) -> tuple[np.ndarray, floa
     """(x, r): a point with r(x) ≥ r > ``tol`` proved (r rounded down), or None where none is found."""
     d, M = blk.d, np.asarray(blk.M, dtype=np.float64)
     U, D = np.asarray(blk.W_up, dtype=np.float64), np.asarray(blk.W_down, dtype=np.float64)
-    if blk.n > _UNITS or not (np.all(np.isfinite(M)) and np.all(np.isfinite(U)) and np.all(np.isfinite(D))):
+    if blk.n > _UNITS or (blk.n + d) * d > _WORK or not (np.all(np.isfinite(M)) and np.all(np.isfinite(U)) and np.all(np.isfinite(D))):
         return None
     rng = np.random.default_rng(seed)
     dirs = [np.linalg.svd(M)[2][: min(d, 8)], np.sign(M[np.argsort(-np.abs(M).sum(axis=1))[:8]]),

@@ -20,12 +20,14 @@ import sympy as sp
 
 from absorb.model.block import Block
 from absorb.verify._beyond import _act, _enclose, _nonzero_skip, is_even
-from absorb.verify._numerics import EXACT_WORK, rounding_allowance
+from absorb.verify._numerics import rounding_allowance
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._weights import _bias_free
 
-_UNITS = 4096
+_UNITS = 20_000
 """Most units whose σ is enclosed (one interval evaluation each); past it the point is not re-derived (exit 4)."""
+_WORK = 2_000_000
+"""Most (n + d)·d exact products (U x, M x and W_down σ in rationals: about a minute at the most); past it, exit 4."""
 _BITS = 120
 """Working precision (bits) of the interval enclosures of σ."""
 _FLOOR = -1100
@@ -51,7 +53,7 @@ def check_parity(ctx: _Ctx, w: str, b: dict[str, Any], block: Block) -> tuple[st
     _require(ctx, isinstance(p, list) and len(p) == block.d and all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                                       and np.isfinite(v) for v in p), w,
              f"the argument records a point x of {block.d} finite numbers (where the tolerance is read)", f"recorded {p!r}")
-    if (block.n + block.d) * block.d > EXACT_WORK or block.n > _UNITS:
+    if (block.n + block.d) * block.d > _WORK or block.n > _UNITS:
         ctx.report.unchecked(w, "the skip's share 2|Mx|∞/(den(x) + den(−x)) at the recorded point exceeds the tolerance",
                              f"n = {block.n}, d = {block.d}: past this checker's exact work")
         return "not_absorbable", None, 0.0
@@ -107,11 +109,10 @@ def _point_ratio(block: Block, q: list[Fraction]) -> Fraction | str:
     top, plus, minus, f0 = Fraction(0), Fraction(0), Fraction(0), Fraction(0)
     for j in range(block.d):
         mx = dot(M[j])
-        nz = np.nonzero(D[j])[0]
-        bj = sum((Fraction(float(D[j, i])) * s[i][0] for i in nz), Fraction(0))
-        ej = sum((abs(Fraction(float(D[j, i]))) * s[i][1] for i in nz), Fraction(0))
-        col = sum((Fraction(float(D[j, i])) for i in nz), Fraction(0))
-        absd = sum((abs(Fraction(float(D[j, i]))) for i in nz), Fraction(0))
+        bj, ej, col, absd = Fraction(0), Fraction(0), Fraction(0), Fraction(0)
+        for i in np.nonzero(D[j])[0].tolist():
+            wq = Fraction(float(D[j, i]))
+            bj, ej, col, absd = bj + wq * s[i][0], ej + abs(wq) * s[i][1], col + wq, absd + abs(wq)
         top = max(top, abs(mx))
         plus = max(plus, abs(bj + mx) + ej)
         minus = max(minus, abs(bj - mx) + ej)
