@@ -126,3 +126,35 @@ def test_a_nearly_antipodal_pair_does_not_withhold_what_the_point_proves(act: st
         assert dec.verdict.value == "not_absorbable" and dec.blocks[0].theorem.value == "parity", dec.blocks[0].reason
         rep = verify_certificate(build_certificate(dec, f, seed=0).to_json(), f)
         assert rep.accepted and not rep.not_rechecked, [c.claim for c in rep.failures + rep.not_rechecked]
+
+
+def test_both_enclosures_hold_each_head_at_points_of_every_size() -> None:
+    """mpmath's interval exp and atan2 return a point argument's value rounded to nearest, not outwards (exp(5.9·10⁻²¹)
+    = [1, 1] at 53 bits; atan2 of a tiny point likewise): both sides widen every transcendental value. Each head at 200
+    random points 2^-300…2^8 of either sign, against mpmath at 1500 bits."""
+    import random
+
+    import mpmath
+    import sympy as sp
+
+    from absorb.model._expr import X, enclose_at
+    from absorb.verify._beyond import _enclose
+
+    mp, iv = mpmath.mp, mpmath.iv
+    heads = [(sp.exp(X), mp.exp), (sp.atan(X), mp.atan), (sp.cos(X), mp.cos), (sp.sin(X), mp.sin), (sp.tanh(X), mp.tanh),
+             (sp.cosh(X), mp.cosh), (sp.sinh(X), mp.sinh), (sp.log(1 + X**2), lambda z: mp.log(1 + z * z)),
+             (sp.sqrt(1 + X**2), lambda z: mp.sqrt(1 + z * z)), (sp.erf(X), mp.erf)]
+    rng = random.Random(2)
+    for _ in range(200):
+        z = rng.random() * rng.choice([1, -1]) * 2.0 ** rng.randint(-300, 8)
+        for expr, true in heads:
+            lo, hi = enclose_at(expr, np.array([z]), np.array([z]))
+            saved, iv.prec = iv.prec, 120
+            try:
+                box = _enclose(expr, X, iv.mpf(z))
+            finally:
+                iv.prec = saved
+            with mp.workprec(1500):
+                t = true(mp.mpf(z))
+                assert mp.mpf(lo[0]) <= t <= mp.mpf(hi[0]), (expr, z)
+                assert mp.mpf(box._mpi_[0]) <= t <= mp.mpf(box._mpi_[1]), (expr, z)

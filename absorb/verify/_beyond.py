@@ -213,21 +213,23 @@ def _enclose(e: sp.Expr, x: sp.Symbol, X: Any) -> Any | None:
         for p in parts[1:]:
             acc = acc + p if isinstance(e, sp.Add) else acc * p
         return acc
+    # (mpmath's interval exp and atan2 round a point's value to nearest, not outwards: widened by 2^(4 − prec) of its size)
+    out = lambda r: r + abs(r) * iv.mpf([-(iv.mpf(2) ** (4 - iv.prec)), iv.mpf(2) ** (4 - iv.prec)])  # noqa: E731
     if isinstance(e, sp.Pow):
         B, K = parts
         if e.exp.is_Integer:
             P = B ** abs(int(e.exp))
             return P if int(e.exp) >= 0 else None if P.a <= 0 <= P.b else 1 / P
         if B.a > 0:
-            return iv.exp(K * iv.log(B))
+            return out(iv.exp(K * out(iv.log(B))))
         if B.a >= 0 and K.a > 0 and _finite_iv(B):  # (y^p on [0, b], p > 0: from 0 to at most b^p)
-            return iv.mpf(0) if B.b == 0 else iv.mpf([0, iv.exp(K * iv.log(B.b)).b])
+            return iv.mpf(0) if B.b == 0 else iv.mpf([0, out(iv.exp(K * out(iv.log(B.b)))).b])
         return None
     A = parts[0]
     if isinstance(e, sp.exp):
-        return iv.exp(A)
+        return out(iv.exp(A))
     if isinstance(e, sp.log):
-        return iv.log(A) if A.a > 0 and _finite_iv(A) else None
+        return out(iv.log(A)) if A.a > 0 and _finite_iv(A) else None
     if isinstance(e, sp.Abs):
         return abs(A)
     if isinstance(e, (sp.Max, sp.Min)):
@@ -238,14 +240,14 @@ def _enclose(e: sp.Expr, x: sp.Symbol, X: Any) -> Any | None:
         ranges = {sp.erf: [-1, 1], sp.tanh: [-1, 1], sp.sin: [-1, 1], sp.cos: [-1, 1], sp.erfc: [0, 2], sp.atan: [-2, 2]}
         return iv.mpf(ranges[e.func]) if e.func in ranges else None
     if isinstance(e, (sp.sin, sp.cos)):
-        return iv.sin(A) if isinstance(e, sp.sin) else iv.cos(A)
+        return out(iv.sin(A) if isinstance(e, sp.sin) else iv.cos(A))
     if isinstance(e, sp.cosh):
-        return (iv.exp(A) + iv.exp(-A)) / 2
+        return (out(iv.exp(A)) + out(iv.exp(-A))) / 2
     if isinstance(e, sp.atan):
-        return iv.atan2(A, 1)
+        return out(iv.atan2(A, 1))
     if isinstance(e, (sp.tanh, sp.sinh)):  # (increasing: each end as a point)
         ends = [iv.mpf(p) for p in (A.a, A.b)]
-        vals = [1 - 2 / (iv.exp(2 * v) + 1) if isinstance(e, sp.tanh) else (iv.exp(v) - iv.exp(-v)) / 2 for v in ends]
+        vals = [1 - 2 / (out(iv.exp(2 * v)) + 1) if isinstance(e, sp.tanh) else (out(iv.exp(v)) - out(iv.exp(-v))) / 2 for v in ends]
         return iv.mpf([vals[0].a, vals[1].b])
     if isinstance(e, (sp.erf, sp.erfc)):  # (monotone: the ends' values at 60 more bits, widened outwards)
         with mpmath.workprec(iv.prec + 60):
