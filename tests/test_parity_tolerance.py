@@ -158,3 +158,15 @@ def test_both_enclosures_hold_each_head_at_points_of_every_size() -> None:
                 t = true(mp.mpf(z))
                 assert mp.mpf(lo[0]) <= t <= mp.mpf(hi[0]), (expr, z)
                 assert mp.mpf(box._mpi_[0]) <= t <= mp.mpf(box._mpi_[1]), (expr, z)
+
+
+@pytest.mark.parametrize("k", [0, -4, 4])
+def test_a_scale_float64_misreads_does_not_hide_the_point(k: int) -> None:
+    """(red team 47c/02) f(x) = x + 10¹⁶·log(1 + (x/2)²): float64 reads log(1 + z²) as 0 for |z| < 10⁻⁸, so every tiny
+    scale looks like a share of 1/2 (truly ~5·10⁻⁸) and took all the rigorous tries; the point at 2⁶⁰ was never bounded and
+    the verdict changed under s·f(x/s). Each scale's best point gets its turn now: not_absorbable at every s."""
+    s = 2.0**k
+    f = Block(np.array([[0.5 / s]]), np.array([[1e16 * s]]), get_activation("expr:log(1+x**2)"), skip=np.eye(1))
+    dec = decide(f, tol=1e-3, timeout=60)
+    assert dec.verdict.value == "not_absorbable" and dec.blocks[0].theorem.value == "parity", dec.blocks[0].reason
+    assert verify_certificate(build_certificate(dec, f, seed=0).to_json(), f).accepted

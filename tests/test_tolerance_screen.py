@@ -616,7 +616,9 @@ def test_a_sampled_lipschitz_constant_is_not_stated_as_a_bound() -> None:
     D[:, :3] = -np.linalg.inv(U[:3])
     dec = decide(Block(U, D, get_activation("expr:x*erf(x*(10**-6)**16)")), timeout=60)
     reason = dec.blocks[0].reason
-    assert dec.verdict.value == "unknown", reason
+    # (σ is even: where the parity route proves a point — near 0 the units are ~10⁻⁹⁶|x|², the skip's share 1/2 — the
+    # verdict is proved for every block within τ and no screen's estimate is read)
+    assert dec.verdict.value == "unknown" or dec.blocks[0].theorem.value == "parity" and "Within the tolerance too" in reason, reason
     assert "f is within β" not in reason
     if "β ≈" in reason:
         assert "not a bound" in reason, reason
