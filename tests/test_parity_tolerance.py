@@ -9,6 +9,8 @@ evaluation)."""
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -170,3 +172,22 @@ def test_a_scale_float64_misreads_does_not_hide_the_point(k: int) -> None:
     dec = decide(f, tol=1e-3, timeout=60)
     assert dec.verdict.value == "not_absorbable" and dec.blocks[0].theorem.value == "parity", dec.blocks[0].reason
     assert verify_certificate(build_certificate(dec, f, seed=0).to_json(), f).accepted
+
+
+@pytest.mark.parametrize(("act", "biased"), [("expr:Abs(x)", False), ("expr:log(1+x**2)", True)])
+def test_width_free_arguments_answer_every_width(act: str, biased: bool, tmp_path: Path) -> None:
+    """(red team 47c/03) Parity's point rules out every bias-free block within τ whatever its width, and so does the
+    skeleton with σ∞ ≡ 0 (every residual-free block's g(tv)/t → 0, f(tv)/t → Mv): --width 40 and --min-width answered
+    unknown; now not absorbable at every width ("exists": false), and the checker re-derives it."""
+    from absorb.cli import main
+
+    rng = np.random.default_rng(5)
+    kw = {"b_up": np.array([0.3, -0.2]), "b_down": np.array([0.1, 0.1])} if biased else {}
+    np.savez(tmp_path / "f.npz", W_up=rng.standard_normal((2, 2)), W_down=rng.standard_normal((2, 2)),
+             skip=np.array([[0.3, 0.1], [-0.2, 0.5]]), activation=np.array(act), **kw)
+    cert = tmp_path / "c.json"
+    assert main(["check", str(tmp_path / "f.npz"), "--tol", "1e-5", "--width", "40", "--min-width", "-q",
+                 "--certificate", str(cert)]) == 0
+    b = json.loads(cert.read_text())["blocks"][0]
+    assert b["width"]["verdict"] == "not_absorbable" and b["min_width"]["exists"] is False, (b["width"], b["min_width"])
+    assert main(["verify", str(cert), "-q"]) == 0

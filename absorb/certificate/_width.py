@@ -9,7 +9,7 @@ own route (:mod:`absorb.verify._width`):
 * ``route: "main-proof"`` — not absorbable at a width ``N ≤ n``: the main verdict's proof at n
   (a block of width N, padded with dead units, would be one of width n);
 * ``route: "every-width"`` — not absorbable: the main verdict's result (degree, linearization,
-  boundedness) never uses the width;
+  boundedness, parity, exponential σ, the skeleton with σ∞ ≡ 0) never uses the width;
 * ``route: "canonical-form"`` — absorbable: the canonical-form record at ``witness_width`` with
   its exact (or within-tolerance) witness, then padded; not absorbable (bias-free class): nothing
   recorded, the checker enumerates the choices (B, δ) itself;
@@ -28,8 +28,7 @@ from typing import Any
 from absorb.certificate._util import plain
 from absorb.certificate.build import block_entry, block_weights, canonical_parts
 from absorb.engine.verdict import BlockDecision, Decision, Theorem, Verdict
-
-_EVERY_WIDTH = (Theorem.DEGREE.value, Theorem.LINEARIZATION.value, Theorem.BOUNDED.value)
+from absorb.engine.width import width_free
 
 
 def _main_witness_width(bd: BlockDecision) -> int | None:
@@ -58,7 +57,7 @@ def width_record(bd: BlockDecision, asked: int, verdict: str, theorem: str, reas
                     out["witness"] = {"block": {"weights": block_weights(dd.witness.block)}}
                 return out
     elif verdict == Verdict.NOT_ABSORBABLE.value:
-        if bd.verdict is Verdict.NOT_ABSORBABLE and main in _EVERY_WIDTH:
+        if width_free(bd):
             return {**rec, "theorem": main, "route": "every-width"}
         if bd.verdict is Verdict.NOT_ABSORBABLE and asked <= n:  # (the cheapest to re-check: the main verdict's own proof)
             return {**rec, "theorem": main, "route": "main-proof"}

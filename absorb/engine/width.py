@@ -45,7 +45,20 @@ from absorb.engine.verdict import BlockDecision, Theorem, Verdict, Witness
 from absorb.engine.witness import eval_threshold
 from absorb.model.block import Block
 
-_EVERY_WIDTH = (Theorem.DEGREE, Theorem.LINEARIZATION, Theorem.BOUNDED)
+_EVERY_WIDTH = (Theorem.DEGREE, Theorem.LINEARIZATION, Theorem.BOUNDED, Theorem.PARITY, Theorem.EXPONENTIAL)
+"""Results whose not_absorbable never uses the width (parity's point and the exponential ray too: red team 47c/03)."""
+
+
+def width_free(bd: BlockDecision) -> bool:
+    """``bd`` is not_absorbable by an argument that never uses the width: an :data:`_EVERY_WIDTH` result, or the skeleton
+    with σ∞ ≡ 0 (a = b = 0: every residual-free block's g(tv)/t → 0 while f(tv)/t → Mv)."""
+    if bd.verdict is not Verdict.NOT_ABSORBABLE:
+        return False
+    if bd.theorem in _EVERY_WIDTH:
+        return True
+    slopes = next((p for p in bd.properties if p.name == "asymptotic_slopes"), None)
+    return bd.theorem is Theorem.SKELETON and slopes is not None and all(
+        str(slopes.value.get(k)) == "0" for k in ("a", "b"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,7 +151,7 @@ def pad_witness(w: Witness, width: int, *, tol: float) -> tuple[Witness, bool]:
 
 def _other(bd: BlockDecision) -> tuple[Verdict, str, str]:
     """For blocks outside the canonical-form procedure: a width-independent result, or unknown."""
-    if bd.verdict is Verdict.NOT_ABSORBABLE and bd.theorem in _EVERY_WIDTH:
+    if width_free(bd):
         return Verdict.NOT_ABSORBABLE, f"{bd.reason} The argument never uses the width, so it holds at every width.", bd.theorem.value
     why = _unsupported(bd.block) or "no width result applies"
     return Verdict.UNKNOWN, f"Unknown: the canonical-form procedure that decides the extra-width question does not apply: {why}.", Theorem.NONE.value
@@ -159,7 +172,7 @@ def _from_main(block: Block, bd: BlockDecision, width: int, *, tol: float) -> Wi
                                  f"to f{pad} (checked on {w.n_inputs} inputs, max relative error {w.eval_error:.2e}).", bd.theorem.value, w)
         return None
     if bd.verdict is Verdict.NOT_ABSORBABLE:
-        if bd.theorem in _EVERY_WIDTH:
+        if width_free(bd):
             return WidthDecision(width, Verdict.NOT_ABSORBABLE, f"{bd.reason} The argument never uses the width, so it holds at every width.",
                                  bd.theorem.value)
         if width <= n:
@@ -360,7 +373,7 @@ def _bounds_from_main(block: Block, bd: BlockDecision, why: str, thm: str, lower
         up = bd.witness.block.n
         return MinWidth(None, f"{why} The main decision ({bd.theorem.value}) found a residual-free block of width {up} equal to f, "
                               f"so the minimal width is at most {up}.", thm, witness=bd.witness, lower=lower, upper=up, exists=True)
-    if bd.verdict is Verdict.NOT_ABSORBABLE and bd.theorem in _EVERY_WIDTH:
+    if width_free(bd):
         return MinWidth(None, f"No width works: {bd.reason}", bd.theorem.value, exists=False)
     if bd.verdict is Verdict.NOT_ABSORBABLE:
         lo = max(lower or 0, block.n + 1)

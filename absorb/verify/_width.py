@@ -10,8 +10,8 @@ A width record names its route; every claim is re-derived here, never taken on t
   finite, re-derived exactly) is a block of exactly N units with the same values;
 * ``main-proof`` — not absorbable at N ≤ n: the main verdict not_absorbable was re-derived, and a
   block of N units padded with dead units would be one of n;
-* ``every-width`` — not absorbable: the main verdict's result (degree, linearization, bounded σ)
-  was re-derived and its argument never uses the width;
+* ``every-width`` — not absorbable: the main verdict's result (degree, linearization, bounded σ,
+  parity, exponential σ) was re-derived and its argument never uses the width;
 * ``canonical-form`` — absorbable: the recorded canonical form at the witness's width k is f's,
   the exact (or within-tolerance) witness is checked as for a canonical-form verdict
   (:mod:`absorb.verify._canonical`) and evaluated against f, then padded; not absorbable (the
@@ -54,7 +54,7 @@ from absorb.verify._symbolic import _variable, homogeneous_of_degree
 from absorb.verify._tolerance import contradiction
 from absorb.verify._weights import _bias_free, _block_arrays, _evaluate
 
-EVERY_WIDTH = ("degree", "linearization", "bounded")
+EVERY_WIDTH = ("degree", "linearization", "bounded", "parity", "exponential")
 """Main results whose argument never uses the width: not absorbable at n ⇒ at every width."""
 
 _CLAIM_FIELDS = {"asked", "verdict", "theorem", "reason", "route", "witness_width", "dead_units", "canonical_form", "witness"}
@@ -68,6 +68,9 @@ class _Main:
     def __init__(self, b: dict[str, Any], block: Block, verdict: str, witness: Block | None, biases: bool) -> None:
         self.verdict, self.theorem, self.witness, self.biases = verdict, (b.get("theorem") or {}).get("id"), witness, biases
         self.n = block.n
+        # (the skeleton with σ∞ ≡ 0 — its case re-derived by the main check, a = b = 0 — never uses the width either)
+        self.every = verdict == "not_absorbable" and (self.theorem in EVERY_WIDTH or self.theorem == "skeleton"
+                                                      and (b.get("argument") or {}).get("case") == "zero")
 
 
 def _must(ctx: _Ctx, cond: bool, w: str, claim: str, detail: str = "") -> None:
@@ -203,10 +206,9 @@ def check_claim(ctx: _Ctx, w: str, rec: Any, block: Block, main: _Main, *, asked
                  f"main {main.verdict!r} by {main.theorem!r}; record {v!r} by {th!r}, width {N}")
         return
     elif route == "every-width":
-        _require(ctx, v == "not_absorbable" and th == main.theorem and main.theorem in EVERY_WIDTH
-                 and main.verdict == "not_absorbable", w,
+        _require(ctx, v == "not_absorbable" and th == main.theorem and main.every, w,
                  f"not absorbable at any width: the main verdict not_absorbable by result {th!r} was re-derived, and its "
-                 f"argument never uses the width ({', '.join(EVERY_WIDTH)})", f"main {main.verdict!r} by {main.theorem!r}")
+                 f"argument never uses the width ({', '.join(EVERY_WIDTH)}, the skeleton with σ∞ ≡ 0)", f"main {main.verdict!r} by {main.theorem!r}")
         return
     elif route == "skeleton":
         _must(ctx, v == "not_absorbable" and th == "skeleton", w, "the skeleton route proves not_absorbable",
@@ -235,7 +237,7 @@ def _check_min(ctx: _Ctx, w: str, rec: Any, block: Block, main: _Main) -> None:
     value, exists, lo, up, th = (rec.get(k) for k in ("value", "exists", "lower", "upper", "theorem"))
     if exists is False:
         _require(ctx, value is None and lo is None and up is None and "upper_claim" not in rec and "lower_claim" not in rec
-                 and th == main.theorem and th in EVERY_WIDTH and main.verdict == "not_absorbable", w,
+                 and th == main.theorem and main.every, w,
                  f"no width works: the main verdict not_absorbable by result {th!r} was re-derived and its argument never "
                  "uses the width", f"main {main.verdict!r} by {main.theorem!r}; recorded value {value!r}, bounds {lo!r}..{up!r}")
         return
