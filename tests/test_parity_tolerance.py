@@ -85,7 +85,7 @@ def test_the_enclosure_of_sigma_holds_its_true_value(act: str, true: object) -> 
     import mpmath
 
     from absorb.model._expr import enclose_at
-    from absorb.verify._beyond import _enclose
+    from absorb.verify._intervals import _enclose
 
     expr = get_activation(act).expr
     zs = np.array([0.0, 0.5, -1.5, 1e-20])
@@ -140,7 +140,7 @@ def test_both_enclosures_hold_each_head_at_points_of_every_size() -> None:
     import sympy as sp
 
     from absorb.model._expr import X, enclose_at
-    from absorb.verify._beyond import _enclose
+    from absorb.verify._intervals import _enclose
 
     mp, iv = mpmath.mp, mpmath.iv
     heads = [(sp.exp(X), mp.exp), (sp.atan(X), mp.atan), (sp.cos(X), mp.cos), (sp.sin(X), mp.sin), (sp.tanh(X), mp.tanh),
@@ -191,3 +191,30 @@ def test_width_free_arguments_answer_every_width(act: str, biased: bool, tmp_pat
     b = json.loads(cert.read_text())["blocks"][0]
     assert b["width"]["verdict"] == "not_absorbable" and b["min_width"]["exists"] is False, (b["width"], b["min_width"])
     assert main(["verify", str(cert), "-q"]) == 0
+
+
+@pytest.mark.parametrize("act", ["expr:exp(-exp(x**2))", "expr:exp(-cosh(x))"])
+def test_a_double_exponential_is_decided_without_evaluating_huge_exponents(act: str) -> None:
+    """(red team 48a/01) The parity point's enclosure evaluated e^(−e^(z²)) with z² ~ 2^120: mpmath's exp costs about as many
+    bits as its argument's size (out of memory, reported as bad input). Exponents past ±2^20 are not evaluated now; σ is
+    bounded on R, and the block is decided."""
+    f = Block(np.eye(2), np.eye(2), get_activation(act), skip=np.eye(2))
+    dec = decide(f, tol=1e-6, timeout=60)
+    assert dec.verdict.value == "not_absorbable", dec.blocks[0].reason
+    rep = verify_certificate(build_certificate(dec, f, seed=0).to_json(), f)
+    assert rep.accepted and not rep.not_rechecked, [c.claim for c in rep.failures + rep.not_rechecked]
+
+
+def test_a_far_point_of_a_nested_cosh_is_not_evaluated_for_minutes() -> None:
+    """(red team 48a/02) A parity point moved to (18, 0) for σ = cosh(cosh(cosh x)): the checker's enclosure evaluated
+    e^(cosh(cosh 18)) ~ 2^(4.8·10⁷) for minutes. Past 2^20 the exponent is not evaluated: not accepted, at once."""
+    import time
+
+    f = Block(np.eye(2), np.eye(2), get_activation("expr:cosh(cosh(cosh(x)))"), skip=np.eye(2))
+    dec = decide(f, tol=1e-6, timeout=60)
+    doc = build_certificate(dec, f, seed=0).to_json()
+    assert verify_certificate(doc, f).accepted
+    doc["blocks"][0]["argument"]["point"] = [18.0, 0.0]
+    t = time.perf_counter()
+    assert not (rep := verify_certificate(doc, f)).accepted or rep.not_rechecked
+    assert time.perf_counter() - t < 60

@@ -108,19 +108,21 @@ def _enclose(e: sp.Expr, iv: Any, mp: Any, at: Any = None) -> Any:
         if e.exp.is_Integer:
             return base ** int(e.exp)
         if base.a > 0:
-            return _wide(iv.exp(ex * _wide(iv.log(base), iv)), iv)
+            return _exp(ex * _wide(iv.log(base), iv), iv)
         if base.a == 0 and ex.a > 0:  # (x^p for x in [0, b], p > 0: between 0 and b^p's enclosure)
-            return iv.mpf(0) if base.b == 0 else iv.mpf([0, _wide(iv.exp(ex * _wide(iv.log(iv.mpf(base.b)), iv)), iv).b])
+            return iv.mpf(0) if base.b == 0 else iv.mpf([0, _exp(ex * _wide(iv.log(iv.mpf(base.b)), iv), iv).b])
         raise _NoEnclosure
     head = type(e)
-    if head in (sp.exp, sp.log, sp.sin, sp.cos):
+    if head is sp.exp:
+        return _exp(args[0], iv)
+    if head in (sp.log, sp.sin, sp.cos):
         return _wide(getattr(iv, head.__name__)(args[0]), iv)
     if head is sp.atan:
         return _wide(iv.atan2(args[0], 1), iv)
     if head is sp.tanh:
-        return 1 - 2 / (_wide(iv.exp(2 * args[0]), iv) + 1)
+        return 1 - 2 / (_exp(2 * args[0], iv) + 1)
     if head in (sp.sinh, sp.cosh):
-        u, w = _wide(iv.exp(args[0]), iv), _wide(iv.exp(-args[0]), iv)
+        u, w = _exp(args[0], iv), _exp(-args[0], iv)
         return (u - w) / 2 if head is sp.sinh else (u + w) / 2
     if head in (sp.erf, sp.erfc):
         with mp.workprec(iv.prec + 40):  # (the ends read exactly, the values and their widening at 40 more bits: red team
@@ -144,6 +146,20 @@ def _wide(r: Any, iv: Any) -> Any:
     widened so."""
     eps = iv.mpf(2) ** (4 - iv.prec)
     return r + abs(r) * iv.mpf([-eps, eps])
+
+
+_EXP_ARG = 2**20
+"""|exponent| past which exp is not evaluated: mpmath's exp costs about as many bits as the argument's size (e^(2^120) ran
+out of memory in the parity point's enclosure, red team 48a/01)."""
+
+
+def _exp(a: Any, iv: Any) -> Any:
+    """e^a, widened (:func:`_wide`); below −2^20 the value lies in [0, e^max(a.b, −2^20)]; past 2^20: _NoEnclosure."""
+    if not a.b <= _EXP_ARG:
+        raise _NoEnclosure
+    if a.a < -_EXP_ARG:
+        return iv.mpf([0, _wide(iv.exp(iv.mpf(max(a.b, -_EXP_ARG))), iv).b])
+    return _wide(iv.exp(a), iv)
 
 
 def _certify(text: str) -> Callable[[sp.Expr], None]:
@@ -205,7 +221,7 @@ def enclose_at(expr: sp.Expr, lo: np.ndarray, hi: np.ndarray, digits: int = 30) 
                     return None
                 got = memo[(a, b)] = (math.nextafter(ends[0], -math.inf), math.nextafter(ends[1], math.inf))
             out_lo[i], out_hi[i] = got
-    except (_NoEnclosure, ValueError, ZeroDivisionError, OverflowError, ArithmeticError, TypeError):
+    except (_NoEnclosure, ValueError, ZeroDivisionError, OverflowError, ArithmeticError, TypeError, MemoryError):
         return None
     finally:
         iv.dps = saved

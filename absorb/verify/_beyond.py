@@ -36,6 +36,7 @@ from absorb.verify._asymptotic import limit_at_infinity, limit_at_point, why_not
 from absorb.verify._at_zero import _f0_lower
 from absorb.verify._compose import prove
 from absorb.verify._infeasible import _check_infeasible
+from absorb.verify._intervals import _bounded_interval, _enclose, _finite_number
 from absorb.verify._numerics import (
     _U,
     EXACT_ELIM_MAX_D,
@@ -62,14 +63,6 @@ SKELETON_CASES = ("nondegenerate", "flip-even", "zero", "degenerate-relu")
 
 
 # ------------------------------------------------------------------------- σ on R --
-def _finite_number(v: sp.Expr) -> bool:
-    if not isinstance(v, sp.Expr) or v.free_symbols or v.has(sp.nan, sp.zoo, sp.oo, -sp.oo) or isinstance(v, sp.Piecewise):
-        return False
-    try:
-        n = _digits(v)  # (every digit correct, or no claim)
-    except Refused:
-        return False
-    return bool(n.is_number and n.is_real and n.is_finite)
 
 
 def _formula_finite(e: sp.Expr, x: sp.Symbol, pc: Piece) -> bool:
@@ -183,87 +176,6 @@ def exponential_constants(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr] | N
     except Exception:  # noqa: BLE001 - sympy raises assorted errors on hard input: not proved
         return None
     return A, beta, C
-
-
-def _iv(v: sp.Expr) -> Any:
-    """A rigorous mpmath interval around the real number ``v``."""
-    iv = mpmath.iv
-    centre = iv.mpf(str(sp.N(v, 40)))  # the 40-digit decimal, enclosed with outward rounding
-    rad = (max(abs(centre.a), abs(centre.b)) * iv.mpf(10) ** -30 + iv.mpf(10) ** -60).b  # ≫ evalf's error
-    return centre + iv.mpf([-rad, rad])
-
-
-def _enclose(e: sp.Expr, x: sp.Symbol, X: Any) -> Any | None:
-    """An interval (mpmath ``iv`` at its current precision, outward rounding) that contains ``e`` for every x in the
-    interval ``X`` (None when no finite enclosure is found). On a finite argument each head is enclosed tightly (erf,
-    erfc, tanh, atan, sinh by monotonicity, erf/erfc at 60 more bits and widened by 2^(4 − prec)); on an unbounded one a
-    bounded head by its range. Abs, Max and Min too (σ at a point, for the parity check); rationals exactly."""
-    iv = mpmath.iv
-    if e == x:
-        return X
-    if e.is_Rational:
-        return iv.mpf(int(e.p)) / int(e.q)
-    if not e.has(x):
-        return _iv(e) if _finite_number(e) else None
-    parts = [_enclose(a, x, X) for a in e.args]
-    if any(p is None for p in parts):
-        return None
-    if isinstance(e, (sp.Add, sp.Mul)):
-        acc = parts[0]
-        for p in parts[1:]:
-            acc = acc + p if isinstance(e, sp.Add) else acc * p
-        return acc
-    # (mpmath's interval exp and atan2 round a point's value to nearest, not outwards: widened by 2^(4 − prec) of its size)
-    out = lambda r: r + abs(r) * iv.mpf([-(iv.mpf(2) ** (4 - iv.prec)), iv.mpf(2) ** (4 - iv.prec)])  # noqa: E731
-    if isinstance(e, sp.Pow):
-        B, K = parts
-        if e.exp.is_Integer:
-            P = B ** abs(int(e.exp))
-            return P if int(e.exp) >= 0 else None if P.a <= 0 <= P.b else 1 / P
-        if B.a > 0:
-            return out(iv.exp(K * out(iv.log(B))))
-        if B.a >= 0 and K.a > 0 and _finite_iv(B):  # (y^p on [0, b], p > 0: from 0 to at most b^p)
-            return iv.mpf(0) if B.b == 0 else iv.mpf([0, out(iv.exp(K * out(iv.log(B.b)))).b])
-        return None
-    A = parts[0]
-    if isinstance(e, sp.exp):
-        return out(iv.exp(A))
-    if isinstance(e, sp.log):
-        return out(iv.log(A)) if A.a > 0 and _finite_iv(A) else None
-    if isinstance(e, sp.Abs):
-        return abs(A)
-    if isinstance(e, (sp.Max, sp.Min)):
-        with mpmath.workprec(iv.prec + 8):  # (each end read exactly)
-            los, his = [mpmath.mpf(p._mpi_[0]) for p in parts], [mpmath.mpf(p._mpi_[1]) for p in parts]
-            return iv.mpf([max(los), max(his)] if isinstance(e, sp.Max) else [min(los), min(his)])
-    if not _finite_iv(A):  # (a bounded head on an unbounded argument: its range)
-        ranges = {sp.erf: [-1, 1], sp.tanh: [-1, 1], sp.sin: [-1, 1], sp.cos: [-1, 1], sp.erfc: [0, 2], sp.atan: [-2, 2]}
-        return iv.mpf(ranges[e.func]) if e.func in ranges else None
-    if isinstance(e, (sp.sin, sp.cos)):
-        return out(iv.sin(A) if isinstance(e, sp.sin) else iv.cos(A))
-    if isinstance(e, sp.cosh):
-        return (out(iv.exp(A)) + out(iv.exp(-A))) / 2
-    if isinstance(e, sp.atan):
-        return out(iv.atan2(A, 1))
-    if isinstance(e, (sp.tanh, sp.sinh)):  # (increasing: each end as a point)
-        ends = [iv.mpf(p) for p in (A.a, A.b)]
-        vals = [1 - 2 / (out(iv.exp(2 * v)) + 1) if isinstance(e, sp.tanh) else (out(iv.exp(v)) - out(iv.exp(-v))) / 2 for v in ends]
-        return iv.mpf([vals[0].a, vals[1].b])
-    if isinstance(e, (sp.erf, sp.erfc)):  # (monotone: the ends' values at 60 more bits, widened outwards)
-        with mpmath.workprec(iv.prec + 60):
-            vals = sorted((mpmath.erf if isinstance(e, sp.erf) else mpmath.erfc)(mpmath.mpf(v)) for v in A._mpi_)
-            eps = mpmath.mpf(2) ** (4 - iv.prec)
-            return iv.mpf([vals[0] - eps * (abs(vals[0]) + mpmath.mpf(2) ** -2000),
-                           vals[1] + eps * (abs(vals[1]) + mpmath.mpf(2) ** -2000)])
-    return None
-
-
-def _finite_iv(A: Any) -> bool:
-    return bool(mpmath.isfinite(A.a) and mpmath.isfinite(A.b))
-
-
-def _bounded_interval(iv: Any) -> bool:
-    return iv is not None and mpmath.isfinite(iv.a) and mpmath.isfinite(iv.b)
 
 
 def _piece_bounded(e: sp.Expr, x: sp.Symbol, pc: Piece) -> bool:

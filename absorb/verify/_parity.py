@@ -5,7 +5,7 @@ tolerance τ, a B' within τ of f at x and at −x gives 2|Mx|∞ ≤ τ'·(den(
 |f(0)|∞ (τ' = τ plus the rounding allowance). The certificate records a point x (``argument.point``) where the ratio
 2|Mx|∞/(den(x) + den(−x)) exceeds τ'; it is re-derived here in exact rationals: M x and U x exactly, σ at each
 (rational) u_i·x enclosed in mpmath's interval arithmetic (outward rounding, at _BITS bits; the checker's own walk of σ's
-expression, :func:`absorb.verify._beyond._enclose`), B(−x) = B(x) because σ is even (checked first), f(0) =
+expression, :func:`absorb.verify._intervals._enclose`), B(−x) = B(x) because σ is even (checked first), f(0) =
 σ(0)·W_down 1 (bias-free). (Strict sympy evaluation was tried first: at a far point of a Gaussian σ, e^{−10³¹}, it
 grew past gigabytes — red team 47c/01.)
 """
@@ -19,7 +19,8 @@ import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
-from absorb.verify._beyond import _act, _enclose, _nonzero_skip, is_even
+from absorb.verify._beyond import _act, _nonzero_skip, is_even
+from absorb.verify._intervals import _enclose
 from absorb.verify._numerics import rounding_allowance
 from absorb.verify._report import _Ctx, _require
 from absorb.verify._weights import _bias_free
@@ -102,7 +103,7 @@ def _point_ratio(block: Block, q: list[Fraction]) -> Fraction | str:
     try:
         s0, e0 = sigma(Fraction(0))
         s = [sigma(dot(row)) for row in U]
-    except (_NoBox, ValueError, ZeroDivisionError, OverflowError, ArithmeticError, TypeError) as exc:
+    except (_NoBox, ValueError, ZeroDivisionError, OverflowError, ArithmeticError, TypeError, MemoryError) as exc:
         return f"σ has no finite interval enclosure at a unit's input ({type(exc).__name__}: {exc})"
     finally:
         iv.prec = saved
