@@ -3,8 +3,8 @@
 Exactly, every bias-free residual-free block g is even (σ is) while f(x) − f(−x) = 2Mx, so no such g equals f. Within τ
 that proves nothing by itself; a g within τ of f at x and at −x gives 2|Mx|∞ ≤ τ'·(den(x) + den(−x)), den(y) = |f(y)|∞
 + |y|∞ + |f(0)|∞. The verdict is `not_absorbable` only with a point x where that ratio exceeds τ' — bounded rigorously by
-the engine (rounding accounted, σ by interval arithmetic) and re-derived by the checker (exact rationals, σ by strict
-evaluation)."""
+the engine (rounding accounted, σ by interval arithmetic) and re-derived by the checker (exact rationals, σ by its own
+interval enclosure)."""
 
 from __future__ import annotations
 
@@ -218,3 +218,22 @@ def test_a_far_point_of_a_nested_cosh_is_not_evaluated_for_minutes() -> None:
     t = time.perf_counter()
     assert not (rep := verify_certificate(doc, f)).accepted or rep.not_rechecked
     assert time.perf_counter() - t < 60
+
+
+def test_every_width_claims_count_the_allowance_at_the_width() -> None:
+    """(review) The rounding allowance grows with the width (1000·ε·√(N + 1)): a skip's share of 1.3·10⁻⁹ beats τ = 10⁻⁹
+    plus the allowance at n = 4 but not at the widest block absorb builds (6.4·10⁻¹⁰ there), where f without its skip,
+    padded, passes the width-N witness check. "Not absorbable at every width" needs the share past the allowance at the
+    width asked (and at the widest for "no width works")."""
+    from absorb.engine.width import decide_width, minimal_width, widest
+
+    rng = np.random.default_rng(0)
+    U, D = rng.standard_normal((4, 2)), 1e-3 * rng.standard_normal((2, 4))
+    for m, every in ((1.3e-9, False), (1e-6, True)):
+        f = Block(U, D, get_activation("expr:Abs(x)"), skip=m * np.eye(2))
+        bd = decide(f, tol=1e-9, timeout=60).blocks[0]
+        assert bd.verdict.value == "not_absorbable" and bd.theorem.value == "parity", bd.reason
+        wide = decide_width(f, widest(f), tol=1e-9, decision=bd)
+        assert (wide.verdict.value == "not_absorbable") is every, wide.reason
+        assert (minimal_width(f, tol=1e-9, decision=bd).exists is False) is every
+        assert decide_width(f, 8, tol=1e-9, decision=bd).verdict.value == "not_absorbable"

@@ -57,7 +57,7 @@ def width_record(bd: BlockDecision, asked: int, verdict: str, theorem: str, reas
                     out["witness"] = {"block": {"weights": block_weights(dd.witness.block)}}
                 return out
     elif verdict == Verdict.NOT_ABSORBABLE.value:
-        if width_free(bd):
+        if width_free(bd, asked):
             return {**rec, "theorem": main, "route": "every-width"}
         if bd.verdict is Verdict.NOT_ABSORBABLE and asked <= n:  # (the cheapest to re-check: the main verdict's own proof)
             return {**rec, "theorem": main, "route": "main-proof"}

@@ -42,23 +42,36 @@ from absorb.engine.degenerate import (
     search,
 )
 from absorb.engine.verdict import BlockDecision, Theorem, Verdict, Witness
-from absorb.engine.witness import eval_threshold
+from absorb.engine.witness import eval_threshold, rounding_allowance
 from absorb.model.block import Block
 
 _EVERY_WIDTH = (Theorem.DEGREE, Theorem.LINEARIZATION, Theorem.BOUNDED, Theorem.PARITY, Theorem.EXPONENTIAL)
 """Results whose not_absorbable never uses the width (parity's point and the exponential ray too: red team 47c/03)."""
 
 
-def width_free(bd: BlockDecision) -> bool:
-    """``bd`` is not_absorbable by an argument that never uses the width: an :data:`_EVERY_WIDTH` result, or the skeleton
-    with σ∞ ≡ 0 (a = b = 0: every residual-free block's g(tv)/t → 0 while f(tv)/t → Mv)."""
+def width_free(bd: BlockDecision, width: int) -> bool:
+    """``bd`` is not_absorbable by an argument that never uses the width — an :data:`_EVERY_WIDTH` result, or the skeleton
+    with σ∞ ≡ 0 (a = b = 0: every residual-free block's g(tv)/t → 0 while f(tv)/t → Mv) — and its share of the skip
+    exceeds τ plus the rounding allowance at ``width`` (which grows with the width, 1000·ε·√(N + 1); review of 47): the
+    point's or the ray's proved ratio, else the limit ‖M‖∞/(1 + ‖M‖∞) every such argument reads along a ray, rounded down."""
     if bd.verdict is not Verdict.NOT_ABSORBABLE:
         return False
-    if bd.theorem in _EVERY_WIDTH:
-        return True
     slopes = next((p for p in bd.properties if p.name == "asymptotic_slopes"), None)
-    return bd.theorem is Theorem.SKELETON and slopes is not None and all(
-        str(slopes.value.get(k)) == "0" for k in ("a", "b"))
+    if not (bd.theorem in _EVERY_WIDTH or bd.theorem is Theorem.SKELETON and slopes is not None and all(
+            str(slopes.value.get(k)) == "0" for k in ("a", "b"))):
+        return False
+    if bd.direction is not None:
+        share = bd.direction[1]
+    else:
+        with np.errstate(all="ignore"):
+            norm = float(np.abs(np.asarray(bd.block.M, dtype=np.float64)).sum(axis=1).max()) * (1 - (bd.block.d + 2) * 2.0**-52)
+        share = norm / (1 + norm) * (1 - 2.0**-50) if np.isfinite(norm) else 1 - 2.0**-50
+    return share > bd.tolerance + rounding_allowance(width)
+
+
+def widest(block: Block) -> int:
+    """The widest residual-free block absorb builds for ``block`` (the width question's limit)."""
+    return max(MAX_WIDTH_NUMBERS // (3 * block.d + 2), 4 * block.n)
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,7 +121,7 @@ def _check_width(width: int, block: Block) -> int:
     if isinstance(width, bool) or not isinstance(width, int) or width < 1:
         raise InvalidInput(f"width {width!r} must be a positive integer (the number of hidden units of the residual-free block)")
     d = block.d
-    most = max(MAX_WIDTH_NUMBERS // (3 * d + 2), 4 * block.n)  # W_up, W_gate and W_down, two bias vectors
+    most = widest(block)  # (W_up, W_gate and W_down, two bias vectors)
     if width > most:
         raise InvalidInput(f"--width {width}: a residual-free block of {width} hidden units on d = {d} inputs is larger than "
                            f"absorb builds (at most {most} units here); ask about a width up to {most} — a block "
@@ -149,9 +162,9 @@ def pad_witness(w: Witness, width: int, *, tol: float) -> tuple[Witness, bool]:
     return out, w.bound is not None and out.eval_error <= eval_threshold(tol, width)
 
 
-def _other(bd: BlockDecision) -> tuple[Verdict, str, str]:
-    """For blocks outside the canonical-form procedure: a width-independent result, or unknown."""
-    if width_free(bd):
+def _other(bd: BlockDecision, width: int) -> tuple[Verdict, str, str]:
+    """For blocks outside the canonical-form procedure at ``width``: a width-independent result, or unknown."""
+    if width_free(bd, width):
         return Verdict.NOT_ABSORBABLE, f"{bd.reason} The argument never uses the width, so it holds at every width.", bd.theorem.value
     why = _unsupported(bd.block) or "no width result applies"
     return Verdict.UNKNOWN, f"Unknown: the canonical-form procedure that decides the extra-width question does not apply: {why}.", Theorem.NONE.value
@@ -172,7 +185,7 @@ def _from_main(block: Block, bd: BlockDecision, width: int, *, tol: float) -> Wi
                                  f"to f{pad} (checked on {w.n_inputs} inputs, max relative error {w.eval_error:.2e}).", bd.theorem.value, w)
         return None
     if bd.verdict is Verdict.NOT_ABSORBABLE:
-        if width_free(bd):
+        if width_free(bd, width):
             return WidthDecision(width, Verdict.NOT_ABSORBABLE, f"{bd.reason} The argument never uses the width, so it holds at every width.",
                                  bd.theorem.value)
         if width <= n:
@@ -256,7 +269,7 @@ def _decide_width(block: Block, width: int, *, tol: float, seed: int, budget: in
         return main
     if dd is not None:
         return WidthDecision(width, dd.verdict, dd.reason, Theorem.CANONICAL_FORM.value)
-    v, why, thm = _other(bd)
+    v, why, thm = _other(bd, width)
     return WidthDecision(width, v, why, thm)
 
 
@@ -287,9 +300,10 @@ def minimal_width(block: Block, *, tol: float = DEFAULT_TOL, seed: int = 0, budg
         return minimal_width(decision.input_scale[1].block, tol=tol, seed=seed, budget=budget, decision=decision.input_scale[1])
     if _unsupported(block) is not None:
         bd = _main(block, decision, tol=tol, seed=seed)
-        v, why, thm = _other(bd)
+        v, why, thm = _other(bd, widest(block))
         if v is Verdict.NOT_ABSORBABLE:
-            return MinWidth(None, f"No width works: {why}", thm, exists=False)
+            return MinWidth(None, f"No width works (up to {widest(block)} units, the widest absorb builds here): {why}", thm,
+                            exists=False)
         return _bounds_from_main(block, bd, why, thm)
     cf = canonical_form(block)
     cap = cf.m + 2 * cf.d
@@ -373,8 +387,9 @@ def _bounds_from_main(block: Block, bd: BlockDecision, why: str, thm: str, lower
         up = bd.witness.block.n
         return MinWidth(None, f"{why} The main decision ({bd.theorem.value}) found a residual-free block of width {up} equal to f, "
                               f"so the minimal width is at most {up}.", thm, witness=bd.witness, lower=lower, upper=up, exists=True)
-    if width_free(bd):
-        return MinWidth(None, f"No width works: {bd.reason}", bd.theorem.value, exists=False)
+    if width_free(bd, widest(block)):
+        return MinWidth(None, f"No width works (up to {widest(block)} units, the widest absorb builds here): {bd.reason}",
+                        bd.theorem.value, exists=False)
     if bd.verdict is Verdict.NOT_ABSORBABLE:
         lo = max(lower or 0, block.n + 1)
         return MinWidth(None, f"{why} The main decision proves width {block.n} impossible ({bd.theorem.value}), so the minimal "

@@ -61,7 +61,7 @@ def _iv(v: sp.Expr) -> Any:
 def _enclose(e: sp.Expr, x: sp.Symbol, X: Any) -> Any | None:
     """An interval (mpmath ``iv`` at its current precision, outward rounding) that contains ``e`` for every x in the
     interval ``X`` (None when no finite enclosure is found). On a finite argument each head is enclosed tightly (erf,
-    erfc, tanh, atan, sinh by monotonicity, erf/erfc at 60 more bits and widened by 2^(4 − prec)); on an unbounded one a
+    erfc, tanh, sinh by monotonicity, erf/erfc at 60 more bits; atan by atan2; each value widened by 2^(4 − prec)); on an unbounded one a
     bounded head by its range. Abs, Max and Min too (σ at a point, for the parity check); rationals exactly."""
     iv = mpmath.iv
     if e == x:

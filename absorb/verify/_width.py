@@ -11,7 +11,8 @@ A width record names its route; every claim is re-derived here, never taken on t
 * ``main-proof`` — not absorbable at N ≤ n: the main verdict not_absorbable was re-derived, and a
   block of N units padded with dead units would be one of n;
 * ``every-width`` — not absorbable: the main verdict's result (degree, linearization, bounded σ,
-  parity, exponential σ) was re-derived and its argument never uses the width;
+  parity, exponential σ, the skeleton with σ∞ ≡ 0) was re-derived, its argument never uses the width,
+  and the skip's share exceeds τ plus the rounding allowance at the width asked;
 * ``canonical-form`` — absorbable: the recorded canonical form at the witness's width k is f's,
   the exact (or within-tolerance) witness is checked as for a canonical-form verdict
   (:mod:`absorb.verify._canonical`) and evaluated against f, then padded; not absorbable (the
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
@@ -47,7 +49,7 @@ from absorb.verify._canonical import (
     _q,
     canonical,
 )
-from absorb.verify._numerics import check_array_record
+from absorb.verify._numerics import check_array_record, rounding_allowance
 from absorb.verify._pieces import exact_value
 from absorb.verify._report import _Ctx, _Reject, _require, _where
 from absorb.verify._symbolic import _variable, homogeneous_of_degree
@@ -69,8 +71,20 @@ class _Main:
         self.verdict, self.theorem, self.witness, self.biases = verdict, (b.get("theorem") or {}).get("id"), witness, biases
         self.n = block.n
         # (the skeleton with σ∞ ≡ 0 — its case re-derived by the main check, a = b = 0 — never uses the width either)
+        arg = b.get("argument") or {}
         self.every = verdict == "not_absorbable" and (self.theorem in EVERY_WIDTH or self.theorem == "skeleton"
-                                                      and (b.get("argument") or {}).get("case") == "zero")
+                                                      and arg.get("case") == "zero")
+        # (the skip's share those arguments read: the point's or the ray's ratio, checked ≤ the re-derived one by the main
+        # check; else ‖M‖∞/(1 + ‖M‖∞), the limit along the ray of M's heaviest row's signs, rounded down)
+        rec = arg.get("ratio") if self.theorem in ("parity", "exponential") else None
+        with np.errstate(all="ignore"):
+            norm = float(np.abs(np.asarray(block.M, dtype=np.float64)).sum(axis=1).max()) * (1 - (block.d + 2) * 2.0**-52)
+        self.share = (rec if isinstance(rec, float) else norm / (1 + norm) * (1 - 2.0**-50) if np.isfinite(norm) else 0.0)
+        self.widest = max((1 << 26) // (3 * block.d + 2), 4 * block.n)  # (the widest block absorb answers about)
+
+    def beyond(self, tol: float, width: int) -> bool:
+        """The share exceeds τ plus the rounding allowance at ``width`` (it grows with the width)."""
+        return self.share > tol + rounding_allowance(width)
 
 
 def _must(ctx: _Ctx, cond: bool, w: str, claim: str, detail: str = "") -> None:
@@ -206,9 +220,10 @@ def check_claim(ctx: _Ctx, w: str, rec: Any, block: Block, main: _Main, *, asked
                  f"main {main.verdict!r} by {main.theorem!r}; record {v!r} by {th!r}, width {N}")
         return
     elif route == "every-width":
-        _require(ctx, v == "not_absorbable" and th == main.theorem and main.every, w,
-                 f"not absorbable at any width: the main verdict not_absorbable by result {th!r} was re-derived, and its "
-                 f"argument never uses the width ({', '.join(EVERY_WIDTH)}, the skeleton with σ∞ ≡ 0)", f"main {main.verdict!r} by {main.theorem!r}")
+        _require(ctx, v == "not_absorbable" and th == main.theorem and main.every and main.beyond(ctx.tol, N), w,
+                 f"not absorbable at any width: the main verdict not_absorbable by result {th!r} was re-derived, its "
+                 f"argument never uses the width ({', '.join(EVERY_WIDTH)}, the skeleton with σ∞ ≡ 0), and the skip's share "
+                 f"exceeds τ + the allowance at width {N}", f"main {main.verdict!r} by {main.theorem!r}, share {main.share:.6g}")
         return
     elif route == "skeleton":
         _must(ctx, v == "not_absorbable" and th == "skeleton", w, "the skeleton route proves not_absorbable",
@@ -237,9 +252,10 @@ def _check_min(ctx: _Ctx, w: str, rec: Any, block: Block, main: _Main) -> None:
     value, exists, lo, up, th = (rec.get(k) for k in ("value", "exists", "lower", "upper", "theorem"))
     if exists is False:
         _require(ctx, value is None and lo is None and up is None and "upper_claim" not in rec and "lower_claim" not in rec
-                 and th == main.theorem and main.every, w,
-                 f"no width works: the main verdict not_absorbable by result {th!r} was re-derived and its argument never "
-                 "uses the width", f"main {main.verdict!r} by {main.theorem!r}; recorded value {value!r}, bounds {lo!r}..{up!r}")
+                 and th == main.theorem and main.every and main.beyond(ctx.tol, main.widest), w,
+                 f"no width works: the main verdict not_absorbable by result {th!r} was re-derived, its argument never "
+                 f"uses the width, and the skip's share exceeds τ + the allowance at {main.widest} units (the widest answered)",
+                 f"main {main.verdict!r} by {main.theorem!r}; recorded value {value!r}, bounds {lo!r}..{up!r}")
         return
     _must(ctx, exists in (True, None) and (exists is True) == (up is not None), w,
              "the minimal width exists exactly when a width with a witness (upper) is recorded", f"exists {exists!r}, upper {up!r}")
