@@ -709,6 +709,9 @@ def block_entry(bd: BlockDecision) -> dict[str, Any]:
     if bd.input_scale is not None:  # decided as F(x) = 2^-k·f(2^k·x): F's entry, with f's identity and k
         k, inner = bd.input_scale
         entry = block_entry(inner)
+        if isinstance(entry.get("witness"), dict) and "construction" in entry["witness"]:  # (red team 48c/02: say which frame)
+            entry["witness"]["construction"] += (f" [the witness block is F's, F(x) = 2^{-k}·f(2^{k}·x) (input_scale); f's own is "
+                                                 f"2^{k}·G(2^{-k}·x)]")
         entry.update(plain({"name": bd.block.name, "reason": bd.reason, "weights": block_weights(bd.block),
                             "input_scale": {"exponent": k, "statement": f"checked as F(x) = 2^{-k}·f(2^{k}·x): rows times "
                                             f"2^{k}, W_down and b_down times 2^{-k}, exact in float64"}}))
@@ -806,6 +809,11 @@ def _normalised_entry(bd: BlockDecision) -> dict[str, Any] | None:
     inner = block_entry(dataclasses.replace(
         bd, block=nb, properties=tuple(p for p in bd.properties if p is not af),
         residual_free_class=None if rf is None else dataclasses.replace(rf, activation=nb.activation_name)))
+    if isinstance(inner.get("witness"), dict) and "construction" in inner["witness"]:  # (red team 48c/02: say which block)
+        inner["witness"]["construction"] += (" [the witness block is the normalised block's (value_normalisation: h(z) = c·z + k "
+                                             "written as h(z) = z, c into W_up and b_up, k into b_up)" + (
+                                                 ", built in f's own class" if bd.witness is not None and bd.witness.block is not None
+                                                 and bd.witness.block.value_activation is not None else "") + "]")
     if bd.witness is not None and bd.witness.block is not None and bd.witness.block.value_activation is not None:
         inner["witness"]["formula"] = (  # the flip built in f's own class (c·b_up + k rounds; absorb.engine.results)
             r"W'_{\mathrm{gate}}[i,:]=-W_{\mathrm{gate}}[i,:],\ b'_{\mathrm{gate},i}=-b_{\mathrm{gate},i},\ "
