@@ -237,3 +237,21 @@ def test_every_width_claims_count_the_allowance_at_the_width() -> None:
         assert (wide.verdict.value == "not_absorbable") is every, wide.reason
         assert (minimal_width(f, tol=1e-9, decision=bd).exists is False) is every
         assert decide_width(f, 8, tol=1e-9, decision=bd).verdict.value == "not_absorbable"
+
+
+@pytest.mark.parametrize("m", [1.5, 3.0])
+def test_a_vanishing_skeleton_past_the_tolerance_asks_no_screen(m: float) -> None:
+    """(red team 48a/03) σ = log(1 + z²) with biases (σ∞ ≡ 0), M = m·τ·I: every residual-free block has g(tv)/t → 0, so the
+    skip's share ‖M‖∞/(1 + ‖M‖∞) past τ + the allowance proves not_absorbable for every block within τ — the 4τ screen
+    withheld it (its candidate, f without the skip, is exactly that share away)."""
+    U, D = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.array([[1.0, 0.0, 1.0], [0.0, 1.0, -1.0]])
+    f = Block(U, D, get_activation("expr:log(1+x**2)"), skip=m * 1e-6 * np.eye(2), b_up=np.array([0.5, -0.25, 1.0]),
+              b_down=np.array([0.1, 0.2]))
+    dec = decide(f, tol=1e-6, timeout=60)
+    assert dec.verdict.value == "not_absorbable" and dec.blocks[0].theorem.value == "skeleton", dec.blocks[0].reason
+    rep = verify_certificate(build_certificate(dec, f, seed=0).to_json(), f)
+    assert rep.accepted and not rep.not_rechecked, [c.claim for c in rep.failures + rep.not_rechecked]
+    g = f.replace(skip=np.zeros((2, 2)))  # (the screen's candidate: along t·(1, 1) its ratio tends to the share, past τ)
+    x = 1e12 * np.ones((1, 2))
+    share = float(np.abs(f(x) - g(x)).max() / (np.abs(f(x)).max() + np.abs(x).max() + np.abs(f(np.zeros((1, 2)))).max()))
+    assert share > 1e-6

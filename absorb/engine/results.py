@@ -180,11 +180,24 @@ class Ctx:
             bar = distance_tolerance(self.tol, b.n, b.d, m_lo, 0.0) if m_lo > 0 else math.inf
         return min(bar, _SEARCH_CAP)
 
+    def _proved_within(self, theorem: Theorem, kw: dict[str, object]) -> bool:
+        """The not_absorbable holds for every residual-free block within τ by its own argument: parity's point, the
+        exponential ray, or the skeleton with σ∞ ≡ 0 whose skip's share ‖M‖∞/(1 + ‖M‖∞) exceeds τ + the allowance (red
+        team 48a/03: every g has g(tv)/t → 0 there; the 4τ screen withheld)."""
+        if theorem in (Theorem.PARITY, Theorem.EXPONENTIAL):
+            return bool(kw.get("direction"))
+        slopes = next((p for p in self.P if p.name == "asymptotic_slopes"), None)
+        if theorem is not Theorem.SKELETON or slopes is None or not all(str(slopes.value.get(k)) == "0" for k in ("a", "b")):
+            return False
+        from absorb.engine.tolerance import limit_share
+
+        return limit_share(self.block) > self.tol + rounding_allowance(self.block.n)
+
     def done(self, verdict: Verdict, theorem: Theorem, reason: str, **kw: object) -> BlockDecision:
         # every exact proof, against the within-tolerance meaning of absorbable — but parity's point and the exponential ray
         # prove it for every residual-free block within τ, where a screen's candidate can only be wrong (red team 47a/02:
         # a nearly antipodal pair of an even σ withheld what the point proves; such a pair realises no linear map)
-        if verdict is Verdict.NOT_ABSORBABLE and not (theorem in (Theorem.PARITY, Theorem.EXPONENTIAL) and kw.get("direction")):
+        if verdict is Verdict.NOT_ABSORBABLE and not self._proved_within(theorem, kw):
             near = within_tolerance(self.block, self.tol, self.seed, biases=self.rf_class.biases,
                                     one_per_rank=theorem in _DEGREE_TWO and self.spare_one,
                                     reads_f=theorem is not Theorem.BOUNDED)

@@ -427,6 +427,15 @@ def _nearly_linear(blk: Block, tol: float, width: int) -> str | None:
             "exact residual-free block only.")
 
 
+def limit_share(blk: Block) -> float:
+    """‖M‖∞/(1 + ‖M‖∞), rounded down: the skip's share of f(x) − g(x) along the ray of M's heaviest row's signs, where
+    every residual-free g grows slower than |x| (σ bounded, σ∞ ≡ 0) or f's units are o(|x|) at 0 (degree, linearization)
+    — the tolerance such an argument clears, at every width."""
+    with np.errstate(all="ignore"):
+        norm = float(np.abs(np.asarray(blk.M, dtype=np.float64)).sum(axis=1).max()) * (1 - (blk.d + 2) * 2.0**-52)
+    return norm / (1 + norm) * (1 - 2.0**-50) if np.isfinite(norm) else 1 - 2.0**-50
+
+
 def _row_sum(A: np.ndarray, d: int) -> float:
     """‖A‖∞ (largest absolute row sum), raised past its rounding."""
     return float(np.max(np.sum(np.abs(A), axis=1))) * (1 + (d + 2) * 2.0**-52)

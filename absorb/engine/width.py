@@ -60,12 +60,9 @@ def width_free(bd: BlockDecision, width: int) -> bool:
     if not (bd.theorem in _EVERY_WIDTH or bd.theorem is Theorem.SKELETON and slopes is not None and all(
             str(slopes.value.get(k)) == "0" for k in ("a", "b"))):
         return False
-    if bd.direction is not None:
-        share = bd.direction[1]
-    else:
-        with np.errstate(all="ignore"):
-            norm = float(np.abs(np.asarray(bd.block.M, dtype=np.float64)).sum(axis=1).max()) * (1 - (bd.block.d + 2) * 2.0**-52)
-        share = norm / (1 + norm) * (1 - 2.0**-50) if np.isfinite(norm) else 1 - 2.0**-50
+    from absorb.engine.tolerance import limit_share
+
+    share = bd.direction[1] if bd.direction is not None else limit_share(bd.block)
     return share > bd.tolerance + rounding_allowance(width)
 
 

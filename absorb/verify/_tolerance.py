@@ -555,3 +555,22 @@ def _defect_maps(block: Any, M: np.ndarray, U: np.ndarray, D: np.ndarray, biased
         rank = int(np.linalg.matrix_rank(A))
         if _rank_at_most(A, rank):
             yield A, K + share, 2 * rank, (2.0**-1000 if affine else None)
+
+
+def limit_share(block: Any) -> float:
+    """‖M‖∞/(1 + ‖M‖∞), rounded down (the checker's own): the skip's share along the ray of M's heaviest row's signs."""
+    with np.errstate(all="ignore"):
+        norm = float(np.abs(np.asarray(block.M, dtype=np.float64)).sum(axis=1).max()) * (1 - (block.d + 2) * 2.0**-52)
+    return norm / (1 + norm) * (1 - 2.0**-50) if np.isfinite(norm) else 0.0
+
+
+def proved_within(th: Any, b: dict[str, Any], block: Any, tol: float) -> bool:
+    """The not_absorbable covers every block within τ by its own argument, re-derived by its check — parity's point, the
+    exponential ray, the skeleton with σ∞ ≡ 0 (its case re-derived) whose share exceeds τ + the allowance: no screen
+    is asked."""
+    from absorb.verify._numerics import rounding_allowance
+
+    if th in ("parity", "exponential"):
+        return True
+    return (th == "skeleton" and (b.get("argument") or {}).get("case") == "zero"
+            and limit_share(block) > tol + rounding_allowance(block.n))

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import sympy as sp
 
 from absorb.model.block import Block
@@ -53,7 +52,7 @@ from absorb.verify._numerics import check_array_record, rounding_allowance
 from absorb.verify._pieces import exact_value
 from absorb.verify._report import _Ctx, _Reject, _require, _where
 from absorb.verify._symbolic import _variable, homogeneous_of_degree
-from absorb.verify._tolerance import contradiction
+from absorb.verify._tolerance import contradiction, limit_share
 from absorb.verify._weights import _bias_free, _block_arrays, _evaluate
 
 EVERY_WIDTH = ("degree", "linearization", "bounded", "parity", "exponential")
@@ -77,9 +76,7 @@ class _Main:
         # (the skip's share those arguments read: the point's or the ray's ratio, checked ≤ the re-derived one by the main
         # check; else ‖M‖∞/(1 + ‖M‖∞), the limit along the ray of M's heaviest row's signs, rounded down)
         rec = arg.get("ratio") if self.theorem in ("parity", "exponential") else None
-        with np.errstate(all="ignore"):
-            norm = float(np.abs(np.asarray(block.M, dtype=np.float64)).sum(axis=1).max()) * (1 - (block.d + 2) * 2.0**-52)
-        self.share = (rec if isinstance(rec, float) else norm / (1 + norm) * (1 - 2.0**-50) if np.isfinite(norm) else 0.0)
+        self.share = rec if isinstance(rec, float) else limit_share(block)
         self.widest = max((1 << 26) // (3 * block.d + 2), 4 * block.n)  # (the widest block absorb answers about)
 
     def beyond(self, tol: float, width: int) -> bool:

@@ -137,7 +137,7 @@ from absorb.verify._theorems import (
     normalised_value_block,
     rescaled_block,
 )
-from absorb.verify._tolerance import contradiction
+from absorb.verify._tolerance import contradiction, proved_within
 from absorb.verify._weights import (  # noqa: F401
     COLLINEAR_SCREEN,
     EVAL_INPUTS,
@@ -158,7 +158,6 @@ from absorb.verify._weights import (  # noqa: F401
 from absorb.verify._width import check_widths
 
 _Outcome = tuple[str, "Block | None", float]
-_WITHIN = ("parity", "exponential")  # (their point and ray, re-derived by their checks, cover every block within τ: no screens)
 """What a per-theorem check returns: the verdict its evidence supports, the witness rebuilt
 here (absorbable) and the allowed linear error ``‖x‖₂·allowed`` of its evaluation against f
 (``|x|_∞·allowed`` when it is an :class:`~absorb.verify._weights.InfNorm`: a flip's)."""
@@ -277,7 +276,7 @@ def check_block(ctx: _Ctx, b: dict[str, Any], block: Block) -> tuple[str | None,
         if verdict == "not_absorbable" and th in _FITTED and not ctx.once.get("robust") and ctx.tol > SCREENED_TOL_MAX:
             ctx.report.unchecked(w, "past τ = 1e-4 this route's not_absorbable covers every block within τ (the robust skeleton "
                                  "bound), not only blocks equal to f", "the robust bound was not re-derived here")
-        if verdict == "not_absorbable" and th not in _WITHIN and (near := (th != "bounded" and float_resolution(orig, ctx.tol, ctx.seed)) or screens(ctx.tol)
+        if verdict == "not_absorbable" and not proved_within(th, b, orig, ctx.tol) and (near := (th != "bounded" and float_resolution(orig, ctx.tol, ctx.seed)) or screens(ctx.tol)
                                             or (th in _FITTED and not ctx.once.get("robust") and 4 * ctx.tol < 0.5
                                                 and (wide if th in _QUADRATIC else screens)(4 * ctx.tol))):
             ctx.report.unchecked(w, "the exact not_absorbable agrees with the tolerance (the screens' candidates are estimates: "
