@@ -186,12 +186,10 @@ class Ctx:
         team 48a/03: every g has g(tv)/t → 0 there; the 4τ screen withheld)."""
         if theorem in (Theorem.PARITY, Theorem.EXPONENTIAL):
             return bool(kw.get("direction"))
-        slopes = next((p for p in self.P if p.name == "asymptotic_slopes"), None)
-        if theorem is not Theorem.SKELETON or slopes is None or not all(str(slopes.value.get(k)) == "0" for k in ("a", "b")):
-            return False
-        from absorb.engine.tolerance import limit_share
+        from absorb.engine.tolerance import limit_share, vanishing_skeleton
 
-        return limit_share(self.block) > self.tol + rounding_allowance(self.block.n)
+        return (theorem is Theorem.SKELETON and vanishing_skeleton(self.P)
+                and limit_share(self.block) > self.tol + rounding_allowance(self.block.n))
 
     def done(self, verdict: Verdict, theorem: Theorem, reason: str, **kw: object) -> BlockDecision:
         # every exact proof, against the within-tolerance meaning of absorbable — but parity's point and the exponential ray

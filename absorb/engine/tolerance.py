@@ -436,6 +436,13 @@ def limit_share(blk: Block) -> float:
     return norm / (1 + norm) * (1 - 2.0**-50) if np.isfinite(norm) else 1 - 2.0**-50
 
 
+def vanishing_skeleton(properties: object) -> bool:
+    """Among a decision's σ properties, the asymptotic slopes are proved 0 on both sides (a = b = 0: σ∞ ≡ 0, so every
+    residual-free block has g(tv)/t → 0 along every ray)."""
+    slopes = next((p for p in properties if p.name == "asymptotic_slopes"), None)  # type: ignore[attr-defined]
+    return slopes is not None and all(str(slopes.value.get(k)) == "0" for k in ("a", "b"))
+
+
 def _row_sum(A: np.ndarray, d: int) -> float:
     """‖A‖∞ (largest absolute row sum), raised past its rounding."""
     return float(np.max(np.sum(np.abs(A), axis=1))) * (1 + (d + 2) * 2.0**-52)

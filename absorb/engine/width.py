@@ -54,14 +54,11 @@ def width_free(bd: BlockDecision, width: int) -> bool:
     with σ∞ ≡ 0 (a = b = 0: every residual-free block's g(tv)/t → 0 while f(tv)/t → Mv) — and its share of the skip
     exceeds τ plus the rounding allowance at ``width`` (which grows with the width, 1000·ε·√(N + 1); review of 47): the
     point's or the ray's proved ratio, else the limit ‖M‖∞/(1 + ‖M‖∞) every such argument reads along a ray, rounded down."""
-    if bd.verdict is not Verdict.NOT_ABSORBABLE:
-        return False
-    slopes = next((p for p in bd.properties if p.name == "asymptotic_slopes"), None)
-    if not (bd.theorem in _EVERY_WIDTH or bd.theorem is Theorem.SKELETON and slopes is not None and all(
-            str(slopes.value.get(k)) == "0" for k in ("a", "b"))):
-        return False
-    from absorb.engine.tolerance import limit_share
+    from absorb.engine.tolerance import limit_share, vanishing_skeleton
 
+    if bd.verdict is not Verdict.NOT_ABSORBABLE or not (
+            bd.theorem in _EVERY_WIDTH or bd.theorem is Theorem.SKELETON and vanishing_skeleton(bd.properties)):
+        return False
     share = bd.direction[1] if bd.direction is not None else limit_share(bd.block)
     return share > bd.tolerance + rounding_allowance(width)
 

@@ -41,7 +41,7 @@ import numpy as np
 import sympy as sp
 
 from absorb.verify import _shift
-from absorb.verify._numerics import _U, exact_rank
+from absorb.verify._numerics import _U, exact_rank, rounding_allowance
 from absorb.verify._pieces import decide_zero, pl_lipschitz
 from absorb.verify._sampled import sampled_near  # noqa: F401  (the sampled screen, re-exported)
 from absorb.verify._shift import _ends, _flip_or_shift
@@ -568,8 +568,6 @@ def proved_within(th: Any, b: dict[str, Any], block: Any, tol: float) -> bool:
     """The not_absorbable covers every block within τ by its own argument, re-derived by its check — parity's point, the
     exponential ray, the skeleton with σ∞ ≡ 0 (its case re-derived) whose share exceeds τ + the allowance: no screen
     is asked."""
-    from absorb.verify._numerics import rounding_allowance
-
     if th in ("parity", "exponential"):
         return True
     return (th == "skeleton" and (b.get("argument") or {}).get("case") == "zero"
