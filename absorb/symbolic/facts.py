@@ -62,6 +62,9 @@ class Values(Mapping[str, Any]):
     def __iter__(self) -> Iterator[str]:
         return iter(self._raw)
 
+    def __contains__(self, key: object) -> bool:  # (Mapping's would parse the value)
+        return key in self._raw
+
     def __len__(self) -> int:
         return len(self._raw)
 
