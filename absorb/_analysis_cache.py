@@ -6,7 +6,9 @@ second or two, on every run. It depends only on the expression and on the code t
 analyses it, so its outcome is stored once: the expression's sympy form (as ``srepr`` text,
 as :mod:`absorb.symbolic._builtin_facts` stores the built-ins') and every property, as
 plain literals. A later run of the same expression reads the entry and, like a built-in,
-needs no sympy where the decision does not.
+needs no sympy where the decision does not. An entry may also hold ``extras``: products of the same
+code derived from the expression alone (the trusted stretches of σ's sample of the real line,
+:mod:`absorb.model._samples`), named lists of short integer lists, sealed with the rest.
 
 Soundness: an entry is only the stored result of the same proof code on the same
 expression. Its key hashes the canonical parse tree of the expression with the analysis
@@ -48,7 +50,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FORMAT", "directory", "enabled", "facts_for", "read", "register", "store", "write"]
+__all__ = ["FORMAT", "directory", "enabled", "extra_for", "facts_for", "read", "register", "store", "store_extra", "write"]
 
 FORMAT = 1
 """The entry format (part of every key)."""
@@ -62,6 +64,8 @@ _lock = threading.Lock()
 _code_digest: str | None = None
 _registered: dict[str, tuple[str, str, dict[str, Any] | None]] = {}
 """An activation's key (its srepr) → (canonical expression, the user's text, the entry read for it or None)."""
+_extras: dict[str, dict[str, Any]] = {}
+"""An activation's key → the extras (:func:`store_extra`) this process computed for it, written with its entry."""
 
 
 def disable() -> None:
@@ -187,8 +191,23 @@ def _fact_ok(d: Any) -> bool:
                for part in parts)
 
 
+_MAX_EXTRA_ITEMS = 1 << 16
+
+
+def _extras_ok(extras: Any) -> bool:
+    """An entry's extras: named lists of short lists of integers (:func:`store_extra`)."""
+    return isinstance(extras, dict) and all(
+        isinstance(k, str) and _NAME_TEXT.fullmatch(k) and isinstance(v, list) and len(v) <= _MAX_EXTRA_ITEMS
+        and all(isinstance(row, list) and len(row) <= 4 and all(type(i) is int for i in row) for row in v)
+        for k, v in extras.items())
+
+
 def _valid(entry: Any, canonical: str) -> bool:
     if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("key") != key(canonical):
+        return False
+    if not set(entry) <= {"format", "key", "expression", "text", "srepr", "facts", "extras"}:
+        return False
+    if "extras" in entry and not _extras_ok(entry["extras"]):
         return False
     if entry.get("expression") != canonical or not isinstance(entry.get("text"), str):
         return False
@@ -271,13 +290,13 @@ def read(canonical: str) -> dict[str, Any] | None:
     return entry if _valid(entry, canonical) else None
 
 
-def write(canonical: str, text: str, srepr: str, facts: dict[str, Any]) -> bool:
+def write(canonical: str, text: str, srepr: str, facts: dict[str, Any], extras: dict[str, Any] | None = None) -> bool:
     """Store an entry (atomically); False, silently, when the cache is off or cannot be written."""
     where = directory()
     if where is None:
         return False
     entry = {"format": FORMAT, "key": key(canonical), "expression": canonical, "text": text, "srepr": srepr,
-             "facts": facts}
+             "facts": facts, **({"extras": extras} if extras else {})}
     if not _valid(entry, canonical):  # what could not be read back is not written
         return False
     tmp = None
@@ -307,9 +326,8 @@ def register(act_key: str, canonical: str, text: str, entry: dict[str, Any] | No
         _registered[act_key] = (canonical, text, entry)
 
 
-def facts_for(act_key: str) -> dict[str, Any] | None:
-    """The cached properties (literals, as :func:`absorb.symbolic.facts.dump` writes them) of
-    the registered activation ``act_key``, or None."""
+def _entry_for(act_key: str) -> dict[str, Any] | None:
+    """The validated entry of the registered activation ``act_key`` (read when it was registered, else now), or None."""
     with _lock:
         reg = _registered.get(act_key)
     if reg is None or not enabled():
@@ -317,15 +335,51 @@ def facts_for(act_key: str) -> dict[str, Any] | None:
     canonical, _text, entry = reg
     if entry is None:
         entry = read(canonical)
-    return None if entry is None or entry["srepr"] != act_key else entry["facts"]
+    return None if entry is None or entry["srepr"] != act_key else entry
+
+
+def facts_for(act_key: str) -> dict[str, Any] | None:
+    """The cached properties (literals, as :func:`absorb.symbolic.facts.dump` writes them) of
+    the registered activation ``act_key``, or None."""
+    entry = _entry_for(act_key)
+    return None if entry is None else entry["facts"]
 
 
 def store(act_key: str, facts: dict[str, Any]) -> bool:
-    """Store the properties of the registered activation ``act_key`` (False when it is not
-    registered, or the cache is off or cannot be written)."""
+    """Store the properties of the registered activation ``act_key``, with the extras this process computed for it
+    (False when it is not registered, or the cache is off or cannot be written)."""
     with _lock:
         reg = _registered.get(act_key)
+        extras = dict(_extras.get(act_key, {}))
     if reg is None:
         return False
     canonical, text, _entry = reg
-    return write(canonical, text, act_key, facts)
+    return write(canonical, text, act_key, facts, extras)
+
+
+def extra_for(act_key: str, name: str) -> Any:
+    """The extra ``name`` stored with the entry of the registered activation ``act_key`` (:func:`store_extra`), or
+    None."""
+    entry = _entry_for(act_key)
+    return None if entry is None else entry.get("extras", {}).get(name)
+
+
+def store_extra(act_key: str, name: str, value: list[list[int]]) -> bool:
+    """Store ``value`` (a list of short lists of integers: a product of the same analysis code, derived from σ alone)
+    as the extra ``name`` of the registered activation ``act_key``: added to its entry now when there is one, else
+    with its properties when :func:`store` writes them. False when it is not written now."""
+    with _lock:
+        _extras.setdefault(act_key, {})[name] = value
+        reg = _registered.get(act_key)
+    if reg is None or not enabled():
+        return False
+    canonical, text, _entry = reg
+    entry = read(canonical)
+    if entry is None or entry["srepr"] != act_key:
+        return False
+    extras = {**entry.get("extras", {}), name: value}
+    if not write(canonical, text, act_key, entry["facts"], extras):
+        return False
+    with _lock:
+        _registered[act_key] = (canonical, text, {**entry, "extras": extras})
+    return True

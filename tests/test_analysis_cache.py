@@ -14,6 +14,7 @@ import pytest
 from conftest import run_absorb
 
 from absorb import _analysis_cache as cache
+from absorb.model import _samples
 from absorb.model._expr_text import canonical, parse
 from absorb.model.activations import get_activation
 from absorb.symbolic import _core
@@ -27,6 +28,8 @@ def _forget() -> None:
     """What a fresh process would not have: the in-memory caches."""
     get_activation.cache_clear()
     props.clear_cache()
+    _samples._MEMO.clear()
+    cache._extras.clear()
 
 
 @pytest.fixture
@@ -215,3 +218,60 @@ def test_an_entry_sealed_under_another_key_is_ignored(cache_dir: Path) -> None:
 ])
 def test_srepr_strings_only_as_names_and_digits(text: str, ok: bool) -> None:
     assert cache._safe_srepr(text) is ok
+
+
+# ----- the trusted stretches of σ's sample (absorb/model/_samples.py), stored with the analysis -----
+
+def test_the_trusted_stretches_are_stored_with_the_analysis(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    expr = "x*tanh(log(1+exp(x)))"
+    act = get_activation("expr:" + expr)
+    z, v = _samples.trusted_grid(act)  # before the analysis is stored: kept for its entry
+    props.prepare(act)
+    entry = cache.read(canonical(parse(expr)))
+    assert entry is not None and entry["extras"]["trusted"] and len(entry["facts"]) > 3
+    _forget()
+
+    def no_mpmath(*a: object, **k: object) -> None:
+        raise AssertionError("evaluated again")
+
+    monkeypatch.setattr("absorb.model._expr_numpy.precise_form", no_mpmath)
+    again = get_activation("expr:" + expr)  # a later run: the entry is read
+    z2, v2 = _samples.trusted_grid(again)
+    assert np.array_equal(z, z2) and np.array_equal(v, v2)
+    zw, _ = _samples.trusted_grid(again, (-2.0, 2.0))  # a window reads the stored stretches too
+    assert np.isin(zw, z).all() and np.isin(z[(z >= -2.0) & (z <= 2.0)], zw).all()
+
+
+def test_stretches_computed_after_the_analysis_are_added_to_its_entry(cache_dir: Path) -> None:
+    expr = "log(cosh(x))"
+    act = get_activation("expr:" + expr)
+    props.prepare(act)
+    assert "extras" not in cache.read(canonical(parse(expr)))
+    _samples.trusted_grid(act)
+    entry = cache.read(canonical(parse(expr)))
+    assert entry is not None and entry["extras"]["trusted"][0][0] >= 0 and "bounded" in entry["facts"]
+
+
+@pytest.mark.parametrize("extras", [{"trusted": [[0, 1.5]]}, {"trusted": [["0", 1]]}, {"trusted": [[0, 1, 2, 3, 4]]},
+                                    {"trusted": [0, 1]}, {"trusted": "all"}, {"__class__": [[0, 1]]}, [[0, 1]],
+                                    {"trusted": [[True, 1]]}])
+def test_malformed_extras_are_neither_written_nor_read(cache_dir: Path, extras: object) -> None:
+    expr = "x**2"
+    act = get_activation("expr:" + expr)
+    props.prepare(act)
+    entry = cache.read(canonical(parse(expr)))
+    assert entry is not None
+    assert not cache.write(entry["expression"], entry["text"], entry["srepr"], entry["facts"], extras)  # type: ignore[arg-type]
+    assert cache.read(canonical(parse(expr))) == entry
+
+
+def test_an_edited_stretch_breaks_the_seal(cache_dir: Path) -> None:
+    expr = "x*(1+erf(x/sqrt(2)))/2"
+    act = get_activation("expr:" + expr)
+    props.prepare(act)
+    _samples.trusted_grid(act)
+    path = next(cache_dir.glob("expr-*.json"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["extras"]["trusted"] = [[0, len(_samples.GRID)]]  # every point trusted: not what was measured
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert cache.read(canonical(parse(expr))) is None

@@ -1,6 +1,6 @@
 """σ read on a sample of the real line, for the tolerance screens (:mod:`absorb.engine.tolerance`,
-:mod:`absorb.engine._spare`): σ(0) as float64 and exactly 0 where that is rounding, the trusted points of a fixed grid,
-and a flip identity's defect. Samples and estimates, not bounds: the screens that read them only withhold a verdict.
+:mod:`absorb.engine._spare`): σ(0) as float64 and exactly 0 where that is rounding, the trusted points of a fixed grid
+(:func:`absorb.model._samples.trusted_grid`), and a flip identity's defect. Samples and estimates, not bounds: the screens that read them only withhold a verdict.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from absorb.model._samples import trusted_grid as _trusted_grid
 from absorb.model.activations import Activation, is_builtin
 
 
@@ -52,42 +53,3 @@ def _at_zero(act: Activation) -> float:
         if sp.simplify(act.expr.subs(X, 0)) == 0:  # type: ignore[attr-defined]
             return 0.0
     return zero
-
-
-_GRID = np.unique(np.concatenate([-np.geomspace(1e8, 1e-6, 800), np.linspace(-60, 60, 48001), np.geomspace(1e-6, 1e8, 800)]))
-"""The screens' sample of the real line: a fine grid of [−60, 60] (step 0.0025) and geometric tails to ±10⁸."""
-
-
-_TRUSTED: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-
-
-def _trusted_grid(act: Activation) -> tuple[np.ndarray, np.ndarray]:
-    """(z, σ(z)) at the points of :data:`_GRID` where σ's float64 value is finite and, for a user's expression,
-    trusted: every 16th point is evaluated again in mpmath at 128 and 192 bits, and a stretch of the grid is kept
-    only where both ends agree with the float64 value (relative 10⁻⁷): an expression that loses its digits in
-    float64 (cosh(x)**2 − sinh(x)**2 at x = 30) or even at 128 bits is read only where it is right. A sample,
-    not a bound: the screens that read it only withhold a verdict."""
-    key = getattr(act, "key", "")
-    if key in _TRUSTED:
-        return _TRUSTED[key]
-    z = _GRID
-    with np.errstate(all="ignore"):
-        v = np.asarray(act(z), dtype=np.float64)
-    ok = np.isfinite(v)
-    if not is_builtin(act):
-        from absorb.model._expr_numpy import UnsupportedExpression, precise_form
-
-        try:
-            lo, hi = precise_form(key), precise_form(key, bits=192)
-        except UnsupportedExpression:
-            lo = hi = None
-        if lo is not None and hi is not None:
-            idx = np.arange(0, len(z), 16)
-            a, b = lo(z[idx]), hi(z[idx])
-            with np.errstate(all="ignore"):
-                tol = 1e-7 * (np.abs(b) + 1e-300)
-                good = (np.abs(a - b) <= tol) & (np.abs(v[idx] - b) <= tol)
-            nxt = np.append(good[1:], good[-1])
-            ok &= np.repeat(good & nxt, 16)[: len(z)]
-    _TRUSTED[key] = (z[ok], v[ok])
-    return _TRUSTED[key]

@@ -17,7 +17,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from absorb.engine._sigma_samples import _at_zero, _flip_defect, _float_at_zero, _trusted_grid
+from absorb.engine._sigma_samples import _at_zero, _flip_defect, _float_at_zero
+from absorb.model._samples import trusted_grid as _trusted_grid
 from absorb.model.activations import Activation, is_builtin
 from absorb.model.block import Block
 from absorb.symbolic import facts
@@ -405,6 +406,12 @@ def _nearly_linear(blk: Block, tol: float, width: int) -> str | None:
     lp, lm = (facts.rational(sl.value, "L_plus"), facts.rational(sl.value, "L_minus")) if sl.proved else (None, None)
     if lp is None or lm is None or lp == lm == 0:
         return None
+    if not is_builtin(blk.activation):
+        # a slope already too steep near 0 withholds nothing (the whole grid's estimate is a largest quotient over
+        # more points, so at least this one), for a 20th of the grid's mpmath evaluations
+        near = _sampled_lipschitz(blk.activation, window=_CENTRE)
+        if near is not None and not blk.row_reach * near <= tol:
+            return None
     L = sigma_lipschitz(blk.activation) if is_builtin(blk.activation) else _sampled_lipschitz(blk.activation)
     if L is None or not math.isfinite(L):
         return None
@@ -629,11 +636,17 @@ def _gated_reach(blk: Block, sup_g: float, lip: float) -> float:
     return r * (1 + (blk.d + 4) * 2.0**-52) if math.isfinite(r) else math.inf
 
 
-def _sampled_lipschitz(act: Activation, slope: float = 0.0) -> float | None:
+_CENTRE = (-2.0, 2.0)
+"""The part of the grid read first where a large estimate already decides a screen (:func:`_nearly_linear`)."""
+
+
+def _sampled_lipschitz(act: Activation, slope: float = 0.0, window: tuple[float, float] | None = None) -> float | None:
     """The largest difference quotient of σ(z) − slope·z between neighbouring trusted points of the grid
-    (:func:`_trusted_grid`): an estimate of sup |σ′ − slope| from below, not a bound (the screen that reads it only
-    withholds a verdict, so an estimate from below withholds more, never less); None with fewer than 2 trusted points."""
-    z, v = _trusted_grid(act)
+    (:func:`_trusted_grid`; only those in ``window``, whose neighbouring trusted points are neighbours in the whole
+    grid too, so that the estimate over a window is at most the whole grid's): an estimate of sup |σ′ − slope| from
+    below, not a bound (the screen that reads it only withholds a verdict, so an estimate from below withholds more,
+    never less); None with fewer than 2 trusted points."""
+    z, v = _trusted_grid(act, window)
     if len(z) < 2:
         return None
     q = np.abs(np.diff(v - slope * z)) / np.diff(z)
