@@ -494,7 +494,8 @@ def linear_witness(block: Block, c: float) -> Block:
     A = block.M + c * (block.W_down.astype(np.float64, copy=False) @ block.W_up.astype(np.float64, copy=False))
     Wu, Wd = np.zeros((n, d)), np.zeros((d, n))
     if n >= d:
-        Wu[:d], Wd[:, :d] = np.eye(d), A / c
+        with np.errstate(over="ignore", invalid="ignore"):  # (a subnormal c: an infinite witness, rejected by its check)
+            Wu[:d], Wd[:, :d] = np.eye(d), A / c
     else:
         from absorb.verify._linear import _svd
 
