@@ -88,3 +88,27 @@ def test_hyper_connection_validates_its_matrices() -> None:
     assert hc.H_res.dtype == np.float64 and hc.s == 2
     with pytest.raises(InvalidInput, match="lift_hyper_connection"):
         lift_hyper_connection("block", hc)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("act, gated, value, bias, silent", [
+    ("gelu", False, None, False, True), ("relu", False, None, False, True), ("sigmoid", False, None, False, False),
+    ("silu", True, None, False, True), ("sigmoid", True, "expr:x + 1", False, False), ("gelu", False, None, True, False),
+    ("expr:x**2 + 10**-20*10**-20", False, None, False, False)])
+def test_f0_without_a_pass_over_the_weights_where_it_is_exactly_zero(act: str, gated: bool, value: str | None, bias: bool,
+                                                                     silent: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """|f(0)|∞ is read without evaluating f where no unit sees a bias and every unit's value at 0 is exactly 0 (the
+    weights finite): the same number as the evaluation gives, which every other block still pays for."""
+    rng = np.random.default_rng(0)
+    kw = {"W_gate": rng.standard_normal((7, 3))} if gated else {}
+    if value is not None:
+        kw["value_activation"] = get_activation(value)
+    if bias:
+        kw["b_up"] = rng.standard_normal(7)
+    blk = Block(W_up=rng.standard_normal((7, 3)), W_down=rng.standard_normal((3, 7)), activation=get_activation(act), **kw)
+    want = float(np.max(np.abs(blk(np.zeros((1, 3))))))
+    evaluated = []
+    real = Block.mlp
+    monkeypatch.setattr(Block, "mlp", lambda self, X: evaluated.append(1) or real(self, X))
+    assert blk.f0_inf == want and (want == 0.0) >= silent and bool(evaluated) is not silent
+    inf = blk.replace(W_down=np.where(np.eye(3, 7) > 0, np.inf, blk.W_down))  # (derived: 0·∞ = NaN at 0, evaluated)
+    assert np.isnan(inf.f0_inf) or not silent

@@ -390,7 +390,7 @@ def test_the_canonical_form_keeps_a_near_block_whose_dropped_part_is_within_the_
     assert bd.verdict.value == "absorbable" and bd.theorem.value == "canonical-form" and bd.witness.eval_error <= 1e-3, bd.reason
     assert verify_certificate(build_certificate(dec, blk, seed=0).to_json(), blk).accepted
     monkeypatch.setattr(degenerate, "eval_threshold", lambda tol, n: tol / 2)  # bar = τ here, as before
-    monkeypatch.setattr(degenerate, "asymptotic_gain", lambda *a: 0.0)
+    monkeypatch.setattr(degenerate, "asymptotic_gain", lambda *a, **k: 0.0)
     from absorb.engine import results
 
     monkeypatch.setattr(results, "near_block", lambda *a, **k: None)
@@ -423,7 +423,7 @@ def test_a_flip_within_the_tolerance_because_f_is_large_is_not_excluded(act: str
 
     blk = _large_f(act)
     assert decide(blk, tol=1e-3).verdict.value != "not_absorbable"
-    monkeypatch.setattr(results, "asymptotic_gain", lambda *a: 0.0)
+    monkeypatch.setattr(results, "asymptotic_gain", lambda *a, **k: 0.0)
     monkeypatch.setattr(tolerance_module, "SCREEN_MARGIN", 1.0)  # (nor the screens' margin)
     monkeypatch.setattr(results, "near_block", lambda *a, **k: None)  # (nor the fit)
     old = decide(blk, tol=1e-3)

@@ -623,7 +623,7 @@ def decide_degenerate(block: Block, *, width: int | None = None, tol: float = 1e
     # a near block's error is its dropped linear part R (and dropped lines), accepted by ρ∞ = ‖R‖∞ ≤ τ + allowance;
     # ρ∞ ≥ ‖R‖_F/√d, so 'none within the tolerance' needs every choice farther than √d·(τ + allowance) too
     # (and times 1 + K, K ≥ f's gain at infinity: the error is relative to |f(x)|∞ + |x|∞; σ(z)/z → 1, 0 here)
-    gain = asymptotic_gain(block.skip, block.W_up, block.W_down, 1.0, (1.0, 0.0))
+    gain = asymptotic_gain(block.skip, block.W_up, block.W_down, 1.0, (1.0, 0.0), spread=block.unit_reach)
     bar = max(tol, math.sqrt(block.d) * eval_threshold(tol, N) * (1 + gain) / scale * (1 + 2.0**-20))
     if bar > 1e-3:  # (a cone where every unit is off at infinity often gives far less: one LP)
         gain = min(gain, dead_cone_gain(block.skip, block.W_up))

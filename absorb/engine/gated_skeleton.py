@@ -459,7 +459,7 @@ def step_gate_search(ctx: Any) -> BlockDecision | None:
     from absorb.engine._scaled import scaled_gain
     from absorb.engine.witness import asymptotic_gain, eval_threshold
 
-    K = asymptotic_gain(blk.skip, blk.W_up, blk.W_down, abs(float(c)) * (1 + 2.0**-40))
+    K = asymptotic_gain(blk.skip, blk.W_up, blk.W_down, abs(float(c)) * (1 + 2.0**-40), spread=blk.unit_reach)
     # (c·g for real c too: f − g is linear along rays at infinity, so f's second differences there bound it)
     ctx.gain, ctx.nonlinear = scaled_gain(blk, K, eval_threshold(ctx.tol, blk.n), ctx.seed)
     res = find_index_set(blk.W_up, blk.W_down, -blk.M / float(c), tol=ctx.dist_tol, timeout=ctx.timeout, method=ctx.method,

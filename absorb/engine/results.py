@@ -910,12 +910,15 @@ class _IndexSet:
         beside flips within the screens' margin (:func:`absorb.engine._fit.pair_capacity`): a search that proves every S
         farther leaves them nothing to complete (else the pairs' screen withholds the verdict)."""
         ctx = self.ctx
-        mc = next((h.value.get("max_abs_cos") for h in ctx.H if h.name == "rows_noncollinear"), None)
+        rows = next((h for h in ctx.H if h.name == "rows_noncollinear"), None)
+        mc = None if rows is None else rows.value.get("max_abs_cos")
         if ctx.tol > SCREENED_TOL_MAX or ctx._m_lower <= 0 or (isinstance(mc, float) and mc < 0.97):
             return ctx.dist_tol  # (no two rows with |cos| ≥ 0.97: no pair within the pairs' angle)
         from absorb.engine._fit import pair_capacity
 
-        cap = pair_capacity(self.block, ctx.tol, SCREEN_MARGIN)[0]
+        clear = rows.value.get("tau", 0.0) if rows is not None and rows.holds is True else 0.0
+        cap = pair_capacity(self.block, ctx.tol, SCREEN_MARGIN, need=ctx.dist_tol * ctx._m_lower,
+                            clear=clear if isinstance(clear, float) else 0.0)[0]
         return max(ctx.dist_tol, min(cap / ctx._m_lower, _SEARCH_CAP))
 
     def __init__(self, ctx: Ctx) -> None:
@@ -981,7 +984,8 @@ class _IndexSet:
             ends = [facts.rational(self.slopes.value, k) for k in ("L_plus", "L_minus")]  # (read without sympy)
             pair = tuple(float(v if v is not None else self.slopes.value[k]) for v, k in zip(ends, ("L_plus", "L_minus")))
             slope = max(abs(pair[0]), abs(pair[1]))
-            ctx.gain = asymptotic_gain(blk.skip, blk.W_up, blk.W_down, slope * (1 + 2.0**-40), pair)  # type: ignore[arg-type]
+            ctx.gain = asymptotic_gain(blk.skip, blk.W_up, blk.W_down, slope * (1 + 2.0**-40), pair,  # type: ignore[arg-type]
+                                       spread=blk.unit_reach)
             if ctx.distance_bar > _CONE_WORTH and pair[1] == 0:  # (σ∞ = 0 on a cone: often far less)
                 ctx.gain = min(ctx.gain, dead_cone_gain(blk.skip, blk.W_up))
         elif blk.gated and blk.value_identity:  # a gate with finite limits: f is linear along rays, K from its largest limit
@@ -990,7 +994,8 @@ class _IndexSet:
             gl = _gate_limits(blk)
             lims = [facts.rational(gl.value, k) for k in ("L_plus", "L_minus")] if gl is not None else []
             if lims and all(v is not None for v in lims):
-                ctx.gain = asymptotic_gain(blk.skip, blk.W_up, blk.W_down, max(abs(float(v)) for v in lims) * (1 + 2.0**-40))  # type: ignore[arg-type]
+                ctx.gain = asymptotic_gain(blk.skip, blk.W_up, blk.W_down, max(abs(float(v)) for v in lims) * (1 + 2.0**-40),  # type: ignore[arg-type]
+                                           spread=blk.unit_reach)
         ctx.scaled = not blk.gated or blk.value_identity  # (every candidate a flip: f − g affine, so c·g too is a candidate)
         ctx.scaled_exact = self.c_flip is not None
         with np.errstate(all="ignore"):

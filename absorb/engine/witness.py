@@ -937,12 +937,14 @@ def distance_tolerance(tol: float, n: int, d: int, m_fro_lower: float, gain: flo
 
 
 def asymptotic_gain(M: np.ndarray | None, W_up: np.ndarray, W_down: np.ndarray, slope: float,
-                    ends: tuple[float, float] | None = None) -> float:
+                    ends: tuple[float, float] | None = None, spread: float | None = None) -> float:
     """K ≥ sup_v |f∞(v)|∞/|v|∞ for f∞(v) = M v + W_down σ∞(W_up v), |σ∞(z)| ≤ ``slope``·|z| (σ's largest asymptotic
     slope): ‖M‖∞ + slope·max_r Σ_i |W_down[r,i]|·‖u_i‖₁ (M = None: the identity), sums of nonnegative terms in
-    float64 raised by γ_{n+d+2} (one matrix-vector product: no n×d temporary beyond |W_down|'s rows in blocks)."""
+    float64 raised by γ_{n+d+2} (one matrix-vector product: no n×d temporary beyond |W_down|'s rows in blocks).
+    ``spread``: that max as :func:`absorb.rigorous.unit_reach` computed it for these weights (a block's
+    :attr:`~absorb.model.block.Block.unit_reach`), else computed here."""
     d, n = W_down.shape
-    spread = unit_reach(W_up, W_down)
+    spread = unit_reach(W_up, W_down) if spread is None else spread
     with np.errstate(all="ignore"):  # (an overflow is an infinite gain: no distance proves anything then)
         m_inf = 1.0 if M is None else float(np.max(np.abs(np.asarray(M, dtype=np.float64)).sum(axis=1), initial=0.0))
         out = (m_inf + abs(slope) * spread) * (1 + _gamma(n + d + 2))

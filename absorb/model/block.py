@@ -29,7 +29,7 @@ import numpy as np
 from absorb._errors import InvalidInput
 from absorb._validate import _CALLS, _label, as_float_array
 from absorb.model.activations import Activation, display_name
-from absorb.rigorous import row_slices, unit_reach
+from absorb.rigorous import all_finite, row_slices, unit_reach
 
 if TYPE_CHECKING:
     import sympy as sp
@@ -340,16 +340,36 @@ class Block:
 
     @cached_property
     def f0_inf(self) -> float:
-        """|f(0)|∞ in float64 — ∞ or NaN where a unit's value overflows (one pass over the weights, kept)."""
+        """|f(0)|∞ in float64 — ∞ or NaN where a unit's value overflows (one pass over the weights, kept; none where no
+        unit sees a bias and every unit's value at 0 is exactly 0 with finite weights: f(0) = 0 exactly then)."""
+        if not self.has_bias and self._silent_at_zero():
+            return 0.0
         with np.errstate(all="ignore"):
             return float(np.max(np.abs(self(np.zeros((1, self.d))))))
 
+    def _silent_at_zero(self) -> bool:
+        """Whether, with no biases, f(0) is exactly 0 as float64 computes it: every unit's value at a zero pre-activation
+        (σ(0), or g(0)·h(0)) is exactly 0 and every weight is finite (else 0·∞ is NaN there)."""
+        z = np.zeros(1)
+        with np.errstate(all="ignore"):
+            h = np.asarray(self.activation(z), dtype=np.float64)
+            if self.gated:
+                h = h * (z if self.value_identity else np.asarray(self.value_activation(z), dtype=np.float64))  # type: ignore[misc]
+        return h.shape == (1,) and h[0] == 0.0 and all(
+            a is None or all_finite(a) for a in (self.W_up, self.W_gate, self.W_down, self.skip))
+
+    @cached_property
+    def unit_reach(self) -> float:
+        """max_r Σ_i |W_down[r,i]|·‖u_i‖₁ as computed in float64 (:func:`absorb.rigorous.unit_reach`; kept: one pass over
+        the weights, which several bounds of a decision read)."""
+        return unit_reach(self.W_up, self.W_down)
+
     @cached_property
     def row_reach(self) -> float:
-        """max_r Σ_i |W_down[r,i]|·‖u_i‖₁, raised past its rounding (:func:`absorb.rigorous.unit_reach`; kept): the
+        """max_r Σ_i |W_down[r,i]|·‖u_i‖₁, raised past its rounding (:attr:`unit_reach`; kept): the
         units add at most L·row_reach·|x|∞ to f − f(0) for a σ with Lipschitz constant L."""
         with np.errstate(all="ignore"):
-            return unit_reach(self.W_up, self.W_down) * (1 + (self.n + self.d + 4) * 2.0**-52)
+            return self.unit_reach * (1 + (self.n + self.d + 4) * 2.0**-52)
 
     # ---- symbolic form --------------------------------------------------------------
     def symbolic(self, xs: Sequence[sp.Symbol] | None = None, *, exact: bool = True) -> sp.Matrix:
