@@ -158,6 +158,7 @@ def near_collinear_pairs(
     seed: int = 0,
     dim: int | None = None,
     antipodal: bool = False,
+    keep: bool = False,
 ) -> list[tuple[int, int, float]]:
     """All pairs ``(i, j, cos)``, ``i < j``, of nonzero rows of ``U`` with
     ``|cos(u_i, u_j)| ≥ 1 − tau``, sorted; ``cos`` is signed (−1: antipodal).
@@ -169,7 +170,9 @@ def near_collinear_pairs(
     ``[0, 1)``; ``seed`` fixes the projection; ``dim`` its dimension m (default ⌈8·d·τ⌉, at least
     16: a smaller m costs less per pair and lets more non-collinear pairs through to the exact check,
     about 2m/d against 2τ in (†); at m ≈ 2·d·τ a random layer's survivors are still a few per mille). ``antipodal``: only
-    the pairs with cos < 0 (the screen then keeps ‖z_i + z_j‖² ≤ 2τ alone: half the survivors).
+    the pairs with cos < 0 (the screen then keeps ‖z_i + z_j‖² ≤ 2τ alone: half the survivors). ``keep``: within one
+    decision (the engine's screens), the screen's projection is kept for the same array and served to a later call with
+    the same seed and dimension (the weights must not change in place meanwhile: a decision starts afresh).
 
     Example::
 
@@ -192,7 +195,7 @@ def near_collinear_pairs(
     if method == "exact" or (method == "auto" and n <= exact_max_n):
         I, J = _exact_candidates(U, live, c - margin)
     else:
-        I, J = _screen_candidates(U, live, float(tau), seed, dim, antipodal)
+        I, J = _screen_candidates(U, live, float(tau), seed, dim, antipodal, keep)
     if I.size == 0:
         return []
     cos = _pair_cosines(U, I, J)
@@ -223,11 +226,12 @@ def _exact_candidates(U: np.ndarray, live: np.ndarray, thr: float) -> tuple[np.n
     return np.concatenate(Is), np.concatenate(Js)
 
 
-def _screen_candidates(U: np.ndarray, live: np.ndarray, tau: float,
-                       seed: int, dim: int | None = None, antipodal: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def _screen_candidates(U: np.ndarray, live: np.ndarray, tau: float, seed: int, dim: int | None = None,
+                       antipodal: bool = False, keep: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Pairs (i<j) of live rows passing the projection screen (†), (‡) of the module
     docstring (projected to ``dim`` dimensions, default ⌈8·d·τ⌉; ``antipodal``: (†) with ‖z_i + z_j‖² only);
-    a superset of the near-collinear (antipodal) pairs."""
+    a superset of the near-collinear (antipodal) pairs. ``keep``: the projection is kept for the same array (one
+    decision's screens: :func:`absorb.engine._kept.forget` drops it when the next starts)."""
     n, d = U.shape
     m = int(min(d, max(16, math.ceil(8 * d * tau) if dim is None else dim)))
     if m >= d // 2:
@@ -241,12 +245,25 @@ def _screen_candidates(U: np.ndarray, live: np.ndarray, tau: float,
     # so a projected point by √m·γ32(d + 3)·√ν; the float32 Gram of the m-vectors (each ‖z‖² ≤ ν) adds γ32(m + 8)·4ν
     g32 = math.sqrt(m * nu) * _gamma(d + 3, _U32) + 2.0**-100  # (+ what underflow in float32 may lose, absolutely)
     single = g32 <= math.sqrt(2.0 * tau) / 16
-    Z = np.empty((live.size, m), dtype=np.float32 if single else np.float64)
-    G_ = Gt.astype(np.float32) if single else Gt
-    Ul = U if live.size == U.shape[0] else U[live]  # no copy when every row is live
-    for a, b in _row_blocks(live.size, d):
-        X = _normalised_block(Ul, a, b)
-        Z[a:b] = (X.astype(np.float32) if single else X) @ G_
+
+    def project() -> np.ndarray:
+        Z = np.empty((live.size, m), dtype=np.float32 if single else np.float64)
+        G_ = Gt.astype(np.float32) if single else Gt
+        Ul = U if live.size == U.shape[0] else U[live]  # no copy when every row is live
+        for a, b in _row_blocks(live.size, d):
+            X = _normalised_block(Ul, a, b)
+            Z[a:b] = (X.astype(np.float32) if single else X) @ G_
+        return Z
+
+    if keep:  # (the same projection serves another screen of the decision: one pass over the weights less)
+        from absorb.engine._kept import kept, recall
+
+        got = kept("projection", U)
+        if got is not None and got[0] == (live.size, seed, m, False):
+            single = False  # (a float64 projection serves where a float32 one would: its window is the narrower)
+        Z = recall("projection", U, (live.size, seed, m, single), project)
+    else:
+        Z = project()
     if single:
         win = math.sqrt(2.0 * tau * nu) + 2 * g32  # (‡): ‖z_i ± z_j‖ of the true points ≤ √(2τν), each computed one off by g32
         thr = win * win + 8 * _gamma(m + 8, _U32) * nu  # (†) with margin

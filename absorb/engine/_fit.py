@@ -16,16 +16,12 @@ from __future__ import annotations
 
 import math
 import warnings
-import weakref
-from collections.abc import Callable
-from typing import TypeVar
 
 import numpy as np
 
+from absorb.engine._kept import kept, recall
 from absorb.model.block import Block, replace
 from absorb.rigorous import magnitudes_ok, row_slices
-
-T = TypeVar("T")
 
 FIT_MAX_PARAMS = 100
 """Blocks with more parameters than this are not fitted (the Jacobian has (inputs·d) × parameters entries)."""
@@ -200,39 +196,40 @@ _PAIR_DIM = 2.0
 """The projection screen that finds the pairs of a block past n²d = 2²⁶ projects to ⌈2·d·τ⌉ dimensions (τ =
 :data:`_PAIR_TAU`; :func:`absorb.engine._collinear.near_collinear_pairs`): it cannot miss a pair, and a random layer's
 non-pairs pass it a few per mille of the time (to the exact cosine), at a quarter of the default dimension's cost."""
-_kept: dict[str, tuple[weakref.ref, object, object]] = {}
-"""The last answer of :func:`_antipodal` and of :func:`_reach`, by the object it is about (its identity, held weakly) and
-the other arguments: the screens of one block ask up to three times."""
+def _antipodal(R: np.ndarray, homogeneous: bool, angle: float = _PAIR_ANGLE
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The nearly antipodal pairs (i, j) of rows of R with their ‖û_i + û_j‖₁ ≤ ``angle`` (at most :data:`_PAIR_ANGLE`;
+    rows of unequal length pair where σ is homogeneous, else the rows themselves must nearly cancel): a Gram of the unit
+    rows, or past n²d = 2²⁶ the exact Gram of :func:`absorb.engine._collinear.near_collinear_pairs` up to 4096 units
+    and its projection screen past them (|cos| ≥ 1 − :func:`_pair_tau` of the angle holds every such pair: at
+    :data:`_PAIR_ANGLE`, :data:`_PAIR_TAU`); ``(i, û_i, δ, j)``. Only the pairs' rows are copied; the last answer is
+    kept for the same array (the screens of one block ask up to three times), and serves a narrower angle too."""
+    angle = min(angle, _PAIR_ANGLE)
+    got = kept("antipodal", R)
+    if got is not None and got[0][0] == homogeneous and got[0][1] > angle:  # type: ignore[index]
+        i, Ui, delta, j = got[1]  # type: ignore[misc]
+        keep = delta <= angle
+        return i[keep], Ui[keep], delta[keep], j[keep]
+    return recall("antipodal", R, (homogeneous, angle), lambda: _find_antipodal(R, homogeneous, angle))
 
 
-def _recall(name: str, obj: object, args: object, compute: Callable[[], T]) -> T:
-    """``compute()``, or the answer kept for the same object and ``args`` (:data:`_kept`; dropped by :func:`forget`)."""
-    got = _kept.get(name)
-    if got is not None and got[0]() is obj and got[1] == args:
-        return got[2]  # type: ignore[return-value]
-    out = compute()
-    try:
-        _kept[name] = (weakref.ref(obj), args, out)
-    except TypeError:  # (not an object a weak reference can name)
-        pass
-    return out
+def _capacity_angle(need: float, d: int, tol: float, margin: float) -> float:
+    """The δ past which a pair's capacity √d·margin·τ·(1 + 1/(1.2δ)) (:func:`_capacity`) stays below ``need`` — pairs
+    farther from antipodal cannot change a comparison of the capacity with ``need`` — doubled (a margin for rounding);
+    inf where every pair can."""
+    q = need / (math.sqrt(d) * margin * tol)
+    return 2 / (1.2 * (q - 1)) if 1 + 2.0**-20 < q < math.inf else math.inf
 
 
-def forget() -> None:
-    """Drop the kept answers (a decision starts afresh: an array changed in place since would otherwise read a stale one)."""
-    _kept.clear()
+def _pair_tau(angle: float) -> float:
+    """1 − cos of the widest angle a pair within ``angle`` (< 1) can make: ‖û_i + û_j‖₂ ≤ δ gives cos ≤ −(1 − δ²/2), and
+    ‖r_i + r_j‖₂ ≤ δ·max(|r_i|, |r_j|) an angle of at most asin δ with −r_j, cos ≤ −√(1 − δ²); 1 − √(1 − δ²) =
+    δ²/(1 + √(1 − δ²)) ≥ δ²/2 covers both (raised past its rounding)."""
+    return angle * angle / (1 + math.sqrt(1 - angle * angle)) * (1 + 2.0**-30)
 
 
-def _antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The nearly antipodal pairs (i, j) of rows of R with their ‖û_i + û_j‖₁ ≤ :data:`_PAIR_ANGLE` (rows of unequal length
-    pair where σ is homogeneous, else the rows themselves must nearly cancel): a Gram of the unit rows, or past n²d = 2²⁶
-    the exact Gram of :func:`absorb.engine._collinear.near_collinear_pairs` up to 4096 units and its projection screen
-    past them (|cos| ≥ 1 − :data:`_PAIR_TAU` holds every such pair); ``(i, û_i, δ, j)``. Only the pairs' rows are copied;
-    the last answer is kept for the same array (the screens of one block ask up to three times)."""
-    return _recall("antipodal", R, homogeneous, lambda: _find_antipodal(R, homogeneous))
-
-
-def _find_antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _find_antipodal(R: np.ndarray, homogeneous: bool, angle: float
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     from absorb.engine.hypotheses import _norms
 
     n, d = R.shape
@@ -245,7 +242,8 @@ def _find_antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.nd
         else:
             from absorb.engine._collinear import near_collinear_pairs
 
-            pairs = near_collinear_pairs(R, tau=_PAIR_TAU, dim=math.ceil(_PAIR_DIM * d * _PAIR_TAU), antipodal=True)
+            tau = _PAIR_TAU if angle >= _PAIR_ANGLE else _pair_tau(angle)
+            pairs = near_collinear_pairs(R, tau=tau, dim=math.ceil(_PAIR_DIM * d * tau), antipodal=True, keep=True)
             i, j = (np.array([p[k] for p in pairs], dtype=np.intp) for k in (0, 1))
         Ri, Rj = np.asarray(R[i], dtype=np.float64), np.asarray(R[j], dtype=np.float64)
         Ui = Ri / size[i, None]
@@ -253,7 +251,7 @@ def _find_antipodal(R: np.ndarray, homogeneous: bool) -> tuple[np.ndarray, np.nd
             delta = np.abs(Ui + Rj / size[j, None]).sum(axis=1)
         else:  # (σ(s) − σ(−λs) is linear only for λ = 1: the rows themselves must nearly cancel)
             delta = np.abs(Ri + Rj).sum(axis=1) / np.maximum(size[i], size[j])
-    keep = np.isfinite(delta) & (delta <= _PAIR_ANGLE)
+    keep = np.isfinite(delta) & (delta <= angle)
     return i[keep], Ui[keep], delta[keep], j[keep]
 
 
@@ -264,7 +262,7 @@ def _reach(blk: Block, seed: int = 0) -> float:
     unit 0.02–0.56τ from f were priced at several τ). Sampled at random directions over 10⁻⁴…10⁸ (fewer on a large
     block): a sample's s is at most the true one, so a cost read with it is at most the true relative cost — the screens
     withhold more, never less. 1 where f overflows or nothing is read. The last answer is kept for the same block."""
-    return _recall("reach", blk, seed, lambda: _sampled_reach(blk, seed))
+    return recall("reach", blk, seed, lambda: _sampled_reach(blk, seed))
 
 
 def _sampled_reach(blk: Block, seed: int) -> float:
@@ -281,16 +279,27 @@ def _sampled_reach(blk: Block, seed: int) -> float:
     return min(max(out, 1e-300), 1.0) if math.isfinite(out) else 1.0
 
 
-def pair_capacity(blk: Block, tol: float, margin: float) -> tuple[float, float, int]:
+def pair_capacity(blk: Block, tol: float, margin: float, need: float = math.inf,
+                  clear: float = 0.0) -> tuple[float, float, int]:
     """(cap, δ_min, count) for the nearly antipodal pairs of f's units not exactly antipodal (count 0: none, cap 0): beside
     flips of other units they can carry at most ‖R‖_F ≤ cap = √d·margin·τ·(1 + 1/(L·δ_min)) of what the flips leave, R =
-    Σ_p v_p û_pᵀ (up to margin·τ), since each costs L·|v_p|∞·δ_p ≥ L·δ_min·|v_p|₂/√d and Σ_p |v_p|₂ ≥ ‖R‖_F (L = 1.2)."""
+    Σ_p v_p û_pᵀ (up to margin·τ), since each costs L·|v_p|∞·δ_p ≥ L·δ_min·|v_p|₂/√d and Σ_p |v_p|₂ ≥ ‖R‖_F (L = 1.2).
+
+    ``need``, ``clear``: the caller asks only whether cap exceeds ``need``, and no two rows of f's W_up have
+    |cos| ≥ 1 − ``clear`` (a hypothesis proved on these weights; 0: none known). A pair's cap exceeds ``need`` only
+    for δ < δ* = 1/(L(Q − 1)), Q = need/(√d·margin·τ') (:func:`_capacity_angle`), so only those pairs are looked for
+    (a narrower projection screen on a large layer); and δ ≤ δ* puts a pair's rows at |cos| ≥ 1 − :func:`_pair_tau`
+    (δ*): where that is within ``clear`` no pair can matter, and (0, inf, 0) is returned without looking."""
     R = np.asarray(blk.W_gate if blk.gated else blk.W_up)
-    if R.shape[0] < 2 or not np.any(blk.M):
+    if R.shape[0] < 2 or blk.is_residual_free:
         return 0.0, math.inf, 0
     from absorb.symbolic._core import get as analysis
 
-    return _capacity(_antipodal(R, analysis(blk.activation, "homogeneity").proved)[2], R.shape[1], tol / _reach(blk), margin)
+    t = tol / _reach(blk)
+    star = _capacity_angle(need, R.shape[1], t, margin)  # (wider pairs' cap is below need: found or not, the same answer)
+    if clear > 0 and not blk.gated and star < 1 and _pair_tau(star) <= clear:
+        return 0.0, math.inf, 0
+    return _capacity(_antipodal(R, analysis(blk.activation, "homogeneity").proved, star)[2], R.shape[1], t, margin)
 
 
 def _capacity(delta: np.ndarray, d: int, tol: float, margin: float) -> tuple[float, float, int]:
@@ -314,20 +323,29 @@ def pairs_realise_skip(blk: Block, tol: float, margin: float, gap: float | None 
     of that form, and only the least-squares estimate runs). An estimate, not a bound: it withholds, never decides."""
     R = np.asarray(blk.W_gate if blk.gated else blk.W_up)
     n, d = R.shape
-    if n < 2 or not np.any(blk.M):
+    if n < 2 or blk.is_residual_free:
         return None
     from absorb.symbolic._core import get as analysis
 
-    i, Uh, delta, _ = _antipodal(R, analysis(blk.activation, "homogeneity").proved)  # (σ, or the gate: σ(−λs) = λ^k·σ(−s))
-    if not len(i):
+    homogeneous = analysis(blk.activation, "homogeneity").proved  # (σ, or the gate: σ(−λs) = λ^k·σ(−s))
+    reach = _reach(blk)  # (an error a·|x|∞ is a·reach of the tolerance's measure: f may be large against |x|)
+    # Which pairs can matter: est ≥ ‖M‖∞·min(1, 1.2δ_min/√d) (‖M‖∞ ≤ rest + √d·Σ_p |v_p|∞ for unit û_p), so the estimate
+    # reaches margin·τ/reach only with a pair within δ** = √d·margin·τ/(1.2·reach·‖M‖∞), and the capacity reaches the
+    # gap only within its angle; no pair that near: neither can (doubled, for rounding)
+    with np.errstate(all="ignore"):  # (‖M‖∞ a block of rows at a time: no d×d temporary on a wide layer)
+        m_inf = 1.0 if blk.skip is None else max(float(np.abs(blk.skip[sl]).sum(axis=1).max()) for sl in row_slices(d, d))
+        near = 2 * math.sqrt(d) * margin * tol / (1.2 * reach * m_inf) if m_inf > 0 else math.inf
+    near = max(near if math.isfinite(near) else math.inf,
+               0.0 if gap is None else _capacity_angle(gap, d, tol / reach, margin))
+    if not len(_antipodal(R, homogeneous, near)[0]):
         return None
+    i, Uh, delta, _ = _antipodal(R, homogeneous)  # (the least squares reads every pair)
     M = np.asarray(blk.M, dtype=np.float64)
     with np.errstate(all="ignore"):
         G = Uh @ Uh.T + np.diag(delta**2)
         V = np.linalg.lstsq(G, Uh @ M.T, rcond=None)[0].T  # (d, pairs): M ≈ V Uh
         rest = np.abs(M - V @ Uh).sum(axis=1).max()
         est = float(rest + 1.2 * np.sum(np.abs(V).max(axis=0) * delta))
-    reach = _reach(blk)  # (an error a·|x|∞ is a·reach of the tolerance's measure: f may be large against |x|)
     if est * reach <= margin * tol:
         return (f"nearly antipodal units ({len(i)} pair(s), the closest {float(delta.min()):.2g} from antipodal) may realise the "
                 f"skip by opposite moves of one parameter of each pair, erring by about {est:.3g}·|x|∞ = "
@@ -352,7 +370,7 @@ def freed_units_realise_skip(blk: Block, tol: float, margin: float) -> str | Non
     the exact routes' free slot). An estimate: it withholds, never decides."""
     from absorb.symbolic._core import get as analysis
 
-    if blk.gated or blk.n < 2 or not np.any(blk.M) or not analysis(blk.activation, "flip_identity[ungated]").proved:
+    if blk.gated or blk.n < 2 or blk.is_residual_free or not analysis(blk.activation, "flip_identity[ungated]").proved:
         return None
     with np.errstate(all="ignore"):  # (a block of rows at a time: no copy of a large layer)
         wmax = 1.2 * np.concatenate([np.maximum(c.max(axis=0), -c.min(axis=0)) for c in np.array_split(
@@ -362,13 +380,17 @@ def freed_units_realise_skip(blk: Block, tol: float, margin: float) -> str | Non
 
         R, homogeneous = np.asarray(blk.W_up), analysis(blk.activation, "homogeneity").proved
         norms = _norms(R, 1)
-        i, _, _, j = _antipodal(R, homogeneous)  # (units turned opposite others: the pairs' rows only are read)
+        budget = margin * tol / _reach(blk)  # (a change a·|x|∞ is a·reach of the tolerance's measure)
+        # unit b turned opposite unit a costs at least wmax_b·|u_b|₂·δ (‖u_b + λu_a‖₁ = |u_b|₂·δ, or ≥ δ·max |u|₂), and
+        # only a cost within 5√d·budget changes anything below: pairs past that δ are not looked for (doubled, rounding)
+        low = float(np.min(wmax * norms, initial=math.inf))
+        near = 2 * 5 * math.sqrt(blk.d) * budget / low if low > 0 else math.inf
+        i, _, _, j = _antipodal(R, homogeneous, near)  # (units turned opposite others: the pairs' rows only are read)
         for a, b in ((i, j), (j, i)):  # (unit b turned opposite unit a)
             lam = norms[b] / norms[a] if homogeneous else np.ones(len(a))
             turn = wmax[b] * np.abs(np.asarray(R[b], dtype=np.float64) + lam[:, None] * R[a]).sum(axis=1)
             np.minimum.at(size, b, np.where(np.isfinite(turn), turn, np.inf))
         # (past the pairs' angle ‖u_k + λu_i‖₁ ≥ 0.2·|u_k|₂ ≥ 0.2·‖u_k‖₁/√d: only a unit of size ≤ 5√d·margin·τ turns cheaply)
-        budget = margin * tol / _reach(blk)  # (a change a·|x|∞ is a·reach of the tolerance's measure)
         for k in np.flatnonzero((size > budget) & (size <= 5 * np.sqrt(blk.d) * budget))[:256]:
             scale = norms[k] / norms if homogeneous else np.ones(blk.n)  # (u_i scaled to |u_k|₂ where σ is homogeneous)
             rk = np.asarray(R[k], dtype=np.float64)

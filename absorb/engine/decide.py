@@ -66,7 +66,7 @@ def decide_block(block: Block, *, tol: float = DEFAULT_TOL, timeout: float = 60.
     decided as the exactly rescaled block 2^-k·f(2^k·x) of rows of size ~1 (:func:`_in_frame`): the same answer, read
     where σ's shape shows."""
     check_decide_inputs(block, tol=tol, timeout=timeout, seed=seed, method=method)
-    from absorb.engine._fit import forget
+    from absorb.engine._kept import forget
 
     forget()  # (the screens' kept answers are for one decision: an array changed in place since reads afresh)
     for act in _activations(block):  # σ's (and a value activation's) properties, within a share of the budget

@@ -109,7 +109,7 @@ def nondegenerate(block: Block, *, tau: float = COLLINEAR_TAU) -> tuple[Hypothes
     # A computed max below 1 − τ by more than its rounding bound proves that no pair is
     # near-collinear: the pair search (a second Gram) is then skipped.
     clear = mc is not None and np.isfinite(mc) and mc < 1.0 - tau - cosine_error(block.d)
-    pairs = [] if clear else near_collinear_pairs(U, tau=tau)
+    pairs = [] if clear else near_collinear_pairs(U, tau=tau, keep=True)  # (its projection may serve the pairs' screen)
     value: dict[str, object] = {"tau": tau, "collinear_pairs": [[i, j] for i, j, _ in pairs[:20]]}
     if mc is not None:
         value["max_abs_cos"] = mc
