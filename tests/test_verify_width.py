@@ -319,3 +319,16 @@ def test_an_exact_degree_two_witness_answers_every_wider_width(tmp_path, name, n
         entry = doc["blocks"][0]["width"]
         assert entry["verdict"] == "absorbable", entry
         assert checker.verify_certificate(doc, load(str(model))).accepted
+
+
+def test_the_canonical_form_is_citable_only_where_it_covers_f(tmp_path) -> None:
+    """An unknown width answer or a minimal-width record may cite the canonical-form procedure "that computed it" — only
+    where that procedure covers f (ungated, bias-free, σ with σ(z) − σ(−z) = z): a biased SwiGLU block's records
+    relabelled to it are rejected (red team 49a/02)."""
+    path = CE / "swiglu_biased_planted.npz"
+    doc = _cert(tmp_path, path, "--width", "2", "--min-width")
+    _honest(_verify(doc, path))
+    for field in ("min_width", "width"):
+        bad = copy.deepcopy(doc)
+        bad["blocks"][0][field]["theorem"] = "canonical-form"
+        assert any("ungated" in f for f in _rejected(bad, path)), field

@@ -103,10 +103,15 @@ def _dead_units_add_nothing(ctx: _Ctx, w: str, block: Block) -> None:
     _require(ctx, ok, w, "σ(0) is finite (exact): a dead unit (zero rows and biases, zero column of W_down) adds exactly 0")
 
 
+def _form_applies(ctx: _Ctx, w: str, block: Block) -> str:
+    """The canonical-form procedure covers f (ungated, bias-free, small enough, σ's identities checked): its family."""
+    family = "relu" if homogeneous_of_degree(block.activation.expr, sp.Integer(1)) else "even"
+    return _check_sigma(ctx, w, {"family": family}, block)
+
+
 def _own_form(ctx: _Ctx, w: str, block: Block) -> tuple[str, list, list]:
     """The family, L₀ and lines of f's canonical form, derived here (σ's identities checked)."""
-    family = "relu" if homogeneous_of_degree(block.activation.expr, sp.Integer(1)) else "even"
-    family = _check_sigma(ctx, w, {"family": family}, block)
+    family = _form_applies(ctx, w, block)
     L0, lines = canonical(_q(block.W_up), _q(block.W_down), _q(block.M), family)
     return family, L0, list(lines.items())
 
@@ -180,6 +185,8 @@ def check_claim(ctx: _Ctx, w: str, rec: Any, block: Block, main: _Main, *, asked
         if v == "unknown":
             _must(ctx, th in (None, "none", "canonical-form", main.theorem), w, "an unknown width answer cites no result, "
                   "the canonical-form procedure that ran, or the block's own result", f"theorem {th!r}")
+            if th == "canonical-form" and main.theorem != "canonical-form":
+                _form_applies(ctx, w, block)  # (the procedure ran only where it covers f)
             ctx.report.ok(w, f"width {N}: unknown (claims nothing)")
         else:
             ctx.report.unchecked(w, f"f is {'a' if v == 'absorbable' else 'no'} residual-free block of width {N} (result {th!r})",
@@ -262,6 +269,8 @@ def _check_min(ctx: _Ctx, w: str, rec: Any, block: Block, main: _Main) -> None:
     whole = (lo is None or lo == 1 or "lower_claim" in rec) and (up is None or "upper_claim" in rec)  # (else: not re-checked)
     _must(ctx, not (cited and whole) or th in cited | {"none", "canonical-form"}, w, "the minimal-width record cites the result of one of its bounds' "
           "records (each re-derived below), the canonical form that computed it, or none", f"theorem {th!r}; its records cite {sorted(map(str, cited))}")
+    if th == "canonical-form" and main.theorem != "canonical-form" and "canonical-form" not in cited:
+        _form_applies(ctx, w, block)  # (cited as the procedure that computed it: it covers f)
     _must(ctx, value is None or th != "none", w, "a minimal width stated as a value cites the result that gives it (not none)", f"value {value!r}")
     if value is not None:
         _require(ctx, value == lo == up, w, "the minimal width is both bounds", f"value {value!r}, bounds {lo!r}..{up!r}")
