@@ -44,6 +44,7 @@ import hmac
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 import threading
@@ -221,18 +222,36 @@ def _valid(entry: Any, canonical: str) -> bool:
 _KEY_BYTES = 32
 
 
+def _read_small(path: Path, limit: int) -> bytes | None:
+    """The bytes of the regular file ``path`` when it holds at most ``limit``, else None (missing, too large, or not a
+    regular file: a FIFO or a device there would block or never end). Opened without blocking, checked on the open
+    descriptor (what was opened is what is read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(limit + 1)
+        return data if len(data) <= limit else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _secret(where: Path, create: bool) -> bytes | None:
     """This cache's sealing key (``where/.key``): read, or with ``create`` made first (random,
     mode 0600, linked into place so that two processes racing agree on one key); None when
     absent, malformed or unwritable."""
     path = where / ".key"
-    try:
-        data = path.read_bytes()
-        return data if len(data) == _KEY_BYTES else None
-    except FileNotFoundError:
-        if not create:
-            return None
-    except OSError:
+    if os.path.lexists(path):
+        data = _read_small(path, _KEY_BYTES)
+        return data if data is not None and len(data) == _KEY_BYTES else None
+    if not create:
         return None
     tmp = None
     try:
@@ -244,8 +263,8 @@ def _secret(where: Path, create: bool) -> bytes | None:
             os.link(tmp, path)  # (fails if another process made one first: use that)
         except FileExistsError:
             pass
-        data = path.read_bytes()
-        return data if len(data) == _KEY_BYTES else None
+        data = _read_small(path, _KEY_BYTES)
+        return data if data is not None and len(data) == _KEY_BYTES else None
     except OSError:
         return None
     finally:
@@ -274,12 +293,12 @@ def read(canonical: str) -> dict[str, Any] | None:
     where = directory()
     if where is None:
         return None
-    path = where / f"expr-{key(canonical)}.json"
+    data = _read_small(where / f"expr-{key(canonical)}.json", MAX_ENTRY_BYTES)
+    if data is None:
+        return None
     try:
-        if path.stat().st_size > MAX_ENTRY_BYTES:
-            return None
-        entry = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        entry = json.loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     if not (isinstance(entry, dict) and isinstance(entry.get("seal"), str)):
         return None

@@ -275,3 +275,25 @@ def test_an_edited_stretch_breaks_the_seal(cache_dir: Path) -> None:
     data["extras"]["trusted"] = [[0, len(_samples.GRID)]]  # every point trusted: not what was measured
     path.write_text(json.dumps(data), encoding="utf-8")
     assert cache.read(canonical(parse(expr))) is None
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory", "key fifo"])
+def test_an_entry_that_is_not_a_regular_file_is_ignored(cache_dir: Path, kind: str) -> None:
+    """A FIFO in an entry's place would block the run, a device (/dev/zero) never end: only a regular file of at most
+    MAX_ENTRY_BYTES is read (red team 49b/02); the expression is analysed afresh and the run answers as without a cache."""
+    import os
+
+    expr = "x**2"
+    props.prepare(get_activation("expr:" + expr))
+    path = _entry_path(expr)
+    target = path.parent / ".key" if kind == "key fifo" else path
+    target.unlink()
+    if kind in ("fifo", "key fifo"):
+        os.mkfifo(target)
+    elif kind == "device":
+        target.symlink_to("/dev/zero")
+    else:
+        target.mkdir()
+    assert cache.read(canonical(parse(expr))) is None
+    _forget()
+    assert props.homogeneity(get_activation("expr:" + expr)).value["k"] == 2

@@ -76,3 +76,24 @@ def test_few_points_form_needs_no_scipy_and_agrees() -> None:
             "w = numpy_form(s)(z)\nassert np.allclose(v, w, rtol=1e-14, atol=1e-300), (v, w)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_sin_and_cos_of_a_huge_argument_are_not_reduced() -> None:
+    """cos(exp(|x|)) at x = 10⁶ would need 1.44·10⁶ bits of π (10 s in mpmath; hours at 10⁸: red team 49b/01, 03): the
+    mpmath forms give such an entry up (nan, as for any value they cannot evaluate), and the interval enclosures of
+    both sides take sin/cos past 2^4096 as their range [−1, 1]."""
+    import mpmath
+    import sympy as sp
+
+    from absorb.model import _expr
+    from absorb.model._expr_numpy import precise_form
+    from absorb.verify import _intervals
+
+    x = sp.Symbol("x", real=True)
+    e = sp.Max(0, x) + sp.cos(sp.exp(sp.Abs(x))) / 1000
+    z = np.array([1.0, 800.0, 1e6, -1e8])
+    for form in (numpy_form(sp.srepr(e)), precise_form(sp.srepr(e))):
+        v = form(z)
+        assert abs(v[0] - (1 + np.cos(np.e) / 1000)) < 1e-12 and abs(v[1] - 800) < 1e-2 and np.isnan(v[2:]).all()
+    assert [float(b) for b in (_intervals._enclose(sp.cos(sp.exp(x)), x, mpmath.iv.mpf([1e6, 1e6])).a,
+                               _expr._enclose(sp.sin(sp.exp(sp.Integer(10**6))), mpmath.iv, mpmath).b)] == [-1.0, 1.0]

@@ -80,6 +80,10 @@ class _NoEnclosure(Exception):
     pass
 
 
+_TRIG_MAG = 4096
+"""sin and cos of an argument past 2^this are enclosed by their range [−1, 1], not evaluated."""
+
+
 def _enclose(e: sp.Expr, iv: Any, mp: Any, at: Any = None) -> Any:
     """An interval (mpmath ``iv``, outward rounding) holding the constant ``e`` — or, with ``at`` (an interval), every
     value of ``e`` at the points of ``at`` — ; _NoEnclosure for a head it does not know. erf and erfc (which mpmath's
@@ -115,6 +119,8 @@ def _enclose(e: sp.Expr, iv: Any, mp: Any, at: Any = None) -> Any:
     head = type(e)
     if head is sp.exp:
         return _exp(args[0], iv)
+    if head in (sp.sin, sp.cos) and not max(abs(args[0].a), abs(args[0].b)) <= mp.ldexp(1, _TRIG_MAG):
+        return iv.mpf([-1, 1])  # (their range: reducing an argument past 2^4096 costs as many bits of π, minutes past 2^10⁶)
     if head in (sp.log, sp.sin, sp.cos):
         return _wide(getattr(iv, head.__name__)(args[0]), iv)
     if head is sp.atan:

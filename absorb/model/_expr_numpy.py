@@ -141,6 +141,10 @@ _MP_MAX_MAG = 2**40
 is given up (exp of exp of a large x would otherwise take without bound)."""
 
 
+_MP_TRIG_MAG = 4096
+"""Largest binary exponent of a sin or cos argument evaluated in mpmath (past it the entry is given up)."""
+
+
 class _GiveUp(Exception):
     pass
 
@@ -163,8 +167,16 @@ def _mp_compile(node: ast.expr) -> Callable[[Any], Any]:
             return real(fn(v))
         return f
 
+    def periodic(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def f(v: Any) -> Any:  # (reducing an argument of 2^m costs m more bits of π: 10 s at cos(exp(10⁶)), hours past it)
+            if v != 0 and int(mp.mag(v)) > _MP_TRIG_MAG:
+                raise _GiveUp
+            return fn(v)
+        return f
+
     unary = {"exp": bounded(mp.exp), "log": mp.log, "tanh": mp.tanh, "sinh": bounded(mp.sinh), "cosh": bounded(mp.cosh),
-             "atan": mp.atan, "sin": mp.sin, "cos": mp.cos, "Abs": mp.fabs, "erf": mp.erf, "erfc": mp.erfc}
+             "atan": mp.atan, "sin": periodic(mp.sin), "cos": periodic(mp.cos), "Abs": mp.fabs, "erf": mp.erf,
+             "erfc": mp.erfc}
     consts = {"pi": lambda: +mp.pi, "E": lambda: +mp.e, "Zero": lambda: mp.mpf(0), "One": lambda: mp.mpf(1),
               "NegativeOne": lambda: mp.mpf(-1), "Half": lambda: mp.mpf(1) / 2}
 

@@ -58,6 +58,10 @@ def _iv(v: sp.Expr) -> Any:
     return centre + iv.mpf([-rad, rad])
 
 
+_TRIG_ARG = mpmath.mpf(2) ** 4096
+"""sin and cos of an argument past this are enclosed by their range."""
+
+
 def _enclose(e: sp.Expr, x: sp.Symbol, X: Any) -> Any | None:
     """An interval (mpmath ``iv`` at its current precision, outward rounding) that contains ``e`` for every x in the
     interval ``X`` (None when no finite enclosure is found). On a finite argument each head is enclosed tightly (erf,
@@ -103,6 +107,8 @@ def _enclose(e: sp.Expr, x: sp.Symbol, X: Any) -> Any | None:
         ranges = {sp.erf: [-1, 1], sp.tanh: [-1, 1], sp.sin: [-1, 1], sp.cos: [-1, 1], sp.erfc: [0, 2], sp.atan: [-2, 2]}
         return iv.mpf(ranges[e.func]) if e.func in ranges else None
     if isinstance(e, (sp.sin, sp.cos)):
+        if not max(abs(A.a), abs(A.b)) <= _TRIG_ARG:  # (past it: reducing the argument costs as many bits of π)
+            return iv.mpf([-1, 1])
         return _out(iv.sin(A) if isinstance(e, sp.sin) else iv.cos(A))
     if isinstance(e, sp.cosh):
         return (_exp(A) + _exp(-A)) / 2
