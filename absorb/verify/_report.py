@@ -89,3 +89,9 @@ def _require(ctx: _Ctx, cond: bool, where: str, claim: str, detail: str = "", *,
         ctx.report.fail(where, claim, detail)
         raise _Reject(claim)
 
+
+def _must(ctx: _Ctx, cond: bool, w: str, claim: str, detail: str = "") -> None:
+    """``_require`` that records nothing on success (the many per-field checks of the records are summed up in one
+    line)."""
+    if not cond:
+        _require(ctx, cond, w, claim, detail)

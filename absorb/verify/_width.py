@@ -50,7 +50,7 @@ from absorb.verify._canonical import (
 )
 from absorb.verify._numerics import check_array_record, rounding_allowance
 from absorb.verify._pieces import exact_value
-from absorb.verify._report import _Ctx, _Reject, _require, _where
+from absorb.verify._report import _Ctx, _must, _Reject, _require, _where
 from absorb.verify._symbolic import _variable, homogeneous_of_degree
 from absorb.verify._tolerance import contradiction, limit_share
 from absorb.verify._weights import _bias_free, _block_arrays, _evaluate
@@ -82,12 +82,6 @@ class _Main:
     def beyond(self, tol: float, width: int) -> bool:
         """The share exceeds τ plus the rounding allowance at ``width`` (it grows with the width)."""
         return self.share > tol + rounding_allowance(width)
-
-
-def _must(ctx: _Ctx, cond: bool, w: str, claim: str, detail: str = "") -> None:
-    """``_require`` that records nothing on success (the record's per-field checks)."""
-    if not cond:
-        _require(ctx, cond, w, claim, detail)
 
 
 def _whole(ctx: _Ctx, w: str, v: Any, what: str, least: int = 0) -> int:

@@ -108,8 +108,9 @@ from absorb.verify._numerics import HASH_CONVENTION, _float_skip_product, _gamma
 from absorb.verify._numerics import check_array_record as _check_array_record
 from absorb.verify._parity import check_parity
 from absorb.verify._plane import check_kinks, check_range, check_rank
+from absorb.verify._read import audited
 from absorb.verify._relu2_linear import check_relu2_linear
-from absorb.verify._report import Finding, Report, _Ctx, _Reject, _require, _where  # noqa: F401
+from absorb.verify._report import Finding, Report, _Ctx, _must, _Reject, _require, _where  # noqa: F401
 from absorb.verify._resolution import float_resolution
 from absorb.verify._sampled import sampled_near, spare_units
 from absorb.verify._skeleton2 import check_skeleton2
@@ -301,13 +302,6 @@ def _cited(ctx: _Ctx, w: str, record: Any, value: bool = False) -> None:
     _must(ctx, ok, w, "the cited theorem's record (title, source, statement, needs, classes) is that result's own", why)
 
 
-def _must(ctx: _Ctx, cond: bool, w: str, claim: str, detail: str = "") -> None:
-    """``_require`` that records nothing on success (the many per-field checks of the records are
-    summed up in one line)."""
-    if not cond:
-        _require(ctx, cond, w, claim, detail)
-
-
 def arg_even_ok(b: dict[str, Any]) -> bool:
     return (b.get("argument") or {}).get("even", True) is True
 
@@ -419,7 +413,12 @@ def _check_records(ctx: _Ctx, w: str, b: dict[str, Any], block: Block, th: str, 
 
 
 def verify_certificate(cert: dict[str, Any], model: Block | Stack | Sequence[Block], *, seed: int = DEFAULT_SEED) -> Report:
-    """Re-derive every claim of ``cert`` (a parsed certificate) on ``model``; see the module doc."""
+    """Re-derive every claim of ``cert`` (a parsed certificate) on ``model``; see the module doc. A recorded field that
+    no check read (one of another case's, route's or verdict's) leaves it not fully checked (:func:`._read.audited`)."""
+    return audited(_verify, cert, model, seed)
+
+
+def _verify(cert: dict[str, Any], model: Block | Stack | Sequence[Block], seed: int) -> Report:
     report = Report()
     if cert.get("schema") != SCHEMA or cert.get("schema_version") not in SUPPORTED_VERSIONS:
         report.fail("certificate", f"the document is an {SCHEMA} of a supported version {SUPPORTED_VERSIONS}",
