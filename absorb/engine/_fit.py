@@ -204,7 +204,7 @@ def _antipodal(R: np.ndarray, homogeneous: bool, angle: float = _PAIR_ANGLE
     and its projection screen past them (|cos| ≥ 1 − :func:`_pair_tau` of the angle holds every such pair: at
     :data:`_PAIR_ANGLE`, :data:`_PAIR_TAU`); ``(i, û_i, δ, j)``. Only the pairs' rows are copied; the last answer is
     kept for the same array (the screens of one block ask up to three times), and serves a narrower angle too."""
-    angle = min(angle, _PAIR_ANGLE)
+    angle = min(max(angle, _ANGLE_FLOOR), _PAIR_ANGLE)
     got = kept("antipodal", R)
     if got is not None and got[0][0] == homogeneous and got[0][1] > angle:  # type: ignore[index]
         i, Ui, delta, j = got[1]  # type: ignore[misc]
@@ -221,11 +221,17 @@ def _capacity_angle(need: float, d: int, tol: float, margin: float) -> float:
     return 2 / (1.2 * (q - 1)) if 1 + 2.0**-20 < q < math.inf else math.inf
 
 
+_ANGLE_FLOOR = 1e-6
+"""The narrowest angle the pairs' screens look within: a computed δ is off by about ε·√d·|û|∞·d ≲ 10⁻¹³ absolutely, so
+above this floor a pair's computed and true δ agree to 10⁻⁷ relatively (covered by :func:`_pair_tau`'s margin), and
+which side of the angle a pair falls is the same for the screen that finds it and the δ that is compared."""
+
+
 def _pair_tau(angle: float) -> float:
     """1 − cos of the widest angle a pair within ``angle`` (< 1) can make: ‖û_i + û_j‖₂ ≤ δ gives cos ≤ −(1 − δ²/2), and
     ‖r_i + r_j‖₂ ≤ δ·max(|r_i|, |r_j|) an angle of at most asin δ with −r_j, cos ≤ −√(1 − δ²); 1 − √(1 − δ²) =
-    δ²/(1 + √(1 − δ²)) ≥ δ²/2 covers both (raised past its rounding)."""
-    return angle * angle / (1 + math.sqrt(1 - angle * angle)) * (1 + 2.0**-30)
+    δ²/(1 + √(1 − δ²)) ≥ δ²/2 covers both (raised by 10⁻⁵: the rounding of a computed δ, :data:`_ANGLE_FLOOR`)."""
+    return angle * angle / (1 + math.sqrt(1 - angle * angle)) * (1 + 1e-5)
 
 
 def _find_antipodal(R: np.ndarray, homogeneous: bool, angle: float
@@ -297,7 +303,7 @@ def pair_capacity(blk: Block, tol: float, margin: float, need: float = math.inf,
 
     t = tol / _reach(blk)
     star = _capacity_angle(need, R.shape[1], t, margin)  # (wider pairs' cap is below need: found or not, the same answer)
-    if clear > 0 and not blk.gated and star < 1 and _pair_tau(star) <= clear:
+    if clear > 0 and not blk.gated and star < 1 and _pair_tau(max(star, _ANGLE_FLOOR)) <= clear:
         return 0.0, math.inf, 0
     return _capacity(_antipodal(R, analysis(blk.activation, "homogeneity").proved, star)[2], R.shape[1], t, margin)
 
