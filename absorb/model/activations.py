@@ -338,6 +338,8 @@ def _user_activation(text: str) -> Activation:
     job = _core.start_analysis(text, tree)  # (its first step: the limits on constants and exponents, in mpmath)
     while _while_validating:
         _while_validating.pop(0)()
+    if "'erf" in canon:  # (σ's numpy form will need scipy.special: its import, 0.2 s, overlaps the child's work)
+        import scipy.special  # noqa: F401
     try:
         srepr, shown = job.next(VALIDATE_SECONDS)
     except BudgetExceeded as exc:
