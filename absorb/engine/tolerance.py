@@ -283,11 +283,7 @@ def _without_skip_sampled(blk: Block, tol: float, seed: int) -> str | None:
     if _skip_shows_far_out(blk, dirs[:4], tol):
         return None
     with np.errstate(all="ignore"):
-        # f(0) = 0 without evaluating f (one pass over the weights less: a second on a 7B-sized layer) where no unit
-        # sees a bias and σ(0) = 0 exactly (a gated unit with a linear value branch is 0 at 0 whatever its gate)
-        zero = not blk.has_bias and (blk.gated and blk.value_identity
-                                     or not blk.gated and is_builtin(blk.activation) and _float_at_zero(blk.activation) == 0.0)
-        f0 = 0.0 if zero else blk.f0_inf
+        f0 = blk.f0_inf  # (0 without evaluating f where no unit sees a bias and each unit is exactly 0 at 0)
         far = (1 + f0) / tol if math.isfinite(f0) else math.inf
         if not math.isfinite(far):
             return None
