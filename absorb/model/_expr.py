@@ -16,6 +16,7 @@ import numpy as np
 import sympy as sp
 
 from absorb._errors import InvalidInput
+from absorb.model._expr_numpy import _MP_TRIG_MAG  # (sin and cos past 2^this: their range, not evaluated)
 
 X = sp.Symbol("x", real=True)
 """The variable every sympy form is written in."""
@@ -80,10 +81,6 @@ class _NoEnclosure(Exception):
     pass
 
 
-_TRIG_MAG = 4096
-"""sin and cos of an argument past 2^this are enclosed by their range [−1, 1], not evaluated."""
-
-
 def _enclose(e: sp.Expr, iv: Any, mp: Any, at: Any = None) -> Any:
     """An interval (mpmath ``iv``, outward rounding) holding the constant ``e`` — or, with ``at`` (an interval), every
     value of ``e`` at the points of ``at`` — ; _NoEnclosure for a head it does not know. erf and erfc (which mpmath's
@@ -119,7 +116,7 @@ def _enclose(e: sp.Expr, iv: Any, mp: Any, at: Any = None) -> Any:
     head = type(e)
     if head is sp.exp:
         return _exp(args[0], iv)
-    if head in (sp.sin, sp.cos) and not max(abs(args[0].a), abs(args[0].b)) <= mp.ldexp(1, _TRIG_MAG):
+    if head in (sp.sin, sp.cos) and not max(abs(args[0].a), abs(args[0].b)) <= mp.ldexp(1, _MP_TRIG_MAG):
         return iv.mpf([-1, 1])  # (their range: reducing an argument past 2^4096 costs as many bits of π, minutes past 2^10⁶)
     if head in (sp.log, sp.sin, sp.cos):
         return _wide(getattr(iv, head.__name__)(args[0]), iv)

@@ -142,7 +142,8 @@ is given up (exp of exp of a large x would otherwise take without bound)."""
 
 
 _MP_TRIG_MAG = 4096
-"""Largest binary exponent of a sin or cos argument evaluated in mpmath (past it the entry is given up)."""
+"""Largest binary exponent of a sin or cos argument evaluated in mpmath (past it the entry is given up, and the producer's
+interval enclosure, :func:`absorb.model._expr._enclose`, takes their range [−1, 1])."""
 
 
 class _GiveUp(Exception):
